@@ -1,0 +1,169 @@
+# Tide's build: plain GNU make.
+#
+#   make              lib/libtide.a, bin/tide (if src/cli has sources),
+#                     bin/tided (if src/server has sources)
+#   make test         install missing packages, build, run every tests/test_*.c
+#   make check        build and run the tests, without the package step
+#   make asan         the tests under AddressSanitizer + UBSan (build/asan)
+#   make tsan         the $(TSAN_TESTS) under ThreadSanitizer (build/tsan)
+#   make bench        build, then bench/run-store
+#   make run          build, then start tided (or prepare ./data with tide)
+#   make clean        remove build/, lib/, bin/
+#   make format-check tabs, trailing blanks and CRLF in C sources
+#
+# A sanitizer build is this same Makefile run again with BUILD, OPT, SAN,
+# LIBDIR and BINDIR set, so its objects never mix with the normal ones.
+# Helpers: every tests/*.c not named test_*.c is linked into each test.
+# Test selection: `make check TESTS="test_util test_format"`, or run
+# tests/run-tests yourself with test names.
+
+BUILD   ?= build
+LIBDIR  ?= lib
+BINDIR  ?= bin
+OPT     ?= -O2
+SAN     ?=
+
+CC      ?= cc
+AR      ?= ar
+CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g -pthread $(SAN) \
+           -Iinclude -Isrc
+CFLAGS  += $(EXTRA_CFLAGS)
+DEPFLAGS = -MMD -MP
+LDFLAGS = -pthread $(SAN)
+LDFLAGS += $(EXTRA_LDFLAGS)
+LIBS    := -lxxhash -ljansson -lpthread -lm
+TEST_LIBS := -lcmocka
+
+ASAN_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
+
+# ---- sources (any of these directories may be empty or absent) ----------
+
+LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c))
+CLI_SRCS    := $(sort $(wildcard src/cli/*.c))
+SERVER_SRCS := $(sort $(wildcard src/server/*.c))
+# Every other tests/*.c (e.g. tests/helpers.c) and tests/support/*.c: helpers
+# linked into every test binary.
+SUPPORT_SRCS := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)) \
+                       $(wildcard tests/support/*.c))
+ALL_TESTS   := $(sort $(patsubst tests/%.c,%,$(wildcard tests/test_*.c)))
+TESTS       ?= $(ALL_TESTS)
+TSAN_TESTS  ?= $(strip $(foreach t,$(ALL_TESTS),$(if $(findstring concurrency,$(t)),$(t))))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB_OBJS     := $(call obj,$(LIB_SRCS))
+CLI_OBJS     := $(call obj,$(CLI_SRCS))
+SERVER_OBJS  := $(call obj,$(SERVER_SRCS))
+SUPPORT_OBJS := $(call obj,$(SUPPORT_SRCS))
+TEST_OBJS    := $(patsubst %,$(BUILD)/obj/tests/%.o,$(TESTS))
+TEST_BINS    := $(patsubst %,$(BUILD)/tests/%,$(TESTS))
+DEPS := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
+
+LIBTIDE := $(LIBDIR)/libtide.a
+PROGS   := $(if $(CLI_SRCS),$(BINDIR)/tide) $(if $(SERVER_SRCS),$(BINDIR)/tided)
+
+# What the tests see in their environment (run from the repo root).
+TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
+            TIDE_BIN_DIR='$(abspath $(BINDIR))' \
+            TEST_BINDIR='$(abspath $(BUILD)/tests)'
+
+.PHONY: all tests test check asan tsan bench run deps clean format-check
+.DEFAULT_GOAL := all
+
+all: $(LIBTIDE) $(PROGS)
+
+# ---- compile and link ----------------------------------------------------
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(LIBTIDE): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BINDIR)/tide: $(CLI_OBJS) $(LIBTIDE)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBTIDE) $(LIBS)
+
+$(BINDIR)/tided: $(SERVER_OBJS) $(LIBTIDE)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(SERVER_OBJS) $(LIBTIDE) $(LIBS)
+
+$(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(LIBTIDE)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(SUPPORT_OBJS) $(LIBTIDE) $(TEST_LIBS) $(LIBS)
+
+tests: $(TEST_BINS)
+
+# ---- tests ---------------------------------------------------------------
+
+deps:
+	bash scripts/install-deps
+
+# The package step runs first, alone; the build and the run follow it.
+test: deps
+	@$(MAKE) --no-print-directory check
+
+check: all tests
+	$(TEST_ENV) bash tests/run-tests $(TESTS)
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build/asan LIBDIR=build/asan/lib \
+	    BINDIR=build/asan/bin OPT=-O1 SAN='$(ASAN_SAN)' check
+
+tsan: deps
+ifeq ($(strip $(TSAN_TESTS)),)
+	@echo "tsan: no test name contains 'concurrency' yet; nothing to run"
+else
+	@$(MAKE) --no-print-directory BUILD=build/tsan LIBDIR=build/tsan/lib \
+	    BINDIR=build/tsan/bin OPT=-O1 SAN='$(TSAN_SAN)' TESTS='$(TSAN_TESTS)' check
+endif
+
+# ---- running -------------------------------------------------------------
+
+bench: all
+	@if [ -f bench/run-store ]; then \
+	    echo "bash bench/run-store"; bash bench/run-store; \
+	else \
+	    echo "bench: bench/run-store does not exist yet; nothing to run"; \
+	fi
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@if [ -x $(BINDIR)/tided ]; then \
+	    echo "exec $(BINDIR)/tided --data-dir ./data --listen 127.0.0.1:8080"; \
+	    exec $(BINDIR)/tided --data-dir ./data --listen 127.0.0.1:8080; \
+	fi; \
+	if [ ! -x $(BINDIR)/tide ]; then \
+	    echo "run: $(BINDIR)/tide was not built (src/cli has no sources yet)" >&2; \
+	    exit 1; \
+	fi; \
+	if [ ! -f ./data/nudb.dat ]; then \
+	    echo "$(BINDIR)/tide create ./data"; \
+	    $(BINDIR)/tide create ./data || exit 1; \
+	fi; \
+	echo "$(BINDIR)/tide info ./data"; \
+	$(BINDIR)/tide info ./data || exit 1; \
+	echo; \
+	echo "run: the store at ./data is ready. The tided server arrives with the node issue;"; \
+	echo "run: until then use $(BINDIR)/tide (e.g. $(BINDIR)/tide info ./data)."
+
+clean:
+	rm -rf build lib bin
+
+# Not part of `make test`: a quick look for tabs, trailing blanks and CRLF.
+format-check:
+	@files=$$(find include src tests bench -name '*.[ch]' 2>/dev/null); \
+	bad=0; \
+	if [ -n "$$files" ]; then \
+	    if grep -n -P '\t' $$files; then echo "format-check: tabs above"; bad=1; fi; \
+	    if grep -n -P '[ \t]+$$' $$files; then echo "format-check: trailing blanks above"; bad=1; fi; \
+	    if grep -n -P '\r$$' $$files; then echo "format-check: CRLF above"; bad=1; fi; \
+	fi; \
+	if [ $$bad -eq 0 ]; then echo "format-check: clean"; fi; \
+	exit $$bad
+
+-include $(DEPS)

@@ -1,0 +1,49 @@
+/*
+ * tide/error.h: Tide's error codes.
+ *
+ * Every library function returns an int: 0 (TIDE_OK) on success or one of
+ * the negative constants below. tide_strerror() names a code in a fixed
+ * string; tide_last_error() gives the calling thread's detailed message for
+ * the most recent failure (which file, which offset, what was wrong).
+ */
+#ifndef TIDE_ERROR_H
+#define TIDE_ERROR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    TIDE_OK        = 0,
+    TIDE_EINVAL    = -1,  /* an argument or option is out of range */
+    TIDE_ENOMEM    = -2,  /* an allocation failed */
+    TIDE_EIO       = -3,  /* a read, write or sync failed */
+    TIDE_ENOSPC    = -4,  /* the disk is full */
+    TIDE_ECORRUPT  = -5,  /* a file does not hold what the format says */
+    TIDE_ENOTFOUND = -6,  /* the key is absent */
+    TIDE_EEXIST    = -7,  /* the key (or the store) already exists */
+    TIDE_ENOENT    = -8,  /* a file or directory does not exist */
+    TIDE_EMISMATCH = -9,  /* the files belong to different stores */
+    TIDE_EVERSION  = -10, /* an unsupported format version */
+    TIDE_EHASH     = -11, /* the key file's pepper does not match XXH64 */
+    TIDE_EBUSY     = -12, /* another process holds the store */
+    TIDE_ECLOSED   = -13, /* the store is closing or has failed */
+    TIDE_ETOOBIG   = -14, /* a value is larger than the format allows */
+    TIDE_EKEYSIZE  = -15, /* a key of the wrong length */
+    TIDE_ENOTSTORE = -16, /* the file is not a NuDB file */
+    TIDE_ERROR_MIN = -16
+};
+
+/* The fixed name and meaning of `code`, e.g. "key not found". Never NULL;
+ * unknown codes give "unknown error". Thread-safe; allocates nothing. */
+const char *tide_strerror(int code);
+
+/* The calling thread's message for the most recent failure that recorded
+ * one, e.g. "nudb.key: offset 44: block size 0 is below 104". Empty when
+ * nothing was recorded. Valid until the thread's next failing call. */
+const char *tide_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

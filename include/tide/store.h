@@ -1,0 +1,243 @@
+/*
+ * tide/store.h: the Tide store, an append-only hashed key/value store whose
+ * three files (nudb.dat, nudb.key, nudb.log) are NuDB version 2 files.
+ *
+ * Life of a store:
+ *
+ *     tide_store_create_opts c;  tide_store_create_opts_init(&c);
+ *     c.key_size = 32;           tide_store_create("db", &c);
+ *     tide_store *s;             tide_store_open(&s, "db", NULL);
+ *     tide_store_insert(s, key, val, len);   -- visible to fetch at once
+ *     tide_store_sync(s);                    -- durable once this returns
+ *     tide_store_close(s);
+ *
+ * Semantics: keys have the fixed size chosen at create; values are 1 byte to
+ * 2^32 - 1 bytes; a key is inserted once and never changed or removed. One
+ * thread inserts at a time (concurrent inserts are serialised), any number
+ * fetch. A background thread commits pending inserts about once a second
+ * (opts.commit_interval_ms) or sooner when the insert pool fills; an insert
+ * is durable when the commit that wrote it has completed. Every error code is
+ * in tide/error.h; tide_last_error() says what and where.
+ */
+#ifndef TIDE_STORE_H
+#define TIDE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tide/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TIDE_BLOCK_SIZE_DEFAULT 4096u
+#define TIDE_BLOCK_SIZE_MIN     4096u   /* what Tide creates; any NuDB size opens */
+#define TIDE_BLOCK_SIZE_MAX     32768u
+#define TIDE_LOAD_FACTOR_DEFAULT 0.5
+#define TIDE_BURST_DEFAULT      (16u << 20)
+#define TIDE_COMMIT_INTERVAL_DEFAULT_MS 1000u
+#define TIDE_VALUE_MAX          0xffffffffull
+
+typedef struct tide_store tide_store;
+struct tide_io;
+
+/* ---- block size validation (shared by the library, the CLI and config) ---- */
+
+/* 1 when `v` is a block size Tide creates: a power of two from 4096 to
+ * 32768. Pure; thread-safe. */
+int tide_block_size_valid(long long v);
+
+/*
+ * Parse a configured block size. Returns the size to use: the value itself
+ * when it is valid, TIDE_BLOCK_SIZE_DEFAULT otherwise (including empty or
+ * non-numeric text, and NULL). When it falls back it writes a warning that
+ * names the bad value to `warning` (at most `cap` bytes, NUL-terminated),
+ * e.g. "block size '5000' is not a power of two from 4096 to 32768; using
+ * 4096"; on success it writes an empty string. `warning` may be NULL.
+ */
+unsigned tide_block_size_parse(const char *text, char *warning, size_t cap);
+
+/* ---- create ---- */
+
+typedef struct tide_store_create_opts {
+    unsigned key_size;     /* bytes per key, 1..65535; no default (0 is an error) */
+    unsigned block_size;   /* default 4096; invalid values fall back to 4096
+                              with a warning through tide_log (see util/log.h) */
+    double   load_factor;  /* default 0.5; must be in (0, 1] */
+    uint64_t appnum;       /* default 1 */
+    uint64_t salt;         /* 0 (default): random from getrandom() */
+    uint64_t uid;          /* 0 (default): random from getrandom() */
+    struct tide_io *io;    /* NULL (default): the POSIX file system */
+} tide_store_create_opts;
+
+/* Fill `o` with the defaults above. */
+void tide_store_create_opts_init(tide_store_create_opts *o);
+
+/*
+ * Create an empty store in directory `dir` (which must exist): nudb.dat with
+ * its header, nudb.key with its header and one empty bucket. Both are synced,
+ * then the directory. Errors: TIDE_EEXIST when a nudb.dat or nudb.key is
+ * already there (nothing is changed), TIDE_ENOENT when `dir` is missing,
+ * TIDE_EINVAL for a bad option, TIDE_EIO / TIDE_ENOSPC (partial files are
+ * removed). Cost: two small files, three syncs.
+ */
+int tide_store_create(const char *dir, const tide_store_create_opts *opts);
+
+/* ---- open and close ---- */
+
+typedef struct tide_store_opts {
+    size_t   burst_bytes;        /* insert pool bound in bytes; default 16 MiB.
+                                    An insert that finds the pool at this size
+                                    triggers a commit and waits for room. */
+    unsigned commit_interval_ms; /* default 1000 */
+    int      read_only;          /* default 0. A read-only handle takes a
+                                    shared lock, never recovers or writes,
+                                    and fails with TIDE_EBUSY while a
+                                    writer has the store open or a log
+                                    needs recovery. */
+    struct tide_io *io;          /* NULL (default): the POSIX file system */
+} tide_store_opts;
+
+void tide_store_opts_init(tide_store_opts *o);
+
+/*
+ * Open the store in `dir`. Validates every header (type, version, uid,
+ * appnum and key size agreement, pepper, block size, file sizes); when
+ * nudb.log holds an interrupted commit, runs recovery first. Opens any valid
+ * NuDB version 2 store, whatever its block size, key size or load factor.
+ * Locks nudb.key (flock) before it looks at the log: exclusive for a
+ * read-write handle, shared for a read-only one, so a writer excludes every
+ * other handle and readers exclude writers. A conflicting handle in any
+ * process gives TIDE_EBUSY.
+ *
+ * On success *out owns the store until tide_store_close(). `opts` may be
+ * NULL for the defaults. Errors: TIDE_ENOENT (no store there), TIDE_ENOTSTORE,
+ * TIDE_EVERSION, TIDE_EMISMATCH, TIDE_EHASH, TIDE_ECORRUPT, TIDE_EBUSY,
+ * TIDE_EIO, TIDE_ENOMEM. Cost: three header reads, a recovery when needed,
+ * one thread started (read-write only).
+ */
+int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts);
+
+/*
+ * Commit everything pending, stop the commit thread, delete nudb.log, close
+ * the files and free the store. Returns 0, or the error of the final commit
+ * (the store is freed either way; a failed final commit leaves the log for
+ * recovery at the next open). NULL is a no-op.
+ */
+int tide_store_close(tide_store *s);
+
+/* ---- insert, fetch, sync ---- */
+
+/*
+ * Insert `len` bytes under `key` (key_size bytes). The value is copied; it
+ * is visible to fetches when this returns and durable after the next commit.
+ * Errors: TIDE_EEXIST (the key is present, durable or pending), TIDE_EINVAL
+ * (len 0), TIDE_ETOOBIG (len >= 2^32), TIDE_ECLOSED, or the error of the last
+ * failed commit (TIDE_EIO, TIDE_ENOSPC) until a commit succeeds again; a
+ * refused insert changes nothing.
+ *
+ * Thread safety: inserts are serialised; fetches run alongside.
+ * Cost: a hash, a lookup in the pool and one key-file bucket read (plus its
+ * spill chain) to refuse duplicates; copies the value into the pool. Blocks
+ * while the pool holds burst_bytes and a commit is running.
+ */
+int tide_store_insert(tide_store *s, const void *key, const void *value, size_t len);
+
+/*
+ * Fetch the value of `key`. On success *out is a malloc'd buffer of *len
+ * bytes that the caller frees with free(). Errors: TIDE_ENOTFOUND, TIDE_EIO,
+ * TIDE_ECORRUPT (the store is not changed).
+ * Thread safety: any number of threads. Cost: a pool lookup, one key-file
+ * read of block_size bytes plus one per spill record in the chain, and one
+ * data-file read per candidate entry with the same 48-bit hash (almost
+ * always one). Allocates the value only.
+ */
+int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len);
+
+/*
+ * Wait until every insert that returned before this call is durable: starts
+ * a commit at once and waits for it. Returns 0 or the commit's error.
+ */
+int tide_store_sync(tide_store *s);
+
+/* ---- information ---- */
+
+typedef struct tide_store_info {
+    uint64_t uid, appnum, salt, pepper;
+    unsigned version, key_size, block_size;
+    unsigned load_factor_raw;    /* in 1/65536 */
+    double   load_factor;
+    unsigned capacity;           /* entries per bucket: (block_size - 8) / 18 */
+    uint64_t buckets;            /* (key file size - block_size) / block_size */
+    uint64_t dat_file_bytes, key_file_bytes, log_file_bytes;
+    int      needs_recovery;     /* nudb.log holds an interrupted commit */
+    /* Counters of this handle (zero for tide_store_inspect): */
+    uint64_t inserts, fetches, commits, commit_failures;
+    uint64_t pool_bytes;         /* pending plus committing */
+    uint64_t bytes_written;      /* written to the three files by commits */
+    uint64_t syncs;              /* file syncs by commits: 4 per commit (log,
+                                    data, key, emptied log) */
+    unsigned commit_interval_ms; /* this handle's options */
+    uint64_t burst_bytes;
+    uint64_t last_commit_us;
+} tide_store_info;
+
+/* The open store's headers, sizes and counters. Thread-safe; no I/O. */
+void tide_store_get_info(tide_store *s, tide_store_info *out);
+
+/* Read the headers and file sizes of the store in `dir` without opening it
+ * for writing, taking a lock or recovering. `io` may be NULL. Errors as for
+ * tide_store_open. */
+int tide_store_inspect(const char *dir, struct tide_io *io, tide_store_info *out);
+
+/* ---- visit ---- */
+
+/* Called once per data record, in file order. `offset` is the record's
+ * offset in nudb.dat. Return 0 to go on, non-zero to stop (the value is
+ * returned by tide_store_visit). */
+typedef int (*tide_visit_fn)(void *arg, uint64_t offset, const void *key, unsigned key_size,
+                             const void *value, uint64_t len);
+
+typedef struct tide_visit_stats {
+    uint64_t data_records, data_bytes, value_bytes;
+    uint64_t spill_records, spill_bytes;
+    uint64_t file_bytes;
+} tide_visit_stats;
+
+/*
+ * Walk nudb.dat of the store in `dir` from the header to the end, calling
+ * `fn` (may be NULL) for each data record. Reads the data file only and never
+ * changes anything. `stats` (may be NULL) gets the counts. Errors:
+ * TIDE_ECORRUPT with the offset in tide_last_error() when a record runs
+ * past the end of the file; the callback's non-zero return.
+ * Cost: one sequential pass through a 1 MiB buffer, plus the largest value.
+ */
+int tide_store_visit(const char *dir, struct tide_io *io, tide_visit_fn fn,
+                     void *arg, tide_visit_stats *stats);
+
+/* ---- recovery ---- */
+
+typedef struct tide_recover_report {
+    int      had_log;            /* a nudb.log was present */
+    int      log_was_partial;    /* shorter than its header: deleted */
+    int      rebuild_interrupted;/* key_file_size was 0 */
+    uint64_t buckets_restored;
+    uint64_t dat_truncated_from, dat_truncated_to;
+    uint64_t key_truncated_from, key_truncated_to;
+} tide_recover_report;
+
+/*
+ * Undo an interrupted commit of the store in `dir`, as NuDB does: write back
+ * every complete pre-image in nudb.log, truncate nudb.dat and nudb.key to the
+ * sizes the log recorded, sync both, delete the log. A no-op (returning 0)
+ * when there is no log or it is empty. `report` may be NULL. Must not run
+ * while another handle has the store open. Errors: TIDE_EMISMATCH when the log
+ * belongs to another store, TIDE_EIO, TIDE_ENOSPC (the log is kept so that
+ * recovery can run again).
+ */
+int tide_store_recover(const char *dir, struct tide_io *io, tide_recover_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,585 @@
+/*
+ * cmd_store.c: the verbs that work on one store: create, info, put, get,
+ * visit.
+ *
+ * Each verb parses its own options with getopt_long (options may come
+ * before or after the positional arguments), checks every argument it can
+ * before touching the store, then makes as few store calls as the job
+ * needs:
+ *
+ *   create  mkdir of the last component, tide_store_create, then
+ *           tide_store_inspect to print what was made.
+ *   info    tide_store_inspect only: no lock, no recovery, no writes.
+ *   put     tide_store_inspect (key size, pending recovery) before reading
+ *           stdin, so a wrong key fails before the value is read; then
+ *           open read-write (which recovers an interrupted commit), insert,
+ *           sync, close. The library's lock refuses it (TIDE_EBUSY) while
+ *           another process, a node say, has the store open.
+ *   get     open read-only (a shared lock). When that is refused because a
+ *           crash left nudb.log to recover, get opens read-write, which
+ *           recovers, and says so. A writer elsewhere gives TIDE_EBUSY.
+ *   visit   tide_store_visit: reads nudb.dat only.
+ *
+ * Invariants:
+ *   1. Exit status 2 means nothing in the store was read or changed by a
+ *      write: usage errors are found before any open.
+ *   2. A directory made by `create` is removed again when the create fails.
+ *   3. Every store opened here is closed on every path, and a failing close
+ *      is reported (it is the final commit).
+ *
+ * Values are binary: put reads stdin with read(2) and get writes stdout
+ * with write(2); neither adds nor strips anything.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "tide/error.h"
+#include "tide/store.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/hex.h"
+#include "util/size.h"
+
+#define KEY_MAX 65535u
+
+/* ---- shared by the verbs ---- */
+
+/* Decode KEYHEX into key[KEY_MAX]; *len gets its size. Prints and returns
+ * CLI_USAGE when it is not hex. */
+static int decode_key(const char *verb, const char *hex, unsigned char *key, size_t *len)
+{
+    int rc;
+
+    if (hex[0] == '\0')
+        return cli_usage(verb, "the key is empty; give it in hex, 2 digits per byte");
+    rc = tide_hex_decode(hex, key, KEY_MAX, len);
+    if (rc) {
+        tide_err_prefix(rc, "key '%.80s%s'", hex, strlen(hex) > 80 ? "..." : "");
+        cli_fail(verb, rc);
+        fprintf(stderr, "Try 'tide help %s'.\n", verb);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+/* The key's length against the store's key size. */
+static int check_key_size(const char *verb, const char *hex, size_t len, unsigned key_size)
+{
+    if (len == key_size) return CLI_OK;
+    return cli_usage(verb, "key '%.80s%s' is %zu bytes (%zu hex digits); this store's keys are "
+                     "%u bytes (%u hex digits)", hex, strlen(hex) > 80 ? "..." : "",
+                     len, 2 * len, key_size, 2 * key_size);
+}
+
+static const char *human(uint64_t bytes, char *buf, size_t cap)
+{
+    return tide_size_format(bytes, buf, cap);
+}
+
+/* ---- create ---- */
+
+int cli_cmd_create(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "key-size",    required_argument, NULL, 'k' },
+        { "block-size",  required_argument, NULL, 'b' },
+        { "load-factor", required_argument, NULL, 'f' },
+        { "appnum",      required_argument, NULL, 'a' },
+        { "help",        no_argument,       NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    tide_store_create_opts o;
+    tide_store_info info;
+    struct stat st;
+    const char *path;
+    char warning[256];
+    uint64_t v;
+    int c, rc, made_dir = 0;
+
+    tide_store_create_opts_init(&o);
+    o.key_size = 32;
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'k':
+            if (cli_parse_u64(optarg, 1, KEY_MAX, &v) != 0)
+                return cli_usage("create", "--key-size '%s' is not a whole number from 1 to %u",
+                                 optarg, KEY_MAX);
+            o.key_size = (unsigned)v;
+            break;
+        case 'b':
+            o.block_size = tide_block_size_parse(optarg, warning, sizeof warning);
+            if (warning[0]) fprintf(stderr, "tide create: warning: %s\n", warning);
+            break;
+        case 'f':
+            if (cli_parse_double(optarg, &o.load_factor) != 0 ||
+                !(o.load_factor > 0.0 && o.load_factor <= 1.0))
+                return cli_usage("create", "--load-factor '%s' is not a number greater than 0 "
+                                 "and at most 1", optarg);
+            break;
+        case 'a':
+            if (cli_parse_u64(optarg, 0, UINT64_MAX, &v) != 0)
+                return cli_usage("create", "--appnum '%s' is not a whole number from 0 to "
+                                 "18446744073709551615 (decimal or 0x hex)", optarg);
+            o.appnum = v;
+            break;
+        case 'h':
+            cli_help("create", stdout);
+            return CLI_OK;
+        default:
+            return cli_option_error("create", c, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage("create", "no PATH given");
+    if (argc - optind > 1) return cli_usage("create", "one PATH only (got '%s' too)", argv[optind + 1]);
+    path = argv[optind];
+    if (path[0] == '\0') return cli_usage("create", "PATH is empty");
+
+    /* The directory: make only its last component. */
+    if (stat(path, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return cli_error("create", "%s: exists and is not a directory", path);
+    } else if (errno != ENOENT) {
+        return cli_error("create", "%s: %s", path, strerror(errno));
+    } else if (mkdir(path, 0755) != 0) {
+        int e = errno;
+        if (e == ENOENT) {
+            char copy[4096];
+            snprintf(copy, sizeof copy, "%s", path);
+            return cli_error("create", "cannot create directory '%s': its parent '%s' does not exist "
+                             "(tide create makes only the last component)", path, dirname(copy));
+        }
+        return cli_error("create", "cannot create directory '%s': %s", path, strerror(e));
+    } else {
+        made_dir = 1;
+    }
+
+    rc = tide_store_create(path, &o);
+    if (rc) {
+        if (made_dir) rmdir(path);
+        if (rc == TIDE_EEXIST)
+            return cli_error("create", "%s: a store is already there (nudb.dat or nudb.key exists); "
+                             "nothing was changed", path);
+        return cli_fail("create", rc);
+    }
+    rc = tide_store_inspect(path, NULL, &info);
+    if (rc) return cli_fail("create", rc);
+    printf("created %s: key size %u, block size %u, load factor %.4g (%u/65536), appnum %llu, "
+           "uid 0x%016llx, salt 0x%016llx\n",
+           path, info.key_size, info.block_size, info.load_factor, info.load_factor_raw,
+           (unsigned long long)info.appnum, (unsigned long long)info.uid,
+           (unsigned long long)info.salt);
+    return CLI_OK;
+}
+
+/* ---- info ---- */
+
+static json_t *json_hex64(uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "0x%016llx", (unsigned long long)v);
+    return json_string(buf);
+}
+
+static int info_json(const char *path, const tide_store_info *in)
+{
+    json_t *o = json_object();
+    int rc;
+
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "type", json_string("nudb"));
+    json_object_set_new(o, "version", json_integer(in->version));
+    json_object_set_new(o, "uid", json_hex64(in->uid));
+    json_object_set_new(o, "appnum", in->appnum <= (uint64_t)INT64_MAX
+                        ? json_integer((json_int_t)in->appnum) : json_hex64(in->appnum));
+    json_object_set_new(o, "key_size", json_integer(in->key_size));
+    json_object_set_new(o, "salt", json_hex64(in->salt));
+    json_object_set_new(o, "pepper", json_hex64(in->pepper));
+    json_object_set_new(o, "block_size", json_integer(in->block_size));
+    json_object_set_new(o, "load_factor_raw", json_integer(in->load_factor_raw));
+    json_object_set_new(o, "load_factor", json_real(in->load_factor));
+    json_object_set_new(o, "capacity", json_integer(in->capacity));
+    json_object_set_new(o, "buckets", json_integer((json_int_t)in->buckets));
+    json_object_set_new(o, "dat_file_bytes", json_integer((json_int_t)in->dat_file_bytes));
+    json_object_set_new(o, "key_file_bytes", json_integer((json_int_t)in->key_file_bytes));
+    json_object_set_new(o, "log_file_bytes", json_integer((json_int_t)in->log_file_bytes));
+    json_object_set_new(o, "needs_recovery", json_boolean(in->needs_recovery));
+    rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (rc != 0) return cli_error("info", "cannot write the JSON output");
+    putchar('\n');
+    return CLI_OK;
+}
+
+int cli_cmd_info(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    tide_store_info in;
+    const char *path;
+    char b1[32], b2[32], b3[32];
+    int c, rc, json = 0;
+
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'h': cli_help("info", stdout); return CLI_OK;
+        default:  return cli_option_error("info", c, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage("info", "no PATH given");
+    if (argc - optind > 1) return cli_usage("info", "one PATH only (got '%s' too)", argv[optind + 1]);
+    path = argv[optind];
+    rc = cli_check_store_dir("info", path);
+    if (rc) return rc;
+    rc = tide_store_inspect(path, NULL, &in);
+    if (rc) return cli_fail("info", rc);
+    if (json) return info_json(path, &in);
+
+    printf("store         %s\n", path);
+    printf("type          nudb.dat + nudb.key, format version %u\n", in.version);
+    printf("uid           0x%016llx\n", (unsigned long long)in.uid);
+    printf("appnum        %llu\n", (unsigned long long)in.appnum);
+    printf("key_size      %u bytes\n", in.key_size);
+    printf("salt          0x%016llx\n", (unsigned long long)in.salt);
+    printf("pepper        0x%016llx\n", (unsigned long long)in.pepper);
+    printf("block_size    %u bytes%s\n", in.block_size,
+           tide_block_size_valid(in.block_size) ? ""
+           : " (outside the 4096..32768 that Tide creates; any NuDB size opens)");
+    printf("load_factor   %u/65536 = %.4f\n", in.load_factor_raw, in.load_factor);
+    printf("capacity      %u entries per bucket\n", in.capacity);
+    printf("buckets       %llu\n", (unsigned long long)in.buckets);
+    printf("nudb.dat      %llu bytes (%s)\n", (unsigned long long)in.dat_file_bytes,
+           human(in.dat_file_bytes, b1, sizeof b1));
+    printf("nudb.key      %llu bytes (%s)\n", (unsigned long long)in.key_file_bytes,
+           human(in.key_file_bytes, b2, sizeof b2));
+    if (in.log_file_bytes == 0)
+        printf("nudb.log      0 bytes (absent or empty)\n");
+    else
+        printf("nudb.log      %llu bytes (%s)\n", (unsigned long long)in.log_file_bytes,
+               human(in.log_file_bytes, b3, sizeof b3));
+    if (in.needs_recovery)
+        printf("recovery      PENDING: nudb.log holds an interrupted commit; the next read-write "
+               "open (tide put, the node) undoes it\n");
+    else
+        printf("recovery      not needed\n");
+    return CLI_OK;
+}
+
+/* ---- put ---- */
+
+/* Read all of fd 0, up to TIDE_VALUE_MAX + 1 bytes. */
+static int read_stdin(unsigned char **out, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+
+    if (buf == NULL) return -1;
+    for (;;) {
+        ssize_t r;
+        if (n == cap) {
+            unsigned char *nb;
+            if (cap > TIDE_VALUE_MAX) break;     /* over the limit: stop */
+            cap *= 2;
+            nb = realloc(buf, cap);
+            if (nb == NULL) { free(buf); errno = ENOMEM; return -1; }
+            buf = nb;
+        }
+        r = read(0, buf + n, cap - n);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            free(buf);
+            return -1;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int cli_cmd_put(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    static unsigned char key[KEY_MAX];
+    tide_store_info in;
+    tide_store *s = NULL;
+    unsigned char *value = NULL;
+    const char *path, *hex;
+    size_t klen, vlen;
+    int c, rc, ret;
+
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': cli_help("put", stdout); return CLI_OK;
+        default:  return cli_option_error("put", c, argv);
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage("put", "expected PATH KEYHEX (and the value on stdin), got %d argument%s",
+                         argc - optind, argc - optind == 1 ? "" : "s");
+    path = argv[optind];
+    hex = argv[optind + 1];
+    ret = decode_key("put", hex, key, &klen);
+    if (ret) return ret;
+    ret = cli_check_store_dir("put", path);
+    if (ret) return ret;
+    rc = tide_store_inspect(path, NULL, &in);
+    if (rc) return cli_fail("put", rc);
+    ret = check_key_size("put", hex, klen, in.key_size);
+    if (ret) return ret;
+
+    if (isatty(0))
+        fprintf(stderr, "tide put: reading the value from the terminal; end it with Ctrl-D\n");
+    if (read_stdin(&value, &vlen) != 0)
+        return cli_error("put", "reading the value from stdin: %s", strerror(errno));
+    if (vlen == 0) {
+        ret = cli_usage("put", "the value is empty (stdin gave 0 bytes); values are 1 byte to "
+                        "4 GiB - 1");
+        goto out;
+    }
+    if (vlen > TIDE_VALUE_MAX) {
+        ret = cli_error("put", "the value on stdin is larger than %llu bytes, the most a value "
+                        "can hold", (unsigned long long)TIDE_VALUE_MAX);
+        goto out;
+    }
+    if (in.needs_recovery)
+        fprintf(stderr, "tide put: note: %s/nudb.log holds an interrupted commit; opening "
+                        "read-write recovers it first\n", path);
+    rc = tide_store_open(&s, path, NULL);
+    if (rc == TIDE_EBUSY) {
+        ret = cli_error("put", "%s: store is busy: another process (a node?) has it open; "
+                        "nothing was written", path);
+        goto out;
+    }
+    if (rc) { ret = cli_fail("put", rc); goto out; }
+    rc = tide_store_insert(s, key, value, vlen);
+    if (rc == TIDE_EEXIST) {
+        ret = cli_error("put", "%s: key already exists (the stored value is unchanged)", hex);
+        goto out;
+    }
+    if (rc) { ret = cli_fail("put", rc); goto out; }
+    rc = tide_store_sync(s);
+    if (rc) { ret = cli_fail("put", rc); goto out; }
+    ret = CLI_OK;
+out:
+    if (s) {
+        rc = tide_store_close(s);
+        if (rc && ret == CLI_OK) ret = cli_fail("put", rc);
+    }
+    free(value);
+    return ret;
+}
+
+/* ---- get ---- */
+
+int cli_cmd_get(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    static unsigned char key[KEY_MAX];
+    tide_store_opts so;
+    tide_store_info in;
+    tide_store *s = NULL;
+    void *value = NULL;
+    const char *path, *hex;
+    size_t klen, vlen = 0;
+    int c, rc, ret;
+
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': cli_help("get", stdout); return CLI_OK;
+        default:  return cli_option_error("get", c, argv);
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage("get", "expected PATH KEYHEX, got %d argument%s",
+                         argc - optind, argc - optind == 1 ? "" : "s");
+    path = argv[optind];
+    hex = argv[optind + 1];
+    ret = decode_key("get", hex, key, &klen);
+    if (ret) return ret;
+    ret = cli_check_store_dir("get", path);
+    if (ret) return ret;
+
+    tide_store_opts_init(&so);
+    so.read_only = 1;
+    rc = tide_store_open(&s, path, &so);
+    if (rc == TIDE_EBUSY && tide_store_inspect(path, NULL, &in) == 0 && in.needs_recovery) {
+        /* A crash left a commit to undo; a read-write open does it, and
+         * fails with TIDE_EBUSY itself if a writer has the store open. */
+        fprintf(stderr, "tide get: note: %s/nudb.log holds an interrupted commit; opening "
+                        "read-write to recover it first\n", path);
+        rc = tide_store_open(&s, path, NULL);
+    }
+    if (rc == TIDE_EBUSY)
+        return cli_error("get", "%s: store is busy: another process (a node?) has it open for "
+                         "writing; read through it instead", path);
+    if (rc) return cli_fail("get", rc);
+    tide_store_get_info(s, &in);
+    ret = check_key_size("get", hex, klen, in.key_size);
+    if (ret) goto out;
+    rc = tide_store_fetch(s, key, &value, &vlen);
+    if (rc == TIDE_ENOTFOUND) {
+        fprintf(stderr, "tide get: %s: not found\n", hex);
+        ret = CLI_FAIL;
+        goto out;
+    }
+    if (rc) { ret = cli_fail("get", rc); goto out; }
+    if (cli_write_all(1, value, vlen) != 0) {
+        ret = cli_error("get", "writing %zu bytes to stdout: %s", vlen, strerror(errno));
+        goto out;
+    }
+    ret = CLI_OK;
+out:
+    free(value);
+    rc = tide_store_close(s);
+    if (rc && ret == CLI_OK) ret = cli_fail("get", rc);
+    return ret;
+}
+
+/* ---- visit ---- */
+
+typedef struct visit_ctx {
+    unsigned key_size;
+    int hex;
+    uint64_t hist[64];          /* hist[k]: values of [2^k, 2^(k+1)) bytes */
+    uint64_t min, max;
+} visit_ctx;
+
+static int floor_log2(uint64_t v)
+{
+    return 63 - __builtin_clzll(v);
+}
+
+static void put_hex(const void *p, uint64_t len)
+{
+    static char buf[2 * 32768 + 1];
+    const unsigned char *b = p;
+
+    while (len > 0) {
+        size_t n = len > 32768 ? 32768 : (size_t)len;
+        tide_hex_encode(b, n, buf);
+        fwrite(buf, 1, 2 * n, stdout);
+        b += n;
+        len -= n;
+    }
+}
+
+static int visit_cb(void *arg, uint64_t offset, const void *key, unsigned key_size,
+                    const void *value, uint64_t len)
+{
+    visit_ctx *v = arg;
+
+    (void)offset;
+    v->key_size = key_size;
+    if (v->hex) {
+        put_hex(key, v->key_size);
+        putchar(' ');
+        put_hex(value, len);
+        putchar('\n');
+        return ferror(stdout) ? TIDE_EIO : 0;
+    }
+    if (len > 0) v->hist[floor_log2(len)]++;
+    if (len < v->min) v->min = len;
+    if (len > v->max) v->max = len;
+    return 0;
+}
+
+int cli_cmd_visit(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "hex",  no_argument, NULL, 'x' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    visit_ctx v;
+    tide_visit_stats st;
+    tide_store_info in;
+    const char *path;
+    char b1[32];
+    int c, rc, lo, hi;
+    uint64_t top = 0;
+
+    memset(&v, 0, sizeof v);
+    v.min = UINT64_MAX;
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'x': v.hex = 1; break;
+        case 'h': cli_help("visit", stdout); return CLI_OK;
+        default:  return cli_option_error("visit", c, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage("visit", "no PATH given");
+    if (argc - optind > 1) return cli_usage("visit", "one PATH only (got '%s' too)", argv[optind + 1]);
+    path = argv[optind];
+    rc = cli_check_store_dir("visit", path);
+    if (rc) return rc;
+    rc = tide_store_inspect(path, NULL, &in);
+    if (rc) return cli_fail("visit", rc);
+    if (in.needs_recovery)
+        fprintf(stderr, "tide visit: warning: %s/nudb.log holds an interrupted commit; the walk "
+                        "includes the records a recovery would cut off\n", path);
+    v.key_size = in.key_size;
+    memset(&st, 0, sizeof st);
+    rc = tide_store_visit(path, NULL, visit_cb, &v, &st);
+    if (v.hex) {
+        if (fflush(stdout) != 0 && rc == 0)
+            return cli_error("visit", "writing to stdout: %s", strerror(errno));
+    }
+    if (rc) return cli_fail("visit", rc);
+    if (v.hex) return CLI_OK;
+
+    printf("store           %s\n", path);
+    printf("nudb.dat        %llu bytes (%s)\n", (unsigned long long)st.file_bytes,
+           human(st.file_bytes, b1, sizeof b1));
+    printf("data records    %llu (%llu bytes: keys %llu, values %llu, size fields %llu)\n",
+           (unsigned long long)st.data_records, (unsigned long long)st.data_bytes,
+           (unsigned long long)(st.data_records * in.key_size),
+           (unsigned long long)st.value_bytes, (unsigned long long)(st.data_records * 6));
+    if (st.data_records > 0)
+        printf("value size      min %llu, mean %.1f, max %llu bytes\n",
+               (unsigned long long)v.min, (double)st.value_bytes / (double)st.data_records,
+               (unsigned long long)v.max);
+    printf("spill records   %llu (%llu bytes)\n", (unsigned long long)st.spill_records,
+           (unsigned long long)st.spill_bytes);
+    if (st.data_records == 0) return CLI_OK;
+
+    lo = floor_log2(v.min);
+    hi = floor_log2(v.max);
+    for (int k = lo; k <= hi; k++)
+        if (v.hist[k] > top) top = v.hist[k];
+    printf("value sizes     (bytes, power-of-two buckets)\n");
+    for (int k = lo; k <= hi; k++) {
+        char range[48];
+        int bar = top ? (int)((v.hist[k] * 40 + top - 1) / top) : 0;
+        snprintf(range, sizeof range, "[%llu, %llu)", 1ull << k,
+                 k == 63 ? 0ull : 1ull << (k + 1));
+        printf("  %-22s %10llu  %5.1f%%  %.*s\n", range, (unsigned long long)v.hist[k],
+               100.0 * (double)v.hist[k] / (double)st.data_records, bar,
+               "########################################");
+    }
+    return CLI_OK;
+}

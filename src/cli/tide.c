@@ -1,0 +1,577 @@
+/*
+ * tide.c: main of bin/tide, the operator's command line.
+ *
+ * `tide VERB [OPTIONS] ARGS` runs one verb against a store directory and
+ * exits: 0 when it did what was asked, 1 when the store said no (a key is
+ * absent or already present, a file is corrupt, a write failed), 2 when the
+ * command line itself is wrong. Scripts rely on those three values and on
+ * the verbs' argument forms; change neither lightly.
+ *
+ * This file holds the verb table, the global options (--help, --version,
+ * --log-level), every help text, and the helpers the verbs share for
+ * printing errors and parsing numbers. The verbs live in cmd_store.c
+ * (create, info, put, get, visit) and bench_store.c (bench store).
+ *
+ * Help texts are written like man pages: synopsis, description, options
+ * with their defaults, exit status, examples. `tide help VERB` and
+ * `tide VERB --help` print the same text, on stdout, and exit 0.
+ *
+ * Logging: the store logs through tide_log (stderr). The CLI sets the level
+ * to "warn" so that a command's output is only what the command prints;
+ * --log-level or TIDE_LOG_LEVEL raise it.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "tide/error.h"
+#include "tide/store.h"
+#include "util/log.h"
+
+/* ---- help texts ---- */
+
+static const char help_main[] =
+"NAME\n"
+"    tide - operate Tide stores (NuDB version 2 files)\n"
+"\n"
+"SYNOPSIS\n"
+"    tide [--log-level LEVEL] VERB [OPTIONS] ARGS\n"
+"    tide help [VERB]\n"
+"    tide --help | --version\n"
+"\n"
+"DESCRIPTION\n"
+"    A Tide store is a directory holding nudb.dat (the values, appended),\n"
+"    nudb.key (the hash buckets) and, while a commit runs, nudb.log. Keys\n"
+"    have a fixed size chosen at creation; values are 1 byte to 4 GiB - 1;\n"
+"    a key is written once and never changed. Keys are given in hex.\n"
+"\n"
+"VERBS\n"
+"    create PATH        make an empty store\n"
+"    info PATH          print the store's headers and sizes\n"
+"    put PATH KEYHEX    store stdin under a key\n"
+"    get PATH KEYHEX    print a key's value on stdout\n"
+"    visit PATH         walk the data file: counts, or every record in hex\n"
+"    bench store        measure insert and fetch throughput, memory, writes\n"
+"    help [VERB]        print this text, or a verb's\n"
+"\n"
+"GLOBAL OPTIONS\n"
+"    --log-level LEVEL  debug, info, warn (default), error or off: what the\n"
+"                       store library logs on stderr. The environment\n"
+"                       variable TIDE_LOG_LEVEL does the same; the option\n"
+"                       wins.\n"
+"    -h, --help         print this text and exit\n"
+"    -V, --version      print the version and exit\n"
+"\n"
+"EXIT STATUS\n"
+"    0  success\n"
+"    1  the operation failed: key not found, key exists, no store, store\n"
+"       busy, corrupt file, I/O error\n"
+"    2  usage error: unknown verb or option, bad argument\n"
+"\n"
+"    Errors are printed on stderr as\n"
+"        tide VERB: <error name>: <what and where>\n"
+"\n"
+"EXAMPLES\n"
+"    tide create /var/lib/tide/db --key-size 32 --block-size 16384\n"
+"    printf 'hello' | tide put /var/lib/tide/db $(printf '%064x' 1)\n"
+"    tide get /var/lib/tide/db $(printf '%064x' 1)\n"
+"    tide info --json /var/lib/tide/db\n"
+"    tide bench store --items 100000 --runs 3\n"
+"\n"
+"    Run 'tide help VERB' for a verb's options.\n";
+
+static const char help_create[] =
+"NAME\n"
+"    tide create - make an empty store\n"
+"\n"
+"SYNOPSIS\n"
+"    tide create PATH [--key-size N] [--block-size N] [--load-factor F]\n"
+"                     [--appnum N]\n"
+"\n"
+"DESCRIPTION\n"
+"    Creates the directory PATH when it is missing (only PATH itself: its\n"
+"    parent must exist) and writes an empty store into it: nudb.dat and\n"
+"    nudb.key with their headers and one empty bucket, both synced, then\n"
+"    the directory. The uid and the hash salt are random. Prints the new\n"
+"    store's settings on stdout.\n"
+"\n"
+"    Nothing is changed when PATH already holds a nudb.dat or nudb.key, or\n"
+"    when an option is bad (a directory made by this command is removed\n"
+"    again when the create fails).\n"
+"\n"
+"OPTIONS\n"
+"    --key-size N     bytes per key, 1 to 65535. Default 32.\n"
+"    --block-size N   key-file block size: a power of two from 4096 to\n"
+"                     32768. Default 4096. An invalid value (5000, abc)\n"
+"                     is not an error: it prints a warning that names the\n"
+"                     value and uses 4096, as the node's config does for\n"
+"                     [node_db] nudb_block_size.\n"
+"    --load-factor F  target bucket fullness, greater than 0 and at most\n"
+"                     1. Default 0.5. Stored in 1/65536 units.\n"
+"    --appnum N       application number stored in the headers (any\n"
+"                     64-bit unsigned value, decimal or 0x hex). Default 1.\n"
+"    -h, --help       print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 created; 1 PATH's parent is missing, a store is already there, or\n"
+"    a write failed; 2 bad option or argument (nothing is created).\n"
+"\n"
+"EXAMPLES\n"
+"    tide create /var/lib/tide/db\n"
+"    tide create db8 --key-size 8 --block-size 16384 --load-factor 0.75\n";
+
+static const char help_info[] =
+"NAME\n"
+"    tide info - print a store's headers and sizes\n"
+"\n"
+"SYNOPSIS\n"
+"    tide info PATH [--json]\n"
+"\n"
+"DESCRIPTION\n"
+"    Reads the headers of nudb.dat, nudb.key and nudb.log (when present)\n"
+"    and the three file sizes. Takes no lock, runs no recovery, writes\n"
+"    nothing: it is safe while a node has the store open.\n"
+"\n"
+"    Prints: file type and format version, uid, appnum, key size, salt,\n"
+"    pepper, block size, load factor (raw, in 1/65536, and as a fraction),\n"
+"    capacity (entries per bucket: (block_size - 8) / 18), the number of\n"
+"    buckets, the sizes of nudb.dat, nudb.key and nudb.log, and whether a\n"
+"    recovery is pending (nudb.log holds an interrupted commit; the next\n"
+"    read-write open undoes it).\n"
+"\n"
+"OPTIONS\n"
+"    --json       print one JSON object instead. 64-bit identifiers (uid,\n"
+"                 salt, pepper) are strings of the form \"0x...\" so that\n"
+"                 no JSON reader rounds them.\n"
+"    -h, --help   print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 printed; 1 no store at PATH, not a NuDB file, headers disagree or\n"
+"    are corrupt; 2 usage error.\n"
+"\n"
+"EXAMPLES\n"
+"    tide info /var/lib/tide/db\n"
+"    tide info --json /var/lib/tide/db | jq .block_size\n";
+
+static const char help_put[] =
+"NAME\n"
+"    tide put - store a value under a key\n"
+"\n"
+"SYNOPSIS\n"
+"    tide put PATH KEYHEX < VALUE\n"
+"\n"
+"DESCRIPTION\n"
+"    Reads all of stdin as the value (binary-safe; 1 byte to 4 GiB - 1),\n"
+"    opens the store read-write (running recovery if nudb.log holds an\n"
+"    interrupted commit), inserts, waits for the commit that makes the\n"
+"    value durable (tide_store_sync), and closes. KEYHEX is the key in hex,\n"
+"    upper or lower case, exactly 2 x key_size digits.\n"
+"\n"
+"    The store is locked while open: put fails at once with 'store is\n"
+"    busy' when a node or another put holds it, and writes nothing.\n"
+"\n"
+"OPTIONS\n"
+"    -h, --help   print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 stored and durable; 1 the key already exists (the stored value is\n"
+"    unchanged), no store, store busy, I/O error; 2 bad key (not hex, or\n"
+"    the wrong length for this store), empty stdin, usage error.\n"
+"\n"
+"EXAMPLES\n"
+"    printf 'hello' | tide put db $(printf '%064x' 1)\n"
+"    tide put db 00ff...ee < blob.bin\n";
+
+static const char help_get[] =
+"NAME\n"
+"    tide get - print the value of a key\n"
+"\n"
+"SYNOPSIS\n"
+"    tide get PATH KEYHEX > VALUE\n"
+"\n"
+"DESCRIPTION\n"
+"    Fetches the value stored under KEYHEX and writes it, byte for byte,\n"
+"    to stdout (no newline is added). Opens the store read-only, without a\n"
+"    lock, so it works while a node has the store open. While nudb.log is\n"
+"    in use a read-only open is refused: when a process holds the store,\n"
+"    the log is its commit in progress and get retries for up to 5 s; when\n"
+"    no process holds it, the log is left from a crash, and get opens the\n"
+"    store read-write, which runs the recovery first, and says so on\n"
+"    stderr.\n"
+"\n"
+"    An absent key prints 'tide get: KEYHEX: not found' on stderr.\n"
+"\n"
+"OPTIONS\n"
+"    -h, --help   print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 found; 1 not found, no store, store busy, corrupt file, I/O error;\n"
+"    2 bad key (not hex, or the wrong length for this store), usage error.\n"
+"\n"
+"EXAMPLES\n"
+"    tide get db $(printf '%064x' 1)\n"
+"    tide get db 00ff...ee > blob.bin || echo absent\n";
+
+static const char help_visit[] =
+"NAME\n"
+"    tide visit - walk a store's data file\n"
+"\n"
+"SYNOPSIS\n"
+"    tide visit PATH [--hex]\n"
+"\n"
+"DESCRIPTION\n"
+"    Reads nudb.dat from its header to its end, in file order, and never\n"
+"    changes anything. Without --hex it prints the number of data records,\n"
+"    their key and value bytes, a histogram of value sizes in power-of-two\n"
+"    buckets ([1,2), [2,4), ... bytes), and the number and bytes of spill\n"
+"    records (bucket overflow copies that NuDB appends to the data file).\n"
+"\n"
+"    With --hex it prints one line per data record: KEYHEX VALUEHEX.\n"
+"\n"
+"    The walk sees every record in the file, including records appended\n"
+"    by an interrupted commit that a recovery would cut off; visit warns\n"
+"    on stderr when nudb.log says a recovery is pending.\n"
+"\n"
+"OPTIONS\n"
+"    --hex        print every data record as KEYHEX VALUEHEX\n"
+"    -h, --help   print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 walked; 1 no store, a record runs past the end of the file (the\n"
+"    offset is printed), I/O error; 2 usage error.\n"
+"\n"
+"EXAMPLES\n"
+"    tide visit db\n"
+"    tide visit db --hex | wc -l\n";
+
+static const char help_bench[] =
+"NAME\n"
+"    tide bench store - measure the store: throughput, memory, writes\n"
+"\n"
+"SYNOPSIS\n"
+"    tide bench store [--items N] [--value-size N] [--block-size N]\n"
+"                     [--runs N] [--dir DIR] [--burst SIZE] [--seed N]\n"
+"                     [--keep] [--json]\n"
+"\n"
+"DESCRIPTION\n"
+"    Each run creates a fresh store (key size 32, load factor 0.5) in its\n"
+"    own directory and runs two phases, one thread each:\n"
+"\n"
+"    LOAD   inserts N items, then tide_store_sync(); timed from the first\n"
+"           insert to the return of the sync. Keys are 32 random bytes,\n"
+"           values value-size random bytes, both from splitmix64 streams\n"
+"           of the item's index (the formula of tests/fixtures/nudb), so\n"
+"           the values are made on the fly and never held by the bench;\n"
+"           the keys are kept in one array of N x 32 bytes.\n"
+"    FETCH  fetches every key once in a shuffled order and compares each\n"
+"           value byte for byte with the one inserted (a mismatch stops\n"
+"           the bench with exit status 1). The page cache is warm.\n"
+"\n"
+"    For each phase it reports: items/s; peak RSS split into anonymous\n"
+"    and file-backed memory (a sampler thread reads /proc/self/status every\n"
+"    10 ms and keeps the maximum; VmHWM is reset before the phase through\n"
+"    /proc/self/clear_refs where permitted, and reported too); bytes\n"
+"    written, from /proc/self/io (write_bytes: sent to the storage layer;\n"
+"    wchar: passed to write calls), from the store's own counter, and from\n"
+"    the block device holding DIR (/sys/dev/block/MAJ:MIN/stat; it counts\n"
+"    every process's writes, so keep the machine quiet); and the commits\n"
+"    and syncs the store made.\n"
+"\n"
+"    After the runs it prints a summary: median and range (min-max) of\n"
+"    items/s per phase, the durability mode, the file sizes, peak RSS,\n"
+"    bytes written, and the write amplification of the load: device bytes\n"
+"    written / (N x (32 + value-size)), and the same from write_bytes.\n"
+"\n"
+"OPTIONS\n"
+"    --items N        items per run. Default 100000.\n"
+"    --value-size N   bytes per value (1MB, 4KiB forms accepted). Default\n"
+"                     200.\n"
+"    --block-size N   key-file block size, as for tide create (invalid\n"
+"                     values warn and use 4096). Default 4096.\n"
+"    --runs N         runs; the summary takes medians over them. Default 3.\n"
+"    --dir DIR        make the bench directory under DIR (which must\n"
+"                     exist). Default: a fresh directory under /tmp.\n"
+"    --burst SIZE     insert pool bound (tide_store_opts.burst_bytes), e.g.\n"
+"                     16MiB. Default 16 MiB.\n"
+"    --seed N         data seed, 0 to 2147483647; 0 gives the keys of the\n"
+"                     fixtures' formula. Default 0.\n"
+"    --keep           keep the stores (default: each is removed after its\n"
+"                     run; a failed run's store is always kept, and its\n"
+"                     path printed)\n"
+"    --json           print the results as one JSON object on stdout (the\n"
+"                     progress lines go to stderr)\n"
+"    -h, --help       print this text\n"
+"\n"
+"    Memory: the bench holds N x 32 bytes of keys and N x 4 bytes of\n"
+"    permutation; both are in the anonymous RSS it reports.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 done; 1 a store call failed or a fetched value differed; 2 usage\n"
+"    error.\n"
+"\n"
+"EXAMPLES\n"
+"    tide bench store\n"
+"    tide bench store --items 20000 --runs 3\n"
+"    tide bench store --items 1000000 --value-size 1KiB --block-size 16384 \\\n"
+"                     --dir /mnt/nvme --json > bench.json\n";
+
+static const char help_help[] =
+"NAME\n"
+"    tide help - print help\n"
+"\n"
+"SYNOPSIS\n"
+"    tide help [VERB]\n"
+"\n"
+"DESCRIPTION\n"
+"    Without VERB, prints the overview of tide. With VERB (create, info,\n"
+"    put, get, visit, bench), prints that verb's manual, the same text as\n"
+"    'tide VERB --help'.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 printed; 2 unknown verb.\n";
+
+/* ---- the verb table ---- */
+
+typedef struct verb {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help;
+} verb;
+
+static int cmd_help(int argc, char **argv);
+
+static const verb verbs[] = {
+    { "create", cli_cmd_create, help_create },
+    { "info",   cli_cmd_info,   help_info },
+    { "put",    cli_cmd_put,    help_put },
+    { "get",    cli_cmd_get,    help_get },
+    { "visit",  cli_cmd_visit,  help_visit },
+    { "bench",  cli_cmd_bench,  help_bench },
+    { "help",   cmd_help,       help_help },
+};
+
+static const verb *find_verb(const char *name)
+{
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (strcmp(verbs[i].name, name) == 0) return &verbs[i];
+    return NULL;
+}
+
+int cli_help(const char *name, FILE *f)
+{
+    const verb *v = find_verb(name);
+    if (v == NULL) return -1;
+    fputs(v->help, f);
+    return 0;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(help_main, stdout);
+        return CLI_OK;
+    }
+    if (argc > 2) return cli_usage("help", "one verb at a time (got %d)", argc - 1);
+    if (strcmp(argv[1], "store") == 0) return cli_help("bench", stdout), CLI_OK;
+    if (cli_help(argv[1], stdout) != 0)
+        return cli_usage("help", "'%s' is not a verb", argv[1]);
+    return CLI_OK;
+}
+
+/* ---- shared helpers ---- */
+
+int cli_fail(const char *verb, int rc)
+{
+    const char *detail = tide_last_error();
+    if (detail && *detail)
+        fprintf(stderr, "tide %s: %s: %s\n", verb, tide_strerror(rc), detail);
+    else
+        fprintf(stderr, "tide %s: %s\n", verb, tide_strerror(rc));
+    return (rc == TIDE_EINVAL || rc == TIDE_EKEYSIZE) ? CLI_USAGE : CLI_FAIL;
+}
+
+int cli_usage(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "tide %s: ", verb);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'tide help %s'.\n", verb);
+    return CLI_USAGE;
+}
+
+int cli_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "tide %s: ", verb);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_FAIL;
+}
+
+int cli_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+    const char *digits;
+    char *end;
+    unsigned long long v;
+    int base = 10;
+
+    if (text == NULL) return -1;
+    while (*text == ' ' || *text == '\t') text++;
+    digits = text;
+    /* Decimal, or hex after 0x; never octal (a leading 0 is just a 0). */
+    if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        digits = text + 2;
+        base = 16;
+    }
+    if (!isxdigit((unsigned char)*digits) || (base == 10 && !isdigit((unsigned char)*digits)))
+        return -1;                          /* no sign, no empty */
+    errno = 0;
+    v = strtoull(digits, &end, base);
+    if (errno || end == digits) return -1;
+    while (*end == ' ' || *end == '\t') end++;
+    if (*end != '\0') return -1;
+    if (v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_double(const char *text, double *out)
+{
+    char *end;
+    double v;
+
+    if (text == NULL || *text == '\0') return -1;
+    errno = 0;
+    v = strtod(text, &end);
+    if (errno || end == text || *end != '\0' || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+void cli_getopt_reset(void)
+{
+    optind = 0;     /* glibc: 0 re-initialises the parser completely */
+    opterr = 0;     /* verbs print their own messages */
+}
+
+int cli_option_error(const char *verb, int c, char **argv)
+{
+    const char *arg = argv[optind - 1];
+
+    if (c == ':') {
+        if (optopt && strncmp(arg, "--", 2) != 0)
+            return cli_usage(verb, "option '-%c' needs a value", optopt);
+        return cli_usage(verb, "option '%s' needs a value", arg);
+    }
+    if (optopt && strncmp(arg, "--", 2) != 0)
+        return cli_usage(verb, "unknown option '-%c'", optopt);
+    return cli_usage(verb, "unknown option '%s'", arg);
+}
+
+int cli_check_store_dir(const char *verb, const char *path)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return cli_error(verb, "%s: no such directory", path);
+        return cli_error(verb, "%s: %s", path, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return cli_error(verb, "%s: not a directory (give the store's directory, "
+                               "the one that holds nudb.dat and nudb.key)", path);
+    return CLI_OK;
+}
+
+/* ---- main ---- */
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "help",      no_argument,       NULL, 'h' },
+        { "version",   no_argument,       NULL, 'V' },
+        { "log-level", required_argument, NULL, 'l' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *env = getenv("TIDE_LOG_LEVEL");
+    const verb *v;
+    int c, level = TIDE_LOG_WARN;
+
+    if (env && *env) {
+        int l = tide_log_level_parse(env);
+        if (l < 0) {
+            fprintf(stderr, "tide: TIDE_LOG_LEVEL='%s' is not debug, info, warn, error or off; "
+                            "using warn\n", env);
+        } else {
+            level = l;
+        }
+    }
+    /* '+': stop at the verb, whose options are its own. */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            fputs(help_main, stdout);
+            return CLI_OK;
+        case 'V':
+            printf("tide %s (NuDB format version 2; block sizes %u to %u)\n",
+                   TIDE_VERSION, TIDE_BLOCK_SIZE_MIN, TIDE_BLOCK_SIZE_MAX);
+            return CLI_OK;
+        case 'l':
+            level = tide_log_level_parse(optarg);
+            if (level < 0) {
+                fprintf(stderr, "tide: --log-level '%s' is not debug, info, warn, error or off\n"
+                                "Try 'tide --help'.\n", optarg);
+                return CLI_USAGE;
+            }
+            break;
+        default:
+            if (optopt)
+                fprintf(stderr, "tide: unknown option '-%c'\nTry 'tide --help'.\n", optopt);
+            else
+                fprintf(stderr, "tide: unknown option '%s'\nTry 'tide --help'.\n", argv[optind - 1]);
+            return CLI_USAGE;
+        }
+    }
+    tide_log_set_level(level);
+    if (optind >= argc) {
+        fprintf(stderr, "tide: no verb given\n"
+                        "Usage: tide VERB [OPTIONS] ARGS   (verbs: create info put get visit bench help)\n"
+                        "Try 'tide --help'.\n");
+        return CLI_USAGE;
+    }
+    v = find_verb(argv[optind]);
+    if (v == NULL) {
+        fprintf(stderr, "tide: '%s' is not a verb (create, info, put, get, visit, bench, help)\n"
+                        "Try 'tide --help'.\n", argv[optind]);
+        return CLI_USAGE;
+    }
+    return v->fn(argc - optind, argv + optind);
+}

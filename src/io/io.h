@@ -1,0 +1,60 @@
+/*
+ * io.h: the file interface. Every file operation of the store goes through
+ * a tide_io, so tests can swap the POSIX file system for one that fails the
+ * n-th call or loses unsynced writes in a simulated crash.
+ *
+ * Contract shared by every implementation:
+ *   - Calls return 0 or a negative TIDE_E* code. ENOSPC (and EDQUOT) map to
+ *     TIDE_ENOSPC, ENOENT to TIDE_ENOENT, anything else to TIDE_EIO; the
+ *     implementation records "path: operation at offset N: strerror" in
+ *     tide_last_error().
+ *   - read_at reads exactly `len` bytes or fails; reading past the end of the
+ *     file is TIDE_ECORRUPT ("short read"), since the store only reads what
+ *     its headers say exists. write_at writes all `len` bytes or fails.
+ *   - Nothing written is durable until sync() returns 0 for that file (and,
+ *     for creates, renames and unlinks, sync_dir() for its directory).
+ *   - A tide_file may be used by several threads at once (read_at and
+ *     write_at are positional); open/close are not concurrent with use.
+ */
+#ifndef TIDE_IO_H
+#define TIDE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tide_file tide_file;   /* defined by each implementation */
+
+enum {
+    TIDE_IO_READ   = 0,       /* open an existing file read-only */
+    TIDE_IO_WRITE  = 1 << 0,  /* open for reading and writing */
+    TIDE_IO_CREATE = 1 << 1,  /* create when missing (implies WRITE) */
+    TIDE_IO_EXCL   = 1 << 2,  /* with CREATE: fail with TIDE_EEXIST if present */
+};
+
+typedef struct tide_io tide_io;
+struct tide_io {
+    int  (*open)(tide_io *io, const char *path, int flags, tide_file **out);
+    void (*close)(tide_file *f);
+    int  (*read_at)(tide_file *f, void *buf, size_t len, uint64_t off);
+    int  (*write_at)(tide_file *f, const void *buf, size_t len, uint64_t off);
+    int  (*sync)(tide_file *f);
+    int  (*truncate)(tide_file *f, uint64_t size);
+    int  (*size)(tide_file *f, uint64_t *out);
+    /* Take an advisory lock for the life of the handle: exclusive (a
+     * writer) or shared (read-only handles). TIDE_EBUSY when another handle
+     * holds a conflicting one; never blocks. */
+    int  (*lock)(tide_file *f, int exclusive);
+    int  (*unlink)(tide_io *io, const char *path);
+    int  (*rename)(tide_io *io, const char *from, const char *to);
+    int  (*sync_dir)(tide_io *io, const char *dir);
+    /* 0 when `path` exists, TIDE_ENOENT when not; *is_dir set when non-NULL. */
+    int  (*stat)(tide_io *io, const char *path, int *is_dir);
+    /* Counters every implementation keeps (atomically). */
+    uint64_t bytes_written, bytes_read, syncs, writes, reads;
+};
+
+/* The process-wide POSIX implementation (pread, pwrite, fdatasync, flock).
+ * Thread-safe. */
+tide_io *tide_io_posix(void);
+
+#endif

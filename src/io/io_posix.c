@@ -1,0 +1,209 @@
+/*
+ * io_posix.c: the file interface on the real file system.
+ *
+ * A tide_file here is a file descriptor and the path it was opened with (for
+ * messages). Positional reads and writes (pread/pwrite) loop until the whole
+ * length is done, so callers never see a short transfer. Durability is
+ * fdatasync(2), which also flushes a changed file size; directory entries are
+ * made durable with fsync(2) on the directory.
+ *
+ * Invariants:
+ *   1. Every failure maps errno through tide_err_from_errno and records
+ *      "path: operation at offset N: strerror" for tide_last_error().
+ *   2. The counters in the tide_io are updated with relaxed atomics only,
+ *      so any thread may use any file.
+ *
+ * Never: retry a failed fdatasync. After a failed sync the kernel may have
+ *   dropped the dirty pages, so the caller must treat the data as lost.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "util/err.h"
+
+struct tide_file {
+    int fd;
+    tide_io *io;
+    char path[];
+};
+
+static void count(uint64_t *c, uint64_t n) { __atomic_fetch_add(c, n, __ATOMIC_RELAXED); }
+
+static int fail(const char *path, const char *op, uint64_t off, int e)
+{
+    int code = tide_err_from_errno(e);
+    if (off == UINT64_MAX)
+        return tide_err_set(code, "%s: %s: %s", path, op, strerror(e));
+    return tide_err_set(code, "%s: %s at offset %llu: %s", path, op,
+                        (unsigned long long)off, strerror(e));
+}
+
+static int posix_open(tide_io *io, const char *path, int flags, tide_file **out)
+{
+    int oflags = O_CLOEXEC;
+    tide_file *f = NULL;
+    size_t n = strlen(path);
+    int fd;
+
+    if (flags & TIDE_IO_CREATE) oflags |= O_RDWR | O_CREAT;
+    else if (flags & TIDE_IO_WRITE) oflags |= O_RDWR;
+    else oflags |= O_RDONLY;
+    if ((flags & TIDE_IO_CREATE) && (flags & TIDE_IO_EXCL)) oflags |= O_EXCL;
+
+    f = malloc(sizeof *f + n + 1);
+    if (f == NULL) return tide_err_set(TIDE_ENOMEM, "%s: open: out of memory", path);
+    do fd = open(path, oflags, 0644); while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        int e = errno;
+        free(f);
+        return fail(path, "open", UINT64_MAX, e);
+    }
+    f->fd = fd;
+    f->io = io;
+    memcpy(f->path, path, n + 1);
+    *out = f;
+    return 0;
+}
+
+static void posix_close(tide_file *f)
+{
+    if (f == NULL) return;
+    close(f->fd);
+    free(f);
+}
+
+static int posix_read_at(tide_file *f, void *buf, size_t len, uint64_t off)
+{
+    uint8_t *p = buf;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t r = pread(f->fd, p + done, len - done, (off_t)(off + done));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return fail(f->path, "read", off + done, errno);
+        }
+        if (r == 0)
+            return tide_err_set(TIDE_ECORRUPT, "%s: short read at offset %llu: wanted %zu bytes, "
+                                "the file ends after %zu", f->path,
+                                (unsigned long long)off, len, done);
+        done += (size_t)r;
+    }
+    count(&f->io->bytes_read, len);
+    count(&f->io->reads, 1);
+    return 0;
+}
+
+static int posix_write_at(tide_file *f, const void *buf, size_t len, uint64_t off)
+{
+    const uint8_t *p = buf;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = pwrite(f->fd, p + done, len - done, (off_t)(off + done));
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return fail(f->path, "write", off + done, errno);
+        }
+        if (w == 0) return fail(f->path, "write", off + done, EIO);
+        done += (size_t)w;
+    }
+    count(&f->io->bytes_written, len);
+    count(&f->io->writes, 1);
+    return 0;
+}
+
+static int posix_sync(tide_file *f)
+{
+    if (fdatasync(f->fd) != 0) return fail(f->path, "fdatasync", UINT64_MAX, errno);
+    count(&f->io->syncs, 1);
+    return 0;
+}
+
+static int posix_truncate(tide_file *f, uint64_t size)
+{
+    int r;
+    do r = ftruncate(f->fd, (off_t)size); while (r != 0 && errno == EINTR);
+    if (r != 0) return fail(f->path, "truncate", size, errno);
+    return 0;
+}
+
+static int posix_size(tide_file *f, uint64_t *out)
+{
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) return fail(f->path, "stat", UINT64_MAX, errno);
+    *out = (uint64_t)st.st_size;
+    return 0;
+}
+
+static int posix_lock(tide_file *f, int exclusive)
+{
+    if (flock(f->fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            return tide_err_set(TIDE_EBUSY, exclusive
+                                ? "%s: the store is open in another process or handle"
+                                : "%s: the store is open for writing in another process or handle",
+                                f->path);
+        return fail(f->path, "lock", UINT64_MAX, errno);
+    }
+    return 0;
+}
+
+static int posix_unlink(tide_io *io, const char *path)
+{
+    (void)io;
+    if (unlink(path) != 0) return fail(path, "unlink", UINT64_MAX, errno);
+    return 0;
+}
+
+static int posix_rename(tide_io *io, const char *from, const char *to)
+{
+    (void)io;
+    if (rename(from, to) != 0) return fail(from, "rename", UINT64_MAX, errno);
+    return 0;
+}
+
+static int posix_sync_dir(tide_io *io, const char *dir)
+{
+    int fd, rc = 0;
+    do fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
+    if (fd < 0) return fail(dir, "open directory", UINT64_MAX, errno);
+    if (fsync(fd) != 0) rc = fail(dir, "fsync directory", UINT64_MAX, errno);
+    else count(&io->syncs, 1);
+    close(fd);
+    return rc;
+}
+
+static int posix_stat(tide_io *io, const char *path, int *is_dir)
+{
+    struct stat st;
+    (void)io;
+    if (stat(path, &st) != 0) return fail(path, "stat", UINT64_MAX, errno);
+    if (is_dir) *is_dir = S_ISDIR(st.st_mode);
+    return 0;
+}
+
+static tide_io posix_io = {
+    .open = posix_open,
+    .close = posix_close,
+    .read_at = posix_read_at,
+    .write_at = posix_write_at,
+    .sync = posix_sync,
+    .truncate = posix_truncate,
+    .size = posix_size,
+    .lock = posix_lock,
+    .unlink = posix_unlink,
+    .rename = posix_rename,
+    .sync_dir = posix_sync_dir,
+    .stat = posix_stat,
+};
+
+tide_io *tide_io_posix(void)
+{
+    return &posix_io;
+}

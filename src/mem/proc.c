@@ -1,0 +1,354 @@
+/*
+ * proc.c: reading /proc/self and /sys without touching the heap.
+ *
+ * The figures read here are used to judge the allocator, so the readers
+ * must not disturb what they measure. Each one is open(2), read(2) into a
+ * buffer on the stack, close(2), then a parse over that buffer. There is no
+ * stdio (fopen mallocs a FILE and its buffer), no malloc, no locale.
+ *
+ * The kernel writes these files in one go when they are read from offset 0
+ * with a buffer large enough, so a single read usually returns everything;
+ * the loop below continues until EOF or the buffer is full regardless.
+ * A file larger than the buffer is cut at the buffer's size: the fields read
+ * here all sit well inside the first 4 KiB (status) or are tiny (statm, io,
+ * sysfs stat). /proc/self/mountinfo, which can be long, is streamed line by
+ * line through a fixed buffer instead.
+ *
+ * Invariants:
+ *   1. Every open file descriptor is closed before the function returns.
+ *   2. Output structures are written only when the function returns 0.
+ *   3. Every failure records the path and the reason with tide_err_set().
+ *
+ * Never: call malloc, fopen, sscanf, or anything else that may allocate
+ * (strtoull and snprintf with %s/%u formats do not).
+ */
+#include "mem/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "tide/error.h"
+#include "util/err.h"
+
+/* Read up to cap - 1 bytes of `path` into buf and NUL-terminate it. */
+static int read_small(const char *path, char *buf, size_t cap, size_t *len)
+{
+    size_t n = 0;
+    int fd, rc = 0;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return tide_err_set(e == ENOENT ? TIDE_ENOENT : TIDE_EIO,
+                            "%s: open: %s", path, strerror(e));
+    }
+    while (n < cap - 1) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            rc = tide_err_set(TIDE_EIO, "%s: read at offset %zu: %s", path, n, strerror(errno));
+            goto out;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    buf[n] = '\0';
+    if (len) *len = n;
+out:
+    close(fd);
+    return rc;
+}
+
+/* The unsigned number after "\n<name>" (name includes its colon), or after
+ * <name> at the very start of the text. 1 when found. */
+static int field_u64(const char *text, const char *name, uint64_t *out)
+{
+    size_t nl = strlen(name);
+    const char *p = text;
+
+    while (p) {
+        if (strncmp(p, name, nl) == 0) {
+            const char *q = p + nl;
+            char *end;
+            unsigned long long v;
+
+            while (*q == ' ' || *q == '\t') q++;
+            if (*q < '0' || *q > '9') return 0;
+            errno = 0;
+            v = strtoull(q, &end, 10);
+            if (errno) return 0;
+            *out = v;
+            return 1;
+        }
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return 0;
+}
+
+int tide_mem_proc_statm_rss(uint64_t *rss_bytes)
+{
+    char buf[256], *p, *end;
+    unsigned long long pages;
+    long page;
+    int rc;
+
+    rc = read_small("/proc/self/statm", buf, sizeof buf, NULL);
+    if (rc) return rc;
+    /* "size resident shared text lib data dt" */
+    p = buf;
+    strtoull(p, &end, 10);
+    if (end == p) goto bad;
+    p = end;
+    errno = 0;
+    pages = strtoull(p, &end, 10);
+    if (end == p || errno) goto bad;
+    page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    *rss_bytes = (uint64_t)pages * (uint64_t)page;
+    return 0;
+bad:
+    return tide_err_set(TIDE_ECORRUPT, "/proc/self/statm: cannot parse '%.40s'", buf);
+}
+
+int tide_mem_proc_status_read(tide_mem_proc_status *out)
+{
+    char buf[8192];
+    tide_mem_proc_status s;
+    uint64_t hwm = 0;
+    int rc;
+
+    rc = read_small("/proc/self/status", buf, sizeof buf, NULL);
+    if (rc) return rc;
+    memset(&s, 0, sizeof s);
+    if (!field_u64(buf, "VmRSS:", &s.vm_rss))
+        return tide_err_set(TIDE_ECORRUPT, "/proc/self/status: no VmRSS line");
+    if (field_u64(buf, "VmHWM:", &hwm)) s.vm_hwm = hwm * 1024;
+    s.vm_rss *= 1024;
+    s.has_split = field_u64(buf, "RssAnon:", &s.rss_anon)
+                & field_u64(buf, "RssFile:", &s.rss_file)
+                & field_u64(buf, "RssShmem:", &s.rss_shmem);
+    if (s.has_split) {
+        s.rss_anon *= 1024;
+        s.rss_file *= 1024;
+        s.rss_shmem *= 1024;
+    } else {
+        s.rss_anon = s.rss_file = s.rss_shmem = 0;
+    }
+    *out = s;
+    return 0;
+}
+
+int tide_mem_proc_io_read(tide_mem_proc_io *out)
+{
+    char buf[1024];
+    tide_mem_proc_io io;
+    int rc;
+
+    rc = read_small("/proc/self/io", buf, sizeof buf, NULL);
+    if (rc) return rc == TIDE_ENOENT ? TIDE_EIO : rc;
+    memset(&io, 0, sizeof io);
+    if (!field_u64(buf, "rchar:", &io.rchar) || !field_u64(buf, "wchar:", &io.wchar))
+        return tide_err_set(TIDE_ECORRUPT, "/proc/self/io: no rchar or wchar line");
+    io.has_device_bytes = field_u64(buf, "read_bytes:", &io.read_bytes)
+                        & field_u64(buf, "write_bytes:", &io.write_bytes);
+    if (!io.has_device_bytes) io.read_bytes = io.write_bytes = 0;
+    *out = io;
+    return 0;
+}
+
+int tide_mem_proc_reset_peak(void)
+{
+    int fd, rc = 0;
+    ssize_t w;
+
+    fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tide_err_set(TIDE_EIO, "/proc/self/clear_refs: open: %s (peak RSS not reset)",
+                            strerror(errno));
+    do {
+        w = write(fd, "5", 1);
+    } while (w < 0 && errno == EINTR);
+    if (w != 1)
+        rc = tide_err_set(TIDE_EIO, "/proc/self/clear_refs: write '5': %s (peak RSS not reset)",
+                          w < 0 ? strerror(errno) : "short write");
+    close(fd);
+    return rc;
+}
+
+/* ---- block devices ---- */
+
+/* Fields 3 and 7 of a /sys/.../stat file, as bytes. */
+static int read_dev_stat(const char *path, uint64_t *rd, uint64_t *wr)
+{
+    char buf[512], *p = NULL, *end;
+    unsigned long long f[7];
+    int rc, i;
+
+    rc = read_small(path, buf, sizeof buf, NULL);
+    if (rc) return rc == TIDE_ENOENT ? TIDE_EIO : rc;
+    p = buf;
+    for (i = 0; i < 7; i++) {
+        errno = 0;
+        f[i] = strtoull(p, &end, 10);
+        if (end == p || errno)
+            return tide_err_set(TIDE_ECORRUPT, "%s: field %d: cannot parse '%.60s'", path, i + 1, buf);
+        p = end;
+    }
+    *rd = (uint64_t)f[2] * 512;
+    *wr = (uint64_t)f[6] * 512;
+    return 0;
+}
+
+/* The last component of the sysfs link `link` (e.g. ".../block/vda/vda1")
+ * into name; with up = 1, the component before it ("vda"). */
+static void link_name(const char *link, int up, char *name, size_t cap)
+{
+    char target[512];
+    ssize_t n;
+    char *slash;
+
+    name[0] = '\0';
+    n = readlink(link, target, sizeof target - 1);
+    if (n <= 0) return;
+    target[n] = '\0';
+    slash = strrchr(target, '/');
+    if (up && slash) {
+        *slash = '\0';
+        slash = strrchr(target, '/');
+    }
+    {
+        const char *src = slash ? slash + 1 : target;
+        size_t k = strlen(src);
+        if (k >= cap) k = cap - 1;
+        memcpy(name, src, k);
+        name[k] = '\0';
+    }
+}
+
+/*
+ * For st_dev values that are not block devices: find the mount with that
+ * MAJ:MIN in /proc/self/mountinfo and, when its source is a block device
+ * node, return its st_rdev in *rdev. Lines are streamed through a 4 KiB
+ * buffer; a line longer than that is skipped.
+ */
+static int mount_source_dev(dev_t dev, dev_t *rdev)
+{
+    char buf[4096], want[32], line[4096];
+    size_t have = 0, ll = 0;
+    int fd, rc = TIDE_ENOENT, skipping = 0;
+
+    snprintf(want, sizeof want, "%u:%u", major(dev), minor(dev));
+    fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return TIDE_ENOENT;
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        have = (size_t)r;
+        for (size_t i = 0; i < have; i++) {
+            char c = buf[i];
+            if (c != '\n') {
+                if (ll < sizeof line - 1) line[ll++] = c;
+                else skipping = 1;
+                continue;
+            }
+            line[ll] = '\0';
+            if (!skipping) {
+                /* "id parent MAJ:MIN root mountpoint opts [tags] - fstype source superopts" */
+                char *f3 = strchr(line, ' '), *sep, *src, *end;
+                if (f3) f3 = strchr(f3 + 1, ' ');
+                if (f3) {
+                    f3++;
+                    end = strchr(f3, ' ');
+                    if (end && (size_t)(end - f3) == strlen(want) &&
+                        memcmp(f3, want, (size_t)(end - f3)) == 0 &&
+                        (sep = strstr(line, " - ")) != NULL) {
+                        src = strchr(sep + 3, ' ');     /* after fstype */
+                        if (src) {
+                            struct stat st;
+                            src++;
+                            end = strchr(src, ' ');
+                            if (end) *end = '\0';
+                            if (stat(src, &st) == 0 && S_ISBLK(st.st_mode)) {
+                                *rdev = st.st_rdev;
+                                rc = 0;
+                                goto out;
+                            }
+                        }
+                    }
+                }
+            }
+            ll = 0;
+            skipping = 0;
+        }
+    }
+out:
+    close(fd);
+    return rc;
+}
+
+int tide_mem_proc_blockdev_read(const char *path, tide_mem_proc_blockdev *out)
+{
+    tide_mem_proc_blockdev b;
+    char sys[96], p2[128], devtext[64];
+    struct stat st;
+    dev_t dev;
+    int rc;
+
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        return tide_err_set(e == ENOENT ? TIDE_ENOENT : TIDE_EIO, "%s: stat: %s", path, strerror(e));
+    }
+    memset(&b, 0, sizeof b);
+    dev = st.st_dev;
+    snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", major(dev), minor(dev));
+    if (access(sys, F_OK) != 0) {
+        dev_t rdev;
+        if (mount_source_dev(dev, &rdev) != 0)
+            return tide_err_set(TIDE_ENOENT, "%s: on device %u:%u, which is not a block device "
+                                "(tmpfs, overlayfs or a network file system?)",
+                                path, major(dev), minor(dev));
+        dev = rdev;
+        snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", major(dev), minor(dev));
+    }
+    b.major = major(dev);
+    b.minor = minor(dev);
+    link_name(sys, 0, b.name, sizeof b.name);
+    snprintf(p2, sizeof p2, "%s/stat", sys);
+    rc = read_dev_stat(p2, &b.bytes_read, &b.bytes_written);
+    if (rc) return rc;
+
+    snprintf(p2, sizeof p2, "%s/partition", sys);
+    if (access(p2, F_OK) == 0) {
+        unsigned ma, mi;
+        b.is_partition = 1;
+        /* sysfs resolves "..": the partition's directory sits in the disk's. */
+        snprintf(p2, sizeof p2, "%s/../dev", sys);
+        rc = read_small(p2, devtext, sizeof devtext, NULL);
+        if (rc) return rc;
+        {
+            char *end, *end2;
+            ma = (unsigned)strtoul(devtext, &end, 10);
+            if (end == devtext || *end != ':')
+                return tide_err_set(TIDE_ECORRUPT, "%s: cannot parse '%.20s'", p2, devtext);
+            mi = (unsigned)strtoul(end + 1, &end2, 10);
+            if (end2 == end + 1)
+                return tide_err_set(TIDE_ECORRUPT, "%s: cannot parse '%.20s'", p2, devtext);
+        }
+        b.parent_major = ma;
+        b.parent_minor = mi;
+        link_name(sys, 1, b.parent_name, sizeof b.parent_name);
+        snprintf(p2, sizeof p2, "%s/../stat", sys);
+        rc = read_dev_stat(p2, &b.parent_bytes_read, &b.parent_bytes_written);
+        if (rc) return rc;
+    }
+    *out = b;
+    return 0;
+}

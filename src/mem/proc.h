@@ -1,0 +1,115 @@
+/*
+ * proc.h: what the kernel says about this process's memory and I/O.
+ *
+ * Every reader here opens one small file under /proc/self (or /sys), reads
+ * it with read(2) into a buffer on the stack, closes it and parses the
+ * numbers. None of them allocate, and none use stdio: a FILE * mallocs its
+ * buffer, and a reader that allocates can itself pin a heap page, or move
+ * the very figure it is there to report. That makes them safe to call from
+ * a sampler thread every 10 ms, from a metrics scrape, or right before and
+ * after a malloc_trim().
+ *
+ * Units: every size is in bytes (the kernel's "kB" fields are multiplied by
+ * 1024, page counts by sysconf(_SC_PAGESIZE), sectors by 512).
+ *
+ * Every function returns 0 or a negative TIDE_E* code, with the file and the
+ * reason in tide_last_error(). The structures are filled only on success.
+ *
+ * Thread safety: all functions are thread-safe (no shared state).
+ */
+#ifndef TIDE_MEM_PROC_H
+#define TIDE_MEM_PROC_H
+
+#include <stdint.h>
+
+/*
+ * Resident set size from /proc/self/statm (field 2, in pages) in bytes.
+ * The cheapest RSS there is: the kernel formats seven numbers.
+ * Errors: TIDE_EIO (the file cannot be read), TIDE_ECORRUPT (unparseable).
+ * Cost: one open/read/close of a ~40-byte file; no allocation.
+ */
+int tide_mem_proc_statm_rss(uint64_t *rss_bytes);
+
+typedef struct tide_mem_proc_status {
+    uint64_t vm_rss;     /* VmRSS: resident now */
+    uint64_t vm_hwm;     /* VmHWM: peak resident since start or the last
+                            tide_mem_proc_reset_peak() */
+    uint64_t rss_anon;   /* RssAnon: heap, stacks, anonymous mmaps */
+    uint64_t rss_file;   /* RssFile: mapped files (binary, libraries, mmap'd data) */
+    uint64_t rss_shmem;  /* RssShmem: shared memory, tmpfs mappings */
+    int      has_split;  /* 1 when RssAnon/RssFile/RssShmem were present
+                            (Linux >= 4.5); otherwise those three are 0 */
+} tide_mem_proc_status;
+
+/*
+ * The memory lines of /proc/self/status, in bytes.
+ * Errors: TIDE_EIO (cannot be read), TIDE_ECORRUPT (no VmRSS line).
+ * Cost: one open/read/close of a ~1.5 KiB file (the kernel walks no page
+ * tables: these are counters); no allocation. Cheap enough for every 10 ms.
+ */
+int tide_mem_proc_status_read(tide_mem_proc_status *out);
+
+typedef struct tide_mem_proc_io {
+    uint64_t rchar;        /* bytes passed to read-like calls (page cache hits too) */
+    uint64_t wchar;        /* bytes passed to write-like calls */
+    uint64_t read_bytes;   /* bytes fetched from the storage layer */
+    uint64_t write_bytes;  /* bytes sent (or dirtied for) the storage layer */
+    int      has_device_bytes; /* 0 when read_bytes/write_bytes were absent
+                                  (no CONFIG_TASK_IO_ACCOUNTING); both are 0 */
+} tide_mem_proc_io;
+
+/*
+ * The I/O counters of /proc/self/io (all threads of the process, including
+ * threads that have exited).
+ * Errors: TIDE_EIO when the file is missing or unreadable (some containers
+ * and kernels without task I/O accounting), TIDE_ECORRUPT when rchar or
+ * wchar is missing.
+ * Cost: one open/read/close of a ~100-byte file; no allocation.
+ */
+int tide_mem_proc_io_read(tide_mem_proc_io *out);
+
+/*
+ * Reset the process's peak RSS (VmHWM) to its current RSS by writing "5" to
+ * /proc/self/clear_refs (Linux >= 4.0), so that a following VmHWM is the
+ * peak of the phase that follows.
+ * Errors: TIDE_EIO when the write is not permitted (EACCES, EPERM in a
+ * restricted container) or not supported (EINVAL, older kernels); VmHWM is
+ * then the lifetime peak and callers should say so.
+ * Cost: one open/write/close; no allocation.
+ */
+int tide_mem_proc_reset_peak(void);
+
+typedef struct tide_mem_proc_blockdev {
+    unsigned major, minor;         /* the block device that holds the file */
+    char     name[64];             /* its kernel name, e.g. "nvme0n1p2" */
+    uint64_t bytes_read;           /* stat field 3 (sectors read) * 512 */
+    uint64_t bytes_written;        /* stat field 7 (sectors written) * 512 */
+    int      is_partition;         /* 1 when it is a partition of a disk; */
+    unsigned parent_major, parent_minor;   /* then the whole disk's */
+    char     parent_name[64];
+    uint64_t parent_bytes_read, parent_bytes_written;
+} tide_mem_proc_blockdev;
+
+/*
+ * The cumulative block-device counters of the device that holds `path` (a
+ * file or directory): stat(path).st_dev gives MAJ:MIN, and
+ * /sys/dev/block/MAJ:MIN/stat gives the counters; when that device is a
+ * partition, the whole disk's counters are read too. When st_dev is not a
+ * block device (btrfs and other file systems that report an anonymous
+ * device), the mount with that st_dev is looked up in /proc/self/mountinfo
+ * and its source (e.g. /dev/nvme0n1p2) is used when it is a block device.
+ *
+ * The counters are for the whole device: every process's writes count, and
+ * the file system's journal and metadata too. Take a difference across a
+ * phase on an otherwise quiet machine.
+ *
+ * Errors: TIDE_ENOENT when `path` does not exist or lives on no block
+ * device (tmpfs, overlayfs, NFS), TIDE_EIO when /sys cannot be read,
+ * TIDE_ECORRUPT when a stat file cannot be parsed.
+ * Cost: one stat(2), one or two readlink(2), and one open/read/close per
+ * stat file (two for a partition); the mountinfo fallback adds one
+ * sequential read of /proc/self/mountinfo in 4 KiB pieces. No allocation.
+ */
+int tide_mem_proc_blockdev_read(const char *path, tide_mem_proc_blockdev *out);
+
+#endif

@@ -1,0 +1,543 @@
+/*
+ * commit.c: one commit of the insert pool to the three files.
+ *
+ * A commit is NuDB's undo-log protocol with its steps batched:
+ *
+ *   1. Plan in memory: give every pending record its offset at the end of
+ *      nudb.dat; grow the table from B0 to B1 buckets (linear hashing, one
+ *      split every capacity * load_factor inserts); list the old buckets the
+ *      commit changes (those that receive entries, and the sources of the
+ *      splits) in ascending order.
+ *   2. Read those buckets' pre-images and write nudb.log in one write: the
+ *      header (with the key and data file sizes before the commit) and one
+ *      record per changed old bucket. Sync the log.
+ *   3. Append the records to nudb.dat.
+ *   4. Under key_lock (write), build every changed bucket from its pre-image,
+ *      the entries it receives and (for a split source) its spill chain,
+ *      spilling full buckets to nudb.dat; write the blocks in ascending
+ *      order, coalescing neighbours into large writes; publish B1.
+ *   5. Sync nudb.dat, then nudb.key. Truncate nudb.log to 0 and sync it.
+ *
+ * The log is written with a single write so that a crash leaves a prefix
+ * of it (header first), never a hole that would read as a record for
+ * bucket 0. Pre-images are taken from memory in step 4, so each changed
+ * bucket is read once per commit.
+ *
+ * Invariants:
+ *   1. No key-file block is written before the log that holds its
+ *      pre-image is synced (step 2 before step 4).
+ *   2. Every entry sits in the bucket bucket_index(hash, buckets) names, or
+ *      in that bucket's spill chain; spill records hold exactly `capacity`
+ *      entries; every bucket is sorted by hash.
+ *   3. The key file is (buckets + 1) * block_size bytes after every commit.
+ *   4. On failure after step 2, the files are rolled back from the
+ *      in-memory pre-images before the error is returned; if that fails the
+ *      store is marked broken and the synced log remains for recovery.
+ *
+ * Never: overwrite a bucket before its pre-image is synced; rewrite a
+ *   spill record (they are immutable; a split leaves the old chain as waste).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_impl.h"
+#include "util/err.h"
+#include "util/assert.h"
+#include "util/log.h"
+
+#define WBUF_SIZE (1u << 20)
+
+typedef struct placed {
+    uint64_t bucket;
+    tide_entry e;
+} placed;
+
+/* A write-combining buffer over one file: bytes for [base, base + len). */
+typedef struct wbuf {
+    tide_store *s;
+    tide_file *f;
+    uint64_t base;
+    uint8_t *data;
+    size_t len, cap;
+} wbuf;
+
+typedef struct commit {
+    tide_store *s;
+    tide_pool *batch;
+    uint64_t B0, B1, dat0, dat_end;
+    placed *items;               /* the batch's entries, by (bucket, hash) */
+    uint64_t *touched;           /* changed old buckets, ascending */
+    uint8_t *split;              /* touched[i] is a split source */
+    size_t *pre;                 /* offset of touched[i]'s pre-image in log */
+    size_t ntouched;
+    uint8_t *log;
+    size_t log_len;
+    placed *moved;               /* entries leaving split sources */
+    size_t nmoved, moved_cap;
+    tide_entry *vec;             /* the bucket being built */
+    size_t vec_cap;
+    uint8_t *block;              /* a spill record or chain read */
+    wbuf dat, key;
+} commit;
+
+static int cmp_placed(const void *a, const void *b)
+{
+    const placed *x = a, *y = b;
+    if (x->bucket != y->bucket) return x->bucket < y->bucket ? -1 : 1;
+    if (x->e.hash != y->e.hash) return x->e.hash < y->e.hash ? -1 : 1;
+    return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const tide_entry *x = a, *y = b;
+    if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void counted_write(tide_store *s, size_t n)
+{
+    __atomic_fetch_add(&s->bytes_written, n, __ATOMIC_RELAXED);
+}
+
+static int synced(tide_store *s, tide_file *f)
+{
+    int rc = s->io->sync(f);
+    if (rc == 0) __atomic_fetch_add(&s->syncs, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+static int wbuf_flush(wbuf *w)
+{
+    int rc = 0;
+    if (w->len) {
+        rc = w->s->io->write_at(w->f, w->data, w->len, w->base);
+        if (rc == 0) counted_write(w->s, w->len);
+        w->base += w->len;
+        w->len = 0;
+    }
+    return rc;
+}
+
+/* Append (or place, for the key file) `n` bytes at file offset `off`. */
+static int wbuf_put(wbuf *w, uint64_t off, const void *p, size_t n)
+{
+    int rc;
+    if (w->len && off != w->base + w->len) {
+        if ((rc = wbuf_flush(w)) != 0) return rc;
+    }
+    if (w->len == 0) w->base = off;
+    while (n > 0) {
+        size_t room = w->cap - w->len;
+        size_t take = n < room ? n : room;
+        memcpy(w->data + w->len, p, take);
+        w->len += take;
+        p = (const uint8_t *)p + take;
+        n -= take;
+        if (w->len == w->cap && (rc = wbuf_flush(w)) != 0) return rc;
+    }
+    return 0;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 256;
+    while (n < need) n *= 2;
+    void *p = realloc(*arr, n * elem);
+    if (p == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory (%zu bytes)", n * elem);
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+/* The old bucket a new bucket's entries come from, following splits of
+ * buckets that are themselves new in this commit. */
+static uint64_t split_root(uint64_t i, uint64_t B0)
+{
+    while (i >= B0) i -= tide_fmt_ceil_pow2(i + 1) / 2;
+    return i;
+}
+
+/* Step 1: offsets, placement, the list of changed old buckets. */
+static int plan(commit *c)
+{
+    tide_store *s = c->s;
+    uint64_t credit, n = c->batch->count, off = s->dat_size, k = 0;
+    uint64_t *roots = NULL;
+    size_t nroots = 0, nt = 0;
+    int rc = 0;
+
+    credit = s->split_credit + n * 65536;
+    c->B0 = s->buckets;
+    c->B1 = c->B0 + credit / s->split_units;
+    c->dat0 = s->dat_size;
+
+    c->items = malloc((n ? n : 1) * sizeof *c->items);
+    if (c->items == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory for %llu entries",
+                                              (unsigned long long)n);
+    for (tide_pool_item *it = c->batch->first; it; it = it->after, k++) {
+        it->offset = off;
+        c->items[k].bucket = tide_fmt_bucket_index(it->hash, c->B1);
+        c->items[k].e.offset = off;
+        c->items[k].e.size = it->len;
+        c->items[k].e.hash = it->hash;
+        off += TIDE_DAT_RECORD_HEADER + s->key_size + (uint64_t)it->len;
+    }
+    c->dat_end = off;
+    if (n > 1) qsort(c->items, n, sizeof *c->items, cmp_placed);
+
+    if (c->B1 > c->B0) {
+        roots = malloc((c->B1 - c->B0) * sizeof *roots);
+        if (roots == NULL) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
+        for (uint64_t i = c->B0; i < c->B1; i++) roots[nroots++] = split_root(i, c->B0);
+        qsort(roots, nroots, sizeof *roots, cmp_u64);
+    }
+    c->touched = malloc((n + nroots + 1) * sizeof *c->touched);
+    c->split = calloc(n + nroots + 1, 1);
+    c->pre = malloc((n + nroots + 1) * sizeof *c->pre);
+    if (!c->touched || !c->split || !c->pre) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
+    /* Merge the batch's old buckets with the split roots, ascending, unique. */
+    size_t a = 0, r = 0;
+    while (a < n || r < nroots) {
+        uint64_t next;
+        int is_root = 0;
+        while (a < n && c->items[a].bucket >= c->B0) a++;   /* new buckets: not pre-imaged */
+        if (a >= n && r >= nroots) break;
+        if (r < nroots && (a >= n || roots[r] <= c->items[a].bucket)) { next = roots[r]; is_root = 1; }
+        else next = c->items[a].bucket;
+        if (nt > 0 && c->touched[nt - 1] == next) c->split[nt - 1] |= (uint8_t)is_root;
+        else { c->touched[nt] = next; c->split[nt] = (uint8_t)is_root; nt++; }
+        if (is_root) r++;
+        else a++;
+    }
+    c->ntouched = nt;
+out:
+    free(roots);
+    return rc;
+}
+
+/* Step 2: pre-images into the log buffer, read in runs of adjacent blocks. */
+static int read_preimages(commit *c)
+{
+    tide_store *s = c->s;
+    size_t bs = s->block_size, run_max = WBUF_SIZE / bs ? WBUF_SIZE / bs : 1;
+    size_t cap = TIDE_LOG_HEADER_SIZE, i = 0;
+    uint8_t *run = NULL;
+    int rc = 0;
+
+    for (size_t t = 0; t < c->ntouched; t++) cap += 8 + tide_fmt_bucket_bytes(s->capacity);
+    c->log = malloc(cap);
+    run = malloc(run_max * bs);
+    if (c->log == NULL || run == NULL) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory for the log (%zu bytes)", cap); goto out; }
+    c->log_len = TIDE_LOG_HEADER_SIZE;
+    while (i < c->ntouched) {
+        size_t n = 1;
+        while (i + n < c->ntouched && n < run_max && c->touched[i + n] == c->touched[i] + n) n++;
+        rc = s->io->read_at(s->key, run, n * bs, (c->touched[i] + 1) * bs);
+        if (rc) goto out;
+        for (size_t k = 0; k < n; k++) {
+            const uint8_t *b = run + k * bs;
+            unsigned count = tide_fmt_bucket_count(b);
+            if (count > s->capacity) {
+                rc = tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu: count %u exceeds capacity %u",
+                                  s->key_path, (unsigned long long)c->touched[i + k], count, s->capacity);
+                goto out;
+            }
+            tide_put64(c->log + c->log_len, c->touched[i + k]);
+            c->pre[i + k] = c->log_len + 8;
+            memcpy(c->log + c->log_len + 8, b, tide_fmt_bucket_bytes(count));
+            c->log_len += 8 + tide_fmt_bucket_bytes(count);
+        }
+        i += n;
+    }
+out:
+    free(run);
+    return rc;
+}
+
+static int write_log(commit *c)
+{
+    tide_store *s = c->s;
+    tide_log_header lh;
+    int rc;
+
+    lh.version = TIDE_FMT_VERSION;
+    lh.uid = s->kh.uid;
+    lh.appnum = s->kh.appnum;
+    lh.key_size = s->kh.key_size;
+    lh.salt = s->kh.salt;
+    lh.pepper = s->kh.pepper;
+    lh.block_size = s->kh.block_size;
+    lh.key_file_size = (c->B0 + 1) * s->block_size;
+    lh.dat_file_size = c->dat0;
+    tide_fmt_encode_log_header(c->log, &lh);
+    rc = s->io->write_at(s->log, c->log, c->log_len, 0);
+    if (rc) return rc;
+    counted_write(s, c->log_len);
+    return synced(s, s->log);
+}
+
+static int write_records(commit *c)
+{
+    tide_store *s = c->s;
+    uint8_t hdr[TIDE_DAT_RECORD_HEADER];
+    int rc = 0;
+
+    for (tide_pool_item *it = c->batch->first; it; it = it->after) {
+        tide_put48(hdr, it->len);
+        if ((rc = wbuf_put(&c->dat, it->offset, hdr, sizeof hdr)) != 0) break;
+        if ((rc = wbuf_put(&c->dat, it->offset + sizeof hdr, it->data, s->key_size + (size_t)it->len)) != 0) break;
+    }
+    return rc;
+}
+
+static int push_vec(commit *c, size_t n, const tide_entry *e)
+{
+    int rc = grow((void **)&c->vec, &c->vec_cap, n + 1, sizeof *c->vec);
+    if (rc == 0) c->vec[n] = *e;
+    return rc;
+}
+
+static int push_moved(commit *c, uint64_t bucket, const tide_entry *e)
+{
+    int rc = grow((void **)&c->moved, &c->moved_cap, c->nmoved + 1, sizeof *c->moved);
+    if (rc) return rc;
+    c->moved[c->nmoved].bucket = bucket;
+    c->moved[c->nmoved].e = *e;
+    c->nmoved++;
+    return 0;
+}
+
+/* Entries of a split source: keep those that stay, move the rest. */
+static int redistribute(commit *c, uint64_t j, const tide_entry *e, size_t *n)
+{
+    uint64_t to = tide_fmt_bucket_index(e->hash, c->B1);
+    if (to == j) {
+        int rc = push_vec(c, *n, e);
+        if (rc == 0) (*n)++;
+        return rc;
+    }
+    TIDE_ASSERT(to >= c->B0);
+    return push_moved(c, to, e);
+}
+
+/* Write bucket j with vec[0..n) sorted and `spill` as its chain, spilling
+ * full buckets to nudb.dat while there are more than `capacity` entries. */
+static int emit_bucket(commit *c, uint64_t j, size_t n, uint64_t spill)
+{
+    tide_store *s = c->s;
+    size_t full = tide_fmt_bucket_bytes(s->capacity);
+    size_t at = 0;
+    int rc;
+
+    while (n - at > s->capacity) {
+        uint64_t rec = c->dat.base + c->dat.len;
+        tide_put48(c->block, 0);
+        tide_put16(c->block + 6, full);
+        tide_fmt_encode_bucket(c->block + TIDE_SPILL_HEADER, full, c->vec + at, s->capacity, spill);
+        if ((rc = wbuf_put(&c->dat, rec, c->block, TIDE_SPILL_HEADER + full)) != 0) return rc;
+        spill = rec + TIDE_SPILL_HEADER;
+        at += s->capacity;
+    }
+    tide_fmt_encode_bucket(c->block, s->block_size, c->vec + at, (unsigned)(n - at), spill);
+    return wbuf_put(&c->key, (j + 1) * (uint64_t)s->block_size, c->block, s->block_size);
+}
+
+/* Append batch entries for bucket j (cursor *bi) to vec[0..n), keeping order. */
+static int take_batch(commit *c, uint64_t j, size_t *bi, size_t *n, int merge)
+{
+    size_t start = *bi, end = *bi, total;
+    int rc;
+    while (end < c->batch->count && c->items[end].bucket == j) end++;
+    *bi = end;
+    if (end == start) return 0;
+    total = *n + (end - start);
+    if ((rc = grow((void **)&c->vec, &c->vec_cap, total, sizeof *c->vec)) != 0) return rc;
+    if (!merge) {
+        for (size_t k = start; k < end; k++) c->vec[(*n)++] = c->items[k].e;
+        return 0;
+    }
+    /* vec[0..n) and items[start..end) are both sorted: merge from the back. */
+    size_t a = *n, b = end, w = total;
+    while (b > start) {
+        if (a > 0 && c->vec[a - 1].hash > c->items[b - 1].e.hash) c->vec[--w] = c->vec[--a];
+        else c->vec[--w] = c->items[--b].e;
+    }
+    *n = total;
+    return 0;
+}
+
+/* Step 4: build and write every changed bucket, ascending. */
+static int write_buckets(commit *c)
+{
+    tide_store *s = c->s;
+    size_t full = tide_fmt_bucket_bytes(s->capacity);
+    size_t bi = 0, mi = 0;
+    int rc = 0;
+
+    for (size_t t = 0; t < c->ntouched; t++) {
+        uint64_t j = c->touched[t];
+        const uint8_t *pre = c->log + c->pre[t];
+        unsigned count = tide_fmt_bucket_count(pre);
+        uint64_t spill = tide_fmt_bucket_spill(pre);
+        size_t n = 0;
+
+        while (bi < c->batch->count && c->items[bi].bucket < j) bi++;  /* (new buckets come later) */
+        if (!c->split[t]) {
+            if ((rc = grow((void **)&c->vec, &c->vec_cap, count + 1, sizeof *c->vec)) != 0) return rc;
+            for (unsigned k = 0; k < count; k++) tide_fmt_bucket_entry(pre, k, &c->vec[k]);
+            n = count;
+            if ((rc = take_batch(c, j, &bi, &n, 1)) != 0) return rc;
+        } else {
+            tide_entry e;
+            for (unsigned k = 0; k < count; k++) {
+                tide_fmt_bucket_entry(pre, k, &e);
+                if ((rc = redistribute(c, j, &e, &n)) != 0) return rc;
+            }
+            for (uint64_t hops = 0; spill != 0; hops++) {
+                if (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER || spill + full > c->dat0 ||
+                    hops > c->dat0 / full)
+                    return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu: spill pointer %llu is "
+                                        "outside the data file or loops", s->key_path,
+                                        (unsigned long long)j, (unsigned long long)spill);
+                if ((rc = s->io->read_at(s->dat, c->block, full, spill)) != 0) return rc;
+                unsigned sc = tide_fmt_bucket_count(c->block);
+                if (sc > s->capacity)
+                    return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill count %u exceeds "
+                                        "capacity %u", s->dat_path, (unsigned long long)spill,
+                                        sc, s->capacity);
+                for (unsigned k = 0; k < sc; k++) {
+                    tide_fmt_bucket_entry(c->block, k, &e);
+                    if ((rc = redistribute(c, j, &e, &n)) != 0) return rc;
+                }
+                spill = tide_fmt_bucket_spill(c->block);
+            }
+            if ((rc = take_batch(c, j, &bi, &n, 0)) != 0) return rc;
+            if (n > 1) qsort(c->vec, n, sizeof *c->vec, cmp_entry);
+        }
+        if ((rc = emit_bucket(c, j, n, spill)) != 0) return rc;
+    }
+
+    if (c->nmoved) qsort(c->moved, c->nmoved, sizeof *c->moved, cmp_placed);
+    while (bi < c->batch->count && c->items[bi].bucket < c->B0) bi++;
+    for (uint64_t j = c->B0; j < c->B1; j++) {
+        size_t n = 0;
+        while (mi < c->nmoved && c->moved[mi].bucket == j) {
+            if ((rc = push_vec(c, n, &c->moved[mi].e)) != 0) return rc;
+            n++;
+            mi++;
+        }
+        if ((rc = take_batch(c, j, &bi, &n, 1)) != 0) return rc;
+        if ((rc = emit_bucket(c, j, n, 0)) != 0) return rc;
+    }
+    TIDE_ASSERT(mi == c->nmoved);
+    TIDE_ASSERT(bi == c->batch->count);
+    if ((rc = wbuf_flush(&c->dat)) != 0) return rc;
+    return wbuf_flush(&c->key);
+}
+
+/* Undo a commit whose log is synced: write the pre-images back, cut both
+ * files to their old sizes, sync, empty the log. Caller holds key_lock. */
+static int rollback(commit *c)
+{
+    tide_store *s = c->s;
+    int rc = 0;
+
+    for (size_t t = 0; t < c->ntouched && rc == 0; t++) {
+        const uint8_t *pre = c->log + c->pre[t];
+        memset(c->block, 0, s->block_size);
+        memcpy(c->block, pre, tide_fmt_bucket_bytes(tide_fmt_bucket_count(pre)));
+        rc = s->io->write_at(s->key, c->block, s->block_size, (c->touched[t] + 1) * (uint64_t)s->block_size);
+    }
+    if (rc == 0) rc = s->io->truncate(s->key, (c->B0 + 1) * (uint64_t)s->block_size);
+    if (rc == 0) rc = s->io->truncate(s->dat, c->dat0);
+    if (rc == 0) rc = synced(s, s->dat);
+    if (rc == 0) rc = synced(s, s->key);
+    if (rc == 0) rc = s->io->truncate(s->log, 0);
+    if (rc == 0) rc = synced(s, s->log);
+    return rc;
+}
+
+int tide_commit_batch(tide_store *s, tide_pool *batch)
+{
+    commit c;
+    int rc, locked = 0, logged = 0;
+
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    c.batch = batch;
+    c.block = malloc(TIDE_SPILL_HEADER + (size_t)s->block_size);
+    c.dat.data = malloc(WBUF_SIZE);
+    c.key.data = malloc(WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size);
+    if (!c.block || !c.dat.data || !c.key.data) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
+    c.dat = (wbuf){ s, s->dat, s->dat_size, c.dat.data, 0, WBUF_SIZE };
+    c.key = (wbuf){ s, s->key, 0, c.key.data, 0, WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size };
+
+    if ((rc = plan(&c)) != 0) goto out;
+    if ((rc = read_preimages(&c)) != 0) goto out;
+    __atomic_store_n(&s->commit_buffer_bytes,
+                     c.log_len + batch->count * sizeof(placed) + 2 * WBUF_SIZE, __ATOMIC_RELAXED);
+    rc = write_log(&c);
+    if (rc) {
+        /* The key and data files are untouched; an unsynced or partial log
+         * only holds pre-images equal to the buckets on disk. */
+        if (s->io->truncate(s->log, 0) == 0) synced(s, s->log);
+        goto out;
+    }
+    logged = 1;
+    if ((rc = write_records(&c)) != 0) goto out;
+    /* write_records leaves the tail of the records in the buffer; spill
+     * records follow them, so the buffer carries on. */
+    pthread_rwlock_wrlock(&s->key_lock);
+    locked = 1;
+    if ((rc = write_buckets(&c)) != 0) goto out;
+    s->buckets = c.B1;
+    __atomic_store_n(&s->dat_size, c.dat.base + c.dat.len, __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&s->key_lock);
+    locked = 0;
+
+    if ((rc = synced(s, s->dat)) != 0) goto out;
+    if ((rc = synced(s, s->key)) != 0) goto out;
+    if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
+    if ((rc = synced(s, s->log)) != 0) goto out;
+    s->split_credit = (s->split_credit + batch->count * 65536) % s->split_units;
+out:
+    if (rc && logged) {
+        int rb;
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tide_last_error());
+        if (!locked) pthread_rwlock_wrlock(&s->key_lock);
+        locked = 1;
+        s->buckets = c.B0;
+        __atomic_store_n(&s->dat_size, c.dat0, __ATOMIC_RELEASE);
+        rb = rollback(&c);
+        if (rb) {
+            s->broken = 1;
+            tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "
+                     "is closed for writes and recovers from nudb.log at the next open",
+                     s->dir, tide_last_error());
+        }
+        tide_err_set(rc, "%s", msg);
+    }
+    if (locked) pthread_rwlock_unlock(&s->key_lock);
+    __atomic_store_n(&s->commit_buffer_bytes, 0, __ATOMIC_RELAXED);
+    free(c.items);
+    free(c.touched);
+    free(c.split);
+    free(c.pre);
+    free(c.log);
+    free(c.moved);
+    free(c.vec);
+    free(c.block);
+    free(c.dat.data);
+    free(c.key.data);
+    return rc;
+}

@@ -1,0 +1,197 @@
+/*
+ * format.c: NuDB version 2 headers, hashes and buckets, to and from bytes.
+ *
+ * This file is the only place that knows the byte layout of the three files
+ * (docs/FORMAT.md). Everything here is a pure function of its arguments:
+ * no I/O, no allocation, no global state.
+ *
+ * Invariants:
+ *   1. decode(encode(h)) == h for every header whose fields are in range.
+ *   2. A decoder accepts only what NuDB itself would write: the right type,
+ *      version 2, key_size >= 1, block_size >= 104 (the key header must fit
+ *      in block 0). Every rejection names the file and the field's offset.
+ *   3. Encoded buckets are zero after their last entry, so a key-file block
+ *      and a spill/log payload differ only in how many bytes are written.
+ *
+ * Never: trust a count or offset read from disk before check_bucket (or the
+ *   caller) has bounded it.
+ */
+#include <string.h>
+#include <xxhash.h>
+
+#include "store/format.h"
+#include "util/err.h"
+
+static const char dat_type[8] = { 'n', 'u', 'd', 'b', '.', 'd', 'a', 't' };
+static const char key_type[8] = { 'n', 'u', 'd', 'b', '.', 'k', 'e', 'y' };
+static const char log_type[8] = { 'n', 'u', 'd', 'b', '.', 'l', 'o', 'g' };
+
+/* The fields every header starts with: type, version, uid, appnum, key_size. */
+static void encode_common(uint8_t *out, const char type[8], uint16_t version,
+                          uint64_t uid, uint64_t appnum, uint16_t key_size)
+{
+    memcpy(out, type, 8);
+    tide_put16(out + 8, version);
+    tide_put64(out + 10, uid);
+    tide_put64(out + 18, appnum);
+    tide_put16(out + 26, key_size);
+}
+
+static int decode_common(const uint8_t *in, const char type[8], const char *name,
+                         uint16_t *version, uint64_t *uid, uint64_t *appnum,
+                         uint16_t *key_size)
+{
+    if (memcmp(in, type, 8) != 0)
+        return tide_err_set(TIDE_ENOTSTORE, "%s: offset 0: type is not '%.8s' (not a NuDB file)",
+                            name, type);
+    *version = (uint16_t)tide_get16(in + 8);
+    if (*version != TIDE_FMT_VERSION)
+        return tide_err_set(TIDE_EVERSION, "%s: offset 8: version %u is not supported (only %d)",
+                            name, *version, TIDE_FMT_VERSION);
+    *uid = tide_get64(in + 10);
+    *appnum = tide_get64(in + 18);
+    *key_size = (uint16_t)tide_get16(in + 26);
+    if (*key_size == 0)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset 26: key size 0", name);
+    return 0;
+}
+
+void tide_fmt_encode_dat_header(uint8_t out[TIDE_DAT_HEADER_SIZE], const tide_dat_header *h)
+{
+    memset(out, 0, TIDE_DAT_HEADER_SIZE);
+    encode_common(out, dat_type, h->version, h->uid, h->appnum, h->key_size);
+}
+
+int tide_fmt_decode_dat_header(const uint8_t in[TIDE_DAT_HEADER_SIZE], tide_dat_header *h,
+                               const char *name)
+{
+    return decode_common(in, dat_type, name, &h->version, &h->uid, &h->appnum, &h->key_size);
+}
+
+void tide_fmt_encode_key_header(uint8_t out[TIDE_KEY_HEADER_SIZE], const tide_key_header *h)
+{
+    memset(out, 0, TIDE_KEY_HEADER_SIZE);
+    encode_common(out, key_type, h->version, h->uid, h->appnum, h->key_size);
+    tide_put64(out + 28, h->salt);
+    tide_put64(out + 36, h->pepper);
+    tide_put16(out + 44, h->block_size);
+    tide_put16(out + 46, h->load_factor);
+}
+
+int tide_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_header *h,
+                               const char *name)
+{
+    int rc = decode_common(in, key_type, name, &h->version, &h->uid, &h->appnum, &h->key_size);
+    if (rc) return rc;
+    h->salt = tide_get64(in + 28);
+    h->pepper = tide_get64(in + 36);
+    h->block_size = (uint16_t)tide_get16(in + 44);
+    h->load_factor = (uint16_t)tide_get16(in + 46);
+    if (h->block_size < TIDE_KEY_HEADER_SIZE)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u is below %d",
+                            name, h->block_size, TIDE_KEY_HEADER_SIZE);
+    if (h->load_factor == 0)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset 46: load factor 0", name);
+    if (h->pepper != tide_fmt_pepper(h->salt))
+        return tide_err_set(TIDE_EHASH,
+                            "%s: offset 36: pepper %016llx does not match XXH64 of salt %016llx "
+                            "(written with another hash function)",
+                            name, (unsigned long long)h->pepper, (unsigned long long)h->salt);
+    return 0;
+}
+
+void tide_fmt_encode_log_header(uint8_t out[TIDE_LOG_HEADER_SIZE], const tide_log_header *h)
+{
+    memset(out, 0, TIDE_LOG_HEADER_SIZE);
+    encode_common(out, log_type, h->version, h->uid, h->appnum, h->key_size);
+    tide_put64(out + 28, h->salt);
+    tide_put64(out + 36, h->pepper);
+    tide_put16(out + 44, h->block_size);
+    tide_put64(out + 46, h->key_file_size);
+    tide_put64(out + 54, h->dat_file_size);
+}
+
+int tide_fmt_decode_log_header(const uint8_t in[TIDE_LOG_HEADER_SIZE], tide_log_header *h,
+                               const char *name)
+{
+    int rc = decode_common(in, log_type, name, &h->version, &h->uid, &h->appnum, &h->key_size);
+    if (rc) return rc;
+    h->salt = tide_get64(in + 28);
+    h->pepper = tide_get64(in + 36);
+    h->block_size = (uint16_t)tide_get16(in + 44);
+    h->key_file_size = tide_get64(in + 46);
+    h->dat_file_size = tide_get64(in + 54);
+    if (h->block_size < TIDE_KEY_HEADER_SIZE)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u is below %d",
+                            name, h->block_size, TIDE_KEY_HEADER_SIZE);
+    return 0;
+}
+
+uint64_t tide_fmt_hash64(const void *key, size_t key_size, uint64_t salt)
+{
+    return XXH64(key, key_size, salt);
+}
+
+uint64_t tide_fmt_pepper(uint64_t salt)
+{
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++) le[i] = (uint8_t)(salt >> (8 * i));
+    return XXH64(le, sizeof le, salt);
+}
+
+size_t tide_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *e,
+                              unsigned count, uint64_t spill)
+{
+    size_t used = tide_fmt_bucket_bytes(count);
+    tide_put16(out, count);
+    tide_put48(out + 2, spill);
+    for (unsigned i = 0; i < count; i++) {
+        uint8_t *p = out + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i;
+        tide_put48(p, e[i].offset);
+        tide_put48(p + 6, e[i].size);
+        tide_put48(p + 12, e[i].hash);
+    }
+    if (cap_bytes > used) memset(out + used, 0, cap_bytes - used);
+    return used;
+}
+
+int tide_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size,
+                          unsigned key_size, const char *where)
+{
+    unsigned count = tide_fmt_bucket_count(b);
+    uint64_t spill = tide_fmt_bucket_spill(b);
+    uint64_t prev = 0;
+
+    if (count > capacity)
+        return tide_err_set(TIDE_ECORRUPT, "%s: count %u exceeds capacity %u", where, count, capacity);
+    if (spill != 0 && (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER ||
+                       spill + TIDE_BUCKET_HEADER_SIZE > dat_size))
+        return tide_err_set(TIDE_ECORRUPT, "%s: spill pointer %llu is outside nudb.dat (%llu bytes)",
+                            where, (unsigned long long)spill, (unsigned long long)dat_size);
+    for (unsigned i = 0; i < count; i++) {
+        tide_entry e;
+        tide_fmt_bucket_entry(b, i, &e);
+        if (e.hash < prev)
+            return tide_err_set(TIDE_ECORRUPT, "%s: entry %u is out of hash order", where, i);
+        prev = e.hash;
+        if (e.size == 0 || e.offset < TIDE_DAT_HEADER_SIZE ||
+            e.offset + TIDE_DAT_RECORD_HEADER + key_size + e.size > dat_size)
+            return tide_err_set(TIDE_ECORRUPT,
+                                "%s: entry %u (offset %llu, size %llu) is outside nudb.dat (%llu bytes)",
+                                where, i, (unsigned long long)e.offset,
+                                (unsigned long long)e.size, (unsigned long long)dat_size);
+    }
+    return 0;
+}
+
+unsigned tide_fmt_bucket_lower_bound(const uint8_t *b, unsigned count, uint64_t h)
+{
+    unsigned lo = 0, hi = count;
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        const uint8_t *p = b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * mid + 12;
+        if (tide_get48(p) < h) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}

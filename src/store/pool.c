@@ -1,0 +1,136 @@
+/*
+ * pool.c: the insert pool (see pool.h).
+ *
+ * Layout: items are bump-allocated from chunks of at least 1 MiB (an item
+ * larger than that gets a chunk of its own). The table holds chains of items
+ * by 48-bit hash and doubles when it holds more items than slots.
+ *
+ * Invariants:
+ *   1. count == number of items reachable from `first` == items in the table.
+ *   2. bytes == sum of mapped chunk sizes + table slots * sizeof(pointer);
+ *      used == sum of item allocations + the table: used <= bytes.
+ *   3. record_bytes == sum over items of 6 + key_size + len.
+ *
+ * Never: free an item on its own. Items live exactly as long as their pool.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "store/pool.h"
+#include "store/format.h"
+#include "util/err.h"
+
+#define CHUNK_MIN (64u << 10)
+#define CHUNK_MAX (1u << 20)
+
+struct tide_pool_chunk {
+    tide_pool_chunk *next;
+    size_t size;          /* mapped bytes, including this header */
+};
+
+void tide_pool_init(tide_pool *p, unsigned key_size, size_t burst_bytes)
+{
+    size_t chunk = burst_bytes / 8;
+    memset(p, 0, sizeof *p);
+    p->key_size = key_size;
+    p->chunk_size = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
+}
+
+void tide_pool_reset(tide_pool *p)
+{
+    unsigned key_size = p->key_size;
+    size_t chunk_size = p->chunk_size;
+    tide_pool_chunk *c = p->chunks;
+    while (c) {
+        tide_pool_chunk *next = c->next;
+        munmap(c, c->size);
+        c = next;
+    }
+    free(p->table);
+    memset(p, 0, sizeof *p);
+    p->key_size = key_size;
+    p->chunk_size = chunk_size;
+}
+
+tide_pool_item *tide_pool_find(const tide_pool *p, uint64_t hash, const void *key)
+{
+    if (p->table == NULL) return NULL;
+    for (tide_pool_item *it = p->table[hash & p->mask]; it; it = it->next)
+        if (it->hash == hash && memcmp(it->data, key, p->key_size) == 0) return it;
+    return NULL;
+}
+
+static int grow_table(tide_pool *p)
+{
+    uint64_t slots = p->table ? (p->mask + 1) * 2 : 1024;
+    tide_pool_item **t = calloc(slots, sizeof *t);
+    if (t == NULL) return tide_err_set(TIDE_ENOMEM, "insert pool: cannot grow the table to %llu slots",
+                                       (unsigned long long)slots);
+    for (tide_pool_item *it = p->first; it; it = it->after) {
+        uint64_t i = it->hash & (slots - 1);
+        it->next = t[i];
+        t[i] = it;
+    }
+    if (p->table) {
+        p->bytes -= (p->mask + 1) * sizeof *t;
+        p->used -= (p->mask + 1) * sizeof *t;
+    }
+    free(p->table);
+    p->table = t;
+    p->mask = slots - 1;
+    p->bytes += slots * sizeof *t;
+    p->used += slots * sizeof *t;
+    return 0;
+}
+
+static void *arena_alloc(tide_pool *p, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n > p->bump_left) {
+        size_t size = n + 64 > p->chunk_size ? ((n + 64 + 4095) & ~(size_t)4095) : p->chunk_size;
+        void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return NULL;
+        tide_pool_chunk *c = m;
+        c->size = size;
+        c->next = p->chunks;
+        p->chunks = c;
+        p->bytes += size;
+        p->bump = (uint8_t *)m + 64;
+        p->bump_left = size - 64;
+    }
+    void *r = p->bump;
+    p->bump += n;
+    p->bump_left -= n;
+    p->used += n;
+    return r;
+}
+
+int tide_pool_add(tide_pool *p, uint64_t hash, const void *key, const void *value, uint32_t len)
+{
+    tide_pool_item *it;
+    int rc;
+
+    if (p->table == NULL || p->count >= p->mask + 1) {
+        rc = grow_table(p);
+        if (rc) return rc;
+    }
+    it = arena_alloc(p, sizeof *it + p->key_size + (size_t)len);
+    if (it == NULL)
+        return tide_err_set(TIDE_ENOMEM, "insert pool: cannot map %zu bytes for a value",
+                            sizeof *it + p->key_size + (size_t)len);
+    it->hash = hash;
+    it->offset = 0;
+    it->len = len;
+    memcpy(it->data, key, p->key_size);
+    memcpy(it->data + p->key_size, value, len);
+    it->after = NULL;
+    if (p->last) p->last->after = it;
+    else p->first = it;
+    p->last = it;
+    it->next = p->table[hash & p->mask];
+    p->table[hash & p->mask] = it;
+    p->count++;
+    p->record_bytes += TIDE_DAT_RECORD_HEADER + p->key_size + (uint64_t)len;
+    return 0;
+}

@@ -1,0 +1,212 @@
+/*
+ * recover.c: undo an interrupted commit from nudb.log, as NuDB does.
+ *
+ * The log holds a header (the key and data file sizes before the commit)
+ * and the pre-image of every old bucket the commit changed. Recovery writes
+ * each complete record back as a whole block, truncates both files to the
+ * recorded sizes, syncs them, and only then deletes the log. Running it
+ * again after a crash at any point gives the same result: the pre-images
+ * and sizes do not change, so recovery is idempotent.
+ *
+ * Invariants:
+ *   1. The log is deleted only after the key and data files are synced.
+ *   2. A record is applied only when it is complete and plausible (bucket
+ *      index inside the old key file, count within capacity); the first
+ *      record that is not ends the list, like a torn tail.
+ *   3. The log's header must match the key file's (uid, appnum, key size,
+ *      salt, pepper, block size); a log of another store is never applied.
+ *
+ * Never: truncate a file before every pre-image is written back; delete a
+ *   log that could not be applied.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_impl.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define LOG_READ_CHUNK (1u << 20)
+
+static int check_log_header(const tide_log_header *lh, const tide_key_header *kh,
+                            const tide_dat_header *dh, const char *log_path)
+{
+    if (lh->uid != kh->uid || lh->uid != dh->uid)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 10: uid %016llx belongs to another store "
+                            "(key file %016llx)", log_path, (unsigned long long)lh->uid,
+                            (unsigned long long)kh->uid);
+    if (lh->appnum != kh->appnum)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 18: appnum %llu differs from the key file's %llu",
+                            log_path, (unsigned long long)lh->appnum, (unsigned long long)kh->appnum);
+    if (lh->key_size != kh->key_size)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 26: key size %u differs from the key file's %u",
+                            log_path, lh->key_size, kh->key_size);
+    if (lh->salt != kh->salt || lh->pepper != kh->pepper)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 28: salt/pepper differ from the key file's",
+                            log_path);
+    if (lh->block_size != kh->block_size)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 44: block size %u differs from the key file's %u",
+                            log_path, lh->block_size, kh->block_size);
+    return 0;
+}
+
+/* Write back every complete, plausible record of the log. */
+static int apply_records(tide_io *io, tide_file *log, uint64_t log_size, tide_file *key,
+                         const tide_log_header *lh, const char *log_path, uint64_t *restored)
+{
+    unsigned bs = lh->block_size, cap = tide_fmt_capacity(bs);
+    uint64_t old_buckets = lh->key_file_size / bs - 1;
+    uint64_t pos = TIDE_LOG_HEADER_SIZE;
+    uint8_t *block = calloc(1, bs);
+    uint8_t head[16];
+    int rc = 0;
+
+    if (block == NULL) return tide_err_set(TIDE_ENOMEM, "recover: out of memory");
+    while (pos + sizeof head <= log_size) {
+        if ((rc = io->read_at(log, head, sizeof head, pos)) != 0) goto out;
+        uint64_t index = tide_get64(head);
+        unsigned count = tide_fmt_bucket_count(head + 8);
+        size_t bytes = tide_fmt_bucket_bytes(count);
+        if (index >= old_buckets || count > cap) {
+            tide_log(TIDE_LOG_WARN, "%s: offset %llu: record for bucket %llu with %u entries is not "
+                     "plausible; treating it as the torn end of the log", log_path,
+                     (unsigned long long)pos, (unsigned long long)index, count);
+            break;
+        }
+        if (pos + 8 + bytes > log_size) break;            /* a torn last record */
+        memset(block, 0, bs);
+        if ((rc = io->read_at(log, block, bytes, pos + 8)) != 0) goto out;
+        if ((rc = io->write_at(key, block, bs, (index + 1) * (uint64_t)bs)) != 0) goto out;
+        (*restored)++;
+        pos += 8 + bytes;
+    }
+out:
+    free(block);
+    return rc;
+}
+
+int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
+                       const char *log_path, const char *dir, int caller_holds_lock,
+                       tide_recover_report *rep)
+{
+    tide_file *log = NULL, *dat = NULL, *key = NULL;
+    uint8_t lbuf[TIDE_LOG_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
+    tide_log_header lh;
+    tide_dat_header dh;
+    tide_key_header kh;
+    uint64_t log_size = 0, dat_size = 0, key_size = 0;
+    int rc;
+
+    memset(rep, 0, sizeof *rep);
+    rc = io->open(io, log_path, TIDE_IO_WRITE, &log);
+    if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; goto out; }
+    if (rc) goto out;
+    rep->had_log = 1;
+    if ((rc = io->size(log, &log_size)) != 0) goto out;
+    if (log_size < TIDE_LOG_HEADER_SIZE) {
+        rep->log_was_partial = log_size > 0;
+        io->close(log);
+        log = NULL;
+        if ((rc = io->unlink(io, log_path)) != 0) goto out;
+        rc = io->sync_dir(io, dir);
+        goto out;
+    }
+    if ((rc = io->read_at(log, lbuf, sizeof lbuf, 0)) != 0) goto out;
+    if ((rc = tide_fmt_decode_log_header(lbuf, &lh, log_path)) != 0) goto out;
+    if ((rc = io->open(io, dat_path, TIDE_IO_WRITE, &dat)) != 0) goto out;
+    if ((rc = io->size(dat, &dat_size)) != 0) goto out;
+    if (dat_size < TIDE_DAT_HEADER_SIZE) {
+        rc = tide_err_set(TIDE_ECORRUPT, "%s: %llu bytes is shorter than its header", dat_path,
+                          (unsigned long long)dat_size);
+        goto out;
+    }
+    if ((rc = io->read_at(dat, dbuf, sizeof dbuf, 0)) != 0) goto out;
+    if ((rc = tide_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) goto out;
+    if (lh.dat_file_size < TIDE_DAT_HEADER_SIZE || lh.dat_file_size > dat_size) {
+        rc = tide_err_set(TIDE_ECORRUPT, "%s: offset 54: data file size %llu is not within the "
+                          "%llu-byte nudb.dat", log_path, (unsigned long long)lh.dat_file_size,
+                          (unsigned long long)dat_size);
+        goto out;
+    }
+    rep->dat_truncated_from = dat_size;
+    rep->dat_truncated_to = lh.dat_file_size;
+
+    if (lh.key_file_size == 0) {
+        /* An interrupted rebuild of the key file: the data file is the truth. */
+        if (dh.uid != lh.uid) {
+            rc = tide_err_set(TIDE_EMISMATCH, "%s: uid differs from nudb.dat's", log_path);
+            goto out;
+        }
+        rep->rebuild_interrupted = 1;
+        if ((rc = io->truncate(dat, lh.dat_file_size)) != 0) goto out;
+        if ((rc = io->sync(dat)) != 0) goto out;
+        rc = io->unlink(io, key_path);
+        if (rc && rc != TIDE_ENOENT) goto out;
+    } else {
+        if ((rc = io->open(io, key_path, TIDE_IO_WRITE, &key)) != 0) goto out;
+        if (!caller_holds_lock && (rc = io->lock(key, 1)) != 0) goto out;
+        if ((rc = io->size(key, &key_size)) != 0) goto out;
+        if (key_size < TIDE_KEY_HEADER_SIZE) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: shorter than its header", key_path);
+            goto out;
+        }
+        if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) goto out;
+        if ((rc = tide_fmt_decode_key_header(kbuf, &kh, key_path)) != 0) goto out;
+        if ((rc = check_log_header(&lh, &kh, &dh, log_path)) != 0) goto out;
+        if (lh.key_file_size % kh.block_size != 0 || lh.key_file_size < 2 * (uint64_t)kh.block_size ||
+            lh.key_file_size > key_size) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: offset 46: key file size %llu does not fit the "
+                              "%llu-byte nudb.key", log_path, (unsigned long long)lh.key_file_size,
+                              (unsigned long long)key_size);
+            goto out;
+        }
+        rep->key_truncated_from = key_size;
+        rep->key_truncated_to = lh.key_file_size;
+        rc = apply_records(io, log, log_size, key, &lh, log_path, &rep->buckets_restored);
+        if (rc) goto out;
+        if ((rc = io->truncate(key, lh.key_file_size)) != 0) goto out;
+        if ((rc = io->truncate(dat, lh.dat_file_size)) != 0) goto out;
+        if ((rc = io->sync(key)) != 0) goto out;
+        if ((rc = io->sync(dat)) != 0) goto out;
+    }
+    io->close(log);
+    log = NULL;
+    if ((rc = io->unlink(io, log_path)) != 0) goto out;
+    rc = io->sync_dir(io, dir);
+out:
+    if (log) io->close(log);
+    if (dat) io->close(dat);
+    if (key) io->close(key);
+    return rc;
+}
+
+int tide_store_recover(const char *dir, tide_io *io, tide_recover_report *report)
+{
+    tide_recover_report local;
+    char *dat = tide_path_join(dir, "nudb.dat");
+    char *key = tide_path_join(dir, "nudb.key");
+    char *log = tide_path_join(dir, "nudb.log");
+    int rc, is_dir = 0;
+
+    tide_err_clear();
+    if (io == NULL) io = tide_io_posix();
+    if (report == NULL) report = &local;
+    memset(report, 0, sizeof *report);
+    if (!dat || !key || !log) { rc = tide_err_set(TIDE_ENOMEM, "recover: out of memory"); goto out; }
+    rc = io->stat(io, dir, &is_dir);
+    if (rc == TIDE_ENOENT || (rc == 0 && !is_dir)) {
+        rc = tide_err_set(TIDE_ENOENT, "%s: no such directory", dir);
+        goto out;
+    }
+    if (rc) goto out;
+    if (io->stat(io, dat, NULL) == TIDE_ENOENT) {
+        rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
+        goto out;
+    }
+    rc = tide_recover_paths(io, dat, key, log, dir, 0, report);
+out:
+    free(dat);
+    free(key);
+    free(log);
+    return rc;
+}

@@ -1,0 +1,809 @@
+/*
+ * store.c: open, create, insert, fetch, sync and close of a Tide store, and
+ * the commit thread that makes inserts durable.
+ *
+ * Layout of the work: an insert goes into the `pending` pool, where fetches
+ * see it at once. About once a second (or when the pool holds burst_bytes,
+ * or a sync asks) the commit thread swaps `pending` for `committing` and
+ * commits it (commit.c). Items stay visible in `committing` until their
+ * buckets are in the key file; then the pool is reset.
+ *
+ * Invariants:
+ *   1. A key is in at most one of: pending, committing, the files.
+ *   2. Every bucket visible to a reader under key_lock is a complete bucket
+ *      of the current `buckets` count: readers never see a half-written
+ *      commit, because the whole key-file write phase holds key_lock.
+ *   3. Lookups check the pools before the files. Together with (2) and the
+ *      commit clearing `committing` only after its buckets are written, a
+ *      key that was inserted is always found.
+ *   4. durable_seq <= committing_seq <= insert_seq.
+ *   5. At most 2 * burst_bytes of values (plus their records' overhead)
+ *      wait in the pools: inserts wait while pending holds burst_bytes.
+ *
+ * Never: let an insert be acknowledged while a failed commit is unresolved;
+ *   it returns the commit's error instead, so nothing is silently dropped.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/store_impl.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/log.h"
+
+/* ---- block size validation ---- */
+
+int tide_block_size_valid(long long v)
+{
+    return v >= TIDE_BLOCK_SIZE_MIN && v <= TIDE_BLOCK_SIZE_MAX && (v & (v - 1)) == 0;
+}
+
+unsigned tide_block_size_parse(const char *text, char *warning, size_t cap)
+{
+    const char *why = NULL;
+    long long v = 0;
+
+    if (warning && cap) warning[0] = '\0';
+    if (text == NULL || *text == '\0') {
+        why = "is empty";
+    } else {
+        char *end = NULL;
+        errno = 0;
+        v = strtoll(text, &end, 10);
+        if (errno != 0 || end == text || *end != '\0') why = "is not a number";
+        else if (!tide_block_size_valid(v)) why = "is not a power of two from 4096 to 32768";
+    }
+    if (why == NULL) return (unsigned)v;
+    if (warning && cap)
+        snprintf(warning, cap, "block size '%s' %s; using %u", text ? text : "", why,
+                 TIDE_BLOCK_SIZE_DEFAULT);
+    return TIDE_BLOCK_SIZE_DEFAULT;
+}
+
+/* ---- options ---- */
+
+void tide_store_create_opts_init(tide_store_create_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->block_size = TIDE_BLOCK_SIZE_DEFAULT;
+    o->load_factor = TIDE_LOAD_FACTOR_DEFAULT;
+    o->appnum = 1;
+}
+
+void tide_store_opts_init(tide_store_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->burst_bytes = TIDE_BURST_DEFAULT;
+    o->commit_interval_ms = TIDE_COMMIT_INTERVAL_DEFAULT_MS;
+}
+
+char *tide_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (p == NULL) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+/* ---- create ---- */
+
+static int random_u64(uint64_t *v)
+{
+    int rc;
+    do {
+        rc = tide_random_bytes(v, sizeof *v);
+    } while (rc == 0 && *v == 0);
+    return rc;
+}
+
+static int check_dir(tide_io *io, const char *dir)
+{
+    int is_dir = 0;
+    int rc = io->stat(io, dir, &is_dir);
+    if (rc == TIDE_ENOENT) return tide_err_set(TIDE_ENOENT, "%s: no such directory", dir);
+    if (rc) return rc;
+    if (!is_dir) return tide_err_set(TIDE_ENOENT, "%s: not a directory", dir);
+    return 0;
+}
+
+int tide_store_create(const char *dir, const tide_store_create_opts *opts)
+{
+    tide_io *io = opts && opts->io ? opts->io : tide_io_posix();
+    char *dat_path = NULL, *key_path = NULL;
+    tide_file *dat = NULL, *key = NULL;
+    int made_dat = 0, made_key = 0;
+    uint8_t *block = NULL;
+    tide_dat_header dh;
+    tide_key_header kh;
+    unsigned block_size;
+    int rc;
+
+    tide_err_clear();
+    if (opts == NULL || opts->key_size < 1 || opts->key_size > 65535) {
+        rc = tide_err_set(TIDE_EINVAL, "key size %u is not from 1 to 65535", opts ? opts->key_size : 0);
+        goto out;
+    }
+    if (!(opts->load_factor > 0.0 && opts->load_factor <= 1.0)) {
+        rc = tide_err_set(TIDE_EINVAL, "load factor %g is not in (0, 1]", opts->load_factor);
+        goto out;
+    }
+    block_size = opts->block_size;
+    if (!tide_block_size_valid(block_size)) {
+        tide_log(TIDE_LOG_WARN, "block size '%u' is not a power of two from 4096 to 32768; using %u",
+                 block_size, TIDE_BLOCK_SIZE_DEFAULT);
+        block_size = TIDE_BLOCK_SIZE_DEFAULT;
+    }
+    rc = check_dir(io, dir);
+    if (rc) goto out;
+    dat_path = tide_path_join(dir, "nudb.dat");
+    key_path = tide_path_join(dir, "nudb.key");
+    block = calloc(2, block_size);
+    if (!dat_path || !key_path || !block) { rc = tide_err_set(TIDE_ENOMEM, "create: out of memory"); goto out; }
+
+    memset(&kh, 0, sizeof kh);
+    kh.version = TIDE_FMT_VERSION;
+    kh.key_size = (uint16_t)opts->key_size;
+    kh.appnum = opts->appnum;
+    kh.uid = opts->uid;
+    kh.salt = opts->salt;
+    if (kh.uid == 0 && (rc = random_u64(&kh.uid)) != 0) goto out;
+    if (kh.salt == 0 && (rc = random_u64(&kh.salt)) != 0) goto out;
+    kh.pepper = tide_fmt_pepper(kh.salt);
+    kh.block_size = (uint16_t)block_size;
+    kh.load_factor = tide_fmt_load_factor_raw(opts->load_factor);
+    if (kh.load_factor == 0) kh.load_factor = 1;
+    dh.version = kh.version;
+    dh.uid = kh.uid;
+    dh.appnum = kh.appnum;
+    dh.key_size = kh.key_size;
+
+    rc = io->open(io, dat_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &dat);
+    if (rc == TIDE_EEXIST) { rc = tide_err_set(TIDE_EEXIST, "%s: a store already exists here", dir); goto out; }
+    if (rc) goto out;
+    made_dat = 1;
+    rc = io->open(io, key_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &key);
+    if (rc == TIDE_EEXIST) { rc = tide_err_set(TIDE_EEXIST, "%s: a key file already exists here", dir); goto out; }
+    if (rc) goto out;
+    made_key = 1;
+
+    {
+        uint8_t hdr[TIDE_DAT_HEADER_SIZE];
+        tide_fmt_encode_dat_header(hdr, &dh);
+        rc = io->write_at(dat, hdr, sizeof hdr, 0);
+        if (rc) goto out;
+    }
+    tide_fmt_encode_key_header(block, &kh);        /* block 0; block 1 is the empty bucket */
+    rc = io->write_at(key, block, 2 * (size_t)block_size, 0);
+    if (rc) goto out;
+    if ((rc = io->sync(dat)) != 0) goto out;
+    if ((rc = io->sync(key)) != 0) goto out;
+    rc = io->sync_dir(io, dir);
+out:
+    if (dat) io->close(dat);
+    if (key) io->close(key);
+    if (rc) {
+        if (made_dat) io->unlink(io, dat_path);
+        if (made_key) io->unlink(io, key_path);
+    }
+    free(block);
+    free(dat_path);
+    free(key_path);
+    return rc;
+}
+
+/* ---- open ---- */
+
+static int read_headers(tide_io *io, tide_file *dat, tide_file *key, const char *dat_path,
+                        const char *key_path, tide_key_header *kh, uint64_t *dat_size,
+                        uint64_t *key_size)
+{
+    uint8_t dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
+    tide_dat_header dh;
+    int rc;
+
+    if ((rc = io->size(dat, dat_size)) != 0) return rc;
+    if ((rc = io->size(key, key_size)) != 0) return rc;
+    if (*dat_size < TIDE_DAT_HEADER_SIZE)
+        return tide_err_set(TIDE_ENOTSTORE, "%s: %llu bytes is shorter than the %d-byte header",
+                            dat_path, (unsigned long long)*dat_size, TIDE_DAT_HEADER_SIZE);
+    if (*key_size < TIDE_KEY_HEADER_SIZE)
+        return tide_err_set(TIDE_ENOTSTORE, "%s: %llu bytes is shorter than the %d-byte header",
+                            key_path, (unsigned long long)*key_size, TIDE_KEY_HEADER_SIZE);
+    if ((rc = io->read_at(dat, dbuf, sizeof dbuf, 0)) != 0) return rc;
+    if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) return rc;
+    if ((rc = tide_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) return rc;
+    if ((rc = tide_fmt_decode_key_header(kbuf, kh, key_path)) != 0) return rc;
+    if (dh.uid != kh->uid)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 10: uid %016llx differs from nudb.dat's %016llx",
+                            key_path, (unsigned long long)kh->uid, (unsigned long long)dh.uid);
+    if (dh.appnum != kh->appnum)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 18: appnum %llu differs from nudb.dat's %llu",
+                            key_path, (unsigned long long)kh->appnum, (unsigned long long)dh.appnum);
+    if (dh.key_size != kh->key_size)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 26: key size %u differs from nudb.dat's %u",
+                            key_path, kh->key_size, dh.key_size);
+    if (tide_fmt_capacity(kh->block_size) < 1)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u holds no entry",
+                            key_path, kh->block_size);
+    if (*key_size % kh->block_size != 0 || *key_size < 2 * (uint64_t)kh->block_size)
+        return tide_err_set(TIDE_ECORRUPT,
+                            "%s: size %llu is not a whole number (>= 2) of %u-byte blocks",
+                            key_path, (unsigned long long)*key_size, kh->block_size);
+    return 0;
+}
+
+typedef struct store_paths {
+    char *dat, *key, *log;
+} store_paths;
+
+static int make_paths(const char *dir, store_paths *p)
+{
+    p->dat = tide_path_join(dir, "nudb.dat");
+    p->key = tide_path_join(dir, "nudb.key");
+    p->log = tide_path_join(dir, "nudb.log");
+    if (!p->dat || !p->key || !p->log) return tide_err_set(TIDE_ENOMEM, "out of memory");
+    return 0;
+}
+
+static void free_paths(store_paths *p)
+{
+    free(p->dat);
+    free(p->key);
+    free(p->log);
+}
+
+/* Is there a store in `dir`? TIDE_ENOENT naming what is missing. */
+static int check_store_files(tide_io *io, const char *dir, const store_paths *p)
+{
+    int rc = check_dir(io, dir);
+    if (rc) return rc;
+    if (io->stat(io, p->dat, NULL) == TIDE_ENOENT)
+        return tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
+    if (io->stat(io, p->key, NULL) == TIDE_ENOENT)
+        return tide_err_set(TIDE_ENOENT, "%s: nudb.key is missing (an interrupted rekey? run "
+                            "'tide rekey')", dir);
+    return 0;
+}
+
+/* 1 when nudb.log exists with at least a header's worth of bytes. */
+static int log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size)
+{
+    tide_file *f = NULL;
+    *size = 0;
+    if (io->open(io, log_path, TIDE_IO_READ, &f) != 0) return 0;
+    if (io->size(f, size) != 0) *size = 0;
+    io->close(f);
+    return *size >= TIDE_LOG_HEADER_SIZE;
+}
+
+static void *commit_thread(void *arg);
+
+static void destroy(tide_store *s)
+{
+    if (s == NULL) return;
+    if (s->dat) s->io->close(s->dat);
+    if (s->key) s->io->close(s->key);
+    if (s->log) s->io->close(s->log);
+    tide_pool_reset(&s->pools[0]);
+    tide_pool_reset(&s->pools[1]);
+    pthread_rwlock_destroy(&s->key_lock);
+    pthread_mutex_destroy(&s->pool_mu);
+    pthread_mutex_destroy(&s->write_mu);
+    pthread_cond_destroy(&s->room_cv);
+    pthread_cond_destroy(&s->work_cv);
+    free(s->dir);
+    free(s->dat_path);
+    free(s->key_path);
+    free(s->log_path);
+    free(s);
+}
+
+int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
+{
+    tide_store *s = NULL;
+    store_paths p = { 0 };
+    uint64_t dat_size = 0, key_size = 0, log_size = 0;
+    int rc, flags;
+
+    tide_err_clear();
+    *out = NULL;
+    s = calloc(1, sizeof *s);
+    if (s == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
+    if (opts) s->opts = *opts;
+    else tide_store_opts_init(&s->opts);
+    if (s->opts.burst_bytes == 0) s->opts.burst_bytes = TIDE_BURST_DEFAULT;
+    if (s->opts.commit_interval_ms == 0) s->opts.commit_interval_ms = TIDE_COMMIT_INTERVAL_DEFAULT_MS;
+    s->io = s->opts.io ? s->opts.io : tide_io_posix();
+    {
+        /* Writer preference: with glibc's default, a steady stream of
+         * fetches keeps the commit's write phase waiting for ever. */
+        pthread_rwlockattr_t attr;
+        pthread_rwlockattr_init(&attr);
+        pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        pthread_rwlock_init(&s->key_lock, &attr);
+        pthread_rwlockattr_destroy(&attr);
+    }
+    pthread_mutex_init(&s->pool_mu, NULL);
+    pthread_mutex_init(&s->write_mu, NULL);
+    pthread_cond_init(&s->room_cv, NULL);
+    pthread_cond_init(&s->work_cv, NULL);
+
+    s->dir = strdup(dir);
+    if (s->dir == NULL) { rc = tide_err_set(TIDE_ENOMEM, "open: out of memory"); goto out; }
+    if ((rc = make_paths(dir, &p)) != 0) goto out;
+    s->dat_path = p.dat; s->key_path = p.key; s->log_path = p.log;
+    p.dat = p.key = p.log = NULL;
+    if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
+        goto out;
+
+    /* Lock before looking at the log: a non-empty log is a crash only when
+     * no other handle has the store open; otherwise it is a live commit. */
+    flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
+    if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) goto out;
+    if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) goto out;
+    if (log_needs_recovery(s->io, s->log_path, &log_size)) {
+        if (s->opts.read_only) {
+            rc = tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an interrupted commit (%llu bytes); "
+                              "a read-only open cannot recover it: open the store read-write "
+                              "once, or run 'tide recover'", dir, (unsigned long long)log_size);
+            goto out;
+        }
+        tide_recover_report rep;
+        rc = tide_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, dir, 1, &rep);
+        if (rc) goto out;
+        tide_log(TIDE_LOG_INFO, "%s: recovered an interrupted commit: %llu buckets restored, "
+                 "nudb.dat truncated to %llu bytes", dir, (unsigned long long)rep.buckets_restored,
+                 (unsigned long long)rep.dat_truncated_to);
+        if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
+            goto out;
+    }
+    if ((rc = s->io->open(s->io, s->dat_path, flags, &s->dat)) != 0) goto out;
+    rc = read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
+    if (rc) goto out;
+
+    s->key_size = s->kh.key_size;
+    s->block_size = s->kh.block_size;
+    s->capacity = tide_fmt_capacity(s->block_size);
+    s->split_units = (uint64_t)s->kh.load_factor * s->capacity;
+    if (s->split_units < 65536) s->split_units = 65536;
+    s->buckets = key_size / s->block_size - 1;
+    s->dat_size = dat_size;
+    tide_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
+    tide_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
+    s->pending = &s->pools[0];
+    s->committing = NULL;
+
+    if (!s->opts.read_only) {
+        /* A clean (or just recovered) store: start with an empty log. */
+        if (log_size > 0 && log_size < TIDE_LOG_HEADER_SIZE)
+            tide_log(TIDE_LOG_INFO, "%s: discarded a %llu-byte nudb.log shorter than its header",
+                     dir, (unsigned long long)log_size);
+        if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) goto out;
+        if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
+        s->last_commit_start_us = tide_clock_mono_us();
+        if (pthread_create(&s->thread, NULL, commit_thread, s) != 0) {
+            rc = tide_err_set(TIDE_ENOMEM, "open: cannot start the commit thread");
+            goto out;
+        }
+        s->thread_started = 1;
+    }
+    *out = s;
+    s = NULL;
+    rc = 0;
+out:
+    free_paths(&p);
+    destroy(s);
+    return rc;
+}
+
+/* ---- the commit thread ---- */
+
+static int commit_due(tide_store *s, uint64_t now)
+{
+    if (s->committing) return 1;                     /* a failed batch to retry */
+    if (s->pending->count == 0) return 0;
+    if (s->closing) return 1;
+    if (s->sync_seq > s->durable_seq) return 1;
+    if (s->pending->used >= s->opts.burst_bytes) return 1;
+    return now >= s->last_commit_start_us + (uint64_t)s->opts.commit_interval_ms * 1000;
+}
+
+static void wait_until_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t mono_us)
+{
+    struct timespec ts;
+    uint64_t now = tide_clock_mono_us();
+    uint64_t wait = mono_us > now ? mono_us - now : 0;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(wait / 1000000);
+    ts.tv_nsec += (long)(wait % 1000000) * 1000;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void *commit_thread(void *arg)
+{
+    tide_store *s = arg;
+    uint64_t retry_at = 0;
+
+    pthread_mutex_lock(&s->pool_mu);
+    for (;;) {
+        uint64_t now = tide_clock_mono_us();
+        if (s->broken) break;
+        if (s->closing && s->pending->count == 0 && s->committing == NULL) break;
+        if (!commit_due(s, now) || (s->committing && now < retry_at && !s->closing)) {
+            uint64_t until = s->committing ? retry_at
+                           : s->last_commit_start_us + (uint64_t)s->opts.commit_interval_ms * 1000;
+            if (s->pending->count == 0 && !s->committing) until = now + 1000000;
+            wait_until_us(&s->work_cv, &s->pool_mu, until);
+            continue;
+        }
+        if (s->committing == NULL) {
+            s->committing = s->pending;
+            s->pending = s->committing == &s->pools[0] ? &s->pools[1] : &s->pools[0];
+            s->committing_seq = s->insert_seq;
+            pthread_cond_broadcast(&s->room_cv);
+        }
+        s->last_commit_start_us = now;
+        pthread_mutex_unlock(&s->pool_mu);
+
+        uint64_t t0 = tide_clock_mono_us();
+        int rc = tide_commit_batch(s, s->committing);
+        uint64_t took = tide_clock_mono_us() - t0;
+
+        pthread_mutex_lock(&s->pool_mu);
+        s->attempts++;
+        __atomic_store_n(&s->last_commit_us, took, __ATOMIC_RELAXED);
+        if (rc == 0) {
+            tide_pool_reset(s->committing);
+            s->committing = NULL;
+            s->durable_seq = s->committing_seq;
+            s->commit_err = 0;
+            __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
+        } else {
+            s->commit_err = rc;
+            __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
+            tide_log(TIDE_LOG_ERROR, "%s: commit failed, will retry: %s: %s", s->dir,
+                     tide_strerror(rc), tide_last_error());
+            retry_at = tide_clock_mono_us() + 1000000;
+            if (s->closing) s->broken = s->broken ? s->broken : 1;   /* give up: one final try */
+        }
+        pthread_cond_broadcast(&s->room_cv);
+    }
+    pthread_cond_broadcast(&s->room_cv);
+    pthread_mutex_unlock(&s->pool_mu);
+    return NULL;
+}
+
+/* ---- lookups ---- */
+
+int tide_store_read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
+{
+    int rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
+    if (rc) return rc;
+    if (tide_fmt_bucket_count(buf) > s->capacity)
+        return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu (offset %llu): count %u exceeds capacity %u",
+                            s->key_path, (unsigned long long)index,
+                            (unsigned long long)((index + 1) * s->block_size),
+                            tide_fmt_bucket_count(buf), s->capacity);
+    return 0;
+}
+
+/* Compare the record at e->offset with `key`; on a match with `value` set,
+ * read the value into a malloc'd buffer. 1 match, 0 no match, <0 error. */
+static int match_record(tide_store *s, const tide_entry *e, const void *key, void **value)
+{
+    uint8_t small[6 + 64];
+    size_t head = TIDE_DAT_RECORD_HEADER + s->key_size;
+    uint64_t dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
+    uint8_t *buf = NULL;
+    size_t want = value ? head + (size_t)e->size : head;
+    int rc;
+
+    if (e->offset < TIDE_DAT_HEADER_SIZE || e->offset + head + e->size > dat_end)
+        return tide_err_set(TIDE_ECORRUPT, "%s: entry points at offset %llu (size %llu), outside "
+                            "the %llu-byte data file", s->key_path, (unsigned long long)e->offset,
+                            (unsigned long long)e->size, (unsigned long long)dat_end);
+    buf = want <= sizeof small ? small : malloc(want);
+    if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: cannot allocate %zu bytes", want);
+    rc = s->io->read_at(s->dat, buf, want, e->offset);
+    if (rc) goto out;
+    if (tide_get48(buf) != e->size) {
+        rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: record size %llu differs from the "
+                          "bucket entry's %llu", s->dat_path, (unsigned long long)e->offset,
+                          (unsigned long long)tide_get48(buf), (unsigned long long)e->size);
+        goto out;
+    }
+    if (memcmp(buf + TIDE_DAT_RECORD_HEADER, key, s->key_size) != 0) { rc = 0; goto out; }
+    rc = 1;
+    if (value) {
+        if (buf == small) {
+            uint8_t *v = malloc(e->size ? e->size : 1);
+            if (v == NULL) { rc = tide_err_set(TIDE_ENOMEM, "fetch: out of memory"); goto out; }
+            memcpy(v, buf + head, e->size);
+            *value = v;
+        } else {
+            memmove(buf, buf + head, e->size);
+            *value = buf;
+            buf = NULL;
+        }
+    }
+out:
+    if (buf != small) free(buf);
+    return rc;
+}
+
+static int search_bucket(tide_store *s, const uint8_t *b, unsigned count, uint64_t h,
+                         const void *key, tide_entry *entry, void **value)
+{
+    for (unsigned i = tide_fmt_bucket_lower_bound(b, count, h); i < count; i++) {
+        tide_entry e;
+        tide_fmt_bucket_entry(b, i, &e);
+        if (e.hash != h) break;
+        int m = match_record(s, &e, key, value);
+        if (m < 0) return m;
+        if (m == 1) { *entry = e; return 0; }
+    }
+    return TIDE_ENOTFOUND;
+}
+
+int tide_store_search(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+                      tide_entry *entry, void **value)
+{
+    size_t full = tide_fmt_bucket_bytes(s->capacity);
+    uint64_t spill, hops = 0;
+    int rc;
+
+    rc = search_bucket(s, buf, tide_fmt_bucket_count(buf), h, key, entry, value);
+    if (rc != TIDE_ENOTFOUND) return rc;
+    spill = tide_fmt_bucket_spill(buf);
+    while (spill != 0) {
+        uint64_t dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
+        if (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER || spill + full > dat_end ||
+            ++hops > dat_end / full)
+            return tide_err_set(TIDE_ECORRUPT, "%s: spill pointer %llu is outside the data file "
+                                "or loops", s->dat_path, (unsigned long long)spill);
+        rc = s->io->read_at(s->dat, buf, full, spill);
+        if (rc) return rc;
+        if (tide_fmt_bucket_count(buf) > s->capacity)
+            return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill record count %u exceeds "
+                                "capacity %u", s->dat_path, (unsigned long long)spill,
+                                tide_fmt_bucket_count(buf), s->capacity);
+        rc = search_bucket(s, buf, tide_fmt_bucket_count(buf), h, key, entry, value);
+        if (rc != TIDE_ENOTFOUND) return rc;
+        spill = tide_fmt_bucket_spill(buf);
+    }
+    return TIDE_ENOTFOUND;
+}
+
+/* Look `key` up in the pools; on a hit copy the value (when `value`). */
+static int pool_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    int rc = TIDE_ENOTFOUND;
+    pthread_mutex_lock(&s->pool_mu);
+    tide_pool_item *it = tide_pool_find(s->pending, h, key);
+    if (it == NULL && s->committing) it = tide_pool_find(s->committing, h, key);
+    if (it) {
+        rc = 0;
+        if (value) {
+            void *v = malloc(it->len);
+            if (v == NULL) rc = tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
+            else {
+                memcpy(v, it->data + s->key_size, it->len);
+                *value = v;
+                *len = it->len;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+    return rc;
+}
+
+/* Look `key` up in the files. */
+static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    uint8_t stack[16384];
+    uint8_t *buf = s->block_size <= sizeof stack ? stack : malloc(s->block_size);
+    tide_entry e;
+    int rc;
+
+    if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
+    pthread_rwlock_rdlock(&s->key_lock);
+    rc = tide_store_read_bucket(s, tide_fmt_bucket_index(h, s->buckets), buf);
+    pthread_rwlock_unlock(&s->key_lock);
+    if (rc == 0) rc = tide_store_search(s, buf, h, key, &e, value);
+    if (rc == 0 && len) *len = e.size;
+    if (buf != stack) free(buf);
+    return rc;
+}
+
+int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
+{
+    uint64_t h = tide_fmt_hash48(key, s->key_size, s->kh.salt);
+    int rc;
+
+    *out = NULL;
+    *len = 0;
+    __atomic_fetch_add(&s->fetches, 1, __ATOMIC_RELAXED);
+    rc = pool_lookup(s, h, key, out, len);
+    if (rc == TIDE_ENOTFOUND) rc = file_lookup(s, h, key, out, len);
+    return rc;
+}
+
+/* ---- insert and sync ---- */
+
+int tide_store_insert(tide_store *s, const void *key, const void *value, size_t len)
+{
+    uint64_t h;
+    int rc;
+
+    if (len == 0) return tide_err_set(TIDE_EINVAL, "insert: empty value (values are 1 byte or more)");
+    if (len > TIDE_VALUE_MAX)
+        return tide_err_set(TIDE_ETOOBIG, "insert: value of %zu bytes is over the 2^32 - 1 limit", len);
+    if (s->opts.read_only) return tide_err_set(TIDE_EINVAL, "%s: insert: the store is open read-only", s->dir);
+    h = tide_fmt_hash48(key, s->key_size, s->kh.salt);
+
+    pthread_mutex_lock(&s->write_mu);
+    rc = pool_lookup(s, h, key, NULL, NULL);
+    if (rc == 0) { rc = tide_err_set(TIDE_EEXIST, "insert: the key exists (pending commit)"); goto out; }
+    rc = file_lookup(s, h, key, NULL, NULL);
+    if (rc == 0) { rc = tide_err_set(TIDE_EEXIST, "insert: the key exists"); goto out; }
+    if (rc != TIDE_ENOTFOUND) goto out;
+
+    pthread_mutex_lock(&s->pool_mu);
+    for (;;) {
+        if (s->closing || s->broken) {
+            rc = tide_err_set(TIDE_ECLOSED, "%s: insert: the store is %s", s->dir,
+                              s->broken ? "failed (reopen it to recover)" : "closing");
+            break;
+        }
+        if (s->commit_err) {
+            rc = tide_err_set(s->commit_err, "%s: insert refused: the last commit failed (%s); "
+                              "it is retried every second", s->dir, tide_strerror(s->commit_err));
+            break;
+        }
+        if (s->pending->used < s->opts.burst_bytes) {
+            rc = tide_pool_add(s->pending, h, key, value, (uint32_t)len);
+            if (rc == 0) {
+                s->insert_seq++;
+                __atomic_fetch_add(&s->inserts, 1, __ATOMIC_RELAXED);
+                /* The first insert into an idle store wakes the thread from
+                 * its idle wait; a full pool asks for a commit now. */
+                if (s->pending->count == 1 || s->pending->used >= s->opts.burst_bytes)
+                    pthread_cond_signal(&s->work_cv);
+            }
+            break;
+        }
+        pthread_cond_signal(&s->work_cv);
+        pthread_cond_wait(&s->room_cv, &s->pool_mu);
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+out:
+    pthread_mutex_unlock(&s->write_mu);
+    return rc;
+}
+
+int tide_store_sync(tide_store *s)
+{
+    int rc = 0;
+    if (s->opts.read_only) return 0;
+    pthread_mutex_lock(&s->pool_mu);
+    uint64_t target = s->insert_seq;
+    uint64_t attempts0 = s->attempts;
+    if (s->sync_seq < target) s->sync_seq = target;
+    pthread_cond_signal(&s->work_cv);
+    while (s->durable_seq < target) {
+        if (s->broken) { rc = s->commit_err ? s->commit_err : TIDE_ECLOSED; break; }
+        if (s->commit_err && s->attempts > attempts0) { rc = s->commit_err; break; }
+        pthread_cond_wait(&s->room_cv, &s->pool_mu);
+    }
+    if (rc) tide_err_set(rc, "%s: sync: the commit failed: %s", s->dir, tide_strerror(rc));
+    pthread_mutex_unlock(&s->pool_mu);
+    return rc;
+}
+
+/* ---- close ---- */
+
+int tide_store_close(tide_store *s)
+{
+    int rc = 0;
+    if (s == NULL) return 0;
+    if (s->thread_started) {
+        pthread_mutex_lock(&s->pool_mu);
+        s->closing = 1;
+        pthread_cond_signal(&s->work_cv);
+        pthread_mutex_unlock(&s->pool_mu);
+        pthread_join(s->thread, NULL);
+        rc = s->broken || s->committing ? (s->commit_err ? s->commit_err : TIDE_EIO) : 0;
+        if (rc == 0 && s->log) {
+            s->io->close(s->log);
+            s->log = NULL;
+            rc = s->io->unlink(s->io, s->log_path);
+            if (rc == 0) rc = s->io->sync_dir(s->io, s->dir);
+        } else if (rc) {
+            tide_err_set(rc, "%s: close: the final commit failed (%s); nudb.log is kept and the "
+                         "next open recovers", s->dir, tide_strerror(rc));
+        }
+    }
+    destroy(s);
+    return rc;
+}
+
+/* ---- information ---- */
+
+static void fill_info(const tide_key_header *kh, tide_store_info *o)
+{
+    o->uid = kh->uid;
+    o->appnum = kh->appnum;
+    o->salt = kh->salt;
+    o->pepper = kh->pepper;
+    o->version = kh->version;
+    o->key_size = kh->key_size;
+    o->block_size = kh->block_size;
+    o->load_factor_raw = kh->load_factor;
+    o->load_factor = kh->load_factor / 65536.0;
+    o->capacity = tide_fmt_capacity(kh->block_size);
+}
+
+void tide_store_get_info(tide_store *s, tide_store_info *o)
+{
+    memset(o, 0, sizeof *o);
+    fill_info(&s->kh, o);
+    pthread_rwlock_rdlock(&s->key_lock);
+    o->buckets = s->buckets;
+    o->dat_file_bytes = s->dat_size;
+    pthread_rwlock_unlock(&s->key_lock);
+    o->key_file_bytes = (o->buckets + 1) * s->block_size;
+    pthread_mutex_lock(&s->pool_mu);
+    o->pool_bytes = s->pending->bytes + (s->committing ? s->committing->bytes : 0);
+    pthread_mutex_unlock(&s->pool_mu);
+    o->inserts = __atomic_load_n(&s->inserts, __ATOMIC_RELAXED);
+    o->fetches = __atomic_load_n(&s->fetches, __ATOMIC_RELAXED);
+    o->commits = __atomic_load_n(&s->commits, __ATOMIC_RELAXED);
+    o->commit_failures = __atomic_load_n(&s->commit_failures, __ATOMIC_RELAXED);
+    o->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
+    o->syncs = __atomic_load_n(&s->syncs, __ATOMIC_RELAXED);
+    o->last_commit_us = __atomic_load_n(&s->last_commit_us, __ATOMIC_RELAXED);
+    o->commit_interval_ms = s->opts.commit_interval_ms;
+    o->burst_bytes = s->opts.burst_bytes;
+}
+
+int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
+{
+    store_paths p = { 0 };
+    tide_file *dat = NULL, *key = NULL, *log = NULL;
+    tide_key_header kh;
+    uint64_t dat_size = 0, key_size = 0, log_size = 0;
+    int rc;
+
+    tide_err_clear();
+    memset(o, 0, sizeof *o);
+    if (io == NULL) io = tide_io_posix();
+    if ((rc = make_paths(dir, &p)) != 0) goto out;
+    if ((rc = check_store_files(io, dir, &p)) != 0) goto out;
+    if ((rc = io->open(io, p.dat, TIDE_IO_READ, &dat)) != 0) goto out;
+    if ((rc = io->open(io, p.key, TIDE_IO_READ, &key)) != 0) goto out;
+    rc = read_headers(io, dat, key, p.dat, p.key, &kh, &dat_size, &key_size);
+    if (rc) goto out;
+    fill_info(&kh, o);
+    o->buckets = key_size / kh.block_size - 1;
+    o->dat_file_bytes = dat_size;
+    o->key_file_bytes = key_size;
+    if (io->open(io, p.log, TIDE_IO_READ, &log) == 0 && io->size(log, &log_size) == 0) {
+        o->log_file_bytes = log_size;
+        o->needs_recovery = log_size >= TIDE_LOG_HEADER_SIZE;
+    }
+    tide_err_clear();
+out:
+    if (dat) io->close(dat);
+    if (key) io->close(key);
+    if (log) io->close(log);
+    free_paths(&p);
+    return rc;
+}

@@ -1,0 +1,87 @@
+/*
+ * store_impl.h: the inside of a tide_store, shared by store.c (open, insert,
+ * fetch, the commit thread), commit.c (one commit) and recover.c.
+ *
+ * Locks, always taken in this order:
+ *   write_mu  serialises inserts (the single writer).
+ *   pool_mu   guards pending/committing pools, sequence numbers, flags.
+ *   key_lock  readers: any key-file bucket read; writer: the commit's
+ *             key-file write phase (buckets and bucket count change together).
+ */
+#ifndef TIDE_STORE_IMPL_H
+#define TIDE_STORE_IMPL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "tide/store.h"
+#include "io/io.h"
+#include "store/format.h"
+#include "store/pool.h"
+
+struct tide_store {
+    tide_io   *io;
+    tide_store_opts opts;
+    char      *dir, *dat_path, *key_path, *log_path;
+    tide_file *dat, *key, *log;
+    tide_key_header kh;
+    unsigned   key_size, block_size, capacity;
+    uint64_t   split_units;       /* inserts per split, in 1/65536: lf_raw * capacity */
+
+    /* Changed only by the commit thread, under key_lock (write). */
+    pthread_rwlock_t key_lock;
+    uint64_t   buckets;
+    uint64_t   dat_size;          /* end of nudb.dat */
+    uint64_t   split_credit;      /* in 1/65536 inserts, below split_units */
+
+    pthread_mutex_t pool_mu;
+    pthread_cond_t  room_cv;      /* pool has room, a commit ended */
+    pthread_cond_t  work_cv;      /* wakes the commit thread */
+    tide_pool  pools[2];
+    tide_pool *pending, *committing;
+    uint64_t   insert_seq;        /* inserts accepted */
+    uint64_t   durable_seq;       /* inserts durable */
+    uint64_t   committing_seq;    /* insert_seq when `committing` was taken */
+    uint64_t   sync_seq;          /* a sync waits for this insert_seq */
+    uint64_t   attempts;          /* commit attempts finished */
+    int        commit_err;        /* of the last attempt; 0 after a success */
+    int        closing, broken, thread_started;
+    uint64_t   last_commit_start_us;
+    pthread_t  thread;
+
+    pthread_mutex_t write_mu;
+
+    /* Counters (atomic). */
+    uint64_t   inserts, fetches, commits, commit_failures, bytes_written, syncs;
+    uint64_t   last_commit_us, commit_buffer_bytes;
+};
+
+/*
+ * Commit the pool `batch` (the committing pool): append its records, grow
+ * and rewrite the buckets under the undo-log protocol, sync. On failure the
+ * files are rolled back to their state before the commit (from the in-memory
+ * pre-images) and the error is returned; if the rollback fails too, the store
+ * is marked broken and nudb.log is left for recovery at the next open.
+ * Called by the commit thread only.
+ */
+int tide_commit_batch(struct tide_store *s, tide_pool *batch);
+
+/* Read bucket `index` (a whole block) into `buf` under the caller's lock. */
+int tide_store_read_bucket(struct tide_store *s, uint64_t index, uint8_t *buf);
+
+/* Search a bucket image and its spill chain for `key` (hash `h`). On a hit,
+ * *entry is set and 0 returned; TIDE_ENOTFOUND when absent. `buf` is a
+ * scratch of block_size bytes holding the bucket; it is overwritten by spill
+ * records. When `value` is non-NULL the value is read into a malloc'd buffer. */
+int tide_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+                      tide_entry *entry, void **value);
+
+/* Recovery on paths (recover.c); used by open and tide_store_recover. */
+int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
+                       const char *log_path, const char *dir, int caller_holds_lock,
+                       tide_recover_report *rep);
+
+/* "dir/name" in a malloc'd string, or NULL. */
+char *tide_path_join(const char *dir, const char *name);
+
+#endif

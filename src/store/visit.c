@@ -1,0 +1,141 @@
+/*
+ * visit.c: a sequential walk of nudb.dat.
+ *
+ * The data file is a header followed by records back to back: data records
+ * (u48 size >= 1, key, value) and spill records (u48 0, u16 n, n bytes of a
+ * bucket). The walk reads it front to back through a 1 MiB window and hands
+ * each data record to the caller. It opens the file read-only, takes no
+ * lock and writes nothing, so it is safe on a store that is open elsewhere
+ * (it then sees a prefix of the file as of its start).
+ *
+ * Invariants:
+ *   1. Every byte from the header to the end is in exactly one record; a
+ *      record that runs past the end is reported with its offset.
+ *   2. Memory: the window plus, for a value larger than the window, one
+ *      buffer of that value's size.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_impl.h"
+#include "util/err.h"
+
+#define WINDOW (1u << 20)
+
+typedef struct reader {
+    tide_io *io;
+    tide_file *f;
+    const char *path;
+    uint64_t size;
+    uint8_t *win;
+    uint64_t win_off;   /* file offset of win[0] */
+    size_t win_len;
+} reader;
+
+/* Make [off, off + n) readable and return a pointer to it (n <= WINDOW). */
+static int window(reader *r, uint64_t off, size_t n, const uint8_t **out)
+{
+    int rc;
+    if (off + n > r->size)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: a record of %zu bytes runs past the "
+                            "end of the file (%llu bytes)", r->path, (unsigned long long)off, n,
+                            (unsigned long long)r->size);
+    if (off < r->win_off || off + n > r->win_off + r->win_len) {
+        size_t len = r->size - off < WINDOW ? (size_t)(r->size - off) : WINDOW;
+        if ((rc = r->io->read_at(r->f, r->win, len, off)) != 0) return rc;
+        r->win_off = off;
+        r->win_len = len;
+    }
+    *out = r->win + (off - r->win_off);
+    return 0;
+}
+
+int tide_store_visit(const char *dir, tide_io *io, tide_visit_fn fn, void *arg,
+                     tide_visit_stats *stats)
+{
+    reader r;
+    tide_visit_stats st;
+    tide_dat_header dh;
+    char *path = NULL;
+    uint8_t *big = NULL;
+    uint64_t off;
+    int rc;
+
+    tide_err_clear();
+    memset(&r, 0, sizeof r);
+    memset(&st, 0, sizeof st);
+    r.io = io ? io : tide_io_posix();
+    path = tide_path_join(dir, "nudb.dat");
+    r.win = malloc(WINDOW);
+    if (!path || !r.win) { rc = tide_err_set(TIDE_ENOMEM, "visit: out of memory"); goto out; }
+    r.path = path;
+    rc = r.io->open(r.io, path, TIDE_IO_READ, &r.f);
+    if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
+    if (rc) goto out;
+    if ((rc = r.io->size(r.f, &r.size)) != 0) goto out;
+    st.file_bytes = r.size;
+    {
+        const uint8_t *h;
+        if (r.size < TIDE_DAT_HEADER_SIZE) {
+            rc = tide_err_set(TIDE_ENOTSTORE, "%s: %llu bytes is shorter than the header", path,
+                              (unsigned long long)r.size);
+            goto out;
+        }
+        if ((rc = window(&r, 0, TIDE_DAT_HEADER_SIZE, &h)) != 0) goto out;
+        if ((rc = tide_fmt_decode_dat_header(h, &dh, path)) != 0) goto out;
+    }
+    off = TIDE_DAT_HEADER_SIZE;
+    while (off < r.size) {
+        const uint8_t *p;
+        if ((rc = window(&r, off, TIDE_DAT_RECORD_HEADER, &p)) != 0) goto out;
+        uint64_t size = tide_get48(p);
+        if (size == 0) {
+            if ((rc = window(&r, off, TIDE_SPILL_HEADER, &p)) != 0) goto out;
+            uint64_t n = tide_get16(p + 6);
+            if (off + TIDE_SPILL_HEADER + n > r.size) {
+                rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill record of %llu bytes runs "
+                                  "past the end of the file (%llu bytes)", path,
+                                  (unsigned long long)off, (unsigned long long)n,
+                                  (unsigned long long)r.size);
+                goto out;
+            }
+            st.spill_records++;
+            st.spill_bytes += TIDE_SPILL_HEADER + n;
+            off += TIDE_SPILL_HEADER + n;
+            continue;
+        }
+        uint64_t total = TIDE_DAT_RECORD_HEADER + dh.key_size + size;
+        if (off + total > r.size) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: data record of %llu value bytes runs "
+                              "past the end of the file (%llu bytes)", path, (unsigned long long)off,
+                              (unsigned long long)size, (unsigned long long)r.size);
+            goto out;
+        }
+        if (fn) {
+            const uint8_t *rec;
+            if (total <= WINDOW) {
+                if ((rc = window(&r, off, (size_t)total, &rec)) != 0) goto out;
+            } else {
+                free(big);
+                big = malloc(total);
+                if (big == NULL) { rc = tide_err_set(TIDE_ENOMEM, "visit: cannot allocate %llu bytes", (unsigned long long)total); goto out; }
+                if ((rc = r.io->read_at(r.f, big, total, off)) != 0) goto out;
+                rec = big;
+            }
+            rc = fn(arg, off, rec + TIDE_DAT_RECORD_HEADER, dh.key_size,
+                    rec + TIDE_DAT_RECORD_HEADER + dh.key_size, size);
+            if (rc) goto out;
+        }
+        st.data_records++;
+        st.data_bytes += total;
+        st.value_bytes += size;
+        off += total;
+    }
+out:
+    if (stats) *stats = st;
+    if (r.f) r.io->close(r.f);
+    free(r.win);
+    free(big);
+    free(path);
+    return rc;
+}

@@ -1,0 +1,355 @@
+/*
+ * helpers.c: scratch directories, fixture copies, the fixture formula and a
+ * deterministic PRNG for Tide's tests. See helpers.h.
+ *
+ * Never: write under th_fixture_root(). Everything here that writes takes a
+ * path the caller made with th_mkdtemp() or th_copy_fixture().
+ */
+#include "helpers.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the fixture formula ---- */
+
+uint64_t th_splitmix64(uint64_t *s)
+{
+    uint64_t z;
+
+    *s += 0x9E3779B97F4A7C15ull;
+    z = *s;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void th_stream(uint64_t seed, void *out, size_t n)
+{
+    uint8_t *p = out;
+    uint64_t s = seed;
+
+    while (n > 0) {
+        uint64_t v = th_splitmix64(&s);
+        for (int b = 0; b < 8 && n > 0; b++, n--) {
+            *p++ = (uint8_t)v;
+            v >>= 8;
+        }
+    }
+}
+
+void th_key(uint64_t i, unsigned key_size, void *out)
+{
+    th_stream(2 * i + 1, out, key_size);
+}
+
+size_t th_len(uint64_t i, unsigned vmin, unsigned vmax)
+{
+    uint64_t s = i ^ 0xA5A5A5A5A5A5A5A5ull;
+    return vmin + (size_t)(th_splitmix64(&s) % ((uint64_t)vmax - vmin + 1));
+}
+
+void th_value(uint64_t i, size_t len, void *out)
+{
+    th_stream(2 * i + 2, out, len);
+}
+
+/* The README's table. value_bytes of the crash fixture is not in the table;
+ * tests compute it from the formula. */
+const th_fixture th_fixtures[] = {
+    { "b4096-k32", 4096, 32, 0x8000, 1000, 1000, 1, 600, 42, 1,
+      10, 304380, 45056, 342472, 0 },
+    { "b512-k32-spill", 512, 32, 0xf333, 3000, 3000, 16, 64, 7, 1,
+      114, 120804, 58880, 300416, 0 },
+    { "b16384-k8", 16384, 8, 0x8000, 5000, 5000, 1, 100, 0x0123456789abcdefull, 2,
+      12, 252385, 212992, 322477, 0 },
+    { "crash-b4096", 4096, 32, 0x8000, 12000, 8000, 50, 200, 1234, 1,
+      71, 0, 294912, 1298541, 1 },
+};
+const size_t th_fixture_count = sizeof th_fixtures / sizeof th_fixtures[0];
+
+const th_fixture *th_fixture_find(const char *name)
+{
+    for (size_t i = 0; i < th_fixture_count; i++)
+        if (strcmp(th_fixtures[i].name, name) == 0) return &th_fixtures[i];
+    return NULL;
+}
+
+/* ---- scratch directories and files ---- */
+
+const char *th_fixture_root(void)
+{
+    const char *r = getenv("TIDE_FIXTURES");
+    return r && *r ? r : "tests/fixtures/nudb";
+}
+
+char *th_path(char *out, size_t cap, const char *dir, const char *name)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+
+    if (n < 0 || (size_t)n >= cap) {
+        fprintf(stderr, "th_path: %s/%s is longer than %zu bytes\n", dir, name, cap);
+        abort();
+    }
+    return out;
+}
+
+int th_mkdtemp(char *out, size_t cap)
+{
+    const char *tmp = getenv("TMPDIR");
+    int n;
+
+    if (tmp == NULL || *tmp == '\0') tmp = "/tmp";
+    n = snprintf(out, cap, "%s/tide-test-XXXXXX", tmp);
+    if (n < 0 || (size_t)n >= cap) {
+        fprintf(stderr, "th_mkdtemp: path too long under %s\n", tmp);
+        return -1;
+    }
+    if (mkdtemp(out) == NULL) {
+        fprintf(stderr, "th_mkdtemp: mkdtemp %s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int th_copy_file(const char *from, const char *to)
+{
+    int in = -1, out = -1, rc = -1;
+    char buf[1 << 16];
+    ssize_t n;
+
+    in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0) { fprintf(stderr, "copy: open %s: %s\n", from, strerror(errno)); goto out; }
+    out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) { fprintf(stderr, "copy: create %s: %s\n", to, strerror(errno)); goto out; }
+    while ((n = read(in, buf, sizeof buf)) > 0) {
+        ssize_t off = 0;
+        while (off < n) {
+            ssize_t w = write(out, buf + off, (size_t)(n - off));
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                fprintf(stderr, "copy: write %s: %s\n", to, strerror(errno));
+                goto out;
+            }
+            off += w;
+        }
+    }
+    if (n < 0) { fprintf(stderr, "copy: read %s: %s\n", from, strerror(errno)); goto out; }
+    rc = 0;
+out:
+    if (in >= 0) close(in);
+    if (out >= 0 && close(out) != 0) rc = -1;
+    return rc;
+}
+
+int th_copy_fixture(const char *name, char *out, size_t cap)
+{
+    char src[PATH_MAX], from[PATH_MAX], to[PATH_MAX];
+    struct dirent *de;
+    DIR *d;
+    int rc = 0, copied = 0;
+
+    th_path(src, sizeof src, th_fixture_root(), name);
+    d = opendir(src);
+    if (d == NULL) {
+        fprintf(stderr, "th_copy_fixture: fixture %s: %s (set TIDE_FIXTURES or run from the repo root)\n",
+                src, strerror(errno));
+        return -1;
+    }
+    if (th_mkdtemp(out, cap) != 0) { closedir(d); return -1; }
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        struct stat st;
+        if (de->d_name[0] == '.') continue;
+        th_path(from, sizeof from, src, de->d_name);
+        if (stat(from, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        th_path(to, sizeof to, out, de->d_name);
+        rc = th_copy_file(from, to);
+        copied++;
+    }
+    closedir(d);
+    if (rc == 0 && copied == 0) {
+        fprintf(stderr, "th_copy_fixture: fixture %s holds no files\n", src);
+        rc = -1;
+    }
+    if (rc != 0) th_rmrf(out);
+    return rc;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)ftw;
+    if (flag == FTW_DP || flag == FTW_D) return rmdir(path) == 0 ? 0 : -1;
+    return unlink(path) == 0 ? 0 : -1;
+}
+
+int th_rmrf(const char *path)
+{
+    struct stat st;
+
+    if (path == NULL || *path == '\0') return 0;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return unlink(path);
+    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+long long th_file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+int th_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int th_read_file(const char *path, uint8_t **out, size_t *len)
+{
+    long long size = th_file_size(path);
+    uint8_t *buf;
+
+    *out = NULL;
+    *len = 0;
+    if (size < 0) return -1;
+    buf = malloc(size > 0 ? (size_t)size : 1);
+    if (buf == NULL) return -1;
+    if (size > 0 && th_pread_file(path, buf, (size_t)size, 0) != 0) { free(buf); return -1; }
+    *out = buf;
+    *len = (size_t)size;
+    return 0;
+}
+
+int th_write_file(const char *path, const void *buf, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const uint8_t *p = buf;
+    int rc = 0;
+
+    if (fd < 0) return -1;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) { if (errno == EINTR) continue; rc = -1; break; }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (close(fd) != 0) rc = -1;
+    return rc;
+}
+
+int th_pread_file(const char *path, void *buf, size_t len, uint64_t off)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    uint8_t *p = buf;
+    int rc = 0;
+
+    if (fd < 0) return -1;
+    while (len > 0) {
+        ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) { rc = -1; break; }
+        p += r;
+        off += (uint64_t)r;
+        len -= (size_t)r;
+    }
+    close(fd);
+    return rc;
+}
+
+int th_pwrite_file(const char *path, const void *buf, size_t len, uint64_t off)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    const uint8_t *p = buf;
+    int rc = 0;
+
+    if (fd < 0) return -1;
+    while (len > 0) {
+        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) { rc = -1; break; }
+        p += w;
+        off += (uint64_t)w;
+        len -= (size_t)w;
+    }
+    if (close(fd) != 0) rc = -1;
+    return rc;
+}
+
+/* ---- PRNG ---- */
+
+uint64_t th_rng_below(th_rng *r, uint64_t n)
+{
+    /* Rejection sampling keeps it uniform; n is small in practice. */
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n, v;
+
+    do v = th_rng_next(r); while (v >= limit);
+    return v % n;
+}
+
+uint64_t th_rng_range(th_rng *r, uint64_t lo, uint64_t hi)
+{
+    return lo + th_rng_below(r, hi - lo + 1);
+}
+
+void th_rng_bytes(th_rng *r, void *out, size_t n)
+{
+    uint8_t *p = out;
+
+    while (n > 0) {
+        uint64_t v = th_rng_next(r);
+        for (int b = 0; b < 8 && n > 0; b++, n--) {
+            *p++ = (uint8_t)v;
+            v >>= 8;
+        }
+    }
+}
+
+uint64_t th_seed(uint64_t dflt)
+{
+    const char *e = getenv("TIDE_TEST_SEED");
+    char *end;
+    unsigned long long v;
+
+    if (e == NULL || *e == '\0') return dflt;
+    errno = 0;
+    v = strtoull(e, &end, 0);
+    if (errno != 0 || *end != '\0') {
+        fprintf(stderr, "TIDE_TEST_SEED='%s' is not a number; using %llu\n",
+                e, (unsigned long long)dflt);
+        return dflt;
+    }
+    return v;
+}
+
+double th_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define TH_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TH_TSAN 1
+#endif
+#endif
+
+int th_small(void)
+{
+#ifdef TH_TSAN
+    return 1;
+#else
+    const char *e = getenv("TIDE_TEST_SMALL");
+    return e != NULL && *e != '\0' && strcmp(e, "0") != 0;
+#endif
+}

@@ -1,0 +1,113 @@
+/*
+ * helpers.h: what Tide's tests share.
+ *
+ * Scratch directories: every test that touches files works in a fresh
+ * directory made by mkdtemp under $TMPDIR (or /tmp), and removes it at the
+ * end. Fixtures (databases written by NuDB itself, in tests/fixtures/nudb)
+ * are never opened in place: th_copy_fixture() copies one into a scratch
+ * directory first. The fixture root is $TIDE_FIXTURES, or
+ * tests/fixtures/nudb relative to the working directory (the repo root).
+ *
+ * The fixture formula (tests/fixtures/nudb/README.md) gives every item's
+ * key and value, so tests check whole fixtures without a list:
+ *
+ *   key(i)   = stream(2*i + 1, key_size)
+ *   len(i)   = vmin + splitmix64(i ^ 0xA5A5A5A5A5A5A5A5) mod (vmax - vmin + 1)
+ *   value(i) = stream(2*i + 2, len(i))
+ *
+ * th_rng is a tiny deterministic PRNG (splitmix64) for the random tests;
+ * th_seed() reads TIDE_TEST_SEED so a failing run can be repeated.
+ *
+ * None of this is thread-safe except the pure formula functions and a
+ * th_rng used by one thread.
+ */
+#ifndef TIDE_TEST_HELPERS_H
+#define TIDE_TEST_HELPERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- the fixture formula ---- */
+
+/* Advance *s and return the next splitmix64 output. */
+uint64_t th_splitmix64(uint64_t *s);
+/* The first `n` bytes of splitmix64 outputs from state `seed`, each as 8
+ * little-endian bytes. */
+void th_stream(uint64_t seed, void *out, size_t n);
+/* key(i) of `key_size` bytes into `out`. */
+void th_key(uint64_t i, unsigned key_size, void *out);
+/* len(i) for values of vmin..vmax bytes. */
+size_t th_len(uint64_t i, unsigned vmin, unsigned vmax);
+/* value(i) of `len` bytes (len = th_len(i, ...)) into `out`. */
+void th_value(uint64_t i, size_t len, void *out);
+
+/* What tests/fixtures/nudb/README.md says about one fixture. */
+typedef struct th_fixture {
+    const char *name;
+    unsigned block_size, key_size;
+    unsigned load_factor_raw;   /* min(65536 * lf, 65535) */
+    uint64_t items;             /* items inserted by NuDB (crash: 12000) */
+    uint64_t present;           /* items present after open/recovery */
+    unsigned vmin, vmax;
+    uint64_t salt, appnum;
+    uint64_t buckets;           /* after recovery for the crash fixture */
+    uint64_t value_bytes;       /* 0 when the README gives none */
+    uint64_t key_file_bytes, dat_file_bytes;  /* after recovery */
+    int      has_log;
+} th_fixture;
+
+#define TH_FIXTURE_UID 0x7469646566697865ull
+extern const th_fixture th_fixtures[];
+extern const size_t th_fixture_count;
+const th_fixture *th_fixture_find(const char *name);
+
+/* ---- scratch directories and files ---- */
+
+/* The fixture root: $TIDE_FIXTURES or "tests/fixtures/nudb". */
+const char *th_fixture_root(void);
+/* Make a fresh empty directory; its path goes to `out` (cap bytes).
+ * Returns 0 or -1 (with a message on stderr). */
+int th_mkdtemp(char *out, size_t cap);
+/* Make a fresh directory and copy every regular file of fixture `name`
+ * into it. Returns 0 or -1. */
+int th_copy_fixture(const char *name, char *out, size_t cap);
+/* Remove `path` and everything below it; 0 or -1. A missing path is 0. */
+int th_rmrf(const char *path);
+/* `dir` + "/" + `name` into out. Returns out. */
+char *th_path(char *out, size_t cap, const char *dir, const char *name);
+/* Size of a file, or -1 when it does not exist. */
+long long th_file_size(const char *path);
+/* 1 when `path` exists. */
+int th_exists(const char *path);
+/* Read a whole file into a malloc'd buffer (*len bytes). 0 or -1. */
+int th_read_file(const char *path, uint8_t **out, size_t *len);
+/* Replace a file's contents. 0 or -1. */
+int th_write_file(const char *path, const void *buf, size_t len);
+/* Copy one file. 0 or -1. */
+int th_copy_file(const char *from, const char *to);
+/* Read / write `len` bytes at `off` of an existing file. 0 or -1. */
+int th_pread_file(const char *path, void *buf, size_t len, uint64_t off);
+int th_pwrite_file(const char *path, const void *buf, size_t len, uint64_t off);
+
+/* ---- a tiny deterministic PRNG ---- */
+
+typedef struct th_rng { uint64_t s; } th_rng;
+
+static inline void th_rng_init(th_rng *r, uint64_t seed) { r->s = seed; }
+static inline uint64_t th_rng_next(th_rng *r) { return th_splitmix64(&r->s); }
+/* Uniform in [0, n) (n >= 1). */
+uint64_t th_rng_below(th_rng *r, uint64_t n);
+/* Uniform in [lo, hi]. */
+uint64_t th_rng_range(th_rng *r, uint64_t lo, uint64_t hi);
+void th_rng_bytes(th_rng *r, void *out, size_t n);
+
+/* The test seed: $TIDE_TEST_SEED (decimal or 0x hex) or `dflt`. */
+uint64_t th_seed(uint64_t dflt);
+
+/* Monotonic milliseconds, for reporting run times. */
+double th_now_ms(void);
+
+/* 1 when built with ThreadSanitizer or $TIDE_TEST_SMALL is set. */
+int th_small(void);
+
+#endif

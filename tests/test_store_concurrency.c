@@ -1,0 +1,549 @@
+/*
+ * test_store_concurrency.c: fetches running alongside inserts and commits.
+ *
+ * One writer thread inserts items 0..N-1 (the fixture formula: key(i),
+ * value(i) of 1..200 bytes) into a store that commits every 50 ms, and
+ * after each insert returns publishes i + 1 in an atomic counter (release);
+ * a syncer thread calls tide_store_sync at every sixteenth of the items, so
+ * commits and bucket splits happen during the run however fast the machine.
+ * Four reader threads fetch without pause while it runs:
+ *   - a key below the counter (acquire) was acknowledged, so it must fetch
+ *     with exactly value(i): visible at once, and still so across commits
+ *     (the pool handing over to the key file) and bucket splits;
+ *   - a key at or past the counter may be absent (TIDE_ENOTFOUND) or, when
+ *     the writer got there meanwhile, present with exactly value(i); never
+ *     other bytes and never another error.
+ * A second test has four threads insert the same keys at once: for each key
+ * exactly one insert succeeds and the others get TIDE_EEXIST. A third
+ * checks the commit thread's schedule: an insert into a store that has
+ * been idle is committed within a few commit intervals, not a second later,
+ * and a 64 KiB insert pool commits about once per 64 KiB of inserts.
+ *
+ * Threads never call cmocka (its failures longjmp); they record the first
+ * failure and a count, and the main thread fails after joining them.
+ *
+ * `make tsan` runs this under ThreadSanitizer; there (or with
+ * TIDE_TEST_SMALL set) N is 8000 instead of 50000.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <cmocka.h>
+
+#include "tide/store.h"
+#include "util/clock.h"
+#include "helpers.h"
+
+#define KEY_SIZE  32
+#define VMIN      1
+#define VMAX      200
+#define READERS   4
+#define INSERTERS 4
+#define DEADLINE_MS 60000   /* the writer takes ~1 s normally, ~10 s under TSan */
+
+/* ---- shared failure record ---- */
+
+typedef struct failures {
+    pthread_mutex_t mu;
+    atomic_ulong count;
+    char first[512];
+} failures;
+
+static void failures_init(failures *f)
+{
+    pthread_mutex_init(&f->mu, NULL);
+    atomic_init(&f->count, 0);
+    f->first[0] = '\0';
+}
+
+static void record_failure(failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void record_failure(failures *f, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (atomic_fetch_add(&f->count, 1) == 0) {
+        pthread_mutex_lock(&f->mu);
+        va_start(ap, fmt);
+        vsnprintf(f->first, sizeof f->first, fmt, ap);
+        va_end(ap);
+        pthread_mutex_unlock(&f->mu);
+    }
+}
+
+static void fail_if_any(failures *f, const char *what)
+{
+    unsigned long n = atomic_load(&f->count);
+
+    char first[sizeof f->first];
+
+    if (n != 0) {
+        pthread_mutex_lock(&f->mu);
+        memcpy(first, f->first, sizeof first);
+        pthread_mutex_unlock(&f->mu);
+        fail_msg("%s: %lu failures; the first: %s", what, n, first);
+    }
+}
+
+/* ---- per-test state ---- */
+
+typedef struct tstate {
+    char dir[4096];
+    tide_store *s;
+    void *extra;            /* freed by the teardown */
+} tstate;
+
+static int setup(void **state)
+{
+    tstate *t = calloc(1, sizeof *t);
+
+    if (t == NULL) return -1;
+    *state = t;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tstate *t = *state;
+
+    if (t == NULL) return 0;
+    if (t->s) tide_store_close(t->s);
+    if (t->dir[0]) th_rmrf(t->dir);
+    free(t->extra);
+    free(t);
+    return 0;
+}
+
+static void make_store(tstate *t, unsigned commit_interval_ms, size_t burst_bytes)
+{
+    tide_store_create_opts co;
+    tide_store_opts o;
+    int rc;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = KEY_SIZE;
+    rc = tide_store_create(t->dir, &co);
+    if (rc != 0)
+        fail_msg("create in %s: expected 0, got %d %s: %s", t->dir, rc, tide_strerror(rc),
+                 tide_last_error());
+    tide_store_opts_init(&o);
+    o.commit_interval_ms = commit_interval_ms;
+    if (burst_bytes) o.burst_bytes = burst_bytes;
+    rc = tide_store_open(&t->s, t->dir, &o);
+    if (rc != 0) {
+        t->s = NULL;
+        fail_msg("open of %s: expected 0, got %d %s: %s", t->dir, rc, tide_strerror(rc),
+                 tide_last_error());
+    }
+}
+
+/* Fetch item i: 0 when exact, TIDE_ENOTFOUND when absent, otherwise a
+ * description of what came back in `why`. */
+static int fetch_item(tide_store *s, uint64_t i, uint8_t *want, char *why, size_t cap)
+{
+    uint8_t key[KEY_SIZE];
+    size_t wlen = th_len(i, VMIN, VMAX), glen = 0;
+    void *got = NULL;
+    int rc;
+
+    th_key(i, KEY_SIZE, key);
+    rc = tide_store_fetch(s, key, &got, &glen);
+    if (rc == TIDE_ENOTFOUND) return rc;
+    if (rc != 0) {
+        snprintf(why, cap, "error %d %s: %s", rc, tide_strerror(rc), tide_last_error());
+        return rc;
+    }
+    th_value(i, wlen, want);
+    if (glen != wlen || memcmp(got, want, wlen) != 0) {
+        snprintf(why, cap, "%zu bytes that are not its %zu-byte value", glen, wlen);
+        free(got);
+        return TIDE_ECORRUPT;
+    }
+    free(got);
+    return 0;
+}
+
+/* ---- one writer, four readers ---- */
+
+typedef struct shared {
+    tide_store *s;
+    uint64_t n;
+    atomic_ullong acked;          /* items 0..acked-1 were inserted */
+    atomic_int done;
+    atomic_int stop;              /* the main thread's deadline passed */
+    failures fail;
+    atomic_ullong hits, pending_hits, pending_misses;
+    atomic_ullong syncs, sync_max_us;
+} shared;
+
+typedef struct reader_arg {
+    shared *sh;
+    int id;
+} reader_arg;
+
+static void *writer_main(void *arg)
+{
+    shared *sh = arg;
+    uint8_t key[KEY_SIZE], val[VMAX];
+
+    for (uint64_t i = 0; i < sh->n; i++) {
+        size_t len = th_len(i, VMIN, VMAX);
+        int rc;
+
+        th_key(i, KEY_SIZE, key);
+        th_value(i, len, val);
+        rc = tide_store_insert(sh->s, key, val, len);
+        if (rc != 0) {
+            record_failure(&sh->fail, "writer: insert of item %llu: expected 0, got %d %s: %s",
+                           (unsigned long long)i, rc, tide_strerror(rc), tide_last_error());
+            break;
+        }
+        atomic_store_explicit(&sh->acked, i + 1, memory_order_release);
+        if (atomic_load(&sh->stop)) break;
+    }
+    atomic_store_explicit(&sh->done, 1, memory_order_release);
+    return NULL;
+}
+
+/* Syncs each time the writer passes another sixteenth of its items, so
+ * commits (and the bucket splits they make) happen while it goes on
+ * inserting, however fast the machine. */
+static void *syncer_main(void *arg)
+{
+    shared *sh = arg;
+    uint64_t step = sh->n / 16 ? sh->n / 16 : 1, next = step;
+
+    while (!atomic_load_explicit(&sh->done, memory_order_acquire) && !atomic_load(&sh->stop)) {
+        uint64_t t0, took;
+        int rc;
+
+        if (atomic_load_explicit(&sh->acked, memory_order_acquire) < next) {
+            tide_sleep_us(500);
+            continue;
+        }
+        t0 = tide_clock_mono_us();
+        rc = tide_store_sync(sh->s);
+        took = tide_clock_mono_us() - t0;
+        if (rc != 0)
+            record_failure(&sh->fail, "syncer: sync after %llu inserts: expected 0, got %d %s: %s",
+                           (unsigned long long)next, rc, tide_strerror(rc), tide_last_error());
+        atomic_fetch_add(&sh->syncs, 1);
+        if (took > atomic_load(&sh->sync_max_us)) atomic_store(&sh->sync_max_us, took);
+        next += step;
+    }
+    return NULL;
+}
+
+static void *reader_main(void *arg)
+{
+    reader_arg *ra = arg;
+    shared *sh = ra->sh;
+    uint8_t want[VMAX];
+    char why[400];
+    th_rng r;
+    unsigned long long hits = 0, phits = 0, pmisses = 0;
+
+    th_rng_init(&r, 0xc0ffee + (uint64_t)ra->id);
+    for (;;) {
+        int done = atomic_load_explicit(&sh->done, memory_order_acquire);
+        uint64_t a = atomic_load_explicit(&sh->acked, memory_order_acquire);
+        uint64_t i, j;
+        int rc;
+
+        if (a > 0) {
+            /* Half the time one of the last 64 acknowledged: visible at once. */
+            if (th_rng_below(&r, 2) == 0) i = a - 1 - th_rng_below(&r, a < 64 ? a : 64);
+            else i = th_rng_below(&r, a);
+            rc = fetch_item(sh->s, i, want, why, sizeof why);
+            if (rc == TIDE_ENOTFOUND)
+                record_failure(&sh->fail, "reader %d: item %llu was acknowledged (%llu acked) "
+                               "but fetch gave TIDE_ENOTFOUND", ra->id, (unsigned long long)i,
+                               (unsigned long long)a);
+            else if (rc != 0)
+                record_failure(&sh->fail, "reader %d: item %llu was acknowledged (%llu acked); "
+                               "expected its value, got %s", ra->id, (unsigned long long)i,
+                               (unsigned long long)a, why);
+            hits++;
+        }
+        /* A key the writer may be inserting right now, or not yet. */
+        j = a + th_rng_below(&r, 256);
+        rc = fetch_item(sh->s, j, want, why, sizeof why);
+        if (rc == 0 && j >= sh->n)
+            record_failure(&sh->fail, "reader %d: item %llu is never inserted, yet fetch found it",
+                           ra->id, (unsigned long long)j);
+        else if (rc == 0) phits++;
+        else if (rc == TIDE_ENOTFOUND) pmisses++;
+        else
+            record_failure(&sh->fail, "reader %d: item %llu not yet acknowledged (%llu acked): "
+                           "expected TIDE_ENOTFOUND or its value, got %s", ra->id,
+                           (unsigned long long)j, (unsigned long long)a, why);
+        if (done || atomic_load(&sh->stop) || atomic_load(&sh->fail.count) > 100) break;
+    }
+    atomic_fetch_add(&sh->hits, hits);
+    atomic_fetch_add(&sh->pending_hits, phits);
+    atomic_fetch_add(&sh->pending_misses, pmisses);
+    return NULL;
+}
+
+static void readers_see_every_acknowledged_insert_at_once_across_commits_and_splits(void **state)
+{
+    tstate *t = *state;
+    shared *sh = calloc(1, sizeof *sh);
+    pthread_t w, sy, rd[READERS];
+    reader_arg ra[READERS];
+    tide_store_info info;
+    uint8_t want[VMAX];
+    char why[400];
+    double t0 = th_now_ms();
+    uint64_t stalled_at, stalled_commits = 0;
+    int rc, late;
+
+    assert_non_null(sh);
+    t->extra = sh;
+    make_store(t, 50, 0);
+    sh->s = t->s;
+    sh->n = th_small() ? 8000 : 50000;
+    atomic_init(&sh->acked, 0);
+    atomic_init(&sh->done, 0);
+    atomic_init(&sh->stop, 0);
+    atomic_init(&sh->hits, 0);
+    atomic_init(&sh->pending_hits, 0);
+    atomic_init(&sh->pending_misses, 0);
+    atomic_init(&sh->syncs, 0);
+    atomic_init(&sh->sync_max_us, 0);
+    failures_init(&sh->fail);
+
+    for (int k = 0; k < READERS; k++) {
+        ra[k] = (reader_arg){ sh, k };
+        if (pthread_create(&rd[k], NULL, reader_main, &ra[k]) != 0) fail_msg("pthread_create failed");
+    }
+    if (pthread_create(&sy, NULL, syncer_main, sh) != 0) fail_msg("pthread_create failed");
+    if (pthread_create(&w, NULL, writer_main, sh) != 0) fail_msg("pthread_create failed");
+    /* A deadline instead of a hang: when the writer is not done in time
+     * every thread is told to stop. */
+    while (!atomic_load(&sh->done) && th_now_ms() - t0 < DEADLINE_MS) tide_sleep_us(20 * 1000);
+    stalled_at = atomic_load(&sh->acked);
+    late = !atomic_load(&sh->done);
+    if (late) {
+        tide_store_get_info(t->s, &info);
+        stalled_commits = info.commits;
+        atomic_store(&sh->stop, 1);
+    }
+    for (int k = 0; k < READERS; k++) pthread_join(rd[k], NULL);
+    pthread_join(w, NULL);
+    pthread_join(sy, NULL);
+
+    print_message("    %llu items inserted while %d readers made %llu fetches of acknowledged "
+                  "items and %llu + %llu of pending ones (found + absent); %.0f ms\n",
+                  (unsigned long long)atomic_load(&sh->acked), READERS,
+                  (unsigned long long)atomic_load(&sh->hits),
+                  (unsigned long long)atomic_load(&sh->pending_hits),
+                  (unsigned long long)atomic_load(&sh->pending_misses), th_now_ms() - t0);
+    print_message("    %llu syncs from a third thread, the slowest %.1f ms\n",
+                  (unsigned long long)atomic_load(&sh->syncs),
+                  (double)atomic_load(&sh->sync_max_us) / 1000.0);
+    fail_if_any(&sh->fail, "concurrent fetches during inserts");
+    if (late)
+        fail_msg("writer: expected %llu inserts within %d s while %d threads fetch, got %llu "
+                 "(and %llu commits) by then", (unsigned long long)sh->n, DEADLINE_MS / 1000,
+                 READERS, (unsigned long long)stalled_at, (unsigned long long)stalled_commits);
+    if (atomic_load(&sh->acked) != sh->n)
+        fail_msg("writer: expected %llu inserts acknowledged, got %llu",
+                 (unsigned long long)sh->n, (unsigned long long)atomic_load(&sh->acked));
+    if (atomic_load(&sh->hits) == 0)
+        fail_msg("readers: expected fetches of acknowledged items during the inserts, got none");
+
+    tide_store_get_info(t->s, &info);
+    print_message("    %llu commits, %llu buckets\n", (unsigned long long)info.commits,
+                  (unsigned long long)info.buckets);
+    if (info.commits < 8 || info.buckets < 2)
+        fail_msg("expected the inserts to span several commits and bucket splits, got %llu commits "
+                 "and %llu buckets", (unsigned long long)info.commits, (unsigned long long)info.buckets);
+
+    /* Everything, once more from one thread, then after close and reopen. */
+    for (uint64_t i = 0; i < sh->n; i++)
+        if ((rc = fetch_item(t->s, i, want, why, sizeof why)) != 0)
+            fail_msg("after the writer finished: item %llu: expected its value, got %s",
+                     (unsigned long long)i, rc == TIDE_ENOTFOUND ? "TIDE_ENOTFOUND" : why);
+    rc = tide_store_close(t->s);
+    t->s = NULL;
+    if (rc != 0) fail_msg("close: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());
+    rc = tide_store_open(&t->s, t->dir, NULL);
+    if (rc != 0) {
+        t->s = NULL;
+        fail_msg("reopen: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());
+    }
+    for (uint64_t i = 0; i < sh->n; i++)
+        if ((rc = fetch_item(t->s, i, want, why, sizeof why)) != 0)
+            fail_msg("after reopen: item %llu: expected its value, got %s", (unsigned long long)i,
+                     rc == TIDE_ENOTFOUND ? "TIDE_ENOTFOUND" : why);
+    pthread_mutex_destroy(&sh->fail.mu);
+}
+
+/* ---- racing inserts of the same keys ---- */
+
+typedef struct race {
+    tide_store *s;
+    uint64_t n;
+    atomic_uint *wins;     /* per key: inserts that returned 0 */
+    failures fail;
+} race;
+
+typedef struct racer_arg {
+    race *rc;
+    int id;
+} racer_arg;
+
+static void *racer_main(void *arg)
+{
+    racer_arg *a = arg;
+    race *ra = a->rc;
+    uint8_t key[KEY_SIZE], val[VMAX];
+
+    /* Each thread walks the keys from a different starting point, so the
+     * same key is inserted by several threads at about the same time only
+     * sometimes, and by all four always. */
+    for (uint64_t k = 0; k < ra->n; k++) {
+        uint64_t i = (k + (uint64_t)a->id * (ra->n / INSERTERS / 8)) % ra->n;
+        size_t len = th_len(i, VMIN, VMAX);
+        int rc;
+
+        th_key(i, KEY_SIZE, key);
+        th_value(i, len, val);
+        rc = tide_store_insert(ra->s, key, val, len);
+        if (rc == 0) atomic_fetch_add(&ra->wins[i], 1);
+        else if (rc != TIDE_EEXIST)
+            record_failure(&ra->fail, "inserter %d: insert of item %llu: expected 0 or TIDE_EEXIST, "
+                           "got %d %s: %s", a->id, (unsigned long long)i, rc, tide_strerror(rc),
+                           tide_last_error());
+    }
+    return NULL;
+}
+
+static void of_several_threads_inserting_the_same_key_exactly_one_succeeds(void **state)
+{
+    tstate *t = *state;
+    race ra;
+    pthread_t th[INSERTERS];
+    racer_arg args[INSERTERS];
+    uint8_t want[VMAX];
+    char why[400];
+    double t0 = th_now_ms();
+    int rc;
+
+    make_store(t, 20, 0);
+    ra.s = t->s;
+    ra.n = th_small() ? 2000 : 10000;
+    ra.wins = calloc(ra.n, sizeof *ra.wins);
+    assert_non_null(ra.wins);
+    t->extra = ra.wins;
+    for (uint64_t i = 0; i < ra.n; i++) atomic_init(&ra.wins[i], 0);
+    failures_init(&ra.fail);
+
+    for (int k = 0; k < INSERTERS; k++) {
+        args[k] = (racer_arg){ &ra, k };
+        if (pthread_create(&th[k], NULL, racer_main, &args[k]) != 0) fail_msg("pthread_create failed");
+    }
+    for (int k = 0; k < INSERTERS; k++) pthread_join(th[k], NULL);
+    print_message("    %d threads inserted the same %llu keys; %.0f ms\n", INSERTERS,
+                  (unsigned long long)ra.n, th_now_ms() - t0);
+    fail_if_any(&ra.fail, "racing inserts");
+    for (uint64_t i = 0; i < ra.n; i++) {
+        unsigned w = atomic_load(&ra.wins[i]);
+        if (w != 1)
+            fail_msg("item %llu: expected exactly 1 of %d inserts to succeed, got %u",
+                     (unsigned long long)i, INSERTERS, w);
+    }
+    for (uint64_t i = 0; i < ra.n; i++)
+        if ((rc = fetch_item(t->s, i, want, why, sizeof why)) != 0)
+            fail_msg("after racing inserts: item %llu: expected its value, got %s",
+                     (unsigned long long)i, rc == TIDE_ENOTFOUND ? "TIDE_ENOTFOUND" : why);
+    pthread_mutex_destroy(&ra.fail.mu);
+}
+
+/* ---- the commit thread's schedule ---- */
+
+static void an_insert_into_an_idle_store_is_committed_within_a_few_commit_intervals(void **state)
+{
+    tstate *t = *state;
+    tide_store_info info;
+    uint8_t key[KEY_SIZE], val[VMAX];
+    size_t len = th_len(0, VMIN, VMAX);
+    double t0, waited;
+    int rc;
+
+    make_store(t, 50, 0);
+    /* Let the commit thread find nothing to do and go to sleep. */
+    tide_sleep_us(200 * 1000);
+    th_key(0, KEY_SIZE, key);
+    th_value(0, len, val);
+    rc = tide_store_insert(t->s, key, val, len);
+    if (rc != 0) fail_msg("insert: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());
+    t0 = th_now_ms();
+    do {
+        tide_sleep_us(5 * 1000);
+        tide_store_get_info(t->s, &info);
+        waited = th_now_ms() - t0;
+    } while (info.commits == 0 && waited < 2000);
+    print_message("    first commit after %.0f ms (commit_interval_ms 50)\n", waited);
+    if (info.commits == 0 || waited > 500)
+        fail_msg("with commit_interval_ms 50, an insert into an idle store: expected a commit within "
+                 "500 ms (10 intervals), got %s after %.0f ms", info.commits ? "the first" : "none",
+                 waited);
+}
+
+static void a_64_kib_insert_pool_commits_once_per_64_kib_of_inserts_not_once_per_insert(void **state)
+{
+    tstate *t = *state;
+    tide_store_info info;
+    uint8_t key[KEY_SIZE], val[100];
+    uint64_t record_bytes = 0, by_pool, bound;
+    double t0 = th_now_ms();
+    int rc;
+
+    /* Commits come only from the pool bound: the interval is a minute. */
+    make_store(t, 60000, 64 << 10);
+    memset(val, 0x5A, sizeof val);
+    for (uint64_t i = 0; i < 2000; i++) {
+        th_key(i, KEY_SIZE, key);
+        rc = tide_store_insert(t->s, key, val, sizeof val);
+        if (rc != 0)
+            fail_msg("insert of item %llu: expected 0, got %d %s: %s", (unsigned long long)i, rc,
+                     tide_strerror(rc), tide_last_error());
+        record_bytes += 6 + KEY_SIZE + sizeof val;
+    }
+    tide_store_get_info(t->s, &info);
+    by_pool = info.commits;
+    rc = tide_store_sync(t->s);
+    if (rc != 0) fail_msg("sync: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());
+    print_message("    2000 inserts (%llu record bytes) through a 64 KiB pool: %llu commits; %.0f ms\n",
+                  (unsigned long long)record_bytes, (unsigned long long)by_pool, th_now_ms() - t0);
+    /* Even counting 4x the record bytes as pool overhead, that is 4 * 276000 /
+     * 65536, about 17 commits; allow 50. */
+    bound = 50;
+    if (by_pool < 2 || by_pool > bound)
+        fail_msg("2000 inserts of %llu record bytes through a 64 KiB pool: expected between 2 and "
+                 "%llu commits, got %llu", (unsigned long long)record_bytes,
+                 (unsigned long long)bound, (unsigned long long)by_pool);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(readers_see_every_acknowledged_insert_at_once_across_commits_and_splits),
+        T(of_several_threads_inserting_the_same_key_exactly_one_succeeds),
+        T(an_insert_into_an_idle_store_is_committed_within_a_few_commit_intervals),
+        T(a_64_kib_insert_pool_commits_once_per_64_kib_of_inserts_not_once_per_insert),
+    };
+
+    print_message("test_store_concurrency: %s run\n", th_small() ? "small (TSan or TIDE_TEST_SMALL)" : "full");
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,797 @@
+/*
+ * test_store_errors.c: what the store does with bad input.
+ *
+ * Block sizes (validation and parsing with a warning), create with bad
+ * options or over an existing store, inserts Tide refuses, and opens of
+ * directories that are missing, empty, hold other files, or hold a store
+ * whose files disagree, are damaged or are already open. Every refusal
+ * must come with its documented code and a non-empty tide_last_error(),
+ * must not crash, and must leave the files as they were.
+ *
+ * Each test works in its own mkdtemp directory, removed by the teardown.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tide/store.h"
+#include "util/log.h"
+#include "helpers.h"
+
+typedef struct tstate {
+    char dir[4096];
+    tide_store *s, *s2;
+} tstate;
+
+static int setup(void **state)
+{
+    tstate *t = calloc(1, sizeof *t);
+
+    if (t == NULL) return -1;
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) { free(t); return -1; }
+    *state = t;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tstate *t = *state;
+
+    if (t == NULL) return 0;
+    if (t->s2) tide_store_close(t->s2);
+    if (t->s) tide_store_close(t->s);
+    th_rmrf(t->dir);
+    free(t);
+    return 0;
+}
+
+static const char *in_dir(const tstate *t, const char *name, char *buf, size_t cap)
+{
+    return th_path(buf, cap, t->dir, name);
+}
+
+/* Check that `rc` is `want` and that tide_last_error() says something. */
+#define EXPECT_RC(rc, want, what) expect_rc((rc), (want), #want, (what))
+static void expect_rc(int rc, int want, const char *want_name, const char *what)
+{
+    const char *msg = tide_last_error();
+
+    if (rc != want)
+        fail_msg("%s: expected %s (%d), got %d %s; message '%s'", what, want_name, want, rc,
+                 tide_strerror(rc), msg ? msg : "(null)");
+    if (want != 0 && (msg == NULL || *msg == '\0'))
+        fail_msg("%s: returned %s as expected, but tide_last_error() is empty", what, want_name);
+}
+
+static void create_store(const char *dir, unsigned key_size, uint64_t uid, uint64_t appnum)
+{
+    tide_store_create_opts co;
+    int rc;
+
+    tide_store_create_opts_init(&co);
+    co.key_size = key_size;
+    co.uid = uid;
+    co.appnum = appnum;
+    rc = tide_store_create(dir, &co);
+    if (rc != 0)
+        fail_msg("create of a %u-byte-key store in %s: expected 0, got %d %s: %s", key_size, dir,
+                 rc, tide_strerror(rc), tide_last_error());
+}
+
+/* Open must fail with `want`; if it wrongly succeeds the store is closed. */
+static void expect_open_fails(const tstate *t, const char *dir, int want, const char *want_name,
+                              const char *what)
+{
+    tide_store *s = NULL;
+    int rc = tide_store_open(&s, dir, NULL);
+
+    if (rc == 0) {
+        tide_store_close(s);
+        fail_msg("%s: open of %s: expected %s (%d), got 0 (it opened)", what, dir, want_name, want);
+    }
+    (void)t;
+    expect_rc(rc, want, want_name, what);
+}
+#define EXPECT_OPEN_FAILS(t, dir, want, what) expect_open_fails((t), (dir), (want), #want, (what))
+
+/* ---- block sizes ---- */
+
+static void block_size_valid_accepts_exactly_the_powers_of_two_from_4096_to_32768(void **state)
+{
+    static const long long yes[] = { 4096, 8192, 16384, 32768 };
+    static const long long no[] = { 2048, 65536, 5000, 0, -4096, 4095, 4097, 12288, 1,
+                                    512, 1LL << 40, -1 };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!tide_block_size_valid(yes[i]))
+            fail_msg("tide_block_size_valid(%lld): expected 1, got 0", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (tide_block_size_valid(no[i]))
+            fail_msg("tide_block_size_valid(%lld): expected 0, got 1", no[i]);
+}
+
+static void block_size_parse_falls_back_to_4096_with_a_warning_naming_the_bad_text(void **state)
+{
+    static const char *const bad[] = { "5000", "abc", "2048", "65536", "-4096", "0", "4097",
+                                       "8192abc" };
+    char w[256];
+    unsigned got;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(w, 'X', sizeof w);
+        w[sizeof w - 1] = '\0';
+        got = tide_block_size_parse(bad[i], w, sizeof w);
+        if (got != 4096)
+            fail_msg("tide_block_size_parse(\"%s\"): expected 4096, got %u", bad[i], got);
+        if (strstr(w, bad[i]) == NULL)
+            fail_msg("tide_block_size_parse(\"%s\"): expected a warning naming '%s', got '%s'",
+                     bad[i], bad[i], w);
+    }
+    memset(w, 'X', sizeof w);
+    w[sizeof w - 1] = '\0';
+    got = tide_block_size_parse("", w, sizeof w);
+    if (got != 4096 || w[0] == '\0' || w[0] == 'X')
+        fail_msg("tide_block_size_parse(\"\"): expected 4096 and a warning, got %u and '%s'", got, w);
+    memset(w, 'X', sizeof w);
+    w[sizeof w - 1] = '\0';
+    got = tide_block_size_parse(NULL, w, sizeof w);
+    if (got != 4096 || w[0] == '\0' || w[0] == 'X')
+        fail_msg("tide_block_size_parse(NULL): expected 4096 and a warning, got %u and '%s'", got, w);
+
+    /* No room for a warning is fine; a small room is respected. */
+    got = tide_block_size_parse("5000", NULL, 0);
+    if (got != 4096) fail_msg("tide_block_size_parse(\"5000\", NULL, 0): expected 4096, got %u", got);
+    memset(w, 'X', sizeof w);
+    got = tide_block_size_parse("5000", w, 8);
+    if (got != 4096 || memchr(w, '\0', 8) == NULL || w[8] != 'X')
+        fail_msg("tide_block_size_parse(\"5000\", w, 8): expected 4096 and a NUL-terminated "
+                 "warning within 8 bytes, got %u and %s", got,
+                 memchr(w, '\0', 8) == NULL ? "no NUL in the first 8" : "a write past byte 8");
+}
+
+static void block_size_parse_takes_a_valid_size_with_an_empty_warning(void **state)
+{
+    static const struct { const char *text; unsigned want; } ok[] = {
+        { "16384", 16384 }, { "4096", 4096 }, { "8192", 8192 }, { "32768", 32768 },
+    };
+    char w[256];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        unsigned got;
+
+        memset(w, 'X', sizeof w);
+        w[sizeof w - 1] = '\0';
+        got = tide_block_size_parse(ok[i].text, w, sizeof w);
+        if (got != ok[i].want || w[0] != '\0')
+            fail_msg("tide_block_size_parse(\"%s\"): expected %u and an empty warning, got %u and '%s'",
+                     ok[i].text, ok[i].want, got, w);
+    }
+}
+
+/* ---- create ---- */
+
+static char g_log[2048];
+
+static void capture_log(void *arg, int level, const char *line)
+{
+    size_t n = strlen(g_log);
+
+    (void)arg;
+    if (level >= TIDE_LOG_WARN && n < sizeof g_log - 1)
+        snprintf(g_log + n, sizeof g_log - n, "%s\n", line);
+}
+
+static void create_with_block_size_5000_makes_a_4096_store_and_logs_a_warning(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    tide_store_info info;
+    int rc, level = tide_log_get_level();
+
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    co.block_size = 5000;
+    g_log[0] = '\0';
+    tide_log_set_level(TIDE_LOG_WARN);
+    tide_log_set_sink(capture_log, NULL);
+    rc = tide_store_create(t->dir, &co);
+    tide_log_set_sink(NULL, NULL);
+    tide_log_set_level(level);
+    EXPECT_RC(rc, 0, "create with block_size 5000");
+    rc = tide_store_inspect(t->dir, NULL, &info);
+    EXPECT_RC(rc, 0, "inspect of the store created with block_size 5000");
+    if (info.block_size != 4096 || info.buckets != 1 || info.key_size != 32)
+        fail_msg("store created with block_size 5000: expected block 4096, 1 bucket, key 32; got "
+                 "block %u, %llu buckets, key %u", info.block_size,
+                 (unsigned long long)info.buckets, info.key_size);
+    if (strstr(g_log, "5000") == NULL)
+        fail_msg("create with block_size 5000: expected a warning naming 5000 through tide_log, got '%s'",
+                 g_log);
+}
+
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+
+    if (d == NULL) return -1;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) n++;
+    closedir(d);
+    return n;
+}
+
+static void create_with_a_bad_option_is_TIDE_EINVAL_and_creates_nothing(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    int rc, n;
+
+    tide_store_create_opts_init(&co);
+    co.key_size = 0;
+    rc = tide_store_create(t->dir, &co);
+    EXPECT_RC(rc, TIDE_EINVAL, "create with key_size 0");
+    if ((n = dir_entries(t->dir)) != 0)
+        fail_msg("create with key_size 0: expected an empty directory, found %d entries", n);
+
+    co.key_size = 65536;
+    rc = tide_store_create(t->dir, &co);
+    EXPECT_RC(rc, TIDE_EINVAL, "create with key_size 65536");
+
+    co.key_size = 32;
+    co.load_factor = 0;
+    rc = tide_store_create(t->dir, &co);
+    EXPECT_RC(rc, TIDE_EINVAL, "create with load_factor 0");
+    co.load_factor = 1.5;
+    rc = tide_store_create(t->dir, &co);
+    EXPECT_RC(rc, TIDE_EINVAL, "create with load_factor 1.5");
+    co.load_factor = -0.5;
+    rc = tide_store_create(t->dir, &co);
+    EXPECT_RC(rc, TIDE_EINVAL, "create with load_factor -0.5");
+    if ((n = dir_entries(t->dir)) != 0)
+        fail_msg("after refused creates: expected an empty directory, found %d entries", n);
+}
+
+static void create_in_a_missing_directory_is_TIDE_ENOENT(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    char path[4200];
+
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    EXPECT_RC(tide_store_create(in_dir(t, "no/such/dir", path, sizeof path), &co), TIDE_ENOENT,
+              "create in a missing directory");
+}
+
+static void insert_items(tide_store *s, uint64_t from, uint64_t to, unsigned ks)
+{
+    uint8_t key[64], val[256];
+
+    for (uint64_t i = from; i < to; i++) {
+        size_t len = th_len(i, 1, 200);
+        int rc;
+
+        th_key(i, ks, key);
+        th_value(i, len, val);
+        rc = tide_store_insert(s, key, val, len);
+        if (rc != 0)
+            fail_msg("insert of item %llu: expected 0, got %d %s: %s", (unsigned long long)i, rc,
+                     tide_strerror(rc), tide_last_error());
+    }
+}
+
+static void expect_items(tide_store *s, uint64_t from, uint64_t to, unsigned ks, const char *when)
+{
+    uint8_t key[64], val[256];
+
+    for (uint64_t i = from; i < to; i++) {
+        size_t len = th_len(i, 1, 200), glen = 0;
+        void *got = NULL;
+        int rc;
+
+        th_key(i, ks, key);
+        th_value(i, len, val);
+        rc = tide_store_fetch(s, key, &got, &glen);
+        if (rc != 0)
+            fail_msg("%s: fetch of item %llu: expected its value, got %d %s: %s", when,
+                     (unsigned long long)i, rc, tide_strerror(rc), tide_last_error());
+        if (glen != len || memcmp(got, val, len) != 0) {
+            free(got);
+            fail_msg("%s: fetch of item %llu: expected its %zu bytes, got %zu other bytes", when,
+                     (unsigned long long)i, len, glen);
+        }
+        free(got);
+    }
+}
+
+static void open_ok(tide_store **s, const char *dir, const char *what)
+{
+    int rc = tide_store_open(s, dir, NULL);
+
+    if (rc != 0) {
+        *s = NULL;
+        fail_msg("%s: open of %s: expected 0, got %d %s: %s", what, dir, rc, tide_strerror(rc),
+                 tide_last_error());
+    }
+}
+
+static void close_ok(tide_store **s, const char *what)
+{
+    int rc = tide_store_close(*s);
+
+    *s = NULL;
+    if (rc != 0)
+        fail_msg("%s: close: expected 0, got %d %s: %s", what, rc, tide_strerror(rc), tide_last_error());
+}
+
+/* Both files' bytes, to check that a refused operation changed nothing. */
+typedef struct snapshot { uint8_t *dat, *key; size_t dlen, klen; } snapshot;
+
+static void take_snapshot(const tstate *t, snapshot *sn)
+{
+    char p[4200];
+
+    if (th_read_file(in_dir(t, "nudb.dat", p, sizeof p), &sn->dat, &sn->dlen) != 0 ||
+        th_read_file(in_dir(t, "nudb.key", p, sizeof p), &sn->key, &sn->klen) != 0)
+        fail_msg("cannot read the store files in %s", t->dir);
+}
+
+static void expect_snapshot(const tstate *t, snapshot *sn, const char *what)
+{
+    snapshot now = { 0 };
+    int same;
+
+    take_snapshot(t, &now);
+    same = now.dlen == sn->dlen && now.klen == sn->klen && memcmp(now.dat, sn->dat, sn->dlen) == 0 &&
+           memcmp(now.key, sn->key, sn->klen) == 0;
+    free(now.dat);
+    free(now.key);
+    free(sn->dat);
+    free(sn->key);
+    sn->dat = sn->key = NULL;
+    if (!same)
+        fail_msg("%s: expected nudb.dat (%zu B) and nudb.key (%zu B) unchanged, but they changed "
+                 "(now %zu B and %zu B)", what, sn->dlen, sn->klen, now.dlen, now.klen);
+}
+
+static void create_over_an_existing_store_is_TIDE_EEXIST_and_leaves_it_intact(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    snapshot sn = { 0 };
+    char p[4200];
+    int rc;
+
+    create_store(t->dir, 32, 0, 1);
+    open_ok(&t->s, t->dir, "first store");
+    insert_items(t->s, 0, 50, 32);
+    close_ok(&t->s, "first store");
+    take_snapshot(t, &sn);
+
+    tide_store_create_opts_init(&co);
+    co.key_size = 8;
+    co.block_size = 8192;
+    rc = tide_store_create(t->dir, &co);
+    EXPECT_RC(rc, TIDE_EEXIST, "second create in the same directory");
+    expect_snapshot(t, &sn, "after the refused second create");
+    if (th_exists(in_dir(t, "nudb.log", p, sizeof p)))
+        fail_msg("after the refused second create: expected no nudb.log, found one");
+    open_ok(&t->s, t->dir, "first store after the refused create");
+    expect_items(t->s, 0, 50, 32, "after the refused create");
+    close_ok(&t->s, "first store");
+
+    /* A lone nudb.key (or nudb.dat) is enough to refuse. */
+    if (unlink(in_dir(t, "nudb.dat", p, sizeof p)) != 0) fail_msg("cannot remove %s", p);
+    co.key_size = 32;
+    co.block_size = 4096;
+    EXPECT_RC(tide_store_create(t->dir, &co), TIDE_EEXIST, "create where only nudb.key exists");
+    if (th_exists(p)) fail_msg("create where only nudb.key exists: expected no new nudb.dat");
+}
+
+/* ---- insert ---- */
+
+static void insert_of_an_empty_value_is_TIDE_EINVAL_and_changes_nothing(void **state)
+{
+    tstate *t = *state;
+    uint8_t key[32], one = 7;
+
+    create_store(t->dir, 32, 0, 1);
+    open_ok(&t->s, t->dir, "new store");
+    th_key(1, 32, key);
+    EXPECT_RC(tide_store_insert(t->s, key, &one, 0), TIDE_EINVAL, "insert of a 0-byte value");
+    {
+        void *got = NULL;
+        size_t len = 0;
+        int rc = tide_store_fetch(t->s, key, &got, &len);
+        if (rc == 0) free(got);
+        EXPECT_RC(rc, TIDE_ENOTFOUND, "fetch of the key whose 0-byte insert was refused");
+    }
+    EXPECT_RC(tide_store_insert(t->s, key, &one, 1), 0, "insert of a 1-byte value after the refusal");
+}
+
+static void insert_of_a_value_of_4_gib_is_TIDE_ETOOBIG(void **state)
+{
+    tstate *t = *state;
+    uint8_t key[32], small[16] = { 0 };
+
+    create_store(t->dir, 32, 0, 1);
+    open_ok(&t->s, t->dir, "new store");
+    th_key(2, 32, key);
+    /* The length is refused before the value is read. */
+    EXPECT_RC(tide_store_insert(t->s, key, small, (size_t)1 << 32), TIDE_ETOOBIG,
+              "insert of a 2^32-byte value");
+    EXPECT_RC(tide_store_insert(t->s, key, small, SIZE_MAX), TIDE_ETOOBIG,
+              "insert of a SIZE_MAX-byte value");
+}
+
+static void insert_of_a_present_key_is_TIDE_EEXIST_pending_committed_or_reopened(void **state)
+{
+    tstate *t = *state;
+    uint8_t key[32], other[5] = { 1, 2, 3, 4, 5 };
+
+    create_store(t->dir, 32, 0, 1);
+    open_ok(&t->s, t->dir, "new store");
+    insert_items(t->s, 0, 10, 32);
+    th_key(3, 32, key);
+    EXPECT_RC(tide_store_insert(t->s, key, other, sizeof other), TIDE_EEXIST,
+              "duplicate insert while the first is pending");
+    EXPECT_RC(tide_store_sync(t->s), 0, "sync");
+    EXPECT_RC(tide_store_insert(t->s, key, other, sizeof other), TIDE_EEXIST,
+              "duplicate insert after the first was committed");
+    expect_items(t->s, 0, 10, 32, "after refused duplicates");
+    close_ok(&t->s, "store");
+    open_ok(&t->s, t->dir, "store after close");
+    EXPECT_RC(tide_store_insert(t->s, key, other, sizeof other), TIDE_EEXIST,
+              "duplicate insert after reopen");
+    expect_items(t->s, 0, 10, 32, "after reopen and a refused duplicate");
+}
+
+/* ---- open ---- */
+
+static void open_of_a_missing_directory_is_TIDE_ENOENT_naming_the_path(void **state)
+{
+    tstate *t = *state;
+    char path[4200];
+
+    in_dir(t, "missing-store-dir", path, sizeof path);
+    EXPECT_OPEN_FAILS(t, path, TIDE_ENOENT, "open of a missing directory");
+    if (strstr(tide_last_error(), "missing-store-dir") == NULL)
+        fail_msg("open of a missing directory: expected the message to name %s, got '%s'", path,
+                 tide_last_error());
+}
+
+static void open_of_a_directory_without_a_store_is_TIDE_ENOENT(void **state)
+{
+    tstate *t = *state;
+    char p[4200];
+
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ENOENT, "open of an empty directory");
+    create_store(t->dir, 32, 0, 1);
+    if (unlink(in_dir(t, "nudb.key", p, sizeof p)) != 0) fail_msg("cannot remove %s", p);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ENOENT, "open of a directory with nudb.dat but no nudb.key");
+}
+
+static void open_of_random_bytes_or_text_in_the_store_files_is_TIDE_ENOTSTORE(void **state)
+{
+    tstate *t = *state;
+    char dat[4200], key[4200];
+    static const char text[] = "[node_db]\ntype=NuDB\npath=/var/lib/rippled/db/nudb\n";
+    uint8_t *rnd = malloc(3 * 4096), *good_dat = NULL, *good_key = NULL;
+    size_t gdl, gkl;
+    th_rng r;
+
+    assert_non_null(rnd);
+    th_rng_init(&r, 17);
+    th_rng_bytes(&r, rnd, 3 * 4096);
+    in_dir(t, "nudb.dat", dat, sizeof dat);
+    in_dir(t, "nudb.key", key, sizeof key);
+    create_store(t->dir, 32, 0, 1);
+    if (th_read_file(dat, &good_dat, &gdl) != 0 || th_read_file(key, &good_key, &gkl) != 0)
+        fail_msg("cannot read the new store's files");
+
+    th_write_file(dat, rnd, 3 * 4096);
+    th_write_file(key, rnd + 4096, 2 * 4096);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ENOTSTORE, "open with random bytes in both files");
+
+    th_write_file(dat, text, sizeof text - 1);
+    th_write_file(key, text, sizeof text - 1);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ENOTSTORE, "open with text in both files");
+
+    th_write_file(dat, good_dat, gdl);
+    th_write_file(key, rnd, 2 * 4096);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ENOTSTORE, "open with a good nudb.dat and random nudb.key");
+
+    th_write_file(dat, rnd, 4096);
+    th_write_file(key, good_key, gkl);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ENOTSTORE, "open with random nudb.dat and a good nudb.key");
+
+    /* The two files swapped: each is a NuDB file, of the other kind. */
+    th_write_file(dat, good_key, gkl);
+    th_write_file(key, good_dat, gdl);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ENOTSTORE, "open with nudb.dat and nudb.key swapped");
+
+    free(rnd);
+    free(good_dat);
+    free(good_key);
+}
+
+static void open_with_the_key_file_of_another_store_is_TIDE_EMISMATCH(void **state)
+{
+    tstate *t = *state;
+    char other[4200], from[4200], to[4200];
+    snapshot sn = { 0 };
+
+    create_store(t->dir, 32, 0x1111, 1);
+    in_dir(t, "other", other, sizeof other);
+    if (mkdir(other, 0755) != 0) fail_msg("cannot make %s", other);
+    create_store(other, 32, 0x2222, 1);
+    th_copy_file(th_path(from, sizeof from, other, "nudb.key"), in_dir(t, "nudb.key", to, sizeof to));
+    take_snapshot(t, &sn);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_EMISMATCH, "open with nudb.key of a store with another uid");
+    expect_snapshot(t, &sn, "after the refused open (uid mismatch)");
+}
+
+static void open_with_files_that_disagree_on_appnum_or_key_size_is_TIDE_EMISMATCH(void **state)
+{
+    tstate *t = *state;
+    char p[4200];
+    uint8_t b[2];
+
+    create_store(t->dir, 32, 0, 1);
+    in_dir(t, "nudb.dat", p, sizeof p);
+    b[0] = 0; b[1] = 9;   /* appnum low bytes at 24..25 of the data header */
+    th_pwrite_file(p, b, 2, 24);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_EMISMATCH, "open with nudb.dat appnum 9, nudb.key appnum 1");
+    b[0] = 0; b[1] = 1;
+    th_pwrite_file(p, b, 2, 24);
+    b[0] = 0; b[1] = 20;  /* key_size at 26 */
+    th_pwrite_file(p, b, 2, 26);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_EMISMATCH, "open with nudb.dat key_size 20, nudb.key key_size 32");
+}
+
+static void open_with_a_flipped_pepper_byte_is_TIDE_EHASH(void **state)
+{
+    tstate *t = *state;
+    char p[4200];
+    uint8_t b;
+    snapshot sn = { 0 };
+
+    create_store(t->dir, 32, 0, 1);
+    in_dir(t, "nudb.key", p, sizeof p);
+    if (th_pread_file(p, &b, 1, 36) != 0) fail_msg("cannot read %s", p);
+    b ^= 0xff;
+    th_pwrite_file(p, &b, 1, 36);
+    take_snapshot(t, &sn);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_EHASH, "open with byte 36 (pepper) of nudb.key flipped");
+    expect_snapshot(t, &sn, "after the refused open (pepper)");
+}
+
+static void open_with_a_key_file_not_a_multiple_of_the_block_size_is_TIDE_ECORRUPT(void **state)
+{
+    tstate *t = *state;
+    char p[4200];
+    uint8_t *buf, *grown;
+    size_t len;
+
+    create_store(t->dir, 32, 0, 1);
+    open_ok(&t->s, t->dir, "new store");
+    insert_items(t->s, 0, 20, 32);
+    close_ok(&t->s, "store");
+    in_dir(t, "nudb.key", p, sizeof p);
+    if (th_read_file(p, &buf, &len) != 0) fail_msg("cannot read %s", p);
+    grown = calloc(1, len + 100);
+    assert_non_null(grown);
+    memcpy(grown, buf, len);
+    th_write_file(p, grown, len + 100);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ECORRUPT, "open with 100 bytes appended to nudb.key");
+    th_write_file(p, buf, len - 1000);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ECORRUPT, "open with the last 1000 bytes of nudb.key cut off");
+    th_write_file(p, buf, 4096);   /* a header block and no bucket */
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ECORRUPT, "open with a nudb.key of only its header block");
+    free(buf);
+    free(grown);
+}
+
+static void open_with_a_truncated_header_fails_with_a_message(void **state)
+{
+    tstate *t = *state;
+    char dat[4200], key[4200];
+    uint8_t *d, *k;
+    size_t dl, kl;
+    static const size_t cuts[] = { 0, 8, 50, 91 };
+
+    create_store(t->dir, 32, 0, 1);
+    in_dir(t, "nudb.dat", dat, sizeof dat);
+    in_dir(t, "nudb.key", key, sizeof key);
+    if (th_read_file(dat, &d, &dl) != 0 || th_read_file(key, &k, &kl) != 0)
+        fail_msg("cannot read the new store's files");
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        tide_store *s = NULL;
+        int rc;
+
+        th_write_file(dat, d, cuts[i]);
+        rc = tide_store_open(&s, t->dir, NULL);
+        if (rc == 0) {
+            tide_store_close(s);
+            fail_msg("open with nudb.dat cut to %zu bytes: expected an error, got 0", cuts[i]);
+        }
+        if (*tide_last_error() == '\0')
+            fail_msg("open with nudb.dat cut to %zu bytes: returned %d %s with an empty message",
+                     cuts[i], rc, tide_strerror(rc));
+    }
+    th_write_file(dat, d, dl);
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        tide_store *s = NULL;
+        int rc;
+
+        th_write_file(key, k, cuts[i] + 10);
+        rc = tide_store_open(&s, t->dir, NULL);
+        if (rc == 0) {
+            tide_store_close(s);
+            fail_msg("open with nudb.key cut to %zu bytes: expected an error, got 0", cuts[i] + 10);
+        }
+        if (*tide_last_error() == '\0')
+            fail_msg("open with nudb.key cut to %zu bytes: returned %d %s with an empty message",
+                     cuts[i] + 10, rc, tide_strerror(rc));
+    }
+    free(d);
+    free(k);
+}
+
+static void open_of_a_version_3_data_file_is_TIDE_EVERSION(void **state)
+{
+    tstate *t = *state;
+    char p[4200];
+    uint8_t v[2] = { 0, 3 };
+
+    create_store(t->dir, 32, 0, 1);
+    th_pwrite_file(in_dir(t, "nudb.dat", p, sizeof p), v, 2, 8);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_EVERSION, "open with nudb.dat version 3");
+}
+
+static void a_bucket_claiming_more_entries_than_fit_is_reported_corrupt_not_read_past(void **state)
+{
+    tstate *t = *state;
+    char p[4200];
+    uint8_t key[32], count[2] = { 0x7f, 0xff };
+    void *got = NULL;
+    size_t len;
+    int rc;
+
+    create_store(t->dir, 32, 0, 1);
+    open_ok(&t->s, t->dir, "new store");
+    insert_items(t->s, 0, 5, 32);
+    close_ok(&t->s, "store");
+    /* One bucket (5 items never split it): its count is at 4096. */
+    th_pwrite_file(in_dir(t, "nudb.key", p, sizeof p), count, 2, 4096);
+    rc = tide_store_open(&t->s, t->dir, NULL);
+    if (rc != 0) {
+        t->s = NULL;
+        EXPECT_RC(rc, TIDE_ECORRUPT, "open with bucket 0 claiming 32767 entries");
+        return;
+    }
+    th_key(0, 32, key);
+    rc = tide_store_fetch(t->s, key, &got, &len);
+    if (rc == 0) free(got);
+    EXPECT_RC(rc, TIDE_ECORRUPT, "fetch from bucket 0 claiming 32767 entries");
+}
+
+static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void **state)
+{
+    tstate *t = *state;
+    tide_store_opts ro;
+    int rc;
+
+    create_store(t->dir, 32, 0, 1);
+    open_ok(&t->s, t->dir, "first open");
+    insert_items(t->s, 0, 10, 32);
+    EXPECT_RC(tide_store_sync(t->s), 0, "sync");
+    rc = tide_store_open(&t->s2, t->dir, NULL);
+    if (rc == 0) {
+        tide_store_close(t->s2);
+        t->s2 = NULL;
+    }
+    t->s2 = NULL;
+    EXPECT_RC(rc, TIDE_EBUSY, "second read-write open while the first is open");
+
+    /* A read-only handle takes a shared lock: refused while a writer has
+     * the store (its buckets change under a commit), and it refuses a
+     * writer in turn; read-only handles share. */
+    tide_store_opts_init(&ro);
+    ro.read_only = 1;
+    rc = tide_store_open(&t->s2, t->dir, &ro);
+    if (rc == 0) close_ok(&t->s2, "unexpected read-only handle");
+    t->s2 = NULL;
+    EXPECT_RC(rc, TIDE_EBUSY, "read-only open while a read-write handle is open");
+
+    close_ok(&t->s, "first handle");
+    open_ok(&t->s, t->dir, "open after the first handle closed");
+    expect_items(t->s, 0, 10, 32, "after reopen");
+    close_ok(&t->s, "reopened handle");
+
+    rc = tide_store_open(&t->s, t->dir, &ro);
+    if (rc != 0) t->s = NULL;
+    EXPECT_RC(rc, 0, "first read-only open");
+    rc = tide_store_open(&t->s2, t->dir, &ro);
+    if (rc != 0) t->s2 = NULL;
+    EXPECT_RC(rc, 0, "second read-only open beside the first");
+    expect_items(t->s2, 0, 10, 32, "read-only handle");
+    {
+        tide_store *w = NULL;
+        rc = tide_store_open(&w, t->dir, NULL);
+        if (rc == 0) tide_store_close(w);
+        EXPECT_RC(rc, TIDE_EBUSY, "read-write open while read-only handles are open");
+    }
+}
+
+static void close_of_null_is_a_no_op(void **state)
+{
+    (void)state;
+    EXPECT_RC(tide_store_close(NULL), 0, "tide_store_close(NULL)");
+}
+
+static void every_error_code_has_its_own_non_empty_name(void **state)
+{
+    (void)state;
+    for (int c = TIDE_ERROR_MIN; c <= 0; c++) {
+        const char *s = tide_strerror(c);
+        if (s == NULL || *s == '\0') fail_msg("tide_strerror(%d): expected a name, got an empty one", c);
+        if (strcmp(s, "unknown error") == 0)
+            fail_msg("tide_strerror(%d): expected its own name, got 'unknown error'", c);
+        for (int d = TIDE_ERROR_MIN; d < c; d++)
+            if (strcmp(s, tide_strerror(d)) == 0)
+                fail_msg("tide_strerror(%d) and tide_strerror(%d) are both '%s'", c, d, s);
+    }
+    if (strcmp(tide_strerror(TIDE_ERROR_MIN - 1), "unknown error") != 0 ||
+        strcmp(tide_strerror(1), "unknown error") != 0 ||
+        strcmp(tide_strerror(-1000), "unknown error") != 0)
+        fail_msg("tide_strerror of codes outside %d..0: expected 'unknown error', got '%s', '%s', '%s'",
+                 TIDE_ERROR_MIN, tide_strerror(TIDE_ERROR_MIN - 1), tide_strerror(1),
+                 tide_strerror(-1000));
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(block_size_valid_accepts_exactly_the_powers_of_two_from_4096_to_32768),
+        T(block_size_parse_falls_back_to_4096_with_a_warning_naming_the_bad_text),
+        T(block_size_parse_takes_a_valid_size_with_an_empty_warning),
+        T(create_with_block_size_5000_makes_a_4096_store_and_logs_a_warning),
+        T(create_with_a_bad_option_is_TIDE_EINVAL_and_creates_nothing),
+        T(create_in_a_missing_directory_is_TIDE_ENOENT),
+        T(create_over_an_existing_store_is_TIDE_EEXIST_and_leaves_it_intact),
+        T(insert_of_an_empty_value_is_TIDE_EINVAL_and_changes_nothing),
+        T(insert_of_a_value_of_4_gib_is_TIDE_ETOOBIG),
+        T(insert_of_a_present_key_is_TIDE_EEXIST_pending_committed_or_reopened),
+        T(open_of_a_missing_directory_is_TIDE_ENOENT_naming_the_path),
+        T(open_of_a_directory_without_a_store_is_TIDE_ENOENT),
+        T(open_of_random_bytes_or_text_in_the_store_files_is_TIDE_ENOTSTORE),
+        T(open_with_the_key_file_of_another_store_is_TIDE_EMISMATCH),
+        T(open_with_files_that_disagree_on_appnum_or_key_size_is_TIDE_EMISMATCH),
+        T(open_with_a_flipped_pepper_byte_is_TIDE_EHASH),
+        T(open_with_a_key_file_not_a_multiple_of_the_block_size_is_TIDE_ECORRUPT),
+        T(open_with_a_truncated_header_fails_with_a_message),
+        T(open_of_a_version_3_data_file_is_TIDE_EVERSION),
+        T(a_bucket_claiming_more_entries_than_fit_is_reported_corrupt_not_read_past),
+        T(a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open),
+        T(close_of_null_is_a_no_op),
+        T(every_error_code_has_its_own_non_empty_name),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
