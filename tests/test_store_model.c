@@ -1,11 +1,12 @@
 /*
  * test_store_model.c: the store against a model, under random operations.
  *
- * A seeded PRNG drives about 20000 operations over four runs with different
- * block sizes, key sizes, load factors, commit intervals and insert-pool
- * bounds: insert of a new key, insert of a present key (must be
- * TIDE_EEXIST and change nothing), fetch of a present key (exact value),
- * fetch of an absent key (TIDE_ENOTFOUND), sync, and close + reopen. Every
+ * A seeded PRNG drives 20000 operations over five runs with different
+ * block sizes (4096 to 32768), key sizes, load factors, commit intervals
+ * and insert-pool bounds: insert of a new key, insert of a present key
+ * (must be TIDE_EEXIST and change nothing), fetch of a present key (exact
+ * value), fetch of an absent key (TIDE_ENOTFOUND), sync, a pause of one
+ * commit interval, and close + reopen. Every
  * answer is checked against an in-memory model: a hash map from key to
  * (length, seed), the value being stream(seed, length) from helpers.h.
  *
@@ -27,6 +28,7 @@
 #include <cmocka.h>
 
 #include "tide/store.h"
+#include "util/clock.h"
 #include "helpers.h"
 
 #define DEFAULT_SEED 0x5eed7 /* TIDE_TEST_SEED overrides */
@@ -277,6 +279,13 @@ static void op_sync(run *r)
     r->n_sync++;
 }
 
+/* Let the commit thread's interval pass, so pending inserts move to the
+ * files between two operations rather than only at syncs and reopens. */
+static void op_pause(run *r)
+{
+    tide_sleep_us((uint64_t)r->c->commit_interval_ms * 1000 + 5000);
+}
+
 static void op_reopen(run *r)
 {
     close_run(r);
@@ -345,8 +354,9 @@ static void run_model(void **state, int iter, const config *c)
         if (p < 480) op_insert_new(r);
         else if (p < 540) op_insert_duplicate(r);
         else if (p < 790) op_fetch_present(r);
-        else if (p < 990) op_fetch_absent(r);
-        else if (p < 997) op_sync(r);
+        else if (p < 988) op_fetch_absent(r);
+        else if (p < 994) op_sync(r);
+        else if (p < 996) op_pause(r);
         else op_reopen(r);
     }
 
@@ -376,13 +386,14 @@ static void run_model(void **state, int iter, const config *c)
 }
 
 static const config configs[] = {
-    { 4096, 32, 0.5, 20, 0, 5000 },
-    { 8192, 8, 0.5, 20, 64 << 10, 5000 },
-    { 4096, 20, 0.9, 20, 64 << 10, 5000 },
-    { 16384, 32, 0.75, 50, 0, 5000 },
+    { 4096, 32, 0.5, 20, 0, 4000 },
+    { 8192, 8, 0.5, 20, 64 << 10, 4000 },
+    { 4096, 20, 0.9, 20, 64 << 10, 4000 },
+    { 16384, 32, 0.75, 50, 0, 4000 },
+    { 32768, 4, 1.0, 20, 64 << 10, 4000 },
 };
 
-static void model_agrees_with_the_store_at_block_4096_key_32_over_5000_random_operations(void **state)
+static void model_agrees_with_the_store_at_block_4096_key_32_over_4000_random_operations(void **state)
 {
     run_model(state, 0, &configs[0]);
 }
@@ -402,15 +413,21 @@ static void model_agrees_with_the_store_at_block_16384_with_commits_every_50_ms(
     run_model(state, 3, &configs[3]);
 }
 
+static void model_agrees_with_the_store_at_block_32768_key_4_and_load_factor_1(void **state)
+{
+    run_model(state, 4, &configs[4]);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(model_agrees_with_the_store_at_block_4096_key_32_over_5000_random_operations),
+        T(model_agrees_with_the_store_at_block_4096_key_32_over_4000_random_operations),
         T(model_agrees_with_the_store_at_block_8192_key_8_with_a_64k_insert_pool),
         T(model_agrees_with_the_store_at_load_factor_0_9_where_buckets_spill),
         T(model_agrees_with_the_store_at_block_16384_with_commits_every_50_ms),
+        T(model_agrees_with_the_store_at_block_32768_key_4_and_load_factor_1),
     };
 
     g_seed = th_seed(DEFAULT_SEED);
