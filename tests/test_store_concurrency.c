@@ -23,7 +23,7 @@
  * failure and a count, and the main thread fails after joining them.
  *
  * `make tsan` runs this under ThreadSanitizer; there (or with
- * TIDE_TEST_SMALL set) N is 8000 instead of 50000.
+ * TIDE_TEST_SMALL set) N is 20000 instead of 50000.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -308,7 +308,7 @@ static void readers_see_every_acknowledged_insert_at_once_across_commits_and_spl
     t->extra = sh;
     make_store(t, 50, 0);
     sh->s = t->s;
-    sh->n = th_small() ? 8000 : 50000;
+    sh->n = th_small() ? 20000 : 50000;
     atomic_init(&sh->acked, 0);
     atomic_init(&sh->done, 0);
     atomic_init(&sh->stop, 0);

@@ -44,6 +44,7 @@
 #include "store/store_impl.h"
 #include "util/err.h"
 #include "util/assert.h"
+#include "util/bigbuf.h"
 #include "util/log.h"
 
 #define WBUF_SIZE (1u << 20)
@@ -70,9 +71,9 @@ typedef struct commit {
     uint64_t *touched;           /* changed old buckets, ascending */
     uint8_t *split;              /* touched[i] is a split source */
     size_t *pre;                 /* offset of touched[i]'s pre-image in log */
-    size_t ntouched;
+    size_t ntouched, touched_cap;
     uint8_t *log;
-    size_t log_len;
+    size_t log_len, log_cap;
     placed *moved;               /* entries leaving split sources */
     size_t nmoved, moved_cap;
     tide_entry *vec;             /* the bucket being built */
@@ -151,7 +152,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
     if (need <= *cap) return 0;
     size_t n = *cap ? *cap : 256;
     while (n < need) n *= 2;
-    void *p = realloc(*arr, n * elem);
+    void *p = tide_big_realloc(*arr, *cap * elem, n * elem);
     if (p == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory (%zu bytes)", n * elem);
     *arr = p;
     *cap = n;
@@ -180,7 +181,7 @@ static int plan(commit *c)
     c->B1 = c->B0 + credit / s->split_units;
     c->dat0 = s->dat_size;
 
-    c->items = malloc((n ? n : 1) * sizeof *c->items);
+    c->items = tide_big_alloc((n ? n : 1) * sizeof *c->items);
     if (c->items == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory for %llu entries",
                                               (unsigned long long)n);
     for (tide_pool_item *it = c->batch->first; it; it = it->after, k++) {
@@ -200,9 +201,10 @@ static int plan(commit *c)
         for (uint64_t i = c->B0; i < c->B1; i++) roots[nroots++] = split_root(i, c->B0);
         qsort(roots, nroots, sizeof *roots, cmp_u64);
     }
-    c->touched = malloc((n + nroots + 1) * sizeof *c->touched);
-    c->split = calloc(n + nroots + 1, 1);
-    c->pre = malloc((n + nroots + 1) * sizeof *c->pre);
+    c->touched_cap = n + nroots + 1;
+    c->touched = tide_big_alloc(c->touched_cap * sizeof *c->touched);
+    c->split = tide_big_alloc(c->touched_cap);
+    c->pre = tide_big_alloc(c->touched_cap * sizeof *c->pre);
     if (!c->touched || !c->split || !c->pre) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
     /* Merge the batch's old buckets with the split roots, ascending, unique. */
     size_t a = 0, r = 0;
@@ -234,8 +236,9 @@ static int read_preimages(commit *c)
     int rc = 0;
 
     for (size_t t = 0; t < c->ntouched; t++) cap += 8 + tide_fmt_bucket_bytes(s->capacity);
-    c->log = malloc(cap);
-    run = malloc(run_max * bs);
+    c->log = tide_big_alloc(cap);
+    c->log_cap = cap;
+    run = tide_big_alloc(run_max * bs);
     if (c->log == NULL || run == NULL) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory for the log (%zu bytes)", cap); goto out; }
     c->log_len = TIDE_LOG_HEADER_SIZE;
     while (i < c->ntouched) {
@@ -259,7 +262,7 @@ static int read_preimages(commit *c)
         i += n;
     }
 out:
-    free(run);
+    tide_big_free(run, run_max * bs);
     return rc;
 }
 
@@ -475,8 +478,8 @@ int tide_commit_batch(tide_store *s, tide_pool *batch)
     c.s = s;
     c.batch = batch;
     c.block = malloc(TIDE_SPILL_HEADER + (size_t)s->block_size);
-    c.dat.data = malloc(WBUF_SIZE);
-    c.key.data = malloc(WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size);
+    c.dat.data = tide_big_alloc(WBUF_SIZE);
+    c.key.data = tide_big_alloc(WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size);
     if (!c.block || !c.dat.data || !c.key.data) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
     c.dat = (wbuf){ s, s->dat, s->dat_size, c.dat.data, 0, WBUF_SIZE };
     c.key = (wbuf){ s, s->key, 0, c.key.data, 0, WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size };
@@ -484,7 +487,8 @@ int tide_commit_batch(tide_store *s, tide_pool *batch)
     if ((rc = plan(&c)) != 0) goto out;
     if ((rc = read_preimages(&c)) != 0) goto out;
     __atomic_store_n(&s->commit_buffer_bytes,
-                     c.log_len + batch->count * sizeof(placed) + 2 * WBUF_SIZE, __ATOMIC_RELAXED);
+                     c.log_cap + batch->count * sizeof(placed) + c.touched_cap * 17 + 2 * WBUF_SIZE,
+                     __ATOMIC_RELAXED);
     rc = write_log(&c);
     if (rc) {
         /* The key and data files are untouched; an unsynced or partial log
@@ -529,15 +533,15 @@ out:
     }
     if (locked) pthread_rwlock_unlock(&s->key_lock);
     __atomic_store_n(&s->commit_buffer_bytes, 0, __ATOMIC_RELAXED);
-    free(c.items);
-    free(c.touched);
-    free(c.split);
-    free(c.pre);
-    free(c.log);
-    free(c.moved);
-    free(c.vec);
+    tide_big_free(c.items, (batch->count ? batch->count : 1) * sizeof *c.items);
+    tide_big_free(c.touched, c.touched_cap * sizeof *c.touched);
+    tide_big_free(c.split, c.touched_cap);
+    tide_big_free(c.pre, c.touched_cap * sizeof *c.pre);
+    tide_big_free(c.log, c.log_cap);
+    tide_big_free(c.moved, c.moved_cap * sizeof *c.moved);
+    tide_big_free(c.vec, c.vec_cap * sizeof *c.vec);
     free(c.block);
-    free(c.dat.data);
-    free(c.key.data);
+    tide_big_free(c.dat.data, WBUF_SIZE);
+    tide_big_free(c.key.data, WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size);
     return rc;
 }

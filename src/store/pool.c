@@ -19,6 +19,7 @@
 
 #include "store/pool.h"
 #include "store/format.h"
+#include "util/bigbuf.h"
 #include "util/err.h"
 
 #define CHUNK_MIN (64u << 10)
@@ -47,7 +48,7 @@ void tide_pool_reset(tide_pool *p)
         munmap(c, c->size);
         c = next;
     }
-    free(p->table);
+    if (p->table) tide_big_free(p->table, (p->mask + 1) * sizeof *p->table);
     memset(p, 0, sizeof *p);
     p->key_size = key_size;
     p->chunk_size = chunk_size;
@@ -64,7 +65,7 @@ tide_pool_item *tide_pool_find(const tide_pool *p, uint64_t hash, const void *ke
 static int grow_table(tide_pool *p)
 {
     uint64_t slots = p->table ? (p->mask + 1) * 2 : 1024;
-    tide_pool_item **t = calloc(slots, sizeof *t);
+    tide_pool_item **t = tide_big_alloc(slots * sizeof *t);
     if (t == NULL) return tide_err_set(TIDE_ENOMEM, "insert pool: cannot grow the table to %llu slots",
                                        (unsigned long long)slots);
     for (tide_pool_item *it = p->first; it; it = it->after) {
@@ -75,8 +76,8 @@ static int grow_table(tide_pool *p)
     if (p->table) {
         p->bytes -= (p->mask + 1) * sizeof *t;
         p->used -= (p->mask + 1) * sizeof *t;
+        tide_big_free(p->table, (p->mask + 1) * sizeof *t);
     }
-    free(p->table);
     p->table = t;
     p->mask = slots - 1;
     p->bytes += slots * sizeof *t;

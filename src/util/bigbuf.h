@@ -1,0 +1,28 @@
+/*
+ * bigbuf.h: large short-lived buffers that go back to the kernel when freed.
+ *
+ * A commit needs megabytes for a moment (the log image, the batch's entry
+ * list, write buffers). From malloc, those megabytes would stay resident in
+ * the allocator's free lists after the commit (glibc raises its mmap
+ * threshold after the first large free, so later large blocks come from the
+ * heap): the RSS ghost Tide exists to avoid. These buffers are mappings of
+ * their own, unmapped on free, so a store's resident memory between commits
+ * is what it holds, not what it once held.
+ *
+ * Sizes are rounded up to whole pages; callers pass the size they asked for
+ * back to free and realloc. Thread-safe. Pages are only resident once
+ * touched.
+ */
+#ifndef TIDE_BIGBUF_H
+#define TIDE_BIGBUF_H
+#include <stddef.h>
+
+/* A zero-filled mapping of at least n bytes (n > 0), or NULL. */
+void *tide_big_alloc(size_t n);
+/* Grow or shrink (contents kept up to the smaller size); NULL on failure,
+ * when `p` is unchanged. p may be NULL (then old must be 0). */
+void *tide_big_realloc(void *p, size_t old, size_t n);
+/* Unmap; NULL is a no-op. */
+void tide_big_free(void *p, size_t n);
+
+#endif
