@@ -116,11 +116,13 @@ static void expect_item(tide_store *s, const th_fixture *f, uint64_t i, const ch
     }
     if (memcmp(got, want, wlen) != 0) {
         size_t at = 0;
+        uint8_t g;
         while (((uint8_t *)got)[at] == want[at]) at++;
+        g = ((uint8_t *)got)[at];
         free(got);
         fail_msg("%s (%s): fetch of item %llu: %zu bytes as expected, but byte %zu differs "
-                 "(expected 0x%02x, got another)", f->name, when, (unsigned long long)i, wlen,
-                 at, want[at]);
+                 "(expected 0x%02x, got 0x%02x)", f->name, when, (unsigned long long)i, wlen,
+                 at, want[at], g);
     }
     free(got);
 }

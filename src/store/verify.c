@@ -1,0 +1,237 @@
+/*
+ * verify.c: a full structural check of a store.
+ *
+ * Two passes. The key-file pass reads every bucket and its spill chain and
+ * checks each entry against the data record it names; it collects the
+ * offsets of the records reached and of the spill records reached. The
+ * data-file pass walks nudb.dat front to back and matches each record
+ * against those sorted lists: a data record no entry reaches is an error
+ * (NuDB's verify says the same), a spill record no chain reaches is waste.
+ *
+ * Invariants checked (docs/FORMAT.md):
+ *   1. count <= capacity; entries sorted by hash; offsets inside nudb.dat.
+ *   2. bucket_index(entry.hash, buckets) == the bucket the entry was found in.
+ *   3. The record at entry.offset has entry.size and a key hashing to
+ *      entry.hash; no two entries share a record.
+ *   4. Every spill pointer p has a spill record at p - 8 whose n is the
+ *      full-bucket size; chains end (no loops).
+ *   5. Every data record of nudb.dat is reached exactly once.
+ *
+ * Never: write anything. Verify opens the store read-only (a shared lock).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_impl.h"
+#include "util/bigbuf.h"
+#include "util/err.h"
+
+typedef struct u64vec {
+    uint64_t *v;
+    size_t n, cap;
+} u64vec;
+
+static int vec_push(u64vec *a, uint64_t x)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 4096;
+        uint64_t *v = tide_big_realloc(a->v, a->cap * sizeof *v, cap * sizeof *v);
+        if (v == NULL) return tide_err_set(TIDE_ENOMEM, "verify: out of memory for %zu offsets", cap);
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Check the entries of one bucket image found at `depth` in bucket i's chain. */
+static int check_entries(tide_store *s, const uint8_t *b, uint64_t i, unsigned depth,
+                         const char *where, uint8_t *rec, u64vec *offsets, tide_verify_report *r)
+{
+    unsigned count = tide_fmt_bucket_count(b);
+    size_t head = TIDE_DAT_RECORD_HEADER + s->key_size;
+    int rc = tide_fmt_check_bucket(b, s->capacity, s->dat_size, s->key_size, where);
+    if (rc) return rc;
+    for (unsigned k = 0; k < count; k++) {
+        tide_entry e;
+        tide_fmt_bucket_entry(b, k, &e);
+        if (tide_fmt_bucket_index(e.hash, s->buckets) != i)
+            return tide_err_set(TIDE_ECORRUPT, "%s: entry %u has hash %012llx, which belongs in "
+                                "bucket %llu, not %llu", where, k, (unsigned long long)e.hash,
+                                (unsigned long long)tide_fmt_bucket_index(e.hash, s->buckets),
+                                (unsigned long long)i);
+        if ((rc = s->io->read_at(s->dat, rec, head, e.offset)) != 0) return rc;
+        if (tide_get48(rec) != e.size)
+            return tide_err_set(TIDE_ECORRUPT, "%s: entry %u: nudb.dat offset %llu holds a record "
+                                "of %llu bytes, the entry says %llu", where, k,
+                                (unsigned long long)e.offset, (unsigned long long)tide_get48(rec),
+                                (unsigned long long)e.size);
+        if (tide_fmt_hash48(rec + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt) != e.hash)
+            return tide_err_set(TIDE_ECORRUPT, "%s: entry %u: the key at nudb.dat offset %llu does "
+                                "not hash to the entry's hash %012llx", where, k,
+                                (unsigned long long)e.offset, (unsigned long long)e.hash);
+        if ((rc = vec_push(offsets, e.offset)) != 0) return rc;
+        r->keys++;
+        r->value_bytes += e.size;
+        r->avg_fetch_reads += 1 + depth;
+    }
+    return 0;
+}
+
+static int key_pass(tide_store *s, u64vec *offsets, u64vec *spills, tide_verify_report *r)
+{
+    size_t full = tide_fmt_bucket_bytes(s->capacity);
+    uint8_t *block = malloc(s->block_size > full + TIDE_SPILL_HEADER ? s->block_size : full + TIDE_SPILL_HEADER);
+    uint8_t *rec = malloc(TIDE_DAT_RECORD_HEADER + s->key_size);
+    char where[160];
+    int rc = 0;
+
+    if (!block || !rec) { rc = tide_err_set(TIDE_ENOMEM, "verify: out of memory"); goto out; }
+    for (uint64_t i = 0; i < s->buckets; i++) {
+        uint64_t off = (i + 1) * (uint64_t)s->block_size;
+        snprintf(where, sizeof where, "%s: bucket %llu (offset %llu)", s->key_path,
+                 (unsigned long long)i, (unsigned long long)off);
+        if ((rc = s->io->read_at(s->key, block, s->block_size, off)) != 0) goto out;
+        if ((rc = check_entries(s, block, i, 0, where, rec, offsets, r)) != 0) goto out;
+        uint64_t spill = tide_fmt_bucket_spill(block);
+        for (unsigned depth = 1; spill != 0; depth++) {
+            if (depth > s->dat_size / full + 1) {
+                rc = tide_err_set(TIDE_ECORRUPT, "%s: the spill chain loops", where);
+                goto out;
+            }
+            if (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER || spill + full > s->dat_size) {
+                rc = tide_err_set(TIDE_ECORRUPT, "%s: spill pointer %llu is outside nudb.dat",
+                                  where, (unsigned long long)spill);
+                goto out;
+            }
+            if ((rc = s->io->read_at(s->dat, block, full + TIDE_SPILL_HEADER,
+                                     spill - TIDE_SPILL_HEADER)) != 0) goto out;
+            if (tide_get48(block) != 0 || tide_get16(block + 6) != full) {
+                rc = tide_err_set(TIDE_ECORRUPT, "%s: spill pointer %llu does not point 8 bytes "
+                                  "into a spill record of %zu bytes (size field %llu, n %llu)",
+                                  where, (unsigned long long)spill, full,
+                                  (unsigned long long)tide_get48(block),
+                                  (unsigned long long)tide_get16(block + 6));
+                goto out;
+            }
+            snprintf(where, sizeof where, "%s: spill record at offset %llu (chain of bucket %llu)",
+                     s->dat_path, (unsigned long long)(spill - TIDE_SPILL_HEADER),
+                     (unsigned long long)i);
+            if (tide_fmt_bucket_count(block + TIDE_SPILL_HEADER) != s->capacity) {
+                rc = tide_err_set(TIDE_ECORRUPT, "%s: holds %u entries; spill records are full "
+                                  "buckets of %u", where,
+                                  tide_fmt_bucket_count(block + TIDE_SPILL_HEADER), s->capacity);
+                goto out;
+            }
+            if ((rc = vec_push(spills, spill - TIDE_SPILL_HEADER)) != 0) goto out;
+            if ((rc = check_entries(s, block + TIDE_SPILL_HEADER, i, depth, where, rec, offsets, r)) != 0)
+                goto out;
+            spill = tide_fmt_bucket_spill(block + TIDE_SPILL_HEADER);
+        }
+    }
+out:
+    free(block);
+    free(rec);
+    return rc;
+}
+
+typedef struct dat_walk {
+    tide_store *s;
+    u64vec *offsets, *spills;
+    size_t oi, si;
+    tide_verify_report *r;
+} dat_walk;
+
+static int walk_record(void *arg, uint64_t offset, const void *key, unsigned key_size,
+                       const void *value, uint64_t len)
+{
+    dat_walk *w = arg;
+    (void)key; (void)key_size; (void)value; (void)len;
+    w->r->data_records++;
+    while (w->oi < w->offsets->n && w->offsets->v[w->oi] < offset) w->oi++;
+    if (w->oi >= w->offsets->n || w->offsets->v[w->oi] != offset)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: data record of %llu value bytes is "
+                            "not reachable from any bucket", w->s->dat_path,
+                            (unsigned long long)offset, (unsigned long long)len);
+    w->oi++;
+    return 0;
+}
+
+int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
+{
+    tide_store *s = NULL;
+    tide_store_opts o;
+    tide_visit_stats st;
+    u64vec offsets = { 0 }, spills = { 0 };
+    int rc;
+
+    memset(r, 0, sizeof *r);
+    tide_store_opts_init(&o);
+    o.read_only = 1;
+    o.io = io;
+    if ((rc = tide_store_open(&s, dir, &o)) != 0) goto out;
+    r->buckets = s->buckets;
+    r->capacity = s->capacity;
+    r->block_size = s->block_size;
+    r->dat_file_bytes = s->dat_size;
+    r->key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
+
+    if ((rc = key_pass(s, &offsets, &spills, r)) != 0) goto out;
+    if (offsets.n > 1) qsort(offsets.v, offsets.n, sizeof *offsets.v, cmp_u64);
+    if (spills.n > 1) qsort(spills.v, spills.n, sizeof *spills.v, cmp_u64);
+    for (size_t k = 1; k < offsets.n; k++)
+        if (offsets.v[k] == offsets.v[k - 1]) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: two entries point at the record at nudb.dat "
+                              "offset %llu", s->key_path, (unsigned long long)offsets.v[k]);
+            goto out;
+        }
+    for (size_t k = 1; k < spills.n; k++)
+        if (spills.v[k] == spills.v[k - 1]) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: two chains share the spill record at offset %llu",
+                              s->dat_path, (unsigned long long)spills.v[k]);
+            goto out;
+        }
+    r->spill_records_reachable = spills.n;
+
+    dat_walk w = { s, &offsets, &spills, 0, 0, r };
+    rc = tide_store_visit(dir, io, walk_record, &w, &st);
+    r->spill_records_written = st.spill_records;
+    if (rc) goto out;
+    if (r->data_records != r->keys) {
+        rc = tide_err_set(TIDE_ECORRUPT, "%s: %llu entries reach %llu data records",
+                          s->key_path, (unsigned long long)r->keys,
+                          (unsigned long long)r->data_records);
+        goto out;
+    }
+    {
+        /* Spill records reached must be ones the walk saw; the rest is waste. */
+        uint64_t reachable_bytes = spills.n * (TIDE_SPILL_HEADER + tide_fmt_bucket_bytes(s->capacity));
+        r->waste_bytes = st.spill_bytes - (reachable_bytes <= st.spill_bytes ? reachable_bytes : 0);
+        if (reachable_bytes > st.spill_bytes || spills.n > st.spill_records) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: %zu spill records are reachable but the data "
+                              "file holds %llu", s->dat_path, spills.n,
+                              (unsigned long long)st.spill_records);
+            goto out;
+        }
+    }
+out:
+    if (r->keys) r->avg_fetch_reads /= (double)r->keys;
+    if (r->buckets && r->capacity) r->load = (double)r->keys / ((double)r->buckets * r->capacity);
+    if (r->dat_file_bytes) r->waste = (double)r->waste_bytes / (double)r->dat_file_bytes;
+    tide_big_free(offsets.v, offsets.cap * sizeof *offsets.v);
+    tide_big_free(spills.v, spills.cap * sizeof *spills.v);
+    if (s) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tide_last_error());
+        tide_store_close(s);
+        if (rc) tide_err_set(rc, "%s", msg);
+    }
+    return rc;
+}
