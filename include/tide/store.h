@@ -173,7 +173,9 @@ typedef struct tide_store_info {
     int      needs_recovery;     /* nudb.log holds an interrupted commit */
     /* Counters of this handle (zero for tide_store_inspect): */
     uint64_t inserts, fetches, commits, commit_failures;
-    uint64_t pool_bytes;         /* pending plus committing */
+    uint64_t pool_bytes;         /* insert pools: pending plus committing */
+    uint64_t commit_buffer_bytes;/* the running commit's buffers (0 between
+                                    commits) */
     uint64_t bytes_written;      /* written to the three files by commits */
     uint64_t syncs;              /* file syncs by commits: 4 per commit (log,
                                     data, key, emptied log) */

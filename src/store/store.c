@@ -763,6 +763,7 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     pthread_mutex_lock(&s->pool_mu);
     o->pool_bytes = s->pending->bytes + (s->committing ? s->committing->bytes : 0);
     pthread_mutex_unlock(&s->pool_mu);
+    o->commit_buffer_bytes = __atomic_load_n(&s->commit_buffer_bytes, __ATOMIC_RELAXED);
     o->inserts = __atomic_load_n(&s->inserts, __ATOMIC_RELAXED);
     o->fetches = __atomic_load_n(&s->fetches, __ATOMIC_RELAXED);
     o->commits = __atomic_load_n(&s->commits, __ATOMIC_RELAXED);
