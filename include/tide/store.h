@@ -239,6 +239,52 @@ typedef struct tide_recover_report {
  */
 int tide_store_recover(const char *dir, struct tide_io *io, tide_recover_report *report);
 
+/* ---- rekey ---- */
+
+typedef void (*tide_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+typedef struct tide_rekey_opts {
+    unsigned block_size;      /* the new block size; invalid values fall back
+                                 to 4096 with a warning, as for create */
+    double   load_factor;     /* 0 (default): keep the store's */
+    size_t   buffer_bytes;    /* memory for buckets in one pass; default
+                                 64 MiB, at least one block's worth */
+    struct tide_io *io;       /* NULL: the POSIX file system */
+    tide_progress_fn progress;/* NULL, or called after each MiB of nudb.dat
+                                 a pass reads: done/total over all passes */
+    void    *progress_arg;
+} tide_rekey_opts;
+
+void tide_rekey_opts_init(tide_rekey_opts *o);
+
+typedef struct tide_rekey_report {
+    uint64_t records;                  /* data records indexed */
+    unsigned old_block_size, new_block_size;
+    uint64_t old_buckets, new_buckets;
+    unsigned passes;                   /* walks of nudb.dat */
+    uint64_t spill_records;            /* written for the new key file */
+    uint64_t old_key_file_bytes, new_key_file_bytes;
+    uint64_t dat_file_bytes_before, dat_file_bytes_after;
+} tide_rekey_report;
+
+/*
+ * Rebuild nudb.key from nudb.dat with a new block size (and load factor),
+ * the way an operator changes nudb_block_size on an existing node. Opens
+ * the store read-write (recovering it first if needed; TIDE_EBUSY if another
+ * handle has it), builds the new key file as nudb.key.new in passes over
+ * nudb.dat that each index the buckets `buffer_bytes` can hold, appends the
+ * spill records it needs to nudb.dat, syncs, and renames it over nudb.key.
+ *
+ * Safe to interrupt anywhere: until the rename is durable, a crash leaves
+ * the old store (recovery at the next open truncates the spill records
+ * appended so far, and open removes a stale nudb.key.new); after it, the
+ * new one. `report` may be NULL. Errors: those of open, TIDE_EINVAL,
+ * TIDE_EIO, TIDE_ENOSPC (the old store is kept).
+ * Cost: 1 + ceil(key file size / buffer) sequential reads of nudb.dat; one
+ * write of the new key file; memory about buffer_bytes.
+ */
+int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_report *report);
+
 /* ---- verify ---- */
 
 typedef struct tide_verify_report {

@@ -364,6 +364,14 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
         if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
             goto out;
     }
+    if (!s->opts.read_only) {
+        /* A rekey interrupted before its rename leaves nudb.key.new; the
+         * store is the old one, and the partial file is garbage. */
+        char *stale = tide_path_join(dir, "nudb.key.new");
+        if (stale && s->io->stat(s->io, stale, NULL) == 0 && s->io->unlink(s->io, stale) == 0)
+            tide_log(TIDE_LOG_INFO, "%s: removed nudb.key.new left by an interrupted rekey", dir);
+        free(stale);
+    }
     if ((rc = s->io->open(s->io, s->dat_path, flags, &s->dat)) != 0) goto out;
     rc = read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
     if (rc) goto out;

@@ -1,0 +1,332 @@
+/*
+ * rekey.c: rebuild the key file from the data file with a new block size.
+ *
+ * The data file is the truth: every data record is indexed afresh, so the
+ * old key file is only replaced, never read. The steps:
+ *
+ *   1. Open the store read-write (lock, recovery) and count the records.
+ *   2. Arm nudb.log with the current sizes and no records; sync it. From
+ *      here a crash makes the next open truncate nudb.dat back to its old
+ *      size, removing any spill record this rekey appended.
+ *   3. Write nudb.key.new: its header, then the buckets in ranges that fit
+ *      in buffer_bytes, one walk of nudb.dat per range. A bucket that fills
+ *      up spills (a full, sorted bucket appended to nudb.dat).
+ *   4. Sync nudb.dat and nudb.key.new; empty the log and sync it. The store
+ *      is now the old one plus unreachable spill records (waste, which
+ *      NuDB's verify accepts too).
+ *   5. Rename nudb.key.new over nudb.key and sync the directory: the
+ *      switch to the new store is that one atomic rename.
+ *
+ * Invariants:
+ *   1. At every instant the durable files are the old store (steps 1-4,
+ *      possibly with waste) or the new one (after 5), never a mixture.
+ *   2. The new key file follows docs/FORMAT.md: buckets sorted, every key in
+ *      the bucket its hash names or its chain, spills full.
+ *   3. Memory is the pass's buckets (about buffer_bytes) plus two 1 MiB
+ *      write buffers and the visit window.
+ *
+ * Never: write to nudb.key itself; leave nudb.log empty while nudb.dat
+ *   holds a torn spill record (a failure truncates nudb.dat first).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_impl.h"
+#include "util/assert.h"
+#include "util/bigbuf.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define REKEY_BUFFER_DEFAULT (64u << 20)
+#define REKEY_WBUF (1u << 20)
+#define PROGRESS_STEP (1u << 20)
+
+typedef struct slot {
+    uint32_t count;
+    uint64_t spill;
+    tide_entry e[];            /* capacity entries */
+} slot;
+
+typedef struct rekey {
+    tide_store *s;
+    tide_file *knew;
+    unsigned bs, cap;
+    uint16_t lf_raw;
+    uint64_t buckets, lo, hi;
+    uint8_t *slots;            /* (hi - lo) slots of slot_bytes */
+    size_t slot_bytes, slots_len;
+    uint8_t *dat_buf;          /* appends to nudb.dat */
+    size_t dat_len;
+    uint64_t dat_base;         /* file offset of dat_buf[0] */
+    uint8_t *block;            /* one encoded bucket (+ spill header) */
+    uint64_t spills, records;
+    uint64_t progress_base, progress_total, next_progress;
+    const tide_rekey_opts *o;
+} rekey;
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const tide_entry *x = a, *y = b;
+    if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+void tide_rekey_opts_init(tide_rekey_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->block_size = TIDE_BLOCK_SIZE_DEFAULT;
+    o->buffer_bytes = REKEY_BUFFER_DEFAULT;
+}
+
+static slot *slot_at(rekey *k, uint64_t b)
+{
+    return (slot *)(k->slots + (b - k->lo) * k->slot_bytes);
+}
+
+static int dat_flush(rekey *k)
+{
+    tide_store *s = k->s;
+    int rc = 0;
+    if (k->dat_len) {
+        rc = s->io->write_at(s->dat, k->dat_buf, k->dat_len, k->dat_base);
+        if (rc == 0) __atomic_fetch_add(&s->bytes_written, k->dat_len, __ATOMIC_RELAXED);
+        k->dat_base += k->dat_len;
+        k->dat_len = 0;
+    }
+    return rc;
+}
+
+/* Append a full bucket as a spill record; returns its spill pointer. */
+static int spill(rekey *k, slot *sl, uint64_t *ptr)
+{
+    size_t full = tide_fmt_bucket_bytes(k->cap), rec = TIDE_SPILL_HEADER + full;
+    int rc;
+    if (k->dat_len + rec > REKEY_WBUF && (rc = dat_flush(k)) != 0) return rc;
+    qsort(sl->e, sl->count, sizeof sl->e[0], cmp_entry);
+    uint8_t *p = k->dat_buf + k->dat_len;
+    tide_put48(p, 0);
+    tide_put16(p + 6, full);
+    tide_fmt_encode_bucket(p + TIDE_SPILL_HEADER, full, sl->e, sl->count, sl->spill);
+    *ptr = k->dat_base + k->dat_len + TIDE_SPILL_HEADER;
+    k->dat_len += rec;
+    k->spills++;
+    return 0;
+}
+
+static int index_record(void *arg, uint64_t offset, const void *key, unsigned key_size,
+                        const void *value, uint64_t len)
+{
+    rekey *k = arg;
+    uint64_t h = tide_fmt_hash48(key, key_size, k->s->kh.salt);
+    uint64_t b = tide_fmt_bucket_index(h, k->buckets);
+    int rc;
+
+    (void)value;
+    if (k->o->progress && offset >= k->next_progress) {
+        k->o->progress(k->o->progress_arg, k->progress_base + offset, k->progress_total);
+        k->next_progress = offset + PROGRESS_STEP;
+    }
+    if (b < k->lo || b >= k->hi) return 0;
+    slot *sl = slot_at(k, b);
+    if (sl->count == k->cap) {
+        uint64_t ptr;
+        if ((rc = spill(k, sl, &ptr)) != 0) return rc;
+        sl->spill = ptr;
+        sl->count = 0;
+    }
+    sl->e[sl->count].offset = offset;
+    sl->e[sl->count].size = len;
+    sl->e[sl->count].hash = h;
+    sl->count++;
+    k->records++;
+    return 0;
+}
+
+/* Write the buckets of the pass, in order, through one buffer. */
+static int write_range(rekey *k)
+{
+    size_t per = REKEY_WBUF / k->bs ? REKEY_WBUF / k->bs : 1, n = 0;
+    uint8_t *buf = tide_big_alloc(per * k->bs);
+    uint64_t first = k->lo;
+    int rc = 0;
+
+    if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
+    for (uint64_t b = k->lo; b < k->hi; b++) {
+        slot *sl = slot_at(k, b);
+        if (sl->count > 1) qsort(sl->e, sl->count, sizeof sl->e[0], cmp_entry);
+        tide_fmt_encode_bucket(buf + n * k->bs, k->bs, sl->e, sl->count, sl->spill);
+        if (++n == per || b + 1 == k->hi) {
+            rc = k->s->io->write_at(k->knew, buf, n * k->bs, (first + 1) * (uint64_t)k->bs);
+            if (rc) break;
+            __atomic_fetch_add(&k->s->bytes_written, n * k->bs, __ATOMIC_RELAXED);
+            first = b + 1;
+            n = 0;
+        }
+    }
+    tide_big_free(buf, per * k->bs);
+    return rc;
+}
+
+static int count_record(void *arg, uint64_t offset, const void *key, unsigned key_size,
+                        const void *value, uint64_t len)
+{
+    (void)offset; (void)key; (void)key_size; (void)value; (void)len;
+    (*(uint64_t *)arg)++;
+    return 0;
+}
+
+int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_report *report)
+{
+    tide_rekey_opts o;
+    tide_rekey_report local;
+    tide_store_opts so;
+    tide_store *s = NULL;
+    rekey k;
+    char *new_path = NULL;
+    uint64_t n = 0, dat0 = 0, per_pass;
+    int rc, armed = 0;
+
+    tide_err_clear();
+    memset(&k, 0, sizeof k);
+    if (opts) o = *opts;
+    else tide_rekey_opts_init(&o);
+    if (report == NULL) report = &local;
+    memset(report, 0, sizeof *report);
+    if (!tide_block_size_valid(o.block_size)) {
+        tide_log(TIDE_LOG_WARN, "block size '%u' is not a power of two from 4096 to 32768; using %u",
+                 o.block_size, TIDE_BLOCK_SIZE_DEFAULT);
+        o.block_size = TIDE_BLOCK_SIZE_DEFAULT;
+    }
+    if (o.load_factor < 0 || o.load_factor > 1) {
+        rc = tide_err_set(TIDE_EINVAL, "rekey: load factor %g is not in (0, 1]", o.load_factor);
+        goto out;
+    }
+    if (o.buffer_bytes == 0) o.buffer_bytes = REKEY_BUFFER_DEFAULT;
+
+    tide_store_opts_init(&so);
+    so.io = o.io;
+    if ((rc = tide_store_open(&s, dir, &so)) != 0) goto out;
+    k.s = s;
+    k.o = &o;
+    k.bs = o.block_size;
+    k.cap = tide_fmt_capacity(k.bs);
+    k.lf_raw = o.load_factor > 0 ? tide_fmt_load_factor_raw(o.load_factor) : s->kh.load_factor;
+    if (k.lf_raw == 0) k.lf_raw = 1;
+    dat0 = s->dat_size;
+    report->old_block_size = s->block_size;
+    report->new_block_size = k.bs;
+    report->old_buckets = s->buckets;
+    report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
+    report->dat_file_bytes_before = dat0;
+
+    /* 1. Count, and size the table as a rebuild does. */
+    if ((rc = tide_store_visit(dir, s->io, count_record, &n, NULL)) != 0) goto out;
+    {
+        uint64_t units = (uint64_t)k.lf_raw * k.cap;   /* per bucket, in 1/65536 */
+        k.buckets = (n * 65536 + units - 1) / units;
+        if (k.buckets == 0) k.buckets = 1;
+    }
+    k.slot_bytes = (sizeof(slot) + (size_t)k.cap * sizeof(tide_entry) + 15) & ~(size_t)15;
+    per_pass = o.buffer_bytes / k.slot_bytes;
+    if (per_pass == 0) per_pass = 1;
+    if (per_pass > k.buckets) per_pass = k.buckets;
+    k.progress_total = dat0 * ((k.buckets + per_pass - 1) / per_pass);
+
+    /* 2. Arm the log. */
+    {
+        uint8_t hdr[TIDE_LOG_HEADER_SIZE];
+        tide_log_header lh = {
+            .version = TIDE_FMT_VERSION, .uid = s->kh.uid, .appnum = s->kh.appnum,
+            .key_size = s->kh.key_size, .salt = s->kh.salt, .pepper = s->kh.pepper,
+            .block_size = s->kh.block_size,
+            .key_file_size = report->old_key_file_bytes, .dat_file_size = dat0,
+        };
+        tide_fmt_encode_log_header(hdr, &lh);
+        if ((rc = s->io->write_at(s->log, hdr, sizeof hdr, 0)) != 0) goto out;
+        if ((rc = s->io->sync(s->log)) != 0) goto out;
+        armed = 1;
+    }
+
+    /* 3. The new key file. */
+    new_path = tide_path_join(dir, "nudb.key.new");
+    k.dat_buf = tide_big_alloc(REKEY_WBUF);
+    k.block = malloc(k.bs);
+    k.slots_len = per_pass * k.slot_bytes;
+    k.slots = tide_big_alloc(k.slots_len);
+    if (!new_path || !k.dat_buf || !k.block || !k.slots) {
+        rc = tide_err_set(TIDE_ENOMEM, "rekey: out of memory for %llu buckets a pass",
+                          (unsigned long long)per_pass);
+        goto out;
+    }
+    if (s->io->stat(s->io, new_path, NULL) == 0 && (rc = s->io->unlink(s->io, new_path)) != 0) goto out;
+    if ((rc = s->io->open(s->io, new_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &k.knew)) != 0) goto out;
+    /* Locked before the rename, so the store is never unlocked under its
+     * new key file between the switch and the close. */
+    if ((rc = s->io->lock(k.knew, 1)) != 0) goto out;
+    {
+        tide_key_header kh = s->kh;
+        kh.block_size = (uint16_t)k.bs;
+        kh.load_factor = k.lf_raw;
+        memset(k.block, 0, k.bs);
+        tide_fmt_encode_key_header(k.block, &kh);
+        if ((rc = s->io->write_at(k.knew, k.block, k.bs, 0)) != 0) goto out;
+    }
+    k.dat_base = dat0;
+    for (k.lo = 0; k.lo < k.buckets; k.lo = k.hi) {
+        k.hi = k.lo + per_pass < k.buckets ? k.lo + per_pass : k.buckets;
+        memset(k.slots, 0, (k.hi - k.lo) * k.slot_bytes);
+        k.records = 0;
+        k.next_progress = 0;
+        if ((rc = tide_store_visit(dir, s->io, index_record, &k, NULL)) != 0) goto out;
+        if ((rc = write_range(&k)) != 0) goto out;
+        k.progress_base += dat0;
+        report->passes++;
+        report->records += k.records;
+    }
+    if ((rc = dat_flush(&k)) != 0) goto out;
+    if (o.progress) o.progress(o.progress_arg, k.progress_total, k.progress_total);
+
+    /* 4. Durable, then disarm: the old store plus waste. */
+    if ((rc = s->io->sync(s->dat)) != 0) goto out;
+    if ((rc = s->io->sync(k.knew)) != 0) goto out;
+    if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
+    if ((rc = s->io->sync(s->log)) != 0) goto out;
+    armed = 0;
+
+    /* 5. The switch. */
+    if ((rc = s->io->rename(s->io, new_path, s->key_path)) != 0) goto out;
+    if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
+    report->new_buckets = k.buckets;
+    report->new_key_file_bytes = (k.buckets + 1) * (uint64_t)k.bs;
+    report->dat_file_bytes_after = k.dat_base;
+    report->spill_records = k.spills;
+    TIDE_ASSERT(report->records == n);
+out:
+    if (rc && armed) {
+        /* Undo the appended spills now; if that fails, keep the armed log
+         * for the next open's recovery. */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tide_last_error());
+        if (s->io->truncate(s->dat, dat0) == 0 && s->io->sync(s->dat) == 0 &&
+            s->io->truncate(s->log, 0) == 0 && s->io->sync(s->log) == 0) {
+            if (new_path) s->io->unlink(s->io, new_path);
+        } else {
+            s->broken = 1;
+        }
+        tide_err_set(rc, "%s", msg);
+    }
+    if (s) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tide_last_error());
+        int crc = tide_store_close(s);
+        if (rc == 0) rc = crc;
+        else tide_err_set(rc, "%s", msg);
+    }
+    if (k.knew) (o.io ? o.io : tide_io_posix())->close(k.knew);
+    tide_big_free(k.dat_buf, REKEY_WBUF);
+    tide_big_free(k.slots, k.slots_len);
+    free(k.block);
+    free(new_path);
+    return rc;
+}
