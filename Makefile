@@ -5,7 +5,7 @@
 #   make test         install missing packages, build, run every tests/test_*.c
 #   make check        build and run the tests, without the package step
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
-#   make tsan         the $(TSAN_TESTS) under ThreadSanitizer (build/tsan)
+#   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
 #   make bench        build, then bench/run-store
 #   make run          build, then start tided (or prepare ./data with tide)
 #   make clean        remove build/, lib/, bin/
@@ -48,7 +48,7 @@ SUPPORT_SRCS := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)) \
                        $(wildcard tests/support/*.c))
 ALL_TESTS   := $(sort $(patsubst tests/%.c,%,$(wildcard tests/test_*.c)))
 TESTS       ?= $(ALL_TESTS)
-TSAN_TESTS  ?= $(strip $(foreach t,$(ALL_TESTS),$(if $(findstring concurrency,$(t)),$(t))))
+TSAN_TESTS  ?= $(strip $(foreach t,$(ALL_TESTS),$(if $(or $(findstring concurrency,$(t)),$(findstring io_sim,$(t))),$(t))))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 

@@ -283,6 +283,81 @@ int th_pwrite_file(const char *path, const void *buf, size_t len, uint64_t off)
     return rc;
 }
 
+int th_flip_bit(const char *path, uint64_t off, unsigned bit)
+{
+    uint8_t b;
+
+    if (bit > 7 || th_pread_file(path, &b, 1, off) != 0) return -1;
+    b ^= (uint8_t)(1u << bit);
+    return th_pwrite_file(path, &b, 1, off);
+}
+
+static const char *const snap_names[3] = { "nudb.dat", "nudb.key", "nudb.log" };
+
+int th_snapshot_take(const char *dir, th_snapshot *sn)
+{
+    char path[PATH_MAX];
+
+    memset(sn, 0, sizeof *sn);
+    for (int i = 0; i < 3; i++) {
+        th_path(path, sizeof path, dir, snap_names[i]);
+        if (!th_exists(path)) continue;
+        sn->exists[i] = 1;
+        if (th_read_file(path, &sn->buf[i], &sn->len[i]) != 0) {
+            fprintf(stderr, "th_snapshot_take: cannot read %s\n", path);
+            th_snapshot_free(sn);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int th_snapshot_diff(const char *dir, const th_snapshot *sn, char *msg, size_t cap)
+{
+    char path[PATH_MAX];
+
+    for (int i = 0; i < 3; i++) {
+        uint8_t *now = NULL;
+        size_t len = 0, at = 0;
+        int exists;
+
+        th_path(path, sizeof path, dir, snap_names[i]);
+        exists = th_exists(path);
+        if (exists != sn->exists[i]) {
+            snprintf(msg, cap, "%s: %s", snap_names[i], exists ? "appeared" : "disappeared");
+            return -1;
+        }
+        if (!exists) continue;
+        if (th_read_file(path, &now, &len) != 0) {
+            snprintf(msg, cap, "%s: cannot be read any more", snap_names[i]);
+            return -1;
+        }
+        if (len != sn->len[i]) {
+            snprintf(msg, cap, "%s: was %zu bytes, is %zu", snap_names[i], sn->len[i], len);
+            free(now);
+            return -1;
+        }
+        while (at < len && now[at] == sn->buf[i][at]) at++;
+        if (at < len) {
+            snprintf(msg, cap, "%s: byte %zu was 0x%02x, is 0x%02x", snap_names[i], at,
+                     sn->buf[i][at], now[at]);
+            free(now);
+            return -1;
+        }
+        free(now);
+    }
+    if (cap > 0) msg[0] = '\0';
+    return 0;
+}
+
+void th_snapshot_free(th_snapshot *sn)
+{
+    for (int i = 0; i < 3; i++) {
+        free(sn->buf[i]);
+        sn->buf[i] = NULL;
+    }
+}
+
 /* ---- PRNG ---- */
 
 uint64_t th_rng_below(th_rng *r, uint64_t n)

@@ -89,6 +89,26 @@ int th_copy_file(const char *from, const char *to);
 int th_pread_file(const char *path, void *buf, size_t len, uint64_t off);
 int th_pwrite_file(const char *path, const void *buf, size_t len, uint64_t off);
 
+/* Flip bit `bit` (0 = least significant) of the byte at `off` of an
+ * existing file. 0 or -1. */
+int th_flip_bit(const char *path, uint64_t off, unsigned bit);
+
+/* The bytes of a store's three files (nudb.dat, nudb.key, nudb.log), to
+ * show that a call changed nothing. A missing file is recorded as missing. */
+typedef struct th_snapshot {
+    uint8_t *buf[3];
+    size_t   len[3];
+    int      exists[3];
+} th_snapshot;
+
+/* Read the three files of `dir` into `sn`. 0 or -1. */
+int th_snapshot_take(const char *dir, th_snapshot *sn);
+/* Compare `dir` with `sn`: 0 when every file is byte-identical (and those
+ * missing are still missing), otherwise -1 with what differs written to
+ * `msg` ("nudb.key: byte 4107 was 0x1c, is 0x1d"). */
+int th_snapshot_diff(const char *dir, const th_snapshot *sn, char *msg, size_t cap);
+void th_snapshot_free(th_snapshot *sn);
+
 /* ---- a tiny deterministic PRNG ---- */
 
 typedef struct th_rng { uint64_t s; } th_rng;

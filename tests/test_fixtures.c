@@ -15,10 +15,17 @@
  *     size, salt, appnum, uid, load factor);
  *   - 500 new items inserted on top (splits, and spills at block 512) are
  *     visible at once and, with every old item, after close and reopen;
- *   - tide_store_visit counts the README's records and value bytes.
+ *   - tide_store_visit counts the README's records and value bytes;
+ *   - tide_store_verify gives exactly the figures NuDB's verify printed
+ *     (keys, value bytes, buckets, capacity, spill records reachable and
+ *     written, waste, average fetch reads, file sizes) and changes no byte;
+ *   - after the 500 new items, verify still passes with the new key count:
+ *     what Tide writes on top of NuDB's files, splits and spills included,
+ *     obeys NuDB's rules.
  * And for crash-b4096 (killed during a commit): open recovers to exactly
  * items 0..7999 with the README's file sizes; tide_store_recover reports
- * what it restored and truncated; a read-only open refuses to recover.
+ * what it restored and truncated; a read-only open refuses to recover, and
+ * so does verify, which passes once a read-write open has recovered.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -285,6 +292,172 @@ static void fixture_b512_spill_fetches_every_item_through_its_spill_chains(void 
     fetch_whole_fixture(state, f->name);
 }
 
+/* ---- verify ---- */
+
+/* The sum of len(i) over items [0, n). */
+static uint64_t formula_value_bytes(const th_fixture *f, uint64_t n)
+{
+    uint64_t sum = 0;
+
+    for (uint64_t i = 0; i < n; i++) sum += th_len(i, f->vmin, f->vmax);
+    return sum;
+}
+
+/* Verify the store in t->dir: it must pass, change no byte, and count
+ * `keys` keys and data records of `value_bytes`. The report goes to *r. */
+static void expect_verify_passes(const tstate *t, const th_fixture *f, uint64_t keys,
+                                 uint64_t value_bytes, tide_verify_report *r, const char *when)
+{
+    th_snapshot sn;
+    char diff[256];
+    int rc;
+
+    if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("%s: cannot snapshot %s", f->name, t->dir);
+    memset(r, 0xEE, sizeof *r);
+    rc = tide_store_verify(t->dir, NULL, r);
+    if (rc != 0) {
+        th_snapshot_free(&sn);
+        fail_msg("%s (%s): verify: expected 0 (sound), got %d %s: %s", f->name, when, rc,
+                 tide_strerror(rc), tide_last_error());
+    }
+    if (th_snapshot_diff(t->dir, &sn, diff, sizeof diff) != 0) {
+        th_snapshot_free(&sn);
+        fail_msg("%s (%s): verify changed the store: expected every file byte-identical, but %s",
+                 f->name, when, diff);
+    }
+    th_snapshot_free(&sn);
+    if (r->keys != keys || r->data_records != keys || r->value_bytes != value_bytes)
+        fail_msg("%s (%s): verify: expected %llu keys and data records of %llu value bytes; got "
+                 "%llu keys, %llu data records, %llu value bytes", f->name, when,
+                 (unsigned long long)keys, (unsigned long long)value_bytes,
+                 (unsigned long long)r->keys, (unsigned long long)r->data_records,
+                 (unsigned long long)r->value_bytes);
+    if (r->capacity != tide_fmt_capacity(f->block_size) || r->block_size != f->block_size)
+        fail_msg("%s (%s): verify: expected capacity %u and block size %u, got %u and %u",
+                 f->name, when, tide_fmt_capacity(f->block_size), f->block_size, r->capacity,
+                 r->block_size);
+    if (r->spill_records_reachable > r->spill_records_written)
+        fail_msg("%s (%s): verify: expected at most the %llu spill records written to be "
+                 "reachable, got %llu", f->name, when,
+                 (unsigned long long)r->spill_records_written,
+                 (unsigned long long)r->spill_records_reachable);
+}
+
+#define EXPECT_FIGURE(f, r, field, want) \
+    if ((uint64_t)(r).field != (uint64_t)(want)) \
+        fail_msg("%s: verify: " #field ": expected %llu (NuDB's figure), got %llu", (f)->name, \
+                 (unsigned long long)(want), (unsigned long long)(r).field)
+
+static void expect_no_spills(const th_fixture *f, const tide_verify_report *r)
+{
+    if (r->spill_records_reachable != 0 || r->spill_records_written != 0 || r->waste_bytes != 0 ||
+        r->waste != 0.0 || r->avg_fetch_reads != 1.0)
+        fail_msg("%s: verify: expected no spills (0 reachable, 0 written, no waste, 1 read per "
+                 "fetch), got %llu reachable, %llu written, %llu waste bytes (%f), %f reads per "
+                 "fetch", f->name, (unsigned long long)r->spill_records_reachable,
+                 (unsigned long long)r->spill_records_written,
+                 (unsigned long long)r->waste_bytes, r->waste, r->avg_fetch_reads);
+}
+
+/* Copy fixture `name`, verify it, and check the README's figures that every
+ * clean fixture has. */
+static void verify_clean_fixture(tstate *t, const char *name, tide_verify_report *r)
+{
+    const th_fixture *f = th_fixture_find(name);
+
+    assert_non_null(f);
+    copy_fixture(t, name);
+    expect_verify_passes(t, f, f->items, f->value_bytes, r, "fixture as NuDB wrote it");
+    EXPECT_FIGURE(f, *r, buckets, f->buckets);
+    EXPECT_FIGURE(f, *r, key_file_bytes, f->key_file_bytes);
+    EXPECT_FIGURE(f, *r, dat_file_bytes, f->dat_file_bytes);
+    if (r->load != (double)f->items / ((double)f->buckets * tide_fmt_capacity(f->block_size)))
+        fail_msg("%s: verify: expected load %llu / (%llu x %u), got %f", f->name,
+                 (unsigned long long)f->items, (unsigned long long)f->buckets,
+                 tide_fmt_capacity(f->block_size), r->load);
+    print_message("    %s: %llu keys, %llu value bytes, %llu buckets of capacity %u, load %.4f, "
+                  "spill records %llu reachable / %llu written, waste %llu B (%.4f%%), "
+                  "%.4f reads per fetch\n", name, (unsigned long long)r->keys,
+                  (unsigned long long)r->value_bytes, (unsigned long long)r->buckets, r->capacity,
+                  r->load, (unsigned long long)r->spill_records_reachable,
+                  (unsigned long long)r->spill_records_written,
+                  (unsigned long long)r->waste_bytes, 100.0 * r->waste, r->avg_fetch_reads);
+}
+
+static void verify_of_fixture_b4096_k32_gives_nudbs_figures(void **state)
+{
+    tide_verify_report r;
+
+    verify_clean_fixture(*state, "b4096-k32", &r);
+    EXPECT_FIGURE(th_fixture_find("b4096-k32"), r, capacity, 227);
+    expect_no_spills(th_fixture_find("b4096-k32"), &r);
+}
+
+static void verify_of_fixture_b512_spill_gives_nudbs_spills_waste_and_fetch_reads(void **state)
+{
+    const th_fixture *f = th_fixture_find("b512-k32-spill");
+    tide_verify_report r;
+
+    verify_clean_fixture(*state, f->name, &r);
+    EXPECT_FIGURE(f, r, capacity, 28);
+    EXPECT_FIGURE(f, r, spill_records_reachable, 29);
+    EXPECT_FIGURE(f, r, spill_records_written, 126);
+    EXPECT_FIGURE(f, r, waste_bytes, 50440);
+    if (!(r.waste >= 0.1679 - 0.00005 && r.waste <= 0.1679 + 0.00005))
+        fail_msg("%s: verify: waste: expected 0.1679 (NuDB's 16.79%%) within 0.00005, got %.6f",
+                 f->name, r.waste);
+    if (!(r.avg_fetch_reads >= 1.271 - 0.0005 && r.avg_fetch_reads <= 1.271 + 0.0005))
+        fail_msg("%s: verify: avg_fetch_reads: expected 1.271 (NuDB's avg_fetch) within 0.0005, "
+                 "got %.6f", f->name, r.avg_fetch_reads);
+}
+
+static void verify_of_fixture_b16384_k8_gives_nudbs_figures(void **state)
+{
+    tide_verify_report r;
+
+    verify_clean_fixture(*state, "b16384-k8", &r);
+    EXPECT_FIGURE(th_fixture_find("b16384-k8"), r, capacity, 909);
+    expect_no_spills(th_fixture_find("b16384-k8"), &r);
+}
+
+static void fixture_crash_is_refused_by_verify_until_recovered_then_verifies_8000_keys(void **state)
+{
+    tstate *t = *state;
+    const th_fixture *f = th_fixture_find("crash-b4096");
+    tide_verify_report r;
+    th_snapshot sn;
+    char diff[256];
+    int rc;
+
+    copy_fixture(t, f->name);
+    if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("%s: cannot snapshot %s", f->name, t->dir);
+    rc = tide_store_verify(t->dir, NULL, &r);
+    if (rc != TIDE_EBUSY || strstr(tide_last_error(), "tide recover") == NULL) {
+        th_snapshot_free(&sn);
+        fail_msg("%s: verify before recovery: expected TIDE_EBUSY (%d) with a message that says "
+                 "to run 'tide recover', got %d %s: '%s'", f->name, TIDE_EBUSY, rc,
+                 tide_strerror(rc), tide_last_error());
+    }
+    if (th_snapshot_diff(t->dir, &sn, diff, sizeof diff) != 0) {
+        th_snapshot_free(&sn);
+        fail_msg("%s: verify before recovery changed the store (it must not recover): %s",
+                 f->name, diff);
+    }
+    th_snapshot_free(&sn);
+
+    open_store(t, f, "recovering open");
+    close_store(t, f, "after recovery");
+    expect_verify_passes(t, f, f->present, formula_value_bytes(f, f->present), &r,
+                         "after recovery");
+    EXPECT_FIGURE(f, r, keys, 8000);
+    EXPECT_FIGURE(f, r, buckets, f->buckets);
+    EXPECT_FIGURE(f, r, key_file_bytes, 294912);
+    EXPECT_FIGURE(f, r, dat_file_bytes, 1298541);
+    print_message("    %s after recovery: %llu keys, %llu buckets, load %.4f, %llu spill records\n",
+                  f->name, (unsigned long long)r.keys, (unsigned long long)r.buckets, r.load,
+                  (unsigned long long)r.spill_records_written);
+}
+
 /* ---- inserting on top of a NuDB-written store ---- */
 
 static void insert_item(tide_store *s, const th_fixture *f, uint64_t i)
@@ -355,8 +528,20 @@ static void grow_fixture(void **state, const char *name)
     if (vs.data_records != end)
         fail_msg("%s: visit after inserting %d items: expected %llu data records, got %llu",
                  f->name, NEW_ITEMS, (unsigned long long)end, (unsigned long long)vs.data_records);
-    print_message("    %s: %d items added, %llu -> %llu buckets\n", f->name, NEW_ITEMS,
-                  (unsigned long long)f->buckets, (unsigned long long)info.buckets);
+    /* What Tide wrote on top obeys NuDB's rules. */
+    {
+        tide_verify_report r;
+        expect_verify_passes(t, f, end, formula_value_bytes(f, end), &r, "after inserting");
+        if (r.buckets != info.buckets)
+            fail_msg("%s: verify after inserting: expected the %llu buckets the store reports, "
+                     "got %llu", f->name, (unsigned long long)info.buckets,
+                     (unsigned long long)r.buckets);
+        print_message("    %s: %d items added, %llu -> %llu buckets; verify: %llu keys, spill "
+                      "records %llu reachable / %llu written, %.4f reads per fetch\n", f->name,
+                      NEW_ITEMS, (unsigned long long)f->buckets, (unsigned long long)info.buckets,
+                      (unsigned long long)r.keys, (unsigned long long)r.spill_records_reachable,
+                      (unsigned long long)r.spill_records_written, r.avg_fetch_reads);
+    }
 }
 
 static void fixture_b4096_k32_takes_500_new_items_and_keeps_them_all_after_reopen(void **state)
@@ -650,7 +835,11 @@ int main(void)
         T(fixture_b512_spill_fetches_every_item_through_its_spill_chains),
         T(fixture_b16384_k8_opens_and_fetches_every_item_byte_for_byte),
         T(visit_of_each_clean_fixture_counts_the_readme_records_and_value_bytes),
+        T(verify_of_fixture_b4096_k32_gives_nudbs_figures),
+        T(verify_of_fixture_b512_spill_gives_nudbs_spills_waste_and_fetch_reads),
+        T(verify_of_fixture_b16384_k8_gives_nudbs_figures),
         T(fixture_crash_is_reported_as_needing_recovery_and_refused_read_only),
+        T(fixture_crash_is_refused_by_verify_until_recovered_then_verifies_8000_keys),
         T(fixture_crash_opens_through_recovery_to_exactly_items_0_to_7999),
         T(fixture_crash_recover_reports_the_buckets_restored_and_the_truncations),
         T(recover_deletes_a_log_shorter_than_its_header_and_changes_nothing_else),

@@ -12,7 +12,10 @@
  *
  * At the end of each run every model key is fetched once more, the store
  * is closed, and tide_store_visit must find in nudb.dat exactly the model's
- * records: each key once, with its exact value, and nothing else.
+ * records: each key once, with its exact value, and nothing else. Then
+ * tide_store_verify must pass (every bucket well formed, every entry
+ * reaching its record, every record reached once) and count the model's
+ * keys and value bytes.
  *
  * The seed comes from TIDE_TEST_SEED (decimal or 0x hex) or a fixed
  * default; it is printed at the start and in every failure message, so
@@ -330,6 +333,7 @@ static void run_model(void **state, int iter, const config *c)
     run *r = *state;
     tide_store_create_opts co;
     tide_visit_stats vs;
+    tide_verify_report vr;
     double t0 = th_now_ms();
     int rc;
 
@@ -376,12 +380,26 @@ static void run_model(void **state, int iter, const config *c)
     for (uint32_t i = 0; i < r->m.n; i++)
         if (!r->m.e[i].seen) FAIL(r, "final visit: model key #%u is not in nudb.dat", i);
 
+    memset(&vr, 0xEE, sizeof vr);
+    rc = tide_store_verify(r->dir, NULL, &vr);
+    if (rc != 0)
+        FAIL(r, "final verify: expected 0 (sound), got %d %s: %s", rc, tide_strerror(rc),
+             tide_last_error());
+    if (vr.keys != r->m.n || vr.data_records != r->m.n || vr.value_bytes != r->m.value_bytes)
+        FAIL(r, "final verify: expected %u keys and data records of %llu value bytes (the model), "
+             "got %llu keys, %llu data records, %llu value bytes", r->m.n,
+             (unsigned long long)r->m.value_bytes, (unsigned long long)vr.keys,
+             (unsigned long long)vr.data_records, (unsigned long long)vr.value_bytes);
+
     print_message("    seed %llu run %d: %llu inserts, %llu duplicates, %llu hits, %llu misses, "
-                  "%llu syncs, %llu reopens, %llu spill records; %.0f ms\n",
+                  "%llu syncs, %llu reopens, %llu spill records (%llu reachable), %.3f reads "
+                  "per fetch, %llu buckets, load %.3f; %.0f ms\n",
                   (unsigned long long)g_seed, iter, (unsigned long long)r->n_insert,
                   (unsigned long long)r->n_dup, (unsigned long long)r->n_hit,
                   (unsigned long long)r->n_miss, (unsigned long long)r->n_sync,
                   (unsigned long long)r->n_reopen, (unsigned long long)vs.spill_records,
+                  (unsigned long long)vr.spill_records_reachable, vr.avg_fetch_reads,
+                  (unsigned long long)vr.buckets, vr.load,
                   th_now_ms() - t0);
 }
 

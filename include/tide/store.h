@@ -232,8 +232,9 @@ typedef struct tide_recover_report {
  * Undo an interrupted commit of the store in `dir`, as NuDB does: write back
  * every complete pre-image in nudb.log, truncate nudb.dat and nudb.key to the
  * sizes the log recorded, sync both, delete the log. A no-op (returning 0)
- * when there is no log or it is empty. `report` may be NULL. Must not run
- * while another handle has the store open. Errors: TIDE_EMISMATCH when the log
+ * when there is no log or it is empty. `report` may be NULL. Takes the
+ * store's exclusive lock first: TIDE_EBUSY (and nothing touched) while any
+ * other handle has the store open. Errors: TIDE_EMISMATCH when the log
  * belongs to another store, TIDE_EIO, TIDE_ENOSPC (the log is kept so that
  * recovery can run again).
  */

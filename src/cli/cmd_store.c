@@ -1,6 +1,6 @@
 /*
  * cmd_store.c: the verbs that work on one store: create, info, put, get,
- * visit.
+ * visit, verify, recover.
  *
  * Each verb parses its own options with getopt_long (options may come
  * before or after the positional arguments), checks every argument it can
@@ -19,6 +19,12 @@
  *           crash left nudb.log to recover, get opens read-write, which
  *           recovers, and says so. A writer elsewhere gives TIDE_EBUSY.
  *   visit   tide_store_visit: reads nudb.dat only.
+ *   verify  tide_store_verify: a read-only open (a shared lock), one pass
+ *           over nudb.key and one over nudb.dat; prints the figures, or the
+ *           first problem with its file and offset.
+ *   recover a probe of the lock on nudb.key (flock, non-blocking) so that
+ *           the log of a live commit is never touched, a look at the size of
+ *           nudb.log, then tide_store_recover; says what it did in words.
  *
  * Invariants:
  *   1. Exit status 2 means nothing in the store was read or changed by a
@@ -38,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +57,7 @@
 #include "util/size.h"
 
 #define KEY_MAX 65535u
+#define LOG_HEADER_BYTES 62   /* NuDB's log header; a shorter nudb.log holds nothing */
 
 /* ---- shared by the verbs ---- */
 
@@ -580,6 +588,195 @@ int cli_cmd_visit(int argc, char **argv)
         printf("  %-22s %10llu  %5.1f%%  %.*s\n", range, (unsigned long long)v.hist[k],
                100.0 * (double)v.hist[k] / (double)st.data_records, bar,
                "########################################");
+    }
+    return CLI_OK;
+}
+
+/* ---- verify ---- */
+
+static int verify_json(const char *path, const tide_verify_report *r, int rc)
+{
+    json_t *o = json_object();
+    int wrc;
+
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "sound", json_boolean(rc == 0));
+    json_object_set_new(o, "error", rc == 0 ? json_null() : json_string(tide_strerror(rc)));
+    json_object_set_new(o, "problem", rc == 0 ? json_null() : json_string(tide_last_error()));
+    json_object_set_new(o, "keys", json_integer((json_int_t)r->keys));
+    json_object_set_new(o, "value_bytes", json_integer((json_int_t)r->value_bytes));
+    json_object_set_new(o, "data_records", json_integer((json_int_t)r->data_records));
+    json_object_set_new(o, "buckets", json_integer((json_int_t)r->buckets));
+    json_object_set_new(o, "capacity", json_integer(r->capacity));
+    json_object_set_new(o, "block_size", json_integer(r->block_size));
+    json_object_set_new(o, "load", json_real(r->load));
+    json_object_set_new(o, "spill_records_reachable",
+                        json_integer((json_int_t)r->spill_records_reachable));
+    json_object_set_new(o, "spill_records_written",
+                        json_integer((json_int_t)r->spill_records_written));
+    json_object_set_new(o, "waste_bytes", json_integer((json_int_t)r->waste_bytes));
+    json_object_set_new(o, "waste", json_real(r->waste));
+    json_object_set_new(o, "avg_fetch_reads", json_real(r->avg_fetch_reads));
+    json_object_set_new(o, "dat_file_bytes", json_integer((json_int_t)r->dat_file_bytes));
+    json_object_set_new(o, "key_file_bytes", json_integer((json_int_t)r->key_file_bytes));
+    wrc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    if (wrc != 0) return cli_error("verify", "cannot write the JSON output");
+    putchar('\n');
+    return CLI_OK;
+}
+
+static void verify_text(const char *path, const tide_verify_report *r)
+{
+    char b1[32], b2[32], b3[32];
+
+    printf("store            %s\n", path);
+    printf("verdict          sound: every entry reaches its record, every record is reached "
+           "once\n");
+    printf("keys             %llu\n", (unsigned long long)r->keys);
+    printf("value bytes      %llu (%s)\n", (unsigned long long)r->value_bytes,
+           human(r->value_bytes, b1, sizeof b1));
+    printf("data records     %llu\n", (unsigned long long)r->data_records);
+    printf("buckets          %llu of %u bytes\n", (unsigned long long)r->buckets, r->block_size);
+    printf("capacity         %u entries per bucket\n", r->capacity);
+    printf("load             %.4f (keys / (buckets x capacity))\n", r->load);
+    printf("spill records    %llu reachable, %llu written\n",
+           (unsigned long long)r->spill_records_reachable,
+           (unsigned long long)r->spill_records_written);
+    printf("waste            %llu bytes, %.2f%% of nudb.dat (spill records no chain reaches)\n",
+           (unsigned long long)r->waste_bytes, 100.0 * r->waste);
+    printf("avg fetch reads  %.3f bucket reads per fetch of a present key\n", r->avg_fetch_reads);
+    printf("nudb.dat         %llu bytes (%s)\n", (unsigned long long)r->dat_file_bytes,
+           human(r->dat_file_bytes, b2, sizeof b2));
+    printf("nudb.key         %llu bytes (%s)\n", (unsigned long long)r->key_file_bytes,
+           human(r->key_file_bytes, b3, sizeof b3));
+}
+
+int cli_cmd_verify(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    tide_verify_report r;
+    const char *path;
+    int c, rc, ret, json = 0;
+
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'h': cli_help("verify", stdout); return CLI_OK;
+        default:  return cli_option_error("verify", c, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage("verify", "no PATH given");
+    if (argc - optind > 1)
+        return cli_usage("verify", "one PATH only (got '%s' too)", argv[optind + 1]);
+    path = argv[optind];
+    ret = cli_check_store_dir("verify", path);
+    if (ret) return ret;
+
+    memset(&r, 0, sizeof r);
+    rc = tide_store_verify(path, NULL, &r);
+    if (rc == 0) {
+        if (json) return verify_json(path, &r, 0);
+        verify_text(path, &r);
+        return CLI_OK;
+    }
+    /* A verdict of unsound is still a result: --json prints it. A store
+     * that could not be checked at all (missing, busy, needing recovery)
+     * gives no verdict, only the error. */
+    if (json && rc == TIDE_ECORRUPT) verify_json(path, &r, rc);
+    ret = cli_fail("verify", rc);
+    return ret == CLI_USAGE ? CLI_FAIL : ret;
+}
+
+/* ---- recover ---- */
+
+/* 1 when another process (or handle) holds the lock on nudb.key, as every
+ * open store does; 0 otherwise, also when nudb.key is missing. */
+static int store_is_held(const char *path)
+{
+    char key[4096];
+    int fd, held = 0;
+
+    snprintf(key, sizeof key, "%s/nudb.key", path);
+    fd = open(key, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
+    close(fd);                  /* releases the probe's lock */
+    return held;
+}
+
+int cli_cmd_recover(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    tide_recover_report rep;
+    struct stat st;
+    const char *path;
+    char log[4096];
+    long long log_bytes = -1;
+    int c, rc, ret;
+
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': cli_help("recover", stdout); return CLI_OK;
+        default:  return cli_option_error("recover", c, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage("recover", "no PATH given");
+    if (argc - optind > 1)
+        return cli_usage("recover", "one PATH only (got '%s' too)", argv[optind + 1]);
+    path = argv[optind];
+    ret = cli_check_store_dir("recover", path);
+    if (ret) return ret;
+
+    /* An open store keeps nudb.log (empty between commits, the undo records
+     * of the commit in progress during one): that log is not ours to apply
+     * or delete. */
+    if (store_is_held(path))
+        return cli_error("recover", "%s: store is busy: another process (a node?) has it open, "
+                         "so a nudb.log there belongs to a live commit; nothing was changed", path);
+    snprintf(log, sizeof log, "%s/nudb.log", path);
+    if (stat(log, &st) == 0) log_bytes = (long long)st.st_size;
+
+    memset(&rep, 0, sizeof rep);
+    rc = tide_store_recover(path, NULL, &rep);
+    if (rc == TIDE_EBUSY)
+        return cli_error("recover", "%s: store is busy: another process (a node?) opened it "
+                         "meanwhile; nothing was changed", path);
+    if (rc) {
+        ret = cli_fail("recover", rc);
+        return ret == CLI_USAGE ? CLI_FAIL : ret;
+    }
+    if (!rep.had_log) {
+        printf("%s: no nudb.log: nothing to recover\n", path);
+    } else if (rep.log_was_partial) {
+        printf("%s: deleted a partial log of %lld bytes (shorter than its %d-byte header: the "
+               "crash came before the commit changed anything); nudb.dat and nudb.key are "
+               "unchanged\n", path, log_bytes, LOG_HEADER_BYTES);
+    } else if (rep.rebuild_interrupted) {
+        printf("%s: an interrupted key-file rebuild: nudb.dat truncated to %llu bytes (from "
+               "%llu), nudb.key deleted; run tide rekey to build it again\n", path,
+               (unsigned long long)rep.dat_truncated_to,
+               (unsigned long long)rep.dat_truncated_from);
+    } else if (rep.key_truncated_to == 0) {
+        printf("%s: deleted an empty nudb.log (the store was closed uncleanly between "
+               "commits): nothing to undo\n", path);
+    } else {
+        printf("%s: undid an interrupted commit: %llu bucket%s restored from nudb.log; "
+               "nudb.key %llu -> %llu bytes; nudb.dat %llu -> %llu bytes\n", path,
+               (unsigned long long)rep.buckets_restored, rep.buckets_restored == 1 ? "" : "s",
+               (unsigned long long)rep.key_truncated_from,
+               (unsigned long long)rep.key_truncated_to,
+               (unsigned long long)rep.dat_truncated_from,
+               (unsigned long long)rep.dat_truncated_to);
     }
     return CLI_OK;
 }

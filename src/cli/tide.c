@@ -10,7 +10,8 @@
  * This file holds the verb table, the global options (--help, --version,
  * --log-level), every help text, and the helpers the verbs share for
  * printing errors and parsing numbers. The verbs live in cmd_store.c
- * (create, info, put, get, visit) and bench_store.c (bench store).
+ * (create, info, put, get, visit, verify, recover) and bench_store.c
+ * (bench store).
  *
  * Help texts are written like man pages: synopsis, description, options
  * with their defaults, exit status, examples. `tide help VERB` and
@@ -59,6 +60,8 @@ static const char help_main[] =
 "    put PATH KEYHEX    store stdin under a key\n"
 "    get PATH KEYHEX    print a key's value on stdout\n"
 "    visit PATH         walk the data file: counts, or every record in hex\n"
+"    verify PATH        check every bucket and record; print the figures\n"
+"    recover PATH       undo a commit a crash interrupted (nudb.log)\n"
 "    bench store        measure insert and fetch throughput, memory, writes\n"
 "    help [VERB]        print this text, or a verb's\n"
 "\n"
@@ -84,6 +87,7 @@ static const char help_main[] =
 "    printf 'hello' | tide put /var/lib/tide/db $(printf '%064x' 1)\n"
 "    tide get /var/lib/tide/db $(printf '%064x' 1)\n"
 "    tide info --json /var/lib/tide/db\n"
+"    tide verify /var/lib/tide/db\n"
 "    tide bench store --items 100000 --runs 3\n"
 "\n"
 "    Run 'tide help VERB' for a verb's options.\n";
@@ -252,6 +256,115 @@ static const char help_visit[] =
 "    tide visit db\n"
 "    tide visit db --hex | wc -l\n";
 
+static const char help_verify[] =
+"NAME\n"
+"    tide verify - check a store's files and print its figures\n"
+"\n"
+"SYNOPSIS\n"
+"    tide verify PATH [--json]\n"
+"\n"
+"DESCRIPTION\n"
+"    Checks the store as NuDB's verify does, and more, and never changes\n"
+"    anything. It opens the store read-only (a shared lock: readers may\n"
+"    run alongside, a writer may not), reads every bucket of nudb.key and\n"
+"    its spill chain, and checks that each bucket is well formed (count\n"
+"    within capacity, entries in hash order, every entry inside nudb.dat),\n"
+"    that every entry sits in the bucket its hash names and points at a\n"
+"    data record of the entry's size whose key hashes to the entry's\n"
+"    hash, that no two entries point at one record, and that every spill\n"
+"    pointer points at a spill record of a full bucket. Then it walks\n"
+"    nudb.dat and checks that every data record is reached by exactly one\n"
+"    entry.\n"
+"\n"
+"    When the store is sound it prints: the number of keys, their value\n"
+"    bytes, the data records in nudb.dat, the buckets and their capacity\n"
+"    (entries per bucket), the load (keys / (buckets x capacity)), the\n"
+"    spill records reachable from a bucket and those written to nudb.dat,\n"
+"    the waste (bytes of spill records no chain reaches any more, and\n"
+"    their share of nudb.dat), the average number of bucket reads a fetch\n"
+"    of a present key makes (1 + the depth in the spill chain), and the\n"
+"    sizes of nudb.dat and nudb.key.\n"
+"\n"
+"    When it is not, it prints the first problem found, naming the file\n"
+"    and the offset (and the bucket), e.g.\n"
+"        tide verify: file is corrupt: db/nudb.key: bucket 3 (offset\n"
+"        16384): entry 7 is out of hash order\n"
+"\n"
+"    A store whose nudb.log holds an interrupted commit is not checked:\n"
+"    run 'tide recover PATH' (or open it read-write) first.\n"
+"\n"
+"OPTIONS\n"
+"    --json       print one JSON object on stdout: \"sound\" (true or\n"
+"                 false), \"error\" and \"problem\" (null when sound), and\n"
+"                 the figures as numbers: keys, value_bytes, data_records,\n"
+"                 buckets, capacity, block_size, load,\n"
+"                 spill_records_reachable, spill_records_written,\n"
+"                 waste_bytes, waste (a fraction of nudb.dat),\n"
+"                 avg_fetch_reads, dat_file_bytes, key_file_bytes. For\n"
+"                 an unsound store the figures are those counted before\n"
+"                 the problem; the exit status is still 1 and the\n"
+"                 problem is printed on stderr too. When the store cannot\n"
+"                 be checked at all (missing, busy, recovery pending)\n"
+"                 nothing is printed on stdout.\n"
+"    -h, --help   print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 sound; 1 not sound (the problem is printed), no store, store busy\n"
+"    (a writer has it open), recovery pending, I/O error; 2 usage error.\n"
+"\n"
+"COST\n"
+"    One pass over nudb.key, one data-file read per key, one sequential\n"
+"    pass over nudb.dat; memory about 8 bytes per key.\n"
+"\n"
+"EXAMPLES\n"
+"    tide verify /var/lib/tide/db\n"
+"    tide verify --json db | jq '.sound, .waste'\n"
+"    tide verify db || echo 'db is damaged'\n";
+
+static const char help_recover[] =
+"NAME\n"
+"    tide recover - undo a commit that a crash interrupted\n"
+"\n"
+"SYNOPSIS\n"
+"    tide recover PATH\n"
+"\n"
+"DESCRIPTION\n"
+"    A commit first writes the old image of every bucket it will change\n"
+"    to nudb.log, with the sizes nudb.key and nudb.dat had before it. A\n"
+"    crash in the middle of a commit leaves that log behind. Recovery does\n"
+"    what NuDB does: it writes every complete old bucket image back into\n"
+"    nudb.key, truncates nudb.key and nudb.dat to the recorded sizes (the\n"
+"    values of the interrupted commit are lost; everything committed\n"
+"    before it is kept), syncs both files and deletes nudb.log. Running it\n"
+"    again, or after a crash during it, gives the same result.\n"
+"\n"
+"    A read-write open (tide put, the node) recovers by itself; this verb\n"
+"    does it alone and says what it did:\n"
+"        no nudb.log: nothing to recover\n"
+"        deleted a partial log of N bytes (shorter than its header: the\n"
+"            crash came before the commit changed anything)\n"
+"        deleted an empty nudb.log: nothing to undo\n"
+"        undid an interrupted commit: N buckets restored from nudb.log;\n"
+"            nudb.key X -> Y bytes; nudb.dat X -> Y bytes\n"
+"        an interrupted key-file rebuild: nudb.dat truncated to Y bytes,\n"
+"            nudb.key deleted; run tide rekey\n"
+"\n"
+"    While another process has the store open its nudb.log belongs to a\n"
+"    live commit: recover checks the store's lock first and refuses with\n"
+"    'store is busy', changing nothing.\n"
+"\n"
+"OPTIONS\n"
+"    -h, --help   print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 recovered, or nothing to recover; 1 store busy, no store, the log\n"
+"    belongs to another store, a file is corrupt, I/O error (the log is\n"
+"    kept so that recovery can run again); 2 usage error.\n"
+"\n"
+"EXAMPLES\n"
+"    tide recover /var/lib/tide/db\n"
+"    tide recover db && tide verify db\n";
+
 static const char help_bench[] =
 "NAME\n"
 "    tide bench store - measure the store: throughput, memory, writes\n"
@@ -334,8 +447,8 @@ static const char help_help[] =
 "\n"
 "DESCRIPTION\n"
 "    Without VERB, prints the overview of tide. With VERB (create, info,\n"
-"    put, get, visit, bench), prints that verb's manual, the same text as\n"
-"    'tide VERB --help'.\n"
+"    put, get, visit, verify, recover, bench), prints that verb's manual,\n"
+"    the same text as 'tide VERB --help'.\n"
 "\n"
 "EXIT STATUS\n"
 "    0 printed; 2 unknown verb.\n";
@@ -356,6 +469,8 @@ static const verb verbs[] = {
     { "put",    cli_cmd_put,    help_put },
     { "get",    cli_cmd_get,    help_get },
     { "visit",  cli_cmd_visit,  help_visit },
+    { "verify", cli_cmd_verify, help_verify },
+    { "recover", cli_cmd_recover, help_recover },
     { "bench",  cli_cmd_bench,  help_bench },
     { "help",   cmd_help,       help_help },
 };
@@ -565,13 +680,15 @@ int main(int argc, char **argv)
     tide_log_set_level(level);
     if (optind >= argc) {
         fprintf(stderr, "tide: no verb given\n"
-                        "Usage: tide VERB [OPTIONS] ARGS   (verbs: create info put get visit bench help)\n"
+                        "Usage: tide VERB [OPTIONS] ARGS   (verbs: create info put get visit verify "
+                        "recover bench help)\n"
                         "Try 'tide --help'.\n");
         return CLI_USAGE;
     }
     v = find_verb(argv[optind]);
     if (v == NULL) {
-        fprintf(stderr, "tide: '%s' is not a verb (create, info, put, get, visit, bench, help)\n"
+        fprintf(stderr, "tide: '%s' is not a verb (create, info, put, get, visit, verify, recover, "
+                        "bench, help)\n"
                         "Try 'tide --help'.\n", argv[optind]);
         return CLI_USAGE;
     }

@@ -524,7 +524,7 @@ out:
         __atomic_store_n(&s->dat_size, c.dat0, __ATOMIC_RELEASE);
         rb = rollback(&c);
         if (rb) {
-            s->broken = 1;
+            __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
             tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "
                      "is closed for writes and recovers from nudb.log at the next open",
                      s->dir, tide_last_error());

@@ -89,7 +89,7 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        tide_recover_report *rep)
 {
-    tide_file *log = NULL, *dat = NULL, *key = NULL;
+    tide_file *log = NULL, *dat = NULL, *key = NULL, *guard = NULL;
     uint8_t lbuf[TIDE_LOG_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
     tide_log_header lh;
     tide_dat_header dh;
@@ -98,6 +98,15 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
     int rc;
 
     memset(rep, 0, sizeof *rep);
+    if (!caller_holds_lock) {
+        /* The log of a store open elsewhere is a live commit, not a crash:
+         * take the writer's lock before looking at it. (With no nudb.key
+         * there is nothing to lock, and nothing can have the store open.) */
+        rc = io->open(io, key_path, TIDE_IO_READ, &guard);
+        if (rc == 0) rc = io->lock(guard, 1);
+        else if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; }
+        if (rc) goto out;
+    }
     rc = io->open(io, log_path, TIDE_IO_WRITE, &log);
     if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; goto out; }
     if (rc) goto out;
@@ -144,7 +153,6 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if (rc && rc != TIDE_ENOENT) goto out;
     } else {
         if ((rc = io->open(io, key_path, TIDE_IO_WRITE, &key)) != 0) goto out;
-        if (!caller_holds_lock && (rc = io->lock(key, 1)) != 0) goto out;
         if ((rc = io->size(key, &key_size)) != 0) goto out;
         if (key_size < TIDE_KEY_HEADER_SIZE) {
             rc = tide_err_set(TIDE_ECORRUPT, "%s: shorter than its header", key_path);
@@ -177,6 +185,7 @@ out:
     if (log) io->close(log);
     if (dat) io->close(dat);
     if (key) io->close(key);
+    if (guard) io->close(guard);
     return rc;
 }
 

@@ -312,7 +312,7 @@ out:
             s->io->truncate(s->log, 0) == 0 && s->io->sync(s->log) == 0) {
             if (new_path) s->io->unlink(s->io, new_path);
         } else {
-            s->broken = 1;
+            __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
         }
         tide_err_set(rc, "%s", msg);
     }

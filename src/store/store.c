@@ -285,6 +285,12 @@ static int log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size)
 
 static void *commit_thread(void *arg);
 
+/* `broken` is set by the commit (under key_lock) and read under pool_mu. */
+static int is_broken(tide_store *s)
+{
+    return __atomic_load_n(&s->broken, __ATOMIC_ACQUIRE);
+}
+
 static void destroy(tide_store *s)
 {
     if (s == NULL) return;
@@ -382,6 +388,10 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
     s->split_units = (uint64_t)s->kh.load_factor * s->capacity;
     if (s->split_units < 65536) s->split_units = 65536;
     s->buckets = key_size / s->block_size - 1;
+    /* The key count is not stored, so a session cannot know how far the
+     * last one got toward its next split; start half way, as NuDB does, so
+     * a store reopened after every few inserts still grows. */
+    s->split_credit = s->split_units / 2;
     s->dat_size = dat_size;
     tide_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
     tide_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
@@ -395,6 +405,10 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
                      dir, (unsigned long long)log_size);
         if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) goto out;
         if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
+        /* The log's name must be durable before a commit relies on it:
+         * synced log bytes under a name a crash can lose protect nothing. */
+        if ((rc = s->io->sync(s->log)) != 0) goto out;
+        if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
         s->last_commit_start_us = tide_clock_mono_us();
         if (pthread_create(&s->thread, NULL, commit_thread, s) != 0) {
             rc = tide_err_set(TIDE_ENOMEM, "open: cannot start the commit thread");
@@ -443,7 +457,7 @@ static void *commit_thread(void *arg)
     pthread_mutex_lock(&s->pool_mu);
     for (;;) {
         uint64_t now = tide_clock_mono_us();
-        if (s->broken) break;
+        if (is_broken(s)) break;
         if (s->closing && s->pending->count == 0 && s->committing == NULL) break;
         if (!commit_due(s, now) || (s->committing && now < retry_at && !s->closing)) {
             uint64_t until = s->committing ? retry_at
@@ -480,7 +494,7 @@ static void *commit_thread(void *arg)
             tide_log(TIDE_LOG_ERROR, "%s: commit failed, will retry: %s: %s", s->dir,
                      tide_strerror(rc), tide_last_error());
             retry_at = tide_clock_mono_us() + 1000000;
-            if (s->closing) s->broken = s->broken ? s->broken : 1;   /* give up: one final try */
+            if (s->closing) __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);  /* one final try only */
         }
         pthread_cond_broadcast(&s->room_cv);
     }
@@ -666,9 +680,9 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
 
     pthread_mutex_lock(&s->pool_mu);
     for (;;) {
-        if (s->closing || s->broken) {
+        if (s->closing || is_broken(s)) {
             rc = tide_err_set(TIDE_ECLOSED, "%s: insert: the store is %s", s->dir,
-                              s->broken ? "failed (reopen it to recover)" : "closing");
+                              is_broken(s) ? "failed (reopen it to recover)" : "closing");
             break;
         }
         if (s->commit_err) {
@@ -707,7 +721,7 @@ int tide_store_sync(tide_store *s)
     if (s->sync_seq < target) s->sync_seq = target;
     pthread_cond_signal(&s->work_cv);
     while (s->durable_seq < target) {
-        if (s->broken) { rc = s->commit_err ? s->commit_err : TIDE_ECLOSED; break; }
+        if (is_broken(s)) { rc = s->commit_err ? s->commit_err : TIDE_ECLOSED; break; }
         if (s->commit_err && s->attempts > attempts0) { rc = s->commit_err; break; }
         pthread_cond_wait(&s->room_cv, &s->pool_mu);
     }
@@ -728,7 +742,7 @@ int tide_store_close(tide_store *s)
         pthread_cond_signal(&s->work_cv);
         pthread_mutex_unlock(&s->pool_mu);
         pthread_join(s->thread, NULL);
-        rc = s->broken || s->committing ? (s->commit_err ? s->commit_err : TIDE_EIO) : 0;
+        rc = is_broken(s) || s->committing ? (s->commit_err ? s->commit_err : TIDE_EIO) : 0;
         if (rc == 0 && s->log) {
             s->io->close(s->log);
             s->log = NULL;

@@ -81,6 +81,12 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        tide_recover_report *rep);
 
+/* tide_store_visit with a second callback for each spill record: its
+ * offset (the record's first byte) and n, its bucket bytes. */
+typedef int (*tide_spill_fn)(void *arg, uint64_t offset, uint64_t n);
+int tide_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
+                    void *arg, tide_visit_stats *stats);
+
 /* "dir/name" in a malloc'd string, or NULL. */
 char *tide_path_join(const char *dir, const char *name);
 

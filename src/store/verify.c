@@ -14,7 +14,8 @@
  *   3. The record at entry.offset has entry.size and a key hashing to
  *      entry.hash; no two entries share a record.
  *   4. Every spill pointer p has a spill record at p - 8 whose n is the
- *      full-bucket size; chains end (no loops).
+ *      full-bucket size, and that record is one the walk of nudb.dat meets
+ *      (not bytes inside a value that look like one); chains end.
  *   5. Every data record of nudb.dat is reached exactly once.
  *
  * Never: write anything. Verify opens the store read-only (a shared lock).
@@ -49,6 +50,12 @@ static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+/* `spills` holds (record offset, bucket) pairs, sorted by offset. */
+static int cmp_pair(const void *a, const void *b)
+{
+    return cmp_u64(a, b);
 }
 
 /* Check the entries of one bucket image found at `depth` in bucket i's chain. */
@@ -131,6 +138,7 @@ static int key_pass(tide_store *s, u64vec *offsets, u64vec *spills, tide_verify_
                 goto out;
             }
             if ((rc = vec_push(spills, spill - TIDE_SPILL_HEADER)) != 0) goto out;
+            if ((rc = vec_push(spills, i)) != 0) goto out;
             if ((rc = check_entries(s, block + TIDE_SPILL_HEADER, i, depth, where, rec, offsets, r)) != 0)
                 goto out;
             spill = tide_fmt_bucket_spill(block + TIDE_SPILL_HEADER);
@@ -164,6 +172,27 @@ static int walk_record(void *arg, uint64_t offset, const void *key, unsigned key
     return 0;
 }
 
+static int not_a_spill_record(const dat_walk *w)
+{
+    const uint64_t *p = w->spills->v + 2 * w->si;
+    return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu (offset %llu): its chain's spill pointer "
+                        "%llu does not lead to a spill record of nudb.dat (the bytes there lie "
+                        "inside another record)", w->s->key_path, (unsigned long long)p[1],
+                        (unsigned long long)((p[1] + 1) * w->s->block_size),
+                        (unsigned long long)(p[0] + TIDE_SPILL_HEADER));
+}
+
+/* Every spill pointer must name a spill record the walk meets. */
+static int walk_spill(void *arg, uint64_t offset, uint64_t n)
+{
+    dat_walk *w = arg;
+    size_t count = w->spills->n / 2;
+    (void)n;
+    if (w->si < count && w->spills->v[2 * w->si] < offset) return not_a_spill_record(w);
+    if (w->si < count && w->spills->v[2 * w->si] == offset) w->si++;
+    return 0;
+}
+
 int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
 {
     tide_store *s = NULL;
@@ -185,25 +214,30 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
 
     if ((rc = key_pass(s, &offsets, &spills, r)) != 0) goto out;
     if (offsets.n > 1) qsort(offsets.v, offsets.n, sizeof *offsets.v, cmp_u64);
-    if (spills.n > 1) qsort(spills.v, spills.n, sizeof *spills.v, cmp_u64);
+    if (spills.n > 2) qsort(spills.v, spills.n / 2, 2 * sizeof *spills.v, cmp_pair);
     for (size_t k = 1; k < offsets.n; k++)
         if (offsets.v[k] == offsets.v[k - 1]) {
             rc = tide_err_set(TIDE_ECORRUPT, "%s: two entries point at the record at nudb.dat "
                               "offset %llu", s->key_path, (unsigned long long)offsets.v[k]);
             goto out;
         }
-    for (size_t k = 1; k < spills.n; k++)
-        if (spills.v[k] == spills.v[k - 1]) {
-            rc = tide_err_set(TIDE_ECORRUPT, "%s: two chains share the spill record at offset %llu",
-                              s->dat_path, (unsigned long long)spills.v[k]);
+    for (size_t k = 1; k < spills.n / 2; k++)
+        if (spills.v[2 * k] == spills.v[2 * k - 2]) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: buckets %llu and %llu share the spill record at "
+                              "nudb.dat offset %llu", s->key_path, (unsigned long long)spills.v[2 * k - 1],
+                              (unsigned long long)spills.v[2 * k + 1], (unsigned long long)spills.v[2 * k]);
             goto out;
         }
-    r->spill_records_reachable = spills.n;
+    r->spill_records_reachable = spills.n / 2;
 
     dat_walk w = { s, &offsets, &spills, 0, 0, r };
-    rc = tide_store_visit(dir, io, walk_record, &w, &st);
+    rc = tide_store_walk(dir, io, walk_record, walk_spill, &w, &st);
     r->spill_records_written = st.spill_records;
     if (rc) goto out;
+    if (w.si < spills.n / 2) {
+        rc = not_a_spill_record(&w);
+        goto out;
+    }
     if (r->data_records != r->keys) {
         rc = tide_err_set(TIDE_ECORRUPT, "%s: %llu entries reach %llu data records",
                           s->key_path, (unsigned long long)r->keys,
@@ -212,11 +246,13 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     }
     {
         /* Spill records reached must be ones the walk saw; the rest is waste. */
-        uint64_t reachable_bytes = spills.n * (TIDE_SPILL_HEADER + tide_fmt_bucket_bytes(s->capacity));
+        uint64_t reachable_bytes = r->spill_records_reachable *
+                                   (TIDE_SPILL_HEADER + tide_fmt_bucket_bytes(s->capacity));
         r->waste_bytes = st.spill_bytes - (reachable_bytes <= st.spill_bytes ? reachable_bytes : 0);
-        if (reachable_bytes > st.spill_bytes || spills.n > st.spill_records) {
-            rc = tide_err_set(TIDE_ECORRUPT, "%s: %zu spill records are reachable but the data "
-                              "file holds %llu", s->dat_path, spills.n,
+        if (reachable_bytes > st.spill_bytes || r->spill_records_reachable > st.spill_records) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: %llu spill records are reachable but the data "
+                              "file holds %llu", s->dat_path,
+                              (unsigned long long)r->spill_records_reachable,
                               (unsigned long long)st.spill_records);
             goto out;
         }

@@ -53,6 +53,12 @@ static int window(reader *r, uint64_t off, size_t n, const uint8_t **out)
 int tide_store_visit(const char *dir, tide_io *io, tide_visit_fn fn, void *arg,
                      tide_visit_stats *stats)
 {
+    return tide_store_walk(dir, io, fn, NULL, arg, stats);
+}
+
+int tide_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
+                    void *arg, tide_visit_stats *stats)
+{
     reader r;
     tide_visit_stats st;
     tide_dat_header dh;
@@ -99,6 +105,7 @@ int tide_store_visit(const char *dir, tide_io *io, tide_visit_fn fn, void *arg,
                                   (unsigned long long)r.size);
                 goto out;
             }
+            if (spill_fn && (rc = spill_fn(arg, off, n)) != 0) goto out;
             st.spill_records++;
             st.spill_bytes += TIDE_SPILL_HEADER + n;
             off += TIDE_SPILL_HEADER + n;
