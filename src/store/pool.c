@@ -1,7 +1,7 @@
 /*
  * pool.c: the insert pool (see pool.h).
  *
- * Layout: items are bump-allocated from chunks of at least 1 MiB (an item
+ * Layout: items are bump-allocated from chunks of chunk_size bytes (an item
  * larger than that gets a chunk of its own). The table holds chains of items
  * by 48-bit hash and doubles when it holds more items than slots.
  *
