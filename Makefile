@@ -10,10 +10,16 @@
 #   make run          build, then start tided (or prepare ./data with tide)
 #   make clean        remove build/, lib/, bin/
 #   make format-check tabs, trailing blanks and CRLF in C sources
+#   make fuzz         build the libFuzzer targets (clang) and run each for
+#                     FUZZ_SECONDS (default 30); see fuzz/README.md
+#   make fuzz-build   only build them (build/fuzz)
+#   make fuzz-seeds   regenerate fuzz/corpus/ from tests/fixtures/nudb
 #
 # A sanitizer build is this same Makefile run again with BUILD, OPT, SAN,
 # LIBDIR and BINDIR set, so its objects never mix with the normal ones.
 # Helpers: every tests/*.c not named test_*.c is linked into each test.
+# test_fuzz_regress also links the fuzz targets (fuzz/fuzz_*.c, built by
+# $(CC) like the tests) to replay fuzz/corpus/ and fuzz/crashers/.
 # Test selection: `make check TESTS="test_util test_format"`, or run
 # tests/run-tests yourself with test names.
 
@@ -39,7 +45,7 @@ TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
 
 # ---- sources (any of these directories may be empty or absent) ----------
 
-LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c))
+LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c src/cache/*.c))
 CLI_SRCS    := $(sort $(wildcard src/cli/*.c))
 SERVER_SRCS := $(sort $(wildcard src/server/*.c))
 # Every other tests/*.c (e.g. tests/helpers.c) and tests/support/*.c: helpers
@@ -60,6 +66,11 @@ TEST_OBJS    := $(patsubst %,$(BUILD)/obj/tests/%.o,$(TESTS))
 TEST_BINS    := $(patsubst %,$(BUILD)/tests/%,$(TESTS))
 DEPS := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
 
+# The fuzz targets (fuzz/<name>.c, each defining <name>_one).
+FUZZ_TARGETS := fuzz_headers fuzz_bucket fuzz_store_image
+FUZZ_REGRESS_OBJS := $(call obj,$(patsubst %,fuzz/%.c,$(FUZZ_TARGETS)))
+DEPS += $(patsubst %.o,%.d,$(FUZZ_REGRESS_OBJS))
+
 LIBTIDE := $(LIBDIR)/libtide.a
 PROGS   := $(if $(CLI_SRCS),$(BINDIR)/tide) $(if $(SERVER_SRCS),$(BINDIR)/tided)
 
@@ -69,6 +80,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
 .PHONY: all tests test check asan tsan bench run deps clean format-check
+.PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
 all: $(LIBTIDE) $(PROGS)
@@ -94,7 +106,11 @@ $(BINDIR)/tided: $(SERVER_OBJS) $(LIBTIDE)
 
 $(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(LIBTIDE)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(SUPPORT_OBJS) $(LIBTIDE) $(TEST_LIBS) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJS) $(SUPPORT_OBJS) $(LIBTIDE) $(TEST_LIBS) $(LIBS)
+
+# Extra objects of one test (empty for the others).
+$(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS)
+$(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS)
 
 tests: $(TEST_BINS)
 
@@ -154,6 +170,86 @@ run: deps
 clean:
 	rm -rf build lib bin
 
+# ---- fuzzing (clang + libFuzzer; never part of `make test`) --------------
+#
+# Each target is built from its fuzz/<name>.c, the libFuzzer shim
+# (fuzz/libfuzzer_shim.c with -DFUZZ_ONE=<name>_one) and the library's
+# sources, all compiled by clang with the same sanitizer flags into
+# build/fuzz (never lib/libtide.a, which gcc built). A run keeps what it
+# learns in build/fuzz/corpus/<name> (libFuzzer writes new inputs to the
+# first directory it is given), reads the seeds in fuzz/corpus/<name>, and
+# writes crashers to fuzz/crashers/<name>/, which `make test` replays.
+
+FUZZ_SECONDS ?= 30
+FUZZ_CC      ?= clang
+FUZZ_FLAGS   ?=
+FUZZ_BUILD   := build/fuzz
+FUZZ_SAN     := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+                -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g -pthread $(FUZZ_SAN) \
+                -Iinclude -Isrc -Ifuzz
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
+FUZZ_TGT_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/%.o,$(FUZZ_TARGETS))
+FUZZ_SHIM_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/shim_%.o,$(FUZZ_TARGETS))
+FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/%,$(FUZZ_TARGETS))
+FUZZ_DEPS    := $(patsubst %.o,%.d,$(FUZZ_LIB_OBJS) $(FUZZ_TGT_OBJS) $(FUZZ_SHIM_OBJS))
+
+fuzz-deps:
+	bash scripts/install-deps --fuzz
+
+fuzz-build: fuzz-deps
+	@$(MAKE) --no-print-directory fuzz-bins
+
+fuzz-bins: $(FUZZ_BINS)
+
+# Static pattern rules only: make never chains them to remake a missing .d.
+$(FUZZ_SHIM_OBJS): $(FUZZ_BUILD)/obj/fuzz/shim_%.o: fuzz/libfuzzer_shim.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -DFUZZ_ONE=$*_one -c $< -o $@
+
+$(FUZZ_LIB_OBJS) $(FUZZ_TGT_OBJS): $(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(FUZZ_BINS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz/shim_%.o $(FUZZ_LIB_OBJS)
+	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(LIBS)
+
+# Run every target, even after one crashes; fail at the end if any did.
+# The whole libFuzzer output of a target is in build/fuzz/<name>.log.
+fuzz: fuzz-build
+	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"; \
+	bad=""; \
+	for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$t fuzz/crashers/$$t fuzz/corpus/$$t; \
+	    log=$(FUZZ_BUILD)/$$t.log; \
+	    echo "==> $$t: $(FUZZ_SECONDS) s, seeds fuzz/corpus/$$t, crashers to fuzz/crashers/$$t/"; \
+	    $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	        -artifact_prefix=fuzz/crashers/$$t/ $(FUZZ_FLAGS) \
+	        $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t >$$log 2>&1; \
+	    rc=$$?; \
+	    grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' $$log | sed 's/^/    /'; \
+	    grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' $$log | \
+	        sed 's/^/    /'; \
+	    if [ $$rc -ne 0 ]; then \
+	        echo "    $$t FAILED (exit $$rc); the end of $$log:"; \
+	        tail -n 60 $$log | sed 's/^/    | /'; \
+	        grep -E 'Test unit written to' $$log | sed 's/^/    /'; \
+	        bad="$$bad $$t"; \
+	    fi; \
+	done; \
+	if [ -n "$$bad" ]; then \
+	    echo "fuzz: crashes in:$$bad (inputs in fuzz/crashers/; make test replays them)"; exit 1; \
+	fi; \
+	echo "fuzz: no crashes in $(words $(FUZZ_TARGETS)) targets x $(FUZZ_SECONDS) s"
+
+# The seed generator is an ordinary program against lib/libtide.a.
+$(BUILD)/fuzz-seeds/make-seeds: fuzz/make-seeds.c $(LIBTIDE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Ifuzz -o $@ $< $(LIBTIDE) $(LIBS)
+
+fuzz-seeds: $(BUILD)/fuzz-seeds/make-seeds
+	$(BUILD)/fuzz-seeds/make-seeds tests/fixtures/nudb fuzz/corpus
+
 # Not part of `make test`: a quick look for tabs, trailing blanks and CRLF.
 format-check:
 	@files=$$(find include src tests bench -name '*.[ch]' 2>/dev/null); \
@@ -167,3 +263,4 @@ format-check:
 	exit $$bad
 
 -include $(DEPS)
+-include $(FUZZ_DEPS)

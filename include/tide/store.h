@@ -280,7 +280,9 @@ typedef struct tide_rekey_report {
  * the old store (recovery at the next open truncates the spill records
  * appended so far, and open removes a stale nudb.key.new); after it, the
  * new one. `report` may be NULL. Errors: those of open, TIDE_EINVAL,
- * TIDE_EIO, TIDE_ENOSPC (the old store is kept).
+ * TIDE_EIO, TIDE_ENOSPC: the store is then the old one, or, when the error
+ * came after the rename (syncing the directory, closing), already the new
+ * one; never a mixture.
  * Cost: 1 + ceil(key file size / buffer) sequential reads of nudb.dat; one
  * write of the new key file; memory about buffer_bytes.
  */

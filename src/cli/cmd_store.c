@@ -1,6 +1,6 @@
 /*
  * cmd_store.c: the verbs that work on one store: create, info, put, get,
- * visit, verify, recover.
+ * visit, verify, recover, rekey.
  *
  * Each verb parses its own options with getopt_long (options may come
  * before or after the positional arguments), checks every argument it can
@@ -25,6 +25,12 @@
  *   recover a probe of the lock on nudb.key (flock, non-blocking) so that
  *           the log of a live commit is never touched, a look at the size of
  *           nudb.log, then tide_store_recover; says what it did in words.
+ *   rekey   tide_store_inspect, tide_store_recover when nudb.log holds an
+ *           interrupted commit (so the size of nudb.dat, which the progress
+ *           line divides into passes, is the one the rekey will read), then
+ *           tide_store_rekey, which takes the lock itself (TIDE_EBUSY while
+ *           a node has the store open). Progress goes to stderr only when
+ *           stderr is a terminal, at most ten redraws a second.
  *
  * Invariants:
  *   1. Exit status 2 means nothing in the store was read or changed by a
@@ -779,4 +785,161 @@ int cli_cmd_recover(int argc, char **argv)
                (unsigned long long)rep.dat_truncated_to);
     }
     return CLI_OK;
+}
+
+/* ---- rekey ---- */
+
+#define REKEY_BUFFER_DEFAULT ((uint64_t)64 << 20)
+#define PROGRESS_EVERY_US 100000u      /* at most ten redraws a second */
+
+typedef struct rekey_progress {
+    uint64_t dat_bytes;         /* nudb.dat as the rekey reads it: one pass */
+    uint64_t start_us, last_us;
+    int drawn;                  /* a progress line is on the terminal */
+} rekey_progress;
+
+/* The library's tide_progress_fn: done/total count bytes of nudb.dat read
+ * over all passes, so a pass is dat_bytes of them. */
+static void rekey_progress_cb(void *arg, uint64_t done, uint64_t total)
+{
+    rekey_progress *p = arg;
+    uint64_t now = tide_clock_mono_us(), passes, pass, in_pass;
+    double secs, rate;
+    char b1[32], b2[32], b3[32];
+
+    if (done < total && p->drawn && now - p->last_us < PROGRESS_EVERY_US) return;
+    p->last_us = now;
+    passes = p->dat_bytes ? (total + p->dat_bytes / 2) / p->dat_bytes : 1;
+    if (passes == 0) passes = 1;
+    pass = p->dat_bytes ? done / p->dat_bytes + 1 : 1;
+    if (pass > passes) pass = passes;
+    in_pass = done - (pass - 1) * p->dat_bytes;
+    if (in_pass > p->dat_bytes) in_pass = p->dat_bytes;
+    secs = (double)(now - p->start_us) / 1e6;
+    rate = secs > 0 ? (double)done / secs : 0;
+    fprintf(stderr, "\rrekey: pass %llu/%llu  %3.0f%%  %s of %s read",
+            (unsigned long long)pass, (unsigned long long)passes,
+            total ? 100.0 * (double)done / (double)total : 100.0,
+            human(in_pass, b1, sizeof b1), human(p->dat_bytes, b2, sizeof b2));
+    if (secs >= 0.25)           /* a rate from the first few reads means nothing */
+        fprintf(stderr, "  %s/s", human((uint64_t)rate, b3, sizeof b3));
+    fputs("\033[K", stderr);
+    fflush(stderr);
+    p->drawn = 1;
+}
+
+int cli_cmd_rekey(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "block-size",  required_argument, NULL, 'b' },
+        { "load-factor", required_argument, NULL, 'f' },
+        { "buffer",      required_argument, NULL, 'm' },
+        { "help",        no_argument,       NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    tide_rekey_opts o;
+    tide_rekey_report rep;
+    tide_recover_report rec;
+    tide_store_info in, after;
+    rekey_progress prog;
+    const char *path;
+    char warning[256], b1[32], b2[32], b3[32];
+    uint64_t v, t0;
+    int c, rc, have_block = 0;
+
+    tide_rekey_opts_init(&o);
+    o.buffer_bytes = (size_t)REKEY_BUFFER_DEFAULT;
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            o.block_size = tide_block_size_parse(optarg, warning, sizeof warning);
+            if (warning[0]) fprintf(stderr, "tide rekey: warning: %s\n", warning);
+            have_block = 1;
+            break;
+        case 'f':
+            if (cli_parse_double(optarg, &o.load_factor) != 0 ||
+                !(o.load_factor > 0.0 && o.load_factor <= 1.0))
+                return cli_usage("rekey", "--load-factor '%s' is not a number greater than 0 "
+                                 "and at most 1", optarg);
+            break;
+        case 'm':
+            if (tide_size_parse(optarg, &v) != 0 || v == 0 || v > SIZE_MAX)
+                return cli_usage("rekey", "--buffer '%s' is not a size of at least 1 byte "
+                                 "(e.g. 512MiB, 64MB, 1048576)", optarg);
+            o.buffer_bytes = (size_t)v;
+            break;
+        case 'h':
+            cli_help("rekey", stdout);
+            return CLI_OK;
+        default:
+            return cli_option_error("rekey", c, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage("rekey", "no PATH given");
+    if (argc - optind > 1) return cli_usage("rekey", "one PATH only (got '%s' too)", argv[optind + 1]);
+    if (!have_block)
+        return cli_usage("rekey", "--block-size is required: the new block size, a power of two "
+                         "from 4096 to 32768");
+    path = argv[optind];
+    rc = cli_check_store_dir("rekey", path);
+    if (rc) return rc;
+
+    rc = tide_store_inspect(path, NULL, &in);
+    if (rc) {
+        rc = cli_fail("rekey", rc);
+        return rc == CLI_USAGE ? CLI_FAIL : rc;
+    }
+    if (in.needs_recovery) {
+        fprintf(stderr, "tide rekey: note: %s/nudb.log holds an interrupted commit; recovering "
+                        "it first\n", path);
+        rc = tide_store_recover(path, NULL, &rec);
+        if (rc == 0) rc = tide_store_inspect(path, NULL, &in);
+        if (rc == TIDE_EBUSY) goto busy;
+        if (rc) {
+            rc = cli_fail("rekey", rc);
+            return rc == CLI_USAGE ? CLI_FAIL : rc;
+        }
+    }
+
+    memset(&prog, 0, sizeof prog);
+    prog.dat_bytes = in.dat_file_bytes;
+    prog.start_us = t0 = tide_clock_mono_us();
+    if (isatty(2)) {
+        o.progress = rekey_progress_cb;
+        o.progress_arg = &prog;
+    }
+    memset(&rep, 0, sizeof rep);
+    rc = tide_store_rekey(path, &o, &rep);
+    if (prog.drawn) fputs("\r\033[K", stderr);
+    if (rc == TIDE_EBUSY) goto busy;
+    if (rc) {
+        rc = cli_fail("rekey", rc);
+        return rc == CLI_USAGE ? CLI_FAIL : rc;
+    }
+
+    memset(&after, 0, sizeof after);
+    if (tide_store_inspect(path, NULL, &after) != 0) after = in;
+    printf("rekeyed %s in %.2f s: %llu records indexed afresh from nudb.dat\n", path,
+           (double)(tide_clock_mono_us() - t0) / 1e6, (unsigned long long)rep.records);
+    printf("block size     %u -> %u bytes (capacity %u -> %u entries per bucket)\n",
+           rep.old_block_size, rep.new_block_size, in.capacity, after.capacity);
+    printf("load factor    %u/65536 = %.4f -> %u/65536 = %.4f\n", in.load_factor_raw,
+           in.load_factor, after.load_factor_raw, after.load_factor);
+    printf("buckets        %llu -> %llu\n", (unsigned long long)rep.old_buckets,
+           (unsigned long long)rep.new_buckets);
+    printf("passes         %u (walks of nudb.dat; buffer %s)\n", rep.passes,
+           human(o.buffer_bytes, b1, sizeof b1));
+    printf("spill records  %llu appended to nudb.dat\n", (unsigned long long)rep.spill_records);
+    printf("nudb.key       %llu -> %llu bytes (%s)\n", (unsigned long long)rep.old_key_file_bytes,
+           (unsigned long long)rep.new_key_file_bytes, human(rep.new_key_file_bytes, b2, sizeof b2));
+    printf("nudb.dat       %llu -> %llu bytes (%s)\n",
+           (unsigned long long)rep.dat_file_bytes_before,
+           (unsigned long long)rep.dat_file_bytes_after,
+           human(rep.dat_file_bytes_after, b3, sizeof b3));
+    return CLI_OK;
+
+busy:
+    return cli_error("rekey", "%s: store is busy: another process (a node?) has it open; "
+                     "nothing was changed", path);
 }

@@ -10,7 +10,7 @@
  * This file holds the verb table, the global options (--help, --version,
  * --log-level), every help text, and the helpers the verbs share for
  * printing errors and parsing numbers. The verbs live in cmd_store.c
- * (create, info, put, get, visit, verify, recover) and bench_store.c
+ * (create, info, put, get, visit, verify, recover, rekey) and bench_store.c
  * (bench store).
  *
  * Help texts are written like man pages: synopsis, description, options
@@ -62,6 +62,8 @@ static const char help_main[] =
 "    visit PATH         walk the data file: counts, or every record in hex\n"
 "    verify PATH        check every bucket and record; print the figures\n"
 "    recover PATH       undo a commit a crash interrupted (nudb.log)\n"
+"    rekey PATH --block-size N\n"
+"                       rebuild the key file with a new block size\n"
 "    bench store        measure insert and fetch throughput, memory, writes\n"
 "    help [VERB]        print this text, or a verb's\n"
 "\n"
@@ -88,6 +90,7 @@ static const char help_main[] =
 "    tide get /var/lib/tide/db $(printf '%064x' 1)\n"
 "    tide info --json /var/lib/tide/db\n"
 "    tide verify /var/lib/tide/db\n"
+"    tide rekey /var/lib/tide/db --block-size 16384\n"
 "    tide bench store --items 100000 --runs 3\n"
 "\n"
 "    Run 'tide help VERB' for a verb's options.\n";
@@ -365,6 +368,96 @@ static const char help_recover[] =
 "    tide recover /var/lib/tide/db\n"
 "    tide recover db && tide verify db\n";
 
+static const char help_rekey[] =
+"NAME\n"
+"    tide rekey - rebuild the key file with a new block size\n"
+"\n"
+"SYNOPSIS\n"
+"    tide rekey PATH --block-size N [--load-factor F] [--buffer SIZE]\n"
+"\n"
+"DESCRIPTION\n"
+"    Builds a new nudb.key for the store in PATH from its data file, with\n"
+"    block size N (and load factor F), the way an operator changes\n"
+"    [node_db] nudb_block_size on an existing node. The values in nudb.dat\n"
+"    stay where they are: every data record is indexed afresh, so the old\n"
+"    key file is replaced, never read. The new table has\n"
+"    ceil(records / (capacity x F)) buckets, where capacity is\n"
+"    (N - 8) / 18 entries; a bucket that overflows spills, as NuDB's do,\n"
+"    into a record appended to nudb.dat.\n"
+"\n"
+"    The store is opened read-write, so rekey needs the store to itself:\n"
+"    while a node (or a put) has it open, rekey refuses with 'store is\n"
+"    busy' and changes nothing. A nudb.log left by a crash is recovered\n"
+"    first, as any read-write open does, and rekey says so.\n"
+"\n"
+"    The new key file is written as nudb.key.new in passes: each pass\n"
+"    walks nudb.dat once and fills the buckets that fit in the buffer, so\n"
+"    memory stays about SIZE however large the store is, and a new table\n"
+"    that does not fit in SIZE takes several passes. Then nudb.dat and\n"
+"    nudb.key.new are synced and nudb.key.new is renamed over nudb.key;\n"
+"    that one rename is the switch.\n"
+"\n"
+"    When it is interrupted (kill -9, power loss, a failed write, a full\n"
+"    disk) the store is either the old one or the new one, never a broken\n"
+"    one. Before the rename it is the old store: the next recovery (tide\n"
+"    recover, or any read-write open: tide put, the node, rekey itself)\n"
+"    cuts off the spill records this rekey had appended to nudb.dat, using\n"
+"    the nudb.log it wrote first, and a read-write open removes the\n"
+"    partial nudb.key.new. (Between the final syncs and the rename the log\n"
+"    is already empty: those spill records stay in nudb.dat, unreachable,\n"
+"    and tide verify counts them as waste.) After the rename it is the new\n"
+"    store. Either way every value is kept; run rekey again to finish.\n"
+"\n"
+"    On a terminal, progress is shown on stderr as one line that is\n"
+"    redrawn at most ten times a second:\n"
+"        rekey: pass 1/2   37%  12 MiB of 32 MiB read  410 MiB/s\n"
+"    When stderr is not a terminal nothing is printed there. At the end\n"
+"    it prints on stdout what it did: the records indexed, the block size\n"
+"    and capacity old -> new, the load factor, the buckets old -> new,\n"
+"    the passes, the spill records appended, and the sizes of nudb.key\n"
+"    and nudb.dat before and after.\n"
+"\n"
+"OPTIONS\n"
+"    --block-size N   the new block size; required. A power of two from\n"
+"                     4096 to 32768. An invalid value (5000, abc) is not an\n"
+"                     error: it prints a warning that names the value and\n"
+"                     uses 4096, as tide create and the node's config do.\n"
+"                     The old block size may be anything NuDB writes\n"
+"                     (512, say).\n"
+"    --load-factor F  target bucket fullness of the new table, greater than\n"
+"                     0 and at most 1. Default: the store's own (shown by\n"
+"                     tide info).\n"
+"    --buffer SIZE    memory for the buckets of one pass, e.g. 512MiB,\n"
+"                     64MB or 1048576 (K, M, G, T: powers of 1024; KB, MB,\n"
+"                     GB, TB: powers of 1000). Default 64 MiB. At least one\n"
+"                     bucket is indexed per pass, however small SIZE is.\n"
+"    -h, --help       print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 rekeyed; 1 store busy (nothing is changed), no store, a file is\n"
+"    corrupt, I/O error or full disk (the store is the old one, or the\n"
+"    new one when the error came after the switch, while syncing the\n"
+"    directory or closing; tide info shows which); 2 usage error: no\n"
+"    PATH, no --block-size, a bad --load-factor (such as 1.5) or\n"
+"    --buffer, an unknown option (nothing is read or changed).\n"
+"\n"
+"    Errors are printed on stderr as\n"
+"        tide rekey: <error name>: <what and where>\n"
+"\n"
+"COST\n"
+"    Memory about SIZE. A bucket of the pass takes capacity x 24 + 16\n"
+"    bytes of the buffer (about 4/3 of N), so a pass indexes about\n"
+"    SIZE / (1.34 x N) buckets: the 64 MiB default does a key file of up\n"
+"    to about 47 MiB in one pass. I/O: one sequential read of nudb.dat to\n"
+"    count the records and one per pass, one write of the new key file,\n"
+"    the spill records appended to nudb.dat, five syncs (nudb.log,\n"
+"    nudb.dat, nudb.key.new, nudb.log, the directory) and a rename.\n"
+"\n"
+"EXAMPLES\n"
+"    tide rekey /var/lib/tide/db --block-size 16384\n"
+"    tide rekey db --block-size 32768 --load-factor 0.75 --buffer 512MiB\n"
+"    tide rekey db --block-size 8192 && tide verify db\n";
+
 static const char help_bench[] =
 "NAME\n"
 "    tide bench store - measure the store: throughput, memory, writes\n"
@@ -447,8 +540,8 @@ static const char help_help[] =
 "\n"
 "DESCRIPTION\n"
 "    Without VERB, prints the overview of tide. With VERB (create, info,\n"
-"    put, get, visit, verify, recover, bench), prints that verb's manual,\n"
-"    the same text as 'tide VERB --help'.\n"
+"    put, get, visit, verify, recover, rekey, bench), prints that verb's\n"
+"    manual, the same text as 'tide VERB --help'.\n"
 "\n"
 "EXIT STATUS\n"
 "    0 printed; 2 unknown verb.\n";
@@ -471,6 +564,7 @@ static const verb verbs[] = {
     { "visit",  cli_cmd_visit,  help_visit },
     { "verify", cli_cmd_verify, help_verify },
     { "recover", cli_cmd_recover, help_recover },
+    { "rekey",  cli_cmd_rekey,  help_rekey },
     { "bench",  cli_cmd_bench,  help_bench },
     { "help",   cmd_help,       help_help },
 };
@@ -681,14 +775,14 @@ int main(int argc, char **argv)
     if (optind >= argc) {
         fprintf(stderr, "tide: no verb given\n"
                         "Usage: tide VERB [OPTIONS] ARGS   (verbs: create info put get visit verify "
-                        "recover bench help)\n"
+                        "recover rekey bench help)\n"
                         "Try 'tide --help'.\n");
         return CLI_USAGE;
     }
     v = find_verb(argv[optind]);
     if (v == NULL) {
         fprintf(stderr, "tide: '%s' is not a verb (create, info, put, get, visit, verify, recover, "
-                        "bench, help)\n"
+                        "rekey, bench, help)\n"
                         "Try 'tide --help'.\n", argv[optind]);
         return CLI_USAGE;
     }

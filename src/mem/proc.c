@@ -14,6 +14,10 @@
  * sysfs stat). /proc/self/mountinfo, which can be long, is streamed line by
  * line through a fixed buffer instead.
  *
+ * smaps_rollup is the exception to "cheap": the kernel builds it by walking
+ * every page table of the process under the mmap lock. It has its own
+ * function, so that nobody pays for it by asking for RSS.
+ *
  * Invariants:
  *   1. Every open file descriptor is closed before the function returns.
  *   2. Output structures are written only when the function returns 0.
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -92,11 +97,17 @@ static int field_u64(const char *text, const char *name, uint64_t *out)
     return 0;
 }
 
+size_t tide_mem_proc_page_size(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+
+    return page > 0 ? (size_t)page : 4096;
+}
+
 int tide_mem_proc_statm_rss(uint64_t *rss_bytes)
 {
     char buf[256], *p, *end;
     unsigned long long pages;
-    long page;
     int rc;
 
     rc = read_small("/proc/self/statm", buf, sizeof buf, NULL);
@@ -109,9 +120,7 @@ int tide_mem_proc_statm_rss(uint64_t *rss_bytes)
     errno = 0;
     pages = strtoull(p, &end, 10);
     if (end == p || errno) goto bad;
-    page = sysconf(_SC_PAGESIZE);
-    if (page <= 0) page = 4096;
-    *rss_bytes = (uint64_t)pages * (uint64_t)page;
+    *rss_bytes = (uint64_t)pages * (uint64_t)tide_mem_proc_page_size();
     return 0;
 bad:
     return tide_err_set(TIDE_ECORRUPT, "/proc/self/statm: cannot parse '%.40s'", buf);
@@ -145,6 +154,54 @@ int tide_mem_proc_status_read(tide_mem_proc_status *out)
     return 0;
 }
 
+int tide_mem_proc_smaps_rollup_read(tide_mem_proc_smaps *out)
+{
+    static const char path[] = "/proc/self/smaps_rollup";
+    char buf[4096];
+    tide_mem_proc_smaps m;
+    const char *body;
+    int rc;
+
+    rc = read_small(path, buf, sizeof buf, NULL);
+    if (rc == TIDE_ENOENT)
+        return tide_err_set(TIDE_ENOENT, "%s: absent; this kernel predates Linux 4.14, "
+                            "which added it (use smaps or status instead)", path);
+    if (rc) return rc;
+    /* The first line names the address range ("00400000-ffff... ---p ...
+     * [rollup]"); the fields follow, each on its own line. */
+    body = strchr(buf, '\n');
+    if (body == NULL)
+        return tide_err_set(TIDE_ECORRUPT, "%s: no field lines in '%.60s'", path, buf);
+    body++;
+    memset(&m, 0, sizeof m);
+    if (!field_u64(body, "Rss:", &m.rss))
+        return tide_err_set(TIDE_ECORRUPT, "%s: no Rss line", path);
+    field_u64(body, "Pss:", &m.pss);
+    field_u64(body, "Referenced:", &m.referenced);
+    field_u64(body, "Anonymous:", &m.anonymous);
+    m.has_lazy_free = field_u64(body, "LazyFree:", &m.lazy_free);
+    field_u64(body, "Swap:", &m.swap);
+    m.rss *= 1024;
+    m.pss *= 1024;
+    m.referenced *= 1024;
+    m.anonymous *= 1024;
+    m.lazy_free *= 1024;
+    m.swap *= 1024;
+    *out = m;
+    return 0;
+}
+
+int tide_mem_proc_thread_faults(tide_mem_proc_faults *out)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return tide_err_set(TIDE_EIO, "getrusage(RUSAGE_THREAD): %s", strerror(errno));
+    out->minflt = (uint64_t)ru.ru_minflt;
+    out->majflt = (uint64_t)ru.ru_majflt;
+    return 0;
+}
+
 int tide_mem_proc_io_read(tide_mem_proc_io *out)
 {
     char buf[1024];
@@ -163,23 +220,34 @@ int tide_mem_proc_io_read(tide_mem_proc_io *out)
     return 0;
 }
 
-int tide_mem_proc_reset_peak(void)
+/* Write the one-character command `cmd` to /proc/self/clear_refs. */
+static int clear_refs(const char *cmd, const char *what)
 {
     int fd, rc = 0;
     ssize_t w;
 
     fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
     if (fd < 0)
-        return tide_err_set(TIDE_EIO, "/proc/self/clear_refs: open: %s (peak RSS not reset)",
-                            strerror(errno));
+        return tide_err_set(TIDE_EIO, "/proc/self/clear_refs: open: %s (%s not reset)",
+                            strerror(errno), what);
     do {
-        w = write(fd, "5", 1);
+        w = write(fd, cmd, 1);
     } while (w < 0 && errno == EINTR);
     if (w != 1)
-        rc = tide_err_set(TIDE_EIO, "/proc/self/clear_refs: write '5': %s (peak RSS not reset)",
-                          w < 0 ? strerror(errno) : "short write");
+        rc = tide_err_set(TIDE_EIO, "/proc/self/clear_refs: write '%s': %s (%s not reset)",
+                          cmd, w < 0 ? strerror(errno) : "short write", what);
     close(fd);
     return rc;
+}
+
+int tide_mem_proc_reset_peak(void)
+{
+    return clear_refs("5", "peak RSS");
+}
+
+int tide_mem_proc_reset_referenced(void)
+{
+    return clear_refs("1", "referenced bits");
 }
 
 /* ---- block devices ---- */

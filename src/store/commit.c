@@ -350,7 +350,9 @@ static int emit_bucket(commit *c, uint64_t j, size_t n, uint64_t spill)
         spill = rec + TIDE_SPILL_HEADER;
         at += s->capacity;
     }
-    tide_fmt_encode_bucket(c->block, s->block_size, c->vec + at, (unsigned)(n - at), spill);
+    /* vec is NULL when no entry ever reached a bucket (an empty split). */
+    tide_fmt_encode_bucket(c->block, s->block_size, n > at ? c->vec + at : NULL,
+                           (unsigned)(n - at), spill);
     return wbuf_put(&c->key, (j + 1) * (uint64_t)s->block_size, c->block, s->block_size);
 }
 

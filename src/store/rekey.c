@@ -198,7 +198,7 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
                  o.block_size, TIDE_BLOCK_SIZE_DEFAULT);
         o.block_size = TIDE_BLOCK_SIZE_DEFAULT;
     }
-    if (o.load_factor < 0 || o.load_factor > 1) {
+    if (!(o.load_factor == 0 || (o.load_factor > 0 && o.load_factor <= 1))) {   /* NaN too */
         rc = tide_err_set(TIDE_EINVAL, "rekey: load factor %g is not in (0, 1]", o.load_factor);
         goto out;
     }

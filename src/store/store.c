@@ -272,15 +272,24 @@ static int check_store_files(tide_io *io, const char *dir, const store_paths *p)
     return 0;
 }
 
-/* 1 when nudb.log exists with at least a header's worth of bytes. */
-static int log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size)
+/* *needed = 1 when nudb.log exists with at least a header's worth of
+ * bytes. Only a missing log means "no log": any other failure to look is
+ * an error, because guessing "none" would then discard the undo log. */
+static int log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size, int *needed)
 {
     tide_file *f = NULL;
+    int rc;
+
     *size = 0;
-    if (io->open(io, log_path, TIDE_IO_READ, &f) != 0) return 0;
-    if (io->size(f, size) != 0) *size = 0;
+    *needed = 0;
+    rc = io->open(io, log_path, TIDE_IO_READ, &f);
+    if (rc == TIDE_ENOENT) { tide_err_clear(); return 0; }
+    if (rc) return rc;
+    rc = io->size(f, size);
     io->close(f);
-    return *size >= TIDE_LOG_HEADER_SIZE;
+    if (rc) return rc;
+    *needed = *size >= TIDE_LOG_HEADER_SIZE;
+    return 0;
 }
 
 static void *commit_thread(void *arg);
@@ -354,7 +363,9 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
     flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
     if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) goto out;
     if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) goto out;
-    if (log_needs_recovery(s->io, s->log_path, &log_size)) {
+    int needed = 0;
+    if ((rc = log_needs_recovery(s->io, s->log_path, &log_size, &needed)) != 0) goto out;
+    if (needed) {
         if (s->opts.read_only) {
             rc = tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an interrupted commit (%llu bytes); "
                               "a read-only open cannot recover it: open the store read-write "

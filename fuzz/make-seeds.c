@@ -1,0 +1,567 @@
+/*
+ * make-seeds.c: the seed corpora of the fuzz targets, made from the NuDB
+ * fixtures.
+ *
+ *     make fuzz-seeds      (= build/fuzz-seeds/make-seeds tests/fixtures/nudb fuzz/corpus)
+ *
+ * Every regular file in fuzz/corpus/<target>/ is replaced (the directory is
+ * emptied first; inputs the fuzzer found live in build/fuzz/corpus/, and
+ * crashers in fuzz/crashers/, neither of which this touches). The output is
+ * deterministic: the same fixtures and library give the same bytes.
+ *
+ *   fuzz_headers      the first 92 / 104 / 62 bytes of every fixture's
+ *                     nudb.dat, nudb.key and nudb.log (duplicates dropped).
+ *   fuzz_bucket       the parameter block of fuzz_bucket.c plus a bucket of
+ *                     each fixture (the first, the fullest) and a spill
+ *                     record of b512-k32-spill, against the fixture's sizes.
+ *   fuzz_store_image  whole small stores in fuzz_store_image.c's format,
+ *                     each followed by a script:
+ *                       - b4096-k32 cut to 3 buckets and 24 KiB of records
+ *                         (a damaged store: entries point past the end);
+ *                       - the first records of b4096-k32 with a key file
+ *                         rebuilt by tide_store_rekey (a sound store);
+ *                       - NuDB's own headers of b512-k32-spill and b16384-k8
+ *                         over an empty table, then the fixture's first
+ *                         records inserted by Tide in a few commits (sound,
+ *                         with splits, and spill records for b512);
+ *                       - that b512 store after a commit that failed at the
+ *                         n-th I/O with its rollback failing too, so
+ *                         nudb.log holds the pre-images for recovery;
+ *                       - missing, empty and header-only files.
+ * Each seed stays under 64 KiB; the whole corpus under 1 MiB.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/io_sim.h"
+#include "store/format.h"
+#include "tide/store.h"
+#include "util/log.h"
+
+#define SEED_MAX (64u << 10)
+
+static const char *fixtures_dir, *out_dir;
+static unsigned seeds_written;
+static size_t bytes_written;
+
+static void die(const char *fmt, const char *a, int rc)
+{
+    fprintf(stderr, "make-seeds: ");
+    fprintf(stderr, fmt, a);
+    if (rc) fprintf(stderr, " (%s: %s)", tide_strerror(rc), tide_last_error());
+    fprintf(stderr, "\n");
+    exit(1);
+}
+
+/* ---- files ---- */
+
+typedef struct buf {
+    uint8_t *b;
+    size_t len, cap;
+} buf;
+
+static void buf_put(buf *o, const void *p, size_t n)
+{
+    if (o->len + n > o->cap) {
+        size_t cap = o->cap ? o->cap : 4096;
+        while (cap < o->len + n) cap *= 2;
+        o->b = realloc(o->b, cap);
+        if (o->b == NULL) die("out of memory%s", "", 0);
+        o->cap = cap;
+    }
+    if (n) memcpy(o->b + o->len, p, n);
+    o->len += n;
+}
+
+static void buf_be(buf *o, uint64_t v, unsigned n)
+{
+    uint8_t b[8];
+    for (unsigned i = 0; i < n; i++) b[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    buf_put(o, b, n);
+}
+
+static void buf_u8(buf *o, unsigned v) { buf_be(o, v, 1); }
+
+static buf read_fixture(const char *fixture, const char *name, int must)
+{
+    char path[4096];
+    buf o = { 0 };
+    FILE *f;
+    uint8_t chunk[65536];
+    size_t n;
+
+    snprintf(path, sizeof path, "%s/%s/%s", fixtures_dir, fixture, name);
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        if (must) die("cannot open %s", path, 0);
+        return o;
+    }
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_put(&o, chunk, n);
+    fclose(f);
+    return o;
+}
+
+/* Empty out_dir/target of regular files (and make it). */
+static void reset_dir(const char *target)
+{
+    char path[4096];
+    DIR *d;
+    struct dirent *e;
+
+    snprintf(path, sizeof path, "%s", out_dir);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/%s", out_dir, target);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) die("cannot make %s", path, 0);
+    d = opendir(path);
+    if (d == NULL) die("cannot read %s", path, 0);
+    while ((e = readdir(d)) != NULL) {
+        char f[4096 + 256];
+        struct stat st;
+        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+        if (stat(f, &st) == 0 && S_ISREG(st.st_mode)) unlink(f);
+    }
+    closedir(d);
+}
+
+static void write_seed(const char *target, const char *name, const void *p, size_t n)
+{
+    char path[4096];
+    FILE *f;
+
+    if (n > SEED_MAX) die("seed %s is over 64 KiB", name, 0);
+    snprintf(path, sizeof path, "%s/%s/%s", out_dir, target, name);
+    f = fopen(path, "wb");
+    if (f == NULL || fwrite(p, 1, n, f) != n || fclose(f) != 0) die("cannot write %s", path, 0);
+    seeds_written++;
+    bytes_written += n;
+}
+
+/* ---- the data file's records ---- */
+
+typedef struct record {
+    uint64_t offset, size;     /* size: value bytes */
+} record;
+
+/* The first `max` data records of a data file (spill records skipped). */
+static size_t records(const buf *dat, unsigned key_size, record *out, size_t max)
+{
+    uint64_t off = TIDE_DAT_HEADER_SIZE;
+    size_t n = 0;
+
+    while (n < max && off + 8 <= dat->len) {
+        uint64_t size = tide_get48(dat->b + off);
+        if (size == 0) {
+            off += 8 + tide_get16(dat->b + off + 6);
+            continue;
+        }
+        if (off + 6 + key_size + size > dat->len) break;
+        out[n].offset = off;
+        out[n].size = size;
+        n++;
+        off += 6 + key_size + size;
+    }
+    return n;
+}
+
+/* ---- fuzz_headers ---- */
+
+static void header_seeds(void)
+{
+    static const char *fx[] = { "b4096-k32", "b512-k32-spill", "b16384-k8", "crash-b4096" };
+    static const struct { const char *file; size_t len; } hs[] = {
+        { "nudb.dat", TIDE_DAT_HEADER_SIZE }, { "nudb.key", TIDE_KEY_HEADER_SIZE },
+        { "nudb.log", TIDE_LOG_HEADER_SIZE },
+    };
+    uint8_t seen[16][TIDE_KEY_HEADER_SIZE];
+    size_t nseen = 0;
+
+    reset_dir("fuzz_headers");
+    for (size_t f = 0; f < sizeof fx / sizeof *fx; f++) {
+        for (size_t h = 0; h < 3; h++) {
+            buf b = read_fixture(fx[f], hs[h].file, h < 2);
+            int dup = 0;
+            char name[128];
+            if (b.len < hs[h].len) { free(b.b); continue; }
+            for (size_t k = 0; k < nseen; k++)
+                if (memcmp(seen[k], b.b, hs[h].len) == 0) dup = 1;
+            if (!dup) {
+                memcpy(seen[nseen++], b.b, hs[h].len);
+                snprintf(name, sizeof name, "%s-%s", fx[f], hs[h].file);
+                write_seed("fuzz_headers", name, b.b, hs[h].len);
+            }
+            free(b.b);
+        }
+    }
+}
+
+/* ---- fuzz_bucket ---- */
+
+static void bucket_seed(const char *name, unsigned block_size, uint64_t dat_size,
+                        unsigned key_size, uint64_t buckets, const uint8_t *img, size_t len)
+{
+    buf o = { 0 };
+    unsigned count = tide_fmt_bucket_count(img);
+    uint64_t probe = 0;
+
+    if (count > 0 && count <= tide_fmt_capacity(block_size)) {
+        tide_entry e;
+        tide_fmt_bucket_entry(img, count / 2, &e);
+        probe = e.hash;
+    }
+    buf_be(&o, block_size, 2);
+    buf_be(&o, dat_size, 8);
+    buf_be(&o, key_size, 2);
+    buf_be(&o, probe, 6);
+    buf_be(&o, buckets ? buckets - 1 : 0, 6);
+    buf_put(&o, img, len);
+    write_seed("fuzz_bucket", name, o.b, o.len);
+    free(o.b);
+}
+
+static void bucket_seeds(void)
+{
+    static const char *fx[] = { "b4096-k32", "b512-k32-spill", "b16384-k8" };
+
+    reset_dir("fuzz_bucket");
+    for (size_t f = 0; f < sizeof fx / sizeof *fx; f++) {
+        buf key = read_fixture(fx[f], "nudb.key", 1);
+        buf dat = read_fixture(fx[f], "nudb.dat", 1);
+        unsigned bs = (unsigned)tide_get16(key.b + 44), ks = (unsigned)tide_get16(key.b + 26);
+        uint64_t buckets = key.len / bs - 1, fullest = 0;
+        char name[128];
+
+        for (uint64_t i = 0; i < buckets; i++)
+            if (tide_fmt_bucket_count(key.b + (i + 1) * bs) >
+                tide_fmt_bucket_count(key.b + (fullest + 1) * bs))
+                fullest = i;
+        for (int which = 0; which < 2; which++) {
+            uint64_t i = which ? fullest : 0;
+            const uint8_t *b = key.b + (i + 1) * bs;
+            snprintf(name, sizeof name, "%s-bucket-%llu", fx[f], (unsigned long long)i);
+            bucket_seed(name, bs, dat.len, ks, buckets, b,
+                        tide_fmt_bucket_bytes(tide_fmt_bucket_count(b)));
+        }
+        /* A spill record: the first chain a bucket starts. */
+        for (uint64_t i = 0; i < buckets; i++) {
+            uint64_t spill = tide_fmt_bucket_spill(key.b + (i + 1) * bs);
+            size_t full = tide_fmt_bucket_bytes(tide_fmt_capacity(bs));
+            if (spill == 0 || spill + full > dat.len) continue;
+            snprintf(name, sizeof name, "%s-spill-of-bucket-%llu", fx[f], (unsigned long long)i);
+            bucket_seed(name, bs, dat.len, ks, buckets, dat.b + spill, full);
+            break;
+        }
+        if (f == 0) {
+            /* An empty bucket, and one whose count is past the capacity. */
+            uint8_t empty[8] = { 0 }, over[8] = { 0xff, 0xff, 0, 0, 0, 0, 0, 0 };
+            bucket_seed("empty", bs, dat.len, ks, buckets, empty, sizeof empty);
+            bucket_seed("count-over-capacity", bs, dat.len, ks, buckets, over, sizeof over);
+        }
+        free(key.b);
+        free(dat.b);
+    }
+}
+
+/* ---- fuzz_store_image ---- */
+
+enum {
+    OP_OPEN, OP_OPEN_RO, OP_FETCH, OP_INSERT, OP_SYNC, OP_CLOSE, OP_VERIFY, OP_RECOVER,
+    OP_VISIT, OP_INSPECT, OP_INFO, OP_REKEY, OP_REOPEN
+};
+
+/* The files of a store, as fuzz_store_image takes them. */
+typedef struct image {
+    buf f[3];        /* nudb.dat, nudb.key, nudb.log */
+    int present[3];
+} image;
+
+static void image_free(image *im)
+{
+    for (int i = 0; i < 3; i++) free(im->f[i].b);
+    memset(im, 0, sizeof *im);
+}
+
+static void image_seed(const char *name, const image *im, int background, const uint8_t *script,
+                       size_t script_len)
+{
+    buf o = { 0 };
+    unsigned flags = (background ? 8u : 0u);
+
+    for (int i = 0; i < 3; i++) if (im->present[i]) flags |= 1u << i;
+    buf_u8(&o, flags);
+    for (int i = 0; i < 3; i++) buf_be(&o, im->present[i] ? im->f[i].len : 0, 3);
+    for (int i = 0; i < 3; i++) if (im->present[i]) buf_put(&o, im->f[i].b, im->f[i].len);
+    buf_put(&o, script, script_len);
+    write_seed("fuzz_store_image", name, o.b, o.len);
+    free(o.b);
+}
+
+/* The scripts (opcodes of fuzz_store_image.c). */
+static const uint8_t script_sound[] = {
+    OP_VERIFY, OP_OPEN, OP_FETCH, 0x00, OP_FETCH, 0x05, OP_FETCH, 0xc0, 0x11,
+    OP_INSERT, 0x40, 0x20, OP_INSERT, 0x41, 0xff, OP_INSERT, 0x00, 0x10,
+    OP_FETCH, 0x60, OP_FETCH, 0x61, OP_SYNC, OP_INFO, OP_INSERT, 0x42, 0x01,
+    OP_CLOSE, OP_VERIFY, OP_VISIT, OP_INSPECT, OP_REKEY, 0x01, OP_VERIFY,
+    OP_OPEN_RO, OP_FETCH, 0x02, OP_FETCH, 0x60, OP_INSERT, 0x43, 0x05, OP_CLOSE,
+    OP_RECOVER, OP_REOPEN, OP_INSERT, 0x44, 0x30, OP_FETCH, 0x60,
+};
+static const uint8_t script_damaged[] = {
+    OP_RECOVER, OP_OPEN, OP_FETCH, 0x00, OP_FETCH, 0x07, OP_FETCH, 0x13,
+    OP_INSERT, 0x50, 0x20, OP_SYNC, OP_FETCH, 0x60, OP_CLOSE, OP_VERIFY, OP_VISIT,
+    OP_INSPECT, OP_OPEN_RO, OP_FETCH, 0x01, OP_CLOSE, OP_REKEY, 0x00, OP_VERIFY,
+    OP_OPEN, OP_INSERT, 0x51, 0x08, OP_FETCH, 0x60, OP_CLOSE, OP_VERIFY,
+};
+static const uint8_t script_short[] = {
+    OP_OPEN, OP_FETCH, 0x00, OP_INSERT, 0x60, 0x03, OP_CLOSE, OP_VERIFY, OP_VISIT,
+    OP_RECOVER, OP_INSPECT,
+};
+
+/* A sim holding `im` under "db". */
+static tide_io_sim *sim_of(const image *im)
+{
+    static const char *names[3] = { "db/nudb.dat", "db/nudb.key", "db/nudb.log" };
+    tide_io_sim *sim;
+    int rc = tide_io_sim_create(&sim);
+
+    if (rc) die("sim%s", "", rc);
+    tide_io_sim_mkdir(sim, "db");
+    for (int i = 0; i < 3; i++)
+        if (im->present[i] && (rc = tide_io_sim_put_file(sim, names[i], im->f[i].b, im->f[i].len)))
+            die("sim: put %s", names[i], rc);
+    return sim;
+}
+
+/* The files of a sim under "db" (current images). */
+static void image_of(tide_io_sim *sim, image *im)
+{
+    static const char *names[3] = { "db/nudb.dat", "db/nudb.key", "db/nudb.log" };
+    for (int i = 0; i < 3; i++) {
+        void *p;
+        size_t n;
+        im->present[i] = tide_io_sim_get_file(sim, names[i], &p, &n) == 0;
+        if (im->present[i]) {
+            im->f[i].b = p;
+            im->f[i].len = im->f[i].cap = n;
+        }
+    }
+}
+
+static void must_verify(tide_io_sim *sim, const char *what)
+{
+    tide_verify_report vr;
+    int rc = tide_store_verify("db", tide_io_sim_io(sim), &vr);
+    if (rc) die("%s does not verify", what, rc);
+}
+
+/* A store with NuDB's headers of `fixture` over one empty bucket, then its
+ * first `n` records inserted in `commits` commits. */
+static void grown_store(const char *fixture, size_t n, unsigned commits, image *out)
+{
+    buf key = read_fixture(fixture, "nudb.key", 1);
+    buf dat = read_fixture(fixture, "nudb.dat", 1);
+    unsigned bs = (unsigned)tide_get16(key.b + 44), ks = (unsigned)tide_get16(key.b + 26);
+    record *rec = calloc(n, sizeof *rec);
+    image im = { 0 };
+    tide_io_sim *sim;
+    tide_store *s;
+    tide_store_opts o;
+    int rc;
+
+    if (rec == NULL || records(&dat, ks, rec, n) != n) die("%s: too few records", fixture, 0);
+    buf_put(&im.f[0], dat.b, TIDE_DAT_HEADER_SIZE);
+    buf_put(&im.f[1], key.b, bs);
+    {
+        uint8_t *zero = calloc(1, bs);
+        buf_put(&im.f[1], zero, bs);
+        free(zero);
+    }
+    im.present[0] = im.present[1] = 1;
+    sim = sim_of(&im);
+    image_free(&im);
+
+    tide_store_opts_init(&o);
+    o.io = tide_io_sim_io(sim);
+    o.commit_interval_ms = 3600u * 1000;   /* commits only at sync: deterministic */
+    if ((rc = tide_store_open(&s, "db", &o)) != 0) die("%s: open", fixture, rc);
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *r = dat.b + rec[i].offset;
+        if ((rc = tide_store_insert(s, r + 6, r + 6 + ks, rec[i].size)) != 0)
+            die("%s: insert", fixture, rc);
+        if ((i + 1) % ((n + commits - 1) / commits) == 0 && (rc = tide_store_sync(s)) != 0)
+            die("%s: sync", fixture, rc);
+    }
+    if ((rc = tide_store_close(s)) != 0) die("%s: close", fixture, rc);
+    must_verify(sim, fixture);
+    image_of(sim, out);
+    tide_io_sim_destroy(sim);
+    free(rec);
+    free(key.b);
+    free(dat.b);
+}
+
+/* b4096-k32's first records under a key file that rekey rebuilt. */
+static void rekeyed_store(size_t dat_max, image *out)
+{
+    buf key = read_fixture("b4096-k32", "nudb.key", 1);
+    buf dat = read_fixture("b4096-k32", "nudb.dat", 1);
+    record rec[1024];
+    size_t n = records(&dat, 32, rec, 1024), keep = 0;
+    image im = { 0 };
+    tide_io_sim *sim;
+    tide_rekey_opts o;
+    int rc;
+
+    while (keep < n && rec[keep].offset + 6 + 32 + rec[keep].size <= dat_max) keep++;
+    buf_put(&im.f[0], dat.b, keep ? rec[keep - 1].offset + 6 + 32 + rec[keep - 1].size
+                                  : TIDE_DAT_HEADER_SIZE);
+    buf_put(&im.f[1], key.b, 4096);
+    {
+        uint8_t zero[4096] = { 0 };
+        buf_put(&im.f[1], zero, sizeof zero);
+    }
+    im.present[0] = im.present[1] = 1;
+    sim = sim_of(&im);
+    image_free(&im);
+    tide_rekey_opts_init(&o);
+    o.io = tide_io_sim_io(sim);
+    o.block_size = 4096;
+    if ((rc = tide_store_rekey("db", &o, NULL)) != 0) die("rekey of b4096-k32's records%s", "", rc);
+    must_verify(sim, "the rekeyed b4096-k32");
+    image_of(sim, out);
+    tide_io_sim_destroy(sim);
+    free(key.b);
+    free(dat.b);
+}
+
+/* `base` after a commit of `extra` more records of `fixture` that failed at
+ * its n-th I/O with every later call failing too: the rollback fails, the
+ * store is broken, and nudb.log keeps the pre-images. Writes seeds for
+ * failure points that leave a log with records, the first, middle and last
+ * of them. */
+static void crashed_seeds(const char *fixture, const image *base, size_t skip, size_t extra)
+{
+    buf dat = read_fixture(fixture, "nudb.dat", 1);
+    unsigned ks = (unsigned)tide_get16(dat.b + 26);
+    record *rec = calloc(skip + extra, sizeof *rec);
+    image found[64];
+    size_t nfound = 0;
+
+    if (rec == NULL || records(&dat, ks, rec, skip + extra) != skip + extra)
+        die("%s: too few records", fixture, 0);
+    for (uint64_t n = 1; nfound < 64; n++) {
+        tide_io_sim *sim = sim_of(base);
+        tide_store *s;
+        tide_store_opts o;
+        image im = { 0 };
+        int rc, failed;
+
+        tide_store_opts_init(&o);
+        o.io = tide_io_sim_io(sim);
+        o.commit_interval_ms = 3600u * 1000;
+        if ((rc = tide_store_open(&s, "db", &o)) != 0) die("%s: open", fixture, rc);
+        for (size_t i = skip; i < skip + extra; i++) {
+            const uint8_t *r = dat.b + rec[i].offset;
+            if ((rc = tide_store_insert(s, r + 6, r + 6 + ks, rec[i].size)) != 0)
+                die("%s: insert", fixture, rc);
+        }
+        tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_EIO, 1);
+        failed = tide_store_sync(s) != 0;
+        tide_store_close(s);
+        tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0);
+        image_of(sim, &im);
+        tide_io_sim_destroy(sim);
+        if (!failed) { image_free(&im); break; }
+        if (im.present[2] && im.f[2].len > TIDE_LOG_HEADER_SIZE) found[nfound++] = im;
+        else image_free(&im);
+    }
+    if (nfound == 0) die("%s: no failure point leaves a log", fixture, 0);
+    {
+        size_t pick[3] = { 0, nfound / 2, nfound - 1 };
+        for (size_t k = 0; k < 3; k++) {
+            char name[128];
+            if (k > 0 && pick[k] == pick[k - 1]) continue;
+            snprintf(name, sizeof name, "%s-commit-failed-%zu-of-%zu", fixture, pick[k] + 1, nfound);
+            image_seed(name, &found[pick[k]], 0, script_damaged, sizeof script_damaged);
+        }
+    }
+    for (size_t k = 0; k < nfound; k++) image_free(&found[k]);
+    free(rec);
+    free(dat.b);
+}
+
+static void store_image_seeds(void)
+{
+    image im = { 0 };
+
+    reset_dir("fuzz_store_image");
+
+    /* b4096-k32 cut short: 3 buckets, 24 KiB of records. */
+    {
+        buf key = read_fixture("b4096-k32", "nudb.key", 1);
+        buf dat = read_fixture("b4096-k32", "nudb.dat", 1);
+        record rec[1024];
+        size_t n = records(&dat, 32, rec, 1024), keep = 0;
+        while (keep < n && rec[keep].offset + 6 + 32 + rec[keep].size <= 24u << 10) keep++;
+        buf_put(&im.f[0], dat.b, rec[keep - 1].offset + 6 + 32 + rec[keep - 1].size);
+        buf_put(&im.f[1], key.b, 4 * 4096);
+        im.present[0] = im.present[1] = 1;
+        image_seed("b4096-k32-cut-to-3-buckets", &im, 0, script_damaged, sizeof script_damaged);
+        image_free(&im);
+        free(key.b);
+        free(dat.b);
+    }
+
+    rekeyed_store(20u << 10, &im);
+    image_seed("b4096-k32-records-rekeyed", &im, 0, script_sound, sizeof script_sound);
+    image_seed("b4096-k32-records-rekeyed-background", &im, 1, script_sound, sizeof script_sound);
+    image_free(&im);
+
+    grown_store("b16384-k8", 200, 2, &im);
+    image_seed("b16384-k8-grown", &im, 0, script_sound, sizeof script_sound);
+    image_free(&im);
+
+    grown_store("b512-k32-spill", 300, 3, &im);
+    image_seed("b512-k32-spill-grown", &im, 0, script_sound, sizeof script_sound);
+    image_seed("b512-k32-spill-grown-background", &im, 1, script_sound, sizeof script_sound);
+    {
+        /* Only the data file: visit works, open does not. */
+        image dat_only = { 0 };
+        buf_put(&dat_only.f[0], im.f[0].b, im.f[0].len);
+        dat_only.present[0] = 1;
+        image_seed("b512-k32-spill-grown-dat-only", &dat_only, 0, script_short, sizeof script_short);
+        /* A log shorter than its header. */
+        buf_put(&dat_only.f[1], im.f[1].b, im.f[1].len);
+        buf_put(&dat_only.f[2], "nudb.log", 8);
+        dat_only.present[1] = dat_only.present[2] = 1;
+        image_seed("b512-k32-spill-grown-partial-log", &dat_only, 0, script_short, sizeof script_short);
+        image_free(&dat_only);
+    }
+    crashed_seeds("b512-k32-spill", &im, 300, 60);
+    image_free(&im);
+
+    /* Files that are there but empty, and no files at all. */
+    im.present[0] = im.present[1] = im.present[2] = 1;
+    image_seed("empty-files", &im, 0, script_short, sizeof script_short);
+    im.present[0] = im.present[1] = im.present[2] = 0;
+    image_seed("no-files", &im, 0, script_short, sizeof script_short);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: make-seeds FIXTURES_DIR OUT_DIR   (e.g. tests/fixtures/nudb fuzz/corpus)\n");
+        return 2;
+    }
+    fixtures_dir = argv[1];
+    out_dir = argv[2];
+    tide_log_set_level(TIDE_LOG_OFF);
+    header_seeds();
+    bucket_seeds();
+    store_image_seeds();
+    printf("make-seeds: %u seeds, %zu bytes, in %s/\n", seeds_written, bytes_written, out_dir);
+    return 0;
+}

@@ -1,0 +1,565 @@
+/*
+ * cache.c: the tagged cache.
+ *
+ * Objects are kept by key with a last-access time. A strong entry holds a
+ * strong reference to its object; a sweep demotes an expired entry to weak
+ * when someone else still holds the object, and removes it otherwise. A weak
+ * entry holds a weak reference: the object's memory stays valid (so the entry
+ * can be found and revived) but the object may die, when its last holder lets
+ * go. A lookup revives a live weak entry; a sweep reaps dead ones.
+ *
+ * Weak references (obj.c): an object counts strong holders and weak ones.
+ * Its bytes die when strong reaches 0, and its memory is freed when weak
+ * does; the strong holders together hold one weak reference. Reviving is an
+ * upgrade: a compare-and-swap that raises strong only from a nonzero value.
+ * So a lookup racing with the last holder's release either wins (strong goes
+ * 1 -> 2 before the release takes it back to 1, and the object lives) or
+ * loses (it sees 0 and reaps the entry); it never resurrects a dead object,
+ * and never reads freed memory, because the entry's weak reference keeps the
+ * memory until the entry is gone.
+ *
+ * The lists: strong entries on `strong`, in access order (oldest at the
+ * head), so a sweep stops at the first entry young enough to keep and the
+ * hard limit finds the oldest in O(1); weak entries on `weak`, in the order
+ * they were demoted.
+ *
+ * Invariants (tide_cache_check walks them; the cheap ones are asserted as
+ * the code goes):
+ *   1. bytes == chunk(sizeof cache) + chunk(slots * 8)
+ *               + sum over entries of entry_bytes
+ *               + sum over strong entries of chunk(24 + object len).
+ *   2. Every entry is in the table and on exactly one list: `strong` when
+ *      e->weak == 0, `weak` otherwise; t.count == strong.n + weak.n.
+ *   3. A strong entry holds one strong reference to its object, a weak entry
+ *      one weak reference; a weak entry's object may be dead (strong == 0).
+ *   4. Along `strong`, atime never decreases: each access sets atime to the
+ *      later of the clock and the tail's atime, so a clock that steps back
+ *      cannot unsort the list (it delays expiry instead).
+ *   5. A strong entry whose object's strong count is 1 is the only holder,
+ *      and it stays so while the lock is held: a new reference needs one
+ *      already held (retain) or this lock (lookup). So a sweep that reads 1
+ *      removes the entry and frees the object. Reading more than 1 is not
+ *      stable (holders release without the lock), so a demotion drops the
+ *      cache's strong reference with release_held, which says whether it was
+ *      the last; if it was, the entry is reaped at once.
+ *   6. bytes <= hard_limit (when set) whenever the lock is free.
+ *   7. No object or entry is freed while the lock is held. What an operation
+ *      removes goes on a victim chain and is released after unlocking; every
+ *      reference dropped under the lock is provably not the last
+ *      (release_held, weak_to_strong assert it).
+ *   8. *account_bytes changes, under the lock, by exactly what bytes does.
+ *
+ * Never: free under the lock; call the allocator's release (trimming belongs
+ * to the sweeper, once per sweep of every cache); raise a strong count from 0.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "cache/core.h"
+#include "cache/obj_impl.h"
+#include "util/assert.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+typedef struct entry {
+    tc_entry h;                     /* first: the table and lists see this */
+    tide_cache_obj *obj;
+    unsigned char weak;
+    unsigned char key[];
+} entry;
+
+struct tide_cache {
+    pthread_mutex_t mu;
+    tc_table t;
+    tc_list strong, weak;
+    size_t bytes;
+    size_t entry_bytes;             /* chunk(offsetof(entry, key) + key_size) */
+    size_t target_size, budget, hard_limit;
+    uint64_t age_us;
+    uint64_t (*clock_us)(void *arg);
+    void *clock_arg;
+    int64_t *account;
+    uint64_t hits, misses, inserts, evictions, demotions, revivals, reaped;
+};
+
+static uint64_t default_clock(void *arg)
+{
+    (void)arg;
+    return tide_clock_mono_us();
+}
+
+void tide_cache_opts_init(tide_cache_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->key_size = 32;
+    o->target_size = 262144;
+    o->age_s = 30;
+    o->budget_bytes = (size_t)64 << 20;
+    o->hard_limit_bytes = (size_t)128 << 20;
+}
+
+/* ---- small helpers (all under the lock) --------------------------------- */
+
+static size_t obj_cost(const tide_cache_obj *o)
+{
+    return tc_chunk(TIDE_CACHE_OBJ_HEADER + o->len);
+}
+
+static size_t table_cost(size_t nslots)
+{
+    return tc_chunk(nslots * sizeof(tc_entry *));
+}
+
+/* What no eviction can reclaim: the cache struct and the slot array. */
+static size_t base_cost(const tide_cache *c)
+{
+    return tc_chunk(sizeof *c) + table_cost(c->t.nslots);
+}
+
+static void account(tide_cache *c, size_t before)
+{
+    if (c->account && c->bytes != before)
+        __atomic_add_fetch(c->account, (int64_t)c->bytes - (int64_t)before, __ATOMIC_RELAXED);
+}
+
+/* Put `e` at the strong tail with a fresh access time (invariant 4). */
+static void push_strong(tide_cache *c, entry *e, uint64_t now)
+{
+    uint64_t floor = c->strong.tail ? c->strong.tail->atime_us : 0;
+
+    e->h.atime_us = now > floor ? now : floor;
+    tc_list_push(&c->strong, &e->h);
+}
+
+/* Take `e` out of the table and its list; it goes on the victim chain with
+ * its reference, to be dropped after unlocking (7). */
+static void remove_entry(tide_cache *c, entry *e, tc_entry **victims)
+{
+    tc_unlink(&c->t, &e->h);
+    if (e->weak) {
+        tc_list_remove(&c->weak, &e->h);
+        c->bytes -= c->entry_bytes;
+    } else {
+        tc_list_remove(&c->strong, &e->h);
+        c->bytes -= c->entry_bytes + obj_cost(e->obj);
+    }
+    e->h.next = *victims;
+    *victims = &e->h;
+}
+
+/* Let a strong entry go: remove it when the cache is the only holder (5),
+ * demote it otherwise. */
+static void let_go_strong(tide_cache *c, entry *e, tc_entry **victims)
+{
+    TIDE_ASSERT(!e->weak);
+    if (tide_cache_obj_refs(e->obj) == 1) {
+        remove_entry(c, e, victims);
+        c->evictions++;
+        return;
+    }
+    tide_cache_obj_weak_retain(e->obj);
+    tc_list_remove(&c->strong, &e->h);
+    c->bytes -= obj_cost(e->obj);
+    e->weak = 1;
+    tc_list_push(&c->weak, &e->h);
+    c->demotions++;
+    if (tide_cache_obj_release_held(e->obj)) {
+        /* The other holders let go meanwhile: the object has died. */
+        remove_entry(c, e, victims);
+        c->reaped++;
+    }
+}
+
+/* Let the oldest entries go until `need` more bytes fit under the hard
+ * limit: strong ones first, then weak ones. 0, or -1 when nothing is left to
+ * let go and it still does not fit. */
+static int make_room(tide_cache *c, size_t need, tc_entry **victims)
+{
+    while (c->hard_limit && c->bytes + need > c->hard_limit) {
+        if (c->strong.head) {
+            let_go_strong(c, (entry *)c->strong.head, victims);
+        } else if (c->weak.head) {
+            entry *e = (entry *)c->weak.head;
+            if (tide_cache_obj_refs(e->obj) == 0) c->reaped++;
+            else c->evictions++;
+            remove_entry(c, e, victims);
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Drop the references of removed entries and free them; never under the
+ * lock (7). */
+static void free_victims(tc_entry *v)
+{
+    while (v) {
+        entry *e = (entry *)v;
+        v = v->next;
+        if (e->weak) tide_cache_obj_weak_release(e->obj);
+        else tide_cache_obj_release(e->obj);
+        free(e);
+    }
+}
+
+static void check_cheap(const tide_cache *c)
+{
+    TIDE_ASSERT(c->t.count == c->strong.n + c->weak.n);         /* 2 */
+    TIDE_ASSERT(c->hard_limit == 0 || c->bytes <= c->hard_limit);  /* 6 */
+}
+
+/* ---- create and destroy -------------------------------------------------- */
+
+int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
+{
+    tide_cache_opts d;
+    tide_cache *c = NULL;
+    tc_entry **slots = NULL;
+    size_t nslots;
+    uint64_t seed = 0;
+    int rc = 0;
+
+    if (opts == NULL) {
+        tide_cache_opts_init(&d);
+        opts = &d;
+    }
+    if (opts->key_size < 1 || opts->key_size > 65535) {
+        rc = tide_err_set(TIDE_EINVAL, "tide_cache_create: key_size %u is outside 1..65535",
+                          opts->key_size);
+        goto out;
+    }
+    if (opts->age_s < 1) {
+        rc = tide_err_set(TIDE_EINVAL, "tide_cache_create: age_s 0 is below 1 second");
+        goto out;
+    }
+    if (opts->hard_limit_bytes && opts->budget_bytes > opts->hard_limit_bytes) {
+        rc = tide_err_set(TIDE_EINVAL, "tide_cache_create: budget_bytes %zu is above "
+                          "hard_limit_bytes %zu", opts->budget_bytes, opts->hard_limit_bytes);
+        goto out;
+    }
+    nslots = tc_slots_for(opts->target_size);
+    if (nslots == 0) nslots = TC_SLOTS_MIN;
+    while (opts->hard_limit_bytes && nslots > TC_SLOTS_MIN &&
+           table_cost(nslots) > opts->hard_limit_bytes / 8)
+        nslots >>= 1;
+    if (opts->hard_limit_bytes &&
+        tc_chunk(sizeof *c) + table_cost(nslots) > opts->hard_limit_bytes) {
+        rc = tide_err_set(TIDE_EINVAL, "tide_cache_create: hard_limit_bytes %zu is below "
+                          "the %zu bytes an empty cache takes", opts->hard_limit_bytes,
+                          tc_chunk(sizeof *c) + table_cost(nslots));
+        goto out;
+    }
+    c = calloc(1, sizeof *c);
+    slots = calloc(nslots, sizeof *slots);
+    if (c == NULL || slots == NULL) {
+        rc = tide_err_set(TIDE_ENOMEM, "tide_cache_create: allocating a cache of %zu slots",
+                          nslots);
+        goto out;
+    }
+    if (tide_random_bytes(&seed, sizeof seed) != 0)
+        seed = tide_clock_mono_us() ^ (uint64_t)(uintptr_t)c;   /* still unpredictable enough */
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        rc = tide_err_set(TIDE_ENOMEM, "tide_cache_create: pthread_mutex_init failed");
+        goto out;
+    }
+    tc_table_init(&c->t, slots, nslots, opts->key_size, offsetof(entry, key), seed);
+    slots = NULL;
+    c->entry_bytes = tc_chunk(offsetof(entry, key) + opts->key_size);
+    c->target_size = opts->target_size;
+    c->age_us = (uint64_t)opts->age_s * 1000000u;
+    c->budget = opts->budget_bytes;
+    c->hard_limit = opts->hard_limit_bytes;
+    c->clock_us = opts->clock_us ? opts->clock_us : default_clock;
+    c->clock_arg = opts->clock_us ? opts->clock_arg : NULL;
+    c->account = opts->account_bytes;
+    c->bytes = base_cost(c);
+    account(c, 0);
+    *out = c;
+    c = NULL;
+out:
+    free(slots);
+    free(c);
+    return rc;
+}
+
+void tide_cache_destroy(tide_cache *c)
+{
+    tc_entry *v = NULL;
+
+    if (c == NULL) return;
+    if (c->account) __atomic_sub_fetch(c->account, (int64_t)c->bytes, __ATOMIC_RELAXED);
+    while (c->strong.head) remove_entry(c, (entry *)c->strong.head, &v);
+    while (c->weak.head) remove_entry(c, (entry *)c->weak.head, &v);
+    TIDE_ASSERT(c->t.count == 0 && c->bytes == base_cost(c));
+    free_victims(v);
+    pthread_mutex_destroy(&c->mu);
+    free(c->t.slots);
+    free(c);
+}
+
+/* ---- insert ---------------------------------------------------------------- */
+
+/* Double the slots if the entries still outnumber them and the hard limit
+ * allows. The array is allocated and the old one freed outside the lock. */
+static void grow(tide_cache *c, size_t want)
+{
+    tc_entry **slots = NULL, **old = NULL;
+    size_t before;
+
+    if (want > SIZE_MAX / sizeof *slots) return;
+    slots = calloc(want, sizeof *slots);
+    if (slots == NULL) return;      /* chains grow longer instead */
+    pthread_mutex_lock(&c->mu);
+    before = c->bytes;
+    if (c->t.nslots < want && c->t.count > c->t.nslots) {
+        size_t delta = table_cost(want) - table_cost(c->t.nslots);
+        if (c->hard_limit == 0 || c->bytes + delta <= c->hard_limit) {
+            old = tc_rehash(&c->t, slots, want);
+            slots = NULL;
+            c->bytes += delta;
+        }
+    }
+    account(c, before);
+    check_cheap(c);
+    pthread_mutex_unlock(&c->mu);
+    free(slots);
+    free(old);
+}
+
+int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
+{
+    entry *e = NULL, *old;
+    tc_entry *victims = NULL;
+    size_t cost, before, want = 0;
+    uint64_t now;
+    int rc = 0, fits;
+
+    e = malloc(offsetof(entry, key) + c->t.key_size);
+    if (e == NULL) {
+        rc = tide_err_set(TIDE_ENOMEM, "tide_cache_insert: malloc of a %zu-byte entry failed",
+                          offsetof(entry, key) + c->t.key_size);
+        goto out;
+    }
+    memcpy(e->key, key, c->t.key_size);
+    e->h.hash = tc_hash(&c->t, key);
+    e->obj = tide_cache_obj_retain(obj);
+    e->weak = 0;
+    cost = c->entry_bytes + obj_cost(obj);
+
+    pthread_mutex_lock(&c->mu);
+    before = c->bytes;
+    if (c->hard_limit && base_cost(c) + cost > c->hard_limit) {
+        rc = tide_err_set(TIDE_ETOOBIG, "tide_cache_insert: an object of %zu bytes costs %zu "
+                          "as an entry; the hard limit of %zu bytes less the cache's own %zu "
+                          "leaves %zu", obj->len, cost, c->hard_limit, base_cost(c),
+                          c->hard_limit - base_cost(c));
+        pthread_mutex_unlock(&c->mu);
+        goto out;
+    }
+    now = c->clock_us(c->clock_arg);
+    old = (entry *)tc_find(&c->t, e->h.hash, key);
+    if (old) remove_entry(c, old, &victims);
+    fits = make_room(c, cost, &victims);
+    TIDE_ASSERT(fits == 0);         /* base + cost <= hard_limit: checked above */
+    tc_link(&c->t, &e->h);
+    push_strong(c, e, now);
+    c->bytes += cost;
+    c->inserts++;
+    e = NULL;
+    if (c->t.count > c->t.nslots && c->t.nslots <= SIZE_MAX / 2) {
+        size_t delta = table_cost(c->t.nslots * 2) - table_cost(c->t.nslots);
+        if (c->hard_limit == 0 || c->bytes + delta <= c->hard_limit) want = c->t.nslots * 2;
+    }
+    account(c, before);
+    check_cheap(c);
+    pthread_mutex_unlock(&c->mu);
+    free_victims(victims);
+    if (want) grow(c, want);
+out:
+    if (e) {
+        tide_cache_obj_release(e->obj);
+        free(e);
+    }
+    return rc;
+}
+
+/* ---- lookup and erase ----------------------------------------------------- */
+
+tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
+{
+    uint64_t h = tc_hash(&c->t, key);
+    tide_cache_obj *obj = NULL;
+    tc_entry *victims = NULL;
+    entry *e;
+    size_t before;
+
+    pthread_mutex_lock(&c->mu);
+    before = c->bytes;
+    e = (entry *)tc_find(&c->t, h, key);
+    if (e == NULL) {
+        c->misses++;
+    } else if (!e->weak) {
+        obj = tide_cache_obj_retain(e->obj);
+        tc_list_remove(&c->strong, &e->h);
+        push_strong(c, e, c->clock_us(c->clock_arg));
+        c->hits++;
+    } else if (tide_cache_obj_try_upgrade(e->obj)) {
+        /* Revive: the caller's reference is taken; now the entry's. Off the
+         * weak list first, so making room cannot pick this entry. */
+        obj = e->obj;
+        c->hits++;
+        tc_list_remove(&c->weak, &e->h);
+        if (make_room(c, obj_cost(obj), &victims) == 0) {
+            tide_cache_obj_weak_to_strong(obj);
+            e->weak = 0;
+            c->bytes += obj_cost(obj);
+            push_strong(c, e, c->clock_us(c->clock_arg));
+            c->revivals++;
+        } else {
+            tc_list_push(&c->weak, &e->h);  /* no room: it stays weak */
+        }
+    } else {
+        remove_entry(c, e, &victims);       /* dead: reap it now */
+        c->reaped++;
+        c->misses++;
+    }
+    account(c, before);
+    check_cheap(c);
+    pthread_mutex_unlock(&c->mu);
+    free_victims(victims);
+    return obj;
+}
+
+int tide_cache_erase(tide_cache *c, const void *key)
+{
+    uint64_t h = tc_hash(&c->t, key);
+    tc_entry *victims = NULL;
+    entry *e;
+    size_t before;
+
+    pthread_mutex_lock(&c->mu);
+    before = c->bytes;
+    e = (entry *)tc_find(&c->t, h, key);
+    if (e) remove_entry(c, e, &victims);
+    account(c, before);
+    check_cheap(c);
+    pthread_mutex_unlock(&c->mu);
+    free_victims(victims);
+    return e != NULL;
+}
+
+/* ---- sweep ------------------------------------------------------------------ */
+
+void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
+{
+    tide_cache_sweep_report r;
+    tc_entry *victims = NULL, *next;
+    uint64_t now, eff, demotions, evictions, reaped;
+
+    memset(&r, 0, sizeof r);
+    pthread_mutex_lock(&c->mu);
+    now = c->clock_us(c->clock_arg);
+    r.entries_before = c->strong.n + c->weak.n;
+    r.bytes_before = c->bytes;
+    demotions = c->demotions;
+    evictions = c->evictions;
+    reaped = c->reaped;
+    eff = tc_effective_age_us(c->age_us, c->target_size, r.entries_before);
+    r.effective_age_us = eff;
+
+    /* Weak entries whose objects have died. */
+    for (tc_entry *w = c->weak.head; w; w = next) {
+        next = w->next;
+        if (tide_cache_obj_refs(((entry *)w)->obj) == 0) {
+            remove_entry(c, (entry *)w, &victims);
+            c->reaped++;
+        }
+    }
+    /* Strong entries not accessed for eff: the oldest are at the head (4). */
+    while (c->strong.head && now >= eff && c->strong.head->atime_us <= now - eff)
+        let_go_strong(c, (entry *)c->strong.head, &victims);
+    /* The byte budget. */
+    while (c->budget && c->bytes > c->budget && c->strong.head)
+        let_go_strong(c, (entry *)c->strong.head, &victims);
+
+    r.demoted = (size_t)(c->demotions - demotions);
+    r.evicted = (size_t)(c->evictions - evictions);
+    r.reaped = (size_t)(c->reaped - reaped);
+    r.bytes_after = c->bytes;
+    account(c, r.bytes_before);
+    check_cheap(c);
+    pthread_mutex_unlock(&c->mu);
+    free_victims(victims);
+    if (report) *report = r;
+}
+
+/* ---- counters ---------------------------------------------------------------- */
+
+void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
+{
+    pthread_mutex_lock(&c->mu);
+    out->hits = c->hits;
+    out->misses = c->misses;
+    out->inserts = c->inserts;
+    out->evictions = c->evictions;
+    out->demotions = c->demotions;
+    out->revivals = c->revivals;
+    out->reaped = c->reaped;
+    out->strong = c->strong.n;
+    out->weak = c->weak.n;
+    out->bytes = c->bytes;
+    out->slots = c->t.nslots;
+    out->effective_age_us = tc_effective_age_us(c->age_us, c->target_size,
+                                                c->strong.n + c->weak.n);
+    pthread_mutex_unlock(&c->mu);
+}
+
+size_t tide_cache_entry_cost(const tide_cache *c, size_t len)
+{
+    return c->entry_bytes + tc_chunk(TIDE_CACHE_OBJ_HEADER + len);
+}
+
+size_t tide_cache_weak_entry_cost(const tide_cache *c)
+{
+    return c->entry_bytes;
+}
+
+size_t tide_cache_fixed_cost(const tide_cache *c)
+{
+    return tc_chunk(sizeof *c);
+}
+
+void tide_cache_check(tide_cache *c)
+{
+    size_t bytes, n = 0, ns = 0, nw = 0;
+    uint64_t last = 0;
+
+    pthread_mutex_lock(&c->mu);
+    bytes = base_cost(c);
+    for (tc_entry *x = c->strong.head; x; x = x->next, ns++) {
+        entry *e = (entry *)x;
+        TIDE_ASSERT(!e->weak);                                          /* 2 */
+        TIDE_ASSERT(tc_find(&c->t, x->hash, e->key) == x);              /* 2 */
+        TIDE_ASSERT(tide_cache_obj_refs(e->obj) >= 1);                  /* 3 */
+        TIDE_ASSERT(x->atime_us >= last);                               /* 4 */
+        last = x->atime_us;
+        bytes += c->entry_bytes + obj_cost(e->obj);
+    }
+    for (tc_entry *x = c->weak.head; x; x = x->next, nw++) {
+        entry *e = (entry *)x;
+        TIDE_ASSERT(e->weak);                                           /* 2 */
+        TIDE_ASSERT(tc_find(&c->t, x->hash, e->key) == x);              /* 2 */
+        bytes += c->entry_bytes;
+    }
+    for (size_t i = 0; i < c->t.nslots; i++)
+        for (tc_entry *x = c->t.slots[i]; x; x = x->hnext) n++;
+    TIDE_ASSERT(ns == c->strong.n && nw == c->weak.n);                  /* 2 */
+    TIDE_ASSERT(n == c->t.count && n == ns + nw);                       /* 2 */
+    TIDE_ASSERT(bytes == c->bytes);                                     /* 1 */
+    TIDE_ASSERT(c->hard_limit == 0 || c->bytes <= c->hard_limit);       /* 6 */
+    pthread_mutex_unlock(&c->mu);
+}

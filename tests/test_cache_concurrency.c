@@ -1,0 +1,405 @@
+/*
+ * test_cache_concurrency.c: the tagged cache and the key cache under
+ * threads.
+ *
+ * Four workers insert, look up, erase and release objects of 2000 keys for
+ * about two seconds. Each keeps up to 32 of the objects it gets for 1.5 s of
+ * cache time (a few early), longer than the 1 s age, so entries are demoted
+ * while held, revived by lookups, and die while weak, however fast the
+ * machine (or slow, under TSan). A sweeper thread advances the injected
+ * clock by 250 ms and sweeps every 2 ms, so entries keep expiring; a byte
+ * budget and a hard limit keep the cache evicting on insert too. The key
+ * cache gets the same treatment for one second. Every object's bytes are
+ * value(i) of th_len(i) bytes (the fixture formula), so a lookup must return
+ * NULL or exactly those bytes, and a held object keeps them. At the end:
+ * every lookup was counted as a hit or a miss, bytes never passed the hard
+ * limit, the account counter equals bytes, demotions, revivals and evictions
+ * all happened, and once the workers have dropped their references and the
+ * cache is destroyed, every object made has been freed exactly once (the
+ * free hook counts them; ASan would see a second free).
+ *
+ * Threads never call cmocka (its failures longjmp); they record the first
+ * failure and a count, and the main thread fails after joining them.
+ * `make tsan` runs this under ThreadSanitizer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <cmocka.h>
+
+#include "cache/cache.h"
+#include "cache/keycache.h"
+#include "tide/error.h"
+#include "util/clock.h"
+#include "helpers.h"
+
+#define KEY_SIZE 32
+#define KEYS     2000
+#define VMIN     1
+#define VMAX     400
+#define WORKERS  4
+#define HOLD     32
+#define HOLD_US  1500000u   /* cache time a worker keeps a reference */
+#define RUN_MS   2000
+#define HARD_LIMIT (256u << 10)
+#define BUDGET     (192u << 10)
+
+/* ---- shared failure record ---- */
+
+typedef struct failures {
+    pthread_mutex_t mu;
+    atomic_ulong count;
+    char first[512];
+} failures;
+
+static void record_failure(failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void record_failure(failures *f, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (atomic_fetch_add(&f->count, 1) == 0) {
+        pthread_mutex_lock(&f->mu);
+        va_start(ap, fmt);
+        vsnprintf(f->first, sizeof f->first, fmt, ap);
+        va_end(ap);
+        pthread_mutex_unlock(&f->mu);
+    }
+}
+
+static void fail_if_any(failures *f, const char *what)
+{
+    char first[sizeof f->first];
+    unsigned long n = atomic_load(&f->count);
+
+    if (n != 0) {
+        pthread_mutex_lock(&f->mu);
+        memcpy(first, f->first, sizeof first);
+        pthread_mutex_unlock(&f->mu);
+        fail_msg("%s: %lu failures; the first: %s", what, n, first);
+    }
+}
+
+/* ---- shared state ---- */
+
+typedef struct shared {
+    tide_cache *c;
+    tide_keycache *k;
+    atomic_ullong now;              /* the injected clock */
+    atomic_int stop;
+    int64_t account;                /* updated by the cache with atomic adds */
+    atomic_ullong made, freed;
+    atomic_ullong lookups, inserts, sweeps;
+    atomic_ullong kc_contains;
+    tide_cache_obj_hook hook;
+    failures fail;
+} shared;
+
+static uint64_t shared_clock(void *arg)
+{
+    return atomic_load_explicit(&((shared *)arg)->now, memory_order_relaxed);
+}
+
+static void count_free(void *arg, const tide_cache_obj *o)
+{
+    shared *sh = arg;
+
+    if (tide_cache_obj_refs(o) != 0)
+        record_failure(&sh->fail, "an object freed with %u strong references: expected 0",
+                       tide_cache_obj_refs(o));
+    atomic_fetch_add(&sh->freed, 1);
+}
+
+static void shared_init(shared *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    pthread_mutex_init(&sh->fail.mu, NULL);
+    atomic_init(&sh->fail.count, 0);
+    atomic_init(&sh->now, 1000000000ull);
+    atomic_init(&sh->stop, 0);
+    sh->hook.on_free = count_free;
+    sh->hook.arg = sh;
+}
+
+/* ---- the tagged cache ---- */
+
+typedef struct worker_arg {
+    shared *sh;
+    int id;
+} worker_arg;
+
+static void check_obj(shared *sh, uint64_t i, tide_cache_obj *o, const char *how)
+{
+    uint8_t want[VMAX];
+    size_t len = th_len(i, VMIN, VMAX);
+
+    if (tide_cache_obj_len(o) != len) {
+        record_failure(&sh->fail, "%s of item %" PRIu64 ": expected %zu bytes, got %zu", how, i,
+                       len, tide_cache_obj_len(o));
+        return;
+    }
+    th_value(i, len, want);
+    if (memcmp(tide_cache_obj_data(o), want, len) != 0)
+        record_failure(&sh->fail, "%s of item %" PRIu64 ": expected value(%" PRIu64 "), got "
+                       "other bytes", how, i, i);
+}
+
+static void *worker_main(void *p)
+{
+    worker_arg *wa = p;
+    shared *sh = wa->sh;
+    tide_cache_obj *held[HOLD] = {0};
+    uint64_t held_i[HOLD] = {0}, held_t[HOLD] = {0};
+    uint8_t key[KEY_SIZE], val[VMAX];
+    th_rng rng;
+    uint64_t ops = 0;
+
+    th_rng_init(&rng, th_seed(7) * 1000003u + (uint64_t)wa->id);
+    while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+        uint64_t i = th_rng_below(&rng, KEYS), r = th_rng_below(&rng, 100);
+        unsigned slot = (unsigned)th_rng_below(&rng, HOLD);
+        tide_cache_obj *o = NULL;
+
+        th_key(i, KEY_SIZE, key);
+        if (r < 35) {
+            size_t len = th_len(i, VMIN, VMAX);
+            int rc;
+            th_value(i, len, val);
+            rc = tide_cache_obj_new(&o, val, len, &sh->hook);
+            if (rc != 0) {
+                record_failure(&sh->fail, "obj_new: expected 0, got %d", rc);
+                break;
+            }
+            atomic_fetch_add(&sh->made, 1);
+            rc = tide_cache_insert(sh->c, key, o);
+            if (rc != 0)
+                record_failure(&sh->fail, "insert of item %" PRIu64 ": expected 0, got %d (%s)",
+                               i, rc, tide_last_error());
+            atomic_fetch_add(&sh->inserts, 1);
+        } else if (r < 97) {
+            o = tide_cache_lookup(sh->c, key);
+            atomic_fetch_add(&sh->lookups, 1);
+            if (o) check_obj(sh, i, o, "lookup");
+        } else {
+            (void)tide_cache_erase(sh->c, key);
+        }
+        /* A held reference goes after HOLD_US of cache time (or, rarely,
+         * early); a slot that is free takes the object just obtained. */
+        uint64_t now = shared_clock(sh);
+        if (held[slot] && (now - held_t[slot] >= HOLD_US || th_rng_below(&rng, 100) == 0)) {
+            tide_cache_obj_release(held[slot]);
+            held[slot] = NULL;
+        }
+        if (o && held[slot] == NULL) {
+            held[slot] = o;
+            held_i[slot] = i;
+            held_t[slot] = now;
+        } else {
+            tide_cache_obj_release(o);
+        }
+        /* Held objects must keep their bytes whatever the cache does. */
+        unsigned s2 = (unsigned)th_rng_below(&rng, HOLD);
+        if (held[s2]) check_obj(sh, held_i[s2], held[s2], "a held object");
+        if (++ops % 64 == 0) {
+            tide_cache_stats st;
+            tide_cache_stats_get(sh->c, &st);
+            if (st.bytes > HARD_LIMIT)
+                record_failure(&sh->fail, "bytes: expected at most the hard limit %u, got %zu",
+                               HARD_LIMIT, st.bytes);
+        }
+    }
+    for (int s = 0; s < HOLD; s++) tide_cache_obj_release(held[s]);
+    return NULL;
+}
+
+static void *sweeper_main(void *p)
+{
+    shared *sh = p;
+
+    while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+        tide_cache_sweep_report r;
+        atomic_fetch_add_explicit(&sh->now, 250000u, memory_order_relaxed);
+        tide_cache_sweep(sh->c, &r);
+        if (r.bytes_after > HARD_LIMIT)
+            record_failure(&sh->fail, "sweep: bytes after, expected at most %u, got %zu",
+                           HARD_LIMIT, r.bytes_after);
+        atomic_fetch_add(&sh->sweeps, 1);
+        tide_sleep_us(2000);
+    }
+    return NULL;
+}
+
+static void workers_and_a_sweeper_share_the_cache_and_every_object_is_freed_once(void **state)
+{
+    shared *sh = calloc(1, sizeof *sh);
+    pthread_t th[WORKERS], sw;
+    worker_arg wa[WORKERS];
+    tide_cache_opts o;
+    tide_cache_stats st;
+    int rc;
+
+    (void)state;
+    if (sh == NULL) fail_msg("calloc");
+    shared_init(sh);
+    tide_cache_opts_init(&o);
+    o.key_size = KEY_SIZE;
+    o.target_size = 500;
+    o.age_s = 1;
+    o.budget_bytes = BUDGET;
+    o.hard_limit_bytes = HARD_LIMIT;
+    o.clock_us = shared_clock;
+    o.clock_arg = sh;
+    o.account_bytes = &sh->account;
+    rc = tide_cache_create(&sh->c, &o);
+    if (rc != 0) fail_msg("tide_cache_create: expected 0, got %d (%s)", rc, tide_last_error());
+
+    for (int i = 0; i < WORKERS; i++) {
+        wa[i].sh = sh;
+        wa[i].id = i;
+        pthread_create(&th[i], NULL, worker_main, &wa[i]);
+    }
+    pthread_create(&sw, NULL, sweeper_main, sh);
+    tide_sleep_us(RUN_MS * 1000u);
+    atomic_store(&sh->stop, 1);
+    for (int i = 0; i < WORKERS; i++) pthread_join(th[i], NULL);
+    pthread_join(sw, NULL);
+
+    tide_cache_check(sh->c);
+    tide_cache_stats_get(sh->c, &st);
+    print_message("    %" PRIu64 " lookups (%" PRIu64 " hits), %" PRIu64 " inserts, %" PRIu64
+                  " sweeps; %" PRIu64 " evictions, %" PRIu64 " demotions, %" PRIu64
+                  " revivals, %" PRIu64 " reaped\n", (uint64_t)atomic_load(&sh->lookups),
+                  st.hits, (uint64_t)atomic_load(&sh->inserts), (uint64_t)atomic_load(&sh->sweeps),
+                  st.evictions, st.demotions, st.revivals, st.reaped);
+    fail_if_any(&sh->fail, "workers and sweeper");
+    if (st.hits + st.misses != atomic_load(&sh->lookups))
+        fail_msg("hits + misses: expected the %llu lookups, got %" PRIu64 " + %" PRIu64,
+                 (unsigned long long)atomic_load(&sh->lookups), st.hits, st.misses);
+    if (st.inserts != atomic_load(&sh->inserts))
+        fail_msg("inserts: expected %llu, got %" PRIu64,
+                 (unsigned long long)atomic_load(&sh->inserts), st.inserts);
+    if (sh->account != (int64_t)st.bytes)
+        fail_msg("account: expected bytes %zu, got %" PRId64, st.bytes, sh->account);
+    if (st.demotions == 0 || st.revivals == 0 || st.evictions == 0)
+        fail_msg("expected demotions, revivals and evictions all to happen, got %" PRIu64
+                 ", %" PRIu64 ", %" PRIu64, st.demotions, st.revivals, st.evictions);
+    /* Only the cache holds references now. */
+    uint64_t before_destroy = atomic_load(&sh->freed);
+    if (before_destroy + st.strong + st.weak < atomic_load(&sh->made))
+        fail_msg("objects: %llu made, %" PRIu64 " freed, %zu entries: some were lost",
+                 (unsigned long long)atomic_load(&sh->made), before_destroy, st.strong + st.weak);
+    tide_cache_destroy(sh->c);
+    if (atomic_load(&sh->freed) != atomic_load(&sh->made))
+        fail_msg("objects freed after destroy: expected all %llu made, got %llu",
+                 (unsigned long long)atomic_load(&sh->made),
+                 (unsigned long long)atomic_load(&sh->freed));
+    if (sh->account != 0)
+        fail_msg("account after destroy: expected 0, got %" PRId64, sh->account);
+    pthread_mutex_destroy(&sh->fail.mu);
+    free(sh);
+}
+
+/* ---- the key cache ---- */
+
+static void *kc_worker_main(void *p)
+{
+    worker_arg *wa = p;
+    shared *sh = wa->sh;
+    uint8_t key[KEY_SIZE];
+    th_rng rng;
+
+    th_rng_init(&rng, th_seed(11) * 1000003u + (uint64_t)wa->id);
+    while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+        uint64_t i = th_rng_below(&rng, KEYS), r = th_rng_below(&rng, 100);
+        th_key(i, KEY_SIZE, key);
+        if (r < 40) {
+            int rc = tide_keycache_insert(sh->k, key);
+            if (rc != 0) record_failure(&sh->fail, "keycache insert: expected 0, got %d", rc);
+        } else if (r < 90) {
+            (void)tide_keycache_contains(sh->k, key);
+            atomic_fetch_add(&sh->kc_contains, 1);
+        } else {
+            (void)tide_keycache_erase(sh->k, key);
+        }
+    }
+    return NULL;
+}
+
+static void *kc_sweeper_main(void *p)
+{
+    shared *sh = p;
+
+    while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+        tide_keycache_sweep_report r;
+        atomic_fetch_add_explicit(&sh->now, 250000u, memory_order_relaxed);
+        tide_keycache_sweep(sh->k, &r);
+        atomic_fetch_add(&sh->sweeps, 1);
+        tide_sleep_us(2000);
+    }
+    return NULL;
+}
+
+static void keycache_workers_and_a_sweeper_keep_the_counts_exact(void **state)
+{
+    shared *sh = calloc(1, sizeof *sh);
+    pthread_t th[WORKERS], sw;
+    worker_arg wa[WORKERS];
+    tide_keycache_opts o;
+    tide_keycache_stats st;
+    int rc;
+
+    (void)state;
+    if (sh == NULL) fail_msg("calloc");
+    shared_init(sh);
+    tide_keycache_opts_init(&o);
+    o.key_size = KEY_SIZE;
+    o.target_size = 500;
+    o.age_s = 2;
+    o.hard_limit_bytes = 64u << 10;
+    o.clock_us = shared_clock;
+    o.clock_arg = sh;
+    o.account_bytes = &sh->account;
+    rc = tide_keycache_create(&sh->k, &o);
+    if (rc != 0) fail_msg("tide_keycache_create: expected 0, got %d (%s)", rc, tide_last_error());
+    for (int i = 0; i < WORKERS; i++) {
+        wa[i].sh = sh;
+        wa[i].id = i;
+        pthread_create(&th[i], NULL, kc_worker_main, &wa[i]);
+    }
+    pthread_create(&sw, NULL, kc_sweeper_main, sh);
+    tide_sleep_us(RUN_MS / 2 * 1000u);
+    atomic_store(&sh->stop, 1);
+    for (int i = 0; i < WORKERS; i++) pthread_join(th[i], NULL);
+    pthread_join(sw, NULL);
+
+    tide_keycache_check(sh->k);
+    tide_keycache_stats_get(sh->k, &st);
+    fail_if_any(&sh->fail, "key cache workers");
+    if (st.hits + st.misses != atomic_load(&sh->kc_contains))
+        fail_msg("hits + misses: expected the %llu contains calls, got %" PRIu64 " + %" PRIu64,
+                 (unsigned long long)atomic_load(&sh->kc_contains), st.hits, st.misses);
+    if (st.bytes > o.hard_limit_bytes)
+        fail_msg("bytes: expected at most %zu, got %zu", o.hard_limit_bytes, st.bytes);
+    if (sh->account != (int64_t)st.bytes)
+        fail_msg("account: expected bytes %zu, got %" PRId64, st.bytes, sh->account);
+    tide_keycache_destroy(sh->k);
+    if (sh->account != 0)
+        fail_msg("account after destroy: expected 0, got %" PRId64, sh->account);
+    pthread_mutex_destroy(&sh->fail.mu);
+    free(sh);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(workers_and_a_sweeper_share_the_cache_and_every_object_is_freed_once),
+        cmocka_unit_test(keycache_workers_and_a_sweeper_keep_the_counts_exact),
+    };
+    return cmocka_run_group_tests_name("cache_concurrency", tests, NULL, NULL);
+}
