@@ -193,13 +193,13 @@ static int plan(commit *c)
         off += TIDE_DAT_RECORD_HEADER + s->key_size + (uint64_t)it->len;
     }
     c->dat_end = off;
-    if (n > 1) qsort(c->items, n, sizeof *c->items, cmp_placed);
+    if ((rc = tide_big_sort(c->items, n, sizeof *c->items, cmp_placed)) != 0) return rc;
 
     if (c->B1 > c->B0) {
         roots = malloc((c->B1 - c->B0) * sizeof *roots);
         if (roots == NULL) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
         for (uint64_t i = c->B0; i < c->B1; i++) roots[nroots++] = split_root(i, c->B0);
-        qsort(roots, nroots, sizeof *roots, cmp_u64);
+        if ((rc = tide_big_sort(roots, nroots, sizeof *roots, cmp_u64)) != 0) goto out;
     }
     c->touched_cap = n + nroots + 1;
     c->touched = tide_big_alloc(c->touched_cap * sizeof *c->touched);
@@ -426,12 +426,12 @@ static int write_buckets(commit *c)
                 spill = tide_fmt_bucket_spill(c->block);
             }
             if ((rc = take_batch(c, j, &bi, &n, 0)) != 0) return rc;
-            if (n > 1) qsort(c->vec, n, sizeof *c->vec, cmp_entry);
+            if ((rc = tide_big_sort(c->vec, n, sizeof *c->vec, cmp_entry)) != 0) return rc;
         }
         if ((rc = emit_bucket(c, j, n, spill)) != 0) return rc;
     }
 
-    if (c->nmoved) qsort(c->moved, c->nmoved, sizeof *c->moved, cmp_placed);
+    if ((rc = tide_big_sort(c->moved, c->nmoved, sizeof *c->moved, cmp_placed)) != 0) return rc;
     while (bi < c->batch->count && c->items[bi].bucket < c->B0) bi++;
     for (uint64_t j = c->B0; j < c->B1; j++) {
         size_t n = 0;

@@ -213,8 +213,8 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     r->key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
 
     if ((rc = key_pass(s, &offsets, &spills, r)) != 0) goto out;
-    if (offsets.n > 1) qsort(offsets.v, offsets.n, sizeof *offsets.v, cmp_u64);
-    if (spills.n > 2) qsort(spills.v, spills.n / 2, 2 * sizeof *spills.v, cmp_pair);
+    if ((rc = tide_big_sort(offsets.v, offsets.n, sizeof *offsets.v, cmp_u64)) != 0) goto out;
+    if ((rc = tide_big_sort(spills.v, spills.n / 2, 2 * sizeof *spills.v, cmp_pair)) != 0) goto out;
     for (size_t k = 1; k < offsets.n; k++)
         if (offsets.v[k] == offsets.v[k - 1]) {
             rc = tide_err_set(TIDE_ECORRUPT, "%s: two entries point at the record at nudb.dat "

@@ -5,10 +5,13 @@
  * bytes at the returned address; nothing else is kept.
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "util/bigbuf.h"
+#include "util/err.h"
 
 static size_t page_round(size_t n)
 {
@@ -41,4 +44,42 @@ void *tide_big_realloc(void *p, size_t old, size_t n)
 void tide_big_free(void *p, size_t n)
 {
     if (p) munmap(p, page_round(n ? n : 1));
+}
+
+int tide_big_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    size_t bytes = n * size;
+    uint8_t *a = base, *b, *from, *to;
+
+    if (n < 2) return 0;
+    if (bytes < (64u << 10)) {
+        qsort(base, n, size, cmp);
+        return 0;
+    }
+    b = tide_big_alloc(bytes);
+    if (b == NULL) return tide_err_set(TIDE_ENOMEM, "sort: cannot map %zu bytes of scratch", bytes);
+    /* Bottom-up merge sort, runs of `width` elements, ping-ponging a <-> b. */
+    from = a;
+    to = b;
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                if (cmp(from + j * size, from + i * size) < 0) {
+                    memcpy(to + k * size, from + j * size, size); j++;
+                } else {
+                    memcpy(to + k * size, from + i * size, size); i++;
+                }
+                k++;
+            }
+            if (i < mid) memcpy(to + k * size, from + i * size, (mid - i) * size), k += mid - i;
+            if (j < hi) memcpy(to + k * size, from + j * size, (hi - j) * size);
+        }
+        uint8_t *t = from; from = to; to = t;
+    }
+    if (from != a) memcpy(a, from, bytes);
+    tide_big_free(b, bytes);
+    return 0;
 }

@@ -25,4 +25,15 @@ void *tide_big_realloc(void *p, size_t old, size_t n);
 /* Unmap; NULL is a no-op. */
 void tide_big_free(void *p, size_t n);
 
+/*
+ * Sort like qsort(3), stable, with the scratch space in a mapping of its
+ * own. glibc's qsort takes a malloc'd buffer as large as the array for its
+ * merge sort, and a commit sorting 200 000 entries would leave those
+ * megabytes resident in the commit thread's malloc arena for good. Arrays
+ * under 64 KiB go to qsort (its scratch is then on the stack or small).
+ * Returns 0, or TIDE_ENOMEM (the array unchanged) when the scratch cannot
+ * be mapped.
+ */
+int tide_big_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 #endif
