@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tide/error.h"
+#include "util/bigbuf.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/hex.h"
@@ -457,9 +459,63 @@ static void random_bytes_fill_the_whole_buffer(void **state)
         fail_msg("last 100 random bytes: expected few zeros, got %d", zeros);
 }
 
+/* ---- bigbuf ---- */
+
+typedef struct sort_item { uint64_t key, order; } sort_item;
+
+static int cmp_sort_item(const void *a, const void *b)
+{
+    const sort_item *x = a, *y = b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static void big_sort_orders_a_large_array_stably_like_a_merge_sort(void **state)
+{
+    size_t n = 200001;                 /* 3.2 MB: the mapped-scratch path */
+    sort_item *v = malloc(n * sizeof *v);
+    uint64_t s = 12345;
+    (void)state;
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        v[i].key = (s >> 33) % 5000;   /* many equal keys, to see stability */
+        v[i].order = i;
+    }
+    assert_int_equal(tide_big_sort(v, n, sizeof *v, cmp_sort_item), 0);
+    for (size_t i = 1; i < n; i++) {
+        if (v[i - 1].key > v[i].key)
+            fail_msg("element %zu: key %llu after %llu: expected ascending keys", i,
+                     (unsigned long long)v[i].key, (unsigned long long)v[i - 1].key);
+        if (v[i - 1].key == v[i].key && v[i - 1].order > v[i].order)
+            fail_msg("element %zu: equal keys out of their original order (%llu after %llu): "
+                     "expected a stable sort", i, (unsigned long long)v[i].order,
+                     (unsigned long long)v[i - 1].order);
+    }
+    free(v);
+}
+
+static int cmp_u64_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void big_sort_of_a_small_array_sorts_it_in_place(void **state)
+{
+    uint64_t v[100];
+    (void)state;
+    for (int i = 0; i < 100; i++) v[i] = (uint64_t)((i * 7919) % 101);
+    assert_int_equal(tide_big_sort(v, 100, sizeof *v, cmp_u64_value), 0);
+    for (int i = 1; i < 100; i++)
+        if (v[i - 1] > v[i]) fail_msg("element %d: %llu after %llu: expected ascending", i,
+                                      (unsigned long long)v[i], (unsigned long long)v[i - 1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(big_sort_orders_a_large_array_stably_like_a_merge_sort),
+        cmocka_unit_test(big_sort_of_a_small_array_sorts_it_in_place),
         cmocka_unit_test(strerror_names_every_code_with_its_own_text),
         cmocka_unit_test(strerror_calls_codes_outside_the_range_unknown),
         cmocka_unit_test(err_set_records_the_message_and_returns_the_code),
