@@ -30,9 +30,13 @@
  *      in that bucket's spill chain; spill records hold exactly `capacity`
  *      entries; every bucket is sorted by hash.
  *   3. The key file is (buckets + 1) * block_size bytes after every commit.
- *   4. On failure after step 2, the files are rolled back from the
- *      in-memory pre-images before the error is returned; if that fails the
- *      store is marked broken and the synced log remains for recovery.
+ *   4. On failure after step 2 and before both files are synced, the files
+ *      are rolled back from the in-memory pre-images before the error is
+ *      returned; if that fails the store is marked broken and the synced
+ *      log remains for recovery. A failure to empty the log after both
+ *      syncs is not rolled back (*applied is set): the batch is in the files,
+ *      and it is acknowledged only once the log is empty (the commit thread
+ *      retries tide_commit_clean_log); a crash before that undoes it.
  *
  * Never: overwrite a bucket before its pre-image is synced; rewrite a
  *   spill record (they are immutable; a split leaves the old chain as waste).
@@ -471,11 +475,19 @@ static int rollback(commit *c)
     return rc;
 }
 
-int tide_commit_batch(tide_store *s, tide_pool *batch)
+int tide_commit_clean_log(tide_store *s)
+{
+    int rc = s->io->truncate(s->log, 0);
+    if (rc == 0) rc = synced(s, s->log);
+    return rc;
+}
+
+int tide_commit_batch(tide_store *s, tide_pool *batch, int *applied)
 {
     commit c;
     int rc, locked = 0, logged = 0;
 
+    *applied = 0;
     memset(&c, 0, sizeof c);
     c.s = s;
     c.batch = batch;
@@ -512,9 +524,13 @@ int tide_commit_batch(tide_store *s, tide_pool *batch)
 
     if ((rc = synced(s, s->dat)) != 0) goto out;
     if ((rc = synced(s, s->key)) != 0) goto out;
-    if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
-    if ((rc = synced(s, s->log)) != 0) goto out;
+    /* The batch is in both files. From here a failure must not roll back:
+     * the log's truncation may already be on its way to the disk, and
+     * pre-images written under a log that may be gone are not undoable. */
+    *applied = 1;
+    logged = 0;
     s->split_credit = (s->split_credit + batch->count * 65536) % s->split_units;
+    rc = tide_commit_clean_log(s);
 out:
     if (rc && logged) {
         int rb;

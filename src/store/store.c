@@ -189,8 +189,11 @@ out:
     if (dat) io->close(dat);
     if (key) io->close(key);
     if (rc) {
+        /* Unlinks too need the directory synced, or a power loss may bring
+         * an empty file back and block the next create. */
         if (made_dat) io->unlink(io, dat_path);
         if (made_key) io->unlink(io, key_path);
+        if (made_dat || made_key) io->sync_dir(io, dir);
     }
     free(block);
     free(dat_path);
@@ -469,6 +472,29 @@ static void *commit_thread(void *arg)
     for (;;) {
         uint64_t now = tide_clock_mono_us();
         if (is_broken(s)) break;
+        if (s->log_dirty) {
+            /* The last batch is in the files; it is durable once its log
+             * is empty. Nothing else commits before that. */
+            if (now < retry_at && !s->closing) {
+                wait_until_us(&s->work_cv, &s->pool_mu, retry_at);
+                continue;
+            }
+            pthread_mutex_unlock(&s->pool_mu);
+            int rc = tide_commit_clean_log(s);
+            pthread_mutex_lock(&s->pool_mu);
+            s->attempts++;
+            if (rc == 0) {
+                s->log_dirty = 0;
+                s->durable_seq = s->applied_seq;
+                s->commit_err = 0;
+            } else {
+                s->commit_err = rc;
+                retry_at = tide_clock_mono_us() + 1000000;
+                if (s->closing) __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
+            }
+            pthread_cond_broadcast(&s->room_cv);
+            continue;
+        }
         if (s->closing && s->pending->count == 0 && s->committing == NULL) break;
         if (!commit_due(s, now) || (s->committing && now < retry_at && !s->closing)) {
             uint64_t until = s->committing ? retry_at
@@ -487,18 +513,31 @@ static void *commit_thread(void *arg)
         pthread_mutex_unlock(&s->pool_mu);
 
         uint64_t t0 = tide_clock_mono_us();
-        int rc = tide_commit_batch(s, s->committing);
+        int applied = 0;
+        int rc = tide_commit_batch(s, s->committing, &applied);
         uint64_t took = tide_clock_mono_us() - t0;
 
         pthread_mutex_lock(&s->pool_mu);
         s->attempts++;
         __atomic_store_n(&s->last_commit_us, took, __ATOMIC_RELAXED);
-        if (rc == 0) {
+        if (rc == 0 || applied) {
+            /* The batch is in the files: fetches find it there. */
             tide_pool_reset(s->committing);
             s->committing = NULL;
+            __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
+        }
+        if (rc == 0) {
             s->durable_seq = s->committing_seq;
             s->commit_err = 0;
-            __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
+        } else if (applied) {
+            s->log_dirty = 1;
+            s->applied_seq = s->committing_seq;
+            s->commit_err = rc;
+            __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
+            tide_log(TIDE_LOG_ERROR, "%s: a commit reached the files but emptying nudb.log failed; "
+                     "retrying every second: %s: %s", s->dir, tide_strerror(rc), tide_last_error());
+            retry_at = tide_clock_mono_us() + 1000000;
+            if (s->closing) __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
         } else {
             s->commit_err = rc;
             __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
@@ -509,6 +548,7 @@ static void *commit_thread(void *arg)
         }
         pthread_cond_broadcast(&s->room_cv);
     }
+    s->thread_done = 1;
     pthread_cond_broadcast(&s->room_cv);
     pthread_mutex_unlock(&s->pool_mu);
     return NULL;
@@ -732,8 +772,10 @@ int tide_store_sync(tide_store *s)
     if (s->sync_seq < target) s->sync_seq = target;
     pthread_cond_signal(&s->work_cv);
     while (s->durable_seq < target) {
-        if (is_broken(s)) { rc = s->commit_err ? s->commit_err : TIDE_ECLOSED; break; }
+        /* The commit thread sets commit_err and counts the attempt together
+         * under pool_mu, so a waiter never sees a failure half reported. */
         if (s->commit_err && s->attempts > attempts0) { rc = s->commit_err; break; }
+        if (s->thread_done) { rc = s->commit_err ? s->commit_err : TIDE_ECLOSED; break; }
         pthread_cond_wait(&s->room_cv, &s->pool_mu);
     }
     if (rc) tide_err_set(rc, "%s: sync: the commit failed: %s", s->dir, tide_strerror(rc));
@@ -753,7 +795,7 @@ int tide_store_close(tide_store *s)
         pthread_cond_signal(&s->work_cv);
         pthread_mutex_unlock(&s->pool_mu);
         pthread_join(s->thread, NULL);
-        rc = is_broken(s) || s->committing ? (s->commit_err ? s->commit_err : TIDE_EIO) : 0;
+        rc = is_broken(s) || s->committing || s->log_dirty ? (s->commit_err ? s->commit_err : TIDE_EIO) : 0;
         if (rc == 0 && s->log) {
             s->io->close(s->log);
             s->log = NULL;

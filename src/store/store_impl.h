@@ -45,7 +45,9 @@ struct tide_store {
     uint64_t   sync_seq;          /* a sync waits for this insert_seq */
     uint64_t   attempts;          /* commit attempts finished */
     int        commit_err;        /* of the last attempt; 0 after a success */
-    int        closing, broken, thread_started;
+    int        closing, broken, thread_started, thread_done;
+    int        log_dirty;         /* a batch is applied, its log not emptied */
+    uint64_t   applied_seq;       /* insert_seq of that batch */
     uint64_t   last_commit_start_us;
     pthread_t  thread;
 
@@ -62,9 +64,15 @@ struct tide_store {
  * files are rolled back to their state before the commit (from the in-memory
  * pre-images) and the error is returned; if the rollback fails too, the store
  * is marked broken and nudb.log is left for recovery at the next open.
+ * *applied is set when the batch reached both files and only emptying the
+ * log failed: then nothing is rolled back, and the caller must retry
+ * tide_commit_clean_log before it acknowledges the batch.
  * Called by the commit thread only.
  */
-int tide_commit_batch(struct tide_store *s, tide_pool *batch);
+int tide_commit_batch(struct tide_store *s, tide_pool *batch, int *applied);
+
+/* Truncate nudb.log to 0 and sync it: what makes a commit final. */
+int tide_commit_clean_log(struct tide_store *s);
 
 /* Read bucket `index` (a whole block) into `buf` under the caller's lock. */
 int tide_store_read_bucket(struct tide_store *s, uint64_t index, uint8_t *buf);
