@@ -15,6 +15,9 @@
  *      record that is not ends the list, like a torn tail.
  *   3. The log's header must match the key file's (uid, appnum, key size,
  *      salt, pepper, block size); a log of another store is never applied.
+ *   4. The store's exclusive lock is held (taken here, or by the caller that
+ *      says so): the log of a store open elsewhere is a live commit, and
+ *      "recovering" it would undo that commit under its writer.
  *
  * Never: truncate a file before every pre-image is written back; delete a
  *   log that could not be applied.
