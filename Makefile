@@ -45,7 +45,7 @@ TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
 
 # ---- sources (any of these directories may be empty or absent) ----------
 
-LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c src/cache/*.c))
+LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c src/cache/*.c src/node/*.c))
 CLI_SRCS    := $(sort $(wildcard src/cli/*.c))
 SERVER_SRCS := $(sort $(wildcard src/server/*.c))
 # Every other tests/*.c (e.g. tests/helpers.c) and tests/support/*.c: helpers

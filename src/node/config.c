@@ -1,0 +1,728 @@
+/*
+ * config.c: the node's settings, where they come from, and what they mean.
+ *
+ * Every setting lives in one row of `settings[]` below: its name, its flag,
+ * its environment variable, its config-file key (section and key), how its
+ * text is parsed, and its range. The four sources all go through one
+ * function, set_value(), so a value means the same thing whether it was
+ * written as --cache-budget=1GiB, TIDE_CACHE_BUDGET=1GiB or
+ * "[node] cache_budget=1GiB".
+ *
+ * Precedence: flag > environment > config file > node_size preset > built-in
+ * default. set_value() overwrites a setting only when the new source ranks at
+ * least as high as the current one, so a flag applied before the file still
+ * wins. Within one file a setting may be given once: a second line for it is
+ * an error naming both lines (a [node] nudb_block_size and a [node_db]
+ * nudb_block_size are the same setting).
+ *
+ * node_size: when nothing sets it, it is chosen from total RAM
+ * (sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE)) with this rule:
+ *     < 8 GiB tiny, < 16 GiB small, < 32 GiB medium, < 64 GiB large, else huge.
+ * (XRP Ledger leaves node_size to the operator; the thresholds are Tide's,
+ * one step per doubling, so a 16 GiB machine runs "medium".) The preset
+ * (DESIGN.md §4) fills sweep_interval, cache_target, cache_age, cache_budget
+ * and insert_burst, but only those still at their built-in default:
+ * tide_config_finish() applies it after every source has been read.
+ *
+ * The file, in XRP Ledger's INI style:
+ *
+ *     # comment            ; comment too (a whole line only: values may hold # and ;)
+ *     [node_size]
+ *     medium               a bare value: the section is the setting
+ *     [sweep_interval]
+ *     60
+ *     [node_db]
+ *     type=NuDB            the only backend; any other type is an error
+ *     path=/var/lib/tide   = data_dir
+ *     nudb_block_size=16384
+ *     [node]
+ *     cache_budget=1GiB    every setting by its name (except the env-only ones)
+ *
+ * Blank lines are skipped; spaces around keys and values are trimmed; a CR
+ * before the LF is dropped. Errors are startup errors, TIDE_EINVAL with
+ * tide_last_error() = "tide.cfg:12: [node] cache_budget=12XB: not a size (...)":
+ * an unknown section or key, a bad or out-of-range value, a "[section" with no
+ * "]", a line before any section, a bare value where key=value is expected (or
+ * the reverse), a setting given twice. The one exception is nudb_block_size:
+ * an invalid value logs a warning naming the file and line and uses 4096, as
+ * the store does (tide_block_size_parse), because an operator who typed 5000
+ * should get a running node, not a dead one.
+ *
+ * The metrics token and the public flag come only from the environment
+ * (TIDE_METRICS_TOKEN, TIDE_METRICS_PUBLIC): a secret does not belong in argv
+ * (visible in ps) or in a file that gets pasted into tickets. describe()
+ * prints the token as "set" or "unset", never its text.
+ *
+ * Invariants:
+ *   1. Every setting has a source; src[id].kind only rises during loading,
+ *      except that finish() may turn DEFAULT into PRESET.
+ *   2. After a successful finish() every value is within its range.
+ *
+ * Never: print metrics_token; turn a bad value into a default silently
+ * (nudb_block_size falls back, and says so).
+ */
+#include "node/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "tide/error.h"
+#include "tide/store.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/size.h"
+
+#define GiB (1024ull * 1024 * 1024)
+#define MiB (1024ull * 1024)
+
+/* ---- presets (DESIGN.md §4) ----------------------------------------------- */
+
+typedef struct preset {
+    unsigned sweep_interval;
+    uint64_t cache_target, cache_age, cache_budget, insert_burst;
+} preset;
+
+static const char *const node_size_names[TIDE_NODE_SIZE_COUNT] = {
+    "tiny", "small", "medium", "large", "huge"
+};
+
+static const preset presets[TIDE_NODE_SIZE_COUNT] = {
+    /*            sweep  target    age  budget      burst */
+    [TIDE_NODE_TINY]   = { 10,  262144,  30,  64 * MiB,  4 * MiB },
+    [TIDE_NODE_SMALL]  = { 30,  524288,  60, 256 * MiB,  8 * MiB },
+    [TIDE_NODE_MEDIUM] = { 60, 2097152,  90,   1 * GiB, 16 * MiB },
+    [TIDE_NODE_LARGE]  = { 90, 4194304, 120,   4 * GiB, 32 * MiB },
+    [TIDE_NODE_HUGE]   = {120, 8388608, 900,  16 * GiB, 48 * MiB },
+};
+
+/* ---- the settings table ----------------------------------------------------- */
+
+enum kind {
+    K_NODE_SIZE, /* tiny..huge */
+    K_PATH,      /* non-empty string */
+    K_LISTEN,    /* HOST:PORT */
+    K_UINT,      /* decimal integer in [min, max] */
+    K_SIZE,      /* tide_size_parse, in [min, max] */
+    K_BLOCK,     /* tide_block_size_parse: warns, never fails */
+    K_LEVEL,     /* tide_log_level_parse */
+    K_SECRET,    /* string, never printed */
+    K_BOOL       /* 1/0, true/false, yes/no, on/off */
+};
+
+typedef struct setting {
+    const char *name;     /* "cache_budget" */
+    const char *flag;     /* "cache-budget" (without --), NULL: env only */
+    const char *env;      /* "TIDE_CACHE_BUDGET" */
+    const char *section;  /* "node"; NULL: env only */
+    const char *alt_section, *alt_key;  /* a second file spelling, or NULL */
+    enum kind kind;
+    uint64_t min, max;
+    int from_preset;      /* finish() fills it from node_size's preset */
+} setting;
+
+static const setting settings[TIDE_CFG_COUNT] = {
+    [TIDE_CFG_NODE_SIZE]       = { "node_size", "node-size", "TIDE_NODE_SIZE", "node",
+                                   "node_size", "", K_NODE_SIZE, 0, 0, 0 },
+    [TIDE_CFG_DATA_DIR]        = { "data_dir", "data-dir", "TIDE_DATA_DIR", "node",
+                                   "node_db", "path", K_PATH, 0, 0, 0 },
+    [TIDE_CFG_LISTEN]          = { "listen", "listen", "TIDE_LISTEN", "node",
+                                   NULL, NULL, K_LISTEN, 0, 0, 0 },
+    [TIDE_CFG_SWEEP_INTERVAL]  = { "sweep_interval", "sweep-interval", "TIDE_SWEEP_INTERVAL", "node",
+                                   "sweep_interval", "", K_UINT, 10, 600, 1 },
+    [TIDE_CFG_CACHE_TARGET]    = { "cache_target", "cache-target", "TIDE_CACHE_TARGET", "node",
+                                   NULL, NULL, K_UINT, 0, UINT64_MAX, 1 },
+    [TIDE_CFG_CACHE_AGE]       = { "cache_age", "cache-age", "TIDE_CACHE_AGE", "node",
+                                   NULL, NULL, K_UINT, 1, 86400, 1 },
+    [TIDE_CFG_CACHE_BUDGET]    = { "cache_budget", "cache-budget", "TIDE_CACHE_BUDGET", "node",
+                                   NULL, NULL, K_SIZE, 0, UINT64_MAX, 1 },
+    [TIDE_CFG_INSERT_BURST]    = { "insert_burst", "insert-burst", "TIDE_INSERT_BURST", "node",
+                                   NULL, NULL, K_SIZE, 0, UINT64_MAX, 1 },
+    [TIDE_CFG_KEY_CACHE_SIZE]  = { "key_cache_size", "key-cache-size", "TIDE_KEY_CACHE_SIZE", "node",
+                                   NULL, NULL, K_UINT, 0, UINT64_MAX, 0 },
+    [TIDE_CFG_KEY_CACHE_AGE]   = { "key_cache_age", "key-cache-age", "TIDE_KEY_CACHE_AGE", "node",
+                                   NULL, NULL, K_UINT, 1, 86400, 0 },
+    [TIDE_CFG_NUDB_BLOCK_SIZE] = { "nudb_block_size", "nudb-block-size", "TIDE_NUDB_BLOCK_SIZE", "node",
+                                   "node_db", "nudb_block_size", K_BLOCK, 0, 0, 0 },
+    [TIDE_CFG_LOG_LEVEL]       = { "log_level", "log-level", "TIDE_LOG_LEVEL", "node",
+                                   NULL, NULL, K_LEVEL, 0, 0, 0 },
+    /* glibc's M_MMAP_THRESHOLD maximum on 64-bit is 32 MiB
+     * (DEFAULT_MMAP_THRESHOLD_MAX = 4 MiB * sizeof(long)); mallopt refuses more. */
+    [TIDE_CFG_MMAP_THRESHOLD]  = { "mmap_threshold", "mmap-threshold", "TIDE_MMAP_THRESHOLD", "node",
+                                   NULL, NULL, K_SIZE, 0, 32 * MiB, 0 },
+    [TIDE_CFG_ARENA_MAX]       = { "arena_max", "arena-max", "TIDE_ARENA_MAX", "node",
+                                   NULL, NULL, K_UINT, 1, 4096, 0 },
+    [TIDE_CFG_METRICS_TOKEN]   = { "metrics_token", NULL, "TIDE_METRICS_TOKEN", NULL,
+                                   NULL, NULL, K_SECRET, 0, 0, 0 },
+    [TIDE_CFG_METRICS_PUBLIC]  = { "metrics_public", NULL, "TIDE_METRICS_PUBLIC", NULL,
+                                   NULL, NULL, K_BOOL, 0, 0, 0 },
+};
+
+const char *tide_config_node_size_name(int n)
+{
+    return (n >= 0 && n < TIDE_NODE_SIZE_COUNT) ? node_size_names[n] : "?";
+}
+
+int tide_config_node_size_for_ram(uint64_t ram)
+{
+    if (ram < 8 * GiB)  return TIDE_NODE_TINY;
+    if (ram < 16 * GiB) return TIDE_NODE_SMALL;
+    if (ram < 32 * GiB) return TIDE_NODE_MEDIUM;
+    if (ram < 64 * GiB) return TIDE_NODE_LARGE;
+    return TIDE_NODE_HUGE;
+}
+
+const char *tide_config_name(int id) { return settings[id].name; }
+const char *tide_config_env(int id)  { return settings[id].env; }
+
+const char *tide_config_flag(int id)
+{
+    static char flags[TIDE_CFG_COUNT][40];
+    if (settings[id].flag == NULL) return NULL;
+    if (flags[id][0] == '\0') snprintf(flags[id], sizeof flags[id], "--%s", settings[id].flag);
+    return flags[id];
+}
+
+/* ---- defaults ---------------------------------------------------------------- */
+
+static void set_source(tide_config *c, int id, int kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void set_source(tide_config *c, int id, int kind, const char *fmt, ...)
+{
+    va_list ap;
+    c->src[id].kind = kind;
+    va_start(ap, fmt);
+    vsnprintf(c->src[id].where, sizeof c->src[id].where, fmt, ap);
+    va_end(ap);
+}
+
+static void fill_preset(tide_config *c, int id, const preset *p)
+{
+    switch (id) {
+    case TIDE_CFG_SWEEP_INTERVAL: c->sweep_interval = p->sweep_interval; break;
+    case TIDE_CFG_CACHE_TARGET:   c->cache_target = p->cache_target; break;
+    case TIDE_CFG_CACHE_AGE:      c->cache_age = p->cache_age; break;
+    case TIDE_CFG_CACHE_BUDGET:   c->cache_budget = p->cache_budget; break;
+    case TIDE_CFG_INSERT_BURST:   c->insert_burst = p->insert_burst; break;
+    default: break;
+    }
+}
+
+void tide_config_defaults(tide_config *c)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    char ram[32];
+
+    memset(c, 0, sizeof *c);
+    c->ram_bytes = (pages > 0 && psz > 0) ? (uint64_t)pages * (uint64_t)psz : 0;
+    c->node_size = tide_config_node_size_for_ram(c->ram_bytes);
+    snprintf(c->data_dir, sizeof c->data_dir, "./data");
+    snprintf(c->listen, sizeof c->listen, "127.0.0.1:8080");
+    snprintf(c->listen_host, sizeof c->listen_host, "127.0.0.1");
+    c->listen_port = 8080;
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (settings[id].from_preset) fill_preset(c, id, &presets[TIDE_NODE_MEDIUM]);
+    /* The key cache is not in XRP Ledger's table; Tide's defaults: 64 Ki
+     * recent misses kept for 30 s. */
+    c->key_cache_size = 65536;
+    c->key_cache_age = 30;
+    c->nudb_block_size = TIDE_BLOCK_SIZE_DEFAULT;
+    c->log_level = TIDE_LOG_INFO;
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
+    set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
+               tide_size_format(c->ram_bytes, ram, sizeof ram));
+}
+
+/* ---- parsing one value ------------------------------------------------------- */
+
+static int parse_uint(const char *s, uint64_t *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9') return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end != '\0') return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_listen(const char *s, char *host, size_t hcap, unsigned *port, char *why, size_t wcap)
+{
+    const char *colon, *h = s;
+    size_t hlen;
+    uint64_t p;
+
+    if (s[0] == '[') {                       /* [v6]:port */
+        const char *rb = strchr(s, ']');
+        if (rb == NULL || rb[1] != ':') {
+            snprintf(why, wcap, "not HOST:PORT (an IPv6 host is written [::1]:8080)");
+            return -1;
+        }
+        h = s + 1, hlen = (size_t)(rb - h), colon = rb + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (colon == NULL) { snprintf(why, wcap, "not HOST:PORT (no ':PORT')"); return -1; }
+        if (memchr(s, ':', (size_t)(colon - s)) != NULL) {
+            snprintf(why, wcap, "not HOST:PORT (an IPv6 host is written [::1]:8080)");
+            return -1;
+        }
+        hlen = (size_t)(colon - s);
+    }
+    if (hlen == 0) { snprintf(why, wcap, "not HOST:PORT (empty host)"); return -1; }
+    if (hlen >= hcap) { snprintf(why, wcap, "host is longer than %zu bytes", hcap - 1); return -1; }
+    for (size_t i = 0; i < hlen; i++)
+        if (h[i] == ' ' || h[i] == '\t' || h[i] == '/') {
+            snprintf(why, wcap, "not HOST:PORT (host holds '%c')", h[i]);
+            return -1;
+        }
+    if (parse_uint(colon + 1, &p) != 0 || p < 1 || p > 65535) {
+        snprintf(why, wcap, "port '%s' is not a number from 1 to 65535", colon + 1);
+        return -1;
+    }
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    *port = (unsigned)p;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    static const char *const yes[] = { "1", "true", "yes", "on" }, *const no[] = { "0", "false", "no", "off" };
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
+        if (strcasecmp(s, no[i]) == 0)  { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+/*
+ * Set setting `id` from `text` for a source of rank `kind`, described by
+ * `where` (file:line, variable or flag). `what` is how the value was written,
+ * for messages ("tide.cfg:12: [node] cache_budget=12XB"). Returns 0 (also
+ * when a higher-ranked source already set it) or TIDE_EINVAL with
+ * "<what>: <reason>".
+ */
+static int set_value(tide_config *c, int id, const char *text, int kind, const char *where,
+                     const char *what)
+{
+    const setting *st = &settings[id];
+    char why[256] = "";
+    uint64_t v = 0;
+    int iv = 0;
+    unsigned port = 0;
+    int fell_back = 0;     /* nudb_block_size: the value was replaced by 4096 */
+    char host[sizeof c->listen_host];
+
+    switch (st->kind) {
+    case K_NODE_SIZE:
+        iv = -1;
+        for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++)
+            if (strcasecmp(text, node_size_names[n]) == 0) iv = n;
+        if (iv < 0) snprintf(why, sizeof why, "not a node size (tiny, small, medium, large or huge)");
+        break;
+    case K_PATH:
+        if (text[0] == '\0') snprintf(why, sizeof why, "empty path");
+        else if (strlen(text) >= sizeof c->data_dir)
+            snprintf(why, sizeof why, "path is longer than %zu bytes", sizeof c->data_dir - 1);
+        break;
+    case K_LISTEN:
+        if (strlen(text) >= sizeof c->listen) snprintf(why, sizeof why, "longer than %zu bytes", sizeof c->listen - 1);
+        else parse_listen(text, host, sizeof host, &port, why, sizeof why);
+        break;
+    case K_UINT:
+        if (parse_uint(text, &v) != 0)
+            snprintf(why, sizeof why, "not a whole number");
+        else if (v < st->min || v > st->max) {
+            if (st->max == UINT64_MAX)
+                snprintf(why, sizeof why, "%" PRIu64 " is below %" PRIu64, v, st->min);
+            else
+                snprintf(why, sizeof why, "%" PRIu64 " is outside %" PRIu64 "..%" PRIu64, v, st->min, st->max);
+        }
+        break;
+    case K_SIZE:
+        if (tide_size_parse(text, &v) != 0)
+            snprintf(why, sizeof why, "not a size (%s)", tide_last_error());
+        else if (v < st->min || v > st->max)
+            snprintf(why, sizeof why, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes",
+                     v, st->min, st->max);
+        break;
+    case K_BLOCK: {
+        char warn[200];
+        v = tide_block_size_parse(text, warn, sizeof warn);
+        fell_back = warn[0] != '\0';
+        if (fell_back && kind >= c->src[id].kind)
+            tide_log(TIDE_LOG_WARN, "%s: %s", what, warn);
+        break;
+    }
+    case K_LEVEL:
+        iv = tide_log_level_parse(text);
+        if (iv < 0) snprintf(why, sizeof why, "not a log level (debug, info, warn, error or off)");
+        break;
+    case K_SECRET:
+        if (strlen(text) >= sizeof c->metrics_token)
+            snprintf(why, sizeof why, "longer than %zu bytes", sizeof c->metrics_token - 1);
+        break;
+    case K_BOOL:
+        if (parse_bool(text, &iv) != 0) snprintf(why, sizeof why, "not 1/0, true/false, yes/no or on/off");
+        break;
+    }
+    if (why[0] != '\0') {
+        if (st->kind == K_SECRET)   /* never echo the token */
+            return tide_err_set(TIDE_EINVAL, "%s: %s", st->env, why);
+        return tide_err_set(TIDE_EINVAL, "%s: %s", what, why);
+    }
+    if (kind < c->src[id].kind) return 0;   /* a higher-ranked source set it */
+
+    switch (id) {
+    case TIDE_CFG_NODE_SIZE:       c->node_size = iv; break;
+    case TIDE_CFG_DATA_DIR:        snprintf(c->data_dir, sizeof c->data_dir, "%s", text); break;
+    case TIDE_CFG_LISTEN:
+        snprintf(c->listen, sizeof c->listen, "%s", text);
+        snprintf(c->listen_host, sizeof c->listen_host, "%s", host);
+        c->listen_port = port;
+        break;
+    case TIDE_CFG_SWEEP_INTERVAL:  c->sweep_interval = (unsigned)v; break;
+    case TIDE_CFG_CACHE_TARGET:    c->cache_target = v; break;
+    case TIDE_CFG_CACHE_AGE:       c->cache_age = v; break;
+    case TIDE_CFG_CACHE_BUDGET:    c->cache_budget = v; break;
+    case TIDE_CFG_INSERT_BURST:    c->insert_burst = v; break;
+    case TIDE_CFG_KEY_CACHE_SIZE:  c->key_cache_size = v; break;
+    case TIDE_CFG_KEY_CACHE_AGE:   c->key_cache_age = v; break;
+    case TIDE_CFG_NUDB_BLOCK_SIZE: c->nudb_block_size = (unsigned)v; break;
+    case TIDE_CFG_LOG_LEVEL:       c->log_level = iv; break;
+    case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = v; c->mmap_threshold_set = 1; break;
+    case TIDE_CFG_ARENA_MAX:       c->arena_max = (unsigned)v; break;
+    case TIDE_CFG_METRICS_TOKEN:   snprintf(c->metrics_token, sizeof c->metrics_token, "%s", text); break;
+    case TIDE_CFG_METRICS_PUBLIC:  c->metrics_public = iv; break;
+    default: break;
+    }
+    set_source(c, id, kind, "%s%s", where, fell_back ? " invalid, fell back" : "");
+    return 0;
+}
+
+/* ---- the file ------------------------------------------------------------------ */
+
+static char *trim(char *s)
+{
+    char *e;
+    while (*s == ' ' || *s == '\t') s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) *--e = '\0';
+    return s;
+}
+
+/* The setting written as [section] key (key "" for a bare value), or -1. */
+static int lookup_key(const char *section, const char *key)
+{
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const setting *st = &settings[id];
+        if (st->section && key[0] != '\0' && strcmp(section, st->section) == 0 && strcmp(key, st->name) == 0)
+            return id;
+        if (st->alt_section && strcmp(section, st->alt_section) == 0 && strcmp(key, st->alt_key) == 0)
+            return id;
+    }
+    return -1;
+}
+
+static int known_section(const char *s)
+{
+    return strcmp(s, "node") == 0 || strcmp(s, "node_db") == 0 || strcmp(s, "node_size") == 0
+        || strcmp(s, "sweep_interval") == 0;
+}
+
+static int bare_section(const char *s)
+{
+    return strcmp(s, "node_size") == 0 || strcmp(s, "sweep_interval") == 0;
+}
+
+int tide_config_load_file(tide_config *c, const char *path)
+{
+    FILE *f = NULL;
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t n;
+    unsigned lineno = 0;
+    char section[64] = "";
+    unsigned seen_line[TIDE_CFG_COUNT] = { 0 };
+    unsigned type_line = 0;
+    int rc = 0;
+
+    f = fopen(path, "r");
+    if (f == NULL) { rc = tide_err_sys(errno, "%s: cannot open the config file", path); goto out; }
+    while ((n = getline(&line, &lcap, f)) != -1) {
+        char *s, *eq, *key, *val, what[512], where[160];
+        int id;
+
+        lineno++;
+        if ((size_t)n != strlen(line)) {
+            rc = tide_err_set(TIDE_EINVAL, "%s:%u: the line holds a NUL byte", path, lineno);
+            goto out;
+        }
+        s = trim(line);
+        if (*s == '\0' || *s == '#' || *s == ';') continue;
+        if (*s == '[') {
+            char *rb = strchr(s, ']');
+            if (rb == NULL) {
+                rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: unterminated section (no ']')", path, lineno, s);
+                goto out;
+            }
+            if (*trim(rb + 1) != '\0') {
+                rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: text after the section's ']'", path, lineno, s);
+                goto out;
+            }
+            *rb = '\0';
+            key = trim(s + 1);
+            if (!known_section(key)) {
+                rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section (known: [node], [node_db], "
+                                  "[node_size], [sweep_interval])", path, lineno, key);
+                goto out;
+            }
+            snprintf(section, sizeof section, "%s", key);
+            continue;
+        }
+        if (section[0] == '\0') {
+            rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", path, lineno, s);
+            goto out;
+        }
+        eq = strchr(s, '=');
+        if (bare_section(section)) {
+            if (eq != NULL) {
+                rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected the value on its own line, "
+                                  "not key=value", path, lineno, section, s);
+                goto out;
+            }
+            key = "";
+            val = s;
+            snprintf(what, sizeof what, "%s:%u: [%s] %s", path, lineno, section, val);
+        } else {
+            if (eq == NULL) {
+                rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected key=value", path, lineno, section, s);
+                goto out;
+            }
+            *eq = '\0';
+            key = trim(s);
+            val = trim(eq + 1);
+            snprintf(what, sizeof what, "%s:%u: [%s] %s=%s", path, lineno, section, key, val);
+            if (strcmp(section, "node_db") == 0 && strcmp(key, "type") == 0) {
+                if (type_line) {
+                    rc = tide_err_set(TIDE_EINVAL, "%s: duplicate key (first set at %s:%u)", what, path, type_line);
+                    goto out;
+                }
+                if (strcasecmp(val, "NuDB") != 0) {
+                    rc = tide_err_set(TIDE_EINVAL, "%s: unsupported type (Tide stores only NuDB)", what);
+                    goto out;
+                }
+                type_line = lineno;
+                continue;
+            }
+        }
+        id = lookup_key(section, key);
+        if (id < 0) {
+            rc = tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, section);
+            goto out;
+        }
+        if (seen_line[id]) {
+            rc = tide_err_set(TIDE_EINVAL, "%s: duplicate key (%s first set at %s:%u)",
+                              what, settings[id].name, path, seen_line[id]);
+            goto out;
+        }
+        seen_line[id] = lineno;
+        snprintf(where, sizeof where, "%s:%u", path, lineno);
+        rc = set_value(c, id, val, TIDE_SRC_FILE, where, what);
+        if (rc) goto out;
+    }
+    if (ferror(f)) rc = tide_err_sys(errno, "%s: read failed after line %u", path, lineno);
+out:
+    free(line);
+    if (f) fclose(f);
+    return rc;
+}
+
+/* ---- the environment ---------------------------------------------------------------- */
+
+static const char *real_getenv(void *arg, const char *name)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg)
+{
+    if (get == NULL) get = real_getenv;
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const char *v = get(arg, settings[id].env);
+        char what[512], buf[4096];
+        int rc;
+
+        if (v == NULL || v[0] == '\0') continue;
+        snprintf(buf, sizeof buf, "%s", v);
+        snprintf(what, sizeof what, "%s=%s", settings[id].env, trim(buf));
+        rc = set_value(c, id, trim(buf), TIDE_SRC_ENV, settings[id].env, what);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* ---- flags ------------------------------------------------------------------------ */
+
+int tide_config_apply_args(tide_config *c, int argc, char **argv)
+{
+    struct option opts[TIDE_CFG_COUNT + 2];
+    int nopt = 0, ch, rc = 0;
+
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        if (settings[id].flag == NULL) continue;
+        opts[nopt++] = (struct option){ settings[id].flag, required_argument, NULL, 1000 + id };
+    }
+    opts[nopt++] = (struct option){ "config", required_argument, NULL, 999 };
+    opts[nopt] = (struct option){ NULL, 0, NULL, 0 };
+
+    optind = 0;          /* glibc: a full re-initialisation */
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        char what[512], where[64];
+        int id;
+
+        if (ch == '?')
+            return tide_err_set(TIDE_EINVAL, "%s: unknown flag", argv[optind - 1]);
+        if (ch == ':')
+            return tide_err_set(TIDE_EINVAL, "%s: missing its value", argv[optind - 1]);
+        if (ch == 999) continue;
+        id = ch - 1000;
+        snprintf(where, sizeof where, "--%s", settings[id].flag);
+        snprintf(what, sizeof what, "--%s=%s", settings[id].flag, optarg);
+        rc = set_value(c, id, optarg, TIDE_SRC_FLAG, where, what);
+        if (rc) return rc;
+    }
+    if (optind < argc)
+        return tide_err_set(TIDE_EINVAL, "%s: unexpected argument (settings are --name=value)", argv[optind]);
+    return 0;
+}
+
+/* ---- finish ----------------------------------------------------------------------- */
+
+int tide_config_finish(tide_config *c)
+{
+    if (c->node_size < 0 || c->node_size >= TIDE_NODE_SIZE_COUNT)
+        return tide_err_set(TIDE_EINVAL, "node_size %d is not a preset", c->node_size);
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        if (!settings[id].from_preset || c->src[id].kind != TIDE_SRC_DEFAULT) continue;
+        fill_preset(c, id, &presets[c->node_size]);
+        set_source(c, id, TIDE_SRC_PRESET, "%s", node_size_names[c->node_size]);
+    }
+    /* Only when the operator chose one of the pair: the defaults must not warn. */
+    if (c->cache_age < c->sweep_interval && (c->src[TIDE_CFG_CACHE_AGE].kind >= TIDE_SRC_FILE
+                                              || c->src[TIDE_CFG_SWEEP_INTERVAL].kind >= TIDE_SRC_FILE))
+        tide_log(TIDE_LOG_WARN, "cache_age=%" PRIu64 " is below sweep_interval=%u: node cache entries "
+                 "live up to %u s anyway", c->cache_age, c->sweep_interval, c->sweep_interval);
+    if (c->key_cache_age < c->sweep_interval && (c->src[TIDE_CFG_KEY_CACHE_AGE].kind >= TIDE_SRC_FILE
+                                                  || c->src[TIDE_CFG_SWEEP_INTERVAL].kind >= TIDE_SRC_FILE))
+        tide_log(TIDE_LOG_WARN, "key_cache_age=%" PRIu64 " is below sweep_interval=%u: key cache entries "
+                 "live up to %u s anyway", c->key_cache_age, c->sweep_interval, c->sweep_interval);
+    if (c->metrics_public && c->metrics_token[0] != '\0')
+        tide_log(TIDE_LOG_WARN, "TIDE_METRICS_PUBLIC=1: /metrics needs no token; TIDE_METRICS_TOKEN "
+                 "is ignored there");
+    return 0;
+}
+
+/* ---- describe ------------------------------------------------------------------------ */
+
+/* "1GiB", "512MB", "4096": exact, parseable by tide_size_parse, and the
+ * shorter of the largest exact binary and decimal spellings. */
+static void size_text(uint64_t v, char *out, size_t cap)
+{
+    static const char *const bin[] = { "", "KiB", "MiB", "GiB", "TiB" }, *const dec[] = { "", "KB", "MB", "GB", "TB" };
+    uint64_t b = v, d = v;
+    int bi = 0, di = 0;
+
+    while (v != 0 && bi < 4 && b % 1024 == 0) b /= 1024, bi++;
+    while (v != 0 && di < 4 && d % 1000 == 0) d /= 1000, di++;
+    if (d < b) snprintf(out, cap, "%" PRIu64 "%s", d, dec[di]);
+    else snprintf(out, cap, "%" PRIu64 "%s", b, bin[bi]);
+}
+
+size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
+{
+    size_t len = 0;
+    char dummy[1];
+
+    if (buf == NULL || cap == 0) buf = dummy, cap = 1;
+    buf[0] = '\0';
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        char val[4160], src[200], piece[4500];
+        const tide_config_source *s = &c->src[id];
+        int w;
+
+        switch (id) {
+        case TIDE_CFG_NODE_SIZE:      snprintf(val, sizeof val, "%s", tide_config_node_size_name(c->node_size)); break;
+        case TIDE_CFG_DATA_DIR:       snprintf(val, sizeof val, "%s", c->data_dir); break;
+        case TIDE_CFG_LISTEN:         snprintf(val, sizeof val, "%s", c->listen); break;
+        case TIDE_CFG_SWEEP_INTERVAL: snprintf(val, sizeof val, "%u", c->sweep_interval); break;
+        case TIDE_CFG_CACHE_TARGET:   snprintf(val, sizeof val, "%" PRIu64, c->cache_target); break;
+        case TIDE_CFG_CACHE_AGE:      snprintf(val, sizeof val, "%" PRIu64, c->cache_age); break;
+        case TIDE_CFG_CACHE_BUDGET:   size_text(c->cache_budget, val, sizeof val); break;
+        case TIDE_CFG_INSERT_BURST:   size_text(c->insert_burst, val, sizeof val); break;
+        case TIDE_CFG_KEY_CACHE_SIZE: snprintf(val, sizeof val, "%" PRIu64, c->key_cache_size); break;
+        case TIDE_CFG_KEY_CACHE_AGE:  snprintf(val, sizeof val, "%" PRIu64, c->key_cache_age); break;
+        case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(val, sizeof val, "%u", c->nudb_block_size); break;
+        case TIDE_CFG_LOG_LEVEL:      snprintf(val, sizeof val, "%s", tide_log_level_name(c->log_level)); break;
+        case TIDE_CFG_MMAP_THRESHOLD:
+            if (c->mmap_threshold_set) size_text(c->mmap_threshold, val, sizeof val);
+            else snprintf(val, sizeof val, "unset");
+            break;
+        case TIDE_CFG_ARENA_MAX:
+            if (c->arena_max) snprintf(val, sizeof val, "%u", c->arena_max);
+            else snprintf(val, sizeof val, "unset");
+            break;
+        case TIDE_CFG_METRICS_TOKEN:  snprintf(val, sizeof val, "%s", c->metrics_token[0] ? "set" : "unset"); break;
+        case TIDE_CFG_METRICS_PUBLIC: snprintf(val, sizeof val, "%d", c->metrics_public); break;
+        default: val[0] = '\0'; break;
+        }
+        switch (s->kind) {
+        case TIDE_SRC_PRESET: snprintf(src, sizeof src, "preset %s", s->where); break;
+        case TIDE_SRC_FILE:   snprintf(src, sizeof src, "file %s", s->where); break;
+        case TIDE_SRC_ENV:    snprintf(src, sizeof src, "env %s", s->where); break;
+        case TIDE_SRC_FLAG:   snprintf(src, sizeof src, "flag %s", s->where); break;
+        default:
+            if (s->where[0]) snprintf(src, sizeof src, "default %s", s->where);
+            else snprintf(src, sizeof src, "default");
+            break;
+        }
+        w = snprintf(piece, sizeof piece, "%s%s=%s(%s)", id ? " " : "", settings[id].name, val, src);
+        if (w < 0) continue;
+        if ((size_t)w >= sizeof piece) w = (int)sizeof piece - 1;
+        if (len + 1 < cap) {                 /* room for at least one byte */
+            size_t room = cap - 1 - len, take = (size_t)w < room ? (size_t)w : room;
+            memcpy(buf + len, piece, take);
+            buf[len + take] = '\0';
+        }
+        len += (size_t)w;
+    }
+    return len;
+}
+
+/* ---- unbounded consumers ----------------------------------------------------------------- */
+
+static void hint(int id, char *out, size_t cap)
+{
+    snprintf(out, cap, "set --%s / %s / [node] %s", settings[id].flag, settings[id].env, settings[id].name);
+}
+
+int tide_config_unbounded(const tide_config *c, tide_config_unbounded_fn fn, void *arg)
+{
+    char how[160];
+    int n = 0;
+
+    if (c->cache_budget == 0)   { hint(TIDE_CFG_CACHE_BUDGET, how, sizeof how); fn(arg, "node_cache", how); n++; }
+    if (c->key_cache_size == 0) { hint(TIDE_CFG_KEY_CACHE_SIZE, how, sizeof how); fn(arg, "key_cache", how); n++; }
+    if (c->insert_burst == 0)   { hint(TIDE_CFG_INSERT_BURST, how, sizeof how); fn(arg, "store_insert_pool", how); n++; }
+    if (c->arena_max == 0)      { hint(TIDE_CFG_ARENA_MAX, how, sizeof how); fn(arg, "malloc_arenas", how); n++; }
+    return n;
+}

@@ -1,0 +1,139 @@
+/*
+ * config.h: the node's settings, each with the place its value came from.
+ *
+ * Build a tide_config in this order, the way tided's main does:
+ *
+ *   tide_config_defaults(&c);                    built-in defaults, auto node_size
+ *   tide_config_load_file(&c, path);             when --config FILE was given
+ *   tide_config_apply_env(&c, NULL, NULL);       TIDE_* variables
+ *   tide_config_apply_args(&c, argc, argv);      --flags
+ *   tide_config_finish(&c);                      preset fills the rest; checks
+ *
+ * Each step overwrites a setting only when its source ranks at least as high
+ * as the setting's current source (flag > env > file > preset > default), so
+ * the order of the calls does not change the result. All functions are for
+ * startup: none is thread-safe, apply_args uses getopt_long's globals.
+ */
+#ifndef TIDE_NODE_CONFIG_H
+#define TIDE_NODE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TIDE_NODE_TINY, TIDE_NODE_SMALL, TIDE_NODE_MEDIUM, TIDE_NODE_LARGE, TIDE_NODE_HUGE,
+       TIDE_NODE_SIZE_COUNT };
+
+/* Where a value came from, lowest rank first. */
+enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_FILE, TIDE_SRC_ENV, TIDE_SRC_FLAG };
+
+/* The settings, in the order tide_config_describe prints them. */
+enum {
+    TIDE_CFG_NODE_SIZE, TIDE_CFG_DATA_DIR, TIDE_CFG_LISTEN, TIDE_CFG_SWEEP_INTERVAL,
+    TIDE_CFG_CACHE_TARGET, TIDE_CFG_CACHE_AGE, TIDE_CFG_CACHE_BUDGET, TIDE_CFG_INSERT_BURST,
+    TIDE_CFG_KEY_CACHE_SIZE, TIDE_CFG_KEY_CACHE_AGE, TIDE_CFG_NUDB_BLOCK_SIZE,
+    TIDE_CFG_LOG_LEVEL, TIDE_CFG_MMAP_THRESHOLD, TIDE_CFG_ARENA_MAX,
+    TIDE_CFG_METRICS_TOKEN, TIDE_CFG_METRICS_PUBLIC,
+    TIDE_CFG_COUNT
+};
+
+typedef struct tide_config_source {
+    int  kind;        /* TIDE_SRC_* */
+    char where[160];  /* "tide.cfg:2", "TIDE_CACHE_BUDGET", "--cache-budget",
+                         "medium" (preset), "auto: 15 GiB RAM" or "" (default) */
+} tide_config_source;
+
+typedef struct tide_config {
+    int      node_size;          /* TIDE_NODE_* */
+    char     data_dir[4096];     /* default ./data; [node_db] path= */
+    char     listen[288];        /* HOST:PORT as written; default 127.0.0.1:8080 */
+    char     listen_host[256];   /* HOST without brackets ("::1" for "[::1]:80") */
+    unsigned listen_port;        /* 1..65535 */
+    unsigned sweep_interval;     /* seconds, 10..600 */
+    uint64_t cache_target;       /* node cache target, entries (0: none) */
+    uint64_t cache_age;          /* node cache age, seconds, >= 1 */
+    uint64_t cache_budget;       /* node cache bytes (0: unbounded) */
+    uint64_t insert_burst;       /* store insert pool bytes (0: unbounded) */
+    uint64_t key_cache_size;     /* key cache target, entries (0: unbounded) */
+    uint64_t key_cache_age;      /* seconds, >= 1 */
+    unsigned nudb_block_size;    /* 4096..32768, power of two */
+    int      log_level;          /* TIDE_LOG_* */
+    uint64_t mmap_threshold;     /* bytes; meaningful only when _set */
+    int      mmap_threshold_set; /* 0: leave glibc's dynamic threshold */
+    unsigned arena_max;          /* 0: unset, glibc's default (8 x cores) */
+    char     metrics_token[256]; /* env only; never printed */
+    int      metrics_public;     /* env only; 0 or 1 */
+    uint64_t ram_bytes;          /* total RAM seen by tide_config_defaults */
+    tide_config_source src[TIDE_CFG_COUNT];
+} tide_config;
+
+/* "tiny".."huge"; "?" for anything else. */
+const char *tide_config_node_size_name(int node_size);
+
+/* The node_size auto-selected for `ram_bytes` of total RAM:
+ * < 8 GiB tiny, < 16 GiB small, < 32 GiB medium, < 64 GiB large, else huge. */
+int tide_config_node_size_for_ram(uint64_t ram_bytes);
+
+/* The setting's name ("cache_budget"), flag ("--cache-budget", NULL for the
+ * env-only ones) and variable ("TIDE_CACHE_BUDGET"), for id < TIDE_CFG_COUNT. */
+const char *tide_config_name(int id);
+const char *tide_config_flag(int id);
+const char *tide_config_env(int id);
+
+/* Fill `c` with the built-in defaults, every source TIDE_SRC_DEFAULT, and
+ * node_size auto-selected from total RAM (sysconf). Never fails; reads
+ * sysconf only. The preset-driven settings hold the medium preset's values
+ * until tide_config_finish replaces them with node_size's preset. */
+void tide_config_defaults(tide_config *c);
+
+/* Read an INI file (sections [node], [node_db], [node_size], [sweep_interval];
+ * see config.c for the syntax) over `c`. A setting already set by the
+ * environment or a flag keeps its value. Returns 0; TIDE_ENOENT/TIDE_EIO when
+ * the file cannot be read; TIDE_EINVAL for the first syntax or value error,
+ * with tide_last_error() = "PATH:LINE: [section] key=value: reason". An
+ * invalid nudb_block_size is not an error: it logs a warning naming
+ * PATH:LINE and uses 4096. On error `c` may hold the settings read before
+ * the bad line. Cost: one read of the file; allocates only while reading. */
+int tide_config_load_file(tide_config *c, const char *path);
+
+/* Getter for environment variables: returns the value or NULL when unset. */
+typedef const char *(*tide_config_getenv_fn)(void *arg, const char *name);
+
+/* Apply TIDE_* variables through `get` (NULL: getenv). Returns 0 or
+ * TIDE_EINVAL with "TIDE_CACHE_BUDGET=12XB: not a size (...)". A set but
+ * empty variable counts as unset. nudb_block_size warns as in load_file. */
+int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg);
+
+/* Apply --flags from argv[1..argc-1] with getopt_long (argv may be permuted;
+ * getopt's state is reset first). --config FILE is accepted and skipped: the
+ * caller loads it before. Returns 0 or TIDE_EINVAL naming the unknown flag,
+ * the flag missing its value, a stray argument, or the bad value
+ * ("--sweep-interval=9: 9 is outside 10..600"). */
+int tide_config_apply_args(tide_config *c, int argc, char **argv);
+
+/* Put node_size's preset into every preset-driven setting still at its
+ * default (source becomes "preset NAME"), then check the rules that join
+ * settings. Returns 0, or TIDE_EINVAL when node_size is not a preset.
+ * Warns (never fails) when cache_age or key_cache_age is below
+ * sweep_interval and the operator set one of the pair (entries then live up
+ * to a whole interval anyway; the defaults never warn), and when
+ * TIDE_METRICS_PUBLIC=1 makes a set TIDE_METRICS_TOKEN moot for /metrics. */
+int tide_config_finish(tide_config *c);
+
+/* One line, "node_size=medium(file tide.cfg:2) sweep_interval=60(preset medium)
+ * cache_budget=1GiB(env TIDE_CACHE_BUDGET) ...", every setting, into `buf`
+ * (cap bytes, NUL-terminated, truncated when short). The metrics token is
+ * shown only as "set" or "unset". Returns the length the full line needs
+ * (as snprintf). Allocates nothing. */
+size_t tide_config_describe(const tide_config *c, char *buf, size_t cap);
+
+/* Called once per consumer left unbounded: `consumer` names it ("node_cache"),
+ * `how` names the setting that would bound it
+ * ("set --cache-budget / TIDE_CACHE_BUDGET / [node] cache_budget"). */
+typedef void (*tide_config_unbounded_fn)(void *arg, const char *consumer, const char *how);
+
+/* Call `fn` for each unbounded consumer, in a fixed order: node_cache
+ * (cache_budget 0), key_cache (key_cache_size 0), store_insert_pool
+ * (insert_burst 0), malloc_arenas (arena_max unset). Returns the count. */
+int tide_config_unbounded(const tide_config *c, tide_config_unbounded_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,581 @@
+/*
+ * test_config.c: the node's configuration: precedence across flags, the
+ * environment, the file and the node_size preset; the file's syntax; every
+ * validation error naming file and line; the nudb_block_size warning; the
+ * startup line; the unbounded consumers.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "node/config.h"
+#include "tide/error.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define GiB (1024ull * 1024 * 1024)
+#define MiB (1024ull * 1024)
+
+#define expect_rc(got, want, what) do { \
+        int got_ = (got), want_ = (want); \
+        if (got_ != want_) \
+            fail_msg("%s: expected %d (%s), got %d (%s); last error: '%s'", what, want_, \
+                     tide_strerror(want_), got_, tide_strerror(got_), tide_last_error()); \
+    } while (0)
+
+#define expect_u64(got, want, what) do { \
+        uint64_t got_ = (got), want_ = (want); \
+        if (got_ != want_) \
+            fail_msg("%s: expected %" PRIu64 ", got %" PRIu64, what, want_, got_); \
+    } while (0)
+
+#define expect_str(got, want, what) do { \
+        const char *got_ = (got), *want_ = (want); \
+        if (strcmp(got_, want_) != 0) \
+            fail_msg("%s: expected '%s', got '%s'", what, want_, got_); \
+    } while (0)
+
+#define expect_contains(text, part, what) do { \
+        const char *text_ = (text), *part_ = (part); \
+        if (strstr(text_, part_) == NULL) \
+            fail_msg("%s: expected the text to contain '%s', got '%s'", what, part_, text_); \
+    } while (0)
+
+/* ---- fixtures: a scratch directory, a fake environment, a log capture ---- */
+
+typedef struct fx {
+    char dir[512];
+    char path[600];
+} fx;
+
+static void discard_sink(void *arg, int level, const char *line)
+{
+    (void)arg, (void)level, (void)line;
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    tide_log_set_sink(discard_sink, NULL);   /* tests that read the log set their own */
+    if (f == NULL || th_mkdtemp(f->dir, sizeof f->dir) != 0) return -1;
+    th_path(f->path, sizeof f->path, f->dir, "tide.cfg");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    tide_log_set_sink(NULL, NULL);
+    th_rmrf(f->dir);
+    free(f);
+    return 0;
+}
+
+static void write_cfg(const fx *f, const char *text)
+{
+    if (th_write_file(f->path, text, strlen(text)) != 0)
+        fail_msg("writing %s: expected success, got an error", f->path);
+}
+
+/* A fake environment: NULL-terminated "NAME=value" strings. */
+static const char *fake_getenv(void *arg, const char *name)
+{
+    const char *const *env = arg;
+    size_t n = strlen(name);
+    for (; env && *env; env++)
+        if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return *env + n + 1;
+    return NULL;
+}
+
+typedef struct capture {
+    char text[4096];
+    int  warnings;
+} capture;
+
+static void capture_sink(void *arg, int level, const char *line)
+{
+    capture *cap = arg;
+    if (level == TIDE_LOG_WARN) cap->warnings++;
+    strncat(cap->text, line, sizeof cap->text - strlen(cap->text) - 1);
+}
+
+/* defaults + file (when text is not NULL) + env + flags + finish. */
+static int load_all(const fx *f, tide_config *c, const char *text, const char *const *env,
+                    int argc, char **argv)
+{
+    int rc;
+    tide_config_defaults(c);
+    if (text) {
+        write_cfg(f, text);
+        rc = tide_config_load_file(c, f->path);
+        if (rc) return rc;
+    }
+    rc = tide_config_apply_env(c, fake_getenv, (void *)env);
+    if (rc) return rc;
+    if (argc > 0) {
+        rc = tide_config_apply_args(c, argc, argv);
+        if (rc) return rc;
+    }
+    return tide_config_finish(c);
+}
+
+static char *describe(const tide_config *c)
+{
+    static char line[8192];
+    tide_config_describe(c, line, sizeof line);
+    return line;
+}
+
+/* ---- precedence ---------------------------------------------------------------- */
+
+static void a_flag_beats_the_environment_which_beats_the_file_which_beats_the_preset(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    char want[700];
+    const char *file = "[node_size]\nsmall\n[sweep_interval]\n45\n[node]\ncache_budget=256MiB\n";
+    const char *env[] = { "TIDE_CACHE_BUDGET=512MB", "TIDE_SWEEP_INTERVAL=50", NULL };
+    char *argv[] = { "tided", "--cache-budget=1GiB", "--sweep-interval", "70", NULL };
+
+    expect_rc(load_all(f, &c, file, env, 4, argv), 0, "all four sources");
+    expect_u64(c.cache_budget, GiB, "cache_budget from the flag");
+    expect_u64(c.sweep_interval, 70, "sweep_interval from the flag");
+    expect_contains(describe(&c), "cache_budget=1GiB(flag --cache-budget)", "describe");
+    expect_contains(describe(&c), "sweep_interval=70(flag --sweep-interval)", "describe");
+    expect_contains(describe(&c), "node_size=small(file ", "describe");
+
+    expect_rc(load_all(f, &c, file, env, 0, NULL), 0, "file and environment");
+    expect_u64(c.cache_budget, 512000000, "cache_budget from TIDE_CACHE_BUDGET");
+    expect_u64(c.sweep_interval, 50, "sweep_interval from TIDE_SWEEP_INTERVAL");
+    expect_contains(describe(&c), "cache_budget=512MB(env TIDE_CACHE_BUDGET)", "describe");
+    expect_contains(describe(&c), "sweep_interval=50(env TIDE_SWEEP_INTERVAL)", "describe");
+
+    expect_rc(load_all(f, &c, file, NULL, 0, NULL), 0, "file alone");
+    expect_u64(c.cache_budget, 256 * MiB, "cache_budget from the file");
+    expect_u64(c.sweep_interval, 45, "sweep_interval from the file");
+    snprintf(want, sizeof want, "cache_budget=256MiB(file %s:6)", f->path);
+    expect_contains(describe(&c), want, "describe");
+    snprintf(want, sizeof want, "sweep_interval=45(file %s:4)", f->path);
+    expect_contains(describe(&c), want, "describe");
+    snprintf(want, sizeof want, "node_size=small(file %s:2)", f->path);
+    expect_contains(describe(&c), want, "describe");
+
+    expect_rc(load_all(f, &c, "[node_size]\nsmall\n", NULL, 0, NULL), 0, "node_size alone");
+    expect_u64(c.cache_budget, 256 * MiB, "cache_budget from the small preset");
+    expect_u64(c.sweep_interval, 30, "sweep_interval from the small preset");
+    expect_contains(describe(&c), "cache_budget=256MiB(preset small)", "describe");
+    expect_contains(describe(&c), "sweep_interval=30(preset small)", "describe");
+}
+
+static void a_flag_applied_before_the_file_still_wins(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    char *argv[] = { "tided", "--listen=0.0.0.0:9000", NULL };
+
+    tide_config_defaults(&c);
+    expect_rc(tide_config_apply_args(&c, 2, argv), 0, "flags first");
+    write_cfg(f, "[node]\nlisten=127.0.0.1:7000\n");
+    expect_rc(tide_config_load_file(&c, f->path), 0, "then the file");
+    expect_str(c.listen, "0.0.0.0:9000", "listen");
+    expect_str(c.listen_host, "0.0.0.0", "listen_host");
+    expect_u64(c.listen_port, 9000, "listen_port");
+    expect_contains(describe(&c), "listen=0.0.0.0:9000(flag --listen)", "describe");
+}
+
+static void defaults_are_data_127_0_0_1_8080_and_info(void **state)
+{
+    (void)state;
+    tide_config c;
+    tide_config_defaults(&c);
+    expect_rc(tide_config_finish(&c), 0, "finish");
+    expect_str(c.data_dir, "./data", "data_dir");
+    expect_str(c.listen, "127.0.0.1:8080", "listen");
+    expect_u64(c.nudb_block_size, 4096, "nudb_block_size");
+    expect_u64((uint64_t)c.log_level, TIDE_LOG_INFO, "log_level");
+    expect_u64((uint64_t)c.mmap_threshold_set, 0, "mmap_threshold_set");
+    expect_u64(c.arena_max, 0, "arena_max");
+    expect_contains(describe(&c), "data_dir=./data(default)", "describe");
+    expect_contains(describe(&c), "(default auto: ", "describe of node_size");
+}
+
+static void node_size_is_chosen_from_total_ram_when_unset(void **state)
+{
+    (void)state;
+    static const struct { uint64_t ram; int want; } cases[] = {
+        { 4 * GiB, TIDE_NODE_TINY }, { 8 * GiB - 1, TIDE_NODE_TINY }, { 8 * GiB, TIDE_NODE_SMALL },
+        { 16 * GiB, TIDE_NODE_MEDIUM }, { 32 * GiB, TIDE_NODE_LARGE }, { 63 * GiB, TIDE_NODE_LARGE },
+        { 64 * GiB, TIDE_NODE_HUGE }, { 512 * GiB, TIDE_NODE_HUGE },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = tide_config_node_size_for_ram(cases[i].ram);
+        if (got != cases[i].want)
+            fail_msg("%" PRIu64 " bytes of RAM: expected %s, got %s", cases[i].ram,
+                     tide_config_node_size_name(cases[i].want), tide_config_node_size_name(got));
+    }
+}
+
+static void presets_fill_only_the_settings_nothing_else_set(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    const char *env[] = { "TIDE_CACHE_AGE=45", NULL };
+
+    expect_rc(load_all(f, &c, "[node]\nnode_size=huge\ninsert_burst=1MiB\n", env, 0, NULL), 0, "load");
+    expect_u64(c.sweep_interval, 120, "sweep_interval (huge preset)");
+    expect_u64(c.cache_target, 8388608, "cache_target (huge preset)");
+    expect_u64(c.cache_budget, 16 * GiB, "cache_budget (huge preset)");
+    expect_u64(c.cache_age, 45, "cache_age (environment, not the preset's 900)");
+    expect_u64(c.insert_burst, MiB, "insert_burst (file, not the preset's 48 MiB)");
+    expect_contains(describe(&c), "cache_target=8388608(preset huge)", "describe");
+    expect_contains(describe(&c), "cache_age=45(env TIDE_CACHE_AGE)", "describe");
+
+    static const struct { const char *name; unsigned sweep; uint64_t target, age, budget, burst; } table[] = {
+        { "tiny",   10,  262144,  30,  64 * MiB,  4 * MiB },
+        { "small",  30,  524288,  60, 256 * MiB,  8 * MiB },
+        { "medium", 60, 2097152,  90,   1 * GiB, 16 * MiB },
+        { "large",  90, 4194304, 120,   4 * GiB, 32 * MiB },
+        { "huge",  120, 8388608, 900,  16 * GiB, 48 * MiB },
+    };
+    for (size_t i = 0; i < 5; i++) {
+        char *argv[] = { "tided", "--node-size", (char *)table[i].name, NULL };
+        expect_rc(load_all(f, &c, NULL, NULL, 3, argv), 0, table[i].name);
+        expect_u64(c.sweep_interval, table[i].sweep, table[i].name);
+        expect_u64(c.cache_target, table[i].target, table[i].name);
+        expect_u64(c.cache_age, table[i].age, table[i].name);
+        expect_u64(c.cache_budget, table[i].budget, table[i].name);
+        expect_u64(c.insert_burst, table[i].burst, table[i].name);
+    }
+}
+
+/* ---- the file ----------------------------------------------------------------- */
+
+static void an_xrpl_style_file_with_comments_and_crlf_is_read(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    const char *text =
+        "# Tide node\r\n"
+        "; another comment\r\n"
+        "\r\n"
+        "[node_size]\r\n"
+        "  large  \r\n"
+        "\r\n"
+        "[node_db]\r\n"
+        "type=NuDB\r\n"
+        "path = /var/lib/tide/db\r\n"
+        "nudb_block_size=16384\r\n"
+        "[node]\r\n"
+        "log_level=debug\r\n"
+        "mmap_threshold=128KiB\r\n"
+        "arena_max=2\r\n"
+        "key_cache_size=1000\r\n"
+        "key_cache_age=90\r\n";
+
+    expect_rc(load_all(f, &c, text, NULL, 0, NULL), 0, "load");
+    expect_str(tide_config_node_size_name(c.node_size), "large", "node_size");
+    expect_str(c.data_dir, "/var/lib/tide/db", "data_dir from [node_db] path");
+    expect_u64(c.nudb_block_size, 16384, "nudb_block_size");
+    expect_u64((uint64_t)c.log_level, TIDE_LOG_DEBUG, "log_level");
+    expect_u64(c.mmap_threshold, 128 * 1024, "mmap_threshold");
+    expect_u64((uint64_t)c.mmap_threshold_set, 1, "mmap_threshold_set");
+    expect_u64(c.arena_max, 2, "arena_max");
+    expect_u64(c.key_cache_size, 1000, "key_cache_size");
+    expect_u64(c.key_cache_age, 90, "key_cache_age");
+    expect_u64(c.sweep_interval, 90, "sweep_interval (large preset)");
+}
+
+static void every_validation_error_names_the_file_and_line(void **state)
+{
+    fx *f = *state;
+    static const struct { const char *text; unsigned line; const char *part; } cases[] = {
+        { "[node]\n\ncache_budget=12XB\n", 3, "[node] cache_budget=12XB: not a size (" },
+        { "[node]\ncache_bugdet=1GiB\n", 2, "[node] cache_bugdet=1GiB: unknown key in [node]" },
+        { "[nodes]\n", 1, "[nodes]: unknown section" },
+        { "# x\n[node\n", 2, "[node: unterminated section" },
+        { "[node]\ncache_age=30\ncache_age=40\n", 3, "duplicate key (cache_age first set at " },
+        { "[node_size]\nmedium\n[node]\nnode_size=large\n", 4, "duplicate key" },
+        { "cache_age=30\n", 1, "before any [section]" },
+        { "[node]\ncache_age\n", 2, "expected key=value" },
+        { "[node_size]\nsize=medium\n", 2, "expected the value on its own line" },
+        { "[node_size]\nmedium-ish\n", 2, "[node_size] medium-ish: not a node size" },
+        { "[sweep_interval]\n9\n", 2, "[sweep_interval] 9: 9 is outside 10..600" },
+        { "[node]\ncache_age=0\n", 2, "[node] cache_age=0: 0 is outside 1..86400" },
+        { "[node]\ncache_target=lots\n", 2, "cache_target=lots: not a whole number" },
+        { "[node]\ncache_target=-5\n", 2, "cache_target=-5: not a whole number" },
+        { "[node]\nlisten=localhost\n", 2, "listen=localhost: not HOST:PORT" },
+        { "[node]\nlisten=:8080\n", 2, "empty host" },
+        { "[node]\nlisten=127.0.0.1:0\n", 2, "port '0' is not a number from 1 to 65535" },
+        { "[node]\nlisten=127.0.0.1:65536\n", 2, "port '65536'" },
+        { "[node]\nlog_level=loud\n", 2, "log_level=loud: not a log level" },
+        { "[node]\nmmap_threshold=64MiB\n", 2, "mmap_threshold=64MiB: 67108864 bytes is outside" },
+        { "[node]\narena_max=0\n", 2, "arena_max=0: 0 is outside 1..4096" },
+        { "[node_db]\ntype=RocksDB\n", 2, "type=RocksDB: unsupported type" },
+        { "[node_db]\npath=\n", 2, "[node_db] path=: empty path" },
+        { "[node]\nmetrics_token=abc\n", 2, "unknown key" },
+        { "[node]\n[node_size]\nmedium\n\n[node_size]\nsmall\n", 6, "duplicate key" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tide_config c;
+        char want[700], what[64];
+        tide_err_clear();
+        tide_config_defaults(&c);
+        write_cfg(f, cases[i].text);
+        snprintf(what, sizeof what, "case %zu", i);
+        expect_rc(tide_config_load_file(&c, f->path), TIDE_EINVAL, what);
+        snprintf(want, sizeof want, "%s:%u: ", f->path, cases[i].line);
+        if (strncmp(tide_last_error(), want, strlen(want)) != 0)
+            fail_msg("case %zu: expected the message to start with '%s', got '%s'", i, want, tide_last_error());
+        expect_contains(tide_last_error(), cases[i].part, what);
+    }
+}
+
+static void a_missing_file_is_an_error_naming_it(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_config_defaults(&c);
+    expect_rc(tide_config_load_file(&c, f->path), TIDE_ENOENT, "load of a missing file");
+    expect_contains(tide_last_error(), f->path, "message");
+}
+
+static void sweep_interval_accepts_10_and_600_and_rejects_9_and_601(void **state)
+{
+    fx *f = *state;
+    static const struct { const char *v; int rc; } cases[] = {
+        { "9", TIDE_EINVAL }, { "10", 0 }, { "600", 0 }, { "601", TIDE_EINVAL },
+    };
+    for (size_t i = 0; i < 4; i++) {
+        tide_config c;
+        char text[64], envv[64], flag[64], what[96];
+        const char *env[] = { envv, NULL };
+        char *argv[] = { "tided", flag, NULL };
+
+        snprintf(text, sizeof text, "[sweep_interval]\n%s\n", cases[i].v);
+        snprintf(envv, sizeof envv, "TIDE_SWEEP_INTERVAL=%s", cases[i].v);
+        snprintf(flag, sizeof flag, "--sweep-interval=%s", cases[i].v);
+
+        snprintf(what, sizeof what, "file [sweep_interval] %s", cases[i].v);
+        expect_rc(load_all(f, &c, text, NULL, 0, NULL), cases[i].rc, what);
+        if (cases[i].rc == 0) expect_u64(c.sweep_interval, strtoull(cases[i].v, NULL, 10), what);
+        else expect_contains(tide_last_error(), "is outside 10..600", what);
+
+        snprintf(what, sizeof what, "%s", envv);
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), cases[i].rc, what);
+        if (cases[i].rc) expect_contains(tide_last_error(), envv, what);
+
+        snprintf(what, sizeof what, "%s", flag);
+        expect_rc(load_all(f, &c, NULL, NULL, 2, argv), cases[i].rc, what);
+        if (cases[i].rc) expect_contains(tide_last_error(), flag, what);
+    }
+}
+
+static void an_invalid_nudb_block_size_warns_with_file_and_line_and_uses_4096(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    capture cap = { "", 0 };
+    char want[700];
+
+    tide_log_set_level(TIDE_LOG_DEBUG);
+    tide_log_set_sink(capture_sink, &cap);
+    expect_rc(load_all(f, &c, "[node_db]\ntype=NuDB\nnudb_block_size=5000\n", NULL, 0, NULL), 0,
+              "a bad block size is not an error");
+    tide_log_set_level(TIDE_LOG_INFO);
+    expect_u64(c.nudb_block_size, 4096, "nudb_block_size after the fallback");
+    expect_u64((uint64_t)cap.warnings, 1, "warnings logged");
+    snprintf(want, sizeof want, "%s:3: [node_db] nudb_block_size=5000", f->path);
+    expect_contains(cap.text, want, "the warning");
+    expect_contains(cap.text, "4096", "the warning");
+    snprintf(want, sizeof want, "nudb_block_size=4096(file %s:3 invalid, fell back)", f->path);
+    expect_contains(describe(&c), want, "describe after the fallback");
+
+    memset(&cap, 0, sizeof cap);
+    tide_log_set_sink(capture_sink, &cap);
+    const char *env[] = { "TIDE_NUDB_BLOCK_SIZE=abc", NULL };
+    expect_rc(load_all(f, &c, NULL, env, 0, NULL), 0, "a bad block size in the environment");
+    expect_u64(c.nudb_block_size, 4096, "nudb_block_size after the fallback");
+    expect_contains(cap.text, "TIDE_NUDB_BLOCK_SIZE=abc", "the warning");
+}
+
+static void sizes_are_read_in_bytes_and_decimal_and_binary_units(void **state)
+{
+    fx *f = *state;
+    static const struct { const char *text; uint64_t want; } cases[] = {
+        { "4096", 4096 }, { "512MB", 512000000 }, { "1GiB", GiB }, { "512 KiB", 512 * 1024 },
+        { "2G", 2 * GiB }, { "0", 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tide_config c;
+        char text[96];
+        snprintf(text, sizeof text, "[node]\ncache_budget=%s\ninsert_burst=%s\n", cases[i].text, cases[i].text);
+        expect_rc(load_all(f, &c, text, NULL, 0, NULL), 0, cases[i].text);
+        expect_u64(c.cache_budget, cases[i].want, cases[i].text);
+        expect_u64(c.insert_burst, cases[i].want, cases[i].text);
+    }
+    tide_config c;
+    expect_rc(load_all(f, &c, "[node]\ncache_budget=1.5GiB\n", NULL, 0, NULL), TIDE_EINVAL, "1.5GiB");
+    expect_contains(tide_last_error(), "not a size", "1.5GiB");
+}
+
+static void an_age_below_the_sweep_interval_warns_only_when_the_operator_chose_it(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    capture cap = { "", 0 };
+
+    tide_log_set_sink(capture_sink, &cap);
+    for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++) {
+        char *argv[] = { "tided", "--node-size", (char *)tide_config_node_size_name(n), NULL };
+        expect_rc(load_all(f, &c, NULL, NULL, 3, argv), 0, tide_config_node_size_name(n));
+    }
+    expect_u64((uint64_t)cap.warnings, 0, "warnings from the presets and defaults alone");
+    expect_rc(load_all(f, &c, "[node]\ncache_age=5\n", NULL, 0, NULL), 0, "cache_age=5");
+    expect_u64((uint64_t)cap.warnings, 1, "warnings with cache_age=5");
+    expect_contains(cap.text, "cache_age=5 is below sweep_interval=", "the warning");
+}
+
+/* ---- flags and the environment -------------------------------------------------- */
+
+static void an_unknown_key_or_flag_is_rejected_by_name(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    char *argv[] = { "tided", "--cache-bugdet=1GiB", NULL };
+    char *argv2[] = { "tided", "--cache-budget", NULL };
+    char *argv3[] = { "tided", "stray", NULL };
+    char *argv4[] = { "tided", "--config", "x.cfg", "--data-dir", "/srv/tide", NULL };
+
+    expect_rc(load_all(f, &c, "[node]\nwhatever=1\n", NULL, 0, NULL), TIDE_EINVAL, "unknown key");
+    expect_contains(tide_last_error(), "whatever=1: unknown key", "unknown key");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, argv), TIDE_EINVAL, "unknown flag");
+    expect_contains(tide_last_error(), "--cache-bugdet=1GiB: unknown flag", "unknown flag");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, argv2), TIDE_EINVAL, "flag without value");
+    expect_contains(tide_last_error(), "--cache-budget: missing its value", "flag without value");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, argv3), TIDE_EINVAL, "stray argument");
+    expect_contains(tide_last_error(), "stray: unexpected argument", "stray argument");
+    expect_rc(load_all(f, &c, NULL, NULL, 5, argv4), 0, "--config is left to the caller");
+    expect_str(c.data_dir, "/srv/tide", "data_dir");
+}
+
+static void a_bad_environment_value_names_the_variable(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    const char *env[] = { "TIDE_CACHE_BUDGET=12XB", NULL };
+    const char *env2[] = { "TIDE_METRICS_PUBLIC=maybe", NULL };
+
+    expect_rc(load_all(f, &c, NULL, env, 0, NULL), TIDE_EINVAL, "TIDE_CACHE_BUDGET=12XB");
+    expect_contains(tide_last_error(), "TIDE_CACHE_BUDGET=12XB: not a size (", "message");
+    expect_rc(load_all(f, &c, NULL, env2, 0, NULL), TIDE_EINVAL, "TIDE_METRICS_PUBLIC=maybe");
+    expect_contains(tide_last_error(), "TIDE_METRICS_PUBLIC=maybe: not 1/0", "message");
+}
+
+/* ---- describe and unbounded ------------------------------------------------------ */
+
+static void describe_never_prints_the_metrics_token(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    const char *env[] = { "TIDE_METRICS_TOKEN=s3cr3t-t0ken", "TIDE_METRICS_PUBLIC=0", NULL };
+
+    expect_rc(load_all(f, &c, NULL, env, 0, NULL), 0, "load");
+    expect_str(c.metrics_token, "s3cr3t-t0ken", "metrics_token");
+    char *line = describe(&c);
+    if (strstr(line, "s3cr3t") != NULL)
+        fail_msg("describe: expected no token text, got '%s'", line);
+    expect_contains(line, "metrics_token=set(env TIDE_METRICS_TOKEN)", "describe");
+    expect_contains(line, "metrics_public=0(env TIDE_METRICS_PUBLIC)", "describe");
+
+    /* A token too long to keep is an error that does not echo it either. */
+    char big[400], envv[420];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    snprintf(envv, sizeof envv, "TIDE_METRICS_TOKEN=%s", big);
+    const char *env2[] = { envv, NULL };
+    expect_rc(load_all(f, &c, NULL, env2, 0, NULL), TIDE_EINVAL, "an overlong token");
+    if (strstr(tide_last_error(), "kkkk") != NULL)
+        fail_msg("error: expected no token text, got '%s'", tide_last_error());
+}
+
+static void describe_truncates_to_the_capacity_and_reports_the_full_length(void **state)
+{
+    (void)state;
+    tide_config c;
+    char small[32], big[8192];
+    tide_config_defaults(&c);
+    tide_config_finish(&c);
+    size_t full = tide_config_describe(&c, big, sizeof big);
+    size_t got = tide_config_describe(&c, small, sizeof small);
+    expect_u64(got, full, "length reported with a short buffer");
+    expect_u64(strlen(small), sizeof small - 1, "bytes written to the short buffer");
+    expect_u64(strlen(big), full, "bytes written to the long buffer");
+}
+
+typedef struct seen { char text[1024]; int n; } seen;
+
+static void record_unbounded(void *arg, const char *consumer, const char *how)
+{
+    seen *s = arg;
+    char line[256];
+    snprintf(line, sizeof line, "%s: %s\n", consumer, how);
+    strncat(s->text, line, sizeof s->text - strlen(s->text) - 1);
+    s->n++;
+}
+
+static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_it(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    seen s = { "", 0 };
+    const char *env[] = { "TIDE_CACHE_BUDGET=0", NULL };
+
+    expect_rc(load_all(f, &c, "[node]\nkey_cache_size=0\ninsert_burst=0\n", env, 0, NULL), 0, "load");
+    expect_u64((uint64_t)tide_config_unbounded(&c, record_unbounded, &s), 4, "count");
+    expect_u64((uint64_t)s.n, 4, "callbacks");
+    expect_str(s.text,
+               "node_cache: set --cache-budget / TIDE_CACHE_BUDGET / [node] cache_budget\n"
+               "key_cache: set --key-cache-size / TIDE_KEY_CACHE_SIZE / [node] key_cache_size\n"
+               "store_insert_pool: set --insert-burst / TIDE_INSERT_BURST / [node] insert_burst\n"
+               "malloc_arenas: set --arena-max / TIDE_ARENA_MAX / [node] arena_max\n",
+               "unbounded list");
+
+    char *argv[] = { "tided", "--arena-max=4", NULL };
+    memset(&s, 0, sizeof s);
+    expect_rc(load_all(f, &c, NULL, NULL, 2, argv), 0, "load with arena_max");
+    expect_u64((uint64_t)tide_config_unbounded(&c, record_unbounded, &s), 0, "count when all bounded");
+    expect_str(s.text, "", "unbounded list when all bounded");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(a_flag_beats_the_environment_which_beats_the_file_which_beats_the_preset, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_flag_applied_before_the_file_still_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(defaults_are_data_127_0_0_1_8080_and_info, setup, teardown),
+        cmocka_unit_test_setup_teardown(node_size_is_chosen_from_total_ram_when_unset, setup, teardown),
+        cmocka_unit_test_setup_teardown(presets_fill_only_the_settings_nothing_else_set, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_xrpl_style_file_with_comments_and_crlf_is_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_validation_error_names_the_file_and_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_missing_file_is_an_error_naming_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(sweep_interval_accepts_10_and_600_and_rejects_9_and_601, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_invalid_nudb_block_size_warns_with_file_and_line_and_uses_4096, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_age_below_the_sweep_interval_warns_only_when_the_operator_chose_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(sizes_are_read_in_bytes_and_decimal_and_binary_units, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_unknown_key_or_flag_is_rejected_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_bad_environment_value_names_the_variable, setup, teardown),
+        cmocka_unit_test_setup_teardown(describe_never_prints_the_metrics_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(describe_truncates_to_the_capacity_and_reports_the_full_length, setup, teardown),
+        cmocka_unit_test_setup_teardown(unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_it, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
