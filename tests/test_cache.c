@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
 #include "cache/cache.h"
 #include "cache/keycache.h"
 #include "tide/error.h"
@@ -24,21 +25,6 @@
 
 #define SEC 1000000ull
 #define KEY_SIZE 32
-
-/* ---- helpers that say what was expected ---------------------------------- */
-
-#define expect_u64(got, want, what) do { \
-        uint64_t got_ = (uint64_t)(got), want_ = (uint64_t)(want); \
-        if (got_ != want_) \
-            fail_msg("%s: expected %" PRIu64 ", got %" PRIu64, what, want_, got_); \
-    } while (0)
-
-#define expect_rc(got, want, what) do { \
-        int got_ = (got), want_ = (want); \
-        if (got_ != want_) \
-            fail_msg("%s: expected %d (%s), got %d (%s); last error: '%s'", what, want_, \
-                     tide_strerror(want_), got_, tide_strerror(got_), tide_last_error()); \
-    } while (0)
 
 /* ---- per-test state ------------------------------------------------------- */
 

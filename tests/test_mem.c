@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "expect.h"
 #include "helpers.h"
 #include "mem/account.h"
 #include "mem/alloc.h"
@@ -47,19 +48,6 @@
 extern char **environ;
 
 /* ---- helpers that say what was expected --------------------------------- */
-
-#define expect_rc(got, want, what) do { \
-        int got_ = (got), want_ = (want); \
-        if (got_ != want_) \
-            fail_msg("%s: expected %d (%s), got %d (%s); last error: '%s'", what, want_, \
-                     tide_strerror(want_), got_, tide_strerror(got_), tide_last_error()); \
-    } while (0)
-
-#define expect_str(got, want, what) do { \
-        const char *got_ = (got), *want_ = (want); \
-        if (got_ == NULL || strcmp(got_, want_) != 0) \
-            fail_msg("%s: expected '%s', got '%s'", what, want_, got_ ? got_ : "(null)"); \
-    } while (0)
 
 #define expect_i64(got, want, what) do { \
         int64_t got_ = (got), want_ = (want); \

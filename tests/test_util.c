@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
 #include "tide/error.h"
 #include "util/bigbuf.h"
 #include "util/clock.h"
@@ -21,33 +22,6 @@
 #include "util/hex.h"
 #include "util/log.h"
 #include "util/size.h"
-
-/* ---- helpers that say what was expected --------------------------------- */
-
-#define expect_rc(got, want, what) do { \
-        int got_ = (got), want_ = (want); \
-        if (got_ != want_) \
-            fail_msg("%s: expected %d (%s), got %d (%s); last error: '%s'", what, want_, \
-                     tide_strerror(want_), got_, tide_strerror(got_), tide_last_error()); \
-    } while (0)
-
-#define expect_u64(got, want, what) do { \
-        uint64_t got_ = (got), want_ = (want); \
-        if (got_ != want_) \
-            fail_msg("%s: expected %" PRIu64 ", got %" PRIu64, what, want_, got_); \
-    } while (0)
-
-#define expect_str(got, want, what) do { \
-        const char *got_ = (got), *want_ = (want); \
-        if (strcmp(got_, want_) != 0) \
-            fail_msg("%s: expected '%s', got '%s'", what, want_, got_); \
-    } while (0)
-
-#define expect_contains(text, part, what) do { \
-        const char *text_ = (text), *part_ = (part); \
-        if (strstr(text_, part_) == NULL) \
-            fail_msg("%s: expected the text to contain '%s', got '%s'", what, part_, text_); \
-    } while (0)
 
 /* ---- error codes and messages --------------------------------------------- */
 
