@@ -104,6 +104,15 @@ int64_t tide_mem_account_get(int id)
     return atomic_load_explicit(&slots[id].bytes, memory_order_relaxed);
 }
 
+int64_t *tide_mem_account_counter(int id)
+{
+    TIDE_ASSERT((unsigned)id < TIDE_MEM_ACCOUNT_MAX);
+    /* _Atomic int64_t has int64_t's size and alignment here (asserted below),
+     * so the cache's __atomic adds on it are the same operations. */
+    _Static_assert(sizeof(_Atomic int64_t) == sizeof(int64_t), "atomic int64_t is plain");
+    return (int64_t *)&slots[id].bytes;
+}
+
 const char *tide_mem_account_name(int id)
 {
     if (id < 0 || id >= atomic_load_explicit(&nslots, memory_order_acquire)) return NULL;

@@ -66,6 +66,11 @@ void tide_mem_account_set(int id, int64_t bytes);
  * registered. Same id rule as the updates. */
 int64_t tide_mem_account_get(int id);
 
+/* The counter itself, for a consumer that updates it with its own atomic
+ * adds (tide_cache_opts.account_bytes): a plain int64_t the __atomic
+ * builtins may be used on, with the same relaxed meaning as add/sub. */
+int64_t *tide_mem_account_counter(int id);
+
 /* The name of consumer `id`, or NULL when no consumer has that id. The
  * string lives as long as the process. */
 const char *tide_mem_account_name(int id);

@@ -48,8 +48,8 @@
  * the store does (tide_block_size_parse), because an operator who typed 5000
  * should get a running node, not a dead one.
  *
- * The metrics token and the public flag come only from the environment
- * (TIDE_METRICS_TOKEN, TIDE_METRICS_PUBLIC): a secret does not belong in argv
+ * The metrics token, the admin token and the public flag come only from the
+ * environment (TIDE_METRICS_TOKEN, TIDE_ADMIN_TOKEN, TIDE_METRICS_PUBLIC): a secret does not belong in argv
  * (visible in ps) or in a file that gets pasted into tickets. describe()
  * prints the token as "set" or "unset", never its text.
  *
@@ -162,6 +162,12 @@ static const setting settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_SECRET, 0, 0, 0 },
     [TIDE_CFG_METRICS_PUBLIC]  = { "metrics_public", NULL, "TIDE_METRICS_PUBLIC", NULL,
                                    NULL, NULL, K_BOOL, 0, 0, 0 },
+    [TIDE_CFG_HTTP_THREADS]    = { "http_threads", "http-threads", "TIDE_HTTP_THREADS", "node",
+                                   NULL, NULL, K_UINT, 1, 64, 0 },
+    [TIDE_CFG_MAX_OBJECT_SIZE] = { "max_object_size", "max-object-size", "TIDE_MAX_OBJECT_SIZE", "node",
+                                   NULL, NULL, K_SIZE, 1, 256 * MiB, 0 },
+    [TIDE_CFG_ADMIN_TOKEN]     = { "admin_token", NULL, "TIDE_ADMIN_TOKEN", NULL,
+                                   NULL, NULL, K_SECRET, 0, 0, 0 },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -235,6 +241,11 @@ void tide_config_defaults(tide_config *c)
     c->key_cache_age = 30;
     c->nudb_block_size = TIDE_BLOCK_SIZE_DEFAULT;
     c->log_level = TIDE_LOG_INFO;
+    /* One event loop per core, up to four: past that a node's disk, not
+     * its HTTP parsing, sets the pace. */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    c->http_threads = cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus;
+    c->max_object_size = 1 * MiB;
     for (int id = 0; id < TIDE_CFG_COUNT; id++) set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
     set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
                tide_size_format(c->ram_bytes, ram, sizeof ram));
@@ -401,6 +412,9 @@ static int set_value(tide_config *c, int id, const char *text, int kind, const c
     case TIDE_CFG_ARENA_MAX:       c->arena_max = (unsigned)v; break;
     case TIDE_CFG_METRICS_TOKEN:   snprintf(c->metrics_token, sizeof c->metrics_token, "%s", text); break;
     case TIDE_CFG_METRICS_PUBLIC:  c->metrics_public = iv; break;
+    case TIDE_CFG_HTTP_THREADS:    c->http_threads = (unsigned)v; break;
+    case TIDE_CFG_MAX_OBJECT_SIZE: c->max_object_size = v; break;
+    case TIDE_CFG_ADMIN_TOKEN:     snprintf(c->admin_token, sizeof c->admin_token, "%s", text); break;
     default: break;
     }
     set_source(c, id, kind, "%s%s", where, fell_back ? " invalid, fell back" : "");
@@ -683,6 +697,9 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
             break;
         case TIDE_CFG_METRICS_TOKEN:  snprintf(val, sizeof val, "%s", c->metrics_token[0] ? "set" : "unset"); break;
         case TIDE_CFG_METRICS_PUBLIC: snprintf(val, sizeof val, "%d", c->metrics_public); break;
+        case TIDE_CFG_HTTP_THREADS:   snprintf(val, sizeof val, "%u", c->http_threads); break;
+        case TIDE_CFG_MAX_OBJECT_SIZE: size_text(c->max_object_size, val, sizeof val); break;
+        case TIDE_CFG_ADMIN_TOKEN:    snprintf(val, sizeof val, "%s", c->admin_token[0] ? "set" : "unset"); break;
         default: val[0] = '\0'; break;
         }
         switch (s->kind) {

@@ -1,0 +1,203 @@
+/*
+ * node.h: the node, which is the store, the node cache and the key cache
+ * under one handle, and the sweeper that keeps the caches and the heap in bounds.
+ *
+ * Life of a node:
+ *
+ *     tide_node_opts o;  tide_node_opts_init(&o);
+ *     o.dir = "./data";  o.sweep_interval_ms = 60000;
+ *     tide_node *n;      tide_node_open(&n, &o);      -- starts the sweeper
+ *     tide_node_put(n, key, value, len);
+ *     tide_cache_obj *v; tide_node_get(n, key, &v);   -- a reference, or ENOTFOUND
+ *     ... tide_cache_obj_data(v) ...; tide_cache_obj_release(v);
+ *     tide_node_close(n);                             -- stops the sweeper, commits
+ *
+ * A fetch looks in the node cache, then the key cache (a recent miss answers
+ * ENOTFOUND without I/O), then the store. What the store finds goes into the
+ * node cache; what it does not find goes into the key cache. A put goes to
+ * the store, then the node cache, and erases the key from the key cache.
+ *
+ * The sweeper is one thread. Each round sweeps the node cache, then the key
+ * cache, then makes exactly one release call (tide_mem_trim, or opts.release
+ * in tests), then records a tide_node_sweep_report, then waits
+ * sweep_interval_ms counted from the end of that round. tide_node_sweep()
+ * runs the same round on the calling thread (POST /v1/admin/sweep); rounds
+ * never overlap.
+ *
+ * Every function is thread-safe unless it says otherwise.
+ */
+#ifndef TIDE_NODE_H
+#define TIDE_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "cache/keycache.h"
+#include "mem/trim.h"
+#include "tide/error.h"
+#include "tide/store.h"
+
+struct tide_io;
+
+typedef struct tide_node tide_node;
+
+/* What the node calls instead of tide_mem_trim (tests): must fill *r and
+ * return as tide_mem_trim does. */
+typedef int (*tide_node_release_fn)(void *arg, tide_mem_trim_report *r);
+
+/* Called with each step of a sweep round, in order: "sweep node_cache",
+ * "sweep key_cache", "release", "done". For tests; must not call the node. */
+typedef void (*tide_node_trace_fn)(void *arg, const char *step);
+
+typedef struct tide_node_opts {
+    const char *dir;              /* the store's directory; required */
+    int      create_if_missing;   /* 1 (default): create an empty store (and
+                                     the directory) when dir holds none */
+    unsigned key_size;            /* for a new store; default 32. An existing
+                                     store's key size rules: keys passed to
+                                     put/get must have tide_node_key_size() bytes */
+    unsigned block_size;          /* for a new store; default 4096 */
+    /* node cache (DESIGN.md §4) */
+    size_t   cache_target;        /* entries; default 262144 (tiny) */
+    unsigned cache_age_s;         /* default 30 */
+    size_t   cache_budget;        /* bytes a sweep shrinks to; default 64 MiB;
+                                     0: unbounded */
+    size_t   cache_hard_limit;    /* never exceeded; 0 (default): twice the
+                                     budget (none when the budget is 0) */
+    /* key cache */
+    size_t   key_cache_size;      /* target entries; default 262144 */
+    unsigned key_cache_age_s;     /* default 30 */
+    size_t   key_cache_hard_limit;/* bytes; 0 (default): 32 MiB, or none when
+                                     key_cache_size is 0 */
+    /* store */
+    size_t   insert_burst;        /* the store's burst_bytes; default 4 MiB;
+                                     0: the store's default */
+    unsigned commit_interval_ms;  /* default 1000 */
+    /* sweeper */
+    uint64_t sweep_interval_ms;   /* default 10000; 0: no sweeper thread
+                                     (tide_node_sweep only) */
+    int      trim;                /* 1 (default): release after each sweep;
+                                     0: sweep only (the "no trim" lab variant;
+                                     the report's trimmed is 0) */
+    tide_node_release_fn release; /* NULL (default): tide_mem_trim */
+    void    *release_arg;
+    tide_node_trace_fn trace;     /* NULL (default) */
+    void    *trace_arg;
+    uint64_t (*clock_us)(void *arg); /* the caches' clock; NULL: monotonic */
+    void    *clock_arg;
+    struct tide_io *io;           /* NULL (default): POSIX */
+} tide_node_opts;
+
+/* Fill `o` with the defaults above (dir NULL). */
+void tide_node_opts_init(tide_node_opts *o);
+
+/* What one sweep round did. */
+typedef struct tide_node_sweep_report {
+    uint64_t seq;                 /* 1 for the node's first round */
+    uint64_t started_unix_us;     /* wall clock at the start */
+    uint64_t sweep_ns;            /* the cache sweeps, the release excluded */
+    int      trimmed;             /* the release call was made */
+    int      trim_rc;             /* its return (0 or an error code) */
+    tide_mem_trim_report trim;    /* zero when !trimmed */
+    tide_cache_sweep_report    node_cache;
+    tide_keycache_sweep_report key_cache;
+} tide_node_sweep_report;
+
+#define TIDE_NODE_REPORTS 64      /* rounds kept for tide_node_reports */
+
+/* Running totals since open. */
+typedef struct tide_node_totals {
+    uint64_t sweeps;
+    uint64_t sweep_ns;            /* sum of report.sweep_ns */
+    uint64_t trims;               /* release calls made */
+    uint64_t trims_lowered;       /* ... that lowered RSS (rss_delta < 0) */
+    uint64_t trim_ns;             /* sum of trim.duration_ns */
+    uint64_t trim_released_bytes; /* sum of -rss_delta over trims that lowered RSS */
+    uint64_t trim_minflt, trim_majflt;
+    uint64_t puts, puts_existing; /* put calls that stored; that found the key */
+    uint64_t gets, gets_cache, gets_keycache, gets_store, gets_missing;
+                                  /* gets = cache + store hits + missing;
+                                     gets_keycache counts misses answered
+                                     by the key cache (also in missing) */
+} tide_node_totals;
+
+/*
+ * Open the store in opts->dir (creating it when allowed and absent), make
+ * the caches, and start the sweeper when sweep_interval_ms > 0. The caches
+ * count their bytes into the node_cache and key_cache accounts
+ * (mem/account.h). Returns 0; TIDE_EINVAL (no dir, a bad option: the message
+ * names it); TIDE_ENOENT (no store and create_if_missing is 0); the store's
+ * open errors (TIDE_EBUSY when another process holds it, TIDE_ECORRUPT, ...);
+ * TIDE_ENOMEM. On error nothing is left open.
+ * Cost: the store's open (recovery when needed), the caches' slot arrays,
+ * one thread.
+ */
+int tide_node_open(tide_node **out, const tide_node_opts *opts);
+
+/*
+ * Stop the sweeper (waiting for a round in progress), commit and close the
+ * store, free the caches. Returns 0 or the store's close error (the node is
+ * freed in every case). NULL is ignored. No other call may be in progress
+ * or follow.
+ */
+int tide_node_close(tide_node *n);
+
+/* The store's key size: every key passed to put and get has this many bytes. */
+unsigned tide_node_key_size(const tide_node *n);
+
+/*
+ * Store `len` bytes under `key`. Returns 0; TIDE_EEXIST when the key is
+ * stored (the value is not compared; nothing changes); TIDE_ETOOBIG; the
+ * store's write errors (TIDE_ENOSPC, TIDE_EIO, TIDE_ECLOSED after a failed
+ * commit). On success the object is in the node cache.
+ * Durability: the value is durable after the next commit; tide_node_sync
+ * waits for it.
+ * Cost: the store's insert (an existence check: a key-file read, sometimes a
+ * data-file read; may wait when the insert pool is full), one malloc of
+ * len + 24 bytes and one cache insert.
+ */
+int tide_node_put(tide_node *n, const void *key, const void *value, size_t len);
+
+/*
+ * Find `key`. On success *out is a reference the caller releases with
+ * tide_cache_obj_release. Returns 0, TIDE_ENOTFOUND, or the store's read
+ * errors (TIDE_EIO, TIDE_ECORRUPT), which are not remembered in the key cache.
+ * Cost: a cache hit is one hash and one lock; a miss adds a key-cache probe
+ * and, unless that answers, the store's fetch (a key-file and a data-file
+ * read) and one cache insert.
+ */
+int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out);
+
+/* Wait until every put that returned before this call is durable (the
+ * store's tide_store_sync). Returns 0 or the commit's error. Blocks for up
+ * to one commit; may be called from any number of threads at once. */
+int tide_node_sync(tide_node *n);
+
+/*
+ * Run one sweep round now on the calling thread (after any round in
+ * progress) and copy its report to *r (may be NULL). The sweeper's next
+ * round is then due sweep_interval_ms after this one ends.
+ * Cost: the cache sweeps and the release (for glibc, tens to hundreds of
+ * milliseconds on a large heap).
+ */
+void tide_node_sweep(tide_node *n, tide_node_sweep_report *r);
+
+/* Copy up to `cap` of the latest reports, newest first, into out; returns
+ * how many were copied (at most TIDE_NODE_REPORTS). Cost: one lock. */
+size_t tide_node_reports(tide_node *n, tide_node_sweep_report *out, size_t cap);
+
+/* A snapshot of the totals. */
+void tide_node_totals_get(tide_node *n, tide_node_totals *out);
+
+/* Statistics of the parts, each a consistent snapshot of its own (not of
+ * all three together). The store's info also refreshes the
+ * store_insert_pool and store_commit accounts. Cost: three locks. */
+void tide_node_cache_stats(tide_node *n, tide_cache_stats *out);
+void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out);
+void tide_node_store_info(tide_node *n, tide_store_info *out);
+
+/* The options the node runs with (defaults filled in). */
+const tide_node_opts *tide_node_options(const tide_node *n);
+
+#endif

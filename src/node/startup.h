@@ -1,0 +1,47 @@
+/*
+ * startup.h: from a finished tide_config to a running node, with the
+ * startup log that reads as an operator's checklist.
+ *
+ * tided's main does, in this order, before any thread starts:
+ *
+ *     tide_startup_apply_malloc(&cfg);      glibc mallopt (mmap_threshold, arena_max)
+ *     tide_startup_log(&cfg);               settings, allocator, block size, warnings
+ *     tide_startup_node_opts(&cfg, &o);     the node's options from the settings
+ *     tide_node_open(&node, &o);
+ *
+ * None of these is thread-safe: they are for startup.
+ */
+#ifndef TIDE_NODE_STARTUP_H
+#define TIDE_NODE_STARTUP_H
+
+#include "node/config.h"
+#include "node/node.h"
+
+/*
+ * Apply mmap_threshold and arena_max with mallopt when set and glibc serves
+ * malloc (another allocator: one warning that they do not apply). Must run
+ * before any thread starts. Returns 0, or TIDE_EINVAL when mallopt refused
+ * a value (the message names it).
+ */
+int tide_startup_apply_malloc(const tide_config *c);
+
+/*
+ * Log, at info level unless said otherwise:
+ *   "settings: node_size=medium(file tide.cfg:2) ..." (tide_config_describe);
+ *   "allocator: glibc 2.36 (linked) options: ..." and for jemalloc
+ *     "... background_thread=true, dirty_decay_ms=10000, muzzy_decay_ms=0",
+ *     with a warning when its background thread is off;
+ *   "Using NuDB block size: N bytes" (read from the key file when a store
+ *     exists in data_dir, else the configured size), with a warning that
+ *     names `tide rekey` when the configured size differs;
+ *   a warning for each unbounded consumer and how to bound it;
+ *   how to enable /metrics when neither a token nor public is set.
+ * Never prints a token. Reads the key file's header; allocates little.
+ */
+void tide_startup_log(const tide_config *c);
+
+/* The node options the settings ask for (dir, caches, burst, sweep
+ * interval in ms, block size for a new store). */
+void tide_startup_node_opts(const tide_config *c, tide_node_opts *o);
+
+#endif

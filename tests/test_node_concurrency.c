@@ -1,0 +1,123 @@
+/*
+ * test_node_concurrency.c: gets racing puts of the same keys.
+ *
+ * Readers ask for keys a writer is about to put, so many of their misses
+ * reach the key cache while the put of the same key is in flight. Once the
+ * writer is done every key must read back: a miss remembered after the put
+ * erased the key from the key cache would hide the key for key_cache_age
+ * (node.c's put_gen guards against exactly that). Run under ThreadSanitizer
+ * by `make tsan` (the name contains "concurrency").
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "expect.h"
+#include "helpers.h"
+#include "node/node.h"
+#include "tide/error.h"
+
+#define READERS 3
+
+typedef struct race {
+    tide_node *node;
+    uint64_t keys;
+    _Atomic uint64_t next;     /* the writer's next key */
+    _Atomic int writer_done;
+    _Atomic uint64_t reader_hits, reader_misses;
+} race;
+
+static void *writer(void *arg)
+{
+    race *r = arg;
+    uint8_t key[32], val[64];
+    for (uint64_t i = 0; i < r->keys; i++) {
+        th_key(i, 32, key);
+        th_value(i, sizeof val, val);
+        if (tide_node_put(r->node, key, val, sizeof val) != 0) abort();
+        atomic_store(&r->next, i + 1);
+    }
+    atomic_store(&r->writer_done, 1);
+    return NULL;
+}
+
+static void *reader(void *arg)
+{
+    race *r = arg;
+    uint8_t key[32];
+    th_rng rng;
+    th_rng_init(&rng, (uint64_t)(uintptr_t)&rng);
+    while (!atomic_load(&r->writer_done)) {
+        uint64_t k = atomic_load(&r->next) + th_rng_below(&rng, 4);   /* about to be put */
+        tide_cache_obj *v = NULL;
+        th_key(k, 32, key);
+        int rc = tide_node_get(r->node, key, &v);
+        if (rc == 0) atomic_fetch_add(&r->reader_hits, 1), tide_cache_obj_release(v);
+        else if (rc == TIDE_ENOTFOUND) atomic_fetch_add(&r->reader_misses, 1);
+        else abort();
+    }
+    return NULL;
+}
+
+static _Atomic uint64_t fake_now_us = 1000000;
+static uint64_t fake_clock(void *arg) { (void)arg; return atomic_load(&fake_now_us); }
+
+static void every_key_reads_back_after_gets_raced_its_put(void **state)
+{
+    (void)state;
+    char dir[3000], data[3100];
+    race r = { .keys = th_small() ? 3000 : 20000 };
+    tide_node_opts o;
+    pthread_t w, rd[READERS];
+
+    assert_int_equal(th_mkdtemp(dir, sizeof dir), 0);
+    snprintf(data, sizeof data, "%s/data", dir);
+    tide_node_opts_init(&o);
+    o.dir = data;
+    o.sweep_interval_ms = 0;
+    o.key_cache_age_s = 3600;            /* a stale miss would outlive the test */
+    o.cache_age_s = 1;                   /* while the objects are swept out below */
+    o.clock_us = fake_clock;
+    expect_rc(tide_node_open(&r.node, &o), 0, "open");
+    for (int i = 0; i < READERS; i++) pthread_create(&rd[i], NULL, reader, &r);
+    pthread_create(&w, NULL, writer, &r);
+    pthread_join(w, NULL);
+    for (int i = 0; i < READERS; i++) pthread_join(rd[i], NULL);
+    if (atomic_load(&r.reader_misses) == 0) fail_msg("expected the readers to miss at least once");
+
+    /* Empty the node cache so every get below asks the key cache first. */
+    tide_node_sweep_report sw;
+    atomic_fetch_add(&fake_now_us, 10 * 1000000u);
+    tide_node_sweep(r.node, &sw);
+    expect_u64(sw.node_cache.entries_before - sw.node_cache.evicted, 0, "node cache entries left");
+
+    uint64_t missing = 0, first = UINT64_MAX;
+    for (uint64_t i = 0; i < r.keys; i++) {
+        uint8_t key[32];
+        tide_cache_obj *v = NULL;
+        th_key(i, 32, key);
+        int rc = tide_node_get(r.node, key, &v);
+        if (rc == 0) tide_cache_obj_release(v);
+        else if (missing++ == 0) first = i;
+    }
+    if (missing) fail_msg("%" PRIu64 " of %" PRIu64 " keys read as missing after their put (first: %" PRIu64 ")",
+                          missing, r.keys, first);
+    expect_rc(tide_node_close(r.node), 0, "close");
+    th_rmrf(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_key_reads_back_after_gets_raced_its_put),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
