@@ -23,6 +23,13 @@
  * hard limit finds the oldest in O(1); weak entries on `weak`, in the order
  * they were demoted.
  *
+ * The struct begins with a tc_core (core.h): the lock, the hash table,
+ * `bytes`, the hard limit and the account counter. What the key cache does
+ * alike lives once in core.c: doubling the table (tc_core_grow, which
+ * allocates and frees outside the lock) and the teardown (tc_core_destroy,
+ * which drains the lists through drain() below). The lists, the entries and
+ * what an entry costs are this file's.
+ *
  * Invariants (tide_cache_check walks them; the cheap ones are asserted as
  * the code goes):
  *   1. bytes == chunk(sizeof cache) + chunk(slots * 8)
@@ -72,16 +79,13 @@ typedef struct entry {
 } entry;
 
 struct tide_cache {
-    pthread_mutex_t mu;
-    tc_table t;
+    tc_core core;                   /* first: lock, table, bytes, hard limit, account */
     tc_list strong, weak;
-    size_t bytes;
     size_t entry_bytes;             /* chunk(offsetof(entry, key) + key_size) */
-    size_t target_size, budget, hard_limit;
+    size_t target_size, budget;
     uint64_t age_us;
     uint64_t (*clock_us)(void *arg);
     void *clock_arg;
-    int64_t *account;
     uint64_t hits, misses, inserts, evictions, demotions, revivals, reaped;
 };
 
@@ -108,21 +112,10 @@ static size_t obj_cost(const tide_cache_obj *o)
     return tc_chunk(TIDE_CACHE_OBJ_HEADER + o->len);
 }
 
-static size_t table_cost(size_t nslots)
-{
-    return tc_chunk(nslots * sizeof(tc_entry *));
-}
-
 /* What no eviction can reclaim: the cache struct and the slot array. */
 static size_t base_cost(const tide_cache *c)
 {
-    return tc_chunk(sizeof *c) + table_cost(c->t.nslots);
-}
-
-static void account(tide_cache *c, size_t before)
-{
-    if (c->account && c->bytes != before)
-        __atomic_add_fetch(c->account, (int64_t)c->bytes - (int64_t)before, __ATOMIC_RELAXED);
+    return tc_chunk(sizeof *c) + tc_table_cost(c->core.t.nslots);
 }
 
 /* Put `e` at the strong tail with a fresh access time (invariant 4). */
@@ -138,13 +131,13 @@ static void push_strong(tide_cache *c, entry *e, uint64_t now)
  * its reference, to be dropped after unlocking (7). */
 static void remove_entry(tide_cache *c, entry *e, tc_entry **victims)
 {
-    tc_unlink(&c->t, &e->h);
+    tc_unlink(&c->core.t, &e->h);
     if (e->weak) {
         tc_list_remove(&c->weak, &e->h);
-        c->bytes -= c->entry_bytes;
+        c->core.bytes -= c->entry_bytes;
     } else {
         tc_list_remove(&c->strong, &e->h);
-        c->bytes -= c->entry_bytes + obj_cost(e->obj);
+        c->core.bytes -= c->entry_bytes + obj_cost(e->obj);
     }
     e->h.next = *victims;
     *victims = &e->h;
@@ -162,7 +155,7 @@ static void let_go_strong(tide_cache *c, entry *e, tc_entry **victims)
     }
     tide_cache_obj_weak_retain(e->obj);
     tc_list_remove(&c->strong, &e->h);
-    c->bytes -= obj_cost(e->obj);
+    c->core.bytes -= obj_cost(e->obj);
     e->weak = 1;
     tc_list_push(&c->weak, &e->h);
     c->demotions++;
@@ -178,7 +171,7 @@ static void let_go_strong(tide_cache *c, entry *e, tc_entry **victims)
  * let go and it still does not fit. */
 static int make_room(tide_cache *c, size_t need, tc_entry **victims)
 {
-    while (c->hard_limit && c->bytes + need > c->hard_limit) {
+    while (c->core.hard_limit && c->core.bytes + need > c->core.hard_limit) {
         if (c->strong.head) {
             let_go_strong(c, (entry *)c->strong.head, victims);
         } else if (c->weak.head) {
@@ -208,8 +201,8 @@ static void free_victims(tc_entry *v)
 
 static void check_cheap(const tide_cache *c)
 {
-    TIDE_ASSERT(c->t.count == c->strong.n + c->weak.n);         /* 2 */
-    TIDE_ASSERT(c->hard_limit == 0 || c->bytes <= c->hard_limit);  /* 6 */
+    TIDE_ASSERT(c->core.t.count == c->strong.n + c->weak.n);         /* 2 */
+    TIDE_ASSERT(c->core.hard_limit == 0 || c->core.bytes <= c->core.hard_limit);  /* 6 */
 }
 
 /* ---- create and destroy -------------------------------------------------- */
@@ -244,13 +237,13 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
     nslots = tc_slots_for(opts->target_size);
     if (nslots == 0) nslots = TC_SLOTS_MIN;
     while (opts->hard_limit_bytes && nslots > TC_SLOTS_MIN &&
-           table_cost(nslots) > opts->hard_limit_bytes / 8)
+           tc_table_cost(nslots) > opts->hard_limit_bytes / 8)
         nslots >>= 1;
     if (opts->hard_limit_bytes &&
-        tc_chunk(sizeof *c) + table_cost(nslots) > opts->hard_limit_bytes) {
+        tc_chunk(sizeof *c) + tc_table_cost(nslots) > opts->hard_limit_bytes) {
         rc = tide_err_set(TIDE_EINVAL, "tide_cache_create: hard_limit_bytes %zu is below "
                           "the %zu bytes an empty cache takes", opts->hard_limit_bytes,
-                          tc_chunk(sizeof *c) + table_cost(nslots));
+                          tc_chunk(sizeof *c) + tc_table_cost(nslots));
         goto out;
     }
     c = calloc(1, sizeof *c);
@@ -262,22 +255,22 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
     }
     if (tide_random_bytes(&seed, sizeof seed) != 0)
         seed = tide_clock_mono_us() ^ (uint64_t)(uintptr_t)c;   /* still unpredictable enough */
-    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+    if (pthread_mutex_init(&c->core.mu, NULL) != 0) {
         rc = tide_err_set(TIDE_ENOMEM, "tide_cache_create: pthread_mutex_init failed");
         goto out;
     }
-    tc_table_init(&c->t, slots, nslots, opts->key_size, offsetof(entry, key), seed);
+    tc_table_init(&c->core.t, slots, nslots, opts->key_size, offsetof(entry, key), seed);
     slots = NULL;
     c->entry_bytes = tc_chunk(offsetof(entry, key) + opts->key_size);
     c->target_size = opts->target_size;
     c->age_us = (uint64_t)opts->age_s * 1000000u;
     c->budget = opts->budget_bytes;
-    c->hard_limit = opts->hard_limit_bytes;
+    c->core.hard_limit = opts->hard_limit_bytes;
     c->clock_us = opts->clock_us ? opts->clock_us : default_clock;
     c->clock_arg = opts->clock_us ? opts->clock_arg : NULL;
-    c->account = opts->account_bytes;
-    c->bytes = base_cost(c);
-    account(c, 0);
+    c->core.account = opts->account_bytes;
+    c->core.bytes = base_cost(c);
+    tc_core_account(&c->core, 0);
     *out = c;
     c = NULL;
 out:
@@ -286,49 +279,23 @@ out:
     return rc;
 }
 
+/* For tc_core_destroy: every entry onto the victim chain. */
+static void drain(tc_core *k, tc_entry **victims)
+{
+    tide_cache *c = (tide_cache *)k;
+
+    while (c->strong.head) remove_entry(c, (entry *)c->strong.head, victims);
+    while (c->weak.head) remove_entry(c, (entry *)c->weak.head, victims);
+}
+
 void tide_cache_destroy(tide_cache *c)
 {
-    tc_entry *v = NULL;
-
     if (c == NULL) return;
-    if (c->account) __atomic_sub_fetch(c->account, (int64_t)c->bytes, __ATOMIC_RELAXED);
-    while (c->strong.head) remove_entry(c, (entry *)c->strong.head, &v);
-    while (c->weak.head) remove_entry(c, (entry *)c->weak.head, &v);
-    TIDE_ASSERT(c->t.count == 0 && c->bytes == base_cost(c));
-    free_victims(v);
-    pthread_mutex_destroy(&c->mu);
-    free(c->t.slots);
+    tc_core_destroy(&c->core, tc_chunk(sizeof *c), drain, free_victims);
     free(c);
 }
 
 /* ---- insert ---------------------------------------------------------------- */
-
-/* Double the slots if the entries still outnumber them and the hard limit
- * allows. The array is allocated and the old one freed outside the lock. */
-static void grow(tide_cache *c, size_t want)
-{
-    tc_entry **slots = NULL, **old = NULL;
-    size_t before;
-
-    if (want > SIZE_MAX / sizeof *slots) return;
-    slots = calloc(want, sizeof *slots);
-    if (slots == NULL) return;      /* chains grow longer instead */
-    pthread_mutex_lock(&c->mu);
-    before = c->bytes;
-    if (c->t.nslots < want && c->t.count > c->t.nslots) {
-        size_t delta = table_cost(want) - table_cost(c->t.nslots);
-        if (c->hard_limit == 0 || c->bytes + delta <= c->hard_limit) {
-            old = tc_rehash(&c->t, slots, want);
-            slots = NULL;
-            c->bytes += delta;
-        }
-    }
-    account(c, before);
-    check_cheap(c);
-    pthread_mutex_unlock(&c->mu);
-    free(slots);
-    free(old);
-}
 
 int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
 {
@@ -338,47 +305,44 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
     uint64_t now;
     int rc = 0, fits;
 
-    e = malloc(offsetof(entry, key) + c->t.key_size);
+    e = malloc(offsetof(entry, key) + c->core.t.key_size);
     if (e == NULL) {
         rc = tide_err_set(TIDE_ENOMEM, "tide_cache_insert: malloc of a %zu-byte entry failed",
-                          offsetof(entry, key) + c->t.key_size);
+                          offsetof(entry, key) + c->core.t.key_size);
         goto out;
     }
-    memcpy(e->key, key, c->t.key_size);
-    e->h.hash = tc_hash(&c->t, key);
+    memcpy(e->key, key, c->core.t.key_size);
+    e->h.hash = tc_hash(&c->core.t, key);
     e->obj = tide_cache_obj_retain(obj);
     e->weak = 0;
     cost = c->entry_bytes + obj_cost(obj);
 
-    pthread_mutex_lock(&c->mu);
-    before = c->bytes;
-    if (c->hard_limit && base_cost(c) + cost > c->hard_limit) {
+    pthread_mutex_lock(&c->core.mu);
+    before = c->core.bytes;
+    if (c->core.hard_limit && base_cost(c) + cost > c->core.hard_limit) {
         rc = tide_err_set(TIDE_ETOOBIG, "tide_cache_insert: an object of %zu bytes costs %zu "
                           "as an entry; the hard limit of %zu bytes less the cache's own %zu "
-                          "leaves %zu", obj->len, cost, c->hard_limit, base_cost(c),
-                          c->hard_limit - base_cost(c));
-        pthread_mutex_unlock(&c->mu);
+                          "leaves %zu", obj->len, cost, c->core.hard_limit, base_cost(c),
+                          c->core.hard_limit - base_cost(c));
+        pthread_mutex_unlock(&c->core.mu);
         goto out;
     }
     now = c->clock_us(c->clock_arg);
-    old = (entry *)tc_find(&c->t, e->h.hash, key);
+    old = (entry *)tc_find(&c->core.t, e->h.hash, key);
     if (old) remove_entry(c, old, &victims);
     fits = make_room(c, cost, &victims);
     TIDE_ASSERT(fits == 0);         /* base + cost <= hard_limit: checked above */
-    tc_link(&c->t, &e->h);
+    tc_link(&c->core.t, &e->h);
     push_strong(c, e, now);
-    c->bytes += cost;
+    c->core.bytes += cost;
     c->inserts++;
     e = NULL;
-    if (c->t.count > c->t.nslots && c->t.nslots <= SIZE_MAX / 2) {
-        size_t delta = table_cost(c->t.nslots * 2) - table_cost(c->t.nslots);
-        if (c->hard_limit == 0 || c->bytes + delta <= c->hard_limit) want = c->t.nslots * 2;
-    }
-    account(c, before);
+    want = tc_core_grow_want(&c->core);
+    tc_core_account(&c->core, before);
     check_cheap(c);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->core.mu);
     free_victims(victims);
-    if (want) grow(c, want);
+    if (want) tc_core_grow(&c->core, want);     /* doubles the slots, outside the lock */
 out:
     if (e) {
         tide_cache_obj_release(e->obj);
@@ -391,15 +355,15 @@ out:
 
 tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
 {
-    uint64_t h = tc_hash(&c->t, key);
+    uint64_t h = tc_hash(&c->core.t, key);
     tide_cache_obj *obj = NULL;
     tc_entry *victims = NULL;
     entry *e;
     size_t before;
 
-    pthread_mutex_lock(&c->mu);
-    before = c->bytes;
-    e = (entry *)tc_find(&c->t, h, key);
+    pthread_mutex_lock(&c->core.mu);
+    before = c->core.bytes;
+    e = (entry *)tc_find(&c->core.t, h, key);
     if (e == NULL) {
         c->misses++;
     } else if (!e->weak) {
@@ -416,7 +380,7 @@ tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
         if (make_room(c, obj_cost(obj), &victims) == 0) {
             tide_cache_obj_weak_to_strong(obj);
             e->weak = 0;
-            c->bytes += obj_cost(obj);
+            c->core.bytes += obj_cost(obj);
             push_strong(c, e, c->clock_us(c->clock_arg));
             c->revivals++;
         } else {
@@ -427,27 +391,27 @@ tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
         c->reaped++;
         c->misses++;
     }
-    account(c, before);
+    tc_core_account(&c->core, before);
     check_cheap(c);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->core.mu);
     free_victims(victims);
     return obj;
 }
 
 int tide_cache_erase(tide_cache *c, const void *key)
 {
-    uint64_t h = tc_hash(&c->t, key);
+    uint64_t h = tc_hash(&c->core.t, key);
     tc_entry *victims = NULL;
     entry *e;
     size_t before;
 
-    pthread_mutex_lock(&c->mu);
-    before = c->bytes;
-    e = (entry *)tc_find(&c->t, h, key);
+    pthread_mutex_lock(&c->core.mu);
+    before = c->core.bytes;
+    e = (entry *)tc_find(&c->core.t, h, key);
     if (e) remove_entry(c, e, &victims);
-    account(c, before);
+    tc_core_account(&c->core, before);
     check_cheap(c);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->core.mu);
     free_victims(victims);
     return e != NULL;
 }
@@ -461,10 +425,10 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
     uint64_t now, eff, demotions, evictions, reaped;
 
     memset(&r, 0, sizeof r);
-    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->core.mu);
     now = c->clock_us(c->clock_arg);
     r.entries_before = c->strong.n + c->weak.n;
-    r.bytes_before = c->bytes;
+    r.bytes_before = c->core.bytes;
     demotions = c->demotions;
     evictions = c->evictions;
     reaped = c->reaped;
@@ -483,16 +447,16 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
     while (c->strong.head && now >= eff && c->strong.head->atime_us <= now - eff)
         let_go_strong(c, (entry *)c->strong.head, &victims);
     /* The byte budget. */
-    while (c->budget && c->bytes > c->budget && c->strong.head)
+    while (c->budget && c->core.bytes > c->budget && c->strong.head)
         let_go_strong(c, (entry *)c->strong.head, &victims);
 
     r.demoted = (size_t)(c->demotions - demotions);
     r.evicted = (size_t)(c->evictions - evictions);
     r.reaped = (size_t)(c->reaped - reaped);
-    r.bytes_after = c->bytes;
-    account(c, r.bytes_before);
+    r.bytes_after = c->core.bytes;
+    tc_core_account(&c->core, r.bytes_before);
     check_cheap(c);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->core.mu);
     free_victims(victims);
     if (report) *report = r;
 }
@@ -501,7 +465,7 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
 
 void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
 {
-    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->core.mu);
     out->hits = c->hits;
     out->misses = c->misses;
     out->inserts = c->inserts;
@@ -511,11 +475,11 @@ void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
     out->reaped = c->reaped;
     out->strong = c->strong.n;
     out->weak = c->weak.n;
-    out->bytes = c->bytes;
-    out->slots = c->t.nslots;
+    out->bytes = c->core.bytes;
+    out->slots = c->core.t.nslots;
     out->effective_age_us = tc_effective_age_us(c->age_us, c->target_size,
                                                 c->strong.n + c->weak.n);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->core.mu);
 }
 
 size_t tide_cache_entry_cost(const tide_cache *c, size_t len)
@@ -538,12 +502,12 @@ void tide_cache_check(tide_cache *c)
     size_t bytes, n = 0, ns = 0, nw = 0;
     uint64_t last = 0;
 
-    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->core.mu);
     bytes = base_cost(c);
     for (tc_entry *x = c->strong.head; x; x = x->next, ns++) {
         entry *e = (entry *)x;
         TIDE_ASSERT(!e->weak);                                          /* 2 */
-        TIDE_ASSERT(tc_find(&c->t, x->hash, e->key) == x);              /* 2 */
+        TIDE_ASSERT(tc_find(&c->core.t, x->hash, e->key) == x);              /* 2 */
         TIDE_ASSERT(tide_cache_obj_refs(e->obj) >= 1);                  /* 3 */
         TIDE_ASSERT(x->atime_us >= last);                               /* 4 */
         last = x->atime_us;
@@ -552,14 +516,14 @@ void tide_cache_check(tide_cache *c)
     for (tc_entry *x = c->weak.head; x; x = x->next, nw++) {
         entry *e = (entry *)x;
         TIDE_ASSERT(e->weak);                                           /* 2 */
-        TIDE_ASSERT(tc_find(&c->t, x->hash, e->key) == x);              /* 2 */
+        TIDE_ASSERT(tc_find(&c->core.t, x->hash, e->key) == x);              /* 2 */
         bytes += c->entry_bytes;
     }
-    for (size_t i = 0; i < c->t.nslots; i++)
-        for (tc_entry *x = c->t.slots[i]; x; x = x->hnext) n++;
+    for (size_t i = 0; i < c->core.t.nslots; i++)
+        for (tc_entry *x = c->core.t.slots[i]; x; x = x->hnext) n++;
     TIDE_ASSERT(ns == c->strong.n && nw == c->weak.n);                  /* 2 */
-    TIDE_ASSERT(n == c->t.count && n == ns + nw);                       /* 2 */
-    TIDE_ASSERT(bytes == c->bytes);                                     /* 1 */
-    TIDE_ASSERT(c->hard_limit == 0 || c->bytes <= c->hard_limit);       /* 6 */
-    pthread_mutex_unlock(&c->mu);
+    TIDE_ASSERT(n == c->core.t.count && n == ns + nw);                       /* 2 */
+    TIDE_ASSERT(bytes == c->core.bytes);                                     /* 1 */
+    TIDE_ASSERT(c->core.hard_limit == 0 || c->core.bytes <= c->core.hard_limit);       /* 6 */
+    pthread_mutex_unlock(&c->core.mu);
 }

@@ -1,5 +1,7 @@
 /*
- * core.c: the hash table and age lists under both caches.
+ * core.c: the hash table and age lists under both caches, and what both
+ * do alike on their common head (tc_core): growing the table and tearing
+ * the cache down.
  *
  * Chains are singly linked through tc_entry.hnext; the slot of an entry is
  * the low bits of its 64-bit hash, so a rehash into twice the slots needs
@@ -10,7 +12,14 @@
  *   2. Each entry is on the chain of slot (hash & (nslots - 1)).
  *   3. l->n == the number of entries on the list, and a list's head has no
  *      prev and its tail no next.
+ *   4. k->bytes <= k->hard_limit (when set) whenever k->mu is free; growth
+ *      is charged to bytes only when it fits.
+ *   5. Nothing is allocated or freed while k->mu is held: tc_core_grow
+ *      allocates the new slot array before locking and frees the one left
+ *      over after unlocking.
  */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <xxhash.h>
@@ -116,6 +125,56 @@ tc_entry **tc_rehash(tc_table *t, tc_entry **slots, size_t nslots)
     t->slots = slots;
     t->nslots = nslots;
     return old;
+}
+
+size_t tc_core_grow_want(const tc_core *k)
+{
+    size_t delta;
+
+    if (k->t.count <= k->t.nslots || k->t.nslots > SIZE_MAX / 2) return 0;
+    delta = tc_table_cost(k->t.nslots * 2) - tc_table_cost(k->t.nslots);
+    if (k->hard_limit && k->bytes + delta > k->hard_limit) return 0;
+    return k->t.nslots * 2;
+}
+
+void tc_core_grow(tc_core *k, size_t want)
+{
+    tc_entry **slots = NULL, **old = NULL;
+    size_t before;
+
+    if (want > SIZE_MAX / sizeof *slots) return;
+    slots = calloc(want, sizeof *slots);
+    if (slots == NULL) return;      /* chains grow longer instead */
+    pthread_mutex_lock(&k->mu);
+    before = k->bytes;
+    if (k->t.nslots < want && k->t.count > k->t.nslots) {
+        size_t delta = tc_table_cost(want) - tc_table_cost(k->t.nslots);
+        if (k->hard_limit == 0 || k->bytes + delta <= k->hard_limit) {
+            old = tc_rehash(&k->t, slots, want);
+            slots = NULL;
+            k->bytes += delta;
+        }
+    }
+    tc_core_account(k, before);
+    TIDE_ASSERT(k->hard_limit == 0 || k->bytes <= k->hard_limit);  /* 4 */
+    pthread_mutex_unlock(&k->mu);
+    free(slots);                    /* 5 */
+    free(old);
+}
+
+void tc_core_destroy(tc_core *k, size_t fixed,
+                     void (*drain)(tc_core *k, tc_entry **victims),
+                     void (*free_victims)(tc_entry *victims))
+{
+    tc_entry *v = NULL;
+
+    if (k->account) __atomic_sub_fetch(k->account, (int64_t)k->bytes, __ATOMIC_RELAXED);
+    drain(k, &v);
+    TIDE_ASSERT(k->t.count == 0 && k->bytes == fixed + tc_table_cost(k->t.nslots));
+    free_victims(v);
+    pthread_mutex_destroy(&k->mu);
+    free(k->t.slots);
+    k->t.slots = NULL;
 }
 
 void tc_list_push(tc_list *l, tc_entry *e)

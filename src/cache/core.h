@@ -7,12 +7,20 @@
  * key_off bytes from the entry's start. Each cache keeps its entries on
  * one or more age lists (doubly linked, oldest at the head).
  *
- * Thread safety: none; each cache guards its table and lists with its own
- * mutex.
+ * A cache struct begins with a tc_core: its mutex, its table, what it costs
+ * (`bytes`), its hard limit and the counter it reports the cost to. The rest
+ * (lists, clock, ages, counters) is the cache's own. On that common head
+ * core.c grows the table (tc_core_grow) and tears a cache down
+ * (tc_core_destroy), once for both caches.
+ *
+ * Thread safety: the table and list functions take no lock; each cache
+ * guards its table and lists with the mutex in its tc_core. tc_core_grow
+ * takes that mutex itself; tc_core_destroy runs with no call in progress.
  */
 #ifndef TIDE_CACHE_CORE_H
 #define TIDE_CACHE_CORE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +45,17 @@ typedef struct tc_table {
     uint64_t seed;                  /* random per table: no chosen-key floods */
 } tc_table;
 
+/* The head of each cache struct (its first member, so a tc_core * is the
+ * cache's address). Guarded by `mu`, except `t.key_size`, `t.seed` and
+ * `hard_limit`, which are fixed at create. */
+typedef struct tc_core {
+    pthread_mutex_t mu;
+    tc_table t;
+    size_t bytes;                   /* the cache's cost, as malloc sizes it */
+    size_t hard_limit;              /* bytes never exceeds it (0: none) */
+    int64_t *account;               /* NULL, or a counter that follows bytes */
+} tc_core;
+
 #define TC_SLOTS_MIN 64u
 
 /* What malloc really takes for a request of `n` bytes: glibc's chunk size
@@ -47,6 +66,20 @@ static inline size_t tc_chunk(size_t n)
 {
     size_t c = (n + 8u + 15u) & ~(size_t)15u;
     return c < 32u ? 32u : c;
+}
+
+/* What a slot array of `nslots` chains costs. Pure. */
+static inline size_t tc_table_cost(size_t nslots)
+{
+    return tc_chunk(nslots * sizeof(tc_entry *));
+}
+
+/* Add to *k->account what k->bytes has moved since it was `before`. Under
+ * the lock; O(1), one relaxed atomic add when it moved. */
+static inline void tc_core_account(tc_core *k, size_t before)
+{
+    if (k->account && k->bytes != before)
+        __atomic_add_fetch(k->account, (int64_t)k->bytes - (int64_t)before, __ATOMIC_RELAXED);
 }
 
 /* The age an entry may reach before a sweep lets it go: `age_us`, shrunk to
@@ -72,6 +105,32 @@ void tc_unlink(tc_table *t, tc_entry *e);
 /* Move every entry onto `slots` (nslots zeroed chains, a power of two) and
  * return the old slot array for the caller to free. O(count + old nslots). */
 tc_entry **tc_rehash(tc_table *t, tc_entry **slots, size_t nslots);
+
+/* Under the lock, after an insert has linked an entry: twice the slots
+ * when the entries now outnumber them and the hard limit leaves room for
+ * the larger array; else 0 (no growth). Reads `k` only; O(1). */
+size_t tc_core_grow_want(const tc_core *k);
+
+/* Grow the table to `want` slots (from tc_core_grow_want), after unlocking.
+ * The new array is allocated before taking the lock and the old one freed
+ * after releasing it; under the lock it rehashes only if the entries still
+ * outnumber the slots, `want` is more than there are and the hard limit
+ * still allows, and charges the difference in table_cost to bytes (and
+ * *account). A failed allocation leaves the table as it is: chains grow
+ * longer instead. Cost: one calloc of want * 8 bytes, one lock for
+ * O(entries + old slots), one free. */
+void tc_core_grow(tc_core *k, size_t want);
+
+/* Tear a cache down; no call may be in progress or follow. Takes bytes off
+ * *account, lets `drain` remove every entry (from the table and the lists,
+ * taking its cost off bytes, onto *victims through tc_entry.next), checks
+ * that what is left is `fixed` (chunk of the cache struct) plus the slot
+ * array, hands the victims to `free_victims`, and destroys the mutex and
+ * frees the slot array. The caller frees the cache struct itself.
+ * Cost: O(entries + slots). */
+void tc_core_destroy(tc_core *k, size_t fixed,
+                     void (*drain)(tc_core *k, tc_entry **victims),
+                     void (*free_victims)(tc_entry *victims));
 
 /* Age lists. O(1) each. */
 void tc_list_push(tc_list *l, tc_entry *e);     /* at the tail */
