@@ -14,10 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "expect.h"
 #include "helpers.h"
 #include "node/config.h"
+#include "node/startup.h"
+#include "tide/store.h"
 #include "tide/error.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -73,7 +76,7 @@ static const char *fake_getenv(void *arg, const char *name)
 }
 
 typedef struct capture {
-    char text[4096];
+    char text[16384];
     int  warnings;
 } capture;
 
@@ -497,6 +500,103 @@ static void describe_truncates_to_the_capacity_and_reports_the_full_length(void 
     expect_u64(strlen(big), full, "bytes written to the long buffer");
 }
 
+
+static void http_threads_and_object_size_are_bounded_and_the_admin_token_never_printed(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    char *argv0[] = { "tided", "--http-threads", "0", NULL };
+    char *argv1[] = { "tided", "--http-threads=65", NULL };
+    char *argv2[] = { "tided", "--max-object-size", "257MiB", NULL };
+    char *argv3[] = { "tided", "--http-threads", "3", "--max-object-size", "64KiB", NULL };
+    const char *env[] = { "TIDE_ADMIN_TOKEN=adm1n-s3cret", NULL };
+
+    expect_rc(load_all(f, &c, NULL, NULL, 3, argv0), TIDE_EINVAL, "--http-threads 0");
+    expect_contains(tide_last_error(), "--http-threads", "message names the flag");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, argv1), TIDE_EINVAL, "--http-threads=65");
+    expect_contains(tide_last_error(), "65 is outside 1..64", "message gives the range");
+    expect_rc(load_all(f, &c, NULL, NULL, 3, argv2), TIDE_EINVAL, "--max-object-size 257MiB");
+    expect_rc(load_all(f, &c, NULL, env, 5, argv3), 0, "good values");
+    expect_u64(c.http_threads, 3, "http_threads");
+    expect_u64(c.max_object_size, 64 * 1024, "max_object_size");
+    expect_str(c.admin_token, "adm1n-s3cret", "admin_token");
+    char *line = describe(&c);
+    if (strstr(line, "adm1n") != NULL) fail_msg("describe: expected no admin token text, got '%s'", line);
+    expect_contains(line, "admin_token=set(env TIDE_ADMIN_TOKEN)", "describe");
+    expect_contains(line, "max_object_size=64KiB(flag --max-object-size)", "describe");
+}
+
+/* ---- the startup log --------------------------------------------------------------- */
+
+static void startup_log_reads_as_a_checklist_and_warns_about_a_block_size_mismatch(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    capture cap = { .text = "" };
+    char data[700];
+    const char *env[] = { "TIDE_CACHE_BUDGET=0", "TIDE_METRICS_TOKEN=m3trics-tok", NULL };
+    char *argv[] = { "tided", "--data-dir", data, "--nudb-block-size", "16384", NULL };
+    tide_store_create_opts co;
+
+    th_path(data, sizeof data, f->dir, "store");
+    assert_int_equal(mkdir(data, 0755), 0);
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    co.block_size = 4096;
+    expect_rc(tide_store_create(data, &co), 0, "create a 4096-byte-block store");
+    expect_rc(load_all(f, &c, NULL, env, 5, argv), 0, "load");
+    tide_log_set_sink(capture_sink, &cap);
+    tide_startup_log(&c);
+    tide_log_set_sink(discard_sink, NULL);
+
+    expect_contains(cap.text, "settings: node_size=", "the settings line");
+    expect_contains(cap.text, "cache_budget=0(env TIDE_CACHE_BUDGET)", "a setting with its source");
+    expect_contains(cap.text, "allocator: ", "the allocator line");
+    expect_contains(cap.text, "Using NuDB block size: 4096 bytes", "the store's own block size");
+    expect_contains(cap.text, "tide rekey", "the mismatch warning names the fix");
+    expect_contains(cap.text, "unbounded: node_cache", "the unbounded node cache");
+    expect_contains(cap.text, "--cache-budget", "how to bound it");
+    expect_contains(cap.text, "TIDE_ADMIN_TOKEN", "how to enable the admin endpoints");
+    if (strstr(cap.text, "m3trics") != NULL) fail_msg("the startup log printed the metrics token");
+    if (cap.warnings < 2) fail_msg("expected at least 2 warnings (block size, node cache), got %d", cap.warnings);
+}
+
+static void startup_log_for_a_new_store_uses_the_configured_block_size_without_warning(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    capture cap = { .text = "" };
+    char data[700];
+    char *argv[] = { "tided", "--data-dir", data, "--nudb-block-size", "8192", "--arena-max", "2", NULL };
+
+    th_path(data, sizeof data, f->dir, "none-yet");
+    expect_rc(load_all(f, &c, NULL, NULL, 7, argv), 0, "load");
+    tide_log_set_sink(capture_sink, &cap);
+    tide_startup_log(&c);
+    tide_log_set_sink(discard_sink, NULL);
+    expect_contains(cap.text, "Using NuDB block size: 8192 bytes (a new store will be created in", "block size");
+    expect_contains(cap.text, "/metrics answers 401", "how to enable scraping");
+    if (strstr(cap.text, "tide rekey") != NULL) fail_msg("no mismatch warning expected; got: %s", cap.text);
+    if (strstr(cap.text, "unbounded: node_cache") != NULL) fail_msg("the preset bounds the node cache");
+}
+
+static void startup_node_opts_follow_the_settings(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_node_opts o;
+    char *argv[] = { "tided", "--node-size", "small", "--sweep-interval", "45", "--key-cache-size", "99", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 7, argv), 0, "load");
+    tide_startup_node_opts(&c, &o);
+    expect_str(o.dir, "./data", "dir");
+    expect_u64(o.sweep_interval_ms, 45000, "sweep interval in ms");
+    expect_u64(o.cache_target, 524288, "small preset's cache target");
+    expect_u64(o.cache_age_s, 60, "small preset's cache age");
+    expect_u64(o.cache_budget, 256 * MiB, "small preset's budget");
+    expect_u64(o.insert_burst, 8 * MiB, "small preset's insert burst");
+    expect_u64(o.key_cache_size, 99, "key cache size");
+}
+
 typedef struct seen { char text[1024]; int n; } seen;
 
 static void record_unbounded(void *arg, const char *consumer, const char *how)
@@ -551,6 +651,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_bad_environment_value_names_the_variable, setup, teardown),
         cmocka_unit_test_setup_teardown(describe_never_prints_the_metrics_token, setup, teardown),
         cmocka_unit_test_setup_teardown(describe_truncates_to_the_capacity_and_reports_the_full_length, setup, teardown),
+        cmocka_unit_test_setup_teardown(http_threads_and_object_size_are_bounded_and_the_admin_token_never_printed, setup, teardown),
+        cmocka_unit_test_setup_teardown(startup_log_reads_as_a_checklist_and_warns_about_a_block_size_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(startup_log_for_a_new_store_uses_the_configured_block_size_without_warning, setup, teardown),
+        cmocka_unit_test_setup_teardown(startup_node_opts_follow_the_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_it, setup, teardown),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
