@@ -350,6 +350,14 @@ static void reports_carry_rss_before_and_after_and_a_duration(void **state)
     expect_u64(t.trims, 70, "trims");
     expect_u64(t.trims_lowered, 70, "trims that lowered RSS");
     expect_u64(t.trim_released_bytes, 70ull * (10 << 20), "bytes released");
+    expect_u64((uint64_t)-t.last_trim_rss_delta, 10 << 20, "last trim's RSS delta");
+    expect_u64(t.trim_duration.count, 70, "trim histogram count");
+    expect_u64(t.trim_duration.sum_ns, 70ull * 1000000, "trim histogram sum");
+    /* 1 ms lands in the 0.001 s bucket (le is inclusive) and every one above. */
+    expect_u64(t.trim_duration.bucket[1], 0, "trims <= 0.5 ms");
+    expect_u64(t.trim_duration.bucket[2], 70, "trims <= 1 ms");
+    expect_u64(t.trim_duration.bucket[TIDE_HIST_BUCKETS], 70, "trims <= +Inf");
+    expect_u64(t.sweep_duration.count, 70, "sweep histogram count");
     expect_rc(tide_node_close(n), 0, "close");
 }
 

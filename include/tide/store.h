@@ -162,6 +162,10 @@ int tide_store_sync(tide_store *s);
 
 /* ---- information ---- */
 
+/* The commit histogram's buckets: 14 bounds in seconds, 0.0001 .. 10
+ * (the same as every Tide histogram; src/util/hist.h). */
+#define TIDE_STORE_HIST_BUCKETS 14
+
 typedef struct tide_store_info {
     uint64_t uid, appnum, salt, pepper;
     unsigned version, key_size, block_size;
@@ -182,6 +186,12 @@ typedef struct tide_store_info {
     unsigned commit_interval_ms; /* this handle's options */
     uint64_t burst_bytes;
     uint64_t last_commit_us;
+    /* Durations of the commits that reached the files (cumulative buckets
+     * with the bounds of TIDE_STORE_HIST_BOUNDS_S, then +Inf). */
+    struct {
+        uint64_t bucket[TIDE_STORE_HIST_BUCKETS + 1];
+        uint64_t sum_ns, count;
+    } commit_duration;
 } tide_store_info;
 
 /* The open store's headers, sizes and counters. Thread-safe; no I/O. */

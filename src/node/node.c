@@ -76,6 +76,7 @@ struct tide_node {
     uint64_t        next_due_ns;  /* monotonic */
     uint64_t        seq;
     tide_node_totals totals;      /* the sweep half; the get/put half is atomic */
+    tide_hist       sweep_hist, trim_hist;  /* under state_lock */
     tide_node_sweep_report reports[TIDE_NODE_REPORTS];
 };
 
@@ -367,7 +368,10 @@ static void run_round(tide_node *n, tide_node_sweep_report *out)
     n->reports[(r.seq - 1) % TIDE_NODE_REPORTS] = r;
     n->totals.sweeps = r.seq;
     n->totals.sweep_ns += r.sweep_ns;
+    tide_hist_observe(&n->sweep_hist, r.sweep_ns);
     if (r.trimmed) {
+        tide_hist_observe(&n->trim_hist, r.trim.duration_ns);
+        n->totals.last_trim_rss_delta = r.trim.rss_delta;
         n->totals.trims++;
         n->totals.trim_ns += r.trim.duration_ns;
         n->totals.trim_minflt += r.trim.minflt;
@@ -436,6 +440,9 @@ void tide_node_totals_get(tide_node *n, tide_node_totals *out)
     pthread_mutex_lock(&n->state_lock);
     *out = n->totals;
     TIDE_ASSERT(out->sweeps == n->seq);
+    tide_hist_snapshot(&n->sweep_hist, &out->sweep_duration);
+    tide_hist_snapshot(&n->trim_hist, &out->trim_duration);
+    TIDE_ASSERT(out->sweep_duration.count == out->sweeps && out->trim_duration.count == out->trims);
     pthread_mutex_unlock(&n->state_lock);
     out->puts = atomic_load(&n->puts);
     out->puts_existing = atomic_load(&n->puts_existing);

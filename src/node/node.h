@@ -37,6 +37,7 @@
 #include "mem/trim.h"
 #include "tide/error.h"
 #include "tide/store.h"
+#include "util/hist.h"
 
 struct tide_io;
 
@@ -115,6 +116,9 @@ typedef struct tide_node_totals {
     uint64_t trim_ns;             /* sum of trim.duration_ns */
     uint64_t trim_released_bytes; /* sum of -rss_delta over trims that lowered RSS */
     uint64_t trim_minflt, trim_majflt;
+    int64_t  last_trim_rss_delta; /* of the latest trim (0 before the first) */
+    tide_hist sweep_duration;     /* report.sweep_ns, cumulative buckets */
+    tide_hist trim_duration;      /* trim.duration_ns, cumulative buckets */
     uint64_t puts, puts_existing; /* put calls that stored; that found the key */
     uint64_t gets, gets_cache, gets_keycache, gets_store, gets_missing;
                                   /* gets = cache + store hits + missing;

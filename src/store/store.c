@@ -525,6 +525,7 @@ static void *commit_thread(void *arg)
             tide_pool_reset(s->committing);
             s->committing = NULL;
             __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
+            tide_hist_observe(&s->commit_hist, took * 1000u);
         }
         if (rc == 0) {
             s->durable_seq = s->committing_seq;
@@ -846,6 +847,12 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     o->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
     o->syncs = __atomic_load_n(&s->syncs, __ATOMIC_RELAXED);
     o->last_commit_us = __atomic_load_n(&s->last_commit_us, __ATOMIC_RELAXED);
+    tide_hist h;
+    _Static_assert(TIDE_STORE_HIST_BUCKETS == TIDE_HIST_BUCKETS, "one bucket layout");
+    tide_hist_snapshot(&s->commit_hist, &h);
+    memcpy(o->commit_duration.bucket, h.bucket, sizeof h.bucket);
+    o->commit_duration.sum_ns = h.sum_ns;
+    o->commit_duration.count = h.count;
     o->commit_interval_ms = s->opts.commit_interval_ms;
     o->burst_bytes = s->opts.burst_bytes;
 }

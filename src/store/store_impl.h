@@ -18,6 +18,7 @@
 #include "io/io.h"
 #include "store/format.h"
 #include "store/pool.h"
+#include "util/hist.h"
 
 struct tide_store {
     tide_io   *io;
@@ -56,6 +57,7 @@ struct tide_store {
     /* Counters (atomic). */
     uint64_t   inserts, fetches, commits, commit_failures, bytes_written, syncs;
     uint64_t   last_commit_us, commit_buffer_bytes;
+    tide_hist  commit_hist;      /* durations of commits that reached the files */
 };
 
 /*
