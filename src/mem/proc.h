@@ -193,4 +193,24 @@ typedef struct tide_mem_proc_blockdev {
  */
 int tide_mem_proc_blockdev_read(const char *path, tide_mem_proc_blockdev *out);
 
+/* The figures behind Prometheus' standard process_* families. */
+typedef struct tide_mem_proc_process {
+    double   cpu_seconds;        /* utime + stime of every thread */
+    double   start_time_seconds; /* Unix time the process started: the
+                                    boot time (btime of /proc/stat) plus
+                                    its starttime, as the official clients */
+    uint64_t virtual_bytes;      /* vsize */
+    uint64_t open_fds;           /* entries of /proc/self/fd */
+    uint64_t max_fds;            /* RLIMIT_NOFILE soft limit */
+    uint64_t virtual_max_bytes;  /* RLIMIT_AS soft limit; UINT64_MAX: none */
+} tide_mem_proc_process;
+
+/*
+ * Read them. Errors: TIDE_EIO / TIDE_ECORRUPT naming the file.
+ * Cost: reads of /proc/self/stat and /proc/stat (once per process, for the
+ * boot time), getrlimit twice, and a walk of /proc/self/fd with
+ * getdents64 into a stack buffer (no opendir, so no malloc): O(open fds).
+ */
+int tide_mem_proc_process_read(tide_mem_proc_process *out);
+
 #endif

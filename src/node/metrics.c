@@ -1,0 +1,384 @@
+/*
+ * metrics.c: the node's figures as Prometheus text, computed at scrape time.
+ *
+ * Layout: a growable text buffer (the writer), the two calls that write a
+ * family header and a sample, then one function per group of families in
+ * the order they appear: build, memory consumers, caches, sweeps and trims,
+ * the allocator, the process, the store, then the caller's extra families.
+ *
+ * Invariants:
+ *   1. Each family name is written once, as HELP then TYPE, and all of its
+ *      samples follow it before the next family begins (the writer asserts
+ *      that a sample's name starts with the open family's name).
+ *   2. Every value is in base units: bytes, seconds, counts.
+ *   3. A histogram's buckets are cumulative, end with le="+Inf", and that
+ *      bucket equals _count.
+ *   4. A shared structure is reported once: the allocator's figures are the
+ *      process's, not each consumer's; the consumers' accounts are disjoint.
+ *
+ * Never: read smaps_rollup unless asked (it walks every page table under the
+ * mmap lock); print a token; make a figure up when it cannot be read (leave
+ * the family out).
+ */
+#include "node/metrics.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "mem/account.h"
+#include "mem/alloc.h"
+#include "mem/proc.h"
+#include "util/assert.h"
+#include "util/hist.h"
+
+struct tide_metrics_writer {
+    char  *buf;
+    size_t len, cap;
+    int    oom;
+    char   family[128];   /* the open family, for invariant 1 */
+};
+
+void tide_metrics_opts_init(tide_metrics_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+static void put(tide_metrics_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(tide_metrics_writer *w, const char *fmt, ...)
+{
+    va_list ap;
+    int need;
+
+    if (w->oom) return;
+    for (;;) {
+        va_start(ap, fmt);
+        need = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
+        va_end(ap);
+        if (need < 0) { w->oom = 1; return; }
+        if ((size_t)need < w->cap - w->len) break;
+        size_t cap = w->cap * 2 + (size_t)need;
+        char *nb = realloc(w->buf, cap);
+        if (nb == NULL) { w->oom = 1; return; }
+        w->buf = nb;
+        w->cap = cap;
+    }
+    w->len += (size_t)need;
+}
+
+void tide_metrics_family(tide_metrics_writer *w, const char *name, const char *type, const char *help)
+{
+    snprintf(w->family, sizeof w->family, "%s", name);
+    put(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void put_escaped(tide_metrics_writer *w, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\') put(w, "\\\\");
+        else if (*v == '"') put(w, "\\\"");
+        else if (*v == '\n') put(w, "\\n");
+        else put(w, "%c", *v);
+    }
+}
+
+void tide_metrics_sample(tide_metrics_writer *w, const char *name, const char *const *labels,
+                         int nlabels, double value)
+{
+    TIDE_ASSERT(strncmp(name, w->family, strlen(w->family)) == 0);
+    put(w, "%s", name);
+    for (int i = 0; i < nlabels; i++) {
+        put(w, "%s%s=\"", i ? "," : "{", labels[2 * i]);
+        put_escaped(w, labels[2 * i + 1]);
+        put(w, "\"");
+    }
+    if (nlabels) put(w, "}");
+    if (isinf(value)) put(w, " %s\n", value > 0 ? "+Inf" : "-Inf");
+    else if (isnan(value)) put(w, " NaN\n");
+    else if (value == floor(value) && fabs(value) < 9007199254740992.0) put(w, " %.0f\n", value);
+    else put(w, " %.17g\n", value);
+}
+
+/* A family with one unlabelled sample. */
+static void one(tide_metrics_writer *w, const char *name, const char *type, const char *help, double v)
+{
+    tide_metrics_family(w, name, type, help);
+    tide_metrics_sample(w, name, NULL, 0, v);
+}
+
+static void histogram(tide_metrics_writer *w, const char *name, const char *help, const tide_hist *h)
+{
+    char sample[160], le[32];
+    const char *lab[2] = { "le", le };
+
+    tide_metrics_family(w, name, "histogram", help);
+    snprintf(sample, sizeof sample, "%s_bucket", name);
+    for (int i = 0; i < TIDE_HIST_BUCKETS; i++) {
+        snprintf(le, sizeof le, "%g", TIDE_HIST_BOUNDS_S[i]);
+        tide_metrics_sample(w, sample, lab, 1, (double)h->bucket[i]);
+    }
+    snprintf(le, sizeof le, "+Inf");
+    tide_metrics_sample(w, sample, lab, 1, (double)h->bucket[TIDE_HIST_BUCKETS]);
+    TIDE_ASSERT(h->bucket[TIDE_HIST_BUCKETS] == h->count);
+    snprintf(sample, sizeof sample, "%s_sum", name);
+    tide_metrics_sample(w, sample, NULL, 0, (double)h->sum_ns / 1e9);
+    snprintf(sample, sizeof sample, "%s_count", name);
+    tide_metrics_sample(w, sample, NULL, 0, (double)h->count);
+}
+
+/* ---- the groups ----------------------------------------------------------- */
+
+static void write_build(tide_metrics_writer *w, const tide_metrics_opts *o)
+{
+    const char *lab[2] = { "version", o->version ? o->version : TIDE_VERSION };
+    tide_metrics_family(w, "tide_build_info", "gauge", "Tide's version; always 1.");
+    tide_metrics_sample(w, "tide_build_info", lab, 1, 1);
+}
+
+static void write_consumers(tide_metrics_writer *w)
+{
+    tide_mem_account_entry e[TIDE_MEM_ACCOUNT_MAX];
+    size_t n = tide_mem_account_snapshot(e, TIDE_MEM_ACCOUNT_MAX);
+
+    if (n > TIDE_MEM_ACCOUNT_MAX) n = TIDE_MEM_ACCOUNT_MAX;
+    tide_metrics_family(w, "tide_memory_consumer_bytes", "gauge",
+                        "Bytes held by each long-lived consumer of memory, as the consumer counts them.");
+    for (size_t i = 0; i < n; i++) {
+        const char *lab[2] = { "consumer", e[i].name };
+        tide_metrics_sample(w, "tide_memory_consumer_bytes", lab, 1, (double)e[i].bytes);
+    }
+}
+
+static void write_caches(tide_metrics_writer *w, tide_node *n)
+{
+    const tide_node_opts *no = tide_node_options(n);
+    tide_cache_stats cs;
+    tide_keycache_stats ks;
+
+    tide_node_cache_stats(n, &cs);
+    tide_node_keycache_stats(n, &ks);
+    const char *nc[2] = { "cache", "node_cache" }, *kc[2] = { "cache", "key_cache" };
+    const char *ns[4] = { "cache", "node_cache", "state", "strong" };
+    const char *nw[4] = { "cache", "node_cache", "state", "weak" };
+    const char *ke[4] = { "cache", "key_cache", "state", "strong" };
+
+    tide_metrics_family(w, "tide_cache_entries", "gauge",
+                        "Entries in each cache by state (a weak entry's object is held only outside the cache).");
+    tide_metrics_sample(w, "tide_cache_entries", ns, 2, (double)cs.strong);
+    tide_metrics_sample(w, "tide_cache_entries", nw, 2, (double)cs.weak);
+    tide_metrics_sample(w, "tide_cache_entries", ke, 2, (double)ks.entries);
+    tide_metrics_family(w, "tide_cache_bytes", "gauge", "Bytes each cache's memory costs, as malloc sizes it.");
+    tide_metrics_sample(w, "tide_cache_bytes", nc, 1, (double)cs.bytes);
+    tide_metrics_sample(w, "tide_cache_bytes", kc, 1, (double)ks.bytes);
+    tide_metrics_family(w, "tide_cache_target_entries", "gauge",
+                        "Target entries of each cache; above it the cache's age shrinks (0: no target).");
+    tide_metrics_sample(w, "tide_cache_target_entries", nc, 1, (double)no->cache_target);
+    tide_metrics_sample(w, "tide_cache_target_entries", kc, 1, (double)no->key_cache_size);
+    tide_metrics_family(w, "tide_cache_budget_bytes", "gauge",
+                        "Bytes a sweep shrinks each cache under (0: unbounded).");
+    tide_metrics_sample(w, "tide_cache_budget_bytes", nc, 1, (double)no->cache_budget);
+    tide_metrics_family(w, "tide_cache_hits_total", "counter", "Lookups each cache answered.");
+    tide_metrics_sample(w, "tide_cache_hits_total", nc, 1, (double)cs.hits);
+    tide_metrics_sample(w, "tide_cache_hits_total", kc, 1, (double)ks.hits);
+    tide_metrics_family(w, "tide_cache_misses_total", "counter", "Lookups each cache could not answer.");
+    tide_metrics_sample(w, "tide_cache_misses_total", nc, 1, (double)cs.misses);
+    tide_metrics_sample(w, "tide_cache_misses_total", kc, 1, (double)ks.misses);
+    tide_metrics_family(w, "tide_cache_evictions_total", "counter",
+                        "Entries each cache let go by age, budget or hard limit.");
+    tide_metrics_sample(w, "tide_cache_evictions_total", nc, 1, (double)cs.evictions);
+    tide_metrics_sample(w, "tide_cache_evictions_total", kc, 1, (double)ks.evictions);
+}
+
+static void write_sweeps(tide_metrics_writer *w, tide_node *n)
+{
+    tide_node_totals t;
+
+    tide_node_totals_get(n, &t);
+    one(w, "tide_sweeps_total", "counter", "Sweep rounds (every cache swept, then at most one trim).",
+        (double)t.sweeps);
+    histogram(w, "tide_sweep_duration_seconds", "Time to sweep every cache in one round, the trim excluded.",
+              &t.sweep_duration);
+    one(w, "tide_trims_total", "counter", "Release calls made after sweeps (malloc_trim(0) under glibc).",
+        (double)t.trims);
+    one(w, "tide_trims_lowered_rss_total", "counter", "Trims after which RSS was lower than before.",
+        (double)t.trims_lowered);
+    histogram(w, "tide_trim_duration_seconds", "Wall time of each release call.", &t.trim_duration);
+    one(w, "tide_trim_released_bytes_total", "counter",
+        "RSS given back by trims, summed over the trims that lowered it.", (double)t.trim_released_bytes);
+    one(w, "tide_trim_last_rss_delta_bytes", "gauge",
+        "RSS after minus RSS before the latest trim (negative: released).", (double)t.last_trim_rss_delta);
+    one(w, "tide_trim_minor_faults_total", "counter", "Minor page faults the sweeper thread took during trims.",
+        (double)t.trim_minflt);
+    one(w, "tide_trim_major_faults_total", "counter", "Major page faults the sweeper thread took during trims.",
+        (double)t.trim_majflt);
+}
+
+static void write_allocator(tide_metrics_writer *w)
+{
+    tide_mem_alloc_info info;
+    tide_mem_alloc_stats st;
+    int family = tide_mem_alloc_family();
+    double free_bytes = -1;
+
+    if (tide_mem_alloc_detect(&info) == 0) {
+        const char *lab[4] = { "name", tide_mem_alloc_family_name(info.family), "version", info.version };
+        tide_metrics_family(w, "tide_allocator_info", "gauge", "The allocator serving malloc; always 1.");
+        tide_metrics_sample(w, "tide_allocator_info", lab, 2, 1);
+    }
+    if (tide_mem_alloc_stats_read(family, &st) != 0) return;
+    switch (family) {
+    case TIDE_MEM_ALLOC_GLIBC:
+        one(w, "tide_glibc_arena_bytes", "gauge", "Bytes glibc obtained for its arenas with brk and mmap "
+            "(mallinfo2 arena), mmapped chunks excluded.", (double)st.glibc.arena);
+        one(w, "tide_glibc_in_use_bytes", "gauge", "Bytes in allocated chunks (mallinfo2 uordblks).",
+            (double)st.glibc.in_use);
+        one(w, "tide_glibc_free_bytes", "gauge", "Bytes in free chunks glibc keeps (mallinfo2 fordblks).",
+            (double)st.glibc.free);
+        one(w, "tide_glibc_mmap_bytes", "gauge", "Bytes in chunks served by their own mmap (mallinfo2 hblkhd).",
+            (double)st.glibc.mmap);
+        one(w, "tide_glibc_top_releasable_bytes", "gauge",
+            "Free bytes at the top of the main heap (mallinfo2 keepcost).", (double)st.glibc.top_releasable);
+        if (st.glibc.has_arenas)
+            one(w, "tide_glibc_arenas", "gauge", "Arenas glibc has made (at most MALLOC_ARENA_MAX).",
+                (double)st.glibc.arenas);
+        free_bytes = (double)st.glibc.free;
+        break;
+    case TIDE_MEM_ALLOC_JEMALLOC:
+        one(w, "tide_jemalloc_allocated_bytes", "gauge", "jemalloc stats.allocated.", (double)st.jemalloc.allocated);
+        one(w, "tide_jemalloc_active_bytes", "gauge", "jemalloc stats.active.", (double)st.jemalloc.active);
+        one(w, "tide_jemalloc_resident_bytes", "gauge", "jemalloc stats.resident.", (double)st.jemalloc.resident);
+        one(w, "tide_jemalloc_mapped_bytes", "gauge", "jemalloc stats.mapped.", (double)st.jemalloc.mapped);
+        one(w, "tide_jemalloc_retained_bytes", "gauge", "jemalloc stats.retained.", (double)st.jemalloc.retained);
+        one(w, "tide_jemalloc_metadata_bytes", "gauge", "jemalloc stats.metadata.", (double)st.jemalloc.metadata);
+        one(w, "tide_jemalloc_dirty_bytes", "gauge", "Dirty pages of every arena, not yet purged.",
+            (double)st.jemalloc.dirty);
+        one(w, "tide_jemalloc_muzzy_bytes", "gauge", "Muzzy pages of every arena (MADV_FREE'd, still counted).",
+            (double)st.jemalloc.muzzy);
+        free_bytes = (double)(st.jemalloc.active - st.jemalloc.allocated + st.jemalloc.dirty);
+        break;
+    case TIDE_MEM_ALLOC_TCMALLOC:
+        one(w, "tide_tcmalloc_allocated_bytes", "gauge", "tcmalloc generic.current_allocated_bytes.",
+            (double)st.tcmalloc.allocated);
+        one(w, "tide_tcmalloc_heap_bytes", "gauge", "tcmalloc generic.heap_size.", (double)st.tcmalloc.heap_size);
+        one(w, "tide_tcmalloc_pageheap_free_bytes", "gauge", "tcmalloc tcmalloc.pageheap_free_bytes.",
+            (double)st.tcmalloc.pageheap_free);
+        one(w, "tide_tcmalloc_pageheap_unmapped_bytes", "gauge", "tcmalloc tcmalloc.pageheap_unmapped_bytes.",
+            (double)st.tcmalloc.pageheap_unmapped);
+        free_bytes = (double)st.tcmalloc.pageheap_free;
+        break;
+    case TIDE_MEM_ALLOC_MIMALLOC:
+        one(w, "tide_mimalloc_commit_bytes", "gauge", "mimalloc current_commit (mi_process_info).",
+            (double)st.mimalloc.current_commit);
+        one(w, "tide_mimalloc_peak_commit_bytes", "gauge", "mimalloc peak_commit (mi_process_info).",
+            (double)st.mimalloc.peak_commit);
+        break;
+    default:
+        break;
+    }
+    if (free_bytes >= 0)
+        one(w, "tide_allocator_free_bytes", "gauge",
+            "Bytes the allocator holds that no allocation uses: what a release could give back, at most.",
+            free_bytes);
+}
+
+static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
+{
+    tide_mem_proc_process p;
+    tide_mem_proc_status st;
+    uint64_t rss;
+
+    /* The names and HELP texts of Prometheus' official clients. */
+    if (tide_mem_proc_process_read(&p) == 0) {
+        one(w, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
+            p.cpu_seconds);
+        one(w, "process_open_fds", "gauge", "Number of open file descriptors.", (double)p.open_fds);
+        one(w, "process_max_fds", "gauge", "Maximum number of open file descriptors.", (double)p.max_fds);
+        one(w, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", (double)p.virtual_bytes);
+        one(w, "process_virtual_memory_max_bytes", "gauge", "Maximum amount of virtual memory available in bytes.",
+            p.virtual_max_bytes == UINT64_MAX ? 18446744073709551615.0 : (double)p.virtual_max_bytes);
+        one(w, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
+            p.start_time_seconds);
+    }
+    if (tide_mem_proc_statm_rss(&rss) == 0)
+        one(w, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", (double)rss);
+    if (tide_mem_proc_status_read(&st) == 0) {
+        if (st.has_split) {
+            one(w, "tide_process_rss_anon_bytes", "gauge", "Resident anonymous memory (RssAnon): heap, stacks, "
+                "anonymous mappings.", (double)st.rss_anon);
+            one(w, "tide_process_rss_file_bytes", "gauge", "Resident file-backed memory (RssFile): the binary, "
+                "libraries, mapped files.", (double)st.rss_file);
+        }
+        one(w, "tide_process_resident_memory_peak_bytes", "gauge", "Peak resident memory (VmHWM).",
+            (double)st.vm_hwm);
+    }
+    if (o->smaps) {
+        tide_mem_proc_smaps sm;
+        if (tide_mem_proc_smaps_rollup_read(&sm) == 0) {
+            one(w, "tide_process_referenced_bytes", "gauge", "Resident pages accessed since they were mapped or "
+                "last cleared (smaps_rollup Referenced).", (double)sm.referenced);
+            if (sm.has_lazy_free)
+                one(w, "tide_process_lazyfree_bytes", "gauge", "Pages freed with MADV_FREE the kernel has not "
+                    "reclaimed yet; they still count in RSS (smaps_rollup LazyFree).", (double)sm.lazy_free);
+        }
+    }
+}
+
+static void write_store(tide_metrics_writer *w, tide_node *n)
+{
+    tide_store_info si;
+    tide_hist h;
+
+    tide_node_store_info(n, &si);
+    one(w, "tide_store_block_size_bytes", "gauge", "Block size of the key file.", (double)si.block_size);
+    one(w, "tide_store_buckets", "gauge", "Buckets in the key file.", (double)si.buckets);
+    one(w, "tide_store_inserts_total", "counter", "Values inserted since the store was opened.",
+        (double)si.inserts);
+    one(w, "tide_store_fetches_total", "counter", "Fetches that reached the store since it was opened.",
+        (double)si.fetches);
+    one(w, "tide_store_commits_total", "counter", "Commits that reached the files.", (double)si.commits);
+    one(w, "tide_store_commit_failures_total", "counter", "Commits that failed (each is retried).",
+        (double)si.commit_failures);
+    memcpy(h.bucket, si.commit_duration.bucket, sizeof h.bucket);
+    h.sum_ns = si.commit_duration.sum_ns;
+    h.count = si.commit_duration.count;
+    histogram(w, "tide_store_commit_duration_seconds", "Wall time of each commit that reached the files.", &h);
+    one(w, "tide_store_data_file_bytes", "gauge", "Size of nudb.dat.", (double)si.dat_file_bytes);
+    one(w, "tide_store_key_file_bytes", "gauge", "Size of nudb.key.", (double)si.key_file_bytes);
+    one(w, "tide_store_written_bytes_total", "counter", "Bytes commits wrote to the store's files.",
+        (double)si.bytes_written);
+}
+
+int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, size_t *len)
+{
+    tide_metrics_writer w = { 0 };
+    tide_metrics_opts dflt;
+    int rc = 0;
+
+    *out = NULL;
+    *len = 0;
+    if (o == NULL) tide_metrics_opts_init(&dflt), o = &dflt;
+    w.cap = 16384;
+    w.buf = malloc(w.cap);
+    if (w.buf == NULL) { rc = TIDE_ENOMEM; goto out; }
+    w.buf[0] = '\0';
+    write_build(&w, o);
+    write_consumers(&w);
+    write_caches(&w, n);
+    write_sweeps(&w, n);
+    write_allocator(&w);
+    write_process(&w, o);
+    write_store(&w, n);
+    if (o->extra) o->extra(o->extra_arg, &w);
+    if (w.oom) { rc = TIDE_ENOMEM; goto out; }
+    *out = w.buf;
+    *len = w.len;
+    w.buf = NULL;
+out:
+    free(w.buf);
+    return rc;
+}

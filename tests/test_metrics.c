@@ -1,0 +1,257 @@
+/*
+ * test_metrics.c: the node's Prometheus exposition, rendered in process.
+ *
+ * The text must pass promtool (Debian's prometheus package) and Tide's own
+ * stricter checks (tests/promcheck.c), carry every family of DESIGN.md §7
+ * that this allocator has, and agree with the figures it is computed from:
+ * the node-cache bytes against the sizes put, the trims against the
+ * sweeper's totals.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "expect.h"
+#include "helpers.h"
+#include "promcheck.h"
+#include "mem/account.h"
+#include "mem/alloc.h"
+#include "node/metrics.h"
+#include "node/node.h"
+#include "tide/error.h"
+
+typedef struct fixture {
+    char base[3000], dir[3100];
+    tide_node *node;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    tide_node_opts o;
+    if (f == NULL || th_mkdtemp(f->base, sizeof f->base) != 0) return -1;
+    snprintf(f->dir, sizeof f->dir, "%s/data", f->base);
+    tide_node_opts_init(&o);
+    o.dir = f->dir;
+    o.sweep_interval_ms = 0;
+    if (tide_node_open(&f->node, &o) != 0) return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    tide_node_close(f->node);
+    th_rmrf(f->base);
+    free(f);
+    return 0;
+}
+
+static char *render(tide_node *n, const tide_metrics_opts *o)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = tide_metrics_render(n, o, &text, &len);
+    if (rc) fail_msg("render: %s", tide_strerror(rc));
+    expect_u64(strlen(text), len, "length reported");
+    return text;
+}
+
+static void expect_family(const char *text, const char *name, const char *type)
+{
+    char want[200];
+    snprintf(want, sizeof want, "# TYPE %s %s\n", name, type);
+    if (strstr(text, want) == NULL) fail_msg("expected the family line '%s' in the exposition", want);
+}
+
+static void the_exposition_passes_promtool_and_tides_own_checks(void **state)
+{
+    fixture *f = *state;
+    char msg[4096];
+    uint8_t key[32];
+
+    for (uint64_t i = 0; i < 100; i++) {
+        th_key(i, 32, key);
+        expect_rc(tide_node_put(f->node, key, "value", 5), 0, "put");
+    }
+    tide_node_sweep(f->node, NULL);
+    char *text = render(f->node, NULL);
+    if (th_prom_check(text, msg, sizeof msg) != 0) fail_msg("own check: %s", msg);
+    int st = th_promtool_check(text, msg, sizeof msg);
+    if (st != 0) fail_msg("promtool check metrics: expected exit 0, got %d: %s", st, msg);
+    free(text);
+}
+
+static void every_design_family_is_present_with_its_type(void **state)
+{
+    fixture *f = *state;
+    tide_node_sweep(f->node, NULL);
+    char *text = render(f->node, NULL);
+    expect_family(text, "tide_memory_consumer_bytes", "gauge");
+    expect_family(text, "tide_cache_entries", "gauge");
+    expect_family(text, "tide_cache_bytes", "gauge");
+    expect_family(text, "tide_cache_target_entries", "gauge");
+    expect_family(text, "tide_cache_budget_bytes", "gauge");
+    expect_family(text, "tide_cache_hits_total", "counter");
+    expect_family(text, "tide_cache_misses_total", "counter");
+    expect_family(text, "tide_cache_evictions_total", "counter");
+    expect_family(text, "tide_sweeps_total", "counter");
+    expect_family(text, "tide_sweep_duration_seconds", "histogram");
+    expect_family(text, "tide_trims_total", "counter");
+    expect_family(text, "tide_trim_duration_seconds", "histogram");
+    expect_family(text, "tide_trim_released_bytes_total", "counter");
+    expect_family(text, "tide_trim_last_rss_delta_bytes", "gauge");
+    expect_family(text, "tide_trim_minor_faults_total", "counter");
+    expect_family(text, "tide_allocator_info", "gauge");
+    expect_family(text, "process_resident_memory_bytes", "gauge");
+    expect_family(text, "process_cpu_seconds_total", "counter");
+    expect_family(text, "process_start_time_seconds", "gauge");
+    expect_family(text, "process_open_fds", "gauge");
+    expect_family(text, "tide_process_rss_anon_bytes", "gauge");
+    expect_family(text, "tide_process_rss_file_bytes", "gauge");
+    expect_family(text, "tide_store_block_size_bytes", "gauge");
+    expect_family(text, "tide_store_inserts_total", "counter");
+    expect_family(text, "tide_store_fetches_total", "counter");
+    expect_family(text, "tide_store_commits_total", "counter");
+    expect_family(text, "tide_store_commit_duration_seconds", "histogram");
+    expect_family(text, "tide_store_data_file_bytes", "gauge");
+    expect_family(text, "tide_store_key_file_bytes", "gauge");
+    if (tide_mem_alloc_family() == TIDE_MEM_ALLOC_GLIBC) {
+        expect_family(text, "tide_glibc_arena_bytes", "gauge");
+        expect_family(text, "tide_glibc_in_use_bytes", "gauge");
+        expect_family(text, "tide_glibc_free_bytes", "gauge");
+        expect_family(text, "tide_glibc_mmap_bytes", "gauge");
+        expect_family(text, "tide_glibc_arenas", "gauge");
+        expect_contains(text, "tide_allocator_info{name=\"glibc\",version=\"", "allocator identity");
+    }
+    if (strstr(text, "tide_process_referenced_bytes") != NULL)
+        fail_msg("smaps_rollup figures are off by default, but tide_process_referenced_bytes is present");
+    free(text);
+}
+
+static void smaps_figures_appear_only_when_asked(void **state)
+{
+    fixture *f = *state;
+    tide_metrics_opts o;
+    tide_metrics_opts_init(&o);
+    o.smaps = 1;
+    char *text = render(f->node, &o);
+    expect_family(text, "tide_process_referenced_bytes", "gauge");
+    free(text);
+}
+
+static void node_cache_bytes_are_the_values_put_plus_the_stated_overhead(void **state)
+{
+    fixture *f = *state;
+    const unsigned n = 1000;
+    uint64_t sum = 0;
+    uint8_t key[32], val[700];
+    tide_cache_stats cs;
+
+    double before = th_prom_value("", "x");   /* NaN: absent */
+    assert_true(isnan(before));
+    char *text0 = render(f->node, NULL);
+    double base = th_prom_value(text0, "tide_memory_consumer_bytes{consumer=\"node_cache\"}");
+    free(text0);
+    for (unsigned i = 0; i < n; i++) {
+        size_t len = th_len(i, 100, sizeof val);
+        th_key(i, 32, key);
+        th_value(i, len, val);
+        expect_rc(tide_node_put(f->node, key, val, len), 0, "put");
+        sum += len;
+    }
+    char *text = render(f->node, NULL);
+    double consumer = th_prom_value(text, "tide_memory_consumer_bytes{consumer=\"node_cache\"}");
+    double cache = th_prom_value(text, "tide_cache_bytes{cache=\"node_cache\"}");
+    tide_node_cache_stats(f->node, &cs);
+    expect_u64((uint64_t)cache, cs.bytes, "tide_cache_bytes against the cache's own count");
+    expect_u64((uint64_t)(consumer - base), (uint64_t)(cache - base), "consumer bytes against cache bytes");
+    /* cache.h: per entry 49 + key_size bytes and per object 24 + len, each
+     * rounded up to glibc's 16-byte chunks with 8 bytes of header: at most
+     * (49 + 32 + 8 + 15) + (24 + 8 + 15) = 151 bytes beyond the value. */
+    double added = cache - base;
+    if (added < (double)sum || added > (double)sum + 151.0 * n)
+        fail_msg("node cache grew by %.0f bytes for %" PRIu64 " bytes of values in %u entries; expected "
+                 "between %" PRIu64 " and %" PRIu64, added, sum, n, sum, sum + 151ull * n);
+    expect_u64((uint64_t)th_prom_value(text, "tide_cache_entries{cache=\"node_cache\",state=\"strong\"}"), n,
+               "strong entries");
+    free(text);
+}
+
+static void trims_on_the_page_agree_with_the_sweepers_totals(void **state)
+{
+    fixture *f = *state;
+    tide_node_totals t;
+    for (int i = 0; i < 3; i++) tide_node_sweep(f->node, NULL);
+    tide_node_totals_get(f->node, &t);
+    char *text = render(f->node, NULL);
+    expect_u64((uint64_t)th_prom_value(text, "tide_sweeps_total"), t.sweeps, "sweeps");
+    expect_u64((uint64_t)th_prom_value(text, "tide_trims_total"), t.trims, "trims");
+    expect_u64((uint64_t)th_prom_value(text, "tide_trim_duration_seconds_count"), t.trims, "trim histogram count");
+    expect_u64((uint64_t)th_prom_value(text, "tide_trim_duration_seconds_bucket{le=\"+Inf\"}"), t.trims,
+               "trim histogram +Inf bucket");
+    free(text);
+}
+
+static void extra(void *arg, struct tide_metrics_writer *w)
+{
+    (void)arg;
+    const char *lab[2] = { "code", "a\"b\\c\nd" };
+    tide_metrics_family(w, "tide_test_extra_total", "counter", "A family the caller added.");
+    tide_metrics_sample(w, "tide_test_extra_total", lab, 1, 42);
+}
+
+static void a_callers_families_follow_and_label_values_are_escaped(void **state)
+{
+    fixture *f = *state;
+    tide_metrics_opts o;
+    char msg[1024];
+    tide_metrics_opts_init(&o);
+    o.extra = extra;
+    char *text = render(f->node, &o);
+    expect_contains(text, "tide_test_extra_total{code=\"a\\\"b\\\\c\\nd\"} 42\n", "escaped label value");
+    if (th_prom_check(text, msg, sizeof msg) != 0) fail_msg("own check: %s", msg);
+    free(text);
+}
+
+static void the_checker_itself_catches_a_split_family_and_a_repeated_series(void **state)
+{
+    (void)state;
+    char msg[512];
+    const char *split = "# HELP a x\n# TYPE a gauge\na 1\n# HELP b y\n# TYPE b gauge\nb 1\n"
+                        "# HELP a x\n# TYPE a gauge\na{l=\"2\"} 1\n";
+    const char *twice = "# HELP a x\n# TYPE a gauge\na{l=\"1\"} 1\na{l=\"1\"} 2\n";
+    const char *two_types = "# HELP a x\n# TYPE a gauge\n# TYPE a counter\na 1\n";
+    const char *bad_hist = "# HELP h x\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 3\n"
+                           "h_sum 1\nh_count 4\n";
+    expect_rc(th_prom_check(split, msg, sizeof msg), -1, "split family");
+    expect_contains(msg, "declared a second time", "split family message");
+    expect_rc(th_prom_check(twice, msg, sizeof msg), -1, "repeated series");
+    expect_contains(msg, "appears twice", "repeated series message");
+    expect_rc(th_prom_check(two_types, msg, sizeof msg), -1, "second TYPE");
+    expect_contains(msg, "second TYPE", "second TYPE message");
+    expect_rc(th_prom_check(bad_hist, msg, sizeof msg), -1, "count against +Inf");
+    expect_contains(msg, "differs from its +Inf bucket", "histogram message");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(the_exposition_passes_promtool_and_tides_own_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_design_family_is_present_with_its_type, setup, teardown),
+        cmocka_unit_test_setup_teardown(smaps_figures_appear_only_when_asked, setup, teardown),
+        cmocka_unit_test_setup_teardown(node_cache_bytes_are_the_values_put_plus_the_stated_overhead, setup, teardown),
+        cmocka_unit_test_setup_teardown(trims_on_the_page_agree_with_the_sweepers_totals, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_callers_families_follow_and_label_values_are_escaped, setup, teardown),
+        cmocka_unit_test(the_checker_itself_catches_a_split_family_and_a_repeated_series),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
