@@ -201,6 +201,33 @@ static void trims_on_the_page_agree_with_the_sweepers_totals(void **state)
     free(text);
 }
 
+static void with_the_settings_the_page_names_budgets_and_unbounded_consumers(void **state)
+{
+    fixture *f = *state;
+    tide_metrics_opts o;
+    tide_config c;
+    char msg[1024];
+    char *argv[] = { "tided", "--cache-budget", "0", "--insert-burst", "8MiB", "--sweep-interval", "30", NULL };
+
+    tide_config_defaults(&c);
+    expect_rc(tide_config_apply_args(&c, 7, argv), 0, "flags");
+    expect_rc(tide_config_finish(&c), 0, "finish");
+    tide_metrics_opts_init(&o);
+    o.config = &c;
+    char *text = render(f->node, &o);
+    if (th_prom_check(text, msg, sizeof msg) != 0) fail_msg("own check: %s", msg);
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_consumer_budget_bytes{consumer=\"store_insert_pool\"}"),
+               8u << 20, "insert pool budget");
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_consumer_budget_bytes{consumer=\"node_cache\"}"), 0,
+               "node cache budget (unbounded)");
+    expect_contains(text, "tide_unbounded_consumer{consumer=\"node_cache\",setting=\"", "unbounded node cache");
+    expect_contains(text, "--cache-budget", "the setting that bounds it");
+    expect_u64((uint64_t)th_prom_value(text, "tide_sweep_interval_seconds"), 30, "sweep interval");
+    int st = th_promtool_check(text, msg, sizeof msg);
+    if (st != 0) fail_msg("promtool check metrics: expected exit 0, got %d: %s", st, msg);
+    free(text);
+}
+
 static void extra(void *arg, struct tide_metrics_writer *w)
 {
     (void)arg;
@@ -250,6 +277,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(smaps_figures_appear_only_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(node_cache_bytes_are_the_values_put_plus_the_stated_overhead, setup, teardown),
         cmocka_unit_test_setup_teardown(trims_on_the_page_agree_with_the_sweepers_totals, setup, teardown),
+        cmocka_unit_test_setup_teardown(with_the_settings_the_page_names_budgets_and_unbounded_consumers, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_callers_families_follow_and_label_values_are_escaped, setup, teardown),
         cmocka_unit_test(the_checker_itself_catches_a_split_family_and_a_repeated_series),
     };

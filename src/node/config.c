@@ -168,6 +168,8 @@ static const setting settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_SIZE, 1, 256 * MiB, 0 },
     [TIDE_CFG_ADMIN_TOKEN]     = { "admin_token", NULL, "TIDE_ADMIN_TOKEN", NULL,
                                    NULL, NULL, K_SECRET, 0, 0, 0 },
+    [TIDE_CFG_METRICS_SMAPS]   = { "metrics_smaps", "metrics-smaps", "TIDE_METRICS_SMAPS", "node",
+                                   NULL, NULL, K_BOOL, 0, 0, 0 },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -415,6 +417,7 @@ static int set_value(tide_config *c, int id, const char *text, int kind, const c
     case TIDE_CFG_HTTP_THREADS:    c->http_threads = (unsigned)v; break;
     case TIDE_CFG_MAX_OBJECT_SIZE: c->max_object_size = v; break;
     case TIDE_CFG_ADMIN_TOKEN:     snprintf(c->admin_token, sizeof c->admin_token, "%s", text); break;
+    case TIDE_CFG_METRICS_SMAPS:   c->metrics_smaps = iv; break;
     default: break;
     }
     set_source(c, id, kind, "%s%s", where, fell_back ? " invalid, fell back" : "");
@@ -700,6 +703,7 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
         case TIDE_CFG_HTTP_THREADS:   snprintf(val, sizeof val, "%u", c->http_threads); break;
         case TIDE_CFG_MAX_OBJECT_SIZE: size_text(c->max_object_size, val, sizeof val); break;
         case TIDE_CFG_ADMIN_TOKEN:    snprintf(val, sizeof val, "%s", c->admin_token[0] ? "set" : "unset"); break;
+        case TIDE_CFG_METRICS_SMAPS:  snprintf(val, sizeof val, "%d", c->metrics_smaps); break;
         default: val[0] = '\0'; break;
         }
         switch (s->kind) {

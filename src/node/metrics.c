@@ -154,6 +154,35 @@ static void write_consumers(tide_metrics_writer *w)
     }
 }
 
+typedef struct unbounded_ctx { tide_metrics_writer *w; } unbounded_ctx;
+
+static void unbounded_sample(void *arg, const char *consumer, const char *how)
+{
+    const char *lab[4] = { "consumer", consumer, "setting", how };
+    tide_metrics_sample(((unbounded_ctx *)arg)->w, "tide_unbounded_consumer", lab, 2, 1);
+}
+
+static void write_config(tide_metrics_writer *w, const tide_config *c)
+{
+    struct { const char *consumer; uint64_t budget; } b[] = {
+        { "node_cache", c->cache_budget },
+        { "store_insert_pool", c->insert_burst },
+    };
+    unbounded_ctx ctx = { w };
+
+    tide_metrics_family(w, "tide_memory_consumer_budget_bytes", "gauge",
+                        "The bound set on each consumer that has one (0: unbounded).");
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+        const char *lab[2] = { "consumer", b[i].consumer };
+        tide_metrics_sample(w, "tide_memory_consumer_budget_bytes", lab, 1, (double)b[i].budget);
+    }
+    tide_metrics_family(w, "tide_unbounded_consumer", "gauge",
+                        "1 for each consumer left without a bound, labelled with the setting that would bound it.");
+    tide_config_unbounded(c, unbounded_sample, &ctx);
+    one(w, "tide_sweep_interval_seconds", "gauge", "Seconds from the end of one sweep round to the next.",
+        (double)c->sweep_interval);
+}
+
 static void write_caches(tide_metrics_writer *w, tide_node *n)
 {
     const tide_node_opts *no = tide_node_options(n);
@@ -368,6 +397,7 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     w.buf[0] = '\0';
     write_build(&w, o);
     write_consumers(&w);
+    if (o->config) write_config(&w, o->config);
     write_caches(&w, n);
     write_sweeps(&w, n);
     write_allocator(&w);

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "node/config.h"
 #include "node/node.h"
 
 struct tide_metrics_writer;
@@ -38,6 +39,10 @@ struct tide_metrics_writer;
 typedef struct tide_metrics_opts {
     int smaps;                  /* 0 (default): no smaps_rollup families */
     const char *version;        /* for tide_build_info; NULL: TIDE_VERSION */
+    const tide_config *config;  /* NULL, or the settings the node runs with:
+                                   adds each consumer's budget, the
+                                   unbounded consumers with the setting that
+                                   would bound each, and the sweep interval */
     /* Called after the node's families, to append the caller's own with
      * tide_metrics_family and tide_metrics_sample. NULL: none. */
     void (*extra)(void *arg, struct tide_metrics_writer *w);
