@@ -1,0 +1,361 @@
+/*
+ * doctor.c: reading a node's /metrics page and saying what its memory is.
+ *
+ * Layout: a small parser of the text format (one sample at a time, labels
+ * read on demand), the analysis that fills a tide_doctor_report, then its
+ * two renderings, words and JSON.
+ *
+ * The analysis, in the order an operator asks:
+ *   1. RSS against what the allocator says is live (glibc: in-use chunks
+ *      plus mmapped chunks; jemalloc, tcmalloc: allocated bytes).
+ *   2. What the allocator holds free (tide_allocator_free_bytes): the most a
+ *      trim could return. glibc can give back only whole free pages, so the
+ *      words say "up to".
+ *   3. The consumers, largest first, each against its budget.
+ *   4. The trims: how many, how often they lowered RSS, the mean release,
+ *      the median and p95 duration estimated from the histogram's buckets
+ *      (as Prometheus' histogram_quantile does), faults per trim.
+ *   5. The consumers left unbounded and the setting that bounds each.
+ *
+ * Invariants:
+ *   1. consumers[] is sorted by bytes, largest first.
+ *   2. A figure absent from the page is negative in the report and is
+ *      printed as unknown, never as 0.
+ *
+ * Never: fetch anything (the caller brings the text) or guess a figure.
+ */
+#include "node/doctor.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tide/error.h"
+#include "util/err.h"
+#include "util/size.h"
+
+/* ---- the text format --------------------------------------------------------- */
+
+typedef struct sample {
+    char   name[160];
+    char   labels[768];   /* raw, without braces */
+    double value;
+} sample;
+
+/* The next sample at or after *p; 0 when found, -1 at the end. */
+static int sample_next(const char **p, sample *s)
+{
+    while (**p) {
+        const char *line = *p, *e = strchr(line, '\n');
+        size_t len = e ? (size_t)(e - line) : strlen(line);
+        *p = line + len + (e ? 1 : 0);
+        if (len == 0 || line[0] == '#') continue;
+        size_t nl = strcspn(line, "{ \n");
+        if (nl >= sizeof s->name || nl >= len) continue;
+        memcpy(s->name, line, nl);
+        s->name[nl] = '\0';
+        const char *v = line + nl;
+        s->labels[0] = '\0';
+        if (*v == '{') {
+            const char *close = v + 1;
+            int in_str = 0;
+            for (; close < line + len; close++) {   /* a '}' inside a quoted value is not the end */
+                if (in_str && *close == '\\') { close++; continue; }
+                if (*close == '"') in_str = !in_str;
+                else if (*close == '}' && !in_str) break;
+            }
+            if (close >= line + len) continue;
+            size_t ll = (size_t)(close - v - 1);
+            if (ll >= sizeof s->labels) continue;
+            memcpy(s->labels, v + 1, ll);
+            s->labels[ll] = '\0';
+            v = close + 1;
+        }
+        while (*v == ' ') v++;
+        if (strncmp(v, "+Inf", 4) == 0) s->value = INFINITY;
+        else s->value = strtod(v, NULL);
+        return 0;
+    }
+    return -1;
+}
+
+/* The unescaped value of label `key` in raw labels; 0 when found. */
+static int label_get(const char *raw, const char *key, char *out, size_t cap)
+{
+    size_t kl = strlen(key);
+    const char *p = raw;
+
+    while (*p) {
+        const char *eq = strchr(p, '=');
+        if (eq == NULL || eq[1] != '"') return -1;
+        int match = (size_t)(eq - p) == kl && strncmp(p, key, kl) == 0;
+        size_t n = 0;
+        const char *q = eq + 2;
+        for (; *q && *q != '"'; q++) {
+            char c = *q;
+            if (c == '\\' && q[1]) { q++; c = *q == 'n' ? '\n' : *q; }
+            if (match && n + 1 < cap) out[n++] = c;
+        }
+        if (match) { out[n] = '\0'; return 0; }
+        if (*q != '"') return -1;
+        p = q + 1;
+        if (*p == ',') p++;
+    }
+    return -1;
+}
+
+/* The value of `name` whose label `lkey` is `lval` (lkey NULL: the first
+ * sample named `name`); NAN when absent. */
+static double value_of(const char *text, const char *name, const char *lkey, const char *lval)
+{
+    sample s;
+    char v[256];
+    const char *p = text;
+
+    while (sample_next(&p, &s) == 0) {
+        if (strcmp(s.name, name) != 0) continue;
+        if (lkey == NULL) return s.value;
+        if (label_get(s.labels, lkey, v, sizeof v) == 0 && strcmp(v, lval) == 0) return s.value;
+    }
+    return NAN;
+}
+
+static double or_neg(double v) { return isnan(v) ? -1.0 : v; }
+
+/* Prometheus' histogram_quantile over the cumulative buckets of `family`:
+ * linear within the bucket the rank falls in; the last finite bound when it
+ * falls in +Inf. Negative when there are no observations. */
+static double quantile(const char *text, const char *family, double q)
+{
+    char bucket_name[200], le[64];
+    double bound[64], cum[64], total = 0;
+    int n = 0;
+    sample s;
+    const char *p = text;
+
+    snprintf(bucket_name, sizeof bucket_name, "%s_bucket", family);
+    while (sample_next(&p, &s) == 0 && n < 64) {
+        if (strcmp(s.name, bucket_name) != 0 || label_get(s.labels, "le", le, sizeof le) != 0) continue;
+        bound[n] = strcmp(le, "+Inf") == 0 ? INFINITY : strtod(le, NULL);
+        cum[n] = s.value;
+        n++;
+    }
+    if (n == 0) return -1;
+    total = cum[n - 1];
+    if (total <= 0) return -1;
+    double rank = q * total, lo = 0, below = 0;
+    for (int i = 0; i < n; i++) {
+        if (cum[i] >= rank) {
+            if (isinf(bound[i])) return i > 0 ? bound[i - 1] : -1;
+            double in = cum[i] - below;
+            return in > 0 ? lo + (bound[i] - lo) * (rank - below) / in : bound[i];
+        }
+        lo = bound[i];
+        below = cum[i];
+    }
+    return lo;
+}
+
+/* ---- the analysis -------------------------------------------------------------------- */
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+    double x = ((const tide_doctor_consumer *)a)->bytes, y = ((const tide_doctor_consumer *)b)->bytes;
+    return (x < y) - (x > y);
+}
+
+int tide_doctor_analyze(const char *text, tide_doctor_report *r)
+{
+    sample s;
+    const char *p;
+    char v[256];
+
+    memset(r, 0, sizeof *r);
+    r->rss = or_neg(value_of(text, "process_resident_memory_bytes", NULL, NULL));
+    if (r->rss < 0 && isnan(value_of(text, "tide_memory_consumer_bytes", NULL, NULL)))
+        return tide_err_set(TIDE_EINVAL, "not a Tide node's metrics page: neither "
+                            "process_resident_memory_bytes nor tide_memory_consumer_bytes is on it");
+    r->rss_anon = or_neg(value_of(text, "tide_process_rss_anon_bytes", NULL, NULL));
+    r->rss_file = or_neg(value_of(text, "tide_process_rss_file_bytes", NULL, NULL));
+    snprintf(r->allocator, sizeof r->allocator, "unknown");
+    for (p = text; sample_next(&p, &s) == 0;) {
+        if (strcmp(s.name, "tide_allocator_info") != 0) continue;
+        label_get(s.labels, "name", r->allocator, sizeof r->allocator);
+        label_get(s.labels, "version", r->allocator_version, sizeof r->allocator_version);
+        break;
+    }
+    if (strcmp(r->allocator, "glibc") == 0) {
+        double in_use = value_of(text, "tide_glibc_in_use_bytes", NULL, NULL);
+        double mmap = value_of(text, "tide_glibc_mmap_bytes", NULL, NULL);
+        r->live = isnan(in_use) ? -1 : in_use + (isnan(mmap) ? 0 : mmap);
+    } else if (strcmp(r->allocator, "jemalloc") == 0) {
+        r->live = or_neg(value_of(text, "tide_jemalloc_allocated_bytes", NULL, NULL));
+    } else if (strcmp(r->allocator, "tcmalloc") == 0) {
+        r->live = or_neg(value_of(text, "tide_tcmalloc_allocated_bytes", NULL, NULL));
+    } else {
+        r->live = -1;
+    }
+    r->allocator_free = or_neg(value_of(text, "tide_allocator_free_bytes", NULL, NULL));
+
+    for (p = text; sample_next(&p, &s) == 0;) {
+        if (strcmp(s.name, "tide_memory_consumer_bytes") == 0 && r->nconsumers < TIDE_DOCTOR_MAX &&
+            label_get(s.labels, "consumer", v, sizeof v) == 0) {
+            tide_doctor_consumer *c = &r->consumers[r->nconsumers++];
+            label_get(s.labels, "consumer", c->name, sizeof c->name);
+            c->bytes = s.value;
+            c->budget = or_neg(value_of(text, "tide_memory_consumer_budget_bytes", "consumer", v));
+            r->consumers_total += s.value;
+        } else if (strcmp(s.name, "tide_unbounded_consumer") == 0 && r->nunbounded < TIDE_DOCTOR_MAX &&
+                   s.value == 1) {
+            tide_doctor_unbounded *u = &r->unbounded[r->nunbounded++];
+            label_get(s.labels, "consumer", u->consumer, sizeof u->consumer);
+            label_get(s.labels, "setting", u->setting, sizeof u->setting);
+        }
+    }
+    qsort(r->consumers, r->nconsumers, sizeof r->consumers[0], by_bytes_desc);
+
+    r->sweeps = or_neg(value_of(text, "tide_sweeps_total", NULL, NULL));
+    r->trims = or_neg(value_of(text, "tide_trims_total", NULL, NULL));
+    r->trims_lowered = or_neg(value_of(text, "tide_trims_lowered_rss_total", NULL, NULL));
+    r->trim_released = or_neg(value_of(text, "tide_trim_released_bytes_total", NULL, NULL));
+    r->trim_seconds = or_neg(value_of(text, "tide_trim_duration_seconds_sum", NULL, NULL));
+    r->trim_minflt = or_neg(value_of(text, "tide_trim_minor_faults_total", NULL, NULL));
+    r->trim_p50_s = quantile(text, "tide_trim_duration_seconds", 0.5);
+    r->trim_p95_s = quantile(text, "tide_trim_duration_seconds", 0.95);
+    r->sweep_interval = or_neg(value_of(text, "tide_sweep_interval_seconds", NULL, NULL));
+    r->last_trim_delta = isnan(value_of(text, "tide_trim_last_rss_delta_bytes", NULL, NULL))
+                         ? 0 : value_of(text, "tide_trim_last_rss_delta_bytes", NULL, NULL);
+    return 0;
+}
+
+/* ---- words ---------------------------------------------------------------------------- */
+
+static const char *mib(double bytes, char *buf, size_t cap)
+{
+    if (bytes < 0) snprintf(buf, cap, "unknown");
+    else snprintf(buf, cap, "%.1f MiB", bytes / 1048576.0);
+    return buf;
+}
+
+static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+
+void tide_doctor_format(const tide_doctor_report *r, FILE *f)
+{
+    char a[32], b[32], c[32];
+
+    fprintf(f, "Allocator: %s%s%s.\n", r->allocator, r->allocator_version[0] ? " " : "", r->allocator_version);
+    if (r->rss >= 0 && r->live >= 0)
+        fprintf(f, "RSS is %s; the allocator says %s of it is live (%.0f%%).\n", mib(r->rss, a, sizeof a),
+                mib(r->live, b, sizeof b), pct(r->live, r->rss));
+    else
+        fprintf(f, "RSS is %s; the page does not say how much of it is live.\n", mib(r->rss, a, sizeof a));
+    if (r->rss_anon >= 0)
+        fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries).\n",
+                mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b));
+    if (r->allocator_free >= 0) {
+        fprintf(f, "The allocator holds %s free (%.0f%% of RSS): a trim could return up to that much", 
+                mib(r->allocator_free, a, sizeof a), pct(r->allocator_free, r->rss));
+        if (strcmp(r->allocator, "glibc") == 0) fprintf(f, ", less the free space inside partly used pages");
+        fprintf(f, ".\n");
+    } else {
+        fprintf(f, "The page does not say how much the allocator holds free.\n");
+    }
+
+    fprintf(f, "Consumers, largest first (%s in all):\n", mib(r->consumers_total, a, sizeof a));
+    for (size_t i = 0; i < r->nconsumers; i++) {
+        const tide_doctor_consumer *k = &r->consumers[i];
+        if (k->budget > 0)
+            fprintf(f, "  %-18s %12s of a %s budget (%.0f%%)\n", k->name, mib(k->bytes, a, sizeof a),
+                    mib(k->budget, b, sizeof b), pct(k->bytes, k->budget));
+        else if (k->budget == 0)
+            fprintf(f, "  %-18s %12s, unbounded\n", k->name, mib(k->bytes, a, sizeof a));
+        else
+            fprintf(f, "  %-18s %12s\n", k->name, mib(k->bytes, a, sizeof a));
+    }
+    if (r->rss >= 0) {
+        double rest = r->rss - r->consumers_total - (r->allocator_free > 0 ? r->allocator_free : 0);
+        fprintf(f, "  %-18s %12s (code, libraries, stacks, allocator overhead, what no consumer counts)\n",
+                "the rest", mib(rest > 0 ? rest : 0, a, sizeof a));
+    }
+
+    if (r->trims > 0) {
+        fprintf(f, "Trims: %.0f after %.0f sweeps", r->trims, r->sweeps);
+        if (r->sweep_interval > 0) fprintf(f, " (one every %.0f s)", r->sweep_interval);
+        fprintf(f, "; %.0f%% lowered RSS; they returned %s in all, %s per trim on average;\n",
+                pct(r->trims_lowered, r->trims), mib(r->trim_released, a, sizeof a),
+                mib(r->trim_released / r->trims, b, sizeof b));
+        fprintf(f, "  duration median %.1f ms, p95 %.1f ms (from the histogram), %.0f minor faults per trim; "
+                "the latest moved RSS by %s%s.\n", r->trim_p50_s * 1000, r->trim_p95_s * 1000,
+                r->trim_minflt / r->trims, r->last_trim_delta < 0 ? "-" : "+",
+                mib(fabs(r->last_trim_delta), c, sizeof c));
+    } else if (r->trims == 0) {
+        fprintf(f, "Trims: none yet (%.0f sweeps). Freed memory stays with the allocator until the first.\n",
+                r->sweeps < 0 ? 0 : r->sweeps);
+    } else {
+        fprintf(f, "Trims: the page does not say.\n");
+    }
+
+    if (r->nunbounded == 0) {
+        fprintf(f, "Every consumer the node knows of is bounded.\n");
+    } else {
+        for (size_t i = 0; i < r->nunbounded; i++)
+            fprintf(f, "Unbounded: %s. To bound it: %s.\n", r->unbounded[i].consumer, r->unbounded[i].setting);
+    }
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------ */
+
+static json_t *num_or_null(double v) { return v < 0 ? json_null() : json_real(v); }
+
+int tide_doctor_json(const tide_doctor_report *r, char **out)
+{
+    json_t *o = json_object(), *cons = json_array(), *unb = json_array(), *trims = json_object();
+    int rc = 0;
+
+    *out = NULL;
+    if (!o || !cons || !unb || !trims) { rc = TIDE_ENOMEM; goto out; }
+    json_object_set_new(o, "allocator", json_string(r->allocator));
+    json_object_set_new(o, "allocator_version", json_string(r->allocator_version));
+    json_object_set_new(o, "rss_bytes", num_or_null(r->rss));
+    json_object_set_new(o, "rss_anon_bytes", num_or_null(r->rss_anon));
+    json_object_set_new(o, "rss_file_bytes", num_or_null(r->rss_file));
+    json_object_set_new(o, "live_bytes", num_or_null(r->live));
+    json_object_set_new(o, "allocator_free_bytes", num_or_null(r->allocator_free));
+    for (size_t i = 0; i < r->nconsumers; i++) {
+        json_t *c = json_object();
+        json_object_set_new(c, "consumer", json_string(r->consumers[i].name));
+        json_object_set_new(c, "bytes", json_real(r->consumers[i].bytes));
+        json_object_set_new(c, "budget_bytes", num_or_null(r->consumers[i].budget));
+        json_object_set_new(c, "unbounded", json_boolean(r->consumers[i].budget == 0));
+        json_array_append_new(cons, c);
+    }
+    json_object_set_new(o, "consumers_total_bytes", json_real(r->consumers_total));
+    json_object_set(o, "consumers", cons);
+    json_object_set_new(trims, "sweeps", num_or_null(r->sweeps));
+    json_object_set_new(trims, "trims", num_or_null(r->trims));
+    json_object_set_new(trims, "lowered_rss", num_or_null(r->trims_lowered));
+    json_object_set_new(trims, "released_bytes", num_or_null(r->trim_released));
+    json_object_set_new(trims, "duration_seconds_sum", num_or_null(r->trim_seconds));
+    json_object_set_new(trims, "duration_p50_seconds", num_or_null(r->trim_p50_s));
+    json_object_set_new(trims, "duration_p95_seconds", num_or_null(r->trim_p95_s));
+    json_object_set_new(trims, "minor_faults", num_or_null(r->trim_minflt));
+    json_object_set_new(trims, "sweep_interval_seconds", num_or_null(r->sweep_interval));
+    json_object_set_new(trims, "last_rss_delta_bytes", json_real(r->last_trim_delta));
+    json_object_set(o, "trims", trims);
+    for (size_t i = 0; i < r->nunbounded; i++) {
+        json_t *u = json_object();
+        json_object_set_new(u, "consumer", json_string(r->unbounded[i].consumer));
+        json_object_set_new(u, "setting", json_string(r->unbounded[i].setting));
+        json_array_append_new(unb, u);
+    }
+    json_object_set(o, "unbounded", unb);
+    *out = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (*out == NULL) rc = TIDE_ENOMEM;
+out:
+    json_decref(cons);
+    json_decref(unb);
+    json_decref(trims);
+    json_decref(o);
+    return rc;
+}
