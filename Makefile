@@ -7,7 +7,7 @@
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
 #   make bench        build, then bench/run-store
-#   make run          build, then start tided (or prepare ./data with tide)
+#   make run          build, then start tided on ./data, 127.0.0.1:8080
 #   make clean        remove build/, lib/, bin/
 #   make format-check tabs, trailing blanks and CRLF in C sources
 #   make fuzz         build the libFuzzer targets (clang) and run each for
@@ -25,7 +25,12 @@
 
 BUILD   ?= build
 LIBDIR  ?= lib
-BINDIR  ?= bin
+# make ALLOC=jemalloc|tcmalloc|mimalloc links tided and tide against that
+# Debian library (libjemalloc2, libtcmalloc-minimal4, libmimalloc2.0) into
+# bin/$(ALLOC)/, leaving the glibc binaries in bin/ as they are. For
+# jemalloc, src/alloc/jemalloc_conf.c turns its background thread on.
+ALLOC   ?=
+BINDIR  ?= bin$(if $(ALLOC),/$(ALLOC))
 OPT     ?= -O2
 SAN     ?=
 
@@ -44,6 +49,21 @@ ASAN_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
 
 # ---- sources (any of these directories may be empty or absent) ----------
+
+ALLOC_LIB_jemalloc := -l:libjemalloc.so.2
+ALLOC_LIB_tcmalloc := -l:libtcmalloc_minimal.so.4
+ALLOC_LIB_mimalloc := -l:libmimalloc.so.2
+ifneq ($(ALLOC),)
+ifeq ($(ALLOC_LIB_$(ALLOC)),)
+$(error ALLOC=$(ALLOC): expected jemalloc, tcmalloc or mimalloc)
+endif
+# --no-as-needed: nothing calls the library by name; it must stay in
+# DT_NEEDED so that its malloc is found before libc's.
+ALLOC_LIBS := -Wl,--no-as-needed $(ALLOC_LIB_$(ALLOC))
+ALLOC_OBJS := $(if $(filter jemalloc,$(ALLOC)),$(BUILD)/obj/src/alloc/jemalloc_conf.o)
+comma := ,
+ALLOC_LDFLAGS := $(if $(filter jemalloc,$(ALLOC)),-Wl$(comma)--export-dynamic-symbol=malloc_conf)
+endif
 
 LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c src/cache/*.c src/node/*.c))
 CLI_SRCS    := $(sort $(wildcard src/cli/*.c))
@@ -96,13 +116,24 @@ $(LIBTIDE): $(LIB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BINDIR)/tide: $(CLI_OBJS) $(LIBTIDE)
+$(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(LIBTIDE)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBTIDE) $(LIBS)
+	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(CLI_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(LIBS) $(CLI_LIBS) $(ALLOC_LIBS)
 
-$(BINDIR)/tided: $(SERVER_OBJS) $(LIBTIDE)
+# tide doctor reads a node's /metrics with libcurl (libcurl4-openssl-dev).
+CLI_LIBS := -lcurl
+
+$(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(LIBTIDE)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(SERVER_OBJS) $(LIBTIDE) $(LIBS)
+	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(SERVER_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(LIBS) $(SERVER_LIBS) $(ALLOC_LIBS)
+
+# tided is built on h2o's library with its own event loop (Debian's
+# libh2o-evloop-dev): its headers need H2O_USE_LIBUV=0, and the shared
+# library brings its own dependencies (OpenSSL, zlib, wslay).
+SERVER_LIBS := -lh2o-evloop
+$(SERVER_OBJS): CFLAGS += -DH2O_USE_LIBUV=0
+# test_http drives a real bin/tided with libcurl (libcurl4-openssl-dev).
+$(BUILD)/tests/test_http: TEST_LIBS += -lcurl
 
 $(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(LIBTIDE)
 	@mkdir -p $(@D)
@@ -147,25 +178,10 @@ bench: all
 	    echo "bench: bench/run-store does not exist yet; nothing to run"; \
 	fi
 
+# tided creates ./data with an empty store on its first run.
 run: deps
 	@$(MAKE) --no-print-directory all
-	@if [ -x $(BINDIR)/tided ]; then \
-	    echo "exec $(BINDIR)/tided --data-dir ./data --listen 127.0.0.1:8080"; \
-	    exec $(BINDIR)/tided --data-dir ./data --listen 127.0.0.1:8080; \
-	fi; \
-	if [ ! -x $(BINDIR)/tide ]; then \
-	    echo "run: $(BINDIR)/tide was not built (src/cli has no sources yet)" >&2; \
-	    exit 1; \
-	fi; \
-	if [ ! -f ./data/nudb.dat ]; then \
-	    echo "$(BINDIR)/tide create ./data"; \
-	    $(BINDIR)/tide create ./data || exit 1; \
-	fi; \
-	echo "$(BINDIR)/tide info ./data"; \
-	$(BINDIR)/tide info ./data || exit 1; \
-	echo; \
-	echo "run: the store at ./data is ready. The tided server arrives with the node issue;"; \
-	echo "run: until then use $(BINDIR)/tide (e.g. $(BINDIR)/tide info ./data)."
+	exec $(BINDIR)/tided --data-dir ./data --listen 127.0.0.1:8080
 
 clean:
 	rm -rf build lib bin

@@ -1,0 +1,18 @@
+/*
+ * jemalloc_conf.c: jemalloc's compile-time options for tided and tide when
+ * they are linked against Debian's libjemalloc (make ALLOC=jemalloc).
+ *
+ * jemalloc reads the string in the global `malloc_conf` before the first
+ * allocation, ahead of MALLOC_CONF from the environment, which still
+ * overrides it option by option. The background thread is what makes
+ * jemalloc purge dirty pages on time without an allocating thread doing
+ * it; without it, memory a quiet node freed stays resident (the
+ * documents behind Tide measured exactly that). The startup log reads the
+ * options back with mallctl ("background_thread=true"), so a build where
+ * this string did not take effect says so.
+ *
+ * This file is linked only into ALLOC=jemalloc builds (see the Makefile),
+ * and the symbol is exported (--export-dynamic-symbol) so that the
+ * library's lookup of malloc_conf finds it in the executable.
+ */
+const char *malloc_conf = "background_thread:true";
