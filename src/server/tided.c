@@ -1,0 +1,424 @@
+/*
+ * tided.c: main of bin/tided, the Tide node server.
+ *
+ * tided serves one store over HTTP/1.1 (docs/HTTP.md). Its main does, in
+ * order: --help and --version; the settings (defaults, --config FILE,
+ * TIDE_* variables, flags, then the preset: node/config.h); the signals
+ * (SIGTERM and SIGINT blocked in every thread and read from a signalfd by
+ * event loop 0, SIGPIPE ignored), all before any thread exists; the
+ * allocator options, the startup log and the node's options
+ * (node/startup.h); the node (creating the store on first run); the
+ * listening socket; the workers and the event loops (loop.c, work.c,
+ * api.c). When the loops have drained after a signal it stops the workers,
+ * closes the node, which commits what is pending, and logs "shutdown
+ * complete".
+ *
+ * Exit status: 0 after a clean stop; 1 when the store cannot be opened
+ * (busy, corrupt, I/O), the address cannot be bound, or the final commit
+ * fails; 2 for a bad command line or setting, with a message naming it.
+ *
+ * Invariants:
+ *   1. No thread starts before the signal mask is set and mallopt ran:
+ *      every thread inherits the mask, and mallopt must come first.
+ *   2. The node is closed only after every loop and worker has stopped,
+ *      so no request can reach a closed node.
+ *
+ * Never: print a token (the startup log shows only "set"/"unset"); exit
+ * with the node open after it was opened, except by a signal's default
+ * action, which cannot happen (the signals are blocked).
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <h2o/version.h>
+
+#include "cli/cli.h"               /* TIDE_VERSION */
+#include "node/startup.h"
+#include "tide/error.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* Reachable for the whole run, so that what the loops leave behind at exit
+ * (idle connections, answers nobody waits for) is not a leak. */
+static tided_server server;
+
+/* ---- help ------------------------------------------------------------ */
+
+/* Per setting: the value's name in the synopsis and what it does. Settings
+ * without an entry (added to config.h later) still get a line. */
+static const struct { const char *arg, *text; } option_help[TIDE_CFG_COUNT] = {
+    [TIDE_CFG_NODE_SIZE] = { "SIZE",
+        "tiny, small, medium, large or huge: the preset for sweep_interval,\n"
+        "cache_target, cache_age, cache_budget and insert_burst. Default: chosen\n"
+        "from total RAM (< 8 GiB tiny, < 16 small, < 32 medium, < 64 large,\n"
+        "else huge)." },
+    [TIDE_CFG_DATA_DIR] = { "DIR",
+        "the store's directory, created with an empty store on first run.\n"
+        "Default ./data. File: also [node_db] path=." },
+    [TIDE_CFG_LISTEN] = { "HOST:PORT",
+        "the address to serve on; IPv6 as [::1]:8080. Default 127.0.0.1:8080\n"
+        "(loopback only: put a proxy with TLS in front to serve further)." },
+    [TIDE_CFG_SWEEP_INTERVAL] = { "SECONDS",
+        "seconds between sweeps of the caches (each followed by one malloc\n"
+        "trim), 10 to 600, counted from the end of the previous sweep. Preset." },
+    [TIDE_CFG_CACHE_TARGET] = { "N",
+        "node cache target in entries; above it entries age faster. Preset." },
+    [TIDE_CFG_CACHE_AGE] = { "SECONDS",
+        "seconds an unused object stays in the node cache. Preset." },
+    [TIDE_CFG_CACHE_BUDGET] = { "SIZE",
+        "bytes the node cache is swept down to (0: unbounded). Preset." },
+    [TIDE_CFG_INSERT_BURST] = { "SIZE",
+        "bytes of pending inserts before a PUT waits for a commit. Preset." },
+    [TIDE_CFG_KEY_CACHE_SIZE] = { "N",
+        "target entries of the key cache of recent misses (0: unbounded)." },
+    [TIDE_CFG_KEY_CACHE_AGE] = { "SECONDS",
+        "seconds a recent miss is remembered." },
+    [TIDE_CFG_NUDB_BLOCK_SIZE] = { "BYTES",
+        "key-file block size for a new store: a power of two from 4096 to\n"
+        "32768 (an invalid value warns and uses 4096). An existing store keeps\n"
+        "its own; 'tide rekey' changes it. File: also [node_db] nudb_block_size=." },
+    [TIDE_CFG_LOG_LEVEL] = { "LEVEL",
+        "debug, info (default), warn, error or off. debug adds an access line\n"
+        "per request and a line per sweep and trim." },
+    [TIDE_CFG_MMAP_THRESHOLD] = { "SIZE",
+        "glibc's M_MMAP_THRESHOLD (up to 32 MiB); e.g. 16384 against freed\n"
+        "memory staying resident. Default: glibc's dynamic threshold." },
+    [TIDE_CFG_ARENA_MAX] = { "N",
+        "glibc's M_ARENA_MAX, 1 to 4096. Default: glibc's (8 per core)." },
+    [TIDE_CFG_HTTP_THREADS] = { "N",
+        "event loops serving HTTP, 1 to 64. Default: online CPUs, at most 4." },
+    [TIDE_CFG_MAX_OBJECT_SIZE] = { "SIZE",
+        "largest PUT body, 1 byte to 256 MiB; larger is 413. h2o holds a whole\n"
+        "body in memory before tided sees it. Default 1MiB." },
+};
+
+static void print_wrapped(FILE *f, const char *text, int indent)
+{
+    const char *p = text;
+
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        fprintf(f, "%*s%.*s\n", indent, "", (int)n, p);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+static void print_help(FILE *f)
+{
+    fputs(
+"NAME\n"
+"    tided - the Tide node server: a NuDB-format key/value store over HTTP\n"
+"\n"
+"SYNOPSIS\n"
+"    tided [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
+"          [--node-size SIZE] [--sweep-interval SECONDS] [--log-level LEVEL]\n"
+"          [OPTION=VALUE ...]\n"
+"    tided --help | --version\n"
+"\n"
+"DESCRIPTION\n"
+"    tided opens the store in DIR (creating an empty one on first run) and\n"
+"    serves it over HTTP/1.1: PUT stores a value under a fixed-size key given\n"
+"    in hex, GET and HEAD read it back. A key is written once. A PUT is\n"
+"    visible at once and durable after the next commit (about a second);\n"
+"    PUT ?sync=1 answers only once it is durable. Recent objects stay in the\n"
+"    node cache; a sweep every sweep_interval seconds lets unused ones go\n"
+"    and then returns freed heap memory to the kernel (one malloc_trim).\n"
+"\n"
+"    Settings come, highest first, from flags, TIDE_* environment\n"
+"    variables, the config file, and the node_size preset. The startup log\n"
+"    prints every setting with where it came from, the allocator and its\n"
+"    options, the store's block size, and a warning for each unbounded\n"
+"    consumer. Sizes are written 512MB, 1GiB or in bytes. A flag's value may\n"
+"    follow it (--listen 127.0.0.1:9000) or an '=' (--listen=127.0.0.1:9000).\n"
+"\n"
+"OPTIONS\n"
+"    --config FILE\n"
+"        read settings from FILE (INI: [node] name=value, [node_size],\n"
+"        [node_db] path= and nudb_block_size=, [sweep_interval]).\n", f);
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const char *flag = tide_config_flag(id);
+        if (flag == NULL) continue;
+        fprintf(f, "    %s %s\n", flag, option_help[id].arg ? option_help[id].arg : "VALUE");
+        print_wrapped(f, option_help[id].text ? option_help[id].text
+                      : "a node setting; the startup log's settings line shows its value.", 8);
+        fprintf(f, "        Environment %s; file [node] %s.\n", tide_config_env(id), tide_config_name(id));
+    }
+    fputs(
+"    -h, --help\n"
+"        print this text and exit.\n"
+"    -V, --version\n"
+"        print the version and exit.\n"
+"\n"
+"ENVIRONMENT\n"
+"    Every option above has a TIDE_* variable, named with it. Secrets are\n"
+"    read from the environment only (never from flags, visible in ps, nor\n"
+"    from files) and never printed:\n"
+"    TIDE_ADMIN_TOKEN\n"
+"        enables POST /v1/admin/sweep for requests carrying\n"
+"        'Authorization: Bearer TOKEN' (compared in constant time). Unset:\n"
+"        the endpoint answers 403.\n"
+"    TIDE_METRICS_TOKEN, TIDE_METRICS_PUBLIC\n"
+"        reserved for /metrics, which this version does not serve yet.\n"
+"    MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_CONF\n"
+"        the allocator's own variables; the startup log shows their effect.\n"
+"\n"
+"ENDPOINTS\n"
+"    PUT  /v1/objects/KEYHEX[?sync=1]  body = the value (1 byte to\n"
+"         max_object_size). 201 stored; 409 the key exists; 400 bad key or\n"
+"         empty body; 413 body too large; 507 disk full; 503 store closed\n"
+"         or failed; 500 other errors. With sync=1 the answer (201 or 409)\n"
+"         comes after the commit that makes the value durable.\n"
+"    GET  /v1/objects/KEYHEX           200 with the value\n"
+"         (application/octet-stream); 404 absent; 400 bad key.\n"
+"    HEAD /v1/objects/KEYHEX           as GET, headers only.\n"
+"    GET  /healthz                     200 \"ok\".\n"
+"    GET  /v1/status                   JSON: version, uptime, store, caches,\n"
+"         memory by consumer with RSS, sweeps and the last trim, HTTP.\n"
+"    POST /v1/admin/sweep              sweep and trim now; returns the report.\n"
+"         401 without the admin token, 403 when none is configured.\n"
+"    KEYHEX is exactly twice the store's key size in hex digits (64 for the\n"
+"    default 32-byte keys), either case. Errors are JSON:\n"
+"    {\"error\":\"CODE\",\"detail\":\"...\"}. Other paths: 404; other methods:\n"
+"    405 with Allow; a request target over 1024 bytes: 414. Full reference:\n"
+"    docs/HTTP.md.\n"
+"\n"
+"LIMITS\n"
+"    Request line and headers: 8192 + 4096 * 100 bytes and 100 headers\n"
+"    (h2o). Request target: 1024 bytes. Body: max_object_size. Connections:\n"
+"    4096 at once, fewer if RLIMIT_NOFILE is lower (tided raises its soft\n"
+"    limit to the hard one). A connection idle for 10 s, or taking longer\n"
+"    to send a request, is closed (h2o). HTTP/1.x only, without TLS.\n"
+"\n"
+"SIGNALS\n"
+"    SIGTERM, SIGINT  stop: close the listening socket, let requests in flight\n"
+"                     finish (pending ?sync=1 included) for up to 10 s, close\n"
+"                     the store (committing every acknowledged PUT), log\n"
+"                     \"shutdown complete\" and exit 0. A second signal stops\n"
+"                     waiting for requests in flight.\n"
+"    SIGPIPE          ignored.\n"
+"\n"
+"EXIT STATUS\n"
+"    0  stopped by SIGTERM or SIGINT, store closed cleanly\n"
+"    1  the store could not be opened (busy: another process holds it;\n"
+"       corrupt; I/O error), the address could not be bound, or closing the\n"
+"       store failed\n"
+"    2  bad command line, setting, environment variable or config file; the\n"
+"       message names it\n"
+"\n"
+"EXAMPLES\n"
+"    tided --data-dir /var/lib/tide --listen 127.0.0.1:8080\n"
+"    TIDE_ADMIN_TOKEN=$(cat /etc/tide/admin.token) tided --config /etc/tide/tide.cfg\n"
+"    tided --listen [::1]:8080 --node-size small --log-level debug\n"
+"\n"
+"    key=$(printf '%064x' 1)\n"
+"    curl -X PUT --data-binary @value.bin \"http://127.0.0.1:8080/v1/objects/$key?sync=1\"\n"
+"    curl -o value.bin http://127.0.0.1:8080/v1/objects/$key\n"
+"    curl -s http://127.0.0.1:8080/v1/status | jq .memory\n"
+"    curl -X POST -H \"Authorization: Bearer $TIDE_ADMIN_TOKEN\" \\\n"
+"         http://127.0.0.1:8080/v1/admin/sweep\n", f);
+}
+
+/* ---- startup --------------------------------------------------------- */
+
+/* --help, --version and --config FILE, which tide_config_apply_args does
+ * not act on. Returns -1 to go on, or the exit status. */
+static int early_flags(int argc, char **argv, const char **config)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_help(stdout);
+            return EXIT_OK;
+        }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            printf("tided %s (h2o %s; NuDB format version 2)\n", TIDE_VERSION, H2O_VERSION);
+            return EXIT_OK;
+        }
+        if (strcmp(a, "--config") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tided: --config: missing its value (a file)\n");
+                return EXIT_USAGE;
+            }
+            *config = argv[++i];
+        } else if (strncmp(a, "--config=", 9) == 0) {
+            *config = a + 9;
+        } else if (strcmp(a, "--") == 0) {
+            break;
+        }
+    }
+    return -1;
+}
+
+static int load_settings(tide_config *c, int argc, char **argv, const char *config)
+{
+    int rc;
+
+    tide_config_defaults(c);
+    if (config) {
+        rc = tide_config_load_file(c, config);
+        if (rc) {
+            fprintf(stderr, "tided: --config %s: %s%s%s\n", config, tide_strerror(rc),
+                    tide_last_error()[0] ? ": " : "", tide_last_error());
+            return rc;
+        }
+    }
+    rc = tide_config_apply_env(c, NULL, NULL);
+    if (rc == 0) rc = tide_config_apply_args(c, argc, argv);
+    if (rc == 0) rc = tide_config_finish(c);
+    if (rc) fprintf(stderr, "tided: %s\n", tide_last_error());
+    return rc;
+}
+
+/* Block SIGTERM and SIGINT (every thread made later inherits the mask) and
+ * read them from a signalfd; ignore SIGPIPE. */
+static int setup_signals(tided_server *srv)
+{
+    sigset_t set;
+
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+    srv->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return srv->signal_fd < 0 ? -1 : 0;
+}
+
+/* Raise the soft descriptor limit to the hard one and size the connection
+ * bound under it (a few dozen descriptors stay for the store and h2o). */
+static void setup_connection_limit(tided_server *srv)
+{
+    struct rlimit rl;
+    uint64_t fit;
+
+    srv->max_connections = TIDED_MAX_CONNECTIONS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit want = rl;
+        want.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
+    }
+    fit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+    fit = fit > 64 + 16 ? fit - 64 : 16;
+    if (fit < srv->max_connections) {
+        srv->max_connections = (unsigned)fit;
+        tide_log(TIDE_LOG_WARN, "RLIMIT_NOFILE allows %llu descriptors: serving at most %u connections "
+                 "(raise the limit, e.g. LimitNOFILE=8192, for %d)", (unsigned long long)rl.rlim_cur,
+                 srv->max_connections, TIDED_MAX_CONNECTIONS);
+    }
+}
+
+static int open_node(tided_server *srv, const tide_config *c)
+{
+    tide_node_opts o;
+    int rc;
+
+    tide_startup_node_opts(c, &o);
+    o.create_if_missing = 1;
+    rc = tide_node_open(&srv->node, &o);
+    if (rc == TIDE_EBUSY)
+        tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: it is busy: another process (another tided, "
+                 "or a tide command) holds it: %s", c->data_dir, tide_last_error());
+    else if (rc)
+        tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: %s: %s", c->data_dir, tide_strerror(rc),
+                 tide_last_error());
+    if (rc) return rc;
+    srv->key_size = tide_node_key_size(srv->node);
+    tide_log(TIDE_LOG_INFO, "store %s open: %u-byte keys", c->data_dir, srv->key_size);
+    return 0;
+}
+
+static void setup_h2o(tided_server *srv)
+{
+    h2o_hostconf_t *host;
+
+    h2o_config_init(&srv->globalconf);
+    srv->globalconf_ready = 1;
+    /* h2o refuses a body of more than this before any handler runs: one
+     * byte over max_object_size, so that its chunked check (>=) and its
+     * Content-Length check (>) both let exactly max_object_size through;
+     * api.c refuses the byte over with the same 413. */
+    srv->globalconf.max_request_entity_size = srv->max_object_size + 1;
+    srv->globalconf.http1.upgrade_to_http2 = 0;     /* HTTP/1.x only */
+    srv->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("tided"));
+    host = h2o_config_register_host(&srv->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    tided_api_register(srv, host);
+}
+
+int main(int argc, char **argv)
+{
+    static tide_config cfg;
+    tided_server *srv = &server;
+    const char *config = NULL;
+    int status = EXIT_FAIL, rc;
+    struct timespec now;
+
+    rc = early_flags(argc, argv, &config);
+    if (rc >= 0) return rc;
+    if (load_settings(&cfg, argc, argv, config) != 0) {
+        fprintf(stderr, "Run 'tided --help' for the options.\n");
+        return EXIT_USAGE;
+    }
+    tide_log_set_level(cfg.log_level);
+    srv->cfg = &cfg;
+    srv->signal_fd = srv->listen_fd = -1;
+    srv->max_object_size = (size_t)cfg.max_object_size;
+    srv->admin_token = cfg.admin_token;
+    srv->admin_token_len = strlen(cfg.admin_token);
+    srv->nloops = cfg.http_threads;
+    srv->started_mono_us = tide_clock_mono_us();
+    clock_gettime(CLOCK_REALTIME, &now);
+    srv->started_unix_s = (uint64_t)now.tv_sec;
+
+    if (setup_signals(srv) != 0) {
+        tide_log(TIDE_LOG_ERROR, "cannot set up signal handling: %s", strerror(errno));
+        goto out;
+    }
+    if (tide_startup_apply_malloc(&cfg) != 0) {
+        fprintf(stderr, "tided: %s\n", tide_last_error());
+        status = EXIT_USAGE;
+        goto out;
+    }
+    tide_startup_log(&cfg);
+    setup_connection_limit(srv);
+    if (open_node(srv, &cfg) != 0) goto out;
+    if (tided_listen(srv) != 0) {
+        tide_log(TIDE_LOG_ERROR, "%s", tide_last_error());
+        goto out;
+    }
+    setup_h2o(srv);
+    if (tided_loops_init(srv) != 0) {
+        tide_log(TIDE_LOG_ERROR, "cannot set up the event loops: %s", tide_last_error());
+        goto out;
+    }
+    if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_JOB_SYNC) != 0
+        || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0)
+        goto out;
+    tided_loops_run(srv);
+    status = EXIT_OK;
+out:
+    tided_worker_stop(&srv->sync_worker);
+    tided_worker_stop(&srv->sweep_worker);
+    if (srv->node) {
+        rc = tide_node_close(srv->node);
+        srv->node = NULL;
+        if (rc) {
+            tide_log(TIDE_LOG_ERROR, "closing the store failed: %s: %s", tide_strerror(rc), tide_last_error());
+            status = EXIT_FAIL;
+        }
+    }
+    if (status == EXIT_OK) tide_log(TIDE_LOG_INFO, "shutdown complete");
+    return status;
+}

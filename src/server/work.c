@@ -1,0 +1,146 @@
+/*
+ * work.c: the worker threads that wait for the disk so the event loops
+ * never do.
+ *
+ * tide_node_sync blocks for up to one commit (about a second) and
+ * tide_node_sweep for the caches' sweeps plus one malloc_trim (tens to
+ * hundreds of milliseconds). A PUT ?sync=1 or a POST /v1/admin/sweep
+ * therefore becomes a tided_job that the loop hands to a worker; the
+ * worker makes the call and sends the job back to the loop's h2o queue,
+ * and the loop answers the request (api.c).
+ *
+ * Coalescing: the worker takes every job queued so far as one batch, makes
+ * one call, and answers the whole batch with its result. A sync job is
+ * queued only after its put returned, so a tide_node_sync that starts after
+ * the job was queued covers that put: one sync serves every request queued
+ * before it started. Jobs queued while it runs wait for the next call.
+ *
+ * There are two workers, one per kind, so a slow trim never delays a
+ * durable PUT.
+ *
+ * Invariants:
+ *   1. A job is in exactly one place: the worker's queue, the worker's
+ *      current batch, or the loop's message list.
+ *   2. Every job pushed is sent back, also when the worker is stopping
+ *      (stop drains the queue first).
+ *
+ * Never: touch a job's req or guard (they belong to the loop thread).
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "tide/error.h"
+#include "util/log.h"
+
+static void send_back(tided_job *job)
+{
+    h2o_multithread_send_message(&job->loop->done_rx, &job->msg);
+}
+
+static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t seq)
+{
+    tide_node_sweep_report report;
+    char detail[256] = "";
+    int rc = 0;
+
+    memset(&report, 0, sizeof report);
+    if (w->kind == TIDED_JOB_SYNC) {
+        rc = tide_node_sync(w->srv->node);
+        if (rc) {
+            snprintf(detail, sizeof detail, "%s", tide_last_error());
+            tide_log(TIDE_LOG_ERROR, "sync for %zu request(s) failed: %s: %s", count, tide_strerror(rc),
+                     detail);
+        }
+    } else {
+        tide_node_sweep(w->srv->node, &report);
+    }
+    while (batch) {
+        tided_job *next = batch->next;
+        batch->next = NULL;
+        batch->rc = rc;
+        batch->batch = seq;
+        batch->batch_size = count;
+        snprintf(batch->detail, sizeof batch->detail, "%s", detail);
+        batch->report = report;
+        send_back(batch);
+        batch = next;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    tided_worker *w = arg;
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        tided_job *batch;
+        size_t count = 0;
+        uint64_t seq;
+
+        while (w->head == NULL && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
+        if (w->head == NULL) break;                 /* stopping, and drained */
+        batch = w->head;
+        w->head = w->tail = NULL;
+        for (tided_job *j = batch; j; j = j->next) count++;
+        seq = ++w->batches;
+        w->jobs += count;
+        pthread_mutex_unlock(&w->mu);
+        run_batch(w, batch, count, seq);
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind)
+{
+    int rc = 0, err;
+
+    memset(w, 0, sizeof *w);
+    w->name = name;
+    w->kind = kind;
+    w->srv = srv;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    err = pthread_create(&w->tid, NULL, worker_main, w);
+    if (err) {
+        tide_log(TIDE_LOG_ERROR, "cannot start the %s worker thread: %s", name, strerror(err));
+        rc = TIDE_ENOMEM;
+        goto out;
+    }
+    w->started = 1;
+out:
+    return rc;
+}
+
+void tided_worker_push(tided_worker *w, tided_job *job)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->tail) w->tail->next = job;
+    else w->head = job;
+    w->tail = job;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void tided_worker_stop(tided_worker *w)
+{
+    if (!w->started) return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->tid, NULL);
+    w->started = 0;
+}
+
+void tided_worker_counts(tided_worker *w, uint64_t *batches, uint64_t *jobs)
+{
+    pthread_mutex_lock(&w->mu);
+    *batches = w->batches;
+    *jobs = w->jobs;
+    pthread_mutex_unlock(&w->mu);
+}

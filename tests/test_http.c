@@ -1,0 +1,1042 @@
+/*
+ * test_http.c: bin/tided end to end, over real sockets.
+ *
+ * Every test talks to a real tided process started from $TIDE_BIN_DIR
+ * (default ./bin; `make asan` points it at the sanitizer build) on a free
+ * loopback port with a fresh data directory, and waits for /healthz before
+ * it starts. Requests go through libcurl; raw sockets send what curl will
+ * not (headers over h2o's limit, a broken chunked body).
+ *
+ * Most tests share one server (group setup) started with a small
+ * max_object_size (64 KiB) and TIDE_ADMIN_TOKEN set; the tests about
+ * process life (kill -9, SIGTERM, bad flags, a busy store, a full disk,
+ * no admin token, IPv6) start their own.
+ *
+ * Nothing waits by sleeping: every wait polls a condition (a health
+ * check, a child's exit) with a bounded deadline, and a deadline that
+ * passes fails the test with what was expected and the server's log.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "expect.h"
+#include "helpers.h"
+
+#define ADMIN_TOKEN "test-admin-token-5f1c"
+#define MAX_OBJECT  65536
+#define START_MS    30000     /* a tided under ASan starts in well under this */
+#define STOP_MS     30000
+
+/* ---- a tided process ------------------------------------------------- */
+
+typedef struct tided {
+    pid_t pid;
+    int   port;
+    char  host[64];           /* "127.0.0.1" or "[::1]" */
+    char  dir[512];           /* scratch: data/, tided.log */
+    char  data[600];
+    char  log[600];
+    int   status;             /* waitpid status once reaped */
+    int   reaped;
+} tided;
+
+static const char *bin_dir(void)
+{
+    const char *d = getenv("TIDE_BIN_DIR");
+    return d && *d ? d : "./bin";
+}
+
+static int free_port(int family)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int fd = socket(family, SOCK_STREAM, 0), port = -1;
+
+    memset(&ss, 0, sizeof ss);
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = in6addr_loopback;
+        len = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof *a;
+    }
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&ss, len) == 0
+        && getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+        port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                        : ((struct sockaddr_in *)&ss)->sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+/* The server's log, for failure messages (static buffer, last 6 KiB). */
+static const char *log_tail(const tided *t)
+{
+    static char buf[900 + 1];
+    uint8_t *all = NULL;
+    size_t len = 0;
+
+    buf[0] = '\0';
+    if (th_read_file(t->log, &all, &len) != 0) return "(no log)";
+    size_t from = len > sizeof buf - 1 ? len - (sizeof buf - 1) : 0;
+    memcpy(buf, all + from, len - from);
+    buf[len - from] = '\0';
+    free(all);
+    return buf;
+}
+
+static int log_contains(const tided *t, const char *text)
+{
+    uint8_t *all = NULL;
+    size_t len = 0;
+    int found;
+
+    if (th_read_file(t->log, &all, &len) != 0) return 0;
+    all = realloc(all, len + 1);
+    all[len] = '\0';
+    found = strstr((char *)all, text) != NULL;
+    free(all);
+    return found;
+}
+
+/* Start argv (NULL-terminated) with `env` (NULL-terminated NAME=VALUE,
+ * added to ours) and stdout/stderr into t->log. */
+static void spawn(tided *t, char *const argv[], char *const env[])
+{
+    t->reaped = 0;
+    t->pid = fork();
+    assert_true(t->pid >= 0);
+    if (t->pid == 0) {
+        int fd = open(t->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
+        for (size_t i = 0; env && env[i]; i++) putenv(env[i]);
+        execvp(argv[0], argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+}
+
+/* Wait up to ms for the child to exit; 1 when it did (status in t). */
+static int wait_exit(tided *t, int ms)
+{
+    double end = th_now_ms() + ms;
+
+    if (t->reaped) return 1;
+    for (;;) {
+        pid_t r = waitpid(t->pid, &t->status, WNOHANG);
+        if (r == t->pid) { t->reaped = 1; return 1; }
+        if (th_now_ms() > end) return 0;
+        poll(NULL, 0, 5);
+    }
+}
+
+static char *url(const tided *t, const char *path)
+{
+    static char buf[8192];
+    snprintf(buf, sizeof buf, "http://%s:%d%s", t->host, t->port, path);
+    return buf;
+}
+
+/* ---- HTTP through libcurl --------------------------------------------- */
+
+typedef struct resp {
+    long   status;
+    char  *body;              /* NUL-terminated */
+    size_t len;
+    char   headers[4096];
+    int    curl_rc;
+} resp;
+
+typedef struct upload { const uint8_t *p; size_t left; } upload;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *arg)
+{
+    resp *r = arg;
+    char *nb = realloc(r->body, r->len + sz * n + 1);
+    if (nb == NULL) return 0;
+    memcpy(nb + r->len, p, sz * n);
+    r->body = nb;
+    r->len += sz * n;
+    r->body[r->len] = '\0';
+    return sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *arg)
+{
+    resp *r = arg;
+    size_t have = strlen(r->headers);
+    if (have + sz * n < sizeof r->headers) {
+        memcpy(r->headers + have, p, sz * n);
+        r->headers[have + sz * n] = '\0';
+    }
+    return sz * n;
+}
+
+static size_t on_read(char *p, size_t sz, size_t n, void *arg)
+{
+    upload *u = arg;
+    size_t k = sz * n < u->left ? sz * n : u->left;
+    if (k > 4096) k = 4096;     /* several chunks */
+    memcpy(p, u->p, k);
+    u->p += k;
+    u->left -= k;
+    return k;
+}
+
+/* One request. body may be NULL; chunked sends it with Transfer-Encoding:
+ * chunked; extra is one more header line or NULL. */
+static resp http(const tided *t, const char *method, const char *path, const void *body, size_t len,
+                 int chunked, const char *extra)
+{
+    resp r;
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    upload u = { body, len };
+
+    memset(&r, 0, sizeof r);
+    r.body = calloc(1, 1);
+    assert_non_null(c);
+    curl_easy_setopt(c, CURLOPT_URL, url(t, path));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+    h = curl_slist_append(h, "Expect:");
+    if (extra) h = curl_slist_append(h, extra);
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else if (chunked) {
+        h = curl_slist_append(h, "Transfer-Encoding: chunked");
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, &u);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    } else if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
+            curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+        }
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    r.curl_rc = (int)curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return r;
+}
+
+static void resp_free(resp *r)
+{
+    free(r->body);
+    r->body = NULL;
+}
+
+#define expect_status(r, want, what) do { \
+        if ((r).status != (want)) \
+            fail_msg("%s: expected HTTP %d, got %ld (curl: %s); body: %s", what, (int)(want), (r).status, \
+                     curl_easy_strerror((CURLcode)(r).curl_rc), (r).body ? (r).body : ""); \
+    } while (0)
+
+/* The body is {"error": code, "detail": "..."}. */
+static void expect_error_json(const resp *r, const char *code, const char *what)
+{
+    json_error_t e;
+    json_t *j = json_loads(r->body, 0, &e);
+    const char *got = j ? json_string_value(json_object_get(j, "error")) : NULL;
+
+    if (j == NULL || got == NULL || strcmp(got, code) != 0
+        || !json_is_string(json_object_get(j, "detail")))
+        fail_msg("%s: expected a JSON body {\"error\":\"%s\",\"detail\":...}, got '%s'", what, code, r->body);
+    json_decref(j);
+}
+
+static void key_hex(uint64_t i, char *out)
+{
+    uint8_t k[32];
+    static const char digits[] = "0123456789abcdef";
+    th_key(i, 32, k);
+    for (int b = 0; b < 32; b++) {
+        out[2 * b] = digits[k[b] >> 4];
+        out[2 * b + 1] = digits[k[b] & 15];
+    }
+    out[64] = '\0';
+}
+
+static char *obj_path(uint64_t i, const char *query)
+{
+    static char buf[256];
+    char k[65];
+    key_hex(i, k);
+    snprintf(buf, sizeof buf, "/v1/objects/%s%s", k, query ? query : "");
+    return buf;
+}
+
+/* Wait for /healthz to say ok, or the child to exit. 0 when healthy. */
+static int wait_healthy(tided *t)
+{
+    double end = th_now_ms() + START_MS;
+
+    while (th_now_ms() < end) {
+        CURL *c = curl_easy_init();
+        long status = 0;
+        curl_easy_setopt(c, CURLOPT_URL, url(t, "/healthz"));
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_cleanup(c);
+        if (status == 200) return 0;
+        if (wait_exit(t, 0)) return -1;
+        poll(NULL, 0, 20);
+    }
+    return -1;
+}
+
+/* Make a scratch directory for t (data under it) once; keep it on restart. */
+static void tided_prepare(tided *t)
+{
+    if (t->dir[0] == '\0') {
+        assert_int_equal(th_mkdtemp(t->dir, sizeof t->dir), 0);
+        th_path(t->data, sizeof t->data, t->dir, "data");
+        th_path(t->log, sizeof t->log, t->dir, "tided.log");
+    }
+    if (t->host[0] == '\0') snprintf(t->host, sizeof t->host, "127.0.0.1");
+}
+
+/* Start tided on t's data dir with `flags` (NULL-terminated, may be NULL)
+ * and `env`, and wait until it is healthy. */
+static void tided_start(tided *t, const char *const *flags, char *const env[])
+{
+    char bin[600], listen_arg[128];
+    const char *argv[32];
+    int n = 0, family = strcmp(t->host, "[::1]") == 0 ? AF_INET6 : AF_INET;
+
+    tided_prepare(t);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        t->port = free_port(family);
+        assert_true(t->port > 0);
+        snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+        snprintf(listen_arg, sizeof listen_arg, "--listen=%s:%d", t->host, t->port);
+        n = 0;
+        argv[n++] = bin;
+        argv[n++] = "--data-dir";
+        argv[n++] = t->data;
+        argv[n++] = listen_arg;
+        argv[n++] = "--http-threads=2";
+        for (size_t i = 0; flags && flags[i] && n < 30; i++) argv[n++] = flags[i];
+        argv[n] = NULL;
+        spawn(t, (char *const *)argv, env);
+        if (wait_healthy(t) == 0) return;
+        if (!wait_exit(t, 0)) break;
+        if (!log_contains(t, "Address already in use")) break;   /* lost a port race: retry */
+    }
+    if (!wait_exit(t, 0)) { kill(t->pid, SIGKILL); wait_exit(t, STOP_MS); }
+    fail_msg("tided (%s) should answer /healthz within %d ms; it did not. Its log:\n%s", bin, START_MS,
+             log_tail(t));
+}
+
+/* Send sig and wait for the exit; fails when it does not come. */
+static void tided_signal_and_reap(tided *t, int sig)
+{
+    if (t->reaped) return;
+    kill(t->pid, sig);
+    if (!wait_exit(t, STOP_MS)) {
+        kill(t->pid, SIGKILL);
+        wait_exit(t, STOP_MS);
+        fail_msg("tided should exit within %d ms of signal %d; it did not. Its log:\n%s", STOP_MS, sig,
+                 log_tail(t));
+    }
+}
+
+static void tided_cleanup(tided *t)
+{
+    if (t->pid > 0 && !t->reaped) { kill(t->pid, SIGKILL); wait_exit(t, STOP_MS); }
+    if (t->dir[0]) th_rmrf(t->dir);
+    memset(t, 0, sizeof *t);
+}
+
+/* Run tided with `flags` to its exit (it must exit within STOP_MS). Returns
+ * the exit status, or -1 when killed by a signal. */
+static int tided_run_to_exit(tided *t, const char *const *flags, char *const env[])
+{
+    char bin[600];
+    const char *argv[32];
+    int n = 0;
+
+    tided_prepare(t);
+    snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+    argv[n++] = bin;
+    for (size_t i = 0; flags && flags[i] && n < 30; i++) argv[n++] = flags[i];
+    argv[n] = NULL;
+    spawn(t, (char *const *)argv, env);
+    if (!wait_exit(t, STOP_MS)) {
+        kill(t->pid, SIGKILL);
+        wait_exit(t, STOP_MS);
+        fail_msg("tided %s should exit by itself; it was still running after %d ms. Its log:\n%s",
+                 flags && flags[0] ? flags[0] : "", STOP_MS, log_tail(t));
+    }
+    return WIFEXITED(t->status) ? WEXITSTATUS(t->status) : -1;
+}
+
+/* ---- raw sockets -------------------------------------------------------- */
+
+/* Send `len` bytes and read the answer until the server closes or 10 s
+ * pass; the answer (NUL-terminated, at most cap - 1 bytes) goes to out. */
+static void raw_exchange(const tided *t, const void *req, size_t len, char *out, size_t cap)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    size_t have = 0, sent = 0;
+    double end = th_now_ms() + 10000;
+
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)t->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    out[0] = '\0';
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    while (sent < len) {
+        ssize_t w = send(fd, (const char *)req + sent, len - sent, MSG_NOSIGNAL);
+        if (w <= 0) break;      /* the server may close early, having answered */
+        sent += (size_t)w;
+    }
+    while (have + 1 < cap && th_now_ms() < end) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, 100) <= 0) continue;
+        ssize_t r = recv(fd, out + have, cap - 1 - have, 0);
+        if (r <= 0) break;
+        have += (size_t)r;
+    }
+    out[have] = '\0';
+    close(fd);
+}
+
+/* ---- the shared server ---------------------------------------------------- */
+
+static tided shared;
+
+static int group_setup(void **state)
+{
+    static char token_env[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
+    static const char *flags[] = { "--max-object-size=65536", NULL };
+    char *env[] = { token_env, NULL };
+
+    (void)state;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    memset(&shared, 0, sizeof shared);
+    tided_start(&shared, flags, env);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    if (shared.pid > 0 && !shared.reaped) {
+        kill(shared.pid, SIGTERM);
+        if (!wait_exit(&shared, STOP_MS)) kill(shared.pid, SIGKILL);
+        wait_exit(&shared, STOP_MS);
+    }
+    tided_cleanup(&shared);
+    curl_global_cleanup();
+    return 0;
+}
+
+/* ---- tests on the shared server ------------------------------------------- */
+
+static void a_put_answers_201_and_a_second_put_of_the_same_key_409(void **state)
+{
+    resp r;
+    (void)state;
+
+    r = http(&shared, "PUT", obj_path(1, NULL), "first", 5, 0, NULL);
+    expect_status(r, 201, "PUT of a new key");
+    expect_contains(r.body, "\"bytes\":5", "the 201 body");
+    resp_free(&r);
+    r = http(&shared, "PUT", obj_path(1, NULL), "second", 6, 0, NULL);
+    expect_status(r, 409, "PUT of a key already stored");
+    expect_error_json(&r, "exists", "the 409 body");
+    resp_free(&r);
+    r = http(&shared, "GET", obj_path(1, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET after the refused second PUT");
+    expect_str(r.body, "first", "the value kept after a 409");
+    resp_free(&r);
+}
+
+static void a_get_returns_the_value_with_its_length_and_head_returns_no_body(void **state)
+{
+    uint8_t value[3000];
+    resp r;
+    (void)state;
+
+    th_value(2, sizeof value, value);
+    r = http(&shared, "PUT", obj_path(2, "?sync=0"), value, sizeof value, 0, NULL);
+    expect_status(r, 201, "PUT of 3000 bytes");
+    resp_free(&r);
+    r = http(&shared, "GET", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET of a stored key");
+    expect_u64(r.len, sizeof value, "bytes of the GET body");
+    if (memcmp(r.body, value, sizeof value) != 0) fail_msg("GET: the body differs from the value PUT");
+    expect_contains(r.headers, "Content-Length: 3000", "GET headers");
+    expect_contains(r.headers, "application/octet-stream", "GET content type");
+    resp_free(&r);
+    r = http(&shared, "HEAD", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "HEAD of a stored key");
+    expect_u64(r.len, 0, "bytes of a HEAD body");
+    expect_contains(r.headers, "Content-Length: 3000", "HEAD headers");
+    resp_free(&r);
+}
+
+static void keys_in_upper_case_hex_name_the_same_object(void **state)
+{
+    char k[65], path[128];
+    resp r;
+    (void)state;
+
+    r = http(&shared, "PUT", obj_path(3, NULL), "case", 4, 0, NULL);
+    expect_status(r, 201, "PUT in lower case");
+    resp_free(&r);
+    key_hex(3, k);
+    for (char *p = k; *p; p++) if (*p >= 'a' && *p <= 'f') *p = (char)(*p - 'a' + 'A');
+    snprintf(path, sizeof path, "/v1/objects/%s", k);
+    r = http(&shared, "GET", path, NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET of the same key in upper case");
+    expect_str(r.body, "case", "value by the upper-case key");
+    resp_free(&r);
+}
+
+static void a_key_never_stored_is_404(void **state)
+{
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", obj_path(999999, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "GET of a key never stored");
+    expect_error_json(&r, "not_found", "the 404 body");
+    resp_free(&r);
+    r = http(&shared, "HEAD", obj_path(999999, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "HEAD of a key never stored");
+    resp_free(&r);
+}
+
+static void a_key_of_the_wrong_length_or_not_hex_is_400(void **state)
+{
+    char path[256], k[65];
+    resp r;
+    (void)state;
+
+    key_hex(4, k);
+    snprintf(path, sizeof path, "/v1/objects/%.62s", k);
+    r = http(&shared, "GET", path, NULL, 0, 0, NULL);
+    expect_status(r, 400, "GET with a 62-digit key");
+    expect_error_json(&r, "bad_key", "the 400 body for a short key");
+    resp_free(&r);
+    snprintf(path, sizeof path, "/v1/objects/%s00", k);
+    r = http(&shared, "PUT", path, "x", 1, 0, NULL);
+    expect_status(r, 400, "PUT with a 66-digit key");
+    resp_free(&r);
+    k[10] = 'g';
+    snprintf(path, sizeof path, "/v1/objects/%s", k);
+    r = http(&shared, "PUT", path, "x", 1, 0, NULL);
+    expect_status(r, 400, "PUT with a 'g' in the key");
+    expect_contains(r.body, "character 11", "the 400 detail names the position");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/objects/", NULL, 0, 0, NULL);
+    expect_status(r, 400, "GET with an empty key");
+    resp_free(&r);
+}
+
+static void a_put_with_an_empty_body_or_an_unknown_query_is_400(void **state)
+{
+    resp r;
+    (void)state;
+
+    r = http(&shared, "PUT", obj_path(5, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 400, "PUT with an empty body");
+    expect_error_json(&r, "empty_value", "the 400 body for an empty value");
+    resp_free(&r);
+    r = http(&shared, "PUT", obj_path(5, "?synch=1"), "v", 1, 0, NULL);
+    expect_status(r, 400, "PUT with a misspelt sync parameter");
+    expect_error_json(&r, "bad_query", "the 400 body for an unknown parameter");
+    resp_free(&r);
+    r = http(&shared, "GET", obj_path(5, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "GET of the key the refused PUTs named");
+    resp_free(&r);
+}
+
+static void a_wrong_method_is_405_with_allow_and_an_unknown_path_404(void **state)
+{
+    resp r;
+    (void)state;
+
+    r = http(&shared, "DELETE", obj_path(1, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 405, "DELETE of an object");
+    expect_contains(r.headers, "allow: GET, HEAD, PUT", "the Allow header of /v1/objects");
+    expect_error_json(&r, "method_not_allowed", "the 405 body");
+    resp_free(&r);
+    r = http(&shared, "POST", "/healthz", NULL, 0, 0, NULL);
+    expect_status(r, 405, "POST /healthz");
+    expect_contains(r.headers, "allow: GET, HEAD", "the Allow header of /healthz");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/admin/sweep", NULL, 0, 0, NULL);
+    expect_status(r, 405, "GET /v1/admin/sweep");
+    expect_contains(r.headers, "allow: POST", "the Allow header of /v1/admin/sweep");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v2/nothing", NULL, 0, 0, NULL);
+    expect_status(r, 404, "GET of an unknown path");
+    expect_error_json(&r, "not_found", "the 404 body of an unknown path");
+    resp_free(&r);
+}
+
+static void healthz_answers_ok(void **state)
+{
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/healthz", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /healthz");
+    expect_str(r.body, "ok\n", "the /healthz body");
+    resp_free(&r);
+}
+
+static void a_body_over_max_object_size_is_413_by_content_length_and_by_chunks(void **state)
+{
+    uint8_t *big = calloc(1, MAX_OBJECT + 1);
+    resp r;
+    (void)state;
+
+    assert_non_null(big);
+    th_value(6, MAX_OBJECT + 1, big);
+    r = http(&shared, "PUT", obj_path(6, NULL), big, MAX_OBJECT + 1, 0, NULL);
+    expect_status(r, 413, "PUT of max_object_size + 1 bytes with Content-Length");
+    expect_error_json(&r, "too_large", "the 413 body (Content-Length)");
+    resp_free(&r);
+    r = http(&shared, "PUT", obj_path(6, NULL), big, MAX_OBJECT + 1, 1, NULL);
+    expect_status(r, 413, "PUT of max_object_size + 1 bytes, chunked");
+    expect_error_json(&r, "too_large", "the 413 body (chunked)");
+    resp_free(&r);
+    r = http(&shared, "GET", obj_path(6, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "GET of the key whose PUTs were too large");
+    resp_free(&r);
+    /* Exactly max_object_size passes either way. */
+    r = http(&shared, "PUT", obj_path(6, NULL), big, MAX_OBJECT, 1, NULL);
+    expect_status(r, 201, "PUT of exactly max_object_size bytes, chunked");
+    resp_free(&r);
+    r = http(&shared, "PUT", obj_path(7, NULL), big, MAX_OBJECT, 0, NULL);
+    expect_status(r, 201, "PUT of exactly max_object_size bytes with Content-Length");
+    resp_free(&r);
+    r = http(&shared, "GET", obj_path(6, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET of the chunked maximum");
+    expect_u64(r.len, MAX_OBJECT, "bytes of the chunked maximum");
+    if (memcmp(r.body, big, MAX_OBJECT) != 0) fail_msg("the chunked value came back different");
+    resp_free(&r);
+    free(big);
+}
+
+static void a_request_target_over_1024_bytes_is_414(void **state)
+{
+    char path[1100];
+    resp r;
+    (void)state;
+
+    memset(path, 'a', sizeof path - 1);
+    path[sizeof path - 1] = '\0';
+    memcpy(path, "/v1/objects/", 12);
+    r = http(&shared, "GET", path, NULL, 0, 0, NULL);
+    expect_status(r, 414, "GET with a 1099-byte path");
+    expect_error_json(&r, "uri_too_long", "the 414 body");
+    resp_free(&r);
+}
+
+static void headers_over_h2os_limit_are_refused_and_tided_keeps_serving(void **state)
+{
+    size_t big = 500 * 1024, n = 0;
+    char *req = malloc(big + 256), answer[4096];
+    resp r;
+    (void)state;
+
+    n += (size_t)sprintf(req, "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: ");
+    memset(req + n, 'a', big);
+    n += big;
+    n += (size_t)sprintf(req + n, "\r\n\r\n");
+    raw_exchange(&shared, req, n, answer, sizeof answer);
+    free(req);
+    if (strncmp(answer, "HTTP/1.1 400", 12) != 0)
+        fail_msg("a 500 KiB header should get 400 (h2o's H2O_MAX_REQLEN is 417792 bytes), got '%.200s'",
+                 answer);
+    /* A broken chunked body is 400 too, and the body is JSON. */
+    {
+        char bad[256];
+        int len = snprintf(bad, sizeof bad, "PUT %s HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           "zz\r\n", obj_path(8, NULL));
+        raw_exchange(&shared, bad, (size_t)len, answer, sizeof answer);
+        expect_contains(answer, "HTTP/1.1 400", "a broken chunked body");
+        expect_contains(answer, "{\"error\":\"bad_request\"", "the JSON body of h2o's own 400");
+    }
+    r = http(&shared, "GET", "/healthz", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /healthz after the malformed requests");
+    resp_free(&r);
+}
+
+static void admin_sweep_needs_the_bearer_token_and_returns_the_report(void **state)
+{
+    resp r;
+    json_t *j;
+    json_error_t e;
+    (void)state;
+
+    r = http(&shared, "POST", "/v1/admin/sweep", NULL, 0, 0, NULL);
+    expect_status(r, 401, "POST /v1/admin/sweep without a token");
+    expect_contains(r.headers, "www-authenticate: Bearer", "the 401 challenge");
+    expect_error_json(&r, "unauthorized", "the 401 body");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer wrong-token-xyz");
+    expect_status(r, 401, "POST /v1/admin/sweep with a wrong token");
+    if (strstr(r.body, "wrong-token-xyz") || strstr(r.headers, "wrong-token-xyz"))
+        fail_msg("the 401 answer echoes the token sent: '%s'", r.body);
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN "x");
+    expect_status(r, 401, "POST /v1/admin/sweep with the token plus one character");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    expect_status(r, 200, "POST /v1/admin/sweep with the admin token");
+    if (strstr(r.body, ADMIN_TOKEN)) fail_msg("the sweep report contains the admin token: %s", r.body);
+    j = json_loads(r.body, 0, &e);
+    if (j == NULL) fail_msg("the sweep report should be JSON, got '%s'", r.body);
+    if (json_integer_value(json_object_get(j, "seq")) < 1)
+        fail_msg("the sweep report should have seq >= 1, got '%s'", r.body);
+    if (!json_is_integer(json_object_get(json_object_get(j, "trim"), "rss_before")))
+        fail_msg("the sweep report should have trim.rss_before, got '%s'", r.body);
+    json_decref(j);
+    resp_free(&r);
+    if (log_contains(&shared, ADMIN_TOKEN)) fail_msg("tided's log contains the admin token");
+}
+
+static void status_reports_the_store_caches_memory_and_sweeps_as_json(void **state)
+{
+    static const char *const paths[][2] = {
+        { "store", "block_size" }, { "store", "inserts" }, { "store", "fetches" }, { "store", "commits" },
+        { "store", "dat_file_bytes" }, { "store", "key_file_bytes" }, { "node_cache", "hits" },
+        { "node_cache", "bytes" }, { "key_cache", "entries" }, { "memory", "rss_bytes" },
+        { "sweeps", "sweeps" }, { "http", "threads" }, { "requests", "puts" },
+    };
+    static const char *const accounts[] = { "node_cache", "key_cache", "store_insert_pool", "store_commit",
+                                            "http" };
+    json_error_t e;
+    json_t *j, *acct;
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/v1/status", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /v1/status");
+    j = json_loads(r.body, 0, &e);
+    if (j == NULL) fail_msg("/v1/status should be JSON, got '%s'", r.body);
+    if (!json_is_string(json_object_get(j, "version"))) fail_msg("/v1/status has no version: %s", r.body);
+    if (!json_is_number(json_object_get(j, "uptime_seconds"))) fail_msg("/v1/status has no uptime: %s", r.body);
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (!json_is_integer(json_object_get(json_object_get(j, paths[i][0]), paths[i][1])))
+            fail_msg("/v1/status should have the integer %s.%s, got '%s'", paths[i][0], paths[i][1], r.body);
+    acct = json_object_get(json_object_get(j, "memory"), "accounts");
+    for (size_t i = 0; i < sizeof accounts / sizeof accounts[0]; i++)
+        if (!json_is_integer(json_object_get(acct, accounts[i])))
+            fail_msg("/v1/status memory.accounts should have %s, got '%s'", accounts[i], r.body);
+    expect_u64(json_integer_value(json_object_get(json_object_get(j, "http"), "threads")), 2,
+               "http.threads with --http-threads=2");
+    json_decref(j);
+    resp_free(&r);
+}
+
+/* ---- tests with their own server ------------------------------------------ */
+
+static void admin_sweep_is_403_when_no_admin_token_is_configured(void **state)
+{
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, NULL);
+    r = http(&t, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer anything");
+    expect_status(r, 403, "POST /v1/admin/sweep with no TIDE_ADMIN_TOKEN configured");
+    expect_error_json(&r, "forbidden", "the 403 body");
+    expect_contains(r.body, "TIDE_ADMIN_TOKEN", "the 403 detail says what to set");
+    resp_free(&r);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void a_put_with_sync_survives_kill_9_and_is_served_after_restart(void **state)
+{
+    uint8_t value[777];
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    th_value(10, sizeof value, value);
+    tided_start(&t, NULL, NULL);
+    r = http(&t, "PUT", obj_path(10, "?sync=1"), value, sizeof value, 0, NULL);
+    expect_status(r, 201, "PUT ?sync=1");
+    expect_contains(r.body, "\"durable\":true", "the 201 body of a synced PUT");
+    resp_free(&r);
+    tided_signal_and_reap(&t, SIGKILL);
+    tided_start(&t, NULL, NULL);
+    r = http(&t, "GET", obj_path(10, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET after kill -9 and restart of a PUT answered with ?sync=1");
+    expect_u64(r.len, sizeof value, "bytes after the restart");
+    if (memcmp(r.body, value, sizeof value) != 0) fail_msg("the value came back different after kill -9");
+    resp_free(&r);
+    /* A second synced PUT of the same key: 409, and durable. */
+    r = http(&t, "PUT", obj_path(10, "?sync=1"), value, sizeof value, 0, NULL);
+    expect_status(r, 409, "PUT ?sync=1 of a key already stored");
+    resp_free(&r);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void sigterm_commits_every_acknowledged_put_and_exits_0(void **state)
+{
+    enum { N = 300 };
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, NULL);
+    for (uint64_t i = 0; i < N; i++) {
+        uint8_t v[64];
+        th_value(100 + i, sizeof v, v);
+        r = http(&t, "PUT", obj_path(100 + i, NULL), v, sizeof v, 0, NULL);
+        expect_status(r, 201, "one of many PUTs without sync");
+        resp_free(&r);
+    }
+    tided_signal_and_reap(&t, SIGTERM);
+    if (!WIFEXITED(t.status) || WEXITSTATUS(t.status) != 0)
+        fail_msg("tided should exit 0 after SIGTERM, got status 0x%x. Its log:\n%s", t.status, log_tail(&t));
+    if (!log_contains(&t, "shutdown complete"))
+        fail_msg("tided's log should end with 'shutdown complete'. Its log:\n%s", log_tail(&t));
+    tided_start(&t, NULL, NULL);
+    for (uint64_t i = 0; i < N; i++) {
+        uint8_t v[64];
+        th_value(100 + i, sizeof v, v);
+        r = http(&t, "GET", obj_path(100 + i, NULL), NULL, 0, 0, NULL);
+        expect_status(r, 200, "GET after SIGTERM and restart of a PUT answered 201");
+        if (r.len != sizeof v || memcmp(r.body, v, sizeof v) != 0)
+            fail_msg("value %" PRIu64 " came back different after the restart", i);
+        resp_free(&r);
+    }
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void a_bad_flag_or_value_exits_2_naming_it(void **state)
+{
+    static const char *unknown[] = { "--no-such-flag=1", NULL };
+    static const char *range[] = { "--sweep-interval=5", NULL };
+    static const char *listen[] = { "--listen=nowhere", NULL };
+    tided t;
+    int rc;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    rc = tided_run_to_exit(&t, unknown, NULL);
+    expect_u64(rc, 2, "exit status of tided --no-such-flag=1");
+    if (!log_contains(&t, "--no-such-flag")) fail_msg("the message should name --no-such-flag, got:\n%s",
+                                                      log_tail(&t));
+    rc = tided_run_to_exit(&t, range, NULL);
+    expect_u64(rc, 2, "exit status of tided --sweep-interval=5");
+    if (!log_contains(&t, "--sweep-interval")) fail_msg("the message should name --sweep-interval, got:\n%s",
+                                                        log_tail(&t));
+    rc = tided_run_to_exit(&t, listen, NULL);
+    expect_u64(rc, 2, "exit status of tided --listen=nowhere");
+    if (!log_contains(&t, "--listen")) fail_msg("the message should name --listen, got:\n%s", log_tail(&t));
+    tided_cleanup(&t);
+}
+
+static void help_reads_like_a_man_page_and_version_names_tided(void **state)
+{
+    static const char *help[] = { "--help", NULL };
+    static const char *version[] = { "--version", NULL };
+    static const char *const sections[] = { "NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT",
+                                            "ENDPOINTS", "SIGNALS", "EXIT STATUS", "EXAMPLES",
+                                            "--data-dir", "--sweep-interval", "TIDE_ADMIN_TOKEN" };
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    expect_u64(tided_run_to_exit(&t, help, NULL), 0, "exit status of tided --help");
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (!log_contains(&t, sections[i])) fail_msg("tided --help should contain '%s'", sections[i]);
+    expect_u64(tided_run_to_exit(&t, version, NULL), 0, "exit status of tided --version");
+    if (!log_contains(&t, "tided ")) fail_msg("tided --version should print 'tided VERSION'");
+    tided_cleanup(&t);
+}
+
+static void a_second_tided_on_the_same_data_dir_exits_1_saying_busy(void **state)
+{
+    tided first, second;
+    char listen_arg[64];
+    const char *flags[5];
+    int rc;
+    (void)state;
+
+    memset(&first, 0, sizeof first);
+    memset(&second, 0, sizeof second);
+    tided_start(&first, NULL, NULL);
+    snprintf(listen_arg, sizeof listen_arg, "--listen=127.0.0.1:%d", free_port(AF_INET));
+    flags[0] = "--data-dir";
+    flags[1] = first.data;
+    flags[2] = listen_arg;
+    flags[3] = NULL;
+    rc = tided_run_to_exit(&second, flags, NULL);
+    expect_u64(rc, 1, "exit status of a second tided on a data dir in use");
+    if (!log_contains(&second, "busy"))
+        fail_msg("the second tided should say the store is busy, got:\n%s", log_tail(&second));
+    tided_signal_and_reap(&first, SIGTERM);
+    expect_u64(WIFEXITED(first.status) ? WEXITSTATUS(first.status) : 99, 0,
+               "exit status of the first tided after SIGTERM");
+    tided_cleanup(&first);
+    tided_cleanup(&second);
+}
+
+static void a_full_disk_is_507(void **state)
+{
+    char script[2048], bin[600], dir[512];
+    tided t;
+    int got = 0;
+    uint8_t *v = malloc(1000000);
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    if (access("/usr/bin/unshare", X_OK) != 0 && access("/bin/unshare", X_OK) != 0)
+        fail_msg("this test needs unshare(1) (util-linux) to mount a 4 MiB tmpfs in a private mount "
+                 "namespace; it is not installed");
+    snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+    th_path(dir, sizeof dir, t.dir, "small");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    t.port = free_port(AF_INET);
+    snprintf(script, sizeof script,
+             "mount -t tmpfs -o size=4m tmpfs '%s' || { echo 'cannot mount a tmpfs in the namespace'; exit 97; }; "
+             "exec '%s' --data-dir '%s/db' --listen 127.0.0.1:%d --http-threads=2", dir, bin, dir, t.port);
+    {
+        const char *argv[] = { "unshare", "-Urm", "sh", "-c", script, NULL };
+        spawn(&t, (char *const *)argv, NULL);
+    }
+    if (wait_healthy(&t) != 0) {
+        if (!wait_exit(&t, 0)) { kill(t.pid, SIGKILL); wait_exit(&t, STOP_MS); }
+        fail_msg("tided in 'unshare -Urm' with a 4 MiB tmpfs should start; unshare or mount is unavailable "
+                 "here (user namespaces off?). Its output:\n%s", log_tail(&t));
+    }
+    for (uint64_t i = 0; i < 20 && got != 507; i++) {
+        resp r;
+        th_value(5000 + i, 1000000, v);
+        /* max_object_size is 1 MiB by default: 1,000,000 bytes fit. */
+        r = http(&t, "PUT", obj_path(5000 + i, "?sync=1"), v, 1000000, 0, NULL);
+        got = (int)r.status;
+        if (got != 201 && got != 507)
+            fail_msg("PUT ?sync=1 %" PRIu64 " on a 4 MiB disk: expected 201 or 507, got %d: %s", i, got, r.body);
+        if (got == 507) expect_error_json(&r, "no_space", "the 507 body");
+        resp_free(&r);
+    }
+    free(v);
+    if (got != 507) fail_msg("20 MB of synced PUTs on a 4 MiB tmpfs should meet 507; the last answer was %d", got);
+    {
+        resp r = http(&t, "GET", "/healthz", NULL, 0, 0, NULL);
+        expect_status(r, 200, "GET /healthz after 507");
+        resp_free(&r);
+    }
+    tided_signal_and_reap(&t, SIGKILL);
+    tided_cleanup(&t);
+}
+
+static void tided_serves_ipv6_loopback(void **state)
+{
+    tided t;
+    resp r;
+    (void)state;
+
+    if (free_port(AF_INET6) < 0) {
+        print_message("skipped: this machine has no IPv6 loopback (::1)\n");
+        skip();
+    }
+    memset(&t, 0, sizeof t);
+    snprintf(t.host, sizeof t.host, "[::1]");
+    tided_start(&t, NULL, NULL);
+    r = http(&t, "PUT", obj_path(20, NULL), "six", 3, 0, NULL);
+    expect_status(r, 201, "PUT over [::1]");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(20, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET over [::1]");
+    expect_str(r.body, "six", "the value over IPv6");
+    resp_free(&r);
+    if (!log_contains(&t, "listening on [::1]:")) fail_msg("the log should say 'listening on [::1]:PORT':\n%s",
+                                                           log_tail(&t));
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest shared_tests[] = {
+        cmocka_unit_test(healthz_answers_ok),
+        cmocka_unit_test(a_put_answers_201_and_a_second_put_of_the_same_key_409),
+        cmocka_unit_test(a_get_returns_the_value_with_its_length_and_head_returns_no_body),
+        cmocka_unit_test(keys_in_upper_case_hex_name_the_same_object),
+        cmocka_unit_test(a_key_never_stored_is_404),
+        cmocka_unit_test(a_key_of_the_wrong_length_or_not_hex_is_400),
+        cmocka_unit_test(a_put_with_an_empty_body_or_an_unknown_query_is_400),
+        cmocka_unit_test(a_wrong_method_is_405_with_allow_and_an_unknown_path_404),
+        cmocka_unit_test(a_body_over_max_object_size_is_413_by_content_length_and_by_chunks),
+        cmocka_unit_test(a_request_target_over_1024_bytes_is_414),
+        cmocka_unit_test(headers_over_h2os_limit_are_refused_and_tided_keeps_serving),
+        cmocka_unit_test(admin_sweep_needs_the_bearer_token_and_returns_the_report),
+        cmocka_unit_test(status_reports_the_store_caches_memory_and_sweeps_as_json),
+    };
+    const struct CMUnitTest own_tests[] = {
+        cmocka_unit_test(admin_sweep_is_403_when_no_admin_token_is_configured),
+        cmocka_unit_test(a_put_with_sync_survives_kill_9_and_is_served_after_restart),
+        cmocka_unit_test(sigterm_commits_every_acknowledged_put_and_exits_0),
+        cmocka_unit_test(a_bad_flag_or_value_exits_2_naming_it),
+        cmocka_unit_test(help_reads_like_a_man_page_and_version_names_tided),
+        cmocka_unit_test(a_second_tided_on_the_same_data_dir_exits_1_saying_busy),
+        cmocka_unit_test(a_full_disk_is_507),
+        cmocka_unit_test(tided_serves_ipv6_loopback),
+    };
+    int failed;
+
+    signal(SIGPIPE, SIG_IGN);
+    failed = cmocka_run_group_tests_name("tided, one shared server", shared_tests, group_setup, group_teardown);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    failed += cmocka_run_group_tests_name("tided, a server per test", own_tests, NULL, NULL);
+    curl_global_cleanup();
+    return failed;
+}
