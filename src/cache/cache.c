@@ -235,7 +235,7 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
         goto out;
     }
     nslots = tc_slots_for(opts->target_size);
-    if (nslots == 0) nslots = TC_SLOTS_MIN;
+    if (nslots == 0 || nslots > TC_SLOTS_START) nslots = TC_SLOTS_START;
     while (opts->hard_limit_bytes && nslots > TC_SLOTS_MIN &&
            tc_table_cost(nslots) > opts->hard_limit_bytes / 8)
         nslots >>= 1;

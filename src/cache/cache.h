@@ -116,11 +116,13 @@ void tide_cache_opts_init(tide_cache_opts *o);
 /*
  * Make an empty cache. `opts` may be NULL (the defaults). The hash table
  * starts with enough slots for target_size entries (a power of two, at least
- * 64), unless that would take more than an eighth of the hard limit; it
- * doubles when the entries outnumber the slots and the hard limit allows, and
- * never shrinks. The slot array counts in `bytes` from the start (with the
- * defaults: 262144 slots, 2 MiB) and a doubling that would pass the hard
- * limit is skipped (chains grow longer instead).
+ * 64) but at most 1024, and no more than an eighth of the hard limit allows;
+ * it doubles when the entries outnumber the slots and the hard limit allows,
+ * and never shrinks. The slot array counts in `bytes` from the start (with
+ * the defaults: 1024 slots, 8 KiB) and a doubling that would pass the hard
+ * limit is skipped (chains grow longer instead). Starting small keeps an
+ * empty cache's count honest: a table sized for the target would be
+ * calloc'd pages counted but not yet resident.
  * Returns 0, TIDE_EINVAL (an option out of range: the message names it) or
  * TIDE_ENOMEM.
  */

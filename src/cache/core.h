@@ -57,6 +57,12 @@ typedef struct tc_core {
 } tc_core;
 
 #define TC_SLOTS_MIN 64u
+/* The most slots a new table starts with (8 KiB of them), whatever the
+ * target: a table sized for the target at once is megabytes of calloc'd
+ * pages that count in the consumer's bytes but are not resident until
+ * entries arrive, so a fresh node would report a cache four times its RSS.
+ * Doubling from here costs one O(entries) rehash per doubling. */
+#define TC_SLOTS_START 1024u
 
 /* What malloc really takes for a request of `n` bytes: glibc's chunk size
  * on 64-bit (n plus the 8-byte size field, rounded up to 16, at least 32).

@@ -123,7 +123,7 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
         goto out;
     }
     nslots = tc_slots_for(opts->target_size);
-    if (nslots == 0) nslots = TC_SLOTS_MIN;
+    if (nslots == 0 || nslots > TC_SLOTS_START) nslots = TC_SLOTS_START;
     while (opts->hard_limit_bytes && nslots > TC_SLOTS_MIN &&
            tc_table_cost(nslots) > opts->hard_limit_bytes / 8)
         nslots >>= 1;

@@ -103,7 +103,7 @@ void tide_node_opts_init(tide_node_opts *o)
     o->cache_target = 262144;
     o->cache_age_s = 30;
     o->cache_budget = 64 * (size_t)MiB;
-    o->key_cache_size = 262144;
+    o->key_cache_size = 65536;
     o->key_cache_age_s = 30;
     o->insert_burst = 4 * (size_t)MiB;
     o->commit_interval_ms = 1000;

@@ -67,7 +67,7 @@ typedef struct tide_node_opts {
     size_t   cache_hard_limit;    /* never exceeded; 0 (default): twice the
                                      budget (none when the budget is 0) */
     /* key cache */
-    size_t   key_cache_size;      /* target entries; default 262144 */
+    size_t   key_cache_size;      /* target entries; default 65536 (as config.c) */
     unsigned key_cache_age_s;     /* default 30 */
     size_t   key_cache_hard_limit;/* bytes; 0 (default): 32 MiB, or none when
                                      key_cache_size is 0 */

@@ -57,7 +57,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "cli/cli.h"               /* TIDE_VERSION */
+#include "cli/cli.h"
+#include "node/metrics.h"               /* TIDE_VERSION */
 #include "mem/account.h"
 #include "mem/alloc.h"
 #include "mem/proc.h"
@@ -559,16 +560,19 @@ static void objects(tided_server *srv, h2o_req_t *req, tided_guard *guard, const
 
 /* ---- admin ----------------------------------------------------------- */
 
-/* 1 when the `len` bytes at `given` equal the configured token. The time
- * taken depends on the token's length only, not on where they differ. */
-static int token_matches(const tided_server *srv, const char *given, size_t len)
+/* 1 when the `len` bytes at `given` equal the `n` bytes of `want`. The
+ * time taken depends on the token's length only, not on where they differ. */
+static int token_equal(const char *want, size_t n, const char *given, size_t len)
 {
-    const char *want = srv->admin_token;
-    size_t n = srv->admin_token_len;
     unsigned char diff = (unsigned char)(len != n);
 
     for (size_t i = 0; i < n; i++) diff |= (unsigned char)(want[i] ^ (i < len ? given[i] : 0));
     return diff == 0;
+}
+
+static int token_matches(const tided_server *srv, const char *given, size_t len)
+{
+    return token_equal(srv->admin_token, srv->admin_token_len, given, len);
 }
 
 static void admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
@@ -609,12 +613,123 @@ static void admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
     tided_worker_push(&srv->sweep_worker, job);
 }
 
+/* ---- metrics ---------------------------------------------------------- */
+
+static void http_families(void *arg, struct tide_metrics_writer *w)
+{
+    tided_server *srv = arg;
+    uint64_t b, j;
+
+    tide_metrics_family(w, "tide_http_connections", "gauge", "HTTP connections open now.");
+    tide_metrics_sample(w, "tide_http_connections", NULL, 0, (double)atomic_load(&srv->connections));
+    tide_metrics_family(w, "tide_http_connections_accepted_total", "counter", "HTTP connections accepted.");
+    tide_metrics_sample(w, "tide_http_connections_accepted_total", NULL, 0,
+                        (double)atomic_load(&srv->connections_total));
+    tide_metrics_family(w, "tide_http_connections_refused_total", "counter",
+                        "HTTP connections closed at once because the connection limit was reached.");
+    tide_metrics_sample(w, "tide_http_connections_refused_total", NULL, 0,
+                        (double)atomic_load(&srv->connections_refused));
+    tided_worker_counts(&srv->sync_worker, &b, &j);
+    tide_metrics_family(w, "tide_http_sync_requests_total", "counter", "PUT ?sync=1 requests that waited for a commit.");
+    tide_metrics_sample(w, "tide_http_sync_requests_total", NULL, 0, (double)j);
+    tide_metrics_family(w, "tide_http_syncs_total", "counter",
+                        "Commits waited for on behalf of ?sync=1 requests (one serves every request queued before it).");
+    tide_metrics_sample(w, "tide_http_syncs_total", NULL, 0, (double)b);
+    tided_worker_counts(&srv->metrics_worker, &b, &j);
+    tide_metrics_family(w, "tide_http_scrapes_total", "counter", "GET /metrics requests answered with a page.");
+    tide_metrics_sample(w, "tide_http_scrapes_total", NULL, 0, (double)j);
+}
+
+int tided_metrics_render(tided_server *srv, char **out, size_t *len)
+{
+    tide_metrics_opts o;
+
+    tide_metrics_opts_init(&o);
+    o.version = TIDE_VERSION;
+    o.config = srv->cfg;
+    o.smaps = srv->cfg->metrics_smaps;
+    o.extra = http_families;
+    o.extra_arg = srv;
+    return tide_metrics_render(srv->node, &o, out, len);
+}
+
+/* The token a scrape carries: "Authorization: Bearer <t>" or
+ * "X-Metrics-Token: <t>". NULL when it carries neither. */
+static const char *scrape_token(h2o_req_t *req, size_t *len)
+{
+    ssize_t at = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+
+    if (at != -1) {
+        h2o_iovec_t v = req->headers.entries[at].value;
+        if (v.len >= 7 && strncasecmp(v.base, "Bearer ", 7) == 0) {
+            *len = v.len - 7;
+            return v.base + 7;
+        }
+    }
+    at = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-metrics-token"), -1);
+    if (at != -1) {
+        *len = req->headers.entries[at].value.len;
+        return req->headers.entries[at].value.base;
+    }
+    return NULL;
+}
+
+static void metrics(tided_server *srv, h2o_req_t *req, tided_guard *guard, int get_or_head)
+{
+    const char *given;
+    size_t len = 0;
+    tided_job *job;
+
+    if (!get_or_head) {
+        send_not_allowed(req, "GET, HEAD");
+        return;
+    }
+    if (!srv->metrics_public) {
+        given = scrape_token(req, &len);
+        if (srv->metrics_token_len == 0 || given == NULL
+            || !token_equal(srv->metrics_token, srv->metrics_token_len, given, len)) {
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
+                           H2O_STRLIT("Bearer realm=\"tide-metrics\""));
+            send_error(req, 401, "unauthorized", srv->metrics_token_len == 0
+                       ? "scraping is off: start tided with TIDE_METRICS_TOKEN set (then send 'Authorization: "
+                         "Bearer <token>' or 'X-Metrics-Token: <token>'), or with TIDE_METRICS_PUBLIC=1"
+                       : given == NULL
+                       ? "this endpoint needs 'Authorization: Bearer <TIDE_METRICS_TOKEN>' or "
+                         "'X-Metrics-Token: <TIDE_METRICS_TOKEN>'"
+                       : "the token sent is not TIDE_METRICS_TOKEN");
+            return;
+        }
+    }
+    job = calloc(1, sizeof *job);
+    if (job == NULL) {
+        send_error(req, 500, "internal", "out of memory queueing the scrape");
+        return;
+    }
+    job->loop = guard->loop;
+    job->req = req;
+    job->guard = guard;
+    job->kind = TIDED_JOB_METRICS;
+    guard->job = job;
+    tided_worker_push(&srv->metrics_worker, job);
+}
+
 /* ---- jobs coming back ------------------------------------------------ */
 
 static void answer_job(tided_job *job)
 {
     h2o_req_t *req = job->req;
 
+    if (job->kind == TIDED_JOB_METRICS) {
+        if (job->text == NULL) {
+            send_error(req, 500, "internal", "the metrics page could not be rendered: %s",
+                       job->detail[0] ? job->detail : "out of memory");
+            return;
+        }
+        char *body = h2o_mem_alloc_pool(&req->pool, job->text_len);
+        memcpy(body, job->text, job->text_len);
+        send_body(req, 200, TIDE_METRICS_CONTENT_TYPE, body, job->text_len);
+        return;
+    }
     if (job->kind == TIDED_JOB_SWEEP) {
         json_t *j = sweep_report_json(&job->report);
         json_object_set_new(j, "requests_served", json_integer((json_int_t)job->batch_size));
@@ -643,6 +758,7 @@ void tided_api_on_jobs_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *mess
             job->guard->job = NULL;
             answer_job(job);
         }
+        free(job->text);
         free(job);
     }
 }
@@ -674,6 +790,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if (path_is(p, n, "/v1/status")) {
         if (!get_or_head) send_not_allowed(req, "GET, HEAD");
         else send_json(req, 200, status_json(srv));
+    } else if (path_is(p, n, "/metrics")) {
+        metrics(srv, req, guard, get_or_head);
     } else if (path_is(p, n, "/v1/admin/sweep")) {
         admin_sweep(srv, req, guard);
     } else {

@@ -43,7 +43,7 @@ typedef struct tided_job tided_job;
 
 /* ---- work.c ---------------------------------------------------------- */
 
-enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP };
+enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS };
 
 /*
  * One request waiting for a worker. Allocated with malloc by the loop
@@ -67,6 +67,10 @@ struct tided_job {
     uint64_t     batch;              /* which sync or sweep served it */
     size_t       batch_size;         /* how many jobs it served */
     tide_node_sweep_report report;   /* sweep */
+    char        *text;               /* metrics: the page (malloc'd; the loop
+                                        copies it into the request's pool and
+                                        frees it), NULL when rendering failed */
+    size_t       text_len;
 };
 
 typedef struct tided_worker {
@@ -124,11 +128,14 @@ struct tided_server {
     size_t         max_object_size;
     const char    *admin_token;      /* "" when not configured */
     size_t         admin_token_len;
+    const char    *metrics_token;    /* "" when not configured */
+    size_t         metrics_token_len;
+    int            metrics_public;   /* TIDE_METRICS_PUBLIC=1: no token needed */
     h2o_globalconf_t globalconf;
     int            globalconf_ready;
     unsigned       nloops;
     tided_loop    *loops;
-    tided_worker   sync_worker, sweep_worker;
+    tided_worker   sync_worker, sweep_worker, metrics_worker;
     int            signal_fd;
     int            listen_fd;        /* the bound socket (loop 0 uses it) */
     char           listen_text[300]; /* "127.0.0.1:8080", "[::1]:8080" */
@@ -159,6 +166,10 @@ void tided_loops_run(tided_server *srv);
 /* Register the handler on "/" and the error filter on the fallback path
  * of `hostconf`. */
 void tided_api_register(tided_server *srv, h2o_hostconf_t *hostconf);
+/* Render GET /metrics (node/metrics.c plus tided's own tide_http_*
+ * families) into a malloc'd text. Any thread; run by the metrics worker.
+ * Returns 0 or TIDE_ENOMEM. */
+int  tided_metrics_render(tided_server *srv, char **out, size_t *len);
 /* The loop thread's receiver of finished jobs (registered by loop.c). */
 void tided_api_on_jobs_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages);
 

@@ -377,6 +377,9 @@ int main(int argc, char **argv)
     srv->max_object_size = (size_t)cfg.max_object_size;
     srv->admin_token = cfg.admin_token;
     srv->admin_token_len = strlen(cfg.admin_token);
+    srv->metrics_token = cfg.metrics_token;
+    srv->metrics_token_len = strlen(cfg.metrics_token);
+    srv->metrics_public = cfg.metrics_public;
     srv->nloops = cfg.http_threads;
     srv->started_mono_us = tide_clock_mono_us();
     clock_gettime(CLOCK_REALTIME, &now);
@@ -404,13 +407,15 @@ int main(int argc, char **argv)
         goto out;
     }
     if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_JOB_SYNC) != 0
-        || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0)
+        || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
+        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0)
         goto out;
     tided_loops_run(srv);
     status = EXIT_OK;
 out:
     tided_worker_stop(&srv->sync_worker);
     tided_worker_stop(&srv->sweep_worker);
+    tided_worker_stop(&srv->metrics_worker);
     if (srv->node) {
         rc = tide_node_close(srv->node);
         srv->node = NULL;

@@ -15,8 +15,13 @@
  * the job was queued covers that put: one sync serves every request queued
  * before it started. Jobs queued while it runs wait for the next call.
  *
- * There are two workers, one per kind, so a slow trim never delays a
- * durable PUT.
+ * GET /metrics is a job too: rendering reads /proc and asks the allocator
+ * for its statistics (glibc's walk every arena under its lock: tens of
+ * milliseconds on a large heap), which must not stall a loop. Scrapes
+ * queued together share one render.
+ *
+ * There are three workers, one per kind, so a slow trim never delays a
+ * durable PUT or a scrape.
  *
  * Invariants:
  *   1. A job is in exactly one place: the worker's queue, the worker's
@@ -29,6 +34,7 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tide/error.h"
@@ -42,7 +48,8 @@ static void send_back(tided_job *job)
 static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t seq)
 {
     tide_node_sweep_report report;
-    char detail[256] = "";
+    char detail[256] = "", *text = NULL;
+    size_t text_len = 0;
     int rc = 0;
 
     memset(&report, 0, sizeof report);
@@ -53,8 +60,11 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
             tide_log(TIDE_LOG_ERROR, "sync for %zu request(s) failed: %s: %s", count, tide_strerror(rc),
                      detail);
         }
-    } else {
+    } else if (w->kind == TIDED_JOB_SWEEP) {
         tide_node_sweep(w->srv->node, &report);
+    } else {
+        rc = tided_metrics_render(w->srv, &text, &text_len);
+        if (rc) snprintf(detail, sizeof detail, "%s", tide_strerror(rc));
     }
     while (batch) {
         tided_job *next = batch->next;
@@ -64,9 +74,14 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
         batch->batch_size = count;
         snprintf(batch->detail, sizeof batch->detail, "%s", detail);
         batch->report = report;
+        if (text) {   /* each scrape gets its own copy: the loops free them apart */
+            batch->text = malloc(text_len + 1);
+            if (batch->text) memcpy(batch->text, text, text_len + 1), batch->text_len = text_len;
+        }
         send_back(batch);
         batch = next;
     }
+    free(text);
 }
 
 static void *worker_main(void *arg)
