@@ -42,6 +42,7 @@
 
 #include "expect.h"
 #include "helpers.h"
+#include "promcheck.h"
 
 #define ADMIN_TOKEN "test-admin-token-5f1c"
 #define MAX_OBJECT  65536
@@ -1004,6 +1005,310 @@ static void tided_serves_ipv6_loopback(void **state)
     tided_cleanup(&t);
 }
 
+/* ---- /metrics, tide doctor, and a real Prometheus ------------------------------ */
+
+#define METRICS_TOKEN "m3trics-t0ken-91ab"
+
+static char *scrape_with(tided *t, const char *header, long want)
+{
+    resp r = http(t, "GET", "/metrics", NULL, 0, 0, header);
+    if (r.status != want)
+        fail_msg("GET /metrics with %s: expected HTTP %ld, got %ld; body: %s", header ? header : "no token", want,
+                 r.status, r.body);
+    return r.body;
+}
+
+static void metrics_answers_only_the_token_in_either_header_form(void **state)
+{
+    static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
+    char *env[] = { tok, NULL };
+    tided t;
+    char *b;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, env);
+    b = scrape_with(&t, NULL, 401);
+    expect_contains(b, "\"error\":\"unauthorized\"", "401 body without a token");
+    free(b);
+    resp r = http(&t, "GET", "/metrics", NULL, 0, 0, NULL);
+    expect_contains(r.headers, "www-authenticate: Bearer", "the 401 challenge");
+    resp_free(&r);
+    free(scrape_with(&t, "Authorization: Bearer " METRICS_TOKEN "x", 401));
+    free(scrape_with(&t, "Authorization: Bearer " "m3trics-t0ken-91a", 401));
+    free(scrape_with(&t, "Authorization: Bearer", 401));
+    free(scrape_with(&t, "Authorization: Bearer ", 401));
+    free(scrape_with(&t, "X-Metrics-Token: wrong", 401));
+    free(scrape_with(&t, "X-Metrics-Token:", 401));
+    free(scrape_with(&t, "Authorization: Basic " METRICS_TOKEN, 401));
+    b = scrape_with(&t, "Authorization: Bearer " METRICS_TOKEN, 200);
+    expect_contains(b, "# TYPE tide_memory_consumer_bytes gauge", "a page by Bearer");
+    free(b);
+    b = scrape_with(&t, "X-Metrics-Token: " METRICS_TOKEN, 200);
+    expect_contains(b, "# TYPE process_resident_memory_bytes gauge", "a page by X-Metrics-Token");
+    free(b);
+    r = http(&t, "GET", "/metrics", NULL, 0, 0, "Authorization: Bearer " METRICS_TOKEN);
+    expect_contains(r.headers, "content-type: text/plain; version=0.0.4; charset=utf-8", "the content type");
+    resp_free(&r);
+    r = http(&t, "POST", "/metrics", NULL, 0, 0, "Authorization: Bearer " METRICS_TOKEN);
+    expect_status(r, 405, "POST /metrics");
+    resp_free(&r);
+    if (log_contains(&t, METRICS_TOKEN)) fail_msg("tided's log contains the metrics token");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void without_a_token_metrics_is_always_401_unless_public(void **state)
+{
+    static char pub[] = "TIDE_METRICS_PUBLIC=1";
+    static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
+    char *env_pub[] = { pub, NULL }, *env_both[] = { pub, tok, NULL };
+    tided t;
+    char *b;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, NULL);
+    b = scrape_with(&t, NULL, 401);
+    expect_contains(b, "TIDE_METRICS_TOKEN", "the 401 says what to set");
+    free(b);
+    free(scrape_with(&t, "Authorization: Bearer ", 401));
+    free(scrape_with(&t, "Authorization: Bearer anything", 401));
+    free(scrape_with(&t, "X-Metrics-Token: ", 401));
+    if (!log_contains(&t, "/metrics answers 401 to every scrape"))
+        fail_msg("the startup log should say how to enable scraping:\n%s", log_tail(&t));
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, env_pub);
+    free(scrape_with(&t, NULL, 200));
+    free(scrape_with(&t, "Authorization: Bearer whatever", 200));
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, env_both);
+    free(scrape_with(&t, NULL, 200));
+    if (!log_contains(&t, "TIDE_METRICS_PUBLIC=1")) fail_msg("public with a token set should warn:\n%s", log_tail(&t));
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Run a command, capturing its output (stdout and stderr) into out. Returns
+ * its exit status, -1 when it did not exit normally. */
+static int run_capture(const char *cmd, char *out, size_t cap)
+{
+    FILE *f = popen(cmd, "r");
+    size_t n = 0;
+    int st;
+    out[0] = '\0';
+    if (f == NULL) return -1;
+    while (n + 1 < cap && fgets(out + n, (int)(cap - n), f)) n += strlen(out + n);
+    st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Scrape after some traffic and a sweep; check the page with promtool and
+ * Tide's own checks. `env` chooses the allocator (LD_PRELOAD). */
+static void scrape_is_clean(char *const env[], const char *allocator)
+{
+    static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
+    static char admin[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
+    char *envs[8];
+    int n = 0;
+    char msg[8192], want[128], *page;
+    tided t;
+    uint8_t value[300];
+
+    for (size_t i = 0; env && env[i] && n < 5; i++) envs[n++] = env[i];
+    envs[n++] = tok;
+    envs[n++] = admin;
+    envs[n] = NULL;
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, envs);
+    memset(value, 'v', sizeof value);
+    for (uint64_t i = 0; i < 200; i++) {
+        resp r = http(&t, "PUT", obj_path(i, NULL), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT before the scrape");
+        resp_free(&r);
+    }
+    resp r = http(&t, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    expect_status(r, 200, "a sweep before the scrape");
+    resp_free(&r);
+    page = scrape_with(&t, "Authorization: Bearer " METRICS_TOKEN, 200);
+    if (th_prom_check(page, msg, sizeof msg) != 0) fail_msg("Tide's checks of a real scrape: %s", msg);
+    int st = th_promtool_check(page, msg, sizeof msg);
+    if (st != 0) fail_msg("promtool check metrics on a real scrape (%s): expected exit 0, got %d: %s", allocator, st,
+                          msg);
+    snprintf(want, sizeof want, "tide_allocator_info{name=\"%s\"", allocator);
+    expect_contains(page, want, "the allocator serving malloc");
+    if (strcmp(allocator, "jemalloc") == 0) {
+        expect_contains(page, "# TYPE tide_jemalloc_allocated_bytes gauge", "jemalloc's own figures");
+        expect_contains(page, "# TYPE tide_jemalloc_dirty_bytes gauge", "jemalloc's dirty pages");
+    } else if (strcmp(allocator, "glibc") == 0) {
+        expect_contains(page, "# TYPE tide_glibc_arenas gauge", "glibc's arena count");
+    }
+    expect_u64((uint64_t)th_prom_value(page, "tide_sweeps_total"), 1, "sweeps on the page");
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_connections_accepted_total") >= 1, 1, "connections");
+    free(page);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void a_real_scrape_passes_promtool_under_glibc(void **state)
+{
+    (void)state;
+    scrape_is_clean(NULL, "glibc");
+}
+
+static void a_real_scrape_passes_promtool_under_jemalloc(void **state)
+{
+    static char preload[] = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+    char *env[] = { preload, NULL };
+    (void)state;
+    char bin[600], out[4096];
+    if (access(preload + strlen("LD_PRELOAD="), R_OK) != 0)
+        fail_msg("%s is missing: scripts/install-deps installs libjemalloc2", preload + strlen("LD_PRELOAD="));
+    /* A sanitizer build of tided must keep its own allocator first: there
+     * jemalloc cannot serve malloc, and this test has nothing to check. */
+    snprintf(bin, sizeof bin, "ldd %s/tided 2>&1", bin_dir());
+    if (run_capture(bin, out, sizeof out) == 0 && (strstr(out, "libasan") || strstr(out, "libtsan"))) {
+        print_message("skipped: %s/tided is a sanitizer build\n", bin_dir());
+        skip();
+    }
+    scrape_is_clean(env, "jemalloc");
+}
+
+static void tide_doctor_names_the_unbounded_knob_of_a_running_node(void **state)
+{
+    static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
+    static const char *flags[] = { "--cache-budget=0", NULL };
+    char *env[] = { tok, NULL };
+    char cmd[1024], out[16384];
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, flags, env);
+    snprintf(cmd, sizeof cmd, "TIDE_METRICS_TOKEN=%s %s/tide doctor http://127.0.0.1:%d 2>&1", METRICS_TOKEN,
+             bin_dir(), t.port);
+    int st = run_capture(cmd, out, sizeof out);
+    if (st != 0) fail_msg("tide doctor: expected exit 0, got %d: %s", st, out);
+    expect_contains(out, "Unbounded: node_cache. To bound it: set --cache-budget", "the knob named");
+    expect_contains(out, "RSS is ", "the RSS line");
+    expect_contains(out, "node_cache", "the consumers");
+    if (strstr(out, METRICS_TOKEN)) fail_msg("tide doctor printed the token: %s", out);
+    snprintf(cmd, sizeof cmd, "TIDE_METRICS_TOKEN=%s %s/tide doctor --json 127.0.0.1:%d 2>&1", METRICS_TOKEN,
+             bin_dir(), t.port);
+    st = run_capture(cmd, out, sizeof out);
+    if (st != 0) fail_msg("tide doctor --json: expected exit 0, got %d: %s", st, out);
+    json_error_t e;
+    json_t *j = json_loads(out, 0, &e);
+    if (j == NULL) fail_msg("tide doctor --json: not JSON (%s): %s", e.text, out);
+    expect_str(json_string_value(json_object_get(json_array_get(json_object_get(j, "unbounded"), 0), "consumer")),
+               "node_cache", "first unbounded consumer in the JSON");
+    json_decref(j);
+    snprintf(cmd, sizeof cmd, "env -u TIDE_METRICS_TOKEN %s/tide doctor http://127.0.0.1:%d 2>&1", bin_dir(), t.port);
+    st = run_capture(cmd, out, sizeof out);
+    expect_u64((uint64_t)st, 1, "tide doctor without the token exits 1");
+    expect_contains(out, "401 Unauthorized: set TIDE_METRICS_TOKEN", "the doctor says what to set");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Read the whole file at path (malloc'd, NUL-terminated), or fail. */
+static char *slurp(const char *path)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (th_read_file(path, &buf, &len) != 0) fail_msg("cannot read %s", path);
+    char *s = realloc(buf, len + 1);
+    s[len] = '\0';
+    return s;
+}
+
+static char *replace_once(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (at == NULL) fail_msg("contrib/prometheus/prometheus.yml should contain '%s'", from);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return out;
+}
+
+static void a_real_prometheus_scrapes_tided_with_the_contrib_config(void **state)
+{
+    static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
+    char *env[] = { tok, NULL };
+    char cfg_path[600], token_path[600], tsdb[600], log_path[600], target[64], listen[64], q[1024], out[65536];
+    tided t, prom;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, env);
+    memset(&prom, 0, sizeof prom);
+    tided_prepare(&prom);
+    th_path(cfg_path, sizeof cfg_path, prom.dir, "prometheus.yml");
+    th_path(token_path, sizeof token_path, prom.dir, "metrics.token");
+    th_path(tsdb, sizeof tsdb, prom.dir, "tsdb");
+    th_path(log_path, sizeof log_path, prom.dir, "prometheus.log");
+    assert_int_equal(th_write_file(token_path, METRICS_TOKEN, strlen(METRICS_TOKEN)), 0);
+    /* The shipped file, with only the token file, the target and the
+     * interval changed. */
+    char *cfg0 = slurp("contrib/prometheus/prometheus.yml");
+    char *cfg1 = replace_once(cfg0, "/etc/tide/metrics.token", token_path);
+    snprintf(target, sizeof target, "127.0.0.1:%d", t.port);
+    char *cfg2 = replace_once(cfg1, "127.0.0.1:8080", target);
+    char *cfg3 = replace_once(cfg2, "scrape_interval: 15s", "scrape_interval: 1s");
+    char *cfg4 = replace_once(cfg3, "scrape_timeout: 10s", "scrape_timeout: 1s");
+    assert_int_equal(th_write_file(cfg_path, cfg4, strlen(cfg4)), 0);
+    free(cfg0); free(cfg1); free(cfg2); free(cfg3); free(cfg4);
+    snprintf(q, sizeof q, "promtool check config %s 2>&1", cfg_path);
+    if (run_capture(q, out, sizeof out) != 0) fail_msg("promtool check config: %s", out);
+
+    prom.port = free_port(AF_INET);
+    snprintf(prom.host, sizeof prom.host, "127.0.0.1");
+    snprintf(prom.log, sizeof prom.log, "%s", log_path);
+    snprintf(listen, sizeof listen, "--web.listen-address=127.0.0.1:%d", prom.port);
+    char cfg_arg[800], tsdb_arg[800];
+    snprintf(cfg_arg, sizeof cfg_arg, "--config.file=%s", cfg_path);
+    snprintf(tsdb_arg, sizeof tsdb_arg, "--storage.tsdb.path=%s", tsdb);
+    char *argv[] = { "prometheus", cfg_arg, tsdb_arg, listen, NULL };
+    spawn(&prom, argv, NULL);
+
+    /* Poll the query API until the node-cache series is there (the first
+     * scrape comes within a second or two of the start). */
+    double end = th_now_ms() + 60000;
+    int found = 0;
+    while (!found && th_now_ms() < end) {
+        resp r = http(&prom, "GET", "/api/v1/query?query=tide_memory_consumer_bytes%7Bconsumer%3D%22node_cache%22%7D",
+                      NULL, 0, 0, NULL);
+        if (r.status == 200 && strstr(r.body, "\"consumer\":\"node_cache\"") && strstr(r.body, "\"value\""))
+            found = 1;
+        resp_free(&r);
+        if (wait_exit(&prom, 0)) fail_msg("prometheus exited early; its log:\n%s", log_tail(&prom));
+        if (!found) poll(NULL, 0, 250);
+    }
+    if (!found) {
+        kill(prom.pid, SIGKILL);
+        wait_exit(&prom, STOP_MS);
+        fail_msg("Prometheus should return tide_memory_consumer_bytes{consumer=\"node_cache\"} within 60 s; "
+                 "its log:\n%s", log_tail(&prom));
+    }
+    resp r = http(&prom, "GET", "/api/v1/targets", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /api/v1/targets");
+    expect_contains(r.body, target, "the tided target");
+    expect_contains(r.body, "\"health\":\"up\"", "the target is up");
+    resp_free(&r);
+    kill(prom.pid, SIGTERM);
+    if (!wait_exit(&prom, STOP_MS)) { kill(prom.pid, SIGKILL); wait_exit(&prom, STOP_MS); }
+    tided_cleanup(&prom);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared_tests[] = {
@@ -1031,12 +1336,21 @@ int main(void)
         cmocka_unit_test(a_full_disk_is_507),
         cmocka_unit_test(tided_serves_ipv6_loopback),
     };
+    const struct CMUnitTest metrics_tests[] = {
+        cmocka_unit_test(metrics_answers_only_the_token_in_either_header_form),
+        cmocka_unit_test(without_a_token_metrics_is_always_401_unless_public),
+        cmocka_unit_test(a_real_scrape_passes_promtool_under_glibc),
+        cmocka_unit_test(a_real_scrape_passes_promtool_under_jemalloc),
+        cmocka_unit_test(tide_doctor_names_the_unbounded_knob_of_a_running_node),
+        cmocka_unit_test(a_real_prometheus_scrapes_tided_with_the_contrib_config),
+    };
     int failed;
 
     signal(SIGPIPE, SIG_IGN);
     failed = cmocka_run_group_tests_name("tided, one shared server", shared_tests, group_setup, group_teardown);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     failed += cmocka_run_group_tests_name("tided, a server per test", own_tests, NULL, NULL);
+    failed += cmocka_run_group_tests_name("tided, /metrics", metrics_tests, NULL, NULL);
     curl_global_cleanup();
     return failed;
 }
