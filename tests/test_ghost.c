@@ -1,0 +1,321 @@
+/*
+ * test_ghost.c: `tide ghost`, the RSS-ghost matrix, run as the operator
+ * runs it: bin/tide from $TIDE_BIN_DIR, its JSON parsed with jansson.
+ *
+ * The runs are small (--size 0.25 or less, a few scenarios) so the whole
+ * file takes seconds. Checked: the document's shape and the names scripts
+ * rely on; each row's arithmetic (ghost = after - start - live, peak >=
+ * start); skipped rows name the package to install; and, when glibc serves
+ * tide itself, the two findings docs/GHOST.md reports: malloc_trim removes
+ * most of the mixed ghost, and a 16 KiB mmap threshold removes the 60 KiB
+ * ghost. Bad option values must exit 2 and say what was wrong.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "expect.h"
+
+static const char *const all_variants[] = {
+    "glibc", "glibc-mmap16k", "glibc-trim", "glibc-arena2",
+    "jemalloc", "jemalloc-bg", "tcmalloc", "mimalloc", NULL
+};
+static const char *const all_scenarios[] = {
+    "small-batch", "medium-batch", "large-batch", "mixed", "lifetime", "business", "threads", NULL
+};
+
+/* ---- running bin/tide --------------------------------------------------- */
+
+typedef struct run {
+    char *out;      /* stdout (and stderr when merged) */
+    int   status;   /* exit status, or -1 when it did not exit normally */
+} run;
+
+static void run_tide(run *r, const char *args, int merge_stderr)
+{
+    const char *dir = getenv("TIDE_BIN_DIR");
+    char cmd[1024];
+    size_t len = 0, cap = 1 << 16;
+    FILE *p;
+    int st;
+
+    snprintf(cmd, sizeof cmd, "'%s/tide' %s %s", dir && dir[0] ? dir : "bin", args,
+             merge_stderr ? "2>&1" : "2>/dev/null");
+    r->out = malloc(cap);
+    assert_non_null(r->out);
+    p = popen(cmd, "r");
+    if (p == NULL) fail_msg("popen '%s' failed", cmd);
+    for (;;) {
+        size_t got;
+        if (len + 4096 > cap) {
+            cap *= 2;
+            r->out = realloc(r->out, cap);
+            assert_non_null(r->out);
+        }
+        got = fread(r->out + len, 1, cap - len - 1, p);
+        if (got == 0) break;
+        len += got;
+    }
+    r->out[len] = '\0';
+    st = pclose(p);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static json_t *run_json(const char *args)
+{
+    run r;
+    json_error_t err;
+    json_t *doc;
+
+    run_tide(&r, args, 0);
+    doc = json_loads(r.out, 0, &err);
+    if (doc == NULL)
+        fail_msg("tide %s: expected one JSON object, got a parse error at line %d: %s; output: %.300s",
+                 args, err.line, err.text, r.out);
+    if (r.status != 0)
+        fail_msg("tide %s: expected exit status 0, got %d", args, r.status);
+    free(r.out);
+    return doc;
+}
+
+/* ---- what every document must satisfy ------------------------------------ */
+
+static int in_list(const char *s, const char *const *list)
+{
+    for (size_t i = 0; s && list[i]; i++)
+        if (strcmp(s, list[i]) == 0) return 1;
+    return 0;
+}
+
+static int64_t num(json_t *row, const char *key)
+{
+    json_t *v = json_object_get(row, key);
+    if (!json_is_integer(v))
+        fail_msg("row %s/%s: expected an integer %s, got %s",
+                 json_string_value(json_object_get(row, "scenario")),
+                 json_string_value(json_object_get(row, "variant")), key,
+                 v ? "another JSON type" : "nothing");
+    return json_integer_value(v);
+}
+
+static const char *tide_allocator(json_t *doc)
+{
+    return json_string_value(json_object_get(json_object_get(doc, "machine"), "tide_allocator"));
+}
+
+static void check_machine(json_t *doc)
+{
+    json_t *m = json_object_get(doc, "machine"), *a;
+
+    if (!json_is_object(m)) fail_msg("expected a \"machine\" object");
+    if (json_integer_value(json_object_get(m, "page_size")) < 4096)
+        fail_msg("machine.page_size: expected at least 4096, got %" PRId64,
+                 (int64_t)json_integer_value(json_object_get(m, "page_size")));
+    expect_contains(json_string_value(json_object_get(m, "kernel")), "Linux", "machine.kernel");
+    if (!json_is_string(json_object_get(m, "glibc")))
+        fail_msg("machine.glibc: expected the glibc version as a string");
+    a = json_object_get(m, "allocators");
+    for (const char *const *n = (const char *const[]){ "glibc", "jemalloc", "tcmalloc",
+                                                      "mimalloc", NULL }; *n; n++) {
+        json_t *v = json_object_get(a, *n);
+        if (!json_is_string(v) && !json_is_null(v))
+            fail_msg("machine.allocators.%s: expected a version string or null", *n);
+    }
+}
+
+/* Every row: known names, skipped rows explained, ok rows add up. Returns
+ * the number of ok rows. */
+static size_t check_rows(json_t *doc, size_t want_rows)
+{
+    json_t *rows = json_object_get(doc, "results"), *r;
+    size_t i, ok = 0;
+
+    if (!json_is_array(rows)) fail_msg("expected a \"results\" array");
+    expect_u64(json_array_size(rows), want_rows, "rows in results");
+    json_array_foreach(rows, i, r) {
+        const char *sc = json_string_value(json_object_get(r, "scenario"));
+        const char *va = json_string_value(json_object_get(r, "variant"));
+        const char *status = json_string_value(json_object_get(r, "status"));
+        json_t *skipped = json_object_get(r, "skipped");
+
+        if (!in_list(sc, all_scenarios)) fail_msg("row %zu: unknown scenario '%s'", i, sc);
+        if (!in_list(va, all_variants)) fail_msg("row %zu: unknown variant '%s'", i, va);
+        if (!json_is_boolean(skipped)) fail_msg("row %zu (%s/%s): skipped is not a boolean", i, sc, va);
+        if (json_is_true(skipped)) {
+            const char *pkg = json_string_value(json_object_get(r, "package"));
+            const char *why = json_string_value(json_object_get(r, "reason"));
+            expect_str(status, "skipped", "status of a skipped row");
+            if (!(pkg && pkg[0]) && !(why && strstr(why, "sanitizer")))
+                fail_msg("row %s/%s is skipped without naming a package to install (reason: %s)",
+                         sc, va, why ? why : "none");
+            if (!json_is_null(json_object_get(r, "ghost_bytes")))
+                fail_msg("row %s/%s is skipped but has a ghost_bytes figure", sc, va);
+            continue;
+        }
+        if (strcmp(status ? status : "", "ok") != 0)
+            fail_msg("row %s/%s: expected status ok, got %s: %s", sc, va, status,
+                     json_string_value(json_object_get(r, "reason")));
+        {
+            int64_t start = num(r, "rss_start_bytes"), peak = num(r, "rss_peak_bytes");
+            int64_t after = num(r, "rss_after_free_bytes"), live = num(r, "live_bytes");
+            int64_t ghost = num(r, "ghost_bytes");
+            if (ghost != after - start - live)
+                fail_msg("row %s/%s: ghost_bytes %" PRId64 " is not after %" PRId64 " - start %"
+                         PRId64 " - live %" PRId64, sc, va, ghost, after, start, live);
+            if (peak < start)
+                fail_msg("row %s/%s: peak %" PRId64 " is below start %" PRId64, sc, va, peak, start);
+            if (start <= 0) fail_msg("row %s/%s: RSS at start is %" PRId64, sc, va, start);
+            if (num(r, "peak_growth_bytes") != peak - start)
+                fail_msg("row %s/%s: peak_growth_bytes is not peak - start", sc, va);
+            if (!json_is_boolean(json_object_get(r, "returned")))
+                fail_msg("row %s/%s: returned is not a boolean", sc, va);
+            if (json_is_true(json_object_get(r, "returned")) != (ghost <= 0 || ghost * 10 < peak - start))
+                fail_msg("row %s/%s: returned disagrees with ghost %" PRId64 " and growth %" PRId64,
+                         sc, va, ghost, peak - start);
+            /* the allocator the child reports is the variant's */
+            if (strncmp(va, "glibc", 5) == 0)
+                expect_str(json_string_value(json_object_get(r, "allocator")), "glibc", va);
+            else if (strncmp(va, "jemalloc", 8) == 0)
+                expect_str(json_string_value(json_object_get(r, "allocator")), "jemalloc", va);
+            else
+                expect_str(json_string_value(json_object_get(r, "allocator")), va, va);
+        }
+        ok++;
+    }
+    return ok;
+}
+
+static json_t *row_of(json_t *doc, const char *scenario, const char *variant)
+{
+    json_t *r;
+    size_t i;
+
+    json_array_foreach(json_object_get(doc, "results"), i, r)
+        if (strcmp(json_string_value(json_object_get(r, "scenario")), scenario) == 0 &&
+            strcmp(json_string_value(json_object_get(r, "variant")), variant) == 0)
+            return r;
+    fail_msg("no row for %s under %s", scenario, variant);
+    return NULL;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void json_rows_add_up_and_glibc_findings_hold(void **state)
+{
+    json_t *doc;
+    size_t ok;
+
+    (void)state;
+    doc = run_json("ghost --json --size 0.25 --scenario mixed,medium-batch "
+                   "--variant glibc,glibc-trim,glibc-mmap16k,jemalloc");
+    check_machine(doc);
+    ok = check_rows(doc, 8);
+    if (strcmp(tide_allocator(doc), "glibc") == 0) {
+        int64_t mixed = num(row_of(doc, "mixed", "glibc"), "ghost_bytes");
+        int64_t mixed_trim = num(row_of(doc, "mixed", "glibc-trim"), "ghost_bytes");
+        int64_t medium = num(row_of(doc, "medium-batch", "glibc"), "ghost_bytes");
+        int64_t medium_16k = num(row_of(doc, "medium-batch", "glibc-mmap16k"), "ghost_bytes");
+
+        if (ok < 6) fail_msg("expected the 6 glibc rows to run, %zu rows ran", ok);
+        if (mixed < (1 << 20))
+            fail_msg("mixed under glibc: expected a ghost of at least 1 MiB, got %" PRId64, mixed);
+        if (mixed_trim * 2 > mixed)
+            fail_msg("mixed: expected malloc_trim to remove most of the ghost %" PRId64
+                     ", %" PRId64 " remained", mixed, mixed_trim);
+        if (medium < (1 << 20))
+            fail_msg("medium-batch under glibc: expected a ghost of at least 1 MiB, got %" PRId64,
+                     medium);
+        if (medium_16k * 10 > medium)
+            fail_msg("medium-batch: expected MALLOC_MMAP_THRESHOLD_=16384 to remove the ghost %"
+                     PRId64 ", %" PRId64 " remained", medium, medium_16k);
+    }
+    json_decref(doc);
+}
+
+static void all_eight_variants_run_or_name_their_package(void **state)
+{
+    json_t *doc, *r;
+    size_t i;
+
+    (void)state;
+    doc = run_json("ghost --json --size 0.05 --scenario large-batch");
+    check_rows(doc, 8);
+    json_array_foreach(json_object_get(doc, "results"), i, r)
+        expect_str(json_string_value(json_object_get(r, "variant")), all_variants[i],
+                   "variants in their documented order");
+    json_decref(doc);
+}
+
+static void csv_has_a_header_and_one_line_per_row(void **state)
+{
+    run r;
+    size_t lines = 0;
+
+    (void)state;
+    run_tide(&r, "ghost --csv --size 0.05 --scenario small-batch,lifetime --variant glibc,glibc-arena2", 0);
+    expect_u64(r.status, 0, "exit status of --csv");
+    if (strncmp(r.out, "scenario,variant,skipped,status,", 32) != 0)
+        fail_msg("expected the CSV header first, got '%.80s'", r.out);
+    for (char *p = r.out; *p; p++) lines += *p == '\n';
+    expect_u64(lines, 5, "CSV lines (header + 2 scenarios x 2 variants)");
+    expect_contains(r.out, "\nlifetime,glibc-arena2,false,ok,glibc,", "the last CSV row");
+    free(r.out);
+}
+
+static void bad_option_values_exit_2_and_say_why(void **state)
+{
+    static const struct { const char *args, *says; } cases[] = {
+        { "ghost --size 0", "--size '0'" },
+        { "ghost --size abc", "--size 'abc'" },
+        { "ghost --size 65", "at most 64" },
+        { "ghost --scenario mixed,nope", "'nope' is not a scenario" },
+        { "ghost --variant jemalloc,glibc-trimm", "'glibc-trimm' is not a variant" },
+        { "ghost --frobnicate", "unknown option '--frobnicate'" },
+        { "ghost extra", "unexpected argument 'extra'" },
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run r;
+        run_tide(&r, cases[i].args, 1);
+        if (r.status != 2)
+            fail_msg("tide %s: expected exit status 2, got %d (%.200s)", cases[i].args, r.status, r.out);
+        expect_contains(r.out, cases[i].says, cases[i].args);
+        free(r.out);
+    }
+}
+
+static void help_names_every_scenario_and_variant(void **state)
+{
+    run r;
+
+    (void)state;
+    run_tide(&r, "ghost --help", 0);
+    expect_u64(r.status, 0, "exit status of --help");
+    for (const char *const *s = all_scenarios; *s; s++) expect_contains(r.out, *s, "help text");
+    for (const char *const *v = all_variants; *v; v++) expect_contains(r.out, *v, "help text");
+    for (const char *const *h = (const char *const[]){ "SYNOPSIS", "OPTIONS", "OUTPUT",
+                                                      "EXIT STATUS", "EXAMPLES", NULL }; *h; h++)
+        expect_contains(r.out, *h, "help sections");
+    free(r.out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(json_rows_add_up_and_glibc_findings_hold),
+        cmocka_unit_test(all_eight_variants_run_or_name_their_package),
+        cmocka_unit_test(csv_has_a_header_and_one_line_per_row),
+        cmocka_unit_test(bad_option_values_exit_2_and_say_why),
+        cmocka_unit_test(help_names_every_scenario_and_variant),
+    };
+    return cmocka_run_group_tests_name("ghost", tests, NULL, NULL);
+}
