@@ -6,7 +6,8 @@
 #   make check        build and run the tests, without the package step
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
-#   make bench        build, then bench/run-store
+#   make bench        build, then bench/run-store and bench/http (wrk, nginx)
+#   make bench-http   build, then bench/http only
 #   make run          build, then start tided on ./data, 127.0.0.1:8080
 #   make clean        remove build/, lib/, bin/
 #   make format-check tabs, trailing blanks and CRLF in C sources
@@ -99,7 +100,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: all tests test check asan tsan bench run deps clean format-check
+.PHONY: all tests test check asan tsan bench bench-http run deps clean format-check
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -172,11 +173,14 @@ endif
 # ---- running -------------------------------------------------------------
 
 bench: all
-	@if [ -f bench/run-store ]; then \
-	    echo "bash bench/run-store"; bash bench/run-store; \
-	else \
-	    echo "bench: bench/run-store does not exist yet; nothing to run"; \
-	fi
+	bash scripts/install-deps --bench
+	bash bench/run-store
+	bash bench/http
+
+# Only tided against nginx (bench/http); see the script for its knobs.
+bench-http: all
+	bash scripts/install-deps --bench
+	bash bench/http
 
 # tided creates ./data with an empty store on its first run.
 run: deps

@@ -1,0 +1,29 @@
+-- wrk script: GET /v1/objects/<key> over keys 0 .. KEYS-1, each thread
+-- walking its own stride so the threads do not ask in lockstep.
+-- KEYS (env) is how many keys bench/http loaded; keys are the index as 64
+-- hex digits, as the loader wrote them. PICK=random picks keys at random.
+local keys = tonumber(os.getenv("KEYS") or "1000")
+local random = os.getenv("PICK") == "random"
+local counter = 0
+local threads = 0
+
+function setup(thread)
+   thread:set("id", threads)
+   threads = threads + 1
+end
+
+function init(args)
+   counter = (id or 0) * 7919
+   math.randomseed(1234 + (id or 0))
+end
+
+function request()
+   local i
+   if random then
+      i = math.random(0, keys - 1)
+   else
+      i = counter % keys
+      counter = counter + 1
+   end
+   return wrk.format("GET", string.format("/v1/objects/%064x", i))
+end
