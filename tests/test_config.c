@@ -580,6 +580,28 @@ static void startup_log_for_a_new_store_uses_the_configured_block_size_without_w
     if (strstr(cap.text, "unbounded: node_cache") != NULL) fail_msg("the preset bounds the node cache");
 }
 
+static void trim_policy_is_a_setting_with_its_errors_named(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_node_opts o;
+    char *argv[] = { "tided", "--trim-policy", "every:4", NULL };
+    char *bad[] = { "tided", "--trim-policy=free-pct:150", NULL };
+    const char *env[] = { "TIDE_TRIM_POLICY=freed:1MiB", NULL };
+
+    expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
+    expect_contains(describe(&c), "trim_policy=always(default)", "the default");
+    expect_rc(load_all(f, &c, NULL, env, 3, argv), 0, "flag over env");
+    expect_contains(describe(&c), "trim_policy=every:4(flag --trim-policy)", "describe");
+    tide_startup_node_opts(&c, &o);
+    expect_u64((uint64_t)o.trim_policy, TIDE_TRIM_EVERY, "node policy");
+    expect_u64(o.trim_param, 4, "node policy's N");
+    expect_rc(load_all(f, &c, "[node]\ntrim_policy=never\n", NULL, 0, NULL), 0, "file");
+    expect_u64((uint64_t)c.trim_policy, TIDE_TRIM_NEVER, "never from the file");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, bad), TIDE_EINVAL, "free-pct:150");
+    expect_contains(tide_last_error(), "--trim-policy=free-pct:150: free-pct:P needs P from 1 to 99", "message");
+}
+
 static void startup_node_opts_follow_the_settings(void **state)
 {
     fx *f = *state;
@@ -655,6 +677,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(startup_log_reads_as_a_checklist_and_warns_about_a_block_size_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(startup_log_for_a_new_store_uses_the_configured_block_size_without_warning, setup, teardown),
         cmocka_unit_test_setup_teardown(startup_node_opts_follow_the_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(trim_policy_is_a_setting_with_its_errors_named, setup, teardown),
         cmocka_unit_test_setup_teardown(unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_it, setup, teardown),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -402,7 +402,90 @@ static void with_trim_off_a_round_sweeps_but_never_releases(void **state)
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+static void trim_policy_every_n_trims_only_every_nth_round(void **state)
+{
+    fixture *f = *state;
+    recorder rec = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    tide_node_opts o;
+    tide_node *n = NULL;
+    tide_node_sweep_report r;
+    tide_node_totals t;
+
+    tide_node_opts_init(&o);
+    o.dir = f->dir;
+    o.sweep_interval_ms = 0;
+    o.release = fake_release;
+    o.release_arg = &rec;
+    expect_rc(tide_trim_policy_parse("every:3", &o.trim_policy, &o.trim_param), 0, "parse every:3");
+    expect_rc(tide_node_open(&n, &o), 0, "open");
+    for (int i = 1; i <= 7; i++) {
+        tide_node_sweep(n, &r);
+        expect_u64((uint64_t)r.trimmed, i % 3 == 0, "round trimmed only when its number is a multiple of 3");
+    }
+    tide_node_totals_get(n, &t);
+    expect_u64(t.trims, 2, "trims in 7 rounds");
+    expect_u64(t.trims_skipped, 5, "rounds skipped");
+    expect_u64((uint64_t)rec.releases, 2, "release calls");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
 typedef struct fake_clock { uint64_t us; } fake_clock;
+static uint64_t read_fake(void *arg);
+
+static void trim_policy_freed_trims_only_after_a_sweep_that_freed_enough(void **state)
+{
+    fixture *f = *state;
+    recorder rec = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    fake_clock clk = { 1000000 };
+    tide_node_opts o;
+    tide_node *n = NULL;
+    tide_node_sweep_report r;
+
+    tide_node_opts_init(&o);
+    o.dir = f->dir;
+    o.sweep_interval_ms = 0;
+    o.cache_age_s = 5;
+    o.clock_us = read_fake;
+    o.clock_arg = &clk;
+    o.release = fake_release;
+    o.release_arg = &rec;
+    expect_rc(tide_trim_policy_parse("freed:64KiB", &o.trim_policy, &o.trim_param), 0, "parse freed:64KiB");
+    expect_u64(o.trim_param, 65536, "freed's bytes");
+    expect_rc(tide_node_open(&n, &o), 0, "open");
+    for (uint64_t i = 0; i < 400; i++) put_value(n, i);   /* about 120 KiB of values */
+    tide_node_sweep(n, &r);
+    assert_false(r.trimmed);
+    expect_u64(r.freed_bytes, 0, "nothing aged out yet");
+    clk.us += 6 * 1000000u;
+    tide_node_sweep(n, &r);
+    if (r.freed_bytes < 65536) fail_msg("expected the sweep to free at least 64 KiB, it freed %llu",
+                                        (unsigned long long)r.freed_bytes);
+    assert_true(r.trimmed);
+    tide_node_sweep(n, &r);
+    assert_false(r.trimmed);
+    expect_u64((uint64_t)rec.releases, 1, "release calls");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+static void trim_policies_parse_and_print_in_the_same_form(void **state)
+{
+    (void)state;
+    static const char *const good[] = { "always", "never", "every:4", "freed:64MiB", "free-pct:20" };
+    static const char *const bad[] = { "", "sometimes", "every:0", "every:", "every:x", "free-pct:100",
+                                       "free-pct:0", "freed:0", "freed:lots", "every:3x" };
+    int p;
+    uint64_t v;
+    char back[64];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        expect_rc(tide_trim_policy_parse(good[i], &p, &v), 0, good[i]);
+        tide_trim_policy_format(p, v, back, sizeof back);
+        expect_str(back, good[i], "printed back");
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (tide_trim_policy_parse(bad[i], &p, &v) != TIDE_EINVAL)
+            fail_msg("trim policy '%s': expected TIDE_EINVAL", bad[i]);
+}
+
 static uint64_t read_fake(void *arg) { return ((fake_clock *)arg)->us; }
 
 static void a_sweep_evicts_what_aged_out_of_both_caches(void **state)
@@ -460,6 +543,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_real_round_trims_with_the_allocator_and_measures_it, setup, teardown),
         cmocka_unit_test_setup_teardown(with_trim_off_a_round_sweeps_but_never_releases, setup, teardown),
         cmocka_unit_test_setup_teardown(a_sweep_evicts_what_aged_out_of_both_caches, setup, teardown),
+        cmocka_unit_test_setup_teardown(trim_policy_every_n_trims_only_every_nth_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(trim_policy_freed_trims_only_after_a_sweep_that_freed_enough, setup,
+                                        teardown),
+        cmocka_unit_test(trim_policies_parse_and_print_in_the_same_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,7 @@
  * (nudb_block_size falls back, and says so).
  */
 #include "node/config.h"
+#include "node/node.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -113,7 +114,8 @@ enum kind {
     K_BLOCK,     /* tide_block_size_parse: warns, never fails */
     K_LEVEL,     /* tide_log_level_parse */
     K_SECRET,    /* string, never printed */
-    K_BOOL       /* 1/0, true/false, yes/no, on/off */
+    K_BOOL,      /* 1/0, true/false, yes/no, on/off */
+    K_TRIM       /* always, never, every:N, freed:SIZE, free-pct:P */
 };
 
 typedef struct setting {
@@ -170,6 +172,8 @@ static const setting settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_SECRET, 0, 0, 0 },
     [TIDE_CFG_METRICS_SMAPS]   = { "metrics_smaps", "metrics-smaps", "TIDE_METRICS_SMAPS", "node",
                                    NULL, NULL, K_BOOL, 0, 0, 0 },
+    [TIDE_CFG_TRIM_POLICY]     = { "trim_policy", "trim-policy", "TIDE_TRIM_POLICY", "node",
+                                   NULL, NULL, K_TRIM, 0, 0, 0 },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -385,6 +389,10 @@ static int set_value(tide_config *c, int id, const char *text, int kind, const c
     case K_BOOL:
         if (parse_bool(text, &iv) != 0) snprintf(why, sizeof why, "not 1/0, true/false, yes/no or on/off");
         break;
+    case K_TRIM:
+        if (tide_trim_policy_parse(text, &iv, &v) != 0)
+            snprintf(why, sizeof why, "%s", tide_last_error());
+        break;
     }
     if (why[0] != '\0') {
         if (st->kind == K_SECRET)   /* never echo the token */
@@ -418,6 +426,7 @@ static int set_value(tide_config *c, int id, const char *text, int kind, const c
     case TIDE_CFG_MAX_OBJECT_SIZE: c->max_object_size = v; break;
     case TIDE_CFG_ADMIN_TOKEN:     snprintf(c->admin_token, sizeof c->admin_token, "%s", text); break;
     case TIDE_CFG_METRICS_SMAPS:   c->metrics_smaps = iv; break;
+    case TIDE_CFG_TRIM_POLICY:     c->trim_policy = iv; c->trim_param = v; break;
     default: break;
     }
     set_source(c, id, kind, "%s%s", where, fell_back ? " invalid, fell back" : "");
@@ -704,6 +713,7 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
         case TIDE_CFG_MAX_OBJECT_SIZE: size_text(c->max_object_size, val, sizeof val); break;
         case TIDE_CFG_ADMIN_TOKEN:    snprintf(val, sizeof val, "%s", c->admin_token[0] ? "set" : "unset"); break;
         case TIDE_CFG_METRICS_SMAPS:  snprintf(val, sizeof val, "%d", c->metrics_smaps); break;
+        case TIDE_CFG_TRIM_POLICY:    tide_trim_policy_format(c->trim_policy, c->trim_param, val, sizeof val); break;
         default: val[0] = '\0'; break;
         }
         switch (s->kind) {

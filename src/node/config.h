@@ -33,7 +33,7 @@ enum {
     TIDE_CFG_KEY_CACHE_SIZE, TIDE_CFG_KEY_CACHE_AGE, TIDE_CFG_NUDB_BLOCK_SIZE,
     TIDE_CFG_LOG_LEVEL, TIDE_CFG_MMAP_THRESHOLD, TIDE_CFG_ARENA_MAX,
     TIDE_CFG_METRICS_TOKEN, TIDE_CFG_METRICS_PUBLIC,
-    TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS,
+    TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY,
     TIDE_CFG_COUNT
 };
 
@@ -70,6 +70,9 @@ typedef struct tide_config {
     char     admin_token[256];   /* env only (TIDE_ADMIN_TOKEN); never printed */
     int      metrics_smaps;      /* 0 (default) or 1: smaps_rollup figures on
                                     /metrics (about 10 ms per GiB of RSS) */
+    int      trim_policy;        /* TIDE_TRIM_* (node.h): when a sweep trims */
+    uint64_t trim_param;         /* every:N -> N; freed:SIZE -> bytes;
+                                    free-pct:P -> P; else 0 */
     uint64_t ram_bytes;          /* total RAM seen by tide_config_defaults */
     tide_config_source src[TIDE_CFG_COUNT];
 } tide_config;

@@ -234,6 +234,8 @@ static void write_sweeps(tide_metrics_writer *w, tide_node *n)
               &t.sweep_duration);
     one(w, "tide_trims_total", "counter", "Release calls made after sweeps (malloc_trim(0) under glibc).",
         (double)t.trims);
+    one(w, "tide_trims_skipped_total", "counter", "Sweep rounds whose trim the trim policy let pass.",
+        (double)t.trims_skipped);
     one(w, "tide_trims_lowered_rss_total", "counter", "Trims after which RSS was lower than before.",
         (double)t.trims_lowered);
     histogram(w, "tide_trim_duration_seconds", "Wall time of each release call.", &t.trim_duration);

@@ -41,12 +41,16 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "mem/account.h"
+#include "mem/alloc.h"
+#include "mem/proc.h"
+#include "util/size.h"   /* tide_size_parse */
 #include "util/assert.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -340,6 +344,82 @@ static void refresh_store_accounts(tide_node *n, tide_store_info *info)
     tide_mem_account_set(TIDE_MEM_STORE_COMMIT, (int64_t)info->commit_buffer_bytes);
 }
 
+int tide_trim_policy_parse(const char *text, int *policy, uint64_t *param)
+{
+    const char *colon = strchr(text, ':');
+    char *end;
+    uint64_t v = 0;
+
+    *param = 0;
+    if (strcmp(text, "always") == 0) { *policy = TIDE_TRIM_ALWAYS; return 0; }
+    if (strcmp(text, "never") == 0) { *policy = TIDE_TRIM_NEVER; return 0; }
+    if (colon == NULL || colon[1] == '\0')
+        return tide_err_set(TIDE_EINVAL, "not a trim policy (always, never, every:N, freed:SIZE or free-pct:P)");
+    if (strncmp(text, "freed:", 6) == 0) {
+        if (tide_size_parse(colon + 1, &v) != 0 || v == 0)
+            return tide_err_set(TIDE_EINVAL, "freed:SIZE needs a size above 0, e.g. freed:64MiB");
+        *policy = TIDE_TRIM_FREED;
+    } else {
+        errno = 0;
+        v = strtoull(colon + 1, &end, 10);
+        if (errno || *end != '\0' || colon[1] < '0' || colon[1] > '9')
+            return tide_err_set(TIDE_EINVAL, "'%s' is not a whole number", colon + 1);
+        if (strncmp(text, "every:", 6) == 0) {
+            if (v < 1 || v > 1000000) return tide_err_set(TIDE_EINVAL, "every:N needs N from 1 to 1000000");
+            *policy = TIDE_TRIM_EVERY;
+        } else if (strncmp(text, "free-pct:", 9) == 0) {
+            if (v < 1 || v > 99) return tide_err_set(TIDE_EINVAL, "free-pct:P needs P from 1 to 99");
+            *policy = TIDE_TRIM_FREE_PCT;
+        } else {
+            return tide_err_set(TIDE_EINVAL, "not a trim policy (always, never, every:N, freed:SIZE or free-pct:P)");
+        }
+    }
+    *param = v;
+    return 0;
+}
+
+void tide_trim_policy_format(int policy, uint64_t param, char *buf, size_t cap)
+{
+    static const char *const unit[] = { "", "KiB", "MiB", "GiB", "TiB" };
+    uint64_t v = param;
+    int u = 0;
+
+    while (v != 0 && v % 1024 == 0 && u < 4) v /= 1024, u++;
+    switch (policy) {
+    case TIDE_TRIM_NEVER:    snprintf(buf, cap, "never"); break;
+    case TIDE_TRIM_EVERY:    snprintf(buf, cap, "every:%" PRIu64, param); break;
+    case TIDE_TRIM_FREED:    snprintf(buf, cap, "freed:%" PRIu64 "%s", v, unit[u]); break;
+    case TIDE_TRIM_FREE_PCT: snprintf(buf, cap, "free-pct:%" PRIu64, param); break;
+    default:                 snprintf(buf, cap, "always"); break;
+    }
+}
+
+/* Whether this round's sweep calls for a release, by the policy. seq is the
+ * round's number (1-based); called under round_lock. */
+static int policy_wants_trim(tide_node *n, uint64_t seq, uint64_t freed)
+{
+    tide_mem_alloc_stats st;
+    uint64_t rss = 0, free_bytes = 0;
+    int family;
+
+    if (!n->opts.trim) return 0;
+    switch (n->opts.trim_policy) {
+    case TIDE_TRIM_NEVER: return 0;
+    case TIDE_TRIM_EVERY: return n->opts.trim_param <= 1 || seq % n->opts.trim_param == 0;
+    case TIDE_TRIM_FREED: return freed >= n->opts.trim_param;
+    case TIDE_TRIM_FREE_PCT:
+        family = tide_mem_alloc_family();
+        if (tide_mem_alloc_stats_read(family, &st) != 0 || tide_mem_proc_statm_rss(&rss) != 0 || rss == 0)
+            return 1;   /* cannot tell: trim, as the default does */
+        if (family == TIDE_MEM_ALLOC_GLIBC) free_bytes = st.glibc.free;
+        else if (family == TIDE_MEM_ALLOC_JEMALLOC) free_bytes = st.jemalloc.dirty + st.jemalloc.muzzy;
+        else if (family == TIDE_MEM_ALLOC_TCMALLOC) free_bytes = st.tcmalloc.pageheap_free;
+        else return 1;
+        return free_bytes * 100 > rss * n->opts.trim_param;
+    default: return 1;
+    }
+}
+
 static void run_round(tide_node *n, tide_node_sweep_report *out)
 {
     tide_node_sweep_report r;
@@ -356,7 +436,14 @@ static void run_round(tide_node *n, tide_node_sweep_report *out)
     tide_keycache_sweep(n->keycache, &r.key_cache);
     r.sweep_ns = mono_ns() - t0;
     refresh_store_accounts(n, &info);
-    if (n->opts.trim) {
+    r.freed_bytes = (r.node_cache.bytes_before > r.node_cache.bytes_after
+                     ? r.node_cache.bytes_before - r.node_cache.bytes_after : 0)
+                  + (r.key_cache.bytes_before > r.key_cache.bytes_after
+                     ? r.key_cache.bytes_before - r.key_cache.bytes_after : 0);
+    pthread_mutex_lock(&n->state_lock);
+    uint64_t next_seq = n->seq + 1;
+    pthread_mutex_unlock(&n->state_lock);
+    if (policy_wants_trim(n, next_seq, r.freed_bytes)) {
         trace(n, "release");
         r.trim_rc = n->opts.release ? n->opts.release(n->opts.release_arg, &r.trim)
                                     : tide_mem_trim(&r.trim);
@@ -369,6 +456,7 @@ static void run_round(tide_node *n, tide_node_sweep_report *out)
     n->totals.sweeps = r.seq;
     n->totals.sweep_ns += r.sweep_ns;
     tide_hist_observe(&n->sweep_hist, r.sweep_ns);
+    if (!r.trimmed && n->opts.trim) n->totals.trims_skipped++;
     if (r.trimmed) {
         tide_hist_observe(&n->trim_hist, r.trim.duration_ns);
         n->totals.last_trim_rss_delta = r.trim.rss_delta;

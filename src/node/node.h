@@ -51,6 +51,24 @@ typedef int (*tide_node_release_fn)(void *arg, tide_mem_trim_report *r);
  * "sweep key_cache", "release", "done". For tests; must not call the node. */
 typedef void (*tide_node_trace_fn)(void *arg, const char *step);
 
+/* When a sweep round makes its release call (the lab compares them; see
+ * docs/LAB.md for the measurements behind the default). */
+enum {
+    TIDE_TRIM_ALWAYS   = 0,   /* after every sweep (the default) */
+    TIDE_TRIM_NEVER    = 1,   /* never: the lab's control */
+    TIDE_TRIM_EVERY    = 2,   /* after every N-th sweep */
+    TIDE_TRIM_FREED    = 3,   /* when the caches' sweeps freed at least N bytes */
+    TIDE_TRIM_FREE_PCT = 4    /* when the allocator holds free more than N% of RSS */
+};
+
+/* Parse "always", "never", "every:N" (N >= 1), "freed:SIZE" (a size, e.g.
+ * 64MiB) or "free-pct:P" (1..99) into *policy and *param. Returns 0 or
+ * TIDE_EINVAL with the reason in tide_last_error(). */
+int tide_trim_policy_parse(const char *text, int *policy, uint64_t *param);
+
+/* The policy as text in the form parse reads ("every:4"). */
+void tide_trim_policy_format(int policy, uint64_t param, char *buf, size_t cap);
+
 typedef struct tide_node_opts {
     const char *dir;              /* the store's directory; required */
     int      create_if_missing;   /* 1 (default): create an empty store (and
@@ -78,9 +96,11 @@ typedef struct tide_node_opts {
     /* sweeper */
     uint64_t sweep_interval_ms;   /* default 10000; 0: no sweeper thread
                                      (tide_node_sweep only) */
-    int      trim;                /* 1 (default): release after each sweep;
+    int      trim;                /* 1 (default): release as trim_policy says;
                                      0: sweep only (the "no trim" lab variant;
                                      the report's trimmed is 0) */
+    int      trim_policy;         /* TIDE_TRIM_*; default TIDE_TRIM_ALWAYS */
+    uint64_t trim_param;          /* N, bytes or percent (see the enum) */
     tide_node_release_fn release; /* NULL (default): tide_mem_trim */
     void    *release_arg;
     tide_node_trace_fn trace;     /* NULL (default) */
@@ -99,6 +119,7 @@ typedef struct tide_node_sweep_report {
     uint64_t started_unix_us;     /* wall clock at the start */
     uint64_t sweep_ns;            /* the cache sweeps, the release excluded */
     int      trimmed;             /* the release call was made */
+    uint64_t freed_bytes;         /* what the two cache sweeps let go */
     int      trim_rc;             /* its return (0 or an error code) */
     tide_mem_trim_report trim;    /* zero when !trimmed */
     tide_cache_sweep_report    node_cache;
@@ -112,6 +133,7 @@ typedef struct tide_node_totals {
     uint64_t sweeps;
     uint64_t sweep_ns;            /* sum of report.sweep_ns */
     uint64_t trims;               /* release calls made */
+    uint64_t trims_skipped;       /* rounds the trim policy let pass */
     uint64_t trims_lowered;       /* ... that lowered RSS (rss_delta < 0) */
     uint64_t trim_ns;             /* sum of trim.duration_ns */
     uint64_t trim_released_bytes; /* sum of -rss_delta over trims that lowered RSS */
