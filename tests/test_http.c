@@ -739,6 +739,19 @@ static void admin_sweep_needs_the_bearer_token_and_returns_the_report(void **sta
     json_decref(j);
     resp_free(&r);
     if (log_contains(&shared, ADMIN_TOKEN)) fail_msg("tided's log contains the admin token");
+    /* The round is on the list of recent rounds, newest first. */
+    r = http(&shared, "GET", "/v1/sweeps", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /v1/sweeps");
+    j = json_loads(r.body, 0, &e);
+    if (j == NULL || !json_is_array(json_object_get(j, "reports")) ||
+        json_array_size(json_object_get(j, "reports")) < 1)
+        fail_msg("/v1/sweeps should list at least the sweep just made, got '%s'", r.body);
+    json_t *first = json_array_get(json_object_get(j, "reports"), 0);
+    if (!json_is_integer(json_object_get(first, "freed_bytes")) ||
+        !json_is_integer(json_object_get(json_object_get(first, "trim"), "duration_ns")))
+        fail_msg("a report should carry freed_bytes and trim.duration_ns, got '%s'", r.body);
+    json_decref(j);
+    resp_free(&r);
 }
 
 static void status_reports_the_store_caches_memory_and_sweeps_as_json(void **state)

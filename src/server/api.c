@@ -263,9 +263,10 @@ static json_t *sweep_report_json(const tide_node_sweep_report *r)
                              "rss_delta", (json_int_t)r->trim.rss_delta,
                              "duration_ns", (json_int_t)r->trim.duration_ns,
                              "minflt", (json_int_t)r->trim.minflt, "majflt", (json_int_t)r->trim.majflt);
-    return json_pack("{s:I,s:I,s:I,s:b,s:i,s:o,s:o,s:o}",
+    return json_pack("{s:I,s:I,s:I,s:I,s:b,s:i,s:o,s:o,s:o}",
                      "seq", (json_int_t)r->seq, "started_unix_us", (json_int_t)r->started_unix_us,
-                     "sweep_ns", (json_int_t)r->sweep_ns, "trimmed", r->trimmed, "trim_rc", r->trim_rc,
+                     "sweep_ns", (json_int_t)r->sweep_ns, "freed_bytes", (json_int_t)r->freed_bytes,
+                     "trimmed", r->trimmed, "trim_rc", r->trim_rc,
                      "trim", trim, "node_cache", cache_sweep_json(&r->node_cache),
                      "key_cache", keycache_sweep_json(&r->key_cache));
 }
@@ -358,6 +359,19 @@ static json_t *sweeps_json(tide_node *node)
     if (tide_node_reports(node, &last, 1) == 1) json_object_set_new(j, "last", sweep_report_json(&last));
     else json_object_set_new(j, "last", json_null());
     return j;
+}
+
+/* GET /v1/sweeps: the last TIDE_NODE_REPORTS rounds, newest first. */
+static json_t *sweep_list_json(tide_node *node)
+{
+    tide_node_sweep_report *r = calloc(TIDE_NODE_REPORTS, sizeof *r);
+    json_t *list = json_array();
+    size_t n = r ? tide_node_reports(node, r, TIDE_NODE_REPORTS) : 0;
+
+    for (size_t i = 0; i < n; i++) json_array_append_new(list, sweep_report_json(&r[i]));
+    free(r);
+    return json_pack("{s:o,s:I}", "reports", list, "interval_ms",
+                     (json_int_t)tide_node_options(node)->sweep_interval_ms);
 }
 
 static json_t *requests_json(tide_node *node)
@@ -790,6 +804,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if (path_is(p, n, "/v1/status")) {
         if (!get_or_head) send_not_allowed(req, "GET, HEAD");
         else send_json(req, 200, status_json(srv));
+    } else if (path_is(p, n, "/v1/sweeps")) {
+        if (!get_or_head) send_not_allowed(req, "GET, HEAD");
+        else send_json(req, 200, sweep_list_json(srv->node));
     } else if (path_is(p, n, "/metrics")) {
         metrics(srv, req, guard, get_or_head);
     } else if (path_is(p, n, "/v1/admin/sweep")) {
