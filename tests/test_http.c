@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -1193,6 +1194,65 @@ static void a_real_scrape_passes_promtool_under_jemalloc(void **state)
     scrape_is_clean(env, "jemalloc");
 }
 
+/* The sum of the consumers' series on a page. */
+static double consumers_total(const char *page)
+{
+    double sum = 0;
+    const char *p = page;
+    while ((p = strstr(p, "\ntide_memory_consumer_bytes{")) != NULL) {
+        p = strchr(p, '}');
+        sum += strtod(p + 1, NULL);
+    }
+    return sum;
+}
+
+/* docs/OPERATIONS.md states it: after a load, anonymous RSS is explained by
+ * what the consumers count plus what the allocator holds free, within 10%
+ * plus 4 MiB (thread stacks, h2o's buffers, libraries' heaps, the partly
+ * used pages around free chunks). */
+static void memory_on_the_page_adds_up_to_the_anonymous_rss(void **state)
+{
+    static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
+    char *env[] = { tok, NULL };
+    uint8_t value[1000];
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, env);
+    memset(value, 'x', sizeof value);
+    for (uint64_t i = 0; i < 20000; i++) {
+        resp r = http(&t, "PUT", obj_path(i, NULL), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT of the load");
+        resp_free(&r);
+    }
+    char *page = scrape_with(&t, "Authorization: Bearer " METRICS_TOKEN, 200);
+    if (strstr(page, "tide_allocator_info{name=\"sanitizer\"")) {
+        /* A sanitizer's shadow memory and quarantine are in RssAnon and in no
+         * consumer: there is nothing to add up. */
+        free(page);
+        tided_signal_and_reap(&t, SIGTERM);
+        tided_cleanup(&t);
+        print_message("skipped: tided runs on a sanitizer's allocator\n");
+        skip();
+    }
+    double anon = th_prom_value(page, "tide_process_rss_anon_bytes");
+    double cons = consumers_total(page);
+    double cache = th_prom_value(page, "tide_memory_consumer_bytes{consumer=\"node_cache\"}");
+    double free_b = th_prom_value(page, "tide_allocator_free_bytes");
+    if (isnan(anon) || isnan(free_b)) fail_msg("the page should have RssAnon and allocator-free: %s", page);
+    if (cache < 20000.0 * sizeof value)
+        fail_msg("node_cache counts %.0f bytes for 20000 values of %zu bytes", cache, sizeof value);
+    double explained = cons + free_b, gap = fabs(anon - explained);
+    if (gap > 0.10 * anon + 4.0 * 1048576)
+        fail_msg("RssAnon %.1f MiB vs consumers %.1f MiB + allocator-free %.1f MiB = %.1f MiB: the gap %.1f MiB is "
+                 "over 10%% + 4 MiB", anon / 1048576, cons / 1048576, free_b / 1048576, explained / 1048576,
+                 gap / 1048576);
+    free(page);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 static void tide_doctor_names_the_unbounded_knob_of_a_running_node(void **state)
 {
     static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
@@ -1354,6 +1414,7 @@ int main(void)
         cmocka_unit_test(without_a_token_metrics_is_always_401_unless_public),
         cmocka_unit_test(a_real_scrape_passes_promtool_under_glibc),
         cmocka_unit_test(a_real_scrape_passes_promtool_under_jemalloc),
+        cmocka_unit_test(memory_on_the_page_adds_up_to_the_anonymous_rss),
         cmocka_unit_test(tide_doctor_names_the_unbounded_knob_of_a_running_node),
         cmocka_unit_test(a_real_prometheus_scrapes_tided_with_the_contrib_config),
     };
