@@ -100,7 +100,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: all tests test check asan tsan bench bench-http run deps clean format-check
+.PHONY: all tests test check asan tsan bench bench-http run deps clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -155,8 +155,14 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory check
 
-check: all tests
+# The jemalloc build of tided too (bin/jemalloc/), for the test that its
+# startup log proves malloc_conf took effect; not in sanitizer builds, whose
+# own allocator must come first.
+check: all tests $(if $(SAN),,alloc-jemalloc)
 	$(TEST_ENV) bash tests/run-tests $(TESTS)
+
+alloc-jemalloc:
+	@$(MAKE) --no-print-directory ALLOC=jemalloc all
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan LIBDIR=build/asan/lib \

@@ -1194,6 +1194,56 @@ static void a_real_scrape_passes_promtool_under_jemalloc(void **state)
     scrape_is_clean(env, "jemalloc");
 }
 
+/* tided's startup log (it exits 2 at once on a bad flag, after logging
+ * nothing; so start it for real and stop it). */
+static void startup_log_of(const char *bin, char *const env[], tided *t)
+{
+    char listen_arg[64];
+    memset(t, 0, sizeof *t);
+    tided_prepare(t);
+    t->port = free_port(AF_INET);
+    snprintf(listen_arg, sizeof listen_arg, "--listen=127.0.0.1:%d", t->port);
+    char *argv[] = { (char *)bin, "--data-dir", t->data, listen_arg, NULL };
+    spawn(t, argv, env);
+    if (wait_healthy(t) != 0) fail_msg("%s should start; its log:\n%s", bin, log_tail(t));
+    tided_signal_and_reap(t, SIGTERM);
+}
+
+static void the_jemalloc_build_proves_its_background_thread_is_on(void **state)
+{
+    char bin[700], out[4096];
+    tided t;
+    (void)state;
+
+    snprintf(bin, sizeof bin, "%s/jemalloc/tided", bin_dir());
+    if (access(bin, X_OK) != 0) {
+        snprintf(out, sizeof out, "ldd %s/tided 2>&1", bin_dir());
+        if (run_capture(out, out, sizeof out) == 0 && (strstr(out, "libasan") || strstr(out, "libtsan"))) {
+            print_message("skipped: a sanitizer build has no jemalloc variant\n");
+            skip();
+        }
+        fail_msg("%s is missing: `make check` builds it (make ALLOC=jemalloc)", bin);
+    }
+    startup_log_of(bin, NULL, &t);
+    if (!log_contains(&t, "allocator: jemalloc ") || !log_contains(&t, "background_thread=true"))
+        fail_msg("the jemalloc build's startup log should say 'allocator: jemalloc ... background_thread=true':\n%s",
+                 log_tail(&t));
+    if (log_contains(&t, "without its background thread"))
+        fail_msg("the jemalloc build should not warn about the background thread:\n%s", log_tail(&t));
+    tided_cleanup(&t);
+
+    /* The same library preloaded under the glibc build, without Tide's
+     * malloc_conf: the thread is off and the log says so. */
+    static char preload[] = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+    char *env[] = { preload, NULL };
+    snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+    startup_log_of(bin, env, &t);
+    if (!log_contains(&t, "background_thread=false") || !log_contains(&t, "without its background thread"))
+        fail_msg("preloaded jemalloc without malloc_conf should log background_thread=false and warn:\n%s",
+                 log_tail(&t));
+    tided_cleanup(&t);
+}
+
 /* The sum of the consumers' series on a page. */
 static double consumers_total(const char *page)
 {
@@ -1415,6 +1465,7 @@ int main(void)
         cmocka_unit_test(a_real_scrape_passes_promtool_under_glibc),
         cmocka_unit_test(a_real_scrape_passes_promtool_under_jemalloc),
         cmocka_unit_test(memory_on_the_page_adds_up_to_the_anonymous_rss),
+        cmocka_unit_test(the_jemalloc_build_proves_its_background_thread_is_on),
         cmocka_unit_test(tide_doctor_names_the_unbounded_knob_of_a_running_node),
         cmocka_unit_test(a_real_prometheus_scrapes_tided_with_the_contrib_config),
     };
