@@ -159,6 +159,7 @@ typedef struct unbounded_ctx { tide_metrics_writer *w; } unbounded_ctx;
 static void unbounded_sample(void *arg, const char *consumer, const char *how)
 {
     const char *lab[4] = { "consumer", consumer, "setting", how };
+    if (strcmp(consumer, "malloc_arenas") == 0 && tide_mem_alloc_family() != TIDE_MEM_ALLOC_GLIBC) return;
     tide_metrics_sample(((unbounded_ctx *)arg)->w, "tide_unbounded_consumer", lab, 2, 1);
 }
 
