@@ -696,7 +696,7 @@ int tide_lab_ghost_library_find(const char *file, char *path, size_t cap)
 {
     static const char *const fixed[] = { "/usr/local/lib", "/usr/lib64", "/lib64", "/usr/lib",
                                          "/lib", NULL };
-    char libc_dir[PATH_MAX] = "", usr_dir[PATH_MAX + 8] = "", tried[512] = "";
+    char libc_dir[PATH_MAX] = "", usr_dir[PATH_MAX + 8] = "", tried[2 * PATH_MAX + 128] = "";
     Dl_info info;
 
     if (cap < 2 || strchr(file, '/') != NULL)
