@@ -152,6 +152,22 @@ static int check_opts(const tide_node_opts *o)
 
 static void *sweeper_main(void *arg);
 
+/* Free what open made, the store closed first when it is open. Returns the
+ * store's close error. The sweeper must be stopped. */
+static int node_free(tide_node *n)
+{
+    int rc = n->store ? tide_store_close(n->store) : 0;
+
+    tide_keycache_destroy(n->keycache);
+    tide_cache_destroy(n->cache);
+    pthread_cond_destroy(&n->state_cond);
+    pthread_mutex_destroy(&n->state_lock);
+    pthread_mutex_destroy(&n->round_lock);
+    free(n->dir);
+    free(n);
+    return rc;
+}
+
 int tide_node_open(tide_node **out, const tide_node_opts *opts)
 {
     tide_node *n = NULL;
@@ -223,38 +239,19 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     *out = n;
     n = NULL;
 out:
-    if (n) {
-        tide_keycache_destroy(n->keycache);
-        tide_cache_destroy(n->cache);
-        if (n->store) tide_store_close(n->store);
-        pthread_cond_destroy(&n->state_cond);
-        pthread_mutex_destroy(&n->state_lock);
-        pthread_mutex_destroy(&n->round_lock);
-        free(n->dir);
-        free(n);
-    }
+    if (n) node_free(n);
     return rc;
 }
 
 int tide_node_close(tide_node *n)
 {
-    int rc;
-
     if (n == NULL) return 0;
     pthread_mutex_lock(&n->state_lock);
     n->stop = 1;
     pthread_cond_broadcast(&n->state_cond);
     pthread_mutex_unlock(&n->state_lock);
     if (n->thread_started) pthread_join(n->thread, NULL);
-    rc = tide_store_close(n->store);
-    tide_keycache_destroy(n->keycache);
-    tide_cache_destroy(n->cache);
-    pthread_cond_destroy(&n->state_cond);
-    pthread_mutex_destroy(&n->state_lock);
-    pthread_mutex_destroy(&n->round_lock);
-    free(n->dir);
-    free(n);
-    return rc;
+    return node_free(n);
 }
 
 unsigned tide_node_key_size(const tide_node *n) { return n->key_size; }

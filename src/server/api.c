@@ -484,10 +484,42 @@ static void send_exists(h2o_req_t *req, const char *key_hex, int synced)
                synced ? "; it is durable" : "");
 }
 
+/* Make a job of `kind` for `req`, let `prepare` (may be NULL) fill its
+ * fields, and queue it on `w`. NULL, after answering 500 naming `what`,
+ * when it cannot be allocated. The job must be complete before it is
+ * queued: from then on it belongs to the worker. */
+static tided_job *queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, int kind, const char *what,
+                            void (*prepare)(tided_job *, void *), void *arg)
+{
+    tided_job *job = calloc(1, sizeof *job);
+
+    if (job == NULL) {
+        send_error(req, 500, "internal", "out of memory queueing %s", what);
+        return NULL;
+    }
+    job->loop = guard->loop;
+    job->req = req;
+    job->guard = guard;
+    job->kind = kind;
+    if (prepare) prepare(job, arg);
+    guard->job = job;
+    tided_worker_push(w, job);
+    return job;
+}
+
+typedef struct sync_fill { int rc; size_t len; const char *key_hex; } sync_fill;
+
+static void fill_sync(tided_job *job, void *arg)
+{
+    const sync_fill *f = arg;
+    job->put_rc = f->rc;
+    job->len = f->len;
+    snprintf(job->key_hex, sizeof job->key_hex, "%s", f->key_hex);
+}
+
 static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
                        const char *key_hex)
 {
-    tided_job *job;
     int sync, rc;
     size_t len = req->entity.base ? req->entity.len : 0;
 
@@ -514,21 +546,9 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
         else send_stored(req, 201, key_hex, len, 0);
         return;
     }
-    job = calloc(1, sizeof *job);
-    if (job == NULL) {
-        send_error(req, 500, "internal", "out of memory queueing the sync; the value is stored but not "
-                   "known to be durable");
-        return;
-    }
-    job->loop = guard->loop;
-    job->req = req;
-    job->guard = guard;
-    job->kind = TIDED_JOB_SYNC;
-    job->put_rc = rc;
-    job->len = len;
-    snprintf(job->key_hex, sizeof job->key_hex, "%s", key_hex);
-    guard->job = job;
-    tided_worker_push(&srv->sync_worker, job);
+    sync_fill f = { rc, len, key_hex };
+    queue_job(&srv->sync_worker, req, guard, TIDED_JOB_SYNC,
+              "the sync; the value is stored but not known to be durable", fill_sync, &f);
 }
 
 static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
@@ -592,7 +612,6 @@ static int token_matches(const tided_server *srv, const char *given, size_t len)
 static void admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
 {
     ssize_t at;
-    tided_job *job;
 
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
         send_not_allowed(req, "POST");
@@ -614,17 +633,7 @@ static void admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
                    : "the Authorization header does not carry the admin token (Bearer TIDE_ADMIN_TOKEN)");
         return;
     }
-    job = calloc(1, sizeof *job);
-    if (job == NULL) {
-        send_error(req, 500, "internal", "out of memory queueing the sweep");
-        return;
-    }
-    job->loop = guard->loop;
-    job->req = req;
-    job->guard = guard;
-    job->kind = TIDED_JOB_SWEEP;
-    guard->job = job;
-    tided_worker_push(&srv->sweep_worker, job);
+    queue_job(&srv->sweep_worker, req, guard, TIDED_JOB_SWEEP, "the sweep", NULL, NULL);
 }
 
 /* ---- metrics ---------------------------------------------------------- */
@@ -692,7 +701,6 @@ static void metrics(tided_server *srv, h2o_req_t *req, tided_guard *guard, int g
 {
     const char *given;
     size_t len = 0;
-    tided_job *job;
 
     if (!get_or_head) {
         send_not_allowed(req, "GET, HEAD");
@@ -714,17 +722,7 @@ static void metrics(tided_server *srv, h2o_req_t *req, tided_guard *guard, int g
             return;
         }
     }
-    job = calloc(1, sizeof *job);
-    if (job == NULL) {
-        send_error(req, 500, "internal", "out of memory queueing the scrape");
-        return;
-    }
-    job->loop = guard->loop;
-    job->req = req;
-    job->guard = guard;
-    job->kind = TIDED_JOB_METRICS;
-    guard->job = job;
-    tided_worker_push(&srv->metrics_worker, job);
+    queue_job(&srv->metrics_worker, req, guard, TIDED_JOB_METRICS, "the scrape", NULL, NULL);
 }
 
 /* ---- jobs coming back ------------------------------------------------ */
