@@ -1361,7 +1361,61 @@ static char *replace_once(const char *text, const char *from, const char *to)
     return out;
 }
 
-static void a_real_prometheus_scrapes_tided_with_the_contrib_config(void **state)
+/* Replace every `from` in `text` with `to` (malloc'd). */
+static char *replace_all(const char *text, const char *from, const char *to)
+{
+    size_t n = 0, fl = strlen(from), tl = strlen(to);
+    for (const char *p = strstr(text, from); p; p = strstr(p + fl, from)) n++;
+    char *out = malloc(strlen(text) + n * (tl > fl ? tl - fl : 0) + 1), *o = out;
+    for (const char *p = text;;) {
+        const char *at = strstr(p, from);
+        if (at == NULL) { strcpy(o, p); break; }
+        memcpy(o, p, (size_t)(at - p)); o += at - p;
+        memcpy(o, to, tl); o += tl;
+        p = at + fl;
+    }
+    return out;
+}
+
+/* Every query of the Grafana dashboard (panels and annotations), with its
+ * variables filled in, must parse and run on the real Prometheus. */
+static void check_dashboard_queries(const tided *prom)
+{
+    json_error_t e;
+    json_t *d = json_load_file("contrib/grafana/tide-node-memory.json", 0, &e);
+    json_t *panel, *target, *ann;
+    size_t i, k, checked = 0;
+    const char *exprs[64];
+    size_t nexpr = 0;
+
+    if (d == NULL) fail_msg("contrib/grafana/tide-node-memory.json does not parse: %s (line %d)", e.text, e.line);
+    json_array_foreach(json_object_get(d, "panels"), i, panel)
+        json_array_foreach(json_object_get(panel, "targets"), k, target)
+            if (nexpr < 64) exprs[nexpr++] = json_string_value(json_object_get(target, "expr"));
+    json_array_foreach(json_object_get(json_object_get(d, "annotations"), "list"), i, ann)
+        if (nexpr < 64 && json_object_get(ann, "expr")) exprs[nexpr++] = json_string_value(json_object_get(ann, "expr"));
+    for (i = 0; i < nexpr; i++) {
+        if (exprs[i] == NULL) fail_msg("a dashboard target has no expr");
+        char *a = replace_all(exprs[i], "$__rate_interval", "1m");
+        char *b = replace_all(a, "$instance", ".*");
+        char *c = replace_all(b, "$job", "tide");
+        CURL *h = curl_easy_init();
+        char *q = curl_easy_escape(h, c, 0), path[4096];
+        snprintf(path, sizeof path, "/api/v1/query?query=%s", q);
+        resp r = http(prom, "GET", path, NULL, 0, 0, NULL);
+        if (r.status != 200 || strstr(r.body, "\"status\":\"success\"") == NULL)
+            fail_msg("the dashboard's query '%s' should run on Prometheus; got HTTP %ld: %s", c, r.status, r.body);
+        resp_free(&r);
+        curl_free(q);
+        curl_easy_cleanup(h);
+        free(a); free(b); free(c);
+        checked++;
+    }
+    if (checked < 6) fail_msg("expected at least 6 dashboard queries, found %zu", checked);
+    json_decref(d);
+}
+
+static void a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query(void **state)
 {
     static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
     char *env[] = { tok, NULL };
@@ -1423,6 +1477,10 @@ static void a_real_prometheus_scrapes_tided_with_the_contrib_config(void **state
     resp r = http(&prom, "GET", "/api/v1/targets", NULL, 0, 0, NULL);
     expect_status(r, 200, "GET /api/v1/targets");
     expect_contains(r.body, target, "the tided target");
+    resp_free(&r);
+    check_dashboard_queries(&prom);
+    r = http(&prom, "GET", "/api/v1/targets", NULL, 0, 0, NULL);
+    expect_contains(r.body, target, "the tided target");
     expect_contains(r.body, "\"health\":\"up\"", "the target is up");
     resp_free(&r);
     kill(prom.pid, SIGTERM);
@@ -1467,7 +1525,7 @@ int main(void)
         cmocka_unit_test(memory_on_the_page_adds_up_to_the_anonymous_rss),
         cmocka_unit_test(the_jemalloc_build_proves_its_background_thread_is_on),
         cmocka_unit_test(tide_doctor_names_the_unbounded_knob_of_a_running_node),
-        cmocka_unit_test(a_real_prometheus_scrapes_tided_with_the_contrib_config),
+        cmocka_unit_test(a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query),
     };
     int failed;
 
