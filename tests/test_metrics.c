@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "expect.h"
@@ -93,6 +94,9 @@ static void the_exposition_passes_promtool_and_tides_own_checks(void **state)
 static void every_design_family_is_present_with_its_type(void **state)
 {
     fixture *f = *state;
+    uint64_t keys;
+    double end = th_now_ms() + 20000;
+    while (!tide_node_keys(f->node, &keys) && th_now_ms() < end) usleep(2000);   /* the count at open */
     tide_node_sweep(f->node, NULL);
     char *text = render(f->node, NULL);
     expect_family(text, "tide_memory_consumer_bytes", "gauge");
@@ -117,6 +121,7 @@ static void every_design_family_is_present_with_its_type(void **state)
     expect_family(text, "process_open_fds", "gauge");
     expect_family(text, "tide_process_rss_anon_bytes", "gauge");
     expect_family(text, "tide_process_rss_file_bytes", "gauge");
+    expect_family(text, "tide_store_keys", "gauge");
     expect_family(text, "tide_store_block_size_bytes", "gauge");
     expect_family(text, "tide_store_inserts_total", "counter");
     expect_family(text, "tide_store_fetches_total", "counter");

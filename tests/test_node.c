@@ -228,6 +228,57 @@ static void values_put_without_sync_survive_close_and_reopen(void **state)
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+static int wait_keys(tide_node *n, uint64_t *keys)
+{
+    double end = th_now_ms() + 20000;
+    while (th_now_ms() < end) {
+        if (tide_node_keys(n, keys)) return 0;
+        usleep(2000);
+    }
+    return -1;
+}
+
+static void the_key_count_is_the_records_at_open_plus_the_inserts_since(void **state)
+{
+    fixture *f = *state;
+    tide_node *n = open_node(f->dir, 0);
+    uint64_t keys = 0;
+    uint8_t key[32];
+
+    if (wait_keys(n, &keys) != 0) fail_msg("the key count of an empty store should finish");
+    expect_u64(keys, 0, "keys of a new store");
+    for (uint64_t i = 0; i < 300; i++) put_value(n, i);
+    key_of(5, key);
+    expect_rc(tide_node_put(n, key, "again", 5), TIDE_EEXIST, "a put of a stored key");
+    assert_true(tide_node_keys(n, &keys));
+    expect_u64(keys, 300, "keys after 300 puts and one refused");
+    expect_rc(tide_node_close(n), 0, "close");
+    n = open_node(f->dir, 0);
+    for (uint64_t i = 300; i < 310; i++) put_value(n, i);   /* perhaps before the count is done */
+    if (wait_keys(n, &keys) != 0) fail_msg("the key count should finish within 20 s");
+    expect_u64(keys, 310, "keys after reopen and 10 more puts");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+static void no_key_count_is_made_over_the_size_limit(void **state)
+{
+    fixture *f = *state;
+    tide_node_opts o;
+    tide_node *n = NULL;
+    uint64_t keys = 77;
+
+    tide_node_opts_init(&o);
+    o.dir = f->dir;
+    o.sweep_interval_ms = 0;
+    o.count_keys_max_bytes = 1;          /* below any data file's header */
+    expect_rc(tide_node_open(&n, &o), 0, "open");
+    put_value(n, 1);
+    usleep(50000);
+    expect_u64((uint64_t)tide_node_keys(n, &keys), 0, "keys known");
+    expect_u64(keys, 77, "keys untouched");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
 /* ---- the sweeper --------------------------------------------------------------------------------- */
 
 #define MAX_STEPS 256
@@ -538,6 +589,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_repeated_miss_is_answered_by_the_key_cache_until_a_put, setup, teardown),
         cmocka_unit_test_setup_teardown(cache_memory_is_counted_in_the_node_cache_account, setup, teardown),
         cmocka_unit_test_setup_teardown(values_put_without_sync_survive_close_and_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_key_count_is_the_records_at_open_plus_the_inserts_since, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(no_key_count_is_made_over_the_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(each_round_sweeps_both_caches_in_order_then_releases_once, setup, teardown),
         cmocka_unit_test_setup_teardown(reports_carry_rss_before_and_after_and_a_duration, setup, teardown),
         cmocka_unit_test_setup_teardown(a_real_round_trims_with_the_allocator_and_measures_it, setup, teardown),

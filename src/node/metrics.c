@@ -366,6 +366,10 @@ static void write_store(tide_metrics_writer *w, tide_node *n)
     tide_hist h;
 
     tide_node_store_info(n, &si);
+    uint64_t keys;
+    if (tide_node_keys(n, &keys))
+        one(w, "tide_store_keys", "gauge", "Keys in the store (absent until the count made at open is done).",
+            (double)keys);
     one(w, "tide_store_block_size_bytes", "gauge", "Block size of the key file.", (double)si.block_size);
     one(w, "tide_store_buckets", "gauge", "Buckets in the key file.", (double)si.buckets);
     one(w, "tide_store_inserts_total", "counter", "Values inserted since the store was opened.",

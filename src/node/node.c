@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "mem/account.h"
+#include "store/store_impl.h"   /* tide_store_walk */
 #include "mem/alloc.h"
 #include "mem/proc.h"
 #include "util/size.h"   /* tide_size_parse */
@@ -66,6 +67,15 @@ struct tide_node {
     unsigned        key_size;
 
     _Atomic uint64_t put_gen;
+
+    /* the key count (tide_node_keys) */
+    pthread_t        count_thread;
+    int              count_started;
+    _Atomic int      count_stop;         /* close asks the count to stop */
+    _Atomic int      keys_known;
+    uint64_t         count_limit;        /* nudb.dat size at open */
+    uint64_t         count_inserts0;     /* the store's inserts at open */
+    _Atomic uint64_t keys_at_open;
 
     /* counters of the read and write paths */
     _Atomic uint64_t puts, puts_existing, gets, gets_cache, gets_keycache, gets_store,
@@ -113,6 +123,7 @@ void tide_node_opts_init(tide_node_opts *o)
     o->commit_interval_ms = 1000;
     o->sweep_interval_ms = 10000;
     o->trim = 1;
+    o->count_keys_max_bytes = 4ull << 30;
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -152,11 +163,59 @@ static int check_opts(const tide_node_opts *o)
 
 static void *sweeper_main(void *arg);
 
+/* ---- the key count ----------------------------------------------------------- */
+
+typedef struct key_count { tide_node *n; uint64_t records; } key_count;
+
+static int count_record(void *arg, uint64_t offset, const void *key, unsigned key_size, const void *value,
+                        uint64_t len)
+{
+    key_count *kc = arg;
+    (void)key, (void)key_size, (void)value, (void)len;
+    if (atomic_load(&kc->n->count_stop)) return 1;
+    if (offset >= kc->n->count_limit) return 2;     /* appended after open: counted as inserts */
+    kc->records++;
+    return 0;
+}
+
+/* Records below the size nudb.dat had at open never change (the file is
+ * only appended to), so the walk needs no lock and races with nothing. */
+static void *count_main(void *arg)
+{
+    tide_node *n = arg;
+    key_count kc = { n, 0 };
+    int rc = tide_store_walk(n->dir, n->opts.io, count_record, NULL, &kc, NULL);
+
+    if (rc == 0 || rc == 2) {
+        atomic_store(&n->keys_at_open, kc.records);
+        atomic_store(&n->keys_known, 1);
+        tide_log(TIDE_LOG_INFO, "%s: %" PRIu64 " keys in the store at open", n->dir, kc.records);
+    } else if (rc != 1) {
+        tide_log(TIDE_LOG_WARN, "%s: counting the keys failed (%s: %s); tide_store_keys stays unknown",
+                 n->dir, tide_strerror(rc), tide_last_error());
+    }
+    return NULL;
+}
+
+int tide_node_keys(tide_node *n, uint64_t *keys)
+{
+    tide_store_info info;
+
+    if (!atomic_load(&n->keys_known)) return 0;
+    tide_store_get_info(n->store, &info);
+    *keys = atomic_load(&n->keys_at_open) + (info.inserts - n->count_inserts0);
+    return 1;
+}
+
 /* Free what open made, the store closed first when it is open. Returns the
  * store's close error. The sweeper must be stopped. */
 static int node_free(tide_node *n)
 {
-    int rc = n->store ? tide_store_close(n->store) : 0;
+    int rc;
+
+    atomic_store(&n->count_stop, 1);
+    if (n->count_started) pthread_join(n->count_thread, NULL);
+    rc = n->store ? tide_store_close(n->store) : 0;
 
     tide_keycache_destroy(n->keycache);
     tide_cache_destroy(n->cache);
@@ -229,6 +288,15 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     ko.account_bytes = tide_mem_account_counter(TIDE_MEM_KEY_CACHE);
     rc = tide_keycache_create(&n->keycache, &ko);
     if (rc) goto out;
+
+    n->count_limit = info.dat_file_bytes;
+    n->count_inserts0 = info.inserts;
+    if (n->opts.count_keys_max_bytes && info.dat_file_bytes <= n->opts.count_keys_max_bytes) {
+        if (pthread_create(&n->count_thread, NULL, count_main, n) == 0) n->count_started = 1;
+    } else if (n->opts.count_keys_max_bytes) {
+        tide_log(TIDE_LOG_INFO, "%s: nudb.dat is over %" PRIu64 " bytes: the key count is not made "
+                 "(tide_store_keys stays unknown)", n->dir, n->opts.count_keys_max_bytes);
+    }
 
     n->next_due_ns = mono_ns() + n->opts.sweep_interval_ms * 1000000u;
     if (n->opts.sweep_interval_ms > 0) {

@@ -105,6 +105,10 @@ typedef struct tide_node_opts {
     void    *release_arg;
     tide_node_trace_fn trace;     /* NULL (default) */
     void    *trace_arg;
+    uint64_t count_keys_max_bytes;/* count the stored keys in the background
+                                     at open (a read of nudb.dat) when the
+                                     data file is at most this big; default
+                                     4 GiB; 0: never count */
     uint64_t (*clock_us)(void *arg); /* the caches' clock; NULL: monotonic */
     void    *clock_arg;
     struct tide_io *io;           /* NULL (default): POSIX */
@@ -222,6 +226,16 @@ void tide_node_totals_get(tide_node *n, tide_node_totals *out);
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out);
 void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out);
 void tide_node_store_info(tide_node *n, tide_store_info *out);
+
+/*
+ * The number of keys in the store, exact: the data records counted at open
+ * (every data record is one key: NuDB never deletes) plus the inserts
+ * since. Returns 1 and sets *keys once the count is done; 0 while it runs,
+ * when it was not made (the data file is over count_keys_max_bytes) or
+ * failed. The count reads nudb.dat up to its size at open on a thread of
+ * its own, never blocking the node. Cost: two atomic loads.
+ */
+int tide_node_keys(tide_node *n, uint64_t *keys);
 
 /* The options the node runs with (defaults filled in). */
 const tide_node_opts *tide_node_options(const tide_node *n);

@@ -274,9 +274,11 @@ static json_t *sweep_report_json(const tide_node_sweep_report *r)
 static json_t *store_json(tide_node *node)
 {
     tide_store_info s;
+    uint64_t keys;
+    json_t *j;
 
     tide_node_store_info(node, &s);
-    return json_pack("{s:i,s:i,s:i,s:f,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:I}",
+    j = json_pack("{s:i,s:i,s:i,s:f,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:I}",
                      "version", (int)s.version, "key_size", (int)s.key_size, "block_size", (int)s.block_size,
                      "load_factor", s.load_factor, "bucket_capacity", (int)s.capacity,
                      "buckets", (json_int_t)s.buckets,
@@ -289,6 +291,9 @@ static json_t *store_json(tide_node *node)
                      "commit_buffer_bytes", (json_int_t)s.commit_buffer_bytes,
                      "bytes_written", (json_int_t)s.bytes_written, "syncs", (json_int_t)s.syncs,
                      "commit_interval_ms", (int)s.commit_interval_ms, "burst_bytes", (json_int_t)s.burst_bytes);
+    /* null until the count made at open is done (tide_node_keys) */
+    json_object_set_new(j, "keys", tide_node_keys(node, &keys) ? json_integer((json_int_t)keys) : json_null());
+    return j;
 }
 
 static json_t *caches_json(tide_node *node, json_t **keycache)
