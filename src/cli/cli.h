@@ -33,6 +33,7 @@ int cli_cmd_rekey(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
 int cli_cmd_doctor(int argc, char **argv);
 int cli_cmd_ghost(int argc, char **argv);
+int cli_cmd_lab(int argc, char **argv);
 
 /* Print the full help of `verb` ("bench" for "bench store") to `f`.
  * Returns 0, or -1 when there is no such verb. */

@@ -10,8 +10,8 @@
  * This file holds the verb table, the global options (--help, --version,
  * --log-level), every help text, and the helpers the verbs share for
  * printing errors and parsing numbers. The verbs live in cmd_store.c
- * (create, info, put, get, visit, verify, recover, rekey) and bench_store.c
- * (bench store).
+ * (create, info, put, get, visit, verify, recover, rekey), bench_store.c
+ * (bench store), cmd_doctor.c, cmd_ghost.c and cmd_lab.c (lab).
  *
  * Help texts are written like man pages: synopsis, description, options
  * with their defaults, exit status, examples. `tide help VERB` and
@@ -67,6 +67,7 @@ static const char help_main[] =
 "    bench store        measure insert and fetch throughput, memory, writes\n"
 "    doctor [URL]       explain a running tided's memory from its /metrics\n"
 "    ghost              measure freed memory that stays resident, per allocator\n"
+"    lab                run tided with and without trims side by side; RSS chart\n"
 "    help [VERB]        print this text, or a verb's\n"
 "\n"
 "GLOBAL OPTIONS\n"
@@ -674,6 +675,141 @@ static const char help_ghost[] =
 "    tide ghost --size 0.1 --json | jq '.results[] | [.scenario, .variant, .ghost_bytes]'\n"
 "    tide ghost --csv > ghost.csv\n";
 
+static const char help_lab[] =
+"NAME\n"
+"    tide lab - run tided with and without trims side by side and chart RSS\n"
+"\n"
+"SYNOPSIS\n"
+"    tide lab [--variant NAME[,NAME...]] [--custom NAME=FLAGS]...\n"
+"             [--duration S] [--ledgers N] [--ledger-interval S]\n"
+"             [--objects N] [--reads N] [--wave N] [--wave-pct P]\n"
+"             [--clients N] [--seed N]\n"
+"             [--warmup S] [--repeat N] [--sweep-interval S]\n"
+"             [--node-size SIZE] [--node-args FLAGS] [--out DIR]\n"
+"             [--prefix NAME] [--referenced] [--json] [--keep]\n"
+"\n"
+"DESCRIPTION\n"
+"    Starts one tided per variant at once, on 127.0.0.1, each with a fresh\n"
+"    store in a scratch directory, and the same node settings (--node-size,\n"
+"    default tiny: a 64 MiB cache budget and a 30 s cache age, so that the\n"
+"    node cache frees memory at every sweep; --sweep-interval, default 10).\n"
+"    Then drives every node with the same synthetic ledger workload from\n"
+"    --clients threads, each holding one keep-alive HTTP connection per\n"
+"    node and sending each request to every node in turn, in an order\n"
+"    shuffled per repetition.\n"
+"\n"
+"    A ledger, every --ledger-interval seconds, PUTs --objects new objects\n"
+"    (60% of about 525 bytes, like inner nodes, the rest from 100 bytes to\n"
+"    2 KiB) and GETs --reads objects spread among them: half from the two\n"
+"    previous ledgers, half from any earlier ledger (mostly store reads the\n"
+"    cache then holds until they age out). The number of new objects\n"
+"    rises and falls in a slow wave (--wave, --wave-pct): under a perfectly\n"
+"    steady load glibc reuses every freed chunk and a trim finds little to\n"
+"    return (docs/LAB.md). Every byte is a function of --seed. A ledger\n"
+"    that takes longer than its interval is counted late and the next\n"
+"    starts at once: check the count, the run is meant to be a plateau, not\n"
+"    a saturation test.\n"
+"\n"
+"    tide lab samples each node's RSS every second from /proc/PID/statm\n"
+"    (and Referenced from smaps_rollup with --referenced), and collects every\n"
+"    sweep round and trim from GET /v1/sweeps (each counted once, by seq).\n"
+"    At the end it stops the nodes (SIGTERM, then SIGKILL after 15 s),\n"
+"    removes the stores (unless --keep) and prints, per variant: the plateau\n"
+"    mean RSS (the samples after --warmup), the reduction against the\n"
+"    baseline (notrim), trims/sweeps, the share of trims that lowered RSS,\n"
+"    the median and largest release, the median and p95 trim duration, minor\n"
+"    faults per trim, and the median bytes a sweep freed. With --repeat N\n"
+"    every variant runs N times, all variants of a repetition at once,\n"
+"    repetition after repetition; each variant's first line then gives the\n"
+"    medians over the repetitions and the following lines each repetition.\n"
+"\n"
+"VARIANTS\n"
+"    trim       --trim-policy always (the node's default)\n"
+"    notrim     --trim-policy never\n"
+"    every2     --trim-policy every:2\n"
+"    every4     --trim-policy every:4\n"
+"    freed8m    --trim-policy freed:8MiB\n"
+"    freed64m   --trim-policy freed:64MiB\n"
+"    freepct10  --trim-policy free-pct:10\n"
+"    mmap16k    --mmap-threshold 16KiB --trim-policy never\n"
+"    jemalloc   LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=background_thread:true,\n"
+"               the node's default policy\n"
+"    --custom NAME=FLAGS defines another: FLAGS are tided flags, and words of\n"
+"    the form VAR=VALUE go to its environment, e.g.\n"
+"    --custom 'arena2=--arena-max 2 --trim-policy never'. A custom variant\n"
+"    runs whether or not --variant names it.\n"
+"\n"
+"OPTIONS\n"
+"    --variant LIST      the variants, comma-separated. Default trim,notrim.\n"
+"    --custom NAME=FLAGS define and add a variant (repeatable).\n"
+"    --duration S        seconds of workload per repetition. Default 300.\n"
+"                        0 with --ledgers: as long as the ledgers take.\n"
+"    --ledgers N         stop after N ledgers (default 0: no limit).\n"
+"    --ledger-interval S seconds between ledger starts. Default 1.\n"
+"    --objects N         new objects per ledger. Default 2000.\n"
+"    --reads N           reads per ledger. Default 1000.\n"
+"    --inner-pct P       share of objects of about 525 bytes. Default 60.\n"
+"    --recent-pct P      share of reads from the last two ledgers. Default 50.\n"
+"    --wave N            ledgers per load cycle: ledger L writes objects x\n"
+"                        (1 + P/100 x sin(2 pi L / N)) new objects. Default\n"
+"                        120. 0: every ledger alike.\n"
+"    --wave-pct P        the cycle's amplitude in per cent. Default 75.\n"
+"    --clients N         client threads, 1 to 64. Default 4.\n"
+"    --seed N            the workload's seed. Default 1.\n"
+"    --warmup S          seconds left out of the plateau. Default 20% of\n"
+"                        the run.\n"
+"    --repeat N          repetitions, 1 to 100. Default 1.\n"
+"    --sweep-interval S  the nodes' sweep interval, 10 to 600. Default 10.\n"
+"    --node-size SIZE    the nodes' preset (tiny, small, medium, large,\n"
+"                        huge). Default tiny.\n"
+"    --node-args FLAGS   more tided flags for every node, blank-separated,\n"
+"                        e.g. '--cache-age 20 --http-threads 2'.\n"
+"    --baseline NAME     the variant reductions are measured against.\n"
+"                        Default notrim (none when it is not run).\n"
+"    --tided PATH        the tided to run. Default: tided next to this tide.\n"
+"    --jemalloc PATH     the jemalloc to preload. Default\n"
+"                        /usr/lib/x86_64-linux-gnu/libjemalloc.so.2.\n"
+"    --port P            use ports P, P+1, ... (default: free ports the\n"
+"                        kernel picks). A busy port is an error.\n"
+"    --out DIR           where the files go (created). Default lab-out.\n"
+"    --prefix NAME       the files' prefix. Default lab.\n"
+"    --scratch DIR       where the stores and logs go. Default a new\n"
+"                        $TMPDIR/tide-lab-XXXXXX, removed at the end.\n"
+"    --keep              keep the stores and node logs.\n"
+"    --referenced        also sample smaps_rollup's Referenced (the bits are\n"
+"                        cleared every 10 s, so it counts pages touched in\n"
+"                        the last 10 s or less).\n"
+"    --json              print the summary as one JSON object.\n"
+"    -h, --help          print this text\n"
+"\n"
+"FILES\n"
+"    DIR/NAME-rss.csv      rep,variant,port,t_s,rss_bytes,referenced_bytes\n"
+"    DIR/NAME-sweeps.csv   rep,variant,seq,t_s,sweep_ms,freed_bytes,trimmed,\n"
+"                          trim_rc,rss_before,rss_after,rss_delta,\n"
+"                          duration_ms,minflt,majflt (every sweep round)\n"
+"    DIR/NAME-rss.svg      RSS over time, one line per variant and\n"
+"                          repetition, trims as ticks, plateau means dotted\n"
+"    DIR/NAME-summary.json the --json document\n"
+"    The JSON has command, machine, settings, baseline, files, interrupted\n"
+"    and variants: [{name, spec, samples, trims,\n"
+"    plateau_mean_rss_median_bytes, reduction_pct_median, repetitions:\n"
+"    [{rep, port, samples, plateau_mean_rss_bytes, reduction_pct, sweeps,\n"
+"    trims, trims_lowered_pct, release_median_bytes, trim_median_ms,\n"
+"    trim_p95_ms, minflt_per_trim, ...}]}]. Figures without data are null.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 measured; 1 tided is missing, a port is busy, a node failed to start\n"
+"    or died (its log's last lines are printed and the scratch directory is\n"
+"    kept), or the run was interrupted (SIGINT, SIGTERM: the nodes are\n"
+"    stopped and what was measured is written); 2 usage error.\n"
+"\n"
+"EXAMPLES\n"
+"    tide lab --duration 600\n"
+"    tide lab --variant trim,notrim,every4,freed64m,freepct10 --repeat 3 \\\n"
+"             --duration 240\n"
+"    tide lab --duration 25 --objects 200 --reads 100 --json | jq .variants\n"
+"    tide lab --variant trim,notrim,jemalloc --out /tmp/lab --keep\n";
+
 static const char help_help[] =
 "NAME\n"
 "    tide help - print help\n"
@@ -683,8 +819,8 @@ static const char help_help[] =
 "\n"
 "DESCRIPTION\n"
 "    Without VERB, prints the overview of tide. With VERB (create, info,\n"
-"    put, get, visit, verify, recover, rekey, bench), prints that verb's\n"
-"    manual, the same text as 'tide VERB --help'.\n"
+"    put, get, visit, verify, recover, rekey, bench, doctor, ghost, lab),\n"
+"    prints that verb's manual, the same text as 'tide VERB --help'.\n"
 "\n"
 "EXIT STATUS\n"
 "    0 printed; 2 unknown verb.\n";
@@ -711,6 +847,7 @@ static const verb verbs[] = {
     { "bench",  cli_cmd_bench,  help_bench },
     { "doctor", cli_cmd_doctor, help_doctor },
     { "ghost",  cli_cmd_ghost,  help_ghost },
+    { "lab",    cli_cmd_lab,    help_lab },
     { "help",   cmd_help,       help_help },
 };
 
@@ -920,14 +1057,14 @@ int main(int argc, char **argv)
     if (optind >= argc) {
         fprintf(stderr, "tide: no verb given\n"
                         "Usage: tide VERB [OPTIONS] ARGS   (verbs: create info put get visit verify "
-                        "recover rekey bench doctor ghost help)\n"
+                        "recover rekey bench doctor ghost lab help)\n"
                         "Try 'tide --help'.\n");
         return CLI_USAGE;
     }
     v = find_verb(argv[optind]);
     if (v == NULL) {
         fprintf(stderr, "tide: '%s' is not a verb (create, info, put, get, visit, verify, recover, "
-                        "rekey, bench, help)\n"
+                        "rekey, bench, doctor, ghost, lab, help)\n"
                         "Try 'tide --help'.\n", argv[optind]);
         return CLI_USAGE;
     }

@@ -1,0 +1,171 @@
+/*
+ * lab.h: the trim lab's library part: the synthetic ledger workload, the
+ * series of RSS samples and sweep reports a node yields, their summary
+ * figures, and the CSV and SVG writers.
+ *
+ * `tide lab` (src/cli/cmd_lab.c) owns the processes, the HTTP clients and
+ * the clock; everything here is pure computation or writes to a FILE the
+ * caller opened, so that it can be tested without a node.
+ *
+ * The workload is a function of (seed, ledger, op index): any client thread
+ * can compute any op without shared state, and every node is sent the same
+ * ops. A ledger is PUTs of new objects and `reads` GETs spread evenly
+ * among them. The number of new objects follows a slow wave around
+ * `objects` (a real network's load rises and falls; a perfectly steady load
+ * lets glibc reuse every freed chunk, docs/LAB.md shows it). Object sizes: inner_pct per cent are inner-node-like
+ * (500 to 550 bytes, about 525), the rest uniform from 100 to 2048 bytes.
+ * A GET reads, with probability recent_pct, an object of one of the two
+ * previous ledgers (in the node cache); otherwise an object of any earlier
+ * ledger, uniformly (mostly a store fetch that the cache then holds until
+ * it ages out).
+ *
+ * Errors: functions return 0 or a negative TIDE_E* code with the reason in
+ * tide_last_error(). Nothing here exits or prints to stdout or stderr.
+ */
+#ifndef TIDE_LAB_LAB_H
+#define TIDE_LAB_LAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- the workload --------------------------------------------------------- */
+
+#define TIDE_LAB_KEY_SIZE 32
+
+typedef struct tide_lab_workload {
+    uint64_t seed;
+    unsigned objects;      /* new objects per ledger, >= 1 */
+    unsigned reads;        /* reads per ledger */
+    unsigned inner_pct;    /* share of objects of about 525 bytes, 0..100 */
+    unsigned recent_pct;   /* share of reads aimed at the last two ledgers */
+    unsigned wave_period;  /* ledgers per load cycle; 0: every ledger alike */
+    unsigned wave_pct;     /* the cycle's amplitude, 0..100 per cent of objects */
+} tide_lab_workload;
+
+enum { TIDE_LAB_PUT = 1, TIDE_LAB_GET = 2 };
+
+typedef struct tide_lab_op {
+    int      kind;                     /* TIDE_LAB_PUT or TIDE_LAB_GET */
+    uint64_t ledger, index;            /* the object's identity */
+    uint32_t len;                      /* its value's size in bytes */
+    uint8_t  key[TIDE_LAB_KEY_SIZE];
+} tide_lab_op;
+
+/* Fill `w` with the defaults: seed 1, 2000 objects, 1000 reads, 60% inner,
+ * 50% recent, a wave of 120 ledgers and 75%. */
+void tide_lab_workload_init(tide_lab_workload *w);
+
+/* New objects in `ledger`: objects x (1 + wave_pct/100 x sin(2 pi ledger /
+ * wave_period)), rounded, at least 1; `objects` without a wave. Pure. */
+unsigned tide_lab_ledger_objects(const tide_lab_workload *w, uint64_t ledger);
+
+/* Ops in `ledger`: its objects + reads. Pure. */
+size_t tide_lab_ledger_ops(const tide_lab_workload *w, uint64_t ledger);
+
+/* Op `i` (0 <= i < tide_lab_ledger_ops) of `ledger`. Pure and
+ * deterministic: the same (w, ledger, i) always gives the same op. A GET
+ * names an object written by an earlier ledger (ledger 0 reads its own
+ * objects, which may not be written yet: a 404). Cost: a few dozen
+ * multiplications. */
+void tide_lab_ledger_op(const tide_lab_workload *w, uint64_t ledger, size_t i, tide_lab_op *op);
+
+/* The object (ledger, index): its key and size, kind PUT. Pure. */
+void tide_lab_object(const tide_lab_workload *w, uint64_t ledger, uint64_t index, tide_lab_op *op);
+
+/* Write op->len deterministic bytes of the object's value into buf. */
+void tide_lab_value_fill(const tide_lab_workload *w, const tide_lab_op *op, uint8_t *buf);
+
+/* ---- series: what one node yielded in one repetition ------------------------ */
+
+typedef struct tide_lab_sample {
+    double   t;             /* seconds since the workload started */
+    uint64_t rss;           /* bytes, /proc/PID/statm */
+    uint64_t referenced;    /* bytes, smaps_rollup Referenced; 0 when not asked */
+} tide_lab_sample;
+
+/* One sweep round as /v1/sweeps reports it. */
+typedef struct tide_lab_sweep {
+    uint64_t seq;
+    double   t;             /* start, seconds since the workload started */
+    uint64_t sweep_ns, freed_bytes;
+    int      trimmed, trim_rc;
+    uint64_t rss_before, rss_after;
+    int64_t  rss_delta;
+    uint64_t duration_ns, minflt, majflt;
+} tide_lab_sweep;
+
+typedef struct tide_lab_series {
+    char            variant[32];
+    unsigned        rep;            /* 1-based repetition */
+    int             port;
+    tide_lab_sample *samples;
+    size_t          nsamples, capsamples;
+    tide_lab_sweep  *sweeps;        /* sorted by seq, no duplicates */
+    size_t          nsweeps, capsweeps;
+} tide_lab_series;
+
+/* Append a sample (t must not go backwards). 0 or TIDE_ENOMEM. Amortised
+ * O(1). */
+int tide_lab_series_add_sample(tide_lab_series *s, const tide_lab_sample *x);
+
+/* Record a sweep unless one with its seq is already there. 0 or
+ * TIDE_ENOMEM. O(n) in the worst case (an insertion keeps seq order). */
+int tide_lab_series_add_sweep(tide_lab_series *s, const tide_lab_sweep *x);
+
+/* Free the arrays (the struct itself is the caller's). */
+void tide_lab_series_free(tide_lab_series *s);
+
+/* ---- figures ---------------------------------------------------------------- */
+
+/* The summary of one series. Byte figures are doubles (means and medians);
+ * a figure with nothing to measure is NAN. */
+typedef struct tide_lab_figures {
+    size_t   samples, plateau_samples;
+    double   plateau_mean_rss;      /* mean RSS of the samples at t >= warmup */
+    double   plateau_mean_referenced;
+    double   peak_rss, last_rss;
+    size_t   sweeps, trims, trims_lowered;
+    double   lowered_pct;           /* trims_lowered / trims * 100 */
+    double   release_median, release_max, release_total;  /* over lowering trims */
+    double   trim_median_ms, trim_p95_ms, trim_max_ms, trim_total_ms;
+    double   minflt_per_trim;
+    double   freed_median;          /* bytes the caches freed per sweep */
+} tide_lab_figures;
+
+/* Compute the figures of `s`; warmup_s is where the plateau starts. Every
+ * trim of the run counts (the study counted every call). 0 or TIDE_ENOMEM.
+ * O(n log n). */
+int tide_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out);
+
+/* The q-quantile (0..1, linear between order statistics) of v[0..n), which
+ * it sorts in place. NAN when n == 0. O(n log n). */
+double tide_lab_quantile(double *v, size_t n, double q);
+
+/* ---- writers ------------------------------------------------------------------ */
+
+/* "rep,variant,port,t_s,rss_bytes,referenced_bytes" and one line per
+ * sample of every series (referenced empty when 0). 0 or TIDE_EIO. */
+int tide_lab_write_rss_csv(FILE *f, const tide_lab_series *s, size_t n);
+
+/* "rep,variant,seq,t_s,sweep_ms,freed_bytes,trimmed,trim_rc,rss_before,
+ * rss_after,rss_delta,duration_ms,minflt,majflt" and one line per sweep
+ * round (trim fields empty for a round without a trim). 0 or TIDE_EIO. */
+int tide_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n);
+
+typedef struct tide_lab_chart {
+    const char *title;        /* first title line (XML-escaped here) */
+    const char *subtitle;     /* second line, e.g. the command; may be NULL */
+    double      warmup_s;     /* shaded, and where the plateau lines start */
+    double      duration_s;   /* x axis end; 0: the last sample */
+} tide_lab_chart;
+
+/* An SVG chart of RSS over time: one <polyline> per series (colour per
+ * variant, dashed for repetitions after the first), a dashed plateau-mean
+ * line per series, each trim marked by a short vertical tick from RSS
+ * before to RSS after (green when it lowered RSS, red otherwise), axes in
+ * seconds or minutes and MiB, a legend. Hand-written SVG 1.1, no scripts.
+ * 0, TIDE_EIO or TIDE_ENOMEM. O(total samples). */
+int tide_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c);
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * lab_svg.c: the trim lab's chart, RSS over time per variant, as SVG.
+ *
+ * Layout of the picture (960 x 560 user units): a title and a subtitle at
+ * the top; the plot area below with the warm-up shaded grey; one polyline
+ * per series in its variant's colour (repetitions after the first dashed
+ * and lighter); a dashed horizontal line at each series' plateau mean
+ * from the warm-up's end; each trim as a short vertical tick from RSS
+ * before to RSS after (green when it lowered RSS, red when not); the y
+ * axis in MiB from 0, the x axis in seconds (minutes past 10 minutes); the
+ * legend bottom right (where the lines run high once warm), one line per
+ * variant with its first repetition's
+ * plateau mean.
+ *
+ * Invariants:
+ *   1. Exactly one <polyline> per series with samples (tests count them).
+ *   2. Every text from outside (title, variant names) is XML-escaped.
+ *   3. The y axis starts at 0, so that a difference looks as large as it is.
+ *
+ * Never: emit scripts, external references or fonts that must be fetched.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "lab/lab.h"
+#include "tide/error.h"
+#include "util/err.h"
+
+enum { W = 960, H = 560, ML = 78, MR = 24, MT = 74, MB = 56 };
+
+static const char *const palette[] = {
+    "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+};
+
+static void put_escaped(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* A "nice" tick step (1, 2 or 5 x 10^k) giving about `want` ticks. */
+static double nice_step(double span, int want)
+{
+    double raw = span / want, p = pow(10, floor(log10(raw))), m = raw / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+/* The colour index of a variant: its first appearance among the series. */
+static size_t colour_of(const tide_lab_series *s, size_t n, size_t k)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i; j++) seen |= strcmp(s[j].variant, s[i].variant) == 0;
+        if (strcmp(s[i].variant, s[k].variant) == 0) return c % (sizeof palette / sizeof *palette);
+        if (!seen) c++;
+    }
+    return 0;
+}
+
+int tide_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c)
+{
+    double tmax = c->duration_s, ymax = 0, xstep, ystep, tscale;
+    double pw = W - ML - MR, ph = H - MT - MB;
+    const char *tunit;
+    size_t legend = 0;
+    int rc = 0, multi = 0;
+    size_t nvar = 0, lx, ly;
+
+    for (size_t k = 0; k < n; k++) {
+        int seen = 0;
+        for (size_t j = 0; j < k; j++) seen |= strcmp(s[j].variant, s[k].variant) == 0;
+        nvar += !seen;
+        multi |= s[k].rep > 1;
+        for (size_t i = 0; i < s[k].nsamples; i++) {
+            if (c->duration_s <= 0 && s[k].samples[i].t > tmax) tmax = s[k].samples[i].t;
+            if ((double)s[k].samples[i].rss > ymax) ymax = (double)s[k].samples[i].rss;
+        }
+        for (size_t i = 0; i < s[k].nsweeps; i++)
+            if (s[k].sweeps[i].trimmed && (double)s[k].sweeps[i].rss_before > ymax)
+                ymax = (double)s[k].sweeps[i].rss_before;
+    }
+    if (tmax <= 0) tmax = 1;
+    ymax = ymax / 1048576.0;
+    if (ymax <= 0) ymax = 1;
+    ystep = nice_step(ymax, 6);
+    ymax = ceil(ymax * 1.05 / ystep) * ystep;
+    tscale = tmax > 600 ? 60 : 1;
+    tunit = tmax > 600 ? "min" : "s";
+    xstep = nice_step(tmax / tscale, 8);
+
+    /* The legend sits bottom right, where the lines are high after the warm-up. */
+    lx = W - MR - 430;
+    ly = (size_t)(MT + ph) - 20 - 16 * (nvar + 1);
+#define X(t) (ML + (t) / tmax * pw)
+#define Y(b) (MT + ph - ((double)(b) / 1048576.0) / ymax * ph)
+
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
+    fputs("<text x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", f);
+    put_escaped(f, c->title);
+    fputs("</text>\n", f);
+    if (c->subtitle) {
+        fputs("<text x=\"12\" y=\"42\" font-size=\"11\" font-family=\"monospace\" fill=\"#444\">", f);
+        put_escaped(f, c->subtitle);
+        fputs("</text>\n", f);
+    }
+    /* The warm-up, shaded. */
+    if (c->warmup_s > 0)
+        fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" fill=\"#eeeeee\"/>\n"
+                   "<text x=\"%.1f\" y=\"%d\" fill=\"#888\" font-size=\"11\">warm-up</text>\n",
+                (double)ML, MT, fmin(c->warmup_s, tmax) / tmax * pw, ph, ML + 4.0, MT + 14);
+    /* Grid and axes. */
+    for (double y = 0; y <= ymax + 1e-9; y += ystep) {
+        double py = MT + ph - y / ymax * ph;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                ML, py, W - MR, py, ML - 6, py + 4, y);
+    }
+    for (double t = 0; t <= tmax / tscale + 1e-9; t += xstep) {
+        double px = ML + t * tscale / tmax * pw;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                px, MT + ph, px, MT + ph + 5, px, MT + ph + 18, t);
+    }
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>"
+               "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>\n",
+            ML, MT, ML, MT + ph, ML, MT + ph, W - MR, MT + ph);
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">time since the workload started (%s)</text>\n",
+            ML + pw / 2, H - 12, tunit);
+    fprintf(f, "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">"
+               "RSS (MiB)</text>\n", MT + ph / 2, MT + ph / 2);
+
+    /* The series. */
+    for (size_t k = 0; k < n; k++) {
+        const tide_lab_series *x = &s[k];
+        const char *col = palette[colour_of(s, n, k)];
+        const char *dash = x->rep > 1 ? " stroke-dasharray=\"6 3\" stroke-opacity=\"0.6\"" : "";
+        tide_lab_figures fig;
+        size_t col_used = 0;
+
+        if (x->nsamples == 0) continue;
+        fprintf(f, "<polyline class=\"rss\" data-variant=\"");
+        put_escaped(f, x->variant);
+        fprintf(f, "\" data-rep=\"%u\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"",
+                x->rep, col, dash);
+        for (size_t i = 0; i < x->nsamples; i++)
+            fprintf(f, "%s%.1f,%.1f", i ? " " : "", X(x->samples[i].t), Y(x->samples[i].rss));
+        fputs("\"/>\n", f);
+        rc = tide_lab_figures_compute(x, c->warmup_s, &fig);
+        if (rc) goto out;
+        if (!isnan(fig.plateau_mean_rss))
+            fprintf(f, "<line class=\"plateau\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                       "stroke=\"%s\" stroke-dasharray=\"2 3\" stroke-width=\"1\"/>\n",
+                    X(fmin(c->warmup_s, tmax)), Y(fig.plateau_mean_rss), X(tmax), Y(fig.plateau_mean_rss), col);
+        for (size_t i = 0; i < x->nsweeps; i++) {
+            const tide_lab_sweep *w = &x->sweeps[i];
+            if (!w->trimmed || w->t < 0 || w->t > tmax) continue;
+            fprintf(f, "<line class=\"trim\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                       "stroke=\"%s\" stroke-width=\"2\"/>\n",
+                    X(w->t), Y(w->rss_before) - (w->rss_delta == 0 ? 2 : 0), X(w->t), Y(w->rss_after),
+                    w->rss_delta < 0 ? "#1a9641" : "#d7191c");
+        }
+        /* One legend line per variant (its first series). */
+        for (size_t j = 0; j < k; j++) col_used |= strcmp(s[j].variant, x->variant) == 0;
+        if (col_used) continue;
+        fprintf(f, "<line x1=\"%zu\" y1=\"%zu\" x2=\"%zu\" y2=\"%zu\" stroke=\"%s\" stroke-width=\"3\"/>"
+                   "<text x=\"%zu\" y=\"%zu\">", lx, ly + legend * 16, lx + 22, ly + legend * 16,
+                col, lx + 28, ly + 4 + legend * 16);
+        put_escaped(f, x->variant);
+        if (!isnan(fig.plateau_mean_rss))
+            fprintf(f, " (plateau %.1f MiB%s)", fig.plateau_mean_rss / 1048576.0, multi ? ", rep 1" : "");
+        fputs("</text>\n", f);
+        legend++;
+    }
+    fprintf(f, "<text x=\"%zu\" y=\"%zu\" fill=\"#444\" font-size=\"11\">"
+               "ticks: a trim, RSS before to after (green: lowered, red: not); dotted: plateau mean"
+               "</text>\n", lx, ly + 4 + legend * 16);
+    fputs("</svg>\n", f);
+#undef X
+#undef Y
+    if (fflush(f) != 0 || ferror(f)) rc = tide_err_set(TIDE_EIO, "lab: writing the SVG failed");
+out:
+    return rc;
+}
