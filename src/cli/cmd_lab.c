@@ -636,8 +636,11 @@ static int run_rep(const lab_opts *o, const char *scratch, unsigned rep, tide_la
         n->series = &series[vi];
         snprintf(n->series->variant, sizeof n->series->variant, "%s", n->v->name);
         n->series->rep = rep;
-        snprintf(n->dir, sizeof n->dir, "%s/r%u-%s", scratch, rep, n->v->name);
-        snprintf(n->log, sizeof n->log, "%s/r%u-%s.log", scratch, rep, n->v->name);
+        if (snprintf(n->dir, sizeof n->dir, "%s/r%u-%s", scratch, rep, n->v->name) >= (int)sizeof n->dir
+            || snprintf(n->log, sizeof n->log, "%s/r%u-%s.log", scratch, rep, n->v->name) >= (int)sizeof n->log) {
+            rc = cli_error(VERB, "the scratch directory's path is too long: %s", scratch);
+            goto out;
+        }
         if (o->base_port) {
             int want = (int)(o->base_port + k);
             if (want > 65535 || port_probe(want, &n->port) != 0) {
