@@ -267,7 +267,11 @@ static void csv_has_a_header_and_one_line_per_row(void **state)
         fail_msg("expected the CSV header first, got '%.80s'", r.out);
     for (char *p = r.out; *p; p++) lines += *p == '\n';
     expect_u64(lines, 5, "CSV lines (header + 2 scenarios x 2 variants)");
-    expect_contains(r.out, "\nlifetime,glibc-arena2,false,ok,glibc,", "the last CSV row");
+    /* A sanitizer build of tide skips every variant and says why. */
+    if (strstr(r.out, "built with a sanitizer") != NULL)
+        expect_contains(r.out, "\nlifetime,glibc-arena2,true,skipped,", "the last CSV row (sanitizer build)");
+    else
+        expect_contains(r.out, "\nlifetime,glibc-arena2,false,ok,glibc,", "the last CSV row");
     free(r.out);
 }
 

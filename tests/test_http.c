@@ -1170,10 +1170,19 @@ static void scrape_is_clean(char *const env[], const char *allocator)
     tided_cleanup(&t);
 }
 
+/* 1 when bin_dir()'s tided is a sanitizer build (its allocator then
+ * serves malloc, and no other can be put in front of it). */
+static int tided_is_sanitized(void)
+{
+    char cmd[700], out[4096];
+    snprintf(cmd, sizeof cmd, "ldd %s/tided 2>&1", bin_dir());
+    return run_capture(cmd, out, sizeof out) == 0 && (strstr(out, "libasan") || strstr(out, "libtsan"));
+}
+
 static void a_real_scrape_passes_promtool_under_glibc(void **state)
 {
     (void)state;
-    scrape_is_clean(NULL, "glibc");
+    scrape_is_clean(NULL, tided_is_sanitized() ? "sanitizer" : "glibc");
 }
 
 static void a_real_scrape_passes_promtool_under_jemalloc(void **state)
@@ -1181,13 +1190,11 @@ static void a_real_scrape_passes_promtool_under_jemalloc(void **state)
     static char preload[] = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
     char *env[] = { preload, NULL };
     (void)state;
-    char bin[600], out[4096];
     if (access(preload + strlen("LD_PRELOAD="), R_OK) != 0)
         fail_msg("%s is missing: scripts/install-deps installs libjemalloc2", preload + strlen("LD_PRELOAD="));
     /* A sanitizer build of tided must keep its own allocator first: there
      * jemalloc cannot serve malloc, and this test has nothing to check. */
-    snprintf(bin, sizeof bin, "ldd %s/tided 2>&1", bin_dir());
-    if (run_capture(bin, out, sizeof out) == 0 && (strstr(out, "libasan") || strstr(out, "libtsan"))) {
+    if (tided_is_sanitized()) {
         print_message("skipped: %s/tided is a sanitizer build\n", bin_dir());
         skip();
     }
@@ -1211,14 +1218,13 @@ static void startup_log_of(const char *bin, char *const env[], tided *t)
 
 static void the_jemalloc_build_proves_its_background_thread_is_on(void **state)
 {
-    char bin[700], out[4096];
+    char bin[700];
     tided t;
     (void)state;
 
     snprintf(bin, sizeof bin, "%s/jemalloc/tided", bin_dir());
     if (access(bin, X_OK) != 0) {
-        snprintf(out, sizeof out, "ldd %s/tided 2>&1", bin_dir());
-        if (run_capture(out, out, sizeof out) == 0 && (strstr(out, "libasan") || strstr(out, "libtsan"))) {
+        if (tided_is_sanitized()) {
             print_message("skipped: a sanitizer build has no jemalloc variant\n");
             skip();
         }
