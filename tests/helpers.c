@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- the fixture formula ---- */
@@ -402,6 +403,35 @@ uint64_t th_seed(uint64_t dflt)
         return dflt;
     }
     return v;
+}
+
+int th_run(const char *cmd, char **out)
+{
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    FILE *p;
+    int st;
+
+    *out = buf;
+    if (buf == NULL) abort();
+    buf[0] = '\0';
+    p = popen(cmd, "r");
+    if (p == NULL) return -1;
+    for (;;) {
+        size_t got;
+        if (len + 4096 > cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            if (buf == NULL) abort();
+            *out = buf;
+        }
+        got = fread(buf + len, 1, cap - len - 1, p);
+        if (got == 0) break;
+        len += got;
+    }
+    buf[len] = '\0';
+    st = pclose(p);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 double th_now_ms(void)

@@ -127,6 +127,11 @@ uint64_t th_seed(uint64_t dflt);
 /* Monotonic milliseconds, for reporting run times. */
 double th_now_ms(void);
 
+/* Run `cmd` with /bin/sh. *out gets what it wrote on stdout (malloc'd,
+ * NUL-terminated, never NULL on return; the caller frees it). Returns the
+ * exit status, or -1 when it could not be run or did not exit normally. */
+int th_run(const char *cmd, char **out);
+
 /* 1 when built with ThreadSanitizer or $TIDE_TEST_SMALL is set. */
 int th_small(void);
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "expect.h"
+#include "helpers.h"
 #include "lab/lab.h"
 
 typedef struct run {
@@ -38,30 +39,10 @@ static void run_tide(run *r, const char *args, int merge_stderr)
 {
     const char *dir = getenv("TIDE_BIN_DIR");
     char cmd[2048];
-    size_t len = 0, cap = 1 << 16;
-    FILE *p;
-    int st;
 
     snprintf(cmd, sizeof cmd, "'%s/tide' %s %s", dir && dir[0] ? dir : "bin", args,
              merge_stderr ? "2>&1" : "2>/dev/null");
-    r->out = malloc(cap);
-    assert_non_null(r->out);
-    p = popen(cmd, "r");
-    if (p == NULL) fail_msg("popen '%s' failed", cmd);
-    for (;;) {
-        size_t got;
-        if (len + 4096 > cap) {
-            cap *= 2;
-            r->out = realloc(r->out, cap);
-            assert_non_null(r->out);
-        }
-        got = fread(r->out + len, 1, cap - len - 1, p);
-        if (got == 0) break;
-        len += got;
-    }
-    r->out[len] = '\0';
-    st = pclose(p);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r->status = th_run(cmd, &r->out);
 }
 
 static char *slurp(const char *path)

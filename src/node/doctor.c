@@ -254,7 +254,7 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
         fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries).\n",
                 mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b));
     if (r->allocator_free >= 0) {
-        fprintf(f, "The allocator holds %s free (%.0f%% of RSS): a trim could return up to that much", 
+        fprintf(f, "The allocator holds %s free (%.0f%% of RSS): a trim could return up to that much",
                 mib(r->allocator_free, a, sizeof a), pct(r->allocator_free, r->rss));
         if (strcmp(r->allocator, "glibc") == 0) fprintf(f, ", less the free space inside partly used pages");
         fprintf(f, ".\n");
