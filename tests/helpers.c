@@ -405,6 +405,19 @@ uint64_t th_seed(uint64_t dflt)
     return v;
 }
 
+char *th_read_text(const char *path)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char *s;
+
+    if (th_read_file(path, &buf, &len) != 0) return NULL;
+    s = realloc(buf, len + 1);
+    if (s == NULL) { free(buf); return NULL; }
+    s[len] = '\0';
+    return s;
+}
+
 int th_run(const char *cmd, char **out)
 {
     size_t len = 0, cap = 1 << 16;

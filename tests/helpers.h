@@ -81,6 +81,9 @@ long long th_file_size(const char *path);
 int th_exists(const char *path);
 /* Read a whole file into a malloc'd buffer (*len bytes). 0 or -1. */
 int th_read_file(const char *path, uint8_t **out, size_t *len);
+/* The whole file as a NUL-terminated string (malloc'd), or NULL when it
+ * cannot be read. */
+char *th_read_text(const char *path);
 /* Replace a file's contents. 0 or -1. */
 int th_write_file(const char *path, const void *buf, size_t len);
 /* Copy one file. 0 or -1. */

@@ -18,6 +18,7 @@
 
 #include "expect.h"
 #include "helpers.h"
+#include "mem/alloc.h"
 #include "node/config.h"
 #include "node/startup.h"
 #include "tide/store.h"
@@ -638,7 +639,7 @@ static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_
     const char *env[] = { "TIDE_CACHE_BUDGET=0", NULL };
 
     expect_rc(load_all(f, &c, "[node]\nkey_cache_size=0\ninsert_burst=0\n", env, 0, NULL), 0, "load");
-    expect_u64((uint64_t)tide_config_unbounded(&c, record_unbounded, &s), 4, "count");
+    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_GLIBC, record_unbounded, &s), 4, "count");
     expect_u64((uint64_t)s.n, 4, "callbacks");
     expect_str(s.text,
                "node_cache: set --cache-budget / TIDE_CACHE_BUDGET / [node] cache_budget\n"
@@ -647,10 +648,16 @@ static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_
                "malloc_arenas: set --arena-max / TIDE_ARENA_MAX / [node] arena_max\n",
                "unbounded list");
 
+    /* Under another allocator arena_max bounds nothing: not listed. */
+    memset(&s, 0, sizeof s);
+    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_JEMALLOC, record_unbounded, &s), 3,
+               "count under jemalloc");
+    if (strstr(s.text, "malloc_arenas") != NULL) fail_msg("malloc_arenas listed under jemalloc: %s", s.text);
+
     char *argv[] = { "tided", "--arena-max=4", NULL };
     memset(&s, 0, sizeof s);
     expect_rc(load_all(f, &c, NULL, NULL, 2, argv), 0, "load with arena_max");
-    expect_u64((uint64_t)tide_config_unbounded(&c, record_unbounded, &s), 0, "count when all bounded");
+    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_GLIBC, record_unbounded, &s), 0, "count when all bounded");
     expect_str(s.text, "", "unbounded list when all bounded");
 }
 

@@ -1132,14 +1132,11 @@ static void without_a_token_metrics_is_always_401_unless_public(void **state)
  * its exit status, -1 when it did not exit normally. */
 static int run_capture(const char *cmd, char *out, size_t cap)
 {
-    FILE *f = popen(cmd, "r");
-    size_t n = 0;
-    int st;
-    out[0] = '\0';
-    if (f == NULL) return -1;
-    while (n + 1 < cap && fgets(out + n, (int)(cap - n), f)) n += strlen(out + n);
-    st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char *all = NULL;
+    int st = th_run(cmd, &all);
+    snprintf(out, cap, "%s", all);
+    free(all);
+    return st;
 }
 
 /* Scrape after some traffic and a sweep; check the page with promtool and
@@ -1368,11 +1365,8 @@ static void tide_doctor_names_the_unbounded_knob_of_a_running_node(void **state)
 /* Read the whole file at path (malloc'd, NUL-terminated), or fail. */
 static char *slurp(const char *path)
 {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (th_read_file(path, &buf, &len) != 0) fail_msg("cannot read %s", path);
-    char *s = realloc(buf, len + 1);
-    s[len] = '\0';
+    char *s = th_read_text(path);
+    if (s == NULL) fail_msg("cannot read %s", path);
     return s;
 }
 

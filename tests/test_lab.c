@@ -47,20 +47,9 @@ static void run_tide(run *r, const char *args, int merge_stderr)
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    char *buf;
-    long n;
-
-    if (f == NULL) fail_msg("expected the file %s to exist", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) fail_msg("reading %s failed", path);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
+    char *s = th_read_text(path);
+    if (s == NULL) fail_msg("expected the file %s to exist", path);
+    return s;
 }
 
 static size_t count(const char *text, const char *part)

@@ -461,19 +461,26 @@ int tide_mem_alloc_detect(tide_mem_alloc_info *out)
 }
 
 static pthread_once_t family_once = PTHREAD_ONCE_INIT;
-static int family_cached = TIDE_MEM_ALLOC_UNKNOWN;
+static tide_mem_alloc_info identity_cached;   /* written once, inside family_once */
+static int identity_rc = TIDE_ENOMEM;
 
 static void detect_family(void)
 {
-    tide_mem_alloc_info in;
-
-    if (tide_mem_alloc_detect(&in) == 0) family_cached = in.family;
+    identity_rc = tide_mem_alloc_detect(&identity_cached);
+    if (identity_rc) identity_cached.family = TIDE_MEM_ALLOC_UNKNOWN;
 }
 
 int tide_mem_alloc_family(void)
 {
     pthread_once(&family_once, detect_family);
-    return family_cached;
+    return identity_cached.family;
+}
+
+int tide_mem_alloc_identity(tide_mem_alloc_info *out)
+{
+    pthread_once(&family_once, detect_family);
+    if (identity_rc == 0) *out = identity_cached;
+    return identity_rc;
 }
 
 /* ---- mallopt record ------------------------------------------------------ */

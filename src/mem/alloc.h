@@ -114,6 +114,16 @@ int tide_mem_alloc_detect(tide_mem_alloc_info *out);
  */
 int tide_mem_alloc_family(void);
 
+/*
+ * The whole identity (name, version, library, how it got in front)
+ * detected by that same first call, copied to *out. Returns 0, or
+ * TIDE_ENOMEM for good if the first detection could not allocate its
+ * probe (*out untouched). For callers that name the allocator repeatedly,
+ * such as every /metrics scrape: after the first call it costs one copy,
+ * no probe, no dladdr, no stat.
+ */
+int tide_mem_alloc_identity(tide_mem_alloc_info *out);
+
 /* ---- effective options ------------------------------------------------- */
 
 #define TIDE_MEM_ALLOC_OPTIONS_MAX 32

@@ -62,6 +62,7 @@
  * (nudb_block_size falls back, and says so).
  */
 #include "node/config.h"
+#include "mem/alloc.h"
 #include "node/node.h"
 
 #include <errno.h>
@@ -746,7 +747,7 @@ static void hint(int id, char *out, size_t cap)
     snprintf(out, cap, "set --%s / %s / [node] %s", settings[id].flag, settings[id].env, settings[id].name);
 }
 
-int tide_config_unbounded(const tide_config *c, tide_config_unbounded_fn fn, void *arg)
+int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_unbounded_fn fn, void *arg)
 {
     char how[160];
     int n = 0;
@@ -754,6 +755,6 @@ int tide_config_unbounded(const tide_config *c, tide_config_unbounded_fn fn, voi
     if (c->cache_budget == 0)   { hint(TIDE_CFG_CACHE_BUDGET, how, sizeof how); fn(arg, "node_cache", how); n++; }
     if (c->key_cache_size == 0) { hint(TIDE_CFG_KEY_CACHE_SIZE, how, sizeof how); fn(arg, "key_cache", how); n++; }
     if (c->insert_burst == 0)   { hint(TIDE_CFG_INSERT_BURST, how, sizeof how); fn(arg, "store_insert_pool", how); n++; }
-    if (c->arena_max == 0)      { hint(TIDE_CFG_ARENA_MAX, how, sizeof how); fn(arg, "malloc_arenas", how); n++; }
+    if (c->arena_max == 0 && alloc_family == TIDE_MEM_ALLOC_GLIBC) { hint(TIDE_CFG_ARENA_MAX, how, sizeof how); fn(arg, "malloc_arenas", how); n++; }
     return n;
 }

@@ -144,7 +144,10 @@ typedef void (*tide_config_unbounded_fn)(void *arg, const char *consumer, const 
 
 /* Call `fn` for each unbounded consumer, in a fixed order: node_cache
  * (cache_budget 0), key_cache (key_cache_size 0), store_insert_pool
- * (insert_burst 0), malloc_arenas (arena_max unset). Returns the count. */
-int tide_config_unbounded(const tide_config *c, tide_config_unbounded_fn fn, void *arg);
+ * (insert_burst 0), malloc_arenas (arena_max unset, and only when
+ * `alloc_family` is TIDE_MEM_ALLOC_GLIBC: arena_max bounds nothing under
+ * another allocator). Callers pass tide_mem_alloc_family(). Returns the
+ * count. */
+int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_unbounded_fn fn, void *arg);
 
 #endif

@@ -224,8 +224,8 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
     r->trim_p50_s = quantile(text, "tide_trim_duration_seconds", 0.5);
     r->trim_p95_s = quantile(text, "tide_trim_duration_seconds", 0.95);
     r->sweep_interval = or_neg(value_of(text, "tide_sweep_interval_seconds", NULL, NULL));
-    r->last_trim_delta = isnan(value_of(text, "tide_trim_last_rss_delta_bytes", NULL, NULL))
-                         ? 0 : value_of(text, "tide_trim_last_rss_delta_bytes", NULL, NULL);
+    double delta = value_of(text, "tide_trim_last_rss_delta_bytes", NULL, NULL);
+    r->last_trim_delta = isnan(delta) ? 0 : delta;
     return 0;
 }
 

@@ -159,7 +159,6 @@ typedef struct unbounded_ctx { tide_metrics_writer *w; } unbounded_ctx;
 static void unbounded_sample(void *arg, const char *consumer, const char *how)
 {
     const char *lab[4] = { "consumer", consumer, "setting", how };
-    if (strcmp(consumer, "malloc_arenas") == 0 && tide_mem_alloc_family() != TIDE_MEM_ALLOC_GLIBC) return;
     tide_metrics_sample(((unbounded_ctx *)arg)->w, "tide_unbounded_consumer", lab, 2, 1);
 }
 
@@ -179,7 +178,7 @@ static void write_config(tide_metrics_writer *w, const tide_config *c)
     }
     tide_metrics_family(w, "tide_unbounded_consumer", "gauge",
                         "1 for each consumer left without a bound, labelled with the setting that would bound it.");
-    tide_config_unbounded(c, unbounded_sample, &ctx);
+    tide_config_unbounded(c, tide_mem_alloc_family(), unbounded_sample, &ctx);
     one(w, "tide_sweep_interval_seconds", "gauge", "Seconds from the end of one sweep round to the next.",
         (double)c->sweep_interval);
 }
@@ -257,7 +256,7 @@ static void write_allocator(tide_metrics_writer *w)
     int family = tide_mem_alloc_family();
     double free_bytes = -1;
 
-    if (tide_mem_alloc_detect(&info) == 0) {
+    if (tide_mem_alloc_identity(&info) == 0) {
         const char *lab[4] = { "name", tide_mem_alloc_family_name(info.family), "version", info.version };
         tide_metrics_family(w, "tide_allocator_info", "gauge", "The allocator serving malloc; always 1.");
         tide_metrics_sample(w, "tide_allocator_info", lab, 2, 1);

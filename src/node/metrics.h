@@ -16,12 +16,15 @@
  * families of its own with the writer below before the text is finished.
  *
  * Thread safety: any thread, any number at once. Cost of one render (the
- * figures are in docs/OPERATIONS.md): one read each of /proc/self/stat,
- * statm and status, a readdir of /proc/self/fd, the allocator's statistics
- * (glibc: mallinfo2 plus malloc_info, which walk every arena under its
- * lock, about 40 ms with 2 million free chunks), and with smaps on, a read
- * of /proc/self/smaps_rollup (about 10 ms per GiB of RSS, under the mmap
- * lock). Allocates the text (a few KiB) and frees everything else.
+ * figures are in docs/OPERATIONS.md: 1.06 ms at 86 MiB RSS, 4.17 ms with
+ * smaps): one read each of /proc/self/stat, statm and status, a walk of
+ * /proc/self/fd, the allocator's statistics (glibc: mallinfo2 plus
+ * malloc_info, which walk every arena under its lock, about 40 ms with 2
+ * million free chunks), and with smaps on, a read of
+ * /proc/self/smaps_rollup (it walks the page tables under the mmap lock;
+ * measured 3.1 ms at 86 MiB of RSS). The allocator's identity is the one
+ * detected once per process (tide_mem_alloc_identity), not probed per
+ * scrape. Allocates the text (a few KiB) and frees everything else.
  */
 #ifndef TIDE_NODE_METRICS_H
 #define TIDE_NODE_METRICS_H

@@ -17,8 +17,11 @@
  * insert, or the get sees the new count.
  *
  * The sweeper is one thread. A round is, always in this order: sweep the
- * node cache, sweep the key cache, make one release call (tide_mem_trim
- * unless opts.trim is 0), record the report, log the trim line at debug.
+ * node cache, sweep the key cache, make at most one release call
+ * (tide_mem_trim, when opts.trim is set and opts.trim_policy calls for it:
+ * always, every N-th round, after a sweep that freed enough, or when the
+ * allocator holds enough free), record the report, log the trim line at
+ * debug.
  * The next round is due sweep_interval_ms after the end of the last one,
  * whoever ran it (tide_node_sweep runs a round on its caller's thread). The
  * interval counts from the end so that a slow trim on a big heap cannot make
@@ -31,6 +34,14 @@
  *      reports[(seq - 1) % TIDE_NODE_REPORTS] is round seq.
  *   3. totals.sweeps == seq of the last recorded round.
  *   4. next_due_ns is set only at the end of a round (and at open).
+ *   5. seq is written only under both round_lock and state_lock, so a
+ *      thread holding either may read it.
+ *
+ * The key count (tide_node_keys): NuDB keeps no count of its keys. At open
+ * a thread of its own walks nudb.dat up to the size it had at open, without
+ * a lock (that prefix is never rewritten: the file is only appended to),
+ * counting data records, one per key; the store's inserts since open are
+ * added when asked. Close stops the walk and joins the thread.
  *
  * Never: hold state_lock across a cache sweep or a release (readers of the
  * reports must not wait for a trim); release memory anywhere but in a round.
@@ -505,10 +516,9 @@ static void run_round(tide_node *n, tide_node_sweep_report *out)
                      ? r.node_cache.bytes_before - r.node_cache.bytes_after : 0)
                   + (r.key_cache.bytes_before > r.key_cache.bytes_after
                      ? r.key_cache.bytes_before - r.key_cache.bytes_after : 0);
-    pthread_mutex_lock(&n->state_lock);
-    uint64_t next_seq = n->seq + 1;
-    pthread_mutex_unlock(&n->state_lock);
-    if (policy_wants_trim(n, next_seq, r.freed_bytes)) {
+    /* seq changes only at the end of a round, under round_lock, which this
+     * thread holds: it can be read here without state_lock. */
+    if (policy_wants_trim(n, n->seq + 1, r.freed_bytes)) {
         trace(n, "release");
         r.trim_rc = n->opts.release ? n->opts.release(n->opts.release_arg, &r.trim)
                                     : tide_mem_trim(&r.trim);

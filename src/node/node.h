@@ -18,8 +18,9 @@
  * the store, then the node cache, and erases the key from the key cache.
  *
  * The sweeper is one thread. Each round sweeps the node cache, then the key
- * cache, then makes exactly one release call (tide_mem_trim, or opts.release
- * in tests), then records a tide_node_sweep_report, then waits
+ * cache, then makes at most one release call as opts.trim_policy says
+ * (tide_mem_trim, or opts.release in tests; the default policy: after every
+ * sweep), then records a tide_node_sweep_report, then waits
  * sweep_interval_ms counted from the end of that round. tide_node_sweep()
  * runs the same round on the calling thread (POST /v1/admin/sweep); rounds
  * never overlap.

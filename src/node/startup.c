@@ -50,8 +50,6 @@ out:
 static void warn_unbounded(void *arg, const char *consumer, const char *how)
 {
     (void)arg;
-    /* arena_max bounds glibc's arenas; another allocator has its own. */
-    if (strcmp(consumer, "malloc_arenas") == 0 && tide_mem_alloc_family() != TIDE_MEM_ALLOC_GLIBC) return;
     tide_log(TIDE_LOG_WARN, "unbounded: %s has no limit; %s", consumer, how);
 }
 
@@ -61,7 +59,7 @@ static void log_allocator(void)
     tide_mem_alloc_options opts;
     char text[1024];
 
-    if (tide_mem_alloc_detect(&info) != 0) {
+    if (tide_mem_alloc_identity(&info) != 0) {
         tide_log(TIDE_LOG_WARN, "allocator: could not be identified: %s", tide_last_error());
         return;
     }
@@ -116,7 +114,7 @@ void tide_startup_log(const tide_config *c)
     tide_log(TIDE_LOG_INFO, "settings: %s", line);
     log_allocator();
     log_block_size(c);
-    tide_config_unbounded(c, warn_unbounded, NULL);
+    tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
     if (c->metrics_token[0] == '\0' && !c->metrics_public)
         tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: set TIDE_METRICS_TOKEN (then send "
                  "Authorization: Bearer <token>) or TIDE_METRICS_PUBLIC=1");

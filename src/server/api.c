@@ -6,7 +6,10 @@
  *   HEAD /v1/objects/{key}            as GET, without the body
  *   GET  /healthz                     200 "ok\n"
  *   GET  /v1/status                   JSON: store, caches, memory, sweeps
+ *   GET  /v1/sweeps                   JSON: the last 64 sweep rounds
  *   POST /v1/admin/sweep              Bearer TIDE_ADMIN_TOKEN: sweep now
+ *   GET  /metrics                     TIDE_METRICS_TOKEN (Bearer or
+ *                                     X-Metrics-Token) or public: Prometheus text
  *
  * One h2o handler on "/" routes by the raw request path (h2o's normalized
  * path would turn "/v1/objects/../healthz" into another resource; a key is

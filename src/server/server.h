@@ -5,11 +5,12 @@
  *   loop.c    the event loops: listener, connections, the drain on stop
  *   api.c     the HTTP endpoints (routing, objects, status, admin) and the
  *             JSON bodies of every error, h2o's own included
- *   work.c    the worker threads that run tide_node_sync and
- *             tide_node_sweep off the event loops, coalescing requests
+ *   work.c    the worker threads that run tide_node_sync, tide_node_sweep
+ *             and the /metrics render off the event loops, coalescing
+ *             requests
  *
  * Threads: http_threads event loops (loop 0 runs on the main thread and
- * also watches the signalfd), one sync worker, one sweep worker, plus the
+ * also watches the signalfd), one sync, one sweep and one metrics worker, plus the
  * node's own commit and sweeper threads. A request lives on the loop that
  * accepted its connection, and everything that touches it (h2o_req_t, its
  * pool, its guard) runs on that loop's thread; the workers see only
