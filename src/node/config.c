@@ -175,6 +175,17 @@ static const setting settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_BOOL, 0, 0, 0 },
     [TIDE_CFG_TRIM_POLICY]     = { "trim_policy", "trim-policy", "TIDE_TRIM_POLICY", "node",
                                    NULL, NULL, K_TRIM, 0, 0, 0 },
+    [TIDE_CFG_HTTP_MAX_CONNECTIONS] = { "http_max_connections", "http-max-connections",
+                                   "TIDE_HTTP_MAX_CONNECTIONS", "node", NULL, NULL, K_UINT, 1, 1048576, 0 },
+    [TIDE_CFG_HTTP_MAX_PER_CLIENT] = { "http_max_connections_per_client", "http-max-connections-per-client",
+                                   "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT", "node", NULL, NULL, K_UINT, 0, 1048576, 0 },
+    [TIDE_CFG_HTTP_IDLE_TIMEOUT] = { "http_idle_timeout", "http-idle-timeout", "TIDE_HTTP_IDLE_TIMEOUT", "node",
+                                   NULL, NULL, K_UINT, 1, 3600, 0 },
+    [TIDE_CFG_HTTP_REQUEST_TIMEOUT] = { "http_request_timeout", "http-request-timeout",
+                                   "TIDE_HTTP_REQUEST_TIMEOUT", "node", NULL, NULL, K_UINT, 1, 3600, 0 },
+    /* At least max_object_size (checked in finish); at most 1 TiB. */
+    [TIDE_CFG_HTTP_BODY_BUDGET] = { "http_body_budget", "http-body-budget", "TIDE_HTTP_BODY_BUDGET", "node",
+                                   NULL, NULL, K_SIZE, 1, 1024 * GiB, 0 },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -253,6 +264,14 @@ void tide_config_defaults(tide_config *c)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     c->http_threads = cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus;
     c->max_object_size = 1 * MiB;
+    /* Connections: nginx's worker_connections-sized total; one address
+     * may hold a sixteenth of it. Idle 5 s, a whole request 10 s (h2o's
+     * own default). The body budget is derived in finish. */
+    c->http_max_connections = 4096;
+    c->http_max_per_client = 256;
+    c->http_idle_timeout = 5;
+    c->http_request_timeout = 10;
+    c->http_body_budget = 0;
     for (int id = 0; id < TIDE_CFG_COUNT; id++) set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
     set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
                tide_size_format(c->ram_bytes, ram, sizeof ram));
@@ -428,6 +447,11 @@ static int set_value(tide_config *c, int id, const char *text, int kind, const c
     case TIDE_CFG_ADMIN_TOKEN:     snprintf(c->admin_token, sizeof c->admin_token, "%s", text); break;
     case TIDE_CFG_METRICS_SMAPS:   c->metrics_smaps = iv; break;
     case TIDE_CFG_TRIM_POLICY:     c->trim_policy = iv; c->trim_param = v; break;
+    case TIDE_CFG_HTTP_MAX_CONNECTIONS: c->http_max_connections = (unsigned)v; break;
+    case TIDE_CFG_HTTP_MAX_PER_CLIENT:  c->http_max_per_client = (unsigned)v; break;
+    case TIDE_CFG_HTTP_IDLE_TIMEOUT:    c->http_idle_timeout = (unsigned)v; break;
+    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: c->http_request_timeout = (unsigned)v; break;
+    case TIDE_CFG_HTTP_BODY_BUDGET:     c->http_body_budget = v; break;
     default: break;
     }
     set_source(c, id, kind, "%s%s", where, fell_back ? " invalid, fell back" : "");
@@ -653,6 +677,16 @@ int tide_config_finish(tide_config *c)
                                                   || c->src[TIDE_CFG_SWEEP_INTERVAL].kind >= TIDE_SRC_FILE))
         tide_log(TIDE_LOG_WARN, "key_cache_age=%" PRIu64 " is below sweep_interval=%u: key cache entries "
                  "live up to %u s anyway", c->key_cache_age, c->sweep_interval, c->sweep_interval);
+    if (c->src[TIDE_CFG_HTTP_BODY_BUDGET].kind == TIDE_SRC_DEFAULT) {
+        c->http_body_budget = c->max_object_size > 16 * MiB ? 4 * c->max_object_size : 64 * MiB;
+        set_source(c, TIDE_CFG_HTTP_BODY_BUDGET, TIDE_SRC_DEFAULT, "%s", "max(64MiB, 4 x max_object_size)");
+    } else if (c->http_body_budget < c->max_object_size) {
+        char b[32], m[32];
+        return tide_err_set(TIDE_EINVAL, "http_body_budget=%s (%s) is below max_object_size=%s (%s): one "
+                            "request of max_object_size must fit in the budget", tide_size_format(c->http_body_budget, b, sizeof b),
+                            c->src[TIDE_CFG_HTTP_BODY_BUDGET].where, tide_size_format(c->max_object_size, m, sizeof m),
+                            c->src[TIDE_CFG_MAX_OBJECT_SIZE].where[0] ? c->src[TIDE_CFG_MAX_OBJECT_SIZE].where : "default");
+    }
     if (c->metrics_public && c->metrics_token[0] != '\0')
         tide_log(TIDE_LOG_WARN, "TIDE_METRICS_PUBLIC=1: /metrics needs no token; TIDE_METRICS_TOKEN "
                  "is ignored there");
@@ -675,6 +709,54 @@ static void size_text(uint64_t v, char *out, size_t cap)
     else snprintf(out, cap, "%" PRIu64 "%s", b, bin[bi]);
 }
 
+/* The value of setting `id` as describe shows it, without its source. */
+static void value_text(const tide_config *c, int id, char *out, size_t cap)
+{
+    switch (id) {
+    case TIDE_CFG_NODE_SIZE:      snprintf(out, cap, "%s", tide_config_node_size_name(c->node_size)); break;
+    case TIDE_CFG_DATA_DIR:       snprintf(out, cap, "%s", c->data_dir); break;
+    case TIDE_CFG_LISTEN:         snprintf(out, cap, "%s", c->listen); break;
+    case TIDE_CFG_SWEEP_INTERVAL: snprintf(out, cap, "%u", c->sweep_interval); break;
+    case TIDE_CFG_CACHE_TARGET:   snprintf(out, cap, "%" PRIu64, c->cache_target); break;
+    case TIDE_CFG_CACHE_AGE:      snprintf(out, cap, "%" PRIu64, c->cache_age); break;
+    case TIDE_CFG_CACHE_BUDGET:   size_text(c->cache_budget, out, cap); break;
+    case TIDE_CFG_INSERT_BURST:   size_text(c->insert_burst, out, cap); break;
+    case TIDE_CFG_KEY_CACHE_SIZE: snprintf(out, cap, "%" PRIu64, c->key_cache_size); break;
+    case TIDE_CFG_KEY_CACHE_AGE:  snprintf(out, cap, "%" PRIu64, c->key_cache_age); break;
+    case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(out, cap, "%u", c->nudb_block_size); break;
+    case TIDE_CFG_LOG_LEVEL:      snprintf(out, cap, "%s", tide_log_level_name(c->log_level)); break;
+    case TIDE_CFG_MMAP_THRESHOLD:
+        if (c->mmap_threshold_set) size_text(c->mmap_threshold, out, cap);
+        else snprintf(out, cap, "unset");
+        break;
+    case TIDE_CFG_ARENA_MAX:
+        if (c->arena_max) snprintf(out, cap, "%u", c->arena_max);
+        else snprintf(out, cap, "unset");
+        break;
+    case TIDE_CFG_METRICS_TOKEN:  snprintf(out, cap, "%s", c->metrics_token[0] ? "set" : "unset"); break;
+    case TIDE_CFG_METRICS_PUBLIC: snprintf(out, cap, "%d", c->metrics_public); break;
+    case TIDE_CFG_HTTP_THREADS:   snprintf(out, cap, "%u", c->http_threads); break;
+    case TIDE_CFG_MAX_OBJECT_SIZE: size_text(c->max_object_size, out, cap); break;
+    case TIDE_CFG_ADMIN_TOKEN:    snprintf(out, cap, "%s", c->admin_token[0] ? "set" : "unset"); break;
+    case TIDE_CFG_METRICS_SMAPS:  snprintf(out, cap, "%d", c->metrics_smaps); break;
+    case TIDE_CFG_TRIM_POLICY:    tide_trim_policy_format(c->trim_policy, c->trim_param, out, cap); break;
+    case TIDE_CFG_HTTP_MAX_CONNECTIONS: snprintf(out, cap, "%u", c->http_max_connections); break;
+    case TIDE_CFG_HTTP_MAX_PER_CLIENT:  snprintf(out, cap, "%u", c->http_max_per_client); break;
+    case TIDE_CFG_HTTP_IDLE_TIMEOUT:    snprintf(out, cap, "%u", c->http_idle_timeout); break;
+    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: snprintf(out, cap, "%u", c->http_request_timeout); break;
+    case TIDE_CFG_HTTP_BODY_BUDGET:     size_text(c->http_body_budget, out, cap); break;
+    default: out[0] = '\0'; break;
+    }
+}
+
+size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t cap)
+{
+    char val[4160];
+
+    value_text(c, id, val, sizeof val);
+    return (size_t)snprintf(buf, cap, "%s", val);
+}
+
 size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
 {
     size_t len = 0;
@@ -687,36 +769,7 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
         const tide_config_source *s = &c->src[id];
         int w;
 
-        switch (id) {
-        case TIDE_CFG_NODE_SIZE:      snprintf(val, sizeof val, "%s", tide_config_node_size_name(c->node_size)); break;
-        case TIDE_CFG_DATA_DIR:       snprintf(val, sizeof val, "%s", c->data_dir); break;
-        case TIDE_CFG_LISTEN:         snprintf(val, sizeof val, "%s", c->listen); break;
-        case TIDE_CFG_SWEEP_INTERVAL: snprintf(val, sizeof val, "%u", c->sweep_interval); break;
-        case TIDE_CFG_CACHE_TARGET:   snprintf(val, sizeof val, "%" PRIu64, c->cache_target); break;
-        case TIDE_CFG_CACHE_AGE:      snprintf(val, sizeof val, "%" PRIu64, c->cache_age); break;
-        case TIDE_CFG_CACHE_BUDGET:   size_text(c->cache_budget, val, sizeof val); break;
-        case TIDE_CFG_INSERT_BURST:   size_text(c->insert_burst, val, sizeof val); break;
-        case TIDE_CFG_KEY_CACHE_SIZE: snprintf(val, sizeof val, "%" PRIu64, c->key_cache_size); break;
-        case TIDE_CFG_KEY_CACHE_AGE:  snprintf(val, sizeof val, "%" PRIu64, c->key_cache_age); break;
-        case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(val, sizeof val, "%u", c->nudb_block_size); break;
-        case TIDE_CFG_LOG_LEVEL:      snprintf(val, sizeof val, "%s", tide_log_level_name(c->log_level)); break;
-        case TIDE_CFG_MMAP_THRESHOLD:
-            if (c->mmap_threshold_set) size_text(c->mmap_threshold, val, sizeof val);
-            else snprintf(val, sizeof val, "unset");
-            break;
-        case TIDE_CFG_ARENA_MAX:
-            if (c->arena_max) snprintf(val, sizeof val, "%u", c->arena_max);
-            else snprintf(val, sizeof val, "unset");
-            break;
-        case TIDE_CFG_METRICS_TOKEN:  snprintf(val, sizeof val, "%s", c->metrics_token[0] ? "set" : "unset"); break;
-        case TIDE_CFG_METRICS_PUBLIC: snprintf(val, sizeof val, "%d", c->metrics_public); break;
-        case TIDE_CFG_HTTP_THREADS:   snprintf(val, sizeof val, "%u", c->http_threads); break;
-        case TIDE_CFG_MAX_OBJECT_SIZE: size_text(c->max_object_size, val, sizeof val); break;
-        case TIDE_CFG_ADMIN_TOKEN:    snprintf(val, sizeof val, "%s", c->admin_token[0] ? "set" : "unset"); break;
-        case TIDE_CFG_METRICS_SMAPS:  snprintf(val, sizeof val, "%d", c->metrics_smaps); break;
-        case TIDE_CFG_TRIM_POLICY:    tide_trim_policy_format(c->trim_policy, c->trim_param, val, sizeof val); break;
-        default: val[0] = '\0'; break;
-        }
+        value_text(c, id, val, sizeof val);
         switch (s->kind) {
         case TIDE_SRC_PRESET: snprintf(src, sizeof src, "preset %s", s->where); break;
         case TIDE_SRC_FILE:   snprintf(src, sizeof src, "file %s", s->where); break;

@@ -34,6 +34,8 @@ enum {
     TIDE_CFG_LOG_LEVEL, TIDE_CFG_MMAP_THRESHOLD, TIDE_CFG_ARENA_MAX,
     TIDE_CFG_METRICS_TOKEN, TIDE_CFG_METRICS_PUBLIC,
     TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY,
+    TIDE_CFG_HTTP_MAX_CONNECTIONS, TIDE_CFG_HTTP_MAX_PER_CLIENT, TIDE_CFG_HTTP_IDLE_TIMEOUT,
+    TIDE_CFG_HTTP_REQUEST_TIMEOUT, TIDE_CFG_HTTP_BODY_BUDGET,
     TIDE_CFG_COUNT
 };
 
@@ -73,6 +75,17 @@ typedef struct tide_config {
     int      trim_policy;        /* TIDE_TRIM_* (node.h): when a sweep trims */
     uint64_t trim_param;         /* every:N -> N; freed:SIZE -> bytes;
                                     free-pct:P -> P; else 0 */
+    unsigned http_max_connections;   /* open at once, 1..1048576; default 4096
+                                        (tided lowers it to fit RLIMIT_NOFILE) */
+    unsigned http_max_per_client;    /* open at once from one address, 0 (no
+                                        bound)..1048576; default 256 */
+    unsigned http_idle_timeout;      /* seconds a connection may hold nothing
+                                        in flight, 1..3600; default 5 */
+    unsigned http_request_timeout;   /* seconds to receive a whole request,
+                                        1..3600; default 10 */
+    uint64_t http_body_budget;       /* bytes of request bodies held before
+                                        handlers, >= max_object_size; default
+                                        max(64 MiB, 4 x max_object_size) */
     uint64_t ram_bytes;          /* total RAM seen by tide_config_defaults */
     tide_config_source src[TIDE_CFG_COUNT];
 } tide_config;
@@ -127,7 +140,9 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv);
  * Warns (never fails) when cache_age or key_cache_age is below
  * sweep_interval and the operator set one of the pair (entries then live up
  * to a whole interval anyway; the defaults never warn), and when
- * TIDE_METRICS_PUBLIC=1 makes a set TIDE_METRICS_TOKEN moot for /metrics. */
+ * TIDE_METRICS_PUBLIC=1 makes a set TIDE_METRICS_TOKEN moot for /metrics.
+ * http_body_budget left unset becomes max(64 MiB, 4 x max_object_size); set
+ * below max_object_size it is TIDE_EINVAL naming both and their sources. */
 int tide_config_finish(tide_config *c);
 
 /* One line, "node_size=medium(file tide.cfg:2) sweep_interval=60(preset medium)
@@ -136,6 +151,10 @@ int tide_config_finish(tide_config *c);
  * shown only as "set" or "unset". Returns the length the full line needs
  * (as snprintf). Allocates nothing. */
 size_t tide_config_describe(const tide_config *c, char *buf, size_t cap);
+
+/* The value of setting `id` alone, as tide_config_describe writes it
+ * ("1GiB", "set"), into `buf`; returns the length it needs (as snprintf). */
+size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t cap);
 
 /* Called once per consumer left unbounded: `consumer` names it ("node_cache"),
  * `how` names the setting that would bound it

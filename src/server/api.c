@@ -82,6 +82,8 @@ typedef struct error_filter {
 
 struct tided_guard {
     tided_loop     *loop;
+    tided_conn     *conn;     /* conn.c's record of its connection */
+    size_t          body;     /* bytes in srv->body_in_handlers */
     tide_cache_obj *obj;      /* a GET's value, released at dispose */
     tided_job      *job;      /* a job at a worker, or NULL */
     int64_t         account;  /* bytes added to TIDE_MEM_HTTP */
@@ -97,6 +99,8 @@ static void guard_dispose(void *p)
     tided_guard *g = p;
 
     g->loop->inflight--;
+    if (g->body) atomic_fetch_sub(&g->loop->srv->body_in_handlers, g->body);
+    tided_conn_request_end(g->conn);
     if (g->job) {
         g->job->req = NULL;
         g->job->guard = NULL;
@@ -113,9 +117,13 @@ static tided_guard *guard_new(h2o_req_t *req)
     memset(g, 0, sizeof *g);
     g->loop = l;
     l->inflight++;
+    g->conn = tided_conn_of(req);
+    tided_conn_request_begin(g->conn);
     if (req->entity.base != NULL && req->entity.len > 0) {
         g->account = (int64_t)req->entity.len;
         tide_mem_account_add(TIDE_MEM_HTTP, g->account);
+        g->body = req->entity.len;
+        atomic_fetch_add(&l->srv->body_in_handlers, g->body);
     }
     return g;
 }
@@ -398,9 +406,11 @@ static json_t *http_json(tided_server *srv)
 {
     uint64_t sb, sj, wb, wj;
 
+    json_t *j;
+
     tided_worker_counts(&srv->sync_worker, &sb, &sj);
     tided_worker_counts(&srv->sweep_worker, &wb, &wj);
-    return json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+    j = json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
                      "listen", srv->listen_text, "threads", (int)srv->nloops,
                      "connections", (json_int_t)atomic_load(&srv->connections),
                      "connections_total", (json_int_t)atomic_load(&srv->connections_total),
@@ -409,6 +419,11 @@ static json_t *http_json(tided_server *srv)
                      "max_object_size", (json_int_t)srv->max_object_size,
                      "sync_requests", (json_int_t)sj, "syncs", (json_int_t)sb,
                      "sweep_requests", (json_int_t)wj, "admin_sweeps", (json_int_t)wb);
+    if (j && json_object_update_new(j, tided_conn_json(srv)) != 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
 }
 
 static json_t *status_json(tided_server *srv)
@@ -669,6 +684,7 @@ static void http_families(void *arg, struct tide_metrics_writer *w)
     tided_worker_counts(&srv->metrics_worker, &b, &j);
     tide_metrics_family(w, "tide_http_scrapes_total", "counter", "GET /metrics requests answered with a page.");
     tide_metrics_sample(w, "tide_http_scrapes_total", NULL, 0, (double)j);
+    tided_conn_families(srv, w);
 }
 
 int tided_metrics_render(tided_server *srv, char **out, size_t *len)
@@ -798,8 +814,16 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     int get_or_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) || is_head(req);
     static const char objects_prefix[] = "/v1/objects/";
     tided_guard *guard = guard_new(req);
+    tided_head head;
 
-    if (req->path.len > TIDED_MAX_URL) {
+    if (tided_conn_check_head(req, &head) == TIDED_HEAD_BAD) {
+        /* Smuggling: h2o framed the body by one header; a proxy in front
+         * may have framed it by the other. Nothing after it is read. */
+        req->http1_is_persistent = 0;
+        atomic_fetch_add(&srv->requests_refused_framing, 1);
+        send_error(req, 400, "bad_request", "the request has %s; refused, and the connection closed",
+                   head.reason);
+    } else if (req->path.len > TIDED_MAX_URL) {
         send_error(req, 414, "uri_too_long", "the request target is %zu bytes; the most is %d",
                    req->path.len, TIDED_MAX_URL);
     } else if (n >= sizeof objects_prefix - 1 && memcmp(p, objects_prefix, sizeof objects_prefix - 1) == 0) {

@@ -8,10 +8,11 @@
  * (loop 0 the original, the others a dup), watched for reads: whichever
  * loop's accept wins takes the connection, and the connection stays on that
  * loop for its whole life. Loop 0 runs on the main thread and also watches
- * the signalfd; SIGTERM and SIGINT are blocked in every thread, so they
- * are only ever read from there, never handled in a signal handler.
+ * the signalfd; SIGTERM, SIGINT, SIGQUIT and SIGHUP are blocked in every
+ * thread, so they are only ever read from there, never handled in a
+ * signal handler. SIGHUP reloads (tided_reload) and changes no state.
  *
- * Stop. The first SIGTERM or SIGINT sets state DRAINING and wakes every
+ * Stop. The first SIGTERM, SIGINT or SIGQUIT sets state DRAINING and wakes every
  * loop (an empty message on its queue). Each loop then closes its
  * listener, asks h2o to stop keep-alive (h2o_context_request_shutdown),
  * and keeps running until its requests in flight are done (inflight, kept
@@ -22,13 +23,14 @@
  * by the process's exit. The loop threads then park (see loop_thread), and
  * main goes on to close the node.
  *
- * Connections. A counter, decremented by the socket's on_close callback,
- * bounds the connections open at once to max_connections (4096, or less
- * when RLIMIT_NOFILE is lower); a connection over the bound is closed at
- * once and counted as refused. h2o itself bounds each connection: request
- * line and headers H2O_MAX_REQLEN (8192 + 4096 * 100 bytes) and 100
- * headers, 10 s to receive a request and between keep-alive requests
- * (http1.req_timeout), the body to max_request_entity_size.
+ * Connections. Each accepted socket goes to conn.c, which admits it (the
+ * total and per-client bounds, evicting an idle connection at the total
+ * bound) and hands it to h2o; after every turn of the event loop the loop
+ * lets conn.c scan its connections (idle close, the head check, the body
+ * budget), and it never sleeps longer than conn.c's next scan. h2o itself
+ * bounds each connection: request line and headers H2O_MAX_REQLEN (8192 +
+ * 4096 * 100 bytes) and 100 headers, http_request_timeout to receive a
+ * request (http1.req_timeout), the body to max_request_entity_size.
  *
  * Invariants:
  *   1. Everything of a loop (its sockets, its context, its requests) is
@@ -106,16 +108,9 @@ out:
 
 /* ---- connections ----------------------------------------------------- */
 
-static void on_connection_close(void *data)
-{
-    tided_server *srv = data;
-    atomic_fetch_sub(&srv->connections, 1);
-}
-
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     tided_loop *l = listener->data;
-    tided_server *srv = l->srv;
 
     if (err != NULL) return;
     /* A bounded batch, so one busy listener cannot starve the loop's
@@ -123,19 +118,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     for (int i = 0; i < 64; i++) {
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
         if (sock == NULL) break;
-        if (atomic_fetch_add(&srv->connections, 1) >= srv->max_connections) {
-            atomic_fetch_sub(&srv->connections, 1);
-            if (atomic_fetch_add(&srv->connections_refused, 1) % 1000 == 0)
-                tide_log(TIDE_LOG_WARN, "connection refused: %u connections are open, the most tided "
-                         "serves at once (raise RLIMIT_NOFILE to allow up to %d)", srv->max_connections,
-                         TIDED_MAX_CONNECTIONS);
-            h2o_socket_close(sock);
-            continue;
-        }
-        atomic_fetch_add(&srv->connections_total, 1);
-        sock->on_close.cb = on_connection_close;
-        sock->on_close.data = srv;
-        h2o_accept(&l->accept_ctx, sock);
+        tided_conn_accept(l, sock);
     }
 }
 
@@ -157,8 +140,13 @@ static void on_signal(h2o_socket_t *sock, const char *err)
 
     (void)err;
     while (read(srv->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
-        const char *name = si.ssi_signo == SIGTERM ? "SIGTERM" : si.ssi_signo == SIGINT ? "SIGINT" : "a signal";
+        const char *name = si.ssi_signo == SIGTERM ? "SIGTERM" : si.ssi_signo == SIGINT ? "SIGINT"
+                         : si.ssi_signo == SIGQUIT ? "SIGQUIT" : "a signal";
         int expected = TIDED_RUNNING;
+        if (si.ssi_signo == SIGHUP) {
+            tided_reload(srv);
+            continue;
+        }
         if (atomic_compare_exchange_strong(&srv->state, &expected, TIDED_DRAINING)) {
             tide_log(TIDE_LOG_INFO, "%s: stopping: no new connections; waiting up to %d ms for requests in "
                      "flight (a second signal stops waiting)", name, TIDED_DRAIN_MS);
@@ -255,12 +243,14 @@ static void loop_run(tided_loop *l)
             }
             wait_ms = (int32_t)((l->deadline_us - now) / 1000 + 1);
         }
+        if (tided_conn_wait_ms(l) < wait_ms) wait_ms = tided_conn_wait_ms(l);
         if (h2o_evloop_run(l->evloop, wait_ms) != 0 && errno != EINTR) {
             tide_log(TIDE_LOG_ERROR, "loop %u: the event loop failed: %s", l->index, strerror(errno));
             atomic_store(&srv->state, TIDED_HURRY);
             wake_all(srv);
             break;
         }
+        tided_conn_poll(l, 0);
     }
 }
 

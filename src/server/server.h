@@ -2,7 +2,10 @@
  * server.h: what the parts of tided share.
  *
  *   tided.c   main: flags, settings, signals, startup, the node, shutdown
- *   loop.c    the event loops: listener, connections, the drain on stop
+ *   loop.c    the event loops: listener, signals, the drain on stop
+ *   conn.c    connections: admission (total, per client, eviction of idle
+ *             ones), idle close, the head check and the request-body
+ *             budget, answered before h2o reads a body
  *   api.c     the HTTP endpoints (routing, objects, status, admin) and the
  *             JSON bodies of every error, h2o's own included
  *   work.c    the worker threads that run tide_node_sync, tide_node_sweep
@@ -35,12 +38,11 @@
 #define TIDED_MAX_URL 1024
 /* How long a stop waits for requests in flight (pending ?sync=1 included). */
 #define TIDED_DRAIN_MS 10000
-/* Connections open at once, at most (lowered to fit RLIMIT_NOFILE). */
-#define TIDED_MAX_CONNECTIONS 4096
 
 typedef struct tided_server tided_server;
 typedef struct tided_loop tided_loop;
 typedef struct tided_job tided_job;
+typedef struct tided_conn tided_conn;
 
 /* ---- work.c ---------------------------------------------------------- */
 
@@ -118,6 +120,12 @@ struct tided_loop {
     int            stopping;         /* this loop has closed its listener */
     uint64_t       deadline_us;      /* monotonic: end of the drain */
     atomic_int     ready;            /* set up: its receivers may be sent to */
+    /* conn.c: this loop's connections, longest idle first */
+    tided_conn    *conn_head, *conn_tail;
+    size_t         nconns;
+    uint64_t       last_scan_ms;     /* h2o_now of the last scan */
+    int            scan_pending;     /* a scan was due but skipped by the rate */
+    size_t         unparsed;         /* this loop's share of srv->body_unparsed */
 };
 
 enum { TIDED_RUNNING = 0, TIDED_DRAINING = 1, TIDED_HURRY = 2 };
@@ -140,9 +148,19 @@ struct tided_server {
     int            signal_fd;
     int            listen_fd;        /* the bound socket (loop 0 uses it) */
     char           listen_text[300]; /* "127.0.0.1:8080", "[::1]:8080" */
-    unsigned       max_connections;
+    unsigned       max_connections;  /* http_max_connections, fitted to RLIMIT_NOFILE */
+    unsigned       max_per_client;   /* http_max_connections_per_client (0: none) */
+    uint64_t       idle_timeout_ms;  /* http_idle_timeout */
+    uint64_t       body_budget;      /* http_body_budget, bytes */
     atomic_uint    connections;
-    atomic_ullong  connections_total, connections_refused;
+    atomic_ullong  connections_total, connections_refused, connections_refused_per_client;
+    atomic_ullong  connections_evicted, connections_idle_closed;
+    atomic_ullong  requests_refused_framing, requests_refused_too_large, requests_refused_budget;
+    atomic_ullong  body_admitted;    /* conn.c: bytes declared by admitted heads */
+    atomic_ullong  body_in_handlers; /* api.c: bodies of requests in handlers */
+    atomic_llong   body_unparsed;    /* conn.c: bytes of heads not complete yet */
+    pthread_mutex_t clients_mu;      /* clients */
+    struct tided_client *clients[4096];  /* conn.c: open connections per address */
     atomic_int     state;            /* TIDED_RUNNING, _DRAINING, _HURRY */
     pthread_mutex_t done_mu;         /* loops_done, and the parked loops */
     pthread_cond_t done_cv, park_cv;
@@ -161,6 +179,70 @@ int  tided_loops_init(tided_server *srv);
  * signal stops them and every one has drained (its thread then parks until
  * the process exits). */
 void tided_loops_run(tided_server *srv);
+
+/* ---- conn.c ---------------------------------------------------------- */
+
+/* One accepted connection (conn.c's essay). Touched by its loop only. */
+struct tided_conn {
+    tided_loop   *loop;
+    h2o_socket_t *sock;
+    tided_conn   *prev, *next;       /* the loop's list, longest idle first */
+    struct tided_client *client;     /* its address's count, or NULL */
+    uint64_t      idle_since_ms;     /* accept, or the end of its last request */
+    size_t        accounted;         /* its buffer's bytes in TIDE_MEM_HTTP */
+    uint64_t      admitted;          /* bytes its admitted head declared */
+    int           busy;              /* requests in a handler or being answered */
+    int           head_checked;      /* the pending request's head was checked */
+    uint64_t      close_at_ms;       /* refused: when to close it (0: not) */
+    h2o_socket_cb read_cb;           /* refused: h2o's read callback */
+};
+
+enum { TIDED_HEAD_OK = 0, TIDED_HEAD_INCOMPLETE = 1, TIDED_HEAD_BAD = 2 };
+
+/* What the head check found in a request's head. */
+typedef struct tided_head {
+    size_t      head_len;            /* bytes up to and with the blank line */
+    unsigned    content_lengths;     /* Content-Length headers seen */
+    uint64_t    content_length;      /* its value */
+    int         transfer_encoding;   /* a Transfer-Encoding header was seen */
+    const char *reason;              /* TIDED_HEAD_BAD: what is wrong */
+} tided_head;
+
+/* Read the head at buf[0..len) (request line and headers, up to the blank
+ * line): TIDED_HEAD_INCOMPLETE without the blank line yet; TIDED_HEAD_BAD
+ * with out->reason for two Content-Length headers, Content-Length with
+ * Transfer-Encoding, or a Content-Length that is not a decimal number;
+ * else TIDED_HEAD_OK. Pure; any thread; reads len bytes at most. */
+int  tided_head_check(const char *buf, size_t len, tided_head *out);
+/* The per-client table's lock (before any loop runs). */
+void tided_clients_init(tided_server *srv);
+/* Admit an accepted socket (per-client bound, total bound with eviction)
+ * and hand it to h2o, or close it. Loop thread. */
+void tided_conn_accept(tided_loop *l, h2o_socket_t *sock);
+/* Run the scan (idle close, head check, body budget, accounting) when
+ * TIDED_SCAN_MS passed since the last or `force`. Loop thread. */
+void tided_conn_poll(tided_loop *l, int force);
+/* How long the loop may sleep before the next scan is due. */
+int32_t tided_conn_wait_ms(tided_loop *l);
+/* The record of the connection `req` came on (NULL if none); a request's
+ * start and end (api.c's guard). Loop thread. */
+tided_conn *tided_conn_of(h2o_req_t *req);
+void tided_conn_request_begin(tided_conn *c);
+void tided_conn_request_end(tided_conn *c);
+/* The head check on a request that reached a handler with a body. */
+int  tided_conn_check_head(h2o_req_t *req, tided_head *head);
+/* The connection bounds' figures: a new JSON object for /v1/status's
+ * "http", and the tide_http_* families they add to /metrics. Any thread. */
+struct json_t;
+struct json_t *tided_conn_json(tided_server *srv);
+struct tide_metrics_writer;
+void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w);
+
+/* ---- tided.c --------------------------------------------------------- */
+
+/* SIGHUP: read the settings again, apply log_level, log what else changed.
+ * Main thread (loop 0) only. */
+void tided_reload(tided_server *srv);
 
 /* ---- api.c ----------------------------------------------------------- */
 

@@ -34,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -112,6 +114,29 @@ static const struct { const char *arg, *text; } option_help[TIDE_CFG_COUNT] = {
         "default), never, every:N (every N-th sweep), freed:SIZE (when the\n"
         "sweep freed at least SIZE), free-pct:P (when the allocator holds\n"
         "free more than P% of RSS). docs/LAB.md compares them." },
+    [TIDE_CFG_HTTP_MAX_CONNECTIONS] = { "N",
+        "connections open at once, 1 to 1048576. At the bound a new\n"
+        "connection closes the longest-idle one (no request in flight, nothing\n"
+        "received), so idle connections cannot lock clients out; only when\n"
+        "none is idle is it refused. Lowered to fit RLIMIT_NOFILE. Default 4096." },
+    [TIDE_CFG_HTTP_MAX_PER_CLIENT] = { "N",
+        "connections open at once from one client address, 0 (no bound) to\n"
+        "1048576; more are closed at once. Behind a proxy every client has\n"
+        "the proxy's address: raise it, or set 0. Default 256." },
+    [TIDE_CFG_HTTP_IDLE_TIMEOUT] = { "SECONDS",
+        "a connection with no request in flight and nothing received for this\n"
+        "long (since it opened, or since its last response) is closed, 1 to\n"
+        "3600. Default 5." },
+    [TIDE_CFG_HTTP_REQUEST_TIMEOUT] = { "SECONDS",
+        "a request's head and body must arrive within this long of its first\n"
+        "byte, or the connection is closed (h2o's http1 request timeout), 1 to\n"
+        "3600. Default 10." },
+    [TIDE_CFG_HTTP_BODY_BUDGET] = { "SIZE",
+        "bytes of request bodies tided holds for requests not yet answered,\n"
+        "counted in the http consumer; at least max_object_size, at most\n"
+        "1TiB. A request whose head declares more than is left is answered\n"
+        "503 with Retry-After: 1 before its body is read. Default\n"
+        "max(64MiB, 4 x max_object_size)." },
 };
 
 static void print_wrapped(FILE *f, const char *text, int indent)
@@ -135,7 +160,7 @@ static void print_help(FILE *f)
 "SYNOPSIS\n"
 "    tided [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
 "          [--node-size SIZE] [--sweep-interval SECONDS] [--log-level LEVEL]\n"
-"          [OPTION=VALUE ...]\n"
+"          [--SETTING VALUE | --SETTING=VALUE ...]\n"
 "    tided --help | --version\n"
 "\n"
 "DESCRIPTION\n"
@@ -216,21 +241,37 @@ static void print_help(FILE *f)
 "\n"
 "LIMITS\n"
 "    Request line and headers: 8192 + 4096 * 100 bytes and 100 headers\n"
-"    (h2o). Request target: 1024 bytes. Body: max_object_size. Connections:\n"
-"    4096 at once, fewer if RLIMIT_NOFILE is lower (tided raises its soft\n"
-"    limit to the hard one). A connection idle for 10 s, or taking longer\n"
-"    to send a request, is closed (h2o). HTTP/1.x only, without TLS.\n"
+"    (h2o). Request target: 1024 bytes. Body: max_object_size; a\n"
+"    Content-Length over it is 413 before the body is read. Two\n"
+"    Content-Length headers, or Content-Length with Transfer-Encoding: 400,\n"
+"    connection closed. Request bodies held at once: http_body_budget (503\n"
+"    with Retry-After beyond it). Connections: http_max_connections at\n"
+"    once (fewer if RLIMIT_NOFILE is lower; tided raises its soft limit to\n"
+"    the hard one), http_max_connections_per_client from one address;\n"
+"    idle ones are closed after http_idle_timeout, and a request must\n"
+"    arrive within http_request_timeout. HTTP/1.x only, without TLS.\n"
 "\n"
 "SIGNALS\n"
-"    SIGTERM, SIGINT  stop: close the listening socket, let requests in flight\n"
+"    SIGTERM, SIGINT, SIGQUIT\n"
+"                     stop: close the listening socket, let requests in flight\n"
 "                     finish (pending ?sync=1 included) for up to 10 s, close\n"
 "                     the store (committing every acknowledged PUT), log\n"
 "                     \"shutdown complete\" and exit 0. A second signal stops\n"
-"                     waiting for requests in flight.\n"
+"                     waiting for requests in flight. During startup (the\n"
+"                     store's open, which may recover or take long on a slow\n"
+"                     disk) it stops tided before it serves, exit 0; the\n"
+"                     interrupted open is finished at the next start.\n"
+"    SIGHUP           reload: read the settings again (flags, TIDE_*\n"
+"                     variables, --config FILE) and apply log_level, the one\n"
+"                     setting that changes while tided runs; every other\n"
+"                     change is named in the log and takes effect at the next\n"
+"                     start. tided logs to stderr and has no log file to\n"
+"                     reopen. A file that no longer reads changes nothing.\n"
 "    SIGPIPE          ignored.\n"
 "\n"
 "EXIT STATUS\n"
-"    0  stopped by SIGTERM or SIGINT, store closed cleanly\n"
+"    0  stopped by SIGTERM, SIGINT or SIGQUIT: store closed cleanly, or\n"
+"       tided stopped before serving\n"
 "    1  the store could not be opened (busy: another process holds it;\n"
 "       corrupt; I/O error), the address could not be bound, or closing the\n"
 "       store failed\n"
@@ -301,8 +342,8 @@ static int load_settings(tide_config *c, int argc, char **argv, const char *conf
     return rc;
 }
 
-/* Block SIGTERM and SIGINT (every thread made later inherits the mask) and
- * read them from a signalfd; ignore SIGPIPE. */
+/* Block the signals tided acts on (every thread made later inherits the
+ * mask) and read them from a signalfd; ignore SIGPIPE. */
 static int setup_signals(tided_server *srv)
 {
     sigset_t set;
@@ -311,19 +352,21 @@ static int setup_signals(tided_server *srv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGQUIT);
+    sigaddset(&set, SIGHUP);
     if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
     srv->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     return srv->signal_fd < 0 ? -1 : 0;
 }
 
-/* Raise the soft descriptor limit to the hard one and size the connection
+/* Raise the soft descriptor limit to the hard one and fit the connection
  * bound under it (a few dozen descriptors stay for the store and h2o). */
-static void setup_connection_limit(tided_server *srv)
+static void setup_connection_limit(tided_server *srv, const tide_config *c)
 {
     struct rlimit rl;
     uint64_t fit;
 
-    srv->max_connections = TIDED_MAX_CONNECTIONS;
+    srv->max_connections = c->http_max_connections;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
     if (rl.rlim_cur < rl.rlim_max) {
         struct rlimit want = rl;
@@ -335,19 +378,122 @@ static void setup_connection_limit(tided_server *srv)
     if (fit < srv->max_connections) {
         srv->max_connections = (unsigned)fit;
         tide_log(TIDE_LOG_WARN, "RLIMIT_NOFILE allows %llu descriptors: serving at most %u connections "
-                 "(raise the limit, e.g. LimitNOFILE=8192, for %d)", (unsigned long long)rl.rlim_cur,
-                 srv->max_connections, TIDED_MAX_CONNECTIONS);
+                 "(raise the limit, e.g. LimitNOFILE=%u, for http_max_connections=%u)",
+                 (unsigned long long)rl.rlim_cur, srv->max_connections, c->http_max_connections + 64,
+                 c->http_max_connections);
     }
 }
 
-static int open_node(tided_server *srv, const tide_config *c)
+/* Anything but a loopback address: who can reach /v1/status and
+ * /v1/sweeps, which need no token, is the network's business then. */
+static int listen_is_loopback(const char *host)
 {
-    tide_node_opts o;
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
+}
+
+/* ---- SIGHUP ------------------------------------------------------------ */
+
+static int    saved_argc;
+static char **saved_argv;
+static const char *saved_config;
+
+void tided_reload(tided_server *srv)
+{
+    static tide_config fresh;          /* main thread only (loop 0) */
     int rc;
 
-    tide_startup_node_opts(c, &o);
+    (void)srv;
+    tide_config_defaults(&fresh);
+    rc = saved_config ? tide_config_load_file(&fresh, saved_config) : 0;
+    if (rc == 0) rc = tide_config_apply_env(&fresh, NULL, NULL);
+    if (rc == 0) rc = tide_config_apply_args(&fresh, saved_argc, saved_argv);
+    if (rc == 0) rc = tide_config_finish(&fresh);
+    if (rc) {
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the settings do not read any more, so nothing changed: %s",
+                 tide_last_error());
+        return;
+    }
+    if (fresh.log_level != tide_log_get_level()) {
+        tide_log(TIDE_LOG_INFO, "SIGHUP: log_level %s -> %s (%s)", tide_log_level_name(tide_log_get_level()),
+                 tide_log_level_name(fresh.log_level), fresh.src[TIDE_CFG_LOG_LEVEL].where[0]
+                 ? fresh.src[TIDE_CFG_LOG_LEVEL].where : "default");
+        tide_log_set_level(fresh.log_level);
+    }
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        char was[4500], now[4500];
+        if (id == TIDE_CFG_LOG_LEVEL) continue;
+        tide_config_describe_one(srv->cfg, id, was, sizeof was);
+        tide_config_describe_one(&fresh, id, now, sizeof now);
+        if (strcmp(was, now) != 0)
+            tide_log(TIDE_LOG_WARN, "SIGHUP: %s changed (%s -> %s); it takes effect at the next start",
+                     tide_config_name(id), was, now);
+    }
+    tide_log(TIDE_LOG_INFO, "SIGHUP: settings read again%s%s; the log stays on stderr",
+             saved_config ? " from " : "", saved_config ? saved_config : "");
+}
+
+/* ---- the store's open, which a signal may cut short ------------------- */
+
+typedef struct open_job {
+    tided_server     *srv;
+    const tide_config *cfg;
+    int               rc;
+    int               done_fd;        /* written once the open returned */
+} open_job;
+
+static void *open_thread(void *arg)
+{
+    open_job *j = arg;
+    tide_node_opts o;
+    uint64_t one = 1;
+
+    tide_startup_node_opts(j->cfg, &o);
     o.create_if_missing = 1;
-    rc = tide_node_open(&srv->node, &o);
+    j->rc = tide_node_open(&j->srv->node, &o);
+    if (write(j->done_fd, &one, sizeof one) != (ssize_t)sizeof one) { /* the poll sees the thread end anyway */ }
+    return NULL;
+}
+
+/* Open the node on a thread while the signalfd is watched: a stop signal
+ * before the open returns ends the process at once (exit 0), since nothing
+ * was acknowledged yet and the store's open is safe to cut as a crash is.
+ * Returns 0, or the open's error (logged). */
+static int open_node(tided_server *srv, const tide_config *c)
+{
+    open_job j = { srv, c, 0, -1 };
+    pthread_t tid;
+    int rc, err;
+
+    j.done_fd = eventfd(0, EFD_CLOEXEC);
+    if (j.done_fd < 0) {
+        tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: eventfd: %s", c->data_dir, strerror(errno));
+        return TIDE_EIO;
+    }
+    err = pthread_create(&tid, NULL, open_thread, &j);
+    if (err) {
+        close(j.done_fd);
+        tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: a thread: %s", c->data_dir, strerror(err));
+        return TIDE_ENOMEM;
+    }
+    for (;;) {
+        struct pollfd p[2] = { { j.done_fd, POLLIN, 0 }, { srv->signal_fd, POLLIN, 0 } };
+        struct signalfd_siginfo si;
+        if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+        if (p[0].revents) break;
+        while (read(srv->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo == SIGHUP) {
+                tide_log(TIDE_LOG_INFO, "SIGHUP during startup: nothing to reload yet");
+                continue;
+            }
+            tide_log(TIDE_LOG_WARN, "%s during startup: stopping before serving, while the store in %s is "
+                     "still opening (nothing was acknowledged yet; an interrupted open is finished at the "
+                     "next start)", strsignal((int)si.ssi_signo), c->data_dir);
+            _exit(EXIT_OK);
+        }
+    }
+    pthread_join(tid, NULL);
+    close(j.done_fd);
+    rc = j.rc;
     if (rc == TIDE_EBUSY)
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: it is busy: another process (another tided, "
                  "or a tide command) holds it: %s", c->data_dir, tide_last_error());
@@ -372,6 +518,7 @@ static void setup_h2o(tided_server *srv)
      * api.c refuses the byte over with the same 413. */
     srv->globalconf.max_request_entity_size = srv->max_object_size + 1;
     srv->globalconf.http1.upgrade_to_http2 = 0;     /* HTTP/1.x only */
+    srv->globalconf.http1.req_timeout = (uint64_t)srv->cfg->http_request_timeout * 1000;
     srv->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("tided"));
     host = h2o_config_register_host(&srv->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     tided_api_register(srv, host);
@@ -401,6 +548,13 @@ int main(int argc, char **argv)
     srv->metrics_token_len = strlen(cfg.metrics_token);
     srv->metrics_public = cfg.metrics_public;
     srv->nloops = cfg.http_threads;
+    srv->max_per_client = cfg.http_max_per_client;
+    srv->idle_timeout_ms = (uint64_t)cfg.http_idle_timeout * 1000;
+    srv->body_budget = cfg.http_body_budget;
+    tided_clients_init(srv);
+    saved_argc = argc;
+    saved_argv = argv;
+    saved_config = config;
     srv->started_mono_us = tide_clock_mono_us();
     clock_gettime(CLOCK_REALTIME, &now);
     srv->started_unix_s = (uint64_t)now.tv_sec;
@@ -415,12 +569,18 @@ int main(int argc, char **argv)
         goto out;
     }
     tide_startup_log(&cfg);
-    setup_connection_limit(srv);
-    if (open_node(srv, &cfg) != 0) goto out;
+    setup_connection_limit(srv, &cfg);
+    /* Bind first: a tided that cannot serve must not create a store. */
     if (tided_listen(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "%s", tide_last_error());
         goto out;
     }
+    if (!listen_is_loopback(cfg.listen_host))
+        tide_log(TIDE_LOG_WARN, "listening on %s, not a loopback address: /healthz, /v1/status and /v1/sweeps "
+                 "answer anyone who can reach it, without a token (they show the store's and the node's "
+                 "figures, never a value or a token); PUT and GET of objects are open too. Put a proxy "
+                 "with TLS and access control in front (docs/HTTP.md)", srv->listen_text);
+    if (open_node(srv, &cfg) != 0) goto out;
     setup_h2o(srv);
     if (tided_loops_init(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "cannot set up the event loops: %s", tide_last_error());

@@ -1,0 +1,637 @@
+/*
+ * conn.c: tided's connections, from accept to close: who may connect, how
+ * long a connection may sit idle, and how many request bytes tided holds
+ * for requests that have not reached a handler yet.
+ *
+ * Why this exists. h2o 2.2 reads a whole request (head and body) into the
+ * socket's input buffer before any handler runs, and bounds a connection
+ * only by time (http1.req_timeout) and size (max_request_entity_size). On
+ * its own it lets 4096 connections that send nothing lock every other
+ * client out, and 2,500 connections each holding 1 MiB - 1 byte of a body
+ * take 2.5 GiB without a handler ever seeing one. This file adds what a
+ * server facing untrusted clients needs, without changing h2o:
+ *
+ *   - Admission at accept: at most http_max_connections open at once and
+ *     http_max_connections_per_client from one address. At the total bound
+ *     a new connection evicts the loop's longest-idle connection (nothing
+ *     in flight, nothing buffered) instead of being refused, so idle
+ *     connections can never lock a client out; only when every connection
+ *     of the loop is working is the new one refused.
+ *   - Idle close: a connection with no request in flight and nothing
+ *     buffered for http_idle_timeout seconds (since accept or since its
+ *     last response) is closed.
+ *   - The head check: each connection holding bytes of a request that has
+ *     not reached a handler has that request's head read once, by this
+ *     file's own parser: two Content-Length headers, or Content-Length
+ *     with Transfer-Encoding, is 400 (request smuggling behind a proxy:
+ *     h2o would take the first and read the rest as a second request); a
+ *     Content-Length over max_object_size is 413. Both are answered before
+ *     the body is read, and the connection is closed.
+ *   - The body budget: a head that passes is admitted only if the bytes it
+ *     declares (head + Content-Length; max_object_size for chunked) fit in
+ *     http_body_budget beside what is already admitted, in handlers and
+ *     buffered without a head yet; otherwise it is answered 503 with
+ *     Retry-After before its body is read. A request is always admitted
+ *     when nothing else is, so one request of max_object_size always
+ *     fits.
+ *   - Accounting: the input buffers of connections not in a handler, and
+ *     each connection's record, are counted in the "http" consumer (api.c's
+ *     guard counts a request's body once a handler has it).
+ *
+ * The scan. The checks above run in tided_conn_poll, which each loop calls
+ * after every turn of its event loop, at most once per TIDED_SCAN_MS; it
+ * walks the loop's connections (a few loads per connection: about 0.3 ms
+ * for 4096). A loop wakes at least once a second for it. So a request is
+ * checked within one scan of its head arriving: a client faster than that
+ * reaches the handler first, where api.c runs the same head check
+ * (tided_conn_check_head) and max_object_size's 413 with the body already
+ * held (at most max_object_size + 1 bytes, which h2o enforces). What the
+ * budget bounds is therefore the bytes admitted plus what the loops read
+ * within one scan interval.
+ *
+ * Answering outside h2o. A refusal happens while h2o's HTTP/1 connection
+ * waits for request bytes, so no h2o request exists to answer with. The
+ * scan stops h2o reading the socket, writes the whole response (under 512
+ * bytes, into an empty send buffer) with send(), shuts the write side so
+ * the client sees the end, frees the buffered bytes, and after
+ * TIDED_LINGER_MS closes the connection through h2o's own read callback
+ * with an error, exactly as h2o does when the peer goes away. The linger
+ * lets a client still sending read the answer before the close resets the
+ * connection.
+ *
+ * Invariants:
+ *   1. A connection's record lives exactly as long as its socket: made in
+ *      tided_conn_accept, freed in the socket's on_close callback, and only
+ *      its own loop's thread touches it (loop.c invariant 1).
+ *   2. srv->body_admitted == the sum of every record's `admitted`;
+ *      srv->body_unparsed == the sum of every loop's `unparsed`.
+ *   3. Each record's `accounted` bytes are in TIDE_MEM_HTTP, and are
+ *      taken out when it closes.
+ *   4. A record is refused at most once; after a refusal h2o never reads
+ *      its socket again.
+ *
+ * Never: close an h2o socket with h2o_socket_close from here (h2o's
+ * connection still points to it; the read callback closes it through
+ * h2o); answer a connection whose request is in a handler.
+ */
+#include "server/server.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "mem/account.h"
+#include "node/metrics.h"
+#include "tide/error.h"
+#include "util/log.h"
+
+/* The most often a loop scans its connections. */
+#define TIDED_SCAN_MS 10
+/* How long a refused connection stays open for its client to read the answer. */
+#define TIDED_LINGER_MS 1000
+/* How many idle candidates an accept looks at when it must evict one. */
+#define TIDED_EVICT_LOOK 64
+/* Buckets of the per-client table (a power of two; server.h sizes it). */
+#define TIDED_CLIENT_BUCKETS 4096
+/* A partial head longer than this is refused while the budget is spent. */
+#define TIDED_LONG_HEAD (16 * 1024)
+
+/* ---- clients ---------------------------------------------------------- */
+
+struct tided_client {
+    struct tided_client *next;
+    unsigned char addr[16];          /* IPv4 as ::ffff:a.b.c.d */
+    unsigned      count;             /* connections open from it */
+};
+
+/* The peer's address as 16 bytes (IPv4 mapped into IPv6). Returns 0 or -1
+ * (not an IP socket). */
+static int peer_key(h2o_socket_t *sock, unsigned char key[16])
+{
+    struct sockaddr_storage ss;
+    socklen_t len = h2o_socket_getpeername(sock, (struct sockaddr *)&ss);
+
+    if (len == 0) return -1;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+        memset(key, 0, 10);
+        key[10] = key[11] = 0xff;
+        memcpy(key + 12, &in->sin_addr, 4);
+        return 0;
+    }
+    if (ss.ss_family == AF_INET6) {
+        memcpy(key, &((const struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+        return 0;
+    }
+    return -1;
+}
+
+static size_t client_bucket(const unsigned char key[16])
+{
+    uint64_t h = 1469598103934665603ull;      /* FNV-1a: 16 bytes, no need for more */
+    for (int i = 0; i < 16; i++) h = (h ^ key[i]) * 1099511628211ull;
+    return (size_t)(h & (TIDED_CLIENT_BUCKETS - 1));
+}
+
+/* Count one more connection from `key`, unless it has `limit` already
+ * (limit 0: no bound). Returns the client, or NULL when over the bound or
+ * out of memory (*over says which). Any thread. */
+static struct tided_client *client_take(tided_server *srv, const unsigned char key[16], unsigned limit, int *over)
+{
+    struct tided_client *c, **slot;
+
+    *over = 0;
+    pthread_mutex_lock(&srv->clients_mu);
+    slot = &srv->clients[client_bucket(key)];
+    for (c = *slot; c; c = c->next)
+        if (memcmp(c->addr, key, 16) == 0) break;
+    if (c == NULL) {
+        c = calloc(1, sizeof *c);
+        if (c) {
+            memcpy(c->addr, key, 16);
+            c->next = *slot;
+            *slot = c;
+            tide_mem_account_add(TIDE_MEM_HTTP, (int64_t)sizeof *c);
+        }
+    } else if (limit != 0 && c->count >= limit) {
+        *over = 1;
+        c = NULL;
+    }
+    if (c) c->count++;
+    pthread_mutex_unlock(&srv->clients_mu);
+    return c;
+}
+
+static void client_give(tided_server *srv, struct tided_client *client)
+{
+    struct tided_client **slot;
+
+    pthread_mutex_lock(&srv->clients_mu);
+    assert(client->count > 0);
+    if (--client->count == 0) {
+        for (slot = &srv->clients[client_bucket(client->addr)]; *slot != client; slot = &(*slot)->next)
+            assert(*slot != NULL);
+        *slot = client->next;
+        free(client);
+        tide_mem_account_sub(TIDE_MEM_HTTP, (int64_t)sizeof *client);
+    }
+    pthread_mutex_unlock(&srv->clients_mu);
+}
+
+void tided_clients_init(tided_server *srv)
+{
+    pthread_mutex_init(&srv->clients_mu, NULL);
+}
+
+/* ---- the head check ----------------------------------------------------- */
+
+static int name_is(const char *p, size_t n, const char *lit)
+{
+    return n == strlen(lit) && strncasecmp(p, lit, n) == 0;
+}
+
+int tided_head_check(const char *buf, size_t len, tided_head *out)
+{
+    const char *p = buf, *end = buf + len, *line, *nl;
+    int first = 1;
+
+    memset(out, 0, sizeof *out);
+    /* Blank lines before a request line are allowed (RFC 9112 2.2). */
+    while (p < end && (*p == '\r' || *p == '\n')) p++;
+    for (;;) {
+        size_t n;
+        line = p;
+        nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL) return TIDED_HEAD_INCOMPLETE;
+        p = nl + 1;
+        n = (size_t)(nl - line);
+        if (n > 0 && line[n - 1] == '\r') n--;
+        if (n == 0) break;                      /* the end of the head */
+        if (first) { first = 0; continue; }     /* the request line */
+        if (line[0] == ' ' || line[0] == '\t') continue;   /* obs-fold: h2o refuses it */
+        {
+            const char *colon = memchr(line, ':', n), *v, *ve;
+            if (colon == NULL) continue;            /* h2o refuses it as malformed */
+            v = colon + 1;
+            ve = line + n;
+            while (v < ve && (*v == ' ' || *v == '\t')) v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+            if (name_is(line, (size_t)(colon - line), "content-length")) {
+                uint64_t cl = 0;
+                if (++out->content_lengths > 1) {
+                    out->reason = "two Content-Length headers";
+                    return TIDED_HEAD_BAD;
+                }
+                if (v == ve) { out->reason = "an empty Content-Length"; return TIDED_HEAD_BAD; }
+                for (const char *d = v; d < ve; d++) {
+                    if (*d < '0' || *d > '9' || cl > (UINT64_MAX - 9) / 10) {
+                        out->reason = "a Content-Length that is not a number of bytes";
+                        return TIDED_HEAD_BAD;
+                    }
+                    cl = cl * 10 + (uint64_t)(*d - '0');
+                }
+                out->content_length = cl;
+            } else if (name_is(line, (size_t)(colon - line), "transfer-encoding")) {
+                out->transfer_encoding = 1;
+            }
+        }
+    }
+    out->head_len = (size_t)(p - buf);
+    if (out->content_lengths && out->transfer_encoding) {
+        out->reason = "both Content-Length and Transfer-Encoding";
+        return TIDED_HEAD_BAD;
+    }
+    return TIDED_HEAD_OK;
+}
+
+/* ---- answering outside h2o ---------------------------------------------- */
+
+static void conn_release_admitted(tided_conn *c)
+{
+    if (c->admitted) {
+        atomic_fetch_sub(&c->loop->srv->body_admitted, c->admitted);
+        c->admitted = 0;
+    }
+}
+
+/* The buffered bytes of `c` that count in the "http" consumer now. */
+static size_t buffer_bytes(const h2o_socket_t *sock)
+{
+    const h2o_buffer_t *b = sock->input;
+    return b != NULL && b->bytes != NULL && b->_fd == -1 ? b->capacity + offsetof(h2o_buffer_t, _buf) : 0;
+}
+
+static void conn_set_accounted(tided_conn *c, size_t bytes)
+{
+    if (bytes != c->accounted) {
+        tide_mem_account_add(TIDE_MEM_HTTP, (int64_t)bytes - (int64_t)c->accounted);
+        c->accounted = bytes;
+    }
+}
+
+/* Answer `status` on `c`'s socket and close it after the linger (see the
+ * essay). Returns 0, or -1 when h2o is not reading the socket (then
+ * nothing was done). */
+static int conn_refuse(tided_conn *c, int status, const char *reason, const char *code, const char *detail,
+                       int retry_after, uint64_t now_ms)
+{
+    h2o_socket_t *sock = c->sock;
+    char body[384], msg[768];
+    int blen, mlen, fd;
+
+    if (c->close_at_ms != 0 || sock->_cb.read == NULL || h2o_socket_is_writing(sock)) return -1;
+    c->read_cb = sock->_cb.read;
+    h2o_socket_read_stop(sock);
+    blen = snprintf(body, sizeof body, "{\"error\":\"%s\",\"detail\":\"%s\"}\n", code, detail);
+    if (blen < 0 || (size_t)blen >= sizeof body) blen = (int)strlen(body);
+    mlen = snprintf(msg, sizeof msg,
+                    "HTTP/1.1 %d %s\r\nServer: tided\r\nContent-Type: application/json\r\n"
+                    "Cache-Control: no-store\r\nConnection: close\r\n%sContent-Length: %d\r\n\r\n%s",
+                    status, reason, retry_after ? "Retry-After: 1\r\n" : "", blen, body);
+    if (mlen < 0 || (size_t)mlen >= sizeof msg) mlen = (int)strlen(msg);
+    fd = h2o_socket_get_fd(sock);
+    if (send(fd, msg, (size_t)mlen, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN)
+        tide_log(TIDE_LOG_DEBUG, "refusing a connection: send: %s", strerror(errno));
+    shutdown(fd, SHUT_WR);
+    /* h2o kept copies of what it parsed in the request's pool, never
+     * pointers into the buffer it will not read again. */
+    if (sock->input->bytes != NULL) {
+        h2o_buffer_dispose(&sock->input);
+        h2o_buffer_init(&sock->input, &h2o_socket_buffer_prototype);
+    }
+    conn_set_accounted(c, 0);
+    conn_release_admitted(c);
+    c->close_at_ms = now_ms + TIDED_LINGER_MS;
+    if (tide_log_get_level() <= TIDE_LOG_DEBUG)
+        tide_log(TIDE_LOG_DEBUG, "access: (request not read) -> %d %s: %s", status, code, detail);
+    return 0;
+}
+
+/* Close `c` through h2o (its read callback with an error, as when the peer
+ * goes away). `c` is freed before this returns. */
+static void conn_close_via_h2o(tided_conn *c)
+{
+    h2o_socket_cb cb = c->close_at_ms ? c->read_cb : c->sock->_cb.read;
+    assert(cb != NULL);
+    cb(c->sock, h2o_socket_error_closed);
+}
+
+/* ---- the connection list -------------------------------------------------- */
+
+static void list_unlink(tided_loop *l, tided_conn *c)
+{
+    if (c->prev) c->prev->next = c->next; else l->conn_head = c->next;
+    if (c->next) c->next->prev = c->prev; else l->conn_tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+/* To the tail: the list runs from the longest idle to the most recent. */
+static void list_append(tided_loop *l, tided_conn *c)
+{
+    c->prev = l->conn_tail;
+    c->next = NULL;
+    if (l->conn_tail) l->conn_tail->next = c; else l->conn_head = c;
+    l->conn_tail = c;
+}
+
+static int conn_is_idle(const tided_conn *c)
+{
+    return c->busy == 0 && c->close_at_ms == 0 && c->sock->input->size == 0 && c->sock->_cb.read != NULL;
+}
+
+static void on_conn_close(void *data)
+{
+    tided_conn *c = data;
+    tided_loop *l = c->loop;
+    tided_server *srv = l->srv;
+
+    list_unlink(l, c);
+    l->nconns--;
+    conn_release_admitted(c);
+    conn_set_accounted(c, 0);
+    tide_mem_account_sub(TIDE_MEM_HTTP, (int64_t)sizeof *c);
+    if (c->client) client_give(srv, c->client);
+    atomic_fetch_sub(&srv->connections, 1);
+    free(c);
+}
+
+/* Evict the longest-idle connection of `l` to make room. Returns 1 when
+ * one was closed. */
+static int evict_one(tided_loop *l)
+{
+    tided_conn *c = l->conn_head;
+
+    for (int looked = 0; c && looked < TIDED_EVICT_LOOK; looked++, c = c->next) {
+        if (!conn_is_idle(c)) continue;
+        atomic_fetch_add(&l->srv->connections_evicted, 1);
+        conn_close_via_h2o(c);
+        return 1;
+    }
+    return 0;
+}
+
+static void refuse_at_accept(h2o_socket_t *sock, atomic_ullong *counter, const char *why)
+{
+    if (atomic_fetch_add(counter, 1) % 1000 == 0) tide_log(TIDE_LOG_WARN, "connection refused: %s", why);
+    h2o_socket_close(sock);     /* not h2o's yet: nothing else points to it */
+}
+
+void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
+{
+    tided_server *srv = l->srv;
+    unsigned char key[16];
+    struct tided_client *client = NULL;
+    tided_conn *c;
+    char why[200];
+    int over = 0;
+
+    if (srv->max_per_client && peer_key(sock, key) == 0) {
+        client = client_take(srv, key, srv->max_per_client, &over);
+        if (client == NULL) {
+            snprintf(why, sizeof why, over ? "%u connections are open from one client address, the most "
+                     "http_max_connections_per_client allows" : "out of memory (%u)", srv->max_per_client);
+            refuse_at_accept(sock, over ? &srv->connections_refused_per_client : &srv->connections_refused,
+                             why);
+            return;
+        }
+    }
+    if (atomic_fetch_add(&srv->connections, 1) >= srv->max_connections) {
+        if (!evict_one(l)) {
+            atomic_fetch_sub(&srv->connections, 1);
+            if (client) client_give(srv, client);
+            snprintf(why, sizeof why, "%u connections are open, the most http_max_connections allows, and "
+                     "none of this loop's is idle", srv->max_connections);
+            refuse_at_accept(sock, &srv->connections_refused, why);
+            return;
+        }
+    }
+    c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        atomic_fetch_sub(&srv->connections, 1);
+        if (client) client_give(srv, client);
+        refuse_at_accept(sock, &srv->connections_refused, "out of memory");
+        return;
+    }
+    c->loop = l;
+    c->sock = sock;
+    c->client = client;
+    c->idle_since_ms = h2o_now(l->evloop);
+    tide_mem_account_add(TIDE_MEM_HTTP, (int64_t)sizeof *c);
+    list_append(l, c);
+    l->nconns++;
+    atomic_fetch_add(&srv->connections_total, 1);
+    sock->on_close.cb = on_conn_close;
+    sock->on_close.data = c;
+    h2o_accept(&l->accept_ctx, sock);
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+tided_conn *tided_conn_of(h2o_req_t *req)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    return sock != NULL && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
+}
+
+void tided_conn_request_begin(tided_conn *c)
+{
+    if (c == NULL) return;
+    c->busy++;
+    c->head_checked = 0;
+    conn_release_admitted(c);
+    conn_set_accounted(c, 0);       /* the guard counts the body from here */
+}
+
+void tided_conn_request_end(tided_conn *c)
+{
+    if (c == NULL) return;
+    assert(c->busy > 0);
+    if (--c->busy == 0) {
+        c->idle_since_ms = h2o_now(c->loop->evloop);
+        list_unlink(c->loop, c);
+        list_append(c->loop, c);
+    }
+}
+
+int tided_conn_check_head(h2o_req_t *req, tided_head *head)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+
+    memset(head, 0, sizeof *head);
+    /* Without a body h2o saw neither header, so there is nothing to check. */
+    if (sock == NULL || req->entity.base == NULL || sock->input->bytes == NULL) return TIDED_HEAD_OK;
+    return tided_head_check(sock->input->bytes, sock->input->size, head);
+}
+
+/* ---- the scan --------------------------------------------------------------- */
+
+static uint64_t budget_in_use(const tided_server *srv)
+{
+    int64_t unparsed = atomic_load(&srv->body_unparsed);
+    return atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers)
+         + (unparsed > 0 ? (uint64_t)unparsed : 0);
+}
+
+/* Check the head of the request `c` holds bytes of, once. */
+static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
+{
+    tided_server *srv = c->loop->srv;
+    h2o_buffer_t *in = c->sock->input;
+    tided_head h;
+    uint64_t want;
+    char detail[256];
+    int rc = tided_head_check(in->bytes, in->size, &h);
+
+    if (rc == TIDED_HEAD_INCOMPLETE) {
+        /* h2o bounds a head (H2O_MAX_REQLEN, about 400 KiB); past a
+         * generous head, a partial one counts against the budget too. */
+        if (in->size > TIDED_LONG_HEAD && budget_in_use(srv) > srv->body_budget) {
+            snprintf(detail, sizeof detail, "request bytes held by tided have reached http_body_budget = %llu "
+                     "bytes; retry later", (unsigned long long)srv->body_budget);
+            if (conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, now_ms) == 0)
+                atomic_fetch_add(&srv->requests_refused_budget, 1);
+            return;
+        }
+        *unparsed += in->size;
+        return;
+    }
+    c->head_checked = 1;
+    if (rc == TIDED_HEAD_BAD) {
+        snprintf(detail, sizeof detail, "the request has %s; refused, and the connection closed", h.reason);
+        if (conn_refuse(c, 400, "Bad Request", "bad_request", detail, 0, now_ms) == 0)
+            atomic_fetch_add(&srv->requests_refused_framing, 1);
+        return;
+    }
+    if (h.content_length > srv->max_object_size) {
+        snprintf(detail, sizeof detail, "the request body is larger than max_object_size = %zu bytes",
+                 srv->max_object_size);
+        if (conn_refuse(c, 413, "Request Entity Too Large", "too_large", detail, 0, now_ms) == 0)
+            atomic_fetch_add(&srv->requests_refused_too_large, 1);
+        return;
+    }
+    want = h.head_len + (h.transfer_encoding ? srv->max_object_size : h.content_length);
+    if (atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers) != 0
+        && budget_in_use(srv) + want > srv->body_budget) {
+        snprintf(detail, sizeof detail, "request bodies held by tided have reached http_body_budget = %llu "
+                 "bytes; retry later", (unsigned long long)srv->body_budget);
+        if (conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, now_ms) == 0)
+            atomic_fetch_add(&srv->requests_refused_budget, 1);
+        return;
+    }
+    c->admitted = want;
+    atomic_fetch_add(&srv->body_admitted, want);
+}
+
+void tided_conn_poll(tided_loop *l, int force)
+{
+    tided_server *srv = l->srv;
+    uint64_t now_ms = h2o_now(l->evloop), idle_ms = srv->idle_timeout_ms;
+    size_t unparsed = 0;
+    tided_conn *c, *next;
+
+    if (!force && now_ms - l->last_scan_ms < TIDED_SCAN_MS) {
+        l->scan_pending = 1;
+        return;
+    }
+    l->last_scan_ms = now_ms;
+    l->scan_pending = 0;
+    for (c = l->conn_head; c; c = next) {
+        h2o_socket_t *sock = c->sock;
+        next = c->next;
+        if (c->close_at_ms) {
+            if (now_ms >= c->close_at_ms) conn_close_via_h2o(c);
+            continue;
+        }
+        if (c->busy) continue;
+        if (sock->input->size == 0) {
+            c->head_checked = 0;
+            conn_release_admitted(c);
+            if (idle_ms && sock->_cb.read != NULL && now_ms - c->idle_since_ms >= idle_ms) {
+                atomic_fetch_add(&srv->connections_idle_closed, 1);
+                conn_close_via_h2o(c);
+                continue;
+            }
+        } else if (!c->head_checked) {
+            scan_head(c, now_ms, &unparsed);
+        }
+        if (c->close_at_ms == 0) conn_set_accounted(c, buffer_bytes(sock));
+    }
+    atomic_fetch_add(&srv->body_unparsed, (int64_t)unparsed - (int64_t)l->unparsed);
+    l->unparsed = unparsed;
+}
+
+int32_t tided_conn_wait_ms(tided_loop *l)
+{
+    return l->scan_pending ? TIDED_SCAN_MS : 1000;
+}
+
+/* ---- figures -------------------------------------------------------------- */
+
+json_t *tided_conn_json(tided_server *srv)
+{
+    int64_t unparsed = atomic_load(&srv->body_unparsed);
+
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I}}",
+                     "max_connections_per_client", (json_int_t)srv->max_per_client,
+                     "idle_timeout_ms", (json_int_t)srv->idle_timeout_ms,
+                     "connections_refused_per_client",
+                     (json_int_t)atomic_load(&srv->connections_refused_per_client),
+                     "connections_evicted", (json_int_t)atomic_load(&srv->connections_evicted),
+                     "connections_idle_closed", (json_int_t)atomic_load(&srv->connections_idle_closed),
+                     "body_budget", (json_int_t)srv->body_budget,
+                     "requests_refused",
+                     "framing", (json_int_t)atomic_load(&srv->requests_refused_framing),
+                     "too_large", (json_int_t)atomic_load(&srv->requests_refused_too_large),
+                     "budget", (json_int_t)atomic_load(&srv->requests_refused_budget),
+                     "bodies",
+                     "admitted_bytes", (json_int_t)atomic_load(&srv->body_admitted),
+                     "in_handlers_bytes", (json_int_t)atomic_load(&srv->body_in_handlers),
+                     "unparsed_bytes", (json_int_t)(unparsed > 0 ? unparsed : 0),
+                     "budget_bytes", (json_int_t)srv->body_budget);
+}
+
+void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
+{
+    static const char *const per_client[] = { "reason", "per_client" }, *const total[] = { "reason", "total" };
+    static const char *const framing[] = { "reason", "framing" }, *const too_large[] = { "reason", "too_large" },
+                             *const budget[] = { "reason", "body_budget" };
+    int64_t unparsed = atomic_load(&srv->body_unparsed);
+
+    tide_metrics_family(w, "tide_http_connections_limit_refused_total", "counter",
+                        "HTTP connections closed at accept, by the bound that refused them.");
+    tide_metrics_sample(w, "tide_http_connections_limit_refused_total", total, 1,
+                        (double)atomic_load(&srv->connections_refused));
+    tide_metrics_sample(w, "tide_http_connections_limit_refused_total", per_client, 1,
+                        (double)atomic_load(&srv->connections_refused_per_client));
+    tide_metrics_family(w, "tide_http_connections_evicted_total", "counter",
+                        "Idle HTTP connections closed to admit a new one at http_max_connections.");
+    tide_metrics_sample(w, "tide_http_connections_evicted_total", NULL, 0,
+                        (double)atomic_load(&srv->connections_evicted));
+    tide_metrics_family(w, "tide_http_connections_idle_closed_total", "counter",
+                        "HTTP connections closed after http_idle_timeout with nothing in flight.");
+    tide_metrics_sample(w, "tide_http_connections_idle_closed_total", NULL, 0,
+                        (double)atomic_load(&srv->connections_idle_closed));
+    tide_metrics_family(w, "tide_http_requests_refused_total", "counter",
+                        "HTTP requests answered before their body was read, by reason.");
+    tide_metrics_sample(w, "tide_http_requests_refused_total", framing, 1,
+                        (double)atomic_load(&srv->requests_refused_framing));
+    tide_metrics_sample(w, "tide_http_requests_refused_total", too_large, 1,
+                        (double)atomic_load(&srv->requests_refused_too_large));
+    tide_metrics_sample(w, "tide_http_requests_refused_total", budget, 1,
+                        (double)atomic_load(&srv->requests_refused_budget));
+    tide_metrics_family(w, "tide_http_body_budget_bytes", "gauge", "http_body_budget: request bytes held at most.");
+    tide_metrics_sample(w, "tide_http_body_budget_bytes", NULL, 0, (double)srv->body_budget);
+    tide_metrics_family(w, "tide_http_body_held_bytes", "gauge",
+                        "Request bytes held now against http_body_budget (admitted, in handlers, unparsed heads).");
+    tide_metrics_sample(w, "tide_http_body_held_bytes", NULL, 0,
+                        (double)(atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers)
+                                 + (uint64_t)(unparsed > 0 ? unparsed : 0)));
+}
