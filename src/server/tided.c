@@ -447,6 +447,13 @@ static void *open_thread(void *arg)
     tide_node_opts o;
     uint64_t one = 1;
 
+    /* A test hook (tests/test_http.c): hold the open as a slow disk or a
+     * long recovery would, to prove a stop signal still ends startup. */
+    const char *delay = getenv("TIDE_TEST_OPEN_DELAY_MS");
+    if (delay && *delay) {
+        long ms = strtol(delay, NULL, 10);
+        if (ms > 0 && ms <= 600000) tide_sleep_us((uint64_t)ms * 1000);
+    }
     tide_startup_node_opts(j->cfg, &o);
     o.create_if_missing = 1;
     j->rc = tide_node_open(&j->srv->node, &o);
