@@ -503,7 +503,8 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
         *unparsed += in->size;
         return;
     }
-    c->head_checked = 1;
+    /* A refusal that cannot be made now (h2o is writing its 100 Continue)
+     * leaves the head unchecked, for the next scan. */
     if (rc == TIDED_HEAD_BAD) {
         snprintf(detail, sizeof detail, "the request has %s; refused, and the connection closed", h.reason);
         if (conn_refuse(c, 400, "Bad Request", "bad_request", detail, 0, now_ms) == 0)
@@ -526,6 +527,7 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
             atomic_fetch_add(&srv->requests_refused_budget, 1);
         return;
     }
+    c->head_checked = 1;
     c->admitted = want;
     atomic_fetch_add(&srv->body_admitted, want);
 }
