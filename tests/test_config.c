@@ -832,6 +832,74 @@ static void a_node_budget_whose_double_overflows_saturates_the_hard_limit(void *
     }
 }
 
+/* ---- path lengths --------------------------------------------------------------------- */
+
+static void a_data_dir_too_long_for_path_max_is_refused_from_every_source_never_cut(void **state)
+{
+    fx *f = *state;
+    static const size_t lens[] = { TIDE_CONFIG_DATA_DIR_MAX, TIDE_CONFIG_DATA_DIR_MAX + 1, 4095, 4096, 5000, 70000 };
+    size_t big = 70000 + 64;
+    char *dir = malloc(big), *text = malloc(big + 64), *envv = malloc(big + 64), *flag = malloc(big + 64);
+
+    if (!dir || !text || !envv || !flag) fail_msg("malloc: expected memory, got none");
+    expect_u64(TIDE_CONFIG_DATA_DIR_MAX, 4086, "4096 less \"/nudb.dat\" and its NUL");
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        size_t n = lens[i];
+        int ok = n <= TIDE_CONFIG_DATA_DIR_MAX;
+        const char *env[] = { envv, NULL };
+        char *argv[] = { "tided", flag, NULL };
+        char what[96], want[160];
+        tide_config c;
+
+        dir[0] = '/';
+        memset(dir + 1, 'd', n - 1);
+        dir[n] = '\0';
+        snprintf(text, big + 64, "[node_db]\npath=%s\n", dir);
+        snprintf(envv, big + 64, "TIDE_DATA_DIR=%s", dir);
+        snprintf(flag, big + 64, "--data-dir=%s", dir);
+        snprintf(want, sizeof want, "path is %zu bytes, longer than 4086 bytes", n);
+
+        snprintf(what, sizeof what, "TIDE_DATA_DIR of %zu bytes", n);
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), ok ? 0 : TIDE_EINVAL, what);
+        if (ok) expect_str(c.data_dir, dir, what);
+        else {
+            expect_contains(tide_last_error(), "TIDE_DATA_DIR=/ddd", what);
+            expect_contains(tide_last_error(), want, what);
+        }
+        snprintf(what, sizeof what, "--data-dir of %zu bytes", n);
+        expect_rc(load_all(f, &c, NULL, NULL, 2, argv), ok ? 0 : TIDE_EINVAL, what);
+        if (ok) expect_str(c.data_dir, dir, what);
+        else expect_contains(tide_last_error(), want, what);
+        snprintf(what, sizeof what, "[node_db] path of %zu bytes", n);
+        expect_rc(load_all(f, &c, text, NULL, 0, NULL), ok ? 0 : TIDE_EINVAL, what);
+        if (ok) expect_str(c.data_dir, dir, what);
+        else {
+            expect_contains(tide_last_error(), ":2: [node_db] path=/ddd", what);
+            expect_contains(tide_last_error(), want, what);
+        }
+    }
+
+    /* The other long values from the environment: refused whole, by name. */
+    static const struct { const char *name; size_t len; const char *part; int secret; } others[] = {
+        { "TIDE_LISTEN", 5000, "(5000 bytes): longer than 287 bytes", 0 },
+        { "TIDE_METRICS_TOKEN", 5000, "TIDE_METRICS_TOKEN: longer than 255 bytes", 1 },
+        { "TIDE_ADMIN_TOKEN", 256, "TIDE_ADMIN_TOKEN: longer than 255 bytes", 1 },
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        const char *env[] = { envv, NULL };
+        tide_config c;
+        int w = snprintf(envv, big + 64, "%s=", others[i].name);
+        memset(envv + w, 'a', others[i].len);
+        envv[w + (int)others[i].len] = '\0';
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), TIDE_EINVAL, others[i].name);
+        expect_contains(tide_last_error(), others[i].part, others[i].name);
+        if (others[i].secret && strstr(tide_last_error(), "aaaaaaaa") != NULL)
+            fail_msg("%s: expected the secret's text kept out of the message, got '%s'", others[i].name,
+                     tide_last_error());
+    }
+    free(dir); free(text); free(envv); free(flag);
+}
+
 /* ---- the startup log --------------------------------------------------------------- */
 
 static void startup_log_reads_as_a_checklist_and_warns_about_a_block_size_mismatch(void **state)
@@ -998,6 +1066,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_utf8_bom_is_accepted_and_utf16_is_refused_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(anything_goes_inside_a_skipped_section_and_hash_starts_a_comment, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_data_dir_too_long_for_path_max_is_refused_from_every_source_never_cut, setup, teardown),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
