@@ -20,9 +20,10 @@
  *     < 8 GiB tiny, < 16 GiB small, < 32 GiB medium, < 64 GiB large, else huge.
  * (XRP Ledger leaves node_size to the operator; the thresholds are Tide's,
  * one step per doubling, so a 16 GiB machine runs "medium".) The preset
- * (DESIGN.md §4) fills sweep_interval, cache_target, cache_age, cache_budget
- * and insert_burst, but only those still at their built-in default:
- * tide_config_finish() applies it after every source has been read.
+ * (docs/ARCHITECTURE.md, "node_size presets") fills sweep_interval,
+ * cache_target, cache_age, cache_budget and insert_burst, but only those
+ * still at their built-in default: tide_config_finish() applies it after
+ * every source has been read.
  *
  * The file, in XRP Ledger's INI style, so that tided can be pointed at a
  * node's own rippled.cfg:
@@ -117,7 +118,7 @@
 #define GiB (1024ull * 1024 * 1024)
 #define MiB (1024ull * 1024)
 
-/* ---- presets (DESIGN.md §4) ----------------------------------------------- */
+/* ---- presets (docs/ARCHITECTURE.md, "node_size presets") ------------------ */
 
 typedef struct preset {
     unsigned sweep_interval;
@@ -263,6 +264,7 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
         n = snprintf(buf, cap, "%s to %s", lo, hi);
         break;
     case K_LISTEN: n = snprintf(buf, cap, "port 1 to 65535"); break;
+    case K_SECRET: n = snprintf(buf, cap, "up to 255 bytes"); break;
     case K_PATH:   n = snprintf(buf, cap, "up to %zu bytes", (size_t)TIDE_CONFIG_DATA_DIR_MAX); break;
     case K_BLOCK:  n = snprintf(buf, cap, "a power of two from 4096 to 32768"); break;
     case K_TRIM:

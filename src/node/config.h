@@ -108,8 +108,11 @@ const char *tide_config_flag(int id);
 const char *tide_config_env(int id);
 
 /* The range setting `id` accepts, for --help and the docs: "10 to 600",
- * "0 to 4PiB", "1 to 256MiB", "1 to 65535" (listen's port), or "" for a
- * setting without a numeric range. Returns the length (as snprintf). */
+ * "0 to 4PiB", "1 to 256MiB", "port 1 to 65535" (listen), "up to 4086
+ * bytes" (data_dir), "up to 255 bytes" (the tokens), or "" for a setting
+ * that takes words (node_size, log_level, the 0/1 ones). Into `buf` (cap
+ * bytes, NUL-terminated); returns the length the text needs (as
+ * snprintf). Allocates nothing. */
 size_t tide_config_range_text(int id, char *buf, size_t cap);
 
 /* Fill `c` with the built-in defaults, every source TIDE_SRC_DEFAULT, and
