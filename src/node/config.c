@@ -42,8 +42,8 @@
  *     cache_budget=1GiB    every setting by its name (except the env-only ones)
  *     [server]             any other section: one info line, then skipped
  *
- * A '#' anywhere starts a comment, as rippled reads its own file (since
- * rippled 1.5); "\#" is a literal '#'. A '#' glued to the text before it
+ * A '#' anywhere starts a comment, as rippled reads the key=value lines of
+ * its own file; "\#" is a literal '#'. A '#' glued to the text before it
  * ("path=/srv/a#1") warns, since it may have been meant as part of a value.
  * A UTF-8 byte-order mark before the first line is skipped; a UTF-16 file
  * is refused by name. Blank lines are skipped; spaces around keys and
