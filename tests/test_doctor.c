@@ -199,7 +199,7 @@ static void *canned_main(void *arg)
         char req[4096], head[256];
         size_t got = 0;
         if (poll(&pfd, 1, 100) <= 0) continue;
-        int s = accept(c->fd, NULL, NULL);
+        int s = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
         if (s < 0) continue;
         struct timeval tv = { 5, 0 };
         setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
