@@ -20,6 +20,7 @@
 #include "helpers.h"
 #include "mem/alloc.h"
 #include "node/config.h"
+#include "node/node.h"
 #include "node/startup.h"
 #include "tide/store.h"
 #include "tide/error.h"
@@ -527,6 +528,378 @@ static void http_threads_and_object_size_are_bounded_and_the_admin_token_never_p
     expect_contains(line, "max_object_size=64KiB(flag --max-object-size)", "describe");
 }
 
+/* ---- a node's own rippled.cfg ------------------------------------------------------ */
+
+/* The line of `text` that starts with `head`, counting from 1; 0 if none. */
+static unsigned line_of(const char *text, const char *head)
+{
+    unsigned n = 1;
+    for (const char *p = text; *p; n++) {
+        if (strncmp(p, head, strlen(head)) == 0) return n;
+        p = strchr(p, '\n');
+        if (p == NULL) break;
+        p++;
+    }
+    return 0;
+}
+
+static size_t count_of(const char *text, const char *part)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, part); p; p = strstr(p + 1, part)) n++;
+    return n;
+}
+
+static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_skipped(void **state)
+{
+    (void)state;
+    static const char *const skipped[] = {
+        "server", "port_rpc_admin_local", "port_peer", "port_ws_admin_local", "ledger_history",
+        "database_path", "debug_logfile", "sntp_servers", "validators_file", "rpc_startup", "ssl_verify",
+    };
+    char path[1200], want[1400], head[64];
+    capture *cap = calloc(1, sizeof *cap);
+    char *text;
+    tide_config c;
+
+    snprintf(path, sizeof path, "%s/../rippled/rippled.cfg", th_fixture_root());
+    text = th_read_text(path);
+    if (text == NULL || cap == NULL) fail_msg("reading the fixture %s: expected its text, got nothing", path);
+    tide_log_set_level(TIDE_LOG_DEBUG);
+    tide_log_set_sink(capture_sink, cap);
+    tide_config_defaults(&c);
+    expect_rc(tide_config_load_file(&c, path), 0, "loading a node's own rippled.cfg");
+    expect_rc(tide_config_finish(&c), 0, "finish");
+    tide_log_set_level(TIDE_LOG_INFO);
+
+    expect_str(c.data_dir, "/var/lib/rippled/db/nudb", "data_dir from [node_db] path, its comment cut");
+    snprintf(want, sizeof want, "%s:%u", path, line_of(text, "path="));
+    expect_str(c.src[TIDE_CFG_DATA_DIR].where, want, "data_dir's source");
+    expect_str(tide_config_node_size_name(c.node_size), "large", "node_size from [node_size]");
+    snprintf(want, sizeof want, "%s:%u", path, line_of(text, "large"));
+    expect_str(c.src[TIDE_CFG_NODE_SIZE].where, want, "node_size's source");
+    expect_u64(c.sweep_interval, 90, "the large preset follows");
+
+    expect_u64(count_of(cap->text, "is not used by tide; skipped"), sizeof skipped / sizeof skipped[0],
+               "one info line per skipped section");
+    for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++) {
+        snprintf(head, sizeof head, "[%s]", skipped[i]);
+        snprintf(want, sizeof want, "config %s:%u: section [%s] is not used by tide; skipped", path,
+                 line_of(text, head), skipped[i]);
+        expect_contains(cap->text, want, skipped[i]);
+    }
+    snprintf(want, sizeof want, "config %s:%u: [node_db] online_delete is rippled's, not used by tide; ignored",
+             path, line_of(text, "online_delete"));
+    expect_contains(cap->text, want, "online_delete");
+    expect_contains(cap->text, "[node_db] advisory_delete is rippled's", "advisory_delete");
+    expect_u64((uint64_t)cap->warnings, 0, "warnings");
+    free(text);
+    free(cap);
+}
+
+static void a_utf8_bom_is_accepted_and_utf16_is_refused_by_name(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    static const char bom[] = "\xef\xbb\xbf[node_size]\r\nsmall\r\n[node]\r\ncache_age=45\r\n";
+    static const char utf16[] = "\xff\xfe[\0n\0";
+
+    tide_config_defaults(&c);
+    assert_int_equal(th_write_file(f->path, bom, sizeof bom - 1), 0);
+    expect_rc(tide_config_load_file(&c, f->path), 0, "a file that starts with a UTF-8 BOM");
+    expect_str(tide_config_node_size_name(c.node_size), "small", "node_size after the BOM");
+    expect_u64(c.cache_age, 45, "cache_age");
+
+    tide_config_defaults(&c);
+    assert_int_equal(th_write_file(f->path, utf16, sizeof utf16 - 1), 0);
+    expect_rc(tide_config_load_file(&c, f->path), TIDE_EINVAL, "a UTF-16 file");
+    expect_contains(tide_last_error(), ":1: the file is UTF-16", "message");
+
+    /* Only at the start: a BOM inside the file is text, and wrong there. */
+    expect_rc(load_all(f, &c, "[node]\n\xef\xbb\xbf" "cache_age=45\n", NULL, 0, NULL), TIDE_EINVAL, "a BOM on line 2");
+    expect_contains(tide_last_error(), ":2: ", "message names line 2");
+}
+
+static void node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    capture cap = { "", 0 };
+
+    tide_log_set_sink(capture_sink, &cap);
+    expect_rc(load_all(f, &c, "[node_db]\ntype=nudb\npath=/srv/xrpl\nonline_delete=512\nearliest_seq=32570\n"
+                       "some_future_knob=7\n", NULL, 0, NULL), 0, "rippled's keys in [node_db]");
+    expect_str(c.data_dir, "/srv/xrpl", "path");
+    expect_contains(cap.text, ":4: [node_db] online_delete is rippled's, not used by tide; ignored", "info line");
+    expect_contains(cap.text, ":5: [node_db] earliest_seq is rippled's", "info line");
+    expect_contains(cap.text, ":6: [node_db] some_future_knob=7: unknown key in [node_db], ignored", "warning");
+    expect_u64((uint64_t)cap.warnings, 1, "only the key nobody documents warns");
+
+    static const struct { const char *text; unsigned line; const char *part; } bad[] = {
+        { "[node_db]\npaht=/srv/xrpl\n", 2, "[node_db] paht=/srv/xrpl: unknown key in [node_db]; did you mean path?" },
+        { "[node_db]\nPath=/srv/xrpl\n", 2, "did you mean path?" },
+        { "[node_db]\nnudb_blocksize=8192\n", 2, "did you mean nudb_block_size?" },
+        { "[node_db]\ntpye=NuDB\n", 2, "did you mean type?" },
+        { "[node]\nonline_delete=512\n", 2, "[node] online_delete=512: unknown key in [node]" },
+        { "[node_db]\npath /srv/xrpl\n", 2, "[node_db] path /srv/xrpl: expected key=value" },
+        { "[server]\nport_rpc\n[node_size]\nlarge extra\n", 4, "[node_size] large extra: not a node size" },
+        { "[node-db]\npath=/srv\n", 1, "[node-db]: unknown section; did you mean [node_db]?" },
+        { "[nodedb]\n", 1, "did you mean [node_db]?" },
+        { "[NODE_SIZE]\nlarge\n", 1, "did you mean [node_size]?" },
+        { "[sweep_intervals]\n60\n", 1, "did you mean [sweep_interval]?" },
+        { "[]\n", 1, "a section without a name" },
+        { "[server\n", 1, "unterminated section" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[700], what[64];
+        snprintf(what, sizeof what, "case %zu", i);
+        expect_rc(load_all(f, &c, bad[i].text, NULL, 0, NULL), TIDE_EINVAL, what);
+        snprintf(want, sizeof want, "%s:%u: ", f->path, bad[i].line);
+        if (strncmp(tide_last_error(), want, strlen(want)) != 0)
+            fail_msg("case %zu: expected the message to start with '%s', got '%s'", i, want, tide_last_error());
+        expect_contains(tide_last_error(), bad[i].part, what);
+    }
+}
+
+static void anything_goes_inside_a_skipped_section_and_hash_starts_a_comment(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    capture cap = { "", 0 };
+
+    tide_log_set_sink(capture_sink, &cap);
+    expect_rc(load_all(f, &c, "[ips]\nr.ripple.com 51235\n= not an ini line\n[rpc_startup]\n"
+                       "{ \"command\": \"log_level\" }\n[node_db]   # where the store lives\n"
+                       "path = /srv/tide\\#1   # a literal hash, then a comment\n[node]\n"
+                       "cache_age=1000# glued\n", NULL, 0, NULL), 0, "load");
+    expect_str(c.data_dir, "/srv/tide#1", "\\# is a literal hash");
+    expect_u64(c.cache_age, 1000, "a glued comment is cut too");
+    expect_contains(cap.text, ":9: [node] cache_age=1000: the '#' after it starts a comment", "a warning for the glued one");
+    expect_u64((uint64_t)cap.warnings, 1, "one warning");
+    expect_contains(cap.text, ":1: section [ips] is not used by tide; skipped", "ips skipped");
+    expect_contains(cap.text, ":4: section [rpc_startup] is not used by tide; skipped", "rpc_startup skipped");
+}
+
+/* ---- ranges: every numeric setting at each end, from each source ----------------- */
+
+typedef struct bound_case { int id; const char *value; int ok; } bound_case;
+
+/* Each numeric setting just inside and just outside each end of its range
+ * (the sizes in bytes and in the unit the limit is stated in), and numbers
+ * past 64 bits. The size limits are TIDE_CONFIG_BYTES_MAX, 4 PiB. */
+static const bound_case bound_cases[] = {
+    { TIDE_CFG_SWEEP_INTERVAL, "9", 0 },   { TIDE_CFG_SWEEP_INTERVAL, "10", 1 },
+    { TIDE_CFG_SWEEP_INTERVAL, "600", 1 }, { TIDE_CFG_SWEEP_INTERVAL, "601", 0 },
+    { TIDE_CFG_CACHE_TARGET, "0", 1 },     { TIDE_CFG_CACHE_TARGET, "4503599627370496", 1 },
+    { TIDE_CFG_CACHE_TARGET, "4503599627370497", 0 },
+    { TIDE_CFG_CACHE_TARGET, "18446744073709551616", 0 },
+    { TIDE_CFG_CACHE_AGE, "0", 0 },        { TIDE_CFG_CACHE_AGE, "1", 1 },
+    { TIDE_CFG_CACHE_AGE, "86400", 1 },    { TIDE_CFG_CACHE_AGE, "86401", 0 },
+    { TIDE_CFG_CACHE_BUDGET, "0", 1 },     { TIDE_CFG_CACHE_BUDGET, "4PiB", 1 },
+    { TIDE_CFG_CACHE_BUDGET, "4503599627370496", 1 },
+    { TIDE_CFG_CACHE_BUDGET, "4503599627370497", 0 },
+    { TIDE_CFG_CACHE_BUDGET, "4097TiB", 0 },
+    { TIDE_CFG_CACHE_BUDGET, "9223372036854775808", 0 },     /* 2^63: 2x it wrapped to 0, no limit */
+    { TIDE_CFG_CACHE_BUDGET, "18446744073709551615", 0 },
+    { TIDE_CFG_CACHE_BUDGET, "18446744073709551616", 0 },
+    { TIDE_CFG_INSERT_BURST, "0", 1 },     { TIDE_CFG_INSERT_BURST, "4PiB", 1 },
+    { TIDE_CFG_INSERT_BURST, "4503599627370497", 0 },
+    { TIDE_CFG_INSERT_BURST, "9223372036854775808", 0 },
+    { TIDE_CFG_KEY_CACHE_SIZE, "0", 1 },   { TIDE_CFG_KEY_CACHE_SIZE, "4503599627370496", 1 },
+    { TIDE_CFG_KEY_CACHE_SIZE, "4503599627370497", 0 },
+    { TIDE_CFG_KEY_CACHE_SIZE, "99999999999999999999", 0 },
+    { TIDE_CFG_KEY_CACHE_AGE, "0", 0 },    { TIDE_CFG_KEY_CACHE_AGE, "1", 1 },
+    { TIDE_CFG_KEY_CACHE_AGE, "86400", 1 }, { TIDE_CFG_KEY_CACHE_AGE, "86401", 0 },
+    { TIDE_CFG_MMAP_THRESHOLD, "0", 1 },   { TIDE_CFG_MMAP_THRESHOLD, "32MiB", 1 },
+    { TIDE_CFG_MMAP_THRESHOLD, "33554433", 0 },
+    { TIDE_CFG_ARENA_MAX, "0", 0 },        { TIDE_CFG_ARENA_MAX, "1", 1 },
+    { TIDE_CFG_ARENA_MAX, "4096", 1 },     { TIDE_CFG_ARENA_MAX, "4097", 0 },
+    { TIDE_CFG_HTTP_THREADS, "0", 0 },     { TIDE_CFG_HTTP_THREADS, "1", 1 },
+    { TIDE_CFG_HTTP_THREADS, "64", 1 },    { TIDE_CFG_HTTP_THREADS, "65", 0 },
+    { TIDE_CFG_MAX_OBJECT_SIZE, "0", 0 },  { TIDE_CFG_MAX_OBJECT_SIZE, "1", 1 },
+    { TIDE_CFG_MAX_OBJECT_SIZE, "256MiB", 1 }, { TIDE_CFG_MAX_OBJECT_SIZE, "268435457", 0 },
+    { TIDE_CFG_LISTEN, "127.0.0.1:0", 0 }, { TIDE_CFG_LISTEN, "127.0.0.1:1", 1 },
+    { TIDE_CFG_LISTEN, "127.0.0.1:65535", 1 }, { TIDE_CFG_LISTEN, "127.0.0.1:65536", 0 },
+    { TIDE_CFG_LISTEN, "127.0.0.1:18446744073709551617", 0 },
+    { TIDE_CFG_TRIM_POLICY, "every:0", 0 }, { TIDE_CFG_TRIM_POLICY, "every:1", 1 },
+    { TIDE_CFG_TRIM_POLICY, "every:1000000", 1 }, { TIDE_CFG_TRIM_POLICY, "every:1000001", 0 },
+    { TIDE_CFG_TRIM_POLICY, "every:18446744073709551616", 0 },
+    { TIDE_CFG_TRIM_POLICY, "freed:0", 0 }, { TIDE_CFG_TRIM_POLICY, "freed:1", 1 },
+    { TIDE_CFG_TRIM_POLICY, "freed:4PiB", 1 }, { TIDE_CFG_TRIM_POLICY, "freed:4503599627370497", 0 },
+    { TIDE_CFG_TRIM_POLICY, "freed:18446744073709551615", 0 },
+    { TIDE_CFG_TRIM_POLICY, "free-pct:0", 0 }, { TIDE_CFG_TRIM_POLICY, "free-pct:1", 1 },
+    { TIDE_CFG_TRIM_POLICY, "free-pct:99", 1 }, { TIDE_CFG_TRIM_POLICY, "free-pct:100", 0 },
+};
+
+static void every_numeric_setting_is_range_checked_at_each_end_naming_its_source(void **state)
+{
+    fx *f = *state;
+
+    for (size_t i = 0; i < sizeof bound_cases / sizeof bound_cases[0]; i++) {
+        const bound_case *bc = &bound_cases[i];
+        const char *name = tide_config_name(bc->id), *env_name = tide_config_env(bc->id);
+        char text[256], envv[256], flag[256], what[320], want[900];
+        const char *env[] = { envv, NULL };
+        char *argv[] = { "tided", flag, NULL };
+        tide_config c;
+        int want_rc = bc->ok ? 0 : TIDE_EINVAL;
+
+        snprintf(text, sizeof text, "# limits\n[node]\n%s=%s\n", name, bc->value);
+        snprintf(envv, sizeof envv, "%s=%s", env_name, bc->value);
+        snprintf(flag, sizeof flag, "%s=%s", tide_config_flag(bc->id), bc->value);
+
+        snprintf(what, sizeof what, "file [node] %s=%s", name, bc->value);
+        expect_rc(load_all(f, &c, text, NULL, 0, NULL), want_rc, what);
+        if (bc->ok) {
+            expect_u64((uint64_t)c.src[bc->id].kind, TIDE_SRC_FILE, what);
+        } else {
+            snprintf(want, sizeof want, "%s:3: [node] %s=%s: ", f->path, name, bc->value);
+            if (strncmp(tide_last_error(), want, strlen(want)) != 0)
+                fail_msg("%s: expected the message to start with '%s', got '%s'", what, want, tide_last_error());
+        }
+
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), want_rc, envv);
+        if (bc->ok) expect_u64((uint64_t)c.src[bc->id].kind, TIDE_SRC_ENV, envv);
+        else {
+            snprintf(want, sizeof want, "%s: ", envv);
+            expect_contains(tide_last_error(), want, envv);
+        }
+
+        expect_rc(load_all(f, &c, NULL, NULL, 2, argv), want_rc, flag);
+        if (bc->ok) expect_u64((uint64_t)c.src[bc->id].kind, TIDE_SRC_FLAG, flag);
+        else {
+            snprintf(want, sizeof want, "%s: ", flag);
+            expect_contains(tide_last_error(), want, flag);
+        }
+    }
+}
+
+static void the_size_limits_are_stated_and_a_refusal_names_them(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    char r[160];
+    const char *env[] = { "TIDE_CACHE_BUDGET=9223372036854775808", NULL };
+
+    expect_u64(TIDE_CONFIG_BYTES_MAX, 1ull << 52, "TIDE_CONFIG_BYTES_MAX on a 64-bit build");
+    tide_config_range_text(TIDE_CFG_CACHE_BUDGET, r, sizeof r);
+    expect_str(r, "0 to 4PiB", "cache_budget's range");
+    tide_config_range_text(TIDE_CFG_INSERT_BURST, r, sizeof r);
+    expect_str(r, "0 to 4PiB", "insert_burst's range");
+    tide_config_range_text(TIDE_CFG_MAX_OBJECT_SIZE, r, sizeof r);
+    expect_str(r, "1 to 256MiB", "max_object_size's range");
+    tide_config_range_text(TIDE_CFG_MMAP_THRESHOLD, r, sizeof r);
+    expect_str(r, "0 to 32MiB", "mmap_threshold's range");
+    tide_config_range_text(TIDE_CFG_SWEEP_INTERVAL, r, sizeof r);
+    expect_str(r, "10 to 600", "sweep_interval's range");
+    tide_config_range_text(TIDE_CFG_CACHE_TARGET, r, sizeof r);
+    expect_str(r, "0 to 4503599627370496 (2^52)", "cache_target's range");
+    tide_config_range_text(TIDE_CFG_LISTEN, r, sizeof r);
+    expect_str(r, "port 1 to 65535", "listen's range");
+    expect_u64(tide_config_range_text(TIDE_CFG_LOG_LEVEL, r, sizeof r), 0, "log_level has no range");
+
+    expect_rc(load_all(f, &c, NULL, env, 0, NULL), TIDE_EINVAL, "2^63 bytes");
+    expect_contains(tide_last_error(), "TIDE_CACHE_BUDGET=9223372036854775808: 9223372036854775808 bytes is "
+                    "outside 0..4503599627370496 bytes (0 to 4PiB)", "the message states the range");
+    expect_rc(load_all(f, &c, "[node]\ncache_budget=4PiB\n", NULL, 0, NULL), 0, "4PiB");
+    expect_u64(c.cache_budget, 1ull << 52, "4PiB in bytes");
+    expect_contains(describe(&c), "cache_budget=4PiB(file ", "describe writes it back as it is stated");
+}
+
+static void a_node_budget_whose_double_overflows_saturates_the_hard_limit(void **state)
+{
+    fx *f = *state;
+    static const size_t budgets[] = { (size_t)1 << 52, SIZE_MAX / 2, SIZE_MAX / 2 + 1,
+                                      (size_t)1 << 63, (SIZE_MAX / 2 + 1) + ((size_t)1 << 20), SIZE_MAX };
+
+    for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+        tide_node_opts o;
+        tide_node *n = NULL;
+        char dir[700], what[96];
+
+        snprintf(dir, sizeof dir, "%s/node%zu", f->dir, i);
+        snprintf(what, sizeof what, "open with cache_budget %zu", budgets[i]);
+        tide_node_opts_init(&o);
+        o.dir = dir;
+        o.sweep_interval_ms = 0;
+        o.count_keys_max_bytes = 0;
+        o.cache_budget = budgets[i];
+        /* Before: 2 * budget wrapped below the budget and the cache
+         * refused it ("budget_bytes ... is above hard_limit_bytes ..."),
+         * or wrapped to 0 at 2^63, which means no limit. */
+        expect_rc(tide_node_open(&n, &o), 0, what);
+        expect_rc(tide_node_close(n), 0, "close");
+    }
+}
+
+/* ---- path lengths --------------------------------------------------------------------- */
+
+static void a_data_dir_too_long_for_path_max_is_refused_from_every_source_never_cut(void **state)
+{
+    fx *f = *state;
+    static const size_t lens[] = { TIDE_CONFIG_DATA_DIR_MAX, TIDE_CONFIG_DATA_DIR_MAX + 1, 4095, 4096, 5000, 70000 };
+    size_t big = 70000 + 64;
+    char *dir = malloc(big), *text = malloc(big + 64), *envv = malloc(big + 64), *flag = malloc(big + 64);
+
+    if (!dir || !text || !envv || !flag) fail_msg("malloc: expected memory, got none");
+    expect_u64(TIDE_CONFIG_DATA_DIR_MAX, 4086, "4096 less \"/nudb.dat\" and its NUL");
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        size_t n = lens[i];
+        int ok = n <= TIDE_CONFIG_DATA_DIR_MAX;
+        const char *env[] = { envv, NULL };
+        char *argv[] = { "tided", flag, NULL };
+        char what[96], want[160];
+        tide_config c;
+
+        dir[0] = '/';
+        memset(dir + 1, 'd', n - 1);
+        dir[n] = '\0';
+        snprintf(text, big + 64, "[node_db]\npath=%s\n", dir);
+        snprintf(envv, big + 64, "TIDE_DATA_DIR=%s", dir);
+        snprintf(flag, big + 64, "--data-dir=%s", dir);
+        snprintf(want, sizeof want, "path is %zu bytes, longer than 4086 bytes", n);
+
+        snprintf(what, sizeof what, "TIDE_DATA_DIR of %zu bytes", n);
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), ok ? 0 : TIDE_EINVAL, what);
+        if (ok) expect_str(c.data_dir, dir, what);
+        else {
+            expect_contains(tide_last_error(), "TIDE_DATA_DIR=/ddd", what);
+            expect_contains(tide_last_error(), want, what);
+        }
+        snprintf(what, sizeof what, "--data-dir of %zu bytes", n);
+        expect_rc(load_all(f, &c, NULL, NULL, 2, argv), ok ? 0 : TIDE_EINVAL, what);
+        if (ok) expect_str(c.data_dir, dir, what);
+        else expect_contains(tide_last_error(), want, what);
+        snprintf(what, sizeof what, "[node_db] path of %zu bytes", n);
+        expect_rc(load_all(f, &c, text, NULL, 0, NULL), ok ? 0 : TIDE_EINVAL, what);
+        if (ok) expect_str(c.data_dir, dir, what);
+        else {
+            expect_contains(tide_last_error(), ":2: [node_db] path=/ddd", what);
+            expect_contains(tide_last_error(), want, what);
+        }
+    }
+
+    /* The other long values from the environment: refused whole, by name. */
+    static const struct { const char *name; size_t len; const char *part; int secret; } others[] = {
+        { "TIDE_LISTEN", 5000, "(5000 bytes): longer than 287 bytes", 0 },
+        { "TIDE_METRICS_TOKEN", 5000, "TIDE_METRICS_TOKEN: longer than 255 bytes", 1 },
+        { "TIDE_ADMIN_TOKEN", 256, "TIDE_ADMIN_TOKEN: longer than 255 bytes", 1 },
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        const char *env[] = { envv, NULL };
+        tide_config c;
+        int w = snprintf(envv, big + 64, "%s=", others[i].name);
+        memset(envv + w, 'a', others[i].len);
+        envv[w + (int)others[i].len] = '\0';
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), TIDE_EINVAL, others[i].name);
+        expect_contains(tide_last_error(), others[i].part, others[i].name);
+        if (others[i].secret && strstr(tide_last_error(), "aaaaaaaa") != NULL)
+            fail_msg("%s: expected the secret's text kept out of the message, got '%s'", others[i].name,
+                     tide_last_error());
+    }
+    free(dir); free(text); free(envv); free(flag);
+}
+
 /* ---- the startup log --------------------------------------------------------------- */
 
 static void startup_log_reads_as_a_checklist_and_warns_about_a_block_size_mismatch(void **state)
@@ -686,6 +1059,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(startup_node_opts_follow_the_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(trim_policy_is_a_setting_with_its_errors_named, setup, teardown),
         cmocka_unit_test_setup_teardown(unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_numeric_setting_is_range_checked_at_each_end_naming_its_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_size_limits_are_stated_and_a_refusal_names_them, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_node_budget_whose_double_overflows_saturates_the_hard_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_utf8_bom_is_accepted_and_utf16_is_refused_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(anything_goes_inside_a_skipped_section_and_hash_starts_a_comment, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_data_dir_too_long_for_path_max_is_refused_from_every_source_never_cut, setup, teardown),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -3,12 +3,22 @@
  *
  * Pages come from a real node (rendered by node/metrics.c with settings
  * that leave a known consumer unbounded) and from hand-written text whose
- * figures make every number of the report checkable by hand.
+ * figures make every number of the report checkable by hand. The pages that
+ * are not a node's (Prometheus' own /metrics, HTML, an empty page, garbage)
+ * are served to bin/tide doctor by a canned HTTP server on 127.0.0.1: a
+ * thread of this test, stopped by the group's teardown whatever the outcome.
  */
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,12 +117,188 @@ static void a_hand_written_page_gives_every_figure_exactly(void **state)
     free(json);
 }
 
+/* Prometheus' own /metrics, in its style: Go runtime and process families,
+ * prometheus_* and promhttp_*; process_resident_memory_bytes among them,
+ * as on every exporter's page. Written for this test. */
+static const char prometheus_page[] =
+    "# HELP go_gc_duration_seconds Pause times of the garbage collector.\n"
+    "# TYPE go_gc_duration_seconds summary\n"
+    "go_gc_duration_seconds{quantile=\"0\"} 2.4e-05\n"
+    "go_gc_duration_seconds{quantile=\"0.5\"} 6.1e-05\n"
+    "go_gc_duration_seconds{quantile=\"1\"} 0.00197\n"
+    "go_gc_duration_seconds_sum 0.0391\n"
+    "go_gc_duration_seconds_count 88\n"
+    "# HELP go_goroutines Goroutines running now.\n"
+    "# TYPE go_goroutines gauge\n"
+    "go_goroutines 43\n"
+    "# HELP process_resident_memory_bytes Resident set size, bytes.\n"
+    "# TYPE process_resident_memory_bytes gauge\n"
+    "process_resident_memory_bytes 1.17440512e+08\n"
+    "# HELP process_start_time_seconds Start time, seconds since the epoch.\n"
+    "# TYPE process_start_time_seconds gauge\n"
+    "process_start_time_seconds 1.70001234512e+09\n"
+    "# HELP prometheus_build_info The build this server runs.\n"
+    "# TYPE prometheus_build_info gauge\n"
+    "prometheus_build_info{branch=\"debian/sid\",goversion=\"go1.19.8\",revision=\"\",version=\"2.42.0\"} 1\n"
+    "# HELP prometheus_tsdb_head_series Series in the head block.\n"
+    "# TYPE prometheus_tsdb_head_series gauge\n"
+    "prometheus_tsdb_head_series 2417\n"
+    "# HELP promhttp_metric_handler_requests_total Scrapes of this page by status.\n"
+    "# TYPE promhttp_metric_handler_requests_total counter\n"
+    "promhttp_metric_handler_requests_total{code=\"200\"} 311\n"
+    "promhttp_metric_handler_requests_total{code=\"500\"} 0\n";
+
 static void a_page_that_is_not_a_nodes_is_refused_by_name(void **state)
 {
     (void)state;
     tide_doctor_report r;
     expect_rc(tide_doctor_analyze("# HELP up x\n# TYPE up gauge\nup 1\n", &r), TIDE_EINVAL, "not a node");
-    expect_contains(tide_last_error(), "not a Tide node's metrics page", "message");
+    expect_contains(tide_last_error(), "does not look like a tide node's /metrics: no tide_* families", "message");
+    expect_rc(tide_doctor_analyze(prometheus_page, &r), TIDE_EINVAL, "Prometheus' own page");
+    expect_contains(tide_last_error(), "does not look like a tide node's /metrics: no tide_* families "
+                    "(its 12 samples are other families', go_gc_duration_seconds the first)", "message");
+    expect_rc(tide_doctor_analyze("", &r), TIDE_EINVAL, "an empty page");
+    expect_contains(tide_last_error(), "no tide_* families (no metric samples at all)", "message");
+    expect_rc(tide_doctor_analyze("\n<!DOCTYPE html>\n<html><body>tide_x 1</body></html>\n", &r), TIDE_EINVAL, "HTML");
+    expect_contains(tide_last_error(), "no metric samples at all; it looks like HTML", "message");
+    expect_rc(tide_doctor_analyze("tide_ garbage\ntide_x{a=\"1\" 5\n%%tide_y 3\ntide_z 1 2 3x\n", &r), TIDE_EINVAL,
+              "lines that only look like tide samples");
+    expect_contains(tide_last_error(), "no tide_* families", "message");
+    expect_rc(tide_doctor_analyze("# TYPE tide_build_info gauge\ntide_build_info{version=\"1\"} 1\n", &r),
+              TIDE_EINVAL, "a tide family but no memory figures");
+    expect_contains(tide_last_error(), "neither process_resident_memory_bytes nor tide_memory_consumer_bytes", "message");
+}
+
+/* ---- bin/tide doctor against a canned HTTP server ------------------------------- */
+
+typedef struct canned {
+    int fd;                    /* listening on 127.0.0.1:port */
+    unsigned port;
+    pthread_t thread;
+    atomic_int stop;
+    pthread_mutex_t mu;        /* guards what is served */
+    const char *body;
+    size_t body_len;
+    const char *ctype;
+} canned;
+
+static canned server;
+
+static void canned_serve(canned *c, const char *ctype, const char *body, size_t len)
+{
+    pthread_mutex_lock(&c->mu);
+    c->ctype = ctype, c->body = body, c->body_len = len;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *canned_main(void *arg)
+{
+    canned *c = arg;
+    while (!atomic_load(&c->stop)) {
+        struct pollfd pfd = { c->fd, POLLIN, 0 };
+        char req[4096], head[256];
+        size_t got = 0;
+        if (poll(&pfd, 1, 100) <= 0) continue;
+        int s = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (s < 0) continue;
+        struct timeval tv = { 5, 0 };
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        while (got < sizeof req - 1) {           /* the request's head, then answer */
+            ssize_t n = read(s, req + got, sizeof req - 1 - got);
+            if (n <= 0) break;
+            got += (size_t)n;
+            req[got] = '\0';
+            if (strstr(req, "\r\n\r\n")) break;
+        }
+        pthread_mutex_lock(&c->mu);
+        int hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                          "Connection: close\r\n\r\n", c->ctype, c->body_len);
+        ssize_t w = write(s, head, (size_t)hl);
+        if (w == hl && c->body_len) w = write(s, c->body, c->body_len);
+        pthread_mutex_unlock(&c->mu);
+        (void)w;
+        close(s);
+    }
+    return NULL;
+}
+
+static int canned_start(void **state)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = 0 };
+    socklen_t al = sizeof a;
+
+    (void)state;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    pthread_mutex_init(&server.mu, NULL);
+    server.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (server.fd < 0 || bind(server.fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(server.fd, 16) != 0
+        || getsockname(server.fd, (struct sockaddr *)&a, &al) != 0) {
+        perror("canned server");
+        return -1;
+    }
+    server.port = ntohs(a.sin_port);
+    canned_serve(&server, "text/plain", "", 0);
+    if (pthread_create(&server.thread, NULL, canned_main, &server) != 0) return -1;
+    return 0;
+}
+
+static int canned_stop(void **state)
+{
+    (void)state;
+    atomic_store(&server.stop, 1);
+    pthread_join(server.thread, NULL);
+    close(server.fd);
+    pthread_mutex_destroy(&server.mu);
+    return 0;
+}
+
+/* Run bin/tide doctor against the canned server; its exit status, and
+ * stdout and stderr in *out (malloc'd). */
+static int run_doctor(char **out)
+{
+    const char *bin = getenv("TIDE_BIN_DIR");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s/tide' doctor --timeout 20 http://127.0.0.1:%u/metrics 2>&1",
+             bin ? bin : "bin", server.port);
+    return th_run(cmd, out);
+}
+
+static void tide_doctor_exits_1_on_a_page_that_is_not_a_nodes_and_says_so(void **state)
+{
+    (void)state;
+    static const char html[] = "<!DOCTYPE html>\n<html><head><title>Grafana</title></head>\n"
+                               "<body>process_resident_memory_bytes 5</body></html>\n";
+    static const char garbage[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR tide_x 1\n";
+    static const char prose[] = "It works!\nThis is the default page of this server 42\n";
+    static const struct { const char *what, *ctype, *body; size_t len; const char *part; } cases[] = {
+        { "Prometheus' own /metrics", "text/plain; version=0.0.4; charset=utf-8", prometheus_page,
+          sizeof prometheus_page - 1, "does not look like a tide node's /metrics: no tide_* families" },
+        { "an HTML page", "text/html", html, sizeof html - 1,
+          "does not look like a tide node's /metrics: no tide_* families (no metric samples at all; it looks like HTML)" },
+        { "an empty page", "text/plain", "", 0, "does not look like a tide node's /metrics: an empty page" },
+        { "a 200 of binary garbage", "application/octet-stream", garbage, sizeof garbage - 1,
+          "does not look like a tide node's /metrics: a NUL byte at offset 8" },
+        { "a 200 of prose", "text/plain", prose, sizeof prose - 1, "no tide_* families (no metric samples at all)" },
+    };
+    char url_part[96], *out = NULL;
+
+    snprintf(url_part, sizeof url_part, "tide doctor: http://127.0.0.1:%u/metrics does not look", server.port);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        canned_serve(&server, cases[i].ctype, cases[i].body, cases[i].len);
+        int st = run_doctor(&out);
+        if (st != 1) fail_msg("%s: expected tide doctor to exit 1, got %d: %s", cases[i].what, st, out);
+        expect_contains(out, url_part, cases[i].what);
+        expect_contains(out, cases[i].part, cases[i].what);
+        if (strstr(out, "Allocator:") != NULL) fail_msg("%s: expected no report, got '%s'", cases[i].what, out);
+        free(out);
+    }
+
+    /* The same server with a node's page: the report, exit 0. */
+    canned_serve(&server, "text/plain; version=0.0.4", page, sizeof page - 1);
+    int st = run_doctor(&out);
+    if (st != 0) fail_msg("a node's page: expected tide doctor to exit 0, got %d: %s", st, out);
+    expect_contains(out, "Allocator: glibc 2.36.", "the report");
+    free(out);
 }
 
 static void on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob(void **state)
@@ -162,6 +348,7 @@ int main(void)
         cmocka_unit_test(a_hand_written_page_gives_every_figure_exactly),
         cmocka_unit_test(a_page_that_is_not_a_nodes_is_refused_by_name),
         cmocka_unit_test(on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob),
+        cmocka_unit_test(tide_doctor_exits_1_on_a_page_that_is_not_a_nodes_and_says_so),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, canned_start, canned_stop);
 }

@@ -2,8 +2,9 @@
  * test_metrics.c: the node's Prometheus exposition, rendered in process.
  *
  * The text must pass promtool (Debian's prometheus package) and Tide's own
- * stricter checks (tests/promcheck.c), carry every family of DESIGN.md §7
- * that this allocator has, and agree with the figures it is computed from:
+ * stricter checks (tests/promcheck.c), carry every family of the design
+ * (docs/ARCHITECTURE.md, "Metric families") that this allocator has, and
+ * agree with the figures it is computed from:
  * the node-cache bytes against the sizes put, the trims against the
  * sweeper's totals.
  */

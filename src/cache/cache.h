@@ -15,14 +15,15 @@
  *     tide_cache_sweep(c, NULL);             -- from the sweeper, on a timer
  *     tide_cache_destroy(c);
  *
- * Semantics (DESIGN.md §4): an entry is a key (key_size bytes), an object and
- * its last access time. A strong entry holds a reference to its object. A
- * sweep lets an expired strong entry go: it becomes weak when someone else
- * still holds the object, and is removed (dropping the last reference, which
- * frees the object) otherwise. A weak entry stays findable while its object
- * lives; a lookup that finds it makes it strong again, and a sweep removes it
- * once the object has died. The byte budget and the hard limit count what
- * the cache's memory costs (tide_cache_stats.bytes, below).
+ * Semantics (docs/ARCHITECTURE.md, "The node cache"): an entry is a key
+ * (key_size bytes), an object and its last access time. A strong entry holds
+ * a reference to its object. A sweep lets an expired strong entry go: it
+ * becomes weak when someone else still holds the object, and is removed
+ * (dropping the last reference, which frees the object) otherwise. A weak
+ * entry stays findable while its object lives; a lookup that finds it makes
+ * it strong again, and a sweep removes it once the object has died. The byte
+ * budget and the hard limit count what the cache's memory costs
+ * (tide_cache_stats.bytes, below).
  *
  * How weak references work is in cache.c's essay; in short, an object has a
  * strong count (its holders, the cache's strong entries among them) and a

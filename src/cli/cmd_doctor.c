@@ -6,6 +6,10 @@
  * environment as "Authorization: Bearer", and hands the page to
  * node/doctor.c. The token is never printed, not even in errors.
  *
+ * A page that is not a node's (no tide_* families: Prometheus' own
+ * /metrics, HTML, an empty page, bytes that are not text) exits 1 with
+ * "URL does not look like a tide node's /metrics: ...".
+ *
  * Never: retry, follow redirects to another host, or wait longer than
  * --timeout (default 10 s) for a node.
  */
@@ -79,7 +83,15 @@ static int fetch(const char *url, long timeout_s, char **out)
         cli_error("doctor", "%s: HTTP %ld", url, status);
         goto out;
     }
-    if (b.buf == NULL) { cli_error("doctor", "%s: empty page", url); goto out; }
+    if (b.buf == NULL) {
+        cli_error("doctor", "%s does not look like a tide node's /metrics: an empty page", url);
+        goto out;
+    }
+    if (strlen(b.buf) != b.len) {   /* the text format has no NUL byte */
+        cli_error("doctor", "%s does not look like a tide node's /metrics: a NUL byte at offset %zu "
+                  "(not text)", url, strlen(b.buf));
+        goto out;
+    }
     *out = b.buf;
     b.buf = NULL;
     rc = CLI_OK;
@@ -125,7 +137,7 @@ int cli_cmd_doctor(int argc, char **argv)
     rc = fetch(url, (long)timeout, &page);
     if (rc) goto out;
     if (tide_doctor_analyze(page, &r) != 0) {
-        rc = cli_error("doctor", "%s: %s", url, tide_last_error());
+        rc = cli_error("doctor", "%s %s", url, tide_last_error());
         goto out;
     }
     if (json) {

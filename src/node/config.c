@@ -20,33 +20,66 @@
  *     < 8 GiB tiny, < 16 GiB small, < 32 GiB medium, < 64 GiB large, else huge.
  * (XRP Ledger leaves node_size to the operator; the thresholds are Tide's,
  * one step per doubling, so a 16 GiB machine runs "medium".) The preset
- * (DESIGN.md §4) fills sweep_interval, cache_target, cache_age, cache_budget
- * and insert_burst, but only those still at their built-in default:
- * tide_config_finish() applies it after every source has been read.
+ * (docs/ARCHITECTURE.md, "node_size presets") fills sweep_interval,
+ * cache_target, cache_age, cache_budget and insert_burst, but only those
+ * still at their built-in default: tide_config_finish() applies it after
+ * every source has been read.
  *
- * The file, in XRP Ledger's INI style:
+ * The file, in XRP Ledger's INI style, so that tided can be pointed at a
+ * node's own rippled.cfg:
  *
- *     # comment            ; comment too (a whole line only: values may hold # and ;)
+ *     # comment            ; comment too (';' only as a whole line)
  *     [node_size]
  *     medium               a bare value: the section is the setting
  *     [sweep_interval]
  *     60
  *     [node_db]
  *     type=NuDB            the only backend; any other type is an error
- *     path=/var/lib/tide   = data_dir
+ *     path=/var/lib/tide   = data_dir     # a trailing comment
  *     nudb_block_size=16384
+ *     online_delete=2000   rippled's: an info line, ignored
  *     [node]
  *     cache_budget=1GiB    every setting by its name (except the env-only ones)
+ *     [server]             any other section: one info line, then skipped
  *
- * Blank lines are skipped; spaces around keys and values are trimmed; a CR
- * before the LF is dropped. Errors are startup errors, TIDE_EINVAL with
- * tide_last_error() = "tide.cfg:12: [node] cache_budget=12XB: not a size (...)":
- * an unknown section or key, a bad or out-of-range value, a "[section" with no
- * "]", a line before any section, a bare value where key=value is expected (or
- * the reverse), a setting given twice. The one exception is nudb_block_size:
+ * A '#' anywhere starts a comment, as rippled reads the key=value lines of
+ * its own file; "\#" is a literal '#'. A '#' glued to the text before it
+ * ("path=/srv/a#1") warns, since it may have been meant as part of a value.
+ * A UTF-8 byte-order mark before the first line is skipped; a UTF-16 file
+ * is refused by name. Blank lines are skipped; spaces around keys and
+ * values are trimmed; a CR before the LF is dropped.
+ *
+ * Sections other than [node], [node_db], [node_size] and [sweep_interval]
+ * are another program's (rippled's [server], [port_*], [ips], ...): each
+ * logs "config FILE:LINE: section [server] is not used by tide; skipped"
+ * and its lines are not parsed at all. A section one edit away from one of
+ * Tide's ([nodes], [node-db], [NODE_SIZE]) is an error instead: skipping a
+ * typo would drop its settings in silence. In [node_db], rippled's own keys
+ * (online_delete, advisory_delete, earliest_seq, ...) log an info line, any
+ * other unknown key a warning, and a key one edit from type, path or
+ * nudb_block_size is an error ("did you mean path?"): [node_db] is shared
+ * with rippled, whose keys are not Tide's to refuse, but a misspelt path
+ * would make tided open (and create) a store somewhere else. [node] is
+ * Tide's alone, so an unknown key there is an error.
+ *
+ * Errors are startup errors, TIDE_EINVAL with tide_last_error() =
+ * "tide.cfg:12: [node] cache_budget=12XB: not a size (...)": an unknown key
+ * in [node], a bad or out-of-range value, a "[section" with no "]", a line
+ * before any section, a bare value where key=value is expected (or the
+ * reverse), a setting given twice. The one exception is nudb_block_size:
  * an invalid value logs a warning naming the file and line and uses 4096, as
  * the store does (tide_block_size_parse), because an operator who typed 5000
  * should get a running node, not a dead one.
+ *
+ * Ranges: every number is checked where it is parsed, whichever source it
+ * came from, against the min and max of its row, and a refusal names the
+ * source (file and line, variable or flag) and the range. The byte sizes
+ * and entry counts stop at TIDE_CONFIG_BYTES_MAX (4 PiB, config.h), so that
+ * twice a budget still fits everywhere it goes; a number past 64 bits is
+ * out of range, not "not a number". Values are copied whole, never through
+ * a fixed buffer, so a 5000-byte TIDE_DATA_DIR is refused as the flag is
+ * (data_dir stops at TIDE_CONFIG_DATA_DIR_MAX, 4086 bytes, so that
+ * DIR/nudb.dat fits in PATH_MAX).
  *
  * The metrics token, the admin token and the public flag come only from the
  * environment (TIDE_METRICS_TOKEN, TIDE_ADMIN_TOKEN, TIDE_METRICS_PUBLIC): a secret does not belong in argv
@@ -59,7 +92,8 @@
  *   2. After a successful finish() every value is within its range.
  *
  * Never: print metrics_token; turn a bad value into a default silently
- * (nudb_block_size falls back, and says so).
+ * (nudb_block_size falls back, and says so); truncate a value; skip a
+ * section or key without a line in the log.
  */
 #include "node/config.h"
 #include "mem/alloc.h"
@@ -84,7 +118,7 @@
 #define GiB (1024ull * 1024 * 1024)
 #define MiB (1024ull * 1024)
 
-/* ---- presets (DESIGN.md §4) ----------------------------------------------- */
+/* ---- presets (docs/ARCHITECTURE.md, "node_size presets") ------------------ */
 
 typedef struct preset {
     unsigned sweep_interval;
@@ -140,15 +174,18 @@ static const setting settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_SWEEP_INTERVAL]  = { "sweep_interval", "sweep-interval", "TIDE_SWEEP_INTERVAL", "node",
                                    "sweep_interval", "", K_UINT, 10, 600, 1 },
     [TIDE_CFG_CACHE_TARGET]    = { "cache_target", "cache-target", "TIDE_CACHE_TARGET", "node",
-                                   NULL, NULL, K_UINT, 0, UINT64_MAX, 1 },
+                                   NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 1 },
     [TIDE_CFG_CACHE_AGE]       = { "cache_age", "cache-age", "TIDE_CACHE_AGE", "node",
                                    NULL, NULL, K_UINT, 1, 86400, 1 },
+    /* 2 * cache_budget is the node cache's hard limit and 2 * insert_burst
+     * what the store's two pools may hold: TIDE_CONFIG_BYTES_MAX keeps both
+     * products exact (config.h). */
     [TIDE_CFG_CACHE_BUDGET]    = { "cache_budget", "cache-budget", "TIDE_CACHE_BUDGET", "node",
-                                   NULL, NULL, K_SIZE, 0, UINT64_MAX, 1 },
+                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 1 },
     [TIDE_CFG_INSERT_BURST]    = { "insert_burst", "insert-burst", "TIDE_INSERT_BURST", "node",
-                                   NULL, NULL, K_SIZE, 0, UINT64_MAX, 1 },
+                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 1 },
     [TIDE_CFG_KEY_CACHE_SIZE]  = { "key_cache_size", "key-cache-size", "TIDE_KEY_CACHE_SIZE", "node",
-                                   NULL, NULL, K_UINT, 0, UINT64_MAX, 0 },
+                                   NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 0 },
     [TIDE_CFG_KEY_CACHE_AGE]   = { "key_cache_age", "key-cache-age", "TIDE_KEY_CACHE_AGE", "node",
                                    NULL, NULL, K_UINT, 1, 86400, 0 },
     [TIDE_CFG_NUDB_BLOCK_SIZE] = { "nudb_block_size", "nudb-block-size", "TIDE_NUDB_BLOCK_SIZE", "node",
@@ -211,6 +248,43 @@ const char *tide_config_flag(int id)
     if (settings[id].flag == NULL) return NULL;
     if (flags[id][0] == '\0') snprintf(flags[id], sizeof flags[id], "--%s", settings[id].flag);
     return flags[id];
+}
+
+static void size_text(uint64_t v, char *out, size_t cap);
+
+size_t tide_config_range_text(int id, char *buf, size_t cap)
+{
+    const setting *st;
+    char lo[32], hi[32];
+    int n = 0;
+
+    if (cap == 0) buf = lo, cap = 1;     /* length only */
+    buf[0] = '\0';
+    if (id < 0 || id >= TIDE_CFG_COUNT) return 0;
+    st = &settings[id];
+    switch (st->kind) {
+    case K_UINT:
+        if (st->max == TIDE_CONFIG_BYTES_MAX)
+            n = snprintf(buf, cap, "%" PRIu64 " to %" PRIu64 " (2^52)", st->min, st->max);
+        else
+            n = snprintf(buf, cap, "%" PRIu64 " to %" PRIu64, st->min, st->max);
+        break;
+    case K_SIZE:
+        size_text(st->min, lo, sizeof lo);
+        size_text(st->max, hi, sizeof hi);
+        n = snprintf(buf, cap, "%s to %s", lo, hi);
+        break;
+    case K_LISTEN: n = snprintf(buf, cap, "port 1 to 65535"); break;
+    case K_SECRET: n = snprintf(buf, cap, "up to 255 bytes"); break;
+    case K_PATH:   n = snprintf(buf, cap, "up to %zu bytes", (size_t)TIDE_CONFIG_DATA_DIR_MAX); break;
+    case K_BLOCK:  n = snprintf(buf, cap, "a power of two from 4096 to 32768"); break;
+    case K_TRIM:
+        size_text(TIDE_CONFIG_BYTES_MAX, hi, sizeof hi);
+        n = snprintf(buf, cap, "every:1 to every:1000000, freed:1 to freed:%s, free-pct:1 to free-pct:99", hi);
+        break;
+    default: break;
+    }
+    return n < 0 ? 0 : (size_t)n;
 }
 
 /* ---- defaults ---------------------------------------------------------------- */
@@ -279,15 +353,44 @@ void tide_config_defaults(tide_config *c)
 
 /* ---- parsing one value ------------------------------------------------------- */
 
+/* A decimal number: 0, -1 when it is not one, -2 when it has more digits
+ * than 64 bits hold (then it is out of every range, and said so). */
 static int parse_uint(const char *s, uint64_t *out)
 {
     char *end;
     if (*s < '0' || *s > '9') return -1;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end != '\0') return -1;
+    if (*end != '\0') return -1;
+    if (errno == ERANGE) return -2;
+    if (errno) return -1;
     *out = v;
     return 0;
+}
+
+/* "1GiB", "512MB", "4096": exact, parseable by tide_size_parse, and the
+ * shorter of the largest exact binary and decimal spellings. */
+static void size_text(uint64_t v, char *out, size_t cap)
+{
+    static const char *const bin[] = { "", "KiB", "MiB", "GiB", "TiB", "PiB" },
+                      *const dec[] = { "", "KB", "MB", "GB", "TB", "PB" };
+    uint64_t b = v, d = v;
+    int bi = 0, di = 0;
+
+    while (v != 0 && bi < 5 && b % 1024 == 0) b /= 1024, bi++;
+    while (v != 0 && di < 5 && d % 1000 == 0) d /= 1000, di++;
+    if (d < b) snprintf(out, cap, "%" PRIu64 "%s", d, dec[di]);
+    else snprintf(out, cap, "%" PRIu64 "%s", b, bin[bi]);
+}
+
+/* How a value is shown in a message: whole when short, else its first 64
+ * bytes and its length (a 5000-byte path must not push the reason out of
+ * the message). */
+static void show_value(char *out, size_t cap, const char *prefix, const char *val)
+{
+    size_t n = strlen(val);
+    if (n <= 128) snprintf(out, cap, "%s%s", prefix, val);
+    else snprintf(out, cap, "%s%.64s... (%zu bytes)", prefix, val, n);
 }
 
 static int parse_listen(const char *s, char *host, size_t hcap, unsigned *port, char *why, size_t wcap)
@@ -366,29 +469,35 @@ static int set_value(tide_config *c, int id, const char *text, int kind, const c
         break;
     case K_PATH:
         if (text[0] == '\0') snprintf(why, sizeof why, "empty path");
-        else if (strlen(text) >= sizeof c->data_dir)
-            snprintf(why, sizeof why, "path is longer than %zu bytes", sizeof c->data_dir - 1);
+        else if (strlen(text) > TIDE_CONFIG_DATA_DIR_MAX)
+            snprintf(why, sizeof why, "path is %zu bytes, longer than %zu bytes (the store's files, "
+                     "DIR/nudb.dat, must fit in PATH_MAX, 4096 bytes)", strlen(text),
+                     (size_t)TIDE_CONFIG_DATA_DIR_MAX);
         break;
     case K_LISTEN:
         if (strlen(text) >= sizeof c->listen) snprintf(why, sizeof why, "longer than %zu bytes", sizeof c->listen - 1);
         else parse_listen(text, host, sizeof host, &port, why, sizeof why);
         break;
-    case K_UINT:
-        if (parse_uint(text, &v) != 0)
+    case K_UINT: {
+        int prc = parse_uint(text, &v);
+        if (prc == -1)
             snprintf(why, sizeof why, "not a whole number");
-        else if (v < st->min || v > st->max) {
-            if (st->max == UINT64_MAX)
-                snprintf(why, sizeof why, "%" PRIu64 " is below %" PRIu64, v, st->min);
-            else
-                snprintf(why, sizeof why, "%" PRIu64 " is outside %" PRIu64 "..%" PRIu64, v, st->min, st->max);
-        }
-        break;
-    case K_SIZE:
-        if (tide_size_parse(text, &v) != 0)
-            snprintf(why, sizeof why, "not a size (%s)", tide_last_error());
+        else if (prc == -2)
+            snprintf(why, sizeof why, "%.40s is outside %" PRIu64 "..%" PRIu64, text, st->min, st->max);
         else if (v < st->min || v > st->max)
-            snprintf(why, sizeof why, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes",
-                     v, st->min, st->max);
+            snprintf(why, sizeof why, "%" PRIu64 " is outside %" PRIu64 "..%" PRIu64, v, st->min, st->max);
+        break;
+    }
+    case K_SIZE:
+        if (tide_size_parse(text, &v) != 0) {
+            snprintf(why, sizeof why, "not a size (%s)", tide_last_error());
+        } else if (v < st->min || v > st->max) {
+            char lo[32], hi[32];
+            size_text(st->min, lo, sizeof lo);
+            size_text(st->max, hi, sizeof hi);
+            snprintf(why, sizeof why, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes (%s to %s)",
+                     v, st->min, st->max, lo, hi);
+        }
         break;
     case K_BLOCK: {
         char warn[200];
@@ -482,15 +591,79 @@ static int lookup_key(const char *section, const char *key)
     return -1;
 }
 
+/* The sections Tide reads; any other is skipped (a rippled.cfg has many). */
+static const char *const tide_sections[] = { "node", "node_db", "node_size", "sweep_interval" };
+#define N_TIDE_SECTIONS (sizeof tide_sections / sizeof tide_sections[0])
+
 static int known_section(const char *s)
 {
-    return strcmp(s, "node") == 0 || strcmp(s, "node_db") == 0 || strcmp(s, "node_size") == 0
-        || strcmp(s, "sweep_interval") == 0;
+    for (size_t i = 0; i < N_TIDE_SECTIONS; i++)
+        if (strcmp(s, tide_sections[i]) == 0) return 1;
+    return 0;
 }
 
 static int bare_section(const char *s)
 {
     return strcmp(s, "node_size") == 0 || strcmp(s, "sweep_interval") == 0;
+}
+
+/* 1 when a and b differ only in case or by one edit: a letter added,
+ * dropped or changed, or two neighbours swapped. */
+static int one_edit_apart(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), i = 0;
+
+    if (strcasecmp(a, b) == 0) return 1;
+    if (la > lb + 1 || lb > la + 1) return 0;
+    while (i < la && i < lb && a[i] == b[i]) i++;
+    if (la == lb)
+        return strcmp(a + i + 1, b + i + 1) == 0
+            || (i + 1 < la && a[i] == b[i + 1] && a[i + 1] == b[i] && strcmp(a + i + 2, b + i + 2) == 0);
+    return la > lb ? strcmp(a + i + 1, b + i) == 0 : strcmp(a + i, b + i + 1) == 0;
+}
+
+/* The Tide section `s` is probably a typo of, or NULL. */
+static const char *typo_of_section(const char *s)
+{
+    for (size_t i = 0; i < N_TIDE_SECTIONS; i++)
+        if (one_edit_apart(s, tide_sections[i])) return tide_sections[i];
+    return NULL;
+}
+
+/* The keys rippled documents for its [node_db] (online deletion, the
+ * RocksDB tuning, the cache): expected in a node's own config, and of no
+ * use to Tide, so each gets an info line, not a warning. */
+static int rippled_node_db_key(const char *k)
+{
+    static const char *const keys[] = {
+        "online_delete", "advisory_delete", "delete_batch", "back_off_milliseconds",
+        "age_threshold_seconds", "recovery_wait_seconds", "earliest_seq", "fast_load",
+        "cache_size", "cache_age", "open_files", "filter_bits", "cache_mb", "file_size_mb",
+        "file_size_mult", "compression",
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(k, keys[i]) == 0) return 1;
+    return 0;
+}
+
+/* Cut a line at its comment: a '#' anywhere, as rippled reads its own
+ * file; "\#" stands for a literal '#'. *glued is set when the '#' touches
+ * the text before it ("path=/srv/a#1"), where it may have been meant as
+ * part of the value. */
+static void strip_comment(char *s, int *glued)
+{
+    char *w = s;
+
+    *glued = 0;
+    for (const char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] == '#') { *w++ = '#'; r++; continue; }
+        if (*r == '#') {
+            *glued = w > s && w[-1] != ' ' && w[-1] != '\t';
+            break;
+        }
+        *w++ = *r;
+    }
+    *w = '\0';
 }
 
 int tide_config_load_file(tide_config *c, const char *path)
@@ -500,7 +673,8 @@ int tide_config_load_file(tide_config *c, const char *path)
     size_t lcap = 0;
     ssize_t n;
     unsigned lineno = 0;
-    char section[64] = "";
+    char section[128] = "";
+    int skipping = 0;           /* inside a section Tide does not read */
     unsigned seen_line[TIDE_CFG_COUNT] = { 0 };
     unsigned type_line = 0;
     int rc = 0;
@@ -508,18 +682,26 @@ int tide_config_load_file(tide_config *c, const char *path)
     f = fopen(path, "r");
     if (f == NULL) { rc = tide_err_sys(errno, "%s: cannot open the config file", path); goto out; }
     while ((n = getline(&line, &lcap, f)) != -1) {
-        char *s, *eq, *key, *val, what[512], where[160];
-        int id;
+        char *s = line, *eq, *key, *val, what[512], where[160];
+        int id, glued;
 
         lineno++;
+        if (lineno == 1 && n >= 2 && ((s[0] == '\xff' && s[1] == '\xfe') || (s[0] == '\xfe' && s[1] == '\xff'))) {
+            rc = tide_err_set(TIDE_EINVAL, "%s:1: the file is UTF-16 (it starts with a UTF-16 byte-order "
+                              "mark); save it as UTF-8", path);
+            goto out;
+        }
         if ((size_t)n != strlen(line)) {
             rc = tide_err_set(TIDE_EINVAL, "%s:%u: the line holds a NUL byte", path, lineno);
             goto out;
         }
-        s = trim(line);
-        if (*s == '\0' || *s == '#' || *s == ';') continue;
+        if (lineno == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0) s += 3;   /* UTF-8 BOM */
+        strip_comment(s, &glued);
+        s = trim(s);
+        if (*s == '\0' || *s == ';') continue;
         if (*s == '[') {
             char *rb = strchr(s, ']');
+            const char *typo;
             if (rb == NULL) {
                 rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: unterminated section (no ']')", path, lineno, s);
                 goto out;
@@ -530,18 +712,34 @@ int tide_config_load_file(tide_config *c, const char *path)
             }
             *rb = '\0';
             key = trim(s + 1);
-            if (!known_section(key)) {
-                rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section (known: [node], [node_db], "
-                                  "[node_size], [sweep_interval])", path, lineno, key);
+            if (*key == '\0') {
+                rc = tide_err_set(TIDE_EINVAL, "%s:%u: []: a section without a name", path, lineno);
                 goto out;
             }
             snprintf(section, sizeof section, "%s", key);
+            skipping = !known_section(key);
+            if (!skipping) continue;
+            /* One edit from a section Tide reads is a typo, not another
+             * program's section: skipping it would drop the settings under
+             * it without a word. */
+            typo = typo_of_section(key);
+            if (typo != NULL) {
+                rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section; did you mean [%s]? (tide reads "
+                                  "[node], [node_db], [node_size] and [sweep_interval] and skips other "
+                                  "programs' sections)", path, lineno, key, typo);
+                goto out;
+            }
+            tide_log(TIDE_LOG_INFO, "config %s:%u: section [%s] is not used by tide; skipped", path, lineno, key);
             continue;
         }
+        if (skipping) continue;
         if (section[0] == '\0') {
             rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", path, lineno, s);
             goto out;
         }
+        if (glued)
+            tide_log(TIDE_LOG_WARN, "config %s:%u: [%s] %s: the '#' after it starts a comment, as in rippled's "
+                     "own config; write \\# for a '#' in a value", path, lineno, section, s);
         eq = strchr(s, '=');
         if (bare_section(section)) {
             if (eq != NULL) {
@@ -551,7 +749,8 @@ int tide_config_load_file(tide_config *c, const char *path)
             }
             key = "";
             val = s;
-            snprintf(what, sizeof what, "%s:%u: [%s] %s", path, lineno, section, val);
+            show_value(where, sizeof where, "", val);
+            snprintf(what, sizeof what, "%s:%u: [%s] %s", path, lineno, section, where);
         } else {
             if (eq == NULL) {
                 rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected key=value", path, lineno, section, s);
@@ -560,7 +759,8 @@ int tide_config_load_file(tide_config *c, const char *path)
             *eq = '\0';
             key = trim(s);
             val = trim(eq + 1);
-            snprintf(what, sizeof what, "%s:%u: [%s] %s=%s", path, lineno, section, key, val);
+            show_value(where, sizeof where, "", val);
+            snprintf(what, sizeof what, "%s:%u: [%s] %s=%s", path, lineno, section, key, where);
             if (strcmp(section, "node_db") == 0 && strcmp(key, "type") == 0) {
                 if (type_line) {
                     rc = tide_err_set(TIDE_EINVAL, "%s: duplicate key (first set at %s:%u)", what, path, type_line);
@@ -575,6 +775,24 @@ int tide_config_load_file(tide_config *c, const char *path)
             }
         }
         id = lookup_key(section, key);
+        if (id < 0 && strcmp(section, "node_db") == 0) {
+            /* [node_db] is rippled's section too: its other keys are
+             * rippled's business, not errors. A near miss of a key Tide
+             * reads is still a typo. */
+            static const char *const ours[] = { "type", "path", "nudb_block_size" };
+            for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+                if (one_edit_apart(key, ours[i])) {
+                    rc = tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what, ours[i]);
+                    goto out;
+                }
+            if (rippled_node_db_key(key))
+                tide_log(TIDE_LOG_INFO, "config %s:%u: [node_db] %s is rippled's, not used by tide; ignored",
+                         path, lineno, key);
+            else
+                tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path and "
+                         "nudb_block_size there)", what);
+            continue;
+        }
         if (id < 0) {
             rc = tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, section);
             goto out;
@@ -606,19 +824,24 @@ static const char *real_getenv(void *arg, const char *name)
 
 int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg)
 {
+    int rc = 0;
+
     if (get == NULL) get = real_getenv;
-    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+    for (int id = 0; id < TIDE_CFG_COUNT && rc == 0; id++) {
         const char *v = get(arg, settings[id].env);
-        char what[512], buf[4096];
-        int rc;
+        char what[512], prefix[64], *copy;
 
         if (v == NULL || v[0] == '\0') continue;
-        snprintf(buf, sizeof buf, "%s", v);
-        snprintf(what, sizeof what, "%s=%s", settings[id].env, trim(buf));
-        rc = set_value(c, id, trim(buf), TIDE_SRC_ENV, settings[id].env, what);
-        if (rc) return rc;
+        /* A copy of the whole value (not of a fixed buffer's worth): the
+         * length checks must see what the operator wrote. */
+        copy = strdup(v);
+        if (copy == NULL) return tide_err_set(TIDE_ENOMEM, "%s: copying its value", settings[id].env);
+        snprintf(prefix, sizeof prefix, "%s=", settings[id].env);
+        show_value(what, sizeof what, prefix, trim(copy));
+        rc = set_value(c, id, trim(copy), TIDE_SRC_ENV, settings[id].env, what);
+        free(copy);
     }
-    return 0;
+    return rc;
 }
 
 /* ---- flags ------------------------------------------------------------------------ */
@@ -638,7 +861,7 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv)
     optind = 0;          /* glibc: a full re-initialisation */
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-        char what[512], where[64];
+        char what[512], where[64], prefix[64];
         int id;
 
         if (ch == '?')
@@ -648,7 +871,8 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv)
         if (ch == 999) continue;
         id = ch - 1000;
         snprintf(where, sizeof where, "--%s", settings[id].flag);
-        snprintf(what, sizeof what, "--%s=%s", settings[id].flag, optarg);
+        snprintf(prefix, sizeof prefix, "--%s=", settings[id].flag);
+        show_value(what, sizeof what, prefix, optarg);
         rc = set_value(c, id, optarg, TIDE_SRC_FLAG, where, what);
         if (rc) return rc;
     }
@@ -694,20 +918,6 @@ int tide_config_finish(tide_config *c)
 }
 
 /* ---- describe ------------------------------------------------------------------------ */
-
-/* "1GiB", "512MB", "4096": exact, parseable by tide_size_parse, and the
- * shorter of the largest exact binary and decimal spellings. */
-static void size_text(uint64_t v, char *out, size_t cap)
-{
-    static const char *const bin[] = { "", "KiB", "MiB", "GiB", "TiB" }, *const dec[] = { "", "KB", "MB", "GB", "TB" };
-    uint64_t b = v, d = v;
-    int bi = 0, di = 0;
-
-    while (v != 0 && bi < 4 && b % 1024 == 0) b /= 1024, bi++;
-    while (v != 0 && di < 4 && d % 1000 == 0) d /= 1000, di++;
-    if (d < b) snprintf(out, cap, "%" PRIu64 "%s", d, dec[di]);
-    else snprintf(out, cap, "%" PRIu64 "%s", b, bin[bi]);
-}
 
 /* The value of setting `id` as describe shows it, without its source. */
 static void value_text(const tide_config *c, int id, char *out, size_t cap)

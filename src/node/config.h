@@ -20,6 +20,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The largest byte count a size setting takes (cache_budget, insert_burst,
+ * trim_policy freed:SIZE) and the largest entry count (cache_target,
+ * key_cache_size): 4 PiB = 2^52, or SIZE_MAX / 2 where size_t is narrower.
+ * 2^52 bytes is the most physical memory a 64-bit x86 or arm64 machine can
+ * address (52-bit physical addresses), so no cache can use more; twice it
+ * (the node cache's hard limit, the store's two insert pools) is 2^53, which
+ * still fits size_t, int64_t (the byte counters, /v1/status' JSON) and a
+ * double exactly (/metrics). An entry takes more than a byte, so the same
+ * bound serves for counts.
+ */
+#define TIDE_CONFIG_BYTES_MAX ((uint64_t)(SIZE_MAX / 2 < (1ull << 52) ? SIZE_MAX / 2 : (1ull << 52)))
+
+/* The longest data_dir, in bytes: PATH_MAX (4096) less "/nudb.dat" and its
+ * NUL, so that the store's files can be named. */
+#define TIDE_CONFIG_DATA_DIR_MAX (4096 - sizeof "/nudb.dat")
+
 enum { TIDE_NODE_TINY, TIDE_NODE_SMALL, TIDE_NODE_MEDIUM, TIDE_NODE_LARGE, TIDE_NODE_HUGE,
        TIDE_NODE_SIZE_COUNT };
 
@@ -103,6 +120,14 @@ const char *tide_config_name(int id);
 const char *tide_config_flag(int id);
 const char *tide_config_env(int id);
 
+/* The range setting `id` accepts, for --help and the docs: "10 to 600",
+ * "0 to 4PiB", "1 to 256MiB", "port 1 to 65535" (listen), "up to 4086
+ * bytes" (data_dir), "up to 255 bytes" (the tokens), or "" for a setting
+ * that takes words (node_size, log_level, the 0/1 ones). Into `buf` (cap
+ * bytes, NUL-terminated); returns the length the text needs (as
+ * snprintf). Allocates nothing. */
+size_t tide_config_range_text(int id, char *buf, size_t cap);
+
 /* Fill `c` with the built-in defaults, every source TIDE_SRC_DEFAULT, and
  * node_size auto-selected from total RAM (sysconf). Never fails; reads
  * sysconf only. The preset-driven settings hold the medium preset's values
@@ -111,9 +136,14 @@ void tide_config_defaults(tide_config *c);
 
 /* Read an INI file (sections [node], [node_db], [node_size], [sweep_interval];
  * see config.c for the syntax) over `c`. A setting already set by the
- * environment or a flag keeps its value. Returns 0; TIDE_ENOENT/TIDE_EIO when
- * the file cannot be read; TIDE_EINVAL for the first syntax or value error,
- * with tide_last_error() = "PATH:LINE: [section] key=value: reason". An
+ * environment or a flag keeps its value. Any other section (a rippled.cfg's
+ * [server], [ips], ...) is skipped with one info line; rippled's keys in
+ * [node_db] (online_delete, ...) get an info line, other unknown ones there
+ * a warning. A UTF-8 BOM is skipped; '#' starts a comment anywhere ("\#" is
+ * a '#'). Returns 0; TIDE_ENOENT/TIDE_EIO when the file cannot be read;
+ * TIDE_EINVAL for the first syntax or value error, with tide_last_error() =
+ * "PATH:LINE: [section] key=value: reason" (a section or [node_db] key one
+ * edit from one Tide reads is such an error: "did you mean [node_db]?"). An
  * invalid nudb_block_size is not an error: it logs a warning naming
  * PATH:LINE and uses 4096. On error `c` may hold the settings read before
  * the bad line. Cost: one read of the file; allocates only while reading. */
@@ -122,8 +152,10 @@ int tide_config_load_file(tide_config *c, const char *path);
 /* Getter for environment variables: returns the value or NULL when unset. */
 typedef const char *(*tide_config_getenv_fn)(void *arg, const char *name);
 
-/* Apply TIDE_* variables through `get` (NULL: getenv). Returns 0 or
- * TIDE_EINVAL with "TIDE_CACHE_BUDGET=12XB: not a size (...)". A set but
+/* Apply TIDE_* variables through `get` (NULL: getenv). Returns 0,
+ * TIDE_ENOMEM, or TIDE_EINVAL with "TIDE_CACHE_BUDGET=12XB: not a size
+ * (...)". Each value is checked whole, as a flag's is (a TIDE_DATA_DIR
+ * longer than TIDE_CONFIG_DATA_DIR_MAX is refused, never cut). A set but
  * empty variable counts as unset. nudb_block_size warns as in load_file. */
 int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg);
 

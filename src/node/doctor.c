@@ -17,6 +17,12 @@
  *      (as Prometheus' histogram_quantile does), faults per trim.
  *   5. The consumers left unbounded and the setting that bounds each.
  *
+ * A page is a node's only when it has a sample of a tide_* family: the
+ * process_* families are every exporter's (Prometheus' own /metrics has
+ * process_resident_memory_bytes), so a page without tide_* samples, an
+ * HTML page or garbage is refused by name, never explained as all well.
+ * Lines that are not NAME[{LABELS}] VALUE are not samples.
+ *
  * Invariants:
  *   1. consumers[] is sorted by bytes, largest first.
  *   2. A figure absent from the page is negative in the report and is
@@ -26,6 +32,7 @@
  */
 #include "node/doctor.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -43,7 +50,17 @@ typedef struct sample {
     double value;
 } sample;
 
-/* The next sample at or after *p; 0 when found, -1 at the end. */
+/* 1 when line[0..n) is a metric name: [a-zA-Z_:][a-zA-Z0-9_:]*. */
+static int metric_name(const char *line, size_t n)
+{
+    if (n == 0 || !(isalpha((unsigned char)line[0]) || line[0] == '_' || line[0] == ':')) return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)line[i]) || line[i] == '_' || line[i] == ':')) return 0;
+    return 1;
+}
+
+/* The next sample at or after *p; 0 when found, -1 at the end. A line
+ * that is not NAME[{LABELS}] VALUE (HTML, prose, garbage) is no sample. */
 static int sample_next(const char **p, sample *s)
 {
     while (**p) {
@@ -52,7 +69,7 @@ static int sample_next(const char **p, sample *s)
         *p = line + len + (e ? 1 : 0);
         if (len == 0 || line[0] == '#') continue;
         size_t nl = strcspn(line, "{ \n");
-        if (nl >= sizeof s->name || nl >= len) continue;
+        if (nl >= sizeof s->name || nl >= len || !metric_name(line, nl)) continue;
         memcpy(s->name, line, nl);
         s->name[nl] = '\0';
         const char *v = line + nl;
@@ -73,8 +90,22 @@ static int sample_next(const char **p, sample *s)
             v = close + 1;
         }
         while (*v == ' ') v++;
-        if (strncmp(v, "+Inf", 4) == 0) s->value = INFINITY;
-        else s->value = strtod(v, NULL);
+        const char *end = v, *stop = line + len;
+        if (strncmp(v, "+Inf", 4) == 0) {
+            s->value = INFINITY;
+            end = v + 4;
+        } else {
+            char *e;
+            s->value = strtod(v, &e);
+            end = e;
+            if (end == v) continue;
+        }
+        /* Then nothing but an optional integer timestamp. */
+        while (end < stop && *end == ' ') end++;
+        if (end < stop && *end == '-') end++;
+        while (end < stop && isdigit((unsigned char)*end)) end++;
+        while (end < stop && (*end == ' ' || *end == '\r')) end++;
+        if (end != stop) continue;
         return 0;
     }
     return -1;
@@ -165,16 +196,41 @@ static int by_bytes_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* TIDE_EINVAL unless the page holds a sample of a tide_* family: any
+ * exporter has process_* families (Prometheus' own /metrics has
+ * process_resident_memory_bytes), so only tide_* ones tell a node's page. */
+static int check_tide_page(const char *text)
+{
+    sample s;
+    const char *p = text;
+    size_t samples = 0;
+    char other[64] = "";
+
+    while (sample_next(&p, &s) == 0) {
+        if (strncmp(s.name, "tide_", 5) == 0) return 0;
+        if (samples++ == 0) snprintf(other, sizeof other, "%.63s", s.name);
+    }
+    if (samples > 0)
+        return tide_err_set(TIDE_EINVAL, "does not look like a tide node's /metrics: no tide_* families "
+                            "(its %zu samples are other families', %s the first)", samples, other);
+    while (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n') text++;
+    return tide_err_set(TIDE_EINVAL, "does not look like a tide node's /metrics: no tide_* families "
+                        "(no metric samples at all%s)", *text == '<' ? "; it looks like HTML" : "");
+}
+
 int tide_doctor_analyze(const char *text, tide_doctor_report *r)
 {
     sample s;
     const char *p;
     char v[256];
+    int rc;
 
     memset(r, 0, sizeof *r);
+    rc = check_tide_page(text);
+    if (rc) return rc;
     r->rss = or_neg(value_of(text, "process_resident_memory_bytes", NULL, NULL));
     if (r->rss < 0 && isnan(value_of(text, "tide_memory_consumer_bytes", NULL, NULL)))
-        return tide_err_set(TIDE_EINVAL, "not a Tide node's metrics page: neither "
+        return tide_err_set(TIDE_EINVAL, "does not look like a tide node's /metrics: neither "
                             "process_resident_memory_bytes nor tide_memory_consumer_bytes is on it");
     r->rss_anon = or_neg(value_of(text, "tide_process_rss_anon_bytes", NULL, NULL));
     r->rss_file = or_neg(value_of(text, "tide_process_rss_file_bytes", NULL, NULL));

@@ -47,8 +47,11 @@ typedef struct tide_doctor_report {
 } tide_doctor_report;
 
 /* Read `text` (Prometheus text format). Returns 0, or TIDE_EINVAL when it
- * is not a Tide node's page (no process_resident_memory_bytes and no
- * tide_memory_consumer_bytes), with the reason in tide_last_error(). */
+ * is not a Tide node's page: no sample of a tide_* family (another
+ * exporter's page, Prometheus' own, HTML, garbage, an empty page), or
+ * neither process_resident_memory_bytes nor tide_memory_consumer_bytes.
+ * tide_last_error() then reads "does not look like a tide node's /metrics:
+ * no tide_* families (...)", to follow the page's URL. */
 int tide_doctor_analyze(const char *text, tide_doctor_report *r);
 
 /* The report in words, a few lines, to `f`. */

@@ -7,24 +7,27 @@
  *     tide_metrics_render(node, &mo, &text, &len);   -- the body of GET /metrics
  *     ... send ...; free(text);
  *
- * The families are DESIGN.md §7's, in base units (bytes, seconds), each
- * with one HELP and one TYPE line followed by all of its samples: memory
- * by consumer; the caches; sweeps and trims (histograms); the allocator
- * that serves malloc (its identity, and its own figures under its own
- * prefix); the standard process_* families with the official clients'
- * names and HELP texts; the store. A caller (the HTTP server) may append
- * families of its own with the writer below before the text is finished.
+ * The families are the design's (docs/ARCHITECTURE.md, "Metric families")
+ * and more, all listed in docs/OPERATIONS.md ("The metrics"), in base units
+ * (bytes, seconds), each with one HELP and one TYPE line followed by all of
+ * its samples: memory by consumer; the caches; sweeps and trims
+ * (histograms); the allocator that serves malloc (its identity, and its own
+ * figures under its own prefix); the standard process_* families with the
+ * official clients' names and HELP texts; the store. A caller (the HTTP
+ * server) may append families of its own with the writer below before the
+ * text is finished.
  *
  * Thread safety: any thread, any number at once. Cost of one render (the
  * figures are in docs/OPERATIONS.md: 1.06 ms at 86 MiB RSS, 4.17 ms with
  * smaps): one read each of /proc/self/stat, statm and status, a walk of
  * /proc/self/fd, the allocator's statistics (glibc: mallinfo2 plus
  * malloc_info, which walk every arena under its lock, about 40 ms with 2
- * million free chunks), and with smaps on, a read of
- * /proc/self/smaps_rollup (it walks the page tables under the mmap lock;
- * measured 3.1 ms at 86 MiB of RSS). The allocator's identity is the one
- * detected once per process (tide_mem_alloc_identity), not probed per
- * scrape. Allocates the text (a few KiB) and frees everything else.
+ * million free chunks: docs/ARCHITECTURE.md, "What a scrape walks"), and
+ * with smaps on, a read of /proc/self/smaps_rollup (it walks the page tables
+ * under the mmap lock; measured 3.1 ms at 86 MiB of RSS). The allocator's
+ * identity is the one detected once per process (tide_mem_alloc_identity),
+ * not probed per scrape. Allocates the text (a few KiB) and frees everything
+ * else.
  */
 #ifndef TIDE_NODE_METRICS_H
 #define TIDE_NODE_METRICS_H

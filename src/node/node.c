@@ -47,6 +47,7 @@
  * reports must not wait for a trim); release memory anywhere but in a round.
  */
 #include "node/node.h"
+#include "node/config.h"            /* TIDE_CONFIG_BYTES_MAX */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -280,8 +281,12 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     co.target_size = n->opts.cache_target;
     co.age_s = n->opts.cache_age_s;
     co.budget_bytes = n->opts.cache_budget;
+    /* Twice the budget, saturated: config.c bounds cache_budget well below
+     * SIZE_MAX / 2, but a library caller may pass more, and 2 * 2^63 wraps
+     * to 0, which the cache reads as no limit at all. */
     co.hard_limit_bytes = n->opts.cache_hard_limit ? n->opts.cache_hard_limit
-                                                   : 2 * n->opts.cache_budget;
+                        : n->opts.cache_budget > SIZE_MAX / 2 ? SIZE_MAX
+                        : 2 * n->opts.cache_budget;
     co.clock_us = n->opts.clock_us;
     co.clock_arg = n->opts.clock_arg;
     co.account_bytes = tide_mem_account_counter(TIDE_MEM_NODE_CACHE);
@@ -434,6 +439,9 @@ int tide_trim_policy_parse(const char *text, int *policy, uint64_t *param)
     if (strncmp(text, "freed:", 6) == 0) {
         if (tide_size_parse(colon + 1, &v) != 0 || v == 0)
             return tide_err_set(TIDE_EINVAL, "freed:SIZE needs a size above 0, e.g. freed:64MiB");
+        if (v > TIDE_CONFIG_BYTES_MAX)
+            return tide_err_set(TIDE_EINVAL, "freed:%" PRIu64 " is above freed:4PiB (%" PRIu64 " bytes), "
+                                "more than any machine's memory", v, TIDE_CONFIG_BYTES_MAX);
         *policy = TIDE_TRIM_FREED;
     } else {
         errno = 0;

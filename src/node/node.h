@@ -78,7 +78,7 @@ typedef struct tide_node_opts {
                                      store's key size rules: keys passed to
                                      put/get must have tide_node_key_size() bytes */
     unsigned block_size;          /* for a new store; default 4096 */
-    /* node cache (DESIGN.md §4) */
+    /* node cache (docs/ARCHITECTURE.md, "The node cache") */
     size_t   cache_target;        /* entries; default 262144 (tiny) */
     unsigned cache_age_s;         /* default 30 */
     size_t   cache_budget;        /* bytes a sweep shrinks to; default 64 MiB;

@@ -182,13 +182,17 @@ static void print_help(FILE *f)
 "OPTIONS\n"
 "    --config FILE\n"
 "        read settings from FILE (INI: [node] name=value, [node_size],\n"
-"        [node_db] path= and nudb_block_size=, [sweep_interval]).\n", f);
+"        [node_db] path= and nudb_block_size=, [sweep_interval]). Other\n"
+"        sections (a rippled.cfg's [server], [ips], ...) are skipped with one\n"
+"        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n", f);
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         const char *flag = tide_config_flag(id);
         if (flag == NULL) continue;
         fprintf(f, "    %s %s\n", flag, option_help[id].arg ? option_help[id].arg : "VALUE");
         print_wrapped(f, option_help[id].text ? option_help[id].text
                       : "a node setting; the startup log's settings line shows its value.", 8);
+        char range[160];
+        if (tide_config_range_text(id, range, sizeof range) > 0) fprintf(f, "        Range: %s.\n", range);
         fprintf(f, "        Environment %s; file [node] %s.\n", tide_config_env(id), tide_config_name(id));
     }
     fputs(

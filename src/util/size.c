@@ -6,10 +6,12 @@
  *
  *     [space] digits [space] [unit] [space]
  *
- * where unit is one of B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB in
- * any case. KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB and the bare
- * K, M, G, T are powers of 1024 (a bare "512M" in a config file means what
- * the operator's tools mean by it).
+ * where unit is one of B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB, P,
+ * PB, PiB in any case. KB, MB, GB, TB, PB are powers of 1000; KiB, MiB, GiB,
+ * TiB, PiB and the bare K, M, G, T, P are powers of 1024 (a bare "512M" in a
+ * config file means what the operator's tools mean by it). The petabyte
+ * units exist so that the node's largest size setting can be written the
+ * way it is stated ("4PiB", node/config.h), not as 4096TiB.
  *
  * Invariants:
  *   1. A size that parses is exact: fractions ("1.5GiB") are rejected rather
@@ -35,6 +37,7 @@
 #define MIB (KIB * 1024ULL)
 #define GIB (MIB * 1024ULL)
 #define TIB (GIB * 1024ULL)
+#define PIB (TIB * 1024ULL)
 
 static const struct { const char *name; uint64_t mult; } units[] = {
     { "",    1 },            { "b",   1 },
@@ -42,9 +45,10 @@ static const struct { const char *name; uint64_t mult; } units[] = {
     { "m",   MIB },          { "mib", MIB },  { "mb", 1000ULL * 1000 },
     { "g",   GIB },          { "gib", GIB },  { "gb", 1000ULL * 1000 * 1000 },
     { "t",   TIB },          { "tib", TIB },  { "tb", 1000ULL * 1000 * 1000 * 1000 },
+    { "p",   PIB },          { "pib", PIB },  { "pb", 1000ULL * 1000 * 1000 * 1000 * 1000 },
 };
 
-#define UNIT_LIST "B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB or TiB"
+#define UNIT_LIST "B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB, P, PB or PiB"
 
 int tide_size_parse(const char *text, uint64_t *out)
 {
