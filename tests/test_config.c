@@ -398,10 +398,11 @@ static void sizes_are_read_in_bytes_and_decimal_and_binary_units(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tide_config c;
         char text[96];
-        snprintf(text, sizeof text, "[node]\ncache_budget=%s\ninsert_burst=%s\n", cases[i].text, cases[i].text);
+        snprintf(text, sizeof text, "[node]\ncache_budget=%s\n%s%s\n", cases[i].text,
+                 cases[i].want >= 65536 ? "insert_burst=" : "", cases[i].want >= 65536 ? cases[i].text : "");
         expect_rc(load_all(f, &c, text, NULL, 0, NULL), 0, cases[i].text);
         expect_u64(c.cache_budget, cases[i].want, cases[i].text);
-        expect_u64(c.insert_burst, cases[i].want, cases[i].text);
+        if (cases[i].want >= 65536) expect_u64(c.insert_burst, cases[i].want, cases[i].text);
     }
     tide_config c;
     expect_rc(load_all(f, &c, "[node]\ncache_budget=1.5GiB\n", NULL, 0, NULL), TIDE_EINVAL, "1.5GiB");
@@ -702,7 +703,8 @@ static const bound_case bound_cases[] = {
     { TIDE_CFG_CACHE_BUDGET, "9223372036854775808", 0 },     /* 2^63: 2x it wrapped to 0, no limit */
     { TIDE_CFG_CACHE_BUDGET, "18446744073709551615", 0 },
     { TIDE_CFG_CACHE_BUDGET, "18446744073709551616", 0 },
-    { TIDE_CFG_INSERT_BURST, "0", 1 },     { TIDE_CFG_INSERT_BURST, "4PiB", 1 },
+    { TIDE_CFG_INSERT_BURST, "0", 0 },     { TIDE_CFG_INSERT_BURST, "65535", 0 },
+    { TIDE_CFG_INSERT_BURST, "64KiB", 1 }, { TIDE_CFG_INSERT_BURST, "4PiB", 1 },
     { TIDE_CFG_INSERT_BURST, "4503599627370497", 0 },
     { TIDE_CFG_INSERT_BURST, "9223372036854775808", 0 },
     { TIDE_CFG_KEY_CACHE_SIZE, "0", 1 },   { TIDE_CFG_KEY_CACHE_SIZE, "4503599627370496", 1 },
@@ -785,7 +787,7 @@ static void the_size_limits_are_stated_and_a_refusal_names_them(void **state)
     tide_config_range_text(TIDE_CFG_CACHE_BUDGET, r, sizeof r);
     expect_str(r, "0 to 4PiB", "cache_budget's range");
     tide_config_range_text(TIDE_CFG_INSERT_BURST, r, sizeof r);
-    expect_str(r, "0 to 4PiB", "insert_burst's range");
+    expect_str(r, "64KiB to 4PiB", "insert_burst's range");
     tide_config_range_text(TIDE_CFG_MAX_OBJECT_SIZE, r, sizeof r);
     expect_str(r, "1 to 256MiB", "max_object_size's range");
     tide_config_range_text(TIDE_CFG_MMAP_THRESHOLD, r, sizeof r);
@@ -1011,19 +1013,25 @@ static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_
     seen s = { "", 0 };
     const char *env[] = { "TIDE_CACHE_BUDGET=0", NULL };
 
-    expect_rc(load_all(f, &c, "[node]\nkey_cache_size=0\ninsert_burst=0\n", env, 0, NULL), 0, "load");
-    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_GLIBC, record_unbounded, &s), 4, "count");
-    expect_u64((uint64_t)s.n, 4, "callbacks");
+    /* insert_burst cannot be 0: the store's pool is always bounded, so it
+     * is never on the list. */
+    expect_rc(load_all(f, &c, "[node]\nkey_cache_size=0\n", env, 0, NULL), 0, "load");
+    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_GLIBC, record_unbounded, &s), 3, "count");
+    expect_u64((uint64_t)s.n, 3, "callbacks");
     expect_str(s.text,
                "node_cache: set --cache-budget / TIDE_CACHE_BUDGET / [node] cache_budget\n"
                "key_cache: set --key-cache-size / TIDE_KEY_CACHE_SIZE / [node] key_cache_size\n"
-               "store_insert_pool: set --insert-burst / TIDE_INSERT_BURST / [node] insert_burst\n"
                "malloc_arenas: set --arena-max / TIDE_ARENA_MAX / [node] arena_max\n",
                "unbounded list");
+    {
+        tide_config zero;
+        expect_rc(load_all(f, &zero, "[node]\ninsert_burst=0\n", NULL, 0, NULL), TIDE_EINVAL, "insert_burst=0");
+        expect_contains(tide_last_error(), "insert_burst", "insert_burst=0 is refused by name");
+    }
 
     /* Under another allocator arena_max bounds nothing: not listed. */
     memset(&s, 0, sizeof s);
-    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_JEMALLOC, record_unbounded, &s), 3,
+    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_JEMALLOC, record_unbounded, &s), 2,
                "count under jemalloc");
     if (strstr(s.text, "malloc_arenas") != NULL) fail_msg("malloc_arenas listed under jemalloc: %s", s.text);
 

@@ -182,8 +182,11 @@ static const setting settings[TIDE_CFG_COUNT] = {
      * products exact (config.h). */
     [TIDE_CFG_CACHE_BUDGET]    = { "cache_budget", "cache-budget", "TIDE_CACHE_BUDGET", "node",
                                    NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 1 },
+    /* The store's insert pool is always bounded (0 used to be taken for
+     * "unbounded" here while the store used its 16 MiB default): at least
+     * 64 KiB, so one commit's worth of small inserts fits. */
     [TIDE_CFG_INSERT_BURST]    = { "insert_burst", "insert-burst", "TIDE_INSERT_BURST", "node",
-                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 1 },
+                                   NULL, NULL, K_SIZE, 64 * 1024, TIDE_CONFIG_BYTES_MAX, 1 },
     [TIDE_CFG_KEY_CACHE_SIZE]  = { "key_cache_size", "key-cache-size", "TIDE_KEY_CACHE_SIZE", "node",
                                    NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 0 },
     [TIDE_CFG_KEY_CACHE_AGE]   = { "key_cache_age", "key-cache-age", "TIDE_KEY_CACHE_AGE", "node",
@@ -1017,7 +1020,6 @@ int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_un
 
     if (c->cache_budget == 0)   { hint(TIDE_CFG_CACHE_BUDGET, how, sizeof how); fn(arg, "node_cache", how); n++; }
     if (c->key_cache_size == 0) { hint(TIDE_CFG_KEY_CACHE_SIZE, how, sizeof how); fn(arg, "key_cache", how); n++; }
-    if (c->insert_burst == 0)   { hint(TIDE_CFG_INSERT_BURST, how, sizeof how); fn(arg, "store_insert_pool", how); n++; }
     if (c->arena_max == 0 && alloc_family == TIDE_MEM_ALLOC_GLIBC) { hint(TIDE_CFG_ARENA_MAX, how, sizeof how); fn(arg, "malloc_arenas", how); n++; }
     return n;
 }

@@ -72,7 +72,7 @@ typedef struct tide_config {
     uint64_t cache_target;       /* node cache target, entries (0: none) */
     uint64_t cache_age;          /* node cache age, seconds, >= 1 */
     uint64_t cache_budget;       /* node cache bytes (0: unbounded) */
-    uint64_t insert_burst;       /* store insert pool bytes (0: unbounded) */
+    uint64_t insert_burst;       /* store insert pool bytes, >= 64 KiB */
     uint64_t key_cache_size;     /* key cache target, entries (0: unbounded) */
     uint64_t key_cache_age;      /* seconds, >= 1 */
     unsigned nudb_block_size;    /* 4096..32768, power of two */
@@ -194,10 +194,10 @@ size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t 
 typedef void (*tide_config_unbounded_fn)(void *arg, const char *consumer, const char *how);
 
 /* Call `fn` for each unbounded consumer, in a fixed order: node_cache
- * (cache_budget 0), key_cache (key_cache_size 0), store_insert_pool
- * (insert_burst 0), malloc_arenas (arena_max unset, and only when
- * `alloc_family` is TIDE_MEM_ALLOC_GLIBC: arena_max bounds nothing under
- * another allocator). Callers pass tide_mem_alloc_family(). Returns the
+ * (cache_budget 0), key_cache (key_cache_size 0), malloc_arenas (arena_max
+ * unset, and only when `alloc_family` is TIDE_MEM_ALLOC_GLIBC: arena_max
+ * bounds nothing under another allocator). store_insert_pool never is:
+ * insert_burst is at least 64 KiB. Callers pass tide_mem_alloc_family(). Returns the
  * count. */
 int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_unbounded_fn fn, void *arg);
 
