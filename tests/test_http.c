@@ -1976,6 +1976,61 @@ static void a_stop_signal_during_the_stores_open_ends_startup(void **state)
     tided_cleanup(&t);
 }
 
+static void the_synopsis_shows_only_forms_tided_accepts_and_help_names_every_signal(void **state)
+{
+    static const char *help[] = { "--help", NULL };
+    static const char *bare[] = { "cache_budget=1GiB", NULL };
+    static const char *const signals[] = { "SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP", "SIGPIPE" };
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    expect_u64(tided_run_to_exit(&t, help, NULL), 0, "exit status of tided --help");
+    if (log_contains(&t, "OPTION=VALUE"))
+        fail_msg("tided --help's SYNOPSIS shows OPTION=VALUE words, which tided refuses");
+    if (!log_contains(&t, "--SETTING=VALUE"))
+        fail_msg("tided --help's SYNOPSIS should show the --SETTING=VALUE form");
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        if (!log_contains(&t, signals[i])) fail_msg("tided --help should document %s", signals[i]);
+    /* The bare word the old synopsis suggested is refused, naming the form. */
+    expect_u64(tided_run_to_exit(&t, bare, NULL), 2, "exit status of tided cache_budget=1GiB");
+    if (!log_contains(&t, "settings are --name=value"))
+        fail_msg("a bare NAME=VALUE word should be refused naming the --name=value form. Its log:\n%s",
+                 log_tail(&t));
+    tided_cleanup(&t);
+}
+
+static void listening_beyond_loopback_warns_that_status_is_open(void **state)
+{
+    char listen_arg[64];
+    const char *warning = "not a loopback address: /healthz, /v1/status and /v1/sweeps answer anyone";
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, NULL);
+    if (log_contains(&t, warning)) fail_msg("tided on 127.0.0.1 should not warn about a non-loopback address");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+    /* 0.0.0.0 takes every address; the test only talks to 127.0.0.1. */
+    memset(&t, 0, sizeof t);
+    snprintf(t.host, sizeof t.host, "127.0.0.1");
+    tided_prepare(&t);
+    t.port = free_port(AF_INET);
+    snprintf(listen_arg, sizeof listen_arg, "--listen=0.0.0.0:%d", t.port);
+    {
+        char bin[600];
+        const char *argv[] = { bin, "--data-dir", t.data, listen_arg, NULL };
+        snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+        spawn(&t, (char *const *)argv, NULL);
+    }
+    if (wait_healthy(&t) != 0) fail_msg("tided on 0.0.0.0 should answer on 127.0.0.1. Its log:\n%s", log_tail(&t));
+    if (!log_contains(&t, warning))
+        fail_msg("tided on 0.0.0.0 should warn that /v1/status is open. Its log:\n%s", log_tail(&t));
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared_tests[] = {
@@ -2013,6 +2068,8 @@ int main(void)
         cmocka_unit_test(sigquit_stops_like_sigterm),
         cmocka_unit_test(a_tided_that_cannot_bind_creates_no_store),
         cmocka_unit_test(a_stop_signal_during_the_stores_open_ends_startup),
+        cmocka_unit_test(the_synopsis_shows_only_forms_tided_accepts_and_help_names_every_signal),
+        cmocka_unit_test(listening_beyond_loopback_warns_that_status_is_open),
     };
     const struct CMUnitTest metrics_tests[] = {
         cmocka_unit_test(metrics_answers_only_the_token_in_either_header_form),
