@@ -602,38 +602,39 @@ json_t *tided_conn_json(tided_server *srv)
 
 void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
 {
-    static const char *const per_client[] = { "reason", "per_client" }, *const total[] = { "reason", "total" };
-    static const char *const framing[] = { "reason", "framing" }, *const too_large[] = { "reason", "too_large" },
-                             *const budget[] = { "reason", "body_budget" };
     int64_t unparsed = atomic_load(&srv->body_unparsed);
+    /* One row per sample; a row with a name starts its family, a row
+     * without one adds a labelled sample to the family above it. */
+    const struct { const char *name, *type, *help, *reason; double value; } rows[] = {
+        { "tide_http_connections_per_client_refused_total", "counter",
+          "HTTP connections closed at accept: http_max_connections_per_client were open from their address.",
+          NULL, (double)atomic_load(&srv->connections_refused_per_client) },
+        { "tide_http_connections_evicted_total", "counter",
+          "Idle HTTP connections closed to admit a new one at http_max_connections.",
+          NULL, (double)atomic_load(&srv->connections_evicted) },
+        { "tide_http_connections_idle_closed_total", "counter",
+          "HTTP connections closed after http_idle_timeout with nothing in flight.",
+          NULL, (double)atomic_load(&srv->connections_idle_closed) },
+        { "tide_http_requests_refused_total", "counter",
+          "HTTP requests answered before their body was read, by reason.",
+          "framing", (double)atomic_load(&srv->requests_refused_framing) },
+        { NULL, NULL, NULL, "too_large", (double)atomic_load(&srv->requests_refused_too_large) },
+        { NULL, NULL, NULL, "body_budget", (double)atomic_load(&srv->requests_refused_budget) },
+        { "tide_http_body_budget_bytes", "gauge", "http_body_budget: request bytes held at most.",
+          NULL, (double)srv->body_budget },
+        { "tide_http_body_held_bytes", "gauge",
+          "Request bytes held now against http_body_budget (admitted, in handlers, unparsed heads).",
+          NULL, (double)(atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers)
+                         + (uint64_t)(unparsed > 0 ? unparsed : 0)) },
+    };
+    const char *family = NULL;
 
-    tide_metrics_family(w, "tide_http_connections_limit_refused_total", "counter",
-                        "HTTP connections closed at accept, by the bound that refused them.");
-    tide_metrics_sample(w, "tide_http_connections_limit_refused_total", total, 1,
-                        (double)atomic_load(&srv->connections_refused));
-    tide_metrics_sample(w, "tide_http_connections_limit_refused_total", per_client, 1,
-                        (double)atomic_load(&srv->connections_refused_per_client));
-    tide_metrics_family(w, "tide_http_connections_evicted_total", "counter",
-                        "Idle HTTP connections closed to admit a new one at http_max_connections.");
-    tide_metrics_sample(w, "tide_http_connections_evicted_total", NULL, 0,
-                        (double)atomic_load(&srv->connections_evicted));
-    tide_metrics_family(w, "tide_http_connections_idle_closed_total", "counter",
-                        "HTTP connections closed after http_idle_timeout with nothing in flight.");
-    tide_metrics_sample(w, "tide_http_connections_idle_closed_total", NULL, 0,
-                        (double)atomic_load(&srv->connections_idle_closed));
-    tide_metrics_family(w, "tide_http_requests_refused_total", "counter",
-                        "HTTP requests answered before their body was read, by reason.");
-    tide_metrics_sample(w, "tide_http_requests_refused_total", framing, 1,
-                        (double)atomic_load(&srv->requests_refused_framing));
-    tide_metrics_sample(w, "tide_http_requests_refused_total", too_large, 1,
-                        (double)atomic_load(&srv->requests_refused_too_large));
-    tide_metrics_sample(w, "tide_http_requests_refused_total", budget, 1,
-                        (double)atomic_load(&srv->requests_refused_budget));
-    tide_metrics_family(w, "tide_http_body_budget_bytes", "gauge", "http_body_budget: request bytes held at most.");
-    tide_metrics_sample(w, "tide_http_body_budget_bytes", NULL, 0, (double)srv->body_budget);
-    tide_metrics_family(w, "tide_http_body_held_bytes", "gauge",
-                        "Request bytes held now against http_body_budget (admitted, in handlers, unparsed heads).");
-    tide_metrics_sample(w, "tide_http_body_held_bytes", NULL, 0,
-                        (double)(atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers)
-                                 + (uint64_t)(unparsed > 0 ? unparsed : 0)));
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *labels[2] = { "reason", rows[i].reason };
+        if (rows[i].name) {
+            family = rows[i].name;
+            tide_metrics_family(w, family, rows[i].type, rows[i].help);
+        }
+        tide_metrics_sample(w, family, rows[i].reason ? labels : NULL, rows[i].reason ? 1 : 0, rows[i].value);
+    }
 }
