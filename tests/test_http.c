@@ -1156,6 +1156,25 @@ static void one_key_size_is_served(unsigned key_size)
         }
         free(path);
     }
+    /* The request target limit grows with the key: a whole key and 256
+     * bytes of query fit; one byte over the limit is 414. */
+    {
+        size_t limit = 12 + digits + 256 > 1024 ? 12 + digits + 256 : 1024;
+        char *q = malloc(limit + 2);
+        assert_non_null(q);
+        memset(q, 'x', limit + 1);
+        q[0] = '?';
+        q[limit + 1 - 12 - digits] = '\0';           /* the target is limit + 1 bytes */
+        path = key_path(hex, digits, q);
+        r = http(&own_srv, "GET", path, NULL, 0, 0, NULL);
+        snprintf(what, sizeof what, "GET of a %zu-byte target on a store of %u-byte keys", strlen(path), key_size);
+        expect_status(r, 414, what);
+        snprintf(q, limit + 2, "the most is %zu", limit);
+        expect_contains(r.body, q, what);
+        resp_free(&r);
+        free(path);
+        free(q);
+    }
     r = http(&own_srv, "GET", "/healthz", NULL, 0, 0, NULL);
     snprintf(what, sizeof what, "GET /healthz after the bad keys (%u-byte store)", key_size);
     expect_status(r, 200, what);
@@ -1191,7 +1210,8 @@ static void every_key_size_from_1_to_1000_bytes_is_served_by_put_get_and_head(vo
  * Returns the status and puts the parsed JSON body in *j (NULL when the
  * body is not JSON: jansson refuses text that is not UTF-8, so a parse is
  * also a check of that). */
-static int raw_json(const char *head, size_t head_len, const char *body, json_t **j, char *answer, size_t cap)
+static int raw_json(const tided *t, const char *head, size_t head_len, const char *body, json_t **j, char *answer,
+                    size_t cap)
 {
     char req[4096];
     size_t n = 0, blen = body ? strlen(body) : 0;
@@ -1206,7 +1226,7 @@ static int raw_json(const char *head, size_t head_len, const char *body, json_t 
                           blen);
     memcpy(req + n, body ? body : "", blen);
     n += blen;
-    raw_exchange(&shared, req, n, answer, cap);
+    raw_exchange(t, req, n, answer, cap);
     if (sscanf(answer, "HTTP/1.%*d %d", &status) != 1) status = -1;
     b = strstr(answer, "\r\n\r\n");
     *j = b ? json_loads(b + 4, 0, &e) : NULL;
@@ -1220,7 +1240,7 @@ static void expect_raw_error(const char *head, size_t head_len, const char *body
 {
     char answer[8192];
     json_t *j = NULL;
-    int status = raw_json(head, head_len, body, &j, answer, sizeof answer);
+    int status = raw_json(&shared, head, head_len, body, &j, answer, sizeof answer);
     const char *got = json_string_value(json_object_get(j, "error"));
     const char *detail = json_string_value(json_object_get(j, "detail"));
 
@@ -1234,6 +1254,37 @@ static void expect_raw_error(const char *head, size_t head_len, const char *body
 }
 
 #define RAW(s) s, sizeof s - 1
+
+static void the_access_log_escapes_request_bytes_to_one_line_of_ascii(void **state)
+{
+    static const char *const flags[] = { "--log-level=debug", NULL };
+    char answer[4096];
+    uint8_t *all = NULL;
+    size_t len = 0;
+    json_t *j = NULL;
+    int status;
+    (void)state;
+
+    memset(&own_srv, 0, sizeof own_srv);
+    tided_start(&own_srv, flags, NULL);
+    status = raw_json(&own_srv, RAW("GET /x\xff\xc3\xa9[31m\\ HTTP/1.1\r\n"), NULL, &j, answer, sizeof answer);
+    if (status != 404 || j == NULL) fail_msg("GET of a path with bytes 0xff, 0xc3 0xa9 and a backslash: expected 404 JSON, got '%s'", answer);
+    json_decref(j);
+    tided_signal_and_reap(&own_srv, SIGTERM);
+    assert_int_equal(th_read_file(own_srv.log, &all, &len), 0);
+    all = realloc(all, len + 1);
+    all[len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        if ((all[i] < 0x20 && all[i] != '\n') || all[i] >= 0x7f) {
+            size_t from = i > 80 ? i - 80 : 0;
+            fail_msg("tided's log holds byte 0x%02x at %zu (request bytes must be escaped): '%.*s'",
+                     all[i], i, (int)(i - from), (char *)all + from);
+        }
+    expect_contains((char *)all, "access: GET /x\\xff\\xc3\\xa9[31m\\x5c -> 404", "the access line");
+    free(all);
+    tided_cleanup(&own_srv);
+}
+
 
 static void bytes_that_are_not_utf8_in_path_query_or_method_get_their_status_and_escaped_json(void **state)
 {
@@ -1847,6 +1898,7 @@ int main(void)
         cmocka_unit_test(tided_serves_ipv6_loopback),
         cmocka_unit_test_teardown(every_key_size_from_1_to_1000_bytes_is_served_by_put_get_and_head,
                                   own_srv_teardown),
+        cmocka_unit_test_teardown(the_access_log_escapes_request_bytes_to_one_line_of_ascii, own_srv_teardown),
     };
     const struct CMUnitTest metrics_tests[] = {
         cmocka_unit_test(metrics_answers_only_the_token_in_either_header_form),
