@@ -87,9 +87,11 @@ TEST_OBJS    := $(patsubst %,$(BUILD)/obj/tests/%.o,$(TESTS))
 TEST_BINS    := $(patsubst %,$(BUILD)/tests/%,$(TESTS))
 DEPS := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
 
-# The fuzz targets (fuzz/<name>.c, each defining <name>_one).
-FUZZ_TARGETS := fuzz_headers fuzz_bucket fuzz_store_image
+# The fuzz targets (fuzz/<name>.c, each defining <name>_one). fuzz_http
+# also links tided's sources but the one with main (tided.c) and h2o.
+FUZZ_TARGETS := fuzz_headers fuzz_bucket fuzz_store_image fuzz_http
 FUZZ_REGRESS_OBJS := $(call obj,$(patsubst %,fuzz/%.c,$(FUZZ_TARGETS)))
+FUZZ_SERVER_SRCS := $(filter-out src/server/tided.c,$(SERVER_SRCS))
 DEPS += $(patsubst %.o,%.d,$(FUZZ_REGRESS_OBJS))
 
 LIBTIDE := $(LIBDIR)/libtide.a
@@ -140,9 +142,12 @@ $(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(LIBTIDE
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJS) $(SUPPORT_OBJS) $(LIBTIDE) $(TEST_LIBS) $(LIBS)
 
-# Extra objects of one test (empty for the others).
-$(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS)
-$(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS)
+# Extra objects of one test (empty for the others): test_fuzz_regress
+# replays fuzz_http too, so it links tided's server objects and h2o.
+$(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
+$(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
+$(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
+$(call obj,fuzz/fuzz_http.c): CFLAGS += -DH2O_USE_LIBUV=0
 
 tests: $(TEST_BINS)
 
@@ -215,10 +220,11 @@ FUZZ_SAN     := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g -pthread $(FUZZ_SAN) \
                 -Iinclude -Isrc -Ifuzz
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
+FUZZ_SERVER_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SERVER_SRCS))
 FUZZ_TGT_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/%.o,$(FUZZ_TARGETS))
 FUZZ_SHIM_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/shim_%.o,$(FUZZ_TARGETS))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/%,$(FUZZ_TARGETS))
-FUZZ_DEPS    := $(patsubst %.o,%.d,$(FUZZ_LIB_OBJS) $(FUZZ_TGT_OBJS) $(FUZZ_SHIM_OBJS))
+FUZZ_DEPS    := $(patsubst %.o,%.d,$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS) $(FUZZ_SHIM_OBJS))
 
 fuzz-deps:
 	bash scripts/install-deps --fuzz
@@ -233,12 +239,18 @@ $(FUZZ_SHIM_OBJS): $(FUZZ_BUILD)/obj/fuzz/shim_%.o: fuzz/libfuzzer_shim.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -DFUZZ_ONE=$*_one -c $< -o $@
 
-$(FUZZ_LIB_OBJS) $(FUZZ_TGT_OBJS): $(FUZZ_BUILD)/obj/%.o: %.c
+$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS): $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# tided's sources and the target that drives them see h2o's headers as
+# tided does; the target links h2o and them.
+$(FUZZ_SERVER_OBJS) $(FUZZ_BUILD)/obj/fuzz/fuzz_http.o: FUZZ_CFLAGS += -DH2O_USE_LIBUV=0
+$(FUZZ_BUILD)/fuzz_http: $(FUZZ_SERVER_OBJS)
+$(FUZZ_BUILD)/fuzz_http: FUZZ_TARGET_LIBS = $(SERVER_LIBS)
+
 $(FUZZ_BINS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz/shim_%.o $(FUZZ_LIB_OBJS)
-	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(LIBS)
+	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(FUZZ_TARGET_LIBS) $(LIBS)
 
 # Run every target, even after one crashes; fail at the end if any did.
 # The whole libFuzzer output of a target is in build/fuzz/<name>.log.
@@ -249,8 +261,9 @@ fuzz: fuzz-build
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$t fuzz/crashers/$$t fuzz/corpus/$$t; \
 	    log=$(FUZZ_BUILD)/$$t.log; \
 	    echo "==> $$t: $(FUZZ_SECONDS) s, seeds fuzz/corpus/$$t, crashers to fuzz/crashers/$$t/"; \
+	    dict=""; [ -f fuzz/$$t.dict ] && dict="-dict=fuzz/$$t.dict"; \
 	    $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
-	        -artifact_prefix=fuzz/crashers/$$t/ $(FUZZ_FLAGS) \
+	        -artifact_prefix=fuzz/crashers/$$t/ $$dict $(FUZZ_FLAGS) \
 	        $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t >$$log 2>&1; \
 	    rc=$$?; \
 	    grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' $$log | sed 's/^/    /'; \

@@ -28,10 +28,17 @@
  *                         n-th I/O with its rollback failing too, so
  *                         nudb.log holds the pre-images for recovery;
  *                       - missing, empty and header-only files.
+ *   fuzz_http         the server byte of fuzz_http.c and requests as a
+ *                     client sends them: every endpoint, good and bad (keys
+ *                     short, long, not hex, not UTF-8; queries repeated,
+ *                     malformed, percent-encoded; unknown paths and methods;
+ *                     bodies by length, by chunks, broken, too large;
+ *                     pipelined, HTTP/1.0, Expect), on the three servers.
  * Each seed stays under 64 KiB; the whole corpus under 1 MiB.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -550,6 +557,135 @@ static void store_image_seeds(void)
     image_seed("no-files", &im, 0, script_short, sizeof script_short);
 }
 
+/* ---- fuzz_http ---- */
+
+/* The hex of a key of `key_size` bytes, byte b = (seed + 7 * b) & 0xff,
+ * cut to `digits` digits (padded with 'a' past the key's own). */
+static const char *seed_key(unsigned key_size, unsigned seed, size_t digits)
+{
+    static char hex[2 * 300 + 64];
+    static const char d[] = "0123456789abcdef";
+
+    if (digits >= sizeof hex) digits = sizeof hex - 1;
+    for (size_t i = 0; i < digits; i++) {
+        unsigned byte = (seed + 7 * (unsigned)(i / 2)) & 0xff;
+        hex[i] = i < 2 * (size_t)key_size ? d[i % 2 ? byte & 15 : byte >> 4] : 'a';
+    }
+    hex[digits] = '\0';
+    return hex;
+}
+
+/* One seed: the server byte, then the request bytes (printf-formatted;
+ * "%%" for a '%'). */
+static void http_seed(const char *name, unsigned server, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void http_seed(const char *name, unsigned server, const char *fmt, ...)
+{
+    char text[16384];
+    buf o = { 0 };
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof text) die("http seed %s is too long", name, 0);
+    buf_u8(&o, server);
+    buf_put(&o, text, (size_t)n);
+    write_seed("fuzz_http", name, o.b, o.len);
+    bytes_written += o.len;
+    free(o.b);
+}
+
+#define H "Host: t\r\n"
+
+static void http_seeds(void)
+{
+    char k32[65], k32b[65], k300[601], long_target[1200];
+
+    reset_dir("fuzz_http");
+    snprintf(k32, sizeof k32, "%s", seed_key(32, 1, 64));
+    snprintf(k32b, sizeof k32b, "%s", seed_key(32, 2, 64));
+    snprintf(k300, sizeof k300, "%s", seed_key(300, 3, 600));
+    memset(long_target, 'a', sizeof long_target - 1);
+    long_target[sizeof long_target - 1] = '\0';
+
+    /* server 0: 32-byte keys, admin and metrics tokens */
+    http_seed("healthz", 0, "GET /healthz HTTP/1.1\r\n" H "\r\n");
+    http_seed("healthz-head-http10", 0, "HEAD /healthz HTTP/1.0\r\n\r\n");
+    http_seed("put-get-head-pipelined", 0,
+              "PUT /v1/objects/%s HTTP/1.1\r\n" H "Content-Length: 5\r\n\r\nhello"
+              "GET /v1/objects/%s HTTP/1.1\r\n" H "\r\n"
+              "HEAD /v1/objects/%s HTTP/1.1\r\n" H "\r\n", k32, k32, k32);
+    http_seed("put-sync", 0, "PUT /v1/objects/%s?sync=1 HTTP/1.1\r\n" H "Content-Length: 3\r\n\r\nabc", k32b);
+    http_seed("put-chunked", 0, "PUT /v1/objects/%s HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n"
+              "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n", seed_key(32, 4, 64));
+    http_seed("put-chunked-broken", 0, "PUT /v1/objects/%s HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n"
+              "zz\r\n", k32);
+    http_seed("put-empty", 0, "PUT /v1/objects/%s HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\n", k32);
+    http_seed("put-too-large", 0, "PUT /v1/objects/%s HTTP/1.1\r\n" H "Content-Length: 5000\r\n\r\nxx", k32);
+    http_seed("put-expect-continue", 0, "PUT /v1/objects/%s HTTP/1.1\r\n" H "Expect: 100-continue\r\n"
+              "Content-Length: 2\r\n\r\nhi", seed_key(32, 5, 64));
+    http_seed("put-expect-other", 0, "PUT /v1/objects/%s HTTP/1.1\r\n" H "Expect: wait\r\n"
+              "Content-Length: 2\r\n\r\nhi", k32);
+    http_seed("put-two-content-lengths", 0, "PUT /v1/objects/%s HTTP/1.1\r\n" H "Content-Length: 2\r\n"
+              "Content-Length: 40\r\n\r\nhiGET /healthz HTTP/1.1\r\n\r\n", seed_key(32, 6, 64));
+    http_seed("key-short", 0, "GET /v1/objects/%.63s HTTP/1.1\r\n" H "\r\n", k32);
+    http_seed("key-long", 0, "GET /v1/objects/%s0 HTTP/1.1\r\n" H "\r\n", k32);
+    http_seed("key-not-hex", 0, "GET /v1/objects/%.60sxyz0 HTTP/1.1\r\n" H "\r\n", k32);
+    http_seed("key-not-utf8", 0, "GET /v1/objects/%.62s\xc3\x28 HTTP/1.1\r\n" H "\r\n", k32);
+    http_seed("key-empty", 0, "GET /v1/objects/ HTTP/1.1\r\n" H "\r\n");
+    http_seed("query-twice", 0, "PUT /v1/objects/%s?sync=1&sync=0 HTTP/1.1\r\n" H "Content-Length: 1\r\n\r\nv", k32);
+    http_seed("query-bad-value", 0, "PUT /v1/objects/%s?sync=2 HTTP/1.1\r\n" H "Content-Length: 1\r\n\r\nv", k32);
+    http_seed("query-percent", 0, "PUT /v1/objects/%s?sync=%%31 HTTP/1.1\r\n" H "Content-Length: 1\r\n\r\nv", k32);
+    http_seed("query-unknown", 0, "GET /v1/objects/%s?synch=1&x HTTP/1.1\r\n" H "\r\n", k32);
+    http_seed("query-empty-pieces", 0, "GET /v1/objects/%s?&&sync=1& HTTP/1.1\r\n" H "\r\n", k32);
+    http_seed("query-not-utf8", 0, "GET /healthz?\xff\xfe=1 HTTP/1.1\r\n" H "\r\n");
+    http_seed("path-unknown", 0, "GET /v2/nothing HTTP/1.1\r\n" H "\r\n");
+    http_seed("path-not-utf8", 0, "GET /caf\xc3\xa9/\xff HTTP/1.1\r\n" H "\r\n");
+    http_seed("path-dot-dot", 0, "GET /v1/objects/../healthz HTTP/1.1\r\n" H "\r\n");
+    http_seed("path-absolute-form", 0, "GET http://t/healthz HTTP/1.1\r\n" H "\r\n");
+    http_seed("path-asterisk", 0, "OPTIONS * HTTP/1.1\r\n" H "\r\n");
+    http_seed("target-too-long", 0, "GET /v1/objects/%s HTTP/1.1\r\n" H "\r\n", long_target);
+    http_seed("method-not-allowed", 0, "DELETE /v1/objects/%s HTTP/1.1\r\n" H "\r\n"
+              "FETCH /healthz HTTP/1.1\r\n" H "\r\n", k32);
+    http_seed("method-not-token", 0, "G\xc9T /healthz HTTP/1.1\r\n" H "\r\n");
+    http_seed("method-not-token-ascii", 0, "G(T /v1/status HTTP/1.1\r\n" H "\r\n");
+    http_seed("status-sweeps", 0, "GET /v1/status HTTP/1.1\r\n" H "\r\nGET /v1/sweeps HTTP/1.1\r\n" H "\r\n");
+    http_seed("metrics-bearer", 0, "GET /metrics HTTP/1.1\r\n" H "Authorization: Bearer fuzz-metrics-token\r\n\r\n");
+    http_seed("metrics-header", 0, "HEAD /metrics HTTP/1.1\r\n" H "X-Metrics-Token: fuzz-metrics-token\r\n\r\n");
+    http_seed("metrics-wrong", 0, "GET /metrics HTTP/1.1\r\n" H "Authorization: Bearer nope\r\n\r\n");
+    http_seed("admin-sweep", 0, "POST /v1/admin/sweep HTTP/1.1\r\n" H "Authorization: Bearer fuzz-admin-token\r\n"
+              "Content-Length: 0\r\n\r\n");
+    http_seed("admin-sweep-no-token", 0, "POST /v1/admin/sweep HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\n");
+    http_seed("admin-sweep-query", 0, "POST /v1/admin/sweep?now HTTP/1.1\r\n" H
+              "Authorization: Bearer fuzz-admin-token\r\nContent-Length: 0\r\n\r\n");
+    http_seed("connection-close", 0, "GET /healthz HTTP/1.1\r\n" H "Connection: close\r\n\r\n"
+              "GET /healthz HTTP/1.1\r\n" H "\r\n");
+    http_seed("garbage", 0, "\x16\x03\x01\x02\x01\x01\xfc\x03\x03 tls");
+    http_seed("incomplete", 0, "GET /healthz HTTP/1.1\r\nHost: t\r\n");
+
+    /* server 1: 1-byte keys, no admin token, /metrics public */
+    http_seed("k1-put-get", 1, "PUT /v1/objects/0a HTTP/1.1\r\n" H "Content-Length: 1\r\n\r\nx"
+              "GET /v1/objects/0A HTTP/1.1\r\n" H "\r\nHEAD /v1/objects/0a HTTP/1.1\r\n" H "\r\n");
+    http_seed("k1-bad-keys", 1, "GET /v1/objects/0 HTTP/1.1\r\n" H "\r\nGET /v1/objects/0ab HTTP/1.1\r\n" H
+              "\r\nGET /v1/objects/0abc HTTP/1.1\r\n" H "\r\n");
+    http_seed("k1-metrics-public", 1, "GET /metrics HTTP/1.1\r\n" H "\r\n");
+    http_seed("k1-admin-forbidden", 1, "POST /v1/admin/sweep HTTP/1.1\r\n" H
+              "Authorization: Bearer fuzz-admin-token\r\nContent-Length: 0\r\n\r\n");
+
+    /* server 2: 300-byte keys (a target limit over 1024) */
+    http_seed("k300-put-sync-get-head", 2, "PUT /v1/objects/%s?sync=1 HTTP/1.1\r\n" H "Content-Length: 4\r\n\r\n"
+              "wxyzGET /v1/objects/%s HTTP/1.1\r\n" H "\r\nHEAD /v1/objects/%s HTTP/1.1\r\n" H "\r\n",
+              k300, k300, k300);
+    http_seed("k300-key-short-long", 2, "GET /v1/objects/%.599s HTTP/1.1\r\n" H "\r\n"
+              "GET /v1/objects/%s00 HTTP/1.1\r\n" H "\r\n", k300, k300);
+    http_seed("k300-target-too-long", 2, "GET /v1/objects/%s%s HTTP/1.1\r\n" H "\r\n", k300, long_target);
+    http_seed("k300-metrics-unauthorized", 2, "GET /metrics HTTP/1.1\r\n" H "\r\n");
+}
+
+#undef H
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -562,6 +698,7 @@ int main(int argc, char **argv)
     header_seeds();
     bucket_seeds();
     store_image_seeds();
+    http_seeds();
     printf("make-seeds: %u seeds, %zu bytes, in %s/\n", seeds_written, bytes_written, out_dir);
     return 0;
 }

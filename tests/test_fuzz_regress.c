@@ -256,12 +256,19 @@ static void every_saved_store_image_runs_its_script_with_errors_or_correct_answe
     replay_target("fuzz_store_image", fuzz_store_image_one);
 }
 
+static void every_saved_http_input_gets_well_formed_answers_and_never_a_500(void **state)
+{
+    (void)state;
+    replay_target("fuzz_http", fuzz_http_one);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_saved_header_input_decodes_and_reencodes_to_the_same_header),
         cmocka_unit_test(every_saved_bucket_input_is_checked_and_searched_within_its_buffer),
         cmocka_unit_test(every_saved_store_image_runs_its_script_with_errors_or_correct_answers),
+        cmocka_unit_test(every_saved_http_input_gets_well_formed_answers_and_never_a_500),
     };
     setbuf(stdout, NULL);
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -1038,6 +1038,365 @@ static void tided_serves_ipv6_loopback(void **state)
     tided_cleanup(&t);
 }
 
+/* ---- request parsing: key sizes, bytes that are not UTF-8, the query ------- */
+/*
+ * One block (tided's api.c: routing, keys, queries, error JSON). The tests
+ * with their own server keep it in `own_srv`, which the group's teardown
+ * (own_srv_teardown) stops whatever the outcome, so a failed assertion
+ * never leaves a tided behind.
+ */
+
+static tided own_srv;
+
+static int own_srv_teardown(void **state)
+{
+    (void)state;
+    tided_cleanup(&own_srv);
+    return 0;
+}
+
+/* `n` bytes of key(i) in lower-case hex, malloc'd. */
+static char *key_hex_n(uint64_t i, unsigned n)
+{
+    static const char digits[] = "0123456789abcdef";
+    uint8_t *k = malloc(n);
+    char *hex = malloc(2 * (size_t)n + 1);
+
+    assert_non_null(k);
+    assert_non_null(hex);
+    th_key(i, n, k);
+    for (unsigned b = 0; b < n; b++) {
+        hex[2 * b] = digits[k[b] >> 4];
+        hex[2 * b + 1] = digits[k[b] & 15];
+    }
+    hex[2 * (size_t)n] = '\0';
+    free(k);
+    return hex;
+}
+
+/* "/v1/objects/" + the first `digits` characters of `hex` padded with
+ * 'a' to `digits`, + `query`; malloc'd. */
+static char *key_path(const char *hex, size_t digits, const char *query)
+{
+    size_t have = strlen(hex), q = query ? strlen(query) : 0;
+    char *p = malloc(12 + digits + q + 1);
+
+    assert_non_null(p);
+    memcpy(p, "/v1/objects/", 12);
+    for (size_t i = 0; i < digits; i++) p[12 + i] = i < have ? hex[i] : 'a';
+    memcpy(p + 12 + digits, query ? query : "", q);
+    p[12 + digits + q] = '\0';
+    return p;
+}
+
+/* One store of `key_size`-byte keys made by `tide create`, served by tided. */
+static void one_key_size_is_served(unsigned key_size)
+{
+    char cmd[1400], what[160], *out = NULL, *hex = key_hex_n(7, key_size), *hex2 = key_hex_n(8, key_size);
+    size_t digits = 2 * (size_t)key_size;
+    uint8_t value[1500];
+    char *path;
+    resp r;
+
+    memset(&own_srv, 0, sizeof own_srv);
+    tided_prepare(&own_srv);
+    snprintf(cmd, sizeof cmd, "'%s/tide' create '%s' --key-size %u 2>&1", bin_dir(), own_srv.data, key_size);
+    if (th_run(cmd, &out) != 0) fail_msg("tide create --key-size %u should exit 0; it said: %s", key_size, out);
+    free(out);
+    tided_start(&own_srv, NULL, NULL);
+    th_value(key_size, sizeof value, value);
+
+    path = key_path(hex, digits, NULL);
+    r = http(&own_srv, "PUT", path, value, sizeof value, 0, NULL);
+    snprintf(what, sizeof what, "PUT of a %u-byte key (%zu hex digits)", key_size, digits);
+    expect_status(r, 201, what);
+    expect_contains(r.body, hex, what);   /* the 201 body names the whole key */
+    resp_free(&r);
+    r = http(&own_srv, "GET", path, NULL, 0, 0, NULL);
+    snprintf(what, sizeof what, "GET of a %u-byte key", key_size);
+    expect_status(r, 200, what);
+    expect_u64(r.len, sizeof value, "bytes of the GET body");
+    if (memcmp(r.body, value, sizeof value) != 0) fail_msg("%s: the body differs from the value PUT", what);
+    resp_free(&r);
+    r = http(&own_srv, "HEAD", path, NULL, 0, 0, NULL);
+    snprintf(what, sizeof what, "HEAD of a %u-byte key", key_size);
+    expect_status(r, 200, what);
+    expect_contains(r.headers, "Content-Length: 1500", what);
+    resp_free(&r);
+    r = http(&own_srv, "PUT", path, value, 1, 0, NULL);
+    snprintf(what, sizeof what, "a second PUT of a %u-byte key", key_size);
+    expect_status(r, 409, what);
+    expect_contains(r.body, hex, what);   /* so does the 409 detail */
+    resp_free(&r);
+    free(path);
+
+    /* ?sync=1 hands the key to the sync worker and back. */
+    path = key_path(hex2, digits, "?sync=1");
+    r = http(&own_srv, "PUT", path, value, 10, 0, NULL);
+    snprintf(what, sizeof what, "PUT ?sync=1 of a %u-byte key", key_size);
+    expect_status(r, 201, what);
+    expect_contains(r.body, "\"durable\":true", what);
+    expect_contains(r.body, hex2, what);
+    resp_free(&r);
+    free(path);
+
+    /* One digit short, one long, and a whole byte (two digits) long. */
+    static const char *const methods[] = { "GET", "PUT", "HEAD" };
+    for (int d = 0; d < 3; d++) {
+        size_t len = d == 0 ? digits - 1 : d == 1 ? digits + 1 : digits + 2;
+        if (len == 0) continue;
+        path = key_path(hex, len, NULL);
+        for (int m = 0; m < 3; m++) {
+            r = http(&own_srv, methods[m], path, m == 1 ? "v" : NULL, m == 1 ? 1 : 0, 0, NULL);
+            snprintf(what, sizeof what, "%s of a %zu-digit key on a store of %u-byte keys", methods[m], len,
+                     key_size);
+            expect_status(r, 400, what);
+            if (m != 2) expect_error_json(&r, "bad_key", what);
+            resp_free(&r);
+        }
+        free(path);
+    }
+    /* The request target limit grows with the key: a whole key and 256
+     * bytes of query fit; one byte over the limit is 414. */
+    {
+        size_t limit = 12 + digits + 256 > 1024 ? 12 + digits + 256 : 1024;
+        char *q = malloc(limit + 2);
+        assert_non_null(q);
+        memset(q, 'x', limit + 1);
+        q[0] = '?';
+        q[limit + 1 - 12 - digits] = '\0';           /* the target is limit + 1 bytes */
+        path = key_path(hex, digits, q);
+        r = http(&own_srv, "GET", path, NULL, 0, 0, NULL);
+        snprintf(what, sizeof what, "GET of a %zu-byte target on a store of %u-byte keys", strlen(path), key_size);
+        expect_status(r, 414, what);
+        snprintf(q, limit + 2, "the most is %zu", limit);
+        expect_contains(r.body, q, what);
+        resp_free(&r);
+        free(path);
+        free(q);
+    }
+    r = http(&own_srv, "GET", "/healthz", NULL, 0, 0, NULL);
+    snprintf(what, sizeof what, "GET /healthz after the bad keys (%u-byte store)", key_size);
+    expect_status(r, 200, what);
+    resp_free(&r);
+    /* The value is still there, and nothing else was stored. */
+    path = key_path(hex, digits, NULL);
+    r = http(&own_srv, "GET", path, NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET of the key after the refused requests");
+    expect_u64(r.len, sizeof value, "bytes after the refused requests");
+    resp_free(&r);
+    free(path);
+    tided_signal_and_reap(&own_srv, SIGTERM);
+    if (!WIFEXITED(own_srv.status) || WEXITSTATUS(own_srv.status) != 0)
+        fail_msg("tided on a store of %u-byte keys should exit 0 on SIGTERM; log:\n%s", key_size,
+                 log_tail(&own_srv));
+    tided_cleanup(&own_srv);
+    free(hex);
+    free(hex2);
+}
+
+static void every_key_size_from_1_to_1000_bytes_is_served_by_put_get_and_head(void **state)
+{
+    static const unsigned sizes[] = { 1, 32, 255, 256, 257, 300, 506, 1000 };
+    (void)state;
+
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) one_key_size_is_served(sizes[i]);
+}
+
+/* ---- the same, on the shared server ------------------------------------ */
+
+/* One raw request `head` (the request line and headers, ending in CRLF,
+ * without the blank line; "Connection: close" is added) with `body`.
+ * Returns the status and puts the parsed JSON body in *j (NULL when the
+ * body is not JSON: jansson refuses text that is not UTF-8, so a parse is
+ * also a check of that). */
+static int raw_json(const tided *t, const char *head, size_t head_len, const char *body, json_t **j, char *answer,
+                    size_t cap)
+{
+    char req[4096];
+    size_t n = 0, blen = body ? strlen(body) : 0;
+    int status = 0;
+    const char *b;
+    json_error_t e;
+
+    assert_true(head_len + blen + 64 < sizeof req);
+    memcpy(req, head, head_len);
+    n = head_len;
+    n += (size_t)snprintf(req + n, sizeof req - n, "Host: t\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+                          blen);
+    memcpy(req + n, body ? body : "", blen);
+    n += blen;
+    raw_exchange(t, req, n, answer, cap);
+    if (sscanf(answer, "HTTP/1.%*d %d", &status) != 1) status = -1;
+    b = strstr(answer, "\r\n\r\n");
+    *j = b ? json_loads(b + 4, 0, &e) : NULL;
+    return status;
+}
+
+/* The request `head` gets `want` and {"error":code,"detail":...} whose
+ * detail contains `part` (NULL: anything). */
+static void expect_raw_error(const char *head, size_t head_len, const char *body, int want, const char *code,
+                             const char *part, const char *what)
+{
+    char answer[8192];
+    json_t *j = NULL;
+    int status = raw_json(&shared, head, head_len, body, &j, answer, sizeof answer);
+    const char *got = json_string_value(json_object_get(j, "error"));
+    const char *detail = json_string_value(json_object_get(j, "detail"));
+
+    if (status != want || got == NULL || strcmp(got, code) != 0 || detail == NULL
+        || (part && strstr(detail, part) == NULL)) {
+        json_decref(j);
+        fail_msg("%s: expected HTTP %d with a UTF-8 JSON body {\"error\":\"%s\",\"detail\":\"...%s...\"}, got "
+                 "HTTP %d: '%.600s'", what, want, code, part ? part : "", status, answer);
+    }
+    json_decref(j);
+}
+
+#define RAW(s) s, sizeof s - 1
+
+static void the_access_log_escapes_request_bytes_to_one_line_of_ascii(void **state)
+{
+    static const char *const flags[] = { "--log-level=debug", NULL };
+    char answer[4096];
+    uint8_t *all = NULL;
+    size_t len = 0;
+    json_t *j = NULL;
+    int status;
+    (void)state;
+
+    memset(&own_srv, 0, sizeof own_srv);
+    tided_start(&own_srv, flags, NULL);
+    status = raw_json(&own_srv, RAW("GET /x\xff\xc3\xa9[31m\\ HTTP/1.1\r\n"), NULL, &j, answer, sizeof answer);
+    if (status != 404 || j == NULL) fail_msg("GET of a path with bytes 0xff, 0xc3 0xa9 and a backslash: expected 404 JSON, got '%s'", answer);
+    json_decref(j);
+    tided_signal_and_reap(&own_srv, SIGTERM);
+    assert_int_equal(th_read_file(own_srv.log, &all, &len), 0);
+    all = realloc(all, len + 1);
+    all[len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        if ((all[i] < 0x20 && all[i] != '\n') || all[i] >= 0x7f) {
+            size_t from = i > 80 ? i - 80 : 0;
+            fail_msg("tided's log holds byte 0x%02x at %zu (request bytes must be escaped): '%.*s'",
+                     all[i], i, (int)(i - from), (char *)all + from);
+        }
+    expect_contains((char *)all, "access: GET /x\\xff\\xc3\\xa9[31m\\x5c -> 404", "the access line");
+    free(all);
+    tided_cleanup(&own_srv);
+}
+
+
+static void bytes_that_are_not_utf8_in_path_query_or_method_get_their_status_and_escaped_json(void **state)
+{
+    char head[512], k[65];
+    int n;
+    resp r;
+    (void)state;
+
+    /* The path: an unknown one is 404, a key with such a byte 400. */
+    expect_raw_error(RAW("GET /v2/\xff\xfe/x HTTP/1.1\r\n"), NULL, 404, "not_found", "/v2/\\xff\\xfe/x",
+                     "GET of a path holding bytes 0xff 0xfe");
+    expect_raw_error(RAW("GET /caf\xc3\xa9\\ HTTP/1.1\r\n"), NULL, 404, "not_found", "/caf\\xc3\\xa9\\x5c",
+                     "GET of a path in UTF-8 with a backslash (every byte outside printable ASCII is escaped)");
+    key_hex(40, k);
+    n = snprintf(head, sizeof head, "GET /v1/objects/%.63s\xe9 HTTP/1.1\r\n", k);
+    expect_raw_error(head, (size_t)n, NULL, 400, "bad_key", "'\\xe9'", "GET of a key ending in byte 0xe9");
+    n = snprintf(head, sizeof head, "PUT /v1/objects/%.62s\xc3\xa9 HTTP/1.1\r\n", k);
+    expect_raw_error(head, (size_t)n, "v", 400, "bad_key", "character 63", "PUT of a key ending in UTF-8 'é'");
+
+    /* The query. */
+    n = snprintf(head, sizeof head, "PUT /v1/objects/%s?sync=\xff HTTP/1.1\r\n", k);
+    expect_raw_error(head, (size_t)n, "v", 400, "bad_query", "sync=\\xff", "PUT with ?sync=<0xff>");
+    n = snprintf(head, sizeof head, "PUT /v1/objects/%s?\xc3\x28=1 HTTP/1.1\r\n", k);
+    expect_raw_error(head, (size_t)n, "v", 400, "bad_query", "'\\xc3(", "PUT with a parameter named 0xc3 '('");
+    expect_raw_error(RAW("GET /healthz?\x80 HTTP/1.1\r\n"), NULL, 400, "bad_query", "\\x80",
+                     "GET /healthz with a query of byte 0x80");
+    r = http(&shared, "GET", obj_path(40, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "GET of the key whose PUTs were refused");
+    resp_free(&r);
+
+    /* The method: not a token is 400; a token on a known path is 405, on
+     * an unknown path 404. */
+    expect_raw_error(RAW("G\xc9T /healthz HTTP/1.1\r\n"), NULL, 400, "bad_method", "G\\xc9T",
+                     "method G<0xc9>T on /healthz");
+    n = snprintf(head, sizeof head, "\xff\xfe /v1/objects/%s HTTP/1.1\r\n", k);
+    expect_raw_error(head, (size_t)n, NULL, 400, "bad_method", "\\xff\\xfe", "method <0xff 0xfe> on an object");
+    expect_raw_error(RAW("G(T /healthz HTTP/1.1\r\n"), NULL, 400, "bad_method", "G(T", "method G(T on /healthz");
+    expect_raw_error(RAW("FETCH /healthz HTTP/1.1\r\n"), NULL, 405, "method_not_allowed", "FETCH",
+                     "method FETCH on /healthz");
+    expect_raw_error(RAW("FETCH /nothing/here HTTP/1.1\r\n"), NULL, 404, "not_found", "/nothing/here",
+                     "method FETCH on an unknown path");
+    r = http(&shared, "GET", "/healthz", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /healthz after the requests with bytes that are not UTF-8");
+    resp_free(&r);
+}
+
+static void the_query_takes_sync_once_as_0_or_1_and_anything_else_is_400_naming_it(void **state)
+{
+    static const struct { const char *query, *part; } bad[] = {
+        { "?sync=1&sync=0", "'sync' is given twice ('sync=1' and 'sync=0')" },
+        { "?sync=0&sync=1", "given twice" },
+        { "?sync=1&sync=1", "given twice" },
+        { "?sync=", "not 'sync='" },
+        { "?sync", "not 'sync'" },
+        { "?sync=2", "'sync=2'" },
+        { "?sync=11", "'sync=11'" },
+        { "?sync=%31", "'sync=%31'" },            /* matched byte for byte: no percent-decoding */
+        { "?%73ync=1", "unknown query parameter '%73ync'" },
+        { "?SYNC=1", "unknown query parameter 'SYNC'" },
+        { "?sync=1&x=1", "unknown query parameter 'x'" },
+        { "?sync=1;x=1", "'sync=1;x=1'" },
+        { "?=1", "unknown query parameter ''" },
+    };
+    char what[160];
+    resp r;
+    (void)state;
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = http(&shared, "PUT", obj_path(41, bad[i].query), "v", 1, 0, NULL);
+        snprintf(what, sizeof what, "PUT %s", bad[i].query);
+        expect_status(r, 400, what);
+        expect_error_json(&r, "bad_query", what);
+        expect_contains(r.body, bad[i].part, what);
+        resp_free(&r);
+    }
+    r = http(&shared, "GET", obj_path(41, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "GET of the key every refused PUT named");
+    resp_free(&r);
+
+    /* Empty pieces are skipped: '?' alone, "&&", a trailing '&'. */
+    r = http(&shared, "PUT", obj_path(41, "?"), "v", 1, 0, NULL);
+    expect_status(r, 201, "PUT with '?' alone");
+    expect_contains(r.body, "\"durable\":false", "PUT with '?' alone is not synced");
+    resp_free(&r);
+    r = http(&shared, "PUT", obj_path(42, "?&&sync=1&"), "v", 1, 0, NULL);
+    expect_status(r, 201, "PUT ?&&sync=1&");
+    expect_contains(r.body, "\"durable\":true", "PUT ?&&sync=1& is synced");
+    resp_free(&r);
+    r = http(&shared, "GET", obj_path(42, "?sync=1"), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET ?sync=1 (accepted on every method of an object; a read ignores it)");
+    resp_free(&r);
+
+    /* The other endpoints take no parameter. */
+    static const char *const none[] = { "/healthz?x=1", "/v1/status?sync=1", "/v1/sweeps?&a", "/metrics?q" };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        r = http(&shared, "GET", none[i], NULL, 0, 0, NULL);
+        snprintf(what, sizeof what, "GET %s", none[i]);
+        expect_status(r, 400, what);
+        expect_error_json(&r, "bad_query", what);
+        expect_contains(r.body, "this endpoint takes none", what);
+        resp_free(&r);
+    }
+    r = http(&shared, "POST", "/v1/admin/sweep?now=1", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    expect_status(r, 400, "POST /v1/admin/sweep?now=1");
+    resp_free(&r);
+    r = http(&shared, "GET", "/healthz?", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /healthz? (an empty query)");
+    resp_free(&r);
+}
+
+/* ---- end of the request parsing block ---------------------------------- */
+
 /* ---- /metrics, tide doctor, and a real Prometheus ------------------------------ */
 
 #define METRICS_TOKEN "m3trics-t0ken-91ab"
@@ -2049,6 +2408,8 @@ int main(void)
         cmocka_unit_test(status_reports_the_store_caches_memory_and_sweeps_as_json),
         cmocka_unit_test(two_content_lengths_are_400_and_nothing_after_them_is_read),
         cmocka_unit_test(a_content_length_over_max_object_size_is_413_before_the_body),
+        cmocka_unit_test(bytes_that_are_not_utf8_in_path_query_or_method_get_their_status_and_escaped_json),
+        cmocka_unit_test(the_query_takes_sync_once_as_0_or_1_and_anything_else_is_400_naming_it),
     };
     const struct CMUnitTest own_tests[] = {
         cmocka_unit_test(admin_sweep_is_403_when_no_admin_token_is_configured),
@@ -2059,6 +2420,9 @@ int main(void)
         cmocka_unit_test(a_second_tided_on_the_same_data_dir_exits_1_saying_busy),
         cmocka_unit_test(a_full_disk_is_507),
         cmocka_unit_test(tided_serves_ipv6_loopback),
+        cmocka_unit_test_teardown(every_key_size_from_1_to_1000_bytes_is_served_by_put_get_and_head,
+                                  own_srv_teardown),
+        cmocka_unit_test_teardown(the_access_log_escapes_request_bytes_to_one_line_of_ascii, own_srv_teardown),
     };
     const struct CMUnitTest limits_tests[] = {
         cmocka_unit_test(idle_connections_cannot_lock_healthz_out),
@@ -2084,6 +2448,7 @@ int main(void)
     int failed;
 
     signal(SIGPIPE, SIG_IGN);
+    cmocka_set_test_filter(getenv("TIDE_HTTP_FILTER"));   /* e.g. TIDE_HTTP_FILTER='*key_size*' */
     failed = cmocka_run_group_tests_name("tided, one shared server", shared_tests, group_setup, group_teardown);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     failed += cmocka_run_group_tests_name("tided, a server per test", own_tests, NULL, NULL);

@@ -13,9 +13,26 @@
  *
  * One h2o handler on "/" routes by the raw request path (h2o's normalized
  * path would turn "/v1/objects/../healthz" into another resource; a key is
- * hex and needs no decoding). A known path with another method is 405 with
- * Allow; anything else is 404; a request target over TIDED_MAX_URL bytes is
- * 414. Every error body is {"error":"<code>","detail":"<sentence>"}, also
+ * hex and needs no decoding). In order: a request target over
+ * tided_max_url(key_size) bytes is 414; a method that is not an RFC 9110
+ * token is 400 (h2o lets any byte above 0x20 but DEL through); a known path
+ * with another method is 405 with Allow; anything else is 404. The query
+ * has one parser for every endpoint (parse_query: sync=0|1 on objects,
+ * nothing elsewhere; unknown, repeated or malformed is 400).
+ *
+ * Keys. A store's key is 1 to 65535 bytes; the key and its hex live in the
+ * request's pool (a sync job carries its hex at its end), sized from the
+ * store's key size, and the URL's key is length-checked before a byte of
+ * it is decoded.
+ *
+ * Request text. The method, path and query are bytes, not UTF-8, and
+ * jansson refuses a string that is not UTF-8 (json_pack returns NULL,
+ * which would read as out of memory). So request bytes reach an error
+ * body or a log line only through req_text (printable ASCII as it is,
+ * every other byte \xNN), and every other string that goes into JSON from
+ * outside the code (a store's message, data_dir) through json_text.
+ *
+ * Every error body is {"error":"<code>","detail":"<sentence>"}, also
  * for the errors h2o sends by itself before a handler runs (413 for a body
  * over the limit, 400 for a broken chunked body, 404 for a request that no
  * path matches): a filter on the host's fallback path, where h2o binds
@@ -46,6 +63,10 @@
  *   2. A guard's loop->inflight count is taken in guard_new and given back
  *      in guard_dispose, once each.
  *   3. An error body never contains a header's value (so never a token).
+ *   4. A request's bytes reach a body or a log line through req_text only;
+ *      every body is valid UTF-8 JSON, and a 500 means a store error or
+ *      out of memory, never a request's content.
+ *   5. No buffer holding a key is sized by a constant.
  *
  * Never: call tide_node_sync or tide_node_sweep on a loop thread; echo the
  * Authorization header; compare tokens with memcmp/strcmp.
@@ -134,6 +155,114 @@ static void guard_account(tided_guard *g, size_t bytes)
     tide_mem_account_add(TIDE_MEM_HTTP, (int64_t)bytes);
 }
 
+/* ---- text from the request ------------------------------------------ */
+
+/* Request bytes (its method, path or query) as they appear in an error
+ * body or a log line: printable ASCII stays as it is; every other byte,
+ * and the backslash itself, is written \xNN (two lower-case hex digits).
+ * The result is ASCII, so always a valid JSON string, one line in the log,
+ * and it says exactly which bytes were sent. At most `max` bytes of the
+ * input are shown, then "...". Allocated in the request's pool. */
+static const char *req_text(h2o_req_t *req, const void *bytes, size_t n, size_t max)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *s = bytes;
+    size_t show = n > max ? max : n, o = 0;
+    char *out = h2o_mem_alloc_pool(&req->pool, 4 * show + 4);
+
+    for (size_t i = 0; i < show; i++) {
+        unsigned char c = s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = digits[c >> 4];
+            out[o++] = digits[c & 15];
+        }
+    }
+    if (show < n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* The length of the well-formed UTF-8 sequence at `s` (`left` bytes), or
+ * 0: RFC 3629, so no overlong form, no surrogate, nothing above U+10FFFF
+ * (what jansson accepts). */
+static size_t utf8_seq(const unsigned char *s, size_t left)
+{
+    unsigned char c = s[0];
+    uint32_t cp;
+    size_t n;
+
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07;
+    else return 0;
+    if (left < n) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* `s` as a JSON string: as it is when it is UTF-8, else with each byte
+ * that is not part of a well-formed sequence written \xNN. jansson
+ * refuses a string that is not UTF-8, and the text here may come from
+ * outside: a store message naming a file, the data directory. NULL only
+ * when out of memory. */
+static json_t *json_text(const char *s)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), i = 0, o = 0, k;
+    char *clean;
+    json_t *j;
+
+    while (i < len && (k = utf8_seq(u + i, len - i)) != 0) i += k;
+    if (i == len) return json_string(s);
+    clean = malloc(4 * len + 1);
+    if (clean == NULL) return NULL;
+    for (i = 0; i < len; i += k) {
+        k = utf8_seq(u + i, len - i);
+        if (k != 0) {
+            memcpy(clean + o, s + i, k);
+            o += k;
+        } else {
+            k = 1;
+            clean[o++] = '\\';
+            clean[o++] = 'x';
+            clean[o++] = digits[u[i] >> 4];
+            clean[o++] = digits[u[i] & 15];
+        }
+    }
+    clean[o] = '\0';
+    j = json_string(clean);
+    free(clean);
+    return j;
+}
+
+/* RFC 9110's token: what a method must be. h2o's parser lets any byte but
+ * a control character, a space and DEL through. */
+static int is_token(const char *s, size_t n)
+{
+    if (n == 0) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c && strchr("!#$%&'*+-.^_`|~", c))))
+            return 0;
+    }
+    return 1;
+}
+
 /* ---- responses ------------------------------------------------------- */
 
 static int is_head(const h2o_req_t *req)
@@ -174,8 +303,9 @@ static void send_body(h2o_req_t *req, int status, const char *type, const void *
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, type, strlen(type));
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
     if (tide_log_get_level() <= TIDE_LOG_DEBUG)
-        tide_log(TIDE_LOG_DEBUG, "access: %.*s %.*s -> %d, %zu bytes", (int)req->method.len, req->method.base,
-                 (int)(req->path.len > 200 ? 200 : req->path.len), req->path.base, status, len);
+        tide_log(TIDE_LOG_DEBUG, "access: %s %s -> %d, %zu bytes",
+                 req_text(req, req->method.base, req->method.len, 32),
+                 req_text(req, req->path.base, req->path.len, 200), status, len);
     h2o_start_response(req, &no_generator);
     h2o_send(req, &buf, is_head(req) || len == 0 ? 0 : 1, H2O_SEND_STATE_FINAL);
 }
@@ -202,28 +332,39 @@ static void send_json(h2o_req_t *req, int status, json_t *j)
 
 static json_t *error_json(const char *code, const char *detail)
 {
-    return json_pack("{s:s,s:s}", "error", code, "detail", detail);
+    return json_pack("{s:s,s:o}", "error", code, "detail", json_text(detail));
 }
 
 static void send_error(h2o_req_t *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The detail is formatted into the request's pool at its full length: it
+ * may name a key of up to 65535 bytes (131070 hex digits). */
 static void send_error(h2o_req_t *req, int status, const char *code, const char *fmt, ...)
 {
-    char detail[768];
+    char small[256], *detail = small;
     va_list ap;
+    int n;
 
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof small) {
+        detail = h2o_mem_alloc_pool(&req->pool, (size_t)n + 1);
+        va_start(ap, fmt);
+        vsnprintf(detail, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    } else if (n < 0) {
+        snprintf(small, sizeof small, "(the detail could not be formatted)");
+    }
     send_json(req, status, error_json(code, detail));
 }
 
 static void send_not_allowed(h2o_req_t *req, const char *allow)
 {
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allow, strlen(allow));
-    send_error(req, 405, "method_not_allowed", "%.*s is not allowed here; allowed: %s", (int)req->method.len,
-               req->method.base, allow);
+    send_error(req, 405, "method_not_allowed", "%s is not allowed here; allowed: %s",
+               req_text(req, req->method.base, req->method.len, 32), allow);
 }
 
 /* The answer to a failed put or sync, by code. */
@@ -354,7 +495,7 @@ static json_t *memory_json(void)
             json_object_set_new(m, "rss_shmem_bytes", json_integer((json_int_t)st.rss_shmem));
         }
     } else {
-        json_object_set_new(m, "rss_error", json_string(tide_last_error()));
+        json_object_set_new(m, "rss_error", json_text(tide_last_error()));
     }
     return m;
 }
@@ -410,8 +551,8 @@ static json_t *http_json(tided_server *srv)
 
     tided_worker_counts(&srv->sync_worker, &sb, &sj);
     tided_worker_counts(&srv->sweep_worker, &wb, &wj);
-    j = json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-                     "listen", srv->listen_text, "threads", (int)srv->nloops,
+    j = json_pack("{s:o,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+                     "listen", json_text(srv->listen_text), "threads", (int)srv->nloops,
                      "connections", (json_int_t)atomic_load(&srv->connections),
                      "connections_total", (json_int_t)atomic_load(&srv->connections_total),
                      "connections_refused", (json_int_t)atomic_load(&srv->connections_refused),
@@ -431,9 +572,9 @@ static json_t *status_json(tided_server *srv)
     json_t *keycache = NULL, *cache = caches_json(srv->node, &keycache);
     uint64_t up_us = tide_clock_mono_us() - srv->started_mono_us;
 
-    return json_pack("{s:s,s:f,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
                      "version", TIDE_VERSION, "uptime_seconds", (double)up_us / 1e6,
-                     "started_unix", (json_int_t)srv->started_unix_s, "data_dir", srv->cfg->data_dir,
+                     "started_unix", (json_int_t)srv->started_unix_s, "data_dir", json_text(srv->cfg->data_dir),
                      "store", store_json(srv->node), "node_cache", cache, "key_cache", keycache,
                      "memory", memory_json(), "sweeps", sweeps_json(srv->node),
                      "requests", requests_json(srv->node), "http", http_json(srv));
@@ -441,54 +582,83 @@ static json_t *status_json(tided_server *srv)
 
 /* ---- objects --------------------------------------------------------- */
 
-/* Decode `text` (len chars) as a key of key_size bytes into out, or send
- * 400 and return -1. */
+static int hex_digit(unsigned char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Decode `text` (len chars, not NUL-terminated: it is the URL's) as a key
+ * of key_size bytes into `out` (key_size bytes), or send 400 and return
+ * -1. The length is checked first, so nothing is written past `out`
+ * whatever the URL holds. */
 static int parse_key(tided_server *srv, h2o_req_t *req, const char *text, size_t len, uint8_t *out)
 {
-    size_t want = 2 * (size_t)srv->key_size, got = 0;
-    char hex[2 * 256 + 1];
+    size_t want = 2 * (size_t)srv->key_size;
 
     if (len != want) {
         send_error(req, 400, "bad_key", "a key is %zu hex digits (%u bytes); this one has %zu characters",
                    want, srv->key_size, len);
         return -1;
     }
-    for (size_t i = 0; i < len; i++) {
-        char ch = text[i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) {
-            send_error(req, 400, "bad_key", "character %zu of the key is not a hex digit (0-9, a-f, A-F)",
-                       i + 1);
+    for (size_t i = 0; i < len; i += 2) {
+        int hi = hex_digit((unsigned char)text[i]), lo = hex_digit((unsigned char)text[i + 1]);
+        if (hi < 0 || lo < 0) {
+            size_t at = hi < 0 ? i : i + 1;
+            send_error(req, 400, "bad_key", "character %zu of the key, '%s', is not a hex digit (0-9, a-f, A-F)",
+                       at + 1, req_text(req, text + at, 1, 1));
             return -1;
         }
-        hex[i] = ch;
-    }
-    hex[len] = '\0';
-    if (tide_hex_decode(hex, out, srv->key_size, &got) != 0 || got != srv->key_size) {
-        send_error(req, 400, "bad_key", "the key does not decode: %s", tide_last_error());
-        return -1;
+        out[i / 2] = (uint8_t)(hi << 4 | lo);
     }
     return 0;
 }
 
-/* Parse the query: only "sync=0" and "sync=1" are known. Sends 400 and
- * returns -1 for anything else. */
+/*
+ * The query, by one rule on every endpoint (docs/HTTP.md, "Query
+ * parameters"): the pieces between '&' are name=value, matched byte for
+ * byte (no percent-decoding, no '+' for a space); empty pieces ('?' alone,
+ * "&&", a trailing '&') are skipped. The one parameter is sync, 0 or 1, on
+ * /v1/objects/{key} (the callers that pass `sync`); the other endpoints
+ * take none. Anything else, a parameter given twice, or another value is
+ * 400 bad_query naming it, so a misspelt or contradictory ?sync=1 never
+ * gives a write that is not durable. Returns 0, or -1 after sending it.
+ */
 static int parse_query(h2o_req_t *req, int *sync)
 {
-    const char *q, *end;
+    const char *q, *end, *first = NULL;
+    size_t first_len = 0;
 
-    *sync = 0;
+    if (sync) *sync = 0;
     if (req->query_at == SIZE_MAX) return 0;
     q = req->path.base + req->query_at + 1;
     end = req->path.base + req->path.len;
     while (q < end) {
         const char *amp = memchr(q, '&', (size_t)(end - q));
         size_t n = (size_t)((amp ? amp : end) - q);
-        if (n == 6 && memcmp(q, "sync=1", 6) == 0) *sync = 1;
-        else if (n == 6 && memcmp(q, "sync=0", 6) == 0) *sync = 0;
-        else if (n != 0) {
-            send_error(req, 400, "bad_query", "unknown query parameter '%.*s' (known: sync=1, sync=0)",
-                       (int)(n > 64 ? 64 : n), q);
+        const char *eq = memchr(q, '=', n);
+        size_t name_len = eq ? (size_t)(eq - q) : n;
+
+        if (n == 0) {
+            /* an empty piece */
+        } else if (sync == NULL || name_len != 4 || memcmp(q, "sync", 4) != 0) {
+            send_error(req, 400, "bad_query", "unknown query parameter '%s' (%s)", req_text(req, q, name_len, 64),
+                       sync ? "the only one is sync=0 or sync=1" : "this endpoint takes none");
             return -1;
+        } else if (first != NULL) {
+            send_error(req, 400, "bad_query", "the query parameter 'sync' is given twice ('%s' and '%s'); "
+                       "give it once", req_text(req, first, first_len, 64), req_text(req, q, n, 64));
+            return -1;
+        } else if (n != 6 || eq != q + 4 || (q[5] != '0' && q[5] != '1')) {
+            send_error(req, 400, "bad_query", "sync must be written sync=0 or sync=1, not '%s'",
+                       req_text(req, q, n, 64));
+            return -1;
+        } else {
+            *sync = q[5] == '1';
+            first = q;
+            first_len = n;
         }
         q += n + 1;
     }
@@ -507,14 +677,15 @@ static void send_exists(h2o_req_t *req, const char *key_hex, int synced)
                synced ? "; it is durable" : "");
 }
 
-/* Make a job of `kind` for `req`, let `prepare` (may be NULL) fill its
+/* Make a job of `kind` for `req`, with `key_hex_bytes` of room for its
+ * key_hex (0 but for a sync), let `prepare` (may be NULL) fill its
  * fields, and queue it on `w`. NULL, after answering 500 naming `what`,
  * when it cannot be allocated. The job must be complete before it is
  * queued: from then on it belongs to the worker. */
 static tided_job *queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, int kind, const char *what,
-                            void (*prepare)(tided_job *, void *), void *arg)
+                            size_t key_hex_bytes, void (*prepare)(tided_job *, void *), void *arg)
 {
-    tided_job *job = calloc(1, sizeof *job);
+    tided_job *job = calloc(1, sizeof *job + key_hex_bytes);
 
     if (job == NULL) {
         send_error(req, 500, "internal", "out of memory queueing %s", what);
@@ -537,7 +708,7 @@ static void fill_sync(tided_job *job, void *arg)
     const sync_fill *f = arg;
     job->put_rc = f->rc;
     job->len = f->len;
-    snprintf(job->key_hex, sizeof job->key_hex, "%s", f->key_hex);
+    memcpy(job->key_hex, f->key_hex, strlen(f->key_hex) + 1);
 }
 
 static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
@@ -571,7 +742,7 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
     }
     sync_fill f = { rc, len, key_hex };
     queue_job(&srv->sync_worker, req, guard, TIDED_JOB_SYNC,
-              "the sync; the value is stored but not known to be durable", fill_sync, &f);
+              "the sync; the value is stored but not known to be durable", strlen(key_hex) + 1, fill_sync, &f);
 }
 
 static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
@@ -598,10 +769,12 @@ static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
     send_body(req, 200, "application/octet-stream", tide_cache_obj_data(obj), tide_cache_obj_len(obj));
 }
 
+/* The key and its hex live in the request's pool, sized by the store's
+ * key size (1 to 65535 bytes), never on the stack. */
 static void objects(tided_server *srv, h2o_req_t *req, tided_guard *guard, const char *rest, size_t rest_len)
 {
-    uint8_t key[256];
-    char key_hex[2 * 256 + 1];
+    uint8_t *key;
+    char *key_hex;
     int put = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("PUT"));
     int get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) || is_head(req);
 
@@ -609,6 +782,8 @@ static void objects(tided_server *srv, h2o_req_t *req, tided_guard *guard, const
         send_not_allowed(req, "GET, HEAD, PUT");
         return;
     }
+    key = h2o_mem_alloc_pool(&req->pool, srv->key_size);
+    key_hex = h2o_mem_alloc_pool(&req->pool, 2 * (size_t)srv->key_size + 1);
     if (parse_key(srv, req, rest, rest_len, key)) return;
     tide_hex_encode(key, srv->key_size, key_hex);
     if (put) put_object(srv, req, guard, key, key_hex);
@@ -640,6 +815,7 @@ static void admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
         send_not_allowed(req, "POST");
         return;
     }
+    if (parse_query(req, NULL)) return;
     if (srv->admin_token_len == 0) {
         send_error(req, 403, "forbidden", "no admin token is configured; set TIDE_ADMIN_TOKEN in tided's "
                    "environment to enable /v1/admin endpoints");
@@ -656,7 +832,7 @@ static void admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
                    : "the Authorization header does not carry the admin token (Bearer TIDE_ADMIN_TOKEN)");
         return;
     }
-    queue_job(&srv->sweep_worker, req, guard, TIDED_JOB_SWEEP, "the sweep", NULL, NULL);
+    queue_job(&srv->sweep_worker, req, guard, TIDED_JOB_SWEEP, "the sweep", 0, NULL, NULL);
 }
 
 /* ---- metrics ---------------------------------------------------------- */
@@ -730,6 +906,7 @@ static void metrics(tided_server *srv, h2o_req_t *req, tided_guard *guard, int g
         send_not_allowed(req, "GET, HEAD");
         return;
     }
+    if (parse_query(req, NULL)) return;
     if (!srv->metrics_public) {
         given = scrape_token(req, &len);
         if (srv->metrics_token_len == 0 || given == NULL
@@ -746,7 +923,7 @@ static void metrics(tided_server *srv, h2o_req_t *req, tided_guard *guard, int g
             return;
         }
     }
-    queue_job(&srv->metrics_worker, req, guard, TIDED_JOB_METRICS, "the scrape", NULL, NULL);
+    queue_job(&srv->metrics_worker, req, guard, TIDED_JOB_METRICS, "the scrape", 0, NULL, NULL);
 }
 
 /* ---- jobs coming back ------------------------------------------------ */
@@ -812,7 +989,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     const char *p = req->path.base;
     size_t n = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
     int get_or_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) || is_head(req);
-    static const char objects_prefix[] = "/v1/objects/";
+    static const char objects_prefix[] = TIDED_OBJECTS_PREFIX;
+    size_t max_url = tided_max_url(srv->key_size);
     tided_guard *guard = guard_new(req);
     tided_head head;
 
@@ -823,27 +1001,29 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         atomic_fetch_add(&srv->requests_refused_framing, 1);
         send_error(req, 400, "bad_request", "the request has %s; refused, and the connection closed",
                    head.reason);
-    } else if (req->path.len > TIDED_MAX_URL) {
-        send_error(req, 414, "uri_too_long", "the request target is %zu bytes; the most is %d",
-                   req->path.len, TIDED_MAX_URL);
+    } else if (req->path.len > max_url) {
+        send_error(req, 414, "uri_too_long", "the request target is %zu bytes; the most is %zu (for %u-byte "
+                   "keys)", req->path.len, max_url, srv->key_size);
+    } else if (!is_token(req->method.base, req->method.len)) {
+        send_error(req, 400, "bad_method", "the method '%s' is not an HTTP token (letters, digits and "
+                   "!#$%%&'*+-.^_`|~)", req_text(req, req->method.base, req->method.len, 32));
     } else if (n >= sizeof objects_prefix - 1 && memcmp(p, objects_prefix, sizeof objects_prefix - 1) == 0) {
         objects(srv, req, guard, p + sizeof objects_prefix - 1, n - (sizeof objects_prefix - 1));
     } else if (path_is(p, n, "/healthz")) {
         if (!get_or_head) send_not_allowed(req, "GET, HEAD");
-        else send_body(req, 200, "text/plain; charset=utf-8", "ok\n", 3);
+        else if (parse_query(req, NULL) == 0) send_body(req, 200, "text/plain; charset=utf-8", "ok\n", 3);
     } else if (path_is(p, n, "/v1/status")) {
         if (!get_or_head) send_not_allowed(req, "GET, HEAD");
-        else send_json(req, 200, status_json(srv));
+        else if (parse_query(req, NULL) == 0) send_json(req, 200, status_json(srv));
     } else if (path_is(p, n, "/v1/sweeps")) {
         if (!get_or_head) send_not_allowed(req, "GET, HEAD");
-        else send_json(req, 200, sweep_list_json(srv->node));
+        else if (parse_query(req, NULL) == 0) send_json(req, 200, sweep_list_json(srv->node));
     } else if (path_is(p, n, "/metrics")) {
         metrics(srv, req, guard, get_or_head);
     } else if (path_is(p, n, "/v1/admin/sweep")) {
         admin_sweep(srv, req, guard);
     } else {
-        send_error(req, 404, "not_found", "no such endpoint: %.*s (see docs/HTTP.md)",
-                   (int)(n > 128 ? 128 : n), p);
+        send_error(req, 404, "not_found", "no such endpoint: %s (see docs/HTTP.md)", req_text(req, p, n, 128));
     }
     return 0;
 }

@@ -144,7 +144,8 @@ static void on_signal(h2o_socket_t *sock, const char *err)
                          : si.ssi_signo == SIGQUIT ? "SIGQUIT" : "a signal";
         int expected = TIDED_RUNNING;
         if (si.ssi_signo == SIGHUP) {
-            tided_reload(srv);
+            if (srv->reload) srv->reload(srv);
+            else tide_log(TIDE_LOG_INFO, "SIGHUP: nothing to reload here");
             continue;
         }
         if (atomic_compare_exchange_strong(&srv->state, &expected, TIDED_DRAINING)) {

@@ -34,8 +34,21 @@
 #include "node/config.h"
 #include "node/node.h"
 
-/* The longest request target (path and query) served; longer is 414. */
+/* The longest request target (path and query) served, longer is 414:
+ * tided_max_url(key_size), which is TIDED_MAX_URL or, for a store whose
+ * keys need more, the object path of a whole key plus TIDED_QUERY_ROOM.
+ * So every key size NuDB allows (1 to 65535 bytes: 131070 hex digits) is
+ * servable; h2o's own bound on the request line and headers,
+ * H2O_MAX_REQLEN (417792 bytes), is above the largest. */
 #define TIDED_MAX_URL 1024
+#define TIDED_QUERY_ROOM 256
+#define TIDED_OBJECTS_PREFIX "/v1/objects/"
+
+static inline size_t tided_max_url(unsigned key_size)
+{
+    size_t need = sizeof TIDED_OBJECTS_PREFIX - 1 + 2 * (size_t)key_size + TIDED_QUERY_ROOM;
+    return need > TIDED_MAX_URL ? need : TIDED_MAX_URL;
+}
 /* How long a stop waits for requests in flight (pending ?sync=1 included). */
 #define TIDED_DRAIN_MS 10000
 
@@ -63,7 +76,6 @@ struct tided_job {
     int          kind;               /* TIDED_JOB_* */
     int          put_rc;             /* sync: 0 (stored) or TIDE_EEXIST */
     size_t       len;                /* sync: the value's bytes */
-    char         key_hex[2 * 256 + 1];
     /* Filled by the worker: */
     int          rc;                 /* tide_node_sync's return */
     char         detail[256];        /* tide_last_error() of a failure */
@@ -74,6 +86,8 @@ struct tided_job {
                                         copies it into the request's pool and
                                         frees it), NULL when rendering failed */
     size_t       text_len;
+    char         key_hex[];          /* sync: the key in hex, 2 * key_size + 1
+                                        bytes allocated with the job */
 };
 
 typedef struct tided_worker {
@@ -165,6 +179,9 @@ struct tided_server {
     pthread_mutex_t done_mu;         /* loops_done, and the parked loops */
     pthread_cond_t done_cv, park_cv;
     unsigned       loops_done;       /* loop threads drained (1..n-1) */
+    /* SIGHUP (tided.c's main sets it; NULL: SIGHUP is logged and ignored):
+     * read the settings again. Runs on loop 0, the main thread. */
+    void         (*reload)(tided_server *srv);
     uint64_t       started_mono_us;
     uint64_t       started_unix_s;
 };
@@ -237,12 +254,6 @@ struct json_t;
 struct json_t *tided_conn_json(tided_server *srv);
 struct tide_metrics_writer;
 void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w);
-
-/* ---- tided.c --------------------------------------------------------- */
-
-/* SIGHUP: read the settings again, apply log_level, log what else changed.
- * Main thread (loop 0) only. */
-void tided_reload(tided_server *srv);
 
 /* ---- api.c ----------------------------------------------------------- */
 

@@ -238,14 +238,18 @@ static void print_help(FILE *f)
 "         allocator's statistics (glibc's walk every arena under its lock).\n"
 "         Measured here: 1.1 ms per scrape at 86 MiB RSS (bench/scrape).\n"
 "    KEYHEX is exactly twice the store's key size in hex digits (64 for the\n"
-"    default 32-byte keys), either case. Errors are JSON:\n"
-"    {\"error\":\"CODE\",\"detail\":\"...\"}. Other paths: 404; other methods:\n"
-"    405 with Allow; a request target over 1024 bytes: 414. Full reference:\n"
-"    docs/HTTP.md.\n"
+"    default 32-byte keys; any key size NuDB allows), either case. The only\n"
+"    query parameter is sync=0|1, once, on /v1/objects/; anything else is\n"
+"    400. Errors are JSON: {\"error\":\"CODE\",\"detail\":\"...\"}, request\n"
+"    bytes in it escaped as \\xNN. Other paths: 404; other methods: 405 with\n"
+"    Allow; a method that is not an HTTP token: 400; a request target over\n"
+"    1024 bytes (for keys over 378 bytes: 12 + 2 x key size + 256): 414.\n"
+"    Full reference: docs/HTTP.md.\n"
 "\n"
 "LIMITS\n"
 "    Request line and headers: 8192 + 4096 * 100 bytes and 100 headers\n"
-"    (h2o). Request target: 1024 bytes. Body: max_object_size; a\n"
+"    (h2o). Request target: 1024 bytes, or 12 + 2 x key size + 256 for\n"
+"    keys over 378 bytes. Body: max_object_size; a\n"
 "    Content-Length over it is 413 before the body is read. Two\n"
 "    Content-Length headers, or Content-Length with Transfer-Encoding: 400,\n"
 "    connection closed. Request bodies held at once: http_body_budget (503\n"
@@ -401,7 +405,8 @@ static int    saved_argc;
 static char **saved_argv;
 static const char *saved_config;
 
-void tided_reload(tided_server *srv)
+/* SIGHUP: read the settings again, apply log_level, log what else changed. */
+static void reload_settings(tided_server *srv)
 {
     static tide_config fresh;          /* main thread only (loop 0) */
     int rc;
@@ -566,6 +571,7 @@ int main(int argc, char **argv)
     saved_argc = argc;
     saved_argv = argv;
     saved_config = config;
+    srv->reload = reload_settings;
     srv->started_mono_us = tide_clock_mono_us();
     clock_gettime(CLOCK_REALTIME, &now);
     srv->started_unix_s = (uint64_t)now.tv_sec;
