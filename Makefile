@@ -2,13 +2,16 @@
 #
 #   make              lib/libtide.a, bin/tide (if src/cli has sources),
 #                     bin/tided (if src/server has sources)
-#   make test         install missing packages, build, run every tests/test_*.c
+#   make test         install missing packages (install-deps --test), build,
+#                     run every tests/test_*.c
 #   make check        build and run the tests, without the package step
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
 #   make bench        build, then bench/run-store and bench/http (wrk, nginx)
 #   make bench-http   build, then bench/http only
-#   make run          build, then start tided on ./data, 127.0.0.1:8080
+#   make run          install missing packages for building and running only
+#                     (install-deps, no test packages), build, then start
+#                     tided on ./data, 127.0.0.1:8080
 #   make clean        remove build/, lib/, bin/
 #   make format-check tabs, trailing blanks and CRLF in C sources
 #   make fuzz         build the libFuzzer targets (clang) and run each for
@@ -121,7 +124,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check asan tsan bench bench-http run deps clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check asan tsan bench bench-http run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -181,11 +184,17 @@ tests: $(TEST_BINS)
 
 # ---- tests ---------------------------------------------------------------
 
+# The package step runs first, alone; the build and the run follow it.
+# `make run` installs what building and running need; the tests' packages
+# (cmocka, the allocators, promtool and the Prometheus server, which come
+# together in Debian's prometheus) only `make test`, asan and tsan install.
 deps:
 	bash scripts/install-deps
 
-# The package step runs first, alone; the build and the run follow it.
-test: deps
+deps-test:
+	bash scripts/install-deps --test
+
+test: deps-test
 	@$(MAKE) --no-print-directory check
 
 # The jemalloc build of tided too (bin/jemalloc/), for the test that its
@@ -197,11 +206,11 @@ check: all tests $(if $(SAN),,alloc-jemalloc)
 alloc-jemalloc: all
 	@$(MAKE) --no-print-directory ALLOC=jemalloc all
 
-asan: deps
+asan: deps-test
 	@$(MAKE) --no-print-directory BUILD=build/asan LIBDIR=build/asan/lib \
 	    BINDIR=build/asan/bin OPT=-O1 SAN='$(ASAN_SAN)' check
 
-tsan: deps
+tsan: deps-test
 ifeq ($(strip $(TSAN_TESTS)),)
 	@echo "tsan: no test name contains 'concurrency' yet; nothing to run"
 else
