@@ -2,13 +2,16 @@
 #
 #   make              lib/libtide.a, bin/tide (if src/cli has sources),
 #                     bin/tided (if src/server has sources)
-#   make test         install missing packages, build, run every tests/test_*.c
+#   make test         install missing packages (install-deps --test), build,
+#                     run every tests/test_*.c
 #   make check        build and run the tests, without the package step
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
 #   make bench        build, then bench/run-store and bench/http (wrk, nginx)
 #   make bench-http   build, then bench/http only
-#   make run          build, then start tided on ./data, 127.0.0.1:8080
+#   make run          install missing packages for building and running only
+#                     (install-deps, no test packages), build, then start
+#                     tided on ./data, 127.0.0.1:8080
 #   make clean        remove build/, lib/, bin/
 #   make format-check tabs, trailing blanks and CRLF in C sources
 #   make fuzz         build the libFuzzer targets (clang) and run each for
@@ -37,11 +40,32 @@ SAN     ?=
 
 CC      ?= cc
 AR      ?= ar
+
+# The hardening a Debian package gets (dpkg-buildflags, hardening=+all),
+# on every object and program here: the library, bin/tide, bin/tided, the
+# ALLOC= builds and the tests. tests/test_build.c checks the programs with
+# readelf. Stack canaries in every function with an array or an address
+# taken; format strings checked; position-independent code and executables;
+# the relocations read-only (RELRO) once resolved, all at startup (-z now).
+# _FORTIFY_SOURCE=2 turns memcpy, snprintf, read and friends into their
+# checked __*_chk forms where the object size is known; it needs -O1 or
+# more (glibc warns, and -Werror fails, at -O0), so it is left out at -O0.
+# It is left out of the sanitizer builds too: ASan and TSan intercept
+# memcpy and the others by name, and their runtimes have no interceptor
+# for most __*_chk forms, so fortified calls would escape the sanitizer
+# (google/sanitizers issue 247; the ASan FAQ says to build with
+# -U_FORTIFY_SOURCE). The sanitizers check those calls more closely than
+# FORTIFY does. -U first: a compiler that defines it by default (Ubuntu's
+# gcc sets 3) would otherwise warn that it is redefined.
+HARDEN_CFLAGS  := -fstack-protector-strong -Wformat -Werror=format-security -fPIE
+HARDEN_FORTIFY  = $(if $(SAN)$(filter -O0,$(OPT)),-U_FORTIFY_SOURCE,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
+HARDEN_LDFLAGS := -pie -Wl,-z,relro -Wl,-z,now
+
 CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g -pthread $(SAN) \
-           -Iinclude -Isrc
+           $(HARDEN_CFLAGS) $(HARDEN_FORTIFY) -Iinclude -Isrc
 CFLAGS  += $(EXTRA_CFLAGS)
 DEPFLAGS = -MMD -MP
-LDFLAGS = -pthread $(SAN)
+LDFLAGS = -pthread $(SAN) $(HARDEN_LDFLAGS)
 LDFLAGS += $(EXTRA_LDFLAGS)
 LIBS    := -lxxhash -ljansson -lpthread -lm
 TEST_LIBS := -lcmocka
@@ -102,7 +126,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: all tests test check asan tsan bench bench-http run deps clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check asan tsan bench bench-http run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -110,7 +134,19 @@ all: $(LIBTIDE) $(PROGS)
 
 # ---- compile and link ----------------------------------------------------
 
-$(BUILD)/obj/%.o: %.c
+# $(BUILD)/flags holds the compiler, the flags and the link flags of the
+# last build in $(BUILD); it is rewritten only when they change, and every
+# object and program depends on it, so a change of flags (a new hardening
+# flag, OPT=-O0, EXTRA_CFLAGS) rebuilds everything instead of linking old
+# objects built without it.
+FLAGS_STAMP := $(BUILD)/flags
+FLAGS_NOW    = $(CC) $(CFLAGS) | $(LDFLAGS)
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@if [ "$$(cat $@ 2>/dev/null)" != '$(FLAGS_NOW)' ]; then echo '$(FLAGS_NOW)' > $@; fi
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -119,14 +155,14 @@ $(LIBTIDE): $(LIB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(LIBTIDE)
+$(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(CLI_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(LIBS) $(CLI_LIBS) $(ALLOC_LIBS)
 
 # tide doctor reads a node's /metrics with libcurl (libcurl4-openssl-dev).
 CLI_LIBS := -lcurl
 
-$(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(LIBTIDE)
+$(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(SERVER_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(LIBS) $(SERVER_LIBS) $(ALLOC_LIBS)
 
@@ -138,7 +174,7 @@ $(SERVER_OBJS): CFLAGS += -DH2O_USE_LIBUV=0
 # test_http drives a real bin/tided with libcurl (libcurl4-openssl-dev).
 $(BUILD)/tests/test_http: TEST_LIBS += -lcurl
 
-$(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(LIBTIDE)
+$(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(LIBTIDE) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJS) $(SUPPORT_OBJS) $(LIBTIDE) $(TEST_LIBS) $(LIBS)
 
@@ -153,11 +189,17 @@ tests: $(TEST_BINS)
 
 # ---- tests ---------------------------------------------------------------
 
+# The package step runs first, alone; the build and the run follow it.
+# `make run` installs what building and running need; the tests' packages
+# (cmocka, the allocators, promtool and the Prometheus server, which come
+# together in Debian's prometheus) only `make test`, asan and tsan install.
 deps:
 	bash scripts/install-deps
 
-# The package step runs first, alone; the build and the run follow it.
-test: deps
+deps-test:
+	bash scripts/install-deps --test
+
+test: deps-test
 	@$(MAKE) --no-print-directory check
 
 # The jemalloc build of tided too (bin/jemalloc/), for the test that its
@@ -166,14 +208,14 @@ test: deps
 check: all tests $(if $(SAN),,alloc-jemalloc)
 	$(TEST_ENV) bash tests/run-tests $(TESTS)
 
-alloc-jemalloc:
+alloc-jemalloc: all
 	@$(MAKE) --no-print-directory ALLOC=jemalloc all
 
-asan: deps
+asan: deps-test
 	@$(MAKE) --no-print-directory BUILD=build/asan LIBDIR=build/asan/lib \
 	    BINDIR=build/asan/bin OPT=-O1 SAN='$(ASAN_SAN)' check
 
-tsan: deps
+tsan: deps-test
 ifeq ($(strip $(TSAN_TESTS)),)
 	@echo "tsan: no test name contains 'concurrency' yet; nothing to run"
 else

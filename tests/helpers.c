@@ -12,9 +12,11 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -418,33 +420,177 @@ char *th_read_text(const char *path)
     return s;
 }
 
+/* ---- processes a test starts ----
+ *
+ * Three layers, so that nothing a test starts outlives it:
+ *   1. th_fork's child has PR_SET_PDEATHSIG(SIGKILL): when the thread that
+ *      forked it dies (the test binary aborts, crashes, is killed), the
+ *      kernel kills the child. The flag survives execve (it is cleared only
+ *      for set-user-ID, set-group-ID or file-capability programs).
+ *   2. Every th_fork child is recorded until reaped; th_children_stop()
+ *      kills (SIGKILL, the child's whole process group) and reaps those a
+ *      test left behind, for a teardown: cmocka's fail_msg longjmps past a
+ *      test's own cleanup, but the teardown still runs.
+ *   3. tests/run-tests runs each test binary in a session of its own and
+ *      kills, and counts as a failure, any process left in it once the
+ *      binary has exited.
+ * A recorded child is only ever signalled while waitpid(WNOHANG) says it
+ * is still ours (running or a zombie), so a pid reaped elsewhere and
+ * reused by an unrelated process is never killed.
+ */
+
+#define TH_MAX_CHILDREN 64
+
+static struct { pid_t pid; int keep; } th_children[TH_MAX_CHILDREN];
+
+pid_t th_fork(void)
+{
+    pid_t parent = getpid(), pid;
+
+    fflush(NULL);   /* a child that exits with exit() must not repeat our output */
+    pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);   /* the parent died before prctl */
+        return 0;
+    }
+    if (pid < 0) return pid;
+    setpgid(pid, pid);   /* both sides, so no race; EACCES once it has exec'd */
+    for (size_t i = 0; i < TH_MAX_CHILDREN; i++) {
+        if (th_children[i].pid == 0) {
+            th_children[i].pid = pid;
+            th_children[i].keep = 0;
+            return pid;
+        }
+    }
+    /* More live children than any test needs: refuse rather than lose one. */
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    fprintf(stderr, "th_fork: more than %d children alive at once\n", TH_MAX_CHILDREN);
+    errno = EAGAIN;
+    return -1;
+}
+
+static void th_forget(pid_t pid)
+{
+    for (size_t i = 0; i < TH_MAX_CHILDREN; i++)
+        if (th_children[i].pid == pid) th_children[i].pid = 0;
+}
+
+pid_t th_waitpid(pid_t pid, int *status, int options)
+{
+    int st;
+    pid_t r = waitpid(pid, &st, options);
+
+    if (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st))) th_forget(r);
+    if (r > 0 && status != NULL) *status = st;
+    return r;
+}
+
+void th_child_keep(pid_t pid)
+{
+    for (size_t i = 0; i < TH_MAX_CHILDREN; i++)
+        if (th_children[i].pid == pid) th_children[i].keep = 1;
+}
+
+int th_children_stop(int all)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < TH_MAX_CHILDREN; i++) {
+        pid_t pid = th_children[i].pid, r;
+        int st;
+
+        if (pid == 0 || (th_children[i].keep && !all)) continue;
+        r = waitpid(pid, &st, WNOHANG);
+        if (r >= 0) {
+            /* Still ours: it and whatever it started in its group. A group
+             * id stays unused by others while any member lives. */
+            kill(-pid, SIGKILL);
+            if (r == 0) {
+                kill(pid, SIGKILL);
+                n++;
+                while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+            }
+        }
+        th_children[i].pid = 0;
+    }
+    return n;
+}
+
+int th_teardown_children(void **state)
+{
+    int n = th_children_stop(0);
+
+    (void)state;
+    if (n > 0) fprintf(stderr, "teardown: killed %d process(es) the test left running\n", n);
+    return 0;
+}
+
+/* The guard of th_run: the parent (the test) died, so kill the whole group:
+ * the shell and everything it started (dash does not exec the last command
+ * of `sh -c`, so the command is the guard's grandchild). */
+static void th_guard_parent_died(int sig)
+{
+    (void)sig;
+    kill(0, SIGKILL);
+}
+
 int th_run(const char *cmd, char **out)
 {
     size_t len = 0, cap = 1 << 16;
     char *buf = malloc(cap);
-    FILE *p;
-    int st;
+    int fds[2], st = -1;
+    pid_t parent = getpid(), pid;
 
     *out = buf;
     if (buf == NULL) abort();
     buf[0] = '\0';
-    p = popen(cmd, "r");
-    if (p == NULL) return -1;
+    if (pipe(fds) != 0) return -1;
+    pid = th_fork();
+    if (pid < 0) { close(fds[0]); close(fds[1]); return -1; }
+    if (pid == 0) {
+        /* The guard: it leads the group th_fork made, waits for the shell
+         * and passes its exit on; when the test dies it kills the group. */
+        pid_t sh;
+        signal(SIGTERM, th_guard_parent_died);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) kill(0, SIGKILL);
+        close(fds[0]);
+        if (fds[1] != 1) { dup2(fds[1], 1); close(fds[1]); }
+        sh = fork();
+        if (sh == 0) {
+            signal(SIGTERM, SIG_DFL);
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(127);
+        }
+        if (sh < 0) _exit(126);
+        while (waitpid(sh, &st, 0) < 0) if (errno != EINTR) _exit(126);
+        if (WIFEXITED(st)) _exit(WEXITSTATUS(st));
+        signal(WTERMSIG(st), SIG_DFL);
+        raise(WTERMSIG(st));
+        _exit(128 + WTERMSIG(st));
+    }
+    close(fds[1]);
     for (;;) {
-        size_t got;
+        ssize_t got;
         if (len + 4096 > cap) {
             cap *= 2;
             buf = realloc(buf, cap);
             if (buf == NULL) abort();
             *out = buf;
         }
-        got = fread(buf + len, 1, cap - len - 1, p);
-        if (got == 0) break;
-        len += got;
+        got = read(fds[0], buf + len, cap - len - 1);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        len += (size_t)got;
     }
     buf[len] = '\0';
-    st = pclose(p);
-    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    close(fds[0]);
+    while (th_waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 double th_now_ms(void)

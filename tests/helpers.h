@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* ---- the fixture formula ---- */
 
@@ -130,9 +131,42 @@ uint64_t th_seed(uint64_t dflt);
 /* Monotonic milliseconds, for reporting run times. */
 double th_now_ms(void);
 
+/* ---- processes a test starts ----
+ *
+ * Nothing a test starts may outlive it, whatever its outcome. Start
+ * children with th_fork (or th_run), reap them with th_waitpid, and give
+ * every test that starts one th_teardown_children as its teardown. Not
+ * thread-safe: call these from the thread that runs the tests (a child's
+ * parent-death signal follows the thread that forked it, so a child forked
+ * by a thread that then exits is killed at once).
+ */
+
+/* fork() for a test. The child leads a process group of its own and has
+ * PR_SET_PDEATHSIG(SIGKILL), so it dies with the test binary even when
+ * that aborts or crashes (and exits at once, status 127, if the parent is
+ * already gone). The parent records the pid for th_children_stop() (at
+ * most 64 unreaped at once). Returns as fork(); -1 with errno set. Flushes
+ * stdio first. */
+pid_t th_fork(void);
+/* waitpid() for a th_fork child; forgets the child once it is reaped. */
+pid_t th_waitpid(pid_t pid, int *status, int options);
+/* Spare a recorded child from th_children_stop(0): a group's shared
+ * server, stopped by the group's teardown. */
+void th_child_keep(pid_t pid);
+/* SIGKILL every recorded child still running, with its process group, and
+ * reap it; the kept ones too when `all`. Returns how many were running.
+ * A child reaped by a plain waitpid() is only forgotten, never signalled. */
+int th_children_stop(int all);
+/* A cmocka teardown: th_children_stop(0), saying on stderr how many
+ * processes the test left running. Always returns 0. */
+int th_teardown_children(void **state);
+
 /* Run `cmd` with /bin/sh. *out gets what it wrote on stdout (malloc'd,
  * NUL-terminated, never NULL on return; the caller frees it). Returns the
- * exit status, or -1 when it could not be run or did not exit normally. */
+ * exit status, or -1 when it could not be run or did not exit normally.
+ * The shell runs under a guard process (a th_fork child) that kills the
+ * shell's whole process group if the test dies first, so a command run by
+ * a test that crashes does not go on running. */
 int th_run(const char *cmd, char **out);
 
 /* 1 when built with ThreadSanitizer or $TIDE_TEST_SMALL is set. */

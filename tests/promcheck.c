@@ -10,6 +10,7 @@
  * a few hundred.
  */
 #include "promcheck.h"
+#include "helpers.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -144,21 +145,17 @@ double th_prom_value(const char *text, const char *series)
 
 int th_promtool_check(const char *text, char *out, size_t cap)
 {
-    char path[] = "/tmp/tide-promtool-XXXXXX", cmd[256];
+    char path[] = "/tmp/tide-promtool-XXXXXX", cmd[256], *all = NULL;
     int fd = mkstemp(path), status;
-    size_t n = 0;
-    FILE *f;
 
     out[0] = '\0';
     if (fd < 0) return -1;
     if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)) { close(fd); unlink(path); return -1; }
     close(fd);
     snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1", path);
-    f = popen(cmd, "r");
-    if (f == NULL) { unlink(path); return -1; }
-    while (n + 1 < cap && fgets(out + n, (int)(cap - n), f)) n += strlen(out + n);
-    status = pclose(f);
+    status = th_run(cmd, &all);   /* dies with the test, unlike popen's child */
+    snprintf(out, cap, "%s", all);
+    free(all);
     unlink(path);
-    if (status == -1 || !WIFEXITED(status)) return -1;
-    return WEXITSTATUS(status);
+    return status;
 }

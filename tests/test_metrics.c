@@ -234,6 +234,46 @@ static void with_the_settings_the_page_names_budgets_and_unbounded_consumers(voi
     free(text);
 }
 
+/* The store's consumers on a page are those of the moment it was rendered,
+ * beside RssAnon of the same moment: the first page after some puts counts
+ * the pending insert pool (before, the consumers were written before the
+ * store's counters were read, so a page showed the pool of the previous
+ * page, here 0). No commit can run in between: the interval is a minute
+ * and the pool far below its burst bound. */
+static void a_page_counts_the_insert_pool_of_its_own_moment(void **state)
+{
+    char base[3000], dir[3100];
+    tide_node_opts o;
+    tide_node *n = NULL;
+    tide_store_info si;
+    uint8_t key[32], val[700];
+    (void)state;
+
+    assert_int_equal(th_mkdtemp(base, sizeof base), 0);
+    snprintf(dir, sizeof dir, "%s/data", base);
+    tide_node_opts_init(&o);
+    o.dir = dir;
+    o.sweep_interval_ms = 0;
+    o.commit_interval_ms = 60000;
+    expect_rc(tide_node_open(&n, &o), 0, "open");
+    for (uint64_t i = 0; i < 100; i++) {
+        th_key(i, 32, key);
+        th_value(i, sizeof val, val);
+        expect_rc(tide_node_put(n, key, val, sizeof val), 0, "put");
+    }
+    char *text = render(n, NULL);
+    double pool = th_prom_value(text, "tide_memory_consumer_bytes{consumer=\"store_insert_pool\"}");
+    free(text);
+    tide_node_store_info(n, &si);
+    tide_node_close(n);
+    th_rmrf(base);
+    if (si.commits != 0) fail_msg("expected no commit during the test, got %" PRIu64, si.commits);
+    if (si.pool_bytes < 100 * sizeof val)
+        fail_msg("the store's insert pool holds %" PRIu64 " bytes for 100 values of %zu bytes", si.pool_bytes,
+                 sizeof val);
+    expect_u64((uint64_t)pool, si.pool_bytes, "store_insert_pool on the first page against the store's pool");
+}
+
 static void extra(void *arg, struct tide_metrics_writer *w)
 {
     (void)arg;
@@ -287,6 +327,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_callers_families_follow_and_label_values_are_escaped, setup, teardown),
         cmocka_unit_test(the_checker_itself_catches_a_split_family_and_a_repeated_series),
+        cmocka_unit_test(a_page_counts_the_insert_pool_of_its_own_moment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

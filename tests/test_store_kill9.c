@@ -85,7 +85,7 @@ static uint64_t one_iteration(uint64_t seed, unsigned iter, unsigned block_size)
     c.block_size = block_size;
     assert_int_equal(tide_store_create(dir, &c), 0);
     assert_int_equal(pipe(pipefd), 0);
-    pid = fork();
+    pid = th_fork();     /* the writer dies with this binary, whatever happens */
     assert_true(pid >= 0);
     if (pid == 0) {
         close(pipefd[0]);
@@ -97,7 +97,7 @@ static uint64_t one_iteration(uint64_t seed, unsigned iter, unsigned block_size)
         nanosleep(&ts, NULL);
     }
     kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
+    th_waitpid(pid, &status, 0);
     if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
         fail_msg("seed %llu iteration %u: the writer exited by itself (status %d) before the kill",
                  (unsigned long long)seed, iter, status);

@@ -1281,7 +1281,7 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
         copy_store(base, dir, "the kill store");
         if (pipe(pipefd) != 0) fail_msg("pipe: %s", strerror(errno));
         fflush(NULL);
-        pid = fork();
+        pid = th_fork();     /* the rekey dies with this binary, whatever happens */
         if (pid < 0) fail_msg("fork: %s", strerror(errno));
         if (pid == 0) {
             close(pipefd[0]);
@@ -1289,11 +1289,15 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
             _exit(tide_store_rekey(dir, &o, NULL) == 0 ? 0 : 3);
         }
         close(pipefd[1]);
-        if (read(pipefd[0], &go, 1) != 1) fail_msg("the rekey child did not start");
+        if (read(pipefd[0], &go, 1) != 1) {
+            kill(pid, SIGKILL);
+            th_waitpid(pid, NULL, 0);
+            fail_msg("the rekey child did not start");
+        }
         close(pipefd[0]);
         usleep(delay_us);
         kill(pid, SIGKILL);
-        if (waitpid(pid, &status, 0) != pid) fail_msg("waitpid: %s", strerror(errno));
+        if (th_waitpid(pid, &status, 0) != pid) fail_msg("waitpid: %s", strerror(errno));
         if (WIFEXITED(status)) {
             if (WEXITSTATUS(status) != 0)
                 fail_msg("kill -9 iteration %d: the rekey ended before the kill with exit status "

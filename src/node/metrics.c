@@ -392,6 +392,7 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
 {
     tide_metrics_writer w = { 0 };
     tide_metrics_opts dflt;
+    tide_store_info si;
     int rc = 0;
 
     *out = NULL;
@@ -401,6 +402,11 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     w.buf = malloc(w.cap);
     if (w.buf == NULL) { rc = TIDE_ENOMEM; goto out; }
     w.buf[0] = '\0';
+    /* The store's two consumers (insert pool, commit buffers) are set from
+     * its counters, so set them before the consumers are written: set only
+     * by write_store below, the page showed the pool of the previous scrape
+     * beside the RssAnon of this one. */
+    tide_node_store_info(n, &si);
     write_build(&w, o);
     write_consumers(&w);
     if (o->config) write_config(&w, o->config);
