@@ -1097,6 +1097,26 @@ next:
     h2o_setup_next_ostream(req, slot);
 }
 
+h2o_hostconf_t *tided_api_setup(tided_server *srv)
+{
+    h2o_hostconf_t *host;
+
+    h2o_config_init(&srv->globalconf);
+    srv->globalconf_ready = 1;
+    /* h2o refuses a body of more than this before any handler runs: one
+     * byte over max_object_size, so that its chunked check (>=) and its
+     * Content-Length check (>) both let exactly max_object_size through;
+     * a Content-Length of exactly one byte over is refused by conn.c's
+     * head check (or, for a client faster than its scan, the handler). */
+    srv->globalconf.max_request_entity_size = srv->max_object_size + 1;
+    srv->globalconf.http1.upgrade_to_http2 = 0;     /* HTTP/1.x only */
+    srv->globalconf.http1.req_timeout = (uint64_t)srv->cfg->http_request_timeout * 1000;
+    srv->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("tided"));
+    host = h2o_config_register_host(&srv->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    tided_api_register(srv, host);
+    return host;
+}
+
 void tided_api_register(tided_server *srv, h2o_hostconf_t *hostconf)
 {
     h2o_pathconf_t *root = h2o_config_register_path(hostconf, "/", 0);

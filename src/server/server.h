@@ -257,6 +257,10 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w);
 
 /* ---- api.c ----------------------------------------------------------- */
 
+/* Set up srv->globalconf as tided serves (limits from srv->cfg and
+ * srv->max_object_size, HTTP/1.x only) with one host whose "/" is tided's
+ * handler (tided_api_register); returns that host. Startup only. */
+h2o_hostconf_t *tided_api_setup(tided_server *srv);
 /* Register the handler on "/" and the error filter on the fallback path
  * of `hostconf`. */
 void tided_api_register(tided_server *srv, h2o_hostconf_t *hostconf);

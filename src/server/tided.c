@@ -522,24 +522,6 @@ static int open_node(tided_server *srv, const tide_config *c)
     return 0;
 }
 
-static void setup_h2o(tided_server *srv)
-{
-    h2o_hostconf_t *host;
-
-    h2o_config_init(&srv->globalconf);
-    srv->globalconf_ready = 1;
-    /* h2o refuses a body of more than this before any handler runs: one
-     * byte over max_object_size, so that its chunked check (>=) and its
-     * Content-Length check (>) both let exactly max_object_size through;
-     * api.c refuses the byte over with the same 413. */
-    srv->globalconf.max_request_entity_size = srv->max_object_size + 1;
-    srv->globalconf.http1.upgrade_to_http2 = 0;     /* HTTP/1.x only */
-    srv->globalconf.http1.req_timeout = (uint64_t)srv->cfg->http_request_timeout * 1000;
-    srv->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("tided"));
-    host = h2o_config_register_host(&srv->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    tided_api_register(srv, host);
-}
-
 int main(int argc, char **argv)
 {
     static tide_config cfg;
@@ -598,7 +580,7 @@ int main(int argc, char **argv)
                  "figures, never a value or a token); PUT and GET of objects are open too. Put a proxy "
                  "with TLS and access control in front (docs/HTTP.md)", srv->listen_text);
     if (open_node(srv, &cfg) != 0) goto out;
-    setup_h2o(srv);
+    tided_api_setup(srv);
     if (tided_loops_init(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "cannot set up the event loops: %s", tide_last_error());
         goto out;
