@@ -102,8 +102,13 @@ void tide_store_opts_init(tide_store_opts *o);
 
 /*
  * Open the store in `dir`. Validates every header (type, version, uid,
- * appnum and key size agreement, pepper, block size, file sizes); when
- * nudb.log holds an interrupted commit, runs recovery first. Opens any valid
+ * appnum and key size agreement, pepper, block size, file sizes) and that
+ * the key file indexes the data file at its size (a few buckets' entries
+ * sit where their hashes say, and nudb.dat's first records are found: a
+ * key file grown or cut by whole blocks is TIDE_ECORRUPT, the message
+ * naming the size found and, when it can be told, the size expected; see
+ * docs/FORMAT.md); when nudb.log holds an interrupted commit, runs
+ * recovery first (and checks after it). Opens any valid
  * NuDB version 2 store, whatever its block size, key size or load factor.
  * Locks nudb.key (flock) before it looks at the log: exclusive for a
  * read-write handle, shared for a read-only one, so a writer excludes every
@@ -113,8 +118,9 @@ void tide_store_opts_init(tide_store_opts *o);
  * On success *out owns the store until tide_store_close(). `opts` may be
  * NULL for the defaults. Errors: TIDE_ENOENT (no store there), TIDE_ENOTSTORE,
  * TIDE_EVERSION, TIDE_EMISMATCH, TIDE_EHASH, TIDE_ECORRUPT, TIDE_EBUSY,
- * TIDE_EIO, TIDE_ENOMEM. Cost: three header reads, a recovery when needed,
- * one thread started (read-write only).
+ * TIDE_EIO, TIDE_ENOMEM. Cost: three header reads, the index check (3 + up
+ * to 32 bucket reads and one read of at most 64 KiB of nudb.dat), a
+ * recovery when needed, one thread started (read-write only).
  */
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts);
 

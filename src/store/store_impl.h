@@ -86,6 +86,13 @@ int tide_store_read_bucket(struct tide_store *s, uint64_t index, uint8_t *buf);
 int tide_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void *key,
                       tide_entry *entry, void **value);
 
+/* tide_store_open, with the cheap check of the key file against the data
+ * file (store.c: check_index) when `check` is set. Verify opens without it:
+ * it checks every entry and record itself, and reports the first problem
+ * with its own words. */
+int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
+                            int check);
+
 /* Recovery on paths (recover.c); used by open and tide_store_recover. */
 int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,

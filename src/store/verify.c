@@ -205,7 +205,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     tide_store_opts_init(&o);
     o.read_only = 1;
     o.io = io;
-    if ((rc = tide_store_open(&s, dir, &o)) != 0) goto out;
+    if ((rc = tide_store_open_checked(&s, dir, &o, 0)) != 0) goto out;
     r->buckets = s->buckets;
     r->capacity = s->capacity;
     r->block_size = s->block_size;
