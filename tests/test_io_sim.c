@@ -721,6 +721,36 @@ static void a_crash_state_tears_the_chosen_write_at_the_chosen_boundary(void **s
     free(img);
 }
 
+static void open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE(void **state)
+{
+    static const int flags[] = { TIDE_IO_READ, TIDE_IO_WRITE, TIDE_IO_CREATE,
+                                 TIDE_IO_CREATE | TIDE_IO_EXCL };
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    tide_file *f = NULL;
+    int is_dir = 1;
+
+    OK(tide_io_sim_put_special(sim, "d/fifo", "a FIFO"));
+    OK(tide_io_sim_mkdir(sim, "d/sub"));
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        int rc = io->open(io, "d/fifo", flags[i], &f);
+        int want = (flags[i] & TIDE_IO_EXCL) ? TIDE_EEXIST : TIDE_ENOTSTORE;
+        if (rc != want)
+            fail_msg("open of a FIFO with flags %d: expected %d (%s), got %d (%s): %s", flags[i],
+                     want, tide_strerror(want), rc, tide_strerror(rc), tide_last_error());
+        if (want == TIDE_ENOTSTORE) expect_message_has("is a FIFO, not a regular file", "FIFO open");
+        rc = io->open(io, "d/sub", flags[i], &f);
+        if (rc != TIDE_ENOTSTORE)
+            fail_msg("open of a directory with flags %d: expected TIDE_ENOTSTORE, got %d (%s): %s",
+                     flags[i], rc, tide_strerror(rc), tide_last_error());
+    }
+    OK(io->stat(io, "d/fifo", &is_dir));
+    if (is_dir) fail_msg("stat of a FIFO: expected a file, got a directory");
+    EXPECT(tide_io_sim_put_special(sim, "d/x", ""), TIDE_EINVAL);
+    OK(io->unlink(io, "d/fifo"));
+    EXPECT(io->stat(io, "d/fifo", NULL), TIDE_ENOENT);
+}
+
 static void a_clone_is_independent_of_its_original(void **state)
 {
     tide_io_sim *sim = *state;
@@ -1180,6 +1210,59 @@ static void store_create_fails_cleanly_at_every_call(void **state)
     print_message("create: %llu failure points\n", (unsigned long long)(n - 1));
 }
 
+static void the_store_refuses_a_fifo_as_any_of_its_three_files_and_writes_nothing(void **state)
+{
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log" };
+    tide_io_sim *base = *state;
+    tide_store *s = NULL;
+
+    store_create_on(base);
+    s = store_open_on(base, 1000, "the store before the FIFOs");
+    insert_items(s, 0, 100);
+    OK(tide_store_sync(s));
+    OK(tide_store_close(s));
+    for (size_t n = 0; n < 3; n++) {
+        tide_io_sim *sim = clone_of(base);
+        tide_io *io = tide_io_sim_io(sim);
+        char path[64], want[96];
+        tide_store_opts o;
+        tide_store_info info;
+        tide_recover_report rep;
+        uint64_t writes;
+        int rc;
+
+        snprintf(path, sizeof path, DB "/%s", names[n]);
+        snprintf(want, sizeof want, "%s: is a FIFO, not a regular file", path);
+        OK(tide_io_sim_put_special(sim, path, "a FIFO"));
+        writes = io->writes;
+        for (int ro = 0; ro < 2; ro++) {
+            tide_store_opts_init(&o);
+            o.io = io;
+            o.read_only = ro;
+            rc = tide_store_open(&s, DB, &o);
+            if (rc != TIDE_ENOTSTORE) {
+                if (rc == 0) tide_store_close(s);
+                fail_msg("%s open with a FIFO as %s: expected TIDE_ENOTSTORE, got %d (%s): %s",
+                         ro ? "read-only" : "read-write", names[n], rc, tide_strerror(rc),
+                         tide_last_error());
+            }
+            expect_message_has(want, names[n]);
+        }
+        rc = tide_store_inspect(DB, io, &info);
+        if (rc != TIDE_ENOTSTORE)
+            fail_msg("inspect with a FIFO as %s: expected TIDE_ENOTSTORE, got %d (%s): %s", names[n],
+                     rc, tide_strerror(rc), tide_last_error());
+        rc = tide_store_recover(DB, io, &rep);
+        if (n > 0 && rc != TIDE_ENOTSTORE)   /* with no log, recovery reads nudb.key and the log only */
+            fail_msg("recover with a FIFO as %s: expected TIDE_ENOTSTORE, got %d (%s): %s", names[n],
+                     rc, tide_strerror(rc), tide_last_error());
+        if (io->writes != writes)
+            fail_msg("with a FIFO as %s: expected no write, got %llu", names[n],
+                     (unsigned long long)(io->writes - writes));
+        tide_io_sim_destroy(sim);
+    }
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1205,6 +1288,7 @@ int main(void)
         T(a_full_disk_refuses_growth_until_capacity_is_raised),
         T(every_subset_of_three_pending_writes_is_a_distinct_crash_state),
         T(a_crash_state_tears_the_chosen_write_at_the_chosen_boundary),
+        T(open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE),
         T(a_clone_is_independent_of_its_original),
         T(locks_conflict_like_flock),
         T(counters_count_what_succeeded),
@@ -1214,6 +1298,7 @@ int main(void)
         T(a_crash_of_a_running_store_keeps_every_synced_item),
         T(every_crash_state_at_every_call_of_a_commit_recovers),
         T(the_store_makes_its_new_log_durable_before_a_commit_needs_it),
+        T(the_store_refuses_a_fifo_as_any_of_its_three_files_and_writes_nothing),
     };
 
     g_seed = th_seed(DEFAULT_SEED);

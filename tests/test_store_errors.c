@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -760,6 +763,97 @@ static void open_of_a_key_file_cut_by_whole_blocks_is_TIDE_ECORRUPT_and_writes_n
     free(orig);
 }
 
+/* Put a non-regular file of `kind` (0 FIFO, 1 directory, 2 socket) at
+ * `path`; returns what the message must call it. */
+static const char *make_special(const char *path, int kind)
+{
+    unlink(path);
+    if (kind == 0) {
+        if (mkfifo(path, 0644) != 0) fail_msg("mkfifo %s failed", path);
+        return "is a FIFO, not a regular file";
+    }
+    if (kind == 1) {
+        if (mkdir(path, 0755) != 0) fail_msg("mkdir %s failed", path);
+        return "is a directory, not a regular file";
+    }
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0 || strlen(path) >= sizeof a.sun_path) fail_msg("socket for %s failed", path);
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) fail_msg("bind %s failed", path);
+    close(fd);
+    return "is a socket, not a regular file";
+}
+
+static void expect_refused(int rc, const char *needle, const char *what)
+{
+    if (rc != TIDE_ENOTSTORE || strstr(tide_last_error(), needle) == NULL)
+        fail_msg("%s: expected TIDE_ENOTSTORE saying '%s', got %d (%s): %s", what, needle, rc,
+                 tide_strerror(rc), tide_last_error());
+}
+
+static void a_fifo_directory_or_socket_as_a_store_file_is_refused_at_once_and_nothing_written(
+    void **state)
+{
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log" };
+    static const char *const kinds[] = { "FIFO", "directory", "socket" };
+    tstate *t = *state;
+    char sub[4200], p[4200], what[160];
+    tide_store *s = NULL;
+
+    /* Before the fix, open(2) of a FIFO without a writer waited for ever:
+     * the alarm turns a hang into a failure (SIGALRM ends the binary). */
+    for (size_t n = 0; n < 3; n++)
+        for (int k = 0; k < 3; k++) {
+            tide_store_opts ro;
+            tide_store_info info;
+            tide_verify_report vr;
+            tide_recover_report rr;
+            th_snapshot sn;
+            char diff[256];
+            const char *needle;
+
+            snprintf(sub, sizeof sub, "%s/s%zu%d", t->dir, n, k);
+            if (mkdir(sub, 0755) != 0) fail_msg("mkdir %s", sub);
+            create_store(sub, 32, 0, 1);
+            open_ok(&s, sub, "new store");
+            insert_items(s, 0, 50, 32);
+            close_ok(&s, "store");
+            needle = make_special(th_path(p, sizeof p, sub, names[n]), k);
+            for (size_t m = 0; m < 3; m++) {
+                sn.buf[m] = NULL;
+                sn.len[m] = 0;
+                sn.exists[m] = m != n && th_read_file(th_path(p, sizeof p, sub, names[m]),
+                                                       &sn.buf[m], &sn.len[m]) == 0;
+            }
+            snprintf(what, sizeof what, "a %s as %s", kinds[k], names[n]);
+            tide_store_opts_init(&ro);
+            ro.read_only = 1;
+            alarm(20);
+            expect_refused(tide_store_open(&s, sub, &ro), needle, what);
+            expect_refused(tide_store_open(&s, sub, NULL), needle, what);
+            expect_refused(tide_store_inspect(sub, NULL, &info), needle, what);
+            expect_refused(tide_store_verify(sub, NULL, &vr), needle, what);
+            if (n == 0) expect_refused(tide_store_visit(sub, NULL, NULL, NULL, NULL), needle, what);
+            if (n > 0) expect_refused(tide_store_recover(sub, NULL, &rr), needle, what);
+            alarm(0);
+            for (size_t m = 0; m < 3; m++) {
+                uint8_t *now = NULL;
+                size_t len = 0;
+                int there = m != n && th_read_file(th_path(p, sizeof p, sub, names[m]), &now, &len) == 0;
+                int same = there == sn.exists[m] && len == sn.len[m] &&
+                           (len == 0 || memcmp(now, sn.buf[m], len) == 0);
+                snprintf(diff, sizeof diff, "%s", names[m]);
+                free(now);
+                if (!same) {
+                    th_snapshot_free(&sn);
+                    fail_msg("%s: the refusals changed %s", what, diff);
+                }
+            }
+            th_snapshot_free(&sn);
+        }
+}
+
 static void open_with_a_truncated_header_fails_with_a_message(void **state)
 {
     tstate *t = *state;
@@ -943,6 +1037,7 @@ int main(void)
         T(open_of_a_key_file_grown_by_whole_zero_blocks_is_TIDE_ECORRUPT_and_writes_nothing),
         T(open_of_a_key_file_cut_or_grown_by_part_of_a_block_is_TIDE_ECORRUPT),
         T(open_of_a_key_file_cut_by_whole_blocks_is_TIDE_ECORRUPT_and_writes_nothing),
+        T(a_fifo_directory_or_socket_as_a_store_file_is_refused_at_once_and_nothing_written),
         T(open_with_a_truncated_header_fails_with_a_message),
         T(open_of_a_version_3_data_file_is_TIDE_EVERSION),
         T(a_bucket_claiming_more_entries_than_fit_is_reported_corrupt_not_read_past),

@@ -709,7 +709,9 @@ static int store_is_held(const char *path)
     int fd, held = 0;
 
     snprintf(key, sizeof key, "%s/nudb.key", path);
-    fd = open(key, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking: a FIFO there must not hang the probe (the library
+     * then refuses it by name). */
+    fd = open(key, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 0;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
     close(fd);                  /* releases the probe's lock */

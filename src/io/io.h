@@ -8,6 +8,9 @@
  *     TIDE_ENOSPC, ENOENT to TIDE_ENOENT, anything else to TIDE_EIO; the
  *     implementation records "path: operation at offset N: strerror" in
  *     tide_last_error().
+ *   - open opens regular files only, and never blocks: a FIFO, directory,
+ *     device or socket at `path` is TIDE_ENOTSTORE ("path: is a FIFO, not a
+ *     regular file"), found before anything is opened or created.
  *   - read_at reads exactly `len` bytes or fails; reading past the end of the
  *     file is TIDE_ECORRUPT ("short read"), since the store only reads what
  *     its headers say exists. write_at writes all `len` bytes or fails.

@@ -12,6 +12,10 @@
  *      "path: operation at offset N: strerror" for tide_last_error().
  *   2. The counters in the tide_io are updated with relaxed atomics only,
  *      so any thread may use any file.
+ *   3. open never blocks and opens only regular files: a FIFO, directory,
+ *      device or socket at a store file's path is TIDE_ENOTSTORE at once
+ *      (looked at with stat first, then opened O_NONBLOCK and checked again
+ *      with fstat, then made blocking again).
  *
  * Never: retry a failed fdatasync. After a failed sync the kernel may have
  *   dropped the dirty pages, so the caller must treat the data as lost.
@@ -45,18 +49,40 @@ static int fail(const char *path, const char *op, uint64_t off, int e)
                         (unsigned long long)off, strerror(e));
 }
 
+static const char *file_kind(mode_t m)
+{
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+static int not_regular(const char *path, mode_t m)
+{
+    return tide_err_set(TIDE_ENOTSTORE, "%s: is %s, not a regular file: a store's files are "
+                        "regular files; nothing was opened", path, file_kind(m));
+}
+
 static int posix_open(tide_io *io, const char *path, int flags, tide_file **out)
 {
-    int oflags = O_CLOEXEC;
+    int oflags = O_CLOEXEC | O_NONBLOCK;
     tide_file *f = NULL;
     size_t n = strlen(path);
-    int fd;
+    struct stat st;
+    int fd, fl;
 
     if (flags & TIDE_IO_CREATE) oflags |= O_RDWR | O_CREAT;
     else if (flags & TIDE_IO_WRITE) oflags |= O_RDWR;
     else oflags |= O_RDONLY;
     if ((flags & TIDE_IO_CREATE) && (flags & TIDE_IO_EXCL)) oflags |= O_EXCL;
 
+    /* A FIFO's open(2) waits for its other end, a device's may act on the
+     * device, a socket's fails with a puzzling ENXIO: look first. The
+     * open is non-blocking too, so a FIFO put in place after the look is
+     * still refused at once, by the fstat below. */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return not_regular(path, st.st_mode);
     f = malloc(sizeof *f + n + 1);
     if (f == NULL) return tide_err_set(TIDE_ENOMEM, "%s: open: out of memory", path);
     do fd = open(path, oflags, 0644); while (fd < 0 && errno == EINTR);
@@ -64,6 +90,18 @@ static int posix_open(tide_io *io, const char *path, int flags, tide_file **out)
         int e = errno;
         free(f);
         return fail(path, "open", UINT64_MAX, e);
+    }
+    if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ((fl = fcntl(fd, F_GETFL)) < 0 ||
+                                                        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0))) {
+        int e = errno;
+        close(fd);
+        free(f);
+        return fail(path, "open", UINT64_MAX, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        free(f);
+        return not_regular(path, st.st_mode);
     }
     f->fd = fd;
     f->io = io;

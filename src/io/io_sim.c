@@ -71,6 +71,10 @@
  *   - crash_state keeps every pending namespace operation: the enumeration
  *     is over file contents, with the namespace as the program left it.
  *   - Locks belong to the inode, as flock's do, and die with the handle.
+ *   - A special file (tide_io_sim_put_special: a FIFO, a device, a socket)
+ *     is a name and nothing else: open refuses it with TIDE_ENOTSTORE, as
+ *     it refuses a directory, and stat, unlink and rename treat it as a
+ *     file. No call blocks on it.
  *
  * Never: let a dead handle reach its inode (the crash may have freed it);
  *   never call out of the sim (no callbacks) while holding sim->mu.
@@ -103,6 +107,7 @@ struct inode {
     int shared_locks, excl_locks;
     int mark;                     /* gc and clone scratch */
     inode *copy;                  /* clone scratch */
+    char special[24];             /* "" a regular file, else what it is ("a FIFO") */
     uint64_t writes, bytes_written, reads, bytes_read, syncs;
 };
 
@@ -582,8 +587,17 @@ static int sim_open(tide_io *io, const char *path, int flags, tide_file **out)
         rc = tide_err_set(TIDE_EEXIST, "sim: %s: open: the file exists (O_EXCL)", p);
         goto out;
     }
+    if (ino && ino->special[0]) {
+        rc = tide_err_set(TIDE_ENOTSTORE, "sim: %s: is %s, not a regular file: a store's files are "
+                          "regular files; nothing was opened", p, ino->special);
+        goto out;
+    }
     if (ino == NULL) {
-        if (is_dir(sim, p)) { rc = tide_err_set(TIDE_EIO, "sim: %s: open: is a directory", p); goto out; }
+        if (is_dir(sim, p)) {
+            rc = tide_err_set(TIDE_ENOTSTORE, "sim: %s: is a directory, not a regular file: a "
+                              "store's files are regular files; nothing was opened", p);
+            goto out;
+        }
         if (!create) { rc = tide_err_set(TIDE_ENOENT, "sim: %s: open: no such file", p); goto out; }
         if (!parent_exists(sim, p)) {
             rc = tide_err_set(TIDE_ENOENT, "sim: %s: open: no such directory", p);
@@ -1061,6 +1075,7 @@ int tide_io_sim_clone(tide_io_sim *sim, tide_io_sim **out)
             n->reads = i->reads;
             n->bytes_read = i->bytes_read;
             n->syncs = i->syncs;
+            memcpy(n->special, i->special, sizeof n->special);
         }
     }
     for (size_t k = 0; k < sim->nops; k++) {
@@ -1147,7 +1162,24 @@ out:
     return rc;
 }
 
+static int put_inode(tide_io_sim *sim, const char *path, const void *data, size_t len,
+                     const char *special);
+
 int tide_io_sim_put_file(tide_io_sim *sim, const char *path, const void *data, size_t len)
+{
+    return put_inode(sim, path, data, len, NULL);
+}
+
+int tide_io_sim_put_special(tide_io_sim *sim, const char *path, const char *kind)
+{
+    if (kind == NULL || kind[0] == '\0' || strlen(kind) >= sizeof ((inode *)0)->special)
+        return tide_err_set(TIDE_EINVAL, "sim: %s: put special: the kind must be 1 to 23 characters",
+                            path);
+    return put_inode(sim, path, NULL, 0, kind);
+}
+
+static int put_inode(tide_io_sim *sim, const char *path, const void *data, size_t len,
+                     const char *special)
 {
     char p[SIM_PATH_MAX];
     inode *ino, *old;
@@ -1167,6 +1199,7 @@ int tide_io_sim_put_file(tide_io_sim *sim, const char *path, const void *data, s
         rc = tide_err_set(TIDE_ENOMEM, "sim: %s: put file: out of memory", p);
         goto out;                       /* gc frees the new inode */
     }
+    if (special) snprintf(ino->special, sizeof ino->special, "%s", special);
     if (ns_set(&sim->dur_ns, p, ino) != 0) {
         ns_set(&sim->cur_ns, p, old);   /* a replace or a removal: cannot fail */
         rc = tide_err_set(TIDE_ENOMEM, "sim: %s: put file: out of memory", p);

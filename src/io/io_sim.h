@@ -80,6 +80,16 @@ int tide_io_sim_mkdir(tide_io_sim *sim, const char *path);
 int tide_io_sim_put_file(tide_io_sim *sim, const char *path, const void *data, size_t len);
 
 /*
+ * Make `path` a file that is not a regular file, durably, replacing any
+ * file there: `kind` says what it is in messages ("a FIFO", "a socket",
+ * "a character device"; 1 to 23 characters). open refuses it with
+ * TIDE_ENOTSTORE, at once, whatever the flags, as the POSIX io refuses a
+ * real one; stat sees a file (not a directory); unlink and rename work.
+ * Returns 0, TIDE_EINVAL (bad path or kind) or TIDE_ENOMEM.
+ */
+int tide_io_sim_put_special(tide_io_sim *sim, const char *path, const char *kind);
+
+/*
  * The current image of `path` (what a read sees now): *data is a malloc'd
  * buffer of *len bytes (at least one byte allocated) that the caller frees.
  * Returns 0, TIDE_ENOENT, or TIDE_ENOMEM (*data untouched on error).

@@ -1061,10 +1061,12 @@ int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
     o->buckets = key_size / kh.block_size - 1;
     o->dat_file_bytes = dat_size;
     o->key_file_bytes = key_size;
-    if (io->open(io, p.log, TIDE_IO_READ, &log) == 0 && io->size(log, &log_size) == 0) {
-        o->log_file_bytes = log_size;
-        o->needs_recovery = log_size >= TIDE_LOG_HEADER_SIZE;
-    }
+    rc = io->open(io, p.log, TIDE_IO_READ, &log);
+    if (rc == TIDE_ENOENT) rc = 0;
+    else if (rc == 0) rc = io->size(log, &log_size);
+    if (rc) goto out;                   /* a log that cannot be read is not "no log" */
+    o->log_file_bytes = log_size;
+    o->needs_recovery = log_size >= TIDE_LOG_HEADER_SIZE;
     tide_err_clear();
 out:
     if (dat) io->close(dat);
