@@ -261,8 +261,11 @@ int tide_store_recover(const char *dir, struct tide_io *io, tide_recover_report 
 typedef void (*tide_progress_fn)(void *arg, uint64_t done, uint64_t total);
 
 typedef struct tide_rekey_opts {
-    unsigned block_size;      /* the new block size; invalid values fall back
-                                 to 4096 with a warning, as for create */
+    unsigned block_size;      /* the new block size: a power of two from 4096
+                                 to 32768 (default 4096). Anything else is
+                                 TIDE_EINVAL with nothing changed: unlike
+                                 create, rekey does not fall back, so a typo
+                                 cannot rewrite a store */
     double   load_factor;     /* 0 (default): keep the store's */
     size_t   buffer_bytes;    /* memory for buckets in one pass; default
                                  64 MiB, at least one block's worth */
@@ -295,7 +298,8 @@ typedef struct tide_rekey_report {
  * Safe to interrupt anywhere: until the rename is durable, a crash leaves
  * the old store (recovery at the next open truncates the spill records
  * appended so far, and open removes a stale nudb.key.new); after it, the
- * new one. `report` may be NULL. Errors: those of open, TIDE_EINVAL,
+ * new one. `report` may be NULL. Errors: those of open, TIDE_EINVAL (a bad
+ * block size or load factor, found before anything is opened),
  * TIDE_EIO, TIDE_ENOSPC: the store is then the old one, or, when the error
  * came after the rename (syncing the directory, closing), already the new
  * one; never a mixture.

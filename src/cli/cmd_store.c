@@ -845,7 +845,7 @@ int cli_cmd_rekey(int argc, char **argv)
     tide_store_info in, after;
     rekey_progress prog;
     const char *path;
-    char warning[256], b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32];
     uint64_t v, t0;
     int c, rc, have_block = 0;
 
@@ -855,8 +855,12 @@ int cli_cmd_rekey(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            o.block_size = tide_block_size_parse(optarg, warning, sizeof warning);
-            if (warning[0]) fprintf(stderr, "tide rekey: warning: %s\n", warning);
+            /* No fall-back here, unlike create: a typo must not rewrite a
+             * store at a block size nobody asked for. */
+            if (cli_parse_u64(optarg, 0, UINT32_MAX, &v) != 0 || !tide_block_size_valid((long long)v))
+                return cli_usage("rekey", "--block-size '%s' is not a power of two from 4096 to "
+                                 "32768 (4096, 8192, 16384 or 32768); nothing was changed", optarg);
+            o.block_size = (unsigned)v;
             have_block = 1;
             break;
         case 'f':

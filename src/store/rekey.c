@@ -193,10 +193,12 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     else tide_rekey_opts_init(&o);
     if (report == NULL) report = &local;
     memset(report, 0, sizeof *report);
+    /* Unlike create (and the node's nudb_block_size), no fall-back: a typo
+     * here would rewrite a whole key file at a size nobody asked for. */
     if (!tide_block_size_valid(o.block_size)) {
-        tide_log(TIDE_LOG_WARN, "block size '%u' is not a power of two from 4096 to 32768; using %u",
-                 o.block_size, TIDE_BLOCK_SIZE_DEFAULT);
-        o.block_size = TIDE_BLOCK_SIZE_DEFAULT;
+        rc = tide_err_set(TIDE_EINVAL, "rekey: block size %u is not a power of two from 4096 to "
+                          "32768 (4096, 8192, 16384 or 32768); nothing was changed", o.block_size);
+        goto out;
     }
     if (!(o.load_factor == 0 || (o.load_factor > 0 && o.load_factor <= 1))) {   /* NaN too */
         rc = tide_err_set(TIDE_EINVAL, "rekey: load factor %g is not in (0, 1]", o.load_factor);
