@@ -93,8 +93,20 @@ typedef struct tide_store_opts {
     int      read_only;          /* default 0. A read-only handle takes a
                                     shared lock, never recovers or writes,
                                     and fails with TIDE_EBUSY while a
-                                    writer has the store open or a log
-                                    needs recovery. */
+                                    writer has the store open or nudb.log
+                                    holds an unfinished commit (a crash's,
+                                    or a live NuDB writer's: it cannot
+                                    tell, so it leaves it alone). */
+    int      ignore_holders;     /* default 0: a read-write open refuses
+                                    with TIDE_EBUSY while another process
+                                    has nudb.dat, nudb.key or nudb.log open
+                                    (tide_store_holders), naming it: NuDB
+                                    takes no lock, and recovering or
+                                    committing beside a live NuDB writer
+                                    destroys its commits. 1: skip that
+                                    check (the operator's --force, when the
+                                    holder only reads). The flock of Tide's
+                                    own handles is never skipped. */
     struct tide_io *io;          /* NULL (default): the POSIX file system */
 } tide_store_opts;
 
@@ -113,7 +125,12 @@ void tide_store_opts_init(tide_store_opts *o);
  * Locks nudb.key (flock) before it looks at the log: exclusive for a
  * read-write handle, shared for a read-only one, so a writer excludes every
  * other handle and readers exclude writers. A conflicting handle in any
- * process gives TIDE_EBUSY.
+ * process gives TIDE_EBUSY. A read-write open also refuses, with
+ * TIDE_EBUSY naming the process, while any other process has one of the
+ * store's files open, locked or not (unless opts.ignore_holders); this is
+ * checked after the lock and before nudb.log is looked at, so a live NuDB
+ * writer's commit is never "recovered". A read-only open never recovers:
+ * it fails with TIDE_EBUSY when nudb.log holds an unfinished commit.
  *
  * On success *out owns the store until tide_store_close(). `opts` may be
  * NULL for the defaults. Errors: TIDE_ENOENT (no store there), TIDE_ENOTSTORE,
@@ -233,6 +250,33 @@ typedef struct tide_visit_stats {
 int tide_store_visit(const char *dir, struct tide_io *io, tide_visit_fn fn,
                      void *arg, tide_visit_stats *stats);
 
+/* ---- other processes ---- */
+
+typedef struct tide_store_holder {
+    int  pid;
+    char comm[32];       /* the process's name (Linux: /proc/PID/comm), or "?" */
+    char file[16];       /* "nudb.dat", "nudb.key" or "nudb.log": one it has open */
+} tide_store_holder;
+
+/*
+ * The other processes (not the caller's) that have nudb.dat, nudb.key or
+ * nudb.log of the store in `dir` open, by any name (matched by device and
+ * inode): up to min(cap, 16) of them into `out`, their number in *count.
+ * Locks play no part: this sees NuDB, which takes none, and any reader
+ * (a backup, a `tide get`) as well as a writer. Processes the caller may
+ * not look into are not seen: as a user other than root, only that user's
+ * own. With an `io` that cannot tell (a test's), none.
+ * Returns 0, or TIDE_EIO when /proc cannot be read, TIDE_ENOMEM.
+ * Thread safety: any thread. Cost: one stat per open descriptor of every
+ * visible process (/proc/PID/fd/N); about 1 ms per 1000 descriptors.
+ *
+ * tide_store_open (read-write), tide_store_recover and tide_store_rekey
+ * call it themselves and refuse with TIDE_EBUSY naming the first holder;
+ * a node needs nothing more than tide_store_open's default.
+ */
+int tide_store_holders(const char *dir, struct tide_io *io, tide_store_holder *out, size_t cap,
+                       size_t *count);
+
 /* ---- recovery ---- */
 
 typedef struct tide_recover_report {
@@ -250,11 +294,20 @@ typedef struct tide_recover_report {
  * sizes the log recorded, sync both, delete the log. A no-op (returning 0)
  * when there is no log or it is empty. `report` may be NULL. Takes the
  * store's exclusive lock first: TIDE_EBUSY (and nothing touched) while any
- * other handle has the store open. Errors: TIDE_EMISMATCH when the log
+ * other handle has the store open; then TIDE_EBUSY, naming the process,
+ * while any other process has one of the store's files open
+ * (tide_store_holders): a log is a crash's only when nobody is writing, and
+ * NuDB takes no lock to say so. Errors: TIDE_EMISMATCH when the log
  * belongs to another store, TIDE_EIO, TIDE_ENOSPC (the log is kept so that
  * recovery can run again).
  */
 int tide_store_recover(const char *dir, struct tide_io *io, tide_recover_report *report);
+
+/* tide_store_recover with flags: TIDE_RECOVER_FORCE skips the check of
+ * other processes (never the lock). */
+#define TIDE_RECOVER_FORCE 1u
+int tide_store_recover_ex(const char *dir, struct tide_io *io, unsigned flags,
+                          tide_recover_report *report);
 
 /* ---- rekey ---- */
 
@@ -270,6 +323,8 @@ typedef struct tide_rekey_opts {
     size_t   buffer_bytes;    /* memory for buckets in one pass; default
                                  64 MiB, at least one block's worth */
     struct tide_io *io;       /* NULL: the POSIX file system */
+    int      ignore_holders;  /* 1: do not refuse while another process has
+                                 the store's files open (see tide_store_opts) */
     tide_progress_fn progress;/* NULL, or called after each MiB of nudb.dat
                                  a pass reads: done/total over all passes */
     void    *progress_arg;

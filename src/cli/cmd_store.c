@@ -14,17 +14,22 @@
  *           stdin, so a wrong key fails before the value is read; then
  *           open read-write (which recovers an interrupted commit), insert,
  *           sync, close. The library's lock refuses it (TIDE_EBUSY) while
- *           another process, a node say, has the store open.
- *   get     open read-only (a shared lock). When that is refused because a
- *           crash left nudb.log to recover, get opens read-write, which
- *           recovers, and says so. A writer elsewhere gives TIDE_EBUSY.
+ *           another Tide process, a node say, has the store open, and its
+ *           holders check while any other process (NuDB, which locks
+ *           nothing) has one of the files open, unless --force.
+ *   get     open read-only (a shared lock). It never recovers: when
+ *           nudb.log holds an unfinished commit (a crash's, or a live NuDB
+ *           writer's, which no lock reveals) it says so and exits 1 having
+ *           written nothing. A Tide writer elsewhere gives TIDE_EBUSY.
  *   visit   tide_store_visit: reads nudb.dat only.
  *   verify  tide_store_verify: a read-only open (a shared lock), one pass
  *           over nudb.key and one over nudb.dat; prints the figures, or the
  *           first problem with its file and offset.
- *   recover a probe of the lock on nudb.key (flock, non-blocking) so that
- *           the log of a live commit is never touched, a look at the size of
- *           nudb.log, then tide_store_recover; says what it did in words.
+ *   recover a probe of the lock on nudb.key (flock, non-blocking) and of
+ *           the processes that have the store's files open (any, NuDB's
+ *           included; skipped with --force), so that the log of a live
+ *           commit is never touched, a look at the size of nudb.log, then
+ *           tide_store_recover_ex; says what it did in words.
  *   rekey   tide_store_inspect, tide_store_recover when nudb.log holds an
  *           interrupted commit (so the size of nudb.dat, which the progress
  *           line divides into passes, is the one the rekey will read), then
@@ -97,6 +102,39 @@ static int check_key_size(const char *verb, const char *hex, size_t len, unsigne
 static const char *human(uint64_t bytes, char *buf, size_t cap)
 {
     return tide_size_format(bytes, buf, cap);
+}
+
+/*
+ * Before a verb writes (put, recover, rekey): refuse while another process
+ * has one of the store's files open, naming up to three of them, unless
+ * --force. The library checks again at its open (closing the window); this
+ * copy is for the message, which lists the processes and the way out.
+ * Returns CLI_OK or CLI_FAIL (printed).
+ */
+static int refuse_holders(const char *verb, const char *path, int force, const char *doing)
+{
+    tide_store_holder h[3];
+    size_t n = 0;
+    char list[400] = "";
+    int rc;
+
+    if (force) return CLI_OK;
+    rc = tide_store_holders(path, NULL, h, 3, &n);
+    if (rc) return cli_fail(verb, rc);
+    if (n == 0) return CLI_OK;
+    for (size_t i = 0; i < n && i < 3; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s is open in process %d (%s)",
+                 i ? ", " : "", h[i].file, h[i].pid, h[i].comm);
+    }
+    if (n > 3) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, " and %zu more", n - 3);
+    }
+    return cli_error(verb, "%s: store is busy: %s. A process that has the store's files open may "
+                     "be writing them (NuDB takes no lock), and %s now could undo its commits; "
+                     "nothing was changed. Stop it first, or pass --force if it only reads the "
+                     "store.", path, list, doing);
 }
 
 /* ---- create ---- */
@@ -286,8 +324,8 @@ int cli_cmd_info(int argc, char **argv)
         printf("nudb.log      %llu bytes (%s)\n", (unsigned long long)in.log_file_bytes,
                human(in.log_file_bytes, b3, sizeof b3));
     if (in.needs_recovery)
-        printf("recovery      PENDING: nudb.log holds an interrupted commit; the next read-write "
-               "open (tide put, the node) undoes it\n");
+        printf("recovery      PENDING: nudb.log holds an unfinished commit (a crash's, or a live "
+               "writer's); run 'tide recover' when no process writes the store\n");
     else
         printf("recovery      not needed\n");
     return CLI_OK;
@@ -329,20 +367,23 @@ static int read_stdin(unsigned char **out, size_t *len)
 int cli_cmd_put(int argc, char **argv)
 {
     static const struct option opts[] = {
+        { "force", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     static unsigned char key[KEY_MAX];
+    tide_store_opts so;
     tide_store_info in;
     tide_store *s = NULL;
     unsigned char *value = NULL;
     const char *path, *hex;
     size_t klen, vlen;
-    int c, rc, ret;
+    int c, rc, ret, force = 0;
 
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
+        case 'f': force = 1; break;
         case 'h': cli_help("put", stdout); return CLI_OK;
         default:  return cli_option_error("put", c, argv);
         }
@@ -359,6 +400,8 @@ int cli_cmd_put(int argc, char **argv)
     rc = tide_store_inspect(path, NULL, &in);
     if (rc) return cli_fail("put", rc);
     ret = check_key_size("put", hex, klen, in.key_size);
+    if (ret) return ret;
+    ret = refuse_holders("put", path, force, "a write");
     if (ret) return ret;
 
     if (isatty(0))
@@ -378,10 +421,12 @@ int cli_cmd_put(int argc, char **argv)
     if (in.needs_recovery)
         fprintf(stderr, "tide put: note: %s/nudb.log holds an interrupted commit; opening "
                         "read-write recovers it first\n", path);
-    rc = tide_store_open(&s, path, NULL);
+    tide_store_opts_init(&so);
+    so.ignore_holders = force;
+    rc = tide_store_open(&s, path, &so);
     if (rc == TIDE_EBUSY) {
         ret = cli_error("put", "%s: store is busy: another process (a node?) has it open; "
-                        "nothing was written", path);
+                        "nothing was written (%s)", path, tide_last_error());
         goto out;
     }
     if (rc) { ret = cli_fail("put", rc); goto out; }
@@ -401,6 +446,25 @@ out:
     }
     free(value);
     return ret;
+}
+
+/* 1 when another process (or handle) holds a lock on nudb.key that an
+ * exclusive lock (a writer's) or, with `writer_only`, a shared one (a
+ * reader's) would conflict with, as every open store does; 0 otherwise,
+ * also when nudb.key is missing. */
+static int store_is_held(const char *path, int writer_only)
+{
+    char key[4096];
+    int fd, held = 0;
+
+    snprintf(key, sizeof key, "%s/nudb.key", path);
+    /* Non-blocking: a FIFO there must not hang the probe (the library
+     * then refuses it by name). */
+    fd = open(key, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    if (flock(fd, (writer_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
+    close(fd);                  /* releases the probe's lock */
+    return held;
 }
 
 /* ---- get ---- */
@@ -440,13 +504,13 @@ int cli_cmd_get(int argc, char **argv)
     tide_store_opts_init(&so);
     so.read_only = 1;
     rc = tide_store_open(&s, path, &so);
-    if (rc == TIDE_EBUSY && tide_store_inspect(path, NULL, &in) == 0 && in.needs_recovery) {
-        /* A crash left a commit to undo; a read-write open does it, and
-         * fails with TIDE_EBUSY itself if a writer has the store open. */
-        fprintf(stderr, "tide get: note: %s/nudb.log holds an interrupted commit; opening "
-                        "read-write to recover it first\n", path);
-        rc = tide_store_open(&s, path, NULL);
-    }
+    if (rc == TIDE_EBUSY && !store_is_held(path, 1) && tide_store_inspect(path, NULL, &in) == 0 &&
+        in.needs_recovery)
+        /* A crash's log, or a live NuDB writer's commit (it takes no lock):
+         * a reader cannot tell, so it never recovers. */
+        return cli_error("get", "%s/nudb.log holds an unfinished commit of %llu bytes; run "
+                         "'tide recover %s' when no process writes the store (nothing was read "
+                         "or written)", path, (unsigned long long)in.log_file_bytes, path);
     if (rc == TIDE_EBUSY)
         return cli_error("get", "%s: store is busy: another process (a node?) has it open for "
                          "writing; read through it instead", path);
@@ -701,26 +765,10 @@ int cli_cmd_verify(int argc, char **argv)
 
 /* ---- recover ---- */
 
-/* 1 when another process (or handle) holds the lock on nudb.key, as every
- * open store does; 0 otherwise, also when nudb.key is missing. */
-static int store_is_held(const char *path)
-{
-    char key[4096];
-    int fd, held = 0;
-
-    snprintf(key, sizeof key, "%s/nudb.key", path);
-    /* Non-blocking: a FIFO there must not hang the probe (the library
-     * then refuses it by name). */
-    fd = open(key, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return 0;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
-    close(fd);                  /* releases the probe's lock */
-    return held;
-}
-
 int cli_cmd_recover(int argc, char **argv)
 {
     static const struct option opts[] = {
+        { "force", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -729,11 +777,12 @@ int cli_cmd_recover(int argc, char **argv)
     const char *path;
     char log[4096];
     long long log_bytes = -1;
-    int c, rc, ret;
+    int c, rc, ret, force = 0;
 
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
+        case 'f': force = 1; break;
         case 'h': cli_help("recover", stdout); return CLI_OK;
         default:  return cli_option_error("recover", c, argv);
         }
@@ -748,17 +797,19 @@ int cli_cmd_recover(int argc, char **argv)
     /* An open store keeps nudb.log (empty between commits, the undo records
      * of the commit in progress during one): that log is not ours to apply
      * or delete. */
-    if (store_is_held(path))
+    if (store_is_held(path, 0))
         return cli_error("recover", "%s: store is busy: another process (a node?) has it open, "
                          "so a nudb.log there belongs to a live commit; nothing was changed", path);
+    ret = refuse_holders("recover", path, force, "a recovery");
+    if (ret) return ret;
     snprintf(log, sizeof log, "%s/nudb.log", path);
     if (stat(log, &st) == 0) log_bytes = (long long)st.st_size;
 
     memset(&rep, 0, sizeof rep);
-    rc = tide_store_recover(path, NULL, &rep);
+    rc = tide_store_recover_ex(path, NULL, force ? TIDE_RECOVER_FORCE : 0, &rep);
     if (rc == TIDE_EBUSY)
-        return cli_error("recover", "%s: store is busy: another process (a node?) opened it "
-                         "meanwhile; nothing was changed", path);
+        return cli_error("recover", "%s: store is busy: another process opened it meanwhile (%s); "
+                         "nothing was changed", path, tide_last_error());
     if (rc) {
         ret = cli_fail("recover", rc);
         return ret == CLI_USAGE ? CLI_FAIL : ret;
@@ -836,6 +887,7 @@ int cli_cmd_rekey(int argc, char **argv)
         { "block-size",  required_argument, NULL, 'b' },
         { "load-factor", required_argument, NULL, 'f' },
         { "buffer",      required_argument, NULL, 'm' },
+        { "force",       no_argument,       NULL, 'F' },
         { "help",        no_argument,       NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -875,6 +927,9 @@ int cli_cmd_rekey(int argc, char **argv)
                                  "(e.g. 512MiB, 64MB, 1048576)", optarg);
             o.buffer_bytes = (size_t)v;
             break;
+        case 'F':
+            o.ignore_holders = 1;
+            break;
         case 'h':
             cli_help("rekey", stdout);
             return CLI_OK;
@@ -896,10 +951,12 @@ int cli_cmd_rekey(int argc, char **argv)
         rc = cli_fail("rekey", rc);
         return rc == CLI_USAGE ? CLI_FAIL : rc;
     }
+    rc = refuse_holders("rekey", path, o.ignore_holders, "a rekey");
+    if (rc) return rc;
     if (in.needs_recovery) {
         fprintf(stderr, "tide rekey: note: %s/nudb.log holds an interrupted commit; recovering "
                         "it first\n", path);
-        rc = tide_store_recover(path, NULL, &rec);
+        rc = tide_store_recover_ex(path, NULL, o.ignore_holders ? TIDE_RECOVER_FORCE : 0, &rec);
         if (rc == 0) rc = tide_store_inspect(path, NULL, &in);
         if (rc == TIDE_EBUSY) goto busy;
         if (rc) {
@@ -947,5 +1004,5 @@ int cli_cmd_rekey(int argc, char **argv)
 
 busy:
     return cli_error("rekey", "%s: store is busy: another process (a node?) has it open; "
-                     "nothing was changed", path);
+                     "nothing was changed (%s)", path, tide_last_error());
 }

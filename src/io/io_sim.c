@@ -153,6 +153,8 @@ struct tide_io_sim {
     tide_io_sim_fault fault;
     uint64_t fault_at;            /* absolute call number */
     int fault_persistent;
+    struct sim_holder { char path[SIM_PATH_MAX]; int pid; char comm[32]; } *holders;
+    size_t nholders;
 };
 
 struct tide_file {
@@ -996,6 +998,57 @@ out:
     return rc;
 }
 
+static int sim_holders(tide_io *io, const char *const *paths, unsigned n, tide_io_holder *out,
+                       size_t cap, size_t *count)
+{
+    tide_io_sim *sim = (tide_io_sim *)io;
+    char p[SIM_PATH_MAX];
+
+    *count = 0;
+    pthread_mutex_lock(&sim->mu);
+    for (size_t h = 0; h < sim->nholders; h++)
+        for (unsigned i = 0; i < n; i++) {
+            if (norm(paths[i], p, "holders") != 0 || strcmp(p, sim->holders[h].path) != 0) continue;
+            if (ns_get(&sim->cur_ns, p) == NULL) continue;
+            if (*count < cap) {
+                out[*count].pid = sim->holders[h].pid;
+                out[*count].path = i;
+                snprintf(out[*count].comm, sizeof out[*count].comm, "%s", sim->holders[h].comm);
+            }
+            (*count)++;
+            break;
+        }
+    pthread_mutex_unlock(&sim->mu);
+    tide_err_clear();
+    return 0;
+}
+
+int tide_io_sim_add_holder(tide_io_sim *sim, const char *path, int pid, const char *comm)
+{
+    struct sim_holder *h;
+    int rc = 0;
+
+    pthread_mutex_lock(&sim->mu);
+    h = realloc(sim->holders, (sim->nholders + 1) * sizeof *h);
+    if (h == NULL) { rc = tide_err_set(TIDE_ENOMEM, "sim: add holder: out of memory"); goto out; }
+    sim->holders = h;
+    h += sim->nholders;
+    if ((rc = norm(path, h->path, "add holder")) != 0) goto out;
+    h->pid = pid;
+    snprintf(h->comm, sizeof h->comm, "%s", comm ? comm : "?");
+    sim->nholders++;
+out:
+    pthread_mutex_unlock(&sim->mu);
+    return rc;
+}
+
+void tide_io_sim_clear_holders(tide_io_sim *sim)
+{
+    pthread_mutex_lock(&sim->mu);
+    sim->nholders = 0;
+    pthread_mutex_unlock(&sim->mu);
+}
+
 static const tide_io sim_io_template = {
     .open = sim_open,
     .close = sim_close,
@@ -1009,6 +1062,7 @@ static const tide_io sim_io_template = {
     .rename = sim_rename,
     .sync_dir = sim_sync_dir,
     .stat = sim_stat,
+    .holders = sim_holders,
 };
 
 /* ---- life ---- */
@@ -1036,6 +1090,7 @@ void tide_io_sim_destroy(tide_io_sim *sim)
     ns_free(&sim->dur_ns);
     for (size_t i = 0; i < sim->ndirs; i++) free(sim->dirs[i]);
     free(sim->dirs);
+    free(sim->holders);
     while (sim->inodes) {
         inode *i = sim->inodes;
         sim->inodes = i->next;

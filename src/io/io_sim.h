@@ -100,6 +100,20 @@ int tide_io_sim_get_file(tide_io_sim *sim, const char *path, void **data, size_t
  * `path` (what a crash that keeps no pending operation leaves). */
 int tide_io_sim_get_durable_file(tide_io_sim *sim, const char *path, void **data, size_t *len);
 
+/* ---- other processes ---- */
+
+/*
+ * Pretend that process `pid` (named `comm`) has `path` open, for
+ * tide_io.holders: from now on, while `path` names a file in the current
+ * namespace, holders() lists it. Nothing else changes (no lock is taken;
+ * the store's own files are untouched). A clone has none of them.
+ * Returns 0, TIDE_EINVAL (bad path) or TIDE_ENOMEM. No I/O.
+ */
+int tide_io_sim_add_holder(tide_io_sim *sim, const char *path, int pid, const char *comm);
+
+/* Forget every holder added. No I/O. */
+void tide_io_sim_clear_holders(tide_io_sim *sim);
+
 /* ---- counters ---- */
 
 /*

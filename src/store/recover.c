@@ -16,8 +16,11 @@
  *   3. The log's header must match the key file's (uid, appnum, key size,
  *      salt, pepper, block size); a log of another store is never applied.
  *   4. The store's exclusive lock is held (taken here, or by the caller that
- *      says so): the log of a store open elsewhere is a live commit, and
- *      "recovering" it would undo that commit under its writer.
+ *      says so), and no other process has the store's files open (checked
+ *      here, or by that caller; unless forced): the log of a store open
+ *      elsewhere is a live commit, and "recovering" it would undo that
+ *      commit under its writer. NuDB takes no lock, so the lock alone does
+ *      not tell; holders.c looks at the processes.
  *
  * Never: truncate a file before every pre-image is written back; delete a
  *   log that could not be applied.
@@ -90,7 +93,7 @@ out:
 
 int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
-                       tide_recover_report *rep)
+                       int force, tide_recover_report *rep)
 {
     tide_file *log = NULL, *dat = NULL, *key = NULL, *guard = NULL;
     uint8_t lbuf[TIDE_LOG_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
@@ -109,6 +112,9 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if (rc == 0) rc = io->lock(guard, 1);
         else if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; }
         if (rc) goto out;
+        /* NuDB takes no lock: a log is a crash's only if nobody else has
+         * the files open. */
+        if (!force && (rc = tide_store_refuse_holders(io, dir, "a recovery")) != 0) goto out;
     }
     rc = io->open(io, log_path, TIDE_IO_WRITE, &log);
     if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; goto out; }
@@ -194,6 +200,12 @@ out:
 
 int tide_store_recover(const char *dir, tide_io *io, tide_recover_report *report)
 {
+    return tide_store_recover_ex(dir, io, 0, report);
+}
+
+int tide_store_recover_ex(const char *dir, tide_io *io, unsigned flags,
+                          tide_recover_report *report)
+{
     tide_recover_report local;
     char *dat = tide_path_join(dir, "nudb.dat");
     char *key = tide_path_join(dir, "nudb.key");
@@ -215,7 +227,7 @@ int tide_store_recover(const char *dir, tide_io *io, tide_recover_report *report
         rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
         goto out;
     }
-    rc = tide_recover_paths(io, dat, key, log, dir, 0, report);
+    rc = tide_recover_paths(io, dat, key, log, dir, 0, (flags & TIDE_RECOVER_FORCE) != 0, report);
 out:
     free(dat);
     free(key);

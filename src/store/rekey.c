@@ -208,6 +208,7 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
 
     tide_store_opts_init(&so);
     so.io = o.io;
+    so.ignore_holders = o.ignore_holders;
     if ((rc = tide_store_open(&s, dir, &so)) != 0) goto out;
     k.s = s;
     k.o = &o;

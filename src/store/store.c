@@ -548,17 +548,24 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
     flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
     if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) goto out;
     if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) goto out;
+    /* Our lock keeps Tide's handles out; NuDB's writers take none, and
+     * recovering or committing beside one destroys its work. */
+    if (!s->opts.read_only && !s->opts.ignore_holders &&
+        (rc = tide_store_refuse_holders(s->io, dir, "opening it for writing")) != 0)
+        goto out;
     int needed = 0;
     if ((rc = log_needs_recovery(s->io, s->log_path, &log_size, &needed)) != 0) goto out;
     if (needed) {
         if (s->opts.read_only) {
-            rc = tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an interrupted commit (%llu bytes); "
-                              "a read-only open cannot recover it: open the store read-write "
-                              "once, or run 'tide recover'", dir, (unsigned long long)log_size);
+            rc = tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
+                              "(a crash's, or a live writer's: NuDB takes no lock); a read-only "
+                              "open never recovers: run 'tide recover' when no process writes the "
+                              "store; nothing was read or written", dir,
+                              (unsigned long long)log_size);
             goto out;
         }
         tide_recover_report rep;
-        rc = tide_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, dir, 1, &rep);
+        rc = tide_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, dir, 1, 1, &rep);
         if (rc) goto out;
         tide_log(TIDE_LOG_INFO, "%s: recovered an interrupted commit: %llu buckets restored, "
                  "nudb.dat truncated to %llu bytes", dir, (unsigned long long)rep.buckets_restored,

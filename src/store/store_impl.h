@@ -93,10 +93,17 @@ int tide_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void
 int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
                             int check);
 
-/* Recovery on paths (recover.c); used by open and tide_store_recover. */
+/* TIDE_EBUSY naming the first other process that has one of the store's
+ * files open (holders.c), or 0. `doing` completes "so ... now could undo
+ * its work" ("a recovery", "a write"). */
+int tide_store_refuse_holders(tide_io *io, const char *dir, const char *doing);
+
+/* Recovery on paths (recover.c); used by open and tide_store_recover. A
+ * caller that holds the lock has done the holders check too; otherwise
+ * recovery takes the lock, then checks holders unless `force`. */
 int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
-                       tide_recover_report *rep);
+                       int force, tide_recover_report *rep);
 
 /* tide_store_visit with a second callback for each spill record: its
  * offset (the record's first byte) and n, its bucket bytes. */
