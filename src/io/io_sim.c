@@ -70,6 +70,10 @@
  *     dropped write is lost.
  *   - crash_state keeps every pending namespace operation: the enumeration
  *     is over file contents, with the namespace as the program left it.
+ *     crash_state_ns also chooses which pending namespace operations
+ *     survive (any subset, applied in order): a power loss may keep a
+ *     later unlink and lose an earlier one of the same directory, which
+ *     only a sync_dir between them rules out.
  *   - Locks belong to the inode, as flock's do, and die with the handle.
  *   - A special file (tide_io_sim_put_special: a FIFO, a device, a socket)
  *     is a name and nothing else: open refuses it with TIDE_ENOTSTORE, as
@@ -1536,6 +1540,72 @@ int tide_io_sim_pending_op(tide_io_sim *sim, uint64_t index, tide_io_sim_op_info
     out->is_truncate = o->is_truncate;
     out->offset = o->off;
     out->len = o->len;
+out:
+    pthread_mutex_unlock(&sim->mu);
+    return rc;
+}
+
+uint64_t tide_io_sim_pending_ns_count(tide_io_sim *sim)
+{
+    uint64_t n;
+    pthread_mutex_lock(&sim->mu);
+    n = sim->nnsops;
+    pthread_mutex_unlock(&sim->mu);
+    return n;
+}
+
+int tide_io_sim_pending_ns_op(tide_io_sim *sim, uint64_t index, char *out, size_t cap)
+{
+    const nsop *o;
+    int rc = 0;
+
+    pthread_mutex_lock(&sim->mu);
+    if (index >= sim->nnsops) {
+        rc = tide_err_set(TIDE_EINVAL, "sim: pending namespace op %llu: there are %zu",
+                          (unsigned long long)index, sim->nnsops);
+        goto out;
+    }
+    o = &sim->nsops[index];
+    /* Shapes nsop_add makes: create (p0 -> ino), unlink (p0 -> none),
+     * rename (p0 -> none, p1 -> ino); a half retired by a sync_dir is NULL. */
+    if (o->eff[0].path && o->eff[1].path)
+        snprintf(out, cap, "rename %s to %s", o->eff[0].path, o->eff[1].path);
+    else if (o->eff[1].path)
+        snprintf(out, cap, "rename (to) %s", o->eff[1].path);
+    else if (o->eff[0].ino)
+        snprintf(out, cap, "create %s", o->eff[0].path);
+    else
+        snprintf(out, cap, "unlink %s", o->eff[0].path);
+out:
+    pthread_mutex_unlock(&sim->mu);
+    return rc;
+}
+
+int tide_io_sim_crash_state_ns(tide_io_sim *sim, uint64_t subset_mask, uint64_t ns_mask)
+{
+    unsigned char keep[64], nskeep[64];
+    size_t cut[64];
+    int rc;
+
+    pthread_mutex_lock(&sim->mu);
+    if (sim->nops > 64 || sim->nnsops > 64) {
+        rc = tide_err_set(TIDE_EINVAL, "sim: crash state: %zu pending operations and %zu namespace "
+                          "operations, more than the 64 a mask can name", sim->nops, sim->nnsops);
+        goto out;
+    }
+    if ((sim->nops < 64 && (subset_mask >> sim->nops) != 0) ||
+        (sim->nnsops < 64 && (ns_mask >> sim->nnsops) != 0)) {
+        rc = tide_err_set(TIDE_EINVAL, "sim: crash state: masks %#llx/%#llx name operations beyond "
+                          "the %zu/%zu pending", (unsigned long long)subset_mask,
+                          (unsigned long long)ns_mask, sim->nops, sim->nnsops);
+        goto out;
+    }
+    for (size_t k = 0; k < sim->nops; k++) {
+        keep[k] = (subset_mask >> k) & 1;
+        cut[k] = sim->ops[k].len;
+    }
+    for (size_t k = 0; k < sim->nnsops; k++) nskeep[k] = (ns_mask >> k) & 1;
+    rc = crash_to(sim, keep, cut, nskeep);
 out:
     pthread_mutex_unlock(&sim->mu);
     return rc;

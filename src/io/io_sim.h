@@ -237,4 +237,24 @@ int tide_io_sim_pending_op(tide_io_sim *sim, uint64_t index, tide_io_sim_op_info
 int tide_io_sim_crash_state(tide_io_sim *sim, uint64_t subset_mask, int tear_index,
                             uint64_t tear_at);
 
+/* Pending namespace operations (creates, unlinks, renames not yet made
+ * durable by a sync_dir), numbered 0..count-1 in the order they were made
+ * (the numbering crash_state_ns uses). No I/O. */
+uint64_t tide_io_sim_pending_ns_count(tide_io_sim *sim);
+
+/* Describe pending namespace operation `index` into `out` (cap bytes),
+ * e.g. "unlink /db/nudb.key". Returns 0 or TIDE_EINVAL. No I/O. */
+int tide_io_sim_pending_ns_op(tide_io_sim *sim, uint64_t index, char *out, size_t cap);
+
+/*
+ * A crash image chosen over both kinds of pending operation: exactly the
+ * writes and truncates whose bit is set in `subset_mask` survive (whole,
+ * in order), and exactly the namespace operations whose bit is set in
+ * `ns_mask` (in order: a kept unlink whose earlier neighbour is dropped
+ * leaves that neighbour's file in place). Afterwards as tide_io_sim_crash.
+ * Returns 0, TIDE_EINVAL (more than 64 of either kind, a bit beyond the
+ * count) or TIDE_ENOMEM with the sim unchanged.
+ */
+int tide_io_sim_crash_state_ns(tide_io_sim *sim, uint64_t subset_mask, uint64_t ns_mask);
+
 #endif

@@ -9,7 +9,10 @@
  * and sizes do not change, so recovery is idempotent.
  *
  * Invariants:
- *   1. The log is deleted only after the key and data files are synced.
+ *   1. The log is deleted only after the key and data files are synced,
+ *      and, after an interrupted rebuild, only after the key file's unlink
+ *      is durable (its own directory sync): the log is what says that key
+ *      file is partial.
  *   2. A record is applied only when it is complete and plausible (bucket
  *      index inside the old key file, count within capacity); the first
  *      record that is not ends the list, like a torn tail.
@@ -160,6 +163,10 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if ((rc = io->sync(dat)) != 0) goto out;
         rc = io->unlink(io, key_path);
         if (rc && rc != TIDE_ENOENT) goto out;
+        /* The key file's unlink must be durable before the log's: a power
+         * loss may keep a later unlink of a directory and lose an earlier
+         * one, and a partial key file without its log reads as a store. */
+        if ((rc = io->sync_dir(io, dir)) != 0) goto out;
     } else {
         if ((rc = io->open(io, key_path, TIDE_IO_WRITE, &key)) != 0) goto out;
         if ((rc = io->size(key, &key_size)) != 0) goto out;
