@@ -1335,6 +1335,29 @@ static void make_interrupted_rebuild(tide_io_sim *sim, uint8_t **dat, size_t *da
     OK(tide_io_sim_put_file(sim, DB "/nudb.log", lbuf, sizeof lbuf));
 }
 
+/* tide rekey builds the missing key file from nudb.dat: every synced item
+ * is back and verify agrees. "" in why when so. */
+static void expect_rebuilt(tide_io_sim *sim, char *why, size_t cap)
+{
+    tide_rekey_opts ro;
+    tide_rekey_report rr;
+    tide_verify_report vr;
+    int rc;
+
+    tide_rekey_opts_init(&ro);
+    ro.io = tide_io_sim_io(sim);
+    rc = tide_store_rekey(DB, &ro, &rr);
+    if (rc != 0) {
+        snprintf(why, cap, "the rekey that rebuilds nudb.key failed: %d (%s): %s", rc,
+                 tide_strerror(rc), tide_last_error());
+        return;
+    }
+    rc = tide_store_verify(DB, tide_io_sim_io(sim), &vr);
+    if (rc != 0 || vr.keys != SYNCED)
+        snprintf(why, cap, "after the rebuild: verify %d (%s), %llu keys, expected 0 and %d: %s", rc,
+                 tide_strerror(rc), (unsigned long long)vr.keys, SYNCED, tide_last_error());
+}
+
 /* What a crash state must recover to; "" when it does, else what is wrong. */
 static void rebuild_outcome(tide_io_sim *sim, const uint8_t *dat, size_t dat_len, char *why,
                             size_t cap)
@@ -1362,10 +1385,14 @@ static void rebuild_outcome(tide_io_sim *sim, const uint8_t *dat, size_t dat_len
         return;
     }
     if (tide_io_sim_get_durable_file(sim, DB "/nudb.dat", (void **)&now, &len) != 0 ||
-        len != dat_len || memcmp(now, dat, dat_len) != 0)
+        len != dat_len || memcmp(now, dat, dat_len) != 0) {
         snprintf(why, cap, "nudb.dat is %zu bytes, expected the %zu it had before the rebuild",
                  len, dat_len);
+        free(now);
+        return;
+    }
     free(now);
+    expect_rebuilt(sim, why, cap);
 }
 
 static void a_recovered_rebuild_leaves_no_key_file_at_every_crash_point(void **state)
@@ -1424,6 +1451,55 @@ static void a_recovered_rebuild_leaves_no_key_file_at_every_crash_point(void **s
                   "recovered\n", (unsigned long long)points, (unsigned long long)states);
 }
 
+/*
+ * A rekey that rebuilds a missing key file, failing at its n-th call (and
+ * every call after: the power is gone), then a power loss: the next rekey
+ * must build the key file again, with every item. Before, a store whose
+ * key file was missing could not be rekeyed at all.
+ */
+static void a_rebuild_of_a_missing_key_file_crashed_at_any_call_is_finished_by_the_next_rekey(
+    void **state)
+{
+    tide_io_sim *base = *state;
+    uint64_t points = 0;
+
+    make_base(base);
+    OK(tide_io_sim_io(base)->unlink(tide_io_sim_io(base), DB "/nudb.key"));
+    OK(tide_io_sim_io(base)->sync_dir(tide_io_sim_io(base), DB));
+    for (uint64_t n = 1;; n++) {
+        tide_io_sim *run = clone_of(base);
+        tide_rekey_opts ro;
+        uint64_t c0 = tide_io_sim_calls(run);
+        char why[300] = "";
+        int done, rc;
+
+        tide_rekey_opts_init(&ro);
+        ro.io = tide_io_sim_io(run);
+        ro.block_size = 8192;
+        OK(tide_io_sim_fail_at(run, n, TIDE_IO_SIM_EIO, 1));
+        rc = tide_store_rekey(DB, &ro, NULL);
+        done = tide_io_sim_calls(run) - c0 < n;
+        if (done && rc != 0)
+            fail_msg("rebuild with no fault reached: expected 0, got %d (%s): %s", rc,
+                     tide_strerror(rc), tide_last_error());
+        OK(tide_io_sim_crash(run, g_seed + n));
+        if (!done || !exists(run, DB "/nudb.key")) expect_rebuilt(run, why, sizeof why);
+        else {
+            tide_verify_report vr;
+            rc = tide_store_verify(DB, tide_io_sim_io(run), &vr);
+            if (rc != 0 || vr.keys != SYNCED) snprintf(why, sizeof why, "verify %d, %llu keys", rc,
+                                                       (unsigned long long)vr.keys);
+        }
+        tide_io_sim_destroy(run);
+        points++;
+        if (why[0]) fail_msg("rebuild failing at call %llu, then a power loss (seed %llu): %s",
+                             (unsigned long long)n, (unsigned long long)(g_seed + n), why);
+        if (done) break;
+    }
+    print_message("    rebuild of a missing nudb.key: %llu failure points, each finished by the next "
+                  "rekey\n", (unsigned long long)points);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1462,6 +1538,7 @@ int main(void)
         T(the_store_makes_its_new_log_durable_before_a_commit_needs_it),
         T(the_store_refuses_a_fifo_as_any_of_its_three_files_and_writes_nothing),
         T(a_recovered_rebuild_leaves_no_key_file_at_every_crash_point),
+        T(a_rebuild_of_a_missing_key_file_crashed_at_any_call_is_finished_by_the_next_rekey),
     };
 
     g_seed = th_seed(DEFAULT_SEED);

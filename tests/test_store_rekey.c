@@ -59,6 +59,7 @@
 
 #include "helpers.h"
 #include "io/io_sim.h"
+#include "store/format.h"
 #include "tide/store.h"
 #include "util/log.h"
 
@@ -654,6 +655,166 @@ static void rekey_of_an_empty_store_makes_one_empty_bucket(void **state)
                  (unsigned long long)rep.spill_records);
     check_inserts_after(dir, &it, 32768, 1, "empty store rekeyed to 32768");
     scratch_rmrf(dir);
+}
+
+/* ---- a key file missing, or left by an interrupted rebuild ---- */
+
+/* Rekey `dir` (a copy of fixture fx whose nudb.key is gone or unusable) to
+ * `bs` (0: the default) and check that it rebuilt the key file with every
+ * item, and that verify agrees. */
+static void rebuild_and_check(const char *dir, const th_fixture *fx, unsigned bs, const char *what)
+{
+    tide_rekey_opts o;
+    tide_rekey_report rep;
+    tide_verify_report r;
+    items it = items_of_fixture(fx);
+    int rc;
+
+    tide_rekey_opts_init(&o);
+    if (bs) o.block_size = bs;
+    rc = tide_store_rekey(dir, &o, &rep);
+    if (rc != 0)
+        fail_msg("%s: rekey: expected 0 (the key file built from nudb.dat), got %d (%s): %s", what,
+                 rc, tide_strerror(rc), tide_last_error());
+    if (!rep.key_rebuilt || rep.key_problem[0] == '\0' || rep.records != it.n)
+        fail_msg("%s: expected a rebuild of %llu records with its reason, got key_rebuilt %d, %llu "
+                 "records, '%s'", what, (unsigned long long)it.n, rep.key_rebuilt,
+                 (unsigned long long)rep.records, rep.key_problem);
+    check_verify(dir, NULL, it.n, o.block_size, rep.new_buckets, &r, what);
+    check_items(dir, NULL, &it, what);
+}
+
+static void write_rebuild_log(const char *dir, uint64_t dat_size)
+{
+    tide_store_info in;
+    tide_log_header lh = { 0 };
+    uint8_t buf[TIDE_LOG_HEADER_SIZE];
+    char p[4200];
+
+    /* The facts the log carries come from the fixture's key header, read
+     * before it is cut. */
+    must(tide_store_inspect(dir, NULL, &in), "inspect before the rebuild log");
+    lh.version = 2;
+    lh.uid = in.uid;
+    lh.appnum = in.appnum;
+    lh.key_size = (uint16_t)in.key_size;
+    lh.salt = in.salt;
+    lh.pepper = in.pepper;
+    lh.block_size = 8192;          /* the block size NuDB's rekey was building */
+    lh.key_file_size = 0;
+    lh.dat_file_size = dat_size;
+    tide_fmt_encode_log_header(buf, &lh);
+    if (th_write_file(th_path(p, sizeof p, dir, "nudb.log"), buf, sizeof buf) != 0)
+        fail_msg("cannot write %s", p);
+}
+
+/* nudb.key of `dir` becomes its first `len` bytes, zero-extended. */
+static void cut_key(const char *dir, size_t len)
+{
+    char p[4200];
+    uint8_t *buf = NULL, *img;
+    size_t have = 0;
+
+    if (th_read_file(th_path(p, sizeof p, dir, "nudb.key"), &buf, &have) != 0)
+        fail_msg("cannot read %s", p);
+    img = calloc(1, len ? len : 1);
+    assert_non_null(img);
+    memcpy(img, buf, have < len ? have : len);
+    if (th_write_file(p, img, len) != 0) fail_msg("cannot write %s", p);
+    free(buf);
+    free(img);
+}
+
+static void rekey_builds_a_missing_key_file_from_the_data_file(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < 3; f++) {
+        const th_fixture *fx = th_fixture_find(fixture_names[f]);
+        for (unsigned bs = 0; bs <= 8192; bs += 8192) {
+            char dir[4096], p[4200], what[160];
+            if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy %s", fx->name);
+            if (unlink(th_path(p, sizeof p, dir, "nudb.key")) != 0) fail_msg("unlink %s", p);
+            snprintf(what, sizeof what, "%s without nudb.key, rekeyed to %s", fx->name,
+                     bs ? "8192" : "the default 4096");
+            rebuild_and_check(dir, fx, bs, what);
+            scratch_rmrf(dir);
+        }
+    }
+}
+
+/*
+ * NuDB's rekey writes its log (key_file_size 0) and the new key file's
+ * header, then the buckets. Killed after the header, it leaves a key file
+ * of one header block; if its log is gone too (or was never written), the
+ * key file alone. Before: tide recover either deleted nudb.key and pointed
+ * to a rekey that then failed ("nudb.key is missing"), or said "nothing to
+ * recover" while every open called the file corrupt.
+ */
+static void a_key_file_left_by_a_killed_rebuild_is_removed_by_recover_and_built_by_rekey(
+    void **state)
+{
+    const th_fixture *fx = th_fixture_find("b4096-k32");
+    static const size_t cuts[] = { 4096, 4096 + 100, 50, 0 };
+
+    (void)state;
+    for (int with_log = 1; with_log >= 0; with_log--)
+        for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+            char dir[4096], p[4200], what[200];
+            tide_recover_report rep;
+            int rc;
+
+            if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy");
+            if (with_log) write_rebuild_log(dir, fx->dat_file_bytes);
+            cut_key(dir, cuts[c]);
+            snprintf(what, sizeof what, "a %zu-byte nudb.key %s", cuts[c],
+                     with_log ? "and NuDB's rebuild log" : "and no log");
+            rc = tide_store_recover(dir, NULL, &rep);
+            if (rc != 0) fail_msg("%s: recover: expected 0, got %d (%s): %s", what, rc,
+                                  tide_strerror(rc), tide_last_error());
+            if (with_log ? !rep.rebuild_interrupted : !(rep.key_removed && rep.key_removed_bytes == cuts[c]))
+                fail_msg("%s: recover: expected it to %s, got rebuild_interrupted %d, key_removed %d "
+                         "(%llu bytes)", what, with_log ? "see the interrupted rebuild" :
+                         "remove the bucketless key file", rep.rebuild_interrupted, rep.key_removed,
+                         (unsigned long long)rep.key_removed_bytes);
+            if (th_exists(th_path(p, sizeof p, dir, "nudb.key")))
+                fail_msg("%s: recover left nudb.key", what);
+            rebuild_and_check(dir, fx, 8192, what);
+            scratch_rmrf(dir);
+
+            /* The same state, rekeyed at once without a recover first. */
+            if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy");
+            if (with_log) write_rebuild_log(dir, fx->dat_file_bytes);
+            cut_key(dir, cuts[c]);
+            snprintf(what, sizeof what, "a %zu-byte nudb.key %s, rekeyed at once", cuts[c],
+                     with_log ? "and NuDB's rebuild log" : "and no log");
+            rebuild_and_check(dir, fx, 4096, what);
+            scratch_rmrf(dir);
+        }
+}
+
+static void rekey_rebuilds_a_key_file_that_open_refuses(void **state)
+{
+    static const struct { const char *fixture; long long delta; } cases[] = {
+        { "b4096-k32", 4096 * 3 },         /* grown by whole zero blocks */
+        { "b4096-k32", 100 },              /* grown by part of a block */
+        { "b4096-k32", -4096 * 5 },        /* cut by half its buckets */
+        { "b512-k32-spill", -300 },        /* a header and buckets, short */
+    };
+
+    (void)state;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const th_fixture *fx = th_fixture_find(cases[c].fixture);
+        char dir[4096], what[160];
+        tide_recover_report rep;
+
+        if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy");
+        cut_key(dir, (size_t)((long long)fx->key_file_bytes + cases[c].delta));
+        snprintf(what, sizeof what, "%s with nudb.key %+lld bytes", fx->name, cases[c].delta);
+        must(tide_store_recover(dir, NULL, &rep), what);
+        if (rep.key_removed) fail_msg("%s: recover removed a key file that holds buckets", what);
+        rebuild_and_check(dir, fx, 4096, what);
+        scratch_rmrf(dir);
+    }
 }
 
 /* ---- bad input ---- */
@@ -1357,6 +1518,9 @@ int main(void)
         T(a_new_load_factor_gives_the_bucket_count_it_implies_and_verifies),
         T(rekey_of_an_empty_store_makes_one_empty_bucket),
         T(an_invalid_block_size_is_TIDE_EINVAL_and_changes_nothing),
+        T(rekey_builds_a_missing_key_file_from_the_data_file),
+        T(a_key_file_left_by_a_killed_rebuild_is_removed_by_recover_and_built_by_rekey),
+        T(rekey_rebuilds_a_key_file_that_open_refuses),
         T(a_load_factor_outside_0_to_1_is_TIDE_EINVAL_and_changes_nothing),
         T(a_load_factor_of_nan_is_TIDE_EINVAL_and_changes_nothing),
         T(rekey_of_a_store_open_elsewhere_is_TIDE_EBUSY_and_changes_nothing),

@@ -286,6 +286,11 @@ typedef struct tide_recover_report {
     uint64_t buckets_restored;
     uint64_t dat_truncated_from, dat_truncated_to;
     uint64_t key_truncated_from, key_truncated_to;
+    int      key_removed;        /* no commit to undo, but nudb.key held no
+                                    complete bucket (a rebuild killed after
+                                    writing its header): removed, so that
+                                    tide_store_rekey builds it again */
+    uint64_t key_removed_bytes;  /* its size */
 } tide_recover_report;
 
 /*
@@ -297,7 +302,11 @@ typedef struct tide_recover_report {
  * other handle has the store open; then TIDE_EBUSY, naming the process,
  * while any other process has one of the store's files open
  * (tide_store_holders): a log is a crash's only when nobody is writing, and
- * NuDB takes no lock to say so. Errors: TIDE_EMISMATCH when the log
+ * NuDB takes no lock to say so. With no commit to undo, a nudb.key of this
+ * store that holds no complete bucket (shorter than a header block and one
+ * bucket: what a rebuild killed early leaves; no committed store is that
+ * small) is removed, as the log of an interrupted rebuild would have it
+ * (report->key_removed). Errors: TIDE_EMISMATCH when the log
  * belongs to another store, TIDE_EIO, TIDE_ENOSPC (the log is kept so that
  * recovery can run again).
  */
@@ -340,6 +349,9 @@ typedef struct tide_rekey_report {
     uint64_t spill_records;            /* written for the new key file */
     uint64_t old_key_file_bytes, new_key_file_bytes;
     uint64_t dat_file_bytes_before, dat_file_bytes_after;
+    int      key_rebuilt;              /* nudb.key was missing or unusable and
+                                          was built from nudb.dat alone */
+    char     key_problem[256];         /* then: why open refused it */
 } tide_rekey_report;
 
 /*
@@ -349,6 +361,17 @@ typedef struct tide_rekey_report {
  * handle has it), builds the new key file as nudb.key.new in passes over
  * nudb.dat that each index the buckets `buffer_bytes` can hold, appends the
  * spill records it needs to nudb.dat, syncs, and renames it over nudb.key.
+ *
+ * A key file that is missing, or that open refuses for its contents
+ * (TIDE_ECORRUPT, TIDE_ENOTSTORE, TIDE_EVERSION, TIDE_EHASH,
+ * TIDE_EMISMATCH: grown, cut, no complete bucket, another store's), is
+ * built from nudb.dat alone (report->key_rebuilt, and key_problem says why):
+ * after the recovery an open would run, uid, appnum and key size come from
+ * nudb.dat's header; the salt and load factor from the old header when it
+ * is this store's, else a new salt and 0.5; the block size from opts (4096
+ * by default). Its log carries key_file_size 0, so a crash during it cuts
+ * nudb.dat back and removes the unusable key file. A nudb.dat that is not
+ * sound, a non-regular nudb.key, a busy store are errors as for open.
  *
  * Safe to interrupt anywhere: until the rename is durable, a crash leaves
  * the old store (recovery at the next open truncates the spill records

@@ -814,7 +814,13 @@ int cli_cmd_recover(int argc, char **argv)
         ret = cli_fail("recover", rc);
         return ret == CLI_USAGE ? CLI_FAIL : ret;
     }
-    if (!rep.had_log) {
+    if (rep.key_removed) {
+        printf("%s: %s; removed a nudb.key of %llu bytes that held no complete bucket (what a "
+               "key-file rebuild killed after writing its header leaves; no committed store is "
+               "that small); nudb.dat is unchanged: run tide rekey to build the key file from it\n",
+               path, !rep.had_log ? "no nudb.log" : rep.log_was_partial ? "deleted a partial log"
+               : "deleted an empty nudb.log", (unsigned long long)rep.key_removed_bytes);
+    } else if (!rep.had_log) {
         printf("%s: no nudb.log: nothing to recover\n", path);
     } else if (rep.log_was_partial) {
         printf("%s: deleted a partial log of %lld bytes (shorter than its %d-byte header: the "
@@ -822,7 +828,7 @@ int cli_cmd_recover(int argc, char **argv)
                "unchanged\n", path, log_bytes, LOG_HEADER_BYTES);
     } else if (rep.rebuild_interrupted) {
         printf("%s: an interrupted key-file rebuild: nudb.dat truncated to %llu bytes (from "
-               "%llu), nudb.key deleted; run tide rekey to build it again\n", path,
+               "%llu), nudb.key deleted; run tide rekey to build it again from nudb.dat\n", path,
                (unsigned long long)rep.dat_truncated_to,
                (unsigned long long)rep.dat_truncated_from);
     } else if (rep.key_truncated_to == 0) {
@@ -939,15 +945,26 @@ int cli_cmd_rekey(int argc, char **argv)
     }
     if (optind >= argc) return cli_usage("rekey", "no PATH given");
     if (argc - optind > 1) return cli_usage("rekey", "one PATH only (got '%s' too)", argv[optind + 1]);
-    if (!have_block)
-        return cli_usage("rekey", "--block-size is required: the new block size, a power of two "
-                         "from 4096 to 32768");
     path = argv[optind];
     rc = cli_check_store_dir("rekey", path);
     if (rc) return rc;
 
+    memset(&in, 0, sizeof in);
     rc = tide_store_inspect(path, NULL, &in);
-    if (rc) {
+    if (rc == 0 && !have_block)
+        return cli_usage("rekey", "--block-size is required: the new block size, a power of two "
+                         "from 4096 to 32768");
+    if (rc == TIDE_ECORRUPT || rc == TIDE_ENOTSTORE || rc == TIDE_EVERSION || rc == TIDE_EHASH ||
+        rc == TIDE_EMISMATCH || rc == TIDE_ENOENT) {
+        /* The key file may be what is wrong (missing, grown, cut, holding
+         * no bucket): the library rebuilds it from nudb.dat if nudb.dat is
+         * sound, and says otherwise. */
+        struct stat st;
+        char dat[4096];
+        snprintf(dat, sizeof dat, "%s/nudb.dat", path);
+        if (stat(dat, &st) == 0) in.dat_file_bytes = (uint64_t)st.st_size;
+        rc = 0;
+    } else if (rc) {
         rc = cli_fail("rekey", rc);
         return rc == CLI_USAGE ? CLI_FAIL : rc;
     }
@@ -985,10 +1002,22 @@ int cli_cmd_rekey(int argc, char **argv)
     if (tide_store_inspect(path, NULL, &after) != 0) after = in;
     printf("rekeyed %s in %.2f s: %llu records indexed afresh from nudb.dat\n", path,
            (double)(tide_clock_mono_us() - t0) / 1e6, (unsigned long long)rep.records);
-    printf("block size     %u -> %u bytes (capacity %u -> %u entries per bucket)\n",
-           rep.old_block_size, rep.new_block_size, in.capacity, after.capacity);
-    printf("load factor    %u/65536 = %.4f -> %u/65536 = %.4f\n", in.load_factor_raw,
-           in.load_factor, after.load_factor_raw, after.load_factor);
+    if (rep.key_rebuilt) {
+        /* Nothing of the old key file was usable but, perhaps, its salt. */
+        printf("nudb.key       unusable, so built again from nudb.dat alone (%s)\n", rep.key_problem);
+        if (rep.old_block_size)
+            printf("block size     %u -> %u bytes (capacity %u entries per bucket)\n",
+                   rep.old_block_size, rep.new_block_size, after.capacity);
+        else
+            printf("block size     (none) -> %u bytes (capacity %u entries per bucket)\n",
+                   rep.new_block_size, after.capacity);
+        printf("load factor    %u/65536 = %.4f\n", after.load_factor_raw, after.load_factor);
+    } else {
+        printf("block size     %u -> %u bytes (capacity %u -> %u entries per bucket)\n",
+               rep.old_block_size, rep.new_block_size, in.capacity, after.capacity);
+        printf("load factor    %u/65536 = %.4f -> %u/65536 = %.4f\n", in.load_factor_raw,
+               in.load_factor, after.load_factor_raw, after.load_factor);
+    }
     printf("buckets        %llu -> %llu\n", (unsigned long long)rep.old_buckets,
            (unsigned long long)rep.new_buckets);
     printf("passes         %u (walks of nudb.dat; buffer %s)\n", rep.passes,

@@ -94,6 +94,59 @@ out:
     return rc;
 }
 
+/*
+ * With no commit to undo: a nudb.key that holds no complete bucket (shorter
+ * than its header block plus one bucket) is no store's key file; every
+ * store Tide or NuDB committed has one bucket or more. It is what a rebuild
+ * (NuDB's rekey) leaves when killed after writing the key file's header and
+ * before its log, or after its log was gone. Like the key file of a log
+ * with key_file_size 0, it is removed (nothing is lost: the data file is
+ * the truth, and `tide rekey` builds the key file from it). A key file of
+ * another store (its header disagrees with nudb.dat) is left alone.
+ */
+static int remove_bucketless_key(tide_io *io, const char *dat_path, const char *key_path,
+                                 const char *dir, tide_recover_report *rep)
+{
+    static const char type[8] = { 'n', 'u', 'd', 'b', '.', 'k', 'e', 'y' };
+    uint8_t kbuf[TIDE_KEY_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE];
+    tide_file *key = NULL, *dat = NULL;
+    tide_key_header kh;
+    tide_dat_header dh;
+    uint64_t size = 0, dsize = 0;
+    int rc, remove = 0;
+
+    rc = io->open(io, key_path, TIDE_IO_READ, &key);
+    if (rc == TIDE_ENOENT) { tide_err_clear(); return 0; }
+    if (rc) return rc;
+    if ((rc = io->size(key, &size)) != 0) goto out;
+    if (size < TIDE_KEY_HEADER_SIZE) {
+        /* A header cut short: only its start can be told. */
+        size_t n = size < sizeof type ? (size_t)size : sizeof type;
+        if (n && (rc = io->read_at(key, kbuf, n, 0)) != 0) goto out;
+        remove = memcmp(kbuf, type, n) == 0;
+    } else {
+        if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) goto out;
+        if (tide_fmt_decode_key_header(kbuf, &kh, key_path) != 0) { rc = 0; goto out; }
+        if (size >= 2 * (uint64_t)kh.block_size) goto out;
+        if ((rc = io->open(io, dat_path, TIDE_IO_READ, &dat)) != 0) goto out;
+        if ((rc = io->size(dat, &dsize)) != 0) goto out;
+        if (dsize < TIDE_DAT_HEADER_SIZE || io->read_at(dat, dbuf, sizeof dbuf, 0) != 0 ||
+            tide_fmt_decode_dat_header(dbuf, &dh, dat_path) != 0)
+            goto out;
+        remove = dh.uid == kh.uid && dh.appnum == kh.appnum && dh.key_size == kh.key_size;
+    }
+    if (!remove) goto out;
+    if ((rc = io->unlink(io, key_path)) != 0) goto out;
+    if ((rc = io->sync_dir(io, dir)) != 0) goto out;
+    rep->key_removed = 1;
+    rep->key_removed_bytes = size;
+out:
+    if (key) io->close(key);
+    if (dat) io->close(dat);
+    if (rc == 0) tide_err_clear();
+    return rc;
+}
+
 int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        int force, tide_recover_report *rep)
@@ -120,7 +173,11 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if (!force && (rc = tide_store_refuse_holders(io, dir, "a recovery")) != 0) goto out;
     }
     rc = io->open(io, log_path, TIDE_IO_WRITE, &log);
-    if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; goto out; }
+    if (rc == TIDE_ENOENT) {
+        tide_err_clear();
+        rc = caller_holds_lock ? 0 : remove_bucketless_key(io, dat_path, key_path, dir, rep);
+        goto out;
+    }
     if (rc) goto out;
     rep->had_log = 1;
     if ((rc = io->size(log, &log_size)) != 0) goto out;
@@ -129,7 +186,8 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         io->close(log);
         log = NULL;
         if ((rc = io->unlink(io, log_path)) != 0) goto out;
-        rc = io->sync_dir(io, dir);
+        if ((rc = io->sync_dir(io, dir)) != 0) goto out;
+        if (!caller_holds_lock) rc = remove_bucketless_key(io, dat_path, key_path, dir, rep);
         goto out;
     }
     if ((rc = io->read_at(log, lbuf, sizeof lbuf, 0)) != 0) goto out;

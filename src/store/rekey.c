@@ -5,6 +5,11 @@
  * old key file is only replaced, never read. The steps:
  *
  *   1. Open the store read-write (lock, recovery) and count the records.
+ *      When the key file is missing or open refuses it, open_for_rebuild
+ *      makes the handle from nudb.dat alone (the data file is the truth;
+ *      the key file is only an index of it), and the log armed in step 2
+ *      says key_file_size 0: NuDB's mark of a rebuild, whose recovery
+ *      removes the (unusable) key file.
  *   2. Arm nudb.log with the current sizes and no records; sync it. From
  *      here a crash makes the next open truncate nudb.dat back to its old
  *      size, removing any spill record this rekey appended.
@@ -35,6 +40,7 @@
 #include "store/store_impl.h"
 #include "util/assert.h"
 #include "util/bigbuf.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -176,6 +182,123 @@ static int count_record(void *arg, uint64_t offset, const void *key, unsigned ke
     return 0;
 }
 
+/* Could a rebuild from nudb.dat get past what made the open fail? Errors
+ * of the files' contents, yes (open_for_rebuild then checks that the cause
+ * is not nudb.dat or nudb.log); a busy store, an I/O error or no memory,
+ * never. */
+static int rebuildable(int rc)
+{
+    return rc == TIDE_ENOENT || rc == TIDE_ECORRUPT || rc == TIDE_ENOTSTORE ||
+           rc == TIDE_EVERSION || rc == TIDE_EHASH || rc == TIDE_EMISMATCH;
+}
+
+/*
+ * The key file is missing or cannot be this store's: make a handle from
+ * nudb.dat alone. First the recovery a read-write open would run (it undoes
+ * a pending commit, takes the lock and checks for other processes, and
+ * removes a key file with no complete bucket). Then nudb.dat's header must
+ * be sound: it gives uid, appnum and key size. The old key file, when there
+ * is one, is locked (a Tide handle on it excludes us) and, when its header
+ * is this store's, gives the salt, block size and load factor; otherwise a
+ * new salt is drawn and the load factor is 0.5. nudb.dat is locked too, so
+ * two rebuilds of one store exclude each other.
+ */
+static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tide_store_opts *so,
+                            tide_store **out, tide_rekey_report *report)
+{
+    uint8_t dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
+    tide_recover_report rr;
+    tide_store *s = NULL;
+    tide_dat_header dh;
+    tide_key_header kh;
+    uint64_t dat_size = 0, key_size = 0;
+    int rc, have_kh = 0;
+
+    *out = NULL;
+    rc = tide_store_recover_ex(dir, so->io, o->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
+    if (rc) return rc;
+    if ((rc = tide_store_alloc(&s, dir, so)) != 0) return rc;
+    s->rebuild = 1;
+    rc = s->io->open(s->io, s->dat_path, TIDE_IO_WRITE, &s->dat);
+    if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
+    if (rc) goto out;
+    if ((rc = s->io->lock(s->dat, 1)) != 0) goto out;
+    if ((rc = s->io->size(s->dat, &dat_size)) != 0) goto out;
+    if (dat_size < TIDE_DAT_HEADER_SIZE) {
+        rc = tide_err_set(TIDE_ENOTSTORE, "%s: %llu bytes is shorter than the %d-byte header: "
+                          "nothing to rebuild a key file from", s->dat_path,
+                          (unsigned long long)dat_size, TIDE_DAT_HEADER_SIZE);
+        goto out;
+    }
+    if ((rc = s->io->read_at(s->dat, dbuf, sizeof dbuf, 0)) != 0) goto out;
+    if ((rc = tide_fmt_decode_dat_header(dbuf, &dh, s->dat_path)) != 0) goto out;
+
+    rc = s->io->open(s->io, s->key_path, TIDE_IO_READ, &s->key);
+    if (rc == TIDE_ENOENT) {
+        tide_err_clear();
+        rc = 0;
+    } else if (rc == 0) {
+        if ((rc = s->io->lock(s->key, 1)) != 0) goto out;
+        if ((rc = s->io->size(s->key, &key_size)) != 0) goto out;
+        if (key_size >= TIDE_KEY_HEADER_SIZE &&
+            (rc = s->io->read_at(s->key, kbuf, sizeof kbuf, 0)) != 0) goto out;
+        have_kh = key_size >= TIDE_KEY_HEADER_SIZE &&
+                  tide_fmt_decode_key_header(kbuf, &kh, s->key_path) == 0 &&
+                  kh.uid == dh.uid && kh.appnum == dh.appnum && kh.key_size == dh.key_size &&
+                  kh.pepper == tide_fmt_pepper(kh.salt) && kh.load_factor > 0;
+        tide_err_clear();
+    } else {
+        goto out;                       /* a FIFO there, say: not ours to replace */
+    }
+    if (!o->ignore_holders && (rc = tide_store_refuse_holders(s->io, dir, "a rekey")) != 0) goto out;
+
+    if (!have_kh) {
+        memset(&kh, 0, sizeof kh);
+        do {
+            if ((rc = tide_random_bytes(&kh.salt, sizeof kh.salt)) != 0) goto out;
+        } while (kh.salt == 0);
+        kh.pepper = tide_fmt_pepper(kh.salt);
+        kh.block_size = (uint16_t)o->block_size;
+        kh.load_factor = tide_fmt_load_factor_raw(TIDE_LOAD_FACTOR_DEFAULT);
+    }
+    kh.version = TIDE_FMT_VERSION;
+    kh.uid = dh.uid;
+    kh.appnum = dh.appnum;
+    kh.key_size = dh.key_size;
+    s->kh = kh;
+    s->key_size = kh.key_size;
+    s->block_size = have_kh ? kh.block_size : 0;
+    s->buckets = 0;
+    s->dat_size = dat_size;
+    report->old_key_file_bytes = key_size;
+
+    if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) goto out;
+    if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
+    if ((rc = s->io->sync(s->log)) != 0) goto out;
+    if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
+    *out = s;
+    s = NULL;
+out:
+    tide_store_free(s);
+    return rc;
+}
+
+/* The end of a rebuild's handle: an empty log is removed (as close does);
+ * an armed one (a failure that could not be undone) is kept for the next
+ * recovery. */
+static int rebuild_close(tide_store *s)
+{
+    int rc = 0;
+    if (s->log && !__atomic_load_n(&s->broken, __ATOMIC_ACQUIRE)) {
+        s->io->close(s->log);
+        s->log = NULL;
+        rc = s->io->unlink(s->io, s->log_path);
+        if (rc == 0) rc = s->io->sync_dir(s->io, s->dir);
+    }
+    tide_store_free(s);
+    return rc;
+}
+
 int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_report *report)
 {
     tide_rekey_opts o;
@@ -209,7 +332,18 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     tide_store_opts_init(&so);
     so.io = o.io;
     so.ignore_holders = o.ignore_holders;
-    if ((rc = tide_store_open(&s, dir, &so)) != 0) goto out;
+    rc = tide_store_open(&s, dir, &so);
+    if (rc != 0 && rebuildable(rc)) {
+        /* The data file is the truth: a key file that is missing, or that
+         * open will not take (grown, cut, no bucket, another store's), is
+         * built again from it, which is what rekey does anyway. */
+        snprintf(report->key_problem, sizeof report->key_problem, "%s", tide_last_error());
+        tide_log(TIDE_LOG_INFO, "%s: nudb.key cannot be opened (%s); rebuilding it from nudb.dat",
+                 dir, report->key_problem);
+        rc = open_for_rebuild(dir, &o, &so, &s, report);
+        if (rc == 0) report->key_rebuilt = 1;
+    }
+    if (rc) goto out;
     k.s = s;
     k.o = &o;
     k.bs = o.block_size;
@@ -220,7 +354,7 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     report->old_block_size = s->block_size;
     report->new_block_size = k.bs;
     report->old_buckets = s->buckets;
-    report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
+    if (!s->rebuild) report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
     report->dat_file_bytes_before = dat0;
 
     /* 1. Count, and size the table as a rebuild does. */
@@ -242,8 +376,11 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
         tide_log_header lh = {
             .version = TIDE_FMT_VERSION, .uid = s->kh.uid, .appnum = s->kh.appnum,
             .key_size = s->kh.key_size, .salt = s->kh.salt, .pepper = s->kh.pepper,
-            .block_size = s->kh.block_size,
-            .key_file_size = report->old_key_file_bytes, .dat_file_size = dat0,
+            .block_size = s->rebuild ? (uint16_t)k.bs : s->kh.block_size,
+            /* A rebuild's log says key_file_size 0 (NuDB's mark of an
+             * interrupted rebuild): a crash then cuts nudb.dat back and
+             * removes the unusable key file, and a rekey starts again. */
+            .key_file_size = s->rebuild ? 0 : report->old_key_file_bytes, .dat_file_size = dat0,
         };
         tide_fmt_encode_log_header(hdr, &lh);
         if ((rc = s->io->write_at(s->log, hdr, sizeof hdr, 0)) != 0) goto out;
@@ -322,7 +459,7 @@ out:
     if (s) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tide_last_error());
-        int crc = tide_store_close(s);
+        int crc = s->rebuild ? rebuild_close(s) : tide_store_close(s);
         if (rc == 0) rc = crc;
         else tide_err_set(rc, "%s", msg);
     }

@@ -499,22 +499,13 @@ static void destroy(tide_store *s)
     free(s);
 }
 
-int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
+int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts)
 {
-    return tide_store_open_checked(out, dir, opts, 1);
-}
-
-int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
-                            int check)
-{
-    tide_store *s = NULL;
+    tide_store *s = calloc(1, sizeof *s);
     store_paths p = { 0 };
-    uint64_t dat_size = 0, key_size = 0, log_size = 0;
-    int rc, flags;
+    int rc;
 
-    tide_err_clear();
     *out = NULL;
-    s = calloc(1, sizeof *s);
     if (s == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
     if (opts) s->opts = *opts;
     else tide_store_opts_init(&s->opts);
@@ -534,12 +525,39 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
     pthread_mutex_init(&s->write_mu, NULL);
     pthread_cond_init(&s->room_cv, NULL);
     pthread_cond_init(&s->work_cv, NULL);
-
     s->dir = strdup(dir);
     if (s->dir == NULL) { rc = tide_err_set(TIDE_ENOMEM, "open: out of memory"); goto out; }
     if ((rc = make_paths(dir, &p)) != 0) goto out;
     s->dat_path = p.dat; s->key_path = p.key; s->log_path = p.log;
     p.dat = p.key = p.log = NULL;
+    *out = s;
+    s = NULL;
+out:
+    free_paths(&p);
+    destroy(s);
+    return rc;
+}
+
+void tide_store_free(tide_store *s)
+{
+    destroy(s);
+}
+
+int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
+{
+    return tide_store_open_checked(out, dir, opts, 1);
+}
+
+int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
+                            int check)
+{
+    tide_store *s = NULL;
+    uint64_t dat_size = 0, key_size = 0, log_size = 0;
+    int rc, flags;
+
+    tide_err_clear();
+    *out = NULL;
+    if ((rc = tide_store_alloc(&s, dir, opts)) != 0) return rc;
     if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
         goto out;
 
@@ -624,7 +642,6 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
     s = NULL;
     rc = 0;
 out:
-    free_paths(&p);
     destroy(s);
     return rc;
 }

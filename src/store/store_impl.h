@@ -48,6 +48,9 @@ struct tide_store {
     int        commit_err;        /* of the last attempt; 0 after a success */
     int        closing, broken, thread_started, thread_done;
     int        log_dirty;         /* a batch is applied, its log not emptied */
+    int        rebuild;           /* a handle made by rekey from nudb.dat alone
+                                     (the key file missing or unusable): no
+                                     commit thread, buckets 0 */
     uint64_t   applied_seq;       /* insert_seq of that batch */
     uint64_t   last_commit_start_us;
     pthread_t  thread;
@@ -85,6 +88,13 @@ int tide_store_read_bucket(struct tide_store *s, uint64_t index, uint8_t *buf);
  * records. When `value` is non-NULL the value is read into a malloc'd buffer. */
 int tide_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void *key,
                       tide_entry *entry, void **value);
+
+/* A store handle with its options, paths, locks and conditions set up and
+ * no file open (open and rekey's rebuild fill in the rest); free it with
+ * tide_store_free, which closes whatever files were opened, or, once its
+ * commit thread runs, with tide_store_close. */
+int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
+void tide_store_free(tide_store *s);
 
 /* tide_store_open, with the cheap check of the key file against the data
  * file (store.c: check_index) when `check` is set. Verify opens without it:
