@@ -264,17 +264,32 @@ static void check_items(const char *dir, tide_io *io, const items *it, const cha
     must(tide_store_close(s), ctx);
 }
 
-/* verify passes with `n` keys, block size `bs` and `buckets` buckets. */
+/*
+ * verify passes with `n` keys, block size `bs` and `buckets` buckets; or,
+ * when `foreign` > 0, finds exactly `foreign` spill records of another
+ * block size and nothing else wrong. A rekey to another block size cannot
+ * remove the spill records of the old one; NuDB's verify rejects a store
+ * that holds any (the spec: spill records are full buckets), and so must
+ * Tide's.
+ */
 static void check_verify(const char *dir, tide_io *io, uint64_t n, unsigned bs, uint64_t buckets,
-                         tide_verify_report *r, const char *what)
+                         uint64_t foreign, tide_verify_report *r, const char *what)
 {
     int rc;
 
     memset(r, 0, sizeof *r);
     rc = tide_store_verify(dir, io, r);
-    if (rc != 0)
+    if (foreign == 0 && rc != 0)
         fail_msg("%s: verify: expected 0 (sound), got %d (%s): %s", what, rc, tide_strerror(rc),
                  tide_last_error());
+    if (foreign > 0 && (rc != TIDE_ECORRUPT || !r->foreign_spills_only ||
+                        r->spill_records_foreign != foreign ||
+                        strstr(tide_last_error(), "invalid size in spill") == NULL))
+        fail_msg("%s: verify: expected TIDE_ECORRUPT for exactly %llu spill records of another "
+                 "block size ('invalid size in spill') and nothing else, got %d (%s), %llu such "
+                 "records, only those %d: %s", what, (unsigned long long)foreign, rc,
+                 tide_strerror(rc), (unsigned long long)r->spill_records_foreign,
+                 r->foreign_spills_only, tide_last_error());
     if (r->keys != n || r->data_records != n)
         fail_msg("%s: verify: expected %llu keys and data records, got %llu keys, %llu records",
                  what, (unsigned long long)n, (unsigned long long)r->keys,
@@ -318,6 +333,9 @@ static void check_inserts_after(const char *dir, items *it, unsigned bs, uint64_
     it->absent_from = it->n;
     memset(&r, 0, sizeof r);
     rc = tide_store_verify(dir, NULL, &r);
+    /* Spill records of an older block size stay, and only those may fail
+     * verify (check_verify counted them right after the rekey). */
+    if (rc == TIDE_ECORRUPT && r.foreign_spills_only) rc = 0;
     if (rc != 0 || r.keys != it->n || r.block_size != bs || r.buckets < buckets_at_least)
         fail_msg("%s: verify after %d new inserts: expected sound, %llu keys, block %u, at least "
                  "%llu buckets; got %d (%s), %llu keys, block %u, %llu buckets: %s", what,
@@ -461,7 +479,7 @@ static void rekey_and_check(const char *dir, const items *it, unsigned bs, doubl
         spills0 = spills_written(dir);
     }
     rekey_and_check_report(dir, &before, it->n, bs, lf, buffer, rep, what);
-    check_verify(dir, NULL, it->n, bs, rep->new_buckets, &r, what);
+    check_verify(dir, NULL, it->n, bs, rep->new_buckets, rep->foreign_spill_records, &r, what);
     if (r.spill_records_reachable != rep->spill_records ||
         r.spill_records_written != spills0 + rep->spill_records)
         fail_msg("%s: verify: expected the %llu spill records the rekey wrote to be reachable and "
@@ -680,7 +698,8 @@ static void rebuild_and_check(const char *dir, const th_fixture *fx, unsigned bs
         fail_msg("%s: expected a rebuild of %llu records with its reason, got key_rebuilt %d, %llu "
                  "records, '%s'", what, (unsigned long long)it.n, rep.key_rebuilt,
                  (unsigned long long)rep.records, rep.key_problem);
-    check_verify(dir, NULL, it.n, o.block_size, rep.new_buckets, &r, what);
+    check_verify(dir, NULL, it.n, o.block_size, rep.new_buckets, rep.foreign_spill_records, &r,
+                 what);
     check_items(dir, NULL, &it, what);
 }
 
@@ -1017,6 +1036,7 @@ typedef struct old_new {
     items it;
     unsigned old_bs, new_bs;
     uint64_t old_buckets, new_buckets;
+    uint64_t new_foreign;     /* old-size spill records the new store keeps */
     image old, ref;           /* before; after a completed rekey */
     uint64_t saw_old, saw_old_waste, saw_new;
 } old_new;
@@ -1072,13 +1092,20 @@ static void check_old_or_new(old_new *on, tide_io_sim *sim, const char *what)
                  dl == on->ref.dat_len ? " (new size)" : "");
     }
     image_free(&now);
+    /* The old key file with this rekey's spill records (of the new block
+     * size) is a store NuDB's verify rejects; the read-write open above
+     * must have cut them off again (nudb.rekey, rekey.c). */
+    if (is_old_waste && !is_new && on->ref.dat_len != on->old.dat_len)
+        fail_msg("%s: expected the old store or the new one; got the old key file with the "
+                 "rekey's spill records left in nudb.dat (%zu bytes, not %zu): NuDB's verify "
+                 "rejects that ('invalid size in spill')", what, on->ref.dat_len, on->old.dat_len);
     if (is_new) on->saw_new++;
     else on->saw_old++;
     if (is_old_waste && !is_new) on->saw_old_waste++;
 
     snprintf(ctx, sizeof ctx, "%s (%s store)", what, is_new ? "new" : "old");
     check_verify(on->dir, io, on->it.n, is_new ? on->new_bs : on->old_bs,
-                 is_new ? on->new_buckets : on->old_buckets, &r, ctx);
+                 is_new ? on->new_buckets : on->old_buckets, is_new ? on->new_foreign : 0, &r, ctx);
     check_items(on->dir, io, &on->it, ctx);
 }
 
@@ -1215,6 +1242,7 @@ static void failure_loop(tide_io_sim *base, const char *label, const items *it, 
     image_read(ref, DB, &on.ref, label);
     on.new_bs = bs;
     on.new_buckets = rep.new_buckets;
+    on.new_foreign = rep.foreign_spill_records;
     if (rep.passes < 2)
         fail_msg("%s: the loop wants a many-pass rekey; expected at least 2 passes, got %u", label,
                  rep.passes);
@@ -1294,6 +1322,86 @@ static void failure_loop(tide_io_sim *base, const char *label, const items *it, 
                  (unsigned long long)on.saw_old, (unsigned long long)on.saw_new);
     image_free(&on.old);
     image_free(&on.ref);
+}
+
+/*
+ * The state a rekey leaves when stopped just before its final rename: its
+ * log emptied, nudb.key.new complete, and nudb.dat holding the spill
+ * records it appended, of the NEW block size, under the OLD key file. The
+ * spec says NuDB's verify checks that spill records have the full-bucket
+ * size; NuDB's verify walks every spill record, and rejects this store
+ * ("invalid size in spill"). Tide's verify used to call it sound (rekey.c
+ * said the waste was acceptable to NuDB). Now: Tide's verify rejects it
+ * too, and the next read-write open or recovery cuts the records off again
+ * (nudb.rekey says where), giving back the old store byte for byte.
+ */
+static void a_rekey_stopped_before_its_rename_is_rejected_by_verify_and_undone_by_recovery(
+    void **state)
+{
+    tide_io_sim *base = sim_create();
+    image old, now;
+    uint64_t n;
+
+    (void)state;
+    sim_put_fixture(base, "b512-k32-spill");
+    image_read(base, DB, &old, "the fixture");
+    for (n = 1;; n++) {
+        tide_io_sim *sim = clone_of(base);
+        tide_io *io = tide_io_sim_io(sim);
+        tide_rekey_opts o;
+        tide_rekey_report rep;
+        tide_verify_report vr;
+        tide_recover_report rr;
+        tide_io_sim_file_stats lst;
+        uint64_t c0 = tide_io_sim_calls(sim);
+        int rc, stopped;
+
+        tide_rekey_opts_init(&o);
+        o.io = io;
+        o.block_size = 4096;
+        must(tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_EIO, 1), "arm");
+        rc = tide_store_rekey(DB, &o, &rep);
+        if (tide_io_sim_calls(sim) - c0 < n) fail_msg("the rekey never stopped before its rename");
+        must(tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0), "disarm");
+        stopped = rc != 0 && io->stat(io, DB "/nudb.key.new", NULL) == 0 &&
+                  io->stat(io, DB "/nudb.rekey", NULL) == 0 &&
+                  tide_io_sim_file_stats_get(sim, DB "/nudb.log", &lst) == 0 && lst.size == 0;
+        if (!stopped) { sim_destroy(sim); continue; }
+
+        image_read(sim, DB, &now, "stopped before the rename");
+        if (!same(now.key, now.key_len, old.key, old.key_len) || now.dat_len <= old.dat_len)
+            fail_msg("stopped at call %llu: expected the old nudb.key and a longer nudb.dat, got "
+                     "nudb.key %zu bytes, nudb.dat %zu", (unsigned long long)n, now.key_len,
+                     now.dat_len);
+        memset(&vr, 0, sizeof vr);
+        rc = tide_store_verify(DB, io, &vr);
+        if (rc != TIDE_ECORRUPT || !vr.foreign_spills_only || vr.spill_records_foreign == 0 ||
+            strstr(tide_last_error(), "invalid size in spill") == NULL)
+            fail_msg("stopped at call %llu: verify: expected TIDE_ECORRUPT for the rekey's spill "
+                     "records of block size 4096 alone, as NuDB's verify says ('invalid size in "
+                     "spill'), got %d (%s), %llu foreign: %s", (unsigned long long)n, rc,
+                     tide_strerror(rc), (unsigned long long)vr.spill_records_foreign,
+                     tide_last_error());
+        image_free(&now);
+        must(tide_store_recover(DB, io, &rr), "recover of the stopped rekey");
+        if (rr.rekey_cut_bytes == 0) fail_msg("recover: expected it to cut the rekey's spill records");
+        image_read(sim, DB, &now, "after recover");
+        if (!same(now.key, now.key_len, old.key, old.key_len) ||
+            !same(now.dat, now.dat_len, old.dat, old.dat_len))
+            fail_msg("after recover: expected the old store byte for byte, got nudb.key %zu bytes, "
+                     "nudb.dat %zu (old: %zu, %zu)", now.key_len, now.dat_len, old.key_len,
+                     old.dat_len);
+        if (io->stat(io, DB "/nudb.key.new", NULL) == 0 || io->stat(io, DB "/nudb.rekey", NULL) == 0)
+            fail_msg("after recover: expected no nudb.key.new and no nudb.rekey");
+        must(tide_store_verify(DB, io, &vr), "verify of the old store given back");
+        image_free(&now);
+        sim_destroy(sim);
+        break;
+    }
+    image_free(&old);
+    print_message("a rekey stopped before its rename (call %llu): verify rejects it, recovery gives "
+                  "the old store back\n", (unsigned long long)n);
+    sim_destroy(base);
 }
 
 static void a_rekey_failing_at_any_call_leaves_the_old_store_or_the_new_one(void **state)
@@ -1424,6 +1532,7 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
         clean_ms = th_now_ms() - t;
     }
     on.new_buckets = rep.new_buckets;
+    on.new_foreign = rep.foreign_spill_records;
     image_read(NULL, refdir, &on.ref, "the reference rekey");
     print_message("kill -9: a store of %d items, nudb.dat %llu bytes; a rekey to %u takes %u "
                   "passes and %.0f ms (TIDE_TEST_SEED=%llu)\n", KILL_ITEMS,
@@ -1521,6 +1630,7 @@ int main(void)
         T(rekey_builds_a_missing_key_file_from_the_data_file),
         T(a_key_file_left_by_a_killed_rebuild_is_removed_by_recover_and_built_by_rekey),
         T(rekey_rebuilds_a_key_file_that_open_refuses),
+        T(a_rekey_stopped_before_its_rename_is_rejected_by_verify_and_undone_by_recovery),
         T(a_load_factor_outside_0_to_1_is_TIDE_EINVAL_and_changes_nothing),
         T(a_load_factor_of_nan_is_TIDE_EINVAL_and_changes_nothing),
         T(rekey_of_a_store_open_elsewhere_is_TIDE_EBUSY_and_changes_nothing),

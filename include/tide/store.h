@@ -291,6 +291,9 @@ typedef struct tide_recover_report {
                                     writing its header): removed, so that
                                     tide_store_rekey builds it again */
     uint64_t key_removed_bytes;  /* its size */
+    uint64_t rekey_cut_bytes;    /* spill records a rekey stopped before its
+                                    switch had left in nudb.dat (nudb.rekey
+                                    says where), cut off: 0 when none */
 } tide_recover_report;
 
 /*
@@ -347,6 +350,11 @@ typedef struct tide_rekey_report {
     uint64_t old_buckets, new_buckets;
     unsigned passes;                   /* walks of nudb.dat */
     uint64_t spill_records;            /* written for the new key file */
+    uint64_t foreign_spill_records;    /* already in nudb.dat and not of the new
+                                          block size's full-bucket size (from
+                                          an older block size): they stay, as
+                                          unreachable waste that NuDB's verify
+                                          (and tide verify) rejects */
     uint64_t old_key_file_bytes, new_key_file_bytes;
     uint64_t dat_file_bytes_before, dat_file_bytes_after;
     int      key_rebuilt;              /* nudb.key was missing or unusable and
@@ -375,8 +383,11 @@ typedef struct tide_rekey_report {
  *
  * Safe to interrupt anywhere: until the rename is durable, a crash leaves
  * the old store (recovery at the next open truncates the spill records
- * appended so far, and open removes a stale nudb.key.new); after it, the
- * new one. `report` may be NULL. Errors: those of open, TIDE_EINVAL (a bad
+ * appended so far, through the log or, once the log is emptied, through
+ * nudb.rekey, and removes a stale nudb.key.new); after it, the new one.
+ * Spill records of the old block size stay in nudb.dat
+ * (report->foreign_spill_records): Tide and NuDB read and write the store
+ * as before, but NuDB's verify, and tide_store_verify, reject it for them. `report` may be NULL. Errors: those of open, TIDE_EINVAL (a bad
  * block size or load factor, found before anything is opened),
  * TIDE_EIO, TIDE_ENOSPC: the store is then the old one, or, when the error
  * came after the rename (syncing the directory, closing), already the new
@@ -397,6 +408,12 @@ typedef struct tide_verify_report {
     double   load;                   /* keys / (buckets * capacity) */
     uint64_t spill_records_reachable;
     uint64_t spill_records_written;  /* in nudb.dat, reachable or not */
+    uint64_t spill_records_foreign;  /* not of this block size's full-bucket
+                                        size (all unreachable waste): NuDB's
+                                        verify rejects a store with any */
+    int      foreign_spills_only;    /* TIDE_ECORRUPT for those alone: every
+                                        other check passed and every figure
+                                        is complete */
     uint64_t waste_bytes;            /* spill records no chain reaches */
     double   waste;                  /* waste_bytes / nudb.dat size */
     double   avg_fetch_reads;        /* bucket reads per fetch of a present key */
@@ -410,8 +427,12 @@ typedef struct tide_verify_report {
  * points at a data record of the entry's size whose key hashes to the
  * entry's hash, and no two entries point at one record; every spill pointer
  * points at a spill record of the full-bucket size; every data record in
- * nudb.dat is reached by exactly one entry. `r` gets the figures (filled as
- * far as the walk got when it fails).
+ * nudb.dat is reached by exactly one entry; every spill record in nudb.dat,
+ * reached or not, has the full-bucket size of this block size, as NuDB's
+ * verify demands (a rekey to another block size leaves the old ones, which
+ * then fail this: TIDE_ECORRUPT after a walk that is otherwise complete,
+ * with r->spill_records_foreign counting them). `r` gets the figures
+ * (filled as far as the walk got when it fails).
  *
  * Returns 0 when the store is sound; TIDE_ECORRUPT with the first problem in
  * tide_last_error() ("nudb.key: bucket 12 (offset 53248): entry 3 ...");

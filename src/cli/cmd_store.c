@@ -684,6 +684,8 @@ static int verify_json(const char *path, const tide_verify_report *r, int rc)
                         json_integer((json_int_t)r->spill_records_reachable));
     json_object_set_new(o, "spill_records_written",
                         json_integer((json_int_t)r->spill_records_written));
+    json_object_set_new(o, "spill_records_foreign",
+                        json_integer((json_int_t)r->spill_records_foreign));
     json_object_set_new(o, "waste_bytes", json_integer((json_int_t)r->waste_bytes));
     json_object_set_new(o, "waste", json_real(r->waste));
     json_object_set_new(o, "avg_fetch_reads", json_real(r->avg_fetch_reads));
@@ -696,13 +698,18 @@ static int verify_json(const char *path, const tide_verify_report *r, int rc)
     return CLI_OK;
 }
 
-static void verify_text(const char *path, const tide_verify_report *r)
+static void verify_text(const char *path, const tide_verify_report *r, int foreign)
 {
     char b1[32], b2[32], b3[32];
 
     printf("store            %s\n", path);
-    printf("verdict          sound: every entry reaches its record, every record is reached "
-           "once\n");
+    if (foreign)
+        printf("verdict          NOT SOUND for NuDB's verify: %llu spill records of another block "
+               "size (unreachable waste; every entry reaches its record, every record is reached "
+               "once)\n", (unsigned long long)r->spill_records_foreign);
+    else
+        printf("verdict          sound: every entry reaches its record, every record is reached "
+               "once\n");
     printf("keys             %llu\n", (unsigned long long)r->keys);
     printf("value bytes      %llu (%s)\n", (unsigned long long)r->value_bytes,
            human(r->value_bytes, b1, sizeof b1));
@@ -752,13 +759,14 @@ int cli_cmd_verify(int argc, char **argv)
     rc = tide_store_verify(path, NULL, &r);
     if (rc == 0) {
         if (json) return verify_json(path, &r, 0);
-        verify_text(path, &r);
+        verify_text(path, &r, 0);
         return CLI_OK;
     }
     /* A verdict of unsound is still a result: --json prints it. A store
      * that could not be checked at all (missing, busy, needing recovery)
      * gives no verdict, only the error. */
     if (json && rc == TIDE_ECORRUPT) verify_json(path, &r, rc);
+    else if (rc == TIDE_ECORRUPT && r.foreign_spills_only) verify_text(path, &r, 1);
     ret = cli_fail("verify", rc);
     return ret == CLI_USAGE ? CLI_FAIL : ret;
 }
@@ -1023,6 +1031,11 @@ int cli_cmd_rekey(int argc, char **argv)
     printf("passes         %u (walks of nudb.dat; buffer %s)\n", rep.passes,
            human(o.buffer_bytes, b1, sizeof b1));
     printf("spill records  %llu appended to nudb.dat\n", (unsigned long long)rep.spill_records);
+    if (rep.foreign_spill_records)
+        printf("old spills     %llu spill records of another block size stay in nudb.dat, "
+               "unreachable: Tide and NuDB read and write the store as before, but NuDB's verify "
+               "(and tide verify) reject it for them ('invalid size in spill'); only rewriting "
+               "nudb.dat would remove them\n", (unsigned long long)rep.foreign_spill_records);
     printf("nudb.key       %llu -> %llu bytes (%s)\n", (unsigned long long)rep.old_key_file_bytes,
            (unsigned long long)rep.new_key_file_bytes, human(rep.new_key_file_bytes, b2, sizeof b2));
     printf("nudb.dat       %llu -> %llu bytes (%s)\n",

@@ -176,6 +176,8 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
     if (rc == TIDE_ENOENT) {
         tide_err_clear();
         rc = caller_holds_lock ? 0 : remove_bucketless_key(io, dat_path, key_path, dir, rep);
+        if (rc == 0 && !caller_holds_lock)
+            rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
         goto out;
     }
     if (rc) goto out;
@@ -188,6 +190,8 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if ((rc = io->unlink(io, log_path)) != 0) goto out;
         if ((rc = io->sync_dir(io, dir)) != 0) goto out;
         if (!caller_holds_lock) rc = remove_bucketless_key(io, dat_path, key_path, dir, rep);
+        if (rc == 0 && !caller_holds_lock)
+            rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
         goto out;
     }
     if ((rc = io->read_at(log, lbuf, sizeof lbuf, 0)) != 0) goto out;
@@ -255,6 +259,8 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
     log = NULL;
     if ((rc = io->unlink(io, log_path)) != 0) goto out;
     rc = io->sync_dir(io, dir);
+    if (rc == 0 && !caller_holds_lock)
+        rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
 out:
     if (log) io->close(log);
     if (dat) io->close(dat);

@@ -16,15 +16,27 @@
  *   3. Write nudb.key.new: its header, then the buckets in ranges that fit
  *      in buffer_bytes, one walk of nudb.dat per range. A bucket that fills
  *      up spills (a full, sorted bucket appended to nudb.dat).
- *   4. Sync nudb.dat and nudb.key.new; empty the log and sync it. The store
- *      is now the old one plus unreachable spill records (waste, which
- *      NuDB's verify accepts too).
+ *   4. Sync nudb.dat and nudb.key.new. When spill records were appended,
+ *      write nudb.rekey (where they start and end) and sync it and the
+ *      directory. Empty the log and sync it. The durable store is now the
+ *      old one plus unreachable spill records of the NEW block size. That
+ *      is not a state to keep: NuDB's verify checks every spill record it
+ *      walks against the key file's bucket size (the spec: spill records
+ *      are full buckets) and rejects it, "invalid size in spill", and
+ *      Tide's verify agrees. (An earlier version of this comment said
+ *      NuDB's verify accepts it as waste: true only when the block size
+ *      does not change.) So nudb.rekey lets tide_rekey_repair, at the next
+ *      read-write open or recovery, cut them off again if a crash comes
+ *      before step 5.
  *   5. Rename nudb.key.new over nudb.key and sync the directory: the
- *      switch to the new store is that one atomic rename.
+ *      switch to the new store is that one atomic rename. Then remove
+ *      nudb.rekey and sync the directory.
  *
  * Invariants:
- *   1. At every instant the durable files are the old store (steps 1-4,
- *      possibly with waste) or the new one (after 5), never a mixture.
+ *   1. At every instant the durable files are the old store (steps 1-4;
+ *      in step 4 with the appended spill records and nudb.rekey, which the
+ *      next read-write open cuts off) or the new one (after 5), never a
+ *      mixture.
  *   2. The new key file follows docs/FORMAT.md: buckets sorted, every key in
  *      the bucket its hash names or its chain, spills full.
  *   3. Memory is the pass's buckets (about buffer_bytes) plus two 1 MiB
@@ -174,12 +186,132 @@ static int write_range(rekey *k)
     return rc;
 }
 
+typedef struct counts {
+    uint64_t records, foreign;
+    size_t full;                /* bucket bytes of the new block size */
+} counts;
+
 static int count_record(void *arg, uint64_t offset, const void *key, unsigned key_size,
                         const void *value, uint64_t len)
 {
     (void)offset; (void)key; (void)key_size; (void)value; (void)len;
-    (*(uint64_t *)arg)++;
+    ((counts *)arg)->records++;
     return 0;
+}
+
+static int count_spill(void *arg, uint64_t offset, uint64_t n)
+{
+    counts *c = arg;
+    (void)offset;
+    if (n != c->full) c->foreign++;
+    return 0;
+}
+
+/* ---- the window before the switch ----
+ *
+ * From the moment the log is emptied (step 4) until the rename is durable
+ * (step 5), nudb.dat holds the spill records this rekey appended, of the
+ * new block size, under the old key file. No chain reaches them, but NuDB's
+ * verify checks every spill record it walks against the key file's bucket
+ * size and rejects the store ("invalid size in spill"); so does Tide's. A
+ * crash in that window would leave that state for good. So, when spill
+ * records were appended, nudb.rekey records where they start and end, made
+ * durable before the log is emptied and removed after the switch, and
+ * tide_rekey_repair (at every read-write open, recovery and rekey) puts the
+ * old store back byte for byte when it finds the switch was not made.
+ */
+#define MARK_NAME "nudb.rekey"
+#define MARK_SIZE 26
+static const char mark_magic[8] = { 't', 'i', 'd', 'e', 'r', 'k', 'e', 'y' };
+
+static int write_mark(tide_io *io, const char *dir, uint64_t dat0, uint64_t dat_end, unsigned bs)
+{
+    uint8_t buf[MARK_SIZE];
+    tide_file *f = NULL;
+    char *path = tide_path_join(dir, MARK_NAME);
+    int rc;
+
+    if (path == NULL) return tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
+    memcpy(buf, mark_magic, 8);
+    tide_put64(buf + 8, dat0);
+    tide_put64(buf + 16, dat_end);
+    tide_put16(buf + 24, bs);
+    rc = io->open(io, path, TIDE_IO_CREATE, &f);
+    if (rc == 0) rc = io->truncate(f, 0);
+    if (rc == 0) rc = io->write_at(f, buf, sizeof buf, 0);
+    if (rc == 0) rc = io->sync(f);
+    if (f) io->close(f);
+    if (rc == 0) rc = io->sync_dir(io, dir);   /* the mark's name, and nudb.key.new's */
+    free(path);
+    return rc;
+}
+
+int tide_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes)
+{
+    char *mark = tide_path_join(dir, MARK_NAME), *knew = tide_path_join(dir, "nudb.key.new");
+    tide_file *f = NULL, *dat = NULL;
+    uint8_t buf[MARK_SIZE];
+    uint64_t size = 0, dat_size = 0;
+    int rc, have_new, valid = 0, dirty = 0;
+
+    if (cut_bytes) *cut_bytes = 0;
+    if (!mark || !knew) { rc = tide_err_set(TIDE_ENOMEM, "repair: out of memory"); goto out; }
+    have_new = io->stat(io, knew, NULL) == 0;
+    rc = io->open(io, mark, TIDE_IO_READ, &f);
+    if (rc == TIDE_ENOENT) {
+        /* No mark: a rekey stopped before it appended anything durable
+         * that the log does not cover; nudb.key.new is garbage. */
+        tide_err_clear();
+        rc = 0;
+        if (have_new && io->unlink(io, knew) == 0)
+            tide_log(TIDE_LOG_INFO, "%s: removed nudb.key.new left by an interrupted rekey", dir);
+        tide_err_clear();
+        goto out;
+    }
+    if (rc) goto out;
+    if ((rc = io->size(f, &size)) != 0) goto out;
+    if (size == MARK_SIZE && (rc = io->read_at(f, buf, sizeof buf, 0)) != 0) goto out;
+    valid = size == MARK_SIZE && memcmp(buf, mark_magic, 8) == 0;
+    io->close(f);
+    f = NULL;
+    if (valid && have_new) {
+        /* The switch was not made: the store is the old key file and the
+         * data file as it was at dat0, plus this rekey's spill records. */
+        uint64_t dat0 = tide_get64(buf + 8), dat_end = tide_get64(buf + 16);
+        if ((rc = io->open(io, dat_path, TIDE_IO_WRITE, &dat)) != 0) goto out;
+        if ((rc = io->size(dat, &dat_size)) != 0) goto out;
+        if (dat_size == dat_end && dat0 >= TIDE_DAT_HEADER_SIZE && dat0 < dat_end) {
+            if ((rc = io->truncate(dat, dat0)) != 0) goto out;
+            if ((rc = io->sync(dat)) != 0) goto out;
+            if (cut_bytes) *cut_bytes = dat_end - dat0;
+            tide_log(TIDE_LOG_INFO, "%s: an interrupted rekey had appended %llu bytes of spill "
+                     "records to nudb.dat; cut them off (the store is the old one)", dir,
+                     (unsigned long long)(dat_end - dat0));
+        } else if (dat_size != dat0) {
+            /* Written since (by NuDB, which knows nothing of the mark):
+             * the tail is no longer only ours to cut. */
+            tide_log(TIDE_LOG_WARN, "%s: an interrupted rekey left spill records in nudb.dat "
+                     "[%llu, %llu) of another block size, and the file has changed since (%llu "
+                     "bytes): they stay as waste, which NuDB's verify rejects ('invalid size in "
+                     "spill'); tide rekey rewrites the key file but cannot remove them", dir,
+                     (unsigned long long)dat0, (unsigned long long)dat_end,
+                     (unsigned long long)dat_size);
+        }
+    }
+    if (have_new) {
+        if ((rc = io->unlink(io, knew)) != 0 && rc != TIDE_ENOENT) goto out;
+        dirty = 1;
+    }
+    if ((rc = io->unlink(io, mark)) != 0 && rc != TIDE_ENOENT) goto out;
+    dirty = 1;
+    rc = 0;
+out:
+    if (rc == 0 && dirty) rc = io->sync_dir(io, dir);
+    if (f) io->close(f);
+    if (dat) io->close(dat);
+    free(mark);
+    free(knew);
+    return rc;
 }
 
 /* Could a rebuild from nudb.dat get past what made the open fail? Errors
@@ -308,7 +440,7 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     rekey k;
     char *new_path = NULL;
     uint64_t n = 0, dat0 = 0, per_pass;
-    int rc, armed = 0;
+    int rc, armed = 0, marked = 0, switched = 0;
 
     tide_err_clear();
     memset(&k, 0, sizeof k);
@@ -357,8 +489,22 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     if (!s->rebuild) report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
     report->dat_file_bytes_before = dat0;
 
-    /* 1. Count, and size the table as a rebuild does. */
-    if ((rc = tide_store_visit(dir, s->io, count_record, &n, NULL)) != 0) goto out;
+    /* 1. Count, and size the table as a rebuild does. Spill records of
+     * another size than the new table's stay in nudb.dat as waste that
+     * NuDB's verify rejects; the format has no way to drop them short of
+     * rewriting nudb.dat, so the operator is told before anything is
+     * written. */
+    {
+        counts c = { 0, 0, tide_fmt_bucket_bytes(k.cap) };
+        if ((rc = tide_store_walk(dir, s->io, count_record, count_spill, &c, NULL)) != 0) goto out;
+        n = c.records;
+        report->foreign_spill_records = c.foreign;
+        if (c.foreign)
+            tide_log(TIDE_LOG_WARN, "%s: nudb.dat holds %llu spill records of another block size "
+                     "than %u; they stay, unreachable, and NuDB's verify (and tide verify) will "
+                     "reject the store for them ('invalid size in spill'), though Tide and NuDB "
+                     "read and write it as before", dir, (unsigned long long)c.foreign, k.bs);
+    }
     {
         uint64_t units = (uint64_t)k.lf_raw * k.cap;   /* per bucket, in 1/65536 */
         k.buckets = (n * 65536 + units - 1) / units;
@@ -427,9 +573,13 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     if ((rc = dat_flush(&k)) != 0) goto out;
     if (o.progress) o.progress(o.progress_arg, k.progress_total, k.progress_total);
 
-    /* 4. Durable, then disarm: the old store plus waste. */
+    /* 4. Durable, marked when spills were appended, then disarmed. */
     if ((rc = s->io->sync(s->dat)) != 0) goto out;
     if ((rc = s->io->sync(k.knew)) != 0) goto out;
+    if (k.dat_base > dat0) {
+        if ((rc = write_mark(s->io, dir, dat0, k.dat_base, k.bs)) != 0) goto out;
+        marked = 1;
+    }
     if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
     if ((rc = s->io->sync(s->log)) != 0) goto out;
     armed = 0;
@@ -437,6 +587,14 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     /* 5. The switch. */
     if ((rc = s->io->rename(s->io, new_path, s->key_path)) != 0) goto out;
     if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
+    switched = 1;
+    if (marked) {
+        char *mark = tide_path_join(dir, MARK_NAME);
+        rc = mark ? s->io->unlink(s->io, mark) : tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
+        free(mark);
+        if (rc == 0) rc = s->io->sync_dir(s->io, dir);
+        if (rc) goto out;
+    }
     report->new_buckets = k.buckets;
     report->new_key_file_bytes = (k.buckets + 1) * (uint64_t)k.bs;
     report->dat_file_bytes_after = k.dat_base;
@@ -454,6 +612,13 @@ out:
         } else {
             __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
         }
+        tide_err_set(rc, "%s", msg);
+    } else if (rc && marked && !switched) {
+        /* Disarmed, not switched: put the old store back now (the mark
+         * lets the next open do it if this fails too). */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tide_last_error());
+        tide_rekey_repair(s->io, dir, s->dat_path, NULL);
         tide_err_set(rc, "%s", msg);
     }
     if (s) {

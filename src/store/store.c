@@ -591,14 +591,11 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
         if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
             goto out;
     }
-    if (!s->opts.read_only) {
-        /* A rekey interrupted before its rename leaves nudb.key.new; the
-         * store is the old one, and the partial file is garbage. */
-        char *stale = tide_path_join(dir, "nudb.key.new");
-        if (stale && s->io->stat(s->io, stale, NULL) == 0 && s->io->unlink(s->io, stale) == 0)
-            tide_log(TIDE_LOG_INFO, "%s: removed nudb.key.new left by an interrupted rekey", dir);
-        free(stale);
-    }
+    /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
+     * the store is the old one) and perhaps, past the log's reach, its
+     * spill records, which nudb.rekey says how to cut off. */
+    if (!s->opts.read_only && (rc = tide_rekey_repair(s->io, dir, s->dat_path, NULL)) != 0)
+        goto out;
     if ((rc = s->io->open(s->io, s->dat_path, flags, &s->dat)) != 0) goto out;
     rc = read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
     if (rc) goto out;

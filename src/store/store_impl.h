@@ -96,6 +96,13 @@ int tide_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void
 int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
 void tide_store_free(tide_store *s);
 
+/* After an interrupted rekey (rekey.c): with nudb.rekey present and
+ * nudb.key.new not yet renamed, cut nudb.dat back to its size before the
+ * rekey (when it still ends where the rekey left it; *cut_bytes gets the
+ * bytes cut) and remove both files; a nudb.key.new without a mark is just
+ * removed. Called with the store's exclusive lock held (open, recovery). */
+int tide_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes);
+
 /* tide_store_open, with the cheap check of the key file against the data
  * file (store.c: check_index) when `check` is set. Verify opens without it:
  * it checks every entry and record itself, and reports the first problem
