@@ -501,6 +501,10 @@ static int do_verify(run *r)
 
     tide_err_clear();
     rc = tide_store_verify(DIR, r->io, &vr);
+    /* A rekey to another block size leaves the old spill records, which
+     * verify reports as NuDB's does (invalid size in spill) though the
+     * store is otherwise sound: the model takes that as sound. */
+    if (rc == TIDE_ECORRUPT && vr.foreign_spills_only) rc = 0;
     if (check_rc(r, rc, "tide_store_verify", 0)) goto out;
     if (check_sound_rc(r, rc, "tide_store_verify", busy)) goto out;
     if (rc == 0) {
@@ -625,6 +629,7 @@ static int final_check(run *r)
     r->op_name = "final verify";
     tide_err_clear();
     rc = tide_store_verify(DIR, r->io, &vr);
+    if (rc == TIDE_ECORRUPT && vr.foreign_spills_only) rc = 0;   /* as in do_verify */
     RUN_CHECK(rc == 0, "verify after the script failed: %d (%s): %s", rc, tide_strerror(rc),
               tide_last_error());
     RUN_CHECK(vr.keys == model_keys(r), "verify after the script counts %llu keys, the model %llu",

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "io/io_sim.h"
+#include "store/format.h"
 #include "tide/store.h"
 #include "util/log.h"
 #include "helpers.h"
@@ -721,6 +722,64 @@ static void a_crash_state_tears_the_chosen_write_at_the_chosen_boundary(void **s
     free(img);
 }
 
+static void open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE(void **state)
+{
+    static const int flags[] = { TIDE_IO_READ, TIDE_IO_WRITE, TIDE_IO_CREATE,
+                                 TIDE_IO_CREATE | TIDE_IO_EXCL };
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    tide_file *f = NULL;
+    int is_dir = 1;
+
+    OK(tide_io_sim_put_special(sim, "d/fifo", "a FIFO"));
+    OK(tide_io_sim_mkdir(sim, "d/sub"));
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        int rc = io->open(io, "d/fifo", flags[i], &f);
+        int want = (flags[i] & TIDE_IO_EXCL) ? TIDE_EEXIST : TIDE_ENOTSTORE;
+        if (rc != want)
+            fail_msg("open of a FIFO with flags %d: expected %d (%s), got %d (%s): %s", flags[i],
+                     want, tide_strerror(want), rc, tide_strerror(rc), tide_last_error());
+        if (want == TIDE_ENOTSTORE) expect_message_has("is a FIFO, not a regular file", "FIFO open");
+        rc = io->open(io, "d/sub", flags[i], &f);
+        if (rc != TIDE_ENOTSTORE)
+            fail_msg("open of a directory with flags %d: expected TIDE_ENOTSTORE, got %d (%s): %s",
+                     flags[i], rc, tide_strerror(rc), tide_last_error());
+    }
+    OK(io->stat(io, "d/fifo", &is_dir));
+    if (is_dir) fail_msg("stat of a FIFO: expected a file, got a directory");
+    EXPECT(tide_io_sim_put_special(sim, "d/x", ""), TIDE_EINVAL);
+    OK(io->unlink(io, "d/fifo"));
+    EXPECT(io->stat(io, "d/fifo", NULL), TIDE_ENOENT);
+}
+
+static void crash_state_ns_keeps_any_subset_of_the_pending_unlinks(void **state)
+{
+    tide_io_sim *base = *state;
+    tide_io *io = tide_io_sim_io(base);
+    char desc[128];
+
+    OK(tide_io_sim_mkdir(base, "d"));
+    put_fill(base, "d/a", 'a', 10);
+    put_fill(base, "d/b", 'b', 10);
+    OK(io->unlink(io, "d/a"));
+    OK(io->unlink(io, "d/b"));
+    if (tide_io_sim_pending_ns_count(base) != 2) fail_msg("expected 2 pending namespace ops");
+    OK(tide_io_sim_pending_ns_op(base, 1, desc, sizeof desc));
+    if (strcmp(desc, "unlink d/b") != 0) fail_msg("pending op 1: expected 'unlink d/b', got '%s'", desc);
+    for (uint64_t m = 0; m < 4; m++) {
+        tide_io_sim *c = clone_of(base);
+        OK(tide_io_sim_crash_state_ns(c, 0, m));
+        if (exists(c, "d/a") != !(m & 1) || exists(c, "d/b") != !(m & 2))
+            fail_msg("mask %llu: expected a %s and b %s, got a %s, b %s", (unsigned long long)m,
+                     m & 1 ? "gone" : "kept", m & 2 ? "gone" : "kept",
+                     exists(c, "d/a") ? "kept" : "gone", exists(c, "d/b") ? "kept" : "gone");
+        tide_io_sim_destroy(c);
+    }
+    EXPECT(tide_io_sim_crash_state_ns(base, 0, 4), TIDE_EINVAL);
+    OK(io->sync_dir(io, "d"));
+    if (tide_io_sim_pending_ns_count(base) != 0) fail_msg("sync_dir left namespace ops pending");
+}
+
 static void a_clone_is_independent_of_its_original(void **state)
 {
     tide_io_sim *sim = *state;
@@ -1180,6 +1239,267 @@ static void store_create_fails_cleanly_at_every_call(void **state)
     print_message("create: %llu failure points\n", (unsigned long long)(n - 1));
 }
 
+static void the_store_refuses_a_fifo_as_any_of_its_three_files_and_writes_nothing(void **state)
+{
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log" };
+    tide_io_sim *base = *state;
+    tide_store *s = NULL;
+
+    store_create_on(base);
+    s = store_open_on(base, 1000, "the store before the FIFOs");
+    insert_items(s, 0, 100);
+    OK(tide_store_sync(s));
+    OK(tide_store_close(s));
+    for (size_t n = 0; n < 3; n++) {
+        tide_io_sim *sim = clone_of(base);
+        tide_io *io = tide_io_sim_io(sim);
+        char path[64], want[96];
+        tide_store_opts o;
+        tide_store_info info;
+        tide_recover_report rep;
+        uint64_t writes;
+        int rc;
+
+        snprintf(path, sizeof path, DB "/%s", names[n]);
+        snprintf(want, sizeof want, "%s: is a FIFO, not a regular file", path);
+        OK(tide_io_sim_put_special(sim, path, "a FIFO"));
+        writes = io->writes;
+        for (int ro = 0; ro < 2; ro++) {
+            tide_store_opts_init(&o);
+            o.io = io;
+            o.read_only = ro;
+            rc = tide_store_open(&s, DB, &o);
+            if (rc != TIDE_ENOTSTORE) {
+                if (rc == 0) tide_store_close(s);
+                fail_msg("%s open with a FIFO as %s: expected TIDE_ENOTSTORE, got %d (%s): %s",
+                         ro ? "read-only" : "read-write", names[n], rc, tide_strerror(rc),
+                         tide_last_error());
+            }
+            expect_message_has(want, names[n]);
+        }
+        rc = tide_store_inspect(DB, io, &info);
+        if (rc != TIDE_ENOTSTORE)
+            fail_msg("inspect with a FIFO as %s: expected TIDE_ENOTSTORE, got %d (%s): %s", names[n],
+                     rc, tide_strerror(rc), tide_last_error());
+        rc = tide_store_recover(DB, io, &rep);
+        if (n > 0 && rc != TIDE_ENOTSTORE)   /* with no log, recovery reads nudb.key and the log only */
+            fail_msg("recover with a FIFO as %s: expected TIDE_ENOTSTORE, got %d (%s): %s", names[n],
+                     rc, tide_strerror(rc), tide_last_error());
+        if (io->writes != writes)
+            fail_msg("with a FIFO as %s: expected no write, got %llu", names[n],
+                     (unsigned long long)(io->writes - writes));
+        tide_io_sim_destroy(sim);
+    }
+}
+
+/* ---- recovery of an interrupted key-file rebuild, crashed at every call ---- */
+
+/*
+ * The state a rebuild (NuDB's rekey) leaves when killed: nudb.dat with the
+ * spill records it appended past `dat_size`, a partial nudb.key (a header
+ * and two empty buckets), and a log whose key_file_size is 0. Recovery must
+ * end with nudb.dat cut back to `dat_size`, no nudb.key (rekey builds it
+ * again) and no nudb.log. *dat gets the image nudb.dat must end as.
+ */
+static void make_interrupted_rebuild(tide_io_sim *sim, uint8_t **dat, size_t *dat_len)
+{
+    tide_store_info in;
+    tide_log_header lh;
+    uint8_t lbuf[TIDE_LOG_HEADER_SIZE], *key, *grown;
+    size_t key_len;
+
+    make_base(sim);
+    OK(tide_store_inspect(DB, tide_io_sim_io(sim), &in));
+    *dat = image_of(sim, DB "/nudb.dat", dat_len, "the base's nudb.dat");
+    grown = malloc(*dat_len + 3 * 4102);
+    assert_non_null(grown);
+    memcpy(grown, *dat, *dat_len);
+    memset(grown + *dat_len, 0x5a, 3 * 4102);             /* the rebuild's spill records */
+    OK(tide_io_sim_put_file(sim, DB "/nudb.dat", grown, *dat_len + 3 * 4102));
+    free(grown);
+    key = image_of(sim, DB "/nudb.key", &key_len, "the base's nudb.key");
+    memset(key + in.block_size, 0, 2 * (size_t)in.block_size);
+    OK(tide_io_sim_put_file(sim, DB "/nudb.key", key, 3 * (size_t)in.block_size));
+    free(key);
+    memset(&lh, 0, sizeof lh);
+    lh.version = 2;
+    lh.uid = in.uid;
+    lh.appnum = in.appnum;
+    lh.key_size = (uint16_t)in.key_size;
+    lh.salt = in.salt;
+    lh.pepper = in.pepper;
+    lh.block_size = (uint16_t)in.block_size;
+    lh.key_file_size = 0;
+    lh.dat_file_size = *dat_len;
+    tide_fmt_encode_log_header(lbuf, &lh);
+    OK(tide_io_sim_put_file(sim, DB "/nudb.log", lbuf, sizeof lbuf));
+}
+
+/* tide rekey builds the missing key file from nudb.dat: every synced item
+ * is back and verify agrees. "" in why when so. */
+static void expect_rebuilt(tide_io_sim *sim, char *why, size_t cap)
+{
+    tide_rekey_opts ro;
+    tide_rekey_report rr;
+    tide_verify_report vr;
+    int rc;
+
+    tide_rekey_opts_init(&ro);
+    ro.io = tide_io_sim_io(sim);
+    rc = tide_store_rekey(DB, &ro, &rr);
+    if (rc != 0) {
+        snprintf(why, cap, "the rekey that rebuilds nudb.key failed: %d (%s): %s", rc,
+                 tide_strerror(rc), tide_last_error());
+        return;
+    }
+    rc = tide_store_verify(DB, tide_io_sim_io(sim), &vr);
+    if (rc != 0 || vr.keys != SYNCED)
+        snprintf(why, cap, "after the rebuild: verify %d (%s), %llu keys, expected 0 and %d: %s", rc,
+                 tide_strerror(rc), (unsigned long long)vr.keys, SYNCED, tide_last_error());
+}
+
+/* What a crash state must recover to; "" when it does, else what is wrong. */
+static void rebuild_outcome(tide_io_sim *sim, const uint8_t *dat, size_t dat_len, char *why,
+                            size_t cap)
+{
+    tide_recover_report rep;
+    uint8_t *now = NULL;
+    size_t len = 0;
+    int rc = tide_store_recover(DB, tide_io_sim_io(sim), &rep);
+
+    why[0] = '\0';
+    if (rc != 0) {
+        snprintf(why, cap, "the recovery after the crash failed: %d (%s): %s", rc,
+                 tide_strerror(rc), tide_last_error());
+        return;
+    }
+    if (exists(sim, DB "/nudb.key") && !exists(sim, DB "/nudb.log")) {
+        snprintf(why, cap, "nudb.key (the partial rebuild) survived while nudb.log is gone: the "
+                 "store is left with a key file that indexes nothing and nothing says so");
+        return;
+    }
+    if (exists(sim, DB "/nudb.key") || exists(sim, DB "/nudb.log")) {
+        snprintf(why, cap, "after a second recovery nudb.key %s and nudb.log %s remain",
+                 exists(sim, DB "/nudb.key") ? "does" : "does not",
+                 exists(sim, DB "/nudb.log") ? "does" : "does not");
+        return;
+    }
+    if (tide_io_sim_get_durable_file(sim, DB "/nudb.dat", (void **)&now, &len) != 0 ||
+        len != dat_len || memcmp(now, dat, dat_len) != 0) {
+        snprintf(why, cap, "nudb.dat is %zu bytes, expected the %zu it had before the rebuild",
+                 len, dat_len);
+        free(now);
+        return;
+    }
+    free(now);
+    expect_rebuilt(sim, why, cap);
+}
+
+static void a_recovered_rebuild_leaves_no_key_file_at_every_crash_point(void **state)
+{
+    tide_io_sim *base = *state;
+    uint8_t *dat = NULL;
+    size_t dat_len = 0;
+    uint64_t states = 0, points = 0;
+
+    make_interrupted_rebuild(base, &dat, &dat_len);
+    for (uint64_t n = 1;; n++) {
+        tide_io_sim *run = clone_of(base);
+        tide_recover_report rep;
+        uint64_t c0 = tide_io_sim_calls(run), nd, nn;
+        int done;
+
+        /* The power fails at the n-th call: it and every later call fail. */
+        OK(tide_io_sim_fail_at(run, n, TIDE_IO_SIM_EIO, 1));
+        (void)tide_store_recover(DB, tide_io_sim_io(run), &rep);
+        done = tide_io_sim_calls(run) - c0 < n;
+        OK(tide_io_sim_fail_at(run, 0, TIDE_IO_SIM_NONE, 0));
+        nd = tide_io_sim_pending_count(run);
+        nn = tide_io_sim_pending_ns_count(run);
+        if (nd > 10 || nn > 6) fail_msg("call %llu: %llu + %llu pending operations, more than this "
+                                        "test enumerates", (unsigned long long)n,
+                                        (unsigned long long)nd, (unsigned long long)nn);
+        points++;
+        for (uint64_t dm = 0; dm < (1ull << nd); dm++)
+            for (uint64_t nm = 0; nm < (1ull << nn); nm++) {
+                tide_io_sim *c = clone_of(run);
+                char why[300], ops[300] = "";
+                for (uint64_t k = 0; k < nn; k++) {
+                    char one[128];
+                    OK(tide_io_sim_pending_ns_op(run, k, one, sizeof one));
+                    snprintf(ops + strlen(ops), sizeof ops - strlen(ops), "%s%s%s", k ? ", " : "",
+                             (nm >> k) & 1 ? "kept " : "lost ", one);
+                }
+                OK(tide_io_sim_crash_state_ns(c, dm, nm));
+                rebuild_outcome(c, dat, dat_len, why, sizeof why);
+                tide_io_sim_destroy(c);
+                states++;
+                if (why[0]) {
+                    tide_io_sim_destroy(run);
+                    free(dat);
+                    fail_msg("power lost at call %llu of the recovery of an interrupted rebuild, "
+                             "data ops %#llx kept, namespace ops: %s: %s", (unsigned long long)n,
+                             (unsigned long long)dm, ops[0] ? ops : "none pending", why);
+                }
+            }
+        tide_io_sim_destroy(run);
+        if (done) break;
+    }
+    free(dat);
+    print_message("    interrupted rebuild: %llu crash points of its recovery, %llu crash states "
+                  "(every subset of the pending writes and of the pending namespace operations) "
+                  "recovered\n", (unsigned long long)points, (unsigned long long)states);
+}
+
+/*
+ * A rekey that rebuilds a missing key file, failing at its n-th call (and
+ * every call after: the power is gone), then a power loss: the next rekey
+ * must build the key file again, with every item. Before, a store whose
+ * key file was missing could not be rekeyed at all.
+ */
+static void a_rebuild_of_a_missing_key_file_crashed_at_any_call_is_finished_by_the_next_rekey(
+    void **state)
+{
+    tide_io_sim *base = *state;
+    uint64_t points = 0;
+
+    make_base(base);
+    OK(tide_io_sim_io(base)->unlink(tide_io_sim_io(base), DB "/nudb.key"));
+    OK(tide_io_sim_io(base)->sync_dir(tide_io_sim_io(base), DB));
+    for (uint64_t n = 1;; n++) {
+        tide_io_sim *run = clone_of(base);
+        tide_rekey_opts ro;
+        uint64_t c0 = tide_io_sim_calls(run);
+        char why[300] = "";
+        int done, rc;
+
+        tide_rekey_opts_init(&ro);
+        ro.io = tide_io_sim_io(run);
+        ro.block_size = 8192;
+        OK(tide_io_sim_fail_at(run, n, TIDE_IO_SIM_EIO, 1));
+        rc = tide_store_rekey(DB, &ro, NULL);
+        done = tide_io_sim_calls(run) - c0 < n;
+        if (done && rc != 0)
+            fail_msg("rebuild with no fault reached: expected 0, got %d (%s): %s", rc,
+                     tide_strerror(rc), tide_last_error());
+        OK(tide_io_sim_crash(run, g_seed + n));
+        if (!done || !exists(run, DB "/nudb.key")) expect_rebuilt(run, why, sizeof why);
+        else {
+            tide_verify_report vr;
+            rc = tide_store_verify(DB, tide_io_sim_io(run), &vr);
+            if (rc != 0 || vr.keys != SYNCED) snprintf(why, sizeof why, "verify %d, %llu keys", rc,
+                                                       (unsigned long long)vr.keys);
+        }
+        tide_io_sim_destroy(run);
+        points++;
+        if (why[0]) fail_msg("rebuild failing at call %llu, then a power loss (seed %llu): %s",
+                             (unsigned long long)n, (unsigned long long)(g_seed + n), why);
+        if (done) break;
+    }
+    print_message("    rebuild of a missing nudb.key: %llu failure points, each finished by the next "
+                  "rekey\n", (unsigned long long)points);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1205,6 +1525,8 @@ int main(void)
         T(a_full_disk_refuses_growth_until_capacity_is_raised),
         T(every_subset_of_three_pending_writes_is_a_distinct_crash_state),
         T(a_crash_state_tears_the_chosen_write_at_the_chosen_boundary),
+        T(open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE),
+        T(crash_state_ns_keeps_any_subset_of_the_pending_unlinks),
         T(a_clone_is_independent_of_its_original),
         T(locks_conflict_like_flock),
         T(counters_count_what_succeeded),
@@ -1214,6 +1536,9 @@ int main(void)
         T(a_crash_of_a_running_store_keeps_every_synced_item),
         T(every_crash_state_at_every_call_of_a_commit_recovers),
         T(the_store_makes_its_new_log_durable_before_a_commit_needs_it),
+        T(the_store_refuses_a_fifo_as_any_of_its_three_files_and_writes_nothing),
+        T(a_recovered_rebuild_leaves_no_key_file_at_every_crash_point),
+        T(a_rebuild_of_a_missing_key_file_crashed_at_any_call_is_finished_by_the_next_rekey),
     };
 
     g_seed = th_seed(DEFAULT_SEED);

@@ -13,8 +13,9 @@
  *     stay absent, and new inserts work and survive a reopen.
  *   - A buffer too small for the table takes many passes and gives the same
  *     store; a new load factor gives the bucket count it implies.
- *   - Bad input: block size 5000 falls back to 4096 with a warning; a load
- *     factor outside (0, 1] is TIDE_EINVAL with the files byte-identical;
+ *   - Bad input: a block size that is not a power of two from 4096 to
+ *     32768 (5000, 0, 65536, ...) and a load factor outside (0, 1] are
+ *     TIDE_EINVAL with the files byte-identical (a pending log included);
  *     a store another handle has open is TIDE_EBUSY with the files
  *     byte-identical.
  *   - The failure-point loop on the simulated file system: for n = 1, 2,
@@ -58,6 +59,7 @@
 
 #include "helpers.h"
 #include "io/io_sim.h"
+#include "store/format.h"
 #include "tide/store.h"
 #include "util/log.h"
 
@@ -262,17 +264,32 @@ static void check_items(const char *dir, tide_io *io, const items *it, const cha
     must(tide_store_close(s), ctx);
 }
 
-/* verify passes with `n` keys, block size `bs` and `buckets` buckets. */
+/*
+ * verify passes with `n` keys, block size `bs` and `buckets` buckets; or,
+ * when `foreign` > 0, finds exactly `foreign` spill records of another
+ * block size and nothing else wrong. A rekey to another block size cannot
+ * remove the spill records of the old one; NuDB's verify rejects a store
+ * that holds any (the spec: spill records are full buckets), and so must
+ * Tide's.
+ */
 static void check_verify(const char *dir, tide_io *io, uint64_t n, unsigned bs, uint64_t buckets,
-                         tide_verify_report *r, const char *what)
+                         uint64_t foreign, tide_verify_report *r, const char *what)
 {
     int rc;
 
     memset(r, 0, sizeof *r);
     rc = tide_store_verify(dir, io, r);
-    if (rc != 0)
+    if (foreign == 0 && rc != 0)
         fail_msg("%s: verify: expected 0 (sound), got %d (%s): %s", what, rc, tide_strerror(rc),
                  tide_last_error());
+    if (foreign > 0 && (rc != TIDE_ECORRUPT || !r->foreign_spills_only ||
+                        r->spill_records_foreign != foreign ||
+                        strstr(tide_last_error(), "invalid size in spill") == NULL))
+        fail_msg("%s: verify: expected TIDE_ECORRUPT for exactly %llu spill records of another "
+                 "block size ('invalid size in spill') and nothing else, got %d (%s), %llu such "
+                 "records, only those %d: %s", what, (unsigned long long)foreign, rc,
+                 tide_strerror(rc), (unsigned long long)r->spill_records_foreign,
+                 r->foreign_spills_only, tide_last_error());
     if (r->keys != n || r->data_records != n)
         fail_msg("%s: verify: expected %llu keys and data records, got %llu keys, %llu records",
                  what, (unsigned long long)n, (unsigned long long)r->keys,
@@ -316,6 +333,9 @@ static void check_inserts_after(const char *dir, items *it, unsigned bs, uint64_
     it->absent_from = it->n;
     memset(&r, 0, sizeof r);
     rc = tide_store_verify(dir, NULL, &r);
+    /* Spill records of an older block size stay, and only those may fail
+     * verify (check_verify counted them right after the rekey). */
+    if (rc == TIDE_ECORRUPT && r.foreign_spills_only) rc = 0;
     if (rc != 0 || r.keys != it->n || r.block_size != bs || r.buckets < buckets_at_least)
         fail_msg("%s: verify after %d new inserts: expected sound, %llu keys, block %u, at least "
                  "%llu buckets; got %d (%s), %llu keys, block %u, %llu buckets: %s", what,
@@ -459,7 +479,7 @@ static void rekey_and_check(const char *dir, const items *it, unsigned bs, doubl
         spills0 = spills_written(dir);
     }
     rekey_and_check_report(dir, &before, it->n, bs, lf, buffer, rep, what);
-    check_verify(dir, NULL, it->n, bs, rep->new_buckets, &r, what);
+    check_verify(dir, NULL, it->n, bs, rep->new_buckets, rep->foreign_spill_records, &r, what);
     if (r.spill_records_reachable != rep->spill_records ||
         r.spill_records_written != spills0 + rep->spill_records)
         fail_msg("%s: verify: expected the %llu spill records the rekey wrote to be reachable and "
@@ -655,6 +675,167 @@ static void rekey_of_an_empty_store_makes_one_empty_bucket(void **state)
     scratch_rmrf(dir);
 }
 
+/* ---- a key file missing, or left by an interrupted rebuild ---- */
+
+/* Rekey `dir` (a copy of fixture fx whose nudb.key is gone or unusable) to
+ * `bs` (0: the default) and check that it rebuilt the key file with every
+ * item, and that verify agrees. */
+static void rebuild_and_check(const char *dir, const th_fixture *fx, unsigned bs, const char *what)
+{
+    tide_rekey_opts o;
+    tide_rekey_report rep;
+    tide_verify_report r;
+    items it = items_of_fixture(fx);
+    int rc;
+
+    tide_rekey_opts_init(&o);
+    if (bs) o.block_size = bs;
+    rc = tide_store_rekey(dir, &o, &rep);
+    if (rc != 0)
+        fail_msg("%s: rekey: expected 0 (the key file built from nudb.dat), got %d (%s): %s", what,
+                 rc, tide_strerror(rc), tide_last_error());
+    if (!rep.key_rebuilt || rep.key_problem[0] == '\0' || rep.records != it.n)
+        fail_msg("%s: expected a rebuild of %llu records with its reason, got key_rebuilt %d, %llu "
+                 "records, '%s'", what, (unsigned long long)it.n, rep.key_rebuilt,
+                 (unsigned long long)rep.records, rep.key_problem);
+    check_verify(dir, NULL, it.n, o.block_size, rep.new_buckets, rep.foreign_spill_records, &r,
+                 what);
+    check_items(dir, NULL, &it, what);
+}
+
+static void write_rebuild_log(const char *dir, uint64_t dat_size)
+{
+    tide_store_info in;
+    tide_log_header lh = { 0 };
+    uint8_t buf[TIDE_LOG_HEADER_SIZE];
+    char p[4200];
+
+    /* The facts the log carries come from the fixture's key header, read
+     * before it is cut. */
+    must(tide_store_inspect(dir, NULL, &in), "inspect before the rebuild log");
+    lh.version = 2;
+    lh.uid = in.uid;
+    lh.appnum = in.appnum;
+    lh.key_size = (uint16_t)in.key_size;
+    lh.salt = in.salt;
+    lh.pepper = in.pepper;
+    lh.block_size = 8192;          /* the block size NuDB's rekey was building */
+    lh.key_file_size = 0;
+    lh.dat_file_size = dat_size;
+    tide_fmt_encode_log_header(buf, &lh);
+    if (th_write_file(th_path(p, sizeof p, dir, "nudb.log"), buf, sizeof buf) != 0)
+        fail_msg("cannot write %s", p);
+}
+
+/* nudb.key of `dir` becomes its first `len` bytes, zero-extended. */
+static void cut_key(const char *dir, size_t len)
+{
+    char p[4200];
+    uint8_t *buf = NULL, *img;
+    size_t have = 0;
+
+    if (th_read_file(th_path(p, sizeof p, dir, "nudb.key"), &buf, &have) != 0)
+        fail_msg("cannot read %s", p);
+    img = calloc(1, len ? len : 1);
+    assert_non_null(img);
+    memcpy(img, buf, have < len ? have : len);
+    if (th_write_file(p, img, len) != 0) fail_msg("cannot write %s", p);
+    free(buf);
+    free(img);
+}
+
+static void rekey_builds_a_missing_key_file_from_the_data_file(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < 3; f++) {
+        const th_fixture *fx = th_fixture_find(fixture_names[f]);
+        for (unsigned bs = 0; bs <= 8192; bs += 8192) {
+            char dir[4096], p[4200], what[160];
+            if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy %s", fx->name);
+            if (unlink(th_path(p, sizeof p, dir, "nudb.key")) != 0) fail_msg("unlink %s", p);
+            snprintf(what, sizeof what, "%s without nudb.key, rekeyed to %s", fx->name,
+                     bs ? "8192" : "the default 4096");
+            rebuild_and_check(dir, fx, bs, what);
+            scratch_rmrf(dir);
+        }
+    }
+}
+
+/*
+ * NuDB's rekey writes its log (key_file_size 0) and the new key file's
+ * header, then the buckets. Killed after the header, it leaves a key file
+ * of one header block; if its log is gone too (or was never written), the
+ * key file alone. Before: tide recover either deleted nudb.key and pointed
+ * to a rekey that then failed ("nudb.key is missing"), or said "nothing to
+ * recover" while every open called the file corrupt.
+ */
+static void a_key_file_left_by_a_killed_rebuild_is_removed_by_recover_and_built_by_rekey(
+    void **state)
+{
+    const th_fixture *fx = th_fixture_find("b4096-k32");
+    static const size_t cuts[] = { 4096, 4096 + 100, 50, 0 };
+
+    (void)state;
+    for (int with_log = 1; with_log >= 0; with_log--)
+        for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+            char dir[4096], p[4200], what[200];
+            tide_recover_report rep;
+            int rc;
+
+            if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy");
+            if (with_log) write_rebuild_log(dir, fx->dat_file_bytes);
+            cut_key(dir, cuts[c]);
+            snprintf(what, sizeof what, "a %zu-byte nudb.key %s", cuts[c],
+                     with_log ? "and NuDB's rebuild log" : "and no log");
+            rc = tide_store_recover(dir, NULL, &rep);
+            if (rc != 0) fail_msg("%s: recover: expected 0, got %d (%s): %s", what, rc,
+                                  tide_strerror(rc), tide_last_error());
+            if (with_log ? !rep.rebuild_interrupted : !(rep.key_removed && rep.key_removed_bytes == cuts[c]))
+                fail_msg("%s: recover: expected it to %s, got rebuild_interrupted %d, key_removed %d "
+                         "(%llu bytes)", what, with_log ? "see the interrupted rebuild" :
+                         "remove the bucketless key file", rep.rebuild_interrupted, rep.key_removed,
+                         (unsigned long long)rep.key_removed_bytes);
+            if (th_exists(th_path(p, sizeof p, dir, "nudb.key")))
+                fail_msg("%s: recover left nudb.key", what);
+            rebuild_and_check(dir, fx, 8192, what);
+            scratch_rmrf(dir);
+
+            /* The same state, rekeyed at once without a recover first. */
+            if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy");
+            if (with_log) write_rebuild_log(dir, fx->dat_file_bytes);
+            cut_key(dir, cuts[c]);
+            snprintf(what, sizeof what, "a %zu-byte nudb.key %s, rekeyed at once", cuts[c],
+                     with_log ? "and NuDB's rebuild log" : "and no log");
+            rebuild_and_check(dir, fx, 4096, what);
+            scratch_rmrf(dir);
+        }
+}
+
+static void rekey_rebuilds_a_key_file_that_open_refuses(void **state)
+{
+    static const struct { const char *fixture; long long delta; } cases[] = {
+        { "b4096-k32", 4096 * 3 },         /* grown by whole zero blocks */
+        { "b4096-k32", 100 },              /* grown by part of a block */
+        { "b4096-k32", -4096 * 5 },        /* cut by half its buckets */
+        { "b512-k32-spill", -300 },        /* a header and buckets, short */
+    };
+
+    (void)state;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const th_fixture *fx = th_fixture_find(cases[c].fixture);
+        char dir[4096], what[160];
+        tide_recover_report rep;
+
+        if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy");
+        cut_key(dir, (size_t)((long long)fx->key_file_bytes + cases[c].delta));
+        snprintf(what, sizeof what, "%s with nudb.key %+lld bytes", fx->name, cases[c].delta);
+        must(tide_store_recover(dir, NULL, &rep), what);
+        if (rep.key_removed) fail_msg("%s: recover removed a key file that holds buckets", what);
+        rebuild_and_check(dir, fx, 4096, what);
+        scratch_rmrf(dir);
+    }
+}
+
 /* ---- bad input ---- */
 
 static char g_log[4096];
@@ -668,42 +849,46 @@ static void capture_log(void *arg, int level, const char *line)
         snprintf(g_log + n, sizeof g_log - n, "%s\n", line);
 }
 
-static void an_invalid_block_size_falls_back_to_4096_with_a_warning(void **state)
+static void an_invalid_block_size_is_TIDE_EINVAL_and_changes_nothing(void **state)
 {
-    static const unsigned bad[] = { 5000, 0, 2048, 65536, 12288 };
-    const th_fixture *fx = th_fixture_find("b16384-k8");
+    /* Before, these fell back to 4096 with a warning and rewrote the key
+     * file: a typo (5000 for 8192) rekeyed the store. Create and the node's
+     * nudb_block_size keep that fall-back; rekey refuses. crash-b4096 has a
+     * pending log: not even the recovery may run. */
+    static const unsigned bad[] = { 5000, 0, 2048, 65536, 12288, 4095, 4097 };
 
     (void)state;
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        char dir[4096], what[128], want[32];
-        tide_rekey_opts o;
-        tide_rekey_report rep;
-        tide_verify_report r;
-        items it = items_of_fixture(fx);
-        int rc, level = tide_log_get_level();
+        static const char *const names[] = { "b16384-k8", "crash-b4096" };
+        for (size_t f = 0; f < 2; f++) {
+            char dir[4096], what[128], diff[512], path[4200];
+            tide_rekey_opts o;
+            tide_rekey_report rep;
+            th_snapshot sn;
+            int rc, level = tide_log_get_level();
 
-        if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0)
-            fail_msg("copy of fixture %s failed", fx->name);
-        snprintf(what, sizeof what, "%s rekeyed with block size %u", fx->name, bad[k]);
-        tide_rekey_opts_init(&o);
-        o.block_size = bad[k];
-        g_log[0] = '\0';
-        tide_log_set_level(TIDE_LOG_WARN);
-        tide_log_set_sink(capture_log, NULL);
-        rc = tide_store_rekey(dir, &o, &rep);
-        tide_log_set_sink(NULL, NULL);
-        tide_log_set_level(level);
-        must(rc, what);
-        snprintf(want, sizeof want, "'%u'", bad[k]);
-        if (strstr(g_log, want) == NULL || strstr(g_log, "using 4096") == NULL)
-            fail_msg("%s: expected a warning naming %s and 'using 4096', got '%s'", what, want,
-                     g_log);
-        if (rep.new_block_size != 4096)
-            fail_msg("%s: expected the report to say 4096, got %u", what, rep.new_block_size);
-        check_verify(dir, NULL, it.n, 4096, expected_buckets(it.n, 4096, fx->load_factor_raw), &r,
-                     what);
-        check_items(dir, NULL, &it, what);
-        scratch_rmrf(dir);
+            if (scratch_copy_fixture(names[f], dir, sizeof dir) != 0)
+                fail_msg("copy of fixture %s failed", names[f]);
+            if (snap_take(dir, &sn) != 0) fail_msg("snapshot failed");
+            snprintf(what, sizeof what, "%s rekeyed with block size %u", names[f], bad[k]);
+            tide_rekey_opts_init(&o);
+            o.block_size = bad[k];
+            g_log[0] = '\0';
+            tide_log_set_level(TIDE_LOG_WARN);
+            tide_log_set_sink(capture_log, NULL);
+            rc = tide_store_rekey(dir, &o, &rep);
+            tide_log_set_sink(NULL, NULL);
+            tide_log_set_level(level);
+            if (rc != TIDE_EINVAL || strstr(tide_last_error(), "4096, 8192, 16384 or 32768") == NULL)
+                fail_msg("%s: expected TIDE_EINVAL naming the valid sizes, got %d (%s): '%s'", what,
+                         rc, tide_strerror(rc), tide_last_error());
+            if (th_snapshot_diff(dir, &sn, diff, sizeof diff) != 0)
+                fail_msg("%s: expected the files byte-identical, got: %s", what, diff);
+            if (th_exists(th_path(path, sizeof path, dir, "nudb.key.new")))
+                fail_msg("%s: expected no nudb.key.new, got one", what);
+            snap_free(&sn);
+            scratch_rmrf(dir);
+        }
     }
 }
 
@@ -851,6 +1036,7 @@ typedef struct old_new {
     items it;
     unsigned old_bs, new_bs;
     uint64_t old_buckets, new_buckets;
+    uint64_t new_foreign;     /* old-size spill records the new store keeps */
     image old, ref;           /* before; after a completed rekey */
     uint64_t saw_old, saw_old_waste, saw_new;
 } old_new;
@@ -906,13 +1092,20 @@ static void check_old_or_new(old_new *on, tide_io_sim *sim, const char *what)
                  dl == on->ref.dat_len ? " (new size)" : "");
     }
     image_free(&now);
+    /* The old key file with this rekey's spill records (of the new block
+     * size) is a store NuDB's verify rejects; the read-write open above
+     * must have cut them off again (nudb.rekey, rekey.c). */
+    if (is_old_waste && !is_new && on->ref.dat_len != on->old.dat_len)
+        fail_msg("%s: expected the old store or the new one; got the old key file with the "
+                 "rekey's spill records left in nudb.dat (%zu bytes, not %zu): NuDB's verify "
+                 "rejects that ('invalid size in spill')", what, on->ref.dat_len, on->old.dat_len);
     if (is_new) on->saw_new++;
     else on->saw_old++;
     if (is_old_waste && !is_new) on->saw_old_waste++;
 
     snprintf(ctx, sizeof ctx, "%s (%s store)", what, is_new ? "new" : "old");
     check_verify(on->dir, io, on->it.n, is_new ? on->new_bs : on->old_bs,
-                 is_new ? on->new_buckets : on->old_buckets, &r, ctx);
+                 is_new ? on->new_buckets : on->old_buckets, is_new ? on->new_foreign : 0, &r, ctx);
     check_items(on->dir, io, &on->it, ctx);
 }
 
@@ -1049,6 +1242,7 @@ static void failure_loop(tide_io_sim *base, const char *label, const items *it, 
     image_read(ref, DB, &on.ref, label);
     on.new_bs = bs;
     on.new_buckets = rep.new_buckets;
+    on.new_foreign = rep.foreign_spill_records;
     if (rep.passes < 2)
         fail_msg("%s: the loop wants a many-pass rekey; expected at least 2 passes, got %u", label,
                  rep.passes);
@@ -1128,6 +1322,86 @@ static void failure_loop(tide_io_sim *base, const char *label, const items *it, 
                  (unsigned long long)on.saw_old, (unsigned long long)on.saw_new);
     image_free(&on.old);
     image_free(&on.ref);
+}
+
+/*
+ * The state a rekey leaves when stopped just before its final rename: its
+ * log emptied, nudb.key.new complete, and nudb.dat holding the spill
+ * records it appended, of the NEW block size, under the OLD key file. The
+ * spec says NuDB's verify checks that spill records have the full-bucket
+ * size; NuDB's verify walks every spill record, and rejects this store
+ * ("invalid size in spill"). Tide's verify used to call it sound (rekey.c
+ * said the waste was acceptable to NuDB). Now: Tide's verify rejects it
+ * too, and the next read-write open or recovery cuts the records off again
+ * (nudb.rekey says where), giving back the old store byte for byte.
+ */
+static void a_rekey_stopped_before_its_rename_is_rejected_by_verify_and_undone_by_recovery(
+    void **state)
+{
+    tide_io_sim *base = sim_create();
+    image old, now;
+    uint64_t n;
+
+    (void)state;
+    sim_put_fixture(base, "b512-k32-spill");
+    image_read(base, DB, &old, "the fixture");
+    for (n = 1;; n++) {
+        tide_io_sim *sim = clone_of(base);
+        tide_io *io = tide_io_sim_io(sim);
+        tide_rekey_opts o;
+        tide_rekey_report rep;
+        tide_verify_report vr;
+        tide_recover_report rr;
+        tide_io_sim_file_stats lst;
+        uint64_t c0 = tide_io_sim_calls(sim);
+        int rc, stopped;
+
+        tide_rekey_opts_init(&o);
+        o.io = io;
+        o.block_size = 4096;
+        must(tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_EIO, 1), "arm");
+        rc = tide_store_rekey(DB, &o, &rep);
+        if (tide_io_sim_calls(sim) - c0 < n) fail_msg("the rekey never stopped before its rename");
+        must(tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0), "disarm");
+        stopped = rc != 0 && io->stat(io, DB "/nudb.key.new", NULL) == 0 &&
+                  io->stat(io, DB "/nudb.rekey", NULL) == 0 &&
+                  tide_io_sim_file_stats_get(sim, DB "/nudb.log", &lst) == 0 && lst.size == 0;
+        if (!stopped) { sim_destroy(sim); continue; }
+
+        image_read(sim, DB, &now, "stopped before the rename");
+        if (!same(now.key, now.key_len, old.key, old.key_len) || now.dat_len <= old.dat_len)
+            fail_msg("stopped at call %llu: expected the old nudb.key and a longer nudb.dat, got "
+                     "nudb.key %zu bytes, nudb.dat %zu", (unsigned long long)n, now.key_len,
+                     now.dat_len);
+        memset(&vr, 0, sizeof vr);
+        rc = tide_store_verify(DB, io, &vr);
+        if (rc != TIDE_ECORRUPT || !vr.foreign_spills_only || vr.spill_records_foreign == 0 ||
+            strstr(tide_last_error(), "invalid size in spill") == NULL)
+            fail_msg("stopped at call %llu: verify: expected TIDE_ECORRUPT for the rekey's spill "
+                     "records of block size 4096 alone, as NuDB's verify says ('invalid size in "
+                     "spill'), got %d (%s), %llu foreign: %s", (unsigned long long)n, rc,
+                     tide_strerror(rc), (unsigned long long)vr.spill_records_foreign,
+                     tide_last_error());
+        image_free(&now);
+        must(tide_store_recover(DB, io, &rr), "recover of the stopped rekey");
+        if (rr.rekey_cut_bytes == 0) fail_msg("recover: expected it to cut the rekey's spill records");
+        image_read(sim, DB, &now, "after recover");
+        if (!same(now.key, now.key_len, old.key, old.key_len) ||
+            !same(now.dat, now.dat_len, old.dat, old.dat_len))
+            fail_msg("after recover: expected the old store byte for byte, got nudb.key %zu bytes, "
+                     "nudb.dat %zu (old: %zu, %zu)", now.key_len, now.dat_len, old.key_len,
+                     old.dat_len);
+        if (io->stat(io, DB "/nudb.key.new", NULL) == 0 || io->stat(io, DB "/nudb.rekey", NULL) == 0)
+            fail_msg("after recover: expected no nudb.key.new and no nudb.rekey");
+        must(tide_store_verify(DB, io, &vr), "verify of the old store given back");
+        image_free(&now);
+        sim_destroy(sim);
+        break;
+    }
+    image_free(&old);
+    print_message("a rekey stopped before its rename (call %llu): verify rejects it, recovery gives "
+                  "the old store back\n", (unsigned long long)n);
+    sim_destroy(base);
 }
 
 static void a_rekey_failing_at_any_call_leaves_the_old_store_or_the_new_one(void **state)
@@ -1258,6 +1532,7 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
         clean_ms = th_now_ms() - t;
     }
     on.new_buckets = rep.new_buckets;
+    on.new_foreign = rep.foreign_spill_records;
     image_read(NULL, refdir, &on.ref, "the reference rekey");
     print_message("kill -9: a store of %d items, nudb.dat %llu bytes; a rekey to %u takes %u "
                   "passes and %.0f ms (TIDE_TEST_SEED=%llu)\n", KILL_ITEMS,
@@ -1355,7 +1630,11 @@ int main(void)
         T(a_small_buffer_takes_many_passes_and_gives_the_same_store),
         T(a_new_load_factor_gives_the_bucket_count_it_implies_and_verifies),
         T(rekey_of_an_empty_store_makes_one_empty_bucket),
-        T(an_invalid_block_size_falls_back_to_4096_with_a_warning),
+        T(an_invalid_block_size_is_TIDE_EINVAL_and_changes_nothing),
+        T(rekey_builds_a_missing_key_file_from_the_data_file),
+        T(a_key_file_left_by_a_killed_rebuild_is_removed_by_recover_and_built_by_rekey),
+        T(rekey_rebuilds_a_key_file_that_open_refuses),
+        T(a_rekey_stopped_before_its_rename_is_rejected_by_verify_and_undone_by_recovery),
         T(a_load_factor_outside_0_to_1_is_TIDE_EINVAL_and_changes_nothing),
         T(a_load_factor_of_nan_is_TIDE_EINVAL_and_changes_nothing),
         T(rekey_of_a_store_open_elsewhere_is_TIDE_EBUSY_and_changes_nothing),

@@ -93,8 +93,20 @@ typedef struct tide_store_opts {
     int      read_only;          /* default 0. A read-only handle takes a
                                     shared lock, never recovers or writes,
                                     and fails with TIDE_EBUSY while a
-                                    writer has the store open or a log
-                                    needs recovery. */
+                                    writer has the store open or nudb.log
+                                    holds an unfinished commit (a crash's,
+                                    or a live NuDB writer's: it cannot
+                                    tell, so it leaves it alone). */
+    int      ignore_holders;     /* default 0: a read-write open refuses
+                                    with TIDE_EBUSY while another process
+                                    has nudb.dat, nudb.key or nudb.log open
+                                    (tide_store_holders), naming it: NuDB
+                                    takes no lock, and recovering or
+                                    committing beside a live NuDB writer
+                                    destroys its commits. 1: skip that
+                                    check (the operator's --force, when the
+                                    holder only reads). The flock of Tide's
+                                    own handles is never skipped. */
     struct tide_io *io;          /* NULL (default): the POSIX file system */
 } tide_store_opts;
 
@@ -102,19 +114,30 @@ void tide_store_opts_init(tide_store_opts *o);
 
 /*
  * Open the store in `dir`. Validates every header (type, version, uid,
- * appnum and key size agreement, pepper, block size, file sizes); when
- * nudb.log holds an interrupted commit, runs recovery first. Opens any valid
+ * appnum and key size agreement, pepper, block size, file sizes) and that
+ * the key file indexes the data file at its size (a few buckets' entries
+ * sit where their hashes say, and nudb.dat's first records are found: a
+ * key file grown or cut by whole blocks is TIDE_ECORRUPT, the message
+ * naming the size found and, when it can be told, the size expected; see
+ * docs/FORMAT.md); when nudb.log holds an interrupted commit, runs
+ * recovery first (and checks after it). Opens any valid
  * NuDB version 2 store, whatever its block size, key size or load factor.
  * Locks nudb.key (flock) before it looks at the log: exclusive for a
  * read-write handle, shared for a read-only one, so a writer excludes every
  * other handle and readers exclude writers. A conflicting handle in any
- * process gives TIDE_EBUSY.
+ * process gives TIDE_EBUSY. A read-write open also refuses, with
+ * TIDE_EBUSY naming the process, while any other process has one of the
+ * store's files open, locked or not (unless opts.ignore_holders); this is
+ * checked after the lock and before nudb.log is looked at, so a live NuDB
+ * writer's commit is never "recovered". A read-only open never recovers:
+ * it fails with TIDE_EBUSY when nudb.log holds an unfinished commit.
  *
  * On success *out owns the store until tide_store_close(). `opts` may be
  * NULL for the defaults. Errors: TIDE_ENOENT (no store there), TIDE_ENOTSTORE,
  * TIDE_EVERSION, TIDE_EMISMATCH, TIDE_EHASH, TIDE_ECORRUPT, TIDE_EBUSY,
- * TIDE_EIO, TIDE_ENOMEM. Cost: three header reads, a recovery when needed,
- * one thread started (read-write only).
+ * TIDE_EIO, TIDE_ENOMEM. Cost: three header reads, the index check (3 + up
+ * to 32 bucket reads and one read of at most 64 KiB of nudb.dat), a
+ * recovery when needed, one thread started (read-write only).
  */
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts);
 
@@ -227,6 +250,33 @@ typedef struct tide_visit_stats {
 int tide_store_visit(const char *dir, struct tide_io *io, tide_visit_fn fn,
                      void *arg, tide_visit_stats *stats);
 
+/* ---- other processes ---- */
+
+typedef struct tide_store_holder {
+    int  pid;
+    char comm[32];       /* the process's name (Linux: /proc/PID/comm), or "?" */
+    char file[16];       /* "nudb.dat", "nudb.key" or "nudb.log": one it has open */
+} tide_store_holder;
+
+/*
+ * The other processes (not the caller's) that have nudb.dat, nudb.key or
+ * nudb.log of the store in `dir` open, by any name (matched by device and
+ * inode): up to min(cap, 16) of them into `out`, their number in *count.
+ * Locks play no part: this sees NuDB, which takes none, and any reader
+ * (a backup, a `tide get`) as well as a writer. Processes the caller may
+ * not look into are not seen: as a user other than root, only that user's
+ * own. With an `io` that cannot tell (a test's), none.
+ * Returns 0, or TIDE_EIO when /proc cannot be read, TIDE_ENOMEM.
+ * Thread safety: any thread. Cost: one stat per open descriptor of every
+ * visible process (/proc/PID/fd/N); about 1 ms per 1000 descriptors.
+ *
+ * tide_store_open (read-write), tide_store_recover and tide_store_rekey
+ * call it themselves and refuse with TIDE_EBUSY naming the first holder;
+ * a node needs nothing more than tide_store_open's default.
+ */
+int tide_store_holders(const char *dir, struct tide_io *io, tide_store_holder *out, size_t cap,
+                       size_t *count);
+
 /* ---- recovery ---- */
 
 typedef struct tide_recover_report {
@@ -236,6 +286,14 @@ typedef struct tide_recover_report {
     uint64_t buckets_restored;
     uint64_t dat_truncated_from, dat_truncated_to;
     uint64_t key_truncated_from, key_truncated_to;
+    int      key_removed;        /* no commit to undo, but nudb.key held no
+                                    complete bucket (a rebuild killed after
+                                    writing its header): removed, so that
+                                    tide_store_rekey builds it again */
+    uint64_t key_removed_bytes;  /* its size */
+    uint64_t rekey_cut_bytes;    /* spill records a rekey stopped before its
+                                    switch had left in nudb.dat (nudb.rekey
+                                    says where), cut off: 0 when none */
 } tide_recover_report;
 
 /*
@@ -244,23 +302,41 @@ typedef struct tide_recover_report {
  * sizes the log recorded, sync both, delete the log. A no-op (returning 0)
  * when there is no log or it is empty. `report` may be NULL. Takes the
  * store's exclusive lock first: TIDE_EBUSY (and nothing touched) while any
- * other handle has the store open. Errors: TIDE_EMISMATCH when the log
+ * other handle has the store open; then TIDE_EBUSY, naming the process,
+ * while any other process has one of the store's files open
+ * (tide_store_holders): a log is a crash's only when nobody is writing, and
+ * NuDB takes no lock to say so. With no commit to undo, a nudb.key of this
+ * store that holds no complete bucket (shorter than a header block and one
+ * bucket: what a rebuild killed early leaves; no committed store is that
+ * small) is removed, as the log of an interrupted rebuild would have it
+ * (report->key_removed). Errors: TIDE_EMISMATCH when the log
  * belongs to another store, TIDE_EIO, TIDE_ENOSPC (the log is kept so that
  * recovery can run again).
  */
 int tide_store_recover(const char *dir, struct tide_io *io, tide_recover_report *report);
+
+/* tide_store_recover with flags: TIDE_RECOVER_FORCE skips the check of
+ * other processes (never the lock). */
+#define TIDE_RECOVER_FORCE 1u
+int tide_store_recover_ex(const char *dir, struct tide_io *io, unsigned flags,
+                          tide_recover_report *report);
 
 /* ---- rekey ---- */
 
 typedef void (*tide_progress_fn)(void *arg, uint64_t done, uint64_t total);
 
 typedef struct tide_rekey_opts {
-    unsigned block_size;      /* the new block size; invalid values fall back
-                                 to 4096 with a warning, as for create */
+    unsigned block_size;      /* the new block size: a power of two from 4096
+                                 to 32768 (default 4096). Anything else is
+                                 TIDE_EINVAL with nothing changed: unlike
+                                 create, rekey does not fall back, so a typo
+                                 cannot rewrite a store */
     double   load_factor;     /* 0 (default): keep the store's */
     size_t   buffer_bytes;    /* memory for buckets in one pass; default
                                  64 MiB, at least one block's worth */
     struct tide_io *io;       /* NULL: the POSIX file system */
+    int      ignore_holders;  /* 1: do not refuse while another process has
+                                 the store's files open (see tide_store_opts) */
     tide_progress_fn progress;/* NULL, or called after each MiB of nudb.dat
                                  a pass reads: done/total over all passes */
     void    *progress_arg;
@@ -274,8 +350,16 @@ typedef struct tide_rekey_report {
     uint64_t old_buckets, new_buckets;
     unsigned passes;                   /* walks of nudb.dat */
     uint64_t spill_records;            /* written for the new key file */
+    uint64_t foreign_spill_records;    /* already in nudb.dat and not of the new
+                                          block size's full-bucket size (from
+                                          an older block size): they stay, as
+                                          unreachable waste that NuDB's verify
+                                          (and tide verify) rejects */
     uint64_t old_key_file_bytes, new_key_file_bytes;
     uint64_t dat_file_bytes_before, dat_file_bytes_after;
+    int      key_rebuilt;              /* nudb.key was missing or unusable and
+                                          was built from nudb.dat alone */
+    char     key_problem[256];         /* then: why open refused it */
 } tide_rekey_report;
 
 /*
@@ -286,10 +370,25 @@ typedef struct tide_rekey_report {
  * nudb.dat that each index the buckets `buffer_bytes` can hold, appends the
  * spill records it needs to nudb.dat, syncs, and renames it over nudb.key.
  *
+ * A key file that is missing, or that open refuses for its contents
+ * (TIDE_ECORRUPT, TIDE_ENOTSTORE, TIDE_EVERSION, TIDE_EHASH,
+ * TIDE_EMISMATCH: grown, cut, no complete bucket, another store's), is
+ * built from nudb.dat alone (report->key_rebuilt, and key_problem says why):
+ * after the recovery an open would run, uid, appnum and key size come from
+ * nudb.dat's header; the salt and load factor from the old header when it
+ * is this store's, else a new salt and 0.5; the block size from opts (4096
+ * by default). Its log carries key_file_size 0, so a crash during it cuts
+ * nudb.dat back and removes the unusable key file. A nudb.dat that is not
+ * sound, a non-regular nudb.key, a busy store are errors as for open.
+ *
  * Safe to interrupt anywhere: until the rename is durable, a crash leaves
  * the old store (recovery at the next open truncates the spill records
- * appended so far, and open removes a stale nudb.key.new); after it, the
- * new one. `report` may be NULL. Errors: those of open, TIDE_EINVAL,
+ * appended so far, through the log or, once the log is emptied, through
+ * nudb.rekey, and removes a stale nudb.key.new); after it, the new one.
+ * Spill records of the old block size stay in nudb.dat
+ * (report->foreign_spill_records): Tide and NuDB read and write the store
+ * as before, but NuDB's verify, and tide_store_verify, reject it for them. `report` may be NULL. Errors: those of open, TIDE_EINVAL (a bad
+ * block size or load factor, found before anything is opened),
  * TIDE_EIO, TIDE_ENOSPC: the store is then the old one, or, when the error
  * came after the rename (syncing the directory, closing), already the new
  * one; never a mixture.
@@ -309,6 +408,12 @@ typedef struct tide_verify_report {
     double   load;                   /* keys / (buckets * capacity) */
     uint64_t spill_records_reachable;
     uint64_t spill_records_written;  /* in nudb.dat, reachable or not */
+    uint64_t spill_records_foreign;  /* not of this block size's full-bucket
+                                        size (all unreachable waste): NuDB's
+                                        verify rejects a store with any */
+    int      foreign_spills_only;    /* TIDE_ECORRUPT for those alone: every
+                                        other check passed and every figure
+                                        is complete */
     uint64_t waste_bytes;            /* spill records no chain reaches */
     double   waste;                  /* waste_bytes / nudb.dat size */
     double   avg_fetch_reads;        /* bucket reads per fetch of a present key */
@@ -322,8 +427,12 @@ typedef struct tide_verify_report {
  * points at a data record of the entry's size whose key hashes to the
  * entry's hash, and no two entries point at one record; every spill pointer
  * points at a spill record of the full-bucket size; every data record in
- * nudb.dat is reached by exactly one entry. `r` gets the figures (filled as
- * far as the walk got when it fails).
+ * nudb.dat is reached by exactly one entry; every spill record in nudb.dat,
+ * reached or not, has the full-bucket size of this block size, as NuDB's
+ * verify demands (a rekey to another block size leaves the old ones, which
+ * then fail this: TIDE_ECORRUPT after a walk that is otherwise complete,
+ * with r->spill_records_foreign counting them). `r` gets the figures
+ * (filled as far as the walk got when it fails).
  *
  * Returns 0 when the store is sound; TIDE_ECORRUPT with the first problem in
  * tide_last_error() ("nudb.key: bucket 12 (offset 53248): entry 3 ...");

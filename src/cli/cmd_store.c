@@ -14,17 +14,22 @@
  *           stdin, so a wrong key fails before the value is read; then
  *           open read-write (which recovers an interrupted commit), insert,
  *           sync, close. The library's lock refuses it (TIDE_EBUSY) while
- *           another process, a node say, has the store open.
- *   get     open read-only (a shared lock). When that is refused because a
- *           crash left nudb.log to recover, get opens read-write, which
- *           recovers, and says so. A writer elsewhere gives TIDE_EBUSY.
+ *           another Tide process, a node say, has the store open, and its
+ *           holders check while any other process (NuDB, which locks
+ *           nothing) has one of the files open, unless --force.
+ *   get     open read-only (a shared lock). It never recovers: when
+ *           nudb.log holds an unfinished commit (a crash's, or a live NuDB
+ *           writer's, which no lock reveals) it says so and exits 1 having
+ *           written nothing. A Tide writer elsewhere gives TIDE_EBUSY.
  *   visit   tide_store_visit: reads nudb.dat only.
  *   verify  tide_store_verify: a read-only open (a shared lock), one pass
  *           over nudb.key and one over nudb.dat; prints the figures, or the
  *           first problem with its file and offset.
- *   recover a probe of the lock on nudb.key (flock, non-blocking) so that
- *           the log of a live commit is never touched, a look at the size of
- *           nudb.log, then tide_store_recover; says what it did in words.
+ *   recover a probe of the lock on nudb.key (flock, non-blocking) and of
+ *           the processes that have the store's files open (any, NuDB's
+ *           included; skipped with --force), so that the log of a live
+ *           commit is never touched, a look at the size of nudb.log, then
+ *           tide_store_recover_ex; says what it did in words.
  *   rekey   tide_store_inspect, tide_store_recover when nudb.log holds an
  *           interrupted commit (so the size of nudb.dat, which the progress
  *           line divides into passes, is the one the rekey will read), then
@@ -97,6 +102,39 @@ static int check_key_size(const char *verb, const char *hex, size_t len, unsigne
 static const char *human(uint64_t bytes, char *buf, size_t cap)
 {
     return tide_size_format(bytes, buf, cap);
+}
+
+/*
+ * Before a verb writes (put, recover, rekey): refuse while another process
+ * has one of the store's files open, naming up to three of them, unless
+ * --force. The library checks again at its open (closing the window); this
+ * copy is for the message, which lists the processes and the way out.
+ * Returns CLI_OK or CLI_FAIL (printed).
+ */
+static int refuse_holders(const char *verb, const char *path, int force, const char *doing)
+{
+    tide_store_holder h[3];
+    size_t n = 0;
+    char list[400] = "";
+    int rc;
+
+    if (force) return CLI_OK;
+    rc = tide_store_holders(path, NULL, h, 3, &n);
+    if (rc) return cli_fail(verb, rc);
+    if (n == 0) return CLI_OK;
+    for (size_t i = 0; i < n && i < 3; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s is open in process %d (%s)",
+                 i ? ", " : "", h[i].file, h[i].pid, h[i].comm);
+    }
+    if (n > 3) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, " and %zu more", n - 3);
+    }
+    return cli_error(verb, "%s: store is busy: %s. A process that has the store's files open may "
+                     "be writing them (NuDB takes no lock), and %s now could undo its commits; "
+                     "nothing was changed. Stop it first, or pass --force if it only reads the "
+                     "store.", path, list, doing);
 }
 
 /* ---- create ---- */
@@ -286,8 +324,8 @@ int cli_cmd_info(int argc, char **argv)
         printf("nudb.log      %llu bytes (%s)\n", (unsigned long long)in.log_file_bytes,
                human(in.log_file_bytes, b3, sizeof b3));
     if (in.needs_recovery)
-        printf("recovery      PENDING: nudb.log holds an interrupted commit; the next read-write "
-               "open (tide put, the node) undoes it\n");
+        printf("recovery      PENDING: nudb.log holds an unfinished commit (a crash's, or a live "
+               "writer's); run 'tide recover' when no process writes the store\n");
     else
         printf("recovery      not needed\n");
     return CLI_OK;
@@ -329,20 +367,23 @@ static int read_stdin(unsigned char **out, size_t *len)
 int cli_cmd_put(int argc, char **argv)
 {
     static const struct option opts[] = {
+        { "force", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     static unsigned char key[KEY_MAX];
+    tide_store_opts so;
     tide_store_info in;
     tide_store *s = NULL;
     unsigned char *value = NULL;
     const char *path, *hex;
     size_t klen, vlen;
-    int c, rc, ret;
+    int c, rc, ret, force = 0;
 
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
+        case 'f': force = 1; break;
         case 'h': cli_help("put", stdout); return CLI_OK;
         default:  return cli_option_error("put", c, argv);
         }
@@ -359,6 +400,8 @@ int cli_cmd_put(int argc, char **argv)
     rc = tide_store_inspect(path, NULL, &in);
     if (rc) return cli_fail("put", rc);
     ret = check_key_size("put", hex, klen, in.key_size);
+    if (ret) return ret;
+    ret = refuse_holders("put", path, force, "a write");
     if (ret) return ret;
 
     if (isatty(0))
@@ -378,10 +421,12 @@ int cli_cmd_put(int argc, char **argv)
     if (in.needs_recovery)
         fprintf(stderr, "tide put: note: %s/nudb.log holds an interrupted commit; opening "
                         "read-write recovers it first\n", path);
-    rc = tide_store_open(&s, path, NULL);
+    tide_store_opts_init(&so);
+    so.ignore_holders = force;
+    rc = tide_store_open(&s, path, &so);
     if (rc == TIDE_EBUSY) {
         ret = cli_error("put", "%s: store is busy: another process (a node?) has it open; "
-                        "nothing was written", path);
+                        "nothing was written (%s)", path, tide_last_error());
         goto out;
     }
     if (rc) { ret = cli_fail("put", rc); goto out; }
@@ -401,6 +446,25 @@ out:
     }
     free(value);
     return ret;
+}
+
+/* 1 when another process (or handle) holds a lock on nudb.key that an
+ * exclusive lock (a writer's) or, with `writer_only`, a shared one (a
+ * reader's) would conflict with, as every open store does; 0 otherwise,
+ * also when nudb.key is missing. */
+static int store_is_held(const char *path, int writer_only)
+{
+    char key[4096];
+    int fd, held = 0;
+
+    snprintf(key, sizeof key, "%s/nudb.key", path);
+    /* Non-blocking: a FIFO there must not hang the probe (the library
+     * then refuses it by name). */
+    fd = open(key, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    if (flock(fd, (writer_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
+    close(fd);                  /* releases the probe's lock */
+    return held;
 }
 
 /* ---- get ---- */
@@ -440,13 +504,13 @@ int cli_cmd_get(int argc, char **argv)
     tide_store_opts_init(&so);
     so.read_only = 1;
     rc = tide_store_open(&s, path, &so);
-    if (rc == TIDE_EBUSY && tide_store_inspect(path, NULL, &in) == 0 && in.needs_recovery) {
-        /* A crash left a commit to undo; a read-write open does it, and
-         * fails with TIDE_EBUSY itself if a writer has the store open. */
-        fprintf(stderr, "tide get: note: %s/nudb.log holds an interrupted commit; opening "
-                        "read-write to recover it first\n", path);
-        rc = tide_store_open(&s, path, NULL);
-    }
+    if (rc == TIDE_EBUSY && !store_is_held(path, 1) && tide_store_inspect(path, NULL, &in) == 0 &&
+        in.needs_recovery)
+        /* A crash's log, or a live NuDB writer's commit (it takes no lock):
+         * a reader cannot tell, so it never recovers. */
+        return cli_error("get", "%s/nudb.log holds an unfinished commit of %llu bytes; run "
+                         "'tide recover %s' when no process writes the store (nothing was read "
+                         "or written)", path, (unsigned long long)in.log_file_bytes, path);
     if (rc == TIDE_EBUSY)
         return cli_error("get", "%s: store is busy: another process (a node?) has it open for "
                          "writing; read through it instead", path);
@@ -620,6 +684,8 @@ static int verify_json(const char *path, const tide_verify_report *r, int rc)
                         json_integer((json_int_t)r->spill_records_reachable));
     json_object_set_new(o, "spill_records_written",
                         json_integer((json_int_t)r->spill_records_written));
+    json_object_set_new(o, "spill_records_foreign",
+                        json_integer((json_int_t)r->spill_records_foreign));
     json_object_set_new(o, "waste_bytes", json_integer((json_int_t)r->waste_bytes));
     json_object_set_new(o, "waste", json_real(r->waste));
     json_object_set_new(o, "avg_fetch_reads", json_real(r->avg_fetch_reads));
@@ -632,13 +698,18 @@ static int verify_json(const char *path, const tide_verify_report *r, int rc)
     return CLI_OK;
 }
 
-static void verify_text(const char *path, const tide_verify_report *r)
+static void verify_text(const char *path, const tide_verify_report *r, int foreign)
 {
     char b1[32], b2[32], b3[32];
 
     printf("store            %s\n", path);
-    printf("verdict          sound: every entry reaches its record, every record is reached "
-           "once\n");
+    if (foreign)
+        printf("verdict          NOT SOUND for NuDB's verify: %llu spill records of another block "
+               "size (unreachable waste; every entry reaches its record, every record is reached "
+               "once)\n", (unsigned long long)r->spill_records_foreign);
+    else
+        printf("verdict          sound: every entry reaches its record, every record is reached "
+               "once\n");
     printf("keys             %llu\n", (unsigned long long)r->keys);
     printf("value bytes      %llu (%s)\n", (unsigned long long)r->value_bytes,
            human(r->value_bytes, b1, sizeof b1));
@@ -688,37 +759,24 @@ int cli_cmd_verify(int argc, char **argv)
     rc = tide_store_verify(path, NULL, &r);
     if (rc == 0) {
         if (json) return verify_json(path, &r, 0);
-        verify_text(path, &r);
+        verify_text(path, &r, 0);
         return CLI_OK;
     }
     /* A verdict of unsound is still a result: --json prints it. A store
      * that could not be checked at all (missing, busy, needing recovery)
      * gives no verdict, only the error. */
     if (json && rc == TIDE_ECORRUPT) verify_json(path, &r, rc);
+    else if (rc == TIDE_ECORRUPT && r.foreign_spills_only) verify_text(path, &r, 1);
     ret = cli_fail("verify", rc);
     return ret == CLI_USAGE ? CLI_FAIL : ret;
 }
 
 /* ---- recover ---- */
 
-/* 1 when another process (or handle) holds the lock on nudb.key, as every
- * open store does; 0 otherwise, also when nudb.key is missing. */
-static int store_is_held(const char *path)
-{
-    char key[4096];
-    int fd, held = 0;
-
-    snprintf(key, sizeof key, "%s/nudb.key", path);
-    fd = open(key, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
-    close(fd);                  /* releases the probe's lock */
-    return held;
-}
-
 int cli_cmd_recover(int argc, char **argv)
 {
     static const struct option opts[] = {
+        { "force", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -727,11 +785,12 @@ int cli_cmd_recover(int argc, char **argv)
     const char *path;
     char log[4096];
     long long log_bytes = -1;
-    int c, rc, ret;
+    int c, rc, ret, force = 0;
 
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
+        case 'f': force = 1; break;
         case 'h': cli_help("recover", stdout); return CLI_OK;
         default:  return cli_option_error("recover", c, argv);
         }
@@ -746,22 +805,30 @@ int cli_cmd_recover(int argc, char **argv)
     /* An open store keeps nudb.log (empty between commits, the undo records
      * of the commit in progress during one): that log is not ours to apply
      * or delete. */
-    if (store_is_held(path))
+    if (store_is_held(path, 0))
         return cli_error("recover", "%s: store is busy: another process (a node?) has it open, "
                          "so a nudb.log there belongs to a live commit; nothing was changed", path);
+    ret = refuse_holders("recover", path, force, "a recovery");
+    if (ret) return ret;
     snprintf(log, sizeof log, "%s/nudb.log", path);
     if (stat(log, &st) == 0) log_bytes = (long long)st.st_size;
 
     memset(&rep, 0, sizeof rep);
-    rc = tide_store_recover(path, NULL, &rep);
+    rc = tide_store_recover_ex(path, NULL, force ? TIDE_RECOVER_FORCE : 0, &rep);
     if (rc == TIDE_EBUSY)
-        return cli_error("recover", "%s: store is busy: another process (a node?) opened it "
-                         "meanwhile; nothing was changed", path);
+        return cli_error("recover", "%s: store is busy: another process opened it meanwhile (%s); "
+                         "nothing was changed", path, tide_last_error());
     if (rc) {
         ret = cli_fail("recover", rc);
         return ret == CLI_USAGE ? CLI_FAIL : ret;
     }
-    if (!rep.had_log) {
+    if (rep.key_removed) {
+        printf("%s: %s; removed a nudb.key of %llu bytes that held no complete bucket (what a "
+               "key-file rebuild killed after writing its header leaves; no committed store is "
+               "that small); nudb.dat is unchanged: run tide rekey to build the key file from it\n",
+               path, !rep.had_log ? "no nudb.log" : rep.log_was_partial ? "deleted a partial log"
+               : "deleted an empty nudb.log", (unsigned long long)rep.key_removed_bytes);
+    } else if (!rep.had_log) {
         printf("%s: no nudb.log: nothing to recover\n", path);
     } else if (rep.log_was_partial) {
         printf("%s: deleted a partial log of %lld bytes (shorter than its %d-byte header: the "
@@ -769,7 +836,7 @@ int cli_cmd_recover(int argc, char **argv)
                "unchanged\n", path, log_bytes, LOG_HEADER_BYTES);
     } else if (rep.rebuild_interrupted) {
         printf("%s: an interrupted key-file rebuild: nudb.dat truncated to %llu bytes (from "
-               "%llu), nudb.key deleted; run tide rekey to build it again\n", path,
+               "%llu), nudb.key deleted; run tide rekey to build it again from nudb.dat\n", path,
                (unsigned long long)rep.dat_truncated_to,
                (unsigned long long)rep.dat_truncated_from);
     } else if (rep.key_truncated_to == 0) {
@@ -834,6 +901,7 @@ int cli_cmd_rekey(int argc, char **argv)
         { "block-size",  required_argument, NULL, 'b' },
         { "load-factor", required_argument, NULL, 'f' },
         { "buffer",      required_argument, NULL, 'm' },
+        { "force",       no_argument,       NULL, 'F' },
         { "help",        no_argument,       NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -843,7 +911,7 @@ int cli_cmd_rekey(int argc, char **argv)
     tide_store_info in, after;
     rekey_progress prog;
     const char *path;
-    char warning[256], b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32];
     uint64_t v, t0;
     int c, rc, have_block = 0;
 
@@ -853,8 +921,12 @@ int cli_cmd_rekey(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            o.block_size = tide_block_size_parse(optarg, warning, sizeof warning);
-            if (warning[0]) fprintf(stderr, "tide rekey: warning: %s\n", warning);
+            /* No fall-back here, unlike create: a typo must not rewrite a
+             * store at a block size nobody asked for. */
+            if (cli_parse_u64(optarg, 0, UINT32_MAX, &v) != 0 || !tide_block_size_valid((long long)v))
+                return cli_usage("rekey", "--block-size '%s' is not a power of two from 4096 to "
+                                 "32768 (4096, 8192, 16384 or 32768); nothing was changed", optarg);
+            o.block_size = (unsigned)v;
             have_block = 1;
             break;
         case 'f':
@@ -869,6 +941,9 @@ int cli_cmd_rekey(int argc, char **argv)
                                  "(e.g. 512MiB, 64MB, 1048576)", optarg);
             o.buffer_bytes = (size_t)v;
             break;
+        case 'F':
+            o.ignore_holders = 1;
+            break;
         case 'h':
             cli_help("rekey", stdout);
             return CLI_OK;
@@ -878,22 +953,35 @@ int cli_cmd_rekey(int argc, char **argv)
     }
     if (optind >= argc) return cli_usage("rekey", "no PATH given");
     if (argc - optind > 1) return cli_usage("rekey", "one PATH only (got '%s' too)", argv[optind + 1]);
-    if (!have_block)
-        return cli_usage("rekey", "--block-size is required: the new block size, a power of two "
-                         "from 4096 to 32768");
     path = argv[optind];
     rc = cli_check_store_dir("rekey", path);
     if (rc) return rc;
 
+    memset(&in, 0, sizeof in);
     rc = tide_store_inspect(path, NULL, &in);
-    if (rc) {
+    if (rc == 0 && !have_block)
+        return cli_usage("rekey", "--block-size is required: the new block size, a power of two "
+                         "from 4096 to 32768");
+    if (rc == TIDE_ECORRUPT || rc == TIDE_ENOTSTORE || rc == TIDE_EVERSION || rc == TIDE_EHASH ||
+        rc == TIDE_EMISMATCH || rc == TIDE_ENOENT) {
+        /* The key file may be what is wrong (missing, grown, cut, holding
+         * no bucket): the library rebuilds it from nudb.dat if nudb.dat is
+         * sound, and says otherwise. */
+        struct stat st;
+        char dat[4096];
+        snprintf(dat, sizeof dat, "%s/nudb.dat", path);
+        if (stat(dat, &st) == 0) in.dat_file_bytes = (uint64_t)st.st_size;
+        rc = 0;
+    } else if (rc) {
         rc = cli_fail("rekey", rc);
         return rc == CLI_USAGE ? CLI_FAIL : rc;
     }
+    rc = refuse_holders("rekey", path, o.ignore_holders, "a rekey");
+    if (rc) return rc;
     if (in.needs_recovery) {
         fprintf(stderr, "tide rekey: note: %s/nudb.log holds an interrupted commit; recovering "
                         "it first\n", path);
-        rc = tide_store_recover(path, NULL, &rec);
+        rc = tide_store_recover_ex(path, NULL, o.ignore_holders ? TIDE_RECOVER_FORCE : 0, &rec);
         if (rc == 0) rc = tide_store_inspect(path, NULL, &in);
         if (rc == TIDE_EBUSY) goto busy;
         if (rc) {
@@ -922,15 +1010,32 @@ int cli_cmd_rekey(int argc, char **argv)
     if (tide_store_inspect(path, NULL, &after) != 0) after = in;
     printf("rekeyed %s in %.2f s: %llu records indexed afresh from nudb.dat\n", path,
            (double)(tide_clock_mono_us() - t0) / 1e6, (unsigned long long)rep.records);
-    printf("block size     %u -> %u bytes (capacity %u -> %u entries per bucket)\n",
-           rep.old_block_size, rep.new_block_size, in.capacity, after.capacity);
-    printf("load factor    %u/65536 = %.4f -> %u/65536 = %.4f\n", in.load_factor_raw,
-           in.load_factor, after.load_factor_raw, after.load_factor);
+    if (rep.key_rebuilt) {
+        /* Nothing of the old key file was usable but, perhaps, its salt. */
+        printf("nudb.key       unusable, so built again from nudb.dat alone (%s)\n", rep.key_problem);
+        if (rep.old_block_size)
+            printf("block size     %u -> %u bytes (capacity %u entries per bucket)\n",
+                   rep.old_block_size, rep.new_block_size, after.capacity);
+        else
+            printf("block size     (none) -> %u bytes (capacity %u entries per bucket)\n",
+                   rep.new_block_size, after.capacity);
+        printf("load factor    %u/65536 = %.4f\n", after.load_factor_raw, after.load_factor);
+    } else {
+        printf("block size     %u -> %u bytes (capacity %u -> %u entries per bucket)\n",
+               rep.old_block_size, rep.new_block_size, in.capacity, after.capacity);
+        printf("load factor    %u/65536 = %.4f -> %u/65536 = %.4f\n", in.load_factor_raw,
+               in.load_factor, after.load_factor_raw, after.load_factor);
+    }
     printf("buckets        %llu -> %llu\n", (unsigned long long)rep.old_buckets,
            (unsigned long long)rep.new_buckets);
     printf("passes         %u (walks of nudb.dat; buffer %s)\n", rep.passes,
            human(o.buffer_bytes, b1, sizeof b1));
     printf("spill records  %llu appended to nudb.dat\n", (unsigned long long)rep.spill_records);
+    if (rep.foreign_spill_records)
+        printf("old spills     %llu spill records of another block size stay in nudb.dat, "
+               "unreachable: Tide and NuDB read and write the store as before, but NuDB's verify "
+               "(and tide verify) reject it for them ('invalid size in spill'); only rewriting "
+               "nudb.dat would remove them\n", (unsigned long long)rep.foreign_spill_records);
     printf("nudb.key       %llu -> %llu bytes (%s)\n", (unsigned long long)rep.old_key_file_bytes,
            (unsigned long long)rep.new_key_file_bytes, human(rep.new_key_file_bytes, b2, sizeof b2));
     printf("nudb.dat       %llu -> %llu bytes (%s)\n",
@@ -941,5 +1046,5 @@ int cli_cmd_rekey(int argc, char **argv)
 
 busy:
     return cli_error("rekey", "%s: store is busy: another process (a node?) has it open; "
-                     "nothing was changed", path);
+                     "nothing was changed (%s)", path, tide_last_error());
 }

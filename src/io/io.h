@@ -8,6 +8,9 @@
  *     TIDE_ENOSPC, ENOENT to TIDE_ENOENT, anything else to TIDE_EIO; the
  *     implementation records "path: operation at offset N: strerror" in
  *     tide_last_error().
+ *   - open opens regular files only, and never blocks: a FIFO, directory,
+ *     device or socket at `path` is TIDE_ENOTSTORE ("path: is a FIFO, not a
+ *     regular file"), found before anything is opened or created.
  *   - read_at reads exactly `len` bytes or fails; reading past the end of the
  *     file is TIDE_ECORRUPT ("short read"), since the store only reads what
  *     its headers say exists. write_at writes all `len` bytes or fails.
@@ -31,6 +34,13 @@ enum {
     TIDE_IO_EXCL   = 1 << 2,  /* with CREATE: fail with TIDE_EEXIST if present */
 };
 
+/* Another process that has a file open (tide_io.holders). */
+typedef struct tide_io_holder {
+    int      pid;
+    char     comm[32];      /* its /proc/PID/comm, or "?" */
+    unsigned path;          /* which of the paths asked about */
+} tide_io_holder;
+
 typedef struct tide_io tide_io;
 struct tide_io {
     int  (*open)(tide_io *io, const char *path, int flags, tide_file **out);
@@ -49,6 +59,15 @@ struct tide_io {
     int  (*sync_dir)(tide_io *io, const char *dir);
     /* 0 when `path` exists, TIDE_ENOENT when not; *is_dir set when non-NULL. */
     int  (*stat)(tide_io *io, const char *path, int *is_dir);
+    /* The other processes (not this one) that have any of paths[0..n) open,
+     * whatever name they opened it by (the same device and inode): up to
+     * `cap` of them into `out`, their number in *count (which may exceed
+     * cap). A missing path is skipped. Never blocks; not counted as a call
+     * of the file system. NULL (an implementation that cannot tell): none.
+     * Processes it may not look into are not seen (POSIX: /proc/PID/fd of
+     * another user's process, unless root). */
+    int  (*holders)(tide_io *io, const char *const *paths, unsigned n,
+                    tide_io_holder *out, size_t cap, size_t *count);
     /* Counters every implementation keeps (atomically). */
     uint64_t bytes_written, bytes_read, syncs, writes, reads;
 };

@@ -12,10 +12,16 @@
  *      "path: operation at offset N: strerror" for tide_last_error().
  *   2. The counters in the tide_io are updated with relaxed atomics only,
  *      so any thread may use any file.
+ *   3. open never blocks and opens only regular files: a FIFO, directory,
+ *      device or socket at a store file's path is TIDE_ENOTSTORE at once
+ *      (looked at with stat first, then opened O_NONBLOCK and checked again
+ *      with fstat, then made blocking again).
  *
  * Never: retry a failed fdatasync. After a failed sync the kernel may have
  *   dropped the dirty pages, so the caller must treat the data as lost.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -45,18 +51,40 @@ static int fail(const char *path, const char *op, uint64_t off, int e)
                         (unsigned long long)off, strerror(e));
 }
 
+static const char *file_kind(mode_t m)
+{
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+static int not_regular(const char *path, mode_t m)
+{
+    return tide_err_set(TIDE_ENOTSTORE, "%s: is %s, not a regular file: a store's files are "
+                        "regular files; nothing was opened", path, file_kind(m));
+}
+
 static int posix_open(tide_io *io, const char *path, int flags, tide_file **out)
 {
-    int oflags = O_CLOEXEC;
+    int oflags = O_CLOEXEC | O_NONBLOCK;
     tide_file *f = NULL;
     size_t n = strlen(path);
-    int fd;
+    struct stat st;
+    int fd, fl;
 
     if (flags & TIDE_IO_CREATE) oflags |= O_RDWR | O_CREAT;
     else if (flags & TIDE_IO_WRITE) oflags |= O_RDWR;
     else oflags |= O_RDONLY;
     if ((flags & TIDE_IO_CREATE) && (flags & TIDE_IO_EXCL)) oflags |= O_EXCL;
 
+    /* A FIFO's open(2) waits for its other end, a device's may act on the
+     * device, a socket's fails with a puzzling ENXIO: look first. The
+     * open is non-blocking too, so a FIFO put in place after the look is
+     * still refused at once, by the fstat below. */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return not_regular(path, st.st_mode);
     f = malloc(sizeof *f + n + 1);
     if (f == NULL) return tide_err_set(TIDE_ENOMEM, "%s: open: out of memory", path);
     do fd = open(path, oflags, 0644); while (fd < 0 && errno == EINTR);
@@ -64,6 +92,18 @@ static int posix_open(tide_io *io, const char *path, int flags, tide_file **out)
         int e = errno;
         free(f);
         return fail(path, "open", UINT64_MAX, e);
+    }
+    if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ((fl = fcntl(fd, F_GETFL)) < 0 ||
+                                                        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0))) {
+        int e = errno;
+        close(fd);
+        free(f);
+        return fail(path, "open", UINT64_MAX, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        free(f);
+        return not_regular(path, st.st_mode);
     }
     f->fd = fd;
     f->io = io;
@@ -188,6 +228,83 @@ static int posix_stat(tide_io *io, const char *path, int *is_dir)
     return 0;
 }
 
+/* Read /proc/PID/comm into comm (cap bytes), without its newline. */
+static void read_comm(int pid, char *comm, size_t cap)
+{
+    char path[64];
+    ssize_t n = -1;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%d/comm", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, comm, cap - 1);
+        close(fd);
+    }
+    if (n <= 0) { snprintf(comm, cap, "?"); return; }
+    comm[n] = '\0';
+    comm[strcspn(comm, "\n")] = '\0';
+}
+
+/*
+ * Every /proc/PID/fd/N is a link to what the process has open; fstatat
+ * through it (following the link) gives the file's device and inode, so a
+ * file is recognised whatever name the process opened it by, even after a
+ * rename. Cost: one stat per descriptor of every process this one may look
+ * into (about 1 ms per 1000 descriptors).
+ */
+static int posix_holders(tide_io *io, const char *const *paths, unsigned n,
+                         tide_io_holder *out, size_t cap, size_t *count)
+{
+    struct { dev_t dev; ino_t ino; int ok; } want[8];
+    DIR *proc = NULL;
+    struct dirent *d;
+    int self = (int)getpid(), any = 0;
+
+    (void)io;
+    *count = 0;
+    if (n > sizeof want / sizeof want[0])
+        return tide_err_set(TIDE_EINVAL, "holders: at most %zu paths", sizeof want / sizeof want[0]);
+    for (unsigned i = 0; i < n; i++) {
+        struct stat st;
+        want[i].ok = stat(paths[i], &st) == 0;
+        if (want[i].ok) { want[i].dev = st.st_dev; want[i].ino = st.st_ino; any = 1; }
+    }
+    if (!any) return 0;
+    if ((proc = opendir("/proc")) == NULL) return fail("/proc", "open directory", UINT64_MAX, errno);
+    while ((d = readdir(proc)) != NULL) {
+        char fddir[64];
+        DIR *fds;
+        struct dirent *e;
+        int pid, counted = 0;
+
+        if (!isdigit((unsigned char)d->d_name[0])) continue;
+        pid = atoi(d->d_name);
+        if (pid == self) continue;
+        snprintf(fddir, sizeof fddir, "/proc/%d/fd", pid);
+        if ((fds = opendir(fddir)) == NULL) continue;      /* gone, or not ours to see */
+        while (!counted && (e = readdir(fds)) != NULL) {
+            struct stat st;
+            if (e->d_name[0] == '.') continue;
+            if (fstatat(dirfd(fds), e->d_name, &st, 0) != 0) continue;
+            for (unsigned i = 0; i < n; i++) {
+                if (!want[i].ok || st.st_dev != want[i].dev || st.st_ino != want[i].ino) continue;
+                if (*count < cap) {
+                    out[*count].pid = pid;
+                    out[*count].path = i;
+                    read_comm(pid, out[*count].comm, sizeof out[*count].comm);
+                }
+                (*count)++;
+                counted = 1;              /* one entry per process is enough */
+                break;
+            }
+        }
+        closedir(fds);
+    }
+    closedir(proc);
+    return 0;
+}
+
 static tide_io posix_io = {
     .open = posix_open,
     .close = posix_close,
@@ -201,6 +318,7 @@ static tide_io posix_io = {
     .rename = posix_rename,
     .sync_dir = posix_sync_dir,
     .stat = posix_stat,
+    .holders = posix_holders,
 };
 
 tide_io *tide_io_posix(void)

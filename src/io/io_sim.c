@@ -70,7 +70,15 @@
  *     dropped write is lost.
  *   - crash_state keeps every pending namespace operation: the enumeration
  *     is over file contents, with the namespace as the program left it.
+ *     crash_state_ns also chooses which pending namespace operations
+ *     survive (any subset, applied in order): a power loss may keep a
+ *     later unlink and lose an earlier one of the same directory, which
+ *     only a sync_dir between them rules out.
  *   - Locks belong to the inode, as flock's do, and die with the handle.
+ *   - A special file (tide_io_sim_put_special: a FIFO, a device, a socket)
+ *     is a name and nothing else: open refuses it with TIDE_ENOTSTORE, as
+ *     it refuses a directory, and stat, unlink and rename treat it as a
+ *     file. No call blocks on it.
  *
  * Never: let a dead handle reach its inode (the crash may have freed it);
  *   never call out of the sim (no callbacks) while holding sim->mu.
@@ -103,6 +111,7 @@ struct inode {
     int shared_locks, excl_locks;
     int mark;                     /* gc and clone scratch */
     inode *copy;                  /* clone scratch */
+    char special[24];             /* "" a regular file, else what it is ("a FIFO") */
     uint64_t writes, bytes_written, reads, bytes_read, syncs;
 };
 
@@ -148,6 +157,8 @@ struct tide_io_sim {
     tide_io_sim_fault fault;
     uint64_t fault_at;            /* absolute call number */
     int fault_persistent;
+    struct sim_holder { char path[SIM_PATH_MAX]; int pid; char comm[32]; } *holders;
+    size_t nholders;
 };
 
 struct tide_file {
@@ -582,8 +593,17 @@ static int sim_open(tide_io *io, const char *path, int flags, tide_file **out)
         rc = tide_err_set(TIDE_EEXIST, "sim: %s: open: the file exists (O_EXCL)", p);
         goto out;
     }
+    if (ino && ino->special[0]) {
+        rc = tide_err_set(TIDE_ENOTSTORE, "sim: %s: is %s, not a regular file: a store's files are "
+                          "regular files; nothing was opened", p, ino->special);
+        goto out;
+    }
     if (ino == NULL) {
-        if (is_dir(sim, p)) { rc = tide_err_set(TIDE_EIO, "sim: %s: open: is a directory", p); goto out; }
+        if (is_dir(sim, p)) {
+            rc = tide_err_set(TIDE_ENOTSTORE, "sim: %s: is a directory, not a regular file: a "
+                              "store's files are regular files; nothing was opened", p);
+            goto out;
+        }
         if (!create) { rc = tide_err_set(TIDE_ENOENT, "sim: %s: open: no such file", p); goto out; }
         if (!parent_exists(sim, p)) {
             rc = tide_err_set(TIDE_ENOENT, "sim: %s: open: no such directory", p);
@@ -982,6 +1002,57 @@ out:
     return rc;
 }
 
+static int sim_holders(tide_io *io, const char *const *paths, unsigned n, tide_io_holder *out,
+                       size_t cap, size_t *count)
+{
+    tide_io_sim *sim = (tide_io_sim *)io;
+    char p[SIM_PATH_MAX];
+
+    *count = 0;
+    pthread_mutex_lock(&sim->mu);
+    for (size_t h = 0; h < sim->nholders; h++)
+        for (unsigned i = 0; i < n; i++) {
+            if (norm(paths[i], p, "holders") != 0 || strcmp(p, sim->holders[h].path) != 0) continue;
+            if (ns_get(&sim->cur_ns, p) == NULL) continue;
+            if (*count < cap) {
+                out[*count].pid = sim->holders[h].pid;
+                out[*count].path = i;
+                snprintf(out[*count].comm, sizeof out[*count].comm, "%s", sim->holders[h].comm);
+            }
+            (*count)++;
+            break;
+        }
+    pthread_mutex_unlock(&sim->mu);
+    tide_err_clear();
+    return 0;
+}
+
+int tide_io_sim_add_holder(tide_io_sim *sim, const char *path, int pid, const char *comm)
+{
+    struct sim_holder *h;
+    int rc = 0;
+
+    pthread_mutex_lock(&sim->mu);
+    h = realloc(sim->holders, (sim->nholders + 1) * sizeof *h);
+    if (h == NULL) { rc = tide_err_set(TIDE_ENOMEM, "sim: add holder: out of memory"); goto out; }
+    sim->holders = h;
+    h += sim->nholders;
+    if ((rc = norm(path, h->path, "add holder")) != 0) goto out;
+    h->pid = pid;
+    snprintf(h->comm, sizeof h->comm, "%s", comm ? comm : "?");
+    sim->nholders++;
+out:
+    pthread_mutex_unlock(&sim->mu);
+    return rc;
+}
+
+void tide_io_sim_clear_holders(tide_io_sim *sim)
+{
+    pthread_mutex_lock(&sim->mu);
+    sim->nholders = 0;
+    pthread_mutex_unlock(&sim->mu);
+}
+
 static const tide_io sim_io_template = {
     .open = sim_open,
     .close = sim_close,
@@ -995,6 +1066,7 @@ static const tide_io sim_io_template = {
     .rename = sim_rename,
     .sync_dir = sim_sync_dir,
     .stat = sim_stat,
+    .holders = sim_holders,
 };
 
 /* ---- life ---- */
@@ -1022,6 +1094,7 @@ void tide_io_sim_destroy(tide_io_sim *sim)
     ns_free(&sim->dur_ns);
     for (size_t i = 0; i < sim->ndirs; i++) free(sim->dirs[i]);
     free(sim->dirs);
+    free(sim->holders);
     while (sim->inodes) {
         inode *i = sim->inodes;
         sim->inodes = i->next;
@@ -1061,6 +1134,7 @@ int tide_io_sim_clone(tide_io_sim *sim, tide_io_sim **out)
             n->reads = i->reads;
             n->bytes_read = i->bytes_read;
             n->syncs = i->syncs;
+            memcpy(n->special, i->special, sizeof n->special);
         }
     }
     for (size_t k = 0; k < sim->nops; k++) {
@@ -1147,7 +1221,24 @@ out:
     return rc;
 }
 
+static int put_inode(tide_io_sim *sim, const char *path, const void *data, size_t len,
+                     const char *special);
+
 int tide_io_sim_put_file(tide_io_sim *sim, const char *path, const void *data, size_t len)
+{
+    return put_inode(sim, path, data, len, NULL);
+}
+
+int tide_io_sim_put_special(tide_io_sim *sim, const char *path, const char *kind)
+{
+    if (kind == NULL || kind[0] == '\0' || strlen(kind) >= sizeof ((inode *)0)->special)
+        return tide_err_set(TIDE_EINVAL, "sim: %s: put special: the kind must be 1 to 23 characters",
+                            path);
+    return put_inode(sim, path, NULL, 0, kind);
+}
+
+static int put_inode(tide_io_sim *sim, const char *path, const void *data, size_t len,
+                     const char *special)
 {
     char p[SIM_PATH_MAX];
     inode *ino, *old;
@@ -1167,6 +1258,7 @@ int tide_io_sim_put_file(tide_io_sim *sim, const char *path, const void *data, s
         rc = tide_err_set(TIDE_ENOMEM, "sim: %s: put file: out of memory", p);
         goto out;                       /* gc frees the new inode */
     }
+    if (special) snprintf(ino->special, sizeof ino->special, "%s", special);
     if (ns_set(&sim->dur_ns, p, ino) != 0) {
         ns_set(&sim->cur_ns, p, old);   /* a replace or a removal: cannot fail */
         rc = tide_err_set(TIDE_ENOMEM, "sim: %s: put file: out of memory", p);
@@ -1448,6 +1540,72 @@ int tide_io_sim_pending_op(tide_io_sim *sim, uint64_t index, tide_io_sim_op_info
     out->is_truncate = o->is_truncate;
     out->offset = o->off;
     out->len = o->len;
+out:
+    pthread_mutex_unlock(&sim->mu);
+    return rc;
+}
+
+uint64_t tide_io_sim_pending_ns_count(tide_io_sim *sim)
+{
+    uint64_t n;
+    pthread_mutex_lock(&sim->mu);
+    n = sim->nnsops;
+    pthread_mutex_unlock(&sim->mu);
+    return n;
+}
+
+int tide_io_sim_pending_ns_op(tide_io_sim *sim, uint64_t index, char *out, size_t cap)
+{
+    const nsop *o;
+    int rc = 0;
+
+    pthread_mutex_lock(&sim->mu);
+    if (index >= sim->nnsops) {
+        rc = tide_err_set(TIDE_EINVAL, "sim: pending namespace op %llu: there are %zu",
+                          (unsigned long long)index, sim->nnsops);
+        goto out;
+    }
+    o = &sim->nsops[index];
+    /* Shapes nsop_add makes: create (p0 -> ino), unlink (p0 -> none),
+     * rename (p0 -> none, p1 -> ino); a half retired by a sync_dir is NULL. */
+    if (o->eff[0].path && o->eff[1].path)
+        snprintf(out, cap, "rename %s to %s", o->eff[0].path, o->eff[1].path);
+    else if (o->eff[1].path)
+        snprintf(out, cap, "rename (to) %s", o->eff[1].path);
+    else if (o->eff[0].ino)
+        snprintf(out, cap, "create %s", o->eff[0].path);
+    else
+        snprintf(out, cap, "unlink %s", o->eff[0].path);
+out:
+    pthread_mutex_unlock(&sim->mu);
+    return rc;
+}
+
+int tide_io_sim_crash_state_ns(tide_io_sim *sim, uint64_t subset_mask, uint64_t ns_mask)
+{
+    unsigned char keep[64], nskeep[64];
+    size_t cut[64];
+    int rc;
+
+    pthread_mutex_lock(&sim->mu);
+    if (sim->nops > 64 || sim->nnsops > 64) {
+        rc = tide_err_set(TIDE_EINVAL, "sim: crash state: %zu pending operations and %zu namespace "
+                          "operations, more than the 64 a mask can name", sim->nops, sim->nnsops);
+        goto out;
+    }
+    if ((sim->nops < 64 && (subset_mask >> sim->nops) != 0) ||
+        (sim->nnsops < 64 && (ns_mask >> sim->nnsops) != 0)) {
+        rc = tide_err_set(TIDE_EINVAL, "sim: crash state: masks %#llx/%#llx name operations beyond "
+                          "the %zu/%zu pending", (unsigned long long)subset_mask,
+                          (unsigned long long)ns_mask, sim->nops, sim->nnsops);
+        goto out;
+    }
+    for (size_t k = 0; k < sim->nops; k++) {
+        keep[k] = (subset_mask >> k) & 1;
+        cut[k] = sim->ops[k].len;
+    }
+    for (size_t k = 0; k < sim->nnsops; k++) nskeep[k] = (ns_mask >> k) & 1;
+    rc = crash_to(sim, keep, cut, nskeep);
 out:
     pthread_mutex_unlock(&sim->mu);
     return rc;

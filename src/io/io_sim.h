@@ -80,6 +80,16 @@ int tide_io_sim_mkdir(tide_io_sim *sim, const char *path);
 int tide_io_sim_put_file(tide_io_sim *sim, const char *path, const void *data, size_t len);
 
 /*
+ * Make `path` a file that is not a regular file, durably, replacing any
+ * file there: `kind` says what it is in messages ("a FIFO", "a socket",
+ * "a character device"; 1 to 23 characters). open refuses it with
+ * TIDE_ENOTSTORE, at once, whatever the flags, as the POSIX io refuses a
+ * real one; stat sees a file (not a directory); unlink and rename work.
+ * Returns 0, TIDE_EINVAL (bad path or kind) or TIDE_ENOMEM.
+ */
+int tide_io_sim_put_special(tide_io_sim *sim, const char *path, const char *kind);
+
+/*
  * The current image of `path` (what a read sees now): *data is a malloc'd
  * buffer of *len bytes (at least one byte allocated) that the caller frees.
  * Returns 0, TIDE_ENOENT, or TIDE_ENOMEM (*data untouched on error).
@@ -89,6 +99,20 @@ int tide_io_sim_get_file(tide_io_sim *sim, const char *path, void **data, size_t
 /* Same, for the durable image of the file the durable namespace has at
  * `path` (what a crash that keeps no pending operation leaves). */
 int tide_io_sim_get_durable_file(tide_io_sim *sim, const char *path, void **data, size_t *len);
+
+/* ---- other processes ---- */
+
+/*
+ * Pretend that process `pid` (named `comm`) has `path` open, for
+ * tide_io.holders: from now on, while `path` names a file in the current
+ * namespace, holders() lists it. Nothing else changes (no lock is taken;
+ * the store's own files are untouched). A clone has none of them.
+ * Returns 0, TIDE_EINVAL (bad path) or TIDE_ENOMEM. No I/O.
+ */
+int tide_io_sim_add_holder(tide_io_sim *sim, const char *path, int pid, const char *comm);
+
+/* Forget every holder added. No I/O. */
+void tide_io_sim_clear_holders(tide_io_sim *sim);
 
 /* ---- counters ---- */
 
@@ -212,5 +236,25 @@ int tide_io_sim_pending_op(tide_io_sim *sim, uint64_t index, tide_io_sim_op_info
  */
 int tide_io_sim_crash_state(tide_io_sim *sim, uint64_t subset_mask, int tear_index,
                             uint64_t tear_at);
+
+/* Pending namespace operations (creates, unlinks, renames not yet made
+ * durable by a sync_dir), numbered 0..count-1 in the order they were made
+ * (the numbering crash_state_ns uses). No I/O. */
+uint64_t tide_io_sim_pending_ns_count(tide_io_sim *sim);
+
+/* Describe pending namespace operation `index` into `out` (cap bytes),
+ * e.g. "unlink /db/nudb.key". Returns 0 or TIDE_EINVAL. No I/O. */
+int tide_io_sim_pending_ns_op(tide_io_sim *sim, uint64_t index, char *out, size_t cap);
+
+/*
+ * A crash image chosen over both kinds of pending operation: exactly the
+ * writes and truncates whose bit is set in `subset_mask` survive (whole,
+ * in order), and exactly the namespace operations whose bit is set in
+ * `ns_mask` (in order: a kept unlink whose earlier neighbour is dropped
+ * leaves that neighbour's file in place). Afterwards as tide_io_sim_crash.
+ * Returns 0, TIDE_EINVAL (more than 64 of either kind, a bit beyond the
+ * count) or TIDE_ENOMEM with the sim unchanged.
+ */
+int tide_io_sim_crash_state_ns(tide_io_sim *sim, uint64_t subset_mask, uint64_t ns_mask);
 
 #endif

@@ -9,15 +9,21 @@
  * and sizes do not change, so recovery is idempotent.
  *
  * Invariants:
- *   1. The log is deleted only after the key and data files are synced.
+ *   1. The log is deleted only after the key and data files are synced,
+ *      and, after an interrupted rebuild, only after the key file's unlink
+ *      is durable (its own directory sync): the log is what says that key
+ *      file is partial.
  *   2. A record is applied only when it is complete and plausible (bucket
  *      index inside the old key file, count within capacity); the first
  *      record that is not ends the list, like a torn tail.
  *   3. The log's header must match the key file's (uid, appnum, key size,
  *      salt, pepper, block size); a log of another store is never applied.
  *   4. The store's exclusive lock is held (taken here, or by the caller that
- *      says so): the log of a store open elsewhere is a live commit, and
- *      "recovering" it would undo that commit under its writer.
+ *      says so), and no other process has the store's files open (checked
+ *      here, or by that caller; unless forced): the log of a store open
+ *      elsewhere is a live commit, and "recovering" it would undo that
+ *      commit under its writer. NuDB takes no lock, so the lock alone does
+ *      not tell; holders.c looks at the processes.
  *
  * Never: truncate a file before every pre-image is written back; delete a
  *   log that could not be applied.
@@ -88,9 +94,62 @@ out:
     return rc;
 }
 
+/*
+ * With no commit to undo: a nudb.key that holds no complete bucket (shorter
+ * than its header block plus one bucket) is no store's key file; every
+ * store Tide or NuDB committed has one bucket or more. It is what a rebuild
+ * (NuDB's rekey) leaves when killed after writing the key file's header and
+ * before its log, or after its log was gone. Like the key file of a log
+ * with key_file_size 0, it is removed (nothing is lost: the data file is
+ * the truth, and `tide rekey` builds the key file from it). A key file of
+ * another store (its header disagrees with nudb.dat) is left alone.
+ */
+static int remove_bucketless_key(tide_io *io, const char *dat_path, const char *key_path,
+                                 const char *dir, tide_recover_report *rep)
+{
+    static const char type[8] = { 'n', 'u', 'd', 'b', '.', 'k', 'e', 'y' };
+    uint8_t kbuf[TIDE_KEY_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE];
+    tide_file *key = NULL, *dat = NULL;
+    tide_key_header kh;
+    tide_dat_header dh;
+    uint64_t size = 0, dsize = 0;
+    int rc, remove = 0;
+
+    rc = io->open(io, key_path, TIDE_IO_READ, &key);
+    if (rc == TIDE_ENOENT) { tide_err_clear(); return 0; }
+    if (rc) return rc;
+    if ((rc = io->size(key, &size)) != 0) goto out;
+    if (size < TIDE_KEY_HEADER_SIZE) {
+        /* A header cut short: only its start can be told. */
+        size_t n = size < sizeof type ? (size_t)size : sizeof type;
+        if (n && (rc = io->read_at(key, kbuf, n, 0)) != 0) goto out;
+        remove = memcmp(kbuf, type, n) == 0;
+    } else {
+        if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) goto out;
+        if (tide_fmt_decode_key_header(kbuf, &kh, key_path) != 0) { rc = 0; goto out; }
+        if (size >= 2 * (uint64_t)kh.block_size) goto out;
+        if ((rc = io->open(io, dat_path, TIDE_IO_READ, &dat)) != 0) goto out;
+        if ((rc = io->size(dat, &dsize)) != 0) goto out;
+        if (dsize < TIDE_DAT_HEADER_SIZE || io->read_at(dat, dbuf, sizeof dbuf, 0) != 0 ||
+            tide_fmt_decode_dat_header(dbuf, &dh, dat_path) != 0)
+            goto out;
+        remove = dh.uid == kh.uid && dh.appnum == kh.appnum && dh.key_size == kh.key_size;
+    }
+    if (!remove) goto out;
+    if ((rc = io->unlink(io, key_path)) != 0) goto out;
+    if ((rc = io->sync_dir(io, dir)) != 0) goto out;
+    rep->key_removed = 1;
+    rep->key_removed_bytes = size;
+out:
+    if (key) io->close(key);
+    if (dat) io->close(dat);
+    if (rc == 0) tide_err_clear();
+    return rc;
+}
+
 int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
-                       tide_recover_report *rep)
+                       int force, tide_recover_report *rep)
 {
     tide_file *log = NULL, *dat = NULL, *key = NULL, *guard = NULL;
     uint8_t lbuf[TIDE_LOG_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
@@ -109,9 +168,18 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if (rc == 0) rc = io->lock(guard, 1);
         else if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; }
         if (rc) goto out;
+        /* NuDB takes no lock: a log is a crash's only if nobody else has
+         * the files open. */
+        if (!force && (rc = tide_store_refuse_holders(io, dir, "a recovery")) != 0) goto out;
     }
     rc = io->open(io, log_path, TIDE_IO_WRITE, &log);
-    if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; goto out; }
+    if (rc == TIDE_ENOENT) {
+        tide_err_clear();
+        rc = caller_holds_lock ? 0 : remove_bucketless_key(io, dat_path, key_path, dir, rep);
+        if (rc == 0 && !caller_holds_lock)
+            rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
+        goto out;
+    }
     if (rc) goto out;
     rep->had_log = 1;
     if ((rc = io->size(log, &log_size)) != 0) goto out;
@@ -120,7 +188,10 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         io->close(log);
         log = NULL;
         if ((rc = io->unlink(io, log_path)) != 0) goto out;
-        rc = io->sync_dir(io, dir);
+        if ((rc = io->sync_dir(io, dir)) != 0) goto out;
+        if (!caller_holds_lock) rc = remove_bucketless_key(io, dat_path, key_path, dir, rep);
+        if (rc == 0 && !caller_holds_lock)
+            rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
         goto out;
     }
     if ((rc = io->read_at(log, lbuf, sizeof lbuf, 0)) != 0) goto out;
@@ -154,6 +225,10 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if ((rc = io->sync(dat)) != 0) goto out;
         rc = io->unlink(io, key_path);
         if (rc && rc != TIDE_ENOENT) goto out;
+        /* The key file's unlink must be durable before the log's: a power
+         * loss may keep a later unlink of a directory and lose an earlier
+         * one, and a partial key file without its log reads as a store. */
+        if ((rc = io->sync_dir(io, dir)) != 0) goto out;
     } else {
         if ((rc = io->open(io, key_path, TIDE_IO_WRITE, &key)) != 0) goto out;
         if ((rc = io->size(key, &key_size)) != 0) goto out;
@@ -184,6 +259,8 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
     log = NULL;
     if ((rc = io->unlink(io, log_path)) != 0) goto out;
     rc = io->sync_dir(io, dir);
+    if (rc == 0 && !caller_holds_lock)
+        rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
 out:
     if (log) io->close(log);
     if (dat) io->close(dat);
@@ -193,6 +270,12 @@ out:
 }
 
 int tide_store_recover(const char *dir, tide_io *io, tide_recover_report *report)
+{
+    return tide_store_recover_ex(dir, io, 0, report);
+}
+
+int tide_store_recover_ex(const char *dir, tide_io *io, unsigned flags,
+                          tide_recover_report *report)
 {
     tide_recover_report local;
     char *dat = tide_path_join(dir, "nudb.dat");
@@ -215,7 +298,7 @@ int tide_store_recover(const char *dir, tide_io *io, tide_recover_report *report
         rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
         goto out;
     }
-    rc = tide_recover_paths(io, dat, key, log, dir, 0, report);
+    rc = tide_recover_paths(io, dat, key, log, dir, 0, (flags & TIDE_RECOVER_FORCE) != 0, report);
 out:
     free(dat);
     free(key);

@@ -5,21 +5,38 @@
  * old key file is only replaced, never read. The steps:
  *
  *   1. Open the store read-write (lock, recovery) and count the records.
+ *      When the key file is missing or open refuses it, open_for_rebuild
+ *      makes the handle from nudb.dat alone (the data file is the truth;
+ *      the key file is only an index of it), and the log armed in step 2
+ *      says key_file_size 0: NuDB's mark of a rebuild, whose recovery
+ *      removes the (unusable) key file.
  *   2. Arm nudb.log with the current sizes and no records; sync it. From
  *      here a crash makes the next open truncate nudb.dat back to its old
  *      size, removing any spill record this rekey appended.
  *   3. Write nudb.key.new: its header, then the buckets in ranges that fit
  *      in buffer_bytes, one walk of nudb.dat per range. A bucket that fills
  *      up spills (a full, sorted bucket appended to nudb.dat).
- *   4. Sync nudb.dat and nudb.key.new; empty the log and sync it. The store
- *      is now the old one plus unreachable spill records (waste, which
- *      NuDB's verify accepts too).
+ *   4. Sync nudb.dat and nudb.key.new. When spill records were appended,
+ *      write nudb.rekey (where they start and end) and sync it and the
+ *      directory. Empty the log and sync it. The durable store is now the
+ *      old one plus unreachable spill records of the NEW block size. That
+ *      is not a state to keep: NuDB's verify checks every spill record it
+ *      walks against the key file's bucket size (the spec: spill records
+ *      are full buckets) and rejects it, "invalid size in spill", and
+ *      Tide's verify agrees. (An earlier version of this comment said
+ *      NuDB's verify accepts it as waste: true only when the block size
+ *      does not change.) So nudb.rekey lets tide_rekey_repair, at the next
+ *      read-write open or recovery, cut them off again if a crash comes
+ *      before step 5.
  *   5. Rename nudb.key.new over nudb.key and sync the directory: the
- *      switch to the new store is that one atomic rename.
+ *      switch to the new store is that one atomic rename. Then remove
+ *      nudb.rekey and sync the directory.
  *
  * Invariants:
- *   1. At every instant the durable files are the old store (steps 1-4,
- *      possibly with waste) or the new one (after 5), never a mixture.
+ *   1. At every instant the durable files are the old store (steps 1-4;
+ *      in step 4 with the appended spill records and nudb.rekey, which the
+ *      next read-write open cuts off) or the new one (after 5), never a
+ *      mixture.
  *   2. The new key file follows docs/FORMAT.md: buckets sorted, every key in
  *      the bucket its hash names or its chain, spills full.
  *   3. Memory is the pass's buckets (about buffer_bytes) plus two 1 MiB
@@ -35,6 +52,7 @@
 #include "store/store_impl.h"
 #include "util/assert.h"
 #include "util/bigbuf.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -168,12 +186,249 @@ static int write_range(rekey *k)
     return rc;
 }
 
+typedef struct counts {
+    uint64_t records, foreign;
+    size_t full;                /* bucket bytes of the new block size */
+} counts;
+
 static int count_record(void *arg, uint64_t offset, const void *key, unsigned key_size,
                         const void *value, uint64_t len)
 {
     (void)offset; (void)key; (void)key_size; (void)value; (void)len;
-    (*(uint64_t *)arg)++;
+    ((counts *)arg)->records++;
     return 0;
+}
+
+static int count_spill(void *arg, uint64_t offset, uint64_t n)
+{
+    counts *c = arg;
+    (void)offset;
+    if (n != c->full) c->foreign++;
+    return 0;
+}
+
+/* ---- the window before the switch ----
+ *
+ * From the moment the log is emptied (step 4) until the rename is durable
+ * (step 5), nudb.dat holds the spill records this rekey appended, of the
+ * new block size, under the old key file. No chain reaches them, but NuDB's
+ * verify checks every spill record it walks against the key file's bucket
+ * size and rejects the store ("invalid size in spill"); so does Tide's. A
+ * crash in that window would leave that state for good. So, when spill
+ * records were appended, nudb.rekey records where they start and end, made
+ * durable before the log is emptied and removed after the switch, and
+ * tide_rekey_repair (at every read-write open, recovery and rekey) puts the
+ * old store back byte for byte when it finds the switch was not made.
+ */
+#define MARK_NAME "nudb.rekey"
+#define MARK_SIZE 26
+static const char mark_magic[8] = { 't', 'i', 'd', 'e', 'r', 'k', 'e', 'y' };
+
+static int write_mark(tide_io *io, const char *dir, uint64_t dat0, uint64_t dat_end, unsigned bs)
+{
+    uint8_t buf[MARK_SIZE];
+    tide_file *f = NULL;
+    char *path = tide_path_join(dir, MARK_NAME);
+    int rc;
+
+    if (path == NULL) return tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
+    memcpy(buf, mark_magic, 8);
+    tide_put64(buf + 8, dat0);
+    tide_put64(buf + 16, dat_end);
+    tide_put16(buf + 24, bs);
+    rc = io->open(io, path, TIDE_IO_CREATE, &f);
+    if (rc == 0) rc = io->truncate(f, 0);
+    if (rc == 0) rc = io->write_at(f, buf, sizeof buf, 0);
+    if (rc == 0) rc = io->sync(f);
+    if (f) io->close(f);
+    if (rc == 0) rc = io->sync_dir(io, dir);   /* the mark's name, and nudb.key.new's */
+    free(path);
+    return rc;
+}
+
+int tide_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes)
+{
+    char *mark = tide_path_join(dir, MARK_NAME), *knew = tide_path_join(dir, "nudb.key.new");
+    tide_file *f = NULL, *dat = NULL;
+    uint8_t buf[MARK_SIZE];
+    uint64_t size = 0, dat_size = 0;
+    int rc, have_new, valid = 0, dirty = 0;
+
+    if (cut_bytes) *cut_bytes = 0;
+    if (!mark || !knew) { rc = tide_err_set(TIDE_ENOMEM, "repair: out of memory"); goto out; }
+    have_new = io->stat(io, knew, NULL) == 0;
+    rc = io->open(io, mark, TIDE_IO_READ, &f);
+    if (rc == TIDE_ENOENT) {
+        /* No mark: a rekey stopped before it appended anything durable
+         * that the log does not cover; nudb.key.new is garbage. */
+        tide_err_clear();
+        rc = 0;
+        if (have_new && io->unlink(io, knew) == 0)
+            tide_log(TIDE_LOG_INFO, "%s: removed nudb.key.new left by an interrupted rekey", dir);
+        tide_err_clear();
+        goto out;
+    }
+    if (rc) goto out;
+    if ((rc = io->size(f, &size)) != 0) goto out;
+    if (size == MARK_SIZE && (rc = io->read_at(f, buf, sizeof buf, 0)) != 0) goto out;
+    valid = size == MARK_SIZE && memcmp(buf, mark_magic, 8) == 0;
+    io->close(f);
+    f = NULL;
+    if (valid && have_new) {
+        /* The switch was not made: the store is the old key file and the
+         * data file as it was at dat0, plus this rekey's spill records. */
+        uint64_t dat0 = tide_get64(buf + 8), dat_end = tide_get64(buf + 16);
+        if ((rc = io->open(io, dat_path, TIDE_IO_WRITE, &dat)) != 0) goto out;
+        if ((rc = io->size(dat, &dat_size)) != 0) goto out;
+        if (dat_size == dat_end && dat0 >= TIDE_DAT_HEADER_SIZE && dat0 < dat_end) {
+            if ((rc = io->truncate(dat, dat0)) != 0) goto out;
+            if ((rc = io->sync(dat)) != 0) goto out;
+            if (cut_bytes) *cut_bytes = dat_end - dat0;
+            tide_log(TIDE_LOG_INFO, "%s: an interrupted rekey had appended %llu bytes of spill "
+                     "records to nudb.dat; cut them off (the store is the old one)", dir,
+                     (unsigned long long)(dat_end - dat0));
+        } else if (dat_size != dat0) {
+            /* Written since (by NuDB, which knows nothing of the mark):
+             * the tail is no longer only ours to cut. */
+            tide_log(TIDE_LOG_WARN, "%s: an interrupted rekey left spill records in nudb.dat "
+                     "[%llu, %llu) of another block size, and the file has changed since (%llu "
+                     "bytes): they stay as waste, which NuDB's verify rejects ('invalid size in "
+                     "spill'); tide rekey rewrites the key file but cannot remove them", dir,
+                     (unsigned long long)dat0, (unsigned long long)dat_end,
+                     (unsigned long long)dat_size);
+        }
+    }
+    if (have_new) {
+        if ((rc = io->unlink(io, knew)) != 0 && rc != TIDE_ENOENT) goto out;
+        dirty = 1;
+    }
+    if ((rc = io->unlink(io, mark)) != 0 && rc != TIDE_ENOENT) goto out;
+    dirty = 1;
+    rc = 0;
+out:
+    if (rc == 0 && dirty) rc = io->sync_dir(io, dir);
+    if (f) io->close(f);
+    if (dat) io->close(dat);
+    free(mark);
+    free(knew);
+    return rc;
+}
+
+/* Could a rebuild from nudb.dat get past what made the open fail? Errors
+ * of the files' contents, yes (open_for_rebuild then checks that the cause
+ * is not nudb.dat or nudb.log); a busy store, an I/O error or no memory,
+ * never. */
+static int rebuildable(int rc)
+{
+    return rc == TIDE_ENOENT || rc == TIDE_ECORRUPT || rc == TIDE_ENOTSTORE ||
+           rc == TIDE_EVERSION || rc == TIDE_EHASH || rc == TIDE_EMISMATCH;
+}
+
+/*
+ * The key file is missing or cannot be this store's: make a handle from
+ * nudb.dat alone. First the recovery a read-write open would run (it undoes
+ * a pending commit, takes the lock and checks for other processes, and
+ * removes a key file with no complete bucket). Then nudb.dat's header must
+ * be sound: it gives uid, appnum and key size. The old key file, when there
+ * is one, is locked (a Tide handle on it excludes us) and, when its header
+ * is this store's, gives the salt, block size and load factor; otherwise a
+ * new salt is drawn and the load factor is 0.5. nudb.dat is locked too, so
+ * two rebuilds of one store exclude each other.
+ */
+static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tide_store_opts *so,
+                            tide_store **out, tide_rekey_report *report)
+{
+    uint8_t dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
+    tide_recover_report rr;
+    tide_store *s = NULL;
+    tide_dat_header dh;
+    tide_key_header kh;
+    uint64_t dat_size = 0, key_size = 0;
+    int rc, have_kh = 0;
+
+    *out = NULL;
+    rc = tide_store_recover_ex(dir, so->io, o->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
+    if (rc) return rc;
+    if ((rc = tide_store_alloc(&s, dir, so)) != 0) return rc;
+    s->rebuild = 1;
+    rc = s->io->open(s->io, s->dat_path, TIDE_IO_WRITE, &s->dat);
+    if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
+    if (rc) goto out;
+    if ((rc = s->io->lock(s->dat, 1)) != 0) goto out;
+    if ((rc = s->io->size(s->dat, &dat_size)) != 0) goto out;
+    if (dat_size < TIDE_DAT_HEADER_SIZE) {
+        rc = tide_err_set(TIDE_ENOTSTORE, "%s: %llu bytes is shorter than the %d-byte header: "
+                          "nothing to rebuild a key file from", s->dat_path,
+                          (unsigned long long)dat_size, TIDE_DAT_HEADER_SIZE);
+        goto out;
+    }
+    if ((rc = s->io->read_at(s->dat, dbuf, sizeof dbuf, 0)) != 0) goto out;
+    if ((rc = tide_fmt_decode_dat_header(dbuf, &dh, s->dat_path)) != 0) goto out;
+
+    rc = s->io->open(s->io, s->key_path, TIDE_IO_READ, &s->key);
+    if (rc == TIDE_ENOENT) {
+        tide_err_clear();
+        rc = 0;
+    } else if (rc == 0) {
+        if ((rc = s->io->lock(s->key, 1)) != 0) goto out;
+        if ((rc = s->io->size(s->key, &key_size)) != 0) goto out;
+        if (key_size >= TIDE_KEY_HEADER_SIZE &&
+            (rc = s->io->read_at(s->key, kbuf, sizeof kbuf, 0)) != 0) goto out;
+        have_kh = key_size >= TIDE_KEY_HEADER_SIZE &&
+                  tide_fmt_decode_key_header(kbuf, &kh, s->key_path) == 0 &&
+                  kh.uid == dh.uid && kh.appnum == dh.appnum && kh.key_size == dh.key_size &&
+                  kh.pepper == tide_fmt_pepper(kh.salt) && kh.load_factor > 0;
+        tide_err_clear();
+    } else {
+        goto out;                       /* a FIFO there, say: not ours to replace */
+    }
+    if (!o->ignore_holders && (rc = tide_store_refuse_holders(s->io, dir, "a rekey")) != 0) goto out;
+
+    if (!have_kh) {
+        memset(&kh, 0, sizeof kh);
+        do {
+            if ((rc = tide_random_bytes(&kh.salt, sizeof kh.salt)) != 0) goto out;
+        } while (kh.salt == 0);
+        kh.pepper = tide_fmt_pepper(kh.salt);
+        kh.block_size = (uint16_t)o->block_size;
+        kh.load_factor = tide_fmt_load_factor_raw(TIDE_LOAD_FACTOR_DEFAULT);
+    }
+    kh.version = TIDE_FMT_VERSION;
+    kh.uid = dh.uid;
+    kh.appnum = dh.appnum;
+    kh.key_size = dh.key_size;
+    s->kh = kh;
+    s->key_size = kh.key_size;
+    s->block_size = have_kh ? kh.block_size : 0;
+    s->buckets = 0;
+    s->dat_size = dat_size;
+    report->old_key_file_bytes = key_size;
+
+    if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) goto out;
+    if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
+    if ((rc = s->io->sync(s->log)) != 0) goto out;
+    if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
+    *out = s;
+    s = NULL;
+out:
+    tide_store_free(s);
+    return rc;
+}
+
+/* The end of a rebuild's handle: an empty log is removed (as close does);
+ * an armed one (a failure that could not be undone) is kept for the next
+ * recovery. */
+static int rebuild_close(tide_store *s)
+{
+    int rc = 0;
+    if (s->log && !__atomic_load_n(&s->broken, __ATOMIC_ACQUIRE)) {
+        s->io->close(s->log);
+        s->log = NULL;
+        rc = s->io->unlink(s->io, s->log_path);
+        if (rc == 0) rc = s->io->sync_dir(s->io, s->dir);
+    }
+    tide_store_free(s);
+    return rc;
 }
 
 int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_report *report)
@@ -185,7 +440,7 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     rekey k;
     char *new_path = NULL;
     uint64_t n = 0, dat0 = 0, per_pass;
-    int rc, armed = 0;
+    int rc, armed = 0, marked = 0, switched = 0;
 
     tide_err_clear();
     memset(&k, 0, sizeof k);
@@ -193,10 +448,12 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     else tide_rekey_opts_init(&o);
     if (report == NULL) report = &local;
     memset(report, 0, sizeof *report);
+    /* Unlike create (and the node's nudb_block_size), no fall-back: a typo
+     * here would rewrite a whole key file at a size nobody asked for. */
     if (!tide_block_size_valid(o.block_size)) {
-        tide_log(TIDE_LOG_WARN, "block size '%u' is not a power of two from 4096 to 32768; using %u",
-                 o.block_size, TIDE_BLOCK_SIZE_DEFAULT);
-        o.block_size = TIDE_BLOCK_SIZE_DEFAULT;
+        rc = tide_err_set(TIDE_EINVAL, "rekey: block size %u is not a power of two from 4096 to "
+                          "32768 (4096, 8192, 16384 or 32768); nothing was changed", o.block_size);
+        goto out;
     }
     if (!(o.load_factor == 0 || (o.load_factor > 0 && o.load_factor <= 1))) {   /* NaN too */
         rc = tide_err_set(TIDE_EINVAL, "rekey: load factor %g is not in (0, 1]", o.load_factor);
@@ -206,7 +463,19 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
 
     tide_store_opts_init(&so);
     so.io = o.io;
-    if ((rc = tide_store_open(&s, dir, &so)) != 0) goto out;
+    so.ignore_holders = o.ignore_holders;
+    rc = tide_store_open(&s, dir, &so);
+    if (rc != 0 && rebuildable(rc)) {
+        /* The data file is the truth: a key file that is missing, or that
+         * open will not take (grown, cut, no bucket, another store's), is
+         * built again from it, which is what rekey does anyway. */
+        snprintf(report->key_problem, sizeof report->key_problem, "%s", tide_last_error());
+        tide_log(TIDE_LOG_INFO, "%s: nudb.key cannot be opened (%s); rebuilding it from nudb.dat",
+                 dir, report->key_problem);
+        rc = open_for_rebuild(dir, &o, &so, &s, report);
+        if (rc == 0) report->key_rebuilt = 1;
+    }
+    if (rc) goto out;
     k.s = s;
     k.o = &o;
     k.bs = o.block_size;
@@ -217,11 +486,25 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     report->old_block_size = s->block_size;
     report->new_block_size = k.bs;
     report->old_buckets = s->buckets;
-    report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
+    if (!s->rebuild) report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
     report->dat_file_bytes_before = dat0;
 
-    /* 1. Count, and size the table as a rebuild does. */
-    if ((rc = tide_store_visit(dir, s->io, count_record, &n, NULL)) != 0) goto out;
+    /* 1. Count, and size the table as a rebuild does. Spill records of
+     * another size than the new table's stay in nudb.dat as waste that
+     * NuDB's verify rejects; the format has no way to drop them short of
+     * rewriting nudb.dat, so the operator is told before anything is
+     * written. */
+    {
+        counts c = { 0, 0, tide_fmt_bucket_bytes(k.cap) };
+        if ((rc = tide_store_walk(dir, s->io, count_record, count_spill, &c, NULL)) != 0) goto out;
+        n = c.records;
+        report->foreign_spill_records = c.foreign;
+        if (c.foreign)
+            tide_log(TIDE_LOG_WARN, "%s: nudb.dat holds %llu spill records of another block size "
+                     "than %u; they stay, unreachable, and NuDB's verify (and tide verify) will "
+                     "reject the store for them ('invalid size in spill'), though Tide and NuDB "
+                     "read and write it as before", dir, (unsigned long long)c.foreign, k.bs);
+    }
     {
         uint64_t units = (uint64_t)k.lf_raw * k.cap;   /* per bucket, in 1/65536 */
         k.buckets = (n * 65536 + units - 1) / units;
@@ -239,8 +522,11 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
         tide_log_header lh = {
             .version = TIDE_FMT_VERSION, .uid = s->kh.uid, .appnum = s->kh.appnum,
             .key_size = s->kh.key_size, .salt = s->kh.salt, .pepper = s->kh.pepper,
-            .block_size = s->kh.block_size,
-            .key_file_size = report->old_key_file_bytes, .dat_file_size = dat0,
+            .block_size = s->rebuild ? (uint16_t)k.bs : s->kh.block_size,
+            /* A rebuild's log says key_file_size 0 (NuDB's mark of an
+             * interrupted rebuild): a crash then cuts nudb.dat back and
+             * removes the unusable key file, and a rekey starts again. */
+            .key_file_size = s->rebuild ? 0 : report->old_key_file_bytes, .dat_file_size = dat0,
         };
         tide_fmt_encode_log_header(hdr, &lh);
         if ((rc = s->io->write_at(s->log, hdr, sizeof hdr, 0)) != 0) goto out;
@@ -287,9 +573,13 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     if ((rc = dat_flush(&k)) != 0) goto out;
     if (o.progress) o.progress(o.progress_arg, k.progress_total, k.progress_total);
 
-    /* 4. Durable, then disarm: the old store plus waste. */
+    /* 4. Durable, marked when spills were appended, then disarmed. */
     if ((rc = s->io->sync(s->dat)) != 0) goto out;
     if ((rc = s->io->sync(k.knew)) != 0) goto out;
+    if (k.dat_base > dat0) {
+        if ((rc = write_mark(s->io, dir, dat0, k.dat_base, k.bs)) != 0) goto out;
+        marked = 1;
+    }
     if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
     if ((rc = s->io->sync(s->log)) != 0) goto out;
     armed = 0;
@@ -297,6 +587,14 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     /* 5. The switch. */
     if ((rc = s->io->rename(s->io, new_path, s->key_path)) != 0) goto out;
     if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
+    switched = 1;
+    if (marked) {
+        char *mark = tide_path_join(dir, MARK_NAME);
+        rc = mark ? s->io->unlink(s->io, mark) : tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
+        free(mark);
+        if (rc == 0) rc = s->io->sync_dir(s->io, dir);
+        if (rc) goto out;
+    }
     report->new_buckets = k.buckets;
     report->new_key_file_bytes = (k.buckets + 1) * (uint64_t)k.bs;
     report->dat_file_bytes_after = k.dat_base;
@@ -315,11 +613,18 @@ out:
             __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
         }
         tide_err_set(rc, "%s", msg);
+    } else if (rc && marked && !switched) {
+        /* Disarmed, not switched: put the old store back now (the mark
+         * lets the next open do it if this fails too). */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tide_last_error());
+        tide_rekey_repair(s->io, dir, s->dat_path, NULL);
+        tide_err_set(rc, "%s", msg);
     }
     if (s) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tide_last_error());
-        int crc = tide_store_close(s);
+        int crc = s->rebuild ? rebuild_close(s) : tide_store_close(s);
         if (rc == 0) rc = crc;
         else tide_err_set(rc, "%s", msg);
     }

@@ -235,11 +235,187 @@ static int read_headers(tide_io *io, tide_file *dat, tide_file *key, const char 
     if (tide_fmt_capacity(kh->block_size) < 1)
         return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u holds no entry",
                             key_path, kh->block_size);
-    if (*key_size % kh->block_size != 0 || *key_size < 2 * (uint64_t)kh->block_size)
+    if (*key_size < 2 * (uint64_t)kh->block_size)
         return tide_err_set(TIDE_ECORRUPT,
-                            "%s: size %llu is not a whole number (>= 2) of %u-byte blocks",
-                            key_path, (unsigned long long)*key_size, kh->block_size);
+                            "%s: %llu bytes hold no complete bucket: a key file of %u-byte blocks "
+                            "is (buckets + 1) x %u bytes, at least %llu (an interrupted rebuild "
+                            "leaves this; 'tide rekey' builds it again from nudb.dat)", key_path,
+                            (unsigned long long)*key_size, kh->block_size, kh->block_size,
+                            2 * (unsigned long long)kh->block_size);
+    if (*key_size % kh->block_size != 0) {
+        unsigned long long below = *key_size / kh->block_size * kh->block_size;
+        return tide_err_set(TIDE_ECORRUPT,
+                            "%s: %llu bytes is not (buckets + 1) x %u: expected %llu or %llu "
+                            "bytes, a whole number of blocks; 'tide rekey' rebuilds nudb.key "
+                            "from nudb.dat", key_path, (unsigned long long)*key_size,
+                            kh->block_size, below, below + kh->block_size);
+    }
     return 0;
+}
+
+/* ---- the key file against the data file, cheaply ---- */
+
+/*
+ * The bucket count is not stored: it is the key file's size. So a key file
+ * grown by whole zero blocks, or cut by whole blocks, passes every header
+ * check, and then fetches look in the wrong buckets: stored keys read as
+ * absent and a second value for them is accepted. check_index catches that
+ * at open with a few reads, each of a fact every sound store has:
+ *
+ *   1. Placement. Bucket 0, the last bucket and the bucket the last one was
+ *      split from hold only entries whose hash names them under the present
+ *      bucket count. A table grown past a power of two misplaces about half
+ *      of bucket 0 (its modulus doubled); one grown within it misplaces the
+ *      entries of the last bucket's parent that moved to the (zero) child.
+ *   2. Reachability. The first INDEX_SAMPLE data records of nudb.dat are
+ *      found, at their own offsets, through the bucket their hash names (or
+ *      its spill chain), as a fetch finds them. This also catches a cut key
+ *      file, whose lost buckets held some of them.
+ *
+ * Cost: 3 bucket reads, one read of at most INDEX_WINDOW bytes of nudb.dat,
+ * and one bucket read (plus its chain) per sampled record. A store whose
+ * key file passes both may still be damaged elsewhere; `tide verify` checks
+ * every entry and record.
+ */
+#define INDEX_SAMPLE 32
+#define INDEX_WINDOW (64u << 10)
+#define INDEX_ZERO_SCAN 4096       /* trailing blocks examined for "appended zeros" */
+
+/* The placement check of one bucket under `buckets`. 1 sound, 0 not (with
+ * *why filled), <0 an I/O error. */
+static int placed_right(tide_store *s, uint64_t index, uint64_t buckets, uint8_t *buf,
+                        char *why, size_t cap)
+{
+    char where[96];
+    int rc = tide_store_read_bucket(s, index, buf);
+    if (rc == TIDE_ECORRUPT) {
+        snprintf(why, cap, "%s", tide_last_error());
+        return 0;
+    }
+    if (rc) return rc;
+    snprintf(where, sizeof where, "bucket %llu", (unsigned long long)index);
+    if (tide_fmt_check_bucket(buf, s->capacity, s->dat_size, s->key_size, where) != 0) {
+        snprintf(why, cap, "%s", tide_last_error());
+        return 0;
+    }
+    for (unsigned i = 0, n = tide_fmt_bucket_count(buf); i < n; i++) {
+        tide_entry e;
+        tide_fmt_bucket_entry(buf, i, &e);
+        uint64_t home = tide_fmt_bucket_index(e.hash, buckets);
+        if (home != index) {
+            snprintf(why, cap, "bucket %llu holds entry %u (hash %012llx), which belongs in bucket "
+                     "%llu", (unsigned long long)index, i, (unsigned long long)e.hash,
+                     (unsigned long long)home);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Both checks of check_index with the table taken to have `buckets`
+ * buckets (s->buckets is set to it meanwhile). 1, 0 (why filled), <0. */
+static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size_t win_len,
+                       uint8_t *buf, char *why, size_t cap)
+{
+    uint64_t modulus = tide_fmt_ceil_pow2(buckets), saved = s->buckets;
+    uint64_t probe[3] = { 0, buckets - 1, buckets >= 2 ? buckets - 1 - modulus / 2 : 0 };
+    size_t head = TIDE_DAT_RECORD_HEADER + s->key_size, pos = 0;
+    int rc = 1;
+
+    s->buckets = buckets;
+    for (int k = 0; k < 3 && rc == 1; k++) {
+        if (k > 0 && (probe[k] == probe[0] || probe[k] == probe[k - 1])) continue;
+        rc = placed_right(s, probe[k], buckets, buf, why, cap);
+    }
+    for (unsigned seen = 0; rc == 1 && seen < INDEX_SAMPLE && pos + TIDE_SPILL_HEADER <= win_len; ) {
+        uint64_t size = tide_get48(win + pos), off = TIDE_DAT_HEADER_SIZE + pos;
+        tide_entry e;
+        if (size == 0) {                        /* a spill record: step over it */
+            pos += TIDE_SPILL_HEADER + tide_get16(win + pos + 6);
+            continue;
+        }
+        if (pos + head > win_len) break;
+        const uint8_t *key = win + pos + TIDE_DAT_RECORD_HEADER;
+        uint64_t h = tide_fmt_hash48(key, s->key_size, s->kh.salt);
+        uint64_t b = tide_fmt_bucket_index(h, buckets);
+        rc = tide_store_read_bucket(s, b, buf);
+        if (rc == 0) rc = tide_store_search(s, buf, h, key, &e, NULL);
+        if (rc == 0 && e.offset == off) {
+            rc = 1;
+        } else if (rc == 0 || rc == TIDE_ENOTFOUND || rc == TIDE_ECORRUPT) {
+            snprintf(why, cap, "the record at nudb.dat offset %llu is not found through bucket %llu, "
+                     "where its hash belongs", (unsigned long long)off, (unsigned long long)b);
+            rc = 0;
+        }
+        pos += head + size;
+        seen++;
+    }
+    s->buckets = saved;
+    return rc;
+}
+
+static int block_is_zero(tide_store *s, uint64_t index, uint8_t *buf, int *zero)
+{
+    int rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
+    if (rc) return rc;
+    *zero = 1;
+    for (unsigned i = 0; i < s->block_size && *zero; i++) *zero = buf[i] == 0;
+    return 0;
+}
+
+static int check_index(tide_store *s)
+{
+    uint8_t *buf = malloc(s->block_size), *win = NULL;
+    size_t win_len = 0;
+    char why[256], found_what[160];
+    uint64_t expected = 0, zeros = 0;
+    int rc;
+
+    if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
+    if (s->dat_size > TIDE_DAT_HEADER_SIZE) {
+        uint64_t rest = s->dat_size - TIDE_DAT_HEADER_SIZE;
+        win_len = rest < INDEX_WINDOW ? (size_t)rest : INDEX_WINDOW;
+        if ((win = malloc(win_len)) == NULL) { rc = tide_err_set(TIDE_ENOMEM, "open: out of memory"); goto out; }
+        if ((rc = s->io->read_at(s->dat, win, win_len, TIDE_DAT_HEADER_SIZE)) != 0) goto out;
+    }
+    rc = index_sound(s, s->buckets, win, win_len, buf, why, sizeof why);
+    if (rc < 0) goto out;
+    if (rc == 1) { rc = 0; goto out; }
+
+    /* Unsound. If the file ends in zero blocks, find the bucket count that
+     * indexes nudb.dat once they are dropped: that is the size expected. */
+    for (uint64_t i = s->buckets; i > 1 && zeros < INDEX_ZERO_SCAN; i--) {
+        int zero = 0;
+        if ((rc = block_is_zero(s, i - 1, buf, &zero)) != 0) goto out;
+        if (!zero) break;
+        zeros++;
+    }
+    for (uint64_t j = 1; j <= zeros && expected == 0; j++) {
+        char scratch[256];
+        rc = index_sound(s, s->buckets - j, win, win_len, buf, scratch, sizeof scratch);
+        if (rc < 0) goto out;
+        if (rc == 1) expected = s->buckets - j;
+    }
+    snprintf(found_what, sizeof found_what, "%llu bytes (%llu buckets of %u)",
+             (unsigned long long)((s->buckets + 1) * s->block_size),
+             (unsigned long long)s->buckets, s->block_size);
+    if (expected)
+        rc = tide_err_set(TIDE_ECORRUPT, "%s: %s do not index nudb.dat: %s. Expected %llu bytes "
+                          "(%llu buckets): the last %llu block%s zero, as if appended. Run 'tide "
+                          "verify' to see the damage, 'tide rekey' to rebuild nudb.key from nudb.dat",
+                          s->key_path, found_what, why,
+                          (unsigned long long)((expected + 1) * s->block_size),
+                          (unsigned long long)expected, (unsigned long long)(s->buckets - expected),
+                          s->buckets - expected == 1 ? " is" : "s are");
+    else
+        rc = tide_err_set(TIDE_ECORRUPT, "%s: %s do not index nudb.dat: %s; the key file was grown, "
+                          "cut or damaged, and the size that would index it cannot be told from "
+                          "the files. Run 'tide verify' to see the damage, 'tide rekey' to rebuild "
+                          "nudb.key from nudb.dat", s->key_path, found_what, why);
+out:
+    free(buf);
+    free(win);
+    return rc;
 }
 
 typedef struct store_paths {
@@ -323,16 +499,13 @@ static void destroy(tide_store *s)
     free(s);
 }
 
-int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
+int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts)
 {
-    tide_store *s = NULL;
+    tide_store *s = calloc(1, sizeof *s);
     store_paths p = { 0 };
-    uint64_t dat_size = 0, key_size = 0, log_size = 0;
-    int rc, flags;
+    int rc;
 
-    tide_err_clear();
     *out = NULL;
-    s = calloc(1, sizeof *s);
     if (s == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
     if (opts) s->opts = *opts;
     else tide_store_opts_init(&s->opts);
@@ -352,12 +525,39 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
     pthread_mutex_init(&s->write_mu, NULL);
     pthread_cond_init(&s->room_cv, NULL);
     pthread_cond_init(&s->work_cv, NULL);
-
     s->dir = strdup(dir);
     if (s->dir == NULL) { rc = tide_err_set(TIDE_ENOMEM, "open: out of memory"); goto out; }
     if ((rc = make_paths(dir, &p)) != 0) goto out;
     s->dat_path = p.dat; s->key_path = p.key; s->log_path = p.log;
     p.dat = p.key = p.log = NULL;
+    *out = s;
+    s = NULL;
+out:
+    free_paths(&p);
+    destroy(s);
+    return rc;
+}
+
+void tide_store_free(tide_store *s)
+{
+    destroy(s);
+}
+
+int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
+{
+    return tide_store_open_checked(out, dir, opts, 1);
+}
+
+int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
+                            int check)
+{
+    tide_store *s = NULL;
+    uint64_t dat_size = 0, key_size = 0, log_size = 0;
+    int rc, flags;
+
+    tide_err_clear();
+    *out = NULL;
+    if ((rc = tide_store_alloc(&s, dir, opts)) != 0) return rc;
     if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
         goto out;
 
@@ -366,17 +566,24 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
     flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
     if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) goto out;
     if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) goto out;
+    /* Our lock keeps Tide's handles out; NuDB's writers take none, and
+     * recovering or committing beside one destroys its work. */
+    if (!s->opts.read_only && !s->opts.ignore_holders &&
+        (rc = tide_store_refuse_holders(s->io, dir, "opening it for writing")) != 0)
+        goto out;
     int needed = 0;
     if ((rc = log_needs_recovery(s->io, s->log_path, &log_size, &needed)) != 0) goto out;
     if (needed) {
         if (s->opts.read_only) {
-            rc = tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an interrupted commit (%llu bytes); "
-                              "a read-only open cannot recover it: open the store read-write "
-                              "once, or run 'tide recover'", dir, (unsigned long long)log_size);
+            rc = tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
+                              "(a crash's, or a live writer's: NuDB takes no lock); a read-only "
+                              "open never recovers: run 'tide recover' when no process writes the "
+                              "store; nothing was read or written", dir,
+                              (unsigned long long)log_size);
             goto out;
         }
         tide_recover_report rep;
-        rc = tide_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, dir, 1, &rep);
+        rc = tide_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, dir, 1, 1, &rep);
         if (rc) goto out;
         tide_log(TIDE_LOG_INFO, "%s: recovered an interrupted commit: %llu buckets restored, "
                  "nudb.dat truncated to %llu bytes", dir, (unsigned long long)rep.buckets_restored,
@@ -384,14 +591,11 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
         if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
             goto out;
     }
-    if (!s->opts.read_only) {
-        /* A rekey interrupted before its rename leaves nudb.key.new; the
-         * store is the old one, and the partial file is garbage. */
-        char *stale = tide_path_join(dir, "nudb.key.new");
-        if (stale && s->io->stat(s->io, stale, NULL) == 0 && s->io->unlink(s->io, stale) == 0)
-            tide_log(TIDE_LOG_INFO, "%s: removed nudb.key.new left by an interrupted rekey", dir);
-        free(stale);
-    }
+    /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
+     * the store is the old one) and perhaps, past the log's reach, its
+     * spill records, which nudb.rekey says how to cut off. */
+    if (!s->opts.read_only && (rc = tide_rekey_repair(s->io, dir, s->dat_path, NULL)) != 0)
+        goto out;
     if ((rc = s->io->open(s->io, s->dat_path, flags, &s->dat)) != 0) goto out;
     rc = read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
     if (rc) goto out;
@@ -407,6 +611,7 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
      * a store reopened after every few inserts still grows. */
     s->split_credit = s->split_units / 2;
     s->dat_size = dat_size;
+    if (check && (rc = check_index(s)) != 0) goto out;
     tide_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
     tide_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
     s->pending = &s->pools[0];
@@ -434,7 +639,6 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
     s = NULL;
     rc = 0;
 out:
-    free_paths(&p);
     destroy(s);
     return rc;
 }
@@ -878,10 +1082,12 @@ int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
     o->buckets = key_size / kh.block_size - 1;
     o->dat_file_bytes = dat_size;
     o->key_file_bytes = key_size;
-    if (io->open(io, p.log, TIDE_IO_READ, &log) == 0 && io->size(log, &log_size) == 0) {
-        o->log_file_bytes = log_size;
-        o->needs_recovery = log_size >= TIDE_LOG_HEADER_SIZE;
-    }
+    rc = io->open(io, p.log, TIDE_IO_READ, &log);
+    if (rc == TIDE_ENOENT) rc = 0;
+    else if (rc == 0) rc = io->size(log, &log_size);
+    if (rc) goto out;                   /* a log that cannot be read is not "no log" */
+    o->log_file_bytes = log_size;
+    o->needs_recovery = log_size >= TIDE_LOG_HEADER_SIZE;
     tide_err_clear();
 out:
     if (dat) io->close(dat);

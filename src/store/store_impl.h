@@ -48,6 +48,9 @@ struct tide_store {
     int        commit_err;        /* of the last attempt; 0 after a success */
     int        closing, broken, thread_started, thread_done;
     int        log_dirty;         /* a batch is applied, its log not emptied */
+    int        rebuild;           /* a handle made by rekey from nudb.dat alone
+                                     (the key file missing or unusable): no
+                                     commit thread, buckets 0 */
     uint64_t   applied_seq;       /* insert_seq of that batch */
     uint64_t   last_commit_start_us;
     pthread_t  thread;
@@ -86,10 +89,38 @@ int tide_store_read_bucket(struct tide_store *s, uint64_t index, uint8_t *buf);
 int tide_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void *key,
                       tide_entry *entry, void **value);
 
-/* Recovery on paths (recover.c); used by open and tide_store_recover. */
+/* A store handle with its options, paths, locks and conditions set up and
+ * no file open (open and rekey's rebuild fill in the rest); free it with
+ * tide_store_free, which closes whatever files were opened, or, once its
+ * commit thread runs, with tide_store_close. */
+int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
+void tide_store_free(tide_store *s);
+
+/* After an interrupted rekey (rekey.c): with nudb.rekey present and
+ * nudb.key.new not yet renamed, cut nudb.dat back to its size before the
+ * rekey (when it still ends where the rekey left it; *cut_bytes gets the
+ * bytes cut) and remove both files; a nudb.key.new without a mark is just
+ * removed. Called with the store's exclusive lock held (open, recovery). */
+int tide_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes);
+
+/* tide_store_open, with the cheap check of the key file against the data
+ * file (store.c: check_index) when `check` is set. Verify opens without it:
+ * it checks every entry and record itself, and reports the first problem
+ * with its own words. */
+int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
+                            int check);
+
+/* TIDE_EBUSY naming the first other process that has one of the store's
+ * files open (holders.c), or 0. `doing` completes "so ... now could undo
+ * its work" ("a recovery", "a write"). */
+int tide_store_refuse_holders(tide_io *io, const char *dir, const char *doing);
+
+/* Recovery on paths (recover.c); used by open and tide_store_recover. A
+ * caller that holds the lock has done the holders check too; otherwise
+ * recovery takes the lock, then checks holders unless `force`. */
 int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
-                       tide_recover_report *rep);
+                       int force, tide_recover_report *rep);
 
 /* tide_store_visit with a second callback for each spill record: its
  * offset (the record's first byte) and n, its bucket bytes. */

@@ -17,6 +17,10 @@
  *      full-bucket size, and that record is one the walk of nudb.dat meets
  *      (not bytes inside a value that look like one); chains end.
  *   5. Every data record of nudb.dat is reached exactly once.
+ *   6. Every spill record of nudb.dat, reached or not, has the key file's
+ *      full-bucket size, as NuDB's verify demands: a spill record of
+ *      another block size (left by a rekey) makes the store one NuDB's
+ *      verify rejects, so this one does too.
  *
  * Never: write anything. Verify opens the store read-only (a shared lock).
  */
@@ -155,6 +159,7 @@ typedef struct dat_walk {
     u64vec *offsets, *spills;
     size_t oi, si;
     tide_verify_report *r;
+    uint64_t foreign_first, foreign_n;   /* the first spill record of another size */
 } dat_walk;
 
 static int walk_record(void *arg, uint64_t offset, const void *key, unsigned key_size,
@@ -187,7 +192,14 @@ static int walk_spill(void *arg, uint64_t offset, uint64_t n)
 {
     dat_walk *w = arg;
     size_t count = w->spills->n / 2;
-    (void)n;
+    /* NuDB's verify checks every spill record it walks, reached or not:
+     * a spill is a full bucket, so its size is the key file's. Such a
+     * record is counted here and reported after the walk, so that every
+     * other figure is complete. */
+    if (n != tide_fmt_bucket_bytes(w->s->capacity) && w->r->spill_records_foreign++ == 0) {
+        w->foreign_first = offset;
+        w->foreign_n = n;
+    }
     if (w->si < count && w->spills->v[2 * w->si] < offset) return not_a_spill_record(w);
     if (w->si < count && w->spills->v[2 * w->si] == offset) w->si++;
     return 0;
@@ -205,7 +217,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     tide_store_opts_init(&o);
     o.read_only = 1;
     o.io = io;
-    if ((rc = tide_store_open(&s, dir, &o)) != 0) goto out;
+    if ((rc = tide_store_open_checked(&s, dir, &o, 0)) != 0) goto out;
     r->buckets = s->buckets;
     r->capacity = s->capacity;
     r->block_size = s->block_size;
@@ -230,7 +242,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
         }
     r->spill_records_reachable = spills.n / 2;
 
-    dat_walk w = { s, &offsets, &spills, 0, 0, r };
+    dat_walk w = { s, &offsets, &spills, 0, 0, r, 0, 0 };
     rc = tide_store_walk(dir, io, walk_record, walk_spill, &w, &st);
     r->spill_records_written = st.spill_records;
     if (rc) goto out;
@@ -256,6 +268,20 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
                               (unsigned long long)st.spill_records);
             goto out;
         }
+    }
+    if (r->spill_records_foreign) {
+        r->foreign_spills_only = 1;
+        /* n = 8 + 18 * capacity names the capacity, hence the block size
+         * (rounded to the power of two that Tide and rippled use). */
+        unsigned cap = w.foreign_n >= 8 ? (unsigned)((w.foreign_n - 8) / 18) : 0;
+        rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill record of %llu bytes, and %llu in "
+                          "all not of the %zu bytes a full bucket has at block size %u; no chain "
+                          "reaches them (waste, as from a rekey from a block size with %u-entry "
+                          "buckets): harmless to reads and writes, but NuDB's verify rejects the "
+                          "store (invalid size in spill)", s->dat_path,
+                          (unsigned long long)w.foreign_first, (unsigned long long)w.foreign_n,
+                          (unsigned long long)r->spill_records_foreign,
+                          tide_fmt_bucket_bytes(s->capacity), s->block_size, cap);
     }
 out:
     if (r->keys) r->avg_fetch_reads /= (double)r->keys;

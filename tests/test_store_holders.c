@@ -1,0 +1,335 @@
+/*
+ * test_store_holders.c: Tide leaves a store alone while another process
+ * has its files open, and a read-only tool never recovers.
+ *
+ * NuDB takes no lock. Before these checks, a nudb.log that a live NuDB
+ * writer was in the middle of looked to Tide like a crash's (nobody held
+ * the flock), and `tide get` or `tide recover` "recovered" it: the writer's
+ * commit was undone under it. What is checked here:
+ *
+ *   - A child process holding nudb.dat, nudb.key or nudb.log open (a plain
+ *     open(2), no lock, as NuDB has them) is listed by tide_store_holders
+ *     with its pid, name and file; tide_store_recover, a read-write
+ *     tide_store_open and tide_store_rekey refuse with TIDE_EBUSY naming
+ *     its pid, and every file stays byte-identical; TIDE_RECOVER_FORCE (and
+ *     ignore_holders) go ahead, and the store then holds exactly what
+ *     recovery must leave.
+ *   - The caller's own descriptors never count.
+ *   - A read-only open of a store whose nudb.log holds a commit fails with
+ *     TIDE_EBUSY saying so, and so does verify; inspect and visit read it;
+ *     none of them changes a byte.
+ *   - The same refusals on the simulated file system (tide_io_sim_add_holder).
+ *
+ * Every child is killed and reaped by the teardown, whatever happens.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "io/io_sim.h"
+#include "tide/store.h"
+#include "util/log.h"
+#include "helpers.h"
+
+typedef struct tstate {
+    char dir[4096];
+    pid_t child;
+} tstate;
+
+static int setup(void **state)
+{
+    tstate *t = calloc(1, sizeof *t);
+
+    if (t == NULL) return -1;
+    if (th_copy_fixture("crash-b4096", t->dir, sizeof t->dir) != 0) { free(t); return -1; }
+    *state = t;
+    return 0;
+}
+
+static void stop_child(tstate *t)
+{
+    if (t->child > 0) {
+        kill(t->child, SIGKILL);
+        waitpid(t->child, NULL, 0);
+        t->child = 0;
+    }
+}
+
+static int teardown(void **state)
+{
+    tstate *t = *state;
+
+    if (t == NULL) return 0;
+    stop_child(t);
+    th_rmrf(t->dir);
+    free(t);
+    return 0;
+}
+
+/* Fork a child that opens dir/name read-only (no lock) and sleeps until
+ * killed. Returns once the descriptor is open. */
+static void child_holding(tstate *t, const char *name)
+{
+    char path[4200];
+    int ready[2];
+    char c;
+
+    th_path(path, sizeof path, t->dir, name);
+    if (pipe(ready) != 0) fail_msg("pipe failed");
+    t->child = fork();
+    if (t->child < 0) fail_msg("fork failed");
+    if (t->child == 0) {
+        int fd = open(path, O_RDONLY | O_NONBLOCK);
+        close(ready[0]);
+        if (write(ready[1], fd >= 0 ? "y" : "n", 1) != 1) _exit(2);
+        for (;;) pause();
+    }
+    close(ready[1]);
+    if (read(ready[0], &c, 1) != 1 || c != 'y') {
+        close(ready[0]);
+        stop_child(t);
+        fail_msg("the child could not open %s", path);
+    }
+    close(ready[0]);
+}
+
+static void expect_busy_naming(int rc, pid_t pid, const char *file, const char *what)
+{
+    char want[96];
+
+    snprintf(want, sizeof want, "%s is open in process %d", file, (int)pid);
+    if (rc != TIDE_EBUSY || strstr(tide_last_error(), want) == NULL)
+        fail_msg("%s: expected TIDE_EBUSY saying '%s', got %d (%s): %s", what, want, rc,
+                 tide_strerror(rc), tide_last_error());
+}
+
+static void expect_unchanged(const char *dir, th_snapshot *sn, const char *what)
+{
+    char diff[256];
+
+    if (th_snapshot_diff(dir, sn, diff, sizeof diff) != 0)
+        fail_msg("%s: expected every file byte-identical, got: %s", what, diff);
+}
+
+/* crash-b4096 after recovery: items 0..7999, not 8000. */
+static void expect_recovered(const char *dir, const char *what)
+{
+    tide_store_opts o;
+    tide_store *s = NULL;
+    uint8_t key[32];
+    void *v = NULL;
+    size_t len = 0;
+    int rc;
+
+    tide_store_opts_init(&o);
+    o.read_only = 1;
+    rc = tide_store_open(&s, dir, &o);
+    if (rc != 0) fail_msg("%s: read-only open after recovery: %d (%s): %s", what, rc,
+                          tide_strerror(rc), tide_last_error());
+    th_key(7999, 32, key);
+    rc = tide_store_fetch(s, key, &v, &len);
+    free(v);
+    if (rc != 0 || len != th_len(7999, 50, 200)) {
+        tide_store_close(s);
+        fail_msg("%s: item 7999: expected its %zu bytes, got %d (%zu bytes)", what,
+                 th_len(7999, 50, 200), rc, len);
+    }
+    th_key(8000, 32, key);
+    rc = tide_store_fetch(s, key, &v, &len);
+    free(v);
+    tide_store_close(s);
+    if (rc != TIDE_ENOTFOUND) fail_msg("%s: item 8000: expected TIDE_ENOTFOUND, got %d", what, rc);
+}
+
+static void refusals_while_a_child_holds(void **state, const char *file)
+{
+    tstate *t = *state;
+    tide_store_holder h[4];
+    tide_store *s = NULL;
+    tide_store_opts o;
+    tide_rekey_opts ro;
+    tide_recover_report rep;
+    th_snapshot sn;
+    size_t n = 0;
+    char what[128];
+    int rc;
+
+    child_holding(t, file);
+    snprintf(what, sizeof what, "a child holding %s", file);
+    if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("snapshot failed");
+
+    rc = tide_store_holders(t->dir, NULL, h, 4, &n);
+    if (rc != 0 || n != 1 || h[0].pid != t->child || strcmp(h[0].file, file) != 0 ||
+        h[0].comm[0] == '\0')
+        fail_msg("%s: tide_store_holders: expected the child %d with %s, got rc %d, %zu holders "
+                 "(first: pid %d, %s, '%s')", what, (int)t->child, file, rc, n,
+                 n ? h[0].pid : 0, n ? h[0].file : "", n ? h[0].comm : "");
+
+    expect_busy_naming(tide_store_recover(t->dir, NULL, &rep), t->child, file, what);
+    expect_unchanged(t->dir, &sn, "recover refused");
+    rc = tide_store_open(&s, t->dir, NULL);
+    if (rc == 0) tide_store_close(s);
+    expect_busy_naming(rc, t->child, file, what);
+    expect_unchanged(t->dir, &sn, "read-write open refused");
+    tide_rekey_opts_init(&ro);
+    ro.block_size = 8192;
+    expect_busy_naming(tide_store_rekey(t->dir, &ro, NULL), t->child, file, what);
+    expect_unchanged(t->dir, &sn, "rekey refused");
+    th_snapshot_free(&sn);
+
+    if (strcmp(file, "nudb.dat") == 0) {
+        /* Told the holder only reads, the open recovers and the store works. */
+        tide_store_opts_init(&o);
+        o.ignore_holders = 1;
+        rc = tide_store_open(&s, t->dir, &o);
+        if (rc != 0) fail_msg("%s: open with ignore_holders: expected 0, got %d (%s): %s", what, rc,
+                              tide_strerror(rc), tide_last_error());
+        rc = tide_store_close(s);
+        if (rc != 0) fail_msg("%s: close: %d", what, rc);
+    } else {
+        rc = tide_store_recover_ex(t->dir, NULL, TIDE_RECOVER_FORCE, &rep);
+        if (rc != 0 || rep.buckets_restored != 71)
+            fail_msg("%s: recover with TIDE_RECOVER_FORCE: expected 0 and 71 buckets restored, got "
+                     "%d (%s) and %llu: %s", what, rc, tide_strerror(rc),
+                     (unsigned long long)rep.buckets_restored, tide_last_error());
+    }
+    stop_child(t);
+    expect_recovered(t->dir, what);
+}
+
+static void recover_open_and_rekey_refuse_while_a_child_has_nudb_dat_open(void **state)
+{
+    refusals_while_a_child_holds(state, "nudb.dat");
+}
+
+static void recover_open_and_rekey_refuse_while_a_child_has_nudb_key_open(void **state)
+{
+    refusals_while_a_child_holds(state, "nudb.key");
+}
+
+static void recover_open_and_rekey_refuse_while_a_child_has_nudb_log_open(void **state)
+{
+    refusals_while_a_child_holds(state, "nudb.log");
+}
+
+static void the_callers_own_descriptors_are_not_holders(void **state)
+{
+    tstate *t = *state;
+    tide_store_holder h[2];
+    char path[4200];
+    size_t n = 9;
+    int fd = open(th_path(path, sizeof path, t->dir, "nudb.dat"), O_RDONLY);
+    int rc = tide_store_holders(t->dir, NULL, h, 2, &n);
+
+    if (fd >= 0) close(fd);
+    if (fd < 0 || rc != 0 || n != 0)
+        fail_msg("own descriptor on nudb.dat: expected 0 holders, got rc %d, %zu", rc, n);
+}
+
+static void a_read_only_open_of_a_store_with_a_pending_log_says_so_and_writes_nothing(void **state)
+{
+    tstate *t = *state;
+    tide_store_opts o;
+    tide_store *s = NULL;
+    tide_store_info info;
+    tide_verify_report vr;
+    tide_visit_stats st;
+    th_snapshot sn;
+    int rc;
+
+    if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("snapshot failed");
+    tide_store_opts_init(&o);
+    o.read_only = 1;
+    rc = tide_store_open(&s, t->dir, &o);
+    if (rc == 0) tide_store_close(s);
+    if (rc != TIDE_EBUSY || strstr(tide_last_error(), "unfinished commit of 145198 bytes") == NULL ||
+        strstr(tide_last_error(), "tide recover") == NULL)
+        fail_msg("read-only open with a pending log: expected TIDE_EBUSY naming the 145198-byte "
+                 "commit and 'tide recover', got %d (%s): %s", rc, tide_strerror(rc),
+                 tide_last_error());
+    rc = tide_store_verify(t->dir, NULL, &vr);
+    if (rc != TIDE_EBUSY) fail_msg("verify with a pending log: expected TIDE_EBUSY, got %d", rc);
+    if (tide_store_inspect(t->dir, NULL, &info) != 0 || !info.needs_recovery)
+        fail_msg("inspect: expected needs_recovery");
+    if (tide_store_visit(t->dir, NULL, NULL, NULL, &st) != 0 || st.data_records != 12000)
+        fail_msg("visit: expected the 12000 records written");
+    expect_unchanged(t->dir, &sn, "read-only open, verify, inspect and visit");
+    th_snapshot_free(&sn);
+}
+
+/* ---- the same on the simulated file system ---- */
+
+static void on_the_sim_a_holder_of_the_log_stops_recovery_until_forced(void **state)
+{
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log" };
+    tstate *t = *state;
+    tide_io_sim *sim = NULL;
+    tide_io *io;
+    tide_store *s = NULL;
+    tide_store_opts o;
+    tide_recover_report rep;
+    uint64_t writes;
+    int rc;
+
+    if (tide_io_sim_create(&sim) != 0) fail_msg("sim create");
+    io = tide_io_sim_io(sim);
+    tide_io_sim_mkdir(sim, "/db");
+    for (int i = 0; i < 3; i++) {
+        char from[4200], to[64];
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        if (th_read_file(th_path(from, sizeof from, t->dir, names[i]), &buf, &len) != 0)
+            fail_msg("read %s", from);
+        snprintf(to, sizeof to, "/db/%s", names[i]);
+        tide_io_sim_put_file(sim, to, buf, len);
+        free(buf);
+    }
+    if (tide_io_sim_add_holder(sim, "/db/nudb.log", 4242, "rippled") != 0) fail_msg("add holder");
+    writes = io->writes;
+    tide_store_opts_init(&o);
+    o.io = io;
+    rc = tide_store_open(&s, "/db", &o);
+    if (rc == 0) tide_store_close(s);
+    expect_busy_naming(rc, 4242, "nudb.log", "sim: read-write open");
+    if (strstr(tide_last_error(), "(rippled)") == NULL)
+        fail_msg("sim: expected the holder's name in '%s'", tide_last_error());
+    expect_busy_naming(tide_store_recover("/db", io, &rep), 4242, "nudb.log",
+                       "sim: recover");
+    if (io->writes != writes) fail_msg("sim: the refusals wrote %llu times",
+                                       (unsigned long long)(io->writes - writes));
+    rc = tide_store_recover_ex("/db", io, TIDE_RECOVER_FORCE, &rep);
+    if (rc != 0 || rep.buckets_restored != 71)
+        fail_msg("sim: forced recover: expected 0 and 71 buckets, got %d (%s): %s", rc,
+                 tide_strerror(rc), tide_last_error());
+    tide_io_sim_clear_holders(sim);
+    rc = tide_store_open(&s, "/db", &o);
+    if (rc != 0) fail_msg("sim: open once the holder is gone: %d (%s)", rc, tide_strerror(rc));
+    tide_store_close(s);
+    tide_io_sim_destroy(sim);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(recover_open_and_rekey_refuse_while_a_child_has_nudb_dat_open),
+        T(recover_open_and_rekey_refuse_while_a_child_has_nudb_key_open),
+        T(recover_open_and_rekey_refuse_while_a_child_has_nudb_log_open),
+        T(the_callers_own_descriptors_are_not_holders),
+        T(a_read_only_open_of_a_store_with_a_pending_log_says_so_and_writes_nothing),
+        T(on_the_sim_a_holder_of_the_log_stops_recovery_until_forced),
+    };
+
+    tide_log_set_level(TIDE_LOG_WARN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
