@@ -7,6 +7,9 @@
  */
 #include "helpers.h"
 
+#include "store/format.h"
+#include "tide/store.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -616,4 +619,22 @@ int th_small(void)
     const char *e = getenv("TIDE_TEST_SMALL");
     return e != NULL && *e != '\0' && strcmp(e, "0") != 0;
 #endif
+}
+
+void th_encode_rebuild_log(uint8_t out[62], const struct tide_store_info *in, unsigned block_size,
+                           uint64_t dat_file_size)
+{
+    tide_log_header lh;
+
+    memset(&lh, 0, sizeof lh);
+    lh.version = 2;
+    lh.uid = in->uid;
+    lh.appnum = in->appnum;
+    lh.key_size = (uint16_t)in->key_size;
+    lh.salt = in->salt;
+    lh.pepper = in->pepper;
+    lh.block_size = (uint16_t)block_size;
+    lh.key_file_size = 0;
+    lh.dat_file_size = dat_file_size;
+    tide_fmt_encode_log_header(out, &lh);
 }

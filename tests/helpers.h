@@ -172,4 +172,12 @@ int th_run(const char *cmd, char **out);
 /* 1 when built with ThreadSanitizer or $TIDE_TEST_SMALL is set. */
 int th_small(void);
 
+/* The 62-byte nudb.log of an interrupted rebuild (key_file_size 0, as
+ * NuDB's rekey and Tide's write first) for the store `in` describes (uid,
+ * appnum, key size, salt, pepper from it), building `block_size` blocks
+ * over a nudb.dat of `dat_file_size` bytes. `in` is a tide_store_info. */
+struct tide_store_info;
+void th_encode_rebuild_log(uint8_t out[62], const struct tide_store_info *in, unsigned block_size,
+                           uint64_t dat_file_size);
+
 #endif

@@ -917,12 +917,13 @@ static void a_put_with_sync_survives_kill_9_and_is_served_after_restart(void **s
     tided_cleanup(&t);
 }
 
-static void sigterm_commits_every_acknowledged_put_and_exits_0(void **state)
+/* A stop signal (SIGTERM, SIGINT, SIGQUIT) commits every PUT answered 201
+ * before it, exits 0 and logs "shutdown complete"; a restart serves them. */
+static void stop_signal_commits_every_acknowledged_put(int sig)
 {
     enum { N = 300 };
     tided t;
     resp r;
-    (void)state;
 
     memset(&t, 0, sizeof t);
     tided_start(&t, NULL, NULL);
@@ -933,9 +934,10 @@ static void sigterm_commits_every_acknowledged_put_and_exits_0(void **state)
         expect_status(r, 201, "one of many PUTs without sync");
         resp_free(&r);
     }
-    tided_signal_and_reap(&t, SIGTERM);
+    tided_signal_and_reap(&t, sig);
     if (!WIFEXITED(t.status) || WEXITSTATUS(t.status) != 0)
-        fail_msg("tided should exit 0 after SIGTERM, got status 0x%x. Its log:\n%s", t.status, log_tail(&t));
+        fail_msg("tided should exit 0 after signal %d, got status 0x%x. Its log:\n%s", sig, t.status,
+                 log_tail(&t));
     if (!log_contains(&t, "shutdown complete"))
         fail_msg("tided's log should end with 'shutdown complete'. Its log:\n%s", log_tail(&t));
     tided_start(&t, NULL, NULL);
@@ -943,13 +945,19 @@ static void sigterm_commits_every_acknowledged_put_and_exits_0(void **state)
         uint8_t v[64];
         th_value(100 + i, sizeof v, v);
         r = http(&t, "GET", obj_path(100 + i, NULL), NULL, 0, 0, NULL);
-        expect_status(r, 200, "GET after SIGTERM and restart of a PUT answered 201");
+        expect_status(r, 200, "GET after the stop signal and a restart of a PUT answered 201");
         if (r.len != sizeof v || memcmp(r.body, v, sizeof v) != 0)
             fail_msg("value %" PRIu64 " came back different after the restart", i);
         resp_free(&r);
     }
     tided_signal_and_reap(&t, SIGTERM);
     tided_cleanup(&t);
+}
+
+static void sigterm_commits_every_acknowledged_put_and_exits_0(void **state)
+{
+    (void)state;
+    stop_signal_commits_every_acknowledged_put(SIGTERM);
 }
 
 static void a_bad_flag_or_value_exits_2_naming_it(void **state)
@@ -2326,27 +2334,8 @@ static void sighup_reloads_the_log_level_and_loses_nothing(void **state)
 
 static void sigquit_stops_like_sigterm(void **state)
 {
-    uint8_t v[64];
-    tided t;
-    resp r;
     (void)state;
-
-    memset(&t, 0, sizeof t);
-    tided_start(&t, NULL, NULL);
-    th_value(78, sizeof v, v);
-    r = http(&t, "PUT", obj_path(78, NULL), v, sizeof v, 0, NULL);
-    expect_status(r, 201, "a PUT without sync before SIGQUIT");
-    resp_free(&r);
-    tided_signal_and_reap(&t, SIGQUIT);
-    if (!WIFEXITED(t.status) || WEXITSTATUS(t.status) != 0 || !log_contains(&t, "shutdown complete"))
-        fail_msg("SIGQUIT should stop tided cleanly (exit 0, 'shutdown complete'), got status 0x%x. Its log:\n%s",
-                 t.status, log_tail(&t));
-    tided_start(&t, NULL, NULL);
-    r = http(&t, "GET", obj_path(78, NULL), NULL, 0, 0, NULL);
-    expect_status(r, 200, "the value PUT before SIGQUIT, after a restart");
-    resp_free(&r);
-    tided_signal_and_reap(&t, SIGTERM);
-    tided_cleanup(&t);
+    stop_signal_commits_every_acknowledged_put(SIGQUIT);
 }
 
 static void a_tided_that_cannot_bind_creates_no_store(void **state)

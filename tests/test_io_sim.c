@@ -1304,7 +1304,6 @@ static void the_store_refuses_a_fifo_as_any_of_its_three_files_and_writes_nothin
 static void make_interrupted_rebuild(tide_io_sim *sim, uint8_t **dat, size_t *dat_len)
 {
     tide_store_info in;
-    tide_log_header lh;
     uint8_t lbuf[TIDE_LOG_HEADER_SIZE], *key, *grown;
     size_t key_len;
 
@@ -1321,17 +1320,7 @@ static void make_interrupted_rebuild(tide_io_sim *sim, uint8_t **dat, size_t *da
     memset(key + in.block_size, 0, 2 * (size_t)in.block_size);
     OK(tide_io_sim_put_file(sim, DB "/nudb.key", key, 3 * (size_t)in.block_size));
     free(key);
-    memset(&lh, 0, sizeof lh);
-    lh.version = 2;
-    lh.uid = in.uid;
-    lh.appnum = in.appnum;
-    lh.key_size = (uint16_t)in.key_size;
-    lh.salt = in.salt;
-    lh.pepper = in.pepper;
-    lh.block_size = (uint16_t)in.block_size;
-    lh.key_file_size = 0;
-    lh.dat_file_size = *dat_len;
-    tide_fmt_encode_log_header(lbuf, &lh);
+    th_encode_rebuild_log(lbuf, &in, in.block_size, *dat_len);
     OK(tide_io_sim_put_file(sim, DB "/nudb.log", lbuf, sizeof lbuf));
 }
 

@@ -706,23 +706,13 @@ static void rebuild_and_check(const char *dir, const th_fixture *fx, unsigned bs
 static void write_rebuild_log(const char *dir, uint64_t dat_size)
 {
     tide_store_info in;
-    tide_log_header lh = { 0 };
     uint8_t buf[TIDE_LOG_HEADER_SIZE];
     char p[4200];
 
     /* The facts the log carries come from the fixture's key header, read
      * before it is cut. */
     must(tide_store_inspect(dir, NULL, &in), "inspect before the rebuild log");
-    lh.version = 2;
-    lh.uid = in.uid;
-    lh.appnum = in.appnum;
-    lh.key_size = (uint16_t)in.key_size;
-    lh.salt = in.salt;
-    lh.pepper = in.pepper;
-    lh.block_size = 8192;          /* the block size NuDB's rekey was building */
-    lh.key_file_size = 0;
-    lh.dat_file_size = dat_size;
-    tide_fmt_encode_log_header(buf, &lh);
+    th_encode_rebuild_log(buf, &in, 8192, dat_size);   /* the block size NuDB's rekey was building */
     if (th_write_file(th_path(p, sizeof p, dir, "nudb.log"), buf, sizeof buf) != 0)
         fail_msg("cannot write %s", p);
 }
