@@ -50,8 +50,8 @@
  *      is left in flight once it closed.
  * And no crash, no sanitizer report, no leak.
  *
- * The globalconf and host are tided's own (tided_api_setup); the loop's
- * setup mirrors loop.c's loop_setup, and connections are handed to h2o
+ * The globalconf and host are tided's own (tided_api_setup), the loop is
+ * loop.c's (tided_loop_context_init), and connections are handed to h2o
  * directly (conn.c's admission and scan answer outside h2o, which the
  * recording filters cannot see: its head check is run on every input
  * instead).
@@ -196,14 +196,9 @@ static int server_setup(fuzz_server *fs, unsigned key_size, const char *admin, c
     f = h2o_create_filter(&host->fallback_path, sizeof *f);
     f->on_setup_ostream = on_setup_record;
 
-    /* As loop.c's loop_setup, on this thread. */
+    /* A loop as loop.c makes one, on this thread, without a listener. */
     l->srv = srv;
-    l->evloop = h2o_evloop_create();
-    h2o_context_init(&l->ctx, l->evloop, &srv->globalconf);
-    l->ctx_ready = 1;
-    l->accept_ctx.ctx = &l->ctx;
-    l->accept_ctx.hosts = srv->globalconf.hosts;
-    h2o_multithread_register_receiver(l->ctx.queue, &l->done_rx, tided_api_on_jobs_done);
+    tided_loop_context_init(l);
     atomic_store(&l->ready, 1);
     fs->ready = 1;
     return 0;

@@ -190,8 +190,7 @@ out:
     return rc;
 }
 
-/* Runs on the loop's own thread: h2o's socket buffers are per thread. */
-static void loop_setup(tided_loop *l)
+void tided_loop_context_init(tided_loop *l)
 {
     tided_server *srv = l->srv;
 
@@ -202,6 +201,14 @@ static void loop_setup(tided_loop *l)
     l->accept_ctx.hosts = srv->globalconf.hosts;
     h2o_multithread_register_receiver(l->ctx.queue, &l->done_rx, tided_api_on_jobs_done);
     h2o_multithread_register_receiver(l->ctx.queue, &l->wake_rx, on_wake);
+}
+
+/* Runs on the loop's own thread: h2o's socket buffers are per thread. */
+static void loop_setup(tided_loop *l)
+{
+    tided_server *srv = l->srv;
+
+    tided_loop_context_init(l);
     l->listener = h2o_evloop_socket_create(l->evloop, l->listen_fd, H2O_SOCKET_FLAG_DONT_READ);
     l->listener->data = l;
     h2o_socket_read_start(l->listener, on_accept);

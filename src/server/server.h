@@ -192,6 +192,10 @@ int  tided_listen(tided_server *srv);
 /* Make the loops (contexts, receivers, listener sockets). Returns 0 or
  * TIDE_ENOMEM / TIDE_EIO. */
 int  tided_loops_init(tided_server *srv);
+/* The loop's evloop, h2o context, accept context and receivers (no
+ * listener, no signals): what every loop has, and all fuzz_http's has. On
+ * the loop's own thread. */
+void tided_loop_context_init(tided_loop *l);
 /* Run loops 1..n-1 on threads and loop 0 on the calling thread, until a
  * signal stops them and every one has drained (its thread then parks until
  * the process exits). */
