@@ -58,7 +58,7 @@ AR      ?= ar
 # FORTIFY does. -U first: a compiler that defines it by default (Ubuntu's
 # gcc sets 3) would otherwise warn that it is redefined.
 HARDEN_CFLAGS  := -fstack-protector-strong -Wformat -Werror=format-security -fPIE
-HARDEN_FORTIFY  = $(if $(SAN)$(filter -O0,$(OPT)),-U_FORTIFY_SOURCE,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
+HARDEN_FORTIFY  = -U_FORTIFY_SOURCE $(if $(SAN)$(filter -O0,$(OPT)),,-D_FORTIFY_SOURCE=2)
 HARDEN_LDFLAGS := -pie -Wl,-z,relro -Wl,-z,now
 
 CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g -pthread $(SAN) \
@@ -140,7 +140,7 @@ all: $(LIBTIDE) $(PROGS)
 # flag, OPT=-O0, EXTRA_CFLAGS) rebuilds everything instead of linking old
 # objects built without it.
 FLAGS_STAMP := $(BUILD)/flags
-FLAGS_NOW    = $(CC) $(CFLAGS) | $(LDFLAGS)
+FLAGS_NOW   := $(CC) $(CFLAGS) | $(LDFLAGS)
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(@D)
 	@if [ "$$(cat $@ 2>/dev/null)" != '$(FLAGS_NOW)' ]; then echo '$(FLAGS_NOW)' > $@; fi

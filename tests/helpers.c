@@ -97,6 +97,12 @@ const char *th_fixture_root(void)
     return r && *r ? r : "tests/fixtures/nudb";
 }
 
+const char *th_bin_dir(void)
+{
+    const char *d = getenv("TIDE_BIN_DIR");
+    return d && *d ? d : "bin";
+}
+
 char *th_path(char *out, size_t cap, const char *dir, const char *name)
 {
     int n = snprintf(out, cap, "%s/%s", dir, name);

@@ -66,6 +66,9 @@ const th_fixture *th_fixture_find(const char *name);
 
 /* The fixture root: $TIDE_FIXTURES or "tests/fixtures/nudb". */
 const char *th_fixture_root(void);
+/* The programs under test: $TIDE_BIN_DIR (make check sets it; make asan
+ * points it at the sanitizer build) or "bin". */
+const char *th_bin_dir(void);
 /* Make a fresh empty directory; its path goes to `out` (cap bytes).
  * Returns 0 or -1 (with a message on stderr). */
 int th_mkdtemp(char *out, size_t cap);

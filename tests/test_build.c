@@ -50,8 +50,7 @@
 
 static void bin_path(char *out, size_t cap, const char *name)
 {
-    const char *dir = getenv("TIDE_BIN_DIR");
-    snprintf(out, cap, "%s/%s", dir != NULL && *dir != '\0' ? dir : "bin", name);
+    snprintf(out, cap, "%s/%s", th_bin_dir(), name);
 }
 
 /* readelf `opts` on `path`; the output is the caller's to free. */

@@ -109,6 +109,22 @@ static int load_all(const fx *f, tide_config *c, const char *text, const char *c
     return tide_config_finish(c);
 }
 
+/* `text` as the config file is refused (TIDE_EINVAL) by a message that
+ * starts "PATH:LINE: " and contains `part`; `i` names the case. */
+static void expect_file_error(const fx *f, const char *text, unsigned line, const char *part, size_t i)
+{
+    tide_config c;
+    char want[700], what[64];
+
+    tide_err_clear();
+    snprintf(what, sizeof what, "case %zu", i);
+    expect_rc(load_all(f, &c, text, NULL, 0, NULL), TIDE_EINVAL, what);
+    snprintf(want, sizeof want, "%s:%u: ", f->path, line);
+    if (strncmp(tide_last_error(), want, strlen(want)) != 0)
+        fail_msg("case %zu: expected the message to start with '%s', got '%s'", i, want, tide_last_error());
+    expect_contains(tide_last_error(), part, what);
+}
+
 static char *describe(const tide_config *c)
 {
     static char line[8192];
@@ -305,19 +321,8 @@ static void every_validation_error_names_the_file_and_line(void **state)
         { "[node]\nmetrics_token=abc\n", 2, "unknown key" },
         { "[node]\n[node_size]\nmedium\n\n[node_size]\nsmall\n", 6, "duplicate key" },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tide_config c;
-        char want[700], what[64];
-        tide_err_clear();
-        tide_config_defaults(&c);
-        write_cfg(f, cases[i].text);
-        snprintf(what, sizeof what, "case %zu", i);
-        expect_rc(tide_config_load_file(&c, f->path), TIDE_EINVAL, what);
-        snprintf(want, sizeof want, "%s:%u: ", f->path, cases[i].line);
-        if (strncmp(tide_last_error(), want, strlen(want)) != 0)
-            fail_msg("case %zu: expected the message to start with '%s', got '%s'", i, want, tide_last_error());
-        expect_contains(tide_last_error(), cases[i].part, what);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_file_error(f, cases[i].text, cases[i].line, cases[i].part, i);
 }
 
 static void a_missing_file_is_an_error_naming_it(void **state)
@@ -651,15 +656,8 @@ static void node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused(void **
         { "[]\n", 1, "a section without a name" },
         { "[server\n", 1, "unterminated section" },
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char want[700], what[64];
-        snprintf(what, sizeof what, "case %zu", i);
-        expect_rc(load_all(f, &c, bad[i].text, NULL, 0, NULL), TIDE_EINVAL, what);
-        snprintf(want, sizeof want, "%s:%u: ", f->path, bad[i].line);
-        if (strncmp(tide_last_error(), want, strlen(want)) != 0)
-            fail_msg("case %zu: expected the message to start with '%s', got '%s'", i, want, tide_last_error());
-        expect_contains(tide_last_error(), bad[i].part, what);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_file_error(f, bad[i].text, bad[i].line, bad[i].part, i);
 }
 
 static void anything_goes_inside_a_skipped_section_and_hash_starts_a_comment(void **state)

@@ -256,10 +256,9 @@ static int canned_stop(void **state)
  * stdout and stderr in *out (malloc'd). */
 static int run_doctor(char **out)
 {
-    const char *bin = getenv("TIDE_BIN_DIR");
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "'%s/tide' doctor --timeout 20 http://127.0.0.1:%u/metrics 2>&1",
-             bin ? bin : "bin", server.port);
+             th_bin_dir(), server.port);
     return th_run(cmd, out);
 }
 

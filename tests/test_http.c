@@ -68,12 +68,6 @@ typedef struct tided {
     int   reaped;
 } tided;
 
-static const char *bin_dir(void)
-{
-    const char *d = getenv("TIDE_BIN_DIR");
-    return d && *d ? d : "./bin";
-}
-
 static int free_port(int family)
 {
     struct sockaddr_storage ss;
@@ -370,7 +364,7 @@ static void tided_start(tided *t, const char *const *flags, char *const env[])
     for (int attempt = 0; attempt < 3; attempt++) {
         t->port = free_port(family);
         assert_true(t->port > 0);
-        snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+        snprintf(bin, sizeof bin, "%s/tided", th_bin_dir());
         snprintf(listen_arg, sizeof listen_arg, "--listen=%s:%d", t->host, t->port);
         n = 0;
         argv[n++] = bin;
@@ -419,7 +413,7 @@ static int tided_run_to_exit(tided *t, const char *const *flags, char *const env
     int n = 0;
 
     tided_prepare(t);
-    snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+    snprintf(bin, sizeof bin, "%s/tided", th_bin_dir());
     argv[n++] = bin;
     for (size_t i = 0; flags && flags[i] && n < 30; i++) argv[n++] = flags[i];
     argv[n] = NULL;
@@ -1043,7 +1037,7 @@ static void a_full_disk_is_507(void **state)
     if (access("/usr/bin/unshare", X_OK) != 0 && access("/bin/unshare", X_OK) != 0)
         fail_msg("this test needs unshare(1) (util-linux) to mount a 4 MiB tmpfs in a private mount "
                  "namespace; it is not installed");
-    snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+    snprintf(bin, sizeof bin, "%s/tided", th_bin_dir());
     th_path(dir, sizeof dir, t.dir, "small");
     assert_int_equal(mkdir(dir, 0755), 0);
     t.port = free_port(AF_INET);
@@ -1169,7 +1163,7 @@ static void one_key_size_is_served(unsigned key_size)
 
     memset(&own_srv, 0, sizeof own_srv);
     tided_prepare(&own_srv);
-    snprintf(cmd, sizeof cmd, "'%s/tide' create '%s' --key-size %u 2>&1", bin_dir(), own_srv.data, key_size);
+    snprintf(cmd, sizeof cmd, "'%s/tide' create '%s' --key-size %u 2>&1", th_bin_dir(), own_srv.data, key_size);
     if (th_run(cmd, &out) != 0) fail_msg("tide create --key-size %u should exit 0; it said: %s", key_size, out);
     free(out);
     tided_start(&own_srv, NULL, NULL);
@@ -1614,12 +1608,12 @@ static void scrape_is_clean(char *const env[], const char *allocator)
     tided_cleanup(&t);
 }
 
-/* 1 when bin_dir()'s tided is a sanitizer build (its allocator then
+/* 1 when th_bin_dir()'s tided is a sanitizer build (its allocator then
  * serves malloc, and no other can be put in front of it). */
 static int tided_is_sanitized(void)
 {
     char cmd[700], out[4096];
-    snprintf(cmd, sizeof cmd, "ldd %s/tided 2>&1", bin_dir());
+    snprintf(cmd, sizeof cmd, "ldd %s/tided 2>&1", th_bin_dir());
     return run_capture(cmd, out, sizeof out) == 0 && (strstr(out, "libasan") || strstr(out, "libtsan"));
 }
 
@@ -1639,7 +1633,7 @@ static void a_real_scrape_passes_promtool_under_jemalloc(void **state)
     /* A sanitizer build of tided must keep its own allocator first: there
      * jemalloc cannot serve malloc, and this test has nothing to check. */
     if (tided_is_sanitized()) {
-        print_message("skipped: %s/tided is a sanitizer build\n", bin_dir());
+        print_message("skipped: %s/tided is a sanitizer build\n", th_bin_dir());
         skip();
     }
     scrape_is_clean(env, "jemalloc");
@@ -1666,7 +1660,7 @@ static void the_jemalloc_build_proves_its_background_thread_is_on(void **state)
     tided t;
     (void)state;
 
-    snprintf(bin, sizeof bin, "%s/jemalloc/tided", bin_dir());
+    snprintf(bin, sizeof bin, "%s/jemalloc/tided", th_bin_dir());
     if (access(bin, X_OK) != 0) {
         if (tided_is_sanitized()) {
             print_message("skipped: a sanitizer build has no jemalloc variant\n");
@@ -1686,7 +1680,7 @@ static void the_jemalloc_build_proves_its_background_thread_is_on(void **state)
      * malloc_conf: the thread is off and the log says so. */
     static char preload[] = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
     char *env[] = { preload, NULL };
-    snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+    snprintf(bin, sizeof bin, "%s/tided", th_bin_dir());
     startup_log_of(bin, env, &t);
     if (!log_contains(&t, "background_thread=false") || !log_contains(&t, "without its background thread"))
         fail_msg("preloaded jemalloc without malloc_conf should log background_thread=false and warn:\n%s",
@@ -1781,7 +1775,7 @@ static void tide_doctor_names_the_unbounded_knob_of_a_running_node(void **state)
     memset(&t, 0, sizeof t);
     tided_start(&t, flags, env);
     snprintf(cmd, sizeof cmd, "TIDE_METRICS_TOKEN=%s %s/tide doctor http://127.0.0.1:%d 2>&1", METRICS_TOKEN,
-             bin_dir(), t.port);
+             th_bin_dir(), t.port);
     int st = run_capture(cmd, out, sizeof out);
     if (st != 0) fail_msg("tide doctor: expected exit 0, got %d: %s", st, out);
     expect_contains(out, "Unbounded: node_cache. To bound it: set --cache-budget", "the knob named");
@@ -1789,7 +1783,7 @@ static void tide_doctor_names_the_unbounded_knob_of_a_running_node(void **state)
     expect_contains(out, "node_cache", "the consumers");
     if (strstr(out, METRICS_TOKEN)) fail_msg("tide doctor printed the token: %s", out);
     snprintf(cmd, sizeof cmd, "TIDE_METRICS_TOKEN=%s %s/tide doctor --json 127.0.0.1:%d 2>&1", METRICS_TOKEN,
-             bin_dir(), t.port);
+             th_bin_dir(), t.port);
     st = run_capture(cmd, out, sizeof out);
     if (st != 0) fail_msg("tide doctor --json: expected exit 0, got %d: %s", st, out);
     json_error_t e;
@@ -1798,7 +1792,7 @@ static void tide_doctor_names_the_unbounded_knob_of_a_running_node(void **state)
     expect_str(json_string_value(json_object_get(json_array_get(json_object_get(j, "unbounded"), 0), "consumer")),
                "node_cache", "first unbounded consumer in the JSON");
     json_decref(j);
-    snprintf(cmd, sizeof cmd, "env -u TIDE_METRICS_TOKEN %s/tide doctor http://127.0.0.1:%d 2>&1", bin_dir(), t.port);
+    snprintf(cmd, sizeof cmd, "env -u TIDE_METRICS_TOKEN %s/tide doctor http://127.0.0.1:%d 2>&1", th_bin_dir(), t.port);
     st = run_capture(cmd, out, sizeof out);
     expect_u64((uint64_t)st, 1, "tide doctor without the token exits 1");
     expect_contains(out, "401 Unauthorized: set TIDE_METRICS_TOKEN", "the doctor says what to set");
@@ -2381,7 +2375,7 @@ static void a_stop_signal_during_the_stores_open_ends_startup(void **state)
     memset(&t, 0, sizeof t);
     tided_prepare(&t);
     t.port = free_port(AF_INET);
-    snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+    snprintf(bin, sizeof bin, "%s/tided", th_bin_dir());
     snprintf(listen_arg, sizeof listen_arg, "--listen=127.0.0.1:%d", t.port);
     argv[0] = bin;
     argv[1] = "--data-dir";
@@ -2446,7 +2440,7 @@ static void listening_beyond_loopback_warns_that_status_is_open(void **state)
     {
         char bin[600];
         const char *argv[] = { bin, "--data-dir", t.data, listen_arg, NULL };
-        snprintf(bin, sizeof bin, "%s/tided", bin_dir());
+        snprintf(bin, sizeof bin, "%s/tided", th_bin_dir());
         spawn(&t, (char *const *)argv, NULL);
     }
     if (wait_healthy(&t) != 0) fail_msg("tided on 0.0.0.0 should answer on 127.0.0.1. Its log:\n%s", log_tail(&t));

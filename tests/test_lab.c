@@ -37,10 +37,9 @@ typedef struct run {
 
 static void run_tide(run *r, const char *args, int merge_stderr)
 {
-    const char *dir = getenv("TIDE_BIN_DIR");
     char cmd[2048];
 
-    snprintf(cmd, sizeof cmd, "'%s/tide' %s %s", dir && dir[0] ? dir : "bin", args,
+    snprintf(cmd, sizeof cmd, "'%s/tide' %s %s", th_bin_dir(), args,
              merge_stderr ? "2>&1" : "2>/dev/null");
     r->status = th_run(cmd, &r->out);
 }

@@ -763,7 +763,7 @@ static void open_of_a_key_file_cut_by_whole_blocks_is_TIDE_ECORRUPT_and_writes_n
      * them missing. No size can be named: a cut leaves nothing to count.
      * A cut of a fraction f of the buckets escapes with probability
      * (1 - f)^32 (docs/FORMAT.md): below 2^-32 for the halves here, so
-     * this holds for any salt; a cut of one block of 19 escapes 16% of
+     * this holds for any salt; a cut of one block of 19 escapes 18% of
      * the time, and is not asserted. */
     for (size_t c = 0; c < sizeof cut / sizeof cut[0]; c++) {
         snprintf(what, sizeof what, "a %llu-bucket key file cut by %llu blocks",

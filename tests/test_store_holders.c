@@ -59,7 +59,7 @@ static void stop_child(tstate *t)
 {
     if (t->child > 0) {
         kill(t->child, SIGKILL);
-        waitpid(t->child, NULL, 0);
+        th_waitpid(t->child, NULL, 0);
         t->child = 0;
     }
 }
@@ -85,7 +85,7 @@ static void child_holding(tstate *t, const char *name)
 
     th_path(path, sizeof path, t->dir, name);
     if (pipe(ready) != 0) fail_msg("pipe failed");
-    t->child = fork();
+    t->child = th_fork();
     if (t->child < 0) fail_msg("fork failed");
     if (t->child == 0) {
         int fd = open(path, O_RDONLY | O_NONBLOCK);

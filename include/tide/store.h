@@ -136,8 +136,9 @@ void tide_store_opts_init(tide_store_opts *o);
  * NULL for the defaults. Errors: TIDE_ENOENT (no store there), TIDE_ENOTSTORE,
  * TIDE_EVERSION, TIDE_EMISMATCH, TIDE_EHASH, TIDE_ECORRUPT, TIDE_EBUSY,
  * TIDE_EIO, TIDE_ENOMEM. Cost: three header reads, the index check (3 + up
- * to 32 bucket reads and one read of at most 64 KiB of nudb.dat), a
- * recovery when needed, one thread started (read-write only).
+ * to 32 bucket reads, one read of at most 64 KiB of nudb.dat and up to 32
+ * record reads of it), a recovery when needed; read-write only: the
+ * holders scan of /proc (tide_store_holders) and one thread started.
  */
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts);
 
@@ -309,7 +310,10 @@ typedef struct tide_recover_report {
  * store that holds no complete bucket (shorter than a header block and one
  * bucket: what a rebuild killed early leaves; no committed store is that
  * small) is removed, as the log of an interrupted rebuild would have it
- * (report->key_removed). Errors: TIDE_EMISMATCH when the log
+ * (report->key_removed). With no log to apply, or after applying it, it
+ * also undoes a rekey stopped before its rename (cuts the spill records
+ * nudb.rekey points to: report->rekey_cut_bytes) and removes nudb.key.new.
+ * Errors: TIDE_EMISMATCH when the log
  * belongs to another store, TIDE_EIO, TIDE_ENOSPC (the log is kept so that
  * recovery can run again).
  */

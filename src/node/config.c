@@ -258,10 +258,10 @@ static void size_text(uint64_t v, char *out, size_t cap);
 size_t tide_config_range_text(int id, char *buf, size_t cap)
 {
     const setting *st;
-    char lo[32], hi[32];
+    char lo[32], hi[32], dummy[1];
     int n = 0;
 
-    if (cap == 0) buf = lo, cap = 1;     /* length only */
+    if (cap == 0) buf = dummy, cap = 1;     /* length only */
     buf[0] = '\0';
     if (id < 0 || id >= TIDE_CFG_COUNT) return 0;
     st = &settings[id];
@@ -278,12 +278,15 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
         n = snprintf(buf, cap, "%s to %s", lo, hi);
         break;
     case K_LISTEN: n = snprintf(buf, cap, "port 1 to 65535"); break;
-    case K_SECRET: n = snprintf(buf, cap, "up to 255 bytes"); break;
+    case K_SECRET: n = snprintf(buf, cap, "up to %zu bytes", sizeof ((tide_config *)0)->metrics_token - 1); break;
     case K_PATH:   n = snprintf(buf, cap, "up to %zu bytes", (size_t)TIDE_CONFIG_DATA_DIR_MAX); break;
-    case K_BLOCK:  n = snprintf(buf, cap, "a power of two from 4096 to 32768"); break;
+    case K_BLOCK:
+        n = snprintf(buf, cap, "a power of two from %u to %u", TIDE_BLOCK_SIZE_MIN, TIDE_BLOCK_SIZE_MAX);
+        break;
     case K_TRIM:
         size_text(TIDE_CONFIG_BYTES_MAX, hi, sizeof hi);
-        n = snprintf(buf, cap, "every:1 to every:1000000, freed:1 to freed:%s, free-pct:1 to free-pct:99", hi);
+        n = snprintf(buf, cap, "every:1 to every:%u, freed:1 to freed:%s, free-pct:1 to free-pct:%u",
+                     TIDE_TRIM_EVERY_MAX, hi, TIDE_TRIM_FREE_PCT_MAX);
         break;
     default: break;
     }
@@ -348,7 +351,6 @@ void tide_config_defaults(tide_config *c)
     c->http_max_per_client = 256;
     c->http_idle_timeout = 5;
     c->http_request_timeout = 10;
-    c->http_body_budget = 0;
     for (int id = 0; id < TIDE_CFG_COUNT; id++) set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
     set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
                tide_size_format(c->ram_bytes, ram, sizeof ram));
@@ -495,11 +497,10 @@ static int set_value(tide_config *c, int id, const char *text, int kind, const c
         if (tide_size_parse(text, &v) != 0) {
             snprintf(why, sizeof why, "not a size (%s)", tide_last_error());
         } else if (v < st->min || v > st->max) {
-            char lo[32], hi[32];
-            size_text(st->min, lo, sizeof lo);
-            size_text(st->max, hi, sizeof hi);
-            snprintf(why, sizeof why, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes (%s to %s)",
-                     v, st->min, st->max, lo, hi);
+            char rng[80];
+            tide_config_range_text(id, rng, sizeof rng);
+            snprintf(why, sizeof why, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes (%s)",
+                     v, st->min, st->max, rng);
         }
         break;
     case K_BLOCK: {
@@ -840,8 +841,9 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg)
         copy = strdup(v);
         if (copy == NULL) return tide_err_set(TIDE_ENOMEM, "%s: copying its value", settings[id].env);
         snprintf(prefix, sizeof prefix, "%s=", settings[id].env);
-        show_value(what, sizeof what, prefix, trim(copy));
-        rc = set_value(c, id, trim(copy), TIDE_SRC_ENV, settings[id].env, what);
+        char *val = trim(copy);
+        show_value(what, sizeof what, prefix, val);
+        rc = set_value(c, id, val, TIDE_SRC_ENV, settings[id].env, what);
         free(copy);
     }
     return rc;
@@ -964,10 +966,11 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
 
 size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t cap)
 {
-    char val[4160];
+    char dummy[1];
 
-    value_text(c, id, val, sizeof val);
-    return (size_t)snprintf(buf, cap, "%s", val);
+    if (cap == 0) buf = dummy, cap = 1;
+    value_text(c, id, buf, cap);
+    return strlen(buf);
 }
 
 size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)

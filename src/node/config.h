@@ -185,7 +185,8 @@ int tide_config_finish(tide_config *c);
 size_t tide_config_describe(const tide_config *c, char *buf, size_t cap);
 
 /* The value of setting `id` alone, as tide_config_describe writes it
- * ("1GiB", "set"), into `buf`; returns the length it needs (as snprintf). */
+ * ("1GiB", "set"), into `buf` (cap bytes, NUL-terminated, truncated when
+ * short); returns the length written. Allocates nothing. */
 size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t cap);
 
 /* Called once per consumer left unbounded: `consumer` names it ("node_cache"),

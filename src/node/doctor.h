@@ -50,8 +50,8 @@ typedef struct tide_doctor_report {
  * is not a Tide node's page: no sample of a tide_* family (another
  * exporter's page, Prometheus' own, HTML, garbage, an empty page), or
  * neither process_resident_memory_bytes nor tide_memory_consumer_bytes.
- * tide_last_error() then reads "does not look like a tide node's /metrics:
- * no tide_* families (...)", to follow the page's URL. */
+ * tide_last_error() then begins "does not look like a tide node's
+ * /metrics: " and says which of the two, to follow the page's URL. */
 int tide_doctor_analyze(const char *text, tide_doctor_report *r);
 
 /* The report in words, a few lines, to `f`. */

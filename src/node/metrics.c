@@ -359,13 +359,13 @@ static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
     }
 }
 
-static void write_store(tide_metrics_writer *w, tide_node *n)
+/* `si`: the store's figures, read once per page by tide_metrics_render. */
+static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_info *si_)
 {
-    tide_store_info si;
+    const tide_store_info si = *si_;
     tide_hist h;
-
-    tide_node_store_info(n, &si);
     uint64_t keys;
+
     if (tide_node_keys(n, &keys))
         one(w, "tide_store_keys", "gauge", "Keys in the store (absent until the count made at open is done).",
             (double)keys);
@@ -414,7 +414,7 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     write_sweeps(&w, n);
     write_allocator(&w);
     write_process(&w, o);
-    write_store(&w, n);
+    write_store(&w, n, &si);
     if (o->extra) o->extra(o->extra_arg, &w);
     if (w.oom) { rc = TIDE_ENOMEM; goto out; }
     *out = w.buf;

@@ -449,10 +449,12 @@ int tide_trim_policy_parse(const char *text, int *policy, uint64_t *param)
         if (errno || *end != '\0' || colon[1] < '0' || colon[1] > '9')
             return tide_err_set(TIDE_EINVAL, "'%s' is not a whole number", colon + 1);
         if (strncmp(text, "every:", 6) == 0) {
-            if (v < 1 || v > 1000000) return tide_err_set(TIDE_EINVAL, "every:N needs N from 1 to 1000000");
+            if (v < 1 || v > TIDE_TRIM_EVERY_MAX)
+                return tide_err_set(TIDE_EINVAL, "every:N needs N from 1 to %u", TIDE_TRIM_EVERY_MAX);
             *policy = TIDE_TRIM_EVERY;
         } else if (strncmp(text, "free-pct:", 9) == 0) {
-            if (v < 1 || v > 99) return tide_err_set(TIDE_EINVAL, "free-pct:P needs P from 1 to 99");
+            if (v < 1 || v > TIDE_TRIM_FREE_PCT_MAX)
+                return tide_err_set(TIDE_EINVAL, "free-pct:P needs P from 1 to %u", TIDE_TRIM_FREE_PCT_MAX);
             *policy = TIDE_TRIM_FREE_PCT;
         } else {
             return tide_err_set(TIDE_EINVAL, "not a trim policy (always, never, every:N, freed:SIZE or free-pct:P)");

@@ -61,6 +61,10 @@ enum {
     TIDE_TRIM_FREED    = 3,   /* when the caches' sweeps freed at least N bytes */
     TIDE_TRIM_FREE_PCT = 4    /* when the allocator holds free more than N% of RSS */
 };
+/* The largest N of every:N and P of free-pct:P. */
+#define TIDE_TRIM_EVERY_MAX    1000000u
+#define TIDE_TRIM_FREE_PCT_MAX 99u
+
 
 /* Parse "always", "never", "every:N" (N >= 1), "freed:SIZE" (a size, e.g.
  * 64MiB) or "free-pct:P" (1..99) into *policy and *param. Returns 0 or

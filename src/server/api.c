@@ -13,7 +13,9 @@
  *
  * One h2o handler on "/" routes by the raw request path (h2o's normalized
  * path would turn "/v1/objects/../healthz" into another resource; a key is
- * hex and needs no decoding). In order: a request target over
+ * hex and needs no decoding). In order: a head that frames its body twice
+ * (conn.c's head check) is 400 bad_request and closes the connection; a
+ * request target over
  * tided_max_url(key_size) bytes is 414; a method that is not an RFC 9110
  * token is 400 (h2o lets any byte above 0x20 but DEL through); a known path
  * with another method is 405 with Allow; anything else is 404. The query
@@ -47,7 +49,10 @@
  *     are written straight from the node cache, never copied, and stay
  *     alive until h2o is done with them;
  *   - counts the request body and the object in flight in the "http"
- *     memory account;
+ *     memory account, and the body in srv->body_in_handlers (the body
+ *     budget);
+ *   - marks its connection busy in conn.c (tided_conn_request_begin and
+ *     _end), which hands the connection's admitted bytes to the guard;
  *   - tells a job still at a worker that its request is gone (job->req =
  *     NULL), so the answer is dropped instead of written to freed memory.
  *
@@ -130,7 +135,8 @@ static void guard_dispose(void *p)
     if (g->account) tide_mem_account_sub(TIDE_MEM_HTTP, g->account);
 }
 
-static tided_guard *guard_new(h2o_req_t *req)
+/* The guard of `req`, and conn.c's head check of it into *head_rc. */
+static tided_guard *guard_new(h2o_req_t *req, tided_head *head, int *head_rc)
 {
     tided_loop *l = H2O_STRUCT_FROM_MEMBER(tided_loop, ctx, req->conn->ctx);
     tided_guard *g = h2o_mem_alloc_shared(&req->pool, sizeof *g, guard_dispose);
@@ -138,8 +144,7 @@ static tided_guard *guard_new(h2o_req_t *req)
     memset(g, 0, sizeof *g);
     g->loop = l;
     l->inflight++;
-    g->conn = tided_conn_of(req);
-    tided_conn_request_begin(g->conn);
+    *head_rc = tided_conn_request_begin(req, &g->conn, head);
     if (req->entity.base != NULL && req->entity.len > 0) {
         g->account = (int64_t)req->entity.len;
         tide_mem_account_add(TIDE_MEM_HTTP, g->account);
@@ -165,7 +170,6 @@ static void guard_account(tided_guard *g, size_t bytes)
  * input are shown, then "...". Allocated in the request's pool. */
 static const char *req_text(h2o_req_t *req, const void *bytes, size_t n, size_t max)
 {
-    static const char digits[] = "0123456789abcdef";
     const unsigned char *s = bytes;
     size_t show = n > max ? max : n, o = 0;
     char *out = h2o_mem_alloc_pool(&req->pool, 4 * show + 4);
@@ -177,8 +181,8 @@ static const char *req_text(h2o_req_t *req, const void *bytes, size_t n, size_t 
         } else {
             out[o++] = '\\';
             out[o++] = 'x';
-            out[o++] = digits[c >> 4];
-            out[o++] = digits[c & 15];
+            tide_hex_encode(&c, 1, out + o);     /* its NUL is overwritten next */
+            o += 2;
         }
     }
     if (show < n) {
@@ -220,14 +224,13 @@ static size_t utf8_seq(const unsigned char *s, size_t left)
  * when out of memory. */
 static json_t *json_text(const char *s)
 {
-    static const char digits[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)s;
     size_t len = strlen(s), i = 0, o = 0, k;
     char *clean;
     json_t *j;
 
     while (i < len && (k = utf8_seq(u + i, len - i)) != 0) i += k;
-    if (i == len) return json_string(s);
+    if (i == len) return json_string_nocheck(s);     /* just checked */
     clean = malloc(4 * len + 1);
     if (clean == NULL) return NULL;
     for (i = 0; i < len; i += k) {
@@ -239,12 +242,12 @@ static json_t *json_text(const char *s)
             k = 1;
             clean[o++] = '\\';
             clean[o++] = 'x';
-            clean[o++] = digits[u[i] >> 4];
-            clean[o++] = digits[u[i] & 15];
+            tide_hex_encode(u + i, 1, clean + o);
+            o += 2;
         }
     }
     clean[o] = '\0';
-    j = json_string(clean);
+    j = json_string_nocheck(clean);                   /* UTF-8 by construction */
     free(clean);
     return j;
 }
@@ -582,14 +585,6 @@ static json_t *status_json(tided_server *srv)
 
 /* ---- objects --------------------------------------------------------- */
 
-static int hex_digit(unsigned char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* Decode `text` (len chars, not NUL-terminated: it is the URL's) as a key
  * of key_size bytes into `out` (key_size bytes), or send 400 and return
  * -1. The length is checked first, so nothing is written past `out`
@@ -604,7 +599,7 @@ static int parse_key(tided_server *srv, h2o_req_t *req, const char *text, size_t
         return -1;
     }
     for (size_t i = 0; i < len; i += 2) {
-        int hi = hex_digit((unsigned char)text[i]), lo = hex_digit((unsigned char)text[i + 1]);
+        int hi = tide_hex_digit((unsigned char)text[i]), lo = tide_hex_digit((unsigned char)text[i + 1]);
         if (hi < 0 || lo < 0) {
             size_t at = hi < 0 ? i : i + 1;
             send_error(req, 400, "bad_key", "character %zu of the key, '%s', is not a hex digit (0-9, a-f, A-F)",
@@ -991,15 +986,16 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     int get_or_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) || is_head(req);
     static const char objects_prefix[] = TIDED_OBJECTS_PREFIX;
     size_t max_url = tided_max_url(srv->key_size);
-    tided_guard *guard = guard_new(req);
     tided_head head;
+    int head_rc;
+    tided_guard *guard = guard_new(req, &head, &head_rc);
 
-    if (tided_conn_check_head(req, &head) == TIDED_HEAD_BAD) {
+    if (head_rc == TIDED_HEAD_BAD) {
         /* Smuggling: h2o framed the body by one header; a proxy in front
          * may have framed it by the other. Nothing after it is read. */
         req->http1_is_persistent = 0;
         atomic_fetch_add(&srv->requests_refused_framing, 1);
-        send_error(req, 400, "bad_request", "the request has %s; refused, and the connection closed",
+        send_error(req, 400, "bad_request", TIDED_DETAIL_FRAMING,
                    head.reason);
     } else if (req->path.len > max_url) {
         send_error(req, 414, "uri_too_long", "the request target is %zu bytes; the most is %zu (for %u-byte "
@@ -1062,7 +1058,7 @@ static void on_setup_error_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostre
     switch (req->res.status) {
     case 413:
         code = "too_large";
-        snprintf(detail, sizeof detail, "the request body is larger than max_object_size = %zu bytes",
+        snprintf(detail, sizeof detail, TIDED_DETAIL_TOO_LARGE,
                  srv->max_object_size);
         break;
     case 404:

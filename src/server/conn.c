@@ -15,14 +15,16 @@
  *     http_max_connections_per_client from one address. At the total bound
  *     a new connection evicts the loop's longest-idle connection (nothing
  *     in flight, nothing buffered) instead of being refused, so idle
- *     connections can never lock a client out; only when every connection
- *     of the loop is working is the new one refused.
+ *     connections can never lock a client out; only when none of the
+ *     loop's TIDED_EVICT_LOOK longest-idle connections is idle is the new
+ *     one refused.
  *   - Idle close: a connection with no request in flight and nothing
  *     buffered for http_idle_timeout seconds (since accept or since its
  *     last response) is closed.
  *   - The head check: each connection holding bytes of a request that has
- *     not reached a handler has that request's head read once, by this
- *     file's own parser: two Content-Length headers, or Content-Length
+ *     not reached a handler has that request's head read by this file's
+ *     own parser (a complete head once; an incomplete one again from its
+ *     start at each scan until it is complete): two Content-Length headers, or Content-Length
  *     with Transfer-Encoding, is 400 (request smuggling behind a proxy:
  *     h2o would take the first and read the rest as a second request); a
  *     Content-Length over max_object_size is 413. Both are answered before
@@ -40,11 +42,12 @@
  *
  * The scan. The checks above run in tided_conn_poll, which each loop calls
  * after every turn of its event loop, at most once per TIDED_SCAN_MS; it
- * walks the loop's connections (a few loads per connection: about 0.3 ms
- * for 4096). A loop wakes at least once a second for it. So a request is
- * checked within one scan of its head arriving: a client faster than that
- * reaches the handler first, where api.c runs the same head check
- * (tided_conn_check_head) and max_object_size's 413 with the body already
+ * walks the loop's connections (a few loads per connection, about 0.3 ms
+ * for 4096, plus the bytes of partial heads). A loop wakes at least once
+ * a second for it. So a request is checked within one scan of its head
+ * arriving: a client faster than that reaches the handler first, where
+ * the same head check runs (tided_conn_request_begin, unless the scan
+ * already admitted that head) and api.c's max_object_size 413 with the body already
  * held (at most max_object_size + 1 bytes, which h2o enforces). What the
  * budget bounds is therefore the bytes admitted plus what the loops read
  * within one scan interval.
@@ -70,7 +73,7 @@
  *   4. A record is refused at most once; after a refusal h2o never reads
  *      its socket again.
  *
- * Never: close an h2o socket with h2o_socket_close from here (h2o's
+ * Never: h2o_socket_close a socket once h2o_accept has it (h2o's
  * connection still points to it; the read callback closes it through
  * h2o); answer a connection whose request is in a handler.
  */
@@ -84,13 +87,11 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
 #include "mem/account.h"
 #include "node/metrics.h"
-#include "tide/error.h"
 #include "util/log.h"
 
 /* The most often a loop scans its connections. */
@@ -99,8 +100,6 @@
 #define TIDED_LINGER_MS 1000
 /* How many idle candidates an accept looks at when it must evict one. */
 #define TIDED_EVICT_LOOK 64
-/* Buckets of the per-client table (a power of two; server.h sizes it). */
-#define TIDED_CLIENT_BUCKETS 4096
 /* A partial head longer than this is refused while the budget is spent. */
 #define TIDED_LONG_HEAD (16 * 1024)
 
@@ -262,7 +261,7 @@ static void conn_release_admitted(tided_conn *c)
     }
 }
 
-/* The buffered bytes of `c` that count in the "http" consumer now. */
+/* The buffered bytes of `sock` that count in the "http" consumer now. */
 static size_t buffer_bytes(const h2o_socket_t *sock)
 {
     const h2o_buffer_t *b = sock->input;
@@ -277,11 +276,13 @@ static void conn_set_accounted(tided_conn *c, size_t bytes)
     }
 }
 
-/* Answer `status` on `c`'s socket and close it after the linger (see the
- * essay). Returns 0, or -1 when h2o is not reading the socket (then
- * nothing was done). */
+/* Answer `status` on `c`'s socket, count it in `counter`, and close it
+ * after the linger (see the essay). `code` and `detail` go into the JSON
+ * body as they are: they must be tided's own ASCII (they are: fixed
+ * sentences and numbers, never request bytes). Returns 0, or -1 when h2o is not
+ * reading the socket (then nothing was done, nothing counted). */
 static int conn_refuse(tided_conn *c, int status, const char *reason, const char *code, const char *detail,
-                       int retry_after, uint64_t now_ms)
+                       int retry_after, atomic_ullong *counter, uint64_t now_ms)
 {
     h2o_socket_t *sock = c->sock;
     char body[384], msg[768];
@@ -310,6 +311,7 @@ static int conn_refuse(tided_conn *c, int status, const char *reason, const char
     conn_set_accounted(c, 0);
     conn_release_admitted(c);
     c->close_at_ms = now_ms + TIDED_LINGER_MS;
+    atomic_fetch_add(counter, 1);
     if (tide_log_get_level() <= TIDE_LOG_DEBUG)
         tide_log(TIDE_LOG_DEBUG, "access: (request not read) -> %d %s: %s", status, code, detail);
     return 0;
@@ -354,7 +356,6 @@ static void on_conn_close(void *data)
     tided_server *srv = l->srv;
 
     list_unlink(l, c);
-    l->nconns--;
     conn_release_admitted(c);
     conn_set_accounted(c, 0);
     tide_mem_account_sub(TIDE_MEM_HTTP, (int64_t)sizeof *c);
@@ -396,8 +397,11 @@ void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
     if (srv->max_per_client && peer_key(sock, key) == 0) {
         client = client_take(srv, key, srv->max_per_client, &over);
         if (client == NULL) {
-            snprintf(why, sizeof why, over ? "%u connections are open from one client address, the most "
-                     "http_max_connections_per_client allows" : "out of memory (%u)", srv->max_per_client);
+            if (over)
+                snprintf(why, sizeof why, "%u connections are open from one client address, the most "
+                         "http_max_connections_per_client allows", srv->max_per_client);
+            else
+                snprintf(why, sizeof why, "out of memory for the per-client table");
             refuse_at_accept(sock, over ? &srv->connections_refused_per_client : &srv->connections_refused,
                              why);
             return;
@@ -426,7 +430,6 @@ void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
     c->idle_since_ms = h2o_now(l->evloop);
     tide_mem_account_add(TIDE_MEM_HTTP, (int64_t)sizeof *c);
     list_append(l, c);
-    l->nconns++;
     atomic_fetch_add(&srv->connections_total, 1);
     sock->on_close.cb = on_conn_close;
     sock->on_close.data = c;
@@ -435,19 +438,23 @@ void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
 
 /* ---- requests ------------------------------------------------------------- */
 
-tided_conn *tided_conn_of(h2o_req_t *req)
+int tided_conn_request_begin(h2o_req_t *req, tided_conn **conn, tided_head *head)
 {
     h2o_socket_t *sock = req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
-    return sock != NULL && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
-}
+    tided_conn *c = sock != NULL && sock->on_close.cb == on_conn_close ? sock->on_close.data : NULL;
+    int admitted = c != NULL && c->admitted != 0;
 
-void tided_conn_request_begin(tided_conn *c)
-{
-    if (c == NULL) return;
-    c->busy++;
-    c->head_checked = 0;
-    conn_release_admitted(c);
-    conn_set_accounted(c, 0);       /* the guard counts the body from here */
+    memset(head, 0, sizeof *head);
+    *conn = c;
+    if (c) {
+        c->busy++;
+        conn_release_admitted(c);
+        conn_set_accounted(c, 0);       /* the guard counts the body from here */
+    }
+    /* Without a body h2o saw neither header, so there is nothing to check;
+     * a head the scan admitted passed this same check. */
+    if (sock == NULL || req->entity.base == NULL || sock->input->bytes == NULL || admitted) return TIDED_HEAD_OK;
+    return tided_head_check(sock->input->bytes, sock->input->size, head);
 }
 
 void tided_conn_request_end(tided_conn *c)
@@ -461,23 +468,24 @@ void tided_conn_request_end(tided_conn *c)
     }
 }
 
-int tided_conn_check_head(h2o_req_t *req, tided_head *head)
-{
-    h2o_socket_t *sock = req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
-
-    memset(head, 0, sizeof *head);
-    /* Without a body h2o saw neither header, so there is nothing to check. */
-    if (sock == NULL || req->entity.base == NULL || sock->input->bytes == NULL) return TIDED_HEAD_OK;
-    return tided_head_check(sock->input->bytes, sock->input->size, head);
-}
-
 /* ---- the scan --------------------------------------------------------------- */
 
 static uint64_t budget_in_use(const tided_server *srv)
 {
-    int64_t unparsed = atomic_load(&srv->body_unparsed);
     return atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers)
-         + (unparsed > 0 ? (uint64_t)unparsed : 0);
+         + atomic_load(&srv->body_unparsed);
+}
+
+/* 503 with Retry-After: what `c` holds or declares does not fit in the
+ * budget. */
+static void refuse_over_budget(tided_conn *c, uint64_t now_ms)
+{
+    tided_server *srv = c->loop->srv;
+    char detail[256];
+
+    snprintf(detail, sizeof detail, "request bytes held by tided have reached http_body_budget = %llu "
+             "bytes; retry later", (unsigned long long)srv->body_budget);
+    conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, &srv->requests_refused_budget, now_ms);
 }
 
 /* Check the head of the request `c` holds bytes of, once. */
@@ -494,10 +502,7 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
         /* h2o bounds a head (H2O_MAX_REQLEN, about 400 KiB); past a
          * generous head, a partial one counts against the budget too. */
         if (in->size > TIDED_LONG_HEAD && budget_in_use(srv) > srv->body_budget) {
-            snprintf(detail, sizeof detail, "request bytes held by tided have reached http_body_budget = %llu "
-                     "bytes; retry later", (unsigned long long)srv->body_budget);
-            if (conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, now_ms) == 0)
-                atomic_fetch_add(&srv->requests_refused_budget, 1);
+            refuse_over_budget(c, now_ms);
             return;
         }
         *unparsed += in->size;
@@ -506,40 +511,35 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
     /* A refusal that cannot be made now (h2o is writing its 100 Continue)
      * leaves the head unchecked, for the next scan. */
     if (rc == TIDED_HEAD_BAD) {
-        snprintf(detail, sizeof detail, "the request has %s; refused, and the connection closed", h.reason);
-        if (conn_refuse(c, 400, "Bad Request", "bad_request", detail, 0, now_ms) == 0)
-            atomic_fetch_add(&srv->requests_refused_framing, 1);
+        snprintf(detail, sizeof detail, TIDED_DETAIL_FRAMING, h.reason);
+        conn_refuse(c, 400, "Bad Request", "bad_request", detail, 0, &srv->requests_refused_framing, now_ms);
         return;
     }
     if (h.content_length > srv->max_object_size) {
-        snprintf(detail, sizeof detail, "the request body is larger than max_object_size = %zu bytes",
+        snprintf(detail, sizeof detail, TIDED_DETAIL_TOO_LARGE,
                  srv->max_object_size);
-        if (conn_refuse(c, 413, "Request Entity Too Large", "too_large", detail, 0, now_ms) == 0)
-            atomic_fetch_add(&srv->requests_refused_too_large, 1);
+        conn_refuse(c, 413, "Request Entity Too Large", "too_large", detail, 0, &srv->requests_refused_too_large,
+                    now_ms);
         return;
     }
     want = h.head_len + (h.transfer_encoding ? srv->max_object_size : h.content_length);
     if (atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers) != 0
         && budget_in_use(srv) + want > srv->body_budget) {
-        snprintf(detail, sizeof detail, "request bodies held by tided have reached http_body_budget = %llu "
-                 "bytes; retry later", (unsigned long long)srv->body_budget);
-        if (conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, now_ms) == 0)
-            atomic_fetch_add(&srv->requests_refused_budget, 1);
+        refuse_over_budget(c, now_ms);
         return;
     }
-    c->head_checked = 1;
     c->admitted = want;
     atomic_fetch_add(&srv->body_admitted, want);
 }
 
-void tided_conn_poll(tided_loop *l, int force)
+void tided_conn_poll(tided_loop *l)
 {
     tided_server *srv = l->srv;
     uint64_t now_ms = h2o_now(l->evloop), idle_ms = srv->idle_timeout_ms;
     size_t unparsed = 0;
     tided_conn *c, *next;
 
-    if (!force && now_ms - l->last_scan_ms < TIDED_SCAN_MS) {
+    if (now_ms - l->last_scan_ms < TIDED_SCAN_MS) {
         l->scan_pending = 1;
         return;
     }
@@ -554,19 +554,19 @@ void tided_conn_poll(tided_loop *l, int force)
         }
         if (c->busy) continue;
         if (sock->input->size == 0) {
-            c->head_checked = 0;
             conn_release_admitted(c);
             if (idle_ms && sock->_cb.read != NULL && now_ms - c->idle_since_ms >= idle_ms) {
                 atomic_fetch_add(&srv->connections_idle_closed, 1);
                 conn_close_via_h2o(c);
                 continue;
             }
-        } else if (!c->head_checked) {
+        } else if (c->admitted == 0) {
             scan_head(c, now_ms, &unparsed);
         }
         if (c->close_at_ms == 0) conn_set_accounted(c, buffer_bytes(sock));
     }
-    atomic_fetch_add(&srv->body_unparsed, (int64_t)unparsed - (int64_t)l->unparsed);
+    /* One step per loop, so the sum never passes below zero. */
+    atomic_fetch_add(&srv->body_unparsed, (uint64_t)unparsed - (uint64_t)l->unparsed);
     l->unparsed = unparsed;
 }
 
@@ -579,8 +579,6 @@ int32_t tided_conn_wait_ms(tided_loop *l)
 
 json_t *tided_conn_json(tided_server *srv)
 {
-    int64_t unparsed = atomic_load(&srv->body_unparsed);
-
     return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I}}",
                      "max_connections_per_client", (json_int_t)srv->max_per_client,
                      "idle_timeout_ms", (json_int_t)srv->idle_timeout_ms,
@@ -596,13 +594,12 @@ json_t *tided_conn_json(tided_server *srv)
                      "bodies",
                      "admitted_bytes", (json_int_t)atomic_load(&srv->body_admitted),
                      "in_handlers_bytes", (json_int_t)atomic_load(&srv->body_in_handlers),
-                     "unparsed_bytes", (json_int_t)(unparsed > 0 ? unparsed : 0),
+                     "unparsed_bytes", (json_int_t)atomic_load(&srv->body_unparsed),
                      "budget_bytes", (json_int_t)srv->body_budget);
 }
 
 void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
 {
-    int64_t unparsed = atomic_load(&srv->body_unparsed);
     /* One row per sample; a row with a name starts its family, a row
      * without one adds a labelled sample to the family above it. */
     const struct { const char *name, *type, *help, *reason; double value; } rows[] = {
@@ -624,8 +621,7 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
           NULL, (double)srv->body_budget },
         { "tide_http_body_held_bytes", "gauge",
           "Request bytes held now against http_body_budget (admitted, in handlers, unparsed heads).",
-          NULL, (double)(atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers)
-                         + (uint64_t)(unparsed > 0 ? unparsed : 0)) },
+          NULL, (double)budget_in_use(srv) },
     };
     const char *family = NULL;
 

@@ -10,7 +10,8 @@
  * loop for its whole life. Loop 0 runs on the main thread and also watches
  * the signalfd; SIGTERM, SIGINT, SIGQUIT and SIGHUP are blocked in every
  * thread, so they are only ever read from there, never handled in a
- * signal handler. SIGHUP reloads (tided_reload) and changes no state.
+ * signal handler. SIGHUP calls srv->reload (tided.c's reload_settings),
+ * which touches no loop or connection state.
  *
  * Stop. The first SIGTERM, SIGINT or SIGQUIT sets state DRAINING and wakes every
  * loop (an empty message on its queue). Each loop then closes its
@@ -35,8 +36,9 @@
  * Invariants:
  *   1. Everything of a loop (its sockets, its context, its requests) is
  *      touched by that loop's thread only; other threads reach a loop only
- *      through h2o_multithread_send_message on its receivers, and the
- *      server's atomics (state, connections).
+ *      through h2o_multithread_send_message on its receivers, the
+ *      server's atomics (state, the connection and body counters), and
+ *      conn.c's per-address table under clients_mu.
  *   2. inflight counts exactly the requests whose guard is alive (api.c).
  *
  * Never: do work in a signal handler; block a loop on the disk for a sync
@@ -144,8 +146,7 @@ static void on_signal(h2o_socket_t *sock, const char *err)
                          : si.ssi_signo == SIGQUIT ? "SIGQUIT" : "a signal";
         int expected = TIDED_RUNNING;
         if (si.ssi_signo == SIGHUP) {
-            if (srv->reload) srv->reload(srv);
-            else tide_log(TIDE_LOG_INFO, "SIGHUP: nothing to reload here");
+            srv->reload(srv);
             continue;
         }
         if (atomic_compare_exchange_strong(&srv->state, &expected, TIDED_DRAINING)) {
@@ -251,14 +252,15 @@ static void loop_run(tided_loop *l)
             }
             wait_ms = (int32_t)((l->deadline_us - now) / 1000 + 1);
         }
-        if (tided_conn_wait_ms(l) < wait_ms) wait_ms = tided_conn_wait_ms(l);
+        int32_t scan_ms = tided_conn_wait_ms(l);
+        if (scan_ms < wait_ms) wait_ms = scan_ms;
         if (h2o_evloop_run(l->evloop, wait_ms) != 0 && errno != EINTR) {
             tide_log(TIDE_LOG_ERROR, "loop %u: the event loop failed: %s", l->index, strerror(errno));
             atomic_store(&srv->state, TIDED_HURRY);
             wake_all(srv);
             break;
         }
-        tided_conn_poll(l, 0);
+        tided_conn_poll(l);
     }
 }
 

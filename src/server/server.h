@@ -7,7 +7,8 @@
  *             ones), idle close, the head check and the request-body
  *             budget, answered before h2o reads a body
  *   api.c     the HTTP endpoints (routing, objects, status, admin) and the
- *             JSON bodies of every error, h2o's own included
+ *             JSON bodies of every error h2o or a handler sends (conn.c
+ *             writes its own refusals)
  *   work.c    the worker threads that run tide_node_sync, tide_node_sweep
  *             and the /metrics render off the event loops, coalescing
  *             requests
@@ -51,6 +52,9 @@ static inline size_t tided_max_url(unsigned key_size)
 }
 /* How long a stop waits for requests in flight (pending ?sync=1 included). */
 #define TIDED_DRAIN_MS 10000
+
+/* Buckets of conn.c's per-address table (a power of two). */
+#define TIDED_CLIENT_BUCKETS 4096
 
 typedef struct tided_server tided_server;
 typedef struct tided_loop tided_loop;
@@ -136,7 +140,6 @@ struct tided_loop {
     atomic_int     ready;            /* set up: its receivers may be sent to */
     /* conn.c: this loop's connections, longest idle first */
     tided_conn    *conn_head, *conn_tail;
-    size_t         nconns;
     uint64_t       last_scan_ms;     /* h2o_now of the last scan */
     int            scan_pending;     /* a scan was due but skipped by the rate */
     size_t         unparsed;         /* this loop's share of srv->body_unparsed */
@@ -172,15 +175,15 @@ struct tided_server {
     atomic_ullong  requests_refused_framing, requests_refused_too_large, requests_refused_budget;
     atomic_ullong  body_admitted;    /* conn.c: bytes declared by admitted heads */
     atomic_ullong  body_in_handlers; /* api.c: bodies of requests in handlers */
-    atomic_llong   body_unparsed;    /* conn.c: bytes of heads not complete yet */
+    atomic_ullong  body_unparsed;    /* conn.c: bytes of heads not complete yet */
     pthread_mutex_t clients_mu;      /* clients */
-    struct tided_client *clients[4096];  /* conn.c: open connections per address */
+    struct tided_client *clients[TIDED_CLIENT_BUCKETS];  /* conn.c: open connections per address */
     atomic_int     state;            /* TIDED_RUNNING, _DRAINING, _HURRY */
     pthread_mutex_t done_mu;         /* loops_done, and the parked loops */
     pthread_cond_t done_cv, park_cv;
     unsigned       loops_done;       /* loop threads drained (1..n-1) */
-    /* SIGHUP (tided.c's main sets it; NULL: SIGHUP is logged and ignored):
-     * read the settings again. Runs on loop 0, the main thread. */
+    /* SIGHUP (tided.c's main sets it before the loops run): read the
+     * settings again. Runs on loop 0, the main thread. */
     void         (*reload)(tided_server *srv);
     uint64_t       started_mono_us;
     uint64_t       started_unix_s;
@@ -211,14 +214,19 @@ struct tided_conn {
     struct tided_client *client;     /* its address's count, or NULL */
     uint64_t      idle_since_ms;     /* accept, or the end of its last request */
     size_t        accounted;         /* its buffer's bytes in TIDE_MEM_HTTP */
-    uint64_t      admitted;          /* bytes its admitted head declared */
+    uint64_t      admitted;          /* bytes its admitted head declared (0: its
+                                        pending request's head is not checked) */
     int           busy;              /* requests in a handler or being answered */
-    int           head_checked;      /* the pending request's head was checked */
     uint64_t      close_at_ms;       /* refused: when to close it (0: not) */
     h2o_socket_cb read_cb;           /* refused: h2o's read callback */
 };
 
 enum { TIDED_HEAD_OK = 0, TIDED_HEAD_INCOMPLETE = 1, TIDED_HEAD_BAD = 2 };
+
+/* The details of the 400 and 413 that conn.c and api.c both send: with
+ * tided_head.reason, and with max_object_size. */
+#define TIDED_DETAIL_FRAMING   "the request has %s; refused, and the connection closed"
+#define TIDED_DETAIL_TOO_LARGE "the request body is larger than max_object_size = %zu bytes"
 
 /* What the head check found in a request's head. */
 typedef struct tided_head {
@@ -241,17 +249,19 @@ void tided_clients_init(tided_server *srv);
  * and hand it to h2o, or close it. Loop thread. */
 void tided_conn_accept(tided_loop *l, h2o_socket_t *sock);
 /* Run the scan (idle close, head check, body budget, accounting) when
- * TIDED_SCAN_MS passed since the last or `force`. Loop thread. */
-void tided_conn_poll(tided_loop *l, int force);
+ * TIDED_SCAN_MS passed since the last; else note that one is due. Loop
+ * thread. Cost: a few loads per connection of the loop. */
+void tided_conn_poll(tided_loop *l);
 /* How long the loop may sleep before the next scan is due. */
 int32_t tided_conn_wait_ms(tided_loop *l);
-/* The record of the connection `req` came on (NULL if none); a request's
- * start and end (api.c's guard). Loop thread. */
-tided_conn *tided_conn_of(h2o_req_t *req);
-void tided_conn_request_begin(tided_conn *c);
+/* A request reached its handler (api.c's guard): *conn gets the record
+ * of its connection (NULL when it came another way, as in fuzz_http),
+ * marked busy, its admission handed over to the guard; returns the head
+ * check (TIDED_HEAD_*) of a request with a body whose head the scan did
+ * not admit yet (one lookup of the socket; the head's bytes at most).
+ * request_end: the guard is disposed. Loop thread. */
+int  tided_conn_request_begin(h2o_req_t *req, tided_conn **conn, tided_head *head);
 void tided_conn_request_end(tided_conn *c);
-/* The head check on a request that reached a handler with a body. */
-int  tided_conn_check_head(h2o_req_t *req, tided_head *head);
 /* The connection bounds' figures: a new JSON object for /v1/status's
  * "http", and the tide_http_* families they add to /metrics. Any thread. */
 struct json_t;

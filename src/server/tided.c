@@ -4,28 +4,34 @@
  * tided serves one store over HTTP/1.1 (docs/HTTP.md). Its main does, in
  * order: --help and --version; the settings (defaults, --config FILE,
  * TIDE_* variables, flags, then the preset: node/config.h); the signals
- * (SIGTERM and SIGINT blocked in every thread and read from a signalfd by
- * event loop 0, SIGPIPE ignored), all before any thread exists; the
+ * (SIGTERM, SIGINT, SIGQUIT and SIGHUP blocked in every thread and read
+ * from a signalfd, SIGPIPE ignored), all before any thread exists; the
  * allocator options, the startup log and the node's options
- * (node/startup.h); the node (creating the store on first run); the
- * listening socket; the workers and the event loops (loop.c, work.c,
- * api.c). When the loops have drained after a signal it stops the workers,
- * closes the node, which commits what is pending, and logs "shutdown
- * complete".
+ * (node/startup.h); the listening socket, bound before the store is
+ * touched so that a tided that cannot serve creates no store; the node
+ * (creating the store on first run), opened on a thread while the main
+ * thread watches the signalfd, so that a stop signal ends a long open;
+ * the workers and the event loops (loop.c, conn.c, work.c, api.c), loop 0
+ * reading the signals from then on. SIGHUP reads the settings again
+ * (reload_settings). When the loops have drained after a stop signal it
+ * stops the workers, closes the node, which commits what is pending, and
+ * logs "shutdown complete".
  *
- * Exit status: 0 after a clean stop; 1 when the store cannot be opened
- * (busy, corrupt, I/O), the address cannot be bound, or the final commit
- * fails; 2 for a bad command line or setting, with a message naming it.
+ * Exit status: 0 after a clean stop, or a stop signal during the store's
+ * open; 1 when the store cannot be opened (busy, corrupt, I/O), the
+ * address cannot be bound, or the final commit fails; 2 for a bad command
+ * line or setting, with a message naming it.
  *
  * Invariants:
  *   1. No thread starts before the signal mask is set and mallopt ran:
- *      every thread inherits the mask, and mallopt must come first.
+ *      every thread inherits the mask, and mallopt must come first (the
+ *      open thread included).
  *   2. The node is closed only after every loop and worker has stopped,
  *      so no request can reach a closed node.
  *
  * Never: print a token (the startup log shows only "set"/"unset"); exit
- * with the node open after it was opened, except by a signal's default
- * action, which cannot happen (the signals are blocked).
+ * with the node open after its open returned (the stop during the open
+ * exits before, as a crash would, with nothing acknowledged).
  */
 #include "server/server.h"
 
@@ -118,7 +124,8 @@ static const struct { const char *arg, *text; } option_help[TIDE_CFG_COUNT] = {
         "connections open at once, 1 to 1048576. At the bound a new\n"
         "connection closes the longest-idle one (no request in flight, nothing\n"
         "received), so idle connections cannot lock clients out; only when\n"
-        "none is idle is it refused. Lowered to fit RLIMIT_NOFILE. Default 4096." },
+        "none of the loop's 64 longest-idle is idle is it refused. Lowered to\n"
+        "fit RLIMIT_NOFILE. Default 4096." },
     [TIDE_CFG_HTTP_MAX_PER_CLIENT] = { "N",
         "connections open at once from one client address, 0 (no bound) to\n"
         "1048576; more are closed at once. Behind a proxy every client has\n"
@@ -330,23 +337,34 @@ static int early_flags(int argc, char **argv, const char **config)
     return -1;
 }
 
-static int load_settings(tide_config *c, int argc, char **argv, const char *config)
+/* The settings from every source, in config.h's order (startup and
+ * SIGHUP both). Returns 0 or the first error (tide_last_error says what);
+ * *file_failed is set when it was the config file's own (unreadable). */
+static int read_settings(tide_config *c, int argc, char **argv, const char *config, int *file_failed)
 {
-    int rc;
+    int rc = 0;
 
+    *file_failed = 0;
     tide_config_defaults(c);
-    if (config) {
-        rc = tide_config_load_file(c, config);
-        if (rc) {
-            fprintf(stderr, "tided: --config %s: %s%s%s\n", config, tide_strerror(rc),
-                    tide_last_error()[0] ? ": " : "", tide_last_error());
-            return rc;
-        }
+    if (config && (rc = tide_config_load_file(c, config)) != 0) {
+        *file_failed = 1;
+        return rc;
     }
     rc = tide_config_apply_env(c, NULL, NULL);
     if (rc == 0) rc = tide_config_apply_args(c, argc, argv);
     if (rc == 0) rc = tide_config_finish(c);
-    if (rc) fprintf(stderr, "tided: %s\n", tide_last_error());
+    return rc;
+}
+
+static int load_settings(tide_config *c, int argc, char **argv, const char *config)
+{
+    int file_failed, rc = read_settings(c, argc, argv, config, &file_failed);
+
+    if (rc && file_failed)
+        fprintf(stderr, "tided: --config %s: %s%s%s\n", config, tide_strerror(rc),
+                tide_last_error()[0] ? ": " : "", tide_last_error());
+    else if (rc)
+        fprintf(stderr, "tided: %s\n", tide_last_error());
     return rc;
 }
 
@@ -392,8 +410,8 @@ static void setup_connection_limit(tided_server *srv, const tide_config *c)
     }
 }
 
-/* Anything but a loopback address: who can reach /v1/status and
- * /v1/sweeps, which need no token, is the network's business then. */
+/* 1 when `host` is 127.x, ::1 or localhost. Bound anywhere else, anyone
+ * who can reach it can read /v1/status and /v1/sweeps (no token). */
 static int listen_is_loopback(const char *host)
 {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
@@ -409,15 +427,9 @@ static const char *saved_config;
 static void reload_settings(tided_server *srv)
 {
     static tide_config fresh;          /* main thread only (loop 0) */
-    int rc;
+    int file_failed;
 
-    (void)srv;
-    tide_config_defaults(&fresh);
-    rc = saved_config ? tide_config_load_file(&fresh, saved_config) : 0;
-    if (rc == 0) rc = tide_config_apply_env(&fresh, NULL, NULL);
-    if (rc == 0) rc = tide_config_apply_args(&fresh, saved_argc, saved_argv);
-    if (rc == 0) rc = tide_config_finish(&fresh);
-    if (rc) {
+    if (read_settings(&fresh, saved_argc, saved_argv, saved_config, &file_failed) != 0) {
         tide_log(TIDE_LOG_WARN, "SIGHUP: the settings do not read any more, so nothing changed: %s",
                  tide_last_error());
         return;

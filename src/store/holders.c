@@ -5,10 +5,11 @@
  * one store at once. NuDB takes no lock at all: an XRP Ledger node writing
  * its store is invisible to flock, and a nudb.log it is in the middle of
  * looks exactly like one a crash left. Recovering that "crash" undoes the
- * live writer's commit under it. So before a read-write open or a recovery,
- * Tide asks the file system which other processes have nudb.dat, nudb.key
- * or nudb.log open (io->holders: /proc/PID/fd on Linux, matched by device
- * and inode) and refuses, naming the first, unless told to go ahead.
+ * live writer's commit under it. So before a read-write open, a recovery
+ * or a rekey, Tide asks the file system which other processes have
+ * nudb.dat, nudb.key or nudb.log open (io->holders: /proc/PID/fd on Linux,
+ * matched by device and inode) and refuses, naming the first, unless told
+ * to go ahead.
  *
  * Invariants:
  *   1. The check never blocks and never writes; it only adds a refusal.

@@ -350,7 +350,6 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
     rc = tide_store_recover_ex(dir, so->io, o->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
     if (rc) return rc;
     if ((rc = tide_store_alloc(&s, dir, so)) != 0) return rc;
-    s->rebuild = 1;
     rc = s->io->open(s->io, s->dat_path, TIDE_IO_WRITE, &s->dat);
     if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
     if (rc) goto out;
@@ -386,11 +385,8 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
 
     if (!have_kh) {
         memset(&kh, 0, sizeof kh);
-        do {
-            if ((rc = tide_random_bytes(&kh.salt, sizeof kh.salt)) != 0) goto out;
-        } while (kh.salt == 0);
+        if ((rc = tide_store_random_u64(&kh.salt)) != 0) goto out;
         kh.pepper = tide_fmt_pepper(kh.salt);
-        kh.block_size = (uint16_t)o->block_size;
         kh.load_factor = tide_fmt_load_factor_raw(TIDE_LOAD_FACTOR_DEFAULT);
     }
     kh.version = TIDE_FMT_VERSION;
@@ -486,7 +482,7 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     report->old_block_size = s->block_size;
     report->new_block_size = k.bs;
     report->old_buckets = s->buckets;
-    if (!s->rebuild) report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
+    if (!report->key_rebuilt) report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
     report->dat_file_bytes_before = dat0;
 
     /* 1. Count, and size the table as a rebuild does. Spill records of
@@ -522,11 +518,11 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
         tide_log_header lh = {
             .version = TIDE_FMT_VERSION, .uid = s->kh.uid, .appnum = s->kh.appnum,
             .key_size = s->kh.key_size, .salt = s->kh.salt, .pepper = s->kh.pepper,
-            .block_size = s->rebuild ? (uint16_t)k.bs : s->kh.block_size,
+            .block_size = report->key_rebuilt ? (uint16_t)k.bs : s->kh.block_size,
             /* A rebuild's log says key_file_size 0 (NuDB's mark of an
              * interrupted rebuild): a crash then cuts nudb.dat back and
              * removes the unusable key file, and a rekey starts again. */
-            .key_file_size = s->rebuild ? 0 : report->old_key_file_bytes, .dat_file_size = dat0,
+            .key_file_size = report->key_rebuilt ? 0 : report->old_key_file_bytes, .dat_file_size = dat0,
         };
         tide_fmt_encode_log_header(hdr, &lh);
         if ((rc = s->io->write_at(s->log, hdr, sizeof hdr, 0)) != 0) goto out;
@@ -624,7 +620,7 @@ out:
     if (s) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tide_last_error());
-        int crc = s->rebuild ? rebuild_close(s) : tide_store_close(s);
+        int crc = report->key_rebuilt ? rebuild_close(s) : tide_store_close(s);
         if (rc == 0) rc = crc;
         else tide_err_set(rc, "%s", msg);
     }

@@ -94,7 +94,7 @@ char *tide_path_join(const char *dir, const char *name)
 
 /* ---- create ---- */
 
-static int random_u64(uint64_t *v)
+int tide_store_random_u64(uint64_t *v)
 {
     int rc;
     do {
@@ -153,8 +153,8 @@ int tide_store_create(const char *dir, const tide_store_create_opts *opts)
     kh.appnum = opts->appnum;
     kh.uid = opts->uid;
     kh.salt = opts->salt;
-    if (kh.uid == 0 && (rc = random_u64(&kh.uid)) != 0) goto out;
-    if (kh.salt == 0 && (rc = random_u64(&kh.salt)) != 0) goto out;
+    if (kh.uid == 0 && (rc = tide_store_random_u64(&kh.uid)) != 0) goto out;
+    if (kh.salt == 0 && (rc = tide_store_random_u64(&kh.salt)) != 0) goto out;
     kh.pepper = tide_fmt_pepper(kh.salt);
     kh.block_size = (uint16_t)block_size;
     kh.load_factor = tide_fmt_load_factor_raw(opts->load_factor);
@@ -313,16 +313,15 @@ static int placed_right(tide_store *s, uint64_t index, uint64_t buckets, uint8_t
 }
 
 /* Both checks of check_index with the table taken to have `buckets`
- * buckets (s->buckets is set to it meanwhile). 1, 0 (why filled), <0. */
+ * buckets. 1, 0 (why filled), <0. */
 static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size_t win_len,
                        uint8_t *buf, char *why, size_t cap)
 {
-    uint64_t modulus = tide_fmt_ceil_pow2(buckets), saved = s->buckets;
+    uint64_t modulus = tide_fmt_ceil_pow2(buckets);
     uint64_t probe[3] = { 0, buckets - 1, buckets >= 2 ? buckets - 1 - modulus / 2 : 0 };
     size_t head = TIDE_DAT_RECORD_HEADER + s->key_size, pos = 0;
     int rc = 1;
 
-    s->buckets = buckets;
     for (int k = 0; k < 3 && rc == 1; k++) {
         if (k > 0 && (probe[k] == probe[0] || probe[k] == probe[k - 1])) continue;
         rc = placed_right(s, probe[k], buckets, buf, why, cap);
@@ -350,7 +349,6 @@ static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size
         pos += head + size;
         seen++;
     }
-    s->buckets = saved;
     return rc;
 }
 
@@ -479,7 +477,7 @@ static int is_broken(tide_store *s)
     return __atomic_load_n(&s->broken, __ATOMIC_ACQUIRE);
 }
 
-static void destroy(tide_store *s)
+void tide_store_free(tide_store *s)
 {
     if (s == NULL) return;
     if (s->dat) s->io->close(s->dat);
@@ -534,13 +532,8 @@ int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *o
     s = NULL;
 out:
     free_paths(&p);
-    destroy(s);
+    tide_store_free(s);
     return rc;
-}
-
-void tide_store_free(tide_store *s)
-{
-    destroy(s);
 }
 
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
@@ -639,7 +632,7 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
     s = NULL;
     rc = 0;
 out:
-    destroy(s);
+    tide_store_free(s);
     return rc;
 }
 
@@ -1011,7 +1004,7 @@ int tide_store_close(tide_store *s)
                          "next open recovers", s->dir, tide_strerror(rc));
         }
     }
-    destroy(s);
+    tide_store_free(s);
     return rc;
 }
 

@@ -48,9 +48,6 @@ struct tide_store {
     int        commit_err;        /* of the last attempt; 0 after a success */
     int        closing, broken, thread_started, thread_done;
     int        log_dirty;         /* a batch is applied, its log not emptied */
-    int        rebuild;           /* a handle made by rekey from nudb.dat alone
-                                     (the key file missing or unusable): no
-                                     commit thread, buckets 0 */
     uint64_t   applied_seq;       /* insert_seq of that batch */
     uint64_t   last_commit_start_us;
     pthread_t  thread;
@@ -95,6 +92,8 @@ int tide_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void
  * commit thread runs, with tide_store_close. */
 int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
 void tide_store_free(tide_store *s);
+/* A random 64-bit value that is not 0 (a uid, a salt). 0 or TIDE_EIO. */
+int tide_store_random_u64(uint64_t *v);
 
 /* After an interrupted rekey (rekey.c): with nudb.rekey present and
  * nudb.key.new not yet renamed, cut nudb.dat back to its size before the
@@ -116,8 +115,10 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
 int tide_store_refuse_holders(tide_io *io, const char *dir, const char *doing);
 
 /* Recovery on paths (recover.c); used by open and tide_store_recover. A
- * caller that holds the lock has done the holders check too; otherwise
- * recovery takes the lock, then checks holders unless `force`. */
+ * caller that holds the lock has done the holders check too (`force` is
+ * then not looked at), and is left the bucketless key file and the rekey
+ * mark (open does that repair); otherwise recovery takes the lock, checks
+ * holders unless `force`, and does both. */
 int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        int force, tide_recover_report *rep);

@@ -18,7 +18,7 @@
 #include "util/err.h"
 #include "util/hex.h"
 
-static int digit_value(unsigned char c)
+int tide_hex_digit(unsigned char c)
 {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -45,7 +45,7 @@ int tide_hex_decode(const char *hex, void *out, size_t cap, size_t *len)
                             n, n / 2, cap, cap * 2);
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)hex[i];
-        if (digit_value(c) >= 0) continue;
+        if (tide_hex_digit(c) >= 0) continue;
         if (c > 0x20 && c < 0x7f)
             return tide_err_set(TIDE_EINVAL,
                                 "hex: position %zu: '%c' is not a hexadecimal digit", i, c);
@@ -53,8 +53,8 @@ int tide_hex_decode(const char *hex, void *out, size_t cap, size_t *len)
                             "hex: position %zu: byte 0x%02x is not a hexadecimal digit", i, c);
     }
     for (i = 0; i < n; i += 2)
-        o[i / 2] = (unsigned char)(digit_value((unsigned char)hex[i]) << 4 |
-                                   digit_value((unsigned char)hex[i + 1]));
+        o[i / 2] = (unsigned char)(tide_hex_digit((unsigned char)hex[i]) << 4 |
+                                   tide_hex_digit((unsigned char)hex[i + 1]));
     *len = n / 2;
     return 0;
 }

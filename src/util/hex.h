@@ -9,6 +9,9 @@
  * more than `cap` bytes. */
 int tide_hex_decode(const char *hex, void *out, size_t cap, size_t *len);
 
+/* The value of hex digit `c` (0-9a-fA-F), or -1. */
+int tide_hex_digit(unsigned char c);
+
 /* Encode `len` bytes as lower-case hex into `out` (2 * len + 1 bytes). */
 void tide_hex_encode(const void *in, size_t len, char *out);
 
