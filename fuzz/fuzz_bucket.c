@@ -8,7 +8,7 @@
  *     u64 dat_size     the data file size the bucket is checked against
  *     u16 key_size
  *     u48 probe        a hash to search for
- *     u48 buckets      (+1) a table size for tide_fmt_bucket_index
+ *     u48 buckets      (+1) a table size for ti_fmt_bucket_index
  *     ...              the image: count, spill, entries
  *
  * The image is copied into a heap buffer of exactly 8 + 18 * capacity bytes
@@ -17,7 +17,7 @@
  * read past the last entry the capacity allows.
  *
  * What it asserts.
- *   1. tide_fmt_check_bucket returns 0 or TIDE_ECORRUPT, and a rejection's
+ *   1. ti_fmt_check_bucket returns 0 or TIDE_ECORRUPT, and a rejection's
  *      message starts with the `where` it was given. It never reads past
  *      the buffer, whatever count the image claims.
  *   2. Sound: a bucket it accepts has count <= capacity, entries sorted by
@@ -26,13 +26,13 @@
  *      record and inside the file.
  *   3. Complete: a bucket NuDB could have written (the conditions above,
  *      with the whole spill record inside the file) is accepted.
- *   4. tide_fmt_bucket_lower_bound on an accepted bucket returns the first
+ *   4. ti_fmt_bucket_lower_bound on an accepted bucket returns the first
  *      entry whose hash is >= h, for the probe and for every entry's hash
  *      and its successor; on any image with the count cut to the capacity
  *      it returns an index <= count without reading past the buffer.
- *   5. Re-encoding an accepted bucket's entries (tide_fmt_encode_bucket into
+ *   5. Re-encoding an accepted bucket's entries (ti_fmt_encode_bucket into
  *      a block-sized buffer) gives the image's bytes back, zeros after.
- *   6. tide_fmt_bucket_index(h, buckets) < buckets and agrees with the
+ *   6. ti_fmt_bucket_index(h, buckets) < buckets and agrees with the
  *      linear-hashing rule (h mod 2^k, or mod 2^(k-1) when that is past
  *      the end).
  */
@@ -49,18 +49,18 @@ static const char *WHERE = "fuzz/nudb.key: bucket 7 (offset 4096)";
 /* Property 4 for one hash on an accepted bucket. */
 static int check_lower_bound(const uint8_t *b, unsigned count, uint64_t h, fuzz_result *res)
 {
-    unsigned r = tide_fmt_bucket_lower_bound(b, count, h);
+    unsigned r = ti_fmt_bucket_lower_bound(b, count, h);
     tide_entry e;
 
     FUZZ_CHECK(r <= count, "lower_bound(%012llx) = %u past count %u", (unsigned long long)h, r,
                count);
     if (r > 0) {
-        tide_fmt_bucket_entry(b, r - 1, &e);
+        ti_fmt_bucket_entry(b, r - 1, &e);
         FUZZ_CHECK(e.hash < h, "lower_bound(%012llx) = %u, but entry %u has hash %012llx >= it",
                    (unsigned long long)h, r, r - 1, (unsigned long long)e.hash);
     }
     if (r < count) {
-        tide_fmt_bucket_entry(b, r, &e);
+        ti_fmt_bucket_entry(b, r, &e);
         FUZZ_CHECK(e.hash >= h, "lower_bound(%012llx) = %u, but that entry's hash %012llx is below it",
                    (unsigned long long)h, r, (unsigned long long)e.hash);
     }
@@ -72,8 +72,8 @@ out:
 /* Property 6. */
 static int check_bucket_index(uint64_t h, uint64_t buckets, fuzz_result *res)
 {
-    uint64_t n = tide_fmt_bucket_index(h, buckets);
-    uint64_t m = tide_fmt_ceil_pow2(buckets);
+    uint64_t n = ti_fmt_bucket_index(h, buckets);
+    uint64_t m = ti_fmt_ceil_pow2(buckets);
     uint64_t want = h % m;
 
     if (want >= buckets) want = h % (m / 2);
@@ -95,8 +95,8 @@ int fuzz_bucket_one(const uint8_t *data, size_t size, fuzz_result *res)
     unsigned key_size = (unsigned)fuzz_be(&in, 2);
     uint64_t probe = fuzz_be(&in, 6);
     uint64_t buckets = fuzz_be(&in, 6) + 1;
-    unsigned cap = tide_fmt_capacity(block_size);
-    size_t full = tide_fmt_bucket_bytes(cap);
+    unsigned cap = ti_fmt_capacity(block_size);
+    size_t full = ti_fmt_bucket_bytes(cap);
     const uint8_t *img;
     size_t img_len = fuzz_take(&in, full, &img);
     uint8_t *b = malloc(full), *re = NULL;
@@ -108,8 +108,8 @@ int fuzz_bucket_one(const uint8_t *data, size_t size, fuzz_result *res)
     FUZZ_CHECK(b != NULL, "out of memory");
     memset(b, 0, full);
     memcpy(b, img, img_len);
-    count = tide_fmt_bucket_count(b);
-    spill = tide_fmt_bucket_spill(b);
+    count = ti_fmt_bucket_count(b);
+    spill = ti_fmt_bucket_spill(b);
 
     if (check_bucket_index(probe, buckets, res)) goto out;
 
@@ -119,7 +119,7 @@ int fuzz_bucket_one(const uint8_t *data, size_t size, fuzz_result *res)
         unsigned n = count <= cap ? count : cap;
         for (unsigned i = 0; i < n; i++) {
             tide_entry e;
-            tide_fmt_bucket_entry(b, i, &e);
+            ti_fmt_bucket_entry(b, i, &e);
             if (e.hash < prev) sorted = 0;
             prev = e.hash;
             if (e.size == 0 || e.offset < TIDE_DAT_HEADER_SIZE ||
@@ -127,12 +127,12 @@ int fuzz_bucket_one(const uint8_t *data, size_t size, fuzz_result *res)
                 inside = 0;
         }
         /* Property 4, second half: any image, count cut to the capacity. */
-        FUZZ_CHECK(tide_fmt_bucket_lower_bound(b, n, probe) <= n,
+        FUZZ_CHECK(ti_fmt_bucket_lower_bound(b, n, probe) <= n,
                    "lower_bound on an unchecked bucket of %u entries went past them", n);
     }
 
     tide_err_clear();
-    rc = tide_fmt_check_bucket(b, cap, dat_size, key_size, WHERE);
+    rc = ti_fmt_check_bucket(b, cap, dat_size, key_size, WHERE);
     FUZZ_CHECK(rc == 0 || rc == TIDE_ECORRUPT, "check_bucket returned %d (%s)", rc,
                tide_strerror(rc));
     if (rc != 0) {
@@ -163,7 +163,7 @@ int fuzz_bucket_one(const uint8_t *data, size_t size, fuzz_result *res)
     if (check_lower_bound(b, count, probe, res)) goto out;
     for (unsigned i = 0; i < count; i++) {
         tide_entry e;
-        tide_fmt_bucket_entry(b, i, &e);
+        ti_fmt_bucket_entry(b, i, &e);
         if (check_lower_bound(b, count, e.hash, res)) goto out;
         if (check_lower_bound(b, count, e.hash + 1, res)) goto out;
     }
@@ -174,10 +174,10 @@ int fuzz_bucket_one(const uint8_t *data, size_t size, fuzz_result *res)
         es = malloc((count ? count : 1) * sizeof *es);
         re = malloc(bs);
         FUZZ_CHECK(es && re, "out of memory");
-        for (unsigned i = 0; i < count; i++) tide_fmt_bucket_entry(b, i, &es[i]);
+        for (unsigned i = 0; i < count; i++) ti_fmt_bucket_entry(b, i, &es[i]);
         memset(re, 0xA5, bs);
-        size_t used = tide_fmt_encode_bucket(re, bs, es, count, spill);
-        FUZZ_CHECK(used == tide_fmt_bucket_bytes(count), "encode_bucket returned %zu for %u entries",
+        size_t used = ti_fmt_encode_bucket(re, bs, es, count, spill);
+        FUZZ_CHECK(used == ti_fmt_bucket_bytes(count), "encode_bucket returned %zu for %u entries",
                    used, count);
         for (size_t i = 0; i < bs; i++) {
             uint8_t want = i < used ? b[i] : 0;

@@ -4,7 +4,7 @@
  * What it feeds. The input's first bytes, copied into a heap buffer of
  * exactly the header's size (zero-filled when the input is shorter), are
  * decoded as a nudb.dat header (92 bytes), a nudb.key header (104) and a
- * nudb.log header (62) by tide_fmt_decode_*. One input serves all three:
+ * nudb.log header (62) by ti_fmt_decode_*. One input serves all three:
  * the type string selects which decoder can accept it, and the seeds hold
  * the headers of every fixture file. The buffers are exactly sized so
  * AddressSanitizer reports a decoder that reads one byte past its header.
@@ -91,16 +91,16 @@ static int dat_header(const uint8_t *data, size_t size, fuzz_result *res)
 
     FUZZ_CHECK(in && img, "out of memory");
     tide_err_clear();
-    rc = tide_fmt_decode_dat_header(in, &h, DAT_NAME);
+    rc = ti_fmt_decode_dat_header(in, &h, DAT_NAME);
     if (rc != 0) {
         ret = check_rejection(rc, 0, DAT_NAME, res);
         goto out;
     }
     FUZZ_CHECK(h.version == TIDE_FMT_VERSION && h.key_size >= 1,
                "%s: accepted version %u, key size %u", DAT_NAME, h.version, h.key_size);
-    tide_fmt_encode_dat_header(img, &h);
+    ti_fmt_encode_dat_header(img, &h);
     if (check_image(in, img, DAT_MEANINGFUL, TIDE_DAT_HEADER_SIZE, DAT_NAME, res)) goto out;
-    rc = tide_fmt_decode_dat_header(img, &h2, DAT_NAME);
+    rc = ti_fmt_decode_dat_header(img, &h2, DAT_NAME);
     FUZZ_CHECK(rc == 0, "%s: re-decoding the encoded header failed: %d %s", DAT_NAME, rc,
                tide_last_error());
     FUZZ_CHECK(h2.version == h.version && h2.uid == h.uid && h2.appnum == h.appnum &&
@@ -121,7 +121,7 @@ static int key_header(const uint8_t *data, size_t size, fuzz_result *res)
 
     FUZZ_CHECK(in && img, "out of memory");
     tide_err_clear();
-    rc = tide_fmt_decode_key_header(in, &h, KEY_NAME);
+    rc = ti_fmt_decode_key_header(in, &h, KEY_NAME);
     if (rc != 0) {
         ret = check_rejection(rc, 1, KEY_NAME, res);
         goto out;
@@ -130,12 +130,12 @@ static int key_header(const uint8_t *data, size_t size, fuzz_result *res)
                h.block_size >= TIDE_KEY_HEADER_SIZE && h.load_factor > 0,
                "%s: accepted version %u, key size %u, block size %u, load factor %u", KEY_NAME,
                h.version, h.key_size, h.block_size, h.load_factor);
-    FUZZ_CHECK(h.pepper == tide_fmt_pepper(h.salt),
+    FUZZ_CHECK(h.pepper == ti_fmt_pepper(h.salt),
                "%s: accepted pepper %016llx for salt %016llx", KEY_NAME,
                (unsigned long long)h.pepper, (unsigned long long)h.salt);
-    tide_fmt_encode_key_header(img, &h);
+    ti_fmt_encode_key_header(img, &h);
     if (check_image(in, img, KEY_MEANINGFUL, TIDE_KEY_HEADER_SIZE, KEY_NAME, res)) goto out;
-    rc = tide_fmt_decode_key_header(img, &h2, KEY_NAME);
+    rc = ti_fmt_decode_key_header(img, &h2, KEY_NAME);
     FUZZ_CHECK(rc == 0, "%s: re-decoding the encoded header failed: %d %s", KEY_NAME, rc,
                tide_last_error());
     FUZZ_CHECK(h2.version == h.version && h2.uid == h.uid && h2.appnum == h.appnum &&
@@ -158,7 +158,7 @@ static int log_header(const uint8_t *data, size_t size, fuzz_result *res)
 
     FUZZ_CHECK(in && img, "out of memory");
     tide_err_clear();
-    rc = tide_fmt_decode_log_header(in, &h, LOG_NAME);
+    rc = ti_fmt_decode_log_header(in, &h, LOG_NAME);
     if (rc != 0) {
         ret = check_rejection(rc, 0, LOG_NAME, res);
         goto out;
@@ -167,9 +167,9 @@ static int log_header(const uint8_t *data, size_t size, fuzz_result *res)
                h.block_size >= TIDE_KEY_HEADER_SIZE,
                "%s: accepted version %u, key size %u, block size %u", LOG_NAME, h.version,
                h.key_size, h.block_size);
-    tide_fmt_encode_log_header(img, &h);
+    ti_fmt_encode_log_header(img, &h);
     if (check_image(in, img, LOG_MEANINGFUL, TIDE_LOG_HEADER_SIZE, LOG_NAME, res)) goto out;
-    rc = tide_fmt_decode_log_header(img, &h2, LOG_NAME);
+    rc = ti_fmt_decode_log_header(img, &h2, LOG_NAME);
     FUZZ_CHECK(rc == 0, "%s: re-decoding the encoded header failed: %d %s", LOG_NAME, rc,
                tide_last_error());
     FUZZ_CHECK(h2.version == h.version && h2.uid == h.uid && h2.appnum == h.appnum &&

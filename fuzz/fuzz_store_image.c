@@ -189,7 +189,7 @@ static void stream(uint64_t seed, uint8_t *out, size_t n)
 
 static uint64_t value_hash(const void *v, uint64_t len)
 {
-    return tide_fmt_hash64(v, (size_t)len, 0);
+    return ti_fmt_hash64(v, (size_t)len, 0);
 }
 
 /* ---- one run ---- */
@@ -537,7 +537,7 @@ static int touch_record(void *arg, uint64_t offset, const void *key, unsigned ke
 {
     uint64_t *sum = arg;
     /* Read every byte handed over, so ASan sees a record that is not there. */
-    *sum += offset + tide_fmt_hash64(key, key_size, 1) + value_hash(value, len);
+    *sum += offset + ti_fmt_hash64(key, key_size, 1) + value_hash(value, len);
     return 0;
 }
 
@@ -581,7 +581,7 @@ static int do_info(run *r)
 
     if (r->s == NULL) return 0;
     tide_store_get_info(r->s, &info);
-    RUN_CHECK(info.key_size == r->key_size && info.capacity == tide_fmt_capacity(info.block_size),
+    RUN_CHECK(info.key_size == r->key_size && info.capacity == ti_fmt_capacity(info.block_size),
               "info: key size %u, capacity %u for block size %u", info.key_size, info.capacity,
               info.block_size);
     RUN_CHECK(info.key_file_bytes == (info.buckets + 1) * (uint64_t)info.block_size,
@@ -671,7 +671,7 @@ static int load_files(run *r, fuzz_in *in)
         if (rc) return fuzz_fail(r->res, "sim: put %s failed: %d", names[i], rc);
         if (i == 0 && n >= TIDE_DAT_HEADER_SIZE) {
             tide_dat_header dh;
-            if (tide_fmt_decode_dat_header(p, &dh, names[0]) == 0) r->key_size = dh.key_size;
+            if (ti_fmt_decode_dat_header(p, &dh, names[0]) == 0) r->key_size = dh.key_size;
         }
     }
     return 0;

@@ -161,9 +161,9 @@ static size_t records(const buf *dat, unsigned key_size, record *out, size_t max
     size_t n = 0;
 
     while (n < max && off + 8 <= dat->len) {
-        uint64_t size = tide_get48(dat->b + off);
+        uint64_t size = ti_get48(dat->b + off);
         if (size == 0) {
-            off += 8 + tide_get16(dat->b + off + 6);
+            off += 8 + ti_get16(dat->b + off + 6);
             continue;
         }
         if (off + 6 + key_size + size > dat->len) break;
@@ -212,12 +212,12 @@ static void bucket_seed(const char *name, unsigned block_size, uint64_t dat_size
                         unsigned key_size, uint64_t buckets, const uint8_t *img, size_t len)
 {
     buf o = { 0 };
-    unsigned count = tide_fmt_bucket_count(img);
+    unsigned count = ti_fmt_bucket_count(img);
     uint64_t probe = 0;
 
-    if (count > 0 && count <= tide_fmt_capacity(block_size)) {
+    if (count > 0 && count <= ti_fmt_capacity(block_size)) {
         tide_entry e;
-        tide_fmt_bucket_entry(img, count / 2, &e);
+        ti_fmt_bucket_entry(img, count / 2, &e);
         probe = e.hash;
     }
     buf_be(&o, block_size, 2);
@@ -238,25 +238,25 @@ static void bucket_seeds(void)
     for (size_t f = 0; f < sizeof fx / sizeof *fx; f++) {
         buf key = read_fixture(fx[f], "nudb.key", 1);
         buf dat = read_fixture(fx[f], "nudb.dat", 1);
-        unsigned bs = (unsigned)tide_get16(key.b + 44), ks = (unsigned)tide_get16(key.b + 26);
+        unsigned bs = (unsigned)ti_get16(key.b + 44), ks = (unsigned)ti_get16(key.b + 26);
         uint64_t buckets = key.len / bs - 1, fullest = 0;
         char name[128];
 
         for (uint64_t i = 0; i < buckets; i++)
-            if (tide_fmt_bucket_count(key.b + (i + 1) * bs) >
-                tide_fmt_bucket_count(key.b + (fullest + 1) * bs))
+            if (ti_fmt_bucket_count(key.b + (i + 1) * bs) >
+                ti_fmt_bucket_count(key.b + (fullest + 1) * bs))
                 fullest = i;
         for (int which = 0; which < 2; which++) {
             uint64_t i = which ? fullest : 0;
             const uint8_t *b = key.b + (i + 1) * bs;
             snprintf(name, sizeof name, "%s-bucket-%llu", fx[f], (unsigned long long)i);
             bucket_seed(name, bs, dat.len, ks, buckets, b,
-                        tide_fmt_bucket_bytes(tide_fmt_bucket_count(b)));
+                        ti_fmt_bucket_bytes(ti_fmt_bucket_count(b)));
         }
         /* A spill record: the first chain a bucket starts. */
         for (uint64_t i = 0; i < buckets; i++) {
-            uint64_t spill = tide_fmt_bucket_spill(key.b + (i + 1) * bs);
-            size_t full = tide_fmt_bucket_bytes(tide_fmt_capacity(bs));
+            uint64_t spill = ti_fmt_bucket_spill(key.b + (i + 1) * bs);
+            size_t full = ti_fmt_bucket_bytes(ti_fmt_capacity(bs));
             if (spill == 0 || spill + full > dat.len) continue;
             snprintf(name, sizeof name, "%s-spill-of-bucket-%llu", fx[f], (unsigned long long)i);
             bucket_seed(name, bs, dat.len, ks, buckets, dat.b + spill, full);
@@ -370,7 +370,7 @@ static void grown_store(const char *fixture, size_t n, unsigned commits, image *
 {
     buf key = read_fixture(fixture, "nudb.key", 1);
     buf dat = read_fixture(fixture, "nudb.dat", 1);
-    unsigned bs = (unsigned)tide_get16(key.b + 44), ks = (unsigned)tide_get16(key.b + 26);
+    unsigned bs = (unsigned)ti_get16(key.b + 44), ks = (unsigned)ti_get16(key.b + 26);
     record *rec = calloc(n, sizeof *rec);
     image im = { 0 };
     tide_io_sim *sim;
@@ -452,7 +452,7 @@ static void rekeyed_store(size_t dat_max, image *out)
 static void crashed_seeds(const char *fixture, const image *base, size_t skip, size_t extra)
 {
     buf dat = read_fixture(fixture, "nudb.dat", 1);
-    unsigned ks = (unsigned)tide_get16(dat.b + 26);
+    unsigned ks = (unsigned)ti_get16(dat.b + 26);
     record *rec = calloc(skip + extra, sizeof *rec);
     image found[64];
     size_t nfound = 0;

@@ -642,5 +642,5 @@ void th_encode_rebuild_log(uint8_t out[62], const struct tide_store_info *in, un
     lh.block_size = (uint16_t)block_size;
     lh.key_file_size = 0;
     lh.dat_file_size = dat_file_size;
-    tide_fmt_encode_log_header(out, &lh);
+    ti_fmt_encode_log_header(out, &lh);
 }

@@ -232,7 +232,7 @@ static void *sweeper_main(void *p)
             record_failure(&sh->fail, "sweep: bytes after, expected at most %u, got %zu",
                            HARD_LIMIT, r.bytes_after);
         atomic_fetch_add(&sh->sweeps, 1);
-        tide_sleep_us(2000);
+        tide_clock_sleep_us(2000);
     }
     return NULL;
 }
@@ -274,7 +274,7 @@ static void workers_and_a_sweeper_share_the_cache_and_every_object_is_freed_once
     {
         double t0 = th_now_ms(), t;
         do {
-            tide_sleep_us(20 * 1000);
+            tide_clock_sleep_us(20 * 1000);
             t = th_now_ms() - t0;
             tide_cache_stats_get(sh->c, &st);
         } while (t < EVENTS_MS && (t < RUN_MS || st.demotions == 0 || st.revivals == 0 || st.evictions == 0));
@@ -353,7 +353,7 @@ static void *kc_sweeper_main(void *p)
         atomic_fetch_add_explicit(&sh->now, 250000u, memory_order_relaxed);
         tide_keycache_sweep(sh->k, &r);
         atomic_fetch_add(&sh->sweeps, 1);
-        tide_sleep_us(2000);
+        tide_clock_sleep_us(2000);
     }
     return NULL;
 }
@@ -386,7 +386,7 @@ static void keycache_workers_and_a_sweeper_keep_the_counts_exact(void **state)
         pthread_create(&th[i], NULL, kc_worker_main, &wa[i]);
     }
     pthread_create(&sw, NULL, kc_sweeper_main, sh);
-    tide_sleep_us(RUN_MS / 2 * 1000u);
+    tide_clock_sleep_us(RUN_MS / 2 * 1000u);
     atomic_store(&sh->stop, 1);
     for (int i = 0; i < WORKERS; i++) pthread_join(th[i], NULL);
     pthread_join(sw, NULL);

@@ -187,9 +187,9 @@ static void expect_info_matches_readme(tide_store *s, const th_fixture *f, const
     EXPECT_INFO(buckets, f->buckets);
     EXPECT_INFO(block_size, f->block_size);
     EXPECT_INFO(key_size, f->key_size);
-    EXPECT_INFO(capacity, tide_fmt_capacity(f->block_size));
+    EXPECT_INFO(capacity, ti_fmt_capacity(f->block_size));
     EXPECT_INFO(salt, f->salt);
-    EXPECT_INFO(pepper, tide_fmt_pepper(f->salt));
+    EXPECT_INFO(pepper, ti_fmt_pepper(f->salt));
     EXPECT_INFO(appnum, f->appnum);
     EXPECT_INFO(uid, TH_FIXTURE_UID);
     EXPECT_INFO(version, 2);
@@ -254,7 +254,7 @@ static void count_spills(const tstate *t, const th_fixture *f, uint64_t *chained
     }
     buckets = klen / f->block_size - 1;
     for (uint64_t b = 0; b < buckets; b++) {
-        uint64_t spill = tide_fmt_bucket_spill(key + (b + 1) * f->block_size);
+        uint64_t spill = ti_fmt_bucket_spill(key + (b + 1) * f->block_size);
         if (spill != 0) (*chained_buckets)++;
         while (spill != 0) {
             if (spill < 100 || spill + 8 > dlen) {
@@ -263,8 +263,8 @@ static void count_spills(const tstate *t, const th_fixture *f, uint64_t *chained
                 fail_msg("%s: bucket %llu: spill pointer %llu is outside the %zu-byte data file",
                          f->name, (unsigned long long)b, (unsigned long long)spill, dlen);
             }
-            *spilled_entries += tide_fmt_bucket_count(dat + spill);
-            spill = tide_fmt_bucket_spill(dat + spill);
+            *spilled_entries += ti_fmt_bucket_count(dat + spill);
+            spill = ti_fmt_bucket_spill(dat + spill);
         }
     }
     *buckets_out = buckets;
@@ -332,9 +332,9 @@ static void expect_verify_passes(const tstate *t, const th_fixture *f, uint64_t 
                  (unsigned long long)keys, (unsigned long long)value_bytes,
                  (unsigned long long)r->keys, (unsigned long long)r->data_records,
                  (unsigned long long)r->value_bytes);
-    if (r->capacity != tide_fmt_capacity(f->block_size) || r->block_size != f->block_size)
+    if (r->capacity != ti_fmt_capacity(f->block_size) || r->block_size != f->block_size)
         fail_msg("%s (%s): verify: expected capacity %u and block size %u, got %u and %u",
-                 f->name, when, tide_fmt_capacity(f->block_size), f->block_size, r->capacity,
+                 f->name, when, ti_fmt_capacity(f->block_size), f->block_size, r->capacity,
                  r->block_size);
     if (r->spill_records_reachable > r->spill_records_written)
         fail_msg("%s (%s): verify: expected at most the %llu spill records written to be "
@@ -371,10 +371,10 @@ static void verify_clean_fixture(tstate *t, const char *name, tide_verify_report
     EXPECT_FIGURE(f, *r, buckets, f->buckets);
     EXPECT_FIGURE(f, *r, key_file_bytes, f->key_file_bytes);
     EXPECT_FIGURE(f, *r, dat_file_bytes, f->dat_file_bytes);
-    if (r->load != (double)f->items / ((double)f->buckets * tide_fmt_capacity(f->block_size)))
+    if (r->load != (double)f->items / ((double)f->buckets * ti_fmt_capacity(f->block_size)))
         fail_msg("%s: verify: expected load %llu / (%llu x %u), got %f", f->name,
                  (unsigned long long)f->items, (unsigned long long)f->buckets,
-                 tide_fmt_capacity(f->block_size), r->load);
+                 ti_fmt_capacity(f->block_size), r->load);
     print_message("    %s: %llu keys, %llu value bytes, %llu buckets of capacity %u, load %.4f, "
                   "spill records %llu reachable / %llu written, waste %llu B (%.4f%%), "
                   "%.4f reads per fetch\n", name, (unsigned long long)r->keys,
@@ -614,9 +614,9 @@ static uint64_t log_records(const tstate *t, const th_fixture *f, const uint8_t 
     snprintf(path, sizeof path, "%s/%s/nudb.log", th_fixture_root(), f->name);
     if (th_read_file(path, &log, &len) != 0) fail_msg("cannot read %s", path);
     while (off + 8 + TIDE_BUCKET_HEADER_SIZE <= len) {
-        uint64_t index = tide_get64(log + off);
-        unsigned count = tide_fmt_bucket_count(log + off + 8);
-        size_t bytes = tide_fmt_bucket_bytes(count);
+        uint64_t index = ti_get64(log + off);
+        unsigned count = ti_fmt_bucket_count(log + off + 8);
+        size_t bytes = ti_fmt_bucket_bytes(count);
 
         if (off + 8 + bytes > len) break;   /* a partial last record ends the list */
         if (key != NULL) {

@@ -29,7 +29,7 @@ static void xxh64_of_the_empty_string_with_salt_0_is_0xef46db3751d8e999(void **s
     uint64_t h;
 
     (void)state;
-    h = tide_fmt_hash64("", 0, 0);
+    h = ti_fmt_hash64("", 0, 0);
     if (h != 0xef46db3751d8e999ull)
         fail_msg("XXH64(\"\", 0, seed 0): expected 0xef46db3751d8e999, got 0x%016llx",
                  (unsigned long long)h);
@@ -48,12 +48,12 @@ static void hash64_agrees_with_libxxhash_and_hash48_keeps_the_top_48_bits(void *
 
             th_key(i, ks, key);
             want = XXH64(key, ks, salts[s]);
-            got = tide_fmt_hash64(key, ks, salts[s]);
+            got = ti_fmt_hash64(key, ks, salts[s]);
             if (got != want)
                 fail_msg("key(%llu) of %u bytes, salt 0x%llx: expected XXH64 0x%016llx, got 0x%016llx",
                          (unsigned long long)i, ks, (unsigned long long)salts[s],
                          (unsigned long long)want, (unsigned long long)got);
-            h48 = tide_fmt_hash48(key, ks, salts[s]);
+            h48 = ti_fmt_hash48(key, ks, salts[s]);
             if (h48 != want >> 16)
                 fail_msg("key(%llu), salt 0x%llx: expected 48-bit hash 0x%012llx, got 0x%llx",
                          (unsigned long long)i, (unsigned long long)salts[s],
@@ -72,7 +72,7 @@ static void pepper_matches_the_spec_vectors_for_salts_0_42_and_0x0123456789abcde
 
     (void)state;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        uint64_t got = tide_fmt_pepper(v[i].salt);
+        uint64_t got = ti_fmt_pepper(v[i].salt);
         if (got != v[i].pepper)
             fail_msg("pepper(salt 0x%llx): expected 0x%016llx, got 0x%016llx",
                      (unsigned long long)v[i].salt, (unsigned long long)v[i].pepper,
@@ -92,7 +92,7 @@ static void pepper_is_xxh64_of_the_salt_as_little_endian_bytes_seeded_with_the_s
 
         for (int b = 0; b < 8; b++) le[b] = (uint8_t)(salt >> (8 * b));
         want = XXH64(le, 8, salt);
-        got = tide_fmt_pepper(salt);
+        got = ti_fmt_pepper(salt);
         if (got != want)
             fail_msg("pepper(salt 0x%016llx): expected 0x%016llx, got 0x%016llx",
                      (unsigned long long)salt, (unsigned long long)want,
@@ -107,7 +107,7 @@ struct index_case { uint64_t h, buckets, want; };
 static void check_index_cases(const struct index_case *c, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        uint64_t got = tide_fmt_bucket_index(c[i].h, c[i].buckets);
+        uint64_t got = ti_fmt_bucket_index(c[i].h, c[i].buckets);
         if (got != c[i].want)
             fail_msg("bucket_index(h=%llu, buckets=%llu): expected %llu, got %llu",
                      (unsigned long long)c[i].h, (unsigned long long)c[i].buckets,
@@ -161,7 +161,7 @@ static void bucket_index_in_a_power_of_two_table_is_the_hash_modulo_the_count(vo
     for (int i = 0; i < 10000; i++) {
         uint64_t h = th_rng_next(&r) >> 16;
         uint64_t buckets = 1ull << th_rng_below(&r, 40);
-        uint64_t got = tide_fmt_bucket_index(h, buckets);
+        uint64_t got = ti_fmt_bucket_index(h, buckets);
         if (got != h % buckets)
             fail_msg("bucket_index(h=0x%llx, buckets=%llu): expected h %% buckets = %llu, got %llu",
                      (unsigned long long)h, (unsigned long long)buckets,
@@ -180,9 +180,9 @@ static void bucket_index_is_below_the_bucket_count_and_stable_when_the_table_gro
     for (int i = 0; i < 20000; i++) {
         uint64_t h = th_rng_next(&r) >> 16;
         uint64_t b = 1 + th_rng_below(&r, 5000);
-        uint64_t before = tide_fmt_bucket_index(h, b);
-        uint64_t after = tide_fmt_bucket_index(h, b + 1);
-        uint64_t split = b - tide_fmt_ceil_pow2(b + 1) / 2;
+        uint64_t before = ti_fmt_bucket_index(h, b);
+        uint64_t after = ti_fmt_bucket_index(h, b + 1);
+        uint64_t split = b - ti_fmt_ceil_pow2(b + 1) / 2;
 
         if (before >= b)
             fail_msg("bucket_index(h=0x%llx, buckets=%llu): expected < %llu, got %llu",
@@ -207,7 +207,7 @@ static void ceil_pow2_rounds_up_to_the_next_power_of_two(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        uint64_t got = tide_fmt_ceil_pow2(c[i][0]);
+        uint64_t got = ti_fmt_ceil_pow2(c[i][0]);
         if (got != c[i][1])
             fail_msg("ceil_pow2(%llu): expected %llu, got %llu", (unsigned long long)c[i][0],
                      (unsigned long long)c[i][1], (unsigned long long)got);
@@ -223,12 +223,12 @@ static void capacity_of_4096_8192_16384_32768_byte_blocks_is_227_454_909_1820(vo
 
     (void)state;
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        unsigned got = tide_fmt_capacity(c[i][0]);
+        unsigned got = ti_fmt_capacity(c[i][0]);
         if (got != c[i][1])
             fail_msg("capacity(block %u): expected %u entries, got %u", c[i][0], c[i][1], got);
     }
-    assert_int_equal(tide_fmt_bucket_bytes(0), 8);
-    assert_int_equal(tide_fmt_bucket_bytes(227), 8 + 18 * 227);
+    assert_int_equal(ti_fmt_bucket_bytes(0), 8);
+    assert_int_equal(ti_fmt_bucket_bytes(227), 8 + 18 * 227);
 }
 
 static void load_factor_raw_is_65536_times_the_fraction_capped_at_65535(void **state)
@@ -239,7 +239,7 @@ static void load_factor_raw_is_65536_times_the_fraction_capped_at_65535(void **s
 
     (void)state;
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        unsigned got = tide_fmt_load_factor_raw(c[i].lf);
+        unsigned got = ti_fmt_load_factor_raw(c[i].lf);
         if (got != c[i].raw)
             fail_msg("load_factor_raw(%g): expected 0x%x, got 0x%x", c[i].lf, c[i].raw, got);
     }
@@ -256,16 +256,16 @@ static void dat_header_round_trips_and_puts_each_field_where_the_spec_says(void 
 
     (void)state;
     memset(buf, 0xAA, sizeof buf);
-    tide_fmt_encode_dat_header(buf, &h);
+    ti_fmt_encode_dat_header(buf, &h);
     assert_memory_equal(buf, "nudb.dat", 8);
-    assert_int_equal(tide_get16(buf + 8), 2);
-    assert_int_equal(tide_get64(buf + 10), h.uid);
-    assert_int_equal(tide_get64(buf + 18), h.appnum);
-    assert_int_equal(tide_get16(buf + 26), h.key_size);
+    assert_int_equal(ti_get16(buf + 8), 2);
+    assert_int_equal(ti_get64(buf + 10), h.uid);
+    assert_int_equal(ti_get64(buf + 18), h.appnum);
+    assert_int_equal(ti_get16(buf + 26), h.key_size);
     for (int i = 28; i < TIDE_DAT_HEADER_SIZE; i++)
         if (buf[i] != 0) fail_msg("dat header byte %d (reserved): expected 0, got 0x%02x", i, buf[i]);
     memset(&d, 0, sizeof d);
-    rc = tide_fmt_decode_dat_header(buf, &d, "nudb.dat");
+    rc = ti_fmt_decode_dat_header(buf, &d, "nudb.dat");
     if (rc != 0) fail_msg("decode of an encoded dat header: expected 0, got %d (%s)", rc, tide_last_error());
     assert_int_equal(d.version, 2);
     assert_int_equal(d.uid, h.uid);
@@ -283,20 +283,20 @@ static void key_header_round_trips_and_puts_each_field_where_the_spec_says(void 
 
     (void)state;
     memset(buf, 0xAA, sizeof buf);
-    tide_fmt_encode_key_header(buf, &h);
+    ti_fmt_encode_key_header(buf, &h);
     assert_memory_equal(buf, "nudb.key", 8);
-    assert_int_equal(tide_get16(buf + 8), 2);
-    assert_int_equal(tide_get64(buf + 10), h.uid);
-    assert_int_equal(tide_get64(buf + 18), h.appnum);
-    assert_int_equal(tide_get16(buf + 26), 32);
-    assert_int_equal(tide_get64(buf + 28), 42);
-    assert_int_equal(tide_get64(buf + 36), h.pepper);
-    assert_int_equal(tide_get16(buf + 44), 4096);
-    assert_int_equal(tide_get16(buf + 46), 0x8000);
+    assert_int_equal(ti_get16(buf + 8), 2);
+    assert_int_equal(ti_get64(buf + 10), h.uid);
+    assert_int_equal(ti_get64(buf + 18), h.appnum);
+    assert_int_equal(ti_get16(buf + 26), 32);
+    assert_int_equal(ti_get64(buf + 28), 42);
+    assert_int_equal(ti_get64(buf + 36), h.pepper);
+    assert_int_equal(ti_get16(buf + 44), 4096);
+    assert_int_equal(ti_get16(buf + 46), 0x8000);
     for (int i = 48; i < TIDE_KEY_HEADER_SIZE; i++)
         if (buf[i] != 0) fail_msg("key header byte %d (reserved): expected 0, got 0x%02x", i, buf[i]);
     memset(&d, 0, sizeof d);
-    rc = tide_fmt_decode_key_header(buf, &d, "nudb.key");
+    rc = ti_fmt_decode_key_header(buf, &d, "nudb.key");
     if (rc != 0) fail_msg("decode of an encoded key header: expected 0, got %d (%s)", rc, tide_last_error());
     assert_int_equal(d.version, 2);
     assert_int_equal(d.uid, h.uid);
@@ -319,19 +319,19 @@ static void log_header_round_trips_and_puts_each_field_where_the_spec_says(void 
 
     (void)state;
     memset(buf, 0xAA, sizeof buf);
-    tide_fmt_encode_log_header(buf, &h);
+    ti_fmt_encode_log_header(buf, &h);
     assert_memory_equal(buf, "nudb.log", 8);
-    assert_int_equal(tide_get16(buf + 8), 2);
-    assert_int_equal(tide_get64(buf + 10), h.uid);
-    assert_int_equal(tide_get64(buf + 18), 1);
-    assert_int_equal(tide_get16(buf + 26), 32);
-    assert_int_equal(tide_get64(buf + 28), 1234);
-    assert_int_equal(tide_get64(buf + 36), h.pepper);
-    assert_int_equal(tide_get16(buf + 44), 4096);
-    assert_int_equal(tide_get64(buf + 46), 294912);
-    assert_int_equal(tide_get64(buf + 54), h.dat_file_size);
+    assert_int_equal(ti_get16(buf + 8), 2);
+    assert_int_equal(ti_get64(buf + 10), h.uid);
+    assert_int_equal(ti_get64(buf + 18), 1);
+    assert_int_equal(ti_get16(buf + 26), 32);
+    assert_int_equal(ti_get64(buf + 28), 1234);
+    assert_int_equal(ti_get64(buf + 36), h.pepper);
+    assert_int_equal(ti_get16(buf + 44), 4096);
+    assert_int_equal(ti_get64(buf + 46), 294912);
+    assert_int_equal(ti_get64(buf + 54), h.dat_file_size);
     memset(&d, 0, sizeof d);
-    rc = tide_fmt_decode_log_header(buf, &d, "nudb.log");
+    rc = ti_fmt_decode_log_header(buf, &d, "nudb.log");
     if (rc != 0) fail_msg("decode of an encoded log header: expected 0, got %d (%s)", rc, tide_last_error());
     assert_int_equal(d.version, 2);
     assert_int_equal(d.uid, h.uid);
@@ -352,9 +352,9 @@ static void good_headers(uint8_t dat[TIDE_DAT_HEADER_SIZE], uint8_t key[TIDE_KEY
     tide_key_header kh = { 2, 77, 1, 32, 42, 0xa092f330c19ff2deull, 4096, 0x8000 };
     tide_log_header lh = { 2, 77, 1, 32, 42, 0xa092f330c19ff2deull, 4096, 8192, 92 };
 
-    tide_fmt_encode_dat_header(dat, &dh);
-    tide_fmt_encode_key_header(key, &kh);
-    tide_fmt_encode_log_header(log, &lh);
+    ti_fmt_encode_dat_header(dat, &dh);
+    ti_fmt_encode_key_header(key, &kh);
+    ti_fmt_encode_log_header(log, &lh);
 }
 
 /* Decode buf as `kind` (0 dat, 1 key, 2 log) with file name `name`. */
@@ -365,9 +365,9 @@ static int decode_as(int kind, const uint8_t *buf, const char *name)
     tide_log_header lh;
 
     switch (kind) {
-    case 0: return tide_fmt_decode_dat_header(buf, &dh, name);
-    case 1: return tide_fmt_decode_key_header(buf, &kh, name);
-    default: return tide_fmt_decode_log_header(buf, &lh, name);
+    case 0: return ti_fmt_decode_dat_header(buf, &dh, name);
+    case 1: return ti_fmt_decode_key_header(buf, &kh, name);
+    default: return ti_fmt_decode_log_header(buf, &lh, name);
     }
 }
 
@@ -425,10 +425,10 @@ static void header_decoders_reject_version_3_as_unsupported(void **state)
     (void)state;
     for (int k = 0; k < 3; k++) {
         good_headers(b[0], b[1], b[2]);
-        tide_put16(b[k] + 8, 3);
+        ti_put16(b[k] + 8, 3);
         expect_decode_error(k, b[k], TIDE_EVERSION, "version 3", NULL);
         good_headers(b[0], b[1], b[2]);
-        tide_put16(b[k] + 8, 1);
+        ti_put16(b[k] + 8, 1);
         expect_decode_error(k, b[k], TIDE_EVERSION, "version 1", NULL);
     }
 }
@@ -440,7 +440,7 @@ static void header_decoders_reject_key_size_0_naming_offset_26(void **state)
     (void)state;
     for (int k = 0; k < 3; k++) {
         good_headers(b[0], b[1], b[2]);
-        tide_put16(b[k] + 26, 0);
+        ti_put16(b[k] + 26, 0);
         expect_decode_error(k, b[k], TIDE_ECORRUPT, "key_size 0", "26");
     }
 }
@@ -452,15 +452,15 @@ static void key_and_log_header_decoders_reject_block_size_100_naming_offset_44(v
     (void)state;
     for (int k = 1; k < 3; k++) {
         good_headers(b[0], b[1], b[2]);
-        tide_put16(b[k] + 44, 100);
+        ti_put16(b[k] + 44, 100);
         expect_decode_error(k, b[k], TIDE_ECORRUPT, "block_size 100", "44");
         good_headers(b[0], b[1], b[2]);
-        tide_put16(b[k] + 44, 0);
+        ti_put16(b[k] + 44, 0);
         expect_decode_error(k, b[k], TIDE_ECORRUPT, "block_size 0", "44");
     }
     /* 104 is NuDB's minimum and is accepted. */
     good_headers(b[0], b[1], b[2]);
-    tide_put16(b[1] + 44, 104);
+    ti_put16(b[1] + 44, 104);
     if (decode_as(1, b[1], "nudb.key") != 0)
         fail_msg("key header with block_size 104: expected 0, got an error (%s)", tide_last_error());
 }
@@ -470,7 +470,7 @@ static void key_and_log_header_decoders_reject_block_size_100_naming_offset_44(v
 static void bucket_encode_then_accessors_give_back_the_entries_and_spill(void **state)
 {
     enum { BS = 4096 };
-    unsigned cap = tide_fmt_capacity(BS);
+    unsigned cap = ti_fmt_capacity(BS);
     tide_entry *e = calloc(cap, sizeof *e);
     uint8_t *buf = malloc(BS);
     th_rng r;
@@ -495,18 +495,18 @@ static void bucket_encode_then_accessors_give_back_the_entries_and_spill(void **
             e[0].size = TIDE_FIELD48_MAX;
         }
         memset(buf, 0xAA, BS);
-        n = tide_fmt_encode_bucket(buf, BS, e, count, spill);
+        n = ti_fmt_encode_bucket(buf, BS, e, count, spill);
         if (n != 8 + 18 * (size_t)count)
             fail_msg("encode_bucket of %u entries: expected %zu bytes, got %zu",
                      count, 8 + 18 * (size_t)count, n);
-        if (tide_fmt_bucket_count(buf) != count)
-            fail_msg("bucket count: expected %u, got %u", count, tide_fmt_bucket_count(buf));
-        if (tide_fmt_bucket_spill(buf) != spill)
+        if (ti_fmt_bucket_count(buf) != count)
+            fail_msg("bucket count: expected %u, got %u", count, ti_fmt_bucket_count(buf));
+        if (ti_fmt_bucket_spill(buf) != spill)
             fail_msg("bucket of %u entries: expected spill 0x%llx, got 0x%llx", count,
-                     (unsigned long long)spill, (unsigned long long)tide_fmt_bucket_spill(buf));
+                     (unsigned long long)spill, (unsigned long long)ti_fmt_bucket_spill(buf));
         for (unsigned i = 0; i < count; i++) {
             tide_entry d;
-            tide_fmt_bucket_entry(buf, i, &d);
+            ti_fmt_bucket_entry(buf, i, &d);
             if (d.offset != e[i].offset || d.size != e[i].size || d.hash != e[i].hash)
                 fail_msg("bucket of %u entries, entry %u: expected (%llu, %llu, 0x%llx), got (%llu, %llu, 0x%llx)",
                          count, i, (unsigned long long)e[i].offset, (unsigned long long)e[i].size,
@@ -520,12 +520,12 @@ static void bucket_encode_then_accessors_give_back_the_entries_and_spill(void **
     }
     /* Byte layout of one entry: offset at 8, size at 14, hash at 20. */
     e[0] = (tide_entry){ 0x010203040506ull, 0x111213141516ull, 0x212223242526ull };
-    tide_fmt_encode_bucket(buf, BS, e, 1, 0x313233343536ull);
-    assert_int_equal(tide_get16(buf), 1);
-    assert_int_equal(tide_get48(buf + 2), 0x313233343536ull);
-    assert_int_equal(tide_get48(buf + 8), 0x010203040506ull);
-    assert_int_equal(tide_get48(buf + 14), 0x111213141516ull);
-    assert_int_equal(tide_get48(buf + 20), 0x212223242526ull);
+    ti_fmt_encode_bucket(buf, BS, e, 1, 0x313233343536ull);
+    assert_int_equal(ti_get16(buf), 1);
+    assert_int_equal(ti_get48(buf + 2), 0x313233343536ull);
+    assert_int_equal(ti_get48(buf + 8), 0x010203040506ull);
+    assert_int_equal(ti_get48(buf + 14), 0x111213141516ull);
+    assert_int_equal(ti_get48(buf + 20), 0x212223242526ull);
     free(e);
     free(buf);
 }
@@ -537,13 +537,13 @@ static void valid_bucket(uint8_t *buf, size_t cap, tide_entry e[3])
     e[0] = (tide_entry){ 92, 50, 100 };
     e[1] = (tide_entry){ 200, 100, 100 };
     e[2] = (tide_entry){ 400, 60, 5000 };
-    tide_fmt_encode_bucket(buf, cap, e, 3, 0);
+    ti_fmt_encode_bucket(buf, cap, e, 3, 0);
 }
 
 static void expect_check_rejects(const uint8_t *b, unsigned capacity, uint64_t dat_size,
                                  const char *why)
 {
-    int rc = tide_fmt_check_bucket(b, capacity, dat_size, 32, "bucket 7");
+    int rc = ti_fmt_check_bucket(b, capacity, dat_size, 32, "bucket 7");
     const char *msg = tide_last_error();
 
     if (rc != TIDE_ECORRUPT)
@@ -562,13 +562,13 @@ static void check_bucket_accepts_sorted_entries_inside_the_data_file(void **stat
 
     (void)state;
     valid_bucket(buf, sizeof buf, e);
-    rc = tide_fmt_check_bucket(buf, 28, 10000, 32, "bucket 7");
+    rc = ti_fmt_check_bucket(buf, 28, 10000, 32, "bucket 7");
     if (rc != 0) fail_msg("check of a valid bucket: expected 0, got %d (%s)", rc, tide_last_error());
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 0, 0);
-    rc = tide_fmt_check_bucket(buf, 28, 92, 32, "bucket 0");
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 0, 0);
+    rc = ti_fmt_check_bucket(buf, 28, 92, 32, "bucket 0");
     if (rc != 0) fail_msg("check of an empty bucket: expected 0, got %d (%s)", rc, tide_last_error());
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 3, 5000);
-    rc = tide_fmt_check_bucket(buf, 28, 10000, 32, "bucket 7");
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 3, 5000);
+    rc = ti_fmt_check_bucket(buf, 28, 10000, 32, "bucket 7");
     if (rc != 0) fail_msg("check of a bucket spilling to 5000: expected 0, got %d (%s)", rc, tide_last_error());
 }
 
@@ -580,7 +580,7 @@ static void check_bucket_rejects_entries_out_of_hash_order(void **state)
     (void)state;
     valid_bucket(buf, sizeof buf, e);
     e[2].hash = 99;
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
     expect_check_rejects(buf, 28, 10000, "hashes 100, 100, 99");
 }
 
@@ -592,7 +592,7 @@ static void check_bucket_rejects_a_count_above_capacity(void **state)
     (void)state;
     valid_bucket(buf, sizeof buf, e);
     expect_check_rejects(buf, 2, 10000, "3 entries and capacity 2");
-    tide_put16(buf, 29);
+    ti_put16(buf, 29);
     expect_check_rejects(buf, 28, 10000, "count 29 and capacity 28");
 }
 
@@ -604,26 +604,26 @@ static void check_bucket_rejects_a_record_or_spill_outside_the_data_file(void **
     (void)state;
     valid_bucket(buf, sizeof buf, e);
     e[2].offset = 20000;
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
     expect_check_rejects(buf, 28, 10000, "an offset of 20000 in a 10000-byte data file");
 
     valid_bucket(buf, sizeof buf, e);
     e[1].offset = 10000;
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
     expect_check_rejects(buf, 28, 10000, "an offset equal to the data file size");
 
     valid_bucket(buf, sizeof buf, e);
     e[0].offset = 50;
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
     expect_check_rejects(buf, 28, 10000, "an offset of 50, inside the 92-byte data header");
 
     valid_bucket(buf, sizeof buf, e);
     e[2].size = 9600;   /* 400 + 6 + 32 + 9600 > 10000 */
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 3, 0);
     expect_check_rejects(buf, 28, 10000, "a record at 400 of 9600 bytes running past 10000");
 
     valid_bucket(buf, sizeof buf, e);
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 3, 12000);
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 3, 12000);
     expect_check_rejects(buf, 28, 10000, "a spill pointer of 12000 in a 10000-byte data file");
 }
 
@@ -640,14 +640,14 @@ static void lower_bound_finds_the_first_entry_with_a_hash_not_below_h(void **sta
 
     (void)state;
     for (int i = 0; i < 6; i++) e[i] = (tide_entry){ 92 + 100 * (uint64_t)i, 10, hashes[i] };
-    tide_fmt_encode_bucket(buf, sizeof buf, e, 6, 0);
+    ti_fmt_encode_bucket(buf, sizeof buf, e, 6, 0);
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        got = tide_fmt_bucket_lower_bound(buf, 6, c[i][0]);
+        got = ti_fmt_bucket_lower_bound(buf, 6, c[i][0]);
         if (got != c[i][1])
             fail_msg("lower_bound(h=%llu) over hashes 10,20,20,20,30,40: expected %llu, got %u",
                      (unsigned long long)c[i][0], (unsigned long long)c[i][1], got);
     }
-    got = tide_fmt_bucket_lower_bound(buf, 0, 5);
+    got = ti_fmt_bucket_lower_bound(buf, 0, 5);
     if (got != 0) fail_msg("lower_bound over an empty bucket: expected 0, got %u", got);
 }
 
@@ -671,9 +671,9 @@ static void every_fixture_header_decodes_to_the_values_in_the_fixture_readme(voi
         th_path(path, sizeof path, dir, "nudb.dat");
         if (th_pread_file(path, db, sizeof db, 0) != 0) fail_msg("%s: cannot read 92 bytes", path);
 
-        rc = tide_fmt_decode_key_header(kb, &kh, "nudb.key");
+        rc = ti_fmt_decode_key_header(kb, &kh, "nudb.key");
         if (rc != 0) fail_msg("%s/nudb.key: expected a valid header, got %d (%s)", f->name, rc, tide_last_error());
-        rc = tide_fmt_decode_dat_header(db, &dh, "nudb.dat");
+        rc = ti_fmt_decode_dat_header(db, &dh, "nudb.dat");
         if (rc != 0) fail_msg("%s/nudb.dat: expected a valid header, got %d (%s)", f->name, rc, tide_last_error());
 
 #define EXPECT(field, got, want) \
@@ -685,7 +685,7 @@ static void every_fixture_header_decodes_to_the_values_in_the_fixture_readme(voi
         EXPECT("key appnum", kh.appnum, f->appnum);
         EXPECT("key key_size", kh.key_size, f->key_size);
         EXPECT("key salt", kh.salt, f->salt);
-        EXPECT("key pepper", kh.pepper, tide_fmt_pepper(f->salt));
+        EXPECT("key pepper", kh.pepper, ti_fmt_pepper(f->salt));
         EXPECT("key block_size", kh.block_size, f->block_size);
         EXPECT("key load_factor", kh.load_factor, f->load_factor_raw);
         EXPECT("dat version", dh.version, 2);
@@ -714,19 +714,19 @@ static void crash_fixture_log_header_records_the_sizes_before_the_commit(void **
     (void)state;
     snprintf(path, sizeof path, "%s/crash-b4096/nudb.log", th_fixture_root());
     if (th_pread_file(path, lb, sizeof lb, 0) != 0) fail_msg("%s: cannot read 62 bytes", path);
-    rc = tide_fmt_decode_log_header(lb, &lh, "nudb.log");
+    rc = ti_fmt_decode_log_header(lb, &lh, "nudb.log");
     if (rc != 0) fail_msg("crash-b4096/nudb.log: expected a valid header, got %d (%s)", rc, tide_last_error());
     EXPECT("log uid", lh.uid, TH_FIXTURE_UID);
     EXPECT("log appnum", lh.appnum, 1);
     EXPECT("log key_size", lh.key_size, 32);
     EXPECT("log salt", lh.salt, 1234);
-    EXPECT("log pepper", lh.pepper, tide_fmt_pepper(1234));
+    EXPECT("log pepper", lh.pepper, ti_fmt_pepper(1234));
     EXPECT("log block_size", lh.block_size, 4096);
     EXPECT("log key_file_size", lh.key_file_size, 294912);
     EXPECT("log dat_file_size", lh.dat_file_size, 1298541);
 }
 
-/* Every bucket of the clean fixtures passes tide_fmt_check_bucket, and every
+/* Every bucket of the clean fixtures passes ti_fmt_check_bucket, and every
  * entry names a record whose key hashes to the entry's hash and belongs to
  * this bucket by the index formula. The same holds along spill chains. */
 static void every_bucket_of_the_clean_fixtures_checks_and_holds_only_its_own_keys(void **state)
@@ -739,7 +739,7 @@ static void every_bucket_of_the_clean_fixtures_checks_and_holds_only_its_own_key
         uint8_t *key = NULL, *dat = NULL;
         size_t klen, dlen;
         uint64_t entries = 0, spills = 0;
-        unsigned cap = tide_fmt_capacity(f->block_size);
+        unsigned cap = ti_fmt_capacity(f->block_size);
 
         if (f->has_log) continue;
         th_path(dir, sizeof dir, th_fixture_root(), f->name);
@@ -754,12 +754,12 @@ static void every_bucket_of_the_clean_fixtures_checks_and_holds_only_its_own_key
             int depth = 0;
 
             for (;;) {
-                unsigned count = tide_fmt_bucket_count(img);
+                unsigned count = ti_fmt_bucket_count(img);
                 uint64_t spill;
                 int rc;
 
                 snprintf(where, sizeof where, "bucket %llu depth %d", (unsigned long long)b, depth);
-                rc = tide_fmt_check_bucket(img, cap, dlen, f->key_size, where);
+                rc = ti_fmt_check_bucket(img, cap, dlen, f->key_size, where);
                 if (rc != 0)
                     fail_msg("%s %s: expected check_bucket 0, got %d (%s)", f->name, where, rc,
                              tide_last_error());
@@ -767,37 +767,37 @@ static void every_bucket_of_the_clean_fixtures_checks_and_holds_only_its_own_key
                     tide_entry e;
                     uint64_t h;
 
-                    tide_fmt_bucket_entry(img, i, &e);
+                    ti_fmt_bucket_entry(img, i, &e);
                     if (e.offset < 92 || e.offset + 6 + f->key_size + e.size > dlen)
                         fail_msg("%s %s entry %u: record at %llu of %llu bytes is outside the %zu-byte data file",
                                  f->name, where, i, (unsigned long long)e.offset,
                                  (unsigned long long)e.size, dlen);
-                    if (tide_get48(dat + e.offset) != e.size)
+                    if (ti_get48(dat + e.offset) != e.size)
                         fail_msg("%s %s entry %u: record at %llu has size %llu, entry says %llu",
                                  f->name, where, i, (unsigned long long)e.offset,
-                                 (unsigned long long)tide_get48(dat + e.offset),
+                                 (unsigned long long)ti_get48(dat + e.offset),
                                  (unsigned long long)e.size);
-                    h = tide_fmt_hash48(dat + e.offset + 6, f->key_size, f->salt);
+                    h = ti_fmt_hash48(dat + e.offset + 6, f->key_size, f->salt);
                     if (h != e.hash)
                         fail_msg("%s %s entry %u: key hashes to 0x%llx, entry says 0x%llx",
                                  f->name, where, i, (unsigned long long)h, (unsigned long long)e.hash);
-                    if (tide_fmt_bucket_index(h, f->buckets) != b)
+                    if (ti_fmt_bucket_index(h, f->buckets) != b)
                         fail_msg("%s %s entry %u: hash 0x%llx belongs in bucket %llu of %llu",
                                  f->name, where, i, (unsigned long long)h,
-                                 (unsigned long long)tide_fmt_bucket_index(h, f->buckets),
+                                 (unsigned long long)ti_fmt_bucket_index(h, f->buckets),
                                  (unsigned long long)f->buckets);
                     entries++;
                 }
-                spill = tide_fmt_bucket_spill(img);
+                spill = ti_fmt_bucket_spill(img);
                 if (spill == 0) break;
                 /* The spill pointer names the bucket bytes, 8 past the record start. */
-                if (spill < 92 + 8 || spill >= dlen || tide_get48(dat + spill - 8) != 0)
+                if (spill < 92 + 8 || spill >= dlen || ti_get48(dat + spill - 8) != 0)
                     fail_msg("%s %s: spill pointer %llu does not point 8 bytes past a spill record",
                              f->name, where, (unsigned long long)spill);
-                if (tide_get16(dat + spill - 2) != tide_fmt_bucket_bytes(cap))
+                if (ti_get16(dat + spill - 2) != ti_fmt_bucket_bytes(cap))
                     fail_msg("%s %s: spill record at %llu: expected n = %zu, got %llu", f->name,
-                             where, (unsigned long long)(spill - 8), tide_fmt_bucket_bytes(cap),
-                             (unsigned long long)tide_get16(dat + spill - 2));
+                             where, (unsigned long long)(spill - 8), ti_fmt_bucket_bytes(cap),
+                             (unsigned long long)ti_get16(dat + spill - 2));
                 img = dat + spill;
                 spills++;
                 depth++;

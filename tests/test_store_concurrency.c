@@ -212,7 +212,7 @@ static void *writer_main(void *arg)
          * k - 1: never more than one sync behind, however fast this is. */
         if ((i + 1) % sh->step == 0)
             while (atomic_load(&sh->syncs) + 1 < (i + 1) / sh->step && !atomic_load(&sh->stop))
-                tide_sleep_us(200);
+                tide_clock_sleep_us(200);
         if (atomic_load(&sh->stop)) break;
     }
     atomic_store_explicit(&sh->done, 1, memory_order_release);
@@ -232,7 +232,7 @@ static void *syncer_main(void *arg)
         int rc;
 
         if (atomic_load_explicit(&sh->acked, memory_order_acquire) < next) {
-            tide_sleep_us(500);
+            tide_clock_sleep_us(500);
             continue;
         }
         t0 = tide_clock_mono_us();
@@ -336,7 +336,7 @@ static void readers_see_every_acknowledged_insert_at_once_across_commits_and_spl
     if (pthread_create(&w, NULL, writer_main, sh) != 0) fail_msg("pthread_create failed");
     /* A deadline instead of a hang: when the writer is not done in time
      * every thread is told to stop. */
-    while (!atomic_load(&sh->done) && th_now_ms() - t0 < DEADLINE_MS) tide_sleep_us(20 * 1000);
+    while (!atomic_load(&sh->done) && th_now_ms() - t0 < DEADLINE_MS) tide_clock_sleep_us(20 * 1000);
     stalled_at = atomic_load(&sh->acked);
     late = !atomic_load(&sh->done);
     if (late) {
@@ -503,7 +503,7 @@ static uint64_t wait_for_commits(tide_store *s, uint64_t want, double *waited_ms
         tide_store_get_info(s, &info);
         *waited_ms = th_now_ms() - t0;
         if (info.commits >= want || *waited_ms > SELF_COMMIT_BOUND_MS) return info.commits;
-        tide_sleep_us(5 * 1000);
+        tide_clock_sleep_us(5 * 1000);
     }
 }
 
@@ -561,7 +561,7 @@ static void commits_come_once_per_commit_interval_not_once_per_insert(void **sta
         tide_store_get_info(t->s, &info);
         elapsed = th_now_ms() - t0;
         if (info.commits >= want || elapsed > SELF_COMMIT_BOUND_MS) break;
-        tide_sleep_us(1000);
+        tide_clock_sleep_us(1000);
     }
     /* Every commit counted started after t0 and before now, each one
      * interval after the one before. */

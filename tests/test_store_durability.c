@@ -1245,14 +1245,14 @@ static void choose_items(xwork *x, tide_io_sim *base_sim, size_t a, size_t b, si
 
     OK(tide_store_inspect(DB, tide_io_sim_io(base_sim), &info));
     B = info.buckets;
-    split_src = B - tide_fmt_ceil_pow2(B + 1) / 2;
+    split_src = B - ti_fmt_ceil_pow2(B + 1) / 2;
     if (aim_spill) {
         uint8_t *key = NULL;
         size_t len = 0;
         unsigned best = 0;
         OK(tide_io_sim_get_file(base_sim, DB "/nudb.key", (void **)&key, &len));
         for (uint64_t j = 0; j < B; j++) {
-            unsigned count = tide_fmt_bucket_count(key + (j + 1) * info.block_size);
+            unsigned count = ti_fmt_bucket_count(key + (j + 1) * info.block_size);
             if (j != split_src && count > best) { best = count; spill_bucket = j; }
         }
         free(key);
@@ -1264,12 +1264,12 @@ static void choose_items(xwork *x, tide_io_sim *base_sim, size_t a, size_t b, si
             uint8_t kb[KEY_SIZE];
             uint64_t h;
             th_key(cand, KEY_SIZE, kb);
-            h = tide_fmt_hash48(kb, KEY_SIZE, info.salt);
-            if (k == 1 && got < b - b_free && tide_fmt_bucket_index(h, B) != split_src) continue;
+            h = ti_fmt_hash48(kb, KEY_SIZE, info.salt);
+            if (k == 1 && got < b - b_free && ti_fmt_bucket_index(h, B) != split_src) continue;
             if (k != 1 && spill_bucket != UINT64_MAX) {
                 int stays = 1;
                 for (uint64_t bb = B; bb <= B + 2; bb++)
-                    stays &= tide_fmt_bucket_index(h, bb) == spill_bucket;
+                    stays &= ti_fmt_bucket_index(h, bb) == spill_bucket;
                 if (!stays) continue;
             }
             x->items[x->n++] = cand;
@@ -1577,7 +1577,7 @@ static void every_crash_state_during_the_rollback_of_a_failed_commit_recovers_al
 /*
  * Regression (found by this test, since fixed in the store): tide_store_sync returns
  * TIDE_ECLOSED instead of the commit's error when the commit and its
- * rollback both fail. commit.c sets s->broken inside tide_commit_batch,
+ * rollback both fail. commit.c sets s->broken inside ti_commit_batch,
  * before the commit thread takes pool_mu to record commit_err; a sync
  * waiter that wakes in between (it was woken when the batch was swapped
  * in) sees broken with commit_err still 0 and returns TIDE_ECLOSED. A

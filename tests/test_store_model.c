@@ -286,7 +286,7 @@ static void op_sync(run *r)
  * files between two operations rather than only at syncs and reopens. */
 static void op_pause(run *r)
 {
-    tide_sleep_us((uint64_t)r->c->commit_interval_ms * 1000 + 5000);
+    tide_clock_sleep_us((uint64_t)r->c->commit_interval_ms * 1000 + 5000);
 }
 
 static void op_reopen(run *r)

@@ -266,7 +266,7 @@ static uint64_t bucket_with(const tstate *t, unsigned min, uint8_t *block)
 
     for (uint64_t b = 0; b < buckets; b++) {
         read_bucket(t, b, block);
-        if (tide_fmt_bucket_count(block) >= min) return b;
+        if (ti_fmt_bucket_count(block) >= min) return b;
     }
     fail_msg("no bucket of the %llu in %s holds %u entries or more", (unsigned long long)buckets,
              t->key_path, min);
@@ -295,10 +295,10 @@ static void verify_of_a_sound_store_counts_every_key_value_byte_and_bucket(void 
                  "records, %llu bytes", ITEMS, (unsigned long long)value_bytes_of(ITEMS),
                  (unsigned long long)r.keys, (unsigned long long)r.data_records,
                  (unsigned long long)r.value_bytes);
-    if (r.block_size != BLOCK || r.capacity != tide_fmt_capacity(BLOCK) ||
+    if (r.block_size != BLOCK || r.capacity != ti_fmt_capacity(BLOCK) ||
         r.buckets != bucket_count_of_store(t))
         fail_msg("verify: expected block %u, capacity %u, %llu buckets; got %u, %u, %llu", BLOCK,
-                 tide_fmt_capacity(BLOCK), (unsigned long long)bucket_count_of_store(t),
+                 ti_fmt_capacity(BLOCK), (unsigned long long)bucket_count_of_store(t),
                  r.block_size, r.capacity, (unsigned long long)r.buckets);
     if ((long long)r.key_file_bytes != ksize || (long long)r.dat_file_bytes != dsize)
         fail_msg("verify: expected file sizes key %lld, dat %lld; got %llu, %llu", ksize, dsize,
@@ -424,17 +424,17 @@ static void verify_catches_a_hash_bit_flip_that_leaves_an_entry_in_place_but_wro
     build_store(t, ITEMS, 0.5);
     buckets = bucket_count_of_store(t);
     b = bucket_with(t, 3, block);
-    count = tide_fmt_bucket_count(block);
+    count = ti_fmt_bucket_count(block);
     /* Bit 24: far above the bits that choose the bucket, far below the gaps
      * between neighbouring hashes. Pick an entry it keeps in order. */
     for (k = 1; k + 1 < count; k++) {
         uint64_t h;
-        tide_fmt_bucket_entry(block, k - 1, &prev);
-        tide_fmt_bucket_entry(block, k, &e);
-        tide_fmt_bucket_entry(block, k + 1, &next);
+        ti_fmt_bucket_entry(block, k - 1, &prev);
+        ti_fmt_bucket_entry(block, k, &e);
+        ti_fmt_bucket_entry(block, k + 1, &next);
         h = e.hash ^ (1ull << 24);
         if (h >= prev.hash && h <= next.hash &&
-            tide_fmt_bucket_index(h, buckets) == tide_fmt_bucket_index(e.hash, buckets))
+            ti_fmt_bucket_index(h, buckets) == ti_fmt_bucket_index(e.hash, buckets))
             break;
     }
     if (k + 1 >= count) fail_msg("bucket %llu: no entry keeps its order with bit 24 flipped",
@@ -464,7 +464,7 @@ static void verify_catches_an_entry_whose_size_field_was_changed(void **state)
 
     build_store(t, ITEMS, 0.5);
     b = bucket_with(t, 1, block);
-    tide_fmt_bucket_entry(block, 0, &e);
+    ti_fmt_bucket_entry(block, 0, &e);
     /* size + 1 (or - 1 at the top of the range) stays inside nudb.dat. */
     if (th_flip_bit(t->key_path, entry_offset(b, 0) + ENTRY_SIZE_FIELD + 5, 0) != 0)
         fail_msg("cannot change a size field in %s", t->key_path);
@@ -489,7 +489,7 @@ static void verify_catches_an_appended_data_record_no_entry_reaches(void **state
 
     build_store(t, ITEMS, 0.5);
     bucket_with(t, 1, block);
-    tide_fmt_bucket_entry(block, 0, &e);
+    ti_fmt_bucket_entry(block, 0, &e);
     rlen = TIDE_DAT_RECORD_HEADER + KEY_SIZE + (size_t)e.size;
     if (e.size > VMAX || th_pread_file(t->dat_path, rec, rlen, e.offset) != 0)
         fail_msg("cannot read the record of %llu value bytes at offset %llu of %s",
@@ -532,8 +532,8 @@ static void a_flipped_value_bit_passes_verify_and_is_returned_as_it_is(void **st
 
     build_store(t, ITEMS, 0.5);
     read_bucket(t, 0, block);
-    tide_fmt_bucket_entry(block, 0, &e);
-    if (tide_fmt_bucket_count(block) == 0) fail_msg("bucket 0 is empty");
+    ti_fmt_bucket_entry(block, 0, &e);
+    if (ti_fmt_bucket_count(block) == 0) fail_msg("bucket 0 is empty");
     if (th_flip_bit(t->dat_path, e.offset + TIDE_DAT_RECORD_HEADER + KEY_SIZE, 0) != 0)
         fail_msg("cannot flip a bit of %s", t->dat_path);
     rc = tide_store_verify(t->dir, NULL, &r);
@@ -572,7 +572,7 @@ static void append_spill(const tstate *t, size_t n)
     dat = realloc(dat, dlen + TIDE_SPILL_HEADER + n);
     if (dat == NULL) fail_msg("out of memory");
     memset(dat + dlen, 0, TIDE_SPILL_HEADER + n);
-    tide_put16(dat + dlen + 6, n);
+    ti_put16(dat + dlen + 6, n);
     if (th_write_file(t->dat_path, dat, dlen + TIDE_SPILL_HEADER + n) != 0) {
         free(dat);
         fail_msg("cannot write %s", t->dat_path);
@@ -596,7 +596,7 @@ static void verify_rejects_an_unreachable_spill_record_of_another_block_size_as_
     int rc;
 
     build_store(t, ITEMS, 0.5);
-    append_spill(t, tide_fmt_bucket_bytes(tide_fmt_capacity(BLOCK)));
+    append_spill(t, ti_fmt_bucket_bytes(ti_fmt_capacity(BLOCK)));
     memset(&r, 0, sizeof r);
     rc = tide_store_verify(t->dir, NULL, &r);
     if (rc != 0 || r.spill_records_written != 1 || r.spill_records_reachable != 0 ||
@@ -606,7 +606,7 @@ static void verify_rejects_an_unreachable_spill_record_of_another_block_size_as_
                  (unsigned long long)r.spill_records_written,
                  (unsigned long long)r.spill_records_reachable,
                  (unsigned long long)r.spill_records_foreign, tide_last_error());
-    append_spill(t, tide_fmt_bucket_bytes(tide_fmt_capacity(8192)));
+    append_spill(t, ti_fmt_bucket_bytes(ti_fmt_capacity(8192)));
     memset(&r, 0, sizeof r);
     rc = tide_store_verify(t->dir, NULL, &r);
     if (rc != TIDE_ECORRUPT || !r.foreign_spills_only || r.spill_records_foreign != 1 ||
@@ -638,19 +638,19 @@ static void verify_catches_a_spill_pointer_into_the_middle_of_a_data_record(void
     first.offset = UINT64_MAX;
     for (uint64_t i = 0; i < bucket_count_of_store(t); i++) {
         read_bucket(t, i, block);
-        for (unsigned k = 0; k < tide_fmt_bucket_count(block); k++) {
-            tide_fmt_bucket_entry(block, k, &e);
+        for (unsigned k = 0; k < ti_fmt_bucket_count(block); k++) {
+            ti_fmt_bucket_entry(block, k, &e);
             if (e.offset < first.offset) first = e;
         }
     }
     if (first.size < 4) fail_msg("the first record holds only %llu value bytes",
                                  (unsigned long long)first.size);
     b = bucket_with(t, 1, block);
-    if (tide_fmt_bucket_spill(block) != 0)
+    if (ti_fmt_bucket_spill(block) != 0)
         fail_msg("bucket %llu: expected no spill chain at load factor 0.5, found one",
                  (unsigned long long)b);
     spill = first.offset + TIDE_DAT_RECORD_HEADER + KEY_SIZE + first.size / 2;
-    tide_put48(block + 2, spill);
+    ti_put48(block + 2, spill);
     write_bucket(t, b, block);
     snprintf(ptr, sizeof ptr, "spill pointer %llu", (unsigned long long)spill);
     {
@@ -714,7 +714,7 @@ static int find_record(void *arg, uint64_t offset, const void *key, unsigned key
 static void verify_catches_a_spill_pointer_to_a_spill_record_copied_into_a_value(void **state)
 {
     tstate *t = *state;
-    const size_t full = tide_fmt_bucket_bytes(tide_fmt_capacity(BLOCK));
+    const size_t full = ti_fmt_bucket_bytes(ti_fmt_capacity(BLOCK));
     uint8_t block[BLOCK], *copy;
     uint8_t key[KEY_SIZE];
     char place[4400], ptr[64];
@@ -728,7 +728,7 @@ static void verify_catches_a_spill_pointer_to_a_spill_record_copied_into_a_value
     buckets = bucket_count_of_store(t);
     for (b = 0; b < buckets; b++) {
         read_bucket(t, b, block);
-        if ((spill = tide_fmt_bucket_spill(block)) != 0) break;
+        if ((spill = ti_fmt_bucket_spill(block)) != 0) break;
     }
     if (spill == 0) {
         free(copy);
@@ -748,10 +748,10 @@ static void verify_catches_a_spill_pointer_to_a_spill_record_copied_into_a_value
     close_rw(t);
     expect_sound(t, 3001, value_bytes_of(3000) + TIDE_SPILL_HEADER + full, "with the copy inserted");
     read_bucket(t, b, block);
-    if (tide_fmt_bucket_spill(block) != spill || bucket_count_of_store(t) != buckets)
+    if (ti_fmt_bucket_spill(block) != spill || bucket_count_of_store(t) != buckets)
         fail_msg("the insert of the copy changed bucket %llu (spill %llu, expected %llu) or the "
                  "bucket count (%llu, expected %llu)", (unsigned long long)b,
-                 (unsigned long long)tide_fmt_bucket_spill(block), (unsigned long long)spill,
+                 (unsigned long long)ti_fmt_bucket_spill(block), (unsigned long long)spill,
                  (unsigned long long)bucket_count_of_store(t), (unsigned long long)buckets);
     {
         find_key f = { key, UINT64_MAX };
@@ -763,7 +763,7 @@ static void verify_catches_a_spill_pointer_to_a_spill_record_copied_into_a_value
          * 8-byte spill header, as a spill pointer is. */
         fake = f.offset + TIDE_DAT_RECORD_HEADER + KEY_SIZE + TIDE_SPILL_HEADER;
     }
-    tide_put48(block + 2, fake);
+    ti_put48(block + 2, fake);
     write_bucket(t, b, block);
     expect_every_item_fetches(t, 3000, "through the forged spill chain");
     snprintf(ptr, sizeof ptr, "spill pointer %llu", (unsigned long long)fake);
@@ -786,9 +786,9 @@ static void verify_catches_two_entries_pointing_at_the_same_record(void **state)
 
     build_store(t, ITEMS, 0.5);
     b = bucket_with(t, 1, block);
-    count = tide_fmt_bucket_count(block);
-    if (count >= tide_fmt_capacity(BLOCK)) fail_msg("bucket %llu is full", (unsigned long long)b);
-    tide_fmt_bucket_entry(block, 0, &e);
+    count = ti_fmt_bucket_count(block);
+    if (count >= ti_fmt_capacity(BLOCK)) fail_msg("bucket %llu is full", (unsigned long long)b);
+    ti_fmt_bucket_entry(block, 0, &e);
     /* A copy of entry 0 right after it: the order and every per-entry check
      * still hold. */
     memmove(block + TIDE_BUCKET_HEADER_SIZE + 2 * TIDE_ENTRY_SIZE,
@@ -796,7 +796,7 @@ static void verify_catches_two_entries_pointing_at_the_same_record(void **state)
             (size_t)(count - 1) * TIDE_ENTRY_SIZE);
     memcpy(block + TIDE_BUCKET_HEADER_SIZE + TIDE_ENTRY_SIZE, block + TIDE_BUCKET_HEADER_SIZE,
            TIDE_ENTRY_SIZE);
-    tide_put16(block, count + 1);
+    ti_put16(block, count + 1);
     write_bucket(t, b, block);
     snprintf(at, sizeof at, "offset %llu", (unsigned long long)e.offset);
     {
@@ -817,8 +817,8 @@ static void verify_catches_entries_out_of_hash_order(void **state)
 
     build_store(t, ITEMS, 0.5);
     b = bucket_with(t, 2, block);
-    tide_fmt_bucket_entry(block, 0, &e0);
-    tide_fmt_bucket_entry(block, 1, &e1);
+    ti_fmt_bucket_entry(block, 0, &e0);
+    ti_fmt_bucket_entry(block, 1, &e1);
     if (e0.hash >= e1.hash)
         fail_msg("bucket %llu: expected entry 0's hash below entry 1's, got %012llx and %012llx",
                  (unsigned long long)b, (unsigned long long)e0.hash, (unsigned long long)e1.hash);

@@ -23,10 +23,10 @@
  * hard limit finds the oldest in O(1); weak entries on `weak`, in the order
  * they were demoted.
  *
- * The struct begins with a tc_core (core.h): the lock, the hash table,
+ * The struct begins with a ti_core (core.h): the lock, the hash table,
  * `bytes`, the hard limit and the account counter. What the key cache does
- * alike lives once in core.c: doubling the table (tc_core_grow, which
- * allocates and frees outside the lock) and the teardown (tc_core_destroy,
+ * alike lives once in core.c: doubling the table (ti_core_grow, which
+ * allocates and frees outside the lock) and the teardown (ti_core_destroy,
  * which drains the lists through drain() below). The lists, the entries and
  * what an entry costs are this file's.
  *
@@ -69,18 +69,19 @@
 #include "cache/obj_impl.h"
 #include "util/assert.h"
 #include "util/clock.h"
+#include "util/random.h"
 #include "util/err.h"
 
 typedef struct entry {
-    tc_entry h;                     /* first: the table and lists see this */
+    ti_core_entry h;                     /* first: the table and lists see this */
     tide_cache_obj *obj;
     unsigned char weak;
     unsigned char key[];
 } entry;
 
 struct tide_cache {
-    tc_core core;                   /* first: lock, table, bytes, hard limit, account */
-    tc_list strong, weak;
+    ti_core core;                   /* first: lock, table, bytes, hard limit, account */
+    ti_core_list strong, weak;
     size_t entry_bytes;             /* chunk(offsetof(entry, key) + key_size) */
     size_t target_size, budget;
     uint64_t age_us;
@@ -109,13 +110,13 @@ void tide_cache_opts_init(tide_cache_opts *o)
 
 static size_t obj_cost(const tide_cache_obj *o)
 {
-    return tc_chunk(TIDE_CACHE_OBJ_HEADER + o->len);
+    return ti_core_chunk(TIDE_CACHE_OBJ_HEADER + o->len);
 }
 
 /* What no eviction can reclaim: the cache struct and the slot array. */
 static size_t base_cost(const tide_cache *c)
 {
-    return tc_chunk(sizeof *c) + tc_table_cost(c->core.t.nslots);
+    return ti_core_chunk(sizeof *c) + ti_core_table_cost(c->core.t.nslots);
 }
 
 /* Put `e` at the strong tail with a fresh access time (invariant 4). */
@@ -124,19 +125,19 @@ static void push_strong(tide_cache *c, entry *e, uint64_t now)
     uint64_t floor = c->strong.tail ? c->strong.tail->atime_us : 0;
 
     e->h.atime_us = now > floor ? now : floor;
-    tc_list_push(&c->strong, &e->h);
+    ti_core_list_push(&c->strong, &e->h);
 }
 
 /* Take `e` out of the table and its list; it goes on the victim chain with
  * its reference, to be dropped after unlocking (7). */
-static void remove_entry(tide_cache *c, entry *e, tc_entry **victims)
+static void remove_entry(tide_cache *c, entry *e, ti_core_entry **victims)
 {
-    tc_unlink(&c->core.t, &e->h);
+    ti_core_unlink(&c->core.t, &e->h);
     if (e->weak) {
-        tc_list_remove(&c->weak, &e->h);
+        ti_core_list_remove(&c->weak, &e->h);
         c->core.bytes -= c->entry_bytes;
     } else {
-        tc_list_remove(&c->strong, &e->h);
+        ti_core_list_remove(&c->strong, &e->h);
         c->core.bytes -= c->entry_bytes + obj_cost(e->obj);
     }
     e->h.next = *victims;
@@ -145,7 +146,7 @@ static void remove_entry(tide_cache *c, entry *e, tc_entry **victims)
 
 /* Let a strong entry go: remove it when the cache is the only holder (5),
  * demote it otherwise. */
-static void let_go_strong(tide_cache *c, entry *e, tc_entry **victims)
+static void let_go_strong(tide_cache *c, entry *e, ti_core_entry **victims)
 {
     TIDE_ASSERT(!e->weak);
     if (tide_cache_obj_refs(e->obj) == 1) {
@@ -154,10 +155,10 @@ static void let_go_strong(tide_cache *c, entry *e, tc_entry **victims)
         return;
     }
     tide_cache_obj_weak_retain(e->obj);
-    tc_list_remove(&c->strong, &e->h);
+    ti_core_list_remove(&c->strong, &e->h);
     c->core.bytes -= obj_cost(e->obj);
     e->weak = 1;
-    tc_list_push(&c->weak, &e->h);
+    ti_core_list_push(&c->weak, &e->h);
     c->demotions++;
     if (tide_cache_obj_release_held(e->obj)) {
         /* The other holders let go meanwhile: the object has died. */
@@ -169,7 +170,7 @@ static void let_go_strong(tide_cache *c, entry *e, tc_entry **victims)
 /* Let the oldest entries go until `need` more bytes fit under the hard
  * limit: strong ones first, then weak ones. 0, or -1 when nothing is left to
  * let go and it still does not fit. */
-static int make_room(tide_cache *c, size_t need, tc_entry **victims)
+static int make_room(tide_cache *c, size_t need, ti_core_entry **victims)
 {
     while (c->core.hard_limit && c->core.bytes + need > c->core.hard_limit) {
         if (c->strong.head) {
@@ -188,7 +189,7 @@ static int make_room(tide_cache *c, size_t need, tc_entry **victims)
 
 /* Drop the references of removed entries and free them; never under the
  * lock (7). */
-static void free_victims(tc_entry *v)
+static void free_victims(ti_core_entry *v)
 {
     while (v) {
         entry *e = (entry *)v;
@@ -211,7 +212,7 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
 {
     tide_cache_opts d;
     tide_cache *c = NULL;
-    tc_entry **slots = NULL;
+    ti_core_entry **slots = NULL;
     size_t nslots;
     uint64_t seed = 0;
     int rc = 0;
@@ -234,16 +235,16 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
                           "hard_limit_bytes %zu", opts->budget_bytes, opts->hard_limit_bytes);
         goto out;
     }
-    nslots = tc_slots_for(opts->target_size);
+    nslots = ti_core_slots_for(opts->target_size);
     if (nslots == 0 || nslots > TC_SLOTS_START) nslots = TC_SLOTS_START;
     while (opts->hard_limit_bytes && nslots > TC_SLOTS_MIN &&
-           tc_table_cost(nslots) > opts->hard_limit_bytes / 8)
+           ti_core_table_cost(nslots) > opts->hard_limit_bytes / 8)
         nslots >>= 1;
     if (opts->hard_limit_bytes &&
-        tc_chunk(sizeof *c) + tc_table_cost(nslots) > opts->hard_limit_bytes) {
+        ti_core_chunk(sizeof *c) + ti_core_table_cost(nslots) > opts->hard_limit_bytes) {
         rc = tide_err_set(TIDE_EINVAL, "tide_cache_create: hard_limit_bytes %zu is below "
                           "the %zu bytes an empty cache takes", opts->hard_limit_bytes,
-                          tc_chunk(sizeof *c) + tc_table_cost(nslots));
+                          ti_core_chunk(sizeof *c) + ti_core_table_cost(nslots));
         goto out;
     }
     c = calloc(1, sizeof *c);
@@ -259,9 +260,9 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
         rc = tide_err_set(TIDE_ENOMEM, "tide_cache_create: pthread_mutex_init failed");
         goto out;
     }
-    tc_table_init(&c->core.t, slots, nslots, opts->key_size, offsetof(entry, key), seed);
+    ti_core_table_init(&c->core.t, slots, nslots, opts->key_size, offsetof(entry, key), seed);
     slots = NULL;
-    c->entry_bytes = tc_chunk(offsetof(entry, key) + opts->key_size);
+    c->entry_bytes = ti_core_chunk(offsetof(entry, key) + opts->key_size);
     c->target_size = opts->target_size;
     c->age_us = (uint64_t)opts->age_s * 1000000u;
     c->budget = opts->budget_bytes;
@@ -270,7 +271,7 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
     c->clock_arg = opts->clock_us ? opts->clock_arg : NULL;
     c->core.account = opts->account_bytes;
     c->core.bytes = base_cost(c);
-    tc_core_account(&c->core, 0);
+    ti_core_account(&c->core, 0);
     *out = c;
     c = NULL;
 out:
@@ -279,8 +280,8 @@ out:
     return rc;
 }
 
-/* For tc_core_destroy: every entry onto the victim chain. */
-static void drain(tc_core *k, tc_entry **victims)
+/* For ti_core_destroy: every entry onto the victim chain. */
+static void drain(ti_core *k, ti_core_entry **victims)
 {
     tide_cache *c = (tide_cache *)k;
 
@@ -291,7 +292,7 @@ static void drain(tc_core *k, tc_entry **victims)
 void tide_cache_destroy(tide_cache *c)
 {
     if (c == NULL) return;
-    tc_core_destroy(&c->core, tc_chunk(sizeof *c), drain, free_victims);
+    ti_core_destroy(&c->core, ti_core_chunk(sizeof *c), drain, free_victims);
     free(c);
 }
 
@@ -300,7 +301,7 @@ void tide_cache_destroy(tide_cache *c)
 int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
 {
     entry *e = NULL, *old;
-    tc_entry *victims = NULL;
+    ti_core_entry *victims = NULL;
     size_t cost, before, want = 0;
     uint64_t now;
     int rc = 0, fits;
@@ -312,7 +313,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
         goto out;
     }
     memcpy(e->key, key, c->core.t.key_size);
-    e->h.hash = tc_hash(&c->core.t, key);
+    e->h.hash = ti_core_hash(&c->core.t, key);
     e->obj = tide_cache_obj_retain(obj);
     e->weak = 0;
     cost = c->entry_bytes + obj_cost(obj);
@@ -328,21 +329,21 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
         goto out;
     }
     now = c->clock_us(c->clock_arg);
-    old = (entry *)tc_find(&c->core.t, e->h.hash, key);
+    old = (entry *)ti_core_find(&c->core.t, e->h.hash, key);
     if (old) remove_entry(c, old, &victims);
     fits = make_room(c, cost, &victims);
     TIDE_ASSERT(fits == 0);         /* base + cost <= hard_limit: checked above */
-    tc_link(&c->core.t, &e->h);
+    ti_core_link(&c->core.t, &e->h);
     push_strong(c, e, now);
     c->core.bytes += cost;
     c->inserts++;
     e = NULL;
-    want = tc_core_grow_want(&c->core);
-    tc_core_account(&c->core, before);
+    want = ti_core_grow_want(&c->core);
+    ti_core_account(&c->core, before);
     check_cheap(c);
     pthread_mutex_unlock(&c->core.mu);
     free_victims(victims);
-    if (want) tc_core_grow(&c->core, want);     /* doubles the slots, outside the lock */
+    if (want) ti_core_grow(&c->core, want);     /* doubles the slots, outside the lock */
 out:
     if (e) {
         tide_cache_obj_release(e->obj);
@@ -355,20 +356,20 @@ out:
 
 tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
 {
-    uint64_t h = tc_hash(&c->core.t, key);
+    uint64_t h = ti_core_hash(&c->core.t, key);
     tide_cache_obj *obj = NULL;
-    tc_entry *victims = NULL;
+    ti_core_entry *victims = NULL;
     entry *e;
     size_t before;
 
     pthread_mutex_lock(&c->core.mu);
     before = c->core.bytes;
-    e = (entry *)tc_find(&c->core.t, h, key);
+    e = (entry *)ti_core_find(&c->core.t, h, key);
     if (e == NULL) {
         c->misses++;
     } else if (!e->weak) {
         obj = tide_cache_obj_retain(e->obj);
-        tc_list_remove(&c->strong, &e->h);
+        ti_core_list_remove(&c->strong, &e->h);
         push_strong(c, e, c->clock_us(c->clock_arg));
         c->hits++;
     } else if (tide_cache_obj_try_upgrade(e->obj)) {
@@ -376,7 +377,7 @@ tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
          * weak list first, so making room cannot pick this entry. */
         obj = e->obj;
         c->hits++;
-        tc_list_remove(&c->weak, &e->h);
+        ti_core_list_remove(&c->weak, &e->h);
         if (make_room(c, obj_cost(obj), &victims) == 0) {
             tide_cache_obj_weak_to_strong(obj);
             e->weak = 0;
@@ -384,14 +385,14 @@ tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
             push_strong(c, e, c->clock_us(c->clock_arg));
             c->revivals++;
         } else {
-            tc_list_push(&c->weak, &e->h);  /* no room: it stays weak */
+            ti_core_list_push(&c->weak, &e->h);  /* no room: it stays weak */
         }
     } else {
         remove_entry(c, e, &victims);       /* dead: reap it now */
         c->reaped++;
         c->misses++;
     }
-    tc_core_account(&c->core, before);
+    ti_core_account(&c->core, before);
     check_cheap(c);
     pthread_mutex_unlock(&c->core.mu);
     free_victims(victims);
@@ -400,16 +401,16 @@ tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
 
 int tide_cache_erase(tide_cache *c, const void *key)
 {
-    uint64_t h = tc_hash(&c->core.t, key);
-    tc_entry *victims = NULL;
+    uint64_t h = ti_core_hash(&c->core.t, key);
+    ti_core_entry *victims = NULL;
     entry *e;
     size_t before;
 
     pthread_mutex_lock(&c->core.mu);
     before = c->core.bytes;
-    e = (entry *)tc_find(&c->core.t, h, key);
+    e = (entry *)ti_core_find(&c->core.t, h, key);
     if (e) remove_entry(c, e, &victims);
-    tc_core_account(&c->core, before);
+    ti_core_account(&c->core, before);
     check_cheap(c);
     pthread_mutex_unlock(&c->core.mu);
     free_victims(victims);
@@ -421,7 +422,7 @@ int tide_cache_erase(tide_cache *c, const void *key)
 void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
 {
     tide_cache_sweep_report r;
-    tc_entry *victims = NULL, *next;
+    ti_core_entry *victims = NULL, *next;
     uint64_t now, eff, demotions, evictions, reaped;
 
     memset(&r, 0, sizeof r);
@@ -432,11 +433,11 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
     demotions = c->demotions;
     evictions = c->evictions;
     reaped = c->reaped;
-    eff = tc_effective_age_us(c->age_us, c->target_size, r.entries_before);
+    eff = ti_core_effective_age_us(c->age_us, c->target_size, r.entries_before);
     r.effective_age_us = eff;
 
     /* Weak entries whose objects have died. */
-    for (tc_entry *w = c->weak.head; w; w = next) {
+    for (ti_core_entry *w = c->weak.head; w; w = next) {
         next = w->next;
         if (tide_cache_obj_refs(((entry *)w)->obj) == 0) {
             remove_entry(c, (entry *)w, &victims);
@@ -454,7 +455,7 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
     r.evicted = (size_t)(c->evictions - evictions);
     r.reaped = (size_t)(c->reaped - reaped);
     r.bytes_after = c->core.bytes;
-    tc_core_account(&c->core, r.bytes_before);
+    ti_core_account(&c->core, r.bytes_before);
     check_cheap(c);
     pthread_mutex_unlock(&c->core.mu);
     free_victims(victims);
@@ -477,14 +478,14 @@ void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
     out->weak = c->weak.n;
     out->bytes = c->core.bytes;
     out->slots = c->core.t.nslots;
-    out->effective_age_us = tc_effective_age_us(c->age_us, c->target_size,
+    out->effective_age_us = ti_core_effective_age_us(c->age_us, c->target_size,
                                                 c->strong.n + c->weak.n);
     pthread_mutex_unlock(&c->core.mu);
 }
 
 size_t tide_cache_entry_cost(const tide_cache *c, size_t len)
 {
-    return c->entry_bytes + tc_chunk(TIDE_CACHE_OBJ_HEADER + len);
+    return c->entry_bytes + ti_core_chunk(TIDE_CACHE_OBJ_HEADER + len);
 }
 
 size_t tide_cache_weak_entry_cost(const tide_cache *c)
@@ -494,7 +495,7 @@ size_t tide_cache_weak_entry_cost(const tide_cache *c)
 
 size_t tide_cache_fixed_cost(const tide_cache *c)
 {
-    return tc_chunk(sizeof *c);
+    return ti_core_chunk(sizeof *c);
 }
 
 void tide_cache_check(tide_cache *c)
@@ -504,23 +505,23 @@ void tide_cache_check(tide_cache *c)
 
     pthread_mutex_lock(&c->core.mu);
     bytes = base_cost(c);
-    for (tc_entry *x = c->strong.head; x; x = x->next, ns++) {
+    for (ti_core_entry *x = c->strong.head; x; x = x->next, ns++) {
         entry *e = (entry *)x;
         TIDE_ASSERT(!e->weak);                                          /* 2 */
-        TIDE_ASSERT(tc_find(&c->core.t, x->hash, e->key) == x);              /* 2 */
+        TIDE_ASSERT(ti_core_find(&c->core.t, x->hash, e->key) == x);              /* 2 */
         TIDE_ASSERT(tide_cache_obj_refs(e->obj) >= 1);                  /* 3 */
         TIDE_ASSERT(x->atime_us >= last);                               /* 4 */
         last = x->atime_us;
         bytes += c->entry_bytes + obj_cost(e->obj);
     }
-    for (tc_entry *x = c->weak.head; x; x = x->next, nw++) {
+    for (ti_core_entry *x = c->weak.head; x; x = x->next, nw++) {
         entry *e = (entry *)x;
         TIDE_ASSERT(e->weak);                                           /* 2 */
-        TIDE_ASSERT(tc_find(&c->core.t, x->hash, e->key) == x);              /* 2 */
+        TIDE_ASSERT(ti_core_find(&c->core.t, x->hash, e->key) == x);              /* 2 */
         bytes += c->entry_bytes;
     }
     for (size_t i = 0; i < c->core.t.nslots; i++)
-        for (tc_entry *x = c->core.t.slots[i]; x; x = x->hnext) n++;
+        for (ti_core_entry *x = c->core.t.slots[i]; x; x = x->hnext) n++;
     TIDE_ASSERT(ns == c->strong.n && nw == c->weak.n);                  /* 2 */
     TIDE_ASSERT(n == c->core.t.count && n == ns + nw);                       /* 2 */
     TIDE_ASSERT(bytes == c->core.bytes);                                     /* 1 */

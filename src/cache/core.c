@@ -1,9 +1,9 @@
 /*
  * core.c: the hash table and age lists under both caches, and what both
- * do alike on their common head (tc_core): growing the table and tearing
+ * do alike on their common head (ti_core): growing the table and tearing
  * the cache down.
  *
- * Chains are singly linked through tc_entry.hnext; the slot of an entry is
+ * Chains are singly linked through ti_core_entry.hnext; the slot of an entry is
  * the low bits of its 64-bit hash, so a rehash into twice the slots needs
  * no hashing. Keys are compared only when the full hashes match.
  *
@@ -14,7 +14,7 @@
  *      prev and its tail no next.
  *   4. k->bytes <= k->hard_limit (when set) whenever k->mu is free; growth
  *      is charged to bytes only when it fits.
- *   5. Nothing is allocated or freed while k->mu is held: tc_core_grow
+ *   5. Nothing is allocated or freed while k->mu is held: ti_core_grow
  *      allocates the new slot array before locking and frees the one left
  *      over after unlocking.
  */
@@ -27,7 +27,7 @@
 #include "cache/core.h"
 #include "util/assert.h"
 
-uint64_t tc_effective_age_us(uint64_t age_us, size_t target, size_t count)
+uint64_t ti_core_effective_age_us(uint64_t age_us, size_t target, size_t count)
 {
     const uint64_t floor_us = 1000000u;
     uint64_t eff = age_us;
@@ -39,7 +39,7 @@ uint64_t tc_effective_age_us(uint64_t age_us, size_t target, size_t count)
     return eff < floor_us ? floor_us : eff;
 }
 
-size_t tc_slots_for(size_t n)
+size_t ti_core_slots_for(size_t n)
 {
     size_t s = TC_SLOTS_MIN;
 
@@ -50,7 +50,7 @@ size_t tc_slots_for(size_t n)
     return s;
 }
 
-void tc_table_init(tc_table *t, tc_entry **slots, size_t nslots, unsigned key_size,
+void ti_core_table_init(ti_core_table *t, ti_core_entry **slots, size_t nslots, unsigned key_size,
                    size_t key_off, uint64_t seed)
 {
     TIDE_ASSERT(nslots != 0 && (nslots & (nslots - 1)) == 0);
@@ -62,19 +62,19 @@ void tc_table_init(tc_table *t, tc_entry **slots, size_t nslots, unsigned key_si
     t->seed = seed;
 }
 
-uint64_t tc_hash(const tc_table *t, const void *key)
+uint64_t ti_core_hash(const ti_core_table *t, const void *key)
 {
     return XXH3_64bits_withSeed(key, t->key_size, t->seed);
 }
 
-static const void *key_of(const tc_table *t, const tc_entry *e)
+static const void *key_of(const ti_core_table *t, const ti_core_entry *e)
 {
     return (const unsigned char *)e + t->key_off;
 }
 
-tc_entry *tc_find(const tc_table *t, uint64_t hash, const void *key)
+ti_core_entry *ti_core_find(const ti_core_table *t, uint64_t hash, const void *key)
 {
-    tc_entry *e = t->slots[hash & (t->nslots - 1)];
+    ti_core_entry *e = t->slots[hash & (t->nslots - 1)];
 
     for (; e != NULL; e = e->hnext)
         if (e->hash == hash && memcmp(key_of(t, e), key, t->key_size) == 0)
@@ -82,18 +82,18 @@ tc_entry *tc_find(const tc_table *t, uint64_t hash, const void *key)
     return NULL;
 }
 
-void tc_link(tc_table *t, tc_entry *e)
+void ti_core_link(ti_core_table *t, ti_core_entry *e)
 {
-    tc_entry **slot = &t->slots[e->hash & (t->nslots - 1)];
+    ti_core_entry **slot = &t->slots[e->hash & (t->nslots - 1)];
 
     e->hnext = *slot;
     *slot = e;
     t->count++;
 }
 
-void tc_unlink(tc_table *t, tc_entry *e)
+void ti_core_unlink(ti_core_table *t, ti_core_entry *e)
 {
-    tc_entry **p = &t->slots[e->hash & (t->nslots - 1)];
+    ti_core_entry **p = &t->slots[e->hash & (t->nslots - 1)];
 
     while (*p != e) {
         TIDE_ASSERT(*p != NULL);    /* 2: e is on its own slot's chain */
@@ -105,17 +105,17 @@ void tc_unlink(tc_table *t, tc_entry *e)
     t->count--;
 }
 
-tc_entry **tc_rehash(tc_table *t, tc_entry **slots, size_t nslots)
+ti_core_entry **ti_core_rehash(ti_core_table *t, ti_core_entry **slots, size_t nslots)
 {
-    tc_entry **old = t->slots;
+    ti_core_entry **old = t->slots;
     size_t n = t->nslots, moved = 0;
 
     TIDE_ASSERT(nslots != 0 && (nslots & (nslots - 1)) == 0);
     for (size_t i = 0; i < n; i++) {
-        tc_entry *e = old[i], *next;
+        ti_core_entry *e = old[i], *next;
         for (; e != NULL; e = next) {
             next = e->hnext;
-            tc_entry **slot = &slots[e->hash & (nslots - 1)];
+            ti_core_entry **slot = &slots[e->hash & (nslots - 1)];
             e->hnext = *slot;
             *slot = e;
             moved++;
@@ -127,19 +127,19 @@ tc_entry **tc_rehash(tc_table *t, tc_entry **slots, size_t nslots)
     return old;
 }
 
-size_t tc_core_grow_want(const tc_core *k)
+size_t ti_core_grow_want(const ti_core *k)
 {
     size_t delta;
 
     if (k->t.count <= k->t.nslots || k->t.nslots > SIZE_MAX / 2) return 0;
-    delta = tc_table_cost(k->t.nslots * 2) - tc_table_cost(k->t.nslots);
+    delta = ti_core_table_cost(k->t.nslots * 2) - ti_core_table_cost(k->t.nslots);
     if (k->hard_limit && k->bytes + delta > k->hard_limit) return 0;
     return k->t.nslots * 2;
 }
 
-void tc_core_grow(tc_core *k, size_t want)
+void ti_core_grow(ti_core *k, size_t want)
 {
-    tc_entry **slots = NULL, **old = NULL;
+    ti_core_entry **slots = NULL, **old = NULL;
     size_t before;
 
     if (want > SIZE_MAX / sizeof *slots) return;
@@ -148,36 +148,36 @@ void tc_core_grow(tc_core *k, size_t want)
     pthread_mutex_lock(&k->mu);
     before = k->bytes;
     if (k->t.nslots < want && k->t.count > k->t.nslots) {
-        size_t delta = tc_table_cost(want) - tc_table_cost(k->t.nslots);
+        size_t delta = ti_core_table_cost(want) - ti_core_table_cost(k->t.nslots);
         if (k->hard_limit == 0 || k->bytes + delta <= k->hard_limit) {
-            old = tc_rehash(&k->t, slots, want);
+            old = ti_core_rehash(&k->t, slots, want);
             slots = NULL;
             k->bytes += delta;
         }
     }
-    tc_core_account(k, before);
+    ti_core_account(k, before);
     TIDE_ASSERT(k->hard_limit == 0 || k->bytes <= k->hard_limit);  /* 4 */
     pthread_mutex_unlock(&k->mu);
     free(slots);                    /* 5 */
     free(old);
 }
 
-void tc_core_destroy(tc_core *k, size_t fixed,
-                     void (*drain)(tc_core *k, tc_entry **victims),
-                     void (*free_victims)(tc_entry *victims))
+void ti_core_destroy(ti_core *k, size_t fixed,
+                     void (*drain)(ti_core *k, ti_core_entry **victims),
+                     void (*free_victims)(ti_core_entry *victims))
 {
-    tc_entry *v = NULL;
+    ti_core_entry *v = NULL;
 
     if (k->account) __atomic_sub_fetch(k->account, (int64_t)k->bytes, __ATOMIC_RELAXED);
     drain(k, &v);
-    TIDE_ASSERT(k->t.count == 0 && k->bytes == fixed + tc_table_cost(k->t.nslots));
+    TIDE_ASSERT(k->t.count == 0 && k->bytes == fixed + ti_core_table_cost(k->t.nslots));
     free_victims(v);
     pthread_mutex_destroy(&k->mu);
     free(k->t.slots);
     k->t.slots = NULL;
 }
 
-void tc_list_push(tc_list *l, tc_entry *e)
+void ti_core_list_push(ti_core_list *l, ti_core_entry *e)
 {
     e->next = NULL;
     e->prev = l->tail;
@@ -187,7 +187,7 @@ void tc_list_push(tc_list *l, tc_entry *e)
     l->n++;
 }
 
-void tc_list_remove(tc_list *l, tc_entry *e)
+void ti_core_list_remove(ti_core_list *l, ti_core_entry *e)
 {
     TIDE_ASSERT(l->n > 0);
     if (e->prev) e->prev->next = e->next;

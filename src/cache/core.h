@@ -3,19 +3,19 @@
  * src/cache): a chained hash table of entries keyed by fixed-size keys, an
  * age list, the cost of an allocation, and the effective age.
  *
- * An entry begins with a tc_entry; the key (key_size bytes) sits at
+ * An entry begins with a ti_core_entry; the key (key_size bytes) sits at
  * key_off bytes from the entry's start. Each cache keeps its entries on
  * one or more age lists (doubly linked, oldest at the head).
  *
- * A cache struct begins with a tc_core: its mutex, its table, what it costs
+ * A cache struct begins with a ti_core: its mutex, its table, what it costs
  * (`bytes`), its hard limit and the counter it reports the cost to. The rest
  * (lists, clock, ages, counters) is the cache's own. On that common head
- * core.c grows the table (tc_core_grow) and tears a cache down
- * (tc_core_destroy), once for both caches.
+ * core.c grows the table (ti_core_grow) and tears a cache down
+ * (ti_core_destroy), once for both caches.
  *
  * Thread safety: the table and list functions take no lock; each cache
- * guards its table and lists with the mutex in its tc_core. tc_core_grow
- * takes that mutex itself; tc_core_destroy runs with no call in progress.
+ * guards its table and lists with the mutex in its ti_core. ti_core_grow
+ * takes that mutex itself; ti_core_destroy runs with no call in progress.
  */
 #ifndef TIDE_CACHE_CORE_H
 #define TIDE_CACHE_CORE_H
@@ -24,37 +24,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct tc_entry {
-    struct tc_entry *hnext;         /* hash chain */
-    struct tc_entry *prev, *next;   /* age list; `next` also chains victims */
+typedef struct ti_core_entry {
+    struct ti_core_entry *hnext;         /* hash chain */
+    struct ti_core_entry *prev, *next;   /* age list; `next` also chains victims */
     uint64_t hash;
     uint64_t atime_us;              /* last access, on the cache's clock */
-} tc_entry;
+} ti_core_entry;
 
-typedef struct tc_list {
-    tc_entry *head, *tail;          /* head: oldest */
+typedef struct ti_core_list {
+    ti_core_entry *head, *tail;          /* head: oldest */
     size_t n;
-} tc_list;
+} ti_core_list;
 
-typedef struct tc_table {
-    tc_entry **slots;               /* nslots chains */
+typedef struct ti_core_table {
+    ti_core_entry **slots;               /* nslots chains */
     size_t nslots;                  /* a power of two */
     size_t count;                   /* entries linked */
     unsigned key_size;
     size_t key_off;                 /* where an entry's key starts */
     uint64_t seed;                  /* random per table: no chosen-key floods */
-} tc_table;
+} ti_core_table;
 
-/* The head of each cache struct (its first member, so a tc_core * is the
+/* The head of each cache struct (its first member, so a ti_core * is the
  * cache's address). Guarded by `mu`, except `t.key_size`, `t.seed` and
  * `hard_limit`, which are fixed at create. */
-typedef struct tc_core {
+typedef struct ti_core {
     pthread_mutex_t mu;
-    tc_table t;
+    ti_core_table t;
     size_t bytes;                   /* the cache's cost, as malloc sizes it */
     size_t hard_limit;              /* bytes never exceeds it (0: none) */
     int64_t *account;               /* NULL, or a counter that follows bytes */
-} tc_core;
+} ti_core;
 
 #define TC_SLOTS_MIN 64u
 /* The most slots a new table starts with (8 KiB of them), whatever the
@@ -68,21 +68,21 @@ typedef struct tc_core {
  * on 64-bit (n plus the 8-byte size field, rounded up to 16, at least 32).
  * Exact for glibc below its mmap threshold; within a page above it, and
  * within a size class for jemalloc, tcmalloc and mimalloc. Pure. */
-static inline size_t tc_chunk(size_t n)
+static inline size_t ti_core_chunk(size_t n)
 {
     size_t c = (n + 8u + 15u) & ~(size_t)15u;
     return c < 32u ? 32u : c;
 }
 
 /* What a slot array of `nslots` chains costs. Pure. */
-static inline size_t tc_table_cost(size_t nslots)
+static inline size_t ti_core_table_cost(size_t nslots)
 {
-    return tc_chunk(nslots * sizeof(tc_entry *));
+    return ti_core_chunk(nslots * sizeof(ti_core_entry *));
 }
 
 /* Add to *k->account what k->bytes has moved since it was `before`. Under
  * the lock; O(1), one relaxed atomic add when it moved. */
-static inline void tc_core_account(tc_core *k, size_t before)
+static inline void ti_core_account(ti_core *k, size_t before)
 {
     if (k->account && k->bytes != before)
         __atomic_add_fetch(k->account, (int64_t)k->bytes - (int64_t)before, __ATOMIC_RELAXED);
@@ -91,33 +91,33 @@ static inline void tc_core_account(tc_core *k, size_t before)
 /* The age an entry may reach before a sweep lets it go: `age_us`, shrunk to
  * age_us * target / count when count exceeds a nonzero target, never below
  * 1 s (even when age_us itself is). Pure. */
-uint64_t tc_effective_age_us(uint64_t age_us, size_t target, size_t count);
+uint64_t ti_core_effective_age_us(uint64_t age_us, size_t target, size_t count);
 
 /* Smallest power of two >= n, at least TC_SLOTS_MIN; 0 when it would
  * overflow a size_t. Pure. */
-size_t tc_slots_for(size_t n);
+size_t ti_core_slots_for(size_t n);
 
 /* Set up an empty table over `slots` (nslots zeroed chains). */
-void tc_table_init(tc_table *t, tc_entry **slots, size_t nslots, unsigned key_size,
+void ti_core_table_init(ti_core_table *t, ti_core_entry **slots, size_t nslots, unsigned key_size,
                    size_t key_off, uint64_t seed);
 /* The hash of a key_size-byte key (XXH3, seeded). One pass over the key. */
-uint64_t tc_hash(const tc_table *t, const void *key);
+uint64_t ti_core_hash(const ti_core_table *t, const void *key);
 /* The entry with this hash and key, or NULL. O(chain). */
-tc_entry *tc_find(const tc_table *t, uint64_t hash, const void *key);
+ti_core_entry *ti_core_find(const ti_core_table *t, uint64_t hash, const void *key);
 /* Link `e` (its hash set, its key in place, not already linked). O(1). */
-void tc_link(tc_table *t, tc_entry *e);
+void ti_core_link(ti_core_table *t, ti_core_entry *e);
 /* Unlink `e`, which must be linked. O(chain). */
-void tc_unlink(tc_table *t, tc_entry *e);
+void ti_core_unlink(ti_core_table *t, ti_core_entry *e);
 /* Move every entry onto `slots` (nslots zeroed chains, a power of two) and
  * return the old slot array for the caller to free. O(count + old nslots). */
-tc_entry **tc_rehash(tc_table *t, tc_entry **slots, size_t nslots);
+ti_core_entry **ti_core_rehash(ti_core_table *t, ti_core_entry **slots, size_t nslots);
 
 /* Under the lock, after an insert has linked an entry: twice the slots
  * when the entries now outnumber them and the hard limit leaves room for
  * the larger array; else 0 (no growth). Reads `k` only; O(1). */
-size_t tc_core_grow_want(const tc_core *k);
+size_t ti_core_grow_want(const ti_core *k);
 
-/* Grow the table to `want` slots (from tc_core_grow_want), after unlocking.
+/* Grow the table to `want` slots (from ti_core_grow_want), after unlocking.
  * The new array is allocated before taking the lock and the old one freed
  * after releasing it; under the lock it rehashes only if the entries still
  * outnumber the slots, `want` is more than there are and the hard limit
@@ -125,21 +125,21 @@ size_t tc_core_grow_want(const tc_core *k);
  * *account). A failed allocation leaves the table as it is: chains grow
  * longer instead. Cost: one calloc of want * 8 bytes, one lock for
  * O(entries + old slots), one free. */
-void tc_core_grow(tc_core *k, size_t want);
+void ti_core_grow(ti_core *k, size_t want);
 
 /* Tear a cache down; no call may be in progress or follow. Takes bytes off
  * *account, lets `drain` remove every entry (from the table and the lists,
- * taking its cost off bytes, onto *victims through tc_entry.next), checks
+ * taking its cost off bytes, onto *victims through ti_core_entry.next), checks
  * that what is left is `fixed` (chunk of the cache struct) plus the slot
  * array, hands the victims to `free_victims`, and destroys the mutex and
  * frees the slot array. The caller frees the cache struct itself.
  * Cost: O(entries + slots). */
-void tc_core_destroy(tc_core *k, size_t fixed,
-                     void (*drain)(tc_core *k, tc_entry **victims),
-                     void (*free_victims)(tc_entry *victims));
+void ti_core_destroy(ti_core *k, size_t fixed,
+                     void (*drain)(ti_core *k, ti_core_entry **victims),
+                     void (*free_victims)(ti_core_entry *victims));
 
 /* Age lists. O(1) each. */
-void tc_list_push(tc_list *l, tc_entry *e);     /* at the tail */
-void tc_list_remove(tc_list *l, tc_entry *e);
+void ti_core_list_push(ti_core_list *l, ti_core_entry *e);     /* at the tail */
+void ti_core_list_remove(ti_core_list *l, ti_core_entry *e);
 
 #endif

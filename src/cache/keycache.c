@@ -7,10 +7,10 @@
  * head while they are older than the effective age; the hard limit removes
  * from the head on insert.
  *
- * The struct begins with a tc_core (core.h), as the tagged cache's does:
+ * The struct begins with a ti_core (core.h), as the tagged cache's does:
  * the lock, the table, `bytes`, the hard limit and the account counter.
- * Doubling the table and the teardown are core.c's (tc_core_grow,
- * tc_core_destroy), shared with the tagged cache.
+ * Doubling the table and the teardown are core.c's (ti_core_grow,
+ * ti_core_destroy), shared with the tagged cache.
  *
  * Invariants (tide_keycache_check walks them):
  *   1. bytes == chunk(sizeof keycache) + chunk(slots * 8) + entries * entry_bytes.
@@ -30,16 +30,17 @@
 #include "cache/keycache.h"
 #include "util/assert.h"
 #include "util/clock.h"
+#include "util/random.h"
 #include "util/err.h"
 
 typedef struct kentry {
-    tc_entry h;
+    ti_core_entry h;
     unsigned char key[];
 } kentry;
 
 struct tide_keycache {
-    tc_core core;                   /* first: lock, table, bytes, hard limit, account */
-    tc_list lru;
+    ti_core core;                   /* first: lock, table, bytes, hard limit, account */
+    ti_core_list lru;
     size_t entry_bytes;
     size_t target_size;
     uint64_t age_us;
@@ -65,7 +66,7 @@ void tide_keycache_opts_init(tide_keycache_opts *o)
 
 static size_t base_cost(const tide_keycache *k)
 {
-    return tc_chunk(sizeof *k) + tc_table_cost(k->core.t.nslots);
+    return ti_core_chunk(sizeof *k) + ti_core_table_cost(k->core.t.nslots);
 }
 
 static void push(tide_keycache *k, kentry *e, uint64_t now)
@@ -73,22 +74,22 @@ static void push(tide_keycache *k, kentry *e, uint64_t now)
     uint64_t floor = k->lru.tail ? k->lru.tail->atime_us : 0;
 
     e->h.atime_us = now > floor ? now : floor;
-    tc_list_push(&k->lru, &e->h);
+    ti_core_list_push(&k->lru, &e->h);
 }
 
-static void remove_entry(tide_keycache *k, kentry *e, tc_entry **victims)
+static void remove_entry(tide_keycache *k, kentry *e, ti_core_entry **victims)
 {
-    tc_unlink(&k->core.t, &e->h);
-    tc_list_remove(&k->lru, &e->h);
+    ti_core_unlink(&k->core.t, &e->h);
+    ti_core_list_remove(&k->lru, &e->h);
     k->core.bytes -= k->entry_bytes;
     e->h.next = *victims;
     *victims = &e->h;
 }
 
-static void free_victims(tc_entry *v)
+static void free_victims(ti_core_entry *v)
 {
     while (v) {
-        tc_entry *next = v->next;
+        ti_core_entry *next = v->next;
         free(v);
         v = next;
     }
@@ -104,7 +105,7 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
 {
     tide_keycache_opts d;
     tide_keycache *k = NULL;
-    tc_entry **slots = NULL;
+    ti_core_entry **slots = NULL;
     size_t nslots, entry_bytes;
     uint64_t seed = 0;
     int rc = 0;
@@ -122,17 +123,17 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
         rc = tide_err_set(TIDE_EINVAL, "tide_keycache_create: age_s 0 is below 1 second");
         goto out;
     }
-    nslots = tc_slots_for(opts->target_size);
+    nslots = ti_core_slots_for(opts->target_size);
     if (nslots == 0 || nslots > TC_SLOTS_START) nslots = TC_SLOTS_START;
     while (opts->hard_limit_bytes && nslots > TC_SLOTS_MIN &&
-           tc_table_cost(nslots) > opts->hard_limit_bytes / 8)
+           ti_core_table_cost(nslots) > opts->hard_limit_bytes / 8)
         nslots >>= 1;
-    entry_bytes = tc_chunk(offsetof(kentry, key) + opts->key_size);
+    entry_bytes = ti_core_chunk(offsetof(kentry, key) + opts->key_size);
     if (opts->hard_limit_bytes &&
-        tc_chunk(sizeof *k) + tc_table_cost(nslots) + entry_bytes > opts->hard_limit_bytes) {
+        ti_core_chunk(sizeof *k) + ti_core_table_cost(nslots) + entry_bytes > opts->hard_limit_bytes) {
         rc = tide_err_set(TIDE_EINVAL, "tide_keycache_create: hard_limit_bytes %zu is below "
                           "the %zu bytes a key cache of one key takes", opts->hard_limit_bytes,
-                          tc_chunk(sizeof *k) + tc_table_cost(nslots) + entry_bytes);
+                          ti_core_chunk(sizeof *k) + ti_core_table_cost(nslots) + entry_bytes);
         goto out;
     }
     k = calloc(1, sizeof *k);
@@ -148,7 +149,7 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
         rc = tide_err_set(TIDE_ENOMEM, "tide_keycache_create: pthread_mutex_init failed");
         goto out;
     }
-    tc_table_init(&k->core.t, slots, nslots, opts->key_size, offsetof(kentry, key), seed);
+    ti_core_table_init(&k->core.t, slots, nslots, opts->key_size, offsetof(kentry, key), seed);
     slots = NULL;
     k->entry_bytes = entry_bytes;
     k->target_size = opts->target_size;
@@ -158,7 +159,7 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
     k->clock_arg = opts->clock_us ? opts->clock_arg : NULL;
     k->core.account = opts->account_bytes;
     k->core.bytes = base_cost(k);
-    tc_core_account(&k->core, 0);
+    ti_core_account(&k->core, 0);
     *out = k;
     k = NULL;
 out:
@@ -167,8 +168,8 @@ out:
     return rc;
 }
 
-/* For tc_core_destroy: every key onto the victim chain. */
-static void drain(tc_core *core, tc_entry **victims)
+/* For ti_core_destroy: every key onto the victim chain. */
+static void drain(ti_core *core, ti_core_entry **victims)
 {
     tide_keycache *k = (tide_keycache *)core;
 
@@ -178,14 +179,14 @@ static void drain(tc_core *core, tc_entry **victims)
 void tide_keycache_destroy(tide_keycache *k)
 {
     if (k == NULL) return;
-    tc_core_destroy(&k->core, tc_chunk(sizeof *k), drain, free_victims);
+    ti_core_destroy(&k->core, ti_core_chunk(sizeof *k), drain, free_victims);
     free(k);
 }
 
 int tide_keycache_insert(tide_keycache *k, const void *key)
 {
     kentry *e = NULL, *old;
-    tc_entry *victims = NULL;
+    ti_core_entry *victims = NULL;
     size_t before, want = 0;
     uint64_t now;
     int rc = 0;
@@ -197,15 +198,15 @@ int tide_keycache_insert(tide_keycache *k, const void *key)
         goto out;
     }
     memcpy(e->key, key, k->core.t.key_size);
-    e->h.hash = tc_hash(&k->core.t, key);
+    e->h.hash = ti_core_hash(&k->core.t, key);
 
     pthread_mutex_lock(&k->core.mu);
     before = k->core.bytes;
     now = k->clock_us(k->clock_arg);
     k->inserts++;
-    old = (kentry *)tc_find(&k->core.t, e->h.hash, key);
+    old = (kentry *)ti_core_find(&k->core.t, e->h.hash, key);
     if (old) {
-        tc_list_remove(&k->lru, &old->h);       /* refresh; `e` is not needed */
+        ti_core_list_remove(&k->lru, &old->h);       /* refresh; `e` is not needed */
         push(k, old, now);
     } else {
         while (k->core.hard_limit && k->core.bytes + k->entry_bytes > k->core.hard_limit) {
@@ -213,17 +214,17 @@ int tide_keycache_insert(tide_keycache *k, const void *key)
             remove_entry(k, (kentry *)k->lru.head, &victims);
             k->evictions++;
         }
-        tc_link(&k->core.t, &e->h);
+        ti_core_link(&k->core.t, &e->h);
         push(k, e, now);
         k->core.bytes += k->entry_bytes;
         e = NULL;
-        want = tc_core_grow_want(&k->core);
+        want = ti_core_grow_want(&k->core);
     }
-    tc_core_account(&k->core, before);
+    ti_core_account(&k->core, before);
     check_cheap(k);
     pthread_mutex_unlock(&k->core.mu);
     free_victims(victims);
-    if (want) tc_core_grow(&k->core, want);     /* doubles the slots, outside the lock */
+    if (want) ti_core_grow(&k->core, want);     /* doubles the slots, outside the lock */
 out:
     free(e);
     return rc;
@@ -231,13 +232,13 @@ out:
 
 int tide_keycache_contains(tide_keycache *k, const void *key)
 {
-    uint64_t h = tc_hash(&k->core.t, key);
+    uint64_t h = ti_core_hash(&k->core.t, key);
     kentry *e;
 
     pthread_mutex_lock(&k->core.mu);
-    e = (kentry *)tc_find(&k->core.t, h, key);
+    e = (kentry *)ti_core_find(&k->core.t, h, key);
     if (e) {
-        tc_list_remove(&k->lru, &e->h);
+        ti_core_list_remove(&k->lru, &e->h);
         push(k, e, k->clock_us(k->clock_arg));
         k->hits++;
     } else {
@@ -249,16 +250,16 @@ int tide_keycache_contains(tide_keycache *k, const void *key)
 
 int tide_keycache_erase(tide_keycache *k, const void *key)
 {
-    uint64_t h = tc_hash(&k->core.t, key);
-    tc_entry *victims = NULL;
+    uint64_t h = ti_core_hash(&k->core.t, key);
+    ti_core_entry *victims = NULL;
     kentry *e;
     size_t before;
 
     pthread_mutex_lock(&k->core.mu);
     before = k->core.bytes;
-    e = (kentry *)tc_find(&k->core.t, h, key);
+    e = (kentry *)ti_core_find(&k->core.t, h, key);
     if (e) remove_entry(k, e, &victims);
-    tc_core_account(&k->core, before);
+    ti_core_account(&k->core, before);
     check_cheap(k);
     pthread_mutex_unlock(&k->core.mu);
     free_victims(victims);
@@ -268,7 +269,7 @@ int tide_keycache_erase(tide_keycache *k, const void *key)
 void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report)
 {
     tide_keycache_sweep_report r;
-    tc_entry *victims = NULL;
+    ti_core_entry *victims = NULL;
     uint64_t now, eff;
 
     memset(&r, 0, sizeof r);
@@ -276,7 +277,7 @@ void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report)
     now = k->clock_us(k->clock_arg);
     r.entries_before = k->lru.n;
     r.bytes_before = k->core.bytes;
-    eff = tc_effective_age_us(k->age_us, k->target_size, k->lru.n);
+    eff = ti_core_effective_age_us(k->age_us, k->target_size, k->lru.n);
     r.effective_age_us = eff;
     while (k->lru.head && now >= eff && k->lru.head->atime_us <= now - eff) {
         remove_entry(k, (kentry *)k->lru.head, &victims);
@@ -284,7 +285,7 @@ void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report)
     }
     k->evictions += r.evicted;
     r.bytes_after = k->core.bytes;
-    tc_core_account(&k->core, r.bytes_before);
+    ti_core_account(&k->core, r.bytes_before);
     check_cheap(k);
     pthread_mutex_unlock(&k->core.mu);
     free_victims(victims);
@@ -301,7 +302,7 @@ void tide_keycache_stats_get(tide_keycache *k, tide_keycache_stats *out)
     out->entries = k->lru.n;
     out->bytes = k->core.bytes;
     out->slots = k->core.t.nslots;
-    out->effective_age_us = tc_effective_age_us(k->age_us, k->target_size, k->lru.n);
+    out->effective_age_us = ti_core_effective_age_us(k->age_us, k->target_size, k->lru.n);
     pthread_mutex_unlock(&k->core.mu);
 }
 
@@ -312,7 +313,7 @@ size_t tide_keycache_entry_cost(const tide_keycache *k)
 
 size_t tide_keycache_fixed_cost(const tide_keycache *k)
 {
-    return tc_chunk(sizeof *k);
+    return ti_core_chunk(sizeof *k);
 }
 
 void tide_keycache_check(tide_keycache *k)
@@ -321,13 +322,13 @@ void tide_keycache_check(tide_keycache *k)
     uint64_t last = 0;
 
     pthread_mutex_lock(&k->core.mu);
-    for (tc_entry *x = k->lru.head; x; x = x->next, nl++) {
-        TIDE_ASSERT(tc_find(&k->core.t, x->hash, ((kentry *)x)->key) == x);    /* 2 */
+    for (ti_core_entry *x = k->lru.head; x; x = x->next, nl++) {
+        TIDE_ASSERT(ti_core_find(&k->core.t, x->hash, ((kentry *)x)->key) == x);    /* 2 */
         TIDE_ASSERT(x->atime_us >= last);                                  /* 3 */
         last = x->atime_us;
     }
     for (size_t i = 0; i < k->core.t.nslots; i++)
-        for (tc_entry *x = k->core.t.slots[i]; x; x = x->hnext) n++;
+        for (ti_core_entry *x = k->core.t.slots[i]; x; x = x->hnext) n++;
     TIDE_ASSERT(nl == k->lru.n && n == k->core.t.count && n == nl);             /* 2 */
     TIDE_ASSERT(k->core.bytes == base_cost(k) + n * k->entry_bytes);            /* 1 */
     TIDE_ASSERT(k->core.hard_limit == 0 || k->core.bytes <= k->core.hard_limit);          /* 4 */

@@ -137,7 +137,7 @@ static void *sampler_main(void *arg)
     sampler *sm = arg;
     while (!atomic_load(&sm->stop)) {
         sample_once(sm);
-        tide_sleep_us(SAMPLE_US);
+        tide_clock_sleep_us(SAMPLE_US);
     }
     sample_once(sm);
     return NULL;

@@ -60,7 +60,7 @@
 #include <time.h>
 
 #include "mem/account.h"
-#include "store/store_impl.h"   /* tide_store_walk */
+#include "store/store_impl.h"   /* ti_store_walk */
 #include "mem/alloc.h"
 #include "mem/proc.h"
 #include "util/size.h"   /* tide_size_parse */
@@ -196,7 +196,7 @@ static void *count_main(void *arg)
 {
     tide_node *n = arg;
     key_count kc = { n, 0 };
-    int rc = tide_store_walk(n->dir, n->opts.io, count_record, NULL, &kc, NULL);
+    int rc = ti_store_walk(n->dir, n->opts.io, count_record, NULL, &kc, NULL);
 
     if (rc == 0 || rc == 2) {
         atomic_store(&n->keys_at_open, kc.records);

@@ -473,7 +473,7 @@ static void *open_thread(void *arg)
     const char *delay = getenv("TIDE_TEST_OPEN_DELAY_MS");
     if (delay && *delay) {
         long ms = strtol(delay, NULL, 10);
-        if (ms > 0 && ms <= 600000) tide_sleep_us((uint64_t)ms * 1000);
+        if (ms > 0 && ms <= 600000) tide_clock_sleep_us((uint64_t)ms * 1000);
     }
     tide_startup_node_opts(j->cfg, &o);
     o.create_if_missing = 1;

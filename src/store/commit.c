@@ -36,7 +36,7 @@
  *      log remains for recovery. A failure to empty the log after both
  *      syncs is not rolled back (*applied is set): the batch is in the files,
  *      and it is acknowledged only once the log is empty (the commit thread
- *      retries tide_commit_clean_log); a crash before that undoes it.
+ *      retries ti_commit_clean_log); a crash before that undoes it.
  *
  * Never: overwrite a bucket before its pre-image is synced; rewrite a
  *   spill record (they are immutable; a split leaves the old chain as waste).
@@ -69,7 +69,7 @@ typedef struct wbuf {
 
 typedef struct commit {
     tide_store *s;
-    tide_pool *batch;
+    ti_pool *batch;
     uint64_t B0, B1, dat0, dat_end;
     placed *items;               /* the batch's entries, by (bucket, hash) */
     uint64_t *touched;           /* changed old buckets, ascending */
@@ -167,7 +167,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
  * buckets that are themselves new in this commit. */
 static uint64_t split_root(uint64_t i, uint64_t B0)
 {
-    while (i >= B0) i -= tide_fmt_ceil_pow2(i + 1) / 2;
+    while (i >= B0) i -= ti_fmt_ceil_pow2(i + 1) / 2;
     return i;
 }
 
@@ -188,9 +188,9 @@ static int plan(commit *c)
     c->items = tide_big_alloc((n ? n : 1) * sizeof *c->items);
     if (c->items == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory for %llu entries",
                                               (unsigned long long)n);
-    for (tide_pool_item *it = c->batch->first; it; it = it->after, k++) {
+    for (ti_pool_item *it = c->batch->first; it; it = it->after, k++) {
         it->offset = off;
-        c->items[k].bucket = tide_fmt_bucket_index(it->hash, c->B1);
+        c->items[k].bucket = ti_fmt_bucket_index(it->hash, c->B1);
         c->items[k].e.offset = off;
         c->items[k].e.size = it->len;
         c->items[k].e.hash = it->hash;
@@ -239,7 +239,7 @@ static int read_preimages(commit *c)
     uint8_t *run = NULL;
     int rc = 0;
 
-    for (size_t t = 0; t < c->ntouched; t++) cap += 8 + tide_fmt_bucket_bytes(s->capacity);
+    for (size_t t = 0; t < c->ntouched; t++) cap += 8 + ti_fmt_bucket_bytes(s->capacity);
     c->log = tide_big_alloc(cap);
     c->log_cap = cap;
     run = tide_big_alloc(run_max * bs);
@@ -252,16 +252,16 @@ static int read_preimages(commit *c)
         if (rc) goto out;
         for (size_t k = 0; k < n; k++) {
             const uint8_t *b = run + k * bs;
-            unsigned count = tide_fmt_bucket_count(b);
+            unsigned count = ti_fmt_bucket_count(b);
             if (count > s->capacity) {
                 rc = tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu: count %u exceeds capacity %u",
                                   s->key_path, (unsigned long long)c->touched[i + k], count, s->capacity);
                 goto out;
             }
-            tide_put64(c->log + c->log_len, c->touched[i + k]);
+            ti_put64(c->log + c->log_len, c->touched[i + k]);
             c->pre[i + k] = c->log_len + 8;
-            memcpy(c->log + c->log_len + 8, b, tide_fmt_bucket_bytes(count));
-            c->log_len += 8 + tide_fmt_bucket_bytes(count);
+            memcpy(c->log + c->log_len + 8, b, ti_fmt_bucket_bytes(count));
+            c->log_len += 8 + ti_fmt_bucket_bytes(count);
         }
         i += n;
     }
@@ -285,7 +285,7 @@ static int write_log(commit *c)
     lh.block_size = s->kh.block_size;
     lh.key_file_size = (c->B0 + 1) * s->block_size;
     lh.dat_file_size = c->dat0;
-    tide_fmt_encode_log_header(c->log, &lh);
+    ti_fmt_encode_log_header(c->log, &lh);
     rc = s->io->write_at(s->log, c->log, c->log_len, 0);
     if (rc) return rc;
     counted_write(s, c->log_len);
@@ -298,8 +298,8 @@ static int write_records(commit *c)
     uint8_t hdr[TIDE_DAT_RECORD_HEADER];
     int rc = 0;
 
-    for (tide_pool_item *it = c->batch->first; it; it = it->after) {
-        tide_put48(hdr, it->len);
+    for (ti_pool_item *it = c->batch->first; it; it = it->after) {
+        ti_put48(hdr, it->len);
         if ((rc = wbuf_put(&c->dat, it->offset, hdr, sizeof hdr)) != 0) break;
         if ((rc = wbuf_put(&c->dat, it->offset + sizeof hdr, it->data, s->key_size + (size_t)it->len)) != 0) break;
     }
@@ -326,7 +326,7 @@ static int push_moved(commit *c, uint64_t bucket, const tide_entry *e)
 /* Entries of a split source: keep those that stay, move the rest. */
 static int redistribute(commit *c, uint64_t j, const tide_entry *e, size_t *n)
 {
-    uint64_t to = tide_fmt_bucket_index(e->hash, c->B1);
+    uint64_t to = ti_fmt_bucket_index(e->hash, c->B1);
     if (to == j) {
         int rc = push_vec(c, *n, e);
         if (rc == 0) (*n)++;
@@ -341,21 +341,21 @@ static int redistribute(commit *c, uint64_t j, const tide_entry *e, size_t *n)
 static int emit_bucket(commit *c, uint64_t j, size_t n, uint64_t spill)
 {
     tide_store *s = c->s;
-    size_t full = tide_fmt_bucket_bytes(s->capacity);
+    size_t full = ti_fmt_bucket_bytes(s->capacity);
     size_t at = 0;
     int rc;
 
     while (n - at > s->capacity) {
         uint64_t rec = c->dat.base + c->dat.len;
-        tide_put48(c->block, 0);
-        tide_put16(c->block + 6, full);
-        tide_fmt_encode_bucket(c->block + TIDE_SPILL_HEADER, full, c->vec + at, s->capacity, spill);
+        ti_put48(c->block, 0);
+        ti_put16(c->block + 6, full);
+        ti_fmt_encode_bucket(c->block + TIDE_SPILL_HEADER, full, c->vec + at, s->capacity, spill);
         if ((rc = wbuf_put(&c->dat, rec, c->block, TIDE_SPILL_HEADER + full)) != 0) return rc;
         spill = rec + TIDE_SPILL_HEADER;
         at += s->capacity;
     }
     /* vec is NULL when no entry ever reached a bucket (an empty split). */
-    tide_fmt_encode_bucket(c->block, s->block_size, n > at ? c->vec + at : NULL,
+    ti_fmt_encode_bucket(c->block, s->block_size, n > at ? c->vec + at : NULL,
                            (unsigned)(n - at), spill);
     return wbuf_put(&c->key, (j + 1) * (uint64_t)s->block_size, c->block, s->block_size);
 }
@@ -388,27 +388,27 @@ static int take_batch(commit *c, uint64_t j, size_t *bi, size_t *n, int merge)
 static int write_buckets(commit *c)
 {
     tide_store *s = c->s;
-    size_t full = tide_fmt_bucket_bytes(s->capacity);
+    size_t full = ti_fmt_bucket_bytes(s->capacity);
     size_t bi = 0, mi = 0;
     int rc = 0;
 
     for (size_t t = 0; t < c->ntouched; t++) {
         uint64_t j = c->touched[t];
         const uint8_t *pre = c->log + c->pre[t];
-        unsigned count = tide_fmt_bucket_count(pre);
-        uint64_t spill = tide_fmt_bucket_spill(pre);
+        unsigned count = ti_fmt_bucket_count(pre);
+        uint64_t spill = ti_fmt_bucket_spill(pre);
         size_t n = 0;
 
         while (bi < c->batch->count && c->items[bi].bucket < j) bi++;  /* (new buckets come later) */
         if (!c->split[t]) {
             if ((rc = grow((void **)&c->vec, &c->vec_cap, count + 1, sizeof *c->vec)) != 0) return rc;
-            for (unsigned k = 0; k < count; k++) tide_fmt_bucket_entry(pre, k, &c->vec[k]);
+            for (unsigned k = 0; k < count; k++) ti_fmt_bucket_entry(pre, k, &c->vec[k]);
             n = count;
             if ((rc = take_batch(c, j, &bi, &n, 1)) != 0) return rc;
         } else {
             tide_entry e;
             for (unsigned k = 0; k < count; k++) {
-                tide_fmt_bucket_entry(pre, k, &e);
+                ti_fmt_bucket_entry(pre, k, &e);
                 if ((rc = redistribute(c, j, &e, &n)) != 0) return rc;
             }
             for (uint64_t hops = 0; spill != 0; hops++) {
@@ -418,16 +418,16 @@ static int write_buckets(commit *c)
                                         "outside the data file or loops", s->key_path,
                                         (unsigned long long)j, (unsigned long long)spill);
                 if ((rc = s->io->read_at(s->dat, c->block, full, spill)) != 0) return rc;
-                unsigned sc = tide_fmt_bucket_count(c->block);
+                unsigned sc = ti_fmt_bucket_count(c->block);
                 if (sc > s->capacity)
                     return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill count %u exceeds "
                                         "capacity %u", s->dat_path, (unsigned long long)spill,
                                         sc, s->capacity);
                 for (unsigned k = 0; k < sc; k++) {
-                    tide_fmt_bucket_entry(c->block, k, &e);
+                    ti_fmt_bucket_entry(c->block, k, &e);
                     if ((rc = redistribute(c, j, &e, &n)) != 0) return rc;
                 }
-                spill = tide_fmt_bucket_spill(c->block);
+                spill = ti_fmt_bucket_spill(c->block);
             }
             if ((rc = take_batch(c, j, &bi, &n, 0)) != 0) return rc;
             if ((rc = tide_big_sort(c->vec, n, sizeof *c->vec, cmp_entry)) != 0) return rc;
@@ -463,7 +463,7 @@ static int rollback(commit *c)
     for (size_t t = 0; t < c->ntouched && rc == 0; t++) {
         const uint8_t *pre = c->log + c->pre[t];
         memset(c->block, 0, s->block_size);
-        memcpy(c->block, pre, tide_fmt_bucket_bytes(tide_fmt_bucket_count(pre)));
+        memcpy(c->block, pre, ti_fmt_bucket_bytes(ti_fmt_bucket_count(pre)));
         rc = s->io->write_at(s->key, c->block, s->block_size, (c->touched[t] + 1) * (uint64_t)s->block_size);
     }
     if (rc == 0) rc = s->io->truncate(s->key, (c->B0 + 1) * (uint64_t)s->block_size);
@@ -475,14 +475,14 @@ static int rollback(commit *c)
     return rc;
 }
 
-int tide_commit_clean_log(tide_store *s)
+int ti_commit_clean_log(tide_store *s)
 {
     int rc = s->io->truncate(s->log, 0);
     if (rc == 0) rc = synced(s, s->log);
     return rc;
 }
 
-int tide_commit_batch(tide_store *s, tide_pool *batch, int *applied)
+int ti_commit_batch(tide_store *s, ti_pool *batch, int *applied)
 {
     commit c;
     int rc, locked = 0, logged = 0;
@@ -530,7 +530,7 @@ int tide_commit_batch(tide_store *s, tide_pool *batch, int *applied)
     *applied = 1;
     logged = 0;
     s->split_credit = (s->split_credit + batch->count * 65536) % s->split_units;
-    rc = tide_commit_clean_log(s);
+    rc = ti_commit_clean_log(s);
 out:
     if (rc && logged) {
         int rb;

@@ -31,10 +31,10 @@ static void encode_common(uint8_t *out, const char type[8], uint16_t version,
                           uint64_t uid, uint64_t appnum, uint16_t key_size)
 {
     memcpy(out, type, 8);
-    tide_put16(out + 8, version);
-    tide_put64(out + 10, uid);
-    tide_put64(out + 18, appnum);
-    tide_put16(out + 26, key_size);
+    ti_put16(out + 8, version);
+    ti_put64(out + 10, uid);
+    ti_put64(out + 18, appnum);
+    ti_put16(out + 26, key_size);
 }
 
 static int decode_common(const uint8_t *in, const char type[8], const char *name,
@@ -44,55 +44,55 @@ static int decode_common(const uint8_t *in, const char type[8], const char *name
     if (memcmp(in, type, 8) != 0)
         return tide_err_set(TIDE_ENOTSTORE, "%s: offset 0: type is not '%.8s' (not a NuDB file)",
                             name, type);
-    *version = (uint16_t)tide_get16(in + 8);
+    *version = (uint16_t)ti_get16(in + 8);
     if (*version != TIDE_FMT_VERSION)
         return tide_err_set(TIDE_EVERSION, "%s: offset 8: version %u is not supported (only %d)",
                             name, *version, TIDE_FMT_VERSION);
-    *uid = tide_get64(in + 10);
-    *appnum = tide_get64(in + 18);
-    *key_size = (uint16_t)tide_get16(in + 26);
+    *uid = ti_get64(in + 10);
+    *appnum = ti_get64(in + 18);
+    *key_size = (uint16_t)ti_get16(in + 26);
     if (*key_size == 0)
         return tide_err_set(TIDE_ECORRUPT, "%s: offset 26: key size 0", name);
     return 0;
 }
 
-void tide_fmt_encode_dat_header(uint8_t out[TIDE_DAT_HEADER_SIZE], const tide_dat_header *h)
+void ti_fmt_encode_dat_header(uint8_t out[TIDE_DAT_HEADER_SIZE], const tide_dat_header *h)
 {
     memset(out, 0, TIDE_DAT_HEADER_SIZE);
     encode_common(out, dat_type, h->version, h->uid, h->appnum, h->key_size);
 }
 
-int tide_fmt_decode_dat_header(const uint8_t in[TIDE_DAT_HEADER_SIZE], tide_dat_header *h,
+int ti_fmt_decode_dat_header(const uint8_t in[TIDE_DAT_HEADER_SIZE], tide_dat_header *h,
                                const char *name)
 {
     return decode_common(in, dat_type, name, &h->version, &h->uid, &h->appnum, &h->key_size);
 }
 
-void tide_fmt_encode_key_header(uint8_t out[TIDE_KEY_HEADER_SIZE], const tide_key_header *h)
+void ti_fmt_encode_key_header(uint8_t out[TIDE_KEY_HEADER_SIZE], const tide_key_header *h)
 {
     memset(out, 0, TIDE_KEY_HEADER_SIZE);
     encode_common(out, key_type, h->version, h->uid, h->appnum, h->key_size);
-    tide_put64(out + 28, h->salt);
-    tide_put64(out + 36, h->pepper);
-    tide_put16(out + 44, h->block_size);
-    tide_put16(out + 46, h->load_factor);
+    ti_put64(out + 28, h->salt);
+    ti_put64(out + 36, h->pepper);
+    ti_put16(out + 44, h->block_size);
+    ti_put16(out + 46, h->load_factor);
 }
 
-int tide_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_header *h,
+int ti_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_header *h,
                                const char *name)
 {
     int rc = decode_common(in, key_type, name, &h->version, &h->uid, &h->appnum, &h->key_size);
     if (rc) return rc;
-    h->salt = tide_get64(in + 28);
-    h->pepper = tide_get64(in + 36);
-    h->block_size = (uint16_t)tide_get16(in + 44);
-    h->load_factor = (uint16_t)tide_get16(in + 46);
+    h->salt = ti_get64(in + 28);
+    h->pepper = ti_get64(in + 36);
+    h->block_size = (uint16_t)ti_get16(in + 44);
+    h->load_factor = (uint16_t)ti_get16(in + 46);
     if (h->block_size < TIDE_KEY_HEADER_SIZE)
         return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u is below %d",
                             name, h->block_size, TIDE_KEY_HEADER_SIZE);
     if (h->load_factor == 0)
         return tide_err_set(TIDE_ECORRUPT, "%s: offset 46: load factor 0", name);
-    if (h->pepper != tide_fmt_pepper(h->salt))
+    if (h->pepper != ti_fmt_pepper(h->salt))
         return tide_err_set(TIDE_EHASH,
                             "%s: offset 36: pepper %016llx does not match XXH64 of salt %016llx "
                             "(written with another hash function)",
@@ -100,66 +100,66 @@ int tide_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_
     return 0;
 }
 
-void tide_fmt_encode_log_header(uint8_t out[TIDE_LOG_HEADER_SIZE], const tide_log_header *h)
+void ti_fmt_encode_log_header(uint8_t out[TIDE_LOG_HEADER_SIZE], const tide_log_header *h)
 {
     memset(out, 0, TIDE_LOG_HEADER_SIZE);
     encode_common(out, log_type, h->version, h->uid, h->appnum, h->key_size);
-    tide_put64(out + 28, h->salt);
-    tide_put64(out + 36, h->pepper);
-    tide_put16(out + 44, h->block_size);
-    tide_put64(out + 46, h->key_file_size);
-    tide_put64(out + 54, h->dat_file_size);
+    ti_put64(out + 28, h->salt);
+    ti_put64(out + 36, h->pepper);
+    ti_put16(out + 44, h->block_size);
+    ti_put64(out + 46, h->key_file_size);
+    ti_put64(out + 54, h->dat_file_size);
 }
 
-int tide_fmt_decode_log_header(const uint8_t in[TIDE_LOG_HEADER_SIZE], tide_log_header *h,
+int ti_fmt_decode_log_header(const uint8_t in[TIDE_LOG_HEADER_SIZE], tide_log_header *h,
                                const char *name)
 {
     int rc = decode_common(in, log_type, name, &h->version, &h->uid, &h->appnum, &h->key_size);
     if (rc) return rc;
-    h->salt = tide_get64(in + 28);
-    h->pepper = tide_get64(in + 36);
-    h->block_size = (uint16_t)tide_get16(in + 44);
-    h->key_file_size = tide_get64(in + 46);
-    h->dat_file_size = tide_get64(in + 54);
+    h->salt = ti_get64(in + 28);
+    h->pepper = ti_get64(in + 36);
+    h->block_size = (uint16_t)ti_get16(in + 44);
+    h->key_file_size = ti_get64(in + 46);
+    h->dat_file_size = ti_get64(in + 54);
     if (h->block_size < TIDE_KEY_HEADER_SIZE)
         return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u is below %d",
                             name, h->block_size, TIDE_KEY_HEADER_SIZE);
     return 0;
 }
 
-uint64_t tide_fmt_hash64(const void *key, size_t key_size, uint64_t salt)
+uint64_t ti_fmt_hash64(const void *key, size_t key_size, uint64_t salt)
 {
     return XXH64(key, key_size, salt);
 }
 
-uint64_t tide_fmt_pepper(uint64_t salt)
+uint64_t ti_fmt_pepper(uint64_t salt)
 {
     uint8_t le[8];
     for (int i = 0; i < 8; i++) le[i] = (uint8_t)(salt >> (8 * i));
     return XXH64(le, sizeof le, salt);
 }
 
-size_t tide_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *e,
+size_t ti_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *e,
                               unsigned count, uint64_t spill)
 {
-    size_t used = tide_fmt_bucket_bytes(count);
-    tide_put16(out, count);
-    tide_put48(out + 2, spill);
+    size_t used = ti_fmt_bucket_bytes(count);
+    ti_put16(out, count);
+    ti_put48(out + 2, spill);
     for (unsigned i = 0; i < count; i++) {
         uint8_t *p = out + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i;
-        tide_put48(p, e[i].offset);
-        tide_put48(p + 6, e[i].size);
-        tide_put48(p + 12, e[i].hash);
+        ti_put48(p, e[i].offset);
+        ti_put48(p + 6, e[i].size);
+        ti_put48(p + 12, e[i].hash);
     }
     if (cap_bytes > used) memset(out + used, 0, cap_bytes - used);
     return used;
 }
 
-int tide_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size,
+int ti_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size,
                           unsigned key_size, const char *where)
 {
-    unsigned count = tide_fmt_bucket_count(b);
-    uint64_t spill = tide_fmt_bucket_spill(b);
+    unsigned count = ti_fmt_bucket_count(b);
+    uint64_t spill = ti_fmt_bucket_spill(b);
     uint64_t prev = 0;
 
     if (count > capacity)
@@ -170,7 +170,7 @@ int tide_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size
                             where, (unsigned long long)spill, (unsigned long long)dat_size);
     for (unsigned i = 0; i < count; i++) {
         tide_entry e;
-        tide_fmt_bucket_entry(b, i, &e);
+        ti_fmt_bucket_entry(b, i, &e);
         if (e.hash < prev)
             return tide_err_set(TIDE_ECORRUPT, "%s: entry %u is out of hash order", where, i);
         prev = e.hash;
@@ -184,13 +184,13 @@ int tide_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size
     return 0;
 }
 
-unsigned tide_fmt_bucket_lower_bound(const uint8_t *b, unsigned count, uint64_t h)
+unsigned ti_fmt_bucket_lower_bound(const uint8_t *b, unsigned count, uint64_t h)
 {
     unsigned lo = 0, hi = count;
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
         const uint8_t *p = b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * mid + 12;
-        if (tide_get48(p) < h) lo = mid + 1;
+        if (ti_get48(p) < h) lo = mid + 1;
         else hi = mid;
     }
     return lo;

@@ -22,23 +22,23 @@
 #define TIDE_SPILL_HEADER       8   /* u48 0 + u16 n */
 
 /* ---- big-endian fields ---- */
-static inline void tide_put16(uint8_t *p, uint64_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static inline void tide_put48(uint8_t *p, uint64_t v)
+static inline void ti_put16(uint8_t *p, uint64_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void ti_put48(uint8_t *p, uint64_t v)
 {
     for (int i = 5; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
 }
-static inline void tide_put64(uint8_t *p, uint64_t v)
+static inline void ti_put64(uint8_t *p, uint64_t v)
 {
     for (int i = 7; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
 }
-static inline uint64_t tide_get16(const uint8_t *p) { return ((uint64_t)p[0] << 8) | p[1]; }
-static inline uint64_t tide_get48(const uint8_t *p)
+static inline uint64_t ti_get16(const uint8_t *p) { return ((uint64_t)p[0] << 8) | p[1]; }
+static inline uint64_t ti_get48(const uint8_t *p)
 {
     uint64_t v = 0;
     for (int i = 0; i < 6; i++) v = (v << 8) | p[i];
     return v;
 }
-static inline uint64_t tide_get64(const uint8_t *p)
+static inline uint64_t ti_get64(const uint8_t *p)
 {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
@@ -72,59 +72,59 @@ typedef struct tide_log_header {
 } tide_log_header;
 
 /* Encoders write exactly the header size (reserved bytes zeroed). */
-void tide_fmt_encode_dat_header(uint8_t out[TIDE_DAT_HEADER_SIZE], const tide_dat_header *h);
-void tide_fmt_encode_key_header(uint8_t out[TIDE_KEY_HEADER_SIZE], const tide_key_header *h);
-void tide_fmt_encode_log_header(uint8_t out[TIDE_LOG_HEADER_SIZE], const tide_log_header *h);
+void ti_fmt_encode_dat_header(uint8_t out[TIDE_DAT_HEADER_SIZE], const tide_dat_header *h);
+void ti_fmt_encode_key_header(uint8_t out[TIDE_KEY_HEADER_SIZE], const tide_key_header *h);
+void ti_fmt_encode_log_header(uint8_t out[TIDE_LOG_HEADER_SIZE], const tide_log_header *h);
 
 /* Decoders check the type string and version and fill *h. They return 0,
  * TIDE_ENOTSTORE (wrong type), TIDE_EVERSION, or TIDE_ECORRUPT (a field out
  * of range: key_size 0, block_size < 104, ...) with tide_last_error() naming
  * `name` (the file's name for messages) and the field's offset. */
-int tide_fmt_decode_dat_header(const uint8_t in[TIDE_DAT_HEADER_SIZE], tide_dat_header *h, const char *name);
-int tide_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_header *h, const char *name);
-int tide_fmt_decode_log_header(const uint8_t in[TIDE_LOG_HEADER_SIZE], tide_log_header *h, const char *name);
+int ti_fmt_decode_dat_header(const uint8_t in[TIDE_DAT_HEADER_SIZE], tide_dat_header *h, const char *name);
+int ti_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_header *h, const char *name);
+int ti_fmt_decode_log_header(const uint8_t in[TIDE_LOG_HEADER_SIZE], tide_log_header *h, const char *name);
 
 /* ---- hashing ---- */
 
 /* XXH64(key, key_size, seed = salt). */
-uint64_t tide_fmt_hash64(const void *key, size_t key_size, uint64_t salt);
+uint64_t ti_fmt_hash64(const void *key, size_t key_size, uint64_t salt);
 /* The 48-bit hash stored in buckets: hash64 >> 16. */
-static inline uint64_t tide_fmt_hash48(const void *key, size_t key_size, uint64_t salt)
+static inline uint64_t ti_fmt_hash48(const void *key, size_t key_size, uint64_t salt)
 {
-    return tide_fmt_hash64(key, key_size, salt) >> 16;
+    return ti_fmt_hash64(key, key_size, salt) >> 16;
 }
 /* XXH64 of the salt as 8 little-endian bytes, seeded with the salt. */
-uint64_t tide_fmt_pepper(uint64_t salt);
+uint64_t ti_fmt_pepper(uint64_t salt);
 
 /* ---- buckets ---- */
 
 /* Entries per bucket of `block_size` bytes: (block_size - 8) / 18. */
-static inline unsigned tide_fmt_capacity(unsigned block_size)
+static inline unsigned ti_fmt_capacity(unsigned block_size)
 {
     return block_size < 8 + TIDE_ENTRY_SIZE ? 0 : (block_size - 8) / TIDE_ENTRY_SIZE;
 }
 /* Bytes a bucket of `count` entries occupies in a spill or log record. */
-static inline size_t tide_fmt_bucket_bytes(unsigned count)
+static inline size_t ti_fmt_bucket_bytes(unsigned count)
 {
     return TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * count;
 }
 /* Smallest power of two >= x (x >= 1). */
-static inline uint64_t tide_fmt_ceil_pow2(uint64_t x)
+static inline uint64_t ti_fmt_ceil_pow2(uint64_t x)
 {
     uint64_t p = 1;
     while (p < x) p <<= 1;
     return p;
 }
 /* The bucket of a 48-bit hash in a table of `buckets` (>= 1) buckets. */
-static inline uint64_t tide_fmt_bucket_index(uint64_t h48, uint64_t buckets)
+static inline uint64_t ti_fmt_bucket_index(uint64_t h48, uint64_t buckets)
 {
-    uint64_t modulus = tide_fmt_ceil_pow2(buckets);
+    uint64_t modulus = ti_fmt_ceil_pow2(buckets);
     uint64_t n = h48 % modulus;
     if (n >= buckets) n -= modulus / 2;
     return n;
 }
 /* The load factor field for a fraction: min(65536 * lf, 65535). */
-static inline uint16_t tide_fmt_load_factor_raw(double lf)
+static inline uint16_t ti_fmt_load_factor_raw(double lf)
 {
     double v = 65536.0 * lf;
     return v >= 65535.0 ? 65535 : (v <= 0 ? 0 : (uint16_t)v);
@@ -137,20 +137,20 @@ typedef struct tide_entry {
 } tide_entry;
 
 /* Bucket accessors over a buffer of at least 8 + 18 * count bytes. */
-static inline unsigned tide_fmt_bucket_count(const uint8_t *b) { return (unsigned)tide_get16(b); }
-static inline uint64_t tide_fmt_bucket_spill(const uint8_t *b) { return tide_get48(b + 2); }
-static inline void tide_fmt_bucket_entry(const uint8_t *b, unsigned i, tide_entry *e)
+static inline unsigned ti_fmt_bucket_count(const uint8_t *b) { return (unsigned)ti_get16(b); }
+static inline uint64_t ti_fmt_bucket_spill(const uint8_t *b) { return ti_get48(b + 2); }
+static inline void ti_fmt_bucket_entry(const uint8_t *b, unsigned i, tide_entry *e)
 {
     const uint8_t *p = b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i;
-    e->offset = tide_get48(p);
-    e->size = tide_get48(p + 6);
-    e->hash = tide_get48(p + 12);
+    e->offset = ti_get48(p);
+    e->size = ti_get48(p + 6);
+    e->hash = ti_get48(p + 12);
 }
 
 /* Encode `count` entries (already sorted by hash) and the spill pointer
  * into `out`, which has room for `cap_bytes`; zero-fills the rest of
  * `cap_bytes`. Returns the meaningful size, 8 + 18 * count. */
-size_t tide_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *e,
+size_t ti_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *e,
                               unsigned count, uint64_t spill);
 
 /*
@@ -158,10 +158,10 @@ size_t tide_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *
  * offset and size inside [92, dat_size), spill pointer 0 or inside the data
  * file. Returns 0 or TIDE_ECORRUPT with a message naming `where`.
  */
-int tide_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size,
+int ti_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size,
                           unsigned key_size, const char *where);
 
 /* Index of the first entry with hash >= h in a bucket image (binary search). */
-unsigned tide_fmt_bucket_lower_bound(const uint8_t *b, unsigned count, uint64_t h);
+unsigned ti_fmt_bucket_lower_bound(const uint8_t *b, unsigned count, uint64_t h);
 
 #endif

@@ -37,7 +37,7 @@ static int list_holders(tide_io *io, const char *dir, tide_io_holder *out, size_
     *count = 0;
     if (io->holders == NULL) return 0;
     for (int i = 0; i < 3; i++)
-        if ((paths[i] = tide_path_join(dir, file_names[i])) == NULL)
+        if ((paths[i] = ti_path_join(dir, file_names[i])) == NULL)
             rc = tide_err_set(TIDE_ENOMEM, "holders: out of memory");
     if (rc == 0) rc = io->holders(io, (const char *const *)paths, 3, out, cap, count);
     for (int i = 0; i < 3; i++) free(paths[i]);
@@ -67,7 +67,7 @@ int tide_store_holders(const char *dir, tide_io *io, tide_store_holder *out, siz
     return 0;
 }
 
-int tide_store_refuse_holders(tide_io *io, const char *dir, const char *doing)
+int ti_store_refuse_holders(tide_io *io, const char *dir, const char *doing)
 {
     tide_io_holder h[1];
     size_t n = 0;

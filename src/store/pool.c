@@ -25,12 +25,12 @@
 #define CHUNK_MIN (64u << 10)
 #define CHUNK_MAX (1u << 20)
 
-struct tide_pool_chunk {
-    tide_pool_chunk *next;
+struct ti_pool_chunk {
+    ti_pool_chunk *next;
     size_t size;          /* mapped bytes, including this header */
 };
 
-void tide_pool_init(tide_pool *p, unsigned key_size, size_t burst_bytes)
+void ti_pool_init(ti_pool *p, unsigned key_size, size_t burst_bytes)
 {
     size_t chunk = burst_bytes / 8;
     memset(p, 0, sizeof *p);
@@ -38,13 +38,13 @@ void tide_pool_init(tide_pool *p, unsigned key_size, size_t burst_bytes)
     p->chunk_size = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
 }
 
-void tide_pool_reset(tide_pool *p)
+void ti_pool_reset(ti_pool *p)
 {
     unsigned key_size = p->key_size;
     size_t chunk_size = p->chunk_size;
-    tide_pool_chunk *c = p->chunks;
+    ti_pool_chunk *c = p->chunks;
     while (c) {
-        tide_pool_chunk *next = c->next;
+        ti_pool_chunk *next = c->next;
         munmap(c, c->size);
         c = next;
     }
@@ -54,21 +54,21 @@ void tide_pool_reset(tide_pool *p)
     p->chunk_size = chunk_size;
 }
 
-tide_pool_item *tide_pool_find(const tide_pool *p, uint64_t hash, const void *key)
+ti_pool_item *ti_pool_find(const ti_pool *p, uint64_t hash, const void *key)
 {
     if (p->table == NULL) return NULL;
-    for (tide_pool_item *it = p->table[hash & p->mask]; it; it = it->next)
+    for (ti_pool_item *it = p->table[hash & p->mask]; it; it = it->next)
         if (it->hash == hash && memcmp(it->data, key, p->key_size) == 0) return it;
     return NULL;
 }
 
-static int grow_table(tide_pool *p)
+static int grow_table(ti_pool *p)
 {
     uint64_t slots = p->table ? (p->mask + 1) * 2 : 1024;
-    tide_pool_item **t = tide_big_alloc(slots * sizeof *t);
+    ti_pool_item **t = tide_big_alloc(slots * sizeof *t);
     if (t == NULL) return tide_err_set(TIDE_ENOMEM, "insert pool: cannot grow the table to %llu slots",
                                        (unsigned long long)slots);
-    for (tide_pool_item *it = p->first; it; it = it->after) {
+    for (ti_pool_item *it = p->first; it; it = it->after) {
         uint64_t i = it->hash & (slots - 1);
         it->next = t[i];
         t[i] = it;
@@ -85,14 +85,14 @@ static int grow_table(tide_pool *p)
     return 0;
 }
 
-static void *arena_alloc(tide_pool *p, size_t n)
+static void *arena_alloc(ti_pool *p, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     if (n > p->bump_left) {
         size_t size = n + 64 > p->chunk_size ? ((n + 64 + 4095) & ~(size_t)4095) : p->chunk_size;
         void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) return NULL;
-        tide_pool_chunk *c = m;
+        ti_pool_chunk *c = m;
         c->size = size;
         c->next = p->chunks;
         p->chunks = c;
@@ -107,9 +107,9 @@ static void *arena_alloc(tide_pool *p, size_t n)
     return r;
 }
 
-int tide_pool_add(tide_pool *p, uint64_t hash, const void *key, const void *value, uint32_t len)
+int ti_pool_add(ti_pool *p, uint64_t hash, const void *key, const void *value, uint32_t len)
 {
-    tide_pool_item *it;
+    ti_pool_item *it;
     int rc;
 
     if (p->table == NULL || p->count >= p->mask + 1) {

@@ -15,20 +15,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct tide_pool_item {
-    struct tide_pool_item *next;    /* hash chain */
-    struct tide_pool_item *after;   /* insertion order */
+typedef struct ti_pool_item {
+    struct ti_pool_item *next;    /* hash chain */
+    struct ti_pool_item *after;   /* insertion order */
     uint64_t hash;                  /* 48-bit store hash */
     uint64_t offset;                /* in nudb.dat, assigned by the commit */
     uint32_t len;                   /* value bytes */
     uint8_t  data[];                /* key_size key bytes, then the value */
-} tide_pool_item;
+} ti_pool_item;
 
-typedef struct tide_pool_chunk tide_pool_chunk;
+typedef struct ti_pool_chunk ti_pool_chunk;
 
-typedef struct tide_pool {
+typedef struct ti_pool {
     unsigned key_size;
-    tide_pool_item **table;         /* power-of-two slots, chained */
+    ti_pool_item **table;         /* power-of-two slots, chained */
     uint64_t mask;
     uint64_t count;                 /* items */
     uint64_t record_bytes;          /* their size as nudb.dat records */
@@ -36,26 +36,26 @@ typedef struct tide_pool {
     uint64_t used;                  /* of which items and table: what the
                                        burst bound counts */
     size_t   chunk_size;            /* mapping size, 64 KiB .. 1 MiB */
-    tide_pool_item *first, *last;   /* insertion order */
-    tide_pool_chunk *chunks;
+    ti_pool_item *first, *last;   /* insertion order */
+    ti_pool_chunk *chunks;
     uint8_t *bump;                  /* free space in the newest chunk */
     size_t   bump_left;
-} tide_pool;
+} ti_pool;
 
 /* Initialise an empty pool; allocates nothing until the first add. Chunks
  * are an eighth of `burst_bytes`, from 64 KiB to 1 MiB, so a small pool
  * does not map more than it may hold. */
-void tide_pool_init(tide_pool *p, unsigned key_size, size_t burst_bytes);
+void ti_pool_init(ti_pool *p, unsigned key_size, size_t burst_bytes);
 
 /* Free every item and chunk; the pool is empty and reusable. */
-void tide_pool_reset(tide_pool *p);
+void ti_pool_reset(ti_pool *p);
 
 /* The item with this key (and hash), or NULL. Cost: one chain walk. */
-tide_pool_item *tide_pool_find(const tide_pool *p, uint64_t hash, const void *key);
+ti_pool_item *ti_pool_find(const ti_pool *p, uint64_t hash, const void *key);
 
 /* Copy key and value into the pool. The caller has checked the key is new.
  * TIDE_ENOMEM when a chunk or the table cannot grow (the pool is unchanged).
  * Cost: a copy of the value; sometimes a new chunk (mmap) or a doubled table. */
-int tide_pool_add(tide_pool *p, uint64_t hash, const void *key, const void *value, uint32_t len);
+int ti_pool_add(ti_pool *p, uint64_t hash, const void *key, const void *value, uint32_t len);
 
 #endif

@@ -63,7 +63,7 @@ static int check_log_header(const tide_log_header *lh, const tide_key_header *kh
 static int apply_records(tide_io *io, tide_file *log, uint64_t log_size, tide_file *key,
                          const tide_log_header *lh, const char *log_path, uint64_t *restored)
 {
-    unsigned bs = lh->block_size, cap = tide_fmt_capacity(bs);
+    unsigned bs = lh->block_size, cap = ti_fmt_capacity(bs);
     uint64_t old_buckets = lh->key_file_size / bs - 1;
     uint64_t pos = TIDE_LOG_HEADER_SIZE;
     uint8_t *block = calloc(1, bs);
@@ -73,9 +73,9 @@ static int apply_records(tide_io *io, tide_file *log, uint64_t log_size, tide_fi
     if (block == NULL) return tide_err_set(TIDE_ENOMEM, "recover: out of memory");
     while (pos + sizeof head <= log_size) {
         if ((rc = io->read_at(log, head, sizeof head, pos)) != 0) goto out;
-        uint64_t index = tide_get64(head);
-        unsigned count = tide_fmt_bucket_count(head + 8);
-        size_t bytes = tide_fmt_bucket_bytes(count);
+        uint64_t index = ti_get64(head);
+        unsigned count = ti_fmt_bucket_count(head + 8);
+        size_t bytes = ti_fmt_bucket_bytes(count);
         if (index >= old_buckets || count > cap) {
             tide_log(TIDE_LOG_WARN, "%s: offset %llu: record for bucket %llu with %u entries is not "
                      "plausible; treating it as the torn end of the log", log_path,
@@ -126,12 +126,12 @@ static int remove_bucketless_key(tide_io *io, const char *dat_path, const char *
         remove = memcmp(kbuf, type, n) == 0;
     } else {
         if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) goto out;
-        if (tide_fmt_decode_key_header(kbuf, &kh, key_path) != 0) { rc = 0; goto out; }
+        if (ti_fmt_decode_key_header(kbuf, &kh, key_path) != 0) { rc = 0; goto out; }
         if (size >= 2 * (uint64_t)kh.block_size) goto out;
         if ((rc = io->open(io, dat_path, TIDE_IO_READ, &dat)) != 0) goto out;
         if ((rc = io->size(dat, &dsize)) != 0) goto out;
         if (dsize < TIDE_DAT_HEADER_SIZE || io->read_at(dat, dbuf, sizeof dbuf, 0) != 0 ||
-            tide_fmt_decode_dat_header(dbuf, &dh, dat_path) != 0)
+            ti_fmt_decode_dat_header(dbuf, &dh, dat_path) != 0)
             goto out;
         remove = dh.uid == kh.uid && dh.appnum == kh.appnum && dh.key_size == kh.key_size;
     }
@@ -147,7 +147,7 @@ out:
     return rc;
 }
 
-int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
+int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        int force, tide_recover_report *rep)
 {
@@ -170,14 +170,14 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if (rc) goto out;
         /* NuDB takes no lock: a log is a crash's only if nobody else has
          * the files open. */
-        if (!force && (rc = tide_store_refuse_holders(io, dir, "a recovery")) != 0) goto out;
+        if (!force && (rc = ti_store_refuse_holders(io, dir, "a recovery")) != 0) goto out;
     }
     rc = io->open(io, log_path, TIDE_IO_WRITE, &log);
     if (rc == TIDE_ENOENT) {
         tide_err_clear();
         rc = caller_holds_lock ? 0 : remove_bucketless_key(io, dat_path, key_path, dir, rep);
         if (rc == 0 && !caller_holds_lock)
-            rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
+            rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
         goto out;
     }
     if (rc) goto out;
@@ -191,11 +191,11 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         if ((rc = io->sync_dir(io, dir)) != 0) goto out;
         if (!caller_holds_lock) rc = remove_bucketless_key(io, dat_path, key_path, dir, rep);
         if (rc == 0 && !caller_holds_lock)
-            rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
+            rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
         goto out;
     }
     if ((rc = io->read_at(log, lbuf, sizeof lbuf, 0)) != 0) goto out;
-    if ((rc = tide_fmt_decode_log_header(lbuf, &lh, log_path)) != 0) goto out;
+    if ((rc = ti_fmt_decode_log_header(lbuf, &lh, log_path)) != 0) goto out;
     if ((rc = io->open(io, dat_path, TIDE_IO_WRITE, &dat)) != 0) goto out;
     if ((rc = io->size(dat, &dat_size)) != 0) goto out;
     if (dat_size < TIDE_DAT_HEADER_SIZE) {
@@ -204,7 +204,7 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
         goto out;
     }
     if ((rc = io->read_at(dat, dbuf, sizeof dbuf, 0)) != 0) goto out;
-    if ((rc = tide_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) goto out;
+    if ((rc = ti_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) goto out;
     if (lh.dat_file_size < TIDE_DAT_HEADER_SIZE || lh.dat_file_size > dat_size) {
         rc = tide_err_set(TIDE_ECORRUPT, "%s: offset 54: data file size %llu is not within the "
                           "%llu-byte nudb.dat", log_path, (unsigned long long)lh.dat_file_size,
@@ -237,7 +237,7 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
             goto out;
         }
         if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) goto out;
-        if ((rc = tide_fmt_decode_key_header(kbuf, &kh, key_path)) != 0) goto out;
+        if ((rc = ti_fmt_decode_key_header(kbuf, &kh, key_path)) != 0) goto out;
         if ((rc = check_log_header(&lh, &kh, &dh, log_path)) != 0) goto out;
         if (lh.key_file_size % kh.block_size != 0 || lh.key_file_size < 2 * (uint64_t)kh.block_size ||
             lh.key_file_size > key_size) {
@@ -260,7 +260,7 @@ int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
     if ((rc = io->unlink(io, log_path)) != 0) goto out;
     rc = io->sync_dir(io, dir);
     if (rc == 0 && !caller_holds_lock)
-        rc = tide_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
+        rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
 out:
     if (log) io->close(log);
     if (dat) io->close(dat);
@@ -278,9 +278,9 @@ int tide_store_recover_ex(const char *dir, tide_io *io, unsigned flags,
                           tide_recover_report *report)
 {
     tide_recover_report local;
-    char *dat = tide_path_join(dir, "nudb.dat");
-    char *key = tide_path_join(dir, "nudb.key");
-    char *log = tide_path_join(dir, "nudb.log");
+    char *dat = ti_path_join(dir, "nudb.dat");
+    char *key = ti_path_join(dir, "nudb.key");
+    char *log = ti_path_join(dir, "nudb.log");
     int rc, is_dir = 0;
 
     tide_err_clear();
@@ -298,7 +298,7 @@ int tide_store_recover_ex(const char *dir, tide_io *io, unsigned flags,
         rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
         goto out;
     }
-    rc = tide_recover_paths(io, dat, key, log, dir, 0, (flags & TIDE_RECOVER_FORCE) != 0, report);
+    rc = ti_recover_paths(io, dat, key, log, dir, 0, (flags & TIDE_RECOVER_FORCE) != 0, report);
 out:
     free(dat);
     free(key);

@@ -25,7 +25,7 @@
  *      are full buckets) and rejects it, "invalid size in spill", and
  *      Tide's verify agrees. (An earlier version of this comment said
  *      NuDB's verify accepts it as waste: true only when the block size
- *      does not change.) So nudb.rekey lets tide_rekey_repair, at the next
+ *      does not change.) So nudb.rekey lets ti_rekey_repair, at the next
  *      read-write open or recovery, cut them off again if a crash comes
  *      before step 5.
  *   5. Rename nudb.key.new over nudb.key and sync the directory: the
@@ -118,14 +118,14 @@ static int dat_flush(rekey *k)
 /* Append a full bucket as a spill record; returns its spill pointer. */
 static int spill(rekey *k, slot *sl, uint64_t *ptr)
 {
-    size_t full = tide_fmt_bucket_bytes(k->cap), rec = TIDE_SPILL_HEADER + full;
+    size_t full = ti_fmt_bucket_bytes(k->cap), rec = TIDE_SPILL_HEADER + full;
     int rc;
     if (k->dat_len + rec > REKEY_WBUF && (rc = dat_flush(k)) != 0) return rc;
     qsort(sl->e, sl->count, sizeof sl->e[0], cmp_entry);
     uint8_t *p = k->dat_buf + k->dat_len;
-    tide_put48(p, 0);
-    tide_put16(p + 6, full);
-    tide_fmt_encode_bucket(p + TIDE_SPILL_HEADER, full, sl->e, sl->count, sl->spill);
+    ti_put48(p, 0);
+    ti_put16(p + 6, full);
+    ti_fmt_encode_bucket(p + TIDE_SPILL_HEADER, full, sl->e, sl->count, sl->spill);
     *ptr = k->dat_base + k->dat_len + TIDE_SPILL_HEADER;
     k->dat_len += rec;
     k->spills++;
@@ -136,8 +136,8 @@ static int index_record(void *arg, uint64_t offset, const void *key, unsigned ke
                         const void *value, uint64_t len)
 {
     rekey *k = arg;
-    uint64_t h = tide_fmt_hash48(key, key_size, k->s->kh.salt);
-    uint64_t b = tide_fmt_bucket_index(h, k->buckets);
+    uint64_t h = ti_fmt_hash48(key, key_size, k->s->kh.salt);
+    uint64_t b = ti_fmt_bucket_index(h, k->buckets);
     int rc;
 
     (void)value;
@@ -173,7 +173,7 @@ static int write_range(rekey *k)
     for (uint64_t b = k->lo; b < k->hi; b++) {
         slot *sl = slot_at(k, b);
         if (sl->count > 1) qsort(sl->e, sl->count, sizeof sl->e[0], cmp_entry);
-        tide_fmt_encode_bucket(buf + n * k->bs, k->bs, sl->e, sl->count, sl->spill);
+        ti_fmt_encode_bucket(buf + n * k->bs, k->bs, sl->e, sl->count, sl->spill);
         if (++n == per || b + 1 == k->hi) {
             rc = k->s->io->write_at(k->knew, buf, n * k->bs, (first + 1) * (uint64_t)k->bs);
             if (rc) break;
@@ -217,7 +217,7 @@ static int count_spill(void *arg, uint64_t offset, uint64_t n)
  * crash in that window would leave that state for good. So, when spill
  * records were appended, nudb.rekey records where they start and end, made
  * durable before the log is emptied and removed after the switch, and
- * tide_rekey_repair (at every read-write open, recovery and rekey) puts the
+ * ti_rekey_repair (at every read-write open, recovery and rekey) puts the
  * old store back byte for byte when it finds the switch was not made.
  */
 #define MARK_NAME "nudb.rekey"
@@ -228,14 +228,14 @@ static int write_mark(tide_io *io, const char *dir, uint64_t dat0, uint64_t dat_
 {
     uint8_t buf[MARK_SIZE];
     tide_file *f = NULL;
-    char *path = tide_path_join(dir, MARK_NAME);
+    char *path = ti_path_join(dir, MARK_NAME);
     int rc;
 
     if (path == NULL) return tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
     memcpy(buf, mark_magic, 8);
-    tide_put64(buf + 8, dat0);
-    tide_put64(buf + 16, dat_end);
-    tide_put16(buf + 24, bs);
+    ti_put64(buf + 8, dat0);
+    ti_put64(buf + 16, dat_end);
+    ti_put16(buf + 24, bs);
     rc = io->open(io, path, TIDE_IO_CREATE, &f);
     if (rc == 0) rc = io->truncate(f, 0);
     if (rc == 0) rc = io->write_at(f, buf, sizeof buf, 0);
@@ -246,9 +246,9 @@ static int write_mark(tide_io *io, const char *dir, uint64_t dat0, uint64_t dat_
     return rc;
 }
 
-int tide_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes)
+int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes)
 {
-    char *mark = tide_path_join(dir, MARK_NAME), *knew = tide_path_join(dir, "nudb.key.new");
+    char *mark = ti_path_join(dir, MARK_NAME), *knew = ti_path_join(dir, "nudb.key.new");
     tide_file *f = NULL, *dat = NULL;
     uint8_t buf[MARK_SIZE];
     uint64_t size = 0, dat_size = 0;
@@ -277,7 +277,7 @@ int tide_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64
     if (valid && have_new) {
         /* The switch was not made: the store is the old key file and the
          * data file as it was at dat0, plus this rekey's spill records. */
-        uint64_t dat0 = tide_get64(buf + 8), dat_end = tide_get64(buf + 16);
+        uint64_t dat0 = ti_get64(buf + 8), dat_end = ti_get64(buf + 16);
         if ((rc = io->open(io, dat_path, TIDE_IO_WRITE, &dat)) != 0) goto out;
         if ((rc = io->size(dat, &dat_size)) != 0) goto out;
         if (dat_size == dat_end && dat0 >= TIDE_DAT_HEADER_SIZE && dat0 < dat_end) {
@@ -349,7 +349,7 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
     *out = NULL;
     rc = tide_store_recover_ex(dir, so->io, o->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
     if (rc) return rc;
-    if ((rc = tide_store_alloc(&s, dir, so)) != 0) return rc;
+    if ((rc = ti_store_alloc(&s, dir, so)) != 0) return rc;
     rc = s->io->open(s->io, s->dat_path, TIDE_IO_WRITE, &s->dat);
     if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
     if (rc) goto out;
@@ -362,7 +362,7 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
         goto out;
     }
     if ((rc = s->io->read_at(s->dat, dbuf, sizeof dbuf, 0)) != 0) goto out;
-    if ((rc = tide_fmt_decode_dat_header(dbuf, &dh, s->dat_path)) != 0) goto out;
+    if ((rc = ti_fmt_decode_dat_header(dbuf, &dh, s->dat_path)) != 0) goto out;
 
     rc = s->io->open(s->io, s->key_path, TIDE_IO_READ, &s->key);
     if (rc == TIDE_ENOENT) {
@@ -374,20 +374,20 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
         if (key_size >= TIDE_KEY_HEADER_SIZE &&
             (rc = s->io->read_at(s->key, kbuf, sizeof kbuf, 0)) != 0) goto out;
         have_kh = key_size >= TIDE_KEY_HEADER_SIZE &&
-                  tide_fmt_decode_key_header(kbuf, &kh, s->key_path) == 0 &&
+                  ti_fmt_decode_key_header(kbuf, &kh, s->key_path) == 0 &&
                   kh.uid == dh.uid && kh.appnum == dh.appnum && kh.key_size == dh.key_size &&
-                  kh.pepper == tide_fmt_pepper(kh.salt) && kh.load_factor > 0;
+                  kh.pepper == ti_fmt_pepper(kh.salt) && kh.load_factor > 0;
         tide_err_clear();
     } else {
         goto out;                       /* a FIFO there, say: not ours to replace */
     }
-    if (!o->ignore_holders && (rc = tide_store_refuse_holders(s->io, dir, "a rekey")) != 0) goto out;
+    if (!o->ignore_holders && (rc = ti_store_refuse_holders(s->io, dir, "a rekey")) != 0) goto out;
 
     if (!have_kh) {
         memset(&kh, 0, sizeof kh);
-        if ((rc = tide_store_random_u64(&kh.salt)) != 0) goto out;
-        kh.pepper = tide_fmt_pepper(kh.salt);
-        kh.load_factor = tide_fmt_load_factor_raw(TIDE_LOAD_FACTOR_DEFAULT);
+        if ((rc = ti_store_random_u64(&kh.salt)) != 0) goto out;
+        kh.pepper = ti_fmt_pepper(kh.salt);
+        kh.load_factor = ti_fmt_load_factor_raw(TIDE_LOAD_FACTOR_DEFAULT);
     }
     kh.version = TIDE_FMT_VERSION;
     kh.uid = dh.uid;
@@ -407,7 +407,7 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
     *out = s;
     s = NULL;
 out:
-    tide_store_free(s);
+    ti_store_free(s);
     return rc;
 }
 
@@ -423,7 +423,7 @@ static int rebuild_close(tide_store *s)
         rc = s->io->unlink(s->io, s->log_path);
         if (rc == 0) rc = s->io->sync_dir(s->io, s->dir);
     }
-    tide_store_free(s);
+    ti_store_free(s);
     return rc;
 }
 
@@ -475,8 +475,8 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     k.s = s;
     k.o = &o;
     k.bs = o.block_size;
-    k.cap = tide_fmt_capacity(k.bs);
-    k.lf_raw = o.load_factor > 0 ? tide_fmt_load_factor_raw(o.load_factor) : s->kh.load_factor;
+    k.cap = ti_fmt_capacity(k.bs);
+    k.lf_raw = o.load_factor > 0 ? ti_fmt_load_factor_raw(o.load_factor) : s->kh.load_factor;
     if (k.lf_raw == 0) k.lf_raw = 1;
     dat0 = s->dat_size;
     report->old_block_size = s->block_size;
@@ -491,8 +491,8 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
      * rewriting nudb.dat, so the operator is told before anything is
      * written. */
     {
-        counts c = { 0, 0, tide_fmt_bucket_bytes(k.cap) };
-        if ((rc = tide_store_walk(dir, s->io, count_record, count_spill, &c, NULL)) != 0) goto out;
+        counts c = { 0, 0, ti_fmt_bucket_bytes(k.cap) };
+        if ((rc = ti_store_walk(dir, s->io, count_record, count_spill, &c, NULL)) != 0) goto out;
         n = c.records;
         report->foreign_spill_records = c.foreign;
         if (c.foreign)
@@ -524,14 +524,14 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
              * removes the unusable key file, and a rekey starts again. */
             .key_file_size = report->key_rebuilt ? 0 : report->old_key_file_bytes, .dat_file_size = dat0,
         };
-        tide_fmt_encode_log_header(hdr, &lh);
+        ti_fmt_encode_log_header(hdr, &lh);
         if ((rc = s->io->write_at(s->log, hdr, sizeof hdr, 0)) != 0) goto out;
         if ((rc = s->io->sync(s->log)) != 0) goto out;
         armed = 1;
     }
 
     /* 3. The new key file. */
-    new_path = tide_path_join(dir, "nudb.key.new");
+    new_path = ti_path_join(dir, "nudb.key.new");
     k.dat_buf = tide_big_alloc(REKEY_WBUF);
     k.block = malloc(k.bs);
     k.slots_len = per_pass * k.slot_bytes;
@@ -551,7 +551,7 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
         kh.block_size = (uint16_t)k.bs;
         kh.load_factor = k.lf_raw;
         memset(k.block, 0, k.bs);
-        tide_fmt_encode_key_header(k.block, &kh);
+        ti_fmt_encode_key_header(k.block, &kh);
         if ((rc = s->io->write_at(k.knew, k.block, k.bs, 0)) != 0) goto out;
     }
     k.dat_base = dat0;
@@ -585,7 +585,7 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
     switched = 1;
     if (marked) {
-        char *mark = tide_path_join(dir, MARK_NAME);
+        char *mark = ti_path_join(dir, MARK_NAME);
         rc = mark ? s->io->unlink(s->io, mark) : tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
         free(mark);
         if (rc == 0) rc = s->io->sync_dir(s->io, dir);
@@ -614,7 +614,7 @@ out:
          * lets the next open do it if this fails too). */
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tide_last_error());
-        tide_rekey_repair(s->io, dir, s->dat_path, NULL);
+        ti_rekey_repair(s->io, dir, s->dat_path, NULL);
         tide_err_set(rc, "%s", msg);
     }
     if (s) {

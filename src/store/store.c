@@ -32,6 +32,7 @@
 
 #include "store/store_impl.h"
 #include "util/clock.h"
+#include "util/random.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -81,7 +82,7 @@ void tide_store_opts_init(tide_store_opts *o)
     o->commit_interval_ms = TIDE_COMMIT_INTERVAL_DEFAULT_MS;
 }
 
-char *tide_path_join(const char *dir, const char *name)
+char *ti_path_join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
     char *p = malloc(a + b + 2);
@@ -94,7 +95,7 @@ char *tide_path_join(const char *dir, const char *name)
 
 /* ---- create ---- */
 
-int tide_store_random_u64(uint64_t *v)
+int ti_store_random_u64(uint64_t *v)
 {
     int rc;
     do {
@@ -142,8 +143,8 @@ int tide_store_create(const char *dir, const tide_store_create_opts *opts)
     }
     rc = check_dir(io, dir);
     if (rc) goto out;
-    dat_path = tide_path_join(dir, "nudb.dat");
-    key_path = tide_path_join(dir, "nudb.key");
+    dat_path = ti_path_join(dir, "nudb.dat");
+    key_path = ti_path_join(dir, "nudb.key");
     block = calloc(2, block_size);
     if (!dat_path || !key_path || !block) { rc = tide_err_set(TIDE_ENOMEM, "create: out of memory"); goto out; }
 
@@ -153,11 +154,11 @@ int tide_store_create(const char *dir, const tide_store_create_opts *opts)
     kh.appnum = opts->appnum;
     kh.uid = opts->uid;
     kh.salt = opts->salt;
-    if (kh.uid == 0 && (rc = tide_store_random_u64(&kh.uid)) != 0) goto out;
-    if (kh.salt == 0 && (rc = tide_store_random_u64(&kh.salt)) != 0) goto out;
-    kh.pepper = tide_fmt_pepper(kh.salt);
+    if (kh.uid == 0 && (rc = ti_store_random_u64(&kh.uid)) != 0) goto out;
+    if (kh.salt == 0 && (rc = ti_store_random_u64(&kh.salt)) != 0) goto out;
+    kh.pepper = ti_fmt_pepper(kh.salt);
     kh.block_size = (uint16_t)block_size;
-    kh.load_factor = tide_fmt_load_factor_raw(opts->load_factor);
+    kh.load_factor = ti_fmt_load_factor_raw(opts->load_factor);
     if (kh.load_factor == 0) kh.load_factor = 1;
     dh.version = kh.version;
     dh.uid = kh.uid;
@@ -175,11 +176,11 @@ int tide_store_create(const char *dir, const tide_store_create_opts *opts)
 
     {
         uint8_t hdr[TIDE_DAT_HEADER_SIZE];
-        tide_fmt_encode_dat_header(hdr, &dh);
+        ti_fmt_encode_dat_header(hdr, &dh);
         rc = io->write_at(dat, hdr, sizeof hdr, 0);
         if (rc) goto out;
     }
-    tide_fmt_encode_key_header(block, &kh);        /* block 0; block 1 is the empty bucket */
+    ti_fmt_encode_key_header(block, &kh);        /* block 0; block 1 is the empty bucket */
     rc = io->write_at(key, block, 2 * (size_t)block_size, 0);
     if (rc) goto out;
     if ((rc = io->sync(dat)) != 0) goto out;
@@ -221,8 +222,8 @@ static int read_headers(tide_io *io, tide_file *dat, tide_file *key, const char 
                             key_path, (unsigned long long)*key_size, TIDE_KEY_HEADER_SIZE);
     if ((rc = io->read_at(dat, dbuf, sizeof dbuf, 0)) != 0) return rc;
     if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) return rc;
-    if ((rc = tide_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) return rc;
-    if ((rc = tide_fmt_decode_key_header(kbuf, kh, key_path)) != 0) return rc;
+    if ((rc = ti_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) return rc;
+    if ((rc = ti_fmt_decode_key_header(kbuf, kh, key_path)) != 0) return rc;
     if (dh.uid != kh->uid)
         return tide_err_set(TIDE_EMISMATCH, "%s: offset 10: uid %016llx differs from nudb.dat's %016llx",
                             key_path, (unsigned long long)kh->uid, (unsigned long long)dh.uid);
@@ -232,7 +233,7 @@ static int read_headers(tide_io *io, tide_file *dat, tide_file *key, const char 
     if (dh.key_size != kh->key_size)
         return tide_err_set(TIDE_EMISMATCH, "%s: offset 26: key size %u differs from nudb.dat's %u",
                             key_path, kh->key_size, dh.key_size);
-    if (tide_fmt_capacity(kh->block_size) < 1)
+    if (ti_fmt_capacity(kh->block_size) < 1)
         return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u holds no entry",
                             key_path, kh->block_size);
     if (*key_size < 2 * (uint64_t)kh->block_size)
@@ -287,21 +288,21 @@ static int placed_right(tide_store *s, uint64_t index, uint64_t buckets, uint8_t
                         char *why, size_t cap)
 {
     char where[96];
-    int rc = tide_store_read_bucket(s, index, buf);
+    int rc = ti_store_read_bucket(s, index, buf);
     if (rc == TIDE_ECORRUPT) {
         snprintf(why, cap, "%s", tide_last_error());
         return 0;
     }
     if (rc) return rc;
     snprintf(where, sizeof where, "bucket %llu", (unsigned long long)index);
-    if (tide_fmt_check_bucket(buf, s->capacity, s->dat_size, s->key_size, where) != 0) {
+    if (ti_fmt_check_bucket(buf, s->capacity, s->dat_size, s->key_size, where) != 0) {
         snprintf(why, cap, "%s", tide_last_error());
         return 0;
     }
-    for (unsigned i = 0, n = tide_fmt_bucket_count(buf); i < n; i++) {
+    for (unsigned i = 0, n = ti_fmt_bucket_count(buf); i < n; i++) {
         tide_entry e;
-        tide_fmt_bucket_entry(buf, i, &e);
-        uint64_t home = tide_fmt_bucket_index(e.hash, buckets);
+        ti_fmt_bucket_entry(buf, i, &e);
+        uint64_t home = ti_fmt_bucket_index(e.hash, buckets);
         if (home != index) {
             snprintf(why, cap, "bucket %llu holds entry %u (hash %012llx), which belongs in bucket "
                      "%llu", (unsigned long long)index, i, (unsigned long long)e.hash,
@@ -317,7 +318,7 @@ static int placed_right(tide_store *s, uint64_t index, uint64_t buckets, uint8_t
 static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size_t win_len,
                        uint8_t *buf, char *why, size_t cap)
 {
-    uint64_t modulus = tide_fmt_ceil_pow2(buckets);
+    uint64_t modulus = ti_fmt_ceil_pow2(buckets);
     uint64_t probe[3] = { 0, buckets - 1, buckets >= 2 ? buckets - 1 - modulus / 2 : 0 };
     size_t head = TIDE_DAT_RECORD_HEADER + s->key_size, pos = 0;
     int rc = 1;
@@ -327,18 +328,18 @@ static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size
         rc = placed_right(s, probe[k], buckets, buf, why, cap);
     }
     for (unsigned seen = 0; rc == 1 && seen < INDEX_SAMPLE && pos + TIDE_SPILL_HEADER <= win_len; ) {
-        uint64_t size = tide_get48(win + pos), off = TIDE_DAT_HEADER_SIZE + pos;
+        uint64_t size = ti_get48(win + pos), off = TIDE_DAT_HEADER_SIZE + pos;
         tide_entry e;
         if (size == 0) {                        /* a spill record: step over it */
-            pos += TIDE_SPILL_HEADER + tide_get16(win + pos + 6);
+            pos += TIDE_SPILL_HEADER + ti_get16(win + pos + 6);
             continue;
         }
         if (pos + head > win_len) break;
         const uint8_t *key = win + pos + TIDE_DAT_RECORD_HEADER;
-        uint64_t h = tide_fmt_hash48(key, s->key_size, s->kh.salt);
-        uint64_t b = tide_fmt_bucket_index(h, buckets);
-        rc = tide_store_read_bucket(s, b, buf);
-        if (rc == 0) rc = tide_store_search(s, buf, h, key, &e, NULL);
+        uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
+        uint64_t b = ti_fmt_bucket_index(h, buckets);
+        rc = ti_store_read_bucket(s, b, buf);
+        if (rc == 0) rc = ti_store_search(s, buf, h, key, &e, NULL);
         if (rc == 0 && e.offset == off) {
             rc = 1;
         } else if (rc == 0 || rc == TIDE_ENOTFOUND || rc == TIDE_ECORRUPT) {
@@ -422,9 +423,9 @@ typedef struct store_paths {
 
 static int make_paths(const char *dir, store_paths *p)
 {
-    p->dat = tide_path_join(dir, "nudb.dat");
-    p->key = tide_path_join(dir, "nudb.key");
-    p->log = tide_path_join(dir, "nudb.log");
+    p->dat = ti_path_join(dir, "nudb.dat");
+    p->key = ti_path_join(dir, "nudb.key");
+    p->log = ti_path_join(dir, "nudb.log");
     if (!p->dat || !p->key || !p->log) return tide_err_set(TIDE_ENOMEM, "out of memory");
     return 0;
 }
@@ -477,14 +478,14 @@ static int is_broken(tide_store *s)
     return __atomic_load_n(&s->broken, __ATOMIC_ACQUIRE);
 }
 
-void tide_store_free(tide_store *s)
+void ti_store_free(tide_store *s)
 {
     if (s == NULL) return;
     if (s->dat) s->io->close(s->dat);
     if (s->key) s->io->close(s->key);
     if (s->log) s->io->close(s->log);
-    tide_pool_reset(&s->pools[0]);
-    tide_pool_reset(&s->pools[1]);
+    ti_pool_reset(&s->pools[0]);
+    ti_pool_reset(&s->pools[1]);
     pthread_rwlock_destroy(&s->key_lock);
     pthread_mutex_destroy(&s->pool_mu);
     pthread_mutex_destroy(&s->write_mu);
@@ -497,7 +498,7 @@ void tide_store_free(tide_store *s)
     free(s);
 }
 
-int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts)
+int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts)
 {
     tide_store *s = calloc(1, sizeof *s);
     store_paths p = { 0 };
@@ -532,16 +533,16 @@ int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *o
     s = NULL;
 out:
     free_paths(&p);
-    tide_store_free(s);
+    ti_store_free(s);
     return rc;
 }
 
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
 {
-    return tide_store_open_checked(out, dir, opts, 1);
+    return ti_store_open_checked(out, dir, opts, 1);
 }
 
-int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
+int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
                             int check)
 {
     tide_store *s = NULL;
@@ -550,7 +551,7 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
 
     tide_err_clear();
     *out = NULL;
-    if ((rc = tide_store_alloc(&s, dir, opts)) != 0) return rc;
+    if ((rc = ti_store_alloc(&s, dir, opts)) != 0) return rc;
     if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
         goto out;
 
@@ -562,7 +563,7 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
     /* Our lock keeps Tide's handles out; NuDB's writers take none, and
      * recovering or committing beside one destroys its work. */
     if (!s->opts.read_only && !s->opts.ignore_holders &&
-        (rc = tide_store_refuse_holders(s->io, dir, "opening it for writing")) != 0)
+        (rc = ti_store_refuse_holders(s->io, dir, "opening it for writing")) != 0)
         goto out;
     int needed = 0;
     if ((rc = log_needs_recovery(s->io, s->log_path, &log_size, &needed)) != 0) goto out;
@@ -576,7 +577,7 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
             goto out;
         }
         tide_recover_report rep;
-        rc = tide_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, dir, 1, 1, &rep);
+        rc = ti_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, dir, 1, 1, &rep);
         if (rc) goto out;
         tide_log(TIDE_LOG_INFO, "%s: recovered an interrupted commit: %llu buckets restored, "
                  "nudb.dat truncated to %llu bytes", dir, (unsigned long long)rep.buckets_restored,
@@ -587,7 +588,7 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
     /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
      * the store is the old one) and perhaps, past the log's reach, its
      * spill records, which nudb.rekey says how to cut off. */
-    if (!s->opts.read_only && (rc = tide_rekey_repair(s->io, dir, s->dat_path, NULL)) != 0)
+    if (!s->opts.read_only && (rc = ti_rekey_repair(s->io, dir, s->dat_path, NULL)) != 0)
         goto out;
     if ((rc = s->io->open(s->io, s->dat_path, flags, &s->dat)) != 0) goto out;
     rc = read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
@@ -595,7 +596,7 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
 
     s->key_size = s->kh.key_size;
     s->block_size = s->kh.block_size;
-    s->capacity = tide_fmt_capacity(s->block_size);
+    s->capacity = ti_fmt_capacity(s->block_size);
     s->split_units = (uint64_t)s->kh.load_factor * s->capacity;
     if (s->split_units < 65536) s->split_units = 65536;
     s->buckets = key_size / s->block_size - 1;
@@ -605,8 +606,8 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
     s->split_credit = s->split_units / 2;
     s->dat_size = dat_size;
     if (check && (rc = check_index(s)) != 0) goto out;
-    tide_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
-    tide_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
+    ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
+    ti_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
     s->pending = &s->pools[0];
     s->committing = NULL;
 
@@ -632,7 +633,7 @@ int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_
     s = NULL;
     rc = 0;
 out:
-    tide_store_free(s);
+    ti_store_free(s);
     return rc;
 }
 
@@ -677,7 +678,7 @@ static void *commit_thread(void *arg)
                 continue;
             }
             pthread_mutex_unlock(&s->pool_mu);
-            int rc = tide_commit_clean_log(s);
+            int rc = ti_commit_clean_log(s);
             pthread_mutex_lock(&s->pool_mu);
             s->attempts++;
             if (rc == 0) {
@@ -711,7 +712,7 @@ static void *commit_thread(void *arg)
 
         uint64_t t0 = tide_clock_mono_us();
         int applied = 0;
-        int rc = tide_commit_batch(s, s->committing, &applied);
+        int rc = ti_commit_batch(s, s->committing, &applied);
         uint64_t took = tide_clock_mono_us() - t0;
 
         pthread_mutex_lock(&s->pool_mu);
@@ -719,7 +720,7 @@ static void *commit_thread(void *arg)
         __atomic_store_n(&s->last_commit_us, took, __ATOMIC_RELAXED);
         if (rc == 0 || applied) {
             /* The batch is in the files: fetches find it there. */
-            tide_pool_reset(s->committing);
+            ti_pool_reset(s->committing);
             s->committing = NULL;
             __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
             tide_hist_observe(&s->commit_hist, took * 1000u);
@@ -754,15 +755,15 @@ static void *commit_thread(void *arg)
 
 /* ---- lookups ---- */
 
-int tide_store_read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
+int ti_store_read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
 {
     int rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
     if (rc) return rc;
-    if (tide_fmt_bucket_count(buf) > s->capacity)
+    if (ti_fmt_bucket_count(buf) > s->capacity)
         return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu (offset %llu): count %u exceeds capacity %u",
                             s->key_path, (unsigned long long)index,
                             (unsigned long long)((index + 1) * s->block_size),
-                            tide_fmt_bucket_count(buf), s->capacity);
+                            ti_fmt_bucket_count(buf), s->capacity);
     return 0;
 }
 
@@ -785,10 +786,10 @@ static int match_record(tide_store *s, const tide_entry *e, const void *key, voi
     if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: cannot allocate %zu bytes", want);
     rc = s->io->read_at(s->dat, buf, want, e->offset);
     if (rc) goto out;
-    if (tide_get48(buf) != e->size) {
+    if (ti_get48(buf) != e->size) {
         rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: record size %llu differs from the "
                           "bucket entry's %llu", s->dat_path, (unsigned long long)e->offset,
-                          (unsigned long long)tide_get48(buf), (unsigned long long)e->size);
+                          (unsigned long long)ti_get48(buf), (unsigned long long)e->size);
         goto out;
     }
     if (memcmp(buf + TIDE_DAT_RECORD_HEADER, key, s->key_size) != 0) { rc = 0; goto out; }
@@ -813,9 +814,9 @@ out:
 static int search_bucket(tide_store *s, const uint8_t *b, unsigned count, uint64_t h,
                          const void *key, tide_entry *entry, void **value)
 {
-    for (unsigned i = tide_fmt_bucket_lower_bound(b, count, h); i < count; i++) {
+    for (unsigned i = ti_fmt_bucket_lower_bound(b, count, h); i < count; i++) {
         tide_entry e;
-        tide_fmt_bucket_entry(b, i, &e);
+        ti_fmt_bucket_entry(b, i, &e);
         if (e.hash != h) break;
         int m = match_record(s, &e, key, value);
         if (m < 0) return m;
@@ -824,16 +825,16 @@ static int search_bucket(tide_store *s, const uint8_t *b, unsigned count, uint64
     return TIDE_ENOTFOUND;
 }
 
-int tide_store_search(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+int ti_store_search(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
                       tide_entry *entry, void **value)
 {
-    size_t full = tide_fmt_bucket_bytes(s->capacity);
+    size_t full = ti_fmt_bucket_bytes(s->capacity);
     uint64_t spill, hops = 0;
     int rc;
 
-    rc = search_bucket(s, buf, tide_fmt_bucket_count(buf), h, key, entry, value);
+    rc = search_bucket(s, buf, ti_fmt_bucket_count(buf), h, key, entry, value);
     if (rc != TIDE_ENOTFOUND) return rc;
-    spill = tide_fmt_bucket_spill(buf);
+    spill = ti_fmt_bucket_spill(buf);
     while (spill != 0) {
         uint64_t dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
         if (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER || spill + full > dat_end ||
@@ -842,13 +843,13 @@ int tide_store_search(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
                                 "or loops", s->dat_path, (unsigned long long)spill);
         rc = s->io->read_at(s->dat, buf, full, spill);
         if (rc) return rc;
-        if (tide_fmt_bucket_count(buf) > s->capacity)
+        if (ti_fmt_bucket_count(buf) > s->capacity)
             return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill record count %u exceeds "
                                 "capacity %u", s->dat_path, (unsigned long long)spill,
-                                tide_fmt_bucket_count(buf), s->capacity);
-        rc = search_bucket(s, buf, tide_fmt_bucket_count(buf), h, key, entry, value);
+                                ti_fmt_bucket_count(buf), s->capacity);
+        rc = search_bucket(s, buf, ti_fmt_bucket_count(buf), h, key, entry, value);
         if (rc != TIDE_ENOTFOUND) return rc;
-        spill = tide_fmt_bucket_spill(buf);
+        spill = ti_fmt_bucket_spill(buf);
     }
     return TIDE_ENOTFOUND;
 }
@@ -858,8 +859,8 @@ static int pool_lookup(tide_store *s, uint64_t h, const void *key, void **value,
 {
     int rc = TIDE_ENOTFOUND;
     pthread_mutex_lock(&s->pool_mu);
-    tide_pool_item *it = tide_pool_find(s->pending, h, key);
-    if (it == NULL && s->committing) it = tide_pool_find(s->committing, h, key);
+    ti_pool_item *it = ti_pool_find(s->pending, h, key);
+    if (it == NULL && s->committing) it = ti_pool_find(s->committing, h, key);
     if (it) {
         rc = 0;
         if (value) {
@@ -886,9 +887,9 @@ static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value,
 
     if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
     pthread_rwlock_rdlock(&s->key_lock);
-    rc = tide_store_read_bucket(s, tide_fmt_bucket_index(h, s->buckets), buf);
+    rc = ti_store_read_bucket(s, ti_fmt_bucket_index(h, s->buckets), buf);
     pthread_rwlock_unlock(&s->key_lock);
-    if (rc == 0) rc = tide_store_search(s, buf, h, key, &e, value);
+    if (rc == 0) rc = ti_store_search(s, buf, h, key, &e, value);
     if (rc == 0 && len) *len = e.size;
     if (buf != stack) free(buf);
     return rc;
@@ -896,7 +897,7 @@ static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value,
 
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
 {
-    uint64_t h = tide_fmt_hash48(key, s->key_size, s->kh.salt);
+    uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
     int rc;
 
     *out = NULL;
@@ -918,7 +919,7 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
     if (len > TIDE_VALUE_MAX)
         return tide_err_set(TIDE_ETOOBIG, "insert: value of %zu bytes is over the 2^32 - 1 limit", len);
     if (s->opts.read_only) return tide_err_set(TIDE_EINVAL, "%s: insert: the store is open read-only", s->dir);
-    h = tide_fmt_hash48(key, s->key_size, s->kh.salt);
+    h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
 
     pthread_mutex_lock(&s->write_mu);
     rc = pool_lookup(s, h, key, NULL, NULL);
@@ -940,7 +941,7 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
             break;
         }
         if (s->pending->used < s->opts.burst_bytes) {
-            rc = tide_pool_add(s->pending, h, key, value, (uint32_t)len);
+            rc = ti_pool_add(s->pending, h, key, value, (uint32_t)len);
             if (rc == 0) {
                 s->insert_seq++;
                 __atomic_fetch_add(&s->inserts, 1, __ATOMIC_RELAXED);
@@ -1004,7 +1005,7 @@ int tide_store_close(tide_store *s)
                          "next open recovers", s->dir, tide_strerror(rc));
         }
     }
-    tide_store_free(s);
+    ti_store_free(s);
     return rc;
 }
 
@@ -1021,7 +1022,7 @@ static void fill_info(const tide_key_header *kh, tide_store_info *o)
     o->block_size = kh->block_size;
     o->load_factor_raw = kh->load_factor;
     o->load_factor = kh->load_factor / 65536.0;
-    o->capacity = tide_fmt_capacity(kh->block_size);
+    o->capacity = ti_fmt_capacity(kh->block_size);
 }
 
 void tide_store_get_info(tide_store *s, tide_store_info *o)

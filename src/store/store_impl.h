@@ -38,8 +38,8 @@ struct tide_store {
     pthread_mutex_t pool_mu;
     pthread_cond_t  room_cv;      /* pool has room, a commit ended */
     pthread_cond_t  work_cv;      /* wakes the commit thread */
-    tide_pool  pools[2];
-    tide_pool *pending, *committing;
+    ti_pool  pools[2];
+    ti_pool *pending, *committing;
     uint64_t   insert_seq;        /* inserts accepted */
     uint64_t   durable_seq;       /* inserts durable */
     uint64_t   committing_seq;    /* insert_seq when `committing` was taken */
@@ -68,68 +68,68 @@ struct tide_store {
  * is marked broken and nudb.log is left for recovery at the next open.
  * *applied is set when the batch reached both files and only emptying the
  * log failed: then nothing is rolled back, and the caller must retry
- * tide_commit_clean_log before it acknowledges the batch.
+ * ti_commit_clean_log before it acknowledges the batch.
  * Called by the commit thread only.
  */
-int tide_commit_batch(struct tide_store *s, tide_pool *batch, int *applied);
+int ti_commit_batch(struct tide_store *s, ti_pool *batch, int *applied);
 
 /* Truncate nudb.log to 0 and sync it: what makes a commit final. */
-int tide_commit_clean_log(struct tide_store *s);
+int ti_commit_clean_log(struct tide_store *s);
 
 /* Read bucket `index` (a whole block) into `buf` under the caller's lock. */
-int tide_store_read_bucket(struct tide_store *s, uint64_t index, uint8_t *buf);
+int ti_store_read_bucket(struct tide_store *s, uint64_t index, uint8_t *buf);
 
 /* Search a bucket image and its spill chain for `key` (hash `h`). On a hit,
  * *entry is set and 0 returned; TIDE_ENOTFOUND when absent. `buf` is a
  * scratch of block_size bytes holding the bucket; it is overwritten by spill
  * records. When `value` is non-NULL the value is read into a malloc'd buffer. */
-int tide_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+int ti_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void *key,
                       tide_entry *entry, void **value);
 
 /* A store handle with its options, paths, locks and conditions set up and
  * no file open (open and rekey's rebuild fill in the rest); free it with
- * tide_store_free, which closes whatever files were opened, or, once its
+ * ti_store_free, which closes whatever files were opened, or, once its
  * commit thread runs, with tide_store_close. */
-int tide_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
-void tide_store_free(tide_store *s);
+int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
+void ti_store_free(tide_store *s);
 /* A random 64-bit value that is not 0 (a uid, a salt). 0 or TIDE_EIO. */
-int tide_store_random_u64(uint64_t *v);
+int ti_store_random_u64(uint64_t *v);
 
 /* After an interrupted rekey (rekey.c): with nudb.rekey present and
  * nudb.key.new not yet renamed, cut nudb.dat back to its size before the
  * rekey (when it still ends where the rekey left it; *cut_bytes gets the
  * bytes cut) and remove both files; a nudb.key.new without a mark is just
  * removed. Called with the store's exclusive lock held (open, recovery). */
-int tide_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes);
+int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes);
 
 /* tide_store_open, with the cheap check of the key file against the data
  * file (store.c: check_index) when `check` is set. Verify opens without it:
  * it checks every entry and record itself, and reports the first problem
  * with its own words. */
-int tide_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
+int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
                             int check);
 
 /* TIDE_EBUSY naming the first other process that has one of the store's
  * files open (holders.c), or 0. `doing` completes "so ... now could undo
  * its work" ("a recovery", "a write"). */
-int tide_store_refuse_holders(tide_io *io, const char *dir, const char *doing);
+int ti_store_refuse_holders(tide_io *io, const char *dir, const char *doing);
 
 /* Recovery on paths (recover.c); used by open and tide_store_recover. A
  * caller that holds the lock has done the holders check too (`force` is
  * then not looked at), and is left the bucketless key file and the rekey
  * mark (open does that repair); otherwise recovery takes the lock, checks
  * holders unless `force`, and does both. */
-int tide_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
+int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        int force, tide_recover_report *rep);
 
 /* tide_store_visit with a second callback for each spill record: its
  * offset (the record's first byte) and n, its bucket bytes. */
 typedef int (*tide_spill_fn)(void *arg, uint64_t offset, uint64_t n);
-int tide_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
+int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
                     void *arg, tide_visit_stats *stats);
 
 /* "dir/name" in a malloc'd string, or NULL. */
-char *tide_path_join(const char *dir, const char *name);
+char *ti_path_join(const char *dir, const char *name);
 
 #endif

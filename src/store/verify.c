@@ -66,25 +66,25 @@ static int cmp_pair(const void *a, const void *b)
 static int check_entries(tide_store *s, const uint8_t *b, uint64_t i, unsigned depth,
                          const char *where, uint8_t *rec, u64vec *offsets, tide_verify_report *r)
 {
-    unsigned count = tide_fmt_bucket_count(b);
+    unsigned count = ti_fmt_bucket_count(b);
     size_t head = TIDE_DAT_RECORD_HEADER + s->key_size;
-    int rc = tide_fmt_check_bucket(b, s->capacity, s->dat_size, s->key_size, where);
+    int rc = ti_fmt_check_bucket(b, s->capacity, s->dat_size, s->key_size, where);
     if (rc) return rc;
     for (unsigned k = 0; k < count; k++) {
         tide_entry e;
-        tide_fmt_bucket_entry(b, k, &e);
-        if (tide_fmt_bucket_index(e.hash, s->buckets) != i)
+        ti_fmt_bucket_entry(b, k, &e);
+        if (ti_fmt_bucket_index(e.hash, s->buckets) != i)
             return tide_err_set(TIDE_ECORRUPT, "%s: entry %u has hash %012llx, which belongs in "
                                 "bucket %llu, not %llu", where, k, (unsigned long long)e.hash,
-                                (unsigned long long)tide_fmt_bucket_index(e.hash, s->buckets),
+                                (unsigned long long)ti_fmt_bucket_index(e.hash, s->buckets),
                                 (unsigned long long)i);
         if ((rc = s->io->read_at(s->dat, rec, head, e.offset)) != 0) return rc;
-        if (tide_get48(rec) != e.size)
+        if (ti_get48(rec) != e.size)
             return tide_err_set(TIDE_ECORRUPT, "%s: entry %u: nudb.dat offset %llu holds a record "
                                 "of %llu bytes, the entry says %llu", where, k,
-                                (unsigned long long)e.offset, (unsigned long long)tide_get48(rec),
+                                (unsigned long long)e.offset, (unsigned long long)ti_get48(rec),
                                 (unsigned long long)e.size);
-        if (tide_fmt_hash48(rec + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt) != e.hash)
+        if (ti_fmt_hash48(rec + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt) != e.hash)
             return tide_err_set(TIDE_ECORRUPT, "%s: entry %u: the key at nudb.dat offset %llu does "
                                 "not hash to the entry's hash %012llx", where, k,
                                 (unsigned long long)e.offset, (unsigned long long)e.hash);
@@ -98,7 +98,7 @@ static int check_entries(tide_store *s, const uint8_t *b, uint64_t i, unsigned d
 
 static int key_pass(tide_store *s, u64vec *offsets, u64vec *spills, tide_verify_report *r)
 {
-    size_t full = tide_fmt_bucket_bytes(s->capacity);
+    size_t full = ti_fmt_bucket_bytes(s->capacity);
     uint8_t *block = malloc(s->block_size > full + TIDE_SPILL_HEADER ? s->block_size : full + TIDE_SPILL_HEADER);
     uint8_t *rec = malloc(TIDE_DAT_RECORD_HEADER + s->key_size);
     char where[160];
@@ -111,7 +111,7 @@ static int key_pass(tide_store *s, u64vec *offsets, u64vec *spills, tide_verify_
                  (unsigned long long)i, (unsigned long long)off);
         if ((rc = s->io->read_at(s->key, block, s->block_size, off)) != 0) goto out;
         if ((rc = check_entries(s, block, i, 0, where, rec, offsets, r)) != 0) goto out;
-        uint64_t spill = tide_fmt_bucket_spill(block);
+        uint64_t spill = ti_fmt_bucket_spill(block);
         for (unsigned depth = 1; spill != 0; depth++) {
             if (depth > s->dat_size / full + 1) {
                 rc = tide_err_set(TIDE_ECORRUPT, "%s: the spill chain loops", where);
@@ -124,28 +124,28 @@ static int key_pass(tide_store *s, u64vec *offsets, u64vec *spills, tide_verify_
             }
             if ((rc = s->io->read_at(s->dat, block, full + TIDE_SPILL_HEADER,
                                      spill - TIDE_SPILL_HEADER)) != 0) goto out;
-            if (tide_get48(block) != 0 || tide_get16(block + 6) != full) {
+            if (ti_get48(block) != 0 || ti_get16(block + 6) != full) {
                 rc = tide_err_set(TIDE_ECORRUPT, "%s: spill pointer %llu does not point 8 bytes "
                                   "into a spill record of %zu bytes (size field %llu, n %llu)",
                                   where, (unsigned long long)spill, full,
-                                  (unsigned long long)tide_get48(block),
-                                  (unsigned long long)tide_get16(block + 6));
+                                  (unsigned long long)ti_get48(block),
+                                  (unsigned long long)ti_get16(block + 6));
                 goto out;
             }
             snprintf(where, sizeof where, "%s: spill record at offset %llu (chain of bucket %llu)",
                      s->dat_path, (unsigned long long)(spill - TIDE_SPILL_HEADER),
                      (unsigned long long)i);
-            if (tide_fmt_bucket_count(block + TIDE_SPILL_HEADER) != s->capacity) {
+            if (ti_fmt_bucket_count(block + TIDE_SPILL_HEADER) != s->capacity) {
                 rc = tide_err_set(TIDE_ECORRUPT, "%s: holds %u entries; spill records are full "
                                   "buckets of %u", where,
-                                  tide_fmt_bucket_count(block + TIDE_SPILL_HEADER), s->capacity);
+                                  ti_fmt_bucket_count(block + TIDE_SPILL_HEADER), s->capacity);
                 goto out;
             }
             if ((rc = vec_push(spills, spill - TIDE_SPILL_HEADER)) != 0) goto out;
             if ((rc = vec_push(spills, i)) != 0) goto out;
             if ((rc = check_entries(s, block + TIDE_SPILL_HEADER, i, depth, where, rec, offsets, r)) != 0)
                 goto out;
-            spill = tide_fmt_bucket_spill(block + TIDE_SPILL_HEADER);
+            spill = ti_fmt_bucket_spill(block + TIDE_SPILL_HEADER);
         }
     }
 out:
@@ -196,7 +196,7 @@ static int walk_spill(void *arg, uint64_t offset, uint64_t n)
      * a spill is a full bucket, so its size is the key file's. Such a
      * record is counted here and reported after the walk, so that every
      * other figure is complete. */
-    if (n != tide_fmt_bucket_bytes(w->s->capacity) && w->r->spill_records_foreign++ == 0) {
+    if (n != ti_fmt_bucket_bytes(w->s->capacity) && w->r->spill_records_foreign++ == 0) {
         w->foreign_first = offset;
         w->foreign_n = n;
     }
@@ -217,7 +217,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     tide_store_opts_init(&o);
     o.read_only = 1;
     o.io = io;
-    if ((rc = tide_store_open_checked(&s, dir, &o, 0)) != 0) goto out;
+    if ((rc = ti_store_open_checked(&s, dir, &o, 0)) != 0) goto out;
     r->buckets = s->buckets;
     r->capacity = s->capacity;
     r->block_size = s->block_size;
@@ -243,7 +243,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     r->spill_records_reachable = spills.n / 2;
 
     dat_walk w = { s, &offsets, &spills, 0, 0, r, 0, 0 };
-    rc = tide_store_walk(dir, io, walk_record, walk_spill, &w, &st);
+    rc = ti_store_walk(dir, io, walk_record, walk_spill, &w, &st);
     r->spill_records_written = st.spill_records;
     if (rc) goto out;
     if (w.si < spills.n / 2) {
@@ -259,7 +259,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     {
         /* Spill records reached must be ones the walk saw; the rest is waste. */
         uint64_t reachable_bytes = r->spill_records_reachable *
-                                   (TIDE_SPILL_HEADER + tide_fmt_bucket_bytes(s->capacity));
+                                   (TIDE_SPILL_HEADER + ti_fmt_bucket_bytes(s->capacity));
         r->waste_bytes = st.spill_bytes - (reachable_bytes <= st.spill_bytes ? reachable_bytes : 0);
         if (reachable_bytes > st.spill_bytes || r->spill_records_reachable > st.spill_records) {
             rc = tide_err_set(TIDE_ECORRUPT, "%s: %llu spill records are reachable but the data "
@@ -281,7 +281,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
                           "store (invalid size in spill)", s->dat_path,
                           (unsigned long long)w.foreign_first, (unsigned long long)w.foreign_n,
                           (unsigned long long)r->spill_records_foreign,
-                          tide_fmt_bucket_bytes(s->capacity), s->block_size, cap);
+                          ti_fmt_bucket_bytes(s->capacity), s->block_size, cap);
     }
 out:
     if (r->keys) r->avg_fetch_reads /= (double)r->keys;

@@ -53,10 +53,10 @@ static int window(reader *r, uint64_t off, size_t n, const uint8_t **out)
 int tide_store_visit(const char *dir, tide_io *io, tide_visit_fn fn, void *arg,
                      tide_visit_stats *stats)
 {
-    return tide_store_walk(dir, io, fn, NULL, arg, stats);
+    return ti_store_walk(dir, io, fn, NULL, arg, stats);
 }
 
-int tide_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
+int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
                     void *arg, tide_visit_stats *stats)
 {
     reader r;
@@ -71,7 +71,7 @@ int tide_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_f
     memset(&r, 0, sizeof r);
     memset(&st, 0, sizeof st);
     r.io = io ? io : tide_io_posix();
-    path = tide_path_join(dir, "nudb.dat");
+    path = ti_path_join(dir, "nudb.dat");
     r.win = malloc(WINDOW);
     if (!path || !r.win) { rc = tide_err_set(TIDE_ENOMEM, "visit: out of memory"); goto out; }
     r.path = path;
@@ -88,16 +88,16 @@ int tide_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_f
             goto out;
         }
         if ((rc = window(&r, 0, TIDE_DAT_HEADER_SIZE, &h)) != 0) goto out;
-        if ((rc = tide_fmt_decode_dat_header(h, &dh, path)) != 0) goto out;
+        if ((rc = ti_fmt_decode_dat_header(h, &dh, path)) != 0) goto out;
     }
     off = TIDE_DAT_HEADER_SIZE;
     while (off < r.size) {
         const uint8_t *p;
         if ((rc = window(&r, off, TIDE_DAT_RECORD_HEADER, &p)) != 0) goto out;
-        uint64_t size = tide_get48(p);
+        uint64_t size = ti_get48(p);
         if (size == 0) {
             if ((rc = window(&r, off, TIDE_SPILL_HEADER, &p)) != 0) goto out;
-            uint64_t n = tide_get16(p + 6);
+            uint64_t n = ti_get16(p + 6);
             if (off + TIDE_SPILL_HEADER + n > r.size) {
                 rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill record of %llu bytes runs "
                                   "past the end of the file (%llu bytes)", path,
