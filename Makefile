@@ -1,10 +1,17 @@
 # Tide's build: plain GNU make.
 #
-#   make              lib/libtide.a, bin/tide (if src/cli has sources),
-#                     bin/tided (if src/server has sources)
+#   make              one archive per part (lib/parts/libtide_PART.a, the
+#                     parts and their order from scripts/layers.txt), the
+#                     whole library lib/libtide.a, bin/tide (if src/cli has
+#                     sources), bin/tided (if src/server has sources)
 #   make test         install missing packages (install-deps --test), build,
-#                     run every tests/test_*.c
-#   make check        build and run the tests, without the package step
+#                     run the structure checks and every tests/test_*.c
+#   make check        build, run scripts/check-layers and
+#                     scripts/check-functions, then the tests, without the
+#                     package step
+#   make check-layers the includes, objects and ARCHITECTURE.md's diagram
+#                     against scripts/layers.txt (after a build)
+#   make check-functions  no function in src/ over 100 lines unlisted
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
 #   make bench        build, then bench/run-store and bench/http (wrk, nginx)
@@ -32,7 +39,7 @@ LIBDIR  ?= lib
 # make ALLOC=jemalloc|tcmalloc|mimalloc links tided and tide against that
 # Debian library (libjemalloc2, libtcmalloc-minimal4, libmimalloc2.0) into
 # bin/$(ALLOC)/, leaving the glibc binaries in bin/ as they are. For
-# jemalloc, src/alloc/jemalloc_conf.c turns its background thread on.
+# jemalloc, src/mem/jemalloc_conf.c turns its background thread on.
 ALLOC   ?=
 BINDIR  ?= bin$(if $(ALLOC),/$(ALLOC))
 OPT     ?= -O2
@@ -85,14 +92,49 @@ endif
 # --no-as-needed: nothing calls the library by name; it must stay in
 # DT_NEEDED so that its malloc is found before libc's.
 ALLOC_LIBS := -Wl,--no-as-needed $(ALLOC_LIB_$(ALLOC))
-ALLOC_OBJS := $(if $(filter jemalloc,$(ALLOC)),$(BUILD)/obj/src/alloc/jemalloc_conf.o)
+ALLOC_OBJS := $(if $(filter jemalloc,$(ALLOC)),$(BUILD)/obj/src/mem/jemalloc_conf.o)
 comma := ,
 ALLOC_LDFLAGS := $(if $(filter jemalloc,$(ALLOC)),-Wl$(comma)--export-dynamic-symbol=malloc_conf)
 endif
 
-LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c src/cache/*.c src/node/*.c src/lab/*.c))
-CLI_SRCS    := $(sort $(wildcard src/cli/*.c))
-SERVER_SRCS := $(sort $(wildcard src/server/*.c))
+# The parts, their order and what each uses come from scripts/layers.txt
+# (the one table of the layers; scripts/check-layers checks the includes
+# and docs/ARCHITECTURE.md's diagram against it). Each row becomes
+# PART:BUILDS:USES..., e.g. "store:lib:io:util".
+LAYERS      := scripts/layers.txt
+HASH        := \#
+LAYER_ROWS  := $(shell sed -e 's/$(HASH).*//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$$//' \
+                   -e '/^$$/d' -e 's/[[:space:]][[:space:]]*/:/g' $(LAYERS))
+row_words    = $(subst :, ,$(1))
+PARTS       := $(foreach r,$(LAYER_ROWS),$(firstword $(call row_words,$(r))))
+$(foreach r,$(LAYER_ROWS),$(eval PART_BUILDS_$(word 1,$(call row_words,$(r))) := $(word 2,$(call row_words,$(r)))))
+$(foreach r,$(LAYER_ROWS),$(eval PART_USES_$(word 1,$(call row_words,$(r))) := $(filter-out -,$(wordlist 3,999,$(call row_words,$(r))))))
+ifeq ($(filter cli server util,$(PARTS)),)
+$(error $(LAYERS): no parts read (expected lines "PART BUILDS USES..."))
+endif
+LIB_PARTS   := $(foreach p,$(PARTS),$(if $(filter lib,$(PART_BUILDS_$(p))),$(p)))
+# part_closure: the parts $(1) use, directly or through others, and $(1).
+part_closure = $(sort $(1) $(foreach p,$(1),$(call part_closure,$(PART_USES_$(p)))))
+# part_archives: the archives of the lib parts among $(1) and all they use,
+# in the table's order (highest first), the order the linker needs.
+part_archives = $(foreach p,$(LIB_PARTS),$(if $(filter $(p),$(call part_closure,$(1))),$(PART_A_$(p))))
+
+# jemalloc_conf.c (mem) defines malloc_conf for the ALLOC=jemalloc programs
+# only: in an archive nothing would pull it in, and in every program it
+# would set jemalloc's options where jemalloc is not the allocator.
+PART_ONLY_ALLOC := src/mem/jemalloc_conf.c
+$(foreach p,$(PARTS),$(eval PART_SRCS_$(p) := $(filter-out $(PART_ONLY_ALLOC),$(sort $(wildcard src/$(p)/*.c)))))
+$(foreach p,$(LIB_PARTS),$(eval PART_A_$(p) := $(LIBDIR)/parts/libtide_$(p).a))
+PART_ARCHIVES := $(foreach p,$(LIB_PARTS),$(PART_A_$(p)))
+
+LIB_SRCS    := $(foreach p,$(LIB_PARTS),$(PART_SRCS_$(p)))
+CLI_SRCS    := $(PART_SRCS_cli)
+SERVER_SRCS := $(PART_SRCS_server)
+# What bin/tide, bin/tided and the tests link, in link order. The tests
+# may use every part; a test's own objects come first.
+CLI_ARCHIVES    := $(call part_archives,$(PART_USES_cli))
+SERVER_ARCHIVES := $(call part_archives,$(PART_USES_server))
+TEST_ARCHIVES   := $(PART_ARCHIVES)
 # Every other tests/*.c (e.g. tests/helpers.c) and tests/support/*.c: helpers
 # linked into every test binary.
 SUPPORT_SRCS := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)) \
@@ -126,11 +168,11 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check asan tsan bench bench-http run deps deps-test clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check check-layers check-functions asan tsan bench bench-http run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
-all: $(LIBTIDE) $(PROGS)
+all: $(LIBTIDE) $(PART_ARCHIVES) $(PROGS)
 
 # ---- compile and link ----------------------------------------------------
 
@@ -150,21 +192,31 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# lib/libtide.a is the whole library in one archive, for a program outside
+# the tree (fuzz/make-seeds.c is one); the programs and the tests link the
+# part archives instead, in the table's order.
 $(LIBTIDE): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(FLAGS_STAMP)
+# One archive per lib part (an empty one for a part with no sources yet).
+$(foreach p,$(LIB_PARTS),$(eval $(PART_A_$(p)): $(call obj,$(PART_SRCS_$(p)))))
+$(PART_ARCHIVES):
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(CLI_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(LIBS) $(CLI_LIBS) $(ALLOC_LIBS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(LIBS) $(CLI_LIBS) $(ALLOC_LIBS)
 
 # tide doctor reads a node's /metrics with libcurl (libcurl4-openssl-dev).
 CLI_LIBS := -lcurl
 
-$(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(FLAGS_STAMP)
+$(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(SERVER_OBJS) $(ALLOC_OBJS) $(LIBTIDE) $(LIBS) $(SERVER_LIBS) $(ALLOC_LIBS)
+	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(LIBS) $(SERVER_LIBS) $(ALLOC_LIBS)
 
 # tided is built on h2o's library with its own event loop (Debian's
 # libh2o-evloop-dev): its headers need H2O_USE_LIBUV=0, and the shared
@@ -174,9 +226,9 @@ $(SERVER_OBJS): CFLAGS += -DH2O_USE_LIBUV=0
 # test_http drives a real bin/tided with libcurl (libcurl4-openssl-dev).
 $(BUILD)/tests/test_http: TEST_LIBS += -lcurl
 
-$(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(LIBTIDE) $(FLAGS_STAMP)
+$(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(TEST_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJS) $(SUPPORT_OBJS) $(LIBTIDE) $(TEST_LIBS) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJS) $(SUPPORT_OBJS) $(TEST_ARCHIVES) $(TEST_LIBS) $(LIBS)
 
 # Extra objects of one test (empty for the others): test_fuzz_regress
 # replays fuzz_http too, so it links tided's server objects and h2o.
@@ -205,8 +257,17 @@ test: deps-test
 # The jemalloc build of tided too (bin/jemalloc/), for the test that its
 # startup log proves malloc_conf took effect; not in sanitizer builds, whose
 # own allocator must come first.
-check: all tests $(if $(SAN),,alloc-jemalloc)
+check: all tests check-layers check-functions $(if $(SAN),,alloc-jemalloc)
 	$(TEST_ENV) bash tests/run-tests $(TESTS)
+
+# The structure checks, before any test runs: the includes, the diagram in
+# docs/ARCHITECTURE.md and the objects' symbols against scripts/layers.txt,
+# and no function over 100 lines but those scripts/long-functions.txt lists.
+check-layers: $(PART_ARCHIVES) $(PROGS)
+	python3 scripts/check-layers --objects $(BUILD)
+
+check-functions:
+	python3 scripts/check-functions
 
 alloc-jemalloc: all
 	@$(MAKE) --no-print-directory ALLOC=jemalloc all

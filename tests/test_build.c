@@ -21,6 +21,15 @@
  * A binary without one of these fails with the property and what readelf
  * showed instead. The ALLOC=jemalloc build is made by `make check` before
  * the tests run (except under a sanitizer, which has no jemalloc build).
+ *
+ * And what the build puts where:
+ *
+ *   5. tide/version.h's TIDE_VERSION begins with its three numbers
+ *      ("0.1.0" of TIDE_VERSION_MAJOR, _MINOR, _PATCH), followed by the end
+ *      or a "-" suffix; `tide --version` and `tided --version` print it.
+ *   6. src/mem/jemalloc_conf.c is in the jemalloc programs only: their
+ *      dynamic symbols export malloc_conf, bin/tide's and bin/tided's do
+ *      not (where jemalloc is not the allocator the symbol has no business).
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -36,6 +45,7 @@
 
 #include "expect.h"
 #include "helpers.h"
+#include "tide/version.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TB_SANITIZER 1
@@ -213,6 +223,86 @@ static void the_test_programs_are_linked_hardened_too(void **state)
     expect_hardened(p);
 }
 
+static void the_version_text_begins_with_its_three_numbers(void **state)
+{
+    char nums[64];
+    size_t n;
+    (void)state;
+    n = (size_t)snprintf(nums, sizeof nums, "%d.%d.%d", TIDE_VERSION_MAJOR, TIDE_VERSION_MINOR,
+                         TIDE_VERSION_PATCH);
+    if (strncmp(TIDE_VERSION, nums, n) != 0 || (TIDE_VERSION[n] != '\0' && TIDE_VERSION[n] != '-'))
+        fail_msg("TIDE_VERSION '%s' does not begin with %s and then the end or '-'",
+                 TIDE_VERSION, nums);
+}
+
+/* `NAME --version` prints "NAME TIDE_VERSION " first. */
+static void expect_prints_version(const char *name)
+{
+    char p[PATH_MAX], cmd[PATH_MAX + 32], want[128];
+    char *out;
+    int rc;
+
+    bin_path(p, sizeof p, name);
+    snprintf(cmd, sizeof cmd, "'%s' --version 2>&1", p);
+    rc = th_run(cmd, &out);
+    snprintf(want, sizeof want, "%s %s ", name, TIDE_VERSION);
+    if (rc != 0 || strncmp(out, want, strlen(want)) != 0) {
+        char got[256];
+        snprintf(got, sizeof got, "%s", out);
+        free(out);
+        fail_msg("%s --version: exit %d, printed '%s'; expected it to begin '%s'", p, rc, got, want);
+    }
+    free(out);
+}
+
+static void both_programs_print_the_version_of_the_header(void **state)
+{
+    (void)state;
+    expect_prints_version("tide");
+    expect_prints_version("tided");
+}
+
+/* 1 when `path` exports malloc_conf among its dynamic symbols. */
+static int exports_malloc_conf(const char *path)
+{
+    char *syms = readelf("--dyn-syms -W", path);
+    int found = 0;
+    const char *p = syms;
+
+    while ((p = strstr(p, "malloc_conf")) != NULL) {
+        char after = p[strlen("malloc_conf")];
+        if (p > syms && p[-1] == ' ' && (after == '\n' || after == '\0' || after == ' ')) found = 1;
+        p++;
+    }
+    free(syms);
+    return found;
+}
+
+static void jemalloc_options_are_linked_into_the_jemalloc_programs_only(void **state)
+{
+    const char *plain[] = { "tide", "tided" }, *jem[] = { "jemalloc/tide", "jemalloc/tided" };
+    char p[PATH_MAX];
+    size_t i;
+    (void)state;
+    for (i = 0; i < 2; i++) {
+        bin_path(p, sizeof p, plain[i]);
+        if (exports_malloc_conf(p))
+            fail_msg("%s exports malloc_conf: src/mem/jemalloc_conf.c linked outside ALLOC=jemalloc", p);
+    }
+    if (TB_SANITIZER) {
+        print_message("sanitizer build: no bin/jemalloc/ (the sanitizer's allocator comes first)\n");
+        skip();
+    }
+    for (i = 0; i < 2; i++) {
+        bin_path(p, sizeof p, jem[i]);
+        if (access(p, X_OK) != 0)
+            fail_msg("%s: not found or not executable (make check builds bin/jemalloc/)", p);
+        if (!exports_malloc_conf(p))
+            fail_msg("%s does not export malloc_conf: src/mem/jemalloc_conf.c not linked in, or "
+                     "not exported (--export-dynamic-symbol)", p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +310,9 @@ int main(void)
         cmocka_unit_test(bin_tided_is_a_pie_with_full_relro_canaries_and_fortify),
         cmocka_unit_test(the_jemalloc_tided_is_hardened_like_the_glibc_one),
         cmocka_unit_test(the_test_programs_are_linked_hardened_too),
+        cmocka_unit_test(the_version_text_begins_with_its_three_numbers),
+        cmocka_unit_test(both_programs_print_the_version_of_the_header),
+        cmocka_unit_test(jemalloc_options_are_linked_into_the_jemalloc_programs_only),
     };
     return cmocka_run_group_tests_name("build", tests, NULL, NULL);
 }

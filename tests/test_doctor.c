@@ -29,7 +29,7 @@
 
 #include "expect.h"
 #include "helpers.h"
-#include "node/doctor.h"
+#include "client/doctor.h"
 #include "node/metrics.h"
 #include "node/node.h"
 #include "tide/error.h"

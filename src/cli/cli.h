@@ -14,9 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#ifndef TIDE_VERSION
-#define TIDE_VERSION "0.1.0-dev"
-#endif
+#include "tide/version.h"          /* TIDE_VERSION, for --version */
 
 /* Exit statuses. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };

@@ -4,7 +4,7 @@
  * It fetches URL (default http://127.0.0.1:8080/metrics; a URL without a
  * path gets /metrics) with libcurl, sending TIDE_METRICS_TOKEN from the
  * environment as "Authorization: Bearer", and hands the page to
- * node/doctor.c. The token is never printed, not even in errors.
+ * client/doctor.c. The token is never printed, not even in errors.
  *
  * A page that is not a node's (no tide_* families: Prometheus' own
  * /metrics, HTML, an empty page, bytes that are not text) exits 1 with
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "node/doctor.h"
+#include "client/doctor.h"
 #include "tide/error.h"
 
 typedef struct body {

@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "mem/account.h"
 #include "mem/alloc.h"
 #include "mem/proc.h"
+#include "tide/version.h"
 #include "util/assert.h"
 #include "util/hist.h"
 

@@ -86,12 +86,12 @@
 #include <strings.h>
 #include <time.h>
 
-#include "cli/cli.h"
-#include "node/metrics.h"               /* TIDE_VERSION */
+#include "node/metrics.h"
 #include "mem/account.h"
 #include "mem/alloc.h"
 #include "mem/proc.h"
 #include "tide/error.h"
+#include "tide/version.h"
 #include "util/clock.h"
 #include "util/hex.h"
 #include "util/log.h"

@@ -49,9 +49,9 @@
 
 #include <h2o/version.h>
 
-#include "cli/cli.h"               /* TIDE_VERSION */
 #include "node/startup.h"
 #include "tide/error.h"
+#include "tide/version.h"
 #include "util/clock.h"
 #include "util/log.h"
 

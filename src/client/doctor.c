@@ -30,7 +30,7 @@
  *
  * Never: fetch anything (the caller brings the text) or guess a figure.
  */
-#include "node/doctor.h"
+#include "client/doctor.h"
 
 #include <ctype.h>
 #include <jansson.h>

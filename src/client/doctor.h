@@ -11,8 +11,8 @@
  * it any page. What it cannot find on the page it says it cannot find.
  * Not thread-safe per report; no global state.
  */
-#ifndef TIDE_NODE_DOCTOR_H
-#define TIDE_NODE_DOCTOR_H
+#ifndef TIDE_CLIENT_DOCTOR_H
+#define TIDE_CLIENT_DOCTOR_H
 
 #include <stdint.h>
 #include <stdio.h>

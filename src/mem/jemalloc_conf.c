@@ -13,6 +13,9 @@
  *
  * This file is linked only into ALLOC=jemalloc builds (see the Makefile),
  * and the symbol is exported (--export-dynamic-symbol) so that the
- * library's lookup of malloc_conf finds it in the executable.
+ * library's lookup of malloc_conf finds it in the executable. It lives in
+ * mem, the part that knows the allocators, but is no member of mem's
+ * archive: a program that does not ask for jemalloc never carries it
+ * (tests/test_build.c checks both).
  */
 const char *malloc_conf = "background_thread:true";
