@@ -396,14 +396,69 @@ static void run_tests_kills_and_fails_a_test_that_leaves_a_process_running(void 
     free(out);
 }
 
+/* ---- 4. skips with a reason ------------------------------------------------- */
+
+/* The inner run of the test below: this binary again, under run-tests. */
+static void inner_test_passes(void **state)
+{
+    (void)state;
+}
+
+static void inner_test_skips_with_a_reason(void **state)
+{
+    (void)state;
+    th_skip("no frobnicator on this machine (install frob)");
+    fail_msg("th_skip returned");
+}
+
+static int inner_skip_main(void)
+{
+    const struct CMUnitTest inner[] = {
+        cmocka_unit_test(inner_test_passes),
+        cmocka_unit_test(inner_test_skips_with_a_reason),
+    };
+    return cmocka_run_group_tests_name("inner", inner, NULL, NULL);
+}
+
+static void run_tests_counts_skipped_tests_and_lists_each_with_its_reason(void **state)
+{
+    char dir[PATH_MAX], bin[PATH_MAX + 16], self[PATH_MAX], cmd[2 * PATH_MAX + 256], *out = NULL;
+    ssize_t n;
+    int rc;
+    (void)state;
+
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) fail_msg("readlink /proc/self/exe: %s", strerror(errno));
+    self[n] = '\0';
+    assert_int_equal(th_scratch_make(dir, sizeof dir), 0);
+    th_path(bin, sizeof bin, dir, "test_skippy");
+    if (symlink(self, bin) != 0) fail_msg("symlink %s -> %s: %s", bin, self, strerror(errno));
+    snprintf(cmd, sizeof cmd,
+             "env -u TEST_FILTER TIDE_HARNESS_INNER=skip TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests "
+             "test_skippy 2>&1", dir);
+    rc = th_run(cmd, &out);
+    if (rc != 0) fail_msg("run-tests should exit 0 for a binary with one pass and one skip; got %d:\n%s", rc, out);
+    expect_contains(out, "SKIP: inner_test_skips_with_a_reason: no frobnicator on this machine (install frob)\n"
+                    "[  SKIPPED ] inner_test_skips_with_a_reason", "th_skip's line before cmocka's");
+    expect_contains(out, "  test_skippy: 1 passed, 0 failed, 1 skipped\n"
+                    "      SKIP: inner_test_skips_with_a_reason: no frobnicator",
+                    "the binary's summary line counts the skip and lists it with its reason");
+    expect_contains(out, "\n1 passed, 0 failed, 1 skipped\n", "the totals");
+    free(out);
+}
+
 int main(void)
 {
+    const char *inner = getenv("TIDE_HARNESS_INNER");
+    if (inner != NULL && strcmp(inner, "skip") == 0) return inner_skip_main();
+
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_th_fork_child_dies_when_its_parent_is_killed_aborts_or_crashes),
         cmocka_unit_test(a_th_run_command_and_what_it_started_die_when_the_caller_is_killed),
         cmocka_unit_test_teardown(th_children_stop_kills_and_reaps_all_but_the_kept, th_teardown_children),
         cmocka_unit_test(a_failed_test_with_th_teardown_children_leaves_no_process),
         cmocka_unit_test(run_tests_kills_and_fails_a_test_that_leaves_a_process_running),
+        cmocka_unit_test_teardown(run_tests_counts_skipped_tests_and_lists_each_with_its_reason, th_teardown),
     };
     return cmocka_run_group_tests_name("harness", tests, NULL, NULL);
 }
