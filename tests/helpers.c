@@ -12,6 +12,7 @@
 #include "store/format.h"
 #include "tide/store.h"
 #include "util/clock.h"
+#include "util/log.h"
 #include "util/random.h"
 
 #include <stdarg.h>
@@ -431,6 +432,14 @@ char *th_read_text(const char *path)
     return s;
 }
 
+char *th_slurp(const char *path)
+{
+    char *s = th_read_text(path);
+
+    if (s == NULL) fail_msg("cannot read %s: expected the file to exist", path);
+    return s;
+}
+
 /* ---- processes a test starts ----
  *
  * Three layers, so that nothing a test starts outlives it:
@@ -674,15 +683,21 @@ int th_teardown(void **state)
     return 0;
 }
 
+int th_scratch_init(th_scratch *s)
+{
+    if (th_scratch_make(s->base, sizeof s->base) != 0) return -1;
+    th_path(s->dir, sizeof s->dir, s->base, "data");
+    return 0;
+}
+
 int th_scratch_setup(void **state)
 {
     th_scratch *s = calloc(1, sizeof *s);
 
-    if (s == NULL || th_scratch_make(s->base, sizeof s->base) != 0) {
+    if (s == NULL || th_scratch_init(s) != 0) {
         free(s);
         return -1;
     }
-    th_path(s->dir, sizeof s->dir, s->base, "data");
     *state = s;
     return 0;
 }
@@ -725,6 +740,24 @@ void th_skip_in(const char *test, const char *fmt, ...)
     printf("SKIP: %s: %s\n", test, reason);
     fflush(stdout);
     skip();
+}
+
+/* ---- the log a test reads ---- */
+
+void th_log_capture_sink(void *arg, int level, const char *line)
+{
+    th_log_capture *cap = arg;
+
+    cap->calls++;
+    cap->level = level;
+    if (level == TIDE_LOG_WARN) cap->warnings++;
+    snprintf(cap->line, sizeof cap->line, "%s", line);
+    strncat(cap->text, line, sizeof cap->text - strlen(cap->text) - 1);
+}
+
+void th_log_discard_sink(void *arg, int level, const char *line)
+{
+    (void)arg, (void)level, (void)line;
 }
 
 /* ---- failures found by other threads ---- */

@@ -98,6 +98,9 @@ int th_read_file(const char *path, uint8_t **out, size_t *len);
 /* The whole file as a NUL-terminated string (malloc'd), or NULL when it
  * cannot be read. */
 char *th_read_text(const char *path);
+/* th_read_text() for a file the test needs: fails the test (fail_msg,
+ * naming the path) when it cannot be read. */
+char *th_slurp(const char *path);
 /* Replace a file's contents. 0 or -1. */
 int th_write_file(const char *path, const void *buf, size_t len);
 /* Copy one file. 0 or -1. */
@@ -217,6 +220,9 @@ typedef struct th_scratch {
     char dir[2100];    /* base/data, not made */
 } th_scratch;
 
+/* Make s->base (th_scratch_make) and name s->dir in it. 0 or -1. For a
+ * fixture of a test file's own that holds a th_scratch. */
+int th_scratch_init(th_scratch *s);
 /* A cmocka setup: *state = a new th_scratch. -1 when the directory cannot
  * be made. */
 int th_scratch_setup(void **state);
@@ -270,6 +276,25 @@ void th_skip_in(const char *test, const char *fmt, ...) __attribute__((format(pr
 #define TH_ASAN 0
 #endif
 #define TH_SANITIZER (TH_ASAN || TH_TSAN)
+
+/* ---- the log a test reads ----
+ *
+ * tide_log_set_sink(th_log_capture_sink, &cap) sends Tide's log lines to
+ * `cap` instead of stderr; tide_log_set_sink(NULL, NULL) restores stderr.
+ * One thread logs into one capture at a time.
+ */
+typedef struct th_log_capture {
+    char text[16384];   /* every line, appended (cut at the capacity) */
+    int  warnings;      /* lines logged at TIDE_LOG_WARN */
+    int  calls;         /* lines received */
+    int  level;         /* the last line's level */
+    char line[4096];    /* the last line */
+} th_log_capture;
+
+/* A tide_log sink recording into the th_log_capture `arg`. */
+void th_log_capture_sink(void *arg, int level, const char *line);
+/* A tide_log sink that throws every line away. */
+void th_log_discard_sink(void *arg, int level, const char *line);
 
 /* ---- failures found by other threads ----
  *

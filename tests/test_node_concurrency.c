@@ -72,16 +72,13 @@ static uint64_t fake_clock(void *arg) { (void)arg; return atomic_load(&fake_now_
 
 static void every_key_reads_back_after_gets_raced_its_put(void **state)
 {
-    (void)state;
-    char dir[3000], data[3100];
+    th_scratch *sc = *state;
     race r = { .keys = th_small() ? 3000 : 20000 };
     tide_node_opts o;
     pthread_t w, rd[READERS];
 
-    assert_int_equal(th_mkdtemp(dir, sizeof dir), 0);
-    snprintf(data, sizeof data, "%s/data", dir);
     tide_node_opts_init(&o);
-    o.dir = data;
+    o.dir = sc->dir;
     o.sweep_interval_ms = 0;
     o.key_cache_age_s = 3600;            /* a stale miss would outlive the test */
     o.cache_age_s = 1;                   /* while the objects are swept out below */
@@ -111,13 +108,13 @@ static void every_key_reads_back_after_gets_raced_its_put(void **state)
     if (missing) fail_msg("%" PRIu64 " of %" PRIu64 " keys read as missing after their put (first: %" PRIu64 ")",
                           missing, r.keys, first);
     expect_rc(tide_node_close(r.node), 0, "close");
-    th_rmrf(dir);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_key_reads_back_after_gets_raced_its_put),
+        cmocka_unit_test_setup_teardown(every_key_reads_back_after_gets_raced_its_put, th_scratch_setup,
+                                        th_scratch_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
