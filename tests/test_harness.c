@@ -284,6 +284,21 @@ static void inner_test_fails_half_way(void **state)
     kill(pid, SIGKILL);   /* the cleanup fail_msg skips */
 }
 
+/* In a child of ours: a whole cmocka run of `test` with `teardown`, its
+ * report thrown away (its FAILED line must not count in this binary's
+ * totals); the test writes to the pipe `fds`. Returns how many failed. */
+static int inner_run(const char *name, CMUnitTestFunction test, CMFixtureFunction teardown, int fds[2])
+{
+    const struct CMUnitTest inner[] = { { .name = name, .test_func = test, .teardown_func = teardown } };
+    int devnull = open("/dev/null", O_WRONLY);
+
+    close(fds[0]);
+    inner_fd = fds[1];
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    return cmocka_run_group_tests_name("inner", inner, NULL, NULL);
+}
+
 static void a_failed_test_with_th_teardown_children_leaves_no_process(void **state)
 {
     int fds[2], st;
@@ -296,17 +311,7 @@ static void a_failed_test_with_th_teardown_children_leaves_no_process(void **sta
     mid = fork();
     assert_true(mid >= 0);
     if (mid == 0) {
-        /* A whole cmocka run in a child of ours, its report thrown away
-         * (its FAILED line must not count in this binary's totals). */
-        const struct CMUnitTest inner[] = {
-            cmocka_unit_test_teardown(inner_test_fails_half_way, th_teardown_children),
-        };
-        int devnull = open("/dev/null", O_WRONLY);
-        close(fds[0]);
-        inner_fd = fds[1];
-        dup2(devnull, 1);
-        dup2(devnull, 2);
-        int failed = cmocka_run_group_tests_name("inner", inner, NULL, NULL);
+        int failed = inner_run("inner_test_fails_half_way", inner_test_fails_half_way, th_teardown_children, fds);
         child = 0;
         /* The pid the inner test wrote is in the pipe for our parent; here
          * only the outcome counts: 1 failed, as meant. Linger until our
@@ -363,20 +368,13 @@ static void a_failed_test_with_th_teardown_leaves_no_scratch_directory_but_the_k
     assert_int_equal(pipe(fds), 0);
     mid = th_fork();
     assert_true(mid >= 0);
-    if (mid == 0) {
-        const struct CMUnitTest inner[] = {
-            cmocka_unit_test_teardown(inner_test_makes_directories_and_fails, th_teardown),
-        };
-        int devnull = open("/dev/null", O_WRONLY);
-        close(fds[0]);
-        inner_fd = fds[1];
-        dup2(devnull, 1);
-        dup2(devnull, 2);
-        _exit(cmocka_run_group_tests_name("inner", inner, NULL, NULL) == 1 ? 0 : 5);
-    }
+    if (mid == 0)
+        _exit(inner_run("inner_test_makes_directories_and_fails", inner_test_makes_directories_and_fails,
+                        th_teardown, fds) == 1 ? 0 : 5);
     close(fds[1]);
     made[0] = kept[0] = '\0';
-    if (read(fds[0], made, sizeof made) != (ssize_t)sizeof made || read(fds[0], kept, sizeof kept) != (ssize_t)sizeof kept)
+    if (read(fds[0], made, sizeof made) != (ssize_t)sizeof made ||
+        read(fds[0], kept, sizeof kept) != (ssize_t)sizeof kept)
         made[0] = kept[0] = '\0';
     close(fds[0]);
     while (th_waitpid(mid, &st, 0) < 0 && errno == EINTR) {}

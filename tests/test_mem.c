@@ -340,7 +340,7 @@ static void the_allocator_under_the_test_is_detected_with_its_version(void **sta
     expect_rc(tide_mem_alloc_detect(&in), 0, "detecting the allocator");
     printf("    allocator: %s %s via %s (%s): %s\n", tide_mem_alloc_family_name(in.family),
            in.version, tide_mem_alloc_via_name(in.via), in.library, in.evidence);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if TH_SANITIZER
     expect_str(tide_mem_alloc_family_name(in.family), "sanitizer", "allocator under a sanitizer");
     if (!in.owner_checked) fail_msg("sanitizer: expected the probe block to be checked as owned");
 #else
