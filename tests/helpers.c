@@ -440,6 +440,14 @@ char *th_slurp(const char *path)
     return s;
 }
 
+size_t th_count(const char *text, const char *part)
+{
+    size_t n = 0;
+
+    for (const char *p = strstr(text, part); p; p = strstr(p + 1, part)) n++;
+    return n;
+}
+
 /* ---- processes a test starts ----
  *
  * Three layers, so that nothing a test starts outlives it:

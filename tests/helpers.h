@@ -101,6 +101,8 @@ char *th_read_text(const char *path);
 /* th_read_text() for a file the test needs: fails the test (fail_msg,
  * naming the path) when it cannot be read. */
 char *th_slurp(const char *path);
+/* How many times `part` (not empty) occurs in `text`, overlaps counted. */
+size_t th_count(const char *text, const char *part);
 /* Replace a file's contents. 0 or -1. */
 int th_write_file(const char *path, const void *buf, size_t len);
 /* Copy one file. 0 or -1. */

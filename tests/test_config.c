@@ -532,13 +532,6 @@ static unsigned line_of(const char *text, const char *head)
     return 0;
 }
 
-static size_t count_of(const char *text, const char *part)
-{
-    size_t n = 0;
-    for (const char *p = strstr(text, part); p; p = strstr(p + 1, part)) n++;
-    return n;
-}
-
 static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_skipped(void **state)
 {
     (void)state;
@@ -569,7 +562,7 @@ static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_sk
     expect_str(c.src[TIDE_CFG_NODE_SIZE].where, want, "node_size's source");
     expect_u64(c.sweep_interval, 90, "the large preset follows");
 
-    expect_u64(count_of(cap->text, "is not used by tide; skipped"), sizeof skipped / sizeof skipped[0],
+    expect_u64(th_count(cap->text, "is not used by tide; skipped"), sizeof skipped / sizeof skipped[0],
                "one info line per skipped section");
     for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++) {
         snprintf(head, sizeof head, "[%s]", skipped[i]);

@@ -1110,7 +1110,8 @@ static void one_key_size_is_served(unsigned key_size)
     memset(&own_srv, 0, sizeof own_srv);
     tided_prepare(&own_srv);
     snprintf(cmd, sizeof cmd, "create '%s' --key-size %u", own_srv.data, key_size);
-    if (th_run_tide(cmd, 1, &out) != 0) fail_msg("tide create --key-size %u should exit 0; it said: %s", key_size, out);
+    if (th_run_tide(cmd, 1, &out) != 0)
+        fail_msg("tide create --key-size %u should exit 0; it said: %s", key_size, out);
     free(out);
     tided_start(&own_srv, NULL, NULL);
     th_value(key_size, sizeof value, value);
