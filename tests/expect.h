@@ -34,4 +34,12 @@
                      text_ ? text_ : "(null)"); \
     } while (0)
 
+/* ---- the harness's additions (tests/helpers.h's owner) ---- */
+
+#define expect_i64(got, want, what) do { \
+        int64_t got_ = (int64_t)(got), want_ = (int64_t)(want); \
+        if (got_ != want_) \
+            fail_msg("%s: expected %" PRId64 ", got %" PRId64, what, want_, got_); \
+    } while (0)
+
 #endif

@@ -1,6 +1,8 @@
 /*
- * helpers.c: scratch directories, fixture copies, the fixture formula and a
- * deterministic PRNG for Tide's tests. See helpers.h.
+ * helpers.c: scratch directories, fixture copies, the fixture formula, a
+ * deterministic PRNG, the processes and directories a test leaves behind,
+ * skips with a reason and the worker threads' failure record, for Tide's
+ * tests. See helpers.h.
  *
  * Never: write under th_fixture_root(). Everything here that writes takes a
  * path the caller made with th_mkdtemp() or th_copy_fixture().
@@ -9,6 +11,14 @@
 
 #include "store/format.h"
 #include "tide/store.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/random.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +31,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,13 +38,7 @@
 
 uint64_t th_splitmix64(uint64_t *s)
 {
-    uint64_t z;
-
-    *s += 0x9E3779B97F4A7C15ull;
-    z = *s;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return tide_random_next64(s);
 }
 
 void th_stream(uint64_t seed, void *out, size_t n)
@@ -429,6 +432,22 @@ char *th_read_text(const char *path)
     return s;
 }
 
+char *th_slurp(const char *path)
+{
+    char *s = th_read_text(path);
+
+    if (s == NULL) fail_msg("cannot read %s: expected the file to exist", path);
+    return s;
+}
+
+size_t th_count(const char *text, const char *part)
+{
+    size_t n = 0;
+
+    for (const char *p = strstr(text, part); p; p = strstr(p + 1, part)) n++;
+    return n;
+}
+
 /* ---- processes a test starts ----
  *
  * Three layers, so that nothing a test starts outlives it:
@@ -602,29 +621,201 @@ int th_run(const char *cmd, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-double th_now_ms(void)
+int th_run_tide(const char *args, int merge_stderr, char **out)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    size_t cap = strlen(th_bin_dir()) + strlen(args) + 32;
+    char *cmd = malloc(cap);
+    int rc;
+
+    if (cmd == NULL) abort();
+    snprintf(cmd, cap, "'%s/tide' %s %s", th_bin_dir(), args, merge_stderr ? "2>&1" : "2>/dev/null");
+    rc = th_run(cmd, out);
+    free(cmd);
+    return rc;
 }
 
-#if defined(__SANITIZE_THREAD__)
-#define TH_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TH_TSAN 1
-#endif
-#endif
+/* ---- scratch directories removed whatever the outcome ----
+ *
+ * The record holds copies of the paths (the callers' buffers often live
+ * on a test's stack, gone once fail_msg longjmps out).
+ */
+
+#define TH_MAX_SCRATCH 64
+
+static struct { char path[2048]; int keep; } th_scratch_dirs[TH_MAX_SCRATCH];
+
+int th_scratch_make(char *out, size_t cap)
+{
+    size_t n;
+
+    if (th_mkdtemp(out, cap) != 0) return -1;
+    n = strlen(out);
+    for (size_t i = 0; i < TH_MAX_SCRATCH; i++) {
+        if (th_scratch_dirs[i].path[0] != '\0') continue;
+        if (n >= sizeof th_scratch_dirs[i].path) break;
+        memcpy(th_scratch_dirs[i].path, out, n + 1);
+        th_scratch_dirs[i].keep = 0;
+        return 0;
+    }
+    /* A path too long to record, or more directories than any test needs:
+     * refuse rather than leave one behind. */
+    fprintf(stderr, "th_scratch_make: cannot record %s (at most %d directories of %zu bytes)\n", out,
+            TH_MAX_SCRATCH, sizeof th_scratch_dirs[0].path - 1);
+    th_rmrf(out);
+    return -1;
+}
+
+void th_scratch_remove(const char *dir)
+{
+    if (dir == NULL || dir[0] == '\0') return;
+    for (size_t i = 0; i < TH_MAX_SCRATCH; i++)
+        if (strcmp(th_scratch_dirs[i].path, dir) == 0) th_scratch_dirs[i].path[0] = '\0';
+    th_rmrf(dir);
+}
+
+void th_scratch_keep(const char *dir)
+{
+    for (size_t i = 0; i < TH_MAX_SCRATCH; i++)
+        if (th_scratch_dirs[i].path[0] != '\0' && strcmp(th_scratch_dirs[i].path, dir) == 0)
+            th_scratch_dirs[i].keep = 1;
+}
+
+int th_teardown(void **state)
+{
+    th_teardown_children(state);
+    for (size_t i = 0; i < TH_MAX_SCRATCH; i++) {
+        if (th_scratch_dirs[i].path[0] == '\0' || th_scratch_dirs[i].keep) continue;
+        th_rmrf(th_scratch_dirs[i].path);
+        th_scratch_dirs[i].path[0] = '\0';
+    }
+    return 0;
+}
+
+int th_scratch_init(th_scratch *s)
+{
+    if (th_scratch_make(s->base, sizeof s->base) != 0) return -1;
+    th_path(s->dir, sizeof s->dir, s->base, "data");
+    return 0;
+}
+
+int th_scratch_setup(void **state)
+{
+    th_scratch *s = calloc(1, sizeof *s);
+
+    if (s == NULL || th_scratch_init(s) != 0) {
+        free(s);
+        return -1;
+    }
+    *state = s;
+    return 0;
+}
+
+int th_scratch_teardown(void **state)
+{
+    th_teardown(state);
+    free(*state);
+    *state = NULL;
+    return 0;
+}
+
+int th_run_group_n(const char *name, const struct CMUnitTest *tests, size_t n, int (*setup)(void **),
+                   int (*teardown)(void **), int (*dflt)(void **))
+{
+    struct CMUnitTest *t = calloc(n, sizeof *t);
+    int failed;
+
+    if (t == NULL) abort();
+    for (size_t i = 0; i < n; i++) {
+        t[i] = tests[i];
+        if (t[i].teardown_func == NULL) t[i].teardown_func = dflt;
+    }
+    failed = _cmocka_run_group_tests(name, t, n, setup, teardown);
+    free(t);
+    return failed;
+}
+
+/* ---- skipping with a reason ---- */
+
+void th_skip_in(const char *test, const char *fmt, ...)
+{
+    char reason[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    /* On stdout, where cmocka's own "[  SKIPPED ]" line follows it. */
+    printf("SKIP: %s: %s\n", test, reason);
+    fflush(stdout);
+    skip();
+}
+
+/* ---- the log a test reads ---- */
+
+void th_log_capture_sink(void *arg, int level, const char *line)
+{
+    th_log_capture *cap = arg;
+
+    cap->calls++;
+    cap->level = level;
+    if (level == TIDE_LOG_WARN) cap->warnings++;
+    snprintf(cap->line, sizeof cap->line, "%s", line);
+    strncat(cap->text, line, sizeof cap->text - strlen(cap->text) - 1);
+}
+
+void th_log_discard_sink(void *arg, int level, const char *line)
+{
+    (void)arg, (void)level, (void)line;
+}
+
+/* ---- failures found by other threads ---- */
+
+void th_failures_init(th_failures *f)
+{
+    pthread_mutex_init(&f->mu, NULL);
+    atomic_init(&f->count, 0);
+    f->first[0] = '\0';
+}
+
+void th_failure(th_failures *f, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (atomic_fetch_add(&f->count, 1) == 0) {
+        pthread_mutex_lock(&f->mu);
+        va_start(ap, fmt);
+        vsnprintf(f->first, sizeof f->first, fmt, ap);
+        va_end(ap);
+        pthread_mutex_unlock(&f->mu);
+    }
+}
+
+void th_failures_check(th_failures *f, const char *what)
+{
+    char first[sizeof f->first];
+    unsigned long n = atomic_load(&f->count);
+
+    if (n != 0) {
+        /* The first failure's message may still be being written by the
+         * thread that counted it: the lock waits for it. */
+        pthread_mutex_lock(&f->mu);
+        memcpy(first, f->first, sizeof first);
+        pthread_mutex_unlock(&f->mu);
+        fail_msg("%s: %lu failures; the first: %s", what, n, first);
+    }
+}
+
+double th_now_ms(void)
+{
+    return (double)tide_clock_mono_ns() / 1e6;
+}
 
 int th_small(void)
 {
-#ifdef TH_TSAN
-    return 1;
-#else
     const char *e = getenv("TIDE_TEST_SMALL");
+
+    if (TH_TSAN) return 1;
     return e != NULL && *e != '\0' && strcmp(e, "0") != 0;
-#endif
 }
 
 void th_encode_rebuild_log(uint8_t out[62], const struct tide_store_info *in, unsigned block_size,

@@ -7,6 +7,14 @@
  * are never opened in place: th_copy_fixture() copies one into a scratch
  * directory first. The fixture root is $TIDE_FIXTURES, or
  * tests/fixtures/nudb relative to the working directory (the repo root).
+ * A directory made with th_scratch_make() (or the th_scratch fixture) is
+ * removed by th_teardown() even when the test fails half-way.
+ *
+ * One harness for every test file: th_teardown() stops what a test
+ * started and removes what it made whatever its outcome; th_skip() skips a
+ * test whose precondition is missing, with a reason run-tests lists;
+ * th_failures carries worker threads' failures to the test's thread; the
+ * assertions that say what came back are in expect.h.
  *
  * The fixture formula (tests/fixtures/nudb/README.md) gives every item's
  * key and value, so tests check whole fixtures without a list:
@@ -18,12 +26,14 @@
  * th_rng is a tiny deterministic PRNG (splitmix64) for the random tests;
  * th_seed() reads TIDE_TEST_SEED so a failing run can be repeated.
  *
- * None of this is thread-safe except the pure formula functions and a
- * th_rng used by one thread.
+ * None of this is thread-safe except the pure formula functions, a th_rng
+ * used by one thread, and th_failure().
  */
 #ifndef TIDE_TEST_HELPERS_H
 #define TIDE_TEST_HELPERS_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -88,6 +98,11 @@ int th_read_file(const char *path, uint8_t **out, size_t *len);
 /* The whole file as a NUL-terminated string (malloc'd), or NULL when it
  * cannot be read. */
 char *th_read_text(const char *path);
+/* th_read_text() for a file the test needs: fails the test (fail_msg,
+ * naming the path) when it cannot be read. */
+char *th_slurp(const char *path);
+/* How many times `part` (not empty) occurs in `text`, overlaps counted. */
+size_t th_count(const char *text, const char *part);
 /* Replace a file's contents. 0 or -1. */
 int th_write_file(const char *path, const void *buf, size_t len);
 /* Copy one file. 0 or -1. */
@@ -172,7 +187,138 @@ int th_teardown_children(void **state);
  * a test that crashes does not go on running. */
 int th_run(const char *cmd, char **out);
 
-/* 1 when built with ThreadSanitizer or $TIDE_TEST_SMALL is set. */
+/* Run bin/tide (from th_bin_dir()) with `args` (shell words, quoted by the
+ * caller) as th_run does; stderr joins stdout when `merge_stderr`, else it
+ * is thrown away. *out as th_run's (the caller frees it). */
+int th_run_tide(const char *args, int merge_stderr, char **out);
+
+/* ---- scratch directories removed whatever the outcome ----
+ *
+ * th_scratch_make() makes a fresh directory as th_mkdtemp() does and
+ * records it (at most 64 at once); th_teardown() removes every recorded
+ * one a test left behind, so a test that fails half-way (fail_msg longjmps
+ * past its own cleanup) leaves nothing in $TMPDIR. Same thread rule as the
+ * processes above.
+ */
+
+/* Make and record a scratch directory; its path goes to `out`. 0 or -1
+ * (with a message on stderr). */
+int th_scratch_make(char *out, size_t cap);
+/* Remove a recorded scratch directory now and forget it. */
+void th_scratch_remove(const char *dir);
+/* Spare a recorded directory from th_teardown(): a group's shared
+ * server's, removed by the group's teardown with th_scratch_remove(). */
+void th_scratch_keep(const char *dir);
+/* A cmocka teardown for every test that starts processes or makes scratch
+ * directories: th_teardown_children(), then every recorded directory but
+ * the kept ones is removed. Always returns 0. */
+int th_teardown(void **state);
+
+/* The per-test fixture most node tests share: a fresh scratch directory
+ * and the path of a data directory inside it that does not exist yet (the
+ * node, or tided, makes it). */
+typedef struct th_scratch {
+    char base[2048];   /* made by th_scratch_make */
+    char dir[2100];    /* base/data, not made */
+} th_scratch;
+
+/* Make s->base (th_scratch_make) and name s->dir in it. 0 or -1. For a
+ * fixture of a test file's own that holds a th_scratch. */
+int th_scratch_init(th_scratch *s);
+/* A cmocka setup: *state = a new th_scratch. -1 when the directory cannot
+ * be made. */
+int th_scratch_setup(void **state);
+/* Its teardown: th_teardown(), then the th_scratch is freed. */
+int th_scratch_teardown(void **state);
+
+/* cmocka_run_group_tests_name with `dflt` as the teardown of every test
+ * that names none (th_teardown for a binary whose tests start processes).
+ * Returns the number of failed tests. */
+struct CMUnitTest;
+int th_run_group_n(const char *name, const struct CMUnitTest *tests, size_t n, int (*setup)(void **),
+                   int (*teardown)(void **), int (*dflt)(void **));
+#define th_run_group(name, tests, setup, teardown, dflt) \
+    th_run_group_n(name, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown, dflt)
+
+/* ---- skipping with a reason ----
+ *
+ * A test whose precondition is missing (a library not installed, a kernel
+ * feature absent, a sanitizer build) is skipped, never passed: th_skip()
+ * prints "SKIP: <test>: <reason>" on stdout and calls cmocka's skip(), so
+ * cmocka counts it as skipped and tests/run-tests lists it with the reason
+ * in its summary. Only from the thread that runs the test. Does not return.
+ * `test` is the test's name: th_skip() passes __func__, so call it from the
+ * test function itself (or a macro it expands); a helper that skips on a
+ * test's behalf takes the test's name and calls th_skip_in().
+ */
+#define th_skip(...) th_skip_in(__func__, __VA_ARGS__)
+void th_skip_in(const char *test, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* 1 in a build with AddressSanitizer or ThreadSanitizer (the compiler's
+ * own macros; gcc and clang spell them differently). TH_TSAN alone for
+ * ThreadSanitizer, TH_ASAN for AddressSanitizer. */
+#if defined(__SANITIZE_THREAD__)
+#define TH_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TH_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TH_ASAN 1
+#endif
+#endif
+#ifndef TH_TSAN
+#define TH_TSAN 0
+#endif
+#ifndef TH_ASAN
+#define TH_ASAN 0
+#endif
+#define TH_SANITIZER (TH_ASAN || TH_TSAN)
+
+/* ---- the log a test reads ----
+ *
+ * tide_log_set_sink(th_log_capture_sink, &cap) sends Tide's log lines to
+ * `cap` instead of stderr; tide_log_set_sink(NULL, NULL) restores stderr.
+ * One thread logs into one capture at a time.
+ */
+typedef struct th_log_capture {
+    char text[16384];   /* every line, appended (cut at the capacity) */
+    int  warnings;      /* lines logged at TIDE_LOG_WARN */
+    int  calls;         /* lines received */
+    int  level;         /* the last line's level */
+    char line[4096];    /* the last line */
+} th_log_capture;
+
+/* A tide_log sink recording into the th_log_capture `arg`. */
+void th_log_capture_sink(void *arg, int level, const char *line);
+/* A tide_log sink that throws every line away. */
+void th_log_discard_sink(void *arg, int level, const char *line);
+
+/* ---- failures found by other threads ----
+ *
+ * cmocka's assertions longjmp and must run on the test's own thread. A
+ * worker thread records what went wrong instead; the test thread fails
+ * once the workers are joined, with the count and the first message.
+ * th_failure() is thread-safe; th_failures_init() and th_failures_check()
+ * run on the test's thread.
+ */
+typedef struct th_failures {
+    pthread_mutex_t mu;
+    atomic_ulong count;
+    char first[512];
+} th_failures;
+
+void th_failures_init(th_failures *f);
+/* Count one failure; the first one's message is kept. */
+void th_failure(th_failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* fail_msg("<what>: N failures; the first: ...") when any was recorded. */
+void th_failures_check(th_failures *f, const char *what);
+
+/* 1 when built with ThreadSanitizer (TH_TSAN) or $TIDE_TEST_SMALL is set. */
 int th_small(void);
 
 /* The 62-byte nudb.log of an interrupted rebuild (key_file_size 0, as

@@ -47,17 +47,6 @@
 #include "helpers.h"
 #include "tide/version.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TB_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TB_SANITIZER 1
-#endif
-#endif
-#ifndef TB_SANITIZER
-#define TB_SANITIZER 0
-#endif
-
 static void bin_path(char *out, size_t cap, const char *name)
 {
     snprintf(out, cap, "%s/%s", th_bin_dir(), name);
@@ -168,9 +157,9 @@ static void expect_hardened(const char *path)
     }
     if (strstr(syms, "__stack_chk_fail") == NULL)
         add_missing(missing, sizeof missing, "__stack_chk_fail not imported (-fstack-protector-strong)");
-    if (!TB_SANITIZER && !has_fortified(syms, sym, sizeof sym))
+    if (!TH_SANITIZER && !has_fortified(syms, sym, sizeof sym))
         add_missing(missing, sizeof missing, "no fortified __*_chk function imported (-D_FORTIFY_SOURCE=2 with -O1 or more)");
-    else if (!TB_SANITIZER)
+    else if (!TH_SANITIZER)
         print_message("%s: PIE, full RELRO, stack protector, fortified (%s, ...)\n", path, sym);
     else
         print_message("%s: PIE, full RELRO, stack protector (FORTIFY left out under a "
@@ -204,10 +193,7 @@ static void the_jemalloc_tided_is_hardened_like_the_glibc_one(void **state)
 {
     char p[PATH_MAX];
     (void)state;
-    if (TB_SANITIZER) {
-        print_message("sanitizer build: no bin/jemalloc/ (the sanitizer's allocator comes first)\n");
-        skip();
-    }
+    if (TH_SANITIZER) th_skip("sanitizer build: no bin/jemalloc/ (the sanitizer's allocator comes first)");
     bin_path(p, sizeof p, "jemalloc/tided");
     expect_hardened(p);
 }

@@ -20,7 +20,8 @@
  * free hook counts them; ASan would see a second free).
  *
  * Threads never call cmocka (its failures longjmp); they record the first
- * failure and a count, and the main thread fails after joining them.
+ * failure and a count (th_failures), and the main thread fails after
+ * joining them.
  * `make tsan` runs this under ThreadSanitizer.
  */
 #include <setjmp.h>
@@ -53,41 +54,6 @@
 #define HARD_LIMIT (256u << 10)
 #define BUDGET     (192u << 10)
 
-/* ---- shared failure record ---- */
-
-typedef struct failures {
-    pthread_mutex_t mu;
-    atomic_ulong count;
-    char first[512];
-} failures;
-
-static void record_failure(failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void record_failure(failures *f, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (atomic_fetch_add(&f->count, 1) == 0) {
-        pthread_mutex_lock(&f->mu);
-        va_start(ap, fmt);
-        vsnprintf(f->first, sizeof f->first, fmt, ap);
-        va_end(ap);
-        pthread_mutex_unlock(&f->mu);
-    }
-}
-
-static void fail_if_any(failures *f, const char *what)
-{
-    char first[sizeof f->first];
-    unsigned long n = atomic_load(&f->count);
-
-    if (n != 0) {
-        pthread_mutex_lock(&f->mu);
-        memcpy(first, f->first, sizeof first);
-        pthread_mutex_unlock(&f->mu);
-        fail_msg("%s: %lu failures; the first: %s", what, n, first);
-    }
-}
-
 /* ---- shared state ---- */
 
 typedef struct shared {
@@ -100,7 +66,7 @@ typedef struct shared {
     atomic_ullong lookups, inserts, sweeps;
     atomic_ullong kc_contains;
     tide_cache_obj_hook hook;
-    failures fail;
+    th_failures fail;
 } shared;
 
 static uint64_t shared_clock(void *arg)
@@ -113,16 +79,15 @@ static void count_free(void *arg, const tide_cache_obj *o)
     shared *sh = arg;
 
     if (tide_cache_obj_refs(o) != 0)
-        record_failure(&sh->fail, "an object freed with %u strong references: expected 0",
-                       tide_cache_obj_refs(o));
+        th_failure(&sh->fail, "an object freed with %u strong references: expected 0",
+                   tide_cache_obj_refs(o));
     atomic_fetch_add(&sh->freed, 1);
 }
 
 static void shared_init(shared *sh)
 {
     memset(sh, 0, sizeof *sh);
-    pthread_mutex_init(&sh->fail.mu, NULL);
-    atomic_init(&sh->fail.count, 0);
+    th_failures_init(&sh->fail);
     atomic_init(&sh->now, 1000000000ull);
     atomic_init(&sh->stop, 0);
     sh->hook.on_free = count_free;
@@ -142,14 +107,14 @@ static void check_obj(shared *sh, uint64_t i, tide_cache_obj *o, const char *how
     size_t len = th_len(i, VMIN, VMAX);
 
     if (tide_cache_obj_len(o) != len) {
-        record_failure(&sh->fail, "%s of item %" PRIu64 ": expected %zu bytes, got %zu", how, i,
-                       len, tide_cache_obj_len(o));
+        th_failure(&sh->fail, "%s of item %" PRIu64 ": expected %zu bytes, got %zu", how, i,
+                   len, tide_cache_obj_len(o));
         return;
     }
     th_value(i, len, want);
     if (memcmp(tide_cache_obj_data(o), want, len) != 0)
-        record_failure(&sh->fail, "%s of item %" PRIu64 ": expected value(%" PRIu64 "), got "
-                       "other bytes", how, i, i);
+        th_failure(&sh->fail, "%s of item %" PRIu64 ": expected value(%" PRIu64 "), got "
+                   "other bytes", how, i, i);
 }
 
 static void *worker_main(void *p)
@@ -175,14 +140,14 @@ static void *worker_main(void *p)
             th_value(i, len, val);
             rc = tide_cache_obj_new(&o, val, len, &sh->hook);
             if (rc != 0) {
-                record_failure(&sh->fail, "obj_new: expected 0, got %d", rc);
+                th_failure(&sh->fail, "obj_new: expected 0, got %d", rc);
                 break;
             }
             atomic_fetch_add(&sh->made, 1);
             rc = tide_cache_insert(sh->c, key, o);
             if (rc != 0)
-                record_failure(&sh->fail, "insert of item %" PRIu64 ": expected 0, got %d (%s)",
-                               i, rc, tide_last_error());
+                th_failure(&sh->fail, "insert of item %" PRIu64 ": expected 0, got %d (%s)",
+                           i, rc, tide_last_error());
             atomic_fetch_add(&sh->inserts, 1);
         } else if (r < 97) {
             o = tide_cache_lookup(sh->c, key);
@@ -212,8 +177,8 @@ static void *worker_main(void *p)
             tide_cache_stats st;
             tide_cache_stats_get(sh->c, &st);
             if (st.bytes > HARD_LIMIT)
-                record_failure(&sh->fail, "bytes: expected at most the hard limit %u, got %zu",
-                               HARD_LIMIT, st.bytes);
+                th_failure(&sh->fail, "bytes: expected at most the hard limit %u, got %zu",
+                           HARD_LIMIT, st.bytes);
         }
     }
     for (int s = 0; s < HOLD; s++) tide_cache_obj_release(held[s]);
@@ -229,8 +194,8 @@ static void *sweeper_main(void *p)
         atomic_fetch_add_explicit(&sh->now, 250000u, memory_order_relaxed);
         tide_cache_sweep(sh->c, &r);
         if (r.bytes_after > HARD_LIMIT)
-            record_failure(&sh->fail, "sweep: bytes after, expected at most %u, got %zu",
-                           HARD_LIMIT, r.bytes_after);
+            th_failure(&sh->fail, "sweep: bytes after, expected at most %u, got %zu",
+                       HARD_LIMIT, r.bytes_after);
         atomic_fetch_add(&sh->sweeps, 1);
         tide_clock_sleep_us(2000);
     }
@@ -290,7 +255,7 @@ static void workers_and_a_sweeper_share_the_cache_and_every_object_is_freed_once
                   " revivals, %" PRIu64 " reaped\n", (uint64_t)atomic_load(&sh->lookups),
                   st.hits, (uint64_t)atomic_load(&sh->inserts), (uint64_t)atomic_load(&sh->sweeps),
                   st.evictions, st.demotions, st.revivals, st.reaped);
-    fail_if_any(&sh->fail, "workers and sweeper");
+    th_failures_check(&sh->fail, "workers and sweeper");
     if (st.hits + st.misses != atomic_load(&sh->lookups))
         fail_msg("hits + misses: expected the %llu lookups, got %" PRIu64 " + %" PRIu64,
                  (unsigned long long)atomic_load(&sh->lookups), st.hits, st.misses);
@@ -333,7 +298,7 @@ static void *kc_worker_main(void *p)
         th_key(i, KEY_SIZE, key);
         if (r < 40) {
             int rc = tide_keycache_insert(sh->k, key);
-            if (rc != 0) record_failure(&sh->fail, "keycache insert: expected 0, got %d", rc);
+            if (rc != 0) th_failure(&sh->fail, "keycache insert: expected 0, got %d", rc);
         } else if (r < 90) {
             (void)tide_keycache_contains(sh->k, key);
             atomic_fetch_add(&sh->kc_contains, 1);
@@ -393,7 +358,7 @@ static void keycache_workers_and_a_sweeper_keep_the_counts_exact(void **state)
 
     tide_keycache_check(sh->k);
     tide_keycache_stats_get(sh->k, &st);
-    fail_if_any(&sh->fail, "key cache workers");
+    th_failures_check(&sh->fail, "key cache workers");
     if (st.hits + st.misses != atomic_load(&sh->kc_contains))
         fail_msg("hits + misses: expected the %llu contains calls, got %" PRIu64 " + %" PRIu64,
                  (unsigned long long)atomic_load(&sh->kc_contains), st.hits, st.misses);

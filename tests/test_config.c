@@ -37,15 +37,10 @@ typedef struct fx {
     char path[600];
 } fx;
 
-static void discard_sink(void *arg, int level, const char *line)
-{
-    (void)arg, (void)level, (void)line;
-}
-
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    tide_log_set_sink(discard_sink, NULL);   /* tests that read the log set their own */
+    tide_log_set_sink(th_log_discard_sink, NULL);   /* tests that read the log set their own */
     if (f == NULL || th_mkdtemp(f->dir, sizeof f->dir) != 0) return -1;
     th_path(f->path, sizeof f->path, f->dir, "tide.cfg");
     *state = f;
@@ -75,18 +70,6 @@ static const char *fake_getenv(void *arg, const char *name)
     for (; env && *env; env++)
         if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return *env + n + 1;
     return NULL;
-}
-
-typedef struct capture {
-    char text[16384];
-    int  warnings;
-} capture;
-
-static void capture_sink(void *arg, int level, const char *line)
-{
-    capture *cap = arg;
-    if (level == TIDE_LOG_WARN) cap->warnings++;
-    strncat(cap->text, line, sizeof cap->text - strlen(cap->text) - 1);
 }
 
 /* defaults + file (when text is not NULL) + env + flags + finish. */
@@ -369,11 +352,11 @@ static void an_invalid_nudb_block_size_warns_with_file_and_line_and_uses_4096(vo
 {
     fx *f = *state;
     tide_config c;
-    capture cap = { "", 0 };
+    th_log_capture cap = { .text = "" };
     char want[700];
 
     tide_log_set_level(TIDE_LOG_DEBUG);
-    tide_log_set_sink(capture_sink, &cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
     expect_rc(load_all(f, &c, "[node_db]\ntype=NuDB\nnudb_block_size=5000\n", NULL, 0, NULL), 0,
               "a bad block size is not an error");
     tide_log_set_level(TIDE_LOG_INFO);
@@ -386,7 +369,7 @@ static void an_invalid_nudb_block_size_warns_with_file_and_line_and_uses_4096(vo
     expect_contains(describe(&c), want, "describe after the fallback");
 
     memset(&cap, 0, sizeof cap);
-    tide_log_set_sink(capture_sink, &cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
     const char *env[] = { "TIDE_NUDB_BLOCK_SIZE=abc", NULL };
     expect_rc(load_all(f, &c, NULL, env, 0, NULL), 0, "a bad block size in the environment");
     expect_u64(c.nudb_block_size, 4096, "nudb_block_size after the fallback");
@@ -418,9 +401,9 @@ static void an_age_below_the_sweep_interval_warns_only_when_the_operator_chose_i
 {
     fx *f = *state;
     tide_config c;
-    capture cap = { "", 0 };
+    th_log_capture cap = { .text = "" };
 
-    tide_log_set_sink(capture_sink, &cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
     for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++) {
         char *argv[] = { "tided", "--node-size", (char *)tide_config_node_size_name(n), NULL };
         expect_rc(load_all(f, &c, NULL, NULL, 3, argv), 0, tide_config_node_size_name(n));
@@ -549,13 +532,6 @@ static unsigned line_of(const char *text, const char *head)
     return 0;
 }
 
-static size_t count_of(const char *text, const char *part)
-{
-    size_t n = 0;
-    for (const char *p = strstr(text, part); p; p = strstr(p + 1, part)) n++;
-    return n;
-}
-
 static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_skipped(void **state)
 {
     (void)state;
@@ -564,7 +540,7 @@ static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_sk
         "database_path", "debug_logfile", "sntp_servers", "validators_file", "rpc_startup", "ssl_verify",
     };
     char path[1200], want[1400], head[64];
-    capture *cap = calloc(1, sizeof *cap);
+    th_log_capture *cap = calloc(1, sizeof *cap);
     char *text;
     tide_config c;
 
@@ -572,7 +548,7 @@ static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_sk
     text = th_read_text(path);
     if (text == NULL || cap == NULL) fail_msg("reading the fixture %s: expected its text, got nothing", path);
     tide_log_set_level(TIDE_LOG_DEBUG);
-    tide_log_set_sink(capture_sink, cap);
+    tide_log_set_sink(th_log_capture_sink, cap);
     tide_config_defaults(&c);
     expect_rc(tide_config_load_file(&c, path), 0, "loading a node's own rippled.cfg");
     expect_rc(tide_config_finish(&c), 0, "finish");
@@ -586,7 +562,7 @@ static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_sk
     expect_str(c.src[TIDE_CFG_NODE_SIZE].where, want, "node_size's source");
     expect_u64(c.sweep_interval, 90, "the large preset follows");
 
-    expect_u64(count_of(cap->text, "is not used by tide; skipped"), sizeof skipped / sizeof skipped[0],
+    expect_u64(th_count(cap->text, "is not used by tide; skipped"), sizeof skipped / sizeof skipped[0],
                "one info line per skipped section");
     for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++) {
         snprintf(head, sizeof head, "[%s]", skipped[i]);
@@ -630,9 +606,9 @@ static void node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused(void **
 {
     fx *f = *state;
     tide_config c;
-    capture cap = { "", 0 };
+    th_log_capture cap = { .text = "" };
 
-    tide_log_set_sink(capture_sink, &cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
     expect_rc(load_all(f, &c, "[node_db]\ntype=nudb\npath=/srv/xrpl\nonline_delete=512\nearliest_seq=32570\n"
                        "some_future_knob=7\n", NULL, 0, NULL), 0, "rippled's keys in [node_db]");
     expect_str(c.data_dir, "/srv/xrpl", "path");
@@ -664,9 +640,9 @@ static void anything_goes_inside_a_skipped_section_and_hash_starts_a_comment(voi
 {
     fx *f = *state;
     tide_config c;
-    capture cap = { "", 0 };
+    th_log_capture cap = { .text = "" };
 
-    tide_log_set_sink(capture_sink, &cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
     expect_rc(load_all(f, &c, "[ips]\nr.ripple.com 51235\n= not an ini line\n[rpc_startup]\n"
                        "{ \"command\": \"log_level\" }\n[node_db]   # where the store lives\n"
                        "path = /srv/tide\\#1   # a literal hash, then a comment\n[node]\n"
@@ -906,7 +882,7 @@ static void startup_log_reads_as_a_checklist_and_warns_about_a_block_size_mismat
 {
     fx *f = *state;
     tide_config c;
-    capture cap = { .text = "" };
+    th_log_capture cap = { .text = "" };
     char data[700];
     const char *env[] = { "TIDE_CACHE_BUDGET=0", "TIDE_METRICS_TOKEN=m3trics-tok", NULL };
     char *argv[] = { "tided", "--data-dir", data, "--nudb-block-size", "16384", NULL };
@@ -919,9 +895,9 @@ static void startup_log_reads_as_a_checklist_and_warns_about_a_block_size_mismat
     co.block_size = 4096;
     expect_rc(tide_store_create(data, &co), 0, "create a 4096-byte-block store");
     expect_rc(load_all(f, &c, NULL, env, 5, argv), 0, "load");
-    tide_log_set_sink(capture_sink, &cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
     tide_startup_log(&c);
-    tide_log_set_sink(discard_sink, NULL);
+    tide_log_set_sink(th_log_discard_sink, NULL);
 
     expect_contains(cap.text, "settings: node_size=", "the settings line");
     expect_contains(cap.text, "cache_budget=0(env TIDE_CACHE_BUDGET)", "a setting with its source");
@@ -939,15 +915,15 @@ static void startup_log_for_a_new_store_uses_the_configured_block_size_without_w
 {
     fx *f = *state;
     tide_config c;
-    capture cap = { .text = "" };
+    th_log_capture cap = { .text = "" };
     char data[700];
     char *argv[] = { "tided", "--data-dir", data, "--nudb-block-size", "8192", "--arena-max", "2", NULL };
 
     th_path(data, sizeof data, f->dir, "none-yet");
     expect_rc(load_all(f, &c, NULL, NULL, 7, argv), 0, "load");
-    tide_log_set_sink(capture_sink, &cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
     tide_startup_log(&c);
-    tide_log_set_sink(discard_sink, NULL);
+    tide_log_set_sink(th_log_discard_sink, NULL);
     expect_contains(cap.text, "Using NuDB block size: 8192 bytes (a new store will be created in", "block size");
     expect_contains(cap.text, "/metrics answers 401", "how to enable scraping");
     if (strstr(cap.text, "tide rekey") != NULL) fail_msg("no mismatch warning expected; got: %s", cap.text);

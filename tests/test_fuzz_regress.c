@@ -38,14 +38,8 @@
 #include "helpers.h"
 #include "util/log.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if TH_ASAN
 #include <sanitizer/common_interface_defs.h>
-#define HAVE_DEATH_CALLBACK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#include <sanitizer/common_interface_defs.h>
-#define HAVE_DEATH_CALLBACK 1
-#endif
 #endif
 
 typedef int (*target_fn)(const uint8_t *, size_t, fuzz_result *);
@@ -222,7 +216,7 @@ static void replay_target(const char *target, target_fn fn)
                  crashes.report);
 }
 
-#ifdef HAVE_DEATH_CALLBACK
+#if TH_ASAN
 static void on_sanitizer_death(void)
 {
     say_current();
@@ -232,7 +226,7 @@ static void on_sanitizer_death(void)
 static int setup(void **state)
 {
     (void)state;
-#ifdef HAVE_DEATH_CALLBACK
+#if TH_ASAN
     __sanitizer_set_death_callback(on_sanitizer_death);
 #endif
     return 0;

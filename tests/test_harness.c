@@ -9,8 +9,13 @@
  *   2. A cmocka test that fails half-way (fail_msg longjmps past its own
  *      cleanup) leaves nothing running when th_teardown_children is its
  *      teardown; th_children_stop spares kept children until told `all`.
+ *      th_teardown does the same for the scratch directories a test made
+ *      with th_scratch_make, sparing the kept ones.
  *   3. tests/run-tests kills, names and counts as failed a process a test
  *      binary left running after it exited.
+ *
+ * And run-tests counts a test skipped with th_skip, and lists it with its
+ * reason under its binary's summary line.
  *
  * To see what happened to a grandchild whose parent died, this process
  * makes itself a child subreaper (PR_SET_CHILD_SUBREAPER) for the length of
@@ -182,7 +187,7 @@ static void a_th_run_command_and_what_it_started_die_when_the_caller_is_killed(v
     char *text;
     (void)state;
 
-    assert_int_equal(th_mkdtemp(dir, sizeof dir), 0);
+    assert_int_equal(th_scratch_make(dir, sizeof dir), 0);   /* th_teardown removes it */
     th_path(pidfile, sizeof pidfile, dir, "sleeper.pid");
     subreaper(1);
     mid = fork();
@@ -203,7 +208,6 @@ static void a_th_run_command_and_what_it_started_die_when_the_caller_is_killed(v
     free(text);
     if (sleeper <= 0) {
         subreaper(0);
-        th_rmrf(dir);
         describe(status_of(&r, mid), got, sizeof got);
         fail_msg("the command should have written its sleep's pid to %s; the caller %s", pidfile, got);
     }
@@ -211,14 +215,12 @@ static void a_th_run_command_and_what_it_started_die_when_the_caller_is_killed(v
         kill(sleeper, SIGKILL);
         reap_until(sleeper, &r);
         subreaper(0);
-        th_rmrf(dir);
         fail_msg("th_run's command started 'sleep 600' (pid %d); it should die when th_run's caller is "
                  "killed; it was still running %d ms later", (int)sleeper, BOUND_MS);
     }
     /* The guard and the shell are orphans of ours too: reap them. */
     reap_until(-2, &r);
     subreaper(0);
-    th_rmrf(dir);
     describe(status_of(&r, sleeper), got, sizeof got);
     if (!(WIFSIGNALED(status_of(&r, sleeper)) && WTERMSIG(status_of(&r, sleeper)) == SIGKILL))
         fail_msg("the command's background sleep should be killed by SIGKILL; it %s", got);
@@ -282,6 +284,21 @@ static void inner_test_fails_half_way(void **state)
     kill(pid, SIGKILL);   /* the cleanup fail_msg skips */
 }
 
+/* In a child of ours: a whole cmocka run of `test` with `teardown`, its
+ * report thrown away (its FAILED line must not count in this binary's
+ * totals); the test writes to the pipe `fds`. Returns how many failed. */
+static int inner_run(const char *name, CMUnitTestFunction test, CMFixtureFunction teardown, int fds[2])
+{
+    const struct CMUnitTest inner[] = { { .name = name, .test_func = test, .teardown_func = teardown } };
+    int devnull = open("/dev/null", O_WRONLY);
+
+    close(fds[0]);
+    inner_fd = fds[1];
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    return cmocka_run_group_tests_name("inner", inner, NULL, NULL);
+}
+
 static void a_failed_test_with_th_teardown_children_leaves_no_process(void **state)
 {
     int fds[2], st;
@@ -294,17 +311,7 @@ static void a_failed_test_with_th_teardown_children_leaves_no_process(void **sta
     mid = fork();
     assert_true(mid >= 0);
     if (mid == 0) {
-        /* A whole cmocka run in a child of ours, its report thrown away
-         * (its FAILED line must not count in this binary's totals). */
-        const struct CMUnitTest inner[] = {
-            cmocka_unit_test_teardown(inner_test_fails_half_way, th_teardown_children),
-        };
-        int devnull = open("/dev/null", O_WRONLY);
-        close(fds[0]);
-        inner_fd = fds[1];
-        dup2(devnull, 1);
-        dup2(devnull, 2);
-        int failed = cmocka_run_group_tests_name("inner", inner, NULL, NULL);
+        int failed = inner_run("inner_test_fails_half_way", inner_test_fails_half_way, th_teardown_children, fds);
         child = 0;
         /* The pid the inner test wrote is in the pipe for our parent; here
          * only the outcome counts: 1 failed, as meant. Linger until our
@@ -339,6 +346,50 @@ static void a_failed_test_with_th_teardown_children_leaves_no_process(void **sta
     }
 }
 
+static void inner_test_makes_directories_and_fails(void **state)
+{
+    char made[PATH_MAX], kept[PATH_MAX];
+    (void)state;
+    if (th_scratch_make(made, sizeof made) != 0 || th_scratch_make(kept, sizeof kept) != 0) _exit(6);
+    th_scratch_keep(kept);
+    if (write(inner_fd, made, sizeof made) != (ssize_t)sizeof made) _exit(4);
+    if (write(inner_fd, kept, sizeof kept) != (ssize_t)sizeof kept) _exit(4);
+    fail_msg("failing on purpose, with %s and %s still there", made, kept);
+    th_scratch_remove(made);   /* the cleanup fail_msg skips */
+}
+
+static void a_failed_test_with_th_teardown_leaves_no_scratch_directory_but_the_kept(void **state)
+{
+    char made[PATH_MAX], kept[PATH_MAX];
+    int fds[2], st;
+    pid_t mid;
+    (void)state;
+
+    assert_int_equal(pipe(fds), 0);
+    mid = th_fork();
+    assert_true(mid >= 0);
+    if (mid == 0)
+        _exit(inner_run("inner_test_makes_directories_and_fails", inner_test_makes_directories_and_fails,
+                        th_teardown, fds) == 1 ? 0 : 5);
+    close(fds[1]);
+    made[0] = kept[0] = '\0';
+    if (read(fds[0], made, sizeof made) != (ssize_t)sizeof made ||
+        read(fds[0], kept, sizeof kept) != (ssize_t)sizeof kept)
+        made[0] = kept[0] = '\0';
+    close(fds[0]);
+    while (th_waitpid(mid, &st, 0) < 0 && errno == EINTR) {}
+    if (kept[0] != '\0' && th_exists(kept)) th_rmrf(kept);
+    else if (kept[0] != '\0') fail_msg("th_teardown removed %s, which the test kept", kept);
+    if (made[0] == '\0') fail_msg("the inner test did not make its directories");
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the inner cmocka run should report 1 failed; its status was 0x%x", st);
+    if (th_exists(made)) {
+        th_rmrf(made);
+        fail_msg("the failed test's scratch directory %s should have been removed by its teardown "
+                 "(th_teardown); it was still there", made);
+    }
+}
+
 /* ---- 3. run-tests' session sweep ---------------------------------------------- */
 
 static void run_tests_kills_and_fails_a_test_that_leaves_a_process_running(void **state)
@@ -349,7 +400,7 @@ static void run_tests_kills_and_fails_a_test_that_leaves_a_process_running(void 
     int rc;
     (void)state;
 
-    assert_int_equal(th_mkdtemp(dir, sizeof dir), 0);
+    assert_int_equal(th_scratch_make(dir, sizeof dir), 0);   /* th_teardown removes it */
     th_path(script, sizeof script, dir, "test_leaky");
     th_path(pidfile, sizeof pidfile, dir, "sleeper.pid");
     /* A "test binary" that passes and leaves a sleep running. */
@@ -381,12 +432,10 @@ static void run_tests_kills_and_fails_a_test_that_leaves_a_process_running(void 
         }
         if (!dead) {
             kill(sleeper, SIGKILL);
-            th_rmrf(dir);
             fail_msg("run-tests should kill the sleep (pid %d) the test left; it was still running. "
                      "Its output:\n%s", (int)sleeper, out);
         }
     }
-    th_rmrf(dir);
     if (sleeper <= 0) fail_msg("the leaky test should have written its sleep's pid; run-tests said:\n%s", out);
     if (rc != 1) fail_msg("run-tests should exit 1 for a test that left a process; got %d:\n%s", rc, out);
     expect_contains(out, "test_leaky: 1 passed, 1 failed (left 1 process(es) running",
@@ -396,14 +445,71 @@ static void run_tests_kills_and_fails_a_test_that_leaves_a_process_running(void 
     free(out);
 }
 
+/* ---- skips with a reason ------------------------------------------------- */
+
+/* The inner run of the test below: this binary again, under run-tests. */
+static void inner_test_passes(void **state)
+{
+    (void)state;
+}
+
+static void inner_test_skips_with_a_reason(void **state)
+{
+    (void)state;
+    th_skip("no frobnicator on this machine (install frob)");
+    fail_msg("th_skip returned");
+}
+
+static int inner_skip_main(void)
+{
+    const struct CMUnitTest inner[] = {
+        cmocka_unit_test(inner_test_passes),
+        cmocka_unit_test(inner_test_skips_with_a_reason),
+    };
+    return cmocka_run_group_tests_name("inner", inner, NULL, NULL);
+}
+
+static void run_tests_counts_skipped_tests_and_lists_each_with_its_reason(void **state)
+{
+    char dir[PATH_MAX], bin[PATH_MAX + 16], self[PATH_MAX], cmd[2 * PATH_MAX + 256], *out = NULL;
+    ssize_t n;
+    int rc;
+    (void)state;
+
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) fail_msg("readlink /proc/self/exe: %s", strerror(errno));
+    self[n] = '\0';
+    assert_int_equal(th_scratch_make(dir, sizeof dir), 0);
+    th_path(bin, sizeof bin, dir, "test_skippy");
+    if (symlink(self, bin) != 0) fail_msg("symlink %s -> %s: %s", bin, self, strerror(errno));
+    snprintf(cmd, sizeof cmd,
+             "env -u TEST_FILTER TIDE_HARNESS_INNER=skip TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests "
+             "test_skippy 2>&1", dir);
+    rc = th_run(cmd, &out);
+    if (rc != 0) fail_msg("run-tests should exit 0 for a binary with one pass and one skip; got %d:\n%s", rc, out);
+    expect_contains(out, "SKIP: inner_test_skips_with_a_reason: no frobnicator on this machine (install frob)\n"
+                    "[  SKIPPED ] inner_test_skips_with_a_reason", "th_skip's line before cmocka's");
+    expect_contains(out, "  test_skippy: 1 passed, 0 failed, 1 skipped\n"
+                    "      SKIP: inner_test_skips_with_a_reason: no frobnicator",
+                    "the binary's summary line counts the skip and lists it with its reason");
+    expect_contains(out, "\n1 passed, 0 failed, 1 skipped\n", "the totals");
+    free(out);
+}
+
 int main(void)
 {
+    const char *inner = getenv("TIDE_HARNESS_INNER");
+    if (inner != NULL && strcmp(inner, "skip") == 0) return inner_skip_main();
+
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_th_fork_child_dies_when_its_parent_is_killed_aborts_or_crashes),
         cmocka_unit_test(a_th_run_command_and_what_it_started_die_when_the_caller_is_killed),
         cmocka_unit_test_teardown(th_children_stop_kills_and_reaps_all_but_the_kept, th_teardown_children),
         cmocka_unit_test(a_failed_test_with_th_teardown_children_leaves_no_process),
+        cmocka_unit_test_teardown(a_failed_test_with_th_teardown_leaves_no_scratch_directory_but_the_kept,
+                                  th_teardown_children),
         cmocka_unit_test(run_tests_kills_and_fails_a_test_that_leaves_a_process_running),
+        cmocka_unit_test_teardown(run_tests_counts_skipped_tests_and_lists_each_with_its_reason, th_teardown),
     };
-    return cmocka_run_group_tests_name("harness", tests, NULL, NULL);
+    return th_run_group("harness", tests, NULL, NULL, th_teardown);
 }

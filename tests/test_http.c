@@ -17,9 +17,10 @@
  * passes fails the test with what was expected and the server's log.
  *
  * Every tided (and Prometheus) is started with th_fork, so it dies with
- * this binary even when that crashes, and every test has test_teardown,
+ * this binary even when that crashes, and every test has th_teardown,
  * which stops what a failed test left running and removes its scratch
- * directories (see "processes a test starts" in helpers.h).
+ * directories (see "processes a test starts" and "scratch directories" in
+ * helpers.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -126,7 +127,7 @@ static int log_contains(const tided *t, const char *text)
 
 /* Start argv (NULL-terminated) with `env` (NULL-terminated NAME=VALUE,
  * added to ours) and stdout/stderr into t->log. th_fork: the child dies
- * with this test binary, and test_teardown stops it if the test failed
+ * with this test binary, and th_teardown stops it if the test failed
  * before its own cleanup. */
 static void spawn(tided *t, char *const argv[], char *const env[])
 {
@@ -324,28 +325,11 @@ static int wait_healthy(tided *t)
     return -1;
 }
 
-/* The scratch directories of the tided structs alive now (they live on
- * the tests' stacks, gone once fail_msg longjmps out): test_teardown
- * removes those a failed test left, all but the shared server's. */
-static char scratch_dirs[32][512];
-
-static void scratch_note(const char *dir, int add)
-{
-    for (size_t i = 0; i < sizeof scratch_dirs / sizeof scratch_dirs[0]; i++) {
-        if (add ? scratch_dirs[i][0] == '\0' : strcmp(scratch_dirs[i], dir) == 0) {
-            if (add) snprintf(scratch_dirs[i], sizeof scratch_dirs[i], "%s", dir);
-            else scratch_dirs[i][0] = '\0';
-            return;
-        }
-    }
-}
-
 /* Make a scratch directory for t (data under it) once; keep it on restart. */
 static void tided_prepare(tided *t)
 {
     if (t->dir[0] == '\0') {
-        assert_int_equal(th_mkdtemp(t->dir, sizeof t->dir), 0);
-        scratch_note(t->dir, 1);
+        assert_int_equal(th_scratch_make(t->dir, sizeof t->dir), 0);
         th_path(t->data, sizeof t->data, t->dir, "data");
         th_path(t->log, sizeof t->log, t->dir, "tided.log");
     }
@@ -400,7 +384,7 @@ static void tided_signal_and_reap(tided *t, int sig)
 static void tided_cleanup(tided *t)
 {
     if (t->pid > 0 && !t->reaped) { kill(t->pid, SIGKILL); wait_exit(t, STOP_MS); }
-    if (t->dir[0]) { th_rmrf(t->dir); scratch_note(t->dir, 0); }
+    th_scratch_remove(t->dir);
     memset(t, 0, sizeof *t);
 }
 
@@ -475,6 +459,7 @@ static int group_setup(void **state)
     memset(&shared, 0, sizeof shared);
     tided_start(&shared, flags, env);
     th_child_keep(shared.pid);
+    th_scratch_keep(shared.dir);
     return 0;
 }
 
@@ -491,41 +476,6 @@ static int group_teardown(void **state)
     curl_global_cleanup();
     return 0;
 }
-
-/* Every test's teardown (run_group sets it): whatever the outcome, stop
- * what the test started and remove its scratch directories. A test that
- * passed has stopped its own already; one that failed half-way (fail_msg
- * longjmps past its cleanup) has not. The shared server stays. */
-static int test_teardown(void **state)
-{
-    th_teardown_children(state);
-    for (size_t i = 0; i < sizeof scratch_dirs / sizeof scratch_dirs[0]; i++) {
-        if (scratch_dirs[i][0] == '\0' || strcmp(scratch_dirs[i], shared.dir) == 0) continue;
-        th_rmrf(scratch_dirs[i]);
-        scratch_dirs[i][0] = '\0';
-    }
-    return 0;
-}
-
-/* cmocka_run_group_tests_name with test_teardown as the teardown of every
- * test that names none. */
-static int run_group_n(const char *name, const struct CMUnitTest *tests, size_t n,
-                       CMFixtureFunction setup, CMFixtureFunction teardown)
-{
-    struct CMUnitTest *t = calloc(n, sizeof *t);
-    int failed;
-
-    assert_non_null(t);
-    for (size_t i = 0; i < n; i++) {
-        t[i] = tests[i];
-        if (t[i].teardown_func == NULL) t[i].teardown_func = test_teardown;
-    }
-    failed = _cmocka_run_group_tests(name, t, n, setup, teardown);
-    free(t);
-    return failed;
-}
-#define run_group(name, tests, setup, teardown) \
-    run_group_n(name, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown)
 
 /* ---- tests on the shared server ------------------------------------------- */
 
@@ -1081,10 +1031,7 @@ static void tided_serves_ipv6_loopback(void **state)
     resp r;
     (void)state;
 
-    if (free_port(AF_INET6) < 0) {
-        print_message("skipped: this machine has no IPv6 loopback (::1)\n");
-        skip();
-    }
+    if (free_port(AF_INET6) < 0) th_skip("this machine has no IPv6 loopback (::1)");
     memset(&t, 0, sizeof t);
     snprintf(t.host, sizeof t.host, "[::1]");
     tided_start(&t, NULL, NULL);
@@ -1113,9 +1060,8 @@ static tided own_srv;
 
 static int own_srv_teardown(void **state)
 {
-    (void)state;
     tided_cleanup(&own_srv);
-    return 0;
+    return th_teardown(state);
 }
 
 /* `n` bytes of key(i) in lower-case hex, malloc'd. */
@@ -1163,8 +1109,9 @@ static void one_key_size_is_served(unsigned key_size)
 
     memset(&own_srv, 0, sizeof own_srv);
     tided_prepare(&own_srv);
-    snprintf(cmd, sizeof cmd, "'%s/tide' create '%s' --key-size %u 2>&1", th_bin_dir(), own_srv.data, key_size);
-    if (th_run(cmd, &out) != 0) fail_msg("tide create --key-size %u should exit 0; it said: %s", key_size, out);
+    snprintf(cmd, sizeof cmd, "create '%s' --key-size %u", own_srv.data, key_size);
+    if (th_run_tide(cmd, 1, &out) != 0)
+        fail_msg("tide create --key-size %u should exit 0; it said: %s", key_size, out);
     free(out);
     tided_start(&own_srv, NULL, NULL);
     th_value(key_size, sizeof value, value);
@@ -1632,10 +1579,7 @@ static void a_real_scrape_passes_promtool_under_jemalloc(void **state)
         fail_msg("%s is missing: scripts/install-deps installs libjemalloc2", preload + strlen("LD_PRELOAD="));
     /* A sanitizer build of tided must keep its own allocator first: there
      * jemalloc cannot serve malloc, and this test has nothing to check. */
-    if (tided_is_sanitized()) {
-        print_message("skipped: %s/tided is a sanitizer build\n", th_bin_dir());
-        skip();
-    }
+    if (tided_is_sanitized()) th_skip("%s/tided is a sanitizer build", th_bin_dir());
     scrape_is_clean(env, "jemalloc");
 }
 
@@ -1662,10 +1606,7 @@ static void the_jemalloc_build_proves_its_background_thread_is_on(void **state)
 
     snprintf(bin, sizeof bin, "%s/jemalloc/tided", th_bin_dir());
     if (access(bin, X_OK) != 0) {
-        if (tided_is_sanitized()) {
-            print_message("skipped: a sanitizer build has no jemalloc variant\n");
-            skip();
-        }
+        if (tided_is_sanitized()) th_skip("a sanitizer build has no jemalloc variant");
         fail_msg("%s is missing: `make check` builds it (make ALLOC=jemalloc)", bin);
     }
     startup_log_of(bin, NULL, &t);
@@ -1740,8 +1681,7 @@ static void memory_on_the_page_adds_up_to_the_anonymous_rss(void **state)
         free(page);
         tided_signal_and_reap(&t, SIGTERM);
         tided_cleanup(&t);
-        print_message("skipped: tided runs on a sanitizer's allocator\n");
-        skip();
+        th_skip("tided runs on a sanitizer's allocator");
     }
     double anon = th_prom_value(page, "tide_process_rss_anon_bytes");
     double cons = consumers_total(page);
@@ -1798,14 +1738,6 @@ static void tide_doctor_names_the_unbounded_knob_of_a_running_node(void **state)
     expect_contains(out, "401 Unauthorized: set TIDE_METRICS_TOKEN", "the doctor says what to set");
     tided_signal_and_reap(&t, SIGTERM);
     tided_cleanup(&t);
-}
-
-/* Read the whole file at path (malloc'd, NUL-terminated), or fail. */
-static char *slurp(const char *path)
-{
-    char *s = th_read_text(path);
-    if (s == NULL) fail_msg("cannot read %s", path);
-    return s;
 }
 
 static char *replace_once(const char *text, const char *from, const char *to)
@@ -1891,7 +1823,7 @@ static void a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query(void 
     assert_int_equal(th_write_file(token_path, METRICS_TOKEN, strlen(METRICS_TOKEN)), 0);
     /* The shipped file, with only the token file, the target and the
      * interval changed. */
-    char *cfg0 = slurp("contrib/prometheus/prometheus.yml");
+    char *cfg0 = th_slurp("contrib/prometheus/prometheus.yml");
     char *cfg1 = replace_once(cfg0, "/etc/tide/metrics.token", token_path);
     snprintf(target, sizeof target, "127.0.0.1:%d", t.port);
     char *cfg2 = replace_once(cfg1, "127.0.0.1:8080", target);
@@ -2509,11 +2441,11 @@ int main(void)
 
     signal(SIGPIPE, SIG_IGN);
     cmocka_set_test_filter(getenv("TIDE_HTTP_FILTER"));   /* e.g. TIDE_HTTP_FILTER='*key_size*' */
-    failed = run_group("tided, one shared server", shared_tests, group_setup, group_teardown);
+    failed = th_run_group("tided, one shared server", shared_tests, group_setup, group_teardown, th_teardown);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    failed += run_group("tided, a server per test", own_tests, NULL, NULL);
-    failed += run_group("tided, connections and signals", limits_tests, NULL, NULL);
-    failed += run_group("tided, /metrics", metrics_tests, NULL, NULL);
+    failed += th_run_group("tided, a server per test", own_tests, NULL, NULL, th_teardown);
+    failed += th_run_group("tided, connections and signals", limits_tests, NULL, NULL, th_teardown);
+    failed += th_run_group("tided, /metrics", metrics_tests, NULL, NULL, th_teardown);
     curl_global_cleanup();
     return failed;
 }

@@ -47,13 +47,7 @@
 
 extern char **environ;
 
-/* ---- helpers that say what was expected --------------------------------- */
-
-#define expect_i64(got, want, what) do { \
-        int64_t got_ = (got), want_ = (want); \
-        if (got_ != want_) \
-            fail_msg("%s: expected %" PRId64 ", got %" PRId64, what, want_, got_); \
-    } while (0)
+/* ---- skips ---------------------------------------------------------------- */
 
 static int under_sanitizer(void)
 {
@@ -61,11 +55,8 @@ static int under_sanitizer(void)
 }
 
 #define SKIP_UNLESS_GLIBC() do { \
-        if (tide_mem_alloc_family() != TIDE_MEM_ALLOC_GLIBC) { \
-            printf("    skipped: malloc is served by %s, not glibc\n", \
-                   tide_mem_alloc_family_name(tide_mem_alloc_family())); \
-            skip(); \
-        } \
+        if (tide_mem_alloc_family() != TIDE_MEM_ALLOC_GLIBC) \
+            th_skip("malloc is served by %s, not glibc", tide_mem_alloc_family_name(tide_mem_alloc_family())); \
     } while (0)
 
 /* ---- children ------------------------------------------------------------ */
@@ -211,23 +202,17 @@ static int find_library(const char *soname, char *path, size_t cap)
 }
 
 /* Run a child with `soname` preloaded (and `extra` environment), or skip
- * naming the Debian package. */
-static void run_preloaded(const char *soname, const char *package, const char *extra_var,
+ * `test` naming the Debian package. */
+static void run_preloaded(const char *test, const char *soname, const char *package, const char *extra_var,
                           char *out, size_t cap)
 {
     char lib[512], preload[600];
     const char *extra[3] = { preload, extra_var, NULL };
     int st;
 
-    if (under_sanitizer()) {
-        printf("    skipped: a sanitizer runtime must come first; %s cannot be preloaded\n",
-               soname);
-        skip();
-    }
-    if (!find_library(soname, lib, sizeof lib)) {
-        printf("    skipped: %s not found; install the Debian package %s\n", soname, package);
-        skip();
-    }
+    if (under_sanitizer()) th_skip_in(test, "a sanitizer runtime must come first; %s cannot be preloaded", soname);
+    if (!find_library(soname, lib, sizeof lib))
+        th_skip_in(test, "%s not found; install the Debian package %s", soname, package);
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
     st = run_child("detect", extra, out, cap);
     if (st != 0)
@@ -302,8 +287,8 @@ static void smaps_rollup_is_readable_or_the_error_names_the_kernel(void **state)
         if (strstr(tide_last_error(), "4.14") == NULL)
             fail_msg("smaps_rollup absent: expected the message to name Linux 4.14, got '%s'",
                      tide_last_error());
-        printf("    smaps_rollup absent on this kernel: %s\n", tide_last_error());
-        return;
+        th_skip("smaps_rollup absent on this kernel (the error names Linux 4.14, as it should): %s",
+                tide_last_error());
     }
     expect_rc(rc, 0, "reading /proc/self/smaps_rollup");
     expect_rc(tide_mem_proc_statm_rss(&statm), 0, "reading /proc/self/statm");
@@ -355,7 +340,7 @@ static void the_allocator_under_the_test_is_detected_with_its_version(void **sta
     expect_rc(tide_mem_alloc_detect(&in), 0, "detecting the allocator");
     printf("    allocator: %s %s via %s (%s): %s\n", tide_mem_alloc_family_name(in.family),
            in.version, tide_mem_alloc_via_name(in.via), in.library, in.evidence);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if TH_SANITIZER
     expect_str(tide_mem_alloc_family_name(in.family), "sanitizer", "allocator under a sanitizer");
     if (!in.owner_checked) fail_msg("sanitizer: expected the probe block to be checked as owned");
 #else
@@ -379,8 +364,8 @@ static void mallopt_wrapper_is_recorded_and_shown_in_the_effective_options(void 
         /* The call would reach a glibc allocator nobody uses: refused. */
         expect_rc(tide_mem_alloc_mallopt(M_MMAP_THRESHOLD, 131072), TIDE_EINVAL,
                   "mallopt when glibc does not serve malloc");
-        printf("    refused as expected: %s\n", tide_last_error());
-        return;
+        th_skip("the sanitizer's allocator serves malloc: mallopt was refused as it should be (%s); "
+                "the record of an accepted call needs glibc", tide_last_error());
     }
     SKIP_UNLESS_GLIBC();
     /* 64 KiB, then 128 KiB (glibc's default, so the tests after this one
@@ -765,7 +750,7 @@ static void jemalloc_preloaded_is_detected_with_its_version_and_background_threa
     char out[16384], v[256];
 
     (void)state;
-    run_preloaded("libjemalloc.so.2", "libjemalloc2", "MALLOC_CONF=background_thread:true",
+    run_preloaded(__func__, "libjemalloc.so.2", "libjemalloc2", "MALLOC_CONF=background_thread:true",
                   out, sizeof out);
     child_value(out, "evidence", v, sizeof v);
     printf("    child: %s\n", v);
@@ -798,7 +783,7 @@ static void tcmalloc_preloaded_is_detected_with_its_version(void **state)
     char out[16384], v[256];
 
     (void)state;
-    run_preloaded("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", NULL, out, sizeof out);
+    run_preloaded(__func__, "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", NULL, out, sizeof out);
     if (!child_value(out, "family", v, sizeof v) || strcmp(v, "tcmalloc") != 0)
         fail_msg("preloaded tcmalloc: expected family=tcmalloc, got:\n%s", out);
     if (!child_value(out, "version", v, sizeof v) || strstr(v, "gperftools") == NULL)
@@ -815,7 +800,7 @@ static void mimalloc_preloaded_is_detected_with_its_version(void **state)
     char out[16384], v[256];
 
     (void)state;
-    run_preloaded("libmimalloc.so.2", "libmimalloc2.0", NULL, out, sizeof out);
+    run_preloaded(__func__, "libmimalloc.so.2", "libmimalloc2.0", NULL, out, sizeof out);
     if (!child_value(out, "family", v, sizeof v) || strcmp(v, "mimalloc") != 0)
         fail_msg("preloaded mimalloc: expected family=mimalloc, got:\n%s", out);
     if (!child_value(out, "version", v, sizeof v) || strchr(v, '.') == NULL)
@@ -835,10 +820,7 @@ static void an_allocator_loaded_but_not_serving_malloc_is_not_mistaken(void **st
     int tried = 0, st;
 
     (void)state;
-    if (under_sanitizer()) {
-        printf("    skipped: the child would run under the sanitizer's allocator\n");
-        skip();
-    }
+    if (under_sanitizer()) th_skip("the child would run under the sanitizer's allocator");
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
         if (!find_library(libs[i].soname, lib, sizeof lib)) continue;
         tried++;
@@ -852,11 +834,9 @@ static void an_allocator_loaded_but_not_serving_malloc_is_not_mistaken(void **st
                      "family=glibc, got:\n%s", libs[i].family, out);
         printf("    %s loaded, glibc still detected\n", lib);
     }
-    if (!tried) {
-        printf("    skipped: neither libmimalloc.so.2 nor libtcmalloc_minimal.so.4 found; install "
-               "the Debian package libmimalloc2.0 or libtcmalloc-minimal4\n");
-        skip();
-    }
+    if (!tried)
+        th_skip("neither libmimalloc.so.2 nor libtcmalloc_minimal.so.4 found; install the Debian package "
+                "libmimalloc2.0 or libtcmalloc-minimal4");
 }
 
 int main(void)

@@ -30,29 +30,31 @@
 #include "tide/error.h"
 
 typedef struct fixture {
-    char base[3000], dir[3100];
+    th_scratch sc;
     tide_node *node;
 } fixture;
 
+/* A node on a fresh scratch directory, without a sweeper. */
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     tide_node_opts o;
-    if (f == NULL || th_mkdtemp(f->base, sizeof f->base) != 0) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/data", f->base);
-    tide_node_opts_init(&o);
-    o.dir = f->dir;
-    o.sweep_interval_ms = 0;
-    if (tide_node_open(&f->node, &o) != 0) return -1;
+    if (f == NULL || th_scratch_init(&f->sc) != 0) {
+        free(f);
+        return -1;
+    }
     *state = f;
-    return 0;
+    tide_node_opts_init(&o);
+    o.dir = f->sc.dir;
+    o.sweep_interval_ms = 0;
+    return tide_node_open(&f->node, &o) != 0 ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
     fixture *f = *state;
-    tide_node_close(f->node);
-    th_rmrf(f->base);
+    if (f->node) tide_node_close(f->node);
+    th_teardown(state);
     free(f);
     return 0;
 }
@@ -242,17 +244,14 @@ static void with_the_settings_the_page_names_budgets_and_unbounded_consumers(voi
  * and the pool far below its burst bound. */
 static void a_page_counts_the_insert_pool_of_its_own_moment(void **state)
 {
-    char base[3000], dir[3100];
+    th_scratch *sc = *state;
     tide_node_opts o;
     tide_node *n = NULL;
     tide_store_info si;
     uint8_t key[32], val[700];
-    (void)state;
 
-    assert_int_equal(th_mkdtemp(base, sizeof base), 0);
-    snprintf(dir, sizeof dir, "%s/data", base);
     tide_node_opts_init(&o);
-    o.dir = dir;
+    o.dir = sc->dir;
     o.sweep_interval_ms = 0;
     o.commit_interval_ms = 60000;
     expect_rc(tide_node_open(&n, &o), 0, "open");
@@ -266,7 +265,6 @@ static void a_page_counts_the_insert_pool_of_its_own_moment(void **state)
     free(text);
     tide_node_store_info(n, &si);
     tide_node_close(n);
-    th_rmrf(base);
     if (si.commits != 0) fail_msg("expected no commit during the test, got %" PRIu64, si.commits);
     if (si.pool_bytes < 100 * sizeof val)
         fail_msg("the store's insert pool holds %" PRIu64 " bytes for 100 values of %zu bytes", si.pool_bytes,
@@ -327,7 +325,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_callers_families_follow_and_label_values_are_escaped, setup, teardown),
         cmocka_unit_test(the_checker_itself_catches_a_split_family_and_a_repeated_series),
-        cmocka_unit_test(a_page_counts_the_insert_pool_of_its_own_moment),
+        cmocka_unit_test_setup_teardown(a_page_counts_the_insert_pool_of_its_own_moment, th_scratch_setup,
+                                        th_scratch_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

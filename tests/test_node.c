@@ -29,29 +29,11 @@
 #include "node/node.h"
 #include "tide/error.h"
 
-typedef struct fixture {
-    char dir[4096];
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    char base[3000];
-    if (f == NULL || th_mkdtemp(base, sizeof base) != 0) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/data", base);   /* the node makes it */
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    char *slash = strrchr(f->dir, '/');
-    *slash = '\0';
-    th_rmrf(f->dir);
-    free(f);
-    return 0;
-}
+/* Every test gets a fresh scratch directory; f->dir, the node's data
+ * directory inside it, does not exist yet (the node makes it). */
+typedef th_scratch fixture;
+#define setup    th_scratch_setup
+#define teardown th_scratch_teardown
 
 static void key_of(uint64_t i, uint8_t key[32]) { th_key(i, 32, key); }
 

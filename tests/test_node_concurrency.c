@@ -33,6 +33,7 @@ typedef struct race {
     _Atomic uint64_t next;     /* the writer's next key */
     _Atomic int writer_done;
     _Atomic uint64_t reader_hits, reader_misses;
+    th_failures fail;          /* the threads' failures, for the test's thread */
 } race;
 
 static void *writer(void *arg)
@@ -42,7 +43,11 @@ static void *writer(void *arg)
     for (uint64_t i = 0; i < r->keys; i++) {
         th_key(i, 32, key);
         th_value(i, sizeof val, val);
-        if (tide_node_put(r->node, key, val, sizeof val) != 0) abort();
+        int rc = tide_node_put(r->node, key, val, sizeof val);
+        if (rc != 0) {
+            th_failure(&r->fail, "put of key %" PRIu64 ": expected 0, got %d (%s)", i, rc, tide_strerror(rc));
+            break;
+        }
         atomic_store(&r->next, i + 1);
     }
     atomic_store(&r->writer_done, 1);
@@ -62,7 +67,8 @@ static void *reader(void *arg)
         int rc = tide_node_get(r->node, key, &v);
         if (rc == 0) atomic_fetch_add(&r->reader_hits, 1), tide_cache_obj_release(v);
         else if (rc == TIDE_ENOTFOUND) atomic_fetch_add(&r->reader_misses, 1);
-        else abort();
+        else th_failure(&r->fail, "get of key %" PRIu64 ": expected 0 or TIDE_ENOTFOUND, got %d (%s)", k, rc,
+                        tide_strerror(rc));
     }
     return NULL;
 }
@@ -72,16 +78,14 @@ static uint64_t fake_clock(void *arg) { (void)arg; return atomic_load(&fake_now_
 
 static void every_key_reads_back_after_gets_raced_its_put(void **state)
 {
-    (void)state;
-    char dir[3000], data[3100];
+    th_scratch *sc = *state;
     race r = { .keys = th_small() ? 3000 : 20000 };
     tide_node_opts o;
     pthread_t w, rd[READERS];
 
-    assert_int_equal(th_mkdtemp(dir, sizeof dir), 0);
-    snprintf(data, sizeof data, "%s/data", dir);
+    th_failures_init(&r.fail);
     tide_node_opts_init(&o);
-    o.dir = data;
+    o.dir = sc->dir;
     o.sweep_interval_ms = 0;
     o.key_cache_age_s = 3600;            /* a stale miss would outlive the test */
     o.cache_age_s = 1;                   /* while the objects are swept out below */
@@ -91,6 +95,7 @@ static void every_key_reads_back_after_gets_raced_its_put(void **state)
     pthread_create(&w, NULL, writer, &r);
     pthread_join(w, NULL);
     for (int i = 0; i < READERS; i++) pthread_join(rd[i], NULL);
+    th_failures_check(&r.fail, "the writer and the readers");
     if (atomic_load(&r.reader_misses) == 0) fail_msg("expected the readers to miss at least once");
 
     /* Empty the node cache so every get below asks the key cache first. */
@@ -111,13 +116,13 @@ static void every_key_reads_back_after_gets_raced_its_put(void **state)
     if (missing) fail_msg("%" PRIu64 " of %" PRIu64 " keys read as missing after their put (first: %" PRIu64 ")",
                           missing, r.keys, first);
     expect_rc(tide_node_close(r.node), 0, "close");
-    th_rmrf(dir);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_key_reads_back_after_gets_raced_its_put),
+        cmocka_unit_test_setup_teardown(every_key_reads_back_after_gets_raced_its_put, th_scratch_setup,
+                                        th_scratch_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

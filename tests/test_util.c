@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "expect.h"
+#include "helpers.h"
 #include "tide/error.h"
 #include "util/bigbuf.h"
 #include "util/clock.h"
@@ -347,16 +348,6 @@ static void size_format_cuts_to_the_capacity(void **state)
 
 /* ---- log ------------------------------------------------------------------- */
 
-struct captured { int calls; int level; char line[4096]; };
-
-static void capture_sink(void *arg, int level, const char *line)
-{
-    struct captured *c = arg;
-    c->calls++;
-    c->level = level;
-    snprintf(c->line, sizeof c->line, "%s", line);
-}
-
 static void log_level_parse_knows_the_five_names(void **state)
 {
     (void)state;
@@ -376,11 +367,11 @@ static void log_level_parse_knows_the_five_names(void **state)
 
 static void log_sends_one_line_per_call_at_or_above_the_level(void **state)
 {
-    struct captured c = { 0 };
+    th_log_capture c = { .calls = 0 };
     int saved = tide_log_get_level();
 
     (void)state;
-    tide_log_set_sink(capture_sink, &c);
+    tide_log_set_sink(th_log_capture_sink, &c);
     tide_log_set_level(TIDE_LOG_WARN);
     tide_log(TIDE_LOG_INFO, "quiet %d", 1);
     if (c.calls != 0)
