@@ -275,7 +275,7 @@ static void jemalloc_options_are_linked_into_the_jemalloc_programs_only(void **s
         if (exports_malloc_conf(p))
             fail_msg("%s exports malloc_conf: src/mem/jemalloc_conf.c linked outside ALLOC=jemalloc", p);
     }
-    if (TB_SANITIZER) {
+    if (TH_SANITIZER) {
         print_message("sanitizer build: no bin/jemalloc/ (the sanitizer's allocator comes first)\n");
         skip();
     }
