@@ -61,6 +61,7 @@
 #include "mem/alloc.h"
 #include "mem/proc.h"
 #include "tide/error.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 /* ---- the rig ------------------------------------------------------------- */
@@ -120,13 +121,6 @@ static int rss_peak_update(tide_lab_ghost_sample *s)
     int rc = rss_now(&r);
     if (rc == 0 && r > s->rss_peak) s->rss_peak = r;
     return rc;
-}
-
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static size_t scaled(double size, double base)
@@ -600,9 +594,9 @@ int tide_lab_ghost_scenario_run(size_t index, double size, const tide_lab_ghost_
     /* Settle the allocator before the start reading: its detection mallocs
      * a probe once per process. */
     (void)tide_mem_alloc_family();
-    t0 = mono_us();
+    t0 = tide_clock_mono_us();
     rc = scenarios[index].run(size, after, &s);
-    s.elapsed_us = mono_us() - t0;
+    s.elapsed_us = tide_clock_mono_us() - t0;
     if (rc == 0) *out = s;
     return rc;
 }
