@@ -220,6 +220,33 @@ static double wall_now(void)
     return (double)tide_clock_mono_ns() / 1e9;
 }
 
+/* Every chosen scenario under every chosen variant, each row printed as
+ * it comes (table or CSV) and kept in results. The number of failed rows,
+ * each also named on stderr (invariant 1). */
+static int run_rows(const int *want_s, const int *want_v, double size, int out, json_t *results)
+{
+    int sanitized = tide_mem_alloc_family() == TIDE_MEM_ALLOC_SANITIZER, failed = 0;
+
+    for (size_t si = 0; si < tide_lab_ghost_scenario_count(); si++) {
+        if (!want_s[si]) continue;
+        for (size_t vi = 0; vi < tide_lab_ghost_variant_count(); vi++) {
+            json_t *r;
+            if (!want_v[vi]) continue;
+            r = tide_lab_ghost_row(tide_lab_ghost_scenario_name(si), tide_lab_ghost_variant_at(vi), size,
+                                   sanitized);
+            if (strcmp(str_or(r, "status", ""), "failed") == 0) {
+                failed++;
+                fprintf(stderr, "tide ghost: %s under %s: %s\n", str_or(r, "scenario", "?"),
+                        str_or(r, "variant", "?"), str_or(r, "reason", "?"));
+            }
+            if (out == OUT_TABLE) table_row(r);
+            if (out == OUT_CSV) csv_row(r);
+            json_array_append_new(results, r);
+        }
+    }
+    return failed;
+}
+
 int cli_cmd_ghost(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -235,7 +262,7 @@ int cli_cmd_ghost(int argc, char **argv)
     };
     int want_s[MAX_SCENARIOS] = { 0 }, want_v[MAX_VARIANTS] = { 0 };
     const char *child = NULL, *variant_text = NULL;
-    int out = OUT_TABLE, probe = 0, failed = 0, sanitized, c, rc;
+    int out = OUT_TABLE, probe = 0, failed = 0, c, rc;
     double size = 1.0, t0;
     json_t *machine = NULL, *results = NULL, *doc;
 
@@ -273,7 +300,6 @@ int cli_cmd_ghost(int argc, char **argv)
         for (size_t i = 0; i < tide_lab_ghost_variant_count(); i++) want_v[i] = 1;
 
     t0 = wall_now();
-    sanitized = tide_mem_alloc_family() == TIDE_MEM_ALLOC_SANITIZER;
     machine = tide_lab_ghost_machine();
     results = json_array();
     if (machine == NULL || results == NULL) { rc = cli_error(VERB, "out of memory"); goto done; }
@@ -281,23 +307,7 @@ int cli_cmd_ghost(int argc, char **argv)
     if (out == OUT_CSV)
         for (size_t i = 0; csv_columns[i]; i++) printf("%s%s", i ? "," : "", csv_columns[i]);
     if (out == OUT_CSV) putchar('\n');
-    for (size_t si = 0; si < tide_lab_ghost_scenario_count(); si++) {
-        if (!want_s[si]) continue;
-        for (size_t vi = 0; vi < tide_lab_ghost_variant_count(); vi++) {
-            json_t *r;
-            if (!want_v[vi]) continue;
-            r = tide_lab_ghost_row(tide_lab_ghost_scenario_name(si), tide_lab_ghost_variant_at(vi), size,
-                                   sanitized);
-            if (strcmp(str_or(r, "status", ""), "failed") == 0) {
-                failed++;
-                fprintf(stderr, "tide ghost: %s under %s: %s\n", str_or(r, "scenario", "?"),
-                        str_or(r, "variant", "?"), str_or(r, "reason", "?"));
-            }
-            if (out == OUT_TABLE) table_row(r);
-            if (out == OUT_CSV) csv_row(r);
-            json_array_append_new(results, r);
-        }
-    }
+    failed = run_rows(want_s, want_v, size, out, results);
     if (out == OUT_TABLE)
         printf("\n%zu rows, %d failed, %.1f s\n", json_array_size(results), failed,
                wall_now() - t0);
