@@ -211,8 +211,12 @@ $(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(LIBS) $(CLI_LIBS) $(ALLOC_LIBS)
 
-# tide doctor reads a node's /metrics with libcurl (libcurl4-openssl-dev).
-CLI_LIBS := -lcurl
+# The system libraries a part needs beyond $(LIBS), linked into every
+# program and test that links the part: the client part speaks HTTP with
+# libcurl (libcurl4-openssl-dev), for tide doctor and the lab's clients.
+PART_LIBS_client := -lcurl
+part_libs = $(sort $(foreach p,$(call part_closure,$(1)),$(PART_LIBS_$(p))))
+CLI_LIBS  := $(call part_libs,$(PART_USES_cli))
 
 $(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -223,8 +227,8 @@ $(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(FLAGS_STAMP)
 # library brings its own dependencies (OpenSSL, zlib, wslay).
 SERVER_LIBS := -lh2o-evloop
 $(SERVER_OBJS): CFLAGS += -DH2O_USE_LIBUV=0
-# test_http drives a real bin/tided with libcurl (libcurl4-openssl-dev).
-$(BUILD)/tests/test_http: TEST_LIBS += -lcurl
+# The tests may use every part, so they link every part's libraries.
+TEST_LIBS += $(call part_libs,$(LIB_PARTS))
 
 $(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(TEST_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)

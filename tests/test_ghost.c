@@ -5,10 +5,11 @@
  * The runs are small (--size 0.25 or less, a few scenarios) so the whole
  * file takes seconds. Checked: the document's shape and the names scripts
  * rely on; each row's arithmetic (ghost = after - start - live, peak >=
- * start); skipped rows name the package to install; and, when glibc serves
- * tide itself, the two findings docs/GHOST.md reports: malloc_trim removes
- * most of the mixed ghost, and a 16 KiB mmap threshold removes the 60 KiB
- * ghost. Bad option values must exit 2 and say what was wrong.
+ * start); skipped rows name the package to install; and the two findings
+ * docs/GHOST.md reports: malloc_trim removes most of the mixed ghost, and a
+ * 16 KiB mmap threshold removes the 60 KiB ghost (skipped, with the reason
+ * printed, when glibc does not serve tide itself). Bad option values must
+ * exit 2 and say what was wrong.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,36 +190,71 @@ static json_t *row_of(json_t *doc, const char *scenario, const char *variant)
 
 /* ---- tests --------------------------------------------------------------- */
 
-static void json_rows_add_up_and_glibc_findings_hold(void **state)
+/* The glibc matrix both tests below read: run once, freed by the group's
+ * teardown. */
+static json_t *glibc_matrix;
+
+static json_t *glibc_matrix_doc(void)
+{
+    if (glibc_matrix == NULL)
+        glibc_matrix = run_json("ghost --json --size 0.25 --scenario mixed,medium-batch "
+                                "--variant glibc,glibc-trim,glibc-mmap16k,jemalloc");
+    return glibc_matrix;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    json_decref(glibc_matrix);
+    glibc_matrix = NULL;
+    return 0;
+}
+
+static void json_rows_add_up(void **state)
 {
     json_t *doc;
+
+    (void)state;
+    doc = glibc_matrix_doc();
+    check_machine(doc);
+    (void)check_rows(doc, 8);
+}
+
+/* The two findings docs/GHOST.md reports hold only where glibc serves
+ * tide itself (and so its children's glibc variants): elsewhere the test is
+ * skipped, saying why, so that the count of skipped tests shows it. */
+static void glibc_findings_hold(void **state)
+{
+    json_t *doc;
+    const char *alloc;
+    int64_t mixed, mixed_trim, medium, medium_16k;
     size_t ok;
 
     (void)state;
-    doc = run_json("ghost --json --size 0.25 --scenario mixed,medium-batch "
-                   "--variant glibc,glibc-trim,glibc-mmap16k,jemalloc");
-    check_machine(doc);
-    ok = check_rows(doc, 8);
-    if (strcmp(tide_allocator(doc), "glibc") == 0) {
-        int64_t mixed = num(row_of(doc, "mixed", "glibc"), "ghost_bytes");
-        int64_t mixed_trim = num(row_of(doc, "mixed", "glibc-trim"), "ghost_bytes");
-        int64_t medium = num(row_of(doc, "medium-batch", "glibc"), "ghost_bytes");
-        int64_t medium_16k = num(row_of(doc, "medium-batch", "glibc-mmap16k"), "ghost_bytes");
-
-        if (ok < 6) fail_msg("expected the 6 glibc rows to run, %zu rows ran", ok);
-        if (mixed < (1 << 20))
-            fail_msg("mixed under glibc: expected a ghost of at least 1 MiB, got %" PRId64, mixed);
-        if (mixed_trim * 2 > mixed)
-            fail_msg("mixed: expected malloc_trim to remove most of the ghost %" PRId64
-                     ", %" PRId64 " remained", mixed, mixed_trim);
-        if (medium < (1 << 20))
-            fail_msg("medium-batch under glibc: expected a ghost of at least 1 MiB, got %" PRId64,
-                     medium);
-        if (medium_16k * 10 > medium)
-            fail_msg("medium-batch: expected MALLOC_MMAP_THRESHOLD_=16384 to remove the ghost %"
-                     PRId64 ", %" PRId64 " remained", medium, medium_16k);
+    doc = glibc_matrix_doc();
+    alloc = tide_allocator(doc);
+    if (alloc == NULL || strcmp(alloc, "glibc") != 0) {
+        print_message("skipped: tide's malloc is %s, not glibc; the findings are glibc's\n",
+                      alloc ? alloc : "unknown");
+        skip();
     }
-    json_decref(doc);
+    ok = check_rows(doc, 8);
+    mixed = num(row_of(doc, "mixed", "glibc"), "ghost_bytes");
+    mixed_trim = num(row_of(doc, "mixed", "glibc-trim"), "ghost_bytes");
+    medium = num(row_of(doc, "medium-batch", "glibc"), "ghost_bytes");
+    medium_16k = num(row_of(doc, "medium-batch", "glibc-mmap16k"), "ghost_bytes");
+    if (ok < 6) fail_msg("expected the 6 glibc rows to run, %zu rows ran", ok);
+    if (mixed < (1 << 20))
+        fail_msg("mixed under glibc: expected a ghost of at least 1 MiB, got %" PRId64, mixed);
+    if (mixed_trim * 2 > mixed)
+        fail_msg("mixed: expected malloc_trim to remove most of the ghost %" PRId64
+                 ", %" PRId64 " remained", mixed, mixed_trim);
+    if (medium < (1 << 20))
+        fail_msg("medium-batch under glibc: expected a ghost of at least 1 MiB, got %" PRId64,
+                 medium);
+    if (medium_16k * 10 > medium)
+        fail_msg("medium-batch: expected MALLOC_MMAP_THRESHOLD_=16384 to remove the ghost %"
+                 PRId64 ", %" PRId64 " remained", medium, medium_16k);
 }
 
 static void all_eight_variants_run_or_name_their_package(void **state)
@@ -295,11 +331,12 @@ static void help_names_every_scenario_and_variant(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(json_rows_add_up_and_glibc_findings_hold),
+        cmocka_unit_test(json_rows_add_up),
+        cmocka_unit_test(glibc_findings_hold),
         cmocka_unit_test(all_eight_variants_run_or_name_their_package),
         cmocka_unit_test(csv_has_a_header_and_one_line_per_row),
         cmocka_unit_test(bad_option_values_exit_2_and_say_why),
         cmocka_unit_test(help_names_every_scenario_and_variant),
     };
-    return cmocka_run_group_tests_name("ghost", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("ghost", tests, NULL, group_teardown);
 }

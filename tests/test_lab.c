@@ -9,8 +9,10 @@
  * trim while notrim reports none. Checked as well: both variants sampled,
  * the RSS CSV's header and rows for both, the sweeps CSV's header, the
  * SVG's shape (one polyline per variant), the workload's own determinism
- * (library calls), and that bad options exit 2 naming what was wrong. No
- * assertion depends on how fast the machine is.
+ * (two workloads of one seed agree, another seed differs), the variant
+ * table behind the parser, the message and the help, and that bad options
+ * exit 2 naming what was wrong. No assertion depends on how fast the
+ * machine is.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +31,8 @@
 #include "expect.h"
 #include "helpers.h"
 #include "lab/lab.h"
+#include "lab/runner.h"
+#include "tide/error.h"
 
 typedef struct run {
     char *out;
@@ -161,7 +165,51 @@ static void a_missing_tided_is_an_error_that_says_so(void **state)
     free(r.out);
 }
 
+/* Every op of ledgers 0..9 of a and b, and their values, compared; the
+ * number of ops that differ. */
+static size_t ops_that_differ(const tide_lab_workload *a, const tide_lab_workload *b)
+{
+    static uint8_t va[4096], vb[4096];
+    size_t differ = 0;
+
+    for (uint64_t L = 0; L < 10; L++) {
+        size_t n = tide_lab_ledger_ops(a, L);
+        if (tide_lab_ledger_ops(b, L) != n) { differ += n; continue; }
+        for (size_t i = 0; i < n; i++) {
+            tide_lab_op x, y;
+            memset(&x, 0, sizeof x);      /* the padding too, for memcmp */
+            memset(&y, 0, sizeof y);
+            tide_lab_ledger_op(a, L, i, &x);
+            tide_lab_ledger_op(b, L, i, &y);
+            if (memcmp(&x, &y, sizeof x) != 0) { differ++; continue; }
+            if (x.kind != TIDE_LAB_PUT) continue;
+            tide_lab_value_fill(a, &x, va);
+            tide_lab_value_fill(b, &y, vb);
+            differ += memcmp(va, vb, x.len) != 0;
+        }
+    }
+    return differ;
+}
+
 static void the_workload_is_the_same_for_the_same_seed(void **state)
+{
+    tide_lab_workload one, two, other;
+    size_t differ;
+
+    (void)state;
+    tide_lab_workload_init(&one);          /* two workloads made apart */
+    one.seed = 42;
+    tide_lab_workload_init(&two);
+    two.seed = 42;
+    tide_lab_workload_init(&other);
+    other.seed = 43;
+    differ = ops_that_differ(&one, &two);
+    if (differ != 0) fail_msg("expected two workloads of seed 42 to send the same ops, %zu differ", differ);
+    differ = ops_that_differ(&one, &other);
+    if (differ == 0) fail_msg("expected seeds 42 and 43 to give different ops, every op of 10 ledgers is the same");
+}
+
+static void a_ledger_holds_its_puts_and_gets_of_earlier_objects(void **state)
 {
     tide_lab_workload w;
     tide_lab_op a, b;
@@ -171,11 +219,7 @@ static void the_workload_is_the_same_for_the_same_seed(void **state)
     tide_lab_workload_init(&w);
     w.seed = 42;
     for (size_t i = 0; i < tide_lab_ledger_ops(&w, 7); i++) {
-        memset(&a, 0, sizeof a);      /* the padding too, for memcmp */
-        memset(&b, 0, sizeof b);
         tide_lab_ledger_op(&w, 7, i, &a);
-        tide_lab_ledger_op(&w, 7, i, &b);
-        if (memcmp(&a, &b, sizeof a) != 0) fail_msg("op %zu of ledger 7 differs between two calls", i);
         if (a.kind == TIDE_LAB_PUT) {
             puts++;
             inner += a.len >= 500 && a.len <= 550;
@@ -192,10 +236,53 @@ static void the_workload_is_the_same_for_the_same_seed(void **state)
     if (inner < puts / 2) fail_msg("expected most objects to be about 525 bytes, got %zu of %zu", inner, puts);
 }
 
+/* The variant table (src/lab/variant.c) is the one the parser, the
+ * message and the help read: each built-in parses, an unknown name is
+ * answered with the table's names, and `tide help lab` lists the table. */
+static void the_built_in_variants_come_from_one_table(void **state)
+{
+    static const char *const names[] = { "trim", "notrim", "every2", "every4", "freed8m", "freed64m",
+                                         "freepct10", "mmap16k", "jemalloc", NULL };
+    char list[128], *help = NULL;
+    size_t helplen = 0;
+    FILE *f;
+    run r;
+
+    (void)state;
+    for (const char *const *n = names; *n; n++) {
+        tide_lab_variant v;
+        const char *spec = tide_lab_builtin_spec(*n);
+        if (spec == NULL) fail_msg("expected '%s' to be a built-in variant", *n);
+        if (tide_lab_variant_parse(&v, *n, spec, "/x/libjemalloc.so.2") != 0)
+            fail_msg("built-in '%s': its spec '%s' does not parse: %s", *n, spec, tide_last_error());
+        if (v.nargs + v.nenv == 0) fail_msg("built-in '%s' sets nothing", *n);
+        tide_lab_variant_free(&v);
+    }
+    if (tide_lab_builtin_spec("bogus") != NULL) fail_msg("expected 'bogus' not to be a built-in");
+    assert_int_equal(tide_lab_variant_names(list, sizeof list), 0);
+    expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc",
+               "the built-in names in the table's order");
+
+    run_tide(&r, "lab --variant bogus", 1);
+    expect_contains(r.out, list, "the message for an unknown variant");
+    free(r.out);
+
+    f = open_memstream(&help, &helplen);
+    assert_non_null(f);
+    assert_int_equal(tide_lab_variant_help(f), 0);
+    fclose(f);
+    run_tide(&r, "lab --help", 0);
+    expect_contains(r.out, help, "tide help lab's VARIANTS lines");
+    free(r.out);
+    free(help);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_workload_is_the_same_for_the_same_seed),
+        cmocka_unit_test(a_ledger_holds_its_puts_and_gets_of_earlier_objects),
+        cmocka_unit_test(the_built_in_variants_come_from_one_table),
         cmocka_unit_test(bad_options_exit_2_and_name_what_was_wrong),
         cmocka_unit_test(a_missing_tided_is_an_error_that_says_so),
         cmocka_unit_test(a_short_run_measures_both_variants_and_writes_its_files),

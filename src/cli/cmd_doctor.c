@@ -2,9 +2,10 @@
  * cmd_doctor.c: `tide doctor [URL]`, a running node's memory in words.
  *
  * It fetches URL (default http://127.0.0.1:8080/metrics; a URL without a
- * path gets /metrics) with libcurl, sending TIDE_METRICS_TOKEN from the
- * environment as "Authorization: Bearer", and hands the page to
- * client/doctor.c. The token is never printed, not even in errors.
+ * path gets /metrics) with the HTTP client (src/client/http.h), sending
+ * TIDE_METRICS_TOKEN from the environment as "Authorization: Bearer", and
+ * hands the page to client/doctor.c. The token is never printed, not even in
+ * errors.
  *
  * A page that is not a node's (no tide_* families: Prometheus' own
  * /metrics, HTML, an empty page, bytes that are not text) exits 1 with
@@ -13,67 +14,38 @@
  * Never: retry, follow redirects to another host, or wait longer than
  * --timeout (default 10 s) for a node.
  */
-#include <curl/curl.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "client/http.h"
 #include "client/doctor.h"
 #include "tide/error.h"
-
-typedef struct body {
-    char  *buf;
-    size_t len;
-    int    oom;
-} body;
-
-static size_t on_data(char *ptr, size_t size, size_t n, void *arg)
-{
-    body *b = arg;
-    size_t add = size * n;
-    char *nb;
-
-    if (b->len + add > (64u << 20)) return 0;          /* a metrics page is KiB, not 64 MiB */
-    nb = realloc(b->buf, b->len + add + 1);
-    if (nb == NULL) { b->oom = 1; return 0; }
-    b->buf = nb;
-    memcpy(b->buf + b->len, ptr, add);
-    b->len += add;
-    b->buf[b->len] = '\0';
-    return add;
-}
 
 /* Fetch url into *out. Returns CLI_OK, or prints why and returns CLI_FAIL. */
 static int fetch(const char *url, long timeout_s, char **out)
 {
-    CURL *c = curl_easy_init();
-    struct curl_slist *hdr = NULL;
-    body b = { 0 };
-    char auth[300], err[CURL_ERROR_SIZE] = "";
+    tide_http_client *c = NULL;
+    tide_http_body b = { .keep = 1, .max = 64u << 20 };   /* a metrics page is KiB, not 64 MiB */
+    char auth[300];
     const char *token = getenv("TIDE_METRICS_TOKEN");
-    long status = 0;
+    const char *headers[2] = { NULL, NULL };
+    tide_http_client_opts opts = { .headers = headers, .timeout_ms = timeout_s * 1000 };
+    long status;
     int rc = CLI_FAIL;
 
-    if (c == NULL) { cli_error("doctor", "libcurl could not start"); goto out; }
     if (token && token[0]) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        hdr = curl_slist_append(hdr, auth);
-        memset(auth, 0, sizeof auth);
+        headers[0] = auth;
     }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    CURLcode cc = curl_easy_perform(c);
-    if (cc != CURLE_OK) {
-        cli_error("doctor", "%s: %s", url, err[0] ? err : curl_easy_strerror(cc));
+    if (tide_http_client_new(&c, &opts) != 0) { cli_error("doctor", "libcurl could not start"); goto out; }
+    memset(auth, 0, sizeof auth);           /* the client holds its own copy */
+    status = tide_http_client_get(c, url, &b);
+    if (status == 0) {
+        cli_error("doctor", "%s: %s", url, tide_http_client_error(c));
         goto out;
     }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     if (status == 401) {
         cli_error("doctor", "%s: 401 Unauthorized: set TIDE_METRICS_TOKEN to the node's token%s", url,
                   token && token[0] ? " (the one set was refused)" : "");
@@ -83,22 +55,22 @@ static int fetch(const char *url, long timeout_s, char **out)
         cli_error("doctor", "%s: HTTP %ld", url, status);
         goto out;
     }
-    if (b.buf == NULL) {
+    if (b.data == NULL) {
         cli_error("doctor", "%s does not look like a tide node's /metrics: an empty page", url);
         goto out;
     }
-    if (strlen(b.buf) != b.len) {   /* the text format has no NUL byte */
+    if (strlen(b.data) != b.len) {   /* the text format has no NUL byte */
         cli_error("doctor", "%s does not look like a tide node's /metrics: a NUL byte at offset %zu "
-                  "(not text)", url, strlen(b.buf));
+                  "(not text)", url, strlen(b.data));
         goto out;
     }
-    *out = b.buf;
-    b.buf = NULL;
+    *out = b.data;
+    b.data = NULL;
     rc = CLI_OK;
 out:
-    free(b.buf);
-    curl_slist_free_all(hdr);
-    if (c) curl_easy_cleanup(c);
+    memset(auth, 0, sizeof auth);
+    free(b.data);
+    tide_http_client_free(c);
     return rc;
 }
 
@@ -133,7 +105,7 @@ int cli_cmd_doctor(int argc, char **argv)
     const char *path = strchr(scheme ? scheme + 3 : arg, '/');
     snprintf(url, sizeof url, "%s%s%s", scheme ? "" : "http://", arg, path ? "" : "/metrics");
 
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    (void)tide_http_global_init();     /* a failure shows as the client's */
     rc = fetch(url, (long)timeout, &page);
     if (rc) goto out;
     if (tide_doctor_analyze(page, &r) != 0) {
@@ -150,6 +122,6 @@ int cli_cmd_doctor(int argc, char **argv)
 out:
     free(text);
     free(page);
-    curl_global_cleanup();
+    tide_http_global_cleanup();
     return rc;
 }

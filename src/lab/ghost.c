@@ -61,6 +61,7 @@
 #include "mem/alloc.h"
 #include "mem/proc.h"
 #include "tide/error.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 /* ---- the rig ------------------------------------------------------------- */
@@ -98,6 +99,15 @@ static void book_close(book *b)
     memset(b, 0, sizeof *b);
 }
 
+/* Free the first n objects of b, in order (a scenario's frees). */
+static void book_free(book *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(b->p[i]);
+        b->p[i] = NULL;
+    }
+}
+
 /* malloc, write every byte, feed the sink. NULL on failure. */
 static void *obj_new(size_t n, unsigned char fill)
 {
@@ -120,13 +130,6 @@ static int rss_peak_update(tide_lab_ghost_sample *s)
     int rc = rss_now(&r);
     if (rc == 0 && r > s->rss_peak) s->rss_peak = r;
     return rc;
-}
-
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static size_t scaled(double size, double base)
@@ -196,10 +199,7 @@ static int run_batch(size_t count, size_t obj_size, const tide_lab_ghost_after *
         s->allocated_bytes += (uint64_t)count * obj_size + RECEIPT_BYTES;
         rc = rss_peak_update(s);
         if (rc) goto out;
-        for (size_t i = 0; i < count; i++) {
-            free(objs.p[i]);
-            objs.p[i] = NULL;
-        }
+        book_free(&objs, count);
     }
     s->live_bytes = (uint64_t)BATCH_ROUNDS * RECEIPT_BYTES;
     rc = settle_and_read(after, s);
@@ -274,14 +274,6 @@ static int mixed_part_alloc(mixed_part *m)
     return 0;
 }
 
-static void mixed_part_free_items(mixed_part *m)
-{
-    for (size_t i = 0; i < m->items.cap; i++) {
-        free(m->items.p[i]);
-        m->items.p[i] = NULL;
-    }
-}
-
 static void mixed_part_count(const mixed_part *m, tide_lab_ghost_sample *s)
 {
     s->objects += m->groups * (1 + MIXED_ITEMS);
@@ -302,7 +294,7 @@ static int run_mixed(double size, const tide_lab_ghost_after *after, tide_lab_gh
     if (rc) goto out;
     rc = rss_peak_update(s);
     if (rc) goto out;
-    mixed_part_free_items(&m);
+    book_free(&m.items, m.items.cap);
     mixed_part_count(&m, s);
     rc = settle_and_read(after, s);
 out:
@@ -341,10 +333,7 @@ static int run_lifetime(double size, const tide_lab_ghost_after *after, tide_lab
     s->objects = 2 * (uint64_t)pairs;
     rc = rss_peak_update(s);
     if (rc) goto out;
-    for (size_t i = 0; i < pairs; i++) {
-        free(shorts.p[i]);
-        shorts.p[i] = NULL;
-    }
+    book_free(&shorts, pairs);
     s->live_bytes = (uint64_t)pairs * LIFE_LONG_BYTES;
     rc = settle_and_read(after, s);
 out:
@@ -480,7 +469,7 @@ static void *thread_main(void *p)
     pthread_cond_broadcast(&a->g->cv);
     while (!a->g->open) pthread_cond_wait(&a->g->cv, &a->g->mu);
     pthread_mutex_unlock(&a->g->mu);
-    mixed_part_free_items(&a->part);
+    book_free(&a->part.items, a->part.items.cap);
     return NULL;
 }
 
@@ -600,9 +589,9 @@ int tide_lab_ghost_scenario_run(size_t index, double size, const tide_lab_ghost_
     /* Settle the allocator before the start reading: its detection mallocs
      * a probe once per process. */
     (void)tide_mem_alloc_family();
-    t0 = mono_us();
+    t0 = tide_clock_mono_us();
     rc = scenarios[index].run(size, after, &s);
-    s.elapsed_us = mono_us() - t0;
+    s.elapsed_us = tide_clock_mono_us() - t0;
     if (rc == 0) *out = s;
     return rc;
 }

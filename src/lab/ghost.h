@@ -4,7 +4,7 @@
  * variants they are run under.
  *
  * A scenario runs in the calling process, which should be a fresh child
- * made for it (bin/tide's `tide ghost` re-executes itself once per
+ * made for it (ghost_run.h re-executes the running binary once per
  * scenario and variant): an allocator is chosen when a process starts
  * (LD_PRELOAD, MALLOC_* environment), and a heap already shaped by other
  * work would blur the figures. Each scenario reads RSS from

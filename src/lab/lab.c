@@ -32,25 +32,18 @@
 #include "lab/lab.h"
 #include "tide/error.h"
 #include "util/err.h"
+#include "util/random.h"
 
 /* ---- the generator ---------------------------------------------------------- */
-
-static uint64_t splitmix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 /* A well-mixed 64-bit value of four inputs; different streams are
  * independent. */
 static uint64_t mix(uint64_t seed, uint64_t ledger, uint64_t index, uint64_t stream)
 {
-    uint64_t h = splitmix(seed ^ 0x7469646531ull);
-    h = splitmix(h ^ ledger);
-    h = splitmix(h ^ (index * 0x2545f4914f6cdd1dull));
-    return splitmix(h ^ (stream * 0xd6e8feb86659fd93ull));
+    uint64_t h = tide_random_mix64(seed ^ 0x7469646531ull);
+    h = tide_random_mix64(h ^ ledger);
+    h = tide_random_mix64(h ^ (index * 0x2545f4914f6cdd1dull));
+    return tide_random_mix64(h ^ (stream * 0xd6e8feb86659fd93ull));
 }
 
 enum { S_SIZE_KIND = 1, S_SIZE, S_KEY0, S_READ_KIND = 8, S_READ_LEDGER, S_READ_INDEX, S_FILL };
@@ -128,7 +121,7 @@ void tide_lab_value_fill(const tide_lab_workload *w, const tide_lab_op *op, uint
     uint64_t x = mix(w->seed, op->ledger, op->index, S_FILL);
 
     for (uint32_t i = 0; i < op->len; i += 8) {
-        x = splitmix(x);
+        x = tide_random_mix64(x);
         memcpy(buf + i, &x, op->len - i < 8 ? op->len - i : 8);
     }
 }

@@ -3,8 +3,8 @@
  * series of RSS samples and sweep reports a node yields, their summary
  * figures, and the CSV and SVG writers.
  *
- * `tide lab` (src/cli/cmd_lab.c) owns the processes, the HTTP clients and
- * the clock; everything here is pure computation or writes to a FILE the
+ * The lab's runner (runner.h) owns the processes, the HTTP clients and the
+ * clock; everything here is pure computation or writes to a FILE the
  * caller opened, so that it can be tested without a node.
  *
  * The workload is a function of (seed, ledger, op index): any client thread

@@ -12,6 +12,9 @@
  * variant with its first repetition's
  * plateau mean.
  *
+ * Layout: the scales (chart_scale), the frame (titles, warm-up, grid and
+ * axes: chart_frame), each series (chart_series), the legend's footnote.
+ *
  * Invariants:
  *   1. Exactly one <polyline> per series with samples (tests count them).
  *   2. Every text from outside (title, variant names) is XML-escaped.
@@ -65,43 +68,55 @@ static size_t colour_of(const tide_lab_series *s, size_t n, size_t k)
     return 0;
 }
 
-int tide_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c)
-{
-    double tmax = c->duration_s, ymax = 0, xstep, ystep, tscale;
-    double pw = W - ML - MR, ph = H - MT - MB;
+/* The chart's scales, worked out from the series before anything is drawn. */
+typedef struct chart {
+    double tmax, ymax;            /* x axis end in seconds, y axis end in MiB */
+    double xstep, ystep, tscale;  /* tick steps; seconds per x unit (1 or 60) */
+    double pw, ph;                /* the plot area */
     const char *tunit;
-    size_t legend = 0;
-    int rc = 0, multi = 0;
-    size_t nvar = 0, lx, ly;
+    size_t nvar, lx, ly, legend;  /* variants; the legend's corner; lines so far */
+    int    multi;                 /* repetitions after the first are shown */
+} chart;
 
+static double x_of(const chart *g, double t) { return ML + t / g->tmax * g->pw; }
+static double y_of(const chart *g, double bytes) { return MT + g->ph - (bytes / 1048576.0) / g->ymax * g->ph; }
+
+/* The axes' ends and steps (invariant 3), the variants, the legend's place. */
+static void chart_scale(chart *g, const tide_lab_series *s, size_t n, const tide_lab_chart *c)
+{
+    memset(g, 0, sizeof *g);
+    g->tmax = c->duration_s;
+    g->pw = W - ML - MR;
+    g->ph = H - MT - MB;
     for (size_t k = 0; k < n; k++) {
         int seen = 0;
         for (size_t j = 0; j < k; j++) seen |= strcmp(s[j].variant, s[k].variant) == 0;
-        nvar += !seen;
-        multi |= s[k].rep > 1;
+        g->nvar += !seen;
+        g->multi |= s[k].rep > 1;
         for (size_t i = 0; i < s[k].nsamples; i++) {
-            if (c->duration_s <= 0 && s[k].samples[i].t > tmax) tmax = s[k].samples[i].t;
-            if ((double)s[k].samples[i].rss > ymax) ymax = (double)s[k].samples[i].rss;
+            if (c->duration_s <= 0 && s[k].samples[i].t > g->tmax) g->tmax = s[k].samples[i].t;
+            if ((double)s[k].samples[i].rss > g->ymax) g->ymax = (double)s[k].samples[i].rss;
         }
         for (size_t i = 0; i < s[k].nsweeps; i++)
-            if (s[k].sweeps[i].trimmed && (double)s[k].sweeps[i].rss_before > ymax)
-                ymax = (double)s[k].sweeps[i].rss_before;
+            if (s[k].sweeps[i].trimmed && (double)s[k].sweeps[i].rss_before > g->ymax)
+                g->ymax = (double)s[k].sweeps[i].rss_before;
     }
-    if (tmax <= 0) tmax = 1;
-    ymax = ymax / 1048576.0;
-    if (ymax <= 0) ymax = 1;
-    ystep = nice_step(ymax, 6);
-    ymax = ceil(ymax * 1.05 / ystep) * ystep;
-    tscale = tmax > 600 ? 60 : 1;
-    tunit = tmax > 600 ? "min" : "s";
-    xstep = nice_step(tmax / tscale, 8);
-
+    if (g->tmax <= 0) g->tmax = 1;
+    g->ymax = g->ymax / 1048576.0;
+    if (g->ymax <= 0) g->ymax = 1;
+    g->ystep = nice_step(g->ymax, 6);
+    g->ymax = ceil(g->ymax * 1.05 / g->ystep) * g->ystep;
+    g->tscale = g->tmax > 600 ? 60 : 1;
+    g->tunit = g->tmax > 600 ? "min" : "s";
+    g->xstep = nice_step(g->tmax / g->tscale, 8);
     /* The legend sits bottom right, where the lines are high after the warm-up. */
-    lx = W - MR - 430;
-    ly = (size_t)(MT + ph) - 20 - 16 * (nvar + 1);
-#define X(t) (ML + (t) / tmax * pw)
-#define Y(b) (MT + ph - ((double)(b) / 1048576.0) / ymax * ph)
+    g->lx = W - MR - 430;
+    g->ly = (size_t)(MT + g->ph) - 20 - 16 * (g->nvar + 1);
+}
 
+/* The picture, the titles, the warm-up shaded, the grid and the axes. */
+static void chart_frame(FILE *f, const chart *g, const tide_lab_chart *c)
+{
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
@@ -113,81 +128,91 @@ int tide_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_l
         put_escaped(f, c->subtitle);
         fputs("</text>\n", f);
     }
-    /* The warm-up, shaded. */
     if (c->warmup_s > 0)
         fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" fill=\"#eeeeee\"/>\n"
                    "<text x=\"%.1f\" y=\"%d\" fill=\"#888\" font-size=\"11\">warm-up</text>\n",
-                (double)ML, MT, fmin(c->warmup_s, tmax) / tmax * pw, ph, ML + 4.0, MT + 14);
-    /* Grid and axes. */
-    for (double y = 0; y <= ymax + 1e-9; y += ystep) {
-        double py = MT + ph - y / ymax * ph;
+                (double)ML, MT, fmin(c->warmup_s, g->tmax) / g->tmax * g->pw, g->ph, ML + 4.0, MT + 14);
+    for (double y = 0; y <= g->ymax + 1e-9; y += g->ystep) {
+        double py = MT + g->ph - y / g->ymax * g->ph;
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>"
                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
                 ML, py, W - MR, py, ML - 6, py + 4, y);
     }
-    for (double t = 0; t <= tmax / tscale + 1e-9; t += xstep) {
-        double px = ML + t * tscale / tmax * pw;
+    for (double t = 0; t <= g->tmax / g->tscale + 1e-9; t += g->xstep) {
+        double px = ML + t * g->tscale / g->tmax * g->pw;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>"
                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-                px, MT + ph, px, MT + ph + 5, px, MT + ph + 18, t);
+                px, MT + g->ph, px, MT + g->ph + 5, px, MT + g->ph + 18, t);
     }
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>"
                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>\n",
-            ML, MT, ML, MT + ph, ML, MT + ph, W - MR, MT + ph);
+            ML, MT, ML, MT + g->ph, ML, MT + g->ph, W - MR, MT + g->ph);
     fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">time since the workload started (%s)</text>\n",
-            ML + pw / 2, H - 12, tunit);
+            ML + g->pw / 2, H - 12, g->tunit);
     fprintf(f, "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">"
-               "RSS (MiB)</text>\n", MT + ph / 2, MT + ph / 2);
+               "RSS (MiB)</text>\n", MT + g->ph / 2, MT + g->ph / 2);
+}
 
-    /* The series. */
-    for (size_t k = 0; k < n; k++) {
-        const tide_lab_series *x = &s[k];
-        const char *col = palette[colour_of(s, n, k)];
-        const char *dash = x->rep > 1 ? " stroke-dasharray=\"6 3\" stroke-opacity=\"0.6\"" : "";
-        tide_lab_figures fig;
-        size_t col_used = 0;
+/* Series k: its line (invariant 1), its plateau, its trims, and its
+ * variant's legend line when it is the variant's first series. */
+static int chart_series(FILE *f, chart *g, const tide_lab_series *s, size_t n, size_t k, const tide_lab_chart *c)
+{
+    const tide_lab_series *x = &s[k];
+    const char *col = palette[colour_of(s, n, k)];
+    const char *dash = x->rep > 1 ? " stroke-dasharray=\"6 3\" stroke-opacity=\"0.6\"" : "";
+    tide_lab_figures fig;
+    size_t col_used = 0;
+    int rc;
 
-        if (x->nsamples == 0) continue;
-        fprintf(f, "<polyline class=\"rss\" data-variant=\"");
-        put_escaped(f, x->variant);
-        fprintf(f, "\" data-rep=\"%u\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"",
-                x->rep, col, dash);
-        for (size_t i = 0; i < x->nsamples; i++)
-            fprintf(f, "%s%.1f,%.1f", i ? " " : "", X(x->samples[i].t), Y(x->samples[i].rss));
-        fputs("\"/>\n", f);
-        rc = tide_lab_figures_compute(x, c->warmup_s, &fig);
-        if (rc) goto out;
-        if (!isnan(fig.plateau_mean_rss))
-            fprintf(f, "<line class=\"plateau\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                       "stroke=\"%s\" stroke-dasharray=\"2 3\" stroke-width=\"1\"/>\n",
-                    X(fmin(c->warmup_s, tmax)), Y(fig.plateau_mean_rss), X(tmax), Y(fig.plateau_mean_rss), col);
-        for (size_t i = 0; i < x->nsweeps; i++) {
-            const tide_lab_sweep *w = &x->sweeps[i];
-            if (!w->trimmed || w->t < 0 || w->t > tmax) continue;
-            fprintf(f, "<line class=\"trim\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                       "stroke=\"%s\" stroke-width=\"2\"/>\n",
-                    X(w->t), Y(w->rss_before) - (w->rss_delta == 0 ? 2 : 0), X(w->t), Y(w->rss_after),
-                    w->rss_delta < 0 ? "#1a9641" : "#d7191c");
-        }
-        /* One legend line per variant (its first series). */
-        for (size_t j = 0; j < k; j++) col_used |= strcmp(s[j].variant, x->variant) == 0;
-        if (col_used) continue;
-        fprintf(f, "<line x1=\"%zu\" y1=\"%zu\" x2=\"%zu\" y2=\"%zu\" stroke=\"%s\" stroke-width=\"3\"/>"
-                   "<text x=\"%zu\" y=\"%zu\">", lx, ly + legend * 16, lx + 22, ly + legend * 16,
-                col, lx + 28, ly + 4 + legend * 16);
-        put_escaped(f, x->variant);
-        if (!isnan(fig.plateau_mean_rss))
-            fprintf(f, " (plateau %.1f MiB%s)", fig.plateau_mean_rss / 1048576.0, multi ? ", rep 1" : "");
-        fputs("</text>\n", f);
-        legend++;
+    if (x->nsamples == 0) return 0;
+    fprintf(f, "<polyline class=\"rss\" data-variant=\"");
+    put_escaped(f, x->variant);
+    fprintf(f, "\" data-rep=\"%u\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"",
+            x->rep, col, dash);
+    for (size_t i = 0; i < x->nsamples; i++)
+        fprintf(f, "%s%.1f,%.1f", i ? " " : "", x_of(g, x->samples[i].t), y_of(g, (double)x->samples[i].rss));
+    fputs("\"/>\n", f);
+    rc = tide_lab_figures_compute(x, c->warmup_s, &fig);
+    if (rc) return rc;
+    if (!isnan(fig.plateau_mean_rss))
+        fprintf(f, "<line class=\"plateau\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                   "stroke=\"%s\" stroke-dasharray=\"2 3\" stroke-width=\"1\"/>\n",
+                x_of(g, fmin(c->warmup_s, g->tmax)), y_of(g, fig.plateau_mean_rss), x_of(g, g->tmax),
+                y_of(g, fig.plateau_mean_rss), col);
+    for (size_t i = 0; i < x->nsweeps; i++) {
+        const tide_lab_sweep *w = &x->sweeps[i];
+        if (!w->trimmed || w->t < 0 || w->t > g->tmax) continue;
+        fprintf(f, "<line class=\"trim\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                   "stroke=\"%s\" stroke-width=\"2\"/>\n",
+                x_of(g, w->t), y_of(g, (double)w->rss_before) - (w->rss_delta == 0 ? 2 : 0), x_of(g, w->t),
+                y_of(g, (double)w->rss_after), w->rss_delta < 0 ? "#1a9641" : "#d7191c");
     }
+    for (size_t j = 0; j < k; j++) col_used |= strcmp(s[j].variant, x->variant) == 0;
+    if (col_used) return 0;
+    fprintf(f, "<line x1=\"%zu\" y1=\"%zu\" x2=\"%zu\" y2=\"%zu\" stroke=\"%s\" stroke-width=\"3\"/>"
+               "<text x=\"%zu\" y=\"%zu\">", g->lx, g->ly + g->legend * 16, g->lx + 22, g->ly + g->legend * 16,
+            col, g->lx + 28, g->ly + 4 + g->legend * 16);
+    put_escaped(f, x->variant);
+    if (!isnan(fig.plateau_mean_rss))
+        fprintf(f, " (plateau %.1f MiB%s)", fig.plateau_mean_rss / 1048576.0, g->multi ? ", rep 1" : "");
+    fputs("</text>\n", f);
+    g->legend++;
+    return 0;
+}
+
+int tide_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c)
+{
+    chart g;
+    int rc = 0;
+
+    chart_scale(&g, s, n, c);
+    chart_frame(f, &g, c);
+    for (size_t k = 0; k < n && rc == 0; k++) rc = chart_series(f, &g, s, n, k, c);
+    if (rc) return rc;
     fprintf(f, "<text x=\"%zu\" y=\"%zu\" fill=\"#444\" font-size=\"11\">"
                "ticks: a trim, RSS before to after (green: lowered, red: not); dotted: plateau mean"
-               "</text>\n", lx, ly + 4 + legend * 16);
+               "</text>\n", g.lx, g.ly + 4 + g.legend * 16);
     fputs("</svg>\n", f);
-#undef X
-#undef Y
     if (fflush(f) != 0 || ferror(f)) rc = tide_err_set(TIDE_EIO, "lab: writing the SVG failed");
-out:
     return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * proc.c: reading /proc/self and /sys without touching the heap.
+ * proc.c: reading /proc/self, /proc/PID and /sys without touching the heap.
  *
  * The figures read here are used to judge the allocator, so the readers
  * must not disturb what they measure. Each one is open(2), read(2) into a
@@ -13,6 +13,10 @@
  * here all sit well inside the first 4 KiB (status) or are tiny (statm, io,
  * sysfs stat). /proc/self/mountinfo, which can be long, is streamed line by
  * line through a fixed buffer instead.
+ *
+ * The readers of another process (tide_mem_proc_pid_*, for tide lab's
+ * sampler of its nodes) are the same functions: pid 0 names "self", any
+ * other pid /proc/PID, so both read and parse the same way.
  *
  * smaps_rollup is the exception to "cheap": the kernel builds it by walking
  * every page table of the process under the mmap lock. It has its own
@@ -107,13 +111,21 @@ size_t tide_mem_proc_page_size(void)
     return page > 0 ? (size_t)page : 4096;
 }
 
-int tide_mem_proc_statm_rss(uint64_t *rss_bytes)
+/* "/proc/self/<file>" for pid 0, "/proc/<pid>/<file>" otherwise. */
+static void proc_path(char *buf, size_t cap, pid_t pid, const char *file)
 {
-    char buf[256], *p, *end;
+    if (pid == 0) snprintf(buf, cap, "/proc/self/%s", file);
+    else snprintf(buf, cap, "/proc/%d/%s", (int)pid, file);
+}
+
+int tide_mem_proc_pid_statm_rss(pid_t pid, uint64_t *rss_bytes)
+{
+    char path[48], buf[256], *p, *end;
     unsigned long long pages;
     int rc;
 
-    rc = read_small("/proc/self/statm", buf, sizeof buf, NULL);
+    proc_path(path, sizeof path, pid, "statm");
+    rc = read_small(path, buf, sizeof buf, NULL);
     if (rc) return rc;
     /* "size resident shared text lib data dt" */
     p = buf;
@@ -126,7 +138,12 @@ int tide_mem_proc_statm_rss(uint64_t *rss_bytes)
     *rss_bytes = (uint64_t)pages * (uint64_t)tide_mem_proc_page_size();
     return 0;
 bad:
-    return tide_err_set(TIDE_ECORRUPT, "/proc/self/statm: cannot parse '%.40s'", buf);
+    return tide_err_set(TIDE_ECORRUPT, "%s: cannot parse '%.40s'", path, buf);
+}
+
+int tide_mem_proc_statm_rss(uint64_t *rss_bytes)
+{
+    return tide_mem_proc_pid_statm_rss(0, rss_bytes);
 }
 
 int tide_mem_proc_status_read(tide_mem_proc_status *out)
@@ -157,14 +174,14 @@ int tide_mem_proc_status_read(tide_mem_proc_status *out)
     return 0;
 }
 
-int tide_mem_proc_smaps_rollup_read(tide_mem_proc_smaps *out)
+int tide_mem_proc_pid_smaps_rollup_read(pid_t pid, tide_mem_proc_smaps *out)
 {
-    static const char path[] = "/proc/self/smaps_rollup";
-    char buf[4096];
+    char path[48], buf[4096];
     tide_mem_proc_smaps m;
     const char *body;
     int rc;
 
+    proc_path(path, sizeof path, pid, "smaps_rollup");
     rc = read_small(path, buf, sizeof buf, NULL);
     if (rc == TIDE_ENOENT)
         return tide_err_set(TIDE_ENOENT, "%s: absent; this kernel predates Linux 4.14, "
@@ -192,6 +209,11 @@ int tide_mem_proc_smaps_rollup_read(tide_mem_proc_smaps *out)
     m.swap *= 1024;
     *out = m;
     return 0;
+}
+
+int tide_mem_proc_smaps_rollup_read(tide_mem_proc_smaps *out)
+{
+    return tide_mem_proc_pid_smaps_rollup_read(0, out);
 }
 
 int tide_mem_proc_thread_faults(tide_mem_proc_faults *out)
@@ -223,34 +245,40 @@ int tide_mem_proc_io_read(tide_mem_proc_io *out)
     return 0;
 }
 
-/* Write the one-character command `cmd` to /proc/self/clear_refs. */
-static int clear_refs(const char *cmd, const char *what)
+/* Write the one-character command `cmd` to pid's clear_refs. */
+static int clear_refs(pid_t pid, const char *cmd, const char *what)
 {
+    char path[48];
     int fd, rc = 0;
     ssize_t w;
 
-    fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    proc_path(path, sizeof path, pid, "clear_refs");
+    fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
-        return tide_err_set(TIDE_EIO, "/proc/self/clear_refs: open: %s (%s not reset)",
-                            strerror(errno), what);
+        return tide_err_set(TIDE_EIO, "%s: open: %s (%s not reset)", path, strerror(errno), what);
     do {
         w = write(fd, cmd, 1);
     } while (w < 0 && errno == EINTR);
     if (w != 1)
-        rc = tide_err_set(TIDE_EIO, "/proc/self/clear_refs: write '%s': %s (%s not reset)",
-                          cmd, w < 0 ? strerror(errno) : "short write", what);
+        rc = tide_err_set(TIDE_EIO, "%s: write '%s': %s (%s not reset)",
+                          path, cmd, w < 0 ? strerror(errno) : "short write", what);
     close(fd);
     return rc;
 }
 
 int tide_mem_proc_reset_peak(void)
 {
-    return clear_refs("5", "peak RSS");
+    return clear_refs(0, "5", "peak RSS");
+}
+
+int tide_mem_proc_pid_reset_referenced(pid_t pid)
+{
+    return clear_refs(pid, "1", "referenced bits");
 }
 
 int tide_mem_proc_reset_referenced(void)
 {
-    return clear_refs("1", "referenced bits");
+    return tide_mem_proc_pid_reset_referenced(0);
 }
 
 /* ---- block devices ---- */

@@ -1,8 +1,9 @@
 /*
  * proc.h: what the kernel says about this process's memory and I/O.
  *
- * Every reader here opens one small file under /proc/self (or /sys), reads
- * it with read(2) into a buffer on the stack, closes it and parses the
+ * Every reader here opens one small file under /proc/self (/proc/PID for
+ * the tide_mem_proc_pid_* readers of another process, or /sys), reads it
+ * with read(2) into a buffer on the stack, closes it and parses the
  * numbers. None of them allocate, and none use stdio: a FILE * mallocs its
  * buffer, and a reader that allocates can itself pin a heap page, or move
  * the very figure it is there to report. That makes them safe to call from
@@ -33,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * The page size in bytes, from sysconf(_SC_PAGESIZE) (4096 on x86-64; 16
@@ -50,6 +52,13 @@ size_t tide_mem_proc_page_size(void);
  * Cost: one open/read/close of a ~40-byte file; no allocation.
  */
 int tide_mem_proc_statm_rss(uint64_t *rss_bytes);
+
+/*
+ * The same for process `pid` (/proc/PID/statm; 0: this process), e.g. a
+ * child the caller started. Errors as above, and TIDE_ENOENT when there is
+ * no such process (it exited and was reaped). Cost: the same.
+ */
+int tide_mem_proc_pid_statm_rss(pid_t pid, uint64_t *rss_bytes);
 
 typedef struct tide_mem_proc_status {
     uint64_t vm_rss;     /* VmRSS: resident now */
@@ -102,6 +111,14 @@ typedef struct tide_mem_proc_smaps {
 int tide_mem_proc_smaps_rollup_read(tide_mem_proc_smaps *out);
 
 /*
+ * The same for process `pid` (/proc/PID/smaps_rollup; 0: this process).
+ * Reading another process's needs the right to ptrace it (a child of the
+ * caller, same user). Errors and cost as above; the page walk and the lock
+ * are the other process's, which its own threads then wait on.
+ */
+int tide_mem_proc_pid_smaps_rollup_read(pid_t pid, tide_mem_proc_smaps *out);
+
+/*
  * Clear the "referenced" bits of every page of the process by writing "1"
  * to /proc/self/clear_refs, so that a following smaps_rollup's Referenced is
  * what was touched since this call.
@@ -112,6 +129,10 @@ int tide_mem_proc_smaps_rollup_read(tide_mem_proc_smaps *out);
  * bits again. No allocation.
  */
 int tide_mem_proc_reset_referenced(void);
+
+/* The same for process `pid` (/proc/PID/clear_refs; 0: this process).
+ * Errors and cost as above, the walk being the other process's. */
+int tide_mem_proc_pid_reset_referenced(pid_t pid);
 
 typedef struct tide_mem_proc_faults {
     uint64_t minflt;   /* faults served without I/O (first touch of an

@@ -1,0 +1,100 @@
+/*
+ * runner_impl.h: what the runner's modules (node.c, load.c, sampler.c,
+ * runner.c) share inside the lab part. Not for other parts: runner.h is
+ * the interface.
+ *
+ * A repetition (ti_lab_rep) holds its nodes in the repetition's shuffled
+ * order; each node (ti_lab_node) is one tided child with its port, paths,
+ * its series and the counters the client threads add to.
+ */
+#ifndef TIDE_LAB_RUNNER_IMPL_H
+#define TIDE_LAB_RUNNER_IMPL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "client/http.h"
+#include "lab/runner.h"
+
+typedef struct ti_lab_node {
+    const tide_lab_variant *v;
+    tide_lab_series   *series;
+    int    port;
+    pid_t  pid;                 /* > 0 while running and not yet reaped */
+    int    status;              /* wait status once reaped */
+    char   dir[PATH_MAX], log[PATH_MAX], base[64];
+    tide_http_client *poll;     /* the main thread's: /healthz, /v1/sweeps */
+    _Atomic uint64_t puts, puts_existing, gets, gets_missing, errors, bad_length;
+} ti_lab_node;
+
+typedef struct ti_lab_rep {
+    const tide_lab_plan *o;
+    const char    *tided;
+    ti_lab_node   *nodes;       /* in the repetition's order */
+    size_t         nn;
+    double         t0;          /* monotonic start of the workload, s */
+    uint64_t       t0_unix_us;
+    atomic_int     stop;
+    atomic_ullong  late, ledgers;
+} ti_lab_rep;
+
+/* The signal that interrupted the run, 0 while none has (runner.c sets
+ * it from its handler). */
+extern volatile sig_atomic_t ti_lab_signal;
+
+/* "tide lab: <message>\n" on f (NULL: nothing). */
+void ti_lab_say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Seconds on the monotonic clock. */
+double ti_lab_now(void);
+
+/* Sleep s seconds, cut short by a signal (the caller re-checks
+ * ti_lab_signal: invariant 3 of runner.c). */
+void ti_lab_nap(double s);
+
+/* ---- node.c ---- */
+
+/* A free loopback port (the kernel's choice when want is 0), or want when
+ * it can be bound. 0 or -1 with errno. */
+int ti_lab_port_probe(int want, int *out);
+
+/* Fork and exec one tided for n. 0, or TIDE_EIO after a report. */
+int ti_lab_node_spawn(const ti_lab_rep *r, ti_lab_node *n);
+
+/* 1 when n has died (reaped, and with report its status and log's tail
+ * written to f), 0 while it runs. */
+int ti_lab_node_died(ti_lab_node *n, FILE *f, int report);
+
+/* The last `lines` lines of the node log at path, indented, on f. */
+void ti_lab_log_tail(FILE *f, const char *path, int lines);
+
+/* SIGTERM every running node, wait up to 15 s, SIGKILL the rest. */
+void ti_lab_nodes_stop(ti_lab_node *nodes, size_t nn, FILE *f);
+
+/* ---- load.c ---- */
+
+/* A client thread's body: arg is a ti_lab_client. */
+typedef struct ti_lab_client {
+    ti_lab_rep *rep;
+    unsigned    id;
+    pthread_t   th;
+    int         started;
+} ti_lab_client;
+
+void *ti_lab_client_main(void *arg);
+
+/* ---- sampler.c ---- */
+
+/* One RSS sample of every node into its series (with Referenced when the
+ * plan asks, clearing the bits when reset). 0 or TIDE_ENOMEM. */
+int ti_lab_sample_all(ti_lab_rep *r, double t, int reset_referenced);
+
+/* GET /v1/sweeps of n and add every report to its series. 0 or -1. */
+int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * sampler.c: what the lab measures of its nodes: RSS (and Referenced) from
+ * /proc/PID through mem/proc.h, and every sweep round from the node's
+ * GET /v1/sweeps.
+ *
+ * The RSS sampler runs on the main thread once a second; it reads statm,
+ * which costs the node nothing it would notice. Referenced (--referenced)
+ * comes from smaps_rollup, which makes the node's kernel walk its page
+ * tables under its mmap lock, and its bits are cleared every tenth sample,
+ * so it counts the pages touched in the last ten seconds or less.
+ *
+ * The sweep poller asks each node for the reports it keeps (its last
+ * rounds) every 5 s and once more at the end; a round seen twice is kept
+ * once (by seq, lab.c's series invariant 4), so overlapping polls lose
+ * nothing and count nothing twice.
+ *
+ * Invariants:
+ *   1. A sample is taken only of a node that runs (pid > 0), and a node
+ *      whose statm cannot be read gives no sample rather than a zero.
+ *   2. Sample times are seconds since the workload's start on the
+ *      monotonic clock; sweep times come from the node's wall clock minus
+ *      the workload's wall-clock start.
+ *
+ * Never: fail a run because a poll failed (the next poll gets the rounds).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/runner_impl.h"
+#include "mem/proc.h"
+#include "tide/error.h"
+#include "util/err.h"
+
+int ti_lab_sample_all(ti_lab_rep *r, double t, int reset_referenced)
+{
+    for (size_t k = 0; k < r->nn; k++) {
+        ti_lab_node *n = &r->nodes[k];
+        tide_lab_sample s = { .t = t - r->t0 };
+        tide_mem_proc_smaps m;
+
+        if (n->pid <= 0 || tide_mem_proc_pid_statm_rss(n->pid, &s.rss) != 0) continue;  /* invariant 1 */
+        if (r->o->referenced && tide_mem_proc_pid_smaps_rollup_read(n->pid, &m) == 0) {
+            s.referenced = m.referenced;
+            if (reset_referenced) (void)tide_mem_proc_pid_reset_referenced(n->pid);
+        }
+        if (s.t >= -0.05 && tide_lab_series_add_sample(n->series, &s) != 0)
+            return tide_err_set(TIDE_ENOMEM, "out of memory for samples");
+    }
+    return 0;
+}
+
+static uint64_t jint(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+}
+
+/* One report of /v1/sweeps as a tide_lab_sweep. */
+static void sweep_from_json(json_t *x, uint64_t t0_unix_us, tide_lab_sweep *s)
+{
+    json_t *t = json_object_get(x, "trim");
+
+    memset(s, 0, sizeof *s);
+    s->seq = jint(x, "seq");
+    s->t = ((double)jint(x, "started_unix_us") - (double)t0_unix_us) / 1e6;     /* invariant 2 */
+    s->sweep_ns = jint(x, "sweep_ns");
+    s->freed_bytes = jint(x, "freed_bytes");
+    s->trimmed = json_is_true(json_object_get(x, "trimmed"));
+    s->trim_rc = (int)(int64_t)jint(x, "trim_rc");
+    if (s->trimmed && json_is_object(t)) {
+        s->rss_before = jint(t, "rss_before");
+        s->rss_after = jint(t, "rss_after");
+        s->rss_delta = (int64_t)jint(t, "rss_delta");
+        s->duration_ns = jint(t, "duration_ns");
+        s->minflt = jint(t, "minflt");
+        s->majflt = jint(t, "majflt");
+    }
+}
+
+int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n)
+{
+    char url[128];
+    tide_http_body b = { .keep = 1 };
+    json_t *doc = NULL, *reps, *x;
+    size_t i;
+    int rc = -1;
+
+    snprintf(url, sizeof url, "%s/v1/sweeps", n->base);
+    if (tide_http_client_get(n->poll, url, &b) != 200 || b.data == NULL) goto out;
+    doc = json_loadb(b.data, b.len, 0, NULL);
+    reps = json_object_get(doc, "reports");
+    if (!json_is_array(reps)) goto out;
+    json_array_foreach(reps, i, x) {
+        tide_lab_sweep s;
+        sweep_from_json(x, r->t0_unix_us, &s);
+        if (tide_lab_series_add_sweep(n->series, &s) != 0) goto out;
+    }
+    rc = 0;
+out:
+    json_decref(doc);
+    free(b.data);
+    return rc;
+}

@@ -1,0 +1,211 @@
+/*
+ * summary.c: what a lab run comes to: the figures per variant and
+ * repetition, the medians over the repetitions, the reductions against the
+ * baseline, the summary document, and the files (two CSVs, the SVG chart,
+ * the document as summary.json).
+ *
+ * Layout: the figures; the document (settings, machine, variants, files);
+ * the files.
+ *
+ * Invariants:
+ *   1. A variant's reduction in repetition r is measured against the
+ *      baseline's plateau in the same repetition, never across
+ *      repetitions; NAN (null in the document) without a baseline or with
+ *      a baseline plateau of 0.
+ *   2. A median over the repetitions leaves out the NAN figures.
+ *   3. The document written to summary.json is the one the caller prints.
+ *
+ * Never: print; the caller prints the summary.
+ */
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "lab/runner.h"
+#include "tide/error.h"
+#include "util/err.h"
+
+/* ---- the figures ---------------------------------------------------------------- */
+
+/* Invariant 2. */
+static double median_of(const double *v, size_t n)
+{
+    double tmp[256];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < 256; i++) if (!isnan(v[i])) tmp[m++] = v[i];
+    return tide_lab_quantile(tmp, m, 0.5);
+}
+
+int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
+{
+    const tide_lab_plan *o = r->plan;
+
+    memset(s, 0, sizeof *s);
+    s->base = (size_t)-1;
+    s->v = calloc(o->nv, sizeof *s->v);
+    if (s->v == NULL) return tide_err_set(TIDE_ENOMEM, "out of memory");
+    s->nv = o->nv;
+    for (size_t i = 0; i < o->nv; i++) if (strcmp(o->v[i].name, o->baseline) == 0) s->base = i;
+    for (size_t i = 0; i < o->nv; i++) {
+        tide_lab_vsum *v = &s->v[i];
+        double plate[128];
+        v->fig = calloc(o->repeat, sizeof *v->fig);
+        v->reduction = calloc(o->repeat, sizeof *v->reduction);
+        if (!v->fig || !v->reduction) return tide_err_set(TIDE_ENOMEM, "out of memory");
+        for (unsigned rep = 0; rep < o->repeat; rep++) {
+            if (tide_lab_figures_compute(&r->series[(size_t)rep * o->nv + i], o->warmup, &v->fig[rep]) != 0)
+                return tide_err_set(TIDE_ENOMEM, "out of memory");
+            v->samples += v->fig[rep].samples;
+            v->trims += v->fig[rep].trims;
+            plate[rep] = v->fig[rep].plateau_mean_rss;
+        }
+        v->plateau_median = median_of(plate, o->repeat);
+    }
+    for (size_t i = 0; i < o->nv; i++) {          /* invariant 1 */
+        tide_lab_vsum *v = &s->v[i];
+        for (unsigned rep = 0; rep < o->repeat; rep++) {
+            double b = s->base != (size_t)-1 ? s->v[s->base].fig[rep].plateau_mean_rss : NAN;
+            v->reduction[rep] = (isnan(b) || b <= 0) ? NAN : 100.0 * (b - v->fig[rep].plateau_mean_rss) / b;
+        }
+        v->reduction_median = median_of(v->reduction, o->repeat);
+    }
+    return 0;
+}
+
+void tide_lab_summary_free(tide_lab_summary *s)
+{
+    for (size_t i = 0; s->v && i < s->nv; i++) free(s->v[i].fig), free(s->v[i].reduction);
+    free(s->v);
+    json_decref(s->doc);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- the document ---------------------------------------------------------------- */
+
+static json_t *jnum(double v) { return isnan(v) ? json_null() : json_real(v); }
+static json_t *jbytes(double v) { return isnan(v) ? json_null() : json_integer((json_int_t)llround(v)); }
+
+static json_t *figures_json(const tide_lab_figures *f, double reduction)
+{
+    return json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+        "samples", (json_int_t)f->samples, "plateau_samples", (json_int_t)f->plateau_samples,
+        "plateau_mean_rss_bytes", jbytes(f->plateau_mean_rss),
+        "plateau_mean_referenced_bytes", f->plateau_mean_referenced > 0 ? jbytes(f->plateau_mean_referenced) : json_null(),
+        "peak_rss_bytes", jbytes(f->peak_rss), "reduction_pct", jnum(reduction),
+        "last_rss_bytes", jbytes(f->last_rss),
+        "sweeps", (json_int_t)f->sweeps, "trims", (json_int_t)f->trims, "trims_lowered", (json_int_t)f->trims_lowered,
+        "trims_lowered_pct", jnum(f->lowered_pct), "release_median_bytes", jbytes(f->release_median),
+        "release_max_bytes", jbytes(f->release_max), "release_total_bytes", jbytes(f->trims ? f->release_total : NAN),
+        "trim_median_ms", jnum(f->trim_median_ms), "trim_p95_ms", jnum(f->trim_p95_ms),
+        "trim_max_ms", jnum(f->trim_max_ms), "trim_total_ms", jnum(f->trims ? f->trim_total_ms : NAN),
+        "minflt_per_trim", jnum(f->minflt_per_trim), "freed_median_bytes", jbytes(f->freed_median));
+}
+
+/* "variants": each with its repetitions. */
+static json_t *variants_json(const tide_lab_summary *s, const tide_lab_run *r)
+{
+    const tide_lab_plan *o = r->plan;
+    json_t *vars = json_array();
+
+    for (size_t i = 0; i < o->nv; i++) {
+        const tide_lab_vsum *v = &s->v[i];
+        json_t *reps = json_array();
+        for (unsigned rep = 0; rep < o->repeat; rep++) {
+            json_t *x = figures_json(&v->fig[rep], v->reduction[rep]);
+            json_object_set_new(x, "rep", json_integer(rep + 1));
+            json_object_set_new(x, "port", json_integer(r->series[(size_t)rep * o->nv + i].port));
+            json_array_append_new(reps, x);
+        }
+        json_array_append_new(vars, json_pack("{s:s,s:s,s:I,s:I,s:o,s:o,s:o}",
+            "name", o->v[i].name, "spec", o->v[i].spec,
+            "samples", (json_int_t)v->samples, "trims", (json_int_t)v->trims,
+            "plateau_mean_rss_median_bytes", jbytes(v->plateau_median),
+            "reduction_pct_median", jnum(v->reduction_median), "repetitions", reps));
+    }
+    return vars;
+}
+
+/* OUT/PREFIX-<what> into buf. */
+static const char *file_path(char *buf, size_t cap, const tide_lab_plan *o, const char *what)
+{
+    snprintf(buf, cap, "%s/%s-%s", o->out, o->prefix, what);
+    return buf;
+}
+
+static json_t *document(const tide_lab_summary *s, const tide_lab_run *r)
+{
+    const tide_lab_plan *o = r->plan;
+    struct utsname un;
+    double load[3] = { 0, 0, 0 };
+    char p1[PATH_MAX + 64], p2[PATH_MAX + 64], p3[PATH_MAX + 64];
+
+    uname(&un);
+    (void)getloadavg(load, 3);
+    return json_pack("{s:s,s:{s:I,s:s,s:s,s:I,s:[f,f,f]},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:f,s:f,s:I,s:s,s:s,s:b},"
+                     "s:s,s:o,s:{s:s,s:s,s:s},s:b}",
+        "command", o->command,
+        "machine", "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "kernel", un.release,
+        "glibc", gnu_get_libc_version(), "page_size", (json_int_t)sysconf(_SC_PAGESIZE),
+        "loadavg_at_end", load[0], load[1], load[2],
+        "settings", "seed", (json_int_t)o->w.seed, "objects_per_ledger", (json_int_t)o->w.objects,
+        "reads_per_ledger", (json_int_t)o->w.reads, "wave_ledgers", (json_int_t)o->w.wave_period,
+        "wave_pct", (json_int_t)o->w.wave_pct, "inner_pct", (json_int_t)o->w.inner_pct,
+        "recent_pct", (json_int_t)o->w.recent_pct, "ledger_interval_s", o->interval,
+        "ledgers", (json_int_t)o->ledgers, "clients", (json_int_t)o->clients,
+        "duration_s", o->duration, "warmup_s", o->warmup, "repeat", (json_int_t)o->repeat,
+        "node_size", o->node_size, "node_args", o->node_args ? o->node_args : "", "referenced", o->referenced,
+        "baseline", o->baseline, "variants", variants_json(s, r),
+        "files", "rss_csv", file_path(p1, sizeof p1, o, "rss.csv"),
+        "sweeps_csv", file_path(p2, sizeof p2, o, "sweeps.csv"), "svg", file_path(p3, sizeof p3, o, "rss.svg"),
+        "interrupted", r->interrupted);
+}
+
+/* ---- the files -------------------------------------------------------------------- */
+
+typedef int (*writer)(FILE *f, const tide_lab_run *r);
+
+static int write_rss(FILE *f, const tide_lab_run *r) { return tide_lab_write_rss_csv(f, r->series, r->nseries); }
+static int write_sweeps(FILE *f, const tide_lab_run *r) { return tide_lab_write_sweeps_csv(f, r->series, r->nseries); }
+
+static int write_svg(FILE *f, const tide_lab_run *r)
+{
+    const tide_lab_plan *o = r->plan;
+    char title[256];
+    tide_lab_chart ch = { title, o->command, o->warmup, o->duration };
+
+    snprintf(title, sizeof title, "tided RSS under the same ledger workload, by variant (%u repetition%s, "
+             "sweep every %u s)", o->repeat, o->repeat > 1 ? "s" : "", o->sweep_interval);
+    return tide_lab_write_svg(f, r->series, r->nseries, &ch);
+}
+
+/* Write OUT/PREFIX-<what> with w. 0 or TIDE_EIO naming the file. */
+static int write_file(const tide_lab_run *r, const char *what, writer w)
+{
+    char path[PATH_MAX + 64];
+    FILE *f = fopen(file_path(path, sizeof path, r->plan, what), "w");
+    int rc = 0;
+
+    if (f == NULL || w(f, r) != 0) rc = tide_err_set(TIDE_EIO, "%s: cannot write: %s", path, strerror(errno));
+    if (f) fclose(f);
+    return rc;
+}
+
+int tide_lab_summary_write(tide_lab_summary *s, const tide_lab_run *r)
+{
+    char path[PATH_MAX + 64];
+    int rc;
+
+    if ((rc = write_file(r, "rss.csv", write_rss)) || (rc = write_file(r, "sweeps.csv", write_sweeps)) ||
+        (rc = write_file(r, "rss.svg", write_svg)))
+        return rc;
+    s->doc = document(s, r);                      /* invariant 3 */
+    if (s->doc == NULL) return tide_err_set(TIDE_ENOMEM, "out of memory for the summary");
+    if (json_dump_file(s->doc, file_path(path, sizeof path, r->plan, "summary.json"),
+                       JSON_INDENT(1) | JSON_REAL_PRECISION(6)) != 0)
+        return tide_err_set(TIDE_EIO, "%s: cannot write", path);
+    return 0;
+}

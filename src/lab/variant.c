@@ -1,0 +1,215 @@
+/*
+ * variant.c: the lab's variants: the table of built-ins, the parser of a
+ * variant's spec, and the plan's list of variants.
+ *
+ * A variant is a name and a spec: blank-separated tided flags, and
+ * VAR=VALUE words that go to the node's environment. The built-ins are one
+ * table, and everything that names them reads it: the --variant parser,
+ * the message for an unknown name (tide_lab_variant_names) and the help's
+ * VARIANTS lines (tide_lab_variant_help, each the spec with a note).
+ *
+ * Invariants:
+ *   1. The built-ins appear everywhere in the table's order.
+ *   2. A parsed variant owns its strings; tide_lab_variant_free releases
+ *      them, also after a failed parse.
+ *   3. A plan never holds two variants of one name.
+ *
+ * Never: print; messages go to tide_last_error() for the caller.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/runner.h"
+#include "tide/error.h"
+#include "util/err.h"
+
+/* In a spec, @JEMALLOC@ stands for the jemalloc path (--jemalloc); the
+ * help shows the library's file name instead. */
+#define JEMALLOC_MARK "@JEMALLOC@"
+#define JEMALLOC_SHOWN "libjemalloc.so.2"
+
+static const struct builtin {
+    const char *name, *spec;
+    const char *note;       /* after the spec in the help; a '\n' starts a
+                               continuation line */
+} builtins[] = {
+    { "trim",      "--trim-policy always",      " (the node's default)" },
+    { "notrim",    "--trim-policy never",       "" },
+    { "every2",    "--trim-policy every:2",     "" },
+    { "every4",    "--trim-policy every:4",     "" },
+    { "freed8m",   "--trim-policy freed:8MiB",  "" },
+    { "freed64m",  "--trim-policy freed:64MiB", "" },
+    { "freepct10", "--trim-policy free-pct:10", "" },
+    { "mmap16k",   "--mmap-threshold 16KiB --trim-policy never", "" },
+    { "jemalloc",  "LD_PRELOAD=" JEMALLOC_MARK " MALLOC_CONF=background_thread:true",
+                   ",\nthe node's default policy" },
+};
+#define NBUILTINS (sizeof builtins / sizeof *builtins)
+
+const char *tide_lab_builtin_spec(const char *name)
+{
+    for (size_t b = 0; b < NBUILTINS; b++)
+        if (strcmp(builtins[b].name, name) == 0) return builtins[b].spec;
+    return NULL;
+}
+
+int tide_lab_variant_names(char *buf, size_t cap)
+{
+    size_t at = 0;
+
+    if (cap == 0) return TIDE_EINVAL;
+    buf[0] = '\0';
+    for (size_t b = 0; b < NBUILTINS; b++) {
+        int n = snprintf(buf + at, cap - at, "%s%s", b ? ", " : "", builtins[b].name);
+        if (n < 0 || (size_t)n >= cap - at) return TIDE_EINVAL;
+        at += (size_t)n;
+    }
+    return 0;
+}
+
+int tide_lab_variant_help(FILE *f)
+{
+    for (size_t b = 0; b < NBUILTINS; b++) {
+        const char *spec = builtins[b].spec, *mark = strstr(spec, JEMALLOC_MARK);
+
+        fprintf(f, "    %-10s ", builtins[b].name);
+        if (mark)
+            fprintf(f, "%.*s%s%s", (int)(mark - spec), spec, JEMALLOC_SHOWN, mark + strlen(JEMALLOC_MARK));
+        else
+            fputs(spec, f);
+        for (const char *p = builtins[b].note; *p; p++) {
+            if (*p == '\n') fprintf(f, "\n    %-10s ", "");
+            else fputc(*p, f);
+        }
+        fputc('\n', f);
+    }
+    return ferror(f) ? tide_err_set(TIDE_EIO, "lab: writing the variants' help failed") : 0;
+}
+
+int tide_lab_variant_parse(tide_lab_variant *v, const char *name, const char *spec, const char *jemalloc)
+{
+    char buf[sizeof v->spec], *save = NULL, *tok;
+    int rc = 0;
+
+    memset(v, 0, sizeof *v);
+    if (strlen(name) == 0 || strlen(name) >= sizeof v->name || strspn(name,
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(name)) {
+        rc = tide_err_set(TIDE_EINVAL, "variant name '%s' must be 1 to 31 letters, digits, '-', '_' or '.'", name);
+        goto out;
+    }
+    snprintf(v->name, sizeof v->name, "%s", name);
+    snprintf(v->spec, sizeof v->spec, "%s", spec);
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+        char tmp[PATH_MAX + 64], *copy;
+        if (strstr(tok, JEMALLOC_MARK)) {
+            snprintf(tmp, sizeof tmp, "LD_PRELOAD=%s", jemalloc);
+            tok = tmp;
+        }
+        if (tok[0] != '-' && strchr(tok, '=')) {
+            if (v->nenv >= TIDE_LAB_MAX_ENV) {
+                rc = tide_err_set(TIDE_EINVAL, "variant '%s': too many VAR=VALUE settings", name);
+                goto out;
+            }
+            if ((copy = strdup(tok)) == NULL) { rc = tide_err_set(TIDE_ENOMEM, "out of memory"); goto out; }
+            v->env[v->nenv++] = copy;
+        } else {
+            if (v->nargs >= TIDE_LAB_MAX_ARGS) {
+                rc = tide_err_set(TIDE_EINVAL, "variant '%s': too many flags", name);
+                goto out;
+            }
+            if ((copy = strdup(tok)) == NULL) { rc = tide_err_set(TIDE_ENOMEM, "out of memory"); goto out; }
+            v->args[v->nargs++] = copy;
+        }
+    }
+out:
+    if (rc) tide_lab_variant_free(v);       /* invariant 2 */
+    return rc;
+}
+
+void tide_lab_variant_free(tide_lab_variant *v)
+{
+    for (int i = 0; i < v->nargs; i++) free(v->args[i]);
+    for (int i = 0; i < v->nenv; i++) free(v->env[i]);
+    v->nargs = v->nenv = 0;
+}
+
+/* ---- the plan ---------------------------------------------------------------- */
+
+void tide_lab_plan_init(tide_lab_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    tide_lab_workload_init(&p->w);
+    p->duration = 300;
+    p->interval = 1;
+    p->clients = 4;
+    p->repeat = 1;
+    p->sweep_interval = 10;
+    p->node_size = "tiny";
+    p->out = "lab-out";
+    p->prefix = "lab";
+    p->jemalloc = TIDE_LAB_DEFAULT_JEMALLOC;
+    p->baseline = "notrim";
+    p->report = stderr;
+}
+
+/* Add a variant unless one of its name is there (invariant 3). */
+static int plan_add(tide_lab_plan *p, const char *name, const char *spec)
+{
+    int rc;
+
+    for (size_t i = 0; i < p->nv; i++)
+        if (strcmp(p->v[i].name, name) == 0) return 0;
+    if (p->nv >= TIDE_LAB_MAX_VARIANTS)
+        return tide_err_set(TIDE_EINVAL, "at most %d variants", TIDE_LAB_MAX_VARIANTS);
+    rc = tide_lab_variant_parse(&p->v[p->nv], name, spec, p->jemalloc);
+    if (rc == 0) p->nv++;
+    return rc;
+}
+
+/* The spec of `name` among the customs ("NAME=SPEC"), or NULL. */
+static const char *custom_spec(const char *name, const char *const *customs, size_t ncustom)
+{
+    for (size_t i = 0; i < ncustom; i++) {
+        const char *eq = strchr(customs[i], '=');
+        if ((size_t)(eq - customs[i]) == strlen(name) && strncmp(customs[i], name, strlen(name)) == 0)
+            return eq + 1;
+    }
+    return NULL;
+}
+
+int tide_lab_plan_variants(tide_lab_plan *p, const char *list, const char *const *customs, size_t ncustom)
+{
+    char buf[512], name[64], names[128], *save = NULL;
+    int rc = 0;
+
+    for (size_t i = 0; i < ncustom; i++) {
+        const char *eq = strchr(customs[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - customs[i]), customs[i]);
+        if (tide_lab_builtin_spec(name))
+            return tide_err_set(TIDE_EINVAL, "--custom '%s': '%s' is a built-in variant's name", customs[i], name);
+    }
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        const char *spec = tide_lab_builtin_spec(t);
+        if (spec == NULL) spec = custom_spec(t, customs, ncustom);
+        if (spec == NULL) {
+            (void)tide_lab_variant_names(names, sizeof names);
+            return tide_err_set(TIDE_EINVAL, "--variant '%s' is not a variant (%s, or a --custom NAME)", t, names);
+        }
+        if ((rc = plan_add(p, t, spec))) return rc;
+    }
+    for (size_t i = 0; i < ncustom; i++) {      /* customs not named in the list run too */
+        const char *eq = strchr(customs[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - customs[i]), customs[i]);
+        if ((rc = plan_add(p, name, eq + 1))) return rc;
+    }
+    if (p->nv == 0) return tide_err_set(TIDE_EINVAL, "--variant '%s' names no variant", list);
+    return 0;
+}
+
+void tide_lab_plan_free(tide_lab_plan *p)
+{
+    for (size_t i = 0; i < p->nv; i++) tide_lab_variant_free(&p->v[i]);
+    p->nv = 0;
+}
