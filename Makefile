@@ -90,7 +90,7 @@ comma := ,
 ALLOC_LDFLAGS := $(if $(filter jemalloc,$(ALLOC)),-Wl$(comma)--export-dynamic-symbol=malloc_conf)
 endif
 
-LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c src/cache/*.c src/node/*.c src/lab/*.c))
+LIB_SRCS    := $(sort $(wildcard src/util/*.c src/io/*.c src/mem/*.c src/store/*.c src/cache/*.c src/node/*.c src/lab/*.c src/bench/*.c))
 CLI_SRCS    := $(sort $(wildcard src/cli/*.c))
 SERVER_SRCS := $(sort $(wildcard src/server/*.c))
 # Every other tests/*.c (e.g. tests/helpers.c) and tests/support/*.c: helpers
