@@ -18,8 +18,8 @@
  * /x: Permission denied"); a failed run also fills a tide_bench_failure
  * that says which call failed and where the store was left.
  *
- * Thread safety: one thread drives a bench; begin and run start and join a
- * sampler thread of their own. Cost: a run holds O(1) memory of its own
+ * Thread safety: one thread drives a bench; each phase of a run starts and
+ * joins a sampler thread of its own. Cost: a run holds O(1) memory of its own
  * (keys, values and the fetch order are computed per item), so the RSS it
  * reports is the store's.
  */
