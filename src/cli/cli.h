@@ -1,15 +1,21 @@
 /*
  * cli.h: what the parts of bin/tide share.
  *
- * tide.c owns main, the verb table and the help texts; cmd_store.c and
- * bench_store.c implement verbs. A verb is `int verb(int argc, char **argv)`
- * where argv[0] is the verb's name, and it returns the process's exit
- * status (CLI_OK, CLI_FAIL, CLI_USAGE). Verbs print their own errors, in
- * one form: "tide VERB: <what went wrong>" on stderr.
+ * A verb is described once, by a cli_verb: its name, its line in 'tide
+ * help', its manual, its option table and its function. tide.c holds main,
+ * the table of the descriptors and the overview; each verb's file (cmd_*.c)
+ * holds its descriptor, its help, its options, its call into the library
+ * and its output. The verbs of lab, ghost and doctor parse their own argv.
+ *
+ * A verb's function is `int run(int argc, char **argv)` where argv[0] is
+ * the verb's name, and it returns the process's exit status (CLI_OK,
+ * CLI_FAIL, CLI_USAGE). Verbs print their own errors, in one form:
+ * "tide VERB: <what went wrong>" on stderr.
  */
 #ifndef TIDE_CLI_H
 #define TIDE_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,19 +25,79 @@
 /* Exit statuses. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
-/* Verbs. */
-int cli_cmd_create(int argc, char **argv);
-int cli_cmd_info(int argc, char **argv);
-int cli_cmd_put(int argc, char **argv);
-int cli_cmd_get(int argc, char **argv);
-int cli_cmd_visit(int argc, char **argv);
-int cli_cmd_verify(int argc, char **argv);
-int cli_cmd_recover(int argc, char **argv);
-int cli_cmd_rekey(int argc, char **argv);
-int cli_cmd_bench(int argc, char **argv);
+#define CLI_KEY_MAX 65535u      /* the longest key a store can have */
+
+/* What follows a verb's options; cli_parse checks it. */
+enum {
+    CLI_ARGS_NONE = 0,          /* nothing: "unexpected argument 'x'" */
+    CLI_ARGS_PATH = 1,          /* PATH: "no PATH given", "one PATH only" */
+    CLI_ARGS_PATH_KEY = 2,      /* PATH KEYHEX, the key decoded from hex */
+};
+
+/*
+ * A verb's option handler: `id` is the option's val in the verb's table,
+ * `arg` its value (NULL for a flag), `opts` the verb's own settings.
+ * Returns CLI_OK, or CLI_USAGE having printed why (cli_usage).
+ */
+typedef int (*cli_option_fn)(void *opts, int id, const char *arg);
+
+typedef struct cli_verb {
+    const char *name;
+    const char *usage;          /* its line in 'tide help': "create PATH" */
+    const char *summary;        /* and what it does: "make an empty store" */
+    const char *help;           /* the manual: 'tide help VERB', 'VERB --help' */
+    /* A manual with a generated table in it (lab's variants): help, then
+     * what help_table writes, then help_after. Both NULL for the others. */
+    int (*help_table)(FILE *f);
+    const char *help_after;
+    int (*run)(int argc, char **argv);
+    /* For cli_parse (NULL options: the verb parses its argv itself): */
+    const struct option *options;   /* getopt_long's table; --help is added */
+    cli_option_fn option;
+    int args;                   /* CLI_ARGS_* */
+    int store;                  /* PATH must be an existing directory */
+    const char *args_text;      /* PATH_KEY: "expected <this>, got N arguments" */
+} cli_verb;
+
+/* Write v's manual (help, help_table's output, help_after) to f. */
+void cli_verb_help(const cli_verb *v, FILE *f);
+
+/* The descriptors, in the order 'tide help' lists them. */
+extern const cli_verb cli_verb_create, cli_verb_info, cli_verb_put, cli_verb_get,
+                      cli_verb_visit, cli_verb_verify, cli_verb_recover, cli_verb_rekey,
+                      cli_verb_bench, cli_verb_doctor, cli_verb_ghost, cli_verb_lab;
+
+/* The verbs whose files parse their own argv (cmd_doctor.c, cmd_ghost.c,
+ * cmd_lab.c). */
 int cli_cmd_doctor(int argc, char **argv);
 int cli_cmd_ghost(int argc, char **argv);
 int cli_cmd_lab(int argc, char **argv);
+
+/* The option handler of a verb whose one option is a flag: sets the int
+ * `opts` points at to 1. */
+int cli_option_flag(void *opts, int id, const char *arg);
+
+/* What cli_parse leaves for the verb. */
+typedef struct cli_args {
+    const char *path;           /* PATH (NULL for CLI_ARGS_NONE) */
+    const char *key_hex;        /* KEYHEX as given (CLI_ARGS_PATH_KEY) */
+    size_t key_len;             /* the decoded key's bytes */
+    unsigned char key[CLI_KEY_MAX];
+} cli_args;
+
+/*
+ * The prologue of every verb that has an option table: parse argv (argv[0]
+ * the verb's name; options may come before or after the arguments) with
+ * v->options, calling v->option for each with `opts`; print the manual on
+ * -h/--help; check the arguments against v->args (and decode the key), then,
+ * with v->store, that PATH is an existing directory. Usage errors are
+ * found here, before any store is touched.
+ *
+ * Returns 0 when the verb is to go on with `a` filled, or 1 when the
+ * command is over (the help printed, or an error): then *status is the
+ * exit status. Not reentrant (getopt's globals).
+ */
+int cli_parse(const cli_verb *v, int argc, char **argv, void *opts, cli_args *a, int *status);
 
 /* Print the full help of `verb` ("bench" for "bench store") to `f`.
  * Returns 0, or -1 when there is no such verb. */
@@ -41,6 +107,10 @@ int cli_help(const char *verb, FILE *f);
  * omitted when empty). Returns CLI_FAIL, or CLI_USAGE for TIDE_EINVAL and
  * TIDE_EKEYSIZE. */
 int cli_fail(const char *verb, int rc);
+
+/* cli_fail for a verb that had already checked its arguments: CLI_FAIL
+ * whatever the code (a TIDE_EINVAL from the store is not a usage error). */
+int cli_fail_store(const char *verb, int rc);
 
 /* "tide VERB: <message>" and "Try 'tide help VERB'." on stderr; returns
  * CLI_USAGE. */
@@ -72,5 +142,25 @@ int cli_option_error(const char *verb, int c, char **argv);
 /* Check that `path` is an existing directory; otherwise print why
  * ("no such directory", "not a directory") and return CLI_FAIL. */
 int cli_check_store_dir(const char *verb, const char *path);
+
+/* ---- shared by the store verbs (cli_store.c) ---- */
+
+/* The key's length against the store's key size: CLI_OK, or CLI_USAGE
+ * having printed both. */
+int cli_check_key_size(const char *verb, const cli_args *a, unsigned key_size);
+
+/* Before a verb writes (put, recover, rekey): refuse while another process
+ * has one of the store's files open, naming up to three, unless `force`.
+ * `doing` says what would undo their commits ("a write"). CLI_OK or
+ * CLI_FAIL (printed). */
+int cli_refuse_holders(const char *verb, const char *path, int force, const char *doing);
+
+/* 1 when another process holds a lock on PATH/nudb.key that an exclusive
+ * lock (a writer's) or, with `writer_only`, a shared one (a reader's) would
+ * conflict with; 0 otherwise, also when nudb.key is missing. */
+int cli_store_is_held(const char *path, int writer_only);
+
+/* tide_size_format into buf: "1.5 MiB". */
+const char *cli_human(uint64_t bytes, char *buf, size_t cap);
 
 #endif

@@ -125,3 +125,47 @@ out:
     tide_http_global_cleanup();
     return rc;
 }
+
+/* ---- the manual and the descriptor ------------------------------------ */
+
+static const char help_doctor[] =
+"NAME\n"
+"    tide doctor - explain a running node's memory in a few lines\n"
+"\n"
+"SYNOPSIS\n"
+"    tide doctor [--json] [--timeout S] [URL]\n"
+"\n"
+"DESCRIPTION\n"
+"    Reads the node's /metrics page (URL; default http://127.0.0.1:8080,\n"
+"    and a URL without a path gets /metrics) and says, the way Redis's\n"
+"    MEMORY DOCTOR does:\n"
+"      - RSS against what the allocator says is live;\n"
+"      - what the allocator holds free: the most a trim could return;\n"
+"      - the consumers of memory, largest first, each against its budget;\n"
+"      - the trims: how many, how often they lowered RSS, what they returned,\n"
+"        their median and p95 duration (estimated from the histogram), and\n"
+"        the page faults they cost;\n"
+"      - each consumer left unbounded, and the setting that would bound it.\n"
+"    Figures the page lacks are reported as unknown, never as zero.\n"
+"\n"
+"OPTIONS\n"
+"    --json         print the same analysis as one JSON object\n"
+"    --timeout S    give up after S seconds (default 10)\n"
+"\n"
+"ENVIRONMENT\n"
+"    TIDE_METRICS_TOKEN   sent as \"Authorization: Bearer <token>\" when set.\n"
+"                         Never printed.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 the page was read and explained; 1 the node could not be reached,\n"
+"    refused the token (401), or the page is not a Tide node's; 2 usage.\n"
+"\n"
+"EXAMPLES\n"
+"    TIDE_METRICS_TOKEN=$(cat /etc/tide/metrics.token) tide doctor\n"
+"    tide doctor --json http://10.0.0.5:8080 | jq .allocator_free_bytes\n";
+
+const cli_verb cli_verb_doctor = {
+    .name = "doctor", .usage = "doctor [URL]",
+    .summary = "explain a running tided's memory from its /metrics",
+    .help = help_doctor, .run = cli_cmd_doctor,
+};

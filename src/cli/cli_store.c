@@ -1,0 +1,79 @@
+/*
+ * cli_store.c: the checks the store verbs share before they touch a store:
+ * the key's size against the store's (put, get), the refusal while another
+ * process has the files open (put, recover, rekey), the probe of the
+ * store's lock (get, recover), and the size format of their output.
+ *
+ * The library checks again at its own open (closing the window between);
+ * these copies are for the messages, which name the processes and the way
+ * out.
+ *
+ * Never: write to a store, or keep one of its files open after returning.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "tide/store.h"
+#include "util/size.h"
+
+const char *cli_human(uint64_t bytes, char *buf, size_t cap)
+{
+    return tide_size_format(bytes, buf, cap);
+}
+
+int cli_check_key_size(const char *verb, const cli_args *a, unsigned key_size)
+{
+    const char *hex = a->key_hex;
+    size_t len = a->key_len;
+
+    if (len == key_size) return CLI_OK;
+    return cli_usage(verb, "key '%.80s%s' is %zu bytes (%zu hex digits); this store's keys are "
+                     "%u bytes (%u hex digits)", hex, strlen(hex) > 80 ? "..." : "",
+                     len, 2 * len, key_size, 2 * key_size);
+}
+
+int cli_refuse_holders(const char *verb, const char *path, int force, const char *doing)
+{
+    tide_store_holder h[3];
+    size_t n = 0;
+    char list[400] = "";
+    int rc;
+
+    if (force) return CLI_OK;
+    rc = tide_store_holders(path, NULL, h, 3, &n);
+    if (rc) return cli_fail(verb, rc);
+    if (n == 0) return CLI_OK;
+    for (size_t i = 0; i < n && i < 3; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s is open in process %d (%s)",
+                 i ? ", " : "", h[i].file, h[i].pid, h[i].comm);
+    }
+    if (n > 3) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, " and %zu more", n - 3);
+    }
+    return cli_error(verb, "%s: store is busy: %s. A process that has the store's files open may "
+                     "be writing them (NuDB takes no lock), and %s now could undo its commits; "
+                     "nothing was changed. Stop it first, or pass --force if it only reads the "
+                     "store.", path, list, doing);
+}
+
+int cli_store_is_held(const char *path, int writer_only)
+{
+    char key[4096];
+    int fd, held = 0;
+
+    snprintf(key, sizeof key, "%s/nudb.key", path);
+    /* Non-blocking: a FIFO there must not hang the probe (the library
+     * then refuses it by name). */
+    fd = open(key, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    if (flock(fd, (writer_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
+    close(fd);                  /* releases the probe's lock */
+    return held;
+}

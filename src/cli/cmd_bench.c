@@ -1,0 +1,515 @@
+/*
+ * cmd_bench.c: `tide bench store`, the store benchmark's command line.
+ *
+ * The bench itself (the workload, the timing, the measurements, the
+ * medians) is src/bench/bench_store.c. This file parses the options into a
+ * tide_bench_store_opts, calls begin, run (per run) and summarize, and
+ * prints: a header that states the method, the machine and where each
+ * figure comes from; one line per phase of each run as it ends; then the
+ * summary as a table, or with --json as one document.
+ *
+ * Invariants:
+ *   1. Nothing is printed that the output does not name with its source.
+ *   2. With --json, stdout carries exactly one JSON document; the header and
+ *      the per-run lines go to stderr.
+ *   3. After a failure the path of the store left for inspection is printed.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench/bench_store.h"
+#include "cli/cli.h"
+#include "tide/error.h"
+#include "tide/store.h"
+#include "util/size.h"
+
+static const char help_bench[] =
+"NAME\n"
+"    tide bench store - measure the store: throughput, memory, writes\n"
+"\n"
+"SYNOPSIS\n"
+"    tide bench store [--items N] [--value-size N] [--block-size N]\n"
+"                     [--runs N] [--dir DIR] [--burst SIZE] [--seed N]\n"
+"                     [--keep] [--json]\n"
+"\n"
+"DESCRIPTION\n"
+"    Each run creates a fresh store (key size 32, load factor 0.5) in its\n"
+"    own directory and runs two phases, one thread each:\n"
+"\n"
+"    LOAD   inserts N items, then tide_store_sync(); timed from the first\n"
+"           insert to the return of the sync. Keys are 32 random bytes,\n"
+"           values value-size random bytes, both from splitmix64 streams\n"
+"           of the item's index (the formula of tests/fixtures/nudb), so\n"
+"           the values are made on the fly and never held by the bench;\n"
+"           the keys are made on the fly too.\n"
+"    FETCH  fetches every key once in a shuffled order (a keyed Feistel\n"
+"           permutation of the indexes) and compares each\n"
+"           value byte for byte with the one inserted (a mismatch stops\n"
+"           the bench with exit status 1). The page cache is warm.\n"
+"\n"
+"    For each phase it reports: items/s; peak RSS split into anonymous\n"
+"    and file-backed memory (a sampler thread reads /proc/self/status every\n"
+"    10 ms and keeps the maximum; VmHWM is reset before the phase through\n"
+"    /proc/self/clear_refs where permitted, and reported too); bytes\n"
+"    written, from /proc/self/io (write_bytes: sent to the storage layer;\n"
+"    wchar: passed to write calls), from the store's own counter, and from\n"
+"    the block device holding DIR (/sys/dev/block/MAJ:MIN/stat; it counts\n"
+"    every process's writes, so keep the machine quiet); and the commits\n"
+"    and syncs the store made.\n"
+"\n"
+"    After the runs it prints a summary: median and range (min-max) of\n"
+"    items/s per phase, the durability mode, the file sizes, peak RSS,\n"
+"    bytes written, and the write amplification of the load: device bytes\n"
+"    written / (N x (32 + value-size)), and the same from write_bytes.\n"
+"\n"
+"OPTIONS\n"
+"    --items N        items per run. Default 100000.\n"
+"    --value-size N   bytes per value (1MB, 4KiB forms accepted). Default\n"
+"                     200.\n"
+"    --block-size N   key-file block size, as for tide create (invalid\n"
+"                     values warn and use 4096). Default 4096.\n"
+"    --runs N         runs; the summary takes medians over them. Default 3.\n"
+"    --dir DIR        make the bench directory under DIR (which must\n"
+"                     exist). Default: a fresh directory under /tmp.\n"
+"    --burst SIZE     insert pool bound (tide_store_opts.burst_bytes), e.g.\n"
+"                     16MiB. Default 16 MiB.\n"
+"    --seed N         data seed, 0 to 2147483647; 0 gives the keys of the\n"
+"                     fixtures' formula. Default 0.\n"
+"    --keep           keep the stores (default: each is removed after its\n"
+"                     run; a failed run's store is always kept, and its\n"
+"                     path printed)\n"
+"    --json           print the results as one JSON object on stdout (the\n"
+"                     progress lines go to stderr)\n"
+"    -h, --help       print this text\n"
+"\n"
+"    Memory: the bench holds O(1) memory of its own (keys, values and the\n"
+"    shuffled order are computed per item), so the RSS it reports is the\n"
+"    store's.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 done; 1 a store call failed or a fetched value differed; 2 usage\n"
+"    error.\n"
+"\n"
+"EXAMPLES\n"
+"    tide bench store\n"
+"    tide bench store --items 20000 --runs 3\n"
+"    tide bench store --items 1000000 --value-size 1KiB --block-size 16384 \\\n"
+"                     --dir /mnt/nvme --json > bench.json\n";
+
+static const struct option options[] = {
+    { "items",      required_argument, NULL, 'n' },
+    { "value-size", required_argument, NULL, 'v' },
+    { "block-size", required_argument, NULL, 'b' },
+    { "runs",       required_argument, NULL, 'r' },
+    { "dir",        required_argument, NULL, 'd' },
+    { "burst",      required_argument, NULL, 'B' },
+    { "seed",       required_argument, NULL, 's' },
+    { "keep",       no_argument,       NULL, 'k' },
+    { "json",       no_argument,       NULL, 'j' },
+    { NULL, 0, NULL, 0 },
+};
+
+typedef struct bench_args {
+    tide_bench_store_opts o;
+    int json;
+} bench_args;
+
+/* The options that take a size or a path. */
+static int option_value(tide_bench_store_opts *o, int id, const char *val)
+{
+    char warning[256];
+    struct stat st;
+    uint64_t v;
+
+    switch (id) {
+    case 'v':
+        if (tide_size_parse(val, &v) != 0 || v < 1 || v > TIDE_VALUE_MAX)
+            return cli_usage("bench", "--value-size '%s' is not a size from 1 byte to %llu "
+                             "bytes", val, (unsigned long long)TIDE_VALUE_MAX);
+        o->value_size = v;
+        break;
+    case 'b':
+        o->block_size = tide_block_size_parse(val, warning, sizeof warning);
+        if (warning[0]) fprintf(stderr, "tide bench: warning: %s\n", warning);
+        break;
+    case 'd':
+        if (strlen(val) > TIDE_BENCH_PATH_MAX)
+            return cli_usage("bench", "--dir: the path is longer than 3000 bytes");
+        if (stat(val, &st) != 0 || !S_ISDIR(st.st_mode))
+            return cli_usage("bench", "--dir '%s' is not an existing directory", val);
+        o->parent = val;
+        break;
+    default:
+        if (tide_size_parse(val, &v) != 0 || v < 1 || v > (uint64_t)SIZE_MAX / 2)
+            return cli_usage("bench", "--burst '%s' is not a size such as 16MiB", val);
+        o->burst = v;
+        break;
+    }
+    return CLI_OK;
+}
+
+static int option(void *arg, int id, const char *val)
+{
+    bench_args *b = arg;
+
+    switch (id) {
+    case 'n':
+        if (cli_parse_u64(val, 1, UINT32_MAX, &b->o.items) != 0)
+            return cli_usage("bench", "--items '%s' is not a whole number from 1 to %u",
+                             val, UINT32_MAX);
+        break;
+    case 'r':
+        if (cli_parse_u64(val, 1, TIDE_BENCH_RUNS_MAX, &b->o.runs) != 0)
+            return cli_usage("bench", "--runs '%s' is not a whole number from 1 to 1000", val);
+        break;
+    case 's':
+        if (cli_parse_u64(val, 0, (1ull << 31) - 1, &b->o.seed) != 0)
+            return cli_usage("bench", "--seed '%s' is not a whole number from 0 to 2147483647",
+                             val);
+        break;
+    case 'k': b->o.keep = 1; break;
+    case 'j': b->json = 1; break;
+    default:  return option_value(&b->o, id, val);
+    }
+    return CLI_OK;
+}
+
+/* ---- figures ---- */
+
+/* The summary's rows, in the order printed, each a tide_bench_metric. A
+ * NULL format is a row of bytes. */
+static const struct row {
+    int metric;
+    const char *label, *fmt, *json;
+} rows[] = {
+    { TIDE_BENCH_ITEMS_PER_S,   "items/s",                 "%.0f", "items_per_s" },
+    { TIDE_BENCH_SECONDS,       "seconds",                 "%.3f", "seconds" },
+    { TIDE_BENCH_PEAK_ANON,     "peak RSS anon (sampled)", NULL,   "peak_rss_anon_bytes" },
+    { TIDE_BENCH_PEAK_FILE,     "peak RSS file (sampled)", NULL,   "peak_rss_file_bytes" },
+    { TIDE_BENCH_VM_HWM,        "VmHWM (reset per phase)", NULL,   "vm_hwm_bytes" },
+    { TIDE_BENCH_DEV_WRITTEN,   "written: device",         NULL,   "device_bytes_written" },
+    { TIDE_BENCH_WRITE_BYTES,   "written: io write_bytes", NULL,   "io_write_bytes" },
+    { TIDE_BENCH_WCHAR,         "written: io wchar",       NULL,   "io_wchar" },
+    { TIDE_BENCH_STORE_WRITTEN, "written: store counter",  NULL,   "store_bytes_written" },
+    { TIDE_BENCH_COMMITS,       "commits",                 "%.0f", "commits" },
+    { TIDE_BENCH_SYNCS,         "syncs",                   "%.0f", "syncs" },
+};
+
+static const char *hs(double bytes, char *buf, size_t cap)
+{
+    return tide_size_format(bytes < 0 ? 0 : (uint64_t)(bytes + 0.5), buf, cap);
+}
+
+static void durability_text(const tide_bench_store_opts *o, char *out, size_t cap)
+{
+    char b1[32];
+    snprintf(out, cap, "commit every %u ms (sooner when the %s insert pool fills) with fdatasync, "
+             "sync at end", TIDE_COMMIT_INTERVAL_DEFAULT_MS, hs((double)o->burst, b1, sizeof b1));
+}
+
+static void device_text(const tide_bench_store *b, char *out, size_t cap)
+{
+    const tide_mem_proc_blockdev *d = &b->dev;
+
+    if (b->dev_ok && d->is_partition)
+        snprintf(out, cap, "%s %u:%u, a partition of %s", d->name, d->major, d->minor,
+                 d->parent_name);
+    else if (b->dev_ok)
+        snprintf(out, cap, "%s %u:%u", d->name, d->major, d->minor);
+    else
+        snprintf(out, cap, "counters unreadable: %s", b->dev_error);
+}
+
+/* ---- the text ---- */
+
+static void print_header(FILE *o, const tide_bench_store *b)
+{
+    const tide_bench_store_opts *c = &b->opts;
+    char b1[32], devdesc[600], durability[200], reset_note[600] = "";
+
+    device_text(b, devdesc, sizeof devdesc);
+    durability_text(c, durability, sizeof durability);
+    if (!b->can_reset)
+        snprintf(reset_note, sizeof reset_note, " (VmHWM not reset: %s; it is the process's "
+                 "lifetime peak)", b->reset_error);
+    fprintf(o, "method: per run a fresh store (key size %u, load factor %.1f, block size %u, "
+            "burst %s); LOAD = %llu inserts of %u-byte keys and %llu-byte values + "
+            "tide_store_sync, timed together; FETCH = %llu fetches in a shuffled order on one "
+            "thread, every value compared, warm page cache; value generation (%.0f ns/item) is "
+            "inside both timings; %llu run%s, seed %llu\n",
+            TIDE_BENCH_KEY_SIZE, TIDE_BENCH_LOAD_FACTOR, c->block_size,
+            hs((double)c->burst, b1, sizeof b1), (unsigned long long)c->items,
+            TIDE_BENCH_KEY_SIZE, (unsigned long long)c->value_size, (unsigned long long)c->items,
+            b->gen_ns, (unsigned long long)c->runs, c->runs == 1 ? "" : "s",
+            (unsigned long long)c->seed);
+    fprintf(o, "machine: %ld CPUs, %s; dir %s on %s\n", b->nproc, b->kernel, b->dir, devdesc);
+    fprintf(o, "memory: peak RSS from /proc/self/status every %u ms%s; the bench generates "
+            "keys, values and the fetch order on the fly and holds O(1) memory of its own\n",
+            TIDE_BENCH_SAMPLE_US / 1000, reset_note);
+    fprintf(o, "durability: %s\n", durability);
+    fflush(o);
+}
+
+static void print_phase_line(FILE *o, unsigned run, unsigned runs, const char *name,
+                             const tide_bench_phase *p)
+{
+    char a[32], fl[32], h[32], d[32], wb[32], wc[32], sw[32];
+    fprintf(o, "run %u/%u %-5s %10.0f items/s %8.3f s  commits %llu syncs %llu  peak anon %s "
+            "file %s HWM %s  written: device %s write_bytes %s wchar %s store %s\n",
+            run, runs, name, p->items_per_s, p->secs, (unsigned long long)p->commits,
+            (unsigned long long)p->syncs, hs((double)p->peak_anon, a, sizeof a),
+            hs((double)p->peak_file, fl, sizeof fl), hs((double)p->vm_hwm, h, sizeof h),
+            p->dev_ok ? hs((double)p->dev_written, d, sizeof d) : "n/a",
+            p->dev_bytes_ok ? hs((double)p->write_bytes, wb, sizeof wb) : "n/a",
+            p->io_ok ? hs((double)p->wchar, wc, sizeof wc) : "n/a",
+            hs((double)p->store_written, sw, sizeof sw));
+    fflush(o);
+}
+
+/* One row of the table: LOAD's and FETCH's median (min-max). */
+static void print_row(const struct row *r, const char *label, const tide_bench_summary *s)
+{
+    char m[32], lo[32], hi[32], cell[2][128], f3[64];
+    const tide_bench_stat *v[2] = { &s->load[r->metric], &s->fetch[r->metric] };
+
+    if (r->fmt) snprintf(f3, sizeof f3, "%s (%s-%s)", r->fmt, r->fmt, r->fmt);
+    for (int k = 0; k < 2; k++) {
+        if (r->fmt)
+            snprintf(cell[k], sizeof cell[k], f3, v[k]->median, v[k]->min, v[k]->max);
+        else if (!s->ok[r->metric])
+            snprintf(cell[k], sizeof cell[k], "n/a");
+        else
+            snprintf(cell[k], sizeof cell[k], "%s (%s-%s)", hs(v[k]->median, m, sizeof m),
+                     hs(v[k]->min, lo, sizeof lo), hs(v[k]->max, hi, sizeof hi));
+    }
+    printf("  %-28s %-34s %s\n", label, cell[0], cell[1]);
+}
+
+static void print_summary(const tide_bench_store *b, const tide_bench_summary *s)
+{
+    const tide_bench_store_opts *c = &b->opts;
+    char b1[32], b2[32], b3[32], devdesc[600], durability[200];
+
+    device_text(b, devdesc, sizeof devdesc);
+    durability_text(c, durability, sizeof durability);
+    printf("\nsummary over %zu run%s: median (min-max)\n", s->runs, s->runs == 1 ? "" : "s");
+    printf("  %-28s %-34s %s\n", "", "LOAD", "FETCH");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        print_row(&rows[i], rows[i].metric == TIDE_BENCH_VM_HWM && !b->can_reset
+                  ? "VmHWM (lifetime)" : rows[i].label, s);
+    printf("  %-28s %s\n", "durability", durability);
+    printf("  %-28s data file %s, key file %s (%llu buckets)\n", "files after LOAD",
+           hs(s->dat_bytes.median, b1, sizeof b1), hs(s->key_bytes.median, b2, sizeof b2),
+           (unsigned long long)s->buckets);
+    printf("  %-28s %s (%llu x (32 + %llu))\n", "payload", hs((double)s->payload, b3, sizeof b3),
+           (unsigned long long)c->items, (unsigned long long)c->value_size);
+    if (s->ok[TIDE_BENCH_DEV_WRITTEN])
+        printf("  %-28s %.2f (%.2f-%.2f)  device bytes written / payload\n",
+               "write amplification", s->wa_device.median, s->wa_device.min, s->wa_device.max);
+    else
+        printf("  %-28s n/a from the device (%s)\n", "write amplification", devdesc);
+    if (s->ok[TIDE_BENCH_WRITE_BYTES])
+        printf("  %-28s %.2f (%.2f-%.2f)  /proc/self/io write_bytes / payload\n", "",
+               s->wa_write_bytes.median, s->wa_write_bytes.min, s->wa_write_bytes.max);
+    printf("  %-28s %.2f (%.2f-%.2f)  store bytes written / payload\n", "",
+           s->wa_store.median, s->wa_store.min, s->wa_store.max);
+}
+
+/* ---- the JSON ---- */
+
+static json_t *j_stat(tide_bench_stat s)
+{
+    return json_pack("{s:f, s:f, s:f}", "median", s.median, "min", s.min, "max", s.max);
+}
+
+static json_t *j_stat_or_null(tide_bench_stat s, int ok)
+{
+    return ok ? j_stat(s) : json_null();
+}
+
+static json_t *j_phase(const tide_bench_phase *p)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "seconds", json_real(p->secs));
+    json_object_set_new(o, "items_per_s", json_real(p->items_per_s));
+    json_object_set_new(o, "rss_anon_start_bytes", json_integer((json_int_t)p->anon_start));
+    json_object_set_new(o, "rss_file_start_bytes", json_integer((json_int_t)p->file_start));
+    json_object_set_new(o, "peak_rss_anon_bytes", json_integer((json_int_t)p->peak_anon));
+    json_object_set_new(o, "peak_rss_file_bytes", json_integer((json_int_t)p->peak_file));
+    json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)p->peak_rss));
+    json_object_set_new(o, "vm_hwm_bytes", json_integer((json_int_t)p->vm_hwm));
+    json_object_set_new(o, "rss_samples", json_integer((json_int_t)p->samples));
+    json_object_set_new(o, "io_write_bytes", p->dev_bytes_ok
+                        ? json_integer((json_int_t)p->write_bytes) : json_null());
+    json_object_set_new(o, "io_wchar", p->io_ok ? json_integer((json_int_t)p->wchar) : json_null());
+    json_object_set_new(o, "device_bytes_written", p->dev_ok
+                        ? json_integer((json_int_t)p->dev_written) : json_null());
+    json_object_set_new(o, "store_bytes_written", json_integer((json_int_t)p->store_written));
+    json_object_set_new(o, "commits", json_integer((json_int_t)p->commits));
+    json_object_set_new(o, "syncs", json_integer((json_int_t)p->syncs));
+    return o;
+}
+
+/* The document's head: what was measured, on what. */
+static void json_head(json_t *root, const tide_bench_store *b)
+{
+    const tide_bench_store_opts *c = &b->opts;
+    const tide_mem_proc_blockdev *d = &b->dev;
+    char durability[200];
+
+    durability_text(c, durability, sizeof durability);
+    json_object_set_new(root, "bench", json_string("store"));
+    json_object_set_new(root, "method", json_pack(
+        "{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:f, s:s, s:s}",
+        "items", (json_int_t)c->items, "value_size", (json_int_t)c->value_size,
+        "key_size", (json_int_t)TIDE_BENCH_KEY_SIZE, "block_size", (json_int_t)c->block_size,
+        "load_factor", TIDE_BENCH_LOAD_FACTOR, "burst_bytes", (json_int_t)c->burst,
+        "runs", (json_int_t)c->runs, "seed", (json_int_t)c->seed,
+        "value_generation_ns_per_item", b->gen_ns,
+        "load", "N inserts + tide_store_sync, timed together",
+        "fetch", "N fetches in a shuffled order, one thread, values compared"));
+    json_object_set_new(root, "machine", json_pack("{s:I, s:s}", "nproc",
+                        (json_int_t)b->nproc, "kernel", b->kernel));
+    json_object_set_new(root, "dir", json_string(b->dir));
+    json_object_set_new(root, "device", b->dev_ok
+        ? json_pack("{s:s, s:I, s:I, s:b, s:o}", "name", d->name,
+                    "major", (json_int_t)d->major, "minor", (json_int_t)d->minor,
+                    "is_partition", d->is_partition, "parent", d->is_partition
+                    ? json_string(d->parent_name) : json_null())
+        : json_null());
+    json_object_set_new(root, "durability", json_string(durability));
+    json_object_set_new(root, "peak_reset", json_boolean(b->can_reset));
+}
+
+static json_t *json_runs(const tide_bench_store *b, size_t n)
+{
+    json_t *jr = json_array();
+
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "run", json_integer((json_int_t)i + 1));
+        json_object_set_new(x, "dat_file_bytes", json_integer((json_int_t)b->runs[i].dat_bytes));
+        json_object_set_new(x, "key_file_bytes", json_integer((json_int_t)b->runs[i].key_bytes));
+        json_object_set_new(x, "buckets", json_integer((json_int_t)b->runs[i].buckets));
+        json_object_set_new(x, "load", j_phase(&b->runs[i].load));
+        json_object_set_new(x, "fetch", j_phase(&b->runs[i].fetch));
+        json_array_append_new(jr, x);
+    }
+    return jr;
+}
+
+static json_t *json_summary(const tide_bench_summary *s)
+{
+    json_t *sum = json_object(), *jl = json_object(), *jf = json_object(), *wa = json_object();
+
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        int m = rows[i].metric;
+        json_object_set_new(jl, rows[i].json, j_stat_or_null(s->load[m], s->ok[m]));
+        json_object_set_new(jf, rows[i].json, j_stat_or_null(s->fetch[m], s->ok[m]));
+    }
+    json_object_set_new(wa, "payload_bytes", json_integer((json_int_t)s->payload));
+    json_object_set_new(wa, "device", j_stat_or_null(s->wa_device, s->ok[TIDE_BENCH_DEV_WRITTEN]));
+    json_object_set_new(wa, "io_write_bytes",
+                        j_stat_or_null(s->wa_write_bytes, s->ok[TIDE_BENCH_WRITE_BYTES]));
+    json_object_set_new(wa, "store", j_stat(s->wa_store));
+    json_object_set_new(sum, "load", jl);
+    json_object_set_new(sum, "fetch", jf);
+    json_object_set_new(sum, "dat_file_bytes", j_stat(s->dat_bytes));
+    json_object_set_new(sum, "key_file_bytes", j_stat(s->key_bytes));
+    json_object_set_new(sum, "write_amplification", wa);
+    return sum;
+}
+
+static int print_json(const tide_bench_store *b, const tide_bench_summary *s)
+{
+    json_t *root = json_object();
+    int rc;
+
+    json_head(root, b);
+    json_object_set_new(root, "runs", json_runs(b, s->runs));
+    json_object_set_new(root, "summary", json_summary(s));
+    rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    putchar('\n');
+    if (rc != 0) return cli_error("bench", "cannot write the JSON output");
+    return CLI_OK;
+}
+
+/* ---- the verb ---- */
+
+/* Say why run `run` failed, and where its store was left. */
+static int run_failed(const tide_bench_store *b, unsigned run, int rc, const tide_bench_failure *f)
+{
+    if (f->wrong_value) {
+        fprintf(stderr, "tide bench: run %u: item %llu: fetched %zu bytes, inserted %llu; "
+                "first difference at byte %zu. The store returned wrong data; it is left "
+                "in %s\n", run, (unsigned long long)f->item, f->got_len,
+                (unsigned long long)b->opts.value_size, f->first_diff, b->run_dir);
+        return CLI_FAIL;
+    }
+    if (f->during == NULL) return cli_error("bench", "%s", tide_last_error());
+    cli_fail("bench", rc);
+    fprintf(stderr, "tide bench: (during %s; the store is left in %s)\n", f->during, b->run_dir);
+    if (strcmp(f->during, "load: insert") == 0)
+        fprintf(stderr, "tide bench: run %u: insert of item %llu of %llu failed\n", run,
+                (unsigned long long)f->item, (unsigned long long)b->opts.items);
+    else if (strcmp(f->during, "fetch") == 0)
+        fprintf(stderr, "tide bench: run %u: fetch of item %llu (the %llu-th fetched) failed\n",
+                run, (unsigned long long)f->item, (unsigned long long)f->nth);
+    return CLI_FAIL;
+}
+
+/* Begin, every run with its lines, the summary. */
+static int bench(tide_bench_store *b, const bench_args *ba)
+{
+    FILE *o = ba->json ? stderr : stdout;
+    tide_bench_summary s;
+    tide_bench_failure why;
+    int rc;
+
+    if (tide_bench_store_begin(b, &ba->o) != 0) return cli_error("bench", "%s", tide_last_error());
+    print_header(o, b);
+    for (unsigned r = 1; r <= ba->o.runs; r++) {
+        rc = tide_bench_store_run(b, r, &why);
+        if (rc) return run_failed(b, r, rc, &why);
+        print_phase_line(o, r, (unsigned)ba->o.runs, "load", &b->runs[r - 1].load);
+        print_phase_line(o, r, (unsigned)ba->o.runs, "fetch", &b->runs[r - 1].fetch);
+    }
+    tide_bench_store_summarize(b, &s);
+    if (!ba->json) print_summary(b, &s);
+    else if ((rc = print_json(b, &s)) != CLI_OK) return rc;
+    if (ba->o.keep) fprintf(o, "kept: %s\n", b->dir);
+    return CLI_OK;
+}
+
+static int run(int argc, char **argv)
+{
+    tide_bench_store b;
+    bench_args ba;
+    cli_args a;
+    int rc;
+
+    if (argc < 2)
+        return cli_usage("bench", "which bench? 'store' is the only one: tide bench store [OPTIONS]");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        cli_verb_help(&cli_verb_bench, stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "store") != 0)
+        return cli_usage("bench", "'%s' is not a bench; 'store' is the only one", argv[1]);
+    memset(&ba, 0, sizeof ba);
+    tide_bench_store_opts_init(&ba.o);
+    if (cli_parse(&cli_verb_bench, argc - 1, argv + 1, &ba, &a, &rc)) return rc;
+    rc = bench(&b, &ba);
+    tide_bench_store_end(&b);
+    return rc;
+}
+
+const cli_verb cli_verb_bench = {
+    .name = "bench", .usage = "bench store",
+    .summary = "measure insert and fetch throughput, memory, writes",
+    .help = help_bench, .run = run,
+    .options = options, .option = option, .args = CLI_ARGS_NONE,
+};

@@ -1,0 +1,231 @@
+/*
+ * test_bench.c: the store benchmark's library part (src/bench), called as
+ * `tide bench store` calls it: begin, run, summarize, end, in a scratch
+ * directory with a few hundred items.
+ *
+ * Checked: the data a run stores is the fixtures' formula (computed here
+ * by tests/helpers.c, not by the bench) for seed 0, and moves with the
+ * seed; a run counts what it did (every item stored, commits and syncs,
+ * the files' sizes); the stores and the bench directory are removed unless
+ * kept, and kept after a failure, which names what failed; the summary's
+ * medians, minima, maxima and ok flags over hand-made runs. No assertion
+ * depends on how fast the machine is.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench/bench_store.h"
+#include "expect.h"
+#include "helpers.h"
+#include "tide/store.h"
+
+#define ITEMS 300u
+#define VALUE_SIZE 40u
+
+typedef struct fixture {
+    char scratch[512];
+    tide_bench_store b;
+    tide_bench_store_opts o;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (f == NULL || th_mkdtemp(f->scratch, sizeof f->scratch) != 0) return -1;
+    tide_bench_store_opts_init(&f->o);
+    f->o.items = ITEMS;
+    f->o.value_size = VALUE_SIZE;
+    f->o.runs = 1;
+    f->o.parent = f->scratch;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    th_rmrf(f->scratch);
+    free(f);
+    return 0;
+}
+
+/* Every item i of the kept store at `dir` holds key stream(base + 2i + 1)
+ * and value stream(base + 2i + 2), base = seed << 33. */
+static void expect_formula(const char *dir, uint64_t seed)
+{
+    tide_store_opts so;
+    tide_store *s = NULL;
+    unsigned char key[TIDE_BENCH_KEY_SIZE], want[VALUE_SIZE];
+    uint64_t base = seed << 33;
+
+    tide_store_opts_init(&so);
+    so.read_only = 1;
+    expect_rc(tide_store_open(&s, dir, &so), 0, "opening the kept store");
+    for (uint64_t i = 0; i < ITEMS; i++) {
+        void *got = NULL;
+        size_t len = 0;
+        th_stream(base + 2 * i + 1, key, sizeof key);
+        th_stream(base + 2 * i + 2, want, sizeof want);
+        expect_rc(tide_store_fetch(s, key, &got, &len), 0, "fetching an item by the formula");
+        expect_u64(len, VALUE_SIZE, "the item's value size");
+        if (memcmp(got, want, VALUE_SIZE) != 0)
+            fail_msg("item %" PRIu64 ": the value is not stream(base + 2i + 2)", i);
+        free(got);
+    }
+    expect_rc(tide_store_close(s), 0, "closing the kept store");
+}
+
+static void a_run_stores_the_fixture_formula_for_seed_0(void **state)
+{
+    fixture *f = *state;
+    tide_bench_failure why;
+    tide_visit_stats st;
+    char dat[4200];
+
+    f->o.keep = 1;
+    expect_rc(tide_bench_store_begin(&f->b, &f->o), 0, "begin");
+    expect_rc(tide_bench_store_run(&f->b, 1, &why), 0, "run 1");
+    expect_formula(f->b.run_dir, 0);
+    memset(&st, 0, sizeof st);
+    expect_rc(tide_store_visit(f->b.run_dir, NULL, NULL, NULL, &st), 0, "visiting the store");
+    expect_u64(st.data_records, ITEMS, "data records after LOAD");
+    expect_u64(f->b.runs[0].dat_bytes, th_file_size(th_path(dat, sizeof dat, f->b.run_dir,
+               "nudb.dat")), "the run's nudb.dat size against the file's");
+    tide_bench_store_end(&f->b);
+}
+
+static void the_seed_moves_every_key(void **state)
+{
+    fixture *f = *state;
+    tide_bench_failure why;
+
+    f->o.keep = 1;
+    f->o.seed = 5;
+    expect_rc(tide_bench_store_begin(&f->b, &f->o), 0, "begin");
+    expect_rc(tide_bench_store_run(&f->b, 1, &why), 0, "run 1");
+    expect_formula(f->b.run_dir, 5);
+    tide_bench_store_end(&f->b);
+}
+
+static void a_run_counts_its_commits_syncs_and_bytes(void **state)
+{
+    fixture *f = *state;
+    tide_bench_failure why;
+    const tide_bench_run *r;
+
+    f->o.runs = 2;
+    expect_rc(tide_bench_store_begin(&f->b, &f->o), 0, "begin");
+    for (unsigned i = 1; i <= 2; i++)
+        expect_rc(tide_bench_store_run(&f->b, i, &why), 0, "a run");
+    r = &f->b.runs[1];
+    if (r->load.commits < 1) fail_msg("LOAD made no commit (expected at least the final sync's)");
+    if (r->load.syncs < 1) fail_msg("LOAD made no sync");
+    if (r->load.store_written < (uint64_t)ITEMS * (TIDE_BENCH_KEY_SIZE + VALUE_SIZE))
+        fail_msg("LOAD wrote %" PRIu64 " bytes, fewer than the payload", r->load.store_written);
+    expect_u64(r->fetch.commits, 0, "commits during FETCH");
+    expect_u64(r->fetch.store_written, 0, "store bytes written during FETCH");
+    if (r->load.secs <= 0 || r->load.items_per_s <= 0) fail_msg("LOAD was not timed");
+    if (r->load.samples < 1) fail_msg("the sampler took no sample during LOAD");
+    tide_bench_store_end(&f->b);
+}
+
+static void stores_and_the_directory_go_unless_kept(void **state)
+{
+    fixture *f = *state;
+    tide_bench_failure why;
+    char dir[sizeof f->b.dir];
+
+    expect_rc(tide_bench_store_begin(&f->b, &f->o), 0, "begin");
+    snprintf(dir, sizeof dir, "%s", f->b.dir);
+    expect_rc(tide_bench_store_run(&f->b, 1, &why), 0, "run 1");
+    if (th_exists(f->b.run_dir)) fail_msg("%s is left after a run without keep", f->b.run_dir);
+    tide_bench_store_end(&f->b);
+    if (th_exists(dir)) fail_msg("%s is left after the bench without keep", dir);
+}
+
+static void a_failed_run_says_what_failed_and_keeps_the_directory(void **state)
+{
+    fixture *f = *state;
+    tide_bench_failure why;
+    char dir[sizeof f->b.dir], run1[sizeof f->b.run_dir];
+
+    expect_rc(tide_bench_store_begin(&f->b, &f->o), 0, "begin");
+    snprintf(dir, sizeof dir, "%s", f->b.dir);
+    snprintf(run1, sizeof run1, "%s/run-1", dir);
+    if (mkdir(run1, 0755) != 0) fail_msg("cannot make %s", run1);
+    expect_rc(tide_bench_store_run(&f->b, 1, &why), TIDE_EEXIST, "a run whose directory exists");
+    if (why.during != NULL) fail_msg("no store call failed, yet during is '%s'", why.during);
+    expect_contains(tide_last_error(), "cannot create", "the failure's message");
+    expect_contains(tide_last_error(), run1, "the failure's message");
+    tide_bench_store_end(&f->b);
+    if (!th_exists(run1)) fail_msg("%s was removed after the run failed in it", run1);
+    if (!th_exists(dir)) fail_msg("the bench directory was removed after a failed run");
+}
+
+static void the_summary_takes_medians_minima_and_maxima(void **state)
+{
+    static tide_bench_run runs[4];
+    tide_bench_store b;
+    tide_bench_summary s;
+    const double ips[4] = { 30, 10, 40, 20 };
+
+    (void)state;
+    memset(&b, 0, sizeof b);
+    memset(runs, 0, sizeof runs);
+    tide_bench_store_opts_init(&b.opts);
+    b.opts.items = 1000;
+    b.opts.value_size = 68;                   /* payload 1000 x 100 bytes */
+    b.opts.runs = 3;
+    b.runs = runs;
+    for (int i = 0; i < 4; i++) {
+        runs[i].load.items_per_s = ips[i];
+        runs[i].fetch.items_per_s = 2 * ips[i];
+        runs[i].load.io_ok = runs[i].fetch.io_ok = 1;
+        runs[i].load.dev_ok = runs[i].fetch.dev_ok = 1;
+        runs[i].load.store_written = 100000 * (uint64_t)(i + 1);
+        runs[i].buckets = 7 + (uint64_t)i;
+    }
+    runs[1].fetch.dev_ok = 0;                 /* one phase without device counters */
+
+    tide_bench_store_summarize(&b, &s);
+    expect_u64(s.runs, 3, "runs summarized");
+    expect_u64(s.load[TIDE_BENCH_ITEMS_PER_S].median, 30, "LOAD items/s median of 30, 10, 40");
+    expect_u64(s.load[TIDE_BENCH_ITEMS_PER_S].min, 10, "LOAD items/s min");
+    expect_u64(s.load[TIDE_BENCH_ITEMS_PER_S].max, 40, "LOAD items/s max");
+    expect_u64(s.fetch[TIDE_BENCH_ITEMS_PER_S].median, 60, "FETCH items/s median");
+    expect_u64(s.payload, 100000, "payload bytes");
+    expect_u64(s.wa_store.median, 2, "store write amplification median of 1, 2, 3");
+    expect_u64(s.buckets, 7, "buckets: run 1's");
+    expect_u64(s.ok[TIDE_BENCH_DEV_WRITTEN], 0, "device figures with one phase unread");
+    expect_u64(s.ok[TIDE_BENCH_WCHAR], 1, "wchar figures, read in every phase");
+    expect_u64(s.ok[TIDE_BENCH_WRITE_BYTES], 0, "write_bytes without has_device_bytes");
+    expect_u64(s.ok[TIDE_BENCH_COMMITS], 1, "commits, always counted");
+
+    b.opts.runs = 4;                          /* an even count: the mean of the middle two */
+    tide_bench_store_summarize(&b, &s);
+    expect_u64(s.load[TIDE_BENCH_ITEMS_PER_S].median, 25, "LOAD items/s median of four runs");
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(a_run_stores_the_fixture_formula_for_seed_0),
+        T(the_seed_moves_every_key),
+        T(a_run_counts_its_commits_syncs_and_bytes),
+        T(stores_and_the_directory_go_unless_kept),
+        T(a_failed_run_says_what_failed_and_keeps_the_directory),
+        cmocka_unit_test(the_summary_takes_medians_minima_and_maxima),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
