@@ -6,7 +6,9 @@
  * crash keeps and loses (synced data always; unsynced writes, creates,
  * unlinks and renames sometimes; torn writes as a 512-byte aligned prefix),
  * every fault kind of fail_at, the full disk, the exhaustive crash states,
- * clones and locks. The second part runs the real store on the sim: 2000
+ * clones and locks, all with the bytes checked at every call (paranoid
+ * mode); and that each invariant of io_sim.c, broken on purpose in a
+ * child process, aborts the next call there. The second part runs the real store on the sim: 2000
  * items through a reopen, then crashes after a synced batch (at every call
  * of the next commit, and at live snapshots of a running store), each
  * followed by recovery, verify and a fetch of every synced item.

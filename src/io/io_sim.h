@@ -8,7 +8,9 @@
  * n-th call fail (tide_io_sim_fail_at), fills the disk
  * (tide_io_sim_set_capacity), or lists every crash state in turn
  * (tide_io_sim_crash_state). io_sim.c's opening comment states the model and
- * its invariants.
+ * its invariants; every call below and through the tide_io asserts them at
+ * its end (TIDE_ASSERT: a broken one aborts the process), so a sim is
+ * always in a state the model allows.
  *
  * Paths are plain strings. Repeated '/' are collapsed and a trailing '/' is
  * dropped; "." and ".." have no meaning. A path's directory is everything
