@@ -167,32 +167,35 @@ out:
     return rc;
 }
 
-/* The choice a pair of masks names (ns_mask NULL: keep every namespace
- * operation; crash_state's wording), whole writes; or TIDE_EINVAL when
- * there are more than 64 operations of a kind or a bit is beyond them. */
+/* The choice a pair of masks names, whole writes; ns_mask NULL (crash_state)
+ * leaves nskeep alone and the namespace operations out of the checks and the
+ * wording. TIDE_EINVAL when there are more than 64 operations of a kind, or
+ * a bit is set beyond them. */
 static int masks_choose(tide_io_sim *sim, uint64_t subset_mask, const uint64_t *ns_mask,
                         unsigned char keep[64], size_t cut[64], unsigned char nskeep[64])
 {
-    if (ns_mask == NULL && sim->nops > 64)
-        return tide_err_set(TIDE_EINVAL, "sim: crash state: %zu pending operations, more than "
-                            "the 64 a mask can name", sim->nops);
-    if (ns_mask && (sim->nops > 64 || sim->nnsops > 64))
-        return tide_err_set(TIDE_EINVAL, "sim: crash state: %zu pending operations and %zu "
-                            "namespace operations, more than the 64 a mask can name", sim->nops,
-                            sim->nnsops);
-    if (ns_mask == NULL && sim->nops < 64 && (subset_mask >> sim->nops) != 0)
-        return tide_err_set(TIDE_EINVAL, "sim: crash state: mask %#llx names operations beyond "
-                            "the %zu pending", (unsigned long long)subset_mask, sim->nops);
-    if (ns_mask && ((sim->nops < 64 && (subset_mask >> sim->nops) != 0)
-                    || (sim->nnsops < 64 && (*ns_mask >> sim->nnsops) != 0)))
-        return tide_err_set(TIDE_EINVAL, "sim: crash state: masks %#llx/%#llx name operations "
-                            "beyond the %zu/%zu pending", (unsigned long long)subset_mask,
-                            (unsigned long long)*ns_mask, sim->nops, sim->nnsops);
+    size_t nns = ns_mask ? sim->nnsops : 0;
+    uint64_t nsm = ns_mask ? *ns_mask : 0;
+
+    if (sim->nops > 64 || nns > 64)
+        return ns_mask
+            ? tide_err_set(TIDE_EINVAL, "sim: crash state: %zu pending operations and %zu "
+                           "namespace operations, more than the 64 a mask can name", sim->nops,
+                           sim->nnsops)
+            : tide_err_set(TIDE_EINVAL, "sim: crash state: %zu pending operations, more than "
+                           "the 64 a mask can name", sim->nops);
+    if ((sim->nops < 64 && (subset_mask >> sim->nops) != 0) || (nns < 64 && (nsm >> nns) != 0))
+        return ns_mask
+            ? tide_err_set(TIDE_EINVAL, "sim: crash state: masks %#llx/%#llx name operations "
+                           "beyond the %zu/%zu pending", (unsigned long long)subset_mask,
+                           (unsigned long long)nsm, sim->nops, sim->nnsops)
+            : tide_err_set(TIDE_EINVAL, "sim: crash state: mask %#llx names operations beyond "
+                           "the %zu pending", (unsigned long long)subset_mask, sim->nops);
     for (size_t k = 0; k < sim->nops; k++) {
         keep[k] = (subset_mask >> k) & 1;
         cut[k] = sim->ops[k].len;
     }
-    for (size_t k = 0; ns_mask && k < sim->nnsops; k++) nskeep[k] = (*ns_mask >> k) & 1;
+    for (size_t k = 0; k < nns; k++) nskeep[k] = (nsm >> k) & 1;
     return 0;
 }
 
