@@ -6,7 +6,9 @@
  * crash keeps and loses (synced data always; unsynced writes, creates,
  * unlinks and renames sometimes; torn writes as a 512-byte aligned prefix),
  * every fault kind of fail_at, the full disk, the exhaustive crash states,
- * clones and locks. The second part runs the real store on the sim: 2000
+ * clones and locks, all with the bytes checked at every call (paranoid
+ * mode); and that each invariant of io_sim.c, broken on purpose in a
+ * child process, aborts the next call there. The second part runs the real store on the sim: 2000
  * items through a reopen, then crashes after a synced batch (at every call
  * of the next commit, and at live snapshots of a running store), each
  * followed by recovery, verify and a fetch of every synced item.
@@ -16,12 +18,16 @@
  * repeat).
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "io/io_sim.h"
@@ -129,6 +135,16 @@ static int setup(void **state)
 
     if (tide_io_sim_create(&sim) != 0) return -1;
     *state = sim;
+    return 0;
+}
+
+/* The sim's own tests: every call compares the bytes too (invariant 1 in
+ * full; clones inherit it). The files are small, so this costs little here;
+ * the store tests check the bytes at chosen points instead. */
+static int setup_paranoid(void **state)
+{
+    if (setup(state) != 0) return -1;
+    tide_io_sim_set_paranoid(*state, 1);
     return 0;
 }
 
@@ -874,6 +890,125 @@ static void counters_count_what_succeeded(void **state)
     io->close(f);
 }
 
+/* ---- the invariants run ---- */
+
+/*
+ * In a child process: a sim (paranoid or not) with /d/f durable and a
+ * pending write on it through a handle left open, broken as `what` (0: not
+ * broken), then one stat (a counted call, which checks at its end), a line
+ * "stat passed" on stderr, and tide_io_sim_check (the bytes too). Exits 0
+ * when nothing fired; a check that fires aborts.
+ */
+static void break_and_call(int what, int paranoid)
+{
+    struct rlimit no_core = { 0, 0 };
+    uint8_t data[3000];
+    tide_io_sim *sim = NULL;
+    tide_file *f = NULL;
+    tide_io *io;
+    int isdir;
+
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(SIGABRT, SIG_DFL);
+    memset(data, 'a', sizeof data);
+    if (tide_io_sim_create(&sim) != 0 || tide_io_sim_put_file(sim, "/d/f", data, sizeof data) != 0)
+        _exit(2);
+    tide_io_sim_set_paranoid(sim, paranoid);
+    io = tide_io_sim_io(sim);
+    if (io->open(io, "/d/f", TIDE_IO_WRITE, &f) != 0 || io->write_at(f, "bb", 2, 100) != 0)
+        _exit(3);
+    if (what && tide_io_sim_break(sim, "/d/f", (tide_io_sim_breakage)what) != 0) _exit(4);
+    io->stat(io, "/d/f", &isdir);
+    fputs("stat passed\n", stderr);
+    fflush(stderr);
+    tide_io_sim_check(sim);
+    _exit(0);
+}
+
+/* Run break_and_call in a th_fork child; its wait status, and what it
+ * wrote on stderr into err (cap bytes, NUL-terminated). */
+static int run_broken(int what, int paranoid, char *err, size_t cap)
+{
+    int fds[2], status = 0;
+    size_t n = 0;
+    ssize_t r;
+    pid_t pid;
+
+    if (pipe(fds) != 0) fail_msg("pipe failed");
+    pid = th_fork();
+    if (pid < 0) fail_msg("fork failed");
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        break_and_call(what, paranoid);
+    }
+    close(fds[1]);
+    while (n + 1 < cap && (r = read(fds[0], err + n, cap - 1 - n)) > 0) n += (size_t)r;
+    err[n] = '\0';
+    close(fds[0]);
+    if (th_waitpid(pid, &status, 0) != pid) fail_msg("waitpid failed");
+    return status;
+}
+
+static void expect_abort(int status, const char *err, const char *expr, const char *what)
+{
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
+        fail_msg("%s: expected the child to abort (SIGABRT), got status %#x; stderr '%s'", what,
+                 status, err);
+    if (strstr(err, "tide: invariant broken: ") == NULL || strstr(err, expr) == NULL
+        || strstr(err, "io_sim_check.c") == NULL)
+        fail_msg("%s: expected stderr to name the broken invariant ('%s' in io_sim_check.c), "
+                 "got '%s'", what, expr, err);
+}
+
+static void a_broken_invariant_aborts_the_next_call_and_names_itself(void **state)
+{
+    static const struct { int what; const char *expr; const char *name; } cases[] = {
+        { TIDE_IO_SIM_BREAK_PENDING_COUNT, "i->npending == i->seen_ops", "1: a pending count" },
+        { TIDE_IO_SIM_BREAK_NAME, "cur_ns", "2: a name dropped" },
+        { TIDE_IO_SIM_BREAK_ORPHAN, "i->seen_refs > 0 || i->handles > 0", "3: an orphan inode" },
+        { TIDE_IO_SIM_BREAK_LOCKS, "i->excl_locks == 0", "4: two exclusive locks" },
+        { TIDE_IO_SIM_BREAK_SIZE, "m->size <= m->cap", "5: a size past the allocation" },
+        { TIDE_IO_SIM_BREAK_UNLOCKED, "sim->locked", "6: a check without the mutex" },
+    };
+    char err[2048];
+    int status;
+
+    (void)state;
+    status = run_broken(0, 1, err, sizeof err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || strstr(err, "stat passed") == NULL)
+        fail_msg("a sim not broken: expected the child to exit 0 past the stat, got status %#x; "
+                 "stderr '%s'", status, err);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        status = run_broken(cases[k].what, 0, err, sizeof err);
+        expect_abort(status, err, cases[k].expr, cases[k].name);
+        if (strstr(err, "stat passed") != NULL)
+            fail_msg("%s: expected the stat's own check to fire, but the stat passed; stderr '%s'",
+                     cases[k].name, err);
+    }
+}
+
+static void a_flipped_byte_is_seen_by_the_byte_check_only(void **state)
+{
+    char err[2048];
+    int status;
+
+    (void)state;
+    /* Not paranoid: the stat's check (sizes and counts) passes, the full
+     * check after it fires. */
+    status = run_broken(TIDE_IO_SIM_BREAK_BYTE, 0, err, sizeof err);
+    expect_abort(status, err, "memcmp", "a flipped byte, not paranoid");
+    if (strstr(err, "stat passed") == NULL)
+        fail_msg("a flipped byte, not paranoid: expected the stat to pass and the full check to "
+                 "fire, got stderr '%s'", err);
+    /* Paranoid: the stat's own check compares the bytes. */
+    status = run_broken(TIDE_IO_SIM_BREAK_BYTE, 1, err, sizeof err);
+    expect_abort(status, err, "memcmp", "a flipped byte, paranoid");
+    if (strstr(err, "stat passed") != NULL)
+        fail_msg("a flipped byte, paranoid: expected the stat's check to fire, got stderr '%s'",
+                 err);
+}
+
 /* ---- the store on the sim ---- */
 
 #define DB "/db"
@@ -985,9 +1120,11 @@ static void check_crashed_store(tide_io_sim *sim, uint64_t synced, uint64_t end,
 {
     tide_verify_report r;
     uint64_t present = 0;
-    tide_store *s = store_open_on(sim, 60000, what);
+    tide_store *s;
     int rc;
 
+    tide_io_sim_check(sim);             /* the crash image, bytes and all */
+    s = store_open_on(sim, 60000, what);
     for (uint64_t i = 0; i < synced; i++) fetch_item(s, i, 1, what);
     for (uint64_t i = synced; i < end; i++) present += fetch_item(s, i, 0, what);
     insert_items(s, 1000000, 1000010);
@@ -997,6 +1134,7 @@ static void check_crashed_store(tide_io_sim *sim, uint64_t synced, uint64_t end,
     if (rc != 0)
         fail_msg("%s: verify: expected 0, got %d (%s): %s", what, rc, tide_strerror(rc),
                  tide_last_error());
+    tide_io_sim_check(sim);             /* and what recovery and the new items made of it */
     if (r.keys != synced + present + 10)
         fail_msg("%s: verify: expected %llu keys (%llu synced, %llu of the unsynced burst, 10 "
                  "new), got %llu", what, (unsigned long long)(synced + present + 10),
@@ -1490,35 +1628,39 @@ static void a_rebuild_of_a_missing_key_file_crashed_at_any_call_is_finished_by_t
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TP(f) cmocka_unit_test_setup_teardown(f, setup_paranoid, teardown)
+#define T_CHILD(f) cmocka_unit_test_teardown(f, th_teardown_children)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(a_read_sees_the_bytes_just_written_and_a_gap_reads_as_zeros),
-        T(reading_past_the_end_is_a_short_read),
-        T(create_with_excl_refuses_a_file_that_exists),
-        T(synced_data_survives_every_crash),
-        T(an_unsynced_write_survives_some_crashes_and_not_others),
-        T(a_torn_write_keeps_a_prefix_cut_at_a_512_byte_boundary),
-        T(a_create_needs_sync_dir_to_survive_a_crash),
-        T(an_unsynced_create_without_synced_data_comes_back_empty_or_not_at_all),
-        T(unlink_and_rename_stay_pending_until_sync_dir),
-        T(a_crash_kills_old_handles_and_their_locks),
-        T(every_documented_call_counts_once_and_close_does_not),
-        T(fail_at_eio_fails_the_nth_call_once_with_no_effect),
-        T(fail_at_enospc_fails_a_write_with_no_effect),
-        T(fail_at_short_write_applies_a_sector_aligned_prefix),
-        T(a_persistent_fault_fails_every_call_from_the_nth_on),
-        T(a_failed_sync_drops_the_pending_writes),
-        T(fail_at_an_eio_sync_keeps_the_writes_for_a_retry),
-        T(a_full_disk_refuses_growth_until_capacity_is_raised),
-        T(every_subset_of_three_pending_writes_is_a_distinct_crash_state),
-        T(a_crash_state_tears_the_chosen_write_at_the_chosen_boundary),
-        T(open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE),
-        T(crash_state_ns_keeps_any_subset_of_the_pending_unlinks),
-        T(a_clone_is_independent_of_its_original),
-        T(locks_conflict_like_flock),
-        T(counters_count_what_succeeded),
+        TP(a_read_sees_the_bytes_just_written_and_a_gap_reads_as_zeros),
+        TP(reading_past_the_end_is_a_short_read),
+        TP(create_with_excl_refuses_a_file_that_exists),
+        TP(synced_data_survives_every_crash),
+        TP(an_unsynced_write_survives_some_crashes_and_not_others),
+        TP(a_torn_write_keeps_a_prefix_cut_at_a_512_byte_boundary),
+        TP(a_create_needs_sync_dir_to_survive_a_crash),
+        TP(an_unsynced_create_without_synced_data_comes_back_empty_or_not_at_all),
+        TP(unlink_and_rename_stay_pending_until_sync_dir),
+        TP(a_crash_kills_old_handles_and_their_locks),
+        TP(every_documented_call_counts_once_and_close_does_not),
+        TP(fail_at_eio_fails_the_nth_call_once_with_no_effect),
+        TP(fail_at_enospc_fails_a_write_with_no_effect),
+        TP(fail_at_short_write_applies_a_sector_aligned_prefix),
+        TP(a_persistent_fault_fails_every_call_from_the_nth_on),
+        TP(a_failed_sync_drops_the_pending_writes),
+        TP(fail_at_an_eio_sync_keeps_the_writes_for_a_retry),
+        TP(a_full_disk_refuses_growth_until_capacity_is_raised),
+        TP(every_subset_of_three_pending_writes_is_a_distinct_crash_state),
+        TP(a_crash_state_tears_the_chosen_write_at_the_chosen_boundary),
+        TP(open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE),
+        TP(crash_state_ns_keeps_any_subset_of_the_pending_unlinks),
+        TP(a_clone_is_independent_of_its_original),
+        TP(locks_conflict_like_flock),
+        TP(counters_count_what_succeeded),
+        T_CHILD(a_broken_invariant_aborts_the_next_call_and_names_itself),
+        T_CHILD(a_flipped_byte_is_seen_by_the_byte_check_only),
         T(the_store_keeps_2000_items_through_a_reopen_on_the_sim),
         T(store_create_fails_cleanly_at_every_call),
         T(a_crash_at_any_call_of_a_commit_keeps_every_synced_item),

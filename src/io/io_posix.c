@@ -119,43 +119,45 @@ static void posix_close(tide_file *f)
     free(f);
 }
 
-static int posix_read_at(tide_file *f, void *buf, size_t len, uint64_t off)
+/* pread into rbuf (writing 0) or pwrite from wbuf (writing 1) all `len`
+ * bytes at `off`, retrying on EINTR and after a partial transfer; counts
+ * the call once it is whole. A read that meets the end of the file is
+ * TIDE_ECORRUPT (a short read); a write that makes no progress is
+ * TIDE_EIO. */
+static int transfer(tide_file *f, int writing, void *rbuf, const void *wbuf, size_t len,
+                    uint64_t off)
 {
-    uint8_t *p = buf;
+    const char *what = writing ? "write" : "read";
     size_t done = 0;
+
     while (done < len) {
-        ssize_t r = pread(f->fd, p + done, len - done, (off_t)(off + done));
-        if (r < 0) {
+        off_t at = (off_t)(off + done);
+        ssize_t n = writing ? pwrite(f->fd, (const uint8_t *)wbuf + done, len - done, at)
+                            : pread(f->fd, (uint8_t *)rbuf + done, len - done, at);
+        if (n < 0) {
             if (errno == EINTR) continue;
-            return fail(f->path, "read", off + done, errno);
+            return fail(f->path, what, off + done, errno);
         }
-        if (r == 0)
+        if (n == 0 && !writing)
             return tide_err_set(TIDE_ECORRUPT, "%s: short read at offset %llu: wanted %zu bytes, "
                                 "the file ends after %zu", f->path,
                                 (unsigned long long)off, len, done);
-        done += (size_t)r;
+        if (n == 0) return fail(f->path, what, off + done, EIO);
+        done += (size_t)n;
     }
-    count(&f->io->bytes_read, len);
-    count(&f->io->reads, 1);
+    count(writing ? &f->io->bytes_written : &f->io->bytes_read, len);
+    count(writing ? &f->io->writes : &f->io->reads, 1);
     return 0;
+}
+
+static int posix_read_at(tide_file *f, void *buf, size_t len, uint64_t off)
+{
+    return transfer(f, 0, buf, NULL, len, off);
 }
 
 static int posix_write_at(tide_file *f, const void *buf, size_t len, uint64_t off)
 {
-    const uint8_t *p = buf;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = pwrite(f->fd, p + done, len - done, (off_t)(off + done));
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return fail(f->path, "write", off + done, errno);
-        }
-        if (w == 0) return fail(f->path, "write", off + done, EIO);
-        done += (size_t)w;
-    }
-    count(&f->io->bytes_written, len);
-    count(&f->io->writes, 1);
-    return 0;
+    return transfer(f, 1, NULL, buf, len, off);
 }
 
 static int posix_sync(tide_file *f)

@@ -8,7 +8,9 @@
  * n-th call fail (tide_io_sim_fail_at), fills the disk
  * (tide_io_sim_set_capacity), or lists every crash state in turn
  * (tide_io_sim_crash_state). io_sim.c's opening comment states the model and
- * its invariants.
+ * its invariants; every call below and through the tide_io asserts them at
+ * its end (TIDE_ASSERT: a broken one aborts the process), so a sim is
+ * always in a state the model allows.
  *
  * Paths are plain strings. Repeated '/' are collapsed and a trailing '/' is
  * dropped; "." and ".." have no meaning. A path's directory is everything
@@ -256,5 +258,45 @@ int tide_io_sim_pending_ns_op(tide_io_sim *sim, uint64_t index, char *out, size_
  * count) or TIDE_ENOMEM with the sim unchanged.
  */
 int tide_io_sim_crash_state_ns(tide_io_sim *sim, uint64_t subset_mask, uint64_t ns_mask);
+
+/* ---- self-check ---- */
+
+/*
+ * Assert every invariant of io_sim.c's essay, the bytes of invariant 1
+ * included, with TIDE_ASSERT: a broken one aborts the process with a line
+ * on stderr naming the expression ("tide: invariant broken: ..."). Every
+ * call of the tide_io and of this header already asserts them at its end,
+ * without the bytes unless the sim is paranoid. Cost: O(bytes of the sim).
+ * No I/O.
+ */
+void tide_io_sim_check(tide_io_sim *sim);
+
+/* With `on`, every call compares bytes too (what tide_io_sim_check does):
+ * O(bytes of the sim) a call instead of O(files + pending operations). A
+ * clone inherits the setting; a new sim starts without. No I/O. */
+void tide_io_sim_set_paranoid(tide_io_sim *sim, int on);
+
+/* Ways to break the sim on purpose, each against one invariant of
+ * io_sim.c, for a test that the check fires (in a child process: the next
+ * check aborts). */
+typedef enum tide_io_sim_breakage {
+    TIDE_IO_SIM_BREAK_PENDING_COUNT = 1,  /* 1: the file's count of pending ops, one too many */
+    TIDE_IO_SIM_BREAK_BYTE,               /* 1: a byte of the file's current image flipped,
+                                             which only a check of the bytes sees */
+    TIDE_IO_SIM_BREAK_NAME,               /* 2: the file's current name dropped, no unlink pending */
+    TIDE_IO_SIM_BREAK_ORPHAN,             /* 3: an inode that nothing reaches */
+    TIDE_IO_SIM_BREAK_LOCKS,              /* 4: the file's count of exclusive locks, two */
+    TIDE_IO_SIM_BREAK_SIZE,               /* 5: the file's current size past its allocation */
+    TIDE_IO_SIM_BREAK_UNLOCKED,           /* 6: run the check without holding the mutex */
+} tide_io_sim_breakage;
+
+/*
+ * Break invariant `what` of the file the current namespace has at `path`
+ * (ignored for ORPHAN and UNLOCKED), without checking; UNLOCKED checks at
+ * once, and so aborts. Test-only: the sim is unusable afterwards (any call,
+ * destroy included, may abort or misbehave). Returns 0, TIDE_ENOENT (no
+ * such file) or TIDE_EINVAL (an unknown `what`, or BYTE on an empty file).
+ */
+int tide_io_sim_break(tide_io_sim *sim, const char *path, tide_io_sim_breakage what);
 
 #endif
