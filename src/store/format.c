@@ -100,6 +100,21 @@ int ti_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_he
     return 0;
 }
 
+int ti_fmt_check_key_dat(const tide_key_header *kh, const tide_dat_header *dh,
+                         const char *key_name)
+{
+    if (dh->uid != kh->uid)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 10: uid %016llx differs from nudb.dat's %016llx",
+                            key_name, (unsigned long long)kh->uid, (unsigned long long)dh->uid);
+    if (dh->appnum != kh->appnum)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 18: appnum %llu differs from nudb.dat's %llu",
+                            key_name, (unsigned long long)kh->appnum, (unsigned long long)dh->appnum);
+    if (dh->key_size != kh->key_size)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 26: key size %u differs from nudb.dat's %u",
+                            key_name, kh->key_size, dh->key_size);
+    return 0;
+}
+
 void ti_fmt_encode_log_header(uint8_t out[TIDE_LOG_HEADER_SIZE], const tide_log_header *h)
 {
     memset(out, 0, TIDE_LOG_HEADER_SIZE);

@@ -404,25 +404,10 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
     if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
     if ((rc = s->io->sync(s->log)) != 0) goto out;
     if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
+    s->state = TI_STORE_REBUILDING;
     *out = s;
     s = NULL;
 out:
-    ti_store_free(s);
-    return rc;
-}
-
-/* The end of a rebuild's handle: an empty log is removed (as close does);
- * an armed one (a failure that could not be undone) is kept for the next
- * recovery. */
-static int rebuild_close(tide_store *s)
-{
-    int rc = 0;
-    if (s->log && !__atomic_load_n(&s->broken, __ATOMIC_ACQUIRE)) {
-        s->io->close(s->log);
-        s->log = NULL;
-        rc = s->io->unlink(s->io, s->log_path);
-        if (rc == 0) rc = s->io->sync_dir(s->io, s->dir);
-    }
     ti_store_free(s);
     return rc;
 }
@@ -606,7 +591,7 @@ out:
             s->io->truncate(s->log, 0) == 0 && s->io->sync(s->log) == 0) {
             if (new_path) s->io->unlink(s->io, new_path);
         } else {
-            __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
+            ti_store_break(s);
         }
         tide_err_set(rc, "%s", msg);
     } else if (rc && marked && !switched) {
@@ -620,7 +605,9 @@ out:
     if (s) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tide_last_error());
-        int crc = report->key_rebuilt ? rebuild_close(s) : tide_store_close(s);
+        /* A rebuild's handle has no thread: close only removes its empty
+         * log (an armed one, BROKEN, is kept for the next recovery). */
+        int crc = tide_store_close(s);
         if (rc == 0) rc = crc;
         else tide_err_set(rc, "%s", msg);
     }
