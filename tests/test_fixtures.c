@@ -77,7 +77,7 @@ static void copy_fixture(tstate *t, const char *name)
 
 static void open_store(tstate *t, const th_fixture *f, const char *when)
 {
-    int rc = tide_store_open(&t->s, t->dir, NULL);
+    int rc = th_store_open(&t->s, t->dir);
 
     if (rc != 0) {
         t->s = NULL;
@@ -679,7 +679,7 @@ static void fixture_crash_is_reported_as_needing_recovery_and_refused_read_only(
                  (unsigned long long)info.log_file_bytes, (unsigned long long)info.key_file_bytes,
                  (unsigned long long)info.dat_file_bytes);
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&ro, t->dir, &o);
     if (rc != TIDE_EBUSY) {

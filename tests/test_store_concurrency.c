@@ -135,7 +135,7 @@ static void make_store(tstate *t, unsigned commit_interval_ms, size_t burst_byte
     if (rc != 0)
         fail_msg("create in %s: expected 0, got %d %s: %s", t->dir, rc, tide_strerror(rc),
                  tide_last_error());
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.commit_interval_ms = commit_interval_ms;
     if (burst_bytes) o.burst_bytes = burst_bytes;
     rc = tide_store_open(&t->s, t->dir, &o);
@@ -385,7 +385,7 @@ static void readers_see_every_acknowledged_insert_at_once_across_commits_and_spl
     rc = tide_store_close(t->s);
     t->s = NULL;
     if (rc != 0) fail_msg("close: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());
-    rc = tide_store_open(&t->s, t->dir, NULL);
+    rc = th_store_open(&t->s, t->dir);
     if (rc != 0) {
         t->s = NULL;
         fail_msg("reopen: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());

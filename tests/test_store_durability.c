@@ -270,7 +270,7 @@ static int open_store(tide_store **s, tide_io *io, unsigned interval_ms)
 {
     tide_store_opts o;
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.commit_interval_ms = interval_ms;
     o.io = io;
     return tide_store_open(s, DB, &o);

@@ -94,7 +94,7 @@ static void expect_open_fails(const tstate *t, const char *dir, int want, const 
                               const char *what)
 {
     tide_store *s = NULL;
-    int rc = tide_store_open(&s, dir, NULL);
+    int rc = th_store_open(&s, dir);
 
     if (rc == 0) {
         tide_store_close(s);
@@ -322,7 +322,7 @@ static void expect_items(tide_store *s, uint64_t from, uint64_t to, unsigned ks,
 
 static void open_ok(tide_store **s, const char *dir, const char *what)
 {
-    int rc = tide_store_open(s, dir, NULL);
+    int rc = th_store_open(s, dir);
 
     if (rc != 0) {
         *s = NULL;
@@ -630,12 +630,12 @@ static void expect_resized_key_file_refused(const char *dir, const uint8_t *orig
     free(img);
     if (th_snapshot_take(dir, &sn) != 0) fail_msg("%s: cannot read the store in %s", what, dir);
     snprintf(found, sizeof found, "%zu bytes", size);
-    tide_store_opts_init(&ro);
+    th_store_opts(&ro);
     ro.read_only = 1;
     for (int mode = 0; mode < 2; mode++) {
         tide_store *s = NULL;
         const char *how = mode ? "read-only open" : "read-write open";
-        int rc = tide_store_open(&s, dir, mode ? &ro : NULL);
+        int rc = mode ? tide_store_open(&s, dir, &ro) : th_store_open(&s, dir);
 
         if (rc == 0) {
             tide_store_close(s);
@@ -838,11 +838,11 @@ static void a_fifo_directory_or_socket_as_a_store_file_is_refused_at_once_and_no
                                                        &sn.buf[m], &sn.len[m]) == 0;
             }
             snprintf(what, sizeof what, "a %s as %s", kinds[k], names[n]);
-            tide_store_opts_init(&ro);
+            th_store_opts(&ro);
             ro.read_only = 1;
             alarm(20);
             expect_refused(tide_store_open(&s, sub, &ro), needle, what);
-            expect_refused(tide_store_open(&s, sub, NULL), needle, what);
+            expect_refused(th_store_open(&s, sub), needle, what);
             expect_refused(tide_store_inspect(sub, NULL, &info), needle, what);
             expect_refused(tide_store_verify(sub, NULL, &vr), needle, what);
             if (n == 0) expect_refused(tide_store_visit(sub, NULL, NULL, NULL, NULL), needle, what);
@@ -883,7 +883,7 @@ static void open_with_a_truncated_header_fails_with_a_message(void **state)
         int rc;
 
         th_write_file(dat, d, cuts[i]);
-        rc = tide_store_open(&s, t->dir, NULL);
+        rc = th_store_open(&s, t->dir);
         if (rc == 0) {
             tide_store_close(s);
             fail_msg("open with nudb.dat cut to %zu bytes: expected an error, got 0", cuts[i]);
@@ -898,7 +898,7 @@ static void open_with_a_truncated_header_fails_with_a_message(void **state)
         int rc;
 
         th_write_file(key, k, cuts[i] + 10);
-        rc = tide_store_open(&s, t->dir, NULL);
+        rc = th_store_open(&s, t->dir);
         if (rc == 0) {
             tide_store_close(s);
             fail_msg("open with nudb.key cut to %zu bytes: expected an error, got 0", cuts[i] + 10);
@@ -937,7 +937,7 @@ static void a_bucket_claiming_more_entries_than_fit_is_reported_corrupt_not_read
     close_ok(&t->s, "store");
     /* One bucket (5 items never split it): its count is at 4096. */
     th_pwrite_file(in_dir(t, "nudb.key", p, sizeof p), count, 2, 4096);
-    rc = tide_store_open(&t->s, t->dir, NULL);
+    rc = th_store_open(&t->s, t->dir);
     if (rc != 0) {
         t->s = NULL;
         EXPECT_RC(rc, TIDE_ECORRUPT, "open with bucket 0 claiming 32767 entries");
@@ -959,7 +959,7 @@ static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void 
     open_ok(&t->s, t->dir, "first open");
     insert_items(t->s, 0, 10, 32);
     EXPECT_RC(tide_store_sync(t->s), 0, "sync");
-    rc = tide_store_open(&t->s2, t->dir, NULL);
+    rc = th_store_open(&t->s2, t->dir);
     if (rc == 0) {
         tide_store_close(t->s2);
         t->s2 = NULL;
@@ -970,7 +970,7 @@ static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void 
     /* A read-only handle takes a shared lock: refused while a writer has
      * the store (its buckets change under a commit), and it refuses a
      * writer in turn; read-only handles share. */
-    tide_store_opts_init(&ro);
+    th_store_opts(&ro);
     ro.read_only = 1;
     rc = tide_store_open(&t->s2, t->dir, &ro);
     if (rc == 0) close_ok(&t->s2, "unexpected read-only handle");
@@ -991,7 +991,7 @@ static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void 
     expect_items(t->s2, 0, 10, 32, "read-only handle");
     {
         tide_store *w = NULL;
-        rc = tide_store_open(&w, t->dir, NULL);
+        rc = th_store_open(&w, t->dir);
         if (rc == 0) tide_store_close(w);
         EXPECT_RC(rc, TIDE_EBUSY, "read-write open while read-only handles are open");
     }

@@ -130,7 +130,7 @@ static void expect_recovered(const char *dir, const char *what)
     size_t len = 0;
     int rc;
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&s, dir, &o);
     if (rc != 0) fail_msg("%s: read-only open after recovery: %d (%s): %s", what, rc,
@@ -176,7 +176,7 @@ static void refusals_while_a_child_holds(void **state, const char *file)
 
     expect_busy_naming(tide_store_recover(t->dir, NULL, &rep), t->child, file, what);
     expect_unchanged(t->dir, &sn, "recover refused");
-    rc = tide_store_open(&s, t->dir, NULL);
+    rc = th_store_open(&s, t->dir);
     if (rc == 0) tide_store_close(s);
     expect_busy_naming(rc, t->child, file, what);
     expect_unchanged(t->dir, &sn, "read-write open refused");
@@ -188,7 +188,7 @@ static void refusals_while_a_child_holds(void **state, const char *file)
 
     if (strcmp(file, "nudb.dat") == 0) {
         /* Told the holder only reads, the open recovers and the store works. */
-        tide_store_opts_init(&o);
+        th_store_opts(&o);
         o.ignore_holders = 1;
         rc = tide_store_open(&s, t->dir, &o);
         if (rc != 0) fail_msg("%s: open with ignore_holders: expected 0, got %d (%s): %s", what, rc,
@@ -247,7 +247,7 @@ static void a_read_only_open_of_a_store_with_a_pending_log_says_so_and_writes_no
     int rc;
 
     if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("snapshot failed");
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&s, t->dir, &o);
     if (rc == 0) tide_store_close(s);
@@ -295,7 +295,7 @@ static void on_the_sim_a_holder_of_the_log_stops_recovery_until_forced(void **st
     }
     if (tide_io_sim_add_holder(sim, "/db/nudb.log", 4242, "rippled") != 0) fail_msg("add holder");
     writes = io->writes;
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.io = io;
     rc = tide_store_open(&s, "/db", &o);
     if (rc == 0) tide_store_close(s);

@@ -114,7 +114,7 @@ static void create_store(tstate *t, double load_factor)
 
 static void open_rw(tstate *t)
 {
-    int rc = tide_store_open(&t->s, t->dir, NULL);
+    int rc = th_store_open(&t->s, t->dir);
 
     if (rc != 0) {
         t->s = NULL;
@@ -375,7 +375,7 @@ static void verify_runs_alongside_a_read_only_handle(void **state)
     int rc;
 
     build_store(t, ITEMS, 0.5);
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&t->s, t->dir, &o);
     if (rc != 0) {
@@ -549,7 +549,7 @@ static void a_flipped_value_bit_passes_verify_and_is_returned_as_it_is(void **st
     if (item == ITEMS) fail_msg("the record's key is none of the items");
     th_value(item, (size_t)e.size, want);
     want[0] ^= 1;
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     if (tide_store_open(&s, t->dir, &o) != 0) fail_msg("open: %s", tide_last_error());
     rc = tide_store_fetch(s, key, &got, &len);
@@ -666,7 +666,7 @@ static void expect_every_item_fetches(tstate *t, uint64_t n, const char *when)
     uint8_t key[KEY_SIZE], want[VMAX];
     int rc;
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&t->s, t->dir, &o);
     if (rc != 0) {

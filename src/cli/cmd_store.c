@@ -978,6 +978,7 @@ int cli_cmd_rekey(int argc, char **argv)
     }
     rc = refuse_holders("rekey", path, o.ignore_holders, "a rekey");
     if (rc) return rc;
+    o.ignore_holders = 1;   /* scanned just now: recovery and the library need not again */
     if (in.needs_recovery) {
         fprintf(stderr, "tide rekey: note: %s/nudb.log holds an interrupted commit; recovering "
                         "it first\n", path);

@@ -592,7 +592,7 @@ out:
 
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
 {
-    return ti_store_open_checked(out, dir, opts, 1);
+    return ti_store_open_checked(out, dir, opts, 1, NULL);
 }
 
 static store_paths paths_of(const tide_store *s)
@@ -604,7 +604,7 @@ static store_paths paths_of(const tide_store *s)
  * the holders check. Lock before looking at the log: a non-empty log is a
  * crash only when no other handle has the store open; otherwise it is a
  * live commit. */
-static int lock_files(tide_store *s, int flags)
+static int lock_files(tide_store *s, int flags, int *holders_checked)
 {
     store_paths p = paths_of(s);
     int rc;
@@ -614,8 +614,10 @@ static int lock_files(tide_store *s, int flags)
     if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) return rc;
     /* Our lock keeps Tide's handles out; NuDB's writers take none, and
      * recovering or committing beside one destroys its work. */
-    if (!s->opts.read_only && !s->opts.ignore_holders)
+    if (!s->opts.read_only && !s->opts.ignore_holders) {
         rc = ti_store_refuse_holders(s->io, s->dir, "opening it for writing");
+        if (rc == 0 && holders_checked) *holders_checked = 1;
+    }
     return rc;
 }
 
@@ -707,7 +709,7 @@ static int start_commits(tide_store *s, uint64_t log_size)
 }
 
 int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
-                            int check)
+                          int check, int *holders_checked)
 {
     tide_store *s = NULL;
     uint64_t log_size = 0;
@@ -717,7 +719,8 @@ int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_op
     *out = NULL;
     if ((rc = ti_store_alloc(&s, dir, opts)) != 0) return rc;
     flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
-    if ((rc = lock_files(s, flags)) != 0) goto out;
+    if (holders_checked) *holders_checked = 0;
+    if ((rc = lock_files(s, flags, holders_checked)) != 0) goto out;
     if ((rc = recover_if_needed(s, &log_size)) != 0) goto out;
     if ((rc = load_files(s, flags, check)) != 0) goto out;
     if (s->opts.read_only) {

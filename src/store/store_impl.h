@@ -137,9 +137,11 @@ int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t
 /* tide_store_open, with the cheap check of the key file against the data
  * file (store.c: check_index) when `check` is set. Verify opens without it:
  * it checks every entry and record itself, and reports the first problem
- * with its own words. */
+ * with its own words. *holders_checked (may be NULL) is set when the
+ * holders scan ran and found none, so a caller that goes on after a failed
+ * open (rekey's rebuild) need not scan /proc again. */
 int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
-                            int check);
+                          int check, int *holders_checked);
 
 /* TIDE_EBUSY naming the first other process that has one of the store's
  * files open (holders.c), or 0. `doing` completes "so ... now could undo
