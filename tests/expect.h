@@ -74,4 +74,12 @@
             fail_msg("%s: %s", what, iwhy_); \
     } while (0)
 
+/* Close the store *sp, setting *sp to NULL first (so a teardown does not
+ * close it again), and expect 0. */
+#define expect_closed(sp, what) do { \
+        tide_store **csp_ = (sp), *cs_ = *csp_; \
+        *csp_ = NULL; \
+        expect_ok(tide_store_close(cs_), what); \
+    } while (0)
+
 #endif

@@ -43,30 +43,9 @@
 #define NEW_ITEMS 500
 #define MAX_VALUE 4096
 
-typedef struct tstate {
-    char dir[4096];
-    tide_store *s;
-} tstate;
+typedef th_store_env tstate;   /* dir and s (helpers.h) */
 
-static int setup(void **state)
-{
-    tstate *t = calloc(1, sizeof *t);
 
-    if (t == NULL) return -1;
-    *state = t;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tstate *t = *state;
-
-    if (t == NULL) return 0;
-    if (t->s) tide_store_close(t->s);
-    if (t->dir[0]) th_rmrf(t->dir);
-    free(t);
-    return 0;
-}
 
 static void copy_fixture(tstate *t, const char *name)
 {
@@ -826,7 +805,7 @@ static void recover_deletes_a_log_shorter_than_its_header_and_changes_nothing_el
     close_store(t, f, "opened with an empty nudb.log");
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, th_store_setup_bare, th_store_teardown)
 
 int main(void)
 {

@@ -95,32 +95,9 @@ static void fail_if_any(failures *f, const char *what)
 
 /* ---- per-test state ---- */
 
-typedef struct tstate {
-    char dir[4096];
-    tide_store *s;
-    void *extra;            /* freed by the teardown */
-} tstate;
+typedef th_store_env tstate;   /* dir, s and extra (helpers.h) */
 
-static int setup(void **state)
-{
-    tstate *t = calloc(1, sizeof *t);
 
-    if (t == NULL) return -1;
-    *state = t;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tstate *t = *state;
-
-    if (t == NULL) return 0;
-    if (t->s) tide_store_close(t->s);
-    if (t->dir[0]) th_rmrf(t->dir);
-    free(t->extra);
-    free(t);
-    return 0;
-}
 
 static void make_store(tstate *t, unsigned commit_interval_ms, size_t burst_bytes)
 {
@@ -613,7 +590,7 @@ static void a_64_kib_insert_pool_commits_once_per_64_kib_of_inserts_not_once_per
                  (unsigned long long)bound, (unsigned long long)by_pool);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, th_store_setup_bare, th_store_teardown)
 
 int main(void)
 {

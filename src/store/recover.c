@@ -8,6 +8,11 @@
  * again after a crash at any point gives the same result: the pre-images
  * and sizes do not change, so recovery is idempotent.
  *
+ * ti_recover_paths reads as its steps: take_lock (unless the caller holds
+ * it), the log opened (none, or one shorter than its header: drop_log and
+ * tidy_without_log), read_log_and_dat, then undo_rebuild (a log with
+ * key_file_size 0) or undo_commit, and drop_log last.
+ *
  * Invariants:
  *   1. The log is deleted only after the key and data files are synced,
  *      and, after an interrupted rebuild, only after the key file's unlink

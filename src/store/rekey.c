@@ -32,6 +32,12 @@
  *      switch to the new store is that one atomic rename. Then remove
  *      nudb.rekey and sync the directory.
  *
+ * tide_store_rekey reads as these steps: prepare (check_opts; open_store
+ * and plan_table, step 1), build (arm_log, step 2; build_key_file, step 3)
+ * and switch (switch_key_file, steps 4 and 5); undo after a failure. The
+ * holders of the files (holders.c) are looked for once: by the open, or,
+ * when it stopped before its lock, by the rebuild's recovery.
+ *
  * Invariants:
  *   1. At every instant the durable files are the old store (steps 1-4;
  *      in step 4 with the appended spill records and nudb.rekey, which the

@@ -32,6 +32,9 @@
  *                                   (end_attempt: UNDONE, stays; APPLIED
  *                                    goes to LOG_DIRTY)
  *
+ * DONE, UNDONE, APPLIED and BROKEN on the arrows are ti_commit_batch's
+ * ends (store_impl.h: ti_commit_end); end_attempt makes the move they name.
+ *
  *   COMMITTING, RETRYING --end_attempt: BROKEN (the rollback failed)--> BROKEN
  *   COMMITTING, RETRYING, LOG_DIRTY --end_attempt/end_clean: any failure
  *                                     while close is asked--> BROKEN
