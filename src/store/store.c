@@ -78,7 +78,8 @@
  *   4. durable_seq <= committing_seq <= insert_seq; pending holds the
  *      inserts after committing_seq (insert_seq - committing_seq items),
  *      committing those after durable_seq; pending and committing are the
- *      two pools[], never the same one.
+ *      two pools[], never the same one; sync_seq <= insert_seq; every
+ *      commit counted was an attempt (commits <= attempts).
  *   5. An insert is admitted only while pending's `used` (its items and
  *      table) is below burst_bytes, so every pool was below burst_bytes
  *      just before its newest item came in, and takes no item after one
@@ -1205,6 +1206,7 @@ static void check_pools(const tide_store *s)
 
     TIDE_ASSERT(s->durable_seq <= s->committing_seq && s->committing_seq <= s->insert_seq);
     TIDE_ASSERT(s->sync_seq <= s->insert_seq);
+    TIDE_ASSERT(__atomic_load_n(&s->commits, __ATOMIC_RELAXED) <= s->attempts);
     TIDE_ASSERT(p == &s->pools[0] || p == &s->pools[1]);
     TIDE_ASSERT(c == NULL || c == spare);
     TIDE_ASSERT(p->count == s->insert_seq - s->committing_seq);
