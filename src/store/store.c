@@ -87,6 +87,9 @@
  *      plus, for each pool, its newest item (and the table growth that
  *      item caused): a value larger than the burst is admitted, not
  *      refused or split, and the inserts after it wait for its commit.
+ * tide_store_check asserts the state table, 1 between the two pools
+ * (against the files it would cost a lookup per item), 2 as the key file's
+ * size, 4 and 5; the pools' own invariants are pool.c's (ti_pool_check).
  *
  * Never: let an insert be acknowledged while a failed commit is unresolved;
  *   it returns the commit's error instead, so nothing is silently dropped.
