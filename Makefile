@@ -68,8 +68,11 @@ HARDEN_CFLAGS  := -fstack-protector-strong -Wformat -Werror=format-security -fPI
 HARDEN_FORTIFY  = -U_FORTIFY_SOURCE $(if $(SAN)$(filter -O0,$(OPT)),,-D_FORTIFY_SOURCE=2)
 HARDEN_LDFLAGS := -pie -Wl,-z,relro -Wl,-z,now
 
+# Sanitizer and -O0 builds check the store's invariants always (store.h:
+# tide_store_check, opts.check_invariants).
+DEBUG_CHECKS = $(if $(SAN)$(filter -O0,$(OPT)),-DTIDE_DEBUG_CHECKS)
 CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g -pthread $(SAN) \
-           $(HARDEN_CFLAGS) $(HARDEN_FORTIFY) -Iinclude -Isrc
+           $(HARDEN_CFLAGS) $(HARDEN_FORTIFY) $(DEBUG_CHECKS) -Iinclude -Isrc
 CFLAGS  += $(EXTRA_CFLAGS)
 DEPFLAGS = -MMD -MP
 LDFLAGS = -pthread $(SAN) $(HARDEN_LDFLAGS)

@@ -835,3 +835,126 @@ void th_encode_rebuild_log(uint8_t out[62], const struct tide_store_info *in, un
     lh.dat_file_size = dat_file_size;
     ti_fmt_encode_log_header(out, &lh);
 }
+
+/* ---- the store tests' set-up (the store's own section: kept at the end) ---- */
+
+void th_store_opts(tide_store_opts *o)
+{
+    tide_store_opts_init(o);
+    o->check_invariants = 1;
+}
+
+int th_store_open(tide_store **out, const char *dir)
+{
+    tide_store_opts o;
+
+    th_store_opts(&o);
+    return tide_store_open(out, dir, &o);
+}
+
+int th_store_insert_items(tide_store *s, uint64_t from, uint64_t to, unsigned key_size,
+                          unsigned vmin, unsigned vmax, uint64_t *failed)
+{
+    uint8_t key[256], *val = malloc(vmax ? vmax : 1);
+    int rc = val ? 0 : TIDE_ENOMEM;
+
+    for (uint64_t i = from; rc == 0 && i < to; i++) {
+        size_t len = th_len(i, vmin, vmax);
+        th_key(i, key_size, key);
+        th_value(i, len, val);
+        rc = tide_store_insert(s, key, val, len);
+        if (rc && failed) *failed = i;
+    }
+    free(val);
+    return rc;
+}
+
+int th_store_expect_items(tide_store *s, uint64_t from, uint64_t to, unsigned key_size,
+                          unsigned vmin, unsigned vmax, char *why, size_t cap)
+{
+    uint8_t key[256], *val = malloc(vmax ? vmax : 1);
+    int bad = val == NULL;
+
+    if (bad) snprintf(why, cap, "out of memory");
+    for (uint64_t i = from; !bad && i < to; i++) {
+        size_t len = th_len(i, vmin, vmax), glen = 0;
+        void *got = NULL;
+        int rc;
+
+        th_key(i, key_size, key);
+        th_value(i, len, val);
+        rc = tide_store_fetch(s, key, &got, &glen);
+        if (rc != 0) {
+            snprintf(why, cap, "fetch of item %llu: expected its value, got %d %s: %s",
+                     (unsigned long long)i, rc, tide_strerror(rc), tide_last_error());
+            bad = 1;
+        } else if (glen != len || memcmp(got, val, len) != 0) {
+            snprintf(why, cap, "fetch of item %llu: expected its %zu bytes, got %zu other bytes",
+                     (unsigned long long)i, len, glen);
+            bad = 1;
+        }
+        free(got);
+    }
+    free(val);
+    return bad ? -1 : 0;
+}
+
+static void env_paths(th_store_env *env)
+{
+    th_path(env->dat_path, sizeof env->dat_path, env->dir, "nudb.dat");
+    th_path(env->key_path, sizeof env->key_path, env->dir, "nudb.key");
+    th_path(env->log_path, sizeof env->log_path, env->dir, "nudb.log");
+}
+
+int th_store_setup_bare(void **state)
+{
+    th_store_env *env = calloc(1, sizeof *env);
+
+    if (env == NULL) return -1;
+    *state = env;
+    return 0;
+}
+
+int th_store_setup(void **state)
+{
+    th_store_env *env = calloc(1, sizeof *env);
+
+    if (env == NULL) return -1;
+    if (th_mkdtemp(env->dir, sizeof env->dir) != 0) { free(env); return -1; }
+    env_paths(env);
+    *state = env;
+    return 0;
+}
+
+int th_store_env_fixture(th_store_env *env, const char *name)
+{
+    if (th_copy_fixture(name, env->dir, sizeof env->dir) != 0) {
+        env->dir[0] = '\0';
+        return -1;
+    }
+    env_paths(env);
+    return 0;
+}
+
+void th_store_env_stop_child(th_store_env *env)
+{
+    if (env->child > 0) {
+        kill(env->child, SIGKILL);
+        th_waitpid(env->child, NULL, 0);
+        env->child = 0;
+    }
+}
+
+int th_store_teardown(void **state)
+{
+    th_store_env *env = *state;
+
+    if (env == NULL) return 0;
+    th_store_env_stop_child(env);
+    if (env->s2) tide_store_close(env->s2);
+    if (env->s) tide_store_close(env->s);
+    if (env->dir[0]) th_rmrf(env->dir);
+    free(env->extra);
+    free(env);
+    return 0;
+}

@@ -329,4 +329,53 @@ struct tide_store_info;
 void th_encode_rebuild_log(uint8_t out[62], const struct tide_store_info *in, unsigned block_size,
                            uint64_t dat_file_size);
 
+/* ---- the store tests' set-up (the store's own section: kept at the end) ----
+ *
+ * The store tests open their stores with th_store_opts, the defaults with
+ * check_invariants on, so tide_store_check runs at every open, after every
+ * commit attempt and at every close, and a broken invariant aborts the test.
+ * Those that keep a scratch directory and handles in their state use a
+ * th_store_env: th_store_teardown closes and removes everything whatever
+ * the outcome.
+ */
+struct tide_store;
+struct tide_store_opts;
+
+/* tide_store_opts_init, then check_invariants = 1. */
+void th_store_opts(struct tide_store_opts *o);
+/* tide_store_open of `dir` with th_store_opts (the POSIX file system). */
+int th_store_open(struct tide_store **out, const char *dir);
+
+/* Insert items [from, to) of the fixture formula (key_size-byte keys,
+ * values of vmin..vmax bytes). 0, or the first insert's error with
+ * *failed (may be NULL) set to its item. */
+int th_store_insert_items(struct tide_store *s, uint64_t from, uint64_t to, unsigned key_size,
+                          unsigned vmin, unsigned vmax, uint64_t *failed);
+/* Fetch items [from, to) and compare them with the formula. 0, or -1 with
+ * what was wrong with the first bad item in `why` (cap bytes). */
+int th_store_expect_items(struct tide_store *s, uint64_t from, uint64_t to, unsigned key_size,
+                          unsigned vmin, unsigned vmax, char *why, size_t cap);
+
+typedef struct th_store_env {
+    char dir[4096];              /* "" until made (th_store_setup makes it) */
+    char dat_path[4200], key_path[4200], log_path[4200];
+    struct tide_store *s, *s2;   /* closed by the teardown, s2 first */
+    pid_t child;                 /* > 0: killed and reaped by the teardown */
+    void *extra;                 /* freed by the teardown */
+} th_store_env;
+
+/* A cmocka setup: a th_store_env with a fresh empty directory and its
+ * three file paths. */
+int th_store_setup(void **state);
+/* A cmocka setup: a th_store_env without a directory (the test makes one
+ * into dir, or copies a fixture there with th_store_env_fixture). */
+int th_store_setup_bare(void **state);
+/* Copy fixture `name` into a fresh directory as env's dir (and paths). 0
+ * or -1. */
+int th_store_env_fixture(th_store_env *env, const char *name);
+/* SIGKILL env->child, if any, and reap it. */
+void th_store_env_stop_child(th_store_env *env);
+/* The cmocka teardown of both setups. Always 0. */
+int th_store_teardown(void **state);
+
 #endif

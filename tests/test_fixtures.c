@@ -43,30 +43,9 @@
 #define NEW_ITEMS 500
 #define MAX_VALUE 4096
 
-typedef struct tstate {
-    char dir[4096];
-    tide_store *s;
-} tstate;
+typedef th_store_env tstate;   /* dir and s (helpers.h) */
 
-static int setup(void **state)
-{
-    tstate *t = calloc(1, sizeof *t);
 
-    if (t == NULL) return -1;
-    *state = t;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tstate *t = *state;
-
-    if (t == NULL) return 0;
-    if (t->s) tide_store_close(t->s);
-    if (t->dir[0]) th_rmrf(t->dir);
-    free(t);
-    return 0;
-}
 
 static void copy_fixture(tstate *t, const char *name)
 {
@@ -77,7 +56,7 @@ static void copy_fixture(tstate *t, const char *name)
 
 static void open_store(tstate *t, const th_fixture *f, const char *when)
 {
-    int rc = tide_store_open(&t->s, t->dir, NULL);
+    int rc = th_store_open(&t->s, t->dir);
 
     if (rc != 0) {
         t->s = NULL;
@@ -679,7 +658,7 @@ static void fixture_crash_is_reported_as_needing_recovery_and_refused_read_only(
                  (unsigned long long)info.log_file_bytes, (unsigned long long)info.key_file_bytes,
                  (unsigned long long)info.dat_file_bytes);
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&ro, t->dir, &o);
     if (rc != TIDE_EBUSY) {
@@ -826,7 +805,7 @@ static void recover_deletes_a_log_shorter_than_its_header_and_changes_nothing_el
     close_store(t, f, "opened with an empty nudb.log");
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, th_store_setup_bare, th_store_teardown)
 
 int main(void)
 {

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "tide/error.h"
 #include "store/format.h"
 #include "helpers.h"
+#include "expect.h"
 
 /* ---- hashing ---- */
 
@@ -676,10 +678,11 @@ static void every_fixture_header_decodes_to_the_values_in_the_fixture_readme(voi
         rc = ti_fmt_decode_dat_header(db, &dh, "nudb.dat");
         if (rc != 0) fail_msg("%s/nudb.dat: expected a valid header, got %d (%s)", f->name, rc, tide_last_error());
 
-#define EXPECT(field, got, want) \
-        if ((uint64_t)(got) != (uint64_t)(want)) \
-            fail_msg("%s: %s: expected 0x%llx, got 0x%llx", f->name, field, \
-                     (unsigned long long)(want), (unsigned long long)(got))
+#define EXPECT(field, got, want) do { \
+            char what_[160]; \
+            snprintf(what_, sizeof what_, "%s: %s", f->name, field); \
+            expect_u64((got), (want), what_); \
+        } while (0)
         EXPECT("key version", kh.version, 2);
         EXPECT("key uid", kh.uid, TH_FIXTURE_UID);
         EXPECT("key appnum", kh.appnum, f->appnum);

@@ -95,32 +95,9 @@ static void fail_if_any(failures *f, const char *what)
 
 /* ---- per-test state ---- */
 
-typedef struct tstate {
-    char dir[4096];
-    tide_store *s;
-    void *extra;            /* freed by the teardown */
-} tstate;
+typedef th_store_env tstate;   /* dir, s and extra (helpers.h) */
 
-static int setup(void **state)
-{
-    tstate *t = calloc(1, sizeof *t);
 
-    if (t == NULL) return -1;
-    *state = t;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tstate *t = *state;
-
-    if (t == NULL) return 0;
-    if (t->s) tide_store_close(t->s);
-    if (t->dir[0]) th_rmrf(t->dir);
-    free(t->extra);
-    free(t);
-    return 0;
-}
 
 static void make_store(tstate *t, unsigned commit_interval_ms, size_t burst_bytes)
 {
@@ -135,7 +112,7 @@ static void make_store(tstate *t, unsigned commit_interval_ms, size_t burst_byte
     if (rc != 0)
         fail_msg("create in %s: expected 0, got %d %s: %s", t->dir, rc, tide_strerror(rc),
                  tide_last_error());
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.commit_interval_ms = commit_interval_ms;
     if (burst_bytes) o.burst_bytes = burst_bytes;
     rc = tide_store_open(&t->s, t->dir, &o);
@@ -385,7 +362,7 @@ static void readers_see_every_acknowledged_insert_at_once_across_commits_and_spl
     rc = tide_store_close(t->s);
     t->s = NULL;
     if (rc != 0) fail_msg("close: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());
-    rc = tide_store_open(&t->s, t->dir, NULL);
+    rc = th_store_open(&t->s, t->dir);
     if (rc != 0) {
         t->s = NULL;
         fail_msg("reopen: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());
@@ -613,7 +590,7 @@ static void a_64_kib_insert_pool_commits_once_per_64_kib_of_inserts_not_once_per
                  (unsigned long long)bound, (unsigned long long)by_pool);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, th_store_setup_bare, th_store_teardown)
 
 int main(void)
 {

@@ -87,6 +87,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,9 +98,11 @@
 #include "io/io_sim.h"
 #include "store/format.h"
 #include "tide/store.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "helpers.h"
+#include "expect.h"
 
 #define DEFAULT_SEED 20261130u
 
@@ -116,14 +119,7 @@ static int g_long;
 
 /* ---- small helpers ---- */
 
-#define OK(expr) expect_code((expr), 0, #expr)
-
-static void expect_code(int rc, int want, const char *what)
-{
-    if (rc != want)
-        fail_msg("%s: expected %d (%s), got %d (%s); message '%s'", what, want,
-                 tide_strerror(want), rc, tide_strerror(rc), tide_last_error());
-}
+#define OK(expr) expect_ok((expr), #expr)
 
 static uint64_t mix(uint64_t a, uint64_t b)
 {
@@ -136,12 +132,6 @@ static tide_io_sim *clone_of(tide_io_sim *sim)
     tide_io_sim *c = NULL;
     OK(tide_io_sim_clone(sim, &c));
     return c;
-}
-
-static void sleep_us(uint64_t us)
-{
-    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
-    nanosleep(&ts, NULL);
 }
 
 static int env_on(const char *name)
@@ -270,7 +260,7 @@ static int open_store(tide_store **s, tide_io *io, unsigned interval_ms)
 {
     tide_store_opts o;
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.commit_interval_ms = interval_ms;
     o.io = io;
     return tide_store_open(s, DB, &o);
@@ -719,7 +709,7 @@ static void run_workload(tide_io_sim *sim, tide_io *io, const workload *w, const
             goto stop;
         }
         o->accepted = k + 1;
-        if (w->timed && k % 2 == 1) sleep_us(200);
+        if (w->timed && k % 2 == 1) tide_clock_sleep_us(200);
         if ((k + 1) % w->batch == 0 || k + 1 == w->inserts) {
             g_phase = PH_SYNC;
             rc = tide_store_sync(s);
@@ -1095,7 +1085,7 @@ static void crash_loop_seed(uint64_t seed, tide_io_sim *fixture_sim, tide_io_sim
                 syncer y = { s, 0 };
                 pthread_t th;
                 if (pthread_create(&th, NULL, sync_thread, &y) != 0) fail_msg("pthread_create");
-                sleep_us(th_rng_below(&r, 400));
+                tide_clock_sleep_us(th_rng_below(&r, 400));
                 snaps[nsnap++] = (snap){ clone_of(sim), acked, k, "during a sync" };
                 pthread_join(th, NULL);
                 rc = y.rc;
@@ -1104,7 +1094,7 @@ static void crash_loop_seed(uint64_t seed, tide_io_sim *fixture_sim, tide_io_sim
             }
             break;
         case 2:
-            sleep_us(th_rng_below(&r, 3000));
+            tide_clock_sleep_us(th_rng_below(&r, 3000));
             break;
         default:
             break;
@@ -1688,7 +1678,7 @@ static void a_commit_that_meets_a_full_disk_fails_with_enospc_and_resumes_when_s
          * never retries fails it, one that retries each second passes. */
         double until = th_now_ms() + 30000;
         do {
-            sleep_us(100000);
+            tide_clock_sleep_us(100000);
             tide_store_get_info(s, &info);
         } while (info.commit_failures < 2 && th_now_ms() < until);
         if (info.commit_failures < 2)

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,51 +29,17 @@
 #include "tide/store.h"
 #include "util/log.h"
 #include "helpers.h"
+#include "expect.h"
 
-typedef struct tstate {
-    char dir[4096];
-    tide_store *s, *s2;
-} tstate;
-
-static int setup(void **state)
-{
-    tstate *t = calloc(1, sizeof *t);
-
-    if (t == NULL) return -1;
-    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) { free(t); return -1; }
-    *state = t;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tstate *t = *state;
-
-    if (t == NULL) return 0;
-    if (t->s2) tide_store_close(t->s2);
-    if (t->s) tide_store_close(t->s);
-    th_rmrf(t->dir);
-    free(t);
-    return 0;
-}
+typedef th_store_env tstate;   /* dir, s and s2 (helpers.h) */
 
 static const char *in_dir(const tstate *t, const char *name, char *buf, size_t cap)
 {
     return th_path(buf, cap, t->dir, name);
 }
 
-/* Check that `rc` is `want` and that tide_last_error() says something. */
-#define EXPECT_RC(rc, want, what) expect_rc((rc), (want), #want, (what))
-static void expect_rc(int rc, int want, const char *want_name, const char *what)
-{
-    const char *msg = tide_last_error();
-
-    if (rc != want)
-        fail_msg("%s: expected %s (%d), got %d %s; message '%s'", what, want_name, want, rc,
-                 tide_strerror(rc), msg ? msg : "(null)");
-    if (want != 0 && (msg == NULL || *msg == '\0'))
-        fail_msg("%s: returned %s as expected, but tide_last_error() is empty", what, want_name);
-}
+/* `rc` is `want`, and tide_last_error() says something (expect.h). */
+#define EXPECT_RC(rc, want, what) expect_error((rc), (want), (what))
 
 static void create_store(const char *dir, unsigned key_size, uint64_t uid, uint64_t appnum)
 {
@@ -90,20 +57,18 @@ static void create_store(const char *dir, unsigned key_size, uint64_t uid, uint6
 }
 
 /* Open must fail with `want`; if it wrongly succeeds the store is closed. */
-static void expect_open_fails(const tstate *t, const char *dir, int want, const char *want_name,
-                              const char *what)
+static void expect_open_fails(const char *dir, int want, const char *want_name, const char *what)
 {
     tide_store *s = NULL;
-    int rc = tide_store_open(&s, dir, NULL);
+    int rc = th_store_open(&s, dir);
 
     if (rc == 0) {
         tide_store_close(s);
         fail_msg("%s: open of %s: expected %s (%d), got 0 (it opened)", what, dir, want_name, want);
     }
-    (void)t;
-    expect_rc(rc, want, want_name, what);
+    expect_error(rc, want, what);
 }
-#define EXPECT_OPEN_FAILS(t, dir, want, what) expect_open_fails((t), (dir), (want), #want, (what))
+#define EXPECT_OPEN_FAILS(t, dir, want, what) expect_open_fails((dir), (want), #want, (what))
 
 /* ---- block sizes ---- */
 
@@ -279,102 +244,31 @@ static void create_in_a_missing_directory_is_TIDE_ENOENT(void **state)
               "create in a missing directory");
 }
 
-static void insert_items(tide_store *s, uint64_t from, uint64_t to, unsigned ks)
+#define insert_items(s, from, to, ks) expect_inserted((s), (from), (to), (ks), 1, 200, "insert")
+#define expect_items_of(s, from, to, ks, when) expect_items((s), (from), (to), (ks), 1, 200, (when))
+#define open_ok(sp, dir, what) expect_ok(th_store_open((sp), (dir)), (what))
+#define close_ok(sp, what) expect_closed((sp), (what))
+
+/* The store's files, to check that a refused operation changed nothing. */
+static void take_snapshot(const tstate *t, th_snapshot *sn)
 {
-    uint8_t key[64], val[256];
-
-    for (uint64_t i = from; i < to; i++) {
-        size_t len = th_len(i, 1, 200);
-        int rc;
-
-        th_key(i, ks, key);
-        th_value(i, len, val);
-        rc = tide_store_insert(s, key, val, len);
-        if (rc != 0)
-            fail_msg("insert of item %llu: expected 0, got %d %s: %s", (unsigned long long)i, rc,
-                     tide_strerror(rc), tide_last_error());
-    }
+    if (th_snapshot_take(t->dir, sn) != 0) fail_msg("cannot read the store files in %s", t->dir);
 }
 
-static void expect_items(tide_store *s, uint64_t from, uint64_t to, unsigned ks, const char *when)
+static void expect_snapshot(const tstate *t, th_snapshot *sn, const char *what)
 {
-    uint8_t key[64], val[256];
+    char diff[256];
+    int rc = th_snapshot_diff(t->dir, sn, diff, sizeof diff);
 
-    for (uint64_t i = from; i < to; i++) {
-        size_t len = th_len(i, 1, 200), glen = 0;
-        void *got = NULL;
-        int rc;
-
-        th_key(i, ks, key);
-        th_value(i, len, val);
-        rc = tide_store_fetch(s, key, &got, &glen);
-        if (rc != 0)
-            fail_msg("%s: fetch of item %llu: expected its value, got %d %s: %s", when,
-                     (unsigned long long)i, rc, tide_strerror(rc), tide_last_error());
-        if (glen != len || memcmp(got, val, len) != 0) {
-            free(got);
-            fail_msg("%s: fetch of item %llu: expected its %zu bytes, got %zu other bytes", when,
-                     (unsigned long long)i, len, glen);
-        }
-        free(got);
-    }
-}
-
-static void open_ok(tide_store **s, const char *dir, const char *what)
-{
-    int rc = tide_store_open(s, dir, NULL);
-
-    if (rc != 0) {
-        *s = NULL;
-        fail_msg("%s: open of %s: expected 0, got %d %s: %s", what, dir, rc, tide_strerror(rc),
-                 tide_last_error());
-    }
-}
-
-static void close_ok(tide_store **s, const char *what)
-{
-    int rc = tide_store_close(*s);
-
-    *s = NULL;
-    if (rc != 0)
-        fail_msg("%s: close: expected 0, got %d %s: %s", what, rc, tide_strerror(rc), tide_last_error());
-}
-
-/* Both files' bytes, to check that a refused operation changed nothing. */
-typedef struct snapshot { uint8_t *dat, *key; size_t dlen, klen; } snapshot;
-
-static void take_snapshot(const tstate *t, snapshot *sn)
-{
-    char p[4200];
-
-    if (th_read_file(in_dir(t, "nudb.dat", p, sizeof p), &sn->dat, &sn->dlen) != 0 ||
-        th_read_file(in_dir(t, "nudb.key", p, sizeof p), &sn->key, &sn->klen) != 0)
-        fail_msg("cannot read the store files in %s", t->dir);
-}
-
-static void expect_snapshot(const tstate *t, snapshot *sn, const char *what)
-{
-    snapshot now = { 0 };
-    int same;
-
-    take_snapshot(t, &now);
-    same = now.dlen == sn->dlen && now.klen == sn->klen && memcmp(now.dat, sn->dat, sn->dlen) == 0 &&
-           memcmp(now.key, sn->key, sn->klen) == 0;
-    free(now.dat);
-    free(now.key);
-    free(sn->dat);
-    free(sn->key);
-    sn->dat = sn->key = NULL;
-    if (!same)
-        fail_msg("%s: expected nudb.dat (%zu B) and nudb.key (%zu B) unchanged, but they changed "
-                 "(now %zu B and %zu B)", what, sn->dlen, sn->klen, now.dlen, now.klen);
+    th_snapshot_free(sn);
+    if (rc != 0) fail_msg("%s: expected nudb.dat, nudb.key and nudb.log unchanged, but %s", what, diff);
 }
 
 static void create_over_an_existing_store_is_TIDE_EEXIST_and_leaves_it_intact(void **state)
 {
     tstate *t = *state;
     tide_store_create_opts co;
-    snapshot sn = { 0 };
+    th_snapshot sn;
     char p[4200];
     int rc;
 
@@ -393,7 +287,7 @@ static void create_over_an_existing_store_is_TIDE_EEXIST_and_leaves_it_intact(vo
     if (th_exists(in_dir(t, "nudb.log", p, sizeof p)))
         fail_msg("after the refused second create: expected no nudb.log, found one");
     open_ok(&t->s, t->dir, "first store after the refused create");
-    expect_items(t->s, 0, 50, 32, "after the refused create");
+    expect_items_of(t->s, 0, 50, 32, "after the refused create");
     close_ok(&t->s, "first store");
 
     /* A lone nudb.key (or nudb.dat) is enough to refuse. */
@@ -454,12 +348,12 @@ static void insert_of_a_present_key_is_TIDE_EEXIST_pending_committed_or_reopened
     EXPECT_RC(tide_store_sync(t->s), 0, "sync");
     EXPECT_RC(tide_store_insert(t->s, key, other, sizeof other), TIDE_EEXIST,
               "duplicate insert after the first was committed");
-    expect_items(t->s, 0, 10, 32, "after refused duplicates");
+    expect_items_of(t->s, 0, 10, 32, "after refused duplicates");
     close_ok(&t->s, "store");
     open_ok(&t->s, t->dir, "store after close");
     EXPECT_RC(tide_store_insert(t->s, key, other, sizeof other), TIDE_EEXIST,
               "duplicate insert after reopen");
-    expect_items(t->s, 0, 10, 32, "after reopen and a refused duplicate");
+    expect_items_of(t->s, 0, 10, 32, "after reopen and a refused duplicate");
 }
 
 /* ---- open ---- */
@@ -535,7 +429,7 @@ static void open_with_the_key_file_of_another_store_is_TIDE_EMISMATCH(void **sta
 {
     tstate *t = *state;
     char other[4200], from[4200], to[4200];
-    snapshot sn = { 0 };
+    th_snapshot sn;
 
     create_store(t->dir, 32, 0x1111, 1);
     in_dir(t, "other", other, sizeof other);
@@ -570,7 +464,7 @@ static void open_with_a_flipped_pepper_byte_is_TIDE_EHASH(void **state)
     tstate *t = *state;
     char p[4200];
     uint8_t b;
-    snapshot sn = { 0 };
+    th_snapshot sn;
 
     create_store(t->dir, 32, 0, 1);
     in_dir(t, "nudb.key", p, sizeof p);
@@ -630,12 +524,12 @@ static void expect_resized_key_file_refused(const char *dir, const uint8_t *orig
     free(img);
     if (th_snapshot_take(dir, &sn) != 0) fail_msg("%s: cannot read the store in %s", what, dir);
     snprintf(found, sizeof found, "%zu bytes", size);
-    tide_store_opts_init(&ro);
+    th_store_opts(&ro);
     ro.read_only = 1;
     for (int mode = 0; mode < 2; mode++) {
         tide_store *s = NULL;
         const char *how = mode ? "read-only open" : "read-write open";
-        int rc = tide_store_open(&s, dir, mode ? &ro : NULL);
+        int rc = mode ? tide_store_open(&s, dir, &ro) : th_store_open(&s, dir);
 
         if (rc == 0) {
             tide_store_close(s);
@@ -704,7 +598,7 @@ static void open_of_a_key_file_grown_by_whole_zero_blocks_is_TIDE_ECORRUPT_and_w
     }
     th_write_file(th_path(dir, sizeof dir, t->dir, "nudb.key"), orig, len);
     open_ok(&t->s, t->dir, "the store with its own key file back");
-    expect_items(t->s, 0, 2000, 32, "with the key file restored");
+    expect_items_of(t->s, 0, 2000, 32, "with the key file restored");
     close_ok(&t->s, "store");
     free(orig);
 
@@ -838,11 +732,11 @@ static void a_fifo_directory_or_socket_as_a_store_file_is_refused_at_once_and_no
                                                        &sn.buf[m], &sn.len[m]) == 0;
             }
             snprintf(what, sizeof what, "a %s as %s", kinds[k], names[n]);
-            tide_store_opts_init(&ro);
+            th_store_opts(&ro);
             ro.read_only = 1;
             alarm(20);
             expect_refused(tide_store_open(&s, sub, &ro), needle, what);
-            expect_refused(tide_store_open(&s, sub, NULL), needle, what);
+            expect_refused(th_store_open(&s, sub), needle, what);
             expect_refused(tide_store_inspect(sub, NULL, &info), needle, what);
             expect_refused(tide_store_verify(sub, NULL, &vr), needle, what);
             if (n == 0) expect_refused(tide_store_visit(sub, NULL, NULL, NULL, NULL), needle, what);
@@ -883,7 +777,7 @@ static void open_with_a_truncated_header_fails_with_a_message(void **state)
         int rc;
 
         th_write_file(dat, d, cuts[i]);
-        rc = tide_store_open(&s, t->dir, NULL);
+        rc = th_store_open(&s, t->dir);
         if (rc == 0) {
             tide_store_close(s);
             fail_msg("open with nudb.dat cut to %zu bytes: expected an error, got 0", cuts[i]);
@@ -898,7 +792,7 @@ static void open_with_a_truncated_header_fails_with_a_message(void **state)
         int rc;
 
         th_write_file(key, k, cuts[i] + 10);
-        rc = tide_store_open(&s, t->dir, NULL);
+        rc = th_store_open(&s, t->dir);
         if (rc == 0) {
             tide_store_close(s);
             fail_msg("open with nudb.key cut to %zu bytes: expected an error, got 0", cuts[i] + 10);
@@ -937,7 +831,7 @@ static void a_bucket_claiming_more_entries_than_fit_is_reported_corrupt_not_read
     close_ok(&t->s, "store");
     /* One bucket (5 items never split it): its count is at 4096. */
     th_pwrite_file(in_dir(t, "nudb.key", p, sizeof p), count, 2, 4096);
-    rc = tide_store_open(&t->s, t->dir, NULL);
+    rc = th_store_open(&t->s, t->dir);
     if (rc != 0) {
         t->s = NULL;
         EXPECT_RC(rc, TIDE_ECORRUPT, "open with bucket 0 claiming 32767 entries");
@@ -959,7 +853,7 @@ static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void 
     open_ok(&t->s, t->dir, "first open");
     insert_items(t->s, 0, 10, 32);
     EXPECT_RC(tide_store_sync(t->s), 0, "sync");
-    rc = tide_store_open(&t->s2, t->dir, NULL);
+    rc = th_store_open(&t->s2, t->dir);
     if (rc == 0) {
         tide_store_close(t->s2);
         t->s2 = NULL;
@@ -970,7 +864,7 @@ static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void 
     /* A read-only handle takes a shared lock: refused while a writer has
      * the store (its buckets change under a commit), and it refuses a
      * writer in turn; read-only handles share. */
-    tide_store_opts_init(&ro);
+    th_store_opts(&ro);
     ro.read_only = 1;
     rc = tide_store_open(&t->s2, t->dir, &ro);
     if (rc == 0) close_ok(&t->s2, "unexpected read-only handle");
@@ -979,7 +873,7 @@ static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void 
 
     close_ok(&t->s, "first handle");
     open_ok(&t->s, t->dir, "open after the first handle closed");
-    expect_items(t->s, 0, 10, 32, "after reopen");
+    expect_items_of(t->s, 0, 10, 32, "after reopen");
     close_ok(&t->s, "reopened handle");
 
     rc = tide_store_open(&t->s, t->dir, &ro);
@@ -988,10 +882,10 @@ static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void 
     rc = tide_store_open(&t->s2, t->dir, &ro);
     if (rc != 0) t->s2 = NULL;
     EXPECT_RC(rc, 0, "second read-only open beside the first");
-    expect_items(t->s2, 0, 10, 32, "read-only handle");
+    expect_items_of(t->s2, 0, 10, 32, "read-only handle");
     {
         tide_store *w = NULL;
-        rc = tide_store_open(&w, t->dir, NULL);
+        rc = th_store_open(&w, t->dir);
         if (rc == 0) tide_store_close(w);
         EXPECT_RC(rc, TIDE_EBUSY, "read-write open while read-only handles are open");
     }
@@ -1023,7 +917,7 @@ static void every_error_code_has_its_own_non_empty_name(void **state)
                  tide_strerror(-1000));
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, th_store_setup, th_store_teardown)
 
 int main(void)
 {

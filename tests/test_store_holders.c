@@ -26,6 +26,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,41 +40,17 @@
 #include "tide/store.h"
 #include "util/log.h"
 #include "helpers.h"
+#include "expect.h"
 
-typedef struct tstate {
-    char dir[4096];
-    pid_t child;
-} tstate;
+typedef th_store_env tstate;   /* dir and child (helpers.h) */
 
 static int setup(void **state)
 {
-    tstate *t = calloc(1, sizeof *t);
-
-    if (t == NULL) return -1;
-    if (th_copy_fixture("crash-b4096", t->dir, sizeof t->dir) != 0) { free(t); return -1; }
-    *state = t;
-    return 0;
+    if (th_store_setup_bare(state) != 0) return -1;
+    return th_store_env_fixture(*state, "crash-b4096");
 }
 
-static void stop_child(tstate *t)
-{
-    if (t->child > 0) {
-        kill(t->child, SIGKILL);
-        th_waitpid(t->child, NULL, 0);
-        t->child = 0;
-    }
-}
-
-static int teardown(void **state)
-{
-    tstate *t = *state;
-
-    if (t == NULL) return 0;
-    stop_child(t);
-    th_rmrf(t->dir);
-    free(t);
-    return 0;
-}
+#define stop_child(t) th_store_env_stop_child(t)
 
 /* Fork a child that opens dir/name read-only (no lock) and sleeps until
  * killed. Returns once the descriptor is open. */
@@ -107,17 +84,8 @@ static void expect_busy_naming(int rc, pid_t pid, const char *file, const char *
     char want[96];
 
     snprintf(want, sizeof want, "%s is open in process %d", file, (int)pid);
-    if (rc != TIDE_EBUSY || strstr(tide_last_error(), want) == NULL)
-        fail_msg("%s: expected TIDE_EBUSY saying '%s', got %d (%s): %s", what, want, rc,
-                 tide_strerror(rc), tide_last_error());
-}
-
-static void expect_unchanged(const char *dir, th_snapshot *sn, const char *what)
-{
-    char diff[256];
-
-    if (th_snapshot_diff(dir, sn, diff, sizeof diff) != 0)
-        fail_msg("%s: expected every file byte-identical, got: %s", what, diff);
+    expect_rc(rc, TIDE_EBUSY, what);
+    expect_contains(tide_last_error(), want, what);
 }
 
 /* crash-b4096 after recovery: items 0..7999, not 8000. */
@@ -130,7 +98,7 @@ static void expect_recovered(const char *dir, const char *what)
     size_t len = 0;
     int rc;
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&s, dir, &o);
     if (rc != 0) fail_msg("%s: read-only open after recovery: %d (%s): %s", what, rc,
@@ -176,7 +144,7 @@ static void refusals_while_a_child_holds(void **state, const char *file)
 
     expect_busy_naming(tide_store_recover(t->dir, NULL, &rep), t->child, file, what);
     expect_unchanged(t->dir, &sn, "recover refused");
-    rc = tide_store_open(&s, t->dir, NULL);
+    rc = th_store_open(&s, t->dir);
     if (rc == 0) tide_store_close(s);
     expect_busy_naming(rc, t->child, file, what);
     expect_unchanged(t->dir, &sn, "read-write open refused");
@@ -188,7 +156,7 @@ static void refusals_while_a_child_holds(void **state, const char *file)
 
     if (strcmp(file, "nudb.dat") == 0) {
         /* Told the holder only reads, the open recovers and the store works. */
-        tide_store_opts_init(&o);
+        th_store_opts(&o);
         o.ignore_holders = 1;
         rc = tide_store_open(&s, t->dir, &o);
         if (rc != 0) fail_msg("%s: open with ignore_holders: expected 0, got %d (%s): %s", what, rc,
@@ -247,7 +215,7 @@ static void a_read_only_open_of_a_store_with_a_pending_log_says_so_and_writes_no
     int rc;
 
     if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("snapshot failed");
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&s, t->dir, &o);
     if (rc == 0) tide_store_close(s);
@@ -295,7 +263,7 @@ static void on_the_sim_a_holder_of_the_log_stops_recovery_until_forced(void **st
     }
     if (tide_io_sim_add_holder(sim, "/db/nudb.log", 4242, "rippled") != 0) fail_msg("add holder");
     writes = io->writes;
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.io = io;
     rc = tide_store_open(&s, "/db", &o);
     if (rc == 0) tide_store_close(s);
@@ -317,7 +285,7 @@ static void on_the_sim_a_holder_of_the_log_stops_recovery_until_forced(void **st
     tide_io_sim_destroy(sim);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
 int main(void)
 {

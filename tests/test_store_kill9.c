@@ -46,7 +46,7 @@ static void child_writer(const char *dir, int fd, unsigned block_size)
     uint8_t key[KEY_SIZE], val[600];
 
     (void)block_size;
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.commit_interval_ms = 20;
     o.burst_bytes = 256 << 10;
     tide_store_create_opts_init(&c);
@@ -104,7 +104,7 @@ static uint64_t one_iteration(uint64_t seed, unsigned iter, unsigned block_size)
     while (read(pipefd[0], &got, sizeof got) == (ssize_t)sizeof got) acked = got;
     close(pipefd[0]);
 
-    rc = tide_store_open(&s, dir, NULL);
+    rc = th_store_open(&s, dir);
     if (rc) fail_msg("seed %llu iteration %u (killed after %u ms, %llu acknowledged): reopen: %s: %s",
                      (unsigned long long)seed, iter, delay_ms, (unsigned long long)acked,
                      tide_strerror(rc), tide_last_error());

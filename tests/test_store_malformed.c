@@ -165,7 +165,7 @@ static void check(original *o, const char *what, long long touched)
                  what, (unsigned long long)vr.keys, (unsigned long long)present,
                  (unsigned long long)o->fx->items);
     if (vrc == 0) o->sound_after_damage++;
-    rc = tide_store_open(&s, o->dir, NULL);
+    rc = th_store_open(&s, o->dir);
     if (rc) {
         o->open_failures++;
         if (tide_last_error()[0] == '\0')

@@ -150,7 +150,7 @@ static void open_run(run *r)
     tide_store_info info;
     int rc;
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.commit_interval_ms = r->c->commit_interval_ms;
     /* The configured pool bound, or now and then a small one. */
     if (r->c->burst_bytes) o.burst_bytes = r->c->burst_bytes;

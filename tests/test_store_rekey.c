@@ -219,7 +219,7 @@ static void check_items(const char *dir, tide_io *io, const items *it, const cha
     uint8_t key[64], want[VALUE_MAX];
     char ctx[600];
 
-    tide_store_opts_init(&so);
+    th_store_opts(&so);
     so.io = io;
     so.read_only = 1;
     snprintf(ctx, sizeof ctx, "%s: read-only open to fetch", what);
@@ -311,7 +311,7 @@ static void check_inserts_after(const char *dir, items *it, unsigned bs, uint64_
     int rc;
 
     snprintf(ctx, sizeof ctx, "%s: read-write open for new inserts", what);
-    must(tide_store_open(&s, dir, NULL), ctx);
+    must(th_store_open(&s, dir), ctx);
     for (uint64_t i = it->n; i < it->n + INSERTS_AFTER; i++) {
         size_t len = th_len(i, it->vmin, it->vmax);
         th_key(i, it->key_size, key);
@@ -470,7 +470,7 @@ static void rekey_and_check(const char *dir, const items *it, unsigned bs, doubl
          * into the rekey with its log. */
         if (scratch_mkdtemp(probe, sizeof probe) != 0) fail_msg("%s: mkdtemp failed", what);
         copy_store(dir, probe, what);
-        must(tide_store_open(&s, probe, NULL), "open of a copy to recover it");
+        must(th_store_open(&s, probe), "open of a copy to recover it");
         must(tide_store_close(s), "close of the recovered copy");
         must(tide_store_inspect(probe, NULL, &before), "inspect of the recovered copy");
         spills0 = spills_written(probe);
@@ -947,7 +947,7 @@ static void rekey_of_a_store_open_elsewhere_is_TIDE_EBUSY_and_changes_nothing(vo
 
         if (scratch_copy_fixture("b4096-k32", dir, sizeof dir) != 0)
             fail_msg("copy of fixture b4096-k32 failed");
-        tide_store_opts_init(&so);
+        th_store_opts(&so);
         so.read_only = ro;
         must(tide_store_open(&s, dir, &so), "open of the holding handle");
         if (snap_take(dir, &sn) != 0) fail_msg("snapshot failed");
@@ -1046,7 +1046,7 @@ static void check_old_or_new(old_new *on, tide_io_sim *sim, const char *what)
     char path[4200], ctx[700];
     int rc, is_old, is_old_waste, is_new;
 
-    tide_store_opts_init(&so);
+    th_store_opts(&so);
     so.io = io;
     rc = tide_store_open(&s, on->dir, &so);
     if (rc != 0)
@@ -1153,7 +1153,7 @@ static void sim_make_store(tide_io_sim *sim, uint64_t n, unsigned bs)
     co.uid = 0x7469646566697865ull;
     co.io = tide_io_sim_io(sim);
     must(tide_store_create(DB, &co), "create on the sim");
-    tide_store_opts_init(&so);
+    th_store_opts(&so);
     so.io = tide_io_sim_io(sim);
     so.commit_interval_ms = 60000;
     must(tide_store_open(&s, DB, &so), "open on the sim");
@@ -1214,7 +1214,7 @@ static void failure_loop(tide_io_sim *base, const char *label, const items *it, 
         tide_io_sim *rec = clone_of(base);
         tide_store_opts so;
         tide_store *s = NULL;
-        tide_store_opts_init(&so);
+        th_store_opts(&so);
         so.io = tide_io_sim_io(rec);
         must(tide_store_open(&s, DB, &so), "open of the base to recover it");
         must(tide_store_close(s), "close of the recovered base");
@@ -1493,7 +1493,7 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
     co.key_size = 32;
     co.salt = 77;
     must(tide_store_create(base, &co), "create of the kill store");
-    must(tide_store_open(&s, base, NULL), "open of the kill store");
+    must(th_store_open(&s, base), "open of the kill store");
     for (uint64_t i = 0; i < it.n; i++) {
         size_t len = th_len(i, it.vmin, it.vmax);
         th_key(i, 32, key);

@@ -33,6 +33,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@
 #include "tide/store.h"
 #include "store/format.h"
 #include "helpers.h"
+#include "expect.h"
 
 #define ITEMS      400
 #define KEY_SIZE   32
@@ -50,50 +52,9 @@
 #define SALT       0x5a17
 #define MAX_VALUE  8192
 
-typedef struct tstate {
-    char dir[4096];
-    char key_path[4200], dat_path[4200];
-    tide_store *s;
-} tstate;
-
-static int setup(void **state)
-{
-    tstate *t = calloc(1, sizeof *t);
-
-    if (t == NULL) return -1;
-    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) { free(t); return -1; }
-    th_path(t->key_path, sizeof t->key_path, t->dir, "nudb.key");
-    th_path(t->dat_path, sizeof t->dat_path, t->dir, "nudb.dat");
-    *state = t;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tstate *t = *state;
-
-    if (t == NULL) return 0;
-    if (t->s) tide_store_close(t->s);
-    th_rmrf(t->dir);
-    free(t);
-    return 0;
-}
+typedef th_store_env tstate;   /* dir, key_path, dat_path and s (helpers.h) */
 
 /* ---- building the sound store ---- */
-
-static void insert_item(tide_store *s, uint64_t i)
-{
-    uint8_t key[KEY_SIZE], val[VMAX];
-    size_t len = th_len(i, VMIN, VMAX);
-    int rc;
-
-    th_key(i, KEY_SIZE, key);
-    th_value(i, len, val);
-    rc = tide_store_insert(s, key, val, len);
-    if (rc != 0)
-        fail_msg("building the store: insert of item %llu: expected 0, got %d %s: %s",
-                 (unsigned long long)i, rc, tide_strerror(rc), tide_last_error());
-}
 
 static void create_store(tstate *t, double load_factor)
 {
@@ -112,26 +73,8 @@ static void create_store(tstate *t, double load_factor)
                  tide_strerror(rc), tide_last_error());
 }
 
-static void open_rw(tstate *t)
-{
-    int rc = tide_store_open(&t->s, t->dir, NULL);
-
-    if (rc != 0) {
-        t->s = NULL;
-        fail_msg("open of %s: expected 0, got %d %s: %s", t->dir, rc, tide_strerror(rc),
-                 tide_last_error());
-    }
-}
-
-static void close_rw(tstate *t)
-{
-    int rc = tide_store_close(t->s);
-
-    t->s = NULL;
-    if (rc != 0)
-        fail_msg("close of %s: expected 0, got %d %s: %s", t->dir, rc, tide_strerror(rc),
-                 tide_last_error());
-}
+#define open_rw(t) expect_ok(th_store_open(&(t)->s, (t)->dir), "open")
+#define close_rw(t) expect_closed(&(t)->s, "close")
 
 /* Items 0..n-1 in one store, synced every 100 inserts (several commits,
  * so buckets split between commits), closed. */
@@ -139,14 +82,10 @@ static void build_store(tstate *t, uint64_t n, double load_factor)
 {
     create_store(t, load_factor);
     open_rw(t);
-    for (uint64_t i = 0; i < n; i++) {
-        insert_item(t->s, i);
-        if (i % 100 == 99) {
-            int rc = tide_store_sync(t->s);
-            if (rc != 0)
-                fail_msg("building the store: sync after item %llu: expected 0, got %d %s: %s",
-                         (unsigned long long)i, rc, tide_strerror(rc), tide_last_error());
-        }
+    for (uint64_t i = 0; i < n; i += 100) {
+        expect_inserted(t->s, i, i + 100 < n ? i + 100 : n, KEY_SIZE, VMIN, VMAX,
+                        "building the store");
+        if (i + 100 <= n) expect_ok(tide_store_sync(t->s), "building the store: a sync");
     }
     close_rw(t);
 }
@@ -375,7 +314,7 @@ static void verify_runs_alongside_a_read_only_handle(void **state)
     int rc;
 
     build_store(t, ITEMS, 0.5);
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&t->s, t->dir, &o);
     if (rc != 0) {
@@ -549,7 +488,7 @@ static void a_flipped_value_bit_passes_verify_and_is_returned_as_it_is(void **st
     if (item == ITEMS) fail_msg("the record's key is none of the items");
     th_value(item, (size_t)e.size, want);
     want[0] ^= 1;
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     if (tide_store_open(&s, t->dir, &o) != 0) fail_msg("open: %s", tide_last_error());
     rc = tide_store_fetch(s, key, &got, &len);
@@ -666,7 +605,7 @@ static void expect_every_item_fetches(tstate *t, uint64_t n, const char *when)
     uint8_t key[KEY_SIZE], want[VMAX];
     int rc;
 
-    tide_store_opts_init(&o);
+    th_store_opts(&o);
     o.read_only = 1;
     rc = tide_store_open(&t->s, t->dir, &o);
     if (rc != 0) {
@@ -834,7 +773,7 @@ static void verify_catches_entries_out_of_hash_order(void **state)
     }
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, th_store_setup, th_store_teardown)
 
 int main(void)
 {

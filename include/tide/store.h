@@ -107,6 +107,14 @@ typedef struct tide_store_opts {
                                     check (the operator's --force, when the
                                     holder only reads). The flock of Tide's
                                     own handles is never skipped. */
+    int      check_invariants;   /* default 0. 1: run tide_store_check at
+                                    open, after every commit attempt (in
+                                    the commit thread, under the pool lock)
+                                    and at close; a broken invariant aborts
+                                    the process (TIDE_ASSERT). The tests set
+                                    it; builds with TIDE_DEBUG_CHECKS (make
+                                    asan/tsan, OPT=-O0) check always. Cost:
+                                    store.c's tide_store_check, per commit. */
     struct tide_io *io;          /* NULL (default): the POSIX file system */
 } tide_store_opts;
 
@@ -149,6 +157,27 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
  * recovery at the next open). NULL is a no-op.
  */
 int tide_store_close(tide_store *s);
+
+/*
+ * Assert, with TIDE_ASSERT (which aborts the process), the invariants of
+ * src/store/store.c's essay: what holds in the handle's state (its diagram),
+ * the sequence order (durable <= committing <= insert, each pool holding
+ * exactly the inserts between two of them, the two pools never swapped
+ * onto one), the pools (disjoint; each one's count, record bytes and memory
+ * equal to the sum over its items; each below burst_bytes before its newest
+ * item), and the key file's size: the header block plus `buckets` blocks.
+ * Returns 0; it never returns otherwise. Tests call it between steps, and
+ * the store itself when opts.check_invariants is set or the build defines
+ * TIDE_DEBUG_CHECKS.
+ *
+ * Thread safety: any thread, while other threads insert and fetch; takes
+ * the pool lock, then the key lock shared (inserts wait, a commit's write
+ * phase too). Cost: O(items in the pools), a table lookup each; one
+ * size query of nudb.key through the store's tide_io (an I/O error there
+ * skips that comparison and leaves tide_last_error() as it was). No file
+ * is read; nothing is allocated.
+ */
+int tide_store_check(const tide_store *s);
 
 /* ---- insert, fetch, sync ---- */
 

@@ -209,8 +209,10 @@ static int busy(const char *path)
 /* ---- prepare ---- */
 
 /* The store's headers into *in, recovering an interrupted commit first.
- * CLI_OK, or the status (printed). */
-static int prepare(const char *path, const rekey_args *r, tide_store_info *in)
+ * The one scan for other holders of the store is here: after it passes,
+ * r->o.ignore_holders is set so that neither the recovery nor the library
+ * reads /proc again. CLI_OK, or the status (printed). */
+static int prepare(const char *path, rekey_args *r, tide_store_info *in)
 {
     tide_recover_report rec;
     int rc;
@@ -233,7 +235,9 @@ static int prepare(const char *path, const rekey_args *r, tide_store_info *in)
         return cli_fail_store("rekey", rc);
     }
     rc = cli_refuse_holders("rekey", path, r->o.ignore_holders, "a rekey");
-    if (rc || !in->needs_recovery) return rc;
+    if (rc) return rc;
+    r->o.ignore_holders = 1;    /* scanned just now: recovery and the library need not again */
+    if (!in->needs_recovery) return CLI_OK;
     fprintf(stderr, "tide rekey: note: %s/nudb.log holds an interrupted commit; recovering "
                     "it first\n", path);
     rc = tide_store_recover_ex(path, NULL, r->o.ignore_holders ? TIDE_RECOVER_FORCE : 0, &rec);

@@ -32,11 +32,12 @@
  *   3. The key file is (buckets + 1) * block_size bytes after every commit.
  *   4. On failure after step 2 and before both files are synced, the files
  *      are rolled back from the in-memory pre-images before the error is
- *      returned; if that fails the store is marked broken and the synced
- *      log remains for recovery. A failure to empty the log after both
- *      syncs is not rolled back (*applied is set): the batch is in the files,
- *      and it is acknowledged only once the log is empty (the commit thread
- *      retries ti_commit_clean_log); a crash before that undoes it.
+ *      returned; if that fails the store is marked broken (TI_COMMIT_BROKEN)
+ *      and the synced log remains for recovery. A failure to empty the log
+ *      after both syncs is not rolled back (TI_COMMIT_APPLIED): the batch
+ *      is in the files, and it is acknowledged only once the log is empty
+ *      (the commit thread retries ti_commit_clean_log); a crash before that
+ *      undoes it.
  *
  * Never: overwrite a bucket before its pre-image is synced; rewrite a
  *   spill record (they are immutable; a split leaves the old chain as waste).
@@ -482,12 +483,12 @@ int ti_commit_clean_log(tide_store *s)
     return rc;
 }
 
-int ti_commit_batch(tide_store *s, ti_pool *batch, int *applied)
+int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
 {
     commit c;
     int rc, locked = 0, logged = 0;
 
-    *applied = 0;
+    *end = TI_COMMIT_UNDONE;
     memset(&c, 0, sizeof c);
     c.s = s;
     c.batch = batch;
@@ -527,10 +528,11 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, int *applied)
     /* The batch is in both files. From here a failure must not roll back:
      * the log's truncation may already be on its way to the disk, and
      * pre-images written under a log that may be gone are not undoable. */
-    *applied = 1;
+    *end = TI_COMMIT_APPLIED;
     logged = 0;
     s->split_credit = (s->split_credit + batch->count * 65536) % s->split_units;
     rc = ti_commit_clean_log(s);
+    if (rc == 0) *end = TI_COMMIT_DONE;
 out:
     if (rc && logged) {
         int rb;
@@ -542,7 +544,7 @@ out:
         __atomic_store_n(&s->dat_size, c.dat0, __ATOMIC_RELEASE);
         rb = rollback(&c);
         if (rb) {
-            __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
+            *end = TI_COMMIT_BROKEN;
             tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "
                      "is closed for writes and recovers from nudb.log at the next open",
                      s->dir, tide_last_error());

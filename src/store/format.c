@@ -56,6 +56,27 @@ static int decode_common(const uint8_t *in, const char type[8], const char *name
     return 0;
 }
 
+/* Salt, pepper and block size: offsets 28, 36 and 44 of the key and log
+ * headers alike. */
+static void encode_salted(uint8_t *out, uint64_t salt, uint64_t pepper, uint16_t block_size)
+{
+    ti_put64(out + 28, salt);
+    ti_put64(out + 36, pepper);
+    ti_put16(out + 44, block_size);
+}
+
+static int decode_salted(const uint8_t *in, const char *name, uint64_t *salt, uint64_t *pepper,
+                         uint16_t *block_size)
+{
+    *salt = ti_get64(in + 28);
+    *pepper = ti_get64(in + 36);
+    *block_size = (uint16_t)ti_get16(in + 44);
+    if (*block_size < TIDE_KEY_HEADER_SIZE)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u is below %d",
+                            name, *block_size, TIDE_KEY_HEADER_SIZE);
+    return 0;
+}
+
 void ti_fmt_encode_dat_header(uint8_t out[TIDE_DAT_HEADER_SIZE], const tide_dat_header *h)
 {
     memset(out, 0, TIDE_DAT_HEADER_SIZE);
@@ -72,9 +93,7 @@ void ti_fmt_encode_key_header(uint8_t out[TIDE_KEY_HEADER_SIZE], const tide_key_
 {
     memset(out, 0, TIDE_KEY_HEADER_SIZE);
     encode_common(out, key_type, h->version, h->uid, h->appnum, h->key_size);
-    ti_put64(out + 28, h->salt);
-    ti_put64(out + 36, h->pepper);
-    ti_put16(out + 44, h->block_size);
+    encode_salted(out, h->salt, h->pepper, h->block_size);
     ti_put16(out + 46, h->load_factor);
 }
 
@@ -83,13 +102,8 @@ int ti_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_he
 {
     int rc = decode_common(in, key_type, name, &h->version, &h->uid, &h->appnum, &h->key_size);
     if (rc) return rc;
-    h->salt = ti_get64(in + 28);
-    h->pepper = ti_get64(in + 36);
-    h->block_size = (uint16_t)ti_get16(in + 44);
     h->load_factor = (uint16_t)ti_get16(in + 46);
-    if (h->block_size < TIDE_KEY_HEADER_SIZE)
-        return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u is below %d",
-                            name, h->block_size, TIDE_KEY_HEADER_SIZE);
+    if ((rc = decode_salted(in, name, &h->salt, &h->pepper, &h->block_size)) != 0) return rc;
     if (h->load_factor == 0)
         return tide_err_set(TIDE_ECORRUPT, "%s: offset 46: load factor 0", name);
     if (h->pepper != ti_fmt_pepper(h->salt))
@@ -100,13 +114,26 @@ int ti_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_he
     return 0;
 }
 
+int ti_fmt_check_key_dat(const tide_key_header *kh, const tide_dat_header *dh,
+                         const char *key_name)
+{
+    if (dh->uid != kh->uid)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 10: uid %016llx differs from nudb.dat's %016llx",
+                            key_name, (unsigned long long)kh->uid, (unsigned long long)dh->uid);
+    if (dh->appnum != kh->appnum)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 18: appnum %llu differs from nudb.dat's %llu",
+                            key_name, (unsigned long long)kh->appnum, (unsigned long long)dh->appnum);
+    if (dh->key_size != kh->key_size)
+        return tide_err_set(TIDE_EMISMATCH, "%s: offset 26: key size %u differs from nudb.dat's %u",
+                            key_name, kh->key_size, dh->key_size);
+    return 0;
+}
+
 void ti_fmt_encode_log_header(uint8_t out[TIDE_LOG_HEADER_SIZE], const tide_log_header *h)
 {
     memset(out, 0, TIDE_LOG_HEADER_SIZE);
     encode_common(out, log_type, h->version, h->uid, h->appnum, h->key_size);
-    ti_put64(out + 28, h->salt);
-    ti_put64(out + 36, h->pepper);
-    ti_put16(out + 44, h->block_size);
+    encode_salted(out, h->salt, h->pepper, h->block_size);
     ti_put64(out + 46, h->key_file_size);
     ti_put64(out + 54, h->dat_file_size);
 }
@@ -116,15 +143,9 @@ int ti_fmt_decode_log_header(const uint8_t in[TIDE_LOG_HEADER_SIZE], tide_log_he
 {
     int rc = decode_common(in, log_type, name, &h->version, &h->uid, &h->appnum, &h->key_size);
     if (rc) return rc;
-    h->salt = ti_get64(in + 28);
-    h->pepper = ti_get64(in + 36);
-    h->block_size = (uint16_t)ti_get16(in + 44);
     h->key_file_size = ti_get64(in + 46);
     h->dat_file_size = ti_get64(in + 54);
-    if (h->block_size < TIDE_KEY_HEADER_SIZE)
-        return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u is below %d",
-                            name, h->block_size, TIDE_KEY_HEADER_SIZE);
-    return 0;
+    return decode_salted(in, name, &h->salt, &h->pepper, &h->block_size);
 }
 
 uint64_t ti_fmt_hash64(const void *key, size_t key_size, uint64_t salt)

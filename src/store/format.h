@@ -84,6 +84,13 @@ int ti_fmt_decode_dat_header(const uint8_t in[TIDE_DAT_HEADER_SIZE], tide_dat_he
 int ti_fmt_decode_key_header(const uint8_t in[TIDE_KEY_HEADER_SIZE], tide_key_header *h, const char *name);
 int ti_fmt_decode_log_header(const uint8_t in[TIDE_LOG_HEADER_SIZE], tide_log_header *h, const char *name);
 
+/* Do a key file's header and its data file's belong to one store (uid,
+ * appnum and key size agree)? 0, or TIDE_EMISMATCH naming `key_name`, the
+ * offset of the first field that differs and both values. Pure but for
+ * the error message. */
+int ti_fmt_check_key_dat(const tide_key_header *kh, const tide_dat_header *dh,
+                         const char *key_name);
+
 /* ---- hashing ---- */
 
 /* XXH64(key, key_size, seed = salt). */

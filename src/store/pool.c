@@ -10,6 +10,8 @@
  *   2. bytes == sum of mapped chunk sizes + table slots * sizeof(pointer);
  *      used == sum of item allocations + the table: used <= bytes.
  *   3. record_bytes == sum over items of 6 + key_size + len.
+ *   4. Every item is found through the table; count <= table slots.
+ * ti_pool_check asserts them.
  *
  * Never: free an item on its own. Items live exactly as long as their pool.
  */
@@ -19,6 +21,7 @@
 
 #include "store/pool.h"
 #include "store/format.h"
+#include "util/assert.h"
 #include "util/bigbuf.h"
 #include "util/err.h"
 
@@ -85,6 +88,12 @@ static int grow_table(ti_pool *p)
     return 0;
 }
 
+/* What an item of `len` value bytes takes of the arena (and of `used`). */
+static size_t item_bytes(const ti_pool *p, uint32_t len)
+{
+    return (sizeof(ti_pool_item) + p->key_size + (size_t)len + 15) & ~(size_t)15;
+}
+
 static void *arena_alloc(ti_pool *p, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
@@ -109,6 +118,7 @@ static void *arena_alloc(ti_pool *p, size_t n)
 
 int ti_pool_add(ti_pool *p, uint64_t hash, const void *key, const void *value, uint32_t len)
 {
+    uint64_t before = p->used;
     ti_pool_item *it;
     int rc;
 
@@ -133,5 +143,29 @@ int ti_pool_add(ti_pool *p, uint64_t hash, const void *key, const void *value, u
     p->table[hash & p->mask] = it;
     p->count++;
     p->record_bytes += TIDE_DAT_RECORD_HEADER + p->key_size + (uint64_t)len;
+    p->used_before_last = before;
     return 0;
+}
+
+void ti_pool_check(const ti_pool *p, size_t burst_bytes)
+{
+    uint64_t n = 0, records = 0, used = 0;
+    const ti_pool_item *last = NULL;
+
+    for (const ti_pool_item *it = p->first; it; it = it->after) {
+        TIDE_ASSERT(it->len >= 1);
+        TIDE_ASSERT(ti_pool_find(p, it->hash, it->data) == it);
+        used += item_bytes(p, it->len);
+        records += TIDE_DAT_RECORD_HEADER + p->key_size + (uint64_t)it->len;
+        last = it;
+        n++;
+    }
+    TIDE_ASSERT(n == p->count && last == p->last);
+    TIDE_ASSERT(records == p->record_bytes);
+    if (p->table) {
+        TIDE_ASSERT(p->count <= p->mask + 1);
+        used += (p->mask + 1) * sizeof *p->table;
+    }
+    TIDE_ASSERT(used == p->used && p->used <= p->bytes);
+    TIDE_ASSERT(p->count == 0 || p->used_before_last < burst_bytes);
 }

@@ -35,6 +35,8 @@ typedef struct ti_pool {
     uint64_t bytes;                 /* memory held: chunks + table */
     uint64_t used;                  /* of which items and table: what the
                                        burst bound counts */
+    uint64_t used_before_last;      /* `used` just before the newest item
+                                       was added (store.c invariant 5) */
     size_t   chunk_size;            /* mapping size, 64 KiB .. 1 MiB */
     ti_pool_item *first, *last;   /* insertion order */
     ti_pool_chunk *chunks;
@@ -57,5 +59,10 @@ ti_pool_item *ti_pool_find(const ti_pool *p, uint64_t hash, const void *key);
  * TIDE_ENOMEM when a chunk or the table cannot grow (the pool is unchanged).
  * Cost: a copy of the value; sometimes a new chunk (mmap) or a doubled table. */
 int ti_pool_add(ti_pool *p, uint64_t hash, const void *key, const void *value, uint32_t len);
+
+/* Assert (TIDE_ASSERT) pool.c's invariants, and that the pool was below
+ * `burst_bytes` before its newest item came in (store.c invariant 5).
+ * Cost: one walk of the items, one table lookup each; no allocation. */
+void ti_pool_check(const ti_pool *p, size_t burst_bytes);
 
 #endif

@@ -8,6 +8,11 @@
  * again after a crash at any point gives the same result: the pre-images
  * and sizes do not change, so recovery is idempotent.
  *
+ * ti_recover_paths reads as its steps: take_lock (unless the caller holds
+ * it), the log opened (none, or one shorter than its header: drop_log and
+ * tidy_without_log), read_log_and_dat, then undo_rebuild (a log with
+ * key_file_size 0) or undo_commit, and drop_log last.
+ *
  * Invariants:
  *   1. The log is deleted only after the key and data files are synced,
  *      and, after an interrupted rebuild, only after the key file's unlink
@@ -133,7 +138,7 @@ static int remove_bucketless_key(tide_io *io, const char *dat_path, const char *
         if (dsize < TIDE_DAT_HEADER_SIZE || io->read_at(dat, dbuf, sizeof dbuf, 0) != 0 ||
             ti_fmt_decode_dat_header(dbuf, &dh, dat_path) != 0)
             goto out;
-        remove = dh.uid == kh.uid && dh.appnum == kh.appnum && dh.key_size == kh.key_size;
+        remove = ti_fmt_check_key_dat(&kh, &dh, key_path) == 0;
     }
     if (!remove) goto out;
     if ((rc = io->unlink(io, key_path)) != 0) goto out;
@@ -147,124 +152,173 @@ out:
     return rc;
 }
 
+/* One recovery's files and what it has learned. */
+typedef struct recovery {
+    tide_io *io;
+    const char *dat_path, *key_path, *log_path, *dir;
+    int caller_holds_lock;
+    tide_recover_report *rep;
+    tide_file *log, *dat, *key;
+    uint64_t log_size;
+    tide_log_header lh;
+    tide_dat_header dh;
+} recovery;
+
+/* With no commit to undo, a caller that does not hold the lock (tide
+ * recover, rekey) is also given the bucketless key file's removal and the
+ * rekey repair; open does both itself. */
+static int tidy_without_log(recovery *r)
+{
+    int rc;
+
+    if (r->caller_holds_lock) return 0;
+    rc = remove_bucketless_key(r->io, r->dat_path, r->key_path, r->dir, r->rep);
+    if (rc == 0) rc = ti_rekey_repair(r->io, r->dir, r->dat_path, &r->rep->rekey_cut_bytes);
+    return rc;
+}
+
+/* The log's header, and nudb.dat's, which must hold the size the log
+ * recorded. */
+static int read_log_and_dat(recovery *r)
+{
+    uint8_t lbuf[TIDE_LOG_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE];
+    tide_io *io = r->io;
+    uint64_t dat_size = 0;
+    int rc;
+
+    if ((rc = io->read_at(r->log, lbuf, sizeof lbuf, 0)) != 0) return rc;
+    if ((rc = ti_fmt_decode_log_header(lbuf, &r->lh, r->log_path)) != 0) return rc;
+    if ((rc = io->open(io, r->dat_path, TIDE_IO_WRITE, &r->dat)) != 0) return rc;
+    if ((rc = io->size(r->dat, &dat_size)) != 0) return rc;
+    if (dat_size < TIDE_DAT_HEADER_SIZE)
+        return tide_err_set(TIDE_ECORRUPT, "%s: %llu bytes is shorter than its header", r->dat_path,
+                            (unsigned long long)dat_size);
+    if ((rc = io->read_at(r->dat, dbuf, sizeof dbuf, 0)) != 0) return rc;
+    if ((rc = ti_fmt_decode_dat_header(dbuf, &r->dh, r->dat_path)) != 0) return rc;
+    if (r->lh.dat_file_size < TIDE_DAT_HEADER_SIZE || r->lh.dat_file_size > dat_size)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset 54: data file size %llu is not within the "
+                            "%llu-byte nudb.dat", r->log_path,
+                            (unsigned long long)r->lh.dat_file_size, (unsigned long long)dat_size);
+    r->rep->dat_truncated_from = dat_size;
+    r->rep->dat_truncated_to = r->lh.dat_file_size;
+    return 0;
+}
+
+/* An interrupted rebuild of the key file (key_file_size 0): the data file
+ * is the truth. nudb.dat is cut back, the partial key file removed. */
+static int undo_rebuild(recovery *r)
+{
+    tide_io *io = r->io;
+    int rc;
+
+    if (r->dh.uid != r->lh.uid)
+        return tide_err_set(TIDE_EMISMATCH, "%s: uid differs from nudb.dat's", r->log_path);
+    r->rep->rebuild_interrupted = 1;
+    if ((rc = io->truncate(r->dat, r->lh.dat_file_size)) != 0) return rc;
+    if ((rc = io->sync(r->dat)) != 0) return rc;
+    rc = io->unlink(io, r->key_path);
+    if (rc && rc != TIDE_ENOENT) return rc;
+    /* The key file's unlink must be durable before the log's: a power
+     * loss may keep a later unlink of a directory and lose an earlier
+     * one, and a partial key file without its log reads as a store. */
+    return io->sync_dir(io, r->dir);
+}
+
+/* An interrupted commit: every pre-image written back, both files cut to
+ * the sizes before it, both synced. */
+static int undo_commit(recovery *r)
+{
+    uint8_t kbuf[TIDE_KEY_HEADER_SIZE];
+    tide_io *io = r->io;
+    tide_key_header kh;
+    uint64_t key_size = 0;
+    int rc;
+
+    if ((rc = io->open(io, r->key_path, TIDE_IO_WRITE, &r->key)) != 0) return rc;
+    if ((rc = io->size(r->key, &key_size)) != 0) return rc;
+    if (key_size < TIDE_KEY_HEADER_SIZE)
+        return tide_err_set(TIDE_ECORRUPT, "%s: shorter than its header", r->key_path);
+    if ((rc = io->read_at(r->key, kbuf, sizeof kbuf, 0)) != 0) return rc;
+    if ((rc = ti_fmt_decode_key_header(kbuf, &kh, r->key_path)) != 0) return rc;
+    if ((rc = check_log_header(&r->lh, &kh, &r->dh, r->log_path)) != 0) return rc;
+    if (r->lh.key_file_size % kh.block_size != 0 ||
+        r->lh.key_file_size < 2 * (uint64_t)kh.block_size || r->lh.key_file_size > key_size)
+        return tide_err_set(TIDE_ECORRUPT, "%s: offset 46: key file size %llu does not fit the "
+                            "%llu-byte nudb.key", r->log_path,
+                            (unsigned long long)r->lh.key_file_size, (unsigned long long)key_size);
+    r->rep->key_truncated_from = key_size;
+    r->rep->key_truncated_to = r->lh.key_file_size;
+    rc = apply_records(io, r->log, r->log_size, r->key, &r->lh, r->log_path,
+                       &r->rep->buckets_restored);
+    if (rc) return rc;
+    if ((rc = io->truncate(r->key, r->lh.key_file_size)) != 0) return rc;
+    if ((rc = io->truncate(r->dat, r->lh.dat_file_size)) != 0) return rc;
+    if ((rc = io->sync(r->key)) != 0) return rc;
+    return io->sync(r->dat);
+}
+
+/* Close and remove the log, durably (the last step: invariant 1). */
+static int drop_log(recovery *r)
+{
+    int rc;
+
+    r->io->close(r->log);
+    r->log = NULL;
+    if ((rc = r->io->unlink(r->io, r->log_path)) != 0) return rc;
+    return r->io->sync_dir(r->io, r->dir);
+}
+
+/* Without the caller's lock: take the writer's lock, and make sure no
+ * other process has the files open (unless `force`). */
+static int take_lock(recovery *r, int force, tide_file **guard)
+{
+    /* The log of a store open elsewhere is a live commit, not a crash:
+     * take the writer's lock before looking at it. (With no nudb.key
+     * there is nothing to lock, and nothing can have the store open.) */
+    int rc = r->io->open(r->io, r->key_path, TIDE_IO_READ, guard);
+    if (rc == 0) rc = r->io->lock(*guard, 1);
+    else if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; }
+    if (rc) return rc;
+    /* NuDB takes no lock: a log is a crash's only if nobody else has
+     * the files open. */
+    if (!force) rc = ti_store_refuse_holders(r->io, r->dir, "a recovery");
+    return rc;
+}
+
 int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        int force, tide_recover_report *rep)
 {
-    tide_file *log = NULL, *dat = NULL, *key = NULL, *guard = NULL;
-    uint8_t lbuf[TIDE_LOG_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
-    tide_log_header lh;
-    tide_dat_header dh;
-    tide_key_header kh;
-    uint64_t log_size = 0, dat_size = 0, key_size = 0;
+    recovery r = { io, dat_path, key_path, log_path, dir, caller_holds_lock, rep,
+                   NULL, NULL, NULL, 0, { 0 }, { 0 } };
+    tide_file *guard = NULL;
     int rc;
 
     memset(rep, 0, sizeof *rep);
-    if (!caller_holds_lock) {
-        /* The log of a store open elsewhere is a live commit, not a crash:
-         * take the writer's lock before looking at it. (With no nudb.key
-         * there is nothing to lock, and nothing can have the store open.) */
-        rc = io->open(io, key_path, TIDE_IO_READ, &guard);
-        if (rc == 0) rc = io->lock(guard, 1);
-        else if (rc == TIDE_ENOENT) { tide_err_clear(); rc = 0; }
-        if (rc) goto out;
-        /* NuDB takes no lock: a log is a crash's only if nobody else has
-         * the files open. */
-        if (!force && (rc = ti_store_refuse_holders(io, dir, "a recovery")) != 0) goto out;
-    }
-    rc = io->open(io, log_path, TIDE_IO_WRITE, &log);
+    if (!caller_holds_lock && (rc = take_lock(&r, force, &guard)) != 0) goto out;
+    rc = io->open(io, log_path, TIDE_IO_WRITE, &r.log);
     if (rc == TIDE_ENOENT) {
         tide_err_clear();
-        rc = caller_holds_lock ? 0 : remove_bucketless_key(io, dat_path, key_path, dir, rep);
-        if (rc == 0 && !caller_holds_lock)
-            rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
+        rc = tidy_without_log(&r);
         goto out;
     }
     if (rc) goto out;
     rep->had_log = 1;
-    if ((rc = io->size(log, &log_size)) != 0) goto out;
-    if (log_size < TIDE_LOG_HEADER_SIZE) {
-        rep->log_was_partial = log_size > 0;
-        io->close(log);
-        log = NULL;
-        if ((rc = io->unlink(io, log_path)) != 0) goto out;
-        if ((rc = io->sync_dir(io, dir)) != 0) goto out;
-        if (!caller_holds_lock) rc = remove_bucketless_key(io, dat_path, key_path, dir, rep);
-        if (rc == 0 && !caller_holds_lock)
-            rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
+    if ((rc = io->size(r.log, &r.log_size)) != 0) goto out;
+    if (r.log_size < TIDE_LOG_HEADER_SIZE) {
+        rep->log_was_partial = r.log_size > 0;
+        if ((rc = drop_log(&r)) == 0) rc = tidy_without_log(&r);
         goto out;
     }
-    if ((rc = io->read_at(log, lbuf, sizeof lbuf, 0)) != 0) goto out;
-    if ((rc = ti_fmt_decode_log_header(lbuf, &lh, log_path)) != 0) goto out;
-    if ((rc = io->open(io, dat_path, TIDE_IO_WRITE, &dat)) != 0) goto out;
-    if ((rc = io->size(dat, &dat_size)) != 0) goto out;
-    if (dat_size < TIDE_DAT_HEADER_SIZE) {
-        rc = tide_err_set(TIDE_ECORRUPT, "%s: %llu bytes is shorter than its header", dat_path,
-                          (unsigned long long)dat_size);
-        goto out;
-    }
-    if ((rc = io->read_at(dat, dbuf, sizeof dbuf, 0)) != 0) goto out;
-    if ((rc = ti_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) goto out;
-    if (lh.dat_file_size < TIDE_DAT_HEADER_SIZE || lh.dat_file_size > dat_size) {
-        rc = tide_err_set(TIDE_ECORRUPT, "%s: offset 54: data file size %llu is not within the "
-                          "%llu-byte nudb.dat", log_path, (unsigned long long)lh.dat_file_size,
-                          (unsigned long long)dat_size);
-        goto out;
-    }
-    rep->dat_truncated_from = dat_size;
-    rep->dat_truncated_to = lh.dat_file_size;
-
-    if (lh.key_file_size == 0) {
-        /* An interrupted rebuild of the key file: the data file is the truth. */
-        if (dh.uid != lh.uid) {
-            rc = tide_err_set(TIDE_EMISMATCH, "%s: uid differs from nudb.dat's", log_path);
-            goto out;
-        }
-        rep->rebuild_interrupted = 1;
-        if ((rc = io->truncate(dat, lh.dat_file_size)) != 0) goto out;
-        if ((rc = io->sync(dat)) != 0) goto out;
-        rc = io->unlink(io, key_path);
-        if (rc && rc != TIDE_ENOENT) goto out;
-        /* The key file's unlink must be durable before the log's: a power
-         * loss may keep a later unlink of a directory and lose an earlier
-         * one, and a partial key file without its log reads as a store. */
-        if ((rc = io->sync_dir(io, dir)) != 0) goto out;
-    } else {
-        if ((rc = io->open(io, key_path, TIDE_IO_WRITE, &key)) != 0) goto out;
-        if ((rc = io->size(key, &key_size)) != 0) goto out;
-        if (key_size < TIDE_KEY_HEADER_SIZE) {
-            rc = tide_err_set(TIDE_ECORRUPT, "%s: shorter than its header", key_path);
-            goto out;
-        }
-        if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) goto out;
-        if ((rc = ti_fmt_decode_key_header(kbuf, &kh, key_path)) != 0) goto out;
-        if ((rc = check_log_header(&lh, &kh, &dh, log_path)) != 0) goto out;
-        if (lh.key_file_size % kh.block_size != 0 || lh.key_file_size < 2 * (uint64_t)kh.block_size ||
-            lh.key_file_size > key_size) {
-            rc = tide_err_set(TIDE_ECORRUPT, "%s: offset 46: key file size %llu does not fit the "
-                              "%llu-byte nudb.key", log_path, (unsigned long long)lh.key_file_size,
-                              (unsigned long long)key_size);
-            goto out;
-        }
-        rep->key_truncated_from = key_size;
-        rep->key_truncated_to = lh.key_file_size;
-        rc = apply_records(io, log, log_size, key, &lh, log_path, &rep->buckets_restored);
-        if (rc) goto out;
-        if ((rc = io->truncate(key, lh.key_file_size)) != 0) goto out;
-        if ((rc = io->truncate(dat, lh.dat_file_size)) != 0) goto out;
-        if ((rc = io->sync(key)) != 0) goto out;
-        if ((rc = io->sync(dat)) != 0) goto out;
-    }
-    io->close(log);
-    log = NULL;
-    if ((rc = io->unlink(io, log_path)) != 0) goto out;
-    rc = io->sync_dir(io, dir);
+    if ((rc = read_log_and_dat(&r)) != 0) goto out;
+    rc = r.lh.key_file_size == 0 ? undo_rebuild(&r) : undo_commit(&r);
+    if (rc == 0) rc = drop_log(&r);
     if (rc == 0 && !caller_holds_lock)
         rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
 out:
-    if (log) io->close(log);
-    if (dat) io->close(dat);
-    if (key) io->close(key);
+    if (r.log) io->close(r.log);
+    if (r.dat) io->close(r.dat);
+    if (r.key) io->close(r.key);
     if (guard) io->close(guard);
     return rc;
 }

@@ -32,6 +32,12 @@
  *      switch to the new store is that one atomic rename. Then remove
  *      nudb.rekey and sync the directory.
  *
+ * tide_store_rekey reads as these steps: prepare (check_opts; open_store
+ * and plan_table, step 1), build (arm_log, step 2; build_key_file, step 3)
+ * and switch (switch_key_file, steps 4 and 5); undo after a failure. The
+ * holders of the files (holders.c) are looked for once: by the open, or,
+ * when it stopped before its lock, by the rebuild's recovery.
+ *
  * Invariants:
  *   1. At every instant the durable files are the old store (steps 1-4;
  *      in step 4 with the appended spill records and nudb.rekey, which the
@@ -327,16 +333,17 @@ static int rebuildable(int rc)
 /*
  * The key file is missing or cannot be this store's: make a handle from
  * nudb.dat alone. First the recovery a read-write open would run (it undoes
- * a pending commit, takes the lock and checks for other processes, and
- * removes a key file with no complete bucket). Then nudb.dat's header must
+ * a pending commit, takes the lock and checks for other processes unless
+ * so->ignore_holders (set when the failed open has checked them already),
+ * and removes a key file with no complete bucket). Then nudb.dat's header must
  * be sound: it gives uid, appnum and key size. The old key file, when there
  * is one, is locked (a Tide handle on it excludes us) and, when its header
  * is this store's, gives the salt, block size and load factor; otherwise a
  * new salt is drawn and the load factor is 0.5. nudb.dat is locked too, so
  * two rebuilds of one store exclude each other.
  */
-static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tide_store_opts *so,
-                            tide_store **out, tide_rekey_report *report)
+static int open_for_rebuild(const char *dir, const tide_store_opts *so, tide_store **out,
+                            tide_rekey_report *report)
 {
     uint8_t dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
     tide_recover_report rr;
@@ -347,7 +354,7 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
     int rc, have_kh = 0;
 
     *out = NULL;
-    rc = tide_store_recover_ex(dir, so->io, o->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
+    rc = tide_store_recover_ex(dir, so->io, so->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
     if (rc) return rc;
     if ((rc = ti_store_alloc(&s, dir, so)) != 0) return rc;
     rc = s->io->open(s->io, s->dat_path, TIDE_IO_WRITE, &s->dat);
@@ -375,13 +382,12 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
             (rc = s->io->read_at(s->key, kbuf, sizeof kbuf, 0)) != 0) goto out;
         have_kh = key_size >= TIDE_KEY_HEADER_SIZE &&
                   ti_fmt_decode_key_header(kbuf, &kh, s->key_path) == 0 &&
-                  kh.uid == dh.uid && kh.appnum == dh.appnum && kh.key_size == dh.key_size &&
+                  ti_fmt_check_key_dat(&kh, &dh, s->key_path) == 0 &&
                   kh.pepper == ti_fmt_pepper(kh.salt) && kh.load_factor > 0;
         tide_err_clear();
     } else {
         goto out;                       /* a FIFO there, say: not ours to replace */
     }
-    if (!o->ignore_holders && (rc = ti_store_refuse_holders(s->io, dir, "a rekey")) != 0) goto out;
 
     if (!have_kh) {
         memset(&kh, 0, sizeof kh);
@@ -404,6 +410,7 @@ static int open_for_rebuild(const char *dir, const tide_rekey_opts *o, const tid
     if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
     if ((rc = s->io->sync(s->log)) != 0) goto out;
     if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
+    s->state = TI_STORE_REBUILDING;
     *out = s;
     s = NULL;
 out:
@@ -411,223 +418,270 @@ out:
     return rc;
 }
 
-/* The end of a rebuild's handle: an empty log is removed (as close does);
- * an armed one (a failure that could not be undone) is kept for the next
- * recovery. */
-static int rebuild_close(tide_store *s)
+/* ---- the steps of tide_store_rekey ---- */
+
+/* One rekey's handle, progress and undo facts, beside the build's `k`. */
+typedef struct rekey_run {
+    const char *dir;
+    tide_rekey_opts o;
+    tide_rekey_report *report;
+    tide_store *s;
+    rekey k;
+    char *new_path;
+    uint64_t n, dat0, per_pass;
+    int armed, marked, switched;
+} rekey_run;
+
+/* The options, checked. Unlike create (and the node's nudb_block_size),
+ * no fall-back: a typo here would rewrite a whole key file at a size
+ * nobody asked for. */
+static int check_opts(tide_rekey_opts *o)
 {
-    int rc = 0;
-    if (s->log && !__atomic_load_n(&s->broken, __ATOMIC_ACQUIRE)) {
-        s->io->close(s->log);
-        s->log = NULL;
-        rc = s->io->unlink(s->io, s->log_path);
-        if (rc == 0) rc = s->io->sync_dir(s->io, s->dir);
-    }
-    ti_store_free(s);
-    return rc;
+    if (!tide_block_size_valid(o->block_size))
+        return tide_err_set(TIDE_EINVAL, "rekey: block size %u is not a power of two from 4096 "
+                            "to 32768 (4096, 8192, 16384 or 32768); nothing was changed",
+                            o->block_size);
+    if (!(o->load_factor == 0 || (o->load_factor > 0 && o->load_factor <= 1)))   /* NaN too */
+        return tide_err_set(TIDE_EINVAL, "rekey: load factor %g is not in (0, 1]", o->load_factor);
+    if (o->buffer_bytes == 0) o->buffer_bytes = REKEY_BUFFER_DEFAULT;
+    return 0;
 }
 
-int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_report *report)
+/* Step 1a: the store open read-write, or a handle made from nudb.dat. The
+ * holders of the files are looked for once: by the open, after its lock;
+ * by the rebuild's recovery when the open stopped before that. */
+static int open_store(rekey_run *r)
 {
-    tide_rekey_opts o;
-    tide_rekey_report local;
     tide_store_opts so;
-    tide_store *s = NULL;
-    rekey k;
-    char *new_path = NULL;
-    uint64_t n = 0, dat0 = 0, per_pass;
-    int rc, armed = 0, marked = 0, switched = 0;
-
-    tide_err_clear();
-    memset(&k, 0, sizeof k);
-    if (opts) o = *opts;
-    else tide_rekey_opts_init(&o);
-    if (report == NULL) report = &local;
-    memset(report, 0, sizeof *report);
-    /* Unlike create (and the node's nudb_block_size), no fall-back: a typo
-     * here would rewrite a whole key file at a size nobody asked for. */
-    if (!tide_block_size_valid(o.block_size)) {
-        rc = tide_err_set(TIDE_EINVAL, "rekey: block size %u is not a power of two from 4096 to "
-                          "32768 (4096, 8192, 16384 or 32768); nothing was changed", o.block_size);
-        goto out;
-    }
-    if (!(o.load_factor == 0 || (o.load_factor > 0 && o.load_factor <= 1))) {   /* NaN too */
-        rc = tide_err_set(TIDE_EINVAL, "rekey: load factor %g is not in (0, 1]", o.load_factor);
-        goto out;
-    }
-    if (o.buffer_bytes == 0) o.buffer_bytes = REKEY_BUFFER_DEFAULT;
+    int rc, scanned = 0;
 
     tide_store_opts_init(&so);
-    so.io = o.io;
-    so.ignore_holders = o.ignore_holders;
-    rc = tide_store_open(&s, dir, &so);
+    so.io = r->o.io;
+    so.ignore_holders = r->o.ignore_holders;
+    rc = ti_store_open_checked(&r->s, r->dir, &so, 1, &scanned);
     if (rc != 0 && rebuildable(rc)) {
         /* The data file is the truth: a key file that is missing, or that
          * open will not take (grown, cut, no bucket, another store's), is
          * built again from it, which is what rekey does anyway. */
-        snprintf(report->key_problem, sizeof report->key_problem, "%s", tide_last_error());
+        snprintf(r->report->key_problem, sizeof r->report->key_problem, "%s", tide_last_error());
         tide_log(TIDE_LOG_INFO, "%s: nudb.key cannot be opened (%s); rebuilding it from nudb.dat",
-                 dir, report->key_problem);
-        rc = open_for_rebuild(dir, &o, &so, &s, report);
-        if (rc == 0) report->key_rebuilt = 1;
+                 r->dir, r->report->key_problem);
+        so.ignore_holders = r->o.ignore_holders || scanned;
+        rc = open_for_rebuild(r->dir, &so, &r->s, r->report);
+        if (rc == 0) r->report->key_rebuilt = 1;
     }
-    if (rc) goto out;
-    k.s = s;
-    k.o = &o;
-    k.bs = o.block_size;
-    k.cap = ti_fmt_capacity(k.bs);
-    k.lf_raw = o.load_factor > 0 ? ti_fmt_load_factor_raw(o.load_factor) : s->kh.load_factor;
-    if (k.lf_raw == 0) k.lf_raw = 1;
-    dat0 = s->dat_size;
-    report->old_block_size = s->block_size;
-    report->new_block_size = k.bs;
-    report->old_buckets = s->buckets;
-    if (!report->key_rebuilt) report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
-    report->dat_file_bytes_before = dat0;
+    return rc;
+}
 
-    /* 1. Count, and size the table as a rebuild does. Spill records of
-     * another size than the new table's stay in nudb.dat as waste that
-     * NuDB's verify rejects; the format has no way to drop them short of
-     * rewriting nudb.dat, so the operator is told before anything is
-     * written. */
-    {
-        counts c = { 0, 0, ti_fmt_bucket_bytes(k.cap) };
-        if ((rc = ti_store_walk(dir, s->io, count_record, count_spill, &c, NULL)) != 0) goto out;
-        n = c.records;
-        report->foreign_spill_records = c.foreign;
-        if (c.foreign)
-            tide_log(TIDE_LOG_WARN, "%s: nudb.dat holds %llu spill records of another block size "
-                     "than %u; they stay, unreachable, and NuDB's verify (and tide verify) will "
-                     "reject the store for them ('invalid size in spill'), though Tide and NuDB "
-                     "read and write it as before", dir, (unsigned long long)c.foreign, k.bs);
-    }
-    {
-        uint64_t units = (uint64_t)k.lf_raw * k.cap;   /* per bucket, in 1/65536 */
-        k.buckets = (n * 65536 + units - 1) / units;
-        if (k.buckets == 0) k.buckets = 1;
-    }
-    k.slot_bytes = (sizeof(slot) + (size_t)k.cap * sizeof(tide_entry) + 15) & ~(size_t)15;
-    per_pass = o.buffer_bytes / k.slot_bytes;
-    if (per_pass == 0) per_pass = 1;
-    if (per_pass > k.buckets) per_pass = k.buckets;
-    k.progress_total = dat0 * ((k.buckets + per_pass - 1) / per_pass);
+/* Step 1b: count, and size the table as a rebuild does. Spill records of
+ * another size than the new table's stay in nudb.dat as waste that NuDB's
+ * verify rejects; the format has no way to drop them short of rewriting
+ * nudb.dat, so the operator is told before anything is written. */
+static int plan_table(rekey_run *r)
+{
+    tide_store *s = r->s;
+    rekey *k = &r->k;
+    counts c = { 0, 0, 0 };
+    uint64_t units;
+    int rc;
 
-    /* 2. Arm the log. */
-    {
-        uint8_t hdr[TIDE_LOG_HEADER_SIZE];
-        tide_log_header lh = {
-            .version = TIDE_FMT_VERSION, .uid = s->kh.uid, .appnum = s->kh.appnum,
-            .key_size = s->kh.key_size, .salt = s->kh.salt, .pepper = s->kh.pepper,
-            .block_size = report->key_rebuilt ? (uint16_t)k.bs : s->kh.block_size,
-            /* A rebuild's log says key_file_size 0 (NuDB's mark of an
-             * interrupted rebuild): a crash then cuts nudb.dat back and
-             * removes the unusable key file, and a rekey starts again. */
-            .key_file_size = report->key_rebuilt ? 0 : report->old_key_file_bytes, .dat_file_size = dat0,
-        };
-        ti_fmt_encode_log_header(hdr, &lh);
-        if ((rc = s->io->write_at(s->log, hdr, sizeof hdr, 0)) != 0) goto out;
-        if ((rc = s->io->sync(s->log)) != 0) goto out;
-        armed = 1;
-    }
+    k->s = s;
+    k->o = &r->o;
+    k->bs = r->o.block_size;
+    k->cap = ti_fmt_capacity(k->bs);
+    k->lf_raw = r->o.load_factor > 0 ? ti_fmt_load_factor_raw(r->o.load_factor) : s->kh.load_factor;
+    if (k->lf_raw == 0) k->lf_raw = 1;
+    r->dat0 = s->dat_size;
+    r->report->old_block_size = s->block_size;
+    r->report->new_block_size = k->bs;
+    r->report->old_buckets = s->buckets;
+    if (!r->report->key_rebuilt)
+        r->report->old_key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
+    r->report->dat_file_bytes_before = r->dat0;
 
-    /* 3. The new key file. */
-    new_path = ti_path_join(dir, "nudb.key.new");
-    k.dat_buf = tide_big_alloc(REKEY_WBUF);
-    k.block = malloc(k.bs);
-    k.slots_len = per_pass * k.slot_bytes;
-    k.slots = tide_big_alloc(k.slots_len);
-    if (!new_path || !k.dat_buf || !k.block || !k.slots) {
-        rc = tide_err_set(TIDE_ENOMEM, "rekey: out of memory for %llu buckets a pass",
-                          (unsigned long long)per_pass);
-        goto out;
-    }
-    if (s->io->stat(s->io, new_path, NULL) == 0 && (rc = s->io->unlink(s->io, new_path)) != 0) goto out;
-    if ((rc = s->io->open(s->io, new_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &k.knew)) != 0) goto out;
+    c.full = ti_fmt_bucket_bytes(k->cap);
+    if ((rc = ti_store_walk(r->dir, s->io, count_record, count_spill, &c, NULL)) != 0) return rc;
+    r->n = c.records;
+    r->report->foreign_spill_records = c.foreign;
+    if (c.foreign)
+        tide_log(TIDE_LOG_WARN, "%s: nudb.dat holds %llu spill records of another block size "
+                 "than %u; they stay, unreachable, and NuDB's verify (and tide verify) will "
+                 "reject the store for them ('invalid size in spill'), though Tide and NuDB "
+                 "read and write it as before", r->dir, (unsigned long long)c.foreign, k->bs);
+    units = (uint64_t)k->lf_raw * k->cap;             /* per bucket, in 1/65536 */
+    k->buckets = (r->n * 65536 + units - 1) / units;
+    if (k->buckets == 0) k->buckets = 1;
+    k->slot_bytes = (sizeof(slot) + (size_t)k->cap * sizeof(tide_entry) + 15) & ~(size_t)15;
+    r->per_pass = r->o.buffer_bytes / k->slot_bytes;
+    if (r->per_pass == 0) r->per_pass = 1;
+    if (r->per_pass > k->buckets) r->per_pass = k->buckets;
+    k->progress_total = r->dat0 * ((k->buckets + r->per_pass - 1) / r->per_pass);
+    return 0;
+}
+
+/* Step 2: arm the log. A rebuild's says key_file_size 0 (NuDB's mark of
+ * an interrupted rebuild): a crash then cuts nudb.dat back and removes the
+ * unusable key file, and a rekey starts again. */
+static int arm_log(rekey_run *r)
+{
+    tide_store *s = r->s;
+    uint8_t hdr[TIDE_LOG_HEADER_SIZE];
+    tide_log_header lh = {
+        .version = TIDE_FMT_VERSION, .uid = s->kh.uid, .appnum = s->kh.appnum,
+        .key_size = s->kh.key_size, .salt = s->kh.salt, .pepper = s->kh.pepper,
+        .block_size = r->report->key_rebuilt ? (uint16_t)r->k.bs : s->kh.block_size,
+        .key_file_size = r->report->key_rebuilt ? 0 : r->report->old_key_file_bytes,
+        .dat_file_size = r->dat0,
+    };
+    int rc;
+
+    ti_fmt_encode_log_header(hdr, &lh);
+    if ((rc = s->io->write_at(s->log, hdr, sizeof hdr, 0)) != 0) return rc;
+    if ((rc = s->io->sync(s->log)) != 0) return rc;
+    r->armed = 1;
+    return 0;
+}
+
+/* Step 3: nudb.key.new, its header and then its buckets, one walk of
+ * nudb.dat per pass of per_pass buckets. */
+static int build_key_file(rekey_run *r)
+{
+    tide_store *s = r->s;
+    rekey *k = &r->k;
+    tide_key_header kh = s->kh;
+    int rc;
+
+    r->new_path = ti_path_join(r->dir, "nudb.key.new");
+    k->dat_buf = tide_big_alloc(REKEY_WBUF);
+    k->block = malloc(k->bs);
+    k->slots_len = r->per_pass * k->slot_bytes;
+    k->slots = tide_big_alloc(k->slots_len);
+    if (!r->new_path || !k->dat_buf || !k->block || !k->slots)
+        return tide_err_set(TIDE_ENOMEM, "rekey: out of memory for %llu buckets a pass",
+                            (unsigned long long)r->per_pass);
+    if (s->io->stat(s->io, r->new_path, NULL) == 0 &&
+        (rc = s->io->unlink(s->io, r->new_path)) != 0) return rc;
+    if ((rc = s->io->open(s->io, r->new_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &k->knew)) != 0) return rc;
     /* Locked before the rename, so the store is never unlocked under its
      * new key file between the switch and the close. */
-    if ((rc = s->io->lock(k.knew, 1)) != 0) goto out;
-    {
-        tide_key_header kh = s->kh;
-        kh.block_size = (uint16_t)k.bs;
-        kh.load_factor = k.lf_raw;
-        memset(k.block, 0, k.bs);
-        ti_fmt_encode_key_header(k.block, &kh);
-        if ((rc = s->io->write_at(k.knew, k.block, k.bs, 0)) != 0) goto out;
+    if ((rc = s->io->lock(k->knew, 1)) != 0) return rc;
+    kh.block_size = (uint16_t)k->bs;
+    kh.load_factor = k->lf_raw;
+    memset(k->block, 0, k->bs);
+    ti_fmt_encode_key_header(k->block, &kh);
+    if ((rc = s->io->write_at(k->knew, k->block, k->bs, 0)) != 0) return rc;
+    k->dat_base = r->dat0;
+    for (k->lo = 0; k->lo < k->buckets; k->lo = k->hi) {
+        k->hi = k->lo + r->per_pass < k->buckets ? k->lo + r->per_pass : k->buckets;
+        memset(k->slots, 0, (k->hi - k->lo) * k->slot_bytes);
+        k->records = 0;
+        k->next_progress = 0;
+        if ((rc = tide_store_visit(r->dir, s->io, index_record, k, NULL)) != 0) return rc;
+        if ((rc = write_range(k)) != 0) return rc;
+        k->progress_base += r->dat0;
+        r->report->passes++;
+        r->report->records += k->records;
     }
-    k.dat_base = dat0;
-    for (k.lo = 0; k.lo < k.buckets; k.lo = k.hi) {
-        k.hi = k.lo + per_pass < k.buckets ? k.lo + per_pass : k.buckets;
-        memset(k.slots, 0, (k.hi - k.lo) * k.slot_bytes);
-        k.records = 0;
-        k.next_progress = 0;
-        if ((rc = tide_store_visit(dir, s->io, index_record, &k, NULL)) != 0) goto out;
-        if ((rc = write_range(&k)) != 0) goto out;
-        k.progress_base += dat0;
-        report->passes++;
-        report->records += k.records;
-    }
-    if ((rc = dat_flush(&k)) != 0) goto out;
-    if (o.progress) o.progress(o.progress_arg, k.progress_total, k.progress_total);
+    if ((rc = dat_flush(k)) != 0) return rc;
+    if (r->o.progress) r->o.progress(r->o.progress_arg, k->progress_total, k->progress_total);
+    return 0;
+}
 
-    /* 4. Durable, marked when spills were appended, then disarmed. */
-    if ((rc = s->io->sync(s->dat)) != 0) goto out;
-    if ((rc = s->io->sync(k.knew)) != 0) goto out;
-    if (k.dat_base > dat0) {
-        if ((rc = write_mark(s->io, dir, dat0, k.dat_base, k.bs)) != 0) goto out;
-        marked = 1;
-    }
-    if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
-    if ((rc = s->io->sync(s->log)) != 0) goto out;
-    armed = 0;
+/* Steps 4 and 5: durable, marked when spills were appended, disarmed;
+ * then the switch (the rename), and the mark removed. */
+static int switch_key_file(rekey_run *r)
+{
+    tide_store *s = r->s;
+    rekey *k = &r->k;
+    int rc;
 
-    /* 5. The switch. */
-    if ((rc = s->io->rename(s->io, new_path, s->key_path)) != 0) goto out;
-    if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
-    switched = 1;
-    if (marked) {
-        char *mark = ti_path_join(dir, MARK_NAME);
+    if ((rc = s->io->sync(s->dat)) != 0) return rc;
+    if ((rc = s->io->sync(k->knew)) != 0) return rc;
+    if (k->dat_base > r->dat0) {
+        if ((rc = write_mark(s->io, r->dir, r->dat0, k->dat_base, k->bs)) != 0) return rc;
+        r->marked = 1;
+    }
+    if ((rc = s->io->truncate(s->log, 0)) != 0) return rc;
+    if ((rc = s->io->sync(s->log)) != 0) return rc;
+    r->armed = 0;
+
+    if ((rc = s->io->rename(s->io, r->new_path, s->key_path)) != 0) return rc;
+    if ((rc = s->io->sync_dir(s->io, r->dir)) != 0) return rc;
+    r->switched = 1;
+    if (r->marked) {
+        char *mark = ti_path_join(r->dir, MARK_NAME);
         rc = mark ? s->io->unlink(s->io, mark) : tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
         free(mark);
-        if (rc == 0) rc = s->io->sync_dir(s->io, dir);
-        if (rc) goto out;
+        if (rc == 0) rc = s->io->sync_dir(s->io, r->dir);
+        if (rc) return rc;
     }
-    report->new_buckets = k.buckets;
-    report->new_key_file_bytes = (k.buckets + 1) * (uint64_t)k.bs;
-    report->dat_file_bytes_after = k.dat_base;
-    report->spill_records = k.spills;
-    TIDE_ASSERT(report->records == n);
-out:
-    if (rc && armed) {
+    r->report->new_buckets = k->buckets;
+    r->report->new_key_file_bytes = (k->buckets + 1) * (uint64_t)k->bs;
+    r->report->dat_file_bytes_after = k->dat_base;
+    r->report->spill_records = k->spills;
+    TIDE_ASSERT(r->report->records == r->n);
+    return 0;
+}
+
+/* After a failure: put the old store back, keeping the first message. */
+static void undo(rekey_run *r, int rc)
+{
+    tide_store *s = r->s;
+    char msg[512];
+
+    snprintf(msg, sizeof msg, "%s", tide_last_error());
+    if (r->armed) {
         /* Undo the appended spills now; if that fails, keep the armed log
          * for the next open's recovery. */
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tide_last_error());
-        if (s->io->truncate(s->dat, dat0) == 0 && s->io->sync(s->dat) == 0 &&
+        if (s->io->truncate(s->dat, r->dat0) == 0 && s->io->sync(s->dat) == 0 &&
             s->io->truncate(s->log, 0) == 0 && s->io->sync(s->log) == 0) {
-            if (new_path) s->io->unlink(s->io, new_path);
+            if (r->new_path) s->io->unlink(s->io, r->new_path);
         } else {
-            __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
+            ti_store_break(s);
         }
-        tide_err_set(rc, "%s", msg);
-    } else if (rc && marked && !switched) {
+    } else if (r->marked && !r->switched) {
         /* Disarmed, not switched: put the old store back now (the mark
          * lets the next open do it if this fails too). */
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tide_last_error());
-        ti_rekey_repair(s->io, dir, s->dat_path, NULL);
-        tide_err_set(rc, "%s", msg);
+        ti_rekey_repair(s->io, r->dir, s->dat_path, NULL);
     }
-    if (s) {
+    tide_err_set(rc, "%s", msg);
+}
+
+int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_report *report)
+{
+    tide_rekey_report local;
+    rekey_run r;
+    int rc;
+
+    tide_err_clear();
+    memset(&r, 0, sizeof r);
+    r.dir = dir;
+    if (opts) r.o = *opts;
+    else tide_rekey_opts_init(&r.o);
+    r.report = report ? report : &local;
+    memset(r.report, 0, sizeof *r.report);
+
+    if ((rc = check_opts(&r.o)) != 0) goto out;
+    if ((rc = open_store(&r)) != 0) goto out;
+    if ((rc = plan_table(&r)) != 0) goto out;
+    if ((rc = arm_log(&r)) != 0) goto out;
+    if ((rc = build_key_file(&r)) != 0) goto out;
+    rc = switch_key_file(&r);
+out:
+    if (rc && r.s && (r.armed || (r.marked && !r.switched))) undo(&r, rc);
+    if (r.s) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tide_last_error());
-        int crc = report->key_rebuilt ? rebuild_close(s) : tide_store_close(s);
+        /* A rebuild's handle has no thread: close only removes its empty
+         * log (an armed one, BROKEN, is kept for the next recovery). */
+        int crc = tide_store_close(r.s);
         if (rc == 0) rc = crc;
         else tide_err_set(rc, "%s", msg);
     }
-    if (k.knew) (o.io ? o.io : tide_io_posix())->close(k.knew);
-    tide_big_free(k.dat_buf, REKEY_WBUF);
-    tide_big_free(k.slots, k.slots_len);
-    free(k.block);
-    free(new_path);
+    if (r.k.knew) (r.o.io ? r.o.io : tide_io_posix())->close(r.k.knew);
+    tide_big_free(r.k.dat_buf, REKEY_WBUF);
+    tide_big_free(r.k.slots, r.k.slots_len);
+    free(r.k.block);
+    free(r.new_path);
     return rc;
 }

@@ -8,17 +8,88 @@
  * commits it (commit.c). Items stay visible in `committing` until their
  * buckets are in the key file; then the pool is reset.
  *
+ * Open is three steps: the files (lock_files: the lock, then the holders
+ * check), recovery (recover_if_needed: an interrupted commit's log, an
+ * interrupted rekey's leftovers), and the start (load_files reads the
+ * headers and checks the index; start_commits empties the log and starts
+ * the thread).
+ *
+ * States (s->state, read and changed under pool_mu), drawn as SQLite's
+ * pager.c draws its own; each arrow names the function that makes it:
+ *
+ *   (calloc) QUIET --ti_store_open_checked, read-only: stays QUIET
+ *              |   --rekey.c open_for_rebuild--> REBUILDING (no thread;
+ *              |                                 tide_store_close ends it)
+ *              | start_commits (a read-write open)
+ *              v
+ *      +-------> IDLE ----------take_batch-----------> COMMITTING
+ *      |          ^ ^                                    |  |  |
+ *      |          | +------- end_attempt: DONE ----------+  |  |
+ *      |          |                                         |  |
+ *      |          +- end_clean: ok -- LOG_DIRTY <- APPLIED -+  |
+ *      |                              (end_clean: fails, stays)|
+ *      +---- end_attempt: DONE ---- RETRYING <---- UNDONE -----+
+ *                                   (end_attempt: UNDONE, stays; APPLIED
+ *                                    goes to LOG_DIRTY)
+ *
+ * DONE, UNDONE, APPLIED and BROKEN on the arrows are ti_commit_batch's
+ * ends (store_impl.h: ti_commit_end); end_attempt makes the move they name.
+ *
+ *   COMMITTING, RETRYING --end_attempt: BROKEN (the rollback failed)--> BROKEN
+ *   COMMITTING, RETRYING, LOG_DIRTY --end_attempt/end_clean: any failure
+ *                                     while close is asked--> BROKEN
+ *   any state but CLOSED --ti_store_break (rekey.c)--> BROKEN
+ *   IDLE --commit_thread: close asked, nothing pending--> CLOSED
+ *
+ * What holds in each state (tide_store_check asserts it):
+ *   QUIET       no thread; nothing inserted (insert_seq 0), pools empty.
+ *   REBUILDING  no thread, no pools; the key file is not the store's yet.
+ *   IDLE        committing == NULL; commit_err == 0; durable_seq ==
+ *               committing_seq; the thread waits for work.
+ *   COMMITTING  committing != NULL (the batch taken at committing_seq),
+ *               commit_err == 0; the thread writes it without pool_mu;
+ *               inserts go on into pending.
+ *   RETRYING    committing != NULL; commit_err != 0 is what inserts and
+ *               syncs get; the files are as before the batch; the thread
+ *               retries it every second (at once when close is asked),
+ *               in this state.
+ *   LOG_DIRTY   committing == NULL; commit_err != 0; the batch (up to
+ *               applied_seq == committing_seq) is in both files but not
+ *               durable: its log could not be emptied; retried every second.
+ *   BROKEN      a failure could not be undone, or the final try of a close
+ *               failed; nothing commits again; inserts get TIDE_ECLOSED,
+ *               close the commit's error (TIDE_EIO when none), and nudb.log
+ *               stays for the next open's recovery.
+ *   CLOSED      the thread has ended with everything committed: pending
+ *               empty, durable_seq == insert_seq.
+ * `closing` is not a state but close's request, honoured in every state:
+ * the thread stops waiting, and a failure from then on is final (BROKEN).
+ *
  * Invariants:
  *   1. A key is in at most one of: pending, committing, the files.
  *   2. Every bucket visible to a reader under key_lock is a complete bucket
  *      of the current `buckets` count: readers never see a half-written
- *      commit, because the whole key-file write phase holds key_lock.
+ *      commit, because the whole key-file write phase holds key_lock. So
+ *      under key_lock the key file is (buckets + 1) * block_size bytes
+ *      (but in BROKEN, when a rollback failed half way).
  *   3. Lookups check the pools before the files. Together with (2) and the
  *      commit clearing `committing` only after its buckets are written, a
  *      key that was inserted is always found.
- *   4. durable_seq <= committing_seq <= insert_seq.
- *   5. At most 2 * burst_bytes of values (plus their records' overhead)
- *      wait in the pools: inserts wait while pending holds burst_bytes.
+ *   4. durable_seq <= committing_seq <= insert_seq; pending holds the
+ *      inserts after committing_seq (insert_seq - committing_seq items),
+ *      committing those after durable_seq; pending and committing are the
+ *      two pools[], never the same one; sync_seq <= insert_seq; every
+ *      commit counted was an attempt (commits <= attempts).
+ *   5. An insert is admitted only while pending's `used` (its items and
+ *      table) is below burst_bytes, so every pool was below burst_bytes
+ *      just before its newest item came in, and takes no item after one
+ *      that took it over. Hence the pools hold less than 2 * burst_bytes
+ *      plus, for each pool, its newest item (and the table growth that
+ *      item caused): a value larger than the burst is admitted, not
+ *      refused or split, and the inserts after it wait for its commit.
+ * tide_store_check asserts the state table, 1 between the two pools
+ * (against the files it would cost a lookup per item), 2 as the key file's
+ * size, 4 and 5; the pools' own invariants are pool.c's (ti_pool_check).
  *
  * Never: let an insert be acknowledged while a failed commit is unresolved;
  *   it returns the commit's error instead, so nothing is silently dropped.
@@ -31,6 +102,7 @@
 #include <time.h>
 
 #include "store/store_impl.h"
+#include "util/assert.h"
 #include "util/clock.h"
 #include "util/random.h"
 #include "util/err.h"
@@ -224,15 +296,7 @@ static int read_headers(tide_io *io, tide_file *dat, tide_file *key, const char 
     if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) return rc;
     if ((rc = ti_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) return rc;
     if ((rc = ti_fmt_decode_key_header(kbuf, kh, key_path)) != 0) return rc;
-    if (dh.uid != kh->uid)
-        return tide_err_set(TIDE_EMISMATCH, "%s: offset 10: uid %016llx differs from nudb.dat's %016llx",
-                            key_path, (unsigned long long)kh->uid, (unsigned long long)dh.uid);
-    if (dh.appnum != kh->appnum)
-        return tide_err_set(TIDE_EMISMATCH, "%s: offset 18: appnum %llu differs from nudb.dat's %llu",
-                            key_path, (unsigned long long)kh->appnum, (unsigned long long)dh.appnum);
-    if (dh.key_size != kh->key_size)
-        return tide_err_set(TIDE_EMISMATCH, "%s: offset 26: key size %u differs from nudb.dat's %u",
-                            key_path, kh->key_size, dh.key_size);
+    if ((rc = ti_fmt_check_key_dat(kh, &dh, key_path)) != 0) return rc;
     if (ti_fmt_capacity(kh->block_size) < 1)
         return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u holds no entry",
                             key_path, kh->block_size);
@@ -471,12 +535,8 @@ static int log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size,
 }
 
 static void *commit_thread(void *arg);
-
-/* `broken` is set by the commit (under key_lock) and read under pool_mu. */
-static int is_broken(tide_store *s)
-{
-    return __atomic_load_n(&s->broken, __ATOMIC_ACQUIRE);
-}
+static int checks_on(const tide_store *s);
+static void check_locked(const tide_store *s, int writer);
 
 void ti_store_free(tide_store *s)
 {
@@ -539,61 +599,76 @@ out:
 
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
 {
-    return ti_store_open_checked(out, dir, opts, 1);
+    return ti_store_open_checked(out, dir, opts, 1, NULL);
 }
 
-int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
-                            int check)
+static store_paths paths_of(const tide_store *s)
 {
-    tide_store *s = NULL;
-    uint64_t dat_size = 0, key_size = 0, log_size = 0;
-    int rc, flags;
+    return (store_paths){ s->dat_path, s->key_path, s->log_path };
+}
 
-    tide_err_clear();
-    *out = NULL;
-    if ((rc = ti_store_alloc(&s, dir, opts)) != 0) return rc;
-    if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
-        goto out;
+/* Open step 1, the files: nudb.key opened and locked, then (read-write)
+ * the holders check. Lock before looking at the log: a non-empty log is a
+ * crash only when no other handle has the store open; otherwise it is a
+ * live commit. */
+static int lock_files(tide_store *s, int flags, int *holders_checked)
+{
+    store_paths p = paths_of(s);
+    int rc;
 
-    /* Lock before looking at the log: a non-empty log is a crash only when
-     * no other handle has the store open; otherwise it is a live commit. */
-    flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
-    if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) goto out;
-    if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) goto out;
+    if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
+    if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) return rc;
+    if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) return rc;
     /* Our lock keeps Tide's handles out; NuDB's writers take none, and
      * recovering or committing beside one destroys its work. */
-    if (!s->opts.read_only && !s->opts.ignore_holders &&
-        (rc = ti_store_refuse_holders(s->io, dir, "opening it for writing")) != 0)
-        goto out;
-    int needed = 0;
-    if ((rc = log_needs_recovery(s->io, s->log_path, &log_size, &needed)) != 0) goto out;
+    if (!s->opts.read_only && !s->opts.ignore_holders) {
+        rc = ti_store_refuse_holders(s->io, s->dir, "opening it for writing");
+        if (rc == 0 && holders_checked) *holders_checked = 1;
+    }
+    return rc;
+}
+
+/* Open step 2, recovery: undo a commit nudb.log holds (a read-only handle
+ * refuses instead), and repair what an interrupted rekey left. *log_size
+ * gets the log's size before. */
+static int recover_if_needed(tide_store *s, uint64_t *log_size)
+{
+    store_paths p = paths_of(s);
+    tide_recover_report rep;
+    int rc, needed = 0;
+
+    if ((rc = log_needs_recovery(s->io, s->log_path, log_size, &needed)) != 0) return rc;
+    if (needed && s->opts.read_only)
+        return tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
+                            "(a crash's, or a live writer's: NuDB takes no lock); a read-only "
+                            "open never recovers: run 'tide recover' when no process writes the "
+                            "store; nothing was read or written", s->dir,
+                            (unsigned long long)*log_size);
     if (needed) {
-        if (s->opts.read_only) {
-            rc = tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
-                              "(a crash's, or a live writer's: NuDB takes no lock); a read-only "
-                              "open never recovers: run 'tide recover' when no process writes the "
-                              "store; nothing was read or written", dir,
-                              (unsigned long long)log_size);
-            goto out;
-        }
-        tide_recover_report rep;
-        rc = ti_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, dir, 1, 1, &rep);
-        if (rc) goto out;
+        rc = ti_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, s->dir, 1, 1, &rep);
+        if (rc) return rc;
         tide_log(TIDE_LOG_INFO, "%s: recovered an interrupted commit: %llu buckets restored, "
-                 "nudb.dat truncated to %llu bytes", dir, (unsigned long long)rep.buckets_restored,
-                 (unsigned long long)rep.dat_truncated_to);
-        if ((rc = check_store_files(s->io, dir, &(store_paths){ s->dat_path, s->key_path, s->log_path })) != 0)
-            goto out;
+                 "nudb.dat truncated to %llu bytes", s->dir,
+                 (unsigned long long)rep.buckets_restored, (unsigned long long)rep.dat_truncated_to);
+        if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
     }
     /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
      * the store is the old one) and perhaps, past the log's reach, its
      * spill records, which nudb.rekey says how to cut off. */
-    if (!s->opts.read_only && (rc = ti_rekey_repair(s->io, dir, s->dat_path, NULL)) != 0)
-        goto out;
-    if ((rc = s->io->open(s->io, s->dat_path, flags, &s->dat)) != 0) goto out;
-    rc = read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
-    if (rc) goto out;
+    if (!s->opts.read_only) rc = ti_rekey_repair(s->io, s->dir, s->dat_path, NULL);
+    return rc;
+}
 
+/* Open step 3a: nudb.dat opened, both headers read, the geometry set, the
+ * index checked (when `check`), the pools made. */
+static int load_files(tide_store *s, int flags, int check)
+{
+    uint64_t dat_size = 0, key_size = 0;
+    int rc;
+
+    if ((rc = s->io->open(s->io, s->dat_path, flags, &s->dat)) != 0) return rc;
+    rc = read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
+    if (rc) return rc;
     s->key_size = s->kh.key_size;
     s->block_size = s->kh.block_size;
     s->capacity = ti_fmt_capacity(s->block_size);
@@ -605,29 +680,60 @@ int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_op
      * a store reopened after every few inserts still grows. */
     s->split_credit = s->split_units / 2;
     s->dat_size = dat_size;
-    if (check && (rc = check_index(s)) != 0) goto out;
+    if (check && (rc = check_index(s)) != 0) return rc;
     ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
     ti_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
     s->pending = &s->pools[0];
     s->committing = NULL;
+    return 0;
+}
 
-    if (!s->opts.read_only) {
-        /* A clean (or just recovered) store: start with an empty log. */
-        if (log_size > 0 && log_size < TIDE_LOG_HEADER_SIZE)
-            tide_log(TIDE_LOG_INFO, "%s: discarded a %llu-byte nudb.log shorter than its header",
-                     dir, (unsigned long long)log_size);
-        if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) goto out;
-        if ((rc = s->io->truncate(s->log, 0)) != 0) goto out;
-        /* The log's name must be durable before a commit relies on it:
-         * synced log bytes under a name a crash can lose protect nothing. */
-        if ((rc = s->io->sync(s->log)) != 0) goto out;
-        if ((rc = s->io->sync_dir(s->io, dir)) != 0) goto out;
-        s->last_commit_start_us = tide_clock_mono_us();
-        if (pthread_create(&s->thread, NULL, commit_thread, s) != 0) {
-            rc = tide_err_set(TIDE_ENOMEM, "open: cannot start the commit thread");
-            goto out;
-        }
-        s->thread_started = 1;
+/* Open step 3b, read-write only: an empty, durable nudb.log, and the
+ * commit thread (QUIET -> IDLE). */
+static int start_commits(tide_store *s, uint64_t log_size)
+{
+    int rc;
+
+    /* A clean (or just recovered) store: start with an empty log. */
+    if (log_size > 0 && log_size < TIDE_LOG_HEADER_SIZE)
+        tide_log(TIDE_LOG_INFO, "%s: discarded a %llu-byte nudb.log shorter than its header",
+                 s->dir, (unsigned long long)log_size);
+    if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) return rc;
+    if ((rc = s->io->truncate(s->log, 0)) != 0) return rc;
+    /* The log's name must be durable before a commit relies on it:
+     * synced log bytes under a name a crash can lose protect nothing. */
+    if ((rc = s->io->sync(s->log)) != 0) return rc;
+    if ((rc = s->io->sync_dir(s->io, s->dir)) != 0) return rc;
+    s->last_commit_start_us = tide_clock_mono_us();
+    s->state = TI_STORE_IDLE;
+    if (checks_on(s)) check_locked(s, 1);
+    if (pthread_create(&s->thread, NULL, commit_thread, s) != 0) {
+        s->state = TI_STORE_QUIET;
+        return tide_err_set(TIDE_ENOMEM, "open: cannot start the commit thread");
+    }
+    s->thread_started = 1;
+    return 0;
+}
+
+int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
+                          int check, int *holders_checked)
+{
+    tide_store *s = NULL;
+    uint64_t log_size = 0;
+    int rc, flags;
+
+    tide_err_clear();
+    *out = NULL;
+    if ((rc = ti_store_alloc(&s, dir, opts)) != 0) return rc;
+    flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
+    if (holders_checked) *holders_checked = 0;
+    if ((rc = lock_files(s, flags, holders_checked)) != 0) goto out;
+    if ((rc = recover_if_needed(s, &log_size)) != 0) goto out;
+    if ((rc = load_files(s, flags, check)) != 0) goto out;
+    if (s->opts.read_only) {
+        if (checks_on(s)) check_locked(s, 1);
+    } else if ((rc = start_commits(s, log_size)) != 0) {
+        goto out;
     }
     *out = s;
     s = NULL;
@@ -641,7 +747,7 @@ out:
 
 static int commit_due(tide_store *s, uint64_t now)
 {
-    if (s->committing) return 1;                     /* a failed batch to retry */
+    if (s->state == TI_STORE_RETRYING) return 1;     /* a failed batch to retry */
     if (s->pending->count == 0) return 0;
     if (s->closing) return 1;
     if (s->sync_seq > s->durable_seq) return 1;
@@ -654,11 +760,83 @@ static void wait_until_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t mono
     struct timespec ts;
     uint64_t now = tide_clock_mono_us();
     uint64_t wait = mono_us > now ? mono_us - now : 0;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    /* pthread_cond_timedwait takes a CLOCK_REALTIME deadline. */
+    tide_clock_real_timespec(&ts);
     ts.tv_sec += (time_t)(wait / 1000000);
     ts.tv_nsec += (long)(wait % 1000000) * 1000;
     if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
     pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* IDLE -> COMMITTING: pending becomes the batch, the other pool (empty
+ * since the last commit reset it) takes new inserts. */
+static void take_batch(tide_store *s)
+{
+    s->committing = s->pending;
+    s->pending = s->committing == &s->pools[0] ? &s->pools[1] : &s->pools[0];
+    s->committing_seq = s->insert_seq;
+    s->state = TI_STORE_COMMITTING;
+    pthread_cond_broadcast(&s->room_cv);
+}
+
+/* A failed attempt: its error is what inserts and syncs get; retried in a
+ * second, or, with close asked, final. */
+static void attempt_failed(tide_store *s, int rc, uint64_t *retry_at)
+{
+    s->commit_err = rc;
+    *retry_at = tide_clock_mono_us() + 1000000;
+    if (s->closing) s->state = TI_STORE_BROKEN;       /* one final try only */
+}
+
+/* COMMITTING or RETRYING -> IDLE (DONE), RETRYING (UNDONE), LOG_DIRTY
+ * (APPLIED) or BROKEN (the rollback failed, or close asked and it failed). */
+static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took, uint64_t *retry_at)
+{
+    s->attempts++;
+    __atomic_store_n(&s->last_commit_us, took, __ATOMIC_RELAXED);
+    if (end == TI_COMMIT_DONE || end == TI_COMMIT_APPLIED) {
+        /* The batch is in the files: fetches find it there. */
+        ti_pool_reset(s->committing);
+        s->committing = NULL;
+        __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
+        tide_hist_observe(&s->commit_hist, took * 1000u);
+    }
+    if (end == TI_COMMIT_DONE) {
+        s->durable_seq = s->committing_seq;
+        s->commit_err = 0;
+        s->state = TI_STORE_IDLE;
+    } else if (end == TI_COMMIT_APPLIED) {
+        s->applied_seq = s->committing_seq;
+        __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
+        tide_log(TIDE_LOG_ERROR, "%s: a commit reached the files but emptying nudb.log failed; "
+                 "retrying every second: %s: %s", s->dir, tide_strerror(rc), tide_last_error());
+        s->state = TI_STORE_LOG_DIRTY;
+        attempt_failed(s, rc, retry_at);
+    } else {
+        __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
+        tide_log(TIDE_LOG_ERROR, "%s: commit failed, will retry: %s: %s", s->dir,
+                 tide_strerror(rc), tide_last_error());
+        s->state = end == TI_COMMIT_BROKEN ? TI_STORE_BROKEN : TI_STORE_RETRYING;
+        attempt_failed(s, rc, retry_at);
+    }
+    if (checks_on(s)) check_locked(s, 1);
+    pthread_cond_broadcast(&s->room_cv);
+}
+
+/* LOG_DIRTY -> IDLE when the log is empty at last; else it stays (BROKEN
+ * with close asked). */
+static void end_clean(tide_store *s, int rc, uint64_t *retry_at)
+{
+    s->attempts++;
+    if (rc == 0) {
+        s->durable_seq = s->applied_seq;
+        s->commit_err = 0;
+        s->state = TI_STORE_IDLE;
+    } else {
+        attempt_failed(s, rc, retry_at);
+    }
+    if (checks_on(s)) check_locked(s, 1);
+    pthread_cond_broadcast(&s->room_cv);
 }
 
 static void *commit_thread(void *arg)
@@ -669,8 +847,8 @@ static void *commit_thread(void *arg)
     pthread_mutex_lock(&s->pool_mu);
     for (;;) {
         uint64_t now = tide_clock_mono_us();
-        if (is_broken(s)) break;
-        if (s->log_dirty) {
+        if (s->state == TI_STORE_BROKEN) break;
+        if (s->state == TI_STORE_LOG_DIRTY) {
             /* The last batch is in the files; it is durable once its log
              * is empty. Nothing else commits before that. */
             if (now < retry_at && !s->closing) {
@@ -680,77 +858,43 @@ static void *commit_thread(void *arg)
             pthread_mutex_unlock(&s->pool_mu);
             int rc = ti_commit_clean_log(s);
             pthread_mutex_lock(&s->pool_mu);
-            s->attempts++;
-            if (rc == 0) {
-                s->log_dirty = 0;
-                s->durable_seq = s->applied_seq;
-                s->commit_err = 0;
-            } else {
-                s->commit_err = rc;
-                retry_at = tide_clock_mono_us() + 1000000;
-                if (s->closing) __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
-            }
-            pthread_cond_broadcast(&s->room_cv);
+            end_clean(s, rc, &retry_at);
             continue;
         }
-        if (s->closing && s->pending->count == 0 && s->committing == NULL) break;
-        if (!commit_due(s, now) || (s->committing && now < retry_at && !s->closing)) {
-            uint64_t until = s->committing ? retry_at
+        if (s->closing && s->pending->count == 0 && s->state == TI_STORE_IDLE) {
+            s->state = TI_STORE_CLOSED;
+            break;
+        }
+        int retrying = s->state == TI_STORE_RETRYING;
+        if (!commit_due(s, now) || (retrying && now < retry_at && !s->closing)) {
+            uint64_t until = retrying ? retry_at
                            : s->last_commit_start_us + (uint64_t)s->opts.commit_interval_ms * 1000;
-            if (s->pending->count == 0 && !s->committing) until = now + 1000000;
+            if (s->pending->count == 0 && !retrying) until = now + 1000000;
             wait_until_us(&s->work_cv, &s->pool_mu, until);
             continue;
         }
-        if (s->committing == NULL) {
-            s->committing = s->pending;
-            s->pending = s->committing == &s->pools[0] ? &s->pools[1] : &s->pools[0];
-            s->committing_seq = s->insert_seq;
-            pthread_cond_broadcast(&s->room_cv);
-        }
+        if (!retrying) take_batch(s);
         s->last_commit_start_us = now;
         pthread_mutex_unlock(&s->pool_mu);
 
         uint64_t t0 = tide_clock_mono_us();
-        int applied = 0;
-        int rc = ti_commit_batch(s, s->committing, &applied);
+        ti_commit_end end;
+        int rc = ti_commit_batch(s, s->committing, &end);
         uint64_t took = tide_clock_mono_us() - t0;
 
         pthread_mutex_lock(&s->pool_mu);
-        s->attempts++;
-        __atomic_store_n(&s->last_commit_us, took, __ATOMIC_RELAXED);
-        if (rc == 0 || applied) {
-            /* The batch is in the files: fetches find it there. */
-            ti_pool_reset(s->committing);
-            s->committing = NULL;
-            __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
-            tide_hist_observe(&s->commit_hist, took * 1000u);
-        }
-        if (rc == 0) {
-            s->durable_seq = s->committing_seq;
-            s->commit_err = 0;
-        } else if (applied) {
-            s->log_dirty = 1;
-            s->applied_seq = s->committing_seq;
-            s->commit_err = rc;
-            __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
-            tide_log(TIDE_LOG_ERROR, "%s: a commit reached the files but emptying nudb.log failed; "
-                     "retrying every second: %s: %s", s->dir, tide_strerror(rc), tide_last_error());
-            retry_at = tide_clock_mono_us() + 1000000;
-            if (s->closing) __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);
-        } else {
-            s->commit_err = rc;
-            __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
-            tide_log(TIDE_LOG_ERROR, "%s: commit failed, will retry: %s: %s", s->dir,
-                     tide_strerror(rc), tide_last_error());
-            retry_at = tide_clock_mono_us() + 1000000;
-            if (s->closing) __atomic_store_n(&s->broken, 1, __ATOMIC_RELEASE);  /* one final try only */
-        }
-        pthread_cond_broadcast(&s->room_cv);
+        end_attempt(s, rc, end, took, &retry_at);
     }
-    s->thread_done = 1;
     pthread_cond_broadcast(&s->room_cv);
     pthread_mutex_unlock(&s->pool_mu);
     return NULL;
+}
+
+void ti_store_break(tide_store *s)
+{
+    pthread_mutex_lock(&s->pool_mu);
+    s->state = TI_STORE_BROKEN;
+    pthread_mutex_unlock(&s->pool_mu);
 }
 
 /* ---- lookups ---- */
@@ -930,12 +1074,13 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
 
     pthread_mutex_lock(&s->pool_mu);
     for (;;) {
-        if (s->closing || is_broken(s)) {
+        if (s->closing || s->state == TI_STORE_BROKEN) {
             rc = tide_err_set(TIDE_ECLOSED, "%s: insert: the store is %s", s->dir,
-                              is_broken(s) ? "failed (reopen it to recover)" : "closing");
+                              s->state == TI_STORE_BROKEN ? "failed (reopen it to recover)"
+                                                          : "closing");
             break;
         }
-        if (s->commit_err) {
+        if (s->state == TI_STORE_RETRYING || s->state == TI_STORE_LOG_DIRTY) {
             rc = tide_err_set(s->commit_err, "%s: insert refused: the last commit failed (%s); "
                               "it is retried every second", s->dir, tide_strerror(s->commit_err));
             break;
@@ -974,7 +1119,10 @@ int tide_store_sync(tide_store *s)
         /* The commit thread sets commit_err and counts the attempt together
          * under pool_mu, so a waiter never sees a failure half reported. */
         if (s->commit_err && s->attempts > attempts0) { rc = s->commit_err; break; }
-        if (s->thread_done) { rc = s->commit_err ? s->commit_err : TIDE_ECLOSED; break; }
+        if (s->state == TI_STORE_BROKEN || s->state == TI_STORE_CLOSED) {
+            rc = s->commit_err ? s->commit_err : TIDE_ECLOSED;   /* nothing commits again */
+            break;
+        }
         pthread_cond_wait(&s->room_cv, &s->pool_mu);
     }
     if (rc) tide_err_set(rc, "%s: sync: the commit failed: %s", s->dir, tide_strerror(rc));
@@ -983,6 +1131,19 @@ int tide_store_sync(tide_store *s)
 }
 
 /* ---- close ---- */
+
+/* The end of a clean handle: nudb.log closed, removed, its removal made
+ * durable. */
+static int drop_log(tide_store *s)
+{
+    int rc;
+
+    s->io->close(s->log);
+    s->log = NULL;
+    rc = s->io->unlink(s->io, s->log_path);
+    if (rc == 0) rc = s->io->sync_dir(s->io, s->dir);
+    return rc;
+}
 
 int tide_store_close(tide_store *s)
 {
@@ -994,19 +1155,119 @@ int tide_store_close(tide_store *s)
         pthread_cond_signal(&s->work_cv);
         pthread_mutex_unlock(&s->pool_mu);
         pthread_join(s->thread, NULL);
-        rc = is_broken(s) || s->committing || s->log_dirty ? (s->commit_err ? s->commit_err : TIDE_EIO) : 0;
-        if (rc == 0 && s->log) {
-            s->io->close(s->log);
-            s->log = NULL;
-            rc = s->io->unlink(s->io, s->log_path);
-            if (rc == 0) rc = s->io->sync_dir(s->io, s->dir);
-        } else if (rc) {
-            tide_err_set(rc, "%s: close: the final commit failed (%s); nudb.log is kept and the "
-                         "next open recovers", s->dir, tide_strerror(rc));
-        }
+    }
+    /* The thread ends CLOSED (all committed) or BROKEN; a rebuild's handle
+     * (no thread) is BROKEN when rekey.c could not undo its work. */
+    if (s->state == TI_STORE_BROKEN) rc = s->commit_err ? s->commit_err : TIDE_EIO;
+    if (checks_on(s)) check_locked(s, 1);
+    if (rc == 0 && s->log) {
+        rc = drop_log(s);
+    } else if (rc) {
+        tide_err_set(rc, "%s: close: the final commit failed (%s); nudb.log is kept and the "
+                     "next open recovers", s->dir, tide_strerror(rc));
     }
     ti_store_free(s);
     return rc;
+}
+
+/* ---- the invariants, checked ---- */
+
+static int checks_on(const tide_store *s)
+{
+#ifdef TIDE_DEBUG_CHECKS
+    (void)s;
+    return 1;
+#else
+    return s->opts.check_invariants;
+#endif
+}
+
+/* What holds in the state (the essay's table). */
+static void check_state(const tide_store *s)
+{
+    ti_store_state st = s->state;
+    int batch = st == TI_STORE_COMMITTING || st == TI_STORE_RETRYING;
+    int failed = st == TI_STORE_RETRYING || st == TI_STORE_LOG_DIRTY;
+
+    TIDE_ASSERT(st >= TI_STORE_QUIET && st <= TI_STORE_CLOSED);
+    if (st != TI_STORE_BROKEN) {
+        TIDE_ASSERT((s->committing != NULL) == batch);
+        TIDE_ASSERT((s->commit_err != 0) == failed);
+    }
+    if (st == TI_STORE_QUIET) TIDE_ASSERT(s->insert_seq == 0 && !s->thread_started);
+    if (st == TI_STORE_IDLE) TIDE_ASSERT(s->durable_seq == s->committing_seq);
+    if (st == TI_STORE_LOG_DIRTY)
+        TIDE_ASSERT(s->applied_seq == s->committing_seq && s->durable_seq < s->applied_seq);
+    if (st == TI_STORE_CLOSED) TIDE_ASSERT(s->closing && s->durable_seq == s->insert_seq);
+}
+
+/* Invariants 1 (within the pools), 4 and 5. */
+static void check_pools(const tide_store *s)
+{
+    const ti_pool *p = s->pending, *c = s->committing;
+    const ti_pool *spare = p == &s->pools[0] ? &s->pools[1] : &s->pools[0];
+
+    TIDE_ASSERT(s->durable_seq <= s->committing_seq && s->committing_seq <= s->insert_seq);
+    TIDE_ASSERT(s->sync_seq <= s->insert_seq);
+    TIDE_ASSERT(__atomic_load_n(&s->commits, __ATOMIC_RELAXED) <= s->attempts);
+    TIDE_ASSERT(p == &s->pools[0] || p == &s->pools[1]);
+    TIDE_ASSERT(c == NULL || c == spare);
+    TIDE_ASSERT(p->count == s->insert_seq - s->committing_seq);
+    ti_pool_check(p, s->opts.burst_bytes);
+    if (c == NULL) {
+        TIDE_ASSERT(spare->count == 0 && spare->used == 0);
+        return;
+    }
+    TIDE_ASSERT(c->count == s->committing_seq - s->durable_seq);
+    ti_pool_check(c, s->opts.burst_bytes);
+    for (const ti_pool_item *it = c->first; it; it = it->after)
+        TIDE_ASSERT(ti_pool_find(p, it->hash, it->data) == NULL);
+}
+
+/* Invariant 2: the key file is the header block and `buckets` buckets. One
+ * io->size call; an I/O error there is not the store's to assert, so it
+ * only skips the comparison (and leaves the caller's message alone). */
+static void check_files(const tide_store *s, int writer)
+{
+    char msg[512];
+    uint64_t size = 0;
+
+    TIDE_ASSERT(s->buckets >= 1 && s->dat_size >= TIDE_DAT_HEADER_SIZE);
+    TIDE_ASSERT(s->block_size == s->kh.block_size && s->capacity == ti_fmt_capacity(s->block_size));
+    if (writer) TIDE_ASSERT(s->split_credit < s->split_units);
+    snprintf(msg, sizeof msg, "%s", tide_last_error());
+    if (s->io->size(s->key, &size) == 0)
+        TIDE_ASSERT(size == (s->buckets + 1) * (uint64_t)s->block_size);
+    if (msg[0]) tide_err_set(0, "%s", msg);
+    else tide_err_clear();
+}
+
+/* The whole check; the caller holds pool_mu (or runs alone), and key_lock
+ * or is the only writer of the key file. `writer`: the caller is the
+ * commit thread or no thread runs, so split_credit is stable too. */
+static void check_locked(const tide_store *s, int writer)
+{
+    check_state(s);
+    if (s->pending == NULL) {
+        /* A rebuild's handle (REBUILDING, or BROKEN from it): no pools, and
+         * its key file is not the store's yet. */
+        TIDE_ASSERT(s->committing == NULL && s->insert_seq == 0 && !s->thread_started);
+        return;
+    }
+    check_pools(s);
+    if (s->state != TI_STORE_BROKEN) check_files(s, writer);
+}
+
+int tide_store_check(const tide_store *s)
+{
+    tide_store *w = (tide_store *)s;    /* the locks only: nothing is changed */
+
+    pthread_mutex_lock(&w->pool_mu);
+    pthread_rwlock_rdlock(&w->key_lock);
+    check_locked(s, !s->thread_started || s->state == TI_STORE_CLOSED);
+    pthread_rwlock_unlock(&w->key_lock);
+    pthread_mutex_unlock(&w->pool_mu);
+    return 0;
 }
 
 /* ---- information ---- */

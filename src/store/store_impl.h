@@ -20,6 +20,21 @@
 #include "store/pool.h"
 #include "util/hist.h"
 
+/*
+ * The store's state (store.c's essay draws the diagram and names the
+ * function that makes each transition). Read and changed under pool_mu.
+ */
+typedef enum ti_store_state {
+    TI_STORE_QUIET = 0,     /* no commit thread: a read-only handle */
+    TI_STORE_REBUILDING,    /* rekey.c's handle made from nudb.dat alone */
+    TI_STORE_IDLE,          /* the thread waits; no batch taken */
+    TI_STORE_COMMITTING,    /* a batch taken, being written */
+    TI_STORE_RETRYING,      /* the taken batch failed, rolled back; retried */
+    TI_STORE_LOG_DIRTY,     /* a batch in the files, its log not emptied */
+    TI_STORE_BROKEN,        /* a failure could not be undone: nothing commits */
+    TI_STORE_CLOSED         /* the thread has committed everything and ended */
+} ti_store_state;
+
 struct tide_store {
     tide_io   *io;
     tide_store_opts opts;
@@ -45,10 +60,16 @@ struct tide_store {
     uint64_t   committing_seq;    /* insert_seq when `committing` was taken */
     uint64_t   sync_seq;          /* a sync waits for this insert_seq */
     uint64_t   attempts;          /* commit attempts finished */
-    int        commit_err;        /* of the last attempt; 0 after a success */
-    int        closing, broken, thread_started, thread_done;
-    int        log_dirty;         /* a batch is applied, its log not emptied */
-    uint64_t   applied_seq;       /* insert_seq of that batch */
+    ti_store_state state;         /* store.c's diagram */
+    int        commit_err;        /* the failed attempt's error: nonzero
+                                     exactly in RETRYING and LOG_DIRTY (and
+                                     kept in BROKEN) */
+    int        closing;           /* close asked: a request the thread
+                                     honours in every state (no waits; a
+                                     failure is final), not a state */
+    uint64_t   applied_seq;       /* LOG_DIRTY: insert_seq of the batch in
+                                     the files whose log is not emptied */
+    int        thread_started;    /* a fact, not a state: close joins it */
     uint64_t   last_commit_start_us;
     pthread_t  thread;
 
@@ -64,14 +85,21 @@ struct tide_store {
  * Commit the pool `batch` (the committing pool): append its records, grow
  * and rewrite the buckets under the undo-log protocol, sync. On failure the
  * files are rolled back to their state before the commit (from the in-memory
- * pre-images) and the error is returned; if the rollback fails too, the store
- * is marked broken and nudb.log is left for recovery at the next open.
- * *applied is set when the batch reached both files and only emptying the
+ * pre-images) and the error is returned (*end TI_COMMIT_UNDONE); if the
+ * rollback fails too, *end is TI_COMMIT_BROKEN (the caller marks the store
+ * broken) and nudb.log is left for recovery at the next open. *end is
+ * TI_COMMIT_APPLIED when the batch reached both files and only emptying the
  * log failed: then nothing is rolled back, and the caller must retry
  * ti_commit_clean_log before it acknowledges the batch.
  * Called by the commit thread only.
  */
-int ti_commit_batch(struct tide_store *s, ti_pool *batch, int *applied);
+typedef enum ti_commit_end {
+    TI_COMMIT_DONE = 0,     /* in the files, durable, log emptied */
+    TI_COMMIT_UNDONE,       /* failed, the files rolled back */
+    TI_COMMIT_APPLIED,      /* in the files; emptying the log failed */
+    TI_COMMIT_BROKEN        /* failed, and the rollback failed too */
+} ti_commit_end;
+int ti_commit_batch(struct tide_store *s, ti_pool *batch, ti_commit_end *end);
 
 /* Truncate nudb.log to 0 and sync it: what makes a commit final. */
 int ti_commit_clean_log(struct tide_store *s);
@@ -92,6 +120,10 @@ int ti_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void *
  * commit thread runs, with tide_store_close. */
 int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
 void ti_store_free(tide_store *s);
+/* Any state -> BROKEN (store.c's diagram): rekey.c, when it could not
+ * undo its work, so the handle's close keeps nudb.log for recovery.
+ * Takes pool_mu. */
+void ti_store_break(tide_store *s);
 /* A random 64-bit value that is not 0 (a uid, a salt). 0 or TIDE_EIO. */
 int ti_store_random_u64(uint64_t *v);
 
@@ -105,9 +137,11 @@ int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t
 /* tide_store_open, with the cheap check of the key file against the data
  * file (store.c: check_index) when `check` is set. Verify opens without it:
  * it checks every entry and record itself, and reports the first problem
- * with its own words. */
+ * with its own words. *holders_checked (may be NULL) is set when the
+ * holders scan ran and found none, so a caller that goes on after a failed
+ * open (rekey's rebuild) need not scan /proc again. */
 int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
-                            int check);
+                          int check, int *holders_checked);
 
 /* TIDE_EBUSY naming the first other process that has one of the store's
  * files open (holders.c), or 0. `doing` completes "so ... now could undo

@@ -217,7 +217,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     tide_store_opts_init(&o);
     o.read_only = 1;
     o.io = io;
-    if ((rc = ti_store_open_checked(&s, dir, &o, 0)) != 0) goto out;
+    if ((rc = ti_store_open_checked(&s, dir, &o, 0, NULL)) != 0) goto out;
     r->buckets = s->buckets;
     r->capacity = s->capacity;
     r->block_size = s->block_size;
