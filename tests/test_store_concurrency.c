@@ -52,47 +52,6 @@
 
 /* ---- shared failure record ---- */
 
-typedef struct failures {
-    pthread_mutex_t mu;
-    atomic_ulong count;
-    char first[512];
-} failures;
-
-static void failures_init(failures *f)
-{
-    pthread_mutex_init(&f->mu, NULL);
-    atomic_init(&f->count, 0);
-    f->first[0] = '\0';
-}
-
-static void record_failure(failures *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void record_failure(failures *f, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (atomic_fetch_add(&f->count, 1) == 0) {
-        pthread_mutex_lock(&f->mu);
-        va_start(ap, fmt);
-        vsnprintf(f->first, sizeof f->first, fmt, ap);
-        va_end(ap);
-        pthread_mutex_unlock(&f->mu);
-    }
-}
-
-static void fail_if_any(failures *f, const char *what)
-{
-    unsigned long n = atomic_load(&f->count);
-
-    char first[sizeof f->first];
-
-    if (n != 0) {
-        pthread_mutex_lock(&f->mu);
-        memcpy(first, f->first, sizeof first);
-        pthread_mutex_unlock(&f->mu);
-        fail_msg("%s: %lu failures; the first: %s", what, n, first);
-    }
-}
-
 /* ---- per-test state ---- */
 
 typedef th_store_env tstate;   /* dir, s and extra (helpers.h) */
@@ -157,7 +116,7 @@ typedef struct shared {
     atomic_ullong acked;          /* items 0..acked-1 were inserted */
     atomic_int done;
     atomic_int stop;              /* the main thread's deadline passed */
-    failures fail;
+    th_failures fail;
     atomic_ullong hits, pending_hits, pending_misses;
     atomic_ullong syncs, sync_max_us;
 } shared;
@@ -180,7 +139,7 @@ static void *writer_main(void *arg)
         th_value(i, len, val);
         rc = tide_store_insert(sh->s, key, val, len);
         if (rc != 0) {
-            record_failure(&sh->fail, "writer: insert of item %llu: expected 0, got %d %s: %s",
+            th_failure(&sh->fail, "writer: insert of item %llu: expected 0, got %d %s: %s",
                            (unsigned long long)i, rc, tide_strerror(rc), tide_last_error());
             break;
         }
@@ -216,7 +175,7 @@ static void *syncer_main(void *arg)
         rc = tide_store_sync(sh->s);
         took = tide_clock_mono_us() - t0;
         if (rc != 0)
-            record_failure(&sh->fail, "syncer: sync after %llu inserts: expected 0, got %d %s: %s",
+            th_failure(&sh->fail, "syncer: sync after %llu inserts: expected 0, got %d %s: %s",
                            (unsigned long long)next, rc, tide_strerror(rc), tide_last_error());
         atomic_fetch_add(&sh->syncs, 1);
         if (took > atomic_load(&sh->sync_max_us)) atomic_store(&sh->sync_max_us, took);
@@ -247,11 +206,11 @@ static void *reader_main(void *arg)
             else i = th_rng_below(&r, a);
             rc = fetch_item(sh->s, i, want, why, sizeof why);
             if (rc == TIDE_ENOTFOUND)
-                record_failure(&sh->fail, "reader %d: item %llu was acknowledged (%llu acked) "
+                th_failure(&sh->fail, "reader %d: item %llu was acknowledged (%llu acked) "
                                "but fetch gave TIDE_ENOTFOUND", ra->id, (unsigned long long)i,
                                (unsigned long long)a);
             else if (rc != 0)
-                record_failure(&sh->fail, "reader %d: item %llu was acknowledged (%llu acked); "
+                th_failure(&sh->fail, "reader %d: item %llu was acknowledged (%llu acked); "
                                "expected its value, got %s", ra->id, (unsigned long long)i,
                                (unsigned long long)a, why);
             hits++;
@@ -260,12 +219,12 @@ static void *reader_main(void *arg)
         j = a + th_rng_below(&r, 256);
         rc = fetch_item(sh->s, j, want, why, sizeof why);
         if (rc == 0 && j >= sh->n)
-            record_failure(&sh->fail, "reader %d: item %llu is never inserted, yet fetch found it",
+            th_failure(&sh->fail, "reader %d: item %llu is never inserted, yet fetch found it",
                            ra->id, (unsigned long long)j);
         else if (rc == 0) phits++;
         else if (rc == TIDE_ENOTFOUND) pmisses++;
         else
-            record_failure(&sh->fail, "reader %d: item %llu not yet acknowledged (%llu acked): "
+            th_failure(&sh->fail, "reader %d: item %llu not yet acknowledged (%llu acked): "
                            "expected TIDE_ENOTFOUND or its value, got %s", ra->id,
                            (unsigned long long)j, (unsigned long long)a, why);
         if (done || atomic_load(&sh->stop) || atomic_load(&sh->fail.count) > 100) break;
@@ -303,7 +262,7 @@ static void readers_see_every_acknowledged_insert_at_once_across_commits_and_spl
     atomic_init(&sh->pending_misses, 0);
     atomic_init(&sh->syncs, 0);
     atomic_init(&sh->sync_max_us, 0);
-    failures_init(&sh->fail);
+    th_failures_init(&sh->fail);
 
     for (int k = 0; k < READERS; k++) {
         ra[k] = (reader_arg){ sh, k };
@@ -334,7 +293,7 @@ static void readers_see_every_acknowledged_insert_at_once_across_commits_and_spl
     print_message("    %llu syncs from a third thread, the slowest %.1f ms\n",
                   (unsigned long long)atomic_load(&sh->syncs),
                   (double)atomic_load(&sh->sync_max_us) / 1000.0);
-    fail_if_any(&sh->fail, "concurrent fetches during inserts");
+    th_failures_check(&sh->fail, "concurrent fetches during inserts");
     if (late)
         fail_msg("writer: expected %llu inserts within %d s while %d threads fetch, got %llu "
                  "(and %llu commits) by then", (unsigned long long)sh->n, DEADLINE_MS / 1000,
@@ -380,7 +339,7 @@ typedef struct race {
     tide_store *s;
     uint64_t n;
     atomic_uint *wins;     /* per key: inserts that returned 0 */
-    failures fail;
+    th_failures fail;
 } race;
 
 typedef struct racer_arg {
@@ -407,7 +366,7 @@ static void *racer_main(void *arg)
         rc = tide_store_insert(ra->s, key, val, len);
         if (rc == 0) atomic_fetch_add(&ra->wins[i], 1);
         else if (rc != TIDE_EEXIST)
-            record_failure(&ra->fail, "inserter %d: insert of item %llu: expected 0 or TIDE_EEXIST, "
+            th_failure(&ra->fail, "inserter %d: insert of item %llu: expected 0 or TIDE_EEXIST, "
                            "got %d %s: %s", a->id, (unsigned long long)i, rc, tide_strerror(rc),
                            tide_last_error());
     }
@@ -432,7 +391,7 @@ static void of_several_threads_inserting_the_same_key_exactly_one_succeeds(void 
     assert_non_null(ra.wins);
     t->extra = ra.wins;
     for (uint64_t i = 0; i < ra.n; i++) atomic_init(&ra.wins[i], 0);
-    failures_init(&ra.fail);
+    th_failures_init(&ra.fail);
 
     for (int k = 0; k < INSERTERS; k++) {
         args[k] = (racer_arg){ &ra, k };
@@ -441,7 +400,7 @@ static void of_several_threads_inserting_the_same_key_exactly_one_succeeds(void 
     for (int k = 0; k < INSERTERS; k++) pthread_join(th[k], NULL);
     print_message("    %d threads inserted the same %llu keys; %.0f ms\n", INSERTERS,
                   (unsigned long long)ra.n, th_now_ms() - t0);
-    fail_if_any(&ra.fail, "racing inserts");
+    th_failures_check(&ra.fail, "racing inserts");
     for (uint64_t i = 0; i < ra.n; i++) {
         unsigned w = atomic_load(&ra.wins[i]);
         if (w != 1)
