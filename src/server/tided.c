@@ -77,7 +77,8 @@ static void print_settings(FILE *f, int with_flag)
     }
 }
 
-static void print_help(FILE *f)
+/* NAME to ENVIRONMENT: the settings from config.c's table. */
+static void help_options(FILE *f)
 {
     fputs(
 "NAME\n"
@@ -126,7 +127,13 @@ static void print_help(FILE *f)
     fputs(
 "    MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_CONF\n"
 "        the allocator's own variables; the startup log shows their effect.\n"
-"\n"
+"\n", f);
+}
+
+/* ENDPOINTS and LIMITS. */
+static void help_endpoints(FILE *f)
+{
+    fputs(
 "ENDPOINTS\n"
 "    PUT  /v1/objects/KEYHEX[?sync=1]  body = the value (1 byte to\n"
 "         max_object_size). 201 stored; 409 the key exists; 400 bad key or\n"
@@ -167,7 +174,13 @@ static void print_help(FILE *f)
 "    the hard one), http_max_connections_per_client from one address;\n"
 "    idle ones are closed after http_idle_timeout, and a request must\n"
 "    arrive within http_request_timeout. HTTP/1.x only, without TLS.\n"
-"\n"
+"\n", f);
+}
+
+/* SIGNALS, EXIT STATUS and EXAMPLES. */
+static void help_signals(FILE *f)
+{
+    fputs(
 "SIGNALS\n"
 "    SIGTERM, SIGINT, SIGQUIT\n"
 "                     stop: close the listening socket, let requests in flight\n"
@@ -206,6 +219,14 @@ static void print_help(FILE *f)
 "    curl -s http://127.0.0.1:8080/v1/status | jq .memory\n"
 "    curl -X POST -H \"Authorization: Bearer $TIDE_ADMIN_TOKEN\" \\\n"
 "         http://127.0.0.1:8080/v1/admin/sweep\n", f);
+}
+
+/* tided --help: a man page, its settings generated (print_settings). */
+static void print_help(FILE *f)
+{
+    help_options(f);
+    help_endpoints(f);
+    help_signals(f);
 }
 
 /* ---- startup --------------------------------------------------------- */
@@ -442,7 +463,6 @@ int main(int argc, char **argv)
     tided_server *srv = &server;
     const char *config = NULL;
     int status = EXIT_FAIL, rc;
-    struct timespec now;
 
     rc = early_flags(argc, argv, &config);
     if (rc >= 0) return rc;
@@ -469,8 +489,7 @@ int main(int argc, char **argv)
     saved_config = config;
     srv->reload = reload_settings;
     srv->started_mono_us = tide_clock_mono_us();
-    clock_gettime(CLOCK_REALTIME, &now);
-    srv->started_unix_s = (uint64_t)now.tv_sec;
+    srv->started_unix_s = tide_clock_real_ns() / 1000000000u;
 
     if (setup_signals(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "cannot set up signal handling: %s", strerror(errno));
