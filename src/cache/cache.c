@@ -399,22 +399,17 @@ tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
     return obj;
 }
 
+/* remove_entry and check_cheap as ti_core_erase calls them. */
+static void erase_entry(ti_core *k, ti_core_entry *e, ti_core_entry **victims)
+{
+    remove_entry((tide_cache *)k, (entry *)e, victims);
+}
+
+static void erase_check(const ti_core *k) { check_cheap((const tide_cache *)k); }
+
 int tide_cache_erase(tide_cache *c, const void *key)
 {
-    uint64_t h = ti_core_hash(&c->core.t, key);
-    ti_core_entry *victims = NULL;
-    entry *e;
-    size_t before;
-
-    pthread_mutex_lock(&c->core.mu);
-    before = c->core.bytes;
-    e = (entry *)ti_core_find(&c->core.t, h, key);
-    if (e) remove_entry(c, e, &victims);
-    ti_core_account(&c->core, before);
-    check_cheap(c);
-    pthread_mutex_unlock(&c->core.mu);
-    free_victims(victims);
-    return e != NULL;
+    return ti_core_erase(&c->core, key, erase_entry, erase_check, free_victims);
 }
 
 /* ---- sweep ------------------------------------------------------------------ */

@@ -177,6 +177,26 @@ void ti_core_destroy(ti_core *k, size_t fixed,
     k->t.slots = NULL;
 }
 
+int ti_core_erase(ti_core *k, const void *key,
+                  void (*remove)(ti_core *k, ti_core_entry *e, ti_core_entry **victims),
+                  void (*check)(const ti_core *k),
+                  void (*free_victims)(ti_core_entry *victims))
+{
+    uint64_t h = ti_core_hash(&k->t, key);
+    ti_core_entry *victims = NULL, *e;
+    size_t before;
+
+    pthread_mutex_lock(&k->mu);
+    before = k->bytes;
+    e = ti_core_find(&k->t, h, key);
+    if (e) remove(k, e, &victims);
+    ti_core_account(k, before);
+    check(k);
+    pthread_mutex_unlock(&k->mu);
+    free_victims(victims);
+    return e != NULL;
+}
+
 void ti_core_list_push(ti_core_list *l, ti_core_entry *e)
 {
     e->next = NULL;

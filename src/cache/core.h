@@ -138,6 +138,19 @@ void ti_core_destroy(ti_core *k, size_t fixed,
                      void (*drain)(ti_core *k, ti_core_entry **victims),
                      void (*free_victims)(ti_core_entry *victims));
 
+/* The erase of both caches, in the order their invariants need: under
+ * k->mu, find `key`; when it is there, `remove` takes it out (from the
+ * table and its list, its cost off bytes, onto *victims); then the bytes
+ * go to *account, `check` asserts the cache's cheap invariants, the lock
+ * is dropped and only then `free_victims` runs (a cache never frees under
+ * its lock). `remove` and `check` get the cache as its ti_core, which is
+ * its first member. Returns 1 when the key was there, 0 when not.
+ * Cost: one hash, one chain walk, one lock. */
+int ti_core_erase(ti_core *k, const void *key,
+                  void (*remove)(ti_core *k, ti_core_entry *e, ti_core_entry **victims),
+                  void (*check)(const ti_core *k),
+                  void (*free_victims)(ti_core_entry *victims));
+
 /* Age lists. O(1) each. */
 void ti_core_list_push(ti_core_list *l, ti_core_entry *e);     /* at the tail */
 void ti_core_list_remove(ti_core_list *l, ti_core_entry *e);

@@ -248,22 +248,17 @@ int tide_keycache_contains(tide_keycache *k, const void *key)
     return e != NULL;
 }
 
+/* remove_entry and check_cheap as ti_core_erase calls them. */
+static void erase_entry(ti_core *core, ti_core_entry *e, ti_core_entry **victims)
+{
+    remove_entry((tide_keycache *)core, (kentry *)e, victims);
+}
+
+static void erase_check(const ti_core *core) { check_cheap((const tide_keycache *)core); }
+
 int tide_keycache_erase(tide_keycache *k, const void *key)
 {
-    uint64_t h = ti_core_hash(&k->core.t, key);
-    ti_core_entry *victims = NULL;
-    kentry *e;
-    size_t before;
-
-    pthread_mutex_lock(&k->core.mu);
-    before = k->core.bytes;
-    e = (kentry *)ti_core_find(&k->core.t, h, key);
-    if (e) remove_entry(k, e, &victims);
-    ti_core_account(&k->core, before);
-    check_cheap(k);
-    pthread_mutex_unlock(&k->core.mu);
-    free_victims(victims);
-    return e != NULL;
+    return ti_core_erase(&k->core, key, erase_entry, erase_check, free_victims);
 }
 
 void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report)
