@@ -3,7 +3,10 @@
  *
  * Every setting lives in one row of `settings[]` below: its name, its flag,
  * its environment variable, its config-file key (section and key), how its
- * text is parsed, and its range. The four sources all go through one
+ * text is parsed, its range, its default (text that tide_config_defaults
+ * parses like any source's, or the rule that computes it) and its --help
+ * description. tided's --help is printed from the rows (tide_config_help),
+ * so no range or default is written twice. The four sources all go through one
  * function, set_value(), so a value means the same thing whether it was
  * written as --cache-budget=1GiB, TIDE_CACHE_BUDGET=1GiB or
  * "[node] cache_budget=1GiB".
@@ -90,6 +93,8 @@
  *   1. Every setting has a source; src[id].kind only rises during loading,
  *      except that finish() may turn DEFAULT into PRESET.
  *   2. After a successful finish() every value is within its range.
+ *   3. Every row's `def` parses as its own kind and range (asserted by
+ *      tide_config_defaults), so a default cannot break its own rule.
  *
  * Never: print metrics_token; turn a bad value into a default silently
  * (nudb_block_size falls back, and says so); truncate a value; skip a

@@ -3,7 +3,7 @@
  * part that make it up (node.c the handle, sweeper.c the sweeper thread,
  * keycount.c the key count). Nothing outside src/node includes it.
  *
- * Locks (node.c's essay has the invariants they keep): round_lock, one
+ * Locks (sweeper.c's essay has the invariants they keep): round_lock, one
  * sweep round at a time; state_lock, the reports, totals, schedule and
  * stop; taken in that order, never the other.
  */
