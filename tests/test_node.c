@@ -401,7 +401,16 @@ static void a_real_round_trims_with_the_allocator_and_measures_it(void **state)
     tide_node_sweep_report r;
     tide_node_sweep(n, &r);
     assert_true(r.trimmed);
-    expect_rc(r.trim_rc, tide_mem_alloc_family() == TIDE_MEM_ALLOC_SANITIZER ? r.trim_rc : 0, "trim rc");
+    if (tide_mem_alloc_family() == TIDE_MEM_ALLOC_UNKNOWN) {
+        /* No family named: tide_mem_alloc_release has no call to make and
+         * refuses, so there is no release rc to expect. */
+        printf("    skipped: malloc is served by an allocator Tide cannot name; no release call to check\n");
+        expect_rc(tide_node_close(n), 0, "close");
+        skip();
+    }
+    /* Every named family, the sanitizers' included, has a release that
+     * returns 0 (alloc.h); the /proc reads around it must succeed too. */
+    expect_rc(r.trim_rc, 0, "trim rc");
     if (r.trim.rss_before == 0 || r.trim.rss_after == 0)
         fail_msg("expected RSS before and after from statm, got %llu and %llu",
                  (unsigned long long)r.trim.rss_before, (unsigned long long)r.trim.rss_after);

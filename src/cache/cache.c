@@ -116,16 +116,13 @@ static size_t obj_cost(const tide_cache_obj *o)
 /* What no eviction can reclaim: the cache struct and the slot array. */
 static size_t base_cost(const tide_cache *c)
 {
-    return ti_core_chunk(sizeof *c) + ti_core_table_cost(c->core.t.nslots);
+    return ti_core_base_cost(&c->core, sizeof *c);
 }
 
 /* Put `e` at the strong tail with a fresh access time (invariant 4). */
 static void push_strong(tide_cache *c, entry *e, uint64_t now)
 {
-    uint64_t floor = c->strong.tail ? c->strong.tail->atime_us : 0;
-
-    e->h.atime_us = now > floor ? now : floor;
-    ti_core_list_push(&c->strong, &e->h);
+    ti_core_list_push_at(&c->strong, &e->h, now);
 }
 
 /* Take `e` out of the table and its list; it goes on the victim chain with
@@ -206,6 +203,9 @@ static void check_cheap(const tide_cache *c)
     TIDE_ASSERT(c->core.hard_limit == 0 || c->core.bytes <= c->core.hard_limit);  /* 6 */
 }
 
+/* check_cheap as ti_core_finish calls it. */
+static void core_check(const ti_core *k) { check_cheap((const tide_cache *)k); }
+
 /* ---- create and destroy -------------------------------------------------- */
 
 int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
@@ -214,7 +214,6 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
     tide_cache *c = NULL;
     ti_core_entry **slots = NULL;
     size_t nslots;
-    uint64_t seed = 0;
     int rc = 0;
 
     if (opts == NULL) {
@@ -235,11 +234,7 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
                           "hard_limit_bytes %zu", opts->budget_bytes, opts->hard_limit_bytes);
         goto out;
     }
-    nslots = ti_core_slots_for(opts->target_size);
-    if (nslots == 0 || nslots > TC_SLOTS_START) nslots = TC_SLOTS_START;
-    while (opts->hard_limit_bytes && nslots > TC_SLOTS_MIN &&
-           ti_core_table_cost(nslots) > opts->hard_limit_bytes / 8)
-        nslots >>= 1;
+    nslots = ti_core_start_slots(opts->target_size, opts->hard_limit_bytes);
     if (opts->hard_limit_bytes &&
         ti_core_chunk(sizeof *c) + ti_core_table_cost(nslots) > opts->hard_limit_bytes) {
         rc = tide_err_set(TIDE_EINVAL, "tide_cache_create: hard_limit_bytes %zu is below "
@@ -254,24 +249,16 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
                           nslots);
         goto out;
     }
-    if (tide_random_bytes(&seed, sizeof seed) != 0)
-        seed = tide_clock_mono_us() ^ (uint64_t)(uintptr_t)c;   /* still unpredictable enough */
-    if (pthread_mutex_init(&c->core.mu, NULL) != 0) {
-        rc = tide_err_set(TIDE_ENOMEM, "tide_cache_create: pthread_mutex_init failed");
-        goto out;
-    }
-    ti_core_table_init(&c->core.t, slots, nslots, opts->key_size, offsetof(entry, key), seed);
+    rc = ti_core_init(&c->core, slots, nslots, opts->key_size, offsetof(entry, key), sizeof *c,
+                      opts->hard_limit_bytes, opts->account_bytes, "tide_cache_create");
+    if (rc) goto out;
     slots = NULL;
     c->entry_bytes = ti_core_chunk(offsetof(entry, key) + opts->key_size);
     c->target_size = opts->target_size;
     c->age_us = (uint64_t)opts->age_s * 1000000u;
     c->budget = opts->budget_bytes;
-    c->core.hard_limit = opts->hard_limit_bytes;
     c->clock_us = opts->clock_us ? opts->clock_us : default_clock;
     c->clock_arg = opts->clock_us ? opts->clock_arg : NULL;
-    c->core.account = opts->account_bytes;
-    c->core.bytes = base_cost(c);
-    ti_core_account(&c->core, 0);
     *out = c;
     c = NULL;
 out:
@@ -339,10 +326,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
     c->inserts++;
     e = NULL;
     want = ti_core_grow_want(&c->core);
-    ti_core_account(&c->core, before);
-    check_cheap(c);
-    pthread_mutex_unlock(&c->core.mu);
-    free_victims(victims);
+    ti_core_finish(&c->core, before, core_check, free_victims, victims);
     if (want) ti_core_grow(&c->core, want);     /* doubles the slots, outside the lock */
 out:
     if (e) {
@@ -392,29 +376,19 @@ tide_cache_obj *tide_cache_lookup(tide_cache *c, const void *key)
         c->reaped++;
         c->misses++;
     }
-    ti_core_account(&c->core, before);
-    check_cheap(c);
-    pthread_mutex_unlock(&c->core.mu);
-    free_victims(victims);
+    ti_core_finish(&c->core, before, core_check, free_victims, victims);
     return obj;
+}
+
+/* remove_entry as ti_core_erase calls it. */
+static void erase_entry(ti_core *k, ti_core_entry *e, ti_core_entry **victims)
+{
+    remove_entry((tide_cache *)k, (entry *)e, victims);
 }
 
 int tide_cache_erase(tide_cache *c, const void *key)
 {
-    uint64_t h = ti_core_hash(&c->core.t, key);
-    ti_core_entry *victims = NULL;
-    entry *e;
-    size_t before;
-
-    pthread_mutex_lock(&c->core.mu);
-    before = c->core.bytes;
-    e = (entry *)ti_core_find(&c->core.t, h, key);
-    if (e) remove_entry(c, e, &victims);
-    ti_core_account(&c->core, before);
-    check_cheap(c);
-    pthread_mutex_unlock(&c->core.mu);
-    free_victims(victims);
-    return e != NULL;
+    return ti_core_erase(&c->core, key, erase_entry, core_check, free_victims);
 }
 
 /* ---- sweep ------------------------------------------------------------------ */
@@ -455,10 +429,7 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
     r.evicted = (size_t)(c->evictions - evictions);
     r.reaped = (size_t)(c->reaped - reaped);
     r.bytes_after = c->core.bytes;
-    ti_core_account(&c->core, r.bytes_before);
-    check_cheap(c);
-    pthread_mutex_unlock(&c->core.mu);
-    free_victims(victims);
+    ti_core_finish(&c->core, r.bytes_before, core_check, free_victims, victims);
     if (report) *report = r;
 }
 

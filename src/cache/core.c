@@ -25,7 +25,11 @@
 #include <xxhash.h>
 
 #include "cache/core.h"
+#include "tide/error.h"
 #include "util/assert.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/random.h"
 
 uint64_t ti_core_effective_age_us(uint64_t age_us, size_t target, size_t count)
 {
@@ -48,6 +52,33 @@ size_t ti_core_slots_for(size_t n)
         s <<= 1;
     }
     return s;
+}
+
+size_t ti_core_start_slots(size_t target, size_t hard_limit)
+{
+    size_t nslots = ti_core_slots_for(target);
+
+    if (nslots == 0 || nslots > TC_SLOTS_START) nslots = TC_SLOTS_START;
+    while (hard_limit && nslots > TC_SLOTS_MIN && ti_core_table_cost(nslots) > hard_limit / 8)
+        nslots >>= 1;
+    return nslots;
+}
+
+int ti_core_init(ti_core *k, ti_core_entry **slots, size_t nslots, unsigned key_size, size_t key_offset,
+                 size_t fixed, size_t hard_limit, int64_t *account, const char *who)
+{
+    uint64_t seed = 0;
+
+    if (tide_random_bytes(&seed, sizeof seed) != 0)
+        seed = tide_clock_mono_us() ^ (uint64_t)(uintptr_t)k;   /* still unpredictable enough */
+    if (pthread_mutex_init(&k->mu, NULL) != 0)
+        return tide_err_set(TIDE_ENOMEM, "%s: pthread_mutex_init failed", who);
+    ti_core_table_init(&k->t, slots, nslots, key_size, key_offset, seed);
+    k->hard_limit = hard_limit;
+    k->account = account;
+    k->bytes = ti_core_base_cost(k, fixed);
+    ti_core_account(k, 0);
+    return 0;
 }
 
 void ti_core_table_init(ti_core_table *t, ti_core_entry **slots, size_t nslots, unsigned key_size,
@@ -177,6 +208,32 @@ void ti_core_destroy(ti_core *k, size_t fixed,
     k->t.slots = NULL;
 }
 
+int ti_core_erase(ti_core *k, const void *key,
+                  void (*remove)(ti_core *k, ti_core_entry *e, ti_core_entry **victims),
+                  void (*check)(const ti_core *k),
+                  void (*free_victims)(ti_core_entry *victims))
+{
+    uint64_t h = ti_core_hash(&k->t, key);
+    ti_core_entry *victims = NULL, *e;
+    size_t before;
+
+    pthread_mutex_lock(&k->mu);
+    before = k->bytes;
+    e = ti_core_find(&k->t, h, key);
+    if (e) remove(k, e, &victims);
+    ti_core_finish(k, before, check, free_victims, victims);
+    return e != NULL;
+}
+
+void ti_core_finish(ti_core *k, size_t before, void (*check)(const ti_core *k),
+                    void (*free_victims)(ti_core_entry *victims), ti_core_entry *victims)
+{
+    ti_core_account(k, before);
+    check(k);
+    pthread_mutex_unlock(&k->mu);
+    free_victims(victims);
+}
+
 void ti_core_list_push(ti_core_list *l, ti_core_entry *e)
 {
     e->next = NULL;
@@ -185,6 +242,14 @@ void ti_core_list_push(ti_core_list *l, ti_core_entry *e)
     else l->head = e;
     l->tail = e;
     l->n++;
+}
+
+void ti_core_list_push_at(ti_core_list *l, ti_core_entry *e, uint64_t now)
+{
+    uint64_t floor = l->tail ? l->tail->atime_us : 0;
+
+    e->atime_us = now > floor ? now : floor;
+    ti_core_list_push(l, e);
 }
 
 void ti_core_list_remove(ti_core_list *l, ti_core_entry *e)

@@ -82,6 +82,13 @@ static inline size_t ti_core_table_cost(size_t nslots)
 
 /* Add to *k->account what k->bytes has moved since it was `before`. Under
  * the lock; O(1), one relaxed atomic add when it moved. */
+/* What no eviction can reclaim: the cache struct (`fixed` bytes) and the
+ * slot array. */
+static inline size_t ti_core_base_cost(const ti_core *k, size_t fixed)
+{
+    return ti_core_chunk(fixed) + ti_core_table_cost(k->t.nslots);
+}
+
 static inline void ti_core_account(ti_core *k, size_t before)
 {
     if (k->account && k->bytes != before)
@@ -92,6 +99,19 @@ static inline void ti_core_account(ti_core *k, size_t before)
  * age_us * target / count when count exceeds a nonzero target, never below
  * 1 s (even when age_us itself is). Pure. */
 uint64_t ti_core_effective_age_us(uint64_t age_us, size_t target, size_t count);
+
+/* The slots a new cache starts with: ti_core_slots_for(target), at most
+ * TC_SLOTS_START (0 too), halved while the slot array would take more than
+ * an eighth of `hard_limit` (0: none), down to TC_SLOTS_MIN. */
+size_t ti_core_start_slots(size_t target, size_t hard_limit);
+
+/* The core of a new cache: its mutex, its table over `slots` (nslots, taken
+ * on success), a hash seed from getrandom (the clock and the core's address
+ * when that fails), the hard limit, the account, and bytes = the cache
+ * struct (`fixed`) plus the slot array, added to *account. Returns 0, or
+ * TIDE_ENOMEM ("`who`: pthread_mutex_init failed") with `slots` not taken. */
+int ti_core_init(ti_core *k, ti_core_entry **slots, size_t nslots, unsigned key_size, size_t key_offset,
+                 size_t fixed, size_t hard_limit, int64_t *account, const char *who);
 
 /* Smallest power of two >= n, at least TC_SLOTS_MIN; 0 when it would
  * overflow a size_t. Pure. */
@@ -138,8 +158,30 @@ void ti_core_destroy(ti_core *k, size_t fixed,
                      void (*drain)(ti_core *k, ti_core_entry **victims),
                      void (*free_victims)(ti_core_entry *victims));
 
+/* The end of every cache call that changed the table under k->mu, in the
+ * order the caches' invariants need: the bytes since `before` go to
+ * *account, `check` asserts the cache's cheap invariants, the lock is
+ * dropped, and only then `free_victims` gets `victims` (a cache never
+ * frees under its lock). `check` gets the cache as its ti_core, which is
+ * its first member. */
+void ti_core_finish(ti_core *k, size_t before, void (*check)(const ti_core *k),
+                    void (*free_victims)(ti_core_entry *victims), ti_core_entry *victims);
+
+/* The erase of both caches: under k->mu, find `key`; when it is there,
+ * `remove` takes it out (from the table and its list, its cost off bytes,
+ * onto the victims); then ti_core_finish. `remove` gets the cache as its
+ * ti_core. Returns 1 when the key was there, 0 when not.
+ * Cost: one hash, one chain walk, one lock. */
+int ti_core_erase(ti_core *k, const void *key,
+                  void (*remove)(ti_core *k, ti_core_entry *e, ti_core_entry **victims),
+                  void (*check)(const ti_core *k),
+                  void (*free_victims)(ti_core_entry *victims));
+
 /* Age lists. O(1) each. */
 void ti_core_list_push(ti_core_list *l, ti_core_entry *e);     /* at the tail */
+/* At the tail with access time `now`, or the tail's when that is later, so
+ * the list stays ordered by access time when clocks of two threads cross. */
+void ti_core_list_push_at(ti_core_list *l, ti_core_entry *e, uint64_t now);
 void ti_core_list_remove(ti_core_list *l, ti_core_entry *e);
 
 #endif

@@ -66,15 +66,12 @@ void tide_keycache_opts_init(tide_keycache_opts *o)
 
 static size_t base_cost(const tide_keycache *k)
 {
-    return ti_core_chunk(sizeof *k) + ti_core_table_cost(k->core.t.nslots);
+    return ti_core_base_cost(&k->core, sizeof *k);
 }
 
 static void push(tide_keycache *k, kentry *e, uint64_t now)
 {
-    uint64_t floor = k->lru.tail ? k->lru.tail->atime_us : 0;
-
-    e->h.atime_us = now > floor ? now : floor;
-    ti_core_list_push(&k->lru, &e->h);
+    ti_core_list_push_at(&k->lru, &e->h, now);
 }
 
 static void remove_entry(tide_keycache *k, kentry *e, ti_core_entry **victims)
@@ -101,13 +98,15 @@ static void check_cheap(const tide_keycache *k)
     TIDE_ASSERT(k->core.hard_limit == 0 || k->core.bytes <= k->core.hard_limit);   /* 4 */
 }
 
+/* check_cheap as ti_core_finish calls it. */
+static void core_check(const ti_core *core) { check_cheap((const tide_keycache *)core); }
+
 int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
 {
     tide_keycache_opts d;
     tide_keycache *k = NULL;
     ti_core_entry **slots = NULL;
     size_t nslots, entry_bytes;
-    uint64_t seed = 0;
     int rc = 0;
 
     if (opts == NULL) {
@@ -123,11 +122,7 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
         rc = tide_err_set(TIDE_EINVAL, "tide_keycache_create: age_s 0 is below 1 second");
         goto out;
     }
-    nslots = ti_core_slots_for(opts->target_size);
-    if (nslots == 0 || nslots > TC_SLOTS_START) nslots = TC_SLOTS_START;
-    while (opts->hard_limit_bytes && nslots > TC_SLOTS_MIN &&
-           ti_core_table_cost(nslots) > opts->hard_limit_bytes / 8)
-        nslots >>= 1;
+    nslots = ti_core_start_slots(opts->target_size, opts->hard_limit_bytes);
     entry_bytes = ti_core_chunk(offsetof(kentry, key) + opts->key_size);
     if (opts->hard_limit_bytes &&
         ti_core_chunk(sizeof *k) + ti_core_table_cost(nslots) + entry_bytes > opts->hard_limit_bytes) {
@@ -143,23 +138,15 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
                           "slots", nslots);
         goto out;
     }
-    if (tide_random_bytes(&seed, sizeof seed) != 0)
-        seed = tide_clock_mono_us() ^ (uint64_t)(uintptr_t)k;
-    if (pthread_mutex_init(&k->core.mu, NULL) != 0) {
-        rc = tide_err_set(TIDE_ENOMEM, "tide_keycache_create: pthread_mutex_init failed");
-        goto out;
-    }
-    ti_core_table_init(&k->core.t, slots, nslots, opts->key_size, offsetof(kentry, key), seed);
+    rc = ti_core_init(&k->core, slots, nslots, opts->key_size, offsetof(kentry, key), sizeof *k,
+                      opts->hard_limit_bytes, opts->account_bytes, "tide_keycache_create");
+    if (rc) goto out;
     slots = NULL;
     k->entry_bytes = entry_bytes;
     k->target_size = opts->target_size;
-    k->core.hard_limit = opts->hard_limit_bytes;
     k->age_us = (uint64_t)opts->age_s * 1000000u;
     k->clock_us = opts->clock_us ? opts->clock_us : default_clock;
     k->clock_arg = opts->clock_us ? opts->clock_arg : NULL;
-    k->core.account = opts->account_bytes;
-    k->core.bytes = base_cost(k);
-    ti_core_account(&k->core, 0);
     *out = k;
     k = NULL;
 out:
@@ -220,10 +207,7 @@ int tide_keycache_insert(tide_keycache *k, const void *key)
         e = NULL;
         want = ti_core_grow_want(&k->core);
     }
-    ti_core_account(&k->core, before);
-    check_cheap(k);
-    pthread_mutex_unlock(&k->core.mu);
-    free_victims(victims);
+    ti_core_finish(&k->core, before, core_check, free_victims, victims);
     if (want) ti_core_grow(&k->core, want);     /* doubles the slots, outside the lock */
 out:
     free(e);
@@ -248,22 +232,15 @@ int tide_keycache_contains(tide_keycache *k, const void *key)
     return e != NULL;
 }
 
+/* remove_entry as ti_core_erase calls it. */
+static void erase_entry(ti_core *core, ti_core_entry *e, ti_core_entry **victims)
+{
+    remove_entry((tide_keycache *)core, (kentry *)e, victims);
+}
+
 int tide_keycache_erase(tide_keycache *k, const void *key)
 {
-    uint64_t h = ti_core_hash(&k->core.t, key);
-    ti_core_entry *victims = NULL;
-    kentry *e;
-    size_t before;
-
-    pthread_mutex_lock(&k->core.mu);
-    before = k->core.bytes;
-    e = (kentry *)ti_core_find(&k->core.t, h, key);
-    if (e) remove_entry(k, e, &victims);
-    ti_core_account(&k->core, before);
-    check_cheap(k);
-    pthread_mutex_unlock(&k->core.mu);
-    free_victims(victims);
-    return e != NULL;
+    return ti_core_erase(&k->core, key, erase_entry, core_check, free_victims);
 }
 
 void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report)
@@ -285,10 +262,7 @@ void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report)
     }
     k->evictions += r.evicted;
     r.bytes_after = k->core.bytes;
-    ti_core_account(&k->core, r.bytes_before);
-    check_cheap(k);
-    pthread_mutex_unlock(&k->core.mu);
-    free_victims(victims);
+    ti_core_finish(&k->core, r.bytes_before, core_check, free_victims, victims);
     if (report) *report = r;
 }
 

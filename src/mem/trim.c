@@ -26,15 +26,8 @@
 #include "mem/alloc.h"
 #include "mem/proc.h"
 #include "tide/error.h"
+#include "util/clock.h"
 #include "util/err.h"
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int tide_mem_trim(tide_mem_trim_report *r)
 {
@@ -52,9 +45,9 @@ int tide_mem_trim(tide_mem_trim_report *r)
     if (e && !rc) rc = e;
     have_faults = e == 0;
 
-    t0 = mono_ns();
+    t0 = tide_clock_mono_ns();
     e = tide_mem_alloc_release(family, &r->result);
-    t1 = mono_ns();
+    t1 = tide_clock_mono_ns();
     if (e && !rc) rc = e;
 
     e = tide_mem_proc_thread_faults(&f1);

@@ -3,7 +3,10 @@
  *
  * Every setting lives in one row of `settings[]` below: its name, its flag,
  * its environment variable, its config-file key (section and key), how its
- * text is parsed, and its range. The four sources all go through one
+ * text is parsed, its range, its default (text that tide_config_defaults
+ * parses like any source's, or the rule that computes it) and its --help
+ * description. tided's --help is printed from the rows (tide_config_help),
+ * so no range or default is written twice. The four sources all go through one
  * function, set_value(), so a value means the same thing whether it was
  * written as --cache-budget=1GiB, TIDE_CACHE_BUDGET=1GiB or
  * "[node] cache_budget=1GiB".
@@ -90,6 +93,8 @@
  *   1. Every setting has a source; src[id].kind only rises during loading,
  *      except that finish() may turn DEFAULT into PRESET.
  *   2. After a successful finish() every value is within its range.
+ *   3. Every row's `def` parses as its own kind and range (asserted by
+ *      tide_config_defaults), so a default cannot break its own rule.
  *
  * Never: print metrics_token; turn a bad value into a default silently
  * (nudb_block_size falls back, and says so); truncate a value; skip a
@@ -111,12 +116,23 @@
 
 #include "tide/error.h"
 #include "tide/store.h"
+#include "util/assert.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
 
 #define GiB (1024ull * 1024 * 1024)
 #define MiB (1024ull * 1024)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* http_threads left unset: one event loop per online CPU, up to this many. */
+#define HTTP_THREADS_AUTO_MAX 4
+
+/* http_body_budget left unset: max(BODY_BUDGET_FLOOR, 4 x max_object_size);
+ * the text is what describe and --help show for it. */
+#define BODY_BUDGET_FLOOR (64 * MiB)
+#define BODY_BUDGET_DEFAULT_TEXT "max(64MiB, 4 x max_object_size)"
 
 /* ---- presets (docs/ARCHITECTURE.md, "node_size presets") ------------------ */
 
@@ -127,6 +143,12 @@ typedef struct preset {
 
 static const char *const node_size_names[TIDE_NODE_SIZE_COUNT] = {
     "tiny", "small", "medium", "large", "huge"
+};
+
+/* node_size left unset: the first size whose bound total RAM is below
+ * (one step per doubling), else huge. */
+static const uint64_t node_size_ram_below[TIDE_NODE_SIZE_COUNT - 1] = {
+    8 * GiB, 16 * GiB, 32 * GiB, 64 * GiB
 };
 
 static const preset presets[TIDE_NODE_SIZE_COUNT] = {
@@ -162,70 +184,156 @@ typedef struct setting {
     enum kind kind;
     uint64_t min, max;
     int from_preset;      /* finish() fills it from node_size's preset */
+    const char *def;      /* the built-in default as a source would write it,
+                             parsed by tide_config_defaults(); NULL when the
+                             default is computed or "unset" (then `dflt`) */
+    const char *dflt;     /* --help's words for a default that is not `def`,
+                             or NULL (the preset ones print the preset row) */
+    const char *arg;      /* --help's name for the value: "SIZE", "SECONDS" */
+    const char *help;     /* --help's description: what the setting does;
+                             never its range or default, which are printed
+                             from the fields above */
 } setting;
 
 static const setting settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_NODE_SIZE]       = { "node_size", "node-size", "TIDE_NODE_SIZE", "node",
-                                   "node_size", "", K_NODE_SIZE, 0, 0, 0 },
+                                   "node_size", "", K_NODE_SIZE, 0, 0, 0,
+        .arg = "SIZE",
+        .help = "the preset for" },     /* + the preset rows' names: tide_config_help */
     [TIDE_CFG_DATA_DIR]        = { "data_dir", "data-dir", "TIDE_DATA_DIR", "node",
-                                   "node_db", "path", K_PATH, 0, 0, 0 },
+                                   "node_db", "path", K_PATH, 0, 0, 0,
+        .def = "./data", .arg = "DIR",
+        .help = "the store's directory, created with an empty store on first run." },
     [TIDE_CFG_LISTEN]          = { "listen", "listen", "TIDE_LISTEN", "node",
-                                   NULL, NULL, K_LISTEN, 0, 0, 0 },
+                                   NULL, NULL, K_LISTEN, 0, 0, 0,
+        .def = "127.0.0.1:8080", .arg = "HOST:PORT",
+        .help = "the address to serve on; IPv6 as [::1]:8080. The default is loopback only: put a "
+                "proxy with TLS in front to serve further." },
     [TIDE_CFG_SWEEP_INTERVAL]  = { "sweep_interval", "sweep-interval", "TIDE_SWEEP_INTERVAL", "node",
-                                   "sweep_interval", "", K_UINT, 10, 600, 1 },
+                                   "sweep_interval", "", K_UINT, 10, 600, 1,
+        .arg = "SECONDS",
+        .help = "seconds between sweeps of the caches (each followed by one malloc trim), counted "
+                "from the end of the previous sweep. Preset." },
     [TIDE_CFG_CACHE_TARGET]    = { "cache_target", "cache-target", "TIDE_CACHE_TARGET", "node",
-                                   NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 1 },
+                                   NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 1,
+        .arg = "N",
+        .help = "node cache target in entries; above it entries age faster. Preset." },
     [TIDE_CFG_CACHE_AGE]       = { "cache_age", "cache-age", "TIDE_CACHE_AGE", "node",
-                                   NULL, NULL, K_UINT, 1, 86400, 1 },
+                                   NULL, NULL, K_UINT, 1, 86400, 1,
+        .arg = "SECONDS",
+        .help = "seconds an unused object stays in the node cache. Preset." },
     /* 2 * cache_budget is the node cache's hard limit and 2 * insert_burst
      * what the store's two pools may hold: TIDE_CONFIG_BYTES_MAX keeps both
      * products exact (config.h). */
     [TIDE_CFG_CACHE_BUDGET]    = { "cache_budget", "cache-budget", "TIDE_CACHE_BUDGET", "node",
-                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 1 },
+                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 1,
+        .arg = "SIZE",
+        .help = "bytes the node cache is swept down to (0: unbounded). Preset." },
     /* The store's insert pool is always bounded (0 used to be taken for
      * "unbounded" here while the store used its 16 MiB default): at least
      * 64 KiB, so one commit's worth of small inserts fits. */
     [TIDE_CFG_INSERT_BURST]    = { "insert_burst", "insert-burst", "TIDE_INSERT_BURST", "node",
-                                   NULL, NULL, K_SIZE, 64 * 1024, TIDE_CONFIG_BYTES_MAX, 1 },
+                                   NULL, NULL, K_SIZE, 64 * 1024, TIDE_CONFIG_BYTES_MAX, 1,
+        .arg = "SIZE",
+        .help = "bytes of pending inserts before a PUT waits for a commit. Preset." },
+    /* The key cache is not in XRP Ledger's table; Tide's defaults: 64 Ki
+     * recent misses kept for 30 s. */
     [TIDE_CFG_KEY_CACHE_SIZE]  = { "key_cache_size", "key-cache-size", "TIDE_KEY_CACHE_SIZE", "node",
-                                   NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 0 },
+                                   NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 0,
+        .def = "65536", .arg = "N",
+        .help = "target entries of the key cache of recent misses (0: unbounded)." },
     [TIDE_CFG_KEY_CACHE_AGE]   = { "key_cache_age", "key-cache-age", "TIDE_KEY_CACHE_AGE", "node",
-                                   NULL, NULL, K_UINT, 1, 86400, 0 },
+                                   NULL, NULL, K_UINT, 1, 86400, 0,
+        .def = "30", .arg = "SECONDS",
+        .help = "seconds a recent miss is remembered." },
     [TIDE_CFG_NUDB_BLOCK_SIZE] = { "nudb_block_size", "nudb-block-size", "TIDE_NUDB_BLOCK_SIZE", "node",
-                                   "node_db", "nudb_block_size", K_BLOCK, 0, 0, 0 },
+                                   "node_db", "nudb_block_size", K_BLOCK, 0, 0, 0,
+        .arg = "BYTES",
+        .help = "key-file block size for a new store (an invalid value warns and uses the default). "
+                "An existing store keeps its own; 'tide rekey' changes it." },
     [TIDE_CFG_LOG_LEVEL]       = { "log_level", "log-level", "TIDE_LOG_LEVEL", "node",
-                                   NULL, NULL, K_LEVEL, 0, 0, 0 },
+                                   NULL, NULL, K_LEVEL, 0, 0, 0,
+        .def = "info", .arg = "LEVEL",
+        .help = "debug adds an access line per request and a line per sweep and trim." },
     /* glibc's M_MMAP_THRESHOLD maximum on 64-bit is 32 MiB
      * (DEFAULT_MMAP_THRESHOLD_MAX = 4 MiB * sizeof(long)); mallopt refuses more. */
     [TIDE_CFG_MMAP_THRESHOLD]  = { "mmap_threshold", "mmap-threshold", "TIDE_MMAP_THRESHOLD", "node",
-                                   NULL, NULL, K_SIZE, 0, 32 * MiB, 0 },
+                                   NULL, NULL, K_SIZE, 0, 32 * MiB, 0,
+        .dflt = "glibc's dynamic threshold", .arg = "SIZE",
+        .help = "glibc's M_MMAP_THRESHOLD; e.g. 16384 against freed memory staying resident." },
     [TIDE_CFG_ARENA_MAX]       = { "arena_max", "arena-max", "TIDE_ARENA_MAX", "node",
-                                   NULL, NULL, K_UINT, 1, 4096, 0 },
+                                   NULL, NULL, K_UINT, 1, 4096, 0,
+        .dflt = "glibc's (8 per core)", .arg = "N",
+        .help = "glibc's M_ARENA_MAX." },
     [TIDE_CFG_METRICS_TOKEN]   = { "metrics_token", NULL, "TIDE_METRICS_TOKEN", NULL,
-                                   NULL, NULL, K_SECRET, 0, 0, 0 },
+                                   NULL, NULL, K_SECRET, 0, 0, 0,
+        .help = "GET /metrics answers requests carrying 'Authorization: Bearer TOKEN' or "
+                "'X-Metrics-Token: TOKEN' (constant-time compare); 401 otherwise, and always when "
+                "unset (unless public)." },
     [TIDE_CFG_METRICS_PUBLIC]  = { "metrics_public", NULL, "TIDE_METRICS_PUBLIC", NULL,
-                                   NULL, NULL, K_BOOL, 0, 0, 0 },
+                                   NULL, NULL, K_BOOL, 0, 0, 0,
+        .arg = "1",
+        .help = "/metrics needs no token (a private network only)." },
+    /* One event loop per core, up to four: past that a node's disk, not
+     * its HTTP parsing, sets the pace. */
     [TIDE_CFG_HTTP_THREADS]    = { "http_threads", "http-threads", "TIDE_HTTP_THREADS", "node",
-                                   NULL, NULL, K_UINT, 1, 64, 0 },
+                                   NULL, NULL, K_UINT, 1, 64, 0,
+        .dflt = "online CPUs, at most " STR(HTTP_THREADS_AUTO_MAX), .arg = "N",
+        .help = "event loops serving HTTP." },
     [TIDE_CFG_MAX_OBJECT_SIZE] = { "max_object_size", "max-object-size", "TIDE_MAX_OBJECT_SIZE", "node",
-                                   NULL, NULL, K_SIZE, 1, 256 * MiB, 0 },
+                                   NULL, NULL, K_SIZE, 1, 256 * MiB, 0,
+        .def = "1MiB", .arg = "SIZE",
+        .help = "largest PUT body, in bytes; larger is 413. h2o holds a whole body in memory before "
+                "tided sees it." },
     [TIDE_CFG_ADMIN_TOKEN]     = { "admin_token", NULL, "TIDE_ADMIN_TOKEN", NULL,
-                                   NULL, NULL, K_SECRET, 0, 0, 0 },
+                                   NULL, NULL, K_SECRET, 0, 0, 0,
+        .help = "enables POST /v1/admin/sweep for requests carrying 'Authorization: Bearer TOKEN' "
+                "(compared in constant time). Unset: the endpoint answers 403." },
     [TIDE_CFG_METRICS_SMAPS]   = { "metrics_smaps", "metrics-smaps", "TIDE_METRICS_SMAPS", "node",
-                                   NULL, NULL, K_BOOL, 0, 0, 0 },
+                                   NULL, NULL, K_BOOL, 0, 0, 0,
+        .def = "0", .arg = "0|1",
+        .help = "1 adds tide_process_referenced_bytes and tide_process_lazyfree_bytes from "
+                "/proc/self/smaps_rollup to /metrics. The kernel walks every page table for it under "
+                "the mmap lock: measured here (bench/scrape), a scrape at 86 MiB RSS took 1.1 ms "
+                "without and 4.2 ms with it; the walk grows with RSS." },
     [TIDE_CFG_TRIM_POLICY]     = { "trim_policy", "trim-policy", "TIDE_TRIM_POLICY", "node",
-                                   NULL, NULL, K_TRIM, 0, 0, 0 },
+                                   NULL, NULL, K_TRIM, 0, 0, 0,
+        .def = "always", .arg = "POLICY",
+        .help = "when a sweep round trims the heap: always (after every sweep), never, every:N "
+                "(every N-th sweep), freed:SIZE (when the sweep freed at least SIZE), free-pct:P "
+                "(when the allocator holds free more than P% of RSS). docs/LAB.md compares them." },
+    /* Connections: nginx's worker_connections-sized total; one address
+     * may hold a sixteenth of it. Idle 5 s, a whole request 10 s (h2o's
+     * own default). The body budget is derived in finish. */
     [TIDE_CFG_HTTP_MAX_CONNECTIONS] = { "http_max_connections", "http-max-connections",
-                                   "TIDE_HTTP_MAX_CONNECTIONS", "node", NULL, NULL, K_UINT, 1, 1048576, 0 },
+                                   "TIDE_HTTP_MAX_CONNECTIONS", "node", NULL, NULL, K_UINT, 1, 1048576, 0,
+        .def = "4096", .arg = "N",
+        .help = "connections open at once. At the bound a new connection closes the longest-idle "
+                "one (no request in flight, nothing received), so idle connections cannot lock "
+                "clients out; only when none of the loop's 64 longest-idle is idle is it refused. "
+                "Lowered to fit RLIMIT_NOFILE." },
     [TIDE_CFG_HTTP_MAX_PER_CLIENT] = { "http_max_connections_per_client", "http-max-connections-per-client",
-                                   "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT", "node", NULL, NULL, K_UINT, 0, 1048576, 0 },
+                                   "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT", "node", NULL, NULL, K_UINT, 0, 1048576, 0,
+        .def = "256", .arg = "N",
+        .help = "connections open at once from one client address (0: no bound); more are closed at "
+                "once. Behind a proxy every client has the proxy's address: raise it, or set 0." },
     [TIDE_CFG_HTTP_IDLE_TIMEOUT] = { "http_idle_timeout", "http-idle-timeout", "TIDE_HTTP_IDLE_TIMEOUT", "node",
-                                   NULL, NULL, K_UINT, 1, 3600, 0 },
+                                   NULL, NULL, K_UINT, 1, 3600, 0,
+        .def = "5", .arg = "SECONDS",
+        .help = "a connection with no request in flight and nothing received for this long (since it "
+                "opened, or since its last response) is closed." },
     [TIDE_CFG_HTTP_REQUEST_TIMEOUT] = { "http_request_timeout", "http-request-timeout",
-                                   "TIDE_HTTP_REQUEST_TIMEOUT", "node", NULL, NULL, K_UINT, 1, 3600, 0 },
+                                   "TIDE_HTTP_REQUEST_TIMEOUT", "node", NULL, NULL, K_UINT, 1, 3600, 0,
+        .def = "10", .arg = "SECONDS",
+        .help = "a request's head and body must arrive within this long of its first byte, or the "
+                "connection is closed (h2o's http1 request timeout)." },
     /* At least max_object_size (checked in finish); at most 1 TiB. */
     [TIDE_CFG_HTTP_BODY_BUDGET] = { "http_body_budget", "http-body-budget", "TIDE_HTTP_BODY_BUDGET", "node",
-                                   NULL, NULL, K_SIZE, 1, 1024 * GiB, 0 },
+                                   NULL, NULL, K_SIZE, 1, 1024 * GiB, 0,
+        .dflt = BODY_BUDGET_DEFAULT_TEXT, .arg = "SIZE",
+        .help = "bytes of request bodies tided holds for requests not yet answered, counted in the "
+                "http consumer; at least max_object_size. A request whose head declares more than is "
+                "left is answered 503 with Retry-After: 1 before its body is read." },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -235,11 +343,10 @@ const char *tide_config_node_size_name(int n)
 
 int tide_config_node_size_for_ram(uint64_t ram)
 {
-    if (ram < 8 * GiB)  return TIDE_NODE_TINY;
-    if (ram < 16 * GiB) return TIDE_NODE_SMALL;
-    if (ram < 32 * GiB) return TIDE_NODE_MEDIUM;
-    if (ram < 64 * GiB) return TIDE_NODE_LARGE;
-    return TIDE_NODE_HUGE;
+    int n = 0;
+
+    while (n < TIDE_NODE_SIZE_COUNT - 1 && ram >= node_size_ram_below[n]) n++;
+    return n;
 }
 
 const char *tide_config_name(int id) { return settings[id].name; }
@@ -293,6 +400,174 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
     return n < 0 ? 0 : (size_t)n;
 }
 
+/* ---- help ------------------------------------------------------------------- */
+
+/* A text being built into a caller's buffer: len counts what the whole
+ * text needs, as snprintf does, whatever fits. */
+typedef struct text { char *buf; size_t cap, len; } text;
+
+static void text_add(text *t, const char *s, size_t n)
+{
+    if (t->len + 1 < t->cap) {
+        size_t room = t->cap - 1 - t->len;
+        memcpy(t->buf + t->len, s, n < room ? n : room);
+        t->buf[t->len + (n < room ? n : room)] = '\0';
+    }
+    t->len += n;
+}
+
+/* `words` as lines of at most HELP_WIDTH columns, each `indent` spaces in;
+ * a word longer than a line stands alone on its own. */
+#define HELP_WIDTH 79
+
+static void text_wrapped(text *t, int indent, const char *words)
+{
+    static const char spaces[] = "                ";
+    const char *p = words;
+    size_t col = 0;
+
+    while (*p) {
+        size_t n;
+        while (*p == ' ') p++;
+        n = strcspn(p, " ");
+        if (n == 0) break;
+        if (col > 0 && col + 1 + n > HELP_WIDTH) { text_add(t, "\n", 1); col = 0; }
+        if (col == 0) { text_add(t, spaces, (size_t)indent); col = (size_t)indent; }
+        else { text_add(t, " ", 1); col++; }
+        text_add(t, p, n);
+        col += n;
+        p += n;
+    }
+    if (col > 0) text_add(t, "\n", 1);
+}
+
+static void text_line(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One sentence of a help entry, printf-formatted, then wrapped. */
+static void text_line(text *t, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    text_wrapped(t, 8, line);
+}
+
+/* The value setting `id` takes from preset `p`, as describe shows it. */
+static void preset_text(int id, const preset *p, char *out, size_t cap)
+{
+    switch (id) {
+    case TIDE_CFG_SWEEP_INTERVAL: snprintf(out, cap, "%u", p->sweep_interval); break;
+    case TIDE_CFG_CACHE_TARGET:   snprintf(out, cap, "%" PRIu64, p->cache_target); break;
+    case TIDE_CFG_CACHE_AGE:      snprintf(out, cap, "%" PRIu64, p->cache_age); break;
+    case TIDE_CFG_CACHE_BUDGET:   size_text(p->cache_budget, out, cap); break;
+    case TIDE_CFG_INSERT_BURST:   size_text(p->insert_burst, out, cap); break;
+    default: snprintf(out, cap, "?"); break;
+    }
+}
+
+/* "Default: ..." of setting `id`, from its row, the preset table or the
+ * rule that computes it. */
+static void default_line(text *t, int id)
+{
+    const setting *st = &settings[id];
+    char list[512] = "", one[32];
+    size_t used = 0;
+
+    if (st->def) { text_line(t, "Default: %s.", st->def); return; }
+    if (st->dflt) { text_line(t, "Default: %s.", st->dflt); return; }
+    if (id == TIDE_CFG_NODE_SIZE) {
+        for (int n = 0; n < TIDE_NODE_SIZE_COUNT - 1; n++) {
+            size_text(node_size_ram_below[n], one, sizeof one);
+            used += (size_t)snprintf(list + used, sizeof list - used, "< %s %s, ", one, node_size_names[n]);
+        }
+        text_line(t, "Default: chosen from total RAM (%selse %s).", list,
+                  node_size_names[TIDE_NODE_SIZE_COUNT - 1]);
+        return;
+    }
+    if (st->from_preset) {
+        for (int n = 0; n < TIDE_NODE_SIZE_COUNT && used < sizeof list; n++) {
+            preset_text(id, &presets[n], one, sizeof one);
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s %s", n ? ", " : "",
+                                     node_size_names[n], one);
+        }
+        text_line(t, "Default: node_size's preset (%s).", list);
+        return;
+    }
+    if (st->kind == K_BLOCK) { text_line(t, "Default: %u.", TIDE_BLOCK_SIZE_DEFAULT); return; }
+    if (st->kind == K_SECRET) text_line(t, "Default: unset.");
+}
+
+/* node_size's description: `lead` and the settings its preset fills. */
+static void preset_help(text *t, const char *lead)
+{
+    char list[256] = "";
+    size_t used = 0;
+    int count = 0, seen = 0;
+
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) count += settings[id].from_preset;
+    for (int id = 0; id < TIDE_CFG_COUNT && used < sizeof list; id++) {
+        if (!settings[id].from_preset) continue;
+        seen++;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", seen == 1 ? "" :
+                                 seen == count ? " and " : ", ", settings[id].name);
+    }
+    text_line(t, "%s %s.", lead, list);
+}
+
+/* "Values: a, b or c." for the settings that take words. */
+static void values_line(text *t, int id)
+{
+    const char *names[8];
+    char list[256] = "";
+    size_t used = 0;
+    int count = 0;
+
+    if (settings[id].kind == K_NODE_SIZE)
+        for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++) names[count++] = node_size_names[n];
+    else if (settings[id].kind == K_LEVEL)
+        for (int l = TIDE_LOG_DEBUG; l <= TIDE_LOG_OFF; l++) names[count++] = tide_log_level_name(l);
+    if (count == 0) return;
+    for (int i = 0; i < count; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" :
+                                 i == count - 1 ? " or " : ", ", names[i]);
+    text_line(t, "Values: %s.", list);
+}
+
+size_t tide_config_help(int id, char *buf, size_t cap)
+{
+    const setting *st;
+    char dummy[1], range[200], line[256];
+    text t;
+
+    if (cap == 0) buf = dummy, cap = 1;      /* length only */
+    buf[0] = '\0';
+    t = (text){ buf, cap, 0 };
+    if (id < 0 || id >= TIDE_CFG_COUNT) return 0;
+    st = &settings[id];
+    if (st->flag) snprintf(line, sizeof line, "    --%s %s\n", st->flag, st->arg ? st->arg : "VALUE");
+    else if (st->arg) snprintf(line, sizeof line, "    %s=%s\n", st->env, st->arg);
+    else snprintf(line, sizeof line, "    %s\n", st->env);
+    text_add(&t, line, strlen(line));
+    if (st->kind == K_NODE_SIZE) preset_help(&t, st->help);
+    else text_wrapped(&t, 8, st->help ? st->help : "a node setting; the startup log's settings line shows its value.");
+    values_line(&t, id);
+    if (tide_config_range_text(id, range, sizeof range) > 0) text_line(&t, "Range: %s.", range);
+    default_line(&t, id);
+    if (st->section == NULL) return t.len;   /* env only: its heading is the variable */
+    if (st->alt_section && st->alt_key[0])
+        text_line(&t, "Environment %s; file [%s] %s or [%s] %s.", st->env, st->section, st->name,
+                  st->alt_section, st->alt_key);
+    else if (st->alt_section)
+        text_line(&t, "Environment %s; file [%s] %s or a bare value under [%s].", st->env, st->section,
+                  st->name, st->alt_section);
+    else
+        text_line(&t, "Environment %s; file [%s] %s.", st->env, st->section, st->name);
+    return t.len;
+}
+
 /* ---- defaults ---------------------------------------------------------------- */
 
 static void set_source(tide_config *c, int id, int kind, const char *fmt, ...)
@@ -319,39 +594,32 @@ static void fill_preset(tide_config *c, int id, const preset *p)
     }
 }
 
+static int set_value(tide_config *c, int id, const char *text, int kind, const char *where,
+                     const char *what);
+
+/* The defaults: each row's `def` read as any source's text is (so a default
+ * obeys its own range and parser), then the ones that are computed. */
 void tide_config_defaults(tide_config *c)
 {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     char ram[32];
+    int rc;
 
     memset(c, 0, sizeof *c);
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        if (settings[id].def == NULL) continue;
+        rc = set_value(c, id, settings[id].def, TIDE_SRC_DEFAULT, "", settings[id].def);
+        TIDE_ASSERT(rc == 0);
+        (void)rc;
+    }
     c->ram_bytes = (pages > 0 && psz > 0) ? (uint64_t)pages * (uint64_t)psz : 0;
     c->node_size = tide_config_node_size_for_ram(c->ram_bytes);
-    snprintf(c->data_dir, sizeof c->data_dir, "./data");
-    snprintf(c->listen, sizeof c->listen, "127.0.0.1:8080");
-    snprintf(c->listen_host, sizeof c->listen_host, "127.0.0.1");
-    c->listen_port = 8080;
     for (int id = 0; id < TIDE_CFG_COUNT; id++)
         if (settings[id].from_preset) fill_preset(c, id, &presets[TIDE_NODE_MEDIUM]);
-    /* The key cache is not in XRP Ledger's table; Tide's defaults: 64 Ki
-     * recent misses kept for 30 s. */
-    c->key_cache_size = 65536;
-    c->key_cache_age = 30;
     c->nudb_block_size = TIDE_BLOCK_SIZE_DEFAULT;
-    c->log_level = TIDE_LOG_INFO;
-    /* One event loop per core, up to four: past that a node's disk, not
-     * its HTTP parsing, sets the pace. */
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    c->http_threads = cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus;
-    c->max_object_size = 1 * MiB;
-    /* Connections: nginx's worker_connections-sized total; one address
-     * may hold a sixteenth of it. Idle 5 s, a whole request 10 s (h2o's
-     * own default). The body budget is derived in finish. */
-    c->http_max_connections = 4096;
-    c->http_max_per_client = 256;
-    c->http_idle_timeout = 5;
-    c->http_request_timeout = 10;
-    for (int id = 0; id < TIDE_CFG_COUNT; id++) set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
+    c->http_threads = cpus < 1 ? 1 : cpus > HTTP_THREADS_AUTO_MAX ? HTTP_THREADS_AUTO_MAX : (unsigned)cpus;
     set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
                tide_size_format(c->ram_bytes, ram, sizeof ram));
 }
@@ -447,6 +715,125 @@ static int parse_bool(const char *s, int *out)
     return -1;
 }
 
+/* A value parsed from its text, before it is stored. */
+typedef struct parsed {
+    uint64_t v;            /* K_UINT, K_SIZE, K_BLOCK; K_TRIM's param */
+    int      iv;           /* K_NODE_SIZE, K_LEVEL, K_BOOL; K_TRIM's policy */
+    unsigned port;         /* K_LISTEN */
+    int      fell_back;    /* K_BLOCK: the value was replaced by the default */
+    char     host[sizeof ((tide_config *)0)->listen_host];   /* K_LISTEN */
+} parsed;
+
+/* Parse `text` as setting `id` takes it, into *p. Writes the reason into
+ * `why` (empty when the text is good). A K_BLOCK fallback warns here, once,
+ * and only when the value would be used (a source ranked `kind`). */
+static void parse_value(const tide_config *c, int id, const char *text, int kind, const char *what,
+                        parsed *p, char *why, size_t wcap)
+{
+    const setting *st = &settings[id];
+
+    switch (st->kind) {
+    case K_NODE_SIZE:
+        p->iv = -1;
+        for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++)
+            if (strcasecmp(text, node_size_names[n]) == 0) p->iv = n;
+        if (p->iv < 0) snprintf(why, wcap, "not a node size (tiny, small, medium, large or huge)");
+        break;
+    case K_PATH:
+        if (text[0] == '\0') snprintf(why, wcap, "empty path");
+        else if (strlen(text) > TIDE_CONFIG_DATA_DIR_MAX)
+            snprintf(why, wcap, "path is %zu bytes, longer than %zu bytes (the store's files, "
+                     "DIR/nudb.dat, must fit in PATH_MAX, 4096 bytes)", strlen(text),
+                     (size_t)TIDE_CONFIG_DATA_DIR_MAX);
+        break;
+    case K_LISTEN:
+        if (strlen(text) >= sizeof c->listen) snprintf(why, wcap, "longer than %zu bytes", sizeof c->listen - 1);
+        else parse_listen(text, p->host, sizeof p->host, &p->port, why, wcap);
+        break;
+    case K_UINT: {
+        int prc = parse_uint(text, &p->v);
+        if (prc == -1)
+            snprintf(why, wcap, "not a whole number");
+        else if (prc == -2)
+            snprintf(why, wcap, "%.40s is outside %" PRIu64 "..%" PRIu64, text, st->min, st->max);
+        else if (p->v < st->min || p->v > st->max)
+            snprintf(why, wcap, "%" PRIu64 " is outside %" PRIu64 "..%" PRIu64, p->v, st->min, st->max);
+        break;
+    }
+    case K_SIZE:
+        if (tide_size_parse(text, &p->v) != 0) {
+            snprintf(why, wcap, "not a size (%s)", tide_last_error());
+        } else if (p->v < st->min || p->v > st->max) {
+            char rng[80];
+            tide_config_range_text(id, rng, sizeof rng);
+            snprintf(why, wcap, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes (%s)",
+                     p->v, st->min, st->max, rng);
+        }
+        break;
+    case K_BLOCK: {
+        char warn[200];
+        p->v = tide_block_size_parse(text, warn, sizeof warn);
+        p->fell_back = warn[0] != '\0';
+        if (p->fell_back && kind >= c->src[id].kind)
+            tide_log(TIDE_LOG_WARN, "%s: %s", what, warn);
+        break;
+    }
+    case K_LEVEL:
+        p->iv = tide_log_level_parse(text);
+        if (p->iv < 0) snprintf(why, wcap, "not a log level (debug, info, warn, error or off)");
+        break;
+    case K_SECRET:
+        if (strlen(text) >= sizeof c->metrics_token)
+            snprintf(why, wcap, "longer than %zu bytes", sizeof c->metrics_token - 1);
+        break;
+    case K_BOOL:
+        if (parse_bool(text, &p->iv) != 0) snprintf(why, wcap, "not 1/0, true/false, yes/no or on/off");
+        break;
+    case K_TRIM:
+        if (tide_trim_policy_parse(text, &p->iv, &p->v) != 0)
+            snprintf(why, wcap, "%s", tide_last_error());
+        break;
+    }
+}
+
+/* Store the parsed value of setting `id` (`text` for the string ones). */
+static void store_value(tide_config *c, int id, const char *text, const parsed *p)
+{
+    switch (id) {
+    case TIDE_CFG_NODE_SIZE:       c->node_size = p->iv; break;
+    case TIDE_CFG_DATA_DIR:        snprintf(c->data_dir, sizeof c->data_dir, "%s", text); break;
+    case TIDE_CFG_LISTEN:
+        snprintf(c->listen, sizeof c->listen, "%s", text);
+        snprintf(c->listen_host, sizeof c->listen_host, "%s", p->host);
+        c->listen_port = p->port;
+        break;
+    case TIDE_CFG_SWEEP_INTERVAL:  c->sweep_interval = (unsigned)p->v; break;
+    case TIDE_CFG_CACHE_TARGET:    c->cache_target = p->v; break;
+    case TIDE_CFG_CACHE_AGE:       c->cache_age = p->v; break;
+    case TIDE_CFG_CACHE_BUDGET:    c->cache_budget = p->v; break;
+    case TIDE_CFG_INSERT_BURST:    c->insert_burst = p->v; break;
+    case TIDE_CFG_KEY_CACHE_SIZE:  c->key_cache_size = p->v; break;
+    case TIDE_CFG_KEY_CACHE_AGE:   c->key_cache_age = p->v; break;
+    case TIDE_CFG_NUDB_BLOCK_SIZE: c->nudb_block_size = (unsigned)p->v; break;
+    case TIDE_CFG_LOG_LEVEL:       c->log_level = p->iv; break;
+    case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = p->v; c->mmap_threshold_set = 1; break;
+    case TIDE_CFG_ARENA_MAX:       c->arena_max = (unsigned)p->v; break;
+    case TIDE_CFG_METRICS_TOKEN:   snprintf(c->metrics_token, sizeof c->metrics_token, "%s", text); break;
+    case TIDE_CFG_METRICS_PUBLIC:  c->metrics_public = p->iv; break;
+    case TIDE_CFG_HTTP_THREADS:    c->http_threads = (unsigned)p->v; break;
+    case TIDE_CFG_MAX_OBJECT_SIZE: c->max_object_size = p->v; break;
+    case TIDE_CFG_ADMIN_TOKEN:     snprintf(c->admin_token, sizeof c->admin_token, "%s", text); break;
+    case TIDE_CFG_METRICS_SMAPS:   c->metrics_smaps = p->iv; break;
+    case TIDE_CFG_TRIM_POLICY:     c->trim_policy = p->iv; c->trim_param = p->v; break;
+    case TIDE_CFG_HTTP_MAX_CONNECTIONS: c->http_max_connections = (unsigned)p->v; break;
+    case TIDE_CFG_HTTP_MAX_PER_CLIENT:  c->http_max_per_client = (unsigned)p->v; break;
+    case TIDE_CFG_HTTP_IDLE_TIMEOUT:    c->http_idle_timeout = (unsigned)p->v; break;
+    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: c->http_request_timeout = (unsigned)p->v; break;
+    case TIDE_CFG_HTTP_BODY_BUDGET:     c->http_body_budget = p->v; break;
+    default: break;
+    }
+}
+
 /*
  * Set setting `id` from `text` for a source of rank `kind`, described by
  * `where` (file:line, variable or flag). `what` is how the value was written,
@@ -457,117 +844,19 @@ static int parse_bool(const char *s, int *out)
 static int set_value(tide_config *c, int id, const char *text, int kind, const char *where,
                      const char *what)
 {
-    const setting *st = &settings[id];
+    parsed p;
     char why[256] = "";
-    uint64_t v = 0;
-    int iv = 0;
-    unsigned port = 0;
-    int fell_back = 0;     /* nudb_block_size: the value was replaced by 4096 */
-    char host[sizeof c->listen_host];
 
-    switch (st->kind) {
-    case K_NODE_SIZE:
-        iv = -1;
-        for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++)
-            if (strcasecmp(text, node_size_names[n]) == 0) iv = n;
-        if (iv < 0) snprintf(why, sizeof why, "not a node size (tiny, small, medium, large or huge)");
-        break;
-    case K_PATH:
-        if (text[0] == '\0') snprintf(why, sizeof why, "empty path");
-        else if (strlen(text) > TIDE_CONFIG_DATA_DIR_MAX)
-            snprintf(why, sizeof why, "path is %zu bytes, longer than %zu bytes (the store's files, "
-                     "DIR/nudb.dat, must fit in PATH_MAX, 4096 bytes)", strlen(text),
-                     (size_t)TIDE_CONFIG_DATA_DIR_MAX);
-        break;
-    case K_LISTEN:
-        if (strlen(text) >= sizeof c->listen) snprintf(why, sizeof why, "longer than %zu bytes", sizeof c->listen - 1);
-        else parse_listen(text, host, sizeof host, &port, why, sizeof why);
-        break;
-    case K_UINT: {
-        int prc = parse_uint(text, &v);
-        if (prc == -1)
-            snprintf(why, sizeof why, "not a whole number");
-        else if (prc == -2)
-            snprintf(why, sizeof why, "%.40s is outside %" PRIu64 "..%" PRIu64, text, st->min, st->max);
-        else if (v < st->min || v > st->max)
-            snprintf(why, sizeof why, "%" PRIu64 " is outside %" PRIu64 "..%" PRIu64, v, st->min, st->max);
-        break;
-    }
-    case K_SIZE:
-        if (tide_size_parse(text, &v) != 0) {
-            snprintf(why, sizeof why, "not a size (%s)", tide_last_error());
-        } else if (v < st->min || v > st->max) {
-            char rng[80];
-            tide_config_range_text(id, rng, sizeof rng);
-            snprintf(why, sizeof why, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes (%s)",
-                     v, st->min, st->max, rng);
-        }
-        break;
-    case K_BLOCK: {
-        char warn[200];
-        v = tide_block_size_parse(text, warn, sizeof warn);
-        fell_back = warn[0] != '\0';
-        if (fell_back && kind >= c->src[id].kind)
-            tide_log(TIDE_LOG_WARN, "%s: %s", what, warn);
-        break;
-    }
-    case K_LEVEL:
-        iv = tide_log_level_parse(text);
-        if (iv < 0) snprintf(why, sizeof why, "not a log level (debug, info, warn, error or off)");
-        break;
-    case K_SECRET:
-        if (strlen(text) >= sizeof c->metrics_token)
-            snprintf(why, sizeof why, "longer than %zu bytes", sizeof c->metrics_token - 1);
-        break;
-    case K_BOOL:
-        if (parse_bool(text, &iv) != 0) snprintf(why, sizeof why, "not 1/0, true/false, yes/no or on/off");
-        break;
-    case K_TRIM:
-        if (tide_trim_policy_parse(text, &iv, &v) != 0)
-            snprintf(why, sizeof why, "%s", tide_last_error());
-        break;
-    }
+    memset(&p, 0, sizeof p);
+    parse_value(c, id, text, kind, what, &p, why, sizeof why);
     if (why[0] != '\0') {
-        if (st->kind == K_SECRET)   /* never echo the token */
-            return tide_err_set(TIDE_EINVAL, "%s: %s", st->env, why);
+        if (settings[id].kind == K_SECRET)   /* never echo the token */
+            return tide_err_set(TIDE_EINVAL, "%s: %s", settings[id].env, why);
         return tide_err_set(TIDE_EINVAL, "%s: %s", what, why);
     }
     if (kind < c->src[id].kind) return 0;   /* a higher-ranked source set it */
-
-    switch (id) {
-    case TIDE_CFG_NODE_SIZE:       c->node_size = iv; break;
-    case TIDE_CFG_DATA_DIR:        snprintf(c->data_dir, sizeof c->data_dir, "%s", text); break;
-    case TIDE_CFG_LISTEN:
-        snprintf(c->listen, sizeof c->listen, "%s", text);
-        snprintf(c->listen_host, sizeof c->listen_host, "%s", host);
-        c->listen_port = port;
-        break;
-    case TIDE_CFG_SWEEP_INTERVAL:  c->sweep_interval = (unsigned)v; break;
-    case TIDE_CFG_CACHE_TARGET:    c->cache_target = v; break;
-    case TIDE_CFG_CACHE_AGE:       c->cache_age = v; break;
-    case TIDE_CFG_CACHE_BUDGET:    c->cache_budget = v; break;
-    case TIDE_CFG_INSERT_BURST:    c->insert_burst = v; break;
-    case TIDE_CFG_KEY_CACHE_SIZE:  c->key_cache_size = v; break;
-    case TIDE_CFG_KEY_CACHE_AGE:   c->key_cache_age = v; break;
-    case TIDE_CFG_NUDB_BLOCK_SIZE: c->nudb_block_size = (unsigned)v; break;
-    case TIDE_CFG_LOG_LEVEL:       c->log_level = iv; break;
-    case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = v; c->mmap_threshold_set = 1; break;
-    case TIDE_CFG_ARENA_MAX:       c->arena_max = (unsigned)v; break;
-    case TIDE_CFG_METRICS_TOKEN:   snprintf(c->metrics_token, sizeof c->metrics_token, "%s", text); break;
-    case TIDE_CFG_METRICS_PUBLIC:  c->metrics_public = iv; break;
-    case TIDE_CFG_HTTP_THREADS:    c->http_threads = (unsigned)v; break;
-    case TIDE_CFG_MAX_OBJECT_SIZE: c->max_object_size = v; break;
-    case TIDE_CFG_ADMIN_TOKEN:     snprintf(c->admin_token, sizeof c->admin_token, "%s", text); break;
-    case TIDE_CFG_METRICS_SMAPS:   c->metrics_smaps = iv; break;
-    case TIDE_CFG_TRIM_POLICY:     c->trim_policy = iv; c->trim_param = v; break;
-    case TIDE_CFG_HTTP_MAX_CONNECTIONS: c->http_max_connections = (unsigned)v; break;
-    case TIDE_CFG_HTTP_MAX_PER_CLIENT:  c->http_max_per_client = (unsigned)v; break;
-    case TIDE_CFG_HTTP_IDLE_TIMEOUT:    c->http_idle_timeout = (unsigned)v; break;
-    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: c->http_request_timeout = (unsigned)v; break;
-    case TIDE_CFG_HTTP_BODY_BUDGET:     c->http_body_budget = v; break;
-    default: break;
-    }
-    set_source(c, id, kind, "%s%s", where, fell_back ? " invalid, fell back" : "");
+    store_value(c, id, text, &p);
+    set_source(c, id, kind, "%s%s", where, p.fell_back ? " invalid, fell back" : "");
     return 0;
 }
 
@@ -670,148 +959,168 @@ static void strip_comment(char *s, int *glued)
     *w = '\0';
 }
 
+/* Where tide_config_load_file is in its file. */
+typedef struct file_reader {
+    tide_config *c;
+    const char  *path;
+    unsigned     lineno;
+    char         section[128];
+    int          skipping;          /* inside a section Tide does not read */
+    unsigned     seen_line[TIDE_CFG_COUNT];
+    unsigned     type_line;         /* [node_db] type=, once */
+} file_reader;
+
+/* Refuse what cannot be a UTF-8 text line: a UTF-16 file, a NUL byte. */
+static int check_line_bytes(const file_reader *r, const char *s, ssize_t n)
+{
+    if (r->lineno == 1 && n >= 2 && ((s[0] == '\xff' && s[1] == '\xfe') || (s[0] == '\xfe' && s[1] == '\xff')))
+        return tide_err_set(TIDE_EINVAL, "%s:1: the file is UTF-16 (it starts with a UTF-16 byte-order "
+                            "mark); save it as UTF-8", r->path);
+    if ((size_t)n != strlen(s))
+        return tide_err_set(TIDE_EINVAL, "%s:%u: the line holds a NUL byte", r->path, r->lineno);
+    return 0;
+}
+
+/* A "[section]" line: enter it, or skip another program's section. */
+static int read_section(file_reader *r, char *s)
+{
+    char *rb = strchr(s, ']'), *key;
+    const char *typo;
+
+    if (rb == NULL)
+        return tide_err_set(TIDE_EINVAL, "%s:%u: %s: unterminated section (no ']')", r->path, r->lineno, s);
+    if (*trim(rb + 1) != '\0')
+        return tide_err_set(TIDE_EINVAL, "%s:%u: %s: text after the section's ']'", r->path, r->lineno, s);
+    *rb = '\0';
+    key = trim(s + 1);
+    if (*key == '\0')
+        return tide_err_set(TIDE_EINVAL, "%s:%u: []: a section without a name", r->path, r->lineno);
+    snprintf(r->section, sizeof r->section, "%s", key);
+    r->skipping = !known_section(key);
+    if (!r->skipping) return 0;
+    /* One edit from a section Tide reads is a typo, not another
+     * program's section: skipping it would drop the settings under
+     * it without a word. */
+    typo = typo_of_section(key);
+    if (typo != NULL)
+        return tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section; did you mean [%s]? (tide reads "
+                            "[node], [node_db], [node_size] and [sweep_interval] and skips other "
+                            "programs' sections)", r->path, r->lineno, key, typo);
+    tide_log(TIDE_LOG_INFO, "config %s:%u: section [%s] is not used by tide; skipped", r->path, r->lineno, key);
+    return 0;
+}
+
+/* A [node_db] key that is no setting: rippled's business, not an error,
+ * unless it is a near miss of a key Tide reads (a typo). */
+static int read_node_db_other(const file_reader *r, const char *key, const char *what)
+{
+    static const char *const ours[] = { "type", "path", "nudb_block_size" };
+
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        if (one_edit_apart(key, ours[i]))
+            return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what, ours[i]);
+    if (rippled_node_db_key(key))
+        tide_log(TIDE_LOG_INFO, "config %s:%u: [node_db] %s is rippled's, not used by tide; ignored",
+                 r->path, r->lineno, key);
+    else
+        tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path and "
+                 "nudb_block_size there)", what);
+    return 0;
+}
+
+/* [node_db] type=: only NuDB, once. */
+static int read_node_db_type(file_reader *r, const char *val, const char *what)
+{
+    if (r->type_line)
+        return tide_err_set(TIDE_EINVAL, "%s: duplicate key (first set at %s:%u)", what, r->path, r->type_line);
+    if (strcasecmp(val, "NuDB") != 0)
+        return tide_err_set(TIDE_EINVAL, "%s: unsupported type (Tide stores only NuDB)", what);
+    r->type_line = r->lineno;
+    return 0;
+}
+
+/* A line inside a section: a bare value ([node_size], [sweep_interval]) or
+ * key=value, given once per file. */
+static int read_setting(file_reader *r, char *s)
+{
+    char *eq = strchr(s, '='), *key, *val, what[512], where[160];
+    int id;
+
+    if (bare_section(r->section)) {
+        if (eq != NULL)
+            return tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected the value on its own line, "
+                                "not key=value", r->path, r->lineno, r->section, s);
+        key = "";
+        val = s;
+        show_value(where, sizeof where, "", val);
+        snprintf(what, sizeof what, "%s:%u: [%s] %s", r->path, r->lineno, r->section, where);
+    } else {
+        if (eq == NULL)
+            return tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected key=value", r->path, r->lineno,
+                                r->section, s);
+        *eq = '\0';
+        key = trim(s);
+        val = trim(eq + 1);
+        show_value(where, sizeof where, "", val);
+        snprintf(what, sizeof what, "%s:%u: [%s] %s=%s", r->path, r->lineno, r->section, key, where);
+        if (strcmp(r->section, "node_db") == 0 && strcmp(key, "type") == 0)
+            return read_node_db_type(r, val, what);
+    }
+    id = lookup_key(r->section, key);
+    if (id < 0 && strcmp(r->section, "node_db") == 0) return read_node_db_other(r, key, what);
+    if (id < 0) return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
+    if (r->seen_line[id])
+        return tide_err_set(TIDE_EINVAL, "%s: duplicate key (%s first set at %s:%u)",
+                            what, settings[id].name, r->path, r->seen_line[id]);
+    r->seen_line[id] = r->lineno;
+    snprintf(where, sizeof where, "%s:%u", r->path, r->lineno);
+    return set_value(r->c, id, val, TIDE_SRC_FILE, where, what);
+}
+
+/* The file, line by line: bytes checked, comment cut, then a section line
+ * or a setting line (nothing inside a skipped section). */
 int tide_config_load_file(tide_config *c, const char *path)
 {
     FILE *f = NULL;
     char *line = NULL;
     size_t lcap = 0;
     ssize_t n;
-    unsigned lineno = 0;
-    char section[128] = "";
-    int skipping = 0;           /* inside a section Tide does not read */
-    unsigned seen_line[TIDE_CFG_COUNT] = { 0 };
-    unsigned type_line = 0;
+    file_reader r;
     int rc = 0;
 
+    memset(&r, 0, sizeof r);
+    r.c = c;
+    r.path = path;
     f = fopen(path, "r");
     if (f == NULL) { rc = tide_err_sys(errno, "%s: cannot open the config file", path); goto out; }
     while ((n = getline(&line, &lcap, f)) != -1) {
-        char *s = line, *eq, *key, *val, what[512], where[160];
-        int id, glued;
+        char *s = line;
+        int glued;
 
-        lineno++;
-        if (lineno == 1 && n >= 2 && ((s[0] == '\xff' && s[1] == '\xfe') || (s[0] == '\xfe' && s[1] == '\xff'))) {
-            rc = tide_err_set(TIDE_EINVAL, "%s:1: the file is UTF-16 (it starts with a UTF-16 byte-order "
-                              "mark); save it as UTF-8", path);
-            goto out;
-        }
-        if ((size_t)n != strlen(line)) {
-            rc = tide_err_set(TIDE_EINVAL, "%s:%u: the line holds a NUL byte", path, lineno);
-            goto out;
-        }
-        if (lineno == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0) s += 3;   /* UTF-8 BOM */
+        r.lineno++;
+        rc = check_line_bytes(&r, line, n);
+        if (rc) goto out;
+        if (r.lineno == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0) s += 3;   /* UTF-8 BOM */
         strip_comment(s, &glued);
         s = trim(s);
         if (*s == '\0' || *s == ';') continue;
         if (*s == '[') {
-            char *rb = strchr(s, ']');
-            const char *typo;
-            if (rb == NULL) {
-                rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: unterminated section (no ']')", path, lineno, s);
-                goto out;
-            }
-            if (*trim(rb + 1) != '\0') {
-                rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: text after the section's ']'", path, lineno, s);
-                goto out;
-            }
-            *rb = '\0';
-            key = trim(s + 1);
-            if (*key == '\0') {
-                rc = tide_err_set(TIDE_EINVAL, "%s:%u: []: a section without a name", path, lineno);
-                goto out;
-            }
-            snprintf(section, sizeof section, "%s", key);
-            skipping = !known_section(key);
-            if (!skipping) continue;
-            /* One edit from a section Tide reads is a typo, not another
-             * program's section: skipping it would drop the settings under
-             * it without a word. */
-            typo = typo_of_section(key);
-            if (typo != NULL) {
-                rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section; did you mean [%s]? (tide reads "
-                                  "[node], [node_db], [node_size] and [sweep_interval] and skips other "
-                                  "programs' sections)", path, lineno, key, typo);
-                goto out;
-            }
-            tide_log(TIDE_LOG_INFO, "config %s:%u: section [%s] is not used by tide; skipped", path, lineno, key);
+            rc = read_section(&r, s);
+            if (rc) goto out;
             continue;
         }
-        if (skipping) continue;
-        if (section[0] == '\0') {
-            rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", path, lineno, s);
+        if (r.skipping) continue;
+        if (r.section[0] == '\0') {
+            rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", path, r.lineno, s);
             goto out;
         }
         if (glued)
             tide_log(TIDE_LOG_WARN, "config %s:%u: [%s] %s: the '#' after it starts a comment, as in rippled's "
-                     "own config; write \\# for a '#' in a value", path, lineno, section, s);
-        eq = strchr(s, '=');
-        if (bare_section(section)) {
-            if (eq != NULL) {
-                rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected the value on its own line, "
-                                  "not key=value", path, lineno, section, s);
-                goto out;
-            }
-            key = "";
-            val = s;
-            show_value(where, sizeof where, "", val);
-            snprintf(what, sizeof what, "%s:%u: [%s] %s", path, lineno, section, where);
-        } else {
-            if (eq == NULL) {
-                rc = tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected key=value", path, lineno, section, s);
-                goto out;
-            }
-            *eq = '\0';
-            key = trim(s);
-            val = trim(eq + 1);
-            show_value(where, sizeof where, "", val);
-            snprintf(what, sizeof what, "%s:%u: [%s] %s=%s", path, lineno, section, key, where);
-            if (strcmp(section, "node_db") == 0 && strcmp(key, "type") == 0) {
-                if (type_line) {
-                    rc = tide_err_set(TIDE_EINVAL, "%s: duplicate key (first set at %s:%u)", what, path, type_line);
-                    goto out;
-                }
-                if (strcasecmp(val, "NuDB") != 0) {
-                    rc = tide_err_set(TIDE_EINVAL, "%s: unsupported type (Tide stores only NuDB)", what);
-                    goto out;
-                }
-                type_line = lineno;
-                continue;
-            }
-        }
-        id = lookup_key(section, key);
-        if (id < 0 && strcmp(section, "node_db") == 0) {
-            /* [node_db] is rippled's section too: its other keys are
-             * rippled's business, not errors. A near miss of a key Tide
-             * reads is still a typo. */
-            static const char *const ours[] = { "type", "path", "nudb_block_size" };
-            for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
-                if (one_edit_apart(key, ours[i])) {
-                    rc = tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what, ours[i]);
-                    goto out;
-                }
-            if (rippled_node_db_key(key))
-                tide_log(TIDE_LOG_INFO, "config %s:%u: [node_db] %s is rippled's, not used by tide; ignored",
-                         path, lineno, key);
-            else
-                tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path and "
-                         "nudb_block_size there)", what);
-            continue;
-        }
-        if (id < 0) {
-            rc = tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, section);
-            goto out;
-        }
-        if (seen_line[id]) {
-            rc = tide_err_set(TIDE_EINVAL, "%s: duplicate key (%s first set at %s:%u)",
-                              what, settings[id].name, path, seen_line[id]);
-            goto out;
-        }
-        seen_line[id] = lineno;
-        snprintf(where, sizeof where, "%s:%u", path, lineno);
-        rc = set_value(c, id, val, TIDE_SRC_FILE, where, what);
+                     "own config; write \\# for a '#' in a value", path, r.lineno, r.section, s);
+        rc = read_setting(&r, s);
         if (rc) goto out;
     }
-    if (ferror(f)) rc = tide_err_sys(errno, "%s: read failed after line %u", path, lineno);
+    if (ferror(f)) rc = tide_err_sys(errno, "%s: read failed after line %u", path, r.lineno);
 out:
     free(line);
     if (f) fclose(f);
@@ -907,8 +1216,9 @@ int tide_config_finish(tide_config *c)
         tide_log(TIDE_LOG_WARN, "key_cache_age=%" PRIu64 " is below sweep_interval=%u: key cache entries "
                  "live up to %u s anyway", c->key_cache_age, c->sweep_interval, c->sweep_interval);
     if (c->src[TIDE_CFG_HTTP_BODY_BUDGET].kind == TIDE_SRC_DEFAULT) {
-        c->http_body_budget = c->max_object_size > 16 * MiB ? 4 * c->max_object_size : 64 * MiB;
-        set_source(c, TIDE_CFG_HTTP_BODY_BUDGET, TIDE_SRC_DEFAULT, "%s", "max(64MiB, 4 x max_object_size)");
+        c->http_body_budget = 4 * c->max_object_size > BODY_BUDGET_FLOOR ? 4 * c->max_object_size
+                                                                         : BODY_BUDGET_FLOOR;
+        set_source(c, TIDE_CFG_HTTP_BODY_BUDGET, TIDE_SRC_DEFAULT, "%s", BODY_BUDGET_DEFAULT_TEXT);
     } else if (c->http_body_budget < c->max_object_size) {
         char b[32], m[32];
         return tide_err_set(TIDE_EINVAL, "http_body_budget=%s (%s) is below max_object_size=%s (%s): one "

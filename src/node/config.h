@@ -128,6 +128,18 @@ const char *tide_config_env(int id);
  * snprintf). Allocates nothing. */
 size_t tide_config_range_text(int id, char *buf, size_t cap);
 
+/* The --help entry of setting `id`, from its row of the settings table:
+ * a heading ("    --cache-budget SIZE", or "    TIDE_ADMIN_TOKEN" for an
+ * env-only setting), then, 8 spaces in and wrapped at 79 columns, what it
+ * does, the words it takes (node_size, log_level), its range (as
+ * tide_config_range_text), its default (the row's default, the preset of
+ * each node_size, or the rule that computes it) and, for a setting with a
+ * flag, its variable and file keys. Each line ends in '\n'. Into `buf`
+ * (cap bytes, NUL-terminated, cut when short); returns the length the
+ * whole entry needs (as snprintf); "" for an id out of range. Allocates
+ * nothing. */
+size_t tide_config_help(int id, char *buf, size_t cap);
+
 /* Fill `c` with the built-in defaults, every source TIDE_SRC_DEFAULT, and
  * node_size auto-selected from total RAM (sysconf). Never fails; reads
  * sysconf only. The preset-driven settings hold the medium preset's values

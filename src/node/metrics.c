@@ -183,6 +183,17 @@ static void write_config(tide_metrics_writer *w, const tide_config *c)
         (double)c->sweep_interval);
 }
 
+/* A family with one sample for the node cache and one for the key cache. */
+static void cache_pair(tide_metrics_writer *w, const char *name, const char *type, const char *help,
+                       double node_cache, double key_cache)
+{
+    static const char *const nc[2] = { "cache", "node_cache" }, *const kc[2] = { "cache", "key_cache" };
+
+    tide_metrics_family(w, name, type, help);
+    tide_metrics_sample(w, name, nc, 1, node_cache);
+    tide_metrics_sample(w, name, kc, 1, key_cache);
+}
+
 static void write_caches(tide_metrics_writer *w, tide_node *n)
 {
     const tide_node_opts *no = tide_node_options(n);
@@ -191,7 +202,7 @@ static void write_caches(tide_metrics_writer *w, tide_node *n)
 
     tide_node_cache_stats(n, &cs);
     tide_node_keycache_stats(n, &ks);
-    const char *nc[2] = { "cache", "node_cache" }, *kc[2] = { "cache", "key_cache" };
+    const char *nc[2] = { "cache", "node_cache" };
     const char *ns[4] = { "cache", "node_cache", "state", "strong" };
     const char *nw[4] = { "cache", "node_cache", "state", "weak" };
     const char *ke[4] = { "cache", "key_cache", "state", "strong" };
@@ -201,26 +212,20 @@ static void write_caches(tide_metrics_writer *w, tide_node *n)
     tide_metrics_sample(w, "tide_cache_entries", ns, 2, (double)cs.strong);
     tide_metrics_sample(w, "tide_cache_entries", nw, 2, (double)cs.weak);
     tide_metrics_sample(w, "tide_cache_entries", ke, 2, (double)ks.entries);
-    tide_metrics_family(w, "tide_cache_bytes", "gauge", "Bytes each cache's memory costs, as malloc sizes it.");
-    tide_metrics_sample(w, "tide_cache_bytes", nc, 1, (double)cs.bytes);
-    tide_metrics_sample(w, "tide_cache_bytes", kc, 1, (double)ks.bytes);
-    tide_metrics_family(w, "tide_cache_target_entries", "gauge",
-                        "Target entries of each cache; above it the cache's age shrinks (0: no target).");
-    tide_metrics_sample(w, "tide_cache_target_entries", nc, 1, (double)no->cache_target);
-    tide_metrics_sample(w, "tide_cache_target_entries", kc, 1, (double)no->key_cache_size);
+    cache_pair(w, "tide_cache_bytes", "gauge", "Bytes each cache's memory costs, as malloc sizes it.",
+               (double)cs.bytes, (double)ks.bytes);
+    cache_pair(w, "tide_cache_target_entries", "gauge",
+               "Target entries of each cache; above it the cache's age shrinks (0: no target).",
+               (double)no->cache_target, (double)no->key_cache_size);
     tide_metrics_family(w, "tide_cache_budget_bytes", "gauge",
                         "Bytes a sweep shrinks each cache under (0: unbounded).");
     tide_metrics_sample(w, "tide_cache_budget_bytes", nc, 1, (double)no->cache_budget);
-    tide_metrics_family(w, "tide_cache_hits_total", "counter", "Lookups each cache answered.");
-    tide_metrics_sample(w, "tide_cache_hits_total", nc, 1, (double)cs.hits);
-    tide_metrics_sample(w, "tide_cache_hits_total", kc, 1, (double)ks.hits);
-    tide_metrics_family(w, "tide_cache_misses_total", "counter", "Lookups each cache could not answer.");
-    tide_metrics_sample(w, "tide_cache_misses_total", nc, 1, (double)cs.misses);
-    tide_metrics_sample(w, "tide_cache_misses_total", kc, 1, (double)ks.misses);
-    tide_metrics_family(w, "tide_cache_evictions_total", "counter",
-                        "Entries each cache let go by age, budget or hard limit.");
-    tide_metrics_sample(w, "tide_cache_evictions_total", nc, 1, (double)cs.evictions);
-    tide_metrics_sample(w, "tide_cache_evictions_total", kc, 1, (double)ks.evictions);
+    cache_pair(w, "tide_cache_hits_total", "counter", "Lookups each cache answered.",
+               (double)cs.hits, (double)ks.hits);
+    cache_pair(w, "tide_cache_misses_total", "counter", "Lookups each cache could not answer.",
+               (double)cs.misses, (double)ks.misses);
+    cache_pair(w, "tide_cache_evictions_total", "counter",
+               "Entries each cache let go by age, budget or hard limit.", (double)cs.evictions, (double)ks.evictions);
 }
 
 static void write_sweeps(tide_metrics_writer *w, tide_node *n)

@@ -47,7 +47,7 @@
  * a second for it. So a request is checked within one scan of its head
  * arriving: a client faster than that reaches the handler first, where
  * the same head check runs (tided_conn_request_begin, unless the scan
- * already admitted that head) and api.c's max_object_size 413 with the body already
+ * already admitted that head) and api_objects.c's max_object_size 413 with the body already
  * held (at most max_object_size + 1 bytes, which h2o enforces). What the
  * budget bounds is therefore the bytes admitted plus what the loops read
  * within one scan interval.

@@ -6,9 +6,13 @@
  *   conn.c    connections: admission (total, per client, eviction of idle
  *             ones), idle close, the head check and the request-body
  *             budget, answered before h2o reads a body
- *   api.c     the HTTP endpoints (routing, objects, status, admin) and the
- *             JSON bodies of every error h2o or a handler sends (conn.c
- *             writes its own refusals)
+ *   api.c     the HTTP endpoints' routing, the request's guard, the jobs
+ *             coming back, and the JSON bodies of the errors h2o sends
+ *             itself (conn.c writes its own refusals); beside it, sharing
+ *             api_impl.h, the endpoints: api_objects.c (PUT/GET/HEAD of a
+ *             key), api_status.c (/v1/status, /v1/sweeps), api_admin.c
+ *             (/v1/admin/sweep), api_metrics.c (/metrics), and
+ *             api_reply.c (request text, every answer, the query rule)
  *   work.c    the worker threads that run tide_node_sync, tide_node_sweep
  *             and the /metrics render off the event loops, coalescing
  *             requests
@@ -269,7 +273,7 @@ struct json_t *tided_conn_json(tided_server *srv);
 struct tide_metrics_writer;
 void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w);
 
-/* ---- api.c ----------------------------------------------------------- */
+/* ---- api.c, api_metrics.c (tided_metrics_render) ----------------------- */
 
 /* Set up srv->globalconf as tided serves (limits from srv->cfg and
  * srv->max_object_size, HTTP/1.x only) with one host whose "/" is tided's

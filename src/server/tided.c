@@ -63,102 +63,22 @@ static tided_server server;
 
 /* ---- help ------------------------------------------------------------ */
 
-/* Per setting: the value's name in the synopsis and what it does. Settings
- * without an entry (added to config.h later) still get a line. */
-static const struct { const char *arg, *text; } option_help[TIDE_CFG_COUNT] = {
-    [TIDE_CFG_NODE_SIZE] = { "SIZE",
-        "tiny, small, medium, large or huge: the preset for sweep_interval,\n"
-        "cache_target, cache_age, cache_budget and insert_burst. Default: chosen\n"
-        "from total RAM (< 8 GiB tiny, < 16 small, < 32 medium, < 64 large,\n"
-        "else huge)." },
-    [TIDE_CFG_DATA_DIR] = { "DIR",
-        "the store's directory, created with an empty store on first run.\n"
-        "Default ./data. File: also [node_db] path=." },
-    [TIDE_CFG_LISTEN] = { "HOST:PORT",
-        "the address to serve on; IPv6 as [::1]:8080. Default 127.0.0.1:8080\n"
-        "(loopback only: put a proxy with TLS in front to serve further)." },
-    [TIDE_CFG_SWEEP_INTERVAL] = { "SECONDS",
-        "seconds between sweeps of the caches (each followed by one malloc\n"
-        "trim), 10 to 600, counted from the end of the previous sweep. Preset." },
-    [TIDE_CFG_CACHE_TARGET] = { "N",
-        "node cache target in entries; above it entries age faster. Preset." },
-    [TIDE_CFG_CACHE_AGE] = { "SECONDS",
-        "seconds an unused object stays in the node cache. Preset." },
-    [TIDE_CFG_CACHE_BUDGET] = { "SIZE",
-        "bytes the node cache is swept down to (0: unbounded). Preset." },
-    [TIDE_CFG_INSERT_BURST] = { "SIZE",
-        "bytes of pending inserts before a PUT waits for a commit. Preset." },
-    [TIDE_CFG_KEY_CACHE_SIZE] = { "N",
-        "target entries of the key cache of recent misses (0: unbounded)." },
-    [TIDE_CFG_KEY_CACHE_AGE] = { "SECONDS",
-        "seconds a recent miss is remembered." },
-    [TIDE_CFG_NUDB_BLOCK_SIZE] = { "BYTES",
-        "key-file block size for a new store: a power of two from 4096 to\n"
-        "32768 (an invalid value warns and uses 4096). An existing store keeps\n"
-        "its own; 'tide rekey' changes it. File: also [node_db] nudb_block_size=." },
-    [TIDE_CFG_LOG_LEVEL] = { "LEVEL",
-        "debug, info (default), warn, error or off. debug adds an access line\n"
-        "per request and a line per sweep and trim." },
-    [TIDE_CFG_MMAP_THRESHOLD] = { "SIZE",
-        "glibc's M_MMAP_THRESHOLD (up to 32 MiB); e.g. 16384 against freed\n"
-        "memory staying resident. Default: glibc's dynamic threshold." },
-    [TIDE_CFG_ARENA_MAX] = { "N",
-        "glibc's M_ARENA_MAX, 1 to 4096. Default: glibc's (8 per core)." },
-    [TIDE_CFG_HTTP_THREADS] = { "N",
-        "event loops serving HTTP, 1 to 64. Default: online CPUs, at most 4." },
-    [TIDE_CFG_MAX_OBJECT_SIZE] = { "SIZE",
-        "largest PUT body, 1 byte to 256 MiB; larger is 413. h2o holds a whole\n"
-        "body in memory before tided sees it. Default 1MiB." },
-    [TIDE_CFG_METRICS_SMAPS] = { "0|1",
-        "1 adds tide_process_referenced_bytes and tide_process_lazyfree_bytes\n"
-        "from /proc/self/smaps_rollup to /metrics. The kernel walks every page\n"
-        "table for it under the mmap lock: measured here (bench/scrape), a\n"
-        "scrape at 86 MiB RSS took 1.1 ms without and 4.2 ms with it; the walk\n"
-        "grows with RSS. Default 0." },
-    [TIDE_CFG_TRIM_POLICY] = { "POLICY",
-        "when a sweep round trims the heap: always (after every sweep, the\n"
-        "default), never, every:N (every N-th sweep), freed:SIZE (when the\n"
-        "sweep freed at least SIZE), free-pct:P (when the allocator holds\n"
-        "free more than P% of RSS). docs/LAB.md compares them." },
-    [TIDE_CFG_HTTP_MAX_CONNECTIONS] = { "N",
-        "connections open at once, 1 to 1048576. At the bound a new\n"
-        "connection closes the longest-idle one (no request in flight, nothing\n"
-        "received), so idle connections cannot lock clients out; only when\n"
-        "none of the loop's 64 longest-idle is idle is it refused. Lowered to\n"
-        "fit RLIMIT_NOFILE. Default 4096." },
-    [TIDE_CFG_HTTP_MAX_PER_CLIENT] = { "N",
-        "connections open at once from one client address, 0 (no bound) to\n"
-        "1048576; more are closed at once. Behind a proxy every client has\n"
-        "the proxy's address: raise it, or set 0. Default 256." },
-    [TIDE_CFG_HTTP_IDLE_TIMEOUT] = { "SECONDS",
-        "a connection with no request in flight and nothing received for this\n"
-        "long (since it opened, or since its last response) is closed, 1 to\n"
-        "3600. Default 5." },
-    [TIDE_CFG_HTTP_REQUEST_TIMEOUT] = { "SECONDS",
-        "a request's head and body must arrive within this long of its first\n"
-        "byte, or the connection is closed (h2o's http1 request timeout), 1 to\n"
-        "3600. Default 10." },
-    [TIDE_CFG_HTTP_BODY_BUDGET] = { "SIZE",
-        "bytes of request bodies tided holds for requests not yet answered,\n"
-        "counted in the http consumer; at least max_object_size, at most\n"
-        "1TiB. A request whose head declares more than is left is answered\n"
-        "503 with Retry-After: 1 before its body is read. Default\n"
-        "max(64MiB, 4 x max_object_size)." },
-};
-
-static void print_wrapped(FILE *f, const char *text, int indent)
+/* Every setting's entry (config.c's settings table holds its text, range
+ * and default): those with a flag under OPTIONS, the env-only ones under
+ * ENVIRONMENT. */
+static void print_settings(FILE *f, int with_flag)
 {
-    const char *p = text;
+    char entry[4096];
 
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        fprintf(f, "%*s%.*s\n", indent, "", (int)n, p);
-        p += n + (nl ? 1 : 0);
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        if ((tide_config_flag(id) != NULL) != with_flag) continue;
+        tide_config_help(id, entry, sizeof entry);
+        fputs(entry, f);
     }
 }
 
-static void print_help(FILE *f)
+/* NAME to ENVIRONMENT: the settings from config.c's table. */
+static void help_options(FILE *f)
 {
     fputs(
 "NAME\n"
@@ -192,16 +112,7 @@ static void print_help(FILE *f)
 "        [node_db] path= and nudb_block_size=, [sweep_interval]). Other\n"
 "        sections (a rippled.cfg's [server], [ips], ...) are skipped with one\n"
 "        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n", f);
-    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-        const char *flag = tide_config_flag(id);
-        if (flag == NULL) continue;
-        fprintf(f, "    %s %s\n", flag, option_help[id].arg ? option_help[id].arg : "VALUE");
-        print_wrapped(f, option_help[id].text ? option_help[id].text
-                      : "a node setting; the startup log's settings line shows its value.", 8);
-        char range[160];
-        if (tide_config_range_text(id, range, sizeof range) > 0) fprintf(f, "        Range: %s.\n", range);
-        fprintf(f, "        Environment %s; file [node] %s.\n", tide_config_env(id), tide_config_name(id));
-    }
+    print_settings(f, 1);
     fputs(
 "    -h, --help\n"
 "        print this text and exit.\n"
@@ -211,20 +122,18 @@ static void print_help(FILE *f)
 "ENVIRONMENT\n"
 "    Every option above has a TIDE_* variable, named with it. Secrets are\n"
 "    read from the environment only (never from flags, visible in ps, nor\n"
-"    from files) and never printed:\n"
-"    TIDE_ADMIN_TOKEN\n"
-"        enables POST /v1/admin/sweep for requests carrying\n"
-"        'Authorization: Bearer TOKEN' (compared in constant time). Unset:\n"
-"        the endpoint answers 403.\n"
-"    TIDE_METRICS_TOKEN\n"
-"        GET /metrics answers requests carrying 'Authorization: Bearer\n"
-"        TOKEN' or 'X-Metrics-Token: TOKEN' (constant-time compare); 401\n"
-"        otherwise, and always when unset (unless public).\n"
-"    TIDE_METRICS_PUBLIC=1\n"
-"        /metrics needs no token (a private network only).\n"
+"    from files) and never printed:\n", f);
+    print_settings(f, 0);
+    fputs(
 "    MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_CONF\n"
 "        the allocator's own variables; the startup log shows their effect.\n"
-"\n"
+"\n", f);
+}
+
+/* ENDPOINTS and LIMITS. */
+static void help_endpoints(FILE *f)
+{
+    fputs(
 "ENDPOINTS\n"
 "    PUT  /v1/objects/KEYHEX[?sync=1]  body = the value (1 byte to\n"
 "         max_object_size). 201 stored; 409 the key exists; 400 bad key or\n"
@@ -265,7 +174,13 @@ static void print_help(FILE *f)
 "    the hard one), http_max_connections_per_client from one address;\n"
 "    idle ones are closed after http_idle_timeout, and a request must\n"
 "    arrive within http_request_timeout. HTTP/1.x only, without TLS.\n"
-"\n"
+"\n", f);
+}
+
+/* SIGNALS, EXIT STATUS and EXAMPLES. */
+static void help_signals(FILE *f)
+{
+    fputs(
 "SIGNALS\n"
 "    SIGTERM, SIGINT, SIGQUIT\n"
 "                     stop: close the listening socket, let requests in flight\n"
@@ -304,6 +219,14 @@ static void print_help(FILE *f)
 "    curl -s http://127.0.0.1:8080/v1/status | jq .memory\n"
 "    curl -X POST -H \"Authorization: Bearer $TIDE_ADMIN_TOKEN\" \\\n"
 "         http://127.0.0.1:8080/v1/admin/sweep\n", f);
+}
+
+/* tided --help: a man page, its settings generated (print_settings). */
+static void print_help(FILE *f)
+{
+    help_options(f);
+    help_endpoints(f);
+    help_signals(f);
 }
 
 /* ---- startup --------------------------------------------------------- */
@@ -540,7 +463,6 @@ int main(int argc, char **argv)
     tided_server *srv = &server;
     const char *config = NULL;
     int status = EXIT_FAIL, rc;
-    struct timespec now;
 
     rc = early_flags(argc, argv, &config);
     if (rc >= 0) return rc;
@@ -567,8 +489,7 @@ int main(int argc, char **argv)
     saved_config = config;
     srv->reload = reload_settings;
     srv->started_mono_us = tide_clock_mono_us();
-    clock_gettime(CLOCK_REALTIME, &now);
-    srv->started_unix_s = (uint64_t)now.tv_sec;
+    srv->started_unix_s = tide_clock_real_ns() / 1000000000u;
 
     if (setup_signals(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "cannot set up signal handling: %s", strerror(errno));

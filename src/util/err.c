@@ -49,64 +49,66 @@ static void format_into(char *buf, size_t cap, const char *fmt, va_list ap)
     else if ((size_t)n >= cap) mark_truncated(buf, cap);
 }
 
-int tide_err_set(int code, const char *fmt, ...)
+/* Append ": `reason`" to the message in `buf` (cap bytes) when it has room
+ * for more than its NUL, marking a cut. */
+static void append_reason(char *buf, size_t cap, const char *reason)
+{
+    size_t used = strlen(buf);
+    int n;
+
+    if (used + 1 >= cap) return;
+    n = snprintf(buf + used, cap - used, ": %s", reason);
+    if (n >= 0 && (size_t)n >= cap - used) mark_truncated(buf, cap);
+}
+
+/* Make `fmt` (with `ap`), then ": `reason`" when reason is given and not
+ * empty, the thread's message. Formatted in a scratch buffer first, so an
+ * argument may be the current message itself (tide_err_prefix). errno is
+ * kept (4). */
+static void record(const char *reason, const char *fmt, va_list ap)
 {
     char scratch[TIDE_ERR_MSG_MAX];
     int saved = errno;
+
+    format_into(scratch, sizeof scratch, fmt, ap);
+    if (reason != NULL && reason[0] != '\0') append_reason(scratch, sizeof scratch, reason);
+    memcpy(err_msg, scratch, sizeof err_msg);
+    errno = saved;
+}
+
+int tide_err_set(int code, const char *fmt, ...)
+{
     va_list ap;
 
     va_start(ap, fmt);
-    format_into(scratch, sizeof scratch, fmt, ap);
+    record(NULL, fmt, ap);
     va_end(ap);
-    memcpy(err_msg, scratch, sizeof err_msg);
-    errno = saved;
     return code;
 }
 
 int tide_err_prefix(int code, const char *fmt, ...)
 {
-    char scratch[TIDE_ERR_MSG_MAX];
-    int saved = errno;
-    size_t used;
+    char old[TIDE_ERR_MSG_MAX];
     va_list ap;
-    int n;
 
+    memcpy(old, err_msg, sizeof old);
     va_start(ap, fmt);
-    format_into(scratch, sizeof scratch, fmt, ap);
+    record(old, fmt, ap);
     va_end(ap);
-    used = strlen(scratch);
-    if (err_msg[0] != '\0' && used + 1 < sizeof scratch) {
-        n = snprintf(scratch + used, sizeof scratch - used, ": %s", err_msg);
-        if (n >= 0 && (size_t)n >= sizeof scratch - used)
-            mark_truncated(scratch, sizeof scratch);
-    }
-    memcpy(err_msg, scratch, sizeof err_msg);
-    errno = saved;
     return code;
 }
 
 int tide_err_sys(int e, const char *fmt, ...)
 {
-    char scratch[TIDE_ERR_MSG_MAX];
     char ebuf[128];
-    const char *etext;
     int saved = errno;
-    size_t used;
+    const char *etext = strerror_r(e, ebuf, sizeof ebuf); /* GNU strerror_r */
     va_list ap;
-    int n;
 
-    va_start(ap, fmt);
-    format_into(scratch, sizeof scratch, fmt, ap);
-    va_end(ap);
-    etext = strerror_r(e, ebuf, sizeof ebuf); /* GNU strerror_r */
-    used = strlen(scratch);
-    if (used + 1 < sizeof scratch) {
-        n = snprintf(scratch + used, sizeof scratch - used, ": %s", etext);
-        if (n >= 0 && (size_t)n >= sizeof scratch - used)
-            mark_truncated(scratch, sizeof scratch);
-    }
-    memcpy(err_msg, scratch, sizeof err_msg);
     errno = saved;
+    va_start(ap, fmt);
+    record(etext, fmt, ap);
+    va_end(ap);
     return tide_err_from_errno(e);
 }
 

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 
 #define TIDE_LOG_LINE_MAX 2048
@@ -71,7 +72,7 @@ void tide_log(int level, const char *fmt, ...)
     if (level < TIDE_LOG_DEBUG || level >= TIDE_LOG_OFF) goto out;
     if (level < __atomic_load_n(&log_level, __ATOMIC_RELAXED)) goto out;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
+    tide_clock_real_timespec(&ts);
     gmtime_r(&ts.tv_sec, &tm);
     n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,

@@ -1,0 +1,70 @@
+/*
+ * node_impl.h: the node handle's insides, shared by the files of the node
+ * part that make it up (node.c the handle, sweeper.c the sweeper thread,
+ * keycount.c the key count). Nothing outside src/node includes it.
+ *
+ * Locks (sweeper.c's essay has the invariants they keep): round_lock, one
+ * sweep round at a time; state_lock, the reports, totals, schedule and
+ * stop; taken in that order, never the other.
+ */
+#ifndef TIDE_NODE_IMPL_H
+#define TIDE_NODE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "node/node.h"
+#include "util/hist.h"
+
+struct tide_node {
+    tide_node_opts  opts;
+    char           *dir;
+    tide_store     *store;
+    tide_cache     *cache;
+    tide_keycache  *keycache;
+    unsigned        key_size;
+
+    _Atomic uint64_t put_gen;
+
+    /* the key count (tide_node_keys) */
+    pthread_t        count_thread;
+    int              count_started;
+    _Atomic int      count_stop;         /* close asks the count to stop */
+    _Atomic int      keys_known;
+    uint64_t         count_limit;        /* nudb.dat size at open */
+    uint64_t         count_inserts0;     /* the store's inserts at open */
+    _Atomic uint64_t keys_at_open;
+
+    /* counters of the read and write paths */
+    _Atomic uint64_t puts, puts_existing, gets, gets_cache, gets_keycache, gets_store,
+                     gets_missing;
+
+    pthread_mutex_t round_lock;   /* one round at a time */
+    pthread_mutex_t state_lock;   /* reports, totals, schedule, stop */
+    pthread_cond_t  state_cond;   /* CLOCK_MONOTONIC */
+    int             stop;
+    int             thread_started;
+    pthread_t       thread;
+    uint64_t        next_due_ns;  /* monotonic */
+    uint64_t        seq;
+    tide_node_totals totals;      /* the sweep half; the get/put half is atomic */
+    tide_hist       sweep_hist, trim_hist;  /* under state_lock */
+    tide_node_sweep_report reports[TIDE_NODE_REPORTS];
+};
+
+/* Start the sweeper thread (sweeper.c). Returns 0 or the pthread error. */
+int ti_node_sweeper_start(tide_node *n);
+
+/* Start the key count's walk of nudb.dat up to its size at open, when the
+ * file is small enough (keycount.c); logs when it is not. Never fails: a
+ * count that cannot start leaves tide_node_keys at "unknown". */
+void ti_node_count_start(tide_node *n, uint64_t dat_file_bytes, uint64_t inserts);
+
+/* Stop the key count and wait for it (close). */
+void ti_node_count_stop(tide_node *n);
+
+/* The store's info, and the insert-pool and commit accounts set from it. */
+void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info);
+
+#endif

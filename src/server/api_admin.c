@@ -1,0 +1,68 @@
+/*
+ * api_admin.c: POST /v1/admin/sweep, a sweep round now, for a request that
+ * carries the admin token (TIDE_ADMIN_TOKEN) as "Authorization: Bearer".
+ *
+ * The round runs on the sweep worker (work.c), never on a loop thread;
+ * its report is the answer.
+ *
+ * Invariants:
+ *   1. Without a configured token the endpoint answers 403, whatever the
+ *      request carries; with one, a request without the token gets 401.
+ *   2. The token is compared in constant time (tided_token_equal).
+ *
+ * Never: call tide_node_sweep on a loop thread; echo the Authorization
+ * header.
+ */
+#include "server/api_impl.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tide/error.h"
+
+static int token_matches(const tided_server *srv, const char *given, size_t len)
+{
+    return tided_token_equal(srv->admin_token, srv->admin_token_len, given, len);
+}
+
+void tided_api_admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
+{
+    ssize_t at;
+
+    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
+        tided_send_not_allowed(req, "POST");
+        return;
+    }
+    if (tided_parse_query(req, NULL)) return;
+    if (srv->admin_token_len == 0) {
+        tided_send_error(req, 403, "forbidden", "no admin token is configured; set TIDE_ADMIN_TOKEN in tided's "
+                   "environment to enable /v1/admin endpoints");
+        return;
+    }
+    at = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    if (at == -1 || req->headers.entries[at].value.len < 7
+        || strncasecmp(req->headers.entries[at].value.base, "Bearer ", 7) != 0
+        || !token_matches(srv, req->headers.entries[at].value.base + 7, req->headers.entries[at].value.len - 7)) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
+                       H2O_STRLIT("Bearer realm=\"tide-admin\""));
+        tided_send_error(req, 401, "unauthorized", at == -1
+                   ? "this endpoint needs 'Authorization: Bearer <TIDE_ADMIN_TOKEN>'"
+                   : "the Authorization header does not carry the admin token (Bearer TIDE_ADMIN_TOKEN)");
+        return;
+    }
+    tided_queue_job(&srv->sweep_worker, req, guard, TIDED_JOB_SWEEP, "the sweep", 0, NULL, NULL);
+}
+
+/* The report of the round the sweep worker ran. */
+void tided_answer_sweep(tided_job *job)
+{
+    json_t *j = tided_sweep_report_json(&job->report);
+
+    json_object_set_new(j, "requests_served", json_integer((json_int_t)job->batch_size));
+    tided_send_json(job->req, 200, j);
+}

@@ -1,0 +1,179 @@
+/*
+ * api_objects.c: PUT, GET and HEAD of /v1/objects/{key}.
+ *
+ * Keys. A store's key is 1 to 65535 bytes; the key and its hex live in the
+ * request's pool (a sync job carries its hex at its end), sized from the
+ * store's key size, and the URL's key is length-checked before a byte of
+ * it is decoded.
+ *
+ * Sync. PUT ?sync=1 stores the value on the loop (tide_node_put: memory,
+ * plus a read of the key file to refuse a duplicate), then queues a job
+ * to the sync worker (work.c) and answers when it comes back: 201 only
+ * after tide_node_sync returned 0. A 409 with ?sync=1 also waits, so it
+ * says the value under the key is durable too.
+ *
+ * A GET's value is written straight from the node cache: the guard holds
+ * the object's reference until h2o is done with its bytes.
+ *
+ * Invariants:
+ *   1. No buffer holding a key is sized by a constant.
+ *   2. A 201 with "durable": true is sent only after tide_node_sync
+ *      returned 0 for a commit that holds the value.
+ *
+ * Never: call tide_node_sync on a loop thread; copy a GET's value.
+ */
+#include "server/api_impl.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tide/error.h"
+#include "util/hex.h"
+#include "util/log.h"
+
+/* Decode `text` (len chars, not NUL-terminated: it is the URL's) as a key
+ * of key_size bytes into `out` (key_size bytes), or send 400 and return
+ * -1. The length is checked first, so nothing is written past `out`
+ * whatever the URL holds. */
+static int parse_key(tided_server *srv, h2o_req_t *req, const char *text, size_t len, uint8_t *out)
+{
+    size_t want = 2 * (size_t)srv->key_size;
+
+    if (len != want) {
+        tided_send_error(req, 400, "bad_key", "a key is %zu hex digits (%u bytes); this one has %zu characters",
+                   want, srv->key_size, len);
+        return -1;
+    }
+    for (size_t i = 0; i < len; i += 2) {
+        int hi = tide_hex_digit((unsigned char)text[i]), lo = tide_hex_digit((unsigned char)text[i + 1]);
+        if (hi < 0 || lo < 0) {
+            size_t at = hi < 0 ? i : i + 1;
+            tided_send_error(req, 400, "bad_key", "character %zu of the key, '%s', is not a hex digit (0-9, a-f, A-F)",
+                       at + 1, tided_req_text(req, text + at, 1, 1));
+            return -1;
+        }
+        out[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+static void send_stored(h2o_req_t *req, int status, const char *key_hex, size_t len, int synced)
+{
+    tided_send_json(req, status, json_pack("{s:s,s:I,s:b}", "key", key_hex, "bytes", (json_int_t)len,
+                                     "durable", synced));
+}
+
+static void send_exists(h2o_req_t *req, const char *key_hex, int synced)
+{
+    tided_send_error(req, 409, "exists", "key %s is already stored (values are written once)%s", key_hex,
+               synced ? "; it is durable" : "");
+}
+
+typedef struct sync_fill { int rc; size_t len; const char *key_hex; } sync_fill;
+
+static void fill_sync(tided_job *job, void *arg)
+{
+    const sync_fill *f = arg;
+    job->put_rc = f->rc;
+    job->len = f->len;
+    memcpy(job->key_hex, f->key_hex, strlen(f->key_hex) + 1);
+}
+
+static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
+                       const char *key_hex)
+{
+    int sync, rc;
+    size_t len = req->entity.base ? req->entity.len : 0;
+
+    if (tided_parse_query(req, &sync)) return;
+    if (len > srv->max_object_size) {
+        tided_send_error(req, 413, "too_large", "the value is %zu bytes; the most is max_object_size = %zu bytes",
+                   len, srv->max_object_size);
+        return;
+    }
+    if (len == 0) {
+        tided_send_error(req, 400, "empty_value", "the body is empty; a value is 1 to %zu bytes",
+                   srv->max_object_size);
+        return;
+    }
+    rc = tide_node_put(srv->node, key, req->entity.base, len);
+    if (rc != 0 && rc != TIDE_EEXIST) {
+        tide_log(TIDE_LOG_WARN, "PUT %s (%zu bytes): %s: %s", key_hex, len, tide_strerror(rc),
+                 tide_last_error());
+        tided_send_store_error(req, rc, tide_last_error(), "the value was not stored");
+        return;
+    }
+    if (!sync) {
+        if (rc == TIDE_EEXIST) send_exists(req, key_hex, 0);
+        else send_stored(req, 201, key_hex, len, 0);
+        return;
+    }
+    sync_fill f = { rc, len, key_hex };
+    tided_queue_job(&srv->sync_worker, req, guard, TIDED_JOB_SYNC,
+              "the sync; the value is stored but not known to be durable", strlen(key_hex) + 1, fill_sync, &f);
+}
+
+static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
+                       const char *key_hex)
+{
+    tide_cache_obj *obj = NULL;
+    int sync, rc;
+
+    if (tided_parse_query(req, &sync)) return;
+    rc = tide_node_get(srv->node, key, &obj);
+    if (rc == TIDE_ENOTFOUND) {
+        tided_send_error(req, 404, "not_found", "no value is stored under key %s", key_hex);
+        return;
+    }
+    if (rc != 0) {
+        tide_log(TIDE_LOG_WARN, "GET %s: %s: %s", key_hex, tide_strerror(rc), tide_last_error());
+        tided_send_error(req, 500, "internal", "reading key %s: %s: %s", key_hex, tide_strerror(rc),
+                   tide_last_error());
+        return;
+    }
+    /* The guard keeps the reference until h2o has written the bytes. */
+    guard->obj = obj;
+    tided_guard_account(guard, tide_cache_obj_len(obj));
+    tided_send_body(req, 200, "application/octet-stream", tide_cache_obj_data(obj), tide_cache_obj_len(obj));
+}
+
+/* The key and its hex live in the request's pool, sized by the store's
+ * key size (1 to 65535 bytes), never on the stack. */
+void tided_api_objects(tided_server *srv, h2o_req_t *req, tided_guard *guard, const char *rest, size_t rest_len)
+{
+    uint8_t *key;
+    char *key_hex;
+    int put = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("PUT"));
+    int get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) || tided_is_head(req);
+
+    if (!put && !get) {
+        tided_send_not_allowed(req, "GET, HEAD, PUT");
+        return;
+    }
+    key = h2o_mem_alloc_pool(&req->pool, srv->key_size);
+    key_hex = h2o_mem_alloc_pool(&req->pool, 2 * (size_t)srv->key_size + 1);
+    if (parse_key(srv, req, rest, rest_len, key)) return;
+    tide_hex_encode(key, srv->key_size, key_hex);
+    if (put) put_object(srv, req, guard, key, key_hex);
+    else get_object(srv, req, guard, key, key_hex);
+}
+
+/* A PUT ?sync=1, once the sync worker's commit came back. */
+void tided_answer_sync(tided_job *job)
+{
+    h2o_req_t *req = job->req;
+
+    if (job->rc != 0) {
+        tided_send_store_error(req, job->rc, job->detail, job->put_rc == 0
+                               ? "the value is stored but the commit that makes it durable failed"
+                               : "the key exists but the commit that makes it durable failed");
+        return;
+    }
+    if (job->put_rc == TIDE_EEXIST) send_exists(req, job->key_hex, 1);
+    else send_stored(req, 201, job->key_hex, job->len, 1);
+}
