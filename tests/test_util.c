@@ -19,10 +19,10 @@
 #include "tide/error.h"
 #include "util/bigbuf.h"
 #include "util/clock.h"
-#include "util/random.h"
 #include "util/err.h"
 #include "util/hex.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/size.h"
 
 /* ---- error codes and messages --------------------------------------------- */

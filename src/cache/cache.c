@@ -69,8 +69,8 @@
 #include "cache/obj_impl.h"
 #include "util/assert.h"
 #include "util/clock.h"
-#include "util/random.h"
 #include "util/err.h"
+#include "util/random.h"
 
 typedef struct entry {
     ti_core_entry h;                     /* first: the table and lists see this */

@@ -30,8 +30,8 @@
 #include "cache/keycache.h"
 #include "util/assert.h"
 #include "util/clock.h"
-#include "util/random.h"
 #include "util/err.h"
+#include "util/random.h"
 
 typedef struct kentry {
     ti_core_entry h;

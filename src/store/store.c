@@ -104,9 +104,9 @@
 #include "store/store_impl.h"
 #include "util/assert.h"
 #include "util/clock.h"
-#include "util/random.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/random.h"
 
 /* ---- block size validation ---- */
 
