@@ -1,18 +1,18 @@
 /*
  * config.c: the node's settings, where they come from, and what they mean.
  *
- * Every setting lives in one row of `settings[]` below: its name, its flag,
+ * Every setting lives in one row of `ti_config_settings[]` below: its name, its flag,
  * its environment variable, its config-file key (section and key), how its
  * text is parsed, its range, its default (text that tide_config_defaults
  * parses like any source's, or the rule that computes it) and its --help
  * description. tided's --help is printed from the rows (tide_config_help),
  * so no range or default is written twice. The four sources all go through one
- * function, set_value(), so a value means the same thing whether it was
+ * function, ti_config_set_value(), so a value means the same thing whether it was
  * written as --cache-budget=1GiB, TIDE_CACHE_BUDGET=1GiB or
  * "[node] cache_budget=1GiB".
  *
  * Precedence: flag > environment > config file > node_size preset > built-in
- * default. set_value() overwrites a setting only when the new source ranks at
+ * default. ti_config_set_value() overwrites a setting only when the new source ranks at
  * least as high as the current one, so a flag applied before the file still
  * wins. Within one file a setting may be given once: a second line for it is
  * an error naming both lines (a [node] nudb_block_size and a [node_db]
@@ -28,42 +28,10 @@
  * still at their built-in default: tide_config_finish() applies it after
  * every source has been read.
  *
- * The file, in XRP Ledger's INI style, so that tided can be pointed at a
- * node's own rippled.cfg:
- *
- *     # comment            ; comment too (';' only as a whole line)
- *     [node_size]
- *     medium               a bare value: the section is the setting
- *     [sweep_interval]
- *     60
- *     [node_db]
- *     type=NuDB            the only backend; any other type is an error
- *     path=/var/lib/tide   = data_dir     # a trailing comment
- *     nudb_block_size=16384
- *     online_delete=2000   rippled's: an info line, ignored
- *     [node]
- *     cache_budget=1GiB    every setting by its name (except the env-only ones)
- *     [server]             any other section: one info line, then skipped
- *
- * A '#' anywhere starts a comment, as rippled reads the key=value lines of
- * its own file; "\#" is a literal '#'. A '#' glued to the text before it
- * ("path=/srv/a#1") warns, since it may have been meant as part of a value.
- * A UTF-8 byte-order mark before the first line is skipped; a UTF-16 file
- * is refused by name. Blank lines are skipped; spaces around keys and
- * values are trimmed; a CR before the LF is dropped.
- *
- * Sections other than [node], [node_db], [node_size] and [sweep_interval]
- * are another program's (rippled's [server], [port_*], [ips], ...): each
- * logs "config FILE:LINE: section [server] is not used by tide; skipped"
- * and its lines are not parsed at all. A section one edit away from one of
- * Tide's ([nodes], [node-db], [NODE_SIZE]) is an error instead: skipping a
- * typo would drop its settings in silence. In [node_db], rippled's own keys
- * (online_delete, advisory_delete, earliest_seq, ...) log an info line, any
- * other unknown key a warning, and a key one edit from type, path or
- * nudb_block_size is an error ("did you mean path?"): [node_db] is shared
- * with rippled, whose keys are not Tide's to refuse, but a misspelt path
- * would make tided open (and create) a store somewhere else. [node] is
- * Tide's alone, so an unknown key there is an error.
+ * The file (config_file.c) is in XRP Ledger's INI style, so that tided can
+ * be pointed at a node's own rippled.cfg; --help (config_help.c) is
+ * written from the rows. Both reach the settings through config_impl.h:
+ * the table, the presets and ti_config_set_value.
  *
  * Errors are startup errors, TIDE_EINVAL with tide_last_error() =
  * "tide.cfg:12: [node] cache_budget=12XB: not a size (...)": an unknown key
@@ -100,7 +68,7 @@
  * (nudb_block_size falls back, and says so); truncate a value; skip a
  * section or key without a line in the log.
  */
-#include "node/config.h"
+#include "node/config_impl.h"
 #include "mem/alloc.h"
 #include "node/node.h"
 
@@ -121,8 +89,6 @@
 #include "util/log.h"
 #include "util/size.h"
 
-#define GiB (1024ull * 1024 * 1024)
-#define MiB (1024ull * 1024)
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -136,22 +102,18 @@
 
 /* ---- presets (docs/ARCHITECTURE.md, "node_size presets") ------------------ */
 
-typedef struct preset {
-    unsigned sweep_interval;
-    uint64_t cache_target, cache_age, cache_budget, insert_burst;
-} preset;
 
-static const char *const node_size_names[TIDE_NODE_SIZE_COUNT] = {
+const char *const ti_config_node_size_names[TIDE_NODE_SIZE_COUNT] = {
     "tiny", "small", "medium", "large", "huge"
 };
 
 /* node_size left unset: the first size whose bound total RAM is below
  * (one step per doubling), else huge. */
-static const uint64_t node_size_ram_below[TIDE_NODE_SIZE_COUNT - 1] = {
+const uint64_t ti_config_node_size_ram_below[TIDE_NODE_SIZE_COUNT - 1] = {
     8 * GiB, 16 * GiB, 32 * GiB, 64 * GiB
 };
 
-static const preset presets[TIDE_NODE_SIZE_COUNT] = {
+const ti_config_preset ti_config_presets[TIDE_NODE_SIZE_COUNT] = {
     /*            sweep  target    age  budget      burst */
     [TIDE_NODE_TINY]   = { 10,  262144,  30,  64 * MiB,  4 * MiB },
     [TIDE_NODE_SMALL]  = { 30,  524288,  60, 256 * MiB,  8 * MiB },
@@ -162,40 +124,8 @@ static const preset presets[TIDE_NODE_SIZE_COUNT] = {
 
 /* ---- the settings table ----------------------------------------------------- */
 
-enum kind {
-    K_NODE_SIZE, /* tiny..huge */
-    K_PATH,      /* non-empty string */
-    K_LISTEN,    /* HOST:PORT */
-    K_UINT,      /* decimal integer in [min, max] */
-    K_SIZE,      /* tide_size_parse, in [min, max] */
-    K_BLOCK,     /* tide_block_size_parse: warns, never fails */
-    K_LEVEL,     /* tide_log_level_parse */
-    K_SECRET,    /* string, never printed */
-    K_BOOL,      /* 1/0, true/false, yes/no, on/off */
-    K_TRIM       /* always, never, every:N, freed:SIZE, free-pct:P */
-};
 
-typedef struct setting {
-    const char *name;     /* "cache_budget" */
-    const char *flag;     /* "cache-budget" (without --), NULL: env only */
-    const char *env;      /* "TIDE_CACHE_BUDGET" */
-    const char *section;  /* "node"; NULL: env only */
-    const char *alt_section, *alt_key;  /* a second file spelling, or NULL */
-    enum kind kind;
-    uint64_t min, max;
-    int from_preset;      /* finish() fills it from node_size's preset */
-    const char *def;      /* the built-in default as a source would write it,
-                             parsed by tide_config_defaults(); NULL when the
-                             default is computed or "unset" (then `dflt`) */
-    const char *dflt;     /* --help's words for a default that is not `def`,
-                             or NULL (the preset ones print the preset row) */
-    const char *arg;      /* --help's name for the value: "SIZE", "SECONDS" */
-    const char *help;     /* --help's description: what the setting does;
-                             never its range or default, which are printed
-                             from the fields above */
-} setting;
-
-static const setting settings[TIDE_CFG_COUNT] = {
+const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_NODE_SIZE]       = { "node_size", "node-size", "TIDE_NODE_SIZE", "node",
                                    "node_size", "", K_NODE_SIZE, 0, 0, 0,
         .arg = "SIZE",
@@ -338,40 +268,38 @@ static const setting settings[TIDE_CFG_COUNT] = {
 
 const char *tide_config_node_size_name(int n)
 {
-    return (n >= 0 && n < TIDE_NODE_SIZE_COUNT) ? node_size_names[n] : "?";
+    return (n >= 0 && n < TIDE_NODE_SIZE_COUNT) ? ti_config_node_size_names[n] : "?";
 }
 
 int tide_config_node_size_for_ram(uint64_t ram)
 {
     int n = 0;
 
-    while (n < TIDE_NODE_SIZE_COUNT - 1 && ram >= node_size_ram_below[n]) n++;
+    while (n < TIDE_NODE_SIZE_COUNT - 1 && ram >= ti_config_node_size_ram_below[n]) n++;
     return n;
 }
 
-const char *tide_config_name(int id) { return settings[id].name; }
-const char *tide_config_env(int id)  { return settings[id].env; }
+const char *tide_config_name(int id) { return ti_config_settings[id].name; }
+const char *tide_config_env(int id)  { return ti_config_settings[id].env; }
 
 const char *tide_config_flag(int id)
 {
     static char flags[TIDE_CFG_COUNT][40];
-    if (settings[id].flag == NULL) return NULL;
-    if (flags[id][0] == '\0') snprintf(flags[id], sizeof flags[id], "--%s", settings[id].flag);
+    if (ti_config_settings[id].flag == NULL) return NULL;
+    if (flags[id][0] == '\0') snprintf(flags[id], sizeof flags[id], "--%s", ti_config_settings[id].flag);
     return flags[id];
 }
 
-static void size_text(uint64_t v, char *out, size_t cap);
-
 size_t tide_config_range_text(int id, char *buf, size_t cap)
 {
-    const setting *st;
+    const ti_config_setting *st;
     char lo[32], hi[32], dummy[1];
     int n = 0;
 
     if (cap == 0) buf = dummy, cap = 1;     /* length only */
     buf[0] = '\0';
     if (id < 0 || id >= TIDE_CFG_COUNT) return 0;
-    st = &settings[id];
+    st = &ti_config_settings[id];
     switch (st->kind) {
     case K_UINT:
         if (st->max == TIDE_CONFIG_BYTES_MAX)
@@ -380,8 +308,8 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
             n = snprintf(buf, cap, "%" PRIu64 " to %" PRIu64, st->min, st->max);
         break;
     case K_SIZE:
-        size_text(st->min, lo, sizeof lo);
-        size_text(st->max, hi, sizeof hi);
+        ti_config_size_text(st->min, lo, sizeof lo);
+        ti_config_size_text(st->max, hi, sizeof hi);
         n = snprintf(buf, cap, "%s to %s", lo, hi);
         break;
     case K_LISTEN: n = snprintf(buf, cap, "port 1 to 65535"); break;
@@ -391,181 +319,13 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
         n = snprintf(buf, cap, "a power of two from %u to %u", TIDE_BLOCK_SIZE_MIN, TIDE_BLOCK_SIZE_MAX);
         break;
     case K_TRIM:
-        size_text(TIDE_CONFIG_BYTES_MAX, hi, sizeof hi);
+        ti_config_size_text(TIDE_CONFIG_BYTES_MAX, hi, sizeof hi);
         n = snprintf(buf, cap, "every:1 to every:%u, freed:1 to freed:%s, free-pct:1 to free-pct:%u",
                      TIDE_TRIM_EVERY_MAX, hi, TIDE_TRIM_FREE_PCT_MAX);
         break;
     default: break;
     }
     return n < 0 ? 0 : (size_t)n;
-}
-
-/* ---- help ------------------------------------------------------------------- */
-
-/* A text being built into a caller's buffer: len counts what the whole
- * text needs, as snprintf does, whatever fits. */
-typedef struct text { char *buf; size_t cap, len; } text;
-
-static void text_add(text *t, const char *s, size_t n)
-{
-    if (t->len + 1 < t->cap) {
-        size_t room = t->cap - 1 - t->len;
-        memcpy(t->buf + t->len, s, n < room ? n : room);
-        t->buf[t->len + (n < room ? n : room)] = '\0';
-    }
-    t->len += n;
-}
-
-/* `words` as lines of at most HELP_WIDTH columns, each `indent` spaces in;
- * a word longer than a line stands alone on its own. */
-#define HELP_WIDTH 79
-
-static void text_wrapped(text *t, int indent, const char *words)
-{
-    static const char spaces[] = "                ";
-    const char *p = words;
-    size_t col = 0;
-
-    while (*p) {
-        size_t n;
-        while (*p == ' ') p++;
-        n = strcspn(p, " ");
-        if (n == 0) break;
-        if (col > 0 && col + 1 + n > HELP_WIDTH) { text_add(t, "\n", 1); col = 0; }
-        if (col == 0) { text_add(t, spaces, (size_t)indent); col = (size_t)indent; }
-        else { text_add(t, " ", 1); col++; }
-        text_add(t, p, n);
-        col += n;
-        p += n;
-    }
-    if (col > 0) text_add(t, "\n", 1);
-}
-
-static void text_line(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* One sentence of a help entry, printf-formatted, then wrapped. */
-static void text_line(text *t, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    text_wrapped(t, 8, line);
-}
-
-/* The value setting `id` takes from preset `p`, as describe shows it. */
-static void preset_text(int id, const preset *p, char *out, size_t cap)
-{
-    switch (id) {
-    case TIDE_CFG_SWEEP_INTERVAL: snprintf(out, cap, "%u", p->sweep_interval); break;
-    case TIDE_CFG_CACHE_TARGET:   snprintf(out, cap, "%" PRIu64, p->cache_target); break;
-    case TIDE_CFG_CACHE_AGE:      snprintf(out, cap, "%" PRIu64, p->cache_age); break;
-    case TIDE_CFG_CACHE_BUDGET:   size_text(p->cache_budget, out, cap); break;
-    case TIDE_CFG_INSERT_BURST:   size_text(p->insert_burst, out, cap); break;
-    default: snprintf(out, cap, "?"); break;
-    }
-}
-
-/* "Default: ..." of setting `id`, from its row, the preset table or the
- * rule that computes it. */
-static void default_line(text *t, int id)
-{
-    const setting *st = &settings[id];
-    char list[512] = "", one[32];
-    size_t used = 0;
-
-    if (st->def) { text_line(t, "Default: %s.", st->def); return; }
-    if (st->dflt) { text_line(t, "Default: %s.", st->dflt); return; }
-    if (id == TIDE_CFG_NODE_SIZE) {
-        for (int n = 0; n < TIDE_NODE_SIZE_COUNT - 1; n++) {
-            size_text(node_size_ram_below[n], one, sizeof one);
-            used += (size_t)snprintf(list + used, sizeof list - used, "< %s %s, ", one, node_size_names[n]);
-        }
-        text_line(t, "Default: chosen from total RAM (%selse %s).", list,
-                  node_size_names[TIDE_NODE_SIZE_COUNT - 1]);
-        return;
-    }
-    if (st->from_preset) {
-        for (int n = 0; n < TIDE_NODE_SIZE_COUNT && used < sizeof list; n++) {
-            preset_text(id, &presets[n], one, sizeof one);
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s %s", n ? ", " : "",
-                                     node_size_names[n], one);
-        }
-        text_line(t, "Default: node_size's preset (%s).", list);
-        return;
-    }
-    if (st->kind == K_BLOCK) { text_line(t, "Default: %u.", TIDE_BLOCK_SIZE_DEFAULT); return; }
-    if (st->kind == K_SECRET) text_line(t, "Default: unset.");
-}
-
-/* node_size's description: `lead` and the settings its preset fills. */
-static void preset_help(text *t, const char *lead)
-{
-    char list[256] = "";
-    size_t used = 0;
-    int count = 0, seen = 0;
-
-    for (int id = 0; id < TIDE_CFG_COUNT; id++) count += settings[id].from_preset;
-    for (int id = 0; id < TIDE_CFG_COUNT && used < sizeof list; id++) {
-        if (!settings[id].from_preset) continue;
-        seen++;
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", seen == 1 ? "" :
-                                 seen == count ? " and " : ", ", settings[id].name);
-    }
-    text_line(t, "%s %s.", lead, list);
-}
-
-/* "Values: a, b or c." for the settings that take words. */
-static void values_line(text *t, int id)
-{
-    const char *names[8];
-    char list[256] = "";
-    size_t used = 0;
-    int count = 0;
-
-    if (settings[id].kind == K_NODE_SIZE)
-        for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++) names[count++] = node_size_names[n];
-    else if (settings[id].kind == K_LEVEL)
-        for (int l = TIDE_LOG_DEBUG; l <= TIDE_LOG_OFF; l++) names[count++] = tide_log_level_name(l);
-    if (count == 0) return;
-    for (int i = 0; i < count; i++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" :
-                                 i == count - 1 ? " or " : ", ", names[i]);
-    text_line(t, "Values: %s.", list);
-}
-
-size_t tide_config_help(int id, char *buf, size_t cap)
-{
-    const setting *st;
-    char dummy[1], range[200], line[256];
-    text t;
-
-    if (cap == 0) buf = dummy, cap = 1;      /* length only */
-    buf[0] = '\0';
-    t = (text){ buf, cap, 0 };
-    if (id < 0 || id >= TIDE_CFG_COUNT) return 0;
-    st = &settings[id];
-    if (st->flag) snprintf(line, sizeof line, "    --%s %s\n", st->flag, st->arg ? st->arg : "VALUE");
-    else if (st->arg) snprintf(line, sizeof line, "    %s=%s\n", st->env, st->arg);
-    else snprintf(line, sizeof line, "    %s\n", st->env);
-    text_add(&t, line, strlen(line));
-    if (st->kind == K_NODE_SIZE) preset_help(&t, st->help);
-    else text_wrapped(&t, 8, st->help ? st->help : "a node setting; the startup log's settings line shows its value.");
-    values_line(&t, id);
-    if (tide_config_range_text(id, range, sizeof range) > 0) text_line(&t, "Range: %s.", range);
-    default_line(&t, id);
-    if (st->section == NULL) return t.len;   /* env only: its heading is the variable */
-    if (st->alt_section && st->alt_key[0])
-        text_line(&t, "Environment %s; file [%s] %s or [%s] %s.", st->env, st->section, st->name,
-                  st->alt_section, st->alt_key);
-    else if (st->alt_section)
-        text_line(&t, "Environment %s; file [%s] %s or a bare value under [%s].", st->env, st->section,
-                  st->name, st->alt_section);
-    else
-        text_line(&t, "Environment %s; file [%s] %s.", st->env, st->section, st->name);
-    return t.len;
 }
 
 /* ---- defaults ---------------------------------------------------------------- */
@@ -582,7 +342,7 @@ static void set_source(tide_config *c, int id, int kind, const char *fmt, ...)
     va_end(ap);
 }
 
-static void fill_preset(tide_config *c, int id, const preset *p)
+static void fill_preset(tide_config *c, int id, const ti_config_preset *p)
 {
     switch (id) {
     case TIDE_CFG_SWEEP_INTERVAL: c->sweep_interval = p->sweep_interval; break;
@@ -593,9 +353,6 @@ static void fill_preset(tide_config *c, int id, const preset *p)
     default: break;
     }
 }
-
-static int set_value(tide_config *c, int id, const char *text, int kind, const char *where,
-                     const char *what);
 
 /* The defaults: each row's `def` read as any source's text is (so a default
  * obeys its own range and parser), then the ones that are computed. */
@@ -609,15 +366,15 @@ void tide_config_defaults(tide_config *c)
     memset(c, 0, sizeof *c);
     for (int id = 0; id < TIDE_CFG_COUNT; id++) set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-        if (settings[id].def == NULL) continue;
-        rc = set_value(c, id, settings[id].def, TIDE_SRC_DEFAULT, "", settings[id].def);
+        if (ti_config_settings[id].def == NULL) continue;
+        rc = ti_config_set_value(c, id, ti_config_settings[id].def, TIDE_SRC_DEFAULT, "", ti_config_settings[id].def);
         TIDE_ASSERT(rc == 0);
         (void)rc;
     }
     c->ram_bytes = (pages > 0 && psz > 0) ? (uint64_t)pages * (uint64_t)psz : 0;
     c->node_size = tide_config_node_size_for_ram(c->ram_bytes);
     for (int id = 0; id < TIDE_CFG_COUNT; id++)
-        if (settings[id].from_preset) fill_preset(c, id, &presets[TIDE_NODE_MEDIUM]);
+        if (ti_config_settings[id].from_preset) fill_preset(c, id, &ti_config_presets[TIDE_NODE_MEDIUM]);
     c->nudb_block_size = TIDE_BLOCK_SIZE_DEFAULT;
     c->http_threads = cpus < 1 ? 1 : cpus > HTTP_THREADS_AUTO_MAX ? HTTP_THREADS_AUTO_MAX : (unsigned)cpus;
     set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
@@ -643,7 +400,7 @@ static int parse_uint(const char *s, uint64_t *out)
 
 /* "1GiB", "512MB", "4096": exact, parseable by tide_size_parse, and the
  * shorter of the largest exact binary and decimal spellings. */
-static void size_text(uint64_t v, char *out, size_t cap)
+void ti_config_size_text(uint64_t v, char *out, size_t cap)
 {
     static const char *const bin[] = { "", "KiB", "MiB", "GiB", "TiB", "PiB" },
                       *const dec[] = { "", "KB", "MB", "GB", "TB", "PB" };
@@ -656,10 +413,21 @@ static void size_text(uint64_t v, char *out, size_t cap)
     else snprintf(out, cap, "%" PRIu64 "%s", b, bin[bi]);
 }
 
-/* How a value is shown in a message: whole when short, else its first 64
+/* (config_impl.h) s without its leading and trailing blanks (and CR/LF),
+ * in place. */
+char *ti_config_trim(char *s)
+{
+    char *e;
+    while (*s == ' ' || *s == '\t') s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) *--e = '\0';
+    return s;
+}
+
+/* (config_impl.h) How a value is shown in a message: whole when short, else its first 64
  * bytes and its length (a 5000-byte path must not push the reason out of
  * the message). */
-static void show_value(char *out, size_t cap, const char *prefix, const char *val)
+void ti_config_show_value(char *out, size_t cap, const char *prefix, const char *val)
 {
     size_t n = strlen(val);
     if (n <= 128) snprintf(out, cap, "%s%s", prefix, val);
@@ -730,13 +498,13 @@ typedef struct parsed {
 static void parse_value(const tide_config *c, int id, const char *text, int kind, const char *what,
                         parsed *p, char *why, size_t wcap)
 {
-    const setting *st = &settings[id];
+    const ti_config_setting *st = &ti_config_settings[id];
 
     switch (st->kind) {
     case K_NODE_SIZE:
         p->iv = -1;
         for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++)
-            if (strcasecmp(text, node_size_names[n]) == 0) p->iv = n;
+            if (strcasecmp(text, ti_config_node_size_names[n]) == 0) p->iv = n;
         if (p->iv < 0) snprintf(why, wcap, "not a node size (tiny, small, medium, large or huge)");
         break;
     case K_PATH:
@@ -841,8 +609,8 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
  * when a higher-ranked source already set it) or TIDE_EINVAL with
  * "<what>: <reason>".
  */
-static int set_value(tide_config *c, int id, const char *text, int kind, const char *where,
-                     const char *what)
+int ti_config_set_value(tide_config *c, int id, const char *text, int kind, const char *where,
+                        const char *what)
 {
     parsed p;
     char why[256] = "";
@@ -850,281 +618,14 @@ static int set_value(tide_config *c, int id, const char *text, int kind, const c
     memset(&p, 0, sizeof p);
     parse_value(c, id, text, kind, what, &p, why, sizeof why);
     if (why[0] != '\0') {
-        if (settings[id].kind == K_SECRET)   /* never echo the token */
-            return tide_err_set(TIDE_EINVAL, "%s: %s", settings[id].env, why);
+        if (ti_config_settings[id].kind == K_SECRET)   /* never echo the token */
+            return tide_err_set(TIDE_EINVAL, "%s: %s", ti_config_settings[id].env, why);
         return tide_err_set(TIDE_EINVAL, "%s: %s", what, why);
     }
     if (kind < c->src[id].kind) return 0;   /* a higher-ranked source set it */
     store_value(c, id, text, &p);
     set_source(c, id, kind, "%s%s", where, p.fell_back ? " invalid, fell back" : "");
     return 0;
-}
-
-/* ---- the file ------------------------------------------------------------------ */
-
-static char *trim(char *s)
-{
-    char *e;
-    while (*s == ' ' || *s == '\t') s++;
-    e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) *--e = '\0';
-    return s;
-}
-
-/* The setting written as [section] key (key "" for a bare value), or -1. */
-static int lookup_key(const char *section, const char *key)
-{
-    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-        const setting *st = &settings[id];
-        if (st->section && key[0] != '\0' && strcmp(section, st->section) == 0 && strcmp(key, st->name) == 0)
-            return id;
-        if (st->alt_section && strcmp(section, st->alt_section) == 0 && strcmp(key, st->alt_key) == 0)
-            return id;
-    }
-    return -1;
-}
-
-/* The sections Tide reads; any other is skipped (a rippled.cfg has many). */
-static const char *const tide_sections[] = { "node", "node_db", "node_size", "sweep_interval" };
-#define N_TIDE_SECTIONS (sizeof tide_sections / sizeof tide_sections[0])
-
-static int known_section(const char *s)
-{
-    for (size_t i = 0; i < N_TIDE_SECTIONS; i++)
-        if (strcmp(s, tide_sections[i]) == 0) return 1;
-    return 0;
-}
-
-static int bare_section(const char *s)
-{
-    return strcmp(s, "node_size") == 0 || strcmp(s, "sweep_interval") == 0;
-}
-
-/* 1 when a and b differ only in case or by one edit: a letter added,
- * dropped or changed, or two neighbours swapped. */
-static int one_edit_apart(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b), i = 0;
-
-    if (strcasecmp(a, b) == 0) return 1;
-    if (la > lb + 1 || lb > la + 1) return 0;
-    while (i < la && i < lb && a[i] == b[i]) i++;
-    if (la == lb)
-        return strcmp(a + i + 1, b + i + 1) == 0
-            || (i + 1 < la && a[i] == b[i + 1] && a[i + 1] == b[i] && strcmp(a + i + 2, b + i + 2) == 0);
-    return la > lb ? strcmp(a + i + 1, b + i) == 0 : strcmp(a + i, b + i + 1) == 0;
-}
-
-/* The Tide section `s` is probably a typo of, or NULL. */
-static const char *typo_of_section(const char *s)
-{
-    for (size_t i = 0; i < N_TIDE_SECTIONS; i++)
-        if (one_edit_apart(s, tide_sections[i])) return tide_sections[i];
-    return NULL;
-}
-
-/* The keys rippled documents for its [node_db] (online deletion, the
- * RocksDB tuning, the cache): expected in a node's own config, and of no
- * use to Tide, so each gets an info line, not a warning. */
-static int rippled_node_db_key(const char *k)
-{
-    static const char *const keys[] = {
-        "online_delete", "advisory_delete", "delete_batch", "back_off_milliseconds",
-        "age_threshold_seconds", "recovery_wait_seconds", "earliest_seq", "fast_load",
-        "cache_size", "cache_age", "open_files", "filter_bits", "cache_mb", "file_size_mb",
-        "file_size_mult", "compression",
-    };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (strcmp(k, keys[i]) == 0) return 1;
-    return 0;
-}
-
-/* Cut a line at its comment: a '#' anywhere, as rippled reads its own
- * file; "\#" stands for a literal '#'. *glued is set when the '#' touches
- * the text before it ("path=/srv/a#1"), where it may have been meant as
- * part of the value. */
-static void strip_comment(char *s, int *glued)
-{
-    char *w = s;
-
-    *glued = 0;
-    for (const char *r = s; *r; r++) {
-        if (r[0] == '\\' && r[1] == '#') { *w++ = '#'; r++; continue; }
-        if (*r == '#') {
-            *glued = w > s && w[-1] != ' ' && w[-1] != '\t';
-            break;
-        }
-        *w++ = *r;
-    }
-    *w = '\0';
-}
-
-/* Where tide_config_load_file is in its file. */
-typedef struct file_reader {
-    tide_config *c;
-    const char  *path;
-    unsigned     lineno;
-    char         section[128];
-    int          skipping;          /* inside a section Tide does not read */
-    unsigned     seen_line[TIDE_CFG_COUNT];
-    unsigned     type_line;         /* [node_db] type=, once */
-} file_reader;
-
-/* Refuse what cannot be a UTF-8 text line: a UTF-16 file, a NUL byte. */
-static int check_line_bytes(const file_reader *r, const char *s, ssize_t n)
-{
-    if (r->lineno == 1 && n >= 2 && ((s[0] == '\xff' && s[1] == '\xfe') || (s[0] == '\xfe' && s[1] == '\xff')))
-        return tide_err_set(TIDE_EINVAL, "%s:1: the file is UTF-16 (it starts with a UTF-16 byte-order "
-                            "mark); save it as UTF-8", r->path);
-    if ((size_t)n != strlen(s))
-        return tide_err_set(TIDE_EINVAL, "%s:%u: the line holds a NUL byte", r->path, r->lineno);
-    return 0;
-}
-
-/* A "[section]" line: enter it, or skip another program's section. */
-static int read_section(file_reader *r, char *s)
-{
-    char *rb = strchr(s, ']'), *key;
-    const char *typo;
-
-    if (rb == NULL)
-        return tide_err_set(TIDE_EINVAL, "%s:%u: %s: unterminated section (no ']')", r->path, r->lineno, s);
-    if (*trim(rb + 1) != '\0')
-        return tide_err_set(TIDE_EINVAL, "%s:%u: %s: text after the section's ']'", r->path, r->lineno, s);
-    *rb = '\0';
-    key = trim(s + 1);
-    if (*key == '\0')
-        return tide_err_set(TIDE_EINVAL, "%s:%u: []: a section without a name", r->path, r->lineno);
-    snprintf(r->section, sizeof r->section, "%s", key);
-    r->skipping = !known_section(key);
-    if (!r->skipping) return 0;
-    /* One edit from a section Tide reads is a typo, not another
-     * program's section: skipping it would drop the settings under
-     * it without a word. */
-    typo = typo_of_section(key);
-    if (typo != NULL)
-        return tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section; did you mean [%s]? (tide reads "
-                            "[node], [node_db], [node_size] and [sweep_interval] and skips other "
-                            "programs' sections)", r->path, r->lineno, key, typo);
-    tide_log(TIDE_LOG_INFO, "config %s:%u: section [%s] is not used by tide; skipped", r->path, r->lineno, key);
-    return 0;
-}
-
-/* A [node_db] key that is no setting: rippled's business, not an error,
- * unless it is a near miss of a key Tide reads (a typo). */
-static int read_node_db_other(const file_reader *r, const char *key, const char *what)
-{
-    static const char *const ours[] = { "type", "path", "nudb_block_size" };
-
-    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
-        if (one_edit_apart(key, ours[i]))
-            return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what, ours[i]);
-    if (rippled_node_db_key(key))
-        tide_log(TIDE_LOG_INFO, "config %s:%u: [node_db] %s is rippled's, not used by tide; ignored",
-                 r->path, r->lineno, key);
-    else
-        tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path and "
-                 "nudb_block_size there)", what);
-    return 0;
-}
-
-/* [node_db] type=: only NuDB, once. */
-static int read_node_db_type(file_reader *r, const char *val, const char *what)
-{
-    if (r->type_line)
-        return tide_err_set(TIDE_EINVAL, "%s: duplicate key (first set at %s:%u)", what, r->path, r->type_line);
-    if (strcasecmp(val, "NuDB") != 0)
-        return tide_err_set(TIDE_EINVAL, "%s: unsupported type (Tide stores only NuDB)", what);
-    r->type_line = r->lineno;
-    return 0;
-}
-
-/* A line inside a section: a bare value ([node_size], [sweep_interval]) or
- * key=value, given once per file. */
-static int read_setting(file_reader *r, char *s)
-{
-    char *eq = strchr(s, '='), *key, *val, what[512], where[160];
-    int id;
-
-    if (bare_section(r->section)) {
-        if (eq != NULL)
-            return tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected the value on its own line, "
-                                "not key=value", r->path, r->lineno, r->section, s);
-        key = "";
-        val = s;
-        show_value(where, sizeof where, "", val);
-        snprintf(what, sizeof what, "%s:%u: [%s] %s", r->path, r->lineno, r->section, where);
-    } else {
-        if (eq == NULL)
-            return tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected key=value", r->path, r->lineno,
-                                r->section, s);
-        *eq = '\0';
-        key = trim(s);
-        val = trim(eq + 1);
-        show_value(where, sizeof where, "", val);
-        snprintf(what, sizeof what, "%s:%u: [%s] %s=%s", r->path, r->lineno, r->section, key, where);
-        if (strcmp(r->section, "node_db") == 0 && strcmp(key, "type") == 0)
-            return read_node_db_type(r, val, what);
-    }
-    id = lookup_key(r->section, key);
-    if (id < 0 && strcmp(r->section, "node_db") == 0) return read_node_db_other(r, key, what);
-    if (id < 0) return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
-    if (r->seen_line[id])
-        return tide_err_set(TIDE_EINVAL, "%s: duplicate key (%s first set at %s:%u)",
-                            what, settings[id].name, r->path, r->seen_line[id]);
-    r->seen_line[id] = r->lineno;
-    snprintf(where, sizeof where, "%s:%u", r->path, r->lineno);
-    return set_value(r->c, id, val, TIDE_SRC_FILE, where, what);
-}
-
-/* The file, line by line: bytes checked, comment cut, then a section line
- * or a setting line (nothing inside a skipped section). */
-int tide_config_load_file(tide_config *c, const char *path)
-{
-    FILE *f = NULL;
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t n;
-    file_reader r;
-    int rc = 0;
-
-    memset(&r, 0, sizeof r);
-    r.c = c;
-    r.path = path;
-    f = fopen(path, "r");
-    if (f == NULL) { rc = tide_err_sys(errno, "%s: cannot open the config file", path); goto out; }
-    while ((n = getline(&line, &lcap, f)) != -1) {
-        char *s = line;
-        int glued;
-
-        r.lineno++;
-        rc = check_line_bytes(&r, line, n);
-        if (rc) goto out;
-        if (r.lineno == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0) s += 3;   /* UTF-8 BOM */
-        strip_comment(s, &glued);
-        s = trim(s);
-        if (*s == '\0' || *s == ';') continue;
-        if (*s == '[') {
-            rc = read_section(&r, s);
-            if (rc) goto out;
-            continue;
-        }
-        if (r.skipping) continue;
-        if (r.section[0] == '\0') {
-            rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", path, r.lineno, s);
-            goto out;
-        }
-        if (glued)
-            tide_log(TIDE_LOG_WARN, "config %s:%u: [%s] %s: the '#' after it starts a comment, as in rippled's "
-                     "own config; write \\# for a '#' in a value", path, r.lineno, r.section, s);
-        rc = read_setting(&r, s);
-        if (rc) goto out;
-    }
-    if (ferror(f)) rc = tide_err_sys(errno, "%s: read failed after line %u", path, r.lineno);
-out:
-    free(line);
-    if (f) fclose(f);
-    return rc;
 }
 
 /* ---- the environment ---------------------------------------------------------------- */
@@ -1141,18 +642,18 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg)
 
     if (get == NULL) get = real_getenv;
     for (int id = 0; id < TIDE_CFG_COUNT && rc == 0; id++) {
-        const char *v = get(arg, settings[id].env);
+        const char *v = get(arg, ti_config_settings[id].env);
         char what[512], prefix[64], *copy;
 
         if (v == NULL || v[0] == '\0') continue;
         /* A copy of the whole value (not of a fixed buffer's worth): the
          * length checks must see what the operator wrote. */
         copy = strdup(v);
-        if (copy == NULL) return tide_err_set(TIDE_ENOMEM, "%s: copying its value", settings[id].env);
-        snprintf(prefix, sizeof prefix, "%s=", settings[id].env);
-        char *val = trim(copy);
-        show_value(what, sizeof what, prefix, val);
-        rc = set_value(c, id, val, TIDE_SRC_ENV, settings[id].env, what);
+        if (copy == NULL) return tide_err_set(TIDE_ENOMEM, "%s: copying its value", ti_config_settings[id].env);
+        snprintf(prefix, sizeof prefix, "%s=", ti_config_settings[id].env);
+        char *val = ti_config_trim(copy);
+        ti_config_show_value(what, sizeof what, prefix, val);
+        rc = ti_config_set_value(c, id, val, TIDE_SRC_ENV, ti_config_settings[id].env, what);
         free(copy);
     }
     return rc;
@@ -1166,8 +667,8 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv)
     int nopt = 0, ch, rc = 0;
 
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-        if (settings[id].flag == NULL) continue;
-        opts[nopt++] = (struct option){ settings[id].flag, required_argument, NULL, 1000 + id };
+        if (ti_config_settings[id].flag == NULL) continue;
+        opts[nopt++] = (struct option){ ti_config_settings[id].flag, required_argument, NULL, 1000 + id };
     }
     opts[nopt++] = (struct option){ "config", required_argument, NULL, 999 };
     opts[nopt] = (struct option){ NULL, 0, NULL, 0 };
@@ -1184,10 +685,10 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv)
             return tide_err_set(TIDE_EINVAL, "%s: missing its value", argv[optind - 1]);
         if (ch == 999) continue;
         id = ch - 1000;
-        snprintf(where, sizeof where, "--%s", settings[id].flag);
-        snprintf(prefix, sizeof prefix, "--%s=", settings[id].flag);
-        show_value(what, sizeof what, prefix, optarg);
-        rc = set_value(c, id, optarg, TIDE_SRC_FLAG, where, what);
+        snprintf(where, sizeof where, "--%s", ti_config_settings[id].flag);
+        snprintf(prefix, sizeof prefix, "--%s=", ti_config_settings[id].flag);
+        ti_config_show_value(what, sizeof what, prefix, optarg);
+        rc = ti_config_set_value(c, id, optarg, TIDE_SRC_FLAG, where, what);
         if (rc) return rc;
     }
     if (optind < argc)
@@ -1202,9 +703,9 @@ int tide_config_finish(tide_config *c)
     if (c->node_size < 0 || c->node_size >= TIDE_NODE_SIZE_COUNT)
         return tide_err_set(TIDE_EINVAL, "node_size %d is not a preset", c->node_size);
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-        if (!settings[id].from_preset || c->src[id].kind != TIDE_SRC_DEFAULT) continue;
-        fill_preset(c, id, &presets[c->node_size]);
-        set_source(c, id, TIDE_SRC_PRESET, "%s", node_size_names[c->node_size]);
+        if (!ti_config_settings[id].from_preset || c->src[id].kind != TIDE_SRC_DEFAULT) continue;
+        fill_preset(c, id, &ti_config_presets[c->node_size]);
+        set_source(c, id, TIDE_SRC_PRESET, "%s", ti_config_node_size_names[c->node_size]);
     }
     /* Only when the operator chose one of the pair: the defaults must not warn. */
     if (c->cache_age < c->sweep_interval && (c->src[TIDE_CFG_CACHE_AGE].kind >= TIDE_SRC_FILE
@@ -1244,14 +745,14 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_SWEEP_INTERVAL: snprintf(out, cap, "%u", c->sweep_interval); break;
     case TIDE_CFG_CACHE_TARGET:   snprintf(out, cap, "%" PRIu64, c->cache_target); break;
     case TIDE_CFG_CACHE_AGE:      snprintf(out, cap, "%" PRIu64, c->cache_age); break;
-    case TIDE_CFG_CACHE_BUDGET:   size_text(c->cache_budget, out, cap); break;
-    case TIDE_CFG_INSERT_BURST:   size_text(c->insert_burst, out, cap); break;
+    case TIDE_CFG_CACHE_BUDGET:   ti_config_size_text(c->cache_budget, out, cap); break;
+    case TIDE_CFG_INSERT_BURST:   ti_config_size_text(c->insert_burst, out, cap); break;
     case TIDE_CFG_KEY_CACHE_SIZE: snprintf(out, cap, "%" PRIu64, c->key_cache_size); break;
     case TIDE_CFG_KEY_CACHE_AGE:  snprintf(out, cap, "%" PRIu64, c->key_cache_age); break;
     case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(out, cap, "%u", c->nudb_block_size); break;
     case TIDE_CFG_LOG_LEVEL:      snprintf(out, cap, "%s", tide_log_level_name(c->log_level)); break;
     case TIDE_CFG_MMAP_THRESHOLD:
-        if (c->mmap_threshold_set) size_text(c->mmap_threshold, out, cap);
+        if (c->mmap_threshold_set) ti_config_size_text(c->mmap_threshold, out, cap);
         else snprintf(out, cap, "unset");
         break;
     case TIDE_CFG_ARENA_MAX:
@@ -1261,7 +762,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_METRICS_TOKEN:  snprintf(out, cap, "%s", c->metrics_token[0] ? "set" : "unset"); break;
     case TIDE_CFG_METRICS_PUBLIC: snprintf(out, cap, "%d", c->metrics_public); break;
     case TIDE_CFG_HTTP_THREADS:   snprintf(out, cap, "%u", c->http_threads); break;
-    case TIDE_CFG_MAX_OBJECT_SIZE: size_text(c->max_object_size, out, cap); break;
+    case TIDE_CFG_MAX_OBJECT_SIZE: ti_config_size_text(c->max_object_size, out, cap); break;
     case TIDE_CFG_ADMIN_TOKEN:    snprintf(out, cap, "%s", c->admin_token[0] ? "set" : "unset"); break;
     case TIDE_CFG_METRICS_SMAPS:  snprintf(out, cap, "%d", c->metrics_smaps); break;
     case TIDE_CFG_TRIM_POLICY:    tide_trim_policy_format(c->trim_policy, c->trim_param, out, cap); break;
@@ -1269,7 +770,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_HTTP_MAX_PER_CLIENT:  snprintf(out, cap, "%u", c->http_max_per_client); break;
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    snprintf(out, cap, "%u", c->http_idle_timeout); break;
     case TIDE_CFG_HTTP_REQUEST_TIMEOUT: snprintf(out, cap, "%u", c->http_request_timeout); break;
-    case TIDE_CFG_HTTP_BODY_BUDGET:     size_text(c->http_body_budget, out, cap); break;
+    case TIDE_CFG_HTTP_BODY_BUDGET:     ti_config_size_text(c->http_body_budget, out, cap); break;
     default: out[0] = '\0'; break;
     }
 }
@@ -1306,7 +807,7 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
             else snprintf(src, sizeof src, "default");
             break;
         }
-        w = snprintf(piece, sizeof piece, "%s%s=%s(%s)", id ? " " : "", settings[id].name, val, src);
+        w = snprintf(piece, sizeof piece, "%s%s=%s(%s)", id ? " " : "", ti_config_settings[id].name, val, src);
         if (w < 0) continue;
         if ((size_t)w >= sizeof piece) w = (int)sizeof piece - 1;
         if (len + 1 < cap) {                 /* room for at least one byte */
@@ -1323,7 +824,7 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
 
 static void hint(int id, char *out, size_t cap)
 {
-    snprintf(out, cap, "set --%s / %s / [node] %s", settings[id].flag, settings[id].env, settings[id].name);
+    snprintf(out, cap, "set --%s / %s / [node] %s", ti_config_settings[id].flag, ti_config_settings[id].env, ti_config_settings[id].name);
 }
 
 int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_unbounded_fn fn, void *arg)

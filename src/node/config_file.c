@@ -1,0 +1,322 @@
+/*
+ * config_file.c: the node's config file (tided --config FILE), read into a
+ * tide_config line by line; every value goes through ti_config_set_value,
+ * as a flag's or a variable's does (config.c).
+ *
+ * The file is in XRP Ledger's INI style, so that tided can be pointed at a
+ * node's own rippled.cfg:
+ *
+ *     # comment            ; comment too (';' only as a whole line)
+ *     [node_size]
+ *     medium               a bare value: the section is the setting
+ *     [sweep_interval]
+ *     60
+ *     [node_db]
+ *     type=NuDB            the only backend; any other type is an error
+ *     path=/var/lib/tide   = data_dir     # a trailing comment
+ *     nudb_block_size=16384
+ *     online_delete=2000   rippled's: an info line, ignored
+ *     [node]
+ *     cache_budget=1GiB    every setting by its name (except the env-only ones)
+ *     [server]             any other section: one info line, then skipped
+ *
+ * A '#' anywhere starts a comment, as rippled reads the key=value lines of
+ * its own file; "\#" is a literal '#'. A '#' glued to the text before it
+ * ("path=/srv/a#1") warns, since it may have been meant as part of a value.
+ * A UTF-8 byte-order mark before the first line is skipped; a UTF-16 file
+ * is refused by name. Blank lines are skipped; spaces around keys and
+ * values are trimmed; a CR before the LF is dropped.
+ *
+ * Sections other than [node], [node_db], [node_size] and [sweep_interval]
+ * are another program's (rippled's [server], [port_*], [ips], ...): each
+ * logs "config FILE:LINE: section [server] is not used by tide; skipped"
+ * and its lines are not parsed at all. A section one edit away from one of
+ * Tide's ([nodes], [node-db], [NODE_SIZE]) is an error instead: skipping a
+ * typo would drop its settings in silence. In [node_db], rippled's own keys
+ * (online_delete, advisory_delete, earliest_seq, ...) log an info line, any
+ * other unknown key a warning, and a key one edit from type, path or
+ * nudb_block_size is an error ("did you mean path?"): [node_db] is shared
+ * with rippled, whose keys are not Tide's to refuse, but a misspelt path
+ * would make tided open (and create) a store somewhere else. [node] is
+ * Tide's alone, so an unknown key there is an error.
+ *
+ * Invariants:
+ *   1. Nothing is skipped in silence: a line is a comment or blank, or is
+ *      parsed, or lies in another program's section, which was named once
+ *      in the log as skipped.
+ *   2. Within one file a setting is set once; a second line for it is an
+ *      error naming both lines.
+ *   3. A failed load leaves the settings of the lines before the failing
+ *      one set, and returns TIDE_EINVAL (or the I/O error) naming
+ *      FILE:LINE; tided then stops, so nothing half-read is served.
+ *
+ * Never: refuse a key of rippled's own in [node_db]; accept a key one edit
+ * from one of Tide's (a typo would drop its setting in silence).
+ */
+#include "node/config_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tide/error.h"
+#include "util/err.h"
+#include "util/log.h"
+
+/* The setting written as [section] key (key "" for a bare value), or -1. */
+static int lookup_key(const char *section, const char *key)
+{
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const ti_config_setting *st = &ti_config_settings[id];
+        if (st->section && key[0] != '\0' && strcmp(section, st->section) == 0 && strcmp(key, st->name) == 0)
+            return id;
+        if (st->alt_section && strcmp(section, st->alt_section) == 0 && strcmp(key, st->alt_key) == 0)
+            return id;
+    }
+    return -1;
+}
+
+/* The sections Tide reads; any other is skipped (a rippled.cfg has many). */
+static const char *const tide_sections[] = { "node", "node_db", "node_size", "sweep_interval" };
+#define N_TIDE_SECTIONS (sizeof tide_sections / sizeof tide_sections[0])
+
+static int known_section(const char *s)
+{
+    for (size_t i = 0; i < N_TIDE_SECTIONS; i++)
+        if (strcmp(s, tide_sections[i]) == 0) return 1;
+    return 0;
+}
+
+static int bare_section(const char *s)
+{
+    return strcmp(s, "node_size") == 0 || strcmp(s, "sweep_interval") == 0;
+}
+
+/* 1 when a and b differ only in case or by one edit: a letter added,
+ * dropped or changed, or two neighbours swapped. */
+static int one_edit_apart(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), i = 0;
+
+    if (strcasecmp(a, b) == 0) return 1;
+    if (la > lb + 1 || lb > la + 1) return 0;
+    while (i < la && i < lb && a[i] == b[i]) i++;
+    if (la == lb)
+        return strcmp(a + i + 1, b + i + 1) == 0
+            || (i + 1 < la && a[i] == b[i + 1] && a[i + 1] == b[i] && strcmp(a + i + 2, b + i + 2) == 0);
+    return la > lb ? strcmp(a + i + 1, b + i) == 0 : strcmp(a + i, b + i + 1) == 0;
+}
+
+/* The Tide section `s` is probably a typo of, or NULL. */
+static const char *typo_of_section(const char *s)
+{
+    for (size_t i = 0; i < N_TIDE_SECTIONS; i++)
+        if (one_edit_apart(s, tide_sections[i])) return tide_sections[i];
+    return NULL;
+}
+
+/* The keys rippled documents for its [node_db] (online deletion, the
+ * RocksDB tuning, the cache): expected in a node's own config, and of no
+ * use to Tide, so each gets an info line, not a warning. */
+static int rippled_node_db_key(const char *k)
+{
+    static const char *const keys[] = {
+        "online_delete", "advisory_delete", "delete_batch", "back_off_milliseconds",
+        "age_threshold_seconds", "recovery_wait_seconds", "earliest_seq", "fast_load",
+        "cache_size", "cache_age", "open_files", "filter_bits", "cache_mb", "file_size_mb",
+        "file_size_mult", "compression",
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(k, keys[i]) == 0) return 1;
+    return 0;
+}
+
+/* Cut a line at its comment: a '#' anywhere, as rippled reads its own
+ * file; "\#" stands for a literal '#'. *glued is set when the '#' touches
+ * the text before it ("path=/srv/a#1"), where it may have been meant as
+ * part of the value. */
+static void strip_comment(char *s, int *glued)
+{
+    char *w = s;
+
+    *glued = 0;
+    for (const char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] == '#') { *w++ = '#'; r++; continue; }
+        if (*r == '#') {
+            *glued = w > s && w[-1] != ' ' && w[-1] != '\t';
+            break;
+        }
+        *w++ = *r;
+    }
+    *w = '\0';
+}
+
+/* Where tide_config_load_file is in its file. */
+typedef struct file_reader {
+    tide_config *c;
+    const char  *path;
+    unsigned     lineno;
+    char         section[128];
+    int          skipping;          /* inside a section Tide does not read */
+    unsigned     seen_line[TIDE_CFG_COUNT];
+    unsigned     type_line;         /* [node_db] type=, once */
+} file_reader;
+
+/* Refuse what cannot be a UTF-8 text line: a UTF-16 file, a NUL byte. */
+static int check_line_bytes(const file_reader *r, const char *s, ssize_t n)
+{
+    if (r->lineno == 1 && n >= 2 && ((s[0] == '\xff' && s[1] == '\xfe') || (s[0] == '\xfe' && s[1] == '\xff')))
+        return tide_err_set(TIDE_EINVAL, "%s:1: the file is UTF-16 (it starts with a UTF-16 byte-order "
+                            "mark); save it as UTF-8", r->path);
+    if ((size_t)n != strlen(s))
+        return tide_err_set(TIDE_EINVAL, "%s:%u: the line holds a NUL byte", r->path, r->lineno);
+    return 0;
+}
+
+/* A "[section]" line: enter it, or skip another program's section. */
+static int read_section(file_reader *r, char *s)
+{
+    char *rb = strchr(s, ']'), *key;
+    const char *typo;
+
+    if (rb == NULL)
+        return tide_err_set(TIDE_EINVAL, "%s:%u: %s: unterminated section (no ']')", r->path, r->lineno, s);
+    if (*ti_config_trim(rb + 1) != '\0')
+        return tide_err_set(TIDE_EINVAL, "%s:%u: %s: text after the section's ']'", r->path, r->lineno, s);
+    *rb = '\0';
+    key = ti_config_trim(s + 1);
+    if (*key == '\0')
+        return tide_err_set(TIDE_EINVAL, "%s:%u: []: a section without a name", r->path, r->lineno);
+    snprintf(r->section, sizeof r->section, "%s", key);
+    r->skipping = !known_section(key);
+    if (!r->skipping) return 0;
+    /* One edit from a section Tide reads is a typo, not another
+     * program's section: skipping it would drop the settings under
+     * it without a word. */
+    typo = typo_of_section(key);
+    if (typo != NULL)
+        return tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section; did you mean [%s]? (tide reads "
+                            "[node], [node_db], [node_size] and [sweep_interval] and skips other "
+                            "programs' sections)", r->path, r->lineno, key, typo);
+    tide_log(TIDE_LOG_INFO, "config %s:%u: section [%s] is not used by tide; skipped", r->path, r->lineno, key);
+    return 0;
+}
+
+/* A [node_db] key that is no setting: rippled's business, not an error,
+ * unless it is a near miss of a key Tide reads (a typo). */
+static int read_node_db_other(const file_reader *r, const char *key, const char *what)
+{
+    static const char *const ours[] = { "type", "path", "nudb_block_size" };
+
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        if (one_edit_apart(key, ours[i]))
+            return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what, ours[i]);
+    if (rippled_node_db_key(key))
+        tide_log(TIDE_LOG_INFO, "config %s:%u: [node_db] %s is rippled's, not used by tide; ignored",
+                 r->path, r->lineno, key);
+    else
+        tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path and "
+                 "nudb_block_size there)", what);
+    return 0;
+}
+
+/* [node_db] type=: only NuDB, once. */
+static int read_node_db_type(file_reader *r, const char *val, const char *what)
+{
+    if (r->type_line)
+        return tide_err_set(TIDE_EINVAL, "%s: duplicate key (first set at %s:%u)", what, r->path, r->type_line);
+    if (strcasecmp(val, "NuDB") != 0)
+        return tide_err_set(TIDE_EINVAL, "%s: unsupported type (Tide stores only NuDB)", what);
+    r->type_line = r->lineno;
+    return 0;
+}
+
+/* A line inside a section: a bare value ([node_size], [sweep_interval]) or
+ * key=value, given once per file. */
+static int read_setting(file_reader *r, char *s)
+{
+    char *eq = strchr(s, '='), *key, *val, what[512], where[160];
+    int id;
+
+    if (bare_section(r->section)) {
+        if (eq != NULL)
+            return tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected the value on its own line, "
+                                "not key=value", r->path, r->lineno, r->section, s);
+        key = "";
+        val = s;
+        ti_config_show_value(where, sizeof where, "", val);
+        snprintf(what, sizeof what, "%s:%u: [%s] %s", r->path, r->lineno, r->section, where);
+    } else {
+        if (eq == NULL)
+            return tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s: expected key=value", r->path, r->lineno,
+                                r->section, s);
+        *eq = '\0';
+        key = ti_config_trim(s);
+        val = ti_config_trim(eq + 1);
+        ti_config_show_value(where, sizeof where, "", val);
+        snprintf(what, sizeof what, "%s:%u: [%s] %s=%s", r->path, r->lineno, r->section, key, where);
+        if (strcmp(r->section, "node_db") == 0 && strcmp(key, "type") == 0)
+            return read_node_db_type(r, val, what);
+    }
+    id = lookup_key(r->section, key);
+    if (id < 0 && strcmp(r->section, "node_db") == 0) return read_node_db_other(r, key, what);
+    if (id < 0) return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
+    if (r->seen_line[id])
+        return tide_err_set(TIDE_EINVAL, "%s: duplicate key (%s first set at %s:%u)",
+                            what, ti_config_settings[id].name, r->path, r->seen_line[id]);
+    r->seen_line[id] = r->lineno;
+    snprintf(where, sizeof where, "%s:%u", r->path, r->lineno);
+    return ti_config_set_value(r->c, id, val, TIDE_SRC_FILE, where, what);
+}
+
+/* The file, line by line: bytes checked, comment cut, then a section line
+ * or a setting line (nothing inside a skipped section). */
+int tide_config_load_file(tide_config *c, const char *path)
+{
+    FILE *f = NULL;
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t n;
+    file_reader r;
+    int rc = 0;
+
+    memset(&r, 0, sizeof r);
+    r.c = c;
+    r.path = path;
+    f = fopen(path, "r");
+    if (f == NULL) { rc = tide_err_sys(errno, "%s: cannot open the config file", path); goto out; }
+    while ((n = getline(&line, &lcap, f)) != -1) {
+        char *s = line;
+        int glued;
+
+        r.lineno++;
+        rc = check_line_bytes(&r, line, n);
+        if (rc) goto out;
+        if (r.lineno == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0) s += 3;   /* UTF-8 BOM */
+        strip_comment(s, &glued);
+        s = ti_config_trim(s);
+        if (*s == '\0' || *s == ';') continue;
+        if (*s == '[') {
+            rc = read_section(&r, s);
+            if (rc) goto out;
+            continue;
+        }
+        if (r.skipping) continue;
+        if (r.section[0] == '\0') {
+            rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", path, r.lineno, s);
+            goto out;
+        }
+        if (glued)
+            tide_log(TIDE_LOG_WARN, "config %s:%u: [%s] %s: the '#' after it starts a comment, as in rippled's "
+                     "own config; write \\# for a '#' in a value", path, r.lineno, r.section, s);
+        rc = read_setting(&r, s);
+        if (rc) goto out;
+    }
+    if (ferror(f)) rc = tide_err_sys(errno, "%s: read failed after line %u", path, r.lineno);
+out:
+    free(line);
+    if (f) fclose(f);
+    return rc;
+}
