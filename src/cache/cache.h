@@ -55,8 +55,7 @@ typedef struct tide_cache_obj_hook {
 
 /*
  * Make an object holding a copy of `len` bytes at `bytes` (bytes may be NULL
- * when len is 0, or to leave them for the caller to fill through
- * tide_cache_obj_bytes before sharing the object). The caller holds the only
+ * when len is 0). The caller holds the only
  * reference. `hook` may be NULL. Returns 0 or TIDE_ENOMEM.
  * Cost: one malloc of len + 24 bytes, one copy.
  */
@@ -74,7 +73,6 @@ void tide_cache_obj_release(tide_cache_obj *o);
 
 /* The bytes and their length. Read-only once the object is shared. */
 const void *tide_cache_obj_data(const tide_cache_obj *o);
-void *tide_cache_obj_bytes(tide_cache_obj *o);
 size_t tide_cache_obj_len(const tide_cache_obj *o);
 
 /* The strong count at this instant (holders, including the cache's strong

@@ -17,6 +17,9 @@
  *   5. Nothing is allocated or freed while k->mu is held: ti_core_grow
  *      allocates the new slot array before locking and frees the one left
  *      over after unlocking.
+ *
+ * Never: compare the keys of entries whose full hashes differ, or hash a
+ *   key again to move it (a grow uses the hash stored in the entry).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,7 +46,9 @@ uint64_t ti_core_effective_age_us(uint64_t age_us, size_t target, size_t count)
     return eff < floor_us ? floor_us : eff;
 }
 
-size_t ti_core_slots_for(size_t n)
+/* Smallest power of two >= n, at least TC_SLOTS_MIN; 0 when it would
+ * overflow a size_t. Pure. */
+static size_t slots_for(size_t n)
 {
     size_t s = TC_SLOTS_MIN;
 
@@ -56,12 +61,25 @@ size_t ti_core_slots_for(size_t n)
 
 size_t ti_core_start_slots(size_t target, size_t hard_limit)
 {
-    size_t nslots = ti_core_slots_for(target);
+    size_t nslots = slots_for(target);
 
     if (nslots == 0 || nslots > TC_SLOTS_START) nslots = TC_SLOTS_START;
     while (hard_limit && nslots > TC_SLOTS_MIN && ti_core_table_cost(nslots) > hard_limit / 8)
         nslots >>= 1;
     return nslots;
+}
+
+/* Set up an empty table over `slots` (nslots zeroed chains). */
+static void table_init(ti_core_table *t, ti_core_entry **slots, size_t nslots, unsigned key_size,
+                       size_t key_off, uint64_t seed)
+{
+    TIDE_ASSERT(nslots != 0 && (nslots & (nslots - 1)) == 0);
+    t->slots = slots;
+    t->nslots = nslots;
+    t->count = 0;
+    t->key_size = key_size;
+    t->key_off = key_off;
+    t->seed = seed;
 }
 
 int ti_core_init(ti_core *k, ti_core_entry **slots, size_t nslots, unsigned key_size, size_t key_offset,
@@ -73,24 +91,12 @@ int ti_core_init(ti_core *k, ti_core_entry **slots, size_t nslots, unsigned key_
         seed = tide_clock_mono_us() ^ (uint64_t)(uintptr_t)k;   /* still unpredictable enough */
     if (pthread_mutex_init(&k->mu, NULL) != 0)
         return tide_err_set(TIDE_ENOMEM, "%s: pthread_mutex_init failed", who);
-    ti_core_table_init(&k->t, slots, nslots, key_size, key_offset, seed);
+    table_init(&k->t, slots, nslots, key_size, key_offset, seed);
     k->hard_limit = hard_limit;
     k->account = account;
     k->bytes = ti_core_base_cost(k, fixed);
     ti_core_account(k, 0);
     return 0;
-}
-
-void ti_core_table_init(ti_core_table *t, ti_core_entry **slots, size_t nslots, unsigned key_size,
-                   size_t key_off, uint64_t seed)
-{
-    TIDE_ASSERT(nslots != 0 && (nslots & (nslots - 1)) == 0);
-    t->slots = slots;
-    t->nslots = nslots;
-    t->count = 0;
-    t->key_size = key_size;
-    t->key_off = key_off;
-    t->seed = seed;
 }
 
 uint64_t ti_core_hash(const ti_core_table *t, const void *key)
@@ -136,7 +142,9 @@ void ti_core_unlink(ti_core_table *t, ti_core_entry *e)
     t->count--;
 }
 
-ti_core_entry **ti_core_rehash(ti_core_table *t, ti_core_entry **slots, size_t nslots)
+/* Move every entry onto `slots` (nslots zeroed chains, a power of two) and
+ * return the old slot array for the caller to free. O(count + old nslots). */
+static ti_core_entry **rehash(ti_core_table *t, ti_core_entry **slots, size_t nslots)
 {
     ti_core_entry **old = t->slots;
     size_t n = t->nslots, moved = 0;
@@ -181,7 +189,7 @@ void ti_core_grow(ti_core *k, size_t want)
     if (k->t.nslots < want && k->t.count > k->t.nslots) {
         size_t delta = ti_core_table_cost(want) - ti_core_table_cost(k->t.nslots);
         if (k->hard_limit == 0 || k->bytes + delta <= k->hard_limit) {
-            old = ti_core_rehash(&k->t, slots, want);
+            old = rehash(&k->t, slots, want);
             slots = NULL;
             k->bytes += delta;
         }

@@ -100,7 +100,7 @@ static inline void ti_core_account(ti_core *k, size_t before)
  * 1 s (even when age_us itself is). Pure. */
 uint64_t ti_core_effective_age_us(uint64_t age_us, size_t target, size_t count);
 
-/* The slots a new cache starts with: ti_core_slots_for(target), at most
+/* The slots a new cache starts with: slots_for(target) (core.c), at most
  * TC_SLOTS_START (0 too), halved while the slot array would take more than
  * an eighth of `hard_limit` (0: none), down to TC_SLOTS_MIN. */
 size_t ti_core_start_slots(size_t target, size_t hard_limit);
@@ -113,13 +113,6 @@ size_t ti_core_start_slots(size_t target, size_t hard_limit);
 int ti_core_init(ti_core *k, ti_core_entry **slots, size_t nslots, unsigned key_size, size_t key_offset,
                  size_t fixed, size_t hard_limit, int64_t *account, const char *who);
 
-/* Smallest power of two >= n, at least TC_SLOTS_MIN; 0 when it would
- * overflow a size_t. Pure. */
-size_t ti_core_slots_for(size_t n);
-
-/* Set up an empty table over `slots` (nslots zeroed chains). */
-void ti_core_table_init(ti_core_table *t, ti_core_entry **slots, size_t nslots, unsigned key_size,
-                   size_t key_off, uint64_t seed);
 /* The hash of a key_size-byte key (XXH3, seeded). One pass over the key. */
 uint64_t ti_core_hash(const ti_core_table *t, const void *key);
 /* The entry with this hash and key, or NULL. O(chain). */
@@ -128,9 +121,6 @@ ti_core_entry *ti_core_find(const ti_core_table *t, uint64_t hash, const void *k
 void ti_core_link(ti_core_table *t, ti_core_entry *e);
 /* Unlink `e`, which must be linked. O(chain). */
 void ti_core_unlink(ti_core_table *t, ti_core_entry *e);
-/* Move every entry onto `slots` (nslots zeroed chains, a power of two) and
- * return the old slot array for the caller to free. O(count + old nslots). */
-ti_core_entry **ti_core_rehash(ti_core_table *t, ti_core_entry **slots, size_t nslots);
 
 /* Under the lock, after an insert has linked an entry: twice the slots
  * when the entries now outnumber them and the hard limit leaves room for

@@ -20,6 +20,9 @@
  *   4. bytes <= hard_limit (when set) whenever the lock is free.
  *   5. Nothing is freed while the lock is held.
  *   6. *account_bytes changes, under the lock, by exactly what bytes does.
+ *
+ * Never: hold a value: an entry is a key and its last-access time, and a
+ *   hit says only that the key was absent from the store.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -283,11 +286,6 @@ void tide_keycache_stats_get(tide_keycache *k, tide_keycache_stats *out)
 size_t tide_keycache_entry_cost(const tide_keycache *k)
 {
     return k->entry_bytes;
-}
-
-size_t tide_keycache_fixed_cost(const tide_keycache *k)
-{
-    return ti_core_chunk(sizeof *k);
 }
 
 void tide_keycache_check(tide_keycache *k)

@@ -103,9 +103,8 @@ typedef struct tide_keycache_stats {
 /* A consistent snapshot. Cost: one lock, O(1). */
 void tide_keycache_stats_get(tide_keycache *k, tide_keycache_stats *out);
 
-/* What one key adds to `bytes`; what the struct adds. Pure. */
+/* What one key adds to `bytes`. Pure. */
 size_t tide_keycache_entry_cost(const tide_keycache *k);
-size_t tide_keycache_fixed_cost(const tide_keycache *k);
 
 /* Check keycache.c's invariants, aborting through TIDE_ASSERT when one is
  * broken. For tests. Cost: one lock for O(entries + slots). */

@@ -19,6 +19,9 @@
  *   4. Every decrement that may free is acq_rel, so everything any holder did
  *      with the object happens before the free (no standalone fences: TSan
  *      models these).
+ *
+ * Never: raise strong from 0 (a dead object stays dead), or order the
+ *   counts with a standalone fence.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +124,6 @@ int tide_cache_obj_try_upgrade(tide_cache_obj *o)
 }
 
 const void *tide_cache_obj_data(const tide_cache_obj *o) { return o->data; }
-void *tide_cache_obj_bytes(tide_cache_obj *o) { return o->data; }
 size_t tide_cache_obj_len(const tide_cache_obj *o) { return o->len; }
 
 unsigned tide_cache_obj_refs(const tide_cache_obj *o)

@@ -67,12 +67,6 @@ extern const cli_verb cli_verb_create, cli_verb_info, cli_verb_put, cli_verb_get
                       cli_verb_visit, cli_verb_verify, cli_verb_recover, cli_verb_rekey,
                       cli_verb_bench, cli_verb_doctor, cli_verb_ghost, cli_verb_lab;
 
-/* The verbs whose files parse their own argv (cmd_doctor.c, cmd_ghost.c,
- * cmd_lab.c). */
-int cli_cmd_doctor(int argc, char **argv);
-int cli_cmd_ghost(int argc, char **argv);
-int cli_cmd_lab(int argc, char **argv);
-
 /* The option handler of a verb whose one option is a flag: sets the int
  * `opts` points at to 1. */
 int cli_option_flag(void *opts, int id, const char *arg);

@@ -8,6 +8,17 @@
  * these copies are for the messages, which name the processes and the way
  * out.
  *
+ * Invariants:
+ *   1. A check returns CLI_OK when the verb may go on; any other value is
+ *      the status of a message already printed on stderr (cli_usage,
+ *      cli_error, cli_fail): a refusal is never silent.
+ *   2. cli_store_is_held holds its probe's lock only until it returns (the
+ *      close releases it); a nudb.key it cannot open counts as not held,
+ *      and the library's open then says what is wrong with it.
+ *   3. The busy message names at most three holders (then "and N more")
+ *      and says that nothing was changed, which is true: it is printed
+ *      before the verb touches the store.
+ *
  * Never: write to a store, or keep one of its files open after returning.
  */
 #include <errno.h>

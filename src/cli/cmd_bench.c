@@ -13,6 +13,9 @@
  *   2. With --json, stdout carries exactly one JSON document; the header and
  *      the per-run lines go to stderr.
  *   3. After a failure the path of the store left for inspection is printed.
+ *
+ * Never: print a summary after a failed run: the first failure ends the
+ *   bench with exit 1.
  */
 #include <jansson.h>
 #include <stdio.h>

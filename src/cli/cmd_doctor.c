@@ -11,6 +11,13 @@
  * /metrics, HTML, an empty page, bytes that are not text) exits 1 with
  * "URL does not look like a tide node's /metrics: ...".
  *
+ * Invariants:
+ *   1. The exit status is CLI_OK only when the page was fetched and read
+ *      as a node's (or for --help); then stdout holds the report: the
+ *      text, or with --json one JSON document.
+ *   2. The HTTP client's global state is set up once and cleaned up on
+ *      every path of the run.
+ *
  * Never: retry, follow redirects to another host, or wait longer than
  * --timeout (default 10 s) for a node.
  */
@@ -74,7 +81,7 @@ out:
     return rc;
 }
 
-int cli_cmd_doctor(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
         { "json",    no_argument,       NULL, 'j' },
@@ -167,5 +174,5 @@ static const char help_doctor[] =
 const cli_verb cli_verb_doctor = {
     .name = "doctor", .usage = "doctor [URL]",
     .summary = "explain a running tided's memory from its /metrics",
-    .help = help_doctor, .run = cli_cmd_doctor,
+    .help = help_doctor, .run = run,
 };

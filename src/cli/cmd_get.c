@@ -10,6 +10,9 @@
  * Invariants:
  *   1. Nothing is ever written to the store.
  *   2. The store opened here is closed on every path.
+ *
+ * Never: add a byte to the value (a newline, an escape) or print it
+ *   anywhere but stdout; open the store read-write (that would recover).
  */
 #include <errno.h>
 #include <stdio.h>

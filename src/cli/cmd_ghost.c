@@ -247,7 +247,7 @@ static int run_rows(const int *want_s, const int *want_v, double size, int out, 
     return failed;
 }
 
-int cli_cmd_ghost(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
         { "json",        no_argument,       NULL, 'j' },
@@ -439,5 +439,5 @@ static const char help_ghost[] =
 const cli_verb cli_verb_ghost = {
     .name = "ghost", .usage = "ghost",
     .summary = "measure freed memory that stays resident, per allocator",
-    .help = help_ghost, .run = cli_cmd_ghost,
+    .help = help_ghost, .run = run,
 };

@@ -6,6 +6,13 @@
  * or with --json one object whose 64-bit identifiers are "0x..." strings
  * (no JSON reader rounds them).
  *
+ * Invariants:
+ *   1. The exit status is CLI_OK only when the headers were read and
+ *      printed (and, with --json, the object written); a failed inspect
+ *      prints nothing on stdout.
+ *   2. The JSON object's members are always the same, in the same order,
+ *      whatever the store: scripts read them by name.
+ *
  * Never: open the store (an open would take the lock and recover).
  */
 #include <jansson.h>

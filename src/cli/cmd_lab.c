@@ -249,22 +249,22 @@ static void print_table(const tide_lab_plan *o, const tide_lab_summary *s)
 
 /* ---- the verb ------------------------------------------------------------------- */
 
-int cli_cmd_lab(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     static tide_lab_plan plan;
     lab_args a = { &plan, "trim,notrim", { NULL }, 0, 0, 0 };
-    tide_lab_run run;
+    tide_lab_run lab;
     tide_lab_summary sum;
     int rc;
 
-    memset(&run, 0, sizeof run);
+    memset(&lab, 0, sizeof lab);
     memset(&sum, 0, sizeof sum);
     tide_lab_plan_init(&plan);
     rc = parse_options(&a, argc, argv);
     if (rc) { rc = rc < 0 ? CLI_OK : rc; goto done; }
-    if (tide_lab_run_prepare(&run, &plan) != 0) { rc = cli_error(VERB, "%s", tide_last_error()); goto done; }
-    if (tide_lab_run_all(&run) != 0) { rc = CLI_FAIL; goto done; }     /* reported as it happened */
-    if (tide_lab_summary_compute(&sum, &run) != 0 || tide_lab_summary_write(&sum, &run) != 0) {
+    if (tide_lab_run_prepare(&lab, &plan) != 0) { rc = cli_error(VERB, "%s", tide_last_error()); goto done; }
+    if (tide_lab_run_all(&lab) != 0) { rc = CLI_FAIL; goto done; }     /* reported as it happened */
+    if (tide_lab_summary_compute(&sum, &lab) != 0 || tide_lab_summary_write(&sum, &lab) != 0) {
         rc = cli_error(VERB, "%s", tide_last_error());
         goto done;
     }
@@ -274,10 +274,10 @@ int cli_cmd_lab(int argc, char **argv)
     } else {
         print_table(&plan, &sum);
     }
-    if (run.interrupted) rc = CLI_FAIL;       /* invariant 2 */
+    if (lab.interrupted) rc = CLI_FAIL;       /* invariant 2 */
 done:
     tide_lab_summary_free(&sum);
-    tide_lab_run_finish(&run, rc == CLI_OK);
+    tide_lab_run_finish(&lab, rc == CLI_OK);
     tide_lab_plan_free(&plan);
     return rc;
 }
@@ -416,5 +416,5 @@ const cli_verb cli_verb_lab = {
     .name = "lab", .usage = "lab",
     .summary = "run tided with and without trims side by side; RSS chart",
     .help = help_lab, .help_table = tide_lab_variant_help,
-    .help_after = help_lab_after, .run = cli_cmd_lab,
+    .help_after = help_lab_after, .run = run,
 };

@@ -15,6 +15,9 @@
  *      are checked before the open.
  *   2. The store opened here is closed on every path, and a failing close
  *      is reported (it is the final commit).
+ *
+ * Never: replace a stored value (an existing key is refused, the value
+ *   unchanged), or exit 0 before tide_store_sync and the close returned 0.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -8,6 +8,13 @@
  * the message), tide_store_recover_ex runs, and its report is told in
  * words: what was found and what was done to which file.
  *
+ * Invariants:
+ *   1. Both probes run before tide_store_recover_ex: a store another
+ *      process has locked (or, without --force, has open) is refused
+ *      with "store is busy" (exit 1) and every file as it was.
+ *   2. The exit status is CLI_OK only when the recovery returned 0, and
+ *      then exactly one line on stdout says what it did.
+ *
  * Never: apply or delete the nudb.log of an open store.
  */
 #include <stdio.h>

@@ -20,6 +20,9 @@
  *      checked, with no fall-back (a typo must not rewrite a store at a
  *      block size nobody asked for).
  *   2. The progress line is erased before anything else is printed.
+ *
+ * Never: write a store file itself (every change is tide_store_recover's
+ *   or tide_store_rekey's), or draw progress when stderr is not a terminal.
  */
 #include <stdio.h>
 #include <string.h>

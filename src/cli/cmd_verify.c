@@ -8,6 +8,13 @@
  * unsound verdict that still has figures (spill records of another block
  * size only) both. With --json the verdict is one object either way.
  *
+ * Invariants:
+ *   1. The exit status is CLI_OK only when tide_store_verify returned 0
+ *      (sound); an unsound store exits CLI_FAIL even when its figures are
+ *      printed.
+ *   2. Figures are printed only for a verdict: a store that could not be
+ *      checked (missing, busy, recovery pending) prints nothing on stdout.
+ *
  * Never: write to the store, or recover it (the log may be a live NuDB
  * writer's).
  */

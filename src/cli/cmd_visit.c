@@ -8,6 +8,16 @@
  * it prints KEYHEX VALUEHEX per record as it goes, through one static
  * buffer of 32 KiB of bytes at a time.
  *
+ * Invariants:
+ *   1. With --hex every record is one line, KEYHEX VALUEHEX, in file order;
+ *      a write error on stdout stops the walk (the callback returns
+ *      TIDE_EIO) and exits CLI_FAIL.
+ *   2. Without --hex the histogram's counts add up to the records with a
+ *      value of at least one byte (an empty value has no power-of-two
+ *      bucket), and it is printed only when there is a record.
+ *   3. A store whose nudb.log needs recovery is walked anyway, with a
+ *      warning on stderr: the walk reads, it does not recover.
+ *
  * Never: write to the store, or take its lock (the walk reads a file).
  */
 #include <errno.h>

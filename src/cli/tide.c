@@ -24,6 +24,16 @@
  * Logging: the store logs through tide_log (stderr). The CLI sets the level
  * to "warn" so that a command's output is only what the command prints;
  * --log-level or TIDE_LOG_LEVEL raise it.
+ *
+ * Invariants:
+ *   1. main's exit status is the verb's own, unchanged; before a verb it
+ *      is CLI_OK for --help and --version, CLI_USAGE (2) for a bad global
+ *      option and a missing or unknown verb.
+ *   2. Every verb name main accepts and every list of verbs it prints come
+ *      from the one table (verbs[]): there is no second list to forget.
+ *
+ * Never: call exit() (main returns the status), or print an error on
+ *   stdout.
  */
 #include <getopt.h>
 #include <stdio.h>

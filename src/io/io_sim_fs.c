@@ -54,7 +54,8 @@ int ti_sim_grow(void *arrp, size_t *cap, size_t need, size_t elem)
 
 /* ---- images ---- */
 
-int ti_sim_img_reserve(image *m, uint64_t need)
+/* Room for `need` bytes in m (capacity grown, never shrunk). */
+static int img_reserve(image *m, uint64_t need)
 {
     size_t c = m->cap ? m->cap : 4096;
     uint8_t *p;
@@ -73,7 +74,7 @@ int ti_sim_img_write(image *m, uint64_t off, const void *p, size_t len)
     uint64_t end = off + len;
 
     if (len == 0) return 0;
-    if (ti_sim_img_reserve(m, end) != 0) return TIDE_ENOMEM;
+    if (img_reserve(m, end) != 0) return TIDE_ENOMEM;
     if (off > m->size) memset(m->b + m->size, 0, off - m->size);
     memcpy(m->b + off, p, len);
     if (end > m->size) m->size = end;
@@ -83,7 +84,7 @@ int ti_sim_img_write(image *m, uint64_t off, const void *p, size_t len)
 int ti_sim_img_truncate(image *m, uint64_t size)
 {
     if (size > m->size) {
-        if (ti_sim_img_reserve(m, size) != 0) return TIDE_ENOMEM;
+        if (img_reserve(m, size) != 0) return TIDE_ENOMEM;
         memset(m->b + m->size, 0, size - m->size);
     }
     m->size = size;
@@ -92,7 +93,7 @@ int ti_sim_img_truncate(image *m, uint64_t size)
 
 int ti_sim_img_assign(image *dst, const image *src)
 {
-    if (ti_sim_img_reserve(dst, src->size) != 0) return TIDE_ENOMEM;
+    if (img_reserve(dst, src->size) != 0) return TIDE_ENOMEM;
     if (src->size) memcpy(dst->b, src->b, src->size);
     dst->size = src->size;
     return 0;
@@ -315,7 +316,7 @@ int ti_sim_pend_write(tide_io_sim *sim, inode *ino, uint64_t off, const void *p,
     if (len == 0) return 0;
     if (ti_sim_grow(&sim->ops, &sim->ops_cap, sim->nops + 1, sizeof *sim->ops) != 0)
         return TIDE_ENOMEM;
-    if (ti_sim_img_reserve(&ino->cur, off + len) != 0) return TIDE_ENOMEM;
+    if (img_reserve(&ino->cur, off + len) != 0) return TIDE_ENOMEM;
     if ((copy = malloc(len)) == NULL) return TIDE_ENOMEM;
     memcpy(copy, p, len);
     ti_sim_img_write(&ino->cur, off, p, len);          /* cannot fail: reserved */

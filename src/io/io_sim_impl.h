@@ -142,7 +142,6 @@ extern const tide_io ti_sim_io_template;
 /* Make room in a growable array for `need` elements of `elem` bytes. */
 int ti_sim_grow(void *arrp, size_t *cap, size_t need, size_t elem);
 
-int ti_sim_img_reserve(image *m, uint64_t need);
 /* Write `len` bytes at `off`, zero-filling any gap. No effect on failure. */
 int ti_sim_img_write(image *m, uint64_t off, const void *p, size_t len);
 /* Cut, or zero-extend, to `size`. No effect on failure. */

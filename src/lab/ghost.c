@@ -57,7 +57,7 @@
 #include <time.h>
 
 #include "cache/cache.h"
-#include "lab/ghost.h"
+#include "lab/ghost_impl.h"
 #include "mem/alloc.h"
 #include "mem/proc.h"
 #include "tide/error.h"
@@ -526,25 +526,25 @@ out:
 
 typedef struct scenario {
     const char *name;
-    const char *summary;
     int (*run)(double size, const tide_lab_ghost_after *after, tide_lab_ghost_sample *s);
 } scenario;
 
 static const scenario scenarios[] = {
-    { "small-batch",  "2 rounds of 250000 x 48 B, a 48 B receipt kept after each, the batch freed",
-      run_small_batch },
-    { "medium-batch", "2 rounds of 200 x 60 KiB, a 48 B receipt kept after each, the batch freed",
-      run_medium_batch },
-    { "large-batch",  "2 rounds of 60 x 200 KiB, a 48 B receipt kept after each, the batch freed",
-      run_large_batch },
-    { "mixed",        "1000 x (one 8 KiB vector buffer kept, 128 items of 96 B freed)",
-      run_mixed },
-    { "lifetime",     "12000 x (one 256 B long-lived kept, one 600-1400 B short-lived freed)",
-      run_lifetime },
-    { "business",     "2000 requests into a tide_cache (16 KiB scratch, 20 inserts, 10 lookups, "
-                      "a sweep every 50), then all aged out", run_business },
-    { "threads",      "the mixed pattern on 4 threads at once, 250 groups each",
-      run_threads },
+    /* 2 rounds of 250000 x 48 B, a 48 B receipt kept after each, the batch freed */
+    { "small-batch",  run_small_batch },
+    /* 2 rounds of 200 x 60 KiB, a 48 B receipt kept after each, the batch freed */
+    { "medium-batch", run_medium_batch },
+    /* 2 rounds of 60 x 200 KiB, a 48 B receipt kept after each, the batch freed */
+    { "large-batch",  run_large_batch },
+    /* 1000 x (one 8 KiB vector buffer kept, 128 items of 96 B freed) */
+    { "mixed",        run_mixed },
+    /* 12000 x (one 256 B long-lived kept, one 600-1400 B short-lived freed) */
+    { "lifetime",     run_lifetime },
+    /* 2000 requests into a tide_cache (16 KiB scratch, 20 inserts, 10
+     * lookups, a sweep every 50), then all aged out */
+    { "business",     run_business },
+    /* the mixed pattern on 4 threads at once, 250 groups each */
+    { "threads",      run_threads },
 };
 
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
@@ -559,11 +559,6 @@ const char *tide_lab_ghost_scenario_name(size_t i)
     return i < NSCENARIOS ? scenarios[i].name : NULL;
 }
 
-const char *tide_lab_ghost_scenario_summary(size_t i)
-{
-    return i < NSCENARIOS ? scenarios[i].summary : NULL;
-}
-
 int tide_lab_ghost_scenario_find(const char *name)
 {
     for (size_t i = 0; i < NSCENARIOS; i++)
@@ -571,7 +566,7 @@ int tide_lab_ghost_scenario_find(const char *name)
     return -1;
 }
 
-int tide_lab_ghost_scenario_run(size_t index, double size, const tide_lab_ghost_after *after,
+int ti_lab_ghost_scenario_run(size_t index, double size, const tide_lab_ghost_after *after,
                                 tide_lab_ghost_sample *out)
 {
     tide_lab_ghost_sample s;
@@ -596,14 +591,14 @@ int tide_lab_ghost_scenario_run(size_t index, double size, const tide_lab_ghost_
     return rc;
 }
 
-int64_t tide_lab_ghost_bytes(const tide_lab_ghost_sample *s)
+int64_t ti_lab_ghost_bytes(const tide_lab_ghost_sample *s)
 {
     return (int64_t)s->rss_after_free - (int64_t)s->rss_start - (int64_t)s->live_bytes;
 }
 
-int tide_lab_ghost_returned(const tide_lab_ghost_sample *s)
+int ti_lab_ghost_returned(const tide_lab_ghost_sample *s)
 {
-    int64_t ghost = tide_lab_ghost_bytes(s);
+    int64_t ghost = ti_lab_ghost_bytes(s);
     int64_t growth = (int64_t)s->rss_peak - (int64_t)s->rss_start;
 
     if (ghost <= 0) return 1;
@@ -649,14 +644,14 @@ const tide_lab_ghost_variant *tide_lab_ghost_variant_at(size_t i)
     return i < NVARIANTS ? &variants[i] : NULL;
 }
 
-const tide_lab_ghost_variant *tide_lab_ghost_variant_find(const char *name)
+const tide_lab_ghost_variant *ti_lab_ghost_variant_find(const char *name)
 {
     for (size_t i = 0; i < NVARIANTS; i++)
         if (strcmp(variants[i].name, name) == 0) return &variants[i];
     return NULL;
 }
 
-int tide_lab_ghost_env_is_allocator(const char *name)
+int ti_lab_ghost_env_is_allocator(const char *name)
 {
     static const char *const exact[] = { "LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_CONF",
                                          "JE_MALLOC_CONF", NULL };
@@ -681,7 +676,7 @@ static int file_exists(const char *dir, const char *file, char *path, size_t cap
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int tide_lab_ghost_library_find(const char *file, char *path, size_t cap)
+int ti_lab_ghost_library_find(const char *file, char *path, size_t cap)
 {
     static const char *const fixed[] = { "/usr/local/lib", "/usr/lib64", "/lib64", "/usr/lib",
                                          "/lib", NULL };
@@ -760,7 +755,7 @@ out:
     return rc;
 }
 
-int tide_lab_ghost_variant_check(const tide_lab_ghost_variant *v, char *version, size_t cap)
+int ti_lab_ghost_variant_check(const tide_lab_ghost_variant *v, char *version, size_t cap)
 {
     tide_mem_alloc_info info;
     int rc;
@@ -779,7 +774,7 @@ int tide_lab_ghost_variant_check(const tide_lab_ghost_variant *v, char *version,
     return 0;
 }
 
-unsigned tide_lab_ghost_glibc_arenas(void)
+unsigned ti_lab_ghost_glibc_arenas(void)
 {
     tide_mem_alloc_stats st;
 

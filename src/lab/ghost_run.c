@@ -11,7 +11,7 @@
  *      "skipped" with the reason (and the Debian package when a library is
  *      missing). The numbers of a row that is not ok are null.
  *   2. Every child's environment is the parent's minus every allocator
- *      variable (tide_lab_ghost_env_is_allocator), plus the variant's own.
+ *      variable (ti_lab_ghost_env_is_allocator), plus the variant's own.
  *   3. ghost_bytes == rss_after_free_bytes - rss_start_bytes - live_bytes
  *      for every ok row, as the child measured them.
  *   4. Every child started is waited for before its row is returned.
@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lab/ghost_impl.h"
 #include "lab/ghost_run.h"
 #include "mem/alloc.h"
 #include "mem/proc.h"
@@ -50,7 +51,7 @@ static int child_error(const char *what, int rc, json_t **out)
 
 int tide_lab_ghost_child(const char *scenario, const char *variant, double size, json_t **out)
 {
-    const tide_lab_ghost_variant *v = tide_lab_ghost_variant_find(variant ? variant : "");
+    const tide_lab_ghost_variant *v = ti_lab_ghost_variant_find(variant ? variant : "");
     int si = tide_lab_ghost_scenario_find(scenario);
     tide_lab_ghost_sample s;
     char version[64];
@@ -64,11 +65,11 @@ int tide_lab_ghost_child(const char *scenario, const char *variant, double size,
         *out = json_pack("{s:s}", "error", "unknown scenario or variant");
         return TIDE_EINVAL;
     }
-    rc = tide_lab_ghost_variant_check(v, version, sizeof version);
+    rc = ti_lab_ghost_variant_check(v, version, sizeof version);
     if (rc) return child_error("variant check", rc, out);
-    rc = tide_lab_ghost_scenario_run((size_t)si, size, &v->after, &s);
+    rc = ti_lab_ghost_scenario_run((size_t)si, size, &v->after, &s);
     if (rc) return child_error(scenario, rc, out);
-    if (v->family == TIDE_MEM_ALLOC_GLIBC) arenas = tide_lab_ghost_glibc_arenas();
+    if (v->family == TIDE_MEM_ALLOC_GLIBC) arenas = ti_lab_ghost_glibc_arenas();
     o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:I}",
                   "allocator", tide_mem_alloc_family_name(tide_mem_alloc_family()),
                   "allocator_version", version,
@@ -134,7 +135,7 @@ static int spawn_self(const char *const *args, const char *const *env_add, const
     argv = calloc(nargs + 2, sizeof *argv);
     if (envp == NULL || argv == NULL) { snprintf(why, whycap, "out of memory"); goto out; }
     for (size_t i = 0; i < nenv; i++)
-        if (!tide_lab_ghost_env_is_allocator(environ[i])) envp[ne++] = environ[i];
+        if (!ti_lab_ghost_env_is_allocator(environ[i])) envp[ne++] = environ[i];
     for (size_t i = 0; env_add && env_add[i] && i < 4; i++) envp[ne++] = (char *)env_add[i];
     if (preload) {
         snprintf(preload_var, sizeof preload_var, "LD_PRELOAD=%s", preload);
@@ -229,7 +230,7 @@ static json_t *allocators_read(void)
             seen |= pj && strcmp(pj, v->preload) == 0;
         }
         if (seen) continue;
-        json_object_set_new(allocs, family, tide_lab_ghost_library_find(v->preload, path, sizeof path) == 0
+        json_object_set_new(allocs, family, ti_lab_ghost_library_find(v->preload, path, sizeof path) == 0
                                             ? probe_version(path, family) : json_null());
     }
     return allocs;
@@ -325,9 +326,9 @@ static void row_take(json_t *r, json_t *c)
     json_object_set_new(r, "rss_peak_bytes", json_integer(peak));
     json_object_set_new(r, "rss_after_free_bytes", json_integer(after));
     json_object_set_new(r, "live_bytes", json_integer(live));
-    json_object_set_new(r, "ghost_bytes", json_integer(tide_lab_ghost_bytes(&s)));
+    json_object_set_new(r, "ghost_bytes", json_integer(ti_lab_ghost_bytes(&s)));
     json_object_set_new(r, "peak_growth_bytes", json_integer(peak - start));
-    json_object_set_new(r, "returned", json_boolean(tide_lab_ghost_returned(&s)));
+    json_object_set_new(r, "returned", json_boolean(ti_lab_ghost_returned(&s)));
     json_object_set_new(r, "allocated_bytes", json_integer(alloc));
     json_object_set_new(r, "objects", json_integer(objs));
     json_object_set_new(r, "threads", json_integer(threads));
@@ -351,7 +352,7 @@ json_t *tide_lab_ghost_row(const char *scenario, const tide_lab_ghost_variant *v
                     "whatever is preloaded", NULL);
         goto out;
     }
-    if (v->preload && tide_lab_ghost_library_find(v->preload, path, sizeof path) != 0) {
+    if (v->preload && ti_lab_ghost_library_find(v->preload, path, sizeof path) != 0) {
         snprintf(why, sizeof why, "%s; install the Debian package %s", tide_last_error(),
                  v->package);
         row_skip(r, why, v->package);

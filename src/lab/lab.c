@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab/lab.h"
+#include "lab/lab_impl.h"
 #include "tide/error.h"
 #include "util/err.h"
 #include "util/random.h"
@@ -143,7 +143,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-int tide_lab_series_add_sample(tide_lab_series *s, const tide_lab_sample *x)
+int ti_lab_series_add_sample(tide_lab_series *s, const tide_lab_sample *x)
 {
     int rc = grow((void **)&s->samples, &s->capsamples, s->nsamples + 1, sizeof *s->samples);
     if (rc) goto out;
@@ -152,7 +152,7 @@ out:
     return rc;
 }
 
-int tide_lab_series_add_sweep(tide_lab_series *s, const tide_lab_sweep *x)
+int ti_lab_series_add_sweep(tide_lab_series *s, const tide_lab_sweep *x)
 {
     size_t at = s->nsweeps;
     int rc = 0;
@@ -170,7 +170,7 @@ out:
     return rc;
 }
 
-void tide_lab_series_free(tide_lab_series *s)
+void ti_lab_series_free(tide_lab_series *s)
 {
     free(s->samples);
     free(s->sweeps);
@@ -187,7 +187,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-double tide_lab_quantile(double *v, size_t n, double q)
+double ti_lab_quantile(double *v, size_t n, double q)
 {
     double pos, frac;
     size_t lo;
@@ -202,7 +202,7 @@ double tide_lab_quantile(double *v, size_t n, double q)
     return lo + 1 < n ? v[lo] + frac * (v[lo + 1] - v[lo]) : v[lo];
 }
 
-int tide_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out)
+int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out)
 {
     tide_lab_figures f;
     double *dur = NULL, *rel = NULL, *freed = NULL, sum = 0, sumref = 0, minflt = 0;
@@ -251,15 +251,15 @@ int tide_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab
     if (f.trims) {
         f.lowered_pct = 100.0 * (double)f.trims_lowered / (double)f.trims;
         f.minflt_per_trim = minflt / (double)f.trims;
-        f.trim_median_ms = tide_lab_quantile(dur, ndur, 0.5);
-        f.trim_p95_ms = tide_lab_quantile(dur, ndur, 0.95);
-        f.trim_max_ms = tide_lab_quantile(dur, ndur, 1.0);
+        f.trim_median_ms = ti_lab_quantile(dur, ndur, 0.5);
+        f.trim_p95_ms = ti_lab_quantile(dur, ndur, 0.95);
+        f.trim_max_ms = ti_lab_quantile(dur, ndur, 1.0);
     }
     if (nrel) {
-        f.release_median = tide_lab_quantile(rel, nrel, 0.5);
-        f.release_max = tide_lab_quantile(rel, nrel, 1.0);
+        f.release_median = ti_lab_quantile(rel, nrel, 0.5);
+        f.release_max = ti_lab_quantile(rel, nrel, 1.0);
     }
-    f.freed_median = tide_lab_quantile(freed, nfreed, 0.5);
+    f.freed_median = ti_lab_quantile(freed, nfreed, 0.5);
     *out = f;
 out:
     free(dur);
@@ -270,7 +270,7 @@ out:
 
 /* ---- CSV ------------------------------------------------------------------------- */
 
-int tide_lab_write_rss_csv(FILE *f, const tide_lab_series *s, size_t n)
+int ti_lab_write_rss_csv(FILE *f, const tide_lab_series *s, size_t n)
 {
     int rc = 0;
 
@@ -288,7 +288,7 @@ int tide_lab_write_rss_csv(FILE *f, const tide_lab_series *s, size_t n)
     return rc;
 }
 
-int tide_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n)
+int ti_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n)
 {
     int rc = 0;
 

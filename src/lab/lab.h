@@ -1,7 +1,8 @@
 /*
  * lab.h: the trim lab's library part: the synthetic ledger workload, the
  * series of RSS samples and sweep reports a node yields, their summary
- * figures, and the CSV and SVG writers.
+ * figures, and the CSV and SVG writers (their functions, used only inside
+ * the lab part, are in lab_impl.h; the types are here).
  *
  * The lab's runner (runner.h) owns the processes, the HTTP clients and the
  * clock; everything here is pure computation or writes to a FILE the
@@ -105,17 +106,6 @@ typedef struct tide_lab_series {
     size_t          nsweeps, capsweeps;
 } tide_lab_series;
 
-/* Append a sample (t must not go backwards). 0 or TIDE_ENOMEM. Amortised
- * O(1). */
-int tide_lab_series_add_sample(tide_lab_series *s, const tide_lab_sample *x);
-
-/* Record a sweep unless one with its seq is already there. 0 or
- * TIDE_ENOMEM. O(n) in the worst case (an insertion keeps seq order). */
-int tide_lab_series_add_sweep(tide_lab_series *s, const tide_lab_sweep *x);
-
-/* Free the arrays (the struct itself is the caller's). */
-void tide_lab_series_free(tide_lab_series *s);
-
 /* ---- figures ---------------------------------------------------------------- */
 
 /* The summary of one series. Byte figures are doubles (means and medians);
@@ -133,25 +123,7 @@ typedef struct tide_lab_figures {
     double   freed_median;          /* bytes the caches freed per sweep */
 } tide_lab_figures;
 
-/* Compute the figures of `s`; warmup_s is where the plateau starts. Every
- * trim of the run counts (the study counted every call). 0 or TIDE_ENOMEM.
- * O(n log n). */
-int tide_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out);
-
-/* The q-quantile (0..1, linear between order statistics) of v[0..n), which
- * it sorts in place. NAN when n == 0. O(n log n). */
-double tide_lab_quantile(double *v, size_t n, double q);
-
 /* ---- writers ------------------------------------------------------------------ */
-
-/* "rep,variant,port,t_s,rss_bytes,referenced_bytes" and one line per
- * sample of every series (referenced empty when 0). 0 or TIDE_EIO. */
-int tide_lab_write_rss_csv(FILE *f, const tide_lab_series *s, size_t n);
-
-/* "rep,variant,seq,t_s,sweep_ms,freed_bytes,trimmed,trim_rc,rss_before,
- * rss_after,rss_delta,duration_ms,minflt,majflt" and one line per sweep
- * round (trim fields empty for a round without a trim). 0 or TIDE_EIO. */
-int tide_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n);
 
 typedef struct tide_lab_chart {
     const char *title;        /* first title line (XML-escaped here) */
@@ -159,13 +131,5 @@ typedef struct tide_lab_chart {
     double      warmup_s;     /* shaded, and where the plateau lines start */
     double      duration_s;   /* x axis end; 0: the last sample */
 } tide_lab_chart;
-
-/* An SVG chart of RSS over time: one <polyline> per series (colour per
- * variant, dashed for repetitions after the first), a dashed plateau-mean
- * line per series, each trim marked by a short vertical tick from RSS
- * before to RSS after (green when it lowered RSS, red otherwise), axes in
- * seconds or minutes and MiB, a legend. Hand-written SVG 1.1, no scripts.
- * 0, TIDE_EIO or TIDE_ENOMEM. O(total samples). */
-int tide_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c);
 
 #endif

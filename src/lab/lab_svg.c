@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lab/lab.h"
+#include "lab/lab_impl.h"
 #include "tide/error.h"
 #include "util/err.h"
 
@@ -172,7 +172,7 @@ static int chart_series(FILE *f, chart *g, const tide_lab_series *s, size_t n, s
     for (size_t i = 0; i < x->nsamples; i++)
         fprintf(f, "%s%.1f,%.1f", i ? " " : "", x_of(g, x->samples[i].t), y_of(g, (double)x->samples[i].rss));
     fputs("\"/>\n", f);
-    rc = tide_lab_figures_compute(x, c->warmup_s, &fig);
+    rc = ti_lab_figures_compute(x, c->warmup_s, &fig);
     if (rc) return rc;
     if (!isnan(fig.plateau_mean_rss))
         fprintf(f, "<line class=\"plateau\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -200,7 +200,7 @@ static int chart_series(FILE *f, chart *g, const tide_lab_series *s, size_t n, s
     return 0;
 }
 
-int tide_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c)
+int ti_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c)
 {
     chart g;
     int rc = 0;

@@ -9,9 +9,11 @@
  * Invariants:
  *   1. A child dies with the lab: PR_SET_PDEATHSIG, and it exits at once
  *      when the parent is already gone before the prctl.
- *   2. Only the variant chooses the allocator: every allocator variable
- *      of the lab's own environment is removed from the child's before the
- *      variant's are added.
+ *   2. The lab's own allocator settings do not reach the child: six names
+ *      (LD_PRELOAD, MALLOC_CONF, MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_,
+ *      MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) are removed from the child's
+ *      environment before the variant's are added; other allocator
+ *      variables (another MALLOC_*, TCMALLOC_*, MIMALLOC_*) are passed on.
  *   3. A child's own process group: a terminal's ^C reaches the lab only,
  *      which then stops the nodes in order.
  *   4. ti_lab_nodes_stop leaves no child running and none unreaped.

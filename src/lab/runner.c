@@ -50,9 +50,10 @@
 #include "util/err.h"
 #include "util/random.h"
 
-volatile sig_atomic_t ti_lab_signal;
+/* The signal that interrupted the run, 0 while none has (set by on_signal). */
+static volatile sig_atomic_t lab_signal;
 
-static void on_signal(int sig) { ti_lab_signal = sig; }
+static void on_signal(int sig) { lab_signal = sig; }
 
 void ti_lab_say(FILE *f, const char *fmt, ...)
 {
@@ -218,7 +219,7 @@ static int rep_wait_ready(rep_state *s, ti_lab_node *n)
 
     snprintf(url, sizeof url, "%s/healthz", n->base);
     for (;;) {
-        if (ti_lab_signal) { s->interrupted = 1; return TIDE_EIO; }
+        if (lab_signal) { s->interrupted = 1; return TIDE_EIO; }
         if (ti_lab_node_died(n, o->report, 1)) {
             ti_lab_say(o->report, "the node of variant '%s' did not start (was 127.0.0.1:%d free? is %s a tided?)",
                        n->v->name, n->port, s->r.tided);
@@ -284,7 +285,7 @@ static int rep_measure(rep_state *s)
     for (;;) {
         double t = ti_lab_now();
         int all_done = 1;
-        if (ti_lab_signal) { s->interrupted = 1; return 0; }
+        if (lab_signal) { s->interrupted = 1; return 0; }
         for (size_t k = 0; k < s->r.nn; k++)
             if (ti_lab_node_died(&s->nodes[k], o->report, 1)) return TIDE_EIO;     /* invariant 4 */
         if (t >= next_sample) {
@@ -389,7 +390,7 @@ static void signals_catch(tide_lab_run *r)
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, &r->old_pipe);
     r->sigs_set = 1;
-    ti_lab_signal = 0;
+    lab_signal = 0;
 }
 
 int tide_lab_run_all(tide_lab_run *r)
@@ -403,7 +404,7 @@ int tide_lab_run_all(tide_lab_run *r)
     for (unsigned rep = 1; rep <= o->repeat && rc == 0; rep++) {
         rc = run_rep(r, rep, r->series + (size_t)(rep - 1) * o->nv, &r->interrupted);
         if (r->interrupted) {
-            r->signal = ti_lab_signal;
+            r->signal = lab_signal;
             ti_lab_say(o->report, "interrupted by %s; stopped every node; writing what was measured",
                        strsignal(r->signal));
             return 0;
@@ -421,7 +422,7 @@ void tide_lab_run_finish(tide_lab_run *r, int ok)
     const tide_lab_plan *o = r->plan;
 
     if (o == NULL) return;
-    for (size_t i = 0; r->series && i < r->nseries; i++) tide_lab_series_free(&r->series[i]);
+    for (size_t i = 0; r->series && i < r->nseries; i++) ti_lab_series_free(&r->series[i]);
     free(r->series);
     r->series = NULL;
     if (r->scratch_made && !o->keep) rmdir(r->scratch);

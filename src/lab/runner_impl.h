@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "client/http.h"
+#include "lab/lab_impl.h"
 #include "lab/runner.h"
 
 typedef struct ti_lab_node {
@@ -43,10 +44,6 @@ typedef struct ti_lab_rep {
     atomic_ullong  late, ledgers;
 } ti_lab_rep;
 
-/* The signal that interrupted the run, 0 while none has (runner.c sets
- * it from its handler). */
-extern volatile sig_atomic_t ti_lab_signal;
-
 /* "tide lab: <message>\n" on f (NULL: nothing). */
 void ti_lab_say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -54,7 +51,7 @@ void ti_lab_say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 
 double ti_lab_now(void);
 
 /* Sleep s seconds, cut short by a signal (the caller re-checks
- * ti_lab_signal: invariant 3 of runner.c). */
+ * runner.c's signal flag: invariant 3 of runner.c). */
 void ti_lab_nap(double s);
 
 /* ---- node.c ---- */

@@ -43,7 +43,7 @@ int ti_lab_sample_all(ti_lab_rep *r, double t, int reset_referenced)
             s.referenced = m.referenced;
             if (reset_referenced) (void)tide_mem_proc_pid_reset_referenced(n->pid);
         }
-        if (s.t >= -0.05 && tide_lab_series_add_sample(n->series, &s) != 0)
+        if (s.t >= -0.05 && ti_lab_series_add_sample(n->series, &s) != 0)
             return tide_err_set(TIDE_ENOMEM, "out of memory for samples");
     }
     return 0;
@@ -93,7 +93,7 @@ int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n)
     json_array_foreach(reps, i, x) {
         tide_lab_sweep s;
         sweep_from_json(x, r->t0_unix_us, &s);
-        if (tide_lab_series_add_sweep(n->series, &s) != 0) goto out;
+        if (ti_lab_series_add_sweep(n->series, &s) != 0) goto out;
     }
     rc = 0;
 out:

@@ -25,6 +25,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "lab/lab_impl.h"
 #include "lab/runner.h"
 #include "tide/error.h"
 #include "util/err.h"
@@ -37,7 +38,7 @@ static double median_of(const double *v, size_t n)
     double tmp[256];
     size_t m = 0;
     for (size_t i = 0; i < n && m < 256; i++) if (!isnan(v[i])) tmp[m++] = v[i];
-    return tide_lab_quantile(tmp, m, 0.5);
+    return ti_lab_quantile(tmp, m, 0.5);
 }
 
 int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
@@ -57,7 +58,7 @@ int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
         v->reduction = calloc(o->repeat, sizeof *v->reduction);
         if (!v->fig || !v->reduction) return tide_err_set(TIDE_ENOMEM, "out of memory");
         for (unsigned rep = 0; rep < o->repeat; rep++) {
-            if (tide_lab_figures_compute(&r->series[(size_t)rep * o->nv + i], o->warmup, &v->fig[rep]) != 0)
+            if (ti_lab_figures_compute(&r->series[(size_t)rep * o->nv + i], o->warmup, &v->fig[rep]) != 0)
                 return tide_err_set(TIDE_ENOMEM, "out of memory");
             v->samples += v->fig[rep].samples;
             v->trims += v->fig[rep].trims;
@@ -168,8 +169,8 @@ static json_t *document(const tide_lab_summary *s, const tide_lab_run *r)
 
 typedef int (*writer)(FILE *f, const tide_lab_run *r);
 
-static int write_rss(FILE *f, const tide_lab_run *r) { return tide_lab_write_rss_csv(f, r->series, r->nseries); }
-static int write_sweeps(FILE *f, const tide_lab_run *r) { return tide_lab_write_sweeps_csv(f, r->series, r->nseries); }
+static int write_rss(FILE *f, const tide_lab_run *r) { return ti_lab_write_rss_csv(f, r->series, r->nseries); }
+static int write_sweeps(FILE *f, const tide_lab_run *r) { return ti_lab_write_sweeps_csv(f, r->series, r->nseries); }
 
 static int write_svg(FILE *f, const tide_lab_run *r)
 {
@@ -179,7 +180,7 @@ static int write_svg(FILE *f, const tide_lab_run *r)
 
     snprintf(title, sizeof title, "tided RSS under the same ledger workload, by variant (%u repetition%s, "
              "sweep every %u s)", o->repeat, o->repeat > 1 ? "s" : "", o->sweep_interval);
-    return tide_lab_write_svg(f, r->series, r->nseries, &ch);
+    return ti_lab_write_svg(f, r->series, r->nseries, &ch);
 }
 
 /* Write OUT/PREFIX-<what> with w. 0 or TIDE_EIO naming the file. */

@@ -17,5 +17,13 @@
  * mem, the part that knows the allocators, but is no member of mem's
  * archive: a program that does not ask for jemalloc never carries it
  * (tests/test_build.c checks both).
+ *
+ * Invariants:
+ *   1. The string sets one option, background_thread:true; every other
+ *      option is jemalloc's default or what MALLOC_CONF says.
+ *   2. The file defines one symbol, malloc_conf, and no function.
+ *
+ * Never: be linked into a build that does not ask for jemalloc, or set an
+ *   option that MALLOC_CONF could not override.
  */
 const char *malloc_conf = "background_thread:true";

@@ -276,11 +276,6 @@ int tide_mem_proc_pid_reset_referenced(pid_t pid)
     return clear_refs(pid, "1", "referenced bits");
 }
 
-int tide_mem_proc_reset_referenced(void)
-{
-    return tide_mem_proc_pid_reset_referenced(0);
-}
-
 /* ---- block devices ---- */
 
 /* Fields 3 and 7 of a /sys/.../stat file, as bytes. */
@@ -488,11 +483,34 @@ static uint64_t count_fds(void)
     return n > 0 ? n - 1 : 0;   /* not the descriptor this walk opened */
 }
 
+/* Fields 14, 15, 22 and 23 (utime, stime, starttime, vsize) of a
+ * /proc/PID/stat line, from `p`, just after the command's ')': blanks,
+ * field 3 (the state, one character), then fields 4 to 23, numbers
+ * separated by blanks. 0, or -1 when a field is
+ * missing or not a number. */
+static int stat_fields(const char *p, unsigned long long f[4])
+{
+    static const int want[4] = { 14, 15, 22, 23 };
+    char *end;
+    int k = 0;
+
+    while (*p == ' ') p++;
+    if (*p == '\0') return -1;
+    p++;
+    for (int field = 4; field <= 23; field++) {
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p) return -1;
+        if (field == want[k]) f[k++] = v;
+        p = end;
+    }
+    return 0;
+}
+
 int tide_mem_proc_process_read(tide_mem_proc_process *out)
 {
     char buf[2048];
     const char *p;
-    unsigned long long utime, stime, start, vsize;
+    unsigned long long f[4];   /* utime, stime, starttime, vsize */
     long tick = sysconf(_SC_CLK_TCK);
     struct rlimit rl;
     int rc;
@@ -504,13 +522,12 @@ int tide_mem_proc_process_read(tide_mem_proc_process *out)
     /* The command name is in parentheses and may hold spaces or ')': the
      * fields resume after the last ')'. Field 3 (state) comes first. */
     p = strrchr(buf, ')');
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
-                                   "%*d %*d %*d %*d %*d %*d %llu %llu", &utime, &stime, &start, &vsize) != 4)
+    if (p == NULL || stat_fields(p + 1, f) != 0)
         return tide_err_set(TIDE_ECORRUPT, "/proc/self/stat: fields 14, 15, 22, 23 not found");
     if (tick <= 0) tick = 100;
-    out->cpu_seconds = (double)(utime + stime) / (double)tick;
-    out->start_time_seconds = (double)boot_time_s + (double)start / (double)tick;
-    out->virtual_bytes = vsize;
+    out->cpu_seconds = (double)(f[0] + f[1]) / (double)tick;
+    out->start_time_seconds = (double)boot_time_s + (double)f[2] / (double)tick;
+    out->virtual_bytes = f[3];
     out->open_fds = count_fds();
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) out->max_fds = rl.rlim_cur;
     out->virtual_max_bytes = UINT64_MAX;

@@ -96,7 +96,7 @@ typedef struct tide_mem_proc_smaps {
  * The totals of /proc/self/smaps_rollup (Linux >= 4.14), in bytes.
  *
  * Rss - Referenced is memory resident but not touched lately (after
- * tide_mem_proc_reset_referenced(), "since then"); LazyFree is memory an
+ * tide_mem_proc_pid_reset_referenced(), "since then"); LazyFree is memory an
  * allocator has released with MADV_FREE that still counts in RSS.
  *
  * Errors: TIDE_ENOENT when the kernel has no smaps_rollup (older than 4.14;
@@ -119,19 +119,15 @@ int tide_mem_proc_smaps_rollup_read(tide_mem_proc_smaps *out);
 int tide_mem_proc_pid_smaps_rollup_read(pid_t pid, tide_mem_proc_smaps *out);
 
 /*
- * Clear the "referenced" bits of every page of the process by writing "1"
- * to /proc/self/clear_refs, so that a following smaps_rollup's Referenced is
- * what was touched since this call.
+ * Clear the "referenced" bits of every page of process `pid` (0: this
+ * process) by writing "1" to /proc/PID/clear_refs, so that a following
+ * smaps_rollup's Referenced is what was touched since this call.
  * Errors: TIDE_EIO when the write is refused (EACCES/EPERM in a restricted
  * container, EINVAL on old kernels).
  * Cost: the kernel walks every page table of the process under the mmap
  * lock, like smaps_rollup, and later accesses take soft faults to set the
  * bits again. No allocation.
  */
-int tide_mem_proc_reset_referenced(void);
-
-/* The same for process `pid` (/proc/PID/clear_refs; 0: this process).
- * Errors and cost as above, the walk being the other process's. */
 int tide_mem_proc_pid_reset_referenced(pid_t pid);
 
 typedef struct tide_mem_proc_faults {

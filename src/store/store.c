@@ -36,10 +36,13 @@
  * ends (store_impl.h: ti_commit_end); end_attempt makes the move they name.
  *
  *   COMMITTING, RETRYING --end_attempt: BROKEN (the rollback failed)--> BROKEN
- *   COMMITTING, RETRYING, LOG_DIRTY --end_attempt/end_clean: any failure
- *                                     while close is asked--> BROKEN
- *   any state but CLOSED --ti_store_break (rekey.c)--> BROKEN
+ *   COMMITTING, RETRYING, LOG_DIRTY --attempt_failed (from end_attempt,
+ *                  end_clean): any failure while close is asked--> BROKEN
+ *   IDLE, REBUILDING --ti_store_break (rekey.c undo)--> BROKEN
+ *                  (IDLE: rekey's read-write open, nothing inserted)
  *   IDLE --commit_thread: close asked, nothing pending--> CLOSED
+ *   IDLE --start_commits: pthread_create failed--> QUIET (no thread; the
+ *                  open fails and frees the handle)
  *
  * What holds in each state (tide_store_check asserts it):
  *   QUIET       no thread; nothing inserted (insert_seq 0), pools empty.
@@ -107,6 +110,15 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "util/random.h"
+
+/* Read bucket `index` (a whole block) into `buf` under the caller's lock. */
+static int read_bucket(tide_store *s, uint64_t index, uint8_t *buf);
+/* Search a bucket image and its spill chain for `key` (hash `h`). On a hit,
+ * *entry is set and 0 returned; TIDE_ENOTFOUND when absent. `buf` is a
+ * scratch of block_size bytes holding the bucket; it is overwritten by spill
+ * records. When `value` is non-NULL the value is read into a malloc'd buffer. */
+static int search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+                      tide_entry *entry, void **value);
 
 /* ---- block size validation ---- */
 
@@ -352,7 +364,7 @@ static int placed_right(tide_store *s, uint64_t index, uint64_t buckets, uint8_t
                         char *why, size_t cap)
 {
     char where[96];
-    int rc = ti_store_read_bucket(s, index, buf);
+    int rc = read_bucket(s, index, buf);
     if (rc == TIDE_ECORRUPT) {
         snprintf(why, cap, "%s", tide_last_error());
         return 0;
@@ -402,8 +414,8 @@ static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size
         const uint8_t *key = win + pos + TIDE_DAT_RECORD_HEADER;
         uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
         uint64_t b = ti_fmt_bucket_index(h, buckets);
-        rc = ti_store_read_bucket(s, b, buf);
-        if (rc == 0) rc = ti_store_search(s, buf, h, key, &e, NULL);
+        rc = read_bucket(s, b, buf);
+        if (rc == 0) rc = search_key(s, buf, h, key, &e, NULL);
         if (rc == 0 && e.offset == off) {
             rc = 1;
         } else if (rc == 0 || rc == TIDE_ENOTFOUND || rc == TIDE_ECORRUPT) {
@@ -893,13 +905,14 @@ static void *commit_thread(void *arg)
 void ti_store_break(tide_store *s)
 {
     pthread_mutex_lock(&s->pool_mu);
+    TIDE_ASSERT(s->state == TI_STORE_IDLE || s->state == TI_STORE_REBUILDING);
     s->state = TI_STORE_BROKEN;
     pthread_mutex_unlock(&s->pool_mu);
 }
 
 /* ---- lookups ---- */
 
-int ti_store_read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
+static int read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
 {
     int rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
     if (rc) return rc;
@@ -969,7 +982,7 @@ static int search_bucket(tide_store *s, const uint8_t *b, unsigned count, uint64
     return TIDE_ENOTFOUND;
 }
 
-int ti_store_search(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+static int search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
                       tide_entry *entry, void **value)
 {
     size_t full = ti_fmt_bucket_bytes(s->capacity);
@@ -1031,9 +1044,9 @@ static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value,
 
     if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
     pthread_rwlock_rdlock(&s->key_lock);
-    rc = ti_store_read_bucket(s, ti_fmt_bucket_index(h, s->buckets), buf);
+    rc = read_bucket(s, ti_fmt_bucket_index(h, s->buckets), buf);
     pthread_rwlock_unlock(&s->key_lock);
-    if (rc == 0) rc = ti_store_search(s, buf, h, key, &e, value);
+    if (rc == 0) rc = search_key(s, buf, h, key, &e, value);
     if (rc == 0 && len) *len = e.size;
     if (buf != stack) free(buf);
     return rc;

@@ -104,25 +104,15 @@ int ti_commit_batch(struct tide_store *s, ti_pool *batch, ti_commit_end *end);
 /* Truncate nudb.log to 0 and sync it: what makes a commit final. */
 int ti_commit_clean_log(struct tide_store *s);
 
-/* Read bucket `index` (a whole block) into `buf` under the caller's lock. */
-int ti_store_read_bucket(struct tide_store *s, uint64_t index, uint8_t *buf);
-
-/* Search a bucket image and its spill chain for `key` (hash `h`). On a hit,
- * *entry is set and 0 returned; TIDE_ENOTFOUND when absent. `buf` is a
- * scratch of block_size bytes holding the bucket; it is overwritten by spill
- * records. When `value` is non-NULL the value is read into a malloc'd buffer. */
-int ti_store_search(struct tide_store *s, uint8_t *buf, uint64_t h, const void *key,
-                      tide_entry *entry, void **value);
-
 /* A store handle with its options, paths, locks and conditions set up and
  * no file open (open and rekey's rebuild fill in the rest); free it with
  * ti_store_free, which closes whatever files were opened, or, once its
  * commit thread runs, with tide_store_close. */
 int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
 void ti_store_free(tide_store *s);
-/* Any state -> BROKEN (store.c's diagram): rekey.c, when it could not
- * undo its work, so the handle's close keeps nudb.log for recovery.
- * Takes pool_mu. */
+/* IDLE or REBUILDING -> BROKEN (store.c's diagram; asserted): rekey.c's
+ * undo, when it could not undo its work, so the handle's close keeps
+ * nudb.log for recovery. Takes pool_mu. */
 void ti_store_break(tide_store *s);
 /* A random 64-bit value that is not 0 (a uid, a salt). 0 or TIDE_EIO. */
 int ti_store_random_u64(uint64_t *v);

@@ -13,6 +13,9 @@
  *      record that runs past the end is reported with its offset.
  *   2. Memory: the window plus, for a value larger than the window, one
  *      buffer of that value's size.
+ *
+ * Never: write, lock or recover the store; a record cut short at the end
+ *   is reported, not skipped.
  */
 #include <stdlib.h>
 #include <string.h>

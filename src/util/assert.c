@@ -2,6 +2,15 @@
  * assert.c: the failure path of TIDE_ASSERT. Writes one line to stderr with
  * write(2) (no stdio, no allocation: the heap may be what is broken) and
  * aborts, so a core dump or the test runner shows where.
+ *
+ * Invariants:
+ *   1. tide_assert_fail never returns: abort() follows the line.
+ *   2. The line is "tide: invariant broken: EXPR at FILE:LINE in FUNC()",
+ *      written with write(2) alone (a short or failed write cuts it short,
+ *      and the abort still comes).
+ *
+ * Never: allocate, use stdio or take a lock: the heap or a lock may be
+ *   what is broken.
  */
 #include <stdlib.h>
 #include <string.h>

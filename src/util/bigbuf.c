@@ -1,8 +1,16 @@
 /*
  * bigbuf.c: page mappings for large short-lived buffers (see bigbuf.h).
  *
- * Invariant: a buffer of n bytes is exactly the mapping of round_up(n, page)
- * bytes at the returned address; nothing else is kept.
+ * Invariants:
+ *   1. A buffer of n bytes is exactly the mapping of round_up(n, page)
+ *      bytes at the returned address (a page for n = 0); nothing else is
+ *      kept.
+ *   2. tide_big_sort sorts below 64 KiB with qsort; above, it maps one
+ *      scratch of n * size bytes, unmapped before it returns, and when
+ *      that map fails it returns TIDE_ENOMEM with base unchanged.
+ *
+ * Never: keep a freed mapping for reuse: tide_big_free gives it back to
+ *   the kernel at once, which is what these buffers are for.
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -9,6 +9,8 @@
  *   1. tide_clock_mono_us() never goes backwards within the process.
  *   2. tide_clock_sleep_us() sleeps at least the time asked for: a signal that
  *      interrupts it resumes the sleep with the time remaining.
+ *
+ * Never: measure a duration as the difference of two wall-clock readings.
  */
 #include <errno.h>
 #include <time.h>

@@ -12,6 +12,8 @@
  *      same message: odd length, then too long for `cap`, then the first bad
  *      digit from the left.
  *   3. Encoding is lower-case and always NUL-terminated.
+ *
+ * Never: allocate: the caller gives every buffer.
  */
 #include <string.h>
 

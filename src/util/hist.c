@@ -1,7 +1,12 @@
 /*
  * hist.c: fixed-bucket duration histograms (see hist.h).
  *
- * Invariant: count == sum of bucket[] once no observe is in progress.
+ * Invariants:
+ *   1. count == sum of bucket[] once no observe is in progress.
+ *   2. A snapshot's buckets are cumulative and its count is its +Inf
+ *      bucket, even while observes run (Prometheus requires it).
+ *
+ * Never: take a lock or allocate: an observe is three relaxed atomic adds.
  */
 #include "util/hist.h"
 

@@ -23,6 +23,8 @@
  *      one decimal, and shows the decimal only when the value is not a whole
  *      number of the unit ("512 KiB" is exact, "1.5 GiB" and "1.0 MiB" are
  *      rounded).
+ *
+ * Never: allocate, or round a size that is parsed.
  */
 #include <ctype.h>
 #include <inttypes.h>
