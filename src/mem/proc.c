@@ -513,9 +513,10 @@ int tide_mem_proc_process_read(tide_mem_proc_process *out)
     unsigned long long f[4];   /* utime, stime, starttime, vsize */
     long tick = sysconf(_SC_CLK_TCK);
     struct rlimit rl;
+    tide_mem_proc_process r;    /* *out is written only on success (invariant 2) */
     int rc;
 
-    memset(out, 0, sizeof *out);
+    memset(&r, 0, sizeof r);
     pthread_once(&boot_once, read_boot_time);
     rc = read_small("/proc/self/stat", buf, sizeof buf, NULL);
     if (rc) return rc;
@@ -525,12 +526,13 @@ int tide_mem_proc_process_read(tide_mem_proc_process *out)
     if (p == NULL || stat_fields(p + 1, f) != 0)
         return tide_err_set(TIDE_ECORRUPT, "/proc/self/stat: fields 14, 15, 22, 23 not found");
     if (tick <= 0) tick = 100;
-    out->cpu_seconds = (double)(f[0] + f[1]) / (double)tick;
-    out->start_time_seconds = (double)boot_time_s + (double)f[2] / (double)tick;
-    out->virtual_bytes = f[3];
-    out->open_fds = count_fds();
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) out->max_fds = rl.rlim_cur;
-    out->virtual_max_bytes = UINT64_MAX;
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) out->virtual_max_bytes = rl.rlim_cur;
+    r.cpu_seconds = (double)(f[0] + f[1]) / (double)tick;
+    r.start_time_seconds = (double)boot_time_s + (double)f[2] / (double)tick;
+    r.virtual_bytes = f[3];
+    r.open_fds = count_fds();
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) r.max_fds = rl.rlim_cur;
+    r.virtual_max_bytes = UINT64_MAX;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) r.virtual_max_bytes = rl.rlim_cur;
+    *out = r;
     return 0;
 }
