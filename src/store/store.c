@@ -90,7 +90,7 @@
  *      plus, for each pool, its newest item (and the table growth that
  *      item caused): a value larger than the burst is admitted, not
  *      refused or split, and the inserts after it wait for its commit.
- * tide_store_check asserts the state table, 1 between the two pools
+ * tide_store_check (store_check.c) asserts the state table, 1 between the two pools
  * (against the files it would cost a lookup per item), 2 as the key file's
  * size, 4 and 5; the pools' own invariants are pool.c's (ti_pool_check).
  *
@@ -547,8 +547,6 @@ static int log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size,
 }
 
 static void *commit_thread(void *arg);
-static int checks_on(const tide_store *s);
-static void check_locked(const tide_store *s, int writer);
 
 void ti_store_free(tide_store *s)
 {
@@ -718,7 +716,7 @@ static int start_commits(tide_store *s, uint64_t log_size)
     if ((rc = s->io->sync_dir(s->io, s->dir)) != 0) return rc;
     s->last_commit_start_us = tide_clock_mono_us();
     s->state = TI_STORE_IDLE;
-    if (checks_on(s)) check_locked(s, 1);
+    if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     if (pthread_create(&s->thread, NULL, commit_thread, s) != 0) {
         s->state = TI_STORE_QUIET;
         return tide_err_set(TIDE_ENOMEM, "open: cannot start the commit thread");
@@ -743,7 +741,7 @@ int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_op
     if ((rc = recover_if_needed(s, &log_size)) != 0) goto out;
     if ((rc = load_files(s, flags, check)) != 0) goto out;
     if (s->opts.read_only) {
-        if (checks_on(s)) check_locked(s, 1);
+        if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     } else if ((rc = start_commits(s, log_size)) != 0) {
         goto out;
     }
@@ -831,7 +829,7 @@ static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took,
         s->state = end == TI_COMMIT_BROKEN ? TI_STORE_BROKEN : TI_STORE_RETRYING;
         attempt_failed(s, rc, retry_at);
     }
-    if (checks_on(s)) check_locked(s, 1);
+    if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     pthread_cond_broadcast(&s->room_cv);
 }
 
@@ -847,7 +845,7 @@ static void end_clean(tide_store *s, int rc, uint64_t *retry_at)
     } else {
         attempt_failed(s, rc, retry_at);
     }
-    if (checks_on(s)) check_locked(s, 1);
+    if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     pthread_cond_broadcast(&s->room_cv);
 }
 
@@ -1172,7 +1170,7 @@ int tide_store_close(tide_store *s)
     /* The thread ends CLOSED (all committed) or BROKEN; a rebuild's handle
      * (no thread) is BROKEN when rekey.c could not undo its work. */
     if (s->state == TI_STORE_BROKEN) rc = s->commit_err ? s->commit_err : TIDE_EIO;
-    if (checks_on(s)) check_locked(s, 1);
+    if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     if (rc == 0 && s->log) {
         rc = drop_log(s);
     } else if (rc) {
@@ -1181,106 +1179,6 @@ int tide_store_close(tide_store *s)
     }
     ti_store_free(s);
     return rc;
-}
-
-/* ---- the invariants, checked ---- */
-
-static int checks_on(const tide_store *s)
-{
-#ifdef TIDE_DEBUG_CHECKS
-    (void)s;
-    return 1;
-#else
-    return s->opts.check_invariants;
-#endif
-}
-
-/* What holds in the state (the essay's table). */
-static void check_state(const tide_store *s)
-{
-    ti_store_state st = s->state;
-    int batch = st == TI_STORE_COMMITTING || st == TI_STORE_RETRYING;
-    int failed = st == TI_STORE_RETRYING || st == TI_STORE_LOG_DIRTY;
-
-    TIDE_ASSERT(st >= TI_STORE_QUIET && st <= TI_STORE_CLOSED);
-    if (st != TI_STORE_BROKEN) {
-        TIDE_ASSERT((s->committing != NULL) == batch);
-        TIDE_ASSERT((s->commit_err != 0) == failed);
-    }
-    if (st == TI_STORE_QUIET) TIDE_ASSERT(s->insert_seq == 0 && !s->thread_started);
-    if (st == TI_STORE_IDLE) TIDE_ASSERT(s->durable_seq == s->committing_seq);
-    if (st == TI_STORE_LOG_DIRTY)
-        TIDE_ASSERT(s->applied_seq == s->committing_seq && s->durable_seq < s->applied_seq);
-    if (st == TI_STORE_CLOSED) TIDE_ASSERT(s->closing && s->durable_seq == s->insert_seq);
-}
-
-/* Invariants 1 (within the pools), 4 and 5. */
-static void check_pools(const tide_store *s)
-{
-    const ti_pool *p = s->pending, *c = s->committing;
-    const ti_pool *spare = p == &s->pools[0] ? &s->pools[1] : &s->pools[0];
-
-    TIDE_ASSERT(s->durable_seq <= s->committing_seq && s->committing_seq <= s->insert_seq);
-    TIDE_ASSERT(s->sync_seq <= s->insert_seq);
-    TIDE_ASSERT(__atomic_load_n(&s->commits, __ATOMIC_RELAXED) <= s->attempts);
-    TIDE_ASSERT(p == &s->pools[0] || p == &s->pools[1]);
-    TIDE_ASSERT(c == NULL || c == spare);
-    TIDE_ASSERT(p->count == s->insert_seq - s->committing_seq);
-    ti_pool_check(p, s->opts.burst_bytes);
-    if (c == NULL) {
-        TIDE_ASSERT(spare->count == 0 && spare->used == 0);
-        return;
-    }
-    TIDE_ASSERT(c->count == s->committing_seq - s->durable_seq);
-    ti_pool_check(c, s->opts.burst_bytes);
-    for (const ti_pool_item *it = c->first; it; it = it->after)
-        TIDE_ASSERT(ti_pool_find(p, it->hash, it->data) == NULL);
-}
-
-/* Invariant 2: the key file is the header block and `buckets` buckets. One
- * io->size call; an I/O error there is not the store's to assert, so it
- * only skips the comparison (and leaves the caller's message alone). */
-static void check_files(const tide_store *s, int writer)
-{
-    char msg[512];
-    uint64_t size = 0;
-
-    TIDE_ASSERT(s->buckets >= 1 && s->dat_size >= TIDE_DAT_HEADER_SIZE);
-    TIDE_ASSERT(s->block_size == s->kh.block_size && s->capacity == ti_fmt_capacity(s->block_size));
-    if (writer) TIDE_ASSERT(s->split_credit < s->split_units);
-    snprintf(msg, sizeof msg, "%s", tide_last_error());
-    if (s->io->size(s->key, &size) == 0)
-        TIDE_ASSERT(size == (s->buckets + 1) * (uint64_t)s->block_size);
-    if (msg[0]) tide_err_set(0, "%s", msg);
-    else tide_err_clear();
-}
-
-/* The whole check; the caller holds pool_mu (or runs alone), and key_lock
- * or is the only writer of the key file. `writer`: the caller is the
- * commit thread or no thread runs, so split_credit is stable too. */
-static void check_locked(const tide_store *s, int writer)
-{
-    check_state(s);
-    if (s->pending == NULL) {
-        /* A rebuild's handle (REBUILDING, or BROKEN from it): no pools, and
-         * its key file is not the store's yet. */
-        TIDE_ASSERT(s->committing == NULL && s->insert_seq == 0 && !s->thread_started);
-        return;
-    }
-    check_pools(s);
-    if (s->state != TI_STORE_BROKEN) check_files(s, writer);
-}
-
-int tide_store_check(const tide_store *s)
-{
-    tide_store *w = (tide_store *)s;    /* the locks only: nothing is changed */
-
-    pthread_mutex_lock(&w->pool_mu);
-    pthread_rwlock_rdlock(&w->key_lock);
-    check_locked(s, !s->thread_started || s->state == TI_STORE_CLOSED);
-    pthread_rwlock_unlock(&w->key_lock);
-    pthread_mutex_unlock(&w->pool_mu);
-    return 0;
 }
 
 /* ---- information ---- */

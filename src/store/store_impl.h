@@ -114,6 +114,15 @@ void ti_store_free(tide_store *s);
  * undo, when it could not undo its work, so the handle's close keeps
  * nudb.log for recovery. Takes pool_mu. */
 void ti_store_break(tide_store *s);
+
+/* 1 when the invariants are checked: opts.check_invariants, or always
+ * under TIDE_DEBUG_CHECKS (store_check.c). */
+int ti_store_checks_on(const tide_store *s);
+/* The whole check (store_check.c); aborts on a broken invariant. The
+ * caller holds pool_mu (or runs alone), and key_lock or is the only
+ * writer of the key file. `writer`: the caller is the commit thread or no
+ * thread runs, so split_credit is stable too. */
+void ti_store_check_locked(const tide_store *s, int writer);
 /* A random 64-bit value that is not 0 (a uid, a salt). 0 or TIDE_EIO. */
 int ti_store_random_u64(uint64_t *v);
 
