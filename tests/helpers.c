@@ -9,6 +9,7 @@
  */
 #include "helpers.h"
 
+#include "io/io_sim.h"
 #include "store/format.h"
 #include "tide/store.h"
 #include "util/clock.h"
@@ -957,4 +958,51 @@ int th_store_teardown(void **state)
     free(env->extra);
     free(env);
     return 0;
+}
+
+/* One create on a fresh simulator with `fault` at its call n. *reached is
+ * whether the create made n calls; the simulator goes to *out. */
+static int create_with_fault_at(const char *dir, tide_store_create_opts *co, unsigned key_size,
+                                int fault, uint64_t n, tide_io_sim **out, int *reached)
+{
+    tide_io_sim *sim = NULL;
+    uint64_t c0;
+    int rc;
+
+    if (tide_io_sim_create(&sim) != 0 || tide_io_sim_mkdir(sim, dir) != 0)
+        fail_msg("create failing at call %llu: the simulator could not be made: %s",
+                 (unsigned long long)n, tide_last_error());
+    tide_store_create_opts_init(co);
+    co->key_size = key_size;
+    co->io = tide_io_sim_io(sim);
+    c0 = tide_io_sim_calls(sim);
+    if (tide_io_sim_fail_at(sim, n, (tide_io_sim_fault)fault, 0) != 0)
+        fail_msg("create failing at call %llu: the failure could not be armed", (unsigned long long)n);
+    rc = tide_store_create(dir, co);
+    *reached = tide_io_sim_calls(sim) - c0 >= n;
+    *out = sim;
+    return rc;
+}
+
+uint64_t th_store_create_failing_at_each_call(const char *dir, unsigned key_size, int fault,
+                                              th_create_check *check, void *arg)
+{
+    uint64_t n;
+
+    for (n = 1;; n++) {
+        tide_store_create_opts co;
+        tide_io_sim *sim;
+        int reached, rc = create_with_fault_at(dir, &co, key_size, fault, n, &sim, &reached);
+
+        if (!reached) {
+            if (rc != 0)
+                fail_msg("a create that never reached its call %llu: expected 0, got %d (%s): %s",
+                         (unsigned long long)n, rc, tide_strerror(rc), tide_last_error());
+            tide_io_sim_destroy(sim);
+            break;
+        }
+        if (rc != 0) check(sim, &co, n, rc, arg);   /* rc 0: a call create may ignore */
+        tide_io_sim_destroy(sim);
+    }
+    return n - 1;
 }

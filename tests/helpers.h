@@ -378,4 +378,21 @@ void th_store_env_stop_child(th_store_env *env);
 /* The cmocka teardown of both setups. Always 0. */
 int th_store_teardown(void **state);
 
+/* A create that fails at each of its calls in turn. For n = 1, 2, ...: a
+ * fresh simulator (io/io_sim.h) with directory `dir`, and tide_store_create
+ * of `key_size`-byte keys on it with `fault` (a tide_io_sim_fault) injected
+ * once at its n-th call. The loop ends at the first n the create does not
+ * reach: that create must succeed (the test fails if not). A create that
+ * fails calls check(sim, co, n, rc, arg) with the simulator as it left it
+ * and the options it ran with (co->io is sim's; check may create again
+ * with them); one that succeeds anyway (a call create may ignore) is
+ * passed over. Each simulator is destroyed once its check returns.
+ * Returns the number of calls tried (the last n - 1). */
+struct tide_io_sim;
+struct tide_store_create_opts;
+typedef void th_create_check(struct tide_io_sim *sim, struct tide_store_create_opts *co, uint64_t n,
+                             int rc, void *arg);
+uint64_t th_store_create_failing_at_each_call(const char *dir, unsigned key_size, int fault,
+                                              th_create_check *check, void *arg);
+
 #endif

@@ -404,9 +404,8 @@ static void a_real_round_trims_with_the_allocator_and_measures_it(void **state)
     if (tide_mem_alloc_family() == TIDE_MEM_ALLOC_UNKNOWN) {
         /* No family named: tide_mem_alloc_release has no call to make and
          * refuses, so there is no release rc to expect. */
-        printf("    skipped: malloc is served by an allocator Tide cannot name; no release call to check\n");
         expect_rc(tide_node_close(n), 0, "close");
-        skip();
+        th_skip("malloc is served by an allocator Tide cannot name; no release call to check");
     }
     /* Every named family, the sanitizers' included, has a release that
      * returns 0 (alloc.h); the /proc reads around it must succeed too. */
