@@ -900,6 +900,37 @@ int th_store_expect_items(tide_store *s, uint64_t from, uint64_t to, unsigned ke
     return bad ? -1 : 0;
 }
 
+int th_store_fetch_item(tide_store *s, uint64_t i, unsigned key_size, size_t len, int must,
+                        const char *what)
+{
+    uint8_t key[256], *want = malloc(len ? len : 1);
+    size_t glen = 0;
+    void *got = NULL;
+    int rc, same;
+
+    if (want == NULL || key_size > sizeof key) abort();
+    th_key(i, key_size, key);
+    th_value(i, len, want);
+    rc = tide_store_fetch(s, key, &got, &glen);
+    if (rc == TIDE_ENOTFOUND && !must) {
+        free(want);
+        return 0;
+    }
+    if (rc != 0) {
+        free(want);
+        fail_msg("%s: fetch of item %llu: expected its %zu-byte value%s, got %d (%s): %s", what,
+                 (unsigned long long)i, len, must ? "" : " or absence", rc, tide_strerror(rc),
+                 tide_last_error());
+    }
+    same = glen == len && memcmp(got, want, len) == 0;
+    free(got);
+    free(want);
+    if (!same)
+        fail_msg("%s: item %llu: expected its %zu-byte value, got %zu bytes that %s", what,
+                 (unsigned long long)i, len, glen, glen == len ? "differ" : "are of another size");
+    return 1;
+}
+
 static void env_paths(th_store_env *env)
 {
     th_path(env->dat_path, sizeof env->dat_path, env->dir, "nudb.dat");

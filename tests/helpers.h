@@ -356,6 +356,13 @@ int th_store_insert_items(struct tide_store *s, uint64_t from, uint64_t to, unsi
 int th_store_expect_items(struct tide_store *s, uint64_t from, uint64_t to, unsigned key_size,
                           unsigned vmin, unsigned vmax, char *why, size_t cap);
 
+/* Fetch item i of the formula (a key_size-byte key) and compare it with
+ * its value of `len` bytes (th_len(i, ...) of the caller's range). 1 when
+ * it matches, 0 when it is absent and `must` is 0; anything else fails the
+ * test, naming `what`. */
+int th_store_fetch_item(struct tide_store *s, uint64_t i, unsigned key_size, size_t len, int must,
+                        const char *what);
+
 typedef struct th_store_env {
     char dir[4096];              /* "" until made (th_store_setup makes it) */
     char dat_path[4200], key_path[4200], log_path[4200];

@@ -1071,23 +1071,7 @@ static void insert_items(tide_store *s, uint64_t from, uint64_t to)
  * (or when absent and `must`). */
 static int fetch_item(tide_store *s, uint64_t i, int must, const char *what)
 {
-    uint8_t key[KEY_SIZE], want[VMAX];
-    size_t wlen = th_len(i, VMIN, VMAX), len = 0;
-    void *got = NULL;
-    int rc;
-
-    th_key(i, KEY_SIZE, key);
-    th_value(i, wlen, want);
-    rc = tide_store_fetch(s, key, &got, &len);
-    if (rc == TIDE_ENOTFOUND && !must) return 0;
-    if (rc != 0)
-        fail_msg("%s: fetch of item %llu: expected its %zu-byte value, got %d (%s): %s", what,
-                 (unsigned long long)i, wlen, rc, tide_strerror(rc), tide_last_error());
-    if (len != wlen || memcmp(got, want, wlen) != 0)
-        fail_msg("%s: item %llu: expected its %zu-byte value, got %zu bytes that %s", what,
-                 (unsigned long long)i, wlen, len, len == wlen ? "differ" : "are of another size");
-    free(got);
-    return 1;
+    return th_store_fetch_item(s, i, KEY_SIZE, th_len(i, VMIN, VMAX), must, what);
 }
 
 static void the_store_keeps_2000_items_through_a_reopen_on_the_sim(void **state)

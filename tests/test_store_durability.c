@@ -162,26 +162,7 @@ static void insert_item(tide_store *s, uint64_t i, int *rc)
  * anything else fails the test. */
 static int fetch_item(tide_store *s, uint64_t i, int must, const char *what)
 {
-    uint8_t key[KEY_SIZE], want[VMAX];
-    size_t wlen = item_len(i), len = 0;
-    void *got = NULL;
-    int rc;
-
-    th_key(i, KEY_SIZE, key);
-    th_value(i, wlen, want);
-    rc = tide_store_fetch(s, key, &got, &len);
-    if (rc == TIDE_ENOTFOUND && !must) return 0;
-    if (rc != 0)
-        fail_msg("%s: fetch of item %llu: expected its %zu-byte value%s, got %d (%s): %s", what,
-                 (unsigned long long)i, wlen, must ? "" : " or absence", rc, tide_strerror(rc),
-                 tide_last_error());
-    if (len != wlen || memcmp(got, want, wlen) != 0) {
-        free(got);
-        fail_msg("%s: item %llu: expected its %zu-byte value, got %zu bytes that %s", what,
-                 (unsigned long long)i, wlen, len, len == wlen ? "differ" : "are of another size");
-    }
-    free(got);
-    return 1;
+    return th_store_fetch_item(s, i, KEY_SIZE, item_len(i), must, what);
 }
 
 static void expect_absent(tide_store *s, uint64_t i, const char *why, const char *what)
@@ -1515,22 +1496,28 @@ static void make_xworks(xwork xs[3], tide_io_sim *fresh_sim, tide_io_sim *fixtur
     choose_items(&xs[2], fixture_sim, 3, 19, 3, 7, 1);
 }
 
-static void every_crash_state_at_every_sync_of_three_commits_recovers_all_or_nothing(void **state)
+/* Run `each` on the first `n` of the three workloads (make_xworks), each on
+ * its base store, and say how many crash states `label` checked. */
+static void exhaustive_over(void (*each)(const xwork *, tide_io_sim *, tally *), size_t n,
+                            const char *label)
 {
     tide_io_sim *fresh_sim = make_base(&FRESH), *fixture_sim = make_base(&FIXTURE);
     xwork xs[3];
     tally t = { 0 };
     double t0 = th_now_ms();
 
-    (void)state;
     make_xworks(xs, fresh_sim, fixture_sim);
-    exhaustive_for(&xs[0], fresh_sim, &t);
-    exhaustive_for(&xs[1], fixture_sim, &t);
-    exhaustive_for(&xs[2], fixture_sim, &t);
-    print_message("exhaustive crashes: %llu crash states recovered and checked, %.1f s\n",
+    for (size_t i = 0; i < n; i++) each(&xs[i], i == 0 ? fresh_sim : fixture_sim, &t);
+    print_message("%s: %llu crash states recovered and checked, %.1f s\n", label,
                   (unsigned long long)t.states, (th_now_ms() - t0) / 1000);
     tide_io_sim_destroy(fresh_sim);
     tide_io_sim_destroy(fixture_sim);
+}
+
+static void every_crash_state_at_every_sync_of_three_commits_recovers_all_or_nothing(void **state)
+{
+    (void)state;
+    exhaustive_over(exhaustive_for, 3, "exhaustive crashes");
 }
 
 /*
@@ -1549,19 +1536,8 @@ static void every_crash_state_at_every_sync_of_three_commits_recovers_all_or_not
  */
 static void every_crash_state_during_the_rollback_of_a_failed_commit_recovers_all_or_nothing(void **state)
 {
-    tide_io_sim *fresh_sim = make_base(&FRESH), *fixture_sim = make_base(&FIXTURE);
-    xwork xs[3];
-    tally t = { 0 };
-    double t0 = th_now_ms();
-
     (void)state;
-    make_xworks(xs, fresh_sim, fixture_sim);
-    rollback_exhaustive_for(&xs[0], fresh_sim, &t);
-    rollback_exhaustive_for(&xs[1], fixture_sim, &t);
-    print_message("exhaustive crashes during rollbacks: %llu crash states recovered and checked, "
-                  "%.1f s\n", (unsigned long long)t.states, (th_now_ms() - t0) / 1000);
-    tide_io_sim_destroy(fresh_sim);
-    tide_io_sim_destroy(fixture_sim);
+    exhaustive_over(rollback_exhaustive_for, 2, "exhaustive crashes during rollbacks");
 }
 
 /*
