@@ -1,8 +1,10 @@
 /*
  * helpers.c: scratch directories, fixture copies, the fixture formula, a
  * deterministic PRNG, the processes and directories a test leaves behind,
- * skips with a reason and the worker threads' failure record, for Tide's
- * tests. See helpers.h.
+ * bin/tide run as the operator runs it, skips with a reason, the log a
+ * test reads, the worker threads' failure record and the store tests'
+ * set-up (an item fetched and compared, a create failing at each of its
+ * calls), for Tide's tests. See helpers.h.
  *
  * Never: write under th_fixture_root(). Everything here that writes takes a
  * path the caller made with th_mkdtemp() or th_copy_fixture().
