@@ -67,6 +67,7 @@
 #include "store/format.h"
 #include "tide/store.h"
 #include "util/err.h"
+#include "util/random.h"
 
 #define DIR        "db"
 #define MAX_OPS    50
@@ -170,19 +171,11 @@ static long ks_find_linear(const keyset *k, const void *key)
 
 /* ---- deterministic keys and values ---- */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static void stream(uint64_t seed, uint8_t *out, size_t n)
 {
     uint64_t s = seed, w = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i % 8 == 0) w = splitmix64(&s);
+        if (i % 8 == 0) w = tide_random_next64(&s);
         out[i] = (uint8_t)(w >> (8 * (i % 8)));
     }
 }

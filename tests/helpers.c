@@ -1,14 +1,17 @@
 /*
  * helpers.c: scratch directories, fixture copies, the fixture formula, a
  * deterministic PRNG, the processes and directories a test leaves behind,
- * skips with a reason and the worker threads' failure record, for Tide's
- * tests. See helpers.h.
+ * bin/tide run as the operator runs it, skips with a reason, the log a
+ * test reads, the worker threads' failure record and the store tests'
+ * set-up (an item fetched and compared, a create failing at each of its
+ * calls), for Tide's tests. See helpers.h.
  *
  * Never: write under th_fixture_root(). Everything here that writes takes a
  * path the caller made with th_mkdtemp() or th_copy_fixture().
  */
 #include "helpers.h"
 
+#include "io/io_sim.h"
 #include "store/format.h"
 #include "tide/store.h"
 #include "util/clock.h"
@@ -899,6 +902,37 @@ int th_store_expect_items(tide_store *s, uint64_t from, uint64_t to, unsigned ke
     return bad ? -1 : 0;
 }
 
+int th_store_fetch_item(tide_store *s, uint64_t i, unsigned key_size, size_t len, int must,
+                        const char *what)
+{
+    uint8_t key[256], *want = malloc(len ? len : 1);
+    size_t glen = 0;
+    void *got = NULL;
+    int rc, same;
+
+    if (want == NULL || key_size > sizeof key) abort();
+    th_key(i, key_size, key);
+    th_value(i, len, want);
+    rc = tide_store_fetch(s, key, &got, &glen);
+    if (rc == TIDE_ENOTFOUND && !must) {
+        free(want);
+        return 0;
+    }
+    if (rc != 0) {
+        free(want);
+        fail_msg("%s: fetch of item %llu: expected its %zu-byte value%s, got %d (%s): %s", what,
+                 (unsigned long long)i, len, must ? "" : " or absence", rc, tide_strerror(rc),
+                 tide_last_error());
+    }
+    same = glen == len && memcmp(got, want, len) == 0;
+    free(got);
+    free(want);
+    if (!same)
+        fail_msg("%s: item %llu: expected its %zu-byte value, got %zu bytes that %s", what,
+                 (unsigned long long)i, len, glen, glen == len ? "differ" : "are of another size");
+    return 1;
+}
+
 static void env_paths(th_store_env *env)
 {
     th_path(env->dat_path, sizeof env->dat_path, env->dir, "nudb.dat");
@@ -957,4 +991,51 @@ int th_store_teardown(void **state)
     free(env->extra);
     free(env);
     return 0;
+}
+
+/* One create on a fresh simulator with `fault` at its call n. *reached is
+ * whether the create made n calls; the simulator goes to *out. */
+static int create_with_fault_at(const char *dir, tide_store_create_opts *co, unsigned key_size,
+                                int fault, uint64_t n, tide_io_sim **out, int *reached)
+{
+    tide_io_sim *sim = NULL;
+    uint64_t c0;
+    int rc;
+
+    if (tide_io_sim_create(&sim) != 0 || tide_io_sim_mkdir(sim, dir) != 0)
+        fail_msg("create failing at call %llu: the simulator could not be made: %s",
+                 (unsigned long long)n, tide_last_error());
+    tide_store_create_opts_init(co);
+    co->key_size = key_size;
+    co->io = tide_io_sim_io(sim);
+    c0 = tide_io_sim_calls(sim);
+    if (tide_io_sim_fail_at(sim, n, (tide_io_sim_fault)fault, 0) != 0)
+        fail_msg("create failing at call %llu: the failure could not be armed", (unsigned long long)n);
+    rc = tide_store_create(dir, co);
+    *reached = tide_io_sim_calls(sim) - c0 >= n;
+    *out = sim;
+    return rc;
+}
+
+uint64_t th_store_create_failing_at_each_call(const char *dir, unsigned key_size, int fault,
+                                              th_create_check *check, void *arg)
+{
+    uint64_t n;
+
+    for (n = 1;; n++) {
+        tide_store_create_opts co;
+        tide_io_sim *sim;
+        int reached, rc = create_with_fault_at(dir, &co, key_size, fault, n, &sim, &reached);
+
+        if (!reached) {
+            if (rc != 0)
+                fail_msg("a create that never reached its call %llu: expected 0, got %d (%s): %s",
+                         (unsigned long long)n, rc, tide_strerror(rc), tide_last_error());
+            tide_io_sim_destroy(sim);
+            break;
+        }
+        if (rc != 0) check(sim, &co, n, rc, arg);   /* rc 0: a call create may ignore */
+        tide_io_sim_destroy(sim);
+    }
+    return n - 1;
 }

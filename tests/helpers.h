@@ -356,6 +356,13 @@ int th_store_insert_items(struct tide_store *s, uint64_t from, uint64_t to, unsi
 int th_store_expect_items(struct tide_store *s, uint64_t from, uint64_t to, unsigned key_size,
                           unsigned vmin, unsigned vmax, char *why, size_t cap);
 
+/* Fetch item i of the formula (a key_size-byte key) and compare it with
+ * its value of `len` bytes (th_len(i, ...) of the caller's range). 1 when
+ * it matches, 0 when it is absent and `must` is 0; anything else fails the
+ * test, naming `what`. */
+int th_store_fetch_item(struct tide_store *s, uint64_t i, unsigned key_size, size_t len, int must,
+                        const char *what);
+
 typedef struct th_store_env {
     char dir[4096];              /* "" until made (th_store_setup makes it) */
     char dat_path[4200], key_path[4200], log_path[4200];
@@ -377,5 +384,22 @@ int th_store_env_fixture(th_store_env *env, const char *name);
 void th_store_env_stop_child(th_store_env *env);
 /* The cmocka teardown of both setups. Always 0. */
 int th_store_teardown(void **state);
+
+/* A create that fails at each of its calls in turn. For n = 1, 2, ...: a
+ * fresh simulator (io/io_sim.h) with directory `dir`, and tide_store_create
+ * of `key_size`-byte keys on it with `fault` (a tide_io_sim_fault) injected
+ * once at its n-th call. The loop ends at the first n the create does not
+ * reach: that create must succeed (the test fails if not). A create that
+ * fails calls check(sim, co, n, rc, arg) with the simulator as it left it
+ * and the options it ran with (co->io is sim's; check may create again
+ * with them); one that succeeds anyway (a call create may ignore) is
+ * passed over. Each simulator is destroyed once its check returns.
+ * Returns the number of calls tried (the last n - 1). */
+struct tide_io_sim;
+struct tide_store_create_opts;
+typedef void th_create_check(struct tide_io_sim *sim, struct tide_store_create_opts *co, uint64_t n,
+                             int rc, void *arg);
+uint64_t th_store_create_failing_at_each_call(const char *dir, unsigned key_size, int fault,
+                                              th_create_check *check, void *arg);
 
 #endif

@@ -275,10 +275,7 @@ static void jemalloc_options_are_linked_into_the_jemalloc_programs_only(void **s
         if (exports_malloc_conf(p))
             fail_msg("%s exports malloc_conf: src/mem/jemalloc_conf.c linked outside ALLOC=jemalloc", p);
     }
-    if (TH_SANITIZER) {
-        print_message("sanitizer build: no bin/jemalloc/ (the sanitizer's allocator comes first)\n");
-        skip();
-    }
+    if (TH_SANITIZER) th_skip("sanitizer build: no bin/jemalloc/ (the sanitizer's allocator comes first)");
     for (i = 0; i < 2; i++) {
         bin_path(p, sizeof p, jem[i]);
         if (access(p, X_OK) != 0)

@@ -35,36 +35,22 @@ static const char *const all_scenarios[] = {
     "small-batch", "medium-batch", "large-batch", "mixed", "lifetime", "business", "threads", NULL
 };
 
-/* ---- running bin/tide --------------------------------------------------- */
-
-typedef struct run {
-    char *out;      /* stdout (and stderr when merged) */
-    int   status;   /* exit status, or -1 when it did not exit normally */
-} run;
-
-static void run_tide(run *r, const char *args, int merge_stderr)
-{
-    char cmd[1024];
-
-    snprintf(cmd, sizeof cmd, "'%s/tide' %s %s", th_bin_dir(), args,
-             merge_stderr ? "2>&1" : "2>/dev/null");
-    r->status = th_run(cmd, &r->out);
-}
+/* ---- running bin/tide (th_run_tide) ---------------------------------------- */
 
 static json_t *run_json(const char *args)
 {
-    run r;
     json_error_t err;
     json_t *doc;
+    char *out;
+    int status = th_run_tide(args, 0, &out);
 
-    run_tide(&r, args, 0);
-    doc = json_loads(r.out, 0, &err);
+    doc = json_loads(out, 0, &err);
     if (doc == NULL)
         fail_msg("tide %s: expected one JSON object, got a parse error at line %d: %s; output: %.300s",
-                 args, err.line, err.text, r.out);
-    if (r.status != 0)
-        fail_msg("tide %s: expected exit status 0, got %d", args, r.status);
-    free(r.out);
+                 args, err.line, err.text, out);
+    if (status != 0)
+        fail_msg("tide %s: expected exit status 0, got %d", args, status);
+    free(out);
     return doc;
 }
 
@@ -234,9 +220,11 @@ static void glibc_findings_hold(void **state)
     doc = glibc_matrix_doc();
     alloc = tide_allocator(doc);
     if (alloc == NULL || strcmp(alloc, "glibc") != 0) {
-        print_message("skipped: tide's malloc is %s, not glibc; the findings are glibc's\n",
-                      alloc ? alloc : "unknown");
-        skip();
+        char name[64];
+
+        snprintf(name, sizeof name, "%s", alloc ? alloc : "unknown");
+        json_decref(doc);
+        th_skip("tide's malloc is %s, not glibc; the findings are glibc's", name);
     }
     ok = check_rows(doc, 8);
     mixed = num(row_of(doc, "mixed", "glibc"), "ghost_bytes");
@@ -273,22 +261,24 @@ static void all_eight_variants_run_or_name_their_package(void **state)
 
 static void csv_has_a_header_and_one_line_per_row(void **state)
 {
-    run r;
+    char *out;
+    int status;
     size_t lines = 0;
 
     (void)state;
-    run_tide(&r, "ghost --csv --size 0.05 --scenario small-batch,lifetime --variant glibc,glibc-arena2", 0);
-    expect_u64(r.status, 0, "exit status of --csv");
-    if (strncmp(r.out, "scenario,variant,skipped,status,", 32) != 0)
-        fail_msg("expected the CSV header first, got '%.80s'", r.out);
-    for (char *p = r.out; *p; p++) lines += *p == '\n';
+    status = th_run_tide("ghost --csv --size 0.05 --scenario small-batch,lifetime --variant glibc,glibc-arena2",
+                         0, &out);
+    expect_u64(status, 0, "exit status of --csv");
+    if (strncmp(out, "scenario,variant,skipped,status,", 32) != 0)
+        fail_msg("expected the CSV header first, got '%.80s'", out);
+    for (char *p = out; *p; p++) lines += *p == '\n';
     expect_u64(lines, 5, "CSV lines (header + 2 scenarios x 2 variants)");
     /* A sanitizer build of tide skips every variant and says why. */
-    if (strstr(r.out, "built with a sanitizer") != NULL)
-        expect_contains(r.out, "\nlifetime,glibc-arena2,true,skipped,", "the last CSV row (sanitizer build)");
+    if (strstr(out, "built with a sanitizer") != NULL)
+        expect_contains(out, "\nlifetime,glibc-arena2,true,skipped,", "the last CSV row (sanitizer build)");
     else
-        expect_contains(r.out, "\nlifetime,glibc-arena2,false,ok,glibc,", "the last CSV row");
-    free(r.out);
+        expect_contains(out, "\nlifetime,glibc-arena2,false,ok,glibc,", "the last CSV row");
+    free(out);
 }
 
 static void bad_option_values_exit_2_and_say_why(void **state)
@@ -304,28 +294,30 @@ static void bad_option_values_exit_2_and_say_why(void **state)
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        run r;
-        run_tide(&r, cases[i].args, 1);
-        if (r.status != 2)
-            fail_msg("tide %s: expected exit status 2, got %d (%.200s)", cases[i].args, r.status, r.out);
-        expect_contains(r.out, cases[i].says, cases[i].args);
-        free(r.out);
+        char *out;
+        int status;
+        status = th_run_tide(cases[i].args, 1, &out);
+        if (status != 2)
+            fail_msg("tide %s: expected exit status 2, got %d (%.200s)", cases[i].args, status, out);
+        expect_contains(out, cases[i].says, cases[i].args);
+        free(out);
     }
 }
 
 static void help_names_every_scenario_and_variant(void **state)
 {
-    run r;
+    char *out;
+    int status;
 
     (void)state;
-    run_tide(&r, "ghost --help", 0);
-    expect_u64(r.status, 0, "exit status of --help");
-    for (const char *const *s = all_scenarios; *s; s++) expect_contains(r.out, *s, "help text");
-    for (const char *const *v = all_variants; *v; v++) expect_contains(r.out, *v, "help text");
+    status = th_run_tide("ghost --help", 0, &out);
+    expect_u64(status, 0, "exit status of --help");
+    for (const char *const *s = all_scenarios; *s; s++) expect_contains(out, *s, "help text");
+    for (const char *const *v = all_variants; *v; v++) expect_contains(out, *v, "help text");
     for (const char *const *h = (const char *const[]){ "SYNOPSIS", "OPTIONS", "OUTPUT",
                                                       "EXIT STATUS", "EXAMPLES", NULL }; *h; h++)
-        expect_contains(r.out, *h, "help sections");
-    free(r.out);
+        expect_contains(out, *h, "help sections");
+    free(out);
 }
 
 int main(void)

@@ -1071,23 +1071,7 @@ static void insert_items(tide_store *s, uint64_t from, uint64_t to)
  * (or when absent and `must`). */
 static int fetch_item(tide_store *s, uint64_t i, int must, const char *what)
 {
-    uint8_t key[KEY_SIZE], want[VMAX];
-    size_t wlen = th_len(i, VMIN, VMAX), len = 0;
-    void *got = NULL;
-    int rc;
-
-    th_key(i, KEY_SIZE, key);
-    th_value(i, wlen, want);
-    rc = tide_store_fetch(s, key, &got, &len);
-    if (rc == TIDE_ENOTFOUND && !must) return 0;
-    if (rc != 0)
-        fail_msg("%s: fetch of item %llu: expected its %zu-byte value, got %d (%s): %s", what,
-                 (unsigned long long)i, wlen, rc, tide_strerror(rc), tide_last_error());
-    if (len != wlen || memcmp(got, want, wlen) != 0)
-        fail_msg("%s: item %llu: expected its %zu-byte value, got %zu bytes that %s", what,
-                 (unsigned long long)i, wlen, len, len == wlen ? "differ" : "are of another size");
-    free(got);
-    return 1;
+    return th_store_fetch_item(s, i, KEY_SIZE, th_len(i, VMIN, VMAX), must, what);
 }
 
 static void the_store_keeps_2000_items_through_a_reopen_on_the_sim(void **state)
@@ -1338,43 +1322,25 @@ static void the_store_makes_its_new_log_durable_before_a_commit_needs_it(void **
     }
 }
 
+/* A failed create must let a second one succeed. */
+static void create_again_succeeds(tide_io_sim *sim, tide_store_create_opts *co, uint64_t n, int rc,
+                                  void *arg)
+{
+    (void)sim, (void)rc, (void)arg;
+    co->salt = 1;
+    rc = tide_store_create(DB, co);
+    if (rc != 0)
+        fail_msg("create after a create failed at call %llu: expected 0, got %d (%s): %s",
+                 (unsigned long long)n, rc, tide_strerror(rc), tide_last_error());
+}
+
 static void store_create_fails_cleanly_at_every_call(void **state)
 {
     uint64_t n;
 
     (void)state;
-    for (n = 1;; n++) {
-        tide_io_sim *sim = NULL;
-        tide_store_create_opts co;
-        uint64_t c0;
-        int rc;
-
-        OK(tide_io_sim_create(&sim));
-        OK(tide_io_sim_mkdir(sim, DB));
-        tide_store_create_opts_init(&co);
-        co.key_size = KEY_SIZE;
-        co.io = tide_io_sim_io(sim);
-        c0 = tide_io_sim_calls(sim);
-        OK(tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_EIO, 0));
-        rc = tide_store_create(DB, &co);
-        if (tide_io_sim_calls(sim) - c0 < n) {
-            OK(rc);
-            tide_io_sim_destroy(sim);
-            break;
-        }
-        if (rc == 0) {
-            tide_io_sim_destroy(sim);
-            continue;   /* the failed call was one create may ignore */
-        }
-        /* A failed create must let a second one succeed. */
-        co.salt = 1;
-        rc = tide_store_create(DB, &co);
-        if (rc != 0)
-            fail_msg("create after a create failed at call %llu: expected 0, got %d (%s): %s",
-                     (unsigned long long)n, rc, tide_strerror(rc), tide_last_error());
-        tide_io_sim_destroy(sim);
-    }
-    print_message("create: %llu failure points\n", (unsigned long long)(n - 1));
+    n = th_store_create_failing_at_each_call(DB, KEY_SIZE, TIDE_IO_SIM_EIO, create_again_succeeds, NULL);
+    print_message("create: %llu failure points\n", (unsigned long long)n);
 }
 
 static void the_store_refuses_a_fifo_as_any_of_its_three_files_and_writes_nothing(void **state)

@@ -34,34 +34,6 @@
 #include "lab/runner.h"
 #include "tide/error.h"
 
-typedef struct run {
-    char *out;
-    int   status;
-} run;
-
-static void run_tide(run *r, const char *args, int merge_stderr)
-{
-    char cmd[2048];
-
-    snprintf(cmd, sizeof cmd, "'%s/tide' %s %s", th_bin_dir(), args,
-             merge_stderr ? "2>&1" : "2>/dev/null");
-    r->status = th_run(cmd, &r->out);
-}
-
-static char *slurp(const char *path)
-{
-    char *s = th_read_text(path);
-    if (s == NULL) fail_msg("expected the file %s to exist", path);
-    return s;
-}
-
-static size_t count(const char *text, const char *part)
-{
-    size_t n = 0;
-    for (const char *p = strstr(text, part); p; p = strstr(p + 1, part)) n++;
-    return n;
-}
-
 static json_t *variant_named(json_t *doc, const char *name)
 {
     json_t *vars = json_object_get(doc, "variants"), *v;
@@ -74,21 +46,22 @@ static json_t *variant_named(json_t *doc, const char *name)
 
 static void a_short_run_measures_both_variants_and_writes_its_files(void **state)
 {
-    char dir[] = "/tmp/tide-test-lab-XXXXXX", args[512], path[600];
+    char dir[2048], args[2400], path[2100];
     json_error_t err;
     json_t *doc, *trim, *notrim;
     char *csv, *svg, *sweeps;
-    run r;
+    char *out;
+    int status;
 
     (void)state;
-    assert_non_null(mkdtemp(dir));
+    if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
     snprintf(args, sizeof args, "lab --duration 22 --objects 200 --reads 100 --clients 2 "
              "--out %s --prefix smoke --json", dir);
-    run_tide(&r, args, 0);
-    if (r.status != 0) fail_msg("tide %s: expected exit status 0, got %d; output: %.400s", args, r.status, r.out);
-    doc = json_loads(r.out, 0, &err);
+    status = th_run_tide(args, 0, &out);
+    if (status != 0) fail_msg("tide %s: expected exit status 0, got %d; output: %.400s", args, status, out);
+    doc = json_loads(out, 0, &err);
     if (doc == NULL) fail_msg("expected one JSON object, got a parse error at line %d: %s", err.line, err.text);
-    free(r.out);
+    free(out);
 
     trim = variant_named(doc, "trim");
     notrim = variant_named(doc, "notrim");
@@ -108,20 +81,20 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
         fail_msg("expected one repetition of trim");
 
     snprintf(path, sizeof path, "%s/smoke-rss.csv", dir);
-    csv = slurp(path);
+    csv = th_slurp(path);
     if (strncmp(csv, "rep,variant,port,t_s,rss_bytes,referenced_bytes\n", 48) != 0)
         fail_msg("expected the RSS CSV's header, got '%.60s'", csv);
-    if (count(csv, "\n1,trim,") < 5 || count(csv, "\n1,notrim,") < 5)
+    if (th_count(csv, "\n1,trim,") < 5 || th_count(csv, "\n1,notrim,") < 5)
         fail_msg("expected at least 5 CSV rows of each variant, got %zu trim and %zu notrim",
-                 count(csv, "\n1,trim,"), count(csv, "\n1,notrim,"));
+                 th_count(csv, "\n1,trim,"), th_count(csv, "\n1,notrim,"));
     snprintf(path, sizeof path, "%s/smoke-sweeps.csv", dir);
-    sweeps = slurp(path);
+    sweeps = th_slurp(path);
     expect_contains(sweeps, "rep,variant,seq,t_s,sweep_ms,freed_bytes,trimmed,", "the sweeps CSV's header");
-    if (count(sweeps, ",trim,") < 1) fail_msg("expected a sweep row of trim in %s", path);
+    if (th_count(sweeps, ",trim,") < 1) fail_msg("expected a sweep row of trim in %s", path);
     snprintf(path, sizeof path, "%s/smoke-rss.svg", dir);
-    svg = slurp(path);
+    svg = th_slurp(path);
     if (strncmp(svg, "<svg", 4) != 0) fail_msg("expected the chart to start with <svg, got '%.20s'", svg);
-    expect_u64(count(svg, "<polyline"), 2, "polylines in the chart (one per variant)");
+    expect_u64(th_count(svg, "<polyline"), 2, "polylines in the chart (one per variant)");
     expect_contains(svg, "data-variant=\"trim\"", "the chart's trim line");
     expect_contains(svg, "data-variant=\"notrim\"", "the chart's notrim line");
     expect_contains(svg, "</svg>", "the chart's end");
@@ -130,8 +103,8 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
     free(sweeps);
     free(svg);
     json_decref(doc);
-    snprintf(args, sizeof args, "rm -rf '%s'", dir);
-    if (system(args) != 0) fail_msg("removing %s failed", dir);
+    th_scratch_remove(dir);
+    if (th_exists(dir)) fail_msg("removing %s failed", dir);
 }
 
 static void bad_options_exit_2_and_name_what_was_wrong(void **state)
@@ -147,22 +120,24 @@ static void bad_options_exit_2_and_name_what_was_wrong(void **state)
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        run r;
-        run_tide(&r, cases[i].args, 1);
-        if (r.status != 2) fail_msg("tide %s: expected exit status 2, got %d: %s", cases[i].args, r.status, r.out);
-        expect_contains(r.out, cases[i].said, cases[i].args);
-        free(r.out);
+        char *out;
+        int status = th_run_tide(cases[i].args, 1, &out);
+
+        if (status != 2) fail_msg("tide %s: expected exit status 2, got %d: %s", cases[i].args, status, out);
+        expect_contains(out, cases[i].said, cases[i].args);
+        free(out);
     }
 }
 
 static void a_missing_tided_is_an_error_that_says_so(void **state)
 {
-    run r;
+    char *out;
+    int status;
     (void)state;
-    run_tide(&r, "lab --tided /nonexistent/tided --duration 5", 1);
-    if (r.status != 1) fail_msg("expected exit status 1 for a missing tided, got %d: %s", r.status, r.out);
-    expect_contains(r.out, "tided not found at /nonexistent/tided", "the missing tided's message");
-    free(r.out);
+    status = th_run_tide("lab --tided /nonexistent/tided --duration 5", 1, &out);
+    if (status != 1) fail_msg("expected exit status 1 for a missing tided, got %d: %s", status, out);
+    expect_contains(out, "tided not found at /nonexistent/tided", "the missing tided's message");
+    free(out);
 }
 
 /* Every op of ledgers 0..9 of a and b, and their values, compared; the
@@ -246,7 +221,7 @@ static void the_built_in_variants_come_from_one_table(void **state)
     char list[128], *help = NULL;
     size_t helplen = 0;
     FILE *f;
-    run r;
+    char *out;
 
     (void)state;
     for (const char *const *n = names; *n; n++) {
@@ -263,17 +238,17 @@ static void the_built_in_variants_come_from_one_table(void **state)
     expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc",
                "the built-in names in the table's order");
 
-    run_tide(&r, "lab --variant bogus", 1);
-    expect_contains(r.out, list, "the message for an unknown variant");
-    free(r.out);
+    th_run_tide("lab --variant bogus", 1, &out);
+    expect_contains(out, list, "the message for an unknown variant");
+    free(out);
 
     f = open_memstream(&help, &helplen);
     assert_non_null(f);
     assert_int_equal(tide_lab_variant_help(f), 0);
     fclose(f);
-    run_tide(&r, "lab --help", 0);
-    expect_contains(r.out, help, "tide help lab's VARIANTS lines");
-    free(r.out);
+    th_run_tide("lab --help", 0, &out);
+    expect_contains(out, help, "tide help lab's VARIANTS lines");
+    free(out);
     free(help);
 }
 
@@ -287,5 +262,5 @@ int main(void)
         cmocka_unit_test(a_missing_tided_is_an_error_that_says_so),
         cmocka_unit_test(a_short_run_measures_both_variants_and_writes_its_files),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return th_run_group("tests", tests, NULL, NULL, th_teardown);
 }

@@ -315,6 +315,17 @@ static int wait_sweeps(tide_node *n, uint64_t want, double limit_ms)
     }
 }
 
+/* Options for a node on `dir` whose release is fake_release recording
+ * into `rec`, swept every `interval_ms` (0: only when a test sweeps). */
+static void fake_release_opts(tide_node_opts *o, const char *dir, unsigned interval_ms, recorder *rec)
+{
+    tide_node_opts_init(o);
+    o->dir = dir;
+    o->sweep_interval_ms = interval_ms;
+    o->release = fake_release;
+    o->release_arg = rec;
+}
+
 static void each_round_sweeps_both_caches_in_order_then_releases_once(void **state)
 {
     fixture *f = *state;
@@ -324,11 +335,7 @@ static void each_round_sweeps_both_caches_in_order_then_releases_once(void **sta
     const unsigned interval = 40;
     static const char *const order[4] = { "sweep node_cache", "sweep key_cache", "release", "done" };
 
-    tide_node_opts_init(&o);
-    o.dir = f->dir;
-    o.sweep_interval_ms = interval;
-    o.release = fake_release;
-    o.release_arg = &rec;
+    fake_release_opts(&o, f->dir, interval, &rec);
     o.trace = record;
     o.trace_arg = &rec;
     expect_rc(tide_node_open(&n, &o), 0, "open");
@@ -363,11 +370,7 @@ static void reports_carry_rss_before_and_after_and_a_duration(void **state)
     tide_node_sweep_report r, latest[TIDE_NODE_REPORTS + 1];
     tide_node_totals t;
 
-    tide_node_opts_init(&o);
-    o.dir = f->dir;
-    o.sweep_interval_ms = 0;
-    o.release = fake_release;
-    o.release_arg = &rec;
+    fake_release_opts(&o, f->dir, 0, &rec);
     expect_rc(tide_node_open(&n, &o), 0, "open");
     for (int i = 0; i < 70; i++) tide_node_sweep(n, &r);
     expect_u64(r.seq, 70, "seq of the 70th round");
@@ -404,9 +407,8 @@ static void a_real_round_trims_with_the_allocator_and_measures_it(void **state)
     if (tide_mem_alloc_family() == TIDE_MEM_ALLOC_UNKNOWN) {
         /* No family named: tide_mem_alloc_release has no call to make and
          * refuses, so there is no release rc to expect. */
-        printf("    skipped: malloc is served by an allocator Tide cannot name; no release call to check\n");
         expect_rc(tide_node_close(n), 0, "close");
-        skip();
+        th_skip("malloc is served by an allocator Tide cannot name; no release call to check");
     }
     /* Every named family, the sanitizers' included, has a release that
      * returns 0 (alloc.h); the /proc reads around it must succeed too. */
@@ -427,12 +429,8 @@ static void with_trim_off_a_round_sweeps_but_never_releases(void **state)
     tide_node_sweep_report r;
     tide_node_totals t;
 
-    tide_node_opts_init(&o);
-    o.dir = f->dir;
-    o.sweep_interval_ms = 0;
+    fake_release_opts(&o, f->dir, 0, &rec);
     o.trim = 0;
-    o.release = fake_release;
-    o.release_arg = &rec;
     expect_rc(tide_node_open(&n, &o), 0, "open");
     tide_node_sweep(n, &r);
     tide_node_sweep(n, &r);
@@ -453,11 +451,7 @@ static void trim_policy_every_n_trims_only_every_nth_round(void **state)
     tide_node_sweep_report r;
     tide_node_totals t;
 
-    tide_node_opts_init(&o);
-    o.dir = f->dir;
-    o.sweep_interval_ms = 0;
-    o.release = fake_release;
-    o.release_arg = &rec;
+    fake_release_opts(&o, f->dir, 0, &rec);
     expect_rc(tide_trim_policy_parse("every:3", &o.trim_policy, &o.trim_param), 0, "parse every:3");
     expect_rc(tide_node_open(&n, &o), 0, "open");
     for (int i = 1; i <= 7; i++) {
@@ -483,14 +477,10 @@ static void trim_policy_freed_trims_only_after_a_sweep_that_freed_enough(void **
     tide_node *n = NULL;
     tide_node_sweep_report r;
 
-    tide_node_opts_init(&o);
-    o.dir = f->dir;
-    o.sweep_interval_ms = 0;
+    fake_release_opts(&o, f->dir, 0, &rec);
     o.cache_age_s = 5;
     o.clock_us = read_fake;
     o.clock_arg = &clk;
-    o.release = fake_release;
-    o.release_arg = &rec;
     expect_rc(tide_trim_policy_parse("freed:64KiB", &o.trim_policy, &o.trim_param), 0, "parse freed:64KiB");
     expect_u64(o.trim_param, 65536, "freed's bytes");
     expect_rc(tide_node_open(&n, &o), 0, "open");

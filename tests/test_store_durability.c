@@ -162,26 +162,7 @@ static void insert_item(tide_store *s, uint64_t i, int *rc)
  * anything else fails the test. */
 static int fetch_item(tide_store *s, uint64_t i, int must, const char *what)
 {
-    uint8_t key[KEY_SIZE], want[VMAX];
-    size_t wlen = item_len(i), len = 0;
-    void *got = NULL;
-    int rc;
-
-    th_key(i, KEY_SIZE, key);
-    th_value(i, wlen, want);
-    rc = tide_store_fetch(s, key, &got, &len);
-    if (rc == TIDE_ENOTFOUND && !must) return 0;
-    if (rc != 0)
-        fail_msg("%s: fetch of item %llu: expected its %zu-byte value%s, got %d (%s): %s", what,
-                 (unsigned long long)i, wlen, must ? "" : " or absence", rc, tide_strerror(rc),
-                 tide_last_error());
-    if (len != wlen || memcmp(got, want, wlen) != 0) {
-        free(got);
-        fail_msg("%s: item %llu: expected its %zu-byte value, got %zu bytes that %s", what,
-                 (unsigned long long)i, wlen, len, len == wlen ? "differ" : "are of another size");
-    }
-    free(got);
-    return 1;
+    return th_store_fetch_item(s, i, KEY_SIZE, item_len(i), must, what);
 }
 
 static void expect_absent(tide_store *s, uint64_t i, const char *why, const char *what)
@@ -1515,22 +1496,28 @@ static void make_xworks(xwork xs[3], tide_io_sim *fresh_sim, tide_io_sim *fixtur
     choose_items(&xs[2], fixture_sim, 3, 19, 3, 7, 1);
 }
 
-static void every_crash_state_at_every_sync_of_three_commits_recovers_all_or_nothing(void **state)
+/* Run `each` on the first `n` of the three workloads (make_xworks), each on
+ * its base store, and say how many crash states `label` checked. */
+static void exhaustive_over(void (*each)(const xwork *, tide_io_sim *, tally *), size_t n,
+                            const char *label)
 {
     tide_io_sim *fresh_sim = make_base(&FRESH), *fixture_sim = make_base(&FIXTURE);
     xwork xs[3];
     tally t = { 0 };
     double t0 = th_now_ms();
 
-    (void)state;
     make_xworks(xs, fresh_sim, fixture_sim);
-    exhaustive_for(&xs[0], fresh_sim, &t);
-    exhaustive_for(&xs[1], fixture_sim, &t);
-    exhaustive_for(&xs[2], fixture_sim, &t);
-    print_message("exhaustive crashes: %llu crash states recovered and checked, %.1f s\n",
+    for (size_t i = 0; i < n; i++) each(&xs[i], i == 0 ? fresh_sim : fixture_sim, &t);
+    print_message("%s: %llu crash states recovered and checked, %.1f s\n", label,
                   (unsigned long long)t.states, (th_now_ms() - t0) / 1000);
     tide_io_sim_destroy(fresh_sim);
     tide_io_sim_destroy(fixture_sim);
+}
+
+static void every_crash_state_at_every_sync_of_three_commits_recovers_all_or_nothing(void **state)
+{
+    (void)state;
+    exhaustive_over(exhaustive_for, 3, "exhaustive crashes");
 }
 
 /*
@@ -1549,19 +1536,8 @@ static void every_crash_state_at_every_sync_of_three_commits_recovers_all_or_not
  */
 static void every_crash_state_during_the_rollback_of_a_failed_commit_recovers_all_or_nothing(void **state)
 {
-    tide_io_sim *fresh_sim = make_base(&FRESH), *fixture_sim = make_base(&FIXTURE);
-    xwork xs[3];
-    tally t = { 0 };
-    double t0 = th_now_ms();
-
     (void)state;
-    make_xworks(xs, fresh_sim, fixture_sim);
-    rollback_exhaustive_for(&xs[0], fresh_sim, &t);
-    rollback_exhaustive_for(&xs[1], fixture_sim, &t);
-    print_message("exhaustive crashes during rollbacks: %llu crash states recovered and checked, "
-                  "%.1f s\n", (unsigned long long)t.states, (th_now_ms() - t0) / 1000);
-    tide_io_sim_destroy(fresh_sim);
-    tide_io_sim_destroy(fixture_sim);
+    exhaustive_over(rollback_exhaustive_for, 2, "exhaustive crashes during rollbacks");
 }
 
 /*
@@ -1776,6 +1752,48 @@ static void create_after(tide_io_sim *sim, const char *what)
     verify_keys(sim, 1, "after a create once space returned", what);
 }
 
+/* With `crash`: eight power losses after a failed create (crash seeds
+ * mix(g_seed, seed0 + 0..7)) each leave no store file either. */
+static void expect_no_store_files_after_power_losses(tide_io_sim *sim, const char *what, uint64_t seed0,
+                                                     int crash)
+{
+    for (uint64_t seed = seed0; crash && seed < seed0 + 8; seed++) {
+        tide_io_sim *d = clone_of(sim);
+        char w2[400];
+
+        OK(tide_io_sim_crash(d, mix(g_seed, seed)));
+        snprintf(w2, sizeof w2, "regression: %s, then a power loss (crash seed %llu, "
+                 "TIDE_TEST_SEED=%llu)", what, (unsigned long long)mix(g_seed, seed),
+                 (unsigned long long)g_seed);
+        expect_no_store_files(d, w2);
+        tide_io_sim_destroy(d);
+    }
+}
+
+typedef struct full_disk {
+    int crash;          /* power losses after each failed create too */
+    uint64_t points;    /* failed creates checked */
+} full_disk;
+
+/* A create that failed with ENOSPC injected at its call n. */
+static void expect_a_clean_enospc(tide_io_sim *sim, tide_store_create_opts *co, uint64_t n, int rc,
+                                  void *arg)
+{
+    full_disk *fd = arg;
+    char what[160];
+
+    (void)co;
+    snprintf(what, sizeof what, "create with ENOSPC at its call %llu", (unsigned long long)n);
+    if (rc != TIDE_ENOSPC && rc != TIDE_EIO)
+        fail_msg("%s: expected %d (%s) (or %d (%s) where the call cannot report ENOSPC), "
+                 "got %d (%s): %s", what, TIDE_ENOSPC, tide_strerror(TIDE_ENOSPC), TIDE_EIO,
+                 tide_strerror(TIDE_EIO), rc, tide_strerror(rc), tide_last_error());
+    expect_no_store_files(sim, what);
+    expect_no_store_files_after_power_losses(sim, what, 100, fd->crash);
+    create_after(sim, what);
+    fd->points++;
+}
+
 /*
  * Create on a disk that fills at each point of the create: by capacity
  * (room for less than the two files) and by an injected ENOSPC at each
@@ -1786,7 +1804,7 @@ static void create_after(tide_io_sim *sim, const char *what)
 static void create_on_a_full_disk(int crash)
 {
     static const uint64_t caps[] = { 0, 1, 91, 92, 92 + 4095, 92 + 8191 };
-    uint64_t points = 0, states = 0;
+    full_disk fd = { crash, 0 };
 
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
         tide_store_create_opts co;
@@ -1804,69 +1822,15 @@ static void create_on_a_full_disk(int crash)
         rc = tide_store_create(DB, &co);
         expect_enospc(rc, what);
         expect_no_store_files(sim, what);
-        for (uint64_t seed = 0; crash && seed < 8; seed++) {
-            tide_io_sim *d = clone_of(sim);
-            char w2[400];
-            OK(tide_io_sim_crash(d, mix(g_seed, seed)));
-            snprintf(w2, sizeof w2, "regression: %s, then a power loss (crash seed %llu, "
-                     "TIDE_TEST_SEED=%llu)", what, (unsigned long long)mix(g_seed, seed),
-                     (unsigned long long)g_seed);
-            expect_no_store_files(d, w2);
-            tide_io_sim_destroy(d);
-            states++;
-        }
+        expect_no_store_files_after_power_losses(sim, what, 0, crash);
         tide_io_sim_set_capacity(sim, UINT64_MAX);
         create_after(sim, what);
         tide_io_sim_destroy(sim);
-        points++;
+        fd.points++;
     }
-    for (uint64_t n = 1;; n++) {
-        tide_store_create_opts co;
-        tide_io_sim *sim = NULL;
-        uint64_t c0;
-        char what[160];
-        int rc;
-
-        OK(tide_io_sim_create(&sim));
-        OK(tide_io_sim_mkdir(sim, DB));
-        tide_store_create_opts_init(&co);
-        co.key_size = KEY_SIZE;
-        co.io = tide_io_sim_io(sim);
-        c0 = tide_io_sim_calls(sim);
-        OK(tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_ENOSPC, 0));
-        rc = tide_store_create(DB, &co);
-        if (tide_io_sim_calls(sim) - c0 < n) {
-            OK(rc);
-            tide_io_sim_destroy(sim);
-            break;
-        }
-        snprintf(what, sizeof what, "create with ENOSPC at its call %llu", (unsigned long long)n);
-        if (rc == 0) {                    /* a call create may ignore */
-            tide_io_sim_destroy(sim);
-            continue;
-        }
-        if (rc != TIDE_ENOSPC && rc != TIDE_EIO)
-            fail_msg("%s: expected %d (%s) (or %d (%s) where the call cannot report ENOSPC), "
-                     "got %d (%s): %s", what, TIDE_ENOSPC, tide_strerror(TIDE_ENOSPC), TIDE_EIO,
-                     tide_strerror(TIDE_EIO), rc, tide_strerror(rc), tide_last_error());
-        expect_no_store_files(sim, what);
-        for (uint64_t seed = 0; crash && seed < 8; seed++) {
-            tide_io_sim *d = clone_of(sim);
-            char w2[400];
-            OK(tide_io_sim_crash(d, mix(g_seed, 100 + seed)));
-            snprintf(w2, sizeof w2, "regression: %s, then a power loss (crash seed %llu, "
-                     "TIDE_TEST_SEED=%llu)", what, (unsigned long long)mix(g_seed, 100 + seed),
-                     (unsigned long long)g_seed);
-            expect_no_store_files(d, w2);
-            tide_io_sim_destroy(d);
-            states++;
-        }
-        create_after(sim, what);
-        tide_io_sim_destroy(sim);
-        points++;
-    }
+    th_store_create_failing_at_each_call(DB, KEY_SIZE, TIDE_IO_SIM_ENOSPC, expect_a_clean_enospc, &fd);
     print_message("create on a full disk: %llu failure points leave no file%s\n",
-                  (unsigned long long)points, crash ? ", nor do the power losses after them" : "");
+                  (unsigned long long)fd.points, crash ? ", nor do the power losses after them" : "");
 }
 
 static void enospc_during_create_leaves_no_partial_files(void **state)

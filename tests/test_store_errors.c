@@ -149,30 +149,19 @@ static void block_size_parse_takes_a_valid_size_with_an_empty_warning(void **sta
 
 /* ---- create ---- */
 
-static char g_log[2048];
-
-static void capture_log(void *arg, int level, const char *line)
-{
-    size_t n = strlen(g_log);
-
-    (void)arg;
-    if (level >= TIDE_LOG_WARN && n < sizeof g_log - 1)
-        snprintf(g_log + n, sizeof g_log - n, "%s\n", line);
-}
-
 static void create_with_block_size_5000_makes_a_4096_store_and_logs_a_warning(void **state)
 {
     tstate *t = *state;
     tide_store_create_opts co;
     tide_store_info info;
+    th_log_capture cap = { .text = "" };
     int rc, level = tide_log_get_level();
 
     tide_store_create_opts_init(&co);
     co.key_size = 32;
     co.block_size = 5000;
-    g_log[0] = '\0';
-    tide_log_set_level(TIDE_LOG_WARN);
-    tide_log_set_sink(capture_log, NULL);
+    tide_log_set_level(TIDE_LOG_WARN);   /* the sink sees warnings and errors only */
+    tide_log_set_sink(th_log_capture_sink, &cap);
     rc = tide_store_create(t->dir, &co);
     tide_log_set_sink(NULL, NULL);
     tide_log_set_level(level);
@@ -183,9 +172,9 @@ static void create_with_block_size_5000_makes_a_4096_store_and_logs_a_warning(vo
         fail_msg("store created with block_size 5000: expected block 4096, 1 bucket, key 32; got "
                  "block %u, %llu buckets, key %u", info.block_size,
                  (unsigned long long)info.buckets, info.key_size);
-    if (strstr(g_log, "5000") == NULL)
+    if (strstr(cap.text, "5000") == NULL)
         fail_msg("create with block_size 5000: expected a warning naming 5000 through tide_log, got '%s'",
-                 g_log);
+                 cap.text);
 }
 
 static int dir_entries(const char *dir)
