@@ -191,10 +191,14 @@ static void *reader_main(void *arg)
     uint8_t want[VMAX];
     char why[400];
     th_rng r;
-    unsigned long long hits = 0, phits = 0, pmisses = 0;
+    unsigned long long hits = 0, phits = 0, pmisses = 0, turns = 0;
 
     th_rng_init(&r, 0xc0ffee + (uint64_t)ra->id);
     for (;;) {
+        /* tide_store_check's contract: any thread, while others insert,
+         * sync and fetch (it aborts on a broken invariant; under `make
+         * tsan` this is also its race check). */
+        if (ra->id == 0 && ++turns % 1024 == 0) tide_store_check(sh->s);
         int done = atomic_load_explicit(&sh->done, memory_order_acquire);
         uint64_t a = atomic_load_explicit(&sh->acked, memory_order_acquire);
         uint64_t i, j;
