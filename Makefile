@@ -359,8 +359,9 @@ $(FUZZ_SERVER_OBJS) $(FUZZ_BUILD)/obj/fuzz/fuzz_http.o: FUZZ_CFLAGS += -DH2O_USE
 $(FUZZ_BUILD)/fuzz_http: $(FUZZ_SERVER_OBJS)
 $(FUZZ_BUILD)/fuzz_http: FUZZ_TARGET_LIBS = $(SERVER_LIBS)
 
+# The targets link every library object, so every part's libraries too.
 $(FUZZ_BINS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz/shim_%.o $(FUZZ_LIB_OBJS)
-	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(FUZZ_TARGET_LIBS) $(LIBS)
+	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(FUZZ_TARGET_LIBS) $(call part_libs,$(LIB_PARTS)) $(LIBS)
 
 # Run every target, even after one crashes; fail at the end if any did.
 # The whole libFuzzer output of a target is in build/fuzz/<name>.log.
