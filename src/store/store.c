@@ -344,10 +344,13 @@ static int read_headers(tide_io *io, tide_file *dat, tide_file *key, const char 
  *      bucket count. A table grown past a power of two misplaces about half
  *      of bucket 0 (its modulus doubled); one grown within it misplaces the
  *      entries of the last bucket's parent that moved to the (zero) child.
- *   2. Reachability. The first INDEX_SAMPLE data records of nudb.dat are
- *      found, at their own offsets, through the bucket their hash names (or
- *      its spill chain), as a fetch finds them. This also catches a cut key
- *      file, whose lost buckets held some of them.
+ *   2. Reachability. The keys of the first INDEX_SAMPLE data records of
+ *      nudb.dat are found through the bucket their hash names (or its spill
+ *      chain), as a fetch finds them. This also catches a cut key file,
+ *      whose lost buckets held some of them. The entry found may point at
+ *      another record of the same key: a nudb.dat holding a key twice (a
+ *      damaged or hand-made file; rekey indexes it once, and verify accepts
+ *      that) is not a misplaced table, so only a key not found fails.
  *
  * Cost: 3 bucket reads, one read of at most INDEX_WINDOW bytes of nudb.dat,
  * and one bucket read (plus its chain) per sampled record. A store whose
@@ -416,8 +419,8 @@ static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size
         uint64_t b = ti_fmt_bucket_index(h, buckets);
         rc = read_bucket(s, b, buf);
         if (rc == 0) rc = search_key(s, buf, h, key, &e, NULL);
-        if (rc == 0 && e.offset == off) {
-            rc = 1;
+        if (rc == 0) {
+            rc = 1;     /* found: at `off`, or at a first record of the same key */
         } else if (rc == 0 || rc == TIDE_ENOTFOUND || rc == TIDE_ECORRUPT) {
             snprintf(why, cap, "the record at nudb.dat offset %llu is not found through bucket %llu, "
                      "where its hash belongs", (unsigned long long)off, (unsigned long long)b);
