@@ -22,6 +22,14 @@
  *     the pending namespace operations, each tear of each write) plus
  *     seeded crashes: the manifest must read back exactly old or exactly
  *     new, never anything else; once write returned 0, exactly new.
+ *
+ * Each of these breakages of manifest.c fails the crash tests (checked by
+ * hand): no directory sync (after a write returned 0, a crash drops the
+ * rename: the old manifest), no sync of the .tmp before the rename (the
+ * rename kept, the data lost: an empty file), writing tide.generations in
+ * place (a crash mid-write: an empty file); no truncate of a leftover .tmp
+ * fails the leftover test (trailing garbage), and no checksum comparison
+ * fails the checksum and flipped-bit tests.
  */
 #include <setjmp.h>
 #include <stdarg.h>

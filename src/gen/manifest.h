@@ -144,7 +144,8 @@ int tide_gen_manifest_write(tide_io *io, const char *dir, const tide_gen_manifes
  * TIDE_ECORRUPT for a file over TIDE_GEN_FILE_LIMIT bytes (refused unread)
  * or one decode refuses, the message starting with DIR ("/data:
  * tide.generations:6: bad checksum: ..."); TIDE_EVERSION
- * as decode; TIDE_EIO or TIDE_ENOMEM from io or the allocator. *m is
+ * as decode; TIDE_ENOTSTORE when it is not a regular file; TIDE_EIO or
+ * TIDE_ENOMEM from io or the allocator. *m is
  * unspecified on error. Cost: open, size, one read_at of the whole file,
  * close; one allocation of the file's size, freed before returning.
  */
