@@ -154,6 +154,14 @@ static int teardown(void **state)
     return 0;
 }
 
+/* For a test that also makes a scratch directory: th_teardown removes it
+ * whatever the outcome. */
+static int teardown_scratch(void **state)
+{
+    teardown(state);
+    return th_teardown(NULL);
+}
+
 /* ---- reads and writes ---- */
 
 static void a_read_sees_the_bytes_just_written_and_a_gap_reads_as_zeros(void **state)
@@ -736,6 +744,289 @@ static void a_crash_state_tears_the_chosen_write_at_the_chosen_boundary(void **s
     if (len != 1024 || !all_are(img, 0, 100, 0) || !all_are(img, 100, 1024, 0x44))
         fail_msg("tear after 924 bytes: expected 1024 bytes, 0x44 from 100, got %zu bytes", len);
     free(img);
+}
+
+/* ---- directories: mkdir, rmdir, list ---- */
+
+/* What a script of directory calls saw, one line a step, for comparing the
+ * two implementations (and the expected text). */
+typedef struct dir_log {
+    char text[4096];
+    size_t len;
+    int stop_after;              /* list_entry returns 7 after this many; 0: never */
+    int seen;
+} dir_log;
+
+static void log_line(dir_log *l, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(l->text + l->len, sizeof l->text - l->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof l->text - l->len) fail_msg("directory script log is full");
+    l->len += (size_t)n;
+}
+
+static int list_entry(void *arg, const char *name, int is_dir)
+{
+    dir_log *l = arg;
+
+    log_line(l, " %s%s", name, is_dir ? "/" : "");
+    if (l->stop_after && ++l->seen == l->stop_after) return 7;
+    return 0;
+}
+
+/* Log `what`, the call's code, and for a list its entries. */
+static void log_list(dir_log *l, tide_io *io, const char *root, const char *rel, int stop)
+{
+    char p[2200];
+    int rc;
+
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    l->stop_after = stop;
+    l->seen = 0;
+    log_line(l, "list %s:", rel);
+    rc = io->list(io, p, list_entry, l);
+    log_line(l, " = %d\n", rc);
+}
+
+static void log_call(dir_log *l, tide_io *io, const char *root, const char *what, const char *rel)
+{
+    char p[2200];
+    int rc;
+
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    if (strcmp(what, "mkdir") == 0) rc = io->mkdir(io, p);
+    else if (strcmp(what, "rmdir") == 0) rc = io->rmdir(io, p);
+    else if (strcmp(what, "unlink") == 0) rc = io->unlink(io, p);
+    else if (strcmp(what, "stat") == 0) rc = io->stat(io, p, NULL);
+    else {
+        tide_file *f = NULL;
+        rc = io->open(io, p, TIDE_IO_CREATE, &f);
+        if (rc == 0) io->close(f);
+    }
+    log_line(l, "%s %s = %d\n", what, rel, rc);
+}
+
+/* One script of directory calls under `root` (an existing empty
+ * directory), every result logged. */
+static void dir_script(tide_io *io, const char *root, dir_log *l)
+{
+    static const char *const steps[][2] = {
+        { "mkdir", "/a" }, { "mkdir", "/a" }, { "mkdir", "/x/y" }, { "create", "/a/zeta" },
+        { "create", "/a/alpha" }, { "mkdir", "/a/mid" }, { "mkdir", "/a/zeta" },
+        { "create", "/a/mid/f" }, { "rmdir", "/a" }, { "rmdir", "/a/zeta" },
+        { "rmdir", "/nope" }, { "rmdir", "/a/mid" },
+    };
+
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        log_call(l, io, root, steps[i][0], steps[i][1]);
+    log_list(l, io, root, "", 0);
+    log_list(l, io, root, "/a", 0);
+    log_list(l, io, root, "/a", 2);     /* stops after two: fn's 7 comes back */
+    log_list(l, io, root, "/nope", 0);
+    log_list(l, io, root, "/a/zeta", 0);
+    log_call(l, io, root, "unlink", "/a/mid/f");
+    log_call(l, io, root, "rmdir", "/a/mid");
+    log_call(l, io, root, "unlink", "/a/zeta");
+    log_call(l, io, root, "unlink", "/a/alpha");
+    log_call(l, io, root, "rmdir", "/a");
+    log_call(l, io, root, "stat", "/a");
+    log_list(l, io, root, "", 0);
+}
+
+static const char dir_script_expected[] =
+    "mkdir /a = 0\n"
+    "mkdir /a = -7\n"                    /* TIDE_EEXIST */
+    "mkdir /x/y = -8\n"                  /* TIDE_ENOENT: no parent */
+    "create /a/zeta = 0\n"
+    "create /a/alpha = 0\n"
+    "mkdir /a/mid = 0\n"
+    "mkdir /a/zeta = -7\n"               /* a file has the name */
+    "create /a/mid/f = 0\n"
+    "rmdir /a = -17\n"                   /* TIDE_ENOTEMPTY */
+    "rmdir /a/zeta = -3\n"               /* a file: TIDE_EIO */
+    "rmdir /nope = -8\n"
+    "rmdir /a/mid = -17\n"
+    "list : a/ = 0\n"
+    "list /a: alpha mid/ zeta = 0\n"     /* sorted by name */
+    "list /a: alpha mid/ = 7\n"
+    "list /nope: = -8\n"
+    "list /a/zeta: = -3\n"
+    "unlink /a/mid/f = 0\n"
+    "rmdir /a/mid = 0\n"
+    "unlink /a/zeta = 0\n"
+    "unlink /a/alpha = 0\n"
+    "rmdir /a = 0\n"
+    "stat /a = -8\n"
+    "list : = 0\n";
+
+static void the_same_directory_script_gives_the_same_results_on_posix_and_the_sim(void **state)
+{
+    tide_io_sim *sim = *state;
+    dir_log *posix = calloc(1, sizeof *posix), *simlog = calloc(1, sizeof *simlog);
+    char dir[2048];
+
+    assert_non_null(posix);
+    assert_non_null(simlog);
+    if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("no scratch directory");
+    dir_script(tide_io_posix(), dir, posix);
+    th_scratch_remove(dir);
+    OK(tide_io_sim_mkdir(sim, "/s"));
+    dir_script(tide_io_sim_io(sim), "/s", simlog);
+    if (strcmp(posix->text, dir_script_expected) != 0)
+        fail_msg("POSIX io: expected\n%s\ngot\n%s", dir_script_expected, posix->text);
+    if (strcmp(simlog->text, posix->text) != 0)
+        fail_msg("sim: expected what the POSIX io gave\n%s\ngot\n%s", posix->text, simlog->text);
+    free(posix);
+    free(simlog);
+}
+
+/* Is there a directory at `path` (stat through the io)? */
+static int is_dir_at(tide_io_sim *sim, const char *path)
+{
+    tide_io *io = tide_io_sim_io(sim);
+    int d = 0;
+
+    return io->stat(io, path, &d) == 0 && d;
+}
+
+/* After a crash that keeps (keep) or loses the one pending namespace
+ * operation, of a clone: is there a directory at `path`? */
+static int dir_after_crash_state(tide_io_sim *sim, int keep, const char *path)
+{
+    tide_io_sim *c = clone_of(sim);
+    int there;
+
+    OK(tide_io_sim_crash_state_ns(c, 0, keep ? 1 : 0));
+    there = is_dir_at(c, path);
+    tide_io_sim_destroy(c);
+    return there;
+}
+
+/* How many of 64 seeded crashes of clones leave a directory at `path`. */
+static int dirs_after_64_crashes(tide_io_sim *sim, const char *path)
+{
+    int there = 0;
+
+    for (uint64_t s = 0; s < 64; s++) {
+        tide_io_sim *c = clone_of(sim);
+        OK(tide_io_sim_crash(c, g_seed + s));
+        there += is_dir_at(c, path);
+        tide_io_sim_destroy(c);
+    }
+    return there;
+}
+
+static void expect_one_pending_ns_op(tide_io_sim *sim, const char *want)
+{
+    char what[128];
+
+    if (tide_io_sim_pending_ns_count(sim) != 1)
+        fail_msg("expected one pending namespace operation (%s), got %llu", want,
+                 (unsigned long long)tide_io_sim_pending_ns_count(sim));
+    OK(tide_io_sim_pending_ns_op(sim, 0, what, sizeof what));
+    if (strcmp(what, want) != 0) fail_msg("pending namespace op 0: expected '%s', got '%s'", want, what);
+}
+
+static void a_mkdir_needs_sync_dir_of_its_parent_to_survive_a_crash(void **state)
+{
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    int n;
+
+    OK(tide_io_sim_mkdir(sim, "/s"));
+    OK(io->mkdir(io, "/s/gen-1"));
+    if (!is_dir_at(sim, "/s/gen-1")) fail_msg("mkdir: the directory is not there at once");
+    expect_one_pending_ns_op(sim, "mkdir /s/gen-1");
+    if (dir_after_crash_state(sim, 0, "/s/gen-1"))
+        fail_msg("a crash that loses the pending mkdir still has the directory");
+    if (!dir_after_crash_state(sim, 1, "/s/gen-1"))
+        fail_msg("a crash that keeps the pending mkdir has no directory");
+    n = dirs_after_64_crashes(sim, "/s/gen-1");
+    if (n == 0 || n == 64)
+        fail_msg("64 seeded crashes of an unsynced mkdir: expected some to keep it and some to "
+                 "lose it, %d kept it", n);
+    OK(io->sync_dir(io, "/s/gen-1"));       /* its own directory: not the one its name is in */
+    expect_one_pending_ns_op(sim, "mkdir /s/gen-1");
+    OK(io->sync_dir(io, "/s"));
+    if (tide_io_sim_pending_ns_count(sim) != 0) fail_msg("sync_dir of the parent left it pending");
+    if ((n = dirs_after_64_crashes(sim, "/s/gen-1")) != 64)
+        fail_msg("a synced mkdir: expected every crash to keep it, %d of 64 did", n);
+}
+
+static void an_rmdir_needs_sync_dir_of_its_parent_to_survive_a_crash(void **state)
+{
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    int n;
+
+    OK(tide_io_sim_mkdir(sim, "/s/gen-1"));  /* durable, with its parent */
+    OK(io->rmdir(io, "/s/gen-1"));
+    if (is_dir_at(sim, "/s/gen-1")) fail_msg("rmdir: the directory is still there");
+    expect_one_pending_ns_op(sim, "rmdir /s/gen-1");
+    if (!dir_after_crash_state(sim, 0, "/s/gen-1"))
+        fail_msg("a crash that loses the pending rmdir has no directory");
+    if (dir_after_crash_state(sim, 1, "/s/gen-1"))
+        fail_msg("a crash that keeps the pending rmdir still has the directory");
+    n = dirs_after_64_crashes(sim, "/s/gen-1");
+    if (n == 0 || n == 64)
+        fail_msg("64 seeded crashes of an unsynced rmdir: expected some to undo it and some not, "
+                 "%d undid it", n);
+    OK(io->sync_dir(io, "/s"));
+    if ((n = dirs_after_64_crashes(sim, "/s/gen-1")) != 0)
+        fail_msg("a synced rmdir: expected no crash to undo it, %d of 64 did", n);
+    OK(io->mkdir(io, "/s/gen-1"));          /* made again: pending once more */
+    expect_one_pending_ns_op(sim, "mkdir /s/gen-1");
+}
+
+static int count_entry(void *arg, const char *name, int is_dir)
+{
+    (void)name;
+    (void)is_dir;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Arm a one-time `kind` at the next call, expect `call` to fail with
+ * `want` naming an injected fault, counted once. */
+#define EXPECT_INJECTED(sim, kind, call, want)                                              \
+    do {                                                                                     \
+        uint64_t c0_ = tide_io_sim_calls(sim), f0_ = tide_io_sim_faults(sim);                \
+        OK(tide_io_sim_fail_at((sim), 1, (kind), 0));                                        \
+        EXPECT((call), (want));                                                              \
+        expect_message_has("injected", #call);                                               \
+        if (tide_io_sim_calls(sim) - c0_ != 1 || tide_io_sim_faults(sim) - f0_ != 1)         \
+            fail_msg("%s: expected one counted call and one fault", #call);                  \
+    } while (0)
+
+static void fail_at_fails_mkdir_rmdir_and_list_with_no_effect(void **state)
+{
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    uint64_t c0;
+    int entries = 0;
+
+    OK(tide_io_sim_mkdir(sim, "/s/old"));
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_EIO, io->mkdir(io, "/s/new"), TIDE_EIO);
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_ENOSPC, io->mkdir(io, "/s/new"), TIDE_ENOSPC);
+    if (is_dir_at(sim, "/s/new") || tide_io_sim_pending_ns_count(sim) != 0)
+        fail_msg("a failed mkdir made its directory");
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_EIO, io->rmdir(io, "/s/old"), TIDE_EIO);
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_ENOSPC, io->rmdir(io, "/s/old"), TIDE_EIO);
+    if (!is_dir_at(sim, "/s/old") || tide_io_sim_pending_ns_count(sim) != 0)
+        fail_msg("a failed rmdir removed its directory");
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_EIO, io->list(io, "/s", count_entry, &entries), TIDE_EIO);
+    if (entries != 0) fail_msg("a failed list called back %d times", entries);
+    c0 = tide_io_sim_calls(sim);
+    OK(io->mkdir(io, "/s/new"));
+    OK(io->rmdir(io, "/s/old"));
+    OK(io->list(io, "/s", count_entry, &entries));
+    if (tide_io_sim_calls(sim) - c0 != 3 || entries != 1)
+        fail_msg("mkdir, rmdir, list unfaulted: expected 3 counted calls and 1 entry, got %llu "
+                 "and %d", (unsigned long long)(tide_io_sim_calls(sim) - c0), entries);
 }
 
 static void open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE(void **state)
@@ -1621,6 +1912,12 @@ int main(void)
         TP(every_subset_of_three_pending_writes_is_a_distinct_crash_state),
         TP(a_crash_state_tears_the_chosen_write_at_the_chosen_boundary),
         TP(open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE),
+        cmocka_unit_test_setup_teardown(
+            the_same_directory_script_gives_the_same_results_on_posix_and_the_sim,
+            setup_paranoid, teardown_scratch),
+        TP(a_mkdir_needs_sync_dir_of_its_parent_to_survive_a_crash),
+        TP(an_rmdir_needs_sync_dir_of_its_parent_to_survive_a_crash),
+        TP(fail_at_fails_mkdir_rmdir_and_list_with_no_effect),
         TP(crash_state_ns_keeps_any_subset_of_the_pending_unlinks),
         TP(a_clone_is_independent_of_its_original),
         TP(locks_conflict_like_flock),

@@ -155,8 +155,8 @@ void tide_io_sim_destroy(tide_io_sim *sim)
     free(sim->nsops);
     ti_sim_ns_free(&sim->cur_ns);
     ti_sim_ns_free(&sim->dur_ns);
-    for (size_t i = 0; i < sim->ndirs; i++) free(sim->dirs[i]);
-    free(sim->dirs);
+    ti_sim_dirset_free(&sim->dirs);
+    ti_sim_dirset_free(&sim->dur_dirs);
     free(sim->holders);
     while (sim->inodes) {
         inode *i = sim->inodes;
@@ -224,7 +224,7 @@ static int clone_nsops(tide_io_sim *sim, tide_io_sim *c)
 {
     for (size_t k = 0; k < sim->nnsops; k++) {
         const nsop *o = &sim->nsops[k];
-        nsop n = { { { NULL, NULL }, { NULL, NULL } } };
+        nsop n = { { { NULL, NULL }, { NULL, NULL } }, o->dir };
         if (ti_sim_grow(&c->nsops, &c->nsops_cap, c->nnsops + 1, sizeof *c->nsops) != 0)
             return TIDE_ENOMEM;
         for (int j = 0; j < 2; j++) {
@@ -242,11 +242,9 @@ static int clone_nsops(tide_io_sim *sim, tide_io_sim *c)
 
 static int clone_dirs(tide_io_sim *sim, tide_io_sim *c)
 {
-    if (ti_sim_grow(&c->dirs, &c->dirs_cap, sim->ndirs, sizeof *c->dirs) != 0) return TIDE_ENOMEM;
-    for (size_t k = 0; k < sim->ndirs; k++) {
-        if ((c->dirs[k] = strdup(sim->dirs[k])) == NULL) return TIDE_ENOMEM;
-        c->ndirs++;
-    }
+    if (ti_sim_dirset_copy(&c->dirs, &sim->dirs) != 0
+        || ti_sim_dirset_copy(&c->dur_dirs, &sim->dur_dirs) != 0)
+        return TIDE_ENOMEM;
     return 0;
 }
 
@@ -292,14 +290,6 @@ int tide_io_sim_clone(tide_io_sim *sim, tide_io_sim **out)
 
 /* ---- test helpers ---- */
 
-/* Is `p` (normalised) listed in sim->dirs? */
-static int dir_listed(const tide_io_sim *sim, const char *p)
-{
-    for (size_t i = 0; i < sim->ndirs; i++)
-        if (strcmp(sim->dirs[i], p) == 0) return 1;
-    return 0;
-}
-
 int tide_io_sim_mkdir(tide_io_sim *sim, const char *path)
 {
     char p[SIM_PATH_MAX];
@@ -314,19 +304,24 @@ int tide_io_sim_mkdir(tide_io_sim *sim, const char *path)
             goto out;
         }
     }
-    /* The directory and each parent: "/a/b" lists "/a/b" and "/a". */
+    /* The directory and each parent: "/a/b" lists "/a/b" and "/a", in
+     * both sets, a pending mkdir or rmdir of them forgotten. */
     if ((rc = ti_sim_norm(path, p, "mkdir")) != 0) goto out;
     for (size_t n = strlen(p); n > 0; n = ti_sim_dir_len(p)) {
-        char *d;
+        int had;
         p[n] = '\0';
         if (strcmp(p, "/") == 0) break;
-        if (dir_listed(sim, p)) continue;
-        if (ti_sim_grow(&sim->dirs, &sim->dirs_cap, sim->ndirs + 1, sizeof *sim->dirs) != 0
-            || (d = strdup(p)) == NULL) {
+        had = ti_sim_dirset_has(&sim->dirs, p);
+        if (ti_sim_dirset_put(&sim->dirs, p, 1) != 0) {
             rc = tide_err_set(TIDE_ENOMEM, "sim: %s: mkdir: out of memory", p);
             goto out;
         }
-        sim->dirs[sim->ndirs++] = d;
+        if (ti_sim_dirset_put(&sim->dur_dirs, p, 1) != 0) {
+            if (!had) ti_sim_dirset_put(&sim->dirs, p, 0);   /* as it was */
+            rc = tide_err_set(TIDE_ENOMEM, "sim: %s: mkdir: out of memory", p);
+            goto out;
+        }
+        ti_sim_dirops_forget(sim, p);
     }
 out:
     ti_sim_unlock(sim);
