@@ -7,7 +7,11 @@
  * unlinks and renames sometimes; torn writes as a 512-byte aligned prefix),
  * every fault kind of fail_at, the full disk, the exhaustive crash states,
  * clones and locks, all with the bytes checked at every call (paranoid
- * mode); and that each invariant of io_sim.c, broken on purpose in a
+ * mode); the directory calls (mkdir, rmdir, list: one script run on the
+ * POSIX io in a scratch directory and on the sim, compared line by line
+ * with each other and with the expected text; a mkdir or rmdir lost or
+ * kept by a crash until sync_dir of its parent; each failed by fail_at);
+ * and that each invariant of io_sim.c, broken on purpose in a
  * child process, aborts the next call there. The second part runs the real store on the sim: 2000
  * items through a reopen, then crashes after a synced batch (at every call
  * of the next commit, and at live snapshots of a running store), each

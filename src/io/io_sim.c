@@ -10,9 +10,18 @@
  * made to it since that sync. Namespace changes are pending too: every
  * create, unlink and rename appends a namespace operation made of one or
  * two effects, "path now names inode I" or "path names nothing" (a rename
- * is both). Directories are not objects: a directory exists when
- * tide_io_sim_mkdir made it (or a child of it), or when a current file lies
- * under it; they are always durable.
+ * is both). Directories are names without inodes: a directory exists when
+ * it is in the CURRENT set of directories made (by tide_io_sim_mkdir, which
+ * also puts it and its parents in the DURABLE set at once, or by the
+ * tide_io's mkdir), or when a current file lies under it (an implicit
+ * directory, always there). The tide_io's mkdir and rmdir change the
+ * current set and append a namespace operation of one effect, "directory
+ * D is made" or "D is removed", pending like a create until sync_dir of
+ * D's parent applies it to the durable set. A crash keeps or loses it like
+ * any namespace operation; a file made durable inside a directory whose
+ * mkdir the crash lost keeps its name, and so an implicit directory (the
+ * sim does not lose a synced file for its parent's sake: code that syncs
+ * the parent first never meets the difference).
  *
  *   sync(f)        durable image := current image; f's pending ops go.
  *   sync_dir(d)    every pending effect on a path whose directory is d is
@@ -39,6 +48,9 @@
  *   2. Current namespace == durable namespace with the pending effects of
  *      sim->nsops (those not yet retired by a sync_dir) applied in order;
  *      every namespace operation in sim->nsops has one such effect at least.
+ *      Likewise the current set of directories made == the durable set
+ *      with the pending mkdirs and rmdirs applied in order, and no
+ *      directory made has a current file's name.
  *   3. Every inode in sim->inodes is named by either namespace or by a
  *      pending effect, or held by a handle of the present generation: the
  *      calls that can leave one unreachable run gc(), which frees it with
@@ -59,7 +71,8 @@
  *      the sim alone then) and the validation of fail_at's arguments; the
  *      tide_io counters are also updated with relaxed atomics so readers
  *      outside the sim need no lock.
- * (Before issue 11, 2 did not say that retired effects are skipped, 3 said
+ * (Before issue 12, 2 had no directories: they were always durable.
+ * Before issue 11, 2 did not say that retired effects are skipped, 3 said
  * only that gc frees what nothing reaches, which a sync_dir out of memory
  * broke by skipping its gc, 5 gave no state to check and 6 said
  * "everything".)
@@ -72,8 +85,8 @@
  *
  * Decisions a test relies on:
  *   - Counted calls: open, read_at, write_at, sync, truncate, size, lock,
- *     unlink, rename, sync_dir, stat, whatever their outcome (also on a dead
- *     handle). close is not counted and never fails; nor are the test
+ *     unlink, rename, sync_dir, stat, mkdir, rmdir, list, whatever their
+ *     outcome (also on a dead handle). close is not counted and never fails; nor are the test
  *     helpers of io_sim.h. The fault of fail_at is checked right after
  *     counting, before any other check.
  *   - An injected EIO or ENOSPC never has an effect, on a sync as well: the
@@ -106,6 +119,12 @@
  *     is a name and nothing else: open refuses it with TIDE_ENOTSTORE, as
  *     it refuses a directory, and stat, unlink and rename treat it as a
  *     file. No call blocks on it.
+ *   - list reports the current namespace: the files directly in the
+ *     directory, and as directories the directories made in it and the
+ *     first component of any deeper file's path. The names are collected
+ *     under the mutex and the callback runs after it is released. rmdir
+ *     refuses an implicit directory as not empty (it has the file that
+ *     makes it).
  *
  * Never: let a dead handle reach its inode (the crash may have freed it);
  *   never call out of the sim (no callbacks) while holding sim->mu.

@@ -176,7 +176,8 @@ static void check_names(const tide_io_sim *sim)
     for (size_t k = 0; k < sim->nnsops; k++)
         for (int j = 0; j < 2; j++) {
             const char *p = sim->nsops[k].eff[j].path;
-            if (p && !sim->nsops[k].dir) TIDE_ASSERT(ti_sim_ns_get(&sim->cur_ns, p) == expected_at(sim, p));
+            if (p && !sim->nsops[k].dir)
+                TIDE_ASSERT(ti_sim_ns_get(&sim->cur_ns, p) == expected_at(sim, p));
         }
 }
 

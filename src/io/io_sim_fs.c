@@ -17,7 +17,8 @@
  *      and append the op in one step, with ino->npending counting it; only
  *      ti_sim_ops_drop and ti_sim_ops_clear remove ops, and they zero the
  *      count (io_sim.c invariant 1).
- *   3. A namespace holds each path at most once (ti_sim_ns_set replaces).
+ *   3. A namespace, and a set of directories, holds each path at most once
+ *      (ti_sim_ns_set replaces, ti_sim_dirset_put adds once).
  *      An effect is retired by setting its path to NULL, and a namespace
  *      operation with both paths NULL leaves the list at once (io_sim.c
  *      invariant 2).

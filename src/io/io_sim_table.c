@@ -4,7 +4,8 @@
  * Each function is one call of io.h carried out on the model of io_sim.c.
  * Every counted call starts in one of two prologues: file_enter for a call
  * on a handle (read_at, write_at, sync, truncate, size, lock), path_enter
- * for a call on a path (open, unlink, rename, sync_dir, stat). A prologue
+ * for a call on a path (open, unlink, rename, sync_dir, stat, mkdir,
+ * rmdir, list). A prologue
  * takes sim->mu, counts the call, fails it when fail_at's fault lands on it
  * (unless the call makes that fault itself: SHORT_WRITE on a write,
  * SYNC_FAIL on a sync), and then refuses a dead handle or normalises the
@@ -25,7 +26,8 @@
  *      unlink, rename, sync_dir) runs ti_sim_gc before it returns.
  *
  * Never: call out of the sim while holding sim->mu (holders copies what it
- *   reports into the caller's array; tide_err_clear runs after the unlock).
+ *   reports into the caller's array; tide_err_clear runs after the unlock;
+ *   list calls back only after the unlock).
  */
 #include <stdio.h>
 #include <stdlib.h>
