@@ -961,6 +961,33 @@ static void a_mkdir_needs_sync_dir_of_its_parent_to_survive_a_crash(void **state
         fail_msg("a synced mkdir: expected every crash to keep it, %d of 64 did", n);
 }
 
+static void a_crash_that_loses_a_mkdir_loses_the_synced_files_inside(void **state)
+{
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    tide_io_sim *c;
+    tide_file *f;
+
+    OK(tide_io_sim_mkdir(sim, "/s"));
+    OK(io->mkdir(io, "/s/gen-1"));
+    OK(io->mkdir(io, "/s/gen-1/sub"));
+    f = open_file(io, "/s/gen-1/nudb.dat", TIDE_IO_CREATE);
+    OK(write_fill(io, f, 0, 0x5a, 100));
+    OK(io->sync(f));
+    io->close(f);
+    OK(io->sync_dir(io, "/s/gen-1"));       /* the file and sub durable in gen-1 */
+    expect_one_pending_ns_op(sim, "mkdir /s/gen-1");
+    c = clone_of(sim);
+    OK(tide_io_sim_crash_state_ns(c, 0, 0));
+    if (is_dir_at(c, "/s/gen-1") || is_dir_at(c, "/s/gen-1/sub") || exists(c, "/s/gen-1/nudb.dat"))
+        fail_msg("a crash that loses mkdir /s/gen-1 left its directory, sub or nudb.dat");
+    tide_io_sim_destroy(c);
+    OK(io->sync_dir(io, "/s"));
+    OK(tide_io_sim_crash(sim, g_seed));
+    if (!is_dir_at(sim, "/s/gen-1/sub") || !exists(sim, "/s/gen-1/nudb.dat"))
+        fail_msg("with the parent synced too, a crash lost sub or nudb.dat");
+}
+
 static void an_rmdir_needs_sync_dir_of_its_parent_to_survive_a_crash(void **state)
 {
     tide_io_sim *sim = *state;
@@ -1261,6 +1288,8 @@ static void a_broken_invariant_aborts_the_next_call_and_names_itself(void **stat
     static const struct { int what; const char *expr; const char *name; } cases[] = {
         { TIDE_IO_SIM_BREAK_PENDING_COUNT, "i->npending == i->seen_ops", "1: a pending count" },
         { TIDE_IO_SIM_BREAK_NAME, "cur_ns", "2: a name dropped" },
+        { TIDE_IO_SIM_BREAK_DIR, "ti_sim_dirset_has(&sim->dirs, p) == expected_dir(sim, p)",
+          "2: a directory durable only" },
         { TIDE_IO_SIM_BREAK_ORPHAN, "i->seen_refs > 0 || i->handles > 0", "3: an orphan inode" },
         { TIDE_IO_SIM_BREAK_LOCKS, "i->excl_locks == 0", "4: two exclusive locks" },
         { TIDE_IO_SIM_BREAK_SIZE, "m->size <= m->cap", "5: a size past the allocation" },
@@ -1920,6 +1949,7 @@ int main(void)
             the_same_directory_script_gives_the_same_results_on_posix_and_the_sim,
             setup_paranoid, teardown_scratch),
         TP(a_mkdir_needs_sync_dir_of_its_parent_to_survive_a_crash),
+        TP(a_crash_that_loses_a_mkdir_loses_the_synced_files_inside),
         TP(an_rmdir_needs_sync_dir_of_its_parent_to_survive_a_crash),
         TP(fail_at_fails_mkdir_rmdir_and_list_with_no_effect),
         TP(crash_state_ns_keeps_any_subset_of_the_pending_unlinks),

@@ -18,10 +18,9 @@
  * current set and append a namespace operation of one effect, "directory
  * D is made" or "D is removed", pending like a create until sync_dir of
  * D's parent applies it to the durable set. A crash keeps or loses it like
- * any namespace operation; a file made durable inside a directory whose
- * mkdir the crash lost keeps its name, and so an implicit directory (the
- * sim does not lose a synced file for its parent's sake: code that syncs
- * the parent first never meets the difference).
+ * any namespace operation, and when it loses a mkdir it loses what was
+ * made inside, files and directories, synced or not (nothing on a disk
+ * reaches them). A directory no mkdir made (implicit) is never lost.
  *
  *   sync(f)        durable image := current image; f's pending ops go.
  *   sync_dir(d)    every pending effect on a path whose directory is d is
@@ -530,7 +529,7 @@ void tide_io_sim_set_paranoid(tide_io_sim *sim, int on)
 }
 
 /* Break the file `ino` (NULL: none at the path) as `what` says. */
-static int break_file(tide_io_sim *sim, inode *ino, const char *p, tide_io_sim_breakage what)
+static int break_file(tide_io_sim *sim, inode *ino, char *p, tide_io_sim_breakage what)
 {
     if (ino == NULL) return tide_err_set(TIDE_ENOENT, "sim: %s: break: no such file", p);
     switch (what) {
@@ -538,6 +537,9 @@ static int break_file(tide_io_sim *sim, inode *ino, const char *p, tide_io_sim_b
     case TIDE_IO_SIM_BREAK_NAME: ti_sim_ns_set(&sim->cur_ns, p, NULL); return 0;
     case TIDE_IO_SIM_BREAK_LOCKS: ino->excl_locks = 2; return 0;
     case TIDE_IO_SIM_BREAK_SIZE: ino->cur.size = ino->cur.cap + 1; return 0;
+    case TIDE_IO_SIM_BREAK_DIR:
+        p[ti_sim_dir_len(p)] = '\0';
+        return ti_sim_dirset_put(&sim->dur_dirs, p, 1);
     case TIDE_IO_SIM_BREAK_BYTE:
         if (ino->cur.size == 0) break;
         ino->cur.b[ino->cur.size / 2] ^= 0xff;

@@ -204,7 +204,8 @@ uint64_t tide_io_sim_usage(tide_io_sim *sim);
  *   - each pending namespace operation (create, unlink, rename, the half
  *     of a rename whose other directory was synced, mkdir, rmdir) is kept
  *     or dropped (one in two), kept ones applied to the durable namespace
- *     in their order.
+ *     in their order; a directory whose mkdir is dropped goes with every
+ *     file and directory under it, synced or not.
  * Afterwards current == durable == that image, nothing is pending, every
  * old tide_file fails with TIDE_EIO (close still frees it), no lock is
  * held, and no fault is armed. Files no name reaches are freed.
@@ -295,6 +296,8 @@ typedef enum tide_io_sim_breakage {
     TIDE_IO_SIM_BREAK_LOCKS,              /* 4: the file's count of exclusive locks, two */
     TIDE_IO_SIM_BREAK_SIZE,               /* 5: the file's current size past its allocation */
     TIDE_IO_SIM_BREAK_UNLOCKED,           /* 6: run the check without holding the mutex */
+    TIDE_IO_SIM_BREAK_DIR,                /* 2: the file's directory put in the durable set
+                                             of directories made only, no rmdir pending */
 } tide_io_sim_breakage;
 
 /*

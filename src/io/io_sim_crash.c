@@ -28,6 +28,10 @@
  *   4. The same sim and seed give the same crash: the draw is the seeded
  *      splitmix64 sequence (tide_random_next64), two bits and a position
  *      per write, one bit per namespace operation, in that order.
+ *   5. A directory whose pending mkdir the image does not keep (so it is
+ *      not in the staged durable set) takes everything named under it out
+ *      of the image, synced or not; an implicit directory (no mkdir) is
+ *      never lost.
  *
  * Never: apply a namespace effect a sync_dir already retired, or an op of
  *   an inode gc has freed.
@@ -61,9 +65,35 @@ static int stage_images(tide_io_sim *sim, const unsigned char *keep, const size_
     return 0;
 }
 
+/* Take out of *dur and *ddur everything under directory `d`. */
+static void drop_under(ns *dur, dirset *ddur, const char *d)
+{
+    size_t n = strlen(d);
+
+    for (size_t k = dur->n; k-- > 0;)
+        if (strncmp(dur->e[k].path, d, n) == 0 && dur->e[k].path[n] == '/')
+            ti_sim_ns_set(dur, dur->e[k].path, NULL);
+    for (size_t k = ddur->n; k-- > 0;)
+        if (strncmp(ddur->v[k], d, n) == 0 && ddur->v[k][n] == '/')
+            ti_sim_dirset_put(ddur, ddur->v[k], 0);
+}
+
+/* A directory whose mkdir is pending and not in the staged durable set
+ * was lost, and with it whatever its entries named, synced or not: on a
+ * disk nothing reaches them. (A directory no mkdir made, implicit, is
+ * never lost.) */
+static void drop_lost_dirs(tide_io_sim *sim, ns *dur, dirset *ddur)
+{
+    for (size_t k = 0; k < sim->nnsops; k++) {
+        const nsop *o = &sim->nsops[k];
+        if (o->dir == SIM_MKDIR && !ti_sim_dirset_has(ddur, o->eff[0].path))
+            drop_under(dur, ddur, o->eff[0].path);
+    }
+}
+
 /* The durable namespace and directories with the kept namespace
- * operations applied, into *dur and *ddur, and a copy of each into *cur
- * and *dcur. */
+ * operations applied, less what lost directories held, into *dur and
+ * *ddur, and a copy of each into *cur and *dcur. */
 static int stage_names(tide_io_sim *sim, const unsigned char *nskeep, ns *dur, ns *cur,
                        dirset *ddur, dirset *dcur)
 {
@@ -80,6 +110,7 @@ static int stage_names(tide_io_sim *sim, const unsigned char *nskeep, ns *dur, n
                 return TIDE_ENOMEM;
         }
     }
+    drop_lost_dirs(sim, dur, ddur);
     if (ti_sim_dirset_copy(dcur, ddur) != 0) return TIDE_ENOMEM;
     return ti_sim_ns_copy(cur, dur, 0);
 }
