@@ -68,14 +68,10 @@ static int stage_images(tide_io_sim *sim, const unsigned char *keep, const size_
 /* Take out of *dur and *ddur everything under directory `d`. */
 static void drop_under(ns *dur, dirset *ddur, const char *d)
 {
-    size_t n = strlen(d);
-
     for (size_t k = dur->n; k-- > 0;)
-        if (strncmp(dur->e[k].path, d, n) == 0 && dur->e[k].path[n] == '/')
-            ti_sim_ns_set(dur, dur->e[k].path, NULL);
+        if (ti_sim_under(dur->e[k].path, d)) ti_sim_ns_set(dur, dur->e[k].path, NULL);
     for (size_t k = ddur->n; k-- > 0;)
-        if (strncmp(ddur->v[k], d, n) == 0 && ddur->v[k][n] == '/')
-            ti_sim_dirset_put(ddur, ddur->v[k], 0);
+        if (ti_sim_under(ddur->v[k], d)) ti_sim_dirset_put(ddur, ddur->v[k], 0);
 }
 
 /* A directory whose mkdir is pending and not in the staged durable set

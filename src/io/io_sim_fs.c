@@ -330,16 +330,19 @@ int ti_sim_dirset_copy(dirset *dst, const dirset *src)
     return 0;
 }
 
+int ti_sim_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+
+    return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
 int ti_sim_is_dir(const tide_io_sim *sim, const char *path)
 {
-    size_t n = strlen(path);
-
-    if (n == 0 || strcmp(path, "/") == 0) return 1;
+    if (path[0] == '\0' || strcmp(path, "/") == 0) return 1;
     if (ti_sim_dirset_has(&sim->dirs, path)) return 1;
-    for (size_t i = 0; i < sim->cur_ns.n; i++) {
-        const char *p = sim->cur_ns.e[i].path;
-        if (strncmp(p, path, n) == 0 && p[n] == '/') return 1;
-    }
+    for (size_t i = 0; i < sim->cur_ns.n; i++)
+        if (ti_sim_under(sim->cur_ns.e[i].path, path)) return 1;
     return 0;
 }
 

@@ -200,6 +200,9 @@ void ti_sim_dirset_free(dirset *s);
 /* dst := a copy of src (dst empty). No effect on failure. */
 int ti_sim_dirset_copy(dirset *dst, const dirset *src);
 
+/* Does `path` lie under directory `dir` (at any depth; dir not "/")? */
+int ti_sim_under(const char *path, const char *dir);
+
 /* Is `path` a directory (made by mkdir, a parent of one, or above a
  * current file)? Does the directory of `path` exist? */
 int ti_sim_is_dir(const tide_io_sim *sim, const char *path);

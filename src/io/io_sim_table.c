@@ -406,6 +406,17 @@ out:
     return rc;
 }
 
+/* Why normalised `d` cannot be used as a directory by `what`: TIDE_EIO
+ * when a file has the name, TIDE_ENOENT when nothing does; else 0. */
+static int dir_refusal(const tide_io_sim *sim, const char *d, const char *what)
+{
+    if (ti_sim_ns_get(&sim->cur_ns, d) != NULL)
+        return tide_err_set(TIDE_EIO, "sim: %s: %s: not a directory", d, what);
+    if (!ti_sim_is_dir(sim, d))
+        return tide_err_set(TIDE_ENOENT, "sim: %s: %s: no such directory", d, what);
+    return 0;
+}
+
 static int sim_sync_dir(tide_io *io, const char *dir)
 {
     tide_io_sim *sim = (tide_io_sim *)io;
@@ -413,14 +424,7 @@ static int sim_sync_dir(tide_io *io, const char *dir)
     int rc;
 
     if ((rc = path_enter(sim, dir, "sync directory", 1, d)) != 0) goto out;
-    if (ti_sim_ns_get(&sim->cur_ns, d) != NULL) {
-        rc = tide_err_set(TIDE_EIO, "sim: %s: sync directory: not a directory", d);
-        goto out;
-    }
-    if (!ti_sim_is_dir(sim, d)) {
-        rc = tide_err_set(TIDE_ENOENT, "sim: %s: sync directory: no such directory", d);
-        goto out;
-    }
+    if ((rc = dir_refusal(sim, d, "sync directory")) != 0) goto out;
     if (ti_sim_nsops_retire(sim, d, 1, 1) != 0) {
         /* Effects applied so far are durable and retired; the rest stay
          * pending. Invariant 2 holds either way; an inode the applied
@@ -486,13 +490,10 @@ out:
 /* Does anything current (a file, or a directory made) lie under `dir`? */
 static int has_entries(const tide_io_sim *sim, const char *dir)
 {
-    size_t n = strlen(dir);
-
     for (size_t i = 0; i < sim->cur_ns.n; i++)
-        if (strncmp(sim->cur_ns.e[i].path, dir, n) == 0 && sim->cur_ns.e[i].path[n] == '/')
-            return 1;
+        if (ti_sim_under(sim->cur_ns.e[i].path, dir)) return 1;
     for (size_t i = 0; i < sim->dirs.n; i++)
-        if (strncmp(sim->dirs.v[i], dir, n) == 0 && sim->dirs.v[i][n] == '/') return 1;
+        if (ti_sim_under(sim->dirs.v[i], dir)) return 1;
     return 0;
 }
 
@@ -503,14 +504,7 @@ static int sim_rmdir(tide_io *io, const char *path)
     int rc;
 
     if ((rc = path_enter(sim, path, "rmdir", 0, p)) != 0) goto out;
-    if (ti_sim_ns_get(&sim->cur_ns, p)) {
-        rc = tide_err_set(TIDE_EIO, "sim: %s: rmdir: not a directory", p);
-        goto out;
-    }
-    if (!ti_sim_is_dir(sim, p)) {
-        rc = tide_err_set(TIDE_ENOENT, "sim: %s: rmdir: no such directory", p);
-        goto out;
-    }
+    if ((rc = dir_refusal(sim, p, "rmdir")) != 0) goto out;
     /* A directory only a file under it makes (never mkdir'd) has that
      * file; the root and a bare name's "" always have the rest. */
     if (has_entries(sim, p) || !ti_sim_dirset_has(&sim->dirs, p)) {
@@ -585,14 +579,7 @@ static int sim_list(tide_io *io, const char *dir,
     int rc;
 
     if ((rc = path_enter(sim, dir, "list", 0, d)) != 0) goto out;
-    if (ti_sim_ns_get(&sim->cur_ns, d)) {
-        rc = tide_err_set(TIDE_EIO, "sim: %s: list: not a directory", d);
-        goto out;
-    }
-    if (!ti_sim_is_dir(sim, d)) {
-        rc = tide_err_set(TIDE_ENOENT, "sim: %s: list: no such directory", d);
-        goto out;
-    }
+    if ((rc = dir_refusal(sim, d, "list")) != 0) goto out;
     if (list_collect(sim, d, &v, &n) != 0)
         rc = tide_err_set(TIDE_ENOMEM, "sim: %s: list: out of memory", d);
 out:
