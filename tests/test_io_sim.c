@@ -7,7 +7,11 @@
  * unlinks and renames sometimes; torn writes as a 512-byte aligned prefix),
  * every fault kind of fail_at, the full disk, the exhaustive crash states,
  * clones and locks, all with the bytes checked at every call (paranoid
- * mode); and that each invariant of io_sim.c, broken on purpose in a
+ * mode); the directory calls (mkdir, rmdir, list: one script run on the
+ * POSIX io in a scratch directory and on the sim, compared line by line
+ * with each other and with the expected text; a mkdir or rmdir lost or
+ * kept by a crash until sync_dir of its parent; each failed by fail_at);
+ * and that each invariant of io_sim.c, broken on purpose in a
  * child process, aborts the next call there. The second part runs the real store on the sim: 2000
  * items through a reopen, then crashes after a synced batch (at every call
  * of the next commit, and at live snapshots of a running store), each
@@ -152,6 +156,14 @@ static int teardown(void **state)
 {
     tide_io_sim_destroy(*state);
     return 0;
+}
+
+/* For a test that also makes a scratch directory: th_teardown removes it
+ * whatever the outcome. */
+static int teardown_scratch(void **state)
+{
+    teardown(state);
+    return th_teardown(NULL);
 }
 
 /* ---- reads and writes ---- */
@@ -738,6 +750,316 @@ static void a_crash_state_tears_the_chosen_write_at_the_chosen_boundary(void **s
     free(img);
 }
 
+/* ---- directories: mkdir, rmdir, list ---- */
+
+/* What a script of directory calls saw, one line a step, for comparing the
+ * two implementations (and the expected text). */
+typedef struct dir_log {
+    char text[4096];
+    size_t len;
+    int stop_after;              /* list_entry returns 7 after this many; 0: never */
+    int seen;
+} dir_log;
+
+static void log_line(dir_log *l, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(l->text + l->len, sizeof l->text - l->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof l->text - l->len) fail_msg("directory script log is full");
+    l->len += (size_t)n;
+}
+
+static int list_entry(void *arg, const char *name, int is_dir)
+{
+    dir_log *l = arg;
+
+    log_line(l, " %s%s", name, is_dir ? "/" : "");
+    if (l->stop_after && ++l->seen == l->stop_after) return 7;
+    return 0;
+}
+
+/* Log `what`, the call's code, and for a list its entries. */
+static void log_list(dir_log *l, tide_io *io, const char *root, const char *rel, int stop)
+{
+    char p[2200];
+    int rc;
+
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    l->stop_after = stop;
+    l->seen = 0;
+    log_line(l, "list %s:", rel);
+    rc = io->list(io, p, list_entry, l);
+    log_line(l, " = %d\n", rc);
+}
+
+static void log_call(dir_log *l, tide_io *io, const char *root, const char *what, const char *rel)
+{
+    char p[2200];
+    int rc;
+
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    if (strcmp(what, "mkdir") == 0) rc = io->mkdir(io, p);
+    else if (strcmp(what, "rmdir") == 0) rc = io->rmdir(io, p);
+    else if (strcmp(what, "unlink") == 0) rc = io->unlink(io, p);
+    else if (strcmp(what, "stat") == 0) rc = io->stat(io, p, NULL);
+    else {
+        tide_file *f = NULL;
+        rc = io->open(io, p, TIDE_IO_CREATE, &f);
+        if (rc == 0) io->close(f);
+    }
+    log_line(l, "%s %s = %d\n", what, rel, rc);
+}
+
+/* One script of directory calls under `root` (an existing empty
+ * directory), every result logged. */
+static void dir_script(tide_io *io, const char *root, dir_log *l)
+{
+    static const char *const steps[][2] = {
+        { "mkdir", "/a" }, { "mkdir", "/a" }, { "mkdir", "/x/y" }, { "create", "/a/zeta" },
+        { "create", "/a/alpha" }, { "mkdir", "/a/mid" }, { "mkdir", "/a/zeta" },
+        { "create", "/a/mid/f" }, { "rmdir", "/a" }, { "rmdir", "/a/zeta" },
+        { "rmdir", "/nope" }, { "rmdir", "/a/mid" },
+    };
+
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        log_call(l, io, root, steps[i][0], steps[i][1]);
+    log_list(l, io, root, "", 0);
+    log_list(l, io, root, "/a", 0);
+    log_list(l, io, root, "/a", 2);     /* stops after two: fn's 7 comes back */
+    log_list(l, io, root, "/nope", 0);
+    log_list(l, io, root, "/a/zeta", 0);
+    log_call(l, io, root, "unlink", "/a/mid/f");
+    log_call(l, io, root, "rmdir", "/a/mid");
+    log_call(l, io, root, "unlink", "/a/zeta");
+    log_call(l, io, root, "unlink", "/a/alpha");
+    log_call(l, io, root, "rmdir", "/a");
+    log_call(l, io, root, "stat", "/a");
+    log_list(l, io, root, "", 0);
+}
+
+static const char dir_script_expected[] =
+    "mkdir /a = 0\n"
+    "mkdir /a = -7\n"                    /* TIDE_EEXIST */
+    "mkdir /x/y = -8\n"                  /* TIDE_ENOENT: no parent */
+    "create /a/zeta = 0\n"
+    "create /a/alpha = 0\n"
+    "mkdir /a/mid = 0\n"
+    "mkdir /a/zeta = -7\n"               /* a file has the name */
+    "create /a/mid/f = 0\n"
+    "rmdir /a = -17\n"                   /* TIDE_ENOTEMPTY */
+    "rmdir /a/zeta = -3\n"               /* a file: TIDE_EIO */
+    "rmdir /nope = -8\n"
+    "rmdir /a/mid = -17\n"
+    "list : a/ = 0\n"
+    "list /a: alpha mid/ zeta = 0\n"     /* sorted by name */
+    "list /a: alpha mid/ = 7\n"
+    "list /nope: = -8\n"
+    "list /a/zeta: = -3\n"
+    "unlink /a/mid/f = 0\n"
+    "rmdir /a/mid = 0\n"
+    "unlink /a/zeta = 0\n"
+    "unlink /a/alpha = 0\n"
+    "rmdir /a = 0\n"
+    "stat /a = -8\n"
+    "list : = 0\n";
+
+static void the_same_directory_script_gives_the_same_results_on_posix_and_the_sim(void **state)
+{
+    tide_io_sim *sim = *state;
+    dir_log *posix = calloc(1, sizeof *posix), *simlog = calloc(1, sizeof *simlog);
+    char dir[2048];
+
+    assert_non_null(posix);
+    assert_non_null(simlog);
+    if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("no scratch directory");
+    dir_script(tide_io_posix(), dir, posix);
+    th_scratch_remove(dir);
+    OK(tide_io_sim_mkdir(sim, "/s"));
+    dir_script(tide_io_sim_io(sim), "/s", simlog);
+    if (strcmp(posix->text, dir_script_expected) != 0)
+        fail_msg("POSIX io: expected\n%s\ngot\n%s", dir_script_expected, posix->text);
+    if (strcmp(simlog->text, posix->text) != 0)
+        fail_msg("sim: expected what the POSIX io gave\n%s\ngot\n%s", posix->text, simlog->text);
+    free(posix);
+    free(simlog);
+}
+
+/* Is there a directory at `path` (stat through the io)? */
+static int is_dir_at(tide_io_sim *sim, const char *path)
+{
+    tide_io *io = tide_io_sim_io(sim);
+    int d = 0;
+
+    return io->stat(io, path, &d) == 0 && d;
+}
+
+/* After a crash that keeps (keep) or loses the one pending namespace
+ * operation, of a clone: is there a directory at `path`? */
+static int dir_after_crash_state(tide_io_sim *sim, int keep, const char *path)
+{
+    tide_io_sim *c = clone_of(sim);
+    int there;
+
+    OK(tide_io_sim_crash_state_ns(c, 0, keep ? 1 : 0));
+    there = is_dir_at(c, path);
+    tide_io_sim_destroy(c);
+    return there;
+}
+
+/* How many of 64 seeded crashes of clones leave a directory at `path`. */
+static int dirs_after_64_crashes(tide_io_sim *sim, const char *path)
+{
+    int there = 0;
+
+    for (uint64_t s = 0; s < 64; s++) {
+        tide_io_sim *c = clone_of(sim);
+        OK(tide_io_sim_crash(c, g_seed + s));
+        there += is_dir_at(c, path);
+        tide_io_sim_destroy(c);
+    }
+    return there;
+}
+
+static void expect_one_pending_ns_op(tide_io_sim *sim, const char *want)
+{
+    char what[128];
+
+    if (tide_io_sim_pending_ns_count(sim) != 1)
+        fail_msg("expected one pending namespace operation (%s), got %llu", want,
+                 (unsigned long long)tide_io_sim_pending_ns_count(sim));
+    OK(tide_io_sim_pending_ns_op(sim, 0, what, sizeof what));
+    if (strcmp(what, want) != 0) fail_msg("pending namespace op 0: expected '%s', got '%s'", want, what);
+}
+
+static void a_mkdir_needs_sync_dir_of_its_parent_to_survive_a_crash(void **state)
+{
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    int n;
+
+    OK(tide_io_sim_mkdir(sim, "/s"));
+    OK(io->mkdir(io, "/s/gen-1"));
+    if (!is_dir_at(sim, "/s/gen-1")) fail_msg("mkdir: the directory is not there at once");
+    expect_one_pending_ns_op(sim, "mkdir /s/gen-1");
+    if (dir_after_crash_state(sim, 0, "/s/gen-1"))
+        fail_msg("a crash that loses the pending mkdir still has the directory");
+    if (!dir_after_crash_state(sim, 1, "/s/gen-1"))
+        fail_msg("a crash that keeps the pending mkdir has no directory");
+    n = dirs_after_64_crashes(sim, "/s/gen-1");
+    if (n == 0 || n == 64)
+        fail_msg("64 seeded crashes of an unsynced mkdir: expected some to keep it and some to "
+                 "lose it, %d kept it", n);
+    OK(io->sync_dir(io, "/s/gen-1"));       /* its own directory: not the one its name is in */
+    expect_one_pending_ns_op(sim, "mkdir /s/gen-1");
+    OK(io->sync_dir(io, "/s"));
+    if (tide_io_sim_pending_ns_count(sim) != 0) fail_msg("sync_dir of the parent left it pending");
+    if ((n = dirs_after_64_crashes(sim, "/s/gen-1")) != 64)
+        fail_msg("a synced mkdir: expected every crash to keep it, %d of 64 did", n);
+}
+
+static void a_crash_that_loses_a_mkdir_loses_the_synced_files_inside(void **state)
+{
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    tide_io_sim *c;
+    tide_file *f;
+
+    OK(tide_io_sim_mkdir(sim, "/s"));
+    OK(io->mkdir(io, "/s/gen-1"));
+    OK(io->mkdir(io, "/s/gen-1/sub"));
+    f = open_file(io, "/s/gen-1/nudb.dat", TIDE_IO_CREATE);
+    OK(write_fill(io, f, 0, 0x5a, 100));
+    OK(io->sync(f));
+    io->close(f);
+    OK(io->sync_dir(io, "/s/gen-1"));       /* the file and sub durable in gen-1 */
+    expect_one_pending_ns_op(sim, "mkdir /s/gen-1");
+    c = clone_of(sim);
+    OK(tide_io_sim_crash_state_ns(c, 0, 0));
+    if (is_dir_at(c, "/s/gen-1") || is_dir_at(c, "/s/gen-1/sub") || exists(c, "/s/gen-1/nudb.dat"))
+        fail_msg("a crash that loses mkdir /s/gen-1 left its directory, sub or nudb.dat");
+    tide_io_sim_destroy(c);
+    OK(io->sync_dir(io, "/s"));
+    OK(tide_io_sim_crash(sim, g_seed));
+    if (!is_dir_at(sim, "/s/gen-1/sub") || !exists(sim, "/s/gen-1/nudb.dat"))
+        fail_msg("with the parent synced too, a crash lost sub or nudb.dat");
+}
+
+static void an_rmdir_needs_sync_dir_of_its_parent_to_survive_a_crash(void **state)
+{
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    int n;
+
+    OK(tide_io_sim_mkdir(sim, "/s/gen-1"));  /* durable, with its parent */
+    OK(io->rmdir(io, "/s/gen-1"));
+    if (is_dir_at(sim, "/s/gen-1")) fail_msg("rmdir: the directory is still there");
+    expect_one_pending_ns_op(sim, "rmdir /s/gen-1");
+    if (!dir_after_crash_state(sim, 0, "/s/gen-1"))
+        fail_msg("a crash that loses the pending rmdir has no directory");
+    if (dir_after_crash_state(sim, 1, "/s/gen-1"))
+        fail_msg("a crash that keeps the pending rmdir still has the directory");
+    n = dirs_after_64_crashes(sim, "/s/gen-1");
+    if (n == 0 || n == 64)
+        fail_msg("64 seeded crashes of an unsynced rmdir: expected some to undo it and some not, "
+                 "%d undid it", n);
+    OK(io->sync_dir(io, "/s"));
+    if ((n = dirs_after_64_crashes(sim, "/s/gen-1")) != 0)
+        fail_msg("a synced rmdir: expected no crash to undo it, %d of 64 did", n);
+    OK(io->mkdir(io, "/s/gen-1"));          /* made again: pending once more */
+    expect_one_pending_ns_op(sim, "mkdir /s/gen-1");
+}
+
+static int count_entry(void *arg, const char *name, int is_dir)
+{
+    (void)name;
+    (void)is_dir;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Arm a one-time `kind` at the next call, expect `call` to fail with
+ * `want` naming an injected fault, counted once. */
+#define EXPECT_INJECTED(sim, kind, call, want)                                              \
+    do {                                                                                     \
+        uint64_t c0_ = tide_io_sim_calls(sim), f0_ = tide_io_sim_faults(sim);                \
+        OK(tide_io_sim_fail_at((sim), 1, (kind), 0));                                        \
+        EXPECT((call), (want));                                                              \
+        expect_message_has("injected", #call);                                               \
+        if (tide_io_sim_calls(sim) - c0_ != 1 || tide_io_sim_faults(sim) - f0_ != 1)         \
+            fail_msg("%s: expected one counted call and one fault", #call);                  \
+    } while (0)
+
+static void fail_at_fails_mkdir_rmdir_and_list_with_no_effect(void **state)
+{
+    tide_io_sim *sim = *state;
+    tide_io *io = tide_io_sim_io(sim);
+    uint64_t c0;
+    int entries = 0;
+
+    OK(tide_io_sim_mkdir(sim, "/s/old"));
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_EIO, io->mkdir(io, "/s/new"), TIDE_EIO);
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_ENOSPC, io->mkdir(io, "/s/new"), TIDE_ENOSPC);
+    if (is_dir_at(sim, "/s/new") || tide_io_sim_pending_ns_count(sim) != 0)
+        fail_msg("a failed mkdir made its directory");
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_EIO, io->rmdir(io, "/s/old"), TIDE_EIO);
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_ENOSPC, io->rmdir(io, "/s/old"), TIDE_EIO);
+    if (!is_dir_at(sim, "/s/old") || tide_io_sim_pending_ns_count(sim) != 0)
+        fail_msg("a failed rmdir removed its directory");
+    EXPECT_INJECTED(sim, TIDE_IO_SIM_EIO, io->list(io, "/s", count_entry, &entries), TIDE_EIO);
+    if (entries != 0) fail_msg("a failed list called back %d times", entries);
+    c0 = tide_io_sim_calls(sim);
+    OK(io->mkdir(io, "/s/new"));
+    OK(io->rmdir(io, "/s/old"));
+    OK(io->list(io, "/s", count_entry, &entries));
+    if (tide_io_sim_calls(sim) - c0 != 3 || entries != 1)
+        fail_msg("mkdir, rmdir, list unfaulted: expected 3 counted calls and 1 entry, got %llu "
+                 "and %d", (unsigned long long)(tide_io_sim_calls(sim) - c0), entries);
+}
+
 static void open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE(void **state)
 {
     static const int flags[] = { TIDE_IO_READ, TIDE_IO_WRITE, TIDE_IO_CREATE,
@@ -966,6 +1288,8 @@ static void a_broken_invariant_aborts_the_next_call_and_names_itself(void **stat
     static const struct { int what; const char *expr; const char *name; } cases[] = {
         { TIDE_IO_SIM_BREAK_PENDING_COUNT, "i->npending == i->seen_ops", "1: a pending count" },
         { TIDE_IO_SIM_BREAK_NAME, "cur_ns", "2: a name dropped" },
+        { TIDE_IO_SIM_BREAK_DIR, "ti_sim_dirset_has(&sim->dirs, p) == expected_dir(sim, p)",
+          "2: a directory durable only" },
         { TIDE_IO_SIM_BREAK_ORPHAN, "i->seen_refs > 0 || i->handles > 0", "3: an orphan inode" },
         { TIDE_IO_SIM_BREAK_LOCKS, "i->excl_locks == 0", "4: two exclusive locks" },
         { TIDE_IO_SIM_BREAK_SIZE, "m->size <= m->cap", "5: a size past the allocation" },
@@ -1621,6 +1945,13 @@ int main(void)
         TP(every_subset_of_three_pending_writes_is_a_distinct_crash_state),
         TP(a_crash_state_tears_the_chosen_write_at_the_chosen_boundary),
         TP(open_refuses_a_special_file_or_a_directory_at_once_with_TIDE_ENOTSTORE),
+        cmocka_unit_test_setup_teardown(
+            the_same_directory_script_gives_the_same_results_on_posix_and_the_sim,
+            setup_paranoid, teardown_scratch),
+        TP(a_mkdir_needs_sync_dir_of_its_parent_to_survive_a_crash),
+        TP(a_crash_that_loses_a_mkdir_loses_the_synced_files_inside),
+        TP(an_rmdir_needs_sync_dir_of_its_parent_to_survive_a_crash),
+        TP(fail_at_fails_mkdir_rmdir_and_list_with_no_effect),
         TP(crash_state_ns_keeps_any_subset_of_the_pending_unlinks),
         TP(a_clone_is_independent_of_its_original),
         TP(locks_conflict_like_flock),

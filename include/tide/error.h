@@ -31,7 +31,8 @@ enum {
     TIDE_ETOOBIG   = -14, /* a value is larger than the format allows */
     TIDE_EKEYSIZE  = -15, /* a key of the wrong length */
     TIDE_ENOTSTORE = -16, /* the file is not a NuDB file */
-    TIDE_ERROR_MIN = -16
+    TIDE_ENOTEMPTY = -17, /* a directory to remove still has entries */
+    TIDE_ERROR_MIN = -17
 };
 
 /* The fixed name and meaning of `code`, e.g. "key not found". Never NULL;

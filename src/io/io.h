@@ -15,7 +15,8 @@
  *     file is TIDE_ECORRUPT ("short read"), since the store only reads what
  *     its headers say exists. write_at writes all `len` bytes or fails.
  *   - Nothing written is durable until sync() returns 0 for that file (and,
- *     for creates, renames and unlinks, sync_dir() for its directory).
+ *     for creates, renames, unlinks, mkdirs and rmdirs, sync_dir() for the
+ *     directory the name is in).
  *   - A tide_file may be used by several threads at once (read_at and
  *     write_at are positional); open/close are not concurrent with use.
  */
@@ -59,6 +60,28 @@ struct tide_io {
     int  (*sync_dir)(tide_io *io, const char *dir);
     /* 0 when `path` exists, TIDE_ENOENT when not; *is_dir set when non-NULL. */
     int  (*stat)(tide_io *io, const char *path, int *is_dir);
+    /* Make one directory (mode 0755): its parent must exist (TIDE_ENOENT
+     * when not); TIDE_EEXIST when anything has that name; TIDE_ENOSPC when
+     * the disk is full. Durable once sync_dir() of the parent returns 0.
+     * Cost: one system call. */
+    int  (*mkdir)(tide_io *io, const char *path);
+    /* Remove an empty directory: TIDE_ENOTEMPTY when it has entries,
+     * TIDE_ENOENT when there is none, TIDE_EIO when `path` is a file.
+     * Durable once sync_dir() of the parent returns 0. Cost: one system
+     * call. */
+    int  (*rmdir)(tide_io *io, const char *path);
+    /* Call fn(arg, name, is_dir) for each entry of directory `dir` but "."
+     * and "..", in strcmp order of the names, as the directory is when the
+     * call starts (the names are collected first, so fn may create or
+     * remove entries); stop at the first non-zero value fn returns and
+     * return it. Otherwise 0, or TIDE_ENOENT (no such directory), TIDE_EIO
+     * (not a directory, or a read failed), TIDE_ENOMEM. `name` is valid
+     * during the callback only. No lock is held while fn runs. Cost: one
+     * pass over the directory and memory for all its names (O(entries x
+     * name length)), then a sort: meant for directories of a few thousand
+     * entries at most, like a node's data directory. */
+    int  (*list)(tide_io *io, const char *dir,
+                 int (*fn)(void *arg, const char *name, int is_dir), void *arg);
     /* The other processes (not this one) that have any of paths[0..n) open,
      * whatever name they opened it by (the same device and inode): up to
      * `cap` of them into `out`, their number in *count (which may exceed
@@ -68,7 +91,9 @@ struct tide_io {
      * another user's process, unless root). */
     int  (*holders)(tide_io *io, const char *const *paths, unsigned n,
                     tide_io_holder *out, size_t cap, size_t *count);
-    /* Counters every implementation keeps (atomically). */
+    /* Counters every implementation keeps (atomically). Calls on paths
+     * (unlink, rename, stat, mkdir, rmdir, list) count in none of them;
+     * sync_dir counts as a sync. */
     uint64_t bytes_written, bytes_read, syncs, writes, reads;
 };
 

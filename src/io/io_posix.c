@@ -16,6 +16,11 @@
  *      device or socket at a store file's path is TIDE_ENOTSTORE at once
  *      (looked at with stat first, then opened O_NONBLOCK and checked again
  *      with fstat, then made blocking again).
+ *   4. list collects every name of the directory (readdir) before it calls
+ *      back, sorted with strcmp, so the order is the same on every file
+ *      system and the callback may change the directory. Its memory is one
+ *      array of pointers and one copy of each name: O(entries x name
+ *      length), freed before it returns.
  *
  * Never: retry a failed fdatasync. After a failed sync the kernel may have
  *   dropped the dirty pages, so the caller must treat the data as lost.
@@ -230,6 +235,90 @@ static int posix_stat(tide_io *io, const char *path, int *is_dir)
     return 0;
 }
 
+static int posix_mkdir(tide_io *io, const char *path)
+{
+    (void)io;
+    if (mkdir(path, 0755) != 0) return fail(path, "mkdir", UINT64_MAX, errno);
+    return 0;
+}
+
+static int posix_rmdir(tide_io *io, const char *path)
+{
+    (void)io;
+    if (rmdir(path) == 0) return 0;
+    /* POSIX lets rmdir say EEXIST for a directory with entries. */
+    if (errno == ENOTEMPTY || errno == EEXIST)
+        return tide_err_set(TIDE_ENOTEMPTY, "%s: rmdir: %s", path, strerror(ENOTEMPTY));
+    return fail(path, "rmdir", UINT64_MAX, errno);
+}
+
+/* The names of directory `dir` (opened as `d`), "." and ".." left out,
+ * into a malloc'd array *names of *n malloc'd strings, each followed by
+ * its is_dir byte after the terminating NUL. */
+static int read_names(const char *dir, DIR *d, char ***names, size_t *n)
+{
+    size_t cap = 0;
+    struct dirent *e;
+
+    *names = NULL;
+    *n = 0;
+    for (;;) {
+        size_t len;
+        char *copy;
+        int is_dir;
+
+        errno = 0;
+        if ((e = readdir(d)) == NULL) break;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        is_dir = e->d_type == DT_DIR;
+        if (e->d_type == DT_UNKNOWN) {
+            struct stat st;
+            is_dir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
+                     && S_ISDIR(st.st_mode);
+        }
+        if (*n == cap) {
+            size_t c = cap ? cap * 2 : 16;
+            char **p = realloc(*names, c * sizeof *p);
+            if (p == NULL) return tide_err_set(TIDE_ENOMEM, "%s: list: out of memory", dir);
+            *names = p;
+            cap = c;
+        }
+        len = strlen(e->d_name);
+        if ((copy = malloc(len + 2)) == NULL)
+            return tide_err_set(TIDE_ENOMEM, "%s: list: out of memory", dir);
+        memcpy(copy, e->d_name, len + 1);
+        copy[len + 1] = (char)is_dir;
+        (*names)[(*n)++] = copy;
+    }
+    if (errno != 0) return fail(dir, "read directory", UINT64_MAX, errno);
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int posix_list(tide_io *io, const char *dir,
+                      int (*fn)(void *arg, const char *name, int is_dir), void *arg)
+{
+    char **names = NULL;
+    size_t n = 0;
+    DIR *d;
+    int rc;
+
+    (void)io;
+    if ((d = opendir(dir)) == NULL) return fail(dir, "open directory", UINT64_MAX, errno);
+    rc = read_names(dir, d, &names, &n);
+    closedir(d);
+    if (rc == 0 && n > 1) qsort(names, n, sizeof *names, by_name);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = fn(arg, names[i], names[i][strlen(names[i]) + 1]);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
 /* Read /proc/PID/comm into comm (cap bytes), without its newline. */
 static void read_comm(int pid, char *comm, size_t cap)
 {
@@ -320,6 +409,9 @@ static tide_io posix_io = {
     .rename = posix_rename,
     .sync_dir = posix_sync_dir,
     .stat = posix_stat,
+    .mkdir = posix_mkdir,
+    .rmdir = posix_rmdir,
+    .list = posix_list,
     .holders = posix_holders,
 };
 

@@ -10,9 +10,17 @@
  * made to it since that sync. Namespace changes are pending too: every
  * create, unlink and rename appends a namespace operation made of one or
  * two effects, "path now names inode I" or "path names nothing" (a rename
- * is both). Directories are not objects: a directory exists when
- * tide_io_sim_mkdir made it (or a child of it), or when a current file lies
- * under it; they are always durable.
+ * is both). Directories are names without inodes: a directory exists when
+ * it is in the CURRENT set of directories made (by tide_io_sim_mkdir, which
+ * also puts it and its parents in the DURABLE set at once, or by the
+ * tide_io's mkdir), or when a current file lies under it (an implicit
+ * directory, always there). The tide_io's mkdir and rmdir change the
+ * current set and append a namespace operation of one effect, "directory
+ * D is made" or "D is removed", pending like a create until sync_dir of
+ * D's parent applies it to the durable set. A crash keeps or loses it like
+ * any namespace operation, and when it loses a mkdir it loses what was
+ * made inside, files and directories, synced or not (nothing on a disk
+ * reaches them). A directory no mkdir made (implicit) is never lost.
  *
  *   sync(f)        durable image := current image; f's pending ops go.
  *   sync_dir(d)    every pending effect on a path whose directory is d is
@@ -39,6 +47,9 @@
  *   2. Current namespace == durable namespace with the pending effects of
  *      sim->nsops (those not yet retired by a sync_dir) applied in order;
  *      every namespace operation in sim->nsops has one such effect at least.
+ *      Likewise the current set of directories made == the durable set
+ *      with the pending mkdirs and rmdirs applied in order, and no
+ *      directory made has a current file's name.
  *   3. Every inode in sim->inodes is named by either namespace or by a
  *      pending effect, or held by a handle of the present generation: the
  *      calls that can leave one unreachable run gc(), which frees it with
@@ -59,7 +70,8 @@
  *      the sim alone then) and the validation of fail_at's arguments; the
  *      tide_io counters are also updated with relaxed atomics so readers
  *      outside the sim need no lock.
- * (Before issue 11, 2 did not say that retired effects are skipped, 3 said
+ * (Before issue 12, 2 had no directories: they were always durable.
+ * Before issue 11, 2 did not say that retired effects are skipped, 3 said
  * only that gc frees what nothing reaches, which a sync_dir out of memory
  * broke by skipping its gc, 5 gave no state to check and 6 said
  * "everything".)
@@ -72,8 +84,8 @@
  *
  * Decisions a test relies on:
  *   - Counted calls: open, read_at, write_at, sync, truncate, size, lock,
- *     unlink, rename, sync_dir, stat, whatever their outcome (also on a dead
- *     handle). close is not counted and never fails; nor are the test
+ *     unlink, rename, sync_dir, stat, mkdir, rmdir, list, whatever their
+ *     outcome (also on a dead handle). close is not counted and never fails; nor are the test
  *     helpers of io_sim.h. The fault of fail_at is checked right after
  *     counting, before any other check.
  *   - An injected EIO or ENOSPC never has an effect, on a sync as well: the
@@ -106,6 +118,12 @@
  *     is a name and nothing else: open refuses it with TIDE_ENOTSTORE, as
  *     it refuses a directory, and stat, unlink and rename treat it as a
  *     file. No call blocks on it.
+ *   - list reports the current namespace: the files directly in the
+ *     directory, and as directories the directories made in it and the
+ *     first component of any deeper file's path. The names are collected
+ *     under the mutex and the callback runs after it is released. rmdir
+ *     refuses an implicit directory as not empty (it has the file that
+ *     makes it).
  *
  * Never: let a dead handle reach its inode (the crash may have freed it);
  *   never call out of the sim (no callbacks) while holding sim->mu.
@@ -155,8 +173,8 @@ void tide_io_sim_destroy(tide_io_sim *sim)
     free(sim->nsops);
     ti_sim_ns_free(&sim->cur_ns);
     ti_sim_ns_free(&sim->dur_ns);
-    for (size_t i = 0; i < sim->ndirs; i++) free(sim->dirs[i]);
-    free(sim->dirs);
+    ti_sim_dirset_free(&sim->dirs);
+    ti_sim_dirset_free(&sim->dur_dirs);
     free(sim->holders);
     while (sim->inodes) {
         inode *i = sim->inodes;
@@ -224,7 +242,7 @@ static int clone_nsops(tide_io_sim *sim, tide_io_sim *c)
 {
     for (size_t k = 0; k < sim->nnsops; k++) {
         const nsop *o = &sim->nsops[k];
-        nsop n = { { { NULL, NULL }, { NULL, NULL } } };
+        nsop n = { { { NULL, NULL }, { NULL, NULL } }, o->dir };
         if (ti_sim_grow(&c->nsops, &c->nsops_cap, c->nnsops + 1, sizeof *c->nsops) != 0)
             return TIDE_ENOMEM;
         for (int j = 0; j < 2; j++) {
@@ -242,11 +260,9 @@ static int clone_nsops(tide_io_sim *sim, tide_io_sim *c)
 
 static int clone_dirs(tide_io_sim *sim, tide_io_sim *c)
 {
-    if (ti_sim_grow(&c->dirs, &c->dirs_cap, sim->ndirs, sizeof *c->dirs) != 0) return TIDE_ENOMEM;
-    for (size_t k = 0; k < sim->ndirs; k++) {
-        if ((c->dirs[k] = strdup(sim->dirs[k])) == NULL) return TIDE_ENOMEM;
-        c->ndirs++;
-    }
+    if (ti_sim_dirset_copy(&c->dirs, &sim->dirs) != 0
+        || ti_sim_dirset_copy(&c->dur_dirs, &sim->dur_dirs) != 0)
+        return TIDE_ENOMEM;
     return 0;
 }
 
@@ -292,14 +308,6 @@ int tide_io_sim_clone(tide_io_sim *sim, tide_io_sim **out)
 
 /* ---- test helpers ---- */
 
-/* Is `p` (normalised) listed in sim->dirs? */
-static int dir_listed(const tide_io_sim *sim, const char *p)
-{
-    for (size_t i = 0; i < sim->ndirs; i++)
-        if (strcmp(sim->dirs[i], p) == 0) return 1;
-    return 0;
-}
-
 int tide_io_sim_mkdir(tide_io_sim *sim, const char *path)
 {
     char p[SIM_PATH_MAX];
@@ -314,19 +322,24 @@ int tide_io_sim_mkdir(tide_io_sim *sim, const char *path)
             goto out;
         }
     }
-    /* The directory and each parent: "/a/b" lists "/a/b" and "/a". */
+    /* The directory and each parent: "/a/b" lists "/a/b" and "/a", in
+     * both sets, a pending mkdir or rmdir of them forgotten. */
     if ((rc = ti_sim_norm(path, p, "mkdir")) != 0) goto out;
     for (size_t n = strlen(p); n > 0; n = ti_sim_dir_len(p)) {
-        char *d;
+        int had;
         p[n] = '\0';
         if (strcmp(p, "/") == 0) break;
-        if (dir_listed(sim, p)) continue;
-        if (ti_sim_grow(&sim->dirs, &sim->dirs_cap, sim->ndirs + 1, sizeof *sim->dirs) != 0
-            || (d = strdup(p)) == NULL) {
+        had = ti_sim_dirset_has(&sim->dirs, p);
+        if (ti_sim_dirset_put(&sim->dirs, p, 1) != 0) {
             rc = tide_err_set(TIDE_ENOMEM, "sim: %s: mkdir: out of memory", p);
             goto out;
         }
-        sim->dirs[sim->ndirs++] = d;
+        if (ti_sim_dirset_put(&sim->dur_dirs, p, 1) != 0) {
+            if (!had) ti_sim_dirset_put(&sim->dirs, p, 0);   /* as it was */
+            rc = tide_err_set(TIDE_ENOMEM, "sim: %s: mkdir: out of memory", p);
+            goto out;
+        }
+        ti_sim_dirops_forget(sim, p);
     }
 out:
     ti_sim_unlock(sim);
@@ -516,7 +529,7 @@ void tide_io_sim_set_paranoid(tide_io_sim *sim, int on)
 }
 
 /* Break the file `ino` (NULL: none at the path) as `what` says. */
-static int break_file(tide_io_sim *sim, inode *ino, const char *p, tide_io_sim_breakage what)
+static int break_file(tide_io_sim *sim, inode *ino, char *p, tide_io_sim_breakage what)
 {
     if (ino == NULL) return tide_err_set(TIDE_ENOENT, "sim: %s: break: no such file", p);
     switch (what) {
@@ -524,6 +537,9 @@ static int break_file(tide_io_sim *sim, inode *ino, const char *p, tide_io_sim_b
     case TIDE_IO_SIM_BREAK_NAME: ti_sim_ns_set(&sim->cur_ns, p, NULL); return 0;
     case TIDE_IO_SIM_BREAK_LOCKS: ino->excl_locks = 2; return 0;
     case TIDE_IO_SIM_BREAK_SIZE: ino->cur.size = ino->cur.cap + 1; return 0;
+    case TIDE_IO_SIM_BREAK_DIR:
+        p[ti_sim_dir_len(p)] = '\0';
+        return ti_sim_dirset_put(&sim->dur_dirs, p, 1);
     case TIDE_IO_SIM_BREAK_BYTE:
         if (ino->cur.size == 0) break;
         ino->cur.b[ino->cur.size / 2] ^= 0xff;

@@ -15,8 +15,11 @@
  * Paths are plain strings. Repeated '/' are collapsed and a trailing '/' is
  * dropped; "." and ".." have no meaning. A path's directory is everything
  * before its last '/' (none for "name": always present). A directory exists
- * when it was made with tide_io_sim_mkdir (or is a parent of one), or when
- * a current file lies under it.
+ * when it was made with tide_io_sim_mkdir (or is a parent of one) or with
+ * the tide_io's mkdir (and not removed since with its rmdir), or when a
+ * current file lies under it. The tide_io's mkdir and rmdir are namespace
+ * operations like a create or an unlink: pending until sync_dir of the
+ * directory's parent, so a crash may lose them.
  *
  * Thread safety: every function here and every call through the tide_io
  * takes the sim's one mutex, so the store's commit thread and its callers
@@ -121,7 +124,8 @@ void tide_io_sim_clear_holders(tide_io_sim *sim);
 /*
  * Calls made through the tide_io since the sim was created (for a clone:
  * since the original was created). Every call of open, read_at, write_at,
- * sync, truncate, size, lock, unlink, rename, sync_dir and stat counts once,
+ * sync, truncate, size, lock, unlink, rename, sync_dir, stat, mkdir, rmdir
+ * and list counts once,
  * whether it succeeds or fails; close never counts, nor do the functions of
  * this header. fail_at's n counts the same calls. No I/O.
  */
@@ -151,7 +155,8 @@ typedef enum tide_io_sim_fault {
     TIDE_IO_SIM_NONE = 0,      /* disarm */
     TIDE_IO_SIM_EIO,           /* TIDE_EIO, no effect */
     TIDE_IO_SIM_ENOSPC,        /* TIDE_ENOSPC, no effect (open with CREATE,
-                                  write_at, truncate, sync, rename, sync_dir);
+                                  write_at, truncate, sync, rename, sync_dir,
+                                  mkdir);
                                   other calls fail as EIO */
     TIDE_IO_SIM_SHORT_WRITE,   /* write_at: applies the first bytes up to the
                                   last 512-byte file boundary at or below the
@@ -196,9 +201,11 @@ uint64_t tide_io_sim_usage(tide_io_sim *sim);
  *     ones applied to the durable image in their order; a kept write that
  *     spans a 512-byte file boundary is torn (one in two) at one of them,
  *     its prefix surviving; sizes are what the kept operations imply;
- *   - each pending namespace operation (create, unlink, rename, or the half
- *     of a rename whose other directory was synced) is kept or dropped (one
- *     in two), kept ones applied to the durable namespace in their order.
+ *   - each pending namespace operation (create, unlink, rename, the half
+ *     of a rename whose other directory was synced, mkdir, rmdir) is kept
+ *     or dropped (one in two), kept ones applied to the durable namespace
+ *     in their order; a directory whose mkdir is dropped goes with every
+ *     file and directory under it, synced or not.
  * Afterwards current == durable == that image, nothing is pending, every
  * old tide_file fails with TIDE_EIO (close still frees it), no lock is
  * held, and no fault is armed. Files no name reaches are freed.
@@ -239,13 +246,14 @@ int tide_io_sim_pending_op(tide_io_sim *sim, uint64_t index, tide_io_sim_op_info
 int tide_io_sim_crash_state(tide_io_sim *sim, uint64_t subset_mask, int tear_index,
                             uint64_t tear_at);
 
-/* Pending namespace operations (creates, unlinks, renames not yet made
- * durable by a sync_dir), numbered 0..count-1 in the order they were made
+/* Pending namespace operations (creates, unlinks, renames, mkdirs and
+ * rmdirs not yet made durable by a sync_dir), numbered 0..count-1 in the order they were made
  * (the numbering crash_state_ns uses). No I/O. */
 uint64_t tide_io_sim_pending_ns_count(tide_io_sim *sim);
 
 /* Describe pending namespace operation `index` into `out` (cap bytes),
- * e.g. "unlink /db/nudb.key". Returns 0 or TIDE_EINVAL. No I/O. */
+ * e.g. "unlink /db/nudb.key" or "mkdir /db/gen-1". Returns 0 or
+ * TIDE_EINVAL. No I/O. */
 int tide_io_sim_pending_ns_op(tide_io_sim *sim, uint64_t index, char *out, size_t cap);
 
 /*
@@ -288,6 +296,8 @@ typedef enum tide_io_sim_breakage {
     TIDE_IO_SIM_BREAK_LOCKS,              /* 4: the file's count of exclusive locks, two */
     TIDE_IO_SIM_BREAK_SIZE,               /* 5: the file's current size past its allocation */
     TIDE_IO_SIM_BREAK_UNLOCKED,           /* 6: run the check without holding the mutex */
+    TIDE_IO_SIM_BREAK_DIR,                /* 2: the file's directory put in the durable set
+                                             of directories made only, no rmdir pending */
 } tide_io_sim_breakage;
 
 /*

@@ -94,6 +94,7 @@ static void check_reach(tide_io_sim *sim)
     for (size_t k = 0; k < sim->nnsops; k++) {
         const nsop *o = &sim->nsops[k];
         TIDE_ASSERT(o->eff[0].path != NULL || o->eff[1].path != NULL);
+        TIDE_ASSERT(o->dir == SIM_FILE_OP || (o->eff[1].path == NULL && o->eff[0].ino == NULL));
         for (int j = 0; j < 2; j++)
             if (o->eff[j].path && o->eff[j].ino) o->eff[j].ino->seen_refs++, refs++;
     }
@@ -114,9 +115,41 @@ static const inode *expected_at(const tide_io_sim *sim, const char *path)
     for (size_t k = sim->nnsops; k-- > 0;)
         for (int j = 2; j-- > 0;) {
             const effect *e = &sim->nsops[k].eff[j];
+            if (sim->nsops[k].dir) continue;
             if (e->path && strcmp(e->path, path) == 0) return e->ino;
         }
     return ti_sim_ns_get(&sim->dur_ns, path);
+}
+
+/* Whether the durable directories with the pending mkdirs and rmdirs
+ * applied hold `path`. */
+static int expected_dir(const tide_io_sim *sim, const char *path)
+{
+    for (size_t k = sim->nnsops; k-- > 0;) {
+        const nsop *o = &sim->nsops[k];
+        if (o->dir && o->eff[0].path && strcmp(o->eff[0].path, path) == 0)
+            return o->dir == SIM_MKDIR;
+    }
+    return ti_sim_dirset_has(&sim->dur_dirs, path);
+}
+
+/* 2 for the directories: each one current or durable or pending agrees,
+ * and no directory made has a file's name. */
+static void check_dirs(const tide_io_sim *sim)
+{
+    for (size_t k = 0; k < sim->dirs.n; k++) {
+        TIDE_ASSERT(expected_dir(sim, sim->dirs.v[k]));
+        TIDE_ASSERT(ti_sim_ns_get(&sim->cur_ns, sim->dirs.v[k]) == NULL);
+    }
+    for (size_t k = 0; k < sim->dur_dirs.n; k++) {
+        const char *p = sim->dur_dirs.v[k];
+        TIDE_ASSERT(ti_sim_dirset_has(&sim->dirs, p) == expected_dir(sim, p));
+    }
+    for (size_t k = 0; k < sim->nnsops; k++) {
+        const char *p = sim->nsops[k].eff[0].path;
+        if (sim->nsops[k].dir)
+            TIDE_ASSERT(ti_sim_dirset_has(&sim->dirs, p) == expected_dir(sim, p));
+    }
 }
 
 /* 2: every path any of them mentions agrees. With nothing pending the
@@ -143,7 +176,8 @@ static void check_names(const tide_io_sim *sim)
     for (size_t k = 0; k < sim->nnsops; k++)
         for (int j = 0; j < 2; j++) {
             const char *p = sim->nsops[k].eff[j].path;
-            if (p) TIDE_ASSERT(ti_sim_ns_get(&sim->cur_ns, p) == expected_at(sim, p));
+            if (p && !sim->nsops[k].dir)
+                TIDE_ASSERT(ti_sim_ns_get(&sim->cur_ns, p) == expected_at(sim, p));
         }
 }
 
@@ -200,6 +234,7 @@ void ti_sim_check(tide_io_sim *sim, int bytes)
     check_inodes(sim);
     check_reach(sim);
     check_names(sim);
+    check_dirs(sim);
     check_pending(sim);
     if (bytes) check_bytes(sim);
 }

@@ -5,7 +5,8 @@
  * whether it survives and how much of a write does (keep[k], cut[k]), and,
  * for each pending namespace operation, whether it survives (nskeep[k]).
  * crash_to builds the image of such a choice and makes it the sim's whole
- * state. The three ways to choose are the public calls: tide_io_sim_crash
+ * state; a namespace operation may be a mkdir or rmdir, kept or lost like
+ * a create or an unlink. The three ways to choose are the public calls: tide_io_sim_crash
  * draws the choice from a seed, tide_io_sim_crash_state takes a mask of the
  * writes (and one tear) and keeps every namespace operation, and
  * tide_io_sim_crash_state_ns takes a mask of each kind. The description
@@ -27,6 +28,10 @@
  *   4. The same sim and seed give the same crash: the draw is the seeded
  *      splitmix64 sequence (tide_random_next64), two bits and a position
  *      per write, one bit per namespace operation, in that order.
+ *   5. A directory whose pending mkdir the image does not keep (so it is
+ *      not in the staged durable set) takes everything named under it out
+ *      of the image, synced or not; an implicit directory (no mkdir) is
+ *      never lost.
  *
  * Never: apply a namespace effect a sync_dir already retired, or an op of
  *   an inode gc has freed.
@@ -60,23 +65,54 @@ static int stage_images(tide_io_sim *sim, const unsigned char *keep, const size_
     return 0;
 }
 
-/* The durable namespace with the kept namespace operations applied, into
- * *dur, and a copy of it into *cur. */
-static int stage_names(tide_io_sim *sim, const unsigned char *nskeep, ns *dur, ns *cur)
+/* Take out of *dur and *ddur everything under directory `d`. */
+static void drop_under(ns *dur, dirset *ddur, const char *d)
+{
+    for (size_t k = dur->n; k-- > 0;)
+        if (ti_sim_under(dur->e[k].path, d)) ti_sim_ns_set(dur, dur->e[k].path, NULL);
+    for (size_t k = ddur->n; k-- > 0;)
+        if (ti_sim_under(ddur->v[k], d)) ti_sim_dirset_put(ddur, ddur->v[k], 0);
+}
+
+/* A directory whose mkdir is pending and not in the staged durable set
+ * was lost, and with it whatever its entries named, synced or not: on a
+ * disk nothing reaches them. (A directory no mkdir made, implicit, is
+ * never lost.) */
+static void drop_lost_dirs(tide_io_sim *sim, ns *dur, dirset *ddur)
+{
+    for (size_t k = 0; k < sim->nnsops; k++) {
+        const nsop *o = &sim->nsops[k];
+        if (o->dir == SIM_MKDIR && !ti_sim_dirset_has(ddur, o->eff[0].path))
+            drop_under(dur, ddur, o->eff[0].path);
+    }
+}
+
+/* The durable namespace and directories with the kept namespace
+ * operations applied, less what lost directories held, into *dur and
+ * *ddur, and a copy of each into *cur and *dcur. */
+static int stage_names(tide_io_sim *sim, const unsigned char *nskeep, ns *dur, ns *cur,
+                       dirset *ddur, dirset *dcur)
 {
     if (ti_sim_ns_copy(dur, &sim->dur_ns, 0) != 0) return TIDE_ENOMEM;
+    if (ti_sim_dirset_copy(ddur, &sim->dur_dirs) != 0) return TIDE_ENOMEM;
     for (size_t k = 0; k < sim->nnsops; k++) {
+        const nsop *o = &sim->nsops[k];
         if (!nskeep[k]) continue;
         for (int j = 0; j < 2; j++) {
-            const effect *e = &sim->nsops[k].eff[j];
-            if (e->path && ti_sim_ns_set(dur, e->path, e->ino) != 0) return TIDE_ENOMEM;
+            const effect *e = &o->eff[j];
+            if (e->path == NULL) continue;
+            if (o->dir ? ti_sim_dirset_put(ddur, e->path, o->dir == SIM_MKDIR) != 0
+                       : ti_sim_ns_set(dur, e->path, e->ino) != 0)
+                return TIDE_ENOMEM;
         }
     }
+    drop_lost_dirs(sim, dur, ddur);
+    if (ti_sim_dirset_copy(dcur, ddur) != 0) return TIDE_ENOMEM;
     return ti_sim_ns_copy(cur, dur, 0);
 }
 
 /* Make the staged state the sim's state. Cannot fail. */
-static void swap_in(tide_io_sim *sim, ns *dur, ns *cur)
+static void swap_in(tide_io_sim *sim, ns *dur, ns *cur, dirset *ddur, dirset *dcur)
 {
     for (inode *i = sim->inodes; i; i = i->next) {
         if (i->npending) {
@@ -99,6 +135,10 @@ static void swap_in(tide_io_sim *sim, ns *dur, ns *cur)
     ti_sim_ns_free(&sim->cur_ns);
     sim->dur_ns = *dur;
     sim->cur_ns = *cur;
+    ti_sim_dirset_free(&sim->dur_dirs);
+    ti_sim_dirset_free(&sim->dirs);
+    sim->dur_dirs = *ddur;
+    sim->dirs = *dcur;
     sim->gen++;
     sim->fault = TIDE_IO_SIM_NONE;
     ti_sim_gc(sim);
@@ -111,9 +151,11 @@ static int crash_to(tide_io_sim *sim, const unsigned char *keep, const size_t *c
                     const unsigned char *nskeep)
 {
     ns dur = { 0 }, cur = { 0 };
+    dirset ddur = { 0 }, dcur = { 0 };
 
-    if (stage_images(sim, keep, cut) == 0 && stage_names(sim, nskeep, &dur, &cur) == 0) {
-        swap_in(sim, &dur, &cur);
+    if (stage_images(sim, keep, cut) == 0
+        && stage_names(sim, nskeep, &dur, &cur, &ddur, &dcur) == 0) {
+        swap_in(sim, &dur, &cur, &ddur, &dcur);
         return 0;
     }
     for (inode *i = sim->inodes; i; i = i->next) {
@@ -122,6 +164,8 @@ static int crash_to(tide_io_sim *sim, const unsigned char *keep, const size_t *c
     }
     ti_sim_ns_free(&dur);
     ti_sim_ns_free(&cur);
+    ti_sim_dirset_free(&ddur);
+    ti_sim_dirset_free(&dcur);
     return tide_err_set(TIDE_ENOMEM, "sim: crash: out of memory");
 }
 
@@ -295,8 +339,11 @@ int tide_io_sim_pending_ns_op(tide_io_sim *sim, uint64_t index, char *out, size_
     if ((rc = pending_index(index, sim->nnsops, "namespace ")) != 0) goto out;
     o = &sim->nsops[index];
     /* Shapes ti_sim_nsop_add makes: create (p0 -> ino), unlink (p0 -> none),
-     * rename (p0 -> none, p1 -> ino); a half retired by a sync_dir is NULL. */
-    if (o->eff[0].path && o->eff[1].path)
+     * rename (p0 -> none, p1 -> ino); a half retired by a sync_dir is NULL;
+     * and ti_sim_dirop_add's mkdir and rmdir. */
+    if (o->dir)
+        snprintf(out, cap, "%s %s", o->dir == SIM_MKDIR ? "mkdir" : "rmdir", o->eff[0].path);
+    else if (o->eff[0].path && o->eff[1].path)
         snprintf(out, cap, "rename %s to %s", o->eff[0].path, o->eff[1].path);
     else if (o->eff[1].path)
         snprintf(out, cap, "rename (to) %s", o->eff[1].path);

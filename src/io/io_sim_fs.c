@@ -17,7 +17,8 @@
  *      and append the op in one step, with ino->npending counting it; only
  *      ti_sim_ops_drop and ti_sim_ops_clear remove ops, and they zero the
  *      count (io_sim.c invariant 1).
- *   3. A namespace holds each path at most once (ti_sim_ns_set replaces).
+ *   3. A namespace, and a set of directories, holds each path at most once
+ *      (ti_sim_ns_set replaces, ti_sim_dirset_put adds once).
  *      An effect is retired by setting its path to NULL, and a namespace
  *      operation with both paths NULL leaves the list at once (io_sim.c
  *      invariant 2).
@@ -210,7 +211,7 @@ void ti_sim_nsop_free(nsop *o)
 
 int ti_sim_nsop_add(tide_io_sim *sim, const char *p0, inode *i0, const char *p1, inode *i1)
 {
-    nsop o = { { { NULL, i0 }, { NULL, i1 } } };
+    nsop o = { { { NULL, i0 }, { NULL, i1 } }, SIM_FILE_OP };
 
     if (ti_sim_grow(&sim->nsops, &sim->nsops_cap, sim->nnsops + 1, sizeof *sim->nsops) != 0)
         return TIDE_ENOMEM;
@@ -218,6 +219,46 @@ int ti_sim_nsop_add(tide_io_sim *sim, const char *p0, inode *i0, const char *p1,
     if (p1 && (o.eff[1].path = strdup(p1)) == NULL) { free(o.eff[0].path); return TIDE_ENOMEM; }
     sim->nsops[sim->nnsops++] = o;
     return 0;
+}
+
+int ti_sim_dirop_add(tide_io_sim *sim, const char *path, int kind)
+{
+    nsop o = { { { NULL, NULL }, { NULL, NULL } }, kind };
+
+    if (ti_sim_grow(&sim->nsops, &sim->nsops_cap, sim->nnsops + 1, sizeof *sim->nsops) != 0)
+        return TIDE_ENOMEM;
+    if ((o.eff[0].path = strdup(path)) == NULL) return TIDE_ENOMEM;
+    sim->nsops[sim->nnsops++] = o;
+    return 0;
+}
+
+/* Apply effect `e` of `o` to the durable state. No effect on failure. */
+static int apply_effect(tide_io_sim *sim, const nsop *o, const effect *e)
+{
+    if (o->dir) return ti_sim_dirset_put(&sim->dur_dirs, e->path, o->dir == SIM_MKDIR);
+    return ti_sim_ns_set(&sim->dur_ns, e->path, e->ino);
+}
+
+/* Drop the namespace operations whose effects are all retired. */
+static void nsops_compact(tide_io_sim *sim)
+{
+    size_t w = 0;
+
+    for (size_t r = 0; r < sim->nnsops; r++)
+        if (sim->nsops[r].eff[0].path || sim->nsops[r].eff[1].path)
+            sim->nsops[w++] = sim->nsops[r];
+    sim->nnsops = w;
+}
+
+void ti_sim_dirops_forget(tide_io_sim *sim, const char *path)
+{
+    for (size_t r = 0; r < sim->nnsops; r++) {
+        nsop *o = &sim->nsops[r];
+        if (!o->dir || strcmp(o->eff[0].path, path) != 0) continue;
+        free(o->eff[0].path);
+        o->eff[0].path = NULL;
+    }
+    nsops_compact(sim);
 }
 
 int ti_sim_nsops_retire(tide_io_sim *sim, const char *path, int by_dir, int apply)
@@ -229,9 +270,9 @@ int ti_sim_nsops_retire(tide_io_sim *sim, const char *path, int by_dir, int appl
         nsop *o = &sim->nsops[r];
         for (int j = 0; j < 2 && rc == 0; j++) {
             effect *e = &o->eff[j];
-            if (e->path == NULL) continue;
+            if (e->path == NULL || (o->dir && !by_dir)) continue;
             if (by_dir ? !in_dir(e->path, path) : strcmp(e->path, path) != 0) continue;
-            if (apply && ti_sim_ns_set(&sim->dur_ns, e->path, e->ino) != 0) {
+            if (apply && apply_effect(sim, o, e) != 0) {
                 rc = TIDE_ENOMEM;       /* keep compacting: the rest stay pending */
                 break;
             }
@@ -246,17 +287,62 @@ int ti_sim_nsops_retire(tide_io_sim *sim, const char *path, int by_dir, int appl
 
 /* ---- directories ---- */
 
+int ti_sim_dirset_has(const dirset *s, const char *path)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], path) == 0) return 1;
+    return 0;
+}
+
+int ti_sim_dirset_put(dirset *s, const char *path, int present)
+{
+    char *copy;
+
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(s->v[i], path) != 0) continue;
+        if (!present) {
+            free(s->v[i]);
+            s->v[i] = s->v[--s->n];
+        }
+        return 0;
+    }
+    if (!present) return 0;
+    if (ti_sim_grow(&s->v, &s->cap, s->n + 1, sizeof *s->v) != 0) return TIDE_ENOMEM;
+    if ((copy = strdup(path)) == NULL) return TIDE_ENOMEM;
+    s->v[s->n++] = copy;
+    return 0;
+}
+
+void ti_sim_dirset_free(dirset *s)
+{
+    for (size_t i = 0; i < s->n; i++) free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+int ti_sim_dirset_copy(dirset *dst, const dirset *src)
+{
+    dirset t = { 0 };
+
+    for (size_t i = 0; i < src->n; i++)
+        if (ti_sim_dirset_put(&t, src->v[i], 1) != 0) { ti_sim_dirset_free(&t); return TIDE_ENOMEM; }
+    *dst = t;
+    return 0;
+}
+
+int ti_sim_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+
+    return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
 int ti_sim_is_dir(const tide_io_sim *sim, const char *path)
 {
-    size_t n = strlen(path);
-
-    if (n == 0 || strcmp(path, "/") == 0) return 1;
-    for (size_t i = 0; i < sim->ndirs; i++)
-        if (strcmp(sim->dirs[i], path) == 0) return 1;
-    for (size_t i = 0; i < sim->cur_ns.n; i++) {
-        const char *p = sim->cur_ns.e[i].path;
-        if (strncmp(p, path, n) == 0 && p[n] == '/') return 1;
-    }
+    if (path[0] == '\0' || strcmp(path, "/") == 0) return 1;
+    if (ti_sim_dirset_has(&sim->dirs, path)) return 1;
+    for (size_t i = 0; i < sim->cur_ns.n; i++)
+        if (ti_sim_under(sim->cur_ns.e[i].path, path)) return 1;
     return 0;
 }
 

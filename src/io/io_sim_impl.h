@@ -86,10 +86,20 @@ typedef struct effect {
 } effect;
 
 /* One create (p -> I), unlink (p -> none) or rename (a -> none, b -> I);
- * at least one effect's path is not NULL. */
+ * at least one effect's path is not NULL. A directory operation (dir
+ * SIM_MKDIR or SIM_RMDIR) has one effect, eff[0], with the directory's
+ * path and ino NULL, and changes the directory sets, not the namespaces. */
+enum { SIM_FILE_OP = 0, SIM_MKDIR = 1, SIM_RMDIR = 2 };
 typedef struct nsop {
     effect eff[2];
+    int dir;
 } nsop;
+
+/* A set of directory paths (normalised, each at most once, in no order). */
+typedef struct dirset {
+    char **v;
+    size_t n, cap;
+} dirset;
 
 struct sim_holder { char path[SIM_PATH_MAX]; int pid; char comm[32]; };
 
@@ -101,8 +111,7 @@ struct tide_io_sim {
     int paranoid;                 /* ti_sim_check compares bytes too */
     inode *inodes;
     ns cur_ns, dur_ns;
-    char **dirs;
-    size_t ndirs, dirs_cap;
+    dirset dirs, dur_dirs;        /* the directories made: current, durable */
     op *ops;
     size_t nops, ops_cap;
     nsop *nsops;
@@ -175,6 +184,24 @@ void ti_sim_nsop_free(nsop *o);
  * `apply`. On TIDE_ENOMEM the effects applied so far are retired and the
  * others stay pending: invariant 2 holds either way. */
 int ti_sim_nsops_retire(tide_io_sim *sim, const char *path, int by_dir, int apply);
+
+/* Append a pending mkdir or rmdir (SIM_MKDIR, SIM_RMDIR) of `path`. No
+ * effect on failure. */
+int ti_sim_dirop_add(tide_io_sim *sim, const char *path, int kind);
+/* Retire the pending directory operations on `path` itself, unapplied
+ * (the test helper tide_io_sim_mkdir makes it durable by hand). */
+void ti_sim_dirops_forget(tide_io_sim *sim, const char *path);
+
+/* Is `path` in the set? Put it in (present) or take it out: no effect on
+ * failure, never fails when it takes out. */
+int ti_sim_dirset_has(const dirset *s, const char *path);
+int ti_sim_dirset_put(dirset *s, const char *path, int present);
+void ti_sim_dirset_free(dirset *s);
+/* dst := a copy of src (dst empty). No effect on failure. */
+int ti_sim_dirset_copy(dirset *dst, const dirset *src);
+
+/* Does `path` lie under directory `dir` (at any depth; dir not "/")? */
+int ti_sim_under(const char *path, const char *dir);
 
 /* Is `path` a directory (made by mkdir, a parent of one, or above a
  * current file)? Does the directory of `path` exist? */

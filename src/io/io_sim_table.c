@@ -4,7 +4,8 @@
  * Each function is one call of io.h carried out on the model of io_sim.c.
  * Every counted call starts in one of two prologues: file_enter for a call
  * on a handle (read_at, write_at, sync, truncate, size, lock), path_enter
- * for a call on a path (open, unlink, rename, sync_dir, stat). A prologue
+ * for a call on a path (open, unlink, rename, sync_dir, stat, mkdir,
+ * rmdir, list). A prologue
  * takes sim->mu, counts the call, fails it when fail_at's fault lands on it
  * (unless the call makes that fault itself: SHORT_WRITE on a write,
  * SYNC_FAIL on a sync), and then refuses a dead handle or normalises the
@@ -25,7 +26,8 @@
  *      unlink, rename, sync_dir) runs ti_sim_gc before it returns.
  *
  * Never: call out of the sim while holding sim->mu (holders copies what it
- *   reports into the caller's array; tide_err_clear runs after the unlock).
+ *   reports into the caller's array; tide_err_clear runs after the unlock;
+ *   list calls back only after the unlock).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,6 +406,17 @@ out:
     return rc;
 }
 
+/* Why normalised `d` cannot be used as a directory by `what`: TIDE_EIO
+ * when a file has the name, TIDE_ENOENT when nothing does; else 0. */
+static int dir_refusal(const tide_io_sim *sim, const char *d, const char *what)
+{
+    if (ti_sim_ns_get(&sim->cur_ns, d) != NULL)
+        return tide_err_set(TIDE_EIO, "sim: %s: %s: not a directory", d, what);
+    if (!ti_sim_is_dir(sim, d))
+        return tide_err_set(TIDE_ENOENT, "sim: %s: %s: no such directory", d, what);
+    return 0;
+}
+
 static int sim_sync_dir(tide_io *io, const char *dir)
 {
     tide_io_sim *sim = (tide_io_sim *)io;
@@ -411,14 +424,7 @@ static int sim_sync_dir(tide_io *io, const char *dir)
     int rc;
 
     if ((rc = path_enter(sim, dir, "sync directory", 1, d)) != 0) goto out;
-    if (ti_sim_ns_get(&sim->cur_ns, d) != NULL) {
-        rc = tide_err_set(TIDE_EIO, "sim: %s: sync directory: not a directory", d);
-        goto out;
-    }
-    if (!ti_sim_is_dir(sim, d)) {
-        rc = tide_err_set(TIDE_ENOENT, "sim: %s: sync directory: no such directory", d);
-        goto out;
-    }
+    if ((rc = dir_refusal(sim, d, "sync directory")) != 0) goto out;
     if (ti_sim_nsops_retire(sim, d, 1, 1) != 0) {
         /* Effects applied so far are durable and retired; the rest stay
          * pending. Invariant 2 holds either way; an inode the applied
@@ -449,6 +455,139 @@ static int sim_stat(tide_io *io, const char *path, int *isdir)
     }
 out:
     ti_sim_unlock(sim);
+    return rc;
+}
+
+static int sim_mkdir(tide_io *io, const char *path)
+{
+    tide_io_sim *sim = (tide_io_sim *)io;
+    char p[SIM_PATH_MAX];
+    int rc;
+
+    if ((rc = path_enter(sim, path, "mkdir", 1, p)) != 0) goto out;
+    if (ti_sim_ns_get(&sim->cur_ns, p) || ti_sim_is_dir(sim, p)) {
+        rc = tide_err_set(TIDE_EEXIST, "sim: %s: mkdir: the %s exists", p,
+                          ti_sim_ns_get(&sim->cur_ns, p) ? "file" : "directory");
+        goto out;
+    }
+    if (!ti_sim_parent_exists(sim, p)) {
+        rc = tide_err_set(TIDE_ENOENT, "sim: %s: mkdir: no such parent directory", p);
+        goto out;
+    }
+    if (ti_sim_dirop_add(sim, p, SIM_MKDIR) != 0) {
+        rc = tide_err_set(TIDE_ENOMEM, "sim: %s: mkdir: out of memory", p);
+        goto out;
+    }
+    if (ti_sim_dirset_put(&sim->dirs, p, 1) != 0) {
+        ti_sim_nsop_free(&sim->nsops[--sim->nnsops]);
+        rc = tide_err_set(TIDE_ENOMEM, "sim: %s: mkdir: out of memory", p);
+    }
+out:
+    ti_sim_unlock(sim);
+    return rc;
+}
+
+/* Does anything current (a file, or a directory made) lie under `dir`? */
+static int has_entries(const tide_io_sim *sim, const char *dir)
+{
+    for (size_t i = 0; i < sim->cur_ns.n; i++)
+        if (ti_sim_under(sim->cur_ns.e[i].path, dir)) return 1;
+    for (size_t i = 0; i < sim->dirs.n; i++)
+        if (ti_sim_under(sim->dirs.v[i], dir)) return 1;
+    return 0;
+}
+
+static int sim_rmdir(tide_io *io, const char *path)
+{
+    tide_io_sim *sim = (tide_io_sim *)io;
+    char p[SIM_PATH_MAX];
+    int rc;
+
+    if ((rc = path_enter(sim, path, "rmdir", 0, p)) != 0) goto out;
+    if ((rc = dir_refusal(sim, p, "rmdir")) != 0) goto out;
+    /* A directory only a file under it makes (never mkdir'd) has that
+     * file; the root and a bare name's "" always have the rest. */
+    if (has_entries(sim, p) || !ti_sim_dirset_has(&sim->dirs, p)) {
+        rc = tide_err_set(TIDE_ENOTEMPTY, "sim: %s: rmdir: directory not empty", p);
+        goto out;
+    }
+    if (ti_sim_dirop_add(sim, p, SIM_RMDIR) != 0) {
+        rc = tide_err_set(TIDE_ENOMEM, "sim: %s: rmdir: out of memory", p);
+        goto out;
+    }
+    ti_sim_dirset_put(&sim->dirs, p, 0);
+out:
+    ti_sim_unlock(sim);
+    return rc;
+}
+
+/* One entry of a listing: the name, a NUL, then is_dir as one byte. */
+static int list_add(char ***v, size_t *n, size_t *cap, const char *name, size_t len, int is_dir)
+{
+    char *e;
+
+    for (size_t i = 0; i < *n; i++)
+        if (strncmp((*v)[i], name, len) == 0 && (*v)[i][len] == '\0') return 0;
+    if (ti_sim_grow(v, cap, *n + 1, sizeof **v) != 0 || (e = malloc(len + 2)) == NULL)
+        return TIDE_ENOMEM;
+    memcpy(e, name, len);
+    e[len] = '\0';
+    e[len + 1] = (char)is_dir;
+    (*v)[(*n)++] = e;
+    return 0;
+}
+
+/* The first component of `path` below `dir` (prefix `pre`, `np` bytes)
+ * as an entry: a directory when more follows it. */
+static int list_path(char ***v, size_t *n, size_t *cap, const char *path, const char *pre,
+                     size_t np, int is_dir)
+{
+    const char *rest, *slash;
+
+    if (strncmp(path, pre, np) != 0 || path[np] == '\0') return 0;
+    rest = path + np;
+    slash = strchr(rest, '/');
+    if (slash) return list_add(v, n, cap, rest, (size_t)(slash - rest), 1);
+    return list_add(v, n, cap, rest, strlen(rest), is_dir);
+}
+
+/* The entries of directory `d` in the current namespace, into *v. */
+static int list_collect(tide_io_sim *sim, const char *d, char ***v, size_t *n)
+{
+    char pre[SIM_PATH_MAX + 1];
+    size_t cap = 0, np;
+
+    np = (size_t)snprintf(pre, sizeof pre, "%s%s", d, strcmp(d, "/") == 0 ? "" : "/");
+    for (size_t i = 0; i < sim->cur_ns.n; i++)
+        if (list_path(v, n, &cap, sim->cur_ns.e[i].path, pre, np, 0) != 0) return TIDE_ENOMEM;
+    for (size_t i = 0; i < sim->dirs.n; i++)
+        if (list_path(v, n, &cap, sim->dirs.v[i], pre, np, 1) != 0) return TIDE_ENOMEM;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int sim_list(tide_io *io, const char *dir,
+                    int (*fn)(void *arg, const char *name, int is_dir), void *arg)
+{
+    tide_io_sim *sim = (tide_io_sim *)io;
+    char d[SIM_PATH_MAX], **v = NULL;
+    size_t n = 0;
+    int rc;
+
+    if ((rc = path_enter(sim, dir, "list", 0, d)) != 0) goto out;
+    if ((rc = dir_refusal(sim, d, "list")) != 0) goto out;
+    if (list_collect(sim, d, &v, &n) != 0)
+        rc = tide_err_set(TIDE_ENOMEM, "sim: %s: list: out of memory", d);
+out:
+    ti_sim_unlock(sim);                 /* fn runs outside the sim */
+    if (rc == 0 && n > 1) qsort(v, n, sizeof *v, by_name);
+    for (size_t i = 0; rc == 0 && i < n; i++) rc = fn(arg, v[i], v[i][strlen(v[i]) + 1]);
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
     return rc;
 }
 
@@ -492,5 +631,8 @@ const tide_io ti_sim_io_template = {
     .rename = sim_rename,
     .sync_dir = sim_sync_dir,
     .stat = sim_stat,
+    .mkdir = sim_mkdir,
+    .rmdir = sim_rmdir,
+    .list = sim_list,
     .holders = sim_holders,
 };

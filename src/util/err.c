@@ -152,6 +152,7 @@ const char *tide_strerror(int code)
     case TIDE_ETOOBIG:   return "value too large";
     case TIDE_EKEYSIZE:  return "wrong key size";
     case TIDE_ENOTSTORE: return "not a NuDB file";
+    case TIDE_ENOTEMPTY: return "directory not empty";
     default:             return "unknown error";
     }
 }
