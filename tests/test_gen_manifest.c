@@ -495,13 +495,13 @@ static void read_refuses_a_file_over_the_limit_without_reading_it(void **state)
     tide_io *io = tide_io_sim_io(sim);
     tide_io_sim_file_stats st;
     tide_gen_manifest back;
-    char *big = calloc(1, TIDE_GEN_FILE_LIMIT + 1);
+    char *big = calloc(1, TIDE_GEN_ENCODED_MAX + 1);
     (void)state;
 
-    OK(tide_io_sim_put_file(sim, DIR "/" TIDE_GEN_FILE, big, TIDE_GEN_FILE_LIMIT + 1));
-    expect_error(tide_gen_manifest_read(io, DIR, &back), TIDE_ECORRUPT, "65537 bytes");
-    expect_contains(tide_last_error(), "65537 bytes, more than a manifest's limit of 65536",
-                    "65537 bytes");
+    OK(tide_io_sim_put_file(sim, DIR "/" TIDE_GEN_FILE, big, TIDE_GEN_ENCODED_MAX + 1));
+    expect_error(tide_gen_manifest_read(io, DIR, &back), TIDE_ECORRUPT, "4097 bytes");
+    expect_contains(tide_last_error(), "4097 bytes, more than a manifest's limit of 4096",
+                    "4097 bytes");
     OK(tide_io_sim_file_stats_get(sim, DIR "/" TIDE_GEN_FILE, &st));
     expect_u64(st.reads, 0, "reads of the oversized file");
     free(big);

@@ -16,7 +16,8 @@
  * generation, and a checksum line, XXH64 of every byte before it. Every
  * valid manifest encodes to under TIDE_GEN_ENCODED_MAX bytes (64 lines of
  * at most 50 bytes and four short ones), so write encodes on the stack and
- * read refuses anything over TIDE_GEN_FILE_LIMIT without reading it.
+ * read refuses anything larger without reading it and reads into the stack
+ * too: no manifest call allocates.
  *
  * Invariants (of every manifest check accepts, encode writes and decode
  * returns):
@@ -457,10 +458,9 @@ out:
 
 int tide_gen_manifest_read(tide_io *io, const char *dir, tide_gen_manifest *m)
 {
-    char path[PATH_CAP];
+    char path[PATH_CAP], bytes[TIDE_GEN_ENCODED_MAX];
     tide_file *f = NULL;
     uint64_t size = 0;
-    char *bytes = NULL;
     int rc;
 
     if ((rc = join(path, dir, TIDE_GEN_FILE)) != 0) goto out;
@@ -468,18 +468,15 @@ int tide_gen_manifest_read(tide_io *io, const char *dir, tide_gen_manifest *m)
     if (rc) goto out;
     rc = io->size(f, &size);
     if (rc) goto out;
-    if (size > TIDE_GEN_FILE_LIMIT) {
+    if (size > sizeof bytes) {
         rc = tide_err_set(TIDE_ECORRUPT, "%s: %" PRIu64 " bytes, more than a manifest's limit of "
-                          "%d (not read)", path, size, TIDE_GEN_FILE_LIMIT);
+                          "%d (not read)", path, size, TIDE_GEN_ENCODED_MAX);
         goto out;
     }
-    bytes = malloc(size ? (size_t)size : 1);
-    if (bytes == NULL) { rc = tide_err_set(TIDE_ENOMEM, "%s: out of memory", path); goto out; }
     if (size > 0 && (rc = io->read_at(f, bytes, (size_t)size, 0)) != 0) goto out;
     rc = tide_gen_manifest_decode(bytes, (size_t)size, m);
     if (rc) tide_err_prefix(rc, "%s", dir);
 out:
     if (f) io->close(f);
-    free(bytes);
     return rc;
 }

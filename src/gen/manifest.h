@@ -31,8 +31,8 @@
 #define TIDE_GEN_FILE           "tide.generations"
 #define TIDE_GEN_FILE_TMP       "tide.generations.tmp"
 #define TIDE_GEN_DIR_CAP        32      /* "gen-" + up to 20 digits + NUL fits */
-#define TIDE_GEN_ENCODED_MAX    4096    /* every valid manifest encodes below this */
-#define TIDE_GEN_FILE_LIMIT     65536   /* read refuses a bigger file unread */
+#define TIDE_GEN_ENCODED_MAX    4096    /* every valid manifest encodes below this, so read
+                                           refuses a bigger file unread */
 
 /* One generation: a complete store in directory `dir` of the data
  * directory. `dir` is always tide_gen_dir_name(id). */
@@ -141,13 +141,13 @@ int tide_gen_manifest_write(tide_io *io, const char *dir, const tide_gen_manifes
 /*
  * Read DIR/tide.generations into *m. Returns 0; TIDE_ENOENT when there is
  * none (DIR is then a plain store, or empty: see the top of this file);
- * TIDE_ECORRUPT for a file over TIDE_GEN_FILE_LIMIT bytes (refused unread)
+ * TIDE_ECORRUPT for a file over TIDE_GEN_ENCODED_MAX bytes (refused unread)
  * or one decode refuses, the message starting with DIR ("/data:
  * tide.generations:6: bad checksum: ..."); TIDE_EVERSION
- * as decode; TIDE_ENOTSTORE when it is not a regular file; TIDE_EIO or
- * TIDE_ENOMEM from io or the allocator. *m is
+ * as decode; TIDE_ENOTSTORE when it is not a regular file; TIDE_EIO from
+ * io. *m is
  * unspecified on error. Cost: open, size, one read_at of the whole file,
- * close; one allocation of the file's size, freed before returning.
+ * close, into a TIDE_GEN_ENCODED_MAX buffer on the stack; no allocation.
  */
 int tide_gen_manifest_read(tide_io *io, const char *dir, tide_gen_manifest *m);
 

@@ -420,7 +420,7 @@ static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size
         rc = read_bucket(s, b, buf);
         if (rc == 0) rc = search_key(s, buf, h, key, &e, NULL);
         if (rc == 0) {
-            rc = 1;     /* found: at `off`, or at a first record of the same key */
+            rc = 1;     /* found: at `off`, or at another record of the same key */
         } else if (rc == 0 || rc == TIDE_ENOTFOUND || rc == TIDE_ECORRUPT) {
             snprintf(why, cap, "the record at nudb.dat offset %llu is not found through bucket %llu, "
                      "where its hash belongs", (unsigned long long)off, (unsigned long long)b);
