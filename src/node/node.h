@@ -35,6 +35,7 @@
 
 #include "cache/cache.h"
 #include "cache/keycache.h"
+#include "gen/gens.h"
 #include "mem/trim.h"
 #include "tide/error.h"
 #include "tide/store.h"
@@ -117,6 +118,35 @@ typedef struct tide_node_opts {
     uint64_t (*clock_us)(void *arg); /* the caches' clock; NULL: monotonic */
     void    *clock_arg;
     struct tide_io *io;           /* NULL (default): POSIX */
+    /* online delete (issue 12; docs/ROTATION.md). Generations are on when
+     * online_delete_on is 1; the triggers below say when the rotator
+     * thread rotates (any one that is due). A directory that already holds
+     * generations opens as generations whatever online_delete_on says
+     * (tide_gens_opts.online_delete). */
+    int      online_delete_on;    /* 0 (default): a plain store; 1: generations */
+    uint64_t online_delete;       /* rotate after this many objects were written into
+                                     the newest generation; 0 (default): no object
+                                     trigger (only the others, or POST /v1/admin/rotate) */
+    uint64_t rotate_bytes;        /* ... after the newest's nudb.dat reaches this; 0: none */
+    uint64_t rotate_interval_s;   /* ... this long after the last rotation; 0: none */
+    unsigned generations;         /* G kept, TIDE_GEN_MIN..TIDE_GEN_MAX; default 2 */
+    int      advisory_delete;     /* 1: a due rotation waits for can_delete to allow it
+                                     (tide_node_can_delete); default 0 */
+    unsigned delete_batch;        /* keep-list keys copied forward per batch; default 100 */
+    unsigned back_off_ms;         /* pause between two batches and two delete steps;
+                                     default 100 */
+    uint64_t delete_chunk_bytes;  /* a dropped nudb.dat is cut by this much per step;
+                                     default 64 MiB */
+    unsigned recovery_wait_s;     /* an unhealthy node (commit backlog or a failed
+                                     commit) waits this long before the gate is tried
+                                     again; default 5 */
+    unsigned rotation_wait_max_s; /* after waiting this long in all the attempt is
+                                     abandoned, logged and counted; default 300 */
+    uint64_t rotate_check_ms;     /* how often the rotator looks at its triggers;
+                                     default 1000 */
+    int      trim_after_rotation; /* 1 (default): one measured release after a rotation
+                                     that dropped a generation (the same call as a
+                                     sweep's: opts.release or tide_mem_trim) */
 } tide_node_opts;
 
 /* Fill `o` with the defaults above (dir NULL). */
@@ -241,6 +271,96 @@ void tide_node_store_info(tide_node *n, tide_store_info *out);
  * its own, never blocking the node. Cost: two atomic loads.
  */
 int tide_node_keys(tide_node *n, uint64_t *keys);
+
+/* ---- online delete (rotator.c) ---- */
+
+#define TIDE_NODE_ROTATIONS 32    /* reports kept for tide_node_rotations */
+
+/* What one rotation attempt did (GET /v1/rotations, POST /v1/admin/rotate). */
+typedef struct tide_node_rotation_report {
+    uint64_t seq;                 /* 1 for the node's first attempt */
+    uint64_t started_unix_us;
+    char     trigger[16];         /* "objects", "bytes", "time", "admin" */
+    int      rc;                  /* 0, or why it failed or was abandoned */
+    int      abandoned;           /* the gate stayed shut past rotation_wait_max_s */
+    char     error[256];          /* tide_last_error() when rc != 0 */
+    uint64_t gate_wait_ns;        /* waiting for health and can_delete */
+    uint64_t keep_ns;             /* copying the keep-list forward */
+    uint64_t keep_keys, keep_copied, keep_missing; /* keys handed over; copied; in no
+                                     generation */
+    uint64_t keep_copied_bytes;
+    uint64_t trim_ns;             /* the release after the drop (0 when none) */
+    int      trimmed;
+    int      trim_rc;
+    tide_mem_trim_report trim;
+    tide_gens_rotate_report gens; /* create, manifest, switch, drop (all 0 when rc != 0
+                                     before the rotation ran) */
+    uint64_t total_ns;
+} tide_node_rotation_report;
+
+/* Running totals of the rotator since open. */
+typedef struct tide_node_rotation_totals {
+    uint64_t rotations;           /* done */
+    uint64_t failures;            /* attempts that returned an error */
+    uint64_t abandoned;           /* attempts the gate gave up on */
+    uint64_t gate_waits;          /* times the gate made an attempt wait */
+    uint64_t dropped;             /* generations dropped */
+    uint64_t deleted_bytes;
+    uint64_t keep_copied, keep_copied_bytes;
+    uint64_t trims, trims_lowered;
+    uint64_t trim_released_bytes;
+    uint64_t can_delete;          /* the advisory_delete allowance: rotations up to this
+                                     manifest count may run (UINT64_MAX: always) */
+    tide_hist phase_duration[6];  /* gate, keep, create, manifest, switch, drop;
+                                     then trim in trim_duration */
+    tide_hist trim_duration;
+} tide_node_rotation_totals;
+
+/* The phases of tide_node_rotation_totals.phase_duration, in order. */
+#define TIDE_NODE_ROTATION_PHASES { "gate", "keep", "create", "manifest", "switch", "drop" }
+
+/*
+ * Copy the `count` keys at `keys` (count * tide_node_key_size bytes) forward
+ * into the newest generation (tide_gens_keep), delete_batch keys at a time
+ * with back_off_ms pauses between batches; adds to r's keep_* fields (r may
+ * be NULL). Returns 0 or the first read/insert error (the keys before it
+ * were copied); TIDE_EINVAL without generations. A missing key is counted,
+ * not an error. The server calls it for each piece of a streamed body of
+ * POST /v1/admin/rotate before tide_node_rotate.
+ */
+int tide_node_keep_keys(tide_node *n, const void *keys, size_t count,
+                        tide_node_rotation_report *r);
+
+/*
+ * Rotate now (trigger "admin": the gates of health and advisory_delete are
+ * not applied, the operator asked), after the keep-list r already counts
+ * (r's keep_* fields are kept; r is filled otherwise), and make the measured
+ * release when a generation was dropped and trim_after_rotation is on.
+ * Records the report (tide_node_rotations). Returns 0 or the rotation's
+ * error (TIDE_EINVAL without generations). Serialised with the rotator
+ * thread's rotations. Blocks for the whole rotation (its deletes pause
+ * back_off_ms between steps): call it from a worker, never an event loop.
+ */
+int tide_node_rotate(tide_node *n, const char *trigger, tide_node_rotation_report *r);
+
+/*
+ * advisory_delete's allowance, as rippled's can_delete: `value` is a
+ * number N (rotations up to manifest count N may run), "never" (0),
+ * "always" (UINT64_MAX) or "now" (the next rotation may run: the present
+ * count plus one); NULL only reads. *now (may be NULL) gets the value in
+ * force. Returns 0 or TIDE_EINVAL (bad text: the message says what is
+ * accepted). Kept in memory: after a restart it is "never" again, so a node
+ * with advisory_delete never deletes what the operator did not allow.
+ */
+int tide_node_can_delete(tide_node *n, const char *value, uint64_t *now);
+
+/* Copy up to `cap` of the latest rotation reports, newest first; returns
+ * how many (at most TIDE_NODE_ROTATIONS). Cost: one lock. */
+size_t tide_node_rotations(tide_node *n, tide_node_rotation_report *out, size_t cap);
+
+/* Snapshots. Cost: one lock each (gens: see tide_gens_get_info). */
+void tide_node_rotation_totals_get(tide_node *n, tide_node_rotation_totals *out);
+void tide_node_gens_info(tide_node *n, tide_gens_info *out);
 
 /* The options the node runs with (defaults filled in). */
 const tide_node_opts *tide_node_options(const tide_node *n);
