@@ -1048,6 +1048,78 @@ static void a_file_in_both_places_after_an_interrupted_adoption_is_resolved_or_r
     tide_io_sim_destroy(sim);
 }
 
+static void a_failed_copy_forward_is_counted_and_the_fetch_still_succeeds(void **state)
+{
+    tide_io_sim *base = rotation_base(2);
+    tide_gens_opts o;
+    int seen = 0;
+    (void)state;
+
+    /* Fail each call of the fetch of an older object in turn: where the
+     * fault hits the copy's insert, the fetch returns the older copy. */
+    tide_log_set_level(TIDE_LOG_ERROR);
+    for (uint64_t n = 1; n <= 12; n++) {
+        tide_io_sim *c = clone_of(base);
+        tide_gens_info in;
+        uint8_t k[KS];
+        void *out = NULL;
+        size_t len = 0;
+        uint64_t gen = 0;
+        sim_opts(&o, c, 2);
+        tide_gens *g = open_ok(SD, &o, "copy failure");
+        th_key(3, KS, k);
+        OK(tide_io_sim_fail_at(c, n, TIDE_IO_SIM_EIO, 0));
+        int rc = tide_gens_fetch(g, k, &out, &len, &gen);
+        free(out);
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));   /* not into close's commit */
+        tide_gens_get_info(g, &in);
+        if (rc == 0 && gen == 1) {
+            expect_u64(in.copy_failures, 1, "a failed copy is counted");
+            expect_u64(in.copied_forward, 0, "and not counted as copied");
+            seen++;
+        } else if (rc == 0) {
+            expect_u64(gen, 2, "a fetch that copied");
+            expect_u64(in.copy_failures, 0, "no copy failure");
+        }
+        OK(tide_gens_close(g));
+        tide_io_sim_destroy(c);
+    }
+    tide_log_set_level(TIDE_LOG_INFO);
+    if (seen == 0) fail_msg("no fault point hit the copy's insert");
+    tide_io_sim_destroy(base);
+}
+
+static void a_rename_across_directories_on_io_sim_never_loses_the_file(void **state)
+{
+    /* What adoption relies on: a rename from DIR into DIR/gen, then sync of
+     * gen, then of DIR. After any crash the file is in gen, or in DIR, or
+     * (between the two syncs) under both names; never under neither. */
+    int both = 0, moved = 0, stayed = 0;
+    (void)state;
+    for (int stop = 0; stop < 3; stop++)
+        for (uint64_t seed = 0; seed < 40; seed++) {
+            tide_io_sim *sim = sim_new();
+            tide_io *io = tide_io_sim_io(sim);
+            OK(tide_io_sim_put_file(sim, SD "/f", "abc", 3));
+            OK(io->mkdir(io, SD "/gen"));
+            OK(io->sync_dir(io, SD));
+            OK(io->rename(io, SD "/f", SD "/gen/f"));
+            if (stop >= 1) OK(io->sync_dir(io, SD "/gen"));
+            if (stop >= 2) OK(io->sync_dir(io, SD));
+            OK(tide_io_sim_crash(sim, seed));
+            int a = io->stat(io, SD "/f", NULL) == 0, b = io->stat(io, SD "/gen/f", NULL) == 0;
+            if (!a && !b) fail_msg("stop %d seed %" PRIu64 ": the file is lost", stop, seed);
+            if (stop == 2 && (a || !b)) fail_msg("after both syncs: expected gen/f alone");
+            both += a && b;
+            moved += !a && b;
+            stayed += a && !b;
+            tide_io_sim_destroy(sim);
+        }
+    if (both == 0 || moved == 0 || stayed == 0)
+        fail_msg("expected all three outcomes, got both %d, moved %d, stayed %d", both, moved,
+                 stayed);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, th_scratch_setup, th_scratch_teardown)
 
 int main(void)
@@ -1073,6 +1145,8 @@ int main(void)
         cmocka_unit_test(a_fault_at_any_call_of_a_rotation_leaves_a_working_handle),
         cmocka_unit_test(a_crash_at_any_call_of_an_adoption_or_creation_resumes_to_a_working_store),
         cmocka_unit_test(a_file_in_both_places_after_an_interrupted_adoption_is_resolved_or_refused),
+        cmocka_unit_test(a_failed_copy_forward_is_counted_and_the_fetch_still_succeeds),
+        cmocka_unit_test(a_rename_across_directories_on_io_sim_never_loses_the_file),
     };
     return th_run_group("test_gens", tests, NULL, NULL, NULL);
 }
