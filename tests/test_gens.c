@@ -668,6 +668,50 @@ static void a_manifest_is_opened_as_generations_even_with_online_delete_off(void
     OK(tide_gens_close(g));
 }
 
+static void a_read_only_handle_reads_every_generation_and_changes_nothing(void **state)
+{
+    th_scratch *t = *state;
+    tide_gens_opts o;
+    tide_gens_info in;
+    th_snapshot s1, s2;
+    char p[4200], q1[4200], q2[4200], un[4200];
+    uint64_t gen = 0;
+    uint8_t k[KS];
+    int copied;
+
+    gopts(&o, 1, 2, NULL);
+    tide_gens *g = open_ok(t->dir, &o, "writer");
+    put_range(g, 0, 10);
+    rotate_ok(g, NULL, "1");
+    put_range(g, 10, 20);
+    OK(tide_gens_close(g));
+    join(q1, t->dir, "gen-000000000001");
+    join(q2, t->dir, "gen-000000000002");
+    join(un, t->dir, "gen-000000000004");
+    OK(mkdir(un, 0755) == 0 ? 0 : TIDE_EIO);
+    OK(th_snapshot_take(q1, &s1));
+    OK(th_snapshot_take(q2, &s2));
+    o.store.read_only = 1;
+    g = open_ok(t->dir, &o, "read-only");
+    get(g, 3, 1, &gen, "read-only");
+    expect_u64(gen, 1, "found in generation 1, not copied");
+    get_range(g, 0, 20, "read-only");
+    tide_gens_get_info(g, &in);
+    expect_u64(in.copied_forward, 0, "no copy");
+    expect_u64(in.copy_failures, 0, "no copy tried");
+    put(g, 100, TIDE_EINVAL, NULL);
+    expect_error(tide_gens_rotate(g, NULL), TIDE_EINVAL, "rotate read-only");
+    th_key(3, KS, k);
+    expect_error(tide_gens_keep(g, k, &copied), TIDE_EINVAL, "keep read-only");
+    OK(tide_gens_close(g));
+    expect_unchanged(q1, &s1, "generation 1 after a read-only handle");
+    expect_unchanged(q2, &s2, "generation 2 after a read-only handle");
+    expect_i64(is_dir(un), 1, "a read-only open removes nothing");
+    expect_i64(th_exists(join(p, t->dir, TIDE_GEN_FILE)), 1, "manifest");
+    th_snapshot_free(&s1);
+    th_snapshot_free(&s2);
+}
+
 /* ---- inspect ---- */
 
 static void inspect_lists_generations_and_unnamed_directories_without_changing_anything(void **state)
@@ -1141,6 +1185,7 @@ int main(void)
         T(a_manifest_beside_a_plain_stores_files_is_refused_with_what_to_do),
         T(a_manifest_is_opened_as_generations_even_with_online_delete_off),
         T(inspect_lists_generations_and_unnamed_directories_without_changing_anything),
+        T(a_read_only_handle_reads_every_generation_and_changes_nothing),
         cmocka_unit_test(a_crash_at_any_call_of_a_rotation_opens_with_every_object_in_retention),
         cmocka_unit_test(a_fault_at_any_call_of_a_rotation_leaves_a_working_handle),
         cmocka_unit_test(a_crash_at_any_call_of_an_adoption_or_creation_resumes_to_a_working_store),

@@ -75,7 +75,15 @@ typedef struct tide_gens_opts {
                                      takes the newest's key size and block size */
     tide_store_opts store;        /* how every generation is opened (burst, commit
                                      interval, check_invariants); store.io is ignored:
-                                     `io` below is used for everything */
+                                     `io` below is used for everything.
+                                     store.read_only (added for the CLI's `tide get`
+                                     over generations, which may run beside nothing
+                                     but must change nothing): every generation opened
+                                     read-only; open adopts, creates and removes
+                                     nothing (no manifest: the plain store read-only);
+                                     fetch does not copy forward (*gen_id is where it
+                                     was found); insert, touch, keep and rotate are
+                                     TIDE_EINVAL */
     struct tide_io *io;           /* NULL (default): POSIX */
     uint64_t delete_chunk_bytes;  /* a dropped generation's nudb.dat is cut by this
                                      much per step before it is unlinked, so the file

@@ -6,8 +6,8 @@
  * first, in `gens` (slot i holds manifest generation i). Both change only
  * at a rotation's switch, under the write lock of `lock`; every insert,
  * fetch, touch, keep, sync and info holds the read lock for its whole
- * call, so a store a switch drops is closed after the switch when no
- * call can still hold it.
+ * call (sync: see sync_lock), so a store a switch drops is closed after
+ * the switch when no call can still hold it.
  */
 #ifndef TIDE_GEN_GENS_IMPL_H
 #define TIDE_GEN_GENS_IMPL_H
@@ -39,7 +39,13 @@ struct tide_gens {
     unsigned        key_size;
     tide_store     *plain;             /* plain mode: the one store */
 
+    int             read_only;         /* opts.store.read_only: no write of any kind */
     pthread_rwlock_t lock;             /* the list: m and gens */
+    /* Held shared by a sync for its whole call (it syncs outside `lock`,
+     * so a long commit never holds a switch, and with it every fetch,
+     * back); taken exclusive for a moment after a switch, before dropped
+     * stores close, so no sync still holds one of them. */
+    pthread_rwlock_t sync_lock;
     pthread_mutex_t  rotate_mu;        /* serialises rotations */
     tide_gen_manifest m;               /* as on disk; count == ngens */
     ti_gens_slot      gens[TIDE_GEN_MAX];
@@ -73,6 +79,10 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
 
 /* Add the counters of open store `s` to g->retired (before it is closed). */
 void ti_gens_retire(tide_gens *g, tide_store *s);
+
+/* Assert gens.c's invariant 1 (the caller holds `lock`, or is the only
+ * thread: open, the rotation between its steps). */
+void ti_gens_check(const tide_gens *g);
 
 /* Call the trace hook, if any. */
 void ti_gens_trace(const tide_gens *g, const char *step);

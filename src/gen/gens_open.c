@@ -342,6 +342,12 @@ static int reconcile(tide_gens *g)
             tide_log(TIDE_LOG_WARN, "%s: removed %s (%" PRIu64 " bytes): " TIDE_GEN_FILE
                      " does not name it (a rotation a crash interrupted)", g->dir, u.names[i],
                      bytes);
+        } else {
+            /* Garbage that would not go is no reason to refuse the node:
+             * the manifest's generations are whole; the next open retries. */
+            tide_log(TIDE_LOG_WARN, "%s: could not remove %s, which " TIDE_GEN_FILE " does not "
+                     "name: %s", g->dir, u.names[i], tide_last_error());
+            rc = 0;
         }
     }
     if (rc == 0 && u.tmp) {
@@ -349,6 +355,11 @@ static int reconcile(tide_gens *g)
         rc = ti_gens_path(p, g->dir, TIDE_GEN_FILE_TMP);
         if (rc == 0) rc = g->io->unlink(g->io, p);
         if (rc == 0) rc = g->io->sync_dir(g->io, g->dir);
+        if (rc && rc != TIDE_EINVAL) {
+            tide_log(TIDE_LOG_WARN, "%s: could not remove " TIDE_GEN_FILE_TMP ": %s", g->dir,
+                     tide_last_error());
+            rc = 0;
+        }
     }
     free(u.names);
     return rc;
@@ -363,7 +374,7 @@ static int open_plain(tide_gens *g)
 
     store_opts_of(g, &so);
     rc = tide_store_open(&g->plain, g->dir, &so);
-    if (rc == TIDE_ENOENT && g->opts.create_if_missing) {
+    if (rc == TIDE_ENOENT && g->opts.create_if_missing && !g->read_only) {
         rc = create_in(g, g->dir);
         if (rc == 0) rc = tide_store_open(&g->plain, g->dir, &so);
     }
@@ -414,7 +425,7 @@ static int open_generations(tide_gens *g)
 {
     int rc = open_named(g);
     if (rc) return rc;
-    rc = reconcile(g);
+    if (!g->read_only) rc = reconcile(g);
     if (rc == 0) rc = count_newest(g);
     if (rc) {
         for (unsigned i = 0; i < g->m.count; i++) tide_store_close(g->gens[i].s), g->gens[i].s = NULL;
@@ -423,6 +434,7 @@ static int open_generations(tide_gens *g)
     g->enabled = 1;
     g->newest_id = g->m.gens[0].id;
     g->oldest_id = g->m.gens[g->m.count - 1].id;
+    ti_gens_check(g);
     return 0;
 }
 
@@ -448,7 +460,8 @@ static int open_layout(tide_gens *g)
                                 "it", g->dir, gen1);
         return open_plain(g);
     }
-    if (have && !g->opts.online_delete)
+    if (!have && g->read_only) return open_plain(g);   /* adopts nothing */
+    if (have && !g->opts.online_delete && !g->read_only)
         tide_log(TIDE_LOG_WARN, "%s: online delete is off but the directory holds generations "
                  "(" TIDE_GEN_FILE "): opening them; no rotation happens unless asked", g->dir);
     if (!have) {
@@ -476,12 +489,14 @@ int tide_gens_open(tide_gens **out, const char *dir, const tide_gens_opts *opts)
     if (g == NULL) return tide_err_set(TIDE_ENOMEM, "%s: out of memory", dir);
     snprintf(g->dir, sizeof g->dir, "%s", dir);
     g->opts = *opts;
+    g->read_only = opts->store.read_only != 0;
     g->io = opts->io ? opts->io : tide_io_posix();
     /* Writers first: with readers preferred (glibc's default) a steady
      * stream of fetches could hold a rotation's switch off for ever. */
     pthread_rwlockattr_init(&ra);
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&g->lock, &ra);
+    pthread_rwlock_init(&g->sync_lock, &ra);
     pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&g->rotate_mu, NULL);
     pthread_mutex_init(&g->retired_mu, NULL);

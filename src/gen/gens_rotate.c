@@ -215,6 +215,7 @@ static void switch_to(tide_gens *g, const tide_gen_manifest *m, tide_store *fres
     TIDE_ASSERT(o == nd);
     memcpy(g->gens, next, sizeof next[0] * n);
     g->m = *m;
+    ti_gens_check(g);
     *objects_before = __atomic_exchange_n(&g->newest_objects, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g->newest_id, m->gens[0].id, __ATOMIC_RELAXED);
     __atomic_store_n(&g->oldest_id, m->gens[m->count - 1].id, __ATOMIC_RELAXED);
@@ -224,6 +225,9 @@ static void switch_to(tide_gens *g, const tide_gen_manifest *m, tide_store *fres
 /* Step "drop": close and delete the dropped generations. */
 static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotate_report *r)
 {
+    /* A barrier: a sync that took the old list finishes first. */
+    pthread_rwlock_wrlock(&g->sync_lock);
+    pthread_rwlock_unlock(&g->sync_lock);
     for (unsigned i = 0; i < nd; i++) {
         char p[TI_GENS_PATH_CAP];
         int rc = tide_store_close(d[i].s);
@@ -268,6 +272,7 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
     if (!g->enabled)
         return tide_err_set(TIDE_EINVAL, "%s: online delete is off: no generations to rotate",
                             g->dir);
+    if (g->read_only) return tide_err_set(TIDE_EINVAL, "%s: rotate: opened read-only", g->dir);
     pthread_mutex_lock(&g->rotate_mu);
     r.started_unix_us = tide_clock_real_us();
     t = tide_clock_mono_ns();
