@@ -877,44 +877,83 @@ static void each_crash_image(tide_io_sim *c, void (*check)(tide_io_sim *, unsign
     }
 }
 
-static uint64_t rotation_calls(tide_io_sim *base, unsigned keep)
+/* A workload on sim `c`: stops the world before its call k (0: never) from
+ * the moment it starts counting, runs, and closes what it opened (calls
+ * that fail change nothing); *calls gets the calls it counted. */
+typedef int workload_fn(tide_io_sim *c, unsigned arg, uint64_t k, uint64_t *calls);
+
+static void quiet_close(tide_gens *g)
 {
-    tide_io_sim *c = clone_of(base);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    tide_gens_close(g);
+    tide_log_set_sink(NULL, NULL);
+}
+
+/* A rotation of the handle opened on `c` (the open is not counted). */
+static int rotation_workload(tide_io_sim *c, unsigned keep, uint64_t k, uint64_t *calls)
+{
     tide_gens_opts o;
     sim_opts(&o, c, keep);
-    tide_gens *g = open_ok(SD, &o, "count");
+    tide_gens *g = open_ok(SD, &o, "rotation workload");
     uint64_t c0 = tide_io_sim_calls(c);
-    rotate_ok(g, NULL, "count");
-    uint64_t n = tide_io_sim_calls(c) - c0;
-    OK(tide_gens_close(g));
+    if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
+    int rc = tide_gens_rotate(g, NULL);
+    *calls = tide_io_sim_calls(c) - c0;
+    quiet_close(g);
+    return rc;
+}
+
+/* An open with online delete on: adoption, or creation of generation 1. */
+static int adoption_workload(tide_io_sim *c, unsigned items, uint64_t k, uint64_t *calls)
+{
+    tide_gens_opts o;
+    tide_gens *g = NULL;
+    (void)items;
+    sim_opts(&o, c, 2);
+    uint64_t c0 = tide_io_sim_calls(c);
+    if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
+    int rc = tide_gens_open(&g, SD, &o);
+    *calls = tide_io_sim_calls(c) - c0;
+    if (rc == 0) quiet_close(g);
+    return rc;
+}
+
+static uint64_t workload_calls(tide_io_sim *base, workload_fn *run, unsigned arg)
+{
+    tide_io_sim *c = clone_of(base);
+    uint64_t n = 0;
+    expect_ok(run(c, arg, 0, &n), "the workload with no fault");
     tide_io_sim_destroy(c);
     return n;
+}
+
+/* For k = 1 .. calls + 1: stop the world before call k of `run` (k past
+ * the last: none), then check every crash image of what it left. */
+static void crash_every_call(tide_io_sim *base, workload_fn *run,
+                             void (*check)(tide_io_sim *, unsigned, const char *), unsigned arg,
+                             const char *name, uint64_t *stops, uint64_t *images)
+{
+    uint64_t n = workload_calls(base, run, arg), ignored;
+    char where[200];
+
+    for (uint64_t k = 1; k <= n + 1; k++) {
+        tide_io_sim *c = clone_of(base);
+        int rc = run(c, arg, k <= n ? k : 0, &ignored);
+        if (k > n) expect_ok(rc, name);
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
+        snprintf(where, sizeof where, "%s of %" PRIu64 " calls, world stopped before call %"
+                 PRIu64 " (returned %d)", name, n, k, rc);
+        each_crash_image(c, check, arg, where, images);
+        tide_io_sim_destroy(c);
+        (*stops)++;
+    }
 }
 
 static void crash_every_call_of_a_rotation(unsigned keep, uint64_t *stops, uint64_t *images)
 {
     tide_io_sim *base = rotation_base(keep);
-    uint64_t n = rotation_calls(base, keep);
-    tide_gens_opts o;
-    char where[200];
-
-    for (uint64_t k = 1; k <= n + 1; k++) {
-        tide_io_sim *c = clone_of(base);
-        sim_opts(&o, c, keep);
-        tide_gens *g = open_ok(SD, &o, "crash loop");
-        if (k <= n) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
-        int rc = tide_gens_rotate(g, NULL);
-        if (k > n) expect_ok(rc, "the rotation with no fault");
-        tide_log_set_sink(th_log_discard_sink, NULL);
-        tide_gens_close(g);                      /* every call fails: nothing changes */
-        tide_log_set_sink(NULL, NULL);
-        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
-        snprintf(where, sizeof where, "G=%u rotation of %" PRIu64 " calls, world stopped before "
-                 "call %" PRIu64 " (rotate returned %d)", keep, n, k, rc);
-        each_crash_image(c, check_rotation_image, keep, where, images);
-        tide_io_sim_destroy(c);
-        (*stops)++;
-    }
+    crash_every_call(base, rotation_workload, check_rotation_image, keep,
+                     keep == 2 ? "G=2 rotation" : "G=3 rotation", stops, images);
     tide_io_sim_destroy(base);
 }
 
@@ -935,7 +974,7 @@ static void a_fault_at_any_call_of_a_rotation_leaves_a_working_handle(void **sta
 {
     static const int kinds[2] = { TIDE_IO_SIM_EIO, TIDE_IO_SIM_ENOSPC };
     tide_io_sim *base = rotation_base(2);
-    uint64_t n = rotation_calls(base, 2), failed = 0;
+    uint64_t n = workload_calls(base, rotation_workload, 2), failed = 0;
     tide_gens_opts o;
     char what[200];
     (void)state;
@@ -1016,31 +1055,8 @@ static void check_adoption_image(tide_io_sim *sim, unsigned items, const char *w
 static void crash_every_call_of_an_adoption(unsigned items, uint64_t *stops, uint64_t *images)
 {
     tide_io_sim *base = adoption_base(items);
-    tide_gens_opts o;
-    tide_gens *g = NULL;
-    char where[200];
-
-    tide_io_sim *c = clone_of(base);
-    sim_opts(&o, c, 2);
-    uint64_t c0 = tide_io_sim_calls(c);
-    g = open_ok(SD, &o, "count");
-    uint64_t n = tide_io_sim_calls(c) - c0;
-    OK(tide_gens_close(g));
-    tide_io_sim_destroy(c);
-    for (uint64_t k = 1; k <= n + 1; k++) {
-        c = clone_of(base);
-        sim_opts(&o, c, 2);
-        if (k <= n) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
-        int rc = tide_gens_open(&g, SD, &o);
-        if (k > n) expect_ok(rc, "the adoption with no fault");
-        if (rc == 0) tide_gens_close(g);
-        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
-        snprintf(where, sizeof where, "%s of %" PRIu64 " calls, world stopped before call %"
-                 PRIu64 " (open returned %d)", items ? "adoption" : "creation", n, k, rc);
-        each_crash_image(c, check_adoption_image, items, where, images);
-        tide_io_sim_destroy(c);
-        (*stops)++;
-    }
+    crash_every_call(base, adoption_workload, check_adoption_image, items,
+                     items ? "adoption" : "creation", stops, images);
     tide_io_sim_destroy(base);
 }
 

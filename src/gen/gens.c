@@ -88,21 +88,31 @@ void ti_gens_trace(const tide_gens *g, const char *step)
     if (g && g->opts.trace) g->opts.trace(g->opts.trace_arg, step);
 }
 
+/* Add the counters of `i` to `o`. */
+static void add_counters(tide_store_info *o, const tide_store_info *i)
+{
+    o->inserts += i->inserts;
+    o->fetches += i->fetches;
+    o->commits += i->commits;
+    o->commit_failures += i->commit_failures;
+    o->bytes_written += i->bytes_written;
+    o->syncs += i->syncs;
+    o->pool_bytes += i->pool_bytes;
+    o->commit_buffer_bytes += i->commit_buffer_bytes;
+    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++)
+        o->commit_duration.bucket[b] += i->commit_duration.bucket[b];
+    o->commit_duration.sum_ns += i->commit_duration.sum_ns;
+    o->commit_duration.count += i->commit_duration.count;
+    if (i->last_commit_us > o->last_commit_us) o->last_commit_us = i->last_commit_us;
+}
+
 void ti_gens_retire(tide_gens *g, tide_store *s)
 {
     tide_store_info i;
     tide_store_get_info(s, &i);
+    i.pool_bytes = i.commit_buffer_bytes = 0;   /* summed over the open ones only */
     pthread_mutex_lock(&g->retired_mu);
-    ti_gens_retired *r = &g->retired;
-    r->inserts += i.inserts;
-    r->fetches += i.fetches;
-    r->commits += i.commits;
-    r->commit_failures += i.commit_failures;
-    r->bytes_written += i.bytes_written;
-    r->syncs += i.syncs;
-    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++) r->hist[b] += i.commit_duration.bucket[b];
-    r->hist_sum_ns += i.commit_duration.sum_ns;
-    r->hist_count += i.commit_duration.count;
+    add_counters(&g->retired, &i);
     pthread_mutex_unlock(&g->retired_mu);
 }
 
@@ -391,24 +401,6 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out)
     pthread_rwlock_unlock(&g->lock);
 }
 
-/* Add the counters of `i` to `o`. */
-static void add_counters(tide_store_info *o, const tide_store_info *i)
-{
-    o->inserts += i->inserts;
-    o->fetches += i->fetches;
-    o->commits += i->commits;
-    o->commit_failures += i->commit_failures;
-    o->bytes_written += i->bytes_written;
-    o->syncs += i->syncs;
-    o->pool_bytes += i->pool_bytes;
-    o->commit_buffer_bytes += i->commit_buffer_bytes;
-    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++)
-        o->commit_duration.bucket[b] += i->commit_duration.bucket[b];
-    o->commit_duration.sum_ns += i->commit_duration.sum_ns;
-    o->commit_duration.count += i->commit_duration.count;
-    if (i->last_commit_us > o->last_commit_us) o->last_commit_us = i->last_commit_us;
-}
-
 void tide_gens_store_info(tide_gens *g, tide_store_info *out)
 {
     if (!g->enabled) { tide_store_get_info(g->plain, out); return; }
@@ -425,15 +417,6 @@ void tide_gens_store_info(tide_gens *g, tide_store_info *out)
     }
     pthread_rwlock_unlock(&g->lock);
     pthread_mutex_lock(&g->retired_mu);
-    const ti_gens_retired *r = &g->retired;
-    out->inserts += r->inserts;
-    out->fetches += r->fetches;
-    out->commits += r->commits;
-    out->commit_failures += r->commit_failures;
-    out->bytes_written += r->bytes_written;
-    out->syncs += r->syncs;
-    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++) out->commit_duration.bucket[b] += r->hist[b];
-    out->commit_duration.sum_ns += r->hist_sum_ns;
-    out->commit_duration.count += r->hist_count;
+    add_counters(out, &g->retired);
     pthread_mutex_unlock(&g->retired_mu);
 }

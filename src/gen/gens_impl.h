@@ -24,13 +24,6 @@ typedef struct ti_gens_slot {
     tide_store *s;
 } ti_gens_slot;
 
-/* The counters of stores this handle closed (dropped at a rotation), so
- * tide_gens_store_info's sums never go down. Under retired_mu. */
-typedef struct ti_gens_retired {
-    uint64_t inserts, fetches, commits, commit_failures, bytes_written, syncs;
-    uint64_t hist[TIDE_STORE_HIST_BUCKETS + 1], hist_sum_ns, hist_count;
-} ti_gens_retired;
-
 struct tide_gens {
     char            dir[TI_GENS_PATH_CAP];
     tide_io        *io;
@@ -58,8 +51,11 @@ struct tide_gens {
     uint64_t older_lookups __attribute__((aligned(64)));
     uint64_t removed_at_open;
 
+    /* The counters of stores this handle closed (dropped at a rotation),
+     * so tide_gens_store_info's sums never go down; pools and buffers
+     * zero. Under retired_mu. */
     pthread_mutex_t  retired_mu;
-    ti_gens_retired  retired;
+    tide_store_info  retired;
 };
 
 /* DIR/name into out; TIDE_EINVAL when it does not fit. */
@@ -79,6 +75,19 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
 
 /* Add the counters of open store `s` to g->retired (before it is closed). */
 void ti_gens_retire(tide_gens *g, tide_store *s);
+
+/* A growing list of directory entry names (for removal after a list). */
+typedef struct ti_gens_names {
+    char (*names)[256];
+    unsigned n, cap;
+} ti_gens_names;
+
+/* Append `name`: 0, TIDE_EINVAL (longer than 255), TIDE_ENOMEM. */
+int ti_gens_names_add(ti_gens_names *l, const char *name);
+
+/* 1 when `name` is exactly a generation directory's name (what
+ * tide_gen_dir_name writes for some id), the id in *id; else 0. */
+int ti_gens_parse_name(const char *name, uint64_t *id);
 
 /* Assert gens.c's invariant 1 (the caller holds `lock`, or is the only
  * thread: open, the rotation between its steps). */

@@ -80,9 +80,7 @@ static int store_files_in(tide_io *io, const char *dir, unsigned *mask)
     return 0;
 }
 
-/* 1 when `name` is a generation directory's name (exactly what
- * tide_gen_dir_name writes for some id), its id in *id. */
-static int parse_gen_name(const char *name, uint64_t *id)
+int ti_gens_parse_name(const char *name, uint64_t *id)
 {
     char canon[TIDE_GEN_DIR_CAP];
     uint64_t v = 0;
@@ -300,8 +298,7 @@ static int open_named(tide_gens *g)
 
 typedef struct unnamed_list {
     const tide_gen_manifest *m;
-    char (*names)[TIDE_GEN_DIR_CAP];
-    unsigned n, cap;
+    ti_gens_names dirs;
     int tmp;
 } unnamed_list;
 
@@ -310,43 +307,35 @@ static int collect_unnamed(void *arg, const char *name, int is_dir)
     unnamed_list *u = arg;
     uint64_t id;
     if (!is_dir && strcmp(name, TIDE_GEN_FILE_TMP) == 0) u->tmp = 1;
-    if (!is_dir || !parse_gen_name(name, &id)) return 0;
+    if (!is_dir || !ti_gens_parse_name(name, &id)) return 0;
     for (unsigned i = 0; i < u->m->count; i++)
         if (u->m->gens[i].id == id) return 0;
-    if (u->n == u->cap) {
-        unsigned cap = u->cap ? 2 * u->cap : 8;
-        void *p = realloc(u->names, cap * sizeof *u->names);
-        if (p == NULL) return tide_err_set(TIDE_ENOMEM, "reconcile: out of memory");
-        u->names = p;
-        u->cap = cap;
-    }
-    memcpy(u->names[u->n++], name, TIDE_GEN_DIR_CAP);
-    return 0;
+    return ti_gens_names_add(&u->dirs, name);
 }
 
 /* Remove what the manifest does not name (the named ones are open). */
 static int reconcile(tide_gens *g)
 {
-    unnamed_list u = { &g->m, NULL, 0, 0, 0 };
+    unnamed_list u = { &g->m, { NULL, 0, 0 }, 0 };
     int rc;
 
     ti_gens_trace(g, "reconcile");
     rc = g->io->list(g->io, g->dir, collect_unnamed, &u);
-    for (unsigned i = 0; i < u.n && rc == 0; i++) {
+    for (unsigned i = 0; i < u.dirs.n && rc == 0; i++) {
         char p[TI_GENS_PATH_CAP];
         uint64_t bytes = 0;
-        if ((rc = ti_gens_path(p, g->dir, u.names[i])) != 0) break;
+        if ((rc = ti_gens_path(p, g->dir, u.dirs.names[i])) != 0) break;
         rc = ti_gens_remove_dir(NULL, g->io, g->dir, p, 0, 0, &bytes, NULL);
         if (rc == 0) {
             g->removed_at_open++;
             tide_log(TIDE_LOG_WARN, "%s: removed %s (%" PRIu64 " bytes): " TIDE_GEN_FILE
-                     " does not name it (a rotation a crash interrupted)", g->dir, u.names[i],
+                     " does not name it (a rotation a crash interrupted)", g->dir, u.dirs.names[i],
                      bytes);
         } else {
             /* Garbage that would not go is no reason to refuse the node:
              * the manifest's generations are whole; the next open retries. */
             tide_log(TIDE_LOG_WARN, "%s: could not remove %s, which " TIDE_GEN_FILE " does not "
-                     "name: %s", g->dir, u.names[i], tide_last_error());
+                     "name: %s", g->dir, u.dirs.names[i], tide_last_error());
             rc = 0;
         }
     }
@@ -361,7 +350,7 @@ static int reconcile(tide_gens *g)
             rc = 0;
         }
     }
-    free(u.names);
+    free(u.dirs.names);
     return rc;
 }
 

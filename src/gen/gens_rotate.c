@@ -41,25 +41,24 @@
 #include "util/err.h"
 #include "util/log.h"
 
-typedef struct file_list {
-    char (*names)[256];
-    unsigned n, cap;
-} file_list;
-
-static int collect_files(void *arg, const char *name, int is_dir)
+int ti_gens_names_add(ti_gens_names *l, const char *name)
 {
-    file_list *l = arg;
-    if (is_dir) return 0;
-    if (strlen(name) >= 256) return tide_err_set(TIDE_EINVAL, "%s: file name too long", name);
+    if (strlen(name) >= sizeof l->names[0])
+        return tide_err_set(TIDE_EINVAL, "%s: file name too long", name);
     if (l->n == l->cap) {
         unsigned cap = l->cap ? 2 * l->cap : 8;
         void *p = realloc(l->names, cap * sizeof *l->names);
-        if (p == NULL) return tide_err_set(TIDE_ENOMEM, "remove: out of memory");
+        if (p == NULL) return tide_err_set(TIDE_ENOMEM, "%s: out of memory", name);
         l->names = p;
         l->cap = cap;
     }
-    snprintf(l->names[l->n++], 256, "%s", name);
+    snprintf(l->names[l->n++], sizeof l->names[0], "%s", name);
     return 0;
+}
+
+static int collect_files(void *arg, const char *name, int is_dir)
+{
+    return is_dir ? 0 : ti_gens_names_add(arg, name);
 }
 
 /* Cut nudb.dat of `path` by `chunk` bytes per step, pausing between. */
@@ -91,7 +90,7 @@ static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, 
 int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char *path,
                        uint64_t chunk, unsigned pause_ms, uint64_t *bytes, unsigned *steps)
 {
-    file_list l = { NULL, 0, 0 };
+    ti_gens_names l = { NULL, 0, 0 };
     uint64_t total = 0;
     int rc;
 
