@@ -712,6 +712,21 @@ static void a_read_only_handle_reads_every_generation_and_changes_nothing(void *
     th_snapshot_free(&s2);
 }
 
+static void a_second_handle_on_the_same_directory_is_refused_as_busy(void **state)
+{
+    th_scratch *t = *state;
+    tide_gens_opts o;
+    tide_gens *g2 = NULL;
+
+    gopts(&o, 1, 2, NULL);
+    tide_gens *g = open_ok(t->dir, &o, "first");
+    put(g, 1, 0, NULL);
+    expect_error(tide_gens_open(&g2, t->dir, &o), TIDE_EBUSY, "a second handle");
+    expect_contains(tide_last_error(), "generation 1 (gen-000000000001)", "names the generation");
+    get(g, 1, 1, NULL, "the first handle goes on");
+    OK(tide_gens_close(g));
+}
+
 /* ---- inspect ---- */
 
 static void inspect_lists_generations_and_unnamed_directories_without_changing_anything(void **state)
@@ -1202,6 +1217,7 @@ int main(void)
         T(a_manifest_is_opened_as_generations_even_with_online_delete_off),
         T(inspect_lists_generations_and_unnamed_directories_without_changing_anything),
         T(a_read_only_handle_reads_every_generation_and_changes_nothing),
+        T(a_second_handle_on_the_same_directory_is_refused_as_busy),
         cmocka_unit_test(a_crash_at_any_call_of_a_rotation_opens_with_every_object_in_retention),
         cmocka_unit_test(a_fault_at_any_call_of_a_rotation_leaves_a_working_handle),
         cmocka_unit_test(a_crash_at_any_call_of_an_adoption_or_creation_resumes_to_a_working_store),

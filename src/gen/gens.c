@@ -24,6 +24,14 @@
  *      reset to 0 at the switch (under the write lock, so no insert of the
  *      old newest is counted for the new one).
  *
+ * A switch waits for every call holding the read lock, and the lock
+ * prefers writers (so a stream of fetches cannot hold a switch off for
+ * ever), so calls that come after a waiting switch wait too: an insert
+ * blocked on a full insert pool holds the read lock until a commit makes
+ * room, so a switch, and the fetches behind it, can wait up to one commit.
+ * sync waits for its commits outside the lock for that reason.
+ *
+ * Invariants (continued from above):
  *   5. A read-only handle (opts.store.read_only) writes nothing: no
  *      copy-forward, no insert, touch, keep or rotation (TIDE_EINVAL),
  *      and open removes nothing.

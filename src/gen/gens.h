@@ -108,7 +108,9 @@ void tide_gens_opts_init(tide_gens_opts *o);
  * create_if_missing 0); TIDE_ECORRUPT naming the generation ("DIR:
  * generation 6 (gen-000000000006) named by tide.generations is missing")
  * when a named generation is missing or fails to open (its open error's
- * message follows); the manifest's read errors (manifest.h); every
+ * message follows; gens_open.c: TIDE_EBUSY and TIDE_ENOMEM keep their own
+ * code with the same message, since another handle holding a generation
+ * says nothing about its files); the manifest's read errors (manifest.h); every
  * tide_store_open error; TIDE_EINVAL (a bad option, a manifest and a plain
  * store's files both in DIR: the message says which). On error nothing is
  * left open and nothing named by the manifest was changed.

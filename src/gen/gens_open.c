@@ -273,7 +273,10 @@ static int open_named(tide_gens *g)
         if (rc) break;
         rc = tide_store_open(&g->gens[n].s, p, &so);
         if (rc) {
-            rc = tide_err_prefix(TIDE_ECORRUPT, "%s: generation %" PRIu64 " (%s) named by "
+            /* Busy (another handle) and out of memory say nothing about the
+             * files: they keep their code; anything else is damage. */
+            int code = rc == TIDE_EBUSY || rc == TIDE_ENOMEM ? rc : TIDE_ECORRUPT;
+            rc = tide_err_prefix(code, "%s: generation %" PRIu64 " (%s) named by "
                                  TIDE_GEN_FILE " fails to open (%s)", g->dir, e->id, e->dir,
                                  tide_strerror(rc));
             break;

@@ -10,7 +10,9 @@
  *              the ids, newest_objects restarts at 0 (no I/O)
  *     drop     close each dropped store, then delete it: nudb.dat cut by
  *              delete_chunk_bytes per step with back_off_ms pauses, every
- *              file unlinked, the directory removed, DIR synced
+ *              file unlinked, the generation's directory synced (so no
+ *              crash keeps its rmdir and loses its unlinks), the directory
+ *              removed, DIR synced
  *
  * Before the manifest write is durable nothing the old manifest names has
  * changed, so a crash leaves the old manifest and an unnamed gen-N+1 that
