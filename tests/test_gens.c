@@ -239,31 +239,41 @@ static void adopting_a_plain_store_moves_its_files_and_keeps_every_key(void **st
     OK(tide_gens_close(g));
 }
 
-static void a_nudb_fixture_is_adopted_and_every_key_reads(void **state)
+static void every_nudb_fixture_is_adopted_and_every_key_reads(void **state)
 {
-    th_scratch *t = *state;
-    const th_fixture *f = th_fixture_find("b4096-k32");
-    char dir[4096];
     tide_gens_opts o;
-    assert_non_null(f);
-    (void)t;
-    if (th_copy_fixture(f->name, dir, sizeof dir) != 0) fail_msg("copy fixture %s", f->name);
-    gopts(&o, 1, 2, NULL);
-    tide_gens *g = open_ok(dir, &o, "fixture adopt");
-    for (uint64_t i = 0; i < f->present; i++) {
-        uint8_t k[64], v[70000];
-        size_t want = th_len(i, f->vmin, f->vmax), len = 0;
-        void *out = NULL;
-        uint64_t gen = 0;
-        th_key(i, f->key_size, k);
-        th_value(i, want, v);
-        OK(tide_gens_fetch(g, k, &out, &len, &gen));
-        if (len != want || memcmp(out, v, len) != 0 || gen != 1)
-            fail_msg("fixture item %" PRIu64 ": wrong bytes or generation %" PRIu64, i, gen);
-        free(out);
+    (void)state;
+    for (size_t n = 0; n < th_fixture_count; n++) {
+        const th_fixture *f = &th_fixtures[n];
+        char dir[4096], p[4200];
+        if (th_copy_fixture(f->name, dir, sizeof dir) != 0) fail_msg("copy fixture %s", f->name);
+        gopts(&o, 1, 2, NULL);
+        tide_gens *g = open_ok(dir, &o, f->name);
+        expect_u64(tide_gens_key_size(g), f->key_size, f->name);
+        uint8_t *v = malloc(f->vmax + 1);
+        assert_non_null(v);
+        for (uint64_t i = 0; i < f->present; i++) {
+            uint8_t k[64];
+            size_t want = th_len(i, f->vmin, f->vmax), len = 0;
+            void *out = NULL;
+            uint64_t gen = 0;
+            th_key(i, f->key_size, k);
+            th_value(i, want, v);
+            expect_ok(tide_gens_fetch(g, k, &out, &len, &gen), f->name);
+            if (len != want || memcmp(out, v, len) != 0 || gen != 1)
+                fail_msg("%s: item %" PRIu64 ": wrong bytes or generation %" PRIu64, f->name, i, gen);
+            free(out);
+        }
+        free(v);
+        /* A rotation makes generation 2 in the adopted store's shape. */
+        rotate_ok(g, NULL, f->name);
+        tide_gens_info in;
+        tide_gens_get_info(g, &in);
+        expect_u64(in.count, 2, f->name);
+        OK(tide_gens_close(g));
+        expect_i64(th_exists(join(p, dir, "nudb.log")), 0, "no log left in DIR");
+        th_rmrf(dir);
     }
-    OK(tide_gens_close(g));
-    th_rmrf(dir);
 }
 
 /* ---- semantics ---- */
@@ -430,13 +440,13 @@ static void keep_copies_an_older_object_forward_once(void **state)
 
 /* ---- rotation ---- */
 
-typedef struct trace_log { char text[1024]; } trace_log;
+typedef struct trace_log { char text[1024]; unsigned delete_steps; } trace_log;
 
 static void trace_step(void *arg, const char *step)
 {
     trace_log *l = arg;
     size_t n = strlen(l->text);
-    if (strcmp(step, "delete-step") == 0) return;
+    if (strcmp(step, "delete-step") == 0) { l->delete_steps++; return; }
     snprintf(l->text + n, sizeof l->text - n, "%s%s", n ? "," : "", step);
 }
 
@@ -446,7 +456,7 @@ static void a_rotation_reports_what_it_made_dropped_and_deleted(void **state)
     tide_gens_opts o;
     tide_gens_rotate_report r;
     tide_store_info si0, si1;
-    trace_log tl = { "" };
+    trace_log tl = { "", 0 };
     char p[4200], g1[4200];
 
     gopts(&o, 1, 2, NULL);
@@ -477,6 +487,8 @@ static void a_rotation_reports_what_it_made_dropped_and_deleted(void **state)
     expect_u64(r.dropped_ids[0], 1, "generation 1 dropped");
     expect_u64(r.deleted_bytes, bytes, "bytes deleted: generation 1's files");
     expect_u64(r.delete_steps, (dat + 4095) / 4096, "one cut per 4096 bytes of nudb.dat");
+    expect_u64(tl.delete_steps, r.delete_steps, "one delete-step trace per cut");
+    if (r.delete_steps < 2) fail_msg("expected several cuts, got %u", r.delete_steps);
     expect_u64(r.objects_in_previous, 50, "objects of generation 2");
     expect_str(tl.text, "create,manifest,switch,drop,done", "steps of a dropping rotation");
     expect_i64(th_exists(g1), 0, "generation 1's directory is gone");
@@ -1008,6 +1020,14 @@ static void a_fault_at_any_call_of_a_rotation_leaves_a_working_handle(void **sta
                      tide_gens_newest_id(g));
             if (rc == 0 && tide_gens_newest_id(g) != 3) fail_msg("%s: 0 without switching", what);
             if (rc != 0 && tide_gens_newest_id(g) != 2) fail_msg("%s: switched on an error", what);
+            if (rc != 0 && tide_io_sim_io(c)->stat(tide_io_sim_io(c), SD "/gen-000000000003",
+                                                   NULL) != TIDE_ENOENT)
+                fail_msg("%s: the failed rotation left its new directory behind", what);
+            if (rc != 0) {
+                tide_gen_manifest m;
+                OK(tide_gen_manifest_read(tide_io_sim_io(c), SD, &m));
+                expect_u64(m.gens[0].id, 2, "a failed rotation leaves the old manifest");
+            }
             if (tide_gens_newest_id(g) == 2) get_range(g, 0, 60, what);
             else get_range(g, 30, 60, what);
             put(g, 4000, 0, NULL);
@@ -1203,7 +1223,7 @@ int main(void)
         T(without_online_delete_the_handle_is_one_plain_store),
         T(online_delete_on_an_empty_directory_makes_generation_one),
         T(adopting_a_plain_store_moves_its_files_and_keeps_every_key),
-        T(a_nudb_fixture_is_adopted_and_every_key_reads),
+        T(every_nudb_fixture_is_adopted_and_every_key_reads),
         T(a_put_of_a_key_an_older_generation_holds_is_refused_and_copies_it_forward),
         T(a_fetch_looks_newest_first_and_copies_an_older_hit_forward),
         T(with_g_generations_an_object_of_span_s_reads_through_span_s_plus_g_minus_1),
