@@ -11,6 +11,16 @@
  * handle is closed (every call fails, so nothing changes), the sim crashes
  * (seeded: each pending operation kept or lost) and the directory is
  * opened again and checked.
+ *
+ * Each of these breakages of src/gen was seen to fail a test here (checked
+ * by hand): no sync of gen-000000000001 and DIR after adoption's renames
+ * (the crash loop of an adoption: a store file left in DIR beside the
+ * manifest); no sync of DIR after a rotation's create (the crash loop of a
+ * rotation: the manifest names a generation a crash lost); a manifest
+ * write's failure ignored (the fault loop: the reopen finds a named
+ * generation deleted); no existence check of the older generations on
+ * insert (write-once, fetch and keep tests); tide_store_contains always 0
+ * (keep's test, and test_store_model).
  */
 #include <inttypes.h>
 #include <setjmp.h>
