@@ -206,7 +206,7 @@ static int probe(const char *path, rotate_opts *o, int *adopting)
         return cli_error("rotate", "%s is a plain store: online delete has never been turned on "
                          "here, so there are no generations to rotate; nothing was changed. Pass "
                          "--adopt to make this store generation 1 (its files move into "
-                         "gen-000000000001/, no copy) and rotate; from then on DIR opens as "
+                         "gen-000000000001/, no copy) and rotate; from then on it opens as "
                          "generations", path);
     if (o->keep == 0) o->keep = 2;
     *adopting = 1;
