@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "gen/manifest.h"
@@ -156,11 +157,16 @@ static int get_from(const char *path, const tide_gen_manifest *m, unsigned i, co
     char dir[4200];
     tide_store_info in;
     tide_store *s = NULL;
+    struct stat st;
     int rc, ret;
 
     *value = NULL;
     ret = cli_gen_path("get", path, m->gens[i].dir, dir, sizeof dir);
     if (ret) return ret;
+    if (stat(dir, &st) != 0)
+        return cli_error("get", "%s: generation %llu (%s) named by %s is missing (%s); nothing "
+                         "was read", path, (unsigned long long)m->gens[i].id, m->gens[i].dir,
+                         TIDE_GEN_FILE, strerror(errno));
     ret = open_reader(dir, &s);
     if (ret) return ret;
     tide_store_get_info(s, &in);

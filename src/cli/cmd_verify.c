@@ -274,7 +274,10 @@ static void verify_gens_all(const char *path, gens_verdict *v)
         snprintf(dir, sizeof dir, "%s/%s", path, m->gens[i].dir);
         tide_err_clear();
         v->rc[i] = tide_store_verify(dir, NULL, &v->r[i]);
-        if (v->rc[i])
+        if (v->rc[i] == TIDE_ENOENT)
+            snprintf(v->problem[i], sizeof v->problem[i], "missing: %s names it but %.300s holds "
+                     "no store; a node refuses to start until it is back", TIDE_GEN_FILE, dir);
+        else if (v->rc[i])
             snprintf(v->problem[i], sizeof v->problem[i], "%s: %s", tide_strerror(v->rc[i]),
                      tide_last_error());
     }
