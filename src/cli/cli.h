@@ -157,6 +157,12 @@ int cli_refuse_holders(const char *verb, const char *path, int force, const char
  * conflict with; 0 otherwise, also when nudb.key is missing. */
 int cli_store_is_held(const char *path, int writer_only);
 
+/* Write the JSON object `o` to stdout, indented, members in their order,
+ * reals with 10 significant digits, then a newline; takes o's reference.
+ * CLI_OK, or CLI_FAIL having printed "cannot write the JSON output". */
+struct json_t;
+int cli_json_print(const char *verb, struct json_t *o);
+
 /* tide_size_format into buf: "1.5 MiB". */
 const char *cli_human(uint64_t bytes, char *buf, size_t cap);
 

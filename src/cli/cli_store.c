@@ -5,7 +5,8 @@
  * store's lock (get, recover), and the size format of their output; and
  * for a node's directory with generations (issue 12: generations, rotate,
  * verify, get, info) the manifest probe, the generation paths and the
- * ISO-8601 time of the manifest's last rotation.
+ * ISO-8601 time of the manifest's last rotation; and the JSON writer of
+ * their --json.
  *
  * The library checks again at its own open (closing the window between);
  * these copies are for the messages, which name the processes and the way
@@ -25,6 +26,7 @@
  * Never: write to a store, or keep one of its files open after returning.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +39,15 @@
 #include "io/io.h"
 #include "tide/store.h"
 #include "util/size.h"
+
+int cli_json_print(const char *verb, json_t *o)
+{
+    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    if (rc != 0) return cli_error(verb, "cannot write the JSON output");
+    putchar('\n');
+    return CLI_OK;
+}
 
 const char *cli_human(uint64_t bytes, char *buf, size_t cap)
 {

@@ -135,15 +135,6 @@ static json_t *listing_json(const char *path, const tide_gens_listing *l)
     return o;
 }
 
-static int print_json(json_t *o)
-{
-    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    if (rc != 0) return cli_error("generations", "cannot write the JSON output");
-    putchar('\n');
-    return CLI_OK;
-}
-
 static void listing_text(const char *path, const tide_gens_listing *l)
 {
     const tide_gen_manifest *m = &l->manifest;
@@ -192,7 +183,7 @@ static int plain_or_nothing(const char *path, int json)
         return CLI_USAGE;
     }
     if (rc) return cli_fail_store("generations", rc);
-    if (json) return print_json(listing_json(path, NULL));
+    if (json) return cli_json_print("generations", listing_json(path, NULL));
     printf("%s is a plain store: online delete has never been turned on here\n", path);
     return CLI_OK;
 }
@@ -216,7 +207,7 @@ static int run(int argc, char **argv)
         ret = cli_fail_store("generations", rc);
         goto out;
     }
-    ret = json ? print_json(listing_json(a.path, l)) : (listing_text(a.path, l), CLI_OK);
+    ret = json ? cli_json_print("generations", listing_json(a.path, l)) : (listing_text(a.path, l), CLI_OK);
     for (unsigned i = 0; ret == CLI_OK && i < l->manifest.count; i++)
         if (l->gens[i].problem[0])
             ret = cli_error("generations", "%s/%s: %s", a.path, l->manifest.gens[i].dir,

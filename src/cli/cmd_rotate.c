@@ -157,7 +157,6 @@ static int report_json(const char *path, const tide_gens_rotate_report *r, unsig
 {
     json_t *o = json_object(), *dropped = json_array();
     char dir[TIDE_GEN_DIR_CAP];
-    int rc;
 
     tide_gen_dir_name(r->new_id, dir, sizeof dir);
     json_object_set_new(o, "path", json_string(path));
@@ -176,11 +175,7 @@ static int report_json(const char *path, const tide_gens_rotate_report *r, unsig
     json_object_set_new(o, "manifest_ns", json_integer((json_int_t)r->manifest_ns));
     json_object_set_new(o, "switch_ns", json_integer((json_int_t)r->switch_ns));
     json_object_set_new(o, "drop_ns", json_integer((json_int_t)r->drop_ns));
-    rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    if (rc != 0) return cli_error("rotate", "cannot write the JSON output");
-    putchar('\n');
-    return CLI_OK;
+    return cli_json_print("rotate", o);
 }
 
 /* What DIR holds, before anything is opened (invariant 1): fills o->keep

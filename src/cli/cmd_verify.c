@@ -350,7 +350,6 @@ static int gens_json(const char *path, const gens_verdict *v)
 {
     const tide_gen_manifest *m = &v->listing.manifest;
     json_t *o = json_object(), *man = json_object(), *gens = json_array(), *un = json_array();
-    int wrc;
 
     json_object_set_new(o, "path", json_string(path));
     json_object_set_new(o, "sound", json_boolean(gens_sound(v)));
@@ -367,11 +366,7 @@ static int gens_json(const char *path, const gens_verdict *v)
     for (unsigned i = 0; i < v->listing.unnamed && i < 8; i++)
         json_array_append_new(un, json_string(v->listing.unnamed_dirs[i]));
     json_object_set_new(o, "unnamed", un);
-    wrc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    json_decref(o);
-    if (wrc != 0) return cli_error("verify", "cannot write the JSON output");
-    putchar('\n');
-    return CLI_OK;
+    return cli_json_print("verify", o);
 }
 
 /* Invariant 3: the verdict on stdout, each failure on stderr by name. */
@@ -422,9 +417,7 @@ static int run(int argc, char **argv)
             json_object_set_new(o, "sound", json_false());
             json_object_set_new(o, "error", json_string(tide_strerror(rc)));
             json_object_set_new(o, "problem", json_string(tide_last_error()));
-            json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-            putchar('\n');
-            json_decref(o);
+            cli_json_print("verify", o);
         }
         return cli_fail_store("verify", rc);
     }
