@@ -274,6 +274,21 @@ static void the_disk_side_gives_each_generation_the_age_and_every_finding(void *
     expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
                                          "\"rotations\":7,\"can_delete\":-1}}", NULL, NOW_US), 0, "status");
     expect_u64(r.disk.nfindings, 0, "can_delete always (UINT64_MAX through a signed integer)");
+
+    /* The node's own spelling: can_delete as words, last_rotation_us, and
+     * the failure counters in the status when the page has none. */
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
+                                         "\"rotations\":3,\"can_delete\":\"never\",\"failures\":4,"
+                                         "\"abandoned\":0,\"last_rotation_us\":1796000000000000}}", NULL, NOW_US),
+              0, "status");
+    expect_u64(r.disk.nfindings, 2, "failures from the status, can_delete never");
+    expect_contains(r.disk.findings[0], "4 rotation attempts failed", "the status's failures");
+    expect_contains(r.disk.findings[1], "can_delete is never", "never as a word");
+    expect_u64((uint64_t)r.disk.last_rotation_age_s, 7530, "last_rotation_us read");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
+                                         "\"rotations\":3,\"can_delete\":\"always\"}}", NULL, NOW_US), 0, "status");
+    expect_u64(r.disk.nfindings, 0, "always as a word");
     free(p);
 }
 

@@ -309,7 +309,7 @@ static void disk_reset_status(tide_doctor_disk *d)
     memset(d, 0, sizeof *d);
     d->advisory_delete = -1;
     d->disk_bytes = d->rotations = d->newest_objects = d->last_rotation_us = d->can_delete = -1;
-    d->last_rotation_age_s = -1;
+    d->failures = d->abandoned = d->last_rotation_age_s = -1;
     d->m_disk_bytes = keep.m_disk_bytes;
     d->m_generations = keep.m_generations;
     d->m_rotations = keep.m_rotations;
@@ -383,6 +383,9 @@ static void read_online_delete(const json_t *od, uint64_t now_us, tide_doctor_di
     d->disk_bytes = member_num(od, "disk_bytes");
     d->rotations = member_num(od, "rotations");
     d->last_rotation_us = member_num(od, "last_rotation_unix_us");
+    if (d->last_rotation_us < 0) d->last_rotation_us = member_num(od, "last_rotation_us");
+    d->failures = member_num(od, "failures");
+    d->abandoned = member_num(od, "abandoned");
     d->newest_objects = member_num(od, "newest_objects");
     read_can_delete(od, d);
     if (d->last_rotation_us > 0 && now_us >= d->last_rotation_us)
@@ -393,6 +396,9 @@ static void read_online_delete(const json_t *od, uint64_t now_us, tide_doctor_di
 static void disk_findings(tide_doctor_disk *d)
 {
     double rotations = d->rotations >= 0 ? d->rotations : d->m_rotations;
+    /* The page's counters first, the status's when the page has none. */
+    double failures = d->m_failures >= 0 ? d->m_failures : d->failures;
+    double abandoned = d->m_abandoned >= 0 ? d->m_abandoned : d->abandoned;
     int enabled = d->reported ? d->enabled : d->m_generations > 0;
 
     if (!d->status_read && d->m_generations < 0 && d->m_disk_bytes < 0) {
@@ -406,15 +412,15 @@ static void disk_findings(tide_doctor_disk *d)
                 "after N objects, keeping --generations G (default 2)");
         return;
     }
-    if (d->m_failures > 0)
+    if (failures > 0)
         finding(d, "%.0f rotation attempt%s failed (tide_rotation_failures_total): GET /v1/rotations "
                 "gives each one's error; until one succeeds nothing is deleted and the disk grows",
-                d->m_failures, d->m_failures == 1 ? "" : "s");
-    if (d->m_abandoned > 0)
+                failures, failures == 1 ? "" : "s");
+    if (abandoned > 0)
         finding(d, "%.0f rotation attempt%s abandoned (tide_rotations_abandoned_total): the health "
                 "gate (commit backlog, memory limit) stayed shut past its wait bound; GET "
-                "/v1/rotations says which, and the node's log why", d->m_abandoned,
-                d->m_abandoned == 1 ? " was" : "s were");
+                "/v1/rotations says which, and the node's log why", abandoned,
+                abandoned == 1 ? " was" : "s were");
     if (d->advisory_delete == 1 && !d->can_delete_always && d->can_delete == 0)
         finding(d, "advisory_delete is on and can_delete is never: nothing will be deleted until "
                 "POST /v1/admin/can_delete?value=now (or a rotation count, or always) allows it; "
@@ -603,8 +609,9 @@ static json_t *disk_json(const tide_doctor_disk *d)
     json_object_set_new(o, "metrics_disk_bytes", int_or_null(d->m_disk_bytes));
     json_object_set_new(o, "metrics_generations", int_or_null(d->m_generations));
     json_object_set_new(o, "metrics_rotations", int_or_null(d->m_rotations));
-    json_object_set_new(o, "rotation_failures", int_or_null(d->m_failures));
-    json_object_set_new(o, "rotations_abandoned", int_or_null(d->m_abandoned));
+    json_object_set_new(o, "rotation_failures", int_or_null(d->m_failures >= 0 ? d->m_failures : d->failures));
+    json_object_set_new(o, "rotations_abandoned", int_or_null(d->m_abandoned >= 0 ? d->m_abandoned
+                                                                                 : d->abandoned));
     for (size_t i = 0; i < d->nfindings; i++) json_array_append_new(fs, json_string(d->findings[i]));
     json_object_set_new(o, "findings", fs);
     return o;

@@ -51,6 +51,7 @@ typedef struct tide_doctor_disk {
     double can_delete;        /* rotations allowed up to this manifest count */
     int    can_delete_always; /* "always" (UINT64_MAX, written -1 or as text) */
     double last_rotation_age_s; /* now - last rotation; < 0 unknown or never */
+    double failures, abandoned; /* the status's counts of failed and abandoned attempts */
     /* From /metrics (tide_disk_bytes, tide_generations, tide_rotations_total,
      * tide_rotation_failures_total, tide_rotations_abandoned_total): */
     double m_disk_bytes, m_generations, m_rotations, m_failures, m_abandoned;
@@ -89,7 +90,9 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r);
  * NULL when it could not be had (then `unread` says why: "HTTP 404", a
  * connection error). Reads its "online_delete" object ({"enabled",
  * "advisory_delete", "generations":[{"id","dir","bytes"}], "disk_bytes",
- * "rotations", "last_rotation_unix_us", "newest_objects", "can_delete"}),
+ * "rotations", "last_rotation_unix_us" (or "last_rotation_us"),
+ * "newest_objects", "can_delete" (a count, "never" or "always"),
+ * "failures", "abandoned"}),
  * tolerating any member missing (an older node), and makes the findings:
  * online delete off (the store grows without bound), failed and abandoned
  * rotation attempts, an advisory_delete allowance that lets nothing be
