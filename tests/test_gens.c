@@ -701,6 +701,353 @@ static void inspect_lists_generations_and_unnamed_directories_without_changing_a
     free(l);
 }
 
+/* ---- crash safety (io_sim) ---- */
+
+#define SD "/data"
+#define SEEDS 16  /* seeded crashes at each stop, besides the keep-all and lose-all states */
+
+static tide_io_sim *sim_new(void)
+{
+    tide_io_sim *sim = NULL;
+    OK(tide_io_sim_create(&sim));
+    OK(tide_io_sim_mkdir(sim, SD));
+    return sim;
+}
+
+static tide_io_sim *clone_of(tide_io_sim *sim)
+{
+    tide_io_sim *c = NULL;
+    OK(tide_io_sim_clone(sim, &c));
+    return c;
+}
+
+static void sim_opts(tide_gens_opts *o, tide_io_sim *sim, unsigned keep)
+{
+    gopts(o, 1, keep, tide_io_sim_io(sim));
+    o->store.commit_interval_ms = 600000;   /* commits only when synced: calls are counted */
+}
+
+typedef struct dir_check { const tide_gens_info *in; const char *bad; int tmp; char name[64]; } dir_check;
+
+static int check_entry(void *arg, const char *name, int isdir)
+{
+    dir_check *d = arg;
+    if (strcmp(name, TIDE_GEN_FILE_TMP) == 0) d->tmp = 1;
+    if (!isdir && strncmp(name, "nudb.", 5) == 0 && d->bad == NULL) {
+        d->bad = "a store file in the directory itself";
+        snprintf(d->name, sizeof d->name, "%s", name);
+    }
+    if (!isdir || strncmp(name, "gen-", 4) != 0) return 0;
+    for (unsigned i = 0; i < d->in->count; i++)
+        if (strcmp(d->in->gens[i].dir, name) == 0) return 0;
+    if (d->bad == NULL) {
+        d->bad = "a generation directory the manifest does not name";
+        snprintf(d->name, sizeof d->name, "%s", name);
+    }
+    return 0;
+}
+
+/* After open: the directory holds the manifest's generations and nothing
+ * else of ours (no unnamed gen-*, no tmp, no root store file). */
+static void expect_reconciled(tide_gens *g, tide_io *io, const char *what)
+{
+    tide_gens_info in;
+    dir_check d;
+    memset(&d, 0, sizeof d);
+    tide_gens_get_info(g, &in);
+    d.in = &in;
+    OK(io->list(io, SD, check_entry, &d));
+    if (d.bad) fail_msg("%s: after open: %s: %s", what, d.bad, d.name);
+    if (d.tmp) fail_msg("%s: after open: " TIDE_GEN_FILE_TMP " left", what);
+}
+
+/* Generations 2 (items 30..60) and 1 (0..30), all synced, closed, crashed. */
+static tide_io_sim *rotation_base(unsigned keep)
+{
+    tide_io_sim *sim = sim_new();
+    tide_gens_opts o;
+    sim_opts(&o, sim, keep);
+    tide_gens *g = open_ok(SD, &o, "rotation base");
+    put_range(g, 0, 30);
+    OK(tide_gens_sync(g));
+    rotate_ok(g, NULL, "rotation base");
+    put_range(g, 30, 60);
+    OK(tide_gens_sync(g));
+    OK(tide_gens_close(g));
+    OK(tide_io_sim_crash(sim, 1));
+    return sim;
+}
+
+/* Open the image; every object inside its retention reads back; the
+ * directory is reconciled; the handle takes a write. */
+static void check_rotation_image(tide_io_sim *sim, unsigned keep, const char *what)
+{
+    tide_gens_opts o;
+    char w[400];
+    sim_opts(&o, sim, keep);
+    tide_gens *g = open_ok(SD, &o, what);
+    uint64_t newest = tide_gens_newest_id(g);
+    expect_reconciled(g, tide_io_sim_io(sim), what);
+    snprintf(w, sizeof w, "%s (newest %" PRIu64 ")", what, newest);
+    if (newest == 2) {
+        get_range(g, 0, 60, w);
+    } else if (newest == 3) {
+        get_range(g, 30, 60, w);
+        for (uint64_t i = 0; i < 30; i++)
+            if (get(g, i, 0, NULL, w) != (keep > 2))
+                fail_msg("%s: item %" PRIu64 " of generation 1: expected %s", w, i,
+                         keep > 2 ? "present (G=3 keeps it)" : "gone (dropped)");
+    } else {
+        fail_msg("%s: newest generation %" PRIu64 ", expected 2 or 3", what, newest);
+    }
+    put(g, 5000, 0, NULL);
+    OK(tide_gens_sync(g));
+    OK(tide_gens_close(g));
+}
+
+/* Crash images of stopped sim `c`: keep-all, lose-all (when the pending
+ * operations can be chosen: 64 at most of each kind), and SEEDS seeds. */
+static void each_crash_image(tide_io_sim *c, void (*check)(tide_io_sim *, unsigned, const char *),
+                             unsigned keep, const char *where, uint64_t *images)
+{
+    uint64_t nd = tide_io_sim_pending_count(c), nn = tide_io_sim_pending_ns_count(c);
+    char what[300];
+    for (int all = 0; all < 2 && nd <= 64 && nn <= 64; all++) {
+        tide_io_sim *d = clone_of(c);
+        uint64_t dm = all ? (nd == 64 ? ~0ull : (1ull << nd) - 1) : 0;
+        uint64_t nm = all ? (nn == 64 ? ~0ull : (1ull << nn) - 1) : 0;
+        OK(tide_io_sim_crash_state_ns(d, dm, nm));
+        snprintf(what, sizeof what, "%s: crash %s %" PRIu64 " writes and %" PRIu64 " namespace ops",
+                 where, all ? "keeping all" : "losing all", nd, nn);
+        check(d, keep, what);
+        tide_io_sim_destroy(d);
+        (*images)++;
+    }
+    for (uint64_t s = 0; s < SEEDS; s++) {
+        tide_io_sim *d = clone_of(c);
+        OK(tide_io_sim_crash(d, th_seed(12) * 1000 + s));
+        snprintf(what, sizeof what, "%s: crash seed %" PRIu64, where, th_seed(12) * 1000 + s);
+        check(d, keep, what);
+        tide_io_sim_destroy(d);
+        (*images)++;
+    }
+}
+
+static uint64_t rotation_calls(tide_io_sim *base, unsigned keep)
+{
+    tide_io_sim *c = clone_of(base);
+    tide_gens_opts o;
+    sim_opts(&o, c, keep);
+    tide_gens *g = open_ok(SD, &o, "count");
+    uint64_t c0 = tide_io_sim_calls(c);
+    rotate_ok(g, NULL, "count");
+    uint64_t n = tide_io_sim_calls(c) - c0;
+    OK(tide_gens_close(g));
+    tide_io_sim_destroy(c);
+    return n;
+}
+
+static void crash_every_call_of_a_rotation(unsigned keep, uint64_t *stops, uint64_t *images)
+{
+    tide_io_sim *base = rotation_base(keep);
+    uint64_t n = rotation_calls(base, keep);
+    tide_gens_opts o;
+    char where[200];
+
+    for (uint64_t k = 1; k <= n + 1; k++) {
+        tide_io_sim *c = clone_of(base);
+        sim_opts(&o, c, keep);
+        tide_gens *g = open_ok(SD, &o, "crash loop");
+        if (k <= n) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
+        int rc = tide_gens_rotate(g, NULL);
+        if (k > n) expect_ok(rc, "the rotation with no fault");
+        tide_log_set_sink(th_log_discard_sink, NULL);
+        tide_gens_close(g);                      /* every call fails: nothing changes */
+        tide_log_set_sink(NULL, NULL);
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
+        snprintf(where, sizeof where, "G=%u rotation of %" PRIu64 " calls, world stopped before "
+                 "call %" PRIu64 " (rotate returned %d)", keep, n, k, rc);
+        each_crash_image(c, check_rotation_image, keep, where, images);
+        tide_io_sim_destroy(c);
+        (*stops)++;
+    }
+    tide_io_sim_destroy(base);
+}
+
+static void a_crash_at_any_call_of_a_rotation_opens_with_every_object_in_retention(void **state)
+{
+    uint64_t stops = 0, images = 0;
+    double t0 = th_now_ms();
+    (void)state;
+    tide_log_set_level(TIDE_LOG_ERROR);
+    crash_every_call_of_a_rotation(2, &stops, &images);
+    crash_every_call_of_a_rotation(3, &stops, &images);
+    tide_log_set_level(TIDE_LOG_INFO);
+    print_message("  %" PRIu64 " stops, %" PRIu64 " crash images reopened, %.1f s\n", stops, images,
+                  (th_now_ms() - t0) / 1000);
+}
+
+static void a_fault_at_any_call_of_a_rotation_leaves_a_working_handle(void **state)
+{
+    static const int kinds[2] = { TIDE_IO_SIM_EIO, TIDE_IO_SIM_ENOSPC };
+    tide_io_sim *base = rotation_base(2);
+    uint64_t n = rotation_calls(base, 2), failed = 0;
+    tide_gens_opts o;
+    char what[200];
+    (void)state;
+
+    tide_log_set_level(TIDE_LOG_ERROR);
+    for (uint64_t k = 1; k <= n; k++)
+        for (unsigned f = 0; f < 2; f++) {
+            tide_io_sim *c = clone_of(base);
+            sim_opts(&o, c, 2);
+            tide_gens *g = open_ok(SD, &o, "fault loop");
+            OK(tide_io_sim_fail_at(c, k, kinds[f], 0));
+            int rc = tide_gens_rotate(g, NULL);
+            if (rc) failed++;
+            snprintf(what, sizeof what, "call %" PRIu64 " of %" PRIu64 " fails (%s), rotate "
+                     "returned %d, newest %" PRIu64, k, n, f ? "ENOSPC" : "EIO", rc,
+                     tide_gens_newest_id(g));
+            if (rc == 0 && tide_gens_newest_id(g) != 3) fail_msg("%s: 0 without switching", what);
+            if (rc != 0 && tide_gens_newest_id(g) != 2) fail_msg("%s: switched on an error", what);
+            if (tide_gens_newest_id(g) == 2) get_range(g, 0, 60, what);
+            else get_range(g, 30, 60, what);
+            put(g, 4000, 0, NULL);
+            expect_ok(tide_gens_sync(g), what);
+            expect_ok(tide_gens_close(g), what);
+            check_rotation_image(c, 2, what);
+            tide_io_sim_destroy(c);
+        }
+    tide_log_set_level(TIDE_LOG_INFO);
+    if (failed == 0) fail_msg("no fault made a rotation fail: the loop tested nothing");
+    print_message("  %" PRIu64 " calls, %" PRIu64 " rotations failed of %" PRIu64 "\n", n, failed,
+                  2 * n);
+    tide_io_sim_destroy(base);
+}
+
+/* A plain store of items 0..50 in SD (or nothing when n is 0). */
+static tide_io_sim *adoption_base(uint64_t n)
+{
+    tide_io_sim *sim = sim_new();
+    if (n) {
+        tide_store_create_opts co;
+        tide_store_opts so;
+        tide_store *s = NULL;
+        tide_store_create_opts_init(&co);
+        co.key_size = KS;
+        co.io = tide_io_sim_io(sim);
+        OK(tide_store_create(SD, &co));
+        th_store_opts(&so);
+        so.io = co.io;
+        OK(tide_store_open(&s, SD, &so));
+        expect_inserted(s, 0, n, KS, VMIN, VMAX, "adoption base");
+        expect_closed(&s, "adoption base");
+        OK(tide_io_sim_crash(sim, 1));
+    }
+    return sim;
+}
+
+static void check_adoption_image(tide_io_sim *sim, unsigned items, const char *what)
+{
+    tide_gens_opts o;
+    tide_store *s = NULL;
+    tide_store_opts so;
+    char w[400];
+    sim_opts(&o, sim, 2);
+    tide_gens *g = open_ok(SD, &o, what);
+    expect_u64(tide_gens_newest_id(g), 1, what);
+    expect_reconciled(g, tide_io_sim_io(sim), what);
+    snprintf(w, sizeof w, "%s: adopted", what);
+    get_range(g, 0, items, w);
+    put(g, 5000, 0, NULL);
+    OK(tide_gens_sync(g));
+    OK(tide_gens_close(g));
+    th_store_opts(&so);
+    so.io = tide_io_sim_io(sim);
+    OK(tide_store_open(&s, SD "/gen-000000000001", &so));   /* alone, as NuDB would */
+    expect_items(s, 0, items, KS, VMIN, VMAX, w);
+    expect_closed(&s, w);
+}
+
+static void crash_every_call_of_an_adoption(unsigned items, uint64_t *stops, uint64_t *images)
+{
+    tide_io_sim *base = adoption_base(items);
+    tide_gens_opts o;
+    tide_gens *g = NULL;
+    char where[200];
+
+    tide_io_sim *c = clone_of(base);
+    sim_opts(&o, c, 2);
+    uint64_t c0 = tide_io_sim_calls(c);
+    g = open_ok(SD, &o, "count");
+    uint64_t n = tide_io_sim_calls(c) - c0;
+    OK(tide_gens_close(g));
+    tide_io_sim_destroy(c);
+    for (uint64_t k = 1; k <= n + 1; k++) {
+        c = clone_of(base);
+        sim_opts(&o, c, 2);
+        if (k <= n) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
+        int rc = tide_gens_open(&g, SD, &o);
+        if (k > n) expect_ok(rc, "the adoption with no fault");
+        if (rc == 0) tide_gens_close(g);
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
+        snprintf(where, sizeof where, "%s of %" PRIu64 " calls, world stopped before call %"
+                 PRIu64 " (open returned %d)", items ? "adoption" : "creation", n, k, rc);
+        each_crash_image(c, check_adoption_image, items, where, images);
+        tide_io_sim_destroy(c);
+        (*stops)++;
+    }
+    tide_io_sim_destroy(base);
+}
+
+static void a_crash_at_any_call_of_an_adoption_or_creation_resumes_to_a_working_store(void **state)
+{
+    uint64_t stops = 0, images = 0;
+    double t0 = th_now_ms();
+    (void)state;
+    tide_log_set_level(TIDE_LOG_ERROR);
+    crash_every_call_of_an_adoption(50, &stops, &images);
+    crash_every_call_of_an_adoption(0, &stops, &images);
+    tide_log_set_level(TIDE_LOG_INFO);
+    print_message("  %" PRIu64 " stops, %" PRIu64 " crash images reopened, %.1f s\n", stops, images,
+                  (th_now_ms() - t0) / 1000);
+}
+
+static void a_file_in_both_places_after_an_interrupted_adoption_is_resolved_or_refused(void **state)
+{
+    tide_io_sim *sim = adoption_base(20);
+    tide_io *io = tide_io_sim_io(sim);
+    tide_gens_opts o;
+    tide_gens *g = NULL;
+    void *dat = NULL;
+    size_t len = 0;
+    (void)state;
+
+    /* The same bytes under both names (a rename durable half by half). */
+    OK(tide_io_sim_mkdir(sim, SD "/gen-000000000001"));
+    OK(tide_io_sim_get_file(sim, SD "/nudb.dat", &dat, &len));
+    OK(tide_io_sim_put_file(sim, SD "/gen-000000000001/nudb.dat", dat, len));
+    tide_io_sim *other = clone_of(sim);
+    sim_opts(&o, sim, 2);
+    g = open_ok(SD, &o, "both, same bytes");
+    get_range(g, 0, 20, "both, same bytes");
+    OK(tide_gens_close(g));
+    expect_rc(io->stat(io, SD "/nudb.dat", NULL), TIDE_ENOENT, "the root copy is removed");
+
+    /* Different bytes: refused, naming the file, nothing removed. */
+    ((uint8_t *)dat)[len - 1] ^= 1;
+    OK(tide_io_sim_put_file(other, SD "/gen-000000000001/nudb.dat", dat, len));
+    sim_opts(&o, other, 2);
+    expect_error(tide_gens_open(&g, SD, &o), TIDE_ECORRUPT, "both, different bytes");
+    expect_contains(tide_last_error(), "nudb.dat is both", "names the file");
+    io = tide_io_sim_io(other);
+    OK(io->stat(io, SD "/nudb.dat", NULL));
+    OK(io->stat(io, SD "/gen-000000000001/nudb.dat", NULL));
+    free(dat);
+    tide_io_sim_destroy(other);
+    tide_io_sim_destroy(sim);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, th_scratch_setup, th_scratch_teardown)
 
 int main(void)
@@ -722,6 +1069,10 @@ int main(void)
         T(a_manifest_beside_a_plain_stores_files_is_refused_with_what_to_do),
         T(a_manifest_is_opened_as_generations_even_with_online_delete_off),
         T(inspect_lists_generations_and_unnamed_directories_without_changing_anything),
+        cmocka_unit_test(a_crash_at_any_call_of_a_rotation_opens_with_every_object_in_retention),
+        cmocka_unit_test(a_fault_at_any_call_of_a_rotation_leaves_a_working_handle),
+        cmocka_unit_test(a_crash_at_any_call_of_an_adoption_or_creation_resumes_to_a_working_store),
+        cmocka_unit_test(a_file_in_both_places_after_an_interrupted_adoption_is_resolved_or_refused),
     };
     return th_run_group("test_gens", tests, NULL, NULL, NULL);
 }

@@ -211,8 +211,11 @@ typedef struct tide_gens_rotate_report {
  * on throughout except during the switch.
  * Cost: a store create (three syncs), a store open, the manifest write (two
  * syncs), the drop: per dropped generation one store close, one truncate
- * per delete_chunk_bytes of its data file, three unlinks, one rmdir, one
- * directory sync; sleeps back_off_ms between truncates.
+ * per delete_chunk_bytes of its data file, three unlinks, one rmdir, two
+ * directory syncs (gens.c: the generation's own directory is synced after
+ * the unlinks and before the rmdir, so a crash never keeps the removal of
+ * a directory and loses its files' unlinks; io_sim showed that state);
+ * sleeps back_off_ms between truncates.
  */
 int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report);
 

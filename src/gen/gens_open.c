@@ -24,6 +24,11 @@
  * A crash anywhere leaves no manifest and gen-000000000001 present (after
  * b) or nothing changed (before b), so the next open with online_delete 1
  * resumes at c with whatever files are still in DIR. A rename made durable
+ * Creation of generation 1 on an empty DIR is mkdir, sync DIR, create,
+ * manifest; a resumed gen-000000000001 must open before the manifest names
+ * it, and one that does not but holds no object (a creation a crash cut
+ * short) is made again.
+ * A rename made durable
  * half by half (its target directory synced, its source not) can leave a
  * file under both names: resume compares the two and, when they hold the
  * same bytes, unlinks the root one; different bytes are TIDE_ECORRUPT
@@ -154,6 +159,51 @@ static int move_root_files(tide_gens *g, const char *gen1)
     return rc;
 }
 
+static int create_in(tide_gens *g, const char *dir)
+{
+    tide_store_create_opts co;
+    tide_store_create_opts_init(&co);
+    co.key_size = g->opts.key_size;
+    co.block_size = g->opts.block_size;
+    co.io = g->io;
+    return tide_store_create(dir, &co);
+}
+
+/* A resumed gen-000000000001 must open (recovering as an open does)
+ * before a manifest names it. One that does not and holds no object is a
+ * creation a crash cut short (its files written but not yet synced): it is
+ * made again. One that holds objects is an error: nothing is removed. */
+static int check_resumed(tide_gens *g, const char *gen1)
+{
+    tide_store *s = NULL;
+    tide_store_opts so;
+    tide_visit_stats st;
+    uint64_t dat = 0;
+    int rc, vrc;
+
+    store_opts_of(g, &so);
+    rc = tide_store_open(&s, gen1, &so);
+    if (rc == 0) return tide_store_close(s);
+    char why[512];
+    snprintf(why, sizeof why, "%s", tide_last_error());
+    ti_gens_file_sizes(g->io, gen1, &dat, NULL, NULL);
+    memset(&st, 0, sizeof st);
+    vrc = tide_store_visit(gen1, g->io, NULL, NULL, &st);
+    if (dat > 92 && (vrc != 0 || st.data_records > 0))   /* 92: nudb.dat's header */
+        return tide_err_set(TIDE_ECORRUPT, "%s: resuming the adoption: %s does not open (%s): "
+                            "%s", g->dir, gen1, tide_strerror(rc), why);
+    tide_log(TIDE_LOG_WARN, "%s: %s holds no object and does not open (%s): an interrupted "
+             "creation; making it again", g->dir, gen1, why);
+    for (unsigned i = 0; i < 3; i++) {
+        char p[TI_GENS_PATH_CAP];
+        if ((rc = ti_gens_path(p, gen1, store_files[i])) != 0) return rc;
+        rc = g->io->unlink(g->io, p);
+        if (rc && rc != TIDE_ENOENT) return rc;
+    }
+    if ((rc = g->io->sync_dir(g->io, gen1)) != 0) return rc;
+    return create_in(g, gen1);
+}
+
 /* Adopt the plain store in DIR, or create generation 1, or resume either;
  * ends with the manifest written. `root` is store_files_in(DIR). */
 static int adopt(tide_gens *g, unsigned root)
@@ -169,6 +219,7 @@ static int adopt(tide_gens *g, unsigned root)
     if (rc == 0 && !is_dir)
         return tide_err_set(TIDE_ECORRUPT, "%s: %s is not a directory", g->dir, gen1);
     if (rc && rc != TIDE_ENOENT) return rc;
+    int resumed = rc == 0;
     if (rc == TIDE_ENOENT) {
         if (root & 3u) {   /* step a: recover, and check that it opens */
             tide_store *s = NULL;
@@ -188,17 +239,14 @@ static int adopt(tide_gens *g, unsigned root)
     }
     if ((rc = store_files_in(g->io, gen1, &in_gen)) != 0) return rc;
     if ((in_gen & 3u) == 0) {   /* nothing to adopt: a new, empty generation 1 */
-        tide_store_create_opts co;
-        tide_store_create_opts_init(&co);
-        co.key_size = g->opts.key_size;
-        co.block_size = g->opts.block_size;
-        co.io = g->io;
         if (in_gen) {   /* a log alone: no store was ever in it */
             char p[TI_GENS_PATH_CAP];
             if ((rc = ti_gens_path(p, gen1, "nudb.log")) != 0) return rc;
             if ((rc = g->io->unlink(g->io, p)) != 0) return rc;
         }
-        if ((rc = tide_store_create(gen1, &co)) != 0) return rc;
+        if ((rc = create_in(g, gen1)) != 0) return rc;
+    } else if (resumed && (rc = check_resumed(g, gen1)) != 0) {
+        return rc;
     }
     if ((rc = tide_gen_manifest_init(&m, g->opts.keep, 1)) != 0) return rc;
     return tide_gen_manifest_write(g->io, g->dir, &m);
@@ -316,12 +364,7 @@ static int open_plain(tide_gens *g)
     store_opts_of(g, &so);
     rc = tide_store_open(&g->plain, g->dir, &so);
     if (rc == TIDE_ENOENT && g->opts.create_if_missing) {
-        tide_store_create_opts co;
-        tide_store_create_opts_init(&co);
-        co.key_size = g->opts.key_size;
-        co.block_size = g->opts.block_size;
-        co.io = g->io;
-        rc = tide_store_create(g->dir, &co);
+        rc = create_in(g, g->dir);
         if (rc == 0) rc = tide_store_open(&g->plain, g->dir, &so);
     }
     if (rc) return rc;

@@ -114,7 +114,12 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
         rc = io->unlink(io, p);
         if (rc == TIDE_ENOENT) rc = 0;
     }
+    /* The unlinks durable before the rmdir: else a crash could keep the
+     * directory's removal and lose its files' (a directory gone from DIR
+     * with files still under it). */
+    if (rc == 0 && l.n > 0) rc = io->sync_dir(io, path);
     if (rc == 0) rc = io->rmdir(io, path);
+    if (rc == TIDE_ENOENT) rc = 0;   /* already gone */
     if (rc == 0) rc = io->sync_dir(io, parent);
     if (rc == 0 && bytes) *bytes += total;
     free(l.names);
