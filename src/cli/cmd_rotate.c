@@ -208,27 +208,41 @@ static int probe(const char *path, rotate_opts *o, int *adopting)
     return CLI_OK;
 }
 
+/* One store directory: its lock held (a node), or its files open in
+ * another process (a NuDB writer takes no lock). CLI_OK, or the refusal. */
+static int refuse_held(const char *path, const char *dir, const char *what)
+{
+    tide_store_holder h;
+    size_t n = 0;
+
+    if (cli_store_is_held(dir, 0))
+        return cli_error("rotate", "%s: store is busy: %s is open in another process (a node?); "
+                         "nothing was changed; stop the node first, or rotate it live with POST "
+                         "/v1/admin/rotate", path, what);
+    if (tide_store_holders(dir, NULL, &h, 1, &n) == 0 && n > 0)
+        return cli_error("rotate", "%s: store is busy: %s: %s is open in process %d (%s)%s; "
+                         "nothing was changed; stop it first", path, what, h.file, h.pid, h.comm,
+                         n > 1 ? " and others" : "");
+    return CLI_OK;
+}
+
 /* The probe before the open: a generation another process holds (a node
  * running on DIR) makes the open fail; say so by name, as the store's
  * busy message does, before anything is touched. */
 static int refuse_busy(const char *path)
 {
     tide_gen_manifest m;
-    char dir[4200];
+    char dir[4200], what[96];
+    int ret;
 
-    if (cli_gens_manifest(path, &m) != 0) {       /* adopting: the plain store itself */
-        if (cli_store_is_held(path, 0))
-            return cli_error("rotate", "%s: store is busy: the plain store is open in another "
-                             "process (a node?); nothing was changed; stop the node first", path);
-        return CLI_OK;
-    }
+    if (cli_gens_manifest(path, &m) != 0)         /* adopting: the plain store itself */
+        return refuse_held(path, path, "the plain store");
     for (unsigned i = 0; i < m.count; i++) {
         if (cli_gen_path("rotate", path, m.gens[i].dir, dir, sizeof dir)) return CLI_FAIL;
-        if (cli_store_is_held(dir, 0))
-            return cli_error("rotate", "%s: store is busy: generation %llu (%s) is open in another "
-                             "process (a node?); nothing was changed; stop the node first, or "
-                             "rotate it live with POST /v1/admin/rotate", path,
-                             (unsigned long long)m.gens[i].id, m.gens[i].dir);
+        snprintf(what, sizeof what, "generation %llu (%s)", (unsigned long long)m.gens[i].id,
+                 m.gens[i].dir);
+        ret = refuse_held(path, dir, what);
+        if (ret) return ret;
     }
     return CLI_OK;
 }
