@@ -64,6 +64,11 @@ static const char help_head[] =
 "    have a fixed size chosen at creation; values are 1 byte to 4 GiB - 1;\n"
 "    a key is written once and never changed. Keys are given in hex.\n"
 "\n"
+"    A node with online delete on keeps its directory as generations: a\n"
+"    manifest, tide.generations, naming complete stores in gen-*/, newest\n"
+"    first. info, get and verify read such a directory whole; generations\n"
+"    lists it and rotate rotates it offline ('tide help generations').\n"
+"\n"
 "VERBS\n";
 
 static const char help_tail[] =
