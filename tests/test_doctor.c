@@ -235,8 +235,8 @@ static void the_disk_side_gives_each_generation_the_age_and_every_finding(void *
     expect_u64(r.disk.nfindings, 3, "failures, abandoned, can_delete never");
 
     text = format_text(&r);
-    expect_contains(text, "Disk: 3.0 MiB in 2 generations, newest first: 8 (gen-000000000008) 1.0 MiB, "
-                    "7 (gen-000000000007) 2.0 MiB.", "the generations line");
+    expect_contains(text, "Disk: 3 MiB in 2 generations, newest first: 8 (gen-000000000008) 1 MiB, "
+                    "7 (gen-000000000007) 2 MiB.", "the generations line");
     expect_contains(text, "7 rotations, the last 2 h 5 min ago; the newest generation holds 4321 objects",
                     "the age line");
     expect_contains(text, "2 rotation attempts failed (tide_rotation_failures_total)", "failures");
@@ -314,7 +314,7 @@ static void an_older_node_or_no_status_is_told_not_guessed(void **state)
                                          NULL, NOW_US), 0, "status");
     expect_contains(r.disk.findings[0], "online delete is off: the store grows without bound", "off");
     text = format_text(&r);
-    expect_contains(text, "Disk: 5.0 MiB.", "the size it gave");
+    expect_contains(text, "Disk: 5 MiB.", "the size it gave");
     free(text);
 
     /* No status at all and no disk families: unknown, with the reason. */
@@ -493,7 +493,7 @@ static void tide_doctor_reads_the_disk_side_from_the_nodes_status(void **state)
     if (st != 0) fail_msg("expected tide doctor to exit 0, got %d: %s", st, out);
     if (atomic_load(&server.status_gets) != before + 1)
         fail_msg("expected one GET /v1/status, got %d", atomic_load(&server.status_gets) - before);
-    expect_contains(out, "Disk: 3.0 MiB in 2 generations, newest first: 8 (gen-000000000008)", "generations");
+    expect_contains(out, "Disk: 3 MiB in 2 generations, newest first: 8 (gen-000000000008)", "generations");
     expect_contains(out, "Disk finding: advisory_delete is on and can_delete is never", "the finding");
     expect_contains(out, "Disk finding: 2 rotation attempts failed", "failures");
     free(out);

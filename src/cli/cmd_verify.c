@@ -291,6 +291,15 @@ static int gens_sound(const gens_verdict *v)
     return 1;
 }
 
+/* 1 when every failure is a busy generation: nothing was found wrong. */
+static int gens_busy_only(const gens_verdict *v)
+{
+    if (v->manifest_rc) return 0;
+    for (unsigned i = 0; i < v->listing.manifest.count; i++)
+        if (v->rc[i] && v->rc[i] != TIDE_EBUSY) return 0;
+    return 1;
+}
+
 static void gens_text(const char *path, const gens_verdict *v)
 {
     const tide_gen_manifest *m = &v->listing.manifest;
@@ -305,7 +314,9 @@ static void gens_text(const char *path, const gens_verdict *v)
     for (unsigned i = 0; i < m->count; i++) {
         const tide_verify_report *r = &v->r[i];
         if (v->rc[i]) {
-            printf("%-17s NOT SOUND: %s\n", m->gens[i].dir, v->problem[i]);
+            /* Busy is no verdict: the generation was not read at all. */
+            printf("%-17s %s: %s\n", m->gens[i].dir,
+                   v->rc[i] == TIDE_EBUSY ? "NOT CHECKED" : "NOT SOUND", v->problem[i]);
             continue;
         }
         printf("%-17s sound: %llu keys, %llu value bytes, %llu data records, nudb.dat %llu "
@@ -322,7 +333,9 @@ static void gens_text(const char *path, const gens_verdict *v)
         printf("%-17s warning: and %u more gen-* directories the manifest does not name\n", "",
                v->listing.unnamed - 8);
     printf("verdict           %s\n", gens_sound(v) ? "sound: the manifest and every generation"
-                                                   : "NOT SOUND");
+                                 : gens_busy_only(v) ? "NOT CHECKED: a process (a node?) has "
+                                   "generations open for writing; stop it first"
+                                 : "NOT SOUND");
 }
 
 static json_t *gen_json(const tide_gen *g, int writable, int rc, const char *problem,

@@ -478,6 +478,14 @@ static const char *age(double s, char *buf, size_t cap)
     return buf;
 }
 
+/* Disk sizes span bytes to terabytes: "16.2 KiB", "3 GiB"; "unknown" when absent. */
+static const char *human(double bytes, char *buf, size_t cap)
+{
+    if (bytes < 0) snprintf(buf, cap, "unknown");
+    else tide_size_format((uint64_t)bytes, buf, cap);
+    return buf;
+}
+
 static void disk_format(const tide_doctor_disk *d, FILE *f)
 {
     double bytes = d->disk_bytes >= 0 ? d->disk_bytes : d->m_disk_bytes;
@@ -485,11 +493,11 @@ static void disk_format(const tide_doctor_disk *d, FILE *f)
     char a[32], b[32];
 
     if (d->reported && d->enabled) {
-        fprintf(f, "Disk: %s in %zu generation%s, newest first:", mib(bytes, a, sizeof a), d->ngens,
+        fprintf(f, "Disk: %s in %zu generation%s, newest first:", human(bytes, a, sizeof a), d->ngens,
                 d->ngens == 1 ? "" : "s");
         for (size_t i = 0; i < d->ngens; i++)
             fprintf(f, "%s %llu (%s) %s", i ? "," : "", (unsigned long long)d->gens[i].id, d->gens[i].dir,
-                    mib(d->gens[i].bytes, a, sizeof a));
+                    human(d->gens[i].bytes, a, sizeof a));
         fprintf(f, ".\n");
         if (d->last_rotation_us == 0 || rotations == 0)
             fprintf(f, "  No rotation yet");
@@ -501,7 +509,7 @@ static void disk_format(const tide_doctor_disk *d, FILE *f)
         if (d->newest_objects >= 0) fprintf(f, "; the newest generation holds %.0f objects", d->newest_objects);
         fprintf(f, ".\n");
     } else if (bytes >= 0) {
-        fprintf(f, "Disk: %s.\n", mib(bytes, a, sizeof a));
+        fprintf(f, "Disk: %s.\n", human(bytes, a, sizeof a));
     } else if (d->status_read) {
         fprintf(f, "Disk: the node does not say how big its store is.\n");
     }
