@@ -1,5 +1,8 @@
 /*
- * test_doctor.c: `tide doctor`'s analysis of a metrics page.
+ * test_doctor.c: `tide doctor`'s analysis of a metrics page, and of the
+ * disk side from /v1/status's "online_delete" object and the disk families
+ * of the page (hand-written, with every figure checkable by hand; and an
+ * older node's status without the object, and no status at all).
  *
  * Pages come from a real node (rendered by node/metrics.c with settings
  * that leave a known consumer unbounded) and from hand-written text whose
@@ -7,6 +10,7 @@
  * are not a node's (Prometheus' own /metrics, HTML, an empty page, garbage)
  * are served to bin/tide doctor by a canned HTTP server on 127.0.0.1: a
  * thread of this test, stopped by the group's teardown whatever the outcome.
+ * It answers /v1/status with a body of its own, or 404 when it has none.
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -169,6 +173,165 @@ static void a_page_that_is_not_a_nodes_is_refused_by_name(void **state)
     expect_contains(tide_last_error(), "neither process_resident_memory_bytes nor tide_memory_consumer_bytes", "message");
 }
 
+/* ---- the disk side ------------------------------------------------------------------ */
+
+/* The disk families a node with online delete puts on /metrics. */
+static const char disk_families[] =
+    "# HELP tide_disk_bytes x\n# TYPE tide_disk_bytes gauge\ntide_disk_bytes 3145728\n"
+    "# HELP tide_generations x\n# TYPE tide_generations gauge\ntide_generations 2\n"
+    "# HELP tide_rotations_total x\n# TYPE tide_rotations_total counter\ntide_rotations_total 7\n"
+    "# HELP tide_rotation_failures_total x\n# TYPE tide_rotation_failures_total counter\n"
+    "tide_rotation_failures_total 2\n"
+    "# HELP tide_rotations_abandoned_total x\n# TYPE tide_rotations_abandoned_total counter\n"
+    "tide_rotations_abandoned_total 1\n";
+
+/* Two generations of 1 MiB and 2 MiB, the last rotation 2 h 5 min 30 s
+ * before NOW_US, advisory_delete on with can_delete never. */
+#define LAST_US 1796000000000000ull
+#define NOW_US  (LAST_US + 7530000000ull)
+static const char status_on[] =
+    "{\"version\":\"x\",\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
+    "\"generations\":[{\"id\":8,\"dir\":\"gen-000000000008\",\"bytes\":1048576},"
+    "{\"id\":7,\"dir\":\"gen-000000000007\",\"bytes\":2097152}],"
+    "\"disk_bytes\":3145728,\"rotations\":7,\"last_rotation_unix_us\":1796000000000000,"
+    "\"newest_objects\":4321,\"can_delete\":0}}";
+
+static char *page_with(const char *extra)
+{
+    size_t a = strlen(page), b = strlen(extra);
+    char *p = malloc(a + b + 1);
+    assert_non_null(p);
+    memcpy(p, page, a);
+    memcpy(p + a, extra, b + 1);
+    return p;
+}
+
+static char *format_text(const tide_doctor_report *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    tide_doctor_format(r, f);
+    fclose(f);
+    return text;
+}
+
+static void the_disk_side_gives_each_generation_the_age_and_every_finding(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    char *p = page_with(disk_families), *text, *json = NULL;
+    json_error_t err;
+
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    expect_u64((uint64_t)r.disk.m_failures, 2, "failures from the page");
+    expect_u64((uint64_t)r.disk.m_abandoned, 1, "abandoned from the page");
+    expect_rc(tide_doctor_analyze_status(&r, status_on, NULL, NOW_US), 0, "status");
+    expect_u64(r.disk.ngens, 2, "generations");
+    expect_u64(r.disk.gens[0].id, 8, "newest first");
+    expect_str(r.disk.gens[1].dir, "gen-000000000007", "dir");
+    expect_u64((uint64_t)r.disk.disk_bytes, 3u << 20, "disk bytes");
+    expect_u64((uint64_t)r.disk.last_rotation_age_s, 7530, "age in seconds");
+    expect_u64(r.disk.nfindings, 3, "failures, abandoned, can_delete never");
+
+    text = format_text(&r);
+    expect_contains(text, "Disk: 3 MiB in 2 generations, newest first: 8 (gen-000000000008) 1 MiB, "
+                    "7 (gen-000000000007) 2 MiB.", "the generations line");
+    expect_contains(text, "7 rotations, the last 2 h 5 min ago; the newest generation holds 4321 objects",
+                    "the age line");
+    expect_contains(text, "2 rotation attempts failed (tide_rotation_failures_total)", "failures");
+    expect_contains(text, "1 rotation attempt was abandoned", "abandoned");
+    expect_contains(text, "advisory_delete is on and can_delete is never: nothing will be deleted until "
+                    "POST /v1/admin/can_delete", "the advisory finding");
+    if (strstr(text, "grows without bound")) fail_msg("online delete is on, got: %s", text);
+    free(text);
+
+    expect_rc(tide_doctor_json(&r, &json), 0, "json");
+    json_t *o = json_loads(json, 0, &err);
+    if (o == NULL) fail_msg("doctor JSON does not parse: %s: %s", err.text, json);
+    json_t *d = json_object_get(o, "disk");
+    if (!json_is_integer(json_object_get(d, "disk_bytes")))
+        fail_msg("disk_bytes should be a JSON integer: %s", json);
+    expect_u64((uint64_t)json_integer_value(json_object_get(d, "disk_bytes")), 3u << 20, "json disk bytes");
+    expect_u64(json_array_size(json_object_get(d, "generations")), 2, "json generations");
+    expect_u64((uint64_t)json_integer_value(json_object_get(json_array_get(json_object_get(d, "generations"), 1),
+                                                            "id")), 7, "json second id");
+    expect_u64(json_array_size(json_object_get(d, "findings")), 3, "json findings");
+    expect_u64((uint64_t)json_integer_value(json_object_get(d, "can_delete")), 0, "json can_delete");
+    json_decref(o);
+    free(json);
+
+    /* can_delete "now" after 7 rotations is 8: nothing blocks; always, neither. */
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze without the disk families");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
+                                         "\"rotations\":7,\"can_delete\":8,\"generations\":[]}}", NULL, NOW_US),
+              0, "status");
+    expect_u64(r.disk.nfindings, 0, "can_delete 8 after 7 rotations lets the next run");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
+                                         "\"rotations\":7,\"can_delete\":7}}", NULL, NOW_US), 0, "status");
+    expect_u64(r.disk.nfindings, 1, "can_delete 7 after 7 rotations blocks");
+    expect_contains(r.disk.findings[0], "can_delete is 7, which 7 rotations have reached", "the count finding");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
+                                         "\"rotations\":7,\"can_delete\":-1}}", NULL, NOW_US), 0, "status");
+    expect_u64(r.disk.nfindings, 0, "can_delete always (UINT64_MAX through a signed integer)");
+
+    /* The node's own spelling: can_delete as words, last_rotation_us, and
+     * the failure counters in the status when the page has none. */
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
+                                         "\"rotations\":3,\"can_delete\":\"never\",\"failures\":4,"
+                                         "\"abandoned\":0,\"last_rotation_us\":1796000000000000}}", NULL, NOW_US),
+              0, "status");
+    expect_u64(r.disk.nfindings, 2, "failures from the status, can_delete never");
+    expect_contains(r.disk.findings[0], "4 rotation attempts failed", "the status's failures");
+    expect_contains(r.disk.findings[1], "can_delete is never", "never as a word");
+    expect_u64((uint64_t)r.disk.last_rotation_age_s, 7530, "last_rotation_us read");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"advisory_delete\":true,"
+                                         "\"rotations\":3,\"can_delete\":\"always\"}}", NULL, NOW_US), 0, "status");
+    expect_u64(r.disk.nfindings, 0, "always as a word");
+    free(p);
+}
+
+static void an_older_node_or_no_status_is_told_not_guessed(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    char *text;
+
+    /* An older node: /v1/status without the object, no disk families. */
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"version\":\"0.9\",\"store\":{}}", NULL, NOW_US), 0, "status");
+    expect_u64(r.disk.nfindings, 1, "one finding");
+    expect_contains(r.disk.findings[0], "online delete is off: the store grows without bound", "off");
+    expect_contains(r.disk.findings[0], "--online-delete N", "the knob");
+    text = format_text(&r);
+    expect_contains(text, "Disk: the node does not say how big its store is.", "no figure invented");
+    free(text);
+
+    /* A node with the object and online delete off. */
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":false,\"disk_bytes\":5242880}}",
+                                         NULL, NOW_US), 0, "status");
+    expect_contains(r.disk.findings[0], "online delete is off: the store grows without bound", "off");
+    text = format_text(&r);
+    expect_contains(text, "Disk: 5 MiB.", "the size it gave");
+    free(text);
+
+    /* No status at all and no disk families: unknown, with the reason. */
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze");
+    expect_rc(tide_doctor_analyze_status(&r, NULL, "http://x/v1/status: HTTP 404", NOW_US), 0, "no status");
+    expect_contains(r.disk.findings[0], "the disk side is unknown: /v1/status was not read "
+                    "(http://x/v1/status: HTTP 404)", "unknown, and why");
+    /* Not JSON: recorded, not an error. */
+    expect_rc(tide_doctor_analyze_status(&r, "<html>", NULL, NOW_US), 0, "not JSON");
+    expect_contains(r.disk.status_error, "/v1/status is not a JSON object", "recorded");
+    /* A page alone (no analyze_status) prints no disk section. */
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze");
+    text = format_text(&r);
+    if (strstr(text, "Disk")) fail_msg("a page alone should print no disk section: %s", text);
+    free(text);
+}
+
 /* ---- bin/tide doctor against a canned HTTP server ------------------------------- */
 
 typedef struct canned {
@@ -180,6 +343,8 @@ typedef struct canned {
     const char *body;
     size_t body_len;
     const char *ctype;
+    const char *status_body;   /* GET /v1/status; NULL: 404 */
+    atomic_int status_gets;    /* requests of /v1/status served */
 } canned;
 
 static canned server;
@@ -188,6 +353,13 @@ static void canned_serve(canned *c, const char *ctype, const char *body, size_t 
 {
     pthread_mutex_lock(&c->mu);
     c->ctype = ctype, c->body = body, c->body_len = len;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void canned_serve_status(canned *c, const char *body)
+{
+    pthread_mutex_lock(&c->mu);
+    c->status_body = body;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -211,10 +383,15 @@ static void *canned_main(void *arg)
             if (strstr(req, "\r\n\r\n")) break;
         }
         pthread_mutex_lock(&c->mu);
-        int hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                          "Connection: close\r\n\r\n", c->ctype, c->body_len);
+        int is_status = strncmp(req, "GET /v1/status ", 15) == 0;
+        const char *body = is_status ? c->status_body : c->body;
+        size_t blen = is_status ? (body ? strlen(body) : 0) : c->body_len;
+        if (is_status) atomic_fetch_add(&c->status_gets, 1);
+        int hl = snprintf(head, sizeof head, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                          "Connection: close\r\n\r\n", is_status && !body ? "404 Not Found" : "200 OK",
+                          is_status ? "application/json" : c->ctype, blen);
         ssize_t w = write(s, head, (size_t)hl);
-        if (w == hl && c->body_len) w = write(s, c->body, c->body_len);
+        if (w == hl && blen) w = write(s, body, blen);
         pthread_mutex_unlock(&c->mu);
         (void)w;
         close(s);
@@ -292,12 +469,37 @@ static void tide_doctor_exits_1_on_a_page_that_is_not_a_nodes_and_says_so(void *
         free(out);
     }
 
-    /* The same server with a node's page: the report, exit 0. */
+    /* The same server with a node's page: the report, exit 0; /v1/status
+     * is 404 (an older node): said, not an error. */
     canned_serve(&server, "text/plain; version=0.0.4", page, sizeof page - 1);
+    canned_serve_status(&server, NULL);
     int st = run_doctor(&out);
     if (st != 0) fail_msg("a node's page: expected tide doctor to exit 0, got %d: %s", st, out);
     expect_contains(out, "Allocator: glibc 2.36.", "the report");
+    expect_contains(out, "the disk side is unknown: /v1/status was not read", "the 404 told");
+    expect_contains(out, "/v1/status: HTTP 404", "the 404's reason");
     free(out);
+}
+
+static void tide_doctor_reads_the_disk_side_from_the_nodes_status(void **state)
+{
+    (void)state;
+    char *p = page_with(disk_families), *out = NULL;
+    int before = atomic_load(&server.status_gets);
+
+    canned_serve(&server, "text/plain; version=0.0.4", p, strlen(p));
+    canned_serve_status(&server, status_on);
+    int st = run_doctor(&out);
+    if (st != 0) fail_msg("expected tide doctor to exit 0, got %d: %s", st, out);
+    if (atomic_load(&server.status_gets) != before + 1)
+        fail_msg("expected one GET /v1/status, got %d", atomic_load(&server.status_gets) - before);
+    expect_contains(out, "Disk: 3 MiB in 2 generations, newest first: 8 (gen-000000000008)", "generations");
+    expect_contains(out, "Disk finding: advisory_delete is on and can_delete is never", "the finding");
+    expect_contains(out, "Disk finding: 2 rotation attempts failed", "failures");
+    free(out);
+    canned_serve_status(&server, NULL);
+    canned_serve(&server, "text/plain", "", 0);
+    free(p);
 }
 
 static void on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob(void **state)
@@ -348,6 +550,9 @@ int main(void)
         cmocka_unit_test(a_page_that_is_not_a_nodes_is_refused_by_name),
         cmocka_unit_test(on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob),
         cmocka_unit_test(tide_doctor_exits_1_on_a_page_that_is_not_a_nodes_and_says_so),
+        cmocka_unit_test(the_disk_side_gives_each_generation_the_age_and_every_finding),
+        cmocka_unit_test(an_older_node_or_no_status_is_told_not_guessed),
+        cmocka_unit_test(tide_doctor_reads_the_disk_side_from_the_nodes_status),
     };
     return cmocka_run_group_tests(tests, canned_start, canned_stop);
 }

@@ -249,13 +249,15 @@ void cli_verb_help(const cli_verb *v, FILE *f)
 int cli_parse(const cli_verb *v, int argc, char **argv, void *opts, cli_args *a, int *status)
 {
     struct option table[OPTIONS_MAX];
+    char shorts[32];
     int c, rc;
 
     options_with_help(v, table);
+    snprintf(shorts, sizeof shorts, ":h%s", v->short_options ? v->short_options : "");
     a->path = a->key_hex = NULL;
     a->key_len = 0;
     cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, ":h", table, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shorts, table, NULL)) != -1) {
         if (c == 'h') {
             cli_verb_help(v, stdout);
             *status = CLI_OK;

@@ -57,6 +57,8 @@ typedef struct cli_verb {
     int args;                   /* CLI_ARGS_* */
     int store;                  /* PATH must be an existing directory */
     const char *args_text;      /* PATH_KEY: "expected <this>, got N arguments" */
+    const char *short_options;  /* the one-letter forms of options, in getopt's
+                                   syntax ("v" for -v); NULL: none but -h */
 } cli_verb;
 
 /* Write v's manual (help, help_table's output, help_after) to f. */
@@ -65,6 +67,7 @@ void cli_verb_help(const cli_verb *v, FILE *f);
 /* The descriptors, in the order 'tide help' lists them. */
 extern const cli_verb cli_verb_create, cli_verb_info, cli_verb_put, cli_verb_get,
                       cli_verb_visit, cli_verb_verify, cli_verb_recover, cli_verb_rekey,
+                      cli_verb_generations, cli_verb_rotate,
                       cli_verb_bench, cli_verb_doctor, cli_verb_ghost, cli_verb_lab;
 
 /* The option handler of a verb whose one option is a flag: sets the int
@@ -154,7 +157,35 @@ int cli_refuse_holders(const char *verb, const char *path, int force, const char
  * conflict with; 0 otherwise, also when nudb.key is missing. */
 int cli_store_is_held(const char *path, int writer_only);
 
+/* Write the JSON object `o` to stdout, indented, members in their order,
+ * reals with 10 significant digits, then a newline; takes o's reference.
+ * CLI_OK, or CLI_FAIL having printed "cannot write the JSON output". */
+struct json_t;
+int cli_json_print(const char *verb, struct json_t *o);
+
 /* tide_size_format into buf: "1.5 MiB". */
 const char *cli_human(uint64_t bytes, char *buf, size_t cap);
+
+/* ---- a directory with generations (issue 12; cli_store.c) ---- */
+
+struct tide_gen_manifest;
+
+/*
+ * Read PATH/tide.generations into *m (through POSIX I/O; no lock, nothing
+ * written). Returns 0 when PATH holds generations; TIDE_ENOENT when it has
+ * no manifest (a plain store, or nothing: the verb then does what it always
+ * did); the manifest's read errors (TIDE_ECORRUPT, TIDE_EVERSION,
+ * TIDE_ENOTSTORE, TIDE_EIO) with tide_last_error() naming the line.
+ */
+int cli_gens_manifest(const char *path, struct tide_gen_manifest *m);
+
+/* PATH/DIR into buf; CLI_OK, or CLI_FAIL having printed that the path is
+ * too long. */
+int cli_gen_path(const char *verb, const char *path, const char *dir, char *buf, size_t cap);
+
+/* A Unix time in microseconds as ISO-8601 UTC with microseconds
+ * ("2026-12-01T14:05:50.123456Z") into buf (at least 32 bytes); "never"
+ * for 0. Returns buf. */
+const char *cli_iso8601_us(uint64_t unix_us, char *buf, size_t cap);
 
 #endif

@@ -2,7 +2,11 @@
  * cli_store.c: the checks the store verbs share before they touch a store:
  * the key's size against the store's (put, get), the refusal while another
  * process has the files open (put, recover, rekey), the probe of the
- * store's lock (get, recover), and the size format of their output.
+ * store's lock (get, recover), and the size format of their output; and
+ * for a node's directory with generations (issue 12: generations, rotate,
+ * verify, get, info) the manifest probe, the generation paths and the
+ * ISO-8601 time of the manifest's last rotation; and the JSON writer of
+ * their --json.
  *
  * The library checks again at its own open (closing the window between);
  * these copies are for the messages, which name the processes and the way
@@ -22,15 +26,28 @@
  * Never: write to a store, or keep one of its files open after returning.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "gen/manifest.h"
+#include "io/io.h"
 #include "tide/store.h"
 #include "util/size.h"
+
+int cli_json_print(const char *verb, json_t *o)
+{
+    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    if (rc != 0) return cli_error(verb, "cannot write the JSON output");
+    putchar('\n');
+    return CLI_OK;
+}
 
 const char *cli_human(uint64_t bytes, char *buf, size_t cap)
 {
@@ -87,4 +104,31 @@ int cli_store_is_held(const char *path, int writer_only)
     if (flock(fd, (writer_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
     close(fd);                  /* releases the probe's lock */
     return held;
+}
+
+int cli_gens_manifest(const char *path, tide_gen_manifest *m)
+{
+    return tide_gen_manifest_read(tide_io_posix(), path, m);
+}
+
+int cli_gen_path(const char *verb, const char *path, const char *dir, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%s/%s", path, dir);
+    if (n < 0 || (size_t)n >= cap)
+        return cli_error(verb, "%s/%s: the path is longer than %zu bytes", path, dir, cap - 1);
+    return CLI_OK;
+}
+
+const char *cli_iso8601_us(uint64_t unix_us, char *buf, size_t cap)
+{
+    time_t secs = (time_t)(unix_us / 1000000u);
+    struct tm tm;
+
+    if (unix_us == 0 || gmtime_r(&secs, &tm) == NULL) {
+        snprintf(buf, cap, "never");
+        return buf;
+    }
+    snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(unix_us % 1000000u));
+    return buf;
 }

@@ -1,5 +1,6 @@
 /*
- * cmd_doctor.c: `tide doctor [URL]`, a running node's memory in words.
+ * cmd_doctor.c: `tide doctor [URL]`, a running node's memory and disk in
+ * words.
  *
  * It fetches URL (default http://127.0.0.1:8080/metrics; a URL without a
  * path gets /metrics) with the HTTP client (src/client/http.h), sending
@@ -10,6 +11,12 @@
  * A page that is not a node's (no tide_* families: Prometheus' own
  * /metrics, HTML, an empty page, bytes that are not text) exits 1 with
  * "URL does not look like a tide node's /metrics: ...".
+ *
+ * Then, for the disk side, it fetches /v1/status from the same host and
+ * port (a public endpoint: no token is sent to it) and hands it to
+ * tide_doctor_analyze_status. A node that does not answer it (an older
+ * node, a proxy that serves only /metrics) is no error: the report says
+ * the disk side is unknown, and why.
  *
  * Invariants:
  *   1. The exit status is CLI_OK only when the page was fetched and read
@@ -29,6 +36,7 @@
 #include "client/http.h"
 #include "client/doctor.h"
 #include "tide/error.h"
+#include "util/clock.h"
 
 /* Fetch url into *out. Returns CLI_OK, or prints why and returns CLI_FAIL. */
 static int fetch(const char *url, long timeout_s, char **out)
@@ -81,6 +89,34 @@ out:
     return rc;
 }
 
+/* GET /v1/status of the host and port of metrics_url, without a token.
+ * *out the body, or NULL with `why` saying why not. Never an error. */
+static void fetch_status(const char *metrics_url, long timeout_s, char **out, char *why, size_t cap)
+{
+    tide_http_client *c = NULL;
+    tide_http_body b = { .keep = 1, .max = 16u << 20 };
+    tide_http_client_opts opts = { .timeout_ms = timeout_s * 1000 };
+    const char *host = strstr(metrics_url, "://");
+    char url[2100];
+    long status;
+
+    *out = NULL;
+    host = host ? host + 3 : metrics_url;
+    snprintf(url, sizeof url, "%.*s/v1/status", (int)(host - metrics_url + strcspn(host, "/?#")),
+             metrics_url);
+    if (tide_http_client_new(&c, &opts) != 0) {
+        snprintf(why, cap, "libcurl could not start");
+        return;
+    }
+    status = tide_http_client_get(c, url, &b);
+    if (status == 0) snprintf(why, cap, "%.200s: %.90s", url, tide_http_client_error(c));
+    else if (status != 200) snprintf(why, cap, "%.200s: HTTP %ld", url, status);
+    else if (b.data == NULL) snprintf(why, cap, "%.200s: an empty answer", url);
+    else *out = b.data, b.data = NULL;
+    free(b.data);
+    tide_http_client_free(c);
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -91,7 +127,7 @@ static int run(int argc, char **argv)
     };
     int json = 0, c, rc;
     uint64_t timeout = 10;
-    char url[2048], *page = NULL, *text = NULL;
+    char url[2048], *page = NULL, *text = NULL, *status = NULL, why[300] = "";
     tide_doctor_report r;
 
     cli_getopt_reset();
@@ -119,6 +155,8 @@ static int run(int argc, char **argv)
         rc = cli_error("doctor", "%s %s", url, tide_last_error());
         goto out;
     }
+    fetch_status(url, (long)timeout, &status, why, sizeof why);
+    tide_doctor_analyze_status(&r, status, why, tide_clock_real_us());
     if (json) {
         if (tide_doctor_json(&r, &text) != 0) { rc = cli_error("doctor", "out of memory"); goto out; }
         printf("%s\n", text);
@@ -128,6 +166,7 @@ static int run(int argc, char **argv)
     }
 out:
     free(text);
+    free(status);
     free(page);
     tide_http_global_cleanup();
     return rc;
@@ -137,7 +176,7 @@ out:
 
 static const char help_doctor[] =
 "NAME\n"
-"    tide doctor - explain a running node's memory in a few lines\n"
+"    tide doctor - explain a running node's memory and disk in a few lines\n"
 "\n"
 "SYNOPSIS\n"
 "    tide doctor [--json] [--timeout S] [URL]\n"
@@ -155,8 +194,25 @@ static const char help_doctor[] =
 "      - each consumer left unbounded, and the setting that would bound it.\n"
 "    Figures the page lacks are reported as unknown, never as zero.\n"
 "\n"
+"    Then the disk side, from GET /v1/status on the same host (no token\n"
+"    is sent to it) and the page's tide_disk_bytes, tide_generations,\n"
+"    tide_rotations_total, tide_rotation_failures_total and\n"
+"    tide_rotations_abandoned_total:\n"
+"      - the disk bytes now, and with online delete each generation's,\n"
+"        newest first, and how long ago the last rotation was;\n"
+"      - findings, each with what to do: online delete off ('the store\n"
+"        grows without bound'), rotation attempts that failed or were\n"
+"        abandoned (GET /v1/rotations has each one's reason), and\n"
+"        advisory_delete on with a can_delete under which nothing will\n"
+"        be deleted (POST /v1/admin/can_delete?value=now allows the next).\n"
+"    A node that does not answer /v1/status, or gives no online_delete\n"
+"    object there (a node from before online delete), is no error: the\n"
+"    report says what it could not learn.\n"
+"\n"
 "OPTIONS\n"
-"    --json         print the same analysis as one JSON object\n"
+"    --json         print the same analysis as one JSON object (the disk\n"
+"                   side under \"disk\": counts and bytes as integers,\n"
+"                   null when unknown, and \"findings\")\n"
 "    --timeout S    give up after S seconds (default 10)\n"
 "\n"
 "ENVIRONMENT\n"
@@ -169,10 +225,11 @@ static const char help_doctor[] =
 "\n"
 "EXAMPLES\n"
 "    TIDE_METRICS_TOKEN=$(cat /etc/tide/metrics.token) tide doctor\n"
-"    tide doctor --json http://10.0.0.5:8080 | jq .allocator_free_bytes\n";
+"    tide doctor --json http://10.0.0.5:8080 | jq .allocator_free_bytes\n"
+"    tide doctor --json | jq -r '.disk.findings[]'\n";
 
 const cli_verb cli_verb_doctor = {
     .name = "doctor", .usage = "doctor [URL]",
-    .summary = "explain a running tided's memory from its /metrics",
+    .summary = "explain a running tided's memory and disk",
     .help = help_doctor, .run = run,
 };

@@ -7,9 +7,17 @@
  * nothing. A Tide writer elsewhere gives TIDE_EBUSY. The value goes out
  * with write(2), byte for byte, nothing added.
  *
+ * A node's directory with generations (issue 12: tide.generations naming
+ * gen-* stores) is read as the node reads it, newest first: each named
+ * generation is opened read-only in turn, fetched from and closed, and the
+ * first that holds the key answers (-v names it on stderr). Nothing is
+ * copied forward: that is a write, and the CLI reads only. Without a
+ * manifest the path is what it always was.
+ *
  * Invariants:
- *   1. Nothing is ever written to the store.
- *   2. The store opened here is closed on every path.
+ *   1. Nothing is ever written to the store (to no generation either).
+ *   2. The store opened here is closed on every path; with generations at
+ *      most one generation is open at a time.
  *
  * Never: add a byte to the value (a newline, an escape) or print it
  *   anywhere but stdout; open the store read-write (that would recover).
@@ -18,17 +26,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "gen/manifest.h"
 #include "tide/error.h"
 #include "tide/store.h"
+#include "util/err.h"
 
 static const char help_get[] =
 "NAME\n"
 "    tide get - print the value of a key\n"
 "\n"
 "SYNOPSIS\n"
-"    tide get PATH KEYHEX > VALUE\n"
+"    tide get PATH KEYHEX [-v] > VALUE\n"
 "\n"
 "DESCRIPTION\n"
 "    Fetches the value stored under KEYHEX and writes it, byte for byte,\n"
@@ -53,8 +64,19 @@ static const char help_get[] =
 "\n"
 "    An absent key prints 'tide get: KEYHEX: not found' on stderr.\n"
 "\n"
+"    A node's directory with generations (PATH holds tide.generations:\n"
+"    'tide help generations') is read as the node reads it: newest\n"
+"    generation first, each opened read-only in turn; the first that\n"
+"    holds the key answers. Unlike the node, get copies nothing forward\n"
+"    into the newest generation (it never writes), so reading an object\n"
+"    here does not keep it past its next rotations. While a node runs on\n"
+"    PATH every generation is busy: read through the node.\n"
+"\n"
 "OPTIONS\n"
-"    -h, --help   print this text\n"
+"    -v, --verbose  say on stderr which generation answered ('tide get:\n"
+"                   KEYHEX: found in generation 6 (gen-000000000006): 2\n"
+"                   of 2, newest first'); nothing for a plain store\n"
+"    -h, --help     print this text\n"
 "\n"
 "EXIT STATUS\n"
 "    0 found; 1 not found, no store, store busy (a writer has it open),\n"
@@ -64,9 +86,11 @@ static const char help_get[] =
 "\n"
 "EXAMPLES\n"
 "    tide get db $(printf '%064x' 1)\n"
-"    tide get db 00ff...ee > blob.bin || echo absent\n";
+"    tide get db 00ff...ee > blob.bin || echo absent\n"
+"    tide get -v /var/lib/tide/node $(printf '%064x' 1) > value.bin\n";
 
 static const struct option options[] = {
+    { "verbose", no_argument, NULL, 'v' },
     { NULL, 0, NULL, 0 },
 };
 
@@ -95,24 +119,23 @@ static int open_reader(const char *path, tide_store **s)
     return CLI_OK;
 }
 
-static int run(int argc, char **argv)
+/* The verb as it was before generations. */
+static int get_plain(const cli_args *a)
 {
-    static cli_args a;
     tide_store_info in;
     tide_store *s = NULL;
     void *value = NULL;
     size_t vlen = 0;
     int rc, ret;
 
-    if (cli_parse(&cli_verb_get, argc, argv, NULL, &a, &ret)) return ret;
-    ret = open_reader(a.path, &s);
+    ret = open_reader(a->path, &s);
     if (ret) return ret;
     tide_store_get_info(s, &in);
-    ret = cli_check_key_size("get", &a, in.key_size);
+    ret = cli_check_key_size("get", a, in.key_size);
     if (ret) goto out;
-    rc = tide_store_fetch(s, a.key, &value, &vlen);
+    rc = tide_store_fetch(s, a->key, &value, &vlen);
     if (rc == TIDE_ENOTFOUND) {
-        fprintf(stderr, "tide get: %s: not found\n", a.key_hex);
+        fprintf(stderr, "tide get: %s: not found\n", a->key_hex);
         ret = CLI_FAIL;
         goto out;
     }
@@ -126,8 +149,90 @@ out:
     return ret;
 }
 
+/* Look in generation `i` of m: CLI_OK with *value set when it holds the
+ * key, CLI_OK with *value NULL when it does not, or a status (printed). */
+static int get_from(const char *path, const tide_gen_manifest *m, unsigned i, const cli_args *a,
+                    void **value, size_t *vlen)
+{
+    char dir[4200];
+    tide_store_info in;
+    tide_store *s = NULL;
+    struct stat st;
+    int rc, ret;
+
+    *value = NULL;
+    ret = cli_gen_path("get", path, m->gens[i].dir, dir, sizeof dir);
+    if (ret) return ret;
+    if (stat(dir, &st) != 0)
+        return cli_error("get", "%s: generation %llu (%s) named by %s is missing (%s); nothing "
+                         "was read", path, (unsigned long long)m->gens[i].id, m->gens[i].dir,
+                         TIDE_GEN_FILE, strerror(errno));
+    ret = open_reader(dir, &s);
+    if (ret) return ret;
+    tide_store_get_info(s, &in);
+    ret = cli_check_key_size("get", a, in.key_size);
+    if (ret) goto out;
+    rc = tide_store_fetch(s, a->key, value, vlen);
+    if (rc && rc != TIDE_ENOTFOUND) {
+        tide_err_prefix(rc, "generation %llu (%s)", (unsigned long long)m->gens[i].id, dir);
+        ret = cli_fail_store("get", rc);
+    }
+out:
+    rc = tide_store_close(s);
+    if (rc && ret == CLI_OK) ret = cli_fail_store("get", rc);
+    if (ret) {
+        free(*value);
+        *value = NULL;
+    }
+    return ret;
+}
+
+/* Newest first, one generation open at a time (invariant 2). */
+static int get_gens(const cli_args *a, const tide_gen_manifest *m, int verbose)
+{
+    void *value = NULL;
+    size_t vlen = 0;
+    unsigned i;
+    int ret = CLI_OK;
+
+    for (i = 0; i < m->count && value == NULL; i++) {
+        ret = get_from(a->path, m, i, a, &value, &vlen);
+        if (ret) return ret;
+    }
+    if (value == NULL) {
+        fprintf(stderr, "tide get: %s: not found (in none of the %u generations of %s)\n",
+                a->key_hex, m->count, a->path);
+        return CLI_FAIL;
+    }
+    i--;
+    if (verbose)
+        fprintf(stderr, "tide get: %s: found in generation %llu (%s): %u of %u, newest first\n",
+                a->key_hex, (unsigned long long)m->gens[i].id, m->gens[i].dir, i + 1, m->count);
+    if (cli_write_all(1, value, vlen) != 0)
+        ret = cli_error("get", "writing %zu bytes to stdout: %s", vlen, strerror(errno));
+    free(value);
+    return ret;
+}
+
+static int run(int argc, char **argv)
+{
+    static cli_args a;
+    tide_gen_manifest m;
+    int rc, ret, verbose = 0;
+
+    if (cli_parse(&cli_verb_get, argc, argv, &verbose, &a, &ret)) return ret;
+    rc = cli_gens_manifest(a.path, &m);
+    if (rc == TIDE_ENOENT) {
+        tide_err_clear();
+        return get_plain(&a);
+    }
+    if (rc) return cli_fail_store("get", rc);
+    return get_gens(&a, &m, verbose);
+}
+
 const cli_verb cli_verb_get = {
     .name = "get", .usage = "get PATH KEYHEX", .summary = "print a key's value on stdout",
     .help = help_get, .run = run,
-    .options = options, .args = CLI_ARGS_PATH_KEY, .store = 1, .args_text = "PATH KEYHEX",
+    .options = options, .option = cli_option_flag, .args = CLI_ARGS_PATH_KEY, .store = 1, .args_text = "PATH KEYHEX",
+    .short_options = "v",
 };

@@ -13,13 +13,23 @@
  *   2. The JSON object's members are always the same, in the same order,
  *      whatever the store: scripts read them by name.
  *
+ * A node's directory with generations (issue 12: tide.generations naming
+ * gen-* stores) gets one header per generation, newest first, from
+ * tide_gens_inspect (no lock either), after a line on the manifest; with
+ * --json an object whose "generations" array holds each generation's
+ * object of invariant 2 under "info". Without a manifest the output is
+ * what it always was.
+ *
  * Never: open the store (an open would take the lock and recover).
  */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli/cli.h"
+#include "gen/gens.h"
 #include "tide/store.h"
+#include "util/err.h"
 
 static const char help_info[] =
 "NAME\n"
@@ -41,10 +51,21 @@ static const char help_info[] =
 "    or a live writer's (NuDB takes no lock, so nothing tells them apart);\n"
 "    'tide recover', when no process writes the store, undoes it.\n"
 "\n"
+"    A node's directory with generations (PATH holds tide.generations:\n"
+"    'tide help generations') prints a line on the manifest (keep,\n"
+"    generations held, rotations, the last one's time), then the same\n"
+"    headers for each generation, newest first, each under a line naming\n"
+"    its id and directory and whether it takes the writes. A generation\n"
+"    whose headers cannot be read is shown with its problem and makes the\n"
+"    exit status 1.\n"
+"\n"
 "OPTIONS\n"
 "    --json       print one JSON object instead. 64-bit identifiers (uid,\n"
 "                 salt, pepper) are strings of the form \"0x...\" so that\n"
-"                 no JSON reader rounds them.\n"
+"                 no JSON reader rounds them. With generations: path,\n"
+"                 keep, rotations, last_rotation_unix_us, disk_bytes and\n"
+"                 generations, newest first, each with id, dir, writable,\n"
+"                 problem (null when none) and info, the object above.\n"
 "    -h, --help   print this text\n"
 "\n"
 "EXIT STATUS\n"
@@ -67,10 +88,9 @@ static json_t *json_hex64(uint64_t v)
     return json_string(buf);
 }
 
-static int info_json(const char *path, const tide_store_info *in)
+static json_t *info_object(const char *path, const tide_store_info *in)
 {
     json_t *o = json_object();
-    int rc;
 
     json_object_set_new(o, "path", json_string(path));
     json_object_set_new(o, "type", json_string("nudb"));
@@ -90,11 +110,22 @@ static int info_json(const char *path, const tide_store_info *in)
     json_object_set_new(o, "key_file_bytes", json_integer((json_int_t)in->key_file_bytes));
     json_object_set_new(o, "log_file_bytes", json_integer((json_int_t)in->log_file_bytes));
     json_object_set_new(o, "needs_recovery", json_boolean(in->needs_recovery));
-    rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    return o;
+}
+
+/* Print o and free it. */
+static int print_json(json_t *o)
+{
+    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (rc != 0) return cli_error("info", "cannot write the JSON output");
     putchar('\n');
     return CLI_OK;
+}
+
+static int info_json(const char *path, const tide_store_info *in)
+{
+    return print_json(info_object(path, in));
 }
 
 static void info_text(const char *path, const tide_store_info *in)
@@ -130,13 +161,83 @@ static void info_text(const char *path, const tide_store_info *in)
         printf("recovery      not needed\n");
 }
 
+/* ---- a directory with generations ---- */
+
+static int gens_json(const char *path, const tide_gens_listing *l)
+{
+    const tide_gen_manifest *m = &l->manifest;
+    json_t *o = json_object(), *gens = json_array();
+    char dir[4200];
+
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "keep", json_integer(m->keep));
+    json_object_set_new(o, "rotations", json_integer((json_int_t)m->rotations));
+    json_object_set_new(o, "last_rotation_unix_us", json_integer((json_int_t)m->last_rotation_us));
+    json_object_set_new(o, "disk_bytes", json_integer((json_int_t)l->disk_bytes));
+    for (unsigned i = 0; i < m->count; i++) {
+        json_t *g = json_object();
+        snprintf(dir, sizeof dir, "%s/%s", path, m->gens[i].dir);
+        json_object_set_new(g, "id", json_integer((json_int_t)m->gens[i].id));
+        json_object_set_new(g, "dir", json_string(m->gens[i].dir));
+        json_object_set_new(g, "writable", json_boolean(i == 0));
+        json_object_set_new(g, "problem", l->gens[i].problem[0] ? json_string(l->gens[i].problem)
+                                                                : json_null());
+        json_object_set_new(g, "info", l->gens[i].problem[0] ? json_null()
+                                                             : info_object(dir, &l->gens[i].info));
+        json_array_append_new(gens, g);
+    }
+    json_object_set_new(o, "generations", gens);
+    return print_json(o);
+}
+
+static void gens_text(const char *path, const tide_gens_listing *l)
+{
+    const tide_gen_manifest *m = &l->manifest;
+    char dir[4200], when[40];
+
+    printf("generations   %s: keep %u, %u held, %llu rotations, last %s\n", path, m->keep,
+           m->count, (unsigned long long)m->rotations,
+           cli_iso8601_us(m->last_rotation_us, when, sizeof when));
+    for (unsigned i = 0; i < m->count; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", path, m->gens[i].dir);
+        printf("\ngeneration    %llu (%s), %s\n", (unsigned long long)m->gens[i].id,
+               m->gens[i].dir, i == 0 ? "writable (the newest)" : "read-only");
+        if (l->gens[i].problem[0]) printf("PROBLEM       %s\n", l->gens[i].problem);
+        else info_text(dir, &l->gens[i].info);
+    }
+}
+
+static int info_gens(const char *path, int json)
+{
+    tide_gens_listing *l = calloc(1, sizeof *l);
+    int rc, ret;
+
+    if (l == NULL) return cli_error("info", "out of memory");
+    rc = tide_gens_inspect(path, NULL, l);
+    if (rc) {
+        ret = cli_fail("info", rc);
+        goto out;
+    }
+    ret = json ? gens_json(path, l) : (gens_text(path, l), CLI_OK);
+    for (unsigned i = 0; i < l->manifest.count; i++)
+        if (l->gens[i].problem[0])
+            ret = cli_error("info", "%s/%s: %s", path, l->manifest.gens[i].dir, l->gens[i].problem);
+out:
+    free(l);
+    return ret;
+}
+
 static int run(int argc, char **argv)
 {
+    tide_gen_manifest m;
     tide_store_info in;
     cli_args a;
     int rc, json = 0;
 
     if (cli_parse(&cli_verb_info, argc, argv, &json, &a, &rc)) return rc;
+    rc = cli_gens_manifest(a.path, &m);
+    if (rc != TIDE_ENOENT) return rc ? cli_fail("info", rc) : info_gens(a.path, json);
+    tide_err_clear();
     rc = tide_store_inspect(a.path, NULL, &in);
     if (rc) return cli_fail("info", rc);
     if (json) return info_json(a.path, &in);

@@ -8,23 +8,39 @@
  * unsound verdict that still has figures (spill records of another block
  * size only) both. With --json the verdict is one object either way.
  *
+ * A node's directory with generations (issue 12: a tide.generations
+ * manifest naming gen-* stores) is verified whole: the manifest (read,
+ * decoded, its invariants checked, no plain store's files beside it), then
+ * every generation it names with the same tide_store_verify, one summary
+ * line each prefixed with the generation's directory, then a warning for
+ * each gen-* directory it does not name (tided removes those at its next
+ * start; they fail nothing). Without a manifest nothing of that runs and
+ * the output is what it always was, byte for byte.
+ *
  * Invariants:
  *   1. The exit status is CLI_OK only when tide_store_verify returned 0
  *      (sound); an unsound store exits CLI_FAIL even when its figures are
  *      printed.
  *   2. Figures are printed only for a verdict: a store that could not be
  *      checked (missing, busy, recovery pending) prints nothing on stdout.
+ *   3. With generations the exit status is CLI_OK only when the manifest
+ *      and every named generation are sound; each failure is printed on
+ *      stderr naming its generation.
  *
  * Never: write to the store, or recover it (the log may be a live NuDB
- * writer's).
+ * writer's); remove an unnamed generation directory (that is tided's).
  */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "gen/gens.h"
 #include "tide/error.h"
 #include "tide/store.h"
+#include "util/err.h"
 
 static const char help_verify[] =
 "NAME\n"
@@ -70,6 +86,23 @@ static const char help_verify[] =
 "    may be a live NuDB writer's): run 'tide recover PATH' first, when no\n"
 "    process writes the store.\n"
 "\n"
+"  A node's directory with generations\n"
+"    When PATH holds tide.generations (online delete is on: see 'tide help\n"
+"    generations'), verify checks the manifest (it reads, its checksum and\n"
+"    grammar hold, its ids decrease, and no plain store's nudb.dat or\n"
+"    nudb.key sits beside it), then verifies every generation it names as\n"
+"    above, newest first, printing one summary line per generation\n"
+"    prefixed with its directory, e.g.\n"
+"        gen-000000000007  sound: 120 keys, 61440 value bytes, ...\n"
+"        gen-000000000006  NOT SOUND: file is corrupt: ...\n"
+"    (each problem is printed on stderr too, naming the generation; one a\n"
+"    running node holds is 'NOT CHECKED: store is in use', no verdict), and\n"
+"    warns about each gen-* directory the manifest does not name: a crashed\n"
+"    rotation's leftover, which tided removes at its next start and which\n"
+"    fails nothing. 'tide verify PATH/gen-000000000007' prints one\n"
+"    generation's full figures. The exit status is 0 only when the\n"
+"    manifest and every named generation are sound.\n"
+"\n"
 "OPTIONS\n"
 "    --json       print one JSON object on stdout: \"sound\" (true or\n"
 "                 false), \"error\" and \"problem\" (null when sound), and\n"
@@ -83,12 +116,17 @@ static const char help_verify[] =
 "                 the problem; the exit status is still 1 and the\n"
 "                 problem is printed on stderr too. When the store cannot\n"
 "                 be checked at all (missing, busy, recovery pending)\n"
-"                 nothing is printed on stdout.\n"
+"                 nothing is printed on stdout. With generations the\n"
+"                 object is path, sound, manifest (sound, problem, keep,\n"
+"                 rotations, count), generations (newest first: id, dir,\n"
+"                 writable, sound, error, problem and the figures above)\n"
+"                 and unnamed (the directory names).\n"
 "    -h, --help   print this text\n"
 "\n"
 "EXIT STATUS\n"
-"    0 sound; 1 not sound (the problem is printed), no store, store busy\n"
-"    (a writer has it open), recovery pending, I/O error; 2 usage error.\n"
+"    0 sound (with generations: the manifest and every generation); 1 not\n"
+"    sound (the problem is printed), no store, store busy (a writer has it\n"
+"    open), recovery pending, I/O error; 2 usage error.\n"
 "\n"
 "COST\n"
 "    One pass over nudb.key, one data-file read per key, one sequential\n"
@@ -97,7 +135,8 @@ static const char help_verify[] =
 "EXAMPLES\n"
 "    tide verify /var/lib/tide/db\n"
 "    tide verify --json db | jq '.sound, .waste'\n"
-"    tide verify db || echo 'db is damaged'\n";
+"    tide verify db || echo 'db is damaged'\n"
+"    tide verify --json /var/lib/tide/node | jq '.generations[].sound'\n";
 
 static const struct option options[] = {
     { "json", no_argument, NULL, 'j' },
@@ -169,26 +208,234 @@ static void verify_text(const char *path, const tide_verify_report *r, int forei
            cli_human(r->key_file_bytes, b3, sizeof b3));
 }
 
-static int run(int argc, char **argv)
+/* The verb as it was before generations (invariant 3 does not apply). */
+static int verify_plain(const cli_args *a, int json)
 {
     tide_verify_report r;
-    cli_args a;
-    int rc, json = 0;
+    int rc;
 
-    if (cli_parse(&cli_verb_verify, argc, argv, &json, &a, &rc)) return rc;
     memset(&r, 0, sizeof r);
-    rc = tide_store_verify(a.path, NULL, &r);
+    rc = tide_store_verify(a->path, NULL, &r);
     if (rc == 0) {
-        if (json) return verify_json(a.path, &r, 0);
-        verify_text(a.path, &r, 0);
+        if (json) return verify_json(a->path, &r, 0);
+        verify_text(a->path, &r, 0);
         return CLI_OK;
     }
     /* A verdict of unsound is still a result: --json prints it. A store
      * that could not be checked at all (missing, busy, needing recovery)
      * gives no verdict, only the error. */
-    if (json && rc == TIDE_ECORRUPT) verify_json(a.path, &r, rc);
-    else if (rc == TIDE_ECORRUPT && r.foreign_spills_only) verify_text(a.path, &r, 1);
+    if (json && rc == TIDE_ECORRUPT) verify_json(a->path, &r, rc);
+    else if (rc == TIDE_ECORRUPT && r.foreign_spills_only) verify_text(a->path, &r, 1);
     return cli_fail_store("verify", rc);
+}
+
+/* ---- a directory with generations ---- */
+
+/* Everything the manifest check found: 0 and an empty problem when sound. */
+typedef struct gens_verdict {
+    int manifest_rc;
+    char manifest_problem[512];
+    tide_gens_listing listing;
+    int rc[TIDE_GEN_MAX];
+    char problem[TIDE_GEN_MAX][512];
+    tide_verify_report r[TIDE_GEN_MAX];
+} gens_verdict;
+
+/* The manifest beyond what read and decode check: its invariants, and no
+ * plain store's files beside it (tide_gens_open refuses that layout). */
+static int check_manifest(const char *path, const tide_gen_manifest *m, char *problem, size_t cap)
+{
+    static const char *const plain[] = { "nudb.dat", "nudb.key" };
+    char p[4096];
+    struct stat st;
+    int rc = tide_gen_manifest_check(m);
+
+    if (rc) {
+        snprintf(problem, cap, "%s/%s: %s", path, TIDE_GEN_FILE, tide_last_error());
+        return rc;
+    }
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%s", path, plain[i]);
+        if (stat(p, &st) == 0) {
+            snprintf(problem, cap, "%s holds both %s and a plain store's %s: a node refuses to "
+                     "open it; move one of them away", path, TIDE_GEN_FILE, plain[i]);
+            return TIDE_EINVAL;
+        }
+    }
+    return 0;
+}
+
+static void verify_gens_all(const char *path, gens_verdict *v)
+{
+    const tide_gen_manifest *m = &v->listing.manifest;
+    char dir[4200];
+
+    v->manifest_rc = check_manifest(path, m, v->manifest_problem, sizeof v->manifest_problem);
+    for (unsigned i = 0; i < m->count; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", path, m->gens[i].dir);
+        tide_err_clear();
+        v->rc[i] = tide_store_verify(dir, NULL, &v->r[i]);
+        if (v->rc[i] == TIDE_ENOENT)
+            snprintf(v->problem[i], sizeof v->problem[i], "missing: %s names it but %.300s holds "
+                     "no store; a node refuses to start until it is back", TIDE_GEN_FILE, dir);
+        else if (v->rc[i])
+            snprintf(v->problem[i], sizeof v->problem[i], "%s: %s", tide_strerror(v->rc[i]),
+                     tide_last_error());
+    }
+}
+
+static int gens_sound(const gens_verdict *v)
+{
+    if (v->manifest_rc) return 0;
+    for (unsigned i = 0; i < v->listing.manifest.count; i++)
+        if (v->rc[i]) return 0;
+    return 1;
+}
+
+/* 1 when every failure is a busy generation: nothing was found wrong. */
+static int gens_busy_only(const gens_verdict *v)
+{
+    if (v->manifest_rc) return 0;
+    for (unsigned i = 0; i < v->listing.manifest.count; i++)
+        if (v->rc[i] && v->rc[i] != TIDE_EBUSY) return 0;
+    return 1;
+}
+
+static void gens_text(const char *path, const gens_verdict *v)
+{
+    const tide_gen_manifest *m = &v->listing.manifest;
+    char b[32];
+
+    printf("directory         %s (generations)\n", path);
+    if (v->manifest_rc)
+        printf("%-17s NOT SOUND: %s\n", TIDE_GEN_FILE, v->manifest_problem);
+    else
+        printf("%-17s sound: keep %u, %u generation%s, %llu rotations\n", TIDE_GEN_FILE, m->keep,
+               m->count, m->count == 1 ? "" : "s", (unsigned long long)m->rotations);
+    for (unsigned i = 0; i < m->count; i++) {
+        const tide_verify_report *r = &v->r[i];
+        if (v->rc[i]) {
+            /* Busy is no verdict: the generation was not read at all. */
+            printf("%-17s %s: %s\n", m->gens[i].dir,
+                   v->rc[i] == TIDE_EBUSY ? "NOT CHECKED" : "NOT SOUND", v->problem[i]);
+            continue;
+        }
+        printf("%-17s sound: %llu keys, %llu value bytes, %llu data records, nudb.dat %llu "
+               "+ nudb.key %llu bytes (%s)%s\n", m->gens[i].dir, (unsigned long long)r->keys,
+               (unsigned long long)r->value_bytes, (unsigned long long)r->data_records,
+               (unsigned long long)r->dat_file_bytes, (unsigned long long)r->key_file_bytes,
+               cli_human(r->dat_file_bytes + r->key_file_bytes, b, sizeof b),
+               i == 0 ? ", writable" : "");
+    }
+    for (unsigned i = 0; i < v->listing.unnamed && i < 8; i++)
+        printf("%-17s warning: not named by the manifest: a rotation's leftover that tided "
+               "removes at its next start\n", v->listing.unnamed_dirs[i]);
+    if (v->listing.unnamed > 8)
+        printf("%-17s warning: and %u more gen-* directories the manifest does not name\n", "",
+               v->listing.unnamed - 8);
+    printf("verdict           %s\n", gens_sound(v) ? "sound: the manifest and every generation"
+                                 : gens_busy_only(v) ? "NOT CHECKED: a process (a node?) has "
+                                   "generations open for writing; stop it first"
+                                 : "NOT SOUND");
+}
+
+static json_t *gen_json(const tide_gen *g, int writable, int rc, const char *problem,
+                        const tide_verify_report *r)
+{
+    json_t *o = json_object();
+
+    json_object_set_new(o, "id", json_integer((json_int_t)g->id));
+    json_object_set_new(o, "dir", json_string(g->dir));
+    json_object_set_new(o, "writable", json_boolean(writable));
+    json_object_set_new(o, "sound", json_boolean(rc == 0));
+    json_object_set_new(o, "error", rc == 0 ? json_null() : json_string(tide_strerror(rc)));
+    json_object_set_new(o, "problem", rc == 0 ? json_null() : json_string(problem));
+    json_object_set_new(o, "keys", json_integer((json_int_t)r->keys));
+    json_object_set_new(o, "value_bytes", json_integer((json_int_t)r->value_bytes));
+    json_object_set_new(o, "data_records", json_integer((json_int_t)r->data_records));
+    json_object_set_new(o, "waste_bytes", json_integer((json_int_t)r->waste_bytes));
+    json_object_set_new(o, "avg_fetch_reads", json_real(r->avg_fetch_reads));
+    json_object_set_new(o, "dat_file_bytes", json_integer((json_int_t)r->dat_file_bytes));
+    json_object_set_new(o, "key_file_bytes", json_integer((json_int_t)r->key_file_bytes));
+    return o;
+}
+
+static int gens_json(const char *path, const gens_verdict *v)
+{
+    const tide_gen_manifest *m = &v->listing.manifest;
+    json_t *o = json_object(), *man = json_object(), *gens = json_array(), *un = json_array();
+
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "sound", json_boolean(gens_sound(v)));
+    json_object_set_new(man, "sound", json_boolean(v->manifest_rc == 0));
+    json_object_set_new(man, "problem", v->manifest_rc ? json_string(v->manifest_problem)
+                                                       : json_null());
+    json_object_set_new(man, "keep", json_integer(m->keep));
+    json_object_set_new(man, "rotations", json_integer((json_int_t)m->rotations));
+    json_object_set_new(man, "count", json_integer(m->count));
+    json_object_set_new(o, "manifest", man);
+    for (unsigned i = 0; i < m->count; i++)
+        json_array_append_new(gens, gen_json(&m->gens[i], i == 0, v->rc[i], v->problem[i], &v->r[i]));
+    json_object_set_new(o, "generations", gens);
+    for (unsigned i = 0; i < v->listing.unnamed && i < 8; i++)
+        json_array_append_new(un, json_string(v->listing.unnamed_dirs[i]));
+    json_object_set_new(o, "unnamed", un);
+    return cli_json_print("verify", o);
+}
+
+/* Invariant 3: the verdict on stdout, each failure on stderr by name. */
+static int verify_gens(const char *path, int json)
+{
+    gens_verdict *v = calloc(1, sizeof *v);
+    int rc, ret;
+
+    if (v == NULL) return cli_error("verify", "out of memory");
+    rc = tide_gens_inspect(path, NULL, &v->listing);
+    if (rc) {
+        ret = cli_fail_store("verify", rc);
+        goto out;
+    }
+    verify_gens_all(path, v);
+    ret = json ? gens_json(path, v) : (gens_text(path, v), CLI_OK);
+    if (v->manifest_rc) ret = cli_error("verify", "%s", v->manifest_problem);
+    for (unsigned i = 0; i < v->listing.manifest.count; i++)
+        if (v->rc[i])
+            ret = cli_error("verify", "generation %llu (%s/%s): %s",
+                            (unsigned long long)v->listing.manifest.gens[i].id, path,
+                            v->listing.manifest.gens[i].dir, v->problem[i]);
+    for (unsigned i = 0; i < v->listing.unnamed && i < 8; i++)
+        fprintf(stderr, "tide verify: warning: %s/%s is not named by %s (tided removes it at "
+                "its next start)\n", path, v->listing.unnamed_dirs[i], TIDE_GEN_FILE);
+out:
+    free(v);
+    return ret;
+}
+
+static int run(int argc, char **argv)
+{
+    tide_gen_manifest m;
+    cli_args a;
+    int rc, json = 0;
+
+    if (cli_parse(&cli_verb_verify, argc, argv, &json, &a, &rc)) return rc;
+    rc = cli_gens_manifest(a.path, &m);
+    if (rc == TIDE_ENOENT) {
+        tide_err_clear();
+        return verify_plain(&a, json);
+    }
+    if (rc) {
+        /* A manifest that does not read is a verdict on the directory. */
+        if (json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "path", json_string(a.path));
+            json_object_set_new(o, "sound", json_false());
+            json_object_set_new(o, "error", json_string(tide_strerror(rc)));
+            json_object_set_new(o, "problem", json_string(tide_last_error()));
+            cli_json_print("verify", o);
+        }
+        return cli_fail_store("verify", rc);
+    }
+    return verify_gens(a.path, json);
 }
 
 const cli_verb cli_verb_verify = {

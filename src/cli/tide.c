@@ -13,8 +13,9 @@
  * and every list of the verbs (in the overview, in the help verb's manual,
  * in the errors) comes from the table. Each verb lives in its own file
  * with its manual: cmd_create.c, cmd_info.c, cmd_put.c, cmd_get.c,
- * cmd_visit.c, cmd_verify.c, cmd_recover.c, cmd_rekey.c, cmd_bench.c,
- * cmd_doctor.c, cmd_ghost.c and cmd_lab.c. The helpers the verbs share
+ * cmd_visit.c, cmd_verify.c, cmd_recover.c, cmd_rekey.c,
+ * cmd_generations.c, cmd_rotate.c, cmd_bench.c, cmd_doctor.c, cmd_ghost.c
+ * and cmd_lab.c. The helpers the verbs share
  * are in cli.c and cli_store.c.
  *
  * Help texts are written like man pages: synopsis, description, options
@@ -63,6 +64,11 @@ static const char help_head[] =
 "    have a fixed size chosen at creation; values are 1 byte to 4 GiB - 1;\n"
 "    a key is written once and never changed. Keys are given in hex.\n"
 "\n"
+"    A node with online delete on keeps its directory as generations: a\n"
+"    manifest, tide.generations, naming complete stores in gen-*/, newest\n"
+"    first. info, get and verify read such a directory whole; generations\n"
+"    lists it and rotate rotates it offline ('tide help generations').\n"
+"\n"
 "VERBS\n";
 
 static const char help_tail[] =
@@ -91,6 +97,7 @@ static const char help_tail[] =
 "    tide info --json /var/lib/tide/db\n"
 "    tide verify /var/lib/tide/db\n"
 "    tide rekey /var/lib/tide/db --block-size 16384\n"
+"    tide generations /var/lib/tide/db\n"
 "    tide bench store --items 100000 --runs 3\n"
 "\n"
 "    Run 'tide help VERB' for a verb's options.\n";
@@ -105,7 +112,8 @@ static const cli_verb verb_help = {
 /* Every verb, in the order the overview lists them. */
 static const cli_verb *const verbs[] = {
     &cli_verb_create, &cli_verb_info, &cli_verb_put, &cli_verb_get, &cli_verb_visit,
-    &cli_verb_verify, &cli_verb_recover, &cli_verb_rekey, &cli_verb_bench, &cli_verb_doctor,
+    &cli_verb_verify, &cli_verb_recover, &cli_verb_rekey, &cli_verb_generations,
+    &cli_verb_rotate, &cli_verb_bench, &cli_verb_doctor,
     &cli_verb_ghost, &cli_verb_lab, &verb_help,
 };
 #define NVERBS (sizeof verbs / sizeof verbs[0])

@@ -1,9 +1,12 @@
 /*
- * doctor.c: reading a node's /metrics page and saying what its memory is.
+ * doctor.c: reading a node's /metrics page and saying what its memory is,
+ * and from its /v1/status what its disk is.
  *
  * Layout: a small parser of the text format (one sample at a time, labels
- * read on demand), the analysis that fills a tide_doctor_report, then its
- * two renderings, words and JSON.
+ * read on demand), the analysis that fills a tide_doctor_report, the disk
+ * side (the status's "online_delete" object and the disk families of the
+ * page, with the findings they lead to), then the two renderings, words
+ * and JSON.
  *
  * The analysis, in the order an operator asks:
  *   1. RSS against what the allocator says is live (glibc: in-use chunks
@@ -16,6 +19,11 @@
  *      the median and p95 duration estimated from the histogram's buckets
  *      (as Prometheus' histogram_quantile does), faults per trim.
  *   5. The consumers left unbounded and the setting that bounds each.
+ *   6. The disk (online delete, issue 12): its bytes now and per
+ *      generation, the last rotation's age, and as findings with advice:
+ *      online delete off (the store grows without bound), rotation attempts
+ *      that failed or were abandoned, an advisory_delete allowance under
+ *      which nothing will be deleted.
  *
  * A page is a node's only when it has a sample of a tide_* family: the
  * process_* families are every exporter's (Prometheus' own /metrics has
@@ -26,7 +34,9 @@
  * Invariants:
  *   1. consumers[] is sorted by bytes, largest first.
  *   2. A figure absent from the page is negative in the report and is
- *      printed as unknown, never as 0.
+ *      printed as unknown, never as 0; so is one absent from the status
+ *      (a node from before online delete has none): missing members are
+ *      tolerated, never guessed.
  *
  * Never: fetch anything (the caller brings the text) or guess a figure.
  */
@@ -35,12 +45,15 @@
 #include <ctype.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tide/error.h"
 #include "util/err.h"
 #include "util/size.h"
+
+static void disk_from_metrics(const char *text, tide_doctor_disk *d);
 
 /* ---- the text format --------------------------------------------------------- */
 
@@ -282,6 +295,164 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
     r->sweep_interval = or_neg(value_of(text, "tide_sweep_interval_seconds", NULL, NULL));
     double delta = value_of(text, "tide_trim_last_rss_delta_bytes", NULL, NULL);
     r->last_trim_delta = isnan(delta) ? 0 : delta;
+    disk_from_metrics(text, &r->disk);
+    return 0;
+}
+
+/* ---- the disk ------------------------------------------------------------------------ */
+
+/* Everything but the page's figures, back to unknown (invariant 2). */
+static void disk_reset_status(tide_doctor_disk *d)
+{
+    tide_doctor_disk keep = *d;
+
+    memset(d, 0, sizeof *d);
+    d->advisory_delete = -1;
+    d->disk_bytes = d->rotations = d->newest_objects = d->last_rotation_us = d->can_delete = -1;
+    d->failures = d->abandoned = d->last_rotation_age_s = -1;
+    d->m_disk_bytes = keep.m_disk_bytes;
+    d->m_generations = keep.m_generations;
+    d->m_rotations = keep.m_rotations;
+    d->m_failures = keep.m_failures;
+    d->m_abandoned = keep.m_abandoned;
+}
+
+static void disk_from_metrics(const char *text, tide_doctor_disk *d)
+{
+    disk_reset_status(d);
+    d->m_disk_bytes = or_neg(value_of(text, "tide_disk_bytes", NULL, NULL));
+    d->m_generations = or_neg(value_of(text, "tide_generations", NULL, NULL));
+    d->m_rotations = or_neg(value_of(text, "tide_rotations_total", NULL, NULL));
+    d->m_failures = or_neg(value_of(text, "tide_rotation_failures_total", NULL, NULL));
+    d->m_abandoned = or_neg(value_of(text, "tide_rotations_abandoned_total", NULL, NULL));
+}
+
+/* A non-negative JSON integer or real member as a double; -1 when absent
+ * or of another type. */
+static double member_num(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    if (json_is_integer(v)) return json_integer_value(v) < 0 ? -1 : (double)json_integer_value(v);
+    if (json_is_real(v)) return json_real_value(v) < 0 ? -1 : json_real_value(v);
+    return -1;
+}
+
+static void finding(tide_doctor_disk *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void finding(tide_doctor_disk *d, const char *fmt, ...)
+{
+    va_list ap;
+    if (d->nfindings >= TIDE_DOCTOR_FINDINGS) return;
+    va_start(ap, fmt);
+    vsnprintf(d->findings[d->nfindings++], sizeof d->findings[0], fmt, ap);
+    va_end(ap);
+}
+
+/* can_delete: a count, or "always" (UINT64_MAX: a -1 or a huge number once
+ * it passed through a signed JSON integer, or the words themselves). */
+static void read_can_delete(const json_t *o, tide_doctor_disk *d)
+{
+    const json_t *v = json_object_get(o, "can_delete");
+
+    if (json_is_integer(v) && (json_integer_value(v) < 0 || json_integer_value(v) == INT64_MAX))
+        d->can_delete_always = 1;
+    else if (json_is_string(v) && strcmp(json_string_value(v), "always") == 0)
+        d->can_delete_always = 1;
+    else if (json_is_string(v) && strcmp(json_string_value(v), "never") == 0)
+        d->can_delete = 0;
+    else
+        d->can_delete = member_num(o, "can_delete");
+}
+
+static void read_online_delete(const json_t *od, uint64_t now_us, tide_doctor_disk *d)
+{
+    const json_t *gens = json_object_get(od, "generations"), *adv = json_object_get(od, "advisory_delete");
+
+    d->reported = 1;
+    d->enabled = json_is_true(json_object_get(od, "enabled"));
+    d->advisory_delete = json_is_boolean(adv) ? json_is_true(adv)
+                       : json_is_integer(adv) ? json_integer_value(adv) != 0 : -1;
+    for (size_t i = 0; json_is_array(gens) && i < json_array_size(gens) && d->ngens < TIDE_DOCTOR_GENS; i++) {
+        const json_t *g = json_array_get(gens, i);
+        const char *dir = json_string_value(json_object_get(g, "dir"));
+        if (!json_is_object(g)) continue;
+        d->gens[d->ngens].id = (uint64_t)(member_num(g, "id") < 0 ? 0 : member_num(g, "id"));
+        snprintf(d->gens[d->ngens].dir, sizeof d->gens[0].dir, "%s", dir ? dir : "?");
+        d->gens[d->ngens].bytes = member_num(g, "bytes");
+        d->ngens++;
+    }
+    d->disk_bytes = member_num(od, "disk_bytes");
+    d->rotations = member_num(od, "rotations");
+    d->last_rotation_us = member_num(od, "last_rotation_unix_us");
+    if (d->last_rotation_us < 0) d->last_rotation_us = member_num(od, "last_rotation_us");
+    d->failures = member_num(od, "failures");
+    d->abandoned = member_num(od, "abandoned");
+    d->newest_objects = member_num(od, "newest_objects");
+    read_can_delete(od, d);
+    if (d->last_rotation_us > 0 && now_us >= d->last_rotation_us)
+        d->last_rotation_age_s = ((double)now_us - d->last_rotation_us) / 1e6;
+}
+
+/* What needs the operator (invariant 2: only from figures that are there). */
+static void disk_findings(tide_doctor_disk *d)
+{
+    double rotations = d->rotations >= 0 ? d->rotations : d->m_rotations;
+    /* The page's counters first, the status's when the page has none. */
+    double failures = d->m_failures >= 0 ? d->m_failures : d->failures;
+    double abandoned = d->m_abandoned >= 0 ? d->m_abandoned : d->abandoned;
+    int enabled = d->reported ? d->enabled : d->m_generations > 0;
+
+    if (!d->status_read && d->m_generations < 0 && d->m_disk_bytes < 0) {
+        finding(d, "the disk side is unknown: /v1/status was not read (%s) and /metrics has no "
+                "tide_disk_bytes (a node from before online delete?)", d->status_error);
+        return;
+    }
+    if (!enabled) {
+        finding(d, "online delete is off: the store grows without bound. Turn it on with "
+                "--online-delete N (TIDE_ONLINE_DELETE, [node_db] online_delete=N): rotate "
+                "after N objects, keeping --generations G (default 2)");
+        return;
+    }
+    if (failures > 0)
+        finding(d, "%.0f rotation attempt%s failed (tide_rotation_failures_total): GET /v1/rotations "
+                "gives each one's error; until one succeeds nothing is deleted and the disk grows",
+                failures, failures == 1 ? "" : "s");
+    if (abandoned > 0)
+        finding(d, "%.0f rotation attempt%s abandoned (tide_rotations_abandoned_total): the health "
+                "gate (commit backlog, memory limit) stayed shut past its wait bound; GET "
+                "/v1/rotations says which, and the node's log why", abandoned,
+                abandoned == 1 ? " was" : "s were");
+    if (d->advisory_delete == 1 && !d->can_delete_always && d->can_delete == 0)
+        finding(d, "advisory_delete is on and can_delete is never: nothing will be deleted until "
+                "POST /v1/admin/can_delete?value=now (or a rotation count, or always) allows it; "
+                "the disk grows meanwhile");
+    else if (d->advisory_delete == 1 && !d->can_delete_always && d->can_delete > 0 && rotations >= 0 &&
+             d->can_delete <= rotations)
+        finding(d, "advisory_delete is on and can_delete is %.0f, which %.0f rotations have "
+                "reached: no further rotation may run until POST /v1/admin/can_delete?value=now "
+                "(or a higher count, or always)", d->can_delete, rotations);
+}
+
+int tide_doctor_analyze_status(tide_doctor_report *r, const char *status_json, const char *unread,
+                               uint64_t now_us)
+{
+    tide_doctor_disk *d = &r->disk;
+    json_error_t err;
+    json_t *o = NULL, *od;
+
+    disk_reset_status(d);       /* a second call replaces the first's findings */
+    d->analyzed = 1;
+    if (status_json == NULL) {
+        snprintf(d->status_error, sizeof d->status_error, "%s", unread ? unread : "not fetched");
+    } else if ((o = json_loads(status_json, 0, &err)) == NULL || !json_is_object(o)) {
+        snprintf(d->status_error, sizeof d->status_error, "/v1/status is not a JSON object%s%s",
+                 o ? "" : ": ", o ? "" : err.text);
+    } else {
+        d->status_read = 1;
+        od = json_object_get(o, "online_delete");
+        if (json_is_object(od)) read_online_delete(od, now_us, d);
+    }
+    json_decref(o);
+    disk_findings(d);
     return 0;
 }
 
@@ -295,6 +466,56 @@ static const char *mib(double bytes, char *buf, size_t cap)
 }
 
 static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+
+/* "3 d 4 h", "2 h 5 min", "4 min 10 s", "12 s". */
+static const char *age(double s, char *buf, size_t cap)
+{
+    unsigned long long t = (unsigned long long)s;
+    if (t >= 86400) snprintf(buf, cap, "%llu d %llu h", t / 86400, t % 86400 / 3600);
+    else if (t >= 3600) snprintf(buf, cap, "%llu h %llu min", t / 3600, t % 3600 / 60);
+    else if (t >= 60) snprintf(buf, cap, "%llu min %llu s", t / 60, t % 60);
+    else snprintf(buf, cap, "%llu s", t);
+    return buf;
+}
+
+/* Disk sizes span bytes to terabytes: "16.2 KiB", "3 GiB"; "unknown" when absent. */
+static const char *human(double bytes, char *buf, size_t cap)
+{
+    if (bytes < 0) snprintf(buf, cap, "unknown");
+    else tide_size_format((uint64_t)bytes, buf, cap);
+    return buf;
+}
+
+static void disk_format(const tide_doctor_disk *d, FILE *f)
+{
+    double bytes = d->disk_bytes >= 0 ? d->disk_bytes : d->m_disk_bytes;
+    double rotations = d->rotations >= 0 ? d->rotations : d->m_rotations;
+    char a[32], b[32];
+
+    if (d->reported && d->enabled) {
+        fprintf(f, "Disk: %s in %zu generation%s, newest first:", human(bytes, a, sizeof a), d->ngens,
+                d->ngens == 1 ? "" : "s");
+        for (size_t i = 0; i < d->ngens; i++)
+            fprintf(f, "%s %llu (%s) %s", i ? "," : "", (unsigned long long)d->gens[i].id, d->gens[i].dir,
+                    human(d->gens[i].bytes, a, sizeof a));
+        fprintf(f, ".\n");
+        if (d->last_rotation_us == 0 || rotations == 0)
+            fprintf(f, "  No rotation yet");
+        else if (d->last_rotation_age_s >= 0)
+            fprintf(f, "  %.0f rotation%s, the last %s ago", rotations, rotations == 1 ? "" : "s",
+                    age(d->last_rotation_age_s, b, sizeof b));
+        else
+            fprintf(f, "  %s rotations, the last at an unknown time", rotations < 0 ? "unknown" : "some");
+        if (d->newest_objects >= 0) fprintf(f, "; the newest generation holds %.0f objects", d->newest_objects);
+        fprintf(f, ".\n");
+    } else if (bytes >= 0) {
+        fprintf(f, "Disk: %s.\n", human(bytes, a, sizeof a));
+    } else if (d->status_read) {
+        fprintf(f, "Disk: the node does not say how big its store is.\n");
+    }
+    for (size_t i = 0; i < d->nfindings; i++) fprintf(f, "Disk finding: %s.\n", d->findings[i]);
+    if (d->nfindings == 0) fprintf(f, "Disk: online delete is on and rotating; nothing needs you.\n");
+}
 
 void tide_doctor_format(const tide_doctor_report *r, FILE *f)
 {
@@ -358,11 +579,51 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
         for (size_t i = 0; i < r->nunbounded; i++)
             fprintf(f, "Unbounded: %s. To bound it: %s.\n", r->unbounded[i].consumer, r->unbounded[i].setting);
     }
+    if (r->disk.analyzed) disk_format(&r->disk, f);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
 static json_t *num_or_null(double v) { return v < 0 ? json_null() : json_real(v); }
+
+/* Counts as integers when known, null when not. */
+static json_t *int_or_null(double v) { return v < 0 ? json_null() : json_integer((json_int_t)v); }
+
+static json_t *disk_json(const tide_doctor_disk *d)
+{
+    json_t *o = json_object(), *gens = json_array(), *fs = json_array();
+
+    json_object_set_new(o, "status_read", json_boolean(d->status_read));
+    json_object_set_new(o, "status_error", d->status_read ? json_null() : json_string(d->status_error));
+    json_object_set_new(o, "online_delete_reported", json_boolean(d->reported));
+    json_object_set_new(o, "enabled", d->reported ? json_boolean(d->enabled) : json_null());
+    json_object_set_new(o, "advisory_delete", d->advisory_delete < 0 ? json_null()
+                                                                     : json_boolean(d->advisory_delete));
+    json_object_set_new(o, "disk_bytes", int_or_null(d->disk_bytes));
+    for (size_t i = 0; i < d->ngens; i++) {
+        json_t *g = json_object();
+        json_object_set_new(g, "id", json_integer((json_int_t)d->gens[i].id));
+        json_object_set_new(g, "dir", json_string(d->gens[i].dir));
+        json_object_set_new(g, "bytes", int_or_null(d->gens[i].bytes));
+        json_array_append_new(gens, g);
+    }
+    json_object_set_new(o, "generations", d->reported ? gens : (json_decref(gens), json_null()));
+    json_object_set_new(o, "rotations", int_or_null(d->rotations));
+    json_object_set_new(o, "last_rotation_unix_us", int_or_null(d->last_rotation_us));
+    json_object_set_new(o, "last_rotation_age_seconds", num_or_null(d->last_rotation_age_s));
+    json_object_set_new(o, "newest_objects", int_or_null(d->newest_objects));
+    json_object_set_new(o, "can_delete", d->can_delete_always ? json_string("always")
+                                                              : int_or_null(d->can_delete));
+    json_object_set_new(o, "metrics_disk_bytes", int_or_null(d->m_disk_bytes));
+    json_object_set_new(o, "metrics_generations", int_or_null(d->m_generations));
+    json_object_set_new(o, "metrics_rotations", int_or_null(d->m_rotations));
+    json_object_set_new(o, "rotation_failures", int_or_null(d->m_failures >= 0 ? d->m_failures : d->failures));
+    json_object_set_new(o, "rotations_abandoned", int_or_null(d->m_abandoned >= 0 ? d->m_abandoned
+                                                                                 : d->abandoned));
+    for (size_t i = 0; i < d->nfindings; i++) json_array_append_new(fs, json_string(d->findings[i]));
+    json_object_set_new(o, "findings", fs);
+    return o;
+}
 
 int tide_doctor_json(const tide_doctor_report *r, char **out)
 {
@@ -406,6 +667,7 @@ int tide_doctor_json(const tide_doctor_report *r, char **out)
         json_array_append_new(unb, u);
     }
     json_object_set(o, "unbounded", unb);
+    if (r->disk.analyzed) json_object_set_new(o, "disk", disk_json(&r->disk));
     *out = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (*out == NULL) rc = TIDE_ENOMEM;
 out:
