@@ -922,7 +922,7 @@ static void can_delete_reads_and_sets_the_allowance_and_refuses_bad_text(void **
     r = http(&shared, "POST", "/v1/admin/can_delete?value=soon", NULL, 0, 0, AUTH);
     expect_status(r, 400, "value=soon");
     expect_error_json(&r, "bad_value", "the 400 body");
-    expect_contains(r.body, "'soon' is not a rotation count, never, always or now", "what is accepted");
+    expect_contains(r.body, "'soon' is not a rotation count (0 to 2^53), never, always or now", "what is accepted");
     resp_free(&r);
     r = http(&shared, "POST", "/v1/admin/can_delete", NULL, 0, 0, AUTH);
     expect_status(r, 400, "POST without a value");
@@ -983,6 +983,133 @@ static void rotations_and_status_say_online_delete_is_off(void **state)
 }
 
 /* ---- tests with their own server ------------------------------------------ */
+
+/* ---- online delete on a node with generations ---------------------------------- */
+
+static json_t *rotate_ok(const tided *t, const void *body, size_t len, const char *type, const char *what)
+{
+    char hdr[200];
+    resp r;
+    json_t *j;
+
+    snprintf(hdr, sizeof hdr, AUTH "%s%s", type ? "\nContent-Type: " : "", type ? type : "");
+    r = http(t, "POST", "/v1/admin/rotate", body, len, 0, hdr);
+    expect_status(r, 200, what);
+    j = body_json(&r, what);
+    resp_free(&r);
+    return j;
+}
+
+static json_int_t jint(json_t *o, const char *a, const char *b)
+{
+    json_t *v = json_object_get(o, a);
+    if (b) v = json_object_get(v, b);
+    if (!json_is_integer(v)) fail_msg("expected an integer at %s%s%s", a, b ? "." : "", b ? b : "");
+    return json_integer_value(v);
+}
+
+static void admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_rest(void **state)
+{
+    static char token_env[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
+    static const char *flags[] = { "--online-delete=manual", "--back-off-milliseconds=0", "--delete-chunk=4096",
+                                   NULL };
+    static const char *const report_fields[] = { "seq", "started_unix_us", "trigger", "rc", "rc_name", "abandoned",
+        "error", "gate_wait_ns", "keep_ns", "keep_keys", "keep_copied", "keep_missing", "keep_copied_bytes",
+        "trim_ns", "trimmed", "trim_rc", "trim", "gens", "total_ns" };
+    static const char *const gens_fields[] = { "started_unix_us", "new_id", "dropped_ids", "dropped",
+        "deleted_bytes", "delete_steps", "create_ns", "manifest_ns", "switch_ns", "drop_ns",
+        "objects_in_previous", "rotations" };
+    char *env[] = { token_env, NULL };
+    uint8_t value[100], raw[32];
+    char body[200], k1[65];
+    json_t *j, *od;
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, flags, env);
+    if (!log_contains(&t, "online delete: 2 generations, rotated only by"))
+        fail_msg("the startup log should state the disk bound; it says:\n%s", log_tail(&t));
+    for (uint64_t i = 1; i <= 3; i++) {
+        th_value(i, sizeof value, value);
+        r = http(&t, "PUT", obj_path(i, "?sync=1"), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT in span 1");
+        resp_free(&r);
+    }
+    key_hex(1, k1);
+    snprintf(body, sizeof body, "%s\n", k1);
+    j = rotate_ok(&t, body, strlen(body), "text/plain", "rotation 1 with key 1 to keep");
+    for (size_t i = 0; i < sizeof report_fields / sizeof report_fields[0]; i++)
+        if (json_object_get(j, report_fields[i]) == NULL) fail_msg("the report has no field %s", report_fields[i]);
+    for (size_t i = 0; i < sizeof gens_fields / sizeof gens_fields[0]; i++)
+        if (json_object_get(json_object_get(j, "gens"), gens_fields[i]) == NULL)
+            fail_msg("the report's gens has no field %s", gens_fields[i]);
+    expect_str(json_string_value(json_object_get(j, "trigger")), "admin", "trigger");
+    expect_u64((uint64_t)jint(j, "keep_keys", NULL), 1, "one key handed over");
+    expect_u64((uint64_t)jint(j, "keep_copied", NULL), 0, "key 1 was in the newest already");
+    expect_u64((uint64_t)jint(j, "gens", "new_id"), 2, "generation 2 created");
+    expect_u64((uint64_t)jint(j, "gens", "dropped"), 0, "nothing dropped yet");
+    expect_u64((uint64_t)jint(j, "gens", "objects_in_previous"), 3, "three objects in generation 1");
+    json_decref(j);
+
+    /* A malformed keep-list rotates nothing. */
+    r = http(&t, "POST", "/v1/admin/rotate", "zz\n", 3, 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 400, "a bad keep-list on a node with generations");
+    resp_free(&r);
+
+    th_key(2, 32, raw);
+    j = rotate_ok(&t, raw, sizeof raw, "application/octet-stream", "rotation 2 keeping key 2 (raw)");
+    expect_u64((uint64_t)jint(j, "seq", NULL), 2, "the second attempt: the bad body made none");
+    expect_u64((uint64_t)jint(j, "keep_copied", NULL), 1, "key 2 copied forward");
+    expect_u64((uint64_t)jint(j, "keep_copied_bytes", NULL), sizeof value, "its bytes");
+    expect_u64((uint64_t)jint(j, "gens", "dropped"), 1, "generation 1 dropped");
+    expect_u64((uint64_t)json_integer_value(json_array_get(json_object_get(json_object_get(j, "gens"), "dropped_ids"), 0)),
+               1, "dropped_ids");
+    if (!json_is_true(json_object_get(j, "trimmed"))) fail_msg("a drop is followed by a trim: %s", json_dumps(j, 0));
+    if (jint(j, "gens", "deleted_bytes") <= 0) fail_msg("the drop deleted no bytes");
+    json_decref(j);
+
+    r = http(&t, "GET", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "key 2, kept");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(3, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "key 3: written in span 1, untouched in span 2, cached by its PUT");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(1, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "key 1: kept at rotation 1 (already newest), untouched in span 2");
+    resp_free(&r);
+
+    r = http(&t, "GET", "/v1/rotations", NULL, 0, 0, NULL);
+    j = body_json(&r, "/v1/rotations");
+    expect_u64(json_array_size(json_object_get(j, "reports")), 2, "two reports");
+    expect_u64((uint64_t)json_integer_value(json_object_get(json_array_get(json_object_get(j, "reports"), 0), "seq")),
+               2, "newest first");
+    if (!json_is_true(json_object_get(j, "enabled"))) fail_msg("enabled: %s", r.body);
+    json_decref(j);
+    resp_free(&r);
+
+    r = http(&t, "GET", "/v1/status", NULL, 0, 0, NULL);
+    j = body_json(&r, "/v1/status");
+    od = json_object_get(j, "online_delete");
+    if (!json_is_true(json_object_get(od, "enabled"))) fail_msg("online_delete.enabled: %s", r.body);
+    expect_u64(json_array_size(json_object_get(od, "generations")), 2, "two generations");
+    json_t *g0 = json_array_get(json_object_get(od, "generations"), 0), *g1 =
+        json_array_get(json_object_get(od, "generations"), 1);
+    expect_u64((uint64_t)jint(g0, "id", NULL), 3, "newest id");
+    expect_u64((uint64_t)jint(g1, "id", NULL), 2, "older id");
+    expect_str(json_string_value(json_object_get(g0, "dir")), "gen-000000000003", "its directory");
+    expect_u64((uint64_t)jint(od, "disk_bytes", NULL), (uint64_t)(jint(g0, "bytes", NULL) + jint(g1, "bytes", NULL)),
+               "disk_bytes is the generations' bytes");
+    expect_u64((uint64_t)jint(od, "rotations", NULL), 2, "rotations");
+    expect_u64((uint64_t)jint(od, "last_rotation", "seq"), 2, "last_rotation");
+    expect_str(json_string_value(json_object_get(od, "can_delete")), "never", "can_delete");
+    json_decref(j);
+    resp_free(&r);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 
 static void admin_sweep_is_403_when_no_admin_token_is_configured(void **state)
 {
@@ -2577,6 +2704,7 @@ int main(void)
     };
     const struct CMUnitTest own_tests[] = {
         cmocka_unit_test(admin_sweep_is_403_when_no_admin_token_is_configured),
+        cmocka_unit_test(admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_rest),
         cmocka_unit_test(a_put_with_sync_survives_kill_9_and_is_served_after_restart),
         cmocka_unit_test(sigterm_commits_every_acknowledged_put_and_exits_0),
         cmocka_unit_test(a_bad_flag_or_value_exits_2_naming_it),
