@@ -398,7 +398,8 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
     uint64_t keys;
 
     if (tide_node_keys(n, &keys))
-        one(w, "tide_store_keys", "gauge", "Keys in the store (absent until the count made at open is done).",
+        one(w, "tide_store_keys", "gauge", "Keys in the store (absent until the count made at open is done, "
+            "and always with generations: a key copied forward is in two, and a drop removes keys uncounted).",
             (double)keys);
     one(w, "tide_store_block_size_bytes", "gauge", "Block size of the key file.", (double)si.block_size);
     one(w, "tide_store_buckets", "gauge", "Buckets in the key file.", (double)si.buckets);

@@ -27,8 +27,10 @@
 
 #include <inttypes.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "gen/gens.h"
 #include "mem/alloc.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -91,10 +93,28 @@ static void log_allocator(void)
              info.library, text);
 }
 
+/* The block size of the store in data_dir: the plain store's, or with
+ * generations the newest's (each new generation takes it). */
+static int inspect_store(const tide_config *c, tide_store_info *info)
+{
+    tide_gens_listing *l;
+    int rc = tide_store_inspect(c->data_dir, NULL, info);
+
+    if (rc != TIDE_ENOENT) return rc;
+    l = malloc(sizeof *l);
+    if (l == NULL) return rc;
+    if (tide_gens_inspect(c->data_dir, NULL, l) == 0 && l->manifest.count > 0 && l->gens[0].problem[0] == '\0') {
+        *info = l->gens[0].info;
+        rc = 0;
+    }
+    free(l);
+    return rc;
+}
+
 static void log_block_size(const tide_config *c)
 {
     tide_store_info info;
-    int rc = tide_store_inspect(c->data_dir, NULL, &info);
+    int rc = inspect_store(c, &info);
 
     if (rc == TIDE_ENOENT) {
         tide_log(TIDE_LOG_INFO, "Using NuDB block size: %u bytes (a new store will be created in %s)",
