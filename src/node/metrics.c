@@ -112,49 +112,43 @@ static void one(tide_metrics_writer *w, const char *name, const char *type, cons
     tide_metrics_sample(w, name, NULL, 0, v);
 }
 
-static void histogram(tide_metrics_writer *w, const char *name, const char *help, const tide_hist *h)
+/* One series of a histogram family already open: its buckets, _sum and
+ * _count, with the label key=value when key is not NULL. */
+static void histogram_series(tide_metrics_writer *w, const char *name, const char *key, const char *value,
+                             const tide_hist *h)
 {
     char sample[160], le[32];
-    const char *lab[2] = { "le", le };
+    const char *lab[4] = { key, value, "le", le };
+    const char **bl = key ? lab : lab + 2;
+    int nl = key ? 1 : 0;
 
-    tide_metrics_family(w, name, "histogram", help);
     snprintf(sample, sizeof sample, "%s_bucket", name);
     for (int i = 0; i < TIDE_HIST_BUCKETS; i++) {
         snprintf(le, sizeof le, "%g", TIDE_HIST_BOUNDS_S[i]);
-        tide_metrics_sample(w, sample, lab, 1, (double)h->bucket[i]);
+        tide_metrics_sample(w, sample, bl, nl + 1, (double)h->bucket[i]);
     }
     snprintf(le, sizeof le, "+Inf");
-    tide_metrics_sample(w, sample, lab, 1, (double)h->bucket[TIDE_HIST_BUCKETS]);
+    tide_metrics_sample(w, sample, bl, nl + 1, (double)h->bucket[TIDE_HIST_BUCKETS]);
     TIDE_ASSERT(h->bucket[TIDE_HIST_BUCKETS] == h->count);
     snprintf(sample, sizeof sample, "%s_sum", name);
-    tide_metrics_sample(w, sample, NULL, 0, (double)h->sum_ns / 1e9);
+    tide_metrics_sample(w, sample, lab, nl, (double)h->sum_ns / 1e9);
     snprintf(sample, sizeof sample, "%s_count", name);
-    tide_metrics_sample(w, sample, NULL, 0, (double)h->count);
+    tide_metrics_sample(w, sample, lab, nl, (double)h->count);
 }
 
-/* One histogram family with a label: one bucket run, _sum and _count per
- * label value, all under one HELP and TYPE. */
+static void histogram(tide_metrics_writer *w, const char *name, const char *help, const tide_hist *h)
+{
+    tide_metrics_family(w, name, "histogram", help);
+    histogram_series(w, name, NULL, NULL, h);
+}
+
+/* One histogram family with a label: a series per label value, all under
+ * one HELP and TYPE. */
 static void histogram_labelled(tide_metrics_writer *w, const char *name, const char *help, const char *key,
                                const char *const *values, const tide_hist *const *h, int n)
 {
-    char sample[160], le[32];
-
     tide_metrics_family(w, name, "histogram", help);
-    for (int k = 0; k < n; k++) {
-        const char *lab[4] = { key, values[k], "le", le };
-        snprintf(sample, sizeof sample, "%s_bucket", name);
-        for (int i = 0; i < TIDE_HIST_BUCKETS; i++) {
-            snprintf(le, sizeof le, "%g", TIDE_HIST_BOUNDS_S[i]);
-            tide_metrics_sample(w, sample, lab, 2, (double)h[k]->bucket[i]);
-        }
-        snprintf(le, sizeof le, "+Inf");
-        tide_metrics_sample(w, sample, lab, 2, (double)h[k]->bucket[TIDE_HIST_BUCKETS]);
-        TIDE_ASSERT(h[k]->bucket[TIDE_HIST_BUCKETS] == h[k]->count);
-        snprintf(sample, sizeof sample, "%s_sum", name);
-        tide_metrics_sample(w, sample, lab, 1, (double)h[k]->sum_ns / 1e9);
-        snprintf(sample, sizeof sample, "%s_count", name);
-        tide_metrics_sample(w, sample, lab, 1, (double)h[k]->count);
-    }
+    for (int k = 0; k < n; k++) histogram_series(w, name, key, values[k], h[k]);
 }
 
 /* ---- the groups ----------------------------------------------------------- */

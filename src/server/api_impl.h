@@ -65,6 +65,11 @@ void tided_send_not_allowed(h2o_req_t *req, const char *allow);
 /* The answer to a failed put or sync, by its code (507, 503, 413, 500). */
 void tided_send_store_error(h2o_req_t *req, int rc, const char *detail, const char *what);
 
+/* The query's pieces between '&', one per call, empty ones skipped: 1
+ * with *piece (n bytes, in the request target), 0 at the end. *at is the
+ * cursor: NULL before the first call. */
+int  tided_query_next(const h2o_req_t *req, const char **at, const char **piece, size_t *n);
+
 /* The query by the one rule of every endpoint: sync=0|1 where `sync` is
  * not NULL, nothing elsewhere. 0, or -1 after sending 400 bad_query. */
 int  tided_parse_query(h2o_req_t *req, int *sync);

@@ -291,17 +291,13 @@ void tided_answer_rotate(tided_job *job)
  * text (in the request's pool) or NULL. 0, or -1 after a 400. */
 static int parse_value_query(h2o_req_t *req, const char **value)
 {
-    const char *q, *end;
+    const char *at = NULL, *q;
+    size_t n;
 
     *value = NULL;
-    if (req->query_at == SIZE_MAX) return 0;
-    q = req->path.base + req->query_at + 1;
-    end = req->path.base + req->path.len;
-    while (q < end) {
-        const char *amp = memchr(q, '&', (size_t)(end - q));
-        size_t n = (size_t)((amp ? amp : end) - q);
+    while (tided_query_next(req, &at, &q, &n)) {
+        char *v;
 
-        if (n == 0) { q++; continue; }
         if (n < 6 || memcmp(q, "value=", 6) != 0) {
             tided_send_error(req, 400, "bad_query", "unknown query parameter '%s' (the only one is "
                              "value=N|never|always|now)", tided_req_text(req, q, n, 64));
@@ -311,11 +307,10 @@ static int parse_value_query(h2o_req_t *req, const char **value)
             tided_send_error(req, 400, "bad_query", "the query parameter 'value' is given twice; give it once");
             return -1;
         }
-        char *v = h2o_mem_alloc_pool(&req->pool, n - 6 + 1);
+        v = h2o_mem_alloc_pool(&req->pool, n - 6 + 1);
         memcpy(v, q + 6, n - 6);
         v[n - 6] = '\0';
         *value = v;
-        q += n + 1;
     }
     return 0;
 }
