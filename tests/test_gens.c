@@ -11,6 +11,16 @@
  * handle is closed (every call fails, so nothing changes), the sim crashes
  * (seeded: each pending operation kept or lost) and the directory is
  * opened again and checked.
+ *
+ * Each of these breakages of src/gen was seen to fail a test here (checked
+ * by hand): no sync of gen-000000000001 and DIR after adoption's renames
+ * (the crash loop of an adoption: a store file left in DIR beside the
+ * manifest); no sync of DIR after a rotation's create (the crash loop of a
+ * rotation: the manifest names a generation a crash lost); a manifest
+ * write's failure ignored (the fault loop: the reopen finds a named
+ * generation deleted); no existence check of the older generations on
+ * insert (write-once, fetch and keep tests); tide_store_contains always 0
+ * (keep's test, and test_store_model).
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -239,31 +249,41 @@ static void adopting_a_plain_store_moves_its_files_and_keeps_every_key(void **st
     OK(tide_gens_close(g));
 }
 
-static void a_nudb_fixture_is_adopted_and_every_key_reads(void **state)
+static void every_nudb_fixture_is_adopted_and_every_key_reads(void **state)
 {
-    th_scratch *t = *state;
-    const th_fixture *f = th_fixture_find("b4096-k32");
-    char dir[4096];
     tide_gens_opts o;
-    assert_non_null(f);
-    (void)t;
-    if (th_copy_fixture(f->name, dir, sizeof dir) != 0) fail_msg("copy fixture %s", f->name);
-    gopts(&o, 1, 2, NULL);
-    tide_gens *g = open_ok(dir, &o, "fixture adopt");
-    for (uint64_t i = 0; i < f->present; i++) {
-        uint8_t k[64], v[70000];
-        size_t want = th_len(i, f->vmin, f->vmax), len = 0;
-        void *out = NULL;
-        uint64_t gen = 0;
-        th_key(i, f->key_size, k);
-        th_value(i, want, v);
-        OK(tide_gens_fetch(g, k, &out, &len, &gen));
-        if (len != want || memcmp(out, v, len) != 0 || gen != 1)
-            fail_msg("fixture item %" PRIu64 ": wrong bytes or generation %" PRIu64, i, gen);
-        free(out);
+    (void)state;
+    for (size_t n = 0; n < th_fixture_count; n++) {
+        const th_fixture *f = &th_fixtures[n];
+        char dir[4096], p[4200];
+        if (th_copy_fixture(f->name, dir, sizeof dir) != 0) fail_msg("copy fixture %s", f->name);
+        gopts(&o, 1, 2, NULL);
+        tide_gens *g = open_ok(dir, &o, f->name);
+        expect_u64(tide_gens_key_size(g), f->key_size, f->name);
+        uint8_t *v = malloc(f->vmax + 1);
+        assert_non_null(v);
+        for (uint64_t i = 0; i < f->present; i++) {
+            uint8_t k[64];
+            size_t want = th_len(i, f->vmin, f->vmax), len = 0;
+            void *out = NULL;
+            uint64_t gen = 0;
+            th_key(i, f->key_size, k);
+            th_value(i, want, v);
+            expect_ok(tide_gens_fetch(g, k, &out, &len, &gen), f->name);
+            if (len != want || memcmp(out, v, len) != 0 || gen != 1)
+                fail_msg("%s: item %" PRIu64 ": wrong bytes or generation %" PRIu64, f->name, i, gen);
+            free(out);
+        }
+        free(v);
+        /* A rotation makes generation 2 in the adopted store's shape. */
+        rotate_ok(g, NULL, f->name);
+        tide_gens_info in;
+        tide_gens_get_info(g, &in);
+        expect_u64(in.count, 2, f->name);
+        OK(tide_gens_close(g));
+        expect_i64(th_exists(join(p, dir, "nudb.log")), 0, "no log left in DIR");
+        th_rmrf(dir);
     }
-    OK(tide_gens_close(g));
-    th_rmrf(dir);
 }
 
 /* ---- semantics ---- */
@@ -430,13 +450,13 @@ static void keep_copies_an_older_object_forward_once(void **state)
 
 /* ---- rotation ---- */
 
-typedef struct trace_log { char text[1024]; } trace_log;
+typedef struct trace_log { char text[1024]; unsigned delete_steps; } trace_log;
 
 static void trace_step(void *arg, const char *step)
 {
     trace_log *l = arg;
     size_t n = strlen(l->text);
-    if (strcmp(step, "delete-step") == 0) return;
+    if (strcmp(step, "delete-step") == 0) { l->delete_steps++; return; }
     snprintf(l->text + n, sizeof l->text - n, "%s%s", n ? "," : "", step);
 }
 
@@ -446,7 +466,7 @@ static void a_rotation_reports_what_it_made_dropped_and_deleted(void **state)
     tide_gens_opts o;
     tide_gens_rotate_report r;
     tide_store_info si0, si1;
-    trace_log tl = { "" };
+    trace_log tl = { "", 0 };
     char p[4200], g1[4200];
 
     gopts(&o, 1, 2, NULL);
@@ -477,6 +497,8 @@ static void a_rotation_reports_what_it_made_dropped_and_deleted(void **state)
     expect_u64(r.dropped_ids[0], 1, "generation 1 dropped");
     expect_u64(r.deleted_bytes, bytes, "bytes deleted: generation 1's files");
     expect_u64(r.delete_steps, (dat + 4095) / 4096, "one cut per 4096 bytes of nudb.dat");
+    expect_u64(tl.delete_steps, r.delete_steps, "one delete-step trace per cut");
+    if (r.delete_steps < 2) fail_msg("expected several cuts, got %u", r.delete_steps);
     expect_u64(r.objects_in_previous, 50, "objects of generation 2");
     expect_str(tl.text, "create,manifest,switch,drop,done", "steps of a dropping rotation");
     expect_i64(th_exists(g1), 0, "generation 1's directory is gone");
@@ -668,6 +690,65 @@ static void a_manifest_is_opened_as_generations_even_with_online_delete_off(void
     OK(tide_gens_close(g));
 }
 
+static void a_read_only_handle_reads_every_generation_and_changes_nothing(void **state)
+{
+    th_scratch *t = *state;
+    tide_gens_opts o;
+    tide_gens_info in;
+    th_snapshot s1, s2;
+    char p[4200], q1[4200], q2[4200], un[4200];
+    uint64_t gen = 0;
+    uint8_t k[KS];
+    int copied;
+
+    gopts(&o, 1, 2, NULL);
+    tide_gens *g = open_ok(t->dir, &o, "writer");
+    put_range(g, 0, 10);
+    rotate_ok(g, NULL, "1");
+    put_range(g, 10, 20);
+    OK(tide_gens_close(g));
+    join(q1, t->dir, "gen-000000000001");
+    join(q2, t->dir, "gen-000000000002");
+    join(un, t->dir, "gen-000000000004");
+    OK(mkdir(un, 0755) == 0 ? 0 : TIDE_EIO);
+    OK(th_snapshot_take(q1, &s1));
+    OK(th_snapshot_take(q2, &s2));
+    o.store.read_only = 1;
+    g = open_ok(t->dir, &o, "read-only");
+    get(g, 3, 1, &gen, "read-only");
+    expect_u64(gen, 1, "found in generation 1, not copied");
+    get_range(g, 0, 20, "read-only");
+    tide_gens_get_info(g, &in);
+    expect_u64(in.copied_forward, 0, "no copy");
+    expect_u64(in.copy_failures, 0, "no copy tried");
+    put(g, 100, TIDE_EINVAL, NULL);
+    expect_error(tide_gens_rotate(g, NULL), TIDE_EINVAL, "rotate read-only");
+    th_key(3, KS, k);
+    expect_error(tide_gens_keep(g, k, &copied), TIDE_EINVAL, "keep read-only");
+    OK(tide_gens_close(g));
+    expect_unchanged(q1, &s1, "generation 1 after a read-only handle");
+    expect_unchanged(q2, &s2, "generation 2 after a read-only handle");
+    expect_i64(is_dir(un), 1, "a read-only open removes nothing");
+    expect_i64(th_exists(join(p, t->dir, TIDE_GEN_FILE)), 1, "manifest");
+    th_snapshot_free(&s1);
+    th_snapshot_free(&s2);
+}
+
+static void a_second_handle_on_the_same_directory_is_refused_as_busy(void **state)
+{
+    th_scratch *t = *state;
+    tide_gens_opts o;
+    tide_gens *g2 = NULL;
+
+    gopts(&o, 1, 2, NULL);
+    tide_gens *g = open_ok(t->dir, &o, "first");
+    put(g, 1, 0, NULL);
+    expect_error(tide_gens_open(&g2, t->dir, &o), TIDE_EBUSY, "a second handle");
+    expect_contains(tide_last_error(), "generation 1 (gen-000000000001)", "names the generation");
+    get(g, 1, 1, NULL, "the first handle goes on");
+    OK(tide_gens_close(g));
+}
+
 /* ---- inspect ---- */
 
 static void inspect_lists_generations_and_unnamed_directories_without_changing_anything(void **state)
@@ -701,6 +782,449 @@ static void inspect_lists_generations_and_unnamed_directories_without_changing_a
     free(l);
 }
 
+/* ---- crash safety (io_sim) ---- */
+
+#define SD "/data"
+#define SEEDS 16  /* seeded crashes at each stop, besides the keep-all and lose-all states */
+
+static tide_io_sim *sim_new(void)
+{
+    tide_io_sim *sim = NULL;
+    OK(tide_io_sim_create(&sim));
+    OK(tide_io_sim_mkdir(sim, SD));
+    return sim;
+}
+
+static tide_io_sim *clone_of(tide_io_sim *sim)
+{
+    tide_io_sim *c = NULL;
+    OK(tide_io_sim_clone(sim, &c));
+    return c;
+}
+
+static void sim_opts(tide_gens_opts *o, tide_io_sim *sim, unsigned keep)
+{
+    gopts(o, 1, keep, tide_io_sim_io(sim));
+    o->store.commit_interval_ms = 600000;   /* commits only when synced: calls are counted */
+}
+
+typedef struct dir_check { const tide_gens_info *in; const char *bad; int tmp; char name[64]; } dir_check;
+
+static int check_entry(void *arg, const char *name, int isdir)
+{
+    dir_check *d = arg;
+    if (strcmp(name, TIDE_GEN_FILE_TMP) == 0) d->tmp = 1;
+    if (!isdir && strncmp(name, "nudb.", 5) == 0 && d->bad == NULL) {
+        d->bad = "a store file in the directory itself";
+        snprintf(d->name, sizeof d->name, "%s", name);
+    }
+    if (!isdir || strncmp(name, "gen-", 4) != 0) return 0;
+    for (unsigned i = 0; i < d->in->count; i++)
+        if (strcmp(d->in->gens[i].dir, name) == 0) return 0;
+    if (d->bad == NULL) {
+        d->bad = "a generation directory the manifest does not name";
+        snprintf(d->name, sizeof d->name, "%s", name);
+    }
+    return 0;
+}
+
+/* After open: the directory holds the manifest's generations and nothing
+ * else of ours (no unnamed gen-*, no tmp, no root store file). */
+static void expect_reconciled(tide_gens *g, tide_io *io, const char *what)
+{
+    tide_gens_info in;
+    dir_check d;
+    memset(&d, 0, sizeof d);
+    tide_gens_get_info(g, &in);
+    d.in = &in;
+    OK(io->list(io, SD, check_entry, &d));
+    if (d.bad) fail_msg("%s: after open: %s: %s", what, d.bad, d.name);
+    if (d.tmp) fail_msg("%s: after open: " TIDE_GEN_FILE_TMP " left", what);
+}
+
+/* Generations 2 (items 30..60) and 1 (0..30), all synced, closed, crashed. */
+static tide_io_sim *rotation_base(unsigned keep)
+{
+    tide_io_sim *sim = sim_new();
+    tide_gens_opts o;
+    sim_opts(&o, sim, keep);
+    tide_gens *g = open_ok(SD, &o, "rotation base");
+    put_range(g, 0, 30);
+    OK(tide_gens_sync(g));
+    rotate_ok(g, NULL, "rotation base");
+    put_range(g, 30, 60);
+    OK(tide_gens_sync(g));
+    OK(tide_gens_close(g));
+    OK(tide_io_sim_crash(sim, 1));
+    return sim;
+}
+
+/* Open the image; every object inside its retention reads back; the
+ * directory is reconciled; the handle takes a write. */
+static void check_rotation_image(tide_io_sim *sim, unsigned keep, const char *what)
+{
+    tide_gens_opts o;
+    char w[400];
+    sim_opts(&o, sim, keep);
+    tide_gens *g = open_ok(SD, &o, what);
+    uint64_t newest = tide_gens_newest_id(g);
+    expect_reconciled(g, tide_io_sim_io(sim), what);
+    snprintf(w, sizeof w, "%s (newest %" PRIu64 ")", what, newest);
+    if (newest == 2) {
+        get_range(g, 0, 60, w);
+    } else if (newest == 3) {
+        get_range(g, 30, 60, w);
+        for (uint64_t i = 0; i < 30; i++)
+            if (get(g, i, 0, NULL, w) != (keep > 2))
+                fail_msg("%s: item %" PRIu64 " of generation 1: expected %s", w, i,
+                         keep > 2 ? "present (G=3 keeps it)" : "gone (dropped)");
+    } else {
+        fail_msg("%s: newest generation %" PRIu64 ", expected 2 or 3", what, newest);
+    }
+    put(g, 5000, 0, NULL);
+    OK(tide_gens_sync(g));
+    OK(tide_gens_close(g));
+}
+
+/* Crash images of stopped sim `c`: keep-all, lose-all (when the pending
+ * operations can be chosen: 64 at most of each kind), and SEEDS seeds. */
+static void each_crash_image(tide_io_sim *c, void (*check)(tide_io_sim *, unsigned, const char *),
+                             unsigned keep, const char *where, uint64_t *images)
+{
+    uint64_t nd = tide_io_sim_pending_count(c), nn = tide_io_sim_pending_ns_count(c);
+    char what[300];
+    for (int all = 0; all < 2 && nd <= 64 && nn <= 64; all++) {
+        tide_io_sim *d = clone_of(c);
+        uint64_t dm = all ? (nd == 64 ? ~0ull : (1ull << nd) - 1) : 0;
+        uint64_t nm = all ? (nn == 64 ? ~0ull : (1ull << nn) - 1) : 0;
+        OK(tide_io_sim_crash_state_ns(d, dm, nm));
+        snprintf(what, sizeof what, "%s: crash %s %" PRIu64 " writes and %" PRIu64 " namespace ops",
+                 where, all ? "keeping all" : "losing all", nd, nn);
+        check(d, keep, what);
+        tide_io_sim_destroy(d);
+        (*images)++;
+    }
+    for (uint64_t s = 0; s < SEEDS; s++) {
+        tide_io_sim *d = clone_of(c);
+        OK(tide_io_sim_crash(d, th_seed(12) * 1000 + s));
+        snprintf(what, sizeof what, "%s: crash seed %" PRIu64, where, th_seed(12) * 1000 + s);
+        check(d, keep, what);
+        tide_io_sim_destroy(d);
+        (*images)++;
+    }
+}
+
+/* A workload on sim `c`: stops the world before its call k (0: never) from
+ * the moment it starts counting, runs, and closes what it opened (calls
+ * that fail change nothing); *calls gets the calls it counted. */
+typedef int workload_fn(tide_io_sim *c, unsigned arg, uint64_t k, uint64_t *calls);
+
+static void quiet_close(tide_gens *g)
+{
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    tide_gens_close(g);
+    tide_log_set_sink(NULL, NULL);
+}
+
+/* A rotation of the handle opened on `c` (the open is not counted). */
+static int rotation_workload(tide_io_sim *c, unsigned keep, uint64_t k, uint64_t *calls)
+{
+    tide_gens_opts o;
+    sim_opts(&o, c, keep);
+    tide_gens *g = open_ok(SD, &o, "rotation workload");
+    uint64_t c0 = tide_io_sim_calls(c);
+    if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
+    int rc = tide_gens_rotate(g, NULL);
+    *calls = tide_io_sim_calls(c) - c0;
+    quiet_close(g);
+    return rc;
+}
+
+/* An open with online delete on: adoption, or creation of generation 1. */
+static int adoption_workload(tide_io_sim *c, unsigned items, uint64_t k, uint64_t *calls)
+{
+    tide_gens_opts o;
+    tide_gens *g = NULL;
+    (void)items;
+    sim_opts(&o, c, 2);
+    uint64_t c0 = tide_io_sim_calls(c);
+    if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
+    int rc = tide_gens_open(&g, SD, &o);
+    *calls = tide_io_sim_calls(c) - c0;
+    if (rc == 0) quiet_close(g);
+    return rc;
+}
+
+static uint64_t workload_calls(tide_io_sim *base, workload_fn *run, unsigned arg)
+{
+    tide_io_sim *c = clone_of(base);
+    uint64_t n = 0;
+    expect_ok(run(c, arg, 0, &n), "the workload with no fault");
+    tide_io_sim_destroy(c);
+    return n;
+}
+
+/* For k = 1 .. calls + 1: stop the world before call k of `run` (k past
+ * the last: none), then check every crash image of what it left. */
+static void crash_every_call(tide_io_sim *base, workload_fn *run,
+                             void (*check)(tide_io_sim *, unsigned, const char *), unsigned arg,
+                             const char *name, uint64_t *stops, uint64_t *images)
+{
+    uint64_t n = workload_calls(base, run, arg), ignored;
+    char where[200];
+
+    for (uint64_t k = 1; k <= n + 1; k++) {
+        tide_io_sim *c = clone_of(base);
+        int rc = run(c, arg, k <= n ? k : 0, &ignored);
+        if (k > n) expect_ok(rc, name);
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
+        snprintf(where, sizeof where, "%s of %" PRIu64 " calls, world stopped before call %"
+                 PRIu64 " (returned %d)", name, n, k, rc);
+        each_crash_image(c, check, arg, where, images);
+        tide_io_sim_destroy(c);
+        (*stops)++;
+    }
+}
+
+static void crash_every_call_of_a_rotation(unsigned keep, uint64_t *stops, uint64_t *images)
+{
+    tide_io_sim *base = rotation_base(keep);
+    crash_every_call(base, rotation_workload, check_rotation_image, keep,
+                     keep == 2 ? "G=2 rotation" : "G=3 rotation", stops, images);
+    tide_io_sim_destroy(base);
+}
+
+static void a_crash_at_any_call_of_a_rotation_opens_with_every_object_in_retention(void **state)
+{
+    uint64_t stops = 0, images = 0;
+    double t0 = th_now_ms();
+    (void)state;
+    tide_log_set_level(TIDE_LOG_ERROR);
+    crash_every_call_of_a_rotation(2, &stops, &images);
+    crash_every_call_of_a_rotation(3, &stops, &images);
+    tide_log_set_level(TIDE_LOG_INFO);
+    print_message("  %" PRIu64 " stops, %" PRIu64 " crash images reopened, %.1f s\n", stops, images,
+                  (th_now_ms() - t0) / 1000);
+}
+
+static void a_fault_at_any_call_of_a_rotation_leaves_a_working_handle(void **state)
+{
+    static const int kinds[2] = { TIDE_IO_SIM_EIO, TIDE_IO_SIM_ENOSPC };
+    tide_io_sim *base = rotation_base(2);
+    uint64_t n = workload_calls(base, rotation_workload, 2), failed = 0;
+    tide_gens_opts o;
+    char what[200];
+    (void)state;
+
+    tide_log_set_level(TIDE_LOG_ERROR);
+    for (uint64_t k = 1; k <= n; k++)
+        for (unsigned f = 0; f < 2; f++) {
+            tide_io_sim *c = clone_of(base);
+            sim_opts(&o, c, 2);
+            tide_gens *g = open_ok(SD, &o, "fault loop");
+            OK(tide_io_sim_fail_at(c, k, kinds[f], 0));
+            int rc = tide_gens_rotate(g, NULL);
+            if (rc) failed++;
+            snprintf(what, sizeof what, "call %" PRIu64 " of %" PRIu64 " fails (%s), rotate "
+                     "returned %d, newest %" PRIu64, k, n, f ? "ENOSPC" : "EIO", rc,
+                     tide_gens_newest_id(g));
+            if (rc == 0 && tide_gens_newest_id(g) != 3) fail_msg("%s: 0 without switching", what);
+            if (rc != 0 && tide_gens_newest_id(g) != 2) fail_msg("%s: switched on an error", what);
+            if (rc != 0 && tide_io_sim_io(c)->stat(tide_io_sim_io(c), SD "/gen-000000000003",
+                                                   NULL) != TIDE_ENOENT)
+                fail_msg("%s: the failed rotation left its new directory behind", what);
+            if (rc != 0) {
+                tide_gen_manifest m;
+                OK(tide_gen_manifest_read(tide_io_sim_io(c), SD, &m));
+                expect_u64(m.gens[0].id, 2, "a failed rotation leaves the old manifest");
+            }
+            if (tide_gens_newest_id(g) == 2) get_range(g, 0, 60, what);
+            else get_range(g, 30, 60, what);
+            put(g, 4000, 0, NULL);
+            expect_ok(tide_gens_sync(g), what);
+            expect_ok(tide_gens_close(g), what);
+            check_rotation_image(c, 2, what);
+            tide_io_sim_destroy(c);
+        }
+    tide_log_set_level(TIDE_LOG_INFO);
+    if (failed == 0) fail_msg("no fault made a rotation fail: the loop tested nothing");
+    print_message("  %" PRIu64 " calls, %" PRIu64 " rotations failed of %" PRIu64 "\n", n, failed,
+                  2 * n);
+    tide_io_sim_destroy(base);
+}
+
+/* A plain store of items 0..50 in SD (or nothing when n is 0). */
+static tide_io_sim *adoption_base(uint64_t n)
+{
+    tide_io_sim *sim = sim_new();
+    if (n) {
+        tide_store_create_opts co;
+        tide_store_opts so;
+        tide_store *s = NULL;
+        tide_store_create_opts_init(&co);
+        co.key_size = KS;
+        co.io = tide_io_sim_io(sim);
+        OK(tide_store_create(SD, &co));
+        th_store_opts(&so);
+        so.io = co.io;
+        OK(tide_store_open(&s, SD, &so));
+        expect_inserted(s, 0, n, KS, VMIN, VMAX, "adoption base");
+        expect_closed(&s, "adoption base");
+        OK(tide_io_sim_crash(sim, 1));
+    }
+    return sim;
+}
+
+static void check_adoption_image(tide_io_sim *sim, unsigned items, const char *what)
+{
+    tide_gens_opts o;
+    tide_store *s = NULL;
+    tide_store_opts so;
+    char w[400];
+    sim_opts(&o, sim, 2);
+    tide_gens *g = open_ok(SD, &o, what);
+    expect_u64(tide_gens_newest_id(g), 1, what);
+    expect_reconciled(g, tide_io_sim_io(sim), what);
+    snprintf(w, sizeof w, "%s: adopted", what);
+    get_range(g, 0, items, w);
+    put(g, 5000, 0, NULL);
+    OK(tide_gens_sync(g));
+    OK(tide_gens_close(g));
+    th_store_opts(&so);
+    so.io = tide_io_sim_io(sim);
+    OK(tide_store_open(&s, SD "/gen-000000000001", &so));   /* alone, as NuDB would */
+    expect_items(s, 0, items, KS, VMIN, VMAX, w);
+    expect_closed(&s, w);
+}
+
+static void crash_every_call_of_an_adoption(unsigned items, uint64_t *stops, uint64_t *images)
+{
+    tide_io_sim *base = adoption_base(items);
+    crash_every_call(base, adoption_workload, check_adoption_image, items,
+                     items ? "adoption" : "creation", stops, images);
+    tide_io_sim_destroy(base);
+}
+
+static void a_crash_at_any_call_of_an_adoption_or_creation_resumes_to_a_working_store(void **state)
+{
+    uint64_t stops = 0, images = 0;
+    double t0 = th_now_ms();
+    (void)state;
+    tide_log_set_level(TIDE_LOG_ERROR);
+    crash_every_call_of_an_adoption(50, &stops, &images);
+    crash_every_call_of_an_adoption(0, &stops, &images);
+    tide_log_set_level(TIDE_LOG_INFO);
+    print_message("  %" PRIu64 " stops, %" PRIu64 " crash images reopened, %.1f s\n", stops, images,
+                  (th_now_ms() - t0) / 1000);
+}
+
+static void a_file_in_both_places_after_an_interrupted_adoption_is_resolved_or_refused(void **state)
+{
+    tide_io_sim *sim = adoption_base(20);
+    tide_io *io = tide_io_sim_io(sim);
+    tide_gens_opts o;
+    tide_gens *g = NULL;
+    void *dat = NULL;
+    size_t len = 0;
+    (void)state;
+
+    /* The same bytes under both names (a rename durable half by half). */
+    OK(tide_io_sim_mkdir(sim, SD "/gen-000000000001"));
+    OK(tide_io_sim_get_file(sim, SD "/nudb.dat", &dat, &len));
+    OK(tide_io_sim_put_file(sim, SD "/gen-000000000001/nudb.dat", dat, len));
+    tide_io_sim *other = clone_of(sim);
+    sim_opts(&o, sim, 2);
+    g = open_ok(SD, &o, "both, same bytes");
+    get_range(g, 0, 20, "both, same bytes");
+    OK(tide_gens_close(g));
+    expect_rc(io->stat(io, SD "/nudb.dat", NULL), TIDE_ENOENT, "the root copy is removed");
+
+    /* Different bytes: refused, naming the file, nothing removed. */
+    ((uint8_t *)dat)[len - 1] ^= 1;
+    OK(tide_io_sim_put_file(other, SD "/gen-000000000001/nudb.dat", dat, len));
+    sim_opts(&o, other, 2);
+    expect_error(tide_gens_open(&g, SD, &o), TIDE_ECORRUPT, "both, different bytes");
+    expect_contains(tide_last_error(), "nudb.dat is both", "names the file");
+    io = tide_io_sim_io(other);
+    OK(io->stat(io, SD "/nudb.dat", NULL));
+    OK(io->stat(io, SD "/gen-000000000001/nudb.dat", NULL));
+    free(dat);
+    tide_io_sim_destroy(other);
+    tide_io_sim_destroy(sim);
+}
+
+static void a_failed_copy_forward_is_counted_and_the_fetch_still_succeeds(void **state)
+{
+    tide_io_sim *base = rotation_base(2);
+    tide_gens_opts o;
+    int seen = 0;
+    (void)state;
+
+    /* Fail each call of the fetch of an older object in turn: where the
+     * fault hits the copy's insert, the fetch returns the older copy. */
+    tide_log_set_level(TIDE_LOG_ERROR);
+    for (uint64_t n = 1; n <= 12; n++) {
+        tide_io_sim *c = clone_of(base);
+        tide_gens_info in;
+        uint8_t k[KS];
+        void *out = NULL;
+        size_t len = 0;
+        uint64_t gen = 0;
+        sim_opts(&o, c, 2);
+        tide_gens *g = open_ok(SD, &o, "copy failure");
+        th_key(3, KS, k);
+        OK(tide_io_sim_fail_at(c, n, TIDE_IO_SIM_EIO, 0));
+        int rc = tide_gens_fetch(g, k, &out, &len, &gen);
+        free(out);
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));   /* not into close's commit */
+        tide_gens_get_info(g, &in);
+        if (rc == 0 && gen == 1) {
+            expect_u64(in.copy_failures, 1, "a failed copy is counted");
+            expect_u64(in.copied_forward, 0, "and not counted as copied");
+            seen++;
+        } else if (rc == 0) {
+            expect_u64(gen, 2, "a fetch that copied");
+            expect_u64(in.copy_failures, 0, "no copy failure");
+        }
+        OK(tide_gens_close(g));
+        tide_io_sim_destroy(c);
+    }
+    tide_log_set_level(TIDE_LOG_INFO);
+    if (seen == 0) fail_msg("no fault point hit the copy's insert");
+    tide_io_sim_destroy(base);
+}
+
+static void a_rename_across_directories_on_io_sim_never_loses_the_file(void **state)
+{
+    /* What adoption relies on: a rename from DIR into DIR/gen, then sync of
+     * gen, then of DIR. After any crash the file is in gen, or in DIR, or
+     * (between the two syncs) under both names; never under neither. */
+    int both = 0, moved = 0, stayed = 0;
+    (void)state;
+    for (int stop = 0; stop < 3; stop++)
+        for (uint64_t seed = 0; seed < 40; seed++) {
+            tide_io_sim *sim = sim_new();
+            tide_io *io = tide_io_sim_io(sim);
+            OK(tide_io_sim_put_file(sim, SD "/f", "abc", 3));
+            OK(io->mkdir(io, SD "/gen"));
+            OK(io->sync_dir(io, SD));
+            OK(io->rename(io, SD "/f", SD "/gen/f"));
+            if (stop >= 1) OK(io->sync_dir(io, SD "/gen"));
+            if (stop >= 2) OK(io->sync_dir(io, SD));
+            OK(tide_io_sim_crash(sim, seed));
+            int a = io->stat(io, SD "/f", NULL) == 0, b = io->stat(io, SD "/gen/f", NULL) == 0;
+            if (!a && !b) fail_msg("stop %d seed %" PRIu64 ": the file is lost", stop, seed);
+            if (stop == 2 && (a || !b)) fail_msg("after both syncs: expected gen/f alone");
+            both += a && b;
+            moved += !a && b;
+            stayed += a && !b;
+            tide_io_sim_destroy(sim);
+        }
+    if (both == 0 || moved == 0 || stayed == 0)
+        fail_msg("expected all three outcomes, got both %d, moved %d, stayed %d", both, moved,
+                 stayed);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, th_scratch_setup, th_scratch_teardown)
 
 int main(void)
@@ -709,7 +1233,7 @@ int main(void)
         T(without_online_delete_the_handle_is_one_plain_store),
         T(online_delete_on_an_empty_directory_makes_generation_one),
         T(adopting_a_plain_store_moves_its_files_and_keeps_every_key),
-        T(a_nudb_fixture_is_adopted_and_every_key_reads),
+        T(every_nudb_fixture_is_adopted_and_every_key_reads),
         T(a_put_of_a_key_an_older_generation_holds_is_refused_and_copies_it_forward),
         T(a_fetch_looks_newest_first_and_copies_an_older_hit_forward),
         T(with_g_generations_an_object_of_span_s_reads_through_span_s_plus_g_minus_1),
@@ -722,6 +1246,14 @@ int main(void)
         T(a_manifest_beside_a_plain_stores_files_is_refused_with_what_to_do),
         T(a_manifest_is_opened_as_generations_even_with_online_delete_off),
         T(inspect_lists_generations_and_unnamed_directories_without_changing_anything),
+        T(a_read_only_handle_reads_every_generation_and_changes_nothing),
+        T(a_second_handle_on_the_same_directory_is_refused_as_busy),
+        cmocka_unit_test(a_crash_at_any_call_of_a_rotation_opens_with_every_object_in_retention),
+        cmocka_unit_test(a_fault_at_any_call_of_a_rotation_leaves_a_working_handle),
+        cmocka_unit_test(a_crash_at_any_call_of_an_adoption_or_creation_resumes_to_a_working_store),
+        cmocka_unit_test(a_file_in_both_places_after_an_interrupted_adoption_is_resolved_or_refused),
+        cmocka_unit_test(a_failed_copy_forward_is_counted_and_the_fetch_still_succeeds),
+        cmocka_unit_test(a_rename_across_directories_on_io_sim_never_loses_the_file),
     };
     return th_run_group("test_gens", tests, NULL, NULL, NULL);
 }

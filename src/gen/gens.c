@@ -24,8 +24,21 @@
  *      reset to 0 at the switch (under the write lock, so no insert of the
  *      old newest is counted for the new one).
  *
+ * A switch waits for every call holding the read lock, and the lock
+ * prefers writers (so a stream of fetches cannot hold a switch off for
+ * ever), so calls that come after a waiting switch wait too: an insert
+ * blocked on a full insert pool holds the read lock until a commit makes
+ * room, so a switch, and the fetches behind it, can wait up to one commit.
+ * sync waits for its commits outside the lock for that reason.
+ *
+ * Invariants (continued from above):
+ *   5. A read-only handle (opts.store.read_only) writes nothing: no
+ *      copy-forward, no insert, touch, keep or rotation (TIDE_EINVAL),
+ *      and open removes nothing.
+ *
  * Never: hold the write lock across I/O (only the switch takes it); close
- * a store while the read lock could be held by a caller of it.
+ * a store while the read lock (or sync_lock) could be held by a caller of
+ * it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -67,26 +80,47 @@ int ti_gens_gen_path(char *out, const char *dir, uint64_t id)
     return rc ? rc : ti_gens_path(out, dir, name);
 }
 
+void ti_gens_check(const tide_gens *g)
+{
+    TIDE_ASSERT(g->enabled);
+    TIDE_ASSERT(g->m.count >= 1 && g->m.count <= TIDE_GEN_MAX);
+    for (unsigned i = 0; i < g->m.count; i++) {
+        TIDE_ASSERT(g->gens[i].id == g->m.gens[i].id);
+        TIDE_ASSERT(g->gens[i].s != NULL);
+        TIDE_ASSERT(i == 0 || g->gens[i].id < g->gens[i - 1].id);
+    }
+}
+
 void ti_gens_trace(const tide_gens *g, const char *step)
 {
     if (g && g->opts.trace) g->opts.trace(g->opts.trace_arg, step);
+}
+
+/* Add the counters of `i` to `o`. */
+static void add_counters(tide_store_info *o, const tide_store_info *i)
+{
+    o->inserts += i->inserts;
+    o->fetches += i->fetches;
+    o->commits += i->commits;
+    o->commit_failures += i->commit_failures;
+    o->bytes_written += i->bytes_written;
+    o->syncs += i->syncs;
+    o->pool_bytes += i->pool_bytes;
+    o->commit_buffer_bytes += i->commit_buffer_bytes;
+    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++)
+        o->commit_duration.bucket[b] += i->commit_duration.bucket[b];
+    o->commit_duration.sum_ns += i->commit_duration.sum_ns;
+    o->commit_duration.count += i->commit_duration.count;
+    if (i->last_commit_us > o->last_commit_us) o->last_commit_us = i->last_commit_us;
 }
 
 void ti_gens_retire(tide_gens *g, tide_store *s)
 {
     tide_store_info i;
     tide_store_get_info(s, &i);
+    i.pool_bytes = i.commit_buffer_bytes = 0;   /* summed over the open ones only */
     pthread_mutex_lock(&g->retired_mu);
-    ti_gens_retired *r = &g->retired;
-    r->inserts += i.inserts;
-    r->fetches += i.fetches;
-    r->commits += i.commits;
-    r->commit_failures += i.commit_failures;
-    r->bytes_written += i.bytes_written;
-    r->syncs += i.syncs;
-    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++) r->hist[b] += i.commit_duration.bucket[b];
-    r->hist_sum_ns += i.commit_duration.sum_ns;
-    r->hist_count += i.commit_duration.count;
+    add_counters(&g->retired, &i);
     pthread_mutex_unlock(&g->retired_mu);
 }
 
@@ -100,6 +134,7 @@ int tide_gens_close(tide_gens *g)
         if (r && rc == 0) rc = r;
     }
     pthread_rwlock_destroy(&g->lock);
+    pthread_rwlock_destroy(&g->sync_lock);
     pthread_mutex_destroy(&g->rotate_mu);
     pthread_mutex_destroy(&g->retired_mu);
     free(g);
@@ -178,6 +213,7 @@ int tide_gens_insert(tide_gens *g, const void *key, const void *value, size_t le
         rc = tide_store_insert(g->plain, key, value, len);
         goto done;
     }
+    if (g->read_only) return tide_err_set(TIDE_EINVAL, "%s: insert: opened read-only", g->dir);
     pthread_rwlock_rdlock(&g->lock);
     rc = find_older(g, key, &at);
     if (rc == 0 && at > 0) rc = reput(g, key, at, &where);
@@ -201,7 +237,8 @@ static int fetch_older(tide_gens *g, const void *key, void **out, size_t *len, u
         rc = tide_store_fetch(g->gens[i].s, key, out, len);
         if (rc == 0) {
             *where = g->gens[i].id;
-            if (copy_forward(g, key, *out, *len, g->gens[i].id) == 0) *where = g->gens[0].id;
+            if (!g->read_only && copy_forward(g, key, *out, *len, g->gens[i].id) == 0)
+                *where = g->gens[0].id;
         }
     }
     return rc;
@@ -232,6 +269,7 @@ int tide_gens_touch(tide_gens *g, const void *key, const void *value, size_t len
     int rc = 0;
     *now_gen_id = 0;
     if (!g->enabled) return 0;
+    if (g->read_only) return tide_err_set(TIDE_EINVAL, "%s: touch: opened read-only", g->dir);
     pthread_rwlock_rdlock(&g->lock);
     if (gen_id < g->gens[g->m.count - 1].id) {
         rc = tide_err_set(TIDE_ENOTFOUND, "%s: touch: generation %" PRIu64 " was dropped (the "
@@ -259,6 +297,7 @@ int tide_gens_keep(tide_gens *g, const void *key, int *copied)
         rc = tide_store_contains(g->plain, key);
         return rc == 1 ? 0 : rc == 0 ? tide_err_set(TIDE_ENOTFOUND, "keep: the key is absent") : rc;
     }
+    if (g->read_only) return tide_err_set(TIDE_EINVAL, "%s: keep: opened read-only", g->dir);
     pthread_rwlock_rdlock(&g->lock);
     rc = tide_store_contains(g->gens[0].s, key);
     if (rc == 1) { rc = 0; goto out; }
@@ -287,16 +326,24 @@ out:
 
 int tide_gens_sync(tide_gens *g)
 {
+    tide_store *stores[TIDE_GEN_MAX];
+    unsigned n;
     int rc = 0;
+
     if (!g->enabled) return tide_store_sync(g->plain);
     /* Every open generation: the one that was newest before a rotation
-     * may still hold inserts that returned before this call. */
+     * may still hold inserts that returned before this call. The commits
+     * are waited for outside `lock` (sync_lock keeps the stores open). */
+    pthread_rwlock_rdlock(&g->sync_lock);
     pthread_rwlock_rdlock(&g->lock);
-    for (unsigned i = 0; i < g->m.count; i++) {
-        int r = tide_store_sync(g->gens[i].s);
+    n = g->m.count;
+    for (unsigned i = 0; i < n; i++) stores[i] = g->gens[i].s;
+    pthread_rwlock_unlock(&g->lock);
+    for (unsigned i = 0; i < n; i++) {
+        int r = tide_store_sync(stores[i]);
         if (r && rc == 0) rc = r;
     }
-    pthread_rwlock_unlock(&g->lock);
+    pthread_rwlock_unlock(&g->sync_lock);
     return rc;
 }
 
@@ -362,24 +409,6 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out)
     pthread_rwlock_unlock(&g->lock);
 }
 
-/* Add the counters of `i` to `o`. */
-static void add_counters(tide_store_info *o, const tide_store_info *i)
-{
-    o->inserts += i->inserts;
-    o->fetches += i->fetches;
-    o->commits += i->commits;
-    o->commit_failures += i->commit_failures;
-    o->bytes_written += i->bytes_written;
-    o->syncs += i->syncs;
-    o->pool_bytes += i->pool_bytes;
-    o->commit_buffer_bytes += i->commit_buffer_bytes;
-    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++)
-        o->commit_duration.bucket[b] += i->commit_duration.bucket[b];
-    o->commit_duration.sum_ns += i->commit_duration.sum_ns;
-    o->commit_duration.count += i->commit_duration.count;
-    if (i->last_commit_us > o->last_commit_us) o->last_commit_us = i->last_commit_us;
-}
-
 void tide_gens_store_info(tide_gens *g, tide_store_info *out)
 {
     if (!g->enabled) { tide_store_get_info(g->plain, out); return; }
@@ -396,15 +425,6 @@ void tide_gens_store_info(tide_gens *g, tide_store_info *out)
     }
     pthread_rwlock_unlock(&g->lock);
     pthread_mutex_lock(&g->retired_mu);
-    const ti_gens_retired *r = &g->retired;
-    out->inserts += r->inserts;
-    out->fetches += r->fetches;
-    out->commits += r->commits;
-    out->commit_failures += r->commit_failures;
-    out->bytes_written += r->bytes_written;
-    out->syncs += r->syncs;
-    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++) out->commit_duration.bucket[b] += r->hist[b];
-    out->commit_duration.sum_ns += r->hist_sum_ns;
-    out->commit_duration.count += r->hist_count;
+    add_counters(out, &g->retired);
     pthread_mutex_unlock(&g->retired_mu);
 }

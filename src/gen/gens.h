@@ -75,7 +75,15 @@ typedef struct tide_gens_opts {
                                      takes the newest's key size and block size */
     tide_store_opts store;        /* how every generation is opened (burst, commit
                                      interval, check_invariants); store.io is ignored:
-                                     `io` below is used for everything */
+                                     `io` below is used for everything.
+                                     store.read_only (added for the CLI's `tide get`
+                                     over generations, which may run beside nothing
+                                     but must change nothing): every generation opened
+                                     read-only; open adopts, creates and removes
+                                     nothing (no manifest: the plain store read-only);
+                                     fetch does not copy forward (*gen_id is where it
+                                     was found); insert, touch, keep and rotate are
+                                     TIDE_EINVAL */
     struct tide_io *io;           /* NULL (default): POSIX */
     uint64_t delete_chunk_bytes;  /* a dropped generation's nudb.dat is cut by this
                                      much per step before it is unlinked, so the file
@@ -100,7 +108,9 @@ void tide_gens_opts_init(tide_gens_opts *o);
  * create_if_missing 0); TIDE_ECORRUPT naming the generation ("DIR:
  * generation 6 (gen-000000000006) named by tide.generations is missing")
  * when a named generation is missing or fails to open (its open error's
- * message follows); the manifest's read errors (manifest.h); every
+ * message follows; gens_open.c: TIDE_EBUSY and TIDE_ENOMEM keep their own
+ * code with the same message, since another handle holding a generation
+ * says nothing about its files); the manifest's read errors (manifest.h); every
  * tide_store_open error; TIDE_EINVAL (a bad option, a manifest and a plain
  * store's files both in DIR: the message says which). On error nothing is
  * left open and nothing named by the manifest was changed.
@@ -211,8 +221,11 @@ typedef struct tide_gens_rotate_report {
  * on throughout except during the switch.
  * Cost: a store create (three syncs), a store open, the manifest write (two
  * syncs), the drop: per dropped generation one store close, one truncate
- * per delete_chunk_bytes of its data file, three unlinks, one rmdir, one
- * directory sync; sleeps back_off_ms between truncates.
+ * per delete_chunk_bytes of its data file, three unlinks, one rmdir, two
+ * directory syncs (gens.c: the generation's own directory is synced after
+ * the unlinks and before the rmdir, so a crash never keeps the removal of
+ * a directory and loses its files' unlinks; io_sim showed that state);
+ * sleeps back_off_ms between truncates.
  */
 int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report);
 

@@ -6,8 +6,8 @@
  * first, in `gens` (slot i holds manifest generation i). Both change only
  * at a rotation's switch, under the write lock of `lock`; every insert,
  * fetch, touch, keep, sync and info holds the read lock for its whole
- * call, so a store a switch drops is closed after the switch when no
- * call can still hold it.
+ * call (sync: see sync_lock), so a store a switch drops is closed after
+ * the switch when no call can still hold it.
  */
 #ifndef TIDE_GEN_GENS_IMPL_H
 #define TIDE_GEN_GENS_IMPL_H
@@ -24,13 +24,6 @@ typedef struct ti_gens_slot {
     tide_store *s;
 } ti_gens_slot;
 
-/* The counters of stores this handle closed (dropped at a rotation), so
- * tide_gens_store_info's sums never go down. Under retired_mu. */
-typedef struct ti_gens_retired {
-    uint64_t inserts, fetches, commits, commit_failures, bytes_written, syncs;
-    uint64_t hist[TIDE_STORE_HIST_BUCKETS + 1], hist_sum_ns, hist_count;
-} ti_gens_retired;
-
 struct tide_gens {
     char            dir[TI_GENS_PATH_CAP];
     tide_io        *io;
@@ -39,7 +32,13 @@ struct tide_gens {
     unsigned        key_size;
     tide_store     *plain;             /* plain mode: the one store */
 
+    int             read_only;         /* opts.store.read_only: no write of any kind */
     pthread_rwlock_t lock;             /* the list: m and gens */
+    /* Held shared by a sync for its whole call (it syncs outside `lock`,
+     * so a long commit never holds a switch, and with it every fetch,
+     * back); taken exclusive for a moment after a switch, before dropped
+     * stores close, so no sync still holds one of them. */
+    pthread_rwlock_t sync_lock;
     pthread_mutex_t  rotate_mu;        /* serialises rotations */
     tide_gen_manifest m;               /* as on disk; count == ngens */
     ti_gens_slot      gens[TIDE_GEN_MAX];
@@ -52,8 +51,11 @@ struct tide_gens {
     uint64_t older_lookups __attribute__((aligned(64)));
     uint64_t removed_at_open;
 
+    /* The counters of stores this handle closed (dropped at a rotation),
+     * so tide_gens_store_info's sums never go down; pools and buffers
+     * zero. Under retired_mu. */
     pthread_mutex_t  retired_mu;
-    ti_gens_retired  retired;
+    tide_store_info  retired;
 };
 
 /* DIR/name into out; TIDE_EINVAL when it does not fit. */
@@ -73,6 +75,23 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
 
 /* Add the counters of open store `s` to g->retired (before it is closed). */
 void ti_gens_retire(tide_gens *g, tide_store *s);
+
+/* A growing list of directory entry names (for removal after a list). */
+typedef struct ti_gens_names {
+    char (*names)[256];
+    unsigned n, cap;
+} ti_gens_names;
+
+/* Append `name`: 0, TIDE_EINVAL (longer than 255), TIDE_ENOMEM. */
+int ti_gens_names_add(ti_gens_names *l, const char *name);
+
+/* 1 when `name` is exactly a generation directory's name (what
+ * tide_gen_dir_name writes for some id), the id in *id; else 0. */
+int ti_gens_parse_name(const char *name, uint64_t *id);
+
+/* Assert gens.c's invariant 1 (the caller holds `lock`, or is the only
+ * thread: open, the rotation between its steps). */
+void ti_gens_check(const tide_gens *g);
 
 /* Call the trace hook, if any. */
 void ti_gens_trace(const tide_gens *g, const char *step);

@@ -26,17 +26,11 @@ static int scan_unnamed(void *arg, const char *name, int is_dir)
 {
     unnamed_scan *u = arg;
     tide_gens_listing *o = u->out;
-    char canon[TIDE_GEN_DIR_CAP];
     uint64_t id = 0;
-    if (!is_dir || strncmp(name, "gen-", 4) != 0 || name[4] == '\0') return 0;
-    for (const char *p = name + 4; *p; p++) {
-        if (*p < '0' || *p > '9' || id > (UINT64_MAX - 9) / 10) return 0;
-        id = id * 10 + (uint64_t)(*p - '0');
-    }
-    if (tide_gen_dir_name(id, canon, sizeof canon) != 0 || strcmp(canon, name) != 0) return 0;
+    if (!is_dir || !ti_gens_parse_name(name, &id)) return 0;
     for (unsigned i = 0; i < o->manifest.count; i++)
         if (o->manifest.gens[i].id == id) return 0;
-    if (o->unnamed < 8) memcpy(o->unnamed_dirs[o->unnamed], canon, TIDE_GEN_DIR_CAP);
+    if (o->unnamed < 8) snprintf(o->unnamed_dirs[o->unnamed], TIDE_GEN_DIR_CAP, "%s", name);
     o->unnamed++;
     return 0;
 }

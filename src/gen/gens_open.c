@@ -24,6 +24,11 @@
  * A crash anywhere leaves no manifest and gen-000000000001 present (after
  * b) or nothing changed (before b), so the next open with online_delete 1
  * resumes at c with whatever files are still in DIR. A rename made durable
+ * Creation of generation 1 on an empty DIR is mkdir, sync DIR, create,
+ * manifest; a resumed gen-000000000001 must open before the manifest names
+ * it, and one that does not but holds no object (a creation a crash cut
+ * short) is made again.
+ * A rename made durable
  * half by half (its target directory synced, its source not) can leave a
  * file under both names: resume compares the two and, when they hold the
  * same bytes, unlinks the root one; different bytes are TIDE_ECORRUPT
@@ -75,9 +80,7 @@ static int store_files_in(tide_io *io, const char *dir, unsigned *mask)
     return 0;
 }
 
-/* 1 when `name` is a generation directory's name (exactly what
- * tide_gen_dir_name writes for some id), its id in *id. */
-static int parse_gen_name(const char *name, uint64_t *id)
+int ti_gens_parse_name(const char *name, uint64_t *id)
 {
     char canon[TIDE_GEN_DIR_CAP];
     uint64_t v = 0;
@@ -154,6 +157,51 @@ static int move_root_files(tide_gens *g, const char *gen1)
     return rc;
 }
 
+static int create_in(tide_gens *g, const char *dir)
+{
+    tide_store_create_opts co;
+    tide_store_create_opts_init(&co);
+    co.key_size = g->opts.key_size;
+    co.block_size = g->opts.block_size;
+    co.io = g->io;
+    return tide_store_create(dir, &co);
+}
+
+/* A resumed gen-000000000001 must open (recovering as an open does)
+ * before a manifest names it. One that does not and holds no object is a
+ * creation a crash cut short (its files written but not yet synced): it is
+ * made again. One that holds objects is an error: nothing is removed. */
+static int check_resumed(tide_gens *g, const char *gen1)
+{
+    tide_store *s = NULL;
+    tide_store_opts so;
+    tide_visit_stats st;
+    uint64_t dat = 0;
+    int rc, vrc;
+
+    store_opts_of(g, &so);
+    rc = tide_store_open(&s, gen1, &so);
+    if (rc == 0) return tide_store_close(s);
+    char why[512];
+    snprintf(why, sizeof why, "%s", tide_last_error());
+    ti_gens_file_sizes(g->io, gen1, &dat, NULL, NULL);
+    memset(&st, 0, sizeof st);
+    vrc = tide_store_visit(gen1, g->io, NULL, NULL, &st);
+    if (dat > 92 && (vrc != 0 || st.data_records > 0))   /* 92: nudb.dat's header */
+        return tide_err_set(TIDE_ECORRUPT, "%s: resuming the adoption: %s does not open (%s): "
+                            "%s", g->dir, gen1, tide_strerror(rc), why);
+    tide_log(TIDE_LOG_WARN, "%s: %s holds no object and does not open (%s): an interrupted "
+             "creation; making it again", g->dir, gen1, why);
+    for (unsigned i = 0; i < 3; i++) {
+        char p[TI_GENS_PATH_CAP];
+        if ((rc = ti_gens_path(p, gen1, store_files[i])) != 0) return rc;
+        rc = g->io->unlink(g->io, p);
+        if (rc && rc != TIDE_ENOENT) return rc;
+    }
+    if ((rc = g->io->sync_dir(g->io, gen1)) != 0) return rc;
+    return create_in(g, gen1);
+}
+
 /* Adopt the plain store in DIR, or create generation 1, or resume either;
  * ends with the manifest written. `root` is store_files_in(DIR). */
 static int adopt(tide_gens *g, unsigned root)
@@ -169,6 +217,7 @@ static int adopt(tide_gens *g, unsigned root)
     if (rc == 0 && !is_dir)
         return tide_err_set(TIDE_ECORRUPT, "%s: %s is not a directory", g->dir, gen1);
     if (rc && rc != TIDE_ENOENT) return rc;
+    int resumed = rc == 0;
     if (rc == TIDE_ENOENT) {
         if (root & 3u) {   /* step a: recover, and check that it opens */
             tide_store *s = NULL;
@@ -188,17 +237,14 @@ static int adopt(tide_gens *g, unsigned root)
     }
     if ((rc = store_files_in(g->io, gen1, &in_gen)) != 0) return rc;
     if ((in_gen & 3u) == 0) {   /* nothing to adopt: a new, empty generation 1 */
-        tide_store_create_opts co;
-        tide_store_create_opts_init(&co);
-        co.key_size = g->opts.key_size;
-        co.block_size = g->opts.block_size;
-        co.io = g->io;
         if (in_gen) {   /* a log alone: no store was ever in it */
             char p[TI_GENS_PATH_CAP];
             if ((rc = ti_gens_path(p, gen1, "nudb.log")) != 0) return rc;
             if ((rc = g->io->unlink(g->io, p)) != 0) return rc;
         }
-        if ((rc = tide_store_create(gen1, &co)) != 0) return rc;
+        if ((rc = create_in(g, gen1)) != 0) return rc;
+    } else if (resumed && (rc = check_resumed(g, gen1)) != 0) {
+        return rc;
     }
     if ((rc = tide_gen_manifest_init(&m, g->opts.keep, 1)) != 0) return rc;
     return tide_gen_manifest_write(g->io, g->dir, &m);
@@ -227,7 +273,10 @@ static int open_named(tide_gens *g)
         if (rc) break;
         rc = tide_store_open(&g->gens[n].s, p, &so);
         if (rc) {
-            rc = tide_err_prefix(TIDE_ECORRUPT, "%s: generation %" PRIu64 " (%s) named by "
+            /* Busy (another handle) and out of memory say nothing about the
+             * files: they keep their code; anything else is damage. */
+            int code = rc == TIDE_EBUSY || rc == TIDE_ENOMEM ? rc : TIDE_ECORRUPT;
+            rc = tide_err_prefix(code, "%s: generation %" PRIu64 " (%s) named by "
                                  TIDE_GEN_FILE " fails to open (%s)", g->dir, e->id, e->dir,
                                  tide_strerror(rc));
             break;
@@ -252,8 +301,7 @@ static int open_named(tide_gens *g)
 
 typedef struct unnamed_list {
     const tide_gen_manifest *m;
-    char (*names)[TIDE_GEN_DIR_CAP];
-    unsigned n, cap;
+    ti_gens_names dirs;
     int tmp;
 } unnamed_list;
 
@@ -262,38 +310,36 @@ static int collect_unnamed(void *arg, const char *name, int is_dir)
     unnamed_list *u = arg;
     uint64_t id;
     if (!is_dir && strcmp(name, TIDE_GEN_FILE_TMP) == 0) u->tmp = 1;
-    if (!is_dir || !parse_gen_name(name, &id)) return 0;
+    if (!is_dir || !ti_gens_parse_name(name, &id)) return 0;
     for (unsigned i = 0; i < u->m->count; i++)
         if (u->m->gens[i].id == id) return 0;
-    if (u->n == u->cap) {
-        unsigned cap = u->cap ? 2 * u->cap : 8;
-        void *p = realloc(u->names, cap * sizeof *u->names);
-        if (p == NULL) return tide_err_set(TIDE_ENOMEM, "reconcile: out of memory");
-        u->names = p;
-        u->cap = cap;
-    }
-    memcpy(u->names[u->n++], name, TIDE_GEN_DIR_CAP);
-    return 0;
+    return ti_gens_names_add(&u->dirs, name);
 }
 
 /* Remove what the manifest does not name (the named ones are open). */
 static int reconcile(tide_gens *g)
 {
-    unnamed_list u = { &g->m, NULL, 0, 0, 0 };
+    unnamed_list u = { &g->m, { NULL, 0, 0 }, 0 };
     int rc;
 
     ti_gens_trace(g, "reconcile");
     rc = g->io->list(g->io, g->dir, collect_unnamed, &u);
-    for (unsigned i = 0; i < u.n && rc == 0; i++) {
+    for (unsigned i = 0; i < u.dirs.n && rc == 0; i++) {
         char p[TI_GENS_PATH_CAP];
         uint64_t bytes = 0;
-        if ((rc = ti_gens_path(p, g->dir, u.names[i])) != 0) break;
+        if ((rc = ti_gens_path(p, g->dir, u.dirs.names[i])) != 0) break;
         rc = ti_gens_remove_dir(NULL, g->io, g->dir, p, 0, 0, &bytes, NULL);
         if (rc == 0) {
             g->removed_at_open++;
             tide_log(TIDE_LOG_WARN, "%s: removed %s (%" PRIu64 " bytes): " TIDE_GEN_FILE
-                     " does not name it (a rotation a crash interrupted)", g->dir, u.names[i],
+                     " does not name it (a rotation a crash interrupted)", g->dir, u.dirs.names[i],
                      bytes);
+        } else {
+            /* Garbage that would not go is no reason to refuse the node:
+             * the manifest's generations are whole; the next open retries. */
+            tide_log(TIDE_LOG_WARN, "%s: could not remove %s, which " TIDE_GEN_FILE " does not "
+                     "name: %s", g->dir, u.dirs.names[i], tide_last_error());
+            rc = 0;
         }
     }
     if (rc == 0 && u.tmp) {
@@ -301,8 +347,13 @@ static int reconcile(tide_gens *g)
         rc = ti_gens_path(p, g->dir, TIDE_GEN_FILE_TMP);
         if (rc == 0) rc = g->io->unlink(g->io, p);
         if (rc == 0) rc = g->io->sync_dir(g->io, g->dir);
+        if (rc && rc != TIDE_EINVAL) {
+            tide_log(TIDE_LOG_WARN, "%s: could not remove " TIDE_GEN_FILE_TMP ": %s", g->dir,
+                     tide_last_error());
+            rc = 0;
+        }
     }
-    free(u.names);
+    free(u.dirs.names);
     return rc;
 }
 
@@ -315,13 +366,8 @@ static int open_plain(tide_gens *g)
 
     store_opts_of(g, &so);
     rc = tide_store_open(&g->plain, g->dir, &so);
-    if (rc == TIDE_ENOENT && g->opts.create_if_missing) {
-        tide_store_create_opts co;
-        tide_store_create_opts_init(&co);
-        co.key_size = g->opts.key_size;
-        co.block_size = g->opts.block_size;
-        co.io = g->io;
-        rc = tide_store_create(g->dir, &co);
+    if (rc == TIDE_ENOENT && g->opts.create_if_missing && !g->read_only) {
+        rc = create_in(g, g->dir);
         if (rc == 0) rc = tide_store_open(&g->plain, g->dir, &so);
     }
     if (rc) return rc;
@@ -371,7 +417,7 @@ static int open_generations(tide_gens *g)
 {
     int rc = open_named(g);
     if (rc) return rc;
-    rc = reconcile(g);
+    if (!g->read_only) rc = reconcile(g);
     if (rc == 0) rc = count_newest(g);
     if (rc) {
         for (unsigned i = 0; i < g->m.count; i++) tide_store_close(g->gens[i].s), g->gens[i].s = NULL;
@@ -380,6 +426,7 @@ static int open_generations(tide_gens *g)
     g->enabled = 1;
     g->newest_id = g->m.gens[0].id;
     g->oldest_id = g->m.gens[g->m.count - 1].id;
+    ti_gens_check(g);
     return 0;
 }
 
@@ -405,7 +452,8 @@ static int open_layout(tide_gens *g)
                                 "it", g->dir, gen1);
         return open_plain(g);
     }
-    if (have && !g->opts.online_delete)
+    if (!have && g->read_only) return open_plain(g);   /* adopts nothing */
+    if (have && !g->opts.online_delete && !g->read_only)
         tide_log(TIDE_LOG_WARN, "%s: online delete is off but the directory holds generations "
                  "(" TIDE_GEN_FILE "): opening them; no rotation happens unless asked", g->dir);
     if (!have) {
@@ -433,12 +481,14 @@ int tide_gens_open(tide_gens **out, const char *dir, const tide_gens_opts *opts)
     if (g == NULL) return tide_err_set(TIDE_ENOMEM, "%s: out of memory", dir);
     snprintf(g->dir, sizeof g->dir, "%s", dir);
     g->opts = *opts;
+    g->read_only = opts->store.read_only != 0;
     g->io = opts->io ? opts->io : tide_io_posix();
     /* Writers first: with readers preferred (glibc's default) a steady
      * stream of fetches could hold a rotation's switch off for ever. */
     pthread_rwlockattr_init(&ra);
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&g->lock, &ra);
+    pthread_rwlock_init(&g->sync_lock, &ra);
     pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&g->rotate_mu, NULL);
     pthread_mutex_init(&g->retired_mu, NULL);

@@ -10,7 +10,9 @@
  *              the ids, newest_objects restarts at 0 (no I/O)
  *     drop     close each dropped store, then delete it: nudb.dat cut by
  *              delete_chunk_bytes per step with back_off_ms pauses, every
- *              file unlinked, the directory removed, DIR synced
+ *              file unlinked, the generation's directory synced (so no
+ *              crash keeps its rmdir and loses its unlinks), the directory
+ *              removed, DIR synced
  *
  * Before the manifest write is durable nothing the old manifest names has
  * changed, so a crash leaves the old manifest and an unnamed gen-N+1 that
@@ -41,25 +43,24 @@
 #include "util/err.h"
 #include "util/log.h"
 
-typedef struct file_list {
-    char (*names)[256];
-    unsigned n, cap;
-} file_list;
-
-static int collect_files(void *arg, const char *name, int is_dir)
+int ti_gens_names_add(ti_gens_names *l, const char *name)
 {
-    file_list *l = arg;
-    if (is_dir) return 0;
-    if (strlen(name) >= 256) return tide_err_set(TIDE_EINVAL, "%s: file name too long", name);
+    if (strlen(name) >= sizeof l->names[0])
+        return tide_err_set(TIDE_EINVAL, "%s: file name too long", name);
     if (l->n == l->cap) {
         unsigned cap = l->cap ? 2 * l->cap : 8;
         void *p = realloc(l->names, cap * sizeof *l->names);
-        if (p == NULL) return tide_err_set(TIDE_ENOMEM, "remove: out of memory");
+        if (p == NULL) return tide_err_set(TIDE_ENOMEM, "%s: out of memory", name);
         l->names = p;
         l->cap = cap;
     }
-    snprintf(l->names[l->n++], 256, "%s", name);
+    snprintf(l->names[l->n++], sizeof l->names[0], "%s", name);
     return 0;
+}
+
+static int collect_files(void *arg, const char *name, int is_dir)
+{
+    return is_dir ? 0 : ti_gens_names_add(arg, name);
 }
 
 /* Cut nudb.dat of `path` by `chunk` bytes per step, pausing between. */
@@ -91,7 +92,7 @@ static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, 
 int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char *path,
                        uint64_t chunk, unsigned pause_ms, uint64_t *bytes, unsigned *steps)
 {
-    file_list l = { NULL, 0, 0 };
+    ti_gens_names l = { NULL, 0, 0 };
     uint64_t total = 0;
     int rc;
 
@@ -114,7 +115,12 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
         rc = io->unlink(io, p);
         if (rc == TIDE_ENOENT) rc = 0;
     }
+    /* The unlinks durable before the rmdir: else a crash could keep the
+     * directory's removal and lose its files' (a directory gone from DIR
+     * with files still under it). */
+    if (rc == 0 && l.n > 0) rc = io->sync_dir(io, path);
     if (rc == 0) rc = io->rmdir(io, path);
+    if (rc == TIDE_ENOENT) rc = 0;   /* already gone */
     if (rc == 0) rc = io->sync_dir(io, parent);
     if (rc == 0 && bytes) *bytes += total;
     free(l.names);
@@ -210,6 +216,7 @@ static void switch_to(tide_gens *g, const tide_gen_manifest *m, tide_store *fres
     TIDE_ASSERT(o == nd);
     memcpy(g->gens, next, sizeof next[0] * n);
     g->m = *m;
+    ti_gens_check(g);
     *objects_before = __atomic_exchange_n(&g->newest_objects, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g->newest_id, m->gens[0].id, __ATOMIC_RELAXED);
     __atomic_store_n(&g->oldest_id, m->gens[m->count - 1].id, __ATOMIC_RELAXED);
@@ -219,6 +226,9 @@ static void switch_to(tide_gens *g, const tide_gen_manifest *m, tide_store *fres
 /* Step "drop": close and delete the dropped generations. */
 static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotate_report *r)
 {
+    /* A barrier: a sync that took the old list finishes first. */
+    pthread_rwlock_wrlock(&g->sync_lock);
+    pthread_rwlock_unlock(&g->sync_lock);
     for (unsigned i = 0; i < nd; i++) {
         char p[TI_GENS_PATH_CAP];
         int rc = tide_store_close(d[i].s);
@@ -263,6 +273,7 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
     if (!g->enabled)
         return tide_err_set(TIDE_EINVAL, "%s: online delete is off: no generations to rotate",
                             g->dir);
+    if (g->read_only) return tide_err_set(TIDE_EINVAL, "%s: rotate: opened read-only", g->dir);
     pthread_mutex_lock(&g->rotate_mu);
     r.started_unix_us = tide_clock_real_us();
     t = tide_clock_mono_ns();
