@@ -1124,6 +1124,13 @@ static void admin_sweep_is_403_when_no_admin_token_is_configured(void **state)
     expect_error_json(&r, "forbidden", "the 403 body");
     expect_contains(r.body, "TIDE_ADMIN_TOKEN", "the 403 detail says what to set");
     resp_free(&r);
+    r = http(&t, "POST", "/v1/admin/rotate", NULL, 0, 0, "Authorization: Bearer anything");
+    expect_status(r, 403, "POST /v1/admin/rotate with no TIDE_ADMIN_TOKEN configured");
+    expect_error_json(&r, "forbidden", "the 403 body of rotate");
+    resp_free(&r);
+    r = http(&t, "GET", "/v1/admin/can_delete", NULL, 0, 0, "Authorization: Bearer anything");
+    expect_status(r, 403, "GET /v1/admin/can_delete with no TIDE_ADMIN_TOKEN configured");
+    resp_free(&r);
     tided_signal_and_reap(&t, SIGTERM);
     tided_cleanup(&t);
 }

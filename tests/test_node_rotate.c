@@ -27,7 +27,9 @@
 #include "expect.h"
 #include "helpers.h"
 #include "mem/alloc.h"
+#include "node/config.h"
 #include "node/node.h"
+#include "node/startup.h"
 #include "tide/error.h"
 #include "util/log.h"
 
@@ -480,6 +482,42 @@ static void a_node_with_online_delete_off_has_no_generations(void **state)
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+/* ---- the startup line of the disk bound -------------------------------------------------- */
+
+static void the_startup_log_states_the_disk_bound_by_mean_record_or_per_record(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_config c;
+    th_log_capture *cap = calloc(1, sizeof *cap);
+    tide_node *n;
+
+    assert_non_null(cap);
+    tide_config_defaults(&c);
+    c.online_delete_on = 1;
+    c.online_delete = 1000;
+    c.generations = 3;
+    gen_opts(&o, f->dir, 3, &fk);
+    n = open_with(&o);
+    tide_log_set_sink(th_log_capture_sink, cap);
+    tide_startup_log_disk(&c, n);
+    expect_contains(cap->text, "online delete: 3 generations of 1000 objects: the disk holds at most 3 x 1000 "
+                    "objects plus the copies forward, i.e. 3000 x (record size)", "an empty newest: per record");
+    for (uint64_t i = 1; i <= 10; i++) put(n, i);
+    memset(cap, 0, sizeof *cap);
+    tide_startup_log_disk(&c, n);
+    expect_contains(cap->text, "at the newest's mean record of", "with objects: by the mean record");
+    expect_contains(cap->text, "/ 10 objects)", "the mean's figures");
+    memset(cap, 0, sizeof *cap);
+    c.online_delete_on = 0;
+    tide_startup_log_disk(&c, n);
+    expect_u64((uint64_t)cap->calls, 0, "nothing with online delete off");
+    tide_log_set_sink(NULL, NULL);
+    expect_rc(tide_node_close(n), 0, "close");
+    free(cap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +532,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_rotation_that_drops_a_generation_makes_one_measured_release, setup, teardown),
         cmocka_unit_test_setup_teardown(the_rotator_thread_rotates_when_the_object_trigger_is_due, setup, teardown),
         cmocka_unit_test_setup_teardown(a_node_with_online_delete_off_has_no_generations, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_startup_log_states_the_disk_bound_by_mean_record_or_per_record, setup,
+                                        teardown),
     };
     return th_run_group("test_node_rotate", tests, NULL, NULL, NULL);
 }

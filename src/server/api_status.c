@@ -196,12 +196,13 @@ static json_t *requests_json(tide_node *node)
 
 static json_t *http_json(tided_server *srv)
 {
-    uint64_t sb, sj, wb, wj;
+    uint64_t sb, sj, wb, wj, rb, rj;
 
     json_t *j;
 
     tided_worker_counts(&srv->sync_worker, &sb, &sj);
     tided_worker_counts(&srv->sweep_worker, &wb, &wj);
+    tided_worker_counts(&srv->rotate_worker, &rb, &rj);
     j = json_pack("{s:o,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
                      "listen", tided_json_text(srv->listen_text), "threads", (int)srv->nloops,
                      "connections", (json_int_t)atomic_load(&srv->connections),
@@ -211,6 +212,7 @@ static json_t *http_json(tided_server *srv)
                      "max_object_size", (json_int_t)srv->max_object_size,
                      "sync_requests", (json_int_t)sj, "syncs", (json_int_t)sb,
                      "sweep_requests", (json_int_t)wj, "admin_sweeps", (json_int_t)wb);
+    if (j) json_object_set_new(j, "rotate_requests", json_integer((json_int_t)rj));
     if (j && json_object_update_new(j, tided_conn_json(srv)) != 0) {
         json_decref(j);
         j = NULL;
