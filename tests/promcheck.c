@@ -112,7 +112,7 @@ int th_prom_check(const char *text, char *msg, size_t cap)
             if (nlen > 7 && strncmp(line + nlen - 7, "_bucket", 7) == 0) {
                 if (v < last_bucket) { snprintf(msg, cap, "line %d: bucket below the one before", lineno); goto out; }
                 last_bucket = v;
-                if (strstr(line, "le=\"+Inf\"")) inf_bucket = v;
+                if (strstr(line, "le=\"+Inf\"")) inf_bucket = v, last_bucket = -1;   /* a labelled histogram's next series */
             } else if (nlen > 6 && strncmp(line + nlen - 6, "_count", 6) == 0) {
                 if (!(inf_bucket == v)) {
                     snprintf(msg, cap, "line %d: %s_count %g differs from its +Inf bucket %g", lineno, family, v,

@@ -212,7 +212,7 @@ static size_t on_read(char *p, size_t sz, size_t n, void *arg)
 }
 
 /* One request. body may be NULL; chunked sends it with Transfer-Encoding:
- * chunked; extra is one more header line or NULL. */
+ * chunked; extra is more header lines ('\n' between two) or NULL. */
 static resp http(const tided *t, const char *method, const char *path, const void *body, size_t len,
                  int chunked, const char *extra)
 {
@@ -231,7 +231,15 @@ static resp http(const tided *t, const char *method, const char *path, const voi
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
     h = curl_slist_append(h, "Expect:");
-    if (extra) h = curl_slist_append(h, extra);
+    /* extra: header lines, '\n' between two */
+    for (const char *x = extra; x && *x;) {
+        const char *nl = strchr(x, '\n');
+        size_t n = nl ? (size_t)(nl - x) : strlen(x);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)n, x);
+        h = curl_slist_append(h, line);
+        x += n + (nl != NULL);
+    }
     if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (chunked) {
@@ -813,7 +821,295 @@ static void status_reports_the_store_caches_memory_and_sweeps_as_json(void **sta
     resp_free(&r);
 }
 
+
+/* ---- online delete: the endpoints on a node without generations ---------------- */
+
+#define AUTH "Authorization: Bearer " ADMIN_TOKEN
+
+static json_t *body_json(const resp *r, const char *what)
+{
+    json_error_t e;
+    json_t *j = json_loads(r->body, 0, &e);
+    if (j == NULL) fail_msg("%s: expected a JSON body, got '%s'", what, r->body);
+    return j;
+}
+
+static void rotate_needs_the_token_refuses_a_bad_body_and_is_409_without_generations(void **state)
+{
+    char body[300], k1[65], k2[65];
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/v1/admin/rotate", NULL, 0, 0, AUTH);
+    expect_status(r, 405, "GET /v1/admin/rotate");
+    expect_contains(r.headers, "allow: POST", "the Allow header");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", NULL, 0, 0, NULL);
+    expect_status(r, 401, "POST /v1/admin/rotate without the token");
+    expect_error_json(&r, "unauthorized", "the 401 body");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", NULL, 0, 0, "Authorization: Bearer nope");
+    expect_status(r, 401, "POST /v1/admin/rotate with a wrong token");
+    resp_free(&r);
+
+    key_hex(1, k1);
+    key_hex(2, k2);
+    snprintf(body, sizeof body, "%s\n%sz\n", k1, k2);
+    r = http(&shared, "POST", "/v1/admin/rotate", body, strlen(body), 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 400, "a keep-list with a bad second line");
+    expect_error_json(&r, "bad_body", "the 400 body");
+    expect_contains(r.body, "line 2 of the keep-list", "the bad line is named");
+    expect_contains(r.body, "nothing was rotated", "and nothing was done");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", "0123\n", 5, 0, AUTH "\nContent-Type: text/plain; charset=utf-8");
+    expect_status(r, 400, "a key of 4 hex digits");
+    expect_contains(r.body, "line 1 of the keep-list, '0123', is not a key of 64 hex digits", "line 1");
+    resp_free(&r);
+    memset(body, 7, 33);
+    r = http(&shared, "POST", "/v1/admin/rotate", body, 33, 0, AUTH "\nContent-Type: application/octet-stream");
+    expect_status(r, 400, "33 raw bytes");
+    expect_contains(r.body, "33 bytes is 1 keys and 1 bytes more", "the length is named");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", k1, 64, 0, AUTH "\nContent-Type: image/png");
+    expect_status(r, 400, "another content type");
+    expect_contains(r.body, "text/plain (hex keys, one per line) or application/octet-stream", "the types");
+    resp_free(&r);
+
+    /* Well formed, but this node has no generations. */
+    snprintf(body, sizeof body, "\r\n  %s  \r\n\n", k1);
+    r = http(&shared, "POST", "/v1/admin/rotate", body, strlen(body), 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 409, "POST /v1/admin/rotate on a plain store");
+    expect_error_json(&r, "online_delete_off", "the 409 body");
+    expect_contains(r.body, "--online-delete", "the 409 says how to turn it on");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", NULL, 0, 0, AUTH);
+    expect_status(r, 409, "POST /v1/admin/rotate without a body on a plain store");
+    resp_free(&r);
+}
+
+static void can_delete_reads_and_sets_the_allowance_and_refuses_bad_text(void **state)
+{
+    static const struct { const char *query; const char *want; json_int_t n; } set[] = {
+        { "?value=5", NULL, 5 }, { "?value=always", "always", 0 }, { "?value=now", NULL, 1 },
+        { "?value=never", "never", 0 },
+    };
+    char path[128];
+    json_t *j;
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/v1/admin/can_delete", NULL, 0, 0, NULL);
+    expect_status(r, 401, "GET /v1/admin/can_delete without the token");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/admin/can_delete", NULL, 0, 0, AUTH);
+    expect_status(r, 200, "GET /v1/admin/can_delete");
+    j = body_json(&r, "can_delete");
+    expect_str(json_string_value(json_object_get(j, "can_delete")), "never", "never after a start");
+    expect_u64((uint64_t)json_integer_value(json_object_get(j, "rotations")), 0, "rotations");
+    if (!json_is_false(json_object_get(j, "enabled"))) fail_msg("enabled should be false: %s", r.body);
+    json_decref(j);
+    resp_free(&r);
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
+        snprintf(path, sizeof path, "/v1/admin/can_delete%s", set[i].query);
+        r = http(&shared, "POST", path, NULL, 0, 0, AUTH);
+        expect_status(r, 200, path);
+        j = body_json(&r, path);
+        if (set[i].want) expect_str(json_string_value(json_object_get(j, "can_delete")), set[i].want, path);
+        else expect_u64((uint64_t)json_integer_value(json_object_get(j, "can_delete")), (uint64_t)set[i].n, path);
+        json_decref(j);
+        resp_free(&r);
+    }
+    r = http(&shared, "POST", "/v1/admin/can_delete?value=soon", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "value=soon");
+    expect_error_json(&r, "bad_value", "the 400 body");
+    expect_contains(r.body, "'soon' is not a rotation count (0 to 2^53), never, always or now", "what is accepted");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/can_delete", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "POST without a value");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/admin/can_delete?value=3", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "GET with a value");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/can_delete?value=1&value=2", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "value twice");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/can_delete?val=1", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "an unknown parameter");
+    expect_error_json(&r, "bad_query", "bad_query");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/admin/can_delete", NULL, 0, 0, AUTH);
+    j = body_json(&r, "can_delete after the refusals");
+    expect_str(json_string_value(json_object_get(j, "can_delete")), "never", "a refused value changed nothing");
+    json_decref(j);
+    resp_free(&r);
+}
+
+static void rotations_and_status_say_online_delete_is_off(void **state)
+{
+    json_t *j, *od;
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/v1/rotations", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /v1/rotations");
+    j = body_json(&r, "/v1/rotations");
+    if (!json_is_array(json_object_get(j, "reports")) || json_array_size(json_object_get(j, "reports")) != 0)
+        fail_msg("/v1/rotations on a plain store should list no report: %s", r.body);
+    if (!json_is_false(json_object_get(j, "enabled"))) fail_msg("enabled should be false: %s", r.body);
+    json_decref(j);
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/rotations", NULL, 0, 0, NULL);
+    expect_status(r, 405, "POST /v1/rotations");
+    resp_free(&r);
+
+    r = http(&shared, "GET", "/v1/status", NULL, 0, 0, NULL);
+    j = body_json(&r, "/v1/status");
+    od = json_object_get(j, "online_delete");
+    if (!json_is_object(od) || !json_is_false(json_object_get(od, "enabled")))
+        fail_msg("/v1/status should say online_delete.enabled false: %s", r.body);
+    static const char *const ints[] = { "disk_bytes", "rotations", "newest_objects", "newest_bytes",
+                                        "copied_forward", "older_lookups", "failures", "abandoned" };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (!json_is_integer(json_object_get(od, ints[i])))
+            fail_msg("/v1/status online_delete.%s should be an integer: %s", ints[i], r.body);
+    if (json_array_size(json_object_get(od, "generations")) != 1)
+        fail_msg("a plain store is listed as one generation: %s", r.body);
+    if (json_integer_value(json_object_get(od, "disk_bytes"))
+        != json_integer_value(json_object_get(json_array_get(json_object_get(od, "generations"), 0), "bytes")))
+        fail_msg("disk_bytes is the plain store's files: %s", r.body);
+    if (!json_is_null(json_object_get(od, "last_rotation"))) fail_msg("no rotation yet: %s", r.body);
+    json_decref(j);
+    resp_free(&r);
+}
+
 /* ---- tests with their own server ------------------------------------------ */
+
+/* ---- online delete on a node with generations ---------------------------------- */
+
+static json_t *rotate_ok(const tided *t, const void *body, size_t len, const char *type, const char *what)
+{
+    char hdr[200];
+    resp r;
+    json_t *j;
+
+    snprintf(hdr, sizeof hdr, AUTH "%s%s", type ? "\nContent-Type: " : "", type ? type : "");
+    r = http(t, "POST", "/v1/admin/rotate", body, len, 0, hdr);
+    expect_status(r, 200, what);
+    j = body_json(&r, what);
+    resp_free(&r);
+    return j;
+}
+
+static json_int_t jint(json_t *o, const char *a, const char *b)
+{
+    json_t *v = json_object_get(o, a);
+    if (b) v = json_object_get(v, b);
+    if (!json_is_integer(v)) fail_msg("expected an integer at %s%s%s", a, b ? "." : "", b ? b : "");
+    return json_integer_value(v);
+}
+
+static void admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_rest(void **state)
+{
+    static char token_env[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
+    static const char *flags[] = { "--online-delete=manual", "--back-off-milliseconds=0", "--delete-chunk=4096",
+                                   NULL };
+    static const char *const report_fields[] = { "seq", "started_unix_us", "trigger", "rc", "rc_name", "abandoned",
+        "error", "gate_wait_ns", "keep_ns", "keep_keys", "keep_copied", "keep_missing", "keep_copied_bytes",
+        "trim_ns", "trimmed", "trim_rc", "trim", "gens", "total_ns" };
+    static const char *const gens_fields[] = { "started_unix_us", "new_id", "dropped_ids", "dropped",
+        "deleted_bytes", "delete_steps", "create_ns", "manifest_ns", "switch_ns", "drop_ns",
+        "objects_in_previous", "rotations" };
+    char *env[] = { token_env, NULL };
+    uint8_t value[100], raw[32];
+    char body[200], k1[65];
+    json_t *j, *od;
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, flags, env);
+    if (!log_contains(&t, "online delete: 2 generations, rotated only by"))
+        fail_msg("the startup log should state the disk bound; it says:\n%s", log_tail(&t));
+    for (uint64_t i = 1; i <= 3; i++) {
+        th_value(i, sizeof value, value);
+        r = http(&t, "PUT", obj_path(i, "?sync=1"), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT in span 1");
+        resp_free(&r);
+    }
+    key_hex(1, k1);
+    snprintf(body, sizeof body, "%s\n", k1);
+    j = rotate_ok(&t, body, strlen(body), "text/plain", "rotation 1 with key 1 to keep");
+    for (size_t i = 0; i < sizeof report_fields / sizeof report_fields[0]; i++)
+        if (json_object_get(j, report_fields[i]) == NULL) fail_msg("the report has no field %s", report_fields[i]);
+    for (size_t i = 0; i < sizeof gens_fields / sizeof gens_fields[0]; i++)
+        if (json_object_get(json_object_get(j, "gens"), gens_fields[i]) == NULL)
+            fail_msg("the report's gens has no field %s", gens_fields[i]);
+    expect_str(json_string_value(json_object_get(j, "trigger")), "admin", "trigger");
+    expect_u64((uint64_t)jint(j, "keep_keys", NULL), 1, "one key handed over");
+    expect_u64((uint64_t)jint(j, "keep_copied", NULL), 0, "key 1 was in the newest already");
+    expect_u64((uint64_t)jint(j, "gens", "new_id"), 2, "generation 2 created");
+    expect_u64((uint64_t)jint(j, "gens", "dropped"), 0, "nothing dropped yet");
+    expect_u64((uint64_t)jint(j, "gens", "objects_in_previous"), 3, "three objects in generation 1");
+    json_decref(j);
+
+    /* A malformed keep-list rotates nothing. */
+    r = http(&t, "POST", "/v1/admin/rotate", "zz\n", 3, 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 400, "a bad keep-list on a node with generations");
+    resp_free(&r);
+
+    th_key(2, 32, raw);
+    j = rotate_ok(&t, raw, sizeof raw, "application/octet-stream", "rotation 2 keeping key 2 (raw)");
+    expect_u64((uint64_t)jint(j, "seq", NULL), 2, "the second attempt: the bad body made none");
+    expect_u64((uint64_t)jint(j, "keep_copied", NULL), 1, "key 2 copied forward");
+    expect_u64((uint64_t)jint(j, "keep_copied_bytes", NULL), sizeof value, "its bytes");
+    expect_u64((uint64_t)jint(j, "gens", "dropped"), 1, "generation 1 dropped");
+    expect_u64((uint64_t)json_integer_value(json_array_get(json_object_get(json_object_get(j, "gens"), "dropped_ids"), 0)),
+               1, "dropped_ids");
+    if (!json_is_true(json_object_get(j, "trimmed"))) fail_msg("a drop is followed by a trim: %s", json_dumps(j, 0));
+    if (jint(j, "gens", "deleted_bytes") <= 0) fail_msg("the drop deleted no bytes");
+    json_decref(j);
+
+    r = http(&t, "GET", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "key 2, kept");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(3, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "key 3: written in span 1, untouched in span 2, cached by its PUT");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(1, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "key 1: kept at rotation 1 (already newest), untouched in span 2");
+    resp_free(&r);
+
+    r = http(&t, "GET", "/v1/rotations", NULL, 0, 0, NULL);
+    j = body_json(&r, "/v1/rotations");
+    expect_u64(json_array_size(json_object_get(j, "reports")), 2, "two reports");
+    expect_u64((uint64_t)json_integer_value(json_object_get(json_array_get(json_object_get(j, "reports"), 0), "seq")),
+               2, "newest first");
+    if (!json_is_true(json_object_get(j, "enabled"))) fail_msg("enabled: %s", r.body);
+    json_decref(j);
+    resp_free(&r);
+
+    r = http(&t, "GET", "/v1/status", NULL, 0, 0, NULL);
+    j = body_json(&r, "/v1/status");
+    od = json_object_get(j, "online_delete");
+    if (!json_is_true(json_object_get(od, "enabled"))) fail_msg("online_delete.enabled: %s", r.body);
+    expect_u64(json_array_size(json_object_get(od, "generations")), 2, "two generations");
+    json_t *g0 = json_array_get(json_object_get(od, "generations"), 0), *g1 =
+        json_array_get(json_object_get(od, "generations"), 1);
+    expect_u64((uint64_t)jint(g0, "id", NULL), 3, "newest id");
+    expect_u64((uint64_t)jint(g1, "id", NULL), 2, "older id");
+    expect_str(json_string_value(json_object_get(g0, "dir")), "gen-000000000003", "its directory");
+    expect_u64((uint64_t)jint(od, "disk_bytes", NULL), (uint64_t)(jint(g0, "bytes", NULL) + jint(g1, "bytes", NULL)),
+               "disk_bytes is the generations' bytes");
+    expect_u64((uint64_t)jint(od, "rotations", NULL), 2, "rotations");
+    expect_u64((uint64_t)jint(od, "last_rotation", "seq"), 2, "last_rotation");
+    expect_str(json_string_value(json_object_get(od, "can_delete")), "never", "can_delete");
+    json_decref(j);
+    resp_free(&r);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 
 static void admin_sweep_is_403_when_no_admin_token_is_configured(void **state)
 {
@@ -827,6 +1123,13 @@ static void admin_sweep_is_403_when_no_admin_token_is_configured(void **state)
     expect_status(r, 403, "POST /v1/admin/sweep with no TIDE_ADMIN_TOKEN configured");
     expect_error_json(&r, "forbidden", "the 403 body");
     expect_contains(r.body, "TIDE_ADMIN_TOKEN", "the 403 detail says what to set");
+    resp_free(&r);
+    r = http(&t, "POST", "/v1/admin/rotate", NULL, 0, 0, "Authorization: Bearer anything");
+    expect_status(r, 403, "POST /v1/admin/rotate with no TIDE_ADMIN_TOKEN configured");
+    expect_error_json(&r, "forbidden", "the 403 body of rotate");
+    resp_free(&r);
+    r = http(&t, "GET", "/v1/admin/can_delete", NULL, 0, 0, "Authorization: Bearer anything");
+    expect_status(r, 403, "GET /v1/admin/can_delete with no TIDE_ADMIN_TOKEN configured");
     resp_free(&r);
     tided_signal_and_reap(&t, SIGTERM);
     tided_cleanup(&t);
@@ -2397,6 +2700,9 @@ int main(void)
         cmocka_unit_test(a_request_target_over_1024_bytes_is_414),
         cmocka_unit_test(headers_over_h2os_limit_are_refused_and_tided_keeps_serving),
         cmocka_unit_test(admin_sweep_needs_the_bearer_token_and_returns_the_report),
+        cmocka_unit_test(rotate_needs_the_token_refuses_a_bad_body_and_is_409_without_generations),
+        cmocka_unit_test(can_delete_reads_and_sets_the_allowance_and_refuses_bad_text),
+        cmocka_unit_test(rotations_and_status_say_online_delete_is_off),
         cmocka_unit_test(status_reports_the_store_caches_memory_and_sweeps_as_json),
         cmocka_unit_test(two_content_lengths_are_400_and_nothing_after_them_is_read),
         cmocka_unit_test(a_content_length_over_max_object_size_is_413_before_the_body),
@@ -2405,6 +2711,7 @@ int main(void)
     };
     const struct CMUnitTest own_tests[] = {
         cmocka_unit_test(admin_sweep_is_403_when_no_admin_token_is_configured),
+        cmocka_unit_test(admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_rest),
         cmocka_unit_test(a_put_with_sync_survives_kill_9_and_is_served_after_restart),
         cmocka_unit_test(sigterm_commits_every_acknowledged_put_and_exits_0),
         cmocka_unit_test(a_bad_flag_or_value_exits_2_naming_it),

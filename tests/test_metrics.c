@@ -313,6 +313,86 @@ static void the_checker_itself_catches_a_split_family_and_a_repeated_series(void
     expect_contains(msg, "differs from its +Inf bucket", "histogram message");
 }
 
+static int count_release(void *arg, tide_mem_trim_report *out)
+{
+    memset(out, 0, sizeof *out);
+    out->family = TIDE_MEM_ALLOC_GLIBC;
+    out->rss_delta = -(1 << 20);
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Online delete's families, on a node with generations after two
+ * rotations (the second drops generation 1 and trims), agree with the
+ * node's own figures and pass promtool. */
+static void rotation_and_generation_families_agree_with_the_node_and_pass_promtool(void **state)
+{
+    th_scratch *sc = *state;
+    static const char *const phases[] = { "gate", "keep", "create", "manifest", "switch", "drop", "trim" };
+    tide_node_opts o;
+    tide_node *n = NULL;
+    tide_gens_info gi;
+    tide_node_rotation_report r;
+    uint8_t key[32], val[100];
+    char msg[4096], name[200];
+    int releases = 0;
+
+    tide_node_opts_init(&o);
+    o.dir = sc->dir;
+    o.sweep_interval_ms = 0;
+    o.online_delete_on = 1;
+    o.rotate_check_ms = 0;
+    o.back_off_ms = 0;
+    o.release = count_release;
+    o.release_arg = &releases;
+    expect_rc(tide_node_open(&n, &o), 0, "open with generations");
+    for (uint64_t i = 0; i < 20; i++) {
+        th_key(i, 32, key);
+        th_value(i, sizeof val, val);
+        expect_rc(tide_node_put(n, key, val, sizeof val), 0, "put");
+    }
+    expect_rc(tide_node_rotate(n, "admin", &r), 0, "rotation 1");
+    th_key(0, 32, key);
+    expect_rc(tide_node_keep_keys(n, key, 1, NULL), 0, "keep key 0");
+    expect_rc(tide_node_rotate(n, "admin", &r), 0, "rotation 2 (drops generation 1)");
+    expect_u64((uint64_t)releases, 1, "one release after the drop");
+    char *text = render(n, NULL);
+    tide_node_gens_info(n, &gi);
+    expect_family(text, "tide_rotations_total", "counter");
+    expect_family(text, "tide_rotation_failures_total", "counter");
+    expect_family(text, "tide_rotations_abandoned_total", "counter");
+    expect_family(text, "tide_rotation_duration_seconds", "histogram");
+    expect_family(text, "tide_rotation_copied_objects_total", "counter");
+    expect_family(text, "tide_rotation_copied_bytes_total", "counter");
+    expect_family(text, "tide_rotation_deleted_bytes_total", "counter");
+    expect_family(text, "tide_generations", "gauge");
+    expect_family(text, "tide_generation_bytes", "gauge");
+    expect_family(text, "tide_generation_id", "gauge");
+    expect_family(text, "tide_disk_bytes", "gauge");
+    expect_family(text, "tide_rotation_trims_total", "counter");
+    expect_family(text, "tide_rotation_trim_released_bytes_total", "counter");
+    expect_family(text, "tide_older_generation_lookups_total", "counter");
+    expect_u64((uint64_t)th_prom_value(text, "tide_rotations_total"), 2, "rotations");
+    expect_u64((uint64_t)th_prom_value(text, "tide_generations"), 2, "two generations held");
+    expect_u64((uint64_t)th_prom_value(text, "tide_generation_id{position=\"0\"}"), 3, "the newest is 3");
+    expect_u64((uint64_t)th_prom_value(text, "tide_generation_id{position=\"1\"}"), 2, "then 2");
+    expect_u64((uint64_t)th_prom_value(text, "tide_disk_bytes"), gi.disk_bytes, "disk bytes");
+    expect_u64((uint64_t)th_prom_value(text, "tide_rotation_copied_objects_total"), 1, "the one key kept");
+    expect_u64((uint64_t)th_prom_value(text, "tide_rotation_copied_bytes_total"), sizeof val, "its bytes");
+    expect_u64((uint64_t)th_prom_value(text, "tide_rotation_trims_total"), 1, "one trim");
+    expect_u64((uint64_t)th_prom_value(text, "tide_rotation_trim_released_bytes_total"), 1 << 20, "released");
+    if (th_prom_value(text, "tide_rotation_deleted_bytes_total") <= 0) fail_msg("the drop deleted nothing");
+    for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) {
+        snprintf(name, sizeof name, "tide_rotation_duration_seconds_count{phase=\"%s\"}", phases[i]);
+        expect_u64((uint64_t)th_prom_value(text, name), strcmp(phases[i], "trim") == 0 ? 1 : 2, name);
+    }
+    if (th_prom_check(text, msg, sizeof msg) != 0) fail_msg("own check: %s", msg);
+    int st = th_promtool_check(text, msg, sizeof msg);
+    if (st != 0) fail_msg("promtool check metrics: expected exit 0, got %d: %s", st, msg);
+    free(text);
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +407,8 @@ int main(void)
         cmocka_unit_test(the_checker_itself_catches_a_split_family_and_a_repeated_series),
         cmocka_unit_test_setup_teardown(a_page_counts_the_insert_pool_of_its_own_moment, th_scratch_setup,
                                         th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(rotation_and_generation_families_agree_with_the_node_and_pass_promtool,
+                                        th_scratch_setup, th_scratch_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * Layout: a growable text buffer (the writer), the two calls that write a
  * family header and a sample, then one function per group of families in
  * the order they appear: build, memory consumers, caches, sweeps and trims,
- * the allocator, the process, the store, then the caller's extra families.
+ * the allocator, the process, the store, online delete (rotations and
+ * generations), then the caller's extra families.
  *
  * Invariants:
  *   1. Each family name is written once, as HELP then TYPE, and all of its
@@ -111,24 +112,43 @@ static void one(tide_metrics_writer *w, const char *name, const char *type, cons
     tide_metrics_sample(w, name, NULL, 0, v);
 }
 
-static void histogram(tide_metrics_writer *w, const char *name, const char *help, const tide_hist *h)
+/* One series of a histogram family already open: its buckets, _sum and
+ * _count, with the label key=value when key is not NULL. */
+static void histogram_series(tide_metrics_writer *w, const char *name, const char *key, const char *value,
+                             const tide_hist *h)
 {
     char sample[160], le[32];
-    const char *lab[2] = { "le", le };
+    const char *lab[4] = { key, value, "le", le };
+    const char **bl = key ? lab : lab + 2;
+    int nl = key ? 1 : 0;
 
-    tide_metrics_family(w, name, "histogram", help);
     snprintf(sample, sizeof sample, "%s_bucket", name);
     for (int i = 0; i < TIDE_HIST_BUCKETS; i++) {
         snprintf(le, sizeof le, "%g", TIDE_HIST_BOUNDS_S[i]);
-        tide_metrics_sample(w, sample, lab, 1, (double)h->bucket[i]);
+        tide_metrics_sample(w, sample, bl, nl + 1, (double)h->bucket[i]);
     }
     snprintf(le, sizeof le, "+Inf");
-    tide_metrics_sample(w, sample, lab, 1, (double)h->bucket[TIDE_HIST_BUCKETS]);
+    tide_metrics_sample(w, sample, bl, nl + 1, (double)h->bucket[TIDE_HIST_BUCKETS]);
     TIDE_ASSERT(h->bucket[TIDE_HIST_BUCKETS] == h->count);
     snprintf(sample, sizeof sample, "%s_sum", name);
-    tide_metrics_sample(w, sample, NULL, 0, (double)h->sum_ns / 1e9);
+    tide_metrics_sample(w, sample, lab, nl, (double)h->sum_ns / 1e9);
     snprintf(sample, sizeof sample, "%s_count", name);
-    tide_metrics_sample(w, sample, NULL, 0, (double)h->count);
+    tide_metrics_sample(w, sample, lab, nl, (double)h->count);
+}
+
+static void histogram(tide_metrics_writer *w, const char *name, const char *help, const tide_hist *h)
+{
+    tide_metrics_family(w, name, "histogram", help);
+    histogram_series(w, name, NULL, NULL, h);
+}
+
+/* One histogram family with a label: a series per label value, all under
+ * one HELP and TYPE. */
+static void histogram_labelled(tide_metrics_writer *w, const char *name, const char *help, const char *key,
+                               const char *const *values, const tide_hist *const *h, int n)
+{
+    tide_metrics_family(w, name, "histogram", help);
+    for (int k = 0; k < n; k++) histogram_series(w, name, key, values[k], h[k]);
 }
 
 /* ---- the groups ----------------------------------------------------------- */
@@ -372,7 +392,8 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
     uint64_t keys;
 
     if (tide_node_keys(n, &keys))
-        one(w, "tide_store_keys", "gauge", "Keys in the store (absent until the count made at open is done).",
+        one(w, "tide_store_keys", "gauge", "Keys in the store (absent until the count made at open is done, "
+            "and always with generations: a key copied forward is in two, and a drop removes keys uncounted).",
             (double)keys);
     one(w, "tide_store_block_size_bytes", "gauge", "Block size of the key file.", (double)si.block_size);
     one(w, "tide_store_buckets", "gauge", "Buckets in the key file.", (double)si.buckets);
@@ -391,6 +412,68 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
     one(w, "tide_store_key_file_bytes", "gauge", "Size of nudb.key.", (double)si.key_file_bytes);
     one(w, "tide_store_written_bytes_total", "counter", "Bytes commits wrote to the store's files.",
         (double)si.bytes_written);
+}
+
+/* Online delete: the rotator's totals and the generations. A plain store
+ * shows as one generation (position 0, id 0) with no rotation. */
+static void write_rotations(tide_metrics_writer *w, tide_node *n)
+{
+    static const char *const phases[] = { "gate", "keep", "create", "manifest", "switch", "drop", "trim" };
+    tide_node_rotation_totals t;
+    tide_gens_info gi;
+    const tide_hist *h[7];
+    char pos[16];
+
+    tide_node_rotation_totals_get(n, &t);
+    tide_node_gens_info(n, &gi);
+    one(w, "tide_online_delete_enabled", "gauge", "1 when the data directory holds generations (online delete).",
+        gi.enabled);
+    one(w, "tide_rotations_total", "counter", "Rotations made (a new generation in front, the oldest beyond "
+        "generations dropped).", (double)t.rotations);
+    one(w, "tide_rotation_failures_total", "counter", "Rotation attempts that returned an error.",
+        (double)t.failures);
+    one(w, "tide_rotations_abandoned_total", "counter",
+        "Rotation attempts abandoned after rotation_wait_max_seconds of an unhealthy node.", (double)t.abandoned);
+    one(w, "tide_rotation_gate_waits_total", "counter",
+        "Waits of recovery_wait_seconds the health gate made rotations take.", (double)t.gate_waits);
+    for (int i = 0; i < 6; i++) h[i] = &t.phase_duration[i];
+    h[6] = &t.trim_duration;
+    histogram_labelled(w, "tide_rotation_duration_seconds", "Wall time of each phase of a rotation: gate (waiting "
+                       "for health), keep (the keep-list), create, manifest, switch, drop (the gradual delete), "
+                       "trim (the release after a drop).", "phase", phases, h, 7);
+    one(w, "tide_rotation_copied_objects_total", "counter", "Objects copied forward into the newest generation: "
+        "reads and re-PUTs of older ones, cache hits, keep-lists.", (double)gi.copied_forward);
+    one(w, "tide_rotation_copied_bytes_total", "counter", "Value bytes copied forward into the newest generation.",
+        (double)gi.copied_forward_bytes);
+    one(w, "tide_rotation_copy_failures_total", "counter", "Copies forward that failed (logged; the read "
+        "was still served).", (double)gi.copy_failures);
+    one(w, "tide_rotation_deleted_bytes_total", "counter", "File bytes of dropped generations removed from disk.",
+        (double)t.deleted_bytes);
+    one(w, "tide_rotation_trims_total", "counter", "Release calls made right after rotations that dropped a "
+        "generation.", (double)t.trims);
+    one(w, "tide_rotation_trim_released_bytes_total", "counter",
+        "RSS given back by the releases after rotations, over those that lowered it.", (double)t.trim_released_bytes);
+    one(w, "tide_older_generation_lookups_total", "counter", "Fetches and existence checks that missed the newest "
+        "generation and read the older ones (one key-file read each).", (double)gi.older_lookups);
+    one(w, "tide_generations", "gauge", "Generations held (1 for a plain store).", (double)gi.count);
+    tide_metrics_family(w, "tide_generation_bytes", "gauge", "File bytes of each generation by position, newest 0.");
+    for (unsigned i = 0; i < gi.count && i < TIDE_GEN_MAX; i++) {
+        const char *lab[2] = { "position", pos };
+        snprintf(pos, sizeof pos, "%u", i);
+        tide_metrics_sample(w, "tide_generation_bytes", lab, 1, (double)(gi.gens[i].dat_file_bytes
+                            + gi.gens[i].key_file_bytes + gi.gens[i].log_file_bytes));
+    }
+    tide_metrics_family(w, "tide_generation_id", "gauge", "The id of the generation at each position, newest 0 "
+                        "(0 for a plain store).");
+    for (unsigned i = 0; i < gi.count && i < TIDE_GEN_MAX; i++) {
+        const char *lab[2] = { "position", pos };
+        snprintf(pos, sizeof pos, "%u", i);
+        tide_metrics_sample(w, "tide_generation_id", lab, 1, (double)gi.gens[i].id);
+    }
+    one(w, "tide_newest_generation_objects", "gauge", "Data records in the newest generation (what the "
+        "online_delete trigger counts; copies forward included).", (double)gi.newest_objects);
+    one(w, "tide_disk_bytes", "gauge", "File bytes of every generation (the data directory's stores).",
+        (double)gi.disk_bytes);
 }
 
 int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, size_t *len)
@@ -420,6 +503,7 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     write_allocator(&w);
     write_process(&w, o);
     write_store(&w, n, &si);
+    write_rotations(&w, n);
     if (o->extra) o->extra(o->extra_arg, &w);
     if (w.oom) { rc = TIDE_ENOMEM; goto out; }
     *out = w.buf;

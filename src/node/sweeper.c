@@ -48,9 +48,15 @@ static void trace(tide_node *n, const char *step)
 
 void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info)
 {
-    tide_store_get_info(n->store, info);
+    tide_gens_store_info(n->gens, info);
     tide_mem_account_set(TIDE_MEM_STORE_INSERT_POOL, (int64_t)info->pool_bytes);
     tide_mem_account_set(TIDE_MEM_STORE_COMMIT, (int64_t)info->commit_buffer_bytes);
+}
+
+/* The one measured release call, a sweep's and a rotation's (rotator.c). */
+int ti_node_release(tide_node *n, tide_mem_trim_report *r)
+{
+    return n->opts.release ? n->opts.release(n->opts.release_arg, r) : tide_mem_trim(r);
 }
 
 /* Whether this round's sweep calls for a release, by the policy. seq is the
@@ -103,8 +109,7 @@ static void run_round(tide_node *n, tide_node_sweep_report *out)
      * thread holds: it can be read here without state_lock. */
     if (policy_wants_trim(n, n->seq + 1, r.freed_bytes)) {
         trace(n, "release");
-        r.trim_rc = n->opts.release ? n->opts.release(n->opts.release_arg, &r.trim)
-                                    : tide_mem_trim(&r.trim);
+        r.trim_rc = ti_node_release(n, &r.trim);
         r.trimmed = 1;
     }
 

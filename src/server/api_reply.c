@@ -260,24 +260,39 @@ void tided_send_store_error(h2o_req_t *req, int rc, const char *detail, const ch
  * 400 bad_query naming it, so a misspelt or contradictory ?sync=1 never
  * gives a write that is not durable. Returns 0, or -1 after sending it.
  */
-int tided_parse_query(h2o_req_t *req, int *sync)
+int tided_query_next(const h2o_req_t *req, const char **at, const char **piece, size_t *n)
 {
-    const char *q, *end, *first = NULL;
-    size_t first_len = 0;
+    const char *end = req->path.base + req->path.len, *q;
 
-    if (sync) *sync = 0;
     if (req->query_at == SIZE_MAX) return 0;
-    q = req->path.base + req->query_at + 1;
-    end = req->path.base + req->path.len;
+    q = *at ? *at : req->path.base + req->query_at + 1;
     while (q < end) {
         const char *amp = memchr(q, '&', (size_t)(end - q));
-        size_t n = (size_t)((amp ? amp : end) - q);
+        size_t len = (size_t)((amp ? amp : end) - q);
+
+        *at = amp ? amp + 1 : end;
+        if (len > 0) {
+            *piece = q;
+            *n = len;
+            return 1;
+        }
+        q = *at;          /* an empty piece */
+    }
+    *at = end;
+    return 0;
+}
+
+int tided_parse_query(h2o_req_t *req, int *sync)
+{
+    const char *at = NULL, *q, *first = NULL;
+    size_t n, first_len = 0;
+
+    if (sync) *sync = 0;
+    while (tided_query_next(req, &at, &q, &n)) {
         const char *eq = memchr(q, '=', n);
         size_t name_len = eq ? (size_t)(eq - q) : n;
 
-        if (n == 0) {
-            /* an empty piece */
-        } else if (sync == NULL || name_len != 4 || memcmp(q, "sync", 4) != 0) {
+        if (sync == NULL || name_len != 4 || memcmp(q, "sync", 4) != 0) {
             tided_send_error(req, 400, "bad_query", "unknown query parameter '%s' (%s)", tided_req_text(req, q, name_len, 64),
                        sync ? "the only one is sync=0 or sync=1" : "this endpoint takes none");
             return -1;
@@ -289,12 +304,10 @@ int tided_parse_query(h2o_req_t *req, int *sync)
             tided_send_error(req, 400, "bad_query", "sync must be written sync=0 or sync=1, not '%s'",
                        tided_req_text(req, q, n, 64));
             return -1;
-        } else {
-            *sync = q[5] == '1';
-            first = q;
-            first_len = n;
         }
-        q += n + 1;
+        *sync = q[5] == '1';
+        first = q;
+        first_len = n;
     }
     return 0;
 }

@@ -1,0 +1,539 @@
+/*
+ * test_node_rotate.c: online delete through the node (node.h's online
+ * delete section): the exact retention timeline with 2 and 3 generations,
+ * the node cache included (a cached object of a dropped generation is not
+ * served; a cache hit in the current span copies forward); keep-lists;
+ * the advisory_delete gate; the health gate's abandonment; the release
+ * after a rotation that dropped a generation; the rotator thread; and a
+ * node with online delete off, which has none of it.
+ *
+ * Rotations are made by tide_node_rotate / tide_node_rotate_keep or by a
+ * manual tide_node_rotate_check (rotate_check_ms 0: no thread), so every
+ * test asserts events, never time. The health gate is held shut by the
+ * opts.health hook; the release is a fake that counts its calls.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "expect.h"
+#include "helpers.h"
+#include "mem/alloc.h"
+#include "node/config.h"
+#include "node/node.h"
+#include "node/startup.h"
+#include "tide/error.h"
+#include "util/log.h"
+
+typedef th_scratch fixture;
+#define setup    th_scratch_setup
+#define teardown th_scratch_teardown
+
+typedef struct fakes {
+    int releases;
+    int unhealthy_left;          /* looks the gate answers unhealthy; < 0: for ever */
+    int looks;
+} fakes;
+
+static int fake_release(void *arg, tide_mem_trim_report *out)
+{
+    fakes *f = arg;
+    memset(out, 0, sizeof *out);
+    out->family = TIDE_MEM_ALLOC_GLIBC;
+    out->result = 1;
+    out->rss_before = 100u << 20;
+    out->rss_after = 96u << 20;
+    out->rss_delta = -(4 << 20);
+    out->duration_ns = 1000;
+    f->releases++;
+    return 0;
+}
+
+static int fake_health(void *arg, char *why, size_t cap)
+{
+    fakes *f = arg;
+    f->looks++;
+    if (f->unhealthy_left == 0) return 1;
+    if (f->unhealthy_left > 0) f->unhealthy_left--;
+    snprintf(why, cap, "held shut by the test");
+    return 0;
+}
+
+static void gen_opts(tide_node_opts *o, const char *dir, unsigned g, fakes *f)
+{
+    tide_node_opts_init(o);
+    o->dir = dir;
+    o->sweep_interval_ms = 0;
+    o->online_delete_on = 1;
+    o->generations = g;
+    o->rotate_check_ms = 0;
+    o->back_off_ms = 0;
+    o->delete_chunk_bytes = 4096;
+    o->release = fake_release;
+    o->release_arg = f;
+}
+
+static tide_node *open_with(const tide_node_opts *o)
+{
+    tide_node *n = NULL;
+    int rc = tide_node_open(&n, o);
+    if (rc) fail_msg("tide_node_open(%s): %s (%s)", o->dir, tide_strerror(rc), tide_last_error());
+    return n;
+}
+
+static void key_of(uint64_t i, uint8_t key[32]) { th_key(i, 32, key); }
+
+static size_t len_of(uint64_t i) { return th_len(i, 1, 300); }
+
+static void put(tide_node *n, uint64_t i)
+{
+    uint8_t key[32], val[300];
+    key_of(i, key);
+    th_value(i, len_of(i), val);
+    int rc = tide_node_put(n, key, val, len_of(i));
+    if (rc) fail_msg("put of key %" PRIu64 ": %s (%s)", i, tide_strerror(rc), tide_last_error());
+}
+
+/* Read key i: 1 when it is served with its bytes, 0 when absent. */
+static int readable(tide_node *n, uint64_t i)
+{
+    uint8_t key[32], want[300];
+    tide_cache_obj *v = NULL;
+    int rc;
+
+    key_of(i, key);
+    th_value(i, len_of(i), want);
+    rc = tide_node_get(n, key, &v);
+    if (rc == TIDE_ENOTFOUND) return 0;
+    if (rc) fail_msg("get of key %" PRIu64 ": %s (%s)", i, tide_strerror(rc), tide_last_error());
+    if (tide_cache_obj_len(v) != len_of(i) || memcmp(tide_cache_obj_data(v), want, len_of(i)) != 0)
+        fail_msg("key %" PRIu64 ": wrong bytes served", i);
+    tide_cache_obj_release(v);
+    return 1;
+}
+
+#define expect_readable(n, i, what) do { \
+        if (!readable((n), (i))) fail_msg("%s: key %d should be readable; it is gone", (what), (int)(i)); \
+    } while (0)
+#define expect_gone(n, i, what) do { \
+        if (readable((n), (i))) fail_msg("%s: key %d should be gone; it was served", (what), (int)(i)); \
+    } while (0)
+
+static void rotate(tide_node *n, tide_node_rotation_report *r)
+{
+    int rc = tide_node_rotate(n, "admin", r);
+    if (rc) fail_msg("tide_node_rotate: %s (%s)", tide_strerror(rc), tide_last_error());
+}
+
+/* ---- the timeline ----------------------------------------------------------------------- */
+
+static void with_two_generations_an_object_lives_through_the_next_span_and_a_touch_keeps_it(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    tide_cache_stats cs;
+    tide_node *n;
+    uint8_t key[32], val[300];
+
+    gen_opts(&o, f->dir, 2, &fk);
+    n = open_with(&o);
+    /* span 1: objects 1..4 written (and so cached with generation 1) */
+    for (uint64_t i = 1; i <= 4; i++) put(n, i);
+    rotate(n, &r);                                   /* span 2 */
+    expect_u64(r.gens.dropped, 0, "the first rotation drops nothing (2 kept)");
+    expect_readable(n, 1, "span 2: a cache hit on an object of span 1");   /* copies it forward */
+    key_of(2, key);
+    th_value(2, len_of(2), val);
+    expect_rc(tide_node_put(n, key, val, len_of(2)), TIDE_EEXIST, "span 2: a re-PUT of object 2");
+    put(n, 5);                                       /* written in span 2 */
+    rotate(n, &r);                                   /* span 3: generation 1 dropped */
+    expect_u64(r.gens.dropped, 1, "the second rotation drops generation 1");
+    expect_u64(r.gens.dropped_ids[0], 1, "the dropped one");
+    tide_node_cache_stats(n, &cs);
+    expect_u64(cs.strong + cs.weak, 5, "every object is still in the node cache: the rotation leaves it alone");
+    expect_readable(n, 1, "span 3: read in span 2, copied forward");
+    expect_readable(n, 2, "span 3: re-PUT in span 2");
+    expect_gone(n, 3, "span 3: written in span 1, untouched in span 2, cached all along");
+    expect_gone(n, 4, "span 3: the same, twice");
+    expect_readable(n, 5, "span 3: written in span 2");
+    /* span 3's reads of 1, 2 and 5 copied them forward again */
+    put(n, 6);
+    put(n, 7);
+    rotate(n, &r);                                   /* span 4: generation 2 dropped */
+    expect_readable(n, 1, "span 4: read in span 3");
+    expect_readable(n, 2, "span 4: read in span 3");
+    expect_readable(n, 5, "span 4: read in span 3");
+    expect_readable(n, 6, "span 4: written in span 3");
+    rotate(n, &r);                                   /* span 5 */
+    expect_gone(n, 7, "span 5: written in span 3, untouched in span 4");
+    expect_readable(n, 6, "span 5: read in span 4");
+    /* A gone key may be written again: it is in no generation. */
+    put(n, 3);
+    expect_readable(n, 3, "a key whose object was deleted is written anew");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+static void with_three_generations_an_object_lives_three_spans_across_a_reopen(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_gens_info gi;
+    tide_node *n;
+
+    gen_opts(&o, f->dir, 3, &fk);
+    n = open_with(&o);
+    for (uint64_t i = 1; i <= 3; i++) put(n, i);     /* span 1 */
+    rotate(n, NULL);                                 /* span 2 */
+    put(n, 10);
+    rotate(n, NULL);                                 /* span 3 */
+    expect_rc(tide_node_close(n), 0, "close in span 3");
+    n = open_with(&o);                               /* caches empty: reads go to the generations */
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.enabled, 1, "generations after the reopen");
+    expect_u64(gi.count, 3, "three held");
+    expect_u64(gi.gens[0].id, 3, "the newest");
+    expect_readable(n, 1, "span 3: written in span 1 (s + G - 1 = 3)");   /* copied forward into 3 */
+    rotate(n, NULL);                                 /* span 4: generation 1 dropped */
+    expect_readable(n, 1, "span 4: read in span 3");
+    expect_gone(n, 2, "span 4: written in span 1, untouched since");
+    expect_readable(n, 10, "span 4: written in span 2, within s + G - 1 = 4");
+    rotate(n, NULL);                                 /* span 5: generation 2 dropped */
+    expect_readable(n, 10, "span 5: read in span 4");
+    expect_gone(n, 3, "span 5: written in span 1");
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.rotations, 4, "the manifest counts four rotations");
+    expect_u64(gi.gens[gi.count - 1].id, 3, "generations 1 and 2 are gone");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+/* ---- keep-lists ------------------------------------------------------------------------- */
+
+static void a_keep_list_copies_its_keys_forward_and_they_survive_the_drop(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r, list[4];
+    uint8_t keys[3 * 32];
+    tide_node *n;
+
+    gen_opts(&o, f->dir, 2, &fk);
+    o.delete_batch = 1;                   /* a batch per key, with the pause between them */
+    n = open_with(&o);
+    for (uint64_t i = 1; i <= 4; i++) put(n, i);
+    rotate(n, NULL);                                 /* span 2 */
+    put(n, 5);
+    key_of(1, keys);
+    key_of(2, keys + 32);
+    key_of(99, keys + 64);                           /* in no generation */
+    expect_rc(tide_node_rotate_keep(n, keys, 3, "admin", &r), 0, "rotate with a keep-list");
+    expect_u64(r.keep_keys, 3, "keys handed over");
+    expect_u64(r.keep_copied, 2, "copied forward");
+    expect_u64(r.keep_missing, 1, "in no generation");
+    expect_u64(r.keep_copied_bytes, len_of(1) + len_of(2), "bytes copied");
+    expect_u64(r.gens.dropped, 1, "generation 1 dropped");
+    expect_str(r.trigger, "admin", "trigger");
+    expect_readable(n, 1, "kept");
+    expect_readable(n, 2, "kept");
+    expect_gone(n, 3, "not on the list, untouched");
+    expect_gone(n, 4, "not on the list, untouched");
+    expect_u64(tide_node_rotations(n, list, 4), 2, "two attempts recorded");
+    expect_u64(list[0].seq, 2, "newest first");
+    expect_u64(list[0].keep_copied, 2, "the ring holds the keep-list's figures");
+
+    /* keep_keys, then tide_node_rotate: the keep figures are kept. Key 5
+     * was written in span 2 (generation 2, now the older one), unread. */
+    key_of(5, keys);
+    memset(&r, 0, sizeof r);                         /* keep_keys adds to r's keep figures */
+    expect_rc(tide_node_keep_keys(n, keys, 1, &r), 0, "keep_keys");
+    expect_u64(r.keep_copied, 1, "key 5 copied from generation 2 into 3");
+    expect_rc(tide_node_rotate(n, "admin", &r), 0, "rotate after keep_keys (drops generation 2)");
+    expect_u64(r.keep_keys, 1, "the keep figures survive the rotation's fill");
+    expect_u64(r.keep_copied, 1, "the keep figures survive the rotation's fill");
+    expect_u64(r.gens.dropped_ids[0], 2, "generation 2 dropped");
+    expect_readable(n, 5, "kept by keep_keys");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+/* ---- the gates -------------------------------------------------------------------------- */
+
+static uint64_t rotations_of(tide_node *n)
+{
+    tide_gens_info gi;
+    tide_node_gens_info(n, &gi);
+    return gi.rotations;
+}
+
+static void advisory_delete_lets_only_what_can_delete_allows_rotate(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    uint64_t now;
+    tide_node *n;
+    uint64_t next = 1;
+
+    gen_opts(&o, f->dir, 2, &fk);
+    o.online_delete = 3;
+    o.advisory_delete = 1;
+    n = open_with(&o);
+    expect_u64(tide_node_rotate_check(n, &r), 0, "nothing due: no attempt");
+    for (int i = 0; i < 3; i++) put(n, next++);
+    expect_rc(tide_node_can_delete(n, NULL, &now), 0, "read can_delete");
+    expect_u64(now, 0, "never after open");
+    expect_u64(tide_node_rotate_check(n, &r), 0, "due, but can_delete is never");
+    expect_u64(rotations_of(n), 0, "no rotation");
+    expect_rc(tide_node_can_delete(n, "now", &now), 0, "now");
+    expect_u64(now, 1, "now: the next rotation (count 1)");
+    expect_u64(tide_node_rotate_check(n, &r), 1, "now lets one run");
+    expect_rc(r.rc, 0, "it rotated");
+    expect_str(r.trigger, "objects", "the object trigger");
+    expect_u64(rotations_of(n), 1, "one rotation");
+    for (int i = 0; i < 3; i++) put(n, next++);
+    expect_u64(tide_node_rotate_check(n, &r), 0, "due again; 'now' allowed only one");
+    expect_rc(tide_node_can_delete(n, "2", &now), 0, "a number");
+    expect_u64(tide_node_rotate_check(n, &r), 1, "count 2 allowed");
+    expect_u64(tide_node_rotate_check(n, &r), 0, "not due right after");
+    for (int i = 0; i < 3; i++) put(n, next++);
+    expect_u64(tide_node_rotate_check(n, &r), 0, "count 3 not allowed by 2");
+    expect_rc(tide_node_can_delete(n, "always", &now), 0, "always");
+    expect_u64(now, UINT64_MAX, "always");
+    expect_u64(tide_node_rotate_check(n, &r), 1, "always");
+    for (int i = 0; i < 3; i++) put(n, next++);
+    expect_u64(tide_node_rotate_check(n, &r), 1, "always, again");
+    expect_rc(tide_node_can_delete(n, "never", &now), 0, "never");
+    for (int i = 0; i < 3; i++) put(n, next++);
+    expect_u64(tide_node_rotate_check(n, &r), 0, "never");
+    expect_u64(rotations_of(n), 4, "four rotations in all");
+    /* The admin is not gated: the operator asked. */
+    expect_rc(tide_node_rotate(n, "admin", &r), 0, "admin rotation under never");
+    expect_rc(tide_node_can_delete(n, "soon", &now), TIDE_EINVAL, "bad text");
+    expect_contains(tide_last_error(), "never, always or now", "what is accepted");
+    expect_rc(tide_node_can_delete(n, "9007199254740993", &now), TIDE_EINVAL, "over 2^53");
+    expect_rc(tide_node_can_delete(n, NULL, &now), 0, "read");
+    expect_u64(now, 0, "a refused value changes nothing");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+static void an_unhealthy_node_abandons_the_attempt_after_the_bound_and_logs_it(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { .unhealthy_left = -1 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    tide_node_rotation_totals t;
+    th_log_capture *cap = calloc(1, sizeof *cap);
+    tide_node *n;
+
+    assert_non_null(cap);
+    gen_opts(&o, f->dir, 2, &fk);
+    o.online_delete = 1;
+    o.health = fake_health;
+    o.health_arg = &fk;
+    o.recovery_wait_s = 0;
+    o.rotation_wait_max_s = 0;                       /* abandon at the first unhealthy look */
+    n = open_with(&o);
+    put(n, 1);
+    tide_log_set_sink(th_log_capture_sink, cap);
+    expect_u64(tide_node_rotate_check(n, &r), 1, "an attempt is made");
+    tide_log_set_sink(NULL, NULL);
+    expect_u64(r.abandoned, 1, "abandoned");
+    expect_rc(r.rc, TIDE_EBUSY, "its rc");
+    expect_contains(r.error, "held shut by the test", "the reason is in the report");
+    expect_contains(r.error, "rotation_wait_max_seconds=0", "with the bound");
+    expect_u64(rotations_of(n), 0, "nothing rotated");
+    expect_u64((uint64_t)cap->warnings, 1, "one WARN line");
+    expect_contains(cap->text, "abandoned", "the line says abandoned");
+    tide_node_rotation_totals_get(n, &t);
+    expect_u64(t.abandoned, 1, "counted");
+    expect_u64(t.rotations, 0, "no rotation counted");
+    expect_u64(tide_node_rotations(n, &r, 1), 1, "recorded");
+    expect_u64(r.abandoned, 1, "the recorded report says abandoned");
+    expect_rc(tide_node_close(n), 0, "close");
+
+    /* A gate that opens after two unhealthy looks, with a generous bound:
+     * the attempt waits (recovery_wait_s 0: at once) and rotates. */
+    fk.unhealthy_left = 2;
+    fk.looks = 0;
+    o.rotation_wait_max_s = 3600;
+    n = open_with(&o);
+    expect_u64(tide_node_rotate_check(n, &r), 1, "an attempt");
+    expect_rc(r.rc, 0, "it rotated once the gate opened");
+    expect_u64((uint64_t)fk.looks, 3, "two unhealthy looks, then a healthy one");
+    tide_node_rotation_totals_get(n, &t);
+    expect_u64(t.gate_waits, 2, "two waits counted");
+    expect_u64(rotations_of(n), 1, "one rotation");
+    expect_rc(tide_node_close(n), 0, "close");
+    free(cap);
+}
+
+/* ---- the release after a rotation -------------------------------------------------------- */
+
+static void a_rotation_that_drops_a_generation_makes_one_measured_release(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    tide_node_rotation_totals t;
+    tide_node *n;
+
+    gen_opts(&o, f->dir, 2, &fk);
+    n = open_with(&o);
+    put(n, 1);
+    rotate(n, &r);
+    expect_u64((uint64_t)fk.releases, 0, "no drop, no release");
+    expect_u64(r.trimmed, 0, "the report says so");
+    put(n, 2);
+    rotate(n, &r);
+    expect_u64(r.gens.dropped, 1, "a drop");
+    expect_u64((uint64_t)fk.releases, 1, "one release");
+    expect_u64(r.trimmed, 1, "recorded");
+    expect_i64(r.trim.rss_delta, -(4 << 20), "the release's own report");
+    expect_rc(r.trim_rc, 0, "its rc");
+    if (r.gens.deleted_bytes == 0) fail_msg("the drop deleted no bytes");
+    tide_node_rotation_totals_get(n, &t);
+    expect_u64(t.trims, 1, "totals: trims");
+    expect_u64(t.trims_lowered, 1, "totals: lowered");
+    expect_u64(t.trim_released_bytes, 4u << 20, "totals: released");
+    expect_u64(t.trim_duration.count, 1, "the trim histogram");
+    expect_u64(t.phase_duration[2].count, 2, "the create phase of both rotations");
+    expect_u64(t.dropped, 1, "totals: dropped");
+    expect_u64(t.deleted_bytes, r.gens.deleted_bytes, "totals: deleted bytes");
+    expect_rc(tide_node_close(n), 0, "close");
+
+    o.trim_after_rotation = 0;
+    n = open_with(&o);
+    put(n, 3);
+    rotate(n, &r);
+    expect_u64(r.gens.dropped, 1, "a drop");
+    expect_u64((uint64_t)fk.releases, 1, "trim_after_rotation 0: no release");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+/* ---- the thread and the plain node ---------------------------------------------------------- */
+
+static void the_rotator_thread_rotates_when_the_object_trigger_is_due(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    tide_node *n;
+    double t0;
+
+    gen_opts(&o, f->dir, 2, &fk);
+    o.online_delete = 2;
+    o.rotate_check_ms = 5;
+    n = open_with(&o);
+    put(n, 1);
+    put(n, 2);
+    t0 = th_now_ms();
+    while (rotations_of(n) < 1 && th_now_ms() - t0 < 20000) usleep(2000);
+    expect_u64(rotations_of(n), 1, "the thread rotated within 20 s");
+    expect_u64(tide_node_rotations(n, &r, 1), 1, "recorded");
+    expect_str(r.trigger, "objects", "by the object trigger");
+    expect_u64(r.gens.objects_in_previous, 2, "two objects in the previous newest");
+    expect_rc(tide_node_close(n), 0, "close stops the thread");
+}
+
+static void a_node_with_online_delete_off_has_no_generations(void **state)
+{
+    fixture *f = *state;
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    tide_gens_info gi;
+    tide_node *n;
+    char p[4200];
+    uint8_t key[32];
+
+    tide_node_opts_init(&o);
+    o.dir = f->dir;
+    o.sweep_interval_ms = 0;
+    o.online_delete = 1;                 /* a trigger without generations does nothing */
+    n = open_with(&o);
+    put(n, 1);
+    expect_rc(tide_node_rotate(n, "admin", &r), TIDE_EINVAL, "rotate");
+    expect_contains(tide_last_error(), "online delete is off", "the message");
+    key_of(1, key);
+    expect_rc(tide_node_keep_keys(n, key, 1, NULL), TIDE_EINVAL, "keep_keys");
+    expect_rc(tide_node_rotate_keep(n, key, 1, "admin", NULL), TIDE_EINVAL, "rotate_keep");
+    expect_u64(tide_node_rotate_check(n, &r), 0, "rotate_check");
+    expect_u64(tide_node_rotations(n, &r, 1), 0, "nothing recorded");
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.enabled, 0, "not enabled");
+    expect_u64(gi.disk_bytes, gi.gens[0].dat_file_bytes + gi.gens[0].key_file_bytes + gi.gens[0].log_file_bytes,
+               "the plain store's files");
+    assert_true(th_exists(th_path(p, sizeof p, f->dir, "nudb.dat")));
+    assert_false(th_exists(th_path(p, sizeof p, f->dir, "tide.generations")));
+    expect_readable(n, 1, "served as always");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+/* ---- the startup line of the disk bound -------------------------------------------------- */
+
+static void the_startup_log_states_the_disk_bound_by_mean_record_or_per_record(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_config c;
+    th_log_capture *cap = calloc(1, sizeof *cap);
+    tide_node *n;
+
+    assert_non_null(cap);
+    tide_config_defaults(&c);
+    c.online_delete_on = 1;
+    c.online_delete = 1000;
+    c.generations = 3;
+    gen_opts(&o, f->dir, 3, &fk);
+    n = open_with(&o);
+    tide_log_set_sink(th_log_capture_sink, cap);
+    tide_startup_log_disk(&c, n);
+    expect_contains(cap->text, "online delete: 3 generations of 1000 objects: the disk holds at most 3 x 1000 "
+                    "objects plus the copies forward, i.e. 3000 x (record size)", "an empty newest: per record");
+    for (uint64_t i = 1; i <= 10; i++) put(n, i);
+    memset(cap, 0, sizeof *cap);
+    tide_startup_log_disk(&c, n);
+    expect_contains(cap->text, "at the newest's mean record of", "with objects: by the mean record");
+    expect_contains(cap->text, "/ 10 objects)", "the mean's figures");
+    memset(cap, 0, sizeof *cap);
+    c.online_delete_on = 0;
+    tide_startup_log_disk(&c, n);
+    expect_u64((uint64_t)cap->calls, 0, "nothing with online delete off");
+    tide_log_set_sink(NULL, NULL);
+    expect_rc(tide_node_close(n), 0, "close");
+    free(cap);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(with_two_generations_an_object_lives_through_the_next_span_and_a_touch_keeps_it,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(with_three_generations_an_object_lives_three_spans_across_a_reopen, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_keep_list_copies_its_keys_forward_and_they_survive_the_drop, setup, teardown),
+        cmocka_unit_test_setup_teardown(advisory_delete_lets_only_what_can_delete_allows_rotate, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_unhealthy_node_abandons_the_attempt_after_the_bound_and_logs_it, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_rotation_that_drops_a_generation_makes_one_measured_release, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_rotator_thread_rotates_when_the_object_trigger_is_due, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_node_with_online_delete_off_has_no_generations, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_startup_log_states_the_disk_bound_by_mean_record_or_per_record, setup,
+                                        teardown),
+    };
+    return th_run_group("test_node_rotate", tests, NULL, NULL, NULL);
+}
