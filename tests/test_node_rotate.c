@@ -502,8 +502,8 @@ static void the_startup_log_states_the_disk_bound_by_mean_record_or_per_record(v
     n = open_with(&o);
     tide_log_set_sink(th_log_capture_sink, cap);
     tide_startup_log_disk(&c, n);
-    expect_contains(cap->text, "online delete: 3 generations of 1000 objects: the disk holds at most 3 x 1000 "
-                    "objects plus the copies forward, i.e. 3000 x (record size)", "an empty newest: per record");
+    expect_contains(cap->text, "online delete: 3 generations of 1000 objects: the disk holds at most about 3 x 1000 "
+                    "objects (copies forward included), i.e. 3000 x (record size)", "an empty newest: per record");
     for (uint64_t i = 1; i <= 10; i++) put(n, i);
     memset(cap, 0, sizeof *cap);
     tide_startup_log_disk(&c, n);

@@ -12,8 +12,8 @@
  * rekey` rebuilds it). For a new store it is the configured size.
  *
  * With online delete on, a second line after the node opened
- * (tide_startup_log_disk) states the disk bound the settings give: G
- * spans of objects plus the copies forward, in bytes at the newest
+ * (tide_startup_log_disk) states the disk bound the settings give: about
+ * G x N objects, copies forward included, in bytes at the newest
  * generation's mean record size when it has objects. With it off the
  * unbounded warnings include the disk.
  *
@@ -182,11 +182,13 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->trim_after_rotation = c->trim_after_rotation;
 }
 
-/* The disk bound in words. With G generations, N objects written per
- * span: the newest holds at most N new objects plus the copies forward
- * made in its span, each older one as much, so G spans' worth; a rotation
- * drops the oldest before the next span starts filling. Bytes follow from
- * the mean record size when the newest generation has objects. */
+/* The disk bound in words. With G generations and a trigger of N objects
+ * written into the newest, copies forward included (gens.c counts every
+ * record the newest takes), a generation holds about N objects: N plus
+ * what arrives between two of the rotator's checks (rotate_check_ms) or
+ * while a gate holds the rotation back (advisory_delete, health), so the
+ * directory holds about G x N objects. Bytes follow from the mean record
+ * size when the newest generation has objects. */
 void tide_startup_log_disk(const tide_config *c, tide_node *n)
 {
     tide_gens_info gi;
@@ -198,7 +200,7 @@ void tide_startup_log_disk(const tide_config *c, tide_node *n)
     if (c->online_delete == 0) {
         tide_log(TIDE_LOG_INFO, "online delete: %u generations, rotated only by rotate_bytes=%" PRIu64
                  ", rotate_interval=%" PRIu64 "s or POST /v1/admin/rotate: the disk holds at most %u spans of "
-                 "objects plus the copies forward; now %s in %u generation(s)", c->generations, c->rotate_bytes,
+                 "objects (copies forward included); now %s in %u generation(s)", c->generations, c->rotate_bytes,
                  c->rotate_interval, c->generations, now, gi.count);
         return;
     }
@@ -207,13 +209,14 @@ void tide_startup_log_disk(const tide_config *c, tide_node *n)
         tide_size_format(mean, per, sizeof per);
         tide_size_format(mean * c->online_delete * c->generations, total, sizeof total);
         tide_log(TIDE_LOG_INFO, "online delete: %u generations of %" PRIu64 " objects: the disk holds at most "
-                 "%u x %" PRIu64 " objects plus the copies forward; at the newest's mean record of %s (%" PRIu64
+                 "about %u x %" PRIu64 " objects (copies forward count toward each generation's %" PRIu64 "; "
+                 "it overshoots by what arrives while the rotator checks or a gate waits); at the newest's mean record of %s (%" PRIu64
                  " bytes of nudb.dat / %" PRIu64 " objects) that is about %s of data files plus the key files; "
-                 "now %s", c->generations, c->online_delete, c->generations, c->online_delete, per,
+                 "now %s", c->generations, c->online_delete, c->generations, c->online_delete, c->online_delete, per,
                  gi.newest_bytes, gi.newest_objects, total, now);
     } else {
         tide_log(TIDE_LOG_INFO, "online delete: %u generations of %" PRIu64 " objects: the disk holds at most "
-                 "%u x %" PRIu64 " objects plus the copies forward, i.e. %" PRIu64 " x (record size) of data "
+                 "about %u x %" PRIu64 " objects (copies forward included), i.e. %" PRIu64 " x (record size) of data "
                  "files plus the key files (a record is its value + key size + 6 bytes); now %s",
                  c->generations, c->online_delete, c->generations, c->online_delete,
                  (uint64_t)c->generations * c->online_delete, now);
