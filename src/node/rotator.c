@@ -372,10 +372,12 @@ static int health_gate(tide_node *n, tide_node_rotation_report *r)
         if (now - t0 >= max) {
             r->abandoned = 1;
             r->rc = TIDE_EBUSY;
-            snprintf(r->error, sizeof r->error, "abandoned after %.1f s waiting for health (bound "
+            /* A cut message is still the right one (the reason comes last). */
+            if (snprintf(r->error, sizeof r->error, "abandoned after %.1f s waiting for health (bound "
                      "rotation_wait_max_seconds=%u, %" PRIu64 " looks, %" PRIu64 " waits of "
                      "recovery_wait_seconds=%u): %s", (double)(now - t0) / 1e9, n->opts.rotation_wait_max_s,
-                     looks, waits, n->opts.recovery_wait_s, why);
+                     looks, waits, n->opts.recovery_wait_s, why) >= (int)sizeof r->error)
+                r->error[sizeof r->error - 1] = '\0';
             break;
         }
         wait = (uint64_t)n->opts.recovery_wait_s * NS_PER_S;
