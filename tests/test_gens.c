@@ -1468,6 +1468,7 @@ static void keep_zero_is_the_manifests_and_a_lower_keep_is_warned_at_open(void *
     expect_u64(manifest_of(t->dir).count, 3, "three held");
     OK(tide_gens_close(g));                                   /* 4, 3, 2 */
     o.keep = 2;
+    tide_log_set_level(TIDE_LOG_INFO);
     tide_log_set_sink(th_log_capture_sink, &cap);
     g = open_ok(t->dir, &o, "keep 2");
     tide_log_set_sink(NULL, NULL);
