@@ -20,7 +20,15 @@
  * write's failure ignored (the fault loop: the reopen finds a named
  * generation deleted); no existence check of the older generations on
  * insert (write-once, fetch and keep tests); tide_store_contains always 0
- * (keep's test, and test_store_model).
+ * (keep's test, and test_store_model). From the review of issue 12: no
+ * hide-and-sync before a dropping rotation's manifest (the copy crash
+ * loop: item 5, fetched in span 2, missing after a crash in span 3); a
+ * sync of the newest alone (the same loop with G=3: a copy still pending
+ * in generation 2); no rewrite of a manifest whose undo failed (the double
+ * fault loop); no refusal of gen-* directories without a manifest (they
+ * were deleted); opts_init's keep 2, and no warning of a lowered keep;
+ * the drop deaf to an interrupt (95 of 95 steps taken); a failed
+ * rotation that leaves its generation hidden.
  */
 #include <inttypes.h>
 #include <setjmp.h>
