@@ -1072,7 +1072,24 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     expect_u64(c.recovery_wait_s, 5, "recovery_wait_seconds");
     expect_u64(c.rotation_wait_max_s, 300, "rotation_wait_max_seconds");
     expect_u64(c.trim_after_rotation, 1, "trim_after_rotation");
-    expect_contains(describe(&c), "online_delete=0(default) generations=2(default)", "describe");
+    /* G not set: the node is given 0 (the manifest's keep), and the
+     * settings line says so, not "2" (issue 12 review: a keep-4 ring
+     * restarted without --generations shrank to 2). */
+    expect_contains(describe(&c), "online_delete=0(default) generations=manifest(not set: the manifest's keep, "
+                    "2 for a new directory)", "describe");
+    tide_startup_node_opts(&c, &o);
+    expect_u64(o.generations, 0, "node opts: G not set is 0, the manifest's keep");
+    {
+        char fileg[] = "[node_db]\ntype=NuDB\ngenerations=3\n";
+        const char *envg[] = { "TIDE_GENERATIONS=5", NULL };
+        expect_rc(load_all(f, &c, fileg, NULL, 0, NULL), 0, "generations in the file");
+        tide_startup_node_opts(&c, &o);
+        expect_u64(o.generations, 3, "node opts: the file's G is passed");
+        expect_contains(describe(&c), "generations=3(file ", "describe: the file's G");
+        expect_rc(load_all(f, &c, NULL, envg, 0, NULL), 0, "generations in the environment");
+        tide_startup_node_opts(&c, &o);
+        expect_u64(o.generations, 5, "node opts: the environment's G is passed");
+    }
 
     for (size_t i = 0; i < sizeof od_cases / sizeof od_cases[0]; i++) {
         const od_case *oc = &od_cases[i];

@@ -129,6 +129,7 @@ static int readable(tide_node *n, uint64_t i)
 
 static void rotate(tide_node *n, tide_node_rotation_report *r)
 {
+    if (r) memset(r, 0, sizeof *r);      /* tide_node_rotate keeps r's keep_* fields */
     int rc = tide_node_rotate(n, "admin", r);
     if (rc) fail_msg("tide_node_rotate: %s (%s)", tide_strerror(rc), tide_last_error());
 }
@@ -482,6 +483,71 @@ static void a_node_with_online_delete_off_has_no_generations(void **state)
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+/* ---- the keep in force ------------------------------------------------------------------ */
+
+/* A keep-4 ring reopened without generations (opts_init's default) keeps
+ * 4: the next rotation drops only the oldest. An explicit 2 is honoured,
+ * with a WARN naming the generations the next rotation drops. */
+static void a_restart_without_generations_keeps_the_manifests_keep(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_gens_info gi;
+    tide_node_rotation_report r;
+    th_log_capture *cap = calloc(1, sizeof *cap);
+    tide_node *n;
+
+    assert_non_null(cap);
+    gen_opts(&o, f->dir, 4, &fk);
+    n = open_with(&o);
+    for (int i = 0; i < 3; i++) rotate(n, NULL);       /* generations 1..4 */
+    expect_rc(tide_node_close(n), 0, "close the keep-4 ring");
+
+    gen_opts(&o, f->dir, 0, &fk);
+    tide_node_opts o_default;
+    tide_node_opts_init(&o_default);
+    o.generations = o_default.generations;             /* as a restart without --generations */
+    tide_log_set_sink(th_log_capture_sink, cap);
+    n = open_with(&o);
+    tide_log_set_sink(NULL, NULL);
+    expect_contains(cap->text, "keeping 4 generations (the manifest's keep", "the open says which keep");
+    expect_u64((uint64_t)cap->warnings, 0, "no warning: nothing shrinks");
+    rotate(n, &r);
+    expect_u64(r.gens.dropped, 1, "only the oldest of the four is dropped");
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.keep, 4, "the manifest's keep stays 4");
+    expect_u64(gi.count, 4, "four held");
+    expect_rc(tide_node_close(n), 0, "close");
+
+    memset(cap, 0, sizeof *cap);
+    gen_opts(&o, f->dir, 2, &fk);                      /* the operator asks for 2 */
+    tide_log_set_sink(th_log_capture_sink, cap);
+    n = open_with(&o);
+    tide_log_set_sink(NULL, NULL);
+    expect_u64((uint64_t)cap->warnings, 1, "one WARN for the shrink");
+    expect_contains(cap->text, "generations=2 is below the manifest's keep of 4: the next rotation drops 3 "
+                    "generation(s), ids 2..4", "the WARN names what will be dropped");
+    rotate(n, &r);
+    expect_u64(r.gens.dropped, 3, "the explicit lower keep is honoured");
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.keep, 2, "keep 2 now");
+    expect_u64(gi.count, 2, "two held");
+    expect_rc(tide_node_close(n), 0, "close");
+
+    memset(cap, 0, sizeof *cap);
+    expect_rc(th_rmrf(f->dir), 0, "a new directory");
+    gen_opts(&o, f->dir, 0, &fk);
+    tide_log_set_sink(th_log_capture_sink, cap);
+    n = open_with(&o);
+    tide_log_set_sink(NULL, NULL);
+    expect_contains(cap->text, "keeping 2 generations (the default for a new directory", "a new directory: 2");
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.keep, 2, "a new directory keeps 2");
+    expect_rc(tide_node_close(n), 0, "close");
+    free(cap);
+}
+
 /* ---- the startup line of the disk bound -------------------------------------------------- */
 
 static void the_startup_log_states_the_disk_bound_by_mean_record_or_per_record(void **state)
@@ -534,6 +600,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_node_with_online_delete_off_has_no_generations, setup, teardown),
         cmocka_unit_test_setup_teardown(the_startup_log_states_the_disk_bound_by_mean_record_or_per_record, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_restart_without_generations_keeps_the_manifests_keep, setup, teardown),
     };
     return th_run_group("test_node_rotate", tests, NULL, NULL, NULL);
 }

@@ -281,7 +281,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .def = "2", .arg = "G",
         .help = "generations kept with online delete; a rotation copies forward only what is read or "
                 "re-PUT, so more generations keep untouched objects longer (G spans) for G times the "
-                "disk of a span." },
+                "disk of a span. Unset: the data directory's own keep (its tide.generations), 2 for a "
+                "new directory; a value below it is honoured and the next rotation drops down to it "
+                "(logged at WARN)." },
     [TIDE_CFG_ADVISORY_DELETE] = { "advisory_delete", "advisory-delete", "TIDE_ADVISORY_DELETE", "node_db",
                                    NULL, NULL, K_BOOL, 0, 0, 0,
         .def = "0", .arg = "0|1",
@@ -922,7 +924,11 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
         int w;
 
         value_text(c, id, val, sizeof val);
-        switch (s->kind) {
+        if (id == TIDE_CFG_GENERATIONS && s->kind < TIDE_SRC_FILE) {
+            /* not the operator's: the node keeps the manifest's (startup.c) */
+            snprintf(val, sizeof val, "manifest");
+            snprintf(src, sizeof src, "not set: the manifest's keep, %u for a new directory", c->generations);
+        } else switch (s->kind) {
         case TIDE_SRC_PRESET: snprintf(src, sizeof src, "preset %s", s->where); break;
         case TIDE_SRC_FILE:   snprintf(src, sizeof src, "file %s", s->where); break;
         case TIDE_SRC_ENV:    snprintf(src, sizeof src, "env %s", s->where); break;

@@ -114,7 +114,11 @@ typedef struct tide_config {
      * bound. */
     int      online_delete_on;   /* 0 or 1 */
     uint64_t online_delete;      /* objects per span (0: no object trigger) */
-    unsigned generations;        /* G kept, 2..64; default 2 */
+    unsigned generations;        /* G kept, 2..64; default 2, but only as a figure: while
+                                    its source is the default the node is given 0, the
+                                    manifest's own keep (2 for a new directory), so a
+                                    restart that does not set it never shrinks the ring
+                                    (tide_startup_node_opts; describe says so) */
     int      advisory_delete;    /* 0 (default) or 1: rotations wait for can_delete */
     uint64_t rotate_bytes;       /* rotate when the newest nudb.dat reaches it; 0: none */
     uint64_t rotate_interval;    /* seconds after the last rotation; 0: none */

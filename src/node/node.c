@@ -87,7 +87,7 @@ void tide_node_opts_init(tide_node_opts *o)
     o->sweep_interval_ms = 10000;
     o->trim = 1;
     o->count_keys_max_bytes = 4ull << 30;
-    o->generations = 2;
+    o->generations = 0;           /* the manifest's keep; 2 for a new directory */
     o->delete_batch = 100;
     o->back_off_ms = 100;
     o->delete_chunk_bytes = 64ull * MiB;
@@ -130,17 +130,57 @@ static int has_manifest(const tide_node_opts *o)
     return io->stat(io, p, NULL) == 0;
 }
 
+/* The keep G the generations open with. opts.generations 0 takes the
+ * manifest's own keep (2 for a directory without one), so a restart
+ * without --generations never shrinks the ring; an explicit value is
+ * honoured, and one below the manifest's is said at WARN with the
+ * generations the next rotation will drop. A manifest that does not read
+ * is left to tide_gens_open, which names the problem. */
+static unsigned resolve_keep(const tide_node_opts *o, int manifest)
+{
+    tide_io *io = o->io ? o->io : tide_io_posix();
+    tide_gen_manifest m;
+    unsigned keep = o->generations;
+
+    if (!manifest || tide_gen_manifest_read(io, o->dir, &m) != 0) {
+        if (keep == 0) keep = 2;
+        if (o->online_delete_on || manifest)
+            tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (%s)", keep, o->generations
+                     ? "configured: generations" : "the default for a new directory: generations not set");
+        return keep;
+    }
+    if (keep == 0) {
+        tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (the manifest's keep: generations "
+                 "not set)", m.keep);
+        return m.keep;
+    }
+    if (keep < m.keep && m.count + 1 > keep) {
+        unsigned drop = m.count + 1 - keep;
+        tide_log(TIDE_LOG_WARN, "online delete: generations=%u is below the manifest's keep of %u: the next "
+                 "rotation drops %u generation(s), ids %" PRIu64 "..%" PRIu64 " (and the objects only they "
+                 "hold); restart without generations to keep %u", keep, m.keep, drop,
+                 m.gens[m.count - 1].id, m.gens[m.count - drop].id, m.keep);
+    } else if (keep < m.keep) {
+        tide_log(TIDE_LOG_WARN, "online delete: generations=%u is below the manifest's keep of %u: the ring "
+                 "shrinks to %u", keep, m.keep, keep);
+    }
+    tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (configured: generations; the manifest "
+             "had %u)", keep, m.keep);
+    return keep;
+}
+
 /* The store or the generations in DIR. With online delete off and no
  * manifest this is what it always was (ensure_store, then one plain
  * store); otherwise tide_gens_open makes, adopts or opens generations. */
 static int open_gens(tide_node *n)
 {
     tide_gens_opts go;
+    int manifest = has_manifest(&n->opts);
     int rc = 0;
 
     tide_gens_opts_init(&go);
     go.online_delete = n->opts.online_delete_on ? 1 : 0;
-    go.keep = n->opts.generations;
+    go.keep = resolve_keep(&n->opts, manifest);
     go.create_if_missing = n->opts.create_if_missing;
     go.key_size = n->opts.key_size;
     go.block_size = n->opts.block_size;
@@ -149,7 +189,7 @@ static int open_gens(tide_node *n)
     go.io = n->opts.io;
     go.delete_chunk_bytes = n->opts.delete_chunk_bytes;
     go.back_off_ms = n->opts.back_off_ms;
-    if (!go.online_delete && !has_manifest(&n->opts)) rc = ensure_store(&n->opts);
+    if (!go.online_delete && !manifest) rc = ensure_store(&n->opts);
     if (rc == 0) rc = tide_gens_open(&n->gens, n->dir, &go);
     return rc;
 }
@@ -163,8 +203,8 @@ static int check_opts(const tide_node_opts *o)
     if (o->cache_hard_limit && o->cache_budget && o->cache_hard_limit < o->cache_budget)
         return tide_err_set(TIDE_EINVAL, "node: cache_hard_limit %zu is below cache_budget %zu",
                             o->cache_hard_limit, o->cache_budget);
-    if (o->generations < TIDE_GEN_MIN || o->generations > TIDE_GEN_MAX)
-        return tide_err_set(TIDE_EINVAL, "node: generations %u is outside %d..%d", o->generations,
+    if (o->generations != 0 && (o->generations < TIDE_GEN_MIN || o->generations > TIDE_GEN_MAX))
+        return tide_err_set(TIDE_EINVAL, "node: generations %u is outside %d..%d (0: the manifest's)", o->generations,
                             TIDE_GEN_MIN, TIDE_GEN_MAX);
     if (o->delete_batch == 0) return tide_err_set(TIDE_EINVAL, "node: delete_batch must be at least 1");
     return 0;

@@ -137,7 +137,14 @@ typedef struct tide_node_opts {
                                      trigger (only the others, or POST /v1/admin/rotate) */
     uint64_t rotate_bytes;        /* ... after the newest's nudb.dat reaches this; 0: none */
     uint64_t rotate_interval_s;   /* ... this long after the last rotation; 0: none */
-    unsigned generations;         /* G kept, TIDE_GEN_MIN..TIDE_GEN_MAX; default 2 */
+    unsigned generations;         /* G kept, TIDE_GEN_MIN..TIDE_GEN_MAX; 0 (default): the
+                                     manifest's own keep, 2 for a directory without one,
+                                     so a restart that does not say G never shrinks the
+                                     ring. A value below the manifest's is honoured (the
+                                     next rotation drops down to it) and logged at WARN
+                                     with the generations it will drop. (Issue 12 review:
+                                     the default was 2, which silently dropped a keep-4
+                                     ring to 2.) */
     int      advisory_delete;     /* 1: a due rotation waits for can_delete to allow it
                                      (tide_node_can_delete); default 0 */
     unsigned delete_batch;        /* keep-list keys copied forward per batch; default 100 */
