@@ -345,17 +345,48 @@ typedef struct tide_node_rotation_totals {
  * with back_off_ms pauses between batches; adds to r's keep_* fields (r may
  * be NULL). Returns 0 or the first read/insert error (the keys before it
  * were copied); TIDE_EINVAL without generations. A missing key is counted,
- * not an error. The server calls it for each piece of a streamed body of
- * POST /v1/admin/rotate before tide_node_rotate.
+ * not an error. It takes no lock against rotations: a rotation of the
+ * rotator thread may come between it and a following tide_node_rotate, and
+ * with G = 2 that rotation makes the generation the keys went into the
+ * oldest, which tide_node_rotate then drops. Nothing in the server calls
+ * it; use tide_node_rotate_keep (one list), or tide_node_keep_at and
+ * tide_node_rotate_expect (a list in pieces).
  */
 int tide_node_keep_keys(tide_node *n, const void *keys, size_t count,
                         tide_node_rotation_report *r);
 
 /*
+ * One piece of a keep-list handed over in pieces (POST /v1/admin/keep):
+ * tide_node_keep_keys under the rotation lock, so no rotation runs while
+ * it copies, and *rotations (may be NULL) gets the manifest's rotation
+ * count the keys were copied at. Pass the count of the first piece to
+ * tide_node_rotate_expect: it rotates only when no rotation came since.
+ * Returns as tide_node_keep_keys. Blocks the rotator's rotations for its
+ * length (a batch pause is back_off_ms). (Added in issue 12's review.)
+ */
+int tide_node_keep_at(tide_node *n, const void *keys, size_t count, tide_node_rotation_report *r,
+                      uint64_t *rotations);
+
+/*
+ * Rotate as tide_node_rotate does (r filled whole, may be NULL), but only
+ * when the manifest's rotation count is `expect`, checked and rotated
+ * under one hold of the rotation lock. Returns 0 (rotated; *present, may
+ * be NULL, the count after it); 1 when the count is not `expect` (nothing
+ * rotated or recorded; *present the count now: keys kept at `expect` are
+ * then in the second-newest generation or gone, so send them again at the
+ * count now and retry); the rotation's error; TIDE_EINVAL without
+ * generations. (Added in issue 12's review: the optimistic half of a
+ * keep-list in pieces.)
+ */
+int tide_node_rotate_expect(tide_node *n, uint64_t expect, const char *trigger, tide_node_rotation_report *r,
+                            uint64_t *present);
+
+/*
  * Rotate now (trigger "admin": the gates of health and advisory_delete are
- * not applied, the operator asked), after the keep-list r already counts
- * (r's keep_* fields are kept; r is filled otherwise), and make the measured
- * release when a generation was dropped and trim_after_rotation is on.
+ * not applied, the operator asked), and make the measured release when a
+ * generation was dropped and trim_after_rotation is on. r's keep_* fields
+ * are kept as the caller set them (so a caller of tide_node_keep_keys may
+ * pass the same r; pass a zeroed r otherwise); r is filled otherwise.
  * Records the report (tide_node_rotations). Returns 0 or the rotation's
  * error (TIDE_EINVAL without generations). Serialised with the rotator
  * thread's rotations. Blocks for the whole rotation (its deletes pause

@@ -26,7 +26,13 @@
  * the operator asked. tide_node_rotate_keep runs its keep-list and the
  * rotation under one hold of rot_lock, so no rotation of the thread slips
  * between them (a key kept into a generation that then becomes the
- * older one would be dropped by the admin rotation right after).
+ * older one would be dropped by the admin rotation right after). A keep
+ * handed over in pieces (POST /v1/admin/keep, then rotate?expect=R) closes
+ * the same window optimistically instead: each piece runs under rot_lock
+ * and says the manifest's count R it copied at (tide_node_keep_at), and
+ * tide_node_rotate_expect rotates only while the count is still R, under
+ * the same lock, so a rotation between two pieces, or between the last
+ * piece and the rotate, is seen and nothing is dropped that was kept.
  *
  * Locks: rot_check_lock, one look at a time (thread and test calls);
  * rot_lock, one rotation (with its keep-list and trim) at a time; then
@@ -302,6 +308,52 @@ int tide_node_rotate_keep(tide_node *n, const void *keys, size_t count, const ch
         r->total_ns = tide_clock_mono_ns() - t0;
         record(n, r);
         tide_err_set(rc, "%s", r->error);
+    }
+    pthread_mutex_unlock(&n->rot_lock);
+    return rc;
+}
+
+/* The manifest's rotation count; rot_lock held, so it cannot move. */
+static uint64_t rotations_now(tide_node *n)
+{
+    tide_gens_info gi;
+
+    tide_gens_get_info(n->gens, &gi);
+    return gi.rotations;
+}
+
+int tide_node_keep_at(tide_node *n, const void *keys, size_t count, tide_node_rotation_report *r,
+                      uint64_t *rotations)
+{
+    tide_node_rotation_report local;
+    int rc;
+
+    if (!tide_gens_enabled(n->gens)) return not_enabled(n, "keep keys in");
+    if (r == NULL) memset(&local, 0, sizeof local), r = &local;
+    pthread_mutex_lock(&n->rot_lock);
+    if (rotations) *rotations = rotations_now(n);
+    rc = keep_keys(n, keys, count, r);
+    pthread_mutex_unlock(&n->rot_lock);
+    return rc;
+}
+
+int tide_node_rotate_expect(tide_node *n, uint64_t expect, const char *trigger, tide_node_rotation_report *r,
+                            uint64_t *present)
+{
+    tide_node_rotation_report local;
+    uint64_t t0 = tide_clock_mono_ns(), now;
+    int rc = 1;
+
+    if (r == NULL) r = &local;
+    memset(r, 0, sizeof *r);
+    r->started_unix_us = tide_clock_real_us();
+    if (!tide_gens_enabled(n->gens)) return not_enabled(n, "rotate");
+    pthread_mutex_lock(&n->rot_lock);
+    now = rotations_now(n);
+    if (present) *present = now;
+    if (now == expect) {
+        rc = admin_rotate(n, trigger, r, t0);
+        if (present) *present = rotations_now(n);
     }
     pthread_mutex_unlock(&n->rot_lock);
     return rc;
