@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <pthread.h>
 
 #include "gen/gens.h"
 #include "io/io_sim.h"
@@ -500,7 +501,7 @@ static void a_rotation_reports_what_it_made_dropped_and_deleted(void **state)
     expect_u64(tl.delete_steps, r.delete_steps, "one delete-step trace per cut");
     if (r.delete_steps < 2) fail_msg("expected several cuts, got %u", r.delete_steps);
     expect_u64(r.objects_in_previous, 50, "objects of generation 2");
-    expect_str(tl.text, "create,manifest,switch,drop,done", "steps of a dropping rotation");
+    expect_str(tl.text, "create,hide,sync,manifest,switch,drop,done", "steps of a dropping rotation");
     expect_i64(th_exists(g1), 0, "generation 1's directory is gone");
     tide_gens_store_info(g, &si1);
     if (si1.inserts < si0.inserts || si1.commits < si0.commits)
@@ -1225,6 +1226,351 @@ static void a_rename_across_directories_on_io_sim_never_loses_the_file(void **st
                  stayed);
 }
 
+/* ---- issue 12 review: copies forward across a dropping rotation ---- */
+
+/* Copy items b..b+3 (all in generation 1) forward into the newest, one by
+ * each path: a fetch, a re-PUT, a touch (with its bytes, from generation
+ * 1), a keep. Nothing is synced: each copy is an insert in the pool. */
+static void copy_four(tide_gens *g, uint64_t b)
+{
+    uint8_t k[KS], v[VMAX];
+    uint64_t gen = 0, now = 0;
+    size_t len = th_len(b + 2, VMIN, VMAX);
+    int copied = 0;
+
+    get(g, b, 1, &gen, "copy by fetch");
+    expect_u64(gen, tide_gens_newest_id(g), "a fetch of generation 1's item copied it");
+    put(g, b + 1, TIDE_EEXIST, &gen);
+    expect_u64(gen, tide_gens_newest_id(g), "a re-PUT copied it");
+    th_key(b + 2, KS, k);
+    th_value(b + 2, len, v);
+    OK(tide_gens_touch(g, k, v, len, 1, &now));
+    expect_u64(now, tide_gens_newest_id(g), "a touch copied it");
+    th_key(b + 3, KS, k);
+    OK(tide_gens_keep(g, k, &copied));
+    expect_i64(copied, 1, "a keep copied it");
+}
+
+/* On rotation_base(keep): G=2, items 5..8 copied in span 2, then the
+ * counted rotation drops generation 1. G=3: items 5..8 copied in span 2
+ * (into generation 2), a rotation (drops nothing), items 9..12 copied in
+ * span 3 (into 3), then the counted rotation drops generation 1: the
+ * copies in 2 are still pending then, so the rotation must sync more than
+ * the newest. */
+static int copy_rotation_workload(tide_io_sim *c, unsigned keep, uint64_t k, uint64_t *calls)
+{
+    tide_gens_opts o;
+    sim_opts(&o, c, keep);
+    tide_gens *g = open_ok(SD, &o, "copy workload");
+    copy_four(g, 5);
+    if (keep == 3) {
+        rotate_ok(g, NULL, "copy workload: the rotation to 3");
+        copy_four(g, 9);
+    }
+    uint64_t c0 = tide_io_sim_calls(c);
+    if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
+    int rc = tide_gens_rotate(g, NULL);
+    *calls = tide_io_sim_calls(c) - c0;
+    quiet_close(g);
+    return rc;
+}
+
+/* Every object of generations 2 (30..60) and, before the drop, 1 (0..30)
+ * reads; after the drop exactly the copied ones of 1 do. */
+static void check_copy_image(tide_io_sim *sim, unsigned keep, const char *what)
+{
+    tide_gens_opts o;
+    char w[400];
+    uint64_t copied_to = keep == 2 ? 9 : 13, dropped_at = keep + 1;
+    sim_opts(&o, sim, keep);
+    tide_gens *g = open_ok(SD, &o, what);
+    uint64_t newest = tide_gens_newest_id(g);
+    expect_reconciled(g, tide_io_sim_io(sim), what);
+    snprintf(w, sizeof w, "%s (newest %" PRIu64 ")", what, newest);
+    if (newest == dropped_at - 1) {
+        get_range(g, 0, 60, w);
+    } else if (newest == dropped_at) {
+        get_range(g, 30, 60, w);
+        for (uint64_t i = 0; i < 30; i++) {
+            int want = i >= 5 && i < copied_to;
+            if (get(g, i, want, NULL, w) != want)
+                fail_msg("%s: item %" PRIu64 " of generation 1: expected %s", w, i,
+                         want ? "present (copied forward inside its retention)" : "gone");
+        }
+    } else {
+        fail_msg("%s: newest generation %" PRIu64, w, newest);
+    }
+    put(g, 5000, 0, NULL);
+    OK(tide_gens_sync(g));
+    OK(tide_gens_close(g));
+}
+
+static void a_crash_at_any_call_of_a_dropping_rotation_keeps_every_copy_made_before_it(void **state)
+{
+    uint64_t stops = 0, images = 0;
+    (void)state;
+    tide_log_set_level(TIDE_LOG_ERROR);
+    for (unsigned keep = 2; keep <= 3; keep++) {
+        tide_io_sim *base = rotation_base(keep);
+        crash_every_call(base, copy_rotation_workload, check_copy_image, keep,
+                         keep == 2 ? "G=2 dropping rotation after copies"
+                                   : "G=3 dropping rotation after copies in two spans",
+                         &stops, &images);
+        tide_io_sim_destroy(base);
+    }
+    tide_log_set_level(TIDE_LOG_INFO);
+    print_message("  %" PRIu64 " stops, %" PRIu64 " crash images reopened\n", stops, images);
+}
+
+/* ---- a failed manifest write whose undo fails too ---- */
+
+typedef struct arm_at { tide_io_sim *sim; const char *step; uint64_t n; int persistent; } arm_at;
+
+static void arm_on_step(void *arg, const char *step)
+{
+    arm_at *a = arg;
+    if (a->n && strcmp(step, a->step) == 0) {
+        OK(tide_io_sim_fail_at(a->sim, a->n, TIDE_IO_SIM_EIO, a->persistent));
+        a->n = 0;
+    }
+}
+
+static void a_manifest_whose_undo_failed_is_written_again_before_any_directory_goes(void **state)
+{
+    tide_io_sim *base = rotation_base(2);
+    uint64_t images = 0, refused = 0;
+    tide_gens_opts o;
+    char what[200];
+    (void)state;
+
+    tide_log_set_level(TIDE_LOG_ERROR);
+    for (uint64_t j = 1;; j++) {
+        tide_io_sim *c = clone_of(base);
+        tide_io *io = tide_io_sim_io(c);
+        tide_gen_manifest m;
+        /* Call 6 of the manifest write is its directory sync, after the
+         * rename (manifest.h): it and everything after fail, the write-back
+         * of the old manifest included. */
+        arm_at a = { c, "manifest", 6, 1 };
+        sim_opts(&o, c, 2);
+        o.trace = arm_on_step;
+        o.trace_arg = &a;
+        tide_gens *g = open_ok(SD, &o, "double fault");
+        expect_error(tide_gens_rotate(g, NULL), TIDE_EIO, "the first rotation");
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
+        OK(tide_gen_manifest_read(io, SD, &m));
+        expect_u64(m.gens[0].id, 3, "the disk names generation 3 (the double fault)");
+        expect_u64(tide_gens_newest_id(g), 2, "the handle still writes into 2");
+        uint64_t f0 = tide_io_sim_faults(c);
+        OK(tide_io_sim_fail_at(c, j, TIDE_IO_SIM_EIO, 0));
+        int rc = tide_gens_rotate(g, NULL);
+        int hit = tide_io_sim_faults(c) > f0;
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
+        if (j <= 6 && rc == 0) fail_msg("j %" PRIu64 ": the rewrite failed but rotate went on", j);
+        if (j <= 6) {
+            expect_contains(tide_last_error(), "rotation refused", "the refusal");
+            OK(io->stat(io, SD "/gen-000000000003", NULL));
+            refused++;
+        }
+        quiet_close(g);
+        snprintf(what, sizeof what, "double fault, then call %" PRIu64 " of the next rotation "
+                 "fails (returned %d)", j, rc);
+        tide_io_sim *d = clone_of(c);
+        check_rotation_image(d, 2, what);
+        tide_io_sim_destroy(d);
+        each_crash_image(c, check_rotation_image, 2, what, &images);
+        tide_io_sim_destroy(c);
+        if (!hit) break;
+    }
+    tide_log_set_level(TIDE_LOG_INFO);
+    expect_u64(refused, 6, "refusals while the rewrite failed");
+    print_message("  %" PRIu64 " crash images reopened\n", images);
+    tide_io_sim_destroy(base);
+}
+
+/* ---- generation directories without a manifest ---- */
+
+static void generation_directories_without_a_manifest_are_refused_changing_nothing(void **state)
+{
+    th_scratch *t = *state;
+    tide_gens_opts o;
+    tide_gens *g = NULL;
+    char p[4200], q[4200], d4[4200];
+    uint8_t *man = NULL;
+    size_t man_len = 0;
+
+    gopts(&o, 1, 2, NULL);
+    g = open_ok(t->dir, &o, "setup");
+    for (uint64_t r = 0; r < 3; r++) {
+        put_range(g, r * 100, r * 100 + 10);
+        rotate_ok(g, NULL, "setup");
+    }
+    put_range(g, 900, 910);
+    OK(tide_gens_close(g));                                    /* generations 4 and 3 */
+    join(p, t->dir, TIDE_GEN_FILE);
+    OK(th_read_file(p, &man, &man_len));
+    expect_i64(unlink(p), 0, "the manifest lost");
+    join(d4, t->dir, "gen-000000000004");
+    long long dat4 = th_file_size(join(q, d4, "nudb.dat"));
+    for (int od = 1; od >= 0; od--) {
+        g = NULL;
+        gopts(&o, od, 2, NULL);
+        expect_error(tide_gens_open(&g, t->dir, &o), TIDE_ECORRUPT, "open without a manifest");
+        expect_contains(tide_last_error(), "gen-000000000003, gen-000000000004", "names them");
+        expect_contains(tide_last_error(), "restore tide.generations, or move these directories "
+                        "away", "says what to do");
+        expect_i64(th_exists(p), 0, "no manifest written");
+        expect_i64(th_exists(join(q, t->dir, "gen-000000000001")), 0, "no generation 1 made");
+        expect_i64(th_exists(join(q, t->dir, "nudb.dat")), 0, "no plain store made");
+        expect_i64(th_file_size(join(q, d4, "nudb.dat")), dat4, "generation 4 untouched");
+        expect_i64(is_dir(join(q, t->dir, "gen-000000000003")), 1, "generation 3 kept");
+    }
+    /* A resumable gen-000000000001 beside them changes nothing. */
+    expect_i64(mkdir(join(q, t->dir, "gen-000000000001"), 0755), 0, "mkdir gen 1");
+    gopts(&o, 1, 2, NULL);
+    expect_error(tide_gens_open(&g, t->dir, &o), TIDE_ECORRUPT, "with a gen 1 beside them");
+    expect_contains(tide_last_error(), ": gen-000000000003, gen-000000000004:", "gen 1 not named");
+    expect_i64(rmdir(q), 0, "rmdir gen 1");
+    /* The way out the message gives: the manifest restored, all is there. */
+    OK(th_write_file(p, man, man_len));
+    g = open_ok(t->dir, &o, "manifest restored");
+    get_range(g, 900, 910, "generation 4");
+    get_range(g, 200, 210, "generation 3");
+    OK(tide_gens_close(g));
+    free(man);
+}
+
+/* ---- keep 0: the manifest's ---- */
+
+static void keep_zero_is_the_manifests_and_a_lower_keep_is_warned_at_open(void **state)
+{
+    th_scratch *t = *state;
+    tide_gens_opts o;
+    tide_gens_rotate_report r;
+    th_log_capture cap = { .text = "" };
+
+    tide_gens_opts_init(&o);
+    expect_u64(o.keep, 0, "opts_init's keep");
+    gopts(&o, 1, 0, NULL);
+    tide_gens *g = open_ok(t->dir, &o, "keep 0, new");
+    expect_u64(manifest_of(t->dir).keep, TIDE_GEN_MIN, "a new manifest's keep");
+    OK(tide_gens_close(g));
+    o.keep = 3;
+    g = open_ok(t->dir, &o, "keep 3");
+    rotate_ok(g, NULL, "keep 3");
+    rotate_ok(g, NULL, "keep 3");
+    OK(tide_gens_close(g));                                   /* 3, 2, 1 with keep 3 */
+    o.keep = 0;
+    g = open_ok(t->dir, &o, "keep 0");
+    rotate_ok(g, &r, "keep 0 on a keep-3 manifest");
+    expect_u64(r.dropped, 1, "keep 3 kept: one dropped");
+    expect_u64(manifest_of(t->dir).keep, 3, "the manifest's keep stays");
+    expect_u64(manifest_of(t->dir).count, 3, "three held");
+    OK(tide_gens_close(g));                                   /* 4, 3, 2 */
+    o.keep = 2;
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    g = open_ok(t->dir, &o, "keep 2");
+    tide_log_set_sink(NULL, NULL);
+    expect_contains(cap.text, "keep 2 is below tide.generations's 3", "the warning");
+    expect_contains(cap.text, "drops generations 3, 2", "names what goes");
+    rotate_ok(g, &r, "keep lowered");
+    expect_u64(r.dropped, 2, "the lowered keep is honoured");
+    expect_u64(manifest_of(t->dir).keep, 2, "manifest keep 2");
+    OK(tide_gens_close(g));
+}
+
+/* ---- interrupt ---- */
+
+typedef struct intr_state {
+    tide_gens *g;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned steps;     /* delete-step traces seen */
+    int stop;
+} intr_state;
+
+static void intr_trace(void *arg, const char *step)
+{
+    intr_state *s = arg;
+    if (strcmp(step, "delete-step") != 0) return;
+    pthread_mutex_lock(&s->mu);
+    s->steps++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Another thread: interrupt once the first delete step was taken. */
+static void *interrupter(void *arg)
+{
+    intr_state *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (s->steps == 0 && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    tide_gens_interrupt(s->g);
+    return NULL;
+}
+
+static void an_interrupt_stops_a_long_drop_and_open_removes_the_rest(void **state)
+{
+    tide_io_sim *sim = sim_new();
+    tide_io *io = tide_io_sim_io(sim);
+    tide_gens_opts o;
+    tide_gens_rotate_report r;
+    tide_io_sim_file_stats fs;
+    intr_state s;
+    pthread_t th;
+    (void)state;
+
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    sim_opts(&o, sim, 2);
+    o.back_off_ms = 600000;                /* ten minutes a step: only an interrupt ends it */
+    o.trace = intr_trace;
+    o.trace_arg = &s;
+    tide_gens *g = open_ok(SD, &o, "interrupt");
+    s.g = g;
+    put_range(g, 0, 2000);
+    rotate_ok(g, NULL, "to 2");
+    put_range(g, 2000, 2010);
+    OK(tide_gens_sync(g));
+    OK(tide_io_sim_file_stats_get(sim, SD "/gen-000000000001/nudb.dat", &fs));
+    uint64_t total = (fs.size + o.delete_chunk_bytes - 1) / o.delete_chunk_bytes;
+    if (total < 50) fail_msg("generation 1 too small: %" PRIu64 " steps", total);
+    if (pthread_create(&th, NULL, interrupter, &s) != 0) fail_msg("pthread_create");
+    double t0 = th_now_ms();
+    int rc = tide_gens_rotate(g, &r);
+    double took = th_now_ms() - t0;
+    pthread_mutex_lock(&s.mu);
+    s.stop = 1;
+    pthread_cond_broadcast(&s.cv);
+    pthread_mutex_unlock(&s.mu);
+    pthread_join(th, NULL);
+    expect_ok(rc, "the interrupted rotation is done");
+    expect_u64(tide_gens_newest_id(g), 3, "switched");
+    expect_u64(r.delete_steps, 1, "one step taken, then the interrupt cut the pause short");
+    if (r.delete_steps >= total) fail_msg("all %" PRIu64 " steps taken", total);
+    if (took > 300000) fail_msg("rotate took %.0f ms: the pause was not cut short", took);
+    print_message("  %u of %" PRIu64 " delete steps taken before the interrupt stopped the drop\n",
+                  r.delete_steps, total);
+    OK(io->stat(io, SD "/gen-000000000001", NULL));   /* the rest left for open */
+    expect_error(tide_gens_rotate(g, NULL), TIDE_ECLOSED, "rotate after an interrupt");
+    get_range(g, 2000, 2010, "reads go on after an interrupt");
+    OK(tide_gens_close(g));
+    o.trace = NULL;
+    o.back_off_ms = 0;
+    g = open_ok(SD, &o, "reopen");
+    expect_error(io->stat(io, SD "/gen-000000000001", NULL), TIDE_ENOENT, "open removed the rest");
+    tide_gens_info in;
+    tide_gens_get_info(g, &in);
+    expect_u64(in.removed_at_open, 1, "removed at open");
+    get_range(g, 2000, 2010, "reopen");
+    OK(tide_gens_close(g));
+    pthread_cond_destroy(&s.cv);
+    pthread_mutex_destroy(&s.mu);
+    tide_io_sim_destroy(sim);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, th_scratch_setup, th_scratch_teardown)
 
 int main(void)
@@ -1254,6 +1600,11 @@ int main(void)
         cmocka_unit_test(a_file_in_both_places_after_an_interrupted_adoption_is_resolved_or_refused),
         cmocka_unit_test(a_failed_copy_forward_is_counted_and_the_fetch_still_succeeds),
         cmocka_unit_test(a_rename_across_directories_on_io_sim_never_loses_the_file),
+        cmocka_unit_test(a_crash_at_any_call_of_a_dropping_rotation_keeps_every_copy_made_before_it),
+        cmocka_unit_test(a_manifest_whose_undo_failed_is_written_again_before_any_directory_goes),
+        T(generation_directories_without_a_manifest_are_refused_changing_nothing),
+        T(keep_zero_is_the_manifests_and_a_lower_keep_is_warned_at_open),
+        cmocka_unit_test(an_interrupt_stops_a_long_drop_and_open_removes_the_rest),
     };
     return th_run_group("test_gens", tests, NULL, NULL, NULL);
 }

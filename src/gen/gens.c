@@ -35,18 +35,29 @@
  *   5. A read-only handle (opts.store.read_only) writes nothing: no
  *      copy-forward, no insert, touch, keep or rotation (TIDE_EINVAL),
  *      and open removes nothing.
+ *   6. Every read, write-once check and copy-forward looks only at
+ *      g->gens[0..g->nread), under the read lock: once a dropping rotation
+ *      has hidden the generations it drops (gens_rotate.c, step b), no copy
+ *      from them can start, so the sync that follows (step c) makes every
+ *      copy taken from them durable. In that window an object only they
+ *      hold reads as absent (its span is ending) and an insert of its key
+ *      succeeds into the newest; if the rotation fails they are shown
+ *      again, and reads, newest first, see the newest's copy first.
  *
  * Never: hold the write lock across I/O (only the switch takes it); close
  * a store while the read lock (or sync_lock) could be held by a caller of
  * it.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gen/gens_impl.h"
 #include "util/assert.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -56,7 +67,7 @@ static uint64_t load(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_REL
 void tide_gens_opts_init(tide_gens_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->keep = 2;
+    o->keep = 0;                /* the manifest's own (gens.h) */
     o->create_if_missing = 1;
     o->key_size = 32;
     o->block_size = TIDE_BLOCK_SIZE_DEFAULT;
@@ -84,11 +95,40 @@ void ti_gens_check(const tide_gens *g)
 {
     TIDE_ASSERT(g->enabled);
     TIDE_ASSERT(g->m.count >= 1 && g->m.count <= TIDE_GEN_MAX);
+    TIDE_ASSERT(g->nread >= 1 && g->nread <= g->m.count);   /* invariant 6 */
     for (unsigned i = 0; i < g->m.count; i++) {
         TIDE_ASSERT(g->gens[i].id == g->m.gens[i].id);
         TIDE_ASSERT(g->gens[i].s != NULL);
         TIDE_ASSERT(i == 0 || g->gens[i].id < g->gens[i - 1].id);
     }
+}
+
+int ti_gens_interrupted(const tide_gens *g)
+{
+    return g != NULL && __atomic_load_n(&g->interrupted, __ATOMIC_ACQUIRE);
+}
+
+void tide_gens_interrupt(tide_gens *g)
+{
+    pthread_mutex_lock(&g->intr_mu);
+    __atomic_store_n(&g->interrupted, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&g->intr_cv);
+    pthread_mutex_unlock(&g->intr_mu);
+}
+
+int ti_gens_pause(tide_gens *g, unsigned ms)
+{
+    struct timespec at;
+    if (g == NULL) { tide_clock_sleep_us((uint64_t)ms * 1000); return 0; }
+    clock_gettime(CLOCK_MONOTONIC, &at);   /* intr_cv waits on the monotonic clock */
+    at.tv_sec += ms / 1000;
+    at.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L) { at.tv_sec++; at.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&g->intr_mu);
+    while (!__atomic_load_n(&g->interrupted, __ATOMIC_ACQUIRE))
+        if (pthread_cond_timedwait(&g->intr_cv, &g->intr_mu, &at) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&g->intr_mu);
+    return ti_gens_interrupted(g);
 }
 
 void ti_gens_trace(const tide_gens *g, const char *step)
@@ -137,6 +177,8 @@ int tide_gens_close(tide_gens *g)
     pthread_rwlock_destroy(&g->sync_lock);
     pthread_mutex_destroy(&g->rotate_mu);
     pthread_mutex_destroy(&g->retired_mu);
+    pthread_mutex_destroy(&g->intr_mu);
+    pthread_cond_destroy(&g->intr_cv);
     free(g);
     return rc;
 }
@@ -171,8 +213,8 @@ static int copy_forward(tide_gens *g, const void *key, const void *value, size_t
 static int find_older(tide_gens *g, const void *key, unsigned *at)
 {
     *at = 0;
-    if (g->m.count > 1) add(&g->older_lookups, 1);
-    for (unsigned i = 1; i < g->m.count; i++) {
+    if (g->nread > 1) add(&g->older_lookups, 1);
+    for (unsigned i = 1; i < g->nread; i++) {
         int rc = tide_store_contains(g->gens[i].s, key);
         if (rc < 0) return tide_err_prefix(rc, "%s: generation %" PRIu64, g->dir, g->gens[i].id);
         if (rc == 1) { *at = i; return 0; }
@@ -232,8 +274,8 @@ done:
 static int fetch_older(tide_gens *g, const void *key, void **out, size_t *len, uint64_t *where)
 {
     int rc = TIDE_ENOTFOUND;
-    if (g->m.count > 1) add(&g->older_lookups, 1);
-    for (unsigned i = 1; i < g->m.count && rc == TIDE_ENOTFOUND; i++) {
+    if (g->nread > 1) add(&g->older_lookups, 1);
+    for (unsigned i = 1; i < g->nread && rc == TIDE_ENOTFOUND; i++) {
         rc = tide_store_fetch(g->gens[i].s, key, out, len);
         if (rc == 0) {
             *where = g->gens[i].id;
@@ -271,10 +313,10 @@ int tide_gens_touch(tide_gens *g, const void *key, const void *value, size_t len
     if (!g->enabled) return 0;
     if (g->read_only) return tide_err_set(TIDE_EINVAL, "%s: touch: opened read-only", g->dir);
     pthread_rwlock_rdlock(&g->lock);
-    if (gen_id < g->gens[g->m.count - 1].id) {
+    if (gen_id < g->gens[g->nread - 1].id) {
         rc = tide_err_set(TIDE_ENOTFOUND, "%s: touch: generation %" PRIu64 " was dropped (the "
                           "oldest kept is %" PRIu64 ")", g->dir, gen_id,
-                          g->gens[g->m.count - 1].id);
+                          g->gens[g->nread - 1].id);
     } else if (gen_id >= g->gens[0].id) {
         *now_gen_id = g->gens[0].id;
     } else {

@@ -26,12 +26,16 @@
  *     last written or read in span s (the time between two rotations) is
  *     readable through span s+G-1 and gone after the rotation that ends it.
  *
- * Crash safety: a rotation writes the new manifest durably before it
- * switches in memory and deletes the dropped generation only after that,
- * so a crash at any point leaves a manifest naming generations that are all
- * present and whole; open reconciles the rest (removes what the manifest
- * does not name, saying so) and refuses, with an error naming it, a named
- * generation that is missing or damaged.
+ * Crash safety: a rotation that drops a generation first hides it from
+ * reads (no copy from it can start), syncs every kept store (every copy
+ * taken from it is durable), then writes the new manifest durably, then
+ * switches in memory, and deletes the dropped generation only after that
+ * (gens_rotate.c's essay), so a crash at any point leaves a manifest
+ * naming generations that are all present and whole, and every object
+ * read, touched, kept or re-PUT inside its retention readable; open
+ * reconciles the rest (removes what the manifest does not name, saying so)
+ * and refuses, with an error naming it, a named generation that is missing
+ * or damaged, and generation directories with no manifest at all.
  *
  * Thread safety: every function may be called from any thread unless it
  * says otherwise. Inserts, fetches and syncs run alongside each other and
@@ -52,8 +56,9 @@
 typedef struct tide_gens tide_gens;
 
 /* Called at each step of a rotation or an open, for tests and logs: "create",
- * "manifest", "switch", "drop", "delete-step", "done"; at open "reconcile",
- * "adopt". Must not call the handle. */
+ * "hide" and "sync" (only when the rotation drops something), "manifest",
+ * "switch", "drop", "delete-step", "done"; at open "reconcile", "adopt".
+ * Must not call the handle (tide_gens_interrupt excepted). */
 typedef void (*tide_gens_trace_fn)(void *arg, const char *step);
 
 typedef struct tide_gens_opts {
@@ -65,9 +70,14 @@ typedef struct tide_gens_opts {
                                      store in DIR is adopted as generation 1 without copying
                                      (its three files are renamed into gen-000000000001/,
                                      crash-safe and resumable: see gens.c's essay) */
-    unsigned keep;                /* G, TIDE_GEN_MIN..TIDE_GEN_MAX; default 2. A manifest
-                                     with another keep takes this one at its next rotation,
-                                     which then drops every generation beyond it */
+    unsigned keep;                /* G, TIDE_GEN_MIN..TIDE_GEN_MAX, or 0 (the default): the
+                                     manifest's own keep (a new manifest: TIDE_GEN_MIN).
+                                     (Changed from a default of 2: a caller that did not
+                                     ask for a keep silently cut a G=3 directory to 2.)
+                                     A keep given that differs from the manifest's takes
+                                     effect at the next rotation; a lower one then drops
+                                     every generation beyond it, and open says so at WARN
+                                     naming the generations that will go */
     int      create_if_missing;   /* 1 (default): create DIR (its parent must exist) and
                                      an empty store when none is there */
     unsigned key_size;            /* for a new store; default 32 */
@@ -105,7 +115,11 @@ void tide_gens_opts_init(tide_gens_opts *o);
  * sequential read of its nudb.dat: the objects written into it, which the
  * rotation trigger counts from).
  * Returns 0 with *out owning the handle; TIDE_ENOENT (nothing there and
- * create_if_missing 0); TIDE_ECORRUPT naming the generation ("DIR:
+ * create_if_missing 0); TIDE_ECORRUPT, changing nothing, when DIR has no
+ * manifest but gen-* directories other than a resumable gen-000000000001
+ * (a lost manifest: the message names them and says "restore
+ * tide.generations, or move these directories away"), whatever
+ * online_delete says; TIDE_ECORRUPT naming the generation ("DIR:
  * generation 6 (gen-000000000006) named by tide.generations is missing")
  * when a named generation is missing or fails to open (its open error's
  * message follows; gens_open.c: TIDE_EBUSY and TIDE_ENOMEM keep their own
@@ -205,21 +219,33 @@ typedef struct tide_gens_rotate_report {
 
 /*
  * Rotate: create generation newest+1 (directory, empty store, synced), open
- * it, write the manifest naming it first and without the generations
- * beyond keep (durably: manifest.h), switch in memory (new inserts go to
- * the new generation from here), then close each dropped generation and
- * delete it: nudb.dat cut by delete_chunk_bytes per step with back_off_ms
- * pauses, the files unlinked, the directory removed and DIR synced.
+ * it; when generations beyond keep go: hide them from reads (an object
+ * only they hold reads as absent from here: its span is ending; shown
+ * again if the rotation fails) and sync every kept store (so every copy
+ * forward taken from them is durable); write the manifest naming the new
+ * one first and without the dropped ones (durably: manifest.h), switch in
+ * memory (new inserts go to the new generation from here), then close
+ * each dropped generation and delete it: nudb.dat cut by delete_chunk_bytes
+ * per step with back_off_ms pauses, the files unlinked, the directory
+ * removed and DIR synced. The promise: an object read, touched, kept or
+ * re-PUT (or durably written) in span s reads through span s+G-1, across
+ * any crash.
  * Returns 0 with *report filled (may be NULL); TIDE_EINVAL for a plain
  * store ("DIR: online delete is off: no generations to rotate");
- * TIDE_EIO / TIDE_ENOSPC from the steps. A failure before the manifest is
- * written leaves everything as it was (the new directory removed when it
- * can be; open removes it otherwise); a failure while deleting a dropped
- * generation leaves the rotation done (returns 0, the report's
- * deleted_bytes short, logged at WARN) and open removes the rest.
+ * TIDE_ECLOSED after tide_gens_interrupt; TIDE_EIO / TIDE_ENOSPC from the
+ * steps. A failure before the manifest is written leaves everything as it
+ * was (the new directory removed when it can be; open removes it
+ * otherwise); a failed manifest write whose write-back of the old one
+ * fails too leaves the disk naming either list: every directory is kept,
+ * and the next rotation first writes the handle's manifest again,
+ * failing (changing nothing else) until that works; a failure while
+ * deleting a dropped generation, or an interrupt, leaves the rotation done
+ * (returns 0, the report's deleted_bytes short, logged) and open removes
+ * the rest. manifest_ns includes the kept stores' syncs.
  * Thread safety: serialised with other rotations; inserts and fetches go
  * on throughout except during the switch.
- * Cost: a store create (three syncs), a store open, the manifest write (two
+ * Cost: a store create (three syncs), a store open, when dropping one
+ * commit per kept store with pending inserts, the manifest write (two
  * syncs), the drop: per dropped generation one store close, one truncate
  * per delete_chunk_bytes of its data file, three unlinks, one rmdir, two
  * directory syncs (gens.c: the generation's own directory is synced after
@@ -228,6 +254,17 @@ typedef struct tide_gens_rotate_report {
  * sleeps back_off_ms between truncates.
  */
 int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report);
+
+/*
+ * For a shutdown: a running drop stops before its next delete step (its
+ * back-off pause is cut short), leaving the rest of the dropped directory
+ * for the next open's reconcile, and from now on tide_gens_rotate returns
+ * TIDE_ECLOSED at once. Inserts, fetches and the rest go on working; close
+ * must still be called (after the rotation returned). Cannot be undone.
+ * Thread safety: any thread, any time, also from a trace hook. Cost: a
+ * mutex and a broadcast.
+ */
+void tide_gens_interrupt(tide_gens *g);
 
 /* ---- information ---- */
 

@@ -7,7 +7,10 @@
  * at a rotation's switch, under the write lock of `lock`; every insert,
  * fetch, touch, keep, sync and info holds the read lock for its whole
  * call (sync: see sync_lock), so a store a switch drops is closed after
- * the switch when no call can still hold it.
+ * the switch when no call can still hold it. Reads, write-once checks and
+ * copies forward look only at the first `nread` slots: a dropping
+ * rotation hides the generations it drops before it syncs the kept ones
+ * (gens_rotate.c, step b).
  */
 #ifndef TIDE_GEN_GENS_IMPL_H
 #define TIDE_GEN_GENS_IMPL_H
@@ -40,8 +43,21 @@ struct tide_gens {
      * stores close, so no sync still holds one of them. */
     pthread_rwlock_t sync_lock;
     pthread_mutex_t  rotate_mu;        /* serialises rotations */
-    tide_gen_manifest m;               /* as on disk; count == ngens */
+    tide_gen_manifest m;               /* as on disk (unless disk_unknown); count == ngens */
     ti_gens_slot      gens[TIDE_GEN_MAX];
+    /* The slots reads look in: gens[0..nread). m.count except between a
+     * dropping rotation's steps b and e, when the dropped ones (always the
+     * oldest) are hidden. Under `lock`. */
+    unsigned          nread;
+    /* 1 after a failed manifest write whose undo failed too: the disk may
+     * name the newest + 1 or not, so no gen directory may be removed until
+     * g->m is written again (gens_rotate.c, invariant 6). Under rotate_mu. */
+    int               disk_unknown;
+    /* tide_gens_interrupt: set once, never cleared (atomic); intr_cv wakes
+     * a drop's back-off pause. */
+    int               interrupted;
+    pthread_mutex_t   intr_mu;
+    pthread_cond_t    intr_cv;
 
     uint64_t newest_id, oldest_id;     /* atomics, written at the switch */
     uint64_t newest_objects;           /* atomic: records in the newest */
@@ -92,6 +108,13 @@ int ti_gens_parse_name(const char *name, uint64_t *id);
 /* Assert gens.c's invariant 1 (the caller holds `lock`, or is the only
  * thread: open, the rotation between its steps). */
 void ti_gens_check(const tide_gens *g);
+
+/* 1 once tide_gens_interrupt was called (g may be NULL: 0). */
+int ti_gens_interrupted(const tide_gens *g);
+
+/* Wait `ms` milliseconds or until tide_gens_interrupt, whichever is first
+ * (g NULL: a plain sleep). Returns ti_gens_interrupted(g). */
+int ti_gens_pause(tide_gens *g, unsigned ms);
 
 /* Call the trace hook, if any. */
 void ti_gens_trace(const tide_gens *g, const char *step);

@@ -11,6 +11,7 @@
  *     no        no           no                 1              create generation 1
  *     no        yes          no                 1              adopt (below)
  *     no        any          yes                1              resume an adoption / creation
+ *     no        any          other gen-*        any            TIDE_ECORRUPT, nothing changed
  *     yes       no           -                  any            open the generations
  *     yes       yes          -                  any            TIDE_EINVAL: say what to do
  *
@@ -49,6 +50,9 @@
  *   2. The manifest is written by adoption only after every store file is
  *      durably inside gen-000000000001 and none is left in DIR.
  *   3. Every generation open holds has the newest's key size.
+ *   4. Without a manifest, open removes, adopts and creates nothing while
+ *      DIR holds a generation directory other than gen-000000000001 (a
+ *      lost manifest: the directories may be the only copy of the data).
  *
  * Never: delete a directory whose name is not exactly a generation name
  * (gen- and the canonical digits), or a file of DIR itself.
@@ -57,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gen/gens_impl.h"
 #include "util/assert.h"
@@ -246,7 +251,8 @@ static int adopt(tide_gens *g, unsigned root)
     } else if (resumed && (rc = check_resumed(g, gen1)) != 0) {
         return rc;
     }
-    if ((rc = tide_gen_manifest_init(&m, g->opts.keep, 1)) != 0) return rc;
+    if ((rc = tide_gen_manifest_init(&m, g->opts.keep ? g->opts.keep : TIDE_GEN_MIN, 1)) != 0)
+        return rc;
     return tide_gen_manifest_write(g->io, g->dir, &m);
 }
 
@@ -389,9 +395,9 @@ static int count_newest(tide_gens *g)
 
 static int check_opts(const char *dir, const tide_gens_opts *o)
 {
-    if (o->keep < TIDE_GEN_MIN || o->keep > TIDE_GEN_MAX)
-        return tide_err_set(TIDE_EINVAL, "%s: generations: keep %u is outside %d..%d", dir, o->keep,
-                            TIDE_GEN_MIN, TIDE_GEN_MAX);
+    if (o->keep != 0 && (o->keep < TIDE_GEN_MIN || o->keep > TIDE_GEN_MAX))
+        return tide_err_set(TIDE_EINVAL, "%s: generations: keep %u is outside %d..%d (or 0: the "
+                            "manifest's)", dir, o->keep, TIDE_GEN_MIN, TIDE_GEN_MAX);
     if (o->online_delete != 0 && o->online_delete != 1)
         return tide_err_set(TIDE_EINVAL, "%s: online_delete %d is neither 0 nor 1", dir,
                             o->online_delete);
@@ -412,6 +418,24 @@ static int ensure_dir(tide_gens *g)
     return g->io->mkdir(g->io, g->dir);
 }
 
+/* A keep asked below the manifest's is honoured at the next rotation,
+ * which drops every generation beyond it: say which, before it happens. */
+static void warn_lowered_keep(const tide_gens *g)
+{
+    unsigned k = g->opts.keep;
+    char ids[TIDE_GEN_MAX * 22] = "";
+    size_t n = 0;
+
+    if (k == 0 || k >= g->m.keep || g->read_only) return;
+    /* The next manifest holds the new generation and the k - 1 newest. */
+    for (unsigned i = k - 1; i < g->m.count && n < sizeof ids; i++)
+        n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%" PRIu64, n ? ", " : "",
+                              g->m.gens[i].id);
+    if (n == 0) snprintf(ids, sizeof ids, "nothing yet (%u held)", g->m.count);
+    tide_log(TIDE_LOG_WARN, "%s: keep %u is below " TIDE_GEN_FILE "'s %u: the next rotation "
+             "keeps %u and drops %s%s", g->dir, k, g->m.keep, k, n ? "generations " : "", ids);
+}
+
 /* With generations: the manifest is in *g->m; open them and reconcile. */
 static int open_generations(tide_gens *g)
 {
@@ -424,10 +448,46 @@ static int open_generations(tide_gens *g)
         return rc;
     }
     g->enabled = 1;
+    g->nread = g->m.count;
+    warn_lowered_keep(g);
     g->newest_id = g->m.gens[0].id;
     g->oldest_id = g->m.gens[g->m.count - 1].id;
     ti_gens_check(g);
     return 0;
+}
+
+typedef struct stray_list { ti_gens_names dirs; size_t len; char text[512]; } stray_list;
+
+static int collect_stray(void *arg, const char *name, int is_dir)
+{
+    stray_list *l = arg;
+    uint64_t id;
+    if (!is_dir || !ti_gens_parse_name(name, &id) || id == 1) return 0;
+    return ti_gens_names_add(&l->dirs, name);
+}
+
+/* No manifest: generation directories other than a resumable
+ * gen-000000000001 mean a lost manifest, not an adoption. Adopting or
+ * creating generation 1 would write a manifest that does not name them,
+ * and the reconcile would delete them (invariant 4). */
+static int refuse_stray(tide_gens *g)
+{
+    stray_list l;
+    size_t n = 0;
+    int rc;
+
+    memset(&l, 0, sizeof l);
+    rc = g->io->list(g->io, g->dir, collect_stray, &l);
+    for (unsigned i = 0; i < l.dirs.n && rc == 0 && n < sizeof l.text; i++)
+        n += (size_t)snprintf(l.text + n, sizeof l.text - n, "%s%s", i ? ", " : "",
+                              l.dirs.names[i]);
+    if (rc == 0 && l.dirs.n > 0)
+        rc = tide_err_set(TIDE_ECORRUPT, "%s: no " TIDE_GEN_FILE " but %u generation "
+                          "director%s: %s: restore " TIDE_GEN_FILE ", or move these directories "
+                          "away; nothing was changed", g->dir, l.dirs.n,
+                          l.dirs.n == 1 ? "y" : "ies", l.text);
+    free(l.dirs.names);
+    return rc;
 }
 
 /* Which layout DIR has, and what to do about it (the table above). */
@@ -438,6 +498,7 @@ static int open_layout(tide_gens *g)
     if (rc && rc != TIDE_ENOENT) return rc;
     int have = rc == 0;
     if ((rc = store_files_in(g->io, g->dir, &root)) != 0) return rc;
+    if (!have && (rc = refuse_stray(g)) != 0) return rc;
     if (have && root)
         return tide_err_set(TIDE_EINVAL, "%s: holds both " TIDE_GEN_FILE " and a plain store's "
                             "files (nudb.*) in the directory itself: move the nudb.* files "
@@ -492,6 +553,12 @@ int tide_gens_open(tide_gens **out, const char *dir, const tide_gens_opts *opts)
     pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&g->rotate_mu, NULL);
     pthread_mutex_init(&g->retired_mu, NULL);
+    pthread_mutex_init(&g->intr_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* ti_gens_pause's deadline */
+    pthread_cond_init(&g->intr_cv, &ca);
+    pthread_condattr_destroy(&ca);
     rc = ensure_dir(g);
     if (rc == 0) rc = open_layout(g);
     if (rc) {

@@ -2,23 +2,39 @@
  * gens_rotate.c: a rotation (a new empty generation in front, the oldest
  * dropped once `keep` are held) and the removal of a generation directory.
  *
- * The steps, in the order that makes a crash at any point safe:
+ * Copies forward (a fetch that hits an older generation, a re-PUT, touch,
+ * keep) are inserts into the newest's pool, durable at its next commit.
+ * A rotation that drops generation D must not delete D while a copy taken
+ * from it could still be lost, nor name a manifest without D before those
+ * copies are durable: a crash would lose an object read inside its
+ * retention. So, when the rotation drops something, in this order:
  *
- *     create   mkdir gen-N+1, tide_store_create in it, sync DIR, open it
- *     manifest tide_gen_manifest_write: N+1 first, without the dropped
- *     switch   under the write lock: the slots and the manifest in memory,
- *              the ids, newest_objects restarts at 0 (no I/O)
- *     drop     close each dropped store, then delete it: nudb.dat cut by
- *              delete_chunk_bytes per step with back_off_ms pauses, every
- *              file unlinked, the generation's directory synced (so no
- *              crash keeps its rmdir and loses its unlinks), the directory
- *              removed, DIR synced
+ *     a create   mkdir gen-N+1, tide_store_create in it, sync DIR, open it
+ *     b hide     under the write lock: the dropped ones leave the read list
+ *                (g->nread); no new copy from them can start. Writes still
+ *                go to N, which the manifest on disk names. From here until
+ *                the switch their objects read as absent (their span is
+ *                ending); if the rotation fails they are shown again
+ *     c sync     tide_store_sync of every kept store (only the newest takes
+ *                inserts now, but an older kept one may still hold copies
+ *                made while it was the newest): every copy taken from a
+ *                dropped generation is durable now
+ *     d manifest tide_gen_manifest_write: N+1 first, without the dropped
+ *     e switch   under the write lock: the slots and the manifest in memory,
+ *                the ids, newest_objects restarts at 0 (no I/O)
+ *     f drop     close each dropped store, then delete it: nudb.dat cut by
+ *                delete_chunk_bytes per step with back_off_ms pauses (a
+ *                tide_gens_interrupt stops it between two steps), every file
+ *                unlinked, the generation's directory synced (so no crash
+ *                keeps its rmdir and loses its unlinks), the directory
+ *                removed, DIR synced
  *
- * Before the manifest write is durable nothing the old manifest names has
- * changed, so a crash leaves the old manifest and an unnamed gen-N+1 that
- * open removes. After it, the new manifest names N+1 (present and whole:
- * created and synced before) and the kept ones; a dropped directory left
- * behind is unnamed and open removes it.
+ * A rotation that drops nothing skips b and c. A crash before d is durable
+ * leaves the old manifest, which names everything (nothing was deleted)
+ * and an unnamed gen-N+1 that open removes. After d the copies are
+ * durable in the kept stores (c) and the new manifest names N+1 (present
+ * and whole: created and synced in a) and the kept ones; a dropped
+ * directory left behind is unnamed and open removes it.
  *
  * Invariants:
  *   1. The in-memory switch follows a manifest write that returned 0, so
@@ -27,10 +43,24 @@
  *      could hold it held the read lock, which the switch waited out.
  *   3. One rotation at a time (rotate_mu); only a rotation changes the
  *      list, so a rotation reads g->m and g->gens without the read lock.
+ *   4. The dropped generations are the oldest: the kept ones are the
+ *      prefix g->gens[0..nread) once hidden (asserted in hide).
+ *   5. A manifest without a generation is written only after every kept
+ *      store was synced with that generation hidden (b, then c, then d):
+ *      every copy taken from it is durable before the disk forgets it.
+ *   6. After a failed manifest write whose write-back failed too, the disk
+ *      may name N+1 or not (disk_unknown): every directory is kept, and
+ *      the next rotation first writes g->m again and refuses to go on
+ *      until that succeeds. create_next removes an existing gen-N+1 only
+ *      while the disk is known to hold g->m, which never names it.
+ *   7. After tide_gens_interrupt no delete step starts and rotate returns
+ *      TIDE_ECLOSED; what a stopped drop left is unnamed, for open.
  *
- * Never: delete a generation the manifest on disk names; switch when the
- * manifest write failed (the disk may then hold either manifest: the old
- * one is written back before the new directory is removed).
+ * Never: delete a generation the manifest on disk names, or may name;
+ * switch when the manifest write failed (the disk may then hold either
+ * manifest: the old one is written back before the new directory is
+ * removed); write a manifest without a generation whose copies are not
+ * yet durable.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -78,12 +108,16 @@ static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, 
     if (rc) return rc;
     rc = io->size(f, &size);
     while (rc == 0 && size > 0) {
+        if (ti_gens_interrupted(g)) {   /* invariant 7: between two steps */
+            rc = tide_err_set(TIDE_ECLOSED, "%s: interrupted (tide_gens_interrupt)", path);
+            break;
+        }
         size = size > chunk ? size - chunk : 0;
         rc = io->truncate(f, size);
         if (rc) break;
         if (steps) (*steps)++;
         ti_gens_trace(g, "delete-step");
-        if (size > 0 && pause_ms) tide_clock_sleep_us((uint64_t)pause_ms * 1000);
+        if (size > 0 && pause_ms) ti_gens_pause(g, pause_ms);
     }
     io->close(f);
     return rc;
@@ -109,6 +143,8 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
         total += n;
     }
     if (rc == 0 && chunk > 0) rc = cut_dat(g, io, path, chunk, pause_ms, steps);
+    if (rc == 0 && ti_gens_interrupted(g))
+        rc = tide_err_set(TIDE_ECLOSED, "%s: interrupted (tide_gens_interrupt)", path);
     for (unsigned i = 0; i < l.n && rc == 0; i++) {
         char p[TI_GENS_PATH_CAP];
         if ((rc = ti_gens_path(p, path, l.names[i])) != 0) break;
@@ -132,7 +168,7 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
 static int next_manifest(const tide_gens *g, uint64_t now_us, tide_gen_manifest *m,
                          tide_gen *dropped, unsigned *nd)
 {
-    unsigned k = g->opts.keep, one = 0;
+    unsigned k = g->opts.keep ? g->opts.keep : g->m.keep, one = 0;   /* 0: the manifest's */
     tide_gen d;
     int rc;
 
@@ -174,8 +210,11 @@ static int create_next(tide_gens *g, uint64_t id, const char *path, tide_store *
     so.io = g->io;
     rc = g->io->mkdir(g->io, path);
     if (rc == TIDE_EEXIST) {
-        /* Left by an earlier rotation whose undo could not finish: no
-         * manifest this handle wrote names it. */
+        /* Left by an earlier rotation whose undo could not remove it (or a
+         * crash). Invariant 6: the disk holds g->m (read at open or
+         * written by this handle since), and g->m never names newest + 1. */
+        TIDE_ASSERT(!g->disk_unknown);
+        TIDE_ASSERT(id > g->m.gens[0].id);
         rc = ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
         if (rc == 0) rc = g->io->mkdir(g->io, path);
     }
@@ -216,6 +255,7 @@ static void switch_to(tide_gens *g, const tide_gen_manifest *m, tide_store *fres
     TIDE_ASSERT(o == nd);
     memcpy(g->gens, next, sizeof next[0] * n);
     g->m = *m;
+    g->nread = m->count;
     ti_gens_check(g);
     *objects_before = __atomic_exchange_n(&g->newest_objects, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g->newest_id, m->gens[0].id, __ATOMIC_RELAXED);
@@ -236,25 +276,88 @@ static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotat
                          ": %s", g->dir, d[i].id, tide_last_error());
         ti_gens_trace(g, "drop");
         rc = ti_gens_gen_path(p, g->dir, d[i].id);
+        if (rc == 0 && ti_gens_interrupted(g))
+            rc = tide_err_set(TIDE_ECLOSED, "%s: interrupted (tide_gens_interrupt)", p);
         if (rc == 0) rc = ti_gens_remove_dir(g, g->io, g->dir, p, g->opts.delete_chunk_bytes,
                                              g->opts.back_off_ms, &r->deleted_bytes,
                                              &r->delete_steps);
-        if (rc) tide_log(TIDE_LOG_WARN, "%s: rotation: deleting dropped generation %" PRIu64
-                         " stopped (%s); the next open removes the rest", g->dir, d[i].id,
-                         tide_last_error());
+        if (rc) tide_log(ti_gens_interrupted(g) ? TIDE_LOG_INFO : TIDE_LOG_WARN, "%s: rotation: "
+                         "deleting dropped generation %" PRIu64 " stopped (%s); the next open "
+                         "removes the rest", g->dir, d[i].id, tide_last_error());
     }
 }
 
+/* Step b (invariant 4): hide the dropped generations, the oldest `nd`.
+ * Called with nd == 0 by unhide to show them all again. */
+static void set_readable(tide_gens *g, unsigned nd)
+{
+    pthread_rwlock_wrlock(&g->lock);
+    TIDE_ASSERT(nd < g->m.count);
+    g->nread = g->m.count - nd;
+    __atomic_store_n(&g->oldest_id, g->gens[g->nread - 1].id, __ATOMIC_RELAXED);
+    ti_gens_check(g);
+    pthread_rwlock_unlock(&g->lock);
+}
+
+/* Step b then c: hide the `nd` dropped ones (dropped[], oldest first) and
+ * sync every kept store (invariant 5). On error they are shown again. */
+static int hide_and_sync(tide_gens *g, const tide_gen *dropped, unsigned nd)
+{
+    int rc = 0;
+    for (unsigned i = 0; i < nd; i++)   /* the tail of the list, in order */
+        TIDE_ASSERT(g->gens[g->m.count - nd + i].id == dropped[nd - 1 - i].id);
+    ti_gens_trace(g, "hide");
+    set_readable(g, nd);
+    ti_gens_trace(g, "sync");
+    for (unsigned i = 0; i < g->nread && rc == 0; i++) {
+        rc = tide_store_sync(g->gens[i].s);
+        if (rc) rc = tide_err_prefix(rc, "%s: rotation: syncing generation %" PRIu64 " before "
+                                     "the manifest drops %u", g->dir, g->gens[i].id, nd);
+    }
+    if (rc) set_readable(g, 0);
+    return rc;
+}
+
 /* The manifest write failed: put the old one back, then remove the new
- * directory only if that worked (else the disk may name it). */
+ * directory only if that worked (else the disk may name it: invariant 6). */
 static void undo_manifest(tide_gens *g, tide_store *fresh, const char *path, uint64_t id)
 {
     tide_store_close(fresh);
-    if (tide_gen_manifest_write(g->io, g->dir, &g->m) == 0)
+    if (tide_gen_manifest_write(g->io, g->dir, &g->m) == 0) {
         ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
-    else
-        tide_log(TIDE_LOG_WARN, "%s: rotation: generation %" PRIu64 " left in place: the "
-                 "manifest on disk may name it (the next open keeps or removes it)", g->dir, id);
+        return;
+    }
+    g->disk_unknown = 1;
+    tide_log(TIDE_LOG_WARN, "%s: rotation: generation %" PRIu64 " left in place: the manifest on "
+             "disk may name it; the next rotation writes the manifest again first (the next "
+             "open keeps or removes it)", g->dir, id);
+}
+
+/* Invariant 6: before anything else, make the disk hold g->m again. */
+static int rewrite_manifest(tide_gens *g)
+{
+    int rc = tide_gen_manifest_write(g->io, g->dir, &g->m);
+    if (rc)
+        return tide_err_prefix(rc, "%s: rotation refused: the manifest on disk is unknown since "
+                               "a failed rotation and writing it again failed (every generation "
+                               "directory is kept)", g->dir);
+    g->disk_unknown = 0;
+    return 0;
+}
+
+/* Step d, undone on failure (with the hidden ones shown again). */
+static int write_manifest(tide_gens *g, const tide_gen_manifest *m, tide_store *fresh,
+                          const char *path)
+{
+    char msg[512];
+    ti_gens_trace(g, "manifest");
+    int rc = tide_gen_manifest_write(g->io, g->dir, m);
+    if (rc == 0) return 0;
+    snprintf(msg, sizeof msg, "%s", tide_last_error());
+    tide_log(TIDE_LOG_WARN, "%s: rotation: writing the manifest failed: %s", g->dir, msg);
+    undo_manifest(g, fresh, path, m->gens[0].id);
+    if (g->nread < g->m.count) set_readable(g, 0);
+    return tide_err_set(rc, "%s", msg);
 }
 
 int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
@@ -277,6 +380,11 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
     pthread_mutex_lock(&g->rotate_mu);
     r.started_unix_us = tide_clock_real_us();
     t = tide_clock_mono_ns();
+    if (ti_gens_interrupted(g)) {
+        rc = tide_err_set(TIDE_ECLOSED, "%s: rotate: interrupted (the handle is closing)", g->dir);
+        goto out;
+    }
+    if (g->disk_unknown && (rc = rewrite_manifest(g)) != 0) goto out;
     rc = next_manifest(g, r.started_unix_us, &m, dropped, &nd);
     if (rc) goto out;
     r.new_id = m.gens[0].id;
@@ -286,18 +394,13 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
     r.create_ns = tide_clock_mono_ns() - t;
 
     t = tide_clock_mono_ns();
-    ti_gens_trace(g, "manifest");
-    rc = tide_gen_manifest_write(g->io, g->dir, &m);
-    if (rc) {
-        tide_log(TIDE_LOG_WARN, "%s: rotation: writing the manifest failed: %s", g->dir,
-                 tide_last_error());
-        int keep_rc = rc;
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tide_last_error());
-        undo_manifest(g, fresh, path, r.new_id);
-        rc = tide_err_set(keep_rc, "%s", msg);
+    if (nd > 0 && (rc = hide_and_sync(g, dropped, nd)) != 0) {
+        tide_log(TIDE_LOG_WARN, "%s: rotation: %s", g->dir, tide_last_error());
+        tide_store_close(fresh);
+        ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
         goto out;
     }
+    if ((rc = write_manifest(g, &m, fresh, path)) != 0) goto out;
     r.manifest_ns = tide_clock_mono_ns() - t;
 
     t = tide_clock_mono_ns();
