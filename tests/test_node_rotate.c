@@ -526,8 +526,10 @@ static void a_restart_without_generations_keeps_the_manifests_keep(void **state)
     n = open_with(&o);
     tide_log_set_sink(NULL, NULL);
     expect_u64((uint64_t)cap->warnings, 1, "one WARN for the shrink");
-    expect_contains(cap->text, "generations=2 is below the manifest's keep of 4: the next rotation drops 3 "
-                    "generation(s), ids 2..4", "the WARN names what will be dropped");
+    expect_contains(cap->text, "keep 2 is below tide.generations's 4: the next rotation keeps 2 and drops "
+                    "generations 4, 3, 2", "the WARN names what will be dropped");
+    expect_contains(cap->text, "keeping 2 generations (configured: generations; the manifest has 4",
+                    "the open says the configured keep is in force");
     rotate(n, &r);
     expect_u64(r.gens.dropped, 3, "the explicit lower keep is honoured");
     tide_node_gens_info(n, &gi);

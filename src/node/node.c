@@ -130,43 +130,26 @@ static int has_manifest(const tide_node_opts *o)
     return io->stat(io, p, NULL) == 0;
 }
 
-/* The keep G the generations open with. opts.generations 0 takes the
- * manifest's own keep (2 for a directory without one), so a restart
- * without --generations never shrinks the ring; an explicit value is
- * honoured, and one below the manifest's is said at WARN with the
- * generations the next rotation will drop. A manifest that does not read
- * is left to tide_gens_open, which names the problem. */
-static unsigned resolve_keep(const tide_node_opts *o, int manifest)
+/* Say which keep G is in force and where it came from. opts.generations
+ * 0 is passed on as 0, which tide_gens_open reads as the manifest's own
+ * keep (2 for a new directory), so a restart that does not say G never
+ * shrinks the ring; an explicit value is honoured, and tide_gens_open
+ * warns, naming them, when it is below the manifest's and the next
+ * rotation will drop generations. */
+static void log_keep(tide_node *n, int manifest)
 {
-    tide_io *io = o->io ? o->io : tide_io_posix();
-    tide_gen_manifest m;
-    unsigned keep = o->generations;
+    tide_gens_info gi;
 
-    if (!manifest || tide_gen_manifest_read(io, o->dir, &m) != 0) {
-        if (keep == 0) keep = 2;
-        if (o->online_delete_on || manifest)
-            tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (%s)", keep, o->generations
-                     ? "configured: generations" : "the default for a new directory: generations not set");
-        return keep;
-    }
-    if (keep == 0) {
-        tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (the manifest's keep: generations "
-                 "not set)", m.keep);
-        return m.keep;
-    }
-    if (keep < m.keep && m.count + 1 > keep) {
-        unsigned drop = m.count + 1 - keep;
-        tide_log(TIDE_LOG_WARN, "online delete: generations=%u is below the manifest's keep of %u: the next "
-                 "rotation drops %u generation(s), ids %" PRIu64 "..%" PRIu64 " (and the objects only they "
-                 "hold); restart without generations to keep %u", keep, m.keep, drop,
-                 m.gens[m.count - 1].id, m.gens[m.count - drop].id, m.keep);
-    } else if (keep < m.keep) {
-        tide_log(TIDE_LOG_WARN, "online delete: generations=%u is below the manifest's keep of %u: the ring "
-                 "shrinks to %u", keep, m.keep, keep);
-    }
-    tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (configured: generations; the manifest "
-             "had %u)", keep, m.keep);
-    return keep;
+    if (!tide_gens_enabled(n->gens)) return;
+    tide_gens_get_info(n->gens, &gi);
+    if (n->opts.generations == 0)
+        tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (%s: generations not set)", gi.keep,
+                 manifest ? "the manifest's keep" : "the default for a new directory");
+    else if (n->opts.generations != gi.keep)
+        tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (configured: generations; the manifest "
+                 "has %u until the next rotation)", n->opts.generations, gi.keep);
+    else
+        tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (configured: generations)", gi.keep);
 }
 
 /* The store or the generations in DIR. With online delete off and no
@@ -180,7 +163,7 @@ static int open_gens(tide_node *n)
 
     tide_gens_opts_init(&go);
     go.online_delete = n->opts.online_delete_on ? 1 : 0;
-    go.keep = resolve_keep(&n->opts, manifest);
+    go.keep = n->opts.generations;      /* 0: the manifest's (log_keep) */
     go.create_if_missing = n->opts.create_if_missing;
     go.key_size = n->opts.key_size;
     go.block_size = n->opts.block_size;
@@ -191,6 +174,7 @@ static int open_gens(tide_node *n)
     go.back_off_ms = n->opts.back_off_ms;
     if (!go.online_delete && !manifest) rc = ensure_store(&n->opts);
     if (rc == 0) rc = tide_gens_open(&n->gens, n->dir, &go);
+    if (rc == 0) log_keep(n, manifest);
     return rc;
 }
 
