@@ -483,6 +483,109 @@ static void a_node_with_online_delete_off_has_no_generations(void **state)
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+/* ---- shutdown during a gradual delete ------------------------------------------------------ */
+
+typedef struct locked_log {
+    pthread_mutex_t mu;
+    th_log_capture cap;
+} locked_log;
+
+static void locked_sink(void *arg, int level, const char *line)
+{
+    locked_log *l = arg;
+    pthread_mutex_lock(&l->mu);
+    th_log_capture_sink(&l->cap, level, line);
+    pthread_mutex_unlock(&l->mu);
+}
+
+typedef struct closer { tide_node *n; int rc; } closer;
+
+static void *close_main(void *arg)
+{
+    closer *c = arg;
+    c->rc = tide_node_close(c->n);
+    return NULL;
+}
+
+/* The rotator thread drops a generation of ~50 delete steps with 60 s
+ * between two; tide_node_close interrupts it: close returns, the rotation's
+ * line says fewer steps than the file needed, and the next open removes
+ * the rest. Before the fix close waited the whole drop (about 50 minutes):
+ * the bound below is only there so the failure is a message, not a hang. */
+static void close_interrupts_a_gradual_delete_between_two_steps(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_gens_info gi;
+    locked_log *ll = calloc(1, sizeof *ll);
+    closer c = { 0 };
+    pthread_t tid;
+    uint64_t needed, steps = UINT64_MAX;
+    char p[2400];
+    const char *at;
+    int done = 0;
+
+    assert_non_null(ll);
+    pthread_mutex_init(&ll->mu, NULL);
+    gen_opts(&o, f->dir, 2, &fk);
+    {
+        tide_node *n = open_with(&o);
+        for (uint64_t i = 1; i <= 200; i++) {
+            uint8_t key[32], val[1000];
+            key_of(i, key);
+            th_value(i, sizeof val, val);
+            expect_rc(tide_node_put(n, key, val, sizeof val), 0, "put into generation 1");
+        }
+        rotate(n, NULL);                                 /* generation 2; 1 is the older */
+        expect_rc(tide_node_close(n), 0, "close");
+    }
+    o.rotate_check_ms = 1;                               /* the thread looks every ms */
+    o.online_delete = 1;                                 /* one object in the newest: due */
+    o.back_off_ms = 60000;
+    o.delete_chunk_bytes = 4096;
+    c.n = open_with(&o);
+    tide_node_gens_info(c.n, &gi);
+    expect_u64(gi.count, 2, "two generations");
+    needed = (gi.gens[1].dat_file_bytes + 4095) / 4096;
+    if (needed < 10) fail_msg("generation 1's nudb.dat should need many steps; it needs %" PRIu64, needed);
+    tide_log_set_sink(locked_sink, ll);
+    put(c.n, 1000);                                      /* the trigger: the thread rotates, dropping 1 */
+    for (int i = 0; i < 20000; i++) {                    /* wait for the manifest's count to move */
+        tide_node_gens_info(c.n, &gi);
+        if (gi.rotations == 2) break;
+        usleep(1000);
+    }
+    expect_u64(gi.rotations, 2, "the rotator thread rotated (its drop is under way)");
+    expect_rc(pthread_create(&tid, NULL, close_main, &c), 0, "the closing thread");
+    for (int i = 0; i < 20000 && !done; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 1000000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        done = pthread_timedjoin_np(tid, NULL, &ts) == 0;
+    }
+    if (!done) fail_msg("close did not return while the drop paused 60 s between its steps");
+    tide_log_set_sink(NULL, NULL);
+    expect_rc(c.rc, 0, "close");
+    at = strstr(ll->cap.text, "1 dropped (");
+    if (at == NULL || (at = strstr(at, " deleted in ")) == NULL || sscanf(at, " deleted in %" SCNu64, &steps) != 1)
+        fail_msg("the rotation's line should say its delete steps; the log says:\n%s", ll->cap.text);
+    if (steps >= needed)
+        fail_msg("the drop took %" PRIu64 " steps of the %" PRIu64 " the file needed: not interrupted", steps, needed);
+    assert_true(th_exists(th_path(p, sizeof p, f->dir, "gen-000000000001")));
+
+    o.rotate_check_ms = 0;
+    o.back_off_ms = 0;
+    c.n = open_with(&o);
+    tide_node_gens_info(c.n, &gi);
+    expect_u64(gi.removed_at_open, 1, "the next open removes the rest of generation 1");
+    assert_false(th_exists(th_path(p, sizeof p, f->dir, "gen-000000000001")));
+    expect_rc(tide_node_close(c.n), 0, "close");
+    pthread_mutex_destroy(&ll->mu);
+    free(ll);
+}
+
 /* ---- the keep in force ------------------------------------------------------------------ */
 
 /* A keep-4 ring reopened without generations (opts_init's default) keeps
@@ -603,6 +706,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_startup_log_states_the_disk_bound_by_mean_record_or_per_record, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_restart_without_generations_keeps_the_manifests_keep, setup, teardown),
+        cmocka_unit_test_setup_teardown(close_interrupts_a_gradual_delete_between_two_steps, setup, teardown),
     };
     return th_run_group("test_node_rotate", tests, NULL, NULL, NULL);
 }

@@ -221,8 +221,9 @@ typedef struct tide_node_totals {
 int tide_node_open(tide_node **out, const tide_node_opts *opts);
 
 /*
- * Stop the sweeper (waiting for a round in progress), commit and close the
- * store, free the caches. Returns 0 or the store's close error (the node is
+ * Stop the sweeper (waiting for a round in progress), interrupt a rotation
+ * in progress at its next delete step and stop the rotator
+ * (tide_node_interrupt), commit and close the store, free the caches. Returns 0 or the store's close error (the node is
  * freed in every case). NULL is ignored. No other call may be in progress
  * or follow.
  */
@@ -431,6 +432,17 @@ int tide_node_rotate_check(tide_node *n, tide_node_rotation_report *r);
  * with advisory_delete never deletes what the operator did not allow.
  */
 int tide_node_can_delete(tide_node *n, const char *value, uint64_t *now);
+
+/*
+ * For a shutdown: stop the rotator (its waits end) and interrupt the
+ * generations (tide_gens_interrupt), so a rotation dropping a generation
+ * gradually, the thread's or an admin's on another thread, returns at its
+ * next delete step (the report's delete_steps short; the next open removes
+ * the rest), and every later rotation is TIDE_ECLOSED. Reads and writes go
+ * on. Cannot be undone; tide_node_close does it first itself. tided calls
+ * it before it waits for its rotate worker. (Added in issue 12's review.)
+ */
+void tide_node_interrupt(tide_node *n);
 
 /* Copy up to `cap` of the latest rotation reports, newest first; returns
  * how many (at most TIDE_NODE_ROTATIONS). Cost: one lock. */

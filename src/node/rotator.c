@@ -49,6 +49,9 @@
  *      advisory_delete deletes nothing the operator did not allow since
  *      it started.
  *   5. The thread is stopped (joined) before the generations close.
+ *   6. The stop interrupts the generations (tide_gens_interrupt) before it
+ *      joins: a drop in progress ends at its next delete step, and every
+ *      later rotation, the admin's too, is TIDE_ECLOSED.
  *
  * Never: hold rot_state_lock across a rotation, a keep or a release; hold
  * a cache lock at all (the node cache needs nothing at a rotation:
@@ -518,12 +521,21 @@ int ti_node_rotator_start(tide_node *n)
     return e;
 }
 
-void ti_node_rotator_stop(tide_node *n)
+void tide_node_interrupt(tide_node *n)
 {
     pthread_mutex_lock(&n->rot_state_lock);
     n->rot_stop = 1;
     pthread_cond_broadcast(&n->rot_cond);
     pthread_mutex_unlock(&n->rot_state_lock);
+    /* A gradual drop (delete_chunk_bytes steps, back_off_ms apart) may take
+     * minutes; the interrupt stops it between two steps and the next open
+     * removes the rest, so close never waits for it (invariant 6). */
+    if (n->gens) tide_gens_interrupt(n->gens);
+}
+
+void ti_node_rotator_stop(tide_node *n)
+{
+    tide_node_interrupt(n);
     if (n->rot_started) pthread_join(n->rot_thread, NULL);
     n->rot_started = 0;
 }

@@ -539,6 +539,9 @@ int main(int argc, char **argv)
     tided_loops_run(srv);
     status = EXIT_OK;
 out:
+    /* An admin rotation's gradual drop would hold the rotate worker for
+     * minutes: interrupted, it returns at its next delete step. */
+    if (srv->node) tide_node_interrupt(srv->node);
     tided_worker_stop(&srv->sync_worker);
     tided_worker_stop(&srv->sweep_worker);
     tided_worker_stop(&srv->metrics_worker);
