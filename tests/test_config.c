@@ -1029,6 +1029,7 @@ typedef struct od_case { int id; const char *value; uint64_t want; } od_case;
 
 static const od_case od_cases[] = {
     { TIDE_CFG_ONLINE_DELETE, "5000", 5000 },   { TIDE_CFG_GENERATIONS, "3", 3 },
+    { TIDE_CFG_ROTATION_MAX_RSS, "2GiB", 2ull << 30 },
     { TIDE_CFG_ADVISORY_DELETE, "1", 1 },       { TIDE_CFG_ROTATE_BYTES, "1GiB", GiB },
     { TIDE_CFG_ROTATE_INTERVAL, "3600", 3600 }, { TIDE_CFG_DELETE_BATCH, "50", 50 },
     { TIDE_CFG_BACK_OFF_MS, "10", 10 },         { TIDE_CFG_DELETE_CHUNK, "1MiB", MiB },
@@ -1041,6 +1042,7 @@ static uint64_t od_value(const tide_config *c, int id)
     switch (id) {
     case TIDE_CFG_ONLINE_DELETE:       return c->online_delete;
     case TIDE_CFG_GENERATIONS:         return c->generations;
+    case TIDE_CFG_ROTATION_MAX_RSS:    return c->rotation_max_rss;
     case TIDE_CFG_ADVISORY_DELETE:     return (uint64_t)c->advisory_delete;
     case TIDE_CFG_ROTATE_BYTES:        return c->rotate_bytes;
     case TIDE_CFG_ROTATE_INTERVAL:     return c->rotate_interval;
@@ -1115,8 +1117,9 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     }
 
     /* "manual": generations on, no object trigger; 0: off again. */
-    char *manual[] = { "tided", "--online-delete", "manual", "--generations=4", "--rotate-bytes=8MiB", NULL };
-    expect_rc(load_all(f, &c, NULL, NULL, 5, manual), 0, "--online-delete manual");
+    char *manual[] = { "tided", "--online-delete", "manual", "--generations=4", "--rotate-bytes=8MiB",
+                       "--rotation-max-rss=3GiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 6, manual), 0, "--online-delete manual");
     expect_u64(c.online_delete_on, 1, "manual turns generations on");
     expect_u64(c.online_delete, 0, "manual has no object trigger");
     expect_contains(describe(&c), "online_delete=manual(flag --online-delete)", "describe says manual");
@@ -1127,6 +1130,7 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     expect_u64(o.rotate_bytes, 8 * MiB, "node opts: rotate_bytes");
     expect_u64(o.delete_chunk_bytes, 64 * MiB, "node opts: delete_chunk");
     expect_u64(o.trim_after_rotation, 1, "node opts: trim_after_rotation");
+    expect_u64(o.rotation_max_rss, 3ull << 30, "node opts: rotation_max_rss");
 
     const char *env0[] = { "TIDE_ONLINE_DELETE=0", NULL };
     char *on[] = { "tided", "--online-delete=7", NULL };

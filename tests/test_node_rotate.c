@@ -27,6 +27,7 @@
 #include "expect.h"
 #include "helpers.h"
 #include "mem/alloc.h"
+#include "mem/proc.h"
 #include "node/config.h"
 #include "node/node.h"
 #include "node/startup.h"
@@ -483,6 +484,43 @@ static void a_node_with_online_delete_off_has_no_generations(void **state)
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+/* The built-in gate with rotation_max_rss: a bound below the process's RSS
+ * (1 MiB; a test process holds more: the check says so) holds the rotation
+ * and names the figures; a bound far above lets it run. */
+static void the_health_gate_waits_while_rss_is_over_rotation_max_rss(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    uint64_t rss = 0;
+    tide_node *n;
+
+    expect_rc(tide_mem_proc_statm_rss(&rss), 0, "the process RSS");
+    if (rss <= (1u << 20)) fail_msg("this test needs an RSS over 1 MiB; it is %" PRIu64, rss);
+    gen_opts(&o, f->dir, 2, &fk);
+    o.online_delete = 1;
+    o.recovery_wait_s = 0;
+    o.rotation_wait_max_s = 0;                       /* abandon at the first unhealthy look */
+    o.rotation_max_rss = 1u << 20;
+    n = open_with(&o);
+    put(n, 1);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_u64(tide_node_rotate_check(n, &r), 1, "an attempt is made");
+    tide_log_set_sink(NULL, NULL);
+    expect_u64(r.abandoned, 1, "abandoned: RSS over the bound");
+    expect_contains(r.error, "over rotation_max_rss=1 MiB", "the reason names the bound");
+    expect_u64(rotations_of(n), 0, "nothing rotated");
+    expect_rc(tide_node_close(n), 0, "close");
+
+    o.rotation_max_rss = 1ull << 50;
+    n = open_with(&o);
+    expect_u64(tide_node_rotate_check(n, &r), 1, "an attempt");
+    expect_rc(r.rc, 0, "RSS under the bound: it rotates");
+    expect_u64(rotations_of(n), 1, "rotated");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
 /* ---- shutdown during a gradual delete ------------------------------------------------------ */
 
 typedef struct locked_log {
@@ -707,6 +745,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_restart_without_generations_keeps_the_manifests_keep, setup, teardown),
         cmocka_unit_test_setup_teardown(close_interrupts_a_gradual_delete_between_two_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_health_gate_waits_while_rss_is_over_rotation_max_rss, setup, teardown),
     };
     return th_run_group("test_node_rotate", tests, NULL, NULL, NULL);
 }

@@ -327,6 +327,12 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .def = "1", .arg = "0|1",
         .help = "1: one measured release (the sweep's trim) right after a rotation that dropped a "
                 "generation, reported in /v1/rotations and on /metrics." },
+    [TIDE_CFG_ROTATION_MAX_RSS] = { "rotation_max_rss", "rotation-max-rss", "TIDE_ROTATION_MAX_RSS", "node_db",
+                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+        .def = "0", .arg = "SIZE",
+        .help = "the rotation's health gate also waits while the process RSS is over SIZE (a rotation "
+                "opens a store and copies forward; it waits for memory to come down, as for a commit "
+                "backlog). 0: no RSS gate." },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -695,6 +701,7 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_RECOVERY_WAIT:        c->recovery_wait_s = (unsigned)p->v; break;
     case TIDE_CFG_ROTATION_WAIT_MAX:    c->rotation_wait_max_s = (unsigned)p->v; break;
     case TIDE_CFG_TRIM_AFTER_ROTATION:  c->trim_after_rotation = p->iv; break;
+    case TIDE_CFG_ROTATION_MAX_RSS:     c->rotation_max_rss = p->v; break;
     default: break;
     }
 }
@@ -898,6 +905,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_RECOVERY_WAIT:        snprintf(out, cap, "%u", c->recovery_wait_s); break;
     case TIDE_CFG_ROTATION_WAIT_MAX:    snprintf(out, cap, "%u", c->rotation_wait_max_s); break;
     case TIDE_CFG_TRIM_AFTER_ROTATION:  snprintf(out, cap, "%d", c->trim_after_rotation); break;
+    case TIDE_CFG_ROTATION_MAX_RSS:     ti_config_size_text(c->rotation_max_rss, out, cap); break;
     default: out[0] = '\0'; break;
     }
 }

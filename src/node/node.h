@@ -163,9 +163,17 @@ typedef struct tide_node_opts {
     int      trim_after_rotation; /* 1 (default): one measured release after a rotation
                                      that dropped a generation (the same call as a
                                      sweep's: opts.release or tide_mem_trim) */
+    uint64_t rotation_max_rss;    /* the built-in gate also waits while the process RSS
+                                     (/proc/self/statm) is over this; 0 (default): no RSS
+                                     gate. (Issue 12 review: the issue asks for "memory
+                                     under its limit"; there is no process limit before
+                                     issue 13's memory_limit, so this is the operator's.
+                                     The node cache needs no gate: it never exceeds its
+                                     hard limit.) */
     tide_node_health_fn health;   /* NULL (default): the built-in gate (the insert pools
                                      under half the burst, no commit failed since the
-                                     last look); tests put a hook here */
+                                     last look, RSS under rotation_max_rss when set);
+                                     tests put a hook here */
     void    *health_arg;
 } tide_node_opts;
 

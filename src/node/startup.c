@@ -182,6 +182,7 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->recovery_wait_s = c->recovery_wait_s;
     o->rotation_wait_max_s = c->rotation_wait_max_s;
     o->trim_after_rotation = c->trim_after_rotation;
+    o->rotation_max_rss = c->rotation_max_rss;
 }
 
 /* The disk bound in words. With G generations and a trigger of N objects
