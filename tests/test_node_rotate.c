@@ -624,6 +624,36 @@ static void close_interrupts_a_gradual_delete_between_two_steps(void **state)
     free(ll);
 }
 
+/* After tide_node_interrupt a keep-list stops at its next batch and a
+ * rotation is TIDE_ECLOSED; reads and writes go on. */
+static void after_an_interrupt_keep_lists_stop_and_rotations_are_closed(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    uint8_t keys[3 * 32];
+    tide_node *n;
+
+    gen_opts(&o, f->dir, 2, &fk);
+    o.delete_batch = 1;
+    o.back_off_ms = 60000;                           /* the interrupt cuts the pause short */
+    n = open_with(&o);
+    for (uint64_t i = 1; i <= 3; i++) put(n, i), key_of(i, keys + (i - 1) * 32);
+    tide_node_interrupt(n);
+    memset(&r, 0, sizeof r);
+    expect_rc(tide_node_keep_at(n, keys, 3, &r, NULL), TIDE_ECLOSED, "the keep-list stops");
+    expect_u64(r.keep_keys, 1, "after its first batch");
+    expect_contains(tide_last_error(), "stopped after 1 of 3 keys", "and says how far it went");
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_rc(tide_node_rotate(n, "admin", NULL), TIDE_ECLOSED, "a rotation after the interrupt");
+    tide_log_set_sink(NULL, NULL);
+    put(n, 4);
+    expect_readable(n, 4, "writes and reads go on");
+    expect_u64(rotations_of(n), 0, "nothing rotated");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
 /* ---- the keep in force ------------------------------------------------------------------ */
 
 /* A keep-4 ring reopened without generations (opts_init's default) keeps
@@ -745,6 +775,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_restart_without_generations_keeps_the_manifests_keep, setup, teardown),
         cmocka_unit_test_setup_teardown(close_interrupts_a_gradual_delete_between_two_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(after_an_interrupt_keep_lists_stop_and_rotations_are_closed, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(the_health_gate_waits_while_rss_is_over_rotation_max_rss, setup, teardown),
     };
     return th_run_group("test_node_rotate", tests, NULL, NULL, NULL);

@@ -219,8 +219,14 @@ static int keep_keys(tide_node *n, const uint8_t *keys, size_t count, tide_node_
         const uint8_t *key = keys + i * n->key_size;
         int copied = 0;
 
-        if (i > 0 && i % n->opts.delete_batch == 0 && n->opts.back_off_ms)
-            tide_clock_sleep_us((uint64_t)n->opts.back_off_ms * 1000);
+        /* The pause ends early at a stop (tide_node_interrupt), and the
+         * list stops there: a shutdown does not wait for a long one. */
+        if (i > 0 && i % n->opts.delete_batch == 0 &&
+            wait_until(n, tide_clock_mono_ns() + (uint64_t)n->opts.back_off_ms * NS_PER_MS)) {
+            rc = tide_err_set(TIDE_ECLOSED, "%s: the node is closing: the keep-list stopped after %zu of %zu "
+                              "keys", n->dir, i, count);
+            break;
+        }
         r->keep_keys++;
         rc = tide_gens_keep(n->gens, key, &copied);
         if (rc == TIDE_ENOTFOUND) { r->keep_missing++; rc = 0; continue; }
