@@ -20,7 +20,15 @@
  * write's failure ignored (the fault loop: the reopen finds a named
  * generation deleted); no existence check of the older generations on
  * insert (write-once, fetch and keep tests); tide_store_contains always 0
- * (keep's test, and test_store_model).
+ * (keep's test, and test_store_model). From the review of issue 12: no
+ * hide-and-sync before a dropping rotation's manifest (the copy crash
+ * loop: item 5, fetched in span 2, missing after a crash in span 3); a
+ * sync of the newest alone (the same loop with G=3: a copy still pending
+ * in generation 2); no rewrite of a manifest whose undo failed (the double
+ * fault loop); no refusal of gen-* directories without a manifest (they
+ * were deleted); opts_init's keep 2, and no warning of a lowered keep;
+ * the drop deaf to an interrupt (95 of 95 steps taken); a failed
+ * rotation that leaves its generation hidden.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -1322,6 +1330,74 @@ static void a_crash_at_any_call_of_a_dropping_rotation_keeps_every_copy_made_bef
     print_message("  %" PRIu64 " stops, %" PRIu64 " crash images reopened\n", stops, images);
 }
 
+/* While a dropping rotation writes its manifest (between its hide and its
+ * switch), looked at from its trace hook (the rotating thread holds no
+ * lock then): the dropped generation's objects read as absent, a touch
+ * from it is refused, the oldest id is the first kept one. */
+typedef struct window_probe { tide_gens *g; int seen; } window_probe;
+
+static void window_trace(void *arg, const char *step)
+{
+    window_probe *w = arg;
+    uint8_t k[KS], v[VMAX];
+    uint64_t now = 0;
+    if (w->g == NULL || strcmp(step, "manifest") != 0) return;
+    w->seen = 1;
+    expect_u64(tide_gens_oldest_id(w->g), 2, "oldest id once generation 1 is hidden");
+    expect_i64(get(w->g, 0, 0, NULL, "window"), 0, "generation 1's item 0 in the window");
+    get(w->g, 40, 1, NULL, "generation 2's item in the window");
+    th_key(1, KS, k);
+    th_value(1, th_len(1, VMIN, VMAX), v);
+    expect_error(tide_gens_touch(w->g, k, v, th_len(1, VMIN, VMAX), 1, &now), TIDE_ENOTFOUND,
+                 "a touch from the hidden generation");
+}
+
+static void a_failed_dropping_rotation_shows_the_hidden_generation_again(void **state)
+{
+    tide_io_sim *base = rotation_base(2);
+    uint64_t n = workload_calls(base, copy_rotation_workload, 2), in_sync = 0, failed = 0;
+    tide_gens_opts o;
+    window_probe w = { NULL, 0 };
+    char what[200];
+    (void)state;
+
+    tide_log_set_level(TIDE_LOG_ERROR);
+    for (uint64_t k = 0; k <= n; k++) {
+        tide_io_sim *c = clone_of(base);
+        sim_opts(&o, c, 2);
+        o.trace = window_trace;
+        o.trace_arg = &w;
+        tide_gens *g = open_ok(SD, &o, "hide fault loop");
+        copy_four(g, 5);
+        w.g = k == 0 ? g : NULL;     /* the window, looked at once, with no fault */
+        if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 0));
+        int rc = tide_gens_rotate(g, NULL);
+        OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
+        w.g = NULL;
+        snprintf(what, sizeof what, "call %" PRIu64 " of %" PRIu64 " fails, rotate returned %d",
+                 k, n, rc);
+        if (rc) {
+            failed++;
+            in_sync += strstr(tide_last_error(), "syncing generation") != NULL;
+            expect_u64(tide_gens_newest_id(g), 2, what);
+            expect_u64(tide_gens_oldest_id(g), 1, "generation 1 shown again");
+            get_range(g, 0, 60, what);
+        } else {
+            expect_u64(tide_gens_newest_id(g), 3, what);
+            get_range(g, 5, 9, what);
+            get_range(g, 30, 60, what);
+        }
+        quiet_close(g);
+        tide_io_sim_destroy(c);
+    }
+    tide_log_set_level(TIDE_LOG_INFO);
+    if (w.seen == 0) fail_msg("the window was never looked at");
+    if (in_sync == 0) fail_msg("no fault hit the sync of the kept stores");
+    print_message("  %" PRIu64 " calls, %" PRIu64 " rotations failed, %" PRIu64 " in the sync\n", n,
+                  failed, in_sync);
+    tide_io_sim_destroy(base);
+}
+
 /* ---- a failed manifest write whose undo fails too ---- */
 
 typedef struct arm_at { tide_io_sim *sim; const char *step; uint64_t n; int persistent; } arm_at;
@@ -1468,6 +1544,7 @@ static void keep_zero_is_the_manifests_and_a_lower_keep_is_warned_at_open(void *
     expect_u64(manifest_of(t->dir).count, 3, "three held");
     OK(tide_gens_close(g));                                   /* 4, 3, 2 */
     o.keep = 2;
+    tide_log_set_level(TIDE_LOG_INFO);
     tide_log_set_sink(th_log_capture_sink, &cap);
     g = open_ok(t->dir, &o, "keep 2");
     tide_log_set_sink(NULL, NULL);
@@ -1601,6 +1678,7 @@ int main(void)
         cmocka_unit_test(a_failed_copy_forward_is_counted_and_the_fetch_still_succeeds),
         cmocka_unit_test(a_rename_across_directories_on_io_sim_never_loses_the_file),
         cmocka_unit_test(a_crash_at_any_call_of_a_dropping_rotation_keeps_every_copy_made_before_it),
+        cmocka_unit_test(a_failed_dropping_rotation_shows_the_hidden_generation_again),
         cmocka_unit_test(a_manifest_whose_undo_failed_is_written_again_before_any_directory_goes),
         T(generation_directories_without_a_manifest_are_refused_changing_nothing),
         T(keep_zero_is_the_manifests_and_a_lower_keep_is_warned_at_open),

@@ -44,7 +44,8 @@
  *      succeeds into the newest; if the rotation fails they are shown
  *      again, and reads, newest first, see the newest's copy first.
  *
- * Never: hold the write lock across I/O (only the switch takes it); close
+ * Never: hold the write lock across I/O (only a rotation's hide and switch
+ * take it); close
  * a store while the read lock (or sync_lock) could be held by a caller of
  * it.
  */

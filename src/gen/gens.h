@@ -39,9 +39,9 @@
  *
  * Thread safety: every function may be called from any thread unless it
  * says otherwise. Inserts, fetches and syncs run alongside each other and
- * alongside a rotation, which excludes them only for its switch (a
- * pointer swap under a write lock; no I/O inside it). Rotations are
- * serialised. close must not run alongside anything.
+ * alongside a rotation, which excludes them only for its hide and its
+ * switch (each a few stores under a write lock; no I/O inside it).
+ * Rotations are serialised. close must not run alongside anything.
  */
 #ifndef TIDE_GEN_GENS_H
 #define TIDE_GEN_GENS_H
@@ -145,7 +145,8 @@ int tide_gens_enabled(const tide_gens *g);
 unsigned tide_gens_key_size(const tide_gens *g);
 
 /* The newest generation's id and the oldest kept one's (plain store: both
- * 0). Atomic loads; they change only at a rotation's switch. */
+ * 0). Atomic loads; they change only at a rotation's hide (the oldest:
+ * the first generation kept; back if the rotation fails) and switch. */
 uint64_t tide_gens_newest_id(const tide_gens *g);
 uint64_t tide_gens_oldest_id(const tide_gens *g);
 
@@ -184,7 +185,8 @@ int tide_gens_fetch(tide_gens *g, const void *key, void **out, size_t *len, uint
  * insert the bytes into the newest generation (TIDE_EEXIST there counts as
  * done). Returns 0 with *now_gen_id the generation that holds it now;
  * TIDE_ENOTFOUND when gen_id is below the oldest kept id (the object's
- * generation was dropped: the caller must forget its copy); the insert's
+ * generation was dropped, or a rotation dropping it has hidden it: the
+ * caller must forget its copy); the insert's
  * errors. A plain store: 0 with *now_gen_id 0, nothing done.
  */
 int tide_gens_touch(tide_gens *g, const void *key, const void *value, size_t len,
