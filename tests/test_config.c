@@ -1029,6 +1029,7 @@ typedef struct od_case { int id; const char *value; uint64_t want; } od_case;
 
 static const od_case od_cases[] = {
     { TIDE_CFG_ONLINE_DELETE, "5000", 5000 },   { TIDE_CFG_GENERATIONS, "3", 3 },
+    { TIDE_CFG_ROTATION_MAX_RSS, "2GiB", 2ull << 30 },
     { TIDE_CFG_ADVISORY_DELETE, "1", 1 },       { TIDE_CFG_ROTATE_BYTES, "1GiB", GiB },
     { TIDE_CFG_ROTATE_INTERVAL, "3600", 3600 }, { TIDE_CFG_DELETE_BATCH, "50", 50 },
     { TIDE_CFG_BACK_OFF_MS, "10", 10 },         { TIDE_CFG_DELETE_CHUNK, "1MiB", MiB },
@@ -1041,6 +1042,7 @@ static uint64_t od_value(const tide_config *c, int id)
     switch (id) {
     case TIDE_CFG_ONLINE_DELETE:       return c->online_delete;
     case TIDE_CFG_GENERATIONS:         return c->generations;
+    case TIDE_CFG_ROTATION_MAX_RSS:    return c->rotation_max_rss;
     case TIDE_CFG_ADVISORY_DELETE:     return (uint64_t)c->advisory_delete;
     case TIDE_CFG_ROTATE_BYTES:        return c->rotate_bytes;
     case TIDE_CFG_ROTATE_INTERVAL:     return c->rotate_interval;
@@ -1072,7 +1074,24 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     expect_u64(c.recovery_wait_s, 5, "recovery_wait_seconds");
     expect_u64(c.rotation_wait_max_s, 300, "rotation_wait_max_seconds");
     expect_u64(c.trim_after_rotation, 1, "trim_after_rotation");
-    expect_contains(describe(&c), "online_delete=0(default) generations=2(default)", "describe");
+    /* G not set: the node is given 0 (the manifest's keep), and the
+     * settings line says so, not "2" (issue 12 review: a keep-4 ring
+     * restarted without --generations shrank to 2). */
+    expect_contains(describe(&c), "online_delete=0(default) generations=manifest(not set: the manifest's keep, "
+                    "2 for a new directory)", "describe");
+    tide_startup_node_opts(&c, &o);
+    expect_u64(o.generations, 0, "node opts: G not set is 0, the manifest's keep");
+    {
+        char fileg[] = "[node_db]\ntype=NuDB\ngenerations=3\n";
+        const char *envg[] = { "TIDE_GENERATIONS=5", NULL };
+        expect_rc(load_all(f, &c, fileg, NULL, 0, NULL), 0, "generations in the file");
+        tide_startup_node_opts(&c, &o);
+        expect_u64(o.generations, 3, "node opts: the file's G is passed");
+        expect_contains(describe(&c), "generations=3(file ", "describe: the file's G");
+        expect_rc(load_all(f, &c, NULL, envg, 0, NULL), 0, "generations in the environment");
+        tide_startup_node_opts(&c, &o);
+        expect_u64(o.generations, 5, "node opts: the environment's G is passed");
+    }
 
     for (size_t i = 0; i < sizeof od_cases / sizeof od_cases[0]; i++) {
         const od_case *oc = &od_cases[i];
@@ -1098,8 +1117,9 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     }
 
     /* "manual": generations on, no object trigger; 0: off again. */
-    char *manual[] = { "tided", "--online-delete", "manual", "--generations=4", "--rotate-bytes=8MiB", NULL };
-    expect_rc(load_all(f, &c, NULL, NULL, 5, manual), 0, "--online-delete manual");
+    char *manual[] = { "tided", "--online-delete", "manual", "--generations=4", "--rotate-bytes=8MiB",
+                       "--rotation-max-rss=3GiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 6, manual), 0, "--online-delete manual");
     expect_u64(c.online_delete_on, 1, "manual turns generations on");
     expect_u64(c.online_delete, 0, "manual has no object trigger");
     expect_contains(describe(&c), "online_delete=manual(flag --online-delete)", "describe says manual");
@@ -1110,6 +1130,7 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     expect_u64(o.rotate_bytes, 8 * MiB, "node opts: rotate_bytes");
     expect_u64(o.delete_chunk_bytes, 64 * MiB, "node opts: delete_chunk");
     expect_u64(o.trim_after_rotation, 1, "node opts: trim_after_rotation");
+    expect_u64(o.rotation_max_rss, 3ull << 30, "node opts: rotation_max_rss");
 
     const char *env0[] = { "TIDE_ONLINE_DELETE=0", NULL };
     char *on[] = { "tided", "--online-delete=7", NULL };

@@ -239,7 +239,8 @@ static void the_disk_side_gives_each_generation_the_age_and_every_finding(void *
                     "7 (gen-000000000007) 2 MiB.", "the generations line");
     expect_contains(text, "7 rotations, the last 2 h 5 min ago; the newest generation holds 4321 objects",
                     "the age line");
-    expect_contains(text, "2 rotation attempts failed (tide_rotation_failures_total)", "failures");
+    expect_contains(text, "2 rotation attempts failed since start (tide_rotation_failures_total); whether a "
+                    "later one succeeded is not known here", "failures, the newest's result not in the status");
     expect_contains(text, "1 rotation attempt was abandoned", "abandoned");
     expect_contains(text, "advisory_delete is on and can_delete is never: nothing will be deleted until "
                     "POST /v1/admin/can_delete", "the advisory finding");
@@ -290,6 +291,35 @@ static void the_disk_side_gives_each_generation_the_age_and_every_finding(void *
                                          "\"rotations\":3,\"can_delete\":\"always\"}}", NULL, NOW_US), 0, "status");
     expect_u64(r.disk.nfindings, 0, "always as a word");
     free(p);
+}
+
+/* Failures since start with the newest attempt a success: deletes run,
+ * and the finding must not say nothing is deleted; with the newest a
+ * failure too, it says so. */
+static void failures_are_weighed_against_the_newest_attempts_result(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"rotations\":5,"
+                                         "\"failures\":2,\"abandoned\":0,\"last_rotation\":{\"seq\":9,"
+                                         "\"rc\":0,\"trigger\":\"objects\"}}}", NULL, NOW_US), 0, "status");
+    expect_u64(r.disk.nfindings, 1, "one finding");
+    expect_contains(r.disk.findings[0], "2 rotation attempts failed since start", "the count");
+    expect_contains(r.disk.findings[0], "the newest attempt (9) succeeded: rotations and deletes run again",
+                    "the newest succeeded");
+    if (strstr(r.disk.findings[0], "nothing is deleted"))
+        fail_msg("a later success must not be told as nothing deleted: %s", r.disk.findings[0]);
+
+    expect_rc(tide_doctor_analyze(page, &r), 0, "analyze");
+    expect_rc(tide_doctor_analyze_status(&r, "{\"online_delete\":{\"enabled\":true,\"rotations\":5,"
+                                         "\"failures\":1,\"last_rotation\":{\"seq\":6,\"rc\":-3}}}", NULL,
+                                         NOW_US), 0, "status");
+    expect_u64(r.disk.nfindings, 1, "one finding");
+    expect_contains(r.disk.findings[0], "1 rotation attempt failed (tide_rotation_failures_total), the newest "
+                    "(6) too", "the newest failed");
+    expect_contains(r.disk.findings[0], "until one succeeds nothing is deleted", "so nothing is deleted");
 }
 
 static void an_older_node_or_no_status_is_told_not_guessed(void **state)
@@ -551,6 +581,7 @@ int main(void)
         cmocka_unit_test(on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob),
         cmocka_unit_test(tide_doctor_exits_1_on_a_page_that_is_not_a_nodes_and_says_so),
         cmocka_unit_test(the_disk_side_gives_each_generation_the_age_and_every_finding),
+        cmocka_unit_test(failures_are_weighed_against_the_newest_attempts_result),
         cmocka_unit_test(an_older_node_or_no_status_is_told_not_guessed),
         cmocka_unit_test(tide_doctor_reads_the_disk_side_from_the_nodes_status),
     };

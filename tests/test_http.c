@@ -1110,6 +1110,109 @@ static void admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_res
     tided_cleanup(&t);
 }
 
+/* A keep-list in pieces: POST /v1/admin/keep twice (hex, then raw), each
+ * answering the count it copied at; a stale rotate?expect is 409 and
+ * rotates nothing; rotate?expect=R rotates; the kept keys survive the drop
+ * and the untouched ones are gone. */
+static void a_keep_list_in_pieces_then_rotate_expect_keeps_exactly_those_keys(void **state)
+{
+    static char token_env[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
+    static const char *flags[] = { "--online-delete=manual", "--back-off-milliseconds=0", "--delete-chunk=4096",
+                                   "--delete-batch=1", NULL };
+    char *env[] = { token_env, NULL };
+    uint8_t value[100], raw[32];
+    char body[300], k1[65], k2[65];
+    json_t *j;
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, flags, env);
+    for (uint64_t i = 1; i <= 6; i++) {
+        th_value(i, sizeof value, value);
+        r = http(&t, "PUT", obj_path(i, "?sync=1"), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT in span 1");
+        resp_free(&r);
+    }
+    json_decref(rotate_ok(&t, NULL, 0, NULL, "rotation 1: keys 1..6 now in the older generation"));
+
+    r = http(&t, "POST", "/v1/admin/keep", NULL, 0, 0, NULL);
+    expect_status(r, 401, "POST /v1/admin/keep without the token");
+    resp_free(&r);
+    r = http(&t, "GET", "/v1/admin/keep", NULL, 0, 0, AUTH);
+    expect_status(r, 405, "GET /v1/admin/keep");
+    resp_free(&r);
+    r = http(&t, "POST", "/v1/admin/keep", "zz\n", 3, 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 400, "a bad piece");
+    expect_contains(r.body, "nothing was copied", "a bad piece copies nothing");
+    resp_free(&r);
+
+    key_hex(1, k1);
+    key_hex(2, k2);
+    snprintf(body, sizeof body, "%s\n\n  %s\r\n", k1, k2);
+    r = http(&t, "POST", "/v1/admin/keep", body, strlen(body), 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 200, "piece 1: keys 1 and 2 in hex");
+    j = body_json(&r, "piece 1");
+    expect_u64((uint64_t)jint(j, "keys", NULL), 2, "piece 1: two keys");
+    expect_u64((uint64_t)jint(j, "copied", NULL), 2, "piece 1: both copied forward");
+    expect_u64((uint64_t)jint(j, "missing", NULL), 0, "piece 1: none missing");
+    expect_u64((uint64_t)jint(j, "copied_bytes", NULL), 2 * sizeof value, "piece 1: their bytes");
+    expect_u64((uint64_t)jint(j, "rotations", NULL), 1, "piece 1: copied at rotation count 1");
+    json_decref(j);
+    resp_free(&r);
+
+    uint8_t two[64];
+    th_key(3, 32, two);
+    th_key(99, 32, two + 32);                        /* in no generation */
+    r = http(&t, "POST", "/v1/admin/keep", two, sizeof two, 0, AUTH "\nContent-Type: application/octet-stream");
+    expect_status(r, 200, "piece 2: key 3 and a missing key, raw");
+    j = body_json(&r, "piece 2");
+    expect_u64((uint64_t)jint(j, "keys", NULL), 2, "piece 2: two keys");
+    expect_u64((uint64_t)jint(j, "copied", NULL), 1, "piece 2: key 3 copied");
+    expect_u64((uint64_t)jint(j, "missing", NULL), 1, "piece 2: key 99 missing");
+    expect_u64((uint64_t)jint(j, "rotations", NULL), 1, "piece 2: the same count");
+    json_decref(j);
+    resp_free(&r);
+
+    r = http(&t, "POST", "/v1/admin/rotate?expect=one", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "expect must be a count");
+    resp_free(&r);
+    (void)raw;
+    r = http(&t, "POST", "/v1/admin/rotate?expect=1", k1, 64, 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 400, "rotate?expect takes no body");
+    resp_free(&r);
+    r = http(&t, "POST", "/v1/admin/rotate?expect=0", NULL, 0, 0, AUTH);
+    expect_status(r, 409, "a stale expect");
+    expect_error_json(&r, "rotated_meanwhile", "the stale expect's body");
+    j = body_json(&r, "the 409");
+    expect_u64((uint64_t)jint(j, "rotations", NULL), 1, "the 409 says the present count");
+    expect_u64((uint64_t)jint(j, "expected", NULL), 0, "and the expected one");
+    json_decref(j);
+    resp_free(&r);
+    r = http(&t, "GET", "/v1/status", NULL, 0, 0, NULL);
+    j = body_json(&r, "/v1/status");
+    expect_u64((uint64_t)jint(json_object_get(j, "online_delete"), "rotations", NULL), 1,
+               "the stale expect rotated nothing");
+    json_decref(j);
+    resp_free(&r);
+
+    r = http(&t, "POST", "/v1/admin/rotate?expect=1", NULL, 0, 0, AUTH);
+    expect_status(r, 200, "rotate?expect=1");
+    j = body_json(&r, "rotate?expect=1");
+    expect_u64((uint64_t)jint(j, "gens", "dropped"), 1, "generation 1 dropped");
+    expect_u64((uint64_t)jint(j, "gens", "rotations"), 2, "the count is 2");
+    json_decref(j);
+    resp_free(&r);
+    for (uint64_t i = 1; i <= 6; i++) {
+        r = http(&t, "GET", obj_path(i, NULL), NULL, 0, 0, NULL);
+        expect_status(r, i <= 3 ? 200 : 404, i <= 3 ? "a kept key survives" : "an untouched key is gone");
+        resp_free(&r);
+    }
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 
 static void admin_sweep_is_403_when_no_admin_token_is_configured(void **state)
 {
@@ -2712,6 +2815,7 @@ int main(void)
     const struct CMUnitTest own_tests[] = {
         cmocka_unit_test(admin_sweep_is_403_when_no_admin_token_is_configured),
         cmocka_unit_test(admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_rest),
+        cmocka_unit_test(a_keep_list_in_pieces_then_rotate_expect_keeps_exactly_those_keys),
         cmocka_unit_test(a_put_with_sync_survives_kill_9_and_is_served_after_restart),
         cmocka_unit_test(sigterm_commits_every_acknowledged_put_and_exits_0),
         cmocka_unit_test(a_bad_flag_or_value_exits_2_naming_it),

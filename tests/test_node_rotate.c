@@ -27,6 +27,7 @@
 #include "expect.h"
 #include "helpers.h"
 #include "mem/alloc.h"
+#include "mem/proc.h"
 #include "node/config.h"
 #include "node/node.h"
 #include "node/startup.h"
@@ -129,6 +130,7 @@ static int readable(tide_node *n, uint64_t i)
 
 static void rotate(tide_node *n, tide_node_rotation_report *r)
 {
+    if (r) memset(r, 0, sizeof *r);      /* tide_node_rotate keeps r's keep_* fields */
     int rc = tide_node_rotate(n, "admin", r);
     if (rc) fail_msg("tide_node_rotate: %s (%s)", tide_strerror(rc), tide_last_error());
 }
@@ -482,6 +484,243 @@ static void a_node_with_online_delete_off_has_no_generations(void **state)
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+/* The built-in gate with rotation_max_rss: a bound below the process's RSS
+ * (1 MiB; a test process holds more: the check says so) holds the rotation
+ * and names the figures; a bound far above lets it run. */
+static void the_health_gate_waits_while_rss_is_over_rotation_max_rss(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    uint64_t rss = 0;
+    tide_node *n;
+
+    expect_rc(tide_mem_proc_statm_rss(&rss), 0, "the process RSS");
+    if (rss <= (1u << 20)) fail_msg("this test needs an RSS over 1 MiB; it is %" PRIu64, rss);
+    gen_opts(&o, f->dir, 2, &fk);
+    o.online_delete = 1;
+    o.recovery_wait_s = 0;
+    o.rotation_wait_max_s = 0;                       /* abandon at the first unhealthy look */
+    o.rotation_max_rss = 1u << 20;
+    n = open_with(&o);
+    put(n, 1);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_u64(tide_node_rotate_check(n, &r), 1, "an attempt is made");
+    tide_log_set_sink(NULL, NULL);
+    expect_u64(r.abandoned, 1, "abandoned: RSS over the bound");
+    expect_contains(r.error, "over rotation_max_rss=1 MiB", "the reason names the bound");
+    expect_u64(rotations_of(n), 0, "nothing rotated");
+    expect_rc(tide_node_close(n), 0, "close");
+
+    o.rotation_max_rss = 1ull << 50;
+    n = open_with(&o);
+    expect_u64(tide_node_rotate_check(n, &r), 1, "an attempt");
+    expect_rc(r.rc, 0, "RSS under the bound: it rotates");
+    expect_u64(rotations_of(n), 1, "rotated");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+/* ---- shutdown during a gradual delete ------------------------------------------------------ */
+
+typedef struct locked_log {
+    pthread_mutex_t mu;
+    th_log_capture cap;
+} locked_log;
+
+static void locked_sink(void *arg, int level, const char *line)
+{
+    locked_log *l = arg;
+    pthread_mutex_lock(&l->mu);
+    th_log_capture_sink(&l->cap, level, line);
+    pthread_mutex_unlock(&l->mu);
+}
+
+typedef struct closer { tide_node *n; int rc; } closer;
+
+static void *close_main(void *arg)
+{
+    closer *c = arg;
+    c->rc = tide_node_close(c->n);
+    return NULL;
+}
+
+/* The rotator thread drops a generation of ~50 delete steps with 60 s
+ * between two; tide_node_close interrupts it: close returns, the rotation's
+ * line says fewer steps than the file needed, and the next open removes
+ * the rest. Before the fix close waited the whole drop (about 50 minutes):
+ * the bound below is only there so the failure is a message, not a hang. */
+static void close_interrupts_a_gradual_delete_between_two_steps(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_gens_info gi;
+    locked_log *ll = calloc(1, sizeof *ll);
+    closer c = { 0 };
+    pthread_t tid;
+    uint64_t needed, steps = UINT64_MAX;
+    char p[2400];
+    const char *at;
+    int done = 0;
+
+    assert_non_null(ll);
+    pthread_mutex_init(&ll->mu, NULL);
+    gen_opts(&o, f->dir, 2, &fk);
+    {
+        tide_node *n = open_with(&o);
+        for (uint64_t i = 1; i <= 200; i++) {
+            uint8_t key[32], val[1000];
+            key_of(i, key);
+            th_value(i, sizeof val, val);
+            expect_rc(tide_node_put(n, key, val, sizeof val), 0, "put into generation 1");
+        }
+        rotate(n, NULL);                                 /* generation 2; 1 is the older */
+        expect_rc(tide_node_close(n), 0, "close");
+    }
+    o.rotate_check_ms = 1;                               /* the thread looks every ms */
+    o.online_delete = 1;                                 /* one object in the newest: due */
+    o.back_off_ms = 60000;
+    o.delete_chunk_bytes = 4096;
+    c.n = open_with(&o);
+    tide_node_gens_info(c.n, &gi);
+    expect_u64(gi.count, 2, "two generations");
+    needed = (gi.gens[1].dat_file_bytes + 4095) / 4096;
+    if (needed < 10) fail_msg("generation 1's nudb.dat should need many steps; it needs %" PRIu64, needed);
+    tide_log_set_sink(locked_sink, ll);
+    put(c.n, 1000);                                      /* the trigger: the thread rotates, dropping 1 */
+    for (int i = 0; i < 20000; i++) {                    /* wait for the manifest's count to move */
+        tide_node_gens_info(c.n, &gi);
+        if (gi.rotations == 2) break;
+        usleep(1000);
+    }
+    expect_u64(gi.rotations, 2, "the rotator thread rotated (its drop is under way)");
+    expect_rc(pthread_create(&tid, NULL, close_main, &c), 0, "the closing thread");
+    for (int i = 0; i < 20000 && !done; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 1000000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        done = pthread_timedjoin_np(tid, NULL, &ts) == 0;
+    }
+    if (!done) fail_msg("close did not return while the drop paused 60 s between its steps");
+    tide_log_set_sink(NULL, NULL);
+    expect_rc(c.rc, 0, "close");
+    at = strstr(ll->cap.text, "1 dropped (");
+    if (at == NULL || (at = strstr(at, " deleted in ")) == NULL || sscanf(at, " deleted in %" SCNu64, &steps) != 1)
+        fail_msg("the rotation's line should say its delete steps; the log says:\n%s", ll->cap.text);
+    if (steps >= needed)
+        fail_msg("the drop took %" PRIu64 " steps of the %" PRIu64 " the file needed: not interrupted", steps, needed);
+    assert_true(th_exists(th_path(p, sizeof p, f->dir, "gen-000000000001")));
+
+    o.rotate_check_ms = 0;
+    o.back_off_ms = 0;
+    c.n = open_with(&o);
+    tide_node_gens_info(c.n, &gi);
+    expect_u64(gi.removed_at_open, 1, "the next open removes the rest of generation 1");
+    assert_false(th_exists(th_path(p, sizeof p, f->dir, "gen-000000000001")));
+    expect_rc(tide_node_close(c.n), 0, "close");
+    pthread_mutex_destroy(&ll->mu);
+    free(ll);
+}
+
+/* After tide_node_interrupt a keep-list stops at its next batch and a
+ * rotation is TIDE_ECLOSED; reads and writes go on. */
+static void after_an_interrupt_keep_lists_stop_and_rotations_are_closed(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_rotation_report r;
+    uint8_t keys[3 * 32];
+    tide_node *n;
+
+    gen_opts(&o, f->dir, 2, &fk);
+    o.delete_batch = 1;
+    o.back_off_ms = 60000;                           /* the interrupt cuts the pause short */
+    n = open_with(&o);
+    for (uint64_t i = 1; i <= 3; i++) put(n, i), key_of(i, keys + (i - 1) * 32);
+    tide_node_interrupt(n);
+    memset(&r, 0, sizeof r);
+    expect_rc(tide_node_keep_at(n, keys, 3, &r, NULL), TIDE_ECLOSED, "the keep-list stops");
+    expect_u64(r.keep_keys, 1, "after its first batch");
+    expect_contains(tide_last_error(), "stopped after 1 of 3 keys", "and says how far it went");
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_rc(tide_node_rotate(n, "admin", NULL), TIDE_ECLOSED, "a rotation after the interrupt");
+    tide_log_set_sink(NULL, NULL);
+    put(n, 4);
+    expect_readable(n, 4, "writes and reads go on");
+    expect_u64(rotations_of(n), 0, "nothing rotated");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
+/* ---- the keep in force ------------------------------------------------------------------ */
+
+/* A keep-4 ring reopened without generations (opts_init's default) keeps
+ * 4: the next rotation drops only the oldest. An explicit 2 is honoured,
+ * with a WARN naming the generations the next rotation drops. */
+static void a_restart_without_generations_keeps_the_manifests_keep(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_gens_info gi;
+    tide_node_rotation_report r;
+    th_log_capture *cap = calloc(1, sizeof *cap);
+    tide_node *n;
+
+    assert_non_null(cap);
+    gen_opts(&o, f->dir, 4, &fk);
+    n = open_with(&o);
+    for (int i = 0; i < 3; i++) rotate(n, NULL);       /* generations 1..4 */
+    expect_rc(tide_node_close(n), 0, "close the keep-4 ring");
+
+    gen_opts(&o, f->dir, 0, &fk);
+    tide_node_opts o_default;
+    tide_node_opts_init(&o_default);
+    o.generations = o_default.generations;             /* as a restart without --generations */
+    tide_log_set_sink(th_log_capture_sink, cap);
+    n = open_with(&o);
+    tide_log_set_sink(NULL, NULL);
+    expect_contains(cap->text, "keeping 4 generations (the manifest's keep", "the open says which keep");
+    expect_u64((uint64_t)cap->warnings, 0, "no warning: nothing shrinks");
+    rotate(n, &r);
+    expect_u64(r.gens.dropped, 1, "only the oldest of the four is dropped");
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.keep, 4, "the manifest's keep stays 4");
+    expect_u64(gi.count, 4, "four held");
+    expect_rc(tide_node_close(n), 0, "close");
+
+    memset(cap, 0, sizeof *cap);
+    gen_opts(&o, f->dir, 2, &fk);                      /* the operator asks for 2 */
+    tide_log_set_sink(th_log_capture_sink, cap);
+    n = open_with(&o);
+    tide_log_set_sink(NULL, NULL);
+    expect_u64((uint64_t)cap->warnings, 1, "one WARN for the shrink");
+    expect_contains(cap->text, "keep 2 is below tide.generations's 4: the next rotation keeps 2 and drops "
+                    "generations 4, 3, 2", "the WARN names what will be dropped");
+    expect_contains(cap->text, "keeping 2 generations (configured: generations; the manifest has 4",
+                    "the open says the configured keep is in force");
+    rotate(n, &r);
+    expect_u64(r.gens.dropped, 3, "the explicit lower keep is honoured");
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.keep, 2, "keep 2 now");
+    expect_u64(gi.count, 2, "two held");
+    expect_rc(tide_node_close(n), 0, "close");
+
+    memset(cap, 0, sizeof *cap);
+    expect_rc(th_rmrf(f->dir), 0, "a new directory");
+    gen_opts(&o, f->dir, 0, &fk);
+    tide_log_set_sink(th_log_capture_sink, cap);
+    n = open_with(&o);
+    tide_log_set_sink(NULL, NULL);
+    expect_contains(cap->text, "keeping 2 generations (the default for a new directory", "a new directory: 2");
+    tide_node_gens_info(n, &gi);
+    expect_u64(gi.keep, 2, "a new directory keeps 2");
+    expect_rc(tide_node_close(n), 0, "close");
+    free(cap);
+}
+
 /* ---- the startup line of the disk bound -------------------------------------------------- */
 
 static void the_startup_log_states_the_disk_bound_by_mean_record_or_per_record(void **state)
@@ -534,6 +773,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_node_with_online_delete_off_has_no_generations, setup, teardown),
         cmocka_unit_test_setup_teardown(the_startup_log_states_the_disk_bound_by_mean_record_or_per_record, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_restart_without_generations_keeps_the_manifests_keep, setup, teardown),
+        cmocka_unit_test_setup_teardown(close_interrupts_a_gradual_delete_between_two_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(after_an_interrupt_keep_lists_stop_and_rotations_are_closed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(the_health_gate_waits_while_rss_is_over_rotation_max_rss, setup, teardown),
     };
     return th_run_group("test_node_rotate", tests, NULL, NULL, NULL);
 }

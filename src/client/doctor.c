@@ -366,6 +366,7 @@ static void read_can_delete(const json_t *o, tide_doctor_disk *d)
 static void read_online_delete(const json_t *od, uint64_t now_us, tide_doctor_disk *d)
 {
     const json_t *gens = json_object_get(od, "generations"), *adv = json_object_get(od, "advisory_delete");
+    const json_t *last;
 
     d->reported = 1;
     d->enabled = json_is_true(json_object_get(od, "enabled"));
@@ -387,6 +388,12 @@ static void read_online_delete(const json_t *od, uint64_t now_us, tide_doctor_di
     d->failures = member_num(od, "failures");
     d->abandoned = member_num(od, "abandoned");
     d->newest_objects = member_num(od, "newest_objects");
+    last = json_object_get(od, "last_rotation");
+    if (json_is_object(last) && json_is_integer(json_object_get(last, "rc"))) {
+        d->last_rc_known = 1;
+        d->last_rc = (int)json_integer_value(json_object_get(last, "rc"));
+        d->last_seq = member_num(last, "seq");
+    }
     read_can_delete(od, d);
     if (d->last_rotation_us > 0 && now_us >= d->last_rotation_us)
         d->last_rotation_age_s = ((double)now_us - d->last_rotation_us) / 1e6;
@@ -412,15 +419,26 @@ static void disk_findings(tide_doctor_disk *d)
                 "after N objects, keeping --generations G (default 2)");
         return;
     }
-    if (failures > 0)
-        finding(d, "%.0f rotation attempt%s failed (tide_rotation_failures_total): GET /v1/rotations "
-                "gives each one's error; until one succeeds nothing is deleted and the disk grows",
-                failures, failures == 1 ? "" : "s");
+    /* Failures count since start; whether deletes run now is the newest
+     * attempt's result (the status's last_rotation). */
+    if (failures > 0 && d->last_rc_known && d->last_rc == 0)
+        finding(d, "%.0f rotation attempt%s failed since start (tide_rotation_failures_total), but the "
+                "newest attempt (%.0f) succeeded: rotations and deletes run again; GET /v1/rotations "
+                "gives the failed ones' errors", failures, failures == 1 ? "" : "s", d->last_seq);
+    else if (failures > 0 && d->last_rc_known)
+        finding(d, "%.0f rotation attempt%s failed (tide_rotation_failures_total), the newest (%.0f) "
+                "too: GET /v1/rotations gives each one's error; until one succeeds nothing is deleted "
+                "and the disk grows", failures, failures == 1 ? "" : "s", d->last_seq);
+    else if (failures > 0)
+        finding(d, "%.0f rotation attempt%s failed since start (tide_rotation_failures_total); whether "
+                "a later one succeeded is not known here (/v1/status' online_delete.last_rotation not "
+                "read): GET /v1/rotations gives each one's result", failures, failures == 1 ? "" : "s");
     if (abandoned > 0)
         finding(d, "%.0f rotation attempt%s abandoned (tide_rotations_abandoned_total): the health "
-                "gate (commit backlog, memory limit) stayed shut past its wait bound; GET "
-                "/v1/rotations says which, and the node's log why", abandoned,
-                abandoned == 1 ? " was" : "s were");
+                "gate (no commit failed since its last look, the insert pools under half the burst, "
+                "and the process RSS under rotation_max_rss when that is set) stayed shut past "
+                "rotation_wait_max_seconds; GET /v1/rotations says which, and the node's log why",
+                abandoned, abandoned == 1 ? " was" : "s were");
     if (d->advisory_delete == 1 && !d->can_delete_always && d->can_delete == 0)
         finding(d, "advisory_delete is on and can_delete is never: nothing will be deleted until "
                 "POST /v1/admin/can_delete?value=now (or a rotation count, or always) allows it; "

@@ -52,6 +52,9 @@ typedef struct tide_doctor_disk {
     int    can_delete_always; /* "always" (UINT64_MAX, written -1 or as text) */
     double last_rotation_age_s; /* now - last rotation; < 0 unknown or never */
     double failures, abandoned; /* the status's counts of failed and abandoned attempts */
+    int    last_rc_known;     /* the status's "last_rotation" report was read */
+    int    last_rc;           /* its rc: 0 the newest attempt succeeded */
+    double last_seq;          /* its seq */
     /* From /metrics (tide_disk_bytes, tide_generations, tide_rotations_total,
      * tide_rotation_failures_total, tide_rotations_abandoned_total): */
     double m_disk_bytes, m_generations, m_rotations, m_failures, m_abandoned;

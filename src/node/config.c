@@ -281,7 +281,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .def = "2", .arg = "G",
         .help = "generations kept with online delete; a rotation copies forward only what is read or "
                 "re-PUT, so more generations keep untouched objects longer (G spans) for G times the "
-                "disk of a span." },
+                "disk of a span. Unset: the data directory's own keep (its tide.generations), 2 for a "
+                "new directory; a value below it is honoured and the next rotation drops down to it "
+                "(logged at WARN)." },
     [TIDE_CFG_ADVISORY_DELETE] = { "advisory_delete", "advisory-delete", "TIDE_ADVISORY_DELETE", "node_db",
                                    NULL, NULL, K_BOOL, 0, 0, 0,
         .def = "0", .arg = "0|1",
@@ -325,6 +327,12 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .def = "1", .arg = "0|1",
         .help = "1: one measured release (the sweep's trim) right after a rotation that dropped a "
                 "generation, reported in /v1/rotations and on /metrics." },
+    [TIDE_CFG_ROTATION_MAX_RSS] = { "rotation_max_rss", "rotation-max-rss", "TIDE_ROTATION_MAX_RSS", "node_db",
+                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+        .def = "0", .arg = "SIZE",
+        .help = "the rotation's health gate also waits while the process RSS is over SIZE (a rotation "
+                "opens a store and copies forward; it waits for memory to come down, as for a commit "
+                "backlog). 0: no RSS gate." },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -693,6 +701,7 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_RECOVERY_WAIT:        c->recovery_wait_s = (unsigned)p->v; break;
     case TIDE_CFG_ROTATION_WAIT_MAX:    c->rotation_wait_max_s = (unsigned)p->v; break;
     case TIDE_CFG_TRIM_AFTER_ROTATION:  c->trim_after_rotation = p->iv; break;
+    case TIDE_CFG_ROTATION_MAX_RSS:     c->rotation_max_rss = p->v; break;
     default: break;
     }
 }
@@ -896,6 +905,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_RECOVERY_WAIT:        snprintf(out, cap, "%u", c->recovery_wait_s); break;
     case TIDE_CFG_ROTATION_WAIT_MAX:    snprintf(out, cap, "%u", c->rotation_wait_max_s); break;
     case TIDE_CFG_TRIM_AFTER_ROTATION:  snprintf(out, cap, "%d", c->trim_after_rotation); break;
+    case TIDE_CFG_ROTATION_MAX_RSS:     ti_config_size_text(c->rotation_max_rss, out, cap); break;
     default: out[0] = '\0'; break;
     }
 }
@@ -922,7 +932,11 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
         int w;
 
         value_text(c, id, val, sizeof val);
-        switch (s->kind) {
+        if (id == TIDE_CFG_GENERATIONS && s->kind < TIDE_SRC_FILE) {
+            /* not the operator's: the node keeps the manifest's (startup.c) */
+            snprintf(val, sizeof val, "manifest");
+            snprintf(src, sizeof src, "not set: the manifest's keep, %u for a new directory", c->generations);
+        } else switch (s->kind) {
         case TIDE_SRC_PRESET: snprintf(src, sizeof src, "preset %s", s->where); break;
         case TIDE_SRC_FILE:   snprintf(src, sizeof src, "file %s", s->where); break;
         case TIDE_SRC_ENV:    snprintf(src, sizeof src, "env %s", s->where); break;

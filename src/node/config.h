@@ -58,6 +58,7 @@ enum {
     TIDE_CFG_ONLINE_DELETE, TIDE_CFG_GENERATIONS, TIDE_CFG_ADVISORY_DELETE, TIDE_CFG_ROTATE_BYTES,
     TIDE_CFG_ROTATE_INTERVAL, TIDE_CFG_DELETE_BATCH, TIDE_CFG_BACK_OFF_MS, TIDE_CFG_DELETE_CHUNK,
     TIDE_CFG_RECOVERY_WAIT, TIDE_CFG_ROTATION_WAIT_MAX, TIDE_CFG_TRIM_AFTER_ROTATION,
+    TIDE_CFG_ROTATION_MAX_RSS,
     TIDE_CFG_COUNT
 };
 
@@ -114,7 +115,11 @@ typedef struct tide_config {
      * bound. */
     int      online_delete_on;   /* 0 or 1 */
     uint64_t online_delete;      /* objects per span (0: no object trigger) */
-    unsigned generations;        /* G kept, 2..64; default 2 */
+    unsigned generations;        /* G kept, 2..64; default 2, but only as a figure: while
+                                    its source is the default the node is given 0, the
+                                    manifest's own keep (2 for a new directory), so a
+                                    restart that does not set it never shrinks the ring
+                                    (tide_startup_node_opts; describe says so) */
     int      advisory_delete;    /* 0 (default) or 1: rotations wait for can_delete */
     uint64_t rotate_bytes;       /* rotate when the newest nudb.dat reaches it; 0: none */
     uint64_t rotate_interval;    /* seconds after the last rotation; 0: none */
@@ -124,6 +129,8 @@ typedef struct tide_config {
     unsigned recovery_wait_s;    /* recovery_wait_seconds; default 5 */
     unsigned rotation_wait_max_s;/* rotation_wait_max_seconds; default 300 */
     int      trim_after_rotation;/* 1 (default) or 0 */
+    uint64_t rotation_max_rss;   /* the health gate holds a rotation while RSS is over it;
+                                    0 (default): no RSS gate */
     uint64_t ram_bytes;          /* total RAM seen by tide_config_defaults */
     tide_config_source src[TIDE_CFG_COUNT];
 } tide_config;

@@ -87,7 +87,7 @@ void tide_node_opts_init(tide_node_opts *o)
     o->sweep_interval_ms = 10000;
     o->trim = 1;
     o->count_keys_max_bytes = 4ull << 30;
-    o->generations = 2;
+    o->generations = 0;           /* the manifest's keep; 2 for a new directory */
     o->delete_batch = 100;
     o->back_off_ms = 100;
     o->delete_chunk_bytes = 64ull * MiB;
@@ -130,17 +130,40 @@ static int has_manifest(const tide_node_opts *o)
     return io->stat(io, p, NULL) == 0;
 }
 
+/* Say which keep G is in force and where it came from. opts.generations
+ * 0 is passed on as 0, which tide_gens_open reads as the manifest's own
+ * keep (2 for a new directory), so a restart that does not say G never
+ * shrinks the ring; an explicit value is honoured, and tide_gens_open
+ * warns, naming them, when it is below the manifest's and the next
+ * rotation will drop generations. */
+static void log_keep(tide_node *n, int manifest)
+{
+    tide_gens_info gi;
+
+    if (!tide_gens_enabled(n->gens)) return;
+    tide_gens_get_info(n->gens, &gi);
+    if (n->opts.generations == 0)
+        tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (%s: generations not set)", gi.keep,
+                 manifest ? "the manifest's keep" : "the default for a new directory");
+    else if (n->opts.generations != gi.keep)
+        tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (configured: generations; the manifest "
+                 "has %u until the next rotation)", n->opts.generations, gi.keep);
+    else
+        tide_log(TIDE_LOG_INFO, "online delete: keeping %u generations (configured: generations)", gi.keep);
+}
+
 /* The store or the generations in DIR. With online delete off and no
  * manifest this is what it always was (ensure_store, then one plain
  * store); otherwise tide_gens_open makes, adopts or opens generations. */
 static int open_gens(tide_node *n)
 {
     tide_gens_opts go;
+    int manifest = has_manifest(&n->opts);
     int rc = 0;
 
     tide_gens_opts_init(&go);
     go.online_delete = n->opts.online_delete_on ? 1 : 0;
-    go.keep = n->opts.generations;
+    go.keep = n->opts.generations;      /* 0: the manifest's (log_keep) */
     go.create_if_missing = n->opts.create_if_missing;
     go.key_size = n->opts.key_size;
     go.block_size = n->opts.block_size;
@@ -149,8 +172,9 @@ static int open_gens(tide_node *n)
     go.io = n->opts.io;
     go.delete_chunk_bytes = n->opts.delete_chunk_bytes;
     go.back_off_ms = n->opts.back_off_ms;
-    if (!go.online_delete && !has_manifest(&n->opts)) rc = ensure_store(&n->opts);
+    if (!go.online_delete && !manifest) rc = ensure_store(&n->opts);
     if (rc == 0) rc = tide_gens_open(&n->gens, n->dir, &go);
+    if (rc == 0) log_keep(n, manifest);
     return rc;
 }
 
@@ -163,8 +187,8 @@ static int check_opts(const tide_node_opts *o)
     if (o->cache_hard_limit && o->cache_budget && o->cache_hard_limit < o->cache_budget)
         return tide_err_set(TIDE_EINVAL, "node: cache_hard_limit %zu is below cache_budget %zu",
                             o->cache_hard_limit, o->cache_budget);
-    if (o->generations < TIDE_GEN_MIN || o->generations > TIDE_GEN_MAX)
-        return tide_err_set(TIDE_EINVAL, "node: generations %u is outside %d..%d", o->generations,
+    if (o->generations != 0 && (o->generations < TIDE_GEN_MIN || o->generations > TIDE_GEN_MAX))
+        return tide_err_set(TIDE_EINVAL, "node: generations %u is outside %d..%d (0: the manifest's)", o->generations,
                             TIDE_GEN_MIN, TIDE_GEN_MAX);
     if (o->delete_batch == 0) return tide_err_set(TIDE_EINVAL, "node: delete_batch must be at least 1");
     return 0;

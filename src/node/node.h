@@ -137,7 +137,14 @@ typedef struct tide_node_opts {
                                      trigger (only the others, or POST /v1/admin/rotate) */
     uint64_t rotate_bytes;        /* ... after the newest's nudb.dat reaches this; 0: none */
     uint64_t rotate_interval_s;   /* ... this long after the last rotation; 0: none */
-    unsigned generations;         /* G kept, TIDE_GEN_MIN..TIDE_GEN_MAX; default 2 */
+    unsigned generations;         /* G kept, TIDE_GEN_MIN..TIDE_GEN_MAX; 0 (default): the
+                                     manifest's own keep, 2 for a directory without one,
+                                     so a restart that does not say G never shrinks the
+                                     ring. A value below the manifest's is honoured (the
+                                     next rotation drops down to it) and logged at WARN
+                                     with the generations it will drop. (Issue 12 review:
+                                     the default was 2, which silently dropped a keep-4
+                                     ring to 2.) */
     int      advisory_delete;     /* 1: a due rotation waits for can_delete to allow it
                                      (tide_node_can_delete); default 0 */
     unsigned delete_batch;        /* keep-list keys copied forward per batch; default 100 */
@@ -156,9 +163,17 @@ typedef struct tide_node_opts {
     int      trim_after_rotation; /* 1 (default): one measured release after a rotation
                                      that dropped a generation (the same call as a
                                      sweep's: opts.release or tide_mem_trim) */
+    uint64_t rotation_max_rss;    /* the built-in gate also waits while the process RSS
+                                     (/proc/self/statm) is over this; 0 (default): no RSS
+                                     gate. (Issue 12 review: the issue asks for "memory
+                                     under its limit"; there is no process limit before
+                                     issue 13's memory_limit, so this is the operator's.
+                                     The node cache needs no gate: it never exceeds its
+                                     hard limit.) */
     tide_node_health_fn health;   /* NULL (default): the built-in gate (the insert pools
                                      under half the burst, no commit failed since the
-                                     last look); tests put a hook here */
+                                     last look, RSS under rotation_max_rss when set);
+                                     tests put a hook here */
     void    *health_arg;
 } tide_node_opts;
 
@@ -214,8 +229,9 @@ typedef struct tide_node_totals {
 int tide_node_open(tide_node **out, const tide_node_opts *opts);
 
 /*
- * Stop the sweeper (waiting for a round in progress), commit and close the
- * store, free the caches. Returns 0 or the store's close error (the node is
+ * Stop the sweeper (waiting for a round in progress), interrupt a rotation
+ * in progress at its next delete step and stop the rotator
+ * (tide_node_interrupt), commit and close the store, free the caches. Returns 0 or the store's close error (the node is
  * freed in every case). NULL is ignored. No other call may be in progress
  * or follow.
  */
@@ -338,17 +354,48 @@ typedef struct tide_node_rotation_totals {
  * with back_off_ms pauses between batches; adds to r's keep_* fields (r may
  * be NULL). Returns 0 or the first read/insert error (the keys before it
  * were copied); TIDE_EINVAL without generations. A missing key is counted,
- * not an error. The server calls it for each piece of a streamed body of
- * POST /v1/admin/rotate before tide_node_rotate.
+ * not an error. It takes no lock against rotations: a rotation of the
+ * rotator thread may come between it and a following tide_node_rotate, and
+ * with G = 2 that rotation makes the generation the keys went into the
+ * oldest, which tide_node_rotate then drops. Nothing in the server calls
+ * it; use tide_node_rotate_keep (one list), or tide_node_keep_at and
+ * tide_node_rotate_expect (a list in pieces).
  */
 int tide_node_keep_keys(tide_node *n, const void *keys, size_t count,
                         tide_node_rotation_report *r);
 
 /*
+ * One piece of a keep-list handed over in pieces (POST /v1/admin/keep):
+ * tide_node_keep_keys under the rotation lock, so no rotation runs while
+ * it copies, and *rotations (may be NULL) gets the manifest's rotation
+ * count the keys were copied at. Pass the count of the first piece to
+ * tide_node_rotate_expect: it rotates only when no rotation came since.
+ * Returns as tide_node_keep_keys. Blocks the rotator's rotations for its
+ * length (a batch pause is back_off_ms). (Added in issue 12's review.)
+ */
+int tide_node_keep_at(tide_node *n, const void *keys, size_t count, tide_node_rotation_report *r,
+                      uint64_t *rotations);
+
+/*
+ * Rotate as tide_node_rotate does (r filled whole, may be NULL), but only
+ * when the manifest's rotation count is `expect`, checked and rotated
+ * under one hold of the rotation lock. Returns 0 (rotated; *present, may
+ * be NULL, the count after it); 1 when the count is not `expect` (nothing
+ * rotated or recorded; *present the count now: keys kept at `expect` are
+ * then in the second-newest generation or gone, so send them again at the
+ * count now and retry); the rotation's error; TIDE_EINVAL without
+ * generations. (Added in issue 12's review: the optimistic half of a
+ * keep-list in pieces.)
+ */
+int tide_node_rotate_expect(tide_node *n, uint64_t expect, const char *trigger, tide_node_rotation_report *r,
+                            uint64_t *present);
+
+/*
  * Rotate now (trigger "admin": the gates of health and advisory_delete are
- * not applied, the operator asked), after the keep-list r already counts
- * (r's keep_* fields are kept; r is filled otherwise), and make the measured
- * release when a generation was dropped and trim_after_rotation is on.
+ * not applied, the operator asked), and make the measured release when a
+ * generation was dropped and trim_after_rotation is on. r's keep_* fields
+ * are kept as the caller set them (so a caller of tide_node_keep_keys may
+ * pass the same r; pass a zeroed r otherwise); r is filled otherwise.
  * Records the report (tide_node_rotations). Returns 0 or the rotation's
  * error (TIDE_EINVAL without generations). Serialised with the rotator
  * thread's rotations. Blocks for the whole rotation (its deletes pause
@@ -393,6 +440,17 @@ int tide_node_rotate_check(tide_node *n, tide_node_rotation_report *r);
  * with advisory_delete never deletes what the operator did not allow.
  */
 int tide_node_can_delete(tide_node *n, const char *value, uint64_t *now);
+
+/*
+ * For a shutdown: stop the rotator (its waits end) and interrupt the
+ * generations (tide_gens_interrupt), so a rotation dropping a generation
+ * gradually, the thread's or an admin's on another thread, returns at its
+ * next delete step (the report's delete_steps short; the next open removes
+ * the rest), and every later rotation is TIDE_ECLOSED. Reads and writes go
+ * on. Cannot be undone; tide_node_close does it first itself. tided calls
+ * it before it waits for its rotate worker. (Added in issue 12's review.)
+ */
+void tide_node_interrupt(tide_node *n);
 
 /* Copy up to `cap` of the latest rotation reports, newest first; returns
  * how many (at most TIDE_NODE_ROTATIONS). Cost: one lock. */

@@ -13,8 +13,9 @@
  *      rotations+1; a shut gate is not an attempt (nothing recorded, one
  *      INFO line per due episode), the next look asks again;
  *   3. health gate: no commit backlog (the insert pools under half the
- *      burst) and no commit failed since the last look (or opts.health,
- *      a test hook); while unhealthy the attempt waits recovery_wait_s and
+ *      burst), no commit failed since the last look, and, when
+ *      rotation_max_rss is set, the process RSS under it (or opts.health,
+ *      a test hook; the memory limit of issue 13 is not here yet); while unhealthy the attempt waits recovery_wait_s and
  *      looks again, and after rotation_wait_max_s in all it is abandoned:
  *      logged at WARN once with the figures, counted, recorded with
  *      abandoned = 1, and the next attempt waits recovery_wait_s more;
@@ -26,7 +27,13 @@
  * the operator asked. tide_node_rotate_keep runs its keep-list and the
  * rotation under one hold of rot_lock, so no rotation of the thread slips
  * between them (a key kept into a generation that then becomes the
- * older one would be dropped by the admin rotation right after).
+ * older one would be dropped by the admin rotation right after). A keep
+ * handed over in pieces (POST /v1/admin/keep, then rotate?expect=R) closes
+ * the same window optimistically instead: each piece runs under rot_lock
+ * and says the manifest's count R it copied at (tide_node_keep_at), and
+ * tide_node_rotate_expect rotates only while the count is still R, under
+ * the same lock, so a rotation between two pieces, or between the last
+ * piece and the rotate, is seen and nothing is dropped that was kept.
  *
  * Locks: rot_check_lock, one look at a time (thread and test calls);
  * rot_lock, one rotation (with its keep-list and trim) at a time; then
@@ -43,6 +50,9 @@
  *      advisory_delete deletes nothing the operator did not allow since
  *      it started.
  *   5. The thread is stopped (joined) before the generations close.
+ *   6. The stop interrupts the generations (tide_gens_interrupt) before it
+ *      joins: a drop in progress ends at its next delete step, and every
+ *      later rotation, the admin's too, is TIDE_ECLOSED.
  *
  * Never: hold rot_state_lock across a rotation, a keep or a release; hold
  * a cache lock at all (the node cache needs nothing at a rotation:
@@ -59,6 +69,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "mem/proc.h"
 #include "tide/error.h"
 #include "util/assert.h"
 #include "util/clock.h"
@@ -208,8 +219,14 @@ static int keep_keys(tide_node *n, const uint8_t *keys, size_t count, tide_node_
         const uint8_t *key = keys + i * n->key_size;
         int copied = 0;
 
-        if (i > 0 && i % n->opts.delete_batch == 0 && n->opts.back_off_ms)
-            tide_clock_sleep_us((uint64_t)n->opts.back_off_ms * 1000);
+        /* The pause ends early at a stop (tide_node_interrupt), and the
+         * list stops there: a shutdown does not wait for a long one. */
+        if (i > 0 && i % n->opts.delete_batch == 0 &&
+            wait_until(n, tide_clock_mono_ns() + (uint64_t)n->opts.back_off_ms * NS_PER_MS)) {
+            rc = tide_err_set(TIDE_ECLOSED, "%s: the node is closing: the keep-list stopped after %zu of %zu "
+                              "keys", n->dir, i, count);
+            break;
+        }
         r->keep_keys++;
         rc = tide_gens_keep(n->gens, key, &copied);
         if (rc == TIDE_ENOTFOUND) { r->keep_missing++; rc = 0; continue; }
@@ -307,6 +324,52 @@ int tide_node_rotate_keep(tide_node *n, const void *keys, size_t count, const ch
     return rc;
 }
 
+/* The manifest's rotation count; rot_lock held, so it cannot move. */
+static uint64_t rotations_now(tide_node *n)
+{
+    tide_gens_info gi;
+
+    tide_gens_get_info(n->gens, &gi);
+    return gi.rotations;
+}
+
+int tide_node_keep_at(tide_node *n, const void *keys, size_t count, tide_node_rotation_report *r,
+                      uint64_t *rotations)
+{
+    tide_node_rotation_report local;
+    int rc;
+
+    if (!tide_gens_enabled(n->gens)) return not_enabled(n, "keep keys in");
+    if (r == NULL) memset(&local, 0, sizeof local), r = &local;
+    pthread_mutex_lock(&n->rot_lock);
+    if (rotations) *rotations = rotations_now(n);
+    rc = keep_keys(n, keys, count, r);
+    pthread_mutex_unlock(&n->rot_lock);
+    return rc;
+}
+
+int tide_node_rotate_expect(tide_node *n, uint64_t expect, const char *trigger, tide_node_rotation_report *r,
+                            uint64_t *present)
+{
+    tide_node_rotation_report local;
+    uint64_t t0 = tide_clock_mono_ns(), now;
+    int rc = 1;
+
+    if (r == NULL) r = &local;
+    memset(r, 0, sizeof *r);
+    r->started_unix_us = tide_clock_real_us();
+    if (!tide_gens_enabled(n->gens)) return not_enabled(n, "rotate");
+    pthread_mutex_lock(&n->rot_lock);
+    now = rotations_now(n);
+    if (present) *present = now;
+    if (now == expect) {
+        rc = admin_rotate(n, trigger, r, t0);
+        if (present) *present = rotations_now(n);
+    }
+    pthread_mutex_unlock(&n->rot_lock);
+    return rc;
+}
+
 /* ---- the gates ------------------------------------------------------------------ */
 
 /* The trigger that is due, or NULL (step 1). */
@@ -338,7 +401,7 @@ static int advisory_allows(tide_node *n, uint64_t rotations)
 static int healthy(tide_node *n, char *why, size_t cap)
 {
     tide_store_info si;
-    uint64_t seen = n->rot_failures_seen;
+    uint64_t seen = n->rot_failures_seen, rss = 0;
     char a[32], b[32];
 
     if (n->opts.health) return n->opts.health(n->opts.health_arg, why, cap);
@@ -351,6 +414,13 @@ static int healthy(tide_node *n, char *why, size_t cap)
     if (si.pool_bytes * 2 > si.burst_bytes) {
         snprintf(why, cap, "a commit backlog: the insert pools hold %s, over half the burst of %s",
                  tide_size_format(si.pool_bytes, a, sizeof a), tide_size_format(si.burst_bytes, b, sizeof b));
+        return 0;
+    }
+    /* A statm read that fails says nothing about memory: not a reason to
+     * hold deletes back. */
+    if (n->opts.rotation_max_rss && tide_mem_proc_statm_rss(&rss) == 0 && rss > n->opts.rotation_max_rss) {
+        snprintf(why, cap, "the process RSS is %s, over rotation_max_rss=%s",
+                 tide_size_format(rss, a, sizeof a), tide_size_format(n->opts.rotation_max_rss, b, sizeof b));
         return 0;
     }
     return 1;
@@ -468,12 +538,21 @@ int ti_node_rotator_start(tide_node *n)
     return e;
 }
 
-void ti_node_rotator_stop(tide_node *n)
+void tide_node_interrupt(tide_node *n)
 {
     pthread_mutex_lock(&n->rot_state_lock);
     n->rot_stop = 1;
     pthread_cond_broadcast(&n->rot_cond);
     pthread_mutex_unlock(&n->rot_state_lock);
+    /* A gradual drop (delete_chunk_bytes steps, back_off_ms apart) may take
+     * minutes; the interrupt stops it between two steps and the next open
+     * removes the rest, so close never waits for it (invariant 6). */
+    if (n->gens) tide_gens_interrupt(n->gens);
+}
+
+void ti_node_rotator_stop(tide_node *n)
+{
+    tide_node_interrupt(n);
     if (n->rot_started) pthread_join(n->rot_thread, NULL);
     n->rot_started = 0;
 }

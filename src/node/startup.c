@@ -170,7 +170,9 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->trim_param = c->trim_param;
     o->online_delete_on = c->online_delete_on;
     o->online_delete = c->online_delete;
-    o->generations = c->generations;
+    /* Only the operator's G (flag, env, file) is passed; otherwise 0, the
+     * manifest's own keep: the default 2 must not shrink a larger ring. */
+    o->generations = c->src[TIDE_CFG_GENERATIONS].kind >= TIDE_SRC_FILE ? c->generations : 0;
     o->advisory_delete = c->advisory_delete;
     o->rotate_bytes = c->rotate_bytes;
     o->rotate_interval_s = c->rotate_interval;
@@ -180,6 +182,7 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->recovery_wait_s = c->recovery_wait_s;
     o->rotation_wait_max_s = c->rotation_wait_max_s;
     o->trim_after_rotation = c->trim_after_rotation;
+    o->rotation_max_rss = c->rotation_max_rss;
 }
 
 /* The disk bound in words. With G generations and a trigger of N objects
@@ -189,6 +192,21 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
  * while a gate holds the rotation back (advisory_delete, health), so the
  * directory holds about G x N objects. Bytes follow from the mean record
  * size when the newest generation has objects. */
+/* Which G is in force and where it came from: the operator's (its
+ * source), or the manifest's own keep when G was not set. */
+static void log_keep(const tide_config *c, const tide_gens_info *gi)
+{
+    const tide_config_source *s = &c->src[TIDE_CFG_GENERATIONS];
+    const char *kind = s->kind == TIDE_SRC_FLAG ? "flag" : s->kind == TIDE_SRC_ENV ? "env" : "file";
+
+    if (s->kind >= TIDE_SRC_FILE)
+        tide_log(TIDE_LOG_INFO, "online delete: keep %u generations in force (generations=%u from %s %s)",
+                 gi->keep, c->generations, kind, s->where);
+    else
+        tide_log(TIDE_LOG_INFO, "online delete: keep %u generations in force (generations not set: the "
+                 "manifest's keep, %u for a new directory)", gi->keep, c->generations);
+}
+
 void tide_startup_log_disk(const tide_config *c, tide_node *n)
 {
     tide_gens_info gi;
@@ -197,28 +215,29 @@ void tide_startup_log_disk(const tide_config *c, tide_node *n)
     if (!c->online_delete_on) return;
     tide_node_gens_info(n, &gi);
     tide_size_format(gi.disk_bytes, now, sizeof now);
+    log_keep(c, &gi);
     if (c->online_delete == 0) {
         tide_log(TIDE_LOG_INFO, "online delete: %u generations, rotated only by rotate_bytes=%" PRIu64
                  ", rotate_interval=%" PRIu64 "s or POST /v1/admin/rotate: the disk holds at most %u spans of "
-                 "objects (copies forward included); now %s in %u generation(s)", c->generations, c->rotate_bytes,
-                 c->rotate_interval, c->generations, now, gi.count);
+                 "objects (copies forward included); now %s in %u generation(s)", gi.keep, c->rotate_bytes,
+                 c->rotate_interval, gi.keep, now, gi.count);
         return;
     }
     if (gi.newest_objects > 0 && gi.newest_bytes > 0) {
         uint64_t mean = gi.newest_bytes / gi.newest_objects;
         tide_size_format(mean, per, sizeof per);
-        tide_size_format(mean * c->online_delete * c->generations, total, sizeof total);
+        tide_size_format(mean * c->online_delete * gi.keep, total, sizeof total);
         tide_log(TIDE_LOG_INFO, "online delete: %u generations of %" PRIu64 " objects: the disk holds at most "
                  "about %u x %" PRIu64 " objects (copies forward count toward each generation's %" PRIu64 "; "
                  "it overshoots by what arrives while the rotator checks or a gate waits); at the newest's mean record of %s (%" PRIu64
                  " bytes of nudb.dat / %" PRIu64 " objects) that is about %s of data files plus the key files; "
-                 "now %s", c->generations, c->online_delete, c->generations, c->online_delete, c->online_delete, per,
+                 "now %s", gi.keep, c->online_delete, gi.keep, c->online_delete, c->online_delete, per,
                  gi.newest_bytes, gi.newest_objects, total, now);
     } else {
         tide_log(TIDE_LOG_INFO, "online delete: %u generations of %" PRIu64 " objects: the disk holds at most "
                  "about %u x %" PRIu64 " objects (copies forward included), i.e. %" PRIu64 " x (record size) of data "
                  "files plus the key files (a record is its value + key size + 6 bytes); now %s",
-                 c->generations, c->online_delete, c->generations, c->online_delete,
-                 (uint64_t)c->generations * c->online_delete, now);
+                 gi.keep, c->online_delete, gi.keep, c->online_delete,
+                 (uint64_t)gi.keep * c->online_delete, now);
     }
 }

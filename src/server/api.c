@@ -10,6 +10,8 @@
  *   GET  /v1/sweeps                   JSON: the last 64 sweep rounds
  *   POST /v1/admin/sweep              Bearer TIDE_ADMIN_TOKEN: sweep now
  *   POST /v1/admin/rotate             Bearer TIDE_ADMIN_TOKEN: keep-list, rotate
+ *                                     (?expect=R: only while the count is R)
+ *   POST /v1/admin/keep               Bearer TIDE_ADMIN_TOKEN: a keep-list piece
  *   GET|POST /v1/admin/can_delete     Bearer TIDE_ADMIN_TOKEN: advisory_delete
  *   GET  /v1/rotations                JSON: the last 32 rotation attempts
  *   GET  /metrics                     TIDE_METRICS_TOKEN (Bearer or
@@ -191,6 +193,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         tided_api_admin_sweep(srv, req, guard);
     } else if (path_is(p, n, "/v1/admin/rotate")) {
         tided_api_admin_rotate(srv, req, guard);
+    } else if (path_is(p, n, "/v1/admin/keep")) {
+        tided_api_admin_keep(srv, req, guard);
     } else if (path_is(p, n, "/v1/admin/can_delete")) {
         tided_api_admin_can_delete(srv, req);
     } else if (path_is(p, n, "/v1/rotations")) {

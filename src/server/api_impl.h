@@ -109,6 +109,7 @@ json_t *tided_trim_json(const tide_mem_trim_report *t);
  * GET|POST /v1/admin/can_delete, GET /v1/rotations, /v1/status'
  * "online_delete", one rotation report as JSON. */
 void tided_api_admin_rotate(tided_server *srv, h2o_req_t *req, tided_guard *guard);
+void tided_api_admin_keep(tided_server *srv, h2o_req_t *req, tided_guard *guard);
 void tided_answer_rotate(tided_job *job);
 void tided_api_admin_can_delete(tided_server *srv, h2o_req_t *req);
 json_t *tided_rotation_list_json(tide_node *node);

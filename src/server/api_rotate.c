@@ -3,6 +3,8 @@
  *
  *   POST /v1/admin/rotate            copy the body's keys forward, rotate
  *                                    now, answer the report
+ *   POST /v1/admin/rotate?expect=R   rotate only while the count is R
+ *   POST /v1/admin/keep              copy the body's keys forward only
  *   GET  /v1/admin/can_delete        advisory_delete's allowance
  *   POST /v1/admin/can_delete?value=N|never|always|now   set it
  *   GET  /v1/rotations               the last TIDE_NODE_ROTATIONS attempts
@@ -11,14 +13,24 @@
  * The rotate body is the keep-list: keys the client knows are live, in hex
  * one per line (Content-Type text/plain; blank lines and blanks around a
  * key are skipped, '\r' before '\n' too) or raw, key after key
- * (application/octet-stream). It is read whole on the loop before anything
- * happens, so a malformed body is a 400 naming the line (or the length)
- * and nothing is copied or rotated. The keys go to the rotate worker with
- * the job (work.c), which copies them forward (tide_node_keep_keys, in
- * batches with pauses) and then rotates (tide_node_rotate): never on a
- * loop thread. A body is at most max_object_size bytes (h2o refuses more
- * before a handler runs): a longer keep-list needs a larger
- * max_object_size.
+ * (application/octet-stream). h2o reads the body whole before a handler
+ * runs; the handler parses it on the loop, so a malformed body is a 400
+ * naming the line (or the length) and nothing is copied or rotated. The
+ * keys go to the rotate worker with the job (work.c), which copies them
+ * forward and rotates under one hold of the node's rotation lock
+ * (tide_node_rotate_keep: batches of delete_batch with back_off_ms
+ * pauses, then the rotation): never on a loop thread. A body is at most
+ * max_object_size bytes (h2o refuses more before a handler runs): at the
+ * default 1 MiB, 32768 raw 32-byte keys or 16131 in hex lines (65 bytes
+ * a line).
+ *
+ * A longer keep-list goes in pieces, each its own request (h2o 2.2.5
+ * buffers a request body, so one request cannot stream): POST
+ * /v1/admin/keep copies a piece forward at once (tide_node_keep_at, on
+ * the rotate worker) and answers the manifest's rotation count R it
+ * copied at; POST /v1/admin/rotate?expect=R then rotates only while the
+ * count is still R (tide_node_rotate_expect), else 409 rotated_meanwhile
+ * with the count now: the client sends its pieces again and retries.
  *
  * Without generations (online delete off and no tide.generations in the
  * data directory) a rotate is 409 "online_delete_off": the request is
@@ -30,7 +42,9 @@
  *      /v1/sweeps.
  *   2. A rotate answers only after its rotation returned; its body is
  *      the report with every field (tided_rotation_report_json).
- *   3. A malformed keep-list or query rotates nothing.
+ *   3. A malformed keep-list or query rotates nothing and copies nothing.
+ *   4. rotate?expect=R rotates only when the manifest's count is R at the
+ *      rotation itself (checked under the node's rotation lock).
  *
  * Never: call tide_node_rotate or tide_node_keep_keys on a loop thread;
  * echo a body's bytes but through tided_req_text.
@@ -178,7 +192,7 @@ static int decode_hex(const char *h, size_t n, uint8_t *out)
 /* Hex keys, one per line, into keys (room for every line): 0 with
  * *nkeys, or -1 after a 400 naming the first bad line. */
 static int parse_hex_lines(tided_server *srv, h2o_req_t *req, const char *b, size_t len, uint8_t *keys,
-                           size_t *nkeys)
+                           size_t *nkeys, const char *nothing)
 {
     size_t want = 2 * (size_t)srv->key_size, line = 0, k = 0, i = 0;
 
@@ -193,8 +207,8 @@ static int parse_hex_lines(tided_server *srv, h2o_req_t *req, const char *b, siz
         if (s == e) continue;
         if (e - s != want || decode_hex(b + s, e - s, keys + k * srv->key_size) != 0) {
             tided_send_error(req, 400, "bad_body", "line %zu of the keep-list, '%s', is not a key of %zu hex "
-                             "digits (%u bytes); nothing was rotated", line,
-                             tided_req_text(req, b + s, e - s, 80), want, srv->key_size);
+                             "digits (%u bytes); nothing was %s", line,
+                             tided_req_text(req, b + s, e - s, 80), want, srv->key_size, nothing);
             return -1;
         }
         k++;
@@ -203,17 +217,26 @@ static int parse_hex_lines(tided_server *srv, h2o_req_t *req, const char *b, siz
     return 0;
 }
 
-typedef struct rotate_fill { void *keys; size_t nkeys; } rotate_fill;
+typedef struct rotate_fill {
+    void    *keys;
+    size_t   nkeys;
+    int      keep_only, has_expect;
+    uint64_t expect;
+} rotate_fill;
 
 static void fill_rotate(tided_job *job, void *arg)
 {
     const rotate_fill *f = arg;
     job->keys = f->keys;
     job->nkeys = f->nkeys;
+    job->keep_only = f->keep_only;
+    job->has_expect = f->has_expect;
+    job->expect = f->expect;
 }
 
-/* The body as keys (malloc'd into *keys), or -1 after a 400. */
-static int read_keep_list(tided_server *srv, h2o_req_t *req, void **keys, size_t *nkeys)
+/* The body as keys (malloc'd into *keys), or -1 after a 400 saying
+ * "nothing was <nothing>". */
+static int read_keep_list(tided_server *srv, h2o_req_t *req, void **keys, size_t *nkeys, const char *nothing)
 {
     size_t len = req->entity.base ? req->entity.len : 0;
     int type = body_type(req);
@@ -225,13 +248,13 @@ static int read_keep_list(tided_server *srv, h2o_req_t *req, void **keys, size_t
     if (type <= 0) {
         tided_send_error(req, 400, "bad_body", "a keep-list is text/plain (hex keys, one per line) or "
                          "application/octet-stream (raw keys); this body's Content-Type is %s; nothing was "
-                         "rotated", type == 0 ? "missing" : "another");
+                         "%s", type == 0 ? "missing" : "another", nothing);
         return -1;
     }
     if (type == 2 && len % srv->key_size != 0) {
         tided_send_error(req, 400, "bad_body", "an application/octet-stream keep-list is whole %u-byte keys; "
-                         "%zu bytes is %zu keys and %zu bytes more; nothing was rotated", srv->key_size, len,
-                         len / srv->key_size, len % srv->key_size);
+                         "%zu bytes is %zu keys and %zu bytes more; nothing was %s", srv->key_size, len,
+                         len / srv->key_size, len % srv->key_size, nothing);
         return -1;
     }
     k = malloc(len);    /* raw: exactly the body; hex: at least twice what the keys need */
@@ -242,7 +265,7 @@ static int read_keep_list(tided_server *srv, h2o_req_t *req, void **keys, size_t
     if (type == 2) {
         memcpy(k, req->entity.base, len);
         *nkeys = len / srv->key_size;
-    } else if (parse_hex_lines(srv, req, req->entity.base, len, k, nkeys) != 0) {
+    } else if (parse_hex_lines(srv, req, req->entity.base, len, k, nkeys, nothing) != 0) {
         free(k);
         return -1;
     }
@@ -250,9 +273,65 @@ static int read_keep_list(tided_server *srv, h2o_req_t *req, void **keys, size_t
     return 0;
 }
 
+/* rotate's query: nothing, or expect=R once (a decimal count). 0, or -1
+ * after a 400. */
+static int parse_expect_query(h2o_req_t *req, int *has, uint64_t *expect)
+{
+    const char *at = NULL, *q;
+    size_t n;
+
+    *has = 0;
+    *expect = 0;
+    while (tided_query_next(req, &at, &q, &n)) {
+        uint64_t v = 0;
+        size_t i;
+
+        if (n < 7 || memcmp(q, "expect=", 7) != 0) {
+            tided_send_error(req, 400, "bad_query", "unknown query parameter '%s' (the only one is expect=R, "
+                             "a rotation count)", tided_req_text(req, q, n, 64));
+            return -1;
+        }
+        if (*has) {
+            tided_send_error(req, 400, "bad_query", "the query parameter 'expect' is given twice; give it once");
+            return -1;
+        }
+        for (i = 7; i < n && q[i] >= '0' && q[i] <= '9' && v <= (UINT64_MAX - 9) / 10; i++)
+            v = v * 10 + (uint64_t)(q[i] - '0');
+        if (n == 7 || i != n) {
+            tided_send_error(req, 400, "bad_query", "expect='%s' is not a rotation count (decimal digits, as "
+                             "POST /v1/admin/keep answers it)", tided_req_text(req, q + 7, n - 7, 64));
+            return -1;
+        }
+        *has = 1;
+        *expect = v;
+    }
+    return 0;
+}
+
 void tided_api_admin_rotate(tided_server *srv, h2o_req_t *req, tided_guard *guard)
 {
-    rotate_fill f;
+    rotate_fill f = { 0 };
+
+    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
+        tided_send_not_allowed(req, "POST");
+        return;
+    }
+    if (parse_expect_query(req, &f.has_expect, &f.expect)) return;
+    if (!tided_admin_authorized(srv, req)) return;
+    if (f.has_expect && req->entity.base && req->entity.len > 0) {
+        tided_send_error(req, 400, "bad_body", "rotate?expect=R takes no body: send the keep-list first by "
+                         "POST /v1/admin/keep; nothing was rotated");
+        return;
+    }
+    if (read_keep_list(srv, req, &f.keys, &f.nkeys, "rotated") != 0) return;
+    if (tided_queue_job(&srv->rotate_worker, req, guard, TIDED_JOB_ROTATE, "the rotation", 0, fill_rotate, &f)
+        == NULL)
+        free(f.keys);
+}
+
+void tided_api_admin_keep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
+{
+    rotate_fill f = { 0 };
 
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
         tided_send_not_allowed(req, "POST");
@@ -260,16 +339,62 @@ void tided_api_admin_rotate(tided_server *srv, h2o_req_t *req, tided_guard *guar
     }
     if (tided_parse_query(req, NULL)) return;
     if (!tided_admin_authorized(srv, req)) return;
-    if (read_keep_list(srv, req, &f.keys, &f.nkeys) != 0) return;
-    if (tided_queue_job(&srv->rotate_worker, req, guard, TIDED_JOB_ROTATE, "the rotation", 0, fill_rotate, &f)
+    if (read_keep_list(srv, req, &f.keys, &f.nkeys, "copied") != 0) return;
+    f.keep_only = 1;
+    if (tided_queue_job(&srv->rotate_worker, req, guard, TIDED_JOB_ROTATE, "the keep-list", 0, fill_rotate, &f)
         == NULL)
         free(f.keys);
+}
+
+/* A keep piece's answer: what it copied and the count it copied at. */
+static void answer_keep(tided_job *job)
+{
+    const tide_node_rotation_report *r = &job->rotation;
+    json_t *j;
+
+    if (job->rc == 0) {
+        tided_send_json(job->req, 200, json_pack("{s:I,s:I,s:I,s:I,s:I}", "keys", (json_int_t)r->keep_keys,
+                                                 "copied", (json_int_t)r->keep_copied,
+                                                 "missing", (json_int_t)r->keep_missing,
+                                                 "copied_bytes", (json_int_t)r->keep_copied_bytes,
+                                                 "rotations", (json_int_t)job->rotations));
+        return;
+    }
+    if (!job->gens_enabled) {
+        tided_send_error(job->req, 409, "online_delete_off", "online delete is off: the data directory is one "
+                         "plain store, with no generations to keep keys in: %s", job->detail);
+        return;
+    }
+    j = tided_error_json("keep_failed", job->detail);
+    if (j) {
+        json_object_set_new(j, "keys", json_integer((json_int_t)r->keep_keys));
+        json_object_set_new(j, "copied", json_integer((json_int_t)r->keep_copied));
+    }
+    tided_send_json(job->req, 500, j);
 }
 
 void tided_answer_rotate(tided_job *job)
 {
     json_t *j;
 
+    if (job->keep_only) {
+        answer_keep(job);
+        return;
+    }
+    if (job->rc == 0 && job->stale) {
+        char d[256];
+        snprintf(d, sizeof d, "the manifest's rotation count is %" PRIu64 ", not the expected %" PRIu64 ": a "
+                 "rotation came since the keep-list was copied (its keys are in an older generation now); "
+                 "send the keep-list again by POST /v1/admin/keep and retry with expect=%" PRIu64 "; nothing "
+                 "was rotated", job->rotations, job->expect, job->rotations);
+        j = tided_error_json("rotated_meanwhile", d);
+        if (j) {
+            json_object_set_new(j, "rotations", json_integer((json_int_t)job->rotations));
+            json_object_set_new(j, "expected", json_integer((json_int_t)job->expect));
+        }
+        tided_send_json(job->req, 409, j);
+        return;
+    }
     if (job->rc == 0) {
         tided_send_json(job->req, 200, tided_rotation_report_json(&job->rotation));
         return;

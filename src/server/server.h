@@ -102,6 +102,13 @@ struct tided_job {
     void        *keys;
     size_t       nkeys;
     int          gens_enabled;       /* rotate: the node has generations */
+    int          keep_only;          /* POST /v1/admin/keep: copy, do not rotate */
+    int          has_expect;         /* rotate?expect=R: only while the count is R */
+    uint64_t     expect;
+    uint64_t     rotations;          /* keep: the count it copied at; rotate?expect:
+                                        the count after (or the present one when
+                                        it moved: stale) */
+    int          stale;              /* rotate?expect: the count was not R */
     tide_node_rotation_report rotation;
     char         key_hex[];          /* sync: the key in hex, 2 * key_size + 1
                                         bytes allocated with the job */

@@ -153,6 +153,10 @@ static void help_endpoints(FILE *f)
 "         forward (hex lines, text/plain; or raw keys, application/\n"
 "         octet-stream), rotate now, answer the report. 409 when online\n"
 "         delete is off; 400 for a malformed body (nothing rotated).\n"
+"         The body is at most max_object_size; a longer keep-list goes in\n"
+"         pieces: POST /v1/admin/keep, then rotate?expect=R (docs/HTTP.md).\n"
+"    POST /v1/admin/keep               copy the body's keys forward now;\n"
+"         answers the manifest's rotation count R they were copied at.\n"
 "    GET|POST /v1/admin/can_delete[?value=N|never|always|now]\n"
 "         advisory_delete's allowance: read it, or set it with POST.\n"
 "    GET  /v1/rotations                JSON: the last 32 rotation attempts.\n"
@@ -535,6 +539,9 @@ int main(int argc, char **argv)
     tided_loops_run(srv);
     status = EXIT_OK;
 out:
+    /* An admin rotation's gradual drop would hold the rotate worker for
+     * minutes: interrupted, it returns at its next delete step. */
+    if (srv->node) tide_node_interrupt(srv->node);
     tided_worker_stop(&srv->sync_worker);
     tided_worker_stop(&srv->sweep_worker);
     tided_worker_stop(&srv->metrics_worker);

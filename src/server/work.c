@@ -20,9 +20,10 @@
  * milliseconds on a large heap), which must not stall a loop. Scrapes
  * queued together share one render.
  *
- * A POST /v1/admin/rotate is a job of the rotate worker, never coalesced:
- * each request carries its own keep-list and is its own rotation (the
- * node serialises it with its rotator thread).
+ * A POST /v1/admin/rotate or /v1/admin/keep is a job of the rotate
+ * worker, never coalesced: each request carries its own keep-list and is
+ * its own rotation or piece (the node serialises it with its rotator
+ * thread).
  *
  * There are four workers, one per kind, so a slow trim or rotation never
  * delays a durable PUT or a scrape.
@@ -50,8 +51,10 @@ static void send_back(tided_job *job)
 }
 
 /* A rotate job alone: its keep-list copied forward, then the rotation
- * (POST /v1/admin/rotate). Nothing is shared between two jobs: two
- * requests are two rotations. */
+ * (POST /v1/admin/rotate); or only the keep-list, one piece
+ * (POST /v1/admin/keep); or the rotation only while the manifest's count
+ * is the one expected (rotate?expect=R). Nothing is shared between two
+ * jobs: two requests are two rotations. */
 static void run_rotate(tided_worker *w, tided_job *job)
 {
     tide_node *node = w->srv->node;
@@ -61,7 +64,14 @@ static void run_rotate(tided_worker *w, tided_job *job)
     memset(&job->rotation, 0, sizeof job->rotation);
     tide_node_gens_info(node, &gi);
     job->gens_enabled = gi.enabled;
-    rc = tide_node_rotate_keep(node, job->keys, job->nkeys, "admin", &job->rotation);
+    if (job->keep_only) {
+        rc = tide_node_keep_at(node, job->keys, job->nkeys, &job->rotation, &job->rotations);
+    } else if (job->has_expect) {
+        rc = tide_node_rotate_expect(node, job->expect, "admin", &job->rotation, &job->rotations);
+        if (rc == 1) job->stale = 1, rc = 0;
+    } else {
+        rc = tide_node_rotate_keep(node, job->keys, job->nkeys, "admin", &job->rotation);
+    }
     job->rc = rc;
     if (rc) snprintf(job->detail, sizeof job->detail, "%s", tide_last_error());
 }
