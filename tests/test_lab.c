@@ -31,6 +31,7 @@
 #include "expect.h"
 #include "helpers.h"
 #include "lab/lab.h"
+#include "lab/lab_impl.h"
 #include "lab/runner.h"
 #include "tide/error.h"
 
@@ -217,8 +218,8 @@ static void a_ledger_holds_its_puts_and_gets_of_earlier_objects(void **state)
 static void the_built_in_variants_come_from_one_table(void **state)
 {
     static const char *const names[] = { "trim", "notrim", "every2", "every4", "freed8m", "freed64m",
-                                         "freepct10", "mmap16k", "jemalloc", NULL };
-    char list[128], *help = NULL;
+                                         "freepct10", "mmap16k", "jemalloc", "rot2", "rot2-notrim", "rot4", NULL };
+    char list[192], *help = NULL;
     size_t helplen = 0;
     FILE *f;
     char *out;
@@ -235,7 +236,8 @@ static void the_built_in_variants_come_from_one_table(void **state)
     }
     if (tide_lab_builtin_spec("bogus") != NULL) fail_msg("expected 'bogus' not to be a built-in");
     assert_int_equal(tide_lab_variant_names(list, sizeof list), 0);
-    expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc",
+    expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc, rot2, "
+               "rot2-notrim, rot4",
                "the built-in names in the table's order");
 
     th_run_tide("lab --variant bogus", 1, &out);
@@ -252,12 +254,141 @@ static void the_built_in_variants_come_from_one_table(void **state)
     free(help);
 }
 
+/* A series of 31 s by hand: RSS 100 MiB, 80 MiB from 12 s; disk growing
+ * 1 MiB a second to 10 MiB, 5 MiB at 11 s and a quarter MiB a second on; rotations 1 (at 10 s, 1 s long,
+ * dropping, trimmed), 2 (at 29 s: too late for a step), 3 (failed). */
+static void rotation_series(tide_lab_series *x, int rotating)
+{
+    const double MiB = 1048576.0;
+    tide_lab_rotation r;
+
+    memset(x, 0, sizeof *x);
+    snprintf(x->variant, sizeof x->variant, "rot<2>");
+    x->rep = 1;
+    x->rotating = rotating;
+    x->written_bytes = (uint64_t)(200 * MiB);
+    for (int t = 0; t <= 30; t++) {
+        tide_lab_sample p = { .t = t, .rss = (uint64_t)((t >= 12 ? 80 : 100) * MiB),
+                              .disk = (uint64_t)((t >= 11 ? (t - 11) * 0.25 + 5 : t) * MiB + 4096) };
+        assert_int_equal(ti_lab_series_add_sample(x, &p), 0);
+    }
+    memset(&r, 0, sizeof r);
+    r.seq = 3; r.t = 20; r.rc = TIDE_EIO;                    /* out of order, failed */
+    assert_int_equal(ti_lab_series_add_rotation(x, &r), 0);
+    memset(&r, 0, sizeof r);
+    r.seq = 1; r.t = 10; r.total_ns = 1000000000; r.dropped = 1; r.trimmed = 1; r.trim_rss_delta = (int64_t)(-20 * MiB);
+    r.create_ns = 2000000; r.drop_ns = 50000000;
+    assert_int_equal(ti_lab_series_add_rotation(x, &r), 0);
+    assert_int_equal(ti_lab_series_add_rotation(x, &r), 0);  /* seen twice, kept once */
+    r.seq = 2; r.t = 29; r.create_ns = 4000000; r.drop_ns = 70000000; r.trimmed = 0;
+    assert_int_equal(ti_lab_series_add_rotation(x, &r), 0);
+}
+
+static void the_rotation_figures_read_rss_and_disk_around_each_rotation(void **state)
+{
+    const double MiB = 1048576.0;
+    tide_lab_series x;
+    tide_lab_rotfig f;
+    uint64_t before, after;
+
+    (void)state;
+    rotation_series(&x, 1);
+    expect_u64(x.nrotations, 3, "rotations kept (one seen twice)");
+    expect_u64(x.rotations[0].seq, 1, "the first by seq");
+    expect_u64(x.rotations[2].seq, 3, "the last by seq");
+    assert_int_equal(ti_lab_rotation_rss(&x, &x.rotations[0], &before, &after), 0);
+    expect_u64(before, (uint64_t)(100 * MiB), "RSS at the rotation's start");
+    expect_u64(after, (uint64_t)(80 * MiB), "RSS 3 s after its end (14 s)");
+    if (ti_lab_rotation_rss(&x, &x.rotations[1], &before, &after) == 0)
+        fail_msg("a rotation at 29 s of a 30 s series has no sample 3 s after its end, yet got a step");
+    assert_int_equal(ti_lab_rotation_figures(&x, &f), 0);
+    expect_u64(f.rotations, 2, "rotations done");
+    expect_u64(f.failures, 1, "failed rotations");
+    expect_u64(f.dropping, 2, "rotations that dropped a generation");
+    expect_u64(f.steps, 1, "RSS steps measured (one too late)");
+    if (f.step_median != -20 * MiB) fail_msg("expected an RSS step of -20 MiB, got %.0f bytes", f.step_median);
+    if (f.trim_release_median != 20 * MiB) fail_msg("expected a trim release of 20 MiB, got %.0f", f.trim_release_median);
+    if (f.peak_disk != 10 * MiB + 4096) fail_msg("expected a peak disk of 10 MiB + 4096, got %.0f", f.peak_disk);
+    if (f.last_disk != 9.75 * MiB + 4096) fail_msg("expected the last disk sample, 9.75 MiB + 4096, got %.0f", f.last_disk);
+    if (f.create_ms != 3.0 || f.drop_ms != 60.0)
+        fail_msg("expected medians of 3 ms (create) and 60 ms (drop), got %g and %g", f.create_ms, f.drop_ms);
+    ti_lab_series_free(&x);
+}
+
+/* The chart and the disk CSV with and without a rotating series. */
+static void the_chart_gains_a_disk_panel_only_with_a_rotating_series(void **state)
+{
+    tide_lab_series x;
+    tide_lab_chart ch = { "t", NULL, 5, 30 };
+    char *svg = NULL, *csv = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    (void)state;
+    rotation_series(&x, 1);
+    assert_non_null(f = open_memstream(&svg, &len));
+    assert_int_equal(ti_lab_write_svg(f, &x, 1, &ch), 0);
+    fclose(f);
+    expect_contains(svg, "height=\"860\"", "the taller picture");
+    expect_u64(th_count(svg, "<polyline class=\"disk\""), 1, "disk lines");
+    expect_u64(th_count(svg, "class=\"rotation\""), 4, "rotation marks (2 done, one per panel each)");
+    expect_contains(svg, "data-variant=\"rot&lt;2&gt;\"", "the escaped variant name");
+    free(svg);
+    assert_non_null(f = open_memstream(&csv, &len));
+    assert_int_equal(ti_lab_write_disk_csv(f, &x, 1), 0);
+    fclose(f);
+    expect_contains(csv, "rep,variant,t_s,disk_bytes,rotations\n1,rot<2>,0.000,4096,0\n", "the disk CSV's start");
+    expect_contains(csv, "\n1,rot<2>,10.000,10489856,1\n", "a rotation counted from its start");
+    expect_contains(csv, "\n1,rot<2>,30.000,10227712,2\n", "the failed one not counted");
+    free(csv);
+    ti_lab_series_free(&x);
+
+    rotation_series(&x, 0);
+    assert_non_null(f = open_memstream(&svg, &len));
+    assert_int_equal(ti_lab_write_svg(f, &x, 1, &ch), 0);
+    fclose(f);
+    expect_contains(svg, "height=\"560\"", "the picture as it always was");
+    expect_u64(th_count(svg, "class=\"disk\""), 0, "disk lines without online delete");
+    expect_u64(th_count(svg, "class=\"rotation\""), 0, "rotation marks without online delete");
+    free(svg);
+    ti_lab_series_free(&x);
+}
+
+/* Which variants the lab treats as rotating. */
+static void a_variant_rotates_when_its_flags_turn_online_delete_on(void **state)
+{
+    static const struct { const char *spec, *node_args; int rotates; } cases[] = {
+        { "--online-delete 5000", NULL, 1 }, { "--online-delete=manual", NULL, 1 },
+        { "--online-delete 0", NULL, 0 }, { "TIDE_ONLINE_DELETE=100", NULL, 1 },
+        { "TIDE_ONLINE_DELETE=0", NULL, 0 }, { "--trim-policy never", "--online-delete 10", 1 },
+        { "--trim-policy never", "--generations 4", 0 }, { "--online-delete", NULL, 0 },
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tide_lab_variant v;
+        assert_int_equal(tide_lab_variant_parse(&v, "x", cases[i].spec, "/j.so"), 0);
+        if (tide_lab_variant_rotates(&v, cases[i].node_args) != cases[i].rotates)
+            fail_msg("spec '%s' with --node-args '%s': expected rotates=%d", cases[i].spec,
+                     cases[i].node_args ? cases[i].node_args : "", cases[i].rotates);
+        tide_lab_variant_free(&v);
+    }
+    for (const char *const *n = (const char *const[]){ "rot2", "rot2-notrim", "rot4", NULL }; *n; n++) {
+        tide_lab_variant v;
+        assert_int_equal(tide_lab_variant_parse(&v, *n, tide_lab_builtin_spec(*n), "/j.so"), 0);
+        if (!tide_lab_variant_rotates(&v, NULL)) fail_msg("expected the built-in '%s' to rotate", *n);
+        tide_lab_variant_free(&v);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_workload_is_the_same_for_the_same_seed),
         cmocka_unit_test(a_ledger_holds_its_puts_and_gets_of_earlier_objects),
         cmocka_unit_test(the_built_in_variants_come_from_one_table),
+        cmocka_unit_test(the_rotation_figures_read_rss_and_disk_around_each_rotation),
+        cmocka_unit_test(the_chart_gains_a_disk_panel_only_with_a_rotating_series),
+        cmocka_unit_test(a_variant_rotates_when_its_flags_turn_online_delete_on),
         cmocka_unit_test(bad_options_exit_2_and_name_what_was_wrong),
         cmocka_unit_test(a_missing_tided_is_an_error_that_says_so),
         cmocka_unit_test(a_short_run_measures_both_variants_and_writes_its_files),

@@ -12,7 +12,14 @@
  * The sweep poller asks each node for the reports it keeps (its last
  * rounds) every 5 s and once more at the end; a round seen twice is kept
  * once (by seq, lab.c's series invariant 4), so overlapping polls lose
- * nothing and count nothing twice.
+ * nothing and count nothing twice. A node with online delete is asked for
+ * its rotations (GET /v1/rotations) the same way.
+ *
+ * Disk: each sample also walks the node's data directory and adds up the
+ * sizes of the files under it (the generations' and the manifest's), so
+ * that a node without online delete is measured the same way and the two
+ * compare; a file that goes while the walk runs (a generation being
+ * dropped) is skipped, not an error.
  *
  * Invariants:
  *   1. A sample is taken only of a node that runs (pid > 0), and a node
@@ -23,13 +30,48 @@
  *
  * Never: fail a run because a poll failed (the next poll gets the rounds).
  */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lab/runner_impl.h"
 #include "mem/proc.h"
 #include "tide/error.h"
 #include "util/err.h"
+
+/* The sizes of the regular files under the directory fd (which it
+ * closes), `depth` levels down at most. */
+static uint64_t tree_bytes(int fd, int depth)
+{
+    DIR *d = fdopendir(fd);
+    struct dirent *e;
+    uint64_t sum = 0;
+
+    if (d == NULL) { close(fd); return 0; }
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;   /* gone meanwhile */
+        if (S_ISREG(st.st_mode)) sum += (uint64_t)st.st_size;
+        else if (S_ISDIR(st.st_mode) && depth > 0) {
+            int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (sub >= 0) sum += tree_bytes(sub, depth - 1);
+        }
+    }
+    closedir(d);
+    return sum;
+}
+
+/* The data directory's file bytes; 0 when it cannot be opened. */
+static uint64_t dir_bytes(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return fd < 0 ? 0 : tree_bytes(fd, 3);
+}
 
 int ti_lab_sample_all(ti_lab_rep *r, double t, int reset_referenced)
 {
@@ -43,6 +85,7 @@ int ti_lab_sample_all(ti_lab_rep *r, double t, int reset_referenced)
             s.referenced = m.referenced;
             if (reset_referenced) (void)tide_mem_proc_pid_reset_referenced(n->pid);
         }
+        s.disk = dir_bytes(n->dir);
         if (s.t >= -0.05 && ti_lab_series_add_sample(n->series, &s) != 0)
             return tide_err_set(TIDE_ENOMEM, "out of memory for samples");
     }
@@ -94,6 +137,83 @@ int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n)
         tide_lab_sweep s;
         sweep_from_json(x, r->t0_unix_us, &s);
         if (ti_lab_series_add_sweep(n->series, &s) != 0) goto out;
+    }
+    rc = 0;
+out:
+    json_decref(doc);
+    free(b.data);
+    return rc;
+}
+
+/* ---- rotations ---- */
+
+/* k of x, or of its "gens", "phases" or "trim" object (the report nests
+ * the generations' part of a rotation). */
+static json_t *jfind(json_t *x, const char *k)
+{
+    static const char *const nests[] = { "gens", "phases", "phase_ns", NULL };
+    json_t *v = json_object_get(x, k);
+
+    for (size_t i = 0; v == NULL && nests[i]; i++) v = json_object_get(json_object_get(x, nests[i]), k);
+    return v;
+}
+
+static uint64_t jfind_int(json_t *x, const char *k)
+{
+    json_t *v = jfind(x, k);
+    return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+}
+
+/* One report of /v1/rotations as a tide_lab_rotation. */
+static void rotation_from_json(json_t *x, uint64_t t0_unix_us, tide_lab_rotation *o)
+{
+    json_t *trim = json_object_get(x, "trim"), *trig = json_object_get(x, "trigger");
+    json_t *dropped = jfind(x, "dropped"), *ids = jfind(x, "dropped_ids");
+
+    memset(o, 0, sizeof *o);
+    o->seq = jint(x, "seq");
+    o->t = ((double)jint(x, "started_unix_us") - (double)t0_unix_us) / 1e6;      /* invariant 2 */
+    snprintf(o->trigger, sizeof o->trigger, "%s", json_is_string(trig) ? json_string_value(trig) : "");
+    o->rc = (int)(int64_t)jint(x, "rc");
+    if (json_is_integer(dropped)) o->dropped = (unsigned)json_integer_value(dropped);
+    else if (json_is_array(dropped)) o->dropped = (unsigned)json_array_size(dropped);
+    else if (json_is_array(ids)) o->dropped = (unsigned)json_array_size(ids);
+    o->deleted_bytes = jfind_int(x, "deleted_bytes");
+    o->objects_in_previous = jfind_int(x, "objects_in_previous");
+    o->gate_ns = jfind_int(x, "gate_wait_ns");
+    o->create_ns = jfind_int(x, "create_ns");
+    o->manifest_ns = jfind_int(x, "manifest_ns");
+    o->switch_ns = jfind_int(x, "switch_ns");
+    o->drop_ns = jfind_int(x, "drop_ns");
+    o->total_ns = jfind_int(x, "total_ns");
+    o->trim_ns = jfind_int(x, "trim_ns");
+    o->trimmed = json_is_true(json_object_get(x, "trimmed"));
+    if (o->trimmed && json_is_object(trim)) {
+        o->trim_rss_before = jint(trim, "rss_before");
+        o->trim_rss_after = jint(trim, "rss_after");
+        o->trim_rss_delta = (int64_t)jint(trim, "rss_delta");
+        if (o->trim_ns == 0) o->trim_ns = jint(trim, "duration_ns");
+    }
+}
+
+int ti_lab_poll_rotations(ti_lab_rep *r, ti_lab_node *n)
+{
+    char url[128];
+    tide_http_body b = { .keep = 1 };
+    json_t *doc = NULL, *reps, *x;
+    size_t i;
+    int rc = -1;
+
+    snprintf(url, sizeof url, "%s/v1/rotations", n->base);
+    if (tide_http_client_get(n->poll, url, &b) != 200 || b.data == NULL) goto out;
+    doc = json_loadb(b.data, b.len, 0, NULL);
+    reps = json_is_array(doc) ? doc : json_object_get(doc, "rotations");
+    if (!json_is_array(reps)) reps = json_object_get(doc, "reports");
+    if (!json_is_array(reps)) goto out;
+    json_array_foreach(reps, i, x) {
+        tide_lab_rotation o;
+        rotation_from_json(x, r->t0_unix_us, &o);
+        if (ti_lab_series_add_rotation(n->series, &o) != 0) goto out;
     }
     rc = 0;
 out:
