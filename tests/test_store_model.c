@@ -5,7 +5,8 @@
  * block sizes (4096 to 32768), key sizes, load factors, commit intervals
  * and insert-pool bounds: insert of a new key, insert of a present key
  * (must be TIDE_EEXIST and change nothing), fetch of a present key (exact
- * value), fetch of an absent key (TIDE_ENOTFOUND), sync, a pause of one
+ * value; tide_store_contains 1), fetch of an absent key (TIDE_ENOTFOUND;
+ * contains 0), sync, a pause of one
  * commit interval, and close + reopen. Every
  * answer is checked against an in-memory model: a hash map from key to
  * (length, seed), the value being stream(seed, length) from helpers.h.
@@ -252,7 +253,12 @@ static void op_insert_duplicate(run *r)
 static void op_fetch_present(run *r)
 {
     if (r->m.n == 0) return;
-    check_value(r, &r->m.e[th_rng_below(&r->r, r->m.n)], "fetch of a present key");
+    const mentry *e = &r->m.e[th_rng_below(&r->r, r->m.n)];
+    check_value(r, e, "fetch of a present key");
+    int rc = tide_store_contains(r->s, e->key);
+    if (rc != 1)
+        FAIL(r, "contains of model key #%ld (pending or durable): expected 1, got %d %s",
+             (long)(e - r->m.e), rc, rc < 0 ? tide_strerror(rc) : "");
     r->n_hit++;
 }
 
@@ -270,6 +276,9 @@ static void op_fetch_absent(run *r)
         FAIL(r, "fetch of an absent key: expected TIDE_ENOTFOUND (%d), got %d %s", TIDE_ENOTFOUND,
              rc, rc == 0 ? "with a value" : tide_strerror(rc));
     }
+    rc = tide_store_contains(r->s, k);
+    if (rc != 0)
+        FAIL(r, "contains of an absent key: expected 0, got %d %s", rc, rc < 0 ? tide_strerror(rc) : "");
     r->n_miss++;
 }
 

@@ -208,6 +208,16 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len);
 
 /*
+ * 1 when `key` is present (durable or pending: the lookup fetch makes,
+ * without reading the value), 0 when absent; TIDE_EIO, TIDE_ECORRUPT on a
+ * read error. For the generations handle's write-once check across older
+ * generations (src/gen/gens.h). Thread safety: as fetch. Cost: as fetch
+ * without the value: one key-file bucket read (plus spills), one data-file
+ * read of the record header and key per entry whose hash matches.
+ */
+int tide_store_contains(tide_store *s, const void *key);
+
+/*
  * Wait until every insert that returned before this call is durable: starts
  * a commit at once and waits for it. Returns 0 or the commit's error.
  */

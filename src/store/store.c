@@ -1066,6 +1066,15 @@ int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
     return rc;
 }
 
+int tide_store_contains(tide_store *s, const void *key)
+{
+    uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
+    int rc = pool_lookup(s, h, key, NULL, NULL);
+    if (rc == TIDE_ENOTFOUND) rc = file_lookup(s, h, key, NULL, NULL);
+    if (rc == 0) return 1;
+    return rc == TIDE_ENOTFOUND ? 0 : rc;
+}
+
 /* ---- insert and sync ---- */
 
 int tide_store_insert(tide_store *s, const void *key, const void *value, size_t len)

@@ -1,0 +1,410 @@
+/*
+ * gens.c: the generations handle's calls on open data: insert, fetch,
+ * touch, keep, sync, the information calls and close. Opening (reconcile,
+ * adoption, creation) is gens_open.c; rotation and drop gens_rotate.c;
+ * the lock-free listing gens_inspect.c.
+ *
+ * A plain store (no manifest) is one tide_store in g->plain and every call
+ * passes straight to it with generation ids 0. With generations, g->gens
+ * holds the open stores newest first, as the manifest g->m names them.
+ *
+ * Invariants:
+ *   1. g->gens[i].id == g->m.gens[i].id for i < g->m.count, and every slot
+ *      holds an open store; both change only under the write lock (the
+ *      rotation's switch), so a call holding the read lock sees one list
+ *      from start to end.
+ *   2. Write-once across generations: a key reaches the newest by an
+ *      insert only after every older generation was asked (under the same
+ *      read lock, so no rotation can slip a generation in between) and
+ *      none holds it; the newest's own insert refuses a key it holds.
+ *   3. Copy-forward writes only into the newest, and only bytes read from
+ *      an older generation (or handed in by touch as that object's bytes).
+ *   4. newest_objects counts data records of the newest: set at open
+ *      (gens_open.c), one per insert into the newest that returned 0,
+ *      reset to 0 at the switch (under the write lock, so no insert of the
+ *      old newest is counted for the new one).
+ *
+ * Never: hold the write lock across I/O (only the switch takes it); close
+ * a store while the read lock could be held by a caller of it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/gens_impl.h"
+#include "util/assert.h"
+#include "util/err.h"
+#include "util/log.h"
+
+static void add(uint64_t *c, uint64_t n) { __atomic_fetch_add(c, n, __ATOMIC_RELAXED); }
+static uint64_t load(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
+
+void tide_gens_opts_init(tide_gens_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->keep = 2;
+    o->create_if_missing = 1;
+    o->key_size = 32;
+    o->block_size = TIDE_BLOCK_SIZE_DEFAULT;
+    tide_store_opts_init(&o->store);
+    o->delete_chunk_bytes = 64ull << 20;
+    o->back_off_ms = 100;
+}
+
+int ti_gens_path(char *out, const char *dir, const char *name)
+{
+    int n = snprintf(out, TI_GENS_PATH_CAP, "%s/%s", dir, name);
+    if (n < 0 || n >= TI_GENS_PATH_CAP)
+        return tide_err_set(TIDE_EINVAL, "%s: path too long for %s", dir, name);
+    return 0;
+}
+
+int ti_gens_gen_path(char *out, const char *dir, uint64_t id)
+{
+    char name[TIDE_GEN_DIR_CAP];
+    int rc = tide_gen_dir_name(id, name, sizeof name);
+    return rc ? rc : ti_gens_path(out, dir, name);
+}
+
+void ti_gens_trace(const tide_gens *g, const char *step)
+{
+    if (g && g->opts.trace) g->opts.trace(g->opts.trace_arg, step);
+}
+
+void ti_gens_retire(tide_gens *g, tide_store *s)
+{
+    tide_store_info i;
+    tide_store_get_info(s, &i);
+    pthread_mutex_lock(&g->retired_mu);
+    ti_gens_retired *r = &g->retired;
+    r->inserts += i.inserts;
+    r->fetches += i.fetches;
+    r->commits += i.commits;
+    r->commit_failures += i.commit_failures;
+    r->bytes_written += i.bytes_written;
+    r->syncs += i.syncs;
+    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++) r->hist[b] += i.commit_duration.bucket[b];
+    r->hist_sum_ns += i.commit_duration.sum_ns;
+    r->hist_count += i.commit_duration.count;
+    pthread_mutex_unlock(&g->retired_mu);
+}
+
+int tide_gens_close(tide_gens *g)
+{
+    int rc = 0, r;
+    if (g == NULL) return 0;
+    if (g->plain) rc = tide_store_close(g->plain);
+    for (unsigned i = 0; i < g->m.count && g->enabled; i++) {
+        r = tide_store_close(g->gens[i].s);
+        if (r && rc == 0) rc = r;
+    }
+    pthread_rwlock_destroy(&g->lock);
+    pthread_mutex_destroy(&g->rotate_mu);
+    pthread_mutex_destroy(&g->retired_mu);
+    free(g);
+    return rc;
+}
+
+int tide_gens_enabled(const tide_gens *g) { return g->enabled; }
+unsigned tide_gens_key_size(const tide_gens *g) { return g->key_size; }
+uint64_t tide_gens_newest_id(const tide_gens *g) { return load(&g->newest_id); }
+uint64_t tide_gens_oldest_id(const tide_gens *g) { return load(&g->oldest_id); }
+
+/* Insert bytes of an object found older into the newest (read lock held).
+ * 0 when it is there now (copied, or already there). */
+static int copy_forward(tide_gens *g, const void *key, const void *value, size_t len,
+                        uint64_t from_id)
+{
+    int rc = tide_store_insert(g->gens[0].s, key, value, len);
+    if (rc == 0) {
+        add(&g->newest_objects, 1);
+        add(&g->copied_forward, 1);
+        add(&g->copied_forward_bytes, len);
+    } else if (rc == TIDE_EEXIST) {
+        rc = 0;
+    } else {
+        add(&g->copy_failures, 1);
+        tide_log(TIDE_LOG_WARN, "%s: copy forward from generation %" PRIu64 " into %" PRIu64
+                 " failed: %s", g->dir, from_id, g->gens[0].id, tide_last_error());
+    }
+    return rc;
+}
+
+/* The newest older generation holding `key` (read lock held): its index
+ * in *at, 0 when none; the lookup errors. */
+static int find_older(tide_gens *g, const void *key, unsigned *at)
+{
+    *at = 0;
+    if (g->m.count > 1) add(&g->older_lookups, 1);
+    for (unsigned i = 1; i < g->m.count; i++) {
+        int rc = tide_store_contains(g->gens[i].s, key);
+        if (rc < 0) return tide_err_prefix(rc, "%s: generation %" PRIu64, g->dir, g->gens[i].id);
+        if (rc == 1) { *at = i; return 0; }
+    }
+    return 0;
+}
+
+/* A re-PUT of a key generation `at` (older) holds: copy it forward unless
+ * the newest has it already. Returns TIDE_EEXIST, *gen_id set. */
+static int reput(tide_gens *g, const void *key, unsigned at, uint64_t *gen_id)
+{
+    void *v = NULL;
+    size_t len = 0;
+    int rc = tide_store_contains(g->gens[0].s, key);
+    *gen_id = g->gens[at].id;
+    if (rc == 1) { *gen_id = g->gens[0].id; goto out; }
+    rc = tide_store_fetch(g->gens[at].s, key, &v, &len);
+    if (rc == 0) rc = copy_forward(g, key, v, len, g->gens[at].id);
+    else {
+        add(&g->copy_failures, 1);
+        tide_log(TIDE_LOG_WARN, "%s: re-PUT: reading generation %" PRIu64 " to copy forward "
+                 "failed: %s", g->dir, g->gens[at].id, tide_last_error());
+    }
+    if (rc == 0) *gen_id = g->gens[0].id;
+out:
+    free(v);
+    return tide_err_set(TIDE_EEXIST, "insert: the key exists (generation %" PRIu64 ")", *gen_id);
+}
+
+int tide_gens_insert(tide_gens *g, const void *key, const void *value, size_t len,
+                     uint64_t *gen_id)
+{
+    uint64_t where = 0;
+    unsigned at;
+    int rc;
+
+    if (!g->enabled) {
+        rc = tide_store_insert(g->plain, key, value, len);
+        goto done;
+    }
+    pthread_rwlock_rdlock(&g->lock);
+    rc = find_older(g, key, &at);
+    if (rc == 0 && at > 0) rc = reput(g, key, at, &where);
+    else if (rc == 0) {
+        where = g->gens[0].id;
+        rc = tide_store_insert(g->gens[0].s, key, value, len);
+        if (rc == 0) add(&g->newest_objects, 1);
+    }
+    pthread_rwlock_unlock(&g->lock);
+done:
+    if (gen_id && (rc == 0 || rc == TIDE_EEXIST)) *gen_id = where;
+    return rc;
+}
+
+/* Fetch from the older generations (read lock held, the newest missed). */
+static int fetch_older(tide_gens *g, const void *key, void **out, size_t *len, uint64_t *where)
+{
+    int rc = TIDE_ENOTFOUND;
+    if (g->m.count > 1) add(&g->older_lookups, 1);
+    for (unsigned i = 1; i < g->m.count && rc == TIDE_ENOTFOUND; i++) {
+        rc = tide_store_fetch(g->gens[i].s, key, out, len);
+        if (rc == 0) {
+            *where = g->gens[i].id;
+            if (copy_forward(g, key, *out, *len, g->gens[i].id) == 0) *where = g->gens[0].id;
+        }
+    }
+    return rc;
+}
+
+int tide_gens_fetch(tide_gens *g, const void *key, void **out, size_t *len, uint64_t *gen_id)
+{
+    uint64_t where = 0;
+    int rc;
+
+    if (!g->enabled) {
+        rc = tide_store_fetch(g->plain, key, out, len);
+        goto done;
+    }
+    pthread_rwlock_rdlock(&g->lock);
+    where = g->gens[0].id;
+    rc = tide_store_fetch(g->gens[0].s, key, out, len);
+    if (rc == TIDE_ENOTFOUND) rc = fetch_older(g, key, out, len, &where);
+    pthread_rwlock_unlock(&g->lock);
+done:
+    if (gen_id && rc == 0) *gen_id = where;
+    return rc;
+}
+
+int tide_gens_touch(tide_gens *g, const void *key, const void *value, size_t len,
+                    uint64_t gen_id, uint64_t *now_gen_id)
+{
+    int rc = 0;
+    *now_gen_id = 0;
+    if (!g->enabled) return 0;
+    pthread_rwlock_rdlock(&g->lock);
+    if (gen_id < g->gens[g->m.count - 1].id) {
+        rc = tide_err_set(TIDE_ENOTFOUND, "%s: touch: generation %" PRIu64 " was dropped (the "
+                          "oldest kept is %" PRIu64 ")", g->dir, gen_id,
+                          g->gens[g->m.count - 1].id);
+    } else if (gen_id >= g->gens[0].id) {
+        *now_gen_id = g->gens[0].id;
+    } else {
+        rc = copy_forward(g, key, value, len, gen_id);
+        if (rc == 0) *now_gen_id = g->gens[0].id;
+    }
+    pthread_rwlock_unlock(&g->lock);
+    return rc;
+}
+
+int tide_gens_keep(tide_gens *g, const void *key, int *copied)
+{
+    void *v = NULL;
+    size_t len = 0;
+    unsigned at = 0;
+    int rc;
+
+    *copied = 0;
+    if (!g->enabled) {
+        rc = tide_store_contains(g->plain, key);
+        return rc == 1 ? 0 : rc == 0 ? tide_err_set(TIDE_ENOTFOUND, "keep: the key is absent") : rc;
+    }
+    pthread_rwlock_rdlock(&g->lock);
+    rc = tide_store_contains(g->gens[0].s, key);
+    if (rc == 1) { rc = 0; goto out; }
+    if (rc < 0) goto out;
+    rc = find_older(g, key, &at);
+    if (rc) goto out;
+    if (at == 0) { rc = tide_err_set(TIDE_ENOTFOUND, "keep: the key is in no generation"); goto out; }
+    rc = tide_store_fetch(g->gens[at].s, key, &v, &len);
+    if (rc) goto out;
+    rc = tide_store_insert(g->gens[0].s, key, v, len);
+    if (rc == 0) {
+        *copied = 1;
+        add(&g->newest_objects, 1);
+        add(&g->copied_forward, 1);
+        add(&g->copied_forward_bytes, len);
+    } else if (rc == TIDE_EEXIST) {
+        rc = 0;   /* another thread copied it first */
+    } else {
+        add(&g->copy_failures, 1);
+    }
+out:
+    pthread_rwlock_unlock(&g->lock);
+    free(v);
+    return rc;
+}
+
+int tide_gens_sync(tide_gens *g)
+{
+    int rc = 0;
+    if (!g->enabled) return tide_store_sync(g->plain);
+    /* Every open generation: the one that was newest before a rotation
+     * may still hold inserts that returned before this call. */
+    pthread_rwlock_rdlock(&g->lock);
+    for (unsigned i = 0; i < g->m.count; i++) {
+        int r = tide_store_sync(g->gens[i].s);
+        if (r && rc == 0) rc = r;
+    }
+    pthread_rwlock_unlock(&g->lock);
+    return rc;
+}
+
+void ti_gens_file_sizes(tide_io *io, const char *path, uint64_t *dat, uint64_t *key,
+                        uint64_t *log)
+{
+    static const char *const names[3] = { "nudb.dat", "nudb.key", "nudb.log" };
+    uint64_t *outs[3] = { dat, key, log };
+    for (unsigned i = 0; i < 3; i++) {
+        char p[TI_GENS_PATH_CAP];
+        tide_file *f = NULL;
+        uint64_t n = 0;
+        if (outs[i] == NULL) continue;
+        if (ti_gens_path(p, path, names[i]) == 0 && io->open(io, p, TIDE_IO_READ, &f) == 0) {
+            if (io->size(f, &n) != 0) n = 0;
+            io->close(f);
+        }
+        *outs[i] = n;
+    }
+}
+
+void tide_gens_get_info(tide_gens *g, tide_gens_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->enabled = g->enabled;
+    out->copied_forward = load(&g->copied_forward);
+    out->copied_forward_bytes = load(&g->copied_forward_bytes);
+    out->copy_failures = load(&g->copy_failures);
+    out->older_lookups = load(&g->older_lookups);
+    out->removed_at_open = g->removed_at_open;
+    if (!g->enabled) {
+        tide_store_info si;
+        tide_store_get_info(g->plain, &si);
+        out->count = 1;
+        out->gens[0].writable = 1;
+        out->gens[0].dat_file_bytes = si.dat_file_bytes;
+        out->gens[0].key_file_bytes = si.key_file_bytes;
+        out->gens[0].log_file_bytes = si.log_file_bytes;
+        out->disk_bytes = si.dat_file_bytes + si.key_file_bytes + si.log_file_bytes;
+        out->newest_bytes = si.dat_file_bytes;
+        out->newest_objects = load(&g->newest_objects);
+        return;
+    }
+    pthread_rwlock_rdlock(&g->lock);
+    out->keep = g->m.keep;
+    out->count = g->m.count;
+    out->rotations = g->m.rotations;
+    out->last_rotation_us = g->m.last_rotation_us;
+    out->newest_objects = load(&g->newest_objects);
+    for (unsigned i = 0; i < g->m.count; i++) {
+        tide_gens_gen_info *e = &out->gens[i];
+        tide_store_info si;
+        tide_store_get_info(g->gens[i].s, &si);
+        e->id = g->m.gens[i].id;
+        memcpy(e->dir, g->m.gens[i].dir, sizeof e->dir);
+        e->dat_file_bytes = si.dat_file_bytes;
+        e->key_file_bytes = si.key_file_bytes;
+        e->log_file_bytes = si.log_file_bytes;
+        e->writable = i == 0;
+        out->disk_bytes += si.dat_file_bytes + si.key_file_bytes + si.log_file_bytes;
+    }
+    out->newest_bytes = out->gens[0].dat_file_bytes;
+    pthread_rwlock_unlock(&g->lock);
+}
+
+/* Add the counters of `i` to `o`. */
+static void add_counters(tide_store_info *o, const tide_store_info *i)
+{
+    o->inserts += i->inserts;
+    o->fetches += i->fetches;
+    o->commits += i->commits;
+    o->commit_failures += i->commit_failures;
+    o->bytes_written += i->bytes_written;
+    o->syncs += i->syncs;
+    o->pool_bytes += i->pool_bytes;
+    o->commit_buffer_bytes += i->commit_buffer_bytes;
+    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++)
+        o->commit_duration.bucket[b] += i->commit_duration.bucket[b];
+    o->commit_duration.sum_ns += i->commit_duration.sum_ns;
+    o->commit_duration.count += i->commit_duration.count;
+    if (i->last_commit_us > o->last_commit_us) o->last_commit_us = i->last_commit_us;
+}
+
+void tide_gens_store_info(tide_gens *g, tide_store_info *out)
+{
+    if (!g->enabled) { tide_store_get_info(g->plain, out); return; }
+    pthread_rwlock_rdlock(&g->lock);
+    tide_store_get_info(g->gens[0].s, out);
+    for (unsigned i = 1; i < g->m.count; i++) {
+        tide_store_info si;
+        tide_store_get_info(g->gens[i].s, &si);
+        out->dat_file_bytes += si.dat_file_bytes;
+        out->key_file_bytes += si.key_file_bytes;
+        out->log_file_bytes += si.log_file_bytes;
+        out->needs_recovery |= si.needs_recovery;
+        add_counters(out, &si);
+    }
+    pthread_rwlock_unlock(&g->lock);
+    pthread_mutex_lock(&g->retired_mu);
+    const ti_gens_retired *r = &g->retired;
+    out->inserts += r->inserts;
+    out->fetches += r->fetches;
+    out->commits += r->commits;
+    out->commit_failures += r->commit_failures;
+    out->bytes_written += r->bytes_written;
+    out->syncs += r->syncs;
+    for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++) out->commit_duration.bucket[b] += r->hist[b];
+    out->commit_duration.sum_ns += r->hist_sum_ns;
+    out->commit_duration.count += r->hist_count;
+    pthread_mutex_unlock(&g->retired_mu);
+}
