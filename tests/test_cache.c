@@ -447,7 +447,7 @@ static void bytes_count_entries_objects_and_the_table(void **state)
         expect_account(t, "after an insert");
     }
     /* glibc's chunk sizes: a 32-byte key makes an entry of 49 + 32 = 81 bytes
-     * (a 96-byte chunk); a 100-byte object 124 bytes (a 144-byte chunk). */
+     * (a 96-byte chunk); a 100-byte object 132 bytes (a 144-byte chunk). */
     expect_u64(tide_cache_entry_cost(t->c, 100), 96 + 144, "cost of a strong entry of 100 bytes");
     expect_u64(tide_cache_weak_entry_cost(t->c), 96, "cost of a weak entry");
 }

@@ -570,10 +570,16 @@ static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_sk
                  line_of(text, head), skipped[i]);
         expect_contains(cap->text, want, skipped[i]);
     }
-    snprintf(want, sizeof want, "config %s:%u: [node_db] online_delete is rippled's, not used by tide; ignored",
-             path, line_of(text, "online_delete"));
-    expect_contains(cap->text, want, "online_delete");
-    expect_contains(cap->text, "[node_db] advisory_delete is rippled's", "advisory_delete");
+    /* rippled's online deletion keys are Tide's settings now (issue 12):
+     * read, with their line, and no info line calling them rippled's. */
+    expect_u64(c.online_delete_on, 1, "online_delete=2000 turns generations on");
+    expect_u64(c.online_delete, 2000, "online_delete from [node_db]");
+    snprintf(want, sizeof want, "%s:%u", path, line_of(text, "online_delete"));
+    expect_str(c.src[TIDE_CFG_ONLINE_DELETE].where, want, "online_delete's source");
+    expect_u64(c.advisory_delete, 0, "advisory_delete=0 from [node_db]");
+    expect_u64((uint64_t)c.src[TIDE_CFG_ADVISORY_DELETE].kind, TIDE_SRC_FILE, "advisory_delete's source");
+    if (strstr(cap->text, "online_delete is rippled's") != NULL)
+        fail_msg("online_delete is read now; the log still calls it rippled's: %s", cap->text);
     expect_u64((uint64_t)cap->warnings, 0, "warnings");
     free(text);
     free(cap);
@@ -609,10 +615,10 @@ static void node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused(void **
     th_log_capture cap = { .text = "" };
 
     tide_log_set_sink(th_log_capture_sink, &cap);
-    expect_rc(load_all(f, &c, "[node_db]\ntype=nudb\npath=/srv/xrpl\nonline_delete=512\nearliest_seq=32570\n"
+    expect_rc(load_all(f, &c, "[node_db]\ntype=nudb\npath=/srv/xrpl\nage_threshold_seconds=60\nearliest_seq=32570\n"
                        "some_future_knob=7\n", NULL, 0, NULL), 0, "rippled's keys in [node_db]");
     expect_str(c.data_dir, "/srv/xrpl", "path");
-    expect_contains(cap.text, ":4: [node_db] online_delete is rippled's, not used by tide; ignored", "info line");
+    expect_contains(cap.text, ":4: [node_db] age_threshold_seconds is rippled's, not used by tide; ignored", "info line");
     expect_contains(cap.text, ":5: [node_db] earliest_seq is rippled's", "info line");
     expect_contains(cap.text, ":6: [node_db] some_future_knob=7: unknown key in [node_db], ignored", "warning");
     expect_u64((uint64_t)cap.warnings, 1, "only the key nobody documents warns");
@@ -1016,6 +1022,172 @@ static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_
     expect_str(s.text, "", "unbounded list when all bounded");
 }
 
+/* ---- online delete (issue 12) ---------------------------------------------------------- */
+
+/* Every online delete setting: its value and its source after a load. */
+typedef struct od_case { int id; const char *value; uint64_t want; } od_case;
+
+static const od_case od_cases[] = {
+    { TIDE_CFG_ONLINE_DELETE, "5000", 5000 },   { TIDE_CFG_GENERATIONS, "3", 3 },
+    { TIDE_CFG_ADVISORY_DELETE, "1", 1 },       { TIDE_CFG_ROTATE_BYTES, "1GiB", GiB },
+    { TIDE_CFG_ROTATE_INTERVAL, "3600", 3600 }, { TIDE_CFG_DELETE_BATCH, "50", 50 },
+    { TIDE_CFG_BACK_OFF_MS, "10", 10 },         { TIDE_CFG_DELETE_CHUNK, "1MiB", MiB },
+    { TIDE_CFG_RECOVERY_WAIT, "2", 2 },         { TIDE_CFG_ROTATION_WAIT_MAX, "60", 60 },
+    { TIDE_CFG_TRIM_AFTER_ROTATION, "0", 0 },
+};
+
+static uint64_t od_value(const tide_config *c, int id)
+{
+    switch (id) {
+    case TIDE_CFG_ONLINE_DELETE:       return c->online_delete;
+    case TIDE_CFG_GENERATIONS:         return c->generations;
+    case TIDE_CFG_ADVISORY_DELETE:     return (uint64_t)c->advisory_delete;
+    case TIDE_CFG_ROTATE_BYTES:        return c->rotate_bytes;
+    case TIDE_CFG_ROTATE_INTERVAL:     return c->rotate_interval;
+    case TIDE_CFG_DELETE_BATCH:        return c->delete_batch;
+    case TIDE_CFG_BACK_OFF_MS:         return c->back_off_ms;
+    case TIDE_CFG_DELETE_CHUNK:        return c->delete_chunk;
+    case TIDE_CFG_RECOVERY_WAIT:       return c->recovery_wait_s;
+    case TIDE_CFG_ROTATION_WAIT_MAX:   return c->rotation_wait_max_s;
+    case TIDE_CFG_TRIM_AFTER_ROTATION: return (uint64_t)c->trim_after_rotation;
+    default: fail_msg("od_value: setting %d is not an online delete one", id);
+    }
+    return 0;
+}
+
+static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and_file(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_node_opts o;
+
+    expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
+    expect_u64(c.online_delete_on, 0, "online delete is off by default");
+    expect_u64(c.online_delete, 0, "no object trigger");
+    expect_u64(c.generations, 2, "2 generations, as rippled's two backends");
+    expect_u64(c.advisory_delete, 0, "advisory_delete");
+    expect_u64(c.delete_batch, 100, "delete_batch");
+    expect_u64(c.back_off_ms, 100, "back_off_milliseconds");
+    expect_u64(c.delete_chunk, 64 * MiB, "delete_chunk");
+    expect_u64(c.recovery_wait_s, 5, "recovery_wait_seconds");
+    expect_u64(c.rotation_wait_max_s, 300, "rotation_wait_max_seconds");
+    expect_u64(c.trim_after_rotation, 1, "trim_after_rotation");
+    expect_contains(describe(&c), "online_delete=0(default) generations=2(default)", "describe");
+
+    for (size_t i = 0; i < sizeof od_cases / sizeof od_cases[0]; i++) {
+        const od_case *oc = &od_cases[i];
+        char text[256], envv[256], flag[256], where[700];
+        const char *env[] = { envv, NULL };
+        char *argv[] = { "tided", flag, NULL };
+
+        snprintf(text, sizeof text, "[node_db]\ntype=NuDB\n%s=%s\n", tide_config_name(oc->id), oc->value);
+        expect_rc(load_all(f, &c, text, NULL, 0, NULL), 0, text);
+        expect_u64(od_value(&c, oc->id), oc->want, text);
+        snprintf(where, sizeof where, "%s:3", f->path);
+        expect_str(c.src[oc->id].where, where, text);
+
+        snprintf(envv, sizeof envv, "%s=%s", tide_config_env(oc->id), oc->value);
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), 0, envv);
+        expect_u64(od_value(&c, oc->id), oc->want, envv);
+        expect_u64((uint64_t)c.src[oc->id].kind, TIDE_SRC_ENV, envv);
+
+        snprintf(flag, sizeof flag, "%s=%s", tide_config_flag(oc->id), oc->value);
+        expect_rc(load_all(f, &c, NULL, NULL, 2, argv), 0, flag);
+        expect_u64(od_value(&c, oc->id), oc->want, flag);
+        expect_u64((uint64_t)c.src[oc->id].kind, TIDE_SRC_FLAG, flag);
+    }
+
+    /* "manual": generations on, no object trigger; 0: off again. */
+    char *manual[] = { "tided", "--online-delete", "manual", "--generations=4", "--rotate-bytes=8MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 5, manual), 0, "--online-delete manual");
+    expect_u64(c.online_delete_on, 1, "manual turns generations on");
+    expect_u64(c.online_delete, 0, "manual has no object trigger");
+    expect_contains(describe(&c), "online_delete=manual(flag --online-delete)", "describe says manual");
+    tide_startup_node_opts(&c, &o);
+    expect_u64(o.online_delete_on, 1, "node opts: on");
+    expect_u64(o.online_delete, 0, "node opts: no object trigger");
+    expect_u64(o.generations, 4, "node opts: generations");
+    expect_u64(o.rotate_bytes, 8 * MiB, "node opts: rotate_bytes");
+    expect_u64(o.delete_chunk_bytes, 64 * MiB, "node opts: delete_chunk");
+    expect_u64(o.trim_after_rotation, 1, "node opts: trim_after_rotation");
+
+    const char *env0[] = { "TIDE_ONLINE_DELETE=0", NULL };
+    char *on[] = { "tided", "--online-delete=7", NULL };
+    expect_rc(load_all(f, &c, "[node_db]\nonline_delete=manual\n", env0, 2, on), 0, "file, env and flag");
+    expect_u64(c.online_delete_on, 1, "the flag wins");
+    expect_u64(c.online_delete, 7, "the flag's count");
+    expect_rc(load_all(f, &c, "[node_db]\nonline_delete=manual\n", env0, 0, NULL), 0, "file and env");
+    expect_u64(c.online_delete_on, 0, "TIDE_ONLINE_DELETE=0 over the file turns it off");
+}
+
+static void online_delete_bad_values_are_clear_errors_naming_the_line(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    static const struct { const char *text; unsigned line; const char *part; } bad[] = {
+        { "[node_db]\nonline_delete=-1\n", 2, "[node_db] online_delete=-1: not a number of objects or 'manual'" },
+        { "[node_db]\nonline_delete=lots\n", 2, "online_delete=lots: not a number of objects or 'manual'" },
+        { "[node_db]\nonline_delete=4503599627370497\n", 2, "is outside 0..4503599627370496 (or 'manual')" },
+        { "[node_db]\ntype=NuDB\ngenerations=1\n", 3, "[node_db] generations=1: 1 is outside 2..64" },
+        { "[node_db]\ngenerations=65\n", 2, "65 is outside 2..64" },
+        { "[node_db]\nadvisory_delete=2\n", 2, "advisory_delete=2: not 1/0" },
+        { "[node_db]\nrotate_bytes=12XB\n", 2, "rotate_bytes=12XB: not a size" },
+        { "[node_db]\nrotate_interval=31536001\n", 2, "31536001 is outside 0..31536000" },
+        { "[node_db]\ndelete_batch=0\n", 2, "delete_batch=0: 0 is outside 1..1000000" },
+        { "[node_db]\nback_off_milliseconds=60001\n", 2, "60001 is outside 0..60000" },
+        { "[node_db]\ndelete_chunk=100\n", 2, "delete_chunk=100: 100 bytes is outside 4096.." },
+        { "[node_db]\nrecovery_wait_seconds=0\n", 2, "0 is outside 1..3600" },
+        { "[node_db]\nrotation_wait_max_seconds=0\n", 2, "0 is outside 1..604800" },
+        { "[node_db]\ntrim_after_rotation=maybe\n", 2, "trim_after_rotation=maybe: not 1/0" },
+        { "[node_db]\nonline_delet=5\n", 2, "unknown key in [node_db]; did you mean online_delete?" },
+        { "[node_db]\ngeneration=3\n", 2, "did you mean generations?" },
+        { "[node]\ngenerations=3\n", 2, "generations belongs in [node_db]" },
+        { "[node_db]\nonline_delete=5\nonline_delete=6\n", 3, "duplicate key (online_delete first set at" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_file_error(f, bad[i].text, bad[i].line, bad[i].part, i);
+
+    const char *env[] = { "TIDE_GENERATIONS=1", NULL };
+    expect_rc(load_all(f, &c, NULL, env, 0, NULL), TIDE_EINVAL, "TIDE_GENERATIONS=1");
+    expect_contains(tide_last_error(), "TIDE_GENERATIONS=1: 1 is outside 2..64", "the variable is named");
+    char *argv[] = { "tided", "--online-delete=some", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 2, argv), TIDE_EINVAL, "--online-delete=some");
+    expect_contains(tide_last_error(), "--online-delete=some: not a number of objects or 'manual'", "the flag");
+}
+
+static void with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    th_log_capture cap = { .text = "" };
+    char data[700], help[2048];
+    char *argv[] = { "tided", "--data-dir", data, "--generations=3", NULL };
+
+    th_path(data, sizeof data, f->dir, "none-yet");
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    expect_rc(load_all(f, &c, NULL, NULL, 4, argv), 0, "load");
+    expect_contains(cap.text, "generations (--generations) has no effect: online_delete is 0 (off)", "moot warning");
+    tide_startup_log(&c);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_contains(cap.text, "unbounded: disk grows without bound: online_delete is 0 (off)", "the disk warning");
+    expect_contains(cap.text, "--online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete", "how to bound it");
+
+    memset(&cap, 0, sizeof cap);
+    char *on[] = { "tided", "--data-dir", data, "--online-delete=1000", NULL };
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    expect_rc(load_all(f, &c, NULL, NULL, 4, on), 0, "load with online delete");
+    tide_startup_log(&c);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    if (strstr(cap.text, "disk grows without bound") != NULL) fail_msg("online delete is on: %s", cap.text);
+
+    tide_config_help(TIDE_CFG_ONLINE_DELETE, help, sizeof help);
+    expect_contains(help, "    --online-delete N|manual\n", "help heading");
+    expect_contains(help, "Range: 0 (off), 1 to 4503599627370496 (2^52) objects, or manual.", "help range");
+    expect_contains(help, "Environment TIDE_ONLINE_DELETE; file [node_db] online_delete.", "help keys");
+    tide_config_help(TIDE_CFG_BACK_OFF_MS, help, sizeof help);
+    expect_contains(help, "Default: 100.", "back_off default from the row");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1049,6 +1221,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(anything_goes_inside_a_skipped_section_and_hash_starts_a_comment, setup, teardown),
         cmocka_unit_test_setup_teardown(a_data_dir_too_long_for_path_max_is_refused_from_every_source_never_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(online_delete_settings_are_off_by_default_and_read_from_flag_env_and_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(online_delete_bad_values_are_clear_errors_naming_the_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk, setup, teardown),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -212,7 +212,7 @@ static size_t on_read(char *p, size_t sz, size_t n, void *arg)
 }
 
 /* One request. body may be NULL; chunked sends it with Transfer-Encoding:
- * chunked; extra is one more header line or NULL. */
+ * chunked; extra is more header lines ('\n' between two) or NULL. */
 static resp http(const tided *t, const char *method, const char *path, const void *body, size_t len,
                  int chunked, const char *extra)
 {
@@ -231,7 +231,15 @@ static resp http(const tided *t, const char *method, const char *path, const voi
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
     h = curl_slist_append(h, "Expect:");
-    if (extra) h = curl_slist_append(h, extra);
+    /* extra: header lines, '\n' between two */
+    for (const char *x = extra; x && *x;) {
+        const char *nl = strchr(x, '\n');
+        size_t n = nl ? (size_t)(nl - x) : strlen(x);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)n, x);
+        h = curl_slist_append(h, line);
+        x += n + (nl != NULL);
+    }
     if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (chunked) {
@@ -809,6 +817,167 @@ static void status_reports_the_store_caches_memory_and_sweeps_as_json(void **sta
     if (j == NULL) fail_msg("/v1/status store.keys should become a number within 10 s");
     if (json_integer_value(keys) != json_integer_value(json_object_get(json_object_get(j, "requests"), "puts")))
         fail_msg("store.keys should equal the puts that stored on a fresh store: %s", r.body);
+    json_decref(j);
+    resp_free(&r);
+}
+
+
+/* ---- online delete: the endpoints on a node without generations ---------------- */
+
+#define AUTH "Authorization: Bearer " ADMIN_TOKEN
+
+static json_t *body_json(const resp *r, const char *what)
+{
+    json_error_t e;
+    json_t *j = json_loads(r->body, 0, &e);
+    if (j == NULL) fail_msg("%s: expected a JSON body, got '%s'", what, r->body);
+    return j;
+}
+
+static void rotate_needs_the_token_refuses_a_bad_body_and_is_409_without_generations(void **state)
+{
+    char body[300], k1[65], k2[65];
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/v1/admin/rotate", NULL, 0, 0, AUTH);
+    expect_status(r, 405, "GET /v1/admin/rotate");
+    expect_contains(r.headers, "allow: POST", "the Allow header");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", NULL, 0, 0, NULL);
+    expect_status(r, 401, "POST /v1/admin/rotate without the token");
+    expect_error_json(&r, "unauthorized", "the 401 body");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", NULL, 0, 0, "Authorization: Bearer nope");
+    expect_status(r, 401, "POST /v1/admin/rotate with a wrong token");
+    resp_free(&r);
+
+    key_hex(1, k1);
+    key_hex(2, k2);
+    snprintf(body, sizeof body, "%s\n%sz\n", k1, k2);
+    r = http(&shared, "POST", "/v1/admin/rotate", body, strlen(body), 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 400, "a keep-list with a bad second line");
+    expect_error_json(&r, "bad_body", "the 400 body");
+    expect_contains(r.body, "line 2 of the keep-list", "the bad line is named");
+    expect_contains(r.body, "nothing was rotated", "and nothing was done");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", "0123\n", 5, 0, AUTH "\nContent-Type: text/plain; charset=utf-8");
+    expect_status(r, 400, "a key of 4 hex digits");
+    expect_contains(r.body, "line 1 of the keep-list, '0123', is not a key of 64 hex digits", "line 1");
+    resp_free(&r);
+    memset(body, 7, 33);
+    r = http(&shared, "POST", "/v1/admin/rotate", body, 33, 0, AUTH "\nContent-Type: application/octet-stream");
+    expect_status(r, 400, "33 raw bytes");
+    expect_contains(r.body, "33 bytes is 1 keys and 1 bytes more", "the length is named");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", k1, 64, 0, AUTH "\nContent-Type: image/png");
+    expect_status(r, 400, "another content type");
+    expect_contains(r.body, "text/plain (hex keys, one per line) or application/octet-stream", "the types");
+    resp_free(&r);
+
+    /* Well formed, but this node has no generations. */
+    snprintf(body, sizeof body, "\r\n  %s  \r\n\n", k1);
+    r = http(&shared, "POST", "/v1/admin/rotate", body, strlen(body), 0, AUTH "\nContent-Type: text/plain");
+    expect_status(r, 409, "POST /v1/admin/rotate on a plain store");
+    expect_error_json(&r, "online_delete_off", "the 409 body");
+    expect_contains(r.body, "--online-delete", "the 409 says how to turn it on");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/rotate", NULL, 0, 0, AUTH);
+    expect_status(r, 409, "POST /v1/admin/rotate without a body on a plain store");
+    resp_free(&r);
+}
+
+static void can_delete_reads_and_sets_the_allowance_and_refuses_bad_text(void **state)
+{
+    static const struct { const char *query; const char *want; json_int_t n; } set[] = {
+        { "?value=5", NULL, 5 }, { "?value=always", "always", 0 }, { "?value=now", NULL, 1 },
+        { "?value=never", "never", 0 },
+    };
+    char path[128];
+    json_t *j;
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/v1/admin/can_delete", NULL, 0, 0, NULL);
+    expect_status(r, 401, "GET /v1/admin/can_delete without the token");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/admin/can_delete", NULL, 0, 0, AUTH);
+    expect_status(r, 200, "GET /v1/admin/can_delete");
+    j = body_json(&r, "can_delete");
+    expect_str(json_string_value(json_object_get(j, "can_delete")), "never", "never after a start");
+    expect_u64((uint64_t)json_integer_value(json_object_get(j, "rotations")), 0, "rotations");
+    if (!json_is_false(json_object_get(j, "enabled"))) fail_msg("enabled should be false: %s", r.body);
+    json_decref(j);
+    resp_free(&r);
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
+        snprintf(path, sizeof path, "/v1/admin/can_delete%s", set[i].query);
+        r = http(&shared, "POST", path, NULL, 0, 0, AUTH);
+        expect_status(r, 200, path);
+        j = body_json(&r, path);
+        if (set[i].want) expect_str(json_string_value(json_object_get(j, "can_delete")), set[i].want, path);
+        else expect_u64((uint64_t)json_integer_value(json_object_get(j, "can_delete")), (uint64_t)set[i].n, path);
+        json_decref(j);
+        resp_free(&r);
+    }
+    r = http(&shared, "POST", "/v1/admin/can_delete?value=soon", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "value=soon");
+    expect_error_json(&r, "bad_value", "the 400 body");
+    expect_contains(r.body, "'soon' is not a rotation count, never, always or now", "what is accepted");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/can_delete", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "POST without a value");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/admin/can_delete?value=3", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "GET with a value");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/can_delete?value=1&value=2", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "value twice");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/can_delete?val=1", NULL, 0, 0, AUTH);
+    expect_status(r, 400, "an unknown parameter");
+    expect_error_json(&r, "bad_query", "bad_query");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/admin/can_delete", NULL, 0, 0, AUTH);
+    j = body_json(&r, "can_delete after the refusals");
+    expect_str(json_string_value(json_object_get(j, "can_delete")), "never", "a refused value changed nothing");
+    json_decref(j);
+    resp_free(&r);
+}
+
+static void rotations_and_status_say_online_delete_is_off(void **state)
+{
+    json_t *j, *od;
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/v1/rotations", NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET /v1/rotations");
+    j = body_json(&r, "/v1/rotations");
+    if (!json_is_array(json_object_get(j, "reports")) || json_array_size(json_object_get(j, "reports")) != 0)
+        fail_msg("/v1/rotations on a plain store should list no report: %s", r.body);
+    if (!json_is_false(json_object_get(j, "enabled"))) fail_msg("enabled should be false: %s", r.body);
+    json_decref(j);
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/rotations", NULL, 0, 0, NULL);
+    expect_status(r, 405, "POST /v1/rotations");
+    resp_free(&r);
+
+    r = http(&shared, "GET", "/v1/status", NULL, 0, 0, NULL);
+    j = body_json(&r, "/v1/status");
+    od = json_object_get(j, "online_delete");
+    if (!json_is_object(od) || !json_is_false(json_object_get(od, "enabled")))
+        fail_msg("/v1/status should say online_delete.enabled false: %s", r.body);
+    static const char *const ints[] = { "disk_bytes", "rotations", "newest_objects", "newest_bytes",
+                                        "copied_forward", "older_lookups", "failures", "abandoned" };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (!json_is_integer(json_object_get(od, ints[i])))
+            fail_msg("/v1/status online_delete.%s should be an integer: %s", ints[i], r.body);
+    if (json_array_size(json_object_get(od, "generations")) != 1)
+        fail_msg("a plain store is listed as one generation: %s", r.body);
+    if (json_integer_value(json_object_get(od, "disk_bytes"))
+        != json_integer_value(json_object_get(json_array_get(json_object_get(od, "generations"), 0), "bytes")))
+        fail_msg("disk_bytes is the plain store's files: %s", r.body);
+    if (!json_is_null(json_object_get(od, "last_rotation"))) fail_msg("no rotation yet: %s", r.body);
     json_decref(j);
     resp_free(&r);
 }
@@ -2397,6 +2566,9 @@ int main(void)
         cmocka_unit_test(a_request_target_over_1024_bytes_is_414),
         cmocka_unit_test(headers_over_h2os_limit_are_refused_and_tided_keeps_serving),
         cmocka_unit_test(admin_sweep_needs_the_bearer_token_and_returns_the_report),
+        cmocka_unit_test(rotate_needs_the_token_refuses_a_bad_body_and_is_409_without_generations),
+        cmocka_unit_test(can_delete_reads_and_sets_the_allowance_and_refuses_bad_text),
+        cmocka_unit_test(rotations_and_status_say_online_delete_is_off),
         cmocka_unit_test(status_reports_the_store_caches_memory_and_sweeps_as_json),
         cmocka_unit_test(two_content_lengths_are_400_and_nothing_after_them_is_read),
         cmocka_unit_test(a_content_length_over_max_object_size_is_413_before_the_body),

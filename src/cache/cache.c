@@ -34,7 +34,7 @@
  * the code goes):
  *   1. bytes == chunk(sizeof cache) + chunk(slots * 8)
  *               + sum over entries of entry_bytes
- *               + sum over strong entries of chunk(24 + object len).
+ *               + sum over strong entries of chunk(32 + object len).
  *   2. Every entry is in the table and on exactly one list: `strong` when
  *      e->weak == 0, `weak` otherwise; t.count == strong.n + weak.n.
  *   3. A strong entry holds one strong reference to its object, a weak entry

@@ -57,7 +57,7 @@ typedef struct tide_cache_obj_hook {
  * Make an object holding a copy of `len` bytes at `bytes` (bytes may be NULL
  * when len is 0). The caller holds the only
  * reference. `hook` may be NULL. Returns 0 or TIDE_ENOMEM.
- * Cost: one malloc of len + 24 bytes, one copy.
+ * Cost: one malloc of len + 32 bytes, one copy.
  */
 int tide_cache_obj_new(tide_cache_obj **out, const void *bytes, size_t len,
                        const tide_cache_obj_hook *hook);
@@ -74,6 +74,15 @@ void tide_cache_obj_release(tide_cache_obj *o);
 /* The bytes and their length. Read-only once the object is shared. */
 const void *tide_cache_obj_data(const tide_cache_obj *o);
 size_t tide_cache_obj_len(const tide_cache_obj *o);
+
+/* The generation tag: the id of the store generation the object is known
+ * to be in (online delete: the node copies an object forward on a cache
+ * hit when its tag is below the newest generation, and forgets it when
+ * the tag is below the oldest kept one). 0 for a new object and for a
+ * node without generations. 8 bytes of the header; relaxed atomics (any
+ * thread; the tag orders nothing else). */
+uint64_t tide_cache_obj_gen(const tide_cache_obj *o);
+void tide_cache_obj_set_gen(tide_cache_obj *o, uint64_t gen);
 
 /* The strong count at this instant (holders, including the cache's strong
  * entry). For tests and diagnostics only: it may change at once. */
@@ -204,7 +213,8 @@ typedef struct tide_cache_stats {
      * chunk: request + 8 rounded up to 16, at least 32):
      *   the cache struct and its hash-table slot array, plus
      *   for every entry, strong or weak: the entry (49 bytes + key_size), plus
-     *   for every strong entry: its object (24 bytes + len).
+     *   for every strong entry: its object (32 bytes + len: the counts,
+     *   the hook, the length and the generation tag, then the bytes).
      * A weak entry's object is not counted: whoever keeps it alive holds that
      * memory. (After its last holder lets go, the object's memory waits for
      * the next sweep or lookup of its key; see cache.c.)

@@ -1,7 +1,7 @@
 /*
  * obj.c: reference-counted byte objects with a weak count.
  *
- * An object is one allocation: a 24-byte header and its bytes. Two counts,
+ * An object is one allocation: a 32-byte header and its bytes. Two counts,
  * as in std::shared_ptr's control block:
  *   strong: the holders (callers, and the cache's strong entries);
  *   weak:   the cache's weak entries, plus one shared by all strong holders
@@ -9,6 +9,11 @@
  * The object dies when strong reaches 0; its memory is freed when weak does.
  * A weak reference can become strong only through tide_cache_obj_try_upgrade,
  * which never raises strong from 0, so a dead object stays dead.
+ *
+ * The header also carries a tag the node sets: the id of the store
+ * generation the object is known to be in (online delete; node.c). It is a
+ * plain relaxed atomic beside the counts: it orders nothing, and a reader
+ * that sees an old tag only makes one more check against the generations.
  *
  * Invariants:
  *   1. strong > 0 implies weak > 0 (the strong holders' shared weak count).
@@ -51,6 +56,7 @@ int tide_cache_obj_new(tide_cache_obj **out, const void *bytes, size_t len,
     atomic_init(&o->weak, 1u);
     o->hook = hook;
     o->len = len;
+    atomic_init(&o->gen, 0);
     if (bytes != NULL && len > 0) memcpy(o->data, bytes, len);
     *out = o;
 out:
@@ -121,6 +127,16 @@ int tide_cache_obj_try_upgrade(tide_cache_obj *o)
                                                   memory_order_acquire, memory_order_relaxed))
             return 1;
     return 0;
+}
+
+uint64_t tide_cache_obj_gen(const tide_cache_obj *o)
+{
+    return atomic_load_explicit(&((tide_cache_obj *)o)->gen, memory_order_relaxed);
+}
+
+void tide_cache_obj_set_gen(tide_cache_obj *o, uint64_t gen)
+{
+    atomic_store_explicit(&o->gen, gen, memory_order_relaxed);
 }
 
 const void *tide_cache_obj_data(const tide_cache_obj *o) { return o->data; }

@@ -8,6 +8,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cache/cache.h"
 
@@ -16,6 +17,7 @@ struct tide_cache_obj {
     atomic_uint weak;               /* weak entries, + 1 while strong > 0 */
     const tide_cache_obj_hook *hook;
     size_t len;
+    _Atomic uint64_t gen;           /* the generation tag (tide_cache_obj_gen) */
     unsigned char data[];
 };
 

@@ -82,6 +82,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "gen/manifest.h"
 #include "tide/error.h"
 #include "tide/store.h"
 #include "util/assert.h"
@@ -264,6 +265,66 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "bytes of request bodies tided holds for requests not yet answered, counted in the "
                 "http consumer; at least max_object_size. A request whose head declares more than is "
                 "left is answered 503 with Retry-After: 1 before its body is read." },
+    /* Online delete (issue 12; docs/ROTATION.md): in [node_db] as rippled
+     * writes its own, rippled's names where they mean the same (its
+     * online_delete counts ledgers, Tide's objects). The waits are
+     * rippled's defaults where it has one. */
+    [TIDE_CFG_ONLINE_DELETE]   = { "online_delete", "online-delete", "TIDE_ONLINE_DELETE", "node_db",
+                                   NULL, NULL, K_ONLINE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+        .def = "0", .arg = "N|manual",
+        .help = "online delete: keep the data directory as a ring of generations (stores) and rotate "
+                "after N objects were written into the newest; an object neither written nor read for "
+                "`generations` rotations is deleted. manual: generations, rotated only by the other "
+                "triggers or POST /v1/admin/rotate. 0: off, one plain store that grows without bound." },
+    [TIDE_CFG_GENERATIONS]     = { "generations", "generations", "TIDE_GENERATIONS", "node_db",
+                                   NULL, NULL, K_UINT, TIDE_GEN_MIN, TIDE_GEN_MAX, 0,
+        .def = "2", .arg = "G",
+        .help = "generations kept with online delete; a rotation copies forward only what is read or "
+                "re-PUT, so more generations keep untouched objects longer (G spans) for G times the "
+                "disk of a span." },
+    [TIDE_CFG_ADVISORY_DELETE] = { "advisory_delete", "advisory-delete", "TIDE_ADVISORY_DELETE", "node_db",
+                                   NULL, NULL, K_BOOL, 0, 0, 0,
+        .def = "0", .arg = "0|1",
+        .help = "1: a due rotation waits until POST /v1/admin/can_delete allows it (a rotation count, "
+                "never, always or now; never again after a restart)." },
+    [TIDE_CFG_ROTATE_BYTES]    = { "rotate_bytes", "rotate-bytes", "TIDE_ROTATE_BYTES", "node_db",
+                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+        .def = "0", .arg = "SIZE",
+        .help = "also rotate when the newest generation's nudb.dat reaches SIZE (0: no byte trigger)." },
+    [TIDE_CFG_ROTATE_INTERVAL] = { "rotate_interval", "rotate-interval", "TIDE_ROTATE_INTERVAL", "node_db",
+                                   NULL, NULL, K_UINT, 0, 31536000, 0,
+        .def = "0", .arg = "SECONDS",
+        .help = "also rotate this long after the last rotation (0: no time trigger)." },
+    [TIDE_CFG_DELETE_BATCH]    = { "delete_batch", "delete-batch", "TIDE_DELETE_BATCH", "node_db",
+                                   NULL, NULL, K_UINT, 1, 1000000, 0,
+        .def = "100", .arg = "N",
+        .help = "keys of a rotation's keep-list copied forward per batch, with a back-off pause between "
+                "batches." },
+    [TIDE_CFG_BACK_OFF_MS]     = { "back_off_milliseconds", "back-off-milliseconds", "TIDE_BACK_OFF_MILLISECONDS",
+                                   "node_db", NULL, NULL, K_UINT, 0, 60000, 0,
+        .def = "100", .arg = "MS",
+        .help = "pause between two batches of a keep-list and between two steps of a dropped "
+                "generation's delete, so the node keeps serving." },
+    [TIDE_CFG_DELETE_CHUNK]    = { "delete_chunk", "delete-chunk", "TIDE_DELETE_CHUNK", "node_db",
+                                   NULL, NULL, K_SIZE, 4096, 1024 * GiB, 0,
+        .def = "64MiB", .arg = "SIZE",
+        .help = "a dropped generation's nudb.dat is cut by this much per step before it is unlinked, so "
+                "the file system frees it gradually." },
+    [TIDE_CFG_RECOVERY_WAIT]   = { "recovery_wait_seconds", "recovery-wait-seconds", "TIDE_RECOVERY_WAIT_SECONDS",
+                                   "node_db", NULL, NULL, K_UINT, 1, 3600, 0,
+        .def = "5", .arg = "SECONDS",
+        .help = "a due rotation on an unhealthy node (a commit backlog: the insert pool over half its "
+                "burst, or a failed commit) waits this long before it looks again." },
+    [TIDE_CFG_ROTATION_WAIT_MAX] = { "rotation_wait_max_seconds", "rotation-wait-max-seconds",
+                                   "TIDE_ROTATION_WAIT_MAX_SECONDS", "node_db", NULL, NULL, K_UINT, 1, 604800, 0,
+        .def = "300", .arg = "SECONDS",
+        .help = "after waiting this long in all for health a rotation attempt is abandoned (logged, "
+                "counted, in /v1/rotations); the next trigger check tries again." },
+    [TIDE_CFG_TRIM_AFTER_ROTATION] = { "trim_after_rotation", "trim-after-rotation", "TIDE_TRIM_AFTER_ROTATION",
+                                   "node_db", NULL, NULL, K_BOOL, 0, 0, 0,
+        .def = "1", .arg = "0|1",
+        .help = "1: one measured release (the sweep's trim) right after a rotation that dropped a "
+                "generation, reported in /v1/rotations and on /metrics." },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -317,6 +378,9 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
     case K_PATH:   n = snprintf(buf, cap, "up to %zu bytes", (size_t)TIDE_CONFIG_DATA_DIR_MAX); break;
     case K_BLOCK:
         n = snprintf(buf, cap, "a power of two from %u to %u", TIDE_BLOCK_SIZE_MIN, TIDE_BLOCK_SIZE_MAX);
+        break;
+    case K_ONLINE:
+        n = snprintf(buf, cap, "0 (off), 1 to %" PRIu64 " (2^52) objects, or manual", st->max);
         break;
     case K_TRIM:
         ti_config_size_text(TIDE_CONFIG_BYTES_MAX, hi, sizeof hi);
@@ -485,12 +549,29 @@ static int parse_bool(const char *s, int *out)
 
 /* A value parsed from its text, before it is stored. */
 typedef struct parsed {
-    uint64_t v;            /* K_UINT, K_SIZE, K_BLOCK; K_TRIM's param */
-    int      iv;           /* K_NODE_SIZE, K_LEVEL, K_BOOL; K_TRIM's policy */
+    uint64_t v;            /* K_UINT, K_SIZE, K_BLOCK, K_ONLINE; K_TRIM's param */
+    int      iv;           /* K_NODE_SIZE, K_LEVEL, K_BOOL; K_TRIM's policy;
+                              K_ONLINE: 1 when generations are on */
     unsigned port;         /* K_LISTEN */
     int      fell_back;    /* K_BLOCK: the value was replaced by the default */
     char     host[sizeof ((tide_config *)0)->listen_host];   /* K_LISTEN */
 } parsed;
+
+/* online_delete: "manual" (generations, no object trigger), or a count
+ * in the row's range, 0 being off. */
+static void parse_online(const ti_config_setting *st, const char *text, parsed *p, char *why, size_t wcap)
+{
+    int prc;
+
+    if (strcasecmp(text, "manual") == 0) { p->iv = 1; p->v = 0; return; }
+    prc = parse_uint(text, &p->v);
+    if (prc == -1)
+        snprintf(why, wcap, "not a number of objects or 'manual' (0 turns online delete off)");
+    else if (prc == -2 || p->v > st->max)
+        snprintf(why, wcap, "%.40s is outside 0..%" PRIu64 " (or 'manual')", text, st->max);
+    else
+        p->iv = p->v > 0;
+}
 
 /* Parse `text` as setting `id` takes it, into *p. Writes the reason into
  * `why` (empty when the text is good). A K_BLOCK fallback warns here, once,
@@ -561,6 +642,9 @@ static void parse_value(const tide_config *c, int id, const char *text, int kind
         if (tide_trim_policy_parse(text, &p->iv, &p->v) != 0)
             snprintf(why, wcap, "%s", tide_last_error());
         break;
+    case K_ONLINE:
+        parse_online(st, text, p, why, wcap);
+        break;
     }
 }
 
@@ -598,6 +682,17 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    c->http_idle_timeout = (unsigned)p->v; break;
     case TIDE_CFG_HTTP_REQUEST_TIMEOUT: c->http_request_timeout = (unsigned)p->v; break;
     case TIDE_CFG_HTTP_BODY_BUDGET:     c->http_body_budget = p->v; break;
+    case TIDE_CFG_ONLINE_DELETE:        c->online_delete_on = p->iv; c->online_delete = p->v; break;
+    case TIDE_CFG_GENERATIONS:          c->generations = (unsigned)p->v; break;
+    case TIDE_CFG_ADVISORY_DELETE:      c->advisory_delete = p->iv; break;
+    case TIDE_CFG_ROTATE_BYTES:         c->rotate_bytes = p->v; break;
+    case TIDE_CFG_ROTATE_INTERVAL:      c->rotate_interval = p->v; break;
+    case TIDE_CFG_DELETE_BATCH:         c->delete_batch = (unsigned)p->v; break;
+    case TIDE_CFG_BACK_OFF_MS:          c->back_off_ms = (unsigned)p->v; break;
+    case TIDE_CFG_DELETE_CHUNK:         c->delete_chunk = p->v; break;
+    case TIDE_CFG_RECOVERY_WAIT:        c->recovery_wait_s = (unsigned)p->v; break;
+    case TIDE_CFG_ROTATION_WAIT_MAX:    c->rotation_wait_max_s = (unsigned)p->v; break;
+    case TIDE_CFG_TRIM_AFTER_ROTATION:  c->trim_after_rotation = p->iv; break;
     default: break;
     }
 }
@@ -698,6 +793,21 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv)
 
 /* ---- finish ----------------------------------------------------------------------- */
 
+/* A rotation setting the operator chose while online delete is off does
+ * nothing: say so once per setting (a node with generations already on
+ * disk opens them anyway and only the admin endpoint rotates). */
+static void warn_online_delete_off(const tide_config *c)
+{
+    static const int ids[] = { TIDE_CFG_GENERATIONS, TIDE_CFG_ADVISORY_DELETE, TIDE_CFG_ROTATE_BYTES,
+                               TIDE_CFG_ROTATE_INTERVAL };
+
+    if (c->online_delete_on) return;
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        if (c->src[ids[i]].kind >= TIDE_SRC_FILE)
+            tide_log(TIDE_LOG_WARN, "%s (%s) has no effect: online_delete is 0 (off); set --online-delete "
+                     "N or manual", ti_config_settings[ids[i]].name, c->src[ids[i]].where);
+}
+
 int tide_config_finish(tide_config *c)
 {
     if (c->node_size < 0 || c->node_size >= TIDE_NODE_SIZE_COUNT)
@@ -727,6 +837,7 @@ int tide_config_finish(tide_config *c)
                             c->src[TIDE_CFG_HTTP_BODY_BUDGET].where, tide_size_format(c->max_object_size, m, sizeof m),
                             c->src[TIDE_CFG_MAX_OBJECT_SIZE].where[0] ? c->src[TIDE_CFG_MAX_OBJECT_SIZE].where : "default");
     }
+    warn_online_delete_off(c);
     if (c->metrics_public && c->metrics_token[0] != '\0')
         tide_log(TIDE_LOG_WARN, "TIDE_METRICS_PUBLIC=1: /metrics needs no token; TIDE_METRICS_TOKEN "
                  "is ignored there");
@@ -771,6 +882,20 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    snprintf(out, cap, "%u", c->http_idle_timeout); break;
     case TIDE_CFG_HTTP_REQUEST_TIMEOUT: snprintf(out, cap, "%u", c->http_request_timeout); break;
     case TIDE_CFG_HTTP_BODY_BUDGET:     ti_config_size_text(c->http_body_budget, out, cap); break;
+    case TIDE_CFG_ONLINE_DELETE:
+        if (c->online_delete_on && c->online_delete == 0) snprintf(out, cap, "manual");
+        else snprintf(out, cap, "%" PRIu64, c->online_delete);
+        break;
+    case TIDE_CFG_GENERATIONS:          snprintf(out, cap, "%u", c->generations); break;
+    case TIDE_CFG_ADVISORY_DELETE:      snprintf(out, cap, "%d", c->advisory_delete); break;
+    case TIDE_CFG_ROTATE_BYTES:         ti_config_size_text(c->rotate_bytes, out, cap); break;
+    case TIDE_CFG_ROTATE_INTERVAL:      snprintf(out, cap, "%" PRIu64, c->rotate_interval); break;
+    case TIDE_CFG_DELETE_BATCH:         snprintf(out, cap, "%u", c->delete_batch); break;
+    case TIDE_CFG_BACK_OFF_MS:          snprintf(out, cap, "%u", c->back_off_ms); break;
+    case TIDE_CFG_DELETE_CHUNK:         ti_config_size_text(c->delete_chunk, out, cap); break;
+    case TIDE_CFG_RECOVERY_WAIT:        snprintf(out, cap, "%u", c->recovery_wait_s); break;
+    case TIDE_CFG_ROTATION_WAIT_MAX:    snprintf(out, cap, "%u", c->rotation_wait_max_s); break;
+    case TIDE_CFG_TRIM_AFTER_ROTATION:  snprintf(out, cap, "%d", c->trim_after_rotation); break;
     default: out[0] = '\0'; break;
     }
 }

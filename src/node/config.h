@@ -53,6 +53,11 @@ enum {
     TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY,
     TIDE_CFG_HTTP_MAX_CONNECTIONS, TIDE_CFG_HTTP_MAX_PER_CLIENT, TIDE_CFG_HTTP_IDLE_TIMEOUT,
     TIDE_CFG_HTTP_REQUEST_TIMEOUT, TIDE_CFG_HTTP_BODY_BUDGET,
+    /* online delete (issue 12): [node_db] keys, rippled's names where they
+     * mean the same */
+    TIDE_CFG_ONLINE_DELETE, TIDE_CFG_GENERATIONS, TIDE_CFG_ADVISORY_DELETE, TIDE_CFG_ROTATE_BYTES,
+    TIDE_CFG_ROTATE_INTERVAL, TIDE_CFG_DELETE_BATCH, TIDE_CFG_BACK_OFF_MS, TIDE_CFG_DELETE_CHUNK,
+    TIDE_CFG_RECOVERY_WAIT, TIDE_CFG_ROTATION_WAIT_MAX, TIDE_CFG_TRIM_AFTER_ROTATION,
     TIDE_CFG_COUNT
 };
 
@@ -103,6 +108,22 @@ typedef struct tide_config {
     uint64_t http_body_budget;       /* bytes of request bodies held before
                                         handlers, >= max_object_size; default
                                         max(64 MiB, 4 x max_object_size) */
+    /* online delete (docs/ROTATION.md): generations are on when
+     * online_delete_on is 1 ("N" with N >= 1, or "manual"); off ("0", the
+     * default) the data directory is one plain store that grows without
+     * bound. */
+    int      online_delete_on;   /* 0 or 1 */
+    uint64_t online_delete;      /* objects per span (0: no object trigger) */
+    unsigned generations;        /* G kept, 2..64; default 2 */
+    int      advisory_delete;    /* 0 (default) or 1: rotations wait for can_delete */
+    uint64_t rotate_bytes;       /* rotate when the newest nudb.dat reaches it; 0: none */
+    uint64_t rotate_interval;    /* seconds after the last rotation; 0: none */
+    unsigned delete_batch;       /* keep-list keys per batch; default 100 */
+    unsigned back_off_ms;        /* back_off_milliseconds; default 100 */
+    uint64_t delete_chunk;       /* bytes a dropped nudb.dat is cut per step; 64 MiB */
+    unsigned recovery_wait_s;    /* recovery_wait_seconds; default 5 */
+    unsigned rotation_wait_max_s;/* rotation_wait_max_seconds; default 300 */
+    int      trim_after_rotation;/* 1 (default) or 0 */
     uint64_t ram_bytes;          /* total RAM seen by tide_config_defaults */
     tide_config_source src[TIDE_CFG_COUNT];
 } tide_config;

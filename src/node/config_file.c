@@ -15,7 +15,8 @@
  *     type=NuDB            the only backend; any other type is an error
  *     path=/var/lib/tide   = data_dir     # a trailing comment
  *     nudb_block_size=16384
- *     online_delete=2000   rippled's: an info line, ignored
+ *     online_delete=2000   online delete (Tide counts objects, rippled ledgers)
+ *     earliest_seq=32570   rippled's: an info line, ignored
  *     [node]
  *     cache_budget=1GiB    every setting by its name (except the env-only ones)
  *     [server]             any other section: one info line, then skipped
@@ -32,8 +33,9 @@
  * logs "config FILE:LINE: section [server] is not used by tide; skipped"
  * and its lines are not parsed at all. A section one edit away from one of
  * Tide's ([nodes], [node-db], [NODE_SIZE]) is an error instead: skipping a
- * typo would drop its settings in silence. In [node_db], rippled's own keys
- * (online_delete, advisory_delete, earliest_seq, ...) log an info line, any
+ * typo would drop its settings in silence. In [node_db], the online delete
+ * settings are Tide's (online_delete, generations, ...: config.c's table);
+ * rippled's other keys (earliest_seq, age_threshold_seconds, ...) log an info line, any
  * other unknown key a warning, and a key one edit from type, path or
  * nudb_block_size is an error ("did you mean path?"): [node_db] is shared
  * with rippled, whose keys are not Tide's to refuse, but a misspelt path
@@ -118,13 +120,16 @@ static const char *typo_of_section(const char *s)
 }
 
 /* The keys rippled documents for its [node_db] (online deletion, the
- * RocksDB tuning, the cache): expected in a node's own config, and of no
- * use to Tide, so each gets an info line, not a warning. */
+ * RocksDB tuning, the cache) that Tide has no use for: expected in a
+ * node's own config, so each gets an info line, not a warning. Its online
+ * deletion keys that Tide reads (online_delete, advisory_delete,
+ * delete_batch, back_off_milliseconds, recovery_wait_seconds) are
+ * settings of the table instead; age_threshold_seconds stays rippled's
+ * (Tide's health gate is its commit backlog, not a ledger's age). */
 static int rippled_node_db_key(const char *k)
 {
     static const char *const keys[] = {
-        "online_delete", "advisory_delete", "delete_batch", "back_off_milliseconds",
-        "age_threshold_seconds", "recovery_wait_seconds", "earliest_seq", "fast_load",
+        "age_threshold_seconds", "earliest_seq", "fast_load",
         "cache_size", "cache_age", "open_files", "filter_bits", "cache_mb", "file_size_mb",
         "file_size_mult", "compression",
     };
@@ -213,12 +218,17 @@ static int read_node_db_other(const file_reader *r, const char *key, const char 
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
         if (one_edit_apart(key, ours[i]))
             return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what, ours[i]);
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (ti_config_settings[id].section && strcmp(ti_config_settings[id].section, "node_db") == 0
+            && one_edit_apart(key, ti_config_settings[id].name))
+            return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what,
+                                ti_config_settings[id].name);
     if (rippled_node_db_key(key))
         tide_log(TIDE_LOG_INFO, "config %s:%u: [node_db] %s is rippled's, not used by tide; ignored",
                  r->path, r->lineno, key);
     else
-        tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path and "
-                 "nudb_block_size there)", what);
+        tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path, "
+                 "nudb_block_size and the online delete settings there)", what);
     return 0;
 }
 
@@ -262,6 +272,9 @@ static int read_setting(file_reader *r, char *s)
     }
     id = lookup_key(r->section, key);
     if (id < 0 && strcmp(r->section, "node_db") == 0) return read_node_db_other(r, key, what);
+    if (id < 0 && lookup_key("node_db", key) >= 0)
+        return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (%s belongs in [node_db], as in rippled's "
+                            "config)", what, r->section, key);
     if (id < 0) return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
     if (r->seen_line[id])
         return tide_err_set(TIDE_EINVAL, "%s: duplicate key (%s first set at %s:%u)",

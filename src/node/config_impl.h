@@ -35,7 +35,8 @@ enum kind {
     K_LEVEL,     /* tide_log_level_parse */
     K_SECRET,    /* string, never printed */
     K_BOOL,      /* 1/0, true/false, yes/no, on/off */
-    K_TRIM       /* always, never, every:N, freed:SIZE, free-pct:P */
+    K_TRIM,      /* always, never, every:N, freed:SIZE, free-pct:P */
+    K_ONLINE     /* online_delete: N in [min, max] (0: off) or "manual" */
 };
 
 typedef struct ti_config_setting {

@@ -67,6 +67,14 @@ void tide_node_opts_init(tide_node_opts *o)
     o->sweep_interval_ms = 10000;
     o->trim = 1;
     o->count_keys_max_bytes = 4ull << 30;
+    o->generations = 2;
+    o->delete_batch = 100;
+    o->back_off_ms = 100;
+    o->delete_chunk_bytes = 64ull * MiB;
+    o->recovery_wait_s = 5;
+    o->rotation_wait_max_s = 300;
+    o->rotate_check_ms = 1000;
+    o->trim_after_rotation = 1;
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -110,11 +118,13 @@ static int node_free(tide_node *n)
 {
     int rc;
 
+    ti_node_rotator_stop(n);
     ti_node_count_stop(n);
     rc = n->store ? tide_store_close(n->store) : 0;
 
     tide_keycache_destroy(n->keycache);
     tide_cache_destroy(n->cache);
+    ti_node_rotator_destroy(n);
     pthread_cond_destroy(&n->state_cond);
     pthread_mutex_destroy(&n->state_lock);
     pthread_mutex_destroy(&n->round_lock);
@@ -148,6 +158,7 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&n->state_cond, &ca);
     pthread_condattr_destroy(&ca);
+    ti_node_rotator_init(n);
 
     rc = ensure_store(&n->opts);
     if (rc) goto out;

@@ -220,7 +220,7 @@ unsigned tide_node_key_size(const tide_node *n);
  * waits for it.
  * Cost: the store's insert (an existence check: a key-file read, sometimes a
  * data-file read; may wait when the insert pool is full), one malloc of
- * len + 24 bytes and one cache insert.
+ * len + 32 bytes and one cache insert.
  */
 int tide_node_put(tide_node *n, const void *key, const void *value, size_t len);
 

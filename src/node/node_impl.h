@@ -51,6 +51,22 @@ struct tide_node {
     tide_node_totals totals;      /* the sweep half; the get/put half is atomic */
     tide_hist       sweep_hist, trim_hist;  /* under state_lock */
     tide_node_sweep_report reports[TIDE_NODE_REPORTS];
+
+    /* online delete (rotator.c): rot_lock serialises rotations (the
+     * thread's and tide_node_rotate's); rot_state_lock guards the ring,
+     * the totals, can_delete and the rotator's stop, and is never held
+     * across a rotation or a trim */
+    pthread_mutex_t rot_lock;
+    pthread_mutex_t rot_state_lock;
+    pthread_cond_t  rot_cond;            /* CLOCK_MONOTONIC */
+    int             rot_stop;
+    int             rot_started;
+    pthread_t       rot_thread;
+    uint64_t        rot_seq;
+    uint64_t        can_delete;          /* the advisory_delete allowance */
+    tide_node_rotation_totals rot_totals;/* histograms in rot_hist */
+    tide_hist       rot_hist[6], rot_trim_hist;
+    tide_node_rotation_report rotations[TIDE_NODE_ROTATIONS];
 };
 
 /* Start the sweeper thread (sweeper.c). Returns 0 or the pthread error. */
@@ -63,6 +79,20 @@ void ti_node_count_start(tide_node *n, uint64_t dat_file_bytes, uint64_t inserts
 
 /* Stop the key count and wait for it (close). */
 void ti_node_count_stop(tide_node *n);
+
+/* The rotator's locks (open) and their end (node_free); start the thread
+ * when online delete is on and rotate_check_ms > 0 (rotator.c). Returns 0
+ * or the pthread error. */
+void ti_node_rotator_init(tide_node *n);
+int  ti_node_rotator_start(tide_node *n);
+/* Stop the thread and wait for an attempt in progress (close, before the
+ * store or generations close). */
+void ti_node_rotator_stop(tide_node *n);
+void ti_node_rotator_destroy(tide_node *n);
+
+/* The measured release: opts.release, or tide_mem_trim (sweeper.c); a
+ * sweep round's and a rotation's. */
+int ti_node_release(tide_node *n, tide_mem_trim_report *r);
 
 /* The store's info, and the insert-pool and commit accounts set from it. */
 void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info);

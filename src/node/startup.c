@@ -11,6 +11,12 @@
  * rules: a store keeps the block size it was created with until `tide
  * rekey` rebuilds it). For a new store it is the configured size.
  *
+ * With online delete on, a second line after the node opened
+ * (tide_startup_log_disk) states the disk bound the settings give: G
+ * spans of objects plus the copies forward, in bytes at the newest
+ * generation's mean record size when it has objects. With it off the
+ * unbounded warnings include the disk.
+ *
  * Invariants:
  *   1. Nothing here prints metrics_token or admin_token, only "set"/"unset".
  *   2. mallopt runs only from tide_startup_apply_malloc, before threads.
@@ -19,6 +25,7 @@
  */
 #include "node/startup.h"
 
+#include <inttypes.h>
 #include <malloc.h>
 #include <string.h>
 
@@ -115,6 +122,10 @@ void tide_startup_log(const tide_config *c)
     log_allocator();
     log_block_size(c);
     tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
+    if (!c->online_delete_on)
+        tide_log(TIDE_LOG_WARN, "unbounded: disk grows without bound: online_delete is 0 (off), so nothing is "
+                 "ever deleted; set --online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete (N objects "
+                 "per generation, or manual)");
     if (c->metrics_token[0] == '\0' && !c->metrics_public)
         tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: set TIDE_METRICS_TOKEN (then send "
                  "Authorization: Bearer <token>) or TIDE_METRICS_PUBLIC=1");
@@ -137,4 +148,54 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->sweep_interval_ms = (uint64_t)c->sweep_interval * 1000u;
     o->trim_policy = c->trim_policy;
     o->trim_param = c->trim_param;
+    o->online_delete_on = c->online_delete_on;
+    o->online_delete = c->online_delete;
+    o->generations = c->generations;
+    o->advisory_delete = c->advisory_delete;
+    o->rotate_bytes = c->rotate_bytes;
+    o->rotate_interval_s = c->rotate_interval;
+    o->delete_batch = c->delete_batch;
+    o->back_off_ms = c->back_off_ms;
+    o->delete_chunk_bytes = c->delete_chunk;
+    o->recovery_wait_s = c->recovery_wait_s;
+    o->rotation_wait_max_s = c->rotation_wait_max_s;
+    o->trim_after_rotation = c->trim_after_rotation;
+}
+
+/* The disk bound in words. With G generations, N objects written per
+ * span: the newest holds at most N new objects plus the copies forward
+ * made in its span, each older one as much, so G spans' worth; a rotation
+ * drops the oldest before the next span starts filling. Bytes follow from
+ * the mean record size when the newest generation has objects. */
+void tide_startup_log_disk(const tide_config *c, tide_node *n)
+{
+    tide_gens_info gi;
+    char per[32], total[32], now[32];
+
+    if (!c->online_delete_on) return;
+    tide_node_gens_info(n, &gi);
+    tide_size_format(gi.disk_bytes, now, sizeof now);
+    if (c->online_delete == 0) {
+        tide_log(TIDE_LOG_INFO, "online delete: %u generations, rotated only by rotate_bytes=%" PRIu64
+                 ", rotate_interval=%" PRIu64 "s or POST /v1/admin/rotate: the disk holds at most %u spans of "
+                 "objects plus the copies forward; now %s in %u generation(s)", c->generations, c->rotate_bytes,
+                 c->rotate_interval, c->generations, now, gi.count);
+        return;
+    }
+    if (gi.newest_objects > 0 && gi.newest_bytes > 0) {
+        uint64_t mean = gi.newest_bytes / gi.newest_objects;
+        tide_size_format(mean, per, sizeof per);
+        tide_size_format(mean * c->online_delete * c->generations, total, sizeof total);
+        tide_log(TIDE_LOG_INFO, "online delete: %u generations of %" PRIu64 " objects: the disk holds at most "
+                 "%u x %" PRIu64 " objects plus the copies forward; at the newest's mean record of %s (%" PRIu64
+                 " bytes of nudb.dat / %" PRIu64 " objects) that is about %s of data files plus the key files; "
+                 "now %s", c->generations, c->online_delete, c->generations, c->online_delete, per,
+                 gi.newest_bytes, gi.newest_objects, total, now);
+    } else {
+        tide_log(TIDE_LOG_INFO, "online delete: %u generations of %" PRIu64 " objects: the disk holds at most "
+                 "%u x %" PRIu64 " objects plus the copies forward, i.e. %" PRIu64 " x (record size) of data "
+                 "files plus the key files (a record is its value + key size + 6 bytes); now %s",
+                 c->generations, c->online_delete, c->generations, c->online_delete,
+                 (uint64_t)c->generations * c->online_delete, now);
+    }
 }

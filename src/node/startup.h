@@ -8,6 +8,7 @@
  *     tide_startup_log(&cfg);               settings, allocator, block size, warnings
  *     tide_startup_node_opts(&cfg, &o);     the node's options from the settings
  *     tide_node_open(&node, &o);
+ *     tide_startup_log_disk(&cfg, node);   the disk bound, with online delete
  *
  * None of these is thread-safe: they are for startup.
  */
@@ -39,6 +40,12 @@ int tide_startup_apply_malloc(const tide_config *c);
  * Never prints a token. Reads the key file's header; allocates little.
  */
 void tide_startup_log(const tide_config *c);
+
+/* With online delete on, log the disk bound these settings give (G spans
+ * of online_delete objects plus the copies forward; in bytes at the newest
+ * generation's mean record size when it holds objects, else per object)
+ * and the disk used now. After tide_node_open; nothing when it is off. */
+void tide_startup_log_disk(const tide_config *c, tide_node *n);
 
 /* The node options the settings ask for (dir, caches, burst, sweep
  * interval in ms, block size for a new store). */

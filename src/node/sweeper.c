@@ -53,6 +53,12 @@ void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info)
     tide_mem_account_set(TIDE_MEM_STORE_COMMIT, (int64_t)info->commit_buffer_bytes);
 }
 
+/* The one measured release call, a sweep's and a rotation's (rotator.c). */
+int ti_node_release(tide_node *n, tide_mem_trim_report *r)
+{
+    return n->opts.release ? n->opts.release(n->opts.release_arg, r) : tide_mem_trim(r);
+}
+
 /* Whether this round's sweep calls for a release, by the policy. seq is the
  * round's number (1-based); called under round_lock. */
 static int policy_wants_trim(tide_node *n, uint64_t seq, uint64_t freed)
@@ -103,8 +109,7 @@ static void run_round(tide_node *n, tide_node_sweep_report *out)
      * thread holds: it can be read here without state_lock. */
     if (policy_wants_trim(n, n->seq + 1, r.freed_bytes)) {
         trace(n, "release");
-        r.trim_rc = n->opts.release ? n->opts.release(n->opts.release_arg, &r.trim)
-                                    : tide_mem_trim(&r.trim);
+        r.trim_rc = ti_node_release(n, &r.trim);
         r.trimmed = 1;
     }
 

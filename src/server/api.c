@@ -9,11 +9,14 @@
  *   GET  /v1/status                   JSON: store, caches, memory, sweeps
  *   GET  /v1/sweeps                   JSON: the last 64 sweep rounds
  *   POST /v1/admin/sweep              Bearer TIDE_ADMIN_TOKEN: sweep now
+ *   POST /v1/admin/rotate             Bearer TIDE_ADMIN_TOKEN: keep-list, rotate
+ *   GET|POST /v1/admin/can_delete     Bearer TIDE_ADMIN_TOKEN: advisory_delete
+ *   GET  /v1/rotations                JSON: the last 32 rotation attempts
  *   GET  /metrics                     TIDE_METRICS_TOKEN (Bearer or
  *                                     X-Metrics-Token) or public: Prometheus text
  *
  * The endpoints live beside it (api_impl.h): api_objects.c, api_status.c,
- * api_admin.c, api_metrics.c; api_reply.c holds the request text and the
+ * api_admin.c, api_rotate.c, api_metrics.c; api_reply.c holds the request text and the
  * answers they all send.
  *
  * One h2o handler on "/" routes by the raw request path (h2o's normalized
@@ -186,6 +189,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         tided_api_metrics(srv, req, guard, get_or_head);
     } else if (path_is(p, n, "/v1/admin/sweep")) {
         tided_api_admin_sweep(srv, req, guard);
+    } else if (path_is(p, n, "/v1/admin/rotate")) {
+        tided_api_admin_rotate(srv, req, guard);
+    } else if (path_is(p, n, "/v1/admin/can_delete")) {
+        tided_api_admin_can_delete(srv, req);
+    } else if (path_is(p, n, "/v1/rotations")) {
+        if (!get_or_head) tided_send_not_allowed(req, "GET, HEAD");
+        else if (tided_parse_query(req, NULL) == 0) tided_send_json(req, 200, tided_rotation_list_json(srv->node));
     } else {
         tided_send_error(req, 404, "not_found", "no such endpoint: %s (see docs/HTTP.md)", tided_req_text(req, p, n, 128));
     }
@@ -200,6 +210,7 @@ static void answer_job(tided_job *job)
 {
     if (job->kind == TIDED_JOB_METRICS) tided_answer_metrics(job);
     else if (job->kind == TIDED_JOB_SWEEP) tided_answer_sweep(job);
+    else if (job->kind == TIDED_JOB_ROTATE) tided_answer_rotate(job);
     else tided_answer_sync(job);
 }
 
@@ -216,6 +227,7 @@ void tided_api_on_jobs_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *mess
             answer_job(job);
         }
         free(job->text);
+        free(job->keys);
         free(job);
     }
 }

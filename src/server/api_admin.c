@@ -1,6 +1,8 @@
 /*
  * api_admin.c: POST /v1/admin/sweep, a sweep round now, for a request that
- * carries the admin token (TIDE_ADMIN_TOKEN) as "Authorization: Bearer".
+ * carries the admin token (TIDE_ADMIN_TOKEN) as "Authorization: Bearer";
+ * and that token check, which every /v1/admin endpoint makes
+ * (tided_admin_authorized; api_rotate.c's too).
  *
  * The round runs on the sweep worker (work.c), never on a loop thread;
  * its report is the answer.
@@ -30,19 +32,16 @@ static int token_matches(const tided_server *srv, const char *given, size_t len)
     return tided_token_equal(srv->admin_token, srv->admin_token_len, given, len);
 }
 
-void tided_api_admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
+/* The admin token check of every /v1/admin endpoint: 1 when the request
+ * carries it; else 0 after answering 403 (none configured) or 401. */
+int tided_admin_authorized(tided_server *srv, h2o_req_t *req)
 {
     ssize_t at;
 
-    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
-        tided_send_not_allowed(req, "POST");
-        return;
-    }
-    if (tided_parse_query(req, NULL)) return;
     if (srv->admin_token_len == 0) {
         tided_send_error(req, 403, "forbidden", "no admin token is configured; set TIDE_ADMIN_TOKEN in tided's "
                    "environment to enable /v1/admin endpoints");
-        return;
+        return 0;
     }
     at = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
     if (at == -1 || req->headers.entries[at].value.len < 7
@@ -53,8 +52,19 @@ void tided_api_admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard
         tided_send_error(req, 401, "unauthorized", at == -1
                    ? "this endpoint needs 'Authorization: Bearer <TIDE_ADMIN_TOKEN>'"
                    : "the Authorization header does not carry the admin token (Bearer TIDE_ADMIN_TOKEN)");
+        return 0;
+    }
+    return 1;
+}
+
+void tided_api_admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
+{
+    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
+        tided_send_not_allowed(req, "POST");
         return;
     }
+    if (tided_parse_query(req, NULL)) return;
+    if (!tided_admin_authorized(srv, req)) return;
     tided_queue_job(&srv->sweep_worker, req, guard, TIDED_JOB_SWEEP, "the sweep", 0, NULL, NULL);
 }
 

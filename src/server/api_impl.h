@@ -90,8 +90,25 @@ json_t *tided_status_json(tided_server *srv);
 json_t *tided_sweep_list_json(tide_node *node);
 json_t *tided_sweep_report_json(const tide_node_sweep_report *r);
 
-/* POST /v1/admin/sweep (api_admin.c). */
+/* POST /v1/admin/sweep, and the admin token check of every /v1/admin
+ * endpoint: 1 when the request carries the token, else 0 after answering
+ * 403 (none configured) or 401 (api_admin.c). */
 void tided_api_admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard);
+int  tided_admin_authorized(tided_server *srv, h2o_req_t *req);
+
+/* A release call's report as JSON ("trim" of a sweep's and a rotation's
+ * report; api_status.c). */
+json_t *tided_trim_json(const tide_mem_trim_report *t);
+
+/* Online delete (api_rotate.c): POST /v1/admin/rotate (a rotate job),
+ * GET|POST /v1/admin/can_delete, GET /v1/rotations, /v1/status'
+ * "online_delete", one rotation report as JSON. */
+void tided_api_admin_rotate(tided_server *srv, h2o_req_t *req, tided_guard *guard);
+void tided_answer_rotate(tided_job *job);
+void tided_api_admin_can_delete(tided_server *srv, h2o_req_t *req);
+json_t *tided_rotation_list_json(tide_node *node);
+json_t *tided_online_delete_json(tide_node *node);
+json_t *tided_rotation_report_json(const tide_node_rotation_report *r);
 void tided_answer_sweep(tided_job *job);
 
 /* GET /metrics (api_metrics.c). */

@@ -1,6 +1,7 @@
 /*
  * api_status.c: the JSON of the node's figures: GET /v1/status (store,
- * caches, memory, sweeps, requests, HTTP), GET /v1/sweeps (the last
+ * caches, memory, sweeps, requests, HTTP, and online delete from
+ * api_rotate.c), GET /v1/sweeps (the last
  * TIDE_NODE_REPORTS rounds) and one round's report, which POST
  * /v1/admin/sweep answers with too. docs/HTTP.md lists every field.
  *
@@ -50,16 +51,21 @@ static json_t *keycache_sweep_json(const tide_keycache_sweep_report *r)
                      "bytes_before", (json_int_t)r->bytes_before, "bytes_after", (json_int_t)r->bytes_after);
 }
 
+json_t *tided_trim_json(const tide_mem_trim_report *t)
+{
+    return json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I}",
+                     "allocator", tide_mem_alloc_family_name(t->family),
+                     "result", t->result,
+                     "rss_before", (json_int_t)t->rss_before,
+                     "rss_after", (json_int_t)t->rss_after,
+                     "rss_delta", (json_int_t)t->rss_delta,
+                     "duration_ns", (json_int_t)t->duration_ns,
+                     "minflt", (json_int_t)t->minflt, "majflt", (json_int_t)t->majflt);
+}
+
 json_t *tided_sweep_report_json(const tide_node_sweep_report *r)
 {
-    json_t *trim = json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I}",
-                             "allocator", tide_mem_alloc_family_name(r->trim.family),
-                             "result", r->trim.result,
-                             "rss_before", (json_int_t)r->trim.rss_before,
-                             "rss_after", (json_int_t)r->trim.rss_after,
-                             "rss_delta", (json_int_t)r->trim.rss_delta,
-                             "duration_ns", (json_int_t)r->trim.duration_ns,
-                             "minflt", (json_int_t)r->trim.minflt, "majflt", (json_int_t)r->trim.majflt);
+    json_t *trim = tided_trim_json(&r->trim);
     return json_pack("{s:I,s:I,s:I,s:I,s:b,s:i,s:o,s:o,s:o}",
                      "seq", (json_int_t)r->seq, "started_unix_us", (json_int_t)r->started_unix_us,
                      "sweep_ns", (json_int_t)r->sweep_ns, "freed_bytes", (json_int_t)r->freed_bytes,
@@ -217,10 +223,11 @@ json_t *tided_status_json(tided_server *srv)
     json_t *keycache = NULL, *cache = caches_json(srv->node, &keycache);
     uint64_t up_us = tide_clock_mono_us() - srv->started_mono_us;
 
-    return json_pack("{s:s,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
                      "version", TIDE_VERSION, "uptime_seconds", (double)up_us / 1e6,
                      "started_unix", (json_int_t)srv->started_unix_s, "data_dir", tided_json_text(srv->cfg->data_dir),
                      "store", store_json(srv->node), "node_cache", cache, "key_cache", keycache,
                      "memory", memory_json(), "sweeps", sweeps_json(srv->node),
-                     "requests", requests_json(srv->node), "http", http_json(srv));
+                     "requests", requests_json(srv->node), "http", http_json(srv),
+                     "online_delete", tided_online_delete_json(srv->node));
 }

@@ -11,14 +11,17 @@
  *             itself (conn.c writes its own refusals); beside it, sharing
  *             api_impl.h, the endpoints: api_objects.c (PUT/GET/HEAD of a
  *             key), api_status.c (/v1/status, /v1/sweeps), api_admin.c
- *             (/v1/admin/sweep), api_metrics.c (/metrics), and
+ *             (/v1/admin/sweep), api_rotate.c (/v1/admin/rotate,
+ *             /v1/admin/can_delete, /v1/rotations and the online delete
+ *             part of /v1/status), api_metrics.c (/metrics), and
  *             api_reply.c (request text, every answer, the query rule)
  *   work.c    the worker threads that run tide_node_sync, tide_node_sweep
  *             and the /metrics render off the event loops, coalescing
  *             requests
  *
  * Threads: http_threads event loops (loop 0 runs on the main thread and
- * also watches the signalfd), one sync, one sweep and one metrics worker, plus the
+ * also watches the signalfd), one sync, one sweep, one metrics and one
+ * rotate worker, plus the
  * node's own commit and sweeper threads. A request lives on the loop that
  * accepted its connection, and everything that touches it (h2o_req_t, its
  * pool, its guard) runs on that loop's thread; the workers see only
@@ -67,7 +70,7 @@ typedef struct tided_conn tided_conn;
 
 /* ---- work.c ---------------------------------------------------------- */
 
-enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS };
+enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE };
 
 /*
  * One request waiting for a worker. Allocated with malloc by the loop
@@ -94,6 +97,12 @@ struct tided_job {
                                         copies it into the request's pool and
                                         frees it), NULL when rendering failed */
     size_t       text_len;
+    /* rotate: the keep-list (malloc'd by the loop, nkeys * key_size bytes,
+     * freed with the job) and what the rotation did */
+    void        *keys;
+    size_t       nkeys;
+    int          gens_enabled;       /* rotate: the node has generations */
+    tide_node_rotation_report rotation;
     char         key_hex[];          /* sync: the key in hex, 2 * key_size + 1
                                         bytes allocated with the job */
 };
@@ -115,7 +124,9 @@ typedef struct tided_worker {
 /* Start the worker thread. Returns 0 or TIDE_ENOMEM (thread creation). */
 int  tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind);
 /* Queue `job`; the worker answers it with one node call shared with every
- * job queued before that call starts. Any thread; never blocks long. */
+ * job queued before that call starts (a rotate job is never shared: each
+ * is its own rotation, with its own keep-list). Any thread; never blocks
+ * long. */
 void tided_worker_push(tided_worker *w, tided_job *job);
 /* Let the worker finish every queued job, then join it. Idempotent. */
 void tided_worker_stop(tided_worker *w);
@@ -165,7 +176,7 @@ struct tided_server {
     int            globalconf_ready;
     unsigned       nloops;
     tided_loop    *loops;
-    tided_worker   sync_worker, sweep_worker, metrics_worker;
+    tided_worker   sync_worker, sweep_worker, metrics_worker, rotate_worker;
     int            signal_fd;
     int            listen_fd;        /* the bound socket (loop 0 uses it) */
     char           listen_text[300]; /* "127.0.0.1:8080", "[::1]:8080" */

@@ -149,6 +149,13 @@ static void help_endpoints(FILE *f)
 "    GET  /v1/sweeps                   JSON: the last 64 sweep rounds.\n"
 "    POST /v1/admin/sweep              sweep and trim now; returns the report.\n"
 "         401 without the admin token, 403 when none is configured.\n"
+"    POST /v1/admin/rotate             online delete: copy the body's keys\n"
+"         forward (hex lines, text/plain; or raw keys, application/\n"
+"         octet-stream), rotate now, answer the report. 409 when online\n"
+"         delete is off; 400 for a malformed body (nothing rotated).\n"
+"    GET|POST /v1/admin/can_delete[?value=N|never|always|now]\n"
+"         advisory_delete's allowance: read it, or set it with POST.\n"
+"    GET  /v1/rotations                JSON: the last 32 rotation attempts.\n"
 "    GET  /metrics                     Prometheus text (see TIDE_METRICS_TOKEN).\n"
 "         Computed at scrape time on a worker thread: /proc reads and the\n"
 "         allocator's statistics (glibc's walk every arena under its lock).\n"
@@ -454,6 +461,7 @@ static int open_node(tided_server *srv, const tide_config *c)
     if (rc) return rc;
     srv->key_size = tide_node_key_size(srv->node);
     tide_log(TIDE_LOG_INFO, "store %s open: %u-byte keys", c->data_dir, srv->key_size);
+    tide_startup_log_disk(c, srv->node);
     return 0;
 }
 
@@ -520,7 +528,8 @@ int main(int argc, char **argv)
     }
     if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_JOB_SYNC) != 0
         || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
-        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0)
+        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0
+        || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0)
         goto out;
     tided_loops_run(srv);
     status = EXIT_OK;
@@ -528,6 +537,7 @@ out:
     tided_worker_stop(&srv->sync_worker);
     tided_worker_stop(&srv->sweep_worker);
     tided_worker_stop(&srv->metrics_worker);
+    tided_worker_stop(&srv->rotate_worker);
     if (srv->node) {
         rc = tide_node_close(srv->node);
         srv->node = NULL;

@@ -20,8 +20,12 @@
  * milliseconds on a large heap), which must not stall a loop. Scrapes
  * queued together share one render.
  *
- * There are three workers, one per kind, so a slow trim never delays a
- * durable PUT or a scrape.
+ * A POST /v1/admin/rotate is a job of the rotate worker, never coalesced:
+ * each request carries its own keep-list and is its own rotation (the
+ * node serialises it with its rotator thread).
+ *
+ * There are four workers, one per kind, so a slow trim or rotation never
+ * delays a durable PUT or a scrape.
  *
  * Invariants:
  *   1. A job is in exactly one place: the worker's queue, the worker's
@@ -45,6 +49,28 @@ static void send_back(tided_job *job)
     h2o_multithread_send_message(&job->loop->done_rx, &job->msg);
 }
 
+/* A rotate job alone: its keep-list copied forward, then the rotation
+ * (POST /v1/admin/rotate). Nothing is shared between two jobs: two
+ * requests are two rotations. */
+static void run_rotate(tided_worker *w, tided_job *job)
+{
+    tide_node *node = w->srv->node;
+    tide_gens_info gi;
+    int rc = 0;
+
+    memset(&job->rotation, 0, sizeof job->rotation);
+    tide_node_gens_info(node, &gi);
+    job->gens_enabled = gi.enabled;
+    if (!gi.enabled) {
+        rc = tide_node_rotate(node, "admin", &job->rotation);
+    } else {
+        if (job->nkeys) rc = tide_node_keep_keys(node, job->keys, job->nkeys, &job->rotation);
+        if (rc == 0) rc = tide_node_rotate(node, "admin", &job->rotation);
+    }
+    job->rc = rc;
+    if (rc) snprintf(job->detail, sizeof job->detail, "%s", tide_last_error());
+}
+
 static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t seq)
 {
     tide_node_sweep_report report;
@@ -53,6 +79,18 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
     int rc = 0;
 
     memset(&report, 0, sizeof report);
+    if (w->kind == TIDED_JOB_ROTATE) {
+        while (batch) {
+            tided_job *next = batch->next;
+            batch->next = NULL;
+            run_rotate(w, batch);
+            batch->batch = seq;
+            batch->batch_size = 1;
+            send_back(batch);
+            batch = next;
+        }
+        return;
+    }
     if (w->kind == TIDED_JOB_SYNC) {
         rc = tide_node_sync(w->srv->node);
         if (rc) {
