@@ -12,6 +12,13 @@
  *      that sees keys_known sees it.
  *   2. The walk reads only below count_limit (nudb.dat's size at open).
  *
+ * With generations (online delete) no count is made and tide_node_keys
+ * stays unknown: a key copied forward sits in two generations, and a
+ * rotation's drop takes keys away in bulk, so neither a walk at open nor
+ * the insert counter gives the number of distinct keys; the generations'
+ * own figures (records in the newest, bytes of each) are on /metrics
+ * instead.
+ *
  * Never: take a store lock in the walk; count a record appended after open
  * (the store's insert counter holds those).
  */
@@ -63,7 +70,7 @@ int tide_node_keys(tide_node *n, uint64_t *keys)
     tide_store_info info;
 
     if (!atomic_load(&n->keys_known)) return 0;
-    tide_store_get_info(n->store, &info);
+    tide_gens_store_info(n->gens, &info);
     *keys = atomic_load(&n->keys_at_open) + (info.inserts - n->count_inserts0);
     return 1;
 }
@@ -72,6 +79,12 @@ void ti_node_count_start(tide_node *n, uint64_t dat_file_bytes, uint64_t inserts
 {
     n->count_limit = dat_file_bytes;
     n->count_inserts0 = inserts;
+    if (tide_gens_enabled(n->gens)) {
+        tide_log(TIDE_LOG_INFO, "%s: generations: the key count is not made (a key copied forward is in "
+                 "two generations, and a drop removes keys nobody counted); tide_store_keys stays unknown",
+                 n->dir);
+        return;
+    }
     if (n->opts.count_keys_max_bytes && dat_file_bytes <= n->opts.count_keys_max_bytes) {
         if (pthread_create(&n->count_thread, NULL, count_main, n) == 0) n->count_started = 1;
     } else if (n->opts.count_keys_max_bytes) {

@@ -15,6 +15,21 @@
  * sequentially consistent atomics either the put's erase follows the get's
  * insert, or the get sees the new count.
  *
+ * Online delete (docs/ROTATION.md). The node runs on a tide_gens handle:
+ * one plain store, exactly as before, or generations. A node-cache object
+ * carries the id of the generation it is known in (its tag). A rotation
+ * leaves the caches alone; the rule is applied on each hit instead, in
+ * O(1) and without a lock across the cache: a tag below the oldest kept
+ * id means the object's generation was dropped, so the copy is erased and
+ * the read falls through to the store (which answers ENOTFOUND, or finds
+ * the key in a newer generation); a tag below the newest id means the
+ * object was last seen in an older span, so the hit copies it forward
+ * (tide_gens_touch) and moves the tag up: a read in the current span
+ * keeps the object, as a read through the store does. A PUT whose key is
+ * in the cache applies the same rule before it answers EEXIST. The key
+ * cache needs nothing: a rotation only removes keys, so a remembered miss
+ * stays a miss.
+ *
  * The handle's other jobs live beside it, on the struct of node_impl.h:
  * sweeper.c runs the sweep rounds (its essay has their order and
  * invariants), keycount.c counts the keys at open, trim_policy.c reads and
@@ -23,12 +38,16 @@
  * Invariants:
  *   1. A put that returned 0 has bumped put_gen after its store insert and
  *      before its key-cache erase.
- *   2. Open starts the key count and the sweeper only after the store and
- *      both caches exist; close stops the sweeper, then the count, then
- *      closes the store (node_free), so no thread sees a freed part.
+ *   2. Open starts the key count, the sweeper and the rotator only after the
+ *      generations and both caches exist; close stops the sweeper, then the
+ *      rotator, then the count, then closes the generations (node_free), so
+ *      no thread sees a freed part.
+ *   3. A cache hit never serves an object whose tag is below the oldest
+ *      kept generation id (read at the hit).
  *
  * Never: let a get remember a miss that a put's erase may have overtaken
- * (put_gen); close the store while the sweeper or the count may run.
+ * (put_gen); close the store while the sweeper, the rotator or the count
+ * may run; serve a cached object of a dropped generation.
  */
 #include "node/node_impl.h"
 
@@ -42,6 +61,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "io/io.h"
 #include "mem/account.h"
 #include "tide/error.h"
 #include "util/assert.h"
@@ -100,6 +120,40 @@ static int ensure_store(const tide_node_opts *o)
     return rc;
 }
 
+/* 1 when DIR holds a manifest (generations on disk). */
+static int has_manifest(const tide_node_opts *o)
+{
+    tide_io *io = o->io ? o->io : tide_io_posix();
+    char p[4200];
+
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", o->dir, TIDE_GEN_FILE) >= sizeof p) return 0;
+    return io->stat(io, p, NULL) == 0;
+}
+
+/* The store or the generations in DIR. With online delete off and no
+ * manifest this is what it always was (ensure_store, then one plain
+ * store); otherwise tide_gens_open makes, adopts or opens generations. */
+static int open_gens(tide_node *n)
+{
+    tide_gens_opts go;
+    int rc = 0;
+
+    tide_gens_opts_init(&go);
+    go.online_delete = n->opts.online_delete_on ? 1 : 0;
+    go.keep = n->opts.generations;
+    go.create_if_missing = n->opts.create_if_missing;
+    go.key_size = n->opts.key_size;
+    go.block_size = n->opts.block_size;
+    if (n->opts.insert_burst) go.store.burst_bytes = n->opts.insert_burst;
+    go.store.commit_interval_ms = n->opts.commit_interval_ms;
+    go.io = n->opts.io;
+    go.delete_chunk_bytes = n->opts.delete_chunk_bytes;
+    go.back_off_ms = n->opts.back_off_ms;
+    if (!go.online_delete && !has_manifest(&n->opts)) rc = ensure_store(&n->opts);
+    if (rc == 0) rc = tide_gens_open(&n->gens, n->dir, &go);
+    return rc;
+}
+
 static int check_opts(const tide_node_opts *o)
 {
     if (o == NULL || o->dir == NULL || o->dir[0] == '\0')
@@ -109,6 +163,10 @@ static int check_opts(const tide_node_opts *o)
     if (o->cache_hard_limit && o->cache_budget && o->cache_hard_limit < o->cache_budget)
         return tide_err_set(TIDE_EINVAL, "node: cache_hard_limit %zu is below cache_budget %zu",
                             o->cache_hard_limit, o->cache_budget);
+    if (o->generations < TIDE_GEN_MIN || o->generations > TIDE_GEN_MAX)
+        return tide_err_set(TIDE_EINVAL, "node: generations %u is outside %d..%d", o->generations,
+                            TIDE_GEN_MIN, TIDE_GEN_MAX);
+    if (o->delete_batch == 0) return tide_err_set(TIDE_EINVAL, "node: delete_batch must be at least 1");
     return 0;
 }
 
@@ -120,7 +178,7 @@ static int node_free(tide_node *n)
 
     ti_node_rotator_stop(n);
     ti_node_count_stop(n);
-    rc = n->store ? tide_store_close(n->store) : 0;
+    rc = n->gens ? tide_gens_close(n->gens) : 0;
 
     tide_keycache_destroy(n->keycache);
     tide_cache_destroy(n->cache);
@@ -136,7 +194,6 @@ static int node_free(tide_node *n)
 int tide_node_open(tide_node **out, const tide_node_opts *opts)
 {
     tide_node *n = NULL;
-    tide_store_opts so;
     tide_store_info info;
     tide_cache_opts co;
     tide_keycache_opts ko;
@@ -160,16 +217,11 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     pthread_condattr_destroy(&ca);
     ti_node_rotator_init(n);
 
-    rc = ensure_store(&n->opts);
+    rc = open_gens(n);
     if (rc) goto out;
-    tide_store_opts_init(&so);
-    if (n->opts.insert_burst) so.burst_bytes = n->opts.insert_burst;
-    so.commit_interval_ms = n->opts.commit_interval_ms;
-    so.io = n->opts.io;
-    rc = tide_store_open(&n->store, n->dir, &so);
-    if (rc) goto out;
-    tide_store_get_info(n->store, &info);
-    n->key_size = info.key_size;
+    tide_gens_store_info(n->gens, &info);
+    n->key_size = tide_gens_key_size(n->gens);
+    n->rot_failures_seen = info.commit_failures;
 
     tide_cache_opts_init(&co);
     co.key_size = n->key_size;
@@ -202,6 +254,10 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
 
     ti_node_count_start(n, info.dat_file_bytes, info.inserts);
 
+    if (n->opts.online_delete_on && n->opts.rotate_check_ms > 0 && tide_gens_enabled(n->gens)) {
+        int e = ti_node_rotator_start(n);
+        if (e) { rc = tide_err_sys(e, "node: starting the rotator thread"); goto out; }
+    }
     n->next_due_ns = tide_clock_mono_ns() + n->opts.sweep_interval_ms * 1000000u;
     if (n->opts.sweep_interval_ms > 0) {
         int e = ti_node_sweeper_start(n);
@@ -232,26 +288,67 @@ const tide_node_opts *tide_node_options(const tide_node *n) { return &n->opts; }
 
 /* ---- reads and writes -------------------------------------------------------------- */
 
+/* What a cache hit on `obj` may serve, by its generation tag (node.h,
+ * online delete): 0, serve it (copied forward first when its generation
+ * is older than the newest, so it lives on); 1, its generation was
+ * dropped: the object is gone and the copy must be forgotten. A plain
+ * store has every id 0, so every hit serves. A failed copy-forward serves
+ * the object anyway (it is still in a kept generation; the store logged
+ * and counted the failure). */
+static int cached_state(tide_node *n, const void *key, tide_cache_obj *obj)
+{
+    uint64_t tag = tide_cache_obj_gen(obj), now = 0;
+    int rc;
+
+    if (tag < tide_gens_oldest_id(n->gens)) return 1;
+    if (tag >= tide_gens_newest_id(n->gens)) return 0;
+    rc = tide_gens_touch(n->gens, key, tide_cache_obj_data(obj), tide_cache_obj_len(obj), tag, &now);
+    if (rc == TIDE_ENOTFOUND) return 1;
+    if (rc == 0) tide_cache_obj_set_gen(obj, now);
+    return 0;
+}
+
+/* A cache hit on `key`: 1 with *out the object to serve, 0 when the cache
+ * has nothing servable (a copy of a dropped generation is erased). */
+static int cache_hit(tide_node *n, const void *key, tide_cache_obj **out)
+{
+    tide_cache_obj *obj = tide_cache_lookup(n->cache, key);
+
+    *out = NULL;
+    if (obj == NULL) return 0;
+    if (cached_state(n, key, obj) == 0) {
+        *out = obj;
+        return 1;
+    }
+    tide_cache_obj_release(obj);
+    (void)tide_cache_erase(n->cache, key);
+    atomic_fetch_add(&n->cache_dropped, 1);
+    return 0;
+}
+
 int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
 {
     tide_cache_obj *obj = NULL, *have;
+    uint64_t gen = 0;
     int rc;
 
-    have = tide_cache_lookup(n->cache, key);
-    if (have) {
+    if (cache_hit(n, key, &have)) {
         tide_cache_obj_release(have);
         atomic_fetch_add(&n->puts_existing, 1);
         rc = TIDE_EEXIST;
         goto out;
     }
-    rc = tide_store_insert(n->store, key, value, len);
+    rc = tide_gens_insert(n->gens, key, value, len, &gen);
     if (rc == TIDE_EEXIST) atomic_fetch_add(&n->puts_existing, 1);
     if (rc) goto out;
     atomic_fetch_add(&n->put_gen, 1);
     tide_keycache_erase(n->keycache, key);
     atomic_fetch_add(&n->puts, 1);
     /* The value is stored; failing to cache it only costs a later read. */
-    if (tide_cache_obj_new(&obj, value, len, NULL) == 0) (void)tide_cache_insert(n->cache, key, obj);
+    if (tide_cache_obj_new(&obj, value, len, NULL) == 0) {
+        tide_cache_obj_set_gen(obj, gen);
+        (void)tide_cache_insert(n->cache, key, obj);
+    }
 out:
     tide_cache_obj_release(obj);
     return rc;
@@ -259,16 +356,15 @@ out:
 
 int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
 {
-    tide_cache_obj *obj;
+    tide_cache_obj *obj = NULL;
     void *buf = NULL;
     size_t len = 0;
-    uint64_t gen;
+    uint64_t gen, where = 0;
     int rc = 0;
 
     *out = NULL;
     atomic_fetch_add(&n->gets, 1);
-    obj = tide_cache_lookup(n->cache, key);
-    if (obj) {
+    if (cache_hit(n, key, &obj)) {
         atomic_fetch_add(&n->gets_cache, 1);
         goto out;
     }
@@ -279,7 +375,7 @@ int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
         goto out;
     }
     gen = atomic_load(&n->put_gen);
-    rc = tide_store_fetch(n->store, key, &buf, &len);
+    rc = tide_gens_fetch(n->gens, key, &buf, &len, &where);
     if (rc == TIDE_ENOTFOUND) {
         atomic_fetch_add(&n->gets_missing, 1);
         (void)tide_keycache_insert(n->keycache, key);
@@ -290,6 +386,7 @@ int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
     atomic_fetch_add(&n->gets_store, 1);
     rc = tide_cache_obj_new(&obj, buf, len, NULL);
     if (rc) goto out;
+    tide_cache_obj_set_gen(obj, where);
     (void)tide_cache_insert(n->cache, key, obj);
 out:
     free(buf);
@@ -297,7 +394,7 @@ out:
     return rc;
 }
 
-int tide_node_sync(tide_node *n) { return tide_store_sync(n->store); }
+int tide_node_sync(tide_node *n) { return tide_gens_sync(n->gens); }
 
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out) { tide_cache_stats_get(n->cache, out); }
 

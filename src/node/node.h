@@ -49,6 +49,14 @@ typedef struct tide_node tide_node;
  * return as tide_mem_trim does. */
 typedef int (*tide_node_release_fn)(void *arg, tide_mem_trim_report *r);
 
+/* The rotator's health gate, replaced (tests): 1 when a rotation may run,
+ * else 0 with the reason in why (cap bytes). Called on the rotator's
+ * thread, or tide_node_rotate_check's caller; must not call the node.
+ * (Issue 12, added to the contract: a deterministic way to hold the gate
+ * shut, so an abandoned attempt is tested by events, not by a real commit
+ * backlog.) */
+typedef int (*tide_node_health_fn)(void *arg, char *why, size_t cap);
+
 /* Called with each step of a sweep round, in order: "sweep node_cache",
  * "sweep key_cache", "release", "done". For tests; must not call the node. */
 typedef void (*tide_node_trace_fn)(void *arg, const char *step);
@@ -143,10 +151,15 @@ typedef struct tide_node_opts {
     unsigned rotation_wait_max_s; /* after waiting this long in all the attempt is
                                      abandoned, logged and counted; default 300 */
     uint64_t rotate_check_ms;     /* how often the rotator looks at its triggers;
-                                     default 1000 */
+                                     default 1000; 0: no rotator thread (only
+                                     tide_node_rotate_check and the admin) */
     int      trim_after_rotation; /* 1 (default): one measured release after a rotation
                                      that dropped a generation (the same call as a
                                      sweep's: opts.release or tide_mem_trim) */
+    tide_node_health_fn health;   /* NULL (default): the built-in gate (the insert pools
+                                     under half the burst, no commit failed since the
+                                     last look); tests put a hook here */
+    void    *health_arg;
 } tide_node_opts;
 
 /* Fill `o` with the defaults above (dir NULL). */
@@ -344,12 +357,39 @@ int tide_node_keep_keys(tide_node *n, const void *keys, size_t count,
 int tide_node_rotate(tide_node *n, const char *trigger, tide_node_rotation_report *r);
 
 /*
+ * The keep-list and the rotation under one hold of the rotation lock, so no
+ * rotation of the rotator thread comes between them (with G = 2 it would
+ * make the generation the keys were copied into the older one, which this
+ * rotation then drops). POST /v1/admin/rotate calls this; r is filled
+ * whole (may be NULL). A keep-list error rotates nothing and is recorded
+ * as a failed attempt. Returns 0, the keep-list's or the rotation's error,
+ * TIDE_EINVAL without generations (nothing recorded). (Added to the
+ * contract in issue 12: keep_keys then tide_node_rotate leave that window
+ * open.)
+ */
+int tide_node_rotate_keep(tide_node *n, const void *keys, size_t count, const char *trigger,
+                          tide_node_rotation_report *r);
+
+/*
+ * One look of the rotator, on the calling thread: when a trigger is due
+ * and advisory_delete allows it, the health gate (waiting recovery_wait_s
+ * between looks, abandoning after rotation_wait_max_s), the rotation and
+ * the release after it. Returns 1 when an attempt was made and recorded
+ * (its report in *r, may be NULL), 0 when nothing was due, the advisory
+ * gate was shut, an abandoned attempt's recovery wait is still running,
+ * or the node is closing. The rotator thread calls it every
+ * rotate_check_ms; with rotate_check_ms 0 tests call it themselves.
+ * (Added to the contract in issue 12.)
+ */
+int tide_node_rotate_check(tide_node *n, tide_node_rotation_report *r);
+
+/*
  * advisory_delete's allowance, as rippled's can_delete: `value` is a
  * number N (rotations up to manifest count N may run), "never" (0),
  * "always" (UINT64_MAX) or "now" (the next rotation may run: the present
  * count plus one); NULL only reads. *now (may be NULL) gets the value in
- * force. Returns 0 or TIDE_EINVAL (bad text: the message says what is
- * accepted). Kept in memory: after a restart it is "never" again, so a node
+ * force. Returns 0 or TIDE_EINVAL (bad text, or a number over 2^53: the
+ * message says what is accepted). Kept in memory: after a restart it is "never" again, so a node
  * with advisory_delete never deletes what the operator did not allow.
  */
 int tide_node_can_delete(tide_node *n, const char *value, uint64_t *now);

@@ -20,7 +20,7 @@
 struct tide_node {
     tide_node_opts  opts;
     char           *dir;
-    tide_store     *store;
+    tide_gens      *gens;         /* one plain store, or generations */
     tide_cache     *cache;
     tide_keycache  *keycache;
     unsigned        key_size;
@@ -39,6 +39,7 @@ struct tide_node {
     /* counters of the read and write paths */
     _Atomic uint64_t puts, puts_existing, gets, gets_cache, gets_keycache, gets_store,
                      gets_missing;
+    _Atomic uint64_t cache_dropped;      /* cached copies of a dropped generation erased */
 
     pthread_mutex_t round_lock;   /* one round at a time */
     pthread_mutex_t state_lock;   /* reports, totals, schedule, stop */
@@ -56,6 +57,7 @@ struct tide_node {
      * thread's and tide_node_rotate's); rot_state_lock guards the ring,
      * the totals, can_delete and the rotator's stop, and is never held
      * across a rotation or a trim */
+    pthread_mutex_t rot_check_lock;      /* one trigger look at a time */
     pthread_mutex_t rot_lock;
     pthread_mutex_t rot_state_lock;
     pthread_cond_t  rot_cond;            /* CLOCK_MONOTONIC */
@@ -64,6 +66,11 @@ struct tide_node {
     pthread_t       rot_thread;
     uint64_t        rot_seq;
     uint64_t        can_delete;          /* the advisory_delete allowance */
+    uint64_t        opened_unix_us;      /* the time trigger's start before any rotation */
+    /* under rot_check_lock: */
+    uint64_t        rot_failures_seen;   /* commit failures at the last health look */
+    uint64_t        rot_next_try_ns;     /* after an abandoned attempt: not before */
+    int             rot_advisory_logged; /* the advisory gate's line, once per due episode */
     tide_node_rotation_totals rot_totals;/* histograms in rot_hist */
     tide_hist       rot_hist[6], rot_trim_hist;
     tide_node_rotation_report rotations[TIDE_NODE_ROTATIONS];

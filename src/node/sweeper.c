@@ -48,7 +48,7 @@ static void trace(tide_node *n, const char *step)
 
 void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info)
 {
-    tide_store_get_info(n->store, info);
+    tide_gens_store_info(n->gens, info);
     tide_mem_account_set(TIDE_MEM_STORE_INSERT_POOL, (int64_t)info->pool_bytes);
     tide_mem_account_set(TIDE_MEM_STORE_COMMIT, (int64_t)info->commit_buffer_bytes);
 }

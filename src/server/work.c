@@ -56,17 +56,12 @@ static void run_rotate(tided_worker *w, tided_job *job)
 {
     tide_node *node = w->srv->node;
     tide_gens_info gi;
-    int rc = 0;
+    int rc;
 
     memset(&job->rotation, 0, sizeof job->rotation);
     tide_node_gens_info(node, &gi);
     job->gens_enabled = gi.enabled;
-    if (!gi.enabled) {
-        rc = tide_node_rotate(node, "admin", &job->rotation);
-    } else {
-        if (job->nkeys) rc = tide_node_keep_keys(node, job->keys, job->nkeys, &job->rotation);
-        if (rc == 0) rc = tide_node_rotate(node, "admin", &job->rotation);
-    }
+    rc = tide_node_rotate_keep(node, job->keys, job->nkeys, "admin", &job->rotation);
     job->rc = rc;
     if (rc) snprintf(job->detail, sizeof job->detail, "%s", tide_last_error());
 }
