@@ -11,8 +11,12 @@
  * SVG's shape (one polyline per variant), the workload's own determinism
  * (two workloads of one seed agree, another seed differs), the variant
  * table behind the parser, the message and the help, and that bad options
- * exit 2 naming what was wrong. No assertion depends on how fast the
- * machine is.
+ * exit 2 naming what was wrong. A second run puts trim beside a custom
+ * variant with online delete (a rotation every 1200 objects): its rotations
+ * are polled, its disk ends below what it was sent, and the disk and
+ * rotation CSVs and the chart's disk panel hold both nodes. The rotation
+ * figures and the chart are checked on a series made by hand as well. No
+ * assertion depends on how fast the machine is.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,24 +49,32 @@ static json_t *variant_named(json_t *doc, const char *name)
     return NULL;
 }
 
+/* Run tide ARGS (a lab run with --json) to exit status 0; its document. */
+static json_t *lab_json(const char *args)
+{
+    json_error_t err;
+    json_t *doc;
+    char *out;
+    int status = th_run_tide(args, 0, &out);
+
+    if (status != 0) fail_msg("tide %s: expected exit status 0, got %d; output: %.400s", args, status, out);
+    doc = json_loads(out, 0, &err);
+    if (doc == NULL) fail_msg("expected one JSON object, got a parse error at line %d: %s", err.line, err.text);
+    free(out);
+    return doc;
+}
+
 static void a_short_run_measures_both_variants_and_writes_its_files(void **state)
 {
     char dir[2048], args[2400], path[2100];
-    json_error_t err;
     json_t *doc, *trim, *notrim;
     char *csv, *svg, *sweeps;
-    char *out;
-    int status;
 
     (void)state;
     if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
     snprintf(args, sizeof args, "lab --duration 22 --objects 200 --reads 100 --clients 2 "
              "--out %s --prefix smoke --json", dir);
-    status = th_run_tide(args, 0, &out);
-    if (status != 0) fail_msg("tide %s: expected exit status 0, got %d; output: %.400s", args, status, out);
-    doc = json_loads(out, 0, &err);
-    if (doc == NULL) fail_msg("expected one JSON object, got a parse error at line %d: %s", err.line, err.text);
-    free(out);
+    doc = lab_json(args);
 
     trim = variant_named(doc, "trim");
     notrim = variant_named(doc, "notrim");
@@ -100,12 +112,76 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
     expect_contains(svg, "data-variant=\"notrim\"", "the chart's notrim line");
     expect_contains(svg, "</svg>", "the chart's end");
 
+    snprintf(path, sizeof path, "%s/smoke-disk.csv", dir);     /* no rotating variant: the files of old */
+    if (th_exists(path)) fail_msg("expected no %s without a rotating variant", path);
+    if (json_object_get(json_object_get(doc, "files"), "disk_csv") != NULL)
+        fail_msg("expected no files.disk_csv without a rotating variant");
+    if (json_object_get(json_array_get(json_object_get(trim, "repetitions"), 0), "rotation") != NULL)
+        fail_msg("expected no rotation figures for trim");
+    if (strstr(svg, "height=\"560\"") == NULL) fail_msg("expected the chart's height of 560 without rotation");
+
     free(csv);
     free(sweeps);
     free(svg);
     json_decref(doc);
     th_scratch_remove(dir);
     if (th_exists(dir)) fail_msg("removing %s failed", dir);
+}
+
+static json_int_t rep_int(json_t *variant, const char *obj, const char *key)
+{
+    json_t *rep = json_array_get(json_object_get(variant, "repetitions"), 0);
+    json_t *v = json_object_get(obj ? json_object_get(rep, obj) : rep, key);
+    if (!json_is_integer(v)) fail_msg("expected an integer %s%s%s in the repetition", obj ? obj : "", obj ? "." : "", key);
+    return json_integer_value(v);
+}
+
+/* A variant with online delete beside a plain one: its rotations are
+ * polled, its disk stays below the plain node's, and the files show both. */
+static void a_rotating_variant_is_measured_beside_a_plain_one(void **state)
+{
+    char dir[2048], args[2600], path[2100];
+    json_t *doc, *trim, *rot;
+    char *disk, *rots, *svg;
+
+    (void)state;
+    if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
+    snprintf(args, sizeof args, "lab --duration 22 --objects 200 --reads 100 --clients 2 --variant trim "
+             "--custom 'rot=--online-delete 1200 --generations 2 --trim-policy never' "
+             "--out %s --prefix rot --json", dir);
+    doc = lab_json(args);
+    trim = variant_named(doc, "trim");
+    rot = variant_named(doc, "rot");
+    if (json_object_get(json_array_get(json_object_get(trim, "repetitions"), 0), "rotation") != NULL)
+        fail_msg("expected no rotation figures for trim (no online delete)");
+    if (rep_int(rot, "rotation", "rotations") < 2)
+        fail_msg("expected rot to rotate at least twice (5000 objects or more against a trigger of 1200), got %"
+                 JSON_INTEGER_FORMAT, rep_int(rot, "rotation", "rotations"));
+    if (rep_int(rot, "rotation", "dropping") < 1) fail_msg("expected a rotation of rot to drop a generation");
+    if (rep_int(rot, "rotation", "written_bytes") <= 0) fail_msg("expected rot's written bytes to be counted");
+    if (rep_int(rot, "rotation", "last_disk_bytes") >= rep_int(rot, "rotation", "written_bytes"))
+        fail_msg("expected rot's disk at the end (%" JSON_INTEGER_FORMAT ") below what it was sent (%"
+                 JSON_INTEGER_FORMAT ")", rep_int(rot, "rotation", "last_disk_bytes"),
+                 rep_int(rot, "rotation", "written_bytes"));
+    snprintf(path, sizeof path, "%s/rot-disk.csv", dir);
+    disk = th_slurp(path);
+    expect_contains(disk, "rep,variant,t_s,disk_bytes,rotations\n", "the disk CSV's header");
+    if (th_count(disk, "\n1,trim,") < 5 || th_count(disk, "\n1,rot,") < 5)
+        fail_msg("expected disk samples of both nodes, got %zu trim and %zu rot",
+                 th_count(disk, "\n1,trim,"), th_count(disk, "\n1,rot,"));
+    snprintf(path, sizeof path, "%s/rot-rotations.csv", dir);
+    rots = th_slurp(path);
+    if (th_count(rots, "\n1,rot,") < 2) fail_msg("expected at least 2 rotation rows of rot in %s", path);
+    if (th_count(rots, "\n1,trim,") != 0) fail_msg("expected no rotation rows of trim in %s", path);
+    snprintf(path, sizeof path, "%s/rot-rss.svg", dir);
+    svg = th_slurp(path);
+    expect_u64(th_count(svg, "<polyline class=\"disk\""), 2, "disk lines (one per node)");
+    if (th_count(svg, "class=\"rotation\"") < 4) fail_msg("expected 2 rotation marks per rotation in the chart");
+    free(disk);
+    free(rots);
+    free(svg);
+    json_decref(doc);
+    th_scratch_remove(dir);
 }
 
 static void bad_options_exit_2_and_name_what_was_wrong(void **state)
@@ -392,6 +468,7 @@ int main(void)
         cmocka_unit_test(bad_options_exit_2_and_name_what_was_wrong),
         cmocka_unit_test(a_missing_tided_is_an_error_that_says_so),
         cmocka_unit_test(a_short_run_measures_both_variants_and_writes_its_files),
+        cmocka_unit_test(a_rotating_variant_is_measured_beside_a_plain_one),
     };
     return th_run_group("tests", tests, NULL, NULL, th_teardown);
 }

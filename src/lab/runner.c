@@ -4,8 +4,9 @@
  * For each repetition the runner starts one tided per variant at once, on
  * loopback, each on a fresh store in the scratch directory; drives all of
  * them with the same ledger-like workload (load.c) from several client
- * threads; samples every node's RSS once a second and collects every sweep
- * round (sampler.c); and stops the nodes (node.c). One repetition is five
+ * threads; samples every node's RSS and data directory size once a second
+ * and collects every sweep round, and every rotation of a node with online
+ * delete (sampler.c); and stops the nodes (node.c). One repetition is five
  * steps, in this order:
  *
  *     rep_layout    the order (variants shuffled by seed and repetition),

@@ -120,7 +120,12 @@ static void sweep_from_json(json_t *x, uint64_t t0_unix_us, tide_lab_sweep *s)
     }
 }
 
-int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n)
+/* What a poll does with one report of the array. 0 or -1. */
+typedef int (*report_fn)(ti_lab_rep *r, ti_lab_node *n, json_t *x);
+
+/* GET path of n; each element of the array under the answer's "reports"
+ * (or the answer itself when it is an array) to f. 0 or -1. */
+static int poll_reports(ti_lab_rep *r, ti_lab_node *n, const char *path, report_fn f)
 {
     char url[128];
     tide_http_body b = { .keep = 1 };
@@ -128,21 +133,30 @@ int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n)
     size_t i;
     int rc = -1;
 
-    snprintf(url, sizeof url, "%s/v1/sweeps", n->base);
+    snprintf(url, sizeof url, "%s%s", n->base, path);
     if (tide_http_client_get(n->poll, url, &b) != 200 || b.data == NULL) goto out;
     doc = json_loadb(b.data, b.len, 0, NULL);
-    reps = json_object_get(doc, "reports");
+    reps = json_is_array(doc) ? doc : json_object_get(doc, "reports");
     if (!json_is_array(reps)) goto out;
-    json_array_foreach(reps, i, x) {
-        tide_lab_sweep s;
-        sweep_from_json(x, r->t0_unix_us, &s);
-        if (ti_lab_series_add_sweep(n->series, &s) != 0) goto out;
-    }
+    json_array_foreach(reps, i, x)
+        if (f(r, n, x) != 0) goto out;
     rc = 0;
 out:
     json_decref(doc);
     free(b.data);
     return rc;
+}
+
+static int add_sweep(ti_lab_rep *r, ti_lab_node *n, json_t *x)
+{
+    tide_lab_sweep s;
+    sweep_from_json(x, r->t0_unix_us, &s);
+    return ti_lab_series_add_sweep(n->series, &s) != 0 ? -1 : 0;
+}
+
+int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n)
+{
+    return poll_reports(r, n, "/v1/sweeps", add_sweep);
 }
 
 /* ---- rotations ---- */
@@ -196,28 +210,14 @@ static void rotation_from_json(json_t *x, uint64_t t0_unix_us, tide_lab_rotation
     }
 }
 
+static int add_rotation(ti_lab_rep *r, ti_lab_node *n, json_t *x)
+{
+    tide_lab_rotation o;
+    rotation_from_json(x, r->t0_unix_us, &o);
+    return ti_lab_series_add_rotation(n->series, &o) != 0 ? -1 : 0;
+}
+
 int ti_lab_poll_rotations(ti_lab_rep *r, ti_lab_node *n)
 {
-    char url[128];
-    tide_http_body b = { .keep = 1 };
-    json_t *doc = NULL, *reps, *x;
-    size_t i;
-    int rc = -1;
-
-    snprintf(url, sizeof url, "%s/v1/rotations", n->base);
-    if (tide_http_client_get(n->poll, url, &b) != 200 || b.data == NULL) goto out;
-    doc = json_loadb(b.data, b.len, 0, NULL);
-    reps = json_is_array(doc) ? doc : json_object_get(doc, "rotations");
-    if (!json_is_array(reps)) reps = json_object_get(doc, "reports");
-    if (!json_is_array(reps)) goto out;
-    json_array_foreach(reps, i, x) {
-        tide_lab_rotation o;
-        rotation_from_json(x, r->t0_unix_us, &o);
-        if (ti_lab_series_add_rotation(n->series, &o) != 0) goto out;
-    }
-    rc = 0;
-out:
-    json_decref(doc);
-    free(b.data);
-    return rc;
+    return poll_reports(r, n, "/v1/rotations", add_rotation);
 }
