@@ -377,7 +377,10 @@ static void the_rotation_figures_read_rss_and_disk_around_each_rotation(void **s
     expect_u64(after, (uint64_t)(80 * MiB), "RSS 3 s after its end (14 s)");
     if (ti_lab_rotation_rss(&x, &x.rotations[1], &before, &after) == 0)
         fail_msg("a rotation at 29 s of a 30 s series has no sample 3 s after its end, yet got a step");
-    assert_int_equal(ti_lab_rotation_figures(&x, &f), 0);
+    assert_int_equal(ti_lab_rotation_figures(&x, 15, &f), 0);
+    expect_u64(f.steps, 0, "RSS steps of rotations after a warm-up of 15 s (none)");
+    expect_u64(f.dropping, 2, "rotations that dropped a generation, the warm-up's too");
+    assert_int_equal(ti_lab_rotation_figures(&x, 0, &f), 0);
     expect_u64(f.rotations, 2, "rotations done");
     expect_u64(f.failures, 1, "failed rotations");
     expect_u64(f.dropping, 2, "rotations that dropped a generation");

@@ -255,7 +255,8 @@ static void print_rotations(const tide_lab_plan *o, const tide_lab_summary *s)
             print_rotation_row(label, &s->v[i].rot[r]);
         }
     }
-    printf("(RSS step: RSS %g s after a rotation that dropped a generation minus RSS just before it)\n",
+    printf("(RSS step: RSS %g s after a rotation that dropped a generation minus RSS just before it, median "
+           "over those after the warm-up; phases: medians over the rotations that dropped one)\n",
            TIDE_LAB_STEP_AFTER_S);
 }
 

@@ -60,8 +60,11 @@ int ti_lab_rotation_rss(const tide_lab_series *s, const tide_lab_rotation *x, ui
 /* The disk bytes sampled last at or before t (0 when none). */
 uint64_t ti_lab_disk_at(const tide_lab_series *s, double t);
 
-/* The rotation figures of s. 0 or TIDE_ENOMEM. O(r log r + samples). */
-int ti_lab_rotation_figures(const tide_lab_series *s, tide_lab_rotfig *out);
+/* The rotation figures of s; the RSS steps only of the rotations that
+ * started at or after warmup_s (before it the cache is still filling and
+ * RSS climbs whatever a rotation does). 0 or TIDE_ENOMEM. O(r log r +
+ * samples). */
+int ti_lab_rotation_figures(const tide_lab_series *s, double warmup_s, tide_lab_rotfig *out);
 
 /* "rep,variant,t_s,disk_bytes,rotations" and one line per sample with a
  * disk size (rotations: those done that started at or before it). 0 or

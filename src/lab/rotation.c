@@ -21,7 +21,8 @@
  *   2. Only rotations that succeeded (rc 0) count in the figures; a failed
  *      one is counted as a failure and nothing else.
  *   3. An RSS step needs both samples; a rotation too close to the run's
- *      end for the later one has no step (counted out, never as 0).
+ *      end for the later one has no step (counted out, never as 0), and
+ *      so has one in the warm-up, when RSS climbs whatever happens.
  *
  * Never: call the node, or print (the runner and the caller do).
  */
@@ -113,15 +114,16 @@ static double median_over(const tide_lab_series *s, double *tmp, rot_value f)
     return ti_lab_quantile(tmp, m, 0.5);
 }
 
-/* The RSS steps and the trims' releases of the dropping rotations. */
-static void steps_and_trims(const tide_lab_series *s, double *tmp, tide_lab_rotfig *f)
+/* The RSS steps (after the warm-up) and the trims' releases of the
+ * dropping rotations. */
+static void steps_and_trims(const tide_lab_series *s, double warmup_s, double *tmp, tide_lab_rotfig *f)
 {
     size_t m = 0;
 
     for (size_t i = 0; i < s->nrotations; i++) {
         const tide_lab_rotation *x = &s->rotations[i];
         uint64_t b, a;
-        if (x->rc != 0 || x->dropped == 0 || ti_lab_rotation_rss(s, x, &b, &a) != 0) continue;
+        if (x->rc != 0 || x->dropped == 0 || x->t < warmup_s || ti_lab_rotation_rss(s, x, &b, &a) != 0) continue;
         tmp[m++] = (double)a - (double)b;
     }
     f->steps = m;
@@ -141,7 +143,7 @@ static void steps_and_trims(const tide_lab_series *s, double *tmp, tide_lab_rotf
     f->trim_ms = ti_lab_quantile(tmp, m, 0.5);
 }
 
-int ti_lab_rotation_figures(const tide_lab_series *s, tide_lab_rotfig *out)
+int ti_lab_rotation_figures(const tide_lab_series *s, double warmup_s, tide_lab_rotfig *out)
 {
     tide_lab_rotfig f;
     double *tmp = NULL;
@@ -162,7 +164,7 @@ int ti_lab_rotation_figures(const tide_lab_series *s, tide_lab_rotfig *out)
     }
     tmp = malloc((s->nrotations + 1) * sizeof *tmp);
     if (tmp == NULL) return tide_err_set(TIDE_ENOMEM, "lab: rotation figures");
-    steps_and_trims(s, tmp, &f);
+    steps_and_trims(s, warmup_s, tmp, &f);
     f.create_ms = median_over(s, tmp, v_create);
     f.manifest_ms = median_over(s, tmp, v_manifest);
     f.switch_ms = median_over(s, tmp, v_switch);

@@ -65,7 +65,7 @@ int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
         for (unsigned rep = 0; rep < o->repeat; rep++) {
             const tide_lab_series *x = &r->series[(size_t)rep * o->nv + i];
             if (ti_lab_figures_compute(x, o->warmup, &v->fig[rep]) != 0 ||
-                (v->rot && ti_lab_rotation_figures(x, &v->rot[rep]) != 0))
+                (v->rot && ti_lab_rotation_figures(x, o->warmup, &v->rot[rep]) != 0))
                 return tide_err_set(TIDE_ENOMEM, "out of memory");
             v->samples += v->fig[rep].samples;
             v->trims += v->fig[rep].trims;
