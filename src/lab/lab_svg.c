@@ -146,6 +146,24 @@ static void chart_scale(chart *g, const tide_lab_series *s, size_t n, const tide
     disk_scale(g, s, n);
 }
 
+/* A panel's horizontal grid lines with their values (ymax in the axis'
+ * unit, from 0 at `bottom` up `height` units) and the time ticks under it. */
+static void panel_grid(FILE *f, const chart *g, double bottom, double height, double ymax, double ystep)
+{
+    for (double y = 0; y <= ymax + 1e-9; y += ystep) {
+        double py = bottom - y / ymax * height;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                ML, py, W - MR, py, ML - 6, py + 4, y);
+    }
+    for (double t = 0; t <= g->tmax / g->tscale + 1e-9; t += g->xstep) {
+        double px = ML + t * g->tscale / g->tmax * g->pw;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                px, bottom, px, bottom + 5, px, bottom + 18, t);
+    }
+}
+
 /* The picture, the titles, the warm-up shaded, the grid and the axes. */
 static void chart_frame(FILE *f, const chart *g, const tide_lab_chart *c)
 {
@@ -164,18 +182,7 @@ static void chart_frame(FILE *f, const chart *g, const tide_lab_chart *c)
         fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" fill=\"#eeeeee\"/>\n"
                    "<text x=\"%.1f\" y=\"%d\" fill=\"#888\" font-size=\"11\">warm-up</text>\n",
                 (double)ML, MT, fmin(c->warmup_s, g->tmax) / g->tmax * g->pw, g->ph, ML + 4.0, MT + 14);
-    for (double y = 0; y <= g->ymax + 1e-9; y += g->ystep) {
-        double py = MT + g->ph - y / g->ymax * g->ph;
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                ML, py, W - MR, py, ML - 6, py + 4, y);
-    }
-    for (double t = 0; t <= g->tmax / g->tscale + 1e-9; t += g->xstep) {
-        double px = ML + t * g->tscale / g->tmax * g->pw;
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-                px, MT + g->ph, px, MT + g->ph + 5, px, MT + g->ph + 18, t);
-    }
+    panel_grid(f, g, MT + g->ph, g->ph, g->ymax, g->ystep);
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>"
                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>\n",
             ML, MT, ML, MT + g->ph, ML, MT + g->ph, W - MR, MT + g->ph);
@@ -190,18 +197,7 @@ static void disk_frame(FILE *f, const chart *g)
 {
     double bottom = g->dtop + g->dph;
 
-    for (double y = 0; y <= g->dmax + 1e-9; y += g->dstep) {
-        double py = bottom - y / g->dmax * g->dph;
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                ML, py, W - MR, py, ML - 6, py + 4, y);
-    }
-    for (double t = 0; t <= g->tmax / g->tscale + 1e-9; t += g->xstep) {
-        double px = ML + t * g->tscale / g->tmax * g->pw;
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-                px, bottom, px, bottom + 5, px, bottom + 18, t);
-    }
+    panel_grid(f, g, bottom, g->dph, g->dmax, g->dstep);
     fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>"
                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#000\"/>\n",
             ML, g->dtop, ML, bottom, ML, bottom, W - MR, bottom);

@@ -25,13 +25,12 @@
  *   1. A sample is taken only of a node that runs (pid > 0), and a node
  *      whose statm cannot be read gives no sample rather than a zero.
  *   2. Sample times are seconds since the workload's start on the
- *      monotonic clock; sweep times come from the node's wall clock minus
- *      the workload's wall-clock start.
+ *      monotonic clock; sweep and rotation times come from the node's wall
+ *      clock minus the workload's wall-clock start.
  *
  * Never: fail a run because a poll failed (the next poll gets the rounds).
  */
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,52 +160,36 @@ int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n)
 
 /* ---- rotations ---- */
 
-/* k of x, or of its "gens", "phases" or "trim" object (the report nests
- * the generations' part of a rotation). */
-static json_t *jfind(json_t *x, const char *k)
-{
-    static const char *const nests[] = { "gens", "phases", "phase_ns", NULL };
-    json_t *v = json_object_get(x, k);
-
-    for (size_t i = 0; v == NULL && nests[i]; i++) v = json_object_get(json_object_get(x, nests[i]), k);
-    return v;
-}
-
-static uint64_t jfind_int(json_t *x, const char *k)
-{
-    json_t *v = jfind(x, k);
-    return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
-}
-
-/* One report of /v1/rotations as a tide_lab_rotation. */
+/* One report of /v1/rotations as a tide_lab_rotation: the node's own
+ * fields, and its "gens" object (what tide_gens_rotate did: the phases of
+ * the rotation proper, what it dropped). */
 static void rotation_from_json(json_t *x, uint64_t t0_unix_us, tide_lab_rotation *o)
 {
     json_t *trim = json_object_get(x, "trim"), *trig = json_object_get(x, "trigger");
-    json_t *dropped = jfind(x, "dropped"), *ids = jfind(x, "dropped_ids");
+    json_t *g = json_object_get(x, "gens");
 
     memset(o, 0, sizeof *o);
     o->seq = jint(x, "seq");
     o->t = ((double)jint(x, "started_unix_us") - (double)t0_unix_us) / 1e6;      /* invariant 2 */
     snprintf(o->trigger, sizeof o->trigger, "%s", json_is_string(trig) ? json_string_value(trig) : "");
     o->rc = (int)(int64_t)jint(x, "rc");
-    if (json_is_integer(dropped)) o->dropped = (unsigned)json_integer_value(dropped);
-    else if (json_is_array(dropped)) o->dropped = (unsigned)json_array_size(dropped);
-    else if (json_is_array(ids)) o->dropped = (unsigned)json_array_size(ids);
-    o->deleted_bytes = jfind_int(x, "deleted_bytes");
-    o->objects_in_previous = jfind_int(x, "objects_in_previous");
-    o->gate_ns = jfind_int(x, "gate_wait_ns");
-    o->create_ns = jfind_int(x, "create_ns");
-    o->manifest_ns = jfind_int(x, "manifest_ns");
-    o->switch_ns = jfind_int(x, "switch_ns");
-    o->drop_ns = jfind_int(x, "drop_ns");
-    o->total_ns = jfind_int(x, "total_ns");
-    o->trim_ns = jfind_int(x, "trim_ns");
+    o->gate_ns = jint(x, "gate_wait_ns");
+    o->total_ns = jint(x, "total_ns");
+    o->trim_ns = jint(x, "trim_ns");
     o->trimmed = json_is_true(json_object_get(x, "trimmed"));
+    if (json_is_object(g)) {
+        o->dropped = (unsigned)jint(g, "dropped");
+        o->deleted_bytes = jint(g, "deleted_bytes");
+        o->objects_in_previous = jint(g, "objects_in_previous");
+        o->create_ns = jint(g, "create_ns");
+        o->manifest_ns = jint(g, "manifest_ns");
+        o->switch_ns = jint(g, "switch_ns");
+        o->drop_ns = jint(g, "drop_ns");
+    }
     if (o->trimmed && json_is_object(trim)) {
         o->trim_rss_before = jint(trim, "rss_before");
         o->trim_rss_after = jint(trim, "rss_after");
         o->trim_rss_delta = (int64_t)jint(trim, "rss_delta");
-        if (o->trim_ns == 0) o->trim_ns = jint(trim, "duration_ns");
     }
 }
 
