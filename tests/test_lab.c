@@ -11,8 +11,12 @@
  * SVG's shape (one polyline per variant), the workload's own determinism
  * (two workloads of one seed agree, another seed differs), the variant
  * table behind the parser, the message and the help, and that bad options
- * exit 2 naming what was wrong. No assertion depends on how fast the
- * machine is.
+ * exit 2 naming what was wrong. A second run puts trim beside a custom
+ * variant with online delete (a rotation every 1200 objects): its rotations
+ * are polled, its disk ends below what it was sent, and the disk and
+ * rotation CSVs and the chart's disk panel hold both nodes. The rotation
+ * figures and the chart are checked on a series made by hand as well. No
+ * assertion depends on how fast the machine is.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +35,7 @@
 #include "expect.h"
 #include "helpers.h"
 #include "lab/lab.h"
+#include "lab/lab_impl.h"
 #include "lab/runner.h"
 #include "tide/error.h"
 
@@ -44,24 +49,32 @@ static json_t *variant_named(json_t *doc, const char *name)
     return NULL;
 }
 
+/* Run tide ARGS (a lab run with --json) to exit status 0; its document. */
+static json_t *lab_json(const char *args)
+{
+    json_error_t err;
+    json_t *doc;
+    char *out;
+    int status = th_run_tide(args, 0, &out);
+
+    if (status != 0) fail_msg("tide %s: expected exit status 0, got %d; output: %.400s", args, status, out);
+    doc = json_loads(out, 0, &err);
+    if (doc == NULL) fail_msg("expected one JSON object, got a parse error at line %d: %s", err.line, err.text);
+    free(out);
+    return doc;
+}
+
 static void a_short_run_measures_both_variants_and_writes_its_files(void **state)
 {
     char dir[2048], args[2400], path[2100];
-    json_error_t err;
     json_t *doc, *trim, *notrim;
     char *csv, *svg, *sweeps;
-    char *out;
-    int status;
 
     (void)state;
     if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
     snprintf(args, sizeof args, "lab --duration 22 --objects 200 --reads 100 --clients 2 "
              "--out %s --prefix smoke --json", dir);
-    status = th_run_tide(args, 0, &out);
-    if (status != 0) fail_msg("tide %s: expected exit status 0, got %d; output: %.400s", args, status, out);
-    doc = json_loads(out, 0, &err);
-    if (doc == NULL) fail_msg("expected one JSON object, got a parse error at line %d: %s", err.line, err.text);
-    free(out);
+    doc = lab_json(args);
 
     trim = variant_named(doc, "trim");
     notrim = variant_named(doc, "notrim");
@@ -99,12 +112,76 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
     expect_contains(svg, "data-variant=\"notrim\"", "the chart's notrim line");
     expect_contains(svg, "</svg>", "the chart's end");
 
+    snprintf(path, sizeof path, "%s/smoke-disk.csv", dir);     /* no rotating variant: the files of old */
+    if (th_exists(path)) fail_msg("expected no %s without a rotating variant", path);
+    if (json_object_get(json_object_get(doc, "files"), "disk_csv") != NULL)
+        fail_msg("expected no files.disk_csv without a rotating variant");
+    if (json_object_get(json_array_get(json_object_get(trim, "repetitions"), 0), "rotation") != NULL)
+        fail_msg("expected no rotation figures for trim");
+    if (strstr(svg, "height=\"560\"") == NULL) fail_msg("expected the chart's height of 560 without rotation");
+
     free(csv);
     free(sweeps);
     free(svg);
     json_decref(doc);
     th_scratch_remove(dir);
     if (th_exists(dir)) fail_msg("removing %s failed", dir);
+}
+
+static json_int_t rep_int(json_t *variant, const char *obj, const char *key)
+{
+    json_t *rep = json_array_get(json_object_get(variant, "repetitions"), 0);
+    json_t *v = json_object_get(obj ? json_object_get(rep, obj) : rep, key);
+    if (!json_is_integer(v)) fail_msg("expected an integer %s%s%s in the repetition", obj ? obj : "", obj ? "." : "", key);
+    return json_integer_value(v);
+}
+
+/* A variant with online delete beside a plain one: its rotations are
+ * polled, its disk stays below the plain node's, and the files show both. */
+static void a_rotating_variant_is_measured_beside_a_plain_one(void **state)
+{
+    char dir[2048], args[2600], path[2100];
+    json_t *doc, *trim, *rot;
+    char *disk, *rots, *svg;
+
+    (void)state;
+    if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
+    snprintf(args, sizeof args, "lab --duration 22 --objects 200 --reads 100 --clients 2 --variant trim "
+             "--custom 'rot=--online-delete 1200 --generations 2 --trim-policy never' "
+             "--out %s --prefix rot --json", dir);
+    doc = lab_json(args);
+    trim = variant_named(doc, "trim");
+    rot = variant_named(doc, "rot");
+    if (json_object_get(json_array_get(json_object_get(trim, "repetitions"), 0), "rotation") != NULL)
+        fail_msg("expected no rotation figures for trim (no online delete)");
+    if (rep_int(rot, "rotation", "rotations") < 2)
+        fail_msg("expected rot to rotate at least twice (5000 objects or more against a trigger of 1200), got %"
+                 JSON_INTEGER_FORMAT, rep_int(rot, "rotation", "rotations"));
+    if (rep_int(rot, "rotation", "dropping") < 1) fail_msg("expected a rotation of rot to drop a generation");
+    if (rep_int(rot, "rotation", "written_bytes") <= 0) fail_msg("expected rot's written bytes to be counted");
+    if (rep_int(rot, "rotation", "last_disk_bytes") >= rep_int(rot, "rotation", "written_bytes"))
+        fail_msg("expected rot's disk at the end (%" JSON_INTEGER_FORMAT ") below what it was sent (%"
+                 JSON_INTEGER_FORMAT ")", rep_int(rot, "rotation", "last_disk_bytes"),
+                 rep_int(rot, "rotation", "written_bytes"));
+    snprintf(path, sizeof path, "%s/rot-disk.csv", dir);
+    disk = th_slurp(path);
+    expect_contains(disk, "rep,variant,t_s,disk_bytes,rotations\n", "the disk CSV's header");
+    if (th_count(disk, "\n1,trim,") < 5 || th_count(disk, "\n1,rot,") < 5)
+        fail_msg("expected disk samples of both nodes, got %zu trim and %zu rot",
+                 th_count(disk, "\n1,trim,"), th_count(disk, "\n1,rot,"));
+    snprintf(path, sizeof path, "%s/rot-rotations.csv", dir);
+    rots = th_slurp(path);
+    if (th_count(rots, "\n1,rot,") < 2) fail_msg("expected at least 2 rotation rows of rot in %s", path);
+    if (th_count(rots, "\n1,trim,") != 0) fail_msg("expected no rotation rows of trim in %s", path);
+    snprintf(path, sizeof path, "%s/rot-rss.svg", dir);
+    svg = th_slurp(path);
+    expect_u64(th_count(svg, "<polyline class=\"disk\""), 2, "disk lines (one per node)");
+    if (th_count(svg, "class=\"rotation\"") < 4) fail_msg("expected 2 rotation marks per rotation in the chart");
+    free(disk);
+    free(rots);
+    free(svg);
+    json_decref(doc);
+    th_scratch_remove(dir);
 }
 
 static void bad_options_exit_2_and_name_what_was_wrong(void **state)
@@ -217,8 +294,8 @@ static void a_ledger_holds_its_puts_and_gets_of_earlier_objects(void **state)
 static void the_built_in_variants_come_from_one_table(void **state)
 {
     static const char *const names[] = { "trim", "notrim", "every2", "every4", "freed8m", "freed64m",
-                                         "freepct10", "mmap16k", "jemalloc", NULL };
-    char list[128], *help = NULL;
+                                         "freepct10", "mmap16k", "jemalloc", "rot2", "rot2-notrim", "rot4", NULL };
+    char list[192], *help = NULL;
     size_t helplen = 0;
     FILE *f;
     char *out;
@@ -235,7 +312,8 @@ static void the_built_in_variants_come_from_one_table(void **state)
     }
     if (tide_lab_builtin_spec("bogus") != NULL) fail_msg("expected 'bogus' not to be a built-in");
     assert_int_equal(tide_lab_variant_names(list, sizeof list), 0);
-    expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc",
+    expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc, rot2, "
+               "rot2-notrim, rot4",
                "the built-in names in the table's order");
 
     th_run_tide("lab --variant bogus", 1, &out);
@@ -252,15 +330,148 @@ static void the_built_in_variants_come_from_one_table(void **state)
     free(help);
 }
 
+/* A series of 31 s by hand: RSS 100 MiB, 80 MiB from 12 s; disk growing
+ * 1 MiB a second to 10 MiB, 5 MiB at 11 s and a quarter MiB a second on; rotations 1 (at 10 s, 1 s long,
+ * dropping, trimmed), 2 (at 29 s: too late for a step), 3 (failed). */
+static void rotation_series(tide_lab_series *x, int rotating)
+{
+    const double MiB = 1048576.0;
+    tide_lab_rotation r;
+
+    memset(x, 0, sizeof *x);
+    snprintf(x->variant, sizeof x->variant, "rot<2>");
+    x->rep = 1;
+    x->rotating = rotating;
+    x->written_bytes = (uint64_t)(200 * MiB);
+    for (int t = 0; t <= 30; t++) {
+        tide_lab_sample p = { .t = t, .rss = (uint64_t)((t >= 12 ? 80 : 100) * MiB),
+                              .disk = (uint64_t)((t >= 11 ? (t - 11) * 0.25 + 5 : t) * MiB + 4096) };
+        assert_int_equal(ti_lab_series_add_sample(x, &p), 0);
+    }
+    memset(&r, 0, sizeof r);
+    r.seq = 3; r.t = 20; r.rc = TIDE_EIO;                    /* out of order, failed */
+    assert_int_equal(ti_lab_series_add_rotation(x, &r), 0);
+    memset(&r, 0, sizeof r);
+    r.seq = 1; r.t = 10; r.total_ns = 1000000000; r.dropped = 1; r.trimmed = 1; r.trim_rss_delta = (int64_t)(-20 * MiB);
+    r.create_ns = 2000000; r.drop_ns = 50000000;
+    assert_int_equal(ti_lab_series_add_rotation(x, &r), 0);
+    assert_int_equal(ti_lab_series_add_rotation(x, &r), 0);  /* seen twice, kept once */
+    r.seq = 2; r.t = 29; r.create_ns = 4000000; r.drop_ns = 70000000; r.trimmed = 0;
+    assert_int_equal(ti_lab_series_add_rotation(x, &r), 0);
+}
+
+static void the_rotation_figures_read_rss_and_disk_around_each_rotation(void **state)
+{
+    const double MiB = 1048576.0;
+    tide_lab_series x;
+    tide_lab_rotfig f;
+    uint64_t before, after;
+
+    (void)state;
+    rotation_series(&x, 1);
+    expect_u64(x.nrotations, 3, "rotations kept (one seen twice)");
+    expect_u64(x.rotations[0].seq, 1, "the first by seq");
+    expect_u64(x.rotations[2].seq, 3, "the last by seq");
+    assert_int_equal(ti_lab_rotation_rss(&x, &x.rotations[0], &before, &after), 0);
+    expect_u64(before, (uint64_t)(100 * MiB), "RSS at the rotation's start");
+    expect_u64(after, (uint64_t)(80 * MiB), "RSS 3 s after its end (14 s)");
+    if (ti_lab_rotation_rss(&x, &x.rotations[1], &before, &after) == 0)
+        fail_msg("a rotation at 29 s of a 30 s series has no sample 3 s after its end, yet got a step");
+    assert_int_equal(ti_lab_rotation_figures(&x, 15, &f), 0);
+    expect_u64(f.steps, 0, "RSS steps of rotations after a warm-up of 15 s (none)");
+    expect_u64(f.dropping, 2, "rotations that dropped a generation, the warm-up's too");
+    assert_int_equal(ti_lab_rotation_figures(&x, 0, &f), 0);
+    expect_u64(f.rotations, 2, "rotations done");
+    expect_u64(f.failures, 1, "failed rotations");
+    expect_u64(f.dropping, 2, "rotations that dropped a generation");
+    expect_u64(f.steps, 1, "RSS steps measured (one too late)");
+    if (f.step_median != -20 * MiB) fail_msg("expected an RSS step of -20 MiB, got %.0f bytes", f.step_median);
+    if (f.trim_release_median != 20 * MiB) fail_msg("expected a trim release of 20 MiB, got %.0f", f.trim_release_median);
+    if (f.peak_disk != 10 * MiB + 4096) fail_msg("expected a peak disk of 10 MiB + 4096, got %.0f", f.peak_disk);
+    if (f.last_disk != 9.75 * MiB + 4096) fail_msg("expected the last disk sample, 9.75 MiB + 4096, got %.0f", f.last_disk);
+    if (f.create_ms != 3.0 || f.drop_ms != 60.0)
+        fail_msg("expected medians of 3 ms (create) and 60 ms (drop), got %g and %g", f.create_ms, f.drop_ms);
+    ti_lab_series_free(&x);
+}
+
+/* The chart and the disk CSV with and without a rotating series. */
+static void the_chart_gains_a_disk_panel_only_with_a_rotating_series(void **state)
+{
+    tide_lab_series x;
+    tide_lab_chart ch = { "t", NULL, 5, 30 };
+    char *svg = NULL, *csv = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    (void)state;
+    rotation_series(&x, 1);
+    assert_non_null(f = open_memstream(&svg, &len));
+    assert_int_equal(ti_lab_write_svg(f, &x, 1, &ch), 0);
+    fclose(f);
+    expect_contains(svg, "height=\"860\"", "the taller picture");
+    expect_u64(th_count(svg, "<polyline class=\"disk\""), 1, "disk lines");
+    expect_u64(th_count(svg, "class=\"rotation\""), 4, "rotation marks (2 done, one per panel each)");
+    expect_contains(svg, "data-variant=\"rot&lt;2&gt;\"", "the escaped variant name");
+    free(svg);
+    assert_non_null(f = open_memstream(&csv, &len));
+    assert_int_equal(ti_lab_write_disk_csv(f, &x, 1), 0);
+    fclose(f);
+    expect_contains(csv, "rep,variant,t_s,disk_bytes,rotations\n1,rot<2>,0.000,4096,0\n", "the disk CSV's start");
+    expect_contains(csv, "\n1,rot<2>,10.000,10489856,1\n", "a rotation counted from its start");
+    expect_contains(csv, "\n1,rot<2>,30.000,10227712,2\n", "the failed one not counted");
+    free(csv);
+    ti_lab_series_free(&x);
+
+    rotation_series(&x, 0);
+    assert_non_null(f = open_memstream(&svg, &len));
+    assert_int_equal(ti_lab_write_svg(f, &x, 1, &ch), 0);
+    fclose(f);
+    expect_contains(svg, "height=\"560\"", "the picture as it always was");
+    expect_u64(th_count(svg, "class=\"disk\""), 0, "disk lines without online delete");
+    expect_u64(th_count(svg, "class=\"rotation\""), 0, "rotation marks without online delete");
+    free(svg);
+    ti_lab_series_free(&x);
+}
+
+/* Which variants the lab treats as rotating. */
+static void a_variant_rotates_when_its_flags_turn_online_delete_on(void **state)
+{
+    static const struct { const char *spec, *node_args; int rotates; } cases[] = {
+        { "--online-delete 5000", NULL, 1 }, { "--online-delete=manual", NULL, 1 },
+        { "--online-delete 0", NULL, 0 }, { "TIDE_ONLINE_DELETE=100", NULL, 1 },
+        { "TIDE_ONLINE_DELETE=0", NULL, 0 }, { "--trim-policy never", "--online-delete 10", 1 },
+        { "--trim-policy never", "--generations 4", 0 }, { "--online-delete", NULL, 0 },
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tide_lab_variant v;
+        assert_int_equal(tide_lab_variant_parse(&v, "x", cases[i].spec, "/j.so"), 0);
+        if (tide_lab_variant_rotates(&v, cases[i].node_args) != cases[i].rotates)
+            fail_msg("spec '%s' with --node-args '%s': expected rotates=%d", cases[i].spec,
+                     cases[i].node_args ? cases[i].node_args : "", cases[i].rotates);
+        tide_lab_variant_free(&v);
+    }
+    for (const char *const *n = (const char *const[]){ "rot2", "rot2-notrim", "rot4", NULL }; *n; n++) {
+        tide_lab_variant v;
+        assert_int_equal(tide_lab_variant_parse(&v, *n, tide_lab_builtin_spec(*n), "/j.so"), 0);
+        if (!tide_lab_variant_rotates(&v, NULL)) fail_msg("expected the built-in '%s' to rotate", *n);
+        tide_lab_variant_free(&v);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_workload_is_the_same_for_the_same_seed),
         cmocka_unit_test(a_ledger_holds_its_puts_and_gets_of_earlier_objects),
         cmocka_unit_test(the_built_in_variants_come_from_one_table),
+        cmocka_unit_test(the_rotation_figures_read_rss_and_disk_around_each_rotation),
+        cmocka_unit_test(the_chart_gains_a_disk_panel_only_with_a_rotating_series),
+        cmocka_unit_test(a_variant_rotates_when_its_flags_turn_online_delete_on),
         cmocka_unit_test(bad_options_exit_2_and_name_what_was_wrong),
         cmocka_unit_test(a_missing_tided_is_an_error_that_says_so),
         cmocka_unit_test(a_short_run_measures_both_variants_and_writes_its_files),
+        cmocka_unit_test(a_rotating_variant_is_measured_beside_a_plain_one),
     };
     return th_run_group("tests", tests, NULL, NULL, th_teardown);
 }

@@ -212,6 +212,54 @@ static void print_row(FILE *f, const char *label, const tide_lab_figures *x, dou
             lw, rm, rx, dm, dp, mf, fr);
 }
 
+static int any_rotation(const tide_lab_plan *o, const tide_lab_summary *s)
+{
+    for (size_t i = 0; i < o->nv; i++) if (s->v[i].rot) return 1;
+    return 0;
+}
+
+static void print_rotation_row(const char *label, const tide_lab_rotfig *x)
+{
+    char pk[32], ls[32], wr[32], st[32], tr[32], cr[32], mf[32], sw[32], dr[32], tt[32], tm[32];
+    fmt_mib(pk, sizeof pk, x->peak_disk);
+    fmt_mib(ls, sizeof ls, x->last_disk);
+    fmt_mib(wr, sizeof wr, x->written);
+    fmt_num(st, sizeof st, "%+.1f", isnan(x->step_median) ? NAN : x->step_median / 1048576.0);
+    fmt_mib(tr, sizeof tr, x->trim_release_median);
+    fmt_num(cr, sizeof cr, "%.1f", x->create_ms);
+    fmt_num(mf, sizeof mf, "%.1f", x->manifest_ms);
+    fmt_num(sw, sizeof sw, "%.3f", x->switch_ms);
+    fmt_num(dr, sizeof dr, "%.0f", x->drop_ms);
+    fmt_num(tt, sizeof tt, "%.0f", x->total_ms);
+    fmt_num(tm, sizeof tm, "%.1f", x->trim_ms);
+    printf("%-14s %8s %8s %9s %5zu/%-3zu %8s %8s %7s %8s %7s %7s %7s %6s\n", label, pk, ls, wr, x->dropping,
+           x->rotations, st, tr, cr, mf, sw, dr, tt, tm);
+}
+
+/* The rotating variants' figures (docs/ROTATION.md), when there are any:
+ * disk against bytes written, the RSS step across a rotation, and the
+ * phases' medians over the rotations that dropped a generation. */
+static void print_rotations(const tide_lab_plan *o, const tide_lab_summary *s)
+{
+    if (!any_rotation(o, s)) return;
+    printf("\n%-14s %8s %8s %9s %9s %8s %8s %7s %8s %7s %7s %7s %6s\n", "online delete", "peak", "final",
+           "written", "dropping/", "RSS step", "trim rel", "create", "manifest", "switch", "drop", "total", "trim");
+    printf("%-14s %8s %8s %9s %9s %8s %8s %7s %8s %7s %7s %7s %6s\n", "", "disk MiB", "disk MiB", "MiB",
+           "rotations", "med MiB", "med MiB", "med ms", "med ms", "med ms", "med ms", "med ms", "med ms");
+    for (size_t i = 0; i < o->nv; i++) {
+        if (s->v[i].rot == NULL) continue;
+        for (unsigned r = 0; r < o->repeat; r++) {
+            char label[48];
+            if (o->repeat > 1) snprintf(label, sizeof label, "%s rep %u", o->v[i].name, r + 1);
+            else snprintf(label, sizeof label, "%s", o->v[i].name);
+            print_rotation_row(label, &s->v[i].rot[r]);
+        }
+    }
+    printf("(RSS step: RSS %g s after a rotation that dropped a generation minus RSS just before it, median "
+           "over those after the warm-up; phases: medians over the rotations that dropped one)\n",
+           TIDE_LAB_STEP_AFTER_S);
+}
+
 /* The summary as a table: a row per variant (with --repeat, the medians
  * first, then a row per repetition). */
 static void print_table(const tide_lab_plan *o, const tide_lab_summary *s)
@@ -243,8 +291,11 @@ static void print_table(const tide_lab_plan *o, const tide_lab_summary *s)
     }
     if (o->repeat > 1) printf("(a variant's first line: plateau and reduction are medians over the repetitions; "
                               "the trim columns are repetition 1's)\n");
-    printf("\nfiles: %s/%s-rss.csv, %s-sweeps.csv, %s-rss.svg, %s-summary.json\n", o->out, o->prefix,
+    print_rotations(o, s);
+    printf("\nfiles: %s/%s-rss.csv, %s-sweeps.csv, %s-rss.svg, %s-summary.json", o->out, o->prefix,
            o->prefix, o->prefix, o->prefix);
+    if (any_rotation(o, s)) printf(", %s-disk.csv, %s-rotations.csv", o->prefix, o->prefix);
+    printf("\n");
 }
 
 /* ---- the verb ------------------------------------------------------------------- */
@@ -392,6 +443,17 @@ static const char help_lab_after[] =
 "    DIR/NAME-rss.svg      RSS over time, one line per variant and\n"
 "                          repetition, trims as ticks, plateau means dotted\n"
 "    DIR/NAME-summary.json the --json document\n"
+"    With a variant that runs online delete (rot2, rot2-notrim, rot4, or\n"
+"    --online-delete in its flags; docs/ROTATION.md), also:\n"
+"    DIR/NAME-disk.csv     rep,variant,t_s,disk_bytes,rotations (the data\n"
+"                          directory's file bytes, every second)\n"
+"    DIR/NAME-rotations.csv  rep,variant,seq,t_s,trigger,rc,dropped,\n"
+"                          deleted_bytes,objects_in_previous, the phases'\n"
+"                          _ms, trimmed, trim_*, rss_before, rss_after,\n"
+"                          rss_step, disk_before, disk_after\n"
+"    and the chart gains a disk panel with the rotations marked; each\n"
+"    repetition in the JSON a \"rotation\" object (peak_disk_bytes,\n"
+"    written_bytes, rss_step_median_bytes, the phases' medians, ...).\n"
 "    The JSON has command, machine, settings, baseline, files, interrupted\n"
 "    and variants: [{name, spec, samples, trims,\n"
 "    plateau_mean_rss_median_bytes, reduction_pct_median, repetitions:\n"

@@ -174,9 +174,12 @@ void ti_lab_series_free(tide_lab_series *s)
 {
     free(s->samples);
     free(s->sweeps);
+    free(s->rotations);
     s->samples = NULL;
     s->sweeps = NULL;
+    s->rotations = NULL;
     s->nsamples = s->capsamples = s->nsweeps = s->capsweeps = 0;
+    s->nrotations = s->caprotations = 0;
 }
 
 /* ---- figures ---------------------------------------------------------------------- */

@@ -83,6 +83,8 @@ typedef struct tide_lab_sample {
     double   t;             /* seconds since the workload started */
     uint64_t rss;           /* bytes, /proc/PID/statm */
     uint64_t referenced;    /* bytes, smaps_rollup Referenced; 0 when not asked */
+    uint64_t disk;          /* bytes, the sizes of every file under the node's data
+                               directory; 0 when it could not be walked */
 } tide_lab_sample;
 
 /* One sweep round as /v1/sweeps reports it. */
@@ -96,14 +98,34 @@ typedef struct tide_lab_sweep {
     uint64_t duration_ns, minflt, majflt;
 } tide_lab_sweep;
 
+/* One rotation attempt as GET /v1/rotations reports it (online delete,
+ * docs/ROTATION.md). Durations in nanoseconds; a phase the node did not
+ * report is 0. */
+typedef struct tide_lab_rotation {
+    uint64_t seq;
+    double   t;             /* start, seconds since the workload started */
+    char     trigger[16];   /* "objects", "bytes", "time", "admin" */
+    int      rc;            /* 0: done */
+    unsigned dropped;       /* generations dropped */
+    uint64_t deleted_bytes, objects_in_previous;
+    uint64_t gate_ns, create_ns, manifest_ns, switch_ns, drop_ns, trim_ns, total_ns;
+    int      trimmed;       /* the release after the drop was made */
+    uint64_t trim_rss_before, trim_rss_after;
+    int64_t  trim_rss_delta;
+} tide_lab_rotation;
+
 typedef struct tide_lab_series {
     char            variant[32];
     unsigned        rep;            /* 1-based repetition */
     int             port;
+    int             rotating;       /* its node runs with online delete */
+    uint64_t        written_bytes;  /* value bytes of the PUTs it stored (201) */
     tide_lab_sample *samples;
     size_t          nsamples, capsamples;
     tide_lab_sweep  *sweeps;        /* sorted by seq, no duplicates */
     size_t          nsweeps, capsweeps;
+    tide_lab_rotation *rotations;   /* sorted by seq, no duplicates */
+    size_t          nrotations, caprotations;
 } tide_lab_series;
 
 /* ---- figures ---------------------------------------------------------------- */
@@ -122,6 +144,24 @@ typedef struct tide_lab_figures {
     double   minflt_per_trim;
     double   freed_median;          /* bytes the caches freed per sweep */
 } tide_lab_figures;
+
+/* The rotation figures of one series with online delete (NAN: nothing to
+ * measure). The RSS step of a rotation is the first RSS sample at least
+ * TIDE_LAB_STEP_AFTER_S after the rotation ended minus the last sample at
+ * or before its start: what the node's memory did across it, the trim
+ * included when one was made. */
+#define TIDE_LAB_STEP_AFTER_S 3.0
+
+typedef struct tide_lab_rotfig {
+    size_t   rotations, failures, dropping;  /* done; failed; done and dropped one */
+    double   peak_disk, last_disk, written;  /* bytes */
+    double   step_median, step_min, step_max; /* RSS step over the dropping rotations */
+    size_t   steps;                          /* how many had both samples */
+    double   trim_release_median;            /* -rss_delta of the trims after rotation */
+    size_t   trims;
+    double   create_ms, manifest_ms, switch_ms, drop_ms, total_ms, trim_ms; /* medians */
+    double   deleted_median, objects_median; /* per dropping rotation */
+} tide_lab_rotfig;
 
 /* ---- writers ------------------------------------------------------------------ */
 

@@ -39,6 +39,45 @@ int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_f
 double ti_lab_quantile(double *v, size_t n, double q);
 
 
+/* ---- rotations (rotation.c) ---- */
+
+/* Record a rotation unless one with its seq is already there. 0 or
+ * TIDE_ENOMEM. O(n) in the worst case. */
+int ti_lab_series_add_rotation(tide_lab_series *s, const tide_lab_rotation *x);
+
+/* 1 when any of the n series runs with online delete (the disk and
+ * rotation files, the chart's disk panel and the summary's rotation
+ * figures appear only then, so a run without one writes what it always
+ * wrote). */
+int ti_lab_any_rotating(const tide_lab_series *s, size_t n);
+
+/* RSS across rotation x of s (TIDE_LAB_STEP_AFTER_S): *before the last
+ * sample at or before its start, *after the first at least that long after
+ * its end. 0, or -1 when either sample is missing. */
+int ti_lab_rotation_rss(const tide_lab_series *s, const tide_lab_rotation *x, uint64_t *before,
+                        uint64_t *after);
+
+/* The disk bytes sampled last at or before t (0 when none). */
+uint64_t ti_lab_disk_at(const tide_lab_series *s, double t);
+
+/* The rotation figures of s; the RSS steps only of the rotations that
+ * started at or after warmup_s (before it the cache is still filling and
+ * RSS climbs whatever a rotation does). 0 or TIDE_ENOMEM. O(r log r +
+ * samples). */
+int ti_lab_rotation_figures(const tide_lab_series *s, double warmup_s, tide_lab_rotfig *out);
+
+/* "rep,variant,t_s,disk_bytes,rotations" and one line per sample with a
+ * disk size (rotations: those done that started at or before it). 0 or
+ * TIDE_EIO. */
+int ti_lab_write_disk_csv(FILE *f, const tide_lab_series *s, size_t n);
+
+/* "rep,variant,seq,t_s,trigger,rc,dropped,deleted_bytes,objects_in_previous,
+ * gate_ms,create_ms,manifest_ms,switch_ms,drop_ms,total_ms,trimmed,trim_ms,
+ * trim_rss_before,trim_rss_after,rss_before,rss_after,rss_step,disk_before,
+ * disk_after" and one line per rotation (rss_* empty without both samples).
+ * 0 or TIDE_EIO. */
+int ti_lab_write_rotations_csv(FILE *f, const tide_lab_series *s, size_t n);
+
 /* ---- writers ---- */
 
 /* "rep,variant,port,t_s,rss_bytes,referenced_bytes" and one line per
@@ -55,8 +94,12 @@ int ti_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n);
  * variant, dashed for repetitions after the first), a dashed plateau-mean
  * line per series, each trim marked by a short vertical tick from RSS
  * before to RSS after (green when it lowered RSS, red otherwise), axes in
- * seconds or minutes and MiB, a legend. Hand-written SVG 1.1, no scripts.
- * 0, TIDE_EIO or TIDE_ENOMEM. O(total samples). */
+ * seconds or minutes and MiB, a legend. When a series rotates
+ * (ti_lab_any_rotating), a second panel below shows disk bytes over time
+ * (one <polyline class="disk"> per series with disk samples), and each
+ * rotation is a dashed vertical line in the series' colour across both
+ * panels. Hand-written SVG 1.1, no scripts. 0, TIDE_EIO or TIDE_ENOMEM.
+ * O(total samples). */
 int ti_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c);
 
 

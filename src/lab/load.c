@@ -38,7 +38,7 @@ static void send_op(ti_lab_node *n, tide_http_client *h, const tide_lab_op *op, 
     snprintf(url, sizeof url, "%s/v1/objects/%s", n->base, hex);
     if (op->kind == TIDE_LAB_PUT) {
         code = tide_http_client_put(h, url, value, op->len, &b);
-        if (code == 201) atomic_fetch_add(&n->puts, 1);
+        if (code == 201) atomic_fetch_add(&n->puts, 1), atomic_fetch_add(&n->put_bytes, op->len);
         else if (code == 409) atomic_fetch_add(&n->puts_existing, 1);
         else atomic_fetch_add(&n->errors, 1);
     } else {

@@ -4,8 +4,9 @@
  * For each repetition the runner starts one tided per variant at once, on
  * loopback, each on a fresh store in the scratch directory; drives all of
  * them with the same ledger-like workload (load.c) from several client
- * threads; samples every node's RSS once a second and collects every sweep
- * round (sampler.c); and stops the nodes (node.c). One repetition is five
+ * threads; samples every node's RSS and data directory size once a second
+ * and collects every sweep round, and every rotation of a node with online
+ * delete (sampler.c); and stops the nodes (node.c). One repetition is five
  * steps, in this order:
  *
  *     rep_layout    the order (variants shuffled by seed and repetition),
@@ -184,6 +185,7 @@ static int rep_layout(rep_state *s, const char *scratch, tide_lab_series *series
         n->series = &series[order[k]];
         snprintf(n->series->variant, sizeof n->series->variant, "%s", n->v->name);
         n->series->rep = s->rep;
+        n->series->rotating = tide_lab_variant_rotates(n->v, o->node_args);
         if (snprintf(n->dir, sizeof n->dir, "%s/r%u-%s", scratch, s->rep, n->v->name) >= (int)sizeof n->dir
             || snprintf(n->log, sizeof n->log, "%s/r%u-%s.log", scratch, s->rep, n->v->name) >= (int)sizeof n->log) {
             ti_lab_say(o->report, "the scratch directory's path is too long: %s", scratch);
@@ -274,6 +276,13 @@ static void rep_load(rep_state *s)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The sweeps of n, and its rotations when it rotates. */
+static void rep_poll(rep_state *s, ti_lab_node *n)
+{
+    (void)ti_lab_poll_sweeps(&s->r, n);
+    if (n->series->rotating) (void)ti_lab_poll_rotations(&s->r, n);
+}
+
 /* The main loop: a sample every second on the second of the workload's
  * clock, a poll every 5 s, until the end, a death or a signal. */
 static int rep_measure(rep_state *s)
@@ -297,7 +306,7 @@ static int rep_measure(rep_state *s)
             next_sample += 1.0;
         }
         if (t >= next_poll) {
-            for (size_t k = 0; k < s->r.nn; k++) (void)ti_lab_poll_sweeps(&s->r, &s->nodes[k]);
+            for (size_t k = 0; k < s->r.nn; k++) rep_poll(s, &s->nodes[k]);
             next_poll += 5.0;
         }
         for (unsigned c = 0; c < o->clients; c++)
@@ -318,7 +327,10 @@ static void rep_unload(rep_state *s, int rc)
     atomic_store(&s->r.stop, 1);
     for (unsigned c = 0; c < o->clients; c++)
         if (s->clients[c].started) pthread_join(s->clients[c].th, NULL), s->clients[c].started = 0;
-    for (size_t k = 0; k < s->r.nn; k++) if (s->nodes[k].pid > 0) (void)ti_lab_poll_sweeps(&s->r, &s->nodes[k]);
+    for (size_t k = 0; k < s->r.nn; k++) {
+        if (s->nodes[k].pid > 0) rep_poll(s, &s->nodes[k]);
+        s->nodes[k].series->written_bytes = atomic_load(&s->nodes[k].put_bytes);
+    }
     if (rc == 0)
         ti_lab_say(o->report, "repetition %u done: %llu ledgers, %llu late ledger shares", s->rep,
                    (unsigned long long)atomic_load(&s->r.ledgers), (unsigned long long)atomic_load(&s->r.late));

@@ -67,9 +67,9 @@ typedef struct tide_lab_variant {
  * stands for the jemalloc path), or NULL when `name` is not one. Pure. */
 const char *tide_lab_builtin_spec(const char *name);
 
-/* Write the built-in names to buf as "trim, notrim, ..., jemalloc" (the
+/* Write the built-in names to buf as "trim, notrim, ..., rot4" (the
  * table's order), for messages and help. 0, or TIDE_EINVAL when cap is too
- * small (buf then holds what fits). Pure; 128 bytes are enough. */
+ * small (buf then holds what fits). Pure; 160 bytes are enough. */
 int tide_lab_variant_names(char *buf, size_t cap);
 
 /* Write the built-ins as the help's VARIANTS lines to f: "    NAME  WHAT"
@@ -81,6 +81,12 @@ int tide_lab_variant_help(FILE *f);
  * becomes `jemalloc`) into v under `name`. 0, or TIDE_EINVAL naming what
  * was wrong (a bad name, too many flags or settings). */
 int tide_lab_variant_parse(tide_lab_variant *v, const char *name, const char *spec, const char *jemalloc);
+
+/* 1 when a node of v runs with online delete: its flags or --node-args
+ * (`node_args`, may be NULL) give --online-delete other than 0, or its
+ * environment TIDE_ONLINE_DELETE other than 0. The lab then samples its
+ * rotations, and writes the disk and rotation files. Pure. */
+int tide_lab_variant_rotates(const tide_lab_variant *v, const char *node_args);
 
 /* Free what v owns (v itself is the caller's). */
 void tide_lab_variant_free(tide_lab_variant *v);
@@ -146,7 +152,8 @@ int tide_lab_run_prepare(tide_lab_run *r, const tide_lab_plan *plan);
  * only set a flag and SIGPIPE is ignored. Each repetition starts one
  * tided per variant at once, waits for them to answer /healthz, loads them
  * all the same from plan->clients threads, samples RSS every second and
- * polls /v1/sweeps every 5 s into the series, and stops every node before
+ * polls /v1/sweeps (and /v1/rotations of a node with online delete) every
+ * 5 s into the series, and stops every node before
  * the next. Returns 0 when every repetition ran; after a signal, 0 with
  * r->interrupted set (the series hold what was measured); TIDE_EIO when a
  * node failed to start or died, or TIDE_ENOMEM: reported on plan->report,
@@ -165,6 +172,7 @@ void tide_lab_run_finish(tide_lab_run *r, int ok);
 
 typedef struct tide_lab_vsum {
     tide_lab_figures *fig;          /* [repeat] */
+    tide_lab_rotfig  *rot;          /* [repeat], NULL when the variant does not rotate */
     double *reduction;              /* [repeat] against the baseline, NAN without one */
     double  plateau_median, reduction_median;
     size_t  samples, trims;
@@ -182,8 +190,9 @@ typedef struct tide_lab_summary {
 int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r);
 
 /* Write OUT/PREFIX-rss.csv, -sweeps.csv, -rss.svg and -summary.json (the
- * document, kept in s->doc for the caller to print). 0, or TIDE_EIO /
- * TIDE_ENOMEM naming the file. */
+ * document, kept in s->doc for the caller to print), and when a variant
+ * rotates -disk.csv and -rotations.csv too. 0, or TIDE_EIO / TIDE_ENOMEM
+ * naming the file. */
 int tide_lab_summary_write(tide_lab_summary *s, const tide_lab_run *r);
 
 void tide_lab_summary_free(tide_lab_summary *s);

@@ -31,6 +31,7 @@ typedef struct ti_lab_node {
     char   dir[PATH_MAX], log[PATH_MAX], base[64];
     tide_http_client *poll;     /* the main thread's: /healthz, /v1/sweeps */
     _Atomic uint64_t puts, puts_existing, gets, gets_missing, errors, bad_length;
+    _Atomic uint64_t put_bytes;    /* value bytes of the 201s */
 } ti_lab_node;
 
 typedef struct ti_lab_rep {
@@ -93,5 +94,9 @@ int ti_lab_sample_all(ti_lab_rep *r, double t, int reset_referenced);
 
 /* GET /v1/sweeps of n and add every report to its series. 0 or -1. */
 int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n);
+
+/* GET /v1/rotations of n (a node with online delete) and add every report
+ * to its series. 0 or -1. */
+int ti_lab_poll_rotations(ti_lab_rep *r, ti_lab_node *n);
 
 #endif

@@ -14,6 +14,9 @@
  *      a baseline plateau of 0.
  *   2. A median over the repetitions leaves out the NAN figures.
  *   3. The document written to summary.json is the one the caller prints.
+ *   4. A run without a rotating variant writes the files and the document
+ *      it always wrote: the rotation figures, the disk and rotation CSVs
+ *      and their names in "files" appear only with one.
  *
  * Never: print; the caller prints the summary.
  */
@@ -57,8 +60,12 @@ int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
         v->fig = calloc(o->repeat, sizeof *v->fig);
         v->reduction = calloc(o->repeat, sizeof *v->reduction);
         if (!v->fig || !v->reduction) return tide_err_set(TIDE_ENOMEM, "out of memory");
+        if (tide_lab_variant_rotates(&o->v[i], o->node_args) && (v->rot = calloc(o->repeat, sizeof *v->rot)) == NULL)
+            return tide_err_set(TIDE_ENOMEM, "out of memory");
         for (unsigned rep = 0; rep < o->repeat; rep++) {
-            if (ti_lab_figures_compute(&r->series[(size_t)rep * o->nv + i], o->warmup, &v->fig[rep]) != 0)
+            const tide_lab_series *x = &r->series[(size_t)rep * o->nv + i];
+            if (ti_lab_figures_compute(x, o->warmup, &v->fig[rep]) != 0 ||
+                (v->rot && ti_lab_rotation_figures(x, o->warmup, &v->rot[rep]) != 0))
                 return tide_err_set(TIDE_ENOMEM, "out of memory");
             v->samples += v->fig[rep].samples;
             v->trims += v->fig[rep].trims;
@@ -79,7 +86,7 @@ int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
 
 void tide_lab_summary_free(tide_lab_summary *s)
 {
-    for (size_t i = 0; s->v && i < s->nv; i++) free(s->v[i].fig), free(s->v[i].reduction);
+    for (size_t i = 0; s->v && i < s->nv; i++) free(s->v[i].fig), free(s->v[i].reduction), free(s->v[i].rot);
     free(s->v);
     json_decref(s->doc);
     memset(s, 0, sizeof *s);
@@ -106,6 +113,23 @@ static json_t *figures_json(const tide_lab_figures *f, double reduction)
         "minflt_per_trim", jnum(f->minflt_per_trim), "freed_median_bytes", jbytes(f->freed_median));
 }
 
+static json_t *rotation_json(const tide_lab_rotfig *f)
+{
+    return json_pack("{s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+        "rotations", (json_int_t)f->rotations, "failures", (json_int_t)f->failures,
+        "dropping", (json_int_t)f->dropping, "peak_disk_bytes", jbytes(f->peak_disk),
+        "last_disk_bytes", jbytes(f->last_disk), "written_bytes", jbytes(f->written),
+        "peak_disk_per_written", jnum(f->written > 0 ? f->peak_disk / f->written : NAN),
+        "rss_steps", (json_int_t)f->steps, "rss_step_median_bytes", jbytes(f->step_median),
+        "rss_step_min_bytes", jbytes(f->step_min), "rss_step_max_bytes", jbytes(f->step_max),
+        "trims", (json_int_t)f->trims, "trim_release_median_bytes", jbytes(f->trim_release_median),
+        "trim_median_ms", jnum(f->trim_ms), "create_median_ms", jnum(f->create_ms),
+        "manifest_median_ms", jnum(f->manifest_ms), "switch_median_ms", jnum(f->switch_ms),
+        "drop_median_ms", jnum(f->drop_ms), "total_median_ms", jnum(f->total_ms),
+        "deleted_median_bytes", jbytes(f->deleted_median), "objects_median", jnum(f->objects_median),
+        "step_after_s", json_real(TIDE_LAB_STEP_AFTER_S));
+}
+
 /* "variants": each with its repetitions. */
 static json_t *variants_json(const tide_lab_summary *s, const tide_lab_run *r)
 {
@@ -119,6 +143,7 @@ static json_t *variants_json(const tide_lab_summary *s, const tide_lab_run *r)
             json_t *x = figures_json(&v->fig[rep], v->reduction[rep]);
             json_object_set_new(x, "rep", json_integer(rep + 1));
             json_object_set_new(x, "port", json_integer(r->series[(size_t)rep * o->nv + i].port));
+            if (v->rot) json_object_set_new(x, "rotation", rotation_json(&v->rot[rep]));     /* invariant 4 */
             json_array_append_new(reps, x);
         }
         json_array_append_new(vars, json_pack("{s:s,s:s,s:I,s:I,s:o,s:o,s:o}",
@@ -143,10 +168,11 @@ static json_t *document(const tide_lab_summary *s, const tide_lab_run *r)
     struct utsname un;
     double load[3] = { 0, 0, 0 };
     char p1[PATH_MAX + 64], p2[PATH_MAX + 64], p3[PATH_MAX + 64];
+    json_t *doc;
 
     uname(&un);
     (void)getloadavg(load, 3);
-    return json_pack("{s:s,s:{s:I,s:s,s:s,s:I,s:[f,f,f]},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:f,s:f,s:I,s:s,s:s,s:b},"
+    doc = json_pack("{s:s,s:{s:I,s:s,s:s,s:I,s:[f,f,f]},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I,s:f,s:f,s:I,s:s,s:s,s:b},"
                      "s:s,s:o,s:{s:s,s:s,s:s},s:b}",
         "command", o->command,
         "machine", "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "kernel", un.release,
@@ -163,6 +189,12 @@ static json_t *document(const tide_lab_summary *s, const tide_lab_run *r)
         "files", "rss_csv", file_path(p1, sizeof p1, o, "rss.csv"),
         "sweeps_csv", file_path(p2, sizeof p2, o, "sweeps.csv"), "svg", file_path(p3, sizeof p3, o, "rss.svg"),
         "interrupted", r->interrupted);
+    if (doc && ti_lab_any_rotating(r->series, r->nseries)) {      /* invariant 4 */
+        json_t *files = json_object_get(doc, "files");
+        json_object_set_new(files, "disk_csv", json_string(file_path(p1, sizeof p1, o, "disk.csv")));
+        json_object_set_new(files, "rotations_csv", json_string(file_path(p2, sizeof p2, o, "rotations.csv")));
+    }
+    return doc;
 }
 
 /* ---- the files -------------------------------------------------------------------- */
@@ -171,6 +203,11 @@ typedef int (*writer)(FILE *f, const tide_lab_run *r);
 
 static int write_rss(FILE *f, const tide_lab_run *r) { return ti_lab_write_rss_csv(f, r->series, r->nseries); }
 static int write_sweeps(FILE *f, const tide_lab_run *r) { return ti_lab_write_sweeps_csv(f, r->series, r->nseries); }
+static int write_disk(FILE *f, const tide_lab_run *r) { return ti_lab_write_disk_csv(f, r->series, r->nseries); }
+static int write_rotations(FILE *f, const tide_lab_run *r)
+{
+    return ti_lab_write_rotations_csv(f, r->series, r->nseries);
+}
 
 static int write_svg(FILE *f, const tide_lab_run *r)
 {
@@ -178,8 +215,9 @@ static int write_svg(FILE *f, const tide_lab_run *r)
     char title[256];
     tide_lab_chart ch = { title, o->command, o->warmup, o->duration };
 
-    snprintf(title, sizeof title, "tided RSS under the same ledger workload, by variant (%u repetition%s, "
-             "sweep every %u s)", o->repeat, o->repeat > 1 ? "s" : "", o->sweep_interval);
+    snprintf(title, sizeof title, "tided RSS%s under the same ledger workload, by variant (%u repetition%s, "
+             "sweep every %u s)", ti_lab_any_rotating(r->series, r->nseries) ? " and disk" : "",
+             o->repeat, o->repeat > 1 ? "s" : "", o->sweep_interval);
     return ti_lab_write_svg(f, r->series, r->nseries, &ch);
 }
 
@@ -202,6 +240,9 @@ int tide_lab_summary_write(tide_lab_summary *s, const tide_lab_run *r)
 
     if ((rc = write_file(r, "rss.csv", write_rss)) || (rc = write_file(r, "sweeps.csv", write_sweeps)) ||
         (rc = write_file(r, "rss.svg", write_svg)))
+        return rc;
+    if (ti_lab_any_rotating(r->series, r->nseries) &&      /* invariant 4 */
+        ((rc = write_file(r, "disk.csv", write_disk)) || (rc = write_file(r, "rotations.csv", write_rotations))))
         return rc;
     s->doc = document(s, r);                      /* invariant 3 */
     if (s->doc == NULL) return tide_err_set(TIDE_ENOMEM, "out of memory for the summary");

@@ -28,6 +28,12 @@
 #define JEMALLOC_MARK "@JEMALLOC@"
 #define JEMALLOC_SHOWN "libjemalloc.so.2"
 
+/* The rotation variants' trigger: objects written into the newest
+ * generation, 240,000 = the default load's 2000 a ledger over one wave of
+ * 120 ledgers, so that a node rotates about every two minutes (reads that
+ * copy objects forward make it a little sooner). */
+#define ROT_OBJECTS "240000"
+
 static const struct builtin {
     const char *name, *spec;
     const char *note;       /* after the spec in the help; a '\n' starts a
@@ -43,6 +49,15 @@ static const struct builtin {
     { "mmap16k",   "--mmap-threshold 16KiB --trim-policy never", "" },
     { "jemalloc",  "LD_PRELOAD=" JEMALLOC_MARK " MALLOC_CONF=background_thread:true",
                    ",\nthe node's default policy" },
+    /* Online delete (docs/ROTATION.md): a rotation after ROT_OBJECTS objects
+     * written into the newest generation, two minutes of the default load
+     * (one wave); the sweeps never trim, so that the trim after rotation
+     * is the only one and its effect shows against rot2-notrim. */
+    { "rot2",      "--online-delete " ROT_OBJECTS " --generations 2 --trim-policy never",
+                   "\n(online delete; the trim after rotation is the only trim)" },
+    { "rot2-notrim", "--online-delete " ROT_OBJECTS " --generations 2 --trim-policy never "
+                   "--trim-after-rotation 0", "" },
+    { "rot4",      "--online-delete " ROT_OBJECTS " --generations 4 --trim-policy never", "" },
 };
 #define NBUILTINS (sizeof builtins / sizeof *builtins)
 
@@ -127,6 +142,31 @@ out:
     return rc;
 }
 
+/* 1 when `word` (at argv[i] of n) turns online delete on: --online-delete
+ * with a value other than 0 (next word or after '='). */
+static int online_delete_flag(char *const *argv, int n, int i)
+{
+    const char *w = argv[i], *val = NULL;
+
+    if (strcmp(w, "--online-delete") == 0) val = i + 1 < n ? argv[i + 1] : NULL;
+    else if (strncmp(w, "--online-delete=", 16) == 0) val = w + 16;
+    return val != NULL && strcmp(val, "0") != 0;
+}
+
+int tide_lab_variant_rotates(const tide_lab_variant *v, const char *node_args)
+{
+    char buf[512], *words[64], *save = NULL;
+    int n = 0;
+
+    for (int i = 0; i < v->nargs; i++) if (online_delete_flag(v->args, v->nargs, i)) return 1;
+    for (int i = 0; i < v->nenv; i++)
+        if (strncmp(v->env[i], "TIDE_ONLINE_DELETE=", 19) == 0 && strcmp(v->env[i] + 19, "0") != 0) return 1;
+    snprintf(buf, sizeof buf, "%s", node_args ? node_args : "");
+    for (char *t = strtok_r(buf, " \t", &save); t && n < 64; t = strtok_r(NULL, " \t", &save)) words[n++] = t;
+    for (int i = 0; i < n; i++) if (online_delete_flag(words, n, i)) return 1;
+    return 0;
+}
+
 void tide_lab_variant_free(tide_lab_variant *v)
 {
     for (int i = 0; i < v->nargs; i++) free(v->args[i]);
@@ -180,7 +220,7 @@ static const char *custom_spec(const char *name, const char *const *customs, siz
 
 int tide_lab_plan_variants(tide_lab_plan *p, const char *list, const char *const *customs, size_t ncustom)
 {
-    char buf[512], name[64], names[128], *save = NULL;
+    char buf[512], name[64], names[192], *save = NULL;
     int rc = 0;
 
     for (size_t i = 0; i < ncustom; i++) {
