@@ -435,7 +435,7 @@ static void disk_findings(tide_doctor_disk *d)
                 "read): GET /v1/rotations gives each one's result", failures, failures == 1 ? "" : "s");
     if (abandoned > 0)
         finding(d, "%.0f rotation attempt%s abandoned (tide_rotations_abandoned_total): the health "
-                "gate (no commit failed since its last look, the insert pools under half the burst, "
+                "gate (no commit failed since its last look, the insert pools under one burst, "
                 "and the process RSS under rotation_max_rss when that is set) stayed shut past "
                 "rotation_wait_max_seconds; GET /v1/rotations says which, and the node's log why",
                 abandoned, abandoned == 1 ? " was" : "s were");

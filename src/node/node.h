@@ -171,7 +171,7 @@ typedef struct tide_node_opts {
                                      The node cache needs no gate: it never exceeds its
                                      hard limit.) */
     tide_node_health_fn health;   /* NULL (default): the built-in gate (the insert pools
-                                     under half the burst, no commit failed since the
+                                     under one burst, no commit failed since the
                                      last look, RSS under rotation_max_rss when set);
                                      tests put a hook here */
     void    *health_arg;
