@@ -282,6 +282,7 @@ static void gens_counts_add_up(void **state)
     expect_u64(s.runs, 1, "runs summarized");
     if (s.ph[0][TIDE_BG_NEWEST].vs_newest.median != 1.0)
         fail_msg("NEWEST against itself is %f, not 1", s.ph[0][TIDE_BG_NEWEST].vs_newest.median);
+    expect_u64(s.miss_slope_ok, 1, "a slope of MISS across G = 2 and 4");
     tide_bench_gens_end(&b);
     if (th_exists(dir)) fail_msg("%s is left after the bench without keep", dir);
 }
@@ -291,6 +292,7 @@ static void gens_keep_keeps_every_variant(void **state)
     fixture *f = *state;
     tide_bench_gens_opts o;
     tide_bench_gens b;
+    tide_bench_gens_summary s;
     char p[sizeof b.dir + 64];
 
     gens_opts(f, &o);
@@ -305,6 +307,8 @@ static void gens_keep_keeps_every_variant(void **state)
     if (!th_exists(p)) fail_msg("%s is not kept", p);
     snprintf(p, sizeof p, "%s/run-1-plain/nudb.dat", b.dir);
     if (!th_exists(p)) fail_msg("%s is not kept", p);
+    tide_bench_gens_summarize(&b, &s);
+    expect_u64(s.miss_slope_ok, 0, "no slope of MISS from one G");
     tide_bench_gens_end(&b);
 }
 
@@ -376,6 +380,9 @@ static void gens_cli_json_parses_and_bad_options_exit_2(void **state)
     expect_usage("--runs x", "--runs 'x'");
     expect_usage("--dir /nonexistent/tide", "is not an existing directory");
     expect_usage("--frob", "frob");
+    expect_rc(th_run_tide("bench generations --help", 0, &out), 0, "bench generations --help");
+    expect_contains(out, "Default 2,4", "the help gives the defaults");
+    free(out);
 }
 
 int main(void)

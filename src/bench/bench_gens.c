@@ -481,6 +481,25 @@ static void copy_and_miss(const tide_bench_gens *b, unsigned v, size_t n,
     s->miss_us_per_older[v] = stats(miss, n);
 }
 
+/* s->miss_slope_us: from the smallest G to the largest, per run. */
+static void miss_slope(const tide_bench_gens *b, size_t n, tide_bench_gens_summary *s)
+{
+    double d[TIDE_BENCH_RUNS_MAX];
+    unsigned lo = 0, hi = 0;
+
+    for (unsigned v = 1; v < b->opts.ngens; v++) {
+        if (b->opts.gens[v] < b->opts.gens[lo]) lo = v;
+        if (b->opts.gens[v] > b->opts.gens[hi]) hi = v;
+    }
+    s->miss_slope_ok = b->opts.gens[hi] > b->opts.gens[lo];
+    if (!s->miss_slope_ok) return;
+    for (size_t r = 0; r < n; r++)
+        d[r] = (us_per(&tide_bench_gens_at(b, (unsigned)r + 1, hi)->ph[TIDE_BG_MISS]) -
+                us_per(&tide_bench_gens_at(b, (unsigned)r + 1, lo)->ph[TIDE_BG_MISS])) /
+               (double)(b->opts.gens[hi] - b->opts.gens[lo]);
+    s->miss_slope_us = stats(d, n);
+}
+
 void tide_bench_gens_summarize(const tide_bench_gens *b, tide_bench_gens_summary *s)
 {
     const tide_bench_gens_phase *p[TIDE_BENCH_RUNS_MAX], *nw[TIDE_BENCH_RUNS_MAX];
@@ -499,6 +518,7 @@ void tide_bench_gens_summarize(const tide_bench_gens *b, tide_bench_gens_summary
         }
         copy_and_miss(b, v, n, s);
     }
+    miss_slope(b, n, s);
 }
 
 /* ---- the bench ---- */

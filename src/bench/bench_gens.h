@@ -107,6 +107,13 @@ typedef struct tide_bench_gens_summary {
     tide_bench_stat copy_bytes_per_s[TIDE_BENCH_GENS_VARIANTS_MAX];
     /* MISS's extra CPU µs per older generation: (miss - newest) / (G - 1) */
     tide_bench_stat miss_us_per_older[TIDE_BENCH_GENS_VARIANTS_MAX];
+    /* What each generation adds to a miss, from MISS across the values of
+     * G, within each run: (MISS at the largest G - MISS at the smallest) /
+     * (the difference of the G). Unlike miss_us_per_older it compares
+     * misses with misses (a miss in the newest skips the data-file read a
+     * NEWEST hit makes). miss_slope_ok 0 with a single G (or all equal). */
+    int miss_slope_ok;
+    tide_bench_stat miss_slope_us;
 } tide_bench_gens_summary;
 
 typedef struct tide_bench_gens {
