@@ -276,6 +276,10 @@ static void gens_counts_add_up(void **state)
             expect_u64(d->deleted_bytes > 0, i + 1 >= x->g, "a drop from rotation G on");
             expect_u64(d->generations, i + 2 < x->g ? i + 2 : x->g, "generations held");
             if (d->written_bytes < d->payload_bytes) fail_msg("written below the payload");
+            /* a new empty generation adds its files; a drop takes a full one away */
+            if ((d->disk_bytes > d->disk_before_bytes) != (i + 1 < x->g))
+                fail_msg("rotation %zu: disk %" PRIu64 " before, %" PRIu64 " after", i + 1,
+                         d->disk_before_bytes, d->disk_bytes);
         }
     }
     tide_bench_gens_summarize(&b, &s);

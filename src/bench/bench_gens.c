@@ -214,6 +214,8 @@ static int fill(variant *v)
             tide_bench_gens_disk *d = &v->out->disk[v->out->ndisk];
 
             v->step = "fill: rotate";
+            tide_gens_get_info(v->g, &info);
+            d->disk_before_bytes = info.disk_bytes;
             rc = tide_gens_rotate(v->g, &rep);
             if (rc) break;
             tide_gens_get_info(v->g, &info);
@@ -560,15 +562,15 @@ static int check_opts(const tide_bench_gens_opts *o)
     return 0;
 }
 
+/* The machine line's facts (the store bench's, read the same way). */
 static void read_machine(tide_bench_gens *b)
 {
     struct utsname un;
+    int ok = uname(&un) == 0;
 
     b->nproc = sysconf(_SC_NPROCESSORS_ONLN);
-    if (uname(&un) == 0)
-        snprintf(b->kernel, sizeof b->kernel, "%s %s %s", un.sysname, un.release, un.machine);
-    else
-        snprintf(b->kernel, sizeof b->kernel, "unknown");
+    snprintf(b->kernel, sizeof b->kernel, "%s %s %s", ok ? un.sysname : "unknown",
+             ok ? un.release : "", ok ? un.machine : "");
 }
 
 int tide_bench_gens_begin(tide_bench_gens *b, const tide_bench_gens_opts *o)

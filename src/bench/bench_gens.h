@@ -72,7 +72,8 @@ typedef struct tide_bench_gens_phase {
 typedef struct tide_bench_gens_disk {
     uint64_t rotation;               /* 1, 2, ... */
     unsigned generations;            /* held after it */
-    uint64_t disk_bytes;             /* tide_gens_info.disk_bytes */
+    uint64_t disk_before_bytes;      /* tide_gens_info.disk_bytes just before it: the peak */
+    uint64_t disk_bytes;             /* tide_gens_info.disk_bytes after it */
     uint64_t written_bytes;          /* tide_gens_store_info.bytes_written: all so far */
     uint64_t payload_bytes;          /* objects inserted x (key + value) so far */
     uint64_t deleted_bytes;          /* the rotation report's */

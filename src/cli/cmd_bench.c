@@ -517,7 +517,8 @@ static const char help_gens[] =
 "                       progress lines go to stderr); it holds every run's\n"
 "                       phases and disk series\n"
 "    --verbose          print each variant's disk series (after each\n"
-"                       rotation: generations, disk bytes, bytes written)\n"
+"                       rotation: the disk before it, then generations,\n"
+"                       disk bytes and bytes written after it)\n"
 "    -h, --help         print this text\n"
 "\n"
 "EXIT STATUS\n"
@@ -676,13 +677,14 @@ static void gens_run_lines(FILE *o, const tide_bench_gens *b, unsigned r)
 
 static void gens_disk_lines(FILE *o, const tide_bench_gens_result *x)
 {
-    char d[32], w[32], p[32], del[32];
+    char b4[32], d[32], w[32], p[32], del[32];
 
     fprintf(o, "  disk of G=%u after each rotation (run 1):\n", x->g);
     for (size_t i = 0; i < x->ndisk; i++) {
         const tide_bench_gens_disk *k = &x->disk[i];
-        fprintf(o, "    rotation %llu: %u generations, disk %s, written %s in all (payload %s), "
-                "deleted %s  disk/written %.2f\n", (unsigned long long)k->rotation,
+        fprintf(o, "    rotation %llu: disk %s before; after: %u generations, disk %s, written %s "
+                "in all (payload %s), deleted %s  disk/written %.2f\n",
+                (unsigned long long)k->rotation, hs((double)k->disk_before_bytes, b4, sizeof b4),
                 k->generations, hs((double)k->disk_bytes, d, sizeof d),
                 hs((double)k->written_bytes, w, sizeof w),
                 hs((double)k->payload_bytes, p, sizeof p),
@@ -759,8 +761,9 @@ static json_t *j_disk(const tide_bench_gens_result *x)
     json_t *a = json_array();
     for (size_t i = 0; i < x->ndisk; i++) {
         const tide_bench_gens_disk *k = &x->disk[i];
-        json_array_append_new(a, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+        json_array_append_new(a, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
             "rotation", (json_int_t)k->rotation, "generations", (json_int_t)k->generations,
+            "disk_before_bytes", (json_int_t)k->disk_before_bytes,
             "disk_bytes", (json_int_t)k->disk_bytes, "written_bytes",
             (json_int_t)k->written_bytes, "payload_bytes", (json_int_t)k->payload_bytes,
             "deleted_bytes", (json_int_t)k->deleted_bytes));
