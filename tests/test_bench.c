@@ -10,6 +10,13 @@
  * kept, and kept after a failure, which names what failed; the summary's
  * medians, minima, maxima and ok flags over hand-made runs. No assertion
  * depends on how fast the machine is.
+ *
+ * The generations bench (bench_gens.c, `tide bench generations`) with
+ * 2000 items a span and one run: its counts add up (COPY copies each key
+ * once, MISS finds none, NEWEST and AGAIN find all in the newest, one disk
+ * point per rotation with the drops where G says), its JSON parses with
+ * the same counts, bad options exit 2 naming the option, and the
+ * directories go unless kept.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +30,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
+#include "bench/bench_gens.h"
 #include "bench/bench_store.h"
 #include "expect.h"
 #include "helpers.h"
@@ -215,6 +225,170 @@ static void the_summary_takes_medians_minima_and_maxima(void **state)
     expect_u64(s.load[TIDE_BENCH_ITEMS_PER_S].median, 25, "LOAD items/s median of four runs");
 }
 
+/* ---- the generations bench ---- */
+
+#define G_ITEMS 2000u
+
+static void gens_opts(fixture *f, tide_bench_gens_opts *o)
+{
+    tide_bench_gens_opts_init(o);
+    o->items = G_ITEMS;
+    o->value_size = VALUE_SIZE;
+    o->runs = 1;
+    o->parent = f->scratch;
+}
+
+static void gens_counts_add_up(void **state)
+{
+    fixture *f = *state;
+    tide_bench_gens_opts o;
+    tide_bench_gens b;
+    tide_bench_gens_summary s;
+    char dir[sizeof b.dir];
+
+    gens_opts(f, &o);
+    expect_rc(tide_bench_gens_begin(&b, &o), 0, "begin");
+    snprintf(dir, sizeof dir, "%s", b.dir);
+    expect_rc(tide_bench_gens_run(&b, 1), 0, "run 1");
+    expect_u64(b.plain[0].found, G_ITEMS, "PLAIN found every item");
+    for (unsigned v = 0; v < o.ngens; v++) {
+        const tide_bench_gens_result *x = tide_bench_gens_at(&b, 1, v);
+        const tide_bench_gens_phase *p = x->ph;
+        expect_u64(x->g, o.gens[v], "the variant's G");
+        for (int id = 0; id < TIDE_BG_PHASES; id++)
+            expect_u64(p[id].fetches, G_ITEMS, "fetches per phase");
+        expect_u64(p[TIDE_BG_NEWEST].in_newest, G_ITEMS, "NEWEST: all in the newest");
+        expect_u64(p[TIDE_BG_NEWEST].copied, 0, "NEWEST copies nothing");
+        expect_u64(p[TIDE_BG_COPY].copied, p[TIDE_BG_COPY].fetches, "COPY: one copy per fetch");
+        if (p[TIDE_BG_COPY].copied_bytes < (uint64_t)G_ITEMS * VALUE_SIZE)
+            fail_msg("COPY copied %" PRIu64 " bytes, fewer than the values",
+                     p[TIDE_BG_COPY].copied_bytes);
+        expect_u64(p[TIDE_BG_AGAIN].in_newest, G_ITEMS, "AGAIN: all in the newest now");
+        expect_u64(p[TIDE_BG_AGAIN].copied, 0, "AGAIN copies nothing");
+        expect_u64(p[TIDE_BG_MISS].found, 0, "MISS finds nothing");
+        if (p[TIDE_BG_MISS].reads < (uint64_t)G_ITEMS * x->g)
+            fail_msg("G=%u: %" PRIu64 " reads for %u misses: fewer than a key-file read per "
+                     "generation", x->g, p[TIDE_BG_MISS].reads, G_ITEMS);
+        expect_u64(x->ndisk, x->g + o.extra_spans - 1, "one disk point per rotation");
+        for (size_t i = 0; i < x->ndisk; i++) {
+            const tide_bench_gens_disk *d = &x->disk[i];
+            expect_u64(d->rotation, i + 1, "the rotation's number");
+            expect_u64(d->deleted_bytes > 0, i + 1 >= x->g, "a drop from rotation G on");
+            expect_u64(d->generations, i + 2 < x->g ? i + 2 : x->g, "generations held");
+            if (d->written_bytes < d->payload_bytes) fail_msg("written below the payload");
+            /* a new empty generation adds its files; a drop takes a full one away */
+            if ((d->disk_bytes > d->disk_before_bytes) != (i + 1 < x->g))
+                fail_msg("rotation %zu: disk %" PRIu64 " before, %" PRIu64 " after", i + 1,
+                         d->disk_before_bytes, d->disk_bytes);
+        }
+    }
+    tide_bench_gens_summarize(&b, &s);
+    expect_u64(s.runs, 1, "runs summarized");
+    if (s.ph[0][TIDE_BG_NEWEST].vs_newest.median != 1.0)
+        fail_msg("NEWEST against itself is %f, not 1", s.ph[0][TIDE_BG_NEWEST].vs_newest.median);
+    expect_u64(s.miss_slope_ok, 1, "a slope of MISS across G = 2 and 4");
+    tide_bench_gens_end(&b);
+    if (th_exists(dir)) fail_msg("%s is left after the bench without keep", dir);
+}
+
+static void gens_keep_keeps_every_variant(void **state)
+{
+    fixture *f = *state;
+    tide_bench_gens_opts o;
+    tide_bench_gens b;
+    tide_bench_gens_summary s;
+    char p[sizeof b.dir + 64];
+
+    gens_opts(f, &o);
+    o.gens[0] = 3;
+    o.ngens = 1;
+    o.extra_spans = 0;
+    o.keep = 1;
+    expect_rc(tide_bench_gens_begin(&b, &o), 0, "begin");
+    expect_rc(tide_bench_gens_run(&b, 1), 0, "run 1");
+    expect_u64(tide_bench_gens_at(&b, 1, 0)->ndisk, 2, "G=3 without extra spans: 2 rotations");
+    snprintf(p, sizeof p, "%s/run-1-g3/tide.generations", b.dir);
+    if (!th_exists(p)) fail_msg("%s is not kept", p);
+    snprintf(p, sizeof p, "%s/run-1-plain/nudb.dat", b.dir);
+    if (!th_exists(p)) fail_msg("%s is not kept", p);
+    tide_bench_gens_summarize(&b, &s);
+    expect_u64(s.miss_slope_ok, 0, "no slope of MISS from one G");
+    tide_bench_gens_end(&b);
+}
+
+static void gens_bad_options_are_refused(void **state)
+{
+    fixture *f = *state;
+    tide_bench_gens_opts o;
+    tide_bench_gens b;
+
+    gens_opts(f, &o);
+    o.gens[1] = 1;
+    expect_rc(tide_bench_gens_begin(&b, &o), TIDE_EINVAL, "begin with G = 1");
+    expect_contains(tide_last_error(), "G 1", "the message names the bad G");
+    tide_bench_gens_end(&b);
+    gens_opts(f, &o);
+    o.items = 0;
+    expect_rc(tide_bench_gens_begin(&b, &o), TIDE_EINVAL, "begin with 0 items");
+    tide_bench_gens_end(&b);
+}
+
+/* Run `args` after "bench generations" with stderr joined; expect exit 2
+ * and `says` in the output. */
+static void expect_usage(const char *args, const char *says)
+{
+    char cmd[512], *out = NULL;
+    int st;
+
+    snprintf(cmd, sizeof cmd, "bench generations %s", args);
+    st = th_run_tide(cmd, 1, &out);
+    if (st != 2) fail_msg("tide %s: exit %d, not 2; it said: %s", cmd, st, out);
+    expect_contains(out, says, cmd);
+    free(out);
+}
+
+static void gens_cli_json_parses_and_bad_options_exit_2(void **state)
+{
+    fixture *f = *state;
+    char args[700], *out = NULL;
+    json_error_t err;
+    json_t *root, *v0, *run0;
+
+    snprintf(args, sizeof args, "bench generations --items 2000 --runs 1 --generations 2,3 "
+             "--value-size 40 --json --dir '%s'", f->scratch);
+    expect_rc(th_run_tide(args, 0, &out), 0, "tide bench generations --json");
+    root = json_loads(out, 0, &err);
+    if (root == NULL) fail_msg("the JSON does not parse: %s: %s", err.text, out);
+    run0 = json_array_get(json_object_get(root, "runs"), 0);
+    v0 = json_array_get(json_object_get(run0, "variants"), 1);
+    expect_u64(json_integer_value(json_object_get(v0, "generations")), 3, "variant 2's G");
+    expect_u64(json_integer_value(json_object_get(json_object_get(v0, "copy"), "copied")),
+               2000, "COPY's copies in the JSON");
+    expect_u64(json_integer_value(json_object_get(json_object_get(v0, "miss"), "found")), 0,
+               "MISS's finds in the JSON");
+    expect_u64(json_array_size(json_object_get(v0, "disk")), 3 + 2 - 1, "disk points of G=3");
+    expect_u64(json_array_size(json_object_get(json_object_get(root, "summary"), "variants")), 2,
+               "summary variants");
+    json_decref(root);
+    free(out);
+    snprintf(args, sizeof args, "ls -A '%s'", f->scratch);
+    expect_rc(th_run(args, &out), 0, "listing the scratch directory");
+    if (out[0] != '\0') fail_msg("the bench left %s in its --dir", out);
+    free(out);
+    expect_usage("--generations 1", "--generations '1'");
+    expect_usage("--generations 2,x", "--generations '2,x'");
+    expect_usage("--generations 2,3,4,5,6,7,8,9,10", "at most 8");
+    expect_usage("--items 0", "--items '0'");
+    expect_usage("--extra-spans 17", "--extra-spans '17'");
+    expect_usage("--value-size 0", "--value-size '0'");
+    expect_usage("--runs x", "--runs 'x'");
+    expect_usage("--dir /nonexistent/tide", "is not an existing directory");
+    expect_usage("--frob", "frob");
+    expect_rc(th_run_tide("bench generations --help", 0, &out), 0, "bench generations --help");
+    expect_contains(out, "Default 2,4", "the help gives the defaults");
+    free(out);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -225,6 +399,10 @@ int main(void)
         T(stores_and_the_directory_go_unless_kept),
         T(a_failed_run_says_what_failed_and_keeps_the_directory),
         cmocka_unit_test(the_summary_takes_medians_minima_and_maxima),
+        T(gens_counts_add_up),
+        T(gens_keep_keeps_every_variant),
+        T(gens_bad_options_are_refused),
+        T(gens_cli_json_parses_and_bad_options_exit_2),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,8 +22,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bench/bench_gens.h"
 #include "bench/bench_store.h"
 #include "cli/cli.h"
+#include "gen/manifest.h"
 #include "tide/error.h"
 #include "tide/store.h"
 #include "util/size.h"
@@ -440,6 +442,460 @@ static int print_json(const tide_bench_store *b, const tide_bench_summary *s)
     return CLI_OK;
 }
 
+/* ---- tide bench generations ---- */
+
+static const char help_gens[] =
+"NAME\n"
+"    tide bench generations - measure online delete: fetches that miss the\n"
+"    newest generation, copy-forward, disk against bytes written\n"
+"\n"
+"SYNOPSIS\n"
+"    tide bench generations [--items N] [--value-size N] [--generations LIST]\n"
+"                           [--extra-spans N] [--runs N] [--dir DIR]\n"
+"                           [--seed N] [--keep] [--json] [--verbose]\n"
+"\n"
+"DESCRIPTION\n"
+"    Each run runs every variant once, each on a fresh directory, in an\n"
+"    order that starts one variant later each run, so that a slow spell of\n"
+"    a shared machine falls on every variant in turn:\n"
+"\n"
+"    plain  one plain store (tide_gens, online delete off): N inserts and\n"
+"           a sync, then (e) PLAIN: N fetches of them. The baseline.\n"
+"    G      generations (online delete on, keep G), for each G of LIST:\n"
+"           G + extra-spans spans of N inserts each, with a sync and a\n"
+"           rotation between two spans, so that the last G spans are the\n"
+"           generations held (N objects each) and extra-spans rotations\n"
+"           dropped one. After each rotation the directory's bytes\n"
+"           (tide_gens_get_info) and the bytes the stores wrote in all\n"
+"           (tide_gens_store_info) are recorded. Then four phases of N\n"
+"           fetches each:\n"
+"             (a) NEWEST  keys of the newest generation;\n"
+"             (b) COPY    keys only the oldest kept generation holds: each\n"
+"                         read copies the object into the newest; the\n"
+"                         phase ends with tide_gens_sync, timed with it;\n"
+"             (c) AGAIN   the same keys again (now in the newest);\n"
+"             (d) MISS    keys in no generation (each looked for in all).\n"
+"\n"
+"    Keys are 32 random bytes and values value-size random bytes, from\n"
+"    splitmix64 streams of the item's index (as tide bench store's). A\n"
+"    phase's keys, in a shuffled order, and the first 8 bytes of each\n"
+"    expected value are computed before its clocks start; each fetch's\n"
+"    length and first 8 bytes are compared, and a phase whose counts do\n"
+"    not add up (NEWEST and AGAIN all in the newest, COPY copying each key\n"
+"    once, MISS finding none) stops the bench with exit status 1.\n"
+"\n"
+"    The main figure is the CPU time of the process per fetch\n"
+"    (CLOCK_PROCESS_CPUTIME_ID: every thread, the stores' commit threads\n"
+"    too), which a busy machine disturbs less than the wall clock; fetches\n"
+"    per wall second are reported too. Also per fetch: the file reads\n"
+"    (pread calls, tide_io counters). Ratios are taken within a run (to\n"
+"    the plain store's, and to the same G's NEWEST) and then summarised:\n"
+"    median (min-max) over the runs. The copy-forward rate is COPY's\n"
+"    objects and bytes copied per CPU-second. What a generation adds to a\n"
+"    miss is given two ways: (MISS - NEWEST) / (G - 1) per G, and, with\n"
+"    two or more values of G, the slope of MISS from the smallest G to\n"
+"    the largest (misses against misses: a miss skips the data-file read\n"
+"    a NEWEST hit makes, so the first understates it). The page cache is\n"
+"    warm.\n"
+"\n"
+"OPTIONS\n"
+"    --items N          objects per span, and fetches per phase. Default\n"
+"                       100000.\n"
+"    --value-size N     bytes per value (1KiB forms accepted). Default 200.\n"
+"    --generations LIST the values of G, comma-separated, each 2 to 64, at\n"
+"                       most 8. Default 2,4.\n"
+"    --extra-spans N    spans filled beyond G before the phases (rotations\n"
+"                       that drop a generation), 0 to 16. Default 2.\n"
+"    --runs N           runs; the summary takes medians over them. Default\n"
+"                       3.\n"
+"    --dir DIR          make the bench directory under DIR (which must\n"
+"                       exist). Default: a fresh directory under /tmp.\n"
+"    --seed N           data seed, 0 to 2147483647. Default 0.\n"
+"    --keep             keep every variant's directory (a failed one is\n"
+"                       always kept, and its path printed)\n"
+"    --json             print the results as one JSON object on stdout (the\n"
+"                       progress lines go to stderr); it holds every run's\n"
+"                       phases and disk series\n"
+"    --verbose          print each variant's disk series (after each\n"
+"                       rotation: the disk before it, then generations,\n"
+"                       disk bytes and bytes written after it)\n"
+"    -h, --help         print this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 done; 1 a call failed, a value differed or a count did not add up;\n"
+"    2 usage error.\n"
+"\n"
+"EXAMPLES\n"
+"    tide bench generations\n"
+"    tide bench generations --items 200000 --runs 5\n"
+"    tide bench generations --generations 2,3,8 --items 20000 --json\n";
+
+static const struct option gens_options[] = {
+    { "items",       required_argument, NULL, 'n' },
+    { "value-size",  required_argument, NULL, 'v' },
+    { "generations", required_argument, NULL, 'g' },
+    { "extra-spans", required_argument, NULL, 'x' },
+    { "runs",        required_argument, NULL, 'r' },
+    { "dir",         required_argument, NULL, 'd' },
+    { "seed",        required_argument, NULL, 's' },
+    { "keep",        no_argument,       NULL, 'k' },
+    { "json",        no_argument,       NULL, 'j' },
+    { "verbose",     no_argument,       NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+};
+
+typedef struct gens_args {
+    tide_bench_gens_opts o;
+    int json, verbose;
+} gens_args;
+
+/* "2,4": each 2 to 64, at most 8 of them. */
+static int parse_gens_list(tide_bench_gens_opts *o, const char *val)
+{
+    char buf[256], *save = NULL;
+    uint64_t g;
+
+    if (strlen(val) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", val);
+    o->ngens = 0;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->ngens == TIDE_BENCH_GENS_VARIANTS_MAX) return -1;
+        if (cli_parse_u64(t, TIDE_GEN_MIN, TIDE_GEN_MAX, &g) != 0) return -1;
+        o->gens[o->ngens++] = (unsigned)g;
+    }
+    return o->ngens ? 0 : -1;
+}
+
+static int gens_option(void *arg, int id, const char *val)
+{
+    gens_args *b = arg;
+    tide_bench_store_opts so;
+    uint64_t v;
+
+    switch (id) {
+    case 'n':
+        if (cli_parse_u64(val, 1, TIDE_BENCH_GENS_ITEMS_MAX, &b->o.items) != 0)
+            return cli_usage("bench", "--items '%s' is not a whole number from 1 to %u",
+                             val, TIDE_BENCH_GENS_ITEMS_MAX);
+        break;
+    case 'g':
+        if (parse_gens_list(&b->o, val) != 0)
+            return cli_usage("bench", "--generations '%s' is not a list such as 2,4 of at most "
+                             "%u numbers from %u to %u", val, TIDE_BENCH_GENS_VARIANTS_MAX,
+                             TIDE_GEN_MIN, TIDE_GEN_MAX);
+        break;
+    case 'x':
+        if (cli_parse_u64(val, 0, TIDE_BENCH_GENS_EXTRA_MAX, &v) != 0)
+            return cli_usage("bench", "--extra-spans '%s' is not a whole number from 0 to %u",
+                             val, TIDE_BENCH_GENS_EXTRA_MAX);
+        b->o.extra_spans = (unsigned)v;
+        break;
+    case 'V': b->verbose = 1; break;
+    case 'v':
+    case 'd':
+        /* the store bench's checks and messages, into a scratch copy */
+        tide_bench_store_opts_init(&so);
+        if (option_value(&so, id, val) != CLI_OK) return CLI_USAGE;
+        if (id == 'v') b->o.value_size = so.value_size;
+        else b->o.parent = so.parent;
+        break;
+    default: {
+        bench_args sa;
+        memset(&sa, 0, sizeof sa);
+        tide_bench_store_opts_init(&sa.o);
+        if (option(&sa, id, val) != CLI_OK) return CLI_USAGE;
+        if (id == 'r') b->o.runs = sa.o.runs;
+        else if (id == 's') b->o.seed = sa.o.seed;
+        else if (id == 'k') b->o.keep = 1;
+        else if (id == 'j') b->json = 1;
+        break;
+    }
+    }
+    return CLI_OK;
+}
+
+static const cli_verb verb_gens = {
+    .name = "bench", .usage = "bench generations",
+    .summary = "measure online delete's fetch, copy-forward and disk costs",
+    .help = help_gens, .options = gens_options, .option = gens_option,
+    .args = CLI_ARGS_NONE,
+};
+
+static const char *const phase_names[TIDE_BG_PHASES] = { "NEWEST", "COPY", "AGAIN", "MISS" };
+static const char *const phase_json[TIDE_BG_PHASES] = { "newest", "copy", "again", "miss" };
+
+static void gens_header(FILE *o, const tide_bench_gens *b)
+{
+    const tide_bench_gens_opts *c = &b->opts;
+    char list[64] = "";
+
+    for (unsigned i = 0; i < c->ngens; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%u", i ? "," : "",
+                 c->gens[i]);
+    fprintf(o, "method: per run and variant a fresh directory; plain = one store (online delete "
+            "off) of %llu objects, PLAIN = %llu fetches; G in {%s} = G + %u spans of %llu "
+            "inserts (32-byte keys, %llu-byte values) with a sync and a rotation between two "
+            "(back-off 0), then NEWEST, COPY (+ tide_gens_sync, timed), AGAIN, MISS, %llu "
+            "fetches each in a shuffled order (keys precomputed), one thread; figure: process "
+            "CPU time per fetch (CLOCK_PROCESS_CPUTIME_ID, every thread); ratios within a run; "
+            "%llu run%s interleaved (the first variant moves one each run), seed %llu\n",
+            (unsigned long long)c->items, (unsigned long long)c->items, list, c->extra_spans,
+            (unsigned long long)c->items, (unsigned long long)c->value_size,
+            (unsigned long long)c->items, (unsigned long long)c->runs, c->runs == 1 ? "" : "s",
+            (unsigned long long)c->seed);
+    fprintf(o, "machine: %ld CPUs, %s; dir %s\n", b->nproc, b->kernel, b->dir);
+    fflush(o);
+}
+
+static void gens_phase_line(FILE *o, unsigned run, unsigned runs, unsigned g, const char *name,
+                            const tide_bench_gens_phase *p)
+{
+    double n = p->fetches ? (double)p->fetches : 1;
+    char label[16];
+
+    if (g) snprintf(label, sizeof label, "G=%u", g);
+    else snprintf(label, sizeof label, "plain");
+    fprintf(o, "run %u/%u %-5s %-6s %8.2f cpu us/fetch %9.0f /cpu-s %9.0f /s  reads/fetch %.2f  "
+            "found %llu  copied %llu\n", run, runs, label, name, (double)p->cpu_ns / 1e3 / n,
+            p->cpu_ns ? n * 1e9 / (double)p->cpu_ns : 0,
+            p->wall_ns ? n * 1e9 / (double)p->wall_ns : 0, (double)p->reads / n,
+            (unsigned long long)p->found, (unsigned long long)p->copied);
+    fflush(o);
+}
+
+static void gens_run_lines(FILE *o, const tide_bench_gens *b, unsigned r)
+{
+    unsigned runs = (unsigned)b->opts.runs;
+
+    gens_phase_line(o, r, runs, 0, "PLAIN", &b->plain[r - 1]);
+    for (unsigned v = 0; v < b->opts.ngens; v++) {
+        const tide_bench_gens_result *x = tide_bench_gens_at(b, r, v);
+        for (int id = 0; id < TIDE_BG_PHASES; id++)
+            gens_phase_line(o, r, runs, x->g, phase_names[id], &x->ph[id]);
+    }
+}
+
+static void gens_disk_lines(FILE *o, const tide_bench_gens_result *x)
+{
+    char b4[32], d[32], w[32], p[32], del[32];
+
+    fprintf(o, "  disk of G=%u after each rotation (run 1):\n", x->g);
+    for (size_t i = 0; i < x->ndisk; i++) {
+        const tide_bench_gens_disk *k = &x->disk[i];
+        fprintf(o, "    rotation %llu: disk %s before; after: %u generations, disk %s, written %s "
+                "in all (payload %s), deleted %s  disk/written %.2f\n",
+                (unsigned long long)k->rotation, hs((double)k->disk_before_bytes, b4, sizeof b4),
+                k->generations, hs((double)k->disk_bytes, d, sizeof d),
+                hs((double)k->written_bytes, w, sizeof w),
+                hs((double)k->payload_bytes, p, sizeof p),
+                hs((double)k->deleted_bytes, del, sizeof del),
+                k->written_bytes ? (double)k->disk_bytes / (double)k->written_bytes : 0);
+    }
+}
+
+static void gens_row(const char *label, const tide_bench_gens_figures *f, int ratios)
+{
+    printf("  %-13s %6.2f (%.2f-%.2f) %9.0f (%.0f-%.0f) %9.0f  %5.2f", label, f->cpu_us.median,
+           f->cpu_us.min, f->cpu_us.max, f->cpu_per_s.median, f->cpu_per_s.min,
+           f->cpu_per_s.max, f->wall_per_s.median, f->reads.median);
+    if (ratios)
+        printf("  %.2f (%.2f-%.2f)  %.2f (%.2f-%.2f)", f->vs_plain.median, f->vs_plain.min,
+               f->vs_plain.max, f->vs_newest.median, f->vs_newest.min, f->vs_newest.max);
+    putchar('\n');
+}
+
+static void gens_summary(const tide_bench_gens *b, const tide_bench_gens_summary *s, int verbose)
+{
+    char lbl[32], bs[32];
+
+    printf("\nsummary over %zu run%s: median (min-max); cpu us per fetch, fetches per CPU-second, "
+           "per wall second, preads per fetch, ratio of cpu us to PLAIN's and to NEWEST's "
+           "(within each run)\n", s->runs, s->runs == 1 ? "" : "s");
+    gens_row("plain PLAIN", &s->plain, 0);
+    for (unsigned v = 0; v < b->opts.ngens; v++) {
+        unsigned g = b->opts.gens[v];
+        for (int id = 0; id < TIDE_BG_PHASES; id++) {
+            snprintf(lbl, sizeof lbl, "G=%u %s", g, phase_names[id]);
+            gens_row(lbl, &s->ph[v][id], 1);
+        }
+    }
+    for (unsigned v = 0; v < b->opts.ngens; v++) {
+        const tide_bench_gens_result *x = tide_bench_gens_at(b, 1, v);
+        const tide_bench_gens_disk *last = x->ndisk ? &x->disk[x->ndisk - 1] : NULL;
+        printf("  G=%u: copy-forward %.0f (%.0f-%.0f) objects and %s per CPU-second; each older "
+               "generation adds %.2f (%.2f-%.2f) cpu us to a miss", x->g,
+               s->copy_objects_per_s[v].median, s->copy_objects_per_s[v].min,
+               s->copy_objects_per_s[v].max,
+               hs(s->copy_bytes_per_s[v].median, bs, sizeof bs), s->miss_us_per_older[v].median,
+               s->miss_us_per_older[v].min, s->miss_us_per_older[v].max);
+        if (last) {
+            char d[32], w[32];
+            printf("; after %llu rotations disk %s for %s written", (unsigned long long)last->rotation,
+                   hs((double)last->disk_bytes, d, sizeof d),
+                   hs((double)last->written_bytes, w, sizeof w));
+        }
+        putchar('\n');
+        if (verbose) gens_disk_lines(stdout, x);
+    }
+    if (s->miss_slope_ok)
+        printf("  each generation adds %.2f (%.2f-%.2f) cpu us to a miss (MISS across the values "
+               "of G, within each run)\n", s->miss_slope_us.median, s->miss_slope_us.min,
+               s->miss_slope_us.max);
+}
+
+/* ---- generations: the JSON ---- */
+
+static json_t *j_gphase(const tide_bench_gens_phase *p)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                     "fetches", (json_int_t)p->fetches, "found", (json_int_t)p->found,
+                     "in_newest", (json_int_t)p->in_newest, "cpu_ns", (json_int_t)p->cpu_ns,
+                     "wall_ns", (json_int_t)p->wall_ns, "reads", (json_int_t)p->reads,
+                     "bytes_read", (json_int_t)p->bytes_read, "copied", (json_int_t)p->copied,
+                     "copied_bytes", (json_int_t)p->copied_bytes,
+                     "older_lookups", (json_int_t)p->older_lookups);
+}
+
+static json_t *j_disk(const tide_bench_gens_result *x)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < x->ndisk; i++) {
+        const tide_bench_gens_disk *k = &x->disk[i];
+        json_array_append_new(a, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+            "rotation", (json_int_t)k->rotation, "generations", (json_int_t)k->generations,
+            "disk_before_bytes", (json_int_t)k->disk_before_bytes,
+            "disk_bytes", (json_int_t)k->disk_bytes, "written_bytes",
+            (json_int_t)k->written_bytes, "payload_bytes", (json_int_t)k->payload_bytes,
+            "deleted_bytes", (json_int_t)k->deleted_bytes));
+    }
+    return a;
+}
+
+static json_t *j_gruns(const tide_bench_gens *b)
+{
+    json_t *runs = json_array();
+
+    for (unsigned r = 1; r <= b->opts.runs; r++) {
+        json_t *x = json_object(), *vs = json_array();
+        json_object_set_new(x, "run", json_integer(r));
+        json_object_set_new(x, "plain", j_gphase(&b->plain[r - 1]));
+        for (unsigned v = 0; v < b->opts.ngens; v++) {
+            const tide_bench_gens_result *res = tide_bench_gens_at(b, r, v);
+            json_t *jv = json_object();
+            json_object_set_new(jv, "generations", json_integer(res->g));
+            json_object_set_new(jv, "setup_wall_ns", json_integer((json_int_t)res->setup_ns));
+            for (int id = 0; id < TIDE_BG_PHASES; id++)
+                json_object_set_new(jv, phase_json[id], j_gphase(&res->ph[id]));
+            json_object_set_new(jv, "disk", j_disk(res));
+            json_array_append_new(vs, jv);
+        }
+        json_object_set_new(x, "variants", vs);
+        json_array_append_new(runs, x);
+    }
+    return runs;
+}
+
+static json_t *j_figures(const tide_bench_gens_figures *f, int ratios)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "cpu_us_per_fetch", j_stat(f->cpu_us));
+    json_object_set_new(o, "fetches_per_cpu_s", j_stat(f->cpu_per_s));
+    json_object_set_new(o, "fetches_per_s", j_stat(f->wall_per_s));
+    json_object_set_new(o, "reads_per_fetch", j_stat(f->reads));
+    if (ratios) {
+        json_object_set_new(o, "cpu_vs_plain", j_stat(f->vs_plain));
+        json_object_set_new(o, "cpu_vs_newest", j_stat(f->vs_newest));
+    }
+    return o;
+}
+
+static json_t *j_gsummary(const tide_bench_gens *b, const tide_bench_gens_summary *s)
+{
+    json_t *sum = json_object(), *vs = json_array();
+
+    json_object_set_new(sum, "plain", j_figures(&s->plain, 0));
+    for (unsigned v = 0; v < b->opts.ngens; v++) {
+        json_t *jv = json_object();
+        json_object_set_new(jv, "generations", json_integer(b->opts.gens[v]));
+        for (int id = 0; id < TIDE_BG_PHASES; id++)
+            json_object_set_new(jv, phase_json[id], j_figures(&s->ph[v][id], 1));
+        json_object_set_new(jv, "copy_objects_per_cpu_s", j_stat(s->copy_objects_per_s[v]));
+        json_object_set_new(jv, "copy_bytes_per_cpu_s", j_stat(s->copy_bytes_per_s[v]));
+        json_object_set_new(jv, "miss_cpu_us_per_older_generation",
+                            j_stat(s->miss_us_per_older[v]));
+        json_array_append_new(vs, jv);
+    }
+    json_object_set_new(sum, "variants", vs);
+    json_object_set_new(sum, "miss_cpu_us_per_generation",
+                        s->miss_slope_ok ? j_stat(s->miss_slope_us) : json_null());
+    return sum;
+}
+
+static int gens_json(const tide_bench_gens *b, const tide_bench_gens_summary *s)
+{
+    const tide_bench_gens_opts *c = &b->opts;
+    json_t *root = json_object(), *gl = json_array();
+    int rc;
+
+    for (unsigned i = 0; i < c->ngens; i++) json_array_append_new(gl, json_integer(c->gens[i]));
+    json_object_set_new(root, "bench", json_string("generations"));
+    json_object_set_new(root, "method", json_pack(
+        "{s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:s, s:s}", "items", (json_int_t)c->items,
+        "value_size", (json_int_t)c->value_size, "key_size", (json_int_t)TIDE_BENCH_KEY_SIZE,
+        "generations", gl, "extra_spans", (json_int_t)c->extra_spans,
+        "runs", (json_int_t)c->runs, "seed", (json_int_t)c->seed,
+        "clock", "CLOCK_PROCESS_CPUTIME_ID (every thread) and CLOCK_MONOTONIC",
+        "order", "variants interleaved per run, the first moving one each run"));
+    json_object_set_new(root, "machine", json_pack("{s:I, s:s}", "nproc",
+                        (json_int_t)b->nproc, "kernel", b->kernel));
+    json_object_set_new(root, "dir", json_string(b->dir));
+    json_object_set_new(root, "runs", j_gruns(b));
+    json_object_set_new(root, "summary", j_gsummary(b, s));
+    rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    putchar('\n');
+    if (rc != 0) return cli_error("bench", "cannot write the JSON output");
+    return CLI_OK;
+}
+
+static int gens_bench(tide_bench_gens *b, const gens_args *ga)
+{
+    FILE *o = ga->json ? stderr : stdout;
+    tide_bench_gens_summary s;
+    int rc;
+
+    if (tide_bench_gens_begin(b, &ga->o) != 0) return cli_error("bench", "%s", tide_last_error());
+    gens_header(o, b);
+    for (unsigned r = 1; r <= ga->o.runs; r++) {
+        rc = tide_bench_gens_run(b, r);
+        if (rc) {
+            cli_fail("bench", rc);
+            return CLI_FAIL;
+        }
+        gens_run_lines(o, b, r);
+    }
+    tide_bench_gens_summarize(b, &s);
+    if (!ga->json) gens_summary(b, &s, ga->verbose);
+    else if ((rc = gens_json(b, &s)) != CLI_OK) return rc;
+    if (ga->o.keep) fprintf(o, "kept: %s\n", b->dir);
+    return CLI_OK;
+}
+
+static int gens_main(int argc, char **argv)
+{
+    tide_bench_gens b;
+    gens_args ga;
+    cli_args a;
+    int rc;
+
+    memset(&ga, 0, sizeof ga);
+    tide_bench_gens_opts_init(&ga.o);
+    if (cli_parse(&verb_gens, argc, argv, &ga, &a, &rc)) return rc;
+    rc = gens_bench(&b, &ga);
+    tide_bench_gens_end(&b);
+    return rc;
+}
+
 /* ---- the verb ---- */
 
 /* Say why run `run` failed, and where its store was left. */
@@ -495,13 +951,15 @@ static int run(int argc, char **argv)
     int rc;
 
     if (argc < 2)
-        return cli_usage("bench", "which bench? 'store' is the only one: tide bench store [OPTIONS]");
+        return cli_usage("bench", "which bench? 'store' or 'generations': tide bench store "
+                         "[OPTIONS]");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         cli_verb_help(&cli_verb_bench, stdout);
         return CLI_OK;
     }
+    if (strcmp(argv[1], "generations") == 0) return gens_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "store") != 0)
-        return cli_usage("bench", "'%s' is not a bench; 'store' is the only one", argv[1]);
+        return cli_usage("bench", "'%s' is not a bench; 'store' and 'generations' are", argv[1]);
     memset(&ba, 0, sizeof ba);
     tide_bench_store_opts_init(&ba.o);
     if (cli_parse(&cli_verb_bench, argc - 1, argv + 1, &ba, &a, &rc)) return rc;
