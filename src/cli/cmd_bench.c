@@ -969,8 +969,8 @@ static int run(int argc, char **argv)
 }
 
 const cli_verb cli_verb_bench = {
-    .name = "bench", .usage = "bench store",
-    .summary = "measure insert and fetch throughput, memory, writes",
+    .name = "bench", .usage = "bench store|generations",
+    .summary = "measure the store (throughput, memory, writes) or online delete's costs",
     .help = help_bench, .run = run,
     .options = options, .option = option, .args = CLI_ARGS_NONE,
 };

@@ -315,8 +315,8 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_RECOVERY_WAIT]   = { "recovery_wait_seconds", "recovery-wait-seconds", "TIDE_RECOVERY_WAIT_SECONDS",
                                    "node_db", NULL, NULL, K_UINT, 1, 3600, 0,
         .def = "5", .arg = "SECONDS",
-        .help = "a due rotation on an unhealthy node (a commit backlog: the insert pool over half its "
-                "burst, or a failed commit) waits this long before it looks again." },
+        .help = "a due rotation on an unhealthy node (a commit backlog: the insert pools, pending plus "
+                "committing, holding a whole burst; a failed commit; the RSS over rotation_max_rss) waits this long before it looks again." },
     [TIDE_CFG_ROTATION_WAIT_MAX] = { "rotation_wait_max_seconds", "rotation-wait-max-seconds",
                                    "TIDE_ROTATION_WAIT_MAX_SECONDS", "node_db", NULL, NULL, K_UINT, 1, 604800, 0,
         .def = "300", .arg = "SECONDS",

@@ -19,7 +19,8 @@
  *      looks again, and after rotation_wait_max_s in all it is abandoned:
  *      logged at WARN once with the figures, counted, recorded with
  *      abandoned = 1, and the next attempt waits recovery_wait_s more;
- *   4. the rotation (tide_gens_rotate: create, manifest, switch, drop);
+ *   4. the rotation (tide_gens_rotate: create, then, when it drops a
+ *      generation, hide and sync, then manifest, switch, drop);
  *   5. when a generation was dropped and trim_after_rotation is on, one
  *      measured release, the sweep's own call (ti_node_release);
  *   6. the report into the ring, the totals and histograms, one INFO line.
