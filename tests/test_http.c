@@ -851,6 +851,17 @@ static void rotate_needs_the_token_refuses_a_bad_body_and_is_409_without_generat
     r = http(&shared, "POST", "/v1/admin/rotate", NULL, 0, 0, "Authorization: Bearer nope");
     expect_status(r, 401, "POST /v1/admin/rotate with a wrong token");
     resp_free(&r);
+    /* The token is checked before the query: a stranger's bad query is
+     * not echoed back in a 400. */
+    r = http(&shared, "POST", "/v1/admin/rotate?expect=x", NULL, 0, 0, NULL);
+    expect_status(r, 401, "a bad ?expect= without the token");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/keep?bogus=1", NULL, 0, 0, NULL);
+    expect_status(r, 401, "a bad keep query without the token");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/can_delete?value=bogus", NULL, 0, 0, NULL);
+    expect_status(r, 401, "a bad can_delete value without the token");
+    resp_free(&r);
 
     key_hex(1, k1);
     key_hex(2, k2);

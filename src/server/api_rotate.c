@@ -316,8 +316,8 @@ void tided_api_admin_rotate(tided_server *srv, h2o_req_t *req, tided_guard *guar
         tided_send_not_allowed(req, "POST");
         return;
     }
-    if (parse_expect_query(req, &f.has_expect, &f.expect)) return;
     if (!tided_admin_authorized(srv, req)) return;
+    if (parse_expect_query(req, &f.has_expect, &f.expect)) return;
     if (f.has_expect && req->entity.base && req->entity.len > 0) {
         tided_send_error(req, 400, "bad_body", "rotate?expect=R takes no body: send the keep-list first by "
                          "POST /v1/admin/keep; nothing was rotated");
@@ -337,8 +337,8 @@ void tided_api_admin_keep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
         tided_send_not_allowed(req, "POST");
         return;
     }
-    if (tided_parse_query(req, NULL)) return;
     if (!tided_admin_authorized(srv, req)) return;
+    if (tided_parse_query(req, NULL)) return;
     if (read_keep_list(srv, req, &f.keys, &f.nkeys, "copied") != 0) return;
     f.keep_only = 1;
     if (tided_queue_job(&srv->rotate_worker, req, guard, TIDED_JOB_ROTATE, "the keep-list", 0, fill_rotate, &f)
@@ -452,8 +452,8 @@ void tided_api_admin_can_delete(tided_server *srv, h2o_req_t *req)
         tided_send_not_allowed(req, "GET, HEAD, POST");
         return;
     }
-    if (parse_value_query(req, &value)) return;
     if (!tided_admin_authorized(srv, req)) return;
+    if (parse_value_query(req, &value)) return;
     if (get && value) {
         tided_send_error(req, 400, "bad_query", "GET only reads can_delete; POST ?value=N|never|always|now sets it");
         return;
