@@ -10,10 +10,14 @@
  * durable: docs/HTTP.md) and records each acknowledged one with the
  * rotation count known before it was sent; a rotator POSTs
  * /v1/admin/rotate in a loop, so that many kills land inside a rotation;
- * both raise a shared lower bound of the rotation count from what the node
- * answers (/v1/status). After a random delay (in every other round, just
- * after an admin rotation was sent) the test kills tided with SIGKILL, and
- * checks:
+ * a reader GETs acknowledged objects of older spans (those a GET copies
+ * forward into the newest generation) while the rotations and the kill
+ * happen. All raise a shared lower bound of the rotation count from what
+ * the node answers (/v1/status). The threads never call cmocka (its
+ * failure longjmps to the main thread's stack): they record the first
+ * failure (load_fail) and the main thread fails after joining them. After
+ * a random delay (in every other round, just after an admin rotation was
+ * sent) the test kills tided with SIGKILL, and checks:
  *
  *   1. the manifest reads back and every generation it names is there
  *      (before any restart: what the crash left);
@@ -40,6 +44,37 @@
  * known exactly (nothing rotates then), and the clean stop makes the copy
  * durable, so the test raises the object's span to that count; reads in
  * step 4 open the stores directly and copy nothing.
+ *
+ * Reads under load (the copies forward a kill can hit). A GET that answers
+ * 200 is a read in the span it was served in, which is at least R+1 when
+ * /v1/status showed R rotations before the GET was sent (the count only
+ * grows, and status shows the in-memory manifest, switched only after the
+ * new one is on disk). So by the rule the object is readable while the
+ * count is at most R+G-1: its floor may rise to R, exactly as for a write.
+ * But a copy forward is an insert into the newest generation's pool,
+ * durable at its next commit; a kill before that commit loses the copy,
+ * and then only the older retention holds. The test counts a read only
+ * once a later PUT ?sync=1 on the same node answered 201, where "later"
+ * means sent after the GET returned: then its sync (tide_gens_sync syncs
+ * every open store, the copy's generation included) began after the
+ * copy's insert, so the copy is durable. One atomic ticket counter orders
+ * the two: the reader takes a ticket after the GET returned, the writer
+ * before it sends each PUT, and a read is durable when the largest ticket
+ * of a PUT answered 201 is above the read's. Being sent later is stricter
+ * than being answered later (a sync that began before the insert may end
+ * after the GET): the test asks no more than the rule promises. The
+ * floors are raised after the threads are joined, before the checks.
+ * A 404 under load is checked too, with an upper bound: with A the count
+ * /v1/status shows after the 404, the GET was served at a count of at most
+ * A, plus at most one rotation in flight (one at a time) whose hide step
+ * may already make its dropped generation read as absent; so a 404 fails
+ * the test only when the object must be present at count A+1.
+ *
+ * tided logs one line per unnamed generation its open removes (a rotation
+ * the kill interrupted after its create step); each round prints how many
+ * it saw in the log, beside whether an admin rotation was in flight at the
+ * kill, so a reader of the CI log sees the kills landing inside rotations
+ * (printed, not asserted: where a kill lands is timing).
  *
  * Rounds: TIDE_ROTATION_KILL9_ROUNDS (default 20); the seed is printed, and
  * TIDE_TEST_SEED repeats a run. Every tided is started with th_fork (it
@@ -93,21 +128,34 @@ static size_t obj_len(uint64_t i) { return th_len(i, 1, VMAX); }
 
 enum { O_UNSENT = 0, O_SENT, O_ACKED, O_GONE };
 
+/* Where an object's floor last came from (for the failure message). */
+enum { F_WRITE = 0, F_CHECK_READ, F_LOAD_READ };
+static const char *const floor_from[] = {
+    "its acknowledged PUT",
+    "a GET in the check phase (made durable by the clean stop)",
+    "a GET under load, made durable by a later PUT ?sync=1",
+};
+
 typedef struct model {
     _Atomic uint8_t  state[MAX_OBJECTS];
+    _Atomic uint8_t  from[MAX_OBJECTS];   /* F_*: what set floor[] */
     _Atomic uint64_t floor[MAX_OBJECTS];  /* a lower bound of the rotations done before
-                                             its last write or touch */
+                                             its last write or durable read */
     _Atomic uint64_t next;                /* the next object id to send */
     _Atomic uint64_t rotations_seen;      /* a lower bound of the node's rotation count */
+    _Atomic uint64_t ticket;              /* orders PUT sends and GET returns */
+    _Atomic uint64_t synced;              /* the largest ticket of a PUT ?sync=1 answered 201 */
 } model;
 
 static model M;
 
-static void see_rotations(uint64_t r)
+static void raise_to(_Atomic uint64_t *v, uint64_t r)
 {
-    uint64_t cur = atomic_load(&M.rotations_seen);
-    while (r > cur && !atomic_compare_exchange_weak(&M.rotations_seen, &cur, r)) {}
+    uint64_t cur = atomic_load(v);
+    while (r > cur && !atomic_compare_exchange_weak(v, &cur, r)) {}
 }
+
+static void see_rotations(uint64_t r) { raise_to(&M.rotations_seen, r); }
 
 /* Must object i be present while the rotation count is R? (the rule) */
 static int must_be_present(uint64_t i, uint64_t R)
@@ -163,14 +211,25 @@ static const char *node_log_tail(const node *n)
     return buf;
 }
 
-/* A keep-alive client that sends the admin token (src/client/http.h). */
+/* A keep-alive client that sends the admin token (src/client/http.h), or
+ * NULL. No cmocka assertion here: the load threads call it, and a cmocka
+ * failure longjmps to the main thread's stack. */
 static tide_http_client *client_new(void)
 {
     static const char *const headers[] = { "Expect:", "Authorization: Bearer " TOKEN, NULL };
     const tide_http_client_opts o = { headers, 20000, 5000 };
     tide_http_client *c = NULL;
 
-    assert_int_equal(tide_http_client_new(&c, &o), 0);
+    if (tide_http_client_new(&c, &o) != 0) return NULL;
+    return c;
+}
+
+/* client_new() for the main thread: fails the test when it cannot. */
+static tide_http_client *client_must(void)
+{
+    tide_http_client *c = client_new();
+
+    if (c == NULL) fail_msg("tide_http_client_new should succeed: %s", tide_last_error());
     return c;
 }
 
@@ -234,7 +293,7 @@ static int node_start(node *n, const char *trigger)
         execv(bin, (char *const *)argv);
         _exit(127);
     }
-    c = client_new();
+    c = client_must();
     snprintf(url, sizeof url, "%s/healthz", n->url);
     for (end = th_now_ms() + START_MS; th_now_ms() < end;) {
         if (tide_http_client_get(c, url, NULL) == 200) { tide_http_client_free(c); return 0; }
@@ -258,15 +317,45 @@ static void node_kill(node *n, int sig)
     }
 }
 
-/* ---- the load: a writer and a rotator ---- */
+/* ---- the load: a writer, a rotator and a reader ---- */
+
+#define MAX_READS 65536
+
+/* A GET under load that answered 200: object i, the rotations the node
+ * reported before it was sent, the ticket taken after it returned. */
+typedef struct load_read { uint64_t i, rotations, ticket; } load_read;
 
 typedef struct load {
     node       *n;
     atomic_int  stop;
     atomic_int  rotating;                 /* an admin rotation is in flight */
     _Atomic uint64_t acked, admin_rotations;
-    pthread_t   writer, rotator;
+    _Atomic uint64_t gets, found, checked_absent;
+    load_read   reads[MAX_READS];         /* the reader's alone until it is joined */
+    uint64_t    nreads;
+    atomic_int  failed;                   /* a thread's failure, asserted after the join */
+    pthread_mutex_t fail_mu;
+    char        fail_msg[1024];
+    pthread_t   writer, rotator, reader;
 } load;
+
+/* Record a load thread's failure (the first one's message is kept); the
+ * main thread fails the test after joining: cmocka must not longjmp out
+ * of another thread. */
+static void load_fail(load *l, const char *fmt, ...)
+{
+    va_list ap;
+
+    pthread_mutex_lock(&l->fail_mu);
+    if (!atomic_load(&l->failed)) {
+        va_start(ap, fmt);
+        vsnprintf(l->fail_msg, sizeof l->fail_msg, fmt, ap);
+        va_end(ap);
+        atomic_store(&l->failed, 1);
+    }
+    pthread_mutex_unlock(&l->fail_mu);
+    atomic_store(&l->stop, 1);
+}
 
 /* GET /v1/status: its online_delete object's rotations, or -1. */
 static long long status_rotations(tide_http_client *c, const node *n, json_t **status_out)
@@ -294,8 +383,9 @@ static void *writer_main(void *arg)
     uint8_t key[KEY_SIZE], *val = malloc(VMAX);
     char hex[2 * KEY_SIZE + 1], url[256];
 
+    if (c == NULL || val == NULL) load_fail(l, "writer: no HTTP client or no memory: %s", tide_last_error());
     while (c && val && !atomic_load(&l->stop)) {
-        uint64_t i = atomic_fetch_add(&M.next, 1), floor = atomic_load(&M.rotations_seen);
+        uint64_t i = atomic_fetch_add(&M.next, 1), floor = atomic_load(&M.rotations_seen), ticket;
         long st;
         if (i >= MAX_OBJECTS) break;
         th_key(i, KEY_SIZE, key);
@@ -303,11 +393,14 @@ static void *writer_main(void *arg)
         tide_hex_encode(key, KEY_SIZE, hex);
         snprintf(url, sizeof url, "%s/v1/objects/%s?sync=1", l->n->url, hex);
         atomic_store(&M.floor[i], floor);
+        atomic_store(&M.from[i], F_WRITE);
         atomic_store(&M.state[i], O_SENT);
+        ticket = atomic_fetch_add(&M.ticket, 1);     /* taken before the PUT goes out */
         st = tide_http_client_put(c, url, val, obj_len(i), NULL);
         if (st == 201) {
             atomic_store(&M.state[i], O_ACKED);
             atomic_fetch_add(&l->acked, 1);
+            raise_to(&M.synced, ticket);
         } else if (st == 0) {
             break;                        /* killed */
         }
@@ -329,9 +422,10 @@ static void *rotator_main(void *arg)
     char url[160];
     th_rng rng;
 
+    if (c == NULL || h == NULL) load_fail(l, "rotator: no curl handle or HTTP client: %s", tide_last_error());
     th_rng_init(&rng, (uint64_t)l->n->port);
     snprintf(url, sizeof url, "%s/v1/admin/rotate", l->n->url);
-    while (c && !atomic_load(&l->stop)) {
+    while (c && h && !atomic_load(&l->stop)) {
         long st, r;
         atomic_store(&l->rotating, 1);
         st = post_empty(c, url);
@@ -344,6 +438,103 @@ static void *rotator_main(void *arg)
     tide_http_client_free(h);
     if (c) curl_easy_cleanup(c);
     return NULL;
+}
+
+/* An acknowledged object of an older span still inside its retention (a
+ * GET copies it forward), else any acknowledged one; -1 if none. */
+static int64_t reader_pick(th_rng *rng)
+{
+    uint64_t next = atomic_load(&M.next), seen = atomic_load(&M.rotations_seen);
+    int64_t any = -1;
+
+    for (int tries = 0; next > 0 && tries < 16; tries++) {
+        uint64_t i = th_rng_below(rng, next < MAX_OBJECTS ? next : MAX_OBJECTS);
+        if (atomic_load(&M.state[i]) != O_ACKED) continue;
+        uint64_t f = atomic_load(&M.floor[i]);
+        if (f < seen && f + GENS - 1 >= seen) return (int64_t)i;
+        any = (int64_t)i;
+    }
+    return any;
+}
+
+/* One GET under load of object i: the rotation count before (a lower bound
+ * of the read's span) and after (an upper bound of the count while it was
+ * served). 0 to go on, -1 when the node is gone. */
+static int reader_get(load *l, tide_http_client *c, uint64_t i, uint8_t *want)
+{
+    uint8_t key[KEY_SIZE];
+    char hex[2 * KEY_SIZE + 1], url[256];
+    tide_http_body b = { .keep = 1 };
+    long long before, after;
+    long st;
+    int rc = 0;
+
+    if ((before = status_rotations(c, l->n, NULL)) < 0) return -1;
+    see_rotations((uint64_t)before);
+    th_key(i, KEY_SIZE, key);
+    tide_hex_encode(key, KEY_SIZE, hex);
+    snprintf(url, sizeof url, "%s/v1/objects/%s", l->n->url, hex);
+    st = tide_http_client_get(c, url, &b);
+    atomic_fetch_add(&l->gets, 1);
+    if (st == 200) {
+        uint64_t ticket = atomic_fetch_add(&M.ticket, 1);   /* taken after the GET returned */
+        th_value(i, obj_len(i), want);
+        if (b.len != obj_len(i) || memcmp(b.data, want, b.len) != 0)
+            load_fail(l, "GET under load of object %llu: expected its %zu bytes exactly, got %zu bytes that differ",
+                      (unsigned long long)i, obj_len(i), b.len);
+        atomic_fetch_add(&l->found, 1);
+        if (l->nreads < MAX_READS) l->reads[l->nreads++] = (load_read){ i, (uint64_t)before, ticket };
+    } else if (st == 404 && (after = status_rotations(c, l->n, NULL)) >= 0) {
+        /* Served at a count of at most `after`, plus one rotation that may
+         * have hidden its oldest generation (one rotation at a time). */
+        atomic_fetch_add(&l->checked_absent, 1);
+        if (must_be_present(i, (uint64_t)after + 1))
+            load_fail(l, "GET under load of object %llu (floor %llu from %s, G=%d): 404 with at most %lld "
+                      "rotations done and one in flight; the rule says it is there", (unsigned long long)i,
+                      (unsigned long long)atomic_load(&M.floor[i]), floor_from[atomic_load(&M.from[i])], GENS, after);
+    } else if (st == 0) {
+        rc = -1;                          /* killed */
+    }
+    free(b.data);
+    return rc;
+}
+
+static void *reader_main(void *arg)
+{
+    load *l = arg;
+    tide_http_client *c = client_new();
+    uint8_t *want = malloc(VMAX);
+    th_rng rng;
+
+    if (c == NULL || want == NULL) load_fail(l, "reader: no HTTP client or no memory: %s", tide_last_error());
+    th_rng_init(&rng, (uint64_t)l->n->port * 7919u + 1);
+    while (c && want && !atomic_load(&l->stop)) {
+        int64_t i = reader_pick(&rng);
+        if (i < 0) { poll(NULL, 0, 2); continue; }
+        if (reader_get(l, c, (uint64_t)i, want) != 0) break;
+        poll(NULL, 0, 1);                 /* leave the node's two HTTP threads to the writer too */
+    }
+    free(want);
+    tide_http_client_free(c);
+    return NULL;
+}
+
+/* After the join: every GET under load that a later PUT ?sync=1 made
+ * durable raises its object's floor to the count read before the GET. */
+static uint64_t load_reads_apply(load *l)
+{
+    uint64_t synced = atomic_load(&M.synced), durable = 0;
+
+    for (uint64_t k = 0; k < l->nreads; k++) {
+        const load_read *r = &l->reads[k];
+        if (synced <= r->ticket) continue;                 /* no PUT sent after it was answered */
+        durable++;
+        if (atomic_load(&M.state[r->i]) == O_ACKED && atomic_load(&M.floor[r->i]) < r->rotations) {
+            atomic_store(&M.floor[r->i], r->rotations);
+            atomic_store(&M.from[r->i], F_LOAD_READ);
+        }
+    }
+    return durable;
 }
 
 /* ---- the checks ---- */
@@ -425,14 +616,18 @@ static void check_http_sample(round_ctx *x, tide_http_client *c, th_rng *rng)
             if (b.len != obj_len(i) || memcmp(b.data, want, b.len) != 0)
                 FAIL(x, "GET of object %llu: expected its %zu bytes exactly, got %zu bytes that differ",
                      (unsigned long long)i, obj_len(i), b.len);
-            if (atomic_load(&M.state[i]) == O_ACKED && atomic_load(&M.floor[i]) < R) atomic_store(&M.floor[i], R);
+            if (atomic_load(&M.state[i]) == O_ACKED && atomic_load(&M.floor[i]) < R) {
+                atomic_store(&M.floor[i], R);
+                atomic_store(&M.from[i], F_CHECK_READ);
+            }
             x->touched++;
         } else if (st == 404 && !must) {
             atomic_store(&M.state[i], O_GONE);     /* dropped: it never comes back */
         } else {
-            FAIL(x, "GET of object %llu (acknowledged with at least %llu rotations done, now %llu, G=%d) should be "
+            FAIL(x, "GET of object %llu (at least %llu rotations done before %s, now %llu, G=%d) should be "
                  "200 with its bytes, got %ld: %.200s", (unsigned long long)i,
-                 (unsigned long long)atomic_load(&M.floor[i]), (unsigned long long)R, GENS, st, b.data ? b.data : "");
+                 (unsigned long long)atomic_load(&M.floor[i]), floor_from[atomic_load(&M.from[i])],
+                 (unsigned long long)R, GENS, st, b.data ? b.data : "");
         }
         x->asserted += must;
         free(b.data);
@@ -503,9 +698,10 @@ static void check_stores(round_ctx *x)
         } else if (rc != TIDE_ENOTFOUND) {
             FAIL(x, "object %llu: fetch failed: %s: %s", (unsigned long long)i, tide_strerror(rc), tide_last_error());
         } else if (must) {
-            FAIL(x, "object %llu was acknowledged (?sync=1) with at least %llu rotations done; with G=%d it must "
+            FAIL(x, "object %llu: at least %llu rotations were done before %s; with G=%d it must "
                  "be readable through %llu rotations, and %llu are done, yet no generation holds it",
-                 (unsigned long long)i, (unsigned long long)atomic_load(&M.floor[i]), GENS,
+                 (unsigned long long)i, (unsigned long long)atomic_load(&M.floor[i]),
+                 floor_from[atomic_load(&M.from[i])], GENS,
                  (unsigned long long)(atomic_load(&M.floor[i]) + GENS - 1), (unsigned long long)R);
         } else if (atomic_load(&M.state[i]) != O_UNSENT) {
             atomic_store(&M.state[i], O_GONE);
@@ -522,24 +718,46 @@ static void load_start(load *l, node *n)
 {
     memset(l, 0, sizeof *l);
     l->n = n;
+    assert_int_equal(pthread_mutex_init(&l->fail_mu, NULL), 0);
     assert_int_equal(pthread_create(&l->writer, NULL, writer_main, l), 0);
     assert_int_equal(pthread_create(&l->rotator, NULL, rotator_main, l), 0);
+    assert_int_equal(pthread_create(&l->reader, NULL, reader_main, l), 0);
 }
 
-static void load_stop(load *l)
+/* Join the threads; then (on this thread) fail with theirs first. */
+static void load_stop(load *l, round_ctx *x)
 {
     atomic_store(&l->stop, 1);
     pthread_join(l->writer, NULL);
     pthread_join(l->rotator, NULL);
+    pthread_join(l->reader, NULL);
+    pthread_mutex_destroy(&l->fail_mu);
+    if (atomic_load(&l->failed)) FAIL(x, "under load: %s", l->fail_msg);
 }
 
+/* How many unnamed generations tided's open removed, in its whole log. */
+static uint64_t reconcile_removals(const node *n)
+{
+    char *all = th_read_text(n->log), *p = all;
+    uint64_t k = 0;
+
+    while (p && (p = strstr(p, "does not name it (a rotation a crash interrupted)")) != NULL) { k++; p++; }
+    free(all);
+    return k;
+}
+
+typedef struct totals {
+    uint64_t kills_in_rotation, admin, removals, gets, found, durable, checked;
+} totals;
+
 /* One round: the node runs under load, is killed, and is checked. */
-static void one_round(round_ctx *x, th_rng *rng, uint64_t *kills_in_rotation, uint64_t *admin)
+static void one_round(round_ctx *x, th_rng *rng, totals *t)
 {
     node *n = x->n;
-    load l;
+    static load l;                            /* big (the reads): not on the stack */
     tide_http_client *c;
-    int delay = 50 + (int)th_rng_below(rng, 1500);
+    int delay = 50 + (int)th_rng_below(rng, 1500), in_rotation;
+    uint64_t removals, durable;
 
     if (node_start(n, TRIGGER) != 0)
         FAIL(x, "tided should start with --online-delete " TRIGGER "; its log:\n%s", node_log_tail(n));
@@ -550,17 +768,30 @@ static void one_round(round_ctx *x, th_rng *rng, uint64_t *kills_in_rotation, ui
         while (!atomic_load(&l.rotating) && th_now_ms() < until) poll(NULL, 0, 1);
         usleep((useconds_t)th_rng_below(rng, 3000));
     }
-    *kills_in_rotation += atomic_load(&l.rotating);
+    in_rotation = atomic_load(&l.rotating);
     kill(n->pid, SIGKILL);
     node_wait_exit(n, STOP_MS);
-    load_stop(&l);
-    *admin += atomic_load(&l.admin_rotations);
+    load_stop(&l, x);
+    durable = load_reads_apply(&l);
+    t->kills_in_rotation += (uint64_t)in_rotation;
+    t->admin += atomic_load(&l.admin_rotations);
+    t->gets += atomic_load(&l.gets);
+    t->found += atomic_load(&l.found);
+    t->checked += atomic_load(&l.checked_absent);
+    t->durable += durable;
     if (!(WIFSIGNALED(n->status) && WTERMSIG(n->status) == SIGKILL))
         FAIL(x, "tided should have died of the SIGKILL, status %d; its log:\n%s", n->status, node_log_tail(n));
     check_manifest(x, "after the kill");                       /* check 1 */
     if (node_start(n, "manual") != 0)                          /* check 2 */
         FAIL(x, "tided should start after a kill -9 (%d ms in); its log:\n%s", delay, node_log_tail(n));
-    c = client_new();
+    removals = reconcile_removals(n) - t->removals;
+    t->removals += removals;
+    printf("round %u: killed %d ms in%s; %llu rotations; open removed %llu unnamed generation(s); "
+           "%llu GETs under load, %llu found, %llu made durable\n", x->round, delay,
+           in_rotation ? ", an admin rotation in flight" : "", (unsigned long long)x->m.rotations,
+           (unsigned long long)removals, (unsigned long long)atomic_load(&l.gets),
+           (unsigned long long)atomic_load(&l.found), (unsigned long long)durable);
+    c = client_must();
     check_reconciled(x, c);
     check_http_sample(x, c, rng);                              /* check 3 */
     tide_http_client_free(c);
@@ -576,7 +807,8 @@ static void acknowledged_objects_survive_kill9_during_rotations(void **state)
 {
     const char *env = getenv("TIDE_ROTATION_KILL9_ROUNDS");
     unsigned rounds = env && *env ? (unsigned)strtoul(env, NULL, 10) : 20;
-    uint64_t seed = th_seed((uint64_t)time(NULL)), kills_in_rotation = 0, admin = 0, asserted = 0, read_back = 0;
+    uint64_t seed = th_seed((uint64_t)time(NULL)), asserted = 0, read_back = 0;
+    totals t = { 0 };
     node n;
     th_rng rng;
     round_ctx x;
@@ -595,7 +827,7 @@ static void acknowledged_objects_survive_kill9_during_rotations(void **state)
         x.seed = seed;
         x.round = r;
         x.n = &n;
-        one_round(&x, &rng, &kills_in_rotation, &admin);
+        one_round(&x, &rng, &t);
         asserted += x.asserted;
         read_back += x.read_back;
     }
@@ -604,10 +836,13 @@ static void acknowledged_objects_survive_kill9_during_rotations(void **state)
                  node_log_tail(&n));
     node_kill(&n, SIGTERM);
     printf("%u rounds: %llu objects sent, %llu rotations in the manifest, %llu admin rotations answered, "
-           "%llu kills while one was in flight; %llu must-be-present checks, %llu objects read back exact\n",
+           "%llu kills while one was in flight, %llu unnamed generations removed at open; under load %llu GETs, "
+           "%llu found, %llu made durable, %llu 404s, each allowed by the rule; %llu must-be-present checks, "
+           "%llu objects read back exact\n",
            rounds, (unsigned long long)atomic_load(&M.next), (unsigned long long)x.m.rotations,
-           (unsigned long long)admin, (unsigned long long)kills_in_rotation, (unsigned long long)asserted,
-           (unsigned long long)read_back);
+           (unsigned long long)t.admin, (unsigned long long)t.kills_in_rotation, (unsigned long long)t.removals,
+           (unsigned long long)t.gets, (unsigned long long)t.found, (unsigned long long)t.durable,
+           (unsigned long long)t.checked, (unsigned long long)asserted, (unsigned long long)read_back);
     if (x.m.rotations < rounds)
         fail_msg("seed %llu: expected at least one rotation a round (%u), the manifest counts %llu",
                  (unsigned long long)seed, rounds, (unsigned long long)x.m.rotations);
