@@ -31,6 +31,7 @@
 #include "node/config.h"
 #include "node/node.h"
 #include "node/startup.h"
+#include "gen/manifest.h"
 #include "io/io_sim.h"
 #include "tide/error.h"
 #include "util/log.h"
@@ -730,6 +731,7 @@ typedef struct window {
     int         hidden, got, armed;
     uint64_t    key;            /* the key the GET in the window reads */
     int         persistent;     /* the manifest fault: 1 fails its write-back too */
+    uint64_t    fail_n;         /* which call of the manifest write fails first (0: the first) */
 } window;
 
 /* At the sync after the hide: a GET of w->key (only generation 1 holds it)
@@ -745,7 +747,8 @@ static void window_step(void *arg, const char *step)
     }
     if (strcmp(step, "manifest") == 0 && w->got && !w->armed) {
         w->armed = 1;
-        expect_ok(tide_io_sim_fail_at(w->sim, 1, TIDE_IO_SIM_EIO, w->persistent), "io_sim");
+        expect_ok(tide_io_sim_fail_at(w->sim, w->fail_n ? w->fail_n : 1, TIDE_IO_SIM_EIO, w->persistent),
+                  "io_sim");
     }
 }
 
@@ -809,6 +812,55 @@ static void a_rotation_failed_after_its_hide_leaves_no_false_miss(void **state)
     rotate(n, &r);
     expect_u64(r.gens.dropped, 1, "a working rotation drops generation 1");
     expect_readable(n, 1, "key 1, read after the failure, was copied forward and lives on");
+    expect_rc(tide_node_close(n), 0, "close");
+    tide_io_sim_destroy(sim);
+}
+
+/* A double fault (the manifest write and its write-back fail): the
+ * rotator's next look writes the manifest again though no rotation is
+ * due, and the generation being dropped stays hidden until a rotation
+ * drops it. */
+static void the_rotators_next_look_rewrites_the_manifest_after_a_double_fault(void **state)
+{
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_io_sim *sim = NULL;
+    tide_node_rotation_report r;
+    tide_gen_manifest m;
+    window w = { 0 };
+    (void)state;
+
+    expect_ok(tide_io_sim_create(&sim), "io_sim");
+    expect_ok(tide_io_sim_mkdir(sim, "/d"), "io_sim");
+    gen_opts(&o, "/d", 2, &fk);
+    o.io = tide_io_sim_io(sim);
+    o.gens_trace = window_step;
+    o.gens_trace_arg = &w;
+    tide_node *n = open_with(&o);
+    put(n, 1);
+    rotate(n, NULL);
+    put(n, 3);
+    w.n = n;
+    w.sim = sim;
+    w.key = 1;
+    w.fail_n = 6;                                     /* the directory sync after the rename */
+    w.persistent = 1;                                 /* and the write-back */
+    tide_log_set_level(TIDE_LOG_ERROR);
+    expect_rc(tide_node_rotate(n, "admin", &r), TIDE_EIO, "the double fault");
+    expect_ok(tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0), "io_sim");
+    tide_log_set_level(TIDE_LOG_INFO);
+    expect_ok(tide_gen_manifest_read(tide_io_sim_io(sim), "/d", &m), "read the manifest");
+    expect_u64(m.gens[0].id, 3, "the disk names generation 3 (the double fault)");
+    expect_gone(n, 1, "generation 1 stays hidden after a double fault");
+    expect_i64(tide_node_rotate_check(n, NULL), 0, "a look with no rotation due");
+    expect_ok(tide_gen_manifest_read(tide_io_sim_io(sim), "/d", &m), "read the manifest");
+    expect_u64(m.gens[0].id, 2, "the look wrote the handle's manifest again");
+    expect_u64(m.count, 2, "naming generation 1 still");
+    expect_gone(n, 1, "still hidden until a rotation drops it");
+    w.n = NULL;
+    rotate(n, &r);
+    expect_u64(r.gens.dropped, 1, "the next rotation drops generation 1");
+    expect_readable(n, 3, "generation 2's object");
     expect_rc(tide_node_close(n), 0, "close");
     tide_io_sim_destroy(sim);
 }
@@ -909,6 +961,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(the_startup_bound_is_the_keep_after_the_next_rotation, setup, teardown),
         cmocka_unit_test_setup_teardown(a_rotation_failed_after_its_hide_leaves_no_false_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_rotators_next_look_rewrites_the_manifest_after_a_double_fault, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_restart_without_generations_keeps_the_manifests_keep, setup, teardown),
         cmocka_unit_test_setup_teardown(close_interrupts_a_gradual_delete_between_two_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(after_an_interrupt_keep_lists_stop_and_rotations_are_closed, setup,
