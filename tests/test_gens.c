@@ -492,6 +492,7 @@ static void a_rotation_reports_what_it_made_dropped_and_deleted(void **state)
     expect_u64(r.rotations, 1, "rotations");
     if (r.started_unix_us == 0) fail_msg("started_unix_us not set");
     expect_str(tl.text, "adopt,reconcile,create,manifest,switch,done", "steps of the first");
+    expect_u64(r.sync_ns, 0, "no sync when nothing is dropped");
     put_range(g, 300, 350);
     OK(tide_gens_sync(g));
     tide_gens_store_info(g, &si0);
@@ -509,7 +510,8 @@ static void a_rotation_reports_what_it_made_dropped_and_deleted(void **state)
     expect_u64(tl.delete_steps, r.delete_steps, "one delete-step trace per cut");
     if (r.delete_steps < 2) fail_msg("expected several cuts, got %u", r.delete_steps);
     expect_u64(r.objects_in_previous, 50, "objects of generation 2");
-    expect_str(tl.text, "create,hide,sync,manifest,switch,drop,done", "steps of a dropping rotation");
+    expect_str(tl.text, "create,sync,hide,sync,manifest,switch,drop,done", "steps of a dropping rotation: "
+               "sync, hide, sync again");
     expect_i64(th_exists(g1), 0, "generation 1's directory is gone");
     tide_gens_store_info(g, &si1);
     if (si1.inserts < si0.inserts || si1.commits < si0.commits)
@@ -1437,6 +1439,15 @@ static void a_manifest_whose_undo_failed_is_written_again_before_any_directory_g
         OK(tide_gen_manifest_read(io, SD, &m));
         expect_u64(m.gens[0].id, 3, "the disk names generation 3 (the double fault)");
         expect_u64(tide_gens_newest_id(g), 2, "the handle still writes into 2");
+        /* The disk may not name generation 1 any more: it stays hidden, so
+         * nothing is copied from it into 2 that a crash could lose. */
+        expect_i64(tide_gens_disk_unknown(g), 1, "the disk is unknown");
+        expect_u64(tide_gens_oldest_id(g), 2, "generation 1 stays hidden");
+        expect_i64(get(g, 0, 0, NULL, "double fault"), 0, "an object only 1 holds reads as absent");
+        tide_gens_info gi;
+        tide_gens_get_info(g, &gi);
+        expect_u64(gi.copied_forward, 0, "no copy from the hidden generation");
+        expect_u64(tide_gens_read_epoch(g), 0, "the readable set did not grow");
         uint64_t f0 = tide_io_sim_faults(c);
         OK(tide_io_sim_fail_at(c, j, TIDE_IO_SIM_EIO, 0));
         int rc = tide_gens_rotate(g, NULL);
@@ -1462,6 +1473,128 @@ static void a_manifest_whose_undo_failed_is_written_again_before_any_directory_g
     expect_u64(refused, 6, "refusals while the rewrite failed");
     print_message("  %" PRIu64 " crash images reopened\n", images);
     tide_io_sim_destroy(base);
+}
+
+/* After a double fault the manifest can be written again outside a
+ * rotation (the rotator's look); generation 1 stays hidden until the next
+ * rotation drops it. */
+static void a_rewrite_after_a_double_fault_keeps_the_dropped_one_hidden_until_a_rotation(void **state)
+{
+    tide_io_sim *c = rotation_base(2);
+    tide_io *io = tide_io_sim_io(c);
+    tide_gens_rotate_report r;
+    tide_gen_manifest m;
+    tide_gens_opts o;
+    arm_at a = { c, "manifest", 6, 1 };
+    (void)state;
+
+    sim_opts(&o, c, 2);
+    o.trace = arm_on_step;
+    o.trace_arg = &a;
+    tide_gens *g = open_ok(SD, &o, "double fault");
+    tide_log_set_level(TIDE_LOG_ERROR);
+    expect_error(tide_gens_rotate(g, NULL), TIDE_EIO, "the double fault");
+    expect_error(tide_gens_rewrite_manifest(g), TIDE_EIO, "the rewrite while the disk still fails");
+    expect_i64(tide_gens_disk_unknown(g), 1, "still unknown");
+    OK(tide_io_sim_fail_at(c, 0, TIDE_IO_SIM_NONE, 0));
+    OK(tide_gens_rewrite_manifest(g));
+    tide_log_set_level(TIDE_LOG_INFO);
+    expect_i64(tide_gens_disk_unknown(g), 0, "known again");
+    OK(tide_gen_manifest_read(io, SD, &m));
+    expect_u64(m.gens[0].id, 2, "the disk names the handle's list again");
+    expect_u64(m.count, 2, "with generation 1");
+    expect_i64(get(g, 0, 0, NULL, "after the rewrite"), 0, "generation 1 stays hidden");
+    expect_u64(tide_gens_read_epoch(g), 0, "not shown again");
+    OK(tide_gens_rewrite_manifest(g));              /* nothing to do */
+    rotate_ok(g, &r, "the next rotation");
+    expect_u64(r.dropped, 1, "it drops generation 1");
+    expect_u64(r.dropped_ids[0], 1, "generation 1");
+    get_range(g, 30, 60, "generation 2's objects");
+    OK(tide_gens_close(g));
+    tide_io_sim_destroy(c);
+}
+
+/* The readable epoch moves when, and only when, a failed rotation shows
+ * its hidden generation again; the objects read then are copied forward
+ * and outlive the next rotation. */
+static void the_readable_epoch_moves_when_a_failed_rotation_shows_a_generation_again(void **state)
+{
+    tide_io_sim *c = rotation_base(2);
+    tide_gens_rotate_report r;
+    tide_gens_opts o;
+    arm_at a = { c, "manifest", 1, 0 };            /* the write fails, the write-back works */
+    (void)state;
+
+    sim_opts(&o, c, 2);
+    o.trace = arm_on_step;
+    o.trace_arg = &a;
+    tide_gens *g = open_ok(SD, &o, "epoch");
+    expect_u64(tide_gens_read_epoch(g), 0, "at open");
+    tide_log_set_level(TIDE_LOG_ERROR);
+    expect_error(tide_gens_rotate(g, NULL), TIDE_EIO, "the manifest write fails after the hide");
+    expect_u64(tide_gens_read_epoch(g), 1, "shown again: the epoch moved");
+    expect_i64(tide_gens_disk_unknown(g), 0, "the old manifest was written back");
+    expect_u64(tide_gens_oldest_id(g), 1, "generation 1 readable again");
+    get(g, 0, 1, NULL, "read after the failure");   /* copied forward into 2 */
+    a.step = "create";
+    a.n = 1;
+    expect_error(tide_gens_rotate(g, NULL), TIDE_EIO, "a failure before any hide");
+    tide_log_set_level(TIDE_LOG_INFO);
+    expect_u64(tide_gens_read_epoch(g), 1, "no hide, no move");
+    rotate_ok(g, &r, "a working rotation");
+    expect_u64(r.dropped, 1, "drops generation 1");
+    expect_u64(tide_gens_read_epoch(g), 1, "a rotation that works only removes: no move");
+    get(g, 0, 1, NULL, "the object read after the failure lives on");
+    expect_i64(get(g, 1, 0, NULL, "untouched"), 0, "an untouched object of 1 is gone");
+    OK(tide_gens_close(g));
+    tide_io_sim_destroy(c);
+}
+
+typedef struct hide_copy { tide_gens *g; int done; } hide_copy;
+
+/* At "hide" (after the first sync, before the hide): read item 0, which
+ * only generation 1 holds, so it is copied into 2's pool. */
+static void copy_at_hide(void *arg, const char *step)
+{
+    hide_copy *h = arg;
+    if (h->g && !h->done && strcmp(step, "hide") == 0) {
+        h->done = 1;
+        get(h->g, 0, 1, NULL, "a read between the two syncs");
+    }
+}
+
+/* The second sync: a copy taken from the dropped generation after the
+ * first sync is durable before the manifest forgets it (a crash right
+ * after the rotation keeps it). */
+static void a_copy_between_the_two_syncs_is_durable_before_the_manifest(void **state)
+{
+    tide_io_sim *c = rotation_base(2);
+    tide_gens_rotate_report r;
+    tide_gens_opts o;
+    hide_copy h = { NULL, 0 };
+    (void)state;
+
+    sim_opts(&o, c, 2);
+    o.trace = copy_at_hide;
+    o.trace_arg = &h;
+    tide_gens *g = open_ok(SD, &o, "two syncs");
+    h.g = g;
+    rotate_ok(g, &r, "the rotation");
+    expect_i64(h.done, 1, "the read ran between the syncs");
+    expect_u64(r.dropped, 1, "generation 1 dropped");
+    tide_io_sim *d = clone_of(c);                 /* the disk right after the rotation */
+    quiet_close(g);
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        tide_io_sim *e = clone_of(d);
+        OK(tide_io_sim_crash(e, seed));
+        sim_opts(&o, e, 2);
+        tide_gens *g2 = open_ok(SD, &o, "after the crash");
+        get(g2, 0, 1, NULL, "the copy made between the two syncs, after a crash");
+        quiet_close(g2);
+        tide_io_sim_destroy(e);
+    }
+    tide_io_sim_destroy(d);
+    tide_io_sim_destroy(c);
 }
 
 /* ---- generation directories without a manifest ---- */
@@ -1672,6 +1805,9 @@ int main(void)
         T(a_read_only_handle_reads_every_generation_and_changes_nothing),
         T(a_second_handle_on_the_same_directory_is_refused_as_busy),
         cmocka_unit_test(a_crash_at_any_call_of_a_rotation_opens_with_every_object_in_retention),
+        cmocka_unit_test(a_rewrite_after_a_double_fault_keeps_the_dropped_one_hidden_until_a_rotation),
+        cmocka_unit_test(the_readable_epoch_moves_when_a_failed_rotation_shows_a_generation_again),
+        cmocka_unit_test(a_copy_between_the_two_syncs_is_durable_before_the_manifest),
         cmocka_unit_test(a_fault_at_any_call_of_a_rotation_leaves_a_working_handle),
         cmocka_unit_test(a_crash_at_any_call_of_an_adoption_or_creation_resumes_to_a_working_store),
         cmocka_unit_test(a_file_in_both_places_after_an_interrupted_adoption_is_resolved_or_refused),

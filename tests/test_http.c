@@ -1028,7 +1028,7 @@ static void admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_res
         "error", "gate_wait_ns", "keep_ns", "keep_keys", "keep_copied", "keep_missing", "keep_copied_bytes",
         "trim_ns", "trimmed", "trim_rc", "trim", "gens", "total_ns" };
     static const char *const gens_fields[] = { "started_unix_us", "new_id", "dropped_ids", "dropped",
-        "deleted_bytes", "delete_steps", "create_ns", "manifest_ns", "switch_ns", "drop_ns",
+        "deleted_bytes", "delete_steps", "create_ns", "sync_ns", "manifest_ns", "switch_ns", "drop_ns",
         "objects_in_previous", "rotations" };
     char *env[] = { token_env, NULL };
     uint8_t value[100], raw[32];

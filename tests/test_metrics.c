@@ -328,7 +328,7 @@ static int count_release(void *arg, tide_mem_trim_report *out)
 static void rotation_and_generation_families_agree_with_the_node_and_pass_promtool(void **state)
 {
     th_scratch *sc = *state;
-    static const char *const phases[] = { "gate", "keep", "create", "manifest", "switch", "drop", "trim" };
+    static const char *const phases[] = { "gate", "keep", "create", "sync", "manifest", "switch", "drop", "trim" };
     tide_node_opts o;
     tide_node *n = NULL;
     tide_gens_info gi;

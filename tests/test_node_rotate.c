@@ -31,6 +31,8 @@
 #include "node/config.h"
 #include "node/node.h"
 #include "node/startup.h"
+#include "gen/manifest.h"
+#include "io/io_sim.h"
 #include "tide/error.h"
 #include "util/log.h"
 
@@ -721,6 +723,147 @@ static void a_restart_without_generations_keeps_the_manifests_keep(void **state)
     free(cap);
 }
 
+/* ---- a rotation that fails after its hide ---------------------------------------------- */
+
+typedef struct window {
+    tide_node  *n;
+    tide_io_sim *sim;
+    int         hidden, got, armed;
+    uint64_t    key;            /* the key the GET in the window reads */
+    int         persistent;     /* the manifest fault: 1 fails its write-back too */
+    uint64_t    fail_n;         /* which call of the manifest write fails first (0: the first) */
+} window;
+
+/* At the sync after the hide: a GET of w->key (only generation 1 holds it)
+ * is a miss the key cache remembers; at "manifest": the write fails. */
+static void window_step(void *arg, const char *step)
+{
+    window *w = arg;
+    if (w->n == NULL) return;
+    if (strcmp(step, "hide") == 0) w->hidden = 1;
+    if (strcmp(step, "sync") == 0 && w->hidden && !w->got) {
+        w->got = 1;
+        expect_gone(w->n, w->key, "a GET in the hide window");
+    }
+    if (strcmp(step, "manifest") == 0 && w->got && !w->armed) {
+        w->armed = 1;
+        expect_ok(tide_io_sim_fail_at(w->sim, w->fail_n ? w->fail_n : 1, TIDE_IO_SIM_EIO, w->persistent),
+                  "io_sim");
+    }
+}
+
+static void expect_put_exists(tide_node *n, uint64_t i, const char *what)
+{
+    uint8_t key[32], val[300];
+    key_of(i, key);
+    th_value(i, len_of(i), val);
+    expect_rc(tide_node_put(n, key, val, len_of(i)), TIDE_EEXIST, what);
+}
+
+/* A node on a fresh io_sim with G = 2 and window_step as its gens trace:
+ * keys 1 and 2 in generation 1, key 3 in generation 2 (the newest). */
+static tide_node *open_windowed(tide_io_sim **sim, window *w, fakes *fk)
+{
+    tide_node_opts o;
+    expect_ok(tide_io_sim_create(sim), "io_sim");
+    expect_ok(tide_io_sim_mkdir(*sim, "/d"), "io_sim");
+    gen_opts(&o, "/d", 2, fk);
+    o.io = tide_io_sim_io(*sim);
+    o.gens_trace = window_step;
+    o.gens_trace_arg = w;
+    tide_node *n = open_with(&o);
+    put(n, 1);
+    put(n, 2);
+    rotate(n, NULL);
+    put(n, 3);
+    w->n = n;
+    w->sim = *sim;
+    w->hidden = w->got = w->armed = 0;
+    return n;
+}
+
+/* An admin rotation that must fail with EIO (the window's fault), then the
+ * fault disarmed. */
+static void rotate_fails(tide_node *n, tide_io_sim *sim, const char *what)
+{
+    tide_node_rotation_report r;
+    memset(&r, 0, sizeof r);
+    tide_log_set_level(TIDE_LOG_ERROR);
+    expect_rc(tide_node_rotate(n, "admin", &r), TIDE_EIO, what);
+    tide_log_set_level(TIDE_LOG_INFO);
+    expect_ok(tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0), "io_sim");
+}
+
+/* The end of a windowed test: a working rotation drops generation 1, key
+ * `lives` (copied forward or in 2) is still served; the node is closed. */
+static void finish_windowed(tide_node *n, tide_io_sim *sim, window *w, uint64_t lives, const char *what)
+{
+    tide_node_rotation_report r;
+    w->n = NULL;
+    rotate(n, &r);
+    expect_u64(r.gens.dropped, 1, "a working rotation drops generation 1");
+    expect_readable(n, lives, what);
+    expect_rc(tide_node_close(n), 0, "close");
+    tide_io_sim_destroy(sim);
+}
+
+/* The review's false miss: a GET in the window of a rotation whose
+ * manifest write then fails (written back: the disk is known) is
+ * remembered as a miss; once generation 1 is shown again the node must
+ * answer 200 and 409 for it, not 404 and 409 (the key cache clear after
+ * the failure; a PUT answered EEXIST erases the key too). */
+static void a_rotation_failed_after_its_hide_leaves_no_false_miss(void **state)
+{
+    fakes fk = { 0 };
+    tide_io_sim *sim = NULL;
+    window w = { 0 };
+    (void)state;
+
+    tide_node *n = open_windowed(&sim, &w, &fk);     /* 2 newest, 1 holds keys 1 and 2 */
+    w.key = 1;
+    rotate_fails(n, sim, "the manifest write fails");
+    expect_i64(w.got, 1, "the GET ran in the window");
+    expect_readable(n, 1, "after the failed rotation: GET 200, not a remembered 404");
+    expect_put_exists(n, 1, "PUT 409: the object is present");
+    expect_readable(n, 1, "and still 200 after the 409");
+    /* The PUT path alone: the miss remembered in the window, then a PUT
+     * first (409), then the GET. */
+    w.hidden = w.got = w.armed = 0;
+    w.key = 2;
+    rotate_fails(n, sim, "the manifest write fails again");
+    expect_put_exists(n, 2, "PUT 409 of a key missed in the window");
+    expect_readable(n, 2, "GET 200 after it");
+    finish_windowed(n, sim, &w, 1, "key 1, read after the failure, was copied forward and lives on");
+}
+
+/* A double fault (the manifest write and its write-back fail): the
+ * rotator's next look writes the manifest again though no rotation is
+ * due, and the generation being dropped stays hidden until a rotation
+ * drops it. */
+static void the_rotators_next_look_rewrites_the_manifest_after_a_double_fault(void **state)
+{
+    fakes fk = { 0 };
+    tide_io_sim *sim = NULL;
+    tide_gen_manifest m;
+    window w = { 0 };
+    (void)state;
+
+    tide_node *n = open_windowed(&sim, &w, &fk);
+    w.key = 1;
+    w.fail_n = 6;                                     /* the directory sync after the rename */
+    w.persistent = 1;                                 /* and the write-back */
+    rotate_fails(n, sim, "the double fault");
+    expect_ok(tide_gen_manifest_read(tide_io_sim_io(sim), "/d", &m), "read the manifest");
+    expect_u64(m.gens[0].id, 3, "the disk names generation 3 (the double fault)");
+    expect_gone(n, 1, "generation 1 stays hidden after a double fault");
+    expect_i64(tide_node_rotate_check(n, NULL), 0, "a look with no rotation due");
+    expect_ok(tide_gen_manifest_read(tide_io_sim_io(sim), "/d", &m), "read the manifest");
+    expect_u64(m.gens[0].id, 2, "the look wrote the handle's manifest again");
+    expect_u64(m.count, 2, "naming generation 1 still");
+    expect_gone(n, 1, "still hidden until a rotation drops it");
+    finish_windowed(n, sim, &w, 3, "generation 2's object");
+}
+
 /* ---- the startup line of the disk bound -------------------------------------------------- */
 
 static void the_startup_log_states_the_disk_bound_by_mean_record_or_per_record(void **state)
@@ -757,6 +900,50 @@ static void the_startup_log_states_the_disk_bound_by_mean_record_or_per_record(v
     free(cap);
 }
 
+/* tide_startup_log_disk's lines for `c` and `n` into cap (emptied first). */
+static void log_disk_into(th_log_capture *cap, const tide_config *c, tide_node *n)
+{
+    memset(cap, 0, sizeof *cap);
+    tide_log_set_sink(th_log_capture_sink, cap);
+    tide_startup_log_disk(c, n);
+    tide_log_set_sink(NULL, NULL);
+}
+
+/* A keep-2 directory opened with --generations 4: the bound is the keep
+ * the next rotation puts in force, and the line says when (the review
+ * found "at most about 2 x N" here). */
+static void the_startup_bound_is_the_keep_after_the_next_rotation(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_config c;
+    th_log_capture *cap = calloc(1, sizeof *cap);
+
+    assert_non_null(cap);
+    gen_opts(&o, f->dir, 2, &fk);
+    expect_rc(tide_node_close(open_with(&o)), 0, "a keep-2 directory");
+    gen_opts(&o, f->dir, 4, &fk);
+    tide_node *n = open_with(&o);
+    tide_config_defaults(&c);
+    c.online_delete_on = 1;
+    c.online_delete = 1000;
+    c.generations = 4;
+    c.src[TIDE_CFG_GENERATIONS].kind = TIDE_SRC_FLAG;
+    snprintf(c.src[TIDE_CFG_GENERATIONS].where, sizeof c.src[0].where, "--generations");
+    log_disk_into(cap, &c, n);
+    expect_contains(cap->text, "online delete: 4 generations (4 after the next rotation; 2 now) of 1000 objects: "
+                    "the disk holds at most about 4 x 1000 objects", "the bound of the keep to come, and when");
+    expect_contains(cap->text, "keep 2 generations in force, 4 from the next rotation (generations=4 from flag "
+                    "--generations)", "the keep line says when the configured one takes effect");
+    c.src[TIDE_CFG_GENERATIONS].kind = TIDE_SRC_DEFAULT;   /* not set: the manifest's 2, nothing to come */
+    log_disk_into(cap, &c, n);
+    expect_contains(cap->text, "online delete: 2 generations of 1000 objects: the disk holds at most about 2 x 1000",
+                    "not set: the manifest's keep");
+    expect_rc(tide_node_close(n), 0, "close");
+    free(cap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -772,6 +959,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_rotator_thread_rotates_when_the_object_trigger_is_due, setup, teardown),
         cmocka_unit_test_setup_teardown(a_node_with_online_delete_off_has_no_generations, setup, teardown),
         cmocka_unit_test_setup_teardown(the_startup_log_states_the_disk_bound_by_mean_record_or_per_record, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(the_startup_bound_is_the_keep_after_the_next_rotation, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_rotation_failed_after_its_hide_leaves_no_false_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_rotators_next_look_rewrites_the_manifest_after_a_double_fault, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_restart_without_generations_keeps_the_manifests_keep, setup, teardown),
         cmocka_unit_test_setup_teardown(close_interrupts_a_gradual_delete_between_two_steps, setup, teardown),

@@ -246,6 +246,17 @@ int tide_keycache_erase(tide_keycache *k, const void *key)
     return ti_core_erase(&k->core, key, erase_entry, core_check, free_victims);
 }
 
+void tide_keycache_clear(tide_keycache *k)
+{
+    ti_core_entry *victims = NULL;
+    size_t before;
+
+    pthread_mutex_lock(&k->core.mu);
+    before = k->core.bytes;
+    while (k->lru.head) remove_entry(k, (kentry *)k->lru.head, &victims);
+    ti_core_finish(&k->core, before, core_check, free_victims, victims);
+}
+
 void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report)
 {
     tide_keycache_sweep_report r;

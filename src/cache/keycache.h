@@ -74,6 +74,11 @@ int tide_keycache_contains(tide_keycache *k, const void *key);
  * Not an eviction. Cost: one hash, one lock; frees after unlocking. */
 int tide_keycache_erase(tide_keycache *k, const void *key);
 
+/* Forget every key (a rotation that failed after hiding generations made
+ * remembered misses possibly false: node.c). Not evictions. Cost: one
+ * lock, O(keys); frees after unlocking; allocates nothing. */
+void tide_keycache_clear(tide_keycache *k);
+
 typedef struct tide_keycache_sweep_report {
     uint64_t effective_age_us;
     size_t   entries_before;

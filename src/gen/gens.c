@@ -37,12 +37,13 @@
  *      and open removes nothing.
  *   6. Every read, write-once check and copy-forward looks only at
  *      g->gens[0..g->nread), under the read lock: once a dropping rotation
- *      has hidden the generations it drops (gens_rotate.c, step b), no copy
- *      from them can start, so the sync that follows (step c) makes every
+ *      has hidden the generations it drops (gens_rotate.c, step c), no copy
+ *      from them can start, so the sync that follows (step d) makes every
  *      copy taken from them durable. In that window an object only they
  *      hold reads as absent (its span is ending) and an insert of its key
  *      succeeds into the newest; if the rotation fails they are shown
- *      again, and reads, newest first, see the newest's copy first.
+ *      again (read_epoch moves; not while the disk is unknown: gens_rotate.c,
+ *      invariant 8), and reads, newest first, see the newest's copy first.
  *
  * Never: hold the write lock across I/O (only a rotation's hide and switch
  * take it); close

@@ -26,9 +26,10 @@
  *     last written or read in span s (the time between two rotations) is
  *     readable through span s+G-1 and gone after the rotation that ends it.
  *
- * Crash safety: a rotation that drops a generation first hides it from
- * reads (no copy from it can start), syncs every kept store (every copy
- * taken from it is durable), then writes the new manifest durably, then
+ * Crash safety: a rotation that drops a generation first syncs every kept
+ * store, then hides it from reads (no copy from it can start), syncs the
+ * kept stores again (only the copies made since: every copy taken from it
+ * is durable, and the hide window is that short second sync), then writes the new manifest durably, then
  * switches in memory, and deletes the dropped generation only after that
  * (gens_rotate.c's essay), so a crash at any point leaves a manifest
  * naming generations that are all present and whole, and every object
@@ -56,7 +57,8 @@
 typedef struct tide_gens tide_gens;
 
 /* Called at each step of a rotation or an open, for tests and logs: "create",
- * "hide" and "sync" (only when the rotation drops something), "manifest",
+ * "sync", "hide", "sync" again (these three only when the rotation drops
+ * something), "manifest",
  * "switch", "drop", "delete-step", "done"; at open "reconcile", "adopt".
  * Must not call the handle (tide_gens_interrupt excepted). */
 typedef void (*tide_gens_trace_fn)(void *arg, const char *step);
@@ -215,16 +217,21 @@ typedef struct tide_gens_rotate_report {
     uint64_t deleted_bytes;       /* file bytes of the dropped generations, all removed */
     unsigned delete_steps;        /* truncate steps taken */
     uint64_t create_ns, manifest_ns, switch_ns, drop_ns; /* phase wall times */
+    uint64_t sync_ns;             /* the kept stores' two syncs around the hide (0 when
+                                     nothing is dropped); manifest_ns is the manifest
+                                     write alone (added: the syncs were in manifest_ns) */
     uint64_t objects_in_previous; /* data records of the generation that was newest */
     uint64_t rotations;           /* the manifest's count after this one */
 } tide_gens_rotate_report;
 
 /*
  * Rotate: create generation newest+1 (directory, empty store, synced), open
- * it; when generations beyond keep go: hide them from reads (an object
- * only they hold reads as absent from here: its span is ending; shown
- * again if the rotation fails) and sync every kept store (so every copy
- * forward taken from them is durable); write the manifest naming the new
+ * it; when generations beyond keep go: sync every kept store, hide them
+ * from reads (an object only they hold reads as absent from here: its span
+ * is ending; shown again if the rotation fails, unless the disk is
+ * unknown, below) and sync the kept stores again (so every copy forward
+ * taken from them is durable; the second sync commits only the copies made
+ * since the first); write the manifest naming the new
  * one first and without the dropped ones (durably: manifest.h), switch in
  * memory (new inserts go to the new generation from here), then close
  * each dropped generation and delete it: nudb.dat cut by delete_chunk_bytes
@@ -239,11 +246,14 @@ typedef struct tide_gens_rotate_report {
  * was (the new directory removed when it can be; open removes it
  * otherwise); a failed manifest write whose write-back of the old one
  * fails too leaves the disk naming either list: every directory is kept,
- * and the next rotation first writes the handle's manifest again,
+ * the generations being dropped stay hidden (the disk may no longer name
+ * them: a copy from them would not be durable before a crash) until a
+ * rotation drops them, and the next rotation (or
+ * tide_gens_rewrite_manifest) first writes the handle's manifest again,
  * failing (changing nothing else) until that works; a failure while
  * deleting a dropped generation, or an interrupt, leaves the rotation done
  * (returns 0, the report's deleted_bytes short, logged) and open removes
- * the rest. manifest_ns includes the kept stores' syncs.
+ * the rest. sync_ns is the kept stores' syncs, manifest_ns the write alone.
  * Thread safety: serialised with other rotations; inserts and fetches go
  * on throughout except during the switch.
  * Cost: a store create (three syncs), a store open, when dropping one
@@ -256,6 +266,32 @@ typedef struct tide_gens_rotate_report {
  * sleeps back_off_ms between truncates.
  */
 int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report);
+
+/*
+ * After a double fault (a failed manifest write whose write-back failed
+ * too, see tide_gens_rotate) write the handle's manifest again, so a
+ * rotator can retry at each look instead of waiting for its next trigger.
+ * The hidden generations stay hidden (gens_rotate.c, invariant 8).
+ * Returns 0 when the disk is known (nothing to do, or written now); the
+ * write's errors. Serialised with rotations (waits for a running one).
+ * Cost: an atomic load when there is nothing to do; else the manifest
+ * write (two syncs).
+ */
+int tide_gens_rewrite_manifest(tide_gens *g);
+
+/* 1 while the manifest on disk is unknown (after a double fault, until a
+ * rewrite succeeds); 0 otherwise and for a plain store. Atomic load. */
+int tide_gens_disk_unknown(const tide_gens *g);
+
+/*
+ * The readable epoch: a count that moves (sequentially consistent) each
+ * time the set of readable generations grows, which is only when a failed
+ * rotation shows its hidden generations again. A caller that reads it
+ * before a fetch answered TIDE_ENOTFOUND and finds it moved after must
+ * treat that miss as possibly stale (the node's key cache forgets it).
+ * Plain store: always 0. Atomic load, any thread.
+ */
+uint64_t tide_gens_read_epoch(const tide_gens *g);
 
 /*
  * For a shutdown: a running drop stops before its next delete step (its

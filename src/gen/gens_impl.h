@@ -10,7 +10,7 @@
  * the switch when no call can still hold it. Reads, write-once checks and
  * copies forward look only at the first `nread` slots: a dropping
  * rotation hides the generations it drops before it syncs the kept ones
- * (gens_rotate.c, step b).
+ * (gens_rotate.c, step c).
  */
 #ifndef TIDE_GEN_GENS_IMPL_H
 #define TIDE_GEN_GENS_IMPL_H
@@ -46,13 +46,19 @@ struct tide_gens {
     tide_gen_manifest m;               /* as on disk (unless disk_unknown); count == ngens */
     ti_gens_slot      gens[TIDE_GEN_MAX];
     /* The slots reads look in: gens[0..nread). m.count except between a
-     * dropping rotation's steps b and e, when the dropped ones (always the
-     * oldest) are hidden. Under `lock`. */
+     * dropping rotation's steps c and f, when the dropped ones (always the
+     * oldest) are hidden, and after a double fault (disk_unknown), when
+     * they stay hidden until a rotation drops them (gens_rotate.c,
+     * invariant 8). Under `lock`. */
     unsigned          nread;
     /* 1 after a failed manifest write whose undo failed too: the disk may
      * name the newest + 1 or not, so no gen directory may be removed until
-     * g->m is written again (gens_rotate.c, invariant 6). Under rotate_mu. */
-    int               disk_unknown;
+     * g->m is written again (gens_rotate.c, invariants 6, 8). */
+    int               disk_unknown;    /* written under rotate_mu, read atomically */
+    /* tide_gens_read_epoch: bumped (seq_cst) each time the readable list
+     * grows, i.e. a failed rotation shows its hidden generations again, so
+     * a caller that remembered a miss can tell it may be stale. */
+    uint64_t          read_epoch;
     /* tide_gens_interrupt: set once, never cleared (atomic); intr_cv wakes
      * a drop's back-off pause. */
     int               interrupted;

@@ -10,29 +10,33 @@
  * retention. So, when the rotation drops something, in this order:
  *
  *     a create   mkdir gen-N+1, tide_store_create in it, sync DIR, open it
- *     b hide     under the write lock: the dropped ones leave the read list
+ *     b sync     tide_store_sync of every kept store while the dropped ones
+ *                are still readable: the bulk of the pending copies (an
+ *                older kept store may still hold copies made while it was
+ *                the newest) is committed outside the hide window
+ *     c hide     under the write lock: the dropped ones leave the read list
  *                (g->nread); no new copy from them can start. Writes still
  *                go to N, which the manifest on disk names. From here until
  *                the switch their objects read as absent (their span is
- *                ending); if the rotation fails they are shown again
- *     c sync     tide_store_sync of every kept store (only the newest takes
- *                inserts now, but an older kept one may still hold copies
- *                made while it was the newest): every copy taken from a
+ *                ending); if the rotation fails they are shown again (and
+ *                read_epoch moves), unless the disk is unknown (invariant 8)
+ *     d sync     again, of every kept store: only the copies made since b
+ *                (usually empty pools, no I/O): every copy taken from a
  *                dropped generation is durable now
- *     d manifest tide_gen_manifest_write: N+1 first, without the dropped
- *     e switch   under the write lock: the slots and the manifest in memory,
+ *     e manifest tide_gen_manifest_write: N+1 first, without the dropped
+ *     f switch   under the write lock: the slots and the manifest in memory,
  *                the ids, newest_objects restarts at 0 (no I/O)
- *     f drop     close each dropped store, then delete it: nudb.dat cut by
+ *     g drop     close each dropped store, then delete it: nudb.dat cut by
  *                delete_chunk_bytes per step with back_off_ms pauses (a
  *                tide_gens_interrupt stops it between two steps), every file
  *                unlinked, the generation's directory synced (so no crash
  *                keeps its rmdir and loses its unlinks), the directory
  *                removed, DIR synced
  *
- * A rotation that drops nothing skips b and c. A crash before d is durable
- * leaves the old manifest, which names everything (nothing was deleted)
- * and an unnamed gen-N+1 that open removes. After d the copies are
- * durable in the kept stores (c) and the new manifest names N+1 (present
+ * A rotation that drops nothing skips b, c and d. A crash before e is
+ * durable leaves the old manifest, which names everything (nothing was
+ * deleted) and an unnamed gen-N+1 that open removes. After e the copies are
+ * durable in the kept stores (d) and the new manifest names N+1 (present
  * and whole: created and synced in a) and the kept ones; a dropped
  * directory left behind is unnamed and open removes it.
  *
@@ -46,7 +50,7 @@
  *   4. The dropped generations are the oldest: the kept ones are the
  *      prefix g->gens[0..nread) once hidden (asserted in hide).
  *   5. A manifest without a generation is written only after every kept
- *      store was synced with that generation hidden (b, then c, then d):
+ *      store was synced with that generation hidden (c, then d, then e):
  *      every copy taken from it is durable before the disk forgets it.
  *   6. After a failed manifest write whose write-back failed too, the disk
  *      may name N+1 or not (disk_unknown): every directory is kept, and
@@ -55,8 +59,18 @@
  *      while the disk is known to hold g->m, which never names it.
  *   7. After tide_gens_interrupt no delete step starts and rotate returns
  *      TIDE_ECLOSED; what a stopped drop left is unnamed, for open.
+ *   8. While disk_unknown the hidden generations stay hidden: the disk may
+ *      hold the new manifest, which no longer names them, and a copy from
+ *      them into N would not be durable before a crash. Rewriting g->m
+ *      (tide_gens_rewrite_manifest, or the next rotation's first step)
+ *      does not show them again: they stay hidden until a rotation drops
+ *      them (their span was ending), or one fails with the disk known,
+ *      which shows them (a failure while the disk is known always does).
+ *   9. read_epoch moves (seq_cst) exactly when the readable list grows:
+ *      the only growth is set_readable(g, 0) after a failed rotation.
  *
  * Never: delete a generation the manifest on disk names, or may name;
+ * show a hidden generation while the disk may not name it;
  * switch when the manifest write failed (the disk may then hold either
  * manifest: the old one is written back before the new directory is
  * removed); write a manifest without a generation whose copies are not
@@ -191,7 +205,7 @@ static int next_manifest(const tide_gens *g, uint64_t now_us, tide_gen_manifest 
     return tide_gen_manifest_check(m);
 }
 
-/* Step "create": the new generation's directory and store, open. */
+/* Step a, "create": the new generation's directory and store, open. */
 static int create_next(tide_gens *g, uint64_t id, const char *path, tide_store **s)
 {
     tide_store_create_opts co;
@@ -230,7 +244,7 @@ static int create_next(tide_gens *g, uint64_t id, const char *path, tide_store *
     return rc;
 }
 
-/* Step "switch": the new list in memory, under the write lock. The
+/* Step f, "switch": the new list in memory, under the write lock. The
  * dropped stores' slots go to out[0..nd) (their counters are retired here,
  * so store_info's sums never step down). */
 static void switch_to(tide_gens *g, const tide_gen_manifest *m, tide_store *fresh,
@@ -263,7 +277,7 @@ static void switch_to(tide_gens *g, const tide_gen_manifest *m, tide_store *fres
     pthread_rwlock_unlock(&g->lock);
 }
 
-/* Step "drop": close and delete the dropped generations. */
+/* Step g, "drop": close and delete the dropped generations. */
 static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotate_report *r)
 {
     /* A barrier: a sync that took the old list finishes first. */
@@ -287,33 +301,49 @@ static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotat
     }
 }
 
-/* Step b (invariant 4): hide the dropped generations, the oldest `nd`.
- * Called with nd == 0 by unhide to show them all again. */
+/* Step c (invariant 4): hide the dropped generations, the oldest `nd`.
+ * Called with nd == 0 by unhide to show them all again, which bumps
+ * read_epoch (a miss read while they were hidden may be stale now). */
 static void set_readable(tide_gens *g, unsigned nd)
 {
     pthread_rwlock_wrlock(&g->lock);
     TIDE_ASSERT(nd < g->m.count);
+    unsigned before = g->nread;
     g->nread = g->m.count - nd;
     __atomic_store_n(&g->oldest_id, g->gens[g->nread - 1].id, __ATOMIC_RELAXED);
+    if (g->nread > before) __atomic_add_fetch(&g->read_epoch, 1, __ATOMIC_SEQ_CST);
     ti_gens_check(g);
     pthread_rwlock_unlock(&g->lock);
 }
 
-/* Step b then c: hide the `nd` dropped ones (dropped[], oldest first) and
- * sync every kept store (invariant 5). On error they are shown again. */
-static int hide_and_sync(tide_gens *g, const tide_gen *dropped, unsigned nd)
+/* tide_store_sync of the first `n` stores (the ones the manifest keeps). */
+static int sync_kept(tide_gens *g, unsigned n, unsigned nd)
 {
     int rc = 0;
-    for (unsigned i = 0; i < nd; i++)   /* the tail of the list, in order */
-        TIDE_ASSERT(g->gens[g->m.count - nd + i].id == dropped[nd - 1 - i].id);
-    ti_gens_trace(g, "hide");
-    set_readable(g, nd);
     ti_gens_trace(g, "sync");
-    for (unsigned i = 0; i < g->nread && rc == 0; i++) {
+    for (unsigned i = 0; i < n && rc == 0; i++) {
         rc = tide_store_sync(g->gens[i].s);
         if (rc) rc = tide_err_prefix(rc, "%s: rotation: syncing generation %" PRIu64 " before "
                                      "the manifest drops %u", g->dir, g->gens[i].id, nd);
     }
+    return rc;
+}
+
+/* Steps b, c, d: sync every kept store while the dropped ones (dropped[],
+ * oldest first) are still readable (the bulk of the pending copies), hide
+ * them, sync again (only the copies made since the first: usually empty
+ * pools), so the hide window is one cheap commit round (invariant 5). On
+ * error they are shown again. */
+static int hide_and_sync(tide_gens *g, const tide_gen *dropped, unsigned nd)
+{
+    unsigned kept = g->m.count - nd;
+    for (unsigned i = 0; i < nd; i++)   /* the tail of the list, in order */
+        TIDE_ASSERT(g->gens[kept + i].id == dropped[nd - 1 - i].id);
+    int rc = sync_kept(g, kept, nd);
+    if (rc) return rc;
+    ti_gens_trace(g, "hide");
+    set_readable(g, nd);
+    rc = sync_kept(g, kept, nd);
     if (rc) set_readable(g, 0);
     return rc;
 }
@@ -327,7 +357,7 @@ static void undo_manifest(tide_gens *g, tide_store *fresh, const char *path, uin
         ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
         return;
     }
-    g->disk_unknown = 1;
+    __atomic_store_n(&g->disk_unknown, 1, __ATOMIC_RELAXED);
     tide_log(TIDE_LOG_WARN, "%s: rotation: generation %" PRIu64 " left in place: the manifest on "
              "disk may name it; the next rotation writes the manifest again first (the next "
              "open keeps or removes it)", g->dir, id);
@@ -341,11 +371,33 @@ static int rewrite_manifest(tide_gens *g)
         return tide_err_prefix(rc, "%s: rotation refused: the manifest on disk is unknown since "
                                "a failed rotation and writing it again failed (every generation "
                                "directory is kept)", g->dir);
-    g->disk_unknown = 0;
+    __atomic_store_n(&g->disk_unknown, 0, __ATOMIC_RELAXED);
     return 0;
 }
 
-/* Step d, undone on failure (with the hidden ones shown again). */
+int tide_gens_rewrite_manifest(tide_gens *g)
+{
+    int rc = 0;
+    if (!g->enabled || !__atomic_load_n(&g->disk_unknown, __ATOMIC_RELAXED)) return 0;
+    pthread_mutex_lock(&g->rotate_mu);
+    if (g->disk_unknown) rc = rewrite_manifest(g);
+    pthread_mutex_unlock(&g->rotate_mu);
+    if (rc == 0) tide_log(TIDE_LOG_INFO, "%s: the manifest on disk is known again (rewritten after "
+                          "a failed rotation)", g->dir);
+    return rc;
+}
+
+uint64_t tide_gens_read_epoch(const tide_gens *g)
+{
+    return __atomic_load_n(&g->read_epoch, __ATOMIC_SEQ_CST);
+}
+
+int tide_gens_disk_unknown(const tide_gens *g)
+{
+    return __atomic_load_n(&g->disk_unknown, __ATOMIC_RELAXED);
+}
+
+/* Step e, undone on failure (with the hidden ones shown again). */
 static int write_manifest(tide_gens *g, const tide_gen_manifest *m, tide_store *fresh,
                           const char *path)
 {
@@ -356,7 +408,8 @@ static int write_manifest(tide_gens *g, const tide_gen_manifest *m, tide_store *
     snprintf(msg, sizeof msg, "%s", tide_last_error());
     tide_log(TIDE_LOG_WARN, "%s: rotation: writing the manifest failed: %s", g->dir, msg);
     undo_manifest(g, fresh, path, m->gens[0].id);
-    if (g->nread < g->m.count) set_readable(g, 0);
+    /* Invariant 8: with the disk unknown the hidden ones stay hidden. */
+    if (g->nread < g->m.count && !g->disk_unknown) set_readable(g, 0);
     return tide_err_set(rc, "%s", msg);
 }
 
@@ -400,6 +453,9 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
         ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
         goto out;
     }
+    r.sync_ns = nd > 0 ? tide_clock_mono_ns() - t : 0;
+
+    t = tide_clock_mono_ns();
     if ((rc = write_manifest(g, &m, fresh, path)) != 0) goto out;
     r.manifest_ns = tide_clock_mono_ns() - t;
 

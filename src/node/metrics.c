@@ -418,10 +418,11 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
  * shows as one generation (position 0, id 0) with no rotation. */
 static void write_rotations(tide_metrics_writer *w, tide_node *n)
 {
-    static const char *const phases[] = { "gate", "keep", "create", "manifest", "switch", "drop", "trim" };
+    static const char *const phases[] = { "gate", "keep", "create", "sync", "manifest", "switch", "drop",
+                                          "trim" };
     tide_node_rotation_totals t;
     tide_gens_info gi;
-    const tide_hist *h[7];
+    const tide_hist *h[TIDE_NODE_ROTATION_NPHASES + 1];
     char pos[16];
 
     tide_node_rotation_totals_get(n, &t);
@@ -436,11 +437,12 @@ static void write_rotations(tide_metrics_writer *w, tide_node *n)
         "Rotation attempts abandoned after rotation_wait_max_seconds of an unhealthy node.", (double)t.abandoned);
     one(w, "tide_rotation_gate_waits_total", "counter",
         "Waits of recovery_wait_seconds the health gate made rotations take.", (double)t.gate_waits);
-    for (int i = 0; i < 6; i++) h[i] = &t.phase_duration[i];
-    h[6] = &t.trim_duration;
+    for (int i = 0; i < TIDE_NODE_ROTATION_NPHASES; i++) h[i] = &t.phase_duration[i];
+    h[TIDE_NODE_ROTATION_NPHASES] = &t.trim_duration;
     histogram_labelled(w, "tide_rotation_duration_seconds", "Wall time of each phase of a rotation: gate (waiting "
-                       "for health), keep (the keep-list), create, manifest, switch, drop (the gradual delete), "
-                       "trim (the release after a drop).", "phase", phases, h, 7);
+                       "for health), keep (the keep-list), create, sync (the kept stores' syncs around the hide), "
+                       "manifest, switch, drop (the gradual delete), trim (the release after a drop).", "phase",
+                       phases, h, TIDE_NODE_ROTATION_NPHASES + 1);
     one(w, "tide_rotation_copied_objects_total", "counter", "Objects copied forward into the newest generation: "
         "reads and re-PUTs of older ones, cache hits, keep-lists.", (double)gi.copied_forward);
     one(w, "tide_rotation_copied_bytes_total", "counter", "Value bytes copied forward into the newest generation.",

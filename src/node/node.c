@@ -27,8 +27,17 @@
  * (tide_gens_touch) and moves the tag up: a read in the current span
  * keeps the object, as a read through the store does. A PUT whose key is
  * in the cache applies the same rule before it answers EEXIST. The key
- * cache needs nothing: a rotation only removes keys, so a remembered miss
- * stays a miss.
+ * cache: a successful rotation only removes keys, so a miss remembered
+ * across it stays a miss; but between a dropping rotation's hide and its
+ * switch an object only the hidden generation holds reads as absent, and
+ * if the rotation then fails the generation is shown again, so a miss
+ * remembered in that window is false. Three things close it: the gens
+ * handle's readable epoch (tide_gens_read_epoch) moves at that unhide; a
+ * get reads it before its store fetch, as put_gen, and forgets the miss it
+ * remembered when it moved; the rotator clears the key cache after a
+ * rotation during which it moved (a miss remembered before the unhide);
+ * and a put answered EEXIST by the store erases the key from the key
+ * cache (the store holds it: any miss remembered for it is false).
  *
  * The handle's other jobs live beside it, on the struct of node_impl.h:
  * sweeper.c runs the sweep rounds (its essay has their order and
@@ -44,9 +53,14 @@
  *      no thread sees a freed part.
  *   3. A cache hit never serves an object whose tag is below the oldest
  *      kept generation id (read at the hit).
+ *   4. A miss stays in the key cache only if the readable epoch read
+ *      before its fetch still held after its insert, or a key-cache clear
+ *      followed the epoch's move (rotator.c, after any rotation that moved
+ *      it); a put answered EEXIST leaves no miss for its key.
  *
  * Never: let a get remember a miss that a put's erase may have overtaken
- * (put_gen); close the store while the sweeper, the rotator or the count
+ * (put_gen), or that a failed rotation's unhide may have made false
+ * (the readable epoch); close the store while the sweeper, the rotator or the count
  * may run; serve a cached object of a dropped generation.
  */
 #include "node/node_impl.h"
@@ -172,6 +186,8 @@ static int open_gens(tide_node *n)
     go.io = n->opts.io;
     go.delete_chunk_bytes = n->opts.delete_chunk_bytes;
     go.back_off_ms = n->opts.back_off_ms;
+    go.trace = n->opts.gens_trace;
+    go.trace_arg = n->opts.gens_trace_arg;
     if (!go.online_delete && !manifest) rc = ensure_store(&n->opts);
     if (rc == 0) rc = tide_gens_open(&n->gens, n->dir, &go);
     if (rc == 0) log_keep(n, manifest);
@@ -363,7 +379,12 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
         goto out;
     }
     rc = tide_gens_insert(n->gens, key, value, len, &gen);
-    if (rc == TIDE_EEXIST) atomic_fetch_add(&n->puts_existing, 1);
+    if (rc == TIDE_EEXIST) {
+        /* Invariant 4: the store holds the key, so a remembered miss of it
+         * (one a failed rotation's hide window left) is false. */
+        atomic_fetch_add(&n->puts_existing, 1);
+        tide_keycache_erase(n->keycache, key);
+    }
     if (rc) goto out;
     atomic_fetch_add(&n->put_gen, 1);
     tide_keycache_erase(n->keycache, key);
@@ -383,7 +404,7 @@ int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
     tide_cache_obj *obj = NULL;
     void *buf = NULL;
     size_t len = 0;
-    uint64_t gen, where = 0;
+    uint64_t gen, epoch, where = 0;
     int rc = 0;
 
     *out = NULL;
@@ -399,11 +420,13 @@ int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
         goto out;
     }
     gen = atomic_load(&n->put_gen);
+    epoch = tide_gens_read_epoch(n->gens);
     rc = tide_gens_fetch(n->gens, key, &buf, &len, &where);
     if (rc == TIDE_ENOTFOUND) {
         atomic_fetch_add(&n->gets_missing, 1);
         (void)tide_keycache_insert(n->keycache, key);
-        if (atomic_load(&n->put_gen) != gen) tide_keycache_erase(n->keycache, key);
+        if (atomic_load(&n->put_gen) != gen || tide_gens_read_epoch(n->gens) != epoch)
+            tide_keycache_erase(n->keycache, key);
         goto out;
     }
     if (rc) goto out;

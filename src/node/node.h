@@ -119,6 +119,9 @@ typedef struct tide_node_opts {
     void    *release_arg;
     tide_node_trace_fn trace;     /* NULL (default) */
     void    *trace_arg;
+    tide_gens_trace_fn gens_trace;/* NULL (default): passed to tide_gens_opts.trace (the
+                                     rotation's steps), for tests */
+    void    *gens_trace_arg;
     uint64_t count_keys_max_bytes;/* count the stored keys in the background
                                      at open (a read of nudb.dat) when the
                                      data file is at most this big; default
@@ -328,6 +331,8 @@ typedef struct tide_node_rotation_report {
 } tide_node_rotation_report;
 
 /* Running totals of the rotator since open. */
+#define TIDE_NODE_ROTATION_NPHASES 7   /* TIDE_NODE_ROTATION_PHASES' count */
+
 typedef struct tide_node_rotation_totals {
     uint64_t rotations;           /* done */
     uint64_t failures;            /* attempts that returned an error */
@@ -340,13 +345,15 @@ typedef struct tide_node_rotation_totals {
     uint64_t trim_released_bytes;
     uint64_t can_delete;          /* the advisory_delete allowance: rotations up to this
                                      manifest count may run (UINT64_MAX: always) */
-    tide_hist phase_duration[6];  /* gate, keep, create, manifest, switch, drop;
-                                     then trim in trim_duration */
+    tide_hist phase_duration[TIDE_NODE_ROTATION_NPHASES]; /* gate, keep, create, sync,
+                                     manifest, switch, drop; then trim in trim_duration
+                                     (sync added: the kept stores' syncs around the hide,
+                                     which manifest used to include) */
     tide_hist trim_duration;
 } tide_node_rotation_totals;
 
 /* The phases of tide_node_rotation_totals.phase_duration, in order. */
-#define TIDE_NODE_ROTATION_PHASES { "gate", "keep", "create", "manifest", "switch", "drop" }
+#define TIDE_NODE_ROTATION_PHASES { "gate", "keep", "create", "sync", "manifest", "switch", "drop" }
 
 /*
  * Copy the `count` keys at `keys` (count * tide_node_key_size bytes) forward

@@ -71,8 +71,9 @@ struct tide_node {
     uint64_t        rot_failures_seen;   /* commit failures at the last health look */
     uint64_t        rot_next_try_ns;     /* after an abandoned attempt: not before */
     int             rot_advisory_logged; /* the advisory gate's line, once per due episode */
+    int             rot_rewrite_logged;  /* the failed manifest rewrite's line, once per episode */
     tide_node_rotation_totals rot_totals;/* histograms in rot_hist */
-    tide_hist       rot_hist[6], rot_trim_hist;
+    tide_hist       rot_hist[TIDE_NODE_ROTATION_NPHASES], rot_trim_hist;
     tide_node_rotation_report rotations[TIDE_NODE_ROTATIONS];
 };
 

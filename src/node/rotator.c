@@ -19,8 +19,13 @@
  *      looks again, and after rotation_wait_max_s in all it is abandoned:
  *      logged at WARN once with the figures, counted, recorded with
  *      abandoned = 1, and the next attempt waits recovery_wait_s more;
+ *   0. after a double fault (tide_gens_disk_unknown), every look first
+ *      writes the manifest again (tide_gens_rewrite_manifest), whether or
+ *      not a rotation is due;
  *   4. the rotation (tide_gens_rotate: create, then, when it drops a
- *      generation, hide and sync, then manifest, switch, drop);
+ *      generation, sync, hide, sync again, then manifest, switch, drop);
+ *      a rotation that failed after its hide showed the hidden ones again
+ *      (the readable epoch moved): the key cache is cleared (node.c);
  *   5. when a generation was dropped and trim_after_rotation is on, one
  *      measured release, the sweep's own call (ti_node_release);
  *   6. the report into the ring, the totals and histograms, one INFO line.
@@ -140,11 +145,11 @@ static void log_report(const tide_node_rotation_report *r)
     if (r->trimmed && r->trim.rss_delta < 0) tide_size_format((uint64_t)-r->trim.rss_delta, rel, sizeof rel);
     tide_log(TIDE_LOG_INFO, "rotation %" PRIu64 " (%s): generation %" PRIu64 " created, %u dropped (%s deleted "
              "in %u steps), the previous newest held %" PRIu64 " objects; keep-list %" PRIu64 " keys, %" PRIu64
-             " copied (%s), %" PRIu64 " missing; gate %.1f ms, keep %.1f ms, create %.1f ms, manifest %.1f ms, "
+             " copied (%s), %" PRIu64 " missing; gate %.1f ms, keep %.1f ms, create %.1f ms, sync %.1f ms, manifest %.1f ms, "
              "switch %.3f ms, drop %.1f ms; trim %s (released %s, %.1f ms); total %.1f ms", r->seq, r->trigger,
              r->gens.new_id, r->gens.dropped, del, r->gens.delete_steps, r->gens.objects_in_previous,
              r->keep_keys, r->keep_copied, kept, r->keep_missing, ms(r->gate_wait_ns), ms(r->keep_ns),
-             ms(r->gens.create_ns), ms(r->gens.manifest_ns), ms(r->gens.switch_ns), ms(r->gens.drop_ns),
+             ms(r->gens.create_ns), ms(r->gens.sync_ns), ms(r->gens.manifest_ns), ms(r->gens.switch_ns), ms(r->gens.drop_ns),
              r->trimmed ? "made" : "not made", rel, ms(r->trim_ns), ms(r->total_ns));
 }
 
@@ -152,8 +157,8 @@ static void log_report(const tide_node_rotation_report *r)
 static void record(tide_node *n, tide_node_rotation_report *r)
 {
     tide_node_rotation_totals *t = &n->rot_totals;
-    uint64_t phase[6] = { r->gate_wait_ns, r->keep_ns, r->gens.create_ns, r->gens.manifest_ns,
-                          r->gens.switch_ns, r->gens.drop_ns };
+    uint64_t phase[TIDE_NODE_ROTATION_NPHASES] = { r->gate_wait_ns, r->keep_ns, r->gens.create_ns,
+                          r->gens.sync_ns, r->gens.manifest_ns, r->gens.switch_ns, r->gens.drop_ns };
 
     pthread_mutex_lock(&n->rot_state_lock);
     r->seq = ++n->rot_seq;
@@ -165,7 +170,7 @@ static void record(tide_node *n, tide_node_rotation_report *r)
     t->keep_copied += r->keep_copied;
     t->keep_copied_bytes += r->keep_copied_bytes;
     if (r->rc == 0)
-        for (int i = 0; i < 6; i++) tide_hist_observe(&n->rot_hist[i], phase[i]);
+        for (int i = 0; i < TIDE_NODE_ROTATION_NPHASES; i++) tide_hist_observe(&n->rot_hist[i], phase[i]);
     if (r->trimmed) {
         t->trims++;
         tide_hist_observe(&n->rot_trim_hist, r->trim.duration_ns);
@@ -186,8 +191,13 @@ static void record(tide_node *n, tide_node_rotation_report *r)
  * a drop. Returns the rotation's result. */
 static int rotate_locked(tide_node *n, tide_node_rotation_report *r)
 {
+    uint64_t epoch = tide_gens_read_epoch(n->gens);
     int rc = tide_gens_rotate(n->gens, &r->gens);
 
+    /* A rotation that failed after its hide showed the hidden generations
+     * again (the epoch moved): a miss remembered in the window may be
+     * false now (node.c, invariant 4). */
+    if (tide_gens_read_epoch(n->gens) != epoch) tide_keycache_clear(n->keycache);
     if (rc) {
         snprintf(r->error, sizeof r->error, "%s", tide_last_error());
         memset(&r->gens, 0, sizeof r->gens);
@@ -468,6 +478,24 @@ static int health_gate(tide_node *n, tide_node_rotation_report *r)
     return r->abandoned ? 1 : 0;
 }
 
+/* Step 0 of a look: after a double fault, write the manifest again now
+ * rather than at the next trigger, so the disk is known again as soon as
+ * the I/O works (the dropped generations stay hidden: gens_rotate.c,
+ * invariant 8). Logged once per episode. */
+static void rewrite_if_unknown(tide_node *n)
+{
+    if (!tide_gens_disk_unknown(n->gens)) return;
+    pthread_mutex_lock(&n->rot_lock);
+    int rc = tide_gens_rewrite_manifest(n->gens);
+    pthread_mutex_unlock(&n->rot_lock);
+    if (rc == 0) n->rot_rewrite_logged = 0;
+    else if (!n->rot_rewrite_logged) {
+        tide_log(TIDE_LOG_WARN, "%s: writing the manifest again after a failed rotation failed: %s (retried "
+                 "at every look)", n->dir, tide_last_error());
+        n->rot_rewrite_logged = 1;
+    }
+}
+
 /* One look with rot_check_lock held (tide_node_rotate_check). */
 static int check_locked(tide_node *n, tide_node_rotation_report *r)
 {
@@ -476,6 +504,7 @@ static int check_locked(tide_node *n, tide_node_rotation_report *r)
     uint64_t t0;
     int g;
 
+    rewrite_if_unknown(n);
     tide_node_gens_info(n, &gi);
     trigger = due_trigger(n, &gi);
     if (trigger == NULL) { n->rot_advisory_logged = 0; return 0; }
@@ -623,7 +652,7 @@ void tide_node_rotation_totals_get(tide_node *n, tide_node_rotation_totals *out)
     pthread_mutex_lock(&n->rot_state_lock);
     *out = n->rot_totals;
     out->can_delete = n->can_delete;
-    for (int i = 0; i < 6; i++) tide_hist_snapshot(&n->rot_hist[i], &out->phase_duration[i]);
+    for (int i = 0; i < TIDE_NODE_ROTATION_NPHASES; i++) tide_hist_snapshot(&n->rot_hist[i], &out->phase_duration[i]);
     tide_hist_snapshot(&n->rot_trim_hist, &out->trim_duration);
     TIDE_ASSERT(out->trim_duration.count == out->trims);
     pthread_mutex_unlock(&n->rot_state_lock);

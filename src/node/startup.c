@@ -191,7 +191,9 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
  * what arrives between two of the rotator's checks (rotate_check_ms) or
  * while a gate holds the rotation back (advisory_delete, health), so the
  * directory holds about G x N objects. Bytes follow from the mean record
- * size when the newest generation has objects. */
+ * size when the newest generation has objects. G is the keep in force
+ * after the next rotation (bound_keep), and the line says when it differs
+ * from the manifest's. */
 /* Which G is in force and where it came from: the operator's (its
  * source), or the manifest's own keep when G was not set. */
 static void log_keep(const tide_config *c, const tide_gens_info *gi)
@@ -199,7 +201,10 @@ static void log_keep(const tide_config *c, const tide_gens_info *gi)
     const tide_config_source *s = &c->src[TIDE_CFG_GENERATIONS];
     const char *kind = s->kind == TIDE_SRC_FLAG ? "flag" : s->kind == TIDE_SRC_ENV ? "env" : "file";
 
-    if (s->kind >= TIDE_SRC_FILE)
+    if (s->kind >= TIDE_SRC_FILE && c->generations != gi->keep)
+        tide_log(TIDE_LOG_INFO, "online delete: keep %u generations in force, %u from the next rotation "
+                 "(generations=%u from %s %s)", gi->keep, c->generations, c->generations, kind, s->where);
+    else if (s->kind >= TIDE_SRC_FILE)
         tide_log(TIDE_LOG_INFO, "online delete: keep %u generations in force (generations=%u from %s %s)",
                  gi->keep, c->generations, kind, s->where);
     else
@@ -207,37 +212,50 @@ static void log_keep(const tide_config *c, const tide_gens_info *gi)
                  "manifest's keep, %u for a new directory)", gi->keep, c->generations);
 }
 
+/* The keep the bound is about: the one in force after the next rotation
+ * (the operator's when set, which the next rotation applies; else the
+ * manifest's). When it differs from the manifest's, `when` says so. */
+static unsigned bound_keep(const tide_config *c, const tide_gens_info *gi, char *when, size_t cap)
+{
+    unsigned k = c->src[TIDE_CFG_GENERATIONS].kind >= TIDE_SRC_FILE ? c->generations : gi->keep;
+
+    when[0] = '\0';
+    if (k != gi->keep) snprintf(when, cap, " (%u after the next rotation; %u now)", k, gi->keep);
+    return k;
+}
+
 void tide_startup_log_disk(const tide_config *c, tide_node *n)
 {
     tide_gens_info gi;
-    char per[32], total[32], now[32];
+    char per[32], total[32], now[32], when[80];
+    unsigned k;
 
     if (!c->online_delete_on) return;
     tide_node_gens_info(n, &gi);
     tide_size_format(gi.disk_bytes, now, sizeof now);
     log_keep(c, &gi);
+    k = bound_keep(c, &gi, when, sizeof when);
     if (c->online_delete == 0) {
-        tide_log(TIDE_LOG_INFO, "online delete: %u generations, rotated only by rotate_bytes=%" PRIu64
+        tide_log(TIDE_LOG_INFO, "online delete: %u generations%s, rotated only by rotate_bytes=%" PRIu64
                  ", rotate_interval=%" PRIu64 "s or POST /v1/admin/rotate: the disk holds at most %u spans of "
-                 "objects (copies forward included); now %s in %u generation(s)", gi.keep, c->rotate_bytes,
-                 c->rotate_interval, gi.keep, now, gi.count);
+                 "objects (copies forward included); now %s in %u generation(s)", k, when, c->rotate_bytes,
+                 c->rotate_interval, k, now, gi.count);
         return;
     }
     if (gi.newest_objects > 0 && gi.newest_bytes > 0) {
         uint64_t mean = gi.newest_bytes / gi.newest_objects;
         tide_size_format(mean, per, sizeof per);
-        tide_size_format(mean * c->online_delete * gi.keep, total, sizeof total);
-        tide_log(TIDE_LOG_INFO, "online delete: %u generations of %" PRIu64 " objects: the disk holds at most "
+        tide_size_format(mean * c->online_delete * k, total, sizeof total);
+        tide_log(TIDE_LOG_INFO, "online delete: %u generations%s of %" PRIu64 " objects: the disk holds at most "
                  "about %u x %" PRIu64 " objects (copies forward count toward each generation's %" PRIu64 "; "
                  "it overshoots by what arrives while the rotator checks or a gate waits); at the newest's mean record of %s (%" PRIu64
                  " bytes of nudb.dat / %" PRIu64 " objects) that is about %s of data files plus the key files; "
-                 "now %s", gi.keep, c->online_delete, gi.keep, c->online_delete, c->online_delete, per,
+                 "now %s", k, when, c->online_delete, k, c->online_delete, c->online_delete, per,
                  gi.newest_bytes, gi.newest_objects, total, now);
     } else {
-        tide_log(TIDE_LOG_INFO, "online delete: %u generations of %" PRIu64 " objects: the disk holds at most "
+        tide_log(TIDE_LOG_INFO, "online delete: %u generations%s of %" PRIu64 " objects: the disk holds at most "
                  "about %u x %" PRIu64 " objects (copies forward included), i.e. %" PRIu64 " x (record size) of data "
                  "files plus the key files (a record is its value + key size + 6 bytes); now %s",
-                 gi.keep, c->online_delete, gi.keep, c->online_delete,
-                 (uint64_t)gi.keep * c->online_delete, now);
+                 k, when, c->online_delete, k, c->online_delete, (uint64_t)k * c->online_delete, now);
     }
 }
