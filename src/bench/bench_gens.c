@@ -202,7 +202,7 @@ static int fill(variant *v)
 {
     uint64_t spans = v->gkeep ? v->gkeep + v->b->opts.extra_spans : 1, t0 = wall_ns();
     uint64_t per = v->b->opts.items * (TIDE_BENCH_KEY_SIZE + v->b->opts.value_size);
-    int rc;
+    int rc = 0;
 
     for (uint64_t s = 0; s < spans; s++) {
         rc = fill_span(v, s);
