@@ -86,7 +86,8 @@ static const char help_rotate[] =
 "    --json           print the report as one JSON object: path, adopted,\n"
 "                     new_id, new_dir, dropped_ids, deleted_bytes,\n"
 "                     delete_steps, objects_in_previous, rotations, keep,\n"
-"                     create_ns, manifest_ns, switch_ns, drop_ns (integers).\n"
+"                     create_ns, sync_ns, manifest_ns, switch_ns, drop_ns\n"
+"                     (integers; sync_ns is 0 when nothing was dropped).\n"
 "    -h, --help       print this text\n"
 "\n"
 "EXIT STATUS\n"
@@ -150,8 +151,8 @@ static void report_text(const char *path, const tide_gens_rotate_report *r, unsi
     printf("objects       %llu written into the generation that was newest\n",
            (unsigned long long)r->objects_in_previous);
     printf("rotations     %llu (keep %u)\n", (unsigned long long)r->rotations, keep);
-    printf("phases        create %.3f ms, manifest %.3f ms, switch %.3f ms, drop %.3f ms\n",
-           ms(r->create_ns), ms(r->manifest_ns), ms(r->switch_ns), ms(r->drop_ns));
+    printf("phases        create %.3f ms, sync %.3f ms, manifest %.3f ms, switch %.3f ms, drop %.3f ms\n",
+           ms(r->create_ns), ms(r->sync_ns), ms(r->manifest_ns), ms(r->switch_ns), ms(r->drop_ns));
 }
 
 static int report_json(const char *path, const tide_gens_rotate_report *r, unsigned keep,
@@ -174,6 +175,7 @@ static int report_json(const char *path, const tide_gens_rotate_report *r, unsig
     json_object_set_new(o, "rotations", json_integer((json_int_t)r->rotations));
     json_object_set_new(o, "keep", json_integer(keep));
     json_object_set_new(o, "create_ns", json_integer((json_int_t)r->create_ns));
+    json_object_set_new(o, "sync_ns", json_integer((json_int_t)r->sync_ns));
     json_object_set_new(o, "manifest_ns", json_integer((json_int_t)r->manifest_ns));
     json_object_set_new(o, "switch_ns", json_integer((json_int_t)r->switch_ns));
     json_object_set_new(o, "drop_ns", json_integer((json_int_t)r->drop_ns));
