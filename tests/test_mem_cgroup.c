@@ -52,11 +52,32 @@ static void scratch(char *root, size_t cap)
     if (th_scratch_make(root, cap) != 0) fail_msg("cannot make a scratch directory");
 }
 
+/* What a call must have found: each field, and the directory the limit
+ * came from relative to root (NULL: not compared). */
+typedef struct want_info {
+    uint64_t version, limited, limit, current;
+    const char *dir;
+} want_info;
+
+static void expect_info(const char *root, const tide_mem_cgroup_limit_info *got, want_info w,
+                        const char *what)
+{
+    char path[2200];
+
+    expect_u64(got->version, w.version, what);
+    expect_u64(got->limited, w.limited, what);
+    expect_u64(got->limit_bytes, w.limit, what);
+    expect_u64(got->current_bytes, w.current, what);
+    if (w.dir == NULL) return;
+    snprintf(path, sizeof path, "%s/%s", root, w.dir);
+    expect_str(got->path, path, what);
+}
+
 /* ---- v2 ------------------------------------------------------------------ */
 
 static void v2_limit_at_the_leaf_is_reported_with_its_directory(void **state)
 {
-    char root[2048], want[2200];
+    char root[2048];
     tide_mem_cgroup_limit_info info;
     (void)state;
 
@@ -66,17 +87,13 @@ static void v2_limit_at_the_leaf_is_reported_with_its_directory(void **state)
     put(root, "sys/fs/cgroup/a/b/memory.max", "104857600\n");
     put(root, "sys/fs/cgroup/a/b/memory.current", "4096\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "a v2 leaf with a limit");
-    expect_u64(info.version, 2, "version");
-    expect_u64(info.limited, 1, "limited");
-    expect_u64(info.limit_bytes, 100 * MIB, "limit_bytes");
-    expect_u64(info.current_bytes, 4096, "current_bytes");
-    snprintf(want, sizeof want, "%s/sys/fs/cgroup/a/b", root);
-    expect_str(info.path, want, "the directory of the limit");
+    expect_info(root, &info, (want_info){ 2, 1, 100 * MIB, 4096, "sys/fs/cgroup/a/b" },
+                "the leaf's limit, usage and directory");
 }
 
 static void v2_nearest_limited_ancestor_wins_over_the_ones_above(void **state)
 {
-    char root[2048], want[2200];
+    char root[2048];
     tide_mem_cgroup_limit_info info;
     (void)state;
 
@@ -87,16 +104,13 @@ static void v2_nearest_limited_ancestor_wins_over_the_ones_above(void **state)
     put(root, "sys/fs/cgroup/a/b/memory.current", "8192\n");
     put(root, "sys/fs/cgroup/a/b/c/memory.max", "max\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "a v2 limit two levels up");
-    expect_u64(info.limited, 1, "limited");
-    expect_u64(info.limit_bytes, 200 * MIB, "the nearest limit (b's, not a's 1 GiB)");
-    expect_u64(info.current_bytes, 8192, "b's memory.current");
-    snprintf(want, sizeof want, "%s/sys/fs/cgroup/a/b", root);
-    expect_str(info.path, want, "the directory of the limit");
+    expect_info(root, &info, (want_info){ 2, 1, 200 * MIB, 8192, "sys/fs/cgroup/a/b" },
+                "the nearest limit (b's, not a's 1 GiB), b's memory.current and directory");
 }
 
 static void v2_max_everywhere_is_unlimited_at_the_leaf(void **state)
 {
-    char root[2048], want[2200];
+    char root[2048];
     tide_mem_cgroup_limit_info info;
     (void)state;
 
@@ -106,11 +120,8 @@ static void v2_max_everywhere_is_unlimited_at_the_leaf(void **state)
     put(root, "sys/fs/cgroup/a/b/memory.max", "max\n");
     put(root, "sys/fs/cgroup/a/b/memory.current", "12288\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "v2 with max everywhere");
-    expect_u64(info.limited, 0, "limited");
-    expect_u64(info.limit_bytes, 0, "limit_bytes");
-    expect_u64(info.current_bytes, 12288, "the leaf's memory.current");
-    snprintf(want, sizeof want, "%s/sys/fs/cgroup/a/b", root);
-    expect_str(info.path, want, "the leaf");
+    expect_info(root, &info, (want_info){ 2, 0, 0, 12288, "sys/fs/cgroup/a/b" },
+                "unlimited, with the leaf's memory.current and directory");
 }
 
 static void v2_garbage_in_memory_max_is_corrupt_naming_the_file(void **state)
@@ -131,7 +142,7 @@ static void v2_garbage_in_memory_max_is_corrupt_naming_the_file(void **state)
 
 static void v1_memory_line_wins_over_the_unified_one_and_gives_the_limit(void **state)
 {
-    char root[2048], want[2200];
+    char root[2048];
     tide_mem_cgroup_limit_info info;
     (void)state;
 
@@ -141,12 +152,8 @@ static void v1_memory_line_wins_over_the_unified_one_and_gives_the_limit(void **
     put(root, "sys/fs/cgroup/memory/tide/memory.limit_in_bytes", "314572800\n");
     put(root, "sys/fs/cgroup/memory/tide/memory.usage_in_bytes", "65536\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "a v1 limit");
-    expect_u64(info.version, 1, "version");
-    expect_u64(info.limited, 1, "limited");
-    expect_u64(info.limit_bytes, 300 * MIB, "limit_bytes");
-    expect_u64(info.current_bytes, 65536, "memory.usage_in_bytes");
-    snprintf(want, sizeof want, "%s/sys/fs/cgroup/memory/tide", root);
-    expect_str(info.path, want, "the directory of the limit");
+    expect_info(root, &info, (want_info){ 1, 1, 300 * MIB, 65536, "sys/fs/cgroup/memory/tide" },
+                "v1's limit, memory.usage_in_bytes and directory");
 }
 
 static void v1_page_rounded_long_max_up_to_the_root_is_unlimited(void **state)
@@ -160,10 +167,7 @@ static void v1_page_rounded_long_max_up_to_the_root_is_unlimited(void **state)
     put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
     put(root, "sys/fs/cgroup/memory/tide/memory.limit_in_bytes", "9223372036854771712\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "v1 unlimited");
-    expect_u64(info.version, 1, "version");
-    expect_u64(info.limited, 0, "limited");
-    expect_u64(info.limit_bytes, 0, "limit_bytes");
-    expect_u64(info.current_bytes, 0, "no usage file: unknown");
+    expect_info(root, &info, (want_info){ 1, 0, 0, 0, NULL }, "v1 unlimited; no usage file: unknown");
 }
 
 static void no_memory_controller_is_enoent(void **state)

@@ -51,18 +51,26 @@ typedef struct race {
     th_failures fail;          /* the threads' failures, for the test's thread */
 } race;
 
+/* Put key i with its 64-byte value; a failure is recorded for the test's
+ * thread and returns non-zero. Both writers below use it. */
+static int put_key(tide_node *n, uint64_t i, th_failures *fail)
+{
+    uint8_t key[32], val[64];
+    int rc;
+
+    th_key(i, 32, key);
+    th_value(i, sizeof val, val);
+    rc = tide_node_put(n, key, val, sizeof val);
+    if (rc != 0)
+        th_failure(fail, "put of key %" PRIu64 ": expected 0, got %d (%s)", i, rc, tide_strerror(rc));
+    return rc;
+}
+
 static void *writer(void *arg)
 {
     race *r = arg;
-    uint8_t key[32], val[64];
     for (uint64_t i = 0; i < r->keys; i++) {
-        th_key(i, 32, key);
-        th_value(i, sizeof val, val);
-        int rc = tide_node_put(r->node, key, val, sizeof val);
-        if (rc != 0) {
-            th_failure(&r->fail, "put of key %" PRIu64 ": expected 0, got %d (%s)", i, rc, tide_strerror(rc));
-            break;
-        }
+        if (put_key(r->node, i, &r->fail) != 0) break;
         atomic_store(&r->next, i + 1);
     }
     atomic_store(&r->writer_done, 1);
@@ -155,15 +163,9 @@ static uint64_t rotations_now(tide_node *n)
 static void *rot_writer(void *arg)
 {
     rot_race *r = arg;
-    uint8_t key[32], val[64];
+    int rc;
     for (uint64_t i = 0; i < r->keys; i++) {
-        th_key(i, 32, key);
-        th_value(i, sizeof val, val);
-        int rc = tide_node_put(r->node, key, val, sizeof val);
-        if (rc != 0) {
-            th_failure(&r->fail, "put of key %" PRIu64 ": expected 0, got %d (%s)", i, rc, tide_strerror(rc));
-            break;
-        }
+        if (put_key(r->node, i, &r->fail) != 0) break;
         atomic_store(&r->next, i + 1);
         if ((i + 1) % SPAN == 0) atomic_fetch_add(&r->started, 1);
         if ((i + 1) % SPAN == 0 && (rc = tide_node_rotate(r->node, "admin", NULL)) != 0) {

@@ -325,8 +325,8 @@ typedef struct tide_node_rotation_report {
     int      trimmed;
     int      trim_rc;
     tide_mem_trim_report trim;
-    tide_gens_rotate_report gens; /* create, manifest, switch, drop (all 0 when rc != 0
-                                     before the rotation ran) */
+    tide_gens_rotate_report gens; /* create, sync, manifest, switch, drop (all 0 when
+                                     rc != 0 before the rotation ran) */
     uint64_t total_ns;
 } tide_node_rotation_report;
 
