@@ -32,7 +32,8 @@ enum {
     TIDE_EKEYSIZE  = -15, /* a key of the wrong length */
     TIDE_ENOTSTORE = -16, /* the file is not a NuDB file */
     TIDE_ENOTEMPTY = -17, /* a directory to remove still has entries */
-    TIDE_ERROR_MIN = -17
+    TIDE_EOVERLOAD = -18, /* the node is over its memory level for writes (issue 13) */
+    TIDE_ERROR_MIN = -18
 };
 
 /* The fixed name and meaning of `code`, e.g. "key not found". Never NULL;

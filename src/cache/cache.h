@@ -198,6 +198,20 @@ typedef struct tide_cache_sweep_report {
  */
 void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report);
 
+/*
+ * Change the byte budget and the hard limit at run time (the memory
+ * governor shrinks them under pressure and gives them back: issue 13).
+ * Same rules as the options: 0 means none, and hard_limit_bytes must be >=
+ * budget_bytes when both are set (TIDE_EINVAL otherwise, nothing changed).
+ * A lower hard limit is enforced at once: the oldest entries are let go
+ * (demoted, or freed when nothing else holds them) until `bytes` is under
+ * it, and counted as evictions; a lower budget waits for the next sweep.
+ * The slot array never shrinks. Returns 0 or TIDE_EINVAL.
+ * Cost: one lock; O(entries let go); frees after unlocking; allocates
+ * nothing.
+ */
+int tide_cache_set_limits(tide_cache *c, size_t budget_bytes, size_t hard_limit_bytes);
+
 typedef struct tide_cache_stats {
     uint64_t hits;          /* lookups that returned an object */
     uint64_t misses;        /* lookups that returned NULL */

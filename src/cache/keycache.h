@@ -91,6 +91,12 @@ typedef struct tide_keycache_sweep_report {
  * order; frees after unlocking; allocates nothing. */
 void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report);
 
+/* Change the hard limit at run time (0: none), as tide_cache_set_limits
+ * does: a lower one removes the oldest keys at once (counted as
+ * evictions). Returns 0. Cost: one lock; O(keys removed); frees after
+ * unlocking. (Issue 13: the memory governor.) */
+int tide_keycache_set_hard_limit(tide_keycache *k, size_t hard_limit_bytes);
+
 typedef struct tide_keycache_stats {
     uint64_t hits;          /* contains() that returned 1 */
     uint64_t misses;        /* contains() that returned 0 */

@@ -62,6 +62,26 @@ void tide_mem_account_add(int id, int64_t bytes);
 void tide_mem_account_sub(int id, int64_t bytes);
 void tide_mem_account_set(int id, int64_t bytes);
 
+/*
+ * Churn at the source (issue 13): besides the bytes held, each consumer
+ * counts the allocations it makes and the bytes they asked for, as
+ * monotonic totals (tide_memory_allocations_total{consumer} and
+ * tide_memory_allocated_bytes_total{consumer}), so rate() shows which
+ * consumer churns even when the bytes it holds stay flat.
+ * tide_mem_account_alloc adds `bytes` to the held counter and to the
+ * totals (one allocation); tide_mem_account_free subtracts from the held
+ * counter only. A consumer that keeps its own held counter
+ * (tide_mem_account_counter) calls tide_mem_account_note_alloc for the
+ * totals alone. Same id rule and cost as add (two or three relaxed atomic
+ * adds; the totals sit on the counter's own cache line).
+ */
+void tide_mem_account_alloc(int id, int64_t bytes);
+void tide_mem_account_free(int id, int64_t bytes);
+void tide_mem_account_note_alloc(int id, int64_t bytes);
+
+/* The totals of consumer `id` (relaxed loads). */
+void tide_mem_account_totals(int id, uint64_t *allocations, uint64_t *allocated_bytes);
+
 /* The current value of consumer `id` (a relaxed load); 0 for an id never
  * registered. Same id rule as the updates. */
 int64_t tide_mem_account_get(int id);
@@ -79,6 +99,8 @@ typedef struct tide_mem_account_entry {
     int     id;
     char    name[TIDE_MEM_ACCOUNT_NAME_MAX];
     int64_t bytes;
+    uint64_t allocations;       /* the churn totals (tide_mem_account_alloc) */
+    uint64_t allocated_bytes;
 } tide_mem_account_entry;
 
 /*

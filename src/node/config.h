@@ -59,6 +59,9 @@ enum {
     TIDE_CFG_ROTATE_INTERVAL, TIDE_CFG_DELETE_BATCH, TIDE_CFG_BACK_OFF_MS, TIDE_CFG_DELETE_CHUNK,
     TIDE_CFG_RECOVERY_WAIT, TIDE_CFG_ROTATION_WAIT_MAX, TIDE_CFG_TRIM_AFTER_ROTATION,
     TIDE_CFG_ROTATION_MAX_RSS,
+    /* the memory limit (issue 13; docs/MEMORY-LIMIT.md): [node] keys */
+    TIDE_CFG_MEMORY_LIMIT, TIDE_CFG_MEMORY_LEVELS, TIDE_CFG_MEMORY_HYSTERESIS,
+    TIDE_CFG_MEMORY_POLL_MS, TIDE_CFG_MEMORY_PRESSURE,
     TIDE_CFG_COUNT
 };
 
@@ -131,9 +134,39 @@ typedef struct tide_config {
     int      trim_after_rotation;/* 1 (default) or 0 */
     uint64_t rotation_max_rss;   /* the health gate holds a rotation while RSS is over it;
                                     0 (default): no RSS gate */
+    /* The memory limit (issue 13; docs/MEMORY-LIMIT.md). memory_limit is
+     * the operator's (flag, env, file) or, left unset, the cgroup's
+     * (tide_config_apply_cgroup; its source's where then reads "cgroup v1
+     * /sys/fs/cgroup/memory/x"); an operator's value above the cgroup's is
+     * lowered to it with a warning. 0: no limit anywhere (a startup
+     * warning). With a limit, tide_config_finish derives every budget the
+     * operator did not set from it (source "memory_limit N%"):
+     *   cache_budget          20% (the node cache's hard limit is twice it)
+     *   key_cache_hard_limit   5% (bytes; no setting of its own)
+     *   insert_burst           4%, at most 64 MiB (two pools: 8%)
+     *   http_body_budget      10%, at least max_object_size
+     * and refuses (TIDE_EINVAL, naming each with its source) budgets set
+     * explicitly whose most-held bytes (2 x cache_budget, 2 x insert_burst,
+     * http_body_budget) add up to more than the limit. */
+    uint64_t memory_limit;       /* bytes in force; 0: none; else >= TIDE_CONFIG_MEMORY_LIMIT_MIN */
+    unsigned memory_pct[4];      /* memory_levels "80,90,97": [0] 0, then soft,
+                                    high, critical percent (mem/overload.h) */
+    unsigned memory_hysteresis;  /* percentage points below a mark to leave it; 5 */
+    unsigned memory_poll_ms;     /* memory_poll_milliseconds, 10..10000; 100 */
+    unsigned memory_pressure_pct;/* PSI some avg10 that holds SOFT, 0..100 (0: off); 10 */
+    uint64_t key_cache_hard_limit; /* derived (bytes); 0: the node's default (32 MiB) */
+    /* What tide_config_apply_cgroup found (cgroup_limited 0 when nothing). */
+    int      cgroup_limited;
+    uint64_t cgroup_limit;
+    int      cgroup_version;
+    char     cgroup_path[1024];  /* the limited directory (its usage counts too) */
     uint64_t ram_bytes;          /* total RAM seen by tide_config_defaults */
     tide_config_source src[TIDE_CFG_COUNT];
 } tide_config;
+
+/* The smallest memory_limit accepted (below it tided cannot start its
+ * threads and buffers): 32 MiB. A cgroup limit below it is an error too. */
+#define TIDE_CONFIG_MEMORY_LIMIT_MIN (32ull << 20)
 
 /* "tiny".."huge"; "?" for anything else. */
 const char *tide_config_node_size_name(int node_size);
@@ -206,6 +239,18 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg);
  * ("--sweep-interval=9: 9 is outside 10..600"). */
 int tide_config_apply_args(tide_config *c, int argc, char **argv);
 
+/*
+ * Look for the cgroup's memory limit (tide_mem_cgroup_limit(root, ...);
+ * root NULL: the real machine) and record it in the cgroup_* fields. When
+ * memory_limit was not set by the operator, the cgroup's becomes it (its
+ * source names the cgroup directory and version); when it was set above
+ * the cgroup's, it is lowered to the cgroup's with one warning naming
+ * both. No limit known (TIDE_ENOENT) changes nothing; a cgroup file that
+ * cannot be read or parsed is logged at WARN and changes nothing. Call
+ * after apply_args and before finish. Returns 0.
+ */
+int tide_config_apply_cgroup(tide_config *c, const char *root);
+
 /* Put node_size's preset into every preset-driven setting still at its
  * default (source becomes "preset NAME"), then check the rules that join
  * settings. Returns 0, or TIDE_EINVAL when node_size is not a preset.
@@ -214,7 +259,13 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv);
  * to a whole interval anyway; the defaults never warn), and when
  * TIDE_METRICS_PUBLIC=1 makes a set TIDE_METRICS_TOKEN moot for /metrics.
  * http_body_budget left unset becomes max(64 MiB, 4 x max_object_size); set
- * below max_object_size it is TIDE_EINVAL naming both and their sources. */
+ * below max_object_size it is TIDE_EINVAL naming both and their sources.
+ * With a memory_limit (issue 13): below TIDE_CONFIG_MEMORY_LIMIT_MIN is
+ * TIDE_EINVAL; the budgets the operator did not set are derived from it
+ * (the split above, replacing the preset's and the default's); explicit
+ * budgets that add up to more than it are TIDE_EINVAL naming each; a
+ * memory_levels or memory_hysteresis that tide_mem_overload_init refuses is
+ * TIDE_EINVAL. */
 int tide_config_finish(tide_config *c);
 
 /* One line, "node_size=medium(file tide.cfg:2) sweep_interval=60(preset medium)
@@ -237,7 +288,8 @@ typedef void (*tide_config_unbounded_fn)(void *arg, const char *consumer, const 
 /* Call `fn` for each unbounded consumer, in a fixed order: node_cache
  * (cache_budget 0), key_cache (key_cache_size 0), malloc_arenas (arena_max
  * unset, and only when `alloc_family` is TIDE_MEM_ALLOC_GLIBC: arena_max
- * bounds nothing under another allocator). store_insert_pool never is:
+ * bounds nothing under another allocator), process (memory_limit 0: no
+ * flag and no cgroup limit; issue 13). store_insert_pool never is:
  * insert_burst is at least 64 KiB. Callers pass tide_mem_alloc_family(). Returns the
  * count. */
 int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_unbounded_fn fn, void *arg);

@@ -36,6 +36,8 @@
 #include "cache/cache.h"
 #include "cache/keycache.h"
 #include "gen/gens.h"
+#include "mem/overload.h"
+#include "mem/pressure.h"
 #include "mem/trim.h"
 #include "tide/error.h"
 #include "tide/store.h"
@@ -56,6 +58,25 @@ typedef int (*tide_node_release_fn)(void *arg, tide_mem_trim_report *r);
  * shut, so an abandoned attempt is tested by events, not by a real commit
  * backlog.) */
 typedef int (*tide_node_health_fn)(void *arg, char *why, size_t cap);
+
+/* ---- the memory limit (issue 13; governor.c, docs/MEMORY-LIMIT.md) ---- */
+
+/* One reading of the memory figures the governor compares with the limit. */
+typedef struct tide_node_memory_reading {
+    uint64_t rss_bytes;           /* the process's resident set (/proc/self/statm) */
+    int      has_cgroup;          /* the cgroup figures below hold */
+    tide_mem_cgroup_usage cgroup; /* of opts.cgroup_path */
+    int      has_psi;             /* psi holds (opts.psi_path was read) */
+    tide_mem_psi psi;
+    int      psi_triggered;       /* the PSI trigger descriptor polled POLLPRI
+                                     since the last reading */
+} tide_node_memory_reading;
+
+/* What the governor calls instead of reading /proc and the cgroup (tests):
+ * fill *r and return 0, or an error (the reading is skipped, counted as a
+ * failed reading, and the level kept). Called on the governor's thread (or
+ * tide_node_memory_check's caller); must not call the node. */
+typedef int (*tide_node_memory_fn)(void *arg, tide_node_memory_reading *r);
 
 /* Called with each step of a sweep round, in order: "sweep node_cache",
  * "sweep key_cache", "release", "done". For tests; must not call the node. */
@@ -175,10 +196,44 @@ typedef struct tide_node_opts {
                                      hard limit.) */
     tide_node_health_fn health;   /* NULL (default): the built-in gate (the insert pools
                                      under one burst, no commit failed since the
-                                     last look, RSS under rotation_max_rss when set);
-                                     tests put a hook here */
+                                     last look, RSS under rotation_max_rss when set,
+                                     the memory level below HIGH); tests put a hook here */
     void    *health_arg;
+    /* The memory limit (issue 13; governor.c). The governor thread reads the
+     * figures every memory_poll_ms, keeps the peaks, and with a limit set
+     * moves the overload level (mem/overload.h) and acts on it: on entering
+     * SOFT or above, and every TIDE_NODE_MEMORY_RESWEEP_MS while the counted
+     * bytes stay at or above SOFT's mark, one sweep round with the caches'
+     * targets shrunk (tide_cache_set_limits: budget and hard limit divided
+     * by 2 at SOFT, 4 at HIGH, 8 at CRITICAL; restored at NORMAL) and one
+     * measured release (unless trim is 0). At HIGH and above tide_node_put
+     * is refused with TIDE_EOVERLOAD; the server reads the level itself
+     * (tide_node_overload_level) to refuse bodies and connections. Nothing
+     * acknowledged is ever dropped: inserts already pending are committed. */
+    uint64_t memory_limit;        /* bytes; 0 (default): no limit, the level stays NORMAL
+                                     (the readings and peaks are still kept) */
+    unsigned memory_pct[TIDE_OVERLOAD_LEVELS]; /* the levels' marks in percent;
+                                     default 0, 80, 90, 97 (memory_levels) */
+    unsigned memory_hysteresis_pct; /* default 5 (memory_hysteresis) */
+    uint64_t memory_poll_ms;      /* default 100; 0: no governor thread (tests call
+                                     tide_node_memory_check) */
+    const char *cgroup_path;      /* the cgroup directory whose usage counts beside RSS
+                                     (tide_mem_cgroup_limit_info.path), or NULL (default):
+                                     RSS alone counts. Copied at open. */
+    int      cgroup_version;      /* 1 or 2 with cgroup_path */
+    const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none */
+    unsigned memory_pressure_pct; /* PSI "some" avg10 at or above this percent (or the
+                                     trigger firing: memory_pressure_pct percent of a
+                                     1 s window) holds the level at SOFT or above; it
+                                     lets go when avg10 falls under half of it;
+                                     0: pressure ignored; default 10 */
+    tide_node_memory_fn memory_reading; /* NULL (default): /proc, the cgroup, PSI */
+    void    *memory_reading_arg;
 } tide_node_opts;
+
+/* How often the governor repeats its sweep and release while the counted
+ * bytes stay at or above SOFT's mark. */
+#define TIDE_NODE_MEMORY_RESWEEP_MS 1000
 
 /* Fill `o` with the defaults above (dir NULL). */
 void tide_node_opts_init(tide_node_opts *o);
@@ -245,7 +300,9 @@ unsigned tide_node_key_size(const tide_node *n);
 
 /*
  * Store `len` bytes under `key`. Returns 0; TIDE_EEXIST when the key is
- * stored (the value is not compared; nothing changes); TIDE_ETOOBIG; the
+ * stored (the value is not compared; nothing changes); TIDE_EOVERLOAD when
+ * the memory level is HIGH or above (nothing stored: the caller answers 503
+ * and the client retries; checked before the existence check); TIDE_ETOOBIG; the
  * store's write errors (TIDE_ENOSPC, TIDE_EIO, TIDE_ECLOSED after a failed
  * commit). On success the object is in the node cache.
  * Durability: the value is durable after the next commit; tide_node_sync
@@ -466,6 +523,87 @@ size_t tide_node_rotations(tide_node *n, tide_node_rotation_report *out, size_t 
 /* Snapshots. Cost: one lock each (gens: see tide_gens_get_info). */
 void tide_node_rotation_totals_get(tide_node *n, tide_node_rotation_totals *out);
 void tide_node_gens_info(tide_node *n, tide_gens_info *out);
+
+/* ---- the memory limit (governor.c) ---- */
+
+/* The governor's actions, the label of tide_overload_actions_total. */
+enum {
+    TIDE_NODE_ACT_SWEEP,          /* a sweep round the governor ran */
+    TIDE_NODE_ACT_SHRINK,         /* the caches' targets lowered (a level rose) */
+    TIDE_NODE_ACT_RESTORE,        /* the caches' targets given back (NORMAL again) */
+    TIDE_NODE_ACT_TRIM,           /* a release call the governor made */
+    TIDE_NODE_ACT_SHED_WRITES,    /* HIGH entered: writes and bodies refused */
+    TIDE_NODE_ACT_STOP_ACCEPTING, /* CRITICAL entered: no new connections */
+    TIDE_NODE_ACT_COUNT
+};
+/* "sweep", "shrink", "restore", "trim", "shed_writes", "stop_accepting". */
+const char *tide_node_action_name(int action);
+
+/* One level change, as logged (once, at WARN going up and INFO going down). */
+typedef struct tide_node_level_change {
+    uint64_t unix_us;
+    int      from, to;            /* TIDE_OVERLOAD_* */
+    uint64_t counted_bytes, rss_bytes, cgroup_bytes; /* cgroup_bytes: usage less page
+                                     cache; 0 without a cgroup */
+    int      pressure;            /* the pressure flag of that reading */
+} tide_node_level_change;
+
+#define TIDE_NODE_LEVEL_CHANGES 16   /* kept for tide_node_memory_get */
+
+typedef struct tide_node_memory_status {
+    uint64_t limit_bytes;         /* opts.memory_limit (0: none) */
+    int      level;               /* TIDE_OVERLOAD_* */
+    uint64_t marks_enter[TIDE_OVERLOAD_LEVELS], marks_leave[TIDE_OVERLOAD_LEVELS];
+    const char *counts;           /* which figure counted in the latest reading:
+                                     "rss" or "cgroup" (usage less page cache),
+                                     whichever was larger */
+    uint64_t counted_bytes;       /* max(rss, cgroup usage - page cache) */
+    tide_node_memory_reading last;/* the latest reading */
+    uint64_t readings, reading_failures;
+    int      pressure;            /* the pressure flag now */
+    int      psi_trigger;         /* 1: a PSI trigger descriptor is polled; 0: the
+                                     averages only (why in psi_trigger_error) */
+    char     psi_trigger_error[160];
+    uint64_t peak_start_bytes;    /* counted bytes, highest reading since open (and
+                                     the kernel's VmHWM when larger) */
+    uint64_t peak_sweep_bytes;    /* highest reading since the last sweep round began */
+    uint64_t level_changes;
+    uint64_t level_seconds_us[TIDE_OVERLOAD_LEVELS]; /* time spent at each level */
+    uint64_t actions[TIDE_NODE_ACT_COUNT];
+    uint64_t rejected_writes;     /* tide_node_put calls refused with TIDE_EOVERLOAD */
+    size_t   nchanges;            /* newest first */
+    tide_node_level_change changes[TIDE_NODE_LEVEL_CHANGES];
+} tide_node_memory_status;
+
+/* The level now (TIDE_OVERLOAD_*): one relaxed atomic load, for the server
+ * on every request and accept. */
+int tide_node_overload_level(const tide_node *n);
+
+/* A snapshot of the governor's figures. Cost: one lock. */
+void tide_node_memory_get(tide_node *n, tide_node_memory_status *out);
+
+/*
+ * Change the limit and its marks while the node runs (tided's SIGHUP: an
+ * operator raises a limit, or a container's limit changed): `limit_bytes`
+ * (0: none, the level drops to NORMAL), `pct` (TIDE_OVERLOAD_LEVELS
+ * entries as opts.memory_pct, NULL: keep), `hysteresis_pct` and
+ * `pressure_pct` (UINT_MAX: keep). The level is recomputed at the next
+ * reading, which this call makes at once. The caches' budgets derived from
+ * the old limit are not recomputed (they were fixed at startup). Returns 0
+ * or TIDE_EINVAL (as tide_mem_overload_init; nothing changed).
+ */
+int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigned *pct,
+                               unsigned hysteresis_pct, unsigned pressure_pct);
+
+/*
+ * One look of the governor on the calling thread: a reading (opts.
+ * memory_reading or the real one), the level's update, its log line and
+ * actions. Returns the level after it. With memory_poll_ms 0 tests call it
+ * themselves; with the thread running it serialises with it.
+ * Cost: the reading (a few small /proc and cgroup reads); on a level rise
+ * or a resweep, a sweep round and a release.
+ */
+int tide_node_memory_check(tide_node *n);
 
 /* The options the node runs with (defaults filled in). */
 const tide_node_opts *tide_node_options(const tide_node *n);

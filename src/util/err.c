@@ -153,6 +153,7 @@ const char *tide_strerror(int code)
     case TIDE_EKEYSIZE:  return "wrong key size";
     case TIDE_ENOTSTORE: return "not a NuDB file";
     case TIDE_ENOTEMPTY: return "directory not empty";
+    case TIDE_EOVERLOAD: return "over the memory limit's level for writes";
     default:             return "unknown error";
     }
 }
