@@ -40,8 +40,16 @@
 enum { TIDE_NODE_TINY, TIDE_NODE_SMALL, TIDE_NODE_MEDIUM, TIDE_NODE_LARGE, TIDE_NODE_HUGE,
        TIDE_NODE_SIZE_COUNT };
 
-/* Where a value came from, lowest rank first. */
-enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_FILE, TIDE_SRC_ENV, TIDE_SRC_FLAG };
+/* Where a value came from, lowest rank first. TIDE_SRC_DERIVED (issue 13,
+ * added to the contract): a value computed from another source, the
+ * cgroup's memory limit (tide_config_apply_cgroup; where "cgroup v1
+ * /sys/fs/cgroup/memory/x") or a share of memory_limit (finish; where
+ * "memory_limit 20%"). It ranks above the preset it replaces and below
+ * every operator's source (file, env, flag), so `kind >= TIDE_SRC_FILE`
+ * still means "set by the operator", and describe can print the where
+ * alone ("cache_budget=13421772(memory_limit 20%)") rather than as a
+ * default's or a preset's. Names are stable; compare kinds by name. */
+enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_DERIVED, TIDE_SRC_FILE, TIDE_SRC_ENV, TIDE_SRC_FLAG };
 
 /* The settings, in the order tide_config_describe prints them. */
 enum {
@@ -279,6 +287,15 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap);
  * ("1GiB", "set"), into `buf` (cap bytes, NUL-terminated, truncated when
  * short); returns the length written. Allocates nothing. */
 size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t cap);
+
+/* Where setting `id` came from, as tide_config_describe writes it in
+ * parentheses: "flag --memory-limit", "env TIDE_MEMORY_LIMIT", "file
+ * tide.cfg:3", "preset medium", "default" or "default RULE", and a derived
+ * value's where alone ("cgroup v1 /sys/fs/cgroup/memory/x", "memory_limit
+ * 20%"). Into `out` (cap bytes, NUL-terminated, cut when short). (Issue 13,
+ * added: /v1/status' memory_limit "source" and the startup log print it.)
+ * Allocates nothing. */
+void tide_config_source_text(const tide_config *c, int id, char *out, size_t cap);
 
 /* Called once per consumer left unbounded: `consumer` names it ("node_cache"),
  * `how` names the setting that would bound it
