@@ -149,7 +149,8 @@ typedef struct tide_config {
      * lowered to it with a warning. 0: no limit anywhere (a startup
      * warning). With a limit, tide_config_finish derives every budget the
      * operator did not set from it (source "memory_limit N%"):
-     *   cache_budget          20% (the node cache's hard limit is twice it)
+     * (L x pct / 100, rounded down to a byte)
+ *   cache_budget          20% (the node cache's hard limit is twice it)
      *   key_cache_hard_limit   5% (bytes; no setting of its own)
      *   insert_burst           4%, at most 64 MiB (two pools: 8%)
      *   http_body_budget      10%, at least max_object_size
@@ -253,9 +254,15 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv);
  * memory_limit was not set by the operator, the cgroup's becomes it (its
  * source names the cgroup directory and version); when it was set above
  * the cgroup's, it is lowered to the cgroup's with one warning naming
- * both. No limit known (TIDE_ENOENT) changes nothing; a cgroup file that
- * cannot be read or parsed is logged at WARN and changes nothing. Call
- * after apply_args and before finish. Returns 0.
+ * both; the source then reads "cgroup v1 PATH, lowered from flag
+ * --memory-limit=1GiB" (kind TIDE_SRC_DERIVED). An operator's value below
+ * it is kept (the cgroup is recorded all the same: its usage counts). No
+ * limit known (TIDE_ENOENT), or an unlimited cgroup, changes nothing; a
+ * cgroup file that cannot be read or parsed is logged at WARN and changes
+ * nothing. A cgroup limit above TIDE_CONFIG_BYTES_MAX is taken as that. A
+ * cgroup limit below TIDE_CONFIG_MEMORY_LIMIT_MIN is not refused here but
+ * by finish, naming the cgroup. Call after apply_args and before finish.
+ * Returns 0. Cost: tide_mem_cgroup_limit's few small reads.
  */
 int tide_config_apply_cgroup(tide_config *c, const char *root);
 
@@ -303,10 +310,14 @@ void tide_config_source_text(const tide_config *c, int id, char *out, size_t cap
 typedef void (*tide_config_unbounded_fn)(void *arg, const char *consumer, const char *how);
 
 /* Call `fn` for each unbounded consumer, in a fixed order: node_cache
- * (cache_budget 0), key_cache (key_cache_size 0), malloc_arenas (arena_max
+ * (cache_budget 0), key_cache (key_cache_size 0 and no key_cache_hard_limit:
+ * with a memory_limit the key cache gets 5% of it in bytes, so it is
+ * bounded; issue 13, refined), malloc_arenas (arena_max
  * unset, and only when `alloc_family` is TIDE_MEM_ALLOC_GLIBC: arena_max
  * bounds nothing under another allocator), process (memory_limit 0: no
- * flag and no cgroup limit; issue 13). store_insert_pool never is:
+ * flag and no cgroup limit; issue 13; `how` then reads "set --memory-limit /
+ * TIDE_MEMORY_LIMIT / [node] memory_limit, or run tided in a cgroup with a
+ * memory limit"). store_insert_pool never is:
  * insert_burst is at least 64 KiB. Callers pass tide_mem_alloc_family(). Returns the
  * count. */
 int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_unbounded_fn fn, void *arg);

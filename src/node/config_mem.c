@@ -120,13 +120,31 @@ int tide_config_apply_cgroup(tide_config *c, const char *root)
 
 /* ---- the levels ---------------------------------------------------------------- */
 
+/* The governor's options these settings give (limit_bytes: the limit, or
+ * the smallest one when there is none yet, so the levels are checked even
+ * then: SIGHUP or a cgroup may bring a limit later). */
+static void overload_opts(const tide_config *c, tide_mem_overload_opts *o)
+{
+    tide_mem_overload_opts_init(o);
+    o->limit_bytes = c->memory_limit ? c->memory_limit : TIDE_CONFIG_MEMORY_LIMIT_MIN;
+    memcpy(o->pct, c->memory_pct, sizeof o->pct);
+    o->hysteresis_pct = c->memory_hysteresis;
+}
+
 /* memory_levels with memory_hysteresis, by tide_mem_overload_init's rules
- * (levels alone were checked where they were parsed). */
+ * (levels alone were checked where they were parsed, naming the source;
+ * the pair here, naming both; then tide_mem_overload_init itself, so that
+ * what finish accepts the governor accepts). */
 static int check_levels(const tide_config *c)
 {
     char hs[200], ls[200];
+    tide_mem_overload_opts o;
+    tide_mem_overload st;
 
-    if (c->memory_hysteresis >= 1 && c->memory_hysteresis < c->memory_pct[TIDE_OVERLOAD_SOFT]) return 0;
+    if (c->memory_hysteresis >= 1 && c->memory_hysteresis < c->memory_pct[TIDE_OVERLOAD_SOFT]) {
+        overload_opts(c, &o);
+        return tide_mem_overload_init(&st, &o);
+    }
     tide_config_source_text(c, TIDE_CFG_MEMORY_HYSTERESIS, hs, sizeof hs);
     tide_config_source_text(c, TIDE_CFG_MEMORY_LEVELS, ls, sizeof ls);
     if (c->memory_pct[TIDE_OVERLOAD_SOFT] <= 1)

@@ -39,6 +39,7 @@
 
 #include "gen/gens.h"
 #include "mem/alloc.h"
+#include "mem/overload.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
@@ -140,19 +141,22 @@ static void log_block_size(const tide_config *c)
                  c->nudb_block_size, c->data_dir, info.block_size, c->data_dir, c->nudb_block_size);
 }
 
-/* "soft 80% = 858993459 bytes (left below 75% = 805306368)": the marks as
- * tide_mem_overload_init computes them (bytes rounded down). */
-static void mark_text(const tide_config *c, int level, const char *name, char *out, size_t cap)
+/* "soft 80% = 858993459 bytes (left below 75% = 805306368)": the marks
+ * tide_mem_overload_init computes, the governor's own. */
+static void mark_text(const tide_config *c, const tide_mem_overload *st, int level, char *out, size_t cap)
 {
-    unsigned pct = c->memory_pct[level], low = pct - c->memory_hysteresis;
+    unsigned pct = c->memory_pct[level];
 
-    snprintf(out, cap, "%s %u%% = %" PRIu64 " bytes (left below %u%% = %" PRIu64 ")", name, pct,
-             c->memory_limit * pct / 100, low, c->memory_limit * low / 100);
+    snprintf(out, cap, "%s %u%% = %" PRIu64 " bytes (left below %u%% = %" PRIu64 ")",
+             tide_mem_overload_level_name(level), pct, st->enter[level], pct - c->memory_hysteresis,
+             st->leave[level]);
 }
 
 static void log_memory_limit(const tide_config *c)
 {
     char lim[32], src[400], counts[1200], soft[120], high[120], crit[120], pressure[120];
+    tide_mem_overload_opts oo;
+    tide_mem_overload st;
 
     if (c->memory_limit == 0) return;   /* tide_config_unbounded's "process" says it */
     tide_config_describe_one(c, TIDE_CFG_MEMORY_LIMIT, lim, sizeof lim);
@@ -163,9 +167,17 @@ static void log_memory_limit(const tide_config *c)
                  "%s, limit %" PRIu64 " bytes)", c->cgroup_version, c->cgroup_path, c->cgroup_limit);
     else
         snprintf(counts, sizeof counts, "RSS");
-    mark_text(c, 1, "soft", soft, sizeof soft);
-    mark_text(c, 2, "high", high, sizeof high);
-    mark_text(c, 3, "critical", crit, sizeof crit);
+    tide_mem_overload_opts_init(&oo);
+    oo.limit_bytes = c->memory_limit;
+    memcpy(oo.pct, c->memory_pct, sizeof oo.pct);
+    oo.hysteresis_pct = c->memory_hysteresis;
+    if (tide_mem_overload_init(&st, &oo) != 0) {   /* finish refused these: not reached */
+        tide_log(TIDE_LOG_WARN, "memory limit: %s", tide_last_error());
+        return;
+    }
+    mark_text(c, &st, TIDE_OVERLOAD_SOFT, soft, sizeof soft);
+    mark_text(c, &st, TIDE_OVERLOAD_HIGH, high, sizeof high);
+    mark_text(c, &st, TIDE_OVERLOAD_CRITICAL, crit, sizeof crit);
     if (c->memory_pressure_pct)
         snprintf(pressure, sizeof pressure, "memory pressure (PSI some avg10) at or above %u%% holds soft",
                  c->memory_pressure_pct);
