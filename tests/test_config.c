@@ -713,6 +713,17 @@ static const bound_case bound_cases[] = {
     { TIDE_CFG_TRIM_POLICY, "freed:18446744073709551615", 0 },
     { TIDE_CFG_TRIM_POLICY, "free-pct:0", 0 }, { TIDE_CFG_TRIM_POLICY, "free-pct:1", 1 },
     { TIDE_CFG_TRIM_POLICY, "free-pct:99", 1 }, { TIDE_CFG_TRIM_POLICY, "free-pct:100", 0 },
+    { TIDE_CFG_MEMORY_LIMIT, "33554431", 0 }, { TIDE_CFG_MEMORY_LIMIT, "32MiB", 1 },
+    { TIDE_CFG_MEMORY_LIMIT, "4PiB", 1 },     { TIDE_CFG_MEMORY_LIMIT, "4503599627370497", 0 },
+    { TIDE_CFG_MEMORY_LIMIT, "18446744073709551616", 0 },
+    { TIDE_CFG_MEMORY_HYSTERESIS, "0", 0 },   { TIDE_CFG_MEMORY_HYSTERESIS, "1", 1 },
+    { TIDE_CFG_MEMORY_HYSTERESIS, "79", 1 },  { TIDE_CFG_MEMORY_HYSTERESIS, "100", 0 },
+    { TIDE_CFG_MEMORY_POLL_MS, "9", 0 },      { TIDE_CFG_MEMORY_POLL_MS, "10", 1 },
+    { TIDE_CFG_MEMORY_POLL_MS, "10000", 1 },  { TIDE_CFG_MEMORY_POLL_MS, "10001", 0 },
+    { TIDE_CFG_MEMORY_PRESSURE, "0", 1 },     { TIDE_CFG_MEMORY_PRESSURE, "100", 1 },
+    { TIDE_CFG_MEMORY_PRESSURE, "101", 0 },
+    { TIDE_CFG_MEMORY_LEVELS, "6,7,100", 1 }, { TIDE_CFG_MEMORY_LEVELS, "80,90,101", 0 },
+    { TIDE_CFG_MEMORY_LEVELS, "0,90,97", 0 },
 };
 
 static void every_numeric_setting_is_range_checked_at_each_end_naming_its_source(void **state)
