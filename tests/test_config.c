@@ -1475,7 +1475,7 @@ static void an_operator_limit_above_the_cgroups_is_lowered_with_a_warning_and_be
         expect_contains(cap.text, "memory_limit=1GiB (flag --memory-limit) is above the cgroup's memory limit, "
                         "200MiB (cgroup v", "the warning names the operator's value and the cgroup's");
         expect_contains(cap.text, dir, "the warning names the cgroup's directory");
-        snprintf(want, sizeof want, "memory_limit=200MiB(cgroup v%d %s, lowered from flag --memory-limit=1GiB)",
+        snprintf(want, sizeof want, "memory_limit=200MiB(cgroup v%d %s, lowered from 1GiB (flag --memory-limit))",
                  v->version, dir);
         expect_contains(describe(&c), want, "describe says it was lowered, from what");
 
@@ -1557,7 +1557,7 @@ static void a_cgroup_limit_below_32_mib_stops_tided_naming_the_cgroup(void **sta
     expect_contains(tide_last_error(), want, "the error names the cgroup");
     expect_rc(load_cg(&c, root, NULL, 2, argv, &cap), TIDE_EINVAL, "64 MiB lowered to a 16 MiB group");
     expect_contains(tide_last_error(), "is below 32MiB", "lowered below the minimum is refused too");
-    expect_contains(tide_last_error(), "lowered from flag --memory-limit=64MiB", "and says from what");
+    expect_contains(tide_last_error(), "lowered from 64MiB (flag --memory-limit)", "and says from what");
     th_scratch_remove(root);
 }
 
