@@ -10,7 +10,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1370,21 +1369,13 @@ static void memory_settings_refuse_bad_values_with_a_clear_error(void **state)
 
 /* ---- the cgroup's limit: scratch layouts, as tests/test_mem_cgroup.c builds them ---- */
 
-/* A scratch root with the files of `layout`: pairs of a path under the
- * root and its text, NULL-terminated. */
+/* A scratch root (removed by the teardown, whatever the outcome) with the
+ * files of `layout`: pairs of a path under the root and its text,
+ * NULL-terminated. */
 static void cgroup_layout(char *root, size_t cap, const char *const *layout)
 {
     if (th_scratch_make(root, cap) != 0) fail_msg("cannot make a scratch directory");
-    for (const char *const *l = layout; l[0] != NULL; l += 2) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", root, l[0]);
-        for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
-            *p = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", path, strerror(errno));
-            *p = '/';
-        }
-        if (th_write_file(path, l[1], strlen(l[1])) != 0) fail_msg("cannot write %s", path);
-    }
+    for (const char *const *l = layout; l[0] != NULL; l += 2) th_put_file(root, l[0], l[1]);
 }
 
 /* defaults + env + flags + apply_cgroup(root) + finish, with the log in *cap. */
