@@ -2,7 +2,9 @@
  * test_config.c: the node's configuration: precedence across flags, the
  * environment, the file and the node_size preset; the file's syntax; every
  * validation error naming file and line; the nudb_block_size warning; the
- * startup line; the unbounded consumers.
+ * startup line; the unbounded consumers; the memory limit (issue 13): its
+ * five settings, the cgroup's limit on scratch v1 and v2 layouts and in a
+ * real v1 group, the budgets derived from it and the startup lines.
  */
 #include <stdarg.h>
 #include <stddef.h>
