@@ -109,6 +109,12 @@ void tide_node_opts_init(tide_node_opts *o)
     o->rotation_wait_max_s = 300;
     o->rotate_check_ms = 1000;
     o->trim_after_rotation = 1;
+    o->memory_pct[TIDE_OVERLOAD_SOFT] = TIDE_OVERLOAD_SOFT_PCT_DEFAULT;
+    o->memory_pct[TIDE_OVERLOAD_HIGH] = TIDE_OVERLOAD_HIGH_PCT_DEFAULT;
+    o->memory_pct[TIDE_OVERLOAD_CRITICAL] = TIDE_OVERLOAD_CRITICAL_PCT_DEFAULT;
+    o->memory_hysteresis_pct = TIDE_OVERLOAD_HYSTERESIS_DEFAULT;
+    o->memory_poll_ms = 100;
+    o->memory_pressure_pct = 10;
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -216,10 +222,12 @@ static int node_free(tide_node *n)
 {
     int rc;
 
+    ti_node_governor_stop(n);
     ti_node_rotator_stop(n);
     ti_node_count_stop(n);
     rc = n->gens ? tide_gens_close(n->gens) : 0;
 
+    ti_node_governor_destroy(n);
     tide_keycache_destroy(n->keycache);
     tide_cache_destroy(n->cache);
     ti_node_rotator_destroy(n);
@@ -291,6 +299,8 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     ko.account_bytes = tide_mem_account_counter(TIDE_MEM_KEY_CACHE);
     rc = tide_keycache_create(&n->keycache, &ko);
     if (rc) goto out;
+    rc = ti_node_governor_init(n);
+    if (rc) goto out;
 
     ti_node_count_start(n, info.dat_file_bytes, info.inserts);
 
@@ -304,6 +314,10 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
         if (e) { rc = tide_err_sys(e, "node: starting the sweeper thread"); goto out; }
         n->thread_started = 1;
     }
+    {
+        int e = ti_node_governor_start(n);
+        if (e) { rc = tide_err_sys(e, "node: starting the memory governor thread"); goto out; }
+    }
     *out = n;
     n = NULL;
 out:
@@ -314,6 +328,7 @@ out:
 int tide_node_close(tide_node *n)
 {
     if (n == NULL) return 0;
+    ti_node_governor_stop(n);     /* first: its looks run sweep rounds */
     pthread_mutex_lock(&n->state_lock);
     n->stop = 1;
     pthread_cond_broadcast(&n->state_cond);
@@ -372,6 +387,14 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
     uint64_t gen = 0;
     int rc;
 
+    /* Issue 13: at HIGH and above new writes are refused before they touch
+     * anything (governor.c); what is stored stays stored. */
+    if (tide_node_overload_level(n) >= TIDE_OVERLOAD_HIGH) {
+        atomic_fetch_add(&n->mem_rejected, 1);
+        rc = tide_err_set(TIDE_EOVERLOAD, "node: the memory level is %s: writes are refused until it falls "
+                          "below high's leave mark", tide_mem_overload_level_name(tide_node_overload_level(n)));
+        goto out;
+    }
     if (cache_hit(n, key, &have)) {
         tide_cache_obj_release(have);
         atomic_fetch_add(&n->puts_existing, 1);
