@@ -484,9 +484,13 @@ static void configure_changes_the_limit_live_and_refuses_bad_levels(void **state
 static void configure_to_no_limit_drops_to_normal(void **state)
 {
     world *w = *state;
+    unsigned bad[TIDE_OVERLOAD_LEVELS] = { 0, 80, 80, 97 };
 
     open_world(w);
     expect_look(w, 99, TIDE_OVERLOAD_CRITICAL, "99 MiB");
+    expect_rc(tide_node_memory_configure(w->n, 0, bad, UINT_MAX, UINT_MAX), TIDE_EINVAL,
+              "configure no limit with levels 80,80,97");
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_CRITICAL, "the level after the refusal");
     expect_ok(tide_node_memory_configure(w->n, 0, NULL, UINT_MAX, UINT_MAX), "configure no limit");
     expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_NORMAL, "the level without a limit");
     expect_contains(w->last, "critical -> normal", "the fall's line");

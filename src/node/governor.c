@@ -112,13 +112,15 @@ static int real_reading(tide_node *n, tide_node_memory_reading *r)
     return 0;
 }
 
-/* Whether the trigger fired since the last look (consumes the event). */
+/* Whether the trigger fired since the last look: the thread's wait saw it
+ * (mem_psi_seen), or a poll now does (each consumes the event). */
 static int trigger_fired(tide_node *n)
 {
     struct pollfd p = { n->mem_psi_fd, POLLPRI, 0 };
+    int seen = atomic_exchange(&n->mem_psi_seen, 0);
 
-    if (n->mem_psi_fd < 0) return 0;
-    return poll(&p, 1, 0) == 1 && (p.revents & POLLPRI);
+    if (n->mem_psi_fd < 0) return seen;
+    return (poll(&p, 1, 0) == 1 && (p.revents & POLLPRI)) || seen;
 }
 
 static int take_reading(tide_node *n, tide_node_memory_reading *r)
@@ -355,10 +357,12 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
         rc = tide_err_set(TIDE_EINVAL, "memory pressure %u%% is above 100", pressure_pct);
         goto out;
     }
-    memset(&ov, 0, sizeof ov);
-    overload_opts(&o, limit_bytes, pct, hysteresis_pct);
-    if (limit_bytes) rc = tide_mem_overload_init(&ov, &o);
+    /* The marks are checked with or without a limit (a dummy one of 1 GiB
+     * when 0), so a bad memory_levels is refused even while unlimited. */
+    overload_opts(&o, limit_bytes ? limit_bytes : 1ull << 30, pct, hysteresis_pct);
+    rc = tide_mem_overload_init(&ov, &o);
     if (rc) goto out;
+    if (limit_bytes == 0) memset(&ov, 0, sizeof ov);
     n->mem_ov = ov;
     for (int i = 0; i < TIDE_OVERLOAD_LEVELS; i++) n->opts.memory_pct[i] = pct[i];
     n->opts.memory_hysteresis_pct = hysteresis_pct;
@@ -442,6 +446,7 @@ static void *governor_main(void *arg)
         p[1] = (struct pollfd){ n->mem_psi_fd, POLLPRI, 0 };
         int k = poll(p, n->mem_psi_fd >= 0 ? 2 : 1, (int)n->opts.memory_poll_ms);
         if (k > 0 && (p[0].revents & (POLLIN | POLLHUP))) break;
+        if (k > 0 && (p[1].revents & POLLPRI)) atomic_store(&n->mem_psi_seen, 1);
         /* POLLPRI: the next look reads the trigger's event at once. A
          * trigger that reports POLLERR (its cgroup went away) would spin:
          * stop polling it. */

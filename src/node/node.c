@@ -42,15 +42,18 @@
  * The handle's other jobs live beside it, on the struct of node_impl.h:
  * sweeper.c runs the sweep rounds (its essay has their order and
  * invariants), keycount.c counts the keys at open, trim_policy.c reads and
- * writes a trim policy's text.
+ * writes a trim policy's text, governor.c holds the memory limit (issue 13).
  *
  * Invariants:
  *   1. A put that returned 0 has bumped put_gen after its store insert and
  *      before its key-cache erase.
- *   2. Open starts the key count, the sweeper and the rotator only after the
- *      generations and both caches exist; close stops the sweeper, then the
- *      rotator, then the count, then closes the generations (node_free), so
- *      no thread sees a freed part.
+ *   2. Open starts the key count, the rotator, the memory governor and the
+ *      sweeper only after the generations and both caches exist; close
+ *      stops the governor (its looks run sweep rounds), then the sweeper,
+ *      then the rotator, then the count, then closes the generations
+ *      (node_free), so no thread sees a freed part.
+ *   5. A put at the memory level HIGH or above (governor.c) touches
+ *      nothing: refused with TIDE_EOVERLOAD before the existence check.
  *   3. A cache hit never serves an object whose tag is below the oldest
  *      kept generation id (read at the hit).
  *   4. A miss stays in the key cache only if the readable epoch read
@@ -308,15 +311,18 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
         int e = ti_node_rotator_start(n);
         if (e) { rc = tide_err_sys(e, "node: starting the rotator thread"); goto out; }
     }
+    /* The governor before the sweeper: node_free stops the governor (its
+     * looks run rounds) but not the sweeper, so nothing may fail after
+     * the sweeper starts. */
+    {
+        int e = ti_node_governor_start(n);
+        if (e) { rc = tide_err_sys(e, "node: starting the memory governor thread"); goto out; }
+    }
     n->next_due_ns = tide_clock_mono_ns() + n->opts.sweep_interval_ms * 1000000u;
     if (n->opts.sweep_interval_ms > 0) {
         int e = ti_node_sweeper_start(n);
         if (e) { rc = tide_err_sys(e, "node: starting the sweeper thread"); goto out; }
         n->thread_started = 1;
-    }
-    {
-        int e = ti_node_governor_start(n);
-        if (e) { rc = tide_err_sys(e, "node: starting the memory governor thread"); goto out; }
     }
     *out = n;
     n = NULL;

@@ -1,7 +1,8 @@
 /*
  * node_impl.h: the node handle's insides, shared by the files of the node
  * part that make it up (node.c the handle, sweeper.c the sweeper thread,
- * keycount.c the key count). Nothing outside src/node includes it.
+ * keycount.c the key count, rotator.c online delete, governor.c the
+ * memory limit). Nothing outside src/node includes it.
  *
  * Locks (sweeper.c's essay has the invariants they keep): round_lock, one
  * sweep round at a time; state_lock, the reports, totals, schedule and
@@ -96,6 +97,8 @@ struct tide_node {
     size_t           mem_cache_budget, mem_cache_hard, mem_keycache_hard; /* as opened */
     char            *mem_cgroup_path;    /* opts.cgroup_path copied */
     int              mem_psi_fd;         /* the PSI trigger, or -1 */
+    _Atomic int      mem_psi_seen;       /* the thread's poll took a POLLPRI (the kernel
+                                            hands each event to one poll only) */
     int              mem_wake[2];        /* close writes to [1] to end the thread's poll */
     int              mem_inited;         /* the locks exist (node_free's test) */
     int              mem_started;
