@@ -3,10 +3,21 @@
  * and from its /v1/status what its disk is.
  *
  * Layout: a small parser of the text format (one sample at a time, labels
- * read on demand), the analysis that fills a tide_doctor_report, the disk
- * side (the status's "online_delete" object and the disk families of the
- * page, with the findings they lead to), then the two renderings, words
- * and JSON.
+ * read on demand), the analysis that fills a tide_doctor_report, issue
+ * 13's families (the limit, the overload level, peaks, PSI, the cgroup's
+ * events, churn), the rules and their table, the disk side (the status's
+ * "online_delete" object and the disk families of the page, with the
+ * findings they lead to), then the two renderings, words and JSON.
+ *
+ * The rules (the table `rules[]`, documented in doctor.h, `tide doctor
+ * --help` and docs/OPERATIONS.md): limit, cgroup_events, pressure,
+ * overload, growth, rss_vs_live, allocator_free, peak,
+ * unbounded_consumers. Each reads its figures from the report, compares
+ * them with doctor.h's named thresholds and gives one result: a finding
+ * (WARN or BAD, with its figures and the advice naming the flags), "cannot
+ * tell" (its figures are not on the page), or passed. The verdict is the
+ * worst finding's severity and summary, "; N more findings" after it.
+ * growth needs two pages (tide_doctor_analyze_growth); from one it says so.
  *
  * The analysis, in the order an operator asks:
  *   1. RSS against what the allocator says is live (glibc: in-use chunks
@@ -36,9 +47,15 @@
  *   2. A figure absent from the page is negative in the report and is
  *      printed as unknown, never as 0; so is one absent from the status
  *      (a node from before online delete has none): missing members are
- *      tolerated, never guessed.
+ *      tolerated, never guessed. A rule whose figures are absent says it
+ *      cannot tell; it never fires or passes on a guess.
+ *   3. Each rule gives exactly one result (finding, cannot tell, or
+ *      passed); findings are sorted worst first, the table's order within
+ *      a severity, and the verdict is findings[0]'s (ok when none).
+ *   4. In JSON, bytes and counts are integers, ratios and seconds reals.
  *
- * Never: fetch anything (the caller brings the text) or guess a figure.
+ * Never: fetch anything (the caller brings the text), guess a figure, or
+ * let a rule's threshold live anywhere but doctor.h's constants.
  */
 #include "client/doctor.h"
 
@@ -821,6 +838,8 @@ static void conclude(tide_doctor_report *r)
         for (; j > 0 && r->findings[j - 1].severity < t.severity; j--) r->findings[j] = r->findings[j - 1];
         r->findings[j] = t;
     }
+    for (size_t i = 1; i < r->nfindings; i++)
+        TIDE_ASSERT(r->findings[i - 1].severity >= r->findings[i].severity);   /* invariant 3 */
     if (r->nfindings == 0) {
         r->severity = TIDE_DOCTOR_OK;
         snprintf(r->summary, sizeof r->summary, "nothing needs you (%zu rule%s passed%s%zu could not tell)",
