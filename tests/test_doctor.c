@@ -462,18 +462,18 @@ static void the_sick_page_gives_a_bad_verdict_with_its_worst_finding_first(void 
     char *t = fixture("sick.prom"), *words;
     tide_doctor_report r;
     static const char *const want[] = { "limit", "rss_vs_live", "allocator_free", "cgroup_events", "pressure",
-                                        "overload" };
+                                        "overload", "peak" };
 
     expect_rc(tide_doctor_analyze(t, &r), 0, "analyze");
-    expect_u64(r.nfindings, 6, "six rules fire");
-    for (size_t i = 0; i < 6; i++) {
+    expect_u64(r.nfindings, 7, "seven rules fire");
+    for (size_t i = 0; i < 7; i++) {
         expect_str(r.findings[i].rule, want[i], "worst first, the table's order within a severity");
         if (i > 0 && r.findings[i].severity > r.findings[i - 1].severity) fail_msg("finding %zu is worse than %zu", i, i - 1);
     }
     assert_int_equal(r.severity, TIDE_DOCTOR_BAD);
     words = format_text(&r);
     expect_contains(words, "verdict: bad: memory at 93% of its 512 MiB limit (high level: writes refused); "
-                    "5 more findings\n", "the verdict");
+                    "6 more findings\n", "the verdict");
     if (strncmp(words, "verdict: bad:", 13) != 0) fail_msg("the verdict is not first: %.100s", words);
     expect_contains(words, "  bad  limit: memory at 93%", "the worst finding next");
     expect_contains(words, "figures: counted_bytes=499122176 limit_bytes=536870912 ratio=0.93 level=2", "its figures");
@@ -555,6 +555,42 @@ static void each_rule_fires_past_its_threshold_and_not_before(void **state)
     expect_only("a spike given back", page_set(HEALTHY, "tide_memory_peak_bytes{since=\"start\"}", "6299648"), "peak",
                 TIDE_DOCTOR_WARN, "peaked at 6.0 MiB, 2.0 times the 3.0 MiB now");
     expect_none("1.9 times", page_set(HEALTHY, "tide_memory_peak_bytes{since=\"start\"}", "5984665"));
+    expect_only("the spike since the sweep", page_set(page_set(HEALTHY, "tide_memory_peak_bytes{since=\"start\"}",
+                "6299648"), "tide_memory_peak_bytes{since=\"sweep\"}", "6299648"), "peak", TIDE_DOCTOR_WARN,
+                "2.0 times");
+    {   /* When the spike came: before the last sweep (given back since) or after it. */
+        tide_doctor_report pr;
+        char *p = page_set(HEALTHY, "tide_memory_peak_bytes{since=\"start\"}", "6299648");
+        expect_rc(tide_doctor_analyze(p, &pr), 0, "analyze");
+        expect_contains(finding_of(&pr, "peak")->detail, "it came before the last sweep, and the memory was "
+                        "given back since", "before the sweep");
+        p = page_set(p, "tide_memory_peak_bytes{since=\"sweep\"}", "6299648");
+        expect_rc(tide_doctor_analyze(p, &pr), 0, "analyze");
+        expect_contains(finding_of(&pr, "peak")->detail, "it came since the last sweep, whose trim has not run "
+                        "on it yet", "after the sweep");
+        free(p);
+    }
+    /* 90% of 512 MiB is 483183820.8: a peak at it warns, one byte under does not. */
+    {   /* When the spike came: before the last sweep (given back since) or after it. */
+        tide_doctor_report pr;
+        char *p = page_set(HEALTHY, "tide_memory_peak_bytes{since=\"start\"}", "6299648");
+        expect_rc(tide_doctor_analyze(p, &pr), 0, "analyze");
+        expect_contains(finding_of(&pr, "peak")->detail, "it came before the last sweep, and the memory was "
+                        "given back since", "before the sweep");
+        p = page_set(p, "tide_memory_peak_bytes{since=\"sweep\"}", "6299648");
+        expect_rc(tide_doctor_analyze(p, &pr), 0, "analyze");
+        expect_contains(finding_of(&pr, "peak")->detail, "it came since the last sweep, whose trim has not run "
+                        "on it yet", "after the sweep");
+        free(p);
+    }
+    /* 90% of 512 MiB is 483183820.8: a peak at it warns, one byte under does
+     * not (with 300 MiB counted now: no spike, and the limit at 59%). */
+    char *at300 = "314572800";
+    expect_only("a peak at 90% of the limit", page_set(page_set(HEALTHY, "tide_memory_counted_bytes", at300),
+                "tide_memory_peak_bytes{since=\"start\"}", "483183821"), "peak", TIDE_DOCTOR_WARN,
+                "memory peaked at 90% of its 512 MiB limit");
+    expect_none("a peak under 90%", page_set(page_set(HEALTHY, "tide_memory_counted_bytes", at300),
+                "tide_memory_peak_bytes{since=\"start\"}", "483183820"));
     /* unbounded_consumers, on the real page of a node with the cache unbounded */
     char *real = fixture("real-unbounded.prom");
     tide_doctor_report r;
@@ -604,7 +640,7 @@ static void the_json_has_the_verdict_and_findings_with_integers_as_integers(void
     json_t *v = json_object_get(o, "verdict"), *fs = json_object_get(o, "findings");
     expect_str(json_string_value(json_object_get(v, "severity")), "bad", "verdict severity");
     expect_str(json_string_value(json_object_get(v, "summary")), r.summary, "verdict summary");
-    expect_u64(json_array_size(fs), 6, "findings");
+    expect_u64(json_array_size(fs), 7, "findings");
     json_t *f0 = json_array_get(fs, 0), *figs = json_object_get(f0, "figures");
     expect_str(json_string_value(json_object_get(f0, "rule")), "limit", "worst first");
     expect_str(json_string_value(json_object_get(f0, "severity")), "bad", "its severity");

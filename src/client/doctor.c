@@ -650,18 +650,25 @@ static void rule_peak(tide_doctor_report *r, const tide_doctor_report *earlier)
                 "issue 13)");
         return;
     }
-    double ratio = r->peak_start / now;
-    if (ratio < TIDE_DOCTOR_PEAK_WARN) return;
+    double ratio = r->peak_start / now, of_limit = r->limit > 0 ? r->peak_start / r->limit : -1;
+    if (ratio < TIDE_DOCTOR_PEAK_WARN && of_limit < TIDE_DOCTOR_LIMIT_BAD) return;
     /* The sweep's peak below the start's: the spike came before the last
      * sweep, whose trim gave it back; at it: it came since, not yet trimmed. */
     int before_sweep = r->peak_sweep >= 0 && r->peak_sweep < r->peak_start;
     tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
-    snprintf(f->summary, sizeof f->summary, "a spike: memory peaked at %s, %.1f times the %s now", size_words(
-             r->peak_start, a, sizeof a), ratio, size_words(now, b, sizeof b));
+    if (ratio >= TIDE_DOCTOR_PEAK_WARN)
+        snprintf(f->summary, sizeof f->summary, "a spike: memory peaked at %s, %.1f times the %s now",
+                 size_words(r->peak_start, a, sizeof a), ratio, size_words(now, b, sizeof b));
+    else
+        snprintf(f->summary, sizeof f->summary, "memory peaked at %.0f%% of its %s limit", 100 * of_limit,
+                 size_words(r->limit, a, sizeof a));
     snprintf(f->detail, sizeof f->detail, "tide_memory_peak_bytes since start %s, since the last sweep %s, "
-             "counted now %s (warn from %.1f times): %s%s", a, size_words(r->peak_sweep, c, sizeof c), b,
-             TIDE_DOCTOR_PEAK_WARN, before_sweep ? "the spike came before the last sweep, and was given back"
-             : r->peak_sweep < 0 ? "when it came is not on the page" : "the spike came since the last sweep",
+             "counted now %s (warn from %.1f times now, or %.0f%% of the limit): %s%s",
+             size_words(r->peak_start, a, sizeof a), size_words(r->peak_sweep, c, sizeof c),
+             size_words(now, b, sizeof b), TIDE_DOCTOR_PEAK_WARN, 100 * TIDE_DOCTOR_LIMIT_BAD,
+             before_sweep ? "it came before the last sweep, and the memory was given back since"
+             : r->peak_sweep < 0 ? "when it came is not on the page"
+             : "it came since the last sweep, whose trim has not run on it yet",
              r->limit > 0 ? "" : "; no limit held it");
     snprintf(f->advice, sizeof f->advice, "size --memory-limit (and the cgroup) for the peak, not for now; "
              "rate(tide_memory_allocated_bytes_total[5m]) by consumer shows which consumer churned; large "
@@ -672,6 +679,7 @@ static void rule_peak(tide_doctor_report *r, const tide_doctor_report *earlier)
     fig(f, "now_bytes", now, 1);
     fig(f, "ratio", ratio, 0);
     fig(f, "limit_bytes", r->limit, 1);
+    fig(f, "of_limit", of_limit, 0);
 }
 
 static void rule_unbounded(tide_doctor_report *r, const tide_doctor_report *earlier)
@@ -806,7 +814,8 @@ static const rule rules[] = {
         "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS",
         "POST /v1/admin/sweep, --sweep-interval, --trim-policy, --arena-max" }, rule_allocator_free },
     { { "peak", "tide_memory_peak_bytes{since=\"start|sweep\"}, tide_memory_counted_bytes",
-        "warn when the peak since start is " STR(TIDE_DOCTOR_PEAK_WARN) " times now or more",
+        "warn when the peak since start is " STR(TIDE_DOCTOR_PEAK_WARN) " times now or more, or "
+        STR(TIDE_DOCTOR_LIMIT_BAD) " of the limit",
         "size --memory-limit for the peak; --http-body-budget, --insert-burst" }, rule_peak },
     { { "unbounded_consumers", "tide_unbounded_consumer{consumer,setting}",
         "warn for any consumer without a bound", "the setting each one names" }, rule_unbounded },
