@@ -570,19 +570,6 @@ static void each_rule_fires_past_its_threshold_and_not_before(void **state)
                         "on it yet", "after the sweep");
         free(p);
     }
-    /* 90% of 512 MiB is 483183820.8: a peak at it warns, one byte under does not. */
-    {   /* When the spike came: before the last sweep (given back since) or after it. */
-        tide_doctor_report pr;
-        char *p = page_set(HEALTHY, "tide_memory_peak_bytes{since=\"start\"}", "6299648");
-        expect_rc(tide_doctor_analyze(p, &pr), 0, "analyze");
-        expect_contains(finding_of(&pr, "peak")->detail, "it came before the last sweep, and the memory was "
-                        "given back since", "before the sweep");
-        p = page_set(p, "tide_memory_peak_bytes{since=\"sweep\"}", "6299648");
-        expect_rc(tide_doctor_analyze(p, &pr), 0, "analyze");
-        expect_contains(finding_of(&pr, "peak")->detail, "it came since the last sweep, whose trim has not run "
-                        "on it yet", "after the sweep");
-        free(p);
-    }
     /* 90% of 512 MiB is 483183820.8: a peak at it warns, one byte under does
      * not (with 300 MiB counted now: no spike, and the limit at 59%). */
     char *at300 = "314572800";

@@ -581,6 +581,15 @@ static const char *allocator_advice(const tide_doctor_report *r)
            "to mmap, returned on free; docs/GHOST.md explains the rest";
 }
 
+/* The allocator rules' finding for `v` against warn and bad, or NULL when
+ * below warn or the process is too small to judge (code and libraries
+ * are most of a small process's RSS). */
+static tide_doctor_finding *graded(tide_doctor_report *r, const char *name, double v, double warn, double bad)
+{
+    if (r->rss < TIDE_DOCTOR_SMALL_RSS_MIB * MIB || v < warn) return NULL;
+    return add_finding(r, name, v >= bad ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
+}
+
 static void rule_rss_vs_live(tide_doctor_report *r, const tide_doctor_report *earlier)
 {
     static const char name[] = "rss_vs_live";
@@ -592,13 +601,10 @@ static void rule_rss_vs_live(tide_doctor_report *r, const tide_doctor_report *ea
         return;
     }
     double ratio = r->rss / r->live;
-    if (r->rss < TIDE_DOCTOR_SMALL_RSS_MIB * MIB) return;   /* code and libraries dominate a small process */
-    tide_doctor_severity sev = ratio >= TIDE_DOCTOR_RSS_LIVE_BAD ? TIDE_DOCTOR_BAD
-                             : ratio >= TIDE_DOCTOR_RSS_LIVE_WARN ? TIDE_DOCTOR_WARN : TIDE_DOCTOR_OK;
-    if (sev == TIDE_DOCTOR_OK) return;
     char alloc[sizeof r->allocator];
     memcpy(alloc, r->allocator, sizeof alloc);   /* not from inside the object written */
-    tide_doctor_finding *f = add_finding(r, name, sev);
+    tide_doctor_finding *f = graded(r, name, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD);
+    if (f == NULL) return;
     snprintf(f->summary, sizeof f->summary, "RSS is %.1f times what the allocator says is live (%s against %s)",
              ratio, size_words(r->rss, a, sizeof a), size_words(r->live, b, sizeof b));
     snprintf(f->detail, sizeof f->detail, "process_resident_memory_bytes / live bytes (%s) = %.2f; warn from "
@@ -622,11 +628,8 @@ static void rule_allocator_free(tide_doctor_report *r, const tide_doctor_report 
         return;
     }
     double share = r->allocator_free / r->rss;
-    if (r->rss < TIDE_DOCTOR_SMALL_RSS_MIB * MIB) return;
-    tide_doctor_severity sev = share >= TIDE_DOCTOR_FREE_BAD ? TIDE_DOCTOR_BAD
-                             : share >= TIDE_DOCTOR_FREE_WARN ? TIDE_DOCTOR_WARN : TIDE_DOCTOR_OK;
-    if (sev == TIDE_DOCTOR_OK) return;
-    tide_doctor_finding *f = add_finding(r, name, sev);
+    tide_doctor_finding *f = graded(r, name, share, TIDE_DOCTOR_FREE_WARN, TIDE_DOCTOR_FREE_BAD);
+    if (f == NULL) return;
     snprintf(f->summary, sizeof f->summary, "the allocator holds %s free, %.0f%% of RSS",
              size_words(r->allocator_free, a, sizeof a), 100 * share);
     snprintf(f->detail, sizeof f->detail, "tide_allocator_free_bytes %s / RSS %s = %.2f; warn from %.2f, bad "
