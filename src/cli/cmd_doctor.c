@@ -231,7 +231,7 @@ static const char help_doctor[] =
 "    limit, no cgroup, a kernel without PSI) says what it cannot tell and\n"
 "    is no finding; the rules that passed are listed by name.\n"
 "\n"
-"    Then the figures, as before: RSS against what the allocator says is\n"
+"    Then the figures behind them: RSS against what the allocator says is\n"
 "    live; what the allocator holds free; the consumers, largest first,\n"
 "    each against its budget; the trims (how many, how often they lowered\n"
 "    RSS, what they returned, median and p95 duration from the histogram,\n"
