@@ -578,6 +578,20 @@ static void each_rule_fires_past_its_threshold_and_not_before(void **state)
                 "memory peaked at 90% of its 512 MiB limit");
     expect_none("a peak under 90%", page_set(page_set(HEALTHY, "tide_memory_counted_bytes", at300),
                 "tide_memory_peak_bytes{since=\"start\"}", "483183820"));
+    {   /* The process unbounded (config's "process" entry) is the limit rule's alone. */
+        static const char type[] = "# TYPE tide_unbounded_consumer gauge\n";
+        static const char line[] = "tide_unbounded_consumer{consumer=\"process\",setting=\"set --memory-limit\"} 1\n";
+        char *h = page_set(HEALTHY, "tide_memory_limit_bytes", "0"), *at = strstr(h, type);
+        assert_non_null(at);
+        size_t head = (size_t)(at - h) + strlen(type);
+        char *p = malloc(strlen(h) + sizeof line);
+        assert_non_null(p);
+        memcpy(p, h, head);
+        memcpy(p + head, line, sizeof line - 1);
+        strcpy(p + head + sizeof line - 1, h + head);
+        free(h);
+        expect_only("the process unbounded", p, "limit", TIDE_DOCTOR_WARN, "unbounded process: no memory limit");
+    }
     /* unbounded_consumers, on the real page of a node with the cache unbounded */
     char *real = fixture("real-unbounded.prom");
     tide_doctor_report r;
@@ -1089,11 +1103,13 @@ static void on_an_older_nodes_real_page_the_new_rules_say_what_they_cannot_tell(
 
     record_page("TIDE_DOCTOR_RECORD_BOUNDED", text);
     expect_rc(tide_doctor_analyze(text, &r), 0, "analyze");
-    expect_u64(r.nunbounded, 0, "every consumer bounded");
+    /* Every consumer bounded: at most "process" is left, which the limit rule tells. */
+    for (size_t i = 0; i < r.nunbounded; i++)
+        expect_str(r.unbounded[i].consumer, "process", "only the process unbounded");
     expect_u64(r.nfindings, 1, "one finding: no limit");
     expect_str(r.findings[0].rule, "limit", "the limit rule");
-    expect_contains(r.findings[0].summary, "unbounded process: no memory limit (the node predates memory_limit)",
-                    "an older node is unbounded");
+    expect_contains(r.findings[0].summary, "unbounded process: no memory limit on the page (no "
+                    "tide_memory_limit_bytes: a node from before memory_limit?)", "an older node is unbounded");
     expect_contains(r.findings[0].advice, "--memory-limit SIZE", "the flag");
     words = format_text(&r);
     expect_contains(words, "verdict: warn: unbounded process", "the verdict first");

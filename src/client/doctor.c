@@ -432,14 +432,14 @@ static void rule_limit(tide_doctor_report *r, const tide_doctor_report *earlier)
     if (r->limit <= 0) {
         tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
         snprintf(f->summary, sizeof f->summary, "unbounded process: no memory limit%s",
-                 r->limit < 0 ? " (the node predates memory_limit)" : "");
+                 r->limit < 0 ? " on the page (no tide_memory_limit_bytes: a node from before memory_limit?)" : "");
         snprintf(f->detail, sizeof f->detail, "%s; RSS %s: nothing but the kernel's OOM killer bounds the "
                  "process", r->limit < 0 ? "the page has no tide_memory_limit_bytes"
                                          : "tide_memory_limit_bytes is 0", size_words(r->rss, a, sizeof a));
         snprintf(f->advice, sizeof f->advice, "set --memory-limit SIZE (TIDE_MEMORY_LIMIT, [node] "
                  "memory_limit), or run the node in a cgroup with a memory limit (v2 memory.max, v1 "
                  "memory.limit_in_bytes), which it takes when none is set; budgets not set explicitly "
-                 "then derive from it%s", r->limit < 0 ? "; a node from before issue 13 needs an upgrade" : "");
+                 "then derive from it%s", r->limit < 0 ? "; a node from before memory_limit needs an upgrade for it" : "");
         fig(f, "limit_bytes", r->limit, 1);
         fig(f, "rss_bytes", r->rss, 1);
         return;
@@ -690,22 +690,26 @@ static void rule_unbounded(tide_doctor_report *r, const tide_doctor_report *earl
     static const char name[] = "unbounded_consumers";
     (void)earlier;
 
-    if (r->nunbounded == 0) return;
+    /* "process" (no memory limit) is the limit rule's, not told twice. */
+    size_t k = 0;
+    for (size_t i = 0; i < r->nunbounded; i++) k += strcmp(r->unbounded[i].consumer, "process") != 0;
+    if (k == 0) return;
     char summary[sizeof r->findings[0].summary], advice[sizeof r->findings[0].advice];
-    size_t n = 0, m = 0;
-    n += (size_t)snprintf(summary, sizeof summary, "%zu consumer%s unbounded:", r->nunbounded,
-                          r->nunbounded == 1 ? "" : "s");
-    for (size_t i = 0; i < r->nunbounded && n < sizeof summary; i++)
-        n += (size_t)snprintf(summary + n, sizeof summary - n, "%s %s", i ? "," : "", r->unbounded[i].consumer);
-    for (size_t i = 0; i < r->nunbounded && m < sizeof advice; i++)
-        m += (size_t)snprintf(advice + m, sizeof advice - m, "%s%s: %s", i ? "; " : "",
-                              r->unbounded[i].consumer, r->unbounded[i].setting);
+    size_t n = 0, m = 0, j = 0;
+    n += (size_t)snprintf(summary, sizeof summary, "%zu consumer%s unbounded:", k, k == 1 ? "" : "s");
+    for (size_t i = 0; i < r->nunbounded && n < sizeof summary && m < sizeof advice; i++) {
+        const tide_doctor_unbounded *u = &r->unbounded[i];
+        if (strcmp(u->consumer, "process") == 0) continue;
+        n += (size_t)snprintf(summary + n, sizeof summary - n, "%s %s", j ? "," : "", u->consumer);
+        m += (size_t)snprintf(advice + m, sizeof advice - m, "%s%s: %s", j ? "; " : "", u->consumer, u->setting);
+        j++;
+    }
     tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
     memcpy(f->summary, summary, sizeof summary);
     memcpy(f->advice, advice, sizeof advice);
     snprintf(f->detail, sizeof f->detail, "tide_unbounded_consumer is 1 for each: nothing stops it growing "
              "but the process limit");
-    fig(f, "unbounded", (double)r->nunbounded, 1);
+    fig(f, "unbounded", (double)k, 1);
 }
 
 /* The consumer of `earlier` named `name`, or NULL. */
