@@ -2,7 +2,9 @@
  * test_config.c: the node's configuration: precedence across flags, the
  * environment, the file and the node_size preset; the file's syntax; every
  * validation error naming file and line; the nudb_block_size warning; the
- * startup line; the unbounded consumers.
+ * startup line; the unbounded consumers; the memory limit (issue 13): its
+ * five settings, the cgroup's limit on scratch v1 and v2 layouts and in a
+ * real v1 group, the budgets derived from it and the startup lines.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,12 +12,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "expect.h"
 #include "helpers.h"
@@ -713,6 +715,17 @@ static const bound_case bound_cases[] = {
     { TIDE_CFG_TRIM_POLICY, "freed:18446744073709551615", 0 },
     { TIDE_CFG_TRIM_POLICY, "free-pct:0", 0 }, { TIDE_CFG_TRIM_POLICY, "free-pct:1", 1 },
     { TIDE_CFG_TRIM_POLICY, "free-pct:99", 1 }, { TIDE_CFG_TRIM_POLICY, "free-pct:100", 0 },
+    { TIDE_CFG_MEMORY_LIMIT, "33554431", 0 }, { TIDE_CFG_MEMORY_LIMIT, "32MiB", 1 },
+    { TIDE_CFG_MEMORY_LIMIT, "4PiB", 1 },     { TIDE_CFG_MEMORY_LIMIT, "4503599627370497", 0 },
+    { TIDE_CFG_MEMORY_LIMIT, "18446744073709551616", 0 },
+    { TIDE_CFG_MEMORY_HYSTERESIS, "0", 0 },   { TIDE_CFG_MEMORY_HYSTERESIS, "1", 1 },
+    { TIDE_CFG_MEMORY_HYSTERESIS, "79", 1 },  { TIDE_CFG_MEMORY_HYSTERESIS, "100", 0 },
+    { TIDE_CFG_MEMORY_POLL_MS, "9", 0 },      { TIDE_CFG_MEMORY_POLL_MS, "10", 1 },
+    { TIDE_CFG_MEMORY_POLL_MS, "10000", 1 },  { TIDE_CFG_MEMORY_POLL_MS, "10001", 0 },
+    { TIDE_CFG_MEMORY_PRESSURE, "0", 1 },     { TIDE_CFG_MEMORY_PRESSURE, "100", 1 },
+    { TIDE_CFG_MEMORY_PRESSURE, "101", 0 },
+    { TIDE_CFG_MEMORY_LEVELS, "6,7,100", 1 }, { TIDE_CFG_MEMORY_LEVELS, "80,90,101", 0 },
+    { TIDE_CFG_MEMORY_LEVELS, "0,90,97", 0 },
 };
 
 static void every_numeric_setting_is_range_checked_at_each_end_naming_its_source(void **state)
@@ -1359,21 +1372,13 @@ static void memory_settings_refuse_bad_values_with_a_clear_error(void **state)
 
 /* ---- the cgroup's limit: scratch layouts, as tests/test_mem_cgroup.c builds them ---- */
 
-/* A scratch root with the files of `layout`: pairs of a path under the
- * root and its text, NULL-terminated. */
+/* A scratch root (removed by the teardown, whatever the outcome) with the
+ * files of `layout`: pairs of a path under the root and its text,
+ * NULL-terminated. */
 static void cgroup_layout(char *root, size_t cap, const char *const *layout)
 {
     if (th_scratch_make(root, cap) != 0) fail_msg("cannot make a scratch directory");
-    for (const char *const *l = layout; l[0] != NULL; l += 2) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", root, l[0]);
-        for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
-            *p = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", path, strerror(errno));
-            *p = '/';
-        }
-        if (th_write_file(path, l[1], strlen(l[1])) != 0) fail_msg("cannot write %s", path);
-    }
+    for (const char *const *l = layout; l[0] != NULL; l += 2) th_put_file(root, l[0], l[1]);
 }
 
 /* defaults + env + flags + apply_cgroup(root) + finish, with the log in *cap. */
@@ -1464,7 +1469,7 @@ static void an_operator_limit_above_the_cgroups_is_lowered_with_a_warning_and_be
         expect_contains(cap.text, "memory_limit=1GiB (flag --memory-limit) is above the cgroup's memory limit, "
                         "200MiB (cgroup v", "the warning names the operator's value and the cgroup's");
         expect_contains(cap.text, dir, "the warning names the cgroup's directory");
-        snprintf(want, sizeof want, "memory_limit=200MiB(cgroup v%d %s, lowered from flag --memory-limit=1GiB)",
+        snprintf(want, sizeof want, "memory_limit=200MiB(cgroup v%d %s, lowered from 1GiB (flag --memory-limit))",
                  v->version, dir);
         expect_contains(describe(&c), want, "describe says it was lowered, from what");
 
@@ -1546,8 +1551,52 @@ static void a_cgroup_limit_below_32_mib_stops_tided_naming_the_cgroup(void **sta
     expect_contains(tide_last_error(), want, "the error names the cgroup");
     expect_rc(load_cg(&c, root, NULL, 2, argv, &cap), TIDE_EINVAL, "64 MiB lowered to a 16 MiB group");
     expect_contains(tide_last_error(), "is below 32MiB", "lowered below the minimum is refused too");
-    expect_contains(tide_last_error(), "lowered from flag --memory-limit=64MiB", "and says from what");
+    expect_contains(tide_last_error(), "lowered from 64MiB (flag --memory-limit)", "and says from what");
     th_scratch_remove(root);
+}
+
+/* In the child, inside the group: tided's own order (defaults, flags, the
+ * real cgroup, finish) with `arg` as --memory-limit (NULL: unset); reports
+ * "rc limit kind cache_budget|where". */
+static void child_reads_its_settings(void *arg, int fd)
+{
+    tide_config c;
+    char flag[64], line[400];
+    char *argv[] = { "tided", flag, NULL };
+    int rc, n;
+
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    tide_config_defaults(&c);
+    snprintf(flag, sizeof flag, "--memory-limit=%s", arg ? (const char *)arg : "");
+    rc = arg ? tide_config_apply_args(&c, 2, argv) : 0;
+    if (rc == 0) rc = tide_config_apply_cgroup(&c, NULL);
+    if (rc == 0) rc = tide_config_finish(&c);
+    n = snprintf(line, sizeof line, "%d %" PRIu64 " %d %" PRIu64 "|%s", rc, c.memory_limit,
+                 c.src[TIDE_CFG_MEMORY_LIMIT].kind, c.cache_budget, c.src[TIDE_CFG_MEMORY_LIMIT].where);
+    if (write(fd, line, (size_t)n) != n) _exit(4);
+}
+
+static void in_a_real_v1_group_of_96_mib_the_settings_take_its_limit_and_lower_a_larger_one(void **state)
+{
+    char dir[256], got[512] = "", want[400];
+    int status, rc = -1, kind = -1;
+    unsigned long long limit = 0, budget = 0;
+    const char *where = NULL;
+    (void)state;
+
+    th_cgroup_v1("tide-config", 96 * MiB, dir, sizeof dir);
+    for (int round = 0; round < 2; round++) {
+        status = th_cgroup_child(dir, child_reads_its_settings, round ? "1GiB" : NULL, got, sizeof got);
+        if (status != 0) fail_msg("the child did not exit 0 (status %d: 3 = cannot join the group)", status);
+        if (sscanf(got, "%d %llu %d %llu", &rc, &limit, &kind, &budget) != 4 || (where = strchr(got, '|')) == NULL)
+            fail_msg("the child reported '%s', expected 'rc limit kind budget|where'", got);
+        expect_ok(rc, round ? "1 GiB in the group" : "unset in the group");
+        expect_u64(limit, 96 * MiB, "the group's limit is the node's");
+        expect_u64((uint64_t)kind, TIDE_SRC_DERIVED, "from the cgroup");
+        expect_u64(budget, 96 * MiB / 5, "cache_budget: 20% of the group's limit");
+        snprintf(want, sizeof want, "|cgroup v1 %s%s", dir, round ? ", lowered from 1GiB (flag --memory-limit)" : "");
+        expect_str(where, want, "the source names the group");
+    }
 }
 
 /* ---- the split ------------------------------------------------------------------ */
@@ -1806,6 +1855,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(an_operator_limit_above_the_cgroups_is_lowered_with_a_warning_and_below_it_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(no_cgroup_limit_or_a_corrupt_one_leaves_memory_limit_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(a_cgroup_limit_below_32_mib_stops_tided_naming_the_cgroup, setup, teardown),
+        cmocka_unit_test_setup_teardown(in_a_real_v1_group_of_96_mib_the_settings_take_its_limit_and_lower_a_larger_one, setup, teardown),
         cmocka_unit_test_setup_teardown(budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources, setup, teardown),
         cmocka_unit_test_setup_teardown(explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each, setup, teardown),
         cmocka_unit_test_setup_teardown(the_startup_log_says_where_the_limit_came_from_the_marks_and_the_split, setup, teardown),

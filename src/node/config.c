@@ -57,9 +57,15 @@
  * (visible in ps) or in a file that gets pasted into tickets. describe()
  * prints the token as "set" or "unset", never its text.
  *
+ * The memory limit (issue 13) is read here like any setting; where it
+ * comes from when unset (the cgroup) and the budgets it gives live in
+ * config_mem.c, whose values carry the source TIDE_SRC_DERIVED ("cgroup v2
+ * /sys/fs/cgroup/x", "memory_limit 20%"), printed alone by describe.
+ *
  * Invariants:
  *   1. Every setting has a source; src[id].kind only rises during loading,
- *      except that finish() may turn DEFAULT into PRESET.
+ *      except that finish() may turn DEFAULT into PRESET, and DEFAULT or
+ *      PRESET into DERIVED (config_mem.c).
  *   2. After a successful finish() every value is within its range.
  *   3. Every row's `def` parses as its own kind and range (asserted by
  *      tide_config_defaults), so a default cannot break its own rule.

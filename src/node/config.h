@@ -254,8 +254,8 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv);
  * memory_limit was not set by the operator, the cgroup's becomes it (its
  * source names the cgroup directory and version); when it was set above
  * the cgroup's, it is lowered to the cgroup's with one warning naming
- * both; the source then reads "cgroup v1 PATH, lowered from flag
- * --memory-limit=1GiB" (kind TIDE_SRC_DERIVED). An operator's value below
+ * both; the source then reads "cgroup v1 PATH, lowered from 1GiB
+ * (flag --memory-limit)" (kind TIDE_SRC_DERIVED). An operator's value below
  * it is kept (the cgroup is recorded all the same: its usage counts). No
  * limit known (TIDE_ENOENT), or an unlimited cgroup, changes nothing; a
  * cgroup file that cannot be read or parsed is logged at WARN and changes

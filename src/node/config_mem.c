@@ -90,8 +90,8 @@ int tide_config_apply_cgroup(tide_config *c, const char *root)
         return 0;
     }
     if (!info.limited) return 0;
-    /* Above 4 PiB no machine has the memory (config.h): the same as none
-     * for the budgets, and it keeps twice a budget exact. */
+    /* No machine has more than 4 PiB (config.h): capped there, the limit
+     * obeys memory_limit's range and twice a budget stays exact. */
     if (info.limit_bytes > TIDE_CONFIG_BYTES_MAX) info.limit_bytes = TIDE_CONFIG_BYTES_MAX;
     c->cgroup_limited = 1;
     c->cgroup_limit = info.limit_bytes;
@@ -113,7 +113,7 @@ int tide_config_apply_cgroup(tide_config *c, const char *root)
                  info.version, info.path, cg);
         c->memory_limit = info.limit_bytes;
         ti_config_set_source(c, TIDE_CFG_MEMORY_LIMIT, TIDE_SRC_DERIVED, "cgroup v%d %s, lowered from %s "
-                             "%s=%s", info.version, info.path, kind_word(kind), where, op);
+                             "(%s %s)", info.version, info.path, op, kind_word(kind), where);
     }
     return 0;
 }
