@@ -551,6 +551,10 @@ static void each_rule_fires_past_its_threshold_and_not_before(void **state)
     expect_only("20 changes", page_set(HEALTHY, "tide_overload_level_changes_total", "20"), "overload",
                 TIDE_DOCTOR_WARN, "changed 20 times");
     expect_none("19 changes", page_set(HEALTHY, "tide_overload_level_changes_total", "19"));
+    expect_only("a body refused at http_body_budget", page_set(HEALTHY, "tide_http_requests_refused_total"
+                "{reason=\"body_budget\"}", "151"), "overload", TIDE_DOCTOR_WARN,
+                "151 requests refused at http_body_budget since start (503)");
+    expect_none("framing is not memory", page_set(HEALTHY, "tide_http_requests_refused_total{reason=\"framing\"}", "3"));
     /* peak: counted 3149824 */
     expect_only("a spike given back", page_set(HEALTHY, "tide_memory_peak_bytes{since=\"start\"}", "6299648"), "peak",
                 TIDE_DOCTOR_WARN, "peaked at 6.0 MiB, 2.0 times the 3.0 MiB now");
@@ -625,6 +629,15 @@ static void the_allocator_rules_fire_past_their_thresholds_on_a_large_process(vo
                 "holds 25 MiB free, 25% of RSS");
     expect_none("24% free", big("104857600", "78643200", "25165824"));
     expect_only("50% free", big("104857600", "78643200", "52428800"), "allocator_free", TIDE_DOCTOR_BAD, "50% of RSS");
+    /* Under a 64 MiB limit a process is judged from 16 MiB: 40 MiB, 60% free. */
+    char *p = page_set(big("41943040", "16777216", "25165824"), "tide_memory_limit_bytes", "67108864");
+    tide_doctor_report r;
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    if (!finding_of(&r, "allocator_free") || !finding_of(&r, "rss_vs_live"))
+        fail_msg("40 MiB under a 64 MiB limit is judged: %zu findings", r.nfindings);
+    assert_int_equal(finding_of(&r, "allocator_free")->severity, TIDE_DOCTOR_BAD);
+    free(p);
+    expect_none("40 MiB under 512 MiB is not", big("41943040", "16777216", "25165824"));
 }
 
 static void the_json_has_the_verdict_and_findings_with_integers_as_integers(void **state)
@@ -1063,8 +1076,8 @@ static void on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob(voi
 
 /* A real node's page (node/metrics.c), rendered with the settings of
  * argv after one sweep; malloc'd. The node is closed and its directory
- * removed before it returns. */
-static char *render_real_page(int argc, char **argv, size_t cache_budget)
+ * removed before it returns. memory_limit 0: none. */
+static char *render_real_page(int argc, char **argv, size_t cache_budget, uint64_t memory_limit)
 {
     char base[3000], dir[3100], *text = NULL;
     tide_node_opts no;
@@ -1082,8 +1095,11 @@ static char *render_real_page(int argc, char **argv, size_t cache_budget)
     no.dir = dir;
     no.sweep_interval_ms = 0;
     no.cache_budget = cache_budget;
+    no.memory_limit = memory_limit;
+    no.memory_poll_ms = 0;                       /* one reading, below */
     expect_rc(tide_node_open(&n, &no), 0, "open");
     tide_node_sweep(n, NULL);
+    expect_rc(tide_node_memory_check(n), 0, "a memory reading");
     tide_metrics_opts_init(&mo);
     mo.config = &c;
     expect_rc(tide_metrics_render(n, &mo, &text, &len), 0, "render");
@@ -1092,20 +1108,17 @@ static char *render_real_page(int argc, char **argv, size_t cache_budget)
     return text;
 }
 
-/* A real page of a node from before issue 13 with every consumer bounded:
- * no new family, so the rules that need them say so, and none crashes. */
-static void on_an_older_nodes_real_page_the_new_rules_say_what_they_cannot_tell(void **state)
+/* The page of a node from before issue 13 with every consumer bounded,
+ * recorded (real-bounded.prom) before the node had the new families: the
+ * rules that need them say so, and none crashes. */
+static void on_an_older_nodes_recorded_page_the_new_rules_say_what_they_cannot_tell(void **state)
 {
     (void)state;
-    char *argv[] = { "tided", "--cache-budget", "64MiB", "--arena-max", "2", NULL };
-    char *text = render_real_page(5, argv, 64u << 20), *words;
+    char *text = fixture("real-bounded.prom"), *words;
     tide_doctor_report r;
 
-    record_page("TIDE_DOCTOR_RECORD_BOUNDED", text);
     expect_rc(tide_doctor_analyze(text, &r), 0, "analyze");
-    /* Every consumer bounded: at most "process" is left, which the limit rule tells. */
-    for (size_t i = 0; i < r.nunbounded; i++)
-        expect_str(r.unbounded[i].consumer, "process", "only the process unbounded");
+    expect_u64(r.nunbounded, 0, "every consumer bounded");
     expect_u64(r.nfindings, 1, "one finding: no limit");
     expect_str(r.findings[0].rule, "limit", "the limit rule");
     expect_contains(r.findings[0].summary, "unbounded process: no memory limit on the page (no "
@@ -1125,13 +1138,40 @@ static void on_an_older_nodes_real_page_the_new_rules_say_what_they_cannot_tell(
     free(text);
 }
 
+/* A real node's page today (node/metrics.c with the limit's families),
+ * every consumer bounded and a limit of 256 MiB after one reading: the
+ * rules read the figures the node writes. With the variable set, the page
+ * is recorded (how real-bounded.prom was made, before the families). */
+static void on_a_real_nodes_page_the_rules_read_the_limits_families(void **state)
+{
+    (void)state;
+    char *argv[] = { "tided", "--cache-budget", "64MiB", "--arena-max", "2", "--memory-limit", "256MiB", NULL };
+    char *text = render_real_page(7, argv, 64u << 20, 256u << 20);
+    tide_doctor_report r;
+
+    record_page("TIDE_DOCTOR_RECORD_BOUNDED", text);
+    expect_rc(tide_doctor_analyze(text, &r), 0, "analyze");
+    expect_u64((uint64_t)r.limit, 256u << 20, "tide_memory_limit_bytes read");
+    assert_true(r.counted > 0);
+    expect_u64((uint64_t)r.level, 0, "normal");
+    assert_true(r.peak_start >= r.counted * 0.5);   /* the peak is a reading of the same figure */
+    expect_u64(r.nunbounded, 0, "every consumer bounded, the process too");
+    for (size_t i = 0; i < r.nunknown; i++)   /* no PSI or no cgroup may be unknown here, never the node's own */
+        if (strcmp(r.unknown[i].rule, "limit") == 0 || strcmp(r.unknown[i].rule, "peak") == 0 ||
+            strcmp(r.unknown[i].rule, "overload") == 0)
+            fail_msg("rule %s cannot tell on a real node's page: %s", r.unknown[i].rule, r.unknown[i].why);
+    if (finding_of(&r, "limit")) fail_msg("a small node under 256 MiB: %s", finding_of(&r, "limit")->summary);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_hand_written_page_gives_every_figure_exactly),
         cmocka_unit_test(a_page_that_is_not_a_nodes_is_refused_by_name),
         cmocka_unit_test(on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob),
-        cmocka_unit_test(on_an_older_nodes_real_page_the_new_rules_say_what_they_cannot_tell),
+        cmocka_unit_test(on_an_older_nodes_recorded_page_the_new_rules_say_what_they_cannot_tell),
+        cmocka_unit_test(on_a_real_nodes_page_the_rules_read_the_limits_families),
         cmocka_unit_test(every_recorded_page_passes_promtool_and_tides_own_checks),
         cmocka_unit_test(a_healthy_recorded_page_triggers_no_rule),
         cmocka_unit_test(the_sick_page_gives_a_bad_verdict_with_its_worst_finding_first),

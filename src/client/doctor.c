@@ -351,6 +351,8 @@ static void limit_from_metrics(const char *text, tide_doctor_report *r)
     r->level_changes = or_neg(value_of(text, "tide_overload_level_changes_total", NULL, NULL));
     r->rejected_requests = or_neg(over(text, "tide_overload_rejected_requests_total", NULL, NULL, NULL, NULL, 0));
     r->rejected_writes = or_neg(value_of(text, "tide_overload_rejected_writes_total", NULL, NULL));
+    r->body_refused = or_neg(value_of(text, "tide_http_requests_refused_total", "reason", "body_budget"));
+    r->body_budget = or_neg(value_of(text, "tide_http_body_budget_bytes", NULL, NULL));
     r->peak_start = or_neg(value_of(text, "tide_memory_peak_bytes", "since", "start"));
     r->peak_sweep = or_neg(value_of(text, "tide_memory_peak_bytes", "since", "sweep"));
     r->pressure_some10 = or_neg(over(text, "tide_memory_pressure_ratio", "kind", "some", "window", "10s", 1));
@@ -476,35 +478,43 @@ static void rule_limit(tide_doctor_report *r, const tide_doctor_report *earlier)
 static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earlier)
 {
     static const char name[] = "overload";
+    char a[32];
     (void)earlier;
 
-    if (r->rejected_requests < 0 && r->rejected_writes < 0 && r->level_changes < 0) {
+    if (r->rejected_requests < 0 && r->rejected_writes < 0 && r->level_changes < 0 && r->body_refused < 0) {
         unknown(r, name, "the page has no tide_overload_rejected_requests_total, "
-                "tide_overload_rejected_writes_total or tide_overload_level_changes_total (a node "
-                "from before issue 13)");
+                "tide_overload_rejected_writes_total, tide_overload_level_changes_total or "
+                "tide_http_requests_refused_total (a node from before issue 13)");
         return;
     }
-    double refused = fmax(r->rejected_requests, r->rejected_writes);
+    double refused = fmax(r->rejected_requests, r->rejected_writes), body = r->body_refused;
     int flapping = r->level_changes >= TIDE_DOCTOR_FLAP_CHANGES;
-    if (refused <= 0 && !flapping) return;
+    if (refused <= 0 && body <= 0 && !flapping) return;
     tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
     if (refused > 0)
         snprintf(f->summary, sizeof f->summary, "%.0f requests refused for memory since start (503)%s", refused,
                  flapping ? ", and the level changed often" : "");
+    else if (body > 0)
+        snprintf(f->summary, sizeof f->summary, "%.0f requests refused at http_body_budget since start (503)%s",
+                 body, flapping ? ", and the level changed often" : "");
     else
         snprintf(f->summary, sizeof f->summary, "the overload level changed %.0f times since start",
                  r->level_changes);
     snprintf(f->detail, sizeof f->detail, "tide_overload_rejected_requests_total %.0f, "
-             "tide_overload_rejected_writes_total %.0f, tide_overload_level_changes_total %.0f (warn from "
-             "one refusal, or from %d changes)", r->rejected_requests, r->rejected_writes, r->level_changes,
-             TIDE_DOCTOR_FLAP_CHANGES);
+             "tide_overload_rejected_writes_total %.0f, tide_overload_level_changes_total %.0f, "
+             "tide_http_requests_refused_total{reason=\"body_budget\"} %.0f (warn from one refusal, or from %d "
+             "changes)", r->rejected_requests, r->rejected_writes, r->level_changes, body, TIDE_DOCTOR_FLAP_CHANGES);
     snprintf(f->advice, sizeof f->advice, "the 503s carry Retry-After: 1, so clients that retry lose "
              "nothing; to refuse fewer, give the node more room (--memory-limit) or hold less "
-             "(--cache-budget, --http-body-budget, --insert-burst)%s",
-             flapping ? "; a level that comes and goes: widen --memory-hysteresis (points below a mark "
-                        "to leave it, default 5)" : "");
+             "(--cache-budget, --insert-burst)%s%s%s", body > 0 ? "; bodies in flight are bounded by "
+             "--http-body-budget (now " : "", body > 0 ? size_words(r->body_budget, a, sizeof a) : "",
+             body > 0 ? "; when unset, 10% of the limit): raise it, or send fewer at once" : "");
+    if (flapping && strlen(f->advice) + 120 < sizeof f->advice)
+        strcat(f->advice, "; a level that comes and goes: widen --memory-hysteresis (points below a mark to "
+               "leave it, default 5)");
     fig(f, "rejected_requests", r->rejected_requests, 1);
     fig(f, "rejected_writes", r->rejected_writes, 1);
+    fig(f, "body_budget_refused", body, 1);
     fig(f, "level_changes", r->level_changes, 1);
 }
 
@@ -583,10 +593,14 @@ static const char *allocator_advice(const tide_doctor_report *r)
 
 /* The allocator rules' finding for `v` against warn and bad, or NULL when
  * below warn or the process is too small to judge (code and libraries
- * are most of a small process's RSS). */
+ * are most of a small process's RSS): under TIDE_DOCTOR_SMALL_RSS_MIB, or
+ * under TIDE_DOCTOR_SMALL_LIMIT_SHARE of the limit when that is less (a
+ * node limited to 64 MiB is judged at 16 MiB). */
 static tide_doctor_finding *graded(tide_doctor_report *r, const char *name, double v, double warn, double bad)
 {
-    if (r->rss < TIDE_DOCTOR_SMALL_RSS_MIB * MIB || v < warn) return NULL;
+    double small = TIDE_DOCTOR_SMALL_RSS_MIB * MIB;
+    if (r->limit > 0 && TIDE_DOCTOR_SMALL_LIMIT_SHARE * r->limit < small) small = TIDE_DOCTOR_SMALL_LIMIT_SHARE * r->limit;
+    if (r->rss < small || v < warn) return NULL;
     return add_finding(r, name, v >= bad ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
 }
 
@@ -608,7 +622,7 @@ static void rule_rss_vs_live(tide_doctor_report *r, const tide_doctor_report *ea
     snprintf(f->summary, sizeof f->summary, "RSS is %.1f times what the allocator says is live (%s against %s)",
              ratio, size_words(r->rss, a, sizeof a), size_words(r->live, b, sizeof b));
     snprintf(f->detail, sizeof f->detail, "process_resident_memory_bytes / live bytes (%s) = %.2f; warn from "
-             "%.1f, bad from %.1f, above %d MiB of RSS", alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN,
+             "%.1f, bad from %.1f, judged from %d MiB of RSS or a quarter of the limit", alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN,
              TIDE_DOCTOR_RSS_LIVE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
     snprintf(f->advice, sizeof f->advice, "memory freed but kept, or fragmented: %s", allocator_advice(r));
     fig(f, "rss_bytes", r->rss, 1);
@@ -633,7 +647,7 @@ static void rule_allocator_free(tide_doctor_report *r, const tide_doctor_report 
     snprintf(f->summary, sizeof f->summary, "the allocator holds %s free, %.0f%% of RSS",
              size_words(r->allocator_free, a, sizeof a), 100 * share);
     snprintf(f->detail, sizeof f->detail, "tide_allocator_free_bytes %s / RSS %s = %.2f; warn from %.2f, bad "
-             "from %.2f, above %d MiB of RSS", a, size_words(r->rss, b, sizeof b), share, TIDE_DOCTOR_FREE_WARN,
+             "from %.2f, judged from %d MiB of RSS or a quarter of the limit", a, size_words(r->rss, b, sizeof b), share, TIDE_DOCTOR_FREE_WARN,
              TIDE_DOCTOR_FREE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
     snprintf(f->advice, sizeof f->advice, "a trim could return up to that much: %s", allocator_advice(r));
     fig(f, "allocator_free_bytes", r->allocator_free, 1);
@@ -804,9 +818,9 @@ static const rule rules[] = {
         "bad from avg60 " STR(TIDE_DOCTOR_PRESSURE_BAD) "; warn from avg10 " STR(TIDE_DOCTOR_PRESSURE_WARN),
         "more memory for the cgroup, --memory-limit below it, --memory-pressure" }, rule_pressure },
     { { "overload", "tide_overload_rejected_requests_total, tide_overload_rejected_writes_total, "
-        "tide_overload_level_changes_total",
+        "tide_overload_level_changes_total, tide_http_requests_refused_total{reason=\"body_budget\"}",
         "warn from one refused request, or from " STR(TIDE_DOCTOR_FLAP_CHANGES) " level changes",
-        "--memory-limit, less held, --memory-hysteresis" }, rule_overload },
+        "--memory-limit, less held, --http-body-budget, --memory-hysteresis" }, rule_overload },
     { { "growth", "tide_memory_consumer_bytes on two pages, tide_memory_allocations_total, "
         "tide_memory_allocated_bytes_total",
         "warn when a consumer grew by " STR(TIDE_DOCTOR_GROWTH_MIN_MIB) " MiB and "
@@ -814,11 +828,13 @@ static const rule rules[] = {
         STR(TIDE_DOCTOR_GROWTH_BAD_S) " s", "bound the consumer, or more --memory-limit" }, rule_growth },
     { { "rss_vs_live", "process_resident_memory_bytes, the allocator's live bytes",
         "bad from " STR(TIDE_DOCTOR_RSS_LIVE_BAD) " times; warn from " STR(TIDE_DOCTOR_RSS_LIVE_WARN)
-        " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS",
+        " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS (or "
+        STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
         "a sweep's trim, --arena-max, --mmap-threshold, MALLOC_CONF decay" }, rule_rss_vs_live },
     { { "allocator_free", "tide_allocator_free_bytes, process_resident_memory_bytes",
         "bad from " STR(TIDE_DOCTOR_FREE_BAD) " of RSS; warn from " STR(TIDE_DOCTOR_FREE_WARN)
-        "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS",
+        "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS (or "
+        STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
         "POST /v1/admin/sweep, --sweep-interval, --trim-policy, --arena-max" }, rule_allocator_free },
     { { "peak", "tide_memory_peak_bytes{since=\"start|sweep\"}, tide_memory_counted_bytes",
         "warn when the peak since start is " STR(TIDE_DOCTOR_PEAK_WARN) " times now or more, or "

@@ -40,7 +40,8 @@ typedef struct tide_doctor_consumer {
  *
  * The thresholds, as `tide doctor --help` and docs/OPERATIONS.md give them:
  */
-#define TIDE_DOCTOR_SMALL_RSS_MIB   64    /* rss_vs_live, allocator_free: RSS below this is not judged */
+#define TIDE_DOCTOR_SMALL_RSS_MIB   64    /* rss_vs_live, allocator_free: RSS below this is not judged, */
+#define TIDE_DOCTOR_SMALL_LIMIT_SHARE 0.25 /*   or below this share of the limit when that is less */
 #define TIDE_DOCTOR_RSS_LIVE_WARN   1.5   /* rss / allocator live bytes */
 #define TIDE_DOCTOR_RSS_LIVE_BAD    3.0
 #define TIDE_DOCTOR_FREE_WARN       0.25  /* tide_allocator_free_bytes / RSS */
@@ -150,6 +151,8 @@ typedef struct tide_doctor_report {
      * no cgroup, no PSI). limit 0: the node runs without one. */
     double limit, counted, level, level_changes;
     double rejected_requests, rejected_writes;   /* summed over their labels */
+    double body_refused, body_budget;            /* tide_http_requests_refused_total{reason="body_budget"},
+                                                    tide_http_body_budget_bytes */
     double peak_start, peak_sweep;
     double pressure_some10, pressure_some60;     /* ratios, the worse of the scopes */
     double cg_limit, cg_oom, cg_oom_kill, cg_max, cg_high;
