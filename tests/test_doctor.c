@@ -733,6 +733,23 @@ static void two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_r
     f = finding_of(r2, "growth");
     assert_non_null(f);
     assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
+    /* The commit's buffers, 10 MiB more over 20 s: a moment, warn with the
+     * advice to scrape further apart; over 60 s, as any other. */
+    {
+        char *q1 = HEALTHY, *q2 = page_set(HEALTHY, "tide_memory_consumer_bytes{consumer=\"store_commit\"}", "10485760");
+        expect_rc(tide_doctor_analyze(q1, r1), 0, "page 1");
+        expect_rc(tide_doctor_analyze(q2, r2), 0, "page 2");
+        expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "growth");
+        f = finding_of(r2, "growth");
+        assert_non_null(f);
+        assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
+        expect_contains(f->advice, "a moment, not a trend (--interval 60 or more)", "the advice");
+        expect_rc(tide_doctor_analyze(q2, r2), 0, "page 2");
+        expect_rc(tide_doctor_analyze_growth(r2, r1, 60), 0, "growth over 60 s");
+        assert_int_equal(finding_of(r2, "growth")->severity, TIDE_DOCTOR_BAD);   /* the limit in 3054 s */
+        free(q1);
+        free(q2);
+    }
     /* Below 1 MiB: no finding, and growth passes. */
     two_pages(r1, r2, "1056000", NULL);
     expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "growth");

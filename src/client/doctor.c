@@ -765,7 +765,12 @@ static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier
     if (top == NULL) return;
     double rate = best / s, room = r->limit > 0 && r->counted >= 0 ? r->limit - r->counted : -1;
     double eta = room >= 0 ? room / rate : -1;
-    int bad = top->budget == 0 || (eta >= 0 && eta <= TIDE_DOCTOR_GROWTH_BAD_S);
+    /* The commit's buffers, the insert pool and request bodies come and go
+     * with each commit and request: over less than a trend's seconds their
+     * growth is a moment, not a trend, and is never BAD. */
+    int passing = s < TIDE_DOCTOR_GROWTH_TREND_S && (strcmp(top->name, "store_commit") == 0 ||
+                  strcmp(top->name, "store_insert_pool") == 0 || strcmp(top->name, "http") == 0);
+    int bad = !passing && (top->budget == 0 || (eta >= 0 && eta <= TIDE_DOCTOR_GROWTH_BAD_S));
     tide_doctor_finding *f = add_finding(r, name, bad ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
     snprintf(f->summary, sizeof f->summary, "%s grew %s in %.0f s (%s/s)%s", top->name,
              size_words(best, a, sizeof a), s, size_words(rate, b, sizeof b),
@@ -777,9 +782,12 @@ static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier
     if (eta >= 0 && n > 0 && (size_t)n < sizeof f->detail)
         snprintf(f->detail + n, sizeof f->detail - (size_t)n, "; at that rate it reaches the %s limit in "
                  "%.0f s", size_words(r->limit, c, sizeof c), eta);
-    snprintf(f->advice, sizeof f->advice, "%s; scrape again to see whether it levels off at its budget "
+    snprintf(f->advice, sizeof f->advice, "%s%s; scrape again to see whether it levels off at its budget "
              "(rate(tide_memory_consumer_bytes[5m]) on a dashboard), and rate("
-             "tide_memory_allocated_bytes_total[5m]) for what it churns", top->budget == 0
+             "tide_memory_allocated_bytes_total[5m]) for what it churns", passing ? "it rises and falls with "
+             "each commit or request, so scrapes under " STR(TIDE_DOCTOR_GROWTH_TREND_S) " s apart show a "
+             "moment, not a trend (--interval " STR(TIDE_DOCTOR_GROWTH_TREND_S) " or more); if it persists, "
+             : "", top->budget == 0
              ? "it is unbounded: bound it (tide doctor's unbounded_consumers finding names the setting)"
              : "bound it lower (--cache-budget for node_cache, --key-cache-size for key_cache, "
                "--insert-burst for the insert pool, --http-body-budget for http) or give the node more "
@@ -825,7 +833,8 @@ static const rule rules[] = {
         "tide_memory_allocated_bytes_total",
         "warn when a consumer grew by " STR(TIDE_DOCTOR_GROWTH_MIN_MIB) " MiB and "
         STR(TIDE_DOCTOR_GROWTH_SHARE) " of its bytes; bad when unbounded or at the limit within "
-        STR(TIDE_DOCTOR_GROWTH_BAD_S) " s", "bound the consumer, or more --memory-limit" }, rule_growth },
+        STR(TIDE_DOCTOR_GROWTH_BAD_S) " s, except store_commit, store_insert_pool and http over less than "
+        STR(TIDE_DOCTOR_GROWTH_TREND_S) " s", "bound the consumer, or more --memory-limit" }, rule_growth },
     { { "rss_vs_live", "process_resident_memory_bytes, the allocator's live bytes",
         "bad from " STR(TIDE_DOCTOR_RSS_LIVE_BAD) " times; warn from " STR(TIDE_DOCTOR_RSS_LIVE_WARN)
         " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS (or "

@@ -55,6 +55,8 @@ typedef struct tide_doctor_consumer {
 #define TIDE_DOCTOR_GROWTH_MIN_MIB  1     /* growth: a consumer grew by at least this */
 #define TIDE_DOCTOR_GROWTH_SHARE    0.10  /*   and by this share of what it held */
 #define TIDE_DOCTOR_GROWTH_BAD_S    3600  /*   BAD when at that rate it reaches the limit within */
+#define TIDE_DOCTOR_GROWTH_TREND_S  60    /*   never BAD for store_commit, store_insert_pool, http
+                                                 over fewer seconds: they come and go */
 
 typedef enum tide_doctor_severity {
     TIDE_DOCTOR_OK = 0, TIDE_DOCTOR_WARN = 1, TIDE_DOCTOR_BAD = 2
@@ -183,7 +185,10 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r);
  * second, its churn rates from tide_memory_allocations_total and
  * tide_memory_allocated_bytes_total when both pages have them, and the
  * seconds until it reaches the limit at that rate); BAD when that is
- * within TIDE_DOCTOR_GROWTH_BAD_S or the consumer is unbounded. A counter
+ * within TIDE_DOCTOR_GROWTH_BAD_S or the consumer is unbounded (but never
+ * for store_commit, store_insert_pool or http over fewer than
+ * TIDE_DOCTOR_GROWTH_TREND_S seconds: they rise and fall with each commit
+ * and request, and the advice says to scrape further apart). A counter
  * that went down (the node restarted between them) is said, not read.
  * Replaces the one-scrape "needs two scrapes" result and redoes the
  * verdict. Returns 0, or TIDE_EINVAL for seconds <= 0 (r unchanged). No I/O.
