@@ -1,6 +1,6 @@
 /*
- * cmd_doctor.c: `tide doctor [URL]`, a running node's memory and disk in
- * words.
+ * cmd_doctor.c: `tide doctor [--interval S] [URL]`, a running node's memory
+ * and disk judged: a verdict, the findings with their advice, the figures.
  *
  * It fetches URL (default http://127.0.0.1:8080/metrics; a URL without a
  * path gets /metrics) with the HTTP client (src/client/http.h), sending
@@ -11,6 +11,10 @@
  * A page that is not a node's (no tide_* families: Prometheus' own
  * /metrics, HTML, an empty page, bytes that are not text) exits 1 with
  * "URL does not look like a tide node's /metrics: ...".
+ *
+ * With --interval S it scrapes twice, S seconds apart, and gives both
+ * reports to tide_doctor_analyze_growth with the seconds that passed
+ * (measured, not assumed): the report printed is the second page's.
  *
  * Then, for the disk side, it fetches /v1/status from the same host and
  * port (a public endpoint: no token is sent to it) and hands it to
@@ -117,26 +121,59 @@ static void fetch_status(const char *metrics_url, long timeout_s, char **out, ch
     tide_http_client_free(c);
 }
 
+/* Fetch url and analyze it into *r; CLI_OK, or CLI_FAIL said. */
+static int scrape(const char *url, long timeout_s, tide_doctor_report *r)
+{
+    char *page = NULL;
+    int rc = fetch(url, timeout_s, &page);
+
+    if (rc == CLI_OK && tide_doctor_analyze(page, r) != 0) rc = cli_error("doctor", "%s %s", url, tide_last_error());
+    free(page);
+    return rc;
+}
+
+/* The second scrape, `seconds` after the first, for the growth rule. */
+static int scrape_again(const char *url, long timeout_s, uint64_t seconds, tide_doctor_report *r)
+{
+    tide_doctor_report *first = malloc(sizeof *first);
+    int rc = CLI_FAIL;
+
+    if (first == NULL) return cli_error("doctor", "out of memory");
+    *first = *r;
+    uint64_t start = tide_clock_mono_us();
+    tide_clock_sleep_us(seconds * 1000000u);
+    rc = scrape(url, timeout_s, r);
+    /* The seconds that passed, not those asked: the first fetch's end to the second's. */
+    if (rc == CLI_OK) tide_doctor_analyze_growth(r, first, (double)(tide_clock_mono_us() - start) / 1e6);
+    free(first);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
         { "json",    no_argument,       NULL, 'j' },
         { "timeout", required_argument, NULL, 't' },
+        { "interval", required_argument, NULL, 'i' },
         { "help",    no_argument,       NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int json = 0, c, rc;
-    uint64_t timeout = 10;
-    char url[2048], *page = NULL, *text = NULL, *status = NULL, why[300] = "";
+    uint64_t timeout = 10, interval = 0;
+    char url[2048], *text = NULL, *status = NULL, why[300] = "";
     tide_doctor_report r;
 
     cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, ":jt:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":jt:i:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 't':
             if (cli_parse_u64(optarg, 1, 3600, &timeout) != 0)
                 return cli_usage("doctor", "--timeout %s: expected whole seconds from 1 to 3600", optarg);
+            break;
+        case 'i':
+            if (cli_parse_u64(optarg, 0, 3600, &interval) != 0)
+                return cli_usage("doctor", "--interval %s: expected whole seconds from 0 to 3600", optarg);
             break;
         case 'h': cli_help("doctor", stdout); return CLI_OK;
         default: return cli_option_error("doctor", c, argv);
@@ -149,25 +186,22 @@ static int run(int argc, char **argv)
     snprintf(url, sizeof url, "%s%s%s", scheme ? "" : "http://", arg, path ? "" : "/metrics");
 
     (void)tide_http_global_init();     /* a failure shows as the client's */
-    rc = fetch(url, (long)timeout, &page);
+    rc = scrape(url, (long)timeout, &r);
+    if (rc == CLI_OK && interval > 0) rc = scrape_again(url, (long)timeout, interval, &r);
     if (rc) goto out;
-    if (tide_doctor_analyze(page, &r) != 0) {
-        rc = cli_error("doctor", "%s %s", url, tide_last_error());
-        goto out;
-    }
     fetch_status(url, (long)timeout, &status, why, sizeof why);
     tide_doctor_analyze_status(&r, status, why, tide_clock_real_us());
     if (json) {
         if (tide_doctor_json(&r, &text) != 0) { rc = cli_error("doctor", "out of memory"); goto out; }
         printf("%s\n", text);
     } else {
-        printf("tide doctor: %s\n", url);
-        tide_doctor_format(&r, stdout);
+        tide_doctor_format(&r, stdout);    /* the verdict first */
+        if (interval > 0) printf("Scraped %s twice, %.1f s apart.\n", url, r.interval);
+        else printf("Scraped %s once.\n", url);
     }
 out:
     free(text);
     free(status);
-    free(page);
     tide_http_global_cleanup();
     return rc;
 }
@@ -176,23 +210,91 @@ out:
 
 static const char help_doctor[] =
 "NAME\n"
-"    tide doctor - explain a running node's memory and disk in a few lines\n"
+"    tide doctor - a running node's memory and disk: a verdict, findings\n"
+"    with advice, and the figures behind them\n"
 "\n"
 "SYNOPSIS\n"
-"    tide doctor [--json] [--timeout S] [URL]\n"
+"    tide doctor [--json] [--interval S] [--timeout S] [URL]\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads the node's /metrics page (URL; default http://127.0.0.1:8080,\n"
-"    and a URL without a path gets /metrics) and says, the way Redis's\n"
-"    MEMORY DOCTOR does:\n"
-"      - RSS against what the allocator says is live;\n"
-"      - what the allocator holds free: the most a trim could return;\n"
-"      - the consumers of memory, largest first, each against its budget;\n"
-"      - the trims: how many, how often they lowered RSS, what they returned,\n"
-"        their median and p95 duration (estimated from the histogram), and\n"
-"        the page faults they cost;\n"
-"      - each consumer left unbounded, and the setting that would bound it.\n"
-"    Figures the page lacks are reported as unknown, never as zero.\n"
+"    and a URL without a path gets /metrics) and judges it by the rules\n"
+"    below, as Redis's MEMORY DOCTOR does. The first line is the verdict:\n"
+"\n"
+"      verdict: bad: memory at 93% of its 512 MiB limit (high level: writes\n"
+"      refused); 2 more findings\n"
+"\n"
+"    its severity (ok, warn or bad) that of the worst finding. Then each\n"
+"    finding, worst first: its severity and rule, what it saw, the figures\n"
+"    it read, and the advice that fixes it (the settings by their flags).\n"
+"    A rule whose figures the page lacks (a node from before the memory\n"
+"    limit, no cgroup, a kernel without PSI) says what it cannot tell and\n"
+"    is no finding; the rules that passed are listed by name.\n"
+"\n"
+"    Then the figures behind them: RSS against what the allocator says is\n"
+"    live; what the allocator holds free; the consumers, largest first,\n"
+"    each against its budget; the trims (how many, how often they lowered\n"
+"    RSS, what they returned, median and p95 duration from the histogram,\n"
+"    the page faults they cost); each consumer left unbounded and the\n"
+"    setting that bounds it. Figures the page lacks are unknown, never 0.\n"
+"\n"
+"RULES\n"
+"    limit\n"
+"        tide_memory_counted_bytes / tide_memory_limit_bytes, and\n"
+"        tide_overload_level. bad from 0.90 of the limit or the high level\n"
+"        (writes refused); warn from 0.75 or the soft level. No limit\n"
+"        (tide_memory_limit_bytes 0, or absent: an older node): warn,\n"
+"        'unbounded process'. Advice: --memory-limit SIZE (or a cgroup\n"
+"        limit, taken when none is set); or lower --cache-budget,\n"
+"        --key-cache-size, --insert-burst, --http-body-budget;\n"
+"        --memory-levels and --memory-hysteresis set the marks.\n"
+"    cgroup_events\n"
+"        tide_cgroup_memory_events_total{event}. bad when oom or oom_kill\n"
+"        > 0; warn when max > 0. Advice: leave --memory-limit to the\n"
+"        cgroup's (or set it below); raise memory.max.\n"
+"    pressure\n"
+"        tide_memory_pressure_ratio{kind=\"some\"}, the worse of system and\n"
+"        cgroup. bad from avg60 0.20; warn from avg10 0.10. Advice: more\n"
+"        memory for the cgroup, --memory-limit below it, --memory-pressure.\n"
+"    overload\n"
+"        tide_overload_rejected_requests_total,\n"
+"        tide_overload_rejected_writes_total,\n"
+"        tide_overload_level_changes_total, and the requests refused at\n"
+"        http_body_budget (tide_http_requests_refused_total{reason=\n"
+"        \"body_budget\"}). warn from one refused request, or from 20 level\n"
+"        changes since start. Advice: the 503s carry Retry-After: 1; more\n"
+"        --memory-limit or less held; --http-body-budget for bodies; a\n"
+"        level that comes and goes: a wider --memory-hysteresis.\n"
+"    growth\n"
+"        tide_memory_consumer_bytes on two pages --interval S apart, and\n"
+"        the churn counters tide_memory_allocations_total and\n"
+"        tide_memory_allocated_bytes_total when present. warn when a\n"
+"        consumer grew by 1 MiB and 0.10 of its bytes; bad when it is\n"
+"        unbounded or at that rate reaches the limit within 3600 s, except\n"
+"        store_commit, store_insert_pool and http (they rise and fall with\n"
+"        each commit and request) over less than 60 s: warn, with advice\n"
+"        to scrape further apart. With one scrape it says it needs two.\n"
+"        Advice: bound the consumer (its setting), or more --memory-limit.\n"
+"    rss_vs_live\n"
+"        process_resident_memory_bytes / the allocator's live bytes. bad\n"
+"        from 3.0 times; warn from 1.5 times; not judged below 64 MiB of\n"
+"        RSS, or 0.25 of the limit when that is less (code and libraries\n"
+"        dominate a small process). Advice: a sweep's trim (POST\n"
+"        /v1/admin/sweep), --sweep-interval, --trim-policy; glibc\n"
+"        --arena-max 2, --mmap-threshold; jemalloc MALLOC_CONF decay.\n"
+"    allocator_free\n"
+"        tide_allocator_free_bytes / RSS. bad from 0.50; warn from 0.25;\n"
+"        not judged below 64 MiB of RSS, or 0.25 of the limit when less.\n"
+"        Advice: as rss_vs_live.\n"
+"    peak\n"
+"        tide_memory_peak_bytes{since=\"start\"} / counted bytes now (and\n"
+"        since=\"sweep\": whether the last sweep's trim gave the spike\n"
+"        back). warn when the peak is 2.0 times now or more, or 0.90 of\n"
+"        the limit. Advice: size --memory-limit for the peak;\n"
+"        --http-body-budget, --insert-burst.\n"
+"    unbounded_consumers\n"
+"        tide_unbounded_consumer{consumer,setting}. warn for any. Advice:\n"
+"        the setting each names.\n"
 "\n"
 "    Then the disk side, from GET /v1/status on the same host (no token\n"
 "    is sent to it) and the page's tide_disk_bytes, tide_generations,\n"
@@ -210,26 +312,35 @@ static const char help_doctor[] =
 "    report says what it could not learn.\n"
 "\n"
 "OPTIONS\n"
-"    --json         print the same analysis as one JSON object (the disk\n"
-"                   side under \"disk\": counts and bytes as integers,\n"
-"                   null when unknown, and \"findings\")\n"
-"    --timeout S    give up after S seconds (default 10)\n"
+"    --json         print the same as one JSON object: \"verdict\"\n"
+"                   {\"severity\",\"summary\"}, \"findings\" [{\"rule\",\n"
+"                   \"severity\",\"summary\",\"detail\",\"figures\",\"advice\"}],\n"
+"                   \"unknown\", \"passed\", \"memory_limit\", then the figures\n"
+"                   and the disk side under \"disk\". Bytes and counts are\n"
+"                   integers, ratios and seconds numbers, unknowns null.\n"
+"    --interval S   scrape twice, S seconds apart (0 to 3600; default 0:\n"
+"                   once), for the growth rule; the report is the second\n"
+"                   page's, with the seconds that really passed\n"
+"    --timeout S    give up on a fetch after S seconds (default 10)\n"
 "\n"
 "ENVIRONMENT\n"
 "    TIDE_METRICS_TOKEN   sent as \"Authorization: Bearer <token>\" when set.\n"
 "                         Never printed.\n"
 "\n"
 "EXIT STATUS\n"
-"    0 the page was read and explained; 1 the node could not be reached,\n"
-"    refused the token (401), or the page is not a Tide node's; 2 usage.\n"
+"    0 the page was read and judged, whatever the verdict; 1 the node\n"
+"    could not be reached, refused the token (401), or the page is not a\n"
+"    Tide node's; 2 usage.\n"
 "\n"
 "EXAMPLES\n"
 "    TIDE_METRICS_TOKEN=$(cat /etc/tide/metrics.token) tide doctor\n"
-"    tide doctor --json http://10.0.0.5:8080 | jq .allocator_free_bytes\n"
+"    tide doctor --interval 30 http://10.0.0.5:8080\n"
+"    tide doctor --json | jq -r '.verdict.severity'\n"
+"    tide doctor --json | jq -r '.findings[] | \"\\(.rule): \\(.advice)\"'\n"
 "    tide doctor --json | jq -r '.disk.findings[]'\n";
 
 const cli_verb cli_verb_doctor = {
-    .name = "doctor", .usage = "doctor [URL]",
-    .summary = "explain a running tided's memory and disk",
+    .name = "doctor", .usage = "doctor [--interval S] [URL]",
+    .summary = "a running tided's memory and disk: verdict, findings, advice",
     .help = help_doctor, .run = run,
 };

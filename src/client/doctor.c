@@ -3,10 +3,21 @@
  * and from its /v1/status what its disk is.
  *
  * Layout: a small parser of the text format (one sample at a time, labels
- * read on demand), the analysis that fills a tide_doctor_report, the disk
- * side (the status's "online_delete" object and the disk families of the
- * page, with the findings they lead to), then the two renderings, words
- * and JSON.
+ * read on demand), the analysis that fills a tide_doctor_report, issue
+ * 13's families (the limit, the overload level, peaks, PSI, the cgroup's
+ * events, churn), the rules and their table, the disk side (the status's
+ * "online_delete" object and the disk families of the page, with the
+ * findings they lead to), then the two renderings, words and JSON.
+ *
+ * The rules (the table `rules[]`, documented in doctor.h, `tide doctor
+ * --help` and docs/OPERATIONS.md): limit, cgroup_events, pressure,
+ * overload, growth, rss_vs_live, allocator_free, peak,
+ * unbounded_consumers. Each reads its figures from the report, compares
+ * them with doctor.h's named thresholds and gives one result: a finding
+ * (WARN or BAD, with its figures and the advice naming the flags), "cannot
+ * tell" (its figures are not on the page), or passed. The verdict is the
+ * worst finding's severity and summary, "; N more findings" after it.
+ * growth needs two pages (tide_doctor_analyze_growth); from one it says so.
  *
  * The analysis, in the order an operator asks:
  *   1. RSS against what the allocator says is live (glibc: in-use chunks
@@ -36,9 +47,15 @@
  *   2. A figure absent from the page is negative in the report and is
  *      printed as unknown, never as 0; so is one absent from the status
  *      (a node from before online delete has none): missing members are
- *      tolerated, never guessed.
+ *      tolerated, never guessed. A rule whose figures are absent says it
+ *      cannot tell; it never fires or passes on a guess.
+ *   3. Each rule gives exactly one result (finding, cannot tell, or
+ *      passed); findings are sorted worst first, the table's order within
+ *      a severity, and the verdict is findings[0]'s (ok when none).
+ *   4. In JSON, bytes and counts are integers, ratios and seconds reals.
  *
- * Never: fetch anything (the caller brings the text) or guess a figure.
+ * Never: fetch anything (the caller brings the text), guess a figure, or
+ * let a rule's threshold live anywhere but doctor.h's constants.
  */
 #include "client/doctor.h"
 
@@ -50,10 +67,13 @@
 #include <string.h>
 
 #include "tide/error.h"
+#include "util/assert.h"
 #include "util/err.h"
 #include "util/size.h"
 
 static void disk_from_metrics(const char *text, tide_doctor_disk *d);
+static void limit_from_metrics(const char *text, tide_doctor_report *r);
+static void run_rules(tide_doctor_report *r);
 
 /* ---- the text format --------------------------------------------------------- */
 
@@ -296,6 +316,613 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
     double delta = value_of(text, "tide_trim_last_rss_delta_bytes", NULL, NULL);
     r->last_trim_delta = isnan(delta) ? 0 : delta;
     disk_from_metrics(text, &r->disk);
+    limit_from_metrics(text, r);
+    run_rules(r);
+    return 0;
+}
+
+/* ---- issue 13's families ------------------------------------------------------ */
+
+/* Over the samples of `name` whose labels k1=v1 and k2=v2 (a NULL key
+ * matches all): their sum (max 0) or their largest (max 1); NAN when none. */
+static double over(const char *text, const char *name, const char *k1, const char *v1, const char *k2,
+                   const char *v2, int max)
+{
+    sample s;
+    char v[256];
+    const char *p = text;
+    double acc = NAN;
+
+    while (sample_next(&p, &s) == 0) {
+        if (strcmp(s.name, name) != 0) continue;
+        if (k1 && (label_get(s.labels, k1, v, sizeof v) != 0 || strcmp(v, v1) != 0)) continue;
+        if (k2 && (label_get(s.labels, k2, v, sizeof v) != 0 || strcmp(v, v2) != 0)) continue;
+        if (isnan(acc)) acc = s.value;
+        else acc = max ? fmax(acc, s.value) : acc + s.value;
+    }
+    return acc;
+}
+
+static void limit_from_metrics(const char *text, tide_doctor_report *r)
+{
+    r->limit = or_neg(value_of(text, "tide_memory_limit_bytes", NULL, NULL));
+    r->counted = or_neg(value_of(text, "tide_memory_counted_bytes", NULL, NULL));
+    r->level = or_neg(value_of(text, "tide_overload_level", NULL, NULL));
+    r->level_changes = or_neg(value_of(text, "tide_overload_level_changes_total", NULL, NULL));
+    r->rejected_requests = or_neg(over(text, "tide_overload_rejected_requests_total", NULL, NULL, NULL, NULL, 0));
+    r->rejected_writes = or_neg(value_of(text, "tide_overload_rejected_writes_total", NULL, NULL));
+    r->body_refused = or_neg(value_of(text, "tide_http_requests_refused_total", "reason", "body_budget"));
+    r->body_budget = or_neg(value_of(text, "tide_http_body_budget_bytes", NULL, NULL));
+    r->peak_start = or_neg(value_of(text, "tide_memory_peak_bytes", "since", "start"));
+    r->peak_sweep = or_neg(value_of(text, "tide_memory_peak_bytes", "since", "sweep"));
+    r->pressure_some10 = or_neg(over(text, "tide_memory_pressure_ratio", "kind", "some", "window", "10s", 1));
+    r->pressure_some60 = or_neg(over(text, "tide_memory_pressure_ratio", "kind", "some", "window", "60s", 1));
+    r->cg_limit = or_neg(value_of(text, "tide_cgroup_memory_limit_bytes", NULL, NULL));
+    r->cg_oom = or_neg(value_of(text, "tide_cgroup_memory_events_total", "event", "oom"));
+    r->cg_oom_kill = or_neg(value_of(text, "tide_cgroup_memory_events_total", "event", "oom_kill"));
+    r->cg_max = or_neg(value_of(text, "tide_cgroup_memory_events_total", "event", "max"));
+    r->cg_high = or_neg(value_of(text, "tide_cgroup_memory_events_total", "event", "high"));
+    for (size_t i = 0; i < r->nconsumers; i++) {
+        tide_doctor_consumer *c = &r->consumers[i];
+        c->allocations = or_neg(value_of(text, "tide_memory_allocations_total", "consumer", c->name));
+        c->allocated = or_neg(value_of(text, "tide_memory_allocated_bytes_total", "consumer", c->name));
+    }
+}
+
+/* ---- the rules ---------------------------------------------------------------- */
+
+#define MIB 1048576.0
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+const char *tide_doctor_severity_name(tide_doctor_severity s)
+{
+    return s == TIDE_DOCTOR_BAD ? "bad" : s == TIDE_DOCTOR_WARN ? "warn" : "ok";
+}
+
+static const char *size_words(double bytes, char *buf, size_t cap)
+{
+    if (bytes < 0) snprintf(buf, cap, "unknown");
+    else tide_size_format((uint64_t)bytes, buf, cap);
+    return buf;
+}
+
+static tide_doctor_finding *add_finding(tide_doctor_report *r, const char *rule, tide_doctor_severity sev)
+{
+    TIDE_ASSERT(sev != TIDE_DOCTOR_OK && r->nfindings < TIDE_DOCTOR_RULES);
+    tide_doctor_finding *f = &r->findings[r->nfindings++];
+    memset(f, 0, sizeof *f);
+    f->rule = rule;
+    f->severity = sev;
+    return f;
+}
+
+static void fig(tide_doctor_finding *f, const char *name, double v, int integer)
+{
+    if (f->nfigures >= TIDE_DOCTOR_FIGURES || v < 0) return;   /* unknown figures are left out */
+    tide_doctor_figure *g = &f->figures[f->nfigures++];
+    snprintf(g->name, sizeof g->name, "%s", name);
+    g->value = integer ? floor(v) : v;
+    g->integer = integer;
+}
+
+static void unknown(tide_doctor_report *r, const char *rule, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void unknown(tide_doctor_report *r, const char *rule, const char *fmt, ...)
+{
+    va_list ap;
+    TIDE_ASSERT(r->nunknown < TIDE_DOCTOR_RULES);
+    tide_doctor_unknown *u = &r->unknown[r->nunknown++];
+    u->rule = rule;
+    va_start(ap, fmt);
+    vsnprintf(u->why, sizeof u->why, fmt, ap);
+    va_end(ap);
+}
+
+static const char *const level_names[] = { "normal", "soft", "high", "critical" };
+static const char *const level_effects[] = {
+    "nothing shed", "sweeping now, cache targets shrunk", "writes refused",
+    "new connections refused, writes refused",
+};
+
+static void rule_limit(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "limit";
+    char a[32], b[32];
+    double now = r->counted >= 0 ? r->counted : r->rss;
+    (void)earlier;
+
+    if (r->limit <= 0) {
+        tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
+        snprintf(f->summary, sizeof f->summary, "unbounded process: no memory limit%s",
+                 r->limit < 0 ? " on the page (no tide_memory_limit_bytes: a node from before memory_limit?)" : "");
+        snprintf(f->detail, sizeof f->detail, "%s; RSS %s: nothing but the kernel's OOM killer bounds the "
+                 "process", r->limit < 0 ? "the page has no tide_memory_limit_bytes"
+                                         : "tide_memory_limit_bytes is 0", size_words(r->rss, a, sizeof a));
+        snprintf(f->advice, sizeof f->advice, "set --memory-limit SIZE (TIDE_MEMORY_LIMIT, [node] "
+                 "memory_limit), or run the node in a cgroup with a memory limit (v2 memory.max, v1 "
+                 "memory.limit_in_bytes), which it takes when none is set; budgets not set explicitly "
+                 "then derive from it%s", r->limit < 0 ? "; a node from before memory_limit needs an upgrade for it" : "");
+        fig(f, "limit_bytes", r->limit, 1);
+        fig(f, "rss_bytes", r->rss, 1);
+        return;
+    }
+    if (now < 0) { unknown(r, name, "a limit of %s, but neither counted bytes nor RSS on the page",
+                           size_words(r->limit, a, sizeof a)); return; }
+    double ratio = now / r->limit;
+    int level = r->level >= 0 && r->level <= 3 ? (int)r->level : -1;
+    tide_doctor_severity sev = level >= 2 || ratio >= TIDE_DOCTOR_LIMIT_BAD ? TIDE_DOCTOR_BAD
+                             : level == 1 || ratio >= TIDE_DOCTOR_LIMIT_WARN ? TIDE_DOCTOR_WARN : TIDE_DOCTOR_OK;
+    if (sev == TIDE_DOCTOR_OK) return;
+    tide_doctor_finding *f = add_finding(r, name, sev);
+    if (level >= 0)
+        snprintf(f->summary, sizeof f->summary, "memory at %.0f%% of its %s limit (%s level: %s)", 100 * ratio,
+                 size_words(r->limit, a, sizeof a), level_names[level], level_effects[level]);
+    else
+        snprintf(f->summary, sizeof f->summary, "memory at %.0f%% of its %s limit (the page gives no "
+                 "overload level)", 100 * ratio, size_words(r->limit, a, sizeof a));
+    snprintf(f->detail, sizeof f->detail, "%s %s counted against a limit of %s; warn from %.0f%% or the soft "
+             "level, bad from %.0f%% or the high level", r->counted >= 0 ? "tide_memory_counted_bytes" : "RSS",
+             size_words(now, b, sizeof b), size_words(r->limit, a, sizeof a), 100 * TIDE_DOCTOR_LIMIT_WARN,
+             100 * TIDE_DOCTOR_LIMIT_BAD);
+    snprintf(f->advice, sizeof f->advice, "raise --memory-limit (TIDE_MEMORY_LIMIT, [node] memory_limit) "
+             "if the machine or the cgroup has the room, or lower what the node holds: --cache-budget, "
+             "--key-cache-size, --insert-burst, --http-body-budget; the node leaves a level below its "
+             "mark less --memory-hysteresis points (--memory-levels sets the marks), and refused writes "
+             "(503, Retry-After: 1) lose nothing acknowledged");
+    fig(f, "counted_bytes", now, 1);
+    fig(f, "limit_bytes", r->limit, 1);
+    fig(f, "ratio", ratio, 0);
+    fig(f, "level", r->level, 1);
+}
+
+static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "overload";
+    char a[32];
+    (void)earlier;
+
+    if (r->rejected_requests < 0 && r->rejected_writes < 0 && r->level_changes < 0 && r->body_refused < 0) {
+        unknown(r, name, "the page has no tide_overload_rejected_requests_total, "
+                "tide_overload_rejected_writes_total, tide_overload_level_changes_total or "
+                "tide_http_requests_refused_total (a node from before issue 13)");
+        return;
+    }
+    double refused = fmax(r->rejected_requests, r->rejected_writes), body = r->body_refused;
+    int flapping = r->level_changes >= TIDE_DOCTOR_FLAP_CHANGES;
+    if (refused <= 0 && body <= 0 && !flapping) return;
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
+    if (refused > 0)
+        snprintf(f->summary, sizeof f->summary, "%.0f requests refused for memory since start (503)%s", refused,
+                 flapping ? ", and the level changed often" : "");
+    else if (body > 0)
+        snprintf(f->summary, sizeof f->summary, "%.0f requests refused at http_body_budget since start (503)%s",
+                 body, flapping ? ", and the level changed often" : "");
+    else
+        snprintf(f->summary, sizeof f->summary, "the overload level changed %.0f times since start",
+                 r->level_changes);
+    snprintf(f->detail, sizeof f->detail, "tide_overload_rejected_requests_total %.0f, "
+             "tide_overload_rejected_writes_total %.0f, tide_overload_level_changes_total %.0f, "
+             "tide_http_requests_refused_total{reason=\"body_budget\"} %.0f (warn from one refusal, or from %d "
+             "changes)", r->rejected_requests, r->rejected_writes, r->level_changes, body, TIDE_DOCTOR_FLAP_CHANGES);
+    snprintf(f->advice, sizeof f->advice, "the 503s carry Retry-After: 1, so clients that retry lose "
+             "nothing; to refuse fewer, give the node more room (--memory-limit) or hold less "
+             "(--cache-budget, --insert-burst)%s%s%s", body > 0 ? "; bodies in flight are bounded by "
+             "--http-body-budget (now " : "", body > 0 ? size_words(r->body_budget, a, sizeof a) : "",
+             body > 0 ? "; when unset, 10% of the limit): raise it, or send fewer at once" : "");
+    if (flapping && strlen(f->advice) + 120 < sizeof f->advice)
+        strcat(f->advice, "; a level that comes and goes: widen --memory-hysteresis (points below a mark to "
+               "leave it, default 5)");
+    fig(f, "rejected_requests", r->rejected_requests, 1);
+    fig(f, "rejected_writes", r->rejected_writes, 1);
+    fig(f, "body_budget_refused", body, 1);
+    fig(f, "level_changes", r->level_changes, 1);
+}
+
+static void rule_pressure(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "pressure";
+    (void)earlier;
+
+    if (r->pressure_some10 < 0 && r->pressure_some60 < 0) {
+        unknown(r, name, "the page has no tide_memory_pressure_ratio (a kernel without PSI, or a node "
+                "from before issue 13)");
+        return;
+    }
+    tide_doctor_severity sev = r->pressure_some60 >= TIDE_DOCTOR_PRESSURE_BAD ? TIDE_DOCTOR_BAD
+                             : r->pressure_some10 >= TIDE_DOCTOR_PRESSURE_WARN ? TIDE_DOCTOR_WARN : TIDE_DOCTOR_OK;
+    if (sev == TIDE_DOCTOR_OK) return;
+    tide_doctor_finding *f = add_finding(r, name, sev);
+    snprintf(f->summary, sizeof f->summary, "memory pressure: tasks stalled on memory %.0f%% of the last 10 s, "
+             "%.0f%% of the last minute", 100 * fmax(r->pressure_some10, 0), 100 * fmax(r->pressure_some60, 0));
+    snprintf(f->detail, sizeof f->detail, "PSI some avg10 %.2f, avg60 %.2f (the worse of system and cgroup); "
+             "warn from avg10 %.2f, bad from avg60 %.2f", r->pressure_some10, r->pressure_some60,
+             TIDE_DOCTOR_PRESSURE_WARN, TIDE_DOCTOR_PRESSURE_BAD);
+    snprintf(f->advice, sizeof f->advice, "the kernel is reclaiming to make room: the machine or the "
+             "cgroup is short of memory. Give the cgroup more (memory.max), or set --memory-limit below "
+             "what it has so the node sheds before the kernel stalls it; --memory-pressure P (default 10) "
+             "holds the soft level while avg10 is at least P%%");
+    fig(f, "some_avg10", r->pressure_some10, 0);
+    fig(f, "some_avg60", r->pressure_some60, 0);
+}
+
+static void rule_cgroup_events(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "cgroup_events";
+    char a[32];
+    (void)earlier;
+
+    if (r->cg_oom < 0 && r->cg_oom_kill < 0 && r->cg_max < 0) {
+        unknown(r, name, "the page has no tide_cgroup_memory_events_total (not in a memory cgroup, or a "
+                "node from before issue 13)");
+        return;
+    }
+    int killed = r->cg_oom_kill > 0 || r->cg_oom > 0;
+    if (!killed && r->cg_max <= 0) return;
+    tide_doctor_finding *f = add_finding(r, name, killed ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
+    if (killed)
+        snprintf(f->summary, sizeof f->summary, "the cgroup hit its limit: %.0f OOM events, %.0f processes "
+                 "OOM-killed", fmax(r->cg_oom, 0), fmax(r->cg_oom_kill, 0));
+    else
+        snprintf(f->summary, sizeof f->summary, "the cgroup reached its limit %.0f times (memory.events max)",
+                 r->cg_max);
+    snprintf(f->detail, sizeof f->detail, "tide_cgroup_memory_events_total oom %.0f, oom_kill %.0f, max %.0f, "
+             "high %.0f; the cgroup's limit %s", r->cg_oom, r->cg_oom_kill, r->cg_max, r->cg_high,
+             size_words(r->cg_limit, a, sizeof a));
+    snprintf(f->advice, sizeof f->advice, "the kernel, not the node, enforced the limit: leave "
+             "--memory-limit unset so the node takes the cgroup's, or set it well below (other "
+             "processes and page cache in the group count there too); raise memory.max if the load "
+             "needs it. The counts are since the cgroup was made: compare with an earlier scrape");
+    fig(f, "oom", r->cg_oom, 1);
+    fig(f, "oom_kill", r->cg_oom_kill, 1);
+    fig(f, "max", r->cg_max, 1);
+    fig(f, "cgroup_limit_bytes", r->cg_limit, 1);
+}
+
+/* The advice for memory the allocator keeps, by allocator. */
+static const char *allocator_advice(const tide_doctor_report *r)
+{
+    if (strcmp(r->allocator, "jemalloc") == 0)
+        return "a sweep trims (POST /v1/admin/sweep with the admin token does one now; a shorter "
+               "--sweep-interval, --trim-policy always); jemalloc returns dirty pages on its own "
+               "schedule: MALLOC_CONF=dirty_decay_ms:1000,muzzy_decay_ms:1000 shortens it";
+    return "a sweep trims (POST /v1/admin/sweep with the admin token does one now; a shorter "
+           "--sweep-interval, --trim-policy always); under glibc --arena-max 2 (TIDE_ARENA_MAX) "
+           "bounds the arenas that keep freed memory, and --mmap-threshold SIZE sends large values "
+           "to mmap, returned on free; docs/GHOST.md explains the rest";
+}
+
+/* The allocator rules' finding for `v` against warn and bad, or NULL when
+ * below warn or the process is too small to judge (code and libraries
+ * are most of a small process's RSS): under TIDE_DOCTOR_SMALL_RSS_MIB, or
+ * under TIDE_DOCTOR_SMALL_LIMIT_SHARE of the limit when that is less (a
+ * node limited to 64 MiB is judged at 16 MiB). */
+static tide_doctor_finding *graded(tide_doctor_report *r, const char *name, double v, double warn, double bad)
+{
+    double small = TIDE_DOCTOR_SMALL_RSS_MIB * MIB;
+    if (r->limit > 0 && TIDE_DOCTOR_SMALL_LIMIT_SHARE * r->limit < small) small = TIDE_DOCTOR_SMALL_LIMIT_SHARE * r->limit;
+    if (r->rss < small || v < warn) return NULL;
+    return add_finding(r, name, v >= bad ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
+}
+
+static void rule_rss_vs_live(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "rss_vs_live";
+    char a[32], b[32];
+    (void)earlier;
+
+    if (r->rss < 0 || r->live <= 0) {
+        unknown(r, name, "the page does not say %s", r->rss < 0 ? "the RSS" : "the allocator's live bytes");
+        return;
+    }
+    double ratio = r->rss / r->live;
+    char alloc[sizeof r->allocator];
+    memcpy(alloc, r->allocator, sizeof alloc);   /* not from inside the object written */
+    tide_doctor_finding *f = graded(r, name, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD);
+    if (f == NULL) return;
+    snprintf(f->summary, sizeof f->summary, "RSS is %.1f times what the allocator says is live (%s against %s)",
+             ratio, size_words(r->rss, a, sizeof a), size_words(r->live, b, sizeof b));
+    snprintf(f->detail, sizeof f->detail, "process_resident_memory_bytes / live bytes (%s) = %.2f; warn from "
+             "%.1f, bad from %.1f, judged from %d MiB of RSS or a quarter of the limit", alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN,
+             TIDE_DOCTOR_RSS_LIVE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
+    snprintf(f->advice, sizeof f->advice, "memory freed but kept, or fragmented: %s", allocator_advice(r));
+    fig(f, "rss_bytes", r->rss, 1);
+    fig(f, "live_bytes", r->live, 1);
+    fig(f, "ratio", ratio, 0);
+}
+
+static void rule_allocator_free(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "allocator_free";
+    char a[32], b[32];
+    (void)earlier;
+
+    if (r->rss <= 0 || r->allocator_free < 0) {
+        unknown(r, name, "the page does not say %s", r->rss <= 0 ? "the RSS" : "what the allocator holds free "
+                "(tide_allocator_free_bytes)");
+        return;
+    }
+    double share = r->allocator_free / r->rss;
+    tide_doctor_finding *f = graded(r, name, share, TIDE_DOCTOR_FREE_WARN, TIDE_DOCTOR_FREE_BAD);
+    if (f == NULL) return;
+    snprintf(f->summary, sizeof f->summary, "the allocator holds %s free, %.0f%% of RSS",
+             size_words(r->allocator_free, a, sizeof a), 100 * share);
+    snprintf(f->detail, sizeof f->detail, "tide_allocator_free_bytes %s / RSS %s = %.2f; warn from %.2f, bad "
+             "from %.2f, judged from %d MiB of RSS or a quarter of the limit", a, size_words(r->rss, b, sizeof b), share, TIDE_DOCTOR_FREE_WARN,
+             TIDE_DOCTOR_FREE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
+    snprintf(f->advice, sizeof f->advice, "a trim could return up to that much: %s", allocator_advice(r));
+    fig(f, "allocator_free_bytes", r->allocator_free, 1);
+    fig(f, "rss_bytes", r->rss, 1);
+    fig(f, "share", share, 0);
+}
+
+static void rule_peak(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "peak";
+    char a[32], b[32], c[32];
+    double now = r->counted >= 0 ? r->counted : r->rss;
+    (void)earlier;
+
+    if (r->peak_start < 0 || now <= 0) {
+        unknown(r, name, "the page has no tide_memory_peak_bytes{since=\"start\"} (a node from before "
+                "issue 13)");
+        return;
+    }
+    double ratio = r->peak_start / now, of_limit = r->limit > 0 ? r->peak_start / r->limit : -1;
+    if (ratio < TIDE_DOCTOR_PEAK_WARN && of_limit < TIDE_DOCTOR_LIMIT_BAD) return;
+    /* The sweep's peak below the start's: the spike came before the last
+     * sweep, whose trim gave it back; at it: it came since, not yet trimmed. */
+    int before_sweep = r->peak_sweep >= 0 && r->peak_sweep < r->peak_start;
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
+    if (ratio >= TIDE_DOCTOR_PEAK_WARN)
+        snprintf(f->summary, sizeof f->summary, "a spike: memory peaked at %s, %.1f times the %s now",
+                 size_words(r->peak_start, a, sizeof a), ratio, size_words(now, b, sizeof b));
+    else
+        snprintf(f->summary, sizeof f->summary, "memory peaked at %.0f%% of its %s limit", 100 * of_limit,
+                 size_words(r->limit, a, sizeof a));
+    snprintf(f->detail, sizeof f->detail, "tide_memory_peak_bytes since start %s, since the last sweep %s, "
+             "counted now %s (warn from %.1f times now, or %.0f%% of the limit): %s%s",
+             size_words(r->peak_start, a, sizeof a), size_words(r->peak_sweep, c, sizeof c),
+             size_words(now, b, sizeof b), TIDE_DOCTOR_PEAK_WARN, 100 * TIDE_DOCTOR_LIMIT_BAD,
+             before_sweep ? "it came before the last sweep, and the memory was given back since"
+             : r->peak_sweep < 0 ? "when it came is not on the page"
+             : "it came since the last sweep, whose trim has not run on it yet",
+             r->limit > 0 ? "" : "; no limit held it");
+    snprintf(f->advice, sizeof f->advice, "size --memory-limit (and the cgroup) for the peak, not for now; "
+             "rate(tide_memory_allocated_bytes_total[5m]) by consumer shows which consumer churned; large "
+             "bodies are bounded by --http-body-budget and --max-object-size, insert bursts by "
+             "--insert-burst");
+    fig(f, "peak_start_bytes", r->peak_start, 1);
+    fig(f, "peak_sweep_bytes", r->peak_sweep, 1);
+    fig(f, "now_bytes", now, 1);
+    fig(f, "ratio", ratio, 0);
+    fig(f, "limit_bytes", r->limit, 1);
+    fig(f, "of_limit", of_limit, 0);
+}
+
+static void rule_unbounded(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "unbounded_consumers";
+    (void)earlier;
+
+    /* "process" (no memory limit) is the limit rule's, not told twice. */
+    size_t k = 0;
+    for (size_t i = 0; i < r->nunbounded; i++) k += strcmp(r->unbounded[i].consumer, "process") != 0;
+    if (k == 0) return;
+    char summary[sizeof r->findings[0].summary], advice[sizeof r->findings[0].advice];
+    size_t n = 0, m = 0, j = 0;
+    n += (size_t)snprintf(summary, sizeof summary, "%zu consumer%s unbounded:", k, k == 1 ? "" : "s");
+    for (size_t i = 0; i < r->nunbounded && n < sizeof summary && m < sizeof advice; i++) {
+        const tide_doctor_unbounded *u = &r->unbounded[i];
+        if (strcmp(u->consumer, "process") == 0) continue;
+        n += (size_t)snprintf(summary + n, sizeof summary - n, "%s %s", j ? "," : "", u->consumer);
+        m += (size_t)snprintf(advice + m, sizeof advice - m, "%s%s: %s", j ? "; " : "", u->consumer, u->setting);
+        j++;
+    }
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
+    memcpy(f->summary, summary, sizeof summary);
+    memcpy(f->advice, advice, sizeof advice);
+    snprintf(f->detail, sizeof f->detail, "tide_unbounded_consumer is 1 for each: nothing stops it growing "
+             "but the process limit");
+    fig(f, "unbounded", (double)k, 1);
+}
+
+/* The consumer of `earlier` named `name`, or NULL. */
+static const tide_doctor_consumer *consumer_in(const tide_doctor_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->nconsumers; i++)
+        if (strcmp(r->consumers[i].name, name) == 0) return &r->consumers[i];
+    return NULL;
+}
+
+static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "growth";
+    const tide_doctor_consumer *top = NULL, *was = NULL;
+    double best = 0, s = r->interval;
+    size_t growing = 0, common = 0;
+    char a[32], b[32], c[32];
+
+    if (earlier == NULL || s <= 0) {
+        unknown(r, name, "needs two scrapes: run with --interval SECONDS");
+        return;
+    }
+    for (size_t i = 0; i < r->nconsumers; i++) {
+        const tide_doctor_consumer *k = &r->consumers[i], *e = consumer_in(earlier, k->name);
+        if (e == NULL) continue;
+        common++;
+        if ((k->allocations >= 0 && e->allocations > k->allocations) ||
+            (k->allocated >= 0 && e->allocated > k->allocated)) {
+            unknown(r, name, "%s's churn counters went down between the scrapes: the node restarted",
+                    k->name);
+            return;
+        }
+        double grew = k->bytes - e->bytes;
+        if (grew < TIDE_DOCTOR_GROWTH_MIN_MIB * MIB || grew < TIDE_DOCTOR_GROWTH_SHARE * e->bytes) continue;
+        growing++;
+        if (grew > best) best = grew, top = k, was = e;
+    }
+    if (common == 0) { unknown(r, name, "no consumer is on both pages"); return; }
+    if (top == NULL) return;
+    double rate = best / s, room = r->limit > 0 && r->counted >= 0 ? r->limit - r->counted : -1;
+    double eta = room >= 0 ? room / rate : -1;
+    /* The commit's buffers, the insert pool and request bodies come and go
+     * with each commit and request: over less than a trend's seconds their
+     * growth is a moment, not a trend, and is never BAD. */
+    int passing = s < TIDE_DOCTOR_GROWTH_TREND_S && (strcmp(top->name, "store_commit") == 0 ||
+                  strcmp(top->name, "store_insert_pool") == 0 || strcmp(top->name, "http") == 0);
+    int bad = !passing && (top->budget == 0 || (eta >= 0 && eta <= TIDE_DOCTOR_GROWTH_BAD_S));
+    tide_doctor_finding *f = add_finding(r, name, bad ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
+    snprintf(f->summary, sizeof f->summary, "%s grew %s in %.0f s (%s/s)%s", top->name,
+             size_words(best, a, sizeof a), s, size_words(rate, b, sizeof b),
+             growing > 1 ? ", and others too" : "");
+    int n = snprintf(f->detail, sizeof f->detail, "tide_memory_consumer_bytes{consumer=\"%s\"} %s, then %s "
+                     "%.0f s later (%zu consumer%s grew by at least %d MiB and %.0f%%)", top->name,
+                     size_words(was->bytes, a, sizeof a), size_words(top->bytes, b, sizeof b), s, growing,
+                     growing == 1 ? "" : "s", TIDE_DOCTOR_GROWTH_MIN_MIB, 100 * TIDE_DOCTOR_GROWTH_SHARE);
+    if (eta >= 0 && n > 0 && (size_t)n < sizeof f->detail)
+        snprintf(f->detail + n, sizeof f->detail - (size_t)n, "; at that rate it reaches the %s limit in "
+                 "%.0f s", size_words(r->limit, c, sizeof c), eta);
+    snprintf(f->advice, sizeof f->advice, "%s%s; scrape again to see whether it levels off at its budget "
+             "(rate(tide_memory_consumer_bytes[5m]) on a dashboard), and rate("
+             "tide_memory_allocated_bytes_total[5m]) for what it churns", passing ? "it rises and falls with "
+             "each commit or request, so scrapes under " STR(TIDE_DOCTOR_GROWTH_TREND_S) " s apart show a "
+             "moment, not a trend (--interval " STR(TIDE_DOCTOR_GROWTH_TREND_S) " or more); if it persists, "
+             : "", top->budget == 0
+             ? "it is unbounded: bound it (tide doctor's unbounded_consumers finding names the setting)"
+             : "bound it lower (--cache-budget for node_cache, --key-cache-size for key_cache, "
+               "--insert-burst for the insert pool, --http-body-budget for http) or give the node more "
+               "--memory-limit");
+    fig(f, "grown_bytes", best, 1);
+    fig(f, "seconds", s, 0);
+    fig(f, "bytes_per_second", rate, 0);
+    fig(f, "bytes", top->bytes, 1);
+    if (top->allocations >= 0 && was->allocations >= 0)
+        fig(f, "allocations_per_second", (top->allocations - was->allocations) / s, 0);
+    if (top->allocated >= 0 && was->allocated >= 0)
+        fig(f, "allocated_bytes_per_second", (top->allocated - was->allocated) / s, 0);
+    fig(f, "seconds_to_limit", eta, 0);
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+typedef struct rule {
+    tide_doctor_rule doc;
+    void (*check)(tide_doctor_report *r, const tide_doctor_report *earlier);
+} rule;
+
+/* In the order a tie in severity is listed. The threshold words are
+ * built from doctor.h's constants, so --help and the code cannot differ
+ * (test_doctor checks --help names each). */
+static const rule rules[] = {
+    { { "limit", "tide_memory_counted_bytes, tide_memory_limit_bytes, tide_overload_level",
+        "bad from " STR(TIDE_DOCTOR_LIMIT_BAD) " of the limit or the high level; warn from "
+        STR(TIDE_DOCTOR_LIMIT_WARN) " or the soft level; no limit (0 or absent): warn, unbounded process",
+        "--memory-limit, or lower --cache-budget, --key-cache-size, --insert-burst, --http-body-budget" },
+      rule_limit },
+    { { "cgroup_events", "tide_cgroup_memory_events_total{event=oom|oom_kill|max|high}",
+        "bad when oom or oom_kill > 0; warn when max > 0",
+        "leave --memory-limit to the cgroup's or below it; raise memory.max" }, rule_cgroup_events },
+    { { "pressure", "tide_memory_pressure_ratio{kind=\"some\",window=\"10s|60s\"}",
+        "bad from avg60 " STR(TIDE_DOCTOR_PRESSURE_BAD) "; warn from avg10 " STR(TIDE_DOCTOR_PRESSURE_WARN),
+        "more memory for the cgroup, --memory-limit below it, --memory-pressure" }, rule_pressure },
+    { { "overload", "tide_overload_rejected_requests_total, tide_overload_rejected_writes_total, "
+        "tide_overload_level_changes_total, tide_http_requests_refused_total{reason=\"body_budget\"}",
+        "warn from one refused request, or from " STR(TIDE_DOCTOR_FLAP_CHANGES) " level changes",
+        "--memory-limit, less held, --http-body-budget, --memory-hysteresis" }, rule_overload },
+    { { "growth", "tide_memory_consumer_bytes on two pages, tide_memory_allocations_total, "
+        "tide_memory_allocated_bytes_total",
+        "warn when a consumer grew by " STR(TIDE_DOCTOR_GROWTH_MIN_MIB) " MiB and "
+        STR(TIDE_DOCTOR_GROWTH_SHARE) " of its bytes; bad when unbounded or at the limit within "
+        STR(TIDE_DOCTOR_GROWTH_BAD_S) " s, except store_commit, store_insert_pool and http over less than "
+        STR(TIDE_DOCTOR_GROWTH_TREND_S) " s", "bound the consumer, or more --memory-limit" }, rule_growth },
+    { { "rss_vs_live", "process_resident_memory_bytes, the allocator's live bytes",
+        "bad from " STR(TIDE_DOCTOR_RSS_LIVE_BAD) " times; warn from " STR(TIDE_DOCTOR_RSS_LIVE_WARN)
+        " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS (or "
+        STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
+        "a sweep's trim, --arena-max, --mmap-threshold, MALLOC_CONF decay" }, rule_rss_vs_live },
+    { { "allocator_free", "tide_allocator_free_bytes, process_resident_memory_bytes",
+        "bad from " STR(TIDE_DOCTOR_FREE_BAD) " of RSS; warn from " STR(TIDE_DOCTOR_FREE_WARN)
+        "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS (or "
+        STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
+        "POST /v1/admin/sweep, --sweep-interval, --trim-policy, --arena-max" }, rule_allocator_free },
+    { { "peak", "tide_memory_peak_bytes{since=\"start|sweep\"}, tide_memory_counted_bytes",
+        "warn when the peak since start is " STR(TIDE_DOCTOR_PEAK_WARN) " times now or more, or "
+        STR(TIDE_DOCTOR_LIMIT_BAD) " of the limit",
+        "size --memory-limit for the peak; --http-body-budget, --insert-burst" }, rule_peak },
+    { { "unbounded_consumers", "tide_unbounded_consumer{consumer,setting}",
+        "warn for any consumer without a bound", "the setting each one names" }, rule_unbounded },
+};
+#define NRULES (sizeof rules / sizeof rules[0])
+_Static_assert(NRULES <= TIDE_DOCTOR_RULES, "the report holds a result per rule");
+
+const tide_doctor_rule *tide_doctor_rule_at(size_t i)
+{
+    return i < NRULES ? &rules[i].doc : NULL;
+}
+
+/* Run rule i; what neither found nor could not tell, passed. */
+static void run_rule(tide_doctor_report *r, size_t i, const tide_doctor_report *earlier)
+{
+    size_t f = r->nfindings, u = r->nunknown;
+    rules[i].check(r, earlier);
+    TIDE_ASSERT(r->nfindings + r->nunknown <= f + u + 1);   /* one result a rule */
+    if (r->nfindings == f && r->nunknown == u) r->passed[r->npassed++] = rules[i].doc.name;
+}
+
+/* Findings worst first, the table's order within a severity (a stable
+ * insertion sort), and the verdict from the first. */
+static void conclude(tide_doctor_report *r)
+{
+    for (size_t i = 1; i < r->nfindings; i++) {
+        tide_doctor_finding t = r->findings[i];
+        size_t j = i;
+        for (; j > 0 && r->findings[j - 1].severity < t.severity; j--) r->findings[j] = r->findings[j - 1];
+        r->findings[j] = t;
+    }
+    for (size_t i = 1; i < r->nfindings; i++)
+        TIDE_ASSERT(r->findings[i - 1].severity >= r->findings[i].severity);   /* invariant 3 */
+    if (r->nfindings == 0) {
+        r->severity = TIDE_DOCTOR_OK;
+        snprintf(r->summary, sizeof r->summary, "nothing needs you (%zu rule%s passed%s%zu could not tell)",
+                 r->npassed, r->npassed == 1 ? "" : "s", r->nunknown ? "; " : ", ", r->nunknown);
+        return;
+    }
+    char first[sizeof r->findings[0].summary];
+    memcpy(first, r->findings[0].summary, sizeof first);   /* not from inside the object written */
+    r->severity = r->findings[0].severity;
+    if (r->nfindings == 1)
+        snprintf(r->summary, sizeof r->summary, "%s", first);
+    else
+        snprintf(r->summary, sizeof r->summary, "%s; %zu more finding%s", first, r->nfindings - 1,
+                 r->nfindings == 2 ? "" : "s");
+}
+
+static void run_rules(tide_doctor_report *r)
+{
+    r->nfindings = r->nunknown = r->npassed = 0;
+    for (size_t i = 0; i < NRULES; i++) run_rule(r, i, NULL);
+    conclude(r);
+}
+
+int tide_doctor_analyze_growth(tide_doctor_report *later, const tide_doctor_report *earlier, double seconds)
+{
+    size_t i, j;
+
+    if (!(seconds > 0)) return tide_err_set(TIDE_EINVAL, "growth: %g seconds between the scrapes", seconds);
+    later->interval = seconds;
+    /* The one-scrape result of the growth rule goes; the others stay. */
+    for (i = j = 0; i < later->nfindings; i++)
+        if (strcmp(later->findings[i].rule, "growth") != 0) later->findings[j++] = later->findings[i];
+    later->nfindings = j;
+    for (i = j = 0; i < later->nunknown; i++)
+        if (strcmp(later->unknown[i].rule, "growth") != 0) later->unknown[j++] = later->unknown[i];
+    later->nunknown = j;
+    for (i = j = 0; i < later->npassed; i++)
+        if (strcmp(later->passed[i], "growth") != 0) later->passed[j++] = later->passed[i];
+    later->npassed = j;
+    for (i = 0; i < NRULES; i++)
+        if (rules[i].check == rule_growth) run_rule(later, i, earlier);
+    conclude(later);
     return 0;
 }
 
@@ -535,10 +1162,29 @@ static void disk_format(const tide_doctor_disk *d, FILE *f)
     if (d->nfindings == 0) fprintf(f, "Disk: online delete is on and rotating; nothing needs you.\n");
 }
 
+static void rules_format(const tide_doctor_report *r, FILE *f)
+{
+    fprintf(f, "verdict: %s: %s\n", tide_doctor_severity_name(r->severity), r->summary);
+    for (size_t i = 0; i < r->nfindings; i++) {
+        const tide_doctor_finding *k = &r->findings[i];
+        fprintf(f, "  %-4s %s: %s.\n", tide_doctor_severity_name(k->severity), k->rule, k->summary);
+        fprintf(f, "       %s.\n       figures:", k->detail);
+        for (size_t j = 0; j < k->nfigures; j++)
+            fprintf(f, k->figures[j].integer ? " %s=%.0f" : " %s=%.3g", k->figures[j].name, k->figures[j].value);
+        fprintf(f, "\n       advice: %s.\n", k->advice);
+    }
+    for (size_t i = 0; i < r->nunknown; i++)
+        fprintf(f, "  cannot tell %s: %s.\n", r->unknown[i].rule, r->unknown[i].why);
+    fprintf(f, "  passed:");
+    for (size_t i = 0; i < r->npassed; i++) fprintf(f, "%s %s", i ? "," : "", r->passed[i]);
+    fprintf(f, "%s\n", r->npassed ? "." : " none.");
+}
+
 void tide_doctor_format(const tide_doctor_report *r, FILE *f)
 {
     char a[32], b[32], c[32];
 
+    rules_format(r, f);
     fprintf(f, "Allocator: %s%s%s.\n", r->allocator, r->allocator_version[0] ? " " : "", r->allocator_version);
     if (r->rss >= 0 && r->live >= 0)
         fprintf(f, "RSS is %s; the allocator says %s of it is live (%.0f%%).\n", mib(r->rss, a, sizeof a),
@@ -643,6 +1289,60 @@ static json_t *disk_json(const tide_doctor_disk *d)
     return o;
 }
 
+static json_t *figure_json(const tide_doctor_figure *g)
+{
+    return g->integer ? json_integer((json_int_t)g->value) : json_real(g->value);
+}
+
+/* "verdict", "findings", "unknown", "passed", and the issue 13 figures. */
+static void rules_json(const tide_doctor_report *r, json_t *o)
+{
+    json_t *v = json_object(), *fs = json_array(), *us = json_array(), *ps = json_array(), *m = json_object();
+
+    json_object_set_new(v, "severity", json_string(tide_doctor_severity_name(r->severity)));
+    json_object_set_new(v, "summary", json_string(r->summary));
+    json_object_set_new(o, "verdict", v);
+    for (size_t i = 0; i < r->nfindings; i++) {
+        const tide_doctor_finding *k = &r->findings[i];
+        json_t *x = json_object(), *figs = json_object();
+        json_object_set_new(x, "rule", json_string(k->rule));
+        json_object_set_new(x, "severity", json_string(tide_doctor_severity_name(k->severity)));
+        json_object_set_new(x, "summary", json_string(k->summary));
+        json_object_set_new(x, "detail", json_string(k->detail));
+        for (size_t j = 0; j < k->nfigures; j++)
+            json_object_set_new(figs, k->figures[j].name, figure_json(&k->figures[j]));
+        json_object_set_new(x, "figures", figs);
+        json_object_set_new(x, "advice", json_string(k->advice));
+        json_array_append_new(fs, x);
+    }
+    json_object_set_new(o, "findings", fs);
+    for (size_t i = 0; i < r->nunknown; i++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "rule", json_string(r->unknown[i].rule));
+        json_object_set_new(x, "why", json_string(r->unknown[i].why));
+        json_array_append_new(us, x);
+    }
+    json_object_set_new(o, "unknown", us);
+    for (size_t i = 0; i < r->npassed; i++) json_array_append_new(ps, json_string(r->passed[i]));
+    json_object_set_new(o, "passed", ps);
+    json_object_set_new(o, "interval_seconds", json_real(r->interval));
+    json_object_set_new(m, "limit_bytes", int_or_null(r->limit));
+    json_object_set_new(m, "counted_bytes", int_or_null(r->counted));
+    json_object_set_new(m, "level", int_or_null(r->level));
+    json_object_set_new(m, "level_changes", int_or_null(r->level_changes));
+    json_object_set_new(m, "rejected_requests", int_or_null(r->rejected_requests));
+    json_object_set_new(m, "rejected_writes", int_or_null(r->rejected_writes));
+    json_object_set_new(m, "peak_start_bytes", int_or_null(r->peak_start));
+    json_object_set_new(m, "peak_sweep_bytes", int_or_null(r->peak_sweep));
+    json_object_set_new(m, "pressure_some_avg10", num_or_null(r->pressure_some10));
+    json_object_set_new(m, "pressure_some_avg60", num_or_null(r->pressure_some60));
+    json_object_set_new(m, "cgroup_limit_bytes", int_or_null(r->cg_limit));
+    json_object_set_new(m, "cgroup_oom", int_or_null(r->cg_oom));
+    json_object_set_new(m, "cgroup_oom_kill", int_or_null(r->cg_oom_kill));
+    json_object_set_new(m, "cgroup_max", int_or_null(r->cg_max));
+    json_object_set_new(o, "memory_limit", m);
+}
+
 int tide_doctor_json(const tide_doctor_report *r, char **out)
 {
     json_t *o = json_object(), *cons = json_array(), *unb = json_array(), *trims = json_object();
@@ -650,33 +1350,36 @@ int tide_doctor_json(const tide_doctor_report *r, char **out)
 
     *out = NULL;
     if (!o || !cons || !unb || !trims) { rc = TIDE_ENOMEM; goto out; }
+    rules_json(r, o);
     json_object_set_new(o, "allocator", json_string(r->allocator));
     json_object_set_new(o, "allocator_version", json_string(r->allocator_version));
-    json_object_set_new(o, "rss_bytes", num_or_null(r->rss));
-    json_object_set_new(o, "rss_anon_bytes", num_or_null(r->rss_anon));
-    json_object_set_new(o, "rss_file_bytes", num_or_null(r->rss_file));
-    json_object_set_new(o, "live_bytes", num_or_null(r->live));
-    json_object_set_new(o, "allocator_free_bytes", num_or_null(r->allocator_free));
+    json_object_set_new(o, "rss_bytes", int_or_null(r->rss));
+    json_object_set_new(o, "rss_anon_bytes", int_or_null(r->rss_anon));
+    json_object_set_new(o, "rss_file_bytes", int_or_null(r->rss_file));
+    json_object_set_new(o, "live_bytes", int_or_null(r->live));
+    json_object_set_new(o, "allocator_free_bytes", int_or_null(r->allocator_free));
     for (size_t i = 0; i < r->nconsumers; i++) {
         json_t *c = json_object();
         json_object_set_new(c, "consumer", json_string(r->consumers[i].name));
-        json_object_set_new(c, "bytes", json_real(r->consumers[i].bytes));
-        json_object_set_new(c, "budget_bytes", num_or_null(r->consumers[i].budget));
+        json_object_set_new(c, "bytes", json_integer((json_int_t)r->consumers[i].bytes));  /* may be < 0: a bug shown */
+        json_object_set_new(c, "budget_bytes", int_or_null(r->consumers[i].budget));
+        json_object_set_new(c, "allocations", int_or_null(r->consumers[i].allocations));
+        json_object_set_new(c, "allocated_bytes", int_or_null(r->consumers[i].allocated));
         json_object_set_new(c, "unbounded", json_boolean(r->consumers[i].budget == 0));
         json_array_append_new(cons, c);
     }
-    json_object_set_new(o, "consumers_total_bytes", json_real(r->consumers_total));
+    json_object_set_new(o, "consumers_total_bytes", json_integer((json_int_t)r->consumers_total));
     json_object_set(o, "consumers", cons);
-    json_object_set_new(trims, "sweeps", num_or_null(r->sweeps));
-    json_object_set_new(trims, "trims", num_or_null(r->trims));
-    json_object_set_new(trims, "lowered_rss", num_or_null(r->trims_lowered));
-    json_object_set_new(trims, "released_bytes", num_or_null(r->trim_released));
+    json_object_set_new(trims, "sweeps", int_or_null(r->sweeps));
+    json_object_set_new(trims, "trims", int_or_null(r->trims));
+    json_object_set_new(trims, "lowered_rss", int_or_null(r->trims_lowered));
+    json_object_set_new(trims, "released_bytes", int_or_null(r->trim_released));
     json_object_set_new(trims, "duration_seconds_sum", num_or_null(r->trim_seconds));
     json_object_set_new(trims, "duration_p50_seconds", num_or_null(r->trim_p50_s));
     json_object_set_new(trims, "duration_p95_seconds", num_or_null(r->trim_p95_s));
-    json_object_set_new(trims, "minor_faults", num_or_null(r->trim_minflt));
+    json_object_set_new(trims, "minor_faults", int_or_null(r->trim_minflt));
     json_object_set_new(trims, "sweep_interval_seconds", num_or_null(r->sweep_interval));
-    json_object_set_new(trims, "last_rss_delta_bytes", json_real(r->last_trim_delta));
+    json_object_set_new(trims, "last_rss_delta_bytes", json_integer((json_int_t)r->last_trim_delta));
     json_object_set(o, "trims", trims);
     for (size_t i = 0; i < r->nunbounded; i++) {
         json_t *u = json_object();

@@ -3,7 +3,8 @@
  * /metrics page and its /v1/status.
  *
  *     tide_doctor_report r;
- *     tide_doctor_analyze(metrics_text, &r);     -- what the page says
+ *     tide_doctor_analyze(metrics_text, &r);     -- what the page says, the rules' findings
+ *     tide_doctor_analyze_growth(&r, &earlier, seconds);  -- with a second scrape
  *     tide_doctor_analyze_status(&r, status_json, NULL, now_us);  -- the disk
  *     tide_doctor_format(&r, stdout);            -- in words
  *     tide_doctor_json(&r, &json_text);          -- the same, for scripts
@@ -25,7 +26,78 @@ typedef struct tide_doctor_consumer {
     char   name[32];
     double bytes;
     double budget;        /* < 0: the page gives none; 0: unbounded */
+    double allocations;   /* tide_memory_allocations_total{consumer}; < 0 absent */
+    double allocated;     /* tide_memory_allocated_bytes_total{consumer}; < 0 absent */
 } tide_doctor_consumer;
+
+/*
+ * The rules (issue 13): each reads named figures of the page, compares
+ * them with the thresholds below and, when one is crossed, makes a finding
+ * of severity WARN or BAD with the figures and the advice that fixes it.
+ * A rule whose figures the page lacks (an older node, no cgroup, no PSI)
+ * says what it cannot tell instead; one that passes is listed as passed.
+ * The verdict is the worst finding's severity and summary.
+ *
+ * The thresholds, as `tide doctor --help` and docs/OPERATIONS.md give them:
+ */
+#define TIDE_DOCTOR_SMALL_RSS_MIB   64    /* rss_vs_live, allocator_free: RSS below this is not judged, */
+#define TIDE_DOCTOR_SMALL_LIMIT_SHARE 0.25 /*   or below this share of the limit when that is less */
+#define TIDE_DOCTOR_RSS_LIVE_WARN   1.5   /* rss / allocator live bytes */
+#define TIDE_DOCTOR_RSS_LIVE_BAD    3.0
+#define TIDE_DOCTOR_FREE_WARN       0.25  /* tide_allocator_free_bytes / RSS */
+#define TIDE_DOCTOR_FREE_BAD        0.50
+#define TIDE_DOCTOR_PEAK_WARN       2.0   /* peak since start / counted bytes now */
+#define TIDE_DOCTOR_LIMIT_WARN      0.75  /* counted / limit (or the soft level) */
+#define TIDE_DOCTOR_LIMIT_BAD       0.90  /* (or the high level and above) */
+#define TIDE_DOCTOR_PRESSURE_WARN   0.10  /* PSI some avg10, the worse of system and cgroup */
+#define TIDE_DOCTOR_PRESSURE_BAD    0.20  /* PSI some avg60: sustained */
+#define TIDE_DOCTOR_FLAP_CHANGES    20    /* overload level changes since start */
+#define TIDE_DOCTOR_GROWTH_MIN_MIB  1     /* growth: a consumer grew by at least this */
+#define TIDE_DOCTOR_GROWTH_SHARE    0.10  /*   and by this share of what it held */
+#define TIDE_DOCTOR_GROWTH_BAD_S    3600  /*   BAD when at that rate it reaches the limit within */
+#define TIDE_DOCTOR_GROWTH_TREND_S  60    /*   never BAD for store_commit, store_insert_pool, http
+                                                 over fewer seconds: they come and go */
+
+typedef enum tide_doctor_severity {
+    TIDE_DOCTOR_OK = 0, TIDE_DOCTOR_WARN = 1, TIDE_DOCTOR_BAD = 2
+} tide_doctor_severity;
+
+/* "ok", "warn", "bad". */
+const char *tide_doctor_severity_name(tide_doctor_severity s);
+
+/* One rule as documented: its name, the figures it reads, its thresholds
+ * and the advice, in words (static strings). */
+typedef struct tide_doctor_rule {
+    const char *name, *reads, *thresholds, *advice;
+} tide_doctor_rule;
+
+/* The i-th rule of the table, or NULL past the last. No state. */
+const tide_doctor_rule *tide_doctor_rule_at(size_t i);
+
+#define TIDE_DOCTOR_FIGURES 10
+
+typedef struct tide_doctor_figure {
+    char   name[40];      /* "counted_bytes", "ratio" */
+    double value;
+    int    integer;       /* a count or bytes: printed, and in JSON, as an integer */
+} tide_doctor_figure;
+
+typedef struct tide_doctor_finding {
+    const char *rule;                 /* the rule's name (static) */
+    tide_doctor_severity severity;    /* WARN or BAD */
+    char   summary[200];              /* one line: what the verdict says */
+    char   detail[500];               /* the figures in words */
+    char   advice[700];               /* the settings or actions that fix it */
+    size_t nfigures;
+    tide_doctor_figure figures[TIDE_DOCTOR_FIGURES];
+} tide_doctor_finding;
+
+typedef struct tide_doctor_unknown {
+    const char *rule;
+    char why[300];                    /* what it cannot tell, and why */
+} tide_doctor_unknown;
+
+#define TIDE_DOCTOR_RULES 16
 
 typedef struct tide_doctor_unbounded {
     char consumer[32];
@@ -77,6 +149,23 @@ typedef struct tide_doctor_report {
     size_t nunbounded;
     tide_doctor_unbounded unbounded[TIDE_DOCTOR_MAX];
     tide_doctor_disk disk;                    /* read by analyze (metrics) and analyze_status */
+    /* Issue 13's families; each < 0 when the page lacks it (an older node,
+     * no cgroup, no PSI). limit 0: the node runs without one. */
+    double limit, counted, level, level_changes;
+    double rejected_requests, rejected_writes;   /* summed over their labels */
+    double body_refused, body_budget;            /* tide_http_requests_refused_total{reason="body_budget"},
+                                                    tide_http_body_budget_bytes */
+    double peak_start, peak_sweep;
+    double pressure_some10, pressure_some60;     /* ratios, the worse of the scopes */
+    double cg_limit, cg_oom, cg_oom_kill, cg_max, cg_high;
+    double interval;                             /* seconds between the scrapes; 0: one */
+    /* The rules' results (invariant 3 of doctor.c): findings worst first. */
+    size_t nfindings, nunknown, npassed;
+    tide_doctor_finding findings[TIDE_DOCTOR_RULES];
+    tide_doctor_unknown unknown[TIDE_DOCTOR_RULES];
+    const char *passed[TIDE_DOCTOR_RULES];
+    tide_doctor_severity severity;               /* the verdict: the worst finding's */
+    char   summary[300];                         /* the verdict's words */
 } tide_doctor_report;
 
 /* Read `text` (Prometheus text format). Returns 0, or TIDE_EINVAL when it
@@ -86,6 +175,26 @@ typedef struct tide_doctor_report {
  * tide_last_error() then begins "does not look like a tide node's
  * /metrics: " and says which of the two, to follow the page's URL. */
 int tide_doctor_analyze(const char *text, tide_doctor_report *r);
+
+/*
+ * The growth rule, with two scrapes: `later` is the report of the second
+ * page (from tide_doctor_analyze), `earlier` the first's, `seconds` apart.
+ * A consumer whose tide_memory_consumer_bytes grew by at least
+ * TIDE_DOCTOR_GROWTH_MIN_MIB and TIDE_DOCTOR_GROWTH_SHARE of what it held
+ * is a finding on `later` (the largest grower; its rate in bytes per
+ * second, its churn rates from tide_memory_allocations_total and
+ * tide_memory_allocated_bytes_total when both pages have them, and the
+ * seconds until it reaches the limit at that rate); BAD when that is
+ * within TIDE_DOCTOR_GROWTH_BAD_S or the consumer is unbounded (but never
+ * for store_commit, store_insert_pool or http over fewer than
+ * TIDE_DOCTOR_GROWTH_TREND_S seconds: they rise and fall with each commit
+ * and request, and the advice says to scrape further apart). A counter
+ * that went down (the node restarted between them) is said, not read.
+ * Replaces the one-scrape "needs two scrapes" result and redoes the
+ * verdict. Returns 0, or TIDE_EINVAL for seconds <= 0 (r unchanged). No I/O.
+ */
+int tide_doctor_analyze_growth(tide_doctor_report *later, const tide_doctor_report *earlier,
+                               double seconds);
 
 /*
  * The disk side, after tide_doctor_analyze filled r from the page (which
@@ -106,10 +215,16 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r);
 int tide_doctor_analyze_status(tide_doctor_report *r, const char *status_json, const char *unread,
                                uint64_t now_us);
 
-/* The report in words, a few lines, to `f`. */
+/* The report in words to `f`: the verdict line first ("verdict: bad:
+ * ..."), the findings worst first with figures and advice, what could not
+ * be told, the rules passed, then the figures' sections and the disk. */
 void tide_doctor_format(const tide_doctor_report *r, FILE *f);
 
-/* The report as one JSON object (malloc'd text the caller frees).
+/* The report as one JSON object (malloc'd text the caller frees):
+ * "verdict": {"severity","summary"}, "findings": [{"rule","severity",
+ * "summary","detail","figures":{...},"advice"}], "unknown": [{"rule","why"}],
+ * "passed": [...], then the figures. Byte counts and counts are JSON
+ * integers, ratios and seconds numbers, unknown figures null.
  * Returns 0 or TIDE_ENOMEM. */
 int tide_doctor_json(const tide_doctor_report *r, char **out);
 
