@@ -686,12 +686,107 @@ void th_scratch_keep(const char *dir)
 int th_teardown(void **state)
 {
     th_teardown_children(state);
+    th_cgroups_remove();
     for (size_t i = 0; i < TH_MAX_SCRATCH; i++) {
         if (th_scratch_dirs[i].path[0] == '\0' || th_scratch_dirs[i].keep) continue;
         th_rmrf(th_scratch_dirs[i].path);
         th_scratch_dirs[i].path[0] = '\0';
     }
     return 0;
+}
+
+void th_put_file(const char *root, const char *rel, const char *text)
+{
+    char path[4096];
+    char *p;
+
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", path, strerror(errno));
+        *p = '/';
+    }
+    if (th_write_file(path, text, strlen(text)) != 0) fail_msg("cannot write %s", path);
+}
+
+/* ---- real cgroups a test makes ---- */
+
+#define TH_MAX_CGROUPS 8
+
+static char th_cgroup_dirs[TH_MAX_CGROUPS][256];
+
+void th_cgroup_v1_in(const char *test, const char *name, uint64_t limit_bytes, char *dir, size_t cap)
+{
+    char file[320], text[32];
+    size_t i;
+    int n, e;
+
+    for (i = 0; i < TH_MAX_CGROUPS && th_cgroup_dirs[i][0] != '\0'; i++) {}
+    if (i == TH_MAX_CGROUPS) fail_msg("th_cgroup_v1: more than %d groups at once", TH_MAX_CGROUPS);
+    n = snprintf(th_cgroup_dirs[i], sizeof th_cgroup_dirs[i], "/sys/fs/cgroup/memory/%s-%d", name,
+                 (int)getpid());
+    if (n < 0 || (size_t)n >= sizeof th_cgroup_dirs[i] || (size_t)n >= cap)
+        fail_msg("th_cgroup_v1: group name '%s' too long", name);
+    if (mkdir(th_cgroup_dirs[i], 0755) != 0) {
+        e = errno;
+        snprintf(file, sizeof file, "%s", th_cgroup_dirs[i]);
+        th_cgroup_dirs[i][0] = '\0';
+        th_skip_in(test, "cannot make the v1 memory group %s: %s", file, strerror(e));
+    }
+    memcpy(dir, th_cgroup_dirs[i], (size_t)n + 1);
+    snprintf(file, sizeof file, "%s/memory.limit_in_bytes", dir);
+    n = snprintf(text, sizeof text, "%llu", (unsigned long long)limit_bytes);
+    if (th_write_file(file, text, (size_t)n) != 0)
+        fail_msg("cannot write %s to %s: %s", text, file, strerror(errno));
+}
+
+int th_cgroup_child(const char *dir, void (*fn)(void *arg, int fd), void *arg, char *out, size_t cap)
+{
+    char procs[320], line[32];
+    size_t len = 0;
+    int fds[2], status = 0, n;
+    pid_t pid;
+
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", dir);
+    if (pipe(fds) != 0) fail_msg("pipe: %s", strerror(errno));
+    pid = th_fork();
+    if (pid < 0) fail_msg("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fds[0]);
+        n = snprintf(line, sizeof line, "%d\n", (int)getpid());
+        if (th_write_file(procs, line, (size_t)n) != 0) _exit(3);
+        fn(arg, fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    while (len + 1 < cap) {
+        ssize_t r = read(fds[0], out + len, cap - 1 - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        len += (size_t)r;
+    }
+    out[len] = '\0';
+    close(fds[0]);
+    if (th_waitpid(pid, &status, 0) != pid) fail_msg("waitpid %d: %s", (int)pid, strerror(errno));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void th_cgroups_remove(void)
+{
+    for (size_t i = 0; i < TH_MAX_CGROUPS; i++) {
+        int tries = 0;
+
+        if (th_cgroup_dirs[i][0] == '\0') continue;
+        /* A task just reaped may still be leaving the group: EBUSY for a moment. */
+        while (rmdir(th_cgroup_dirs[i]) != 0 && errno != ENOENT) {
+            if (errno != EBUSY || ++tries == 200) {
+                fprintf(stderr, "th_cgroups_remove: rmdir %s: %s\n", th_cgroup_dirs[i], strerror(errno));
+                break;
+            }
+            usleep(10 * 1000);
+        }
+        th_cgroup_dirs[i][0] = '\0';
+    }
 }
 
 int th_scratch_init(th_scratch *s)

@@ -214,6 +214,33 @@ void th_scratch_keep(const char *dir);
  * the kept ones is removed. Always returns 0. */
 int th_teardown(void **state);
 
+/* Write `text` to root/rel, making the directories on the way: a scratch
+ * copy of a kernel file layout (proc/self/cgroup, sys/fs/cgroup/...).
+ * Fails the test (fail_msg) when it cannot. */
+void th_put_file(const char *root, const char *rel, const char *text);
+
+/* ---- real cgroups a test makes ----
+ *
+ * th_cgroup_v1() makes the v1 memory group /sys/fs/cgroup/memory/
+ * NAME-PID with a memory.limit_in_bytes of `limit_bytes`, records it and
+ * puts its path in dir; th_teardown() removes every recorded group after it
+ * has stopped the test's children (a group with a task in it cannot go).
+ * When the group cannot be made (no v1 memory hierarchy, no permission) the
+ * test is skipped with the reason. A limit that cannot be written fails it.
+ * Same thread rule as the processes above; at most 8 groups at once.
+ */
+#define th_cgroup_v1(name, limit_bytes, dir, cap) th_cgroup_v1_in(__func__, name, limit_bytes, dir, cap)
+void th_cgroup_v1_in(const char *test, const char *name, uint64_t limit_bytes, char *dir, size_t cap);
+/* Fork a child (th_fork) that joins the group `dir` (its pid into
+ * dir/cgroup.procs; exit status 3 when that fails), runs fn(arg, fd) and
+ * exits 0 (fn may _exit with a status of its own). What fn writes to fd is
+ * read into out[0..cap-1], NUL-terminated, and the child is reaped.
+ * Returns its exit status, -1 when it did not exit normally; fails the
+ * test when it cannot be started. */
+int th_cgroup_child(const char *dir, void (*fn)(void *arg, int fd), void *arg, char *out, size_t cap);
+/* Remove every recorded group now (th_teardown calls it). */
+void th_cgroups_remove(void);
+
 /* The per-test fixture most node tests share: a fresh scratch directory
  * and the path of a data directory inside it that does not exist yet (the
  * node, or tided, makes it). */

@@ -5,8 +5,9 @@
  * (proc/self/cgroup, sys/fs/cgroup[/memory]/...) and pass it as the root.
  * One test runs on the real machine: it makes a v1 memory group with a
  * 200 MiB limit, moves a forked child into it, and has the child report
- * what tide_mem_cgroup_limit(NULL, ...) found through a pipe. Its teardown
- * reaps the child and removes the group whatever the outcome.
+ * what tide_mem_cgroup_limit(NULL, ...) found through a pipe (tests/helpers.c's
+ * th_cgroup_v1 and th_cgroup_child). Its teardown reaps the child and
+ * removes the group whatever the outcome.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,21 +32,6 @@
 #define MIB (1024ull * 1024ull)
 
 /* ---- scratch layouts ------------------------------------------------------ */
-
-/* Write `text` to root/rel, making the directories on the way. */
-static void put(const char *root, const char *rel, const char *text)
-{
-    char path[4096];
-    char *p;
-
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    for (p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", path, strerror(errno));
-        *p = '/';
-    }
-    if (th_write_file(path, text, strlen(text)) != 0) fail_msg("cannot write %s", path);
-}
 
 static void scratch(char *root, size_t cap)
 {
@@ -82,10 +68,10 @@ static void v2_limit_at_the_leaf_is_reported_with_its_directory(void **state)
     (void)state;
 
     scratch(root, sizeof root);
-    put(root, "proc/self/cgroup", "0::/a/b\n");
-    put(root, "sys/fs/cgroup/a/memory.max", "max\n");
-    put(root, "sys/fs/cgroup/a/b/memory.max", "104857600\n");
-    put(root, "sys/fs/cgroup/a/b/memory.current", "4096\n");
+    th_put_file(root, "proc/self/cgroup", "0::/a/b\n");
+    th_put_file(root, "sys/fs/cgroup/a/memory.max", "max\n");
+    th_put_file(root, "sys/fs/cgroup/a/b/memory.max", "104857600\n");
+    th_put_file(root, "sys/fs/cgroup/a/b/memory.current", "4096\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "a v2 leaf with a limit");
     expect_info(root, &info, (want_info){ 2, 1, 100 * MIB, 4096, "sys/fs/cgroup/a/b" },
                 "the leaf's limit, usage and directory");
@@ -98,11 +84,11 @@ static void v2_nearest_limited_ancestor_wins_over_the_ones_above(void **state)
     (void)state;
 
     scratch(root, sizeof root);
-    put(root, "proc/self/cgroup", "0::/a/b/c\n");
-    put(root, "sys/fs/cgroup/a/memory.max", "1073741824\n");
-    put(root, "sys/fs/cgroup/a/b/memory.max", "209715200\n");
-    put(root, "sys/fs/cgroup/a/b/memory.current", "8192\n");
-    put(root, "sys/fs/cgroup/a/b/c/memory.max", "max\n");
+    th_put_file(root, "proc/self/cgroup", "0::/a/b/c\n");
+    th_put_file(root, "sys/fs/cgroup/a/memory.max", "1073741824\n");
+    th_put_file(root, "sys/fs/cgroup/a/b/memory.max", "209715200\n");
+    th_put_file(root, "sys/fs/cgroup/a/b/memory.current", "8192\n");
+    th_put_file(root, "sys/fs/cgroup/a/b/c/memory.max", "max\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "a v2 limit two levels up");
     expect_info(root, &info, (want_info){ 2, 1, 200 * MIB, 8192, "sys/fs/cgroup/a/b" },
                 "the nearest limit (b's, not a's 1 GiB), b's memory.current and directory");
@@ -115,10 +101,10 @@ static void v2_max_everywhere_is_unlimited_at_the_leaf(void **state)
     (void)state;
 
     scratch(root, sizeof root);
-    put(root, "proc/self/cgroup", "0::/a/b\n");
-    put(root, "sys/fs/cgroup/a/memory.max", "max\n");
-    put(root, "sys/fs/cgroup/a/b/memory.max", "max\n");
-    put(root, "sys/fs/cgroup/a/b/memory.current", "12288\n");
+    th_put_file(root, "proc/self/cgroup", "0::/a/b\n");
+    th_put_file(root, "sys/fs/cgroup/a/memory.max", "max\n");
+    th_put_file(root, "sys/fs/cgroup/a/b/memory.max", "max\n");
+    th_put_file(root, "sys/fs/cgroup/a/b/memory.current", "12288\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "v2 with max everywhere");
     expect_info(root, &info, (want_info){ 2, 0, 0, 12288, "sys/fs/cgroup/a/b" },
                 "unlimited, with the leaf's memory.current and directory");
@@ -131,8 +117,8 @@ static void v2_garbage_in_memory_max_is_corrupt_naming_the_file(void **state)
     (void)state;
 
     scratch(root, sizeof root);
-    put(root, "proc/self/cgroup", "0::/a\n");
-    put(root, "sys/fs/cgroup/a/memory.max", "12x4\n");
+    th_put_file(root, "proc/self/cgroup", "0::/a\n");
+    th_put_file(root, "sys/fs/cgroup/a/memory.max", "12x4\n");
     expect_error(tide_mem_cgroup_limit(root, &info), TIDE_ECORRUPT, "memory.max of '12x4'");
     snprintf(want, sizeof want, "%s/sys/fs/cgroup/a/memory.max:1", root);
     expect_contains(tide_last_error(), want, "the message names the file and line");
@@ -147,10 +133,10 @@ static void v1_memory_line_wins_over_the_unified_one_and_gives_the_limit(void **
     (void)state;
 
     scratch(root, sizeof root);
-    put(root, "proc/self/cgroup", "5:devices:/\n4:cpu,memory:/tide\n0::/\n");
-    put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
-    put(root, "sys/fs/cgroup/memory/tide/memory.limit_in_bytes", "314572800\n");
-    put(root, "sys/fs/cgroup/memory/tide/memory.usage_in_bytes", "65536\n");
+    th_put_file(root, "proc/self/cgroup", "5:devices:/\n4:cpu,memory:/tide\n0::/\n");
+    th_put_file(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+    th_put_file(root, "sys/fs/cgroup/memory/tide/memory.limit_in_bytes", "314572800\n");
+    th_put_file(root, "sys/fs/cgroup/memory/tide/memory.usage_in_bytes", "65536\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "a v1 limit");
     expect_info(root, &info, (want_info){ 1, 1, 300 * MIB, 65536, "sys/fs/cgroup/memory/tide" },
                 "v1's limit, memory.usage_in_bytes and directory");
@@ -163,9 +149,9 @@ static void v1_page_rounded_long_max_up_to_the_root_is_unlimited(void **state)
     (void)state;
 
     scratch(root, sizeof root);
-    put(root, "proc/self/cgroup", "4:memory:/tide\n");
-    put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
-    put(root, "sys/fs/cgroup/memory/tide/memory.limit_in_bytes", "9223372036854771712\n");
+    th_put_file(root, "proc/self/cgroup", "4:memory:/tide\n");
+    th_put_file(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+    th_put_file(root, "sys/fs/cgroup/memory/tide/memory.limit_in_bytes", "9223372036854771712\n");
     expect_ok(tide_mem_cgroup_limit(root, &info), "v1 unlimited");
     expect_info(root, &info, (want_info){ 1, 0, 0, 0, NULL }, "v1 unlimited; no usage file: unknown");
 }
@@ -177,9 +163,9 @@ static void no_memory_controller_is_enoent(void **state)
     (void)state;
 
     scratch(root, sizeof root);
-    put(root, "proc/self/cgroup", "5:devices:/\n3:cpu:/x\n");
+    th_put_file(root, "proc/self/cgroup", "5:devices:/\n3:cpu:/x\n");
     expect_error(tide_mem_cgroup_limit(root, &info), TIDE_ENOENT, "no memory line");
-    put(root, "proc/self/cgroup", "0::/a\n");
+    th_put_file(root, "proc/self/cgroup", "0::/a\n");
     expect_error(tide_mem_cgroup_limit(root, &info), TIDE_ENOENT, "a 0:: line but no memory.max");
 }
 
@@ -190,7 +176,7 @@ static void a_line_without_two_colons_is_corrupt_naming_the_line(void **state)
     (void)state;
 
     scratch(root, sizeof root);
-    put(root, "proc/self/cgroup", "5:devices:/\nnonsense\n");
+    th_put_file(root, "proc/self/cgroup", "5:devices:/\nnonsense\n");
     expect_error(tide_mem_cgroup_limit(root, &info), TIDE_ECORRUPT, "a bad /proc/self/cgroup");
     snprintf(want, sizeof want, "%s/proc/self/cgroup:2:", root);
     expect_contains(tide_last_error(), want, "the message names the file and line");
@@ -198,62 +184,32 @@ static void a_line_without_two_colons_is_corrupt_naming_the_line(void **state)
 
 /* ---- the real machine ---------------------------------------------------- */
 
-static char group_dir[256];
-
-static int remove_group(void **state)
-{
-    th_teardown(state);  /* reaps the child first: a group with a task cannot go */
-    if (group_dir[0] && rmdir(group_dir) != 0 && errno != ENOENT)
-        fprintf(stderr, "remove_group: rmdir %s: %s\n", group_dir, strerror(errno));
-    group_dir[0] = '\0';
-    return 0;
-}
-
-/* The child: join the group, ask, write the answer to fd, exit. */
-static void child_reports(const char *procs, int fd)
+/* The child: report what tide_mem_cgroup_limit(NULL, ...) found. */
+static void child_reports(void *arg, int fd)
 {
     tide_mem_cgroup_limit_info info;
     char line[128];
     int rc, n;
 
-    n = snprintf(line, sizeof line, "%d\n", (int)getpid());
-    if (th_write_file(procs, line, (size_t)n) != 0) _exit(3);
+    (void)arg;
     rc = tide_mem_cgroup_limit(NULL, &info);
     n = snprintf(line, sizeof line, "%d %d %d %" PRIu64 "\n", rc, info.version, info.limited,
                  rc == 0 ? info.limit_bytes : 0);
     if (write(fd, line, (size_t)n) != n) _exit(4);
-    _exit(0);
 }
 
 static void a_child_in_a_v1_group_of_200_mib_sees_that_limit(void **state)
 {
-    char file[512], got[128] = "";
-    int fds[2], status = 0, rc = 0, version = 0, limited = 0;
+    char dir[256], got[128] = "";
+    int status, rc = 0, version = 0, limited = 0;
     unsigned long long limit = 0;
-    ssize_t n;
-    pid_t pid;
     (void)state;
 
-    snprintf(group_dir, sizeof group_dir, "/sys/fs/cgroup/memory/tide-test-%d", (int)getpid());
-    if (mkdir(group_dir, 0755) != 0) {
-        int e = errno;
-        group_dir[0] = '\0';
-        th_skip("cannot make a v1 memory group under /sys/fs/cgroup/memory: %s", strerror(e));
-    }
-    snprintf(file, sizeof file, "%s/memory.limit_in_bytes", group_dir);
-    if (th_write_file(file, "209715200", 9) != 0) fail_msg("cannot write 200 MiB to %s", file);
-    if (pipe(fds) != 0) fail_msg("pipe: %s", strerror(errno));
-    snprintf(file, sizeof file, "%s/cgroup.procs", group_dir);
-    pid = th_fork();
-    if (pid < 0) fail_msg("fork: %s", strerror(errno));
-    if (pid == 0) { close(fds[0]); child_reports(file, fds[1]); }
-    close(fds[1]);
-    n = read(fds[0], got, sizeof got - 1);
-    close(fds[0]);
-    if (th_waitpid(pid, &status, 0) != pid) fail_msg("waitpid: %s", strerror(errno));
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fail_msg("the child did not exit 0 (status 0x%x: 3 = cannot join the group)", status);
-    if (n <= 0 || sscanf(got, "%d %d %d %llu", &rc, &version, &limited, &limit) != 4)
+    th_cgroup_v1("tide-test", 200 * MIB, dir, sizeof dir);
+    status = th_cgroup_child(dir, child_reports, NULL, got, sizeof got);
+    if (status != 0)
+        fail_msg("the child did not exit 0 (status %d: 3 = cannot join the group)", status);
+    if (sscanf(got, "%d %d %d %llu", &rc, &version, &limited, &limit) != 4)
         fail_msg("the child reported '%s', expected 'rc version limited bytes'", got);
     expect_ok(rc, "tide_mem_cgroup_limit(NULL) in the child");
     expect_u64(version, 1, "version");
@@ -272,7 +228,7 @@ int main(void)
         cmocka_unit_test_teardown(v1_page_rounded_long_max_up_to_the_root_is_unlimited, th_teardown),
         cmocka_unit_test_teardown(no_memory_controller_is_enoent, th_teardown),
         cmocka_unit_test_teardown(a_line_without_two_colons_is_corrupt_naming_the_line, th_teardown),
-        cmocka_unit_test_teardown(a_child_in_a_v1_group_of_200_mib_sees_that_limit, remove_group),
+        cmocka_unit_test_teardown(a_child_in_a_v1_group_of_200_mib_sees_that_limit, th_teardown),
     };
 
     return cmocka_run_group_tests_name("mem_cgroup", tests, NULL, NULL);

@@ -20,6 +20,7 @@
  * fixed one is "no limit known" (TIDE_ENOENT), which the caller logs.
  */
 #include "mem/cgroup.h"
+#include "mem/cgroup_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,49 +29,56 @@
 #include <unistd.h>
 
 #include "tide/error.h"
+#include "util/assert.h"
 #include "util/err.h"
 
 #define V1_UNLIMITED (1ull << 62)
 
-/* Read up to cap - 1 bytes of `path` into buf, NUL-terminated. */
-static int read_small(const char *path, char *buf, size_t cap)
+/* ti_cgroup_read_small: cgroup_impl.h. One extra byte is asked for after a
+ * full buffer, so a file longer than the buffer is an error, never a
+ * truncated figure. */
+int ti_cgroup_read_small(const char *path, char *buf, size_t cap, size_t *len)
 {
     size_t n = 0;
     int fd, rc = 0;
 
+    TIDE_ASSERT(cap >= 2);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         return tide_err_set(e == ENOENT ? TIDE_ENOENT : TIDE_EIO, "%s: open: %s", path, strerror(e));
     }
-    while (n < cap - 1) {
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
+    for (;;) {
+        char extra;
+        ssize_t r = n < cap - 1 ? read(fd, buf + n, cap - 1 - n) : read(fd, &extra, 1);
         if (r < 0) {
             if (errno == EINTR) continue;
             rc = tide_err_set(TIDE_EIO, "%s: read at offset %zu: %s", path, n, strerror(errno));
             goto out;
         }
         if (r == 0) break;
+        if (n == cap - 1) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: larger than the %zu bytes expected", path, cap - 1);
+            goto out;
+        }
         n += (size_t)r;
     }
     buf[n] = '\0';
+    if (len) *len = n;
 out:
     close(fd);
     return rc;
 }
 
-/*
- * Read a one-line value file: "max" (when allow_max) gives *unlimited = 1,
- * otherwise decimal digits and a newline. TIDE_ENOENT when absent.
- */
-static int read_value(const char *path, int allow_max, uint64_t *val, int *unlimited)
+/* ti_cgroup_read_value: cgroup_impl.h. */
+int ti_cgroup_read_value(const char *path, int allow_max, uint64_t *val, int *unlimited)
 {
     char buf[64];
     uint64_t v = 0;
     const char *p;
     int rc;
 
-    rc = read_small(path, buf, sizeof buf);
+    rc = ti_cgroup_read_small(path, buf, sizeof buf, NULL);
     if (rc) goto out;
     *unlimited = 0;
     if (allow_max && (strcmp(buf, "max\n") == 0 || strcmp(buf, "max") == 0)) { *unlimited = 1; *val = 0; goto out; }
@@ -113,7 +121,7 @@ static int find_cgroup(const char *file, char *path, size_t cap, int *version)
     unsigned lineno = 0;
     int rc, found = 0;
 
-    rc = read_small(file, buf, sizeof buf);
+    rc = ti_cgroup_read_small(file, buf, sizeof buf, NULL);
     if (rc) goto out;
     for (line = buf; *line; line = next) {
         char *c1, *c2, *nl = strchr(line, '\n');
@@ -169,12 +177,12 @@ static int walk(const char *base, char *rel, int version, tide_mem_cgroup_limit_
             goto out;
         }
         snprintf(file, sizeof file, "%s/%s", dir, limit_name);
-        rc = read_value(file, version == 2, &v, &unl);
+        rc = ti_cgroup_read_value(file, version == 2, &v, &unl);
         if (rc && rc != TIDE_ENOENT) goto out;
         if (rc == 0) {
             if (version == 1 && v >= V1_UNLIMITED) unl = 1;
             snprintf(file, sizeof file, "%s/%s", dir, cur_name);
-            if (read_value(file, 0, &cur, &(int){0}) != 0) cur = 0;
+            if (ti_cgroup_read_value(file, 0, &cur, &(int){0}) != 0) cur = 0;
             if (!seen || !unl) {
                 out->limited = !unl;
                 out->limit_bytes = unl ? 0 : v;
