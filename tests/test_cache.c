@@ -746,6 +746,73 @@ static void create_refuses_options_out_of_range(void **state)
     tide_cache_destroy(c);
 }
 
+/* ---- limits changed at run time (issue 13) ---------------------------------------- */
+
+static void a_lower_hard_limit_lets_the_oldest_go_at_once_and_a_restore_gives_room_back(void **state)
+{
+    ts *t = *state;
+    tide_cache_opts o = test_opts(t, 128, 3600);    /* 128 slots: no growth */
+    tide_cache_obj *held;
+    tide_cache_stats s;
+    size_t cost, lower;
+
+    make_cache(t, &o);
+    cost = tide_cache_entry_cost(t->c, 1000);
+    for (uint64_t i = 0; i < 100; i++) {
+        put(t, i, 1000, 0);
+        t->now += 1000;
+    }
+    held = get(t, 0);                   /* the oldest is refreshed and held: demoted, not freed */
+    t->now += 1000;
+    expect_states(t, 100, 0, "before the limits change");
+    lower = empty_bytes(t) + 30 * cost;
+    expect_rc(tide_cache_set_limits(t->c, lower / 2, lower), 0, "set_limits to 30 entries' worth");
+    s = stats(t);
+    if (s.bytes > lower) fail_msg("bytes right after the lower limit: expected <= %zu, got %zu", lower, s.bytes);
+    expect_u64(s.hard_limit_bytes, lower, "the hard limit in force");
+    expect_u64(s.budget_bytes, lower / 2, "the budget in force");
+    expect_u64(s.strong, 30, "strong entries left (the newest 30 fit)");
+    expect_u64(s.evictions, 70, "evictions: the 70 oldest unshared entries");
+    expect_account(t, "after the lower limit");
+    tide_cache_check(t->c);
+    if (present(t, 1) || !present(t, 99)) fail_msg("expected items 1..70 gone and item 99 kept");
+    tide_cache_obj_release(held);
+    /* The budget waits for a sweep. */
+    tide_cache_sweep(t->c, NULL);
+    if (stats(t).bytes > lower / 2) fail_msg("after a sweep: expected bytes <= the budget %zu, got %zu",
+                                             lower / 2, stats(t).bytes);
+    /* Restored: no limit, so 100 more inserts evict nothing. */
+    expect_rc(tide_cache_set_limits(t->c, 0, 0), 0, "set_limits back to none");
+    uint64_t ev = stats(t).evictions;
+    for (uint64_t i = 100; i < 200; i++) put(t, i, 1000, 0);
+    expect_u64(stats(t).evictions, ev, "evictions after the restore");
+    expect_u64(stats(t).hard_limit_bytes, 0, "the hard limit after the restore");
+    expect_account(t, "after the restore");
+    tide_cache_check(t->c);
+}
+
+static void set_limits_refuses_a_hard_limit_below_the_budget_and_changes_nothing(void **state)
+{
+    ts *t = *state;
+    tide_cache_opts o = test_opts(t, 128, 3600);
+
+    o.budget_bytes = 1 << 20;
+    o.hard_limit_bytes = 2 << 20;
+    make_cache(t, &o);
+    for (uint64_t i = 0; i < 20; i++) put(t, i, 1000, 0);
+    expect_rc(tide_cache_set_limits(t->c, 2 << 20, 1 << 20), TIDE_EINVAL, "hard limit below the budget");
+    expect_contains(tide_last_error(), "above hard_limit_bytes", "the message");
+    expect_u64(stats(t).budget_bytes, 1 << 20, "the budget after the refusal");
+    expect_u64(stats(t).hard_limit_bytes, 2 << 20, "the hard limit after the refusal");
+    expect_u64(stats(t).evictions, 0, "evictions after the refusal");
+    /* A limit below the empty cache is raised to it: every entry goes, the
+     * invariants hold. */
+    expect_rc(tide_cache_set_limits(t->c, 0, 1), 0, "a hard limit of one byte");
+    expect_u64(stats(t).hard_limit_bytes, empty_bytes(t), "the hard limit raised to the empty cache");
+    expect_states(t, 0, 0, "after a one-byte limit");
+    tide_cache_check(t->c);
+}
+
 /* ---- the key cache ------------------------------------------------------------- */
 
 static tide_keycache_opts key_opts(ts *t, size_t target, unsigned age_s)
@@ -867,6 +934,31 @@ static void keycache_never_exceeds_its_hard_limit(void **state)
     expect_u64((uint64_t)t->account, 0, "the account after destroy");
 }
 
+static void keycache_a_lower_hard_limit_removes_the_oldest_keys_at_once(void **state)
+{
+    ts *t = *state;
+    tide_keycache_opts o = key_opts(t, 128, 60);    /* 128 slots: no growth */
+    size_t lower;
+
+    expect_rc(tide_keycache_create(&t->k, &o), 0, "tide_keycache_create");
+    for (uint64_t i = 0; i < 100; i++) kc_put(t, i);
+    lower = kstats(t).bytes - 60 * tide_keycache_entry_cost(t->k);
+    expect_rc(tide_keycache_set_hard_limit(t->k, lower), 0, "set_hard_limit to 40 keys' worth");
+    expect_u64(kstats(t).entries, 40, "keys left");
+    expect_u64(kstats(t).evictions, 60, "evictions");
+    expect_u64(kstats(t).hard_limit_bytes, lower, "the limit in force");
+    if (t->account != (int64_t)kstats(t).bytes)
+        fail_msg("account: expected bytes %zu, got %" PRId64, kstats(t).bytes, t->account);
+    if (kc_has(t, 59) || !kc_has(t, 60)) fail_msg("expected keys 0..59 gone and key 60 kept");
+    tide_keycache_check(t->k);
+    expect_rc(tide_keycache_set_hard_limit(t->k, 0), 0, "set_hard_limit back to none");
+    for (uint64_t i = 100; i < 300; i++) kc_put(t, i);
+    expect_u64(kstats(t).evictions, 60, "evictions after the restore");
+    expect_rc(tide_keycache_set_hard_limit(t->k, 1), 0, "a limit of one byte");
+    expect_u64(kstats(t).entries, 1, "keys left under a one-byte limit (raised to one key)");
+    tide_keycache_check(t->k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -895,6 +987,9 @@ int main(void)
         T(keycache_knows_a_missed_key_until_it_is_stored),
         T(keycache_sweep_removes_keys_past_the_shrunk_age),
         T(keycache_never_exceeds_its_hard_limit),
+        T(a_lower_hard_limit_lets_the_oldest_go_at_once_and_a_restore_gives_room_back),
+        T(set_limits_refuses_a_hard_limit_below_the_budget_and_changes_nothing),
+        T(keycache_a_lower_hard_limit_removes_the_oldest_keys_at_once),
 #undef T
     };
     return cmocka_run_group_tests_name("cache", tests, NULL, NULL);

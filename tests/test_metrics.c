@@ -393,6 +393,110 @@ static void rotation_and_generation_families_agree_with_the_node_and_pass_promto
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+/* ---- the memory limit's families (issue 13) ---- */
+
+static int memory_reading(void *arg, tide_node_memory_reading *r)
+{
+    (void)arg;
+    r->rss_bytes = 50ull << 20;
+    r->has_cgroup = 1;
+    r->cgroup.current_bytes = 130ull << 20;
+    r->cgroup.page_cache_bytes = 40ull << 20;         /* 90 MiB counts: high */
+    r->cgroup.events[TIDE_MEM_EV_MAX] = 7;
+    r->cgroup.has_event[TIDE_MEM_EV_MAX] = 1;
+    r->cgroup.events[TIDE_MEM_EV_OOM_KILL] = 0;
+    r->cgroup.has_event[TIDE_MEM_EV_OOM_KILL] = 1;
+    r->cgroup.has_psi = 1;
+    r->cgroup.psi.some.avg10 = 2.5;
+    r->cgroup.psi.some.total_us = 1500000;
+    r->has_psi = 1;
+    r->psi.some.avg10 = 1.25;
+    r->psi.some.avg300 = 0.5;
+    r->psi.some.total_us = 3000000;
+    r->psi.has_full = 1;
+    r->psi.full.avg60 = 0.75;
+    r->psi.full.total_us = 1000000;
+    return 0;
+}
+
+/* The governor's families, after an injected reading that puts the node
+ * at high and one refused put, agree with tide_node_memory_get and pass
+ * promtool. */
+static void memory_limit_families_agree_with_the_governor_and_pass_promtool(void **state)
+{
+    th_scratch *sc = *state;
+    tide_node_opts o;
+    tide_node *n = NULL;
+    tide_node_memory_status st;
+    uint8_t key[32];
+    char msg[4096];
+
+    tide_node_opts_init(&o);
+    o.dir = sc->dir;
+    o.sweep_interval_ms = 0;
+    o.memory_poll_ms = 0;
+    o.memory_limit = 100ull << 20;
+    o.memory_reading = memory_reading;
+    o.release = count_release;
+    int releases = 0;
+    o.release_arg = &releases;
+    expect_rc(tide_node_open(&n, &o), 0, "open with a limit of 100 MiB");
+    expect_u64((uint64_t)tide_node_memory_check(n), TIDE_OVERLOAD_HIGH, "the level after the reading");
+    th_key(1, 32, key);
+    expect_rc(tide_node_put(n, key, "v", 1), TIDE_EOVERLOAD, "a put at high");
+    tide_node_memory_get(n, &st);
+    char *text = render(n, NULL);
+    expect_family(text, "tide_memory_limit_bytes", "gauge");
+    expect_family(text, "tide_memory_counted_bytes", "gauge");
+    expect_family(text, "tide_overload_level", "gauge");
+    expect_family(text, "tide_overload_mark_bytes", "gauge");
+    expect_family(text, "tide_overload_level_changes_total", "counter");
+    expect_family(text, "tide_overload_actions_total", "counter");
+    expect_family(text, "tide_overload_rejected_writes_total", "counter");
+    expect_family(text, "tide_overload_level_seconds_total", "counter");
+    expect_family(text, "tide_memory_peak_bytes", "gauge");
+    expect_family(text, "tide_cgroup_memory_usage_bytes", "gauge");
+    expect_family(text, "tide_cgroup_memory_page_cache_bytes", "gauge");
+    expect_family(text, "tide_cgroup_memory_events_total", "counter");
+    expect_family(text, "tide_memory_pressure_ratio", "gauge");
+    expect_family(text, "tide_memory_pressure_stall_seconds_total", "counter");
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_limit_bytes"), st.limit_bytes, "the limit");
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_counted_bytes"), 90ull << 20, "counted (the cgroup's)");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_level"), TIDE_OVERLOAD_HIGH, "the level");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_mark_bytes{level=\"high\",edge=\"enter\"}"),
+               st.marks_enter[TIDE_OVERLOAD_HIGH], "high's enter mark");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_mark_bytes{level=\"soft\",edge=\"leave\"}"),
+               st.marks_leave[TIDE_OVERLOAD_SOFT], "soft's leave mark");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_level_changes_total"), st.level_changes, "changes");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_level_changes_total"), 1, "one change");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_actions_total{action=\"shed_writes\"}"), 1, "shed");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_actions_total{action=\"sweep\"}"),
+               st.actions[TIDE_NODE_ACT_SWEEP], "sweeps");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_actions_total{action=\"trim\"}"), (uint64_t)releases,
+               "trims (the release calls)");
+    expect_u64((uint64_t)th_prom_value(text, "tide_overload_rejected_writes_total"), 1, "rejected writes");
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_peak_bytes{since=\"start\"}"), st.peak_start_bytes,
+               "peak since start");
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_peak_bytes{since=\"sweep\"}"), 90ull << 20,
+               "peak since the round");
+    expect_u64((uint64_t)th_prom_value(text, "tide_cgroup_memory_usage_bytes"), 130ull << 20, "usage");
+    expect_u64((uint64_t)th_prom_value(text, "tide_cgroup_memory_page_cache_bytes"), 40ull << 20, "page cache");
+    expect_u64((uint64_t)th_prom_value(text, "tide_cgroup_memory_events_total{event=\"max\"}"), 7, "max events");
+    if (strstr(text, "event=\"oom\"")) fail_msg("an event the reading did not have is on the page");
+    if (th_prom_value(text, "tide_memory_pressure_ratio{scope=\"system\",kind=\"some\",window=\"10s\"}") != 0.0125)
+        fail_msg("system some avg10: expected 0.0125");
+    if (th_prom_value(text, "tide_memory_pressure_ratio{scope=\"cgroup\",kind=\"some\",window=\"10s\"}") != 0.025)
+        fail_msg("cgroup some avg10: expected 0.025");
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_pressure_stall_seconds_total{scope=\"system\",kind=\"full\"}"),
+               1, "system full stall seconds");
+    if (strstr(text, "scope=\"cgroup\",kind=\"full\"")) fail_msg("the cgroup had no full line");
+    if (th_prom_check(text, msg, sizeof msg) != 0) fail_msg("own check: %s", msg);
+    int pst = th_promtool_check(text, msg, sizeof msg);
+    if (pst != 0) fail_msg("promtool check metrics: expected exit 0, got %d: %s", pst, msg);
+    free(text);
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +512,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_page_counts_the_insert_pool_of_its_own_moment, th_scratch_setup,
                                         th_scratch_teardown),
         cmocka_unit_test_setup_teardown(rotation_and_generation_families_agree_with_the_node_and_pass_promtool,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(memory_limit_families_agree_with_the_governor_and_pass_promtool,
                                         th_scratch_setup, th_scratch_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

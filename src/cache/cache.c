@@ -433,6 +433,32 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
     if (report) *report = r;
 }
 
+/* ---- limits at run time (issue 13: the memory governor) --------------------- */
+
+int tide_cache_set_limits(tide_cache *c, size_t budget_bytes, size_t hard_limit_bytes)
+{
+    ti_core_entry *victims = NULL;
+    size_t before, floor_bytes;
+    int rc = 0;
+
+    if (hard_limit_bytes && budget_bytes > hard_limit_bytes)
+        return tide_err_set(TIDE_EINVAL, "tide_cache_set_limits: budget_bytes %zu is above "
+                            "hard_limit_bytes %zu", budget_bytes, hard_limit_bytes);
+    pthread_mutex_lock(&c->core.mu);
+    before = c->core.bytes;
+    /* No eviction can reclaim the struct and the slot array: a hard limit
+     * below them is raised to them, so invariant 6 can hold (cache.h). */
+    floor_bytes = base_cost(c);
+    if (hard_limit_bytes && hard_limit_bytes < floor_bytes) hard_limit_bytes = floor_bytes;
+    if (hard_limit_bytes && budget_bytes > hard_limit_bytes) budget_bytes = hard_limit_bytes;
+    c->core.hard_limit = hard_limit_bytes;
+    c->budget = budget_bytes;
+    rc = make_room(c, 0, &victims);
+    TIDE_ASSERT(rc == 0);           /* the limit is at least the base cost */
+    ti_core_finish(&c->core, before, core_check, free_victims, victims);
+    return rc;
+}
+
 /* ---- counters ---------------------------------------------------------------- */
 
 void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
@@ -451,6 +477,8 @@ void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
     out->slots = c->core.t.nslots;
     out->effective_age_us = ti_core_effective_age_us(c->age_us, c->target_size,
                                                 c->strong.n + c->weak.n);
+    out->budget_bytes = c->budget;
+    out->hard_limit_bytes = c->core.hard_limit;
     pthread_mutex_unlock(&c->core.mu);
 }
 

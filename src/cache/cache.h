@@ -206,7 +206,11 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report);
  * A lower hard limit is enforced at once: the oldest entries are let go
  * (demoted, or freed when nothing else holds them) until `bytes` is under
  * it, and counted as evictions; a lower budget waits for the next sweep.
- * The slot array never shrinks. Returns 0 or TIDE_EINVAL.
+ * The slot array never shrinks, so a nonzero hard limit below what the
+ * cache takes empty now (its struct and slot array) is raised to that,
+ * and the budget lowered to the hard limit when above it (added in issue
+ * 13: a governor dividing a small limit by 8 must not break invariant 6;
+ * tide_cache_stats shows the limits in force). Returns 0 or TIDE_EINVAL.
  * Cost: one lock; O(entries let go); frees after unlocking; allocates
  * nothing.
  */
@@ -236,6 +240,8 @@ typedef struct tide_cache_stats {
     size_t   bytes;
     size_t   slots;         /* hash-table slots */
     uint64_t effective_age_us;  /* what a sweep would use now */
+    size_t   budget_bytes, hard_limit_bytes; /* in force (0: none); added in issue 13,
+                               tide_cache_set_limits changes them */
 } tide_cache_stats;
 
 /* A consistent snapshot of the counters. Cost: one lock, O(1). */

@@ -46,8 +46,9 @@ typedef struct ti_core_table {
 } ti_core_table;
 
 /* The head of each cache struct (its first member, so a ti_core * is the
- * cache's address). Guarded by `mu`, except `t.key_size`, `t.seed` and
- * `hard_limit`, which are fixed at create. */
+ * cache's address). Guarded by `mu`, except `t.key_size` and `t.seed`,
+ * which are fixed at create. (`hard_limit` was fixed too until issue 13's
+ * governor came to change it at run time, under `mu`.) */
 typedef struct ti_core {
     pthread_mutex_t mu;
     ti_core_table t;

@@ -217,6 +217,28 @@ out:
     return rc;
 }
 
+/* Issue 13: the memory governor lowers the hard limit under pressure. */
+int tide_keycache_set_hard_limit(tide_keycache *k, size_t hard_limit_bytes)
+{
+    ti_core_entry *victims = NULL;
+    size_t before, floor_bytes;
+
+    pthread_mutex_lock(&k->core.mu);
+    before = k->core.bytes;
+    /* One key must always fit (insert asserts it): a lower limit is raised
+     * to the empty cache's cost plus one key (keycache.h). */
+    floor_bytes = base_cost(k) + k->entry_bytes;
+    if (hard_limit_bytes && hard_limit_bytes < floor_bytes) hard_limit_bytes = floor_bytes;
+    k->core.hard_limit = hard_limit_bytes;
+    while (k->core.hard_limit && k->core.bytes > k->core.hard_limit) {
+        TIDE_ASSERT(k->lru.head != NULL);   /* the limit is above the base cost */
+        remove_entry(k, (kentry *)k->lru.head, &victims);
+        k->evictions++;
+    }
+    ti_core_finish(&k->core, before, core_check, free_victims, victims);
+    return 0;
+}
+
 int tide_keycache_contains(tide_keycache *k, const void *key)
 {
     uint64_t h = ti_core_hash(&k->core.t, key);
@@ -291,6 +313,7 @@ void tide_keycache_stats_get(tide_keycache *k, tide_keycache_stats *out)
     out->bytes = k->core.bytes;
     out->slots = k->core.t.nslots;
     out->effective_age_us = ti_core_effective_age_us(k->age_us, k->target_size, k->lru.n);
+    out->hard_limit_bytes = k->core.hard_limit;
     pthread_mutex_unlock(&k->core.mu);
 }
 

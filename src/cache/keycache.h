@@ -93,8 +93,10 @@ void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report);
 
 /* Change the hard limit at run time (0: none), as tide_cache_set_limits
  * does: a lower one removes the oldest keys at once (counted as
- * evictions). Returns 0. Cost: one lock; O(keys removed); frees after
- * unlocking. (Issue 13: the memory governor.) */
+ * evictions). A nonzero limit below the empty key cache plus one key is
+ * raised to that (insert needs room for one key; tide_keycache_stats shows
+ * the limit in force). Returns 0. Cost: one lock; O(keys removed); frees
+ * after unlocking. (Issue 13: the memory governor.) */
 int tide_keycache_set_hard_limit(tide_keycache *k, size_t hard_limit_bytes);
 
 typedef struct tide_keycache_stats {
@@ -109,6 +111,7 @@ typedef struct tide_keycache_stats {
     size_t   bytes;
     size_t   slots;
     uint64_t effective_age_us;
+    size_t   hard_limit_bytes;  /* in force (0: none); added in issue 13 */
 } tide_keycache_stats;
 
 /* A consistent snapshot. Cost: one lock, O(1). */

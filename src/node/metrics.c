@@ -4,7 +4,8 @@
  * Layout: a growable text buffer (the writer), the two calls that write a
  * family header and a sample, then one function per group of families in
  * the order they appear: build, memory consumers, caches, sweeps and trims,
- * the allocator, the process, the store, online delete (rotations and
+ * the allocator, the process, the memory limit (the governor's level,
+ * marks, actions and peaks, the cgroup, PSI), the store, online delete (rotations and
  * generations), then the caller's extra families.
  *
  * Invariants:
@@ -478,6 +479,122 @@ static void write_rotations(tide_metrics_writer *w, tide_node *n)
         (double)gi.disk_bytes);
 }
 
+/* ---- the memory limit (issue 13; governor.c) ------------------------------------ */
+
+/* One PSI file's averages and totals under scope=`scope`. The families are
+ * open: ratio when `ratio`, the stall seconds otherwise. */
+static void psi_samples(tide_metrics_writer *w, const char *scope, const tide_mem_psi *p, int ratio)
+{
+    static const char *const windows[3] = { "10s", "60s", "300s" };
+    const tide_mem_psi_line *lines[2] = { &p->some, &p->full };
+    const char *kinds[2] = { "some", "full" };
+
+    for (int k = 0; k < (p->has_full ? 2 : 1); k++) {
+        if (!ratio) {
+            const char *lab[4] = { "scope", scope, "kind", kinds[k] };
+            tide_metrics_sample(w, "tide_memory_pressure_stall_seconds_total", lab, 2,
+                                (double)lines[k]->total_us / 1e6);
+            continue;
+        }
+        double avg[3] = { lines[k]->avg10, lines[k]->avg60, lines[k]->avg300 };
+        for (int i = 0; i < 3; i++) {
+            const char *lab[6] = { "scope", scope, "kind", kinds[k], "window", windows[i] };
+            tide_metrics_sample(w, "tide_memory_pressure_ratio", lab, 3, avg[i] / 100.0);
+        }
+    }
+}
+
+/* PSI: the governor's file (the system's unless psi_path names another)
+ * and the cgroup's memory.pressure (v2). */
+static void write_pressure(tide_metrics_writer *w, tide_node *n, const tide_node_memory_status *st)
+{
+    const char *pp = tide_node_options(n)->psi_path;
+    const char *scope = pp == NULL || strcmp(pp, TIDE_MEM_PSI_SYSTEM) == 0 ? "system" : "cgroup";
+    int own = st->last.has_psi, cg = st->last.has_cgroup && st->last.cgroup.has_psi;
+
+    if (own && cg && strcmp(scope, "cgroup") == 0) own = 0;     /* the same file twice */
+    if (!own && !cg) return;
+    tide_metrics_family(w, "tide_memory_pressure_ratio", "gauge", "PSI memory stall averages as a ratio of wall "
+                        "time (avg/100): some or all tasks stalled, over 10 s, 60 s and 300 s.");
+    if (own) psi_samples(w, scope, &st->last.psi, 1);
+    if (cg) psi_samples(w, "cgroup", &st->last.cgroup.psi, 1);
+    tide_metrics_family(w, "tide_memory_pressure_stall_seconds_total", "counter",
+                        "PSI memory stall time in total (some: at least one task stalled; full: all).");
+    if (own) psi_samples(w, scope, &st->last.psi, 0);
+    if (cg) psi_samples(w, "cgroup", &st->last.cgroup.psi, 0);
+}
+
+/* The cgroup whose usage counts beside RSS, when the governor reads one. */
+static void write_cgroup(tide_metrics_writer *w, const tide_metrics_opts *o, const tide_node_memory_status *st)
+{
+    const tide_mem_cgroup_usage *u = &st->last.cgroup;
+
+    if (!st->last.has_cgroup) return;
+    if (o->config && o->config->cgroup_limited)
+        one(w, "tide_cgroup_memory_limit_bytes", "gauge", "The memory limit of the cgroup that applies (v2 "
+            "memory.max, v1 memory.limit_in_bytes).", (double)o->config->cgroup_limit);
+    one(w, "tide_cgroup_memory_usage_bytes", "gauge", "The cgroup's memory usage (memory.current, v1 "
+        "memory.usage_in_bytes), page cache included.", (double)u->current_bytes);
+    one(w, "tide_cgroup_memory_page_cache_bytes", "gauge", "The cgroup's page cache (active_file + "
+        "inactive_file), which the kernel reclaims first; usage less this counts.", (double)u->page_cache_bytes);
+    tide_metrics_family(w, "tide_cgroup_memory_events_total", "counter", "The cgroup's memory events (v2 "
+                        "memory.events; v1: max from memory.failcnt, oom_kill from memory.oom_control).");
+    for (int e = 0; e < TIDE_MEM_EV_COUNT; e++) {
+        const char *lab[2] = { "event", tide_mem_event_name(e) };
+        if (u->has_event[e]) tide_metrics_sample(w, "tide_cgroup_memory_events_total", lab, 1, (double)u->events[e]);
+    }
+}
+
+static void write_overload(tide_metrics_writer *w, const tide_node_memory_status *st)
+{
+    static const char *const levels[TIDE_OVERLOAD_LEVELS] = { "normal", "soft", "high", "critical" };
+
+    if (st->limit_bytes)
+        tide_metrics_family(w, "tide_overload_mark_bytes", "gauge", "The counted bytes at which each level is "
+                            "entered and below which it is left (absent without a limit).");
+    for (int l = TIDE_OVERLOAD_SOFT; st->limit_bytes && l < TIDE_OVERLOAD_LEVELS; l++) {
+        const char *le[4] = { "level", levels[l], "edge", "enter" }, *ll[4] = { "level", levels[l], "edge", "leave" };
+        tide_metrics_sample(w, "tide_overload_mark_bytes", le, 2, (double)st->marks_enter[l]);
+        tide_metrics_sample(w, "tide_overload_mark_bytes", ll, 2, (double)st->marks_leave[l]);
+    }
+    one(w, "tide_overload_level_changes_total", "counter", "Changes of the overload level (each logged once).",
+        (double)st->level_changes);
+    tide_metrics_family(w, "tide_overload_actions_total", "counter", "What the memory governor did: sweep rounds, "
+                        "cache limits shrunk and restored, release calls, writes shed, accepting stopped.");
+    for (int a = 0; a < TIDE_NODE_ACT_COUNT; a++) {
+        const char *lab[2] = { "action", tide_node_action_name(a) };
+        tide_metrics_sample(w, "tide_overload_actions_total", lab, 1, (double)st->actions[a]);
+    }
+    one(w, "tide_overload_rejected_writes_total", "counter", "Node puts refused at the high level or above.",
+        (double)st->rejected_writes);
+    tide_metrics_family(w, "tide_overload_level_seconds_total", "counter", "Time spent at each overload level.");
+    for (int l = 0; l < TIDE_OVERLOAD_LEVELS; l++) {
+        const char *lab[2] = { "level", levels[l] };
+        tide_metrics_sample(w, "tide_overload_level_seconds_total", lab, 1, (double)st->level_seconds_us[l] / 1e6);
+    }
+}
+
+static void write_memory_limit(tide_metrics_writer *w, tide_node *n, const tide_metrics_opts *o)
+{
+    tide_node_memory_status st;
+
+    tide_node_memory_get(n, &st);
+    one(w, "tide_memory_limit_bytes", "gauge", "The process memory limit the governor holds (0: none).",
+        (double)st.limit_bytes);
+    one(w, "tide_memory_counted_bytes", "gauge", "What counts against the limit: the larger of the RSS and the "
+        "cgroup's usage less page cache, at the latest reading.", (double)st.counted_bytes);
+    one(w, "tide_overload_level", "gauge", "The overload level: 0 normal, 1 soft, 2 high (writes refused), "
+        "3 critical (no new connections).", (double)st.level);
+    write_overload(w, &st);
+    tide_metrics_family(w, "tide_memory_peak_bytes", "gauge", "The highest counted bytes since the node opened "
+                        "(with the kernel's VmHWM when larger) and since the last sweep round began.");
+    const char *ps[2] = { "since", "start" }, *pw[2] = { "since", "sweep" };
+    tide_metrics_sample(w, "tide_memory_peak_bytes", ps, 1, (double)st.peak_start_bytes);
+    tide_metrics_sample(w, "tide_memory_peak_bytes", pw, 1, (double)st.peak_sweep_bytes);
+    write_cgroup(w, o, &st);
+    write_pressure(w, n, &st);
+}
+
 int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, size_t *len)
 {
     tide_metrics_writer w = { 0 };
@@ -504,6 +621,7 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     write_sweeps(&w, n);
     write_allocator(&w);
     write_process(&w, o);
+    write_memory_limit(&w, n, o);
     write_store(&w, n, &si);
     write_rotations(&w, n);
     if (o->extra) o->extra(o->extra_arg, &w);

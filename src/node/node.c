@@ -42,15 +42,18 @@
  * The handle's other jobs live beside it, on the struct of node_impl.h:
  * sweeper.c runs the sweep rounds (its essay has their order and
  * invariants), keycount.c counts the keys at open, trim_policy.c reads and
- * writes a trim policy's text.
+ * writes a trim policy's text, governor.c holds the memory limit (issue 13).
  *
  * Invariants:
  *   1. A put that returned 0 has bumped put_gen after its store insert and
  *      before its key-cache erase.
- *   2. Open starts the key count, the sweeper and the rotator only after the
- *      generations and both caches exist; close stops the sweeper, then the
- *      rotator, then the count, then closes the generations (node_free), so
- *      no thread sees a freed part.
+ *   2. Open starts the key count, the rotator, the memory governor and the
+ *      sweeper only after the generations and both caches exist; close
+ *      stops the governor (its looks run sweep rounds), then the sweeper,
+ *      then the rotator, then the count, then closes the generations
+ *      (node_free), so no thread sees a freed part.
+ *   5. A put at the memory level HIGH or above (governor.c) touches
+ *      nothing: refused with TIDE_EOVERLOAD before the existence check.
  *   3. A cache hit never serves an object whose tag is below the oldest
  *      kept generation id (read at the hit).
  *   4. A miss stays in the key cache only if the readable epoch read
@@ -109,6 +112,12 @@ void tide_node_opts_init(tide_node_opts *o)
     o->rotation_wait_max_s = 300;
     o->rotate_check_ms = 1000;
     o->trim_after_rotation = 1;
+    o->memory_pct[TIDE_OVERLOAD_SOFT] = TIDE_OVERLOAD_SOFT_PCT_DEFAULT;
+    o->memory_pct[TIDE_OVERLOAD_HIGH] = TIDE_OVERLOAD_HIGH_PCT_DEFAULT;
+    o->memory_pct[TIDE_OVERLOAD_CRITICAL] = TIDE_OVERLOAD_CRITICAL_PCT_DEFAULT;
+    o->memory_hysteresis_pct = TIDE_OVERLOAD_HYSTERESIS_DEFAULT;
+    o->memory_poll_ms = 100;
+    o->memory_pressure_pct = 10;
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -216,10 +225,12 @@ static int node_free(tide_node *n)
 {
     int rc;
 
+    ti_node_governor_stop(n);
     ti_node_rotator_stop(n);
     ti_node_count_stop(n);
     rc = n->gens ? tide_gens_close(n->gens) : 0;
 
+    ti_node_governor_destroy(n);
     tide_keycache_destroy(n->keycache);
     tide_cache_destroy(n->cache);
     ti_node_rotator_destroy(n);
@@ -291,12 +302,21 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     ko.account_bytes = tide_mem_account_counter(TIDE_MEM_KEY_CACHE);
     rc = tide_keycache_create(&n->keycache, &ko);
     if (rc) goto out;
+    rc = ti_node_governor_init(n);
+    if (rc) goto out;
 
     ti_node_count_start(n, info.dat_file_bytes, info.inserts);
 
     if (n->opts.online_delete_on && n->opts.rotate_check_ms > 0 && tide_gens_enabled(n->gens)) {
         int e = ti_node_rotator_start(n);
         if (e) { rc = tide_err_sys(e, "node: starting the rotator thread"); goto out; }
+    }
+    /* The governor before the sweeper: node_free stops the governor (its
+     * looks run rounds) but not the sweeper, so nothing may fail after
+     * the sweeper starts. */
+    {
+        int e = ti_node_governor_start(n);
+        if (e) { rc = tide_err_sys(e, "node: starting the memory governor thread"); goto out; }
     }
     n->next_due_ns = tide_clock_mono_ns() + n->opts.sweep_interval_ms * 1000000u;
     if (n->opts.sweep_interval_ms > 0) {
@@ -314,6 +334,7 @@ out:
 int tide_node_close(tide_node *n)
 {
     if (n == NULL) return 0;
+    ti_node_governor_stop(n);     /* first: its looks run sweep rounds */
     pthread_mutex_lock(&n->state_lock);
     n->stop = 1;
     pthread_cond_broadcast(&n->state_cond);
@@ -372,6 +393,14 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
     uint64_t gen = 0;
     int rc;
 
+    /* Issue 13: at HIGH and above new writes are refused before they touch
+     * anything (governor.c); what is stored stays stored. */
+    if (tide_node_overload_level(n) >= TIDE_OVERLOAD_HIGH) {
+        atomic_fetch_add(&n->mem_rejected, 1);
+        rc = tide_err_set(TIDE_EOVERLOAD, "node: the memory level is %s: writes are refused until it falls "
+                          "below high's leave mark", tide_mem_overload_level_name(tide_node_overload_level(n)));
+        goto out;
+    }
     if (cache_hit(n, key, &have)) {
         tide_cache_obj_release(have);
         atomic_fetch_add(&n->puts_existing, 1);

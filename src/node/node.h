@@ -147,7 +147,9 @@ typedef struct tide_node_opts {
                                      at open (a read of nudb.dat) when the
                                      data file is at most this big; default
                                      4 GiB; 0: never count */
-    uint64_t (*clock_us)(void *arg); /* the caches' clock; NULL: monotonic */
+    uint64_t (*clock_us)(void *arg); /* the caches' clock, and the memory governor's (its
+                                     resweep interval and time per level; issue 13:
+                                     so tests need no wall clock); NULL: monotonic */
     void    *clock_arg;
     struct tide_io *io;           /* NULL (default): POSIX */
     /* online delete (issue 12; docs/ROTATION.md). Generations are on when
@@ -566,7 +568,9 @@ typedef struct tide_node_memory_status {
     char     psi_trigger_error[160];
     uint64_t peak_start_bytes;    /* counted bytes, highest reading since open (and
                                      the kernel's VmHWM when larger) */
-    uint64_t peak_sweep_bytes;    /* highest reading since the last sweep round began */
+    uint64_t peak_sweep_bytes;    /* highest reading since the last sweep round began
+                                     (each round's start sets it to the latest reading:
+                                     the figure at the start, until the next reading) */
     uint64_t level_changes;
     uint64_t level_seconds_us[TIDE_OVERLOAD_LEVELS]; /* time spent at each level */
     uint64_t actions[TIDE_NODE_ACT_COUNT];
@@ -588,8 +592,11 @@ void tide_node_memory_get(tide_node *n, tide_node_memory_status *out);
  * (0: none, the level drops to NORMAL), `pct` (TIDE_OVERLOAD_LEVELS
  * entries as opts.memory_pct, NULL: keep), `hysteresis_pct` and
  * `pressure_pct` (UINT_MAX: keep). The level is recomputed at the next
- * reading, which this call makes at once. The caches' budgets derived from
- * the old limit are not recomputed (they were fixed at startup). Returns 0
+ * reading, which this call makes at once (from a fresh state: a level
+ * held by hysteresis may come out lower). The caches' budgets derived from
+ * the old limit are not recomputed (they were fixed at startup), and a PSI
+ * trigger is not reopened for a new pressure_pct (the averages use it at
+ * once). Returns 0
  * or TIDE_EINVAL (as tide_mem_overload_init; nothing changed).
  */
 int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigned *pct,

@@ -1,7 +1,8 @@
 /*
  * node_impl.h: the node handle's insides, shared by the files of the node
  * part that make it up (node.c the handle, sweeper.c the sweeper thread,
- * keycount.c the key count). Nothing outside src/node includes it.
+ * keycount.c the key count, rotator.c online delete, governor.c the
+ * memory limit). Nothing outside src/node includes it.
  *
  * Locks (sweeper.c's essay has the invariants they keep): round_lock, one
  * sweep round at a time; state_lock, the reports, totals, schedule and
@@ -75,6 +76,35 @@ struct tide_node {
     tide_node_rotation_totals rot_totals;/* histograms in rot_hist */
     tide_hist       rot_hist[TIDE_NODE_ROTATION_NPHASES], rot_trim_hist;
     tide_node_rotation_report rotations[TIDE_NODE_ROTATIONS];
+
+    /* the memory governor (governor.c; its essay has the invariants).
+     * mem_check_lock: one look at a time (the thread's, a test's,
+     * configure's), held across the look's sweep round, so taken before
+     * round_lock; everything marked (c) is under it. mem_lock: the status
+     * (mem_st) and the sweep peak, held only for copies, never across a
+     * reading or a round; taken after round_lock (the sweeper resets the
+     * peak at a round's start). */
+    pthread_mutex_t  mem_check_lock;
+    pthread_mutex_t  mem_lock;
+    _Atomic int      mem_level;          /* TIDE_OVERLOAD_*: tide_node_overload_level */
+    _Atomic uint64_t mem_rejected;       /* tide_node_put refusals */
+    tide_mem_overload mem_ov;            /* (c) valid when mem_st.limit_bytes > 0 */
+    unsigned         mem_pressure_pct;   /* (c) */
+    int              mem_shrunk;         /* (c) the divisor in force on the caches (1: none) */
+    uint64_t         mem_last_act_us;    /* (c) the governor's last round, governor clock */
+    uint64_t         mem_last_us;        /* under mem_lock: the last look, governor clock */
+    int              mem_failing;        /* (c) the last reading failed (one WARN per streak) */
+    size_t           mem_cache_budget, mem_cache_hard, mem_keycache_hard; /* as opened */
+    char            *mem_cgroup_path;    /* opts.cgroup_path copied */
+    int              mem_psi_fd;         /* the PSI trigger, or -1 */
+    _Atomic int      mem_psi_seen;       /* the thread's poll took a POLLPRI (the kernel
+                                            hands each event to one poll only) */
+    int              mem_wake[2];        /* close writes to [1] to end the thread's poll */
+    int              mem_inited;         /* the locks exist (node_free's test) */
+    int              mem_started;
+    pthread_t        mem_thread;
+    tide_node_memory_status mem_st;      /* under mem_lock; changes[] is a ring (mem_ring) */
+    size_t           mem_ring;           /* next slot of mem_st.changes to write */
 };
 
 /* Start the sweeper thread (sweeper.c). Returns 0 or the pthread error. */
@@ -97,6 +127,24 @@ int  ti_node_rotator_start(tide_node *n);
  * store or generations close). */
 void ti_node_rotator_stop(tide_node *n);
 void ti_node_rotator_destroy(tide_node *n);
+
+/* The governor (governor.c): its state at open (the PSI trigger, the
+ * marks; TIDE_EINVAL for bad memory options, TIDE_ENOMEM), the thread's
+ * start when memory_poll_ms > 0 (0 or the pthread error), its stop (close:
+ * first of all the threads) and the end of its state (node_free). */
+int  ti_node_governor_init(tide_node *n);
+int  ti_node_governor_start(tide_node *n);
+void ti_node_governor_stop(tide_node *n);
+void ti_node_governor_destroy(tide_node *n);
+
+/* A sweep round began (sweeper.c, under round_lock): the sweep peak starts
+ * again from the latest reading. */
+void ti_node_governor_round_began(tide_node *n);
+
+/* One sweep round on the calling thread (sweeper.c); with `force_release`
+ * its release call is made whatever the trim policy says (unless opts.trim
+ * is 0): the governor's round. */
+void ti_node_round(tide_node *n, tide_node_sweep_report *r, int force_release);
 
 /* The measured release: opts.release, or tide_mem_trim (sweeper.c); a
  * sweep round's and a rotation's. */

@@ -15,7 +15,8 @@
  *   3. health gate: no commit backlog (the insert pools, pending plus
  *      committing, under one burst), no commit failed since the last look, and, when
  *      rotation_max_rss is set, the process RSS under it (or opts.health,
- *      a test hook; the memory limit of issue 13 is not here yet); while unhealthy the attempt waits recovery_wait_s and
+ *      a test hook), and the memory level (issue 13's governor) below
+ *      HIGH; while unhealthy the attempt waits recovery_wait_s and
  *      looks again, and after rotation_wait_max_s in all it is abandoned:
  *      logged at WARN once with the figures, counted, recorded with
  *      abandoned = 1, and the next attempt waits recovery_wait_s more;
@@ -430,6 +431,17 @@ static int healthy(tide_node *n, char *why, size_t cap)
     if (si.pool_bytes >= si.burst_bytes) {
         snprintf(why, cap, "a commit backlog: the insert pools hold %s, a whole burst of %s",
                  tide_size_format(si.pool_bytes, a, sizeof a), tide_size_format(si.burst_bytes, b, sizeof b));
+        return 0;
+    }
+    /* Issue 13: at HIGH the node sheds writes to get under its limit; a
+     * rotation's keep-list copies and new generation's buffers would add
+     * to what it is shedding. The drop itself would free disk, not memory. */
+    if (tide_node_overload_level(n) >= TIDE_OVERLOAD_HIGH) {
+        tide_node_memory_status ms;
+        tide_node_memory_get(n, &ms);
+        snprintf(why, cap, "the memory level is %s: counted %s of the limit %s",
+                 tide_mem_overload_level_name(ms.level), tide_size_format(ms.counted_bytes, a, sizeof a),
+                 tide_size_format(ms.limit_bytes, b, sizeof b));
         return 0;
     }
     /* A statm read that fails says nothing about memory: not a reason to

@@ -9,7 +9,9 @@
  * sweep_interval_ms after the end of the last one, whoever ran it
  * (tide_node_sweep runs a round on its caller's thread). The interval counts
  * from the end so that a slow trim on a big heap cannot make rounds pile up
- * back to back.
+ * back to back. At a round's start the memory governor's sweep peak
+ * starts again (governor.c); the governor's own rounds (ti_node_round with
+ * force_release) make their release whatever the policy says (issue 13).
  *
  * Invariants:
  *   1. Rounds never overlap (round_lock), and each makes at most one release
@@ -85,13 +87,14 @@ static int policy_wants_trim(tide_node *n, uint64_t seq, uint64_t freed)
     }
 }
 
-static void run_round(tide_node *n, tide_node_sweep_report *out)
+static void run_round(tide_node *n, tide_node_sweep_report *out, int force_release)
 {
     tide_node_sweep_report r;
     tide_store_info info;
     uint64_t t0;
 
     pthread_mutex_lock(&n->round_lock);
+    ti_node_governor_round_began(n);
     memset(&r, 0, sizeof r);
     r.started_unix_us = tide_clock_real_us();
     t0 = tide_clock_mono_ns();
@@ -107,7 +110,7 @@ static void run_round(tide_node *n, tide_node_sweep_report *out)
                      ? r.key_cache.bytes_before - r.key_cache.bytes_after : 0);
     /* seq changes only at the end of a round, under round_lock, which this
      * thread holds: it can be read here without state_lock. */
-    if (policy_wants_trim(n, n->seq + 1, r.freed_bytes)) {
+    if (force_release ? n->opts.trim : policy_wants_trim(n, n->seq + 1, r.freed_bytes)) {
         trace(n, "release");
         r.trim_rc = ti_node_release(n, &r.trim);
         r.trimmed = 1;
@@ -163,7 +166,7 @@ static void *sweeper_main(void *arg)
             continue;                     /* re-read stop and the due time */
         }
         pthread_mutex_unlock(&n->state_lock);
-        run_round(n, NULL);
+        run_round(n, NULL, 0);
         pthread_mutex_lock(&n->state_lock);
     }
     pthread_mutex_unlock(&n->state_lock);
@@ -177,7 +180,12 @@ int ti_node_sweeper_start(tide_node *n)
 
 void tide_node_sweep(tide_node *n, tide_node_sweep_report *r)
 {
-    run_round(n, r);
+    run_round(n, r, 0);
+}
+
+void ti_node_round(tide_node *n, tide_node_sweep_report *r, int force_release)
+{
+    run_round(n, r, force_release);
 }
 
 size_t tide_node_reports(tide_node *n, tide_node_sweep_report *out, size_t cap)

@@ -1,0 +1,725 @@
+/*
+ * test_node_memory.c: the node's memory governor (issue 13; governor.c).
+ *
+ * Most tests run without the governor's thread (memory_poll_ms 0) and with
+ * an injected reading (opts.memory_reading), an injected clock
+ * (opts.clock_us: the resweep and the seconds per level), a counting
+ * release (opts.release) and trace (opts.trace), and drive the levels with
+ * tide_node_memory_check. The limit is 100 MiB with the default marks:
+ * soft 80/75, high 90/85, critical 97/92 MiB (enter/leave). The log goes to
+ * a sink that keeps the governor's lines. Two tests read the real figures
+ * (one in a real v1 memory cgroup, removed whatever happens), and one runs
+ * the thread and waits for its level changes with a generous bound.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "expect.h"
+#include "helpers.h"
+#include "node/node.h"
+#include "tide/error.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define MIB (1024ull * 1024ull)
+#define SEC 1000000ull
+
+/* ---- the injected world --------------------------------------------------------------- */
+
+typedef struct world {
+    th_scratch s;
+    tide_node *n;
+    _Atomic uint64_t rss;         /* the reading's RSS */
+    int has_psi;
+    double avg10;
+    int triggered;
+    int fail;                     /* the next readings fail with TIDE_EIO */
+    int has_cgroup;
+    uint64_t cg_current, cg_cache;
+    _Atomic int readings;
+    uint64_t now;                 /* the clock, microseconds */
+    int releases, rounds;         /* opts.release calls; "sweep node_cache" steps */
+    int lines, warns;             /* the governor's level lines, of them at WARN */
+    char last[512];               /* the last level line */
+    int read_failed_warns;        /* "a reading failed" lines */
+} world;
+
+static world *g_w;                /* the log sink's world (one test at a time) */
+
+static int fake_reading(void *arg, tide_node_memory_reading *r)
+{
+    world *w = arg;
+
+    atomic_fetch_add(&w->readings, 1);
+    if (w->fail) return tide_err_set(TIDE_EIO, "the test's reading failed on purpose");
+    r->rss_bytes = atomic_load(&w->rss);
+    r->has_psi = w->has_psi;
+    r->psi.some.avg10 = w->avg10;
+    r->psi_triggered = w->triggered;
+    r->has_cgroup = w->has_cgroup;
+    r->cgroup.current_bytes = w->cg_current;
+    r->cgroup.page_cache_bytes = w->cg_cache;
+    return 0;
+}
+
+static uint64_t fake_clock(void *arg) { return ((world *)arg)->now; }
+
+static int fake_release(void *arg, tide_mem_trim_report *r)
+{
+    memset(r, 0, sizeof *r);
+    ((world *)arg)->releases++;
+    return 0;
+}
+
+static void fake_trace(void *arg, const char *step)
+{
+    if (strcmp(step, "sweep node_cache") == 0) ((world *)arg)->rounds++;
+}
+
+static void sink(void *arg, int level, const char *line)
+{
+    world *w = arg;
+
+    if (strstr(line, "memory level ")) {
+        w->lines++;
+        if (level == TIDE_LOG_WARN) w->warns++;
+        snprintf(w->last, sizeof w->last, "%s", line);
+    }
+    if (strstr(line, "a reading failed") && level == TIDE_LOG_WARN) w->read_failed_warns++;
+}
+
+static int setup(void **state)
+{
+    world *w = calloc(1, sizeof *w);
+
+    if (w == NULL || th_scratch_init(&w->s) != 0) { free(w); return -1; }
+    w->now = 1000 * SEC;
+    g_w = w;
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    world *w = *state;
+
+    tide_log_set_sink(NULL, NULL);
+    if (w->n) tide_node_close(w->n);
+    th_teardown(state);
+    g_w = NULL;
+    free(w);
+    return 0;
+}
+
+/* The options every injected test starts from. */
+static tide_node_opts base_opts(world *w)
+{
+    tide_node_opts o;
+
+    tide_node_opts_init(&o);
+    o.dir = w->s.dir;
+    o.sweep_interval_ms = 0;
+    o.rotate_check_ms = 0;
+    o.memory_poll_ms = 0;
+    o.memory_limit = 100 * MIB;
+    o.cache_budget = 8 * MIB;                 /* hard limit 16 MiB */
+    o.key_cache_hard_limit = 4 * MIB;
+    o.memory_reading = fake_reading;
+    o.memory_reading_arg = w;
+    o.clock_us = fake_clock;
+    o.clock_arg = w;
+    o.release = fake_release;
+    o.release_arg = w;
+    o.trace = fake_trace;
+    o.trace_arg = w;
+    return o;
+}
+
+static void open_with(world *w, const tide_node_opts *o)
+{
+    int rc = tide_node_open(&w->n, o);
+
+    if (rc) fail_msg("tide_node_open: %s (%s)", tide_strerror(rc), tide_last_error());
+    tide_log_set_sink(sink, w);
+}
+
+static void open_world(world *w)
+{
+    tide_node_opts o = base_opts(w);
+
+    open_with(w, &o);
+}
+
+/* One look with the RSS at `mib` MiB; returns the level. */
+static int look(world *w, uint64_t mib)
+{
+    atomic_store(&w->rss, mib * MIB);
+    return tide_node_memory_check(w->n);
+}
+
+static void expect_look(world *w, uint64_t mib, int level, const char *what)
+{
+    int got = look(w, mib);
+
+    if (got != level)
+        fail_msg("%s: %" PRIu64 " MiB: expected level %s, got %s", what, mib, tide_mem_overload_level_name(level),
+                 tide_mem_overload_level_name(got));
+    expect_u64((uint64_t)tide_node_overload_level(w->n), (uint64_t)level, what);
+}
+
+static tide_node_memory_status status(world *w)
+{
+    tide_node_memory_status st;
+
+    tide_node_memory_get(w->n, &st);
+    return st;
+}
+
+static void key_of(uint64_t i, uint8_t key[32]) { th_key(i, 32, key); }
+
+static int put_i(world *w, uint64_t i)
+{
+    uint8_t key[32], val[600];
+    size_t len = th_len(i, 1, sizeof val);
+
+    key_of(i, key);
+    th_value(i, len, val);
+    return tide_node_put(w->n, key, val, len);
+}
+
+static void expect_stored(world *w, uint64_t i, const char *what)
+{
+    uint8_t key[32], want[600];
+    tide_cache_obj *v = NULL;
+    size_t len = th_len(i, 1, sizeof want);
+    int rc;
+
+    key_of(i, key);
+    th_value(i, len, want);
+    rc = tide_node_get(w->n, key, &v);
+    if (rc) fail_msg("%s: get of key %" PRIu64 ": expected the value, got %s", what, i, tide_strerror(rc));
+    if (tide_cache_obj_len(v) != len || memcmp(tide_cache_obj_data(v), want, len) != 0) {
+        tide_cache_obj_release(v);
+        fail_msg("%s: key %" PRIu64 ": wrong bytes", what, i);
+    }
+    tide_cache_obj_release(v);
+}
+
+/* ---- levels ----------------------------------------------------------------------------- */
+
+static void levels_move_with_hysteresis_and_each_change_is_logged_once(void **state)
+{
+    world *w = *state;
+    tide_node_memory_status st;
+
+    open_world(w);
+    expect_look(w, 50, TIDE_OVERLOAD_NORMAL, "50 MiB");
+    expect_u64((uint64_t)w->lines, 0, "level lines at NORMAL");
+    expect_look(w, 80, TIDE_OVERLOAD_SOFT, "80 MiB: soft's enter mark");
+    expect_u64((uint64_t)w->warns, 1, "WARN lines after the rise");
+    expect_contains(w->last, "memory level normal -> soft", "the rise's line");
+    expect_contains(w->last, "counted 80 MiB", "the rise's line gives the counted bytes");
+    expect_contains(w->last, "of the limit 100 MiB", "the rise's line gives the limit");
+    expect_contains(w->last, "reached soft's enter mark 80 MiB", "the rise's line gives the mark");
+    expect_look(w, 79, TIDE_OVERLOAD_SOFT, "79 MiB: above soft's leave mark");
+    expect_look(w, 75, TIDE_OVERLOAD_SOFT, "75 MiB: at soft's leave mark");
+    expect_u64((uint64_t)w->lines, 1, "level lines while soft holds");
+    expect_look(w, 74, TIDE_OVERLOAD_NORMAL, "74 MiB: below soft's leave mark");
+    expect_u64((uint64_t)w->lines, 2, "level lines after the fall");
+    expect_u64((uint64_t)w->warns, 1, "WARN lines after the fall (it is INFO)");
+    expect_contains(w->last, "soft -> normal", "the fall's line");
+    expect_contains(w->last, "fell below soft's leave mark 75 MiB", "the fall's line gives the mark");
+    expect_look(w, 97, TIDE_OVERLOAD_CRITICAL, "97 MiB: straight to critical");
+    expect_contains(w->last, "normal -> critical", "a jump of three levels is one line");
+    expect_look(w, 93, TIDE_OVERLOAD_CRITICAL, "93 MiB: above critical's leave mark");
+    expect_look(w, 91, TIDE_OVERLOAD_HIGH, "91 MiB: below critical's leave mark");
+    expect_look(w, 86, TIDE_OVERLOAD_HIGH, "86 MiB: above high's leave mark");
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "10 MiB: all the way down");
+    st = status(w);
+    expect_u64(st.level_changes, 5, "level changes");
+    expect_u64((uint64_t)w->lines, 5, "level lines (one per change)");
+    expect_u64(st.nchanges, 5, "changes in the ring");
+    expect_u64((uint64_t)st.changes[0].from, TIDE_OVERLOAD_HIGH, "the newest change's from");
+    expect_u64((uint64_t)st.changes[0].to, TIDE_OVERLOAD_NORMAL, "the newest change's to");
+    expect_u64(st.changes[0].counted_bytes, 10 * MIB, "the newest change's counted bytes");
+    expect_u64((uint64_t)st.changes[4].to, TIDE_OVERLOAD_SOFT, "the oldest change's to");
+    expect_u64(st.marks_enter[TIDE_OVERLOAD_HIGH], 90 * MIB, "high's enter mark");
+    expect_u64(st.marks_leave[TIDE_OVERLOAD_HIGH], 85 * MIB, "high's leave mark");
+    expect_u64(st.readings, 10, "readings");
+    expect_str(st.counts, "rss", "which figure counts");
+}
+
+static void the_cgroup_counts_when_its_usage_less_page_cache_is_larger(void **state)
+{
+    world *w = *state;
+    tide_node_memory_status st;
+
+    open_world(w);
+    w->has_cgroup = 1;
+    w->cg_current = 130 * MIB;
+    w->cg_cache = 40 * MIB;                     /* 90 MiB counts: high */
+    expect_look(w, 50, TIDE_OVERLOAD_HIGH, "rss 50 MiB, cgroup 130 - 40 MiB");
+    st = status(w);
+    expect_str(st.counts, "cgroup", "which figure counts");
+    expect_u64(st.counted_bytes, 90 * MIB, "counted bytes");
+    expect_contains(w->last, "rss 50 MiB, cgroup 90 MiB", "the line gives both figures");
+    w->cg_cache = 100 * MIB;                    /* 30 MiB: rss counts */
+    expect_look(w, 50, TIDE_OVERLOAD_NORMAL, "rss 50 MiB, cgroup 130 - 100 MiB");
+    expect_str(status(w).counts, "rss", "which figure counts after the page cache grew");
+}
+
+/* ---- actions ---------------------------------------------------------------------------- */
+
+static void a_rise_shrinks_the_caches_sweeps_and_releases_once_and_normal_restores(void **state)
+{
+    world *w = *state;
+    tide_cache_stats cs;
+    tide_keycache_stats ks;
+    tide_node_memory_status st;
+
+    open_world(w);
+    tide_node_cache_stats(w->n, &cs);
+    expect_u64(cs.hard_limit_bytes, 16 * MIB, "the node cache's hard limit as opened");
+    expect_look(w, 82, TIDE_OVERLOAD_SOFT, "82 MiB");
+    tide_node_cache_stats(w->n, &cs);
+    tide_node_keycache_stats(w->n, &ks);
+    expect_u64(cs.hard_limit_bytes, 8 * MIB, "the node cache's hard limit at soft (/2)");
+    expect_u64(cs.budget_bytes, 4 * MIB, "the node cache's budget at soft (/2)");
+    expect_u64(ks.hard_limit_bytes, 2 * MIB, "the key cache's hard limit at soft (/2)");
+    expect_u64((uint64_t)w->rounds, 1, "sweep rounds after the rise to soft");
+    expect_u64((uint64_t)w->releases, 1, "releases after the rise to soft");
+    expect_look(w, 83, TIDE_OVERLOAD_SOFT, "83 MiB at once: no second round (resweep waits a second)");
+    expect_u64((uint64_t)w->rounds, 1, "sweep rounds while soft holds");
+    expect_look(w, 95, TIDE_OVERLOAD_HIGH, "95 MiB");
+    tide_node_cache_stats(w->n, &cs);
+    expect_u64(cs.hard_limit_bytes, 4 * MIB, "the node cache's hard limit at high (/4)");
+    expect_u64((uint64_t)w->rounds, 2, "sweep rounds after the rise to high");
+    expect_u64((uint64_t)w->releases, 2, "releases after the rise to high");
+    expect_look(w, 50, TIDE_OVERLOAD_NORMAL, "50 MiB");
+    tide_node_cache_stats(w->n, &cs);
+    tide_node_keycache_stats(w->n, &ks);
+    expect_u64(cs.hard_limit_bytes, 16 * MIB, "the node cache's hard limit restored");
+    expect_u64(cs.budget_bytes, 8 * MIB, "the node cache's budget restored");
+    expect_u64(ks.hard_limit_bytes, 4 * MIB, "the key cache's hard limit restored");
+    expect_u64((uint64_t)w->rounds, 2, "no round for the fall");
+    st = status(w);
+    expect_u64(st.actions[TIDE_NODE_ACT_SHRINK], 2, "shrink actions");
+    expect_u64(st.actions[TIDE_NODE_ACT_SWEEP], 2, "sweep actions");
+    expect_u64(st.actions[TIDE_NODE_ACT_TRIM], 2, "trim actions");
+    expect_u64(st.actions[TIDE_NODE_ACT_SHED_WRITES], 1, "shed_writes actions");
+    expect_u64(st.actions[TIDE_NODE_ACT_STOP_ACCEPTING], 0, "stop_accepting actions");
+    expect_u64(st.actions[TIDE_NODE_ACT_RESTORE], 1, "restore actions");
+    expect_str(tide_node_action_name(TIDE_NODE_ACT_SHED_WRITES), "shed_writes", "an action's name");
+}
+
+static void trim_off_sweeps_without_a_release(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = base_opts(w);
+
+    o.trim = 0;
+    open_with(w, &o);
+    expect_look(w, 99, TIDE_OVERLOAD_CRITICAL, "99 MiB");
+    expect_u64((uint64_t)w->rounds, 1, "sweep rounds");
+    expect_u64((uint64_t)w->releases, 0, "releases with trim 0");
+    expect_u64(status(w).actions[TIDE_NODE_ACT_TRIM], 0, "trim actions with trim 0");
+    expect_u64(status(w).actions[TIDE_NODE_ACT_STOP_ACCEPTING], 1, "stop_accepting actions");
+}
+
+static void the_round_repeats_every_second_while_above_softs_enter_mark(void **state)
+{
+    world *w = *state;
+
+    open_world(w);
+    expect_look(w, 85, TIDE_OVERLOAD_SOFT, "85 MiB");
+    expect_u64((uint64_t)w->rounds, 1, "rounds after the rise");
+    w->now += TIDE_NODE_MEMORY_RESWEEP_MS * 1000ull - 1;
+    expect_look(w, 85, TIDE_OVERLOAD_SOFT, "85 MiB 1 us before the resweep is due");
+    expect_u64((uint64_t)w->rounds, 1, "rounds before the resweep is due");
+    w->now += 1;
+    expect_look(w, 85, TIDE_OVERLOAD_SOFT, "85 MiB when the resweep is due");
+    expect_u64((uint64_t)w->rounds, 2, "rounds after the resweep");
+    expect_u64((uint64_t)w->releases, 2, "releases after the resweep");
+    w->now += 10 * SEC;
+    expect_look(w, 78, TIDE_OVERLOAD_SOFT, "78 MiB: soft holds below its enter mark");
+    expect_u64((uint64_t)w->rounds, 2, "no resweep below soft's enter mark");
+    expect_u64(status(w).actions[TIDE_NODE_ACT_SWEEP], 2, "sweep actions");
+}
+
+/* ---- writes ----------------------------------------------------------------------------- */
+
+static void put_is_refused_at_high_and_accepted_below_highs_leave_mark_and_nothing_is_lost(void **state)
+{
+    world *w = *state;
+    int rc;
+
+    open_world(w);
+    for (uint64_t i = 0; i < 50; i++) expect_ok(put_i(w, i), "a put at normal");
+    expect_look(w, 92, TIDE_OVERLOAD_HIGH, "92 MiB");
+    rc = put_i(w, 50);
+    expect_rc(rc, TIDE_EOVERLOAD, "a put at high");
+    expect_contains(tide_last_error(), "memory level is high", "the refusal's message");
+    rc = put_i(w, 0);
+    expect_rc(rc, TIDE_EOVERLOAD, "a put of a stored key at high (checked before the existence check)");
+    for (uint64_t i = 0; i < 50; i++) expect_stored(w, i, "a key put before high, read at high");
+    expect_look(w, 86, TIDE_OVERLOAD_HIGH, "86 MiB: above high's leave mark");
+    expect_rc(put_i(w, 50), TIDE_EOVERLOAD, "a put still at high");
+    expect_u64(status(w).rejected_writes, 3, "rejected writes");
+    expect_look(w, 84, TIDE_OVERLOAD_SOFT, "84 MiB: below high's leave mark");
+    expect_ok(put_i(w, 50), "a put at soft");
+    expect_ok(tide_node_sync(w->n), "sync");
+    expect_ok(tide_node_close(w->n), "close");
+    w->n = NULL;
+    open_world(w);
+    for (uint64_t i = 0; i <= 50; i++) expect_stored(w, i, "a key after a reopen");
+    expect_u64(status(w).rejected_writes, 0, "rejected writes after a reopen");
+}
+
+/* ---- pressure, failures, configure --------------------------------------------------------- */
+
+static void pressure_holds_soft_until_avg10_falls_under_half_the_threshold(void **state)
+{
+    world *w = *state;
+    tide_node_memory_status st;
+
+    open_world(w);                     /* memory_pressure_pct 10 (the default) */
+    w->has_psi = 1;
+    w->avg10 = 9.99;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "avg10 9.99 under 10");
+    w->avg10 = 10.0;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "avg10 10 at 10 MiB");
+    expect_contains(w->last, "pressure", "the rise's line names the pressure");
+    st = status(w);
+    expect_u64((uint64_t)st.pressure, 1, "the pressure flag");
+    expect_u64((uint64_t)st.changes[0].pressure, 1, "the change's pressure flag");
+    w->avg10 = 5.0;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "avg10 5: not under half of 10");
+    expect_look(w, 95, TIDE_OVERLOAD_HIGH, "pressure never holds a higher level down");
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "10 MiB with pressure: held at soft");
+    w->avg10 = 4.99;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "avg10 4.99: pressure over");
+    expect_u64((uint64_t)status(w).pressure, 0, "the pressure flag after it let go");
+    w->has_psi = 0;
+    w->triggered = 1;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the trigger fired");
+    w->triggered = 0;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "the trigger quiet and no averages");
+}
+
+static void pressure_off_is_ignored(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = base_opts(w);
+
+    o.memory_pressure_pct = 0;
+    open_with(w, &o);
+    w->has_psi = 1;
+    w->avg10 = 90;
+    w->triggered = 1;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "avg10 90 with memory_pressure_pct 0");
+}
+
+static void a_failed_reading_is_counted_and_the_level_kept(void **state)
+{
+    world *w = *state;
+    tide_node_memory_status st;
+
+    open_world(w);
+    expect_look(w, 92, TIDE_OVERLOAD_HIGH, "92 MiB");
+    w->fail = 1;
+    expect_look(w, 10, TIDE_OVERLOAD_HIGH, "a failed reading");
+    expect_look(w, 10, TIDE_OVERLOAD_HIGH, "a second failed reading");
+    st = status(w);
+    expect_u64(st.reading_failures, 2, "reading failures");
+    expect_u64(st.readings, 1, "readings (the failed ones are not)");
+    expect_u64(st.counted_bytes, 92 * MIB, "counted bytes (the last good reading)");
+    expect_u64((uint64_t)w->read_failed_warns, 1, "WARN lines for a streak of failures");
+    expect_rc(put_i(w, 1), TIDE_EOVERLOAD, "a put while the readings fail at high");
+    w->fail = 0;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "a good reading again");
+}
+
+static void configure_changes_the_limit_live_and_refuses_bad_levels(void **state)
+{
+    world *w = *state;
+    unsigned bad[TIDE_OVERLOAD_LEVELS] = { 0, 90, 80, 97 }, other[TIDE_OVERLOAD_LEVELS] = { 0, 50, 60, 70 };
+    tide_node_memory_status st;
+
+    open_world(w);
+    expect_look(w, 85, TIDE_OVERLOAD_SOFT, "85 MiB of 100");
+    atomic_store(&w->rss, 85 * MIB);
+    expect_ok(tide_node_memory_configure(w->n, 200 * MIB, NULL, UINT_MAX, UINT_MAX), "configure 200 MiB");
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_NORMAL, "the level at 85 of 200 MiB, at once");
+    st = status(w);
+    expect_u64(st.limit_bytes, 200 * MIB, "the limit after configure");
+    expect_u64(st.marks_enter[TIDE_OVERLOAD_SOFT], 160 * MIB, "soft's enter mark of 200 MiB");
+    expect_u64(st.actions[TIDE_NODE_ACT_RESTORE], 1, "restore after the limit went up");
+    expect_ok(tide_node_memory_configure(w->n, 90 * MIB, NULL, UINT_MAX, UINT_MAX), "configure 90 MiB");
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_HIGH, "the level at 85 of 90 MiB (94%)");
+    expect_rc(tide_node_memory_configure(w->n, 200 * MIB, bad, UINT_MAX, UINT_MAX), TIDE_EINVAL,
+              "configure levels 90,80,97");
+    st = status(w);
+    expect_u64(st.limit_bytes, 90 * MIB, "the limit after a refused configure");
+    expect_u64((uint64_t)st.level, TIDE_OVERLOAD_HIGH, "the level after a refused configure");
+    expect_ok(tide_node_memory_configure(w->n, 150 * MIB, other, 5, 20), "configure 150 MiB at 50,60,70");
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_SOFT, "85 of 150 MiB (57%) at 50,60,70");
+    expect_u64(status(w).marks_enter[TIDE_OVERLOAD_CRITICAL], 105 * MIB, "critical's enter mark at 70% of 150 MiB");
+}
+
+static void configure_to_no_limit_drops_to_normal(void **state)
+{
+    world *w = *state;
+    unsigned bad[TIDE_OVERLOAD_LEVELS] = { 0, 80, 80, 97 };
+
+    open_world(w);
+    expect_look(w, 99, TIDE_OVERLOAD_CRITICAL, "99 MiB");
+    expect_rc(tide_node_memory_configure(w->n, 0, bad, UINT_MAX, UINT_MAX), TIDE_EINVAL,
+              "configure no limit with levels 80,80,97");
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_CRITICAL, "the level after the refusal");
+    expect_ok(tide_node_memory_configure(w->n, 0, NULL, UINT_MAX, UINT_MAX), "configure no limit");
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_NORMAL, "the level without a limit");
+    expect_contains(w->last, "critical -> normal", "the fall's line");
+    expect_look(w, 1000, TIDE_OVERLOAD_NORMAL, "1000 MiB without a limit");
+    expect_ok(put_i(w, 1), "a put without a limit");
+}
+
+/* ---- peaks and time ---------------------------------------------------------------------- */
+
+static void peaks_since_open_and_since_the_last_sweep_round(void **state)
+{
+    world *w = *state;
+    tide_node_memory_status st;
+
+    open_world(w);
+    expect_look(w, 30, TIDE_OVERLOAD_NORMAL, "30 MiB");
+    expect_look(w, 60, TIDE_OVERLOAD_NORMAL, "60 MiB");
+    expect_look(w, 40, TIDE_OVERLOAD_NORMAL, "40 MiB");
+    st = status(w);
+    expect_u64(st.peak_start_bytes, 60 * MIB, "the peak since open");
+    expect_u64(st.peak_sweep_bytes, 60 * MIB, "the peak since the last round (none yet)");
+    tide_node_sweep(w->n, NULL);
+    expect_u64(status(w).peak_sweep_bytes, 40 * MIB, "the sweep peak right after a round: the latest reading");
+    expect_look(w, 50, TIDE_OVERLOAD_NORMAL, "50 MiB");
+    expect_look(w, 45, TIDE_OVERLOAD_NORMAL, "45 MiB");
+    st = status(w);
+    expect_u64(st.peak_sweep_bytes, 50 * MIB, "the peak since the last round");
+    expect_u64(st.peak_start_bytes, 60 * MIB, "the peak since open after the round");
+}
+
+static void time_is_counted_per_level(void **state)
+{
+    world *w = *state;
+    tide_node_memory_status st;
+
+    open_world(w);
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "10 MiB");
+    w->now += 3 * SEC;
+    expect_look(w, 81, TIDE_OVERLOAD_SOFT, "81 MiB after 3 s");
+    w->now += 2 * SEC;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "10 MiB after 2 s more");
+    w->now += 1 * SEC;
+    st = status(w);
+    expect_u64(st.level_seconds_us[TIDE_OVERLOAD_SOFT], 2 * SEC, "time at soft");
+    expect_u64(st.level_seconds_us[TIDE_OVERLOAD_NORMAL], 4 * SEC, "time at normal (3 s, then 1 s to the snapshot)");
+    expect_u64(st.level_seconds_us[TIDE_OVERLOAD_HIGH], 0, "time at high");
+}
+
+/* ---- the rotator's gate ------------------------------------------------------------------ */
+
+static void the_rotators_gate_waits_while_the_level_is_high(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = base_opts(w);
+    tide_node_rotation_report r;
+
+    o.online_delete_on = 1;
+    o.online_delete = 1;
+    o.rotation_wait_max_s = 0;        /* one look, then abandoned with the reason */
+    open_with(w, &o);
+    expect_ok(put_i(w, 1), "a put at normal (the trigger is one object)");
+    expect_look(w, 92, TIDE_OVERLOAD_HIGH, "92 MiB");
+    expect_u64((uint64_t)tide_node_rotate_check(w->n, &r), 1, "a due attempt at high");
+    expect_u64((uint64_t)r.abandoned, 1, "the attempt at high is abandoned");
+    expect_contains(r.error, "the memory level is high", "the gate's reason");
+    expect_look(w, 50, TIDE_OVERLOAD_NORMAL, "50 MiB");
+    w->now += 1;
+    memset(&r, 0, sizeof r);
+    if (tide_node_rotate_check(w->n, &r) == 1 && r.abandoned)
+        fail_msg("an attempt at normal: expected no abandonment, got '%s'", r.error);
+}
+
+/* ---- the real reading ---------------------------------------------------------------------- */
+
+static void the_real_reading_gives_the_rss_and_the_kernels_peak(void **state)
+{
+    world *w = *state;
+    tide_node_opts o;
+    tide_node_memory_status st;
+
+    tide_node_opts_init(&o);
+    o.dir = w->s.dir;
+    o.sweep_interval_ms = 0;
+    o.rotate_check_ms = 0;
+    o.memory_poll_ms = 0;
+    o.memory_limit = 1ull << 40;      /* 1 TiB: normal */
+    open_with(w, &o);
+    expect_u64((uint64_t)tide_node_memory_check(w->n), TIDE_OVERLOAD_NORMAL, "the level under 1 TiB");
+    st = status(w);
+    if (st.last.rss_bytes == 0) fail_msg("the real reading: expected an RSS above 0, got 0");
+    expect_u64(st.counted_bytes, st.last.rss_bytes, "counted bytes without a cgroup: the RSS");
+    expect_str(st.counts, "rss", "which figure counts");
+    if (st.peak_start_bytes < st.counted_bytes)
+        fail_msg("the peak since open %" PRIu64 " is below the counted %" PRIu64, st.peak_start_bytes, st.counted_bytes);
+    expect_u64((uint64_t)st.last.has_cgroup, 0, "no cgroup figures without cgroup_path");
+    if (access(TIDE_MEM_PSI_SYSTEM, R_OK) == 0) expect_u64((uint64_t)st.last.has_psi, 1, "PSI read where it exists");
+    if (!st.psi_trigger && st.psi_trigger_error[0] == '\0')
+        fail_msg("no PSI trigger and no reason given in psi_trigger_error");
+    expect_u64(st.readings, 1, "readings");
+}
+
+static char g_group[256];
+
+static int remove_group(void **state)
+{
+    int rc = teardown(state);         /* closes the node, reaps the child (th_teardown) */
+
+    if (g_group[0] && rmdir(g_group) != 0 && errno != ENOENT)
+        fprintf(stderr, "remove_group: rmdir %s: %s\n", g_group, strerror(errno));
+    g_group[0] = '\0';
+    return rc;
+}
+
+/* The child: join the group, touch 64 MiB, say so, wait to be killed. */
+static void child_in_group(const char *procs, int ready)
+{
+    char line[32];
+    int len = snprintf(line, sizeof line, "%d\n", (int)getpid());
+    size_t n = 64 * MIB;
+    volatile char *p;                 /* volatile: the stores must not be optimised away */
+
+    if (th_write_file(procs, line, (size_t)len) != 0) _exit(3);
+    p = malloc(n);
+    if (p == NULL) _exit(4);
+    for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+    if (write(ready, "r", 1) != 1) _exit(5);
+    for (;;) pause();
+}
+
+static void a_real_v1_cgroup_counts_its_usage_less_page_cache(void **state)
+{
+    world *w = *state;
+    tide_node_opts o;
+    tide_node_memory_status st;
+    char procs[320], c = 0;
+    int fds[2];
+    pid_t pid;
+
+    snprintf(g_group, sizeof g_group, "/sys/fs/cgroup/memory/tide-node-test-%d", (int)getpid());
+    if (mkdir(g_group, 0755) != 0) {
+        int e = errno;
+        g_group[0] = '\0';
+        th_skip("cannot make a v1 memory group under /sys/fs/cgroup/memory: %s", strerror(e));
+    }
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", g_group);
+    if (pipe(fds) != 0) fail_msg("pipe: %s", strerror(errno));
+    pid = th_fork();
+    if (pid < 0) fail_msg("fork: %s", strerror(errno));
+    if (pid == 0) { close(fds[0]); child_in_group(procs, fds[1]); }
+    close(fds[1]);
+    if (read(fds[0], &c, 1) != 1) fail_msg("the child in %s did not get ready (it could not join or touch)", g_group);
+    close(fds[0]);
+    tide_node_opts_init(&o);
+    o.dir = w->s.dir;
+    o.sweep_interval_ms = 0;
+    o.rotate_check_ms = 0;
+    o.memory_poll_ms = 0;
+    o.memory_limit = 1ull << 40;
+    o.cgroup_path = g_group;
+    o.cgroup_version = 1;
+    open_with(w, &o);
+    (void)tide_node_memory_check(w->n);
+    st = status(w);
+    expect_u64((uint64_t)st.last.has_cgroup, 1, "the cgroup was read");
+    if (st.last.cgroup.current_bytes < 64 * MIB)
+        fail_msg("the group's usage: expected at least the child's 64 MiB, got %" PRIu64, st.last.cgroup.current_bytes);
+    if (st.last.rss_bytes < 64 * MIB) {
+        expect_str(st.counts, "cgroup", "which figure counts (the group holds more than this process)");
+        expect_u64(st.counted_bytes, st.last.cgroup.current_bytes - st.last.cgroup.page_cache_bytes,
+                   "counted: usage less page cache");
+    }
+    if (!st.last.cgroup.has_event[TIDE_MEM_EV_MAX]) fail_msg("v1: expected memory.failcnt as the max event");
+}
+
+/* ---- the thread ------------------------------------------------------------------------- */
+
+/* Wait up to 10 s (generous: the thread looks every 10 ms) for `level`. */
+static void wait_for_level(world *w, int level, const char *what)
+{
+    double t0 = th_now_ms();
+
+    while (tide_node_overload_level(w->n) != level) {
+        if (th_now_ms() - t0 > 10000)
+            fail_msg("%s: expected level %s within 10 s, got %s", what, tide_mem_overload_level_name(level),
+                     tide_mem_overload_level_name(tide_node_overload_level(w->n)));
+        usleep(1000);
+    }
+}
+
+static void the_governor_thread_moves_the_level_on_its_own(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = base_opts(w);
+
+    o.memory_poll_ms = 10;
+    o.clock_us = NULL;                /* real time for the thread */
+    atomic_store(&w->rss, 95 * MIB);
+    open_with(w, &o);
+    wait_for_level(w, TIDE_OVERLOAD_HIGH, "95 MiB with the thread running");
+    atomic_store(&w->rss, 10 * MIB);
+    wait_for_level(w, TIDE_OVERLOAD_NORMAL, "10 MiB with the thread running");
+    if (status(w).level_changes < 2) fail_msg("expected at least 2 level changes, got %" PRIu64,
+                                              status(w).level_changes);
+    expect_ok(tide_node_close(w->n), "close with the thread running");
+    w->n = NULL;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+        T(levels_move_with_hysteresis_and_each_change_is_logged_once),
+        T(the_cgroup_counts_when_its_usage_less_page_cache_is_larger),
+        T(a_rise_shrinks_the_caches_sweeps_and_releases_once_and_normal_restores),
+        T(trim_off_sweeps_without_a_release),
+        T(the_round_repeats_every_second_while_above_softs_enter_mark),
+        T(put_is_refused_at_high_and_accepted_below_highs_leave_mark_and_nothing_is_lost),
+        T(pressure_holds_soft_until_avg10_falls_under_half_the_threshold),
+        T(pressure_off_is_ignored),
+        T(a_failed_reading_is_counted_and_the_level_kept),
+        T(configure_changes_the_limit_live_and_refuses_bad_levels),
+        T(configure_to_no_limit_drops_to_normal),
+        T(peaks_since_open_and_since_the_last_sweep_round),
+        T(time_is_counted_per_level),
+        T(the_rotators_gate_waits_while_the_level_is_high),
+        T(the_real_reading_gives_the_rss_and_the_kernels_peak),
+        cmocka_unit_test_setup_teardown(a_real_v1_cgroup_counts_its_usage_less_page_cache, setup, remove_group),
+        T(the_governor_thread_moves_the_level_on_its_own),
+#undef T
+    };
+    return cmocka_run_group_tests_name("node_memory", tests, NULL, NULL);
+}
