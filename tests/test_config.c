@@ -50,6 +50,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
+    th_teardown(state);             /* the scratch cgroup layouts, whatever the outcome */
     tide_log_set_sink(NULL, NULL);
     th_rmrf(f->dir);
     free(f);
@@ -711,6 +712,17 @@ static const bound_case bound_cases[] = {
     { TIDE_CFG_TRIM_POLICY, "freed:18446744073709551615", 0 },
     { TIDE_CFG_TRIM_POLICY, "free-pct:0", 0 }, { TIDE_CFG_TRIM_POLICY, "free-pct:1", 1 },
     { TIDE_CFG_TRIM_POLICY, "free-pct:99", 1 }, { TIDE_CFG_TRIM_POLICY, "free-pct:100", 0 },
+    { TIDE_CFG_MEMORY_LIMIT, "33554431", 0 }, { TIDE_CFG_MEMORY_LIMIT, "32MiB", 1 },
+    { TIDE_CFG_MEMORY_LIMIT, "4PiB", 1 },     { TIDE_CFG_MEMORY_LIMIT, "4503599627370497", 0 },
+    { TIDE_CFG_MEMORY_LIMIT, "18446744073709551616", 0 },
+    { TIDE_CFG_MEMORY_HYSTERESIS, "0", 0 },   { TIDE_CFG_MEMORY_HYSTERESIS, "1", 1 },
+    { TIDE_CFG_MEMORY_HYSTERESIS, "79", 1 },  { TIDE_CFG_MEMORY_HYSTERESIS, "100", 0 },
+    { TIDE_CFG_MEMORY_POLL_MS, "9", 0 },      { TIDE_CFG_MEMORY_POLL_MS, "10", 1 },
+    { TIDE_CFG_MEMORY_POLL_MS, "10000", 1 },  { TIDE_CFG_MEMORY_POLL_MS, "10001", 0 },
+    { TIDE_CFG_MEMORY_PRESSURE, "0", 1 },     { TIDE_CFG_MEMORY_PRESSURE, "100", 1 },
+    { TIDE_CFG_MEMORY_PRESSURE, "101", 0 },
+    { TIDE_CFG_MEMORY_LEVELS, "6,7,100", 1 }, { TIDE_CFG_MEMORY_LEVELS, "80,90,101", 0 },
+    { TIDE_CFG_MEMORY_LEVELS, "0,90,97", 0 },
 };
 
 static void every_numeric_setting_is_range_checked_at_each_end_naming_its_source(void **state)
@@ -996,13 +1008,15 @@ static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_
     /* insert_burst cannot be 0: the store's pool is always bounded, so it
      * is never on the list. */
     expect_rc(load_all(f, &c, "[node]\nkey_cache_size=0\n", env, 0, NULL), 0, "load");
-    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_GLIBC, record_unbounded, &s), 3, "count");
-    expect_u64((uint64_t)s.n, 3, "callbacks");
+    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_GLIBC, record_unbounded, &s), 4, "count");
+    expect_u64((uint64_t)s.n, 4, "callbacks");
     expect_str(s.text,
                "node_cache: set --cache-budget / TIDE_CACHE_BUDGET / [node] cache_budget\n"
                "key_cache: set --key-cache-size / TIDE_KEY_CACHE_SIZE / [node] key_cache_size\n"
-               "malloc_arenas: set --arena-max / TIDE_ARENA_MAX / [node] arena_max\n",
-               "unbounded list");
+               "malloc_arenas: set --arena-max / TIDE_ARENA_MAX / [node] arena_max\n"
+               "process: set --memory-limit / TIDE_MEMORY_LIMIT / [node] memory_limit, or run tided in a "
+               "cgroup with a memory limit\n",
+               "unbounded list (issue 13: no memory limit and no cgroup's, so the process is unbounded)");
     {
         tide_config zero;
         expect_rc(load_all(f, &zero, "[node]\ninsert_burst=0\n", NULL, 0, NULL), TIDE_EINVAL, "insert_burst=0");
@@ -1011,13 +1025,13 @@ static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_
 
     /* Under another allocator arena_max bounds nothing: not listed. */
     memset(&s, 0, sizeof s);
-    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_JEMALLOC, record_unbounded, &s), 2,
+    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_JEMALLOC, record_unbounded, &s), 3,
                "count under jemalloc");
     if (strstr(s.text, "malloc_arenas") != NULL) fail_msg("malloc_arenas listed under jemalloc: %s", s.text);
 
-    char *argv[] = { "tided", "--arena-max=4", NULL };
+    char *argv[] = { "tided", "--arena-max=4", "--memory-limit=1GiB", NULL };
     memset(&s, 0, sizeof s);
-    expect_rc(load_all(f, &c, NULL, NULL, 2, argv), 0, "load with arena_max");
+    expect_rc(load_all(f, &c, NULL, NULL, 3, argv), 0, "load with arena_max and memory_limit");
     expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_GLIBC, record_unbounded, &s), 0, "count when all bounded");
     expect_str(s.text, "", "unbounded list when all bounded");
 }
@@ -1209,6 +1223,549 @@ static void with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk(vo
     expect_contains(help, "Default: 100.", "back_off default from the row");
 }
 
+/* ---- the memory limit (issue 13) ------------------------------------------------------ */
+
+/* Every memory setting: a value other than its default, what it reads as,
+ * and how describe shows it. */
+typedef struct mem_case { int id; const char *value; const char *shown; } mem_case;
+
+static const mem_case mem_cases[] = {
+    { TIDE_CFG_MEMORY_LIMIT, "512MiB", "512MiB" },
+    { TIDE_CFG_MEMORY_LEVELS, "70, 85,95", "70,85,95" },
+    { TIDE_CFG_MEMORY_HYSTERESIS, "3", "3" },
+    { TIDE_CFG_MEMORY_POLL_MS, "250", "250" },
+    { TIDE_CFG_MEMORY_PRESSURE, "0", "0" },
+};
+
+static uint64_t mem_value(const tide_config *c, int id)
+{
+    switch (id) {
+    case TIDE_CFG_MEMORY_LIMIT:      return c->memory_limit;
+    case TIDE_CFG_MEMORY_LEVELS:     return c->memory_pct[1] * 10000u + c->memory_pct[2] * 100u + c->memory_pct[3];
+    case TIDE_CFG_MEMORY_HYSTERESIS: return c->memory_hysteresis;
+    case TIDE_CFG_MEMORY_POLL_MS:    return c->memory_poll_ms;
+    case TIDE_CFG_MEMORY_PRESSURE:   return c->memory_pressure_pct;
+    default: fail_msg("mem_value: setting %d is not a memory one", id);
+    }
+    return 0;
+}
+
+static const uint64_t mem_wants[] = { 512 * MiB, 708595, 3, 250, 0 };
+
+static void memory_settings_have_defaults_and_are_read_from_flag_env_and_file_with_their_source(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+
+    expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
+    expect_contains(describe(&c), "memory_limit=none(default) memory_levels=80,90,97(default) "
+                    "memory_hysteresis=5(default) memory_poll_milliseconds=100(default) "
+                    "memory_pressure=10(default)", "describe: the defaults");
+    expect_u64(c.memory_pct[0], 0, "pct[0] is unused (mem/overload.h)");
+    expect_u64(c.key_cache_hard_limit, 0, "no limit: the node's own key cache hard limit");
+    for (size_t i = 0; i < sizeof mem_cases / sizeof mem_cases[0]; i++) {
+        const mem_case *mc = &mem_cases[i];
+        char text[256], envv[256], flag[256], want[900], one[64];
+        const char *env[] = { envv, NULL };
+        char *argv[] = { "tided", flag, NULL };
+
+        snprintf(text, sizeof text, "[node]\n# issue 13\n%s=%s\n", tide_config_name(mc->id), mc->value);
+        expect_rc(load_all(f, &c, text, NULL, 0, NULL), 0, text);
+        expect_u64(mem_value(&c, mc->id), mem_wants[i], text);
+        snprintf(want, sizeof want, "%s=%s(file %s:3)", tide_config_name(mc->id), mc->shown, f->path);
+        expect_contains(describe(&c), want, text);
+        tide_config_describe_one(&c, mc->id, one, sizeof one);
+        expect_str(one, mc->shown, "describe_one");
+
+        snprintf(envv, sizeof envv, "%s=%s", tide_config_env(mc->id), mc->value);
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), 0, envv);
+        expect_u64(mem_value(&c, mc->id), mem_wants[i], envv);
+        snprintf(want, sizeof want, "%s=%s(env %s)", tide_config_name(mc->id), mc->shown, tide_config_env(mc->id));
+        expect_contains(describe(&c), want, envv);
+
+        snprintf(flag, sizeof flag, "%s=%s", tide_config_flag(mc->id), mc->value);
+        expect_rc(load_all(f, &c, NULL, NULL, 2, argv), 0, flag);
+        expect_u64(mem_value(&c, mc->id), mem_wants[i], flag);
+        snprintf(want, sizeof want, "%s=%s(flag %s)", tide_config_name(mc->id), mc->shown, tide_config_flag(mc->id));
+        expect_contains(describe(&c), want, flag);
+    }
+    expect_str(tide_config_flag(TIDE_CFG_MEMORY_POLL_MS), "--memory-poll-milliseconds", "the poll flag");
+    expect_str(tide_config_env(TIDE_CFG_MEMORY_LIMIT), "TIDE_MEMORY_LIMIT", "the limit's variable");
+}
+
+/* A bad memory value, as a flag (or with `env`), and a part of the message. */
+typedef struct mem_bad { const char *flag; const char *env; const char *part; } mem_bad;
+
+static const mem_bad mem_bads[] = {
+    { "--memory-levels=90,80,97", NULL, "--memory-levels=90,80,97: the high mark 80 is not above the soft mark 90" },
+    { "--memory-levels=80,97,97", NULL, "the critical mark 97 is not above the high mark 97" },
+    { "--memory-levels=0,90,97", NULL, "--memory-levels=0,90,97: the soft mark 0 is outside 1..100" },
+    { "--memory-levels=80,90,101", NULL, "the critical mark 101 is outside 1..100 (percent of memory_limit)" },
+    { "--memory-levels=80,90,99999999999999999999999", NULL, "the critical mark 99999999999999999999999 is outside" },
+    { "--memory-levels=80,ninety,97", NULL, "the high mark 'ninety' is not a whole number" },
+    { "--memory-levels=80,,97", NULL, "the high mark '' is not a whole number" },
+    { "--memory-levels=-80,90,97", NULL, "the soft mark '-80' is not a whole number" },
+    { "--memory-levels=80,90", NULL, "--memory-levels=80,90: 2 values, not three" },
+    { "--memory-levels=80", NULL, "1 value, not three: write the soft, high and critical marks" },
+    { "--memory-levels=60,70,80,90", NULL, "4 values, not three" },
+    { "--memory-hysteresis=80", NULL, "memory_hysteresis=80 (flag --memory-hysteresis) is not below the soft "
+      "mark of memory_levels=80,90,97 (default)" },
+    { "--memory-hysteresis=40", "TIDE_MEMORY_LEVELS=40,60,70", "memory_hysteresis=40 (flag --memory-hysteresis) "
+      "is not below the soft mark of memory_levels=40,60,70 (env TIDE_MEMORY_LEVELS): a level is left "
+      "(mark - hysteresis)% below its mark, so the hysteresis takes 1 to 39" },
+    { "--memory-hysteresis=0", NULL, "--memory-hysteresis=0: 0 is outside 1..99" },
+    { "--memory-limit=16MiB", NULL, "--memory-limit=16MiB: 16MiB (16777216 bytes) is below 32MiB, the smallest "
+      "memory_limit" },
+    { "--memory-limit=33554431", NULL, "--memory-limit=33554431: 33554431 (33554431 bytes) is below 32MiB" },
+    { "--memory-limit=0", NULL, "--memory-limit=0: 0 (0 bytes) is below 32MiB" },
+    { "--memory-limit=64XB", NULL, "--memory-limit=64XB: not a size" },
+    { "--memory-limit=64MiBs", NULL, "--memory-limit=64MiBs: not a size" },
+    { "--memory-limit=1.5GiB", NULL, "--memory-limit=1.5GiB: not a size" },
+    { "--memory-limit=5PiB", NULL, "--memory-limit=5PiB: 5629499534213120 bytes is outside" },
+    { "--memory-poll-milliseconds=9", NULL, "--memory-poll-milliseconds=9: 9 is outside 10..10000" },
+    { "--memory-poll-milliseconds=10001", NULL, "10001 is outside 10..10000" },
+    { "--memory-pressure=101", NULL, "--memory-pressure=101: 101 is outside 0..100" },
+    { "--memory-pressure=ten", NULL, "--memory-pressure=ten: not a whole number" },
+};
+
+static void memory_settings_refuse_bad_values_with_a_clear_error(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+
+    for (size_t i = 0; i < sizeof mem_bads / sizeof mem_bads[0]; i++) {
+        const mem_bad *b = &mem_bads[i];
+        const char *env[] = { b->env, NULL };
+        char *argv[] = { "tided", (char *)b->flag, NULL };
+
+        tide_err_clear();
+        expect_rc(load_all(f, &c, NULL, env, 2, argv), TIDE_EINVAL, b->flag);
+        expect_contains(tide_last_error(), b->part, b->flag);
+    }
+    /* The same rules from the file and the environment, naming them. */
+    expect_file_error(f, "[node]\nmemory_levels=80;90;97\n", 2, "[node] memory_levels=80;90;97: 1 value, not three", 0);
+    expect_file_error(f, "[node]\n\nmemory_limit=12XB\n", 3, "[node] memory_limit=12XB: not a size", 1);
+    {
+        const char *env[] = { "TIDE_MEMORY_LEVELS=97,90,80", NULL };
+        expect_rc(load_all(f, &c, NULL, env, 0, NULL), TIDE_EINVAL, "TIDE_MEMORY_LEVELS=97,90,80");
+        expect_contains(tide_last_error(), "TIDE_MEMORY_LEVELS=97,90,80: the high mark 90 is not above the soft "
+                        "mark 97", "the variable and what is wrong");
+    }
+    /* Inside the rules: the extremes. */
+    {
+        char *argv[] = { "tided", "--memory-levels=2,3,100", "--memory-hysteresis=1", "--memory-limit=32MiB",
+                         "--memory-pressure=100", "--memory-poll-milliseconds=10000", NULL };
+        char *one[] = { "tided", "--memory-levels=1,2,3", NULL };
+        expect_rc(load_all(f, &c, NULL, NULL, 6, argv), 0, "2,3,100 with hysteresis 1 at 32 MiB");
+        expect_u64(c.memory_pct[1], 2, "soft");
+        expect_u64(c.memory_pct[3], 100, "critical");
+        expect_u64(c.memory_limit, 32 * MiB, "the smallest limit");
+        /* A soft mark of 1% leaves no hysteresis of at least 1 point. */
+        expect_rc(load_all(f, &c, NULL, NULL, 2, one), TIDE_EINVAL, "1,2,3");
+        expect_contains(tide_last_error(), "a soft mark of 1% leaves no room for memory_hysteresis, which is at "
+                        "least 1: raise the soft mark", "1,2,3");
+    }
+}
+
+/* ---- the cgroup's limit: scratch layouts, as tests/test_mem_cgroup.c builds them ---- */
+
+/* A scratch root (removed by the teardown, whatever the outcome) with the
+ * files of `layout`: pairs of a path under the root and its text,
+ * NULL-terminated. */
+static void cgroup_layout(char *root, size_t cap, const char *const *layout)
+{
+    if (th_scratch_make(root, cap) != 0) fail_msg("cannot make a scratch directory");
+    for (const char *const *l = layout; l[0] != NULL; l += 2) th_put_file(root, l[0], l[1]);
+}
+
+/* defaults + env + flags + apply_cgroup(root) + finish, with the log in *cap. */
+static int load_cg(tide_config *c, const char *root, const char *const *env, int argc, char **argv,
+                   th_log_capture *cap)
+{
+    int rc;
+
+    memset(cap, 0, sizeof *cap);
+    tide_log_set_sink(th_log_capture_sink, cap);
+    tide_config_defaults(c);
+    rc = tide_config_apply_env(c, fake_getenv, (void *)env);
+    if (rc == 0 && argc > 0) rc = tide_config_apply_args(c, argc, argv);
+    if (rc == 0) rc = tide_config_apply_cgroup(c, root);
+    if (rc == 0) rc = tide_config_finish(c);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    return rc;
+}
+
+/* The two versions' layouts of a 200 MiB group "tide" (v1 with a limit
+ * two levels up, "max"-like at the leaf), and where it is. */
+static const char *const v1_layout[] = {
+    "proc/self/cgroup", "12:cpu,cpuacct:/tide/x\n11:memory:/tide/x\n",
+    "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n",
+    "sys/fs/cgroup/memory/tide/memory.limit_in_bytes", "209715200\n",
+    "sys/fs/cgroup/memory/tide/memory.usage_in_bytes", "4096\n",
+    "sys/fs/cgroup/memory/tide/x/memory.limit_in_bytes", "9223372036854771712\n",
+    NULL };
+static const char *const v2_layout[] = {
+    "proc/self/cgroup", "0::/tide/x\n",
+    "sys/fs/cgroup/tide/memory.max", "209715200\n",
+    "sys/fs/cgroup/tide/memory.current", "4096\n",
+    "sys/fs/cgroup/tide/x/memory.max", "max\n",
+    NULL };
+static const struct cg_version { int version; const char *const *layout; const char *dir; } cg_versions[] = {
+    { 1, v1_layout, "sys/fs/cgroup/memory/tide" },
+    { 2, v2_layout, "sys/fs/cgroup/tide" },
+};
+
+static void the_cgroup_limit_becomes_memory_limit_when_unset_with_its_source(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < 2; i++) {
+        const struct cg_version *v = &cg_versions[i];
+        char root[2048], dir[2200], want[2400];
+        tide_config c;
+        th_log_capture cap;
+        tide_node_opts o;
+
+        cgroup_layout(root, sizeof root, v->layout);
+        snprintf(dir, sizeof dir, "%s/%s", root, v->dir);
+        expect_ok(load_cg(&c, root, NULL, 0, NULL, &cap), "unset, in a 200 MiB group");
+        expect_u64(c.memory_limit, 200 * MiB, "the cgroup's limit");
+        expect_u64((uint64_t)c.src[TIDE_CFG_MEMORY_LIMIT].kind, TIDE_SRC_DERIVED, "derived from the cgroup");
+        snprintf(want, sizeof want, "cgroup v%d %s", v->version, dir);
+        expect_str(c.src[TIDE_CFG_MEMORY_LIMIT].where, want, "the source names the version and directory");
+        snprintf(want, sizeof want, "memory_limit=200MiB(cgroup v%d %s)", v->version, dir);
+        expect_contains(describe(&c), want, "describe prints the cgroup source");
+        expect_u64(c.cgroup_limited, 1, "cgroup_limited");
+        expect_u64(c.cgroup_limit, 200 * MiB, "cgroup_limit");
+        expect_u64((uint64_t)c.cgroup_version, (uint64_t)v->version, "cgroup_version");
+        expect_str(c.cgroup_path, dir, "cgroup_path: the limited directory");
+        expect_u64((uint64_t)cap.warnings, 0, "no warning when the cgroup's limit is taken");
+        tide_startup_node_opts(&c, &o);
+        expect_str(o.cgroup_path, dir, "node opts: the cgroup whose usage counts");
+        expect_u64((uint64_t)o.cgroup_version, (uint64_t)v->version, "node opts: its version");
+        expect_u64(o.memory_limit, 200 * MiB, "node opts: the limit");
+        th_scratch_remove(root);
+    }
+}
+
+static void an_operator_limit_above_the_cgroups_is_lowered_with_a_warning_and_below_it_kept(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < 2; i++) {
+        const struct cg_version *v = &cg_versions[i];
+        char root[2048], dir[2200], want[2400];
+        char *above[] = { "tided", "--memory-limit=1GiB", NULL };
+        const char *below[] = { "TIDE_MEMORY_LIMIT=100MiB", NULL };
+        tide_config c;
+        th_log_capture cap;
+
+        cgroup_layout(root, sizeof root, v->layout);
+        snprintf(dir, sizeof dir, "%s/%s", root, v->dir);
+        expect_ok(load_cg(&c, root, NULL, 2, above, &cap), "1 GiB in a 200 MiB group");
+        expect_u64(c.memory_limit, 200 * MiB, "lowered to the cgroup's");
+        expect_u64((uint64_t)cap.warnings, 1, "one warning");
+        expect_contains(cap.text, "memory_limit=1GiB (flag --memory-limit) is above the cgroup's memory limit, "
+                        "200MiB (cgroup v", "the warning names the operator's value and the cgroup's");
+        expect_contains(cap.text, dir, "the warning names the cgroup's directory");
+        snprintf(want, sizeof want, "memory_limit=200MiB(cgroup v%d %s, lowered from 1GiB (flag --memory-limit))",
+                 v->version, dir);
+        expect_contains(describe(&c), want, "describe says it was lowered, from what");
+
+        expect_ok(load_cg(&c, root, below, 0, NULL, &cap), "100 MiB in a 200 MiB group");
+        expect_u64(c.memory_limit, 100 * MiB, "the operator's, below the cgroup's, is kept");
+        expect_u64((uint64_t)c.src[TIDE_CFG_MEMORY_LIMIT].kind, TIDE_SRC_ENV, "its source stays the operator's");
+        expect_contains(describe(&c), "memory_limit=100MiB(env TIDE_MEMORY_LIMIT)", "describe");
+        expect_u64((uint64_t)cap.warnings, 0, "no warning");
+        expect_u64(c.cgroup_limited, 1, "the cgroup is recorded: its usage counts too");
+        th_scratch_remove(root);
+    }
+}
+
+static void no_cgroup_limit_or_a_corrupt_one_leaves_memory_limit_unchanged(void **state)
+{
+    static const char *const none[] = { "proc/self/cgroup", "1:cpu:/x\n", NULL };
+    static const char *const unlimited[] = {
+        "proc/self/cgroup", "0::/a\n", "sys/fs/cgroup/a/memory.max", "max\n", NULL };
+    static const char *const corrupt_v2[] = {
+        "proc/self/cgroup", "0::/a\n", "sys/fs/cgroup/a/memory.max", "lots\n", NULL };
+    static const char *const corrupt_v1[] = {
+        "proc/self/cgroup", "4:memory:/a\n", "sys/fs/cgroup/memory/a/memory.limit_in_bytes", "12x\n", NULL };
+    static const struct { const char *const *layout; int warns; const char *what; } cases[] = {
+        { none, 0, "no memory controller" }, { unlimited, 0, "an unlimited v2 group" },
+        { corrupt_v2, 1, "memory.max" }, { corrupt_v1, 1, "memory.limit_in_bytes" },
+    };
+    (void)state;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char root[2048];
+        char *argv[] = { "tided", "--memory-limit=300MiB", NULL };
+        tide_config c;
+        th_log_capture cap;
+
+        cgroup_layout(root, sizeof root, cases[i].layout);
+        expect_ok(load_cg(&c, root, NULL, 0, NULL, &cap), cases[i].what);
+        expect_u64(c.memory_limit, 0, cases[i].what);
+        expect_u64((uint64_t)c.src[TIDE_CFG_MEMORY_LIMIT].kind, TIDE_SRC_DEFAULT, cases[i].what);
+        expect_u64(c.cgroup_limited, 0, cases[i].what);
+        expect_u64((uint64_t)cap.warnings, (uint64_t)cases[i].warns, cases[i].what);
+        if (cases[i].warns) {
+            expect_contains(cap.text, "memory limit: the cgroup's could not be read, so none is taken from it",
+                            cases[i].what);
+            expect_contains(cap.text, cases[i].what, "the warning names the file");
+        }
+        expect_ok(load_cg(&c, root, NULL, 2, argv, &cap), cases[i].what);
+        expect_u64(c.memory_limit, 300 * MiB, "the operator's stays");
+        expect_u64((uint64_t)c.src[TIDE_CFG_MEMORY_LIMIT].kind, TIDE_SRC_FLAG, cases[i].what);
+        th_scratch_remove(root);
+    }
+    /* A root with nothing at all: no limit known, nothing changed. */
+    {
+        char root[2048];
+        tide_config c;
+        th_log_capture cap;
+        static const char *const empty[] = { NULL };
+        cgroup_layout(root, sizeof root, empty);
+        expect_ok(load_cg(&c, root, NULL, 0, NULL, &cap), "an empty root");
+        expect_u64(c.memory_limit, 0, "an empty root");
+        expect_u64((uint64_t)cap.warnings, 0, "an empty root: nothing to warn about");
+        th_scratch_remove(root);
+    }
+}
+
+static void a_cgroup_limit_below_32_mib_stops_tided_naming_the_cgroup(void **state)
+{
+    static const char *const small[] = {
+        "proc/self/cgroup", "0::/tiny\n", "sys/fs/cgroup/tiny/memory.max", "16777216\n", NULL };
+    char root[2048], want[2400];
+    char *argv[] = { "tided", "--memory-limit=64MiB", NULL };
+    tide_config c;
+    th_log_capture cap;
+    (void)state;
+
+    cgroup_layout(root, sizeof root, small);
+    expect_rc(load_cg(&c, root, NULL, 0, NULL, &cap), TIDE_EINVAL, "a 16 MiB group");
+    snprintf(want, sizeof want, "memory_limit=16MiB (cgroup v2 %s/sys/fs/cgroup/tiny) is below 32MiB, the "
+             "smallest limit tided runs in: raise the cgroup's memory limit", root);
+    expect_contains(tide_last_error(), want, "the error names the cgroup");
+    expect_rc(load_cg(&c, root, NULL, 2, argv, &cap), TIDE_EINVAL, "64 MiB lowered to a 16 MiB group");
+    expect_contains(tide_last_error(), "is below 32MiB", "lowered below the minimum is refused too");
+    expect_contains(tide_last_error(), "lowered from 64MiB (flag --memory-limit)", "and says from what");
+    th_scratch_remove(root);
+}
+
+/* ---- the split ------------------------------------------------------------------ */
+
+typedef struct split_case { const char *limit; uint64_t cache, key, burst, body; } split_case;
+
+/* L x 20%, 5%, 4% (at most 64 MiB), 10% (at least max_object_size),
+ * rounded down to a byte. */
+static const split_case split_cases[] = {
+    { "64MiB", 13421772, 3355443, 2684354, 6710886 },
+    { "128MiB", 26843545, 6710886, 5368709, 13421772 },
+    { "1GiB", 214748364, 53687091, 42949672, 107374182 },
+};
+
+static void budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_node_opts o;
+
+    for (size_t i = 0; i < sizeof split_cases / sizeof split_cases[0]; i++) {
+        const split_case *sc = &split_cases[i];
+        char flag[64], want[200];
+        char *argv[] = { "tided", flag, "--node-size=huge", NULL };
+
+        snprintf(flag, sizeof flag, "--memory-limit=%s", sc->limit);
+        expect_rc(load_all(f, &c, NULL, NULL, 3, argv), 0, flag);
+        expect_u64(c.cache_budget, sc->cache, "cache_budget: 20%");
+        expect_u64(c.key_cache_hard_limit, sc->key, "key cache hard limit: 5%");
+        expect_u64(c.insert_burst, sc->burst, "insert_burst: 4%");
+        expect_u64(c.http_body_budget, sc->body, "http_body_budget: 10%");
+        expect_u64((uint64_t)c.src[TIDE_CFG_CACHE_BUDGET].kind, TIDE_SRC_DERIVED, "replaces huge's preset");
+        snprintf(want, sizeof want, "cache_budget=%" PRIu64 "(memory_limit 20%%)", sc->cache);
+        expect_contains(describe(&c), want, flag);
+        snprintf(want, sizeof want, "insert_burst=%" PRIu64 "(memory_limit 4%%)", sc->burst);
+        expect_contains(describe(&c), want, flag);
+        snprintf(want, sizeof want, "http_body_budget=%" PRIu64 "(memory_limit 10%%)", sc->body);
+        expect_contains(describe(&c), want, flag);
+        tide_startup_node_opts(&c, &o);
+        expect_u64(o.cache_budget, sc->cache, "node opts: cache_budget");
+        expect_u64(o.key_cache_hard_limit, sc->key, "node opts: key_cache_hard_limit");
+        expect_u64(o.insert_burst, sc->burst, "node opts: insert_burst");
+    }
+    /* The burst stops at 64 MiB; the body budget holds one max_object_size. */
+    char *big[] = { "tided", "--memory-limit=4GiB", "--max-object-size=256MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, big), 0, "4 GiB");
+    expect_u64(c.insert_burst, 64 * MiB, "4% of 4 GiB is above 64 MiB");
+    expect_contains(describe(&c), "insert_burst=64MiB(memory_limit 4%, at most 64MiB)", "describe");
+    expect_u64(c.http_body_budget, 429496729, "10% of 4 GiB is above 256 MiB");
+    char *raised[] = { "tided", "--memory-limit=1GiB", "--max-object-size=256MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, raised), 0, "1 GiB, 256 MiB objects");
+    expect_u64(c.http_body_budget, 256 * MiB, "raised to max_object_size");
+    expect_contains(describe(&c), "http_body_budget=256MiB(memory_limit 10%, raised to max_object_size)", "describe");
+}
+
+static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    th_log_capture cap = { .text = "" };
+    char want[900];
+
+    /* Kept: the operator's, with its source; the rest derived. */
+    char *kept[] = { "tided", "--memory-limit=1GiB", "--cache-budget=100MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, kept), 0, "an explicit cache_budget");
+    expect_u64(c.cache_budget, 100 * MiB, "the operator's cache_budget");
+    expect_contains(describe(&c), "cache_budget=100MiB(flag --cache-budget)", "its source");
+    expect_u64(c.insert_burst, 42949672, "insert_burst still derived");
+
+    /* Over: 2 x 400 MiB + 2 x 64 MiB + 200 MiB = 1128 MiB > 1 GiB. */
+    const char *env[] = { "TIDE_INSERT_BURST=64MiB", NULL };
+    char *over[] = { "tided", "--memory-limit=1GiB", "--cache-budget=400MiB", NULL };
+    expect_rc(load_all(f, &c, "[node]\nhttp_body_budget=200MiB\n", env, 3, over), TIDE_EINVAL, "over the limit");
+    expect_contains(tide_last_error(), "the budgets set explicitly may hold 1128MiB, more than memory_limit=1GiB "
+                    "(flag --memory-limit): ", "the total and the limit with its source");
+    expect_contains(tide_last_error(), "cache_budget=400MiB (flag --cache-budget) may hold 800MiB (the node "
+                    "cache's hard limit is twice it)", "cache_budget named");
+    expect_contains(tide_last_error(), "insert_burst=64MiB (env TIDE_INSERT_BURST) may hold 128MiB (two insert "
+                    "pools", "insert_burst named");
+    snprintf(want, sizeof want, "http_body_budget=200MiB (file %s:2) may hold 200MiB", f->path);
+    expect_contains(tide_last_error(), want, "http_body_budget named with its file and line");
+    expect_contains(tide_last_error(), "leave them unset to derive them from memory_limit", "the fix");
+
+    /* Explicit under, with the derived ones over: one warning. 800 MiB +
+     * 5% + 2 x 4% + 10% of 1 GiB = 1085821417 bytes. */
+    char *warn[] = { "tided", "--memory-limit=1GiB", "--cache-budget=400MiB", NULL };
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    expect_rc(load_all(f, &c, NULL, NULL, 3, warn), 0, "explicit and derived over the limit");
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_u64((uint64_t)cap.warnings, 1, "one warning");
+    expect_contains(cap.text, "the budgets may hold 1085821417 in all, more than memory_limit=1GiB (flag "
+                    "--memory-limit)", "the warning's figures");
+    expect_contains(cap.text, "insert_burst=42949672 (memory_limit 4%) may hold 85899344", "derived ones listed");
+
+    /* cache_budget 0 (unbounded) holds nothing against the sum: allowed. */
+    char *zero[] = { "tided", "--memory-limit=64MiB", "--cache-budget=0", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, zero), 0, "an unbounded node cache under a limit");
+    expect_u64(c.cache_budget, 0, "kept");
+}
+
+static void the_startup_log_says_where_the_limit_came_from_the_marks_and_the_split(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    th_log_capture cap = { .text = "" };
+    char *argv[] = { "tided", "--memory-limit=1GiB", NULL };
+
+    expect_rc(load_all(f, &c, NULL, NULL, 2, argv), 0, "1 GiB");
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    tide_startup_log(&c);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_contains(cap.text, "memory limit: 1GiB (1073741824 bytes) from flag --memory-limit (no cgroup limit "
+                    "found); counts RSS, read every 100 ms; marks soft 80% = 858993459 bytes (left below 75% = "
+                    "805306368), high 90% = 966367641 bytes (left below 85% = 912680550), critical 97% = "
+                    "1041529569 bytes (left below 92% = 987842478); memory pressure (PSI some avg10) at or above "
+                    "10% holds soft", "the limit's line");
+    expect_contains(cap.text, "memory split: cache_budget=214748364 (memory_limit 20%; hard limit 429496728 bytes), "
+                    "insert_burst=42949672 (memory_limit 4%; two pools 85899344 bytes), http_body_budget=107374182 "
+                    "(memory_limit 10%; held bodies 107374182 bytes), key cache hard limit 53687091 bytes "
+                    "(memory_limit 5%): the budgets may hold 676457345 bytes, 62% of the limit", "the split's line");
+    if (strstr(cap.text, "unbounded: process") != NULL) fail_msg("a limit is set; got: %s", cap.text);
+
+    /* In a cgroup: what counts names it. */
+    char root[2048], want[4600];
+    th_log_capture cgcap;
+    cgroup_layout(root, sizeof root, v2_layout);
+    expect_ok(load_cg(&c, root, NULL, 0, NULL, &cgcap), "in a v2 group");
+    memset(&cap, 0, sizeof cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    tide_startup_log(&c);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    snprintf(want, sizeof want, "memory limit: 200MiB (209715200 bytes) from cgroup v2 %s/sys/fs/cgroup/tide; counts "
+             "the larger of RSS and the cgroup's usage less page cache (cgroup v2 %s/sys/fs/cgroup/tide, limit "
+             "209715200 bytes)", root, root);
+    expect_contains(cap.text, want, "the cgroup's limit and what counts");
+    th_scratch_remove(root);
+
+    /* No limit: the unbounded "process" warning says how to set one. */
+    memset(&cap, 0, sizeof cap);
+    expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "no limit");
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    tide_startup_log(&c);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_contains(cap.text, "unbounded: process has no limit; set --memory-limit / TIDE_MEMORY_LIMIT / [node] "
+                    "memory_limit, or run tided in a cgroup with a memory limit", "the process warning");
+    if (strstr(cap.text, "memory limit:") != NULL || strstr(cap.text, "memory split:") != NULL)
+        fail_msg("no limit: no limit or split lines expected; got: %s", cap.text);
+}
+
+static void startup_node_opts_map_the_memory_settings(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_node_opts o;
+    char *argv[] = { "tided", "--memory-limit=256MiB", "--memory-levels=70,85,95", "--memory-hysteresis=4",
+                     "--memory-poll-milliseconds=50", "--memory-pressure=20", NULL };
+
+    expect_rc(load_all(f, &c, NULL, NULL, 6, argv), 0, "every memory setting");
+    tide_startup_node_opts(&c, &o);
+    expect_u64(o.memory_limit, 256 * MiB, "memory_limit");
+    expect_u64(o.memory_pct[0], 0, "pct[0]");
+    expect_u64(o.memory_pct[1], 70, "soft");
+    expect_u64(o.memory_pct[2], 85, "high");
+    expect_u64(o.memory_pct[3], 95, "critical");
+    expect_u64(o.memory_hysteresis_pct, 4, "hysteresis");
+    expect_u64(o.memory_poll_ms, 50, "poll");
+    expect_u64(o.memory_pressure_pct, 20, "pressure");
+    expect_u64(o.key_cache_hard_limit, 256 * MiB * 5 / 100, "key cache hard limit: 5%");
+    if (o.cgroup_path != NULL) fail_msg("no cgroup limit: cgroup_path should be NULL, got %s", o.cgroup_path);
+
+    /* No limit: the node's defaults stand (its 32 MiB key cache bound). */
+    expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
+    tide_startup_node_opts(&c, &o);
+    expect_u64(o.memory_limit, 0, "no limit");
+    expect_u64(o.key_cache_hard_limit, 0, "the node's default key cache hard limit");
+    expect_u64(o.memory_pct[1], 80, "default soft");
+    expect_u64(o.memory_poll_ms, 100, "default poll");
+}
+
+static void with_a_limit_the_process_and_the_key_cache_are_bounded(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    seen s = { "", 0 };
+    char *argv[] = { "tided", "--memory-limit=512MiB", "--key-cache-size=0", "--arena-max=2", NULL };
+
+    expect_rc(load_all(f, &c, NULL, NULL, 4, argv), 0, "a limit, unbounded key cache entries");
+    expect_u64((uint64_t)tide_config_unbounded(&c, TIDE_MEM_ALLOC_GLIBC, record_unbounded, &s), 0,
+               "nothing unbounded: the key cache has 5% of the limit");
+    expect_str(s.text, "", "no consumer listed");
+    expect_u64(c.key_cache_hard_limit, 512 * MiB / 20, "the key cache's bound");
+}
+
+/* Every row of the table has what --help and the file need. */
+static void every_setting_has_a_name_a_variable_and_a_help_entry(void **state)
+{
+    char entry[4096];
+    (void)state;
+
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        if (tide_config_name(id) == NULL || tide_config_env(id) == NULL)
+            fail_msg("setting %d has no name or variable", id);
+        if (tide_config_help(id, entry, sizeof entry) < 20) fail_msg("setting %d has no help entry", id);
+    }
+    tide_config_help(TIDE_CFG_MEMORY_LEVELS, entry, sizeof entry);
+    expect_contains(entry, "    --memory-levels SOFT,HIGH,CRITICAL\n", "the heading");
+    expect_contains(entry, "Range: three percents, 1 to 100, each above the one before.", "the range");
+    expect_contains(entry, "Default: 80,90,97.", "the default");
+    expect_contains(entry, "Environment TIDE_MEMORY_LEVELS; file [node] memory_levels.", "the other spellings");
+    tide_config_help(TIDE_CFG_MEMORY_LIMIT, entry, sizeof entry);
+    expect_contains(entry, "Range: 32MiB to 4PiB.", "the limit's range");
+    expect_contains(entry, "Default: the cgroup's memory limit", "the limit's default");
+    tide_config_help(TIDE_CFG_MEMORY_POLL_MS, entry, sizeof entry);
+    expect_contains(entry, "--memory-poll-milliseconds MS", "the poll flag");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1245,6 +1802,18 @@ int main(void)
         cmocka_unit_test_setup_teardown(online_delete_settings_are_off_by_default_and_read_from_flag_env_and_file, setup, teardown),
         cmocka_unit_test_setup_teardown(online_delete_bad_values_are_clear_errors_naming_the_line, setup, teardown),
         cmocka_unit_test_setup_teardown(with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk, setup, teardown),
+        cmocka_unit_test_setup_teardown(memory_settings_have_defaults_and_are_read_from_flag_env_and_file_with_their_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(memory_settings_refuse_bad_values_with_a_clear_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_cgroup_limit_becomes_memory_limit_when_unset_with_its_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_operator_limit_above_the_cgroups_is_lowered_with_a_warning_and_below_it_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(no_cgroup_limit_or_a_corrupt_one_leaves_memory_limit_unchanged, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_cgroup_limit_below_32_mib_stops_tided_naming_the_cgroup, setup, teardown),
+        cmocka_unit_test_setup_teardown(budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources, setup, teardown),
+        cmocka_unit_test_setup_teardown(explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_startup_log_says_where_the_limit_came_from_the_marks_and_the_split, setup, teardown),
+        cmocka_unit_test_setup_teardown(startup_node_opts_map_the_memory_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(with_a_limit_the_process_and_the_key_cache_are_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_setting_has_a_name_a_variable_and_a_help_entry, setup, teardown),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -57,9 +57,15 @@
  * (visible in ps) or in a file that gets pasted into tickets. describe()
  * prints the token as "set" or "unset", never its text.
  *
+ * The memory limit (issue 13) is read here like any setting; where it
+ * comes from when unset (the cgroup) and the budgets it gives live in
+ * config_mem.c, whose values carry the source TIDE_SRC_DERIVED ("cgroup v2
+ * /sys/fs/cgroup/x", "memory_limit 20%"), printed alone by describe.
+ *
  * Invariants:
  *   1. Every setting has a source; src[id].kind only rises during loading,
- *      except that finish() may turn DEFAULT into PRESET.
+ *      except that finish() may turn DEFAULT into PRESET, and DEFAULT or
+ *      PRESET into DERIVED (config_mem.c).
  *   2. After a successful finish() every value is within its range.
  *   3. Every row's `def` parses as its own kind and range (asserted by
  *      tide_config_defaults), so a default cannot break its own rule.
@@ -333,6 +339,45 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "the rotation's health gate also waits while the process RSS is over SIZE (a rotation "
                 "opens a store and copies forward; it waits for memory to come down, as for a commit "
                 "backlog). 0: no RSS gate." },
+    /* The memory limit (issue 13; docs/MEMORY-LIMIT.md; config_mem.c does
+     * the cgroup and the split). 32 MiB is the least tided starts in
+     * (TIDE_CONFIG_MEMORY_LIMIT_MIN); the levels and the hysteresis follow
+     * tide_mem_overload_init's rules (mem/overload.h): 1 <= soft < high <
+     * critical <= 100, 1 <= hysteresis < soft (finish checks the pair). */
+    [TIDE_CFG_MEMORY_LIMIT]    = { "memory_limit", "memory-limit", "TIDE_MEMORY_LIMIT", "node",
+                                   NULL, NULL, K_SIZE, TIDE_CONFIG_MEMORY_LIMIT_MIN, TIDE_CONFIG_BYTES_MAX, 0,
+        .dflt = "the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes, the nearest "
+                "limited ancestor's), else none (a startup warning)", .arg = "SIZE",
+        .help = "bytes the whole process may use, counted as the larger of its RSS and its cgroup's "
+                "usage less page cache. At memory_levels' marks tided sweeps and trims (soft), answers "
+                "new PUTs 503 with Retry-After (high), and stops accepting connections (critical); "
+                "nothing acknowledged is dropped. The budgets not set explicitly derive from it: "
+                "cache_budget 20%, the key cache's hard limit 5%, insert_burst 4% (at most 64MiB), "
+                "http_body_budget 10% (at least max_object_size); explicit ones that may hold more "
+                "than it stop tided. A value above the cgroup's limit is lowered to it. SIGHUP "
+                "applies a new one. docs/MEMORY-LIMIT.md." },
+    [TIDE_CFG_MEMORY_LEVELS]   = { "memory_levels", "memory-levels", "TIDE_MEMORY_LEVELS", "node",
+                                   NULL, NULL, K_LEVELS, 1, 100, 0,
+        .def = "80,90,97", .arg = "SOFT,HIGH,CRITICAL",
+        .help = "the soft, high and critical marks, in percent of memory_limit. A level is entered "
+                "when the counted bytes reach its mark and left when they fall below (mark - "
+                "memory_hysteresis)%." },
+    [TIDE_CFG_MEMORY_HYSTERESIS] = { "memory_hysteresis", "memory-hysteresis", "TIDE_MEMORY_HYSTERESIS", "node",
+                                   NULL, NULL, K_UINT, 1, 99, 0,
+        .def = "5", .arg = "POINTS",
+        .help = "percentage points below a level's mark the counted bytes must fall to leave the "
+                "level, so that a node at its mark does not flap; below the soft level." },
+    [TIDE_CFG_MEMORY_POLL_MS]  = { "memory_poll_milliseconds", "memory-poll-milliseconds",
+                                   "TIDE_MEMORY_POLL_MILLISECONDS", "node", NULL, NULL, K_UINT, 10, 10000, 0,
+        .def = "100", .arg = "MS",
+        .help = "how often the memory figures (RSS, the cgroup's usage, memory pressure) are read and "
+                "compared with the marks." },
+    [TIDE_CFG_MEMORY_PRESSURE] = { "memory_pressure", "memory-pressure", "TIDE_MEMORY_PRESSURE", "node",
+                                   NULL, NULL, K_UINT, 0, 100, 0,
+        .def = "10", .arg = "PERCENT",
+        .help = "the kernel's memory pressure (PSI 'some' avg10 of the cgroup's memory.pressure or "
+                "/proc/pressure/memory) at or above this percent holds the node at the soft level "
+                "even under its mark. 0: pressure is ignored." },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -390,6 +435,10 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
     case K_ONLINE:
         n = snprintf(buf, cap, "0 (off), 1 to %" PRIu64 " (2^52) objects, or manual", st->max);
         break;
+    case K_LEVELS:
+        n = snprintf(buf, cap, "three percents, %" PRIu64 " to %" PRIu64 ", each above the one before",
+                     st->min, st->max);
+        break;
     case K_TRIM:
         ti_config_size_text(TIDE_CONFIG_BYTES_MAX, hi, sizeof hi);
         n = snprintf(buf, cap, "every:1 to every:%u, freed:1 to freed:%s, free-pct:1 to free-pct:%u",
@@ -402,10 +451,8 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
 
 /* ---- defaults ---------------------------------------------------------------- */
 
-static void set_source(tide_config *c, int id, int kind, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void set_source(tide_config *c, int id, int kind, const char *fmt, ...)
+/* (config_impl.h) */
+void ti_config_set_source(tide_config *c, int id, int kind, const char *fmt, ...)
 {
     va_list ap;
     c->src[id].kind = kind;
@@ -436,7 +483,7 @@ void tide_config_defaults(tide_config *c)
     int rc;
 
     memset(c, 0, sizeof *c);
-    for (int id = 0; id < TIDE_CFG_COUNT; id++) set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) ti_config_set_source(c, id, TIDE_SRC_DEFAULT, "%s", "");
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         if (ti_config_settings[id].def == NULL) continue;
         rc = ti_config_set_value(c, id, ti_config_settings[id].def, TIDE_SRC_DEFAULT, "", ti_config_settings[id].def);
@@ -449,7 +496,7 @@ void tide_config_defaults(tide_config *c)
         if (ti_config_settings[id].from_preset) fill_preset(c, id, &ti_config_presets[TIDE_NODE_MEDIUM]);
     c->nudb_block_size = TIDE_BLOCK_SIZE_DEFAULT;
     c->http_threads = cpus < 1 ? 1 : cpus > HTTP_THREADS_AUTO_MAX ? HTTP_THREADS_AUTO_MAX : (unsigned)cpus;
-    set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
+    ti_config_set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
                tide_size_format(c->ram_bytes, ram, sizeof ram));
 }
 
@@ -562,6 +609,7 @@ typedef struct parsed {
                               K_ONLINE: 1 when generations are on */
     unsigned port;         /* K_LISTEN */
     int      fell_back;    /* K_BLOCK: the value was replaced by the default */
+    unsigned pct[4];       /* K_LEVELS: [0] 0, then soft, high, critical */
     char     host[sizeof ((tide_config *)0)->listen_host];   /* K_LISTEN */
 } parsed;
 
@@ -579,6 +627,57 @@ static void parse_online(const ti_config_setting *st, const char *text, parsed *
         snprintf(why, wcap, "%.40s is outside 0..%" PRIu64 " (or 'manual')", text, st->max);
     else
         p->iv = p->v > 0;
+}
+
+/* memory_levels: three whole numbers "soft,high,critical", each in the
+ * row's range (percent) and above the one before: the rules of
+ * tide_mem_overload_init (mem/overload.h), checked here so that the
+ * message names the source. */
+static void parse_levels(const ti_config_setting *st, const char *text, parsed *p, char *why, size_t wcap)
+{
+    static const char *const names[] = { "", "soft", "high", "critical" };
+    const char *s = text;
+    size_t fields = 1;
+
+    for (const char *q = text; *q; q++) fields += *q == ',';
+    if (fields != 3) {
+        snprintf(why, wcap, "%zu value%s, not three: write the soft, high and critical marks in percent, "
+                 "e.g. 80,90,97", fields, fields == 1 ? "" : "s");
+        return;
+    }
+    for (int i = 1; i <= 3; i++) {
+        char num[32];
+        size_t n = strcspn(s, ",");
+        uint64_t v = 0;
+        int prc = -1;
+
+        if (n < sizeof num) {
+            memcpy(num, s, n);
+            num[n] = '\0';
+            prc = parse_uint(ti_config_trim(num), &v);   /* "80, 90, 97" too */
+        } else if (strspn(s, "0123456789") == n) {
+            prc = -2;                        /* digits only, past any range */
+        }
+        if (prc == -1) {
+            snprintf(why, wcap, "the %s mark '%.*s' is not a whole number (write three percents, e.g. "
+                     "80,90,97)", names[i], (int)(n < 40 ? n : 40), s);
+            return;
+        }
+        if (prc == -2 || v < st->min || v > st->max) {
+            snprintf(why, wcap, "the %s mark %.*s is outside %" PRIu64 "..%" PRIu64 " (percent of "
+                     "memory_limit)", names[i], (int)(n < 40 ? n : 40), s, st->min, st->max);
+            return;
+        }
+        p->pct[i] = (unsigned)v;
+        s += n + (i < 3);
+    }
+    for (int i = 2; i <= 3; i++)
+        if (p->pct[i] <= p->pct[i - 1]) {
+            snprintf(why, wcap, "the %s mark %u is not above the %s mark %u: each must be above the one "
+                     "before (soft < high < critical, e.g. 80,90,97)", names[i], p->pct[i], names[i - 1],
+                     p->pct[i - 1]);
+            return;
+        }
 }
 
 /* Parse `text` as setting `id` takes it, into *p. Writes the reason into
@@ -620,6 +719,12 @@ static void parse_value(const tide_config *c, int id, const char *text, int kind
     case K_SIZE:
         if (tide_size_parse(text, &p->v) != 0) {
             snprintf(why, wcap, "not a size (%s)", tide_last_error());
+        } else if (id == TIDE_CFG_MEMORY_LIMIT && p->v < st->min) {
+            char v[32], m[32];
+            ti_config_size_text(p->v, v, sizeof v);
+            ti_config_size_text(st->min, m, sizeof m);
+            snprintf(why, wcap, "%s (%" PRIu64 " bytes) is below %s, the smallest memory_limit (tided's "
+                     "threads, buffers and store need about that much)", v, p->v, m);
         } else if (p->v < st->min || p->v > st->max) {
             char rng[80];
             tide_config_range_text(id, rng, sizeof rng);
@@ -652,6 +757,9 @@ static void parse_value(const tide_config *c, int id, const char *text, int kind
         break;
     case K_ONLINE:
         parse_online(st, text, p, why, wcap);
+        break;
+    case K_LEVELS:
+        parse_levels(st, text, p, why, wcap);
         break;
     }
 }
@@ -702,6 +810,11 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_ROTATION_WAIT_MAX:    c->rotation_wait_max_s = (unsigned)p->v; break;
     case TIDE_CFG_TRIM_AFTER_ROTATION:  c->trim_after_rotation = p->iv; break;
     case TIDE_CFG_ROTATION_MAX_RSS:     c->rotation_max_rss = p->v; break;
+    case TIDE_CFG_MEMORY_LIMIT:         c->memory_limit = p->v; break;
+    case TIDE_CFG_MEMORY_LEVELS:        memcpy(c->memory_pct, p->pct, sizeof c->memory_pct); break;
+    case TIDE_CFG_MEMORY_HYSTERESIS:    c->memory_hysteresis = (unsigned)p->v; break;
+    case TIDE_CFG_MEMORY_POLL_MS:       c->memory_poll_ms = (unsigned)p->v; break;
+    case TIDE_CFG_MEMORY_PRESSURE:      c->memory_pressure_pct = (unsigned)p->v; break;
     default: break;
     }
 }
@@ -728,7 +841,7 @@ int ti_config_set_value(tide_config *c, int id, const char *text, int kind, cons
     }
     if (kind < c->src[id].kind) return 0;   /* a higher-ranked source set it */
     store_value(c, id, text, &p);
-    set_source(c, id, kind, "%s%s", where, p.fell_back ? " invalid, fell back" : "");
+    ti_config_set_source(c, id, kind, "%s%s", where, p.fell_back ? " invalid, fell back" : "");
     return 0;
 }
 
@@ -824,8 +937,11 @@ int tide_config_finish(tide_config *c)
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         if (!ti_config_settings[id].from_preset || c->src[id].kind != TIDE_SRC_DEFAULT) continue;
         fill_preset(c, id, &ti_config_presets[c->node_size]);
-        set_source(c, id, TIDE_SRC_PRESET, "%s", ti_config_node_size_names[c->node_size]);
+        ti_config_set_source(c, id, TIDE_SRC_PRESET, "%s", ti_config_node_size_names[c->node_size]);
     }
+    /* Before the body budget's default: with a limit it is derived. */
+    int rc = ti_config_finish_memory(c);
+    if (rc) return rc;
     /* Only when the operator chose one of the pair: the defaults must not warn. */
     if (c->cache_age < c->sweep_interval && (c->src[TIDE_CFG_CACHE_AGE].kind >= TIDE_SRC_FILE
                                               || c->src[TIDE_CFG_SWEEP_INTERVAL].kind >= TIDE_SRC_FILE))
@@ -838,7 +954,7 @@ int tide_config_finish(tide_config *c)
     if (c->src[TIDE_CFG_HTTP_BODY_BUDGET].kind == TIDE_SRC_DEFAULT) {
         c->http_body_budget = 4 * c->max_object_size > BODY_BUDGET_FLOOR ? 4 * c->max_object_size
                                                                          : BODY_BUDGET_FLOOR;
-        set_source(c, TIDE_CFG_HTTP_BODY_BUDGET, TIDE_SRC_DEFAULT, "%s", BODY_BUDGET_DEFAULT_TEXT);
+        ti_config_set_source(c, TIDE_CFG_HTTP_BODY_BUDGET, TIDE_SRC_DEFAULT, "%s", BODY_BUDGET_DEFAULT_TEXT);
     } else if (c->http_body_budget < c->max_object_size) {
         char b[32], m[32];
         return tide_err_set(TIDE_EINVAL, "http_body_budget=%s (%s) is below max_object_size=%s (%s): one "
@@ -906,7 +1022,35 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_ROTATION_WAIT_MAX:    snprintf(out, cap, "%u", c->rotation_wait_max_s); break;
     case TIDE_CFG_TRIM_AFTER_ROTATION:  snprintf(out, cap, "%d", c->trim_after_rotation); break;
     case TIDE_CFG_ROTATION_MAX_RSS:     ti_config_size_text(c->rotation_max_rss, out, cap); break;
+    case TIDE_CFG_MEMORY_LIMIT:
+        if (c->memory_limit) ti_config_size_text(c->memory_limit, out, cap);
+        else snprintf(out, cap, "none");
+        break;
+    case TIDE_CFG_MEMORY_LEVELS:
+        snprintf(out, cap, "%u,%u,%u", c->memory_pct[1], c->memory_pct[2], c->memory_pct[3]);
+        break;
+    case TIDE_CFG_MEMORY_HYSTERESIS:    snprintf(out, cap, "%u", c->memory_hysteresis); break;
+    case TIDE_CFG_MEMORY_POLL_MS:       snprintf(out, cap, "%u", c->memory_poll_ms); break;
+    case TIDE_CFG_MEMORY_PRESSURE:      snprintf(out, cap, "%u", c->memory_pressure_pct); break;
     default: out[0] = '\0'; break;
+    }
+}
+
+/* (config_impl.h) */
+void tide_config_source_text(const tide_config *c, int id, char *out, size_t cap)
+{
+    const tide_config_source *s = &c->src[id];
+
+    switch (s->kind) {
+    case TIDE_SRC_PRESET:  snprintf(out, cap, "preset %s", s->where); break;
+    case TIDE_SRC_DERIVED: snprintf(out, cap, "%s", s->where); break;
+    case TIDE_SRC_FILE:    snprintf(out, cap, "file %s", s->where); break;
+    case TIDE_SRC_ENV:     snprintf(out, cap, "env %s", s->where); break;
+    case TIDE_SRC_FLAG:    snprintf(out, cap, "flag %s", s->where); break;
+    default:
+        if (s->where[0]) snprintf(out, cap, "default %s", s->where);
+        else snprintf(out, cap, "default");
+        break;
     }
 }
 
@@ -936,15 +1080,8 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
             /* not the operator's: the node keeps the manifest's (startup.c) */
             snprintf(val, sizeof val, "manifest");
             snprintf(src, sizeof src, "not set: the manifest's keep, %u for a new directory", c->generations);
-        } else switch (s->kind) {
-        case TIDE_SRC_PRESET: snprintf(src, sizeof src, "preset %s", s->where); break;
-        case TIDE_SRC_FILE:   snprintf(src, sizeof src, "file %s", s->where); break;
-        case TIDE_SRC_ENV:    snprintf(src, sizeof src, "env %s", s->where); break;
-        case TIDE_SRC_FLAG:   snprintf(src, sizeof src, "flag %s", s->where); break;
-        default:
-            if (s->where[0]) snprintf(src, sizeof src, "default %s", s->where);
-            else snprintf(src, sizeof src, "default");
-            break;
+        } else {
+            tide_config_source_text(c, id, src, sizeof src);
         }
         w = snprintf(piece, sizeof piece, "%s%s=%s(%s)", id ? " " : "", ti_config_settings[id].name, val, src);
         if (w < 0) continue;
@@ -972,7 +1109,19 @@ int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_un
     int n = 0;
 
     if (c->cache_budget == 0)   { hint(TIDE_CFG_CACHE_BUDGET, how, sizeof how); fn(arg, "node_cache", how); n++; }
-    if (c->key_cache_size == 0) { hint(TIDE_CFG_KEY_CACHE_SIZE, how, sizeof how); fn(arg, "key_cache", how); n++; }
+    /* With a limit the key cache has a hard limit in bytes (5% of it) even
+     * when its entries are not bounded. */
+    if (c->key_cache_size == 0 && c->key_cache_hard_limit == 0) {
+        hint(TIDE_CFG_KEY_CACHE_SIZE, how, sizeof how);
+        fn(arg, "key_cache", how);
+        n++;
+    }
     if (c->arena_max == 0 && alloc_family == TIDE_MEM_ALLOC_GLIBC) { hint(TIDE_CFG_ARENA_MAX, how, sizeof how); fn(arg, "malloc_arenas", how); n++; }
+    if (c->memory_limit == 0) {
+        hint(TIDE_CFG_MEMORY_LIMIT, how, sizeof how);
+        strncat(how, ", or run tided in a cgroup with a memory limit", sizeof how - strlen(how) - 1);
+        fn(arg, "process", how);
+        n++;
+    }
     return n;
 }

@@ -40,8 +40,16 @@
 enum { TIDE_NODE_TINY, TIDE_NODE_SMALL, TIDE_NODE_MEDIUM, TIDE_NODE_LARGE, TIDE_NODE_HUGE,
        TIDE_NODE_SIZE_COUNT };
 
-/* Where a value came from, lowest rank first. */
-enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_FILE, TIDE_SRC_ENV, TIDE_SRC_FLAG };
+/* Where a value came from, lowest rank first. TIDE_SRC_DERIVED (issue 13,
+ * added to the contract): a value computed from another source, the
+ * cgroup's memory limit (tide_config_apply_cgroup; where "cgroup v1
+ * /sys/fs/cgroup/memory/x") or a share of memory_limit (finish; where
+ * "memory_limit 20%"). It ranks above the preset it replaces and below
+ * every operator's source (file, env, flag), so `kind >= TIDE_SRC_FILE`
+ * still means "set by the operator", and describe can print the where
+ * alone ("cache_budget=13421772(memory_limit 20%)") rather than as a
+ * default's or a preset's. Names are stable; compare kinds by name. */
+enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_DERIVED, TIDE_SRC_FILE, TIDE_SRC_ENV, TIDE_SRC_FLAG };
 
 /* The settings, in the order tide_config_describe prints them. */
 enum {
@@ -141,7 +149,8 @@ typedef struct tide_config {
      * lowered to it with a warning. 0: no limit anywhere (a startup
      * warning). With a limit, tide_config_finish derives every budget the
      * operator did not set from it (source "memory_limit N%"):
-     *   cache_budget          20% (the node cache's hard limit is twice it)
+     * (L x pct / 100, rounded down to a byte)
+ *   cache_budget          20% (the node cache's hard limit is twice it)
      *   key_cache_hard_limit   5% (bytes; no setting of its own)
      *   insert_burst           4%, at most 64 MiB (two pools: 8%)
      *   http_body_budget      10%, at least max_object_size
@@ -245,9 +254,15 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv);
  * memory_limit was not set by the operator, the cgroup's becomes it (its
  * source names the cgroup directory and version); when it was set above
  * the cgroup's, it is lowered to the cgroup's with one warning naming
- * both. No limit known (TIDE_ENOENT) changes nothing; a cgroup file that
- * cannot be read or parsed is logged at WARN and changes nothing. Call
- * after apply_args and before finish. Returns 0.
+ * both; the source then reads "cgroup v1 PATH, lowered from 1GiB
+ * (flag --memory-limit)" (kind TIDE_SRC_DERIVED). An operator's value below
+ * it is kept (the cgroup is recorded all the same: its usage counts). No
+ * limit known (TIDE_ENOENT), or an unlimited cgroup, changes nothing; a
+ * cgroup file that cannot be read or parsed is logged at WARN and changes
+ * nothing. A cgroup limit above TIDE_CONFIG_BYTES_MAX is taken as that. A
+ * cgroup limit below TIDE_CONFIG_MEMORY_LIMIT_MIN is not refused here but
+ * by finish, naming the cgroup. Call after apply_args and before finish.
+ * Returns 0. Cost: tide_mem_cgroup_limit's few small reads.
  */
 int tide_config_apply_cgroup(tide_config *c, const char *root);
 
@@ -280,16 +295,29 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap);
  * short); returns the length written. Allocates nothing. */
 size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t cap);
 
+/* Where setting `id` came from, as tide_config_describe writes it in
+ * parentheses: "flag --memory-limit", "env TIDE_MEMORY_LIMIT", "file
+ * tide.cfg:3", "preset medium", "default" or "default RULE", and a derived
+ * value's where alone ("cgroup v1 /sys/fs/cgroup/memory/x", "memory_limit
+ * 20%"). Into `out` (cap bytes, NUL-terminated, cut when short). (Issue 13,
+ * added: /v1/status' memory_limit "source" and the startup log print it.)
+ * Allocates nothing. */
+void tide_config_source_text(const tide_config *c, int id, char *out, size_t cap);
+
 /* Called once per consumer left unbounded: `consumer` names it ("node_cache"),
  * `how` names the setting that would bound it
  * ("set --cache-budget / TIDE_CACHE_BUDGET / [node] cache_budget"). */
 typedef void (*tide_config_unbounded_fn)(void *arg, const char *consumer, const char *how);
 
 /* Call `fn` for each unbounded consumer, in a fixed order: node_cache
- * (cache_budget 0), key_cache (key_cache_size 0), malloc_arenas (arena_max
+ * (cache_budget 0), key_cache (key_cache_size 0 and no key_cache_hard_limit:
+ * with a memory_limit the key cache gets 5% of it in bytes, so it is
+ * bounded; issue 13, refined), malloc_arenas (arena_max
  * unset, and only when `alloc_family` is TIDE_MEM_ALLOC_GLIBC: arena_max
  * bounds nothing under another allocator), process (memory_limit 0: no
- * flag and no cgroup limit; issue 13). store_insert_pool never is:
+ * flag and no cgroup limit; issue 13; `how` then reads "set --memory-limit /
+ * TIDE_MEMORY_LIMIT / [node] memory_limit, or run tided in a cgroup with a
+ * memory limit"). store_insert_pool never is:
  * insert_burst is at least 64 KiB. Callers pass tide_mem_alloc_family(). Returns the
  * count. */
 int tide_config_unbounded(const tide_config *c, int alloc_family, tide_config_unbounded_fn fn, void *arg);

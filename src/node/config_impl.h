@@ -36,7 +36,8 @@ enum kind {
     K_SECRET,    /* string, never printed */
     K_BOOL,      /* 1/0, true/false, yes/no, on/off */
     K_TRIM,      /* always, never, every:N, freed:SIZE, free-pct:P */
-    K_ONLINE     /* online_delete: N in [min, max] (0: off) or "manual" */
+    K_ONLINE,    /* online_delete: N in [min, max] (0: off) or "manual" */
+    K_LEVELS     /* memory_levels: "S,H,C", percents in [min, max], S < H < C */
 };
 
 typedef struct ti_config_setting {
@@ -78,6 +79,17 @@ extern const uint64_t ti_config_node_size_ram_below[TIDE_NODE_SIZE_COUNT - 1];
  */
 int ti_config_set_value(tide_config *c, int id, const char *text, int kind, const char *where,
                         const char *what);
+
+/* Record where setting `id`'s value came from: rank `kind` (TIDE_SRC_*)
+ * and the printf-formatted `where` (cut to fit src[id].where). */
+void ti_config_set_source(tide_config *c, int id, int kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The memory limit's part of tide_config_finish (config_mem.c): the
+ * limit's floor, the levels with the hysteresis, the budgets derived from
+ * the limit and the check of the explicit ones. Returns 0 or TIDE_EINVAL
+ * naming the settings and their sources. */
+int ti_config_finish_memory(tide_config *c);
 
 /* v as the shortest exact size text ("1GiB", "512MB", "4096") into out. */
 void ti_config_size_text(uint64_t v, char *out, size_t cap);

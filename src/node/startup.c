@@ -17,6 +17,13 @@
  * generation's mean record size when it has objects. With it off the
  * unbounded warnings include the disk.
  *
+ * The memory limit (issue 13) gets two lines after the settings: where the
+ * limit came from, what counts against it (the larger of RSS and the
+ * cgroup's usage less page cache, when a cgroup limit was found; RSS
+ * alone otherwise), the marks in bytes and percent; then the budgets
+ * derived from it with their sources and what they may hold together.
+ * With no limit anywhere the unbounded consumer "process" is the warning.
+ *
  * Invariants:
  *   1. Nothing here prints metrics_token or admin_token, only "set"/"unset".
  *   2. mallopt runs only from tide_startup_apply_malloc, before threads.
@@ -32,6 +39,7 @@
 
 #include "gen/gens.h"
 #include "mem/alloc.h"
+#include "mem/overload.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
@@ -133,12 +141,87 @@ static void log_block_size(const tide_config *c)
                  c->nudb_block_size, c->data_dir, info.block_size, c->data_dir, c->nudb_block_size);
 }
 
+/* "soft 80% = 858993459 bytes (left below 75% = 805306368)": the marks
+ * tide_mem_overload_init computes, the governor's own. */
+static void mark_text(const tide_config *c, const tide_mem_overload *st, int level, char *out, size_t cap)
+{
+    unsigned pct = c->memory_pct[level];
+
+    snprintf(out, cap, "%s %u%% = %" PRIu64 " bytes (left below %u%% = %" PRIu64 ")",
+             tide_mem_overload_level_name(level), pct, st->enter[level], pct - c->memory_hysteresis,
+             st->leave[level]);
+}
+
+static void log_memory_limit(const tide_config *c)
+{
+    char lim[32], src[400], counts[1200], soft[120], high[120], crit[120], pressure[120];
+    tide_mem_overload_opts oo;
+    tide_mem_overload st;
+
+    if (c->memory_limit == 0) return;   /* tide_config_unbounded's "process" says it */
+    tide_config_describe_one(c, TIDE_CFG_MEMORY_LIMIT, lim, sizeof lim);
+    tide_config_source_text(c, TIDE_CFG_MEMORY_LIMIT, src, sizeof src);
+    if (!c->cgroup_limited) strncat(src, " (no cgroup limit found)", sizeof src - strlen(src) - 1);
+    if (c->cgroup_limited)
+        snprintf(counts, sizeof counts, "the larger of RSS and the cgroup's usage less page cache (cgroup v%d "
+                 "%s, limit %" PRIu64 " bytes)", c->cgroup_version, c->cgroup_path, c->cgroup_limit);
+    else
+        snprintf(counts, sizeof counts, "RSS");
+    tide_mem_overload_opts_init(&oo);
+    oo.limit_bytes = c->memory_limit;
+    memcpy(oo.pct, c->memory_pct, sizeof oo.pct);
+    oo.hysteresis_pct = c->memory_hysteresis;
+    if (tide_mem_overload_init(&st, &oo) != 0) {   /* finish refused these: not reached */
+        tide_log(TIDE_LOG_WARN, "memory limit: %s", tide_last_error());
+        return;
+    }
+    mark_text(c, &st, TIDE_OVERLOAD_SOFT, soft, sizeof soft);
+    mark_text(c, &st, TIDE_OVERLOAD_HIGH, high, sizeof high);
+    mark_text(c, &st, TIDE_OVERLOAD_CRITICAL, crit, sizeof crit);
+    if (c->memory_pressure_pct)
+        snprintf(pressure, sizeof pressure, "memory pressure (PSI some avg10) at or above %u%% holds soft",
+                 c->memory_pressure_pct);
+    else
+        snprintf(pressure, sizeof pressure, "memory pressure ignored (memory_pressure 0)");
+    tide_log(TIDE_LOG_INFO, "memory limit: %s (%" PRIu64 " bytes) from %s; counts %s, read every %u ms; "
+             "marks %s, %s, %s; %s", lim, c->memory_limit, src, counts, c->memory_poll_ms, soft, high, crit,
+             pressure);
+}
+
+/* The budgets the limit gave (or the operator's), with their sources and
+ * what they may hold together against the limit. */
+static void log_memory_split(const tide_config *c)
+{
+    static const int ids[] = { TIDE_CFG_CACHE_BUDGET, TIDE_CFG_INSERT_BURST, TIDE_CFG_HTTP_BODY_BUDGET };
+    static const unsigned times[] = { 2, 2, 1 };
+    static const char *const what[] = { "hard limit", "two pools", "held bodies" };
+    char line[1600] = "", v[32], src[200];
+    uint64_t held = c->key_cache_hard_limit, val[3] = { c->cache_budget, c->insert_burst, c->http_body_budget };
+    size_t used = 0;
+
+    if (c->memory_limit == 0) return;
+    for (size_t i = 0; i < 3; i++) {
+        tide_config_describe_one(c, ids[i], v, sizeof v);
+        tide_config_source_text(c, ids[i], src, sizeof src);
+        held += val[i] * times[i];
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s=%s (%s; %s %" PRIu64 " bytes), ",
+                                 tide_config_name(ids[i]), v, src, what[i], val[i] * times[i]);
+        if (used >= sizeof line) used = sizeof line - 1;
+    }
+    tide_log(TIDE_LOG_INFO, "memory split: %skey cache hard limit %" PRIu64 " bytes (memory_limit 5%%): the "
+             "budgets may hold %" PRIu64 " bytes, %" PRIu64 "%% of the limit; the rest is for the store's index "
+             "blocks, threads, connections and the allocator", line, c->key_cache_hard_limit, held,
+             held * 100 / c->memory_limit);
+}
+
 void tide_startup_log(const tide_config *c)
 {
     char line[8192];
 
     tide_config_describe(c, line, sizeof line);
     tide_log(TIDE_LOG_INFO, "settings: %s", line);
+    log_memory_limit(c);
+    log_memory_split(c);
     log_allocator();
     log_block_size(c);
     tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
@@ -183,6 +266,18 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->rotation_wait_max_s = c->rotation_wait_max_s;
     o->trim_after_rotation = c->trim_after_rotation;
     o->rotation_max_rss = c->rotation_max_rss;
+    o->memory_limit = c->memory_limit;
+    memcpy(o->memory_pct, c->memory_pct, sizeof o->memory_pct);
+    o->memory_hysteresis_pct = c->memory_hysteresis;
+    o->memory_poll_ms = c->memory_poll_ms;
+    o->memory_pressure_pct = c->memory_pressure_pct;
+    /* Only a limited cgroup's usage counts: an unlimited one's (a whole
+     * slice's, perhaps) says nothing about this limit. */
+    if (c->cgroup_limited) {
+        o->cgroup_path = c->cgroup_path;
+        o->cgroup_version = c->cgroup_version;
+    }
+    if (c->key_cache_hard_limit) o->key_cache_hard_limit = (size_t)c->key_cache_hard_limit;
 }
 
 /* The disk bound in words. With G generations and a trigger of N objects

@@ -287,6 +287,7 @@ static int read_settings(tide_config *c, int argc, char **argv, const char *conf
     }
     rc = tide_config_apply_env(c, NULL, NULL);
     if (rc == 0) rc = tide_config_apply_args(c, argc, argv);
+    if (rc == 0) rc = tide_config_apply_cgroup(c, NULL);   /* the cgroup's memory limit */
     if (rc == 0) rc = tide_config_finish(c);
     return rc;
 }

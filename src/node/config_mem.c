@@ -1,0 +1,283 @@
+/*
+ * config_mem.c: the memory limit's settings (issue 13; docs/MEMORY-LIMIT.md):
+ * where the limit comes from, and the budgets it gives.
+ *
+ * The limit is the operator's memory_limit (flag, env, file) or, left
+ * unset, the cgroup's (tide_config_apply_cgroup, through
+ * tide_mem_cgroup_limit: v2 memory.max, v1 memory.limit_in_bytes, the
+ * nearest limited ancestor). An operator's value above the cgroup's is
+ * lowered to it with one warning: the kernel enforces the cgroup's whatever
+ * tided is told, and a node that plans for more than it may have is
+ * OOM-killed instead of shedding. A value below the cgroup's is kept (the
+ * operator may want headroom); the cgroup's usage then counts too.
+ *
+ * With a limit L, finish derives each budget the operator did not set (its
+ * source the default or the preset) from it, source "memory_limit N%",
+ * rounded down to a byte:
+ *
+ *     cache_budget          L x 20 / 100   (its hard limit, twice it: 40%)
+ *     key_cache_hard_limit  L x  5 / 100   (bytes; no setting of its own)
+ *     insert_burst          L x  4 / 100, at most 64 MiB (two pools: 8%)
+ *     http_body_budget      L x 10 / 100, at least max_object_size
+ *
+ * Together they may hold at most 63% of L; the rest is for what no budget
+ * counts: the store's key blocks and spill buffers, the threads' stacks,
+ * h2o's connections, the allocator's metadata and fragmentation. What a
+ * budget may hold at most is 2 x cache_budget (the node cache's hard
+ * limit), 2 x insert_burst (pending and committing pools), the
+ * http_body_budget and the key cache's hard limit. Explicit budgets that
+ * together may hold more than L are an error naming each with its source (a
+ * node so configured fills its limit with its own caches and then sheds
+ * every write); explicit and derived together over L is one warning.
+ *
+ * Invariants:
+ *   1. After a successful finish with memory_limit != 0, memory_limit >=
+ *      TIDE_CONFIG_MEMORY_LIMIT_MIN and the explicit budgets' most-held
+ *      bytes add up to at most memory_limit.
+ *   2. A derived value's source is TIDE_SRC_DERIVED; an operator's value is
+ *      never replaced by a derived one, only lowered to the cgroup's limit,
+ *      and that is logged with both figures.
+ *   3. memory_pct and memory_hysteresis obey tide_mem_overload_init's rules
+ *      (1 <= soft < high < critical <= 100, 1 <= hysteresis < soft).
+ *
+ * Never: raise an operator's limit; take a limit from a cgroup file that
+ * could not be read or parsed (that warns and changes nothing).
+ */
+#include "node/config_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mem/cgroup.h"
+#include "mem/overload.h"
+#include "tide/error.h"
+#include "util/assert.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/size.h"
+
+/* The split (the essay above; config.h, docs/MEMORY-LIMIT.md). */
+#define SHARE_CACHE_PCT      20u
+#define SHARE_KEY_CACHE_PCT   5u
+#define SHARE_BURST_PCT       4u
+#define SHARE_BURST_MAX      (64 * MiB)
+#define SHARE_BODY_PCT       10u
+
+static const char *kind_word(int kind)
+{
+    switch (kind) {
+    case TIDE_SRC_FLAG: return "flag";
+    case TIDE_SRC_ENV:  return "env";
+    case TIDE_SRC_FILE: return "file";
+    default:            return "";
+    }
+}
+
+/* ---- the cgroup ---------------------------------------------------------- */
+
+int tide_config_apply_cgroup(tide_config *c, const char *root)
+{
+    tide_mem_cgroup_limit_info info;
+    const tide_config_source *s = &c->src[TIDE_CFG_MEMORY_LIMIT];
+    char cg[32], op[32];
+    int rc = tide_mem_cgroup_limit(root, &info);
+
+    if (rc == TIDE_ENOENT) return 0;            /* no memory controller: nothing known */
+    if (rc) {
+        tide_log(TIDE_LOG_WARN, "memory limit: the cgroup's could not be read, so none is taken from it "
+                 "(%s: %s)", tide_strerror(rc), tide_last_error());
+        return 0;
+    }
+    if (!info.limited) return 0;
+    /* No machine has more than 4 PiB (config.h): capped there, the limit
+     * obeys memory_limit's range and twice a budget stays exact. */
+    if (info.limit_bytes > TIDE_CONFIG_BYTES_MAX) info.limit_bytes = TIDE_CONFIG_BYTES_MAX;
+    c->cgroup_limited = 1;
+    c->cgroup_limit = info.limit_bytes;
+    c->cgroup_version = info.version;
+    snprintf(c->cgroup_path, sizeof c->cgroup_path, "%s", info.path);
+    ti_config_size_text(info.limit_bytes, cg, sizeof cg);
+    if (s->kind < TIDE_SRC_FILE) {               /* not the operator's: the cgroup's */
+        c->memory_limit = info.limit_bytes;
+        ti_config_set_source(c, TIDE_CFG_MEMORY_LIMIT, TIDE_SRC_DERIVED, "cgroup v%d %s", info.version,
+                             info.path);
+    } else if (c->memory_limit > info.limit_bytes) {
+        char where[sizeof s->where];
+        int kind = s->kind;
+
+        ti_config_size_text(c->memory_limit, op, sizeof op);
+        snprintf(where, sizeof where, "%s", s->where);
+        tide_log(TIDE_LOG_WARN, "memory_limit=%s (%s %s) is above the cgroup's memory limit, %s (cgroup v%d "
+                 "%s): using %s, the cgroup's, which the kernel enforces", op, kind_word(kind), where, cg,
+                 info.version, info.path, cg);
+        c->memory_limit = info.limit_bytes;
+        ti_config_set_source(c, TIDE_CFG_MEMORY_LIMIT, TIDE_SRC_DERIVED, "cgroup v%d %s, lowered from %s "
+                             "(%s %s)", info.version, info.path, op, kind_word(kind), where);
+    }
+    return 0;
+}
+
+/* ---- the levels ---------------------------------------------------------------- */
+
+/* The governor's options these settings give (limit_bytes: the limit, or
+ * the smallest one when there is none yet, so the levels are checked even
+ * then: SIGHUP or a cgroup may bring a limit later). */
+static void overload_opts(const tide_config *c, tide_mem_overload_opts *o)
+{
+    tide_mem_overload_opts_init(o);
+    o->limit_bytes = c->memory_limit ? c->memory_limit : TIDE_CONFIG_MEMORY_LIMIT_MIN;
+    memcpy(o->pct, c->memory_pct, sizeof o->pct);
+    o->hysteresis_pct = c->memory_hysteresis;
+}
+
+/* memory_levels with memory_hysteresis, by tide_mem_overload_init's rules
+ * (levels alone were checked where they were parsed, naming the source;
+ * the pair here, naming both; then tide_mem_overload_init itself, so that
+ * what finish accepts the governor accepts). */
+static int check_levels(const tide_config *c)
+{
+    char hs[200], ls[200];
+    tide_mem_overload_opts o;
+    tide_mem_overload st;
+
+    if (c->memory_hysteresis >= 1 && c->memory_hysteresis < c->memory_pct[TIDE_OVERLOAD_SOFT]) {
+        overload_opts(c, &o);
+        return tide_mem_overload_init(&st, &o);
+    }
+    tide_config_source_text(c, TIDE_CFG_MEMORY_HYSTERESIS, hs, sizeof hs);
+    tide_config_source_text(c, TIDE_CFG_MEMORY_LEVELS, ls, sizeof ls);
+    if (c->memory_pct[TIDE_OVERLOAD_SOFT] <= 1)
+        return tide_err_set(TIDE_EINVAL, "memory_levels=%u,%u,%u (%s): a soft mark of 1%% leaves no room for "
+                            "memory_hysteresis, which is at least 1: raise the soft mark", c->memory_pct[1],
+                            c->memory_pct[2], c->memory_pct[3], ls);
+    return tide_err_set(TIDE_EINVAL, "memory_hysteresis=%u (%s) is not below the soft mark of memory_levels="
+                        "%u,%u,%u (%s): a level is left (mark - hysteresis)%% below its mark, so the "
+                        "hysteresis takes 1 to %u", c->memory_hysteresis, hs, c->memory_pct[1],
+                        c->memory_pct[2], c->memory_pct[3], ls, c->memory_pct[TIDE_OVERLOAD_SOFT] - 1);
+}
+
+/* ---- the split -------------------------------------------------------------------- */
+
+/* Derive `id` from the limit when the operator did not set it. */
+static void derive(tide_config *c, int id, uint64_t *value, uint64_t v, const char *fmt, unsigned pct)
+{
+    if (c->src[id].kind >= TIDE_SRC_FILE) return;
+    *value = v;
+    ti_config_set_source(c, id, TIDE_SRC_DERIVED, fmt, pct);
+}
+
+static void derive_budgets(tide_config *c)
+{
+    uint64_t l = c->memory_limit, burst = l * SHARE_BURST_PCT / 100, body = l * SHARE_BODY_PCT / 100;
+
+    derive(c, TIDE_CFG_CACHE_BUDGET, &c->cache_budget, l * SHARE_CACHE_PCT / 100, "memory_limit %u%%",
+           SHARE_CACHE_PCT);
+    c->key_cache_hard_limit = l * SHARE_KEY_CACHE_PCT / 100;
+    if (burst > SHARE_BURST_MAX)
+        derive(c, TIDE_CFG_INSERT_BURST, &c->insert_burst, SHARE_BURST_MAX, "memory_limit %u%%, at most 64MiB",
+               SHARE_BURST_PCT);
+    else
+        derive(c, TIDE_CFG_INSERT_BURST, &c->insert_burst, burst, "memory_limit %u%%", SHARE_BURST_PCT);
+    if (body < c->max_object_size)
+        derive(c, TIDE_CFG_HTTP_BODY_BUDGET, &c->http_body_budget, c->max_object_size,
+               "memory_limit %u%%, raised to max_object_size", SHARE_BODY_PCT);
+    else
+        derive(c, TIDE_CFG_HTTP_BODY_BUDGET, &c->http_body_budget, body, "memory_limit %u%%", SHARE_BODY_PCT);
+}
+
+/* The budgets and what each may hold at most. */
+static const struct held_rule { int id; unsigned times; const char *why; } held_rules[] = {
+    { TIDE_CFG_CACHE_BUDGET,     2, "the node cache's hard limit is twice it" },
+    { TIDE_CFG_INSERT_BURST,     2, "two insert pools, pending and committing" },
+    { TIDE_CFG_HTTP_BODY_BUDGET, 1, "request bodies held" },
+};
+#define N_HELD (sizeof held_rules / sizeof held_rules[0])
+
+static uint64_t budget_value(const tide_config *c, int id)
+{
+    switch (id) {
+    case TIDE_CFG_CACHE_BUDGET:     return c->cache_budget;
+    case TIDE_CFG_INSERT_BURST:     return c->insert_burst;
+    case TIDE_CFG_HTTP_BODY_BUDGET: return c->http_body_budget;
+    default:                        return 0;
+    }
+}
+
+/* "cache_budget=512MiB (flag --cache-budget) may hold 1GiB (why)" for
+ * each budget whose explicitness is `explicit_`, after `out`'s text;
+ * returns their most-held bytes. */
+static uint64_t list_held(const tide_config *c, int explicit_, char *out, size_t cap)
+{
+    uint64_t sum = 0;
+    size_t used = strlen(out);
+
+    for (size_t i = 0; i < N_HELD; i++) {
+        const struct held_rule *r = &held_rules[i];
+        char v[32], h[32], src[200];
+        uint64_t held = budget_value(c, r->id) * r->times;
+
+        if ((c->src[r->id].kind >= TIDE_SRC_FILE) != explicit_) continue;
+        sum += held;
+        ti_config_size_text(budget_value(c, r->id), v, sizeof v);
+        ti_config_size_text(held, h, sizeof h);
+        tide_config_source_text(c, r->id, src, sizeof src);
+        if (used < cap)
+            used += (size_t)snprintf(out + used, cap - used, "%s%s=%s (%s) may hold %s (%s)",
+                                     used && out[used - 1] != ' ' ? ", " : "", tide_config_name(r->id), v, src,
+                                     h, r->why);
+    }
+    return sum;
+}
+
+static int check_budgets(const tide_config *c)
+{
+    char list[1600] = "", lim[32], ls[200], sum_text[32], all_text[32], key[32];
+    uint64_t l = c->memory_limit, mine, derived;
+
+    mine = list_held(c, 1, list, sizeof list);
+    ti_config_size_text(l, lim, sizeof lim);
+    tide_config_source_text(c, TIDE_CFG_MEMORY_LIMIT, ls, sizeof ls);
+    ti_config_size_text(mine, sum_text, sizeof sum_text);
+    if (mine > l)
+        return tide_err_set(TIDE_EINVAL, "the budgets set explicitly may hold %s, more than memory_limit=%s "
+                            "(%s): %s; lower them, or leave them unset to derive them from memory_limit",
+                            sum_text, lim, ls, list);
+    derived = list_held(c, 0, list, sizeof list) + c->key_cache_hard_limit;
+    if (mine + derived > l) {
+        ti_config_size_text(mine + derived, all_text, sizeof all_text);
+        ti_config_size_text(c->key_cache_hard_limit, key, sizeof key);
+        tide_log(TIDE_LOG_WARN, "the budgets may hold %s in all, more than memory_limit=%s (%s): %s, the key "
+                 "cache's hard limit %s (memory_limit %u%%); the memory levels will shed writes before "
+                 "the caches fill: lower the explicit ones", all_text, lim, ls, list, key, SHARE_KEY_CACHE_PCT);
+    }
+    return 0;
+}
+
+int ti_config_finish_memory(tide_config *c)
+{
+    char ls[200], lim[32], min[32];
+    int rc = check_levels(c);
+
+    if (rc || c->memory_limit == 0) return rc;
+    if (c->memory_limit < TIDE_CONFIG_MEMORY_LIMIT_MIN) {
+        ti_config_size_text(c->memory_limit, lim, sizeof lim);
+        ti_config_size_text(TIDE_CONFIG_MEMORY_LIMIT_MIN, min, sizeof min);
+        tide_config_source_text(c, TIDE_CFG_MEMORY_LIMIT, ls, sizeof ls);
+        return tide_err_set(TIDE_EINVAL, "memory_limit=%s (%s) is below %s, the smallest limit tided runs "
+                            "in%s", lim, ls, min, c->src[TIDE_CFG_MEMORY_LIMIT].kind == TIDE_SRC_DERIVED
+                            ? ": raise the cgroup's memory limit" : "");
+    }
+    derive_budgets(c);
+    rc = check_budgets(c);
+    if (rc == 0 && c->ram_bytes && c->memory_limit > c->ram_bytes) {
+        char ram[32];
+        ti_config_size_text(c->memory_limit, lim, sizeof lim);
+        tide_config_source_text(c, TIDE_CFG_MEMORY_LIMIT, ls, sizeof ls);
+        tide_log(TIDE_LOG_WARN, "memory_limit=%s (%s) is above total RAM, %s: the marks may never be "
+                 "reached before the kernel swaps or kills tided", lim, ls,
+                 tide_size_format(c->ram_bytes, ram, sizeof ram));
+    }
+    TIDE_ASSERT(rc != 0 || c->memory_limit >= TIDE_CONFIG_MEMORY_LIMIT_MIN);
+    return rc;
+}
