@@ -111,10 +111,38 @@ static int put_file(const char *dir, const char *name, const char *text)
     return rc;
 }
 
+/* A kernel file (/proc, cgroupfs: their size says 0) read to its end, as
+ * a string (malloc'd), or NULL. */
+static char *read_kernel_file(const char *path)
+{
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) return NULL;
+    for (;;) {
+        ssize_t n;
+        if (cap - len < 4096) {
+            char *p = realloc(buf, cap + 8192);
+            if (p == NULL) { free(buf); close(fd); return NULL; }
+            buf = p;
+            cap += 8192;
+        }
+        n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) { free(buf); close(fd); return NULL; }
+        if (n == 0) break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    return buf;
+}
+
 /* The v1 memory line's path of /proc/self/cgroup ("/process_api/x"), or "". */
 static void own_memory_path(char *out, size_t cap)
 {
-    char *text = th_read_text("/proc/self/cgroup"), *line, *save = NULL;
+    char *text = read_kernel_file("/proc/self/cgroup"), *line, *save = NULL;
 
     out[0] = '\0';
     for (line = text ? strtok_r(text, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
@@ -172,7 +200,7 @@ static int make_group(void)
         if (own[0] && make_group_in(parent, 1) == 0) return 0;
         if (make_group_in("/sys/fs/cgroup/memory", 1) == 0) return 0;
     }
-    ctl = th_read_text("/sys/fs/cgroup/cgroup.subtree_control");
+    ctl = read_kernel_file("/sys/fs/cgroup/cgroup.subtree_control");
     if (ctl && strstr(ctl, "memory") && make_group_in("/sys/fs/cgroup", 2) == 0) { free(ctl); return 0; }
     free(ctl);
     if (!nd.why[0]) snprintf(nd.why, sizeof nd.why, "no v1 memory controller and no v2 memory controller");
@@ -560,6 +588,17 @@ static void tided_start(const char *flag, const char *value)
     nd.pid = p;
 }
 
+/* The last 1500 bytes of tided's log (malloc'd, never NULL). */
+static char *log_tail(void)
+{
+    char *log = th_read_text(nd.log), *tail;
+    size_t n = log ? strlen(log) : 0;
+
+    tail = strdup(n > 1500 ? log + n - 1500 : log ? log : "");
+    free(log);
+    return tail;
+}
+
 /* Wait for /healthz (or the child's death: then fail with its log). */
 static void tided_ready(void)
 {
@@ -567,9 +606,9 @@ static void tided_ready(void)
         answer a;
         int st;
         if (th_waitpid(nd.pid, &st, WNOHANG) == nd.pid) {
-            char *log = th_read_text(nd.log);
+            char *log = log_tail();
             nd.pid = 0;
-            fail_msg("tided exited before answering (status 0x%x); its log:\n%s", st, log ? log : "");
+            fail_msg("tided exited before answering (status 0x%x); its log ends:\n%s", st, log);
         }
         request_once(nd.port, "GET", "/healthz", NULL, 0, 0, &a);
         if (a.status == 200) return;
@@ -598,7 +637,8 @@ static unsigned long long oom_kills(void)
     unsigned long long n = 0;
 
     snprintf(path, sizeof path, "%s/%s", nd.group, nd.version == 1 ? "memory.oom_control" : "memory.events");
-    text = th_slurp(path);
+    text = read_kernel_file(path);
+    if (text == NULL) fail_msg("cannot read %s: %s", path, strerror(errno));
     at = strstr(text, "oom_kill ");
     if (at == NULL) { free(text); fail_msg("%s has no oom_kill line", path); }
     n = strtoull(at + 9, NULL, 10);
@@ -675,8 +715,23 @@ static void expect_limit_source(const char *source)
 
 /* ---- the test ------------------------------------------------------------------------ */
 
+/* tided's level changes as it logged them (at most 12 lines), for the
+ * test's output. */
+static void print_level_changes(void)
+{
+    char *log = th_read_text(nd.log), *line, *save = NULL;
+    int n = 0;
+
+    for (line = log ? strtok_r(log, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save))
+        if (strstr(line, "memory level ") && strstr(line, " -> ") && n++ < 12) printf("    %.300s\n", line);
+    if (n > 12) printf("    (%d level changes in all)\n", n);
+    free(log);
+}
+
 static void report(const load *l)
 {
+    printf("    %s\n", nd.group[0] ? nd.group : "no cgroup: --memory-limit 128MiB");
+    print_level_changes();
     printf("    load: %lu PUT 201, %lu shed (503 overloaded), %lu unanswered; slow bodies %lu 201, %lu shed, "
            "%lu unanswered; GET %lu 200, %lu refused connections; RSS max %.1f MiB of %.0f (%llu samples)\n",
            atomic_load(&l->puts_ok), atomic_load(&l->puts_shed), atomic_load(&l->puts_lost),
@@ -705,10 +760,10 @@ static void load_under_the_limit(int cgroup)
     run_load(l);
     report(l);
     if (th_waitpid(nd.pid, &st, WNOHANG) != 0) {
-        char *log = th_read_text(nd.log);
+        char *log = log_tail();
         nd.pid = 0;
-        fail_msg("tided died under the load (status 0x%x%s); its log:\n%s", st,
-                 WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? ", SIGKILL: the OOM killer?" : "", log ? log : "");
+        fail_msg("tided died under the load (status 0x%x%s); its log ends:\n%s", st,
+                 WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? ", SIGKILL: the OOM killer?" : "", log);
     }
     if (cgroup) expect_u64(oom_kills(), 0, "the group's oom_kill count");
     th_failures_check(&l->fails, "the load");
