@@ -350,8 +350,8 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     int rc = 0;
 
     pthread_mutex_lock(&n->mem_check_lock);
-    if (pct == NULL) pct = n->opts.memory_pct;
-    if (hysteresis_pct == UINT_MAX) hysteresis_pct = n->opts.memory_hysteresis_pct;
+    if (pct == NULL) pct = n->mem_pct;
+    if (hysteresis_pct == UINT_MAX) hysteresis_pct = n->mem_hyst;
     if (pressure_pct == UINT_MAX) pressure_pct = n->mem_pressure_pct;
     if (pressure_pct > 100) {
         rc = tide_err_set(TIDE_EINVAL, "memory pressure %u%% is above 100", pressure_pct);
@@ -364,11 +364,10 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     if (rc) goto out;
     if (limit_bytes == 0) memset(&ov, 0, sizeof ov);
     n->mem_ov = ov;
-    for (int i = 0; i < TIDE_OVERLOAD_LEVELS; i++) n->opts.memory_pct[i] = pct[i];
-    n->opts.memory_hysteresis_pct = hysteresis_pct;
-    n->opts.memory_limit = limit_bytes;
+    /* Not into n->opts: tide_node_options' readers take no lock. */
+    for (int i = 0; i < TIDE_OVERLOAD_LEVELS; i++) n->mem_pct[i] = pct[i];
+    n->mem_hyst = hysteresis_pct;
     n->mem_pressure_pct = pressure_pct;
-    n->opts.memory_pressure_pct = pressure_pct;
     pthread_mutex_lock(&n->mem_lock);
     n->mem_st.limit_bytes = limit_bytes;
     publish_marks(n);
@@ -474,6 +473,8 @@ int ti_node_governor_init(tide_node *n)
     n->mem_wake[0] = n->mem_wake[1] = -1;
     n->mem_shrunk = 1;
     n->mem_pressure_pct = o->memory_pressure_pct;
+    for (int i = 0; i < TIDE_OVERLOAD_LEVELS; i++) n->mem_pct[i] = o->memory_pct[i];
+    n->mem_hyst = o->memory_hysteresis_pct;
     n->mem_last_us = gov_now_us(n);
     n->mem_st.counts = "rss";
     if (o->memory_pressure_pct > 100)

@@ -612,7 +612,9 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
  */
 int tide_node_memory_check(tide_node *n);
 
-/* The options the node runs with (defaults filled in). */
+/* The options the node runs with (defaults filled in). The memory_limit,
+ * memory_pct, memory_hysteresis_pct and memory_pressure_pct here stay as
+ * opened: tide_node_memory_configure's are in tide_node_memory_get. */
 const tide_node_opts *tide_node_options(const tide_node *n);
 
 #endif

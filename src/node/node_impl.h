@@ -89,7 +89,8 @@ struct tide_node {
     _Atomic int      mem_level;          /* TIDE_OVERLOAD_*: tide_node_overload_level */
     _Atomic uint64_t mem_rejected;       /* tide_node_put refusals */
     tide_mem_overload mem_ov;            /* (c) valid when mem_st.limit_bytes > 0 */
-    unsigned         mem_pressure_pct;   /* (c) */
+    unsigned         mem_pressure_pct;   /* (c) in force (opts' until a configure) */
+    unsigned         mem_pct[TIDE_OVERLOAD_LEVELS], mem_hyst; /* (c) in force */
     int              mem_shrunk;         /* (c) the divisor in force on the caches (1: none) */
     uint64_t         mem_last_act_us;    /* (c) the governor's last round, governor clock */
     uint64_t         mem_last_us;        /* under mem_lock: the last look, governor clock */
