@@ -2,7 +2,9 @@
  * test_config.c: the node's configuration: precedence across flags, the
  * environment, the file and the node_size preset; the file's syntax; every
  * validation error naming file and line; the nudb_block_size warning; the
- * startup line; the unbounded consumers.
+ * startup line; the unbounded consumers; the memory limit (issue 13): its
+ * five settings, the cgroup's limit on scratch v1 and v2 layouts and in a
+ * real v1 group, the budgets derived from it and the startup lines.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "expect.h"
 #include "helpers.h"
@@ -1552,6 +1555,50 @@ static void a_cgroup_limit_below_32_mib_stops_tided_naming_the_cgroup(void **sta
     th_scratch_remove(root);
 }
 
+/* In the child, inside the group: tided's own order (defaults, flags, the
+ * real cgroup, finish) with `arg` as --memory-limit (NULL: unset); reports
+ * "rc limit kind cache_budget|where". */
+static void child_reads_its_settings(void *arg, int fd)
+{
+    tide_config c;
+    char flag[64], line[400];
+    char *argv[] = { "tided", flag, NULL };
+    int rc, n;
+
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    tide_config_defaults(&c);
+    snprintf(flag, sizeof flag, "--memory-limit=%s", arg ? (const char *)arg : "");
+    rc = arg ? tide_config_apply_args(&c, 2, argv) : 0;
+    if (rc == 0) rc = tide_config_apply_cgroup(&c, NULL);
+    if (rc == 0) rc = tide_config_finish(&c);
+    n = snprintf(line, sizeof line, "%d %" PRIu64 " %d %" PRIu64 "|%s", rc, c.memory_limit,
+                 c.src[TIDE_CFG_MEMORY_LIMIT].kind, c.cache_budget, c.src[TIDE_CFG_MEMORY_LIMIT].where);
+    if (write(fd, line, (size_t)n) != n) _exit(4);
+}
+
+static void in_a_real_v1_group_of_96_mib_the_settings_take_its_limit_and_lower_a_larger_one(void **state)
+{
+    char dir[256], got[512] = "", want[400];
+    int status, rc = -1, kind = -1;
+    unsigned long long limit = 0, budget = 0;
+    const char *where = NULL;
+    (void)state;
+
+    th_cgroup_v1("tide-config", 96 * MiB, dir, sizeof dir);
+    for (int round = 0; round < 2; round++) {
+        status = th_cgroup_child(dir, child_reads_its_settings, round ? "1GiB" : NULL, got, sizeof got);
+        if (status != 0) fail_msg("the child did not exit 0 (status %d: 3 = cannot join the group)", status);
+        if (sscanf(got, "%d %llu %d %llu", &rc, &limit, &kind, &budget) != 4 || (where = strchr(got, '|')) == NULL)
+            fail_msg("the child reported '%s', expected 'rc limit kind budget|where'", got);
+        expect_ok(rc, round ? "1 GiB in the group" : "unset in the group");
+        expect_u64(limit, 96 * MiB, "the group's limit is the node's");
+        expect_u64((uint64_t)kind, TIDE_SRC_DERIVED, "from the cgroup");
+        expect_u64(budget, 96 * MiB / 5, "cache_budget: 20% of the group's limit");
+        snprintf(want, sizeof want, "|cgroup v1 %s%s", dir, round ? ", lowered from 1GiB (flag --memory-limit)" : "");
+        expect_str(where, want, "the source names the group");
+    }
+}
+
 /* ---- the split ------------------------------------------------------------------ */
 
 typedef struct split_case { const char *limit; uint64_t cache, key, burst, body; } split_case;
@@ -1808,6 +1855,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(an_operator_limit_above_the_cgroups_is_lowered_with_a_warning_and_below_it_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(no_cgroup_limit_or_a_corrupt_one_leaves_memory_limit_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(a_cgroup_limit_below_32_mib_stops_tided_naming_the_cgroup, setup, teardown),
+        cmocka_unit_test_setup_teardown(in_a_real_v1_group_of_96_mib_the_settings_take_its_limit_and_lower_a_larger_one, setup, teardown),
         cmocka_unit_test_setup_teardown(budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources, setup, teardown),
         cmocka_unit_test_setup_teardown(explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each, setup, teardown),
         cmocka_unit_test_setup_teardown(the_startup_log_says_where_the_limit_came_from_the_marks_and_the_split, setup, teardown),
