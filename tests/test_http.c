@@ -1245,6 +1245,10 @@ static void admin_sweep_is_403_when_no_admin_token_is_configured(void **state)
     r = http(&t, "GET", "/v1/admin/can_delete", NULL, 0, 0, "Authorization: Bearer anything");
     expect_status(r, 403, "GET /v1/admin/can_delete with no TIDE_ADMIN_TOKEN configured");
     resp_free(&r);
+    r = http(&t, "GET", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer anything");
+    expect_status(r, 403, "GET /v1/admin/heap with no TIDE_ADMIN_TOKEN configured");
+    expect_error_json(&r, "forbidden", "the 403 body of heap");
+    resp_free(&r);
     tided_signal_and_reap(&t, SIGTERM);
     tided_cleanup(&t);
 }
@@ -2799,6 +2803,411 @@ static void listening_beyond_loopback_warns_that_status_is_open(void **state)
     tided_cleanup(&t);
 }
 
+/* ---- the memory limit (issue 13) ------------------------------------------ */
+
+/* tided's resident set now, from /proc/PID/statm: what its governor counts
+ * when no cgroup limit applies. */
+static uint64_t rss_of(pid_t pid)
+{
+    char path[64];
+    unsigned long long size = 0, resident = 0;
+    FILE *f;
+    int got;
+
+    snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) fail_msg("%s: %s", path, strerror(errno));
+    got = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    if (got != 2) fail_msg("%s: expected two numbers", path);
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The config file of the memory tests: `limit` bytes, marks 50/90/99 per
+ * cent, and a hysteresis of 20 points, so that a level once entered is
+ * left only 20 points lower: the RSS jitter of a quiet tided (well under a
+ * per cent) never moves it. */
+static void write_memory_cfg(const char *path, uint64_t limit)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    fprintf(f, "[node]\nmemory_limit=%llu\nmemory_levels=50,90,99\nmemory_hysteresis=20\n",
+            (unsigned long long)limit);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Read one response (its head, and the body its Content-Length says) from
+ * fd into out; 1 when it came whole within ms. */
+static int read_response(int fd, char *out, size_t cap, int ms)
+{
+    size_t have = 0;
+    double end = th_now_ms() + ms;
+
+    out[0] = '\0';
+    while (th_now_ms() < end) {
+        const char *eoh = strstr(out, "\r\n\r\n");
+        struct pollfd p = { fd, POLLIN, 0 };
+        ssize_t r;
+        if (eoh) {
+            const char *cl = strcasestr(out, "\r\nContent-Length:");
+            size_t want = (size_t)(eoh + 4 - out) + (cl && cl < eoh ? strtoul(cl + 17, NULL, 10) : 0);
+            if (have >= want) return 1;
+        }
+        if (have + 1 >= cap) return 0;
+        if (poll(&p, 1, 50) <= 0) continue;
+        r = recv(fd, out + have, cap - 1 - have, 0);
+        if (r <= 0) return 0;
+        have += (size_t)r;
+        out[have] = '\0';
+    }
+    return 0;
+}
+
+/* GET `path` on the open keep-alive connection fd; the whole response into
+ * out (fails when it does not come within 30 s). */
+static void keepalive_get(int fd, const char *path, char *out, size_t cap)
+{
+    char req[512];
+
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    send_all(fd, req, strlen(req));
+    if (!read_response(fd, out, cap, 30000))
+        fail_msg("GET %s on an open keep-alive connection: no whole answer within 30 s; got '%.300s'", path, out);
+}
+
+/* /v1/status' "memory_limit" through the keep-alive connection fd (a new
+ * connection would not be accepted at CRITICAL). The caller decrefs the
+ * whole status, *status. */
+static json_t *memory_limit_via(int fd, json_t **status)
+{
+    static char out[1 << 20];
+    json_error_t e;
+    const char *body;
+
+    keepalive_get(fd, "/v1/status", out, sizeof out);
+    expect_contains(out, "HTTP/1.1 200", "GET /v1/status on the keep-alive connection");
+    body = strstr(out, "\r\n\r\n") + 4;
+    *status = json_loads(body, 0, &e);
+    if (*status == NULL) fail_msg("/v1/status is not JSON: %.300s", body);
+    if (!json_is_object(json_object_get(*status, "memory_limit")))
+        fail_msg("/v1/status has no \"memory_limit\" object: %.600s", body);
+    return json_object_get(*status, "memory_limit");
+}
+
+/* Set memory_limit so that tided's RSS is `share` of it, SIGHUP, and wait
+ * (bounded) until /v1/status says the limit is in force and the level is
+ * `level`. The RSS is read again for each attempt. Returns the limit. */
+static uint64_t drive_level(tided *t, const char *cfg, int fd, double share, const char *level)
+{
+    uint64_t rss = 0, limit = 0;
+    char last[64] = "";
+
+    for (int attempt = 0; attempt < 3; attempt++) {
+        double end = th_now_ms() + 10000;
+        rss = rss_of(t->pid);
+        limit = (uint64_t)((double)rss / share);
+        write_memory_cfg(cfg, limit);
+        kill(t->pid, SIGHUP);
+        while (th_now_ms() < end) {
+            json_t *st, *m = memory_limit_via(fd, &st);
+            const char *now = json_string_value(json_object_get(m, "level"));
+            int in_force = json_integer_value(json_object_get(m, "limit_bytes")) == (json_int_t)limit;
+            snprintf(last, sizeof last, "%s", now ? now : "(none)");
+            json_decref(st);
+            if (in_force && strcmp(last, level) == 0) return limit;
+            poll(NULL, 0, 50);
+        }
+    }
+    fail_msg("memory_limit = RSS %llu / %.3f = %llu bytes and SIGHUP should bring the level to %s; it is %s. "
+             "Its log:\n%s", (unsigned long long)rss, share, (unsigned long long)limit, level, last, log_tail(t));
+    return 0;
+}
+
+static json_int_t jpath(json_t *o, const char *a, const char *b, const char *c)
+{
+    json_t *v = json_object_get(o, a);
+    if (b) v = json_object_get(v, b);
+    if (c) v = json_object_get(v, c);
+    if (!json_is_integer(v)) fail_msg("memory_limit.%s%s%s%s%s is not an integer", a, b ? "." : "", b ? b : "",
+                                      c ? "." : "", c ? c : "");
+    return json_integer_value(v);
+}
+
+/* At HIGH: the memory_limit object of /v1/status says so, with integers. */
+static void expect_status_at_high(int fd, uint64_t limit)
+{
+    json_t *st, *m = memory_limit_via(fd, &st), *changes = json_object_get(m, "changes");
+    const char *source = json_string_value(json_object_get(m, "source"));
+
+    expect_u64((uint64_t)jpath(m, "limit_bytes", NULL, NULL), limit, "memory_limit.limit_bytes");
+    expect_str(json_string_value(json_object_get(m, "level")), "high", "memory_limit.level");
+    expect_u64((uint64_t)jpath(m, "level_value", NULL, NULL), 2, "memory_limit.level_value");
+    expect_str(json_string_value(json_object_get(m, "counts")), "rss", "memory_limit.counts");
+    if (source == NULL || strstr(source, "tide.cfg") == NULL)
+        fail_msg("memory_limit.source should name the config file, got '%s'", source ? source : "(none)");
+    expect_u64((uint64_t)jpath(m, "marks", "high", "enter_bytes"), limit / 100 * 90 + limit % 100 * 90 / 100,
+               "the high mark: 90% of the limit");
+    expect_u64((uint64_t)jpath(m, "marks", "high", "leave_bytes"), limit / 100 * 70 + limit % 100 * 70 / 100,
+               "the high mark's leave: 90 - 20 points");
+    if ((uint64_t)jpath(m, "counted_bytes", NULL, NULL) < (uint64_t)jpath(m, "marks", "high", "enter_bytes"))
+        fail_msg("memory_limit.counted_bytes should be at or above the high mark at high");
+    if (jpath(m, "rss_bytes", NULL, NULL) <= 0) fail_msg("memory_limit.rss_bytes should be the RSS read");
+    if (jpath(m, "rejected_requests", "write", NULL) < 1 || jpath(m, "rejected_requests", "body", NULL) < 1)
+        fail_msg("memory_limit.rejected_requests should count the PUT refused (write) and the body (body)");
+    if (!json_is_array(changes) || json_array_size(changes) < 1)
+        fail_msg("memory_limit.changes should list the level changes");
+    expect_str(json_string_value(json_object_get(json_array_get(changes, 0), "to")), "high",
+               "the newest level change");
+    json_decref(st);
+}
+
+/* At HIGH: PUTs are 503 (in the handler, and before a body is read);
+ * reads, /healthz and /metrics are served. */
+static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *small, size_t small_len)
+{
+    char out[4096], want[128], msg[8192], head[512], k[65];
+    uint8_t v[100];
+    char *page;
+    int fd;
+    resp r;
+
+    th_value(7001, sizeof v, v);
+    r = http(t, "PUT", obj_path(7001, NULL), v, sizeof v, 0, NULL);
+    expect_status(r, 503, "a PUT at the high level");
+    expect_error_json(&r, "overloaded", "the PUT's 503");
+    expect_contains(r.headers, "retry-after: 1", "the PUT's 503 says when to retry");
+    expect_contains(r.body, "memory level high", "the 503's detail names the level");
+    snprintf(want, sizeof want, "memory_limit = %llu bytes", (unsigned long long)limit);
+    expect_contains(r.body, want, "the 503's detail names the limit");
+    expect_contains(r.body, "resume below", "the 503's detail names the mark to fall below");
+    resp_free(&r);
+    /* A large body declared and never sent: the answer comes anyway. */
+    key_hex(7002, k);
+    fd = connect_from(t, "127.0.0.21");
+    snprintf(head, sizeof head, "PUT /v1/objects/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n", k);
+    send_all(fd, head, strlen(head));
+    if (!read_until_closed(fd, out, sizeof out, 30000))
+        fail_msg("at high, a PUT head declaring 900000 bytes should be answered and closed before its body is "
+                 "sent; nothing came in 30 s");
+    close(fd);
+    expect_contains(out, "HTTP/1.1 503", "a body refused before it is read");
+    expect_contains(out, "Retry-After: 1", "its Retry-After");
+    expect_contains(out, "\"error\":\"overloaded\"", "its JSON");
+    expect_contains(out, "memory level high", "its detail");
+    r = http(t, "GET", obj_path(7000, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "a GET at the high level");
+    if (r.len != small_len || memcmp(r.body, small, small_len) != 0) fail_msg("the GET at high: other bytes");
+    resp_free(&r);
+    r = http(t, "GET", "/healthz", NULL, 0, 0, NULL);
+    expect_status(r, 200, "/healthz at the high level");
+    resp_free(&r);
+    page = scrape_with(t, NULL, 200);
+    expect_u64((uint64_t)th_prom_value(page, "tide_overload_level"), 2, "tide_overload_level at high");
+    if (th_prom_value(page, "tide_overload_rejected_requests_total{reason=\"write\"}") < 1
+        || th_prom_value(page, "tide_overload_rejected_requests_total{reason=\"body\"}") < 1)
+        fail_msg("tide_overload_rejected_requests_total should count the write and the body refused:\n%s", page);
+    expect_u64((uint64_t)th_prom_value(page, "tide_overload_listener_paused"), 0, "the listener at high");
+    if (th_promtool_check(page, msg, sizeof msg) != 0) fail_msg("promtool check metrics at high: %s", msg);
+    free(page);
+}
+
+static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(void **state)
+{
+    static char pub[] = "TIDE_METRICS_PUBLIC=1", tok[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
+    char *env[] = { pub, tok, NULL };
+    char cfg[700], flag[720], out[4096];
+    const char *flags[] = { flag, "--max-object-size=1MiB", "--http-threads=1", "--http-idle-timeout=3600", NULL };
+    enum { BIG = 48, BIG_LEN = 1 << 20 };
+    uint8_t *v = malloc(BIG_LEN), small[100];
+    uint64_t limit;
+    int keep, waiting;
+    json_t *st;
+    tided t;
+    resp r;
+    (void)state;
+
+    assert_non_null(v);
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    th_path(cfg, sizeof cfg, t.dir, "tide.cfg");
+    write_memory_cfg(cfg, 8ull << 30);
+    snprintf(flag, sizeof flag, "--config=%s", cfg);
+    tided_start(&t, flags, env);
+    /* 48 MiB of values in the node cache: an RSS well above the smallest
+     * limit (32 MiB), so that the marks sit megabytes apart. */
+    for (uint64_t i = 0; i < BIG; i++) {
+        th_value(6000 + i, BIG_LEN, v);
+        r = http(&t, "PUT", obj_path(6000 + i, i % 16 == 15 ? "?sync=1" : NULL), v, BIG_LEN, 0, NULL);
+        expect_status(r, 201, "a 1 MiB PUT before the limit");
+        resp_free(&r);
+    }
+    th_value(7000, sizeof small, small);
+    r = http(&t, "PUT", obj_path(7000, "?sync=1"), small, sizeof small, 0, NULL);
+    expect_status(r, 201, "a small PUT before the limit");
+    resp_free(&r);
+    r = http(&t, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    expect_status(r, 200, "a sweep and trim before the RSS is read");
+    resp_free(&r);
+    keep = connect_from(&t, "127.0.0.20");
+    {
+        json_t *m = memory_limit_via(keep, &st);
+        const char *counts = json_string_value(json_object_get(m, "counts"));
+        if (counts && strcmp(counts, "cgroup") == 0) {
+            json_decref(st);
+            close(keep);
+            free(v);
+            tided_signal_and_reap(&t, SIGTERM);
+            th_skip("a cgroup memory limit applies here and its usage counts, not tided's RSS alone");
+        }
+        expect_str(json_string_value(json_object_get(m, "level")), "normal", "the level under 8 GiB");
+        json_decref(st);
+    }
+    /* HIGH: the RSS at 93% of the limit (90 <= 93 < 99). */
+    limit = drive_level(&t, cfg, keep, 0.93, "high");
+    expect_high_sheds_writes(&t, limit, small, sizeof small);
+    expect_status_at_high(keep, limit);
+    /* CRITICAL: the RSS at 99.5%; the one loop stops accepting. */
+    drive_level(&t, cfg, keep, 0.995, "critical");
+    {
+        double end = th_now_ms() + 10000;
+        int paused = 0;
+        while (!paused && th_now_ms() < end) {
+            json_t *m = memory_limit_via(keep, &st);
+            paused = json_is_true(json_object_get(m, "listener_paused"));
+            json_decref(st);
+            if (!paused) poll(NULL, 0, 50);
+        }
+        if (!paused) fail_msg("at critical, memory_limit.listener_paused should become true. Its log:\n%s",
+                              log_tail(&t));
+    }
+    waiting = connect_from(&t, "127.0.0.22");    /* the kernel's backlog takes it */
+    send_all(waiting, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 35);
+    {
+        double end = th_now_ms() + 1000;
+        while (th_now_ms() < end) {
+            if (has_answer(waiting, out, sizeof out))
+                fail_msg("at critical, a new connection should get no answer; it got '%s'", out);
+            poll(NULL, 0, 20);
+        }
+    }
+    keepalive_get(keep, obj_path(7000, NULL), out, sizeof out);
+    expect_contains(out, "HTTP/1.1 200", "a GET on the connection open before critical");
+    if (memcmp(strstr(out, "\r\n\r\n") + 4, small, sizeof small) != 0) fail_msg("the GET at critical: other bytes");
+    if (!log_contains(&t, "not accepting new connections"))
+        fail_msg("the pause should be logged. Its log:\n%s", log_tail(&t));
+    /* Back to 8 GiB: the waiting connection is served, writes resume. */
+    write_memory_cfg(cfg, 8ull << 30);
+    kill(t.pid, SIGHUP);
+    if (!read_response(waiting, out, sizeof out, 30000))
+        fail_msg("after memory_limit=8GiB and SIGHUP the waiting connection should be answered; got '%s'. "
+                 "Its log:\n%s", out, log_tail(&t));
+    expect_contains(out, "HTTP/1.1 200", "the waiting connection's /healthz");
+    close(waiting);
+    close(keep);
+    if (!log_waits_for(&t, "accepting new connections again", 30000))
+        fail_msg("the resume should be logged. Its log:\n%s", log_tail(&t));
+    if (!log_contains(&t, "SIGHUP: memory_limit"))
+        fail_msg("SIGHUP should log the memory_limit it applied. Its log:\n%s", log_tail(&t));
+    th_value(7003, sizeof small, small);
+    r = http(&t, "PUT", obj_path(7003, NULL), small, sizeof small, 0, NULL);
+    expect_status(r, 201, "a PUT after the limit went back to 8 GiB");
+    resp_free(&r);
+    for (uint64_t i = 0; i < BIG; i++) {
+        th_value(6000 + i, BIG_LEN, v);
+        r = http(&t, "GET", obj_path(6000 + i, NULL), NULL, 0, 0, NULL);
+        expect_status(r, 200, "every acknowledged 1 MiB value reads back");
+        if (r.len != BIG_LEN || memcmp(r.body, v, BIG_LEN) != 0) fail_msg("value %llu: other bytes",
+                                                                         (unsigned long long)i);
+        resp_free(&r);
+    }
+    r = http(&t, "GET", obj_path(7003, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "the PUT after the limit reads back");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(7001, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "the PUT refused at high stored nothing");
+    resp_free(&r);
+    free(v);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* ---- GET /v1/admin/heap ------------------------------------------------ */
+
+static void admin_heap_needs_the_token_and_is_malloc_info_xml_under_glibc(void **state)
+{
+    resp r;
+    (void)state;
+
+    r = http(&shared, "GET", "/v1/admin/heap", NULL, 0, 0, NULL);
+    expect_status(r, 401, "GET /v1/admin/heap without the token");
+    expect_error_json(&r, "unauthorized", "the 401 body");
+    resp_free(&r);
+    r = http(&shared, "POST", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    expect_status(r, 405, "POST /v1/admin/heap");
+    expect_contains(r.headers, "allow: GET", "the 405's Allow");
+    resp_free(&r);
+    r = http(&shared, "GET", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    if (tided_is_sanitized()) {
+        expect_status(r, 501, "GET /v1/admin/heap under a sanitizer's allocator");
+        expect_error_json(&r, "not_supported", "the 501 body");
+        expect_contains(r.body, "sanitizer", "the 501 names the allocator");
+    } else {
+        expect_status(r, 200, "GET /v1/admin/heap under glibc");
+        expect_contains(r.headers, "content-type: application/xml", "malloc_info's XML");
+        if (strncmp(r.body, "<malloc", 7) != 0) fail_msg("malloc_info's XML starts with <malloc, got '%.80s'", r.body);
+        expect_contains(r.body, "</malloc>", "the whole report");
+    }
+    resp_free(&r);
+}
+
+/* The scratch directory `dir` holds no entry (the dump file was removed). */
+static void expect_empty_dir(const char *dir, const char *what)
+{
+    char cmd[700], out[4096];
+    snprintf(cmd, sizeof cmd, "ls -A %s", dir);
+    if (run_capture(cmd, out, sizeof out) != 0 || out[0] != '\0')
+        fail_msg("%s: %s should be empty, holds: %s", what, dir, out);
+}
+
+static void admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_without(void **state)
+{
+    static char preload[] = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+    static char prof[] = "MALLOC_CONF=prof:true", admin[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
+    char tmp[600], tmpdir[620];
+    char *env_prof[] = { preload, prof, admin, tmpdir, NULL }, *env_off[] = { preload, admin, tmpdir, NULL };
+    tided t;
+    resp r;
+    (void)state;
+
+    if (access(preload + strlen("LD_PRELOAD="), R_OK) != 0)
+        fail_msg("%s is missing: scripts/install-deps installs libjemalloc2", preload + strlen("LD_PRELOAD="));
+    if (tided_is_sanitized()) th_skip("%s/tided is a sanitizer build", th_bin_dir());
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    th_path(tmp, sizeof tmp, t.dir, "tmp");
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+    tided_start(&t, NULL, env_prof);
+    r = http(&t, "GET", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    expect_status(r, 200, "GET /v1/admin/heap under jemalloc with prof:true");
+    expect_contains(r.headers, "content-type: application/octet-stream", "a prof.dump");
+    if (strncmp(r.body, "heap_v2/", 8) != 0) fail_msg("a jemalloc heap profile starts with heap_v2/, got '%.80s'",
+                                                      r.body);
+    resp_free(&r);
+    expect_empty_dir(tmp, "after the dump");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_start(&t, NULL, env_off);
+    r = http(&t, "GET", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    expect_status(r, 409, "GET /v1/admin/heap under jemalloc without profiling");
+    expect_error_json(&r, "profiling_off", "the 409 body");
+    expect_contains(r.body, "MALLOC_CONF=prof:true", "the 409 says how to turn profiling on");
+    resp_free(&r);
+    expect_empty_dir(tmp, "after the 409");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared_tests[] = {
@@ -2822,6 +3231,7 @@ int main(void)
         cmocka_unit_test(a_content_length_over_max_object_size_is_413_before_the_body),
         cmocka_unit_test(bytes_that_are_not_utf8_in_path_query_or_method_get_their_status_and_escaped_json),
         cmocka_unit_test(the_query_takes_sync_once_as_0_or_1_and_anything_else_is_400_naming_it),
+        cmocka_unit_test(admin_heap_needs_the_token_and_is_malloc_info_xml_under_glibc),
     };
     const struct CMUnitTest own_tests[] = {
         cmocka_unit_test(admin_sweep_is_403_when_no_admin_token_is_configured),
@@ -2848,6 +3258,7 @@ int main(void)
         cmocka_unit_test(a_stop_signal_during_the_stores_open_ends_startup),
         cmocka_unit_test(the_synopsis_shows_only_forms_tided_accepts_and_help_names_every_signal),
         cmocka_unit_test(listening_beyond_loopback_warns_that_status_is_open),
+        cmocka_unit_test(the_memory_level_sheds_writes_then_connections_and_loses_nothing),
     };
     const struct CMUnitTest metrics_tests[] = {
         cmocka_unit_test(metrics_answers_only_the_token_in_either_header_form),
@@ -2858,6 +3269,7 @@ int main(void)
         cmocka_unit_test(the_jemalloc_build_proves_its_background_thread_is_on),
         cmocka_unit_test(tide_doctor_names_the_unbounded_knob_of_a_running_node),
         cmocka_unit_test(a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query),
+        cmocka_unit_test(admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_without),
     };
     int failed;
 

@@ -862,6 +862,36 @@ static void an_allocator_loaded_but_not_serving_malloc_is_not_mistaken(void **st
                 "libmimalloc2.0 or libtcmalloc-minimal4");
 }
 
+/* ---- the heap report ---------------------------------------------------- */
+
+static void a_heap_report_under_glibc_is_malloc_info_xml_and_tcmalloc_mimalloc_have_none(void **state)
+{
+    char *out = NULL;
+    size_t len = 0;
+    int kind = -1;
+    (void)state;
+
+    SKIP_UNLESS_GLIBC();
+    assert_int_equal(tide_mem_alloc_heap_report(TIDE_MEM_ALLOC_GLIBC, NULL, &out, &len, &kind), 0);
+    expect_u64((uint64_t)kind, TIDE_MEM_HEAP_GLIBC_INFO, "glibc's report kind");
+    if (out == NULL || len < 20 || strncmp(out, "<malloc", 7) != 0 || out[len] != '\0'
+        || strstr(out, "</malloc>") == NULL)
+        fail_msg("glibc's heap report should be malloc_info's whole XML (<malloc ... </malloc>), NUL-terminated; "
+                 "got %zu bytes: '%.80s'", len, out ? out : "(null)");
+    free(out);
+    for (int f = TIDE_MEM_ALLOC_TCMALLOC; f <= TIDE_MEM_ALLOC_SANITIZER; f++) {
+        out = (char *)1;
+        assert_int_equal(tide_mem_alloc_heap_report(f, NULL, &out, &len, &kind), 0);
+        expect_u64((uint64_t)kind, TIDE_MEM_HEAP_NONE, tide_mem_alloc_family_name(f));
+        if (out != NULL || len != 0) fail_msg("%s: no report, so *out NULL and *len 0", tide_mem_alloc_family_name(f));
+    }
+    /* jemalloc's family asked where jemalloc is not loaded: no mallctl, so
+     * no profiling to dump. */
+    assert_int_equal(tide_mem_alloc_heap_report(TIDE_MEM_ALLOC_JEMALLOC, NULL, &out, &len, &kind), 0);
+    expect_u64((uint64_t)kind, TIDE_MEM_HEAP_PROF_OFF, "jemalloc absent");
+    assert_null(out);
+}
+
 int main(void)
 {
     const char *child = getenv("TIDE_TEST_MEM_CHILD");
@@ -884,6 +914,7 @@ int main(void)
         cmocka_unit_test(tcmalloc_preloaded_is_detected_with_its_version),
         cmocka_unit_test(mimalloc_preloaded_is_detected_with_its_version),
         cmocka_unit_test(an_allocator_loaded_but_not_serving_malloc_is_not_mistaken),
+        cmocka_unit_test(a_heap_report_under_glibc_is_malloc_info_xml_and_tcmalloc_mimalloc_have_none),
     };
 
     if (child) return child_main(child);

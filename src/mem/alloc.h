@@ -304,4 +304,38 @@ int tide_mem_alloc_stats_read(int family, tide_mem_alloc_stats *out);
  */
 int tide_mem_alloc_release(int family, int *result);
 
+/* ---- the heap report (GET /v1/admin/heap; issue 13) -------------------- */
+
+/* What tide_mem_alloc_heap_report produced. */
+enum {
+    TIDE_MEM_HEAP_NONE          = 0,  /* the allocator has no report Tide can ask
+                                         for (tcmalloc, mimalloc, a sanitizer,
+                                         unknown): nothing in *out */
+    TIDE_MEM_HEAP_JEMALLOC_PROF = 1,  /* jemalloc's prof.dump: jeprof's input */
+    TIDE_MEM_HEAP_PROF_OFF      = 2,  /* jemalloc without opt.prof (started without
+                                         MALLOC_CONF=prof:true, or built without
+                                         profiling): nothing in *out */
+    TIDE_MEM_HEAP_GLIBC_INFO    = 3   /* glibc's malloc_info(0) XML */
+};
+
+/*
+ * The allocator `family`'s own report of its heap, for an operator's tools:
+ *   jemalloc   with opt.prof on: mallctl("prof.dump") into a file made with
+ *              mkstemp under `dir` (NULL: $TMPDIR, or /tmp when unset or
+ *              empty), read back whole and unlinked (also on failure);
+ *              without it: TIDE_MEM_HEAP_PROF_OFF.
+ *   glibc      malloc_info(0, f) into an open_memstream buffer.
+ *   others     TIDE_MEM_HEAP_NONE.
+ * Returns 0 with *kind set; with JEMALLOC_PROF or GLIBC_INFO *out is a
+ * malloc'd buffer the caller frees, *len bytes with a NUL after them; with
+ * NONE or PROF_OFF *out is NULL and *len 0. Errors (nothing left behind, no
+ * file): TIDE_ENOMEM; TIDE_EIO when mkstemp, the dump or the read fails (the
+ * message names the file and the errno).
+ * Thread-safe. Cost: jemalloc writes one line per sampled stack (tens of KiB
+ * to a few MiB) and holds its profiling locks meanwhile; glibc walks every
+ * arena under its lock (as tide_mem_alloc_stats_read does). Never from an
+ * event loop: call it on a worker thread.
+ */
+int tide_mem_alloc_heap_report(int family, const char *dir, char **out, size_t *len, int *kind);
+
 #endif

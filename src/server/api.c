@@ -13,6 +13,9 @@
  *                                     (?expect=R: only while the count is R)
  *   POST /v1/admin/keep               Bearer TIDE_ADMIN_TOKEN: a keep-list piece
  *   GET|POST /v1/admin/can_delete     Bearer TIDE_ADMIN_TOKEN: advisory_delete
+ *   GET  /v1/admin/heap               Bearer TIDE_ADMIN_TOKEN: the allocator's
+ *                                     heap report (jemalloc prof.dump, glibc
+ *                                     malloc_info XML; 409, 501 otherwise)
  *   GET  /v1/rotations                JSON: the last 32 rotation attempts
  *   GET  /metrics                     TIDE_METRICS_TOKEN (Bearer or
  *                                     X-Metrics-Token) or public: Prometheus text
@@ -195,6 +198,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         tided_api_admin_rotate(srv, req, guard);
     } else if (path_is(p, n, "/v1/admin/keep")) {
         tided_api_admin_keep(srv, req, guard);
+    } else if (path_is(p, n, "/v1/admin/heap")) {
+        tided_api_admin_heap(srv, req, guard, get_or_head);
     } else if (path_is(p, n, "/v1/admin/can_delete")) {
         tided_api_admin_can_delete(srv, req);
     } else if (path_is(p, n, "/v1/rotations")) {
@@ -215,6 +220,7 @@ static void answer_job(tided_job *job)
     if (job->kind == TIDED_JOB_METRICS) tided_answer_metrics(job);
     else if (job->kind == TIDED_JOB_SWEEP) tided_answer_sweep(job);
     else if (job->kind == TIDED_JOB_ROTATE) tided_answer_rotate(job);
+    else if (job->kind == TIDED_JOB_HEAP) tided_answer_heap(job);
     else tided_answer_sync(job);
 }
 

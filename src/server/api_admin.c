@@ -1,11 +1,17 @@
 /*
- * api_admin.c: POST /v1/admin/sweep, a sweep round now, for a request that
- * carries the admin token (TIDE_ADMIN_TOKEN) as "Authorization: Bearer";
- * and that token check, which every /v1/admin endpoint makes
+ * api_admin.c: POST /v1/admin/sweep, a sweep round now, and GET
+ * /v1/admin/heap, the allocator's heap report, for a request that carries
+ * the admin token (TIDE_ADMIN_TOKEN) as "Authorization: Bearer"; and that
+ * token check, which every /v1/admin endpoint makes
  * (tided_admin_authorized; api_rotate.c's too).
  *
  * The round runs on the sweep worker (work.c), never on a loop thread;
- * its report is the answer.
+ * its report is the answer. The heap report runs on the heap worker
+ * (mem/alloc.h's tide_mem_alloc_heap_report): under jemalloc started with
+ * MALLOC_CONF=prof:true a prof.dump (application/octet-stream, for jeprof),
+ * under jemalloc without it 409 profiling_off, under glibc malloc_info's
+ * XML (application/xml), under any other allocator 501 not_supported
+ * naming it.
  *
  * Invariants:
  *   1. Without a configured token the endpoint answers 403, whatever the
@@ -25,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mem/alloc.h"
 #include "tide/error.h"
 
 static int token_matches(const tided_server *srv, const char *given, size_t len)
@@ -75,4 +82,40 @@ void tided_answer_sweep(tided_job *job)
 
     json_object_set_new(j, "requests_served", json_integer((json_int_t)job->batch_size));
     tided_send_json(job->req, 200, j);
+}
+
+void tided_api_admin_heap(tided_server *srv, h2o_req_t *req, tided_guard *guard, int get_or_head)
+{
+    if (!get_or_head || tided_is_head(req)) {
+        tided_send_not_allowed(req, "GET");
+        return;
+    }
+    if (tided_parse_query(req, NULL)) return;
+    if (!tided_admin_authorized(srv, req)) return;
+    tided_queue_job(&srv->heap_worker, req, guard, TIDED_JOB_HEAP, "the heap report", 0, NULL, NULL);
+}
+
+/* The report the heap worker made, or why there is none. */
+void tided_answer_heap(tided_job *job)
+{
+    h2o_req_t *req = job->req;
+    const char *name = tide_mem_alloc_family_name(job->family);
+    char *body;
+
+    if (job->rc != 0) {
+        tided_send_error(req, 500, "internal", "the heap report failed: %s", job->detail);
+    } else if (job->heap_kind == TIDE_MEM_HEAP_PROF_OFF) {
+        tided_send_error(req, 409, "profiling_off", "jemalloc serves malloc but its heap profiling is off: start "
+                         "tided with MALLOC_CONF=prof:true for a prof.dump here (read it with jeprof)");
+    } else if (job->heap_kind == TIDE_MEM_HEAP_NONE) {
+        tided_send_error(req, 501, "not_supported", "malloc is served by %s, which has no heap report tided "
+                         "can ask for (jemalloc with MALLOC_CONF=prof:true, or glibc, have one)", name);
+    } else if (job->text == NULL) {
+        tided_send_error(req, 500, "internal", "the heap report could not be copied: out of memory");
+    } else {
+        body = h2o_mem_alloc_pool(&req->pool, job->text_len + 1);
+        memcpy(body, job->text, job->text_len);
+        tided_send_body(req, 200, job->heap_kind == TIDE_MEM_HEAP_GLIBC_INFO ? "application/xml"
+                        : "application/octet-stream", body, job->text_len);
+    }
 }

@@ -62,7 +62,8 @@ void tided_send_error(h2o_req_t *req, int status, const char *code, const char *
 /* 405 with Allow: `allow`. */
 void tided_send_not_allowed(h2o_req_t *req, const char *allow);
 
-/* The answer to a failed put or sync, by its code (507, 503, 413, 500). */
+/* The answer to a failed put or sync, by its code (507, 503, 413, 500;
+ * TIDE_EOVERLOAD: 503 overloaded with Retry-After: 1). */
 void tided_send_store_error(h2o_req_t *req, int rc, const char *detail, const char *what);
 
 /* The query's pieces between '&', one per call, empty ones skipped: 1
@@ -92,6 +93,9 @@ void tided_answer_sync(tided_job *job);
 
 /* /v1/status and /v1/sweeps' bodies, and one round's report (api_status.c). */
 json_t *tided_status_json(tided_server *srv);
+/* /v1/status' "memory_limit": the governor's figures (tide_node_memory_get)
+ * and the server's overload counters (api_status.c). */
+json_t *tided_memory_limit_json(tided_server *srv);
 json_t *tided_sweep_list_json(tide_node *node);
 json_t *tided_sweep_report_json(const tide_node_sweep_report *r);
 
@@ -116,6 +120,11 @@ json_t *tided_rotation_list_json(tide_node *node);
 json_t *tided_online_delete_json(tide_node *node);
 json_t *tided_rotation_report_json(const tide_node_rotation_report *r);
 void tided_answer_sweep(tided_job *job);
+
+/* GET /v1/admin/heap: the allocator's heap report on the heap worker, and
+ * its answer (api_admin.c). */
+void tided_api_admin_heap(tided_server *srv, h2o_req_t *req, tided_guard *guard, int get_or_head);
+void tided_answer_heap(tided_job *job);
 
 /* GET /metrics (api_metrics.c). */
 void tided_api_metrics(tided_server *srv, h2o_req_t *req, tided_guard *guard, int get_or_head);

@@ -150,6 +150,7 @@ static const char *reason_of(int status)
     case 414: return "URI Too Long";
     case 417: return "Expectation Failed";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     case 507: return "Insufficient Storage";
     default:  return status < 400 ? "OK" : "Error";
@@ -241,6 +242,10 @@ void tided_send_store_error(h2o_req_t *req, int rc, const char *detail, const ch
         break;
     case TIDE_ETOOBIG:
         tided_send_error(req, 413, "too_large", "%s: %s: %s", what, tide_strerror(rc), detail);
+        break;
+    case TIDE_EOVERLOAD:    /* the memory level (issue 13): the client retries */
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+        tided_send_error(req, 503, "overloaded", "%s: %s", what, detail);
         break;
     default:
         tided_send_error(req, 500, "internal", "%s: %s: %s", what, tide_strerror(rc), detail);

@@ -1,7 +1,7 @@
 /*
  * api_status.c: the JSON of the node's figures: GET /v1/status (store,
- * caches, memory, sweeps, requests, HTTP, and online delete from
- * api_rotate.c), GET /v1/sweeps (the last
+ * caches, memory, sweeps, requests, HTTP, online delete from api_rotate.c,
+ * and the memory limit's level and figures), GET /v1/sweeps (the last
  * TIDE_NODE_REPORTS rounds) and one round's report, which POST
  * /v1/admin/sweep answers with too. docs/HTTP.md lists every field.
  *
@@ -220,16 +220,113 @@ static json_t *http_json(tided_server *srv)
     return j;
 }
 
+/* ---- the memory limit (issue 13) ---- */
+
+static json_t *psi_json(const tide_mem_psi *p)
+{
+    json_t *j = json_pack("{s:{s:f,s:f,s:f,s:I}}", "some", "avg10", p->some.avg10, "avg60", p->some.avg60,
+                          "avg300", p->some.avg300, "total_us", (json_int_t)p->some.total_us);
+    if (j && p->has_full)
+        json_object_set_new(j, "full", json_pack("{s:f,s:f,s:f,s:I}", "avg10", p->full.avg10, "avg60",
+                                                 p->full.avg60, "avg300", p->full.avg300, "total_us",
+                                                 (json_int_t)p->full.total_us));
+    return j;
+}
+
+static json_t *cgroup_json(const tide_node_memory_reading *r)
+{
+    json_t *events, *j;
+
+    if (!r->has_cgroup) return json_null();
+    events = json_object();
+    for (int ev = 0; ev < TIDE_MEM_EV_COUNT; ev++)
+        if (r->cgroup.has_event[ev])
+            json_object_set_new(events, tide_mem_event_name(ev), json_integer((json_int_t)r->cgroup.events[ev]));
+    j = json_pack("{s:I,s:I,s:I,s:o}", "usage_bytes", (json_int_t)r->cgroup.current_bytes,
+                  "page_cache_bytes", (json_int_t)r->cgroup.page_cache_bytes, "counted_bytes",
+                  (json_int_t)(r->cgroup.current_bytes > r->cgroup.page_cache_bytes
+                               ? r->cgroup.current_bytes - r->cgroup.page_cache_bytes : 0),
+                  "events", events);
+    if (j) json_object_set_new(j, "pressure", r->cgroup.has_psi ? psi_json(&r->cgroup.psi) : json_null());
+    return j;
+}
+
+static json_t *marks_json(const tide_node_memory_status *m)
+{
+    json_t *j = json_object();
+
+    for (int l = TIDE_OVERLOAD_SOFT; l < TIDE_OVERLOAD_LEVELS; l++)
+        json_object_set_new(j, tide_mem_overload_level_name(l),
+                            json_pack("{s:I,s:I}", "enter_bytes", (json_int_t)m->marks_enter[l],
+                                      "leave_bytes", (json_int_t)m->marks_leave[l]));
+    return j;
+}
+
+static json_t *changes_json(const tide_node_memory_status *m)
+{
+    json_t *list = json_array();
+
+    for (size_t i = 0; i < m->nchanges && i < TIDE_NODE_LEVEL_CHANGES; i++) {
+        const tide_node_level_change *c = &m->changes[i];
+        json_array_append_new(list, json_pack("{s:I,s:s,s:s,s:I,s:I,s:I,s:b}", "unix_us", (json_int_t)c->unix_us,
+                                              "from", tide_mem_overload_level_name(c->from),
+                                              "to", tide_mem_overload_level_name(c->to),
+                                              "counted_bytes", (json_int_t)c->counted_bytes,
+                                              "rss_bytes", (json_int_t)c->rss_bytes,
+                                              "cgroup_bytes", (json_int_t)c->cgroup_bytes,
+                                              "pressure", c->pressure));
+    }
+    return list;
+}
+
+json_t *tided_memory_limit_json(tided_server *srv)
+{
+    tide_node_memory_status *m = calloc(1, sizeof *m);
+    json_t *actions = json_object(), *j = NULL, *source;
+    char text[sizeof srv->memory_source];
+
+    if (m == NULL) goto out;
+    tide_node_memory_get(srv->node, m);
+    pthread_mutex_lock(&srv->memory_mu);
+    memcpy(text, srv->memory_source, sizeof text);
+    pthread_mutex_unlock(&srv->memory_mu);
+    source = tided_json_text(text);
+    for (int a = 0; a < TIDE_NODE_ACT_COUNT; a++)
+        json_object_set_new(actions, tide_node_action_name(a), json_integer((json_int_t)m->actions[a]));
+    j = json_pack("{s:I,s:o,s:s,s:i,s:I,s:s,s:I,s:o,s:o,s:o,s:b,s:{s:I,s:I},s:o,s:I,s:I,s:{s:I,s:I},s:o}",
+                  "limit_bytes", (json_int_t)m->limit_bytes, "source", source,
+                  "level", tide_mem_overload_level_name(m->level), "level_value", m->level,
+                  "counted_bytes", (json_int_t)m->counted_bytes, "counts", m->counts ? m->counts : "rss",
+                  "rss_bytes", (json_int_t)m->last.rss_bytes, "marks", marks_json(m),
+                  "cgroup", cgroup_json(&m->last),
+                  "pressure", m->last.has_psi ? psi_json(&m->last.psi) : json_null(),
+                  "psi_trigger", m->psi_trigger,
+                  "peak", "start_bytes", (json_int_t)m->peak_start_bytes, "sweep_bytes",
+                  (json_int_t)m->peak_sweep_bytes,
+                  "actions", actions, "level_changes", (json_int_t)m->level_changes,
+                  "rejected_writes", (json_int_t)m->rejected_writes,
+                  "rejected_requests", "write", (json_int_t)atomic_load(&srv->overload_rejected_write),
+                  "body", (json_int_t)atomic_load(&srv->overload_rejected_body),
+                  "changes", changes_json(m));
+    actions = NULL;
+    if (j) json_object_set_new(j, "listener_paused", json_boolean(atomic_load(&srv->listeners_paused) != 0));
+out:
+    json_decref(actions);
+    free(m);
+    return j;
+}
+
 json_t *tided_status_json(tided_server *srv)
 {
     json_t *keycache = NULL, *cache = caches_json(srv->node, &keycache);
     uint64_t up_us = tide_clock_mono_us() - srv->started_mono_us;
 
-    return json_pack("{s:s,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
                      "version", TIDE_VERSION, "uptime_seconds", (double)up_us / 1e6,
                      "started_unix", (json_int_t)srv->started_unix_s, "data_dir", tided_json_text(srv->cfg->data_dir),
                      "store", store_json(srv->node), "node_cache", cache, "key_cache", keycache,
                      "memory", memory_json(), "sweeps", sweeps_json(srv->node),
                      "requests", requests_json(srv->node), "http", http_json(srv),
-                     "online_delete", tided_online_delete_json(srv->node));
+                     "online_delete", tided_online_delete_json(srv->node),
+                     "memory_limit", tided_memory_limit_json(srv));
 }

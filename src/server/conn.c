@@ -36,6 +36,16 @@
  *     Retry-After before its body is read. A request is always admitted
  *     when nothing else is, so one request of max_object_size always
  *     fits.
+ *   - The memory level (issue 13; node.h's governor): while the node's
+ *     level is HIGH or above, a head that declares a body (Content-Length
+ *     above 0, or Transfer-Encoding) is answered 503 overloaded with
+ *     Retry-After before its body is read, unless its method is GET or
+ *     HEAD (reads are never refused by the level). While it is CRITICAL
+ *     the scan stops the loop's listener (tided_loop_listener_pause): no
+ *     new connection is accepted, they wait in the kernel's backlog, and
+ *     the connections already open are served; the first scan below
+ *     CRITICAL starts it again. Each loop logs its pause and its resume
+ *     once, at INFO.
  *   - Accounting: the input buffers of connections not in a handler, and
  *     each connection's record, are counted in the "http" consumer (api.c's
  *     guard counts a request's body once a handler has it).
@@ -72,6 +82,9 @@
  *      taken out when it closes.
  *   4. A record is refused at most once; after a refusal h2o never reads
  *      its socket again.
+ *   5. l->listener_paused is 1 exactly while the loop's listener is
+ *      stopped by the level; srv->listeners_paused is the number of loops
+ *      with it set.
  *
  * Never: h2o_socket_close a socket once h2o_accept has it (h2o's
  * connection still points to it; the read callback closes it through
@@ -214,7 +227,11 @@ int tided_head_check(const char *buf, size_t len, tided_head *out)
         n = (size_t)(nl - line);
         if (n > 0 && line[n - 1] == '\r') n--;
         if (n == 0) break;                      /* the end of the head */
-        if (first) { first = 0; continue; }     /* the request line */
+        if (first) {                            /* the request line */
+            first = 0;
+            out->safe_method = (n > 4 && memcmp(line, "GET ", 4) == 0) || (n > 5 && memcmp(line, "HEAD ", 5) == 0);
+            continue;
+        }
         if (line[0] == ' ' || line[0] == '\t') continue;   /* obs-fold: h2o refuses it */
         {
             const char *colon = memchr(line, ':', n), *v, *ve;
@@ -476,8 +493,15 @@ static uint64_t budget_in_use(const tided_server *srv)
          + atomic_load(&srv->body_unparsed);
 }
 
-/* 503 with Retry-After: what `c` holds or declares does not fit in the
- * budget. */
+/* 503 overloaded with Retry-After, counted in `counter`: the one answer
+ * of every refusal the client should retry (the body budget, the memory
+ * level). */
+static void refuse_unavailable(tided_conn *c, const char *detail, atomic_ullong *counter, uint64_t now_ms)
+{
+    conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, counter, now_ms);
+}
+
+/* What `c` holds or declares does not fit in the budget. */
 static void refuse_over_budget(tided_conn *c, uint64_t now_ms)
 {
     tided_server *srv = c->loop->srv;
@@ -485,7 +509,19 @@ static void refuse_over_budget(tided_conn *c, uint64_t now_ms)
 
     snprintf(detail, sizeof detail, "request bytes held by tided have reached http_body_budget = %llu "
              "bytes; retry later", (unsigned long long)srv->body_budget);
-    conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, &srv->requests_refused_budget, now_ms);
+    refuse_unavailable(c, detail, &srv->requests_refused_budget, now_ms);
+}
+
+int tided_overload_detail(tided_server *srv, char *buf, size_t cap)
+{
+    tide_node_memory_status m;
+
+    tide_node_memory_get(srv->node, &m);
+    snprintf(buf, cap, "memory level %s: %llu bytes counted (%s) against memory_limit = %llu bytes; writes "
+             "resume below %llu bytes; retry later", tide_mem_overload_level_name(m.level),
+             (unsigned long long)m.counted_bytes, m.counts ? m.counts : "rss", (unsigned long long)m.limit_bytes,
+             (unsigned long long)m.marks_leave[TIDE_OVERLOAD_HIGH]);
+    return m.level;
 }
 
 /* Check the head of the request `c` holds bytes of, once. */
@@ -522,6 +558,12 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
                     now_ms);
         return;
     }
+    if ((h.content_length > 0 || h.transfer_encoding) && !h.safe_method
+        && tide_node_overload_level(srv->node) >= TIDE_OVERLOAD_HIGH) {
+        tided_overload_detail(srv, detail, sizeof detail);
+        refuse_unavailable(c, detail, &srv->overload_rejected_body, now_ms);
+        return;
+    }
     want = h.head_len + (h.transfer_encoding ? srv->max_object_size : h.content_length);
     if (atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers) != 0
         && budget_in_use(srv) + want > srv->body_budget) {
@@ -530,6 +572,26 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
     }
     c->admitted = want;
     atomic_fetch_add(&srv->body_admitted, want);
+}
+
+/* Pause the loop's listener at CRITICAL, start it again below (the
+ * essay). */
+static void scan_level(tided_loop *l)
+{
+    tided_server *srv = l->srv;
+    int critical = tide_node_overload_level(srv->node) >= TIDE_OVERLOAD_CRITICAL;
+
+    if (critical == l->listener_paused || (critical && l->listener == NULL)) return;
+    tided_loop_listener_pause(l, critical);
+    l->listener_paused = critical;
+    if (critical) atomic_fetch_add(&srv->listeners_paused, 1);
+    else atomic_fetch_sub(&srv->listeners_paused, 1);
+    if (critical)
+        tide_log(TIDE_LOG_INFO, "loop %u: memory level critical: not accepting new connections (the %u open "
+                 "are served)", l->index, atomic_load(&srv->connections));
+    else
+        tide_log(TIDE_LOG_INFO, "loop %u: memory level below critical: accepting new connections again",
+                 l->index);
 }
 
 void tided_conn_poll(tided_loop *l)
@@ -545,6 +607,7 @@ void tided_conn_poll(tided_loop *l)
     }
     l->last_scan_ms = now_ms;
     l->scan_pending = 0;
+    scan_level(l);
     for (c = l->conn_head; c; c = next) {
         h2o_socket_t *sock = c->sock;
         next = c->next;
@@ -622,6 +685,14 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
         { "tide_http_body_held_bytes", "gauge",
           "Request bytes held now against http_body_budget (admitted, in handlers, unparsed heads).",
           NULL, (double)budget_in_use(srv) },
+        { "tide_overload_rejected_requests_total", "counter",
+          "Requests tided answered 503 overloaded for the memory level: PUTs refused (write), bodies refused "
+          "before they were read (body).",
+          "write", (double)atomic_load(&srv->overload_rejected_write) },
+        { NULL, NULL, NULL, "body", (double)atomic_load(&srv->overload_rejected_body) },
+        { "tide_overload_listener_paused", "gauge",
+          "1 while the memory level is critical and tided accepts no new connections, else 0.",
+          NULL, atomic_load(&srv->listeners_paused) ? 1.0 : 0.0 },
     };
     const char *family = NULL;
 

@@ -28,7 +28,8 @@
  * total and per-client bounds, evicting an idle connection at the total
  * bound) and hands it to h2o; after every turn of the event loop the loop
  * lets conn.c scan its connections (idle close, the head check, the body
- * budget), and it never sleeps longer than conn.c's next scan. h2o itself
+ * budget, the memory level's listener pause), and it never sleeps longer
+ * than conn.c's next scan (at most a second). h2o itself
  * bounds each connection: request line and headers H2O_MAX_REQLEN (8192 +
  * 4096 * 100 bytes) and 100 headers, http_request_timeout to receive a
  * request (http1.req_timeout), the body to max_request_entity_size.
@@ -122,6 +123,13 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         if (sock == NULL) break;
         tided_conn_accept(l, sock);
     }
+}
+
+void tided_loop_listener_pause(tided_loop *l, int pause)
+{
+    if (l->listener == NULL) return;
+    if (pause) h2o_socket_read_stop(l->listener);
+    else h2o_socket_read_start(l->listener, on_accept);
 }
 
 /* ---- signals (loop 0) ------------------------------------------------ */

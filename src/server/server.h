@@ -11,17 +11,17 @@
  *             itself (conn.c writes its own refusals); beside it, sharing
  *             api_impl.h, the endpoints: api_objects.c (PUT/GET/HEAD of a
  *             key), api_status.c (/v1/status, /v1/sweeps), api_admin.c
- *             (/v1/admin/sweep), api_rotate.c (/v1/admin/rotate,
+ *             (/v1/admin/sweep, /v1/admin/heap), api_rotate.c (/v1/admin/rotate,
  *             /v1/admin/can_delete, /v1/rotations and the online delete
  *             part of /v1/status), api_metrics.c (/metrics), and
  *             api_reply.c (request text, every answer, the query rule)
- *   work.c    the worker threads that run tide_node_sync, tide_node_sweep
- *             and the /metrics render off the event loops, coalescing
- *             requests
+ *   work.c    the worker threads that run tide_node_sync, tide_node_sweep,
+ *             the /metrics render and the heap report off the event
+ *             loops, coalescing requests
  *
  * Threads: http_threads event loops (loop 0 runs on the main thread and
- * also watches the signalfd), one sync, one sweep, one metrics and one
- * rotate worker, plus the
+ * also watches the signalfd), one sync, one sweep, one metrics, one
+ * rotate and one heap worker, plus the
  * node's own commit and sweeper threads. A request lives on the loop that
  * accepted its connection, and everything that touches it (h2o_req_t, its
  * pool, its guard) runs on that loop's thread; the workers see only
@@ -70,7 +70,7 @@ typedef struct tided_conn tided_conn;
 
 /* ---- work.c ---------------------------------------------------------- */
 
-enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE };
+enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TIDED_JOB_HEAP };
 
 /*
  * One request waiting for a worker. Allocated with malloc by the loop
@@ -93,10 +93,13 @@ struct tided_job {
     uint64_t     batch;              /* which sync or sweep served it */
     size_t       batch_size;         /* how many jobs it served */
     tide_node_sweep_report report;   /* sweep */
-    char        *text;               /* metrics: the page (malloc'd; the loop
-                                        copies it into the request's pool and
-                                        frees it), NULL when rendering failed */
+    char        *text;               /* metrics: the page; heap: the report
+                                        (malloc'd; the loop copies it into the
+                                        request's pool and frees it), NULL when
+                                        rendering failed or there is none */
     size_t       text_len;
+    int          heap_kind;          /* heap: TIDE_MEM_HEAP_* (mem/alloc.h) */
+    int          family;             /* heap: the allocator, TIDE_MEM_ALLOC_* */
     /* rotate: the keep-list (malloc'd by the loop, nkeys * key_size bytes,
      * freed with the job) and what the rotation did */
     void        *keys;
@@ -165,6 +168,8 @@ struct tided_loop {
     uint64_t       last_scan_ms;     /* h2o_now of the last scan */
     int            scan_pending;     /* a scan was due but skipped by the rate */
     size_t         unparsed;         /* this loop's share of srv->body_unparsed */
+    int            listener_paused;  /* conn.c: reading the listener is stopped
+                                        while the memory level is CRITICAL */
 };
 
 enum { TIDED_RUNNING = 0, TIDED_DRAINING = 1, TIDED_HURRY = 2 };
@@ -183,7 +188,9 @@ struct tided_server {
     int            globalconf_ready;
     unsigned       nloops;
     tided_loop    *loops;
-    tided_worker   sync_worker, sweep_worker, metrics_worker, rotate_worker;
+    tided_worker   sync_worker, sweep_worker, metrics_worker, rotate_worker, heap_worker;
+                                     /* heap: GET /v1/admin/heap (not started by
+                                        fuzz_http, like rotate) */
     int            signal_fd;
     int            listen_fd;        /* the bound socket (loop 0 uses it) */
     char           listen_text[300]; /* "127.0.0.1:8080", "[::1]:8080" */
@@ -198,6 +205,17 @@ struct tided_server {
     atomic_ullong  body_admitted;    /* conn.c: bytes declared by admitted heads */
     atomic_ullong  body_in_handlers; /* api.c: bodies of requests in handlers */
     atomic_ullong  body_unparsed;    /* conn.c: bytes of heads not complete yet */
+    /* The memory limit (issue 13): every overload 503 tided sent, by reason
+     * (a PUT refused in its handler or by the node; a body refused by the
+     * scan before it was read), and how many loops have paused their
+     * listener (conn.c, at CRITICAL). */
+    atomic_ullong  overload_rejected_write, overload_rejected_body;
+    atomic_uint    listeners_paused;
+    /* memory_limit's source text as /v1/status shows it ("--memory-limit",
+     * "cgroup v1 /sys/...", "" for none), set at startup and by SIGHUP; under
+     * memory_mu (SIGHUP writes on loop 0 while other loops read). */
+    pthread_mutex_t memory_mu;
+    char           memory_source[200];
     pthread_mutex_t clients_mu;      /* clients */
     struct tided_client *clients[TIDED_CLIENT_BUCKETS];  /* conn.c: open connections per address */
     atomic_int     state;            /* TIDED_RUNNING, _DRAINING, _HURRY */
@@ -225,6 +243,11 @@ void tided_loop_context_init(tided_loop *l);
  * signal stops them and every one has drained (its thread then parks until
  * the process exits). */
 void tided_loops_run(tided_server *srv);
+/* Stop (pause 1) or start again (pause 0) accepting on loop `l`'s listener
+ * (conn.c's scan, while the memory level is CRITICAL): connections already
+ * accepted are served; new ones wait in the kernel's backlog. Nothing when
+ * the listener is closed (a stop). Loop thread. */
+void tided_loop_listener_pause(tided_loop *l, int pause);
 
 /* ---- conn.c ---------------------------------------------------------- */
 
@@ -256,6 +279,8 @@ typedef struct tided_head {
     unsigned    content_lengths;     /* Content-Length headers seen */
     uint64_t    content_length;      /* its value */
     int         transfer_encoding;   /* a Transfer-Encoding header was seen */
+    int         safe_method;         /* the method is GET or HEAD (never refused
+                                        by the memory level) */
     const char *reason;              /* TIDED_HEAD_BAD: what is wrong */
 } tided_head;
 
@@ -270,7 +295,8 @@ void tided_clients_init(tided_server *srv);
 /* Admit an accepted socket (per-client bound, total bound with eviction)
  * and hand it to h2o, or close it. Loop thread. */
 void tided_conn_accept(tided_loop *l, h2o_socket_t *sock);
-/* Run the scan (idle close, head check, body budget, accounting) when
+/* Run the scan (idle close, head check, body budget, the memory level's
+ * body refusal at HIGH and listener pause at CRITICAL, accounting) when
  * TIDED_SCAN_MS passed since the last; else note that one is due. Loop
  * thread. Cost: a few loads per connection of the loop. */
 void tided_conn_poll(tided_loop *l);
@@ -290,6 +316,11 @@ struct json_t;
 struct json_t *tided_conn_json(tided_server *srv);
 struct tide_metrics_writer;
 void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w);
+/* The detail of an overload 503 (issue 13) into buf: the node's level, the
+ * bytes counted and which figure counts, memory_limit, and the mark to fall
+ * below for writes to resume (HIGH's leave mark). Returns the level. Any
+ * thread; one lock of the node's governor. */
+int  tided_overload_detail(tided_server *srv, char *buf, size_t cap);
 
 /* ---- api.c, api_metrics.c (tided_metrics_render) ----------------------- */
 

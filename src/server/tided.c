@@ -138,7 +138,8 @@ static void help_endpoints(FILE *f)
 "    PUT  /v1/objects/KEYHEX[?sync=1]  body = the value (1 byte to\n"
 "         max_object_size). 201 stored; 409 the key exists; 400 bad key or\n"
 "         empty body; 413 body too large; 507 disk full; 503 store closed\n"
-"         or failed; 500 other errors. With sync=1 the answer (201 or 409)\n"
+"         or failed, or overloaded (the memory level, with Retry-After: 1);\n"
+"         500 other errors. With sync=1 the answer (201 or 409)\n"
 "         comes after the commit that makes the value durable.\n"
 "    GET  /v1/objects/KEYHEX           200 with the value\n"
 "         (application/octet-stream); 404 absent; 400 bad key.\n"
@@ -159,6 +160,10 @@ static void help_endpoints(FILE *f)
 "         answers the manifest's rotation count R they were copied at.\n"
 "    GET|POST /v1/admin/can_delete[?value=N|never|always|now]\n"
 "         advisory_delete's allowance: read it, or set it with POST.\n"
+"    GET  /v1/admin/heap               the allocator's heap report: jemalloc\n"
+"         started with MALLOC_CONF=prof:true, a prof.dump (octet-stream,\n"
+"         for jeprof); jemalloc without it, 409 profiling_off; glibc,\n"
+"         malloc_info's XML; tcmalloc, mimalloc: 501 not_supported.\n"
 "    GET  /v1/rotations                JSON: the last 32 rotation attempts.\n"
 "    GET  /metrics                     Prometheus text (see TIDE_METRICS_TOKEN).\n"
 "         Computed at scrape time on a worker thread: /proc reads and the\n"
@@ -186,6 +191,19 @@ static void help_endpoints(FILE *f)
 "    the hard one), http_max_connections_per_client from one address;\n"
 "    idle ones are closed after http_idle_timeout, and a request must\n"
 "    arrive within http_request_timeout. HTTP/1.x only, without TLS.\n"
+"\n"
+"MEMORY LEVELS\n"
+"    With a memory_limit (the operator's, or the cgroup's when unset), the\n"
+"    bytes counted (the larger of RSS and the cgroup's usage less page\n"
+"    cache) are compared with memory_levels' marks (default 80,90,97 per\n"
+"    cent of the limit); a level is left below its mark less\n"
+"    memory_hysteresis points. soft: sweep now, shrink the cache targets,\n"
+"    trim. high: PUTs and request bodies are 503 overloaded with\n"
+"    Retry-After: 1, bodies refused before they are read; GET, HEAD,\n"
+"    /healthz, /metrics and /v1/status are served. critical: no new\n"
+"    connections are accepted (they wait in the backlog); the open ones\n"
+"    are served. Nothing acknowledged is dropped. /v1/status'\n"
+"    memory_limit and the tide_overload_* metrics show the level.\n"
 "\n", f);
 }
 
@@ -204,10 +222,14 @@ static void help_signals(FILE *f)
 "                     disk) it stops tided before it serves, exit 0; the\n"
 "                     interrupted open is finished at the next start.\n"
 "    SIGHUP           reload: read the settings again (flags, TIDE_*\n"
-"                     variables, --config FILE) and apply log_level, the one\n"
-"                     setting that changes while tided runs; every other\n"
-"                     change is named in the log and takes effect at the next\n"
-"                     start. tided logs to stderr and has no log file to\n"
+"                     variables, --config FILE, the cgroup's memory limit)\n"
+"                     and apply the ones that change while tided runs:\n"
+"                     log_level, memory_limit, memory_levels,\n"
+"                     memory_hysteresis and memory_pressure (the level is\n"
+"                     computed again at once; each change is logged). Every\n"
+"                     other change, the budgets derived from memory_limit\n"
+"                     included, is named in the log and takes effect at the\n"
+"                     next start. tided logs to stderr and has no log file to\n"
 "                     reopen. A file that no longer reads changes nothing.\n"
 "    SIGPIPE          ignored.\n"
 "\n"
@@ -229,6 +251,9 @@ static void help_signals(FILE *f)
 "    curl -X PUT --data-binary @value.bin \"http://127.0.0.1:8080/v1/objects/$key?sync=1\"\n"
 "    curl -o value.bin http://127.0.0.1:8080/v1/objects/$key\n"
 "    curl -s http://127.0.0.1:8080/v1/status | jq .memory\n"
+"    curl -s http://127.0.0.1:8080/v1/status | jq .memory_limit\n"
+"    curl -H \"Authorization: Bearer $TIDE_ADMIN_TOKEN\" -o heap.out \\\n"
+"         http://127.0.0.1:8080/v1/admin/heap\n"
 "    curl -X POST -H \"Authorization: Bearer $TIDE_ADMIN_TOKEN\" \\\n"
 "         http://127.0.0.1:8080/v1/admin/sweep\n", f);
 }
@@ -359,7 +384,63 @@ static int    saved_argc;
 static char **saved_argv;
 static const char *saved_config;
 
-/* SIGHUP: read the settings again, apply log_level, log what else changed. */
+/* The settings whose memory-limit part is in force: the startup's, then
+ * each SIGHUP's that applied (main thread only). */
+static tide_config memory_in_force;
+
+/* memory_limit's source as /v1/status shows it: "flag --memory-limit",
+ * "file tide.cfg:3", "env TIDE_MEMORY_LIMIT", the cgroup's, or "default". */
+static void memory_source_set(tided_server *srv, const tide_config *c)
+{
+    const tide_config_source *s = &c->src[TIDE_CFG_MEMORY_LIMIT];
+    const char *kind = s->kind == TIDE_SRC_FILE ? "file " : s->kind == TIDE_SRC_ENV ? "env "
+                     : s->kind == TIDE_SRC_FLAG ? "flag " : "";
+
+    pthread_mutex_lock(&srv->memory_mu);
+    snprintf(srv->memory_source, sizeof srv->memory_source, "%s%s", s->where[0] ? kind : "",
+             s->where[0] ? s->where : "default");
+    pthread_mutex_unlock(&srv->memory_mu);
+}
+
+static int memory_setting(int id)
+{
+    return id == TIDE_CFG_MEMORY_LIMIT || id == TIDE_CFG_MEMORY_LEVELS || id == TIDE_CFG_MEMORY_HYSTERESIS
+        || id == TIDE_CFG_MEMORY_PRESSURE;
+}
+
+/* SIGHUP's part for the memory limit: memory_limit (the cgroup's read
+ * again by read_settings), memory_levels, memory_hysteresis and
+ * memory_pressure apply at once (tide_node_memory_configure); the budgets
+ * derived from the limit stay until the next start. */
+static void reload_memory(tided_server *srv, const tide_config *fresh)
+{
+    const tide_config *was = &memory_in_force;
+    char before[4500], after[4500];
+    int rc;
+
+    if (fresh->memory_limit == was->memory_limit && memcmp(fresh->memory_pct, was->memory_pct, sizeof was->memory_pct) == 0
+        && fresh->memory_hysteresis == was->memory_hysteresis && fresh->memory_pressure_pct == was->memory_pressure_pct)
+        return;
+    rc = tide_node_memory_configure(srv->node, fresh->memory_limit, fresh->memory_pct, fresh->memory_hysteresis,
+                                    fresh->memory_pressure_pct);
+    if (rc) {
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the memory limit's settings were refused, so they did not change: %s",
+                 tide_last_error());
+        return;
+    }
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        if (!memory_setting(id)) continue;
+        tide_config_describe_one(was, id, before, sizeof before);
+        tide_config_describe_one(fresh, id, after, sizeof after);
+        if (strcmp(before, after) != 0)
+            tide_log(TIDE_LOG_INFO, "SIGHUP: %s %s -> %s, in force now", tide_config_name(id), before, after);
+    }
+    memory_in_force = *fresh;
+    memory_source_set(srv, fresh);
+}
+
+/* SIGHUP: read the settings again, apply log_level and the memory limit's
+ * settings, log what else changed. */
 static void reload_settings(tided_server *srv)
 {
     static tide_config fresh;          /* main thread only (loop 0) */
@@ -376,9 +457,10 @@ static void reload_settings(tided_server *srv)
                  ? fresh.src[TIDE_CFG_LOG_LEVEL].where : "default");
         tide_log_set_level(fresh.log_level);
     }
+    reload_memory(srv, &fresh);
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         char was[4500], now[4500];
-        if (id == TIDE_CFG_LOG_LEVEL) continue;
+        if (id == TIDE_CFG_LOG_LEVEL || memory_setting(id)) continue;
         tide_config_describe_one(srv->cfg, id, was, sizeof was);
         tide_config_describe_one(&fresh, id, now, sizeof now);
         if (strcmp(was, now) != 0)
@@ -498,6 +580,9 @@ int main(int argc, char **argv)
     srv->idle_timeout_ms = (uint64_t)cfg.http_idle_timeout * 1000;
     srv->body_budget = cfg.http_body_budget;
     tided_clients_init(srv);
+    pthread_mutex_init(&srv->memory_mu, NULL);
+    memory_source_set(srv, &cfg);
+    memory_in_force = cfg;
     saved_argc = argc;
     saved_argv = argv;
     saved_config = config;
@@ -535,7 +620,8 @@ int main(int argc, char **argv)
     if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_JOB_SYNC) != 0
         || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
         || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0
-        || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0)
+        || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
+        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0)
         goto out;
     tided_loops_run(srv);
     status = EXIT_OK;
@@ -547,6 +633,7 @@ out:
     tided_worker_stop(&srv->sweep_worker);
     tided_worker_stop(&srv->metrics_worker);
     tided_worker_stop(&srv->rotate_worker);
+    tided_worker_stop(&srv->heap_worker);
     if (srv->node) {
         rc = tide_node_close(srv->node);
         srv->node = NULL;

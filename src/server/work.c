@@ -15,6 +15,11 @@
  * the job was queued covers that put: one sync serves every request queued
  * before it started. Jobs queued while it runs wait for the next call.
  *
+ * GET /v1/admin/heap is a job of the heap worker: the allocator's report
+ * (a jemalloc prof.dump written to a file and read back, or glibc's
+ * malloc_info walking every arena) takes milliseconds to seconds. Requests
+ * queued together share one report.
+ *
  * GET /metrics is a job too: rendering reads /proc and asks the allocator
  * for its statistics (glibc's walk every arena under its lock: tens of
  * milliseconds on a large heap), which must not stall a loop. Scrapes
@@ -25,7 +30,7 @@
  * its own rotation or piece (the node serialises it with its rotator
  * thread).
  *
- * There are four workers, one per kind, so a slow trim or rotation never
+ * There are five workers, one per kind, so a slow trim or rotation never
  * delays a durable PUT or a scrape.
  *
  * Invariants:
@@ -42,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem/alloc.h"
 #include "tide/error.h"
 #include "util/log.h"
 
@@ -81,7 +87,7 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
     tide_node_sweep_report report;
     char detail[256] = "", *text = NULL;
     size_t text_len = 0;
-    int rc = 0;
+    int rc = 0, heap_kind = 0, family = 0;
 
     memset(&report, 0, sizeof report);
     if (w->kind == TIDED_JOB_ROTATE) {
@@ -105,6 +111,10 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
         }
     } else if (w->kind == TIDED_JOB_SWEEP) {
         tide_node_sweep(w->srv->node, &report);
+    } else if (w->kind == TIDED_JOB_HEAP) {
+        family = tide_mem_alloc_family();
+        rc = tide_mem_alloc_heap_report(family, NULL, &text, &text_len, &heap_kind);
+        if (rc) snprintf(detail, sizeof detail, "%s: %s", tide_strerror(rc), tide_last_error());
     } else {
         rc = tided_metrics_render(w->srv, &text, &text_len);
         if (rc) snprintf(detail, sizeof detail, "%s", tide_strerror(rc));
@@ -117,6 +127,8 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
         batch->batch_size = count;
         snprintf(batch->detail, sizeof batch->detail, "%s", detail);
         batch->report = report;
+        batch->heap_kind = heap_kind;
+        batch->family = family;
         if (text) {   /* each scrape gets its own copy: the loops free them apart */
             batch->text = malloc(text_len + 1);
             if (batch->text) memcpy(batch->text, text, text_len + 1), batch->text_len = text_len;
