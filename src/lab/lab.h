@@ -131,7 +131,8 @@ typedef struct tide_lab_requests {
     uint64_t get_ns;            /* the GETs answered 200: their time, summed */
     double   load_s;            /* seconds the load ran */
     int      status_read;       /* 1 when /v1/status had a memory_limit object */
-    uint64_t level_changes, rejected_writes, rejected_requests;
+    uint64_t level_changes, rejected_writes;
+    uint64_t rejected_requests; /* its overload 503s: rejected_requests.write + .body */
     uint64_t status_limit;      /* its limit_bytes (0: none) */
 } tide_lab_requests;
 

@@ -228,7 +228,8 @@ int ti_lab_poll_status(ti_lab_rep *r, ti_lab_node *n)
     q->status_limit = jint(m, "limit_bytes");
     q->level_changes = jint(m, "level_changes");
     q->rejected_writes = jint(m, "rejected_writes");
-    q->rejected_requests = jint(m, "rejected_requests");
+    q->rejected_requests = jint(json_object_get(m, "rejected_requests"), "write")
+                         + jint(json_object_get(m, "rejected_requests"), "body");
     rc = 0;
 out:
     json_decref(doc);
