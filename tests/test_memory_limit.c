@@ -19,14 +19,16 @@
  *
  * The load, from this process over plain sockets (one request per
  * connection for the writers, keep-alive for the readers):
- *   - PUT_THREADS writers, each PUT_EACH objects of OBJ_BYTES (256 KiB):
- *     192 MiB in all, 1.5 x the limit;
+ *   - PUT_THREADS (16) writers, each PUT_EACH (128) objects of OBJ_BYTES
+ *     (256 KiB): 512 MiB in all, 4 x the limit, so that the load lasts
+ *     long enough for the node to reach its high level, not only soft;
  *   - GET_THREADS readers on connections opened before the load, reading
  *     acknowledged objects back while the writers run (each read fills
  *     the node cache, whose budget is set to 48 MiB, hard limit 96 MiB, so
  *     that the cache alone would take the node past its marks);
- *   - SLOW_THREADS slow bodies: a head declaring SLOW_BYTES (1 MiB), then
- *     the body in 16 KiB pieces.
+ *   - SLOW_THREADS (16) slow bodies, one after another while the writers
+ *     run: a head declaring SLOW_BYTES (1 MiB), then the body in 16 KiB
+ *     pieces every 20 ms (stopped early when tided answers first).
  * A sampler thread reads tided's RSS from /proc/PID/statm every 20 ms.
  *
  * What is asserted (events and bounds, no wall clock): tided is alive at
