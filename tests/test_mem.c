@@ -38,12 +38,15 @@
 
 #include "expect.h"
 #include "helpers.h"
+#include "cache/cache.h"
+#include "cache/keycache.h"
 #include "mem/account.h"
 #include "util/clock.h"
 #include "mem/alloc.h"
 #include "mem/proc.h"
 #include "mem/trim.h"
 #include "tide/error.h"
+#include "tide/store.h"
 
 #define MiB (1024.0 * 1024.0)
 
@@ -721,6 +724,276 @@ static void account_counters_updated_from_several_threads_sum_exactly(void **sta
     tide_mem_account_sub(TIDE_MEM_NODE_CACHE, want);
 }
 
+/* ---- churn totals (issue 13) ------------------------------------------------------ */
+
+/* A consumer of the test's own, registered (or found) by name. */
+static int churn_consumer(const char *name)
+{
+    int id = -1;
+
+    expect_rc(tide_mem_account_register(name, &id), 0, name);
+    return id;
+}
+
+typedef struct totals { uint64_t n, bytes; } totals;
+
+static totals totals_of(int id)
+{
+    totals t;
+
+    tide_mem_account_totals(id, &t.n, &t.bytes);
+    return t;
+}
+
+/* Every consumer's totals, to show a change touched no other one. */
+static void all_totals(totals out[TIDE_MEM_ACCOUNT_MAX])
+{
+    for (int i = 0; i < TIDE_MEM_ACCOUNT_MAX; i++) out[i] = totals_of(i);
+}
+
+/* Every consumer's totals but those of ids a and b are as in `before`. */
+static void expect_totals_unchanged_but(const totals before[TIDE_MEM_ACCOUNT_MAX], int a, int b, const char *what)
+{
+    for (int i = 0; i < TIDE_MEM_ACCOUNT_MAX; i++) {
+        totals now = totals_of(i);
+        if (i == a || i == b) continue;
+        if (now.n != before[i].n || now.bytes != before[i].bytes)
+            fail_msg("%s: consumer %d (%s) totals moved from %" PRIu64 "/%" PRIu64 " to %" PRIu64 "/%" PRIu64,
+                     what, i, tide_mem_account_name(i) ? tide_mem_account_name(i) : "?", before[i].n,
+                     before[i].bytes, now.n, now.bytes);
+    }
+}
+
+static void account_totals_count_allocations_and_their_bytes_not_frees(void **state)
+{
+    tide_mem_account_entry e[TIDE_MEM_ACCOUNT_MAX];
+    totals t, others[TIDE_MEM_ACCOUNT_MAX];
+    int id = churn_consumer("churn_test");
+    int64_t held;
+    size_t n;
+
+    (void)state;
+    t = totals_of(id);
+    expect_u64(t.n, 0, "a new consumer has made no allocation");
+    expect_u64(t.bytes, 0, "a new consumer has asked for no bytes");
+    held = tide_mem_account_get(id);
+    all_totals(others);
+
+    tide_mem_account_alloc(id, 100);
+    tide_mem_account_alloc(id, 50);
+    expect_i64(tide_mem_account_get(id), held + 150, "alloc adds to the bytes held");
+    t = totals_of(id);
+    expect_u64(t.n, 2, "two allocs");
+    expect_u64(t.bytes, 150, "100 + 50 bytes asked for");
+
+    tide_mem_account_free(id, 30);
+    expect_i64(tide_mem_account_get(id), held + 120, "free subtracts from the bytes held");
+    t = totals_of(id);
+    expect_u64(t.n, 2, "a free is not an allocation");
+    expect_u64(t.bytes, 150, "a free takes nothing from the totals");
+
+    tide_mem_account_note_alloc(id, 7);
+    tide_mem_account_note_alloc(id, 0);
+    expect_i64(tide_mem_account_get(id), held + 120, "note_alloc leaves the bytes held alone");
+    t = totals_of(id);
+    expect_u64(t.n, 4, "two notes: two more allocations (one of 0 bytes)");
+    expect_u64(t.bytes, 157, "and 7 more bytes");
+
+    tide_mem_account_add(id, 1000);
+    tide_mem_account_sub(id, 10);
+    tide_mem_account_set(id, 5);
+    t = totals_of(id);
+    expect_u64(t.n, 4, "add, sub and set are not allocations");
+    expect_u64(t.bytes, 157, "nor bytes asked for");
+    expect_totals_unchanged_but(others, id, -1, "another consumer's updates");
+
+    n = tide_mem_account_snapshot(e, TIDE_MEM_ACCOUNT_MAX);
+    if (n <= (size_t)id) fail_msg("snapshot of %zu consumers lacks id %d", n, id);
+    expect_str(e[id].name, "churn_test", "snapshot name");
+    expect_i64(e[id].bytes, 5, "snapshot bytes");
+    expect_u64(e[id].allocations, 4, "snapshot allocations");
+    expect_u64(e[id].allocated_bytes, 157, "snapshot allocated bytes");
+    tide_mem_account_set(id, 0);
+}
+
+enum { CHURN_THREADS = 4, CHURN_OPS = 100000 };
+
+static void *churn_run(void *arg)
+{
+    int id = *(const int *)arg;
+
+    for (int i = 0; i < CHURN_OPS; i++) {
+        tide_mem_account_alloc(id, i % 64 + 1);
+        tide_mem_account_free(id, i % 64 + 1);
+        tide_mem_account_note_alloc(id, 3);
+    }
+    return NULL;
+}
+
+static void account_totals_from_several_threads_are_exact(void **state)
+{
+    pthread_t t[CHURN_THREADS];
+    int id = churn_consumer("churn_threads");
+    uint64_t want_bytes = 0;
+    totals before = totals_of(id), after;
+    int64_t held = tide_mem_account_get(id);
+
+    (void)state;
+    for (int i = 0; i < CHURN_OPS; i++) want_bytes += (uint64_t)(i % 64 + 1) + 3;
+    for (int k = 0; k < CHURN_THREADS; k++)
+        if (pthread_create(&t[k], NULL, churn_run, &id) != 0) fail_msg("pthread_create failed");
+    for (int k = 0; k < CHURN_THREADS; k++) pthread_join(t[k], NULL);
+    after = totals_of(id);
+    expect_u64(after.n - before.n, 2ull * CHURN_OPS * CHURN_THREADS, "allocations of 4 threads");
+    expect_u64(after.bytes - before.bytes, want_bytes * CHURN_THREADS, "bytes of 4 threads");
+    expect_i64(tide_mem_account_get(id), held, "every alloc freed: held back where it was");
+}
+
+/* ---- the consumers' totals --------------------------------------------------------- */
+
+static uint8_t churn_key[32];
+
+static const uint8_t *key_of_i(unsigned i)
+{
+    memset(churn_key, 0, sizeof churn_key);
+    memcpy(churn_key, &i, sizeof i);
+    churn_key[31] = 0x5a;
+    return churn_key;
+}
+
+static void node_cache_totals_grow_by_its_struct_slots_and_one_entry_per_insert(void **state)
+{
+    tide_cache_opts o;
+    tide_cache *c = NULL;
+    tide_cache_obj *obj = NULL;
+    totals others[TIDE_MEM_ACCOUNT_MAX], t0, t1, t2;
+    int id = churn_consumer("churn_cache");
+    uint64_t per;
+
+    (void)state;
+    tide_cache_opts_init(&o);
+    expect_i64(o.account_id, -1, "the default account_id is none");
+    o.target_size = 64;
+    o.account_id = id;
+    t0 = totals_of(id);
+    all_totals(others);
+    expect_ok(tide_cache_create(&c, &o), "create a cache counted in churn_cache");
+    t1 = totals_of(id);
+    expect_u64(t1.n - t0.n, 2, "create: the cache struct and its slot array");
+    if (t1.bytes - t0.bytes < 64 * sizeof(void *))
+        fail_msg("create asked for %" PRIu64 " bytes, below 64 slots of %zu", t1.bytes - t0.bytes, sizeof(void *));
+    expect_ok(tide_cache_obj_new(&obj, "value", 5, NULL), "an object");
+    for (unsigned i = 0; i < 10; i++) expect_ok(tide_cache_insert(c, key_of_i(i), obj), "insert");
+    t2 = totals_of(id);
+    expect_u64(t2.n - t1.n, 10, "ten inserts below the slot count: ten entries");
+    per = (t2.bytes - t1.bytes) / 10;
+    expect_u64(t2.bytes - t1.bytes, per * 10, "every entry asks for the same bytes");
+    if (per <= 32 || per > 32 + 128) fail_msg("an entry of a 32-byte key asked for %" PRIu64 " bytes", per);
+    for (unsigned i = 10; i < 1000; i++) expect_ok(tide_cache_insert(c, key_of_i(i), obj), "insert");
+    t1 = totals_of(id);
+    if (t1.n - t2.n <= 990 || t1.n - t2.n > 990 + 10)
+        fail_msg("990 more inserts past 64 slots: expected 990 entries and 1 to 10 slot arrays, got %" PRIu64
+                 " allocations", t1.n - t2.n);
+    if (t1.bytes - t2.bytes < 990 * per + 128 * sizeof(void *))
+        fail_msg("990 entries and a doubled table asked for only %" PRIu64 " bytes", t1.bytes - t2.bytes);
+    expect_totals_unchanged_but(others, id, -1, "a cache counted in churn_cache");
+    tide_cache_obj_release(obj);
+    tide_cache_destroy(c);
+    expect_u64(totals_of(id).n, t1.n, "destroy is no allocation");
+
+    /* The default: counted nowhere (a zeroed id would have gone to node_cache). */
+    tide_cache_opts_init(&o);
+    all_totals(others);
+    expect_ok(tide_cache_create(&c, &o), "create a cache with the defaults");
+    expect_ok(tide_cache_obj_new(&obj, "v", 1, NULL), "an object");
+    expect_ok(tide_cache_insert(c, key_of_i(1), obj), "insert");
+    expect_totals_unchanged_but(others, -1, -1, "a cache with account_id -1");
+    tide_cache_obj_release(obj);
+    tide_cache_destroy(c);
+}
+
+static void key_cache_totals_grow_by_its_struct_slots_and_one_entry_per_insert(void **state)
+{
+    tide_keycache_opts o;
+    tide_keycache *k = NULL;
+    totals others[TIDE_MEM_ACCOUNT_MAX], t0, t1, t2;
+    int id = churn_consumer("churn_keycache");
+
+    (void)state;
+    tide_keycache_opts_init(&o);
+    expect_i64(o.account_id, -1, "the default account_id is none");
+    o.target_size = 64;
+    o.account_id = id;
+    t0 = totals_of(id);
+    all_totals(others);
+    expect_ok(tide_keycache_create(&k, &o), "create a key cache counted in churn_keycache");
+    t1 = totals_of(id);
+    expect_u64(t1.n - t0.n, 2, "create: the struct and its slot array");
+    for (unsigned i = 0; i < 10; i++) expect_ok(tide_keycache_insert(k, key_of_i(i)), "insert");
+    expect_ok(tide_keycache_insert(k, key_of_i(3)), "insert of a key already there");
+    t2 = totals_of(id);
+    expect_u64(t2.n - t1.n, 11, "eleven inserts: eleven entries (the refresh allocates, then frees)");
+    expect_u64((t2.bytes - t1.bytes) % 11, 0, "every entry asks for the same bytes");
+    if ((t2.bytes - t1.bytes) / 11 <= 32) fail_msg("a key entry asked for %" PRIu64 " bytes", (t2.bytes - t1.bytes) / 11);
+    expect_totals_unchanged_but(others, id, -1, "a key cache counted in churn_keycache");
+    tide_keycache_destroy(k);
+
+    tide_keycache_opts_init(&o);
+    all_totals(others);
+    expect_ok(tide_keycache_create(&k, &o), "create a key cache with the defaults");
+    expect_ok(tide_keycache_insert(k, key_of_i(1)), "insert");
+    expect_totals_unchanged_but(others, -1, -1, "a key cache with account_id -1");
+    tide_keycache_destroy(k);
+}
+
+static void store_pool_and_commit_totals_grow_by_the_chunks_tables_and_buffers_they_map(void **state)
+{
+    tide_store_create_opts co;
+    tide_store_opts so;
+    tide_store *s = NULL;
+    char dir[2048];
+    uint8_t val[100];
+    totals others[TIDE_MEM_ACCOUNT_MAX], p0, p1, c0, c1;
+    int pool = churn_consumer("churn_pool"), commit = churn_consumer("churn_commit");
+
+    (void)state;
+    if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("scratch directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    expect_ok(tide_store_create(dir, &co), "create a store");
+    th_store_opts(&so);
+    expect_i64(so.pool_account_id, -1, "the default pool id is none");
+    expect_i64(so.commit_account_id, -1, "the default commit id is none");
+    so.commit_interval_ms = 3600 * 1000;      /* commits only when the test syncs */
+    so.note_alloc = tide_mem_account_note_alloc;
+    so.pool_account_id = pool;
+    so.commit_account_id = commit;
+    expect_ok(tide_store_open(&s, dir, &so), "open it with churn totals");
+    p0 = totals_of(pool);
+    c0 = totals_of(commit);
+    all_totals(others);
+    memset(val, 7, sizeof val);
+    for (unsigned i = 0; i < 10; i++) expect_ok(tide_store_insert(s, key_of_i(i), val, sizeof val), "insert");
+    p1 = totals_of(pool);
+    /* The first insert maps the table (1024 slots of 8 bytes) and an arena
+     * chunk (an eighth of the 16 MiB burst, at most 1 MiB); ten small items
+     * fit in them. */
+    expect_u64(p1.n - p0.n, 2, "ten inserts into an empty pool: its table and one chunk");
+    expect_u64(p1.bytes - p0.bytes, 1024 * 8 + (1u << 20), "a 8 KiB table and a 1 MiB chunk");
+    expect_u64(totals_of(commit).n, c0.n, "no commit yet");
+    expect_ok(tide_store_sync(s), "commit the ten");
+    c1 = totals_of(commit);
+    /* block, two 1 MiB write buffers, entries, touched, split, pre-images,
+     * log, read run; more when buckets split or spill. */
+    if (c1.n - c0.n < 9) fail_msg("a commit made %" PRIu64 " allocations, expected at least 9", c1.n - c0.n);
+    if (c1.bytes - c0.bytes < 2u << 20)
+        fail_msg("a commit asked for %" PRIu64 " bytes, below its two 1 MiB write buffers", c1.bytes - c0.bytes);
+    expect_ok(tide_store_insert(s, key_of_i(100), val, sizeof val), "an insert after the commit");
+    expect_u64(totals_of(pool).n - p1.n, 2, "the emptied pool maps a table and a chunk again");
+    expect_totals_unchanged_but(others, pool, commit, "a store counted in churn_pool");
+    expect_ok(tide_store_close(s), "close");
+}
+
 static void account_has_the_five_consumers_and_registers_up_to_sixteen(void **state)
 {
     static const char *const builtin[] = { "node_cache", "key_cache", "store_insert_pool",
@@ -909,6 +1182,12 @@ int main(void)
         cmocka_unit_test(trim_line_has_the_exact_format),
         cmocka_unit_test(a_real_trim_reports_rss_before_and_after_and_a_duration),
         cmocka_unit_test(account_counters_updated_from_several_threads_sum_exactly),
+        cmocka_unit_test(account_totals_count_allocations_and_their_bytes_not_frees),
+        cmocka_unit_test(account_totals_from_several_threads_are_exact),
+        cmocka_unit_test(node_cache_totals_grow_by_its_struct_slots_and_one_entry_per_insert),
+        cmocka_unit_test(key_cache_totals_grow_by_its_struct_slots_and_one_entry_per_insert),
+        cmocka_unit_test_teardown(store_pool_and_commit_totals_grow_by_the_chunks_tables_and_buffers_they_map,
+                                  th_teardown),
         cmocka_unit_test(account_has_the_five_consumers_and_registers_up_to_sixteen),
         cmocka_unit_test(jemalloc_preloaded_is_detected_with_its_version_and_background_thread),
         cmocka_unit_test(tcmalloc_preloaded_is_detected_with_its_version),

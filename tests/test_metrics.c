@@ -103,6 +103,8 @@ static void every_design_family_is_present_with_its_type(void **state)
     tide_node_sweep(f->node, NULL);
     char *text = render(f->node, NULL);
     expect_family(text, "tide_memory_consumer_bytes", "gauge");
+    expect_family(text, "tide_memory_allocations_total", "counter");
+    expect_family(text, "tide_memory_allocated_bytes_total", "counter");
     expect_family(text, "tide_cache_entries", "gauge");
     expect_family(text, "tide_cache_bytes", "gauge");
     expect_family(text, "tide_cache_target_entries", "gauge");
@@ -192,6 +194,46 @@ static void node_cache_bytes_are_the_values_put_plus_the_stated_overhead(void **
     expect_u64((uint64_t)th_prom_value(text, "tide_cache_entries{cache=\"node_cache\",state=\"strong\"}"), n,
                "strong entries");
     free(text);
+}
+
+/* Churn totals (issue 13): each put allocates a cache object (32 + len
+ * bytes) and a cache entry, so node_cache's two counters grow by at least
+ * two allocations and the values' bytes per put, and store_insert_pool's
+ * by the pool's first table and chunk. */
+static void a_put_makes_the_node_caches_allocation_totals_grow(void **state)
+{
+    fixture *f = *state;
+    const unsigned n = 50;
+    uint64_t sum = 0;
+    uint8_t key[32], val[700];
+    char *text;
+    double a0, b0, a1, b1, p0, p1;
+
+    text = render(f->node, NULL);
+    a0 = th_prom_value(text, "tide_memory_allocations_total{consumer=\"node_cache\"}");
+    b0 = th_prom_value(text, "tide_memory_allocated_bytes_total{consumer=\"node_cache\"}");
+    p0 = th_prom_value(text, "tide_memory_allocations_total{consumer=\"store_insert_pool\"}");
+    free(text);
+    if (isnan(a0) || isnan(b0) || isnan(p0)) fail_msg("the churn series are missing from the page");
+    for (unsigned i = 0; i < n; i++) {
+        size_t len = th_len(i + 5000, 100, sizeof val);
+        th_key(i + 5000, 32, key);
+        th_value(i + 5000, len, val);
+        expect_rc(tide_node_put(f->node, key, val, len), 0, "put");
+        sum += len;
+    }
+    text = render(f->node, NULL);
+    a1 = th_prom_value(text, "tide_memory_allocations_total{consumer=\"node_cache\"}");
+    b1 = th_prom_value(text, "tide_memory_allocated_bytes_total{consumer=\"node_cache\"}");
+    p1 = th_prom_value(text, "tide_memory_allocations_total{consumer=\"store_insert_pool\"}");
+    free(text);
+    if (a1 - a0 < 2.0 * n)
+        fail_msg("%u puts: node_cache allocations grew by %.0f, expected at least %u (an object and an "
+                 "entry each)", n, a1 - a0, 2 * n);
+    if (b1 - b0 < (double)sum + (32.0 + 32.0) * n)
+        fail_msg("%u puts of %" PRIu64 " value bytes: node_cache allocated bytes grew by %.0f, expected at "
+                 "least the values plus 32-byte headers and 32-byte keys", n, sum, b1 - b0);
+    if (p1 <= p0) fail_msg("store_insert_pool allocations did not grow (%.0f -> %.0f) over %u puts", p0, p1, n);
 }
 
 static void trims_on_the_page_agree_with_the_sweepers_totals(void **state)
@@ -504,6 +546,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(every_design_family_is_present_with_its_type, setup, teardown),
         cmocka_unit_test_setup_teardown(smaps_figures_appear_only_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(node_cache_bytes_are_the_values_put_plus_the_stated_overhead, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_put_makes_the_node_caches_allocation_totals_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(trims_on_the_page_agree_with_the_sweepers_totals, setup, teardown),
         cmocka_unit_test_setup_teardown(with_the_settings_the_page_names_budgets_and_unbounded_consumers, setup,
                                         teardown),

@@ -116,6 +116,17 @@ typedef struct tide_store_opts {
                                     asan/tsan, OPT=-O0) check always. Cost:
                                     store.c's tide_store_check, per commit. */
     struct tide_io *io;          /* NULL (default): the POSIX file system */
+    /* Churn totals (issue 13). NULL (default), or a function called after
+     * each allocation the store makes for an insert pool (an arena chunk,
+     * a table: with pool_account_id) and for a commit (each buffer: with
+     * commit_account_id), with the bytes asked for. It runs on the thread
+     * that allocated, perhaps under the store's pool lock: it must be cheap
+     * and must not call into the store. An id of -1 (the default) skips
+     * that kind. The node passes tide_mem_account_note_alloc and the
+     * TIDE_MEM_STORE_* ids (the store cannot include mem/account.h). */
+    void   (*note_alloc)(int id, int64_t bytes);
+    int      pool_account_id;
+    int      commit_account_id;
 } tide_store_opts;
 
 void tide_store_opts_init(tide_store_opts *o);

@@ -55,6 +55,8 @@
  *      reference dropped under the lock is provably not the last
  *      (release_held, weak_to_strong assert it).
  *   8. *account_bytes changes, under the lock, by exactly what bytes does.
+ *   9. Every allocation the cache makes (struct, slot arrays, entries) is
+ *      noted once in account_id's churn totals (ti_core_note_alloc).
  *
  * Never: free under the lock; call the allocator's release (trimming belongs
  * to the sweeper, once per sweep of every cache); raise a strong count from 0.
@@ -104,6 +106,7 @@ void tide_cache_opts_init(tide_cache_opts *o)
     o->age_s = 30;
     o->budget_bytes = (size_t)64 << 20;
     o->hard_limit_bytes = (size_t)128 << 20;
+    o->account_id = -1;
 }
 
 /* ---- small helpers (all under the lock) --------------------------------- */
@@ -253,6 +256,9 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
                       opts->hard_limit_bytes, opts->account_bytes, "tide_cache_create");
     if (rc) goto out;
     slots = NULL;
+    c->core.account_id = opts->account_id;
+    ti_core_note_alloc(&c->core, sizeof *c);
+    ti_core_note_alloc(&c->core, nslots * sizeof *slots);
     c->entry_bytes = ti_core_chunk(offsetof(entry, key) + opts->key_size);
     c->target_size = opts->target_size;
     c->age_us = (uint64_t)opts->age_s * 1000000u;
@@ -299,6 +305,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
                           offsetof(entry, key) + c->core.t.key_size);
         goto out;
     }
+    ti_core_note_alloc(&c->core, offsetof(entry, key) + c->core.t.key_size);
     memcpy(e->key, key, c->core.t.key_size);
     e->h.hash = ti_core_hash(&c->core.t, key);
     e->obj = tide_cache_obj_retain(obj);

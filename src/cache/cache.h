@@ -62,6 +62,10 @@ typedef struct tide_cache_obj_hook {
 int tide_cache_obj_new(tide_cache_obj **out, const void *bytes, size_t len,
                        const tide_cache_obj_hook *hook);
 
+/* The bytes tide_cache_obj_new asks malloc for, for `len` bytes: len plus
+ * the header. For a caller's churn totals (mem/account.h). Pure. */
+size_t tide_cache_obj_alloc_size(size_t len);
+
 /* Take another reference to `o` (the caller must hold one). Returns `o`.
  * One atomic add. */
 tide_cache_obj *tide_cache_obj_retain(tide_cache_obj *o);
@@ -116,6 +120,14 @@ typedef struct tide_cache_opts {
                                    only this cache equals `bytes` whenever no
                                    call is in progress; at destroy the cache
                                    subtracts what it still counts */
+    int      account_id;        /* -1 (default): none; or a mem/account.h
+                                   consumer id (TIDE_MEM_NODE_CACHE) whose
+                                   churn totals count each allocation the
+                                   cache makes (its struct, slot arrays,
+                                   entries) with the bytes asked for
+                                   (tide_mem_account_note_alloc; the bytes
+                                   held go through account_bytes). The
+                                   objects are the caller's allocations */
 } tide_cache_opts;
 
 /* Fill `o` with the defaults above. */

@@ -184,6 +184,7 @@ void ti_core_grow(ti_core *k, size_t want)
     if (want > SIZE_MAX / sizeof *slots) return;
     slots = calloc(want, sizeof *slots);
     if (slots == NULL) return;      /* chains grow longer instead */
+    ti_core_note_alloc(k, want * sizeof *slots);
     pthread_mutex_lock(&k->mu);
     before = k->bytes;
     if (k->t.nslots < want && k->t.count > k->t.nslots) {

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem/account.h"
+
 typedef struct ti_core_entry {
     struct ti_core_entry *hnext;         /* hash chain */
     struct ti_core_entry *prev, *next;   /* age list; `next` also chains victims */
@@ -55,6 +57,10 @@ typedef struct ti_core {
     size_t bytes;                   /* the cache's cost, as malloc sizes it */
     size_t hard_limit;              /* bytes never exceeds it (0: none) */
     int64_t *account;               /* NULL, or a counter that follows bytes */
+    int account_id;                 /* a mem/account.h consumer whose churn
+                                       totals count this cache's allocations,
+                                       or -1; set by the cache after
+                                       ti_core_init, fixed after create */
 } ti_core;
 
 #define TC_SLOTS_MIN 64u
@@ -88,6 +94,14 @@ static inline size_t ti_core_table_cost(size_t nslots)
 static inline size_t ti_core_base_cost(const ti_core *k, size_t fixed)
 {
     return ti_core_chunk(fixed) + ti_core_table_cost(k->t.nslots);
+}
+
+/* Churn totals (issue 13): one allocation of `bytes` made for the cache,
+ * noted in consumer account_id's totals (nothing when -1). Any thread, no
+ * lock needed; two relaxed atomic adds. */
+static inline void ti_core_note_alloc(const ti_core *k, size_t bytes)
+{
+    if (k->account_id >= 0) tide_mem_account_note_alloc(k->account_id, (int64_t)bytes);
 }
 
 static inline void ti_core_account(ti_core *k, size_t before)

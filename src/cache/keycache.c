@@ -20,6 +20,8 @@
  *   4. bytes <= hard_limit (when set) whenever the lock is free.
  *   5. Nothing is freed while the lock is held.
  *   6. *account_bytes changes, under the lock, by exactly what bytes does.
+ *   7. Every allocation (struct, slot arrays, entries) is noted once in
+ *      account_id's churn totals (ti_core_note_alloc).
  *
  * Never: hold a value: an entry is a key and its last-access time, and a
  *   hit says only that the key was absent from the store.
@@ -65,6 +67,7 @@ void tide_keycache_opts_init(tide_keycache_opts *o)
     o->target_size = 262144;
     o->age_s = 30;
     o->hard_limit_bytes = (size_t)32 << 20;
+    o->account_id = -1;
 }
 
 static size_t base_cost(const tide_keycache *k)
@@ -145,6 +148,9 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
                       opts->hard_limit_bytes, opts->account_bytes, "tide_keycache_create");
     if (rc) goto out;
     slots = NULL;
+    k->core.account_id = opts->account_id;
+    ti_core_note_alloc(&k->core, sizeof *k);
+    ti_core_note_alloc(&k->core, nslots * sizeof *slots);
     k->entry_bytes = entry_bytes;
     k->target_size = opts->target_size;
     k->age_us = (uint64_t)opts->age_s * 1000000u;
@@ -187,6 +193,7 @@ int tide_keycache_insert(tide_keycache *k, const void *key)
                           "failed", offsetof(kentry, key) + k->core.t.key_size);
         goto out;
     }
+    ti_core_note_alloc(&k->core, offsetof(kentry, key) + k->core.t.key_size);
     memcpy(e->key, key, k->core.t.key_size);
     e->h.hash = ti_core_hash(&k->core.t, key);
 

@@ -43,6 +43,7 @@ typedef struct tide_keycache_opts {
                                    tide_clock_mono_us */
     void    *clock_arg;
     int64_t *account_bytes;     /* as in tide_cache_opts; NULL (default) */
+    int      account_id;        /* as in tide_cache_opts; -1 (default): none */
 } tide_keycache_opts;
 
 /* Fill `o` with the defaults above. */

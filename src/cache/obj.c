@@ -63,6 +63,11 @@ out:
     return rc;
 }
 
+size_t tide_cache_obj_alloc_size(size_t len)
+{
+    return TIDE_CACHE_OBJ_HEADER + len;
+}
+
 static void obj_free(tide_cache_obj *o)
 {
     if (o->hook && o->hook->on_free) o->hook->on_free(o->hook->arg, o);

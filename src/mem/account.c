@@ -1,7 +1,8 @@
 /*
  * account.c: the per-consumer byte counters.
  *
- * A fixed array of slots, each one a cache line: the counter and the name.
+ * A fixed array of slots, each one a cache line: the counter, the churn
+ * totals (allocations and the bytes they asked for, issue 13) and the name.
  * The first five are named at compile time; registration fills the next
  * free slot under a mutex and then publishes it by storing the new count
  * with release order, so a reader that loads the count with acquire order
@@ -13,7 +14,10 @@
  *   1. 5 <= nslots <= TIDE_MEM_ACCOUNT_MAX, and nslots only grows.
  *   2. Slot names below nslots are set, unique, and never change.
  *   3. Each slot is 64-byte aligned, so two busy counters never share a
- *      cache line.
+ *      cache line; a slot's totals sit on its counter's line.
+ *   4. The totals only grow (they are Prometheus counters): an allocation
+ *      noted with negative bytes is a consumer's bug and stops the process.
+ *      They wrap only past 2^64, which no process reaches.
  *
  * Never: allocate, lock, or make a system call on the update path.
  */
@@ -29,6 +33,7 @@
 
 struct slot {
     _Alignas(64) _Atomic int64_t bytes;
+    _Atomic uint64_t allocations, allocated_bytes;
     char name[TIDE_MEM_ACCOUNT_NAME_MAX];
 };
 
@@ -73,6 +78,8 @@ int tide_mem_account_register(const char *name, int *id)
     }
     memcpy(slots[n].name, name, len + 1);
     atomic_store_explicit(&slots[n].bytes, 0, memory_order_relaxed);
+    atomic_store_explicit(&slots[n].allocations, 0, memory_order_relaxed);
+    atomic_store_explicit(&slots[n].allocated_bytes, 0, memory_order_relaxed);
     atomic_store_explicit(&nslots, n + 1, memory_order_release);
     *id = n;
 out:
@@ -96,6 +103,32 @@ void tide_mem_account_set(int id, int64_t bytes)
 {
     TIDE_ASSERT((unsigned)id < TIDE_MEM_ACCOUNT_MAX);
     atomic_store_explicit(&slots[id].bytes, bytes, memory_order_relaxed);
+}
+
+void tide_mem_account_note_alloc(int id, int64_t bytes)
+{
+    TIDE_ASSERT((unsigned)id < TIDE_MEM_ACCOUNT_MAX);
+    TIDE_ASSERT(bytes >= 0);                                  /* 4 */
+    atomic_fetch_add_explicit(&slots[id].allocations, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&slots[id].allocated_bytes, (uint64_t)bytes, memory_order_relaxed);
+}
+
+void tide_mem_account_alloc(int id, int64_t bytes)
+{
+    tide_mem_account_note_alloc(id, bytes);
+    atomic_fetch_add_explicit(&slots[id].bytes, bytes, memory_order_relaxed);
+}
+
+void tide_mem_account_free(int id, int64_t bytes)
+{
+    tide_mem_account_sub(id, bytes);
+}
+
+void tide_mem_account_totals(int id, uint64_t *allocations, uint64_t *allocated_bytes)
+{
+    TIDE_ASSERT((unsigned)id < TIDE_MEM_ACCOUNT_MAX);
+    *allocations = atomic_load_explicit(&slots[id].allocations, memory_order_relaxed);
+    *allocated_bytes = atomic_load_explicit(&slots[id].allocated_bytes, memory_order_relaxed);
 }
 
 int64_t tide_mem_account_get(int id)
@@ -127,6 +160,8 @@ size_t tide_mem_account_snapshot(tide_mem_account_entry *out, size_t cap)
         out[i].id = i;
         memcpy(out[i].name, slots[i].name, sizeof out[i].name);
         out[i].bytes = atomic_load_explicit(&slots[i].bytes, memory_order_relaxed);
+        out[i].allocations = atomic_load_explicit(&slots[i].allocations, memory_order_relaxed);
+        out[i].allocated_bytes = atomic_load_explicit(&slots[i].allocated_bytes, memory_order_relaxed);
     }
     return (size_t)n;
 }

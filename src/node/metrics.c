@@ -173,6 +173,20 @@ static void write_consumers(tide_metrics_writer *w)
         const char *lab[2] = { "consumer", e[i].name };
         tide_metrics_sample(w, "tide_memory_consumer_bytes", lab, 1, (double)e[i].bytes);
     }
+    /* Churn at the source (issue 13): rate() of these shows which consumer
+     * allocates even while its bytes stay flat. */
+    tide_metrics_family(w, "tide_memory_allocations_total", "counter",
+                        "Allocations each long-lived consumer of memory has made.");
+    for (size_t i = 0; i < n; i++) {
+        const char *lab[2] = { "consumer", e[i].name };
+        tide_metrics_sample(w, "tide_memory_allocations_total", lab, 1, (double)e[i].allocations);
+    }
+    tide_metrics_family(w, "tide_memory_allocated_bytes_total", "counter",
+                        "Bytes asked for by the allocations of each long-lived consumer of memory.");
+    for (size_t i = 0; i < n; i++) {
+        const char *lab[2] = { "consumer", e[i].name };
+        tide_metrics_sample(w, "tide_memory_allocated_bytes_total", lab, 1, (double)e[i].allocated_bytes);
+    }
 }
 
 typedef struct unbounded_ctx { tide_metrics_writer *w; } unbounded_ctx;

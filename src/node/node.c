@@ -192,6 +192,9 @@ static int open_gens(tide_node *n)
     go.block_size = n->opts.block_size;
     if (n->opts.insert_burst) go.store.burst_bytes = n->opts.insert_burst;
     go.store.commit_interval_ms = n->opts.commit_interval_ms;
+    go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals (issue 13) */
+    go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
+    go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;
     go.io = n->opts.io;
     go.delete_chunk_bytes = n->opts.delete_chunk_bytes;
     go.back_off_ms = n->opts.back_off_ms;
@@ -288,6 +291,7 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     co.clock_us = n->opts.clock_us;
     co.clock_arg = n->opts.clock_arg;
     co.account_bytes = tide_mem_account_counter(TIDE_MEM_NODE_CACHE);
+    co.account_id = TIDE_MEM_NODE_CACHE;
     rc = tide_cache_create(&n->cache, &co);
     if (rc) goto out;
 
@@ -300,6 +304,7 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     ko.clock_us = n->opts.clock_us;
     ko.clock_arg = n->opts.clock_arg;
     ko.account_bytes = tide_mem_account_counter(TIDE_MEM_KEY_CACHE);
+    ko.account_id = TIDE_MEM_KEY_CACHE;
     rc = tide_keycache_create(&n->keycache, &ko);
     if (rc) goto out;
     rc = ti_node_governor_init(n);
@@ -420,6 +425,7 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
     atomic_fetch_add(&n->puts, 1);
     /* The value is stored; failing to cache it only costs a later read. */
     if (tide_cache_obj_new(&obj, value, len, NULL) == 0) {
+        tide_mem_account_note_alloc(TIDE_MEM_NODE_CACHE, (int64_t)tide_cache_obj_alloc_size(len));
         tide_cache_obj_set_gen(obj, gen);
         (void)tide_cache_insert(n->cache, key, obj);
     }
@@ -462,6 +468,7 @@ int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
     atomic_fetch_add(&n->gets_store, 1);
     rc = tide_cache_obj_new(&obj, buf, len, NULL);
     if (rc) goto out;
+    tide_mem_account_note_alloc(TIDE_MEM_NODE_CACHE, (int64_t)tide_cache_obj_alloc_size(len));
     tide_cache_obj_set_gen(obj, where);
     (void)tide_cache_insert(n->cache, key, obj);
 out:

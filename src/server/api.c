@@ -120,7 +120,7 @@ static tided_guard *guard_new(h2o_req_t *req, tided_head *head, int *head_rc)
     *head_rc = tided_conn_request_begin(req, &g->conn, head);
     if (req->entity.base != NULL && req->entity.len > 0) {
         g->account = (int64_t)req->entity.len;
-        tide_mem_account_add(TIDE_MEM_HTTP, g->account);
+        tide_mem_account_alloc(TIDE_MEM_HTTP, g->account);
         g->body = req->entity.len;
         atomic_fetch_add(&l->srv->body_in_handlers, g->body);
     }

@@ -171,7 +171,7 @@ static struct tided_client *client_take(tided_server *srv, const unsigned char k
             memcpy(c->addr, key, 16);
             c->next = *slot;
             *slot = c;
-            tide_mem_account_add(TIDE_MEM_HTTP, (int64_t)sizeof *c);
+            tide_mem_account_alloc(TIDE_MEM_HTTP, (int64_t)sizeof *c);
         }
     } else if (limit != 0 && c->count >= limit) {
         *over = 1;
@@ -289,6 +289,8 @@ static void conn_set_accounted(tided_conn *c, size_t bytes)
 {
     if (bytes != c->accounted) {
         tide_mem_account_add(TIDE_MEM_HTTP, (int64_t)bytes - (int64_t)c->accounted);
+        /* A larger buffer is a new one (h2o reallocates): churn totals. */
+        if (bytes > c->accounted) tide_mem_account_note_alloc(TIDE_MEM_HTTP, (int64_t)bytes);
         c->accounted = bytes;
     }
 }
@@ -445,7 +447,7 @@ void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
     c->sock = sock;
     c->client = client;
     c->idle_since_ms = h2o_now(l->evloop);
-    tide_mem_account_add(TIDE_MEM_HTTP, (int64_t)sizeof *c);
+    tide_mem_account_alloc(TIDE_MEM_HTTP, (int64_t)sizeof *c);
     list_append(l, c);
     atomic_fetch_add(&srv->connections_total, 1);
     sock->on_close.cb = on_conn_close;

@@ -39,6 +39,9 @@
  *      (the commit thread retries ti_commit_clean_log); a crash before that
  *      undoes it.
  *
+ * Every buffer a commit allocates (or grows) goes to the store's
+ * note_alloc with the bytes asked for (note(): churn totals, issue 13).
+ *
  * Never: overwrite a bucket before its pre-image is synced; rewrite a
  *   spill record (they are immutable; a split leaves the old chain as waste).
  */
@@ -152,13 +155,30 @@ static int wbuf_put(wbuf *w, uint64_t off, const void *p, size_t n)
     return 0;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+/* Churn totals (issue 13): one commit buffer of `bytes`, for the store's
+ * note_alloc (tide_store_opts). */
+static void note(const tide_store *s, size_t bytes)
+{
+    if (s->opts.note_alloc && s->opts.commit_account_id >= 0)
+        s->opts.note_alloc(s->opts.commit_account_id, (int64_t)bytes);
+}
+
+/* tide_big_alloc, noted. */
+static void *buf_alloc(const tide_store *s, size_t n)
+{
+    void *p = tide_big_alloc(n);
+    if (p) note(s, n);
+    return p;
+}
+
+static int grow(const tide_store *s, void **arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return 0;
     size_t n = *cap ? *cap : 256;
     while (n < need) n *= 2;
     void *p = tide_big_realloc(*arr, *cap * elem, n * elem);
     if (p == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory (%zu bytes)", n * elem);
+    note(s, n * elem);
     *arr = p;
     *cap = n;
     return 0;
@@ -186,7 +206,7 @@ static int plan(commit *c)
     c->B1 = c->B0 + credit / s->split_units;
     c->dat0 = s->dat_size;
 
-    c->items = tide_big_alloc((n ? n : 1) * sizeof *c->items);
+    c->items = buf_alloc(s, (n ? n : 1) * sizeof *c->items);
     if (c->items == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory for %llu entries",
                                               (unsigned long long)n);
     for (ti_pool_item *it = c->batch->first; it; it = it->after, k++) {
@@ -203,13 +223,14 @@ static int plan(commit *c)
     if (c->B1 > c->B0) {
         roots = malloc((c->B1 - c->B0) * sizeof *roots);
         if (roots == NULL) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
+        note(s, (c->B1 - c->B0) * sizeof *roots);
         for (uint64_t i = c->B0; i < c->B1; i++) roots[nroots++] = split_root(i, c->B0);
         if ((rc = tide_big_sort(roots, nroots, sizeof *roots, cmp_u64)) != 0) goto out;
     }
     c->touched_cap = n + nroots + 1;
-    c->touched = tide_big_alloc(c->touched_cap * sizeof *c->touched);
-    c->split = tide_big_alloc(c->touched_cap);
-    c->pre = tide_big_alloc(c->touched_cap * sizeof *c->pre);
+    c->touched = buf_alloc(s, c->touched_cap * sizeof *c->touched);
+    c->split = buf_alloc(s, c->touched_cap);
+    c->pre = buf_alloc(s, c->touched_cap * sizeof *c->pre);
     if (!c->touched || !c->split || !c->pre) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
     /* Merge the batch's old buckets with the split roots, ascending, unique. */
     size_t a = 0, r = 0;
@@ -241,9 +262,9 @@ static int read_preimages(commit *c)
     int rc = 0;
 
     for (size_t t = 0; t < c->ntouched; t++) cap += 8 + ti_fmt_bucket_bytes(s->capacity);
-    c->log = tide_big_alloc(cap);
+    c->log = buf_alloc(s, cap);
     c->log_cap = cap;
-    run = tide_big_alloc(run_max * bs);
+    run = buf_alloc(s, run_max * bs);
     if (c->log == NULL || run == NULL) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory for the log (%zu bytes)", cap); goto out; }
     c->log_len = TIDE_LOG_HEADER_SIZE;
     while (i < c->ntouched) {
@@ -309,14 +330,14 @@ static int write_records(commit *c)
 
 static int push_vec(commit *c, size_t n, const tide_entry *e)
 {
-    int rc = grow((void **)&c->vec, &c->vec_cap, n + 1, sizeof *c->vec);
+    int rc = grow(c->s, (void **)&c->vec, &c->vec_cap, n + 1, sizeof *c->vec);
     if (rc == 0) c->vec[n] = *e;
     return rc;
 }
 
 static int push_moved(commit *c, uint64_t bucket, const tide_entry *e)
 {
-    int rc = grow((void **)&c->moved, &c->moved_cap, c->nmoved + 1, sizeof *c->moved);
+    int rc = grow(c->s, (void **)&c->moved, &c->moved_cap, c->nmoved + 1, sizeof *c->moved);
     if (rc) return rc;
     c->moved[c->nmoved].bucket = bucket;
     c->moved[c->nmoved].e = *e;
@@ -370,7 +391,7 @@ static int take_batch(commit *c, uint64_t j, size_t *bi, size_t *n, int merge)
     *bi = end;
     if (end == start) return 0;
     total = *n + (end - start);
-    if ((rc = grow((void **)&c->vec, &c->vec_cap, total, sizeof *c->vec)) != 0) return rc;
+    if ((rc = grow(c->s, (void **)&c->vec, &c->vec_cap, total, sizeof *c->vec)) != 0) return rc;
     if (!merge) {
         for (size_t k = start; k < end; k++) c->vec[(*n)++] = c->items[k].e;
         return 0;
@@ -402,7 +423,7 @@ static int write_buckets(commit *c)
 
         while (bi < c->batch->count && c->items[bi].bucket < j) bi++;  /* (new buckets come later) */
         if (!c->split[t]) {
-            if ((rc = grow((void **)&c->vec, &c->vec_cap, count + 1, sizeof *c->vec)) != 0) return rc;
+            if ((rc = grow(c->s, (void **)&c->vec, &c->vec_cap, count + 1, sizeof *c->vec)) != 0) return rc;
             for (unsigned k = 0; k < count; k++) ti_fmt_bucket_entry(pre, k, &c->vec[k]);
             n = count;
             if ((rc = take_batch(c, j, &bi, &n, 1)) != 0) return rc;
@@ -493,8 +514,9 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     c.s = s;
     c.batch = batch;
     c.block = malloc(TIDE_SPILL_HEADER + (size_t)s->block_size);
-    c.dat.data = tide_big_alloc(WBUF_SIZE);
-    c.key.data = tide_big_alloc(WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size);
+    if (c.block) note(s, TIDE_SPILL_HEADER + (size_t)s->block_size);
+    c.dat.data = buf_alloc(s, WBUF_SIZE);
+    c.key.data = buf_alloc(s, WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size);
     if (!c.block || !c.dat.data || !c.key.data) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
     c.dat = (wbuf){ s, s->dat, s->dat_size, c.dat.data, 0, WBUF_SIZE };
     c.key = (wbuf){ s, s->key, 0, c.key.data, 0, WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size };

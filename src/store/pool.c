@@ -12,6 +12,8 @@
  *   3. record_bytes == sum over items of 6 + key_size + len.
  *   4. Every item is found through the table; count <= table slots.
  * ti_pool_check asserts them.
+ *   5. Each chunk mapped and each table allocated is given to note_alloc
+ *      once, with its size (churn totals, issue 13); a reset keeps the hook.
  *
  * Never: free an item on its own. Items live exactly as long as their pool.
  */
@@ -45,6 +47,8 @@ void ti_pool_reset(ti_pool *p)
 {
     unsigned key_size = p->key_size;
     size_t chunk_size = p->chunk_size;
+    void (*note_alloc)(int, int64_t) = p->note_alloc;
+    int note_id = p->note_id;
     ti_pool_chunk *c = p->chunks;
     while (c) {
         ti_pool_chunk *next = c->next;
@@ -55,6 +59,8 @@ void ti_pool_reset(ti_pool *p)
     memset(p, 0, sizeof *p);
     p->key_size = key_size;
     p->chunk_size = chunk_size;
+    p->note_alloc = note_alloc;
+    p->note_id = note_id;
 }
 
 ti_pool_item *ti_pool_find(const ti_pool *p, uint64_t hash, const void *key)
@@ -71,6 +77,7 @@ static int grow_table(ti_pool *p)
     ti_pool_item **t = tide_big_alloc(slots * sizeof *t);
     if (t == NULL) return tide_err_set(TIDE_ENOMEM, "insert pool: cannot grow the table to %llu slots",
                                        (unsigned long long)slots);
+    if (p->note_alloc) p->note_alloc(p->note_id, (int64_t)(slots * sizeof *t));
     for (ti_pool_item *it = p->first; it; it = it->after) {
         uint64_t i = it->hash & (slots - 1);
         it->next = t[i];
@@ -101,6 +108,7 @@ static void *arena_alloc(ti_pool *p, size_t n)
         size_t size = n + 64 > p->chunk_size ? ((n + 64 + 4095) & ~(size_t)4095) : p->chunk_size;
         void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) return NULL;
+        if (p->note_alloc) p->note_alloc(p->note_id, (int64_t)size);
         ti_pool_chunk *c = m;
         c->size = size;
         c->next = p->chunks;

@@ -42,6 +42,11 @@ typedef struct ti_pool {
     ti_pool_chunk *chunks;
     uint8_t *bump;                  /* free space in the newest chunk */
     size_t   bump_left;
+    void   (*note_alloc)(int id, int64_t bytes); /* NULL, or called with
+                                       note_id after each chunk or table
+                                       allocation (tide_store_opts'); kept
+                                       by ti_pool_reset */
+    int      note_id;
 } ti_pool;
 
 /* Initialise an empty pool; allocates nothing until the first add. Chunks

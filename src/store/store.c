@@ -164,6 +164,8 @@ void tide_store_opts_init(tide_store_opts *o)
     memset(o, 0, sizeof *o);
     o->burst_bytes = TIDE_BURST_DEFAULT;
     o->commit_interval_ms = TIDE_COMMIT_INTERVAL_DEFAULT_MS;
+    o->pool_account_id = -1;
+    o->commit_account_id = -1;
 }
 
 char *ti_path_join(const char *dir, const char *name)
@@ -696,6 +698,10 @@ static int load_files(tide_store *s, int flags, int check)
     if (check && (rc = check_index(s)) != 0) return rc;
     ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
     ti_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
+    for (int i = 0; i < 2; i++) {
+        s->pools[i].note_alloc = s->opts.pool_account_id >= 0 ? s->opts.note_alloc : NULL;
+        s->pools[i].note_id = s->opts.pool_account_id;
+    }
     s->pending = &s->pools[0];
     s->committing = NULL;
     return 0;
