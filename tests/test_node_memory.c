@@ -8,7 +8,7 @@
  * tide_node_memory_check. The limit is 100 MiB with the default marks:
  * soft 80/75, high 90/85, critical 97/92 MiB (enter/leave). The log goes to
  * a sink that keeps the governor's lines. Two tests read the real figures
- * (one in a real v1 memory cgroup, removed whatever happens), and one runs
+ * (one in a real v1 memory cgroup, th_cgroup_v1's: removed whatever happens), and one runs
  * the thread and waits for its level changes with a generous bound.
  */
 #include <errno.h>
@@ -126,8 +126,9 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The options every injected test starts from. */
-static tide_node_opts base_opts(world *w)
+/* No hooks: /proc, PSI and (when set) the cgroup are read; a limit of
+ * 1 TiB keeps the level at normal. */
+static tide_node_opts real_opts(world *w)
 {
     tide_node_opts o;
 
@@ -136,6 +137,15 @@ static tide_node_opts base_opts(world *w)
     o.sweep_interval_ms = 0;
     o.rotate_check_ms = 0;
     o.memory_poll_ms = 0;
+    o.memory_limit = 1ull << 40;
+    return o;
+}
+
+/* The options every injected test starts from. */
+static tide_node_opts base_opts(world *w)
+{
+    tide_node_opts o = real_opts(w);
+
     o.memory_limit = 100 * MIB;
     o.cache_budget = 8 * MIB;                 /* hard limit 16 MiB */
     o.key_cache_hard_limit = 4 * MIB;
@@ -571,12 +581,7 @@ static void the_real_reading_gives_the_rss_and_the_kernels_peak(void **state)
     tide_node_opts o;
     tide_node_memory_status st;
 
-    tide_node_opts_init(&o);
-    o.dir = w->s.dir;
-    o.sweep_interval_ms = 0;
-    o.rotate_check_ms = 0;
-    o.memory_poll_ms = 0;
-    o.memory_limit = 1ull << 40;      /* 1 TiB: normal */
+    o = real_opts(w);
     open_with(w, &o);
     expect_u64((uint64_t)tide_node_memory_check(w->n), TIDE_OVERLOAD_NORMAL, "the level under 1 TiB");
     st = status(w);
@@ -593,16 +598,6 @@ static void the_real_reading_gives_the_rss_and_the_kernels_peak(void **state)
 }
 
 static char g_group[256];
-
-static int remove_group(void **state)
-{
-    int rc = teardown(state);         /* closes the node, reaps the child (th_teardown) */
-
-    if (g_group[0] && rmdir(g_group) != 0 && errno != ENOENT)
-        fprintf(stderr, "remove_group: rmdir %s: %s\n", g_group, strerror(errno));
-    g_group[0] = '\0';
-    return rc;
-}
 
 /* The child: join the group, touch 64 MiB, say so, wait to be killed. */
 static void child_in_group(const char *procs, int ready)
@@ -629,12 +624,9 @@ static void a_real_v1_cgroup_counts_its_usage_less_page_cache(void **state)
     int fds[2];
     pid_t pid;
 
-    snprintf(g_group, sizeof g_group, "/sys/fs/cgroup/memory/tide-node-test-%d", (int)getpid());
-    if (mkdir(g_group, 0755) != 0) {
-        int e = errno;
-        g_group[0] = '\0';
-        th_skip("cannot make a v1 memory group under /sys/fs/cgroup/memory: %s", strerror(e));
-    }
+    /* Skips when it cannot be made; th_teardown (in teardown) stops the
+     * child and removes the group whatever happens. */
+    th_cgroup_v1("tide-node-test", 1ull << 30, g_group, sizeof g_group);
     snprintf(procs, sizeof procs, "%s/cgroup.procs", g_group);
     if (pipe(fds) != 0) fail_msg("pipe: %s", strerror(errno));
     pid = th_fork();
@@ -643,12 +635,7 @@ static void a_real_v1_cgroup_counts_its_usage_less_page_cache(void **state)
     close(fds[1]);
     if (read(fds[0], &c, 1) != 1) fail_msg("the child in %s did not get ready (it could not join or touch)", g_group);
     close(fds[0]);
-    tide_node_opts_init(&o);
-    o.dir = w->s.dir;
-    o.sweep_interval_ms = 0;
-    o.rotate_check_ms = 0;
-    o.memory_poll_ms = 0;
-    o.memory_limit = 1ull << 40;
+    o = real_opts(w);
     o.cgroup_path = g_group;
     o.cgroup_version = 1;
     open_with(w, &o);
@@ -717,7 +704,7 @@ int main(void)
         T(time_is_counted_per_level),
         T(the_rotators_gate_waits_while_the_level_is_high),
         T(the_real_reading_gives_the_rss_and_the_kernels_peak),
-        cmocka_unit_test_setup_teardown(a_real_v1_cgroup_counts_its_usage_less_page_cache, setup, remove_group),
+        T(a_real_v1_cgroup_counts_its_usage_less_page_cache),
         T(the_governor_thread_moves_the_level_on_its_own),
 #undef T
     };

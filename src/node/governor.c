@@ -450,8 +450,10 @@ static void *governor_main(void *arg)
          * trigger that reports POLLERR (its cgroup went away) would spin:
          * stop polling it. */
         if (k > 0 && (p[1].revents & (POLLERR | POLLNVAL))) {
+            pthread_mutex_lock(&n->mem_check_lock);     /* a test's look reads the fd */
             close(n->mem_psi_fd);
             n->mem_psi_fd = -1;
+            pthread_mutex_unlock(&n->mem_check_lock);
         }
     }
     while (read(n->mem_wake[0], b, sizeof b) > 0) {}
