@@ -64,15 +64,24 @@ int tided_admin_authorized(tided_server *srv, h2o_req_t *req)
     return 1;
 }
 
-void tided_api_admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
+/* An admin endpoint answered by a worker's job: the method (405 with
+ * `allow` unless method_ok), the query (none), the token, then the job. */
+static void admin_job(tided_server *srv, h2o_req_t *req, tided_guard *guard, int method_ok, const char *allow,
+                      tided_worker *w, int kind, const char *what)
 {
-    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
-        tided_send_not_allowed(req, "POST");
+    if (!method_ok) {
+        tided_send_not_allowed(req, allow);
         return;
     }
     if (tided_parse_query(req, NULL)) return;
     if (!tided_admin_authorized(srv, req)) return;
-    tided_queue_job(&srv->sweep_worker, req, guard, TIDED_JOB_SWEEP, "the sweep", 0, NULL, NULL);
+    tided_queue_job(w, req, guard, kind, what, 0, NULL, NULL);
+}
+
+void tided_api_admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
+{
+    admin_job(srv, req, guard, h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST")), "POST",
+              &srv->sweep_worker, TIDED_JOB_SWEEP, "the sweep");
 }
 
 /* The report of the round the sweep worker ran. */
@@ -86,13 +95,8 @@ void tided_answer_sweep(tided_job *job)
 
 void tided_api_admin_heap(tided_server *srv, h2o_req_t *req, tided_guard *guard, int get_or_head)
 {
-    if (!get_or_head || tided_is_head(req)) {
-        tided_send_not_allowed(req, "GET");
-        return;
-    }
-    if (tided_parse_query(req, NULL)) return;
-    if (!tided_admin_authorized(srv, req)) return;
-    tided_queue_job(&srv->heap_worker, req, guard, TIDED_JOB_HEAP, "the heap report", 0, NULL, NULL);
+    admin_job(srv, req, guard, get_or_head && !tided_is_head(req), "GET", &srv->heap_worker, TIDED_JOB_HEAP,
+              "the heap report");
 }
 
 /* The report the heap worker made, or why there is none. */

@@ -588,6 +588,7 @@ static void scan_level(tided_loop *l)
     l->listener_paused = critical;
     if (critical) atomic_fetch_add(&srv->listeners_paused, 1);
     else atomic_fetch_sub(&srv->listeners_paused, 1);
+    assert(atomic_load(&srv->listeners_paused) <= srv->nloops);     /* invariant 5 */
     if (critical)
         tide_log(TIDE_LOG_INFO, "loop %u: memory level critical: not accepting new connections (the %u open "
                  "are served)", l->index, atomic_load(&srv->connections));
