@@ -315,15 +315,31 @@ static void print_limits(const tide_lab_plan *o, const tide_lab_summary *s)
            "PUTs", "GET", "GET vs", "GET", "level");
     printf("%-14s %7s %8s %6s %11s %8s %7s %7s %7s %7s\n", "", "MiB", "MiB", "limit", "over/all", "shed", "/s",
            o->baseline, "mean ms", "changes");
-    for (size_t i = 0; i < o->nv; i++)
+    for (size_t i = 0; i < o->nv; i++) {
         for (unsigned r = 0; r < o->repeat; r++) {
             char label[48];
             if (o->repeat > 1) snprintf(label, sizeof label, "%s rep %u", o->v[i].name, r + 1);
             else snprintf(label, sizeof label, "%s", o->v[i].name);
             print_limit_row(label, &s->v[i].lim[r]);
         }
+        if (o->repeat > 1) {      /* the medians over the repetitions */
+            tide_lab_limfig m = s->v[i].lim[0];
+            char label[48];
+            snprintf(label, sizeof label, "%s median", o->v[i].name);
+            m.peak_rss = m.get_rate = m.get_mean_ms = NAN;
+            m.peak_per_limit = s->v[i].peak_per_limit_median;
+            m.shed_pct = s->v[i].shed_pct_median;
+            m.get_rate_ratio = s->v[i].get_rate_ratio_median;
+            m.level_changes = s->v[i].level_changes_median;
+            m.samples = m.samples_over = 0;      /* samples: all the repetitions' */
+            for (unsigned r = 0; r < o->repeat; r++)
+                m.samples += s->v[i].lim[r].samples, m.samples_over += s->v[i].lim[r].samples_over;
+            print_limit_row(label, &m);
+        }
+    }
     printf("(max RSS: the largest sample, every %g s; PUTs shed: 503 overloaded per PUT sent; GET /s: GETs "
-           "answered 200 per second of load; level changes: the node's /v1/status)\n", o->sample_interval);
+           "answered 200 per second of load; level changes: the node's /v1/status%s)\n", o->sample_interval,
+           o->repeat > 1 ? "; a median line: the medians over the repetitions, the samples of all of them" : "");
 }
 
 /* The summary as a table: a row per variant (with --repeat, the medians
