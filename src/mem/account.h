@@ -73,7 +73,10 @@ void tide_mem_account_set(int id, int64_t bytes);
  * counter only. A consumer that keeps its own held counter
  * (tide_mem_account_counter) calls tide_mem_account_note_alloc for the
  * totals alone. Same id rule and cost as add (two or three relaxed atomic
- * adds; the totals sit on the counter's own cache line).
+ * adds; the totals sit on the counter's own cache line). `bytes` must be
+ * >= 0 for alloc and note_alloc: the totals are counters that never go
+ * down, so a negative size is a consumer's bug and stops the process
+ * (TIDE_ASSERT), like a bad id.
  */
 void tide_mem_account_alloc(int id, int64_t bytes);
 void tide_mem_account_free(int id, int64_t bytes);
