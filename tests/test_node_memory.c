@@ -489,6 +489,10 @@ static void configure_changes_the_limit_live_and_refuses_bad_levels(void **state
     expect_ok(tide_node_memory_configure(w->n, 150 * MIB, other, 5, 20), "configure 150 MiB at 50,60,70");
     expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_SOFT, "85 of 150 MiB (57%) at 50,60,70");
     expect_u64(status(w).marks_enter[TIDE_OVERLOAD_CRITICAL], 105 * MIB, "critical's enter mark at 70% of 150 MiB");
+    st = status(w);
+    expect_u64(st.pct[TIDE_OVERLOAD_HIGH], 60, "high's percent in force");
+    expect_u64(st.pressure_pct, 20, "the pressure threshold in force");
+    expect_u64(tide_node_options(w->n)->memory_pct[TIDE_OVERLOAD_HIGH], 90, "the options stay as opened");
 }
 
 static void configure_to_no_limit_drops_to_normal(void **state)

@@ -333,9 +333,13 @@ static void overload_opts(tide_mem_overload_opts *o, uint64_t limit, const unsig
     o->hysteresis_pct = hyst;
 }
 
-/* Put the marks into the status (under mem_lock). */
+/* Put the marks and the settings in force into the status (under
+ * mem_lock). */
 static void publish_marks(tide_node *n)
 {
+    memcpy(n->mem_st.pct, n->mem_pct, sizeof n->mem_st.pct);
+    n->mem_st.hysteresis_pct = n->mem_hyst;
+    n->mem_st.pressure_pct = n->mem_pressure_pct;
     for (int i = 0; i < TIDE_OVERLOAD_LEVELS; i++) {
         n->mem_st.marks_enter[i] = n->mem_st.limit_bytes ? n->mem_ov.enter[i] : 0;
         n->mem_st.marks_leave[i] = n->mem_st.limit_bytes ? n->mem_ov.leave[i] : 0;

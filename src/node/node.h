@@ -556,6 +556,9 @@ typedef struct tide_node_memory_status {
     uint64_t limit_bytes;         /* opts.memory_limit (0: none) */
     int      level;               /* TIDE_OVERLOAD_* */
     uint64_t marks_enter[TIDE_OVERLOAD_LEVELS], marks_leave[TIDE_OVERLOAD_LEVELS];
+    unsigned pct[TIDE_OVERLOAD_LEVELS], hysteresis_pct, pressure_pct; /* in force (opts',
+                                     or the last tide_node_memory_configure's; added by the
+                                     node helper: the options stay as opened) */
     const char *counts;           /* which figure counted in the latest reading:
                                      "rss" or "cgroup" (usage less page cache),
                                      whichever was larger */
