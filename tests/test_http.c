@@ -3034,6 +3034,28 @@ static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *sm
     expect_contains(out, "Retry-After: 1", "its Retry-After");
     expect_contains(out, "\"error\":\"overloaded\"", "its JSON");
     expect_contains(out, "memory level high", "its detail");
+    /* A chunked head: refused the same, before its first chunk. */
+    fd = connect_from(t, "127.0.0.21");
+    snprintf(head, sizeof head, "PUT /v1/objects/%s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", k);
+    send_all(fd, head, strlen(head));
+    if (!read_until_closed(fd, out, sizeof out, 30000))
+        fail_msg("at high, a chunked PUT head should be answered and closed before its first chunk; nothing "
+                 "came in 30 s");
+    close(fd);
+    expect_contains(out, "HTTP/1.1 503", "a chunked body refused before it is read");
+    expect_contains(out, "\"error\":\"overloaded\"", "its JSON");
+    /* A GET is never refused by the level, even one with a body: its head
+     * and a first byte wait through many scans unanswered, then the rest
+     * of the body gets the value. */
+    fd = connect_from(t, "127.0.0.21");
+    snprintf(head, sizeof head, "GET %s HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\na", obj_path(7000, NULL));
+    send_all(fd, head, strlen(head));
+    for (double end = th_now_ms() + 1000; th_now_ms() < end; poll(NULL, 0, 20))
+        if (has_answer(fd, out, sizeof out)) fail_msg("at high, a GET's body was refused: '%s'", out);
+    send_all(fd, "bc", 2);
+    if (!read_response(fd, out, sizeof out, 30000)) fail_msg("at high, a GET with a body: no answer in 30 s");
+    close(fd);
+    expect_contains(out, "HTTP/1.1 200", "a GET with a body at high");
     r = http(t, "GET", obj_path(7000, NULL), NULL, 0, 0, NULL);
     expect_status(r, 200, "a GET at the high level");
     if (r.len != small_len || memcmp(r.body, small, small_len) != 0) fail_msg("the GET at high: other bytes");
