@@ -435,6 +435,28 @@ static void the_chart_gains_a_disk_panel_only_with_a_rotating_series(void **stat
     ti_lab_series_free(&x);
 }
 
+/* What `ask` answers of a variant parsed from `spec`, with --node-args
+ * `node_args`, must be `want` (named `what` in the failure). */
+static void expect_variant_answer(const char *spec, const char *node_args,
+                                  uint64_t (*ask)(const tide_lab_variant *, const char *), uint64_t want,
+                                  const char *what)
+{
+    tide_lab_variant v;
+    uint64_t got;
+
+    assert_int_equal(tide_lab_variant_parse(&v, "x", spec, "/j.so"), 0);
+    got = ask(&v, node_args);
+    tide_lab_variant_free(&v);
+    if (got != want)
+        fail_msg("spec '%s' with --node-args '%s': %s %llu, expected %llu", spec, node_args ? node_args : "", what,
+                 (unsigned long long)got, (unsigned long long)want);
+}
+
+static uint64_t ask_rotates(const tide_lab_variant *v, const char *node_args)
+{
+    return (uint64_t)tide_lab_variant_rotates(v, node_args);
+}
+
 /* Which variants the lab treats as rotating. */
 static void a_variant_rotates_when_its_flags_turn_online_delete_on(void **state)
 {
@@ -445,14 +467,8 @@ static void a_variant_rotates_when_its_flags_turn_online_delete_on(void **state)
         { "--trim-policy never", "--generations 4", 0 }, { "--online-delete", NULL, 0 },
     };
     (void)state;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tide_lab_variant v;
-        assert_int_equal(tide_lab_variant_parse(&v, "x", cases[i].spec, "/j.so"), 0);
-        if (tide_lab_variant_rotates(&v, cases[i].node_args) != cases[i].rotates)
-            fail_msg("spec '%s' with --node-args '%s': expected rotates=%d", cases[i].spec,
-                     cases[i].node_args ? cases[i].node_args : "", cases[i].rotates);
-        tide_lab_variant_free(&v);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_variant_answer(cases[i].spec, cases[i].node_args, ask_rotates, (uint64_t)cases[i].rotates, "rotates");
     for (const char *const *n = (const char *const[]){ "rot2", "rot2-notrim", "rot4", NULL }; *n; n++) {
         tide_lab_variant v;
         assert_int_equal(tide_lab_variant_parse(&v, *n, tide_lab_builtin_spec(*n), "/j.so"), 0);
@@ -569,16 +585,8 @@ static void a_variant_has_the_memory_limit_its_flags_give(void **state)
         { "--memory-limit", NULL, 0 }, { "--trim-policy never", NULL, 0 },
     };
     (void)state;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tide_lab_variant v;
-        assert_int_equal(tide_lab_variant_parse(&v, "x", cases[i].spec, "/j.so"), 0);
-        if (tide_lab_variant_limit(&v, cases[i].node_args) != cases[i].limit)
-            fail_msg("spec '%s' with --node-args '%s': limit %llu, expected %llu", cases[i].spec,
-                     cases[i].node_args ? cases[i].node_args : "",
-                     (unsigned long long)tide_lab_variant_limit(&v, cases[i].node_args),
-                     (unsigned long long)cases[i].limit);
-        tide_lab_variant_free(&v);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_variant_answer(cases[i].spec, cases[i].node_args, tide_lab_variant_limit, cases[i].limit, "limit");
 }
 
 int main(void)
