@@ -26,6 +26,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,7 +295,8 @@ static void a_ledger_holds_its_puts_and_gets_of_earlier_objects(void **state)
 static void the_built_in_variants_come_from_one_table(void **state)
 {
     static const char *const names[] = { "trim", "notrim", "every2", "every4", "freed8m", "freed64m",
-                                         "freepct10", "mmap16k", "jemalloc", "rot2", "rot2-notrim", "rot4", NULL };
+                                         "freepct10", "mmap16k", "jemalloc", "rot2", "rot2-notrim", "rot4",
+                                         "limit64", "limit128", "limit256", "unlimited", NULL };
     char list[192], *help = NULL;
     size_t helplen = 0;
     FILE *f;
@@ -313,7 +315,7 @@ static void the_built_in_variants_come_from_one_table(void **state)
     if (tide_lab_builtin_spec("bogus") != NULL) fail_msg("expected 'bogus' not to be a built-in");
     assert_int_equal(tide_lab_variant_names(list, sizeof list), 0);
     expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc, rot2, "
-               "rot2-notrim, rot4",
+               "rot2-notrim, rot4, limit64, limit128, limit256, unlimited",
                "the built-in names in the table's order");
 
     th_run_tide("lab --variant bogus", 1, &out);
@@ -433,6 +435,28 @@ static void the_chart_gains_a_disk_panel_only_with_a_rotating_series(void **stat
     ti_lab_series_free(&x);
 }
 
+/* What `ask` answers of a variant parsed from `spec`, with --node-args
+ * `node_args`, must be `want` (named `what` in the failure). */
+static void expect_variant_answer(const char *spec, const char *node_args,
+                                  uint64_t (*ask)(const tide_lab_variant *, const char *), uint64_t want,
+                                  const char *what)
+{
+    tide_lab_variant v;
+    uint64_t got;
+
+    assert_int_equal(tide_lab_variant_parse(&v, "x", spec, "/j.so"), 0);
+    got = ask(&v, node_args);
+    tide_lab_variant_free(&v);
+    if (got != want)
+        fail_msg("spec '%s' with --node-args '%s': %s %llu, expected %llu", spec, node_args ? node_args : "", what,
+                 (unsigned long long)got, (unsigned long long)want);
+}
+
+static uint64_t ask_rotates(const tide_lab_variant *v, const char *node_args)
+{
+    return (uint64_t)tide_lab_variant_rotates(v, node_args);
+}
+
 /* Which variants the lab treats as rotating. */
 static void a_variant_rotates_when_its_flags_turn_online_delete_on(void **state)
 {
@@ -443,20 +467,126 @@ static void a_variant_rotates_when_its_flags_turn_online_delete_on(void **state)
         { "--trim-policy never", "--generations 4", 0 }, { "--online-delete", NULL, 0 },
     };
     (void)state;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tide_lab_variant v;
-        assert_int_equal(tide_lab_variant_parse(&v, "x", cases[i].spec, "/j.so"), 0);
-        if (tide_lab_variant_rotates(&v, cases[i].node_args) != cases[i].rotates)
-            fail_msg("spec '%s' with --node-args '%s': expected rotates=%d", cases[i].spec,
-                     cases[i].node_args ? cases[i].node_args : "", cases[i].rotates);
-        tide_lab_variant_free(&v);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_variant_answer(cases[i].spec, cases[i].node_args, ask_rotates, (uint64_t)cases[i].rotates, "rotates");
     for (const char *const *n = (const char *const[]){ "rot2", "rot2-notrim", "rot4", NULL }; *n; n++) {
         tide_lab_variant v;
         assert_int_equal(tide_lab_variant_parse(&v, *n, tide_lab_builtin_spec(*n), "/j.so"), 0);
         if (!tide_lab_variant_rotates(&v, NULL)) fail_msg("expected the built-in '%s' to rotate", *n);
         tide_lab_variant_free(&v);
     }
+}
+
+/* --object-size: every object not of the inner kind is within the range,
+ * and the range is used, its ends included in what can come. */
+static void the_object_sizes_follow_the_range_asked_for(void **state)
+{
+    tide_lab_workload w;
+    tide_lab_op a;
+    uint32_t lo = UINT32_MAX, hi = 0;
+
+    (void)state;
+    tide_lab_workload_init(&w);
+    w.inner_pct = 0;
+    w.size_min = 64 * 1024;
+    w.size_max = 64 * 1024 + 7;
+    for (uint64_t L = 0; L < 4; L++)
+        for (size_t i = 0; i < tide_lab_ledger_ops(&w, L); i++) {
+            tide_lab_ledger_op(&w, L, i, &a);
+            if (a.len < w.size_min || a.len > w.size_max)
+                fail_msg("ledger %llu op %zu: size %u, expected %u to %u", (unsigned long long)L, i, a.len,
+                         w.size_min, w.size_max);
+            if (a.len < lo) lo = a.len;
+            if (a.len > hi) hi = a.len;
+        }
+    expect_u64(lo, w.size_min, "the smallest size drawn");
+    expect_u64(hi, w.size_max, "the largest size drawn");
+}
+
+/* A series by hand for the memory-limit figures: 10 samples of RSS, two of
+ * them above a 64 MiB limit, and the client threads' counts. */
+static void limit_series(tide_lab_series *x, const char *name, uint64_t limit, uint64_t gets, int status)
+{
+    const uint64_t MiB = 1048576;
+
+    memset(x, 0, sizeof *x);
+    snprintf(x->variant, sizeof x->variant, "%s", name);
+    x->rep = 1;
+    x->limit_bytes = limit;
+    for (int t = 0; t < 10; t++) {
+        tide_lab_sample p = { .t = t * 0.1, .rss = (t == 4 || t == 7 ? 66 : 50 + t) * MiB };
+        assert_int_equal(ti_lab_series_add_sample(x, &p), 0);
+    }
+    x->req = (tide_lab_requests){ .puts = 700, .puts_existing = 50, .puts_shed = 240, .put_errors = 10,
+                                  .gets = gets, .gets_missing = 30, .get_ns = gets * 2000000,
+                                  .load_s = 20, .status_read = status, .level_changes = 6,
+                                  .rejected_writes = 240, .rejected_requests = 241, .status_limit = limit };
+}
+
+static void the_limit_figures_compare_rss_with_the_limit_and_gets_with_the_baseline(void **state)
+{
+    const double MiB = 1048576.0;
+    tide_lab_series x, base;
+    tide_lab_limfig f;
+    const tide_lab_series *bases[2];
+    tide_lab_series both[2];
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *out;
+
+    (void)state;
+    limit_series(&x, "limit64", 64 * 1048576ull, 3000, 1);
+    limit_series(&base, "unlimited", 0, 4000, 0);
+    assert_int_equal(ti_lab_limit_figures(&x, &base, &f), 0);
+    if (f.limit != 64 * MiB || f.peak_rss != 66 * MiB) fail_msg("limit %g, peak %g: expected 64 and 66 MiB", f.limit, f.peak_rss);
+    if (fabs(f.peak_per_limit - 66.0 / 64.0) > 1e-9) fail_msg("peak per limit %g, expected 66/64", f.peak_per_limit);
+    expect_u64(f.samples, 10, "samples");
+    expect_u64(f.samples_over, 2, "samples above the limit");
+    if (f.puts_sent != 1000 || fabs(f.shed_pct - 24.0) > 1e-9) fail_msg("%g PUTs sent, %g%% shed: expected 1000, 24%%", f.puts_sent, f.shed_pct);
+    if (fabs(f.get_rate - 150.0) > 1e-9 || fabs(f.get_rate_ratio - 0.75) > 1e-9)
+        fail_msg("GET rate %g/s, ratio %g: expected 150/s and 0.75 (3000 against 4000 in 20 s)", f.get_rate, f.get_rate_ratio);
+    if (fabs(f.get_mean_ms - 2.0) > 1e-9) fail_msg("GET mean %g ms, expected 2", f.get_mean_ms);
+    if (f.level_changes != 6 || f.rejected_writes != 240) fail_msg("level changes %g, rejected %g: expected 6, 240", f.level_changes, f.rejected_writes);
+
+    /* Nothing to measure is NAN, never 0 (limit.c invariant 1). */
+    assert_int_equal(ti_lab_limit_figures(&base, NULL, &f), 0);
+    if (!isnan(f.limit) || !isnan(f.peak_per_limit) || !isnan(f.get_rate_ratio) || !isnan(f.level_changes))
+        fail_msg("without a limit, a baseline or a status: limit %g, peak/limit %g, ratio %g, changes %g; expected NAN",
+                 f.limit, f.peak_per_limit, f.get_rate_ratio, f.level_changes);
+    expect_u64(f.samples_over, 0, "samples over no limit");
+    expect_u64(ti_lab_any_limited(&base, 1), 0, "a run without a limit");
+    expect_u64(ti_lab_any_limited(&x, 1), 1, "a run with one");
+
+    both[0] = x;
+    both[1] = base;
+    bases[0] = bases[1] = &base;
+    assert_non_null(out = open_memstream(&csv, &len));
+    assert_int_equal(ti_lab_write_limits_csv(out, both, 2, bases), 0);
+    fclose(out);
+    expect_contains(csv, "rep,variant,limit_bytes,peak_rss_bytes,peak_per_limit,samples,samples_over_limit,puts_sent,",
+                    "the limits CSV's header");
+    expect_contains(csv, "\n1,limit64,67108864,69206016,1.0312,10,2,1000,700,50,240,10,24.000,3000,30,0,20.000,150.00,"
+                    "0.7500,2.000,6,240,241\n", "the limited node's line");
+    expect_contains(csv, "\n1,unlimited,0,69206016,,10,0,1000,700,50,240,10,24.000,4000,30,0,20.000,200.00,1.0000,"
+                    "2.000,,,\n", "the baseline's line: empty fields for what it has not");
+    free(csv);
+    ti_lab_series_free(&x);
+    ti_lab_series_free(&base);
+}
+
+/* The limit a variant's node is told: its flags over its environment over
+ * --node-args; an unparsable size is none. */
+static void a_variant_has_the_memory_limit_its_flags_give(void **state)
+{
+    static const struct { const char *spec, *node_args; uint64_t limit; } cases[] = {
+        { "--memory-limit 64MiB", NULL, 64ull << 20 }, { "--memory-limit=1GiB", NULL, 1ull << 30 },
+        { "TIDE_MEMORY_LIMIT=256MiB", NULL, 256ull << 20 }, { "--trim-policy never", "--memory-limit 32MiB", 32ull << 20 },
+        { "--memory-limit 128MiB", "--memory-limit 32MiB", 128ull << 20 }, { "--memory-limit lots", NULL, 0 },
+        { "--memory-limit", NULL, 0 }, { "--trim-policy never", NULL, 0 },
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_variant_answer(cases[i].spec, cases[i].node_args, tide_lab_variant_limit, cases[i].limit, "limit");
 }
 
 int main(void)
@@ -468,6 +598,9 @@ int main(void)
         cmocka_unit_test(the_rotation_figures_read_rss_and_disk_around_each_rotation),
         cmocka_unit_test(the_chart_gains_a_disk_panel_only_with_a_rotating_series),
         cmocka_unit_test(a_variant_rotates_when_its_flags_turn_online_delete_on),
+        cmocka_unit_test(the_object_sizes_follow_the_range_asked_for),
+        cmocka_unit_test(the_limit_figures_compare_rss_with_the_limit_and_gets_with_the_baseline),
+        cmocka_unit_test(a_variant_has_the_memory_limit_its_flags_give),
         cmocka_unit_test(bad_options_exit_2_and_name_what_was_wrong),
         cmocka_unit_test(a_missing_tided_is_an_error_that_says_so),
         cmocka_unit_test(a_short_run_measures_both_variants_and_writes_its_files),

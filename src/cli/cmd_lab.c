@@ -31,6 +31,7 @@
 #include "cli/cli.h"
 #include "lab/runner.h"
 #include "tide/error.h"
+#include "util/size.h"
 
 #define VERB "lab"
 
@@ -51,11 +52,32 @@ static int parse_count(const char *opt, const char *text, uint64_t min, uint64_t
     return 0;
 }
 
+/* --object-size MIN-MAX (sizes, e.g. 64KiB-256KiB) into the workload. */
+static int parse_object_size(tide_lab_plan *p, const char *text)
+{
+    char lo[64], hi[64];
+    const char *dash = strchr(text, '-');
+    uint64_t a, b;
+
+    if (dash == NULL || (size_t)(dash - text) >= sizeof lo || strlen(dash + 1) >= sizeof hi) goto bad;
+    snprintf(lo, sizeof lo, "%.*s", (int)(dash - text), text);
+    snprintf(hi, sizeof hi, "%s", dash + 1);
+    if (tide_size_parse(lo, &a) != 0 || tide_size_parse(hi, &b) != 0 || a < 1 || a > b || b > TIDE_LAB_OBJECT_MAX)
+        goto bad;
+    p->w.size_min = (uint32_t)a;
+    p->w.size_max = (uint32_t)b;
+    return CLI_OK;
+bad:
+    return cli_usage(VERB, "--object-size '%s' is not MIN-MAX, two sizes from 1 to 16MiB with MIN <= MAX "
+                     "(e.g. 64KiB-256KiB)", text);
+}
+
 /* ---- the options ---------------------------------------------------------------- */
 
 enum { O_VARIANT = 256, O_CUSTOM, O_DURATION, O_LEDGERS, O_INTERVAL, O_OBJECTS, O_READS, O_CLIENTS,
        O_SEED, O_WARMUP, O_REPEAT, O_SWEEP, O_NODE_SIZE, O_NODE_ARGS, O_TIDED, O_JEMALLOC, O_PORT,
-       O_OUT, O_PREFIX, O_SCRATCH, O_KEEP, O_REFERENCED, O_JSON, O_BASELINE, O_INNER, O_RECENT, O_WAVE, O_WAVE_PCT };
+       O_OUT, O_PREFIX, O_SCRATCH, O_KEEP, O_REFERENCED, O_JSON, O_BASELINE, O_INNER, O_RECENT, O_WAVE, O_WAVE_PCT,
+       O_SAMPLE, O_OBJECT_SIZE };
 
 static const struct option lab_options[] = {
     { "variant", required_argument, NULL, O_VARIANT },   { "custom", required_argument, NULL, O_CUSTOM },
@@ -73,6 +95,7 @@ static const struct option lab_options[] = {
     { "prefix", required_argument, NULL, O_PREFIX },     { "scratch", required_argument, NULL, O_SCRATCH },
     { "keep", no_argument, NULL, O_KEEP },               { "referenced", no_argument, NULL, O_REFERENCED },
     { "baseline", required_argument, NULL, O_BASELINE },
+    { "sample-interval", required_argument, NULL, O_SAMPLE }, { "object-size", required_argument, NULL, O_OBJECT_SIZE },
     { "json", no_argument, NULL, O_JSON },               { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -136,6 +159,8 @@ static int parse_option(lab_args *a, int c, const char *arg)
     case O_KEEP: p->keep = 1; return CLI_OK;
     case O_REFERENCED: p->referenced = 1; return CLI_OK;
     case O_BASELINE: p->baseline = arg; return CLI_OK;
+    case O_SAMPLE: return parse_seconds("--sample-interval", arg, 0.01, 60, &p->sample_interval);
+    case O_OBJECT_SIZE: return parse_object_size(p, arg);
     case O_JSON: a->json = 1; return CLI_OK;
     default: return CLI_USAGE;
     }
@@ -260,6 +285,63 @@ static void print_rotations(const tide_lab_plan *o, const tide_lab_summary *s)
            TIDE_LAB_STEP_AFTER_S);
 }
 
+static int any_limit(const tide_lab_plan *o, const tide_lab_summary *s)
+{
+    for (size_t i = 0; i < o->nv; i++) if (s->v[i].lim) return 1;
+    return 0;
+}
+
+static void print_limit_row(const char *label, const tide_lab_limfig *x)
+{
+    char lm[32], pk[32], pl[32], ov[32], sh[32], gr[32], rt[32], gm[32], lc[32];
+    fmt_mib(lm, sizeof lm, x->limit);
+    fmt_mib(pk, sizeof pk, x->peak_rss);
+    fmt_num(pl, sizeof pl, "%.3f", x->peak_per_limit);
+    snprintf(ov, sizeof ov, "%zu/%zu", x->samples_over, x->samples);
+    fmt_num(sh, sizeof sh, "%.2f%%", x->shed_pct);
+    fmt_num(gr, sizeof gr, "%.0f", x->get_rate);
+    fmt_num(rt, sizeof rt, "%.3f", x->get_rate_ratio);
+    fmt_num(gm, sizeof gm, "%.2f", x->get_mean_ms);
+    fmt_num(lc, sizeof lc, "%.0f", x->level_changes);
+    printf("%-14s %7s %8s %6s %11s %8s %7s %7s %7s %7s\n", label, lm, pk, pl, ov, sh, gr, rt, gm, lc);
+}
+
+/* The memory-limit figures (docs/MEMORY-LIMIT.md), when a node had a
+ * limit: a row per variant and repetition. */
+static void print_limits(const tide_lab_plan *o, const tide_lab_summary *s)
+{
+    if (!any_limit(o, s)) return;
+    printf("\n%-14s %7s %8s %6s %11s %8s %7s %7s %7s %7s\n", "memory limit", "limit", "max RSS", "max/", "samples",
+           "PUTs", "GET", "GET vs", "GET", "level");
+    printf("%-14s %7s %8s %6s %11s %8s %7s %7s %7s %7s\n", "", "MiB", "MiB", "limit", "over/all", "shed", "/s",
+           o->baseline, "mean ms", "changes");
+    for (size_t i = 0; i < o->nv; i++) {
+        for (unsigned r = 0; r < o->repeat; r++) {
+            char label[48];
+            if (o->repeat > 1) snprintf(label, sizeof label, "%s rep %u", o->v[i].name, r + 1);
+            else snprintf(label, sizeof label, "%s", o->v[i].name);
+            print_limit_row(label, &s->v[i].lim[r]);
+        }
+        if (o->repeat > 1) {      /* the medians over the repetitions */
+            tide_lab_limfig m = s->v[i].lim[0];
+            char label[48];
+            snprintf(label, sizeof label, "%s median", o->v[i].name);
+            m.peak_rss = m.get_rate = m.get_mean_ms = NAN;
+            m.peak_per_limit = s->v[i].peak_per_limit_median;
+            m.shed_pct = s->v[i].shed_pct_median;
+            m.get_rate_ratio = s->v[i].get_rate_ratio_median;
+            m.level_changes = s->v[i].level_changes_median;
+            m.samples = m.samples_over = 0;      /* samples: all the repetitions' */
+            for (unsigned r = 0; r < o->repeat; r++)
+                m.samples += s->v[i].lim[r].samples, m.samples_over += s->v[i].lim[r].samples_over;
+            print_limit_row(label, &m);
+        }
+    }
+    printf("(max RSS: the largest sample, every %g s; PUTs shed: 503 overloaded per PUT sent; GET /s: GETs "
+           "answered 200 per second of load; level changes: the node's /v1/status%s)\n", o->sample_interval,
+           o->repeat > 1 ? "; a median line: the medians over the repetitions, the samples of all of them" : "");
+}
+
 /* The summary as a table: a row per variant (with --repeat, the medians
  * first, then a row per repetition). */
 static void print_table(const tide_lab_plan *o, const tide_lab_summary *s)
@@ -292,9 +374,11 @@ static void print_table(const tide_lab_plan *o, const tide_lab_summary *s)
     if (o->repeat > 1) printf("(a variant's first line: plateau and reduction are medians over the repetitions; "
                               "the trim columns are repetition 1's)\n");
     print_rotations(o, s);
+    print_limits(o, s);
     printf("\nfiles: %s/%s-rss.csv, %s-sweeps.csv, %s-rss.svg, %s-summary.json", o->out, o->prefix,
            o->prefix, o->prefix, o->prefix);
     if (any_rotation(o, s)) printf(", %s-disk.csv, %s-rotations.csv", o->prefix, o->prefix);
+    if (any_limit(o, s)) printf(", %s-limits.csv", o->prefix);
     printf("\n");
 }
 
@@ -343,6 +427,7 @@ static const char help_lab[] =
 "    tide lab [--variant NAME[,NAME...]] [--custom NAME=FLAGS]...\n"
 "             [--duration S] [--ledgers N] [--ledger-interval S]\n"
 "             [--objects N] [--reads N] [--wave N] [--wave-pct P]\n"
+"             [--object-size MIN-MAX] [--sample-interval S]\n"
 "             [--clients N] [--seed N]\n"
 "             [--warmup S] [--repeat N] [--sweep-interval S]\n"
 "             [--node-size SIZE] [--node-args FLAGS] [--out DIR]\n"
@@ -370,7 +455,8 @@ static const char help_lab[] =
 "    starts at once: check the count, the run is meant to be a plateau, not\n"
 "    a saturation test.\n"
 "\n"
-"    tide lab samples each node's RSS every second from /proc/PID/statm\n"
+"    tide lab samples each node's RSS every second (--sample-interval) from\n"
+"    /proc/PID/statm\n"
 "    (and Referenced from smaps_rollup with --referenced), and collects every\n"
 "    sweep round and trim from GET /v1/sweeps (each counted once, by seq).\n"
 "    At the end it stops the nodes (SIGTERM, then SIGKILL after 15 s),\n"
@@ -402,6 +488,11 @@ static const char help_lab_after[] =
 "    --objects N         new objects per ledger. Default 2000.\n"
 "    --reads N           reads per ledger. Default 1000.\n"
 "    --inner-pct P       share of objects of about 525 bytes. Default 60.\n"
+"    --object-size MIN-MAX  the other objects' sizes, uniform (sizes, up to\n"
+"                        16MiB). Default 100-2048. With --inner-pct 0 and\n"
+"                        e.g. 64KiB-256KiB a node with --memory-limit 64MiB\n"
+"                        reaches its marks (docs/MEMORY-LIMIT.md).\n"
+"    --sample-interval S seconds between RSS samples, 0.01 to 60. Default 1.\n"
 "    --recent-pct P      share of reads from the last two ledgers. Default 50.\n"
 "    --wave N            ledgers per load cycle: ledger L writes objects x\n"
 "                        (1 + P/100 x sin(2 pi L / N)) new objects. Default\n"
@@ -443,6 +534,18 @@ static const char help_lab_after[] =
 "    DIR/NAME-rss.svg      RSS over time, one line per variant and\n"
 "                          repetition, trims as ticks, plateau means dotted\n"
 "    DIR/NAME-summary.json the --json document\n"
+"    With a variant that has a memory limit (limit64, limit128, limit256,\n"
+"    or --memory-limit in its flags; docs/MEMORY-LIMIT.md), also:\n"
+"    DIR/NAME-limits.csv   rep,variant,limit_bytes,peak_rss_bytes,\n"
+"                          peak_per_limit,samples,samples_over_limit,\n"
+"                          puts_sent,puts,puts_existing,puts_shed,put_errors,\n"
+"                          shed_pct,gets,gets_missing,get_errors,load_s,\n"
+"                          get_rate,get_rate_ratio,get_mean_ms,level_changes,\n"
+"                          rejected_writes,rejected_requests\n"
+"    and each repetition in the JSON a \"memory_limit\" object (the same\n"
+"    figures; get_rate_ratio against --baseline, e.g. unlimited), each\n"
+"    variant the medians (peak_per_limit_median, shed_pct_median,\n"
+"    get_rate_ratio_median, level_changes_median).\n"
 "    With a variant that runs online delete (rot2, rot2-notrim, rot4, or\n"
 "    --online-delete in its flags; docs/ROTATION.md), also:\n"
 "    DIR/NAME-disk.csv     rep,variant,t_s,disk_bytes,rotations (the data\n"
@@ -472,7 +575,9 @@ static const char help_lab_after[] =
 "    tide lab --variant trim,notrim,every4,freed64m,freepct10 --repeat 3 \\\n"
 "             --duration 240\n"
 "    tide lab --duration 25 --objects 200 --reads 100 --json | jq .variants\n"
-"    tide lab --variant trim,notrim,jemalloc --out /tmp/lab --keep\n";
+"    tide lab --variant trim,notrim,jemalloc --out /tmp/lab --keep\n"
+"    tide lab --variant limit64,limit128,limit256,unlimited --baseline unlimited \\\n"
+"             --inner-pct 0 --object-size 64KiB-256KiB --sample-interval 0.1\n";
 
 const cli_verb cli_verb_lab = {
     .name = "lab", .usage = "lab",

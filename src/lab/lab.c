@@ -60,6 +60,8 @@ void tide_lab_workload_init(tide_lab_workload *w)
     w->recent_pct = 50;
     w->wave_period = 120;
     w->wave_pct = 75;
+    w->size_min = 100;
+    w->size_max = 2048;
 }
 
 unsigned tide_lab_ledger_objects(const tide_lab_workload *w, uint64_t ledger)
@@ -86,7 +88,7 @@ void tide_lab_object(const tide_lab_workload *w, uint64_t ledger, uint64_t index
     op->ledger = ledger;
     op->index = index;
     if (kind < w->inner_pct) op->len = (uint32_t)(500 + r % 51);       /* about 525 */
-    else op->len = (uint32_t)(100 + r % (2048 - 100 + 1));                /* 100..2048 */
+    else op->len = (uint32_t)(w->size_min + r % (w->size_max - w->size_min + 1));  /* size_min..size_max */
     for (unsigned k = 0; k < TIDE_LAB_KEY_SIZE / 8; k++) {
         uint64_t v = mix(w->seed, ledger, index, S_KEY0 + k);
         memcpy(op->key + 8 * k, &v, 8);

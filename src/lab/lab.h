@@ -42,7 +42,13 @@ typedef struct tide_lab_workload {
     unsigned recent_pct;   /* share of reads aimed at the last two ledgers */
     unsigned wave_period;  /* ledgers per load cycle; 0: every ledger alike */
     unsigned wave_pct;     /* the cycle's amplitude, 0..100 per cent of objects */
+    uint32_t size_min, size_max; /* the other objects' sizes, uniform; 100..2048
+                                    (--object-size: large objects push a node with
+                                    a memory limit to its marks) */
 } tide_lab_workload;
+
+/* The largest object size the lab sends (--object-size's maximum). */
+#define TIDE_LAB_OBJECT_MAX (16u << 20)
 
 enum { TIDE_LAB_PUT = 1, TIDE_LAB_GET = 2 };
 
@@ -54,7 +60,8 @@ typedef struct tide_lab_op {
 } tide_lab_op;
 
 /* Fill `w` with the defaults: seed 1, 2000 objects, 1000 reads, 60% inner,
- * 50% recent, a wave of 120 ledgers and 75%. */
+ * 50% recent, a wave of 120 ledgers and 75%, other objects of 100 to 2048
+ * bytes. */
 void tide_lab_workload_init(tide_lab_workload *w);
 
 /* New objects in `ledger`: objects x (1 + wave_pct/100 x sin(2 pi ledger /
@@ -114,12 +121,29 @@ typedef struct tide_lab_rotation {
     int64_t  trim_rss_delta;
 } tide_lab_rotation;
 
+/* What the client threads counted on one node, and what its GET /v1/status
+ * said of its memory limit at the end of the load (issue 13,
+ * docs/MEMORY-LIMIT.md). A PUT answered 503 with the error "overloaded" is
+ * shed; any other answer but 201 and 409 is a PUT error. */
+typedef struct tide_lab_requests {
+    uint64_t puts, puts_existing, puts_shed, put_errors;
+    uint64_t gets, gets_missing, get_errors, bad_length;
+    uint64_t get_ns;            /* the GETs answered 200: their time, summed */
+    double   load_s;            /* seconds the load ran */
+    int      status_read;       /* 1 when /v1/status had a memory_limit object */
+    uint64_t level_changes, rejected_writes;
+    uint64_t rejected_requests; /* its overload 503s: rejected_requests.write + .body */
+    uint64_t status_limit;      /* its limit_bytes (0: none) */
+} tide_lab_requests;
+
 typedef struct tide_lab_series {
     char            variant[32];
     unsigned        rep;            /* 1-based repetition */
     int             port;
     int             rotating;       /* its node runs with online delete */
     uint64_t        written_bytes;  /* value bytes of the PUTs it stored (201) */
+    uint64_t        limit_bytes;    /* its memory limit (status, else its flags); 0: none */
+    tide_lab_requests req;
     tide_lab_sample *samples;
     size_t          nsamples, capsamples;
     tide_lab_sweep  *sweeps;        /* sorted by seq, no duplicates */
@@ -162,6 +186,19 @@ typedef struct tide_lab_rotfig {
     double   create_ms, manifest_ms, switch_ms, drop_ms, total_ms, trim_ms; /* medians */
     double   deleted_median, objects_median; /* per dropping rotation */
 } tide_lab_rotfig;
+
+/* The memory-limit figures of one series (issue 13; NAN: nothing to
+ * measure). The GET rate is the GETs answered 200 per second of load; its
+ * ratio is against the baseline series of the same repetition. */
+typedef struct tide_lab_limfig {
+    double limit;               /* bytes; NAN: no limit */
+    double peak_rss;            /* the largest RSS sample */
+    double peak_per_limit;      /* peak_rss / limit */
+    size_t samples, samples_over;   /* RSS samples; those above the limit */
+    double puts_sent, puts_shed, shed_pct;  /* shed_pct: puts_shed / puts_sent x 100 */
+    double get_rate, get_rate_ratio, get_mean_ms;
+    double level_changes, rejected_writes;  /* NAN without the status */
+} tide_lab_limfig;
 
 /* ---- writers ------------------------------------------------------------------ */
 

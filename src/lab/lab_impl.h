@@ -78,6 +78,24 @@ int ti_lab_write_disk_csv(FILE *f, const tide_lab_series *s, size_t n);
  * 0 or TIDE_EIO. */
 int ti_lab_write_rotations_csv(FILE *f, const tide_lab_series *s, size_t n);
 
+/* ---- the memory limit (limit.c) ---- */
+
+/* The memory-limit figures of s against `base` (the baseline's series of
+ * the same repetition; NULL: no ratio). Always 0. O(samples). */
+int ti_lab_limit_figures(const tide_lab_series *s, const tide_lab_series *base, tide_lab_limfig *out);
+
+/* 1 when any of the n series has a memory limit (the limits CSV, the
+ * document's "memory_limit" figures and the table appear only then). */
+int ti_lab_any_limited(const tide_lab_series *s, size_t n);
+
+/* "rep,variant,limit_bytes,peak_rss_bytes,peak_per_limit,samples,
+ * samples_over_limit,puts_sent,puts,puts_existing,puts_shed,put_errors,
+ * shed_pct,gets,gets_missing,get_errors,load_s,get_rate,get_rate_ratio,
+ * get_mean_ms,level_changes,rejected_writes,rejected_requests" and one line
+ * per series (base[k]: series k's baseline, or base NULL; empty fields for
+ * the NAN figures). 0 or TIDE_EIO. */
+int ti_lab_write_limits_csv(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_series *const *base);
+
 /* ---- writers ---- */
 
 /* "rep,variant,port,t_s,rss_bytes,referenced_bytes" and one line per

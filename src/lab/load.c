@@ -5,9 +5,11 @@
  * starts at t0 + L x interval; a client that is behind starts it at once
  * and counts the ledger late. Each op goes to every node in turn, in the
  * repetition's order, over one keep-alive HTTP client per node, and its
- * answer is counted on that node: a PUT 201 (new) or 409 (existing), a GET
- * 200 (with its length checked against the op's) or 404; anything else is
- * an error.
+ * answer is counted on that node: a PUT 201 (new), 409 (existing) or 503
+ * with the error "overloaded" (shed by a node at its memory limit's high
+ * level or over its body budget: the object is not stored, and later GETs
+ * of it are 404s), a GET 200 (with its length checked against the op's, and
+ * its time added up) or 404; anything else is an error.
  *
  * Invariants:
  *   1. Every node of a repetition gets the same ops: a client thread sends
@@ -22,33 +24,52 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lab/runner_impl.h"
+#include "util/clock.h"
 #include "util/hex.h"
+
+/* 1 when a 503's body is tided's {"error":"overloaded",...}. */
+static int overloaded(const tide_http_body *b)
+{
+    return b->data != NULL && strstr(b->data, "\"error\":\"overloaded\"") != NULL;
+}
 
 /* Send op to node k over h; count the answer on the node. */
 static void send_op(ti_lab_node *n, tide_http_client *h, const tide_lab_op *op, const char *hex,
                     const uint8_t *value)
 {
-    tide_http_body b = { 0 };
+    tide_http_body b = { .keep = 1, .max = 4096 };
     char url[160];
+    uint64_t t0;
     long code;
 
-    if (h == NULL) { atomic_fetch_add(&n->errors, 1); return; }
+    if (h == NULL) {
+        atomic_fetch_add(&n->errors, 1);
+        atomic_fetch_add(op->kind == TIDE_LAB_PUT ? &n->put_errors : &n->get_errors, 1);
+        return;
+    }
     snprintf(url, sizeof url, "%s/v1/objects/%s", n->base, hex);
     if (op->kind == TIDE_LAB_PUT) {
         code = tide_http_client_put(h, url, value, op->len, &b);
         if (code == 201) atomic_fetch_add(&n->puts, 1), atomic_fetch_add(&n->put_bytes, op->len);
         else if (code == 409) atomic_fetch_add(&n->puts_existing, 1);
-        else atomic_fetch_add(&n->errors, 1);
+        else if (code == 503 && overloaded(&b)) atomic_fetch_add(&n->puts_shed, 1);
+        else atomic_fetch_add(&n->errors, 1), atomic_fetch_add(&n->put_errors, 1);
     } else {
+        b.keep = 0;
+        b.max = 0;
+        t0 = tide_clock_mono_ns();
         code = tide_http_client_get(h, url, &b);
         if (code == 200) {
+            atomic_fetch_add(&n->get_ns, tide_clock_mono_ns() - t0);
             atomic_fetch_add(&n->gets, 1);
             if (b.len != op->len) atomic_fetch_add(&n->bad_length, 1);
         } else if (code == 404) atomic_fetch_add(&n->gets_missing, 1);
-        else atomic_fetch_add(&n->errors, 1);
+        else atomic_fetch_add(&n->errors, 1), atomic_fetch_add(&n->get_errors, 1);
     }
+    free(b.data);
 }
 
 /* Client c's share of ledger L, sent to every node (invariant 1). */
@@ -76,7 +97,7 @@ void *ti_lab_client_main(void *arg)
     ti_lab_rep *r = c->rep;
     const tide_lab_plan *o = r->o;
     tide_http_client *h[TIDE_LAB_MAX_VARIANTS] = { 0 };
-    uint8_t *buf = malloc(4096);
+    uint8_t *buf = malloc(o->w.size_max > 4096 ? o->w.size_max : 4096);   /* the largest value */
 
     for (size_t k = 0; k < r->nn; k++)
         if (tide_http_client_new(&h[k], &opts) != 0) h[k] = NULL;     /* its requests count as errors */

@@ -4,8 +4,8 @@
  * For each repetition the runner starts one tided per variant at once, on
  * loopback, each on a fresh store in the scratch directory; drives all of
  * them with the same ledger-like workload (load.c) from several client
- * threads; samples every node's RSS and data directory size once a second
- * and collects every sweep round, and every rotation of a node with online
+ * threads; samples every node's RSS and data directory size every
+ * --sample-interval (a second by default) and collects every sweep round, and every rotation of a node with online
  * delete (sampler.c); and stops the nodes (node.c). One repetition is five
  * steps, in this order:
  *
@@ -186,6 +186,7 @@ static int rep_layout(rep_state *s, const char *scratch, tide_lab_series *series
         snprintf(n->series->variant, sizeof n->series->variant, "%s", n->v->name);
         n->series->rep = s->rep;
         n->series->rotating = tide_lab_variant_rotates(n->v, o->node_args);
+        n->series->limit_bytes = tide_lab_variant_limit(n->v, o->node_args);
         if (snprintf(n->dir, sizeof n->dir, "%s/r%u-%s", scratch, s->rep, n->v->name) >= (int)sizeof n->dir
             || snprintf(n->log, sizeof n->log, "%s/r%u-%s.log", scratch, s->rep, n->v->name) >= (int)sizeof n->log) {
             ti_lab_say(o->report, "the scratch directory's path is too long: %s", scratch);
@@ -283,13 +284,14 @@ static void rep_poll(rep_state *s, ti_lab_node *n)
     if (n->series->rotating) (void)ti_lab_poll_rotations(&s->r, n);
 }
 
-/* The main loop: a sample every second on the second of the workload's
- * clock, a poll every 5 s, until the end, a death or a signal. */
+/* The main loop: a sample every sample_interval on the workload's clock,
+ * a poll every 5 s, until the end, a death or a signal. Referenced bits
+ * are cleared every 10 s whatever the interval. */
 static int rep_measure(rep_state *s)
 {
     const tide_lab_plan *o = s->r.o;
     double end = s->r.t0 + o->duration, next_sample = s->r.t0, next_poll = s->r.t0 + 5;
-    unsigned tick = 0;
+    unsigned tick = 0, per_reset = (unsigned)fmax(1.0, round(10.0 / o->sample_interval));
 
     for (;;) {
         double t = ti_lab_now();
@@ -298,12 +300,13 @@ static int rep_measure(rep_state *s)
         for (size_t k = 0; k < s->r.nn; k++)
             if (ti_lab_node_died(&s->nodes[k], o->report, 1)) return TIDE_EIO;     /* invariant 4 */
         if (t >= next_sample) {
-            if (ti_lab_sample_all(&s->r, t, tick % 10 == 9) != 0) {
+            if (ti_lab_sample_all(&s->r, t, tick % per_reset == per_reset - 1) != 0) {
                 ti_lab_say(o->report, "%s", tide_last_error());
                 return TIDE_ENOMEM;
             }
             tick++;
-            next_sample += 1.0;
+            next_sample += o->sample_interval;
+            if (next_sample < t) next_sample = t + o->sample_interval;   /* late: no burst of samples */
         }
         if (t >= next_poll) {
             for (size_t k = 0; k < s->r.nn; k++) rep_poll(s, &s->nodes[k]);
@@ -318,27 +321,53 @@ static int rep_measure(rep_state *s)
     }
 }
 
-/* Stop the clients, poll once more, report the counts (rc: how the
- * measuring ended). */
+/* The client threads' counts of n into its series. */
+static void rep_counts(ti_lab_node *n, double load_s)
+{
+    tide_lab_requests *q = &n->series->req;
+
+    q->puts = atomic_load(&n->puts);
+    q->puts_existing = atomic_load(&n->puts_existing);
+    q->puts_shed = atomic_load(&n->puts_shed);
+    q->put_errors = atomic_load(&n->put_errors);
+    q->gets = atomic_load(&n->gets);
+    q->gets_missing = atomic_load(&n->gets_missing);
+    q->get_errors = atomic_load(&n->get_errors);
+    q->bad_length = atomic_load(&n->bad_length);
+    q->get_ns = atomic_load(&n->get_ns);
+    q->load_s = load_s;
+    n->series->written_bytes = atomic_load(&n->put_bytes);
+}
+
+/* Stop the clients, poll once more (and the status), report the counts
+ * (rc: how the measuring ended). */
 static void rep_unload(rep_state *s, int rc)
 {
     const tide_lab_plan *o = s->r.o;
+    double load_s;
 
     atomic_store(&s->r.stop, 1);
     for (unsigned c = 0; c < o->clients; c++)
         if (s->clients[c].started) pthread_join(s->clients[c].th, NULL), s->clients[c].started = 0;
+    load_s = ti_lab_now() - s->r.t0;
     for (size_t k = 0; k < s->r.nn; k++) {
-        if (s->nodes[k].pid > 0) rep_poll(s, &s->nodes[k]);
-        s->nodes[k].series->written_bytes = atomic_load(&s->nodes[k].put_bytes);
+        ti_lab_node *n = &s->nodes[k];
+        if (n->pid > 0) {
+            rep_poll(s, n);
+            if (ti_lab_poll_status(&s->r, n) == 0 && n->series->req.status_limit)
+                n->series->limit_bytes = n->series->req.status_limit;   /* a cgroup's too */
+        }
+        rep_counts(n, load_s);
     }
     if (rc == 0)
         ti_lab_say(o->report, "repetition %u done: %llu ledgers, %llu late ledger shares", s->rep,
                    (unsigned long long)atomic_load(&s->r.ledgers), (unsigned long long)atomic_load(&s->r.late));
     for (size_t k = 0; k < s->r.nn; k++) {
         ti_lab_node *n = &s->nodes[k];
-        ti_lab_say(o->report, "  %-10s %llu PUT (%llu existing), %llu GET (%llu absent), "
+        ti_lab_say(o->report, "  %-10s %llu PUT (%llu existing, %llu shed), %llu GET (%llu absent), "
                               "%llu errors, %llu wrong lengths", n->v->name,
                    (unsigned long long)atomic_load(&n->puts), (unsigned long long)atomic_load(&n->puts_existing),
+                   (unsigned long long)atomic_load(&n->puts_shed),
                    (unsigned long long)atomic_load(&n->gets), (unsigned long long)atomic_load(&n->gets_missing),
                    (unsigned long long)atomic_load(&n->errors), (unsigned long long)atomic_load(&n->bad_length));
     }

@@ -88,6 +88,13 @@ int tide_lab_variant_parse(tide_lab_variant *v, const char *name, const char *sp
  * rotations, and writes the disk and rotation files. Pure. */
 int tide_lab_variant_rotates(const tide_lab_variant *v, const char *node_args);
 
+/* The memory limit a node of v is told (issue 13): --memory-limit in its
+ * flags or in `node_args` (may be NULL), or TIDE_MEMORY_LIMIT in its
+ * environment, the flag winning as in tided; 0 when none is given or the
+ * size does not parse (tided then refuses it and the run fails). What a
+ * node took from a cgroup is not here: the status poll reads it. Pure. */
+uint64_t tide_lab_variant_limit(const tide_lab_variant *v, const char *node_args);
+
 /* Free what v owns (v itself is the caller's). */
 void tide_lab_variant_free(tide_lab_variant *v);
 
@@ -98,6 +105,7 @@ typedef struct tide_lab_plan {
     size_t            nv;
     tide_lab_workload w;
     double            duration, interval, warmup;   /* seconds */
+    double            sample_interval;              /* seconds between RSS samples; 1 */
     uint64_t          ledgers;                      /* 0: no limit */
     unsigned          clients, repeat, sweep_interval, base_port;
     int               keep, referenced;
@@ -109,7 +117,8 @@ typedef struct tide_lab_plan {
 } tide_lab_plan;
 
 /* The defaults of `tide lab` (docs/LAB.md): 300 s, a ledger a second, 4
- * clients, one repetition, sweeps every 10 s, node size tiny, lab-out/lab,
+ * clients, one repetition, an RSS sample a second, sweeps every 10 s,
+ * node size tiny, lab-out/lab,
  * baseline notrim, the workload's defaults; no variants; report stderr. */
 void tide_lab_plan_init(tide_lab_plan *p);
 
@@ -151,10 +160,10 @@ int tide_lab_run_prepare(tide_lab_run *r, const tide_lab_plan *plan);
 /* Run every repetition, one after the other, while SIGINT and SIGTERM
  * only set a flag and SIGPIPE is ignored. Each repetition starts one
  * tided per variant at once, waits for them to answer /healthz, loads them
- * all the same from plan->clients threads, samples RSS every second and
- * polls /v1/sweeps (and /v1/rotations of a node with online delete) every
- * 5 s into the series, and stops every node before
- * the next. Returns 0 when every repetition ran; after a signal, 0 with
+ * all the same from plan->clients threads, samples RSS every
+ * plan->sample_interval seconds and polls /v1/sweeps (and /v1/rotations of a node with online delete) every
+ * 5 s into the series, reads each node's memory limit from /v1/status
+ * once the load has ended, and stops every node before the next. Returns 0 when every repetition ran; after a signal, 0 with
  * r->interrupted set (the series hold what was measured); TIDE_EIO when a
  * node failed to start or died, or TIDE_ENOMEM: reported on plan->report,
  * and the scratch directory is then kept. Every child started is stopped
@@ -174,7 +183,10 @@ typedef struct tide_lab_vsum {
     tide_lab_figures *fig;          /* [repeat] */
     tide_lab_rotfig  *rot;          /* [repeat], NULL when the variant does not rotate */
     double *reduction;              /* [repeat] against the baseline, NAN without one */
+    tide_lab_limfig  *lim;          /* [repeat], NULL when no variant of the run has a
+                                       memory limit (issue 13) */
     double  plateau_median, reduction_median;
+    double  peak_per_limit_median, shed_pct_median, get_rate_ratio_median, level_changes_median;
     size_t  samples, trims;
 } tide_lab_vsum;
 
@@ -186,12 +198,16 @@ typedef struct tide_lab_summary {
 } tide_lab_summary;
 
 /* The figures of every series, the plateau medians over the repetitions
- * and the reductions against the baseline. 0 or TIDE_ENOMEM. */
+ * and the reductions against the baseline; with a memory limit in the run
+ * (a variant's flags, or a node's status), every variant's memory-limit
+ * figures (the GET rate against the baseline's) and their medians. 0 or
+ * TIDE_ENOMEM. */
 int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r);
 
 /* Write OUT/PREFIX-rss.csv, -sweeps.csv, -rss.svg and -summary.json (the
- * document, kept in s->doc for the caller to print), and when a variant
- * rotates -disk.csv and -rotations.csv too. 0, or TIDE_EIO / TIDE_ENOMEM
+ * document, kept in s->doc for the caller to print), when a variant
+ * rotates -disk.csv and -rotations.csv too, and when a variant has a
+ * memory limit -limits.csv. 0, or TIDE_EIO / TIDE_ENOMEM
  * naming the file. */
 int tide_lab_summary_write(tide_lab_summary *s, const tide_lab_run *r);
 

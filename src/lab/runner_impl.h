@@ -32,6 +32,8 @@ typedef struct ti_lab_node {
     tide_http_client *poll;     /* the main thread's: /healthz, /v1/sweeps */
     _Atomic uint64_t puts, puts_existing, gets, gets_missing, errors, bad_length;
     _Atomic uint64_t put_bytes;    /* value bytes of the 201s */
+    _Atomic uint64_t puts_shed, put_errors, get_errors; /* 503 overloaded; other answers */
+    _Atomic uint64_t get_ns;       /* time of the GETs answered 200 */
 } ti_lab_node;
 
 typedef struct ti_lab_rep {
@@ -98,5 +100,10 @@ int ti_lab_poll_sweeps(ti_lab_rep *r, ti_lab_node *n);
 /* GET /v1/rotations of n (a node with online delete) and add every report
  * to its series. 0 or -1. */
 int ti_lab_poll_rotations(ti_lab_rep *r, ti_lab_node *n);
+
+/* GET /v1/status of n: its memory_limit object's limit, level changes and
+ * refusals into n->series->req (status_read set). 0, or -1 when the node
+ * has no such object (a tided before issue 13): nothing is set. */
+int ti_lab_poll_status(ti_lab_rep *r, ti_lab_node *n);
 
 #endif

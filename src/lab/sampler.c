@@ -3,7 +3,8 @@
  * /proc/PID through mem/proc.h, and every sweep round from the node's
  * GET /v1/sweeps.
  *
- * The RSS sampler runs on the main thread once a second; it reads statm,
+ * The RSS sampler runs on the main thread every --sample-interval
+ * seconds (one by default; 0.1 for the memory-limit runs); it reads statm,
  * which costs the node nothing it would notice. Referenced (--referenced)
  * comes from smaps_rollup, which makes the node's kernel walk its page
  * tables under its mmap lock, and its bits are cleared every tenth sample,
@@ -13,7 +14,9 @@
  * rounds) every 5 s and once more at the end; a round seen twice is kept
  * once (by seq, lab.c's series invariant 4), so overlapping polls lose
  * nothing and count nothing twice. A node with online delete is asked for
- * its rotations (GET /v1/rotations) the same way.
+ * its rotations (GET /v1/rotations) the same way. Once the load has ended,
+ * GET /v1/status gives each node's memory limit (issue 13): the limit in
+ * force, the level changes and the writes refused.
  *
  * Disk: each sample also walks the node's data directory and adds up the
  * sizes of the files under it (the generations' and the manifest's), so
@@ -203,4 +206,33 @@ static int add_rotation(ti_lab_rep *r, ti_lab_node *n, json_t *x)
 int ti_lab_poll_rotations(ti_lab_rep *r, ti_lab_node *n)
 {
     return poll_reports(r, n, "/v1/rotations", add_rotation);
+}
+
+/* ---- the memory limit ---- */
+
+int ti_lab_poll_status(ti_lab_rep *r, ti_lab_node *n)
+{
+    char url[128];
+    tide_http_body b = { .keep = 1 };
+    json_t *doc = NULL, *m;
+    tide_lab_requests *q = &n->series->req;
+    int rc = -1;
+
+    (void)r;
+    snprintf(url, sizeof url, "%s/v1/status", n->base);
+    if (tide_http_client_get(n->poll, url, &b) != 200 || b.data == NULL) goto out;
+    doc = json_loadb(b.data, b.len, 0, NULL);
+    m = json_object_get(doc, "memory_limit");
+    if (!json_is_object(m)) goto out;
+    q->status_read = 1;
+    q->status_limit = jint(m, "limit_bytes");
+    q->level_changes = jint(m, "level_changes");
+    q->rejected_writes = jint(m, "rejected_writes");
+    q->rejected_requests = jint(json_object_get(m, "rejected_requests"), "write")
+                         + jint(json_object_get(m, "rejected_requests"), "body");
+    rc = 0;
+out:
+    json_decref(doc);
+    free(b.data);
+    return rc;
 }

@@ -16,7 +16,9 @@
  *   3. The document written to summary.json is the one the caller prints.
  *   4. A run without a rotating variant writes the files and the document
  *      it always wrote: the rotation figures, the disk and rotation CSVs
- *      and their names in "files" appear only with one.
+ *      and their names in "files" appear only with one. So with the memory
+ *      limit: its figures, the limits CSV and its name appear only when a
+ *      node of the run had one.
  *
  * Never: print; the caller prints the summary.
  */
@@ -42,6 +44,36 @@ static double median_of(const double *v, size_t n)
     size_t m = 0;
     for (size_t i = 0; i < n && m < 256; i++) if (!isnan(v[i])) tmp[m++] = v[i];
     return ti_lab_quantile(tmp, m, 0.5);
+}
+
+/* The baseline's series of repetition rep (0-based), or NULL. */
+static const tide_lab_series *base_series(const tide_lab_summary *s, const tide_lab_run *r, unsigned rep)
+{
+    return s->base == (size_t)-1 ? NULL : &r->series[(size_t)rep * r->plan->nv + s->base];
+}
+
+/* Every variant's memory-limit figures and their medians. */
+static int limit_compute(tide_lab_summary *s, const tide_lab_run *r)
+{
+    const tide_lab_plan *o = r->plan;
+    double a[128], b[128], c[128], d[128];
+
+    for (size_t i = 0; i < o->nv; i++) {
+        tide_lab_vsum *v = &s->v[i];
+        if ((v->lim = calloc(o->repeat, sizeof *v->lim)) == NULL) return tide_err_set(TIDE_ENOMEM, "out of memory");
+        for (unsigned rep = 0; rep < o->repeat && rep < 128; rep++) {
+            (void)ti_lab_limit_figures(&r->series[(size_t)rep * o->nv + i], base_series(s, r, rep), &v->lim[rep]);
+            a[rep] = v->lim[rep].peak_per_limit;
+            b[rep] = v->lim[rep].shed_pct;
+            c[rep] = v->lim[rep].get_rate_ratio;
+            d[rep] = v->lim[rep].level_changes;
+        }
+        v->peak_per_limit_median = median_of(a, o->repeat);
+        v->shed_pct_median = median_of(b, o->repeat);
+        v->get_rate_ratio_median = median_of(c, o->repeat);
+        v->level_changes_median = median_of(d, o->repeat);
+    }
+    return 0;
 }
 
 int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
@@ -81,12 +113,13 @@ int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
         }
         v->reduction_median = median_of(v->reduction, o->repeat);
     }
-    return 0;
+    return ti_lab_any_limited(r->series, r->nseries) ? limit_compute(s, r) : 0;   /* invariant 4 */
 }
 
 void tide_lab_summary_free(tide_lab_summary *s)
 {
-    for (size_t i = 0; s->v && i < s->nv; i++) free(s->v[i].fig), free(s->v[i].reduction), free(s->v[i].rot);
+    for (size_t i = 0; s->v && i < s->nv; i++)
+        free(s->v[i].fig), free(s->v[i].reduction), free(s->v[i].rot), free(s->v[i].lim);
     free(s->v);
     json_decref(s->doc);
     memset(s, 0, sizeof *s);
@@ -130,6 +163,29 @@ static json_t *rotation_json(const tide_lab_rotfig *f)
         "step_after_s", json_real(TIDE_LAB_STEP_AFTER_S));
 }
 
+static json_t *limit_json(const tide_lab_limfig *f, const tide_lab_requests *q)
+{
+    return json_pack("{s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:f,s:o,s:o,s:o,s:o,s:o}",
+        "limit_bytes", jbytes(f->limit), "peak_rss_bytes", jbytes(f->peak_rss),
+        "peak_per_limit", jnum(f->peak_per_limit), "samples", (json_int_t)f->samples,
+        "samples_over_limit", (json_int_t)f->samples_over, "puts_sent", jbytes(f->puts_sent),
+        "puts_shed", jbytes(f->puts_shed), "shed_pct", jnum(f->shed_pct),
+        "gets", (json_int_t)q->gets, "gets_missing", (json_int_t)q->gets_missing,
+        "get_errors", (json_int_t)q->get_errors, "put_errors", (json_int_t)q->put_errors,
+        "load_s", q->load_s, "get_rate_per_s", jnum(f->get_rate), "get_rate_ratio", jnum(f->get_rate_ratio),
+        "get_mean_ms", jnum(f->get_mean_ms), "level_changes", jbytes(f->level_changes),
+        "rejected_writes", jbytes(f->rejected_writes));
+}
+
+/* The variant's medians of the memory-limit figures, into x. */
+static void limit_medians(json_t *x, const tide_lab_vsum *v)
+{
+    json_object_set_new(x, "memory_limit", json_pack("{s:o,s:o,s:o,s:o}",
+        "peak_per_limit_median", jnum(v->peak_per_limit_median), "shed_pct_median", jnum(v->shed_pct_median),
+        "get_rate_ratio_median", jnum(v->get_rate_ratio_median),
+        "level_changes_median", jnum(v->level_changes_median)));
+}
+
 /* "variants": each with its repetitions. */
 static json_t *variants_json(const tide_lab_summary *s, const tide_lab_run *r)
 {
@@ -144,13 +200,18 @@ static json_t *variants_json(const tide_lab_summary *s, const tide_lab_run *r)
             json_object_set_new(x, "rep", json_integer(rep + 1));
             json_object_set_new(x, "port", json_integer(r->series[(size_t)rep * o->nv + i].port));
             if (v->rot) json_object_set_new(x, "rotation", rotation_json(&v->rot[rep]));     /* invariant 4 */
+            if (v->lim)
+                json_object_set_new(x, "memory_limit",
+                                    limit_json(&v->lim[rep], &r->series[(size_t)rep * o->nv + i].req));
             json_array_append_new(reps, x);
         }
-        json_array_append_new(vars, json_pack("{s:s,s:s,s:I,s:I,s:o,s:o,s:o}",
+        json_t *var = json_pack("{s:s,s:s,s:I,s:I,s:o,s:o,s:o}",
             "name", o->v[i].name, "spec", o->v[i].spec,
             "samples", (json_int_t)v->samples, "trims", (json_int_t)v->trims,
             "plateau_mean_rss_median_bytes", jbytes(v->plateau_median),
-            "reduction_pct_median", jnum(v->reduction_median), "repetitions", reps));
+            "reduction_pct_median", jnum(v->reduction_median), "repetitions", reps);
+        if (var && v->lim) limit_medians(var, v);
+        json_array_append_new(vars, var);
     }
     return vars;
 }
@@ -189,6 +250,15 @@ static json_t *document(const tide_lab_summary *s, const tide_lab_run *r)
         "files", "rss_csv", file_path(p1, sizeof p1, o, "rss.csv"),
         "sweeps_csv", file_path(p2, sizeof p2, o, "sweeps.csv"), "svg", file_path(p3, sizeof p3, o, "rss.svg"),
         "interrupted", r->interrupted);
+    if (doc) {
+        json_t *set = json_object_get(doc, "settings");
+        json_object_set_new(set, "object_min_bytes", json_integer(o->w.size_min));
+        json_object_set_new(set, "object_max_bytes", json_integer(o->w.size_max));
+        json_object_set_new(set, "sample_interval_s", json_real(o->sample_interval));
+    }
+    if (doc && ti_lab_any_limited(r->series, r->nseries))        /* invariant 4 */
+        json_object_set_new(json_object_get(doc, "files"), "limits_csv",
+                            json_string(file_path(p1, sizeof p1, o, "limits.csv")));
     if (doc && ti_lab_any_rotating(r->series, r->nseries)) {      /* invariant 4 */
         json_t *files = json_object_get(doc, "files");
         json_object_set_new(files, "disk_csv", json_string(file_path(p1, sizeof p1, o, "disk.csv")));
@@ -204,6 +274,21 @@ typedef int (*writer)(FILE *f, const tide_lab_run *r);
 static int write_rss(FILE *f, const tide_lab_run *r) { return ti_lab_write_rss_csv(f, r->series, r->nseries); }
 static int write_sweeps(FILE *f, const tide_lab_run *r) { return ti_lab_write_sweeps_csv(f, r->series, r->nseries); }
 static int write_disk(FILE *f, const tide_lab_run *r) { return ti_lab_write_disk_csv(f, r->series, r->nseries); }
+
+/* The limits CSV, each series with its repetition's baseline. */
+static int write_limits(FILE *f, const tide_lab_run *r)
+{
+    const tide_lab_plan *o = r->plan;
+    const tide_lab_series *base[TIDE_LAB_MAX_VARIANTS * 100];
+    size_t b = (size_t)-1;
+    int rc;
+
+    for (size_t i = 0; i < o->nv; i++) if (strcmp(o->v[i].name, o->baseline) == 0) b = i;
+    for (size_t k = 0; k < r->nseries && k < sizeof base / sizeof *base; k++)
+        base[k] = b == (size_t)-1 ? NULL : &r->series[k / o->nv * o->nv + b];
+    rc = ti_lab_write_limits_csv(f, r->series, r->nseries, base);
+    return rc;
+}
 static int write_rotations(FILE *f, const tide_lab_run *r)
 {
     return ti_lab_write_rotations_csv(f, r->series, r->nseries);
@@ -243,6 +328,8 @@ int tide_lab_summary_write(tide_lab_summary *s, const tide_lab_run *r)
         return rc;
     if (ti_lab_any_rotating(r->series, r->nseries) &&      /* invariant 4 */
         ((rc = write_file(r, "disk.csv", write_disk)) || (rc = write_file(r, "rotations.csv", write_rotations))))
+        return rc;
+    if (ti_lab_any_limited(r->series, r->nseries) && (rc = write_file(r, "limits.csv", write_limits)))
         return rc;
     s->doc = document(s, r);                      /* invariant 3 */
     if (s->doc == NULL) return tide_err_set(TIDE_ENOMEM, "out of memory for the summary");

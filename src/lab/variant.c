@@ -22,6 +22,7 @@
 #include "lab/runner.h"
 #include "tide/error.h"
 #include "util/err.h"
+#include "util/size.h"
 
 /* In a spec, @JEMALLOC@ stands for the jemalloc path (--jemalloc); the
  * help shows the library's file name instead. */
@@ -58,6 +59,13 @@ static const struct builtin {
     { "rot2-notrim", "--online-delete " ROT_OBJECTS " --generations 2 --trim-policy never "
                    "--trim-after-rotation 0", "" },
     { "rot4",      "--online-delete " ROT_OBJECTS " --generations 4 --trim-policy never", "" },
+    /* The memory limit (docs/MEMORY-LIMIT.md): the same node told 64, 128
+     * or 256 MiB, beside one told nothing (run with --baseline unlimited:
+     * the GET rates are compared with its). */
+    { "limit64",   "--memory-limit 64MiB",      "\n(a process memory limit: graded shedding)" },
+    { "limit128",  "--memory-limit 128MiB",     "" },
+    { "limit256",  "--memory-limit 256MiB",     "" },
+    { "unlimited", "--trim-policy always",      " (no memory limit: the baseline\nof the limit variants)" },
 };
 #define NBUILTINS (sizeof builtins / sizeof *builtins)
 
@@ -167,6 +175,34 @@ int tide_lab_variant_rotates(const tide_lab_variant *v, const char *node_args)
     return 0;
 }
 
+/* The value of --memory-limit at argv[i] of n (next word or after '='),
+ * or NULL when argv[i] is not that flag. */
+static const char *memory_limit_flag(char *const *argv, int n, int i)
+{
+    const char *w = argv[i];
+
+    if (strcmp(w, "--memory-limit") == 0) return i + 1 < n ? argv[i + 1] : NULL;
+    if (strncmp(w, "--memory-limit=", 15) == 0) return w + 15;
+    return NULL;
+}
+
+uint64_t tide_lab_variant_limit(const tide_lab_variant *v, const char *node_args)
+{
+    char buf[512], *words[64], *save = NULL;
+    const char *val = NULL;
+    uint64_t bytes = 0;
+    int n = 0;
+
+    snprintf(buf, sizeof buf, "%s", node_args ? node_args : "");
+    for (char *t = strtok_r(buf, " \t", &save); t && n < 64; t = strtok_r(NULL, " \t", &save)) words[n++] = t;
+    for (int i = 0; i < n; i++) if (memory_limit_flag(words, n, i)) val = memory_limit_flag(words, n, i);
+    for (int i = 0; i < v->nenv; i++)       /* the variable, then the flag: tided's order */
+        if (strncmp(v->env[i], "TIDE_MEMORY_LIMIT=", 18) == 0) val = v->env[i] + 18;
+    for (int i = 0; i < v->nargs; i++) if (memory_limit_flag(v->args, v->nargs, i)) val = memory_limit_flag(v->args, v->nargs, i);
+    if (val == NULL || tide_size_parse(val, &bytes) != 0) return 0;
+    return bytes;
+}
+
 void tide_lab_variant_free(tide_lab_variant *v)
 {
     for (int i = 0; i < v->nargs; i++) free(v->args[i]);
@@ -182,6 +218,7 @@ void tide_lab_plan_init(tide_lab_plan *p)
     tide_lab_workload_init(&p->w);
     p->duration = 300;
     p->interval = 1;
+    p->sample_interval = 1;
     p->clients = 4;
     p->repeat = 1;
     p->sweep_interval = 10;
