@@ -1691,6 +1691,26 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
                     "--memory-limit)", "the warning's figures");
     expect_contains(cap.text, "insert_burst=42949672 (memory_limit 4%) may hold 85899344", "derived ones listed");
 
+    /* Explicit and derived under the limit but past the soft mark (the lab's
+     * limit64-c24: 2 x 24 MiB + 4% x 2 + 10% + 5% of 64 MiB, 98%): one warning. */
+    char *soft[] = { "tided", "--memory-limit=64MiB", "--cache-budget=24MiB", NULL };
+    memset(&cap, 0, sizeof cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    expect_rc(load_all(f, &c, NULL, NULL, 3, soft), 0, "explicit and derived past the soft mark");
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_u64((uint64_t)cap.warnings, 1, "one warning past the soft mark");
+    expect_contains(cap.text, "98% of memory_limit=64MiB (flag --memory-limit), above its soft mark (80%)",
+                    "the soft-mark warning's figures");
+    expect_contains(cap.text, "cache_budget=24MiB (flag --cache-budget) may hold 48MiB", "the explicit one named");
+
+    /* Derived alone (63%) never warns. */
+    char *plain[] = { "tided", "--memory-limit=64MiB", NULL };
+    memset(&cap, 0, sizeof cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    expect_rc(load_all(f, &c, NULL, NULL, 2, plain), 0, "derived alone");
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    expect_u64((uint64_t)cap.warnings, 0, "no warning for the derived split");
+
     /* cache_budget 0 (unbounded) holds nothing against the sum: allowed. */
     char *zero[] = { "tided", "--memory-limit=64MiB", "--cache-budget=0", NULL };
     expect_rc(load_all(f, &c, NULL, NULL, 3, zero), 0, "an unbounded node cache under a limit");
