@@ -532,8 +532,9 @@ static void each_rule_fires_past_its_threshold_and_not_before(void **state)
     /* cgroup_events */
     expect_only("oom_kill", page_set(HEALTHY, "tide_cgroup_memory_events_total{event=\"oom_kill\"}", "1"),
                 "cgroup_events", TIDE_DOCTOR_BAD, "1 processes OOM-killed");
+    /* oom alone, from one scrape, is since the cgroup was made: warn (only oom_kill stays bad). */
     expect_only("oom", page_set(HEALTHY, "tide_cgroup_memory_events_total{event=\"oom\"}", "2"),
-                "cgroup_events", TIDE_DOCTOR_BAD, "2 OOM events");
+                "cgroup_events", TIDE_DOCTOR_WARN, "2 OOM events");
     expect_only("max", page_set(HEALTHY, "tide_cgroup_memory_events_total{event=\"max\"}", "3"),
                 "cgroup_events", TIDE_DOCTOR_WARN, "reached its limit 3 times");
     /* pressure: either scope */
@@ -547,9 +548,9 @@ static void each_rule_fires_past_its_threshold_and_not_before(void **state)
                                        "window=\"60s\"}", "0.2"), "pressure", TIDE_DOCTOR_BAD, "20% of the last minute");
     /* overload */
     expect_only("one 503", page_set(HEALTHY, "tide_overload_rejected_requests_total{reason=\"body\"}", "1"),
-                "overload", TIDE_DOCTOR_WARN, "1 requests refused for memory");
+                "overload", TIDE_DOCTOR_WARN, "1 requests refused for memory since start");
     expect_only("20 changes", page_set(HEALTHY, "tide_overload_level_changes_total", "20"), "overload",
-                TIDE_DOCTOR_WARN, "changed 20 times");
+                TIDE_DOCTOR_WARN, "changed 20 times since start");
     expect_none("19 changes", page_set(HEALTHY, "tide_overload_level_changes_total", "19"));
     expect_only("a body refused at http_body_budget", page_set(HEALTHY, "tide_http_requests_refused_total"
                 "{reason=\"body_budget\"}", "151"), "overload", TIDE_DOCTOR_WARN,
@@ -614,6 +615,31 @@ static char *big(const char *rss, const char *in_use, const char *free_bytes)
     char *p = page_set(HEALTHY, "process_resident_memory_bytes", rss);
     p = page_set(p, "tide_glibc_in_use_bytes", in_use);
     return page_set(p, "tide_allocator_free_bytes", free_bytes);
+}
+
+/* A node started with --memory-levels 90,95,99 (512 MiB): its page's enter
+ * marks, not doctor's 75% and 90%, are where the limit rule warns and is bad. */
+static char *levels_90_95_99(const char *counted)
+{
+    char *p = page_set(HEALTHY, "tide_overload_mark_bytes{level=\"soft\",edge=\"enter\"}", "483183820");
+    p = page_set(p, "tide_overload_mark_bytes{level=\"high\",edge=\"enter\"}", "510027366");
+    p = page_set(p, "tide_overload_mark_bytes{level=\"critical\",edge=\"enter\"}", "531502202");
+    return page_set(p, "tide_memory_counted_bytes", counted);
+}
+
+static void the_limit_rule_uses_the_pages_enter_marks(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    expect_none("85% is under a 90% soft mark", levels_90_95_99("456340275"));
+    expect_only("92%: past soft, under high", levels_90_95_99("493921239"), "limit", TIDE_DOCTOR_WARN,
+                "memory at 92% of its 512 MiB limit");
+    expect_only("96%: past high", levels_90_95_99("515396075"), "limit", TIDE_DOCTOR_BAD, "memory at 96%");
+    char *p = levels_90_95_99("493921239");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    expect_contains(finding_of(&r, "limit")->detail, "warn from 90% or the soft level, bad from 95% or the high "
+                    "level (the node's soft and high enter marks", "the marks named");
+    free(p);
 }
 
 static void the_allocator_rules_fire_past_their_thresholds_on_a_large_process(void **state)
@@ -733,20 +759,25 @@ static void two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_r
     f = finding_of(r2, "growth");
     assert_non_null(f);
     assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
-    /* The commit's buffers, 10 MiB more over 20 s: a moment, warn with the
-     * advice to scrape further apart; over 60 s, as any other. */
+    /* The commit's buffers, 10 MiB more: transient, warn, and no time to
+     * the limit projected from them, over 20 s or 600 s alike. */
     {
         char *q1 = HEALTHY, *q2 = page_set(HEALTHY, "tide_memory_consumer_bytes{consumer=\"store_commit\"}", "10485760");
-        expect_rc(tide_doctor_analyze(q1, r1), 0, "page 1");
-        expect_rc(tide_doctor_analyze(q2, r2), 0, "page 2");
-        expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "growth");
-        f = finding_of(r2, "growth");
-        assert_non_null(f);
-        assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
-        expect_contains(f->advice, "a moment, not a trend (--interval 60 or more)", "the advice");
-        expect_rc(tide_doctor_analyze(q2, r2), 0, "page 2");
-        expect_rc(tide_doctor_analyze_growth(r2, r1, 60), 0, "growth over 60 s");
-        assert_int_equal(finding_of(r2, "growth")->severity, TIDE_DOCTOR_BAD);   /* the limit in 3054 s */
+        static const double spans[] = { 20, 600 };
+        for (size_t i = 0; i < 2; i++) {
+            expect_rc(tide_doctor_analyze(q1, r1), 0, "page 1");
+            expect_rc(tide_doctor_analyze(q2, r2), 0, "page 2");
+            expect_rc(tide_doctor_analyze_growth(r2, r1, spans[i]), 0, "growth");
+            f = finding_of(r2, "growth");
+            assert_non_null(f);
+            assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
+            expect_contains(f->summary, ", transient", "the summary");
+            expect_contains(f->detail, "store_commit is transient", "the detail");
+            if (strstr(f->detail, "reaches")) fail_msg("a transient consumer's time to the limit: %s", f->detail);
+            for (size_t k = 0; k < f->nfigures; k++)
+                if (strcmp(f->figures[k].name, "seconds_to_limit") == 0) fail_msg("seconds_to_limit for store_commit");
+            expect_contains(f->advice, "two moments, not a trend", "the advice");
+        }
         free(q1);
         free(q2);
     }
@@ -762,6 +793,70 @@ static void two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_r
     if (finding_of(r1, "growth")) fail_msg("a restart is no growth");
     expect_contains(r1->unknown[r1->nunknown - 1].why, "went down between the scrapes: the node restarted", "reset");
     expect_rc(tide_doctor_analyze_growth(r1, r2, 0), TIDE_EINVAL, "no interval");
+    free(r1);
+    free(r2);
+}
+
+/* Two pages 20 s apart, the second with `series` set to `v2` (and the
+ * first to `v1`): the later report after tide_doctor_analyze_growth. */
+static void two_counters(tide_doctor_report *r1, tide_doctor_report *r2, const char *series, const char *v1,
+                         const char *v2)
+{
+    char *p1 = page_set(HEALTHY, series, v1), *p2 = page_set(HEALTHY, series, v2);
+    expect_rc(tide_doctor_analyze(p1, r1), 0, "page 1");
+    expect_rc(tide_doctor_analyze(p2, r2), 0, "page 2");
+    expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "two scrapes");
+    free(p1);
+    free(p2);
+}
+
+/* Since-start counters are judged by their increase when there are two
+ * scrapes: a refusal of last week, the same on both pages, is not news. */
+static void with_two_scrapes_overload_and_cgroup_events_judge_the_increase(void **state)
+{
+    (void)state;
+    tide_doctor_report *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
+    const tide_doctor_finding *f;
+    assert_true(r1 && r2);
+
+    two_counters(r1, r2, "tide_overload_rejected_requests_total{reason=\"write\"}", "5", "5");
+    if (finding_of(r2, "overload")) fail_msg("no refusal between the scrapes, yet: %s", finding_of(r2, "overload")->summary);
+    assert_true(passed(r2, "overload"));
+    assert_int_equal(r2->severity, TIDE_DOCTOR_OK);
+    two_counters(r1, r2, "tide_overload_rejected_requests_total{reason=\"write\"}", "5", "8");
+    f = finding_of(r2, "overload");
+    assert_non_null(f);
+    assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
+    expect_contains(f->summary, "3 requests refused for memory in the last 20 s (503)", "the increase");
+    /* A counter that went down: the node restarted; the later page's since start. */
+    two_counters(r1, r2, "tide_overload_rejected_requests_total{reason=\"write\"}", "9", "2");
+    expect_contains(finding_of(r2, "overload")->summary, "2 requests refused for memory since start (the node "
+                    "restarted between the scrapes)", "a restart");
+    /* Flapping: 30 changes since start but 2 in the window passes; 25 more warns with cache advice first. */
+    two_counters(r1, r2, "tide_overload_level_changes_total", "30", "32");
+    assert_true(passed(r2, "overload"));
+    two_counters(r1, r2, "tide_overload_level_changes_total", "30", "55");
+    f = finding_of(r2, "overload");
+    assert_non_null(f);
+    expect_contains(f->summary, "changed 25 times in the last 20 s", "the flap");
+    const char *cache = strstr(f->advice, "lower --cache-budget"), *hyst = strstr(f->advice, "--memory-hysteresis");
+    if (cache == NULL || hyst == NULL || hyst < cache) fail_msg("the flap advice: cache first, hysteresis second: %s",
+                                                                f->advice);
+    /* cgroup events */
+    two_counters(r1, r2, "tide_cgroup_memory_events_total{event=\"max\"}", "17", "17");
+    assert_true(passed(r2, "cgroup_events"));
+    two_counters(r1, r2, "tide_cgroup_memory_events_total{event=\"max\"}", "17", "20");
+    f = finding_of(r2, "cgroup_events");
+    assert_non_null(f);
+    assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
+    expect_contains(f->summary, "reached its limit 3 times in the last 20 s", "max up");
+    two_counters(r1, r2, "tide_cgroup_memory_events_total{event=\"oom\"}", "1", "2");
+    assert_int_equal(finding_of(r2, "cgroup_events")->severity, TIDE_DOCTOR_BAD);
+    two_counters(r1, r2, "tide_cgroup_memory_events_total{event=\"oom_kill\"}", "1", "1");
+    f = finding_of(r2, "cgroup_events");
+    assert_non_null(f);
+    assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
+    expect_contains(f->summary, "1 processes OOM-killed since the cgroup was made, none in the last 20 s", "old kill");
     free(r1);
     free(r2);
 }
@@ -1193,9 +1288,11 @@ int main(void)
         cmocka_unit_test(a_healthy_recorded_page_triggers_no_rule),
         cmocka_unit_test(the_sick_page_gives_a_bad_verdict_with_its_worst_finding_first),
         cmocka_unit_test(each_rule_fires_past_its_threshold_and_not_before),
+        cmocka_unit_test(the_limit_rule_uses_the_pages_enter_marks),
         cmocka_unit_test(the_allocator_rules_fire_past_their_thresholds_on_a_large_process),
         cmocka_unit_test(the_json_has_the_verdict_and_findings_with_integers_as_integers),
         cmocka_unit_test(two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_rate),
+        cmocka_unit_test(with_two_scrapes_overload_and_cgroup_events_judge_the_increase),
         cmocka_unit_test(pages_of_an_older_node_grow_without_churn_figures_and_no_crash),
         cmocka_unit_test(tide_doctor_help_documents_every_rule_with_its_thresholds),
         cmocka_unit_test(tide_doctor_interval_scrapes_twice_and_finds_the_growth),

@@ -362,6 +362,8 @@ static void limit_from_metrics(const char *text, tide_doctor_report *r)
     r->cg_oom_kill = or_neg(value_of(text, "tide_cgroup_memory_events_total", "event", "oom_kill"));
     r->cg_max = or_neg(value_of(text, "tide_cgroup_memory_events_total", "event", "max"));
     r->cg_high = or_neg(value_of(text, "tide_cgroup_memory_events_total", "event", "high"));
+    r->mark_soft = or_neg(over(text, "tide_overload_mark_bytes", "level", "soft", "edge", "enter", 1));
+    r->mark_high = or_neg(over(text, "tide_overload_mark_bytes", "level", "high", "edge", "enter", 1));
     for (size_t i = 0; i < r->nconsumers; i++) {
         tide_doctor_consumer *c = &r->consumers[i];
         c->allocations = or_neg(value_of(text, "tide_memory_allocations_total", "consumer", c->name));
@@ -450,8 +452,13 @@ static void rule_limit(tide_doctor_report *r, const tide_doctor_report *earlier)
                            size_words(r->limit, a, sizeof a)); return; }
     double ratio = now / r->limit;
     int level = r->level >= 0 && r->level <= 3 ? (int)r->level : -1;
-    tide_doctor_severity sev = level >= 2 || ratio >= TIDE_DOCTOR_LIMIT_BAD ? TIDE_DOCTOR_BAD
-                             : level == 1 || ratio >= TIDE_DOCTOR_LIMIT_WARN ? TIDE_DOCTOR_WARN : TIDE_DOCTOR_OK;
+    /* The node's own enter marks when the page has them (its --memory-levels),
+     * doctor.h's fractions of the limit only when it does not. */
+    int marks = r->mark_soft > 0 && r->mark_high > 0;
+    double warn_at = marks ? r->mark_soft : TIDE_DOCTOR_LIMIT_WARN * r->limit;
+    double bad_at = marks ? r->mark_high : TIDE_DOCTOR_LIMIT_BAD * r->limit;
+    tide_doctor_severity sev = level >= 2 || now >= bad_at ? TIDE_DOCTOR_BAD
+                             : level == 1 || now >= warn_at ? TIDE_DOCTOR_WARN : TIDE_DOCTOR_OK;
     if (sev == TIDE_DOCTOR_OK) return;
     tide_doctor_finding *f = add_finding(r, name, sev);
     if (level >= 0)
@@ -461,9 +468,10 @@ static void rule_limit(tide_doctor_report *r, const tide_doctor_report *earlier)
         snprintf(f->summary, sizeof f->summary, "memory at %.0f%% of its %s limit (the page gives no "
                  "overload level)", 100 * ratio, size_words(r->limit, a, sizeof a));
     snprintf(f->detail, sizeof f->detail, "%s %s counted against a limit of %s; warn from %.0f%% or the soft "
-             "level, bad from %.0f%% or the high level", r->counted >= 0 ? "tide_memory_counted_bytes" : "RSS",
-             size_words(now, b, sizeof b), size_words(r->limit, a, sizeof a), 100 * TIDE_DOCTOR_LIMIT_WARN,
-             100 * TIDE_DOCTOR_LIMIT_BAD);
+             "level, bad from %.0f%% or the high level (%s)", r->counted >= 0 ? "tide_memory_counted_bytes" : "RSS",
+             size_words(now, b, sizeof b), size_words(r->limit, a, sizeof a), 100 * warn_at / r->limit,
+             100 * bad_at / r->limit, marks ? "the node's soft and high enter marks, "
+             "tide_overload_mark_bytes" : "the page has no tide_overload_mark_bytes: doctor's defaults");
     snprintf(f->advice, sizeof f->advice, "raise --memory-limit (TIDE_MEMORY_LIMIT, [node] memory_limit) "
              "if the machine or the cgroup has the room, or lower what the node holds: --cache-budget, "
              "--key-cache-size, --insert-burst, --http-body-budget; the node leaves a level below its "
@@ -475,47 +483,91 @@ static void rule_limit(tide_doctor_report *r, const tide_doctor_report *earlier)
     fig(f, "level", r->level, 1);
 }
 
-static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earlier)
+/* The increase of a counter between the scrapes into *v (now less was),
+ * and 0; or 1, *v left at now (since start), when the counter went down
+ * or the earlier page lacks it: the node restarted between them. */
+static int increase(double *v, double was)
 {
-    static const char name[] = "overload";
-    char a[32];
-    (void)earlier;
+    if (*v < 0) return 0;
+    if (was < 0 || was > *v) return 1;
+    *v -= was;
+    return 0;
+}
 
-    if (r->rejected_requests < 0 && r->rejected_writes < 0 && r->level_changes < 0 && r->body_refused < 0) {
-        unknown(r, name, "the page has no tide_overload_rejected_requests_total, "
-                "tide_overload_rejected_writes_total, tide_overload_level_changes_total or "
-                "tide_http_requests_refused_total (a node from before issue 13)");
-        return;
-    }
-    double refused = fmax(r->rejected_requests, r->rejected_writes), body = r->body_refused;
-    int flapping = r->level_changes >= TIDE_DOCTOR_FLAP_CHANGES;
-    if (refused <= 0 && body <= 0 && !flapping) return;
-    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
-    if (refused > 0)
-        snprintf(f->summary, sizeof f->summary, "%.0f requests refused for memory since start (503)%s", refused,
-                 flapping ? ", and the level changed often" : "");
-    else if (body > 0)
-        snprintf(f->summary, sizeof f->summary, "%.0f requests refused at http_body_budget since start (503)%s",
-                 body, flapping ? ", and the level changed often" : "");
-    else
-        snprintf(f->summary, sizeof f->summary, "the overload level changed %.0f times since start",
-                 r->level_changes);
-    snprintf(f->detail, sizeof f->detail, "tide_overload_rejected_requests_total %.0f, "
-             "tide_overload_rejected_writes_total %.0f, tide_overload_level_changes_total %.0f, "
-             "tide_http_requests_refused_total{reason=\"body_budget\"} %.0f (warn from one refusal, or from %d "
-             "changes)", r->rejected_requests, r->rejected_writes, r->level_changes, body, TIDE_DOCTOR_FLAP_CHANGES);
+/* The words of a counter's window: "in the last N s" with two scrapes,
+ * else "since start" (and why, when the node restarted between them). */
+static const char *window_words(double s, int reset, char *buf, size_t cap)
+{
+    if (s > 0 && !reset) snprintf(buf, cap, "in the last %.0f s", s);
+    else snprintf(buf, cap, "since start%s", s > 0 ? " (the node restarted between the scrapes)" : "");
+    return buf;
+}
+
+static void overload_advice(tide_doctor_finding *f, const tide_doctor_report *r, double body, int flapping)
+{
+    char a[32];
     snprintf(f->advice, sizeof f->advice, "the 503s carry Retry-After: 1, so clients that retry lose "
              "nothing; to refuse fewer, give the node more room (--memory-limit) or hold less "
              "(--cache-budget, --insert-burst)%s%s%s", body > 0 ? "; bodies in flight are bounded by "
              "--http-body-budget (now " : "", body > 0 ? size_words(r->body_budget, a, sizeof a) : "",
              body > 0 ? "; when unset, 10% of the limit): raise it, or send fewer at once" : "");
-    if (flapping && strlen(f->advice) + 120 < sizeof f->advice)
-        strcat(f->advice, "; a level that comes and goes: widen --memory-hysteresis (points below a mark to "
-               "leave it, default 5)");
-    fig(f, "rejected_requests", r->rejected_requests, 1);
-    fig(f, "rejected_writes", r->rejected_writes, 1);
+    /* What the lab saw flap was the soft level halving the caches and the
+     * caches refilling (111.7 -> 66.7 MiB within 140 ms): the cure is
+     * less cache against the limit; the hysteresis only spaces the turns. */
+    if (flapping && strlen(f->advice) + 260 < sizeof f->advice)
+        strcat(f->advice, "; a level that comes and goes is most often the soft level halving the caches "
+               "and the caches refilling: lower --cache-budget (or leave it unset, derived from the limit) "
+               "or raise --memory-limit; only then a wider --memory-hysteresis (default 5 points)");
+}
+
+/* Since-start counters from one scrape; their increase with two (the
+ * report's interval, set by tide_doctor_analyze_growth). Always WARN: a
+ * refusal is an answer, not a loss. */
+static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "overload";
+    char w[64];
+    double s = earlier != NULL && r->interval > 0 ? r->interval : 0;
+    double rq = r->rejected_requests, rw = r->rejected_writes, body = r->body_refused, ch = r->level_changes;
+    int reset = 0;
+
+    if (rq < 0 && rw < 0 && ch < 0 && body < 0) {
+        unknown(r, name, "the page has no tide_overload_rejected_requests_total, "
+                "tide_overload_rejected_writes_total, tide_overload_level_changes_total or "
+                "tide_http_requests_refused_total (a node from before issue 13)");
+        return;
+    }
+    if (s > 0) {
+        reset |= increase(&rq, earlier->rejected_requests);
+        reset |= increase(&rw, earlier->rejected_writes);
+        reset |= increase(&body, earlier->body_refused);
+        reset |= increase(&ch, earlier->level_changes);
+        if (reset) rq = r->rejected_requests, rw = r->rejected_writes, body = r->body_refused,
+                   ch = r->level_changes;
+    }
+    window_words(s, reset, w, sizeof w);
+    double refused = fmax(rq, rw);
+    int flapping = ch >= TIDE_DOCTOR_FLAP_CHANGES;
+    if (refused <= 0 && body <= 0 && !flapping) return;
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
+    if (refused > 0)
+        snprintf(f->summary, sizeof f->summary, "%.0f requests refused for memory %s (503)%s", refused, w,
+                 flapping ? ", and the level changed often" : "");
+    else if (body > 0)
+        snprintf(f->summary, sizeof f->summary, "%.0f requests refused at http_body_budget %s (503)%s",
+                 body, w, flapping ? ", and the level changed often" : "");
+    else
+        snprintf(f->summary, sizeof f->summary, "the overload level changed %.0f times %s", ch, w);
+    snprintf(f->detail, sizeof f->detail, "%s: tide_overload_rejected_requests_total %.0f, "
+             "tide_overload_rejected_writes_total %.0f, tide_overload_level_changes_total %.0f, "
+             "tide_http_requests_refused_total{reason=\"body_budget\"} %.0f (warn from one refusal, or from %d "
+             "changes; never bad: a refusal loses nothing)", w, rq, rw, ch, body, TIDE_DOCTOR_FLAP_CHANGES);
+    overload_advice(f, r, body, flapping);
+    fig(f, "rejected_requests", rq, 1);
+    fig(f, "rejected_writes", rw, 1);
     fig(f, "body_budget_refused", body, 1);
-    fig(f, "level_changes", r->level_changes, 1);
+    fig(f, "level_changes", ch, 1);
+    fig(f, "seconds", s > 0 && !reset ? s : -1, 0);
 }
 
 static void rule_pressure(tide_doctor_report *r, const tide_doctor_report *earlier)
@@ -545,40 +597,62 @@ static void rule_pressure(tide_doctor_report *r, const tide_doctor_report *earli
     fig(f, "some_avg60", r->pressure_some60, 0);
 }
 
+/* memory.events counts since the cgroup was made. From one scrape only
+ * oom_kill > 0 is BAD (a process was killed: that is never old news to
+ * hide); oom and max are WARN, "since the cgroup was made". With two
+ * scrapes their increase is judged: oom or oom_kill up, BAD; max up,
+ * WARN; an old oom_kill with none since, WARN. */
 static void rule_cgroup_events(tide_doctor_report *r, const tide_doctor_report *earlier)
 {
     static const char name[] = "cgroup_events";
-    char a[32];
-    (void)earlier;
+    char a[32], w[64];
+    double s = earlier != NULL && r->interval > 0 ? r->interval : 0;
+    double oom = r->cg_oom, kill = r->cg_oom_kill, max = r->cg_max;
+    int reset = 0;
 
-    if (r->cg_oom < 0 && r->cg_oom_kill < 0 && r->cg_max < 0) {
+    if (oom < 0 && kill < 0 && max < 0) {
         unknown(r, name, "the page has no tide_cgroup_memory_events_total (not in a memory cgroup, or a "
                 "node from before issue 13)");
         return;
     }
-    int killed = r->cg_oom_kill > 0 || r->cg_oom > 0;
-    if (!killed && r->cg_max <= 0) return;
-    tide_doctor_finding *f = add_finding(r, name, killed ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
-    if (killed)
-        snprintf(f->summary, sizeof f->summary, "the cgroup hit its limit: %.0f OOM events, %.0f processes "
-                 "OOM-killed", fmax(r->cg_oom, 0), fmax(r->cg_oom_kill, 0));
+    if (s > 0) {
+        reset |= increase(&oom, earlier->cg_oom);
+        reset |= increase(&kill, earlier->cg_oom_kill);
+        reset |= increase(&max, earlier->cg_max);
+        if (reset) oom = r->cg_oom, kill = r->cg_oom_kill, max = r->cg_max;
+    }
+    if (s > 0 && !reset) snprintf(w, sizeof w, "in the last %.0f s", s);
+    else snprintf(w, sizeof w, "since the cgroup was made");
+    int windowed = s > 0 && !reset, old_kill = windowed && kill <= 0 && r->cg_oom_kill > 0;
+    tide_doctor_severity sev = kill > 0 || (windowed && oom > 0) ? TIDE_DOCTOR_BAD
+                             : oom > 0 || max > 0 || old_kill ? TIDE_DOCTOR_WARN : TIDE_DOCTOR_OK;
+    if (sev == TIDE_DOCTOR_OK) return;
+    tide_doctor_finding *f = add_finding(r, name, sev);
+    if (old_kill)
+        snprintf(f->summary, sizeof f->summary, "%.0f processes OOM-killed since the cgroup was made, none "
+                 "%s", r->cg_oom_kill, w);
+    else if (kill > 0 || oom > 0)
+        snprintf(f->summary, sizeof f->summary, "the cgroup hit its limit %s: %.0f OOM events, %.0f processes "
+                 "OOM-killed", w, fmax(oom, 0), fmax(kill, 0));
     else
-        snprintf(f->summary, sizeof f->summary, "the cgroup reached its limit %.0f times (memory.events max)",
-                 r->cg_max);
-    snprintf(f->detail, sizeof f->detail, "tide_cgroup_memory_events_total oom %.0f, oom_kill %.0f, max %.0f, "
-             "high %.0f; the cgroup's limit %s", r->cg_oom, r->cg_oom_kill, r->cg_max, r->cg_high,
+        snprintf(f->summary, sizeof f->summary, "the cgroup reached its limit %.0f times %s (memory.events "
+                 "max)", max, w);
+    snprintf(f->detail, sizeof f->detail, "tide_cgroup_memory_events_total %s: oom %.0f, oom_kill %.0f, max "
+             "%.0f; since the cgroup was made: oom %.0f, oom_kill %.0f, max %.0f, high %.0f; the cgroup's "
+             "limit %s", w, oom, kill, max, r->cg_oom, r->cg_oom_kill, r->cg_max, r->cg_high,
              size_words(r->cg_limit, a, sizeof a));
     snprintf(f->advice, sizeof f->advice, "the kernel, not the node, enforced the limit: leave "
              "--memory-limit unset so the node takes the cgroup's, or set it well below (other "
              "processes and page cache in the group count there too); raise memory.max if the load "
-             "needs it. The counts are since the cgroup was made: compare with an earlier scrape");
-    fig(f, "oom", r->cg_oom, 1);
-    fig(f, "oom_kill", r->cg_oom_kill, 1);
-    fig(f, "max", r->cg_max, 1);
+             "needs it.%s", windowed ? "" : " The counts are since the cgroup was made: run with --interval S "
+             "to judge what happens now");
+    fig(f, "oom", oom, 1);
+    fig(f, "oom_kill", kill, 1);
+    fig(f, "max", max, 1);
     fig(f, "cgroup_limit_bytes", r->cg_limit, 1);
+    fig(f, "seconds", windowed ? s : -1, 0);
 }
 
-/* The advice for memory the allocator keeps, by allocator. */
 static const char *allocator_advice(const tide_doctor_report *r)
 {
     if (strcmp(r->allocator, "jemalloc") == 0)
@@ -763,31 +837,36 @@ static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier
     }
     if (common == 0) { unknown(r, name, "no consumer is on both pages"); return; }
     if (top == NULL) return;
+    /* The commit's buffers, the insert pool and request bodies rise and
+     * fall with each commit and request: two readings of them are two
+     * moments, not a trend, so no time to the limit is projected from them
+     * and they are never BAD (a persistent rise shows on the other
+     * consumers it feeds, or as peak and limit findings). */
+    int transient = strcmp(top->name, "store_commit") == 0 || strcmp(top->name, "store_insert_pool") == 0 ||
+                    strcmp(top->name, "http") == 0;
     double rate = best / s, room = r->limit > 0 && r->counted >= 0 ? r->limit - r->counted : -1;
-    double eta = room >= 0 ? room / rate : -1;
-    /* The commit's buffers, the insert pool and request bodies come and go
-     * with each commit and request: over less than a trend's seconds their
-     * growth is a moment, not a trend, and is never BAD. */
-    int passing = s < TIDE_DOCTOR_GROWTH_TREND_S && (strcmp(top->name, "store_commit") == 0 ||
-                  strcmp(top->name, "store_insert_pool") == 0 || strcmp(top->name, "http") == 0);
-    int bad = !passing && (top->budget == 0 || (eta >= 0 && eta <= TIDE_DOCTOR_GROWTH_BAD_S));
+    double eta = room >= 0 && !transient ? room / rate : -1;
+    int bad = !transient && (top->budget == 0 || (eta >= 0 && eta <= TIDE_DOCTOR_GROWTH_BAD_S));
     tide_doctor_finding *f = add_finding(r, name, bad ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
-    snprintf(f->summary, sizeof f->summary, "%s grew %s in %.0f s (%s/s)%s", top->name,
-             size_words(best, a, sizeof a), s, size_words(rate, b, sizeof b),
+    snprintf(f->summary, sizeof f->summary, "%s grew %s in %.0f s (%s/s)%s%s", top->name,
+             size_words(best, a, sizeof a), s, size_words(rate, b, sizeof b), transient ? ", transient" : "",
              growing > 1 ? ", and others too" : "");
     int n = snprintf(f->detail, sizeof f->detail, "tide_memory_consumer_bytes{consumer=\"%s\"} %s, then %s "
                      "%.0f s later (%zu consumer%s grew by at least %d MiB and %.0f%%)", top->name,
                      size_words(was->bytes, a, sizeof a), size_words(top->bytes, b, sizeof b), s, growing,
                      growing == 1 ? "" : "s", TIDE_DOCTOR_GROWTH_MIN_MIB, 100 * TIDE_DOCTOR_GROWTH_SHARE);
-    if (eta >= 0 && n > 0 && (size_t)n < sizeof f->detail)
-        snprintf(f->detail + n, sizeof f->detail - (size_t)n, "; at that rate it reaches the %s limit in "
-                 "%.0f s", size_words(r->limit, c, sizeof c), eta);
+    if (n > 0 && (size_t)n < sizeof f->detail) {
+        if (transient)
+            snprintf(f->detail + n, sizeof f->detail - (size_t)n, "; %s is transient, it rises and falls with "
+                     "each commit or request, so no time to the limit is projected from it", top->name);
+        else if (eta >= 0)
+            snprintf(f->detail + n, sizeof f->detail - (size_t)n, "; at that rate it reaches the %s limit in "
+                     "%.0f s", size_words(r->limit, c, sizeof c), eta);
+    }
     snprintf(f->advice, sizeof f->advice, "%s%s; scrape again to see whether it levels off at its budget "
              "(rate(tide_memory_consumer_bytes[5m]) on a dashboard), and rate("
-             "tide_memory_allocated_bytes_total[5m]) for what it churns", passing ? "it rises and falls with "
-             "each commit or request, so scrapes under " STR(TIDE_DOCTOR_GROWTH_TREND_S) " s apart show a "
-             "moment, not a trend (--interval " STR(TIDE_DOCTOR_GROWTH_TREND_S) " or more); if it persists, "
-             : "", top->budget == 0
+             "tide_memory_allocated_bytes_total[5m]) for what it churns", transient ? "a transient consumer: "
+             "two readings are two moments, not a trend; if it is high on every scrape, " : "", top->budget == 0
              ? "it is unbounded: bound it (tide doctor's unbounded_consumers finding names the setting)"
              : "bound it lower (--cache-budget for node_cache, --key-cache-size for key_cache, "
                "--insert-burst for the insert pool, --http-body-budget for http) or give the node more "
@@ -814,9 +893,11 @@ typedef struct rule {
  * built from doctor.h's constants, so --help and the code cannot differ
  * (test_doctor checks --help names each). */
 static const rule rules[] = {
-    { { "limit", "tide_memory_counted_bytes, tide_memory_limit_bytes, tide_overload_level",
-        "bad from " STR(TIDE_DOCTOR_LIMIT_BAD) " of the limit or the high level; warn from "
-        STR(TIDE_DOCTOR_LIMIT_WARN) " or the soft level; no limit (0 or absent): warn, unbounded process",
+    { { "limit", "tide_memory_counted_bytes, tide_memory_limit_bytes, tide_overload_level, "
+        "tide_overload_mark_bytes{edge=\"enter\"}",
+        "bad from the high enter mark (tide_overload_mark_bytes) or the high level; warn from the soft "
+        "enter mark or the soft level; without marks on the page " STR(TIDE_DOCTOR_LIMIT_BAD) " and "
+        STR(TIDE_DOCTOR_LIMIT_WARN) " of the limit; no limit (0 or absent): warn, unbounded process",
         "--memory-limit, or lower --cache-budget, --key-cache-size, --insert-burst, --http-body-budget" },
       rule_limit },
     { { "cgroup_events", "tide_cgroup_memory_events_total{event=oom|oom_kill|max|high}",
@@ -833,8 +914,8 @@ static const rule rules[] = {
         "tide_memory_allocated_bytes_total",
         "warn when a consumer grew by " STR(TIDE_DOCTOR_GROWTH_MIN_MIB) " MiB and "
         STR(TIDE_DOCTOR_GROWTH_SHARE) " of its bytes; bad when unbounded or at the limit within "
-        STR(TIDE_DOCTOR_GROWTH_BAD_S) " s, except store_commit, store_insert_pool and http over less than "
-        STR(TIDE_DOCTOR_GROWTH_TREND_S) " s", "bound the consumer, or more --memory-limit" }, rule_growth },
+        STR(TIDE_DOCTOR_GROWTH_BAD_S) " s, except store_commit, store_insert_pool and http: transient, "
+        "warn, no time to the limit", "bound the consumer, or more --memory-limit" }, rule_growth },
     { { "rss_vs_live", "process_resident_memory_bytes, the allocator's live bytes",
         "bad from " STR(TIDE_DOCTOR_RSS_LIVE_BAD) " times; warn from " STR(TIDE_DOCTOR_RSS_LIVE_WARN)
         " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS (or "
@@ -869,14 +950,30 @@ static void run_rule(tide_doctor_report *r, size_t i, const tide_doctor_report *
     if (r->nfindings == f && r->nunknown == u) r->passed[r->npassed++] = rules[i].doc.name;
 }
 
-/* Findings worst first, the table's order within a severity (a stable
+/* The table's index of the rule named `name`. */
+static size_t rule_index(const char *name)
+{
+    size_t i = 0;
+    while (i < NRULES && strcmp(rules[i].doc.name, name) != 0) i++;
+    return i;
+}
+
+/* 1 when a is listed before b: worse, or as bad and earlier in the table
+ * (results rerun by tide_doctor_analyze_growth come last, yet keep it). */
+static int worse(const tide_doctor_finding *a, const tide_doctor_finding *b)
+{
+    if (a->severity != b->severity) return a->severity > b->severity;
+    return rule_index(a->rule) < rule_index(b->rule);
+}
+
+/* Findings worst first, the table's order within a severity (an
  * insertion sort), and the verdict from the first. */
 static void conclude(tide_doctor_report *r)
 {
     for (size_t i = 1; i < r->nfindings; i++) {
         tide_doctor_finding t = r->findings[i];
         size_t j = i;
-        for (; j > 0 && r->findings[j - 1].severity < t.severity; j--) r->findings[j] = r->findings[j - 1];
+        for (; j > 0 && worse(&t, &r->findings[j - 1]); j--) r->findings[j] = r->findings[j - 1];
         r->findings[j] = t;
     }
     for (size_t i = 1; i < r->nfindings; i++)
@@ -904,24 +1001,30 @@ static void run_rules(tide_doctor_report *r)
     conclude(r);
 }
 
+/* 1 for the rules that judge two scrapes differently from one. */
+static int two_scrape_rule(const char *name)
+{
+    return strcmp(name, "growth") == 0 || strcmp(name, "overload") == 0 || strcmp(name, "cgroup_events") == 0;
+}
+
 int tide_doctor_analyze_growth(tide_doctor_report *later, const tide_doctor_report *earlier, double seconds)
 {
     size_t i, j;
 
     if (!(seconds > 0)) return tide_err_set(TIDE_EINVAL, "growth: %g seconds between the scrapes", seconds);
     later->interval = seconds;
-    /* The one-scrape result of the growth rule goes; the others stay. */
+    /* The one-scrape results of those rules go; the others stay. */
     for (i = j = 0; i < later->nfindings; i++)
-        if (strcmp(later->findings[i].rule, "growth") != 0) later->findings[j++] = later->findings[i];
+        if (!two_scrape_rule(later->findings[i].rule)) later->findings[j++] = later->findings[i];
     later->nfindings = j;
     for (i = j = 0; i < later->nunknown; i++)
-        if (strcmp(later->unknown[i].rule, "growth") != 0) later->unknown[j++] = later->unknown[i];
+        if (!two_scrape_rule(later->unknown[i].rule)) later->unknown[j++] = later->unknown[i];
     later->nunknown = j;
     for (i = j = 0; i < later->npassed; i++)
-        if (strcmp(later->passed[i], "growth") != 0) later->passed[j++] = later->passed[i];
+        if (!two_scrape_rule(later->passed[i])) later->passed[j++] = later->passed[i];
     later->npassed = j;
     for (i = 0; i < NRULES; i++)
-        if (rules[i].check == rule_growth) run_rule(later, i, earlier);
+        if (two_scrape_rule(rules[i].doc.name)) run_rule(later, i, earlier);
     conclude(later);
     return 0;
 }

@@ -47,16 +47,16 @@ typedef struct tide_doctor_consumer {
 #define TIDE_DOCTOR_FREE_WARN       0.25  /* tide_allocator_free_bytes / RSS */
 #define TIDE_DOCTOR_FREE_BAD        0.50
 #define TIDE_DOCTOR_PEAK_WARN       2.0   /* peak since start / counted bytes now */
-#define TIDE_DOCTOR_LIMIT_WARN      0.75  /* counted / limit (or the soft level) */
-#define TIDE_DOCTOR_LIMIT_BAD       0.90  /* (or the high level and above) */
+#define TIDE_DOCTOR_LIMIT_WARN      0.75  /* counted / limit (or the soft level), when the page */
+#define TIDE_DOCTOR_LIMIT_BAD       0.90  /*   has no enter marks; with them: soft warn, high bad */
 #define TIDE_DOCTOR_PRESSURE_WARN   0.10  /* PSI some avg10, the worse of system and cgroup */
 #define TIDE_DOCTOR_PRESSURE_BAD    0.20  /* PSI some avg60: sustained */
 #define TIDE_DOCTOR_FLAP_CHANGES    20    /* overload level changes since start */
 #define TIDE_DOCTOR_GROWTH_MIN_MIB  1     /* growth: a consumer grew by at least this */
 #define TIDE_DOCTOR_GROWTH_SHARE    0.10  /*   and by this share of what it held */
-#define TIDE_DOCTOR_GROWTH_BAD_S    3600  /*   BAD when at that rate it reaches the limit within */
-#define TIDE_DOCTOR_GROWTH_TREND_S  60    /*   never BAD for store_commit, store_insert_pool, http
-                                                 over fewer seconds: they come and go */
+#define TIDE_DOCTOR_GROWTH_BAD_S    3600  /*   BAD when at that rate it reaches the limit within
+                                                 (never for store_commit, store_insert_pool, http:
+                                                 transient, no time to the limit projected) */
 
 typedef enum tide_doctor_severity {
     TIDE_DOCTOR_OK = 0, TIDE_DOCTOR_WARN = 1, TIDE_DOCTOR_BAD = 2
@@ -158,6 +158,7 @@ typedef struct tide_doctor_report {
     double peak_start, peak_sweep;
     double pressure_some10, pressure_some60;     /* ratios, the worse of the scopes */
     double cg_limit, cg_oom, cg_oom_kill, cg_max, cg_high;
+    double mark_soft, mark_high;                 /* tide_overload_mark_bytes{level,edge="enter"} */
     double interval;                             /* seconds between the scrapes; 0: one */
     /* The rules' results (invariant 3 of doctor.c): findings worst first. */
     size_t nfindings, nunknown, npassed;
@@ -186,9 +187,11 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r);
  * tide_memory_allocated_bytes_total when both pages have them, and the
  * seconds until it reaches the limit at that rate); BAD when that is
  * within TIDE_DOCTOR_GROWTH_BAD_S or the consumer is unbounded (but never
- * for store_commit, store_insert_pool or http over fewer than
- * TIDE_DOCTOR_GROWTH_TREND_S seconds: they rise and fall with each commit
- * and request, and the advice says to scrape further apart). A counter
+ * for store_commit, store_insert_pool or http: they rise and fall with
+ * each commit and request, so they are called transient, WARN, with no
+ * time to the limit). With two scrapes the overload and cgroup_events
+ * rules are redone too, on the counters' increase between the pages
+ * ("in the last N s"; from one page they say "since start"). A counter
  * that went down (the node restarted between them) is said, not read.
  * Replaces the one-scrape "needs two scrapes" result and redoes the
  * verdict. Returns 0, or TIDE_EINVAL for seconds <= 0 (r unchanged). No I/O.
