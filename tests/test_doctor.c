@@ -422,7 +422,8 @@ static int passed(const tide_doctor_report *r, const char *rule)
 static void every_recorded_page_passes_promtool_and_tides_own_checks(void **state)
 {
     (void)state;
-    static const char *const pages[] = { "real-bounded.prom", "real-unbounded.prom", "healthy.prom", "sick.prom" };
+    static const char *const pages[] = { "real-bounded.prom", "real-unbounded.prom", "healthy.prom", "sick.prom",
+                                         "real-limit64.prom" };
     char msg[4096];
 
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
@@ -432,6 +433,35 @@ static void every_recorded_page_passes_promtool_and_tides_own_checks(void **stat
         if (st != 0) fail_msg("%s: promtool check metrics exited %d: %s", pages[i], st, msg);
         free(t);
     }
+}
+
+/* A real tided held to --memory-limit 64MiB, scraped during 400 PUTs of
+ * 256 KiB (tests/fixtures/doctor/record-limit64.sh): every figure read as
+ * the node wrote it, the limit rule judged against its own marks. */
+static void a_real_page_of_a_node_held_to_64_mib_under_load_is_read_exactly(void **state)
+{
+    (void)state;
+    char *t = fixture("real-limit64.prom"), *words;
+    tide_doctor_report r;
+
+    expect_rc(tide_doctor_analyze(t, &r), 0, "analyze");
+    expect_u64((uint64_t)r.limit, 67108864, "limit");
+    expect_u64((uint64_t)r.counted, 36708352, "counted");
+    expect_u64((uint64_t)r.level, 0, "level normal");
+    expect_u64((uint64_t)r.mark_soft, 53687091, "soft enter mark (80%)");
+    expect_u64((uint64_t)r.mark_high, 60397977, "high enter mark (90%)");
+    expect_u64(r.nconsumers, 5, "consumers");
+    expect_str(r.consumers[0].name, "node_cache", "the largest");
+    expect_u64((uint64_t)r.consumers[0].bytes, 26761872, "node_cache bytes");
+    expect_u64((uint64_t)r.consumers_total, 32838422, "consumers in all");
+    assert_true(r.consumers_total <= r.rss);
+    assert_true(passed(&r, "limit"));      /* 55% of 64 MiB, under the 80% soft mark */
+    assert_true(passed(&r, "overload"));   /* all 400 answered 201 */
+    if (finding_of(&r, "cgroup_events")) fail_msg("a node in no memory cgroup has no cgroup finding");
+    words = format_text(&r);
+    expect_contains(words, "node_cache ", "the consumers listed");
+    free(words);
+    free(t);
 }
 
 static void a_healthy_recorded_page_triggers_no_rule(void **state)
@@ -465,6 +495,9 @@ static void the_sick_page_gives_a_bad_verdict_with_its_worst_finding_first(void 
                                         "overload", "peak" };
 
     expect_rc(tide_doctor_analyze(t, &r), 0, "analyze");
+    /* Its consumers are a busy node's: 124 MiB of the 144 MiB live, beside 476 MiB of RSS. */
+    expect_u64((uint64_t)r.consumers_total, 130023424, "the consumers in all");
+    assert_true(r.consumers_total <= r.live && r.live <= r.rss);
     expect_u64(r.nfindings, 7, "seven rules fire");
     for (size_t i = 0; i < 7; i++) {
         expect_str(r.findings[i].rule, want[i], "worst first, the table's order within a severity");
@@ -1285,6 +1318,7 @@ int main(void)
         cmocka_unit_test(on_an_older_nodes_recorded_page_the_new_rules_say_what_they_cannot_tell),
         cmocka_unit_test(on_a_real_nodes_page_the_rules_read_the_limits_families),
         cmocka_unit_test(every_recorded_page_passes_promtool_and_tides_own_checks),
+        cmocka_unit_test(a_real_page_of_a_node_held_to_64_mib_under_load_is_read_exactly),
         cmocka_unit_test(a_healthy_recorded_page_triggers_no_rule),
         cmocka_unit_test(the_sick_page_gives_a_bad_verdict_with_its_worst_finding_first),
         cmocka_unit_test(each_rule_fires_past_its_threshold_and_not_before),
