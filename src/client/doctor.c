@@ -18,6 +18,12 @@
  * tell" (its figures are not on the page), or passed. The verdict is the
  * worst finding's severity and summary, "; N more findings" after it.
  * growth needs two pages (tide_doctor_analyze_growth); from one it says so.
+ * overload and cgroup_events read since-start counters: from one page they
+ * say "since start" (cgroup_events "since the cgroup was made") and are
+ * never BAD but for oom_kill; with two they are redone on the counters'
+ * increase between the pages, "in the last N s". limit judges against the
+ * page's own enter marks (tide_overload_mark_bytes), doctor.h's fractions
+ * only when the page has none.
  *
  * The analysis, in the order an operator asks:
  *   1. RSS against what the allocator says is live (glibc: in-use chunks
