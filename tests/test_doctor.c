@@ -751,9 +751,14 @@ static void the_json_has_the_verdict_and_findings_with_integers_as_integers(void
 }
 
 /* node_cache on two pages 20 s apart: +10 MiB, 1000 allocations more. */
-static void two_pages(tide_doctor_report *r1, tide_doctor_report *r2, const char *grown, const char *limit)
+static void two_pages_budget(tide_doctor_report *r1, tide_doctor_report *r2, const char *grown,
+                             const char *limit, const char *budget)
 {
     char *p1 = HEALTHY, *p2 = HEALTHY;
+    if (budget) {
+        p1 = page_set(p1, "tide_memory_consumer_budget_bytes{consumer=\"node_cache\"}", budget);
+        p2 = page_set(p2, "tide_memory_consumer_budget_bytes{consumer=\"node_cache\"}", budget);
+    }
     if (limit) p1 = page_set(p1, "tide_memory_limit_bytes", limit), p2 = page_set(p2, "tide_memory_limit_bytes", limit);
     p2 = page_set(p2, "tide_memory_consumer_bytes{consumer=\"node_cache\"}", grown);
     p2 = page_set(p2, "tide_memory_allocations_total{consumer=\"node_cache\"}", "1200");
@@ -764,14 +769,20 @@ static void two_pages(tide_doctor_report *r1, tide_doctor_report *r2, const char
     free(p2);
 }
 
+static void two_pages(tide_doctor_report *r1, tide_doctor_report *r2, const char *grown, const char *limit)
+{
+    two_pages_budget(r1, r2, grown, limit, NULL);
+}
+
 static void two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_rate(void **state)
 {
     (void)state;
     tide_doctor_report *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
     assert_true(r1 && r2);
 
-    /* 8480 + 10 MiB; at 512 KiB/s the 512 MiB limit, 533721088 bytes away, is 1018 s off: bad. */
-    two_pages(r1, r2, "10494240", NULL);
+    /* 8480 + 10 MiB; at 512 KiB/s the 512 MiB limit, 533721088 bytes away, is 1018 s off: bad
+     * (with a node cache budget of 1 GiB, whose hard limit is past the limit). */
+    two_pages_budget(r1, r2, "10494240", NULL, "1073741824");
     expect_u64(r2->nfindings, 0, "one page alone: no growth finding");
     expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "growth");
     const tide_doctor_finding *f = finding_of(r2, "growth");
@@ -785,6 +796,17 @@ static void two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_r
     expect_u64(r2->nunknown, 0, "the one-page result replaced");
     assert_int_equal(r2->severity, TIDE_DOCTOR_BAD);
     expect_contains(r2->summary, "node_cache grew 10 MiB", "the verdict");
+
+    /* The page's own budget, 64 MiB: the node cache stops at its 128 MiB hard
+     * limit, nearer than the 512 MiB limit, so no time is projected: warn. */
+    two_pages(r1, r2, "10494240", NULL);
+    expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "growth");
+    f = finding_of(r2, "growth");
+    assert_non_null(f);
+    assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
+    if (strstr(f->detail, "reaches")) fail_msg("a capped consumer's time to the limit: %s", f->detail);
+    expect_contains(f->detail, "(to 128 MiB, its hard limit, twice its budget)", "the cap");
+    expect_contains(f->detail, "so it alone cannot reach the limit", "the reason");
 
     /* With 8 GiB of limit the same growth is hours away: warn. */
     two_pages(r1, r2, "10494240", "8589934592");

@@ -820,7 +820,7 @@ static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier
     const tide_doctor_consumer *top = NULL, *was = NULL;
     double best = 0, s = r->interval;
     size_t growing = 0, common = 0;
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32], e2[32];
 
     if (earlier == NULL || s <= 0) {
         unknown(r, name, "needs two scrapes: run with --interval SECONDS");
@@ -852,6 +852,16 @@ static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier
                     strcmp(top->name, "http") == 0;
     double rate = best / s, room = r->limit > 0 && r->counted >= 0 ? r->limit - r->counted : -1;
     double eta = room >= 0 && !transient ? room / rate : -1;
+    /* A bounded consumer stops at its most: the node cache's hard limit is
+     * twice its budget (tide_node_opts; the governor only lowers it), the
+     * others' budget is their most. When that is nearer than the limit, the
+     * consumer alone cannot reach the limit, so no time is projected (a
+     * real node's page: node_cache 24.9 MiB of its 25.6 MiB hard limit was
+     * "reaching the 64 MiB limit in 14 s"). */
+    double most = top->budget > 0 ? (strcmp(top->name, "node_cache") == 0 ? 2 * top->budget : top->budget) : -1;
+    double left = most >= 0 ? (most > top->bytes ? most - top->bytes : 0) : -1;
+    int capped = eta >= 0 && left >= 0 && left < room;
+    if (capped) eta = -1;
     int bad = !transient && (top->budget == 0 || (eta >= 0 && eta <= TIDE_DOCTOR_GROWTH_BAD_S));
     tide_doctor_finding *f = add_finding(r, name, bad ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
     snprintf(f->summary, sizeof f->summary, "%s grew %s in %.0f s (%s/s)%s%s", top->name,
@@ -868,6 +878,12 @@ static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier
         else if (eta >= 0)
             snprintf(f->detail + n, sizeof f->detail - (size_t)n, "; at that rate it reaches the %s limit in "
                      "%.0f s", size_words(r->limit, c, sizeof c), eta);
+        else if (capped)
+            snprintf(f->detail + n, sizeof f->detail - (size_t)n, "; it can grow %s more at most (to %s, %s), "
+                     "less than the %s left under the limit, so it alone cannot reach the limit",
+                     size_words(left, c, sizeof c), size_words(most, d, sizeof d),
+                     strcmp(top->name, "node_cache") == 0 ? "its hard limit, twice its budget" : "its budget",
+                     size_words(room, e2, sizeof e2));
     }
     snprintf(f->advice, sizeof f->advice, "%s%s; scrape again to see whether it levels off at its budget "
              "(rate(tide_memory_consumer_bytes[5m]) on a dashboard), and rate("
