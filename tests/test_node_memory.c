@@ -371,6 +371,44 @@ static void the_round_repeats_every_second_while_above_softs_enter_mark(void **s
     expect_u64(status(w).actions[TIDE_NODE_ACT_SWEEP], 2, "sweep actions");
 }
 
+/* Issue 13 review: held at 82% by what cannot be freed, the governor ran a
+ * round and a release every second forever. Looks every clock-second for
+ * 60 s: the back-off (1, 2, 4, 8, 16, 30 s) allows about 6 rounds. */
+static void the_resweep_backs_off_while_it_frees_nothing(void **state)
+{
+    world *w = *state;
+
+    open_world(w);
+    expect_look(w, 82, TIDE_OVERLOAD_SOFT, "82 MiB");
+    for (int i = 0; i < 60; i++) {
+        w->now += SEC;
+        expect_look(w, 82, TIDE_OVERLOAD_SOFT, "82 MiB held");
+    }
+    if (w->rounds > 8) fail_msg("60 s held at 82 MiB: %d rounds, expected at most 8 (back-off)", w->rounds);
+    expect_u64((uint64_t)(w->rounds >= 5), 1, "the resweep still runs while backing off");
+    /* counted rising more than the hysteresis resets the interval: a round
+     * within 1 s */
+    int before = w->rounds;
+    w->now += SEC;
+    expect_look(w, 88, TIDE_OVERLOAD_SOFT, "88 MiB: +6 points, still soft");
+    w->now += SEC;
+    expect_look(w, 88, TIDE_OVERLOAD_SOFT, "88 MiB a second later");
+    if (w->rounds < before + 1) fail_msg("a rise of 6 points: expected a resweep within 2 s, got none");
+}
+
+/* trim_policy "never": the governor's rounds make no release call. */
+static void trim_policy_never_makes_no_forced_release(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = base_opts(w);
+
+    o.trim_policy = TIDE_TRIM_NEVER;
+    open_with(w, &o);
+    expect_look(w, 99, TIDE_OVERLOAD_CRITICAL, "99 MiB");
+    expect_u64((uint64_t)w->rounds, 1, "sweep rounds");
+    expect_u64((uint64_t)w->releases, 0, "releases under trim_policy never");
+}
+
 /* ---- writes ----------------------------------------------------------------------------- */
 
 static void put_is_refused_at_high_and_accepted_below_highs_leave_mark_and_nothing_is_lost(void **state)
@@ -698,6 +736,8 @@ int main(void)
         T(a_rise_shrinks_the_caches_sweeps_and_releases_once_and_normal_restores),
         T(trim_off_sweeps_without_a_release),
         T(the_round_repeats_every_second_while_above_softs_enter_mark),
+        T(the_resweep_backs_off_while_it_frees_nothing),
+        T(trim_policy_never_makes_no_forced_release),
         T(put_is_refused_at_high_and_accepted_below_highs_leave_mark_and_nothing_is_lost),
         T(pressure_holds_soft_until_avg10_falls_under_half_the_threshold),
         T(pressure_off_is_ignored),

@@ -25,7 +25,9 @@
  *      stop_accepting entering CRITICAL, then one sweep round with its
  *      release (ti_node_round, forced unless opts.trim is 0); while the
  *      counted bytes stay at or above SOFT's enter mark, the round again
- *      every TIDE_NODE_MEMORY_RESWEEP_MS; back at NORMAL the caches'
+ *      every TIDE_NODE_MEMORY_RESWEEP_MS, backing off (doubling, to
+ *      TIDE_NODE_MEMORY_RESWEEP_MAX_MS) while the rounds free nothing;
+ *      back at NORMAL the caches'
  *      limits as opened (restore).
  * The governor's time (the resweep, the seconds per level) is opts.clock_us
  * when set (tests), else the monotonic clock.
@@ -175,12 +177,16 @@ static void count_action(tide_node *n, int action)
     pthread_mutex_unlock(&n->mem_lock);
 }
 
-/* One sweep round with its release, counted (step 5). */
-static void governor_round(tide_node *n, uint64_t now)
+/* One sweep round with its release, counted (step 5); `r` gets its report.
+ * The release is forced (whatever the policy's count or bytes say) except
+ * under trim_policy "never": the operator asked for none (opts.trim 0 skips
+ * it as well, in the round). */
+static void governor_round(tide_node *n, uint64_t now, tide_node_sweep_report *r_out)
 {
     tide_node_sweep_report r;
 
-    ti_node_round(n, &r, 1);
+    ti_node_round(n, &r, n->opts.trim_policy != TIDE_TRIM_NEVER);
+    if (r_out) *r_out = r;
     n->mem_last_act_us = now;
     pthread_mutex_lock(&n->mem_lock);
     n->mem_st.actions[TIDE_NODE_ACT_SWEEP]++;
@@ -255,10 +261,34 @@ static void act_on_change(tide_node *n, int from, int to, uint64_t now)
         if (from < TIDE_OVERLOAD_HIGH && to >= TIDE_OVERLOAD_HIGH) count_action(n, TIDE_NODE_ACT_SHED_WRITES);
         if (from < TIDE_OVERLOAD_CRITICAL && to >= TIDE_OVERLOAD_CRITICAL)
             count_action(n, TIDE_NODE_ACT_STOP_ACCEPTING);
-        governor_round(n, now);
+        governor_round(n, now, NULL);
     } else if (to == TIDE_OVERLOAD_NORMAL && n->mem_shrunk != 1) {
         set_cache_limits(n, 1);
         count_action(n, TIDE_NODE_ACT_RESTORE);
+    }
+}
+
+/* The resweep's interval back to its start (a level change, a rise). */
+static void resweep_reset(tide_node *n, uint64_t counted)
+{
+    n->mem_resweep_ms = TIDE_NODE_MEMORY_RESWEEP_MS;
+    n->mem_resweep_base = counted;
+}
+
+/* The resweep at SOFT or above while counted stays at or above SOFT's
+ * enter mark: a round when its interval has passed; one that frees little
+ * and whose release does not lower the RSS doubles the interval (capped). */
+static void resweep(tide_node *n, uint64_t counted, uint64_t now)
+{
+    tide_node_sweep_report r;
+    uint64_t hyst = n->mem_st.limit_bytes / 100u * n->mem_hyst;
+
+    if (n->mem_resweep_ms == 0 || counted > n->mem_resweep_base + hyst) resweep_reset(n, counted);
+    if (now - n->mem_last_act_us < n->mem_resweep_ms * 1000u) return;
+    governor_round(n, now, &r);
+    if (r.freed_bytes < TIDE_NODE_MEMORY_RESWEEP_MIN_FREED && !(r.trimmed && r.trim.rss_delta < 0)) {
+        n->mem_resweep_ms *= 2;
+        if (n->mem_resweep_ms > TIDE_NODE_MEMORY_RESWEEP_MAX_MS) n->mem_resweep_ms = TIDE_NODE_MEMORY_RESWEEP_MAX_MS;
     }
 }
 
@@ -302,11 +332,11 @@ static int check_locked(tide_node *n)
     if (to != from) record_change(n, &c);
     pthread_mutex_unlock(&n->mem_lock);
     if (to != from) {
+        resweep_reset(n, counted);
         log_change(n, &c);
         act_on_change(n, from, to, now);
-    } else if (to >= TIDE_OVERLOAD_SOFT && counted >= n->mem_ov.enter[TIDE_OVERLOAD_SOFT] &&
-               now - n->mem_last_act_us >= (uint64_t)TIDE_NODE_MEMORY_RESWEEP_MS * 1000u) {
-        governor_round(n, now);
+    } else if (to >= TIDE_OVERLOAD_SOFT && counted >= n->mem_ov.enter[TIDE_OVERLOAD_SOFT]) {
+        resweep(n, counted, now);
     }
     TIDE_ASSERT(n->mem_st.limit_bytes == 0 || n->mem_ov.level == to);      /* 1 */
     return to;

@@ -234,8 +234,17 @@ typedef struct tide_node_opts {
 } tide_node_opts;
 
 /* How often the governor repeats its sweep and release while the counted
- * bytes stay at or above SOFT's mark. */
+ * bytes stay at or above SOFT's mark, at first. Each resweep that frees
+ * less than TIDE_NODE_MEMORY_RESWEEP_MIN_FREED and whose release does not
+ * lower the RSS doubles the interval, up to TIDE_NODE_MEMORY_RESWEEP_MAX_MS
+ * (issue 13 review: a node held at 82% by what it stores ran a round and a
+ * malloc_trim every second forever); a level change, or the counted bytes
+ * rising more than the hysteresis above where the back-off began, resets
+ * it. The resweep's release, like the rise's, is skipped with opts.trim 0
+ * and with trim_policy "never" (the operator asked for no release calls). */
 #define TIDE_NODE_MEMORY_RESWEEP_MS 1000
+#define TIDE_NODE_MEMORY_RESWEEP_MAX_MS 30000
+#define TIDE_NODE_MEMORY_RESWEEP_MIN_FREED (1024u * 1024u)
 
 /* Fill `o` with the defaults above (dir NULL). */
 void tide_node_opts_init(tide_node_opts *o);

@@ -93,6 +93,8 @@ struct tide_node {
     unsigned         mem_pct[TIDE_OVERLOAD_LEVELS], mem_hyst; /* (c) in force */
     int              mem_shrunk;         /* (c) the divisor in force on the caches (1: none) */
     uint64_t         mem_last_act_us;    /* (c) the governor's last round, governor clock */
+    uint64_t         mem_resweep_ms;     /* (c) the resweep interval in force (backs off) */
+    uint64_t         mem_resweep_base;   /* (c) counted when the interval was last reset */
     uint64_t         mem_last_us;        /* under mem_lock: the last look, governor clock */
     int              mem_failing;        /* (c) the last reading failed (one WARN per streak) */
     size_t           mem_cache_budget, mem_cache_hard, mem_keycache_hard; /* as opened */
