@@ -337,6 +337,32 @@ static void a_rise_shrinks_the_caches_sweeps_and_releases_once_and_normal_restor
     expect_str(tide_node_action_name(TIDE_NODE_ACT_SHED_WRITES), "shed_writes", "an action's name");
 }
 
+/* Issue 13 review: 99 -> 84 -> 91 set /4 after /8 (looser, counted as a
+ * shrink). The hard limit never grows on a rise; a fall above normal keeps
+ * the divisor. */
+static void a_rise_after_a_partial_fall_never_loosens_the_caches(void **state)
+{
+    world *w = *state;
+    tide_cache_stats cs;
+    uint64_t shrinks;
+
+    open_world(w);
+    expect_look(w, 99, TIDE_OVERLOAD_CRITICAL, "99 MiB");
+    tide_node_cache_stats(w->n, &cs);
+    expect_u64(cs.hard_limit_bytes, 2 * MIB, "critical: 16 MiB / 8");
+    shrinks = status(w).actions[TIDE_NODE_ACT_SHRINK];
+    expect_look(w, 84, TIDE_OVERLOAD_SOFT, "84 MiB");
+    tide_node_cache_stats(w->n, &cs);
+    expect_u64(cs.hard_limit_bytes, 2 * MIB, "a fall to soft keeps /8");
+    expect_look(w, 91, TIDE_OVERLOAD_HIGH, "91 MiB: a rise");
+    tide_node_cache_stats(w->n, &cs);
+    expect_u64(cs.hard_limit_bytes, 2 * MIB, "the rise to high keeps /8 (never grows on a rise)");
+    expect_u64(status(w).actions[TIDE_NODE_ACT_SHRINK], shrinks, "no shrink counted for a looser divisor");
+    expect_look(w, 50, TIDE_OVERLOAD_NORMAL, "50 MiB");
+    tide_node_cache_stats(w->n, &cs);
+    expect_u64(cs.hard_limit_bytes, 16 * MIB, "normal restores");
+}
+
 static void trim_off_sweeps_without_a_release(void **state)
 {
     world *w = *state;
@@ -734,6 +760,7 @@ int main(void)
         T(levels_move_with_hysteresis_and_each_change_is_logged_once),
         T(the_cgroup_counts_when_its_usage_less_page_cache_is_larger),
         T(a_rise_shrinks_the_caches_sweeps_and_releases_once_and_normal_restores),
+        T(a_rise_after_a_partial_fall_never_loosens_the_caches),
         T(trim_off_sweeps_without_a_release),
         T(the_round_repeats_every_second_while_above_softs_enter_mark),
         T(the_resweep_backs_off_while_it_frees_nothing),

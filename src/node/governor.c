@@ -21,7 +21,8 @@
  *      logged once (WARN up, INFO down) with the figures and the mark
  *      crossed, recorded in the ring and counted;
  *   5. the actions: on a rise to SOFT or above, the caches' budgets and
- *      hard limits divided by 2^level (shrink), shed_writes entering HIGH,
+ *      hard limits divided by 2^level when that is stricter than the
+ *      divisor in force (shrink; a fall above NORMAL keeps the divisor), shed_writes entering HIGH,
  *      stop_accepting entering CRITICAL, then one sweep round with its
  *      release (ti_node_round, forced unless opts.trim is 0); while the
  *      counted bytes stay at or above SOFT's enter mark, the round again
@@ -256,8 +257,12 @@ static void record_change(tide_node *n, const tide_node_level_change *c)
 static void act_on_change(tide_node *n, int from, int to, uint64_t now)
 {
     if (to > from && to >= TIDE_OVERLOAD_SOFT) {
-        set_cache_limits(n, 1 << to);
-        count_action(n, TIDE_NODE_ACT_SHRINK);
+        /* only stricter: after 99% -> 84% the caches run at /8 still (a fall
+         * keeps the divisor), and a rise to HIGH must not loosen them to /4 */
+        if ((1 << to) > n->mem_shrunk) {
+            set_cache_limits(n, 1 << to);
+            count_action(n, TIDE_NODE_ACT_SHRINK);
+        }
         if (from < TIDE_OVERLOAD_HIGH && to >= TIDE_OVERLOAD_HIGH) count_action(n, TIDE_NODE_ACT_SHED_WRITES);
         if (from < TIDE_OVERLOAD_CRITICAL && to >= TIDE_OVERLOAD_CRITICAL)
             count_action(n, TIDE_NODE_ACT_STOP_ACCEPTING);

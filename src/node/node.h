@@ -207,8 +207,12 @@ typedef struct tide_node_opts {
      * SOFT or above, and every TIDE_NODE_MEMORY_RESWEEP_MS while the counted
      * bytes stay at or above SOFT's mark, one sweep round with the caches'
      * targets shrunk (tide_cache_set_limits: budget and hard limit divided
-     * by 2 at SOFT, 4 at HIGH, 8 at CRITICAL; restored at NORMAL) and one
-     * measured release (unless trim is 0). At HIGH and above tide_node_put
+     * by 2 at SOFT, 4 at HIGH, 8 at CRITICAL, on a rise only when that is
+     * stricter than the divisor in force; a fall to a level above NORMAL
+     * keeps the stricter divisor (99% -> 84% -> 91% stays /8: the caches'
+     * limits never grow on a rise, issue 13 review); restored at NORMAL
+     * only) and one measured release (unless trim is 0 or trim_policy is
+     * never). At HIGH and above tide_node_put
      * is refused with TIDE_EOVERLOAD; the server reads the level itself
      * (tide_node_overload_level) to refuse bodies and connections. Nothing
      * acknowledged is ever dropped: inserts already pending are committed. */
