@@ -551,12 +551,34 @@ static void configure_changes_the_limit_live_and_refuses_bad_levels(void **state
     expect_u64(st.limit_bytes, 90 * MIB, "the limit after a refused configure");
     expect_u64((uint64_t)st.level, TIDE_OVERLOAD_HIGH, "the level after a refused configure");
     expect_ok(tide_node_memory_configure(w->n, 150 * MIB, other, 5, 20), "configure 150 MiB at 50,60,70");
-    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_SOFT, "85 of 150 MiB (57%) at 50,60,70");
+    /* from high, kept (issue 13 review): 57% is above high's new leave mark 55% */
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_HIGH, "85 of 150 MiB (57%) at 50,60,70");
     expect_u64(status(w).marks_enter[TIDE_OVERLOAD_CRITICAL], 105 * MIB, "critical's enter mark at 70% of 150 MiB");
     st = status(w);
     expect_u64(st.pct[TIDE_OVERLOAD_HIGH], 60, "high's percent in force");
     expect_u64(st.pressure_pct, 20, "the pressure threshold in force");
     expect_u64(tide_node_options(w->n)->memory_pct[TIDE_OVERLOAD_HIGH], 90, "the options stay as opened");
+}
+
+/* Issue 13 review: a configure reset the level to normal, so at HIGH with
+ * 87% (high's leave mark 85%) the same limit dropped it to SOFT. */
+static void configure_keeps_the_level_and_its_hysteresis(void **state)
+{
+    world *w = *state;
+    int lines;
+
+    open_world(w);
+    expect_look(w, 95, TIDE_OVERLOAD_HIGH, "95 MiB");
+    expect_look(w, 87, TIDE_OVERLOAD_HIGH, "87 MiB: high holds above its leave mark");
+    lines = w->lines;
+    expect_ok(tide_node_memory_configure(w->n, 100 * MIB, NULL, UINT_MAX, UINT_MAX), "the same limit");
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_HIGH, "the same limit keeps high");
+    expect_u64((uint64_t)w->lines, (uint64_t)lines, "no level line for the same limit");
+    expect_ok(tide_node_memory_configure(w->n, 200 * MIB, NULL, UINT_MAX, UINT_MAX), "200 MiB");
+    expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_NORMAL, "87 of 200 MiB: normal");
+    expect_contains(w->last, "reconfigured", "the reason of a configure-driven change");
+    if (strstr(w->last, "memory pressure over")) fail_msg("the reason says pressure: %s", w->last);
+    expect_look(w, 87, TIDE_OVERLOAD_NORMAL, "a look after it");
 }
 
 static void configure_to_no_limit_drops_to_normal(void **state)
@@ -770,6 +792,7 @@ int main(void)
         T(pressure_off_is_ignored),
         T(a_failed_reading_is_counted_and_the_level_kept),
         T(configure_changes_the_limit_live_and_refuses_bad_levels),
+        T(configure_keeps_the_level_and_its_hysteresis),
         T(configure_to_no_limit_drops_to_normal),
         T(peaks_since_open_and_since_the_last_sweep_round),
         T(time_is_counted_per_level),

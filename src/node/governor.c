@@ -203,7 +203,11 @@ static void log_change(tide_node *n, const tide_node_level_change *c)
     int up = c->to > c->from;
     uint64_t mark = up ? ov->enter[c->to] : ov->leave[c->to + 1];
 
-    if (up && c->counted_bytes < mark)
+    if (n->mem_reconf && n->mem_st.limit_bytes)
+        snprintf(why, sizeof why, "reconfigured: %s's %s mark is now %s",
+                 tide_mem_overload_level_name(up ? c->to : c->to + 1), up ? "enter" : "leave",
+                 tide_size_format(mark, mb, sizeof mb));
+    else if (up && c->counted_bytes < mark)
         snprintf(why, sizeof why, "memory pressure (PSI some avg10 over %u%%)", n->mem_pressure_pct);
     else if (!up && n->mem_st.limit_bytes == 0)
         snprintf(why, sizeof why, "no limit any more");
@@ -402,7 +406,12 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     rc = tide_mem_overload_init(&ov, &o);
     if (rc) goto out;
     if (limit_bytes == 0) memset(&ov, 0, sizeof ov);
+    /* The level in force carries over (its hysteresis too): the next look
+     * moves it by the new marks, not from NORMAL afresh (issue 13 review: at
+     * HIGH with 87%, a configure with the same limit dropped to SOFT). */
+    else ov.level = atomic_load(&n->mem_level);
     n->mem_ov = ov;
+    n->mem_reconf = 1;
     /* Not into n->opts: tide_node_options' readers take no lock. */
     for (int i = 0; i < TIDE_OVERLOAD_LEVELS; i++) n->mem_pct[i] = pct[i];
     n->mem_hyst = hysteresis_pct;
@@ -414,6 +423,7 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     tide_log(TIDE_LOG_INFO, "memory governor: limit %" PRIu64 " bytes, levels %u,%u,%u, hysteresis %u, "
              "pressure %u%% (configured)", limit_bytes, pct[1], pct[2], pct[3], hysteresis_pct, pressure_pct);
     (void)check_locked(n);      /* the level from a fresh reading, now */
+    n->mem_reconf = 0;
 out:
     pthread_mutex_unlock(&n->mem_check_lock);
     return rc;

@@ -608,8 +608,9 @@ void tide_node_memory_get(tide_node *n, tide_node_memory_status *out);
  * (0: none, the level drops to NORMAL), `pct` (TIDE_OVERLOAD_LEVELS
  * entries as opts.memory_pct, NULL: keep), `hysteresis_pct` and
  * `pressure_pct` (UINT_MAX: keep). The level is recomputed at the next
- * reading, which this call makes at once (from a fresh state: a level
- * held by hysteresis may come out lower). The caches' budgets derived from
+ * reading, which this call makes at once, from the level in force (its
+ * hysteresis kept: at HIGH with 87% of an unchanged limit it stays HIGH);
+ * a change it causes is logged with the reason "reconfigured". The caches' budgets derived from
  * the old limit are not recomputed (they were fixed at startup), and a PSI
  * trigger is not reopened for a new pressure_pct (the averages use it at
  * once). Returns 0

@@ -96,6 +96,8 @@ struct tide_node {
     uint64_t         mem_resweep_ms;     /* (c) the resweep interval in force (backs off) */
     uint64_t         mem_resweep_base;   /* (c) counted when the interval was last reset */
     uint64_t         mem_last_us;        /* under mem_lock: the last look, governor clock */
+    int              mem_reconf;         /* (c) the next look follows a configure (its log
+                                            line's reason says "reconfigured") */
     int              mem_failing;        /* (c) the last reading failed (one WARN per streak) */
     size_t           mem_cache_budget, mem_cache_hard, mem_keycache_hard; /* as opened */
     char            *mem_cgroup_path;    /* opts.cgroup_path copied */
