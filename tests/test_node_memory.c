@@ -687,6 +687,22 @@ static void the_real_reading_gives_the_rss_and_the_kernels_peak(void **state)
     expect_u64(st.readings, 1, "readings");
 }
 
+/* Issue 13 review: the governor's 1 s trigger window was refused by kernels
+ * >= 6.5 (EINVAL without CAP_SYS_RESOURCE); its 2 s window is granted. */
+static void the_governor_opens_a_psi_trigger_where_psi_exists(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = real_opts(w);
+    tide_node_memory_status st;
+
+    if (access(TIDE_MEM_PSI_SYSTEM, R_OK) != 0) th_skip("no %s (a kernel without PSI)", TIDE_MEM_PSI_SYSTEM);
+    open_with(w, &o);
+    expect_u64((uint64_t)tide_node_memory_check(w->n), TIDE_OVERLOAD_NORMAL, "the level under 1 TiB");
+    st = status(w);
+    if (!st.psi_trigger) fail_msg("no PSI trigger on %s: %s", TIDE_MEM_PSI_SYSTEM, st.psi_trigger_error);
+    expect_u64((uint64_t)st.last.has_psi, 1, "the averages read as well");
+}
+
 static char g_group[256];
 
 /* The child: join the group, touch 64 MiB, say so, wait to be killed. */
@@ -798,6 +814,7 @@ int main(void)
         T(time_is_counted_per_level),
         T(the_rotators_gate_waits_while_the_level_is_high),
         T(the_real_reading_gives_the_rss_and_the_kernels_peak),
+        T(the_governor_opens_a_psi_trigger_where_psi_exists),
         T(a_real_v1_cgroup_counts_its_usage_less_page_cache),
         T(the_governor_thread_moves_the_level_on_its_own),
 #undef T

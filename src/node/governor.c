@@ -72,7 +72,10 @@
 #include "util/log.h"
 #include "util/size.h"
 
-#define PSI_WINDOW_US 1000000u    /* the trigger's window: 1 s */
+/* The trigger's window: 2 s. Kernels >= 6.5 refuse (EINVAL) a window that
+ * is not a multiple of 2 s from a process without CAP_SYS_RESOURCE (issue 13
+ * review: the 1 s window was refused on every such machine). */
+#define PSI_WINDOW_US 2000000u
 
 const char *tide_node_action_name(int action)
 {
@@ -456,7 +459,7 @@ void ti_node_governor_round_began(tide_node *n)
 
 /* ---- the thread ---------------------------------------------------------------- */
 
-/* Open the PSI trigger: memory_pressure_pct percent of a 1 s window. On
+/* Open the PSI trigger: memory_pressure_pct percent of a 2 s window. On
  * failure the averages alone are polled and psi_trigger_error says why. */
 static void open_trigger(tide_node *n)
 {

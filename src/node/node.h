@@ -230,7 +230,7 @@ typedef struct tide_node_opts {
     const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none */
     unsigned memory_pressure_pct; /* PSI "some" avg10 at or above this percent (or the
                                      trigger firing: memory_pressure_pct percent of a
-                                     1 s window) holds the level at SOFT or above; it
+                                     2 s window) holds the level at SOFT or above; it
                                      lets go when avg10 falls under half of it;
                                      0: pressure ignored; default 10 */
     tide_node_memory_fn memory_reading; /* NULL (default): /proc, the cgroup, PSI */
