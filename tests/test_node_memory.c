@@ -492,7 +492,40 @@ static void pressure_holds_soft_until_avg10_falls_under_half_the_threshold(void 
     w->triggered = 1;
     expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the trigger fired");
     w->triggered = 0;
-    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "the trigger quiet and no averages");
+    w->now += 2 * SEC;                 /* the trigger's hold: one 2 s window */
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "the trigger quiet a window and no averages");
+}
+
+/* Issue 13 review: pressure from the trigger let go at the next look and
+ * came back at the next firing (flapping once per window). It holds one
+ * window (2 s) after the last firing, then the avg10 rule applies. */
+static void trigger_pressure_holds_a_window_after_the_last_firing(void **state)
+{
+    world *w = *state;
+    int lines;
+
+    open_world(w);
+    w->triggered = 1;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the trigger fired");
+    lines = w->lines;
+    for (int i = 0; i < 3; i++) {
+        w->triggered = 0;
+        w->now += SEC / 10;
+        expect_look(w, 10, TIDE_OVERLOAD_SOFT, "100 ms after a firing: held");
+        w->now += 9 * SEC / 10;
+        w->triggered = 1;
+        expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the next firing");
+    }
+    expect_u64((uint64_t)w->lines, (uint64_t)lines, "no level lines while it keeps firing");
+    w->triggered = 0;
+    w->now += 2 * SEC - 1;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "1 us before the window since the last firing ends");
+    w->has_psi = 1;
+    w->avg10 = 6;
+    w->now += 1;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the window over, avg10 6: not under half of 10");
+    w->avg10 = 4;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "avg10 4: over");
 }
 
 static void pressure_off_is_ignored(void **state)
@@ -805,6 +838,7 @@ int main(void)
         T(trim_policy_never_makes_no_forced_release),
         T(put_is_refused_at_high_and_accepted_below_highs_leave_mark_and_nothing_is_lost),
         T(pressure_holds_soft_until_avg10_falls_under_half_the_threshold),
+        T(trigger_pressure_holds_a_window_after_the_last_firing),
         T(pressure_off_is_ignored),
         T(a_failed_reading_is_counted_and_the_level_kept),
         T(configure_changes_the_limit_live_and_refuses_bad_levels),

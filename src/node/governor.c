@@ -16,7 +16,8 @@
  *      the last sweep round began);
  *   3. the pressure flag, with its own hysteresis: on when some avg10 >=
  *      memory_pressure_pct or the trigger fired, off once avg10 < half of
- *      it (and the trigger quiet);
+ *      it and the trigger has been quiet one window (2 s) since it last
+ *      fired;
  *   4. with a limit, the level (tide_mem_overload_update); a change is
  *      logged once (WARN up, INFO down) with the figures and the mark
  *      crossed, recorded in the ring and counted;
@@ -145,13 +146,20 @@ static uint64_t cgroup_counted(const tide_node_memory_reading *r)
     return r->cgroup.current_bytes - r->cgroup.page_cache_bytes;
 }
 
-/* The pressure flag after reading `r` (step 3). */
-static int pressure_after(tide_node *n, const tide_node_memory_reading *r, int was)
+/* The pressure flag after reading `r` at `now` (step 3). A firing of the
+ * trigger holds it on for one trigger window after it (issue 13 review:
+ * without a hold it flapped off at the next look, once per window). */
+static int pressure_after(tide_node *n, const tide_node_memory_reading *r, int was, uint64_t now)
 {
     double pct = n->mem_pressure_pct, avg = r->has_psi ? r->psi.some.avg10 : 0;
 
     if (n->mem_pressure_pct == 0) return 0;
+    if (r->psi_triggered) {
+        n->mem_psi_fired = 1;
+        n->mem_psi_fired_us = now;
+    }
     if (r->psi_triggered || (r->has_psi && avg >= pct)) return 1;
+    if (n->mem_psi_fired && now - n->mem_psi_fired_us < PSI_WINDOW_US) return 1;
     return was && r->has_psi && avg >= pct / 2;
 }
 
@@ -328,7 +336,7 @@ static int check_locked(tide_node *n)
     n->mem_failing = 0;
     if (n->opts.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0) hwm = ps.vm_hwm;
     counted = cgroup_counted(&r) > r.rss_bytes ? cgroup_counted(&r) : r.rss_bytes;
-    pressure = pressure_after(n, &r, n->mem_st.pressure);   /* written only here, under (c) */
+    pressure = pressure_after(n, &r, n->mem_st.pressure, now);   /* written only here, under (c) */
     if (n->mem_st.limit_bytes) to = tide_mem_overload_update(&n->mem_ov, counted, pressure);
     atomic_store(&n->mem_level, to);
     memset(&c, 0, sizeof c);

@@ -231,7 +231,8 @@ typedef struct tide_node_opts {
     unsigned memory_pressure_pct; /* PSI "some" avg10 at or above this percent (or the
                                      trigger firing: memory_pressure_pct percent of a
                                      2 s window) holds the level at SOFT or above; it
-                                     lets go when avg10 falls under half of it;
+                                     lets go when avg10 falls under half of it and
+                                     the trigger has not fired for one window;
                                      0: pressure ignored; default 10 */
     tide_node_memory_fn memory_reading; /* NULL (default): /proc, the cgroup, PSI */
     void    *memory_reading_arg;

@@ -96,6 +96,9 @@ struct tide_node {
     uint64_t         mem_resweep_ms;     /* (c) the resweep interval in force (backs off) */
     uint64_t         mem_resweep_base;   /* (c) counted when the interval was last reset */
     uint64_t         mem_last_us;        /* under mem_lock: the last look, governor clock */
+    uint64_t         mem_psi_fired_us;   /* (c) the trigger's last firing, governor clock
+                                            (pressure held a window after it) */
+    int              mem_psi_fired;      /* (c) it fired at least once */
     int              mem_reconf;         /* (c) the next look follows a configure (its log
                                             line's reason says "reconfigured") */
     int              mem_failing;        /* (c) the last reading failed (one WARN per streak) */
