@@ -51,6 +51,8 @@ typedef struct world {
     int fail;                     /* the next readings fail with TIDE_EIO */
     int has_cgroup;
     uint64_t cg_current, cg_cache;
+    int cg_has_psi;
+    double cg_avg10;              /* the cgroup's own memory.pressure some avg10 */
     _Atomic int readings;
     uint64_t now;                 /* the clock, microseconds */
     int releases, rounds;         /* opts.release calls; "sweep node_cache" steps */
@@ -74,6 +76,8 @@ static int fake_reading(void *arg, tide_node_memory_reading *r)
     r->has_cgroup = w->has_cgroup;
     r->cgroup.current_bytes = w->cg_current;
     r->cgroup.page_cache_bytes = w->cg_cache;
+    r->cgroup.has_psi = w->cg_has_psi;
+    r->cgroup.psi.some.avg10 = w->cg_avg10;
     return 0;
 }
 
@@ -528,6 +532,32 @@ static void trigger_pressure_holds_a_window_after_the_last_firing(void **state)
     expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "avg10 4: over");
 }
 
+/* Issue 13 review: the cgroup's own PSI was read and not used. The larger
+ * of the system's and the cgroup's avg10 counts. */
+static void the_cgroups_own_pressure_counts_when_larger(void **state)
+{
+    world *w = *state;
+
+    open_world(w);
+    w->has_psi = 1;
+    w->avg10 = 1;
+    w->has_cgroup = 1;
+    w->cg_current = 10 * MIB;
+    w->cg_has_psi = 1;
+    w->cg_avg10 = 20;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the cgroup's avg10 20, the system's 1");
+    w->cg_avg10 = 6;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the cgroup's avg10 6: not under half");
+    w->avg10 = 7;
+    w->cg_avg10 = 2;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the system's 7 is the larger now");
+    w->avg10 = 3;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "both under half");
+    w->has_psi = 0;
+    w->cg_avg10 = 12;
+    expect_look(w, 10, TIDE_OVERLOAD_SOFT, "the cgroup's alone, without the system's file");
+}
+
 static void pressure_off_is_ignored(void **state)
 {
     world *w = *state;
@@ -839,6 +869,7 @@ int main(void)
         T(put_is_refused_at_high_and_accepted_below_highs_leave_mark_and_nothing_is_lost),
         T(pressure_holds_soft_until_avg10_falls_under_half_the_threshold),
         T(trigger_pressure_holds_a_window_after_the_last_firing),
+        T(the_cgroups_own_pressure_counts_when_larger),
         T(pressure_off_is_ignored),
         T(a_failed_reading_is_counted_and_the_level_kept),
         T(configure_changes_the_limit_live_and_refuses_bad_levels),

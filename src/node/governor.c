@@ -14,7 +14,8 @@
  *   2. counted = max(rss, cgroup usage - page cache), and which one it was;
  *      the peaks (since open, with the kernel's VmHWM when larger; since
  *      the last sweep round began);
- *   3. the pressure flag, with its own hysteresis: on when some avg10 >=
+ *   3. the pressure flag, with its own hysteresis: on when some avg10 (the
+ *      larger of the system's and the cgroup's v2 memory.pressure) >=
  *      memory_pressure_pct or the trigger fired, off once avg10 < half of
  *      it and the trigger has been quiet one window (2 s) since it last
  *      fired;
@@ -35,7 +36,8 @@
  * when set (tests), else the monotonic clock.
  *
  * The thread waits with poll() on a wake pipe (close writes to it) and the
- * PSI trigger's descriptor when the kernel granted one (POLLPRI: a look at
+ * PSI trigger's descriptor (on the cgroup's memory.pressure with a v2
+ * cgroup_path, else on the PSI file) when the kernel granted one (POLLPRI: a look at
  * once), for memory_poll_ms.
  *
  * Invariants:
@@ -152,15 +154,22 @@ static uint64_t cgroup_counted(const tide_node_memory_reading *r)
 static int pressure_after(tide_node *n, const tide_node_memory_reading *r, int was, uint64_t now)
 {
     double pct = n->mem_pressure_pct, avg = r->has_psi ? r->psi.some.avg10 : 0;
+    int has = r->has_psi;
 
     if (n->mem_pressure_pct == 0) return 0;
+    /* the cgroup's own (v2 memory.pressure) when larger: the group can
+     * stall against its limit while the machine does not */
+    if (r->has_cgroup && r->cgroup.has_psi) {
+        if (!has || r->cgroup.psi.some.avg10 > avg) avg = r->cgroup.psi.some.avg10;
+        has = 1;
+    }
     if (r->psi_triggered) {
         n->mem_psi_fired = 1;
         n->mem_psi_fired_us = now;
     }
-    if (r->psi_triggered || (r->has_psi && avg >= pct)) return 1;
+    if (r->psi_triggered || (has && avg >= pct)) return 1;
     if (n->mem_psi_fired && now - n->mem_psi_fired_us < PSI_WINDOW_US) return 1;
-    return was && r->has_psi && avg >= pct / 2;
+    return was && has && avg >= pct / 2;
 }
 
 /* ---- the caches' limits -------------------------------------------------------- */
@@ -472,6 +481,14 @@ void ti_node_governor_round_began(tide_node *n)
 static void open_trigger(tide_node *n)
 {
     const char *psi = psi_path(n);
+    char cg[PATH_MAX];
+
+    /* The cgroup's own file when there is one (v2, psi_path left at its
+     * default): the group's stall is what its limit causes. */
+    if (n->opts.psi_path == NULL && n->mem_cgroup_path && n->opts.cgroup_version == 2 &&
+        snprintf(cg, sizeof cg, "%s/memory.pressure", n->mem_cgroup_path) < (int)sizeof cg &&
+        access(cg, R_OK | W_OK) == 0)
+        psi = cg;
     uint64_t stall = (uint64_t)n->mem_pressure_pct * (PSI_WINDOW_US / 100u);
     int rc;
 

@@ -228,7 +228,10 @@ typedef struct tide_node_opts {
                                      RSS alone counts. Copied at open. */
     int      cgroup_version;      /* 1 or 2 with cgroup_path */
     const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none */
-    unsigned memory_pressure_pct; /* PSI "some" avg10 at or above this percent (or the
+    unsigned memory_pressure_pct; /* PSI "some" avg10 (the larger of psi_path's and,
+                                     with a v2 cgroup_path, the group's memory.pressure;
+                                     the trigger is opened on the group's file then)
+                                     at or above this percent (or the
                                      trigger firing: memory_pressure_pct percent of a
                                      2 s window) holds the level at SOFT or above; it
                                      lets go when avg10 falls under half of it and
