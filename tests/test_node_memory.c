@@ -52,6 +52,7 @@ typedef struct world {
     int has_cgroup;
     uint64_t cg_current, cg_cache;
     int cg_has_psi;
+    int cg_fail;                  /* the cgroup's figures fail (cgroup_failed) */
     double cg_avg10;              /* the cgroup's own memory.pressure some avg10 */
     _Atomic int readings;
     uint64_t now;                 /* the clock, microseconds */
@@ -59,6 +60,7 @@ typedef struct world {
     int lines, warns;             /* the governor's level lines, of them at WARN */
     char last[512];               /* the last level line */
     int read_failed_warns;        /* "a reading failed" lines */
+    int cg_failed_warns, cg_again_infos; /* the cgroup's failure and recovery lines */
 } world;
 
 static world *g_w;                /* the log sink's world (one test at a time) */
@@ -73,7 +75,8 @@ static int fake_reading(void *arg, tide_node_memory_reading *r)
     r->has_psi = w->has_psi;
     r->psi.some.avg10 = w->avg10;
     r->psi_triggered = w->triggered;
-    r->has_cgroup = w->has_cgroup;
+    r->has_cgroup = w->has_cgroup && !w->cg_fail;
+    r->cgroup_failed = w->cg_fail;
     r->cgroup.current_bytes = w->cg_current;
     r->cgroup.page_cache_bytes = w->cg_cache;
     r->cgroup.has_psi = w->cg_has_psi;
@@ -105,6 +108,8 @@ static void sink(void *arg, int level, const char *line)
         snprintf(w->last, sizeof w->last, "%s", line);
     }
     if (strstr(line, "a reading failed") && level == TIDE_LOG_WARN) w->read_failed_warns++;
+    if (strstr(line, "the cgroup's figures failed") && level == TIDE_LOG_WARN) w->cg_failed_warns++;
+    if (strstr(line, "the cgroup's figures read again") && level == TIDE_LOG_INFO) w->cg_again_infos++;
 }
 
 static int setup(void **state)
@@ -591,6 +596,30 @@ static void a_failed_reading_is_counted_and_the_level_kept(void **state)
     expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "a good reading again");
 }
 
+/* Issue 13 review: a failed cgroup read silently counted the RSS alone. It
+ * keeps the level, is counted, and logged once per streak. */
+static void a_failed_cgroup_read_keeps_the_level_and_is_counted(void **state)
+{
+    world *w = *state;
+
+    open_world(w);
+    w->has_cgroup = 1;
+    w->cg_current = 95 * MIB;
+    expect_look(w, 10, TIDE_OVERLOAD_HIGH, "the cgroup's 95 MiB counts");
+    w->cg_fail = 1;
+    expect_look(w, 10, TIDE_OVERLOAD_HIGH, "the cgroup failed: the level kept, not the RSS's normal");
+    expect_look(w, 10, TIDE_OVERLOAD_HIGH, "again");
+    expect_u64(status(w).cgroup_failures, 2, "cgroup failures counted");
+    expect_u64((uint64_t)w->cg_failed_warns, 1, "one WARN per streak");
+    w->cg_fail = 0;
+    w->cg_current = 50 * MIB;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "the cgroup reads again: 50 MiB");
+    expect_u64((uint64_t)w->cg_again_infos, 1, "one INFO when it reads again");
+    w->cg_fail = 1;
+    expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "a new streak");
+    expect_u64((uint64_t)w->cg_failed_warns, 2, "a WARN for the new streak");
+}
+
 static void configure_changes_the_limit_live_and_refuses_bad_levels(void **state)
 {
     world *w = *state;
@@ -872,6 +901,7 @@ int main(void)
         T(the_cgroups_own_pressure_counts_when_larger),
         T(pressure_off_is_ignored),
         T(a_failed_reading_is_counted_and_the_level_kept),
+        T(a_failed_cgroup_read_keeps_the_level_and_is_counted),
         T(configure_changes_the_limit_live_and_refuses_bad_levels),
         T(configure_keeps_the_level_and_its_hysteresis),
         T(configure_to_no_limit_drops_to_normal),

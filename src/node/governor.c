@@ -10,7 +10,8 @@
  *      (/proc/self/statm), the cgroup's usage, page cache and events
  *      (opts.cgroup_path), PSI (opts.psi_path, the system's by default),
  *      and whether the PSI trigger fired since the last look; a failed
- *      reading is counted and changes nothing else;
+ *      reading is counted and changes nothing else, and so is one whose
+ *      cgroup figures failed (cgroup_failures);
  *   2. counted = max(rss, cgroup usage - page cache), and which one it was;
  *      the peaks (since open, with the kernel's VmHWM when larger; since
  *      the last sweep round began);
@@ -114,9 +115,12 @@ static int real_reading(tide_node *n, tide_node_memory_reading *r)
     int rc = tide_mem_proc_statm_rss(&r->rss_bytes);
 
     if (rc) return rc;
-    if (n->mem_cgroup_path &&
-        tide_mem_cgroup_usage_read(n->mem_cgroup_path, n->opts.cgroup_version, &r->cgroup) == 0)
-        r->has_cgroup = 1;
+    if (n->mem_cgroup_path) {
+        if (tide_mem_cgroup_usage_read(n->mem_cgroup_path, n->opts.cgroup_version, &r->cgroup) == 0)
+            r->has_cgroup = 1;
+        else
+            r->cgroup_failed = 1;   /* tide_last_error says why (check_locked logs it) */
+    }
     if (psi && tide_mem_psi_read(psi, &r->psi) == 0) r->has_psi = 1;
     return 0;
 }
@@ -321,6 +325,30 @@ static void resweep(tide_node *n, uint64_t counted, uint64_t now)
     }
 }
 
+/* A reading whose cgroup figures failed keeps the level (counting the RSS
+ * alone would understate a group whose page-cache-less usage is larger):
+ * counted, one WARN per streak, INFO when the group reads again. Returns 1
+ * for such a reading. */
+static int cgroup_failed(tide_node *n, const tide_node_memory_reading *r, int level)
+{
+    if (!r->cgroup_failed) {
+        if (n->mem_cg_failing && r->has_cgroup)
+            tide_log(TIDE_LOG_INFO, "memory governor: the cgroup's figures read again (%s)",
+                     n->mem_cgroup_path ? n->mem_cgroup_path : "the reading hook");
+        if (r->has_cgroup) n->mem_cg_failing = 0;
+        return 0;
+    }
+    if (!n->mem_cg_failing)
+        tide_log(TIDE_LOG_WARN, "memory governor: the cgroup's figures failed (%s); the level stays %s",
+                 n->opts.memory_reading ? "the reading hook said so" : tide_last_error(),
+                 tide_mem_overload_level_name(level));
+    n->mem_cg_failing = 1;
+    pthread_mutex_lock(&n->mem_lock);
+    n->mem_st.cgroup_failures++;
+    pthread_mutex_unlock(&n->mem_lock);
+    return 1;
+}
+
 /* A look, under mem_check_lock. */
 static int check_locked(tide_node *n)
 {
@@ -343,6 +371,7 @@ static int check_locked(tide_node *n)
         return from;
     }
     n->mem_failing = 0;
+    if (cgroup_failed(n, &r, from)) return from;
     if (n->opts.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0) hwm = ps.vm_hwm;
     counted = cgroup_counted(&r) > r.rss_bytes ? cgroup_counted(&r) : r.rss_bytes;
     pressure = pressure_after(n, &r, n->mem_st.pressure, now);   /* written only here, under (c) */

@@ -70,6 +70,11 @@ typedef struct tide_node_memory_reading {
     tide_mem_psi psi;
     int      psi_triggered;       /* the PSI trigger descriptor polled POLLPRI
                                      since the last reading */
+    int      cgroup_failed;       /* opts.cgroup_path is set and its figures could
+                                     not be read (has_cgroup 0): the governor keeps
+                                     the level on such a reading (issue 13 review:
+                                     it silently counted the RSS alone) and counts
+                                     it in cgroup_failures */
 } tide_node_memory_reading;
 
 /* What the governor calls instead of reading /proc and the cgroup (tests):
@@ -582,6 +587,8 @@ typedef struct tide_node_memory_status {
     uint64_t counted_bytes;       /* max(rss, cgroup usage - page cache) */
     tide_node_memory_reading last;/* the latest reading */
     uint64_t readings, reading_failures;
+    uint64_t cgroup_failures;     /* readings whose cgroup figures failed (the level
+                                     kept; one WARN per streak, INFO when it reads) */
     int      pressure;            /* the pressure flag now */
     int      psi_trigger;         /* 1: a PSI trigger descriptor is polled; 0: the
                                      averages only (why in psi_trigger_error) */

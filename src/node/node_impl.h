@@ -99,6 +99,8 @@ struct tide_node {
     uint64_t         mem_psi_fired_us;   /* (c) the trigger's last firing, governor clock
                                             (pressure held a window after it) */
     int              mem_psi_fired;      /* (c) it fired at least once */
+    int              mem_cg_failing;     /* (c) the cgroup's figures failed last (one WARN
+                                            per streak) */
     int              mem_reconf;         /* (c) the next look follows a configure (its log
                                             line's reason says "reconfigured") */
     int              mem_failing;        /* (c) the last reading failed (one WARN per streak) */
