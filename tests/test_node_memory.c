@@ -795,6 +795,60 @@ static void the_governor_opens_a_psi_trigger_where_psi_exists(void **state)
     expect_u64((uint64_t)st.last.has_psi, 1, "the averages read as well");
 }
 
+/* The descriptor number of the node's PSI trigger (the only one open on
+ * the PSI file), or -1. */
+static int trigger_fd(void)
+{
+    char link[64], target[256];
+
+    for (int fd = 3; fd < 1024; fd++) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(link, target, sizeof target - 1);
+        if (k <= 0) continue;
+        target[k] = '\0';
+        if (strcmp(target, TIDE_MEM_PSI_SYSTEM) == 0) return fd;
+    }
+    return -1;
+}
+
+/* Issue 13 review: POLLERR/POLLNVAL on the trigger were never handled with
+ * memory_poll_ms 0 (and POLLERR came with POLLPRI: counted as fired); the
+ * trigger stayed "polled" with no error text. The trigger's descriptor is
+ * replaced by a pipe's write end without a reader (POLLERR), then closed
+ * (POLLNVAL). */
+static void a_trigger_reporting_an_error_is_closed_and_never_fires(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = real_opts(w);
+    tide_node_memory_status st;
+    int fd, pfd[2];
+
+    if (access(TIDE_MEM_PSI_SYSTEM, R_OK) != 0) th_skip("no %s (a kernel without PSI)", TIDE_MEM_PSI_SYSTEM);
+    for (int round = 0; round < 2; round++) {
+        open_with(w, &o);
+        if (!status(w).psi_trigger) th_skip("no PSI trigger granted: %s", status(w).psi_trigger_error);
+        fd = trigger_fd();
+        if (fd < 0) fail_msg("the trigger's descriptor is not among /proc/self/fd");
+        if (round == 0) {              /* POLLERR */
+            expect_u64((uint64_t)pipe(pfd), 0, "a pipe");
+            expect_u64((uint64_t)dup2(pfd[1], fd), (uint64_t)fd, "the pipe over the trigger");
+            close(pfd[0]);
+            close(pfd[1]);
+        } else {
+            close(fd);                 /* POLLNVAL */
+        }
+        for (int i = 0; i < 3; i++) {
+            expect_u64((uint64_t)tide_node_memory_check(w->n), TIDE_OVERLOAD_NORMAL, "a look");
+            st = status(w);
+            expect_u64((uint64_t)st.last.psi_triggered, 0, "an error on the trigger is never a firing");
+            expect_u64((uint64_t)st.psi_trigger, 0, "the trigger no longer polled");
+            expect_contains(st.psi_trigger_error, round == 0 ? "POLLERR" : "POLLNVAL", "why");
+        }
+        tide_node_close(w->n);
+        w->n = NULL;
+    }
+}
+
 static char g_group[256];
 
 /* The child: join the group, touch 64 MiB, say so, wait to be killed. */
@@ -910,6 +964,7 @@ int main(void)
         T(the_rotators_gate_waits_while_the_level_is_high),
         T(the_real_reading_gives_the_rss_and_the_kernels_peak),
         T(the_governor_opens_a_psi_trigger_where_psi_exists),
+        T(a_trigger_reporting_an_error_is_closed_and_never_fires),
         T(a_real_v1_cgroup_counts_its_usage_less_page_cache),
         T(the_governor_thread_moves_the_level_on_its_own),
 #undef T

@@ -125,15 +125,39 @@ static int real_reading(tide_node *n, tide_node_memory_reading *r)
     return 0;
 }
 
+/* Stop polling the trigger (POLLERR: its cgroup went away; POLLNVAL): close
+ * it, and say so in the status (under mem_check_lock). */
+static void close_trigger(tide_node *n, short revents)
+{
+    close(n->mem_psi_fd);
+    n->mem_psi_fd = -1;
+    atomic_store(&n->mem_psi_seen, 0);
+    pthread_mutex_lock(&n->mem_lock);
+    n->mem_st.psi_trigger = 0;
+    snprintf(n->mem_st.psi_trigger_error, sizeof n->mem_st.psi_trigger_error,
+             "the trigger's descriptor reported %s: closed; the averages are polled alone",
+             (revents & POLLNVAL) ? "POLLNVAL" : "POLLERR");
+    pthread_mutex_unlock(&n->mem_lock);
+    tide_log(TIDE_LOG_WARN, "memory governor: %s", n->mem_st.psi_trigger_error);
+}
+
 /* Whether the trigger fired since the last look: the thread's wait saw it
- * (mem_psi_seen), or a poll now does (each consumes the event). */
+ * (mem_psi_seen), or a poll now does (each consumes the event). POLLERR and
+ * POLLNVAL come first (the kernel reports POLLPRI with POLLERR for a trigger
+ * whose cgroup is gone): never a firing; the trigger is closed, here when no
+ * thread polls it or on that thread, else by the thread's own wait. */
 static int trigger_fired(tide_node *n)
 {
     struct pollfd p = { n->mem_psi_fd, POLLPRI, 0 };
     int seen = atomic_exchange(&n->mem_psi_seen, 0);
 
     if (n->mem_psi_fd < 0) return seen;
-    return (poll(&p, 1, 0) == 1 && (p.revents & POLLPRI)) || seen;
+    if (poll(&p, 1, 0) != 1) return seen;
+    if (p.revents & (POLLERR | POLLNVAL)) {
+        if (!n->mem_started || pthread_equal(pthread_self(), n->mem_thread)) close_trigger(n, p.revents);
+        return 0;
+    }
+    return (p.revents & POLLPRI) || seen;
 }
 
 static int take_reading(tide_node *n, tide_node_memory_reading *r)
@@ -551,15 +575,15 @@ static void *governor_main(void *arg)
         p[1] = (struct pollfd){ n->mem_psi_fd, POLLPRI, 0 };
         int k = poll(p, n->mem_psi_fd >= 0 ? 2 : 1, (int)n->opts.memory_poll_ms);
         if (k > 0 && (p[0].revents & (POLLIN | POLLHUP))) break;
-        if (k > 0 && (p[1].revents & POLLPRI)) atomic_store(&n->mem_psi_seen, 1);
-        /* POLLPRI: the next look reads the trigger's event at once. A
-         * trigger that reports POLLERR (its cgroup went away) would spin:
-         * stop polling it. */
+        /* POLLERR/POLLNVAL first (the kernel sets POLLPRI with POLLERR when
+         * the trigger's cgroup went away): never a firing; close it, or the
+         * wait would spin. POLLPRI: the next look reads the event at once. */
         if (k > 0 && (p[1].revents & (POLLERR | POLLNVAL))) {
-            pthread_mutex_lock(&n->mem_check_lock);     /* a test's look reads the fd */
-            close(n->mem_psi_fd);
-            n->mem_psi_fd = -1;
+            pthread_mutex_lock(&n->mem_check_lock);     /* another thread's look polls the fd */
+            if (n->mem_psi_fd >= 0) close_trigger(n, p[1].revents);
             pthread_mutex_unlock(&n->mem_check_lock);
+        } else if (k > 0 && (p[1].revents & POLLPRI)) {
+            atomic_store(&n->mem_psi_seen, 1);
         }
     }
     while (read(n->mem_wake[0], b, sizeof b) > 0) {}
