@@ -55,6 +55,8 @@ typedef struct world {
     int cg_fail;                  /* the cgroup's figures fail (cgroup_failed) */
     double cg_avg10;              /* the cgroup's own memory.pressure some avg10 */
     _Atomic int readings;
+    pthread_t main_thread;        /* the test's thread */
+    _Atomic int readings_on_main; /* readings the hook made on it */
     uint64_t now;                 /* the clock, microseconds */
     int releases, rounds;         /* opts.release calls; "sweep node_cache" steps */
     int lines, warns;             /* the governor's level lines, of them at WARN */
@@ -70,6 +72,7 @@ static int fake_reading(void *arg, tide_node_memory_reading *r)
     world *w = arg;
 
     atomic_fetch_add(&w->readings, 1);
+    if (pthread_equal(pthread_self(), w->main_thread)) atomic_fetch_add(&w->readings_on_main, 1);
     if (w->fail) return tide_err_set(TIDE_EIO, "the test's reading failed on purpose");
     r->rss_bytes = atomic_load(&w->rss);
     r->has_psi = w->has_psi;
@@ -118,6 +121,7 @@ static int setup(void **state)
 
     if (w == NULL || th_scratch_init(&w->s) != 0) { free(w); return -1; }
     w->now = 1000 * SEC;
+    w->main_thread = pthread_self();
     g_w = w;
     *state = w;
     return 0;
@@ -937,6 +941,30 @@ static void the_governor_thread_moves_the_level_on_its_own(void **state)
     w->n = NULL;
 }
 
+/* Issue 13 review: a configure ran a whole look (round + release) on the
+ * caller's thread (tided's loop 0). With the thread running it only sets
+ * the marks and wakes the thread, which makes the look at once. */
+static void configure_with_the_thread_running_looks_on_the_thread(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = base_opts(w);
+    int lines;
+
+    o.memory_poll_ms = 600000;        /* the thread looks at start, then only when woken */
+    o.clock_us = NULL;
+    atomic_store(&w->rss, 95 * MIB);
+    open_with(w, &o);
+    wait_for_level(w, TIDE_OVERLOAD_HIGH, "95 MiB: the thread's first look");
+    lines = w->lines;
+    expect_ok(tide_node_memory_configure(w->n, 200 * MIB, NULL, UINT_MAX, UINT_MAX), "configure 200 MiB");
+    wait_for_level(w, TIDE_OVERLOAD_NORMAL, "95 of 200 MiB, after the thread's wake");
+    expect_u64((uint64_t)atomic_load(&w->readings_on_main), 0, "no reading on the configuring thread");
+    expect_u64(status(w).limit_bytes, 200 * MIB, "the limit in force");
+    if (w->lines <= lines) fail_msg("no level line after the configure");
+    expect_ok(tide_node_close(w->n), "close with the thread running");
+    w->n = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -967,6 +995,7 @@ int main(void)
         T(a_trigger_reporting_an_error_is_closed_and_never_fires),
         T(a_real_v1_cgroup_counts_its_usage_less_page_cache),
         T(the_governor_thread_moves_the_level_on_its_own),
+        T(configure_with_the_thread_running_looks_on_the_thread),
 #undef T
     };
     return cmocka_run_group_tests_name("node_memory", tests, NULL, NULL);

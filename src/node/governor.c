@@ -36,7 +36,9 @@
  * The governor's time (the resweep, the seconds per level) is opts.clock_us
  * when set (tests), else the monotonic clock.
  *
- * The thread waits with poll() on a wake pipe (close writes to it) and the
+ * The thread waits with poll() on a wake pipe (close writes to it after
+ * setting mem_stopping; tide_node_memory_configure writes to it for a look
+ * at once) and the
  * PSI trigger's descriptor (on the cgroup's memory.pressure with a v2
  * cgroup_path, else on the PSI file) when the kernel granted one (POLLPRI: a look at
  * once), for memory_poll_ms.
@@ -420,6 +422,7 @@ static int check_locked(tide_node *n)
     } else if (to >= TIDE_OVERLOAD_SOFT && counted >= n->mem_ov.enter[TIDE_OVERLOAD_SOFT]) {
         resweep(n, counted, now);
     }
+    n->mem_reconf = 0;
     TIDE_ASSERT(n->mem_st.limit_bytes == 0 || n->mem_ov.level == to);      /* 1 */
     return to;
 }
@@ -495,8 +498,14 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     pthread_mutex_unlock(&n->mem_lock);
     tide_log(TIDE_LOG_INFO, "memory governor: limit %" PRIu64 " bytes, levels %u,%u,%u, hysteresis %u, "
              "pressure %u%% (configured)", limit_bytes, pct[1], pct[2], pct[3], hysteresis_pct, pressure_pct);
-    (void)check_locked(n);      /* the level from a fresh reading, now */
-    n->mem_reconf = 0;
+    /* The level from a fresh reading: on the governor's thread when it runs
+     * (issue 13 review: tided calls this on loop 0, and a look's round and
+     * release stalled every connection there), else here. */
+    if (n->mem_started) {
+        while (write(n->mem_wake[1], "c", 1) < 0 && errno == EINTR) {}
+    } else {
+        (void)check_locked(n);
+    }
 out:
     pthread_mutex_unlock(&n->mem_check_lock);
     return rc;
@@ -574,7 +583,11 @@ static void *governor_main(void *arg)
         p[0] = (struct pollfd){ n->mem_wake[0], POLLIN, 0 };
         p[1] = (struct pollfd){ n->mem_psi_fd, POLLPRI, 0 };
         int k = poll(p, n->mem_psi_fd >= 0 ? 2 : 1, (int)n->opts.memory_poll_ms);
-        if (k > 0 && (p[0].revents & (POLLIN | POLLHUP))) break;
+        if (k > 0 && (p[0].revents & (POLLIN | POLLHUP))) {
+            while (read(n->mem_wake[0], b, sizeof b) > 0) {}
+            if (atomic_load(&n->mem_stopping)) break;
+            continue;           /* a configure's wake: its look at once */
+        }
         /* POLLERR/POLLNVAL first (the kernel sets POLLPRI with POLLERR when
          * the trigger's cgroup went away): never a firing; close it, or the
          * wait would spin. POLLPRI: the next look reads the event at once. */
@@ -646,6 +659,7 @@ int ti_node_governor_start(tide_node *n)
 void ti_node_governor_stop(tide_node *n)
 {
     if (!n->mem_started) return;
+    atomic_store(&n->mem_stopping, 1);
     while (write(n->mem_wake[1], "x", 1) < 0 && errno == EINTR) {}
     pthread_join(n->mem_thread, NULL);
     n->mem_started = 0;

@@ -619,9 +619,16 @@ void tide_node_memory_get(tide_node *n, tide_node_memory_status *out);
  * (0: none, the level drops to NORMAL), `pct` (TIDE_OVERLOAD_LEVELS
  * entries as opts.memory_pct, NULL: keep), `hysteresis_pct` and
  * `pressure_pct` (UINT_MAX: keep). The level is recomputed at the next
- * reading, which this call makes at once, from the level in force (its
+ * reading, which is made at once, from the level in force (its
  * hysteresis kept: at HIGH with 87% of an unchanged limit it stays HIGH);
- * a change it causes is logged with the reason "reconfigured". The caches' budgets derived from
+ * a change it causes is logged with the reason "reconfigured". Cost: with
+ * the governor thread running (memory_poll_ms > 0) the marks are set and
+ * the thread woken through its pipe: the reading, the level's change and
+ * its round and release (tens to hundreds of ms for glibc's malloc_trim)
+ * happen there, so the caller (tided's loop 0 on SIGHUP) is not stalled,
+ * and tide_node_memory_get may show the new marks with the old level for
+ * that moment. With memory_poll_ms 0 the whole look runs on the caller's
+ * thread before this returns. The caches' budgets derived from
  * the old limit are not recomputed (they were fixed at startup), and a PSI
  * trigger is not reopened for a new pressure_pct (the averages use it at
  * once). Returns 0

@@ -112,6 +112,8 @@ struct tide_node {
     int              mem_wake[2];        /* close writes to [1] to end the thread's poll */
     int              mem_inited;         /* the locks exist (node_free's test) */
     int              mem_started;
+    _Atomic int      mem_stopping;       /* stop's wake: the thread ends (else a wake is
+                                            a configure's: a look at once) */
     pthread_t        mem_thread;
     tide_node_memory_status mem_st;      /* under mem_lock; changes[] is a ring (mem_ring) */
     size_t           mem_ring;           /* next slot of mem_st.changes to write */
