@@ -677,6 +677,44 @@ static void configure_keeps_the_level_and_its_hysteresis(void **state)
     expect_look(w, 87, TIDE_OVERLOAD_NORMAL, "a look after it");
 }
 
+/* Issue 13 review: bad marks opened without a limit were accepted, and
+ * every later configure keeping them (pct NULL) was refused. */
+static void bad_marks_are_refused_at_open_even_without_a_limit(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = base_opts(w);
+
+    o.memory_limit = 0;
+    o.memory_pct[TIDE_OVERLOAD_HIGH] = 70;          /* below soft's 80 */
+    expect_rc(tide_node_open(&w->n, &o), TIDE_EINVAL, "levels 80,70,97 without a limit");
+    w->n = NULL;
+    o.memory_pct[TIDE_OVERLOAD_HIGH] = 90;
+    o.memory_hysteresis_pct = 95;
+    expect_rc(tide_node_open(&w->n, &o), TIDE_EINVAL, "hysteresis 95 without a limit");
+    w->n = NULL;
+    o.memory_hysteresis_pct = 5;
+    open_with(w, &o);
+    expect_ok(tide_node_memory_configure(w->n, 100 * MIB, NULL, UINT_MAX, UINT_MAX), "a limit later");
+    expect_look(w, 85, TIDE_OVERLOAD_SOFT, "85 MiB");
+}
+
+/* opts.psi_path is copied at open (the caller's buffer may go). */
+static void psi_path_is_copied_at_open(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = real_opts(w);
+    char path[64];
+
+    if (access(TIDE_MEM_PSI_SYSTEM, R_OK) != 0) th_skip("no %s (a kernel without PSI)", TIDE_MEM_PSI_SYSTEM);
+    snprintf(path, sizeof path, "%s", TIDE_MEM_PSI_SYSTEM);
+    o.psi_path = path;
+    open_with(w, &o);
+    snprintf(path, sizeof path, "/nonexistent-tide/pressure");
+    expect_u64((uint64_t)tide_node_memory_check(w->n), TIDE_OVERLOAD_NORMAL, "a look");
+    expect_u64((uint64_t)status(w).last.has_psi, 1, "PSI read from the copy");
+    expect_str(tide_node_options(w->n)->psi_path, TIDE_MEM_PSI_SYSTEM, "the options' copy");
+}
+
 static void configure_to_no_limit_drops_to_normal(void **state)
 {
     world *w = *state;
@@ -746,6 +784,7 @@ static void the_rotators_gate_waits_while_the_level_is_high(void **state)
     o.online_delete_on = 1;
     o.online_delete = 1;
     o.rotation_wait_max_s = 0;        /* one look, then abandoned with the reason */
+    o.recovery_wait_s = 0;
     open_with(w, &o);
     expect_ok(put_i(w, 1), "a put at normal (the trigger is one object)");
     expect_look(w, 92, TIDE_OVERLOAD_HIGH, "92 MiB");
@@ -755,8 +794,11 @@ static void the_rotators_gate_waits_while_the_level_is_high(void **state)
     expect_look(w, 50, TIDE_OVERLOAD_NORMAL, "50 MiB");
     w->now += 1;
     memset(&r, 0, sizeof r);
-    if (tide_node_rotate_check(w->n, &r) == 1 && r.abandoned)
-        fail_msg("an attempt at normal: expected no abandonment, got '%s'", r.error);
+    /* recovery_wait_s 0 (set at open): the attempt is due at once, so the
+     * check must make it (issue 13 review: "== 1 && abandoned" passed when
+     * no attempt was made at all) */
+    expect_u64((uint64_t)tide_node_rotate_check(w->n, &r), 1, "an attempt at normal is made");
+    if (r.abandoned) fail_msg("an attempt at normal: expected no abandonment, got '%s'", r.error);
 }
 
 /* ---- the real reading ---------------------------------------------------------------------- */
@@ -965,6 +1007,60 @@ static void configure_with_the_thread_running_looks_on_the_thread(void **state)
     w->n = NULL;
 }
 
+/* Close while a governor round is in its release: the release waits until
+ * another thread has called close; close waits for it, and everything put
+ * before is stored (reopened). */
+static _Atomic int g_in_release, g_closing;
+
+static int blocking_release(void *arg, tide_mem_trim_report *r)
+{
+    (void)arg;
+    memset(r, 0, sizeof *r);
+    atomic_store(&g_in_release, 1);
+    for (int i = 0; i < 10000 && !atomic_load(&g_closing); i++) usleep(1000);
+    usleep(20000);                    /* let close reach the governor's join */
+    return 0;
+}
+
+static void *closer(void *arg)
+{
+    world *w = arg;
+
+    atomic_store(&g_closing, 1);
+    return (void *)(intptr_t)tide_node_close(w->n);
+}
+
+static void close_during_a_governor_round_waits_for_it(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = base_opts(w);
+    pthread_t t;
+    void *rc;
+    double t0;
+
+    atomic_store(&g_in_release, 0);
+    atomic_store(&g_closing, 0);
+    o.memory_poll_ms = 10;
+    o.clock_us = NULL;
+    o.release = blocking_release;
+    open_with(w, &o);
+    for (uint64_t i = 0; i < 50; i++) expect_ok(put_i(w, i), "a put at normal");
+    atomic_store(&w->rss, 95 * MIB);
+    t0 = th_now_ms();
+    while (!atomic_load(&g_in_release)) {
+        if (th_now_ms() - t0 > 10000) fail_msg("the governor's round did not reach its release within 10 s");
+        usleep(1000);
+    }
+    expect_u64((uint64_t)pthread_create(&t, NULL, closer, w), 0, "the closing thread");
+    pthread_join(t, &rc);
+    w->n = NULL;
+    expect_u64((uint64_t)(intptr_t)rc, 0, "close during the round");
+    o = base_opts(w);
+    atomic_store(&w->rss, 10 * MIB);
+    open_with(w, &o);
+    for (uint64_t i = 0; i < 50; i++) expect_stored(w, i, "after a close during a round");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -986,6 +1082,8 @@ int main(void)
         T(a_failed_cgroup_read_keeps_the_level_and_is_counted),
         T(configure_changes_the_limit_live_and_refuses_bad_levels),
         T(configure_keeps_the_level_and_its_hysteresis),
+        T(bad_marks_are_refused_at_open_even_without_a_limit),
+        T(psi_path_is_copied_at_open),
         T(configure_to_no_limit_drops_to_normal),
         T(peaks_since_open_and_since_the_last_sweep_round),
         T(time_is_counted_per_level),
@@ -996,6 +1094,7 @@ int main(void)
         T(a_real_v1_cgroup_counts_its_usage_less_page_cache),
         T(the_governor_thread_moves_the_level_on_its_own),
         T(configure_with_the_thread_running_looks_on_the_thread),
+        T(close_during_a_governor_round_waits_for_it),
 #undef T
     };
     return cmocka_run_group_tests_name("node_memory", tests, NULL, NULL);

@@ -49,7 +49,8 @@
  *   2. mem_st.level_changes == the number of log lines about a level, and
  *      each change goes into the ring once.
  *   3. mem_shrunk is 1 exactly when the caches run with their limits as
- *      opened; it moves only with a shrink or a restore, each counted.
+ *      opened (they run with them divided by mem_shrunk); it moves only
+ *      with a shrink or a restore, each counted.
  *   4. Locks: mem_check_lock, then round_lock (the round), then mem_lock
  *      (copies only).
  *
@@ -217,6 +218,21 @@ static void set_cache_limits(tide_node *n, int div)
     rc = tide_keycache_set_hard_limit(n->keycache, divided(n->mem_keycache_hard, div));
     TIDE_ASSERT(rc == 0);
     n->mem_shrunk = div;
+}
+
+/* Invariant 3: the caches run with their limits as opened divided by
+ * mem_shrunk (as opened exactly when it is 1). */
+static void assert_limits(tide_node *n)
+{
+    tide_cache_stats cs;
+    tide_keycache_stats ks;
+
+    tide_cache_stats_get(n->cache, &cs);
+    tide_keycache_stats_get(n->keycache, &ks);
+    TIDE_ASSERT(n->mem_shrunk >= 1);
+    TIDE_ASSERT(cs.budget_bytes == divided(n->mem_cache_budget, n->mem_shrunk));
+    TIDE_ASSERT(cs.hard_limit_bytes == divided(n->mem_cache_hard, n->mem_shrunk));
+    TIDE_ASSERT(ks.hard_limit_bytes == divided(n->mem_keycache_hard, n->mem_shrunk));
 }
 
 /* ---- the status ---------------------------------------------------------------- */
@@ -423,7 +439,8 @@ static int check_locked(tide_node *n)
         resweep(n, counted, now);
     }
     n->mem_reconf = 0;
-    TIDE_ASSERT(n->mem_st.limit_bytes == 0 || n->mem_ov.level == to);      /* 1 */
+    TIDE_ASSERT(atomic_load(&n->mem_level) == (n->mem_st.limit_bytes ? n->mem_ov.level : TIDE_OVERLOAD_NORMAL)); /* 1 */
+    assert_limits(n);       /* 3 */
     return to;
 }
 
@@ -582,7 +599,8 @@ static void *governor_main(void *arg)
         (void)tide_node_memory_check(n);
         p[0] = (struct pollfd){ n->mem_wake[0], POLLIN, 0 };
         p[1] = (struct pollfd){ n->mem_psi_fd, POLLPRI, 0 };
-        int k = poll(p, n->mem_psi_fd >= 0 ? 2 : 1, (int)n->opts.memory_poll_ms);
+        int k = poll(p, n->mem_psi_fd >= 0 ? 2 : 1,
+                     n->opts.memory_poll_ms > INT_MAX ? INT_MAX : (int)n->opts.memory_poll_ms);
         if (k > 0 && (p[0].revents & (POLLIN | POLLHUP))) {
             while (read(n->mem_wake[0], b, sizeof b) > 0) {}
             if (atomic_load(&n->mem_stopping)) break;
@@ -627,15 +645,19 @@ int ti_node_governor_init(tide_node *n)
     if (o->cgroup_path && (o->cgroup_version < 1 || o->cgroup_version > 2))
         return tide_err_set(TIDE_EINVAL, "node: cgroup_version %d is not 1 or 2 (cgroup_path %s)",
                             o->cgroup_version, o->cgroup_path);
-    if (o->memory_limit) {
-        overload_opts(&oo, o->memory_limit, o->memory_pct, o->memory_hysteresis_pct);
-        rc = tide_mem_overload_init(&n->mem_ov, &oo);
-        if (rc) return rc;
-    }
+    /* The marks are checked without a limit too (a dummy 1 GiB, as in
+     * configure): bad ones opened unlimited would make every later
+     * configure that keeps them (pct NULL) refuse forever. */
+    overload_opts(&oo, o->memory_limit ? o->memory_limit : 1ull << 30, o->memory_pct, o->memory_hysteresis_pct);
+    rc = tide_mem_overload_init(&n->mem_ov, &oo);
+    if (rc) return rc;
+    if (o->memory_limit == 0) memset(&n->mem_ov, 0, sizeof n->mem_ov);
     n->mem_st.limit_bytes = o->memory_limit;
     publish_marks(n);
     if (o->cgroup_path && (n->mem_cgroup_path = strdup(o->cgroup_path)) == NULL) return TIDE_ENOMEM;
     n->opts.cgroup_path = n->mem_cgroup_path;
+    if (o->psi_path && (n->mem_psi_path = strdup(o->psi_path)) == NULL) return TIDE_ENOMEM;
+    n->opts.psi_path = n->mem_psi_path;
     tide_cache_stats_get(n->cache, &cs);
     tide_keycache_stats_get(n->keycache, &ks);
     n->mem_cache_budget = cs.budget_bytes;
@@ -673,6 +695,7 @@ void ti_node_governor_destroy(tide_node *n)
     if (n->mem_wake[0] >= 0) close(n->mem_wake[0]);
     if (n->mem_wake[1] >= 0) close(n->mem_wake[1]);
     free(n->mem_cgroup_path);
+    free(n->mem_psi_path);
     pthread_mutex_destroy(&n->mem_lock);
     pthread_mutex_destroy(&n->mem_check_lock);
 }

@@ -225,14 +225,18 @@ typedef struct tide_node_opts {
                                      (the readings and peaks are still kept) */
     unsigned memory_pct[TIDE_OVERLOAD_LEVELS]; /* the levels' marks in percent;
                                      default 0, 80, 90, 97 (memory_levels) */
-    unsigned memory_hysteresis_pct; /* default 5 (memory_hysteresis) */
+    unsigned memory_hysteresis_pct; /* default 5 (memory_hysteresis); these and
+                                     memory_pct are checked at open even without a
+                                     limit (TIDE_EINVAL), so a later configure that
+                                     keeps them is not refused forever */
     uint64_t memory_poll_ms;      /* default 100; 0: no governor thread (tests call
                                      tide_node_memory_check) */
     const char *cgroup_path;      /* the cgroup directory whose usage counts beside RSS
                                      (tide_mem_cgroup_limit_info.path), or NULL (default):
                                      RSS alone counts. Copied at open. */
     int      cgroup_version;      /* 1 or 2 with cgroup_path */
-    const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none */
+    const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none.
+                                     Copied at open. */
     unsigned memory_pressure_pct; /* PSI "some" avg10 (the larger of psi_path's and,
                                      with a v2 cgroup_path, the group's memory.pressure;
                                      the trigger is opened on the group's file then)

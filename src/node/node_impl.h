@@ -106,6 +106,7 @@ struct tide_node {
     int              mem_failing;        /* (c) the last reading failed (one WARN per streak) */
     size_t           mem_cache_budget, mem_cache_hard, mem_keycache_hard; /* as opened */
     char            *mem_cgroup_path;    /* opts.cgroup_path copied */
+    char            *mem_psi_path;       /* opts.psi_path copied (NULL when NULL) */
     int              mem_psi_fd;         /* the PSI trigger, or -1 */
     _Atomic int      mem_psi_seen;       /* the thread's poll took a POLLPRI (the kernel
                                             hands each event to one poll only) */
