@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,31 +151,50 @@ static void the_system_psi_file_parses(void **state)
         fail_msg("full stall %" PRIu64 " us above some stall %" PRIu64 " us", p.full.total_us, p.some.total_us);
 }
 
-static void the_real_trigger_is_refused_here_and_says_why(void **state)
+/* Invalid triggers are refused with a reason; the kernel's own refusal is a
+ * 1 s window (kernels >= 6.5, no CAP_SYS_RESOURCE: windows must be
+ * multiples of 2 s), and a stall the kernel cannot parse. */
+static void invalid_triggers_are_refused_and_say_why(void **state)
 {
     int fd = -1, rc;
     (void)state;
 
-    expect_error(tide_mem_psi_trigger_open(TIDE_MEM_PSI_SYSTEM, 0, 1000000, &fd), TIDE_EINVAL,
+    expect_error(tide_mem_psi_trigger_open(TIDE_MEM_PSI_SYSTEM, 0, 2000000, &fd), TIDE_EINVAL,
                  "a stall of 0");
     expect_contains(tide_last_error(), "the stall must be from 1 us to the window", "stall 0");
-    expect_error(tide_mem_psi_trigger_open(TIDE_MEM_PSI_SYSTEM, 2000000, 1000000, &fd), TIDE_EINVAL,
+    expect_error(tide_mem_psi_trigger_open(TIDE_MEM_PSI_SYSTEM, 3000000, 2000000, &fd), TIDE_EINVAL,
                  "a stall above the window");
-    expect_error(tide_mem_psi_trigger_open("/nonexistent-tide/pressure", 100000, 1000000, &fd),
+    expect_error(tide_mem_psi_trigger_open("/nonexistent-tide/pressure", 100000, 2000000, &fd),
                  TIDE_ENOENT, "a missing file");
     expect_u64(fd, (uint64_t)-1, "no descriptor from a failed open");
 
-    rc = tide_mem_psi_trigger_open(TIDE_MEM_PSI_SYSTEM, 100000, 1000000, &fd);
-    if (rc == 0) {
-        close(fd);
-        th_skip("this kernel accepts PSI triggers on %s: the refusal is not exercised", TIDE_MEM_PSI_SYSTEM);
-    }
+    /* a window of 100 s: above the kernel's 10 s maximum on every version */
+    rc = tide_mem_psi_trigger_open(TIDE_MEM_PSI_SYSTEM, 100000, 100000000, &fd);
     if (rc == TIDE_ENOENT) th_skip("no %s: %s", TIDE_MEM_PSI_SYSTEM, tide_last_error());
-    expect_error(rc, TIDE_EINVAL, "the kernel's answer to 'some 100000 1000000'");
+    expect_error(rc, TIDE_EINVAL, "the kernel's answer to a 100 s window (its maximum is 10 s)");
     expect_contains(tide_last_error(), TIDE_MEM_PSI_SYSTEM, "the message names the file");
-    expect_contains(tide_last_error(), "'some 100000 1000000'", "the message gives the trigger");
+    expect_contains(tide_last_error(), "'some 100000 100000000'", "the message gives the trigger");
     expect_contains(tide_last_error(), strerror(EINVAL), "the message gives the kernel's errno text");
     expect_u64(fd, (uint64_t)-1, "no descriptor from a refused trigger");
+}
+
+/* The governor's trigger, "some 200000 2000000" (10% of a 2 s window), is
+ * granted where PSI exists, and its descriptor polls. */
+static void a_two_second_trigger_is_granted(void **state)
+{
+    int fd = -1, rc;
+    struct pollfd p;
+    (void)state;
+
+    rc = tide_mem_psi_trigger_open(TIDE_MEM_PSI_SYSTEM, 200000, 2000000, &fd);
+    if (rc == TIDE_ENOENT) th_skip("no %s (a kernel without PSI): %s", TIDE_MEM_PSI_SYSTEM, tide_last_error());
+    expect_ok(rc, "the trigger 'some 200000 2000000'");
+    if (fd < 0) fail_msg("no descriptor from a granted trigger");
+    p = (struct pollfd){ fd, POLLPRI, 0 };
+    rc = poll(&p, 1, 0);
+    close(fd);
+    if (rc < 0) fail_msg("poll(POLLPRI) on the trigger: %s", strerror(errno));
+    if (p.revents & (POLLERR | POLLNVAL)) fail_msg("the trigger polls an error: revents %#x", p.revents);
 }
 
 /* ---- scratch cgroup directories ------------------------------------------- */
@@ -399,7 +419,8 @@ int main(void)
         cmocka_unit_test(corrupt_psi_lines_are_named_by_file_and_line),
         cmocka_unit_test(a_file_larger_than_its_buffer_is_corrupt_not_truncated),
         cmocka_unit_test(the_system_psi_file_parses),
-        cmocka_unit_test(the_real_trigger_is_refused_here_and_says_why),
+        cmocka_unit_test(invalid_triggers_are_refused_and_say_why),
+        cmocka_unit_test(a_two_second_trigger_is_granted),
         cmocka_unit_test(v1_layout_gives_usage_page_cache_failcnt_and_oom_kill),
         cmocka_unit_test(v2_layout_gives_usage_page_cache_events_and_pressure),
         cmocka_unit_test(missing_optional_files_leave_their_flags_clear),

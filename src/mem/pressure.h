@@ -8,10 +8,14 @@
  *     some avg10=0.00 avg60=0.00 avg300=0.00 total=0
  *     full avg10=0.00 avg60=0.00 avg300=0.00 total=0
  * (avgN: percent of wall time some / all tasks stalled on memory over N
- * seconds; total: microseconds). A trigger ("some 100000 1000000": 100 ms
- * of stall within any 1 s window) written to the file makes the descriptor
- * pollable (POLLPRI) where the kernel permits it; this machine's kernel
- * answers EINVAL to every trigger, so the averages are polled as well.
+ * seconds; total: microseconds). A trigger ("some 200000 2000000": 200 ms
+ * of stall within any 2 s window) written to the file makes the descriptor
+ * pollable (POLLPRI) where the kernel permits it. Kernels 6.5 and later
+ * refuse (EINVAL) a window that is not a multiple of 2 s from a process
+ * without CAP_SYS_RESOURCE: "some 100000 1000000" is refused on this
+ * machine (6.18) and "some 200000 2000000" granted (issue 13 review; an
+ * earlier version of this comment said every trigger was refused, which was
+ * the 1 s window's refusal). The governor uses a 2 s window.
  *
  * The cgroup: usage is memory.current (v2) or memory.usage_in_bytes (v1),
  * both counting page cache, which the kernel reclaims before it kills
@@ -52,8 +56,9 @@ int tide_mem_psi_read(const char *path, tide_mem_psi *out);
  * Open `path` and write the trigger "some STALL_US WINDOW_US" to it: *fd is
  * then a descriptor that polls POLLPRI when the stall is exceeded (the
  * caller closes it). Returns 0; TIDE_ENOENT (no such file); TIDE_EINVAL when
- * the kernel refuses the trigger (the message gives its errno: this kernel
- * says EINVAL; an unprivileged process may get EPERM or EACCES); TIDE_EIO.
+ * the kernel refuses the trigger (the message gives its errno: EINVAL for
+ * a window not a multiple of 2 s without CAP_SYS_RESOURCE on kernels >= 6.5;
+ * an unprivileged process may get EPERM or EACCES); TIDE_EIO.
  * The caller falls back to polling the averages on any error.
  */
 int tide_mem_psi_trigger_open(const char *path, uint64_t stall_us, uint64_t window_us, int *fd);

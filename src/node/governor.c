@@ -10,28 +10,37 @@
  *      (/proc/self/statm), the cgroup's usage, page cache and events
  *      (opts.cgroup_path), PSI (opts.psi_path, the system's by default),
  *      and whether the PSI trigger fired since the last look; a failed
- *      reading is counted and changes nothing else;
+ *      reading is counted and changes nothing else, and so is one whose
+ *      cgroup figures failed (cgroup_failures);
  *   2. counted = max(rss, cgroup usage - page cache), and which one it was;
  *      the peaks (since open, with the kernel's VmHWM when larger; since
  *      the last sweep round began);
- *   3. the pressure flag, with its own hysteresis: on when some avg10 >=
+ *   3. the pressure flag, with its own hysteresis: on when some avg10 (the
+ *      larger of the system's and the cgroup's v2 memory.pressure) >=
  *      memory_pressure_pct or the trigger fired, off once avg10 < half of
- *      it (and the trigger quiet);
+ *      it and the trigger has been quiet one window (2 s) since it last
+ *      fired;
  *   4. with a limit, the level (tide_mem_overload_update); a change is
  *      logged once (WARN up, INFO down) with the figures and the mark
  *      crossed, recorded in the ring and counted;
  *   5. the actions: on a rise to SOFT or above, the caches' budgets and
- *      hard limits divided by 2^level (shrink), shed_writes entering HIGH,
+ *      hard limits divided by 2^level when that is stricter than the
+ *      divisor in force (shrink; a fall above NORMAL keeps the divisor), shed_writes entering HIGH,
  *      stop_accepting entering CRITICAL, then one sweep round with its
  *      release (ti_node_round, forced unless opts.trim is 0); while the
  *      counted bytes stay at or above SOFT's enter mark, the round again
- *      every TIDE_NODE_MEMORY_RESWEEP_MS; back at NORMAL the caches'
+ *      every TIDE_NODE_MEMORY_RESWEEP_MS, backing off (doubling, to
+ *      TIDE_NODE_MEMORY_RESWEEP_MAX_MS) while the rounds free nothing;
+ *      back at NORMAL the caches'
  *      limits as opened (restore).
  * The governor's time (the resweep, the seconds per level) is opts.clock_us
  * when set (tests), else the monotonic clock.
  *
- * The thread waits with poll() on a wake pipe (close writes to it) and the
- * PSI trigger's descriptor when the kernel granted one (POLLPRI: a look at
+ * The thread waits with poll() on a wake pipe (close writes to it after
+ * setting mem_stopping; tide_node_memory_configure writes to it for a look
+ * at once) and the
+ * PSI trigger's descriptor (on the cgroup's memory.pressure with a v2
+ * cgroup_path, else on the PSI file) when the kernel granted one (POLLPRI: a look at
  * once), for memory_poll_ms.
  *
  * Invariants:
@@ -40,7 +49,8 @@
  *   2. mem_st.level_changes == the number of log lines about a level, and
  *      each change goes into the ring once.
  *   3. mem_shrunk is 1 exactly when the caches run with their limits as
- *      opened; it moves only with a shrink or a restore, each counted.
+ *      opened (they run with them divided by mem_shrunk); it moves only
+ *      with a shrink or a restore, each counted.
  *   4. Locks: mem_check_lock, then round_lock (the round), then mem_lock
  *      (copies only).
  *
@@ -69,7 +79,10 @@
 #include "util/log.h"
 #include "util/size.h"
 
-#define PSI_WINDOW_US 1000000u    /* the trigger's window: 1 s */
+/* The trigger's window: 2 s. Kernels >= 6.5 refuse (EINVAL) a window that
+ * is not a multiple of 2 s from a process without CAP_SYS_RESOURCE (issue 13
+ * review: the 1 s window was refused on every such machine). */
+#define PSI_WINDOW_US 2000000u
 
 const char *tide_node_action_name(int action)
 {
@@ -105,22 +118,49 @@ static int real_reading(tide_node *n, tide_node_memory_reading *r)
     int rc = tide_mem_proc_statm_rss(&r->rss_bytes);
 
     if (rc) return rc;
-    if (n->mem_cgroup_path &&
-        tide_mem_cgroup_usage_read(n->mem_cgroup_path, n->opts.cgroup_version, &r->cgroup) == 0)
-        r->has_cgroup = 1;
+    if (n->mem_cgroup_path) {
+        if (tide_mem_cgroup_usage_read(n->mem_cgroup_path, n->opts.cgroup_version, &r->cgroup) == 0)
+            r->has_cgroup = 1;
+        else
+            r->cgroup_failed = 1;   /* tide_last_error says why (check_locked logs it) */
+    }
     if (psi && tide_mem_psi_read(psi, &r->psi) == 0) r->has_psi = 1;
     return 0;
 }
 
+/* Stop polling the trigger (POLLERR: its cgroup went away; POLLNVAL): close
+ * it, and say so in the status (under mem_check_lock). */
+static void close_trigger(tide_node *n, short revents)
+{
+    close(n->mem_psi_fd);
+    n->mem_psi_fd = -1;
+    atomic_store(&n->mem_psi_seen, 0);
+    pthread_mutex_lock(&n->mem_lock);
+    n->mem_st.psi_trigger = 0;
+    snprintf(n->mem_st.psi_trigger_error, sizeof n->mem_st.psi_trigger_error,
+             "the trigger's descriptor reported %s: closed; the averages are polled alone",
+             (revents & POLLNVAL) ? "POLLNVAL" : "POLLERR");
+    pthread_mutex_unlock(&n->mem_lock);
+    tide_log(TIDE_LOG_WARN, "memory governor: %s", n->mem_st.psi_trigger_error);
+}
+
 /* Whether the trigger fired since the last look: the thread's wait saw it
- * (mem_psi_seen), or a poll now does (each consumes the event). */
+ * (mem_psi_seen), or a poll now does (each consumes the event). POLLERR and
+ * POLLNVAL come first (the kernel reports POLLPRI with POLLERR for a trigger
+ * whose cgroup is gone): never a firing; the trigger is closed, here when no
+ * thread polls it or on that thread, else by the thread's own wait. */
 static int trigger_fired(tide_node *n)
 {
     struct pollfd p = { n->mem_psi_fd, POLLPRI, 0 };
     int seen = atomic_exchange(&n->mem_psi_seen, 0);
 
     if (n->mem_psi_fd < 0) return seen;
-    return (poll(&p, 1, 0) == 1 && (p.revents & POLLPRI)) || seen;
+    if (poll(&p, 1, 0) != 1) return seen;
+    if (p.revents & (POLLERR | POLLNVAL)) {
+        if (!n->mem_started || pthread_equal(pthread_self(), n->mem_thread)) close_trigger(n, p.revents);
+        return 0;
+    }
+    return (p.revents & POLLPRI) || seen;
 }
 
 static int take_reading(tide_node *n, tide_node_memory_reading *r)
@@ -139,14 +179,28 @@ static uint64_t cgroup_counted(const tide_node_memory_reading *r)
     return r->cgroup.current_bytes - r->cgroup.page_cache_bytes;
 }
 
-/* The pressure flag after reading `r` (step 3). */
-static int pressure_after(tide_node *n, const tide_node_memory_reading *r, int was)
+/* The pressure flag after reading `r` at `now` (step 3). A firing of the
+ * trigger holds it on for one trigger window after it (issue 13 review:
+ * without a hold it flapped off at the next look, once per window). */
+static int pressure_after(tide_node *n, const tide_node_memory_reading *r, int was, uint64_t now)
 {
     double pct = n->mem_pressure_pct, avg = r->has_psi ? r->psi.some.avg10 : 0;
+    int has = r->has_psi;
 
     if (n->mem_pressure_pct == 0) return 0;
-    if (r->psi_triggered || (r->has_psi && avg >= pct)) return 1;
-    return was && r->has_psi && avg >= pct / 2;
+    /* the cgroup's own (v2 memory.pressure) when larger: the group can
+     * stall against its limit while the machine does not */
+    if (r->has_cgroup && r->cgroup.has_psi) {
+        if (!has || r->cgroup.psi.some.avg10 > avg) avg = r->cgroup.psi.some.avg10;
+        has = 1;
+    }
+    if (r->psi_triggered) {
+        n->mem_psi_fired = 1;
+        n->mem_psi_fired_us = now;
+    }
+    if (r->psi_triggered || (has && avg >= pct)) return 1;
+    if (n->mem_psi_fired && now - n->mem_psi_fired_us < PSI_WINDOW_US) return 1;
+    return was && has && avg >= pct / 2;
 }
 
 /* ---- the caches' limits -------------------------------------------------------- */
@@ -166,6 +220,21 @@ static void set_cache_limits(tide_node *n, int div)
     n->mem_shrunk = div;
 }
 
+/* Invariant 3: the caches run with their limits as opened divided by
+ * mem_shrunk (as opened exactly when it is 1). */
+static void assert_limits(tide_node *n)
+{
+    tide_cache_stats cs;
+    tide_keycache_stats ks;
+
+    tide_cache_stats_get(n->cache, &cs);
+    tide_keycache_stats_get(n->keycache, &ks);
+    TIDE_ASSERT(n->mem_shrunk >= 1);
+    TIDE_ASSERT(cs.budget_bytes == divided(n->mem_cache_budget, n->mem_shrunk));
+    TIDE_ASSERT(cs.hard_limit_bytes == divided(n->mem_cache_hard, n->mem_shrunk));
+    TIDE_ASSERT(ks.hard_limit_bytes == divided(n->mem_keycache_hard, n->mem_shrunk));
+}
+
 /* ---- the status ---------------------------------------------------------------- */
 
 static void count_action(tide_node *n, int action)
@@ -175,12 +244,16 @@ static void count_action(tide_node *n, int action)
     pthread_mutex_unlock(&n->mem_lock);
 }
 
-/* One sweep round with its release, counted (step 5). */
-static void governor_round(tide_node *n, uint64_t now)
+/* One sweep round with its release, counted (step 5); `r` gets its report.
+ * The release is forced (whatever the policy's count or bytes say) except
+ * under trim_policy "never": the operator asked for none (opts.trim 0 skips
+ * it as well, in the round). */
+static void governor_round(tide_node *n, uint64_t now, tide_node_sweep_report *r_out)
 {
     tide_node_sweep_report r;
 
-    ti_node_round(n, &r, 1);
+    ti_node_round(n, &r, n->opts.trim_policy != TIDE_TRIM_NEVER);
+    if (r_out) *r_out = r;
     n->mem_last_act_us = now;
     pthread_mutex_lock(&n->mem_lock);
     n->mem_st.actions[TIDE_NODE_ACT_SWEEP]++;
@@ -196,7 +269,11 @@ static void log_change(tide_node *n, const tide_node_level_change *c)
     int up = c->to > c->from;
     uint64_t mark = up ? ov->enter[c->to] : ov->leave[c->to + 1];
 
-    if (up && c->counted_bytes < mark)
+    if (n->mem_reconf && n->mem_st.limit_bytes)
+        snprintf(why, sizeof why, "reconfigured: %s's %s mark is now %s",
+                 tide_mem_overload_level_name(up ? c->to : c->to + 1), up ? "enter" : "leave",
+                 tide_size_format(mark, mb, sizeof mb));
+    else if (up && c->counted_bytes < mark)
         snprintf(why, sizeof why, "memory pressure (PSI some avg10 over %u%%)", n->mem_pressure_pct);
     else if (!up && n->mem_st.limit_bytes == 0)
         snprintf(why, sizeof why, "no limit any more");
@@ -250,16 +327,68 @@ static void record_change(tide_node *n, const tide_node_level_change *c)
 static void act_on_change(tide_node *n, int from, int to, uint64_t now)
 {
     if (to > from && to >= TIDE_OVERLOAD_SOFT) {
-        set_cache_limits(n, 1 << to);
-        count_action(n, TIDE_NODE_ACT_SHRINK);
+        /* only stricter: after 99% -> 84% the caches run at /8 still (a fall
+         * keeps the divisor), and a rise to HIGH must not loosen them to /4 */
+        if ((1 << to) > n->mem_shrunk) {
+            set_cache_limits(n, 1 << to);
+            count_action(n, TIDE_NODE_ACT_SHRINK);
+        }
         if (from < TIDE_OVERLOAD_HIGH && to >= TIDE_OVERLOAD_HIGH) count_action(n, TIDE_NODE_ACT_SHED_WRITES);
         if (from < TIDE_OVERLOAD_CRITICAL && to >= TIDE_OVERLOAD_CRITICAL)
             count_action(n, TIDE_NODE_ACT_STOP_ACCEPTING);
-        governor_round(n, now);
+        governor_round(n, now, NULL);
     } else if (to == TIDE_OVERLOAD_NORMAL && n->mem_shrunk != 1) {
         set_cache_limits(n, 1);
         count_action(n, TIDE_NODE_ACT_RESTORE);
     }
+}
+
+/* The resweep's interval back to its start (a level change, a rise). */
+static void resweep_reset(tide_node *n, uint64_t counted)
+{
+    n->mem_resweep_ms = TIDE_NODE_MEMORY_RESWEEP_MS;
+    n->mem_resweep_base = counted;
+}
+
+/* The resweep at SOFT or above while counted stays at or above SOFT's
+ * enter mark: a round when its interval has passed; one that frees little
+ * and whose release does not lower the RSS doubles the interval (capped). */
+static void resweep(tide_node *n, uint64_t counted, uint64_t now)
+{
+    tide_node_sweep_report r;
+    uint64_t hyst = n->mem_st.limit_bytes / 100u * n->mem_hyst;
+
+    if (n->mem_resweep_ms == 0 || counted > n->mem_resweep_base + hyst) resweep_reset(n, counted);
+    if (now - n->mem_last_act_us < n->mem_resweep_ms * 1000u) return;
+    governor_round(n, now, &r);
+    if (r.freed_bytes < TIDE_NODE_MEMORY_RESWEEP_MIN_FREED && !(r.trimmed && r.trim.rss_delta < 0)) {
+        n->mem_resweep_ms *= 2;
+        if (n->mem_resweep_ms > TIDE_NODE_MEMORY_RESWEEP_MAX_MS) n->mem_resweep_ms = TIDE_NODE_MEMORY_RESWEEP_MAX_MS;
+    }
+}
+
+/* A reading whose cgroup figures failed keeps the level (counting the RSS
+ * alone would understate a group whose page-cache-less usage is larger):
+ * counted, one WARN per streak, INFO when the group reads again. Returns 1
+ * for such a reading. */
+static int cgroup_failed(tide_node *n, const tide_node_memory_reading *r, int level)
+{
+    if (!r->cgroup_failed) {
+        if (n->mem_cg_failing && r->has_cgroup)
+            tide_log(TIDE_LOG_INFO, "memory governor: the cgroup's figures read again (%s)",
+                     n->mem_cgroup_path ? n->mem_cgroup_path : "the reading hook");
+        if (r->has_cgroup) n->mem_cg_failing = 0;
+        return 0;
+    }
+    if (!n->mem_cg_failing)
+        tide_log(TIDE_LOG_WARN, "memory governor: the cgroup's figures failed (%s); the level stays %s",
+                 n->opts.memory_reading ? "the reading hook said so" : tide_last_error(),
+                 tide_mem_overload_level_name(level));
+    n->mem_cg_failing = 1;
+    pthread_mutex_lock(&n->mem_lock);
+    n->mem_st.cgroup_failures++;
+    pthread_mutex_unlock(&n->mem_lock);
+    return 1;
 }
 
 /* A look, under mem_check_lock. */
@@ -284,9 +413,10 @@ static int check_locked(tide_node *n)
         return from;
     }
     n->mem_failing = 0;
+    if (cgroup_failed(n, &r, from)) return from;
     if (n->opts.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0) hwm = ps.vm_hwm;
     counted = cgroup_counted(&r) > r.rss_bytes ? cgroup_counted(&r) : r.rss_bytes;
-    pressure = pressure_after(n, &r, n->mem_st.pressure);   /* written only here, under (c) */
+    pressure = pressure_after(n, &r, n->mem_st.pressure, now);   /* written only here, under (c) */
     if (n->mem_st.limit_bytes) to = tide_mem_overload_update(&n->mem_ov, counted, pressure);
     atomic_store(&n->mem_level, to);
     memset(&c, 0, sizeof c);
@@ -302,13 +432,15 @@ static int check_locked(tide_node *n)
     if (to != from) record_change(n, &c);
     pthread_mutex_unlock(&n->mem_lock);
     if (to != from) {
+        resweep_reset(n, counted);
         log_change(n, &c);
         act_on_change(n, from, to, now);
-    } else if (to >= TIDE_OVERLOAD_SOFT && counted >= n->mem_ov.enter[TIDE_OVERLOAD_SOFT] &&
-               now - n->mem_last_act_us >= (uint64_t)TIDE_NODE_MEMORY_RESWEEP_MS * 1000u) {
-        governor_round(n, now);
+    } else if (to >= TIDE_OVERLOAD_SOFT && counted >= n->mem_ov.enter[TIDE_OVERLOAD_SOFT]) {
+        resweep(n, counted, now);
     }
-    TIDE_ASSERT(n->mem_st.limit_bytes == 0 || n->mem_ov.level == to);      /* 1 */
+    n->mem_reconf = 0;
+    TIDE_ASSERT(atomic_load(&n->mem_level) == (n->mem_st.limit_bytes ? n->mem_ov.level : TIDE_OVERLOAD_NORMAL)); /* 1 */
+    assert_limits(n);       /* 3 */
     return to;
 }
 
@@ -367,7 +499,12 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     rc = tide_mem_overload_init(&ov, &o);
     if (rc) goto out;
     if (limit_bytes == 0) memset(&ov, 0, sizeof ov);
+    /* The level in force carries over (its hysteresis too): the next look
+     * moves it by the new marks, not from NORMAL afresh (issue 13 review: at
+     * HIGH with 87%, a configure with the same limit dropped to SOFT). */
+    else ov.level = atomic_load(&n->mem_level);
     n->mem_ov = ov;
+    n->mem_reconf = 1;
     /* Not into n->opts: tide_node_options' readers take no lock. */
     for (int i = 0; i < TIDE_OVERLOAD_LEVELS; i++) n->mem_pct[i] = pct[i];
     n->mem_hyst = hysteresis_pct;
@@ -378,7 +515,14 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     pthread_mutex_unlock(&n->mem_lock);
     tide_log(TIDE_LOG_INFO, "memory governor: limit %" PRIu64 " bytes, levels %u,%u,%u, hysteresis %u, "
              "pressure %u%% (configured)", limit_bytes, pct[1], pct[2], pct[3], hysteresis_pct, pressure_pct);
-    (void)check_locked(n);      /* the level from a fresh reading, now */
+    /* The level from a fresh reading: on the governor's thread when it runs
+     * (issue 13 review: tided calls this on loop 0, and a look's round and
+     * release stalled every connection there), else here. */
+    if (n->mem_started) {
+        while (write(n->mem_wake[1], "c", 1) < 0 && errno == EINTR) {}
+    } else {
+        (void)check_locked(n);
+    }
 out:
     pthread_mutex_unlock(&n->mem_check_lock);
     return rc;
@@ -411,11 +555,19 @@ void ti_node_governor_round_began(tide_node *n)
 
 /* ---- the thread ---------------------------------------------------------------- */
 
-/* Open the PSI trigger: memory_pressure_pct percent of a 1 s window. On
+/* Open the PSI trigger: memory_pressure_pct percent of a 2 s window. On
  * failure the averages alone are polled and psi_trigger_error says why. */
 static void open_trigger(tide_node *n)
 {
     const char *psi = psi_path(n);
+    char cg[PATH_MAX];
+
+    /* The cgroup's own file when there is one (v2, psi_path left at its
+     * default): the group's stall is what its limit causes. */
+    if (n->opts.psi_path == NULL && n->mem_cgroup_path && n->opts.cgroup_version == 2 &&
+        snprintf(cg, sizeof cg, "%s/memory.pressure", n->mem_cgroup_path) < (int)sizeof cg &&
+        access(cg, R_OK | W_OK) == 0)
+        psi = cg;
     uint64_t stall = (uint64_t)n->mem_pressure_pct * (PSI_WINDOW_US / 100u);
     int rc;
 
@@ -447,17 +599,22 @@ static void *governor_main(void *arg)
         (void)tide_node_memory_check(n);
         p[0] = (struct pollfd){ n->mem_wake[0], POLLIN, 0 };
         p[1] = (struct pollfd){ n->mem_psi_fd, POLLPRI, 0 };
-        int k = poll(p, n->mem_psi_fd >= 0 ? 2 : 1, (int)n->opts.memory_poll_ms);
-        if (k > 0 && (p[0].revents & (POLLIN | POLLHUP))) break;
-        if (k > 0 && (p[1].revents & POLLPRI)) atomic_store(&n->mem_psi_seen, 1);
-        /* POLLPRI: the next look reads the trigger's event at once. A
-         * trigger that reports POLLERR (its cgroup went away) would spin:
-         * stop polling it. */
+        int k = poll(p, n->mem_psi_fd >= 0 ? 2 : 1,
+                     n->opts.memory_poll_ms > INT_MAX ? INT_MAX : (int)n->opts.memory_poll_ms);
+        if (k > 0 && (p[0].revents & (POLLIN | POLLHUP))) {
+            while (read(n->mem_wake[0], b, sizeof b) > 0) {}
+            if (atomic_load(&n->mem_stopping)) break;
+            continue;           /* a configure's wake: its look at once */
+        }
+        /* POLLERR/POLLNVAL first (the kernel sets POLLPRI with POLLERR when
+         * the trigger's cgroup went away): never a firing; close it, or the
+         * wait would spin. POLLPRI: the next look reads the event at once. */
         if (k > 0 && (p[1].revents & (POLLERR | POLLNVAL))) {
-            pthread_mutex_lock(&n->mem_check_lock);     /* a test's look reads the fd */
-            close(n->mem_psi_fd);
-            n->mem_psi_fd = -1;
+            pthread_mutex_lock(&n->mem_check_lock);     /* another thread's look polls the fd */
+            if (n->mem_psi_fd >= 0) close_trigger(n, p[1].revents);
             pthread_mutex_unlock(&n->mem_check_lock);
+        } else if (k > 0 && (p[1].revents & POLLPRI)) {
+            atomic_store(&n->mem_psi_seen, 1);
         }
     }
     while (read(n->mem_wake[0], b, sizeof b) > 0) {}
@@ -488,15 +645,19 @@ int ti_node_governor_init(tide_node *n)
     if (o->cgroup_path && (o->cgroup_version < 1 || o->cgroup_version > 2))
         return tide_err_set(TIDE_EINVAL, "node: cgroup_version %d is not 1 or 2 (cgroup_path %s)",
                             o->cgroup_version, o->cgroup_path);
-    if (o->memory_limit) {
-        overload_opts(&oo, o->memory_limit, o->memory_pct, o->memory_hysteresis_pct);
-        rc = tide_mem_overload_init(&n->mem_ov, &oo);
-        if (rc) return rc;
-    }
+    /* The marks are checked without a limit too (a dummy 1 GiB, as in
+     * configure): bad ones opened unlimited would make every later
+     * configure that keeps them (pct NULL) refuse forever. */
+    overload_opts(&oo, o->memory_limit ? o->memory_limit : 1ull << 30, o->memory_pct, o->memory_hysteresis_pct);
+    rc = tide_mem_overload_init(&n->mem_ov, &oo);
+    if (rc) return rc;
+    if (o->memory_limit == 0) memset(&n->mem_ov, 0, sizeof n->mem_ov);
     n->mem_st.limit_bytes = o->memory_limit;
     publish_marks(n);
     if (o->cgroup_path && (n->mem_cgroup_path = strdup(o->cgroup_path)) == NULL) return TIDE_ENOMEM;
     n->opts.cgroup_path = n->mem_cgroup_path;
+    if (o->psi_path && (n->mem_psi_path = strdup(o->psi_path)) == NULL) return TIDE_ENOMEM;
+    n->opts.psi_path = n->mem_psi_path;
     tide_cache_stats_get(n->cache, &cs);
     tide_keycache_stats_get(n->keycache, &ks);
     n->mem_cache_budget = cs.budget_bytes;
@@ -520,6 +681,7 @@ int ti_node_governor_start(tide_node *n)
 void ti_node_governor_stop(tide_node *n)
 {
     if (!n->mem_started) return;
+    atomic_store(&n->mem_stopping, 1);
     while (write(n->mem_wake[1], "x", 1) < 0 && errno == EINTR) {}
     pthread_join(n->mem_thread, NULL);
     n->mem_started = 0;
@@ -533,6 +695,7 @@ void ti_node_governor_destroy(tide_node *n)
     if (n->mem_wake[0] >= 0) close(n->mem_wake[0]);
     if (n->mem_wake[1] >= 0) close(n->mem_wake[1]);
     free(n->mem_cgroup_path);
+    free(n->mem_psi_path);
     pthread_mutex_destroy(&n->mem_lock);
     pthread_mutex_destroy(&n->mem_check_lock);
 }

@@ -319,11 +319,13 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     /* The governor before the sweeper: node_free stops the governor (its
      * looks run rounds) but not the sweeper, so nothing may fail after
      * the sweeper starts. */
+    /* next_due_ns before the governor starts: its rounds read and write it
+     * under state_lock, and this assignment takes none. */
+    n->next_due_ns = tide_clock_mono_ns() + n->opts.sweep_interval_ms * 1000000u;
     {
         int e = ti_node_governor_start(n);
         if (e) { rc = tide_err_sys(e, "node: starting the memory governor thread"); goto out; }
     }
-    n->next_due_ns = tide_clock_mono_ns() + n->opts.sweep_interval_ms * 1000000u;
     if (n->opts.sweep_interval_ms > 0) {
         int e = ti_node_sweeper_start(n);
         if (e) { rc = tide_err_sys(e, "node: starting the sweeper thread"); goto out; }

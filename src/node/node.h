@@ -70,6 +70,11 @@ typedef struct tide_node_memory_reading {
     tide_mem_psi psi;
     int      psi_triggered;       /* the PSI trigger descriptor polled POLLPRI
                                      since the last reading */
+    int      cgroup_failed;       /* opts.cgroup_path is set and its figures could
+                                     not be read (has_cgroup 0): the governor keeps
+                                     the level on such a reading (issue 13 review:
+                                     it silently counted the RSS alone) and counts
+                                     it in cgroup_failures */
 } tide_node_memory_reading;
 
 /* What the governor calls instead of reading /proc and the cgroup (tests):
@@ -207,8 +212,12 @@ typedef struct tide_node_opts {
      * SOFT or above, and every TIDE_NODE_MEMORY_RESWEEP_MS while the counted
      * bytes stay at or above SOFT's mark, one sweep round with the caches'
      * targets shrunk (tide_cache_set_limits: budget and hard limit divided
-     * by 2 at SOFT, 4 at HIGH, 8 at CRITICAL; restored at NORMAL) and one
-     * measured release (unless trim is 0). At HIGH and above tide_node_put
+     * by 2 at SOFT, 4 at HIGH, 8 at CRITICAL, on a rise only when that is
+     * stricter than the divisor in force; a fall to a level above NORMAL
+     * keeps the stricter divisor (99% -> 84% -> 91% stays /8: the caches'
+     * limits never grow on a rise, issue 13 review); restored at NORMAL
+     * only) and one measured release (unless trim is 0 or trim_policy is
+     * never). At HIGH and above tide_node_put
      * is refused with TIDE_EOVERLOAD; the server reads the level itself
      * (tide_node_overload_level) to refuse bodies and connections. Nothing
      * acknowledged is ever dropped: inserts already pending are committed. */
@@ -216,26 +225,43 @@ typedef struct tide_node_opts {
                                      (the readings and peaks are still kept) */
     unsigned memory_pct[TIDE_OVERLOAD_LEVELS]; /* the levels' marks in percent;
                                      default 0, 80, 90, 97 (memory_levels) */
-    unsigned memory_hysteresis_pct; /* default 5 (memory_hysteresis) */
+    unsigned memory_hysteresis_pct; /* default 5 (memory_hysteresis); these and
+                                     memory_pct are checked at open even without a
+                                     limit (TIDE_EINVAL), so a later configure that
+                                     keeps them is not refused forever */
     uint64_t memory_poll_ms;      /* default 100; 0: no governor thread (tests call
                                      tide_node_memory_check) */
     const char *cgroup_path;      /* the cgroup directory whose usage counts beside RSS
                                      (tide_mem_cgroup_limit_info.path), or NULL (default):
                                      RSS alone counts. Copied at open. */
     int      cgroup_version;      /* 1 or 2 with cgroup_path */
-    const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none */
-    unsigned memory_pressure_pct; /* PSI "some" avg10 at or above this percent (or the
+    const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none.
+                                     Copied at open. */
+    unsigned memory_pressure_pct; /* PSI "some" avg10 (the larger of psi_path's and,
+                                     with a v2 cgroup_path, the group's memory.pressure;
+                                     the trigger is opened on the group's file then)
+                                     at or above this percent (or the
                                      trigger firing: memory_pressure_pct percent of a
-                                     1 s window) holds the level at SOFT or above; it
-                                     lets go when avg10 falls under half of it;
+                                     2 s window) holds the level at SOFT or above; it
+                                     lets go when avg10 falls under half of it and
+                                     the trigger has not fired for one window;
                                      0: pressure ignored; default 10 */
     tide_node_memory_fn memory_reading; /* NULL (default): /proc, the cgroup, PSI */
     void    *memory_reading_arg;
 } tide_node_opts;
 
 /* How often the governor repeats its sweep and release while the counted
- * bytes stay at or above SOFT's mark. */
+ * bytes stay at or above SOFT's mark, at first. Each resweep that frees
+ * less than TIDE_NODE_MEMORY_RESWEEP_MIN_FREED and whose release does not
+ * lower the RSS doubles the interval, up to TIDE_NODE_MEMORY_RESWEEP_MAX_MS
+ * (issue 13 review: a node held at 82% by what it stores ran a round and a
+ * malloc_trim every second forever); a level change, or the counted bytes
+ * rising more than the hysteresis above where the back-off began, resets
+ * it. The resweep's release, like the rise's, is skipped with opts.trim 0
+ * and with trim_policy "never" (the operator asked for no release calls). */
 #define TIDE_NODE_MEMORY_RESWEEP_MS 1000
+#define TIDE_NODE_MEMORY_RESWEEP_MAX_MS 30000
+#define TIDE_NODE_MEMORY_RESWEEP_MIN_FREED (1024u * 1024u)
 
 /* Fill `o` with the defaults above (dir NULL). */
 void tide_node_opts_init(tide_node_opts *o);
@@ -565,6 +591,8 @@ typedef struct tide_node_memory_status {
     uint64_t counted_bytes;       /* max(rss, cgroup usage - page cache) */
     tide_node_memory_reading last;/* the latest reading */
     uint64_t readings, reading_failures;
+    uint64_t cgroup_failures;     /* readings whose cgroup figures failed (the level
+                                     kept; one WARN per streak, INFO when it reads) */
     int      pressure;            /* the pressure flag now */
     int      psi_trigger;         /* 1: a PSI trigger descriptor is polled; 0: the
                                      averages only (why in psi_trigger_error) */
@@ -595,8 +623,16 @@ void tide_node_memory_get(tide_node *n, tide_node_memory_status *out);
  * (0: none, the level drops to NORMAL), `pct` (TIDE_OVERLOAD_LEVELS
  * entries as opts.memory_pct, NULL: keep), `hysteresis_pct` and
  * `pressure_pct` (UINT_MAX: keep). The level is recomputed at the next
- * reading, which this call makes at once (from a fresh state: a level
- * held by hysteresis may come out lower). The caches' budgets derived from
+ * reading, which is made at once, from the level in force (its
+ * hysteresis kept: at HIGH with 87% of an unchanged limit it stays HIGH);
+ * a change it causes is logged with the reason "reconfigured". Cost: with
+ * the governor thread running (memory_poll_ms > 0) the marks are set and
+ * the thread woken through its pipe: the reading, the level's change and
+ * its round and release (tens to hundreds of ms for glibc's malloc_trim)
+ * happen there, so the caller (tided's loop 0 on SIGHUP) is not stalled,
+ * and tide_node_memory_get may show the new marks with the old level for
+ * that moment. With memory_poll_ms 0 the whole look runs on the caller's
+ * thread before this returns. The caches' budgets derived from
  * the old limit are not recomputed (they were fixed at startup), and a PSI
  * trigger is not reopened for a new pressure_pct (the averages use it at
  * once). Returns 0

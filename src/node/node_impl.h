@@ -93,16 +93,28 @@ struct tide_node {
     unsigned         mem_pct[TIDE_OVERLOAD_LEVELS], mem_hyst; /* (c) in force */
     int              mem_shrunk;         /* (c) the divisor in force on the caches (1: none) */
     uint64_t         mem_last_act_us;    /* (c) the governor's last round, governor clock */
+    uint64_t         mem_resweep_ms;     /* (c) the resweep interval in force (backs off) */
+    uint64_t         mem_resweep_base;   /* (c) counted when the interval was last reset */
     uint64_t         mem_last_us;        /* under mem_lock: the last look, governor clock */
+    uint64_t         mem_psi_fired_us;   /* (c) the trigger's last firing, governor clock
+                                            (pressure held a window after it) */
+    int              mem_psi_fired;      /* (c) it fired at least once */
+    int              mem_cg_failing;     /* (c) the cgroup's figures failed last (one WARN
+                                            per streak) */
+    int              mem_reconf;         /* (c) the next look follows a configure (its log
+                                            line's reason says "reconfigured") */
     int              mem_failing;        /* (c) the last reading failed (one WARN per streak) */
     size_t           mem_cache_budget, mem_cache_hard, mem_keycache_hard; /* as opened */
     char            *mem_cgroup_path;    /* opts.cgroup_path copied */
+    char            *mem_psi_path;       /* opts.psi_path copied (NULL when NULL) */
     int              mem_psi_fd;         /* the PSI trigger, or -1 */
     _Atomic int      mem_psi_seen;       /* the thread's poll took a POLLPRI (the kernel
                                             hands each event to one poll only) */
     int              mem_wake[2];        /* close writes to [1] to end the thread's poll */
     int              mem_inited;         /* the locks exist (node_free's test) */
     int              mem_started;
+    _Atomic int      mem_stopping;       /* stop's wake: the thread ends (else a wake is
+                                            a configure's: a look at once) */
     pthread_t        mem_thread;
     tide_node_memory_status mem_st;      /* under mem_lock; changes[] is a ring (mem_ring) */
     size_t           mem_ring;           /* next slot of mem_st.changes to write */
