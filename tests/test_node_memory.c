@@ -124,6 +124,7 @@ static int setup(void **state)
     w->main_thread = pthread_self();
     g_w = w;
     *state = w;
+    tide_log_set_sink(sink, w);
     return 0;
 }
 
@@ -131,8 +132,11 @@ static int teardown(void **state)
 {
     world *w = *state;
 
-    tide_log_set_sink(NULL, NULL);
+    /* The sink is set in setup and unset after the node's threads are gone
+     * (the key count, the governor and the sweeper log): tide_log_set_sink
+     * is not atomic with tide_log, so it is never changed while they run. */
     if (w->n) tide_node_close(w->n);
+    tide_log_set_sink(NULL, NULL);
     th_teardown(state);
     g_w = NULL;
     free(w);
@@ -178,7 +182,6 @@ static void open_with(world *w, const tide_node_opts *o)
     int rc = tide_node_open(&w->n, o);
 
     if (rc) fail_msg("tide_node_open: %s (%s)", tide_strerror(rc), tide_last_error());
-    tide_log_set_sink(sink, w);
 }
 
 static void open_world(world *w)
