@@ -2994,6 +2994,12 @@ static void expect_status_at_high(int fd, uint64_t limit)
     if (jpath(m, "rss_bytes", NULL, NULL) <= 0) fail_msg("memory_limit.rss_bytes should be the RSS read");
     if (jpath(m, "rejected_requests", "write", NULL) < 1 || jpath(m, "rejected_requests", "body", NULL) < 1)
         fail_msg("memory_limit.rejected_requests should count the PUT refused (write) and the body (body)");
+    /* The node refuses the PUT itself and counts it (no pre-check in the
+     * handler that would keep the node's counter at 0). */
+    if (jpath(m, "rejected_writes", NULL, NULL) < jpath(m, "rejected_requests", "write", NULL))
+        fail_msg("memory_limit.rejected_writes (%lld) should count every PUT refused (write: %lld)",
+                 (long long)jpath(m, "rejected_writes", NULL, NULL),
+                 (long long)jpath(m, "rejected_requests", "write", NULL));
     if (!json_is_array(changes) || json_array_size(changes) < 1)
         fail_msg("memory_limit.changes should list the level changes");
     expect_str(json_string_value(json_object_get(json_array_get(changes, 0), "to")), "high",
@@ -3068,6 +3074,8 @@ static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *sm
     if (th_prom_value(page, "tide_overload_rejected_requests_total{reason=\"write\"}") < 1
         || th_prom_value(page, "tide_overload_rejected_requests_total{reason=\"body\"}") < 1)
         fail_msg("tide_overload_rejected_requests_total should count the write and the body refused:\n%s", page);
+    if (th_prom_value(page, "tide_overload_rejected_writes_total") < 1)
+        fail_msg("tide_overload_rejected_writes_total should count the node's refused PUT:\n%s", page);
     expect_u64((uint64_t)th_prom_value(page, "tide_overload_listener_paused"), 0, "the listener at high");
     if (th_promtool_check(page, msg, sizeof msg) != 0) fail_msg("promtool check metrics at high: %s", msg);
     free(page);
@@ -3078,7 +3086,8 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
     static char pub[] = "TIDE_METRICS_PUBLIC=1", tok[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
     char *env[] = { pub, tok, NULL };
     char cfg[700], flag[720], out[4096];
-    const char *flags[] = { flag, "--max-object-size=1MiB", "--http-threads=1", "--http-idle-timeout=3600", NULL };
+    const char *flags[] = { flag, "--max-object-size=1MiB", "--http-threads=1", "--http-idle-timeout=3600",
+                            "--http-request-timeout=3600", NULL };
     enum { BIG = 48, BIG_LEN = 1 << 20 };
     uint8_t *v = malloc(BIG_LEN), small[100];
     uint64_t limit;

@@ -211,8 +211,10 @@ struct tided_server {
      * listener (conn.c, at CRITICAL). */
     atomic_ullong  overload_rejected_write, overload_rejected_body;
     atomic_uint    listeners_paused;
-    /* memory_limit's source text as /v1/status shows it ("--memory-limit",
-     * "cgroup v1 /sys/...", "" for none), set at startup and by SIGHUP; under
+    /* memory_limit's source text as /v1/status shows it ("flag
+     * --memory-limit", "file tide.cfg:3", the cgroup's, "default" when
+     * nothing set it), set at startup and by SIGHUP (tided.c's
+     * memory_source_set); under
      * memory_mu (SIGHUP writes on loop 0 while other loops read). */
     pthread_mutex_t memory_mu;
     char           memory_source[200];
