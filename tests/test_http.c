@@ -3091,7 +3091,7 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
     enum { BIG = 48, BIG_LEN = 1 << 20 };
     uint8_t *v = malloc(BIG_LEN), small[100];
     uint64_t limit;
-    int keep, waiting;
+    int keep, waiting, reserve[4];
     json_t *st;
     tided t;
     resp r;
@@ -3137,8 +3137,20 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
     limit = drive_level(&t, cfg, keep, 0.93, "high");
     expect_high_sheds_writes(&t, limit, small, sizeof small);
     expect_status_at_high(keep, limit);
-    /* CRITICAL: the RSS at 99.5%; the one loop stops accepting. */
+    /* CRITICAL: the RSS at 99.5%; the one loop accepts its reserve of 4
+     * new connections (monitoring), then stops accepting. */
     drive_level(&t, cfg, keep, 0.995, "critical");
+    /* The loop's scan has seen the level (so the reserve, not a race with
+     * the scan, is what lets the next 4 in). */
+    if (!log_waits_for(&t, "loop 0: memory level critical", 30000))
+        fail_msg("the loop should log the critical level. Its log:\n%s", log_tail(&t));
+    for (int i = 0; i < 4; i++) {
+        reserve[i] = connect_from(&t, "127.0.0.23");
+        keepalive_get(reserve[i], "/healthz", out, sizeof out);
+        if (strstr(out, "HTTP/1.1 200") == NULL)
+            fail_msg("at critical, new connection %d of the reserve of 4 should get /healthz 200; got '%s'. "
+                     "Its log:\n%s", i + 1, out, log_tail(&t));
+    }
     {
         double end = th_now_ms() + 10000;
         int paused = 0;
@@ -3148,8 +3160,8 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
             json_decref(st);
             if (!paused) poll(NULL, 0, 50);
         }
-        if (!paused) fail_msg("at critical, memory_limit.listener_paused should become true. Its log:\n%s",
-                              log_tail(&t));
+        if (!paused) fail_msg("at critical with the reserve in use, memory_limit.listener_paused should become "
+                              "true. Its log:\n%s", log_tail(&t));
     }
     waiting = connect_from(&t, "127.0.0.22");    /* the kernel's backlog takes it */
     send_all(waiting, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 35);
@@ -3157,10 +3169,13 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
         double end = th_now_ms() + 1000;
         while (th_now_ms() < end) {
             if (has_answer(waiting, out, sizeof out))
-                fail_msg("at critical, a new connection should get no answer; it got '%s'", out);
+                fail_msg("at critical with the 4 reserve connections open, a fifth should get no answer; it "
+                         "got '%s'", out);
             poll(NULL, 0, 20);
         }
     }
+    keepalive_get(reserve[0], "/healthz", out, sizeof out);
+    expect_contains(out, "HTTP/1.1 200", "a reserve connection is still served with the listener paused");
     keepalive_get(keep, obj_path(7000, NULL), out, sizeof out);
     expect_contains(out, "HTTP/1.1 200", "a GET on the connection open before critical");
     if (memcmp(strstr(out, "\r\n\r\n") + 4, small, sizeof small) != 0) fail_msg("the GET at critical: other bytes");
@@ -3174,6 +3189,7 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
                  "Its log:\n%s", out, log_tail(&t));
     expect_contains(out, "HTTP/1.1 200", "the waiting connection's /healthz");
     close(waiting);
+    for (int i = 0; i < 4; i++) close(reserve[i]);
     close(keep);
     if (!log_waits_for(&t, "accepting new connections again", 30000))
         fail_msg("the resume should be logged. Its log:\n%s", log_tail(&t));

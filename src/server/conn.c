@@ -41,11 +41,17 @@
  *     above 0, or Transfer-Encoding) is answered 503 overloaded with
  *     Retry-After before its body is read, unless its method is GET or
  *     HEAD (reads are never refused by the level). While it is CRITICAL
- *     the scan stops the loop's listener (tided_loop_listener_pause): no
- *     new connection is accepted, they wait in the kernel's backlog, and
- *     the connections already open are served; the first scan below
- *     CRITICAL starts it again. Each loop logs its pause and its resume
- *     once, at INFO.
+ *     each loop accepts only a reserve of TIDED_CRITICAL_RESERVE new
+ *     connections (server.h), so that monitoring (Prometheus, /healthz
+ *     probes) still reaches a node whose idle close and h2o's keep-alive
+ *     timeout have closed the connections it had; once the reserve is in
+ *     use the loop's listener stops (tided_loop_listener_pause): further
+ *     connections wait in the kernel's backlog, and the connections
+ *     already open are served. A slot frees when its connection closes
+ *     (the listener reads again); the first scan below CRITICAL starts
+ *     it again for good. A reserve connection is under HIGH's rules: its
+ *     bodies are refused, so it can only make bodyless requests. Each
+ *     loop logs entering and leaving CRITICAL once, at INFO.
  *   - Accounting: the input buffers of connections not in a handler, and
  *     each connection's record, are counted in the "http" consumer (api.c's
  *     guard counts a request's body once a handler has it).
@@ -83,8 +89,10 @@
  *   4. A record is refused at most once; after a refusal h2o never reads
  *      its socket again.
  *   5. l->listener_paused is 1 exactly while the loop's listener is
- *      stopped by the level; srv->listeners_paused is the number of loops
- *      with it set.
+ *      stopped by the level (CRITICAL and the reserve in use);
+ *      srv->listeners_paused is the number of loops with it set.
+ *   6. l->reserve_used == the number of the loop's records with `reserve`
+ *      set, and is at most TIDED_CRITICAL_RESERVE.
  *
  * Never: h2o_socket_close a socket once h2o_accept has it (h2o's
  * connection still points to it; the read callback closes it through
@@ -268,6 +276,8 @@ int tided_head_check(const char *buf, size_t len, tided_head *out)
     return TIDED_HEAD_OK;
 }
 
+static void scan_level(tided_loop *l);
+
 /* ---- answering outside h2o ---------------------------------------------- */
 
 static void conn_release_admitted(tided_conn *c)
@@ -368,6 +378,28 @@ static int conn_is_idle(const tided_conn *c)
     return c->busy == 0 && c->close_at_ms == 0 && c->sock->input->size == 0 && c->sock->_cb.read != NULL;
 }
 
+/* Stop (pause 1) or start again (pause 0) `l`'s listener for the memory
+ * level, and keep the gauge's count of paused loops (invariant 5). */
+static void listener_set(tided_loop *l, int pause)
+{
+    tided_server *srv = l->srv;
+
+    if (pause == l->listener_paused || (pause && l->listener == NULL)) return;
+    tided_loop_listener_pause(l, pause);
+    l->listener_paused = pause;
+    if (pause) atomic_fetch_add(&srv->listeners_paused, 1);
+    else atomic_fetch_sub(&srv->listeners_paused, 1);
+    assert(atomic_load(&srv->listeners_paused) <= srv->nloops);     /* invariant 5 */
+}
+
+/* Whether `l`'s listener should read now: not while CRITICAL with the
+ * whole reserve in use. */
+static void listener_update(tided_loop *l)
+{
+    assert(l->reserve_used <= TIDED_CRITICAL_RESERVE);                /* invariant 6 */
+    listener_set(l, l->critical && l->reserve_used >= TIDED_CRITICAL_RESERVE);
+}
+
 static void on_conn_close(void *data)
 {
     tided_conn *c = data;
@@ -380,6 +412,11 @@ static void on_conn_close(void *data)
     tide_mem_account_sub(TIDE_MEM_HTTP, (int64_t)sizeof *c);
     if (c->client) client_give(srv, c->client);
     atomic_fetch_sub(&srv->connections, 1);
+    if (c->reserve) {
+        assert(l->reserve_used > 0);
+        l->reserve_used--;
+        listener_update(l);              /* a reserve slot is free again */
+    }
     free(c);
 }
 
@@ -449,6 +486,17 @@ void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
     c->idle_since_ms = h2o_now(l->evloop);
     tide_mem_account_alloc(TIDE_MEM_HTTP, (int64_t)sizeof *c);
     list_append(l, c);
+    if (tide_node_overload_level(srv->node) >= TIDE_OVERLOAD_CRITICAL) {
+        /* The listener reads at CRITICAL only while a reserve slot is
+         * free (on_accept stops its batch once the pause is set). Only
+         * a level that turned CRITICAL since the last scan, with slots
+         * still held from an earlier time at CRITICAL, finds none. */
+        if (l->reserve_used < TIDED_CRITICAL_RESERVE) {
+            c->reserve = 1;
+            l->reserve_used++;
+        }
+        scan_level(l);
+    }
     atomic_fetch_add(&srv->connections_total, 1);
     sock->on_close.cb = on_conn_close;
     sock->on_close.data = c;
@@ -576,25 +624,24 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
     atomic_fetch_add(&srv->body_admitted, want);
 }
 
-/* Pause the loop's listener at CRITICAL, start it again below (the
- * essay). */
+/* At CRITICAL, pause the loop's listener once its reserve is in use; below,
+ * start it again (the essay). The level change is logged once per loop. */
 static void scan_level(tided_loop *l)
 {
     tided_server *srv = l->srv;
     int critical = tide_node_overload_level(srv->node) >= TIDE_OVERLOAD_CRITICAL;
 
-    if (critical == l->listener_paused || (critical && l->listener == NULL)) return;
-    tided_loop_listener_pause(l, critical);
-    l->listener_paused = critical;
-    if (critical) atomic_fetch_add(&srv->listeners_paused, 1);
-    else atomic_fetch_sub(&srv->listeners_paused, 1);
-    assert(atomic_load(&srv->listeners_paused) <= srv->nloops);     /* invariant 5 */
-    if (critical)
-        tide_log(TIDE_LOG_INFO, "loop %u: memory level critical: not accepting new connections (the %u open "
-                 "are served)", l->index, atomic_load(&srv->connections));
-    else
-        tide_log(TIDE_LOG_INFO, "loop %u: memory level below critical: accepting new connections again",
-                 l->index);
+    if (critical != l->critical) {
+        l->critical = critical;
+        if (critical)
+            tide_log(TIDE_LOG_INFO, "loop %u: memory level critical: not accepting new connections beyond a "
+                     "reserve of %d for monitoring (the %u open are served)", l->index, TIDED_CRITICAL_RESERVE,
+                     atomic_load(&srv->connections));
+        else
+            tide_log(TIDE_LOG_INFO, "loop %u: memory level below critical: accepting new connections again",
+                     l->index);
+    }
+    listener_update(l);
 }
 
 void tided_conn_poll(tided_loop *l)

@@ -62,6 +62,13 @@ static inline size_t tided_max_url(unsigned key_size)
 
 /* Buckets of conn.c's per-address table (a power of two). */
 #define TIDED_CLIENT_BUCKETS 4096
+/* At the CRITICAL memory level each loop stops accepting, except this
+ * many connections accepted while critical (conn.c): a reserve so that
+ * Prometheus and /healthz probes still reach a node that is shedding load
+ * (HIGH's rules still refuse every body, so a reserve connection can only
+ * make bodyless requests). The listener reads until the loop's reserve is
+ * in use, then pauses; a slot frees when its connection closes. */
+#define TIDED_CRITICAL_RESERVE 4
 
 typedef struct tided_server tided_server;
 typedef struct tided_loop tided_loop;
@@ -169,7 +176,12 @@ struct tided_loop {
     int            scan_pending;     /* a scan was due but skipped by the rate */
     size_t         unparsed;         /* this loop's share of srv->body_unparsed */
     int            listener_paused;  /* conn.c: reading the listener is stopped
-                                        while the memory level is CRITICAL */
+                                        while the memory level is CRITICAL and
+                                        the reserve is in use */
+    int            critical;         /* conn.c: the level was CRITICAL at the
+                                        last scan or accept (for the log) */
+    unsigned       reserve_used;     /* conn.c: open connections accepted while
+                                        CRITICAL (TIDED_CRITICAL_RESERVE) */
 };
 
 enum { TIDED_RUNNING = 0, TIDED_DRAINING = 1, TIDED_HURRY = 2 };
@@ -266,6 +278,8 @@ struct tided_conn {
     int           busy;              /* requests in a handler or being answered */
     uint64_t      close_at_ms;       /* refused: when to close it (0: not) */
     h2o_socket_cb read_cb;           /* refused: h2o's read callback */
+    int           reserve;           /* accepted while CRITICAL: holds one of
+                                        its loop's reserve slots */
 };
 
 enum { TIDED_HEAD_OK = 0, TIDED_HEAD_INCOMPLETE = 1, TIDED_HEAD_BAD = 2 };
