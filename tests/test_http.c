@@ -3040,6 +3040,37 @@ static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *sm
     expect_contains(out, "Retry-After: 1", "its Retry-After");
     expect_contains(out, "\"error\":\"overloaded\"", "its JSON");
     expect_contains(out, "memory level high", "its detail");
+    /* The draining close: a client that sends its whole body after the
+     * 503 came has it read and dropped until the declared length, so its
+     * sends complete (a send buffer far smaller than the body, so the
+     * kernel cannot take it all for a tided that does not read), and the
+     * connection is not reset under it (a reset loses an answer not read
+     * yet). */
+    fd = connect_from(t, "127.0.0.21");
+    {
+        int small_buf = 16384;
+        struct timeval tv = { 30, 0 };
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small_buf, sizeof small_buf);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    snprintf(head, sizeof head, "PUT /v1/objects/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", k,
+             1 << 20);
+    send_all(fd, head, strlen(head));
+    if (!read_response(fd, out, sizeof out, 30000)) fail_msg("at high, a PUT head: no whole 503 in 30 s");
+    expect_contains(out, "HTTP/1.1 503", "a body refused before it is read");
+    {
+        uint8_t *body = calloc(1, 1 << 20);
+        size_t sent = 0;
+        ssize_t n = 0;
+        assert_non_null(body);
+        while (sent < (1u << 20) && (n = send(fd, body + sent, (1u << 20) - sent, MSG_NOSIGNAL)) > 0)
+            sent += (size_t)n;
+        free(body);
+        if (sent < (1u << 20))
+            fail_msg("after the 503, sending the declared 1 MiB body failed at %zu bytes: %s (the refused "
+                     "connection was closed under it, not drained)", sent, n < 0 ? strerror(errno) : "closed");
+    }
+    close(fd);
     /* A chunked head: refused the same, before its first chunk. */
     fd = connect_from(t, "127.0.0.21");
     snprintf(head, sizeof head, "PUT /v1/objects/%s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", k);

@@ -69,6 +69,16 @@ static inline size_t tided_max_url(unsigned key_size)
  * make bodyless requests). The listener reads until the loop's reserve is
  * in use, then pauses; a slot frees when its connection closes. */
 #define TIDED_CRITICAL_RESERVE 4
+/* A refused request's connection (conn.c's refusals: the body budget, the
+ * memory level, framing, size) keeps reading and discarding what its
+ * client still sends after the answer, so that closing does not reset the
+ * connection and lose the answer: until the declared Content-Length has
+ * been read, or this long at most (a chunked or unframed body: until the
+ * linger, TIDED_LINGER_MS, ends). At most max_object_size bytes are
+ * drained per connection. */
+#define TIDED_DRAIN_REFUSED_MS 2000
+/* conn_refuse's body_left when the bytes still to come are not known. */
+#define TIDED_BODY_UNKNOWN UINT64_MAX
 
 typedef struct tided_server tided_server;
 typedef struct tided_loop tided_loop;
@@ -182,6 +192,7 @@ struct tided_loop {
                                         last scan or accept (for the log) */
     unsigned       reserve_used;     /* conn.c: open connections accepted while
                                         CRITICAL (TIDED_CRITICAL_RESERVE) */
+    unsigned       draining;         /* conn.c: refused connections not closed yet */
 };
 
 enum { TIDED_RUNNING = 0, TIDED_DRAINING = 1, TIDED_HURRY = 2 };
@@ -278,6 +289,9 @@ struct tided_conn {
     int           busy;              /* requests in a handler or being answered */
     uint64_t      close_at_ms;       /* refused: when to close it (0: not) */
     h2o_socket_cb read_cb;           /* refused: h2o's read callback */
+    uint64_t      drain_left;        /* refused: bytes still to read and drop */
+    int           drain_known;       /* refused: drain_left is the rest of a
+                                        declared body (close once read) */
     int           reserve;           /* accepted while CRITICAL: holds one of
                                         its loop's reserve slots */
 };
