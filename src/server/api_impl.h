@@ -77,7 +77,8 @@ int  tided_parse_query(h2o_req_t *req, int *sync);
 
 /* Make a job of `kind` for `req` with `key_hex_bytes` of room, let
  * `prepare` (may be NULL) fill it, and queue it on `w`. NULL after
- * answering 500 naming `what` when it cannot be allocated. */
+ * answering 500 naming `what` when it cannot be allocated, or 503
+ * unavailable when `w` never started. */
 tided_job *tided_queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, int kind, const char *what,
                            size_t key_hex_bytes, void (*prepare)(tided_job *, void *), void *arg);
 

@@ -320,13 +320,20 @@ int tided_parse_query(h2o_req_t *req, int *sync)
 /* Make a job of `kind` for `req`, with `key_hex_bytes` of room for its
  * key_hex (0 but for a sync), let `prepare` (may be NULL) fill its
  * fields, and queue it on `w`. NULL, after answering 500 naming `what`,
- * when it cannot be allocated. The job must be complete before it is
- * queued: from then on it belongs to the worker. */
+ * when it cannot be allocated, or 503 unavailable when `w` never started
+ * (a queued job would never be answered: fuzz_http starts only some
+ * workers). The job must be complete before it is queued: from then on it
+ * belongs to the worker. */
 tided_job *tided_queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, int kind, const char *what,
                             size_t key_hex_bytes, void (*prepare)(tided_job *, void *), void *arg)
 {
-    tided_job *job = calloc(1, sizeof *job + key_hex_bytes);
+    tided_job *job;
 
+    if (!w->started) {
+        tided_send_error(req, 503, "unavailable", "no worker thread runs %s here", what);
+        return NULL;
+    }
+    job = calloc(1, sizeof *job + key_hex_bytes);
     if (job == NULL) {
         tided_send_error(req, 500, "internal", "out of memory queueing %s", what);
         return NULL;
