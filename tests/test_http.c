@@ -3291,7 +3291,7 @@ static void admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_with
 {
     static char preload[] = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
     static char prof[] = "MALLOC_CONF=prof:true", admin[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
-    char tmp[600], tmpdir[620];
+    char tmp[600], tmpdir[720];
     char *env_prof[] = { preload, prof, admin, tmpdir, NULL }, *env_off[] = { preload, admin, tmpdir, NULL };
     tided t;
     resp r;
@@ -3314,6 +3314,21 @@ static void admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_with
     resp_free(&r);
     expect_empty_dir(tmp, "after the dump");
     tided_signal_and_reap(&t, SIGTERM);
+    /* The dump goes under TMPDIR (so the empty-folder checks look where
+     * it was): a missing TMPDIR is a 500 naming that folder. */
+    {
+        char missing[700];
+        th_path(missing, sizeof missing, tmp, "missing");
+        snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", missing);
+        tided_start(&t, NULL, env_prof);
+        r = http(&t, "GET", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+        expect_status(r, 500, "GET /v1/admin/heap with TMPDIR a missing folder");
+        expect_error_json(&r, "internal", "the 500 body");
+        expect_contains(r.body, missing, "the 500 names the TMPDIR it could not write in");
+        resp_free(&r);
+        tided_signal_and_reap(&t, SIGTERM);
+        snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+    }
     tided_start(&t, NULL, env_off);
     r = http(&t, "GET", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
     expect_status(r, 409, "GET /v1/admin/heap under jemalloc without profiling");

@@ -48,6 +48,10 @@ int  tided_is_head(const h2o_req_t *req);
 /* Send `len` bytes at `body` (alive until the request is disposed) with
  * `status`, and log the access line at debug. HEAD gets the headers only. */
 void tided_send_body(h2o_req_t *req, int status, const char *type, const void *body, size_t len);
+/* Send the malloc'd `*text` (`len` bytes) as the body without copying it:
+ * the request's pool takes it (frees it when the request is done) and
+ * *text is set to NULL. One response per text. */
+void tided_send_malloced(h2o_req_t *req, int status, const char *type, char **text, size_t len);
 
 /* Send `j` (the call takes the reference) as the body; 500 when NULL. */
 void tided_send_json(h2o_req_t *req, int status, json_t *j);

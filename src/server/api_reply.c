@@ -176,6 +176,22 @@ void tided_send_body(h2o_req_t *req, int status, const char *type, const void *b
     h2o_send(req, &buf, tided_is_head(req) || len == 0 ? 0 : 1, H2O_SEND_STATE_FINAL);
 }
 
+static void free_held_text(void *slot)
+{
+    free(*(char **)slot);
+}
+
+void tided_send_malloced(h2o_req_t *req, int status, const char *type, char **text, size_t len)
+{
+    /* The pool frees the text when the request is done with it: h2o
+     * writes the body from it, no copy into the pool. */
+    char **slot = h2o_mem_alloc_shared(&req->pool, sizeof *slot, free_held_text);
+
+    *slot = *text;
+    *text = NULL;
+    tided_send_body(req, status, type, *slot, len);
+}
+
 /* Dump `j` (a reference the call takes) into the request's pool and send it. */
 void tided_send_json(h2o_req_t *req, int status, json_t *j)
 {
