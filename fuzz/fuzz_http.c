@@ -130,7 +130,9 @@ static int store_open(fuzz_server *fs, unsigned key_size)
     if (tide_node_open(&srv->node, &o) != 0) return -1;
     if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_JOB_SYNC) != 0
         || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
-        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0)
+        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0
+        || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
+        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0)
         return -1;
     return 0;
 }
@@ -142,6 +144,8 @@ static void store_close(fuzz_server *fs)
     tided_worker_stop(&fs->srv.sync_worker);
     tided_worker_stop(&fs->srv.sweep_worker);
     tided_worker_stop(&fs->srv.metrics_worker);
+    tided_worker_stop(&fs->srv.rotate_worker);
+    tided_worker_stop(&fs->srv.heap_worker);
     if (fs->srv.node) tide_node_close(fs->srv.node);
     fs->srv.node = NULL;
     if (fs->sim) tide_io_sim_destroy(fs->sim);
@@ -185,6 +189,7 @@ static int server_setup(fuzz_server *fs, unsigned key_size, const char *admin, c
     srv->signal_fd = srv->listen_fd = -1;
     srv->max_connections = 4096;
     tided_clients_init(srv);
+    pthread_mutex_init(&srv->memory_mu, NULL);
     srv->started_mono_us = tide_clock_mono_us();
     snprintf(srv->listen_text, sizeof srv->listen_text, "socketpair");
     host = tided_api_setup(srv);
@@ -229,6 +234,8 @@ static int code_fits(const char *code, int status)
         { "bad_request", 400 }, { "unauthorized", 401 }, { "forbidden", 403 }, { "not_found", 404 },
         { "method_not_allowed", 405 }, { "exists", 409 }, { "too_large", 413 }, { "uri_too_long", 414 },
         { "expectation_failed", 417 }, { "internal", 500 }, { "unavailable", 503 }, { "no_space", 507 },
+        { "not_supported", 501 }, { "profiling_off", 409 }, { "overloaded", 503 }, { "bad_body", 400 },
+        { "bad_value", 400 }, { "online_delete_off", 409 }, { "rotated_meanwhile", 409 },
     };
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (strcmp(code, codes[i].code) == 0) return codes[i].status == status;

@@ -2994,6 +2994,12 @@ static void expect_status_at_high(int fd, uint64_t limit)
     if (jpath(m, "rss_bytes", NULL, NULL) <= 0) fail_msg("memory_limit.rss_bytes should be the RSS read");
     if (jpath(m, "rejected_requests", "write", NULL) < 1 || jpath(m, "rejected_requests", "body", NULL) < 1)
         fail_msg("memory_limit.rejected_requests should count the PUT refused (write) and the body (body)");
+    /* The node refuses the PUT itself and counts it (no pre-check in the
+     * handler that would keep the node's counter at 0). */
+    if (jpath(m, "rejected_writes", NULL, NULL) < jpath(m, "rejected_requests", "write", NULL))
+        fail_msg("memory_limit.rejected_writes (%lld) should count every PUT refused (write: %lld)",
+                 (long long)jpath(m, "rejected_writes", NULL, NULL),
+                 (long long)jpath(m, "rejected_requests", "write", NULL));
     if (!json_is_array(changes) || json_array_size(changes) < 1)
         fail_msg("memory_limit.changes should list the level changes");
     expect_str(json_string_value(json_object_get(json_array_get(changes, 0), "to")), "high",
@@ -3034,6 +3040,37 @@ static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *sm
     expect_contains(out, "Retry-After: 1", "its Retry-After");
     expect_contains(out, "\"error\":\"overloaded\"", "its JSON");
     expect_contains(out, "memory level high", "its detail");
+    /* The draining close: a client that sends its whole body after the
+     * 503 came has it read and dropped until the declared length, so its
+     * sends complete (a send buffer far smaller than the body, so the
+     * kernel cannot take it all for a tided that does not read), and the
+     * connection is not reset under it (a reset loses an answer not read
+     * yet). */
+    fd = connect_from(t, "127.0.0.21");
+    {
+        int small_buf = 16384;
+        struct timeval tv = { 30, 0 };
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small_buf, sizeof small_buf);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    snprintf(head, sizeof head, "PUT /v1/objects/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", k,
+             1 << 20);
+    send_all(fd, head, strlen(head));
+    if (!read_response(fd, out, sizeof out, 30000)) fail_msg("at high, a PUT head: no whole 503 in 30 s");
+    expect_contains(out, "HTTP/1.1 503", "a body refused before it is read");
+    {
+        uint8_t *body = calloc(1, 1 << 20);
+        size_t sent = 0;
+        ssize_t n = 0;
+        assert_non_null(body);
+        while (sent < (1u << 20) && (n = send(fd, body + sent, (1u << 20) - sent, MSG_NOSIGNAL)) > 0)
+            sent += (size_t)n;
+        free(body);
+        if (sent < (1u << 20))
+            fail_msg("after the 503, sending the declared 1 MiB body failed at %zu bytes: %s (the refused "
+                     "connection was closed under it, not drained)", sent, n < 0 ? strerror(errno) : "closed");
+    }
+    close(fd);
     /* A chunked head: refused the same, before its first chunk. */
     fd = connect_from(t, "127.0.0.21");
     snprintf(head, sizeof head, "PUT /v1/objects/%s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", k);
@@ -3068,6 +3105,8 @@ static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *sm
     if (th_prom_value(page, "tide_overload_rejected_requests_total{reason=\"write\"}") < 1
         || th_prom_value(page, "tide_overload_rejected_requests_total{reason=\"body\"}") < 1)
         fail_msg("tide_overload_rejected_requests_total should count the write and the body refused:\n%s", page);
+    if (th_prom_value(page, "tide_overload_rejected_writes_total") < 1)
+        fail_msg("tide_overload_rejected_writes_total should count the node's refused PUT:\n%s", page);
     expect_u64((uint64_t)th_prom_value(page, "tide_overload_listener_paused"), 0, "the listener at high");
     if (th_promtool_check(page, msg, sizeof msg) != 0) fail_msg("promtool check metrics at high: %s", msg);
     free(page);
@@ -3078,11 +3117,12 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
     static char pub[] = "TIDE_METRICS_PUBLIC=1", tok[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
     char *env[] = { pub, tok, NULL };
     char cfg[700], flag[720], out[4096];
-    const char *flags[] = { flag, "--max-object-size=1MiB", "--http-threads=1", "--http-idle-timeout=3600", NULL };
+    const char *flags[] = { flag, "--max-object-size=1MiB", "--http-threads=1", "--http-idle-timeout=3600",
+                            "--http-request-timeout=3600", NULL };
     enum { BIG = 48, BIG_LEN = 1 << 20 };
     uint8_t *v = malloc(BIG_LEN), small[100];
     uint64_t limit;
-    int keep, waiting;
+    int keep, waiting, reserve[4];
     json_t *st;
     tided t;
     resp r;
@@ -3128,8 +3168,20 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
     limit = drive_level(&t, cfg, keep, 0.93, "high");
     expect_high_sheds_writes(&t, limit, small, sizeof small);
     expect_status_at_high(keep, limit);
-    /* CRITICAL: the RSS at 99.5%; the one loop stops accepting. */
+    /* CRITICAL: the RSS at 99.5%; the one loop accepts its reserve of 4
+     * new connections (monitoring), then stops accepting. */
     drive_level(&t, cfg, keep, 0.995, "critical");
+    /* The loop's scan has seen the level (so the reserve, not a race with
+     * the scan, is what lets the next 4 in). */
+    if (!log_waits_for(&t, "loop 0: memory level critical", 30000))
+        fail_msg("the loop should log the critical level. Its log:\n%s", log_tail(&t));
+    for (int i = 0; i < 4; i++) {
+        reserve[i] = connect_from(&t, "127.0.0.23");
+        keepalive_get(reserve[i], "/healthz", out, sizeof out);
+        if (strstr(out, "HTTP/1.1 200") == NULL)
+            fail_msg("at critical, new connection %d of the reserve of 4 should get /healthz 200; got '%s'. "
+                     "Its log:\n%s", i + 1, out, log_tail(&t));
+    }
     {
         double end = th_now_ms() + 10000;
         int paused = 0;
@@ -3139,8 +3191,8 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
             json_decref(st);
             if (!paused) poll(NULL, 0, 50);
         }
-        if (!paused) fail_msg("at critical, memory_limit.listener_paused should become true. Its log:\n%s",
-                              log_tail(&t));
+        if (!paused) fail_msg("at critical with the reserve in use, memory_limit.listener_paused should become "
+                              "true. Its log:\n%s", log_tail(&t));
     }
     waiting = connect_from(&t, "127.0.0.22");    /* the kernel's backlog takes it */
     send_all(waiting, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 35);
@@ -3148,10 +3200,13 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
         double end = th_now_ms() + 1000;
         while (th_now_ms() < end) {
             if (has_answer(waiting, out, sizeof out))
-                fail_msg("at critical, a new connection should get no answer; it got '%s'", out);
+                fail_msg("at critical with the 4 reserve connections open, a fifth should get no answer; it "
+                         "got '%s'", out);
             poll(NULL, 0, 20);
         }
     }
+    keepalive_get(reserve[0], "/healthz", out, sizeof out);
+    expect_contains(out, "HTTP/1.1 200", "a reserve connection is still served with the listener paused");
     keepalive_get(keep, obj_path(7000, NULL), out, sizeof out);
     expect_contains(out, "HTTP/1.1 200", "a GET on the connection open before critical");
     if (memcmp(strstr(out, "\r\n\r\n") + 4, small, sizeof small) != 0) fail_msg("the GET at critical: other bytes");
@@ -3165,6 +3220,7 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
                  "Its log:\n%s", out, log_tail(&t));
     expect_contains(out, "HTTP/1.1 200", "the waiting connection's /healthz");
     close(waiting);
+    for (int i = 0; i < 4; i++) close(reserve[i]);
     close(keep);
     if (!log_waits_for(&t, "accepting new connections again", 30000))
         fail_msg("the resume should be logged. Its log:\n%s", log_tail(&t));
@@ -3235,7 +3291,7 @@ static void admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_with
 {
     static char preload[] = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
     static char prof[] = "MALLOC_CONF=prof:true", admin[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
-    char tmp[600], tmpdir[620];
+    char tmp[600], tmpdir[720];
     char *env_prof[] = { preload, prof, admin, tmpdir, NULL }, *env_off[] = { preload, admin, tmpdir, NULL };
     tided t;
     resp r;
@@ -3258,6 +3314,21 @@ static void admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_with
     resp_free(&r);
     expect_empty_dir(tmp, "after the dump");
     tided_signal_and_reap(&t, SIGTERM);
+    /* The dump goes under TMPDIR (so the empty-folder checks look where
+     * it was): a missing TMPDIR is a 500 naming that folder. */
+    {
+        char missing[700];
+        th_path(missing, sizeof missing, tmp, "missing");
+        snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", missing);
+        tided_start(&t, NULL, env_prof);
+        r = http(&t, "GET", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+        expect_status(r, 500, "GET /v1/admin/heap with TMPDIR a missing folder");
+        expect_error_json(&r, "internal", "the 500 body");
+        expect_contains(r.body, missing, "the 500 names the TMPDIR it could not write in");
+        resp_free(&r);
+        tided_signal_and_reap(&t, SIGTERM);
+        snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+    }
     tided_start(&t, NULL, env_off);
     r = http(&t, "GET", "/v1/admin/heap", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
     expect_status(r, 409, "GET /v1/admin/heap under jemalloc without profiling");

@@ -104,7 +104,6 @@ void tided_answer_heap(tided_job *job)
 {
     h2o_req_t *req = job->req;
     const char *name = tide_mem_alloc_family_name(job->family);
-    char *body;
 
     if (job->rc != 0) {
         tided_send_error(req, 500, "internal", "the heap report failed: %s", job->detail);
@@ -117,9 +116,7 @@ void tided_answer_heap(tided_job *job)
     } else if (job->text == NULL) {
         tided_send_error(req, 500, "internal", "the heap report could not be copied: out of memory");
     } else {
-        body = h2o_mem_alloc_pool(&req->pool, job->text_len + 1);
-        memcpy(body, job->text, job->text_len);
-        tided_send_body(req, 200, job->heap_kind == TIDE_MEM_HEAP_GLIBC_INFO ? "application/xml"
-                        : "application/octet-stream", body, job->text_len);
+        tided_send_malloced(req, 200, job->heap_kind == TIDE_MEM_HEAP_GLIBC_INFO ? "application/xml"
+                            : "application/octet-stream", &job->text, job->text_len);
     }
 }

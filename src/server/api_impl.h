@@ -48,6 +48,10 @@ int  tided_is_head(const h2o_req_t *req);
 /* Send `len` bytes at `body` (alive until the request is disposed) with
  * `status`, and log the access line at debug. HEAD gets the headers only. */
 void tided_send_body(h2o_req_t *req, int status, const char *type, const void *body, size_t len);
+/* Send the malloc'd `*text` (`len` bytes) as the body without copying it:
+ * the request's pool takes it (frees it when the request is done) and
+ * *text is set to NULL. One response per text. */
+void tided_send_malloced(h2o_req_t *req, int status, const char *type, char **text, size_t len);
 
 /* Send `j` (the call takes the reference) as the body; 500 when NULL. */
 void tided_send_json(h2o_req_t *req, int status, json_t *j);
@@ -77,7 +81,8 @@ int  tided_parse_query(h2o_req_t *req, int *sync);
 
 /* Make a job of `kind` for `req` with `key_hex_bytes` of room, let
  * `prepare` (may be NULL) fill it, and queue it on `w`. NULL after
- * answering 500 naming `what` when it cannot be allocated. */
+ * answering 500 naming `what` when it cannot be allocated, or 503
+ * unavailable when `w` never started. */
 tided_job *tided_queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, int kind, const char *what,
                            size_t key_hex_bytes, void (*prepare)(tided_job *, void *), void *arg);
 

@@ -127,7 +127,5 @@ void tided_answer_metrics(tided_job *job)
                          job->detail[0] ? job->detail : "out of memory");
         return;
     }
-    char *body = h2o_mem_alloc_pool(&req->pool, job->text_len);
-    memcpy(body, job->text, job->text_len);
-    tided_send_body(req, 200, TIDE_METRICS_CONTENT_TYPE, body, job->text_len);
+    tided_send_malloced(req, 200, TIDE_METRICS_CONTENT_TYPE, &job->text, job->text_len);
 }

@@ -107,10 +107,9 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
                    srv->max_object_size);
         return;
     }
-    /* The level is read once more by the node itself (TIDE_EOVERLOAD):
-     * refusing here first skips the existence check's key-file read. */
-    rc = tide_node_overload_level(srv->node) >= TIDE_OVERLOAD_HIGH ? TIDE_EOVERLOAD
-       : tide_node_put(srv->node, key, req->entity.base, len);
+    /* The node refuses at HIGH itself (TIDE_EOVERLOAD), before its
+     * existence check, and counts the refusal in rejected_writes. */
+    rc = tide_node_put(srv->node, key, req->entity.base, len);
     if (rc == TIDE_EOVERLOAD) {
         char detail[300];
         tided_overload_detail(srv, detail, sizeof detail);

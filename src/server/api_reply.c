@@ -176,6 +176,22 @@ void tided_send_body(h2o_req_t *req, int status, const char *type, const void *b
     h2o_send(req, &buf, tided_is_head(req) || len == 0 ? 0 : 1, H2O_SEND_STATE_FINAL);
 }
 
+static void free_held_text(void *slot)
+{
+    free(*(char **)slot);
+}
+
+void tided_send_malloced(h2o_req_t *req, int status, const char *type, char **text, size_t len)
+{
+    /* The pool frees the text when the request is done with it: h2o
+     * writes the body from it, no copy into the pool. */
+    char **slot = h2o_mem_alloc_shared(&req->pool, sizeof *slot, free_held_text);
+
+    *slot = *text;
+    *text = NULL;
+    tided_send_body(req, status, type, *slot, len);
+}
+
 /* Dump `j` (a reference the call takes) into the request's pool and send it. */
 void tided_send_json(h2o_req_t *req, int status, json_t *j)
 {
@@ -320,13 +336,20 @@ int tided_parse_query(h2o_req_t *req, int *sync)
 /* Make a job of `kind` for `req`, with `key_hex_bytes` of room for its
  * key_hex (0 but for a sync), let `prepare` (may be NULL) fill its
  * fields, and queue it on `w`. NULL, after answering 500 naming `what`,
- * when it cannot be allocated. The job must be complete before it is
- * queued: from then on it belongs to the worker. */
+ * when it cannot be allocated, or 503 unavailable when `w` never started
+ * (a queued job would never be answered: fuzz_http starts only some
+ * workers). The job must be complete before it is queued: from then on it
+ * belongs to the worker. */
 tided_job *tided_queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, int kind, const char *what,
                             size_t key_hex_bytes, void (*prepare)(tided_job *, void *), void *arg)
 {
-    tided_job *job = calloc(1, sizeof *job + key_hex_bytes);
+    tided_job *job;
 
+    if (!w->started) {
+        tided_send_error(req, 503, "unavailable", "no worker thread runs %s here", what);
+        return NULL;
+    }
+    job = calloc(1, sizeof *job + key_hex_bytes);
     if (job == NULL) {
         tided_send_error(req, 500, "internal", "out of memory queueing %s", what);
         return NULL;

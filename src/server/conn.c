@@ -41,11 +41,17 @@
  *     above 0, or Transfer-Encoding) is answered 503 overloaded with
  *     Retry-After before its body is read, unless its method is GET or
  *     HEAD (reads are never refused by the level). While it is CRITICAL
- *     the scan stops the loop's listener (tided_loop_listener_pause): no
- *     new connection is accepted, they wait in the kernel's backlog, and
- *     the connections already open are served; the first scan below
- *     CRITICAL starts it again. Each loop logs its pause and its resume
- *     once, at INFO.
+ *     each loop accepts only a reserve of TIDED_CRITICAL_RESERVE new
+ *     connections (server.h), so that monitoring (Prometheus, /healthz
+ *     probes) still reaches a node whose idle close and h2o's keep-alive
+ *     timeout have closed the connections it had; once the reserve is in
+ *     use the loop's listener stops (tided_loop_listener_pause): further
+ *     connections wait in the kernel's backlog, and the connections
+ *     already open are served. A slot frees when its connection closes
+ *     (the listener reads again); the first scan below CRITICAL starts
+ *     it again for good. A reserve connection is under HIGH's rules: its
+ *     bodies are refused, so it can only make bodyless requests. Each
+ *     loop logs entering and leaving CRITICAL once, at INFO.
  *   - Accounting: the input buffers of connections not in a handler, and
  *     each connection's record, are counted in the "http" consumer (api.c's
  *     guard counts a request's body once a handler has it).
@@ -66,11 +72,18 @@
  * waits for request bytes, so no h2o request exists to answer with. The
  * scan stops h2o reading the socket, writes the whole response (under 512
  * bytes, into an empty send buffer) with send(), shuts the write side so
- * the client sees the end, frees the buffered bytes, and after
- * TIDED_LINGER_MS closes the connection through h2o's own read callback
- * with an error, exactly as h2o does when the peer goes away. The linger
- * lets a client still sending read the answer before the close resets the
- * connection.
+ * the client sees the end, and frees the buffered bytes. Then the close
+ * drains: a client still sending its body would have the connection reset
+ * by a close with unread bytes, and a reset loses the answer it has not
+ * read yet. So each scan reads and drops what the client still sends (a
+ * 16 KiB buffer on the scan's stack, nothing held or accounted), until
+ * the declared Content-Length has been read, the client closes, at most
+ * max_object_size bytes were dropped, or TIDED_DRAIN_REFUSED_MS passes
+ * (a body of unknown length: chunked, or a head that is not complete or
+ * is refused for its framing or size: until TIDED_LINGER_MS passes). Then
+ * it closes the connection through h2o's own read callback with an error,
+ * exactly as h2o does when the peer goes away. While a loop has such a
+ * connection it scans every TIDED_SCAN_MS.
  *
  * Invariants:
  *   1. A connection's record lives exactly as long as its socket: made in
@@ -83,8 +96,13 @@
  *   4. A record is refused at most once; after a refusal h2o never reads
  *      its socket again.
  *   5. l->listener_paused is 1 exactly while the loop's listener is
- *      stopped by the level; srv->listeners_paused is the number of loops
- *      with it set.
+ *      stopped by the level (CRITICAL and the reserve in use);
+ *      srv->listeners_paused is the number of loops with it set.
+ *   6. l->draining == the number of the loop's records refused and not
+ *      closed yet (close_at_ms set); each drops at most max_object_size
+ *      bytes after its answer.
+ *   7. l->reserve_used == the number of the loop's records with `reserve`
+ *      set, and is at most TIDED_CRITICAL_RESERVE.
  *
  * Never: h2o_socket_close a socket once h2o_accept has it (h2o's
  * connection still points to it; the read callback closes it through
@@ -109,7 +127,8 @@
 
 /* The most often a loop scans its connections. */
 #define TIDED_SCAN_MS 10
-/* How long a refused connection stays open for its client to read the answer. */
+/* How long a refused connection whose body length is unknown is drained
+ * (server.h's TIDED_DRAIN_REFUSED_MS for one whose length is known). */
 #define TIDED_LINGER_MS 1000
 /* How many idle candidates an accept looks at when it must evict one. */
 #define TIDED_EVICT_LOOK 64
@@ -268,6 +287,8 @@ int tided_head_check(const char *buf, size_t len, tided_head *out)
     return TIDED_HEAD_OK;
 }
 
+static void scan_level(tided_loop *l);
+
 /* ---- answering outside h2o ---------------------------------------------- */
 
 static void conn_release_admitted(tided_conn *c)
@@ -301,7 +322,7 @@ static void conn_set_accounted(tided_conn *c, size_t bytes)
  * sentences and numbers, never request bytes). Returns 0, or -1 when h2o is not
  * reading the socket (then nothing was done, nothing counted). */
 static int conn_refuse(tided_conn *c, int status, const char *reason, const char *code, const char *detail,
-                       int retry_after, atomic_ullong *counter, uint64_t now_ms)
+                       int retry_after, atomic_ullong *counter, uint64_t body_left, uint64_t now_ms)
 {
     h2o_socket_t *sock = c->sock;
     char body[384], msg[768];
@@ -329,11 +350,37 @@ static int conn_refuse(tided_conn *c, int status, const char *reason, const char
     }
     conn_set_accounted(c, 0);
     conn_release_admitted(c);
-    c->close_at_ms = now_ms + TIDED_LINGER_MS;
+    /* The draining close (server.h's TIDED_DRAIN_REFUSED_MS). */
+    c->drain_known = body_left != TIDED_BODY_UNKNOWN;
+    c->drain_left = body_left < c->loop->srv->max_object_size ? body_left : c->loop->srv->max_object_size;
+    c->close_at_ms = now_ms + (c->drain_known ? TIDED_DRAIN_REFUSED_MS : TIDED_LINGER_MS);
+    c->loop->draining++;
     atomic_fetch_add(counter, 1);
     if (tide_log_get_level() <= TIDE_LOG_DEBUG)
         tide_log(TIDE_LOG_DEBUG, "access: (request not read) -> %d %s: %s", status, code, detail);
     return 0;
+}
+
+/* Read and drop what the client of refused `c` still sends, into a small
+ * buffer on the stack (nothing is held or accounted). Returns 1 when `c`
+ * may close now: its declared body is read, the bound is reached, the
+ * client closed its side, or the socket failed. */
+static int conn_drain(tided_conn *c)
+{
+    char sink[16384];
+    int fd = h2o_socket_get_fd(c->sock);
+
+    while (c->drain_left > 0) {
+        size_t want = c->drain_left < sizeof sink ? (size_t)c->drain_left : sizeof sink;
+        ssize_t n = recv(fd, sink, want, MSG_DONTWAIT);
+        if (n > 0) {
+            c->drain_left -= (uint64_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    }
+    return 1;
 }
 
 /* Close `c` through h2o (its read callback with an error, as when the peer
@@ -368,6 +415,28 @@ static int conn_is_idle(const tided_conn *c)
     return c->busy == 0 && c->close_at_ms == 0 && c->sock->input->size == 0 && c->sock->_cb.read != NULL;
 }
 
+/* Stop (pause 1) or start again (pause 0) `l`'s listener for the memory
+ * level, and keep the gauge's count of paused loops (invariant 5). */
+static void listener_set(tided_loop *l, int pause)
+{
+    tided_server *srv = l->srv;
+
+    if (pause == l->listener_paused || (pause && l->listener == NULL)) return;
+    tided_loop_listener_pause(l, pause);
+    l->listener_paused = pause;
+    if (pause) atomic_fetch_add(&srv->listeners_paused, 1);
+    else atomic_fetch_sub(&srv->listeners_paused, 1);
+    assert(atomic_load(&srv->listeners_paused) <= srv->nloops);     /* invariant 5 */
+}
+
+/* Whether `l`'s listener should read now: not while CRITICAL with the
+ * whole reserve in use. */
+static void listener_update(tided_loop *l)
+{
+    assert(l->reserve_used <= TIDED_CRITICAL_RESERVE);                /* invariant 7 */
+    listener_set(l, l->critical && l->reserve_used >= TIDED_CRITICAL_RESERVE);
+}
+
 static void on_conn_close(void *data)
 {
     tided_conn *c = data;
@@ -375,11 +444,20 @@ static void on_conn_close(void *data)
     tided_server *srv = l->srv;
 
     list_unlink(l, c);
+    if (c->close_at_ms) {
+        assert(l->draining > 0);
+        l->draining--;
+    }
     conn_release_admitted(c);
     conn_set_accounted(c, 0);
     tide_mem_account_sub(TIDE_MEM_HTTP, (int64_t)sizeof *c);
     if (c->client) client_give(srv, c->client);
     atomic_fetch_sub(&srv->connections, 1);
+    if (c->reserve) {
+        assert(l->reserve_used > 0);
+        l->reserve_used--;
+        listener_update(l);              /* a reserve slot is free again */
+    }
     free(c);
 }
 
@@ -449,6 +527,17 @@ void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
     c->idle_since_ms = h2o_now(l->evloop);
     tide_mem_account_alloc(TIDE_MEM_HTTP, (int64_t)sizeof *c);
     list_append(l, c);
+    if (tide_node_overload_level(srv->node) >= TIDE_OVERLOAD_CRITICAL) {
+        /* The listener reads at CRITICAL only while a reserve slot is
+         * free (on_accept stops its batch once the pause is set). Only
+         * a level that turned CRITICAL since the last scan, with slots
+         * still held from an earlier time at CRITICAL, finds none. */
+        if (l->reserve_used < TIDED_CRITICAL_RESERVE) {
+            c->reserve = 1;
+            l->reserve_used++;
+        }
+        scan_level(l);
+    }
     atomic_fetch_add(&srv->connections_total, 1);
     sock->on_close.cb = on_conn_close;
     sock->on_close.data = c;
@@ -498,20 +587,21 @@ static uint64_t budget_in_use(const tided_server *srv)
 /* 503 overloaded with Retry-After, counted in `counter`: the one answer
  * of every refusal the client should retry (the body budget, the memory
  * level). */
-static void refuse_unavailable(tided_conn *c, const char *detail, atomic_ullong *counter, uint64_t now_ms)
+static void refuse_unavailable(tided_conn *c, const char *detail, atomic_ullong *counter, uint64_t body_left,
+                               uint64_t now_ms)
 {
-    conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, counter, now_ms);
+    conn_refuse(c, 503, "Service Unavailable", "overloaded", detail, 1, counter, body_left, now_ms);
 }
 
 /* What `c` holds or declares does not fit in the budget. */
-static void refuse_over_budget(tided_conn *c, uint64_t now_ms)
+static void refuse_over_budget(tided_conn *c, uint64_t body_left, uint64_t now_ms)
 {
     tided_server *srv = c->loop->srv;
     char detail[256];
 
     snprintf(detail, sizeof detail, "request bytes held by tided have reached http_body_budget = %llu "
              "bytes; retry later", (unsigned long long)srv->body_budget);
-    refuse_unavailable(c, detail, &srv->requests_refused_budget, now_ms);
+    refuse_unavailable(c, detail, &srv->requests_refused_budget, body_left, now_ms);
 }
 
 int tided_overload_detail(tided_server *srv, char *buf, size_t cap)
@@ -535,12 +625,17 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
     uint64_t want;
     char detail[256];
     int rc = tided_head_check(in->bytes, in->size, &h);
+    uint64_t body_in = rc == TIDED_HEAD_OK && in->size > h.head_len ? in->size - h.head_len : 0;
+    /* What the client still sends of a declared body, drained after a
+     * refusal (unknown: chunked, or no complete head). */
+    uint64_t left = rc != TIDED_HEAD_OK || h.transfer_encoding ? TIDED_BODY_UNKNOWN
+                  : h.content_length > body_in ? h.content_length - body_in : 0;
 
     if (rc == TIDED_HEAD_INCOMPLETE) {
         /* h2o bounds a head (H2O_MAX_REQLEN, about 400 KiB); past a
          * generous head, a partial one counts against the budget too. */
         if (in->size > TIDED_LONG_HEAD && budget_in_use(srv) > srv->body_budget) {
-            refuse_over_budget(c, now_ms);
+            refuse_over_budget(c, TIDED_BODY_UNKNOWN, now_ms);
             return;
         }
         *unparsed += in->size;
@@ -550,51 +645,51 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
      * leaves the head unchecked, for the next scan. */
     if (rc == TIDED_HEAD_BAD) {
         snprintf(detail, sizeof detail, TIDED_DETAIL_FRAMING, h.reason);
-        conn_refuse(c, 400, "Bad Request", "bad_request", detail, 0, &srv->requests_refused_framing, now_ms);
+        conn_refuse(c, 400, "Bad Request", "bad_request", detail, 0, &srv->requests_refused_framing,
+                    TIDED_BODY_UNKNOWN, now_ms);
         return;
     }
     if (h.content_length > srv->max_object_size) {
         snprintf(detail, sizeof detail, TIDED_DETAIL_TOO_LARGE,
                  srv->max_object_size);
         conn_refuse(c, 413, "Request Entity Too Large", "too_large", detail, 0, &srv->requests_refused_too_large,
-                    now_ms);
+                    TIDED_BODY_UNKNOWN, now_ms);
         return;
     }
     if ((h.content_length > 0 || h.transfer_encoding) && !h.safe_method
         && tide_node_overload_level(srv->node) >= TIDE_OVERLOAD_HIGH) {
         tided_overload_detail(srv, detail, sizeof detail);
-        refuse_unavailable(c, detail, &srv->overload_rejected_body, now_ms);
+        refuse_unavailable(c, detail, &srv->overload_rejected_body, left, now_ms);
         return;
     }
     want = h.head_len + (h.transfer_encoding ? srv->max_object_size : h.content_length);
     if (atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers) != 0
         && budget_in_use(srv) + want > srv->body_budget) {
-        refuse_over_budget(c, now_ms);
+        refuse_over_budget(c, left, now_ms);
         return;
     }
     c->admitted = want;
     atomic_fetch_add(&srv->body_admitted, want);
 }
 
-/* Pause the loop's listener at CRITICAL, start it again below (the
- * essay). */
+/* At CRITICAL, pause the loop's listener once its reserve is in use; below,
+ * start it again (the essay). The level change is logged once per loop. */
 static void scan_level(tided_loop *l)
 {
     tided_server *srv = l->srv;
     int critical = tide_node_overload_level(srv->node) >= TIDE_OVERLOAD_CRITICAL;
 
-    if (critical == l->listener_paused || (critical && l->listener == NULL)) return;
-    tided_loop_listener_pause(l, critical);
-    l->listener_paused = critical;
-    if (critical) atomic_fetch_add(&srv->listeners_paused, 1);
-    else atomic_fetch_sub(&srv->listeners_paused, 1);
-    assert(atomic_load(&srv->listeners_paused) <= srv->nloops);     /* invariant 5 */
-    if (critical)
-        tide_log(TIDE_LOG_INFO, "loop %u: memory level critical: not accepting new connections (the %u open "
-                 "are served)", l->index, atomic_load(&srv->connections));
-    else
-        tide_log(TIDE_LOG_INFO, "loop %u: memory level below critical: accepting new connections again",
-                 l->index);
+    if (critical != l->critical) {
+        l->critical = critical;
+        if (critical)
+            tide_log(TIDE_LOG_INFO, "loop %u: memory level critical: not accepting new connections beyond a "
+                     "reserve of %d for monitoring (the %u open are served)", l->index, TIDED_CRITICAL_RESERVE,
+                     atomic_load(&srv->connections));
+        else
+            tide_log(TIDE_LOG_INFO, "loop %u: memory level below critical: accepting new connections again",
+                     l->index);
+    }
+    listener_update(l);
 }
 
 void tided_conn_poll(tided_loop *l)
@@ -615,7 +710,7 @@ void tided_conn_poll(tided_loop *l)
         h2o_socket_t *sock = c->sock;
         next = c->next;
         if (c->close_at_ms) {
-            if (now_ms >= c->close_at_ms) conn_close_via_h2o(c);
+            if (conn_drain(c) || now_ms >= c->close_at_ms) conn_close_via_h2o(c);
             continue;
         }
         if (c->busy) continue;
@@ -638,7 +733,8 @@ void tided_conn_poll(tided_loop *l)
 
 int32_t tided_conn_wait_ms(tided_loop *l)
 {
-    return l->scan_pending ? TIDED_SCAN_MS : 1000;
+    /* A refused connection being drained is read at each scan. */
+    return l->scan_pending || l->draining ? TIDED_SCAN_MS : 1000;
 }
 
 /* ---- figures -------------------------------------------------------------- */

@@ -122,6 +122,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
         if (sock == NULL) break;
         tided_conn_accept(l, sock);
+        if (l->listener_paused) break;      /* the critical reserve is in use */
     }
 }
 

@@ -62,6 +62,23 @@ static inline size_t tided_max_url(unsigned key_size)
 
 /* Buckets of conn.c's per-address table (a power of two). */
 #define TIDED_CLIENT_BUCKETS 4096
+/* At the CRITICAL memory level each loop stops accepting, except this
+ * many connections accepted while critical (conn.c): a reserve so that
+ * Prometheus and /healthz probes still reach a node that is shedding load
+ * (HIGH's rules still refuse every body, so a reserve connection can only
+ * make bodyless requests). The listener reads until the loop's reserve is
+ * in use, then pauses; a slot frees when its connection closes. */
+#define TIDED_CRITICAL_RESERVE 4
+/* A refused request's connection (conn.c's refusals: the body budget, the
+ * memory level, framing, size) keeps reading and discarding what its
+ * client still sends after the answer, so that closing does not reset the
+ * connection and lose the answer: until the declared Content-Length has
+ * been read, or this long at most (a chunked or unframed body: until the
+ * linger, TIDED_LINGER_MS, ends). At most max_object_size bytes are
+ * drained per connection. */
+#define TIDED_DRAIN_REFUSED_MS 2000
+/* conn_refuse's body_left when the bytes still to come are not known. */
+#define TIDED_BODY_UNKNOWN UINT64_MAX
 
 typedef struct tided_server tided_server;
 typedef struct tided_loop tided_loop;
@@ -169,7 +186,13 @@ struct tided_loop {
     int            scan_pending;     /* a scan was due but skipped by the rate */
     size_t         unparsed;         /* this loop's share of srv->body_unparsed */
     int            listener_paused;  /* conn.c: reading the listener is stopped
-                                        while the memory level is CRITICAL */
+                                        while the memory level is CRITICAL and
+                                        the reserve is in use */
+    int            critical;         /* conn.c: the level was CRITICAL at the
+                                        last scan or accept (for the log) */
+    unsigned       reserve_used;     /* conn.c: open connections accepted while
+                                        CRITICAL (TIDED_CRITICAL_RESERVE) */
+    unsigned       draining;         /* conn.c: refused connections not closed yet */
 };
 
 enum { TIDED_RUNNING = 0, TIDED_DRAINING = 1, TIDED_HURRY = 2 };
@@ -211,8 +234,10 @@ struct tided_server {
      * listener (conn.c, at CRITICAL). */
     atomic_ullong  overload_rejected_write, overload_rejected_body;
     atomic_uint    listeners_paused;
-    /* memory_limit's source text as /v1/status shows it ("--memory-limit",
-     * "cgroup v1 /sys/...", "" for none), set at startup and by SIGHUP; under
+    /* memory_limit's source text as /v1/status shows it ("flag
+     * --memory-limit", "file tide.cfg:3", the cgroup's, "default" when
+     * nothing set it), set at startup and by SIGHUP (tided.c's
+     * memory_source_set); under
      * memory_mu (SIGHUP writes on loop 0 while other loops read). */
     pthread_mutex_t memory_mu;
     char           memory_source[200];
@@ -264,6 +289,11 @@ struct tided_conn {
     int           busy;              /* requests in a handler or being answered */
     uint64_t      close_at_ms;       /* refused: when to close it (0: not) */
     h2o_socket_cb read_cb;           /* refused: h2o's read callback */
+    uint64_t      drain_left;        /* refused: bytes still to read and drop */
+    int           drain_known;       /* refused: drain_left is the rest of a
+                                        declared body (close once read) */
+    int           reserve;           /* accepted while CRITICAL: holds one of
+                                        its loop's reserve slots */
 };
 
 enum { TIDED_HEAD_OK = 0, TIDED_HEAD_INCOMPLETE = 1, TIDED_HEAD_BAD = 2 };

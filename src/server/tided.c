@@ -200,9 +200,11 @@ static void help_endpoints(FILE *f)
 "    memory_hysteresis points. soft: sweep now, shrink the cache targets,\n"
 "    trim. high: PUTs and request bodies are 503 overloaded with\n"
 "    Retry-After: 1, bodies refused before they are read; GET, HEAD,\n"
-"    /healthz, /metrics and /v1/status are served. critical: no new\n"
-"    connections are accepted (they wait in the backlog); the open ones\n"
-"    are served. Nothing acknowledged is dropped. /v1/status'\n"
+"    /healthz, /metrics and /v1/status are served. critical: each event\n"
+"    loop accepts only a reserve of 4 new connections (for monitoring;\n"
+"    bodyless requests only), then no more until one closes (they wait\n"
+"    in the backlog); the open ones are served. Nothing acknowledged is\n"
+"    dropped. /v1/status'\n"
 "    memory_limit and the tide_overload_* metrics show the level.\n"
 "\n", f);
 }

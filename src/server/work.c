@@ -129,7 +129,11 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
         batch->report = report;
         batch->heap_kind = heap_kind;
         batch->family = family;
-        if (text) {   /* each scrape gets its own copy: the loops free them apart */
+        if (text && next == NULL) {     /* the last job takes the text itself */
+            batch->text = text;
+            batch->text_len = text_len;
+            text = NULL;
+        } else if (text) {              /* the others a copy each: the loops free them apart */
             batch->text = malloc(text_len + 1);
             if (batch->text) memcpy(batch->text, text, text_len + 1), batch->text_len = text_len;
         }
