@@ -79,7 +79,8 @@
  * 16 KiB buffer on the scan's stack, nothing held or accounted), until
  * the declared Content-Length has been read, the client closes, at most
  * max_object_size bytes were dropped, or TIDED_DRAIN_REFUSED_MS passes
- * (a body of unknown length: chunked, or a head that is not complete or
+ * without a byte (counted from the last byte read, so a slow sender is not
+ * cut short; a body of unknown length: chunked, or a head that is not complete or
  * is refused for its framing or size: until TIDED_LINGER_MS passes). Then
  * it closes the connection through h2o's own read callback with an error,
  * exactly as h2o does when the peer goes away. While a loop has such a
@@ -710,7 +711,15 @@ void tided_conn_poll(tided_loop *l)
         h2o_socket_t *sock = c->sock;
         next = c->next;
         if (c->close_at_ms) {
-            if (conn_drain(c) || now_ms >= c->close_at_ms) conn_close_via_h2o(c);
+            uint64_t left = c->drain_left;
+            int done = conn_drain(c);
+            /* A client still sending gets TIDED_DRAIN_REFUSED_MS from its last
+             * byte, not from the refusal: a slow sender (a loaded machine, a
+             * small send buffer) reads its 503 instead of a reset, and the
+             * bytes drained stay bounded by max_object_size. */
+            if (!done && c->drain_known && c->drain_left < left)
+                c->close_at_ms = now_ms + TIDED_DRAIN_REFUSED_MS;
+            if (done || now_ms >= c->close_at_ms) conn_close_via_h2o(c);
             continue;
         }
         if (c->busy) continue;

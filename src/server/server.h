@@ -73,8 +73,9 @@ static inline size_t tided_max_url(unsigned key_size)
  * memory level, framing, size) keeps reading and discarding what its
  * client still sends after the answer, so that closing does not reset the
  * connection and lose the answer: until the declared Content-Length has
- * been read, or this long at most (a chunked or unframed body: until the
- * linger, TIDED_LINGER_MS, ends). At most max_object_size bytes are
+ * been read, or this long passes without a byte from it (counted from the
+ * last byte read; a chunked or unframed body: until the linger,
+ * TIDED_LINGER_MS, ends). At most max_object_size bytes are
  * drained per connection. */
 #define TIDED_DRAIN_REFUSED_MS 2000
 /* conn_refuse's body_left when the bytes still to come are not known. */
