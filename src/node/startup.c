@@ -211,7 +211,7 @@ static void log_memory_split(const tide_config *c)
     tide_log(TIDE_LOG_INFO, "memory split: %skey cache hard limit %" PRIu64 " bytes (memory_limit 5%%): the "
              "budgets may hold %" PRIu64 " bytes, %" PRIu64 "%% of the limit; the rest is for the store's index "
              "blocks, threads, connections and the allocator", line, c->key_cache_hard_limit, held,
-             held * 100 / c->memory_limit);
+             (held * 100 + c->memory_limit - 1) / c->memory_limit);   /* rounded up: 98.0% is not 97% */
 }
 
 void tide_startup_log(const tide_config *c)
