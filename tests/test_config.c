@@ -1629,17 +1629,23 @@ static void budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources(v
         expect_u64(c.insert_burst, sc->burst, "insert_burst: 4%");
         expect_u64(c.http_body_budget, sc->body, "http_body_budget: 10%");
         expect_u64((uint64_t)c.src[TIDE_CFG_CACHE_BUDGET].kind, TIDE_SRC_DERIVED, "replaces huge's preset");
-        snprintf(want, sizeof want, "cache_budget=%" PRIu64 "(memory_limit 20%%)", sc->cache);
+        /* Bytes (exact), then the size for people after the source. */
+        snprintf(want, sizeof want, "cache_budget=%" PRIu64 "(memory_limit 20%%, ", sc->cache);
         expect_contains(describe(&c), want, flag);
-        snprintf(want, sizeof want, "insert_burst=%" PRIu64 "(memory_limit 4%%)", sc->burst);
+        snprintf(want, sizeof want, "insert_burst=%" PRIu64 "(memory_limit 4%%, ", sc->burst);
         expect_contains(describe(&c), want, flag);
-        snprintf(want, sizeof want, "http_body_budget=%" PRIu64 "(memory_limit 10%%)", sc->body);
+        snprintf(want, sizeof want, "http_body_budget=%" PRIu64 "(memory_limit 10%%, ", sc->body);
         expect_contains(describe(&c), want, flag);
         tide_startup_node_opts(&c, &o);
         expect_u64(o.cache_budget, sc->cache, "node opts: cache_budget");
         expect_u64(o.key_cache_hard_limit, sc->key, "node opts: key_cache_hard_limit");
         expect_u64(o.insert_burst, sc->burst, "node opts: insert_burst");
     }
+    char *at64[] = { "tided", "--memory-limit=64MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 2, at64), 0, "64 MiB");
+    expect_contains(describe(&c), "cache_budget=13421772(memory_limit 20%, 12.8 MiB) insert_burst=2684354("
+                    "memory_limit 4%, 2.6 MiB)", "a derived size no whole unit: bytes, and its size (before: bytes only)");
+    expect_contains(describe(&c), "http_body_budget=6710886(memory_limit 10%, 6.4 MiB)", "the body budget");
     /* The burst stops at 64 MiB; the body budget holds one max_object_size. */
     char *big[] = { "tided", "--memory-limit=4GiB", "--max-object-size=256MiB", NULL };
     expect_rc(load_all(f, &c, NULL, NULL, 3, big), 0, "4 GiB");
@@ -1807,6 +1813,14 @@ static void the_startup_log_says_where_the_limit_came_from_the_marks_and_the_spl
                     "(memory_limit 5%): the budgets may hold 676457345 bytes, 63% of the limit", "the split's line");
     /* 62.99%: rounded up (before: truncated to 62%). */
     if (strstr(cap.text, "unbounded: process") != NULL) fail_msg("a limit is set; got: %s", cap.text);
+    expect_contains(cap.text, "admin endpoints are off (403): set TIDE_ADMIN_TOKEN to enable every /v1/admin "
+                    "endpoint (sweep, rotate, keep, can_delete, heap)", "the token gates them all (before: sweep)");
+    {
+        char entry[4096];
+        tide_config_help(TIDE_CFG_ADMIN_TOKEN, entry, sizeof entry);
+        expect_contains(entry, "enables every /v1/admin endpoint (POST sweep, rotate and keep, GET|POST",
+                        "the admin token's help names every endpoint");
+    }
 
     /* In a cgroup: what counts names it. */
     char root[2048], want[4600];

@@ -2803,6 +2803,10 @@ static void the_synopsis_shows_only_forms_tided_accepts_and_help_names_every_sig
         fail_msg("tided --help's SYNOPSIS should show the --SETTING=VALUE form");
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
         if (!log_contains(&t, signals[i])) fail_msg("tided --help should document %s", signals[i]);
+    if (!log_contains(&t, "and memory_limit (the limit, its source, the level, the marks,"))
+        fail_msg("tided --help's /v1/status line should name memory_limit. Its output:\n%s", log_tail(&t));
+    if (!log_contains(&t, "enables every /v1/admin endpoint"))
+        fail_msg("tided --help should say TIDE_ADMIN_TOKEN gates every /v1/admin endpoint");
     /* The bare word the old synopsis suggested is refused, naming the form. */
     expect_u64(tided_run_to_exit(&t, bare, NULL), 2, "exit status of tided cache_budget=1GiB");
     if (!log_contains(&t, "settings are --name=value"))

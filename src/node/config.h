@@ -47,8 +47,10 @@ enum { TIDE_NODE_TINY, TIDE_NODE_SMALL, TIDE_NODE_MEDIUM, TIDE_NODE_LARGE, TIDE_
  * "memory_limit 20%"). It ranks above the preset it replaces and below
  * every operator's source (file, env, flag), so `kind >= TIDE_SRC_FILE`
  * still means "set by the operator", and describe can print the where
- * alone ("cache_budget=13421772(memory_limit 20%)") rather than as a
- * default's or a preset's. Names are stable; compare kinds by name. */
+ * alone ("cache_budget=13421772(memory_limit 20%, 12.8 MiB)": a derived
+ * size that is no whole unit is printed in bytes, exact, and its size for
+ * people follows the where) rather than as a default's or a preset's.
+ * Names are stable; compare kinds by name. */
 enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_DERIVED, TIDE_SRC_FILE, TIDE_SRC_ENV, TIDE_SRC_FLAG };
 
 /* The settings, in the order tide_config_describe prints them. */
