@@ -1629,17 +1629,23 @@ static void budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources(v
         expect_u64(c.insert_burst, sc->burst, "insert_burst: 4%");
         expect_u64(c.http_body_budget, sc->body, "http_body_budget: 10%");
         expect_u64((uint64_t)c.src[TIDE_CFG_CACHE_BUDGET].kind, TIDE_SRC_DERIVED, "replaces huge's preset");
-        snprintf(want, sizeof want, "cache_budget=%" PRIu64 "(memory_limit 20%%)", sc->cache);
+        /* Bytes (exact), then the size for people after the source. */
+        snprintf(want, sizeof want, "cache_budget=%" PRIu64 "(memory_limit 20%%, ", sc->cache);
         expect_contains(describe(&c), want, flag);
-        snprintf(want, sizeof want, "insert_burst=%" PRIu64 "(memory_limit 4%%)", sc->burst);
+        snprintf(want, sizeof want, "insert_burst=%" PRIu64 "(memory_limit 4%%, ", sc->burst);
         expect_contains(describe(&c), want, flag);
-        snprintf(want, sizeof want, "http_body_budget=%" PRIu64 "(memory_limit 10%%)", sc->body);
+        snprintf(want, sizeof want, "http_body_budget=%" PRIu64 "(memory_limit 10%%, ", sc->body);
         expect_contains(describe(&c), want, flag);
         tide_startup_node_opts(&c, &o);
         expect_u64(o.cache_budget, sc->cache, "node opts: cache_budget");
         expect_u64(o.key_cache_hard_limit, sc->key, "node opts: key_cache_hard_limit");
         expect_u64(o.insert_burst, sc->burst, "node opts: insert_burst");
     }
+    char *at64[] = { "tided", "--memory-limit=64MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 2, at64), 0, "64 MiB");
+    expect_contains(describe(&c), "cache_budget=13421772(memory_limit 20%, 12.8 MiB) insert_burst=2684354("
+                    "memory_limit 4%, 2.6 MiB)", "a derived size no whole unit: bytes, and its size (before: bytes only)");
+    expect_contains(describe(&c), "http_body_budget=6710886(memory_limit 10%, 6.4 MiB)", "the body budget");
     /* The burst stops at 64 MiB; the body budget holds one max_object_size. */
     char *big[] = { "tided", "--memory-limit=4GiB", "--max-object-size=256MiB", NULL };
     expect_rc(load_all(f, &c, NULL, NULL, 3, big), 0, "4 GiB");
@@ -1656,7 +1662,6 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
 {
     fx *f = *state;
     tide_config c;
-    th_log_capture cap = { .text = "" };
     char want[900];
 
     /* Kept: the operator's, with its source; the rest derived. */
@@ -1680,28 +1685,63 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
     expect_contains(tide_last_error(), want, "http_body_budget named with its file and line");
     expect_contains(tide_last_error(), "leave them unset to derive them from memory_limit", "the fix");
 
-    /* Explicit under, with the derived ones over: one warning. 800 MiB +
-     * 5% + 2 x 4% + 10% of 1 GiB = 1085821417 bytes. */
+    /* Explicit under the limit, with the derived ones over its high mark
+     * (90%): refused, saying how far to lower the explicit one or raise the
+     * limit. 800 MiB + 5% + 2 x 4% + 10% of 1 GiB = 1085821417 bytes. Before
+     * (dea2ce8) this started with one warning. */
     char *warn[] = { "tided", "--memory-limit=1GiB", "--cache-budget=400MiB", NULL };
-    tide_log_set_sink(th_log_capture_sink, &cap);
-    expect_rc(load_all(f, &c, NULL, NULL, 3, warn), 0, "explicit and derived over the limit");
-    tide_log_set_sink(th_log_discard_sink, NULL);
-    expect_u64((uint64_t)cap.warnings, 1, "one warning");
-    expect_contains(cap.text, "the budgets may hold 1085821417 in all, more than memory_limit=1GiB (flag "
-                    "--memory-limit)", "the warning's figures");
-    expect_contains(cap.text, "insert_burst=42949672 (memory_limit 4%) may hold 85899344", "derived ones listed");
+    expect_rc(load_all(f, &c, NULL, NULL, 3, warn), TIDE_EINVAL, "explicit and derived over the high mark");
+    expect_contains(tide_last_error(), "the budgets may hold 1085821417 in all, more than the high mark of "
+                    "memory_limit=1GiB (flag --memory-limit), 90% = 966367641, where writes are shed: ",
+                    "the figures");
+    expect_contains(tide_last_error(), "cache_budget=400MiB (flag --cache-budget) may hold 800MiB", "the explicit one");
+    expect_contains(tide_last_error(), "the derived ones and the key cache 246960617; ", "the derived ones' sum");
+    /* 1085821417 - 966367641 = 119453776 to shed, half of it from the budget:
+     * 419430400 - 59726888 = 359703512 bytes, 343 MiB whole. */
+    expect_contains(tide_last_error(), "lower cache_budget to at most 343MiB, or raise memory_limit to at least ",
+                    "how far to lower it");
+    char *fits[] = { "tided", "--memory-limit=1GiB", "--cache-budget=343MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, fits), 0, "the advised cache_budget starts");
+    char *fits2[] = { "tided", "--memory-limit=1GiB", "--cache-budget=344MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, fits2), TIDE_EINVAL, "1 MiB more does not");
+    {
+        const char *at = strstr(tide_last_error(), "raise memory_limit to at least ");
+        char flag[80], *raise[] = { "tided", flag, "--cache-budget=344MiB", NULL };
+        size_t n;
+        if (at == NULL) fail_msg("no raise advice: %s", tide_last_error());
+        at += strlen("raise memory_limit to at least ");
+        n = strcspn(at, " ,;)");
+        snprintf(flag, sizeof flag, "--memory-limit=%.*s", (int)n, at);
+        expect_rc(load_all(f, &c, NULL, NULL, 3, raise), 0, "the advised memory_limit starts");
+    }
 
-    /* Explicit and derived under the limit but past the soft mark (the lab's
-     * limit64-c24: 2 x 24 MiB + 4% x 2 + 10% + 5% of 64 MiB, 98%): one warning. */
-    char *soft[] = { "tided", "--memory-limit=64MiB", "--cache-budget=24MiB", NULL };
-    memset(&cap, 0, sizeof cap);
+    /* The lab's limit64-c24: 2 x 24 MiB + 4% x 2 + 10% + 5% of 64 MiB, 98%,
+     * past the high mark: refused (before: a warning, and the node went
+     * 10.5% past its limit). (60397977 - 15435037) / 2 = 22481470: 21 MiB. */
+    char *lab[] = { "tided", "--memory-limit=64MiB", "--cache-budget=24MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, lab), TIDE_EINVAL, "the lab's 98%");
+    expect_contains(tide_last_error(), "more than the high mark of memory_limit=64MiB (flag --memory-limit), 90% = "
+                    "60397977", "the mark");
+    expect_contains(tide_last_error(), "cache_budget=24MiB (flag --cache-budget) may hold 48MiB", "named");
+    expect_contains(tide_last_error(), "lower cache_budget to at most 21MiB", "how far");
+
+    /* test_memory_limit's cache_budget: the largest 128 MiB takes. */
+    char *lim128[] = { "tided", "--memory-limit=128MiB", "--cache-budget=44962939", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, lim128), 0, "44962939 at 128 MiB: at the high mark");
+    char *lim128b[] = { "tided", "--memory-limit=128MiB", "--cache-budget=44962940", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, lim128b), TIDE_EINVAL, "one byte more: above it");
+
+    /* Between the soft and the high marks (2 x 20 MiB + 15435037 = 85.5%,
+     * rounded up): one warning. */
+    char *soft[] = { "tided", "--memory-limit=64MiB", "--cache-budget=20MiB", NULL };
+    th_log_capture cap = { .text = "" };
     tide_log_set_sink(th_log_capture_sink, &cap);
     expect_rc(load_all(f, &c, NULL, NULL, 3, soft), 0, "explicit and derived past the soft mark");
     tide_log_set_sink(th_log_discard_sink, NULL);
     expect_u64((uint64_t)cap.warnings, 1, "one warning past the soft mark");
-    expect_contains(cap.text, "98% of memory_limit=64MiB (flag --memory-limit), above its soft mark (80%)",
+    expect_contains(cap.text, "86% of memory_limit=64MiB (flag --memory-limit), above its soft mark (80%)",
                     "the soft-mark warning's figures");
-    expect_contains(cap.text, "cache_budget=24MiB (flag --cache-budget) may hold 48MiB", "the explicit one named");
+    expect_contains(cap.text, "cache_budget=20MiB (flag --cache-budget) may hold 40MiB", "the explicit one named");
 
     /* Derived alone (63%) never warns. */
     char *plain[] = { "tided", "--memory-limit=64MiB", NULL };
@@ -1711,10 +1751,44 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
     tide_log_set_sink(th_log_discard_sink, NULL);
     expect_u64((uint64_t)cap.warnings, 0, "no warning for the derived split");
 
-    /* cache_budget 0 (unbounded) holds nothing against the sum: allowed. */
+    /* cache_budget 0 (unbounded) under a limit: the governor cannot shrink
+     * such a cache, so it is refused (before: allowed, counted as 0 bytes;
+     * a deliberate change of the contract). */
     char *zero[] = { "tided", "--memory-limit=64MiB", "--cache-budget=0", NULL };
-    expect_rc(load_all(f, &c, NULL, NULL, 3, zero), 0, "an unbounded node cache under a limit");
-    expect_u64(c.cache_budget, 0, "kept");
+    expect_rc(load_all(f, &c, NULL, NULL, 3, zero), TIDE_EINVAL, "an unbounded node cache under a limit");
+    expect_contains(tide_last_error(), "cache_budget=0 (flag --cache-budget) leaves the node cache unbounded, which "
+                    "memory_limit=64MiB (flag --memory-limit) cannot hold: set a cache_budget, or leave it unset "
+                    "to derive 20% of the limit", "the error");
+    char *nolimit[] = { "tided", "--cache-budget=0", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 2, nolimit), 0, "unbounded without a limit stays allowed");
+}
+
+static void a_body_budget_raised_to_max_object_size_counts_as_the_operators(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+
+    /* 128 MiB objects under 64 MiB: the body budget raised to them alone is
+     * over the limit. Before: it started, warning "lower the explicit ones"
+     * with none explicit. */
+    char *over[] = { "tided", "--memory-limit=64MiB", "--max-object-size=128MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, over), TIDE_EINVAL, "128 MiB bodies under 64 MiB");
+    expect_contains(tide_last_error(), "the budgets set explicitly may hold 128MiB, more than memory_limit=64MiB "
+                    "(flag --memory-limit)", "the older wording: over the limit alone");
+    expect_contains(tide_last_error(), "http_body_budget=128MiB (memory_limit 10%, raised to max_object_size) may "
+                    "hold 128MiB (request bodies held), as max_object_size=128MiB (flag --max-object-size)",
+                    "max_object_size named with its source");
+
+    /* Under the limit but over the high mark: 2 x 53687091 + 2 x 10737418 +
+     * 13421772 + 128 MiB = 276488518 > 241591910; the objects may be
+     * 134217728 - 34896608 = 99321120 bytes (94 MiB whole). */
+    const char *env[] = { "TIDE_MAX_OBJECT_SIZE=128MiB", NULL };
+    char *high[] = { "tided", "--memory-limit=256MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, env, 2, high), TIDE_EINVAL, "128 MiB bodies under 256 MiB");
+    expect_contains(tide_last_error(), "as max_object_size=128MiB (env TIDE_MAX_OBJECT_SIZE)", "named from the env");
+    expect_contains(tide_last_error(), "lower max_object_size to at most 94MiB", "how far");
+    const char *env94[] = { "TIDE_MAX_OBJECT_SIZE=94MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, env94, 2, high), 0, "the advised max_object_size starts");
 }
 
 static void the_startup_log_says_where_the_limit_came_from_the_marks_and_the_split(void **state)
@@ -1736,8 +1810,17 @@ static void the_startup_log_says_where_the_limit_came_from_the_marks_and_the_spl
     expect_contains(cap.text, "memory split: cache_budget=214748364 (memory_limit 20%; hard limit 429496728 bytes), "
                     "insert_burst=42949672 (memory_limit 4%; two pools 85899344 bytes), http_body_budget=107374182 "
                     "(memory_limit 10%; held bodies 107374182 bytes), key cache hard limit 53687091 bytes "
-                    "(memory_limit 5%): the budgets may hold 676457345 bytes, 62% of the limit", "the split's line");
+                    "(memory_limit 5%): the budgets may hold 676457345 bytes, 63% of the limit", "the split's line");
+    /* 62.99%: rounded up (before: truncated to 62%). */
     if (strstr(cap.text, "unbounded: process") != NULL) fail_msg("a limit is set; got: %s", cap.text);
+    expect_contains(cap.text, "admin endpoints are off (403): set TIDE_ADMIN_TOKEN to enable every /v1/admin "
+                    "endpoint (sweep, rotate, keep, can_delete, heap)", "the token gates them all (before: sweep)");
+    {
+        char entry[4096];
+        tide_config_help(TIDE_CFG_ADMIN_TOKEN, entry, sizeof entry);
+        expect_contains(entry, "enables every /v1/admin endpoint (POST sweep, rotate and keep, GET|POST",
+                        "the admin token's help names every endpoint");
+    }
 
     /* In a cgroup: what counts names it. */
     char root[2048], want[4600];
@@ -1878,6 +1961,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(in_a_real_v1_group_of_96_mib_the_settings_take_its_limit_and_lower_a_larger_one, setup, teardown),
         cmocka_unit_test_setup_teardown(budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources, setup, teardown),
         cmocka_unit_test_setup_teardown(explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_body_budget_raised_to_max_object_size_counts_as_the_operators, setup, teardown),
         cmocka_unit_test_setup_teardown(the_startup_log_says_where_the_limit_came_from_the_marks_and_the_split, setup, teardown),
         cmocka_unit_test_setup_teardown(startup_node_opts_map_the_memory_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(with_a_limit_the_process_and_the_key_cache_are_bounded, setup, teardown),

@@ -2803,6 +2803,10 @@ static void the_synopsis_shows_only_forms_tided_accepts_and_help_names_every_sig
         fail_msg("tided --help's SYNOPSIS should show the --SETTING=VALUE form");
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
         if (!log_contains(&t, signals[i])) fail_msg("tided --help should document %s", signals[i]);
+    if (!log_contains(&t, "and memory_limit (the limit, its source, the level, the marks,"))
+        fail_msg("tided --help's /v1/status line should name memory_limit. Its output:\n%s", log_tail(&t));
+    if (!log_contains(&t, "enables every /v1/admin endpoint"))
+        fail_msg("tided --help should say TIDE_ADMIN_TOKEN gates every /v1/admin endpoint");
     /* The bare word the old synopsis suggested is refused, naming the form. */
     expect_u64(tided_run_to_exit(&t, bare, NULL), 2, "exit status of tided cache_budget=1GiB");
     if (!log_contains(&t, "settings are --name=value"))
@@ -2876,6 +2880,23 @@ static void write_memory_cfg(const char *path, uint64_t limit)
     assert_int_equal(fclose(f), 0);
 }
 
+/* write_memory_cfg with small explicit budgets: what they may hold (2 x 1
+ * MiB + 2 x 2 MiB + 2 MiB, and the key cache's hard limit, 5% of the 256
+ * MiB tided starts with: 20.8 MiB) fits under the high mark of every limit
+ * the test lowers to, so SIGHUP applies them. The node cache is that small
+ * so that shrinking it at HIGH (to a quarter) frees well under a per cent
+ * of the RSS, which stays above the high mark. */
+#define MEMORY_TEST_START (256ull << 20)
+static void write_memory_cfg_small(const char *path, uint64_t limit)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    fprintf(f, "[node]\nmemory_limit=%llu\nmemory_levels=50,90,99\nmemory_hysteresis=20\n"
+            "cache_budget=1MiB\ninsert_burst=2MiB\nhttp_body_budget=2MiB\n", (unsigned long long)limit);
+    assert_int_equal(fclose(f), 0);
+}
+
 /* Read one response (its head, and the body its Content-Length says) from
  * fd into out; 1 when it came whole within ms. */
 static int read_response(int fd, char *out, size_t cap, int ms)
@@ -2946,7 +2967,7 @@ static uint64_t drive_level(tided *t, const char *cfg, int fd, double share, con
         double end = th_now_ms() + 10000;
         rss = rss_of(t->pid);
         limit = (uint64_t)((double)rss / share);
-        write_memory_cfg(cfg, limit);
+        write_memory_cfg_small(cfg, limit);
         kill(t->pid, SIGHUP);
         while (th_now_ms() < end) {
             json_t *st, *m = memory_limit_via(fd, &st);
@@ -3112,10 +3133,61 @@ static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *sm
     free(page);
 }
 
+/* SIGHUP applies a new memory_limit only when the budgets in force (fixed
+ * at startup: an 8 GiB node's derived ones hold 4.55 GiB) fit under its
+ * high mark: 64 MiB changes nothing and warns naming them; 6 GiB (high
+ * mark 5.4 GiB) applies. Before: 64 MiB was applied, the budgets in force
+ * holding 70 times it. */
+static void sighup_keeps_the_limit_when_the_budgets_in_force_do_not_fit_the_new_one(void **state)
+{
+    char cfg[700], flag[720];
+    const char *flags[] = { flag, NULL };
+    json_t *st, *m;
+    tided t;
+    int fd;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    th_path(cfg, sizeof cfg, t.dir, "tide.cfg");
+    write_memory_cfg(cfg, 8ull << 30);
+    snprintf(flag, sizeof flag, "--config=%s", cfg);
+    tided_start(&t, flags, NULL);
+    fd = connect_from(&t, "127.0.0.23");
+    write_memory_cfg(cfg, 64ull << 20);
+    kill(t.pid, SIGHUP);
+    if (!log_waits_for(&t, "SIGHUP: the memory limit's settings did not change: the budgets in force (fixed at "
+                       "startup) may hold ", 30000))
+        fail_msg("a SIGHUP to 64 MiB under an 8 GiB node's budgets should change nothing and say so. Its log:\n%s",
+                 log_tail(&t));
+    if (!log_contains(&t, "more than the high mark of memory_limit=64MiB, 90% = 60397977: cache_budget=1717986918 "
+                      "(memory_limit 20%) may hold 3435973836"))
+        fail_msg("the warning should name the budgets in force with their sources. Its log:\n%s", log_tail(&t));
+    if (!log_contains(&t, "a restart derives new budgets from the limit"))
+        fail_msg("the warning should say a restart derives new budgets. Its log:\n%s", log_tail(&t));
+    m = memory_limit_via(fd, &st);
+    expect_u64((uint64_t)jpath(m, "limit_bytes", NULL, NULL), 8ull << 30, "the limit in force is still 8 GiB");
+    json_decref(st);
+    if (log_contains(&t, "SIGHUP: memory_limit"))
+        fail_msg("nothing should be logged as applied. Its log:\n%s", log_tail(&t));
+    /* 6 GiB holds them (4.55 GiB under 5.4): applied. */
+    write_memory_cfg(cfg, 6ull << 30);
+    kill(t.pid, SIGHUP);
+    if (!log_waits_for(&t, "SIGHUP: memory_limit", 30000))
+        fail_msg("a SIGHUP to 6 GiB should be applied. Its log:\n%s", log_tail(&t));
+    m = memory_limit_via(fd, &st);
+    expect_u64((uint64_t)jpath(m, "limit_bytes", NULL, NULL), 6ull << 30, "the limit in force is 6 GiB");
+    json_decref(st);
+    close(fd);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(void **state)
 {
-    static char pub[] = "TIDE_METRICS_PUBLIC=1", tok[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
-    char *env[] = { pub, tok, NULL };
+    static char pub[] = "TIDE_METRICS_PUBLIC=1", tok[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN,
+                ballast[] = "TIDE_TEST_BALLAST_MIB=96";
+    char *env[] = { pub, tok, ballast, NULL };
     char cfg[700], flag[720], out[4096];
     const char *flags[] = { flag, "--max-object-size=1MiB", "--http-threads=1", "--http-idle-timeout=3600",
                             "--http-request-timeout=3600", NULL };
@@ -3132,11 +3204,15 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
     memset(&t, 0, sizeof t);
     tided_prepare(&t);
     th_path(cfg, sizeof cfg, t.dir, "tide.cfg");
-    write_memory_cfg(cfg, 8ull << 30);
+    write_memory_cfg_small(cfg, MEMORY_TEST_START);
     snprintf(flag, sizeof flag, "--config=%s", cfg);
     tided_start(&t, flags, env);
-    /* 48 MiB of values in the node cache: an RSS well above the smallest
-     * limit (32 MiB), so that the marks sit megabytes apart. */
+    /* 96 MiB of ballast (memory no budget counts, TIDE_TEST_BALLAST_MIB)
+     * and 48 MiB of values through a 1 MiB node cache: an RSS well above
+     * the smallest limit (32 MiB), so that the marks sit megabytes apart,
+     * and above what the budgets in force may hold (20.8 MiB): a SIGHUP
+     * applies a limit only when they fit under its high mark, and the
+     * cache alone (RSS about the budget after a sweep) never would. */
     for (uint64_t i = 0; i < BIG; i++) {
         th_value(6000 + i, BIG_LEN, v);
         r = http(&t, "PUT", obj_path(6000 + i, i % 16 == 15 ? "?sync=1" : NULL), v, BIG_LEN, 0, NULL);
@@ -3161,7 +3237,7 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
             tided_signal_and_reap(&t, SIGTERM);
             th_skip("a cgroup memory limit applies here and its usage counts, not tided's RSS alone");
         }
-        expect_str(json_string_value(json_object_get(m, "level")), "normal", "the level under 8 GiB");
+        expect_str(json_string_value(json_object_get(m, "level")), "normal", "the level under 256 MiB");
         json_decref(st);
     }
     /* HIGH: the RSS at 93% of the limit (90 <= 93 < 99). */
@@ -3213,7 +3289,7 @@ static void the_memory_level_sheds_writes_then_connections_and_loses_nothing(voi
     if (!log_contains(&t, "not accepting new connections"))
         fail_msg("the pause should be logged. Its log:\n%s", log_tail(&t));
     /* Back to 8 GiB: the waiting connection is served, writes resume. */
-    write_memory_cfg(cfg, 8ull << 30);
+    write_memory_cfg_small(cfg, 8ull << 30);
     kill(t.pid, SIGHUP);
     if (!read_response(waiting, out, sizeof out, 30000))
         fail_msg("after memory_limit=8GiB and SIGHUP the waiting connection should be answered; got '%s'. "
@@ -3391,6 +3467,7 @@ int main(void)
         cmocka_unit_test(the_synopsis_shows_only_forms_tided_accepts_and_help_names_every_signal),
         cmocka_unit_test(listening_beyond_loopback_warns_that_status_is_open),
         cmocka_unit_test(the_memory_level_sheds_writes_then_connections_and_loses_nothing),
+        cmocka_unit_test(sighup_keeps_the_limit_when_the_budgets_in_force_do_not_fit_the_new_one),
     };
     const struct CMUnitTest metrics_tests[] = {
         cmocka_unit_test(metrics_answers_only_the_token_in_either_header_form),

@@ -224,8 +224,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "tided sees it." },
     [TIDE_CFG_ADMIN_TOKEN]     = { "admin_token", NULL, "TIDE_ADMIN_TOKEN", NULL,
                                    NULL, NULL, K_SECRET, 0, 0, 0,
-        .help = "enables POST /v1/admin/sweep for requests carrying 'Authorization: Bearer TOKEN' "
-                "(compared in constant time). Unset: the endpoint answers 403." },
+        .help = "enables every /v1/admin endpoint (POST sweep, rotate and keep, GET|POST can_delete, "
+                "GET heap) for requests carrying 'Authorization: Bearer TOKEN' (compared in constant "
+                "time). Unset: they answer 403." },
     [TIDE_CFG_METRICS_SMAPS]   = { "metrics_smaps", "metrics-smaps", "TIDE_METRICS_SMAPS", "node",
                                    NULL, NULL, K_BOOL, 0, 0, 0,
         .def = "0", .arg = "0|1",
@@ -1082,6 +1083,16 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
             snprintf(src, sizeof src, "not set: the manifest's keep, %u for a new directory", c->generations);
         } else {
             tide_config_source_text(c, id, src, sizeof src);
+        }
+        if (s->kind == TIDE_SRC_DERIVED && ti_config_settings[id].kind == K_SIZE && val[0] >= '0'
+            && val[0] <= '9' && val[strspn(val, "0123456789")] == '\0') {
+            /* A derived size that is no whole unit prints in bytes (exact);
+             * its size for people goes with the source, inside the
+             * parentheses, so the NAME=VALUE(SOURCE) form stays. */
+            char human[32];
+            size_t used = strlen(src);
+            tide_size_format(strtoull(val, NULL, 10), human, sizeof human);
+            if (used < sizeof src) snprintf(src + used, sizeof src - used, ", %s", human);
         }
         w = snprintf(piece, sizeof piece, "%s%s=%s(%s)", id ? " " : "", ti_config_settings[id].name, val, src);
         if (w < 0) continue;

@@ -47,8 +47,10 @@ enum { TIDE_NODE_TINY, TIDE_NODE_SMALL, TIDE_NODE_MEDIUM, TIDE_NODE_LARGE, TIDE_
  * "memory_limit 20%"). It ranks above the preset it replaces and below
  * every operator's source (file, env, flag), so `kind >= TIDE_SRC_FILE`
  * still means "set by the operator", and describe can print the where
- * alone ("cache_budget=13421772(memory_limit 20%)") rather than as a
- * default's or a preset's. Names are stable; compare kinds by name. */
+ * alone ("cache_budget=13421772(memory_limit 20%, 12.8 MiB)": a derived
+ * size that is no whole unit is printed in bytes, exact, and its size for
+ * people follows the where) rather than as a default's or a preset's.
+ * Names are stable; compare kinds by name. */
 enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_DERIVED, TIDE_SRC_FILE, TIDE_SRC_ENV, TIDE_SRC_FLAG };
 
 /* The settings, in the order tide_config_describe prints them. */
@@ -150,13 +152,22 @@ typedef struct tide_config {
      * warning). With a limit, tide_config_finish derives every budget the
      * operator did not set from it (source "memory_limit N%"):
      * (L x pct / 100, rounded down to a byte)
- *   cache_budget          20% (the node cache's hard limit is twice it)
+     *   cache_budget          20% (the node cache's hard limit is twice it)
      *   key_cache_hard_limit   5% (bytes; no setting of its own)
      *   insert_burst           4%, at most 64 MiB (two pools: 8%)
      *   http_body_budget      10%, at least max_object_size
-     * and refuses (TIDE_EINVAL, naming each with its source) budgets set
-     * explicitly whose most-held bytes (2 x cache_budget, 2 x insert_burst,
-     * http_body_budget) add up to more than the limit. */
+     * What the budgets may hold in all (2 x cache_budget, 2 x insert_burst,
+     * http_body_budget, the key cache's hard limit; explicit and derived)
+     * must fit under the HIGH mark (memory_levels' second figure) of the
+     * limit, or tide_config_finish refuses it (TIDE_EINVAL) naming each
+     * explicit budget with its source (and max_object_size, when it raised
+     * http_body_budget), how far to lower each alone and the limit that
+     * would hold them: at the high mark the node sheds every write, so
+     * budgets that reach it alone leave no room for what no budget counts.
+     * Explicit ones alone above the limit keep their older error; between
+     * the soft and high marks is one warning. An explicit cache_budget 0
+     * (unbounded) under a limit is TIDE_EINVAL: the governor cannot shrink
+     * a node cache opened without a limit. */
     uint64_t memory_limit;       /* bytes in force; 0: none; else >= TIDE_CONFIG_MEMORY_LIMIT_MIN */
     unsigned memory_pct[4];      /* memory_levels "80,90,97": [0] 0, then soft,
                                     high, critical percent (mem/overload.h) */
@@ -278,10 +289,23 @@ int tide_config_apply_cgroup(tide_config *c, const char *root);
  * With a memory_limit (issue 13): below TIDE_CONFIG_MEMORY_LIMIT_MIN is
  * TIDE_EINVAL; the budgets the operator did not set are derived from it
  * (the split above, replacing the preset's and the default's); explicit
- * budgets that add up to more than it are TIDE_EINVAL naming each; a
+ * and derived budgets that may hold more than its high mark in all are
+ * TIDE_EINVAL naming the explicit ones and the fix (the memory_limit
+ * comment above), as is an explicit cache_budget 0; a
  * memory_levels or memory_hysteresis that tide_mem_overload_init refuses is
  * TIDE_EINVAL. */
 int tide_config_finish(tide_config *c);
+
+/* Whether the budgets in force under `running` (cache_budget, insert_burst,
+ * http_body_budget and key_cache_hard_limit as tide_config_finish fixed
+ * them at startup; a key_cache_hard_limit of 0 counts as the node's 32 MiB)
+ * fit under the high mark (pct[TIDE_OVERLOAD_HIGH]) of a new `limit`, by
+ * tide_config_finish's rule: 0, or TIDE_EINVAL with tide_last_error naming
+ * them, what they hold against that mark, and that a restart derives new
+ * ones (SIGHUP applies a limit live but not the budgets). limit 0 (none)
+ * always fits; an unbounded node cache (cache_budget 0) never does under a
+ * limit. Reads only; thread-safe on a config nobody writes. */
+int tide_config_check_limit_in_force(const tide_config *running, uint64_t limit, const unsigned pct[4]);
 
 /* One line, "node_size=medium(file tide.cfg:2) sweep_interval=60(preset medium)
  * cache_budget=1GiB(env TIDE_CACHE_BUDGET) ...", every setting, into `buf`

@@ -25,15 +25,22 @@
  * h2o's connections, the allocator's metadata and fragmentation. What a
  * budget may hold at most is 2 x cache_budget (the node cache's hard
  * limit), 2 x insert_burst (pending and committing pools), the
- * http_body_budget and the key cache's hard limit. Explicit budgets that
- * together may hold more than L are an error naming each with its source (a
- * node so configured fills its limit with its own caches and then sheds
- * every write); explicit and derived together over L is one warning.
+ * http_body_budget and the key cache's hard limit. All of them together
+ * (explicit and derived) may hold at most the HIGH mark of L, or finish
+ * refuses them naming each explicit one with its source (a derived
+ * http_body_budget raised to max_object_size counts as the operator's, named
+ * with max_object_size), how far each alone must come down, and the limit
+ * that would hold them: at the high mark the node sheds every write, so
+ * budgets that reach it leave nothing for what no budget counts (the lab's
+ * --memory-limit 64MiB --cache-budget 24MiB, 98%, went 10.5% past L).
+ * Explicit ones alone over L keep the older wording. Over the soft mark is
+ * one warning. An explicit cache_budget 0 is an error: a node cache opened
+ * without a limit is one the governor cannot shrink.
  *
  * Invariants:
  *   1. After a successful finish with memory_limit != 0, memory_limit >=
- *      TIDE_CONFIG_MEMORY_LIMIT_MIN and the explicit budgets' most-held
- *      bytes add up to at most memory_limit.
+ *      TIDE_CONFIG_MEMORY_LIMIT_MIN, cache_budget != 0, and all the
+ *      budgets' most-held bytes add up to at most the high mark of it.
  *   2. A derived value's source is TIDE_SRC_DERIVED; an operator's value is
  *      never replaced by a derived one, only lowered to the cgroup's limit,
  *      and that is logged with both figures.
@@ -46,6 +53,7 @@
 #include "node/config_impl.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -194,6 +202,9 @@ static const struct held_rule { int id; unsigned times; const char *why; } held_
 };
 #define N_HELD (sizeof held_rules / sizeof held_rules[0])
 
+/* The key cache's hard limit the node uses when none is given (node.h). */
+#define NODE_KEY_CACHE_DEFAULT (32 * MiB)
+
 static uint64_t budget_value(const tide_config *c, int id)
 {
     switch (id) {
@@ -204,68 +215,223 @@ static uint64_t budget_value(const tide_config *c, int id)
     }
 }
 
-/* "cache_budget=512MiB (flag --cache-budget) may hold 1GiB (why)" for
- * each budget whose explicitness is `explicit_`, after `out`'s text;
- * returns their most-held bytes. */
-static uint64_t list_held(const tide_config *c, int explicit_, char *out, size_t cap)
+/* pct% of l, rounded down, without overflow (the governor's marks). */
+static uint64_t pct_of(uint64_t l, unsigned pct)
+{
+    return l / 100 * pct + l % 100 * pct / 100;
+}
+
+/* A derived http_body_budget raised to max_object_size: the operator's
+ * max_object_size chose it, so it counts as theirs (named with it). */
+static int body_raised(const tide_config *c)
+{
+    return c->src[TIDE_CFG_HTTP_BODY_BUDGET].kind == TIDE_SRC_DERIVED
+        && c->memory_limit * SHARE_BODY_PCT / 100 < c->max_object_size;
+}
+
+/* The operator chose budget `id` (set it, or for the body budget raised it
+ * through max_object_size). */
+static int chosen(const tide_config *c, int id)
+{
+    return c->src[id].kind >= TIDE_SRC_FILE || (id == TIDE_CFG_HTTP_BODY_BUDGET && body_raised(c));
+}
+
+/* What the budgets may hold in all under a limit l: the chosen ones as
+ * they are, the others derived from l as derive_budgets would. */
+static uint64_t held_at(const tide_config *c, uint64_t l)
+{
+    uint64_t burst = l * SHARE_BURST_PCT / 100, body = l * SHARE_BODY_PCT / 100;
+
+    if (burst > SHARE_BURST_MAX) burst = SHARE_BURST_MAX;
+    if (body < c->max_object_size) body = c->max_object_size;
+    return l * SHARE_KEY_CACHE_PCT / 100
+        + 2 * (c->src[TIDE_CFG_CACHE_BUDGET].kind >= TIDE_SRC_FILE ? c->cache_budget : l * SHARE_CACHE_PCT / 100)
+        + 2 * (c->src[TIDE_CFG_INSERT_BURST].kind >= TIDE_SRC_FILE ? c->insert_burst : burst)
+        + (c->src[TIDE_CFG_HTTP_BODY_BUDGET].kind >= TIDE_SRC_FILE ? c->http_body_budget : body);
+}
+
+/* Append to out (cap bytes, NUL-terminated). */
+static void append(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *out, size_t cap, const char *fmt, ...)
+{
+    size_t used = strlen(out);
+    va_list ap;
+
+    if (used + 1 >= cap) return;
+    va_start(ap, fmt);
+    vsnprintf(out + used, cap - used, fmt, ap);
+    va_end(ap);
+}
+
+/* "cache_budget=512MiB (flag --cache-budget) may hold 1GiB (why)" (the
+ * why only with `why`: an error's text has 512 bytes) for
+ * each budget whose being chosen is `chosen_` (in_force: every one), after
+ * `out`'s text; returns their most-held bytes. */
+static uint64_t list_held(const tide_config *c, int chosen_, int in_force, int why, char *out, size_t cap)
 {
     uint64_t sum = 0;
-    size_t used = strlen(out);
 
     for (size_t i = 0; i < N_HELD; i++) {
         const struct held_rule *r = &held_rules[i];
         char v[32], h[32], src[200];
         uint64_t held = budget_value(c, r->id) * r->times;
 
-        if ((c->src[r->id].kind >= TIDE_SRC_FILE) != explicit_) continue;
+        if (!in_force && chosen(c, r->id) != chosen_) continue;
         sum += held;
         ti_config_size_text(budget_value(c, r->id), v, sizeof v);
         ti_config_size_text(held, h, sizeof h);
         tide_config_source_text(c, r->id, src, sizeof src);
-        if (used < cap)
-            used += (size_t)snprintf(out + used, cap - used, "%s%s=%s (%s) may hold %s (%s)",
-                                     used && out[used - 1] != ' ' ? ", " : "", tide_config_name(r->id), v, src,
-                                     h, r->why);
+        append(out, cap, "%s%s=%s (%s) may hold %s%s%s%s", out[0] ? ", " : "", tide_config_name(r->id), v, src,
+               h, why ? " (" : "", why ? r->why : "", why ? ")" : "");
+        if (r->id == TIDE_CFG_HTTP_BODY_BUDGET && body_raised(c) && !in_force) {
+            tide_config_source_text(c, TIDE_CFG_MAX_OBJECT_SIZE, src, sizeof src);
+            ti_config_size_text(c->max_object_size, v, sizeof v);
+            append(out, cap, ", as max_object_size=%s (%s)", v, src);
+        }
     }
     return sum;
 }
 
+/* v rounded down (up: `up`) to a whole MiB from 1 MiB on, else a KiB. */
+static void size_rounded(uint64_t v, int up, char *out, size_t cap)
+{
+    uint64_t unit = v >= MiB ? MiB : v >= 1024 ? 1024 : 1;
+
+    ti_config_size_text(up ? (v + unit - 1) / unit * unit : v / unit * unit, out, cap);
+}
+
+/* The smallest limit (rounded up to a MiB) at which held_at fits under the
+ * high mark, into out; 0 when none up to the largest. */
+static int raise_to(const tide_config *c, int in_force, uint64_t in_force_held, char *out, size_t cap)
+{
+    unsigned high = c->memory_pct[TIDE_OVERLOAD_HIGH];
+    uint64_t lo = c->memory_limit, hi = TIDE_CONFIG_BYTES_MAX;
+
+#define FITS(l) ((in_force ? in_force_held : held_at(c, (l))) <= pct_of((l), high))
+    if (!FITS(hi)) return 0;
+    while (hi - lo > 1) {            /* FITS(hi), and lo is where it did not */
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (FITS(mid)) hi = mid; else lo = mid;
+    }
+    uint64_t up = (hi + MiB - 1) / MiB * MiB;
+    ti_config_size_text(up <= TIDE_CONFIG_BYTES_MAX && FITS(up) ? up : hi, out, cap);
+#undef FITS
+    return 1;
+}
+
+/* "lower cache_budget to at most 21MiB, or ..., or raise memory_limit to
+ * at least 72MiB": each chosen budget (or max_object_size for a raised
+ * body budget) lowered alone by `excess` bytes of what it may hold. */
+static void advice(const tide_config *c, uint64_t excess, int in_force, uint64_t held, char *out, size_t cap)
+{
+    char v[32];
+
+    out[0] = '\0';
+    for (size_t i = 0; !in_force && i < N_HELD; i++) {
+        const struct held_rule *r = &held_rules[i];
+        uint64_t value = budget_value(c, r->id), cut = (excess + r->times - 1) / r->times;
+        int raised = r->id == TIDE_CFG_HTTP_BODY_BUDGET && body_raised(c);
+        uint64_t floor = raised ? c->memory_limit * SHARE_BODY_PCT / 100 : 0;
+
+        if (!chosen(c, r->id) || value <= cut || value - cut < floor || value - cut < 1024) continue;
+        size_rounded(value - cut, 0, v, sizeof v);
+        append(out, cap, "%slower %s to at most %s", out[0] ? ", or " : "",
+               raised ? "max_object_size" : tide_config_name(r->id), v);
+    }
+    if (raise_to(c, in_force, held, v, sizeof v))
+        append(out, cap, "%sraise memory_limit to at least %s", out[0] ? ", or " : "", v);
+    if (!out[0]) append(out, cap, "lower the budgets");
+}
+
+/* An explicit cache_budget 0 under a limit: an unbounded node cache,
+ * which the governor cannot shrink. */
+static int check_unbounded_cache(const tide_config *c, const char *lim, const char *ls)
+{
+    char src[200];
+
+    if (c->cache_budget != 0) return 0;
+    tide_config_source_text(c, TIDE_CFG_CACHE_BUDGET, src, sizeof src);
+    return tide_err_set(TIDE_EINVAL, "cache_budget=0 (%s) leaves the node cache unbounded, which memory_limit=%s "
+                        "(%s) cannot hold: set a cache_budget, or leave it unset to derive %u%% of the limit", src,
+                        lim, ls, SHARE_CACHE_PCT);
+}
+
 static int check_budgets(const tide_config *c)
 {
-    char list[1600] = "", lim[32], ls[200], sum_text[32], all_text[32], key[32];
-    uint64_t l = c->memory_limit, mine, derived, soft;
+    char list[1600] = "", mine_list[600] = "", lim[32], ls[200], sum_text[32], all_text[32], key[32], mark[32],
+         rest[32], fix[300];
+    uint64_t l = c->memory_limit, mine, all, soft, high;
+    int rc;
 
-    mine = list_held(c, 1, list, sizeof list);
     ti_config_size_text(l, lim, sizeof lim);
     tide_config_source_text(c, TIDE_CFG_MEMORY_LIMIT, ls, sizeof ls);
+    if ((rc = check_unbounded_cache(c, lim, ls)) != 0) return rc;
+    mine = list_held(c, 1, 0, 1, list, sizeof list);
     ti_config_size_text(mine, sum_text, sizeof sum_text);
     if (mine > l)
         return tide_err_set(TIDE_EINVAL, "the budgets set explicitly may hold %s, more than memory_limit=%s "
-                            "(%s): %s; lower them, or leave them unset to derive them from memory_limit",
-                            sum_text, lim, ls, list);
-    derived = list_held(c, 0, list, sizeof list) + c->key_cache_hard_limit;
-    soft = l / 100 * c->memory_pct[TIDE_OVERLOAD_SOFT] + l % 100 * c->memory_pct[TIDE_OVERLOAD_SOFT] / 100;
-    if (mine + derived > l) {
-        ti_config_size_text(mine + derived, all_text, sizeof all_text);
-        ti_config_size_text(c->key_cache_hard_limit, key, sizeof key);
-        tide_log(TIDE_LOG_WARN, "the budgets may hold %s in all, more than memory_limit=%s (%s): %s, the key "
-                 "cache's hard limit %s (memory_limit %u%%); the memory levels will shed writes before "
-                 "the caches fill: lower the explicit ones", all_text, lim, ls, list, key, SHARE_KEY_CACHE_PCT);
-    } else if (mine > 0 && mine + derived > soft) {
+                            "(%s): %s; lower them, or leave them unset to derive them from memory_limit%s",
+                            sum_text, lim, ls, list, body_raised(c) ? " (the body budget: lower max_object_size)"
+                            : "");
+    list_held(c, 1, 0, 0, mine_list, sizeof mine_list);
+    all = mine + list_held(c, 0, 0, 1, list, sizeof list) + c->key_cache_hard_limit;
+    TIDE_ASSERT(all == held_at(c, l));
+    soft = pct_of(l, c->memory_pct[TIDE_OVERLOAD_SOFT]);
+    high = pct_of(l, c->memory_pct[TIDE_OVERLOAD_HIGH]);
+    ti_config_size_text(all, all_text, sizeof all_text);
+    ti_config_size_text(c->key_cache_hard_limit, key, sizeof key);
+    /* The derived split alone (63% at most, 55% from 1.6 GiB on) is the
+     * design's and stands whatever memory_levels says: the rule is for the
+     * budgets the operator chose. */
+    if (mine > 0 && all > high) {
+        advice(c, all - high, 0, all, fix, sizeof fix);
+        ti_config_size_text(high, mark, sizeof mark);
+        ti_config_size_text(all - mine, rest, sizeof rest);
+        return tide_err_set(TIDE_EINVAL, "the budgets may hold %s in all, more than the high mark of memory_limit="
+                            "%s (%s), %u%% = %s, where writes are shed: %s, the derived ones and the key cache %s; "
+                            "%s", all_text, lim, ls, c->memory_pct[TIDE_OVERLOAD_HIGH], mark, mine_list, rest, fix);
+    }
+    if (mine > 0 && all > soft) {
         /* Issue 13's lab: --memory-limit 64MiB --cache-budget 24MiB (98% of the
          * limit in the budgets) went 10.5% past the limit between two readings,
          * the cache refilling to its hard limit after each restore. Under the
-         * limit, so not an error; but past the soft mark the caches alone keep
-         * the node at its marks, which the operator should hear about. */
-        ti_config_size_text(mine + derived, all_text, sizeof all_text);
-        ti_config_size_text(c->key_cache_hard_limit, key, sizeof key);
+         * high mark, so not an error; but past the soft mark the caches alone
+         * keep the node at its marks, which the operator should hear about. */
         tide_log(TIDE_LOG_WARN, "the budgets may hold %s in all, %u%% of memory_limit=%s (%s), above its soft mark "
                  "(%u%%): %s, the key cache's hard limit %s; the caches alone can keep the node at its memory "
                  "levels, and a burst of inserts between two readings can pass the limit (docs/MEMORY-LIMIT.md): "
-                 "lower the explicit ones", all_text, (unsigned)(((mine + derived) * 100 + l - 1) / l), lim, ls,
-                 c->memory_pct[TIDE_OVERLOAD_SOFT], list, key);
+                 "lower the %s", all_text, (unsigned)((all * 100 + l - 1) / l), lim, ls,
+                 c->memory_pct[TIDE_OVERLOAD_SOFT], list, key, body_raised(c) ? "explicit ones or max_object_size"
+                 : "explicit ones");
     }
     return 0;
+}
+
+/* (config.h) */
+int tide_config_check_limit_in_force(const tide_config *running, uint64_t limit, const unsigned pct[4])
+{
+    char list[600] = "", lim[32], all_text[32], key[32], mark[32], fix[300];
+    tide_config c = *running;
+    uint64_t k = running->key_cache_hard_limit ? running->key_cache_hard_limit : NODE_KEY_CACHE_DEFAULT, all, high;
+
+    if (limit == 0) return 0;                    /* no limit: nothing to hold */
+    c.memory_limit = limit;
+    memcpy(c.memory_pct, pct, sizeof c.memory_pct);
+    ti_config_size_text(limit, lim, sizeof lim);
+    if (c.cache_budget == 0)
+        return tide_err_set(TIDE_EINVAL, "the node cache in force is unbounded (cache_budget=0), which "
+                            "memory_limit=%s cannot hold; a restart derives new budgets from the limit", lim);
+    all = list_held(&c, 1, 1, 0, list, sizeof list) + k;
+    high = pct_of(limit, pct[TIDE_OVERLOAD_HIGH]);
+    if (all <= high) return 0;
+    ti_config_size_text(all, all_text, sizeof all_text);
+    ti_config_size_text(k, key, sizeof key);
+    ti_config_size_text(high, mark, sizeof mark);
+    advice(&c, all - high, 1, all, fix, sizeof fix);
+    return tide_err_set(TIDE_EINVAL, "the budgets in force (fixed at startup) may hold %s in all, more than the high "
+                        "mark of memory_limit=%s, %u%% = %s: %s, the key cache's hard limit %s; a restart derives new "
+                        "budgets from the limit, or %s", all_text, lim, pct[TIDE_OVERLOAD_HIGH], mark, list, key,
+                        fix);
 }
 
 int ti_config_finish_memory(tide_config *c)

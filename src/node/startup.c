@@ -211,7 +211,7 @@ static void log_memory_split(const tide_config *c)
     tide_log(TIDE_LOG_INFO, "memory split: %skey cache hard limit %" PRIu64 " bytes (memory_limit 5%%): the "
              "budgets may hold %" PRIu64 " bytes, %" PRIu64 "%% of the limit; the rest is for the store's index "
              "blocks, threads, connections and the allocator", line, c->key_cache_hard_limit, held,
-             held * 100 / c->memory_limit);
+             (held * 100 + c->memory_limit - 1) / c->memory_limit);   /* rounded up: 98.0% is not 97% */
 }
 
 void tide_startup_log(const tide_config *c)
@@ -233,8 +233,8 @@ void tide_startup_log(const tide_config *c)
         tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: set TIDE_METRICS_TOKEN (then send "
                  "Authorization: Bearer <token>) or TIDE_METRICS_PUBLIC=1");
     if (c->admin_token[0] == '\0')
-        tide_log(TIDE_LOG_INFO, "admin endpoints are off (403): set TIDE_ADMIN_TOKEN to enable "
-                 "POST /v1/admin/sweep");
+        tide_log(TIDE_LOG_INFO, "admin endpoints are off (403): set TIDE_ADMIN_TOKEN to enable every "
+                 "/v1/admin endpoint (sweep, rotate, keep, can_delete, heap)");
 }
 
 void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)

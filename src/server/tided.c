@@ -146,7 +146,9 @@ static void help_endpoints(FILE *f)
 "    HEAD /v1/objects/KEYHEX           as GET, headers only.\n"
 "    GET  /healthz                     200 \"ok\".\n"
 "    GET  /v1/status                   JSON: version, uptime, store, caches,\n"
-"         memory by consumer with RSS, sweeps and the last trim, HTTP.\n"
+"         memory by consumer with RSS, sweeps and the last trim, HTTP,\n"
+"         and memory_limit (the limit, its source, the level, the marks,\n"
+"         what counts, the actions and the level changes).\n"
 "    GET  /v1/sweeps                   JSON: the last 64 sweep rounds.\n"
 "    POST /v1/admin/sweep              sweep and trim now; returns the report.\n"
 "         401 without the admin token, 403 when none is configured.\n"
@@ -413,7 +415,8 @@ static int memory_setting(int id)
 /* SIGHUP's part for the memory limit: memory_limit (the cgroup's read
  * again by read_settings), memory_levels, memory_hysteresis and
  * memory_pressure apply at once (tide_node_memory_configure); the budgets
- * derived from the limit stay until the next start. */
+ * derived from the limit stay until the next start, so a limit they do not
+ * fit under (tide_config_check_limit_in_force) changes nothing and warns. */
 static void reload_memory(tided_server *srv, const tide_config *fresh)
 {
     const tide_config *was = &memory_in_force;
@@ -423,6 +426,14 @@ static void reload_memory(tided_server *srv, const tide_config *fresh)
     if (fresh->memory_limit == was->memory_limit && memcmp(fresh->memory_pct, was->memory_pct, sizeof was->memory_pct) == 0
         && fresh->memory_hysteresis == was->memory_hysteresis && fresh->memory_pressure_pct == was->memory_pressure_pct)
         return;
+    /* The budgets stay as startup fixed them: a limit (or high mark) under
+     * which they may hold more than the high mark would leave the node
+     * shedding every write with its own caches full (a 8 GiB node's
+     * derived budgets under 64 MiB hold 70 x the limit). */
+    if (tide_config_check_limit_in_force(srv->cfg, fresh->memory_limit, fresh->memory_pct) != 0) {
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the memory limit's settings did not change: %s", tide_last_error());
+        return;
+    }
     rc = tide_node_memory_configure(srv->node, fresh->memory_limit, fresh->memory_pct, fresh->memory_hysteresis,
                                     fresh->memory_pressure_pct);
     if (rc) {
@@ -482,6 +493,23 @@ typedef struct open_job {
     int               done_fd;        /* written once the open returned */
 } open_job;
 
+/* A test hook (tests/test_http.c): TIDE_TEST_BALLAST_MIB=N holds N MiB,
+ * touched, for the process's life, memory no budget counts (as the
+ * allocator's fragmentation or h2o's buffers are), so that a test can put
+ * the RSS between the marks of a limit its budgets fit under. Reachable
+ * from here until exit. */
+static void *test_ballast;
+
+static void hold_test_ballast(void)
+{
+    const char *mib = getenv("TIDE_TEST_BALLAST_MIB");
+    long n = mib && *mib ? strtol(mib, NULL, 10) : 0;
+
+    if (n <= 0 || n > 4096 || test_ballast != NULL) return;
+    test_ballast = malloc((size_t)n << 20);
+    if (test_ballast) memset(test_ballast, 0x5a, (size_t)n << 20);
+}
+
 static void *open_thread(void *arg)
 {
     open_job *j = arg;
@@ -495,6 +523,7 @@ static void *open_thread(void *arg)
         long ms = strtol(delay, NULL, 10);
         if (ms > 0 && ms <= 600000) tide_clock_sleep_us((uint64_t)ms * 1000);
     }
+    hold_test_ballast();
     tide_startup_node_opts(j->cfg, &o);
     o.create_if_missing = 1;
     j->rc = tide_node_open(&j->srv->node, &o);
