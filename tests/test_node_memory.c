@@ -59,10 +59,12 @@ typedef struct world {
     _Atomic int readings_on_main; /* readings the hook made on it */
     uint64_t now;                 /* the clock, microseconds */
     int releases, rounds;         /* opts.release calls; "sweep node_cache" steps */
-    int lines, warns;             /* the governor's level lines, of them at WARN */
-    char last[512];               /* the last level line */
-    int read_failed_warns;        /* "a reading failed" lines */
-    int cg_failed_warns, cg_again_infos; /* the cgroup's failure and recovery lines */
+    /* Written by the log sink, on the governor's thread too (tsan): atomic. */
+    _Atomic int lines, warns;     /* the governor's level lines, of them at WARN */
+    char last[512];               /* the last level line (read only in tests without
+                                     the governor thread) */
+    _Atomic int read_failed_warns;/* "a reading failed" lines */
+    _Atomic int cg_failed_warns, cg_again_infos; /* the cgroup's failure and recovery lines */
 } world;
 
 static world *g_w;                /* the log sink's world (one test at a time) */
