@@ -517,6 +517,11 @@ static void memory_limit_families_agree_with_the_governor_and_pass_promtool(void
     expect_u64((uint64_t)th_prom_value(text, "tide_overload_actions_total{action=\"trim\"}"), (uint64_t)releases,
                "trims (the release calls)");
     expect_u64((uint64_t)th_prom_value(text, "tide_overload_rejected_writes_total"), 1, "rejected writes");
+    expect_family(text, "tide_memory_reading_failures_total", "counter");
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_reading_failures_total{what=\"reading\"}"),
+               st.reading_failures, "failed readings");
+    expect_u64((uint64_t)th_prom_value(text, "tide_memory_reading_failures_total{what=\"cgroup\"}"),
+               st.cgroup_failures, "failed cgroup figures");
     expect_u64((uint64_t)th_prom_value(text, "tide_memory_peak_bytes{since=\"start\"}"), st.peak_start_bytes,
                "peak since start");
     expect_u64((uint64_t)th_prom_value(text, "tide_memory_peak_bytes{since=\"sweep\"}"), 90ull << 20,

@@ -31,7 +31,9 @@
 
 #include "expect.h"
 #include "helpers.h"
+#include "node/metrics.h"
 #include "node/node.h"
+#include "promcheck.h"
 #include "tide/error.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -620,6 +622,16 @@ static void a_failed_cgroup_read_keeps_the_level_and_is_counted(void **state)
     expect_look(w, 10, TIDE_OVERLOAD_HIGH, "again");
     expect_u64(status(w).cgroup_failures, 2, "cgroup failures counted");
     expect_u64((uint64_t)w->cg_failed_warns, 1, "one WARN per streak");
+    {
+        tide_metrics_opts mo;
+        char *text = NULL;
+        size_t len = 0;
+        tide_metrics_opts_init(&mo);
+        expect_ok(tide_metrics_render(w->n, &mo, &text, &len), "render /metrics");
+        expect_u64((uint64_t)th_prom_value(text, "tide_memory_reading_failures_total{what=\"cgroup\"}"), 2,
+                   "the cgroup failures on /metrics");
+        free(text);
+    }
     w->cg_fail = 0;
     w->cg_current = 50 * MIB;
     expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "the cgroup reads again: 50 MiB");

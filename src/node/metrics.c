@@ -581,6 +581,14 @@ static void write_overload(tide_metrics_writer *w, const tide_node_memory_status
     }
     one(w, "tide_overload_rejected_writes_total", "counter", "Node puts refused at the high level or above.",
         (double)st->rejected_writes);
+    tide_metrics_family(w, "tide_memory_reading_failures_total", "counter", "Governor readings that failed "
+                        "(what=\"reading\": skipped, the level kept) or whose cgroup figures failed "
+                        "(what=\"cgroup\": RSS alone read, the level kept).");
+    {
+        const char *lr[2] = { "what", "reading" }, *lc[2] = { "what", "cgroup" };
+        tide_metrics_sample(w, "tide_memory_reading_failures_total", lr, 1, (double)st->reading_failures);
+        tide_metrics_sample(w, "tide_memory_reading_failures_total", lc, 1, (double)st->cgroup_failures);
+    }
     tide_metrics_family(w, "tide_overload_level_seconds_total", "counter", "Time spent at each overload level.");
     for (int l = 0; l < TIDE_OVERLOAD_LEVELS; l++) {
         const char *lab[2] = { "level", levels[l] };

@@ -310,6 +310,9 @@ json_t *tided_memory_limit_json(tided_server *srv)
                   "changes", changes_json(m));
     actions = NULL;
     if (j) json_object_set_new(j, "listener_paused", json_boolean(atomic_load(&srv->listeners_paused) != 0));
+    if (j) json_object_set_new(j, "readings", json_pack("{s:I,s:I,s:I}", "total", (json_int_t)m->readings,
+                                                        "failed", (json_int_t)m->reading_failures,
+                                                        "cgroup_failed", (json_int_t)m->cgroup_failures));
 out:
     json_decref(actions);
     free(m);
