@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Tide's build: plain GNU make.
 #
 #   make              one archive per part (lib/parts/libtide_PART.a, the
@@ -12,6 +13,7 @@
 #   make check-layers the includes, objects and ARCHITECTURE.md's diagram
 #                     against scripts/layers.txt (after a build)
 #   make check-functions  no function in src/ over 100 lines unlisted
+#   make check-licence    every source file has its SPDX-License-Identifier line
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
 #   make bench        build, then bench/run-store and bench/http (wrk, nginx)
@@ -171,7 +173,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check check-layers check-functions asan tsan bench bench-http run deps deps-test clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check check-layers check-functions check-licence asan tsan bench bench-http run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -264,7 +266,7 @@ test: deps-test
 # The jemalloc build of tided too (bin/jemalloc/), for the test that its
 # startup log proves malloc_conf took effect; not in sanitizer builds, whose
 # own allocator must come first.
-check: all tests check-layers check-functions $(if $(SAN),,alloc-jemalloc)
+check: all tests check-layers check-functions check-licence $(if $(SAN),,alloc-jemalloc)
 	$(TEST_ENV) bash tests/run-tests $(TESTS)
 
 # The structure checks, before any test runs: the includes, the diagram in
@@ -275,6 +277,10 @@ check-layers: $(PART_ARCHIVES) $(PROGS)
 
 check-functions:
 	python3 scripts/check-functions
+
+# Every source file carries the one-line SPDX header of LICENSE (BSD-2-Clause).
+check-licence:
+	python3 scripts/check-licence
 
 alloc-jemalloc: all
 	@$(MAKE) --no-print-directory ALLOC=jemalloc all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz.h: what Tide's fuzz targets share with the two programs that run them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_bucket.c: bucket images from arbitrary bytes, checked and searched.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_headers.c: the three file headers, decoded from arbitrary bytes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_http.c: tided's request handling (src/server/api.c: routing, key and
  * query parsing, the error JSON) behind a real h2o HTTP/1 connection.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libfuzzer_shim.c: libFuzzer's entry point for one target.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * make-seeds.c: the seed corpora of the fuzz targets, made from the NuDB
  * fixtures.

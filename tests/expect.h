@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * expect.h: assertions that say what was expected and what came back, for
  * the cmocka tests (include after <cmocka.h>, <inttypes.h> and <string.h>;

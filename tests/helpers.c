@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * helpers.c: scratch directories, fixture copies, the fixture formula, a
  * deterministic PRNG, the processes and directories a test leaves behind,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * promcheck.c: checks of a Prometheus text exposition (see promcheck.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * promcheck.h: Tide's own checks of a Prometheus text exposition, the ones
  * promtool 2.42 misses: no series twice, no family split in two, no second

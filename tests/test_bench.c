@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_bench.c: the store benchmark's library part (src/bench), called as
  * `tide bench store` calls it: begin, run, summarize, end, in a scratch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_build.c: the programs are built with the hardening a Debian package
  * gets, read back from the binaries themselves with readelf.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_cache.c: the tagged cache and the key cache (src/cache), one thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_config.c: the node's configuration: precedence across flags, the
  * environment, the file and the node_size preset; the file's syntax; every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_doctor.c: `tide doctor`'s analysis of a metrics page, and of the
  * disk side from /v1/status's "online_delete" object and the disk families

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_fixtures.c: Tide opens, fetches, grows and recovers databases that
  * NuDB 2.0.9 wrote (tests/fixtures/nudb; README.md there gives the formula

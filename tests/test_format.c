@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_format.c: the NuDB byte format as src/store/format.h encodes it.
  *

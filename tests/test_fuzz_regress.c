@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_fuzz_regress.c: every saved fuzz input, replayed through its target.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_gen_manifest.c: the generations manifest (src/gen/manifest.c,
  * issue 12): its names, its rotation in memory, its text form, and its

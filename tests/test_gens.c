@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_gens.c: the generations handle (src/gen/gens.h): plain mode, the
  * creation and adoption of generation 1, write-once and copy-forward

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_gens_concurrency.c: the generations handle under threads. Writers
  * insert distinct keys and read each back at once, readers fetch keys the

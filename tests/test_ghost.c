@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_ghost.c: `tide ghost`, the RSS-ghost matrix, run as the operator
  * runs it: bin/tide from $TIDE_BIN_DIR, its JSON parsed with jansson.

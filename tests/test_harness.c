@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_harness.c: nothing a test starts outlives it, whatever its outcome.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_http.c: bin/tided end to end, over real sockets.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_io_sim.c: the simulated file system, and the store running on it.
  *

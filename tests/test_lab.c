@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_lab.c: `tide lab`, run as an operator runs it: bin/tide from
  * $TIDE_BIN_DIR starting two real tided processes (trim and notrim) for

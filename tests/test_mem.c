@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_mem.c: the memory library: what /proc says, which allocator serves
  * malloc, its options and statistics, one instrumented trim, and the

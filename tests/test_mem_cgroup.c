@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_mem_cgroup.c: the cgroup memory limit (src/mem/cgroup.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_mem_overload.c: the overload levels with hysteresis
  * (src/mem/overload.c).

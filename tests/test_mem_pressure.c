@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_mem_pressure.c: PSI and a cgroup's usage and events
  * (src/mem/pressure.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_memory_limit.c: tided under a real memory limit (issue 13,
  * docs/MEMORY-LIMIT.md): in a memory cgroup with a limit and no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_metrics.c: the node's Prometheus exposition, rendered in process.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_node.c: the node's read and write paths, and the sweeper's rounds.
  *

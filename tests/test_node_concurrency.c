@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_node_concurrency.c: gets racing puts of the same keys; and, with
  * online delete, gets racing puts and rotations.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_node_memory.c: the node's memory governor (issue 13; governor.c).
  *

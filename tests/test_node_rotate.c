@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_node_rotate.c: online delete through the node (node.h's online
  * delete section): the exact retention timeline with 2 and 3 generations,

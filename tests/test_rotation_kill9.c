@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_rotation_kill9.c: a tided with online delete survives SIGKILL at any
  * moment, rotations included, and loses nothing acknowledged while its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_check.c: tide_store_check, the store's invariants run
  * (store.c's essay: the state diagram and invariants 1-5).

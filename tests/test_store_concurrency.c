@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_concurrency.c: fetches running alongside inserts and commits.
  *

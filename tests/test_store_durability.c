@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_durability.c: the store under failed I/O, power loss and a full
  * disk, on the simulated file system (issue 3, tests 1, 2, 3 and 5).

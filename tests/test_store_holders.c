@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_holders.c: Tide leaves a store alone while another process
  * has its files open, and a read-only tool never recovers.

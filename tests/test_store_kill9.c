@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_kill9.c: the store survives SIGKILL at any moment, on the real
  * file system.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_malformed.c: damaged files get an error or a correct answer,
  * never a crash and never wrong bytes from an undamaged record.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_rekey.c: tide_store_rekey rebuilds nudb.key with a new block
  * size, and an interruption anywhere leaves the old store or the new one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_verify.c: tide_store_verify finds damage, names where it is,
  * and changes nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_util.c: the util module: error names and messages, hex, sizes, the
  * log, the clock.

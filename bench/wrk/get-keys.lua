@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- wrk script: GET /v1/objects/<key> over keys 0 .. KEYS-1, each thread
 -- walking its own stride so the threads do not ask in lockstep.
 -- KEYS (env) is how many keys bench/http loaded; keys are the index as 64

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- wrk script: PUT /v1/objects/<new key> with a SIZE-byte body (default
 -- 200). Keys are RUN (env, distinct per run), the thread id and a counter,
 -- so no two requests of any run name the same key and every PUT stores.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # doctor-64mib.sh: the real run of docs/OPERATIONS.md's `tide doctor`
 # section. Run from the repository's root after `make`. A tided held to
 # --memory-limit 64MiB (--arena-max 2) on a new directory takes 600 PUTs of

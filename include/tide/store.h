@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tide/store.h: the Tide store, an append-only hashed key/value store whose
  * three files (nudb.dat, nudb.key, nudb.log) are NuDB version 2 files.

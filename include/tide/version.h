@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tide/version.h: Tide's version, one definition for every part.
  *

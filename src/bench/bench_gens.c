@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench_gens.c: the generations benchmark, the engine of `tide bench
  * generations`: the extra cost of a fetch that misses the newest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench_gens.h: the generations benchmark (online delete, src/gen/gens.h),
  * as a library part: what a fetch costs when it has to look past the

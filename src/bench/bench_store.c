@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench_store.c: the store's throughput, memory and write benchmark, the
  * engine of `tide bench store`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench_store.h: the store benchmark, as a library part: the workload, the
  * timing, the measurements around each phase and the medians over runs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.h: the tagged cache (objects by key, after XRP Ledger's TaggedCache)
  * and the reference-counted objects it holds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * core.c: the hash table and age lists under both caches, and what both
  * do alike on their common head (ti_core): growing the table and tearing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * core.h: what the tagged cache and the key cache share (internal to
  * src/cache): a chained hash table of entries keyed by fixed-size keys, an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * keycache.c: the key cache, keys recently found absent.
  *

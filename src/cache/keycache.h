@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * keycache.h: the key cache, a set of keys recently found absent.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * obj.c: reference-counted byte objects with a weak count.
  *

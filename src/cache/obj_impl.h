@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * obj_impl.h: the layout of a tide_cache_obj and the weak-reference
  * operations only the cache uses (internal to src/cache; the scheme and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cli.c: what every verb of bin/tide shares: the prologue that parses a
  * verb's command line from its descriptor, the three forms of error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cli_store.c: the checks the store verbs share before they touch a store:
  * the key's size against the store's (put, get), the refusal while another

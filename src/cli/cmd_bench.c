@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_bench.c: `tide bench store`, the store benchmark's command line.
  *

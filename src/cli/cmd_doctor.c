@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_doctor.c: `tide doctor [--interval S] [URL]`, a running node's memory
  * and disk judged: a verdict, the findings with their advice, the figures.

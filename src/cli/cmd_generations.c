@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_generations.c: `tide generations DIR`, a node's generations on disk.
  *

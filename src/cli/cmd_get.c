@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_get.c: `tide get PATH KEYHEX > VALUE`, one value written to stdout.
  *

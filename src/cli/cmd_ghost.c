@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_ghost.c: `tide ghost`, the RSS-ghost matrix: the options, the rows
  * the ghost runner returns, printed as a table, one JSON object (--json)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_info.c: `tide info PATH`, a store's headers and sizes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_lab.c: `tide lab`, trim or no trim side by side on live nodes: the
  * options, the call of the lab's runner, and the printed summary.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_put.c: `tide put PATH KEYHEX < VALUE`, one value stored durably.
  *

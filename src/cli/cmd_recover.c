@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_recover.c: `tide recover PATH`, an interrupted commit undone.
  *

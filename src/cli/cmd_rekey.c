@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_rekey.c: `tide rekey PATH --block-size N`, the key file rebuilt.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_rotate.c: `tide rotate DIR`, one rotation of an idle node's
  * generations, offline.

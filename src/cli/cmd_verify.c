@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_verify.c: `tide verify PATH`, every bucket and record checked.
  *

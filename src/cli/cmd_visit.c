@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_visit.c: `tide visit PATH`, a walk of the data file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tide.c: main of bin/tide, the operator's command line.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * doctor.c: reading a node's /metrics page and saying what its memory is,
  * and from its /v1/status what its disk is.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * doctor.h: a node's memory and disk explained in a few lines, from its
  * /metrics page and its /v1/status.

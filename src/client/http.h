@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http.h: a small HTTP/1.1 client on libcurl, for the programs that talk to
  * a running tided (tide lab's load and pollers, tide doctor's fetch).

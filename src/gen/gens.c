@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gens.c: the generations handle's calls on open data: insert, fetch,
  * touch, keep, sync, the information calls and close. Opening (reconcile,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gens.h: a node's data directory as an ordered list of generations (online
  * delete), or as one plain store, under one handle.

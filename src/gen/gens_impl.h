@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gens_impl.h: what the files of the generations handle share (gens.c,
  * gens_open.c, gens_rotate.c, gens_inspect.c). Not for other parts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gens_inspect.c: a data directory's generations, listed without opening
  * anything for writing or taking a lock (for `tide generations` and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gens_open.c: opening a data directory as generations or as one plain
  * store: adoption of a plain store, creation of generation 1, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gens_rotate.c: a rotation (a new empty generation in front, the oldest
  * dropped once `keep` are held) and the removal of a generation directory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * manifest.c: the generations manifest, its text form and its durable
  * replace.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * manifest.h: the generations manifest, `tide.generations`.
  *

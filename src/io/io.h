@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * io.h: the file interface. Every file operation of the store goes through
  * a tide_io, so tests can swap the POSIX file system for one that fails the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * io_sim.h: a simulated file system in memory, for tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * io_sim_check.c: the sim's invariants, asserted.
  *

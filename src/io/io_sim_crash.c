@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * io_sim_crash.c: what a power loss leaves of the sim.
  *

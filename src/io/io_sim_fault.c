@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * io_sim_fault.c: the sim's counted calls, injected failures and full disk.
  *

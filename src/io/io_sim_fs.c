@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * io_sim_fs.c: the simulated file system's data, in memory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * io_sim_table.c: the sim's tide_io, the functions the store calls.
  *

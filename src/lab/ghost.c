@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ghost.c: the RSS-ghost scenarios and variants (see ghost.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ghost.h: the RSS-ghost lab: allocation scenarios that free memory and
  * measure whether the resident set comes back down, and the allocator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ghost_impl.h: what ghost.c gives ghost_run.c inside the lab part: the
  * scenario run and its verdict, the variants' lookup and check, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ghost_run.c: the RSS-ghost matrix's processes (ghost_run.h): the parent
  * that starts a fresh child per scenario and variant and makes its row,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ghost_run.h: running the RSS-ghost matrix (ghost.h) one fresh child per
  * scenario and variant, and what the parent and the child say to each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lab.c: the trim lab's workload, series, figures and CSV writers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lab.h: the trim lab's library part: the synthetic ledger workload, the
  * series of RSS samples and sweep reports a node yields, their summary

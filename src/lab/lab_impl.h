@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lab_impl.h: what lab.c and lab_svg.c give the rest of the lab part (the
  * runner's sampler and summary): the series' arrays, their figures and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lab_svg.c: the trim lab's chart, RSS over time per variant, as SVG.
  *

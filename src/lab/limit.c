@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * limit.c: the lab's side of the process memory limit (issue 13,
  * docs/MEMORY-LIMIT.md): what a node told --memory-limit did under the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * load.c: the lab's client threads, which send the workload to the nodes.
  *

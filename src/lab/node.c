@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * node.c: the lab's child processes: one tided per variant, on a loopback
  * port, with a fresh store and a log file in the scratch directory.

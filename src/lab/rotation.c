@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rotation.c: the lab's side of online delete: a series' rotations, what
  * they did to the node's memory and disk, their figures, and the disk and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * runner.c: the lab's run: prepare, the repetitions, and one repetition.
  *

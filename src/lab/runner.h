@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * runner.h: the trim lab's engine, what `tide lab` runs: the variants, the
  * nodes it starts and supervises, the load it sends them, the sampler and

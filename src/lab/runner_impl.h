@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * runner_impl.h: what the runner's modules (node.c, load.c, sampler.c,
  * runner.c) share inside the lab part. Not for other parts: runner.h is

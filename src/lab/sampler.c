@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sampler.c: what the lab measures of its nodes: RSS (and Referenced) from
  * /proc/PID through mem/proc.h, and every sweep round from the node's

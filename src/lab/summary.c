@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * summary.c: what a lab run comes to: the figures per variant and
  * repetition, the medians over the repetitions, the reductions against the

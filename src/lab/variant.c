@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * variant.c: the lab's variants: the table of built-ins, the parser of a
  * variant's spec, and the plan's list of variants.

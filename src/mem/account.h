@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * account.h: bytes held, per consumer of long-lived memory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc.c: the allocator functions this process holds, found once, and the
  * names of the families. The other jobs of the allocator module are beside

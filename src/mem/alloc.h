@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc.h: which allocator serves malloc, what it holds, how it is tuned,
  * and how to make it give memory back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc_detect.c: naming the allocator that serves malloc.
  *

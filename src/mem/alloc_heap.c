@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc_heap.c: the allocator's own report of its heap (alloc.h's
  * tide_mem_alloc_heap_report), which tided's GET /v1/admin/heap sends.

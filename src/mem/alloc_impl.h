@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc_impl.h: what the files of the allocator module (mem/alloc*.c) share:
  * the allocator functions found at run time, and a few helpers. Nothing

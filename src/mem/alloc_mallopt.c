@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc_mallopt.c: Tide's own mallopt calls, made and remembered.
  *

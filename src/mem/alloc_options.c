@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc_options.c: the options in force for an allocator family, as text
  * (tide_mem_alloc_options_read in alloc.h has the list per family).

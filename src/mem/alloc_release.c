@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc_release.c: asking an allocator family to give free memory back to
  * the kernel, with its own call (tide_mem_alloc_release; alloc.h has each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * alloc_stats.c: what an allocator family says it holds
  * (tide_mem_alloc_stats_read; alloc.h has each family's source and cost).

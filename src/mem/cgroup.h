@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cgroup.h: the memory limit of the cgroup this process runs in.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cgroup_impl.h: the small-file reading that cgroup.c (the limit) and
  * pressure.c (usage, events, PSI) share. Nothing outside src/mem includes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * jemalloc_conf.c: jemalloc's compile-time options for tided and tide when
  * they are linked against Debian's libjemalloc (make ALLOC=jemalloc).

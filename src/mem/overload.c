@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * overload.c: the graded levels of a process memory limit, with hysteresis
  * (issue 13; the contract is overload.h).

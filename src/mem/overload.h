@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * overload.h: the graded levels of a process memory limit, with hysteresis
  * (issue 13).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pressure.c: pressure stall information, and the usage and events of a
  * cgroup's memory controller (issue 13; the contract is pressure.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pressure.h: what the kernel says about memory beyond the process's own
  * RSS (issue 13): pressure stall information (PSI), and the usage and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proc.c: reading /proc/self, /proc/PID and /sys without touching the heap.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * proc.h: what the kernel says about this process's memory and I/O.
  *

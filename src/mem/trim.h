@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trim.h: one instrumented release of free heap memory to the kernel.
  *

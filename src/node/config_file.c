@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config_file.c: the node's config file (tided --config FILE), read into a
  * tide_config line by line; every value goes through ti_config_set_value,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config_help.c: tided's --help text of each setting, written from its row
  * of the settings table (config_impl.h): the flag and its value's name,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config_impl.h: what the node part's settings files share (config.c, the
  * table, defaults and values; config_file.c, the file; config_help.c,

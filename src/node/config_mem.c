@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config_mem.c: the memory limit's settings (issue 13; docs/MEMORY-LIMIT.md):
  * where the limit comes from, and the budgets it gives.

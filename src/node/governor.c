@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * governor.c: the node's memory governor (issue 13; docs/MEMORY-LIMIT.md):
  * it reads what the process costs, moves the overload level

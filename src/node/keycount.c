@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * keycount.c: the node's key count (tide_node_keys).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics.c: the node's figures as Prometheus text, computed at scrape time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics.h: the node's figures in the Prometheus text format (0.0.4),
  * computed when asked, never on a timer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * node.c: the store, the node cache and the key cache under one handle.
  *

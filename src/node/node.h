@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * node.h: the node, which is the store, the node cache and the key cache
  * under one handle, and the sweeper that keeps the caches and the heap in bounds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * node_impl.h: the node handle's insides, shared by the files of the node
  * part that make it up (node.c the handle, sweeper.c the sweeper thread,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rotator.c: online delete in the node (docs/ROTATION.md): the rotator
  * thread, the admin rotation, the keep-list, the advisory_delete

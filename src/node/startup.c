@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * startup.c: from settings to a node, and the startup log an operator reads
  * as a checklist.

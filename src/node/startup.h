@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * startup.h: from a finished tide_config to a running node, with the
  * startup log that reads as an operator's checklist.

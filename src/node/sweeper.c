@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sweeper.c: the node's sweep rounds and the thread that runs them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * trim_policy.c: the text of a trim policy (node.h's TIDE_TRIM_*), read and
  * written: "always", "never", "every:N", "freed:SIZE", "free-pct:P".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * api.c: tided's HTTP endpoints (docs/HTTP.md is the reference): routing,
  * the request's guard, jobs coming back, h2o's own errors as JSON.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * api_admin.c: POST /v1/admin/sweep, a sweep round now, and GET
  * /v1/admin/heap, the allocator's heap report, for a request that carries

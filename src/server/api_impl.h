@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * api_impl.h: what the files of tided's HTTP endpoints share. api.c routes
  * a request and owns its guard; api_reply.c turns request bytes into text

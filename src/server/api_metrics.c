@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * api_metrics.c: GET /metrics, the Prometheus page, for a request carrying
  * TIDE_METRICS_TOKEN ("Authorization: Bearer" or "X-Metrics-Token"), or any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * api_objects.c: PUT, GET and HEAD of /v1/objects/{key}.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * api_reply.c: request bytes as text, and every answer tided's endpoints
  * send.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * api_rotate.c: online delete over HTTP (docs/HTTP.md, "Online delete").
  *

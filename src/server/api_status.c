@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * api_status.c: the JSON of the node's figures: GET /v1/status (store,
  * caches, memory, sweeps, requests, HTTP, online delete from api_rotate.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * conn.c: tided's connections, from accept to close: who may connect, how
  * long a connection may sit idle, and how many request bytes tided holds

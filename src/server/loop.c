@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * loop.c: tided's event loops, from the listening socket to the drain.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tided.c: main of bin/tided, the Tide node server.
  *

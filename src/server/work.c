@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * work.c: the worker threads that wait for the disk so the event loops
  * never do.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * commit.c: one commit of the insert pool to the three files.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * format.c: NuDB version 2 headers, hashes and buckets, to and from bytes.
  *

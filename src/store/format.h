@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * format.h: NuDB version 2 on-disk structures, encoded and decoded.
  *

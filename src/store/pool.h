@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pool.h: the insert pool, where inserts wait for their commit.
  *

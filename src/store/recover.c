@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * recover.c: undo an interrupted commit from nudb.log, as NuDB does.
  *

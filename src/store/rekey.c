@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rekey.c: rebuild the key file from the data file with a new block size.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store.c: open, create, insert, fetch, sync and close of a Tide store, and
  * the commit thread that makes inserts durable.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store_check.c: the store's invariants, asserted (tide_store_check, and
  * after every commit attempt, at open and at close when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store_impl.h: the inside of a tide_store, shared by store.c (open, insert,
  * fetch, the commit thread), commit.c (one commit) and recover.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * visit.c: a sequential walk of nudb.dat.
  *

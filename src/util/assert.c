@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * assert.c: the failure path of TIDE_ASSERT. Writes one line to stderr with
  * write(2) (no stdio, no allocation: the heap may be what is broken) and

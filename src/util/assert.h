@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * assert.h: TIDE_ASSERT, for invariants written down in a file's essay.
  *

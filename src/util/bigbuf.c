@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bigbuf.c: page mappings for large short-lived buffers (see bigbuf.h).
  *

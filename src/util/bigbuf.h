@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bigbuf.h: large short-lived buffers that go back to the kernel when freed.
  *

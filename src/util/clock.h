@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* clock.h: time. Thread-safe; no allocation; each call is one
  * clock_gettime(2) (a vDSO call, no system call on x86-64 Linux). */
 #ifndef TIDE_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * err.c: error codes, their names, and the per-thread failure message.
  *

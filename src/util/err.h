@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * err.h: recording what went wrong, for tide_last_error().
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hex.h: hexadecimal keys and values. Pure; thread-safe; allocates nothing. */
 #ifndef TIDE_HEX_H
 #define TIDE_HEX_H

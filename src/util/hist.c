@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hist.c: fixed-bucket duration histograms (see hist.h).
  *

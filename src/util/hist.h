@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hist.h: a fixed-bucket histogram of durations, for Prometheus.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * random.c: randomness from the kernel (getrandom) and from a seed
  * (splitmix64, Steele, Lea and Flood's generator as Java's SplittableRandom

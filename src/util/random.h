@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * random.h: randomness, from the kernel and from a seed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* size.h: byte sizes written for people: "512MB", "1GiB", "4096". */
 #ifndef TIDE_SIZE_H
 #define TIDE_SIZE_H
