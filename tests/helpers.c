@@ -233,17 +233,33 @@ int th_exists(const char *path)
 
 int th_read_file(const char *path, uint8_t **out, size_t *len)
 {
-    long long size = th_file_size(path);
-    uint8_t *buf;
+    /* Read to the end rather than to the size stat gives: /proc and cgroupfs
+     * files say 0 (test_memory_limit reads them). */
+    uint8_t *buf = NULL;
+    size_t used = 0, cap = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 
     *out = NULL;
     *len = 0;
-    if (size < 0) return -1;
-    buf = malloc(size > 0 ? (size_t)size : 1);
-    if (buf == NULL) return -1;
-    if (size > 0 && th_pread_file(path, buf, (size_t)size, 0) != 0) { free(buf); return -1; }
+    if (fd < 0) return -1;
+    for (;;) {
+        if (cap - used < 4096) {
+            size_t grown = cap ? 2 * cap : 65536;
+            uint8_t *p = realloc(buf, grown);
+            if (p == NULL) { rc = -1; break; }
+            buf = p;
+            cap = grown;
+        }
+        ssize_t n = read(fd, buf + used, cap - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) { rc = -1; break; }
+        if (n == 0) break;
+        used += (size_t)n;
+    }
+    close(fd);
+    if (rc) { free(buf); return -1; }
     *out = buf;
-    *len = (size_t)size;
+    *len = used;
     return 0;
 }
 

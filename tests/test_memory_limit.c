@@ -126,48 +126,15 @@ static node nd;
 static int put_file(const char *dir, const char *name, const char *text)
 {
     char path[700];
-    int fd, n = (int)strlen(text), rc = -1;
 
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    if (write(fd, text, (size_t)n) == n) rc = 0;
-    if (close(fd) != 0) rc = -1;
-    return rc;
-}
-
-/* A kernel file (/proc, cgroupfs: their size says 0) read to its end, as
- * a string (malloc'd), or NULL. */
-static char *read_kernel_file(const char *path)
-{
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0) return NULL;
-    for (;;) {
-        ssize_t n;
-        if (cap - len < 4096) {
-            char *p = realloc(buf, cap + 8192);
-            if (p == NULL) { free(buf); close(fd); return NULL; }
-            buf = p;
-            cap += 8192;
-        }
-        n = read(fd, buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) { free(buf); close(fd); return NULL; }
-        if (n == 0) break;
-        len += (size_t)n;
-    }
-    close(fd);
-    buf[len] = '\0';
-    return buf;
+    return th_write_file(path, text, strlen(text));
 }
 
 /* The v1 memory line's path of /proc/self/cgroup ("/process_api/x"), or "". */
 static void own_memory_path(char *out, size_t cap)
 {
-    char *text = read_kernel_file("/proc/self/cgroup"), *line, *save = NULL;
+    char *text = th_read_text("/proc/self/cgroup"), *line, *save = NULL;
 
     out[0] = '\0';
     for (line = text ? strtok_r(text, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
@@ -229,7 +196,7 @@ static int make_group(void)
         if (own[0] && make_group_in(parent, 1) == 0) return 0;
         if (make_group_in("/sys/fs/cgroup/memory", 1) == 0) return 0;
     }
-    ctl = read_kernel_file("/sys/fs/cgroup/cgroup.subtree_control");
+    ctl = th_read_text("/sys/fs/cgroup/cgroup.subtree_control");
     if (ctl && strstr(ctl, "memory") && make_group_in("/sys/fs/cgroup", 2) == 0) { free(ctl); return 0; }
     free(ctl);
     if (!nd.why[0]) snprintf(nd.why, sizeof nd.why, "no v1 memory controller and no v2 memory controller");
@@ -673,7 +640,7 @@ static unsigned long long oom_kills(void)
     unsigned long long n = 0;
 
     snprintf(path, sizeof path, "%s/%s", nd.group, nd.version == 1 ? "memory.oom_control" : "memory.events");
-    text = read_kernel_file(path);
+    text = th_read_text(path);
     if (text == NULL) fail_msg("cannot read %s: %s", path, strerror(errno));
     at = strstr(text, "oom_kill ");
     if (at == NULL) { free(text); fail_msg("%s has no oom_kill line", path); }

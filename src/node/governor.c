@@ -14,8 +14,9 @@
  *      reading is counted and changes nothing else, and so is one whose
  *      cgroup figures failed (cgroup_failures);
  *   2. counted = max(rss, cgroup usage - page cache), and which one it was;
- *      the peaks (since open, with the kernel's VmHWM when larger; since
- *      the last sweep round began);
+ *      the peaks (since open; since the last sweep round began; the
+ *      kernel's VmHWM is added to the first when the status is asked for,
+ *      tide_node_memory_get, not read at each look);
  *   3. the pressure flag, with its own hysteresis: on when some avg10 (the
  *      larger of the system's and the cgroup's v2 memory.pressure) >=
  *      memory_pressure_pct or the trigger fired, off once avg10 < half of
@@ -294,7 +295,7 @@ static void log_change(tide_node *n, const tide_node_level_change *c)
 
 /* Record a reading into the status (under mem_lock). */
 static void record_reading(tide_node *n, const tide_node_memory_reading *r, uint64_t counted,
-                           uint64_t hwm, int pressure, uint64_t now)
+                           int pressure, uint64_t now)
 {
     tide_node_memory_status *st = &n->mem_st;
 
@@ -304,7 +305,6 @@ static void record_reading(tide_node *n, const tide_node_memory_reading *r, uint
     st->counts = cgroup_counted(r) > r->rss_bytes ? "cgroup" : "rss";
     st->pressure = pressure;
     if (counted > st->peak_start_bytes) st->peak_start_bytes = counted;
-    if (hwm > st->peak_start_bytes) st->peak_start_bytes = hwm;
     if (counted > st->peak_sweep_bytes) st->peak_sweep_bytes = counted;
     if (now > n->mem_last_us) st->level_seconds_us[st->level] += now - n->mem_last_us;
     n->mem_last_us = now;
@@ -397,8 +397,7 @@ static int check_locked(tide_node *n)
 {
     tide_node_memory_reading r;
     tide_node_level_change c;
-    tide_mem_proc_status ps;
-    uint64_t now, counted, hwm = 0;
+    uint64_t now, counted;
     int rc, from = atomic_load(&n->mem_level), to = TIDE_OVERLOAD_NORMAL, pressure;
 
     rc = take_reading(n, &r);
@@ -415,7 +414,6 @@ static int check_locked(tide_node *n)
     }
     n->mem_failing = 0;
     if (cgroup_failed(n, &r, from)) return from;
-    if (n->opts.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0) hwm = ps.vm_hwm;
     counted = cgroup_counted(&r) > r.rss_bytes ? cgroup_counted(&r) : r.rss_bytes;
     pressure = pressure_after(n, &r, n->mem_st.pressure, now);   /* written only here, under (c) */
     if (n->mem_st.limit_bytes) to = tide_mem_overload_update(&n->mem_ov, counted, pressure);
@@ -429,7 +427,7 @@ static int check_locked(tide_node *n)
     c.cgroup_bytes = cgroup_counted(&r);
     c.pressure = pressure;
     pthread_mutex_lock(&n->mem_lock);
-    record_reading(n, &r, counted, hwm, pressure, now);
+    record_reading(n, &r, counted, pressure, now);
     if (to != from) record_change(n, &c);
     pthread_mutex_unlock(&n->mem_lock);
     if (to != from) {
@@ -534,6 +532,7 @@ out:
 void tide_node_memory_get(tide_node *n, tide_node_memory_status *out)
 {
     uint64_t now = gov_now_us(n);
+    tide_mem_proc_status ps;
 
     pthread_mutex_lock(&n->mem_lock);
     *out = n->mem_st;
@@ -543,6 +542,10 @@ void tide_node_memory_get(tide_node *n, tide_node_memory_status *out)
         out->changes[k] = n->mem_st.changes[(n->mem_ring + TIDE_NODE_LEVEL_CHANGES - 1 - k) % TIDE_NODE_LEVEL_CHANGES];
     pthread_mutex_unlock(&n->mem_lock);
     if (out->counts == NULL) out->counts = "rss";
+    /* The kernel's VmHWM is read here, when someone asks, not at each look:
+     * /proc/self/status every 100 ms for a figure only a scrape shows. */
+    if (n->opts.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0 && ps.vm_hwm > out->peak_start_bytes)
+        out->peak_start_bytes = ps.vm_hwm;
     out->rejected_writes = atomic_load(&n->mem_rejected);
     out->level = atomic_load(&n->mem_level);
 }

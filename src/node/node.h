@@ -615,7 +615,8 @@ typedef struct tide_node_memory_status {
  * on every request and accept. */
 int tide_node_overload_level(const tide_node *n);
 
-/* A snapshot of the governor's figures. Cost: one lock. */
+/* A snapshot of the governor's figures. Cost: one lock, and (without opts.memory_reading)
+ * one read of /proc/self/status for VmHWM. */
 void tide_node_memory_get(tide_node *n, tide_node_memory_status *out);
 
 /*
