@@ -236,7 +236,10 @@ all: $(LIBTIDE) $(LIBTIDE_SO) $(LIBTIDE_SO_LINKS) $(PART_ARCHIVES) $(PROGS) $(MA
 # flag, OPT=-O0, EXTRA_CFLAGS) rebuilds everything instead of linking old
 # objects built without it.
 FLAGS_STAMP := $(BUILD)/flags
-FLAGS_NOW   := $(COMPILE) | $(LINK)
+# The per-object additions are in it too (they are `private`, below).
+LIB_OBJ_CFLAGS    := -fPIC -fno-semantic-interposition
+SERVER_OBJ_CFLAGS := -DH2O_USE_LIBUV=0
+FLAGS_NOW   := $(COMPILE) | $(LINK) | $(LIB_OBJ_CFLAGS) | $(SERVER_OBJ_CFLAGS)
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(@D)
 	@if [ "$$(cat $@ 2>/dev/null)" != '$(FLAGS_NOW)' ]; then echo '$(FLAGS_NOW)' > $@; fi
@@ -268,7 +271,11 @@ $(REVISION_OBJS): private TIDE_CFLAGS += -DTIDE_REVISION='"$(REVISION)"'
 # -fPIC-only set of objects would double the build. In the programs, which
 # link the archives into a PIE, -fPIC costs little: the linker turns their
 # GOT loads of symbols the program defines back into direct addresses.
-$(LIB_OBJS): private TIDE_CFLAGS += -fPIC
+# -fno-semantic-interposition keeps what -fPIE allowed: a call to a global
+# function of the same file may be inlined (under plain -fPIC gcc must
+# assume an LD_PRELOAD replaces it). For libtide.so that means a preloaded
+# tide_* replaces the programs' calls to it, never the library's own.
+$(LIB_OBJS): private TIDE_CFLAGS += $(LIB_OBJ_CFLAGS)
 
 # lib/libtide.a is the whole library in one archive, for a program outside
 # the tree (fuzz/make-seeds.c is one); the programs and the tests link the
@@ -332,7 +339,7 @@ $(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(FLAGS_STAMP)
 # libh2o-evloop-dev): its headers need H2O_USE_LIBUV=0, and the shared
 # library brings its own dependencies (OpenSSL, zlib, wslay).
 SERVER_LIBS := -lh2o-evloop
-$(SERVER_OBJS): private TIDE_CFLAGS += -DH2O_USE_LIBUV=0
+$(SERVER_OBJS): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
 # The tests may use every part, so they link every part's libraries.
 TEST_LIBS += $(call part_libs,$(LIB_PARTS))
 
@@ -345,7 +352,7 @@ $(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(TEST_AR
 $(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
-$(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += -DH2O_USE_LIBUV=0
+$(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
 
 tests: $(TEST_BINS)
 
