@@ -3,8 +3,17 @@
 #
 #   make              one archive per part (lib/parts/libtide_PART.a, the
 #                     parts and their order from scripts/layers.txt), the
-#                     whole library lib/libtide.a, bin/tide (if src/cli has
-#                     sources), bin/tided (if src/server has sources)
+#                     whole library lib/libtide.a and lib/libtide.so.X.Y.Z
+#                     (with its links libtide.so.X and libtide.so), bin/tide
+#                     (if src/cli has sources), bin/tided (if src/server has
+#                     sources), their man pages build/man/tide.1, tided.8
+#   make install      copy them to PREFIX (/usr/local) under DESTDIR, with
+#                     tide.pc, the headers, the unit and the sample config
+#                     (the install section says where); make uninstall
+#                     removes them
+#
+# The build takes CPPFLAGS, CFLAGS and LDFLAGS from the environment or the
+# command line (after its own), WERROR= (no -Werror) and REVISION=TEXT.
 #   make test         install missing packages (install-deps --test), build,
 #                     run the structure checks and every tests/test_*.c
 #   make check        build, run scripts/check-layers and
