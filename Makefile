@@ -115,6 +115,10 @@ ifeq ($(origin REVISION),undefined)
 REVISION := $(shell [ "$$(git -C . rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
                 git -C . rev-parse --short HEAD 2>/dev/null || echo unknown)
 endif
+# It goes into a C string through the shell: one word, no quotes, no '\'.
+ifneq ($(words $(REVISION))$(findstring ',$(REVISION))$(findstring ",$(REVISION))$(findstring \,$(REVISION)),1)
+$(error REVISION="$(REVISION)": expected one word without quotes or backslashes, e.g. 0.1.0-1 or a commit hash)
+endif
 LIBS    := -lxxhash -ljansson -lpthread -lm
 TEST_LIBS := -lcmocka
 
@@ -221,10 +225,10 @@ LIBTIDE_SO_LINKS := $(LIBDIR)/$(SONAME) $(LIBDIR)/libtide.so
 LIBTIDE_MAP := scripts/libtide.map
 
 # The man pages, made from the programs' own --help texts (scripts/gen-man)
-# so that they cannot disagree with them; not by an ALLOC= build (its
-# programs print the same texts).
+# so that they cannot disagree with them; not by an ALLOC= or sanitizer
+# build (their programs print the same texts).
 MANDIR_BUILD := $(BUILD)/man
-MANPAGES := $(if $(ALLOC),,$(if $(CLI_SRCS),$(MANDIR_BUILD)/tide.1) $(if $(SERVER_SRCS),$(MANDIR_BUILD)/tided.8))
+MANPAGES := $(if $(ALLOC)$(SAN),,$(if $(CLI_SRCS),$(MANDIR_BUILD)/tide.1) $(if $(SERVER_SRCS),$(MANDIR_BUILD)/tided.8))
 
 # What the tests see in their environment (run from the repo root).
 TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
