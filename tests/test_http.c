@@ -51,6 +51,7 @@
 #include "expect.h"
 #include "helpers.h"
 #include "promcheck.h"
+#include "tide/version.h"
 
 #define ADMIN_TOKEN "test-admin-token-5f1c"
 #define MAX_OBJECT  65536
@@ -1958,6 +1959,190 @@ static void without_a_token_metrics_is_always_401_unless_public(void **state)
     tided_cleanup(&t);
 }
 
+/* ---- request metrics (issue 14) ------------------------------------------ */
+
+/* The value of `series` on `page`, 0 when absent (a counter not yet seen). */
+static double prom_or_0(const char *page, const char *series)
+{
+    double v = th_prom_value(page, series);
+    return isnan(v) ? 0 : v;
+}
+
+/* The known requests of the request-metrics test, and what each must add. */
+typedef struct req_case {
+    const char *method, *path, *header;
+    int         body;            /* send REQ_BODY bytes */
+    int         chunked_big;     /* send MAX_OBJECT + 1 bytes chunked */
+    long        want;
+} req_case;
+
+#define REQ_BODY 100
+
+/* Every answered request is counted once by {method,code}, the histogram
+ * counts the handled ones by route with cumulative buckets, and the body
+ * bytes in and out are exactly those the client sent and received. A
+ * baseline scrape first, then known requests, then scrapes until the page
+ * has counted them (a count is made when h2o disposes the request, just
+ * after its last byte was written, so the next request may be answered by
+ * the other loop first): every further scrape is one more GET 200 metrics. */
+static void request_metrics_count_every_answer_by_method_code_and_route(void **state)
+{
+    static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
+    static const char *flags[] = { "--max-object-size=65536", NULL };
+    char *env[] = { tok, NULL };
+    static const req_case cases[] = {
+        { "PUT", "/v1/objects/", NULL, 1, 0, 201 },
+        { "PUT", "/v1/objects/", NULL, 1, 0, 201 },            /* another key */
+        { "GET", "/v1/objects/", NULL, 0, 0, 200 },
+        { "GET", "/v1/objects/", NULL, 0, 0, 200 },
+        { "GET", "/v1/objects/", NULL, 0, 0, 200 },
+        { "GET", "/v1/objects/ffff", NULL, 0, 0, 400 },         /* a malformed key */
+        { "GET", "/v1/objects/", NULL, 0, 0, 404 },             /* never stored */
+        { "GET", "/metrics", NULL, 0, 0, 401 },                 /* no token */
+        { "BREW", "/healthz", NULL, 0, 0, 405 },                /* an unknown method */
+        { "GET", "/no/such/endpoint", NULL, 0, 0, 404 },
+        { "PUT", "/v1/objects/", NULL, 0, 1, 413 },             /* h2o's own answer */
+    };
+    const char *auth = "Authorization: Bearer " METRICS_TOKEN;
+    uint8_t value[REQ_BODY];
+    double out_bytes = 0, end;
+    char *base, *page = NULL, msg[8192];
+    uint8_t *big = calloc(1, MAX_OBJECT + 1);
+    int scrapes = 1, done = 0;
+    tided t;
+    (void)state;
+
+    assert_non_null(big);
+    memset(value, 'q', sizeof value);
+    memset(&t, 0, sizeof t);
+    tided_start(&t, flags, env);
+    base = scrape_with(&t, auth, 200);
+    out_bytes += (double)strlen(base);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const req_case *c = &cases[i];
+        char path[256];
+        /* objects: keys 0x1400 and 0x1401 stored; 0x1402 never */
+        uint64_t key = 0x1400 + (i == 1) + 2 * (c->want == 404);
+        if (strcmp(c->path, "/v1/objects/") == 0) snprintf(path, sizeof path, "%s", obj_path(key, NULL));
+        else snprintf(path, sizeof path, "%s", c->path);
+        resp r = c->chunked_big ? http(&t, c->method, path, big, MAX_OBJECT + 1, 1, NULL)
+                                : http(&t, c->method, path, c->body ? value : NULL, c->body ? sizeof value : 0, 0,
+                                       c->header);
+        char what[300];
+        snprintf(what, sizeof what, "%s %s", c->method, path);
+        expect_status(r, c->want, what);
+        out_bytes += (double)r.len;
+        resp_free(&r);
+    }
+    end = th_now_ms() + 10000;
+    while (!done && th_now_ms() < end) {
+        free(page);
+        page = scrape_with(&t, auth, 200);
+        double got = prom_or_0(page, "tide_http_requests_total{method=\"GET\",code=\"200\"}")
+                   - prom_or_0(base, "tide_http_requests_total{method=\"GET\",code=\"200\"}");
+        double all = prom_or_0(page, "tide_http_request_duration_seconds_count{route=\"object\"}")
+                   - prom_or_0(base, "tide_http_request_duration_seconds_count{route=\"object\"}");
+        done = got == 3 + scrapes && all == 7
+            && prom_or_0(page, "tide_http_requests_total{method=\"PUT\",code=\"413\"}") == 1;
+        if (!done) { out_bytes += (double)strlen(page); scrapes++; poll(NULL, 0, 20); }
+    }
+    if (!done) fail_msg("the page never counted the %zu known requests within 10 s; last page:\n%s",
+                        sizeof cases / sizeof cases[0], page);
+    /* {method,code}: exactly the requests made since the baseline. */
+    static const struct { const char *series; double want; } counts[] = {
+        { "tide_http_requests_total{method=\"PUT\",code=\"201\"}", 2 },
+        { "tide_http_requests_total{method=\"GET\",code=\"400\"}", 1 },
+        { "tide_http_requests_total{method=\"GET\",code=\"401\"}", 1 },
+        { "tide_http_requests_total{method=\"GET\",code=\"404\"}", 2 },
+        { "tide_http_requests_total{method=\"other\",code=\"405\"}", 1 },
+        { "tide_http_requests_total{method=\"PUT\",code=\"413\"}", 1 },
+        { "tide_http_request_duration_seconds_count{route=\"object\"}", 7 },
+        { "tide_http_request_duration_seconds_count{route=\"healthz\"}", 1 },
+        { "tide_http_request_duration_seconds_count{route=\"other\"}", 1 },
+        { "tide_http_request_duration_seconds_count{route=\"status\"}", 0 },
+        { "tide_http_request_duration_seconds_count{route=\"admin\"}", 0 },
+        { "tide_http_request_bytes_total", 2 * REQ_BODY },
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        double d = prom_or_0(page, counts[i].series) - prom_or_0(base, counts[i].series);
+        if (d != counts[i].want)
+            fail_msg("%s grew by %.0f over the known requests; expected %.0f. Page:\n%s", counts[i].series, d,
+                     counts[i].want, page);
+    }
+    double m = prom_or_0(page, "tide_http_request_duration_seconds_count{route=\"metrics\"}")
+             - prom_or_0(base, "tide_http_request_duration_seconds_count{route=\"metrics\"}");
+    if (m != 1 + scrapes)
+        fail_msg("route metrics counted %.0f; expected the 401 and %d scrapes", m, scrapes);
+    double o = prom_or_0(page, "tide_http_response_bytes_total") - prom_or_0(base, "tide_http_response_bytes_total");
+    if (o != out_bytes)
+        fail_msg("tide_http_response_bytes_total grew by %.0f; the client received %.0f body bytes", o, out_bytes);
+    /* Nothing but the listed methods and codes appeared. */
+    for (const char *p = strstr(page, "\ntide_http_requests_total{"); p; p = strstr(p + 1, "\ntide_http_requests_total{")) {
+        char series[200];
+        size_t n = strcspn(p + 1, " ");
+        snprintf(series, sizeof series, "%.*s", (int)n, p + 1);
+        int known = strstr(series, "code=\"200\"") != NULL;
+        for (size_t i = 0; i < 6; i++) known |= strcmp(series, counts[i].series) == 0;
+        if (!known && prom_or_0(page, series) != prom_or_0(base, series))
+            fail_msg("%s grew, but no request of that kind was made", series);
+    }
+    /* The object histogram: cumulative buckets that end at +Inf = _count. */
+    double prev = 0, count = th_prom_value(page, "tide_http_request_duration_seconds_count{route=\"object\"}");
+    int buckets = 0;
+    for (const char *p = strstr(page, "tide_http_request_duration_seconds_bucket{route=\"object\",le=\""); p;
+         p = strstr(p + 1, "tide_http_request_duration_seconds_bucket{route=\"object\",le=\"")) {
+        double v = strtod(strchr(p, ' ') + 1, NULL);
+        if (v < prev) fail_msg("the object histogram's buckets are not cumulative at %.80s", p);
+        prev = v;
+        buckets++;
+    }
+    if (buckets != 17) fail_msg("the object histogram has %d buckets, expected 16 and +Inf", buckets);
+    if (th_prom_value(page, "tide_http_request_duration_seconds_bucket{route=\"object\",le=\"+Inf\"}") != count)
+        fail_msg("the +Inf bucket is not _count (%.0f)", count);
+    if (!(th_prom_value(page, "tide_http_request_duration_seconds_sum{route=\"object\"}") > 0))
+        fail_msg("the object route's _sum should be above 0 after 7 requests");
+    if (th_promtool_check(page, msg, sizeof msg) != 0) fail_msg("promtool check metrics: %s", msg);
+    if (th_prom_check(page, msg, sizeof msg) != 0) fail_msg("Tide's checks: %s", msg);
+    free(base);
+    free(page);
+    free(big);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* tide_build_info carries the version this test was built with, a revision
+ * and the allocator the page names in tide_allocator_info. */
+static void build_info_names_the_version_revision_and_allocator(void **state)
+{
+    static char pub[] = "TIDE_METRICS_PUBLIC=1";
+    char *env[] = { pub, NULL };
+    char want[200], alloc[64];
+    const char *a;
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, env);
+    char *page = scrape_with(&t, NULL, 200);
+    a = strstr(page, "tide_allocator_info{name=\"");
+    if (a == NULL) fail_msg("tide_allocator_info is missing:\n%s", page);
+    a += strlen("tide_allocator_info{name=\"");
+    snprintf(alloc, sizeof alloc, "%.*s", (int)strcspn(a, "\""), a);
+    const char *b = strstr(page, "\ntide_build_info{");
+    if (b == NULL) fail_msg("tide_build_info is missing:\n%s", page);
+    snprintf(want, sizeof want, "tide_build_info{version=\"%s\",revision=\"", TIDE_VERSION);
+    if (strncmp(b + 1, want, strlen(want)) != 0) fail_msg("tide_build_info should begin %s: %.200s", want, b + 1);
+    const char *rev = b + 1 + strlen(want);
+    size_t rl = strcspn(rev, "\"");
+    if (rl == 0) fail_msg("tide_build_info's revision is empty: %.200s", b + 1);
+    snprintf(want, sizeof want, "\",allocator=\"%s\"} 1\n", alloc);
+    if (strncmp(rev + rl, want, strlen(want)) != 0)
+        fail_msg("tide_build_info should name the allocator %s: %.200s", alloc, b + 1);
+    free(page);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 /* Run a command, capturing its output (stdout and stderr) into out. Returns
  * its exit status, -1 when it did not exit normally. */
 static int run_capture(const char *cmd, char *out, size_t cap)
@@ -3480,6 +3665,8 @@ int main(void)
         cmocka_unit_test(metrics_answers_only_the_token_in_either_header_form),
         cmocka_unit_test(http_allocation_totals_grow_by_the_connections_and_bodies_it_took),
         cmocka_unit_test(without_a_token_metrics_is_always_401_unless_public),
+        cmocka_unit_test(request_metrics_count_every_answer_by_method_code_and_route),
+        cmocka_unit_test(build_info_names_the_version_revision_and_allocator),
         cmocka_unit_test(a_real_scrape_passes_promtool_under_glibc),
         cmocka_unit_test(a_real_scrape_passes_promtool_under_jemalloc),
         cmocka_unit_test(memory_on_the_page_adds_up_to_the_anonymous_rss),
