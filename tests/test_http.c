@@ -1978,6 +1978,31 @@ typedef struct req_case {
 
 #define REQ_BODY 100
 
+/* Route `route`'s histogram on `page`: 16 cumulative buckets and +Inf,
+ * which is _count, and a positive _sum once it counted `at_least`. */
+static void expect_route_histogram(const char *page, const char *route, double at_least)
+{
+    char prefix[160], series[200];
+    double prev = 0, count;
+    int buckets = 0;
+
+    snprintf(series, sizeof series, "tide_http_request_duration_seconds_count{route=\"%s\"}", route);
+    count = th_prom_value(page, series);
+    snprintf(prefix, sizeof prefix, "tide_http_request_duration_seconds_bucket{route=\"%s\",le=\"", route);
+    for (const char *p = strstr(page, prefix); p; p = strstr(p + 1, prefix)) {
+        double v = strtod(strchr(p, ' ') + 1, NULL);
+        if (v < prev) fail_msg("the %s histogram's buckets are not cumulative at %.100s", route, p);
+        prev = v;
+        buckets++;
+    }
+    if (buckets != 17) fail_msg("the %s histogram has %d buckets, expected 16 and +Inf", route, buckets);
+    snprintf(series, sizeof series, "%s+Inf\"}", prefix);
+    if (th_prom_value(page, series) != count) fail_msg("the %s histogram's +Inf bucket is not _count (%.0f)", route, count);
+    if (count < at_least) fail_msg("the %s histogram counted %.0f, expected at least %.0f", route, count, at_least);
+    snprintf(series, sizeof series, "tide_http_request_duration_seconds_sum{route=\"%s\"}", route);
+    if (!(th_prom_value(page, series) > 0)) fail_msg("the %s route's _sum should be above 0", route);
+}
+
 /* Every answered request is counted once by {method,code}, the histogram
  * counts the handled ones by route with cumulative buckets, and the body
  * bytes in and out are exactly those the client sent and received. A
@@ -2016,7 +2041,19 @@ static void request_metrics_count_every_answer_by_method_code_and_route(void **s
     memset(value, 'q', sizeof value);
     memset(&t, 0, sizeof t);
     tided_start(&t, flags, env);
-    base = scrape_with(&t, auth, 200);
+    /* The baseline: a page that has counted every request before it (the
+     * startup's HEAD /healthz probe, and each earlier baseline scrape). */
+    base = NULL;
+    end = th_now_ms() + 10000;
+    for (int prior = 0; !done && th_now_ms() < end; prior++) {
+        free(base);
+        base = scrape_with(&t, auth, 200);
+        done = prom_or_0(base, "tide_http_requests_total{method=\"GET\",code=\"200\"}") == prior
+            && prom_or_0(base, "tide_http_requests_total{method=\"HEAD\",code=\"200\"}") >= 1;
+        if (!done) poll(NULL, 0, 20);
+    }
+    if (!done) fail_msg("no baseline page counted the startup's probe and the scrapes before it:\n%.2000s", base);
+    done = 0;
     out_bytes += (double)strlen(base);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const req_case *c = &cases[i];
@@ -2035,19 +2072,23 @@ static void request_metrics_count_every_answer_by_method_code_and_route(void **s
         resp_free(&r);
     }
     end = th_now_ms() + 10000;
+    double got = 0, all = 0;
     while (!done && th_now_ms() < end) {
         free(page);
         page = scrape_with(&t, auth, 200);
-        double got = prom_or_0(page, "tide_http_requests_total{method=\"GET\",code=\"200\"}")
+        got = prom_or_0(page, "tide_http_requests_total{method=\"GET\",code=\"200\"}")
                    - prom_or_0(base, "tide_http_requests_total{method=\"GET\",code=\"200\"}");
-        double all = prom_or_0(page, "tide_http_request_duration_seconds_count{route=\"object\"}")
-                   - prom_or_0(base, "tide_http_request_duration_seconds_count{route=\"object\"}");
-        done = got == 3 + scrapes && all == 7
+        /* the last requests made: the unknown path's 404 and h2o's 413 */
+        all = prom_or_0(page, "tide_http_requests_total{method=\"GET\",code=\"404\"}")
+                   - prom_or_0(base, "tide_http_requests_total{method=\"GET\",code=\"404\"}");
+        done = got == 3 + scrapes && all == 2
             && prom_or_0(page, "tide_http_requests_total{method=\"PUT\",code=\"413\"}") == 1;
         if (!done) { out_bytes += (double)strlen(page); scrapes++; poll(NULL, 0, 20); }
     }
-    if (!done) fail_msg("the page never counted the %zu known requests within 10 s; last page:\n%s",
-                        sizeof cases / sizeof cases[0], page);
+    if (!done)
+        fail_msg("the page never counted the %zu known requests within 10 s: GET 200 grew by %.0f (want %d: 3 "
+                 "GETs, %d scrapes), GET 404 by %.0f (want 2), PUT 413 is %.0f (want 1)", sizeof cases / sizeof cases[0],
+                 got, 3 + scrapes, scrapes, all, prom_or_0(page, "tide_http_requests_total{method=\"PUT\",code=\"413\"}"));
     /* {method,code}: exactly the requests made since the baseline. */
     static const struct { const char *series; double want; } counts[] = {
         { "tide_http_requests_total{method=\"PUT\",code=\"201\"}", 2 },
@@ -2086,21 +2127,7 @@ static void request_metrics_count_every_answer_by_method_code_and_route(void **s
         if (!known && prom_or_0(page, series) != prom_or_0(base, series))
             fail_msg("%s grew, but no request of that kind was made", series);
     }
-    /* The object histogram: cumulative buckets that end at +Inf = _count. */
-    double prev = 0, count = th_prom_value(page, "tide_http_request_duration_seconds_count{route=\"object\"}");
-    int buckets = 0;
-    for (const char *p = strstr(page, "tide_http_request_duration_seconds_bucket{route=\"object\",le=\""); p;
-         p = strstr(p + 1, "tide_http_request_duration_seconds_bucket{route=\"object\",le=\"")) {
-        double v = strtod(strchr(p, ' ') + 1, NULL);
-        if (v < prev) fail_msg("the object histogram's buckets are not cumulative at %.80s", p);
-        prev = v;
-        buckets++;
-    }
-    if (buckets != 17) fail_msg("the object histogram has %d buckets, expected 16 and +Inf", buckets);
-    if (th_prom_value(page, "tide_http_request_duration_seconds_bucket{route=\"object\",le=\"+Inf\"}") != count)
-        fail_msg("the +Inf bucket is not _count (%.0f)", count);
-    if (!(th_prom_value(page, "tide_http_request_duration_seconds_sum{route=\"object\"}") > 0))
-        fail_msg("the object route's _sum should be above 0 after 7 requests");
+    expect_route_histogram(page, "object", 7);
     if (th_promtool_check(page, msg, sizeof msg) != 0) fail_msg("promtool check metrics: %s", msg);
     if (th_prom_check(page, msg, sizeof msg) != 0) fail_msg("Tide's checks: %s", msg);
     free(base);
