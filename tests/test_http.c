@@ -2439,54 +2439,201 @@ static char *replace_all(const char *text, const char *from, const char *to)
     return out;
 }
 
-/* Every query of the Grafana dashboard (panels and annotations), with its
- * variables filled in, must parse and run on the real Prometheus. */
+#define DASHBOARD "contrib/grafana/tide-node.json"
+#define DS_UID    "${datasource}"
+
+/* Run `expr` (the dashboard's, variables filled in) on Prometheus: it must
+ * succeed and return at least one series (a misspelt family returns an
+ * empty result with HTTP 200). Returns the result array (new reference). */
+static json_t *prom_query_nonempty(const tided *prom, const char *expr, const char *what)
+{
+    char *a = replace_all(expr, "$__rate_interval", "1m");
+    char *b = replace_all(a, "$instance", ".*");
+    char *c = replace_all(b, "$job", "tide");
+    CURL *h = curl_easy_init();
+    char *q = curl_easy_escape(h, c, 0), path[4096];
+    json_error_t e;
+    json_t *j, *res;
+
+    snprintf(path, sizeof path, "/api/v1/query?query=%s", q);
+    resp r = http(prom, "GET", path, NULL, 0, 0, NULL);
+    if (r.status != 200 || strstr(r.body, "\"status\":\"success\"") == NULL)
+        fail_msg("%s '%s' should run on Prometheus; got HTTP %ld: %s", what, c, r.status, r.body);
+    j = json_loads(r.body, 0, &e);
+    res = json_object_get(json_object_get(j, "data"), "result");
+    if (json_array_size(res) == 0)
+        fail_msg("%s '%s' returned no series from the scraped tided (a family that does not exist?): %s", what, c,
+                 r.body);
+    json_incref(res);
+    json_decref(j);
+    resp_free(&r);
+    curl_free(q);
+    curl_easy_cleanup(h);
+    free(a); free(b); free(c);
+    return res;
+}
+
+static void expect_datasource_variable(json_t *o, const char *what)
+{
+    const char *uid = json_string_value(json_object_get(json_object_get(o, "datasource"), "uid"));
+    if (uid == NULL || strcmp(uid, DS_UID) != 0)
+        fail_msg("%s should use the data source variable (datasource.uid \"" DS_UID "\"), not '%s'", what,
+                 uid ? uid : "(none)");
+}
+
+/* The templating: a datasource variable of type prometheus, and the job and
+ * instance variables, queried through it; label_values(...) runs as its
+ * selector and every series must carry the label. */
+static void check_dashboard_variables(const tided *prom, json_t *d)
+{
+    json_t *v, *res, *s;
+    size_t i, k;
+    int ds = 0, inst = 0;
+
+    json_array_foreach(json_object_get(json_object_get(d, "templating"), "list"), i, v) {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        const char *type = json_string_value(json_object_get(v, "type"));
+        const char *query = json_string_value(json_object_get(v, "query"));
+        char sel[512], label[64], what[128];
+        if (name == NULL || type == NULL || query == NULL) fail_msg("a template variable lacks name, type or query");
+        if (strcmp(type, "datasource") == 0) {
+            if (strcmp(query, "prometheus") != 0) fail_msg("the datasource variable should query 'prometheus'");
+            ds += strcmp(name, "datasource") == 0;
+            continue;
+        }
+        snprintf(what, sizeof what, "the variable %s", name);
+        expect_datasource_variable(v, what);
+        if (sscanf(query, "label_values(%511[^,], %63[^)])", sel, label) != 2)
+            fail_msg("%s: expected label_values(selector, label), got '%s'", what, query);
+        if (strcmp(name, "instance") == 0) {
+            inst = 1;
+            if (strncmp(sel, "tide_build_info", 15) != 0 || strcmp(label, "instance") != 0)
+                fail_msg("the instance variable should be label_values(tide_build_info..., instance): %s", query);
+        }
+        res = prom_query_nonempty(prom, sel, what);
+        json_array_foreach(res, k, s)
+            if (json_object_get(json_object_get(s, "metric"), label) == NULL)
+                fail_msg("%s: a series of '%s' has no label %s", what, sel, label);
+        json_decref(res);
+    }
+    if (!ds) fail_msg("the dashboard needs a template variable 'datasource' of type datasource");
+    if (!inst) fail_msg("the dashboard needs an 'instance' template variable");
+}
+
+/* The rows, in order, each followed by at least one panel before the next. */
+static void check_dashboard_rows(json_t *d)
+{
+    static const char *const want[] = { "Requests", "Store", "Caches", "Memory" };
+    json_t *p;
+    size_t i, rows = 0, since_row = 1;
+
+    json_array_foreach(json_object_get(d, "panels"), i, p) {
+        if (strcmp(json_string_value(json_object_get(p, "type")), "row") != 0) { since_row++; continue; }
+        const char *title = json_string_value(json_object_get(p, "title"));
+        if (since_row == 0) fail_msg("the row before '%s' has no panel", title);
+        if (rows >= 4 || strcmp(title, want[rows]) != 0)
+            fail_msg("row %zu is '%s'; expected the rows Requests, Store, Caches, Memory in that order", rows + 1, title);
+        rows++;
+        since_row = 0;
+    }
+    if (rows != 4 || since_row == 0) fail_msg("expected 4 rows each with panels; found %zu rows", rows);
+}
+
+/* Every panel and query of the Grafana dashboard: the data source variable
+ * everywhere, {{instance}} in every legend, `instance=~"$instance"` in every
+ * query, and every query returning series from the scraped tided. */
 static void check_dashboard_queries(const tided *prom)
 {
     json_error_t e;
-    json_t *d = json_load_file("contrib/grafana/tide-node-memory.json", 0, &e);
+    json_t *d = json_load_file(DASHBOARD, 0, &e);
     json_t *panel, *target, *ann;
     size_t i, k, checked = 0;
-    const char *exprs[64];
-    size_t nexpr = 0;
+    char what[300];
 
-    if (d == NULL) fail_msg("contrib/grafana/tide-node-memory.json does not parse: %s (line %d)", e.text, e.line);
-    json_array_foreach(json_object_get(d, "panels"), i, panel)
-        json_array_foreach(json_object_get(panel, "targets"), k, target)
-            if (nexpr < 64) exprs[nexpr++] = json_string_value(json_object_get(target, "expr"));
-    json_array_foreach(json_object_get(json_object_get(d, "annotations"), "list"), i, ann)
-        if (nexpr < 64 && json_object_get(ann, "expr")) exprs[nexpr++] = json_string_value(json_object_get(ann, "expr"));
-    for (i = 0; i < nexpr; i++) {
-        if (exprs[i] == NULL) fail_msg("a dashboard target has no expr");
-        char *a = replace_all(exprs[i], "$__rate_interval", "1m");
-        char *b = replace_all(a, "$instance", ".*");
-        char *c = replace_all(b, "$job", "tide");
-        CURL *h = curl_easy_init();
-        char *q = curl_easy_escape(h, c, 0), path[4096];
-        snprintf(path, sizeof path, "/api/v1/query?query=%s", q);
-        resp r = http(prom, "GET", path, NULL, 0, 0, NULL);
-        if (r.status != 200 || strstr(r.body, "\"status\":\"success\"") == NULL)
-            fail_msg("the dashboard's query '%s' should run on Prometheus; got HTTP %ld: %s", c, r.status, r.body);
-        resp_free(&r);
-        curl_free(q);
-        curl_easy_cleanup(h);
-        free(a); free(b); free(c);
+    if (d == NULL) fail_msg(DASHBOARD " does not parse: %s (line %d)", e.text, e.line);
+    check_dashboard_variables(prom, d);
+    check_dashboard_rows(d);
+    json_array_foreach(json_object_get(d, "panels"), i, panel) {
+        const char *title = json_string_value(json_object_get(panel, "title"));
+        if (strcmp(json_string_value(json_object_get(panel, "type")), "row") == 0) continue;
+        snprintf(what, sizeof what, "the panel '%s'", title);
+        expect_datasource_variable(panel, what);
+        if (json_array_size(json_object_get(panel, "targets")) == 0) fail_msg("%s has no query", what);
+        json_array_foreach(json_object_get(panel, "targets"), k, target) {
+            const char *expr = json_string_value(json_object_get(target, "expr"));
+            const char *legend = json_string_value(json_object_get(target, "legendFormat"));
+            snprintf(what, sizeof what, "the panel '%s', query %s", title,
+                     json_string_value(json_object_get(target, "refId")));
+            expect_datasource_variable(target, what);
+            if (expr == NULL) fail_msg("%s has no expr", what);
+            if (legend == NULL || strstr(legend, "{{instance}}") == NULL)
+                fail_msg("%s: its legendFormat '%s' lacks {{instance}}", what, legend ? legend : "(none)");
+            if (strstr(expr, "instance=~\"$instance\"") == NULL) fail_msg("%s does not use $instance: %s", what, expr);
+            json_decref(prom_query_nonempty(prom, expr, what));
+            checked++;
+        }
+    }
+    json_array_foreach(json_object_get(json_object_get(d, "annotations"), "list"), i, ann) {
+        snprintf(what, sizeof what, "the annotation '%s'", json_string_value(json_object_get(ann, "name")));
+        expect_datasource_variable(ann, what);
+        json_decref(prom_query_nonempty(prom, json_string_value(json_object_get(ann, "expr")), what));
         checked++;
     }
-    if (checked < 6) fail_msg("expected at least 6 dashboard queries, found %zu", checked);
+    if (checked < 20) fail_msg("expected at least 20 dashboard queries, found %zu", checked);
     json_decref(d);
+}
+
+/* 1 when `query` returns at least one series on Prometheus. */
+static int prom_has(const tided *prom, const char *query)
+{
+    CURL *h = curl_easy_init();
+    char *q = curl_easy_escape(h, query, 0), path[2048];
+    int has;
+
+    snprintf(path, sizeof path, "/api/v1/query?query=%s", q);
+    resp r = http(prom, "GET", path, NULL, 0, 0, NULL);
+    has = r.status == 200 && strstr(r.body, "\"result\":[{") != NULL;
+    resp_free(&r);
+    curl_free(q);
+    curl_easy_cleanup(h);
+    return has;
+}
+
+/* What the dashboard's store and request panels show: PUTs (one ?sync=1,
+ * so a commit is made), GETs that hit and miss, a 404, body bytes. Keys
+ * from 0x1600 on, new each call. */
+static void dashboard_traffic(tided *t)
+{
+    static uint64_t next = 0x1600;
+    uint8_t value[500];
+    resp r;
+
+    memset(value, 'd', sizeof value);
+    for (int i = 0; i < 10; i++, next++) {
+        r = http(t, "PUT", obj_path(next, i == 9 ? "?sync=1" : NULL), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "a PUT for the dashboard");
+        resp_free(&r);
+        r = http(t, "GET", obj_path(next, NULL), NULL, 0, 0, NULL);
+        expect_status(r, 200, "a GET for the dashboard");
+        resp_free(&r);
+    }
+    r = http(t, "GET", obj_path(0x15ff, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "a GET of a key never stored");
+    resp_free(&r);
 }
 
 static void a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query(void **state)
 {
     static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
-    char *env[] = { tok, NULL };
+    static char admin[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
+    char *env[] = { tok, admin, NULL };
     char cfg_path[600], token_path[600], tsdb[600], log_path[600], target[64], listen[64], q[1024], out[65536];
     tided t, prom;
     (void)state;
 
     memset(&t, 0, sizeof t);
     tided_start(&t, NULL, env);
+    dashboard_traffic(&t);
     memset(&prom, 0, sizeof prom);
     tided_prepare(&prom);
     th_path(cfg_path, sizeof cfg_path, prom.dir, "prometheus.yml");
@@ -2536,7 +2683,24 @@ static void a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query(void 
         fail_msg("Prometheus should return tide_memory_consumer_bytes{consumer=\"node_cache\"} within 60 s; "
                  "its log:\n%s", log_tail(&prom));
     }
-    resp r = http(&prom, "GET", "/api/v1/targets", NULL, 0, 0, NULL);
+    /* A sweep (its trim marks the annotation), more traffic, and three
+     * scrapes of it all, so every rate has samples to work on. */
+    dashboard_traffic(&t);
+    resp r = http(&t, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer " ADMIN_TOKEN);
+    expect_status(r, 200, "a sweep for the trim annotation");
+    resp_free(&r);
+    end = th_now_ms() + 60000;
+    while (!(prom_has(&prom, "changes(tide_trims_total{job=\"tide\"}[1m]) > 0")
+             && prom_has(&prom, "count_over_time(tide_http_requests_total{job=\"tide\",code=\"201\"}[1m]) >= 3"))) {
+        if (th_now_ms() > end) {
+            kill(prom.pid, SIGKILL);
+            wait_exit(&prom, STOP_MS);
+            fail_msg("Prometheus should have three scrapes of the traffic and the trim within 60 s; its log:\n%s",
+                     log_tail(&prom));
+        }
+        poll(NULL, 0, 250);
+    }
+    r = http(&prom, "GET", "/api/v1/targets", NULL, 0, 0, NULL);
     expect_status(r, 200, "GET /api/v1/targets");
     expect_contains(r.body, target, "the tided target");
     resp_free(&r);
