@@ -50,8 +50,9 @@
  *   2. A request is counted once: by its guard when it reached the handler,
  *      else by the fallback logger, else (no h2o request) by conn.c.
  *   3. A snapshot's buckets are cumulative and its +Inf bucket is its count.
- *   4. Labels come from bounded sets: TIDED_METHOD_NAMES plus "other",
- *      the status codes 100..599 plus "other", TIDED_ROUTE_NAMES.
+ *   4. Labels come from bounded sets: method_names (with "other"), the
+ *      status codes 100..599 plus "none" (no response: the client went
+ *      away first), route_names.
  *
  * Never: use an atomic read-modify-write on a per-request path; put a
  * request's own bytes (its method or path) in a label.
@@ -119,7 +120,9 @@ int tided_reqstats_route(const char *path, size_t n)
 
 static unsigned code_slot(int status)
 {
-    return status >= 100 && status < TIDED_CODES ? (unsigned)status : 0;   /* 0: "other" */
+    /* 0: "none": no response was sent (the client went away first; tided
+     * itself never sends a status outside 100..599). */
+    return status >= 100 && status < TIDED_CODES ? (unsigned)status : 0;
 }
 
 static void count(tided_reqstats *s, int method, int status, uint64_t in, uint64_t out)
@@ -213,12 +216,13 @@ static void write_requests(tide_metrics_writer *w, const tided_reqstats *t)
     tide_metrics_family(w, "tide_http_requests_total", "counter",
                         "HTTP requests answered, by method (GET, HEAD, PUT, POST, DELETE, OPTIONS, PATCH, CONNECT, "
                         "TRACE, else other) and status code, errors included (4xx, 5xx, 503 overloaded, refusals "
-                        "before the body was read); counted once the response was sent.");
+                        "before the body was read); counted once the response was sent. code=\"none\": the "
+                        "client went away before any response.");
     for (int m = 0; m < TIDED_METHODS; m++)
         for (int c = 0; c < TIDED_CODES; c++) {
             if (t->requests[m][c] == 0) continue;
             lab[1] = method_names[m];
-            if (c == 0) snprintf(code, sizeof code, "other");
+            if (c == 0) snprintf(code, sizeof code, "none");
             else snprintf(code, sizeof code, "%d", c);
             tide_metrics_sample(w, "tide_http_requests_total", lab, 2, (double)t->requests[m][c]);
         }

@@ -361,7 +361,7 @@ int  tided_overload_detail(tided_server *srv, char *buf, size_t cap);
 enum { TIDED_ROUTE_OBJECT, TIDED_ROUTE_HEALTHZ, TIDED_ROUTE_METRICS, TIDED_ROUTE_STATUS, TIDED_ROUTE_ADMIN,
        TIDED_ROUTE_OTHER, TIDED_ROUTES };
 #define TIDED_METHODS     10     /* GET HEAD PUT POST DELETE OPTIONS PATCH CONNECT TRACE, other */
-#define TIDED_CODES       600    /* slot = status 100..599; slot 0: any other */
+#define TIDED_CODES       600    /* slot = status 100..599; slot 0: none sent */
 #define TIDED_LAT_BUCKETS 16
 
 /* The duration histogram's upper bounds in seconds (50 us .. 10 s; the
