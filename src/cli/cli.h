@@ -189,6 +189,14 @@ enum { CLI_OPT_PROGRESS = 0x1001, CLI_OPT_NO_PROGRESS = 0x1002 };
 /* Set *mode for option `id` when it is one of the two: 1, else 0. */
 int cli_progress_option(int *mode, int id);
 
+/* The options of a verb with one flag beside the two (verify's --json,
+ * visit's --hex), and their handler: `opts` points at one of these. */
+typedef struct cli_flag_progress {
+    int flag;                   /* the flag was given */
+    int progress;               /* CLI_PROGRESS_* */
+} cli_flag_progress;
+int cli_option_flag_progress(void *opts, int id, const char *arg);
+
 typedef struct cli_progress {
     const char *verb;
     int on, drawn;

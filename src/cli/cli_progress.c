@@ -66,6 +66,14 @@ static void log_sink(void *arg, int level, const char *line)
     p->drawn = 0;
 }
 
+int cli_option_flag_progress(void *opts, int id, const char *arg)
+{
+    cli_flag_progress *f = opts;
+    (void)arg;
+    if (!cli_progress_option(&f->progress, id)) f->flag = 1;
+    return CLI_OK;
+}
+
 void cli_progress_start(cli_progress *p, const char *verb, int mode)
 {
     memset(p, 0, sizeof *p);

@@ -161,19 +161,6 @@ static const struct option options[] = {
     { NULL, 0, NULL, 0 },
 };
 
-typedef struct verify_args {
-    int json;
-    int progress;               /* CLI_PROGRESS_* */
-} verify_args;
-
-static int option(void *arg, int id, const char *val)
-{
-    verify_args *v = arg;
-    (void)val;
-    if (!cli_progress_option(&v->progress, id)) v->json = 1;
-    return CLI_OK;
-}
-
 /* ---- progress: one line per store verified ---- */
 
 typedef struct verify_progress {
@@ -485,11 +472,11 @@ static int run(int argc, char **argv)
 {
     tide_gen_manifest m;
     cli_args a;
-    verify_args va = { 0, CLI_PROGRESS_AUTO };
+    cli_flag_progress va = { 0, CLI_PROGRESS_AUTO };     /* flag: --json */
     int rc, json;
 
     if (cli_parse(&cli_verb_verify, argc, argv, &va, &a, &rc)) return rc;
-    json = va.json;
+    json = va.flag;
     rc = cli_gens_manifest(a.path, &m);
     if (rc == TIDE_ENOENT) {
         tide_err_clear();
@@ -514,5 +501,5 @@ const cli_verb cli_verb_verify = {
     .name = "verify", .usage = "verify PATH",
     .summary = "check every bucket and record; print the figures",
     .help = help_verify, .run = run,
-    .options = options, .option = option, .args = CLI_ARGS_PATH, .store = 1,
+    .options = options, .option = cli_option_flag_progress, .args = CLI_ARGS_PATH, .store = 1,
 };

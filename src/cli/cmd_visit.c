@@ -86,21 +86,12 @@ static const struct option options[] = {
 };
 
 typedef struct visit_ctx {
-    int hex;
-    int progress;               /* CLI_PROGRESS_* */
+    cli_flag_progress opt;      /* first, for cli_option_flag_progress; flag: --hex */
     cli_progress line;
     unsigned key_size;
     uint64_t hist[64];          /* hist[k]: values of [2^k, 2^(k+1)) bytes */
     uint64_t min, max;
 } visit_ctx;
-
-static int option(void *arg, int id, const char *val)
-{
-    visit_ctx *v = arg;
-    (void)val;
-    if (!cli_progress_option(&v->progress, id)) v->hex = 1;
-    return CLI_OK;
-}
 
 /* The walk's tide_progress_fn: bytes of nudb.dat walked of its size. */
 static void progress_cb(void *arg, uint64_t done, uint64_t total)
@@ -135,7 +126,7 @@ static int visit_cb(void *arg, uint64_t offset, const void *key, unsigned key_si
 
     (void)offset;
     v->key_size = key_size;
-    if (v->hex) {
+    if (v->opt.flag) {
         put_hex(key, v->key_size);
         putchar(' ');
         put_hex(value, len);
@@ -208,19 +199,19 @@ static int run(int argc, char **argv)
     memset(&st, 0, sizeof st);
     /* Invariant 4: hex lines on the terminal the line would be drawn on
      * would be torn by its redraws. */
-    if (v.progress == CLI_PROGRESS_AUTO && v.hex && isatty(1)) v.progress = CLI_PROGRESS_OFF;
-    cli_progress_start(&v.line, "visit", v.progress);
+    if (v.opt.progress == CLI_PROGRESS_AUTO && v.opt.flag && isatty(1)) v.opt.progress = CLI_PROGRESS_OFF;
+    cli_progress_start(&v.line, "visit", v.opt.progress);
     {
         tide_visit_opts o = { .progress = v.line.on ? progress_cb : NULL, .progress_arg = &v };
         rc = tide_store_visit_ex(a.path, &o, visit_cb, &v, &st);
     }
     cli_progress_end(&v.line);
-    if (v.hex) {
+    if (v.opt.flag) {
         if (fflush(stdout) != 0 && rc == 0)
             return cli_error("visit", "writing to stdout: %s", strerror(errno));
     }
     if (rc) return cli_fail("visit", rc);
-    if (!v.hex) print_counts(a.path, &v, &st, in.key_size);
+    if (!v.opt.flag) print_counts(a.path, &v, &st, in.key_size);
     return CLI_OK;
 }
 
@@ -228,5 +219,5 @@ const cli_verb cli_verb_visit = {
     .name = "visit", .usage = "visit PATH",
     .summary = "walk the data file: counts, or every record in hex",
     .help = help_visit, .run = run,
-    .options = options, .option = option, .args = CLI_ARGS_PATH, .store = 1,
+    .options = options, .option = cli_option_flag_progress, .args = CLI_ARGS_PATH, .store = 1,
 };
