@@ -16,8 +16,11 @@
  * variant with online delete (a rotation every 1200 objects): its rotations
  * are polled, its disk ends below what it was sent, and the disk and
  * rotation CSVs and the chart's disk panel hold both nodes. The rotation
- * figures and the chart are checked on a series made by hand as well. No
- * assertion depends on how fast the machine is.
+ * figures and the chart are checked on a series made by hand as well. The
+ * first run's stderr holds one heartbeat line every 5 s of its workload
+ * (--heartbeat 5: four in 22 s), each with both variants' RSS above 0; the
+ * second, with --quiet, none (issue 14). No assertion depends on how fast
+ * the machine is.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,14 +54,17 @@ static json_t *variant_named(json_t *doc, const char *name)
     return NULL;
 }
 
-/* Run tide ARGS (a lab run with --json) to exit status 0; its document. */
-static json_t *lab_json(const char *args)
+/* Run tide ARGS (a lab run with --json) to exit status 0; its document.
+ * Its stderr goes to the file `err` (NULL: /dev/null). */
+static json_t *lab_json(const char *args, const char *err_path)
 {
     json_error_t err;
     json_t *doc;
-    char *out;
-    int status = th_run_tide(args, 0, &out);
+    char *out, cmd[4096];
+    int status;
 
+    snprintf(cmd, sizeof cmd, "'%s/tide' %s 2>'%s'", th_bin_dir(), args, err_path ? err_path : "/dev/null");
+    status = th_run(cmd, &out);
     if (status != 0) fail_msg("tide %s: expected exit status 0, got %d; output: %.400s", args, status, out);
     doc = json_loads(out, 0, &err);
     if (doc == NULL) fail_msg("expected one JSON object, got a parse error at line %d: %s", err.line, err.text);
@@ -66,8 +72,55 @@ static json_t *lab_json(const char *args)
     return doc;
 }
 
+/* The RSS in MiB a heartbeat line gives `variant` ("... RSS: trim 5.8 MiB
+ * notrim 5.9 MiB"); -1 when the line does not name it with a figure. */
+static double heartbeat_rss(const char *line, const char *variant)
+{
+    char pat[64];
+    const char *p = strstr(line, " RSS:");
+    double mib;
+
+    snprintf(pat, sizeof pat, " %s ", variant);
+    while (p && (p = strstr(p, pat)) != NULL) {
+        if (sscanf(p + strlen(pat), "%lf MiB", &mib) == 1) return mib;
+        p++;
+    }
+    return -1;
+}
+
+/* Issue 14: the heartbeat lines of a run of `duration` s with --heartbeat
+ * `period` (period 0: --quiet): one per period, at k x period of the
+ * workload's clock for k = 1 .. floor(duration / period), in order, each
+ * naming every variant with an RSS above 0. */
+static void expect_heartbeats(const char *err_path, unsigned duration, unsigned period,
+                              const char *const *variants, size_t nv)
+{
+    char *err = th_slurp(err_path), *line, *save = NULL;
+    unsigned want = period ? duration / period : 0, got = 0;
+
+    for (line = strtok_r(err, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        double elapsed, planned;
+        if (strstr(line, ", repetition ") == NULL || strstr(line, " RSS:") == NULL) continue;
+        if (sscanf(line, "tide lab: %lf/%lf s", &elapsed, &planned) != 2)
+            fail_msg("expected a heartbeat to begin 'tide lab: T/D s', got '%s'", line);
+        got++;
+        if (period == 0) fail_msg("expected no heartbeat with --quiet, got '%s'", line);
+        if (planned != duration) fail_msg("expected the planned %u s in '%s'", duration, line);
+        if (elapsed + 0.5 < (double)(got * period))
+            fail_msg("expected heartbeat %u at %u s of the workload or later, got '%s'", got, got * period, line);
+        for (size_t i = 0; i < nv; i++)
+            if (!(heartbeat_rss(line, variants[i]) > 0))
+                fail_msg("expected %s's RSS above 0 in heartbeat '%s'", variants[i], line);
+    }
+    if (got != want)
+        fail_msg("expected %u heartbeat lines (%u s, one every %u s), got %u in: %.800s", want, duration,
+                 period, got, th_slurp(err_path));
+    free(err);
+}
+
 static void a_short_run_measures_both_variants_and_writes_its_files(void **state)
 {
+    static const char *const both[] = { "trim", "notrim" };
     char dir[2048], args[2400], path[2100];
     json_t *doc, *trim, *notrim;
     char *csv, *svg, *sweeps;
@@ -75,8 +128,10 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
     (void)state;
     if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
     snprintf(args, sizeof args, "lab --duration 22 --objects 200 --reads 100 --clients 2 "
-             "--out %s --prefix smoke --json", dir);
-    doc = lab_json(args);
+             "--out %s --prefix smoke --heartbeat 5 --json", dir);
+    snprintf(path, sizeof path, "%s/stderr", dir);
+    doc = lab_json(args, path);
+    expect_heartbeats(path, 22, 5, both, 2);
 
     trim = variant_named(doc, "trim");
     notrim = variant_named(doc, "notrim");
@@ -150,8 +205,10 @@ static void a_rotating_variant_is_measured_beside_a_plain_one(void **state)
     if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
     snprintf(args, sizeof args, "lab --duration 22 --objects 200 --reads 100 --clients 2 --variant trim "
              "--custom 'rot=--online-delete 1200 --generations 2 --trim-policy never' "
-             "--out %s --prefix rot --json", dir);
-    doc = lab_json(args);
+             "--out %s --prefix rot --heartbeat 5 --quiet --json", dir);
+    snprintf(path, sizeof path, "%s/stderr", dir);
+    doc = lab_json(args, path);
+    expect_heartbeats(path, 22, 0, NULL, 0);    /* --quiet after --heartbeat: none */
     trim = variant_named(doc, "trim");
     rot = variant_named(doc, "rot");
     if (json_object_get(json_array_get(json_object_get(trim, "repetitions"), 0), "rotation") != NULL)

@@ -1597,6 +1597,94 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
     scratch_rmrf(base);
 }
 
+/* ---- progress: one measure over the whole run (issue 14) ---- */
+
+typedef struct rekey_calls {
+    uint64_t done[8192], total[8192];
+    size_t n;
+} rekey_calls;
+
+static void record_progress(void *arg, uint64_t done, uint64_t total)
+{
+    rekey_calls *c = arg;
+    if (c->n < 8192) {
+        c->done[c->n] = done;
+        c->total[c->n] = total;
+    }
+    c->n++;
+}
+
+/* The calls of one rekey against tide_rekey_opts' contract: done only
+ * grows and never passes total; the counting walk ([0, dat0]) is reported;
+ * from the first pass on the total is dat0 x (1 + passes) and every pass
+ * has a call in its stretch [dat0 x (1 + i), dat0 x (2 + i)); the last
+ * call is total/total. */
+static void check_rekey_calls(const rekey_calls *c, const tide_rekey_report *rep, const char *what)
+{
+    uint64_t dat0 = rep->dat_file_bytes_before, want = dat0 * (1 + rep->passes);
+    size_t counting = 0;
+
+    if (c->n > 8192) fail_msg("%s: %zu progress calls, more than recorded", what, c->n);
+    if (c->n < (size_t)rep->passes + 2)
+        fail_msg("%s: expected a call for the counting walk, each of %u passes and the end, got %zu",
+                 what, rep->passes, c->n);
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->done[i] > c->total[i])
+            fail_msg("%s: call %zu: done %llu above total %llu", what, i,
+                     (unsigned long long)c->done[i], (unsigned long long)c->total[i]);
+        if (i > 0 && c->done[i] < c->done[i - 1])
+            fail_msg("%s: call %zu: done went back from %llu to %llu (one measure over the run)",
+                     what, i, (unsigned long long)c->done[i - 1], (unsigned long long)c->done[i]);
+        if (c->done[i] <= dat0 && i + 1 < c->n) counting++;
+        else if (c->total[i] != want)
+            fail_msg("%s: call %zu (done %llu): expected the total %llu (nudb.dat %llu x (1 + %u "
+                     "passes)), got %llu", what, i, (unsigned long long)c->done[i],
+                     (unsigned long long)want, (unsigned long long)dat0, rep->passes,
+                     (unsigned long long)c->total[i]);
+    }
+    if (counting == 0) fail_msg("%s: expected the counting walk to be reported", what);
+    for (unsigned pass = 0; pass < rep->passes; pass++) {
+        uint64_t lo = dat0 * (1 + pass), hi = lo + dat0;
+        size_t k = 0;
+        while (k < c->n && !(c->done[k] >= lo && c->done[k] < hi)) k++;
+        if (k == c->n) fail_msg("%s: no call in pass %u's stretch [%llu, %llu)", what, pass + 1,
+                                (unsigned long long)lo, (unsigned long long)hi);
+    }
+    if (c->done[c->n - 1] != want || c->total[c->n - 1] != want)
+        fail_msg("%s: expected the last call at %llu of %llu, got %llu of %llu", what,
+                 (unsigned long long)want, (unsigned long long)want,
+                 (unsigned long long)c->done[c->n - 1], (unsigned long long)c->total[c->n - 1]);
+}
+
+static void rekey_progress_is_one_measure_over_the_whole_run_ending_at_its_total(void **state)
+{
+    static const char *const names[] = { "b4096-k32", "crash-b4096" };
+    static rekey_calls calls;
+
+    (void)state;
+    for (size_t f = 0; f < 2; f++)
+        for (size_t k = 0; k < 2; k++) {
+            char dir[4096], what[256];
+            tide_rekey_opts o;
+            tide_rekey_report rep;
+
+            if (scratch_copy_fixture(names[f], dir, sizeof dir) != 0)
+                fail_msg("copy of fixture %s failed", names[f]);
+            tide_rekey_opts_init(&o);
+            o.block_size = 8192;
+            o.buffer_bytes = k == 0 ? 0 : 3 * slot_bytes(8192);    /* one pass; many */
+            o.progress = record_progress;
+            o.progress_arg = &calls;
+            memset(&calls, 0, sizeof calls);
+            snprintf(what, sizeof what, "%s rekeyed to 8192 with %s", names[f],
+                     k == 0 ? "the default buffer" : "a 3-bucket buffer");
+            must(tide_store_rekey(dir, &o, &rep), what);
+            if (k == 1 && rep.passes < 2) fail_msg("%s: expected several passes, got %u", what, rep.passes);
+            check_rekey_calls(&calls, &rep, what);
+            scratch_rmrf(dir);
+        }
+}
+
 #define T(f) cmocka_unit_test_teardown(f, scratch_teardown)
 
 int main(void)
@@ -1618,6 +1706,7 @@ int main(void)
         T(a_rekey_failing_at_any_call_leaves_the_old_store_or_the_new_one),
         T(a_rekey_that_recovers_first_failing_at_any_call_leaves_the_old_store_or_the_new_one),
         T(a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one),
+        T(rekey_progress_is_one_measure_over_the_whole_run_ending_at_its_total),
     };
 
     g_seed = th_seed(20261130);

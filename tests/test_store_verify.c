@@ -28,6 +28,12 @@
  * nudb.key and nudb.log byte-identical; so is a verify of a sound store, of
  * one held by a writer (TIDE_EBUSY) and of one a reader has open.
  *
+ * The progress callbacks of tide_store_verify_ex and tide_store_visit_ex
+ * (issue 14) are checked on a store of several MiB and over 1024 buckets:
+ * each step's calls are together, of one total, done never decreasing and
+ * moving at most a step's worth, the last at the total; a verify that fails
+ * in its data step does not report that step complete.
+ *
  * Each test works in its own mkdtemp directory, removed by the teardown.
  */
 #include <setjmp.h>
@@ -774,6 +780,154 @@ static void verify_catches_entries_out_of_hash_order(void **state)
     }
 }
 
+/* ---- progress (issue 14): tide_store_verify_ex's and tide_store_visit_ex's ---- */
+
+typedef struct prog_call {
+    unsigned step;              /* 0 for visit */
+    uint64_t done, total;
+} prog_call;
+
+typedef struct prog_rec {
+    prog_call c[4096];
+    size_t n;
+} prog_rec;
+
+static void rec_verify(void *arg, unsigned step, uint64_t done, uint64_t total)
+{
+    prog_rec *p = arg;
+    if (p->n < sizeof p->c / sizeof p->c[0]) p->c[p->n] = (prog_call){ step, done, total };
+    p->n++;
+}
+
+static void rec_visit(void *arg, uint64_t done, uint64_t total)
+{
+    rec_verify(arg, 0, done, total);
+}
+
+/* The calls of `step`: at least min_calls, all of `total`, done never
+ * decreasing and moving at most max_gap between calls, the last (when
+ * `complete`) done == total; and no call of another step among them.
+ * Returns the calls' count. */
+static size_t expect_step(const prog_rec *p, unsigned step, uint64_t total, uint64_t max_gap,
+                          size_t min_calls, int complete, const char *what)
+{
+    size_t first = SIZE_MAX, last = 0, count = 0;
+
+    if (p->n > sizeof p->c / sizeof p->c[0]) fail_msg("%s: %zu calls, more than recorded", what, p->n);
+    for (size_t i = 0; i < p->n; i++) {
+        const prog_call *c = &p->c[i];
+        if (c->step != step) continue;
+        if (first != SIZE_MAX && last + 1 != i)
+            fail_msg("%s: step %u's calls are not together: call %zu is of step %u", what, step,
+                     last + 1, p->c[last + 1].step);
+        if (first == SIZE_MAX) first = i;
+        if (c->total != total)
+            fail_msg("%s: call %zu of step %u: expected total %llu, got %llu", what, i, step,
+                     (unsigned long long)total, (unsigned long long)c->total);
+        if (c->done > c->total)
+            fail_msg("%s: call %zu: done %llu above total %llu", what, i,
+                     (unsigned long long)c->done, (unsigned long long)c->total);
+        if (count > 0 && c->done < p->c[last].done)
+            fail_msg("%s: call %zu: done went back from %llu to %llu", what, i,
+                     (unsigned long long)p->c[last].done, (unsigned long long)c->done);
+        if (count > 0 && c->done - p->c[last].done > max_gap)
+            fail_msg("%s: call %zu: done moved %llu since the last call, more than %llu", what, i,
+                     (unsigned long long)(c->done - p->c[last].done), (unsigned long long)max_gap);
+        last = i;
+        count++;
+    }
+    if (count < min_calls)
+        fail_msg("%s: expected at least %zu calls of step %u, got %zu", what, min_calls, step, count);
+    if (complete && p->c[last].done != total)
+        fail_msg("%s: expected step %u's last call at %llu of %llu, got %llu", what, step,
+                 (unsigned long long)total, (unsigned long long)total,
+                 (unsigned long long)p->c[last].done);
+    if (!complete && count > 0 && p->c[last].done == total)
+        fail_msg("%s: step %u failed but its last call says it completed", what, step);
+    return count;
+}
+
+/* 40000 items at load factor 0.1: about 1760 buckets (so the bucket step
+ * reports after 1024 of them) and about 7 MiB of nudb.dat (several MiB). */
+#define BIG_ITEMS 40000u
+#define MIB (1u << 20)
+
+static void build_big(tstate *t)
+{
+    create_store(t, 0.1);
+    open_rw(t);
+    for (uint64_t i = 0; i < BIG_ITEMS; i += 10000) {
+        expect_inserted(t->s, i, i + 10000, KEY_SIZE, VMIN, VMAX, "building the store");
+        expect_ok(tide_store_sync(t->s), "building the store: a sync");
+    }
+    close_rw(t);
+}
+
+static void verify_and_visit_report_progress_that_only_grows_and_ends_at_the_total(void **state)
+{
+    tstate *t = *state;
+    static prog_rec p;
+    tide_verify_report r, plain;
+    tide_visit_stats st, st_plain;
+    tide_verify_opts vo = { NULL, rec_verify, &p };
+    tide_visit_opts wo = { NULL, rec_visit, &p };
+    uint64_t gap = MIB + TIDE_DAT_RECORD_HEADER + KEY_SIZE + VMAX;
+    size_t n1, n2;
+
+    build_big(t);
+    memset(&p, 0, sizeof p);
+    expect_ok(tide_store_verify_ex(t->dir, &vo, &r), "verify with progress");
+    expect_ok(tide_store_verify(t->dir, NULL, &plain), "verify without");
+    if (r.keys != BIG_ITEMS || r.keys != plain.keys || r.data_records != plain.data_records ||
+        r.buckets != plain.buckets || r.dat_file_bytes != plain.dat_file_bytes)
+        fail_msg("expected the same figures with progress as without (%llu keys), got %llu keys",
+                 (unsigned long long)plain.keys, (unsigned long long)r.keys);
+    if (r.buckets <= 1024) fail_msg("expected more than 1024 buckets, got %llu", (unsigned long long)r.buckets);
+    if (r.dat_file_bytes < 4 * MIB) fail_msg("expected nudb.dat of several MiB, got %llu", (unsigned long long)r.dat_file_bytes);
+    if (p.n == 0 || p.c[0].step != TIDE_VERIFY_STEP_BUCKETS)
+        fail_msg("expected the bucket step first, got %zu calls", p.n);
+    n1 = expect_step(&p, TIDE_VERIFY_STEP_BUCKETS, r.buckets, 1024, (size_t)(r.buckets / 1024) + 1, 1,
+                     "verify's bucket step");
+    n2 = expect_step(&p, TIDE_VERIFY_STEP_DATA, r.dat_file_bytes, gap,
+                     (size_t)(r.dat_file_bytes / MIB), 1, "verify's data step");
+    expect_u64(n1 + n2, p.n, "calls of the two steps, and of no other");
+
+    memset(&p, 0, sizeof p);
+    expect_ok(tide_store_visit_ex(t->dir, &wo, NULL, NULL, &st), "visit with progress");
+    expect_ok(tide_store_visit(t->dir, NULL, NULL, NULL, &st_plain), "visit without");
+    expect_u64(st.data_records, st_plain.data_records, "records visited with progress");
+    expect_u64(st.file_bytes, r.dat_file_bytes, "visit's file bytes");
+    expect_u64(expect_step(&p, 0, st.file_bytes, gap, (size_t)(st.file_bytes / MIB), 1, "visit"),
+               p.n, "visit's calls");
+    expect_ok(tide_store_visit_ex(t->dir, NULL, NULL, NULL, &st), "visit with no options");
+    expect_u64(st.data_records, st_plain.data_records, "records visited with no options");
+}
+
+/* A verify that fails in its data step completes the bucket step only. */
+static void a_verify_that_fails_reports_no_completion_of_the_failed_step(void **state)
+{
+    tstate *t = *state;
+    static prog_rec p;
+    tide_verify_report r;
+    tide_verify_opts vo = { NULL, rec_verify, &p };
+    uint8_t rec[TIDE_DAT_RECORD_HEADER + KEY_SIZE + 5];
+    long long size;
+    int rc;
+
+    build_big(t);
+    size = th_file_size(t->dat_path);
+    memset(rec, 0xab, sizeof rec);
+    memset(rec, 0, TIDE_DAT_RECORD_HEADER);
+    rec[TIDE_DAT_RECORD_HEADER - 1] = 5;        /* u48 big-endian size 5: a record no entry reaches */
+    if (size <= 0 || th_pwrite_file(t->dat_path, rec, sizeof rec, (uint64_t)size) != 0)
+        fail_msg("cannot append a record to %s", t->dat_path);
+    memset(&p, 0, sizeof p);
+    rc = tide_store_verify_ex(t->dir, &vo, &r);
+    expect_rc(rc, TIDE_ECORRUPT, "verify of a store with a record no entry reaches");
+    expect_step(&p, TIDE_VERIFY_STEP_BUCKETS, r.buckets, 1024, 2, 1, "the bucket step, which passed");
+    expect_step(&p, TIDE_VERIFY_STEP_DATA, r.dat_file_bytes, MIB + 400, 1, 0, "the data step, which failed");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, th_store_setup, th_store_teardown)
 
 int main(void)
@@ -794,6 +948,8 @@ int main(void)
         T(verify_catches_entries_out_of_hash_order),
         T(verify_rejects_an_unreachable_spill_record_of_another_block_size_as_nudb_does),
         T(a_flipped_value_bit_passes_verify_and_is_returned_as_it_is),
+        T(verify_and_visit_report_progress_that_only_grows_and_ends_at_the_total),
+        T(a_verify_that_fails_reports_no_completion_of_the_failed_step),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

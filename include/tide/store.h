@@ -302,6 +302,37 @@ typedef struct tide_visit_stats {
 int tide_store_visit(const char *dir, struct tide_io *io, tide_visit_fn fn,
                      void *arg, tide_visit_stats *stats);
 
+/*
+ * Progress of a long walk (visit, verify, rekey): `done` of `total` units
+ * (what a unit is, each caller of it says). The contract, the same for
+ * every walk that takes one:
+ *   - it is called on the thread that called the walk, from inside the
+ *     walk, never after the walk has returned;
+ *   - `total` is fixed for a step (rekey's first walk says how it may
+ *     grow once), and `done` never decreases and never exceeds it;
+ *   - it is called at least once per step, with done == total when the
+ *     step completes (not when the walk stops on an error);
+ *   - the walk pays one call per unit step (a MiB of nudb.dat, or 1024
+ *     buckets) and nothing else: no allocation, no I/O, no lock;
+ *   - it must not call into the store it reports on; it should return
+ *     quickly (drawing is rate-limited by the callee, not the walk).
+ */
+typedef void (*tide_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+typedef struct tide_visit_opts {
+    struct tide_io  *io;            /* NULL: the POSIX file system */
+    tide_progress_fn progress;      /* NULL, or: done/total are bytes of
+                                       nudb.dat walked of its size at the
+                                       walk's start; called after each MiB
+                                       (each refill of the read window) and
+                                       once at the end with done == total */
+    void            *progress_arg;
+} tide_visit_opts;
+
+/* tide_store_visit with options; `o` may be NULL (no progress, POSIX). */
+int tide_store_visit_ex(const char *dir, const tide_visit_opts *o, tide_visit_fn fn, void *arg,
+                        tide_visit_stats *stats);
+
 /* ---- other processes ---- */
 
 typedef struct tide_store_holder {
@@ -378,8 +409,6 @@ int tide_store_recover_ex(const char *dir, struct tide_io *io, unsigned flags,
 
 /* ---- rekey ---- */
 
-typedef void (*tide_progress_fn)(void *arg, uint64_t done, uint64_t total);
-
 typedef struct tide_rekey_opts {
     unsigned block_size;      /* the new block size: a power of two from 4096
                                  to 32768 (default 4096). Anything else is
@@ -392,8 +421,16 @@ typedef struct tide_rekey_opts {
     struct tide_io *io;       /* NULL: the POSIX file system */
     int      ignore_holders;  /* 1: do not refuse while another process has
                                  the store's files open (see tide_store_opts) */
-    tide_progress_fn progress;/* NULL, or called after each MiB of nudb.dat
-                                 a pass reads: done/total over all passes */
+    tide_progress_fn progress;/* NULL, or (the contract above): done/total
+                                 are bytes of nudb.dat read over the whole
+                                 run, the counting walk and every pass
+                                 (total = size x (1 + passes)), called
+                                 after each MiB and with done == total at
+                                 the end. During the counting walk the
+                                 passes are not known yet: total then
+                                 assumes the records counted so far are
+                                 typical of the file, and is exact (it may
+                                 grow or shrink once) from the first pass */
     void    *progress_arg;
 } tide_rekey_opts;
 
@@ -498,6 +535,25 @@ typedef struct tide_verify_report {
  * mappings, returned at the end).
  */
 int tide_store_verify(const char *dir, struct tide_io *io, tide_verify_report *r);
+
+/* The steps of a verify, as its progress names them. */
+enum { TIDE_VERIFY_STEP_BUCKETS = 1, TIDE_VERIFY_STEP_DATA = 2 };
+
+/* A verify's progress (tide_progress_fn's contract, per step): in step
+ * TIDE_VERIFY_STEP_BUCKETS done/total are buckets of nudb.key checked (with
+ * their spill chains) of its buckets, called after each 1024; in step
+ * TIDE_VERIFY_STEP_DATA bytes of nudb.dat walked of its size, after each
+ * MiB. Each step ends with a call with done == total. */
+typedef void (*tide_verify_progress_fn)(void *arg, unsigned step, uint64_t done, uint64_t total);
+
+typedef struct tide_verify_opts {
+    struct tide_io         *io;         /* NULL: the POSIX file system */
+    tide_verify_progress_fn progress;   /* NULL: none */
+    void                   *progress_arg;
+} tide_verify_opts;
+
+/* tide_store_verify with options; `o` may be NULL. */
+int tide_store_verify_ex(const char *dir, const tide_verify_opts *o, tide_verify_report *r);
 
 #ifdef __cplusplus
 }

@@ -167,6 +167,60 @@ int cli_json_print(const char *verb, struct json_t *o);
 /* tide_size_format into buf: "1.5 MiB". */
 const char *cli_human(uint64_t bytes, char *buf, size_t cap);
 
+/* ---- the progress line of verify, visit and rekey (cli_progress.c) ---- */
+
+#define CLI_PROGRESS_HZ 10      /* redraws a second, at most */
+
+enum { CLI_PROGRESS_AUTO = 0, CLI_PROGRESS_ON = 1, CLI_PROGRESS_OFF = 2 };
+
+/* The option ids of --progress and --no-progress, for a verb's table:
+ *     { "progress", no_argument, NULL, CLI_OPT_PROGRESS },
+ *     { "no-progress", no_argument, NULL, CLI_OPT_NO_PROGRESS }, */
+enum { CLI_OPT_PROGRESS = 0x1001, CLI_OPT_NO_PROGRESS = 0x1002 };
+
+/* The text each such verb's manual gives the two options (OPTIONS). */
+#define CLI_PROGRESS_HELP \
+"    --progress   draw the progress line on stderr even when it is not a\n" \
+"                 terminal (a log file then holds every redraw, each\n" \
+"                 beginning with a carriage return)\n" \
+"    --no-progress\n" \
+"                 never draw it, even on a terminal\n"
+
+/* Set *mode for option `id` when it is one of the two: 1, else 0. */
+int cli_progress_option(int *mode, int id);
+
+/* The options of a verb with one flag beside the two (verify's --json,
+ * visit's --hex), and their handler: `opts` points at one of these. */
+typedef struct cli_flag_progress {
+    int flag;                   /* the flag was given */
+    int progress;               /* CLI_PROGRESS_* */
+} cli_flag_progress;
+int cli_option_flag_progress(void *opts, int id, const char *arg);
+
+typedef struct cli_progress {
+    const char *verb;
+    int on, drawn;
+    uint64_t start_us, last_us;
+} cli_progress;
+
+/* Begin a progress line for `verb` in `mode` (CLI_PROGRESS_*): AUTO draws
+ * only when stderr is a terminal. Starts the clock of the rate. When it
+ * draws, the process's log sink is replaced until cli_progress_end, so
+ * that a log line erases the progress line instead of sharing it. One
+ * progress line at a time. */
+void cli_progress_start(cli_progress *p, const char *verb, int mode);
+
+/* Redraw the line as "tide VERB: WHAT  P%  DONE of TOTAL[ UNIT]" when one
+ * is due: at most CLI_PROGRESS_HZ a second, and always for done == total.
+ * `unit` NULL: done and total are bytes (shown as sizes, with a rate).
+ * No allocation; one fprintf when drawn, none otherwise. */
+void cli_progress_draw(cli_progress *p, const char *what, uint64_t done, uint64_t total,
+                       const char *unit);
+
+/* End the line: a newline after a drawn line (it stays as the final
+ * line), nothing otherwise. Call before printing anything else. */
+void cli_progress_end(cli_progress *p);
+
 /* ---- a directory with generations (issue 12; cli_store.c) ---- */
 
 struct tide_gen_manifest;

@@ -78,7 +78,7 @@ bad:
 enum { O_VARIANT = 256, O_CUSTOM, O_DURATION, O_LEDGERS, O_INTERVAL, O_OBJECTS, O_READS, O_CLIENTS,
        O_SEED, O_WARMUP, O_REPEAT, O_SWEEP, O_NODE_SIZE, O_NODE_ARGS, O_TIDED, O_JEMALLOC, O_PORT,
        O_OUT, O_PREFIX, O_SCRATCH, O_KEEP, O_REFERENCED, O_JSON, O_BASELINE, O_INNER, O_RECENT, O_WAVE, O_WAVE_PCT,
-       O_SAMPLE, O_OBJECT_SIZE };
+       O_SAMPLE, O_OBJECT_SIZE, O_HEARTBEAT, O_QUIET };
 
 static const struct option lab_options[] = {
     { "variant", required_argument, NULL, O_VARIANT },   { "custom", required_argument, NULL, O_CUSTOM },
@@ -97,6 +97,7 @@ static const struct option lab_options[] = {
     { "keep", no_argument, NULL, O_KEEP },               { "referenced", no_argument, NULL, O_REFERENCED },
     { "baseline", required_argument, NULL, O_BASELINE },
     { "sample-interval", required_argument, NULL, O_SAMPLE }, { "object-size", required_argument, NULL, O_OBJECT_SIZE },
+    { "heartbeat", required_argument, NULL, O_HEARTBEAT }, { "quiet", no_argument, NULL, O_QUIET },
     { "json", no_argument, NULL, O_JSON },               { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -163,6 +164,8 @@ static int parse_option(lab_args *a, int c, const char *arg)
     case O_SAMPLE: return parse_seconds("--sample-interval", arg, 0.01, 60, &p->sample_interval);
     case O_OBJECT_SIZE: return parse_object_size(p, arg);
     case O_JSON: a->json = 1; return CLI_OK;
+    case O_HEARTBEAT: return parse_seconds("--heartbeat", arg, 0, 86400, &p->heartbeat);
+    case O_QUIET: p->heartbeat = 0; return CLI_OK;
     default: return CLI_USAGE;
     }
 }
@@ -433,6 +436,7 @@ static const char help_lab[] =
 "             [--warmup S] [--repeat N] [--sweep-interval S]\n"
 "             [--node-size SIZE] [--node-args FLAGS] [--out DIR]\n"
 "             [--prefix NAME] [--referenced] [--json] [--keep]\n"
+"             [--heartbeat S | --quiet]\n"
 "\n"
 "DESCRIPTION\n"
 "    Starts one tided per variant at once, on 127.0.0.1, each with a fresh\n"
@@ -469,6 +473,14 @@ static const char help_lab[] =
 "    every variant runs N times, all variants of a repetition at once,\n"
 "    repetition after repetition; each variant's first line then gives the\n"
 "    medians over the repetitions and the following lines each repetition.\n"
+"\n"
+"    While it runs, it prints a heartbeat line on stderr every 10 s of\n"
+"    workload (--heartbeat; 18 lines for a 180 s run), so that a long run\n"
+"    is seen alive: the seconds elapsed and planned, the repetition, and\n"
+"    each variant's RSS at its last sample, in the order of --variant:\n"
+"        tide lab: 30/180 s, repetition 1/1, RSS: trim 58.2 MiB notrim 71.9 MiB\n"
+"    (? for a node not sampled yet). --quiet leaves them out; stdout is\n"
+"    the same either way.\n"
 "\n"
 "VARIANTS\n";
 
@@ -525,6 +537,10 @@ static const char help_lab_after[] =
 "                        cleared every 10 s, so it counts pages touched in\n"
 "                        the last 10 s or less).\n"
 "    --json              print the summary as one JSON object.\n"
+"    --heartbeat S       seconds of workload between heartbeat lines on\n"
+"                        stderr, 0 to 86400 (0: none). Default 10.\n"
+"    --quiet             no heartbeat lines (--heartbeat 0); failures and\n"
+"                        the repetitions' start and end lines stay.\n"
 "    -h, --help          print this text\n"
 "\n"
 "FILES\n"

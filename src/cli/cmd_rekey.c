@@ -11,8 +11,10 @@
  *            so that the size of nudb.dat, which the progress line divides
  *            into passes, is the one the rekey will read.
  *   build    tide_store_rekey, which takes the lock itself (TIDE_EBUSY
- *            while a node has the store open). Progress goes to stderr only
- *            when stderr is a terminal, at most ten redraws a second.
+ *            while a node has the store open). Progress goes to stderr
+ *            (cli_progress.c) only when stderr is a terminal or
+ *            --progress says so, at most ten redraws a second, in one
+ *            measure: bytes of nudb.dat read over the whole run.
  *   report   the old and new figures, from the rekey's report and a fresh
  *            tide_store_inspect.
  *
@@ -20,10 +22,13 @@
  *   1. Status 2 means nothing was changed: --block-size is required and
  *      checked, with no fall-back (a typo must not rewrite a store at a
  *      block size nobody asked for).
- *   2. The progress line is erased before anything else is printed.
+ *   2. The progress line is ended (its last state, 100% when the rekey
+ *      got through, kept as a line of its own) before anything else is
+ *      printed.
  *
  * Never: write a store file itself (every change is tide_store_recover's
- *   or tide_store_rekey's), or draw progress when stderr is not a terminal.
+ *   or tide_store_rekey's), or draw progress when stderr is not a terminal
+ *   unless --progress asks.
  */
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +42,6 @@
 #include "util/size.h"
 
 #define REKEY_BUFFER_DEFAULT ((uint64_t)64 << 20)
-#define PROGRESS_EVERY_US 100000u      /* at most ten redraws a second */
 
 static const char help_rekey[] =
 "NAME\n"
@@ -45,7 +49,7 @@ static const char help_rekey[] =
 "\n"
 "SYNOPSIS\n"
 "    tide rekey PATH --block-size N [--load-factor F] [--buffer SIZE]\n"
-"               [--force]\n"
+"               [--force] [--progress | --no-progress]\n"
 "    tide rekey PATH [--block-size N] ...   (nudb.key missing or unusable)\n"
 "\n"
 "DESCRIPTION\n"
@@ -104,13 +108,24 @@ static const char help_rekey[] =
 "    so ('old spills' in its output) when there are any.\n"
 "\n"
 "    On a terminal, progress is shown on stderr as one line that is\n"
-"    redrawn at most ten times a second:\n"
-"        rekey: pass 1/2   37%  12 MiB of 32 MiB read  410 MiB/s\n"
-"    When stderr is not a terminal nothing is printed there. At the end\n"
-"    it prints on stdout what it did: the records indexed, the block size\n"
-"    and capacity old -> new, the load factor, the buckets old -> new,\n"
-"    the passes, the spill records appended, and the sizes of nudb.key\n"
-"    and nudb.dat before and after.\n"
+"    redrawn at most ten times a second, and left, at 100%, as a line of\n"
+"    its own when the rekey is done:\n"
+"        tide rekey: pass 1/2 (walk 2/3)   52%  71.0 MiB of 136.2 MiB\n"
+"    Everything on it is of one measure, the bytes of nudb.dat read over\n"
+"    the whole run: the walk that counts the records, then every pass.\n"
+"    The total is nudb.dat's size times the walks (1 + passes), and the\n"
+"    rate that follows after a quarter of a second ('410 MiB/s') is the\n"
+"    bytes read so far over the time taken, so the percent never goes\n"
+"    back from one pass to the next and reaches 100% only at the end.\n"
+"    The passes are known only once the records are counted: during the\n"
+"    first walk the total assumes the records counted so far are typical\n"
+"    of the file. When stderr is not a terminal nothing is printed there\n"
+"    (see --progress).\n"
+"\n"
+"    At the end it prints on stdout what it did: the records indexed, the\n"
+"    block size and capacity old -> new, the load factor, the buckets old\n"
+"    -> new, the passes, the spill records appended, and the sizes of\n"
+"    nudb.key and nudb.dat before and after.\n"
 "\n"
 "OPTIONS\n"
 "    --block-size N   the new block size; required, except when nudb.key is\n"
@@ -131,6 +146,10 @@ static const char help_rekey[] =
 "                     bucket is indexed per pass, however small SIZE is.\n"
 "    --force          rekey even though another process has the store's\n"
 "                     files open (never while a Tide process holds it)\n"
+"    --progress       draw the progress line on stderr even when it is not\n"
+"                     a terminal (a log then holds every redraw, each\n"
+"                     beginning with a carriage return)\n"
+"    --no-progress    never draw it, even on a terminal\n"
 "    -h, --help       print this text\n"
 "\n"
 "EXIT STATUS\n"
@@ -164,12 +183,15 @@ static const struct option options[] = {
     { "load-factor", required_argument, NULL, 'f' },
     { "buffer",      required_argument, NULL, 'm' },
     { "force",       no_argument,       NULL, 'F' },
+    { "progress",    no_argument,       NULL, CLI_OPT_PROGRESS },
+    { "no-progress", no_argument,       NULL, CLI_OPT_NO_PROGRESS },
     { NULL, 0, NULL, 0 },
 };
 
 typedef struct rekey_args {
     tide_rekey_opts o;
     int have_block;
+    int progress;               /* CLI_PROGRESS_* */
 } rekey_args;
 
 static int option(void *arg, int id, const char *val)
@@ -177,6 +199,7 @@ static int option(void *arg, int id, const char *val)
     rekey_args *r = arg;
     uint64_t v;
 
+    if (cli_progress_option(&r->progress, id)) return CLI_OK;
     switch (id) {
     case 'b':
         if (cli_parse_u64(val, 0, UINT32_MAX, &v) != 0 || !tide_block_size_valid((long long)v))
@@ -254,39 +277,32 @@ static int prepare(const char *path, rekey_args *r, tide_store_info *in)
 /* ---- build, with a progress line ---- */
 
 typedef struct rekey_progress {
-    uint64_t dat_bytes;         /* nudb.dat as the rekey reads it: one pass */
-    uint64_t start_us, last_us;
-    int drawn;                  /* a progress line is on the terminal */
+    cli_progress line;
+    uint64_t dat_bytes;         /* nudb.dat as the rekey reads it: one walk */
 } rekey_progress;
 
-/* The library's tide_progress_fn: done/total count bytes of nudb.dat read
- * over all passes, so a pass is dat_bytes of them. */
+/* The library's tide_progress_fn: done/total are bytes of nudb.dat read
+ * over the whole run, the counting walk and every pass (tide_rekey_opts),
+ * so the percent, the bytes and the rate on the line are all of that one
+ * measure; the label says which walk it is in. */
 static void progress_cb(void *arg, uint64_t done, uint64_t total)
 {
     rekey_progress *p = arg;
-    uint64_t now = tide_clock_mono_us(), passes, pass, in_pass;
-    double secs, rate;
-    char b1[32], b2[32], b3[32];
+    uint64_t walks = 1, walk = 1;
+    char what[128];
 
-    if (done < total && p->drawn && now - p->last_us < PROGRESS_EVERY_US) return;
-    p->last_us = now;
-    passes = p->dat_bytes ? (total + p->dat_bytes / 2) / p->dat_bytes : 1;
-    if (passes == 0) passes = 1;
-    pass = p->dat_bytes ? done / p->dat_bytes + 1 : 1;
-    if (pass > passes) pass = passes;
-    in_pass = done - (pass - 1) * p->dat_bytes;
-    if (in_pass > p->dat_bytes) in_pass = p->dat_bytes;
-    secs = (double)(now - p->start_us) / 1e6;
-    rate = secs > 0 ? (double)done / secs : 0;
-    fprintf(stderr, "\rrekey: pass %llu/%llu  %3.0f%%  %s of %s read",
-            (unsigned long long)pass, (unsigned long long)passes,
-            total ? 100.0 * (double)done / (double)total : 100.0,
-            cli_human(in_pass, b1, sizeof b1), cli_human(p->dat_bytes, b2, sizeof b2));
-    if (secs >= 0.25)           /* a rate from the first few reads means nothing */
-        fprintf(stderr, "  %s/s", cli_human((uint64_t)rate, b3, sizeof b3));
-    fputs("\033[K", stderr);
-    fflush(stderr);
-    p->drawn = 1;
+    if (p->dat_bytes) {
+        walks = (total + p->dat_bytes / 2) / p->dat_bytes;
+        walk = done / p->dat_bytes + 1;
+    }
+    if (walks < 2) walks = 2;   /* the counting walk and at least one pass */
+    if (walk > walks) walk = walks;
+    if (walk == 1)
+        snprintf(what, sizeof what, "counting records (walk 1/%llu)", (unsigned long long)walks);
+    else
+        snprintf(what, sizeof what, "pass %llu/%llu (walk %llu/%llu)", (unsigned long long)(walk - 1),
+                 (unsigned long long)(walks - 1), (unsigned long long)walk, (unsigned long long)walks);
+    cli_progress_draw(&p->line, what, done, total, NULL);
 }
 
 static int build(const char *path, rekey_args *r, const tide_store_info *in,
@@ -297,8 +313,8 @@ static int build(const char *path, rekey_args *r, const tide_store_info *in,
 
     memset(&prog, 0, sizeof prog);
     prog.dat_bytes = in->dat_file_bytes;
-    prog.start_us = tide_clock_mono_us();
-    if (isatty(2)) {
+    cli_progress_start(&prog.line, "rekey", r->progress);
+    if (prog.line.on) {
         r->o.progress = progress_cb;
         r->o.progress_arg = &prog;
     }
@@ -306,7 +322,7 @@ static int build(const char *path, rekey_args *r, const tide_store_info *in,
     rc = tide_store_rekey(path, &r->o, rep);
     r->o.progress = NULL;
     r->o.progress_arg = NULL;
-    if (prog.drawn) fputs("\r\033[K", stderr);
+    cli_progress_end(&prog.line);           /* invariant 2 */
     if (rc == TIDE_EBUSY) return busy(path);
     if (rc) return cli_fail_store("rekey", rc);
     return CLI_OK;

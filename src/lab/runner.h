@@ -107,6 +107,8 @@ typedef struct tide_lab_plan {
     tide_lab_workload w;
     double            duration, interval, warmup;   /* seconds */
     double            sample_interval;              /* seconds between RSS samples; 1 */
+    double            heartbeat;    /* seconds between heartbeat lines on
+                                       report (each variant's RSS); 10, 0: none */
     uint64_t          ledgers;                      /* 0: no limit */
     unsigned          clients, repeat, sweep_interval, base_port;
     int               keep, referenced;
@@ -118,7 +120,8 @@ typedef struct tide_lab_plan {
 } tide_lab_plan;
 
 /* The defaults of `tide lab` (docs/LAB.md): 300 s, a ledger a second, 4
- * clients, one repetition, an RSS sample a second, sweeps every 10 s,
+ * clients, one repetition, an RSS sample a second, a heartbeat line
+ * every 10 s, sweeps every 10 s,
  * node size tiny, lab-out/lab,
  * baseline notrim, the workload's defaults; no variants; report stderr. */
 void tide_lab_plan_init(tide_lab_plan *p);

@@ -220,6 +220,7 @@ void tide_lab_plan_init(tide_lab_plan *p)
     p->duration = 300;
     p->interval = 1;
     p->sample_interval = 1;
+    p->heartbeat = 10;
     p->clients = 4;
     p->repeat = 1;
     p->sweep_interval = 10;

@@ -48,6 +48,14 @@
  *      the bucket its hash names or its chain, spills full.
  *   3. Memory is the pass's buckets (about buffer_bytes) plus two 1 MiB
  *      write buffers and the visit window.
+ *   4. Progress has one measure from start to end: bytes of nudb.dat (its
+ *      size at the start, dat0) read, over the counting walk and every
+ *      pass, of dat0 x (1 + passes). done only grows: the counting walk
+ *      reports [0, dat0], pass i (from 0) dat0 x (1 + i) plus the offset
+ *      of the record it indexes. The passes are known only once the
+ *      records are counted, so while counting the total is an estimate
+ *      (the records so far taken as typical of the file); from the first
+ *      pass on it is exact, and the last call is total/total.
  *
  * Never: write to nudb.key itself; leave nudb.log empty while nudb.dat
  *   holds a torn spill record (a failure truncates nudb.dat first).
@@ -196,6 +204,7 @@ static int write_range(rekey *k)
 typedef struct counts {
     uint64_t records, foreign;
     size_t full;                /* bucket bytes of the new block size */
+    const struct rekey_run *r;  /* for the progress estimate */
 } counts;
 
 static int count_record(void *arg, uint64_t offset, const void *key, unsigned key_size,
@@ -478,12 +487,44 @@ static int open_store(rekey_run *r)
  * another size than the new table's stay in nudb.dat as waste that NuDB's
  * verify rejects; the format has no way to drop them short of rewriting
  * nudb.dat, so the operator is told before anything is written. */
+/* The buckets a table for `records` records needs and the passes that
+ * index them: k->cap, k->lf_raw and k->slot_bytes must be set. Pure. */
+static uint64_t table_passes(const rekey *k, size_t buffer_bytes, uint64_t records,
+                             uint64_t *buckets, uint64_t *per_pass)
+{
+    uint64_t units = (uint64_t)k->lf_raw * k->cap;    /* per bucket, in 1/65536 */
+    uint64_t b = (records * 65536 + units - 1) / units, per;
+
+    if (b == 0) b = 1;
+    per = buffer_bytes / k->slot_bytes;
+    if (per == 0) per = 1;
+    if (per > b) per = b;
+    if (buckets) *buckets = b;
+    if (per_pass) *per_pass = per;
+    return (b + per - 1) / per;
+}
+
+/* The counting walk's progress (invariant 4): its bytes, of a total that
+ * takes the records counted so far as typical of the rest of the file. */
+static void count_progress(void *arg, uint64_t done, uint64_t total)
+{
+    const counts *c = arg;
+    const rekey_run *r = c->r;
+    uint64_t est = c->records;
+
+    if (est == 0 && done < total) return;   /* nothing to estimate from yet */
+    if (done > TIDE_DAT_HEADER_SIZE && done < total)
+        est = (uint64_t)((double)c->records * (double)(total - TIDE_DAT_HEADER_SIZE) /
+                         (double)(done - TIDE_DAT_HEADER_SIZE));
+    r->o.progress(r->o.progress_arg, done,
+                  total * (1 + table_passes(&r->k, r->o.buffer_bytes, est, NULL, NULL)));
+}
+
 static int plan_table(rekey_run *r)
 {
     tide_store *s = r->s;
     rekey *k = &r->k;
-    counts c = { 0, 0, 0 };
-    uint64_t units;
+    counts c = { 0, 0, 0, r };
     int rc;
 
     k->s = s;
@@ -501,7 +542,9 @@ static int plan_table(rekey_run *r)
     r->report->dat_file_bytes_before = r->dat0;
 
     c.full = ti_fmt_bucket_bytes(k->cap);
-    if ((rc = ti_store_walk(r->dir, s->io, count_record, count_spill, &c, NULL)) != 0) return rc;
+    k->slot_bytes = (sizeof(slot) + (size_t)k->cap * sizeof(tide_entry) + 15) & ~(size_t)15;
+    if ((rc = ti_store_walk(r->dir, s->io, count_record, count_spill, &c,
+                            r->o.progress ? count_progress : NULL, &c, NULL)) != 0) return rc;
     r->n = c.records;
     r->report->foreign_spill_records = c.foreign;
     if (c.foreign)
@@ -509,14 +552,9 @@ static int plan_table(rekey_run *r)
                  "than %u; they stay, unreachable, and NuDB's verify (and tide verify) will "
                  "reject the store for them ('invalid size in spill'), though Tide and NuDB "
                  "read and write it as before", r->dir, (unsigned long long)c.foreign, k->bs);
-    units = (uint64_t)k->lf_raw * k->cap;             /* per bucket, in 1/65536 */
-    k->buckets = (r->n * 65536 + units - 1) / units;
-    if (k->buckets == 0) k->buckets = 1;
-    k->slot_bytes = (sizeof(slot) + (size_t)k->cap * sizeof(tide_entry) + 15) & ~(size_t)15;
-    r->per_pass = r->o.buffer_bytes / k->slot_bytes;
-    if (r->per_pass == 0) r->per_pass = 1;
-    if (r->per_pass > k->buckets) r->per_pass = k->buckets;
-    k->progress_total = r->dat0 * ((k->buckets + r->per_pass - 1) / r->per_pass);
+    k->progress_total = r->dat0 * (1 + table_passes(k, r->o.buffer_bytes, r->n, &k->buckets,
+                                                    &r->per_pass));
+    k->progress_base = r->dat0;     /* the counting walk is done (invariant 4) */
     return 0;
 }
 

@@ -158,10 +158,12 @@ int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        int force, tide_recover_report *rep);
 
 /* tide_store_visit with a second callback for each spill record: its
- * offset (the record's first byte) and n, its bucket bytes. */
+ * offset (the record's first byte) and n, its bucket bytes; and progress
+ * (NULL: none) in bytes of nudb.dat, as tide_visit_opts says. */
 typedef int (*tide_spill_fn)(void *arg, uint64_t offset, uint64_t n);
 int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
-                    void *arg, tide_visit_stats *stats);
+                  void *arg, tide_progress_fn progress, void *progress_arg,
+                  tide_visit_stats *stats);
 
 /* "dir/name" in a malloc'd string, or NULL. */
 char *ti_path_join(const char *dir, const char *name);

@@ -23,6 +23,11 @@
  *      another block size (left by a rekey) makes the store one NuDB's
  *      verify rejects, so this one does too.
  *
+ * Progress (tide_verify_opts): the key-file pass reports buckets checked
+ * of buckets, every VERIFY_BUCKET_STEP buckets and at its end; the
+ * data-file pass reports bytes of nudb.dat walked, through the walk's own
+ * progress (visit.c's invariant 3). A step that fails is not completed.
+ *
  * Never: write anything. Verify opens the store read-only (a shared lock).
  */
 #include <stdio.h>
@@ -32,6 +37,8 @@
 #include "store/store_impl.h"
 #include "util/bigbuf.h"
 #include "util/err.h"
+
+#define VERIFY_BUCKET_STEP 1024u    /* buckets between progress calls */
 
 typedef struct u64vec {
     uint64_t *v;
@@ -97,7 +104,8 @@ static int check_entries(tide_store *s, const uint8_t *b, uint64_t i, unsigned d
     return 0;
 }
 
-static int key_pass(tide_store *s, u64vec *offsets, u64vec *spills, tide_verify_report *r)
+static int key_pass(tide_store *s, const tide_verify_opts *o, u64vec *offsets, u64vec *spills,
+                    tide_verify_report *r)
 {
     size_t full = ti_fmt_bucket_bytes(s->capacity);
     uint8_t *block = malloc(s->block_size > full + TIDE_SPILL_HEADER ? s->block_size : full + TIDE_SPILL_HEADER);
@@ -108,6 +116,8 @@ static int key_pass(tide_store *s, u64vec *offsets, u64vec *spills, tide_verify_
     if (!block || !rec) { rc = tide_err_set(TIDE_ENOMEM, "verify: out of memory"); goto out; }
     for (uint64_t i = 0; i < s->buckets; i++) {
         uint64_t off = (i + 1) * (uint64_t)s->block_size;
+        if (o->progress && i % VERIFY_BUCKET_STEP == 0)
+            o->progress(o->progress_arg, TIDE_VERIFY_STEP_BUCKETS, i, s->buckets);
         snprintf(where, sizeof where, "%s: bucket %llu (offset %llu)", s->key_path,
                  (unsigned long long)i, (unsigned long long)off);
         if ((rc = s->io->read_at(s->key, block, s->block_size, off)) != 0) goto out;
@@ -149,6 +159,7 @@ static int key_pass(tide_store *s, u64vec *offsets, u64vec *spills, tide_verify_
             spill = ti_fmt_bucket_spill(block + TIDE_SPILL_HEADER);
         }
     }
+    if (o->progress) o->progress(o->progress_arg, TIDE_VERIFY_STEP_BUCKETS, s->buckets, s->buckets);
 out:
     free(block);
     free(rec);
@@ -206,8 +217,23 @@ static int walk_spill(void *arg, uint64_t offset, uint64_t n)
     return 0;
 }
 
+/* The walk's bytes of nudb.dat as the data step of a verify's progress. */
+static void data_progress(void *arg, uint64_t done, uint64_t total)
+{
+    const tide_verify_opts *o = arg;
+    o->progress(o->progress_arg, TIDE_VERIFY_STEP_DATA, done, total);
+}
+
 int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
 {
+    tide_verify_opts vo = { .io = io };
+    return tide_store_verify_ex(dir, &vo, r);
+}
+
+int tide_store_verify_ex(const char *dir, const tide_verify_opts *vo, tide_verify_report *r)
+{
+    static const tide_verify_opts none = { 0 };
+    tide_io *io = vo ? vo->io : NULL;
     tide_store *s = NULL;
     tide_store_opts o;
     tide_visit_stats st;
@@ -225,7 +251,8 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     r->dat_file_bytes = s->dat_size;
     r->key_file_bytes = (s->buckets + 1) * (uint64_t)s->block_size;
 
-    if ((rc = key_pass(s, &offsets, &spills, r)) != 0) goto out;
+    if (vo == NULL) vo = &none;
+    if ((rc = key_pass(s, vo, &offsets, &spills, r)) != 0) goto out;
     if ((rc = tide_big_sort(offsets.v, offsets.n, sizeof *offsets.v, cmp_u64)) != 0) goto out;
     if ((rc = tide_big_sort(spills.v, spills.n / 2, 2 * sizeof *spills.v, cmp_pair)) != 0) goto out;
     for (size_t k = 1; k < offsets.n; k++)
@@ -244,7 +271,8 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     r->spill_records_reachable = spills.n / 2;
 
     dat_walk w = { s, &offsets, &spills, 0, 0, r, 0, 0 };
-    rc = ti_store_walk(dir, io, walk_record, walk_spill, &w, &st);
+    rc = ti_store_walk(dir, io, walk_record, walk_spill, &w, vo->progress ? data_progress : NULL,
+                       (void *)vo, &st);
     r->spill_records_written = st.spill_records;
     if (rc) goto out;
     if (w.si < spills.n / 2) {

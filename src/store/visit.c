@@ -14,6 +14,11 @@
  *      record that runs past the end is reported with its offset.
  *   2. Memory: the window plus, for a value larger than the window, one
  *      buffer of that value's size.
+ *   3. Progress (tide_progress_fn's contract): done is the offset of the
+ *      next record, so it only grows, and it is reported when it has
+ *      moved a window's worth (1 MiB) since the last call, and once more
+ *      as size/size when the walk reaches the end; total is the file's
+ *      size when the walk began, the end of the walk.
  *
  * Never: write, lock or recover the store; a record cut short at the end
  *   is reported, not skipped.
@@ -22,6 +27,7 @@
 #include <string.h>
 
 #include "store/store_impl.h"
+#include "util/assert.h"
 #include "util/err.h"
 
 #define WINDOW (1u << 20)
@@ -57,18 +63,26 @@ static int window(reader *r, uint64_t off, size_t n, const uint8_t **out)
 int tide_store_visit(const char *dir, tide_io *io, tide_visit_fn fn, void *arg,
                      tide_visit_stats *stats)
 {
-    return ti_store_walk(dir, io, fn, NULL, arg, stats);
+    return ti_store_walk(dir, io, fn, NULL, arg, NULL, NULL, stats);
+}
+
+int tide_store_visit_ex(const char *dir, const tide_visit_opts *o, tide_visit_fn fn, void *arg,
+                        tide_visit_stats *stats)
+{
+    if (o == NULL) return ti_store_walk(dir, NULL, fn, NULL, arg, NULL, NULL, stats);
+    return ti_store_walk(dir, o->io, fn, NULL, arg, o->progress, o->progress_arg, stats);
 }
 
 int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
-                    void *arg, tide_visit_stats *stats)
+                  void *arg, tide_progress_fn progress, void *progress_arg,
+                  tide_visit_stats *stats)
 {
     reader r;
     tide_visit_stats st;
     tide_dat_header dh;
     char *path = NULL;
     uint8_t *big = NULL;
-    uint64_t off;
+    uint64_t off, next_progress = 0, last_done = 0;
     int rc;
 
     tide_err_clear();
@@ -97,6 +111,12 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
     off = TIDE_DAT_HEADER_SIZE;
     while (off < r.size) {
         const uint8_t *p;
+        if (progress && off >= next_progress) {     /* invariant 3 */
+            TIDE_ASSERT(off >= last_done && off <= r.size);
+            progress(progress_arg, off, r.size);
+            last_done = off;
+            next_progress = off + WINDOW;
+        }
         if ((rc = window(&r, off, TIDE_DAT_RECORD_HEADER, &p)) != 0) goto out;
         uint64_t size = ti_get48(p);
         if (size == 0) {
@@ -142,6 +162,7 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
         st.value_bytes += size;
         off += total;
     }
+    if (progress) progress(progress_arg, r.size, r.size);
 out:
     if (stats) *stats = st;
     if (r.f) r.io->close(r.f);
