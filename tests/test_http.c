@@ -3664,8 +3664,16 @@ static void a_token_file_and_a_credential_are_the_tokens_and_never_logged(void *
     if (!log_contains(&t, "metrics_token=set(env TIDE_METRICS_TOKEN_FILE)")
         || !log_contains(&t, "admin_token=set(credential admin_token)"))
         fail_msg("the startup log should say where each token came from. Its log:\n%s", log_tail(&t));
+    /* SIGHUP reads the file again; a new token is named, in force at the
+     * next start, and the one in force keeps working. */
+    put_secret(tok, "next-metrics-t0ken\n", 0600);
+    kill(t.pid, SIGHUP);
+    if (!log_waits_for(&t, "SIGHUP: the metrics token changed; it takes effect at the next start", 30000))
+        fail_msg("a SIGHUP after the token file changed should say so. Its log:\n%s", log_tail(&t));
+    free(scrape_with(&t, "Authorization: Bearer file-metrics-t0ken", 200));
     tided_signal_and_reap(&t, SIGTERM);
-    if (log_contains(&t, "file-metrics-t0ken") || log_contains(&t, "cred-admin-t0ken"))
+    if (log_contains(&t, "file-metrics-t0ken") || log_contains(&t, "cred-admin-t0ken")
+        || log_contains(&t, "next-metrics-t0ken"))
         fail_msg("the log must never hold a token. Its log:\n%s", log_tail(&t));
     tided_cleanup(&t);
 }
