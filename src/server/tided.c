@@ -2,6 +2,10 @@
 /*
  * tided.c: main of bin/tided, the Tide node server.
  *
+ * `tided --check-config` stops after the settings: it prints them and
+ * exits 0, or 2 when they do not pass, and touches nothing else
+ * (check_config).
+ *
  * tided serves one store over HTTP/1.1 (docs/HTTP.md). Its main does, in
  * order: --help and --version; the settings (defaults, --config FILE,
  * TIDE_* variables, flags, then the preset: node/config.h); the signals
@@ -91,6 +95,7 @@ static void help_options(FILE *f)
 "    tided [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
 "          [--node-size SIZE] [--sweep-interval SECONDS] [--log-level LEVEL]\n"
 "          [--SETTING VALUE | --SETTING=VALUE ...]\n"
+"    tided --check-config [--config FILE] [--SETTING VALUE ...]\n"
 "    tided --help | --version\n"
 "\n"
 "DESCRIPTION\n"
@@ -114,7 +119,22 @@ static void help_options(FILE *f)
 "        read settings from FILE (INI: [node] name=value, [node_size],\n"
 "        [node_db] path= and nudb_block_size=, [sweep_interval]). Other\n"
 "        sections (a rippled.cfg's [server], [ips], ...) are skipped with one\n"
-"        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n", f);
+"        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n"
+"        A commented sample with every setting is installed as\n"
+"        /etc/tide/tide.cfg (contrib/tide.cfg in the sources).\n"
+"    --check-config\n"
+"        check the settings and exit, as nginx -t does: read them as a start\n"
+"        would (the defaults, --config FILE, the TIDE_* variables, the other\n"
+"        flags, the cgroup's memory limit), check every value and the rules\n"
+"        that join them (the budgets derived from memory_limit and the\n"
+"        explicit ones under its high mark, http_body_budget against\n"
+"        max_object_size, memory_levels against memory_hysteresis), then\n"
+"        print every setting in force on stdout, one a line under a\n"
+"        '# GROUP' line, as NAME=VALUE(SOURCE) (the tokens as set or unset),\n"
+"        and a last line starting 'tided --check-config: OK'; warnings go to\n"
+"        stderr. Exit 0, or 2 with the errors on stderr. It never opens or\n"
+"        creates the store, binds the address or starts a thread, so it may\n"
+"        run next to the tided it checks for.\n", f);
     print_settings(f, 1);
     fputs(
 "    -h, --help\n"
@@ -247,12 +267,14 @@ static void help_signals(FILE *f)
 "       corrupt; I/O error), the address could not be bound, or closing the\n"
 "       store failed\n"
 "    2  bad command line, setting, environment variable or config file; the\n"
-"       message names it\n"
+"       message names it (with --check-config: the settings did not pass)\n"
 "\n"
 "EXAMPLES\n"
 "    tided --data-dir /var/lib/tide --listen 127.0.0.1:8080\n"
 "    TIDE_ADMIN_TOKEN=$(cat /etc/tide/admin.token) tided --config /etc/tide/tide.cfg\n"
 "    tided --listen [::1]:8080 --node-size small --log-level debug\n"
+"    tided --check-config --config /etc/tide/tide.cfg && systemctl restart tided\n"
+"    tided --log-format json --data-dir /var/lib/tide 2>>/var/log/tide.json\n"
 "\n"
 "    key=$(printf '%064x' 1)\n"
 "    curl -X PUT --data-binary @value.bin \"http://127.0.0.1:8080/v1/objects/$key?sync=1\"\n"
