@@ -18,7 +18,9 @@
  * thread watches the signalfd, so that a stop signal ends a long open;
  * the workers and the event loops (loop.c, conn.c, work.c, api.c), loop 0
  * reading the signals from then on. SIGHUP reads the settings again
- * (reload_settings). When the loops have drained after a stop signal it
+ * (reload_settings). Under systemd it sends sd_notify's messages
+ * (notify.c) and takes STATE_DIRECTORY and CREDENTIALS_DIRECTORY as
+ * defaults (read_settings; node/config_systemd.c). When the loops have drained after a stop signal it
  * stops the workers, closes the node, which commits what is pending, and
  * logs "shutdown complete".
  *
@@ -143,13 +145,31 @@ static void help_options(FILE *f)
 "        print the version and exit.\n"
 "\n"
 "ENVIRONMENT\n"
-"    Every option above has a TIDE_* variable, named with it. Secrets are\n"
-"    read from the environment only (never from flags, visible in ps, nor\n"
-"    from files) and never printed:\n", f);
+"    Every option above has a TIDE_* variable, named with it. The tokens are\n"
+"    never flags (visible in ps) and never printed; each is read, highest\n"
+"    first, from its variable, from its token file (a path: the variable\n"
+"    or the config file's [http] key), or from systemd's credential:\n", f);
     print_settings(f, 0);
     fputs(
 "    MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_CONF\n"
 "        the allocator's own variables; the startup log shows their effect.\n"
+"    STATE_DIRECTORY\n"
+"        set by systemd's StateDirectory=: its first path (of several joined\n"
+"        by ':') is data_dir's default; the startup log names it as\n"
+"        data_dir's source. A data_dir set anywhere wins.\n"
+"    CREDENTIALS_DIRECTORY\n"
+"        set by systemd's LoadCredential=: the files metrics_token and\n"
+"        admin_token in it are read as the tokens when nothing above sets\n"
+"        them, by the token files' rules; a missing or empty one is no\n"
+"        token.\n"
+"    NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID\n"
+"        set by systemd for a Type=notify unit (sd_notify(3)): tided sends\n"
+"        READY=1 once it serves, RELOADING=1 and READY=1 around a SIGHUP,\n"
+"        STOPPING=1 at a stop signal, EXTEND_TIMEOUT_USEC while the store\n"
+"        opens or the final commit runs, and, with WatchdogSec=, WATCHDOG=1\n"
+"        every half interval while every event loop turns (a loop stuck in\n"
+"        a request stops them; a stuck worker thread does not). Unset:\n"
+"        nothing is sent. The unit: contrib/systemd/tided.service.\n"
 "\n", f);
 }
 
@@ -256,8 +276,10 @@ static void help_signals(FILE *f)
 "                     computed again at once; each change is logged). Every\n"
 "                     other change, the budgets derived from memory_limit\n"
 "                     included, is named in the log and takes effect at the\n"
-"                     next start. tided logs to stderr and has no log file to\n"
-"                     reopen. A file that no longer reads changes nothing.\n"
+"                     next start (the tokens too: their files are read again,\n"
+"                     and a changed token is named). tided logs to stderr and\n"
+"                     has no log file to reopen. A file that no longer reads,\n"
+"                     or a token file now refused, changes nothing.\n"
 "    SIGPIPE          ignored.\n"
 "\n"
 "EXIT STATUS\n"
@@ -266,12 +288,13 @@ static void help_signals(FILE *f)
 "    1  the store could not be opened (busy: another process holds it;\n"
 "       corrupt; I/O error), the address could not be bound, or closing the\n"
 "       store failed\n"
-"    2  bad command line, setting, environment variable or config file; the\n"
-"       message names it (with --check-config: the settings did not pass)\n"
+"    2  bad command line, setting, environment variable, config file or\n"
+"       token file (one others can read: chmod 600 FILE); the message names\n"
+"       it (with --check-config: the settings did not pass)\n"
 "\n"
 "EXAMPLES\n"
 "    tided --data-dir /var/lib/tide --listen 127.0.0.1:8080\n"
-"    TIDE_ADMIN_TOKEN=$(cat /etc/tide/admin.token) tided --config /etc/tide/tide.cfg\n"
+"    TIDE_ADMIN_TOKEN_FILE=/etc/tide/admin.token tided --config /etc/tide/tide.cfg\n"
 "    tided --listen [::1]:8080 --node-size small --log-level debug\n"
 "    tided --check-config --config /etc/tide/tide.cfg && systemctl restart tided\n"
 "    tided --log-format json --data-dir /var/lib/tide 2>>/var/log/tide.json\n"
@@ -376,6 +399,9 @@ static int read_settings(tide_config *c, int argc, char **argv, const char *conf
     }
     rc = tide_config_apply_env(c, NULL, NULL);
     if (rc == 0) rc = tide_config_apply_args(c, argc, argv);
+    /* systemd's StateDirectory= and LoadCredential= (config_systemd.c) */
+    if (rc == 0) rc = tide_config_apply_state_dir(c, getenv("STATE_DIRECTORY"));
+    if (rc == 0) rc = tide_config_load_tokens(c, getenv("CREDENTIALS_DIRECTORY"));
     if (rc == 0) rc = tide_config_apply_cgroup(c, NULL);   /* the cgroup's memory limit */
     if (rc == 0) rc = tide_config_finish(c);
     return rc;
@@ -537,6 +563,13 @@ static void reload_settings(tided_server *srv)
         tide_log_set_format(fresh.log_format);
     }
     reload_memory(srv, &fresh);
+    /* The tokens were read again (their files too) but, as every setting
+     * not named above, are in force from the next start: describe shows
+     * them only as set/unset, so a new token in the same file is named here. */
+    if (strcmp(fresh.metrics_token, srv->cfg->metrics_token) != 0)
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the metrics token changed; it takes effect at the next start");
+    if (strcmp(fresh.admin_token, srv->cfg->admin_token) != 0)
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the admin token changed; it takes effect at the next start");
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         char was[4500], now[4500];
         if (id == TIDE_CFG_LOG_LEVEL || id == TIDE_CFG_LOG_FORMAT || memory_setting(id)) continue;
@@ -612,8 +645,10 @@ static int open_node(tided_server *srv, const tide_config *c)
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: eventfd: %s", c->data_dir, strerror(errno));
         return TIDE_EIO;
     }
+    tided_notify_extend_begin("opening the store");
     err = pthread_create(&tid, NULL, open_thread, &j);
     if (err) {
+        tided_notify_extend_end();
         close(j.done_fd);
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: a thread: %s", c->data_dir, strerror(err));
         return TIDE_ENOMEM;
@@ -631,10 +666,12 @@ static int open_node(tided_server *srv, const tide_config *c)
             tide_log(TIDE_LOG_WARN, "%s during startup: stopping before serving, while the store in %s is "
                      "still opening (nothing was acknowledged yet; an interrupted open is finished at the "
                      "next start)", strsignal((int)si.ssi_signo), c->data_dir);
+            tided_notify_stopping("stopped during the store's open");
             _exit(EXIT_OK);
         }
     }
     pthread_join(tid, NULL);
+    tided_notify_extend_end();
     close(j.done_fd);
     rc = j.rc;
     if (rc == TIDE_EBUSY)
@@ -722,6 +759,7 @@ int main(int argc, char **argv)
     srv->started_mono_us = tide_clock_mono_us();
     srv->started_unix_s = tide_clock_real_ns() / 1000000000u;
 
+    tided_notify_init();
     if (setup_signals(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "cannot set up signal handling: %s", strerror(errno));
         goto out;
@@ -767,7 +805,9 @@ out:
     tided_worker_stop(&srv->rotate_worker);
     tided_worker_stop(&srv->heap_worker);
     if (srv->node) {
+        tided_notify_extend_begin("stopping: the final commit");
         rc = tide_node_close(srv->node);
+        tided_notify_extend_end();
         srv->node = NULL;
         if (rc) {
             tide_log(TIDE_LOG_ERROR, "closing the store failed: %s: %s", tide_strerror(rc), tide_last_error());
