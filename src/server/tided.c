@@ -2,6 +2,10 @@
 /*
  * tided.c: main of bin/tided, the Tide node server.
  *
+ * `tided --check-config` stops after the settings: it prints them and
+ * exits 0, or 2 when they do not pass, and touches nothing else
+ * (check_config).
+ *
  * tided serves one store over HTTP/1.1 (docs/HTTP.md). Its main does, in
  * order: --help and --version; the settings (defaults, --config FILE,
  * TIDE_* variables, flags, then the preset: node/config.h); the signals
@@ -14,7 +18,9 @@
  * thread watches the signalfd, so that a stop signal ends a long open;
  * the workers and the event loops (loop.c, conn.c, work.c, api.c), loop 0
  * reading the signals from then on. SIGHUP reads the settings again
- * (reload_settings). When the loops have drained after a stop signal it
+ * (reload_settings). Under systemd it sends sd_notify's messages
+ * (notify.c) and takes STATE_DIRECTORY and CREDENTIALS_DIRECTORY as
+ * defaults (read_settings; node/config_systemd.c). When the loops have drained after a stop signal it
  * stops the workers, closes the node, which commits what is pending, and
  * logs "shutdown complete".
  *
@@ -38,6 +44,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +57,7 @@
 
 #include <h2o/version.h>
 
+#include "mem/alloc.h"
 #include "node/startup.h"
 #include "tide/error.h"
 #include "tide/version.h"
@@ -89,6 +97,7 @@ static void help_options(FILE *f)
 "    tided [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
 "          [--node-size SIZE] [--sweep-interval SECONDS] [--log-level LEVEL]\n"
 "          [--SETTING VALUE | --SETTING=VALUE ...]\n"
+"    tided --check-config [--config FILE] [--SETTING VALUE ...]\n"
 "    tided --help | --version\n"
 "\n"
 "DESCRIPTION\n"
@@ -112,7 +121,22 @@ static void help_options(FILE *f)
 "        read settings from FILE (INI: [node] name=value, [node_size],\n"
 "        [node_db] path= and nudb_block_size=, [sweep_interval]). Other\n"
 "        sections (a rippled.cfg's [server], [ips], ...) are skipped with one\n"
-"        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n", f);
+"        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n"
+"        A commented sample with every setting is installed as\n"
+"        /etc/tide/tide.cfg (contrib/tide.cfg in the sources).\n"
+"    --check-config\n"
+"        check the settings and exit, as nginx -t does: read them as a start\n"
+"        would (the defaults, --config FILE, the TIDE_* variables, the other\n"
+"        flags, the cgroup's memory limit), check every value and the rules\n"
+"        that join them (the budgets derived from memory_limit and the\n"
+"        explicit ones under its high mark, http_body_budget against\n"
+"        max_object_size, memory_levels against memory_hysteresis), then\n"
+"        print every setting in force on stdout, one a line under a\n"
+"        '# GROUP' line, as NAME=VALUE(SOURCE) (the tokens as set or unset),\n"
+"        and a last line starting 'tided --check-config: OK'; warnings go to\n"
+"        stderr. Exit 0, or 2 with the errors on stderr. It never opens or\n"
+"        creates the store, binds the address or starts a thread, so it may\n"
+"        run next to the tided it checks for.\n", f);
     print_settings(f, 1);
     fputs(
 "    -h, --help\n"
@@ -121,13 +145,31 @@ static void help_options(FILE *f)
 "        print the version and exit.\n"
 "\n"
 "ENVIRONMENT\n"
-"    Every option above has a TIDE_* variable, named with it. Secrets are\n"
-"    read from the environment only (never from flags, visible in ps, nor\n"
-"    from files) and never printed:\n", f);
+"    Every option above has a TIDE_* variable, named with it. The tokens are\n"
+"    never flags (visible in ps) and never printed; each is read, highest\n"
+"    first, from its variable, from its token file (a path: the variable\n"
+"    or the config file's [http] key), or from systemd's credential:\n", f);
     print_settings(f, 0);
     fputs(
 "    MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_CONF\n"
 "        the allocator's own variables; the startup log shows their effect.\n"
+"    STATE_DIRECTORY\n"
+"        set by systemd's StateDirectory=: its first path (of several joined\n"
+"        by ':') is data_dir's default; the startup log names it as\n"
+"        data_dir's source. A data_dir set anywhere wins.\n"
+"    CREDENTIALS_DIRECTORY\n"
+"        set by systemd's LoadCredential=: the files metrics_token and\n"
+"        admin_token in it are read as the tokens when nothing above sets\n"
+"        them, by the token files' rules; a missing or empty one is no\n"
+"        token.\n"
+"    NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID\n"
+"        set by systemd for a Type=notify unit (sd_notify(3)): tided sends\n"
+"        READY=1 once it serves, RELOADING=1 and READY=1 around a SIGHUP,\n"
+"        STOPPING=1 at a stop signal, EXTEND_TIMEOUT_USEC while the store\n"
+"        opens or the final commit runs, and, with WatchdogSec=, WATCHDOG=1\n"
+"        every half interval while every event loop turns (a loop stuck in\n"
+"        a request stops them; a stuck worker thread does not). Unset:\n"
+"        nothing is sent. The unit: contrib/systemd/tided.service.\n"
 "\n", f);
 }
 
@@ -234,8 +276,10 @@ static void help_signals(FILE *f)
 "                     computed again at once; each change is logged). Every\n"
 "                     other change, the budgets derived from memory_limit\n"
 "                     included, is named in the log and takes effect at the\n"
-"                     next start. tided logs to stderr and has no log file to\n"
-"                     reopen. A file that no longer reads changes nothing.\n"
+"                     next start (the tokens too: their files are read again,\n"
+"                     and a changed token is named). tided logs to stderr and\n"
+"                     has no log file to reopen. A file that no longer reads,\n"
+"                     or a token file now refused, changes nothing.\n"
 "    SIGPIPE          ignored.\n"
 "\n"
 "EXIT STATUS\n"
@@ -244,13 +288,16 @@ static void help_signals(FILE *f)
 "    1  the store could not be opened (busy: another process holds it;\n"
 "       corrupt; I/O error), the address could not be bound, or closing the\n"
 "       store failed\n"
-"    2  bad command line, setting, environment variable or config file; the\n"
-"       message names it\n"
+"    2  bad command line, setting, environment variable, config file or\n"
+"       token file (one others can read: chmod 600 FILE); the message names\n"
+"       it (with --check-config: the settings did not pass)\n"
 "\n"
 "EXAMPLES\n"
 "    tided --data-dir /var/lib/tide --listen 127.0.0.1:8080\n"
-"    TIDE_ADMIN_TOKEN=$(cat /etc/tide/admin.token) tided --config /etc/tide/tide.cfg\n"
+"    TIDE_ADMIN_TOKEN_FILE=/etc/tide/admin.token tided --config /etc/tide/tide.cfg\n"
 "    tided --listen [::1]:8080 --node-size small --log-level debug\n"
+"    tided --check-config --config /etc/tide/tide.cfg && systemctl restart tided\n"
+"    tided --log-format json --data-dir /var/lib/tide 2>>/var/log/tide.json\n"
 "\n"
 "    key=$(printf '%064x' 1)\n"
 "    curl -X PUT --data-binary @value.bin \"http://127.0.0.1:8080/v1/objects/$key?sync=1\"\n"
@@ -273,12 +320,47 @@ static void print_help(FILE *f)
 
 /* ---- startup --------------------------------------------------------- */
 
-/* --help, --version and --config FILE, which tide_config_apply_args does
- * not act on. Returns -1 to go on, or the exit status. */
-static int early_flags(int argc, char **argv, const char **config)
+/* --log-format from the flag or TIDE_LOG_FORMAT, before the settings are
+ * read, so that their own messages (a config file's info lines, a bad
+ * value's error) come in that format too; the file's log_format applies
+ * once it is read. A bad value is left for the settings to refuse. */
+static void early_log_format(int argc, char **argv)
 {
+    const char *want = getenv("TIDE_LOG_FORMAT");
+    int f;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc) want = argv[++i];
+        else if (strncmp(argv[i], "--log-format=", 13) == 0) want = argv[i] + 13;
+    }
+    if ((f = tide_log_format_parse(want)) >= 0) tide_log_set_format(f);
+}
+
+/* A startup error on stderr: "tided: MESSAGE", or an error line when the
+ * log is json (a shipper reading stderr gets nothing but json). */
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...)
+{
+    char msg[TIDE_LOG_LINE_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (tide_log_get_format() == TIDE_LOG_FORMAT_JSON) tide_log(TIDE_LOG_ERROR, "%s", msg);
+    else fprintf(stderr, "tided: %s\n", msg);
+}
+
+/* --help, --version, --check-config and --config FILE, which
+ * tide_config_apply_args does not act on. Returns -1 to go on, or the exit
+ * status. */
+static int early_flags(int argc, char **argv, const char **config, int *check)
+{
+    early_log_format(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--check-config") == 0) *check = 1;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             print_help(stdout);
             return EXIT_OK;
@@ -289,7 +371,7 @@ static int early_flags(int argc, char **argv, const char **config)
         }
         if (strcmp(a, "--config") == 0) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "tided: --config: missing its value (a file)\n");
+                report("--config: missing its value (a file)");
                 return EXIT_USAGE;
             }
             *config = argv[++i];
@@ -317,6 +399,9 @@ static int read_settings(tide_config *c, int argc, char **argv, const char *conf
     }
     rc = tide_config_apply_env(c, NULL, NULL);
     if (rc == 0) rc = tide_config_apply_args(c, argc, argv);
+    /* systemd's StateDirectory= and LoadCredential= (config_systemd.c) */
+    if (rc == 0) rc = tide_config_apply_state_dir(c, getenv("STATE_DIRECTORY"));
+    if (rc == 0) rc = tide_config_load_tokens(c, getenv("CREDENTIALS_DIRECTORY"));
     if (rc == 0) rc = tide_config_apply_cgroup(c, NULL);   /* the cgroup's memory limit */
     if (rc == 0) rc = tide_config_finish(c);
     return rc;
@@ -327,10 +412,10 @@ static int load_settings(tide_config *c, int argc, char **argv, const char *conf
     int file_failed, rc = read_settings(c, argc, argv, config, &file_failed);
 
     if (rc && file_failed)
-        fprintf(stderr, "tided: --config %s: %s%s%s\n", config, tide_strerror(rc),
-                tide_last_error()[0] ? ": " : "", tide_last_error());
+        report("--config %s: %s%s%s", config, tide_strerror(rc), tide_last_error()[0] ? ": " : "",
+               tide_last_error());
     else if (rc)
-        fprintf(stderr, "tided: %s\n", tide_last_error());
+        report("%s", tide_last_error());
     return rc;
 }
 
@@ -471,10 +556,23 @@ static void reload_settings(tided_server *srv)
                  ? fresh.src[TIDE_CFG_LOG_LEVEL].where : "default");
         tide_log_set_level(fresh.log_level);
     }
+    if (fresh.log_format != tide_log_get_format()) {
+        tide_log(TIDE_LOG_INFO, "SIGHUP: log_format %s -> %s (%s)", tide_log_format_name(tide_log_get_format()),
+                 tide_log_format_name(fresh.log_format), fresh.src[TIDE_CFG_LOG_FORMAT].where[0]
+                 ? fresh.src[TIDE_CFG_LOG_FORMAT].where : "default");
+        tide_log_set_format(fresh.log_format);
+    }
     reload_memory(srv, &fresh);
+    /* The tokens were read again (their files too) but, as every setting
+     * not named above, are in force from the next start: describe shows
+     * them only as set/unset, so a new token in the same file is named here. */
+    if (strcmp(fresh.metrics_token, srv->cfg->metrics_token) != 0)
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the metrics token changed; it takes effect at the next start");
+    if (strcmp(fresh.admin_token, srv->cfg->admin_token) != 0)
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the admin token changed; it takes effect at the next start");
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         char was[4500], now[4500];
-        if (id == TIDE_CFG_LOG_LEVEL || memory_setting(id)) continue;
+        if (id == TIDE_CFG_LOG_LEVEL || id == TIDE_CFG_LOG_FORMAT || memory_setting(id)) continue;
         tide_config_describe_one(srv->cfg, id, was, sizeof was);
         tide_config_describe_one(&fresh, id, now, sizeof now);
         if (strcmp(was, now) != 0)
@@ -547,8 +645,10 @@ static int open_node(tided_server *srv, const tide_config *c)
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: eventfd: %s", c->data_dir, strerror(errno));
         return TIDE_EIO;
     }
+    tided_notify_extend_begin("opening the store");
     err = pthread_create(&tid, NULL, open_thread, &j);
     if (err) {
+        tided_notify_extend_end();
         close(j.done_fd);
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: a thread: %s", c->data_dir, strerror(err));
         return TIDE_ENOMEM;
@@ -566,10 +666,12 @@ static int open_node(tided_server *srv, const tide_config *c)
             tide_log(TIDE_LOG_WARN, "%s during startup: stopping before serving, while the store in %s is "
                      "still opening (nothing was acknowledged yet; an interrupted open is finished at the "
                      "next start)", strsignal((int)si.ssi_signo), c->data_dir);
+            tided_notify_stopping("stopped during the store's open");
             _exit(EXIT_OK);
         }
     }
     pthread_join(tid, NULL);
+    tided_notify_extend_end();
     close(j.done_fd);
     rc = j.rc;
     if (rc == TIDE_EBUSY)
@@ -585,20 +687,55 @@ static int open_node(tided_server *srv, const tide_config *c)
     return 0;
 }
 
+/* ---- --check-config ------------------------------------------------------ */
+
+static void warn_unbounded(void *arg, const char *consumer, const char *how)
+{
+    (void)arg;
+    tide_log(TIDE_LOG_WARN, "unbounded: %s has no limit; %s", consumer, how);
+}
+
+/* tided --check-config, once the settings read and passed every check
+ * (load_settings: the file, the variables, the flags, the cgroup's limit,
+ * the budgets' rule): every setting in force with its source on stdout, one
+ * a line ("cache_budget=1GiB(preset medium)"), each group under a "# GROUP"
+ * line, the warnings on stderr, exit 0. Nothing is opened,
+ * bound or started: no store, no socket, no thread, no mallopt. */
+static int check_config(const tide_config *c, const char *config)
+{
+    char piece[4500];
+
+    for (int g = 0; g < TIDE_CFG_GROUP_COUNT; g++) {
+        printf("# %s\n", tide_config_group_name(g));
+        for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+            if (tide_config_group(id) != g) continue;
+            tide_config_describe_setting(c, id, piece, sizeof piece);
+            printf("%s\n", piece);
+        }
+    }
+    tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
+    printf("tided --check-config: OK: the settings%s%s are valid (the store was not opened, %s not bound)\n",
+           config ? " with " : "", config ? config : "", c->listen);
+    return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
 int main(int argc, char **argv)
 {
     static tide_config cfg;
     tided_server *srv = &server;
     const char *config = NULL;
-    int status = EXIT_FAIL, rc;
+    int status = EXIT_FAIL, rc, check = 0;
 
-    rc = early_flags(argc, argv, &config);
+    rc = early_flags(argc, argv, &config, &check);
     if (rc >= 0) return rc;
     if (load_settings(&cfg, argc, argv, config) != 0) {
-        fprintf(stderr, "Run 'tided --help' for the options.\n");
+        if (check) report("--check-config: the settings are not valid (exit 2)");
+        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) fprintf(stderr, "Run 'tided --help' for the options.\n");
         return EXIT_USAGE;
     }
+    tide_log_set_format(cfg.log_format);
     tide_log_set_level(cfg.log_level);
+    if (check) return check_config(&cfg, config);
     srv->cfg = &cfg;
     srv->signal_fd = srv->listen_fd = -1;
     srv->max_object_size = (size_t)cfg.max_object_size;
@@ -622,12 +759,13 @@ int main(int argc, char **argv)
     srv->started_mono_us = tide_clock_mono_us();
     srv->started_unix_s = tide_clock_real_ns() / 1000000000u;
 
+    tided_notify_init();
     if (setup_signals(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "cannot set up signal handling: %s", strerror(errno));
         goto out;
     }
     if (tide_startup_apply_malloc(&cfg) != 0) {
-        fprintf(stderr, "tided: %s\n", tide_last_error());
+        report("%s", tide_last_error());
         status = EXIT_USAGE;
         goto out;
     }
@@ -667,7 +805,9 @@ out:
     tided_worker_stop(&srv->rotate_worker);
     tided_worker_stop(&srv->heap_worker);
     if (srv->node) {
+        tided_notify_extend_begin("stopping: the final commit");
         rc = tide_node_close(srv->node);
+        tided_notify_extend_end();
         srv->node = NULL;
         if (rc) {
             tide_log(TIDE_LOG_ERROR, "closing the store failed: %s: %s", tide_strerror(rc), tide_last_error());
