@@ -161,18 +161,26 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     return 0;
 }
 
-static int parse_items(const char *s, peers_opts *o)
+/* Call each(o, word) for every word of the comma-separated list s; an
+ * empty word (",," or a comma at either end) or a failed call is -1. */
+static int each_word(const char *s, peers_opts *o, int (*each)(peers_opts *, const char *))
 {
     char buf[1024], *save = NULL, *tok;
-    if (strlen(s) >= sizeof buf) return -1;
+    size_t n = strlen(s);
+    if (n == 0 || n >= sizeof buf || s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,"))
+        return -1;
     snprintf(buf, sizeof buf, "%s", s);
-    o->nsizes = 0;
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (o->nsizes == PEERS_SIZES_MAX) return -1;
-        if (parse_u64(tok, 1, UINT32_MAX, &o->sizes[o->nsizes]) != 0) return -1;
-        o->nsizes++;
-    }
-    return o->nsizes > 0 && s[strlen(s) - 1] != ',' ? 0 : -1;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (each(o, tok) != 0) return -1;
+    return 0;
+}
+
+static int add_size(peers_opts *o, const char *word)
+{
+    if (o->nsizes == PEERS_SIZES_MAX) return -1;
+    if (parse_u64(word, 1, UINT32_MAX, &o->sizes[o->nsizes]) != 0) return -1;
+    o->nsizes++;
+    return 0;
 }
 
 static const peer_ops *engine_named(const char *name)
@@ -182,20 +190,26 @@ static const peer_ops *engine_named(const char *name)
     return NULL;
 }
 
+static int add_engine(peers_opts *o, const char *word)
+{
+    const peer_ops *e = engine_named(word);
+    if (e == NULL || o->nengines == PEERS_ENGINES_MAX) return -1;
+    for (size_t i = 0; i < o->nengines; i++)
+        if (o->engines[i] == e) return -1;
+    o->engines[o->nengines++] = e;
+    return 0;
+}
+
+static int parse_items(const char *s, peers_opts *o)
+{
+    o->nsizes = 0;
+    return each_word(s, o, add_size);
+}
+
 static int parse_engines(const char *s, peers_opts *o)
 {
-    char buf[256], *save = NULL, *tok;
-    if (strlen(s) >= sizeof buf) return -1;
-    snprintf(buf, sizeof buf, "%s", s);
     o->nengines = 0;
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        const peer_ops *e = engine_named(tok);
-        if (e == NULL || o->nengines == PEERS_ENGINES_MAX) return -1;
-        for (size_t i = 0; i < o->nengines; i++)
-            if (o->engines[i] == e) return -1;
-        o->engines[o->nengines++] = e;
-    }
-    return o->nengines > 0 ? 0 : -1;
+    return each_word(s, o, add_engine);
 }
 
 /* One option with its value; 0, or the exit status of a usage error. */
