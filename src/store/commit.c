@@ -17,6 +17,14 @@
  *      the entries it receives and (for a split source) its spill chain,
  *      spilling full buckets to nudb.dat; write the blocks in ascending
  *      order, coalescing neighbours into large writes; publish B1.
+ *      A bucket that is no split source and keeps its new entries in its
+ *      block (the common case) is built in the write buffer itself: its
+ *      pre-image is copied there and the entries are inserted in place
+ *      (ti_fmt_bucket_insert: a binary search and one memmove per gap), so
+ *      a commit's cost per bucket is a copy of its bytes, not a decode and
+ *      re-encode of every entry. Buckets that overflow and split sources
+ *      are decoded, merged or sorted, and encoded as before; the bytes
+ *      written are the same either way (tests/test_store_commit_bytes.c).
  *   5. Sync nudb.dat, then nudb.key. Truncate nudb.log to 0 and sync it.
  *
  * The log is written with a single write so that a crash leaves a prefix

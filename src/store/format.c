@@ -13,6 +13,11 @@
  *      in block 0). Every rejection names the file and the field's offset.
  *   3. Encoded buckets are zero after their last entry, so a key-file block
  *      and a spill/log payload differ only in how many bytes are written.
+ *   4. Every field is read and written with word loads and stores of its
+ *      own bytes only (format.h): no accessor touches a byte outside the
+ *      field, so a field that ends a buffer is safe to read.
+ *   5. ti_fmt_bucket_insert gives the image that decoding, merging (new
+ *      entries after equal hashes) and encode_bucket would give.
  *
  * Never: trust a count or offset read from disk before check_bucket (or the
  *   caller) has bounded it.
@@ -21,6 +26,7 @@
 #include <xxhash.h>
 
 #include "store/format.h"
+#include "util/assert.h"
 #include "util/err.h"
 
 static const char dat_type[8] = { 'n', 'u', 'd', 'b', '.', 'd', 'a', 't' };
@@ -176,6 +182,7 @@ void ti_fmt_bucket_insert(uint8_t *b, const tide_entry *e, unsigned m)
 {
     unsigned count = ti_fmt_bucket_count(b), top = count;
 
+    TIDE_ASSERT(m <= 0xffffu - count);
     /* From the largest new entry down: entries [pos, top) of the old image
      * shift up by k + 1 slots, then e[k] lands just below them. The image
      * below pos is still the old one, so the next search runs on it. */

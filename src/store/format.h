@@ -199,7 +199,8 @@ size_t ti_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *e,
  * the top down), nothing else is decoded. The result is byte for byte what
  * decoding b, merging e after equal hashes and encode_bucket would give.
  * The caller guarantees room for 8 + 18 * (count + m) bytes; bytes past
- * them are untouched.
+ * them are untouched. Cost: m binary searches, at most count entries
+ * moved once each; pure.
  */
 void ti_fmt_bucket_insert(uint8_t *b, const tide_entry *e, unsigned m);
 
