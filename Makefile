@@ -73,12 +73,39 @@ HARDEN_LDFLAGS := -pie -Wl,-z,relro -Wl,-z,now
 # Sanitizer and -O0 builds check the store's invariants always (store.h:
 # tide_store_check, opts.check_invariants).
 DEBUG_CHECKS = $(if $(SAN)$(filter -O0,$(OPT)),-DTIDE_DEBUG_CHECKS)
-CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g -pthread $(SAN) \
+# The build's own flags are TIDE_CFLAGS and TIDE_LDFLAGS; the user's (or
+# dpkg-buildflags') CPPFLAGS, CFLAGS and LDFLAGS, from the environment or
+# the command line, come after them on every compile and link line, so
+# theirs win where the compiler takes the last one (-O, -g, -f...). Ours
+# keep what the code needs (-std=c11, -D_GNU_SOURCE, -pthread, -Iinclude
+# -Isrc, searched before any -I of theirs). CFLAGS is on the link lines
+# too, as automake does, so that -flto or -fsanitize in it links.
+# -Werror is $(WERROR): development and CI keep it; a distribution's build
+# passes WERROR= so that a newer compiler's new warning does not fail it.
+WERROR  ?= -Werror
+CPPFLAGS ?=
+CFLAGS  ?=
+LDFLAGS ?=
+TIDE_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(OPT) -g -pthread $(SAN) \
            $(HARDEN_CFLAGS) $(HARDEN_FORTIFY) $(DEBUG_CHECKS) -Iinclude -Isrc
-CFLAGS  += $(EXTRA_CFLAGS)
+TIDE_CFLAGS += $(EXTRA_CFLAGS)
 DEPFLAGS = -MMD -MP
-LDFLAGS = -pthread $(SAN) $(HARDEN_LDFLAGS)
-LDFLAGS += $(EXTRA_LDFLAGS)
+TIDE_LDFLAGS = -pthread $(SAN) $(HARDEN_LDFLAGS)
+TIDE_LDFLAGS += $(EXTRA_LDFLAGS)
+# One compile line and one link line for everything built here by $(CC).
+COMPILE = $(CC) $(TIDE_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+LINK    = $(CC) $(TIDE_LDFLAGS) $(CFLAGS) $(LDFLAGS)
+
+# The revision the programs report (tide_build_info on /metrics, the
+# startup log): the short commit hash when this directory is the top of a
+# git work tree, else "unknown"; a distribution's build, made from a
+# tarball, passes REVISION=. Only src/node/metrics.c and src/server/tided.c
+# see it (as -DTIDE_REVISION="..."), and they are rebuilt when it changes
+# ($(BUILD)/revision), not everything (it is not in the flags stamp).
+ifeq ($(origin REVISION),undefined)
+REVISION := $(shell [ "$$(git -C . rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
+                git -C . rev-parse --short HEAD 2>/dev/null || echo unknown)
+endif
 LIBS    := -lxxhash -ljansson -lpthread -lm
 TEST_LIBS := -lcmocka
 
@@ -168,6 +195,28 @@ DEPS += $(patsubst %.o,%.d,$(FUZZ_REGRESS_OBJS))
 LIBTIDE := $(LIBDIR)/libtide.a
 PROGS   := $(if $(CLI_SRCS),$(BINDIR)/tide) $(if $(SERVER_SRCS),$(BINDIR)/tided)
 
+# The shared library's version is the one of include/tide/version.h (its
+# three numbers); its SONAME carries the major number only, the ABI's: a
+# program linked against libtide.so.0 runs against any libtide.so.0.x.y.
+VERSION_H   := include/tide/version.h
+version_num  = $(shell sed -n 's/^$(HASH)define TIDE_VERSION_$(1)[[:space:]][[:space:]]*\([0-9][0-9]*\).*/\1/p' $(VERSION_H))
+SO_MAJOR    := $(call version_num,MAJOR)
+SO_VERSION  := $(SO_MAJOR).$(call version_num,MINOR).$(call version_num,PATCH)
+ifeq ($(words $(subst ., ,$(SO_VERSION))),3)
+else
+$(error $(VERSION_H): TIDE_VERSION_MAJOR, _MINOR and _PATCH not read (got "$(SO_VERSION)"))
+endif
+SONAME      := libtide.so.$(SO_MAJOR)
+LIBTIDE_SO  := $(LIBDIR)/libtide.so.$(SO_VERSION)
+LIBTIDE_SO_LINKS := $(LIBDIR)/$(SONAME) $(LIBDIR)/libtide.so
+LIBTIDE_MAP := scripts/libtide.map
+
+# The man pages, made from the programs' own --help texts (scripts/gen-man)
+# so that they cannot disagree with them; not by an ALLOC= build (its
+# programs print the same texts).
+MANDIR_BUILD := $(BUILD)/man
+MANPAGES := $(if $(ALLOC),,$(if $(CLI_SRCS),$(MANDIR_BUILD)/tide.1) $(if $(SERVER_SRCS),$(MANDIR_BUILD)/tided.8))
+
 # What the tests see in their environment (run from the repo root).
 TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
@@ -177,7 +226,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
-all: $(LIBTIDE) $(PART_ARCHIVES) $(PROGS)
+all: $(LIBTIDE) $(LIBTIDE_SO) $(LIBTIDE_SO_LINKS) $(PART_ARCHIVES) $(PROGS) $(MANPAGES)
 
 # ---- compile and link ----------------------------------------------------
 
@@ -187,7 +236,7 @@ all: $(LIBTIDE) $(PART_ARCHIVES) $(PROGS)
 # flag, OPT=-O0, EXTRA_CFLAGS) rebuilds everything instead of linking old
 # objects built without it.
 FLAGS_STAMP := $(BUILD)/flags
-FLAGS_NOW   := $(CC) $(CFLAGS) | $(LDFLAGS)
+FLAGS_NOW   := $(COMPILE) | $(LINK)
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(@D)
 	@if [ "$$(cat $@ 2>/dev/null)" != '$(FLAGS_NOW)' ]; then echo '$(FLAGS_NOW)' > $@; fi
@@ -195,7 +244,31 @@ FORCE:
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(COMPILE) $(DEPFLAGS) -c $< -o $@
+
+# The per-object flags below are `private`: a target-specific variable is
+# otherwise inherited by the target's prerequisites, and $(FLAGS_STAMP),
+# one of them, would record whichever object's flags reached it first.
+#
+# The revision reaches the two files that report it; they depend on
+# $(REVISION_STAMP), rewritten only when the revision changes.
+REVISION_STAMP := $(BUILD)/revision
+REVISION_OBJS  := $(call obj,src/node/metrics.c src/server/tided.c)
+$(REVISION_STAMP): FORCE
+	@mkdir -p $(@D)
+	@if [ "$$(cat $@ 2>/dev/null)" != '$(REVISION)' ]; then echo '$(REVISION)' > $@; fi
+$(REVISION_OBJS): $(REVISION_STAMP)
+$(REVISION_OBJS): private TIDE_CFLAGS += -DTIDE_REVISION='"$(REVISION)"'
+
+# The library's objects are position-independent code (-fPIC, after
+# HARDEN_CFLAGS' -fPIE, so it wins): one compile of each serves the part
+# archives, lib/libtide.a and lib/libtide.so. -fPIE code cannot go into a
+# shared object (it assumes its global symbols resolve within the module:
+# the link fails on its PC-relative references to them), and a second,
+# -fPIC-only set of objects would double the build. In the programs, which
+# link the archives into a PIE, -fPIC costs little: the linker turns their
+# GOT loads of symbols the program defines back into direct addresses.
+$(LIB_OBJS): private TIDE_CFLAGS += -fPIC
 
 # lib/libtide.a is the whole library in one archive, for a program outside
 # the tree (fuzz/make-seeds.c is one); the programs and the tests link the
@@ -204,6 +277,34 @@ $(LIBTIDE): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
+
+# lib/libtide.so.X.Y.Z: the same objects as one shared library for
+# programs outside the tree (pkg-config tide). It exports the tide_*
+# symbols only (scripts/libtide.map; ti_* and the rest stay inside), and
+# records every library it uses (--no-undefined, so a missing one fails
+# here, not in the program that loads it). Relocations are read-only and
+# resolved at load (-z relro -z now), as in the programs. The programs
+# here never link it: they link the part archives.
+SO_LDFLAGS = -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(LIBTIDE_MAP) \
+             -Wl,--no-undefined -pthread $(SAN) -Wl,-z,relro -Wl,-z,now $(EXTRA_LDFLAGS)
+$(LIBTIDE_SO): $(LIB_OBJS) $(LIBTIDE_MAP) $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(SO_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJS) $(call part_libs,$(LIB_PARTS)) $(LIBS)
+
+# libtide.so.0 (the SONAME, what the loader looks for) and libtide.so
+# (what -ltide finds at link time), both relative symbolic links.
+$(LIBTIDE_SO_LINKS): $(LIBTIDE_SO)
+	ln -sf $(notdir $(LIBTIDE_SO)) $@
+
+# The man pages: remade when the program (so its --help) or the generator
+# changes.
+GEN_MAN := scripts/gen-man scripts/help2roff.awk
+$(MANDIR_BUILD)/tide.1: $(BINDIR)/tide $(GEN_MAN)
+	@mkdir -p $(@D)
+	bash scripts/gen-man tide $(BINDIR)/tide $@
+$(MANDIR_BUILD)/tided.8: $(BINDIR)/tided $(GEN_MAN)
+	@mkdir -p $(@D)
+	bash scripts/gen-man tided $(BINDIR)/tided $@
 
 # One archive per lib part (an empty one for a part with no sources yet).
 $(foreach p,$(LIB_PARTS),$(eval $(PART_A_$(p)): $(call obj,$(PART_SRCS_$(p)))))
@@ -214,7 +315,7 @@ $(PART_ARCHIVES):
 
 $(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(LIBS) $(CLI_LIBS) $(ALLOC_LIBS)
+	$(LINK) $(ALLOC_LDFLAGS) -o $@ $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(LIBS) $(CLI_LIBS) $(ALLOC_LIBS)
 
 # The system libraries a part needs beyond $(LIBS), linked into every
 # program and test that links the part: the client part speaks HTTP with
@@ -225,26 +326,26 @@ CLI_LIBS  := $(call part_libs,$(PART_USES_cli))
 
 $(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(ALLOC_LDFLAGS) -o $@ $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(LIBS) $(SERVER_LIBS) $(ALLOC_LIBS)
+	$(LINK) $(ALLOC_LDFLAGS) -o $@ $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(LIBS) $(SERVER_LIBS) $(ALLOC_LIBS)
 
 # tided is built on h2o's library with its own event loop (Debian's
 # libh2o-evloop-dev): its headers need H2O_USE_LIBUV=0, and the shared
 # library brings its own dependencies (OpenSSL, zlib, wslay).
 SERVER_LIBS := -lh2o-evloop
-$(SERVER_OBJS): CFLAGS += -DH2O_USE_LIBUV=0
+$(SERVER_OBJS): private TIDE_CFLAGS += -DH2O_USE_LIBUV=0
 # The tests may use every part, so they link every part's libraries.
 TEST_LIBS += $(call part_libs,$(LIB_PARTS))
 
 $(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(TEST_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJS) $(SUPPORT_OBJS) $(TEST_ARCHIVES) $(TEST_LIBS) $(LIBS)
+	$(LINK) -o $@ $< $(TEST_EXTRA_OBJS) $(SUPPORT_OBJS) $(TEST_ARCHIVES) $(TEST_LIBS) $(LIBS)
 
 # Extra objects of one test (empty for the others): test_fuzz_regress
 # replays fuzz_http too, so it links tided's server objects and h2o.
 $(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
-$(call obj,fuzz/fuzz_http.c): CFLAGS += -DH2O_USE_LIBUV=0
+$(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += -DH2O_USE_LIBUV=0
 
 tests: $(TEST_BINS)
 
@@ -297,6 +398,98 @@ else
 	    BINDIR=build/tsan/bin OPT=-O1 SAN='$(TSAN_SAN)' TESTS='$(TSAN_TESTS)' check
 endif
 
+# ---- install -------------------------------------------------------------
+#
+# make install [PREFIX=/usr/local] [DESTDIR=] [bindir=... sbindir=... ...]
+# copies what `make` built (it builds first; it never runs the tests) to
+# the GNU directories below, under DESTDIR (a staging root, as a package
+# build uses; empty for the real one). make uninstall removes those files
+# again. A distribution passes its own: Debian's rules pass PREFIX=/usr,
+# sysconfdir=/etc, unitdir=/lib/systemd/system and libdir with its
+# multiarch triplet. The LIBDIR and BINDIR above are the build's output
+# directories, not these.
+#
+# The unit (contrib/systemd/tided.service) and the sample config
+# (contrib/tide.cfg) are installed when the tree has them. The config is
+# the operator's file once installed: an existing one that differs from the
+# sample is kept, and the new sample goes beside it as tide.cfg.new
+# (uninstall removes the config only when it is still the sample).
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+bindir      ?= $(PREFIX)/bin
+sbindir     ?= $(PREFIX)/sbin
+libdir      ?= $(PREFIX)/lib
+includedir  ?= $(PREFIX)/include
+pkgconfigdir ?= $(libdir)/pkgconfig
+mandir      ?= $(PREFIX)/share/man
+sysconfdir  ?= $(PREFIX)/etc
+unitdir     ?= $(PREFIX)/lib/systemd/system
+INSTALL     ?= install
+
+PUBLIC_HEADERS := include/tide/store.h include/tide/error.h include/tide/version.h
+UNIT_FILE   := contrib/systemd/tided.service
+SAMPLE_CFG  := contrib/tide.cfg
+PC_FILE     := $(BUILD)/tide.pc
+D := $(DESTDIR)
+
+.PHONY: install uninstall
+
+# tide.pc with this install's directories; libdir and includedir as
+# ${prefix}/... when under PREFIX, so pkg-config --define-prefix can move
+# them. Remade on every install (the directories are make variables).
+$(PC_FILE): tide.pc.in FORCE
+	@mkdir -p $(@D)
+	sed -e 's|@prefix@|$(PREFIX)|' \
+	    -e 's|@libdir@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(libdir))|' \
+	    -e 's|@includedir@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(includedir))|' \
+	    -e 's|@version@|$(SO_VERSION)|' -e '/^$(HASH)/d' $< > $@
+
+install: all $(PC_FILE)
+	$(INSTALL) -d $(D)$(bindir) $(D)$(sbindir) $(D)$(libdir) $(D)$(pkgconfigdir) \
+	    $(D)$(includedir)/tide $(D)$(mandir)/man1 $(D)$(mandir)/man8
+	$(INSTALL) -m 755 $(BINDIR)/tide $(D)$(bindir)/tide
+	$(INSTALL) -m 755 $(BINDIR)/tided $(D)$(sbindir)/tided
+	$(INSTALL) -m 644 $(LIBTIDE) $(D)$(libdir)/libtide.a
+	$(INSTALL) -m 644 $(LIBTIDE_SO) $(D)$(libdir)/$(notdir $(LIBTIDE_SO))
+	ln -sfn $(notdir $(LIBTIDE_SO)) $(D)$(libdir)/$(SONAME)
+	ln -sfn $(notdir $(LIBTIDE_SO)) $(D)$(libdir)/libtide.so
+	$(INSTALL) -m 644 $(PUBLIC_HEADERS) $(D)$(includedir)/tide/
+	$(INSTALL) -m 644 $(PC_FILE) $(D)$(pkgconfigdir)/tide.pc
+	$(INSTALL) -m 644 $(MANDIR_BUILD)/tide.1 $(D)$(mandir)/man1/tide.1
+	$(INSTALL) -m 644 $(MANDIR_BUILD)/tided.8 $(D)$(mandir)/man8/tided.8
+	@if [ -f $(UNIT_FILE) ]; then \
+	    echo "$(INSTALL) -D -m 644 $(UNIT_FILE) $(D)$(unitdir)/tided.service"; \
+	    $(INSTALL) -D -m 644 $(UNIT_FILE) $(D)$(unitdir)/tided.service; \
+	else echo "install: no $(UNIT_FILE) in this tree; not installed"; fi
+	@if [ ! -f $(SAMPLE_CFG) ]; then \
+	    echo "install: no $(SAMPLE_CFG) in this tree; not installed"; \
+	elif [ -f $(D)$(sysconfdir)/tide/tide.cfg ] && \
+	     ! cmp -s $(SAMPLE_CFG) $(D)$(sysconfdir)/tide/tide.cfg; then \
+	    echo "$(INSTALL) -D -m 644 $(SAMPLE_CFG) $(D)$(sysconfdir)/tide/tide.cfg.new"; \
+	    $(INSTALL) -D -m 644 $(SAMPLE_CFG) $(D)$(sysconfdir)/tide/tide.cfg.new; \
+	    echo "install: kept $(D)$(sysconfdir)/tide/tide.cfg (it differs from the sample); the sample is tide.cfg.new"; \
+	else \
+	    echo "$(INSTALL) -D -m 644 $(SAMPLE_CFG) $(D)$(sysconfdir)/tide/tide.cfg"; \
+	    $(INSTALL) -D -m 644 $(SAMPLE_CFG) $(D)$(sysconfdir)/tide/tide.cfg; \
+	fi
+
+# Only what install puts there; the directories go only when left empty
+# (tide/ ones, which are Tide's own).
+uninstall:
+	rm -f $(D)$(bindir)/tide $(D)$(sbindir)/tided
+	rm -f $(D)$(libdir)/libtide.a $(D)$(libdir)/$(notdir $(LIBTIDE_SO)) \
+	    $(D)$(libdir)/$(SONAME) $(D)$(libdir)/libtide.so
+	rm -f $(addprefix $(D)$(includedir)/tide/,$(notdir $(PUBLIC_HEADERS)))
+	rm -f $(D)$(pkgconfigdir)/tide.pc
+	rm -f $(D)$(mandir)/man1/tide.1 $(D)$(mandir)/man8/tided.8
+	rm -f $(D)$(unitdir)/tided.service $(D)$(sysconfdir)/tide/tide.cfg.new
+	@if [ -f $(D)$(sysconfdir)/tide/tide.cfg ] && [ -f $(SAMPLE_CFG) ] && \
+	    cmp -s $(SAMPLE_CFG) $(D)$(sysconfdir)/tide/tide.cfg; then \
+	    echo "rm -f $(D)$(sysconfdir)/tide/tide.cfg"; rm -f $(D)$(sysconfdir)/tide/tide.cfg; \
+	elif [ -f $(D)$(sysconfdir)/tide/tide.cfg ]; then \
+	    echo "uninstall: kept $(D)$(sysconfdir)/tide/tide.cfg (not the sample: the operator's)"; fi
+	rmdir $(D)$(includedir)/tide $(D)$(sysconfdir)/tide 2>/dev/null || true
+
 # ---- running -------------------------------------------------------------
 
 bench: all
@@ -333,7 +526,7 @@ FUZZ_FLAGS   ?=
 FUZZ_BUILD   := build/fuzz
 FUZZ_SAN     := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g -pthread $(FUZZ_SAN) \
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -O1 -g -pthread $(FUZZ_SAN) \
                 -Iinclude -Isrc -Ifuzz
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
 FUZZ_SERVER_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SERVER_SRCS))
@@ -401,7 +594,7 @@ fuzz: fuzz-build
 # The seed generator is an ordinary program against lib/libtide.a.
 $(BUILD)/fuzz-seeds/make-seeds: fuzz/make-seeds.c $(LIBTIDE)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Ifuzz -o $@ $< $(LIBTIDE) $(LIBS)
+	$(COMPILE) -Ifuzz $(TIDE_LDFLAGS) $(LDFLAGS) -o $@ $< $(LIBTIDE) $(LIBS)
 
 fuzz-seeds: $(BUILD)/fuzz-seeds/make-seeds
 	$(BUILD)/fuzz-seeds/make-seeds tests/fixtures/nudb fuzz/corpus
