@@ -55,8 +55,11 @@
  *
  * The metrics token, the admin token and the public flag come only from the
  * environment (TIDE_METRICS_TOKEN, TIDE_ADMIN_TOKEN, TIDE_METRICS_PUBLIC): a secret does not belong in argv
- * (visible in ps) or in a file that gets pasted into tickets. describe()
- * prints the token as "set" or "unset", never its text.
+ * (visible in ps) or in a file that gets pasted into tickets. A token may
+ * also be read from a file of its own (metrics_token_file and
+ * admin_token_file, [http] keys, or systemd's credentials; config_systemd.c),
+ * whose path may be anywhere but a flag. describe() prints the token as
+ * "set" or "unset", never its text.
  *
  * The memory limit (issue 13) is read here like any setting; where it
  * comes from when unset (the cgroup) and the budgets it gives live in
@@ -141,7 +144,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_DATA_DIR]        = { "data_dir", "data-dir", "TIDE_DATA_DIR", "node",
                                    "node_db", "path", K_PATH, 0, 0, 0,
         .def = "./data", .arg = "DIR",
-        .help = "the store's directory, created with an empty store on first run." },
+        .help = "the store's directory, created with an empty store on first run. Under systemd "
+                "(StateDirectory=) the default is $STATE_DIRECTORY's first path instead; its source "
+                "then reads STATE_DIRECTORY." },
     [TIDE_CFG_LISTEN]          = { "listen", "listen", "TIDE_LISTEN", "node",
                                    NULL, NULL, K_LISTEN, 0, 0, 0,
         .def = "127.0.0.1:8080", .arg = "HOST:PORT",
@@ -380,6 +385,27 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "the kernel's memory pressure (PSI 'some' avg10 of the cgroup's memory.pressure or "
                 "/proc/pressure/memory) at or above this percent holds the node at the soft level "
                 "even under its mark. 0: pressure is ignored." },
+    /* The tokens from files (issue 14; config_systemd.c reads them): a
+     * path in argv or a config file shows no secret, so these may be set
+     * anywhere but a flag (a token's own settings stay env only). */
+    [TIDE_CFG_METRICS_TOKEN_FILE] = { "metrics_token_file", NULL, "TIDE_METRICS_TOKEN_FILE", "http",
+                                   NULL, NULL, K_PATH, 0, 0, 0,
+        .dflt = "unset", .arg = "FILE",
+        .help = "read the metrics token (as TIDE_METRICS_TOKEN) from FILE, at startup and at each "
+                "SIGHUP. The token is FILE's whole content less one trailing newline: 1 to 255 "
+                "bytes, each a visible ASCII character (no space or control byte). FILE must be a "
+                "regular file not readable by others and writable only by its owner (chmod 600 "
+                "FILE, or 640 with the service's group); otherwise tided refuses to start (exit 2) "
+                "naming the file and its mode. Precedence, highest first: TIDE_METRICS_TOKEN, this "
+                "setting (its environment variable, then the config file), then "
+                "$CREDENTIALS_DIRECTORY/metrics_token (systemd's LoadCredential=), read when that "
+                "variable is set and the file exists (an empty credential means no token)." },
+    [TIDE_CFG_ADMIN_TOKEN_FILE] = { "admin_token_file", NULL, "TIDE_ADMIN_TOKEN_FILE", "http",
+                                   NULL, NULL, K_PATH, 0, 0, 0,
+        .dflt = "unset", .arg = "FILE",
+        .help = "read the admin token (as TIDE_ADMIN_TOKEN) from FILE, by metrics_token_file's "
+                "rules. Precedence, highest first: TIDE_ADMIN_TOKEN, this setting, then "
+                "$CREDENTIALS_DIRECTORY/admin_token." },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -817,6 +843,12 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_MEMORY_HYSTERESIS:    c->memory_hysteresis = (unsigned)p->v; break;
     case TIDE_CFG_MEMORY_POLL_MS:       c->memory_poll_ms = (unsigned)p->v; break;
     case TIDE_CFG_MEMORY_PRESSURE:      c->memory_pressure_pct = (unsigned)p->v; break;
+    case TIDE_CFG_METRICS_TOKEN_FILE:
+        snprintf(c->metrics_token_file, sizeof c->metrics_token_file, "%s", text);
+        break;
+    case TIDE_CFG_ADMIN_TOKEN_FILE:
+        snprintf(c->admin_token_file, sizeof c->admin_token_file, "%s", text);
+        break;
     default: break;
     }
 }
@@ -1034,6 +1066,12 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_MEMORY_HYSTERESIS:    snprintf(out, cap, "%u", c->memory_hysteresis); break;
     case TIDE_CFG_MEMORY_POLL_MS:       snprintf(out, cap, "%u", c->memory_poll_ms); break;
     case TIDE_CFG_MEMORY_PRESSURE:      snprintf(out, cap, "%u", c->memory_pressure_pct); break;
+    case TIDE_CFG_METRICS_TOKEN_FILE:
+        snprintf(out, cap, "%s", c->metrics_token_file[0] ? c->metrics_token_file : "unset");
+        break;
+    case TIDE_CFG_ADMIN_TOKEN_FILE:
+        snprintf(out, cap, "%s", c->admin_token_file[0] ? c->admin_token_file : "unset");
+        break;
     default: out[0] = '\0'; break;
     }
 }

@@ -73,6 +73,8 @@ enum {
     /* the memory limit (issue 13; docs/MEMORY-LIMIT.md): [node] keys */
     TIDE_CFG_MEMORY_LIMIT, TIDE_CFG_MEMORY_LEVELS, TIDE_CFG_MEMORY_HYSTERESIS,
     TIDE_CFG_MEMORY_POLL_MS, TIDE_CFG_MEMORY_PRESSURE,
+    /* the tokens from files (issue 14; config_systemd.c): [http] keys */
+    TIDE_CFG_METRICS_TOKEN_FILE, TIDE_CFG_ADMIN_TOKEN_FILE,
     TIDE_CFG_COUNT
 };
 
@@ -100,13 +102,15 @@ typedef struct tide_config {
     uint64_t mmap_threshold;     /* bytes; meaningful only when _set */
     int      mmap_threshold_set; /* 0: leave glibc's dynamic threshold */
     unsigned arena_max;          /* 0: unset, glibc's default (8 x cores) */
-    char     metrics_token[256]; /* env only; never printed */
+    char     metrics_token[256]; /* env, or read from a file or a credential
+                                    (tide_config_load_tokens); never printed */
     int      metrics_public;     /* env only; 0 or 1 */
     unsigned http_threads;       /* event loops serving HTTP, 1..64;
                                     default min(online CPUs, 4) */
     uint64_t max_object_size;    /* largest PUT body, bytes; default 1 MiB,
                                     1..256 MiB (h2o buffers a whole body) */
-    char     admin_token[256];   /* env only (TIDE_ADMIN_TOKEN); never printed */
+    char     admin_token[256];   /* TIDE_ADMIN_TOKEN, or read as metrics_token
+                                    is; never printed */
     int      metrics_smaps;      /* 0 (default) or 1: smaps_rollup figures on
                                     /metrics (about 10 ms per GiB of RSS) */
     int      trim_policy;        /* TIDE_TRIM_* (node.h): when a sweep trims */
@@ -182,6 +186,10 @@ typedef struct tide_config {
     int      cgroup_version;
     char     cgroup_path[1024];  /* the limited directory (its usage counts too) */
     uint64_t ram_bytes;          /* total RAM seen by tide_config_defaults */
+    /* The token files (issue 14): metrics_token_file, admin_token_file;
+     * "" unset. Read by tide_config_load_tokens. */
+    char     metrics_token_file[4096];
+    char     admin_token_file[4096];
     tide_config_source src[TIDE_CFG_COUNT];
 } tide_config;
 
@@ -228,7 +236,7 @@ size_t tide_config_help(int id, char *buf, size_t cap);
  * until tide_config_finish replaces them with node_size's preset. */
 void tide_config_defaults(tide_config *c);
 
-/* Read an INI file (sections [node], [node_db], [node_size], [sweep_interval];
+/* Read an INI file (sections [node], [node_db], [node_size], [sweep_interval], [http];
  * see config.c for the syntax) over `c`. A setting already set by the
  * environment or a flag keeps its value. Any other section (a rippled.cfg's
  * [server], [ips], ...) is skipped with one info line; rippled's keys in
@@ -277,6 +285,39 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv);
  * Returns 0. Cost: tide_mem_cgroup_limit's few small reads.
  */
 int tide_config_apply_cgroup(tide_config *c, const char *root);
+
+/*
+ * systemd's StateDirectory= (issue 14): when data_dir was set by no
+ * operator's source (file, env, flag) and `state_directory` (the caller's
+ * $STATE_DIRECTORY, NULL when unset) is not empty, data_dir becomes its
+ * first path (systemd joins several with ':'), source "STATE_DIRECTORY"
+ * (kind TIDE_SRC_DERIVED). Returns 0, or TIDE_EINVAL when that path is not
+ * absolute or too long (naming the variable). Call after apply_args.
+ * Allocates nothing.
+ */
+int tide_config_apply_state_dir(tide_config *c, const char *state_directory);
+
+/*
+ * The tokens from files (issue 14; config_systemd.c): for each of the
+ * metrics and the admin token not set by its own variable
+ * (TIDE_METRICS_TOKEN, TIDE_ADMIN_TOKEN), read metrics_token_file /
+ * admin_token_file when set, else `credentials_directory`/metrics_token /
+ * admin_token (the caller's $CREDENTIALS_DIRECTORY, NULL when unset) when
+ * that file exists. The token is the file's content less one trailing
+ * '\n', 1 to 255 bytes from '!' to '~' (a header's visible ASCII); a
+ * credential that is empty after it means "no token" (the unit's
+ * SetCredential= fallback for a missing file). The token's source becomes
+ * the file setting's ("env TIDE_METRICS_TOKEN_FILE") or "credential
+ * metrics_token". Returns 0, or TIDE_EINVAL with tide_last_error naming
+ * the file and the fault: not found or unreadable, not a regular file,
+ * readable by others or writable by group or others (its mode and `chmod
+ * 600 FILE`), empty, longer than 255 bytes, a byte a header cannot carry
+ * (its position, never the byte). Logs a warning when a token's variable
+ * makes its file setting moot. Never copies a token into a message. Reads
+ * at most 2 files of at most 257 bytes; call after apply_args, before
+ * finish.
+ */
+int tide_config_load_tokens(tide_config *c, const char *credentials_directory);
 
 /* Put node_size's preset into every preset-driven setting still at its
  * default (source becomes "preset NAME"), then check the rules that join

@@ -20,6 +20,8 @@
  *     earliest_seq=32570   rippled's: an info line, ignored
  *     [node]
  *     cache_budget=1GiB    every setting by its name (except the env-only ones)
+ *     [http]
+ *     metrics_token_file=/etc/tide/metrics.token    the token files (issue 14)
  *     [server]             any other section: one info line, then skipped
  *
  * A '#' anywhere starts a comment, as rippled reads the key=value lines of
@@ -29,8 +31,8 @@
  * is refused by name. Blank lines are skipped; spaces around keys and
  * values are trimmed; a CR before the LF is dropped.
  *
- * Sections other than [node], [node_db], [node_size] and [sweep_interval]
- * are another program's (rippled's [server], [port_*], [ips], ...): each
+ * Sections other than [node], [node_db], [node_size], [sweep_interval] and
+ * [http] are another program's (rippled's [server], [port_*], [ips], ...): each
  * logs "config FILE:LINE: section [server] is not used by tide; skipped"
  * and its lines are not parsed at all. A section one edit away from one of
  * Tide's ([nodes], [node-db], [NODE_SIZE]) is an error instead: skipping a
@@ -82,7 +84,7 @@ static int lookup_key(const char *section, const char *key)
 }
 
 /* The sections Tide reads; any other is skipped (a rippled.cfg has many). */
-static const char *const tide_sections[] = { "node", "node_db", "node_size", "sweep_interval" };
+static const char *const tide_sections[] = { "node", "node_db", "node_size", "sweep_interval", "http" };
 #define N_TIDE_SECTIONS (sizeof tide_sections / sizeof tide_sections[0])
 
 static int known_section(const char *s)
@@ -204,7 +206,7 @@ static int read_section(file_reader *r, char *s)
     typo = typo_of_section(key);
     if (typo != NULL)
         return tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section; did you mean [%s]? (tide reads "
-                            "[node], [node_db], [node_size] and [sweep_interval] and skips other "
+                            "[node], [node_db], [node_size], [sweep_interval] and [http] and skips other "
                             "programs' sections)", r->path, r->lineno, key, typo);
     tide_log(TIDE_LOG_INFO, "config %s:%u: section [%s] is not used by tide; skipped", r->path, r->lineno, key);
     return 0;

@@ -14,6 +14,11 @@
  * signal handler. SIGHUP calls srv->reload (tided.c's reload_settings),
  * which touches no loop or connection state.
  *
+ * systemd (notify.c): READY=1 once loop 0 is set up; STOPPING=1 at the
+ * first stop signal; RELOADING=1 and READY=1 around SIGHUP's reload; loop
+ * 0 pings the watchdog between turns, and each loop stamps turned_us
+ * before it waits, so a loop stuck in a handler stops the pings.
+ *
  * Stop. The first SIGTERM, SIGINT or SIGQUIT sets state DRAINING and wakes every
  * loop (an empty message on its queue). Each loop then closes its
  * listener, asks h2o to stop keep-alive (h2o_context_request_shutdown),
@@ -156,10 +161,13 @@ static void on_signal(h2o_socket_t *sock, const char *err)
                          : si.ssi_signo == SIGQUIT ? "SIGQUIT" : "a signal";
         int expected = TIDED_RUNNING;
         if (si.ssi_signo == SIGHUP) {
+            tided_notify_reloading();
             srv->reload(srv);
+            tided_notify_ready(srv, "reloaded");
             continue;
         }
         if (atomic_compare_exchange_strong(&srv->state, &expected, TIDED_DRAINING)) {
+            tided_notify_stopping("stopping: finishing the requests in flight, then the final commit");
             tide_log(TIDE_LOG_INFO, "%s: stopping: no new connections; waiting up to %d ms for requests in "
                      "flight (a second signal stops waiting)", name, TIDED_DRAIN_MS);
         } else if (expected == TIDED_DRAINING) {
@@ -264,6 +272,11 @@ static void loop_run(tided_loop *l)
         }
         int32_t scan_ms = tided_conn_wait_ms(l);
         if (scan_ms < wait_ms) wait_ms = scan_ms;
+        if (l->index == 0) {
+            int32_t ping_ms = tided_notify_watchdog(srv);
+            if (ping_ms < wait_ms) wait_ms = ping_ms;
+        }
+        atomic_store_explicit(&l->turned_us, tide_clock_mono_us(), memory_order_relaxed);
         if (h2o_evloop_run(l->evloop, wait_ms) != 0 && errno != EINTR) {
             tide_log(TIDE_LOG_ERROR, "loop %u: the event loop failed: %s", l->index, strerror(errno));
             atomic_store(&srv->state, TIDED_HURRY);
@@ -312,6 +325,7 @@ void tided_loops_run(tided_server *srv)
     loop_setup(&srv->loops[0]);
     tide_log(TIDE_LOG_INFO, "listening on %s (%u thread%s)", srv->listen_text, running,
              running == 1 ? "" : "s");
+    tided_notify_ready(srv, "ready");
     loop_run(&srv->loops[0]);
     atomic_store(&srv->state, TIDED_HURRY);   /* loop 0 ended: nobody else waits */
     wake_all(srv);

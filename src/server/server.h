@@ -182,6 +182,8 @@ struct tided_loop {
     int            stopping;         /* this loop has closed its listener */
     uint64_t       deadline_us;      /* monotonic: end of the drain */
     atomic_int     ready;            /* set up: its receivers may be sent to */
+    atomic_ullong  turned_us;        /* monotonic: its last event-loop turn
+                                        (notify.c's watchdog reads it) */
     /* conn.c: this loop's connections, longest idle first */
     tided_conn    *conn_head, *conn_tail;
     uint64_t       last_scan_ms;     /* h2o_now of the last scan */
@@ -275,6 +277,27 @@ void tided_loops_run(tided_server *srv);
  * accepted are served; new ones wait in the kernel's backlog. Nothing when
  * the listener is closed (a stop). Loop thread. */
 void tided_loop_listener_pause(tided_loop *l, int pause);
+
+/* ---- notify.c: sd_notify (systemd) ------------------------------------ */
+
+/* Read WatchdogSec= (sd_watchdog_enabled) and log it. Main thread, before
+ * the loops. */
+void    tided_notify_init(void);
+/* READY=1 with STATUS="<why>: serving on ADDR, the store in DIR". */
+void    tided_notify_ready(const tided_server *srv, const char *why);
+/* RELOADING=1 (with MONOTONIC_USEC) before SIGHUP's reload. */
+void    tided_notify_reloading(void);
+/* STOPPING=1 with STATUS=why. */
+void    tided_notify_stopping(const char *why);
+/* Loop 0, every turn: WATCHDOG=1 when a half interval has passed and every
+ * loop turned lately (notify.c's essay). Returns the ms until the next
+ * ping is due (INT32_MAX when the watchdog is off). */
+int32_t tided_notify_watchdog(tided_server *srv);
+/* EXTEND_TIMEOUT_USEC every 10 s from a thread, with STATUS=what, until
+ * extend_end (at most 15 min). Main thread only; a no-op without
+ * NOTIFY_SOCKET. */
+void    tided_notify_extend_begin(const char *what);
+void    tided_notify_extend_end(void);
 
 /* ---- conn.c ---------------------------------------------------------- */
 

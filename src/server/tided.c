@@ -317,6 +317,9 @@ static int read_settings(tide_config *c, int argc, char **argv, const char *conf
     }
     rc = tide_config_apply_env(c, NULL, NULL);
     if (rc == 0) rc = tide_config_apply_args(c, argc, argv);
+    /* systemd's StateDirectory= and LoadCredential= (config_systemd.c) */
+    if (rc == 0) rc = tide_config_apply_state_dir(c, getenv("STATE_DIRECTORY"));
+    if (rc == 0) rc = tide_config_load_tokens(c, getenv("CREDENTIALS_DIRECTORY"));
     if (rc == 0) rc = tide_config_apply_cgroup(c, NULL);   /* the cgroup's memory limit */
     if (rc == 0) rc = tide_config_finish(c);
     return rc;
@@ -547,8 +550,10 @@ static int open_node(tided_server *srv, const tide_config *c)
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: eventfd: %s", c->data_dir, strerror(errno));
         return TIDE_EIO;
     }
+    tided_notify_extend_begin("opening the store");
     err = pthread_create(&tid, NULL, open_thread, &j);
     if (err) {
+        tided_notify_extend_end();
         close(j.done_fd);
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: a thread: %s", c->data_dir, strerror(err));
         return TIDE_ENOMEM;
@@ -566,10 +571,12 @@ static int open_node(tided_server *srv, const tide_config *c)
             tide_log(TIDE_LOG_WARN, "%s during startup: stopping before serving, while the store in %s is "
                      "still opening (nothing was acknowledged yet; an interrupted open is finished at the "
                      "next start)", strsignal((int)si.ssi_signo), c->data_dir);
+            tided_notify_stopping("stopped during the store's open");
             _exit(EXIT_OK);
         }
     }
     pthread_join(tid, NULL);
+    tided_notify_extend_end();
     close(j.done_fd);
     rc = j.rc;
     if (rc == TIDE_EBUSY)
@@ -622,6 +629,7 @@ int main(int argc, char **argv)
     srv->started_mono_us = tide_clock_mono_us();
     srv->started_unix_s = tide_clock_real_ns() / 1000000000u;
 
+    tided_notify_init();
     if (setup_signals(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "cannot set up signal handling: %s", strerror(errno));
         goto out;
@@ -667,7 +675,9 @@ out:
     tided_worker_stop(&srv->rotate_worker);
     tided_worker_stop(&srv->heap_worker);
     if (srv->node) {
+        tided_notify_extend_begin("stopping: the final commit");
         rc = tide_node_close(srv->node);
+        tided_notify_extend_end();
         srv->node = NULL;
         if (rc) {
             tide_log(TIDE_LOG_ERROR, "closing the store failed: %s: %s", tide_strerror(rc), tide_last_error());
