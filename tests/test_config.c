@@ -921,7 +921,7 @@ static void startup_log_reads_as_a_checklist_and_warns_about_a_block_size_mismat
     tide_startup_log(&c);
     tide_log_set_sink(th_log_discard_sink, NULL);
 
-    expect_contains(cap.text, "settings: node_size=", "the settings line");
+    expect_contains(cap.text, "settings [node]: node_size=", "the settings line of the node group");
     expect_contains(cap.text, "cache_budget=0(env TIDE_CACHE_BUDGET)", "a setting with its source");
     expect_contains(cap.text, "allocator: ", "the allocator line");
     expect_contains(cap.text, "Using NuDB block size: 4096 bytes", "the store's own block size");

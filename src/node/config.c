@@ -198,6 +198,17 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_LEVEL, 0, 0, 0,
         .def = "info", .arg = "LEVEL",
         .help = "debug adds an access line per request and a line per sweep and trim." },
+    /* json for log shippers (util/log.c names its fields); the journal's
+     * priority prefix is not a setting: it follows JOURNAL_STREAM. */
+    [TIDE_CFG_LOG_FORMAT]      = { "log_format", "log-format", "TIDE_LOG_FORMAT", "node",
+                                   NULL, NULL, K_LOG_FORMAT, 0, 0, 0,
+        .def = "text", .arg = "FORMAT",
+        .help = "how each line on stderr is written: text (\"2026-12-01T19:45:20.123Z WARN message\") or "
+                "json, one object per line for log shippers: {\"time\":\"...Z\",\"level\":\"warn\",\"pid\":42,"
+                "\"message\":\"...\"} (bytes of the message that are not UTF-8 as the text \\xNN). When stderr is the systemd journal (JOURNAL_STREAM names it) every line "
+                "starts with its syslog priority (<3> error, <4> warn, <6> info, <7> debug) and a text line "
+                "leaves the time to the journal. Set before the settings are read (flag or environment), "
+                "it covers their own messages too." },
     /* glibc's M_MMAP_THRESHOLD maximum on 64-bit is 32 MiB
      * (DEFAULT_MMAP_THRESHOLD_MAX = 4 MiB * sizeof(long)); mallopt refuses more. */
     [TIDE_CFG_MMAP_THRESHOLD]  = { "mmap_threshold", "mmap-threshold", "TIDE_MMAP_THRESHOLD", "node",
@@ -772,6 +783,10 @@ static void parse_value(const tide_config *c, int id, const char *text, int kind
         p->iv = tide_log_level_parse(text);
         if (p->iv < 0) snprintf(why, wcap, "not a log level (debug, info, warn, error or off)");
         break;
+    case K_LOG_FORMAT:
+        p->iv = tide_log_format_parse(text);
+        if (p->iv < 0) snprintf(why, wcap, "not a log format (text or json)");
+        break;
     case K_SECRET:
         if (strlen(text) >= sizeof c->metrics_token)
             snprintf(why, wcap, "longer than %zu bytes", sizeof c->metrics_token - 1);
@@ -812,6 +827,7 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_KEY_CACHE_AGE:   c->key_cache_age = p->v; break;
     case TIDE_CFG_NUDB_BLOCK_SIZE: c->nudb_block_size = (unsigned)p->v; break;
     case TIDE_CFG_LOG_LEVEL:       c->log_level = p->iv; break;
+    case TIDE_CFG_LOG_FORMAT:      c->log_format = p->iv; break;
     case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = p->v; c->mmap_threshold_set = 1; break;
     case TIDE_CFG_ARENA_MAX:       c->arena_max = (unsigned)p->v; break;
     case TIDE_CFG_METRICS_TOKEN:   snprintf(c->metrics_token, sizeof c->metrics_token, "%s", text); break;
@@ -914,7 +930,7 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg)
 
 int tide_config_apply_args(tide_config *c, int argc, char **argv)
 {
-    struct option opts[TIDE_CFG_COUNT + 2];
+    struct option opts[TIDE_CFG_COUNT + 3];
     int nopt = 0, ch, rc = 0;
 
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
@@ -922,6 +938,7 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv)
         opts[nopt++] = (struct option){ ti_config_settings[id].flag, required_argument, NULL, 1000 + id };
     }
     opts[nopt++] = (struct option){ "config", required_argument, NULL, 999 };
+    opts[nopt++] = (struct option){ "check-config", no_argument, NULL, 998 };
     opts[nopt] = (struct option){ NULL, 0, NULL, 0 };
 
     optind = 0;          /* glibc: a full re-initialisation */
@@ -934,7 +951,7 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv)
             return tide_err_set(TIDE_EINVAL, "%s: unknown flag", argv[optind - 1]);
         if (ch == ':')
             return tide_err_set(TIDE_EINVAL, "%s: missing its value", argv[optind - 1]);
-        if (ch == 999) continue;
+        if (ch == 999 || ch == 998) continue;   /* --config, --check-config: tided's own */
         id = ch - 1000;
         snprintf(where, sizeof where, "--%s", ti_config_settings[id].flag);
         snprintf(prefix, sizeof prefix, "--%s=", ti_config_settings[id].flag);
@@ -1021,6 +1038,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_KEY_CACHE_AGE:  snprintf(out, cap, "%" PRIu64, c->key_cache_age); break;
     case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(out, cap, "%u", c->nudb_block_size); break;
     case TIDE_CFG_LOG_LEVEL:      snprintf(out, cap, "%s", tide_log_level_name(c->log_level)); break;
+    case TIDE_CFG_LOG_FORMAT:     snprintf(out, cap, "%s", tide_log_format_name(c->log_format)); break;
     case TIDE_CFG_MMAP_THRESHOLD:
         if (c->mmap_threshold_set) ti_config_size_text(c->mmap_threshold, out, cap);
         else snprintf(out, cap, "unset");
@@ -1103,6 +1121,38 @@ size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t 
     return strlen(buf);
 }
 
+size_t tide_config_describe_setting(const tide_config *c, int id, char *buf, size_t cap)
+{
+    char val[4160], src[200], dummy[1];
+    const tide_config_source *s;
+    int w;
+
+    if (buf == NULL || cap == 0) buf = dummy, cap = 1;
+    buf[0] = '\0';
+    if (id < 0 || id >= TIDE_CFG_COUNT) return 0;
+    s = &c->src[id];
+    value_text(c, id, val, sizeof val);
+    if (id == TIDE_CFG_GENERATIONS && s->kind < TIDE_SRC_FILE) {
+        /* not the operator's: the node keeps the manifest's (startup.c) */
+        snprintf(val, sizeof val, "manifest");
+        snprintf(src, sizeof src, "not set: the manifest's keep, %u for a new directory", c->generations);
+    } else {
+        tide_config_source_text(c, id, src, sizeof src);
+    }
+    if (s->kind == TIDE_SRC_DERIVED && ti_config_settings[id].kind == K_SIZE && val[0] >= '0'
+        && val[0] <= '9' && val[strspn(val, "0123456789")] == '\0') {
+        /* A derived size that is no whole unit prints in bytes (exact);
+         * its size for people goes with the source, inside the
+         * parentheses, so the NAME=VALUE(SOURCE) form stays. */
+        char human[32];
+        size_t used = strlen(src);
+        tide_size_format(strtoull(val, NULL, 10), human, sizeof human);
+        if (used < sizeof src) snprintf(src + used, sizeof src - used, ", %s", human);
+    }
+    w = snprintf(buf, cap, "%s=%s(%s)", ti_config_settings[id].name, val, src);
+    return w < 0 ? 0 : (size_t)w;
+}
+
 size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
 {
     size_t len = 0;
@@ -1111,39 +1161,59 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
     if (buf == NULL || cap == 0) buf = dummy, cap = 1;
     buf[0] = '\0';
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-        char val[4160], src[200], piece[4500];
-        const tide_config_source *s = &c->src[id];
-        int w;
+        char piece[4500];
+        size_t w;
 
-        value_text(c, id, val, sizeof val);
-        if (id == TIDE_CFG_GENERATIONS && s->kind < TIDE_SRC_FILE) {
-            /* not the operator's: the node keeps the manifest's (startup.c) */
-            snprintf(val, sizeof val, "manifest");
-            snprintf(src, sizeof src, "not set: the manifest's keep, %u for a new directory", c->generations);
-        } else {
-            tide_config_source_text(c, id, src, sizeof src);
-        }
-        if (s->kind == TIDE_SRC_DERIVED && ti_config_settings[id].kind == K_SIZE && val[0] >= '0'
-            && val[0] <= '9' && val[strspn(val, "0123456789")] == '\0') {
-            /* A derived size that is no whole unit prints in bytes (exact);
-             * its size for people goes with the source, inside the
-             * parentheses, so the NAME=VALUE(SOURCE) form stays. */
-            char human[32];
-            size_t used = strlen(src);
-            tide_size_format(strtoull(val, NULL, 10), human, sizeof human);
-            if (used < sizeof src) snprintf(src + used, sizeof src - used, ", %s", human);
-        }
-        w = snprintf(piece, sizeof piece, "%s%s=%s(%s)", id ? " " : "", ti_config_settings[id].name, val, src);
-        if (w < 0) continue;
-        if ((size_t)w >= sizeof piece) w = (int)sizeof piece - 1;
+        if (id) piece[0] = ' ';
+        w = tide_config_describe_setting(c, id, piece + (id > 0), sizeof piece - 1) + (id > 0);
+        if (w >= sizeof piece) w = sizeof piece - 1;
         if (len + 1 < cap) {                 /* room for at least one byte */
-            size_t room = cap - 1 - len, take = (size_t)w < room ? (size_t)w : room;
+            size_t room = cap - 1 - len, take = w < room ? w : room;
             memcpy(buf + len, piece, take);
             buf[len + take] = '\0';
         }
-        len += (size_t)w;
+        len += w;
     }
     return len;
+}
+
+/* ---- groups ------------------------------------------------------------------------ */
+
+static const char *const group_names[TIDE_CFG_GROUP_COUNT] = { "node", "http", "cache", "memory", "node_db" };
+
+int tide_config_group(int id)
+{
+    switch (id) {
+    case TIDE_CFG_LISTEN: case TIDE_CFG_HTTP_THREADS: case TIDE_CFG_MAX_OBJECT_SIZE:
+    case TIDE_CFG_HTTP_MAX_CONNECTIONS: case TIDE_CFG_HTTP_MAX_PER_CLIENT: case TIDE_CFG_HTTP_IDLE_TIMEOUT:
+    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: case TIDE_CFG_HTTP_BODY_BUDGET: case TIDE_CFG_METRICS_TOKEN:
+    case TIDE_CFG_METRICS_PUBLIC: case TIDE_CFG_ADMIN_TOKEN: case TIDE_CFG_METRICS_SMAPS:
+        return TIDE_CFG_GROUP_HTTP;
+    case TIDE_CFG_SWEEP_INTERVAL: case TIDE_CFG_CACHE_TARGET: case TIDE_CFG_CACHE_AGE: case TIDE_CFG_CACHE_BUDGET:
+    case TIDE_CFG_INSERT_BURST: case TIDE_CFG_KEY_CACHE_SIZE: case TIDE_CFG_KEY_CACHE_AGE: case TIDE_CFG_TRIM_POLICY:
+        return TIDE_CFG_GROUP_CACHE;
+    case TIDE_CFG_MEMORY_LIMIT: case TIDE_CFG_MEMORY_LEVELS: case TIDE_CFG_MEMORY_HYSTERESIS:
+    case TIDE_CFG_MEMORY_POLL_MS: case TIDE_CFG_MEMORY_PRESSURE: case TIDE_CFG_MMAP_THRESHOLD: case TIDE_CFG_ARENA_MAX:
+        return TIDE_CFG_GROUP_MEMORY;
+    default:
+        break;
+    }
+    /* A setting not named above goes with its file section's group, an
+     * env-only one with HTTP's (the tokens). */
+    if (id < 0 || id >= TIDE_CFG_COUNT) return -1;
+    if (ti_config_settings[id].section == NULL) return TIDE_CFG_GROUP_HTTP;
+    if (strcmp(ti_config_settings[id].section, "node_db") == 0) return TIDE_CFG_GROUP_NODE_DB;
+    return TIDE_CFG_GROUP_NODE;
+}
+
+const char *tide_config_group_name(int group)
+{
+    return group >= 0 && group < TIDE_CFG_GROUP_COUNT ? group_names[group] : "?";
+}
+
+const char *tide_config_section(int id)
+{
+    return id >= 0 && id < TIDE_CFG_COUNT ? ti_config_settings[id].section : NULL;
 }
 
 /* ---- unbounded consumers ----------------------------------------------------------------- */

@@ -59,7 +59,7 @@ enum {
     TIDE_CFG_NODE_SIZE, TIDE_CFG_DATA_DIR, TIDE_CFG_LISTEN, TIDE_CFG_SWEEP_INTERVAL,
     TIDE_CFG_CACHE_TARGET, TIDE_CFG_CACHE_AGE, TIDE_CFG_CACHE_BUDGET, TIDE_CFG_INSERT_BURST,
     TIDE_CFG_KEY_CACHE_SIZE, TIDE_CFG_KEY_CACHE_AGE, TIDE_CFG_NUDB_BLOCK_SIZE,
-    TIDE_CFG_LOG_LEVEL, TIDE_CFG_MMAP_THRESHOLD, TIDE_CFG_ARENA_MAX,
+    TIDE_CFG_LOG_LEVEL, TIDE_CFG_LOG_FORMAT, TIDE_CFG_MMAP_THRESHOLD, TIDE_CFG_ARENA_MAX,
     TIDE_CFG_METRICS_TOKEN, TIDE_CFG_METRICS_PUBLIC,
     TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY,
     TIDE_CFG_HTTP_MAX_CONNECTIONS, TIDE_CFG_HTTP_MAX_PER_CLIENT, TIDE_CFG_HTTP_IDLE_TIMEOUT,
@@ -99,6 +99,7 @@ typedef struct tide_config {
     uint64_t key_cache_age;      /* seconds, >= 1 */
     unsigned nudb_block_size;    /* 4096..32768, power of two */
     int      log_level;          /* TIDE_LOG_* */
+    int      log_format;         /* TIDE_LOG_FORMAT_* (util/log.h); default text */
     uint64_t mmap_threshold;     /* bytes; meaningful only when _set */
     int      mmap_threshold_set; /* 0: leave glibc's dynamic threshold */
     unsigned arena_max;          /* 0: unset, glibc's default (8 x cores) */
@@ -263,7 +264,7 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg);
 
 /* Apply --flags from argv[1..argc-1] with getopt_long (argv may be permuted;
  * getopt's state is reset first). --config FILE is accepted and skipped: the
- * caller loads it before. Returns 0 or TIDE_EINVAL naming the unknown flag,
+ * caller loads it before; so is --check-config (tided acts on it). Returns 0 or TIDE_EINVAL naming the unknown flag,
  * the flag missing its value, a stray argument, or the bad value
  * ("--sweep-interval=9: 9 is outside 10..600"). */
 int tide_config_apply_args(tide_config *c, int argc, char **argv);
@@ -355,6 +356,34 @@ int tide_config_check_limit_in_force(const tide_config *running, uint64_t limit,
  * shown only as "set" or "unset". Returns the length the full line needs
  * (as snprintf). Allocates nothing. */
 size_t tide_config_describe(const tide_config *c, char *buf, size_t cap);
+
+/* Setting `id` as tide_config_describe writes it, "cache_budget=1GiB(preset
+ * medium)", into `buf` (cap bytes, NUL-terminated, cut when short);
+ * returns the length the whole text needs (as snprintf); "" for an id out
+ * of range. Allocates nothing. */
+size_t tide_config_describe_setting(const tide_config *c, int id, char *buf, size_t cap);
+
+/*
+ * The groups the startup log and `tided --check-config` print the settings
+ * in, one line (or block) each: node (node_size, data_dir, the log, the
+ * block size), http (listen, the connections, bodies, the tokens,
+ * /metrics), cache (the sweeps, both caches, the insert burst, the trim
+ * policy), memory (the memory limit and its levels, glibc's malloc
+ * options) and node_db (online delete: the file's [node_db] keys). A
+ * setting no rule names goes with its file section ([node_db]: node_db,
+ * else node), an env-only one with http, so each setting is in exactly one.
+ */
+enum { TIDE_CFG_GROUP_NODE, TIDE_CFG_GROUP_HTTP, TIDE_CFG_GROUP_CACHE, TIDE_CFG_GROUP_MEMORY,
+       TIDE_CFG_GROUP_NODE_DB, TIDE_CFG_GROUP_COUNT };
+
+/* The group (TIDE_CFG_GROUP_*) of setting `id`; -1 for an id out of range. */
+int tide_config_group(int id);
+/* "node", "http", "cache", "memory", "node_db"; "?" out of range. */
+const char *tide_config_group_name(int group);
+
+/* The config file's section of setting `id` ("node", "node_db"), or NULL
+ * for an env-only setting (the tokens) and an id out of range. */
+const char *tide_config_section(int id);
 
 /* The value of setting `id` alone, as tide_config_describe writes it
  * ("1GiB", "set"), into `buf` (cap bytes, NUL-terminated, truncated when

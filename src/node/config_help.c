@@ -152,6 +152,8 @@ static void values_line(text *t, int id)
         for (int n = 0; n < TIDE_NODE_SIZE_COUNT; n++) names[count++] = ti_config_node_size_names[n];
     else if (ti_config_settings[id].kind == K_LEVEL)
         for (int l = TIDE_LOG_DEBUG; l <= TIDE_LOG_OFF; l++) names[count++] = tide_log_level_name(l);
+    else if (ti_config_settings[id].kind == K_LOG_FORMAT)
+        for (int f = TIDE_LOG_FORMAT_TEXT; f <= TIDE_LOG_FORMAT_JSON; f++) names[count++] = tide_log_format_name(f);
     if (count == 0) return;
     for (int i = 0; i < count; i++)
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" :

@@ -34,6 +34,7 @@ enum kind {
     K_SIZE,      /* tide_size_parse, in [min, max] */
     K_BLOCK,     /* tide_block_size_parse: warns, never fails */
     K_LEVEL,     /* tide_log_level_parse */
+    K_LOG_FORMAT,/* tide_log_format_parse: text or json */
     K_SECRET,    /* string, never printed */
     K_BOOL,      /* 1/0, true/false, yes/no, on/off */
     K_TRIM,      /* always, never, every:N, freed:SIZE, free-pct:P */

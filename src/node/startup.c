@@ -45,6 +45,12 @@
 #include "util/log.h"
 #include "util/size.h"
 
+/* The most a settings line's list of settings holds, in bytes: the log's
+ * line cap (TIDE_LOG_LINE_MAX) less room for the time, the level, the
+ * "settings [memory] (continued): " head and a json line's fields and
+ * escapes, so that no settings line is ever cut. */
+#define SETTINGS_LINE_BUDGET (TIDE_LOG_LINE_MAX - 320)
+
 int tide_startup_apply_malloc(const tide_config *c)
 {
     int family = tide_mem_alloc_family();
@@ -215,12 +221,53 @@ static void log_memory_split(const tide_config *c)
              (held * 100 + c->memory_limit - 1) / c->memory_limit);   /* rounded up: 98.0% is not 97% */
 }
 
+/* One setting as the settings lines show it: whole, or, when it alone
+ * would not fit in a line (a data_dir of 4000 bytes), its value's first
+ * 64 bytes and length with its source. */
+static void settings_piece(const tide_config *c, int id, char *out, size_t cap)
+{
+    char val[4160], src[200];
+
+    if (tide_config_describe_setting(c, id, out, cap) <= SETTINGS_LINE_BUDGET - 32) return;
+    tide_config_describe_one(c, id, val, sizeof val);
+    tide_config_source_text(c, id, src, sizeof src);
+    snprintf(out, cap, "%s=%.64s...(%zu bytes)(%s)", tide_config_name(id), val, strlen(val), src);
+}
+
+/* "settings [http]: listen=127.0.0.1:8080(default) http_threads=2(default) ...",
+ * one line per group, a group that does not fit in one continued on the
+ * next ("settings [node_db] (continued): ..."). */
+static void log_settings(const tide_config *c)
+{
+    for (int g = 0; g < TIDE_CFG_GROUP_COUNT; g++) {
+        char line[SETTINGS_LINE_BUDGET + 1], piece[4500];
+        size_t used = 0;
+        int lines = 0;
+
+        for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+            size_t n;
+
+            if (tide_config_group(id) != g) continue;
+            settings_piece(c, id, piece, sizeof piece);
+            n = strlen(piece);
+            if (used > 0 && used + 1 + n > SETTINGS_LINE_BUDGET) {
+                tide_log(TIDE_LOG_INFO, "settings [%s]%s: %s", tide_config_group_name(g),
+                         lines ? " (continued)" : "", line);
+                lines++, used = 0;
+            }
+            if (used) line[used++] = ' ';
+            memcpy(line + used, piece, n + 1);
+            used += n;
+        }
+        if (used)
+            tide_log(TIDE_LOG_INFO, "settings [%s]%s: %s", tide_config_group_name(g), lines ? " (continued)" : "",
+                     line);
+    }
+}
+
 void tide_startup_log(const tide_config *c)
 {
-    char line[8192];
-
-    tide_config_describe(c, line, sizeof line);
-    tide_log(TIDE_LOG_INFO, "settings: %s", line);
+    log_settings(c);
     log_memory_limit(c);
     log_memory_split(c);
     log_allocator();

@@ -38,6 +38,7 @@
 #include "tide/error.h"
 #include "util/hex.h"
 #include "util/log.h"
+#include "util/utf8.h"
 
 static h2o_generator_t no_generator = { NULL, NULL };
 
@@ -72,30 +73,6 @@ const char *tided_req_text(h2o_req_t *req, const void *bytes, size_t n, size_t m
     return out;
 }
 
-/* The length of the well-formed UTF-8 sequence at `s` (`left` bytes), or
- * 0: RFC 3629, so no overlong form, no surrogate, nothing above U+10FFFF
- * (what jansson accepts). */
-static size_t utf8_seq(const unsigned char *s, size_t left)
-{
-    unsigned char c = s[0];
-    uint32_t cp;
-    size_t n;
-
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07;
-    else return 0;
-    if (left < n) return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
 /* `s` as a JSON string: as it is when it is UTF-8, else with each byte
  * that is not part of a well-formed sequence written \xNN. jansson
  * refuses a string that is not UTF-8, and the text here may come from
@@ -108,12 +85,12 @@ json_t *tided_json_text(const char *s)
     char *clean;
     json_t *j;
 
-    while (i < len && (k = utf8_seq(u + i, len - i)) != 0) i += k;
+    while (i < len && (k = tide_utf8_seq(u + i, len - i)) != 0) i += k;
     if (i == len) return json_string_nocheck(s);     /* just checked */
     clean = malloc(4 * len + 1);
     if (clean == NULL) return NULL;
     for (i = 0; i < len; i += k) {
-        k = utf8_seq(u + i, len - i);
+        k = tide_utf8_seq(u + i, len - i);
         if (k != 0) {
             memcpy(clean + o, s + i, k);
             o += k;

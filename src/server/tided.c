@@ -38,6 +38,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@
 
 #include <h2o/version.h>
 
+#include "mem/alloc.h"
 #include "node/startup.h"
 #include "tide/error.h"
 #include "tide/version.h"
@@ -273,12 +275,47 @@ static void print_help(FILE *f)
 
 /* ---- startup --------------------------------------------------------- */
 
-/* --help, --version and --config FILE, which tide_config_apply_args does
- * not act on. Returns -1 to go on, or the exit status. */
-static int early_flags(int argc, char **argv, const char **config)
+/* --log-format from the flag or TIDE_LOG_FORMAT, before the settings are
+ * read, so that their own messages (a config file's info lines, a bad
+ * value's error) come in that format too; the file's log_format applies
+ * once it is read. A bad value is left for the settings to refuse. */
+static void early_log_format(int argc, char **argv)
 {
+    const char *want = getenv("TIDE_LOG_FORMAT");
+    int f;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc) want = argv[++i];
+        else if (strncmp(argv[i], "--log-format=", 13) == 0) want = argv[i] + 13;
+    }
+    if ((f = tide_log_format_parse(want)) >= 0) tide_log_set_format(f);
+}
+
+/* A startup error on stderr: "tided: MESSAGE", or an error line when the
+ * log is json (a shipper reading stderr gets nothing but json). */
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...)
+{
+    char msg[TIDE_LOG_LINE_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (tide_log_get_format() == TIDE_LOG_FORMAT_JSON) tide_log(TIDE_LOG_ERROR, "%s", msg);
+    else fprintf(stderr, "tided: %s\n", msg);
+}
+
+/* --help, --version, --check-config and --config FILE, which
+ * tide_config_apply_args does not act on. Returns -1 to go on, or the exit
+ * status. */
+static int early_flags(int argc, char **argv, const char **config, int *check)
+{
+    early_log_format(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--check-config") == 0) *check = 1;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             print_help(stdout);
             return EXIT_OK;
@@ -289,7 +326,7 @@ static int early_flags(int argc, char **argv, const char **config)
         }
         if (strcmp(a, "--config") == 0) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "tided: --config: missing its value (a file)\n");
+                report("--config: missing its value (a file)");
                 return EXIT_USAGE;
             }
             *config = argv[++i];
@@ -330,10 +367,10 @@ static int load_settings(tide_config *c, int argc, char **argv, const char *conf
     int file_failed, rc = read_settings(c, argc, argv, config, &file_failed);
 
     if (rc && file_failed)
-        fprintf(stderr, "tided: --config %s: %s%s%s\n", config, tide_strerror(rc),
-                tide_last_error()[0] ? ": " : "", tide_last_error());
+        report("--config %s: %s%s%s", config, tide_strerror(rc), tide_last_error()[0] ? ": " : "",
+               tide_last_error());
     else if (rc)
-        fprintf(stderr, "tided: %s\n", tide_last_error());
+        report("%s", tide_last_error());
     return rc;
 }
 
@@ -474,10 +511,16 @@ static void reload_settings(tided_server *srv)
                  ? fresh.src[TIDE_CFG_LOG_LEVEL].where : "default");
         tide_log_set_level(fresh.log_level);
     }
+    if (fresh.log_format != tide_log_get_format()) {
+        tide_log(TIDE_LOG_INFO, "SIGHUP: log_format %s -> %s (%s)", tide_log_format_name(tide_log_get_format()),
+                 tide_log_format_name(fresh.log_format), fresh.src[TIDE_CFG_LOG_FORMAT].where[0]
+                 ? fresh.src[TIDE_CFG_LOG_FORMAT].where : "default");
+        tide_log_set_format(fresh.log_format);
+    }
     reload_memory(srv, &fresh);
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         char was[4500], now[4500];
-        if (id == TIDE_CFG_LOG_LEVEL || memory_setting(id)) continue;
+        if (id == TIDE_CFG_LOG_LEVEL || id == TIDE_CFG_LOG_FORMAT || memory_setting(id)) continue;
         tide_config_describe_one(srv->cfg, id, was, sizeof was);
         tide_config_describe_one(&fresh, id, now, sizeof now);
         if (strcmp(was, now) != 0)
@@ -592,19 +635,54 @@ static int open_node(tided_server *srv, const tide_config *c)
     return 0;
 }
 
+/* ---- --check-config ------------------------------------------------------ */
+
+static void warn_unbounded(void *arg, const char *consumer, const char *how)
+{
+    (void)arg;
+    tide_log(TIDE_LOG_WARN, "unbounded: %s has no limit; %s", consumer, how);
+}
+
+/* tided --check-config, once the settings read and passed every check
+ * (load_settings: the file, the variables, the flags, the cgroup's limit,
+ * the budgets' rule): every setting in force with its source on stdout, one
+ * a line ("cache_budget=1GiB(preset medium)"), each group under a "# GROUP"
+ * line, the warnings on stderr, exit 0. Nothing is opened,
+ * bound or started: no store, no socket, no thread, no mallopt. */
+static int check_config(const tide_config *c, const char *config)
+{
+    char piece[4500];
+
+    for (int g = 0; g < TIDE_CFG_GROUP_COUNT; g++) {
+        printf("# %s\n", tide_config_group_name(g));
+        for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+            if (tide_config_group(id) != g) continue;
+            tide_config_describe_setting(c, id, piece, sizeof piece);
+            printf("%s\n", piece);
+        }
+    }
+    tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
+    printf("tided --check-config: OK: the settings%s%s are valid (the store was not opened, %s not bound)\n",
+           config ? " with " : "", config ? config : "", c->listen);
+    return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
 int main(int argc, char **argv)
 {
     static tide_config cfg;
     tided_server *srv = &server;
     const char *config = NULL;
-    int status = EXIT_FAIL, rc;
+    int status = EXIT_FAIL, rc, check = 0;
 
-    rc = early_flags(argc, argv, &config);
+    rc = early_flags(argc, argv, &config, &check);
     if (rc >= 0) return rc;
     if (load_settings(&cfg, argc, argv, config) != 0) {
-        fprintf(stderr, "Run 'tided --help' for the options.\n");
+        if (check) report("--check-config: the settings are not valid (exit 2)");
+        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) fprintf(stderr, "Run 'tided --help' for the options.\n");
         return EXIT_USAGE;
     }
+    tide_log_set_format(cfg.log_format);
+    if (check) return check_config(&cfg, config);
     tide_log_set_level(cfg.log_level);
     srv->cfg = &cfg;
     srv->signal_fd = srv->listen_fd = -1;
