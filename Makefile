@@ -3,8 +3,17 @@
 #
 #   make              one archive per part (lib/parts/libtide_PART.a, the
 #                     parts and their order from scripts/layers.txt), the
-#                     whole library lib/libtide.a, bin/tide (if src/cli has
-#                     sources), bin/tided (if src/server has sources)
+#                     whole library lib/libtide.a and lib/libtide.so.X.Y.Z
+#                     (with its links libtide.so.X and libtide.so), bin/tide
+#                     (if src/cli has sources), bin/tided (if src/server has
+#                     sources), their man pages build/man/tide.1, tided.8
+#   make install      copy them to PREFIX (/usr/local) under DESTDIR, with
+#                     tide.pc, the headers, the unit and the sample config
+#                     (the install section says where); make uninstall
+#                     removes them
+#
+# The build takes CPPFLAGS, CFLAGS and LDFLAGS from the environment or the
+# command line (after its own), WERROR= (no -Werror) and REVISION=TEXT.
 #   make test         install missing packages (install-deps --test), build,
 #                     run the structure checks and every tests/test_*.c
 #   make check        build, run scripts/check-layers and
@@ -105,6 +114,10 @@ LINK    = $(CC) $(TIDE_LDFLAGS) $(CFLAGS) $(LDFLAGS)
 ifeq ($(origin REVISION),undefined)
 REVISION := $(shell [ "$$(git -C . rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
                 git -C . rev-parse --short HEAD 2>/dev/null || echo unknown)
+endif
+# It goes into a C string through the shell: one word, no quotes, no '\'.
+ifneq ($(words $(REVISION))$(findstring ',$(REVISION))$(findstring ",$(REVISION))$(findstring \,$(REVISION)),1)
+$(error REVISION="$(REVISION)": expected one word without quotes or backslashes, e.g. 0.1.0-1 or a commit hash)
 endif
 LIBS    := -lxxhash -ljansson -lpthread -lm
 TEST_LIBS := -lcmocka
@@ -212,10 +225,10 @@ LIBTIDE_SO_LINKS := $(LIBDIR)/$(SONAME) $(LIBDIR)/libtide.so
 LIBTIDE_MAP := scripts/libtide.map
 
 # The man pages, made from the programs' own --help texts (scripts/gen-man)
-# so that they cannot disagree with them; not by an ALLOC= build (its
-# programs print the same texts).
+# so that they cannot disagree with them; not by an ALLOC= or sanitizer
+# build (their programs print the same texts).
 MANDIR_BUILD := $(BUILD)/man
-MANPAGES := $(if $(ALLOC),,$(if $(CLI_SRCS),$(MANDIR_BUILD)/tide.1) $(if $(SERVER_SRCS),$(MANDIR_BUILD)/tided.8))
+MANPAGES := $(if $(ALLOC)$(SAN),,$(if $(CLI_SRCS),$(MANDIR_BUILD)/tide.1) $(if $(SERVER_SRCS),$(MANDIR_BUILD)/tided.8))
 
 # What the tests see in their environment (run from the repo root).
 TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
@@ -236,7 +249,10 @@ all: $(LIBTIDE) $(LIBTIDE_SO) $(LIBTIDE_SO_LINKS) $(PART_ARCHIVES) $(PROGS) $(MA
 # flag, OPT=-O0, EXTRA_CFLAGS) rebuilds everything instead of linking old
 # objects built without it.
 FLAGS_STAMP := $(BUILD)/flags
-FLAGS_NOW   := $(COMPILE) | $(LINK)
+# The per-object additions are in it too (they are `private`, below).
+LIB_OBJ_CFLAGS    := -fPIC -fno-semantic-interposition
+SERVER_OBJ_CFLAGS := -DH2O_USE_LIBUV=0
+FLAGS_NOW   := $(COMPILE) | $(LINK) | $(LIB_OBJ_CFLAGS) | $(SERVER_OBJ_CFLAGS)
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(@D)
 	@if [ "$$(cat $@ 2>/dev/null)" != '$(FLAGS_NOW)' ]; then echo '$(FLAGS_NOW)' > $@; fi
@@ -268,7 +284,11 @@ $(REVISION_OBJS): private TIDE_CFLAGS += -DTIDE_REVISION='"$(REVISION)"'
 # -fPIC-only set of objects would double the build. In the programs, which
 # link the archives into a PIE, -fPIC costs little: the linker turns their
 # GOT loads of symbols the program defines back into direct addresses.
-$(LIB_OBJS): private TIDE_CFLAGS += -fPIC
+# -fno-semantic-interposition keeps what -fPIE allowed: a call to a global
+# function of the same file may be inlined (under plain -fPIC gcc must
+# assume an LD_PRELOAD replaces it). For libtide.so that means a preloaded
+# tide_* replaces the programs' calls to it, never the library's own.
+$(LIB_OBJS): private TIDE_CFLAGS += $(LIB_OBJ_CFLAGS)
 
 # lib/libtide.a is the whole library in one archive, for a program outside
 # the tree (fuzz/make-seeds.c is one); the programs and the tests link the
@@ -332,7 +352,7 @@ $(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(FLAGS_STAMP)
 # libh2o-evloop-dev): its headers need H2O_USE_LIBUV=0, and the shared
 # library brings its own dependencies (OpenSSL, zlib, wslay).
 SERVER_LIBS := -lh2o-evloop -lsystemd
-$(SERVER_OBJS): private TIDE_CFLAGS += -DH2O_USE_LIBUV=0
+$(SERVER_OBJS): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
 # The tests may use every part, so they link every part's libraries.
 TEST_LIBS += $(call part_libs,$(LIB_PARTS))
 
@@ -345,7 +365,7 @@ $(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(TEST_AR
 $(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
-$(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += -DH2O_USE_LIBUV=0
+$(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
 
 tests: $(TEST_BINS)
 

@@ -146,10 +146,11 @@ function flush(    i, j, s, ind, gap, rest, col, t) {
             para = 1
             if (!compact) print ".PD 0"
             compact = 1
+            compact_col = col
             continue
         }
-        uncompact()
         if (s ~ /^\001/) {
+            uncompact()
             # A heading inside the section (indented 2 in the text).
             if (nested) {
                 print ".PP"
@@ -164,8 +165,9 @@ function flush(    i, j, s, ind, gap, rest, col, t) {
         }
         if (i < nl && lines[i + 1] != "" && indent_of(lines[i + 1]) > 0 &&
             (para || lines[i - 1] ~ /:$/) && s !~ /[.,;:]$/) {
-            # TERM alone, its text on the deeper lines after it.
-            print ".TP"
+            # TERM alone, its text on the deeper lines after it; inside a
+            # run of "TERM  text" items it is one of them.
+            print ".TP" (compact ? " " compact_col : "")
             print term(s)
             for (j = i + 1; j <= nl && lines[j] != "" && indent_of(lines[j]) > 0; j++)
                 body_line(substr(lines[j], indent_of(lines[j]) + 1))
@@ -173,6 +175,7 @@ function flush(    i, j, s, ind, gap, rest, col, t) {
             para = 1
             continue
         }
+        uncompact()
         if (para) print ".PP"
         para = 0
         print esc(s)
