@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -68,6 +69,7 @@ typedef struct tided {
     char  log[600];
     int   status;             /* waitpid status once reaped */
     int   reaped;
+    int   no_data_dir;        /* tided_start passes no --data-dir */
 } tided;
 
 static int free_port(int family)
@@ -127,7 +129,8 @@ static int log_contains(const tided *t, const char *text)
 }
 
 /* Start argv (NULL-terminated) with `env` (NULL-terminated NAME=VALUE,
- * added to ours) and stdout/stderr into t->log. th_fork: the child dies
+ * added to ours; "WATCHDOG_PID=" alone becomes the child's own pid, as
+ * systemd sets it) and stdout/stderr into t->log. th_fork: the child dies
  * with this test binary, and th_teardown stops it if the test failed
  * before its own cleanup. */
 static void spawn(tided *t, char *const argv[], char *const env[])
@@ -136,9 +139,17 @@ static void spawn(tided *t, char *const argv[], char *const env[])
     t->pid = th_fork();
     assert_true(t->pid >= 0);
     if (t->pid == 0) {
+        static char own_pid[64];
         int fd = open(t->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) { dup2(fd, 1); dup2(fd, 2); close(fd); }
-        for (size_t i = 0; env && env[i]; i++) putenv(env[i]);
+        for (size_t i = 0; env && env[i]; i++) {
+            if (strcmp(env[i], "WATCHDOG_PID=") == 0) {
+                snprintf(own_pid, sizeof own_pid, "WATCHDOG_PID=%ld", (long)getpid());
+                putenv(own_pid);
+            } else {
+                putenv(env[i]);
+            }
+        }
         execvp(argv[0], argv);
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -345,29 +356,39 @@ static void tided_prepare(tided *t)
     if (t->host[0] == '\0') snprintf(t->host, sizeof t->host, "127.0.0.1");
 }
 
-/* Start tided on t's data dir with `flags` (NULL-terminated, may be NULL)
- * and `env`, and wait until it is healthy. */
-static void tided_start(tided *t, const char *const *flags, char *const env[])
+/* Start tided on t's data dir (none with t->no_data_dir) and a free port
+ * with `flags` (NULL-terminated, may be NULL) and `env`, without waiting;
+ * its path goes to bin. */
+static void tided_launch(tided *t, const char *const *flags, char *const env[], char *bin, size_t cap)
 {
-    char bin[600], listen_arg[128];
+    static char listen_arg[128];
     const char *argv[32];
     int n = 0, family = strcmp(t->host, "[::1]") == 0 ? AF_INET6 : AF_INET;
 
     tided_prepare(t);
-    for (int attempt = 0; attempt < 3; attempt++) {
-        t->port = free_port(family);
-        assert_true(t->port > 0);
-        snprintf(bin, sizeof bin, "%s/tided", th_bin_dir());
-        snprintf(listen_arg, sizeof listen_arg, "--listen=%s:%d", t->host, t->port);
-        n = 0;
-        argv[n++] = bin;
+    t->port = free_port(family);
+    assert_true(t->port > 0);
+    snprintf(bin, cap, "%s/tided", th_bin_dir());
+    snprintf(listen_arg, sizeof listen_arg, "--listen=%s:%d", t->host, t->port);
+    argv[n++] = bin;
+    if (!t->no_data_dir) {
         argv[n++] = "--data-dir";
         argv[n++] = t->data;
-        argv[n++] = listen_arg;
-        argv[n++] = "--http-threads=2";
-        for (size_t i = 0; flags && flags[i] && n < 30; i++) argv[n++] = flags[i];
-        argv[n] = NULL;
-        spawn(t, (char *const *)argv, env);
+    }
+    argv[n++] = listen_arg;
+    argv[n++] = "--http-threads=2";
+    for (size_t i = 0; flags && flags[i] && n < 30; i++) argv[n++] = flags[i];
+    argv[n] = NULL;
+    spawn(t, (char *const *)argv, env);
+}
+
+/* Start tided as tided_launch does and wait until it is healthy. */
+static void tided_start(tided *t, const char *const *flags, char *const env[])
+{
+    char bin[600];
+
+    for (int attempt = 0; attempt < 3; attempt++) {
+        tided_launch(t, flags, env, bin, sizeof bin);
         if (wait_healthy(t) == 0) return;
         if (!wait_exit(t, 0)) break;
         if (!log_contains(t, "Address already in use")) break;   /* lost a port race: retry */
@@ -3423,6 +3444,278 @@ static void admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_with
     tided_cleanup(&t);
 }
 
+/* ---- under systemd (issue 14): sd_notify, STATE_DIRECTORY, token files --- */
+
+/* A NOTIFY_SOCKET: a unix datagram socket bound in the test's scratch
+ * directory, and every message it received, in order. */
+typedef struct notify_sock {
+    int  fd;
+    char path[700];
+    char env[720];            /* "NOTIFY_SOCKET=path" */
+    char all[16384];          /* the messages, each followed by "\n--\n" */
+} notify_sock;
+
+static void notify_open(notify_sock *n, const tided *t)
+{
+    struct sockaddr_un a;
+
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    th_path(n->path, sizeof n->path, t->dir, "notify");
+    assert_true(strlen(n->path) < sizeof a.sun_path);
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", n->path);
+    snprintf(n->env, sizeof n->env, "NOTIFY_SOCKET=%s", n->path);
+    n->all[0] = '\0';
+    n->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(n->fd >= 0);
+    assert_int_equal(bind(n->fd, (struct sockaddr *)&a, sizeof a), 0);
+}
+
+/* Read messages until one holds `line` (a whole line: "READY=1") or ms
+ * pass (then 0; also when tided exited first). Every message read is kept
+ * in n->all; the one that matched is copied to got (may be NULL). */
+static int notify_wait(notify_sock *n, tided *t, const char *line, int ms, char *got, size_t cap)
+{
+    double end = th_now_ms() + ms;
+    char want[64];
+
+    snprintf(want, sizeof want, "\n%s\n", line);
+    while (th_now_ms() < end) {
+        struct pollfd p = { n->fd, POLLIN, 0 };
+        char msg[4096 + 2];
+        ssize_t r;
+        if (poll(&p, 1, 50) <= 0) {
+            if (wait_exit(t, 0)) return 0;
+            continue;
+        }
+        msg[0] = '\n';
+        r = recv(n->fd, msg + 1, sizeof msg - 3, 0);
+        if (r <= 0) continue;
+        msg[r + 1] = '\n';
+        msg[r + 2] = '\0';
+        size_t have = strlen(n->all);
+        snprintf(n->all + have, sizeof n->all - have, "%s--\n", msg + 1);
+        if (strstr(msg, want) != NULL) {
+            if (got) snprintf(got, cap, "%s", msg + 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void notify_close(notify_sock *n)
+{
+    if (n->fd >= 0) close(n->fd);
+    n->fd = -1;
+}
+
+/* One GET /healthz, no retries: its status. */
+static long healthz_once(const tided *t)
+{
+    resp r = http(t, "GET", "/healthz", NULL, 0, 0, NULL);
+    long st = r.status;
+    resp_free(&r);
+    return st;
+}
+
+static void under_systemd_ready_comes_when_healthz_answers_then_reloading_and_stopping(void **state)
+{
+    notify_sock n;
+    char bin[600], got[4200];
+    char *env[] = { n.env, NULL };
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    notify_open(&n, &t);
+    tided_launch(&t, NULL, env, bin, sizeof bin);
+    if (!notify_wait(&n, &t, "READY=1", START_MS, got, sizeof got))
+        fail_msg("tided under NOTIFY_SOCKET should send READY=1 once it serves; it sent:\n%s\nIts log:\n%s",
+                 n.all, log_tail(&t));
+    /* The event order: READY=1 arrived, and /healthz answers at once. */
+    if (healthz_once(&t) != 200)
+        fail_msg("after READY=1, /healthz should answer 200 at the first try. Its log:\n%s", log_tail(&t));
+    expect_contains(got, "STATUS=ready: serving on 127.0.0.1:", "READY's STATUS line");
+    expect_contains(got, t.data, "the STATUS names the store");
+    kill(t.pid, SIGHUP);
+    if (!notify_wait(&n, &t, "RELOADING=1", STOP_MS, got, sizeof got))
+        fail_msg("SIGHUP should send RELOADING=1; it sent:\n%s", n.all);
+    expect_contains(got, "MONOTONIC_USEC=", "RELOADING carries MONOTONIC_USEC");
+    if (!notify_wait(&n, &t, "READY=1", STOP_MS, got, sizeof got))
+        fail_msg("after the reload tided should send READY=1 again; it sent:\n%s", n.all);
+    expect_contains(got, "STATUS=reloaded", "the second READY's STATUS");
+    /* Without WATCHDOG_USEC no ping comes, over four half-seconds (what a
+     * 1 s watchdog would ping in; the next test sees those pings). */
+    notify_wait(&n, &t, "NO-SUCH-LINE", 2000, NULL, 0);
+    if (strstr(n.all, "WATCHDOG=1") != NULL)
+        fail_msg("without WATCHDOG_USEC tided must not ping the watchdog; it sent:\n%s", n.all);
+    kill(t.pid, SIGTERM);
+    if (!notify_wait(&n, &t, "STOPPING=1", STOP_MS, NULL, 0))
+        fail_msg("SIGTERM should send STOPPING=1; it sent:\n%s", n.all);
+    if (!wait_exit(&t, STOP_MS) || !WIFEXITED(t.status) || WEXITSTATUS(t.status) != 0)
+        fail_msg("tided should exit 0 after SIGTERM. Its log:\n%s", log_tail(&t));
+    notify_close(&n);
+    tided_cleanup(&t);
+}
+
+/* Start tided with NOTIFY_SOCKET, WATCHDOG_USEC=1 s and `pid_env`, wait for
+ * READY=1, then watch for up to `ms`: 1 when WATCHDOG=1 came. */
+static int watchdog_pinged(const char *pid_env, int ms)
+{
+    notify_sock n;
+    char bin[600], pid_var[64];
+    static char usec[] = "WATCHDOG_USEC=1000000";
+    char *env[] = { n.env, usec, pid_var, NULL };
+    tided t;
+    int pinged;
+
+    snprintf(pid_var, sizeof pid_var, "%s", pid_env);
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    notify_open(&n, &t);
+    tided_launch(&t, NULL, env, bin, sizeof bin);
+    if (!notify_wait(&n, &t, "READY=1", START_MS, NULL, 0))
+        fail_msg("tided should send READY=1; it sent:\n%s\nIts log:\n%s", n.all, log_tail(&t));
+    pinged = notify_wait(&n, &t, "WATCHDOG=1", ms, NULL, 0);
+    if (pinged && !log_contains(&t, "systemd watchdog: 1000 ms; pinged every 500 ms"))
+        fail_msg("a pinging tided should log the watchdog's interval. Its log:\n%s", log_tail(&t));
+    tided_signal_and_reap(&t, SIGTERM);
+    notify_close(&n);
+    tided_cleanup(&t);
+    return pinged;
+}
+
+static void the_watchdog_is_pinged_when_watchdog_usec_is_set_for_our_pid_only(void **state)
+{
+    (void)state;
+    if (!watchdog_pinged("WATCHDOG_PID=", 10000))
+        fail_msg("with WATCHDOG_USEC=1000000 and WATCHDOG_PID=its pid tided should send WATCHDOG=1");
+    /* Another process's watchdog (WATCHDOG_PID=1) is not ours to ping:
+     * four half-second intervals pass without one. */
+    if (watchdog_pinged("WATCHDOG_PID=1", 2000))
+        fail_msg("with WATCHDOG_PID of another process tided must not send WATCHDOG=1");
+}
+
+static void state_directory_holds_the_store_unless_a_data_dir_is_given(void **state)
+{
+    char sd[700], sd_env[1500], nudb[800], line[800];
+    char *env[] = { sd_env, NULL };
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    th_path(sd, sizeof sd, t.dir, "state");
+    assert_int_equal(mkdir(sd, 0750), 0);
+    snprintf(sd_env, sizeof sd_env, "STATE_DIRECTORY=%s:%s/other", sd, t.dir);
+    t.no_data_dir = 1;
+    tided_start(&t, NULL, env);
+    th_path(nudb, sizeof nudb, sd, "nudb.dat");
+    if (!th_exists(nudb)) fail_msg("with STATE_DIRECTORY and no data_dir the store belongs in %s", sd);
+    snprintf(line, sizeof line, "data_dir=%s(STATE_DIRECTORY)", sd);
+    if (!log_contains(&t, line)) fail_msg("the startup log should show %s. Its log:\n%s", line, log_tail(&t));
+    tided_signal_and_reap(&t, SIGTERM);
+    /* An explicit --data-dir wins: the store goes there, none in STATE_DIRECTORY. */
+    assert_int_equal(unlink(nudb), 0);
+    t.no_data_dir = 0;
+    tided_start(&t, NULL, env);
+    if (th_exists(nudb)) fail_msg("with --data-dir the store must not be made in STATE_DIRECTORY (%s)", sd);
+    th_path(nudb, sizeof nudb, t.data, "nudb.dat");
+    if (!th_exists(nudb)) fail_msg("with --data-dir the store belongs in %s", t.data);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void put_secret(const char *path, const char *text, mode_t mode)
+{
+    if (th_write_file(path, text, strlen(text)) != 0 || chmod(path, mode) != 0)
+        fail_msg("writing %s: expected success, got an error", path);
+}
+
+static void a_token_file_and_a_credential_are_the_tokens_and_never_logged(void **state)
+{
+    char tok[700], creds[700], cred[800], tok_env[800], creds_env[800];
+    char *env[] = { tok_env, creds_env, NULL };
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    th_path(tok, sizeof tok, t.dir, "metrics.token");
+    put_secret(tok, "file-metrics-t0ken\n", 0600);
+    th_path(creds, sizeof creds, t.dir, "creds");
+    assert_int_equal(mkdir(creds, 0700), 0);
+    th_path(cred, sizeof cred, creds, "admin_token");
+    put_secret(cred, "cred-admin-t0ken\n", 0400);
+    snprintf(tok_env, sizeof tok_env, "TIDE_METRICS_TOKEN_FILE=%s", tok);
+    snprintf(creds_env, sizeof creds_env, "CREDENTIALS_DIRECTORY=%s", creds);
+    tided_start(&t, NULL, env);
+    free(scrape_with(&t, NULL, 401));
+    free(scrape_with(&t, "Authorization: Bearer file-metrics-t0ke", 401));
+    free(scrape_with(&t, "Authorization: Bearer file-metrics-t0ken", 200));
+    r = http(&t, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer wrong");
+    expect_status(r, 401, "the admin sweep with a wrong token");
+    resp_free(&r);
+    r = http(&t, "POST", "/v1/admin/sweep", NULL, 0, 0, "Authorization: Bearer cred-admin-t0ken");
+    expect_status(r, 200, "the admin sweep with the credential's token");
+    resp_free(&r);
+    if (!log_contains(&t, "metrics_token=set(env TIDE_METRICS_TOKEN_FILE)")
+        || !log_contains(&t, "admin_token=set(credential admin_token)"))
+        fail_msg("the startup log should say where each token came from. Its log:\n%s", log_tail(&t));
+    /* SIGHUP reads the file again; a new token is named, in force at the
+     * next start, and the one in force keeps working. */
+    put_secret(tok, "next-metrics-t0ken\n", 0600);
+    kill(t.pid, SIGHUP);
+    if (!log_waits_for(&t, "SIGHUP: the metrics token changed; it takes effect at the next start", 30000))
+        fail_msg("a SIGHUP after the token file changed should say so. Its log:\n%s", log_tail(&t));
+    free(scrape_with(&t, "Authorization: Bearer file-metrics-t0ken", 200));
+    tided_signal_and_reap(&t, SIGTERM);
+    if (log_contains(&t, "file-metrics-t0ken") || log_contains(&t, "cred-admin-t0ken")
+        || log_contains(&t, "next-metrics-t0ken"))
+        fail_msg("the log must never hold a token. Its log:\n%s", log_tail(&t));
+    tided_cleanup(&t);
+}
+
+/* tided with `env` exits 2 before it makes a store, its log naming `part`. */
+static void refused_at_startup(tided *t, char *const env[], const char *part, const char *what)
+{
+    char listen_arg[64], data_arg[700];
+    const char *flags[] = { data_arg, listen_arg, NULL };
+    int rc;
+
+    snprintf(listen_arg, sizeof listen_arg, "--listen=127.0.0.1:%d", free_port(AF_INET));
+    snprintf(data_arg, sizeof data_arg, "--data-dir=%s", t->data);
+    rc = tided_run_to_exit(t, flags, env);
+    if (rc != 2) fail_msg("%s: tided should exit 2; it exited %d. Its log:\n%s", what, rc, log_tail(t));
+    if (!log_contains(t, part)) fail_msg("%s: the message should say '%s'. Its log:\n%s", what, part, log_tail(t));
+    if (th_exists(t->data)) fail_msg("%s: a refused start must make no store (%s)", what, t->data);
+}
+
+static void a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_2(void **state)
+{
+    char tok[700], tok_env[800], fix[1700];
+    char *env[] = { tok_env, NULL };
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    th_path(tok, sizeof tok, t.dir, "admin.token");
+    snprintf(tok_env, sizeof tok_env, "TIDE_ADMIN_TOKEN_FILE=%s", tok);
+    put_secret(tok, "readable-admin-token", 0644);
+    snprintf(fix, sizeof fix, "admin_token_file %s (env TIDE_ADMIN_TOKEN_FILE): mode 0644 lets every user "
+             "read the token; make it private to its owner: chmod 600 %s", tok, tok);
+    refused_at_startup(&t, env, fix, "a 0644 token file");
+    if (log_contains(&t, "readable-admin-token")) fail_msg("the refusal must not show the token");
+    put_secret(tok, "", 0600);
+    refused_at_startup(&t, env, "empty (the file must hold the token)", "an empty token file");
+    assert_int_equal(unlink(tok), 0);
+    refused_at_startup(&t, env, "cannot open it: No such file or directory", "a missing token file");
+    tided_cleanup(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared_tests[] = {
@@ -3488,6 +3781,13 @@ int main(void)
         cmocka_unit_test(a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query),
         cmocka_unit_test(admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_without),
     };
+    const struct CMUnitTest systemd_tests[] = {
+        cmocka_unit_test(under_systemd_ready_comes_when_healthz_answers_then_reloading_and_stopping),
+        cmocka_unit_test(the_watchdog_is_pinged_when_watchdog_usec_is_set_for_our_pid_only),
+        cmocka_unit_test(state_directory_holds_the_store_unless_a_data_dir_is_given),
+        cmocka_unit_test(a_token_file_and_a_credential_are_the_tokens_and_never_logged),
+        cmocka_unit_test(a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_2),
+    };
     int failed;
 
     signal(SIGPIPE, SIG_IGN);
@@ -3497,6 +3797,7 @@ int main(void)
     failed += th_run_group("tided, a server per test", own_tests, NULL, NULL, th_teardown);
     failed += th_run_group("tided, connections and signals", limits_tests, NULL, NULL, th_teardown);
     failed += th_run_group("tided, /metrics", metrics_tests, NULL, NULL, th_teardown);
+    failed += th_run_group("tided under systemd", systemd_tests, NULL, NULL, th_teardown);
     curl_global_cleanup();
     return failed;
 }

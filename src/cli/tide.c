@@ -25,7 +25,8 @@
  *
  * Logging: the store logs through tide_log (stderr). The CLI sets the level
  * to "warn" so that a command's output is only what the command prints;
- * --log-level or TIDE_LOG_LEVEL raise it.
+ * --log-level or TIDE_LOG_LEVEL raise it; --log-format or TIDE_LOG_FORMAT
+ * choose json lines instead of text (util/log.h).
  *
  * Invariants:
  *   1. main's exit status is the verb's own, unchanged; before a verb it
@@ -55,7 +56,7 @@ static const char help_head[] =
 "    tide - operate Tide stores (NuDB version 2 files)\n"
 "\n"
 "SYNOPSIS\n"
-"    tide [--log-level LEVEL] VERB [OPTIONS] ARGS\n"
+"    tide [--log-level LEVEL] [--log-format FORMAT] VERB [OPTIONS] ARGS\n"
 "    tide help [VERB]\n"
 "    tide --help | --version\n"
 "\n"
@@ -79,6 +80,13 @@ static const char help_tail[] =
 "                       store library logs on stderr. The environment\n"
 "                       variable TIDE_LOG_LEVEL does the same; the option\n"
 "                       wins.\n"
+"    --log-format FORMAT\n"
+"                       text (default) or json: how those lines are\n"
+"                       written; json is one object per line,\n"
+"                       {\"time\":...,\"level\":...,\"pid\":...,\"message\":...}\n"
+"                       (tided(8), --log-format). TIDE_LOG_FORMAT does the\n"
+"                       same; the option wins. A verb's own output and\n"
+"                       errors are not log lines and keep their form.\n"
 "    -h, --help         print this text and exit\n"
 "    -V, --version      print the version and exit\n"
 "\n"
@@ -234,14 +242,28 @@ static int env_log_level(void)
     return TIDE_LOG_WARN;
 }
 
+/* The format from TIDE_LOG_FORMAT, text when unset or wrong (said so). */
+static int env_log_format(void)
+{
+    const char *env = getenv("TIDE_LOG_FORMAT");
+    int f;
+
+    if (env == NULL || *env == '\0') return TIDE_LOG_FORMAT_TEXT;
+    f = tide_log_format_parse(env);
+    if (f >= 0) return f;
+    fprintf(stderr, "tide: TIDE_LOG_FORMAT='%s' is not text or json; using text\n", env);
+    return TIDE_LOG_FORMAT_TEXT;
+}
+
 /* The options before the verb. Returns 0 to go on, or 1 with *status set
  * (--help, --version, an error). */
-static int global_options(int argc, char **argv, int *level, int *status)
+static int global_options(int argc, char **argv, int *level, int *format, int *status)
 {
     static const struct option opts[] = {
-        { "help",      no_argument,       NULL, 'h' },
-        { "version",   no_argument,       NULL, 'V' },
-        { "log-level", required_argument, NULL, 'l' },
+        { "help",       no_argument,       NULL, 'h' },
+        { "version",    no_argument,       NULL, 'V' },
+        { "log-level",  required_argument, NULL, 'l' },
+        { "log-format", required_argument, NULL, 'f' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -262,7 +284,11 @@ static int global_options(int argc, char **argv, int *level, int *status)
             return 1;
         }
         if (c == 'l' && (*level = tide_log_level_parse(optarg)) >= 0) continue;
-        if (c == 'l')
+        if (c == 'f' && (*format = tide_log_format_parse(optarg)) >= 0) continue;
+        if (c == 'f')
+            fprintf(stderr, "tide: --log-format '%s' is not text or json\n"
+                            "Try 'tide --help'.\n", optarg);
+        else if (c == 'l')
             fprintf(stderr, "tide: --log-level '%s' is not debug, info, warn, error or off\n"
                             "Try 'tide --help'.\n", optarg);
         else if (optopt)
@@ -278,10 +304,11 @@ int main(int argc, char **argv)
 {
     const cli_verb *v;
     char names[256];
-    int level = env_log_level(), status;
+    int level = env_log_level(), format = env_log_format(), status;
 
-    if (global_options(argc, argv, &level, &status)) return status;
+    if (global_options(argc, argv, &level, &format, &status)) return status;
     tide_log_set_level(level);
+    tide_log_set_format(format);
     if (optind >= argc) {
         fprintf(stderr, "tide: no verb given\n"
                         "Usage: tide VERB [OPTIONS] ARGS   (verbs: %s)\n"

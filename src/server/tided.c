@@ -2,6 +2,10 @@
 /*
  * tided.c: main of bin/tided, the Tide node server.
  *
+ * `tided --check-config` stops after the settings: it prints them and
+ * exits 0, or 2 when they do not pass, and touches nothing else
+ * (check_config).
+ *
  * tided serves one store over HTTP/1.1 (docs/HTTP.md). Its main does, in
  * order: --help and --version; the settings (defaults, --config FILE,
  * TIDE_* variables, flags, then the preset: node/config.h); the signals
@@ -14,7 +18,9 @@
  * thread watches the signalfd, so that a stop signal ends a long open;
  * the workers and the event loops (loop.c, conn.c, work.c, api.c), loop 0
  * reading the signals from then on. SIGHUP reads the settings again
- * (reload_settings). When the loops have drained after a stop signal it
+ * (reload_settings). Under systemd it sends sd_notify's messages
+ * (notify.c) and takes STATE_DIRECTORY and CREDENTIALS_DIRECTORY as
+ * defaults (read_settings; node/config_systemd.c). When the loops have drained after a stop signal it
  * stops the workers, closes the node, which commits what is pending, and
  * logs "shutdown complete".
  *
@@ -91,6 +97,7 @@ static void help_options(FILE *f)
 "    tided [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
 "          [--node-size SIZE] [--sweep-interval SECONDS] [--log-level LEVEL]\n"
 "          [--SETTING VALUE | --SETTING=VALUE ...]\n"
+"    tided --check-config [--config FILE] [--SETTING VALUE ...]\n"
 "    tided --help | --version\n"
 "\n"
 "DESCRIPTION\n"
@@ -114,7 +121,22 @@ static void help_options(FILE *f)
 "        read settings from FILE (INI: [node] name=value, [node_size],\n"
 "        [node_db] path= and nudb_block_size=, [sweep_interval]). Other\n"
 "        sections (a rippled.cfg's [server], [ips], ...) are skipped with one\n"
-"        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n", f);
+"        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n"
+"        A commented sample with every setting is installed as\n"
+"        /etc/tide/tide.cfg (contrib/tide.cfg in the sources).\n"
+"    --check-config\n"
+"        check the settings and exit, as nginx -t does: read them as a start\n"
+"        would (the defaults, --config FILE, the TIDE_* variables, the other\n"
+"        flags, the cgroup's memory limit), check every value and the rules\n"
+"        that join them (the budgets derived from memory_limit and the\n"
+"        explicit ones under its high mark, http_body_budget against\n"
+"        max_object_size, memory_levels against memory_hysteresis), then\n"
+"        print every setting in force on stdout, one a line under a\n"
+"        '# GROUP' line, as NAME=VALUE(SOURCE) (the tokens as set or unset),\n"
+"        and a last line starting 'tided --check-config: OK'; warnings go to\n"
+"        stderr. Exit 0, or 2 with the errors on stderr. It never opens or\n"
+"        creates the store, binds the address or starts a thread, so it may\n"
+"        run next to the tided it checks for.\n", f);
     print_settings(f, 1);
     fputs(
 "    -h, --help\n"
@@ -123,13 +145,31 @@ static void help_options(FILE *f)
 "        print the version and exit.\n"
 "\n"
 "ENVIRONMENT\n"
-"    Every option above has a TIDE_* variable, named with it. Secrets are\n"
-"    read from the environment only (never from flags, visible in ps, nor\n"
-"    from files) and never printed:\n", f);
+"    Every option above has a TIDE_* variable, named with it. The tokens are\n"
+"    never flags (visible in ps) and never printed; each is read, highest\n"
+"    first, from its variable, from its token file (a path: the variable\n"
+"    or the config file's [http] key), or from systemd's credential:\n", f);
     print_settings(f, 0);
     fputs(
 "    MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_CONF\n"
 "        the allocator's own variables; the startup log shows their effect.\n"
+"    STATE_DIRECTORY\n"
+"        set by systemd's StateDirectory=: its first path (of several joined\n"
+"        by ':') is data_dir's default; the startup log names it as\n"
+"        data_dir's source. A data_dir set anywhere wins.\n"
+"    CREDENTIALS_DIRECTORY\n"
+"        set by systemd's LoadCredential=: the files metrics_token and\n"
+"        admin_token in it are read as the tokens when nothing above sets\n"
+"        them, by the token files' rules; a missing or empty one is no\n"
+"        token.\n"
+"    NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID\n"
+"        set by systemd for a Type=notify unit (sd_notify(3)): tided sends\n"
+"        READY=1 once it serves, RELOADING=1 and READY=1 around a SIGHUP,\n"
+"        STOPPING=1 at a stop signal, EXTEND_TIMEOUT_USEC while the store\n"
+"        opens or the final commit runs, and, with WatchdogSec=, WATCHDOG=1\n"
+"        every half interval while every event loop turns (a loop stuck in\n"
+"        a request stops them; a stuck worker thread does not). Unset:\n"
+"        nothing is sent. The unit: contrib/systemd/tided.service.\n"
 "\n", f);
 }
 
@@ -236,8 +276,10 @@ static void help_signals(FILE *f)
 "                     computed again at once; each change is logged). Every\n"
 "                     other change, the budgets derived from memory_limit\n"
 "                     included, is named in the log and takes effect at the\n"
-"                     next start. tided logs to stderr and has no log file to\n"
-"                     reopen. A file that no longer reads changes nothing.\n"
+"                     next start (the tokens too: their files are read again,\n"
+"                     and a changed token is named). tided logs to stderr and\n"
+"                     has no log file to reopen. A file that no longer reads,\n"
+"                     or a token file now refused, changes nothing.\n"
 "    SIGPIPE          ignored.\n"
 "\n"
 "EXIT STATUS\n"
@@ -246,13 +288,16 @@ static void help_signals(FILE *f)
 "    1  the store could not be opened (busy: another process holds it;\n"
 "       corrupt; I/O error), the address could not be bound, or closing the\n"
 "       store failed\n"
-"    2  bad command line, setting, environment variable or config file; the\n"
-"       message names it\n"
+"    2  bad command line, setting, environment variable, config file or\n"
+"       token file (one others can read: chmod 600 FILE); the message names\n"
+"       it (with --check-config: the settings did not pass)\n"
 "\n"
 "EXAMPLES\n"
 "    tided --data-dir /var/lib/tide --listen 127.0.0.1:8080\n"
-"    TIDE_ADMIN_TOKEN=$(cat /etc/tide/admin.token) tided --config /etc/tide/tide.cfg\n"
+"    TIDE_ADMIN_TOKEN_FILE=/etc/tide/admin.token tided --config /etc/tide/tide.cfg\n"
 "    tided --listen [::1]:8080 --node-size small --log-level debug\n"
+"    tided --check-config --config /etc/tide/tide.cfg && systemctl restart tided\n"
+"    tided --log-format json --data-dir /var/lib/tide 2>>/var/log/tide.json\n"
 "\n"
 "    key=$(printf '%064x' 1)\n"
 "    curl -X PUT --data-binary @value.bin \"http://127.0.0.1:8080/v1/objects/$key?sync=1\"\n"
@@ -518,6 +563,13 @@ static void reload_settings(tided_server *srv)
         tide_log_set_format(fresh.log_format);
     }
     reload_memory(srv, &fresh);
+    /* The tokens were read again (their files too) but, as every setting
+     * not named above, are in force from the next start: describe shows
+     * them only as set/unset, so a new token in the same file is named here. */
+    if (strcmp(fresh.metrics_token, srv->cfg->metrics_token) != 0)
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the metrics token changed; it takes effect at the next start");
+    if (strcmp(fresh.admin_token, srv->cfg->admin_token) != 0)
+        tide_log(TIDE_LOG_WARN, "SIGHUP: the admin token changed; it takes effect at the next start");
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         char was[4500], now[4500];
         if (id == TIDE_CFG_LOG_LEVEL || id == TIDE_CFG_LOG_FORMAT || memory_setting(id)) continue;
