@@ -466,6 +466,26 @@ static void tided_with_log_format_json_reports_a_bad_setting_as_a_json_error_and
     if (th_exists(s->dir)) fail_msg("a tided refused at its settings made %s", s->dir);
 }
 
+/* tide takes --log-format and TIDE_LOG_FORMAT as tided does; a bad one is
+ * a usage error (exit 2) for the option and a warning for the variable. */
+static void tide_refuses_a_log_format_it_does_not_know(void **state)
+{
+    char cmd[4096], *out = NULL;
+    int rc;
+
+    (void)state;
+    rc = th_run_tide("--log-format xml help", 1, &out);
+    assert_int_equal(rc, 2);
+    expect_contains(out, "--log-format 'xml' is not text or json", "the option's error");
+    free(out);
+    snprintf(cmd, sizeof cmd, "TIDE_LOG_FORMAT=yaml '%s/tide' --log-format json help >/dev/null 2>&1; echo $?; "
+             "TIDE_LOG_FORMAT=yaml '%s/tide' help 2>&1 >/dev/null", th_bin_dir(), th_bin_dir());
+    rc = th_run(cmd, &out);
+    assert_int_equal(rc, 0);
+    expect_contains(out, "0\ntide: TIDE_LOG_FORMAT='yaml' is not text or json; using text", "the variable's warning");
+    free(out);
+}
+
 /* ---- the settings lines ---------------------------------------------------------- */
 
 /* The settings lines of `l`: each within the cap and not cut, and every
@@ -590,6 +610,7 @@ int main(void)
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(tided_with_log_format_json_reports_a_bad_setting_as_a_json_error_and_exits_2,
                                         th_scratch_setup, scratch_reset),
+        cmocka_unit_test_teardown(tide_refuses_a_log_format_it_does_not_know, th_teardown),
         cmocka_unit_test_setup_teardown(the_settings_are_one_line_per_group_none_cut_each_setting_once,
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(a_group_too_long_for_one_line_goes_on_in_the_next_and_nothing_is_cut,

@@ -734,8 +734,8 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     tide_log_set_format(cfg.log_format);
-    if (check) return check_config(&cfg, config);
     tide_log_set_level(cfg.log_level);
+    if (check) return check_config(&cfg, config);
     srv->cfg = &cfg;
     srv->signal_fd = srv->listen_fd = -1;
     srv->max_object_size = (size_t)cfg.max_object_size;
@@ -765,7 +765,7 @@ int main(int argc, char **argv)
         goto out;
     }
     if (tide_startup_apply_malloc(&cfg) != 0) {
-        fprintf(stderr, "tided: %s\n", tide_last_error());
+        report("%s", tide_last_error());
         status = EXIT_USAGE;
         goto out;
     }

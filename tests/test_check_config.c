@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_check_config.c: `tided --check-config` (issue 14) and the sample
+ * config contrib/tide.cfg that packaging installs as /etc/tide/tide.cfg.
+ *
+ * --check-config reads and checks the settings as a start would and prints
+ * them; these tests hold it to touching nothing else (a data directory that
+ * does not exist stays absent; a port already taken still passes). The
+ * sample is held to the settings table: it parses, it changes nothing as
+ * installed, it names every setting a file may set in its section with its
+ * flag and variable (so a new setting without an entry fails here), its
+ * #key=value lines are the real defaults, and its examples parse.
+ *
+ * Every tided here runs under `env -i`, so no TIDE_* variable of the
+ * caller's reaches it.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "expect.h"
+#include "helpers.h"
+#include "node/config.h"
+
+#define SAMPLE "contrib/tide.cfg"   /* the tests run from the repository's root */
+
+/* ---- running tided --check-config ------------------------------------------ */
+
+typedef struct run {
+    int   status;   /* exit status, -1 when it did not exit */
+    char *out;      /* stdout */
+    char *err;      /* stderr */
+} run;
+
+static void run_free(run *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+/* `env -i ENV tided --check-config ARGS` with stderr into a scratch file. */
+static void check_config(const th_scratch *s, const char *env, const char *args, run *r)
+{
+    char cmd[16384], err[2200];
+    int n;
+
+    th_path(err, sizeof err, s->base, "check.err");
+    n = snprintf(cmd, sizeof cmd, "env -i %s '%s/tided' --check-config %s 2>'%s'", env, th_bin_dir(), args, err);
+    assert_true(n > 0 && (size_t)n < sizeof cmd);
+    r->status = th_run(cmd, &r->out);
+    r->err = th_slurp(err);
+}
+
+/* The line of setting `name` in --check-config's output ("name=value(src)"),
+ * copied into `line`; 0 when there is none; fails the test when there are
+ * two. */
+static int setting_line(const char *out, const char *name, char *line, size_t cap)
+{
+    size_t nl = strlen(name);
+    int found = 0;
+
+    for (const char *p = out; *p; ) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+            if (found++) fail_msg("%s is printed twice", name);
+            snprintf(line, cap, "%.*s", (int)len, p);
+        }
+        p += len + (e != NULL);
+    }
+    return found;
+}
+
+/* The value part of a setting line: between '=' and the first '('. */
+static void value_of(const char *line, char *out, size_t cap)
+{
+    const char *eq = strchr(line, '='), *par = eq ? strchr(eq, '(') : NULL;
+
+    if (eq == NULL || par == NULL) fail_msg("not NAME=VALUE(SOURCE): %s", line);
+    snprintf(out, cap, "%.*s", (int)(par - eq - 1), eq + 1);
+}
+
+static void expect_passed(const run *r, const char *what)
+{
+    if (r->status != 0 || strstr(r->out, "\ntided --check-config: OK") == NULL)
+        fail_msg("%s: expected exit 0 and the OK line, got %d; stdout: %.2000s; stderr: %.2000s", what, r->status,
+                 r->out, r->err);
+}
+
+/* ---- --check-config ----------------------------------------------------------- */
+
+static void check_config_prints_every_setting_once_and_never_makes_the_store(void **state)
+{
+    th_scratch *s = *state;
+    char args[4400], line[4500];
+    run r;
+
+    snprintf(args, sizeof args, "--data-dir '%s' --cache-budget 512MiB", s->dir);
+    check_config(s, "TIDE_ADMIN_TOKEN=s3cret-admin", args, &r);
+    expect_passed(&r, "a plain check");
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (!setting_line(r.out, tide_config_name(id), line, sizeof line))
+            fail_msg("%s is not printed: %s", tide_config_name(id), r.out);
+    setting_line(r.out, "cache_budget", line, sizeof line);
+    expect_str(line, "cache_budget=512MiB(flag --cache-budget)", "a flag's setting and its source");
+    setting_line(r.out, "admin_token", line, sizeof line);
+    expect_str(line, "admin_token=set(env TIDE_ADMIN_TOKEN)", "a token, as set");
+    setting_line(r.out, "metrics_token", line, sizeof line);
+    expect_str(line, "metrics_token=unset(default)", "a token, as unset");
+    if (strstr(r.out, "s3cret") || strstr(r.err, "s3cret")) fail_msg("--check-config printed the admin token");
+    if (th_count(r.out, "# ") != TIDE_CFG_GROUP_COUNT) fail_msg("expected a '# GROUP' line per group: %s", r.out);
+    if (th_exists(s->dir)) fail_msg("--check-config made the data directory %s", s->dir);
+    run_free(&r);
+}
+
+static void check_config_passes_with_a_port_another_process_listens_on(void **state)
+{
+    th_scratch *s = *state;
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    char args[4400], line[4500], want[64];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    run r;
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, len), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    snprintf(args, sizeof args, "--data-dir '%s' --listen 127.0.0.1:%d", s->dir, ntohs(a.sin_port));
+    check_config(s, "", args, &r);
+    close(fd);
+    expect_passed(&r, "a port already taken");
+    snprintf(want, sizeof want, "listen=127.0.0.1:%d(flag --listen)", ntohs(a.sin_port));
+    setting_line(r.out, "listen", line, sizeof line);
+    expect_str(line, want, "the address, not bound");
+    run_free(&r);
+}
+
+static void check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unknown_flag(void **state)
+{
+    th_scratch *s = *state;
+    static const char *const cases[][3] = {
+        { "", "--sweep-interval=9", "--sweep-interval=9: 9 is outside 10..600" },
+        { "TIDE_CACHE_BUDGET=12XB", "", "TIDE_CACHE_BUDGET=12XB: not a size" },
+        { "", "--config BAD", "bad.cfg:3: [node] cache_age=0: 0 is outside 1..86400" },
+        { "", "--cache-bugdet 1GiB", "--cache-bugdet: unknown flag" },
+    };
+    char args[4400], cfg[2200];
+    run r;
+
+    th_put_file(s->base, "bad.cfg", "[node]\nlisten=127.0.0.1:9\ncache_age=0\n");
+    th_path(cfg, sizeof cfg, s->base, "bad.cfg");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *a = cases[i][1];
+        if (strcmp(a, "--config BAD") == 0) snprintf(args, sizeof args, "--config '%s'", cfg);
+        else snprintf(args, sizeof args, "%s", a);
+        check_config(s, cases[i][0], args, &r);
+        if (r.status != 2 || strstr(r.err, cases[i][2]) == NULL || strstr(r.out, "OK") != NULL
+            || strstr(r.err, "--check-config: the settings are not valid") == NULL)
+            fail_msg("case %zu: expected exit 2 and '%s' on stderr, got %d; stdout: %s; stderr: %s", i, cases[i][2],
+                     r.status, r.out, r.err);
+        run_free(&r);
+    }
+}
+
+/* The memory limit's split and the budget rule are checked as at a start:
+ * derived budgets print with their share, explicit ones that may hold more
+ * than the high mark fail. */
+static void check_config_derives_the_budgets_from_the_memory_limit_and_applies_the_budget_rule(void **state)
+{
+    th_scratch *s = *state;
+    char line[4500];
+    run r;
+
+    check_config(s, "TIDE_MEMORY_LIMIT=1GiB", "--data-dir /nonexistent/tide", &r);
+    expect_passed(&r, "a memory limit");
+    setting_line(r.out, "cache_budget", line, sizeof line);
+    expect_str(line, "cache_budget=214748364(memory_limit 20%, 204.8 MiB)", "the derived node cache budget");
+    setting_line(r.out, "memory_limit", line, sizeof line);
+    expect_str(line, "memory_limit=1GiB(env TIDE_MEMORY_LIMIT)", "the limit and its source");
+    run_free(&r);
+
+    check_config(s, "", "--memory-limit 64MiB --cache-budget 1GiB", &r);
+    if (r.status != 2 || strstr(r.err, "cache_budget") == NULL || strstr(r.err, "--cache-budget") == NULL)
+        fail_msg("expected exit 2 naming cache_budget and its flag, got %d; stderr: %s", r.status, r.err);
+    run_free(&r);
+}
+
+static void run_check_in_group(void *arg, int fd)
+{
+    char cmd[4096];
+
+    snprintf(cmd, sizeof cmd, "env -i '%s/tided' --check-config --data-dir /nonexistent/tide >&%d 2>&1", th_bin_dir(), fd);
+    (void)arg;
+    _exit(system(cmd) == 0 ? 0 : 1);
+}
+
+/* In a memory cgroup of 512 MiB (systemd's MemoryMax=) the limit is the
+ * cgroup's and the budgets derive from it. */
+static void check_config_takes_the_cgroups_limit_and_splits_it(void **state)
+{
+    char dir[320], got[16384], want[400];
+    int status;
+
+    (void)state;
+    th_cgroup_v1("tide-check-config", 512ull << 20, dir, sizeof dir);
+    status = th_cgroup_child(dir, run_check_in_group, NULL, got, sizeof got);
+    if (status != 0) fail_msg("--check-config in the group exited %d: %s", status, got);
+    snprintf(want, sizeof want, "\nmemory_limit=512MiB(cgroup v1 %s)\n", dir);
+    expect_contains(got, want, "the cgroup's limit with its source");
+    expect_contains(got, "\ncache_budget=107374182(memory_limit 20%, 102.4 MiB)\n", "the budget derived from it");
+}
+
+/* ---- the sample ----------------------------------------------------------------- */
+
+/* One key line of the sample: "#key=value" (a default) or "#   Example:
+ * key=value", in `section`, at `line`. */
+typedef struct sample_key {
+    char name[64], value[256], section[32];
+    int  example, line;
+} sample_key;
+
+typedef struct sample {
+    sample_key keys[128];
+    int        n;
+    char      *text;
+} sample;
+
+/* Read the sample's key lines (and its text); fails on an uncommented
+ * key=value, which would change a node's settings as installed. */
+static void sample_read(sample *sm)
+{
+    char *copy, *save = NULL, section[32] = "";
+    int lineno = 0;
+
+    memset(sm, 0, sizeof *sm);
+    sm->text = th_slurp(SAMPLE);
+    copy = strdup(sm->text);
+    for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        sample_key *k = &sm->keys[sm->n];
+        char *p = l;
+        lineno++;
+        if (l[0] == '[') { sscanf(l, "[%31[a-z_]]", section); continue; }
+        if (l[0] != '#') {
+            if (strchr(l, '=')) fail_msg(SAMPLE ": a setting is not commented out: %s", l);
+            continue;
+        }
+        p++;
+        if (strncmp(p, "   Example: ", 12) == 0) p += 12, k->example = 1;
+        if (sscanf(p, "%63[a-z_]=%255s", k->name, k->value) != 2 || p[strlen(k->name)] != '=') continue;
+        snprintf(k->section, sizeof k->section, "%s", section);
+        k->line = lineno;
+        if (++sm->n == 128) fail_msg(SAMPLE ": more than 128 key lines");
+    }
+    free(copy);
+}
+
+/* The sample with its default lines uncommented (and the examples too
+ * when `examples`), into the scratch directory; its path into `out`. */
+static void sample_uncommented(const th_scratch *s, int examples, char *out, size_t cap)
+{
+    char cmd[8192], *o = NULL;
+
+    th_path(out, cap, s->base, examples ? "examples.cfg" : "defaults.cfg");
+    snprintf(cmd, sizeof cmd, "sed -E 's/^#([a-z_]+=)/\\1/%s' " SAMPLE " >'%s'",
+             examples ? "; s/^#   Example: ([a-z_]+=)/\\1/" : "", out);
+    assert_int_equal(th_run(cmd, &o), 0);
+    free(o);
+}
+
+static void the_sample_config_passes_check_config_and_changes_nothing_as_installed(void **state)
+{
+    th_scratch *s = *state;
+    run with, without;
+    char *a, *b;
+
+    check_config(s, "", "--config " SAMPLE, &with);
+    expect_passed(&with, "the sample as installed");
+    check_config(s, "", "", &without);
+    expect_passed(&without, "no config at all");
+    /* the same lines but the last, which names the file */
+    a = strstr(with.out, "tided --check-config: OK");
+    b = strstr(without.out, "tided --check-config: OK");
+    if (a - with.out != b - without.out || memcmp(with.out, without.out, (size_t)(a - with.out)) != 0)
+        fail_msg("the sample as installed changed a setting:\n%s\n--- without it:\n%s", with.out, without.out);
+    run_free(&with);
+    run_free(&without);
+}
+
+static void the_sample_names_every_file_setting_once_in_its_section_with_its_flag_and_variable(void **state)
+{
+    sample sm;
+
+    (void)state;
+    sample_read(&sm);
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const char *name = tide_config_name(id), *section = tide_config_section(id);
+        char heading[80], key[96];
+        const char *block, *end, *flag;
+        int seen = 0;
+
+        for (int i = 0; i < sm.n; i++) {
+            if (strcmp(sm.keys[i].name, name) != 0) continue;
+            seen++;
+            if (section == NULL) fail_msg(SAMPLE ":%d: %s is env-only, not a file key", sm.keys[i].line, name);
+            if (strcmp(sm.keys[i].section, section) != 0)
+                fail_msg(SAMPLE ":%d: %s is under [%s], not [%s]", sm.keys[i].line, name, sm.keys[i].section, section);
+        }
+        if (section == NULL) continue;
+        if (seen != 1) fail_msg(SAMPLE ": %s (a [%s] key) has %d entries, not one", name, section, seen);
+        /* its comment block: from "# name" to its key line */
+        snprintf(heading, sizeof heading, "\n# %s\n", name);
+        block = strstr(sm.text, heading);
+        if (block == NULL) fail_msg(SAMPLE ": no '# %s' heading before its key", name);
+        snprintf(key, sizeof key, "#%s=", name);
+        end = strstr(block, key);
+        snprintf(key, sizeof key, "#   Example: %s=", name);
+        if (end == NULL || (strstr(block, key) && strstr(block, key) < end)) end = strstr(block, key);
+        if (end == NULL) fail_msg(SAMPLE ": no key line after the heading of %s", name);
+        char *piece = strndup(block, (size_t)(end - block));
+        /* a setting without a flag says so */
+        flag = tide_config_flag(id) ? tide_config_flag(id) : "No flag";
+        if (strstr(piece, flag) == NULL || strstr(piece, tide_config_env(id)) == NULL)
+            fail_msg(SAMPLE ": the block of %s does not name '%s' and %s:%s", name, flag, tide_config_env(id),
+                     piece);
+        free(piece);
+    }
+    for (int i = 0; i < sm.n; i++) {
+        int known = 0;
+        for (int id = 0; id < TIDE_CFG_COUNT; id++) known |= strcmp(sm.keys[i].name, tide_config_name(id)) == 0;
+        if (!known) fail_msg(SAMPLE ":%d: %s is no setting", sm.keys[i].line, sm.keys[i].name);
+    }
+    free(sm.text);
+}
+
+/* Uncommented, every #key=value line gives the value tided has without
+ * it (both at node_size medium, which the preset lines show): the sample's
+ * defaults are the real ones. */
+static void the_samples_defaults_uncommented_parse_and_are_the_defaults_in_force(void **state)
+{
+    th_scratch *s = *state;
+    char cfg[2200], args[2400], mine[4500], theirs[4500], v1[4200], v2[4200];
+    run with, without;
+    sample sm;
+    int compared = 0;
+
+    sample_read(&sm);
+    sample_uncommented(s, 0, cfg, sizeof cfg);
+    snprintf(args, sizeof args, "--node-size medium --config '%s'", cfg);
+    check_config(s, "", args, &with);
+    expect_passed(&with, "the defaults uncommented");
+    check_config(s, "", "--node-size medium", &without);
+    expect_passed(&without, "no config, medium");
+    for (int i = 0; i < sm.n; i++) {
+        if (sm.keys[i].example) continue;
+        if (!setting_line(with.out, sm.keys[i].name, mine, sizeof mine)
+            || !setting_line(without.out, sm.keys[i].name, theirs, sizeof theirs))
+            fail_msg("%s is not printed", sm.keys[i].name);
+        value_of(mine, v1, sizeof v1);
+        value_of(theirs, v2, sizeof v2);
+        if (strcmp(v1, v2) != 0)
+            fail_msg(SAMPLE ":%d: %s=%s is shown as the default, but the default is %s", sm.keys[i].line,
+                     sm.keys[i].name, sm.keys[i].value, theirs);
+        if (strstr(mine, "(file ") == NULL) fail_msg("%s was not read from the file: %s", sm.keys[i].name, mine);
+        compared++;
+    }
+    if (compared < 30) fail_msg("expected 30 or more default lines in the sample, compared %d", compared);
+    run_free(&with);
+    run_free(&without);
+    free(sm.text);
+}
+
+/* The examples too; the token files' examples name files of /etc/tide
+ * that a test machine has not got, so they point at a scratch token
+ * (chmod 600, as tided demands) instead. */
+static void the_samples_examples_uncommented_parse_too(void **state)
+{
+    th_scratch *s = *state;
+    char cfg[2200], token[2200], cmd[8192], args[2400], *o = NULL;
+    run r;
+
+    sample_uncommented(s, 1, cfg, sizeof cfg);
+    th_put_file(s->base, "token", "s3cret-token\n");
+    th_path(token, sizeof token, s->base, "token");
+    assert_int_equal(chmod(token, 0600), 0);
+    snprintf(cmd, sizeof cmd, "sed -i -E 's#^(metrics_token_file|admin_token_file)=.*#\\1=%s#' '%s'", token, cfg);
+    assert_int_equal(th_run(cmd, &o), 0);
+    free(o);
+    snprintf(args, sizeof args, "--config '%s'", cfg);
+    check_config(s, "", args, &r);
+    expect_passed(&r, "the defaults and the examples uncommented");
+    expect_contains(r.out, "\nadmin_token=set(", "the admin token read from the example's file");
+    if (strstr(r.out, "s3cret") || strstr(r.err, "s3cret")) fail_msg("--check-config printed a token");
+    run_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(check_config_prints_every_setting_once_and_never_makes_the_store,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(check_config_passes_with_a_port_another_process_listens_on,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unknown_flag,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(
+            check_config_derives_the_budgets_from_the_memory_limit_and_applies_the_budget_rule,
+            th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_teardown(check_config_takes_the_cgroups_limit_and_splits_it, th_teardown),
+        cmocka_unit_test_setup_teardown(the_sample_config_passes_check_config_and_changes_nothing_as_installed,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test(the_sample_names_every_file_setting_once_in_its_section_with_its_flag_and_variable),
+        cmocka_unit_test_setup_teardown(the_samples_defaults_uncommented_parse_and_are_the_defaults_in_force,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(the_samples_examples_uncommented_parse_too, th_scratch_setup,
+                                        th_scratch_teardown),
+    };
+    return th_run_group("check_config", tests, NULL, NULL, th_teardown);
+}
