@@ -450,6 +450,10 @@ PUBLIC_HEADERS := include/tide/store.h include/tide/error.h include/tide/version
 UNIT_FILE   := contrib/systemd/tided.service
 SAMPLE_CFG  := contrib/tide.cfg
 PC_FILE     := $(BUILD)/tide.pc
+# The unit names the Debian paths (/usr/sbin/tided, /etc/tide/...); an
+# install elsewhere gets its own sbindir and sysconfdir in them (Debian's
+# are the same paths, so its unit is installed unchanged).
+UNIT_SED    := -e 's|/usr/sbin/tided|$(sbindir)/tided|g' -e 's|/etc/tide/|$(sysconfdir)/tide/|g'
 D := $(DESTDIR)
 
 .PHONY: install uninstall
@@ -478,8 +482,10 @@ install: all $(PC_FILE)
 	$(INSTALL) -m 644 $(MANDIR_BUILD)/tide.1 $(D)$(mandir)/man1/tide.1
 	$(INSTALL) -m 644 $(MANDIR_BUILD)/tided.8 $(D)$(mandir)/man8/tided.8
 	@if [ -f $(UNIT_FILE) ]; then \
-	    echo "$(INSTALL) -D -m 644 $(UNIT_FILE) $(D)$(unitdir)/tided.service"; \
-	    $(INSTALL) -D -m 644 $(UNIT_FILE) $(D)$(unitdir)/tided.service; \
+	    echo "sed $(UNIT_SED) $(UNIT_FILE) > $(BUILD)/tided.service"; \
+	    sed $(UNIT_SED) $(UNIT_FILE) > $(BUILD)/tided.service && \
+	    echo "$(INSTALL) -D -m 644 $(BUILD)/tided.service $(D)$(unitdir)/tided.service" && \
+	    $(INSTALL) -D -m 644 $(BUILD)/tided.service $(D)$(unitdir)/tided.service; \
 	else echo "install: no $(UNIT_FILE) in this tree; not installed"; fi
 	@if [ ! -f $(SAMPLE_CFG) ]; then \
 	    echo "install: no $(SAMPLE_CFG) in this tree; not installed"; \
