@@ -883,6 +883,15 @@ void th_log_discard_sink(void *arg, int level, const char *line)
     (void)arg, (void)level, (void)line;
 }
 
+const char *th_fake_getenv(void *arg, const char *name)
+{
+    const char *const *env = arg;
+    size_t n = strlen(name);
+    for (; env && *env; env++)
+        if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return *env + n + 1;
+    return NULL;
+}
+
 /* ---- failures found by other threads ---- */
 
 void th_failures_init(th_failures *f)

@@ -325,6 +325,10 @@ typedef struct th_log_capture {
 void th_log_capture_sink(void *arg, int level, const char *line);
 /* A tide_log sink that throws every line away. */
 void th_log_discard_sink(void *arg, int level, const char *line);
+/* A fake environment for tide_config_apply_env's getter: `arg` is a
+ * NULL-terminated array of "NAME=value" strings; the value of `name`, or
+ * NULL when it is not there. */
+const char *th_fake_getenv(void *arg, const char *name);
 
 /* ---- failures found by other threads ----
  *

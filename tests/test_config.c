@@ -67,16 +67,6 @@ static void write_cfg(const fx *f, const char *text)
         fail_msg("writing %s: expected success, got an error", f->path);
 }
 
-/* A fake environment: NULL-terminated "NAME=value" strings. */
-static const char *fake_getenv(void *arg, const char *name)
-{
-    const char *const *env = arg;
-    size_t n = strlen(name);
-    for (; env && *env; env++)
-        if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return *env + n + 1;
-    return NULL;
-}
-
 /* defaults + file (when text is not NULL) + env + flags + finish. */
 static int load_all(const fx *f, tide_config *c, const char *text, const char *const *env,
                     int argc, char **argv)
@@ -88,7 +78,7 @@ static int load_all(const fx *f, tide_config *c, const char *text, const char *c
         rc = tide_config_load_file(c, f->path);
         if (rc) return rc;
     }
-    rc = tide_config_apply_env(c, fake_getenv, (void *)env);
+    rc = tide_config_apply_env(c, th_fake_getenv, (void *)env);
     if (rc) return rc;
     if (argc > 0) {
         rc = tide_config_apply_args(c, argc, argv);
@@ -1391,7 +1381,7 @@ static int load_cg(tide_config *c, const char *root, const char *const *env, int
     memset(cap, 0, sizeof *cap);
     tide_log_set_sink(th_log_capture_sink, cap);
     tide_config_defaults(c);
-    rc = tide_config_apply_env(c, fake_getenv, (void *)env);
+    rc = tide_config_apply_env(c, th_fake_getenv, (void *)env);
     if (rc == 0 && argc > 0) rc = tide_config_apply_args(c, argc, argv);
     if (rc == 0) rc = tide_config_apply_cgroup(c, root);
     if (rc == 0) rc = tide_config_finish(c);

@@ -3537,6 +3537,9 @@ static void under_systemd_ready_comes_when_healthz_answers_then_reloading_and_st
     if (healthz_once(&t) != 200)
         fail_msg("after READY=1, /healthz should answer 200 at the first try. Its log:\n%s", log_tail(&t));
     expect_contains(got, "STATUS=ready: serving on 127.0.0.1:", "READY's STATUS line");
+    /* The open asked for more time before it was ready. */
+    expect_contains(n.all, "EXTEND_TIMEOUT_USEC=20000000\nSTATUS=opening the store\n--\n",
+                    "EXTEND_TIMEOUT_USEC while the store opened");
     expect_contains(got, t.data, "the STATUS names the store");
     kill(t.pid, SIGHUP);
     if (!notify_wait(&n, &t, "RELOADING=1", STOP_MS, got, sizeof got))
@@ -3553,6 +3556,10 @@ static void under_systemd_ready_comes_when_healthz_answers_then_reloading_and_st
     kill(t.pid, SIGTERM);
     if (!notify_wait(&n, &t, "STOPPING=1", STOP_MS, NULL, 0))
         fail_msg("SIGTERM should send STOPPING=1; it sent:\n%s", n.all);
+    if (!notify_wait(&n, &t, "STATUS=stopping: the final commit", STOP_MS, NULL, 0))
+        fail_msg("the final commit should extend the stop timeout; tided sent:\n%s", n.all);
+    expect_contains(n.all, "EXTEND_TIMEOUT_USEC=20000000\nSTATUS=stopping: the final commit\n--\n",
+                    "EXTEND_TIMEOUT_USEC during the final commit, without WATCHDOG=1");
     if (!wait_exit(&t, STOP_MS) || !WIFEXITED(t.status) || WEXITSTATUS(t.status) != 0)
         fail_msg("tided should exit 0 after SIGTERM. Its log:\n%s", log_tail(&t));
     notify_close(&n);

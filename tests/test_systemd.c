@@ -72,19 +72,10 @@ static void put(const char *path, const char *text, mode_t mode)
 }
 
 /* Defaults, then the environment `env` (NULL-terminated NAME=VALUE). */
-static const char *fake_getenv(void *arg, const char *name)
-{
-    const char *const *env = arg;
-    size_t n = strlen(name);
-    for (; env && *env; env++)
-        if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') return *env + n + 1;
-    return NULL;
-}
-
 static void config_with(tide_config *c, const char *const *env)
 {
     tide_config_defaults(c);
-    expect_ok(tide_config_apply_env(c, fake_getenv, (void *)env), "the environment");
+    expect_ok(tide_config_apply_env(c, th_fake_getenv, (void *)env), "the environment");
 }
 
 static void source_is(const tide_config *c, int id, const char *want, const char *what)

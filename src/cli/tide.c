@@ -228,31 +228,20 @@ static int cmd_help(int argc, char **argv)
 
 /* ---- main ---- */
 
-/* The level from TIDE_LOG_LEVEL, warn when unset or wrong (said so). */
-static int env_log_level(void)
+/* The log setting in variable `var` read by `parse` (tide_log_level_parse,
+ * tide_log_format_parse); `dflt` when unset, or when wrong (said so, with
+ * the words it takes and the default's name). */
+static int env_log_setting(const char *var, int (*parse)(const char *), int dflt, const char *words,
+                           const char *dflt_name)
 {
-    const char *env = getenv("TIDE_LOG_LEVEL");
-    int l;
+    const char *env = getenv(var);
+    int v;
 
-    if (env == NULL || *env == '\0') return TIDE_LOG_WARN;
-    l = tide_log_level_parse(env);
-    if (l >= 0) return l;
-    fprintf(stderr, "tide: TIDE_LOG_LEVEL='%s' is not debug, info, warn, error or off; "
-                    "using warn\n", env);
-    return TIDE_LOG_WARN;
-}
-
-/* The format from TIDE_LOG_FORMAT, text when unset or wrong (said so). */
-static int env_log_format(void)
-{
-    const char *env = getenv("TIDE_LOG_FORMAT");
-    int f;
-
-    if (env == NULL || *env == '\0') return TIDE_LOG_FORMAT_TEXT;
-    f = tide_log_format_parse(env);
-    if (f >= 0) return f;
-    fprintf(stderr, "tide: TIDE_LOG_FORMAT='%s' is not text or json; using text\n", env);
-    return TIDE_LOG_FORMAT_TEXT;
+    if (env == NULL || *env == '\0') return dflt;
+    v = parse(env);
+    if (v >= 0) return v;
+    fprintf(stderr, "tide: %s='%s' is not %s; using %s\n", var, env, words, dflt_name);
+    return dflt;
 }
 
 /* The options before the verb. Returns 0 to go on, or 1 with *status set
@@ -304,7 +293,11 @@ int main(int argc, char **argv)
 {
     const cli_verb *v;
     char names[256];
-    int level = env_log_level(), format = env_log_format(), status;
+    int level = env_log_setting("TIDE_LOG_LEVEL", tide_log_level_parse, TIDE_LOG_WARN,
+                                "debug, info, warn, error or off", "warn");
+    int format = env_log_setting("TIDE_LOG_FORMAT", tide_log_format_parse, TIDE_LOG_FORMAT_TEXT, "text or json",
+                                 "text");
+    int status;
 
     if (global_options(argc, argv, &level, &format, &status)) return status;
     tide_log_set_level(level);
