@@ -4,7 +4,10 @@
  * as a checklist.
  *
  * The log answers, in this order: what runs with which settings and where
- * each came from; which allocator serves malloc and how it is tuned; which
+ * each came from (one line per group of settings, "settings [http]: ...",
+ * each within SETTINGS_LINE_BUDGET so that the log's cap never cuts one; a
+ * group that does not fit goes on in a "(continued)" line, and a value too
+ * long for any line shows its first 64 bytes and its length); which allocator serves malloc and how it is tuned; which
  * key-file block size the store really has; and what is left unbounded.
  * Every warning names the setting or the command that would silence it.
  *

@@ -29,7 +29,10 @@ int tide_startup_apply_malloc(const tide_config *c);
 
 /*
  * Log, at info level unless said otherwise:
- *   "settings: node_size=medium(file tide.cfg:2) ..." (tide_config_describe);
+ *   "settings [node]: node_size=medium(file tide.cfg:2) ...", one line per
+ *     group (tide_config_group; tide_config_describe_setting for each),
+ *     a group too long for one line continued in the next, none cut at
+ *     the log's cap;
  *   "allocator: glibc 2.36 (linked) options: ..." and for jemalloc
  *     "... background_thread=true, dirty_decay_ms=10000, muzzy_decay_ms=0",
  *     with a warning when its background thread is off;
