@@ -39,6 +39,10 @@
 #include "util/assert.h"
 #include "util/hist.h"
 
+#ifndef TIDE_REVISION
+#define TIDE_REVISION "unknown"
+#endif
+
 struct tide_metrics_writer {
     char  *buf;
     size_t len, cap;
@@ -155,11 +159,19 @@ static void histogram_labelled(tide_metrics_writer *w, const char *name, const c
 
 /* ---- the groups ----------------------------------------------------------- */
 
+/* The build's identity: the version, the source revision it was built from
+ * (the Makefile's -DTIDE_REVISION: the git short hash or REVISION=), and
+ * the allocator detected once at startup (what serves malloc: "glibc",
+ * "jemalloc", "sanitizer", ...), so a dashboard can join any series to
+ * the build that produced it. */
 static void write_build(tide_metrics_writer *w, const tide_metrics_opts *o)
 {
-    const char *lab[2] = { "version", o->version ? o->version : TIDE_VERSION };
-    tide_metrics_family(w, "tide_build_info", "gauge", "Tide's version; always 1.");
-    tide_metrics_sample(w, "tide_build_info", lab, 1, 1);
+    const char *lab[6] = { "version", o->version ? o->version : TIDE_VERSION, "revision", TIDE_REVISION,
+                           "allocator", tide_mem_alloc_family_name(tide_mem_alloc_family()) };
+    tide_metrics_family(w, "tide_build_info", "gauge",
+                        "The build: its version, the source revision it was built from and the allocator "
+                        "serving malloc; always 1.");
+    tide_metrics_sample(w, "tide_build_info", lab, 3, 1);
 }
 
 static void write_consumers(tide_metrics_writer *w)

@@ -81,6 +81,7 @@
 
 #include "mem/account.h"
 #include "tide/error.h"
+#include "util/clock.h"
 
 typedef struct api_handler {
     h2o_handler_t super;
@@ -99,6 +100,7 @@ static void guard_dispose(void *p)
     tided_guard *g = p;
 
     g->loop->inflight--;
+    tided_reqstats_done(g->loop, g->req, g->start_ns);
     if (g->body) atomic_fetch_sub(&g->loop->srv->body_in_handlers, g->body);
     tided_conn_request_end(g->conn);
     if (g->job) {
@@ -117,6 +119,8 @@ static tided_guard *guard_new(h2o_req_t *req, tided_head *head, int *head_rc)
 
     memset(g, 0, sizeof *g);
     g->loop = l;
+    g->req = req;
+    g->start_ns = tide_clock_mono_ns();
     l->inflight++;
     *head_rc = tided_conn_request_begin(req, &g->conn, head);
     if (req->entity.base != NULL && req->entity.len > 0) {
@@ -342,4 +346,5 @@ void tided_api_register(tided_server *srv, h2o_hostconf_t *hostconf)
     h->srv = srv;
     f->super.on_setup_ostream = on_setup_error_ostream;
     f->srv = srv;
+    tided_reqstats_register(hostconf);
 }

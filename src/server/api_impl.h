@@ -27,6 +27,8 @@ struct tided_guard {
     tide_cache_obj *obj;      /* a GET's value, released at dispose */
     tided_job      *job;      /* a job at a worker, or NULL */
     int64_t         account;  /* bytes added to TIDE_MEM_HTTP */
+    h2o_req_t      *req;      /* counted in reqstats.c at dispose */
+    uint64_t        start_ns; /* tide_clock_mono_ns when the handler took it */
 };
 typedef struct tided_guard tided_guard;
 

@@ -53,6 +53,7 @@ static void http_families(void *arg, struct tide_metrics_writer *w)
     tide_metrics_family(w, "tide_http_scrapes_total", "counter", "GET /metrics requests answered with a page.");
     tide_metrics_sample(w, "tide_http_scrapes_total", NULL, 0, (double)j);
     tided_conn_families(srv, w);
+    tided_reqstats_families(srv, w);   /* out of memory: the families are left out */
 }
 
 int tided_metrics_render(tided_server *srv, char **out, size_t *len)

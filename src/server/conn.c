@@ -344,6 +344,7 @@ static int conn_refuse(tided_conn *c, int status, const char *reason, const char
     if (send(fd, msg, (size_t)mlen, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN)
         tide_log(TIDE_LOG_DEBUG, "refusing a connection: send: %s", strerror(errno));
     shutdown(fd, SHUT_WR);
+    tided_reqstats_raw(c->loop, sock->input->bytes, sock->input->size, status, (uint64_t)blen);
     /* h2o kept copies of what it parsed in the request's pool, never
      * pointers into the buffer it will not read again. */
     if (sock->input->bytes != NULL) {

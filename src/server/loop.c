@@ -199,6 +199,7 @@ int tided_loops_init(tided_server *srv)
         tided_loop *l = &srv->loops[i];
         l->srv = srv;
         l->index = i;
+        if (tided_reqstats_alloc(l)) { rc = TIDE_ENOMEM; goto out; }
         l->listen_fd = i == 0 ? srv->listen_fd : fcntl(srv->listen_fd, F_DUPFD_CLOEXEC, 0);
         if (l->listen_fd < 0) {
             rc = tide_err_set(TIDE_EIO, "dup of the listening socket: %s", strerror(errno));

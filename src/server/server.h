@@ -197,6 +197,8 @@ struct tided_loop {
     unsigned       reserve_used;     /* conn.c: open connections accepted while
                                         CRITICAL (TIDED_CRITICAL_RESERVE) */
     unsigned       draining;         /* conn.c: refused connections not closed yet */
+    struct tided_reqstats *stats;    /* reqstats.c: this loop's request metrics
+                                        (its own cache lines; NULL: not counted) */
 };
 
 enum { TIDED_RUNNING = 0, TIDED_DRAINING = 1, TIDED_HURRY = 2 };
@@ -376,6 +378,49 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w);
  * below for writes to resume (HIGH's leave mark). Returns the level. Any
  * thread; one lock of the node's governor. */
 int  tided_overload_detail(tided_server *srv, char *buf, size_t cap);
+
+/* ---- reqstats.c: request metrics (per loop, summed at scrape) ---------- */
+
+enum { TIDED_ROUTE_OBJECT, TIDED_ROUTE_HEALTHZ, TIDED_ROUTE_METRICS, TIDED_ROUTE_STATUS, TIDED_ROUTE_ADMIN,
+       TIDED_ROUTE_OTHER, TIDED_ROUTES };
+#define TIDED_METHODS     10     /* GET HEAD PUT POST DELETE OPTIONS PATCH CONNECT TRACE, other */
+#define TIDED_CODES       600    /* slot = status 100..599; slot 0: none sent */
+#define TIDED_LAT_BUCKETS 16
+
+/* The duration histogram's upper bounds in seconds (50 us .. 10 s; the
+ * reasons are in reqstats.c's essay); +Inf follows. */
+extern const double TIDED_LAT_BOUNDS_S[TIDED_LAT_BUCKETS];
+
+/* One loop's figures. Written by the loop's thread only; read by a scrape
+ * with relaxed loads. Buckets are not cumulative here. */
+typedef struct tided_reqstats {
+    uint64_t requests[TIDED_METHODS][TIDED_CODES];
+    uint64_t bucket[TIDED_ROUTES][TIDED_LAT_BUCKETS + 1];
+    uint64_t sum_ns[TIDED_ROUTES];
+    uint64_t bytes_in, bytes_out;     /* request and response bodies */
+} tided_reqstats;
+
+/* Give `l` its figures, zeroed, on cache lines of their own. 0 or -1 (out
+ * of memory). Before the loop runs; freed never (the process's life). */
+int  tided_reqstats_alloc(tided_loop *l);
+/* The method's slot (TIDED_METHODS - 1, "other", for anything not listed)
+ * and the route of a raw request path (the query ignored). Pure. */
+int  tided_reqstats_method(const char *m, size_t n);
+int  tided_reqstats_route(const char *path, size_t n);
+/* Count `req` (its method, status, entity and bytes_sent) on loop `l`,
+ * and its duration since `start_ns` (tide_clock_mono_ns) unless that is 0.
+ * When h2o disposes the request. Loop thread; a few stores, no atomics. */
+void tided_reqstats_done(tided_loop *l, h2o_req_t *req, uint64_t start_ns);
+/* Count an answer conn.c wrote itself: the method from the head's first
+ * `len` bytes at `head` (may be NULL), `status`, `body_out` bytes sent. */
+void tided_reqstats_raw(tided_loop *l, const char *head, size_t len, int status, uint64_t body_out);
+/* Count h2o's own answers (no handler ran) on `hostconf`'s fallback path. */
+void tided_reqstats_register(h2o_hostconf_t *hostconf);
+/* The tide_http_requests_total, _request_duration_seconds and the byte
+ * families, every loop summed. Any thread. 0, or -1 when out of memory
+ * (nothing written). Cost: one pass over every loop's ~50 KiB. */
+struct tide_metrics_writer;
+int  tided_reqstats_families(tided_server *srv, struct tide_metrics_writer *w);
 
 /* ---- api.c, api_metrics.c (tided_metrics_render) ----------------------- */
 
