@@ -305,8 +305,9 @@ $(LIBTIDE): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 # lib/libtide.so.X.Y.Z: the same objects as one shared library for
-# programs outside the tree (pkg-config tide). It exports the tide_*
-# symbols only (scripts/libtide.map; ti_* and the rest stay inside), and
+# programs outside the tree (pkg-config tide). It exports the functions
+# include/tide/*.h declares only (scripts/libtide.map lists them; the
+# parts' other tide_*, the ti_* and the rest stay inside), and
 # records every library it uses (--no-undefined, so a missing one fails
 # here, not in the program that loads it). Relocations are read-only and
 # resolved at load (-z relro -z now), as in the programs. The programs
