@@ -466,6 +466,58 @@ static void tided_with_log_format_json_reports_a_bad_setting_as_a_json_error_and
     if (th_exists(s->dir)) fail_msg("a tided refused at its settings made %s", s->dir);
 }
 
+/* Every line of `text` begins with `prefix`; returns how many lines. */
+static int expect_every_line_begins(const char *text, const char *prefix, const char *what)
+{
+    int n = 0;
+
+    for (const char *p = text; *p; n++) {
+        const char *nl = strchr(p, '\n');
+        if (strncmp(p, prefix, strlen(prefix)) != 0)
+            fail_msg("%s: line %d does not begin with %s: %.300s", what, n + 1, prefix, p);
+        if (nl == NULL) break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* Under systemd (JOURNAL_STREAM naming tided's stderr) the error that
+ * stops tided at its settings is filed at "err": every line of it, the
+ * "Run 'tided --help'" hint and --check-config's verdict included, begins
+ * with the journal's <3>, in text as in json. */
+static void tided_under_the_journal_reports_a_bad_setting_at_priority_err(void **state)
+{
+    static const char *const modes[] = { "", "--check-config", "--log-format json" };
+    th_scratch *s = *state;
+    char cmd[8192], err[2200], *out = NULL, *text;
+    struct stat st;
+    int fd;
+
+    th_path(err, sizeof err, s->base, "stderr.txt");
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        close(fd);
+        snprintf(cmd, sizeof cmd, "JOURNAL_STREAM=%llu:%llu '%s/tided' %s --data-dir '%s' --sweep-interval 9 "
+                 "2>>'%s'; echo $?", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, th_bin_dir(),
+                 modes[m], s->dir, err);
+        assert_int_equal(th_run(cmd, &out), 0);
+        expect_str(out, "2\n", "tided's exit status");
+        free(out);
+        text = th_slurp(err);
+        expect_contains(text, "--sweep-interval=9: 9 is outside 10..600", "the error");
+        if (m == 0) expect_contains(text, "<3>tided: --sweep-interval=9", "the error in text");
+        if (m == 0) expect_contains(text, "<3>Run 'tided --help' for the options.\n", "the hint");
+        if (m == 1) expect_contains(text, "<3>tided: --check-config: the settings are not valid", "the verdict");
+        if (m == 2) expect_contains(text, "<3>{", "the error in json");
+        if (expect_every_line_begins(text, "<3>", modes[m]) < (m == 2 ? 1 : 2))
+            fail_msg("%s: expected the error and its hint or verdict, got: %s", modes[m], text);
+        free(text);
+        if (th_exists(s->dir)) fail_msg("a tided refused at its settings made %s", s->dir);
+    }
+}
+
 /* tide takes --log-format and TIDE_LOG_FORMAT as tided does; a bad one is
  * a usage error (exit 2) for the option and a warning for the variable. */
 static void tide_refuses_a_log_format_it_does_not_know(void **state)
@@ -609,6 +661,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(tided_with_log_format_json_writes_only_json_lines_from_start_to_shutdown,
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(tided_with_log_format_json_reports_a_bad_setting_as_a_json_error_and_exits_2,
+                                        th_scratch_setup, scratch_reset),
+        cmocka_unit_test_setup_teardown(tided_under_the_journal_reports_a_bad_setting_at_priority_err,
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_teardown(tide_refuses_a_log_format_it_does_not_know, th_teardown),
         cmocka_unit_test_setup_teardown(the_settings_are_one_line_per_group_none_cut_each_setting_once,
