@@ -530,12 +530,54 @@ static void tide_refuses_a_log_format_it_does_not_know(void **state)
     assert_int_equal(rc, 2);
     expect_contains(out, "--log-format 'xml' is not text or json", "the option's error");
     free(out);
-    snprintf(cmd, sizeof cmd, "TIDE_LOG_FORMAT=yaml '%s/tide' --log-format json help >/dev/null 2>&1; echo $?; "
+    /* the option overrides the variable, which is then not read: no warning */
+    snprintf(cmd, sizeof cmd, "TIDE_LOG_FORMAT=yaml TIDE_LOG_LEVEL=loud '%s/tide' --log-format json "
+             "--log-level info help 2>&1 >/dev/null; echo $?; "
              "TIDE_LOG_FORMAT=yaml '%s/tide' help 2>&1 >/dev/null", th_bin_dir(), th_bin_dir());
     rc = th_run(cmd, &out);
     assert_int_equal(rc, 0);
+    if (strncmp(out, "0\n", 2) != 0) fail_msg("expected no warning when the options override, got: %s", out);
     expect_contains(out, "0\ntide: TIDE_LOG_FORMAT='yaml' is not text or json; using text", "the variable's warning");
     free(out);
+}
+
+/* tide run by a systemd unit (a timer's `tide verify`): its errors and
+ * warnings carry the journal's prefix on every line, so that journald
+ * files them at err and warning, not at info. */
+static void tide_under_the_journal_prefixes_its_errors(void **state)
+{
+    static const struct { const char *args, *want; } cases[] = {
+        { "--log-format xml help", "<3>tide: --log-format 'xml' is not text or json\n<3>Try 'tide --help'.\n" },
+        { "nosuchverb", "<3>tide: 'nosuchverb' is not a verb (" },
+        { "info", "<3>tide info: " },                                 /* cli_usage: no path */
+        { "info /nonexistent/tide-store", "<3>tide info: " },         /* cli_fail */
+    };
+    th_scratch *s = *state;
+    char cmd[8192], err[2200], *out = NULL, *text;
+    struct stat st;
+    int fd;
+
+    th_path(err, sizeof err, s->base, "stderr.txt");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        close(fd);
+        snprintf(cmd, sizeof cmd, "JOURNAL_STREAM=%llu:%llu TIDE_LOG_LEVEL=bad '%s/tide' %s >/dev/null 2>>'%s'; echo $?",
+                 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, th_bin_dir(), cases[i].args, err);
+        assert_int_equal(th_run(cmd, &out), 0);
+        if (atoi(out) == 0) fail_msg("tide %s: expected a failure", cases[i].args);
+        free(out);
+        text = th_slurp(err);
+        expect_contains(text, cases[i].want, cases[i].args);
+        if (i > 0) expect_contains(text, "<4>tide: TIDE_LOG_LEVEL='bad' is not", "the variable's warning");
+        for (const char *p = text; *p; p = strchr(p, '\n') + 1) {
+            if (p[0] != '<' || (p[1] != '3' && p[1] != '4') || p[2] != '>')
+                fail_msg("tide %s: a line without the journal's prefix: %s", cases[i].args, text);
+            if (strchr(p, '\n') == NULL) break;
+        }
+        free(text);
+    }
 }
 
 /* ---- the settings lines ---------------------------------------------------------- */
@@ -665,6 +707,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(tided_under_the_journal_reports_a_bad_setting_at_priority_err,
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_teardown(tide_refuses_a_log_format_it_does_not_know, th_teardown),
+        cmocka_unit_test_setup_teardown(tide_under_the_journal_prefixes_its_errors, th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(the_settings_are_one_line_per_group_none_cut_each_setting_once,
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(a_group_too_long_for_one_line_goes_on_in_the_next_and_nothing_is_cut,

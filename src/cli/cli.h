@@ -101,6 +101,14 @@ int cli_parse(const cli_verb *v, int argc, char **argv, void *opts, cli_args *a,
  * Returns 0, or -1 when there is no such verb. */
 int cli_help(const char *verb, FILE *f);
 
+/* The formatted text on stderr, each of its lines ended by a newline and
+ * begun with tide_log_prefix(level) (util/log.h): when stderr is the
+ * journal (a systemd unit running `tide verify`), "<3>" files an error at
+ * err. cli_fail, cli_usage, cli_error and tide.c's own errors go through
+ * it. At most
+ * 4095 bytes; no allocation. */
+void cli_say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* "tide VERB: <tide_strerror(rc)>: <tide_last_error()>" (the last part
  * omitted when empty). Returns CLI_FAIL, or CLI_USAGE for TIDE_EINVAL and
  * TIDE_EKEYSIZE. */

@@ -58,8 +58,8 @@ int cli_progress_option(int *mode, int id)
 static void log_sink(void *arg, int level, const char *line)
 {
     cli_progress *p = arg;
-    (void)level;
     if (p->drawn) fputs("\r\033[K", stderr);
+    fputs(tide_log_prefix(level), stderr);     /* the journal's, as the stderr sink writes it */
     fputs(line, stderr);
     fputc('\n', stderr);
     fflush(stderr);

@@ -339,11 +339,11 @@ static void early_log_format(int argc, char **argv)
 
 /* A line of a startup error on stderr as text: "tided: MESSAGE", each
  * line of it behind the journal's error prefix "<3>" when stderr is the
- * journal (tide_log_journal), so that journald files all of it at "err"
+ * journal (tide_log_prefix), so that journald files all of it at "err"
  * (`journalctl -p err` shows why the unit failed), not at "info". */
 static void report_text(const char *head, const char *msg)
 {
-    const char *prefix = tide_log_journal() ? "<3>" : "";
+    const char *prefix = tide_log_prefix(TIDE_LOG_ERROR);
 
     for (;;) {
         const char *nl = strchr(msg, '\n');
