@@ -281,11 +281,15 @@ void tide_startup_log(const tide_config *c)
                  "ever deleted; set --online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete (N objects "
                  "per generation, or manual)");
     if (c->metrics_token[0] == '\0' && !c->metrics_public)
-        tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: set TIDE_METRICS_TOKEN (then send "
-                 "Authorization: Bearer <token>) or TIDE_METRICS_PUBLIC=1");
+        tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: give a token (then send "
+                 "Authorization: Bearer <token>) by a file, [http] metrics_token_file / "
+                 "TIDE_METRICS_TOKEN_FILE (mode 600), by systemd's LoadCredential=metrics_token:FILE, or "
+                 "by TIDE_METRICS_TOKEN; or set TIDE_METRICS_PUBLIC=1");
     if (c->admin_token[0] == '\0')
-        tide_log(TIDE_LOG_INFO, "admin endpoints are off (403): set TIDE_ADMIN_TOKEN to enable every "
-                 "/v1/admin endpoint (sweep, rotate, keep, can_delete, heap)");
+        tide_log(TIDE_LOG_INFO, "admin endpoints are off (403): to enable every /v1/admin endpoint (sweep, "
+                 "rotate, keep, can_delete, heap) give a token by a file, [http] admin_token_file / "
+                 "TIDE_ADMIN_TOKEN_FILE (mode 600), by systemd's LoadCredential=admin_token:FILE, or by "
+                 "TIDE_ADMIN_TOKEN");
 }
 
 void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
