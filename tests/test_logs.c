@@ -682,6 +682,88 @@ static void a_group_too_long_for_one_line_goes_on_in_the_next_and_nothing_is_cut
     }
 }
 
+/* The json settings lines of `l` (raw lines): each within the cap as
+ * written, one object whose message does not end in "..."; their messages
+ * (" " + message, so that expect_settings_lines finds " settings [")
+ * into `m`. */
+static void json_settings_messages(const lines *l, lines *m)
+{
+    for (int i = 0; i < l->n; i++) {
+        const char *t = l->text[i], *msg;
+        json_t *j;
+        char *one;
+
+        if (strstr(t, "\"message\":\"settings [") == NULL) continue;
+        if (strlen(t) > TIDE_LOG_LINE_MAX - 1) fail_msg("a json settings line of %zu bytes", strlen(t));
+        j = expect_json_line(t, "info", "a json settings line");
+        msg = json_string_value(json_object_get(j, "message"));
+        if (strlen(msg) >= 3 && strcmp(msg + strlen(msg) - 3, "...") == 0)
+            fail_msg("a json settings line was cut: %.300s", t);
+        one = malloc(strlen(msg) + 2);
+        assert_non_null(one);
+        sprintf(one, " %s", msg);
+        m->level[m->n] = l->level[i];
+        m->text[m->n++] = one;
+        json_decref(j);
+    }
+}
+
+/* In json the budget counts the escaped bytes: a data_dir of quotes (2
+ * bytes each written) or of bytes that are not UTF-8 (5 each, "\\xff")
+ * that fits raw but not escaped goes on in a continued line, or shows its
+ * first 64 bytes and length, and no line is cut (before: a 1608-byte
+ * data_dir of '"' gave a 2046-byte line that lost its value's end and
+ * source). */
+static void json_settings_lines_count_escapes_and_none_is_cut(void **state)
+{
+    static const struct { char fill; size_t size; int whole; } cases[] = {
+        { '"', 800, 1 }, { '\\', 820, 1 }, { '\xff', 320, 1 }, { '\x01', 270, 1 },
+        { '"', 1608, 0 }, { '\xff', 1000, 0 }, { '\x01', 1500, 0 },
+    };
+    th_scratch *s = *state;
+    static tide_config c;
+    static char dir[2100];
+
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lines l = { 0 }, m = { 0 };
+        size_t base = strlen(s->base) + 1;
+        char want[80];
+        int found = 0;
+
+        memcpy(dir, s->base, base - 1);
+        dir[base - 1] = '/';
+        memset(dir + base, cases[k].fill, cases[k].size - base);
+        dir[cases[k].size] = '\0';
+        load_for_log(&c, dir);
+        tide_log_set_format(TIDE_LOG_FORMAT_JSON);
+        tide_log_set_sink(lines_sink, &l);
+        tide_startup_log(&c);
+        tide_log_set_sink(NULL, NULL);
+        tide_log_set_format(TIDE_LOG_FORMAT_TEXT);
+        json_settings_messages(&l, &m);
+        if (expect_settings_lines(&m) < TIDE_CFG_GROUP_COUNT)
+            fail_msg("case %zu: fewer settings lines than groups", k);
+        snprintf(want, sizeof want, "...(%zu bytes)(flag --data-dir)", cases[k].size);
+        for (int i = 0; i < m.n; i++) {
+            if (cases[k].whole && cases[k].fill != '\xff') {
+                char *at = strstr(m.text[i], " data_dir=");
+                found += at && strncmp(at + 10, dir, cases[k].size) == 0
+                         && strncmp(at + 10 + cases[k].size, "(flag --data-dir)", 17) == 0;
+            } else if (cases[k].whole) {
+                found += strstr(m.text[i], " data_dir=") && th_count(m.text[i], "\\xff") == cases[k].size - base
+                         && strstr(m.text[i], "(flag --data-dir)");
+            } else {
+                found += strstr(m.text[i], want) != NULL;
+            }
+        }
+        if (found != 1)
+            fail_msg("case %zu (%zu bytes of 0x%02x): expected data_dir %s once", k, cases[k].size,
+                     (unsigned char)cases[k].fill, cases[k].whole ? "whole with its source" : want);
+        lines_free(&l);
+        lines_free(&m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -710,6 +792,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(tide_under_the_journal_prefixes_its_errors, th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(the_settings_are_one_line_per_group_none_cut_each_setting_once,
                                         th_scratch_setup, scratch_reset),
+        cmocka_unit_test_setup_teardown(json_settings_lines_count_escapes_and_none_is_cut, th_scratch_setup,
+                                        scratch_reset),
         cmocka_unit_test_setup_teardown(a_group_too_long_for_one_line_goes_on_in_the_next_and_nothing_is_cut,
                                         th_scratch_setup, scratch_reset),
     };
