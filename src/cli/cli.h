@@ -229,6 +229,20 @@ void cli_progress_draw(cli_progress *p, const char *what, uint64_t done, uint64_
  * line), nothing otherwise. Call before printing anything else. */
 void cli_progress_end(cli_progress *p);
 
+/* A new measure begins on the line (verify's bytes of nudb.dat after its
+ * buckets of nudb.key): the rate's clock starts again at `now_us`
+ * (tide_clock_mono_us), so that the rate is of this measure's own time,
+ * not of the steps before it (invariant 4). */
+void cli_progress_restart(cli_progress *p, uint64_t now_us);
+
+/* The line cli_progress_draw writes between "\r" and "\033[K", for
+ * done/total at `now_us`, into `out` (cap bytes, NUL-terminated, cut when
+ * short): "tide VERB: WHAT  P%  DONE of TOTAL[ UNIT][  RATE/s]", the rate
+ * (bytes only) from RATE_AFTER_US after the measure's start on. Pure; a
+ * test passes its own clock. */
+void cli_progress_format(const cli_progress *p, const char *what, uint64_t done, uint64_t total,
+                         const char *unit, uint64_t now_us, char *out, size_t cap);
+
 /* ---- a directory with generations (issue 12; cli_store.c) ---- */
 
 struct tide_gen_manifest;
