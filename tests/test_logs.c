@@ -466,6 +466,30 @@ static void tided_with_log_format_json_reports_a_bad_setting_as_a_json_error_and
     if (th_exists(s->dir)) fail_msg("a tided refused at its settings made %s", s->dir);
 }
 
+/* `command` run by the shell with its stderr appended to an empty file
+ * of `dir` and JOURNAL_STREAM naming that file (DEV:INODE), as systemd
+ * sets it for a stderr that is the journal. Returns its exit status;
+ * *err_text gets its stderr (the caller frees it). */
+static int run_under_journal(const char *dir, const char *command, char **err_text)
+{
+    char path[2200], cmd[8192], *out = NULL;
+    struct stat st;
+    int fd, status;
+
+    th_path(path, sizeof path, dir, "stderr.txt");
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &st), 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "JOURNAL_STREAM=%llu:%llu %s 2>>'%s'; echo $?", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino, command, path);
+    assert_int_equal(th_run(cmd, &out), 0);
+    status = atoi(out);
+    free(out);
+    *err_text = th_slurp(path);
+    return status;
+}
+
 /* Every line of `text` begins with `prefix`; returns how many lines. */
 static int expect_every_line_begins(const char *text, const char *prefix, const char *what)
 {
@@ -489,23 +513,11 @@ static void tided_under_the_journal_reports_a_bad_setting_at_priority_err(void *
 {
     static const char *const modes[] = { "", "--check-config", "--log-format json" };
     th_scratch *s = *state;
-    char cmd[8192], err[2200], *out = NULL, *text;
-    struct stat st;
-    int fd;
+    char cmd[8192], *text;
 
-    th_path(err, sizeof err, s->base, "stderr.txt");
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
-        fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        assert_true(fd >= 0);
-        assert_int_equal(fstat(fd, &st), 0);
-        close(fd);
-        snprintf(cmd, sizeof cmd, "JOURNAL_STREAM=%llu:%llu '%s/tided' %s --data-dir '%s' --sweep-interval 9 "
-                 "2>>'%s'; echo $?", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, th_bin_dir(),
-                 modes[m], s->dir, err);
-        assert_int_equal(th_run(cmd, &out), 0);
-        expect_str(out, "2\n", "tided's exit status");
-        free(out);
-        text = th_slurp(err);
+        snprintf(cmd, sizeof cmd, "'%s/tided' %s --data-dir '%s' --sweep-interval 9", th_bin_dir(), modes[m], s->dir);
+        assert_int_equal(run_under_journal(s->base, cmd, &text), 2);
         expect_contains(text, "--sweep-interval=9: 9 is outside 10..600", "the error");
         if (m == 0) expect_contains(text, "<3>tided: --sweep-interval=9", "the error in text");
         if (m == 0) expect_contains(text, "<3>Run 'tided --help' for the options.\n", "the hint");
@@ -553,22 +565,11 @@ static void tide_under_the_journal_prefixes_its_errors(void **state)
         { "info /nonexistent/tide-store", "<3>tide info: " },         /* cli_fail */
     };
     th_scratch *s = *state;
-    char cmd[8192], err[2200], *out = NULL, *text;
-    struct stat st;
-    int fd;
+    char cmd[8192], *text;
 
-    th_path(err, sizeof err, s->base, "stderr.txt");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        assert_true(fd >= 0);
-        assert_int_equal(fstat(fd, &st), 0);
-        close(fd);
-        snprintf(cmd, sizeof cmd, "JOURNAL_STREAM=%llu:%llu TIDE_LOG_LEVEL=bad '%s/tide' %s >/dev/null 2>>'%s'; echo $?",
-                 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, th_bin_dir(), cases[i].args, err);
-        assert_int_equal(th_run(cmd, &out), 0);
-        if (atoi(out) == 0) fail_msg("tide %s: expected a failure", cases[i].args);
-        free(out);
-        text = th_slurp(err);
+        snprintf(cmd, sizeof cmd, "TIDE_LOG_LEVEL=bad '%s/tide' %s >/dev/null", th_bin_dir(), cases[i].args);
+        if (run_under_journal(s->base, cmd, &text) == 0) fail_msg("tide %s: expected a failure", cases[i].args);
         expect_contains(text, cases[i].want, cases[i].args);
         if (i > 0) expect_contains(text, "<4>tide: TIDE_LOG_LEVEL='bad' is not", "the variable's warning");
         for (const char *p = text; *p; p = strchr(p, '\n') + 1) {
