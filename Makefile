@@ -373,6 +373,11 @@ $(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_
 $(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
 $(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
+# test_cli_progress tests the CLI's progress line, which is in no archive
+# (src/cli builds bin/tide only): it links those objects.
+CLI_PROGRESS_TEST_OBJS := $(call obj,src/cli/cli_progress.c src/cli/cli.c src/cli/cli_store.c)
+$(BUILD)/tests/test_cli_progress: $(CLI_PROGRESS_TEST_OBJS)
+$(BUILD)/tests/test_cli_progress: TEST_EXTRA_OBJS = $(CLI_PROGRESS_TEST_OBJS)
 
 tests: $(TEST_BINS)
 

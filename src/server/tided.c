@@ -337,8 +337,28 @@ static void early_log_format(int argc, char **argv)
     if ((f = tide_log_format_parse(want)) >= 0) tide_log_set_format(f);
 }
 
-/* A startup error on stderr: "tided: MESSAGE", or an error line when the
- * log is json (a shipper reading stderr gets nothing but json). */
+/* A line of a startup error on stderr as text: "tided: MESSAGE", each
+ * line of it behind the journal's error prefix "<3>" when stderr is the
+ * journal (tide_log_prefix), so that journald files all of it at "err"
+ * (`journalctl -p err` shows why the unit failed), not at "info". */
+static void report_text(const char *head, const char *msg)
+{
+    const char *prefix = tide_log_prefix(TIDE_LOG_ERROR);
+
+    for (;;) {
+        const char *nl = strchr(msg, '\n');
+        int len = nl ? (int)(nl - msg) : (int)strlen(msg);
+
+        fprintf(stderr, "%s%s%.*s\n", prefix, head, len, msg);
+        if (nl == NULL || nl[1] == '\0') break;
+        msg = nl + 1;
+    }
+    fflush(stderr);
+}
+
+/* A startup error on stderr: "tided: MESSAGE" (report_text), or an error
+ * line when the log is json (a shipper reading stderr gets nothing but
+ * json; tide_log gives it the journal's prefix too). */
 static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void report(const char *fmt, ...)
 {
@@ -349,7 +369,7 @@ static void report(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (tide_log_get_format() == TIDE_LOG_FORMAT_JSON) tide_log(TIDE_LOG_ERROR, "%s", msg);
-    else fprintf(stderr, "tided: %s\n", msg);
+    else report_text("tided: ", msg);
 }
 
 /* --help, --version, --check-config and --config FILE, which
@@ -730,7 +750,7 @@ int main(int argc, char **argv)
     if (rc >= 0) return rc;
     if (load_settings(&cfg, argc, argv, config) != 0) {
         if (check) report("--check-config: the settings are not valid (exit 2)");
-        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) fprintf(stderr, "Run 'tided --help' for the options.\n");
+        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) report_text("", "Run 'tided --help' for the options.");
         return EXIT_USAGE;
     }
     tide_log_set_format(cfg.log_format);

@@ -61,6 +61,12 @@ int tide_log_journal_matches(const char *journal_stream, int fd);
 void tide_log_set_journal(int on);
 /* 1 when stderr lines carry the prefix (looking first if not yet done). */
 int  tide_log_journal(void);
+/* The prefix a line of `level` written to stderr by other means than
+ * tide_log (a program's own error message, a progress line's sink) needs
+ * so that the journal files it at its priority: "<3>" for TIDE_LOG_ERROR
+ * and so on when tide_log_journal() is 1, else "" (and "" for a level
+ * out of range). A static string; looks at the journal once, as above. */
+const char *tide_log_prefix(int level);
 
 /*
  * `in` (`len` bytes) as the inside of a JSON string, into `out` (`cap`
