@@ -793,9 +793,12 @@ int main(int argc, char **argv)
         || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
         || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0)
         goto out;
-    tided_loops_run(srv);
-    status = EXIT_OK;
+    status = tided_loops_run(srv) == 0 ? EXIT_OK : EXIT_FAIL;
 out:
+    /* The workers finish their queued jobs (a sync commit, a sweep, a
+     * trim) before they stop: systemd's stop timeout is extended from
+     * here, not only from the close. */
+    if (srv->node) tided_notify_extend_begin("stopping: the final commit");
     /* An admin rotation's gradual drop would hold the rotate worker for
      * minutes: interrupted, it returns at its next delete step. */
     if (srv->node) tide_node_interrupt(srv->node);
@@ -805,7 +808,6 @@ out:
     tided_worker_stop(&srv->rotate_worker);
     tided_worker_stop(&srv->heap_worker);
     if (srv->node) {
-        tided_notify_extend_begin("stopping: the final commit");
         rc = tide_node_close(srv->node);
         tided_notify_extend_end();
         srv->node = NULL;
