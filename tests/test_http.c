@@ -4125,6 +4125,42 @@ static void sighup_while_draining_sends_no_reloading_or_ready(void **state)
     tided_cleanup(&t);
 }
 
+/* --check-config gives the start's warnings too (an address beyond
+ * loopback, a descriptor limit under http_max_connections), from the same
+ * code, and exits 1 naming stdout when it cannot write its answer. */
+static void check_config_warns_as_a_start_does_and_exits_1_when_stdout_fails(void **state)
+{
+    th_scratch s;
+    char cmd[4096], err[700], *out = NULL, *text;
+    int rc;
+    (void)state;
+
+    assert_int_equal(th_scratch_make(s.base, sizeof s.base), 0);
+    th_path(err, sizeof err, s.base, "err");
+    snprintf(cmd, sizeof cmd, "ulimit -n 300 && env -i '%s/tided' --check-config --data-dir '%s/data' "
+             "--listen 0.0.0.0:8080 --http-max-connections 4096 2>'%s'", th_bin_dir(), s.base, err);
+    rc = th_run(cmd, &out);
+    text = th_slurp(err);
+    if (rc != 0) fail_msg("--check-config should pass (exit 0), got %d; stderr:\n%s", rc, text);
+    expect_contains(text, "would listen on 0.0.0.0:8080, not a loopback address", "the exposure warning");
+    expect_contains(text, "RLIMIT_NOFILE allows 300 descriptors: serving at most 236 connections",
+                    "the descriptor limit's warning");
+    expect_contains(out, "tided --check-config: OK", "the answer");
+    free(out);
+    free(text);
+    out = NULL;
+    snprintf(cmd, sizeof cmd, "env -i '%s/tided' --check-config --data-dir '%s/data' >/dev/full 2>'%s'",
+             th_bin_dir(), s.base, err);
+    rc = th_run(cmd, &out);
+    text = th_slurp(err);
+    if (rc != 1) fail_msg("--check-config >/dev/full should exit 1, got %d; stderr:\n%s", rc, text);
+    expect_contains(text, "--check-config: cannot write the settings to stdout: No space left on device",
+                    "the reason");
+    free(out);
+    free(text);
+    th_scratch_remove(s.base);
+}
+
 static void state_directory_holds_the_store_unless_a_data_dir_is_given(void **state)
 {
     char sd[700], sd_env[1500], nudb[800], line[800];
@@ -4316,6 +4352,7 @@ int main(void)
         cmocka_unit_test(the_watchdog_is_pinged_when_watchdog_usec_is_set_for_our_pid_only),
         cmocka_unit_test(a_stuck_event_loop_stops_the_watchdog_pings_until_it_turns_again),
         cmocka_unit_test(sighup_while_draining_sends_no_reloading_or_ready),
+        cmocka_unit_test(check_config_warns_as_a_start_does_and_exits_1_when_stdout_fails),
         cmocka_unit_test(state_directory_holds_the_store_unless_a_data_dir_is_given),
         cmocka_unit_test(a_token_file_and_a_credential_are_the_tokens_and_never_logged),
         cmocka_unit_test(a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_2),
