@@ -253,6 +253,31 @@ static void a_token_file_owned_by_another_user_is_refused(void **state)
     expect_str(c.metrics_token, "owned-by-nobody", "its token");
 }
 
+/* "-FILE": a missing FILE is no token (the unit's pre-start check of its
+ * credentials' sources); a FILE that exists is held to every rule. */
+static void a_dash_before_the_token_file_makes_a_missing_file_no_token(void **state)
+{
+    fx *f = *state;
+    static tide_config c;
+    char env[700];
+
+    unlink(f->token);
+    snprintf(env, sizeof env, "TIDE_METRICS_TOKEN_FILE=-%s", f->token);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_ok(tide_config_load_tokens(&c, f->creds), "-FILE with FILE missing");
+    expect_str(c.metrics_token, "", "no token");
+    source_is(&c, TIDE_CFG_METRICS_TOKEN, "default", "and no source");
+    put(f->token, "dash-token\n", 0600);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_ok(tide_config_load_tokens(&c, NULL), "-FILE with a private FILE");
+    expect_str(c.metrics_token, "dash-token", "its token");
+    put(f->token, "dash-token\n", 0644);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_error(tide_config_load_tokens(&c, NULL), TIDE_EINVAL, "-FILE with a 0644 FILE");
+    expect_contains(tide_last_error(), "mode 0644", "the mode");
+    expect_contains(tide_last_error(), f->token, "the file, without the dash");
+}
+
 static void the_token_variable_beats_the_file_which_beats_the_credential(void **state)
 {
     fx *f = *state;
@@ -356,6 +381,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_fifo_token_file_is_refused_without_blocking, setup, teardown),
         cmocka_unit_test_setup_teardown(a_token_file_owned_by_another_user_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_dash_before_the_token_file_makes_a_missing_file_no_token, setup, teardown),
         cmocka_unit_test_setup_teardown(the_token_variable_beats_the_file_which_beats_the_credential, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_missing_or_empty_credential_means_no_token_but_a_bad_one_is_refused,

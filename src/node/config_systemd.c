@@ -12,7 +12,8 @@
  *
  * Tokens. A token's own variable (TIDE_METRICS_TOKEN, TIDE_ADMIN_TOKEN)
  * wins; else its file setting (metrics_token_file, admin_token_file: env,
- * then [http] in the config file); else, under systemd's LoadCredential=,
+ * then [http] in the config file; "-FILE" when a missing FILE is no
+ * token); else, under systemd's LoadCredential=,
  * $CREDENTIALS_DIRECTORY/metrics_token and admin_token. A token file is a
  * secret at rest, so it is held to what ssh holds a private key to: a
  * regular file, not readable by others, not writable by group or others
@@ -129,10 +130,11 @@ static int check_token_text(char *buf, size_t *len, const char *label, int empty
 }
 
 /* Read the token in `path` into out (TOKEN_MAX + 1 bytes). *found is 0
- * when `missing_ok` (a credential) and the file does not exist (then
- * nothing is read); a credential's owner is not checked.
- * 0, or TIDE_EINVAL naming `label`; out is written only on success. */
-static int read_token_file(const char *path, const char *label, int missing_ok, int empty_ok, char *out,
+ * when `missing_ok` and the file does not exist (then nothing is read).
+ * A `credential` (systemd's copy) may be empty (no token) and its owner
+ * is not checked. 0, or TIDE_EINVAL naming `label`; out is written only
+ * on success. */
+static int read_token_file(const char *path, const char *label, int missing_ok, int credential, char *out,
                            int *found)
 {
     char buf[TOKEN_MAX + 3];
@@ -154,7 +156,7 @@ static int read_token_file(const char *path, const char *label, int missing_ok, 
         rc = tide_err_set(TIDE_EINVAL, "%s: cannot stat it: %s", label, strerror(errno));
         goto out;
     }
-    rc = check_token_mode(&st, label, path, missing_ok);
+    rc = check_token_mode(&st, label, path, credential);
     if (rc) goto out;
     /* The size checked above may change under us: read at most one byte
      * past the longest content, so a longer file still reads as too long. */
@@ -172,7 +174,7 @@ static int read_token_file(const char *path, const char *label, int missing_ok, 
                           label, TOKEN_MAX);
         goto out;
     }
-    rc = check_token_text(buf, &len, label, empty_ok);
+    rc = check_token_text(buf, &len, label, credential);
     if (rc) goto out;
     TIDE_ASSERT(len <= TOKEN_MAX);
     memcpy(out, buf, len + 1);
@@ -198,10 +200,14 @@ static int load_token(tide_config *c, int token_id, int file_id, const char *fil
         return 0;
     }
     if (file[0] != '\0') {
+        /* "-FILE": a missing FILE is no token (systemd's own "-" for an
+         * optional file): the unit's pre-start check of the credentials'
+         * sources, which may be absent. */
+        int optional = file[0] == '-';
         tide_config_source_text(c, file_id, source, sizeof source);
-        snprintf(label, sizeof label, "%s %s (%s)", tide_config_name(file_id), file, source);
-        rc = read_token_file(file, label, 0, 0, token, &found);
-        if (rc == 0)
+        snprintf(label, sizeof label, "%s %s (%s)", tide_config_name(file_id), file + optional, source);
+        rc = read_token_file(file + optional, label, optional, 0, token, &found);
+        if (rc == 0 && found)
             ti_config_set_source(c, token_id, c->src[file_id].kind, "%s", c->src[file_id].where);
         return rc;
     }
