@@ -245,6 +245,11 @@ static void a_token_file_owned_by_another_user_is_refused(void **state)
     expect_error(tide_config_load_tokens(&c, NULL), TIDE_EINVAL, "a token file owned by uid 65534");
     expect_contains(tide_last_error(), "owned by uid 65534", "the owner");
     expect_contains(tide_last_error(), "chown root", "the fix");
+    /* As root (the unit's pre-start check), only root's files pass: the
+     * message must not offer "tided's user (uid 0)" as a way out. */
+    expect_contains(tide_last_error(), "not by root", "what root accepts");
+    if (strstr(tide_last_error(), "tided's user") != NULL)
+        fail_msg("as root the message should not offer tided's user: %s", tide_last_error());
     expect_contains(tide_last_error(), f->token, "the file");
     expect_str(c.metrics_token, "", "a refused file sets no token");
     if (chown(f->token, 0, 0) != 0) fail_msg("chown %s back to root failed", f->token);

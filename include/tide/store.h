@@ -63,7 +63,7 @@ unsigned tide_block_size_parse(const char *text, char *warning, size_t cap);
 typedef struct tide_store_create_opts {
     unsigned key_size;     /* bytes per key, 1..65535; no default (0 is an error) */
     unsigned block_size;   /* default 4096; invalid values fall back to 4096
-                              with a warning through tide_log (see util/log.h) */
+                              with a warning through tide_log (see <tide/log.h>) */
     double   load_factor;  /* default 0.5; must be in (0, 1] */
     uint64_t appnum;       /* default 1 */
     uint64_t salt;         /* 0 (default): random from getrandom() */

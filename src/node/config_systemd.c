@@ -89,6 +89,10 @@ static int check_token_mode(const struct stat *st, const char *label, const char
      * only when we or root own it (root can replace it anyway). Not for a
      * credential: systemd may leave its copy root's with an ACL for us,
      * and under PrivateUsers=yes root shows as the overflow uid. */
+    if (!credential && st->st_uid != geteuid() && st->st_uid != 0 && geteuid() == 0)
+        return tide_err_set(TIDE_EINVAL, "%s: owned by uid %lu, not by root; run as root (the unit's pre-start "
+                            "check is), tided accepts only root's token files, since their owner can rewrite "
+                            "them: chown root %s", label, (unsigned long)st->st_uid, path);
     if (!credential && st->st_uid != geteuid() && st->st_uid != 0)
         return tide_err_set(TIDE_EINVAL, "%s: owned by uid %lu, neither tided's user (uid %lu) nor root, so "
                             "that user controls the token; give it to root or to tided's user: chown root %s",
