@@ -2467,10 +2467,12 @@ static char *replace_all(const char *text, const char *from, const char *to)
  * succeed and return at least one series (a misspelt family returns an
  * empty result with HTTP 200). Returns the result array (new reference). */
 /* 1 when every tide_* family `expr` names is an allocator's own
- * (tide_glibc_*, tide_jemalloc_*, tide_tcmalloc_*). */
+ * (tide_glibc_*, tide_jemalloc_*, tide_tcmalloc_*, and the free bytes
+ * tided reads from one of them). */
 static int only_allocator_families(const char *expr)
 {
-    static const char *const mine[] = { "tide_glibc_", "tide_jemalloc_", "tide_tcmalloc_" };
+    static const char *const mine[] = { "tide_glibc_", "tide_jemalloc_", "tide_tcmalloc_",
+                                        "tide_allocator_free_bytes" };
     const char *p = expr;
     int seen = 0;
 
@@ -2502,7 +2504,8 @@ static json_t *prom_query_nonempty(const tided *prom, const char *expr, const ch
     j = json_loads(r.body, 0, &e);
     res = json_object_get(json_object_get(j, "data"), "result");
     /* A sanitizer build's malloc is the sanitizer's: tided then exports no
-     * glibc, jemalloc or tcmalloc family, so only there may a query made of
+     * glibc, jemalloc or tcmalloc family (nor the free bytes read from
+     * one), so only there may a query made of
      * allocator families alone come back empty. */
     if (json_array_size(res) == 0 && !(tided_is_sanitized() && only_allocator_families(c)))
         fail_msg("%s '%s' returned no series from the scraped tided (a family that does not exist?): %s", what, c,
