@@ -62,14 +62,6 @@ typedef struct frame {
     tide_bench_sampler sm;
 } frame;
 
-static double cpu_now(void)
-{
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
 static void frame_begin(frame *f, peer_phase *p, const char *dir)
 {
     tide_mem_proc_status st;
@@ -84,14 +76,14 @@ static void frame_begin(frame *f, peer_phase *p, const char *dir)
     f->io_ok = tide_mem_proc_io_read(&f->io0) == 0 && f->io0.has_device_bytes;
     f->dev_ok = tide_mem_proc_blockdev_read(dir, &f->dev0) == 0;
     tide_bench_sampler_start(&f->sm);
-    f->cpu0 = cpu_now();
+    f->cpu0 = tide_bench_cpu_seconds();
     f->t0 = tide_clock_mono_us();
 }
 
 static void frame_end(frame *f, peer_phase *p, uint64_t items)
 {
     uint64_t t1 = tide_clock_mono_us();
-    double cpu1 = cpu_now();
+    double cpu1 = tide_bench_cpu_seconds();
     tide_mem_proc_io io1;
     tide_mem_proc_blockdev dev1;
 

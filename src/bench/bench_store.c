@@ -33,7 +33,9 @@
  *   - bytes written: /proc/self/io (write_bytes, wchar), the store's own
  *     counter (tide_store_info.bytes_written), and the block device that
  *     holds the bench directory (/sys/dev/block/MAJ:MIN/stat field 7);
- *   - commits and syncs, from tide_store_get_info.
+ *   - commits and syncs, from tide_store_get_info;
+ *   - CPU time of the process (getrusage RUSAGE_SELF, user + system, every
+ *     thread: the store's commit thread and the sampler too), per item.
  *
  * Invariants:
  *   1. Every figure in a tide_bench_phase comes from the source its field
@@ -54,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -196,7 +199,17 @@ typedef struct frame {
     probe before;
     tide_bench_sampler sm;
     uint64_t t0;
+    double cpu0;
 } frame;
+
+/* Seconds of CPU the process has used, user + system, all its threads. */
+double tide_bench_cpu_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 static void frame_begin(frame *f, tide_bench_phase *r, tide_store *s, const char *dir,
                         int can_reset)
@@ -212,6 +225,7 @@ static void frame_begin(frame *f, tide_bench_phase *r, tide_store *s, const char
     }
     probe_take(&f->before, s, dir);
     tide_bench_sampler_start(&f->sm);
+    f->cpu0 = tide_bench_cpu_seconds();
     f->t0 = tide_clock_mono_us();
 }
 
@@ -219,6 +233,7 @@ static void frame_end(frame *f, tide_bench_phase *r, tide_store *s, const char *
                       uint64_t items)
 {
     uint64_t t1 = tide_clock_mono_us();
+    double cpu1 = tide_bench_cpu_seconds();
     tide_mem_proc_status st;
     probe a;
 
@@ -226,6 +241,8 @@ static void frame_end(frame *f, tide_bench_phase *r, tide_store *s, const char *
     r->secs = (double)(t1 - f->t0) / 1e6;
     if (r->secs <= 0) r->secs = 1e-6;
     r->items_per_s = (double)items / r->secs;
+    r->cpu_secs = cpu1 - f->cpu0;
+    r->cpu_us_per_item = items ? r->cpu_secs * 1e6 / (double)items : 0;
     r->peak_anon = f->sm.max_anon;
     r->peak_file = f->sm.max_file;
     r->peak_rss = f->sm.max_rss;
@@ -448,6 +465,7 @@ static double metric_of(const tide_bench_phase *p, int m)
     case TIDE_BENCH_WCHAR:         return (double)p->wchar;
     case TIDE_BENCH_STORE_WRITTEN: return (double)p->store_written;
     case TIDE_BENCH_COMMITS:       return (double)p->commits;
+    case TIDE_BENCH_CPU_US:        return p->cpu_us_per_item;
     default:                       return (double)p->syncs;
     }
 }

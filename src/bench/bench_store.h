@@ -74,6 +74,10 @@ typedef struct tide_bench_sampler {
     int running;
     uint64_t max_anon, max_file, max_rss, samples;
 } tide_bench_sampler;
+/* CPU seconds (user + system, every thread) the process has used so far,
+ * from getrusage(RUSAGE_SELF); 0 if it fails. Allocates nothing. */
+double tide_bench_cpu_seconds(void);
+
 void tide_bench_sampler_start(tide_bench_sampler *sm);
 void tide_bench_sampler_stop(tide_bench_sampler *sm);
 
@@ -92,6 +96,7 @@ typedef struct tide_bench_store_opts {
 /* One phase (LOAD or FETCH) of one run. */
 typedef struct tide_bench_phase {
     double   secs, items_per_s;
+    double   cpu_secs, cpu_us_per_item;          /* getrusage(RUSAGE_SELF): user + system, every thread */
     uint64_t anon_start, file_start;           /* RSS when the phase began */
     uint64_t peak_anon, peak_file, peak_rss;   /* the sampler's maxima */
     uint64_t vm_hwm;                           /* VmHWM when it ended */
@@ -113,7 +118,7 @@ typedef struct tide_bench_run {
 enum tide_bench_metric {
     TIDE_BENCH_ITEMS_PER_S, TIDE_BENCH_SECONDS, TIDE_BENCH_PEAK_ANON, TIDE_BENCH_PEAK_FILE,
     TIDE_BENCH_VM_HWM, TIDE_BENCH_DEV_WRITTEN, TIDE_BENCH_WRITE_BYTES, TIDE_BENCH_WCHAR,
-    TIDE_BENCH_STORE_WRITTEN, TIDE_BENCH_COMMITS, TIDE_BENCH_SYNCS,
+    TIDE_BENCH_STORE_WRITTEN, TIDE_BENCH_COMMITS, TIDE_BENCH_SYNCS, TIDE_BENCH_CPU_US,
     TIDE_BENCH_METRICS
 };
 
