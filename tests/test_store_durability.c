@@ -117,6 +117,12 @@
 
 static uint64_t g_seed;
 static int g_long;
+/* The deferred index's budget every store of a test opens with (issue 15,
+ * D): 0 for today's store; the *_deferred tests set DEFER_LAG, a tail of 64
+ * slots (48 entries), so that workloads mix phase A commits with flushes
+ * (by the budget and at close) and recoveries read a tail back. */
+static uint64_t g_lag;
+#define DEFER_LAG 1024u
 
 /* ---- small helpers ---- */
 
@@ -245,6 +251,7 @@ static int open_store(tide_store **s, tide_io *io, unsigned interval_ms)
     th_store_opts(&o);
     o.commit_interval_ms = interval_ms;
     o.io = io;
+    o.index_lag_bytes = g_lag;
     return tide_store_open(s, DB, &o);
 }
 
@@ -983,6 +990,25 @@ static void a_failure_in_a_commit_the_store_started_itself_loses_no_synced_item(
     tide_io_sim_destroy(base_sim);
 }
 
+/* The same failure points with the index deferred (issue 15, D): every
+ * call of phase A (records, sync, tide.meta), of the flushes and of the
+ * recovery that reads the tail back. */
+static void a_failure_at_any_call_on_a_fresh_deferred_store_loses_no_synced_item(void **state)
+{
+    (void)state;
+    g_lag = DEFER_LAG;
+    failure_points_for(&FRESH);
+    g_lag = 0;
+}
+
+static void a_failure_at_any_call_on_the_deferred_spill_fixture_loses_no_synced_item(void **state)
+{
+    (void)state;
+    g_lag = DEFER_LAG;
+    failure_points_for(&FIXTURE);
+    g_lag = 0;
+}
+
 /* ---- test 2: the crash loop ---- */
 
 typedef struct snap {
@@ -1521,6 +1547,23 @@ static void every_crash_state_at_every_sync_of_three_commits_recovers_all_or_not
     exhaustive_over(exhaustive_for, 3, "exhaustive crashes");
 }
 
+/* Issue 15 (D): the same with the index deferred. */
+static void every_crash_state_at_every_sync_of_deferred_commits_recovers_all_or_nothing(void **state)
+{
+    (void)state;
+    g_lag = DEFER_LAG;
+    exhaustive_over(exhaustive_for, 3, "exhaustive crashes, deferred index");
+    g_lag = 0;
+}
+
+static void every_crash_state_during_a_deferred_rollback_recovers_all_or_nothing(void **state)
+{
+    (void)state;
+    g_lag = DEFER_LAG;
+    exhaustive_over(rollback_exhaustive_for, 2, "exhaustive crashes during rollbacks, deferred");
+    g_lag = 0;
+}
+
 /*
  * Regression (found by this test, since fixed in the store): when a commit has
  * written and synced nudb.dat and nudb.key, truncated nudb.log to 0, and
@@ -1866,6 +1909,10 @@ int main(void)
         cmocka_unit_test(every_crash_state_at_every_sync_of_three_commits_recovers_all_or_nothing),
         cmocka_unit_test(every_crash_state_during_the_rollback_of_a_failed_commit_recovers_all_or_nothing),
         cmocka_unit_test(a_sync_whose_commit_and_rollback_fail_returns_the_commit_error_not_eclosed),
+        cmocka_unit_test(a_failure_at_any_call_on_a_fresh_deferred_store_loses_no_synced_item),
+        cmocka_unit_test(a_failure_at_any_call_on_the_deferred_spill_fixture_loses_no_synced_item),
+        cmocka_unit_test(every_crash_state_at_every_sync_of_deferred_commits_recovers_all_or_nothing),
+        cmocka_unit_test(every_crash_state_during_a_deferred_rollback_recovers_all_or_nothing),
         cmocka_unit_test(a_commit_that_meets_a_full_disk_fails_with_enospc_and_resumes_when_space_returns),
         cmocka_unit_test(enospc_during_create_leaves_no_partial_files),
         cmocka_unit_test(a_failed_create_leaves_no_partial_files_after_a_power_loss),

@@ -128,6 +128,19 @@ typedef struct tide_store_opts {
     void   (*note_alloc)(int id, int64_t bytes);
     int      pool_account_id;
     int      commit_account_id;
+    /* The deferred index (issue 15; docs/DURABILITY.md). 0 (default):
+     * every commit indexes its batch, and the files are NuDB's after every
+     * commit. N > 0: a commit appends its records to nudb.dat, syncs it and
+     * raises the committed mark in tide.meta (synced): then the batch is
+     * durable. Its entries wait in an in-memory tail index of at most N
+     * bytes (16 per slot, up to 3/4 full), which fetch and the duplicate
+     * check consult; when the tail is full, and at close, a flush writes
+     * them into nudb.key with the undo-log protocol, so each bucket is
+     * written once for many items. tide_store_sync does not flush. Cost:
+     * the tail's memory, and a longer recovery after a crash (the tail is
+     * read back from nudb.dat). */
+    uint64_t index_lag_bytes;
+    int      tail_account_id;    /* note_alloc id for the tail's tables */
 } tide_store_opts;
 
 void tide_store_opts_init(tide_store_opts *o);
@@ -267,6 +280,13 @@ typedef struct tide_store_info {
         uint64_t bucket[TIDE_STORE_HIST_BUCKETS + 1];
         uint64_t sum_ns, count;
     } commit_duration;
+    /* The deferred index (tide_store_opts.index_lag_bytes): */
+    uint64_t index_lag_bytes;    /* the tail's budget; 0: not deferring */
+    uint64_t tail_items;         /* entries waiting in the tail index */
+    uint64_t tail_bytes;         /* its table's memory */
+    uint64_t index_flushes;      /* flushes that indexed a non-empty tail */
+    uint64_t dat_indexed;        /* W: nudb.key indexes nudb.dat below it */
+    uint64_t dat_committed;      /* C: nudb.dat is synced below it */
 } tide_store_info;
 
 /* The open store's headers, sizes and counters. Thread-safe; no I/O. */
@@ -386,6 +406,10 @@ typedef struct tide_recover_report {
     uint64_t rekey_cut_bytes;    /* spill records a rekey stopped before its
                                     switch had left in nudb.dat (nudb.rekey
                                     says where), cut off: 0 when none */
+    uint64_t tail_from, tail_to; /* deferred index: records [W, C) that
+                                    tide.meta says were committed and the
+                                    key file does not index (kept, and
+                                    indexed again); equal when none */
 } tide_recover_report;
 
 /*

@@ -84,7 +84,9 @@ typedef struct commit {
     tide_store *s;
     ti_pool *batch;
     uint64_t B0, B1, dat0, dat_end;
-    placed *items;               /* the batch's entries, by (bucket, hash) */
+    uint64_t n;                  /* items: the tail's entries and the batch's */
+    uint64_t tail0;              /* entries the tail held (a flush when > 0) */
+    placed *items;               /* the tail's and batch's entries, by (bucket, hash) */
     uint64_t *touched;           /* changed old buckets, ascending */
     uint8_t *split;              /* touched[i] is a split source */
     size_t *pre;                 /* offset of touched[i]'s pre-image in log */
@@ -220,11 +222,14 @@ static uint64_t split_root(uint64_t i, uint64_t B0)
 static int plan(commit *c)
 {
     tide_store *s = c->s;
-    uint64_t credit, n = c->batch->count, off = s->dat_size, k = 0;
+    uint64_t credit, n, off = s->dat_size, k = 0;
     uint64_t *roots = NULL;
     size_t nroots = 0, nt = 0;
     int rc = 0;
 
+    /* Issue 15 (D): a flush indexes the tail's entries with the batch's. */
+    c->tail0 = s->tail.count;
+    n = c->n = c->tail0 + c->batch->count;
     credit = s->split_credit + n * 65536;
     c->B0 = s->buckets;
     c->B1 = c->B0 + credit / s->split_units;
@@ -233,6 +238,12 @@ static int plan(commit *c)
     c->items = buf_alloc(s, (n ? n : 1) * sizeof *c->items);
     if (c->items == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory for %llu entries",
                                               (unsigned long long)n);
+    for (uint64_t i = 0; i < s->tail.nslots && k < c->tail0; i++) {
+        if (!ti_tail_slot(&s->tail, i, &c->items[k].e)) continue;
+        c->items[k].bucket = ti_fmt_bucket_index(c->items[k].e.hash, c->B1);
+        k++;
+    }
+    TIDE_ASSERT(k == c->tail0);
     for (ti_pool_item *it = c->batch->first; it; it = it->after, k++) {
         it->offset = off;
         c->items[k].bucket = ti_fmt_bucket_index(it->hash, c->B1);
@@ -322,15 +333,11 @@ static int write_log(commit *c)
     tide_log_header lh;
     int rc;
 
-    lh.version = TIDE_FMT_VERSION;
-    lh.uid = s->kh.uid;
-    lh.appnum = s->kh.appnum;
-    lh.key_size = s->kh.key_size;
-    lh.salt = s->kh.salt;
-    lh.pepper = s->kh.pepper;
-    lh.block_size = s->kh.block_size;
-    lh.key_file_size = (c->B0 + 1) * s->block_size;
-    lh.dat_file_size = c->dat0;
+    /* dat_file_size is W, not the data file's end: while the index lags,
+     * a rollback (NuDB's or Tide's) must cut nudb.dat back no further
+     * than the indexed records, and Tide's recovery keeps [W, C) (issue
+     * 15, D). Without a tail W is dat0. */
+    ti_commit_log_header(s, &lh, (c->B0 + 1) * s->block_size, s->dat_indexed);
     ti_fmt_encode_log_header(c->log, &lh);
     rc = s->io->write_at(s->log, c->log, c->log_len, 0);
     if (rc) return rc;
@@ -411,7 +418,7 @@ static int take_batch(commit *c, uint64_t j, size_t *bi, size_t *n, int merge)
 {
     size_t start = *bi, end = *bi, total;
     int rc;
-    while (end < c->batch->count && c->items[end].bucket == j) end++;
+    while (end < c->n && c->items[end].bucket == j) end++;
     *bi = end;
     if (end == start) return 0;
     total = *n + (end - start);
@@ -502,13 +509,13 @@ static int write_buckets(commit *c)
         unsigned count = ti_fmt_bucket_count(pre);
         size_t n = 0, m = 0;
 
-        while (bi < c->batch->count && c->items[bi].bucket < j) bi++;  /* (new buckets come later) */
+        while (bi < c->n && c->items[bi].bucket < j) bi++;  /* (new buckets come later) */
         if (c->split[t]) {
             if ((rc = gather_split(c, j, pre, &bi, &n)) != 0) return rc;
             if ((rc = emit_bucket(c, j, n, 0)) != 0) return rc;
             continue;
         }
-        while (bi + m < c->batch->count && c->items[bi + m].bucket == j) m++;
+        while (bi + m < c->n && c->items[bi + m].bucket == j) m++;
         if (count + m <= s->capacity) {
             if ((rc = insert_in_place(c, j, pre, &bi, m)) != 0) return rc;
             continue;
@@ -522,7 +529,7 @@ static int write_buckets(commit *c)
     }
 
     if ((rc = tide_big_sort(c->moved, c->nmoved, sizeof *c->moved, cmp_placed)) != 0) return rc;
-    while (bi < c->batch->count && c->items[bi].bucket < c->B0) bi++;
+    while (bi < c->n && c->items[bi].bucket < c->B0) bi++;
     for (uint64_t j = c->B0; j < c->B1; j++) {
         size_t n = 0;
         while (mi < c->nmoved && c->moved[mi].bucket == j) {
@@ -534,9 +541,44 @@ static int write_buckets(commit *c)
         if ((rc = emit_bucket(c, j, n, 0)) != 0) return rc;
     }
     TIDE_ASSERT(mi == c->nmoved);
-    TIDE_ASSERT(bi == c->batch->count);
+    TIDE_ASSERT(bi == c->n);
     if ((rc = wbuf_flush(&c->dat)) != 0) return rc;
     return wbuf_flush(&c->key);
+}
+
+/* Issue 15 (D): the batch and the tail are in both files, synced: the key
+ * file indexes everything below the data file's end (W = C = its end), and
+ * the tail's entries, found there now, leave the tail. Its table is freed
+ * after key_lock, so fetches never wait for an unmap. */
+static void commit_indexed(commit *c)
+{
+    tide_store *s = c->s;
+    uint64_t *old = NULL, old_slots = 0;
+
+    pthread_rwlock_wrlock(&s->key_lock);
+    if (c->tail0) {
+        old = ti_tail_swap(&s->tail, NULL, 0, &old_slots);
+        s->tail.count = 0;
+        __atomic_fetch_add(&s->index_flushes, 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&s->dat_indexed, s->dat_size, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->dat_committed, s->dat_size, __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&s->key_lock);
+    ti_tail_free_table(old, old_slots);
+}
+
+/* The log after an undone commit. Without a lag, empty. With one (or a
+ * tail recovered at open), the idle log must never go away while records
+ * lie unindexed past W: the commit's log began with a header equal to the
+ * idle log's (the key file's size then, and W), so cutting the log to its
+ * header gives the idle log back, and a crash that loses the cut leaves
+ * pre-images equal to the buckets rollback wrote (issue 15, D). */
+static int undo_log(tide_store *s)
+{
+    int keep = s->opts.index_lag_bytes || s->tail.count;
+    int rc = s->io->truncate(s->log, keep ? TIDE_LOG_HEADER_SIZE : 0);
+    if (rc == 0) rc = synced(s, s->log);
+    return rc;
 }
 
 /* Undo a commit whose log is synced: write the pre-images back, cut both
@@ -556,15 +598,31 @@ static int rollback(commit *c)
     if (rc == 0) rc = s->io->truncate(s->dat, c->dat0);
     if (rc == 0) rc = synced(s, s->dat);
     if (rc == 0) rc = synced(s, s->key);
-    if (rc == 0) rc = s->io->truncate(s->log, 0);
-    if (rc == 0) rc = synced(s, s->log);
+    if (rc == 0) rc = undo_log(s);
     return rc;
+}
+
+void ti_commit_log_header(const tide_store *s, tide_log_header *lh, uint64_t key_file_size,
+                          uint64_t dat_file_size)
+{
+    lh->version = TIDE_FMT_VERSION;
+    lh->uid = s->kh.uid;
+    lh->appnum = s->kh.appnum;
+    lh->key_size = s->kh.key_size;
+    lh->salt = s->kh.salt;
+    lh->pepper = s->kh.pepper;
+    lh->block_size = s->kh.block_size;
+    lh->key_file_size = key_file_size;
+    lh->dat_file_size = dat_file_size;
 }
 
 int ti_commit_clean_log(tide_store *s)
 {
     int rc = s->io->truncate(s->log, 0);
     if (rc == 0) rc = synced(s, s->log);
+    /* Issue 15 (D): everything below the data file's end is indexed now,
+     * so the moment of an empty log between these syncs is safe. */
+    if (rc == 0 && s->opts.index_lag_bytes) rc = ti_defer_write_idle_log(s);
     return rc;
 }
 
@@ -588,13 +646,13 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     if ((rc = plan(&c)) != 0) goto out;
     if ((rc = read_preimages(&c)) != 0) goto out;
     __atomic_store_n(&s->commit_buffer_bytes,
-                     c.log_cap + batch->count * sizeof(placed) + c.touched_cap * 17 + 2 * WBUF_SIZE,
+                     c.log_cap + c.n * sizeof(placed) + c.touched_cap * 17 + 2 * WBUF_SIZE,
                      __ATOMIC_RELAXED);
     rc = write_log(&c);
     if (rc) {
         /* The key and data files are untouched; an unsynced or partial log
          * only holds pre-images equal to the buckets on disk. */
-        if (s->io->truncate(s->log, 0) == 0) synced(s, s->log);
+        undo_log(s);
         goto out;
     }
     logged = 1;
@@ -616,7 +674,8 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
      * pre-images written under a log that may be gone are not undoable. */
     *end = TI_COMMIT_APPLIED;
     logged = 0;
-    s->split_credit = (s->split_credit + batch->count * 65536) % s->split_units;
+    s->split_credit = (s->split_credit + c.n * 65536) % s->split_units;
+    commit_indexed(&c);
     rc = ti_commit_clean_log(s);
     if (rc == 0) *end = TI_COMMIT_DONE;
 out:
@@ -639,7 +698,7 @@ out:
     }
     if (locked) pthread_rwlock_unlock(&s->key_lock);
     __atomic_store_n(&s->commit_buffer_bytes, 0, __ATOMIC_RELAXED);
-    tide_big_free(c.items, (batch->count ? batch->count : 1) * sizeof *c.items);
+    tide_big_free(c.items, (c.n ? c.n : 1) * sizeof *c.items);
     tide_big_free(c.touched, c.touched_cap * sizeof *c.touched);
     tide_big_free(c.split, c.touched_cap);
     tide_big_free(c.pre, c.touched_cap * sizeof *c.pre);

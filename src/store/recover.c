@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/meta.h"
 #include "store/store_impl.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -225,6 +226,38 @@ static int undo_rebuild(recovery *r)
     return io->sync_dir(io, r->dir);
 }
 
+/* Issue 15 (D): how much of nudb.dat to keep: W (the log's dat_file_size),
+ * or tide.meta's C when its slot belongs to this store and was written
+ * under the same W (a slot with another W is stale: a completed flush moved
+ * W past its C since). Records in [W, C) were acknowledged: kept, and the
+ * next open indexes them. A C past the data file's end means committed
+ * records are gone (another program cut the file): refused, nothing
+ * changed. */
+static int committed_end(recovery *r, uint64_t *keep)
+{
+    uint64_t W = r->lh.dat_file_size, dat_size = r->rep->dat_truncated_from;
+    char *path = ti_path_join(r->dir, TI_META_NAME);
+    ti_meta m;
+    int valid = 0, rc;
+
+    *keep = W;
+    if (path == NULL) return tide_err_set(TIDE_ENOMEM, "recover: out of memory");
+    rc = ti_meta_read(r->io, path, r->lh.uid, &m, &valid);
+    if (rc == 0 && valid && m.dat_indexed == W && m.dat_committed > W) {
+        if (m.dat_committed > dat_size)
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: records up to offset %llu were committed "
+                              "(tide.meta) but nudb.dat holds %llu bytes: acknowledged records "
+                              "are missing (did another program recover or cut the store?). "
+                              "Nothing was changed; to accept the loss, remove tide.meta and "
+                              "recover again", r->dir, (unsigned long long)m.dat_committed,
+                              (unsigned long long)dat_size);
+        else
+            *keep = m.dat_committed;
+    }
+    free(path);
+    return rc;
+}
+
 /* An interrupted commit: every pre-image written back, both files cut to
  * the sizes before it, both synced. */
 static int undo_commit(recovery *r)
@@ -232,7 +265,7 @@ static int undo_commit(recovery *r)
     uint8_t kbuf[TIDE_KEY_HEADER_SIZE];
     tide_io *io = r->io;
     tide_key_header kh;
-    uint64_t key_size = 0;
+    uint64_t key_size = 0, keep = 0;
     int rc;
 
     if ((rc = io->open(io, r->key_path, TIDE_IO_WRITE, &r->key)) != 0) return rc;
@@ -249,11 +282,15 @@ static int undo_commit(recovery *r)
                             (unsigned long long)r->lh.key_file_size, (unsigned long long)key_size);
     r->rep->key_truncated_from = key_size;
     r->rep->key_truncated_to = r->lh.key_file_size;
+    if ((rc = committed_end(r, &keep)) != 0) return rc;
+    r->rep->dat_truncated_to = keep;
+    r->rep->tail_from = r->lh.dat_file_size;
+    r->rep->tail_to = keep;
     rc = apply_records(io, r->log, r->log_size, r->key, &r->lh, r->log_path,
                        &r->rep->buckets_restored);
     if (rc) return rc;
     if ((rc = io->truncate(r->key, r->lh.key_file_size)) != 0) return rc;
-    if ((rc = io->truncate(r->dat, r->lh.dat_file_size)) != 0) return rc;
+    if ((rc = io->truncate(r->dat, keep)) != 0) return rc;
     if ((rc = io->sync(r->key)) != 0) return rc;
     return io->sync(r->dat);
 }
@@ -267,6 +304,17 @@ static int drop_log(recovery *r)
     r->log = NULL;
     if ((rc = r->io->unlink(r->io, r->log_path)) != 0) return rc;
     return r->io->sync_dir(r->io, r->dir);
+}
+
+/* Issue 15 (D): with a tail kept, the log becomes the idle log, its header
+ * alone (key_file_size as recovered, dat_file_size W), never deleted: it is
+ * what says the records past W are not indexed. A crash that loses the cut
+ * leaves the pre-images, which recovery writes back again. */
+static int keep_idle_log(recovery *r)
+{
+    int rc = r->io->truncate(r->log, TIDE_LOG_HEADER_SIZE);
+    if (rc == 0) rc = r->io->sync(r->log);
+    return rc;
 }
 
 /* Without the caller's lock: take the writer's lock, and make sure no
@@ -313,7 +361,7 @@ int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
     }
     if ((rc = read_log_and_dat(&r)) != 0) goto out;
     rc = r.lh.key_file_size == 0 ? undo_rebuild(&r) : undo_commit(&r);
-    if (rc == 0) rc = drop_log(&r);
+    if (rc == 0) rc = rep->tail_to > rep->tail_from ? keep_idle_log(&r) : drop_log(&r);
     if (rc == 0 && !caller_holds_lock)
         rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
 out:
@@ -354,6 +402,18 @@ int tide_store_recover_ex(const char *dir, tide_io *io, unsigned flags,
         goto out;
     }
     rc = ti_recover_paths(io, dat, key, log, dir, 0, (flags & TIDE_RECOVER_FORCE) != 0, report);
+    if (rc == 0 && report->tail_to > report->tail_from) {
+        /* Issue 15 (D): a kept tail is indexed by a read-write open (which
+         * recovers the idle log again, reads [W, C) and flushes) and its
+         * close, so that the files are NuDB's again. */
+        tide_store_opts o;
+        tide_store *s = NULL;
+        tide_store_opts_init(&o);
+        o.io = io;
+        o.ignore_holders = (flags & TIDE_RECOVER_FORCE) != 0;
+        rc = tide_store_open(&s, dir, &o);
+        if (rc == 0) rc = tide_store_close(s);
+    }
 out:
     free(dat);
     free(key);

@@ -167,6 +167,7 @@ void tide_store_opts_init(tide_store_opts *o)
     o->commit_interval_ms = TIDE_COMMIT_INTERVAL_DEFAULT_MS;
     o->pool_account_id = -1;
     o->commit_account_id = -1;
+    o->tail_account_id = -1;
 }
 
 char *ti_path_join(const char *dir, const char *name)
@@ -453,8 +454,9 @@ static int check_index(tide_store *s)
     int rc;
 
     if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
-    if (s->dat_size > TIDE_DAT_HEADER_SIZE) {
-        uint64_t rest = s->dat_size - TIDE_DAT_HEADER_SIZE;
+    /* Only records below W are indexed (issue 15, D). */
+    if (s->dat_indexed > TIDE_DAT_HEADER_SIZE) {
+        uint64_t rest = s->dat_indexed - TIDE_DAT_HEADER_SIZE;
         win_len = rest < INDEX_WINDOW ? (size_t)rest : INDEX_WINDOW;
         if ((win = malloc(win_len)) == NULL) { rc = tide_err_set(TIDE_ENOMEM, "open: out of memory"); goto out; }
         if ((rc = s->io->read_at(s->dat, win, win_len, TIDE_DAT_HEADER_SIZE)) != 0) goto out;
@@ -560,6 +562,8 @@ void ti_store_free(tide_store *s)
     if (s->dat) s->io->close(s->dat);
     if (s->key) s->io->close(s->key);
     if (s->log) s->io->close(s->log);
+    if (s->meta) s->io->close(s->meta);
+    ti_tail_clear(&s->tail);
     ti_pool_reset(&s->pools[0]);
     ti_pool_reset(&s->pools[1]);
     pthread_rwlock_destroy(&s->key_lock);
@@ -571,6 +575,7 @@ void ti_store_free(tide_store *s)
     free(s->dat_path);
     free(s->key_path);
     free(s->log_path);
+    free(s->meta_path);
     free(s);
 }
 
@@ -587,6 +592,8 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
     if (s->opts.burst_bytes == 0) s->opts.burst_bytes = TIDE_BURST_DEFAULT;
     if (s->opts.commit_interval_ms == 0) s->opts.commit_interval_ms = TIDE_COMMIT_INTERVAL_DEFAULT_MS;
     s->io = s->opts.io ? s->opts.io : tide_io_posix();
+    if (s->opts.read_only) s->opts.index_lag_bytes = 0;
+    ti_tail_init(&s->tail, s->opts.index_lag_bytes);      /* issue 15 (D) */
     {
         /* Writer preference: with glibc's default, a steady stream of
          * fetches keeps the commit's write phase waiting for ever. */
@@ -666,6 +673,10 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
         tide_log(TIDE_LOG_INFO, "%s: recovered an interrupted commit: %llu buckets restored, "
                  "nudb.dat truncated to %llu bytes", s->dir,
                  (unsigned long long)rep.buckets_restored, (unsigned long long)rep.dat_truncated_to);
+        /* Issue 15 (D): committed records the key file does not index yet
+         * (start_commits indexes them). */
+        s->dat_indexed = rep.tail_from;
+        s->dat_committed = rep.tail_to;
         if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
     }
     /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
@@ -696,6 +707,13 @@ static int load_files(tide_store *s, int flags, int check)
      * a store reopened after every few inserts still grows. */
     s->split_credit = s->split_units / 2;
     s->dat_size = dat_size;
+    /* W and C (issue 15, D): a recovered tail [W, C) ends at the data
+     * file's end; otherwise every record is indexed. */
+    if (s->dat_committed > s->dat_indexed) {
+        TIDE_ASSERT(s->dat_committed == dat_size);
+    } else {
+        s->dat_indexed = s->dat_committed = dat_size;
+    }
     if (check && (rc = check_index(s)) != 0) return rc;
     ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
     ti_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
@@ -719,11 +737,17 @@ static int start_commits(tide_store *s, uint64_t log_size)
         tide_log(TIDE_LOG_INFO, "%s: discarded a %llu-byte nudb.log shorter than its header",
                  s->dir, (unsigned long long)log_size);
     if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) return rc;
+    /* Issue 15 (D): a recovered tail is indexed under the idle log that
+     * recovery kept, before the log may be emptied. */
+    if (s->dat_indexed < s->dat_committed && (rc = ti_defer_recover_tail(s)) != 0) return rc;
     if ((rc = s->io->truncate(s->log, 0)) != 0) return rc;
     /* The log's name must be durable before a commit relies on it:
      * synced log bytes under a name a crash can lose protect nothing. */
     if ((rc = s->io->sync(s->log)) != 0) return rc;
+    if (s->opts.index_lag_bytes && (rc = ti_defer_open_meta(s)) != 0) return rc;
     if ((rc = s->io->sync_dir(s->io, s->dir)) != 0) return rc;
+    /* Deferring: the idle log (header, W) before the first phase A. */
+    if (s->opts.index_lag_bytes && (rc = ti_defer_write_idle_log(s)) != 0) return rc;
     s->last_commit_start_us = tide_clock_mono_us();
     s->state = TI_STORE_IDLE;
     if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
@@ -768,6 +792,7 @@ out:
 static int commit_due(tide_store *s, uint64_t now)
 {
     if (s->state == TI_STORE_RETRYING) return 1;     /* a failed batch to retry */
+    if (s->closing && s->tail.count) return 1;       /* the final flush (issue 15, D) */
     if (s->pending->count == 0) return 0;
     if (s->closing) return 1;
     if (s->sync_seq > s->durable_seq) return 1;
@@ -881,7 +906,8 @@ static void *commit_thread(void *arg)
             end_clean(s, rc, &retry_at);
             continue;
         }
-        if (s->closing && s->pending->count == 0 && s->state == TI_STORE_IDLE) {
+        if (s->closing && s->pending->count == 0 && s->tail.count == 0 &&
+            s->state == TI_STORE_IDLE) {
             s->state = TI_STORE_CLOSED;
             break;
         }
@@ -895,11 +921,14 @@ static void *commit_thread(void *arg)
         }
         if (!retrying) take_batch(s);
         s->last_commit_start_us = now;
+        int flush = s->closing;
         pthread_mutex_unlock(&s->pool_mu);
 
         uint64_t t0 = tide_clock_mono_us();
         ti_commit_end end;
-        int rc = ti_commit_batch(s, s->committing, &end);
+        /* Issue 15 (D): deferring, a commit is phase A or a flush. */
+        int rc = s->opts.index_lag_bytes ? ti_defer_commit(s, s->committing, flush, &end)
+                                         : ti_commit_batch(s, s->committing, &end);
         uint64_t took = tide_clock_mono_us() - t0;
 
         pthread_mutex_lock(&s->pool_mu);
@@ -1042,19 +1071,43 @@ static int pool_lookup(tide_store *s, uint64_t h, const void *key, void **value,
     return rc;
 }
 
+/* Issue 15 (D): look `key` up in the tail (caller holds key_lock): 1 found
+ * (*entry, and *value when asked), 0 not there, <0 an error. The records
+ * are below C, immutable: reading them under the lock is what a bucket
+ * read costs. */
+static int tail_lookup(tide_store *s, uint64_t h, const void *key, tide_entry *entry, void **value)
+{
+    uint64_t cursor = 0;
+    tide_entry e;
+
+    while (ti_tail_next(&s->tail, h, &cursor, &e)) {
+        int m = match_record(s, &e, key, value);
+        if (m != 0) {
+            if (m == 1) *entry = e;
+            return m;
+        }
+    }
+    return 0;
+}
+
 /* Look `key` up in the files. */
 static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
 {
     uint8_t stack[16384];
     uint8_t *buf = s->block_size <= sizeof stack ? stack : malloc(s->block_size);
     tide_entry e;
-    int rc;
+    int rc = 0;
 
     if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
     pthread_rwlock_rdlock(&s->key_lock);
-    rc = read_bucket(s, ti_fmt_bucket_index(h, s->buckets), buf);
+    /* Issue 15 (D): the tail before the key file, under the same lock: a
+     * flush writes the buckets before it empties the tail. */
+    int in_tail = tail_lookup(s, h, key, &e, value);
+    if (in_tail == 0) rc = read_bucket(s, ti_fmt_bucket_index(h, s->buckets), buf);
     pthread_rwlock_unlock(&s->key_lock);
-    if (rc == 0) rc = search_key(s, buf, h, key, &e, value);
+    if (in_tail < 0) rc = in_tail;
+    else if (in_tail == 1) rc = 0;
+    else if (rc == 0) rc = search_key(s, buf, h, key, &e, value);
     if (rc == 0 && len) *len = e.size;
     if (buf != stack) free(buf);
     return rc;
@@ -1244,6 +1297,14 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     o->commit_duration.count = h.count;
     o->commit_interval_ms = s->opts.commit_interval_ms;
     o->burst_bytes = s->opts.burst_bytes;
+    o->index_lag_bytes = s->opts.index_lag_bytes;
+    pthread_rwlock_rdlock(&s->key_lock);
+    o->tail_items = s->tail.count;
+    o->tail_bytes = ti_tail_bytes(&s->tail);
+    o->dat_indexed = s->dat_indexed;
+    o->dat_committed = s->dat_committed;
+    pthread_rwlock_unlock(&s->key_lock);
+    o->index_flushes = __atomic_load_n(&s->index_flushes, __ATOMIC_RELAXED);
 }
 
 int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)

@@ -97,6 +97,21 @@ static void check_files(const tide_store *s, int writer)
     else tide_err_clear();
 }
 
+/* Issue 15 (D): W <= C <= the data file's end; without a lag (and outside
+ * an open's recovery, which has no thread yet) no tail and W == C == end;
+ * the tail's own invariants (tail.c), and never more than its limit. */
+static void check_tail(const tide_store *s)
+{
+    TIDE_ASSERT(s->dat_indexed <= s->dat_committed && s->dat_committed <= s->dat_size);
+    if (s->state == TI_STORE_BROKEN) return;
+    if (s->opts.index_lag_bytes == 0 && s->thread_started && s->state != TI_STORE_COMMITTING) {
+        TIDE_ASSERT(s->tail.count == 0);
+        TIDE_ASSERT(s->dat_indexed == s->dat_size);
+    }
+    if (s->thread_started) TIDE_ASSERT(s->tail.count <= ti_tail_limit(&s->tail));
+    ti_tail_check(&s->tail);
+}
+
 void ti_store_check_locked(const tide_store *s, int writer)
 {
     check_state(s);
@@ -108,6 +123,7 @@ void ti_store_check_locked(const tide_store *s, int writer)
     }
     check_pools(s);
     if (s->state != TI_STORE_BROKEN) check_files(s, writer);
+    check_tail(s);
 }
 
 int tide_store_check(const tide_store *s)

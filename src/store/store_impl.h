@@ -19,6 +19,7 @@
 #include "io/io.h"
 #include "store/format.h"
 #include "store/pool.h"
+#include "store/tail.h"
 #include "util/hist.h"
 
 /*
@@ -76,6 +77,19 @@ struct tide_store {
 
     pthread_mutex_t write_mu;
 
+    /* The deferred index (issue 15, tail.c, defer.c). W: the key file
+     * indexes every record below dat_indexed; C: every record below
+     * dat_committed is synced and acknowledged. W == C == dat_size after
+     * every commit unless opts.index_lag_bytes; then [W, C) are the tail's
+     * records. Changed by the commit thread under key_lock (write), read
+     * atomically; `tail` read under key_lock (read). */
+    uint64_t   dat_indexed, dat_committed;
+    ti_tail    tail;
+    char      *meta_path;
+    tide_file *meta;              /* tide.meta, open while deferring */
+    uint64_t   meta_seq;          /* the last slot's seq written or read */
+    uint64_t   index_flushes;     /* flushes of a non-empty tail (atomic) */
+
     /* Counters (atomic). */
     uint64_t   inserts, fetches, commits, commit_failures, bytes_written, syncs;
     uint64_t   last_commit_us, commit_buffer_bytes;
@@ -102,8 +116,30 @@ typedef enum ti_commit_end {
 } ti_commit_end;
 int ti_commit_batch(struct tide_store *s, ti_pool *batch, ti_commit_end *end);
 
-/* Truncate nudb.log to 0 and sync it: what makes a commit final. */
+/* Truncate nudb.log to 0 and sync it: what makes a commit final. While
+ * deferring (opts.index_lag_bytes), then write the idle log: a header
+ * alone, with the key file's size and dat_file_size = W (defer.c), and
+ * sync it again. */
 int ti_commit_clean_log(struct tide_store *s);
+
+/* The deferred index (defer.c). One commit attempt of `batch` with the
+ * index deferred: phase A (append, sync, tide.meta) when the tail has room
+ * and `flush` is 0, else ti_commit_batch, which indexes the tail too (the
+ * flush). Ends as ti_commit_batch's; a failed tide.meta write is BROKEN. */
+int ti_defer_commit(struct tide_store *s, ti_pool *batch, int flush, ti_commit_end *end);
+/* Open, after recovery left a tail [W, C) (idle log kept): read and check
+ * its records into the tail (TIDE_ECORRUPT naming the first that fails),
+ * then flush it; the log is left empty or idle. Before the thread starts. */
+int ti_defer_recover_tail(struct tide_store *s);
+/* Open, deferring: tide.meta opened (created) and its seq read; called
+ * before the directory sync that makes its name durable. */
+int ti_defer_open_meta(struct tide_store *s);
+/* Write the idle log (header only, dat_file_size W) at offset 0 and sync:
+ * the log being empty already. */
+int ti_defer_write_idle_log(struct tide_store *s);
+/* Fill a log header for this store with the given sizes. */
+void ti_commit_log_header(const struct tide_store *s, tide_log_header *lh,
+                          uint64_t key_file_size, uint64_t dat_file_size);
 
 /* A store handle with its options, paths, locks and conditions set up and
  * no file open (open and rekey's rebuild fill in the rest); free it with

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * defer.c: the deferred index (issue 15): the key file lags behind the
+ * data file, so that each bucket is written once for many items.
+ *
+ * nudb.dat is a redo log of every record already; the key file is only its
+ * index. With tide_store_opts.index_lag_bytes > 0 a commit is two phases:
+ *
+ *   Phase A (every commit, append_batch): the batch's records are appended
+ *     at the data file's end and synced; tide.meta's dat_committed (C) is
+ *     raised to the new end and synced (meta.c). The batch is durable, and
+ *     its entries go to the in-memory tail (tail.c), which fetch and the
+ *     duplicate check consult between the pools and the key file.
+ *   Phase B (the flush: when the tail cannot take the next batch, and at
+ *     close): ti_commit_batch indexes the tail's entries and the batch's
+ *     together under the undo-log protocol (log header and pre-images,
+ *     records, spills, buckets, sync dat, sync key), and then writes the
+ *     idle log instead of an empty one.
+ *
+ * Layout of the files while deferring:
+ *
+ *   nudb.dat  [header | indexed records and spills ... W | tail ... C | junk]
+ *   nudb.log  the idle log: a header alone, key_file_size the key file's
+ *             size, dat_file_size W (never empty between commits)
+ *   tide.meta (seq, uid, W, C), two slots
+ *
+ * Recovery (recover.c) reads W from the log and C from tide.meta, keeps
+ * nudb.dat up to max(W, C), and the open reads [W, C) back into the tail
+ * (recover_tail) and flushes it. NuDB, opening the same files, rolls the
+ * idle log back: nudb.dat cut to W, a consistent store without the tail.
+ *
+ * Invariants:
+ *   1. tide.meta is written only after the records below its C are
+ *      synced, and says W as the idle log says it: a slot whose W differs
+ *      from the log's is stale (a flush has moved W past its C since) and
+ *      recovery ignores it.
+ *   2. While a record past W is unindexed, nudb.log holds a header with
+ *      dat_file_size W: the idle log exists before the first phase A
+ *      (start_commits), a flush's log starts with the same header, and an
+ *      undone flush cuts the log back to it (commit.c undo_log).
+ *   3. The tail holds exactly the entries of the data records in [W, C),
+ *      at most ti_tail_limit of them; its table is changed under key_lock
+ *      (write), grown outside it (ti_tail_prepare) and swapped in.
+ *   4. A phase A that fails before tide.meta is written leaves the files
+ *      as before (nudb.dat cut back); one that fails writing tide.meta is
+ *      BROKEN: which slot the disk holds cannot be told, and either is
+ *      sound (the records are synced), so the next open recovers.
+ *
+ * Never: empty nudb.log while the tail is not empty; raise C before the
+ *   records are synced; acknowledge a batch whose entries are not findable.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/meta.h"
+#include "store/store_impl.h"
+#include "util/assert.h"
+#include "util/bigbuf.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define APPEND_BUF (1u << 20)
+
+static int synced(tide_store *s, tide_file *f)
+{
+    int rc = s->io->sync(f);
+    if (rc == 0) __atomic_fetch_add(&s->syncs, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+static int write_counted(tide_store *s, tide_file *f, const void *p, size_t n, uint64_t off)
+{
+    int rc = s->io->write_at(f, p, n, off);
+    if (rc == 0) __atomic_fetch_add(&s->bytes_written, n, __ATOMIC_RELAXED);
+    return rc;
+}
+
+int ti_defer_write_idle_log(tide_store *s)
+{
+    uint8_t buf[TIDE_LOG_HEADER_SIZE];
+    tide_log_header lh;
+    int rc;
+
+    ti_commit_log_header(s, &lh, (s->buckets + 1) * (uint64_t)s->block_size, s->dat_indexed);
+    ti_fmt_encode_log_header(buf, &lh);
+    rc = write_counted(s, s->log, buf, sizeof buf, 0);
+    if (rc == 0) rc = synced(s, s->log);
+    return rc;
+}
+
+int ti_defer_open_meta(tide_store *s)
+{
+    ti_meta m;
+    int valid = 0, rc;
+
+    if (s->meta_path == NULL && (s->meta_path = ti_path_join(s->dir, TI_META_NAME)) == NULL)
+        return tide_err_set(TIDE_ENOMEM, "open: out of memory");
+    if ((rc = ti_meta_read(s->io, s->meta_path, s->kh.uid, &m, &valid)) != 0) return rc;
+    s->meta_seq = m.seq;
+    return s->io->open(s->io, s->meta_path, TIDE_IO_CREATE, &s->meta);
+}
+
+/* The batch's records, appended at the data file's end in writes of up to
+ * APPEND_BUF bytes; each item's offset is set. */
+static int append_records(tide_store *s, ti_pool *batch, uint8_t *buf)
+{
+    uint64_t off = s->dat_size, base = off;
+    size_t len = 0;
+    int rc = 0;
+
+    for (ti_pool_item *it = batch->first; it && rc == 0; it = it->after) {
+        size_t rec = TIDE_DAT_RECORD_HEADER + s->key_size + (size_t)it->len;
+        it->offset = off;
+        off += rec;
+        if (len + rec > APPEND_BUF && len) {
+            rc = write_counted(s, s->dat, buf, len, base);
+            base += len;
+            len = 0;
+        }
+        if (rc) break;
+        if (rec > APPEND_BUF) {         /* a value larger than the buffer */
+            uint8_t hdr[TIDE_DAT_RECORD_HEADER];
+            ti_put48(hdr, it->len);
+            rc = write_counted(s, s->dat, hdr, sizeof hdr, base);
+            if (rc == 0) rc = write_counted(s, s->dat, it->data, rec - sizeof hdr, base + sizeof hdr);
+            base += rec;
+            continue;
+        }
+        ti_put48(buf + len, it->len);
+        memcpy(buf + len + TIDE_DAT_RECORD_HEADER, it->data, rec - TIDE_DAT_RECORD_HEADER);
+        len += rec;
+    }
+    if (rc == 0 && len) rc = write_counted(s, s->dat, buf, len, base);
+    return rc;
+}
+
+/* Phase A: records appended and synced, C raised in tide.meta, entries
+ * into the tail. */
+static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
+{
+    uint64_t dat0 = s->dat_size, *fresh = NULL, fresh_slots = 0, *old = NULL, old_slots = 0;
+    uint64_t dat1 = dat0 + batch->record_bytes;
+    uint8_t *buf = NULL;
+    ti_meta m;
+    int rc;
+
+    *end = TI_COMMIT_UNDONE;
+    /* Room first: once C is raised, the entries must go in. */
+    if ((rc = ti_tail_prepare(&s->tail, batch->count, &fresh, &fresh_slots)) != 0) return rc;
+    if (fresh && s->opts.note_alloc && s->opts.tail_account_id >= 0)
+        s->opts.note_alloc(s->opts.tail_account_id, (int64_t)(fresh_slots * TI_TAIL_SLOT_BYTES));
+    if ((buf = tide_big_alloc(APPEND_BUF)) == NULL) {
+        rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory");
+        goto out;
+    }
+    rc = append_records(s, batch, buf);
+    if (rc == 0) rc = synced(s, s->dat);
+    if (rc) {
+        /* Nothing past C counts; cut it anyway, so the file ends where the
+         * next attempt writes. */
+        if (s->io->truncate(s->dat, dat0) == 0) synced(s, s->dat);
+        goto out;
+    }
+    m = (ti_meta){ s->meta_seq, s->kh.uid, s->dat_indexed, dat1 };
+    rc = ti_meta_write(s->io, s->meta, &m);
+    s->meta_seq = m.seq;
+    if (rc) {
+        *end = TI_COMMIT_BROKEN;
+        tide_log(TIDE_LOG_ERROR, "%s: writing %s failed (%s); which of its slots the disk holds "
+                 "cannot be told, so the store is closed for writes and recovers at the next open "
+                 "(the records are synced)", s->dir, TI_META_NAME, tide_last_error());
+        goto out;
+    }
+    __atomic_fetch_add(&s->bytes_written, TI_META_SLOT, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->syncs, 1, __ATOMIC_RELAXED);
+    pthread_rwlock_wrlock(&s->key_lock);
+    if (fresh) old = ti_tail_swap(&s->tail, fresh, fresh_slots, &old_slots);
+    fresh = NULL;
+    for (ti_pool_item *it = batch->first; it; it = it->after) {
+        tide_entry e = { it->offset, it->len, it->hash };
+        ti_tail_add(&s->tail, &e);
+    }
+    __atomic_store_n(&s->dat_size, dat1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->dat_committed, dat1, __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&s->key_lock);
+    *end = TI_COMMIT_DONE;
+out:
+    ti_tail_free_table(old, old_slots);
+    ti_tail_free_table(fresh, fresh_slots);
+    tide_big_free(buf, APPEND_BUF);
+    return rc;
+}
+
+int ti_defer_commit(tide_store *s, ti_pool *batch, int flush, ti_commit_end *end)
+{
+    TIDE_ASSERT(s->opts.index_lag_bytes > 0);
+    if (flush || batch->count == 0 || s->tail.count + batch->count > ti_tail_limit(&s->tail))
+        return ti_commit_batch(s, batch, end);
+    return append_batch(s, batch, end);
+}
+
+/* The record at `off` (avail bytes of it at p, up to C): a data record's
+ * entry goes into the tail, a spill record is stepped over; *rec gets its
+ * size. TIDE_ECORRUPT when it cannot be a complete record. */
+static int scan_record(tide_store *s, const uint8_t *p, size_t avail, uint64_t off, uint64_t C,
+                       uint64_t *rec)
+{
+    uint64_t size;
+
+    if (avail < TIDE_DAT_RECORD_HEADER) goto bad;
+    size = ti_get48(p);
+    if (size == 0) {
+        if (avail < TIDE_SPILL_HEADER || ti_get16(p + 6) != ti_fmt_bucket_bytes(s->capacity)) goto bad;
+        *rec = TIDE_SPILL_HEADER + ti_get16(p + 6);
+    } else {
+        *rec = TIDE_DAT_RECORD_HEADER + s->key_size + size;
+        if (avail < TIDE_DAT_RECORD_HEADER + (size_t)s->key_size || size > 0xffffffffull) goto bad;
+    }
+    if (off + *rec > C) goto bad;
+    if (size) {
+        tide_entry e = { off, size, ti_fmt_hash48(p + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt) };
+        ti_tail_add(&s->tail, &e);
+    }
+    return 0;
+bad:
+    return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: not a complete record below the committed "
+                        "mark %llu (tide.meta): the records from %llu were acknowledged and the "
+                        "key file does not index them yet. Nothing was changed; keep a copy of the "
+                        "store and see docs/DURABILITY.md", s->dat_path, (unsigned long long)off,
+                        (unsigned long long)C, (unsigned long long)s->dat_indexed);
+}
+
+/* Read the records of [W, C) into the tail, whose table is sized first
+ * for the most records the range can hold (so no add can overflow it). */
+static int scan_tail(tide_store *s, uint64_t W, uint64_t C)
+{
+    uint64_t most = (C - W) / (TIDE_DAT_RECORD_HEADER + s->key_size + 1) + 1;
+    uint64_t *fresh = NULL, fresh_slots = 0, old_slots = 0, at = W, wbase = 0, rec = 0;
+    size_t wlen = 0, need = TIDE_DAT_RECORD_HEADER + (size_t)s->key_size;
+    uint8_t *win = NULL;
+    int rc;
+
+    if (need < TIDE_SPILL_HEADER) need = TIDE_SPILL_HEADER;
+    s->tail.max_slots = 1ull << 62;        /* recovery is not bounded by the budget */
+    if ((rc = ti_tail_prepare(&s->tail, most, &fresh, &fresh_slots)) != 0) return rc;
+    ti_tail_free_table(ti_tail_swap(&s->tail, fresh, fresh_slots, &old_slots), old_slots);
+    if ((win = tide_big_alloc(APPEND_BUF)) == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
+    while (at < C && rc == 0) {
+        uint64_t want = C - at < need ? C - at : need;
+        if (at < wbase || at + want > wbase + wlen) {
+            wbase = at;
+            wlen = C - at < APPEND_BUF ? (size_t)(C - at) : APPEND_BUF;
+            if ((rc = s->io->read_at(s->dat, win, wlen, wbase)) != 0) break;
+        }
+        rc = scan_record(s, win + (at - wbase), (size_t)(wbase + wlen - at), at, C, &rec);
+        at += rec;
+    }
+    tide_big_free(win, APPEND_BUF);
+    return rc;
+}
+
+int ti_defer_recover_tail(tide_store *s)
+{
+    uint64_t W = s->dat_indexed, C = s->dat_committed, budget = s->opts.index_lag_bytes;
+    ti_commit_end end;
+    int rc;
+
+    TIDE_ASSERT(W < C && C == s->dat_size);
+    if ((rc = scan_tail(s, W, C)) != 0) return rc;
+    tide_log(TIDE_LOG_INFO, "%s: %llu records (%llu bytes of nudb.dat from offset %llu) were "
+             "committed and not yet indexed; indexing them", s->dir,
+             (unsigned long long)s->tail.count, (unsigned long long)(C - W), (unsigned long long)W);
+    rc = ti_commit_batch(s, s->pending, &end);
+    if (rc == 0 && end != TI_COMMIT_DONE) rc = tide_err_set(TIDE_EIO, "open: indexing the tail failed");
+    if (rc == 0) {
+        TIDE_ASSERT(s->tail.count == 0 && s->dat_indexed >= C && s->dat_indexed == s->dat_size);
+        ti_tail_init(&s->tail, budget);     /* the budget's bound again */
+    }
+    return rc;
+}
