@@ -13,6 +13,11 @@
  * commit's ordering and recovery, not power loss (the simulated file system
  * tests that).
  *
+ * The second test runs the same writer with the deferred index (issue 15,
+ * D: a tail of 16 KiB, 768 entries, so commits alternate between phase A
+ * and flushes and a kill lands in either) and reopens without a lag, so
+ * the reopen reads the tail back from nudb.dat and indexes it.
+ *
  * Iterations: TIDE_KILL9_ITERATIONS (default 50; CI runs the default).
  * The seed is printed, and TIDE_TEST_SEED repeats a run.
  */
@@ -38,8 +43,9 @@
 
 static unsigned item_len(uint64_t i) { return (unsigned)th_len(i, 1, 600); }
 
-static void child_writer(const char *dir, int fd, unsigned block_size) __attribute__((noreturn));
-static void child_writer(const char *dir, int fd, unsigned block_size)
+static void child_writer(const char *dir, int fd, unsigned block_size, uint64_t lag)
+    __attribute__((noreturn));
+static void child_writer(const char *dir, int fd, unsigned block_size, uint64_t lag)
 {
     tide_store_create_opts c;
     tide_store_opts o;
@@ -50,6 +56,7 @@ static void child_writer(const char *dir, int fd, unsigned block_size)
     th_store_opts(&o);
     o.commit_interval_ms = 20;
     o.burst_bytes = 256 << 10;
+    o.index_lag_bytes = lag;
     tide_store_create_opts_init(&c);
     c.key_size = KEY_SIZE;
     c.block_size = block_size;
@@ -67,7 +74,7 @@ static void child_writer(const char *dir, int fd, unsigned block_size)
 }
 
 /* One iteration: returns the acknowledged count (for the summary). */
-static uint64_t one_iteration(uint64_t seed, unsigned iter, unsigned block_size)
+static uint64_t one_iteration(uint64_t seed, unsigned iter, unsigned block_size, uint64_t lag)
 {
     char dir[4096];
     int pipefd[2];
@@ -90,7 +97,7 @@ static uint64_t one_iteration(uint64_t seed, unsigned iter, unsigned block_size)
     assert_true(pid >= 0);
     if (pid == 0) {
         close(pipefd[0]);
-        child_writer(dir, pipefd[1], block_size);
+        child_writer(dir, pipefd[1], block_size, lag);
     }
     close(pipefd[1]);
     {
@@ -144,17 +151,16 @@ static uint64_t one_iteration(uint64_t seed, unsigned iter, unsigned block_size)
     return acked;
 }
 
-static void every_acknowledged_insert_survives_sigkill_at_a_random_moment(void **state)
+static void kill_loop(uint64_t lag)
 {
     const char *env = getenv("TIDE_KILL9_ITERATIONS");
     unsigned iterations = env ? (unsigned)strtoul(env, NULL, 10) : 50;
     uint64_t seed = th_seed(9), total = 0, min = UINT64_MAX, max = 0;
-    (void)state;
 
-    print_message("kill -9 loop: %u iterations, seed %llu (TIDE_TEST_SEED repeats it)\n",
-                  iterations, (unsigned long long)seed);
+    print_message("kill -9 loop%s: %u iterations, seed %llu (TIDE_TEST_SEED repeats it)\n",
+                  lag ? " (deferred index)" : "", iterations, (unsigned long long)seed);
     for (unsigned it = 0; it < iterations; it++) {
-        uint64_t a = one_iteration(seed, it, it % 2 ? 8192 : 4096);
+        uint64_t a = one_iteration(seed, it, it % 2 ? 8192 : 4096, lag);
         total += a;
         if (a < min) min = a;
         if (a > max) max = a;
@@ -164,10 +170,23 @@ static void every_acknowledged_insert_survives_sigkill_at_a_random_moment(void *
                   (unsigned long long)min, (unsigned long long)max, (unsigned long long)total);
 }
 
+static void every_acknowledged_insert_survives_sigkill_at_a_random_moment(void **state)
+{
+    (void)state;
+    kill_loop(0);
+}
+
+static void every_acknowledged_insert_survives_sigkill_with_the_index_deferred(void **state)
+{
+    (void)state;
+    kill_loop(16u << 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_acknowledged_insert_survives_sigkill_at_a_random_moment),
+        cmocka_unit_test(every_acknowledged_insert_survives_sigkill_with_the_index_deferred),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,11 @@
  * first); finish is tide_store_sync; get is tide_store_fetch, whose value
  * is a malloc'd copy that the reader frees at its next get.
  *
+ * tide-defer is the same store with the deferred index (issue 15):
+ * index_lag_bytes from --index-lag (64 MiB by default), so commits append
+ * and sync records and the key file is written by flushes of the tail;
+ * its load ends with tide_store_flush, the indexing it owes.
+ *
  * Invariants:
  *   1. The commits reported are the store's own counter's, not a guess.
  * Never: batch for the store; its commit thread decides, as in production.
@@ -34,7 +39,8 @@ struct peer_reader {
     char err[PEER_ERROR_MAX];
 };
 
-static int t_open(peer_engine **out, const char *dir, const peer_cfg *cfg, char *err)
+static int t_open_lag(peer_engine **out, const char *dir, const peer_cfg *cfg, uint64_t lag,
+                      char *err)
 {
     tide_store_create_opts co;
     tide_store_opts so;
@@ -54,6 +60,7 @@ static int t_open(peer_engine **out, const char *dir, const peer_cfg *cfg, char 
     if (rc == 0) {
         tide_store_opts_init(&so);
         so.burst_bytes = (size_t)cfg->burst;
+        so.index_lag_bytes = lag;
         rc = tide_store_open(&e->s, dir, &so);
     }
     if (rc) {
@@ -63,6 +70,16 @@ static int t_open(peer_engine **out, const char *dir, const peer_cfg *cfg, char 
     }
     *out = e;
     return 0;
+}
+
+static int t_open(peer_engine **out, const char *dir, const peer_cfg *cfg, char *err)
+{
+    return t_open_lag(out, dir, cfg, 0, err);
+}
+
+static int t_open_defer(peer_engine **out, const char *dir, const peer_cfg *cfg, char *err)
+{
+    return t_open_lag(out, dir, cfg, cfg->index_lag, err);
 }
 
 static int t_put(peer_engine *e, const unsigned char *key, const unsigned char *value)
@@ -77,6 +94,15 @@ static int t_finish(peer_engine *e)
 {
     if (tide_store_sync(e->s) == 0) return 0;
     snprintf(e->err, sizeof e->err, "tide: sync: %s", tide_last_error());
+    return -1;
+}
+
+/* tide-defer's load ends with the flush it owes, so that its write
+ * amplification counts the key file's writes too. */
+static int t_finish_defer(peer_engine *e)
+{
+    if (tide_store_flush(e->s) == 0) return 0;
+    snprintf(e->err, sizeof e->err, "tide: flush: %s", tide_last_error());
     return -1;
 }
 
@@ -137,6 +163,14 @@ const peer_ops peer_tide_ops = {
     .name = "tide",
     .durability = "the store's commits (a burst or a second), fdatasync each",
     .open = t_open, .put = t_put, .finish = t_finish,
+    .reader_open = t_reader_open, .get = t_get, .reader_close = t_reader_close,
+    .reader_error = t_reader_error, .commits = t_commits, .close = t_close, .error = t_error,
+};
+
+const peer_ops peer_tide_defer_ops = {
+    .name = "tide-defer",
+    .durability = "fdatasync of nudb.dat and tide.meta per commit; the key file by flushes",
+    .open = t_open_defer, .put = t_put, .finish = t_finish_defer,
     .reader_open = t_reader_open, .get = t_get, .reader_close = t_reader_close,
     .reader_error = t_reader_error, .commits = t_commits, .close = t_close, .error = t_error,
 };

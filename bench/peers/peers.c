@@ -49,8 +49,8 @@ static const char help_text[] =
 "SYNOPSIS\n"
 "    build/bench/peers [--items N[,N...]] [--runs N] [--engines LIST]\n"
 "                      [--baseline ENGINE] [--batch N] [--burst SIZE]\n"
-"                      [--value-size N] [--seed N] [--dir DIR] [--json]\n"
-"                      [--fault-item N]\n"
+"                      [--index-lag SIZE] [--value-size N] [--seed N]\n"
+"                      [--dir DIR] [--json] [--fault-item N]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs each engine on the workload of `tide bench store`: item i has a\n"
@@ -80,6 +80,10 @@ static const char help_text[] =
 "    rocksdb-sync  RocksDB: one write batch of N items per write, its WAL\n"
 "                  synced on each; defaults plus a 10-bit Bloom filter.\n"
 "    rocksdb       the same batches, the WAL written but not synced.\n"
+"    tide-defer    Tide's store with the deferred index (index_lag_bytes\n"
+"                  --index-lag): each commit appends and syncs its records\n"
+"                  and tide.meta; the key file is written when the tail\n"
+"                  index fills and at close. Run only when named.\n"
 "\n"
 "    N is --batch. By default it matches Tide's cadence: items / commits of\n"
 "    Tide's run in round 1 of each size (Tide then runs first).\n"
@@ -111,6 +115,9 @@ static const char help_text[] =
 "                      Default auto (see ENGINES).\n"
 "    --burst SIZE      Tide's burst_bytes (16MiB, 65536 forms). Default\n"
 "                      16MiB, the library's default.\n"
+"    --index-lag SIZE  tide-defer's tail index budget (index_lag_bytes:\n"
+"                      64MiB, 1GiB forms). Default 64MiB, tided's default\n"
+"                      without a memory limit.\n"
 "    --value-size N    bytes per value, 1 to 65536. Default 200.\n"
 "    --seed N          the data's seed, 0 to 2^31-1. Default 0.\n"
 "    --dir DIR         make the bench directory (tide-peers-XXXXXX, one\n"
@@ -139,8 +146,10 @@ static const char help_text[] =
 
 static const peer_ops *const all_engines[] = {
     &peer_tide_ops, &peer_lmdb_ops, &peer_rocksdb_sync_ops, &peer_rocksdb_ops,
+    &peer_tide_defer_ops,
 };
 #define ALL_ENGINES (sizeof all_engines / sizeof *all_engines)
+#define DEFAULT_ENGINES 4          /* tide-defer runs when asked for */
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -226,7 +235,7 @@ static int option(peers_opts *o, const char *name, const char *val)
     } else if (strcmp(name, "--engines") == 0) {
         if (parse_engines(val, o))
             return usage("--engines '%s' is not a list of distinct engines among tide, "
-                         "lmdb, rocksdb-sync, rocksdb", val);
+                         "lmdb, rocksdb-sync, rocksdb, tide-defer", val);
     } else if (strcmp(name, "--baseline") == 0) {
         o->baseline_name = val;
     } else if (strcmp(name, "--batch") == 0) {
@@ -236,6 +245,9 @@ static int option(peers_opts *o, const char *name, const char *val)
     } else if (strcmp(name, "--burst") == 0) {
         if (tide_size_parse(val, &o->burst) || o->burst < 4096 || o->burst > ((uint64_t)1 << 32))
             return usage("--burst '%s' is not a size from 4KiB to 4GiB such as 16MiB", val);
+    } else if (strcmp(name, "--index-lag") == 0) {
+        if (tide_size_parse(val, &o->index_lag) || o->index_lag < 1)
+            return usage("--index-lag '%s' is not a size of 1 byte or more such as 64MiB", val);
     } else if (strcmp(name, "--value-size") == 0) {
         if (parse_u64(val, 1, 65536, &o->value_size))
             return usage("--value-size '%s' is not a whole number from 1 to 65536", val);
@@ -266,8 +278,9 @@ static int parse(int argc, char **argv, peers_opts *o)
     o->burst = TIDE_BURST_DEFAULT;
     o->value_size = 200;
     o->parent = "/tmp";
-    for (size_t i = 0; i < ALL_ENGINES; i++) o->engines[i] = all_engines[i];
-    o->nengines = ALL_ENGINES;
+    for (size_t i = 0; i < DEFAULT_ENGINES; i++) o->engines[i] = all_engines[i];
+    o->nengines = DEFAULT_ENGINES;
+    o->index_lag = 64u << 20;
     for (int i = 1; i < argc; i++) {
         int rc;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -335,7 +348,7 @@ static int one_run(peers_state *ps, size_t z, unsigned r, size_t e, uint64_t bat
     job.ops = o->engines[e];
     job.dir = dir;
     job.cfg = (peer_cfg){ .items = o->sizes[z], .value_size = (size_t)o->value_size,
-                          .batch = batch, .burst = o->burst };
+                          .batch = batch, .burst = o->burst, .index_lag = o->index_lag };
     job.seed = o->seed;
     job.order_seed = tide_bench_fetch_seed(o->seed, r);
     job.fault_item = o->fault_item;

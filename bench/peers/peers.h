@@ -31,6 +31,7 @@ typedef struct peer_cfg {
     size_t value_size;
     uint64_t batch;          /* items per commit, for the engines that batch */
     uint64_t burst;          /* Tide's burst_bytes */
+    uint64_t index_lag;      /* tide-defer's index_lag_bytes (issue 15) */
     int sync;                /* rocksdb: sync the WAL on each batch */
 } peer_cfg;
 
@@ -56,6 +57,7 @@ typedef struct peer_ops {
 } peer_ops;
 
 extern const peer_ops peer_tide_ops;
+extern const peer_ops peer_tide_defer_ops;
 extern const peer_ops peer_lmdb_ops;
 extern const peer_ops peer_rocksdb_sync_ops;
 extern const peer_ops peer_rocksdb_ops;

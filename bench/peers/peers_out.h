@@ -18,12 +18,13 @@
 #include "peers_run.h"
 
 #define PEERS_SIZES_MAX   16
-#define PEERS_ENGINES_MAX 4
+#define PEERS_ENGINES_MAX 5
 
 typedef struct peers_opts {
     uint64_t sizes[PEERS_SIZES_MAX];
     size_t nsizes;
     uint64_t runs, batch, burst, value_size, seed;   /* batch 0: auto */
+    uint64_t index_lag;                              /* tide-defer's budget */
     uint64_t fault_item;                             /* 1 + --fault-item; 0 none */
     const peer_ops *engines[PEERS_ENGINES_MAX];
     size_t nengines, baseline;

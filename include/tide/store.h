@@ -248,6 +248,17 @@ int tide_store_contains(tide_store *s, const void *key);
  */
 int tide_store_sync(tide_store *s);
 
+/*
+ * tide_store_sync, and then (with opts.index_lag_bytes) a flush of the
+ * deferred index: when this returns 0 the key file indexes every insert
+ * that returned before the call, and the tail index is empty (until the
+ * next commit). Without a lag it is tide_store_sync. Returns 0 or the
+ * commit's error. Cost: the flush writes every bucket that receives a
+ * tail entry (see docs/DURABILITY.md); a bench calls it to count the
+ * indexing work its load owes.
+ */
+int tide_store_flush(tide_store *s);
+
 /* ---- information ---- */
 
 /* The commit histogram's buckets: 14 bounds in seconds, 0.0001 .. 10

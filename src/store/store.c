@@ -792,7 +792,8 @@ out:
 static int commit_due(tide_store *s, uint64_t now)
 {
     if (s->state == TI_STORE_RETRYING) return 1;     /* a failed batch to retry */
-    if (s->closing && s->tail.count) return 1;       /* the final flush (issue 15, D) */
+    /* The final flush, or one tide_store_flush asked for (issue 15, D). */
+    if ((s->closing || s->flush_wanted) && s->tail.count) return 1;
     if (s->pending->count == 0) return 0;
     if (s->closing) return 1;
     if (s->sync_seq > s->durable_seq) return 1;
@@ -906,6 +907,10 @@ static void *commit_thread(void *arg)
             end_clean(s, rc, &retry_at);
             continue;
         }
+        if (s->flush_wanted && s->tail.count == 0 && s->state == TI_STORE_IDLE) {
+            s->flush_wanted = 0;            /* nothing left to flush */
+            pthread_cond_broadcast(&s->room_cv);
+        }
         if (s->closing && s->pending->count == 0 && s->tail.count == 0 &&
             s->state == TI_STORE_IDLE) {
             s->state = TI_STORE_CLOSED;
@@ -921,7 +926,7 @@ static void *commit_thread(void *arg)
         }
         if (!retrying) take_batch(s);
         s->last_commit_start_us = now;
-        int flush = s->closing;
+        int flush = s->closing || s->flush_wanted;
         pthread_mutex_unlock(&s->pool_mu);
 
         uint64_t t0 = tide_clock_mono_us();
@@ -932,6 +937,7 @@ static void *commit_thread(void *arg)
         uint64_t took = tide_clock_mono_us() - t0;
 
         pthread_mutex_lock(&s->pool_mu);
+        if (flush && end == TI_COMMIT_DONE) s->flush_wanted = 0;
         end_attempt(s, rc, end, took, &retry_at);
     }
     pthread_cond_broadcast(&s->room_cv);
@@ -1209,6 +1215,27 @@ int tide_store_sync(tide_store *s)
         pthread_cond_wait(&s->room_cv, &s->pool_mu);
     }
     if (rc) tide_err_set(rc, "%s: sync: the commit failed: %s", s->dir, tide_strerror(rc));
+    pthread_mutex_unlock(&s->pool_mu);
+    return rc;
+}
+
+int tide_store_flush(tide_store *s)
+{
+    int rc = tide_store_sync(s);
+    if (rc || s->opts.index_lag_bytes == 0) return rc;
+    pthread_mutex_lock(&s->pool_mu);
+    uint64_t attempts0 = s->attempts;
+    s->flush_wanted = 1;
+    pthread_cond_signal(&s->work_cv);
+    while (s->flush_wanted) {
+        if (s->commit_err && s->attempts > attempts0) { rc = s->commit_err; break; }
+        if (s->state == TI_STORE_BROKEN || s->state == TI_STORE_CLOSED) {
+            rc = s->commit_err ? s->commit_err : TIDE_ECLOSED;
+            break;
+        }
+        pthread_cond_wait(&s->room_cv, &s->pool_mu);
+    }
+    if (rc) tide_err_set(rc, "%s: flush: the commit failed: %s", s->dir, tide_strerror(rc));
     pthread_mutex_unlock(&s->pool_mu);
     return rc;
 }

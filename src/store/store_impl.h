@@ -89,6 +89,7 @@ struct tide_store {
     tide_file *meta;              /* tide.meta, open while deferring */
     uint64_t   meta_seq;          /* the last slot's seq written or read */
     uint64_t   index_flushes;     /* flushes of a non-empty tail (atomic) */
+    int        flush_wanted;      /* tide_store_flush asked (pool_mu) */
 
     /* Counters (atomic). */
     uint64_t   inserts, fetches, commits, commit_failures, bytes_written, syncs;

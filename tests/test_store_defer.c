@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_store_defer.c: the deferred index (issue 15, D; src/store/defer.c).
+ *
+ * On the real file system: fetch and the duplicate check find entries in
+ * the tail; the budget bounds the tail and triggers flushes; a clean close
+ * leaves NuDB's three files (no log) that verify passes; lag 0 writes no
+ * tide.meta. A writer killed with SIGKILL while its tail holds acknowledged
+ * records: `tide recover` (tide_store_recover) indexes them and leaves
+ * NuDB's files; NuDB's own rule (the log rolled back, nudb.dat cut to W:
+ * emulated by recovering without tide.meta) gives a consistent store
+ * without the tail. tide.meta torn (the other slot wins), foreign (ignored)
+ * or claiming more than nudb.dat holds (refused, nothing changed); a
+ * damaged record in the tail is refused with its offset, nothing changed.
+ * The crash images of every write and sync are test_store_durability's
+ * *_deferred tests; kill -9 at random moments, test_store_kill9's.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "expect.h"
+#include "store/format.h"
+#include "store/meta.h"
+#include "tide/log.h"
+#include "tide/store.h"
+
+#define KEY 32
+#define VMIN 1
+#define VMAX 300
+#define SLOW 600000u      /* commits only when a sync asks */
+
+typedef struct dstate {
+    char dir[4096];
+    char path[4200];
+} dstate;
+
+static int setup(void **state)
+{
+    dstate *d = calloc(1, sizeof *d);
+    tide_store_create_opts c;
+
+    if (d == NULL || th_mkdtemp(d->dir, sizeof d->dir) != 0) return -1;
+    tide_store_create_opts_init(&c);
+    c.key_size = KEY;
+    if (tide_store_create(d->dir, &c) != 0) return -1;
+    *state = d;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    dstate *d = *state;
+    th_children_stop(1);
+    if (d) th_rmrf(d->dir);
+    free(d);
+    return 0;
+}
+
+static const char *file_in(dstate *d, const char *name)
+{
+    snprintf(d->path, sizeof d->path, "%s/%s", d->dir, name);
+    return d->path;
+}
+
+static tide_store *open_lag(dstate *d, uint64_t lag)
+{
+    tide_store_opts o;
+    tide_store *s = NULL;
+
+    th_store_opts(&o);
+    o.commit_interval_ms = SLOW;
+    o.index_lag_bytes = lag;
+    expect_ok(tide_store_open(&s, d->dir, &o), "open with the index deferred");
+    return s;
+}
+
+static void expect_verify_keys(dstate *d, uint64_t keys, const char *what)
+{
+    tide_verify_report r;
+    expect_ok(tide_store_verify(d->dir, NULL, &r), what);
+    expect_u64(r.keys, keys, what);
+    expect_u64(r.data_records, keys, what);
+}
+
+static void fetch_and_dup_check_find_tail_entries_and_the_budget_flushes(void **state)
+{
+    dstate *d = *state;
+    tide_store *s = open_lag(d, 4096);       /* 256 slots: at most 192 entries */
+    tide_store_info info;
+    uint64_t most = 0;
+    uint8_t key[KEY];
+
+    for (uint64_t at = 0; at < 2000; at += 50) {
+        expect_inserted(s, at, at + 50, KEY, VMIN, VMAX, "insert a batch");
+        expect_ok(tide_store_sync(s), "sync");
+        tide_store_get_info(s, &info);
+        if (info.tail_items > 192)
+            fail_msg("after %llu items: the tail holds %llu entries, over its limit of 192",
+                     (unsigned long long)(at + 50), (unsigned long long)info.tail_items);
+        if (info.tail_items > most) most = info.tail_items;
+        if (info.dat_indexed > info.dat_committed || info.dat_committed != info.dat_file_bytes)
+            fail_msg("W %llu, C %llu, data file %llu: expected W <= C == the data file's end",
+                     (unsigned long long)info.dat_indexed, (unsigned long long)info.dat_committed,
+                     (unsigned long long)info.dat_file_bytes);
+        /* The newest batch sits in the tail (or was just flushed): found. */
+        expect_items(s, 0, at + 50, KEY, VMIN, VMAX, "every item so far fetches");
+        th_key(at + 49, KEY, key);
+        expect_error(tide_store_insert(s, key, "x", 1), TIDE_EEXIST, "a duplicate of the newest item");
+    }
+    tide_store_get_info(s, &info);
+    if (most < 50 || info.index_flushes < 8)
+        fail_msg("expected the tail to hold batches (most %llu >= 50) and the budget to flush "
+                 "it 8 times or more, got %llu flushes", (unsigned long long)most,
+                 (unsigned long long)info.index_flushes);
+    expect_u64(info.index_lag_bytes, 4096, "the budget reported");
+    expect_closed(&s, "close flushes the tail");
+    if (th_exists(file_in(d, "nudb.log"))) fail_msg("a clean close left nudb.log");
+    expect_verify_keys(d, 2000, "verify after a clean close (NuDB's files)");
+    expect_ok(th_store_open(&s, d->dir), "reopen without a lag");
+    expect_items(s, 0, 2000, KEY, VMIN, VMAX, "every item after reopen");
+    expect_closed(&s, "close");
+}
+
+static void lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c(void **state)
+{
+    dstate *d = *state;
+    tide_store *s = open_lag(d, 0);
+    tide_store_info info;
+
+    expect_inserted(s, 0, 300, KEY, VMIN, VMAX, "insert");
+    expect_ok(tide_store_flush(s), "flush is sync without a lag");
+    tide_store_get_info(s, &info);
+    expect_u64(info.tail_items, 0, "no tail");
+    expect_u64(info.dat_indexed, info.dat_file_bytes, "W is the data file's end");
+    expect_u64(info.dat_committed, info.dat_file_bytes, "C is the data file's end");
+    expect_closed(&s, "close");
+    if (th_exists(file_in(d, TI_META_NAME))) fail_msg("lag 0 wrote tide.meta");
+}
+
+/* A child opens with a lag, inserts batches of `batch` items `batches`
+ * times with a sync after each (nothing flushes: the budget is large), says
+ * so on a pipe, and waits to be killed. */
+static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
+{
+    int fd[2], status;
+    char ok = 0;
+    pid_t pid;
+
+    assert_int_equal(pipe(fd), 0);
+    pid = th_fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tide_store_opts o;
+        tide_store *s;
+        tide_store_opts_init(&o);
+        o.commit_interval_ms = SLOW;
+        o.index_lag_bytes = 1u << 20;
+        if (tide_store_open(&s, d->dir, &o) != 0) _exit(3);
+        for (unsigned b = 0; b < batches; b++) {
+            if (th_store_insert_items(s, b * batch, (b + 1) * batch, KEY, VMIN, VMAX, NULL)) _exit(4);
+            if (tide_store_sync(s) != 0) _exit(5);
+        }
+        if (write(fd[1], "y", 1) != 1) _exit(6);
+        for (;;) pause();
+    }
+    close(fd[1]);
+    if (read(fd[0], &ok, 1) != 1 || ok != 'y') fail_msg("the writer failed before its syncs");
+    close(fd[0]);
+    kill(pid, SIGKILL);
+    th_waitpid(pid, &status, 0);
+}
+
+static void a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it(void **state)
+{
+    dstate *d = *state;
+    char copy[4096], cmd[9000];
+    tide_recover_report rep;
+    tide_store_info info;
+    tide_store *s;
+
+    kill_with_a_tail(d, 200, 5);
+    expect_ok(tide_store_inspect(d->dir, NULL, &info), "inspect the killed store");
+    if (!info.needs_recovery) fail_msg("the killed deferred store has no idle log");
+    /* NuDB's view: its recovery knows no tide.meta; rolled back to W. */
+    assert_int_equal(th_mkdtemp(copy, sizeof copy), 0);
+    for (int i = 0; i < 3; i++) {
+        static const char *const names[3] = { "nudb.dat", "nudb.key", "nudb.log" };
+        snprintf(cmd, sizeof cmd, "%s/%s", copy, names[i]);
+        assert_int_equal(th_copy_file(file_in(d, names[i]), cmd), 0);
+    }
+    expect_ok(tide_store_recover(copy, NULL, &rep), "recover the copy without tide.meta");
+    expect_u64(rep.dat_truncated_to, TIDE_DAT_HEADER_SIZE, "NuDB's rule cuts nudb.dat to W");
+    {
+        tide_verify_report r;
+        expect_ok(tide_store_verify(copy, NULL, &r), "the NuDB view verifies");
+        expect_u64(r.keys, 0, "the NuDB view holds what was indexed: nothing");
+    }
+    th_rmrf(copy);
+    /* Tide's recovery keeps and indexes the tail. */
+    expect_ok(tide_store_recover(d->dir, NULL, &rep), "tide recover");
+    expect_u64(rep.tail_from, TIDE_DAT_HEADER_SIZE, "the tail starts at W");
+    if (rep.tail_to <= rep.tail_from) fail_msg("recover reported no tail");
+    if (th_exists(file_in(d, "nudb.log"))) fail_msg("tide recover left nudb.log: not NuDB's files");
+    expect_verify_keys(d, 1000, "verify after tide recover");
+    expect_ok(th_store_open(&s, d->dir), "open");
+    expect_items(s, 0, 1000, KEY, VMIN, VMAX, "every acknowledged item");
+    expect_closed(&s, "close");
+}
+
+/* Rewrite the winning slot of tide.meta with `edit` applied. */
+static void edit_meta(dstate *d, void (*edit)(ti_meta *m, uint8_t *slot))
+{
+    uint8_t buf[2 * TI_META_SLOT];
+    ti_meta a, b;
+    int wa, wb, w;
+
+    assert_int_equal(th_pread_file(file_in(d, TI_META_NAME), buf, sizeof buf, 0), 0);
+    wa = ti_meta_decode(buf, &a);
+    wb = ti_meta_decode(buf + TI_META_SLOT, &b);
+    if (!wa && !wb) fail_msg("tide.meta has no valid slot");
+    w = wa && (!wb || a.seq > b.seq) ? 0 : 1;
+    edit(w ? &b : &a, buf + w * TI_META_SLOT);
+    assert_int_equal(th_pwrite_file(file_in(d, TI_META_NAME), buf + w * TI_META_SLOT,
+                                    TI_META_SLOT, (uint64_t)w * TI_META_SLOT), 0);
+}
+
+static void tear(ti_meta *m, uint8_t *slot) { (void)m; slot[40] ^= 0x10; }
+static void foreign(ti_meta *m, uint8_t *slot) { m->uid ^= 1; ti_meta_encode(slot, m); }
+static void too_far(ti_meta *m, uint8_t *slot) { m->dat_committed += 1000; ti_meta_encode(slot, m); }
+
+static void a_torn_tide_meta_slot_falls_back_to_the_other(void **state)
+{
+    dstate *d = *state;
+    tide_store *s;
+
+    kill_with_a_tail(d, 100, 2);
+    edit_meta(d, tear);      /* the newest slot (batch 2's C) fails its checksum */
+    expect_ok(th_store_open(&s, d->dir), "open recovers");
+    expect_items(s, 0, 100, KEY, VMIN, VMAX, "batch 1, under the older slot's C");
+    {
+        uint8_t key[KEY];
+        void *v = NULL;
+        size_t len = 0;
+        th_key(150, KEY, key);
+        expect_rc(tide_store_fetch(s, key, &v, &len), TIDE_ENOTFOUND, "batch 2: past the older C");
+    }
+    expect_closed(&s, "close");
+    expect_verify_keys(d, 100, "verify");
+}
+
+static void a_foreign_or_missing_tide_meta_is_ignored(void **state)
+{
+    dstate *d = *state;
+    tide_store *s;
+
+    kill_with_a_tail(d, 100, 2);
+    edit_meta(d, foreign);
+    expect_ok(th_store_open(&s, d->dir), "open with another store's tide.meta");
+    expect_closed(&s, "close");
+    expect_verify_keys(d, 0, "a foreign tide.meta keeps nothing past W (NuDB's rule)");
+    th_rmrf(d->dir);
+    assert_int_equal(setup(state), 0);
+    d = *state;
+    kill_with_a_tail(d, 100, 1);
+    assert_int_equal(unlink(file_in(d, TI_META_NAME)), 0);
+    expect_ok(th_store_open(&s, d->dir), "open without tide.meta");
+    expect_closed(&s, "close");
+    expect_verify_keys(d, 0, "no tide.meta: NuDB's rule");
+}
+
+static void a_tide_meta_past_the_data_file_is_refused_and_nothing_changes(void **state)
+{
+    dstate *d = *state;
+    th_snapshot sn;
+    tide_store *s = NULL;
+
+    kill_with_a_tail(d, 100, 1);
+    edit_meta(d, too_far);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    expect_error(th_store_open(&s, d->dir), TIDE_ECORRUPT, "open: committed records are missing");
+    expect_contains(tide_last_error(), "acknowledged records are missing", "the message");
+    expect_unchanged(d->dir, &sn, "the refused open");
+    th_snapshot_free(&sn);
+}
+
+static void a_damaged_record_in_the_tail_is_refused_with_its_offset(void **state)
+{
+    dstate *d = *state;
+    uint8_t size48[6];
+    th_snapshot sn;
+    tide_store *s = NULL;
+    char want[64];
+    uint64_t at = TIDE_DAT_HEADER_SIZE + TIDE_DAT_RECORD_HEADER + KEY + th_len(0, VMIN, VMAX);
+
+    kill_with_a_tail(d, 100, 1);
+    ti_put48(size48, 0xffffffffffull);       /* record 1's size runs past C */
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.dat"), size48, 6, at), 0);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    expect_error(th_store_open(&s, d->dir), TIDE_ECORRUPT, "open: a record of the tail is damaged");
+    snprintf(want, sizeof want, "offset %llu:", (unsigned long long)at);
+    expect_contains(tide_last_error(), want, "the message names the record");
+    /* The recovery before the scan keeps the idle log and cuts nothing below C. */
+    expect_unchanged(d->dir, &sn, "the refused open");
+    th_snapshot_free(&sn);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(fetch_and_dup_check_find_tail_entries_and_the_budget_flushes, setup, teardown),
+        cmocka_unit_test_setup_teardown(lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_torn_tide_meta_slot_falls_back_to_the_other, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_foreign_or_missing_tide_meta_is_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_tide_meta_past_the_data_file_is_refused_and_nothing_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_damaged_record_in_the_tail_is_refused_with_its_offset, setup, teardown),
+    };
+    tide_log_set_level(TIDE_LOG_OFF);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
