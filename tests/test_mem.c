@@ -995,10 +995,10 @@ static void store_pool_and_commit_totals_grow_by_the_chunks_tables_and_buffers_t
     expect_ok(tide_store_close(s), "close");
 }
 
-static void account_has_the_five_consumers_and_registers_up_to_sixteen(void **state)
+static void account_has_the_six_consumers_and_registers_up_to_sixteen(void **state)
 {
     static const char *const builtin[] = { "node_cache", "key_cache", "store_insert_pool",
-                                           "store_commit", "http" };
+                                           "store_commit", "http", "store_tail_index" };
     tide_mem_account_entry e[TIDE_MEM_ACCOUNT_MAX + 4];
     char name[32];
     size_t n;
@@ -1022,7 +1022,7 @@ static void account_has_the_five_consumers_and_registers_up_to_sixteen(void **st
     tide_mem_account_sub(id, 96);
     n = tide_mem_account_snapshot(e, sizeof e / sizeof e[0]);
     if (n < TIDE_MEM_ACCOUNT_BUILTIN + 1)
-        fail_msg("snapshot: expected at least 6 consumers, got %zu", n);
+        fail_msg("snapshot: expected at least 7 consumers, got %zu", n);
     expect_str(e[id].name, "wal_buffers", "snapshot name");
     expect_i64(e[id].bytes, 4100, "snapshot bytes of wal_buffers");
 
@@ -1189,7 +1189,7 @@ int main(void)
         cmocka_unit_test(key_cache_totals_grow_by_its_struct_slots_and_one_entry_per_insert),
         cmocka_unit_test_teardown(store_pool_and_commit_totals_grow_by_the_chunks_tables_and_buffers_they_map,
                                   th_teardown),
-        cmocka_unit_test(account_has_the_five_consumers_and_registers_up_to_sixteen),
+        cmocka_unit_test(account_has_the_six_consumers_and_registers_up_to_sixteen),
         cmocka_unit_test(jemalloc_preloaded_is_detected_with_its_version_and_background_thread),
         cmocka_unit_test(tcmalloc_preloaded_is_detected_with_its_version),
         cmocka_unit_test(mimalloc_preloaded_is_detected_with_its_version),

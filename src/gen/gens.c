@@ -150,6 +150,9 @@ static void add_counters(tide_store_info *o, const tide_store_info *i)
     o->syncs += i->syncs;
     o->pool_bytes += i->pool_bytes;
     o->commit_buffer_bytes += i->commit_buffer_bytes;
+    o->tail_items += i->tail_items;          /* the deferred index (issue 15) */
+    o->tail_bytes += i->tail_bytes;
+    o->index_flushes += i->index_flushes;
     for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++)
         o->commit_duration.bucket[b] += i->commit_duration.bucket[b];
     o->commit_duration.sum_ns += i->commit_duration.sum_ns;
@@ -162,6 +165,7 @@ void ti_gens_retire(tide_gens *g, tide_store *s)
     tide_store_info i;
     tide_store_get_info(s, &i);
     i.pool_bytes = i.commit_buffer_bytes = 0;   /* summed over the open ones only */
+    i.tail_items = i.tail_bytes = 0;
     pthread_mutex_lock(&g->retired_mu);
     add_counters(&g->retired, &i);
     pthread_mutex_unlock(&g->retired_mu);

@@ -43,6 +43,7 @@ static struct slot slots[TIDE_MEM_ACCOUNT_MAX] = {
     [TIDE_MEM_KEY_CACHE]         = { .name = "key_cache" },
     [TIDE_MEM_STORE_INSERT_POOL] = { .name = "store_insert_pool" },
     [TIDE_MEM_STORE_COMMIT]      = { .name = "store_commit" },
+    [TIDE_MEM_STORE_TAIL_INDEX]  = { .name = "store_tail_index" },
     [TIDE_MEM_HTTP]              = { .name = "http" },
 };
 static _Atomic int nslots = TIDE_MEM_ACCOUNT_BUILTIN;

@@ -32,7 +32,9 @@ enum {
     TIDE_MEM_STORE_INSERT_POOL = 2,   /* "store_insert_pool": pending inserts */
     TIDE_MEM_STORE_COMMIT      = 3,   /* "store_commit": commit buffers */
     TIDE_MEM_HTTP              = 4,   /* "http": connections and buffers */
-    TIDE_MEM_ACCOUNT_BUILTIN   = 5,   /* the number of built-in consumers */
+    TIDE_MEM_STORE_TAIL_INDEX  = 5,   /* "store_tail_index": the deferred
+                                         index's tail (issue 15) */
+    TIDE_MEM_ACCOUNT_BUILTIN   = 6,   /* the number of built-in consumers */
     TIDE_MEM_ACCOUNT_MAX       = 16   /* consumers in all, built-in included */
 };
 

@@ -414,6 +414,18 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "leading '-' (-FILE, as systemd writes an optional file) makes a missing FILE no "
                 "token instead of an error: tided.service's pre-start check of its credentials' "
                 "sources uses it." },
+    /* The deferred index (issue 15): 64 MiB holds 3 Mi entries, a flush
+     * per ~700 MiB of 200-byte values; with a limit, an eighth of it. */
+    [TIDE_CFG_STORE_INDEX_LAG] = { "store_index_lag", "store-index-lag", "TIDE_STORE_INDEX_LAG", "node",
+                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+        .def = "64MiB", .arg = "SIZE",
+        .help = "memory for the deferred index's tail: commits append their records to nudb.dat "
+                "and sync it (and tide.meta) without touching nudb.key; the entries wait in an "
+                "in-memory index of at most SIZE bytes (16 per entry slot, 3/4 full), and when "
+                "it is full, and at shutdown, one flush writes them into nudb.key, so each "
+                "bucket is written once for many items. 0: off, every commit indexes its batch. "
+                "With memory_limit set and this unset: memory_limit / 8. After a crash the next "
+                "start reads the tail back from nudb.dat (docs/DURABILITY.md)." },
     [TIDE_CFG_ADMIN_TOKEN_FILE] = { "admin_token_file", NULL, "TIDE_ADMIN_TOKEN_FILE", "http",
                                    NULL, NULL, K_PATH, 0, 0, 0,
         .dflt = "unset", .arg = "FILE",
@@ -829,6 +841,7 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_KEY_CACHE_SIZE:  c->key_cache_size = p->v; break;
     case TIDE_CFG_KEY_CACHE_AGE:   c->key_cache_age = p->v; break;
     case TIDE_CFG_NUDB_BLOCK_SIZE: c->nudb_block_size = (unsigned)p->v; break;
+    case TIDE_CFG_STORE_INDEX_LAG: c->store_index_lag = p->v; break;
     case TIDE_CFG_LOG_LEVEL:       c->log_level = p->iv; break;
     case TIDE_CFG_LOG_FORMAT:      c->log_format = p->iv; break;
     case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = p->v; c->mmap_threshold_set = 1; break;
@@ -1040,6 +1053,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_KEY_CACHE_SIZE: snprintf(out, cap, "%" PRIu64, c->key_cache_size); break;
     case TIDE_CFG_KEY_CACHE_AGE:  snprintf(out, cap, "%" PRIu64, c->key_cache_age); break;
     case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(out, cap, "%u", c->nudb_block_size); break;
+    case TIDE_CFG_STORE_INDEX_LAG: ti_config_size_text(c->store_index_lag, out, cap); break;
     case TIDE_CFG_LOG_LEVEL:      snprintf(out, cap, "%s", tide_log_level_name(c->log_level)); break;
     case TIDE_CFG_LOG_FORMAT:     snprintf(out, cap, "%s", tide_log_format_name(c->log_format)); break;
     case TIDE_CFG_MMAP_THRESHOLD:

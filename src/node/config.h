@@ -75,6 +75,8 @@ enum {
     TIDE_CFG_MEMORY_POLL_MS, TIDE_CFG_MEMORY_PRESSURE,
     /* the tokens from files (issue 14; config_systemd.c): [http] keys */
     TIDE_CFG_METRICS_TOKEN_FILE, TIDE_CFG_ADMIN_TOKEN_FILE,
+    /* the deferred index (issue 15; docs/DURABILITY.md): a [node] key */
+    TIDE_CFG_STORE_INDEX_LAG,
     TIDE_CFG_COUNT
 };
 
@@ -98,6 +100,7 @@ typedef struct tide_config {
     uint64_t key_cache_size;     /* key cache target, entries (0: unbounded) */
     uint64_t key_cache_age;      /* seconds, >= 1 */
     unsigned nudb_block_size;    /* 4096..32768, power of two */
+    uint64_t store_index_lag;    /* the tail index's budget; 0: off */
     int      log_level;          /* TIDE_LOG_* */
     int      log_format;         /* TIDE_LOG_FORMAT_* (util/log.h); default text */
     uint64_t mmap_threshold;     /* bytes; meaningful only when _set */

@@ -20,6 +20,8 @@
  *     key_cache_hard_limit  L x  5 / 100   (bytes; no setting of its own)
  *     insert_burst          L x  4 / 100, at most 64 MiB (two pools: 8%)
  *     http_body_budget      L x 10 / 100, at least max_object_size
+ *     store_index_lag       L / 8 (the deferred index's tail, issue 15;
+ *                           not yet among the held budgets below)
  *
  * Together they may hold at most 63% of L; the rest is for what no budget
  * counts: the store's key blocks and spill buffers, the threads' stacks,
@@ -193,6 +195,7 @@ static void derive_budgets(tide_config *c)
                "memory_limit %u%%, raised to max_object_size", SHARE_BODY_PCT);
     else
         derive(c, TIDE_CFG_HTTP_BODY_BUDGET, &c->http_body_budget, body, "memory_limit %u%%", SHARE_BODY_PCT);
+    derive(c, TIDE_CFG_STORE_INDEX_LAG, &c->store_index_lag, l / 8, "memory_limit / %u", 8);
 }
 
 /* The budgets and what each may hold at most. */

@@ -215,6 +215,7 @@ static void write_config(tide_metrics_writer *w, const tide_config *c)
     struct { const char *consumer; uint64_t budget; } b[] = {
         { "node_cache", c->cache_budget },
         { "store_insert_pool", c->insert_burst },
+        { "store_tail_index", c->store_index_lag },
     };
     unbounded_ctx ctx = { w };
 
@@ -440,6 +441,13 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
     one(w, "tide_store_key_file_bytes", "gauge", "Size of nudb.key.", (double)si.key_file_bytes);
     one(w, "tide_store_written_bytes_total", "counter", "Bytes commits wrote to the store's files.",
         (double)si.bytes_written);
+    /* The deferred index (issue 15). */
+    one(w, "tide_store_tail_index_items", "gauge", "Entries in the deferred index's tail: committed "
+        "records nudb.key does not index yet.", (double)si.tail_items);
+    one(w, "tide_store_tail_index_bytes", "gauge", "Memory of the tail index's table "
+        "(the store_tail_index consumer).", (double)si.tail_bytes);
+    one(w, "tide_store_index_flushes_total", "counter", "Flushes that wrote the tail's entries "
+        "into nudb.key.", (double)si.index_flushes);
 }
 
 /* Online delete: the rotator's totals and the generations. A plain store

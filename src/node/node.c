@@ -196,6 +196,8 @@ static int open_gens(tide_node *n)
     go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals (issue 13) */
     go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
     go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;
+    go.store.index_lag_bytes = n->opts.index_lag_bytes;
+    go.store.tail_account_id = TIDE_MEM_STORE_TAIL_INDEX;
     go.io = n->opts.io;
     go.delete_chunk_bytes = n->opts.delete_chunk_bytes;
     go.back_off_ms = n->opts.back_off_ms;

@@ -134,6 +134,9 @@ typedef struct tide_node_opts {
     size_t   insert_burst;        /* the store's burst_bytes; default 4 MiB;
                                      0: the store's default */
     unsigned commit_interval_ms;  /* default 1000 */
+    uint64_t index_lag_bytes;     /* the store's index_lag_bytes (issue 15:
+                                     the deferred index's tail budget);
+                                     default 0: off */
     /* sweeper */
     uint64_t sweep_interval_ms;   /* default 10000; 0: no sweeper thread
                                      (tide_node_sweep only) */

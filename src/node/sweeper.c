@@ -54,6 +54,7 @@ void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info)
     tide_gens_store_info(n->gens, info);
     tide_mem_account_set(TIDE_MEM_STORE_INSERT_POOL, (int64_t)info->pool_bytes);
     tide_mem_account_set(TIDE_MEM_STORE_COMMIT, (int64_t)info->commit_buffer_bytes);
+    tide_mem_account_set(TIDE_MEM_STORE_TAIL_INDEX, (int64_t)info->tail_bytes);
 }
 
 /* The one measured release call, a sweep's and a rotation's (rotator.c). */
