@@ -127,6 +127,11 @@ static void print_report(const char *path, const tide_recover_report *rep, long 
                (unsigned long long)rep->dat_truncated_from,
                (unsigned long long)rep->dat_truncated_to);
     }
+    if (rep->tail_to > rep->tail_from)
+        printf("%s: kept and indexed %llu bytes of committed records (nudb.dat %llu -> %llu) "
+               "that the deferred index had not written to nudb.key yet (tide.meta)\n", path,
+               (unsigned long long)(rep->tail_to - rep->tail_from),
+               (unsigned long long)rep->tail_from, (unsigned long long)rep->tail_to);
 }
 
 static int run(int argc, char **argv)

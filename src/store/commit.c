@@ -27,6 +27,14 @@
  *      written are the same either way (tests/test_store_commit_bytes.c).
  *   5. Sync nudb.dat, then nudb.key. Truncate nudb.log to 0 and sync it.
  *
+ * With the deferred index (issue 15, defer.c) the same commit is the
+ * flush: the tail's entries (records already in nudb.dat below C) are
+ * indexed with the batch's, the log header's dat_file_size is W (the end of
+ * the indexed records, not the file's end, so that any rollback keeps the
+ * tail), an undone flush cuts the log back to that header (the idle log)
+ * instead of emptying it, and a completed one empties the tail and raises
+ * W to the data file's end (commit_indexed) before the idle log is written.
+ *
  * The log is written with a single write so that a crash leaves a prefix
  * of it (header first), never a hole that would read as a record for
  * bucket 0. Pre-images are taken from memory in step 4, so each changed

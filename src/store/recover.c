@@ -14,6 +14,13 @@
  * tidy_without_log), read_log_and_dat, then undo_rebuild (a log with
  * key_file_size 0) or undo_commit, and drop_log last.
  *
+ * The deferred index (issue 15, defer.c): nudb.dat is cut to max(W, C),
+ * W the log's dat_file_size, C tide.meta's when its slot is this store's
+ * and was written under the same W (committed_end); with records kept past
+ * W the log is cut to its header, the idle log, not deleted (keep_idle_log),
+ * and the open that follows indexes them; tide_store_recover opens and
+ * closes the store for that.
+ *
  * Invariants:
  *   1. The log is deleted only after the key and data files are synced,
  *      and, after an interrupted rebuild, only after the key file's unlink

@@ -78,7 +78,10 @@
  *      (but in BROKEN, when a rollback failed half way).
  *   3. Lookups check the pools before the files. Together with (2) and the
  *      commit clearing `committing` only after its buckets are written, a
- *      key that was inserted is always found.
+ *      key that was inserted is always found. With the deferred index
+ *      (defer.c), "the files" is the tail, then the key file, under one
+ *      hold of key_lock: a phase A fills the tail before `committing` is
+ *      cleared, and a flush empties it only after the buckets are written.
  *   4. durable_seq <= committing_seq <= insert_seq; pending holds the
  *      inserts after committing_seq (insert_seq - committing_seq items),
  *      committing those after durable_seq; pending and committing are the
