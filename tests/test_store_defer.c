@@ -148,6 +148,30 @@ static void lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c(void **state)
     if (th_exists(file_in(d, TI_META_NAME))) fail_msg("lag 0 wrote tide.meta");
 }
 
+static void flush_indexes_the_tail_and_returns_when_there_is_nothing_to_flush(void **state)
+{
+    dstate *d = *state;
+    tide_store *s = open_lag(d, 1u << 20);
+    tide_store_info info;
+
+    expect_ok(tide_store_flush(s), "flush of an empty store");
+    expect_inserted(s, 0, 500, KEY, VMIN, VMAX, "insert");
+    expect_ok(tide_store_sync(s), "sync");
+    tide_store_get_info(s, &info);
+    expect_u64(info.tail_items, 500, "after a sync the batch waits in the tail");
+    if (info.dat_indexed >= info.dat_committed) fail_msg("after a sync: expected W < C");
+    expect_ok(tide_store_flush(s), "flush");
+    tide_store_get_info(s, &info);
+    expect_u64(info.tail_items, 0, "after a flush the tail is empty");
+    expect_u64(info.tail_bytes, 0, "and its table freed");
+    expect_u64(info.index_flushes, 1, "one flush counted");
+    expect_u64(info.dat_indexed, info.dat_file_bytes, "W is the data file's end");
+    expect_ok(tide_store_flush(s), "a second flush with nothing to flush");
+    expect_items(s, 0, 500, KEY, VMIN, VMAX, "every item through the key file");
+    expect_closed(&s, "close");
+    expect_verify_keys(d, 500, "verify");
+}
+
 /* A child opens with a lag, inserts batches of `batch` items `batches`
  * times with a sync after each (nothing flushes: the budget is large), says
  * so on a pipe, and waits to be killed. */
@@ -320,6 +344,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(fetch_and_dup_check_find_tail_entries_and_the_budget_flushes, setup, teardown),
         cmocka_unit_test_setup_teardown(lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c, setup, teardown),
+        cmocka_unit_test_setup_teardown(flush_indexes_the_tail_and_returns_when_there_is_nothing_to_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it, setup, teardown),
         cmocka_unit_test_setup_teardown(a_torn_tide_meta_slot_falls_back_to_the_other, setup, teardown),
         cmocka_unit_test_setup_teardown(a_foreign_or_missing_tide_meta_is_ignored, setup, teardown),
