@@ -1649,6 +1649,31 @@ static void budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources(v
     expect_contains(describe(&c), "http_body_budget=256MiB(memory_limit 10%, raised to max_object_size)", "describe");
 }
 
+/* Issue 15 (D): store_index_lag is 64MiB by default, memory_limit / 8
+ * under a limit, the operator's when set (0: off), and reaches the node. */
+static void store_index_lag_defaults_to_64mib_or_an_eighth_of_the_limit(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_node_opts o;
+
+    char *plain[] = { "tided", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 1, plain), 0, "no limit");
+    expect_u64(c.store_index_lag, 64 * MiB, "the default");
+    char *lim[] = { "tided", "--memory-limit=1GiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 2, lim), 0, "1 GiB");
+    expect_u64(c.store_index_lag, 128 * MiB, "an eighth of the limit");
+    expect_contains(describe(&c), "store_index_lag=128MiB(memory_limit / 8)", "its source");
+    tide_startup_node_opts(&c, &o);
+    expect_u64(o.index_lag_bytes, 128 * MiB, "node opts");
+    char *off[] = { "tided", "--memory-limit=1GiB", "--store-index-lag=0", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, off), 0, "off");
+    expect_u64(c.store_index_lag, 0, "the operator's 0 is kept");
+    const char *env[] = { "TIDE_STORE_INDEX_LAG=lots", NULL };
+    expect_rc(load_all(f, &c, NULL, env, 1, plain), TIDE_EINVAL, "a bad size");
+    expect_contains(tide_last_error(), "TIDE_STORE_INDEX_LAG", "the message names the variable");
+}
+
 static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(void **state)
 {
     fx *f = *state;
@@ -1957,7 +1982,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_cgroup_limit_below_32_mib_stops_tided_naming_the_cgroup, setup, teardown),
         cmocka_unit_test_setup_teardown(in_a_real_v1_group_of_96_mib_the_settings_take_its_limit_and_lower_a_larger_one, setup, teardown),
         cmocka_unit_test_setup_teardown(budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources, setup, teardown),
-        cmocka_unit_test_setup_teardown(explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each, setup, teardown),
+        cmocka_unit_test_setup_teardown(store_index_lag_defaults_to_64mib_or_an_eighth_of_the_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each, setup, teardown),
         cmocka_unit_test_setup_teardown(a_body_budget_raised_to_max_object_size_counts_as_the_operators, setup, teardown),
         cmocka_unit_test_setup_teardown(the_startup_log_says_where_the_limit_came_from_the_marks_and_the_split, setup, teardown),
         cmocka_unit_test_setup_teardown(startup_node_opts_map_the_memory_settings, setup, teardown),
