@@ -90,21 +90,19 @@ static int t_put(peer_engine *e, const unsigned char *key, const unsigned char *
     return -1;
 }
 
-static int t_finish(peer_engine *e)
+/* The load's end: `fn` (sync, or flush), its failure said as `what`. */
+static int t_end_load(peer_engine *e, int (*fn)(tide_store *), const char *what)
 {
-    if (tide_store_sync(e->s) == 0) return 0;
-    snprintf(e->err, sizeof e->err, "tide: sync: %s", tide_last_error());
+    if (fn(e->s) == 0) return 0;
+    snprintf(e->err, sizeof e->err, "tide: %s: %s", what, tide_last_error());
     return -1;
 }
 
+static int t_finish(peer_engine *e) { return t_end_load(e, tide_store_sync, "sync"); }
+
 /* tide-defer's load ends with the flush it owes, so that its write
  * amplification counts the key file's writes too. */
-static int t_finish_defer(peer_engine *e)
-{
-    if (tide_store_flush(e->s) == 0) return 0;
-    snprintf(e->err, sizeof e->err, "tide: flush: %s", tide_last_error());
-    return -1;
-}
+static int t_finish_defer(peer_engine *e) { return t_end_load(e, tide_store_flush, "flush"); }
 
 static int t_reader_open(peer_engine *e, peer_reader **out)
 {
