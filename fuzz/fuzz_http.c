@@ -133,7 +133,8 @@ static int store_open(fuzz_server *fs, unsigned key_size)
         || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
         || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0
         || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
-        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0)
+        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0
+        || tided_pool_start(&srv->store_pool, srv, 2, 64) != 0)
         return -1;
     return 0;
 }
@@ -142,6 +143,7 @@ static int store_open(fuzz_server *fs, unsigned key_size)
  * holding the node), close the node and drop the sim. */
 static void store_close(fuzz_server *fs)
 {
+    tided_worker_stop(&fs->srv.store_pool);
     tided_worker_stop(&fs->srv.sync_worker);
     tided_worker_stop(&fs->srv.sweep_worker);
     tided_worker_stop(&fs->srv.metrics_worker);

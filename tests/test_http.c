@@ -4112,6 +4112,235 @@ static void a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_
     tided_cleanup(&t);
 }
 
+/* ---- the store workers (issue 15) ------------------------------------------ */
+
+/* A tided with one loop, one store worker and a queue of `queue`, whose
+ * worker waits for a byte on the FIFO *gate before each job
+ * (TIDE_TEST_STORE_GATE): the test decides when a store job may run, so
+ * what the loop answers meanwhile is seen by events, not by time. *gate is
+ * the FIFO's write end. */
+static void store_gated_start(tided *t, int *gate, const char *queue)
+{
+    static char flag_queue[64], env_gate[740], pub[] = "TIDE_METRICS_PUBLIC=1";
+    static const char *flags[] = { "--http-threads=1", "--store-workers=1", flag_queue, NULL };
+    char *env[] = { pub, env_gate, NULL };
+    char fifo[700];
+
+    memset(t, 0, sizeof *t);
+    tided_prepare(t);
+    th_path(fifo, sizeof fifo, t->dir, "gate");
+    if (mkfifo(fifo, 0600) != 0) fail_msg("mkfifo %s: %s", fifo, strerror(errno));
+    snprintf(flag_queue, sizeof flag_queue, "--store-queue=%s", queue);
+    snprintf(env_gate, sizeof env_gate, "TIDE_TEST_STORE_GATE=%s", fifo);
+    tided_start(t, flags, env);
+    /* The worker holds a read end open (O_RDWR), so this does not wait. */
+    *gate = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (*gate < 0) fail_msg("open the gate %s: %s", fifo, strerror(errno));
+}
+
+/* Let `n` store jobs run. */
+static void gate_open(int gate, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (write(gate, "x", 1) != 1) fail_msg("write to the gate: %s", strerror(errno));
+}
+
+/* A metric's value from a fresh scrape. */
+static double scrape_value(tided *t, const char *series)
+{
+    char *page = scrape_with(t, NULL, 200);
+    double v = th_prom_value(page, series);
+    free(page);
+    return v;
+}
+
+/* Scrape until `series` is `want` (30 s at most, else fail). */
+static void scrape_until(tided *t, const char *series, double want, const char *what)
+{
+    double end = th_now_ms() + 30000, v = NAN;
+
+    while (th_now_ms() < end) {
+        v = scrape_value(t, series);
+        if (v == want) return;
+        poll(NULL, 0, 10);
+    }
+    fail_msg("%s: %s should be %.0f; it is %.0f", what, series, want, v);
+}
+
+/* A raw request on its own connection, not waiting for the answer. */
+static int send_request(tided *t, const char *method, uint64_t key, const char *body)
+{
+    char head[512], k[65];
+    int fd = connect_from(t, "127.0.0.1");
+
+    key_hex(key, k);
+    snprintf(head, sizeof head, "%s /v1/objects/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", method, k,
+             body ? strlen(body) : (size_t)0);
+    send_all(fd, head, strlen(head));
+    if (body) send_all(fd, body, strlen(body));
+    return fd;
+}
+
+/* The answer on fd (30 s at most, else fail), into out. */
+static void answer_of(int fd, char *out, size_t cap, const char *what)
+{
+    double end = th_now_ms() + 30000;
+
+    while (th_now_ms() < end) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, 50) > 0 && has_answer(fd, out, cap) && out[0]) return;
+    }
+    fail_msg("%s: no answer within 30 s", what);
+}
+
+#define JOBS_GET "tide_http_store_jobs_total{kind=\"get\"}"
+#define JOBS_PUT "tide_http_store_jobs_total{kind=\"put\"}"
+
+/* Issue 15: a PUT and a GET the node cache cannot answer run on a store
+ * worker; while the worker is held (the gate), the one event loop still
+ * answers a cached GET, and the job counters show that the cached GETs
+ * never became store jobs. */
+static void puts_and_get_misses_run_on_a_worker_while_the_loop_answers_cached_gets(void **state)
+{
+    char out[4096], put_answer[4096];
+    int gate, put_fd, get_fd;
+    tided t;
+    resp r;
+    (void)state;
+
+    store_gated_start(&t, &gate, "16");
+    gate_open(gate, 1);
+    r = http(&t, "PUT", obj_path(1, NULL), "one", 3, 0, NULL);
+    expect_status(r, 201, "a PUT through an open gate");
+    resp_free(&r);
+    /* Key 2's PUT is taken by the worker, which waits at the gate. */
+    put_fd = send_request(&t, "PUT", 2, "two");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the PUT of key 2 held at the gate");
+    /* The loop is free: a cached GET answers, from the loop. */
+    r = http(&t, "GET", obj_path(1, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "a cached GET while the store worker is held");
+    expect_str(r.body, "one", "the cached value");
+    resp_free(&r);
+    /* A key never stored is a miss: a store job, queued behind the PUT. */
+    get_fd = send_request(&t, "GET", 3, NULL);
+    scrape_until(&t, "tide_http_store_queue_depth", 1, "the GET miss of key 3 queued");
+    if (has_answer(put_fd, put_answer, sizeof put_answer))
+        fail_msg("the held PUT was answered before its worker ran it: %s", put_answer);
+    expect_u64((uint64_t)scrape_value(&t, JOBS_PUT), 2, "store jobs of kind put");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_GET), 0, "store jobs of kind get (the cached GET is none)");
+    gate_open(gate, 2);
+    answer_of(put_fd, put_answer, sizeof put_answer, "the PUT of key 2");
+    expect_contains(put_answer, "HTTP/1.1 201", "the PUT of key 2, once its worker ran");
+    answer_of(get_fd, out, sizeof out, "the GET of key 3");
+    expect_contains(out, "HTTP/1.1 404", "the GET miss of key 3");
+    /* Key 2 is in the node cache now: its GET (and HEAD) stay on the loop. */
+    r = http(&t, "GET", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET of key 2");
+    expect_str(r.body, "two", "key 2's value");
+    resp_free(&r);
+    r = http(&t, "HEAD", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "HEAD of key 2");
+    resp_free(&r);
+    expect_u64((uint64_t)scrape_value(&t, JOBS_GET), 1, "store jobs of kind get: key 3's miss only");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_PUT), 2, "store jobs of kind put");
+    close(put_fd);
+    close(get_fd);
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Issue 15: the store queue is bounded. With the worker held and the
+ * queue full, one more PUT (and one more GET miss) is 503 overloaded with
+ * Retry-After: 1, counted; nothing of it is stored; the queued ones are
+ * served once the worker runs. */
+static void a_full_store_queue_is_503_with_retry_after_and_stores_nothing(void **state)
+{
+    char out[3][4096];
+    int gate, fds[3];
+    tided t;
+    resp r;
+    (void)state;
+
+    store_gated_start(&t, &gate, "2");
+    fds[0] = send_request(&t, "PUT", 10, "ten");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the first PUT at the worker");
+    fds[1] = send_request(&t, "PUT", 11, "eleven");
+    fds[2] = send_request(&t, "PUT", 12, "twelve");
+    scrape_until(&t, "tide_http_store_queue_depth", 2, "two PUTs queued");
+    r = http(&t, "PUT", obj_path(13, NULL), "thirteen", 8, 0, NULL);
+    expect_status(r, 503, "a PUT with store_queue jobs waiting");
+    expect_error_json(&r, "overloaded", "the queue-full 503");
+    expect_contains(r.headers, "retry-after: 1", "the queue-full 503's Retry-After");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(14, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 503, "a GET miss with store_queue jobs waiting");
+    resp_free(&r);
+    expect_u64((uint64_t)scrape_value(&t, "tide_overload_rejected_requests_total{reason=\"store_queue\"}"), 2,
+               "overload refusals for the store queue");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_jobs_refused_total"), 2, "refused store jobs");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_requests_total{method=\"PUT\",code=\"503\"}"), 1,
+               "PUT 503s in the request metrics");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_capacity"), 2, "the queue's capacity");
+    gate_open(gate, 3);
+    for (int i = 0; i < 3; i++) {
+        answer_of(fds[i], out[i], sizeof out[i], "a queued PUT");
+        expect_contains(out[i], "HTTP/1.1 201", "a queued PUT, once the worker ran");
+        close(fds[i]);
+    }
+    gate_open(gate, 1);                 /* key 13's GET is a miss: one job */
+    r = http(&t, "GET", obj_path(13, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "the refused PUT stored nothing");
+    resp_free(&r);
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 3, "the store's inserts");
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Issue 15: a client that goes away while its PUT is at a worker (one
+ * running, one queued): h2o disposes the request, the worker still puts
+ * its own copy of the body, and nothing is written to the freed request.
+ * Both values are stored exactly once, and the body bytes held come back
+ * to zero. */
+static void a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once(void **state)
+{
+    int gate, running_fd, queued_fd;
+    tided t;
+    resp r;
+    (void)state;
+
+    store_gated_start(&t, &gate, "16");
+    running_fd = send_request(&t, "PUT", 20, "twenty");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the PUT of key 20 at the worker");
+    queued_fd = send_request(&t, "PUT", 21, "twenty-one");
+    scrape_until(&t, "tide_http_store_queue_depth", 1, "the PUT of key 21 queued");
+    close(running_fd);
+    close(queued_fd);
+    gate_open(gate, 2);
+    scrape_until(&t, JOBS_PUT, 2, "both PUTs taken by the worker");
+    scrape_until(&t, "tide_http_store_jobs_running", 0, "the worker done");
+    /* h2o does not read a connection whose request is in a handler, so it
+     * finds the client gone when the answer is written: then the request
+     * is disposed and the connection closed (the scrape's own is the one
+     * left). */
+    scrape_until(&t, "tide_http_connections", 1, "the two PUT connections closed");
+    scrape_until(&t, "tide_http_body_held_bytes", 0, "every body copy given back");
+    r = http(&t, "GET", obj_path(20, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "key 20, whose client went away while it ran");
+    expect_str(r.body, "twenty", "key 20's value");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(21, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "key 21, whose client went away while it was queued");
+    expect_str(r.body, "twenty-one", "key 21's value");
+    resp_free(&r);
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 2, "the store's inserts: each once");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_GET), 0, "GETs of stored keys are cache hits");
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared_tests[] = {
@@ -4186,6 +4415,11 @@ int main(void)
         cmocka_unit_test(a_token_file_and_a_credential_are_the_tokens_and_never_logged),
         cmocka_unit_test(a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_2),
     };
+    const struct CMUnitTest store_tests[] = {
+        cmocka_unit_test(puts_and_get_misses_run_on_a_worker_while_the_loop_answers_cached_gets),
+        cmocka_unit_test(a_full_store_queue_is_503_with_retry_after_and_stores_nothing),
+        cmocka_unit_test(a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once),
+    };
     int failed;
 
     signal(SIGPIPE, SIG_IGN);
@@ -4195,6 +4429,7 @@ int main(void)
     failed += th_run_group("tided, a server per test", own_tests, NULL, NULL, th_teardown);
     failed += th_run_group("tided, connections and signals", limits_tests, NULL, NULL, th_teardown);
     failed += th_run_group("tided, /metrics", metrics_tests, NULL, NULL, th_teardown);
+    failed += th_run_group("tided, store workers", store_tests, NULL, NULL, th_teardown);
     failed += th_run_group("tided under systemd", systemd_tests, NULL, NULL, th_teardown);
     curl_global_cleanup();
     return failed;

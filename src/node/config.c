@@ -105,6 +105,10 @@
 
 /* http_threads left unset: one event loop per online CPU, up to this many. */
 #define HTTP_THREADS_AUTO_MAX 4
+/* store_workers left unset: two per online CPU (a worker mostly waits for
+ * a read or an insert pool's room, not the CPU), within these bounds. */
+#define STORE_WORKERS_AUTO_MIN 2
+#define STORE_WORKERS_AUTO_MAX 16
 
 /* http_body_budget left unset: max(BODY_BUDGET_FLOOR, 4 x max_object_size);
  * the text is what describe and --help show for it. */
@@ -289,6 +293,21 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "bytes of request bodies tided holds for requests not yet answered, counted in the "
                 "http consumer; at least max_object_size. A request whose head declares more than is "
                 "left is answered 503 with Retry-After: 1 before its body is read." },
+    /* Issue 15: the event loops never wait for the disk. A PUT and a GET
+     * that misses the node cache run on these threads; the queue in front
+     * of them is bounded so a slow disk sheds load instead of memory. */
+    [TIDE_CFG_STORE_WORKERS]   = { "store_workers", "store-workers", "TIDE_STORE_WORKERS", "node",
+                                   NULL, NULL, K_UINT, 1, 256, 0,
+        .dflt = "2 x online CPUs, " STR(STORE_WORKERS_AUTO_MIN) " to " STR(STORE_WORKERS_AUTO_MAX), .arg = "N",
+        .help = "threads that run PUTs and the GETs and HEADs the node cache cannot answer, so that "
+                "an event loop never waits for a read, an insert or a full insert pool; a GET the "
+                "cache answers stays on its loop." },
+    [TIDE_CFG_STORE_QUEUE]     = { "store_queue", "store-queue", "TIDE_STORE_QUEUE", "node",
+                                   NULL, NULL, K_UINT, 1, 1048576, 0,
+        .def = "1024", .arg = "N",
+        .help = "store jobs (PUTs, GET misses) waiting for a store worker at most; past it a PUT or a "
+                "GET miss is answered 503 overloaded with Retry-After: 1 (tide_http_store_queue_depth "
+                "on /metrics shows the queue)." },
     /* Online delete (issue 12; docs/ROTATION.md): in [node_db] as rippled
      * writes its own, rippled's names where they mean the same (its
      * online_delete counts ledgers, Tide's objects). The waits are
@@ -535,6 +554,8 @@ void tide_config_defaults(tide_config *c)
         if (ti_config_settings[id].from_preset) fill_preset(c, id, &ti_config_presets[TIDE_NODE_MEDIUM]);
     c->nudb_block_size = TIDE_BLOCK_SIZE_DEFAULT;
     c->http_threads = cpus < 1 ? 1 : cpus > HTTP_THREADS_AUTO_MAX ? HTTP_THREADS_AUTO_MAX : (unsigned)cpus;
+    c->store_workers = cpus * 2 < STORE_WORKERS_AUTO_MIN ? STORE_WORKERS_AUTO_MIN
+                       : cpus * 2 > STORE_WORKERS_AUTO_MAX ? STORE_WORKERS_AUTO_MAX : (unsigned)(cpus * 2);
     ti_config_set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
                tide_size_format(c->ram_bytes, ram, sizeof ram));
 }
@@ -842,6 +863,8 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    c->http_idle_timeout = (unsigned)p->v; break;
     case TIDE_CFG_HTTP_REQUEST_TIMEOUT: c->http_request_timeout = (unsigned)p->v; break;
     case TIDE_CFG_HTTP_BODY_BUDGET:     c->http_body_budget = p->v; break;
+    case TIDE_CFG_STORE_WORKERS:        c->store_workers = (unsigned)p->v; break;
+    case TIDE_CFG_STORE_QUEUE:          c->store_queue = (unsigned)p->v; break;
     case TIDE_CFG_ONLINE_DELETE:        c->online_delete_on = p->iv; c->online_delete = p->v; break;
     case TIDE_CFG_GENERATIONS:          c->generations = (unsigned)p->v; break;
     case TIDE_CFG_ADVISORY_DELETE:      c->advisory_delete = p->iv; break;
@@ -1059,6 +1082,8 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    snprintf(out, cap, "%u", c->http_idle_timeout); break;
     case TIDE_CFG_HTTP_REQUEST_TIMEOUT: snprintf(out, cap, "%u", c->http_request_timeout); break;
     case TIDE_CFG_HTTP_BODY_BUDGET:     ti_config_size_text(c->http_body_budget, out, cap); break;
+    case TIDE_CFG_STORE_WORKERS:        snprintf(out, cap, "%u", c->store_workers); break;
+    case TIDE_CFG_STORE_QUEUE:          snprintf(out, cap, "%u", c->store_queue); break;
     case TIDE_CFG_ONLINE_DELETE:
         if (c->online_delete_on && c->online_delete == 0) snprintf(out, cap, "manual");
         else snprintf(out, cap, "%" PRIu64, c->online_delete);
@@ -1186,7 +1211,8 @@ int tide_config_group(int id)
     switch (id) {
     case TIDE_CFG_LISTEN: case TIDE_CFG_HTTP_THREADS: case TIDE_CFG_MAX_OBJECT_SIZE:
     case TIDE_CFG_HTTP_MAX_CONNECTIONS: case TIDE_CFG_HTTP_MAX_PER_CLIENT: case TIDE_CFG_HTTP_IDLE_TIMEOUT:
-    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: case TIDE_CFG_HTTP_BODY_BUDGET: case TIDE_CFG_METRICS_TOKEN:
+    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: case TIDE_CFG_HTTP_BODY_BUDGET: case TIDE_CFG_STORE_WORKERS:
+    case TIDE_CFG_STORE_QUEUE: case TIDE_CFG_METRICS_TOKEN:
     case TIDE_CFG_METRICS_PUBLIC: case TIDE_CFG_ADMIN_TOKEN: case TIDE_CFG_METRICS_SMAPS:
     case TIDE_CFG_METRICS_TOKEN_FILE: case TIDE_CFG_ADMIN_TOKEN_FILE:
         return TIDE_CFG_GROUP_HTTP;

@@ -64,6 +64,8 @@ enum {
     TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY,
     TIDE_CFG_HTTP_MAX_CONNECTIONS, TIDE_CFG_HTTP_MAX_PER_CLIENT, TIDE_CFG_HTTP_IDLE_TIMEOUT,
     TIDE_CFG_HTTP_REQUEST_TIMEOUT, TIDE_CFG_HTTP_BODY_BUDGET,
+    /* tided's store workers (issue 15): [node] keys */
+    TIDE_CFG_STORE_WORKERS, TIDE_CFG_STORE_QUEUE,
     /* online delete (issue 12): [node_db] keys, rippled's names where they
      * mean the same */
     TIDE_CFG_ONLINE_DELETE, TIDE_CFG_GENERATIONS, TIDE_CFG_ADVISORY_DELETE, TIDE_CFG_ROTATE_BYTES,
@@ -128,6 +130,11 @@ typedef struct tide_config {
     uint64_t http_body_budget;       /* bytes of request bodies held before
                                         handlers, >= max_object_size; default
                                         max(64 MiB, 4 x max_object_size) */
+    unsigned store_workers;          /* threads running tided's PUTs and GET
+                                        misses, 1..256; default 2 x online
+                                        CPUs, 2..16 */
+    unsigned store_queue;            /* store jobs waiting at most, 1..1048576;
+                                        default 1024 (more: 503) */
     /* online delete (docs/ROTATION.md): generations are on when
      * online_delete_on is 1 ("N" with N >= 1, or "manual"); off ("0", the
      * default) the data directory is one plain store that grows without

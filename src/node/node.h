@@ -343,6 +343,15 @@ unsigned tide_node_key_size(const tide_node *n);
 int tide_node_put(tide_node *n, const void *key, const void *value, size_t len);
 
 /*
+ * The memory level's check of tide_node_put alone: 0 below HIGH, else
+ * TIDE_EOVERLOAD (with the message tide_node_put gives), counted in
+ * rejected_writes as a refused put is. So a caller that hands the put to
+ * another thread refuses it before queueing (tided). Cost: two atomic
+ * loads.
+ */
+int tide_node_put_admit(tide_node *n);
+
+/*
  * Find `key`. On success *out is a reference the caller releases with
  * tide_cache_obj_release. Returns 0, TIDE_ENOTFOUND, or the store's read
  * errors (TIDE_EIO, TIDE_ECORRUPT), which are not remembered in the key cache.
@@ -351,6 +360,17 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len);
  * read) and one cache insert.
  */
 int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out);
+
+/*
+ * tide_node_get's answers that need no I/O: 0 with *out a reference (a
+ * node-cache hit in the newest generation), TIDE_ENOTFOUND when the key
+ * cache remembers the miss (both counted as tide_node_get counts them),
+ * else 1 with nothing counted: the caller asks tide_node_get
+ * (on a thread that may wait for the disk). Never reads a file, never
+ * writes; an event loop's call. Cost: one hash and one lock, plus the key
+ * cache's probe on a miss.
+ */
+int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out);
 
 /* Wait until every put that returned before this call is durable (the
  * store's tide_store_sync). Returns 0 or the commit's error. Blocks for up

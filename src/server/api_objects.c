@@ -39,6 +39,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mem/account.h"
 #include "tide/error.h"
 #include "util/hex.h"
 #include "util/log.h"
@@ -81,14 +82,71 @@ static void send_exists(h2o_req_t *req, const char *key_hex, int synced)
                synced ? "; it is durable" : "");
 }
 
-typedef struct sync_fill { int rc; size_t len; const char *key_hex; } sync_fill;
-
-static void fill_sync(tided_job *job, void *arg)
+/* The answer to a put that is not waiting for a sync: overloaded (the level
+ * rose after the loop's check), a store error, 409 or 201. */
+static void answer_put(tided_server *srv, h2o_req_t *req, int rc, const char *key_hex, size_t len,
+                       const char *detail)
 {
-    const sync_fill *f = arg;
-    job->put_rc = f->rc;
-    job->len = f->len;
-    memcpy(job->key_hex, f->key_hex, strlen(f->key_hex) + 1);
+    if (rc == TIDE_EOVERLOAD) {
+        char why[300];
+        tided_overload_detail(srv, why, sizeof why);
+        atomic_fetch_add(&srv->overload_rejected_write, 1);
+        tided_send_store_error(req, rc, why, "the value was not stored");
+    } else if (rc != 0 && rc != TIDE_EEXIST) {
+        tide_log(TIDE_LOG_WARN, "PUT %s (%zu bytes): %s: %s", key_hex, len, tide_strerror(rc), detail);
+        tided_send_store_error(req, rc, detail, "the value was not stored");
+    } else if (rc == TIDE_EEXIST) {
+        send_exists(req, key_hex, 0);
+    } else {
+        send_stored(req, 201, key_hex, len, 0);
+    }
+}
+
+/* A store job for `req`: its key and key_hex at the end of the allocation
+ * (key_size bytes and 2 * key_size + 1), a put's body copied (work.c's
+ * essay: h2o may free the request's while the job is at a worker), queued
+ * on the store pool. NULL after answering: 500 when out of memory, 503
+ * overloaded with Retry-After: 1 when store_queue jobs are waiting (counted
+ * in overload_rejected_queue). */
+static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guard, int kind,
+                            const uint8_t *key, const char *key_hex, size_t len)
+{
+    size_t hex_bytes = 2 * (size_t)srv->key_size + 1;
+    tided_job *job = calloc(1, sizeof *job + hex_bytes + srv->key_size);
+
+    if (job != NULL && kind == TIDED_JOB_PUT) {
+        job->value = malloc(len);
+        if (job->value == NULL) free(job), job = NULL;
+    }
+    if (job == NULL) {
+        tided_send_error(req, 500, "internal", "out of memory queueing the %s of key %s",
+                         kind == TIDED_JOB_PUT ? "PUT" : "read", key_hex);
+        return NULL;
+    }
+    job->loop = guard->loop;
+    job->req = req;
+    job->guard = guard;
+    job->kind = kind;
+    job->len = len;
+    memcpy(job->key_hex, key_hex, hex_bytes);
+    memcpy((uint8_t *)job->key_hex + hex_bytes, key, srv->key_size);
+    job->key = (const uint8_t *)job->key_hex + hex_bytes;
+    if (kind == TIDED_JOB_PUT) {
+        memcpy(job->value, req->entity.base, len);
+        job->value_held = (int64_t)len;
+        tide_mem_account_alloc(TIDE_MEM_HTTP, job->value_held);
+        atomic_fetch_add(&srv->body_in_handlers, (unsigned long long)len);
+    }
+    if (tided_worker_offer(&srv->store_pool, job) != 0) {
+        tided_job_free(job);
+        atomic_fetch_add(&srv->overload_rejected_queue, 1);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+        tided_send_error(req, 503, "overloaded", "%zu store jobs are waiting for a store worker (store_queue); "
+                         "the %s was not run: retry", srv->store_pool.cap, kind == TIDED_JOB_PUT ? "PUT" : "read");
+        return NULL;
+    }
+    guard->job = job;
+    return job;
 }
 
 static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
@@ -96,6 +154,7 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
 {
     int sync, rc;
     size_t len = req->entity.base ? req->entity.len : 0;
+    tided_job *job;
 
     if (tided_parse_query(req, &sync)) return;
     if (len > srv->max_object_size) {
@@ -108,32 +167,41 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
                    srv->max_object_size);
         return;
     }
-    /* The node refuses at HIGH itself (TIDE_EOVERLOAD), before its
-     * existence check, and counts the refusal in rejected_writes. */
-    rc = tide_node_put(srv->node, key, req->entity.base, len);
-    if (rc == TIDE_EOVERLOAD) {
-        char detail[300];
-        tided_overload_detail(srv, detail, sizeof detail);
-        atomic_fetch_add(&srv->overload_rejected_write, 1);
-        tided_send_store_error(req, rc, detail, "the value was not stored");
+    /* At HIGH the put is refused here, before a copy or a queue slot is
+     * taken (counted in rejected_writes as the node's own refusal is). */
+    rc = tide_node_put_admit(srv->node);
+    if (rc) {
+        answer_put(srv, req, rc, key_hex, len, tide_last_error());
         return;
     }
-    if (rc != 0 && rc != TIDE_EEXIST) {
-        tide_log(TIDE_LOG_WARN, "PUT %s (%zu bytes): %s: %s", key_hex, len, tide_strerror(rc),
-                 tide_last_error());
-        tided_send_store_error(req, rc, tide_last_error(), "the value was not stored");
+    if (!srv->store_pool.started) {
+        tided_send_error(req, 503, "unavailable", "no store worker runs here");
         return;
     }
-    if (!sync) {
-        if (rc == TIDE_EEXIST) send_exists(req, key_hex, 0);
-        else send_stored(req, 201, key_hex, len, 0);
-        return;
-    }
-    sync_fill f = { rc, len, key_hex };
-    tided_queue_job(&srv->sync_worker, req, guard, TIDED_JOB_SYNC,
-              "the sync; the value is stored but not known to be durable", strlen(key_hex) + 1, fill_sync, &f);
+    job = store_job(srv, req, guard, TIDED_JOB_PUT, key, key_hex, len);
+    if (job) job->sync = sync;
 }
 
+static void send_found(h2o_req_t *req, tided_guard *guard, tide_cache_obj *obj)
+{
+    /* The guard keeps the reference until h2o has written the bytes. */
+    guard->obj = obj;
+    tided_guard_account(guard, tide_cache_obj_len(obj));
+    tided_send_body(req, 200, "application/octet-stream", tide_cache_obj_data(obj), tide_cache_obj_len(obj));
+}
+
+static void answer_get(h2o_req_t *req, int rc, const char *key_hex, const char *detail)
+{
+    if (rc == TIDE_ENOTFOUND) {
+        tided_send_error(req, 404, "not_found", "no value is stored under key %s", key_hex);
+        return;
+    }
+    tide_log(TIDE_LOG_WARN, "GET %s: %s: %s", key_hex, tide_strerror(rc), detail);
+    tided_send_error(req, 500, "internal", "reading key %s: %s: %s", key_hex, tide_strerror(rc), detail);
+}
+
+/* A hit (or a remembered miss) is answered here on the loop; anything
+ * else is a store job. */
 static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
                        const char *key_hex)
 {
@@ -141,21 +209,20 @@ static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
     int sync, rc;
 
     if (tided_parse_query(req, &sync)) return;
-    rc = tide_node_get(srv->node, key, &obj);
+    rc = tide_node_get_cached(srv->node, key, &obj);
+    if (rc == 0) {
+        send_found(req, guard, obj);
+        return;
+    }
     if (rc == TIDE_ENOTFOUND) {
-        tided_send_error(req, 404, "not_found", "no value is stored under key %s", key_hex);
+        answer_get(req, rc, key_hex, "");
         return;
     }
-    if (rc != 0) {
-        tide_log(TIDE_LOG_WARN, "GET %s: %s: %s", key_hex, tide_strerror(rc), tide_last_error());
-        tided_send_error(req, 500, "internal", "reading key %s: %s: %s", key_hex, tide_strerror(rc),
-                   tide_last_error());
+    if (!srv->store_pool.started) {
+        tided_send_error(req, 503, "unavailable", "no store worker runs here");
         return;
     }
-    /* The guard keeps the reference until h2o has written the bytes. */
-    guard->obj = obj;
-    tided_guard_account(guard, tide_cache_obj_len(obj));
-    tided_send_body(req, 200, "application/octet-stream", tide_cache_obj_data(obj), tide_cache_obj_len(obj));
+    (void)store_job(srv, req, guard, TIDED_JOB_GET, key, key_hex, 0);
 }
 
 /* The key and its hex live in the request's pool, sized by the store's
@@ -192,4 +259,20 @@ void tided_answer_sync(tided_job *job)
     }
     if (job->put_rc == TIDE_EEXIST) send_exists(req, job->key_hex, 1);
     else send_stored(req, 201, job->key_hex, job->len, 1);
+}
+
+/* A GET miss or a PUT (without ?sync=1, or whose put failed), once its
+ * store worker came back. */
+void tided_answer_store(tided_job *job)
+{
+    tided_server *srv = job->loop->srv;
+
+    if (job->kind == TIDED_JOB_PUT) {
+        answer_put(srv, job->req, job->put_rc, job->key_hex, job->len, job->detail);
+    } else if (job->rc == 0) {
+        send_found(job->req, job->guard, job->obj);
+        job->obj = NULL;                        /* the guard holds it now */
+    } else {
+        answer_get(job->req, job->rc, job->key_hex, job->detail);
+    }
 }

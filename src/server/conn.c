@@ -796,10 +796,11 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
           "Request bytes held now against http_body_budget (admitted, in handlers, unparsed heads).",
           NULL, (double)budget_in_use(srv) },
         { "tide_overload_rejected_requests_total", "counter",
-          "Requests tided answered 503 overloaded for the memory level: PUTs refused (write), bodies refused "
-          "before they were read (body).",
+          "Requests tided answered 503 overloaded: PUTs refused for the memory level (write), bodies refused "
+          "before they were read (body), PUTs and GET misses refused for a full store_queue (store_queue).",
           "write", (double)atomic_load(&srv->overload_rejected_write) },
         { NULL, NULL, NULL, "body", (double)atomic_load(&srv->overload_rejected_body) },
+        { NULL, NULL, NULL, "store_queue", (double)atomic_load(&srv->overload_rejected_queue) },
         { "tide_overload_listener_paused", "gauge",
           "1 while the memory level is critical and tided accepts no new connections, else 0.",
           NULL, atomic_load(&srv->listeners_paused) ? 1.0 : 0.0 },

@@ -89,7 +89,11 @@ typedef struct tided_conn tided_conn;
 
 /* ---- work.c ---------------------------------------------------------- */
 
-enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TIDED_JOB_HEAP };
+enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TIDED_JOB_HEAP,
+       TIDED_JOB_GET, TIDED_JOB_PUT };
+/* The store pool's kind (tided_pool_start): it runs TIDED_JOB_GET and
+ * TIDED_JOB_PUT jobs, one per thread at a time. */
+#define TIDED_JOB_STORE TIDED_JOB_GET
 
 /*
  * One request waiting for a worker. Allocated with malloc by the loop
@@ -104,8 +108,21 @@ struct tided_job {
     h2o_req_t   *req;                /* NULL once h2o disposed the request */
     struct tided_guard *guard;       /* the request's guard while it lives */
     int          kind;               /* TIDED_JOB_* */
-    int          put_rc;             /* sync: 0 (stored) or TIDE_EEXIST */
-    size_t       len;                /* sync: the value's bytes */
+    int          put_rc;             /* sync: 0 (stored) or TIDE_EEXIST; put:
+                                        tide_node_put's return */
+    size_t       len;                /* sync, put: the value's bytes */
+    /* get, put (issue 15): the key (key_size bytes after key_hex in the
+     * job's allocation), a put's copy of the body (malloc'd by the loop:
+     * h2o may free the request's while the job is at a worker; the worker
+     * frees it after the put) and a get's reference to what it found
+     * (released with the job when nobody takes it). */
+    const uint8_t *key;
+    void        *value;
+    int64_t      value_held;         /* bytes of value in TIDE_MEM_HTTP and
+                                        srv->body_in_handlers, given back
+                                        when value is freed */
+    int          sync;               /* put: ?sync=1: go on to the sync worker */
+    tide_cache_obj *obj;
     /* Filled by the worker: */
     int          rc;                 /* tide_node_sync's return */
     char         detail[256];        /* tide_last_error() of a failure */
@@ -137,10 +154,12 @@ struct tided_job {
 };
 
 typedef struct tided_worker {
-    const char     *name;            /* "sync", "sweep" */
+    const char     *name;            /* "sync", "sweep", "store" */
     int             kind;
     tided_server   *srv;
     pthread_t       tid;
+    pthread_t      *tids;            /* the store pool's threads (nthreads) */
+    unsigned        nthreads;        /* threads running (1 but for the pool) */
     int             started;
     pthread_mutex_t mu;
     pthread_cond_t  cv;
@@ -148,10 +167,33 @@ typedef struct tided_worker {
     int             stop;
     uint64_t        batches;         /* node calls made (under mu) */
     uint64_t        jobs;            /* jobs served (under mu) */
+    /* The store pool (under mu): */
+    size_t          cap;             /* jobs queued at most (0: no bound) */
+    size_t          depth;           /* jobs queued now */
+    size_t          running;         /* jobs a thread is running now */
+    uint64_t        refused;         /* tided_worker_offer calls refused: full */
+    uint64_t        gets, puts;      /* store jobs served, by kind */
+    int             gate_fd;         /* TIDE_TEST_STORE_GATE's FIFO, or -1 */
 } tided_worker;
 
 /* Start the worker thread. Returns 0 or TIDE_ENOMEM (thread creation). */
 int  tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind);
+/* Start the store pool: `threads` threads (1..256) taking TIDED_JOB_GET and
+ * _PUT jobs one at a time, at most `cap` (>= 1) of them queued. Returns 0,
+ * or TIDE_ENOMEM when a thread cannot start (those started are stopped).
+ * A test hook: TIDE_TEST_STORE_GATE=FIFO makes every thread read one byte
+ * from the FIFO before each job (work.c). */
+int  tided_pool_start(tided_worker *w, tided_server *srv, unsigned threads, size_t cap);
+/* Queue a store job unless `cap` are queued: 0, or -1 (nothing queued; the
+ * refusal counted). Any thread; one lock. */
+int  tided_worker_offer(tided_worker *w, tided_job *job);
+/* Free a job coming back and what it still holds (text, keys, a put's body
+ * copy and its accounting, a get's reference). Loop thread. */
+void tided_job_free(tided_job *job);
+struct tide_metrics_writer;
+/* The store pool's families on /metrics (queue depth, running, capacity,
+ * jobs by kind, refusals). Any thread. */
+void tided_pool_families(tided_worker *w, struct tide_metrics_writer *mw);
 /* Queue `job`; the worker answers it with one node call shared with every
  * job queued before that call starts (a rotate job is never shared: each
  * is its own rotation, with its own keep-list). Any thread; never blocks
@@ -218,6 +260,7 @@ struct tided_server {
     unsigned       nloops;
     tided_loop    *loops;
     tided_worker   sync_worker, sweep_worker, metrics_worker, rotate_worker, heap_worker;
+    tided_worker   store_pool;       /* PUTs and GET misses (issue 15) */
                                      /* heap: GET /v1/admin/heap (not started by
                                         fuzz_http, like rotate) */
     int            signal_fd;
@@ -239,6 +282,7 @@ struct tided_server {
      * scan before it was read), and how many loops have paused their
      * listener (conn.c, at CRITICAL). */
     atomic_ullong  overload_rejected_write, overload_rejected_body;
+    atomic_ullong  overload_rejected_queue;  /* the store pool's queue was full */
     atomic_uint    listeners_paused;
     /* memory_limit's source text as /v1/status shows it ("flag
      * --memory-limit", "file tide.cfg:3", the cgroup's, "default" when
