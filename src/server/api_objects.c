@@ -7,14 +7,25 @@
  * store's key size, and the URL's key is length-checked before a byte of
  * it is decoded.
  *
- * Sync. PUT ?sync=1 stores the value on the loop (tide_node_put: memory,
- * plus a read of the key file to refuse a duplicate), then queues a job
- * to the sync worker (work.c) and answers when it comes back: 201 only
- * after tide_node_sync returned 0. A 409 with ?sync=1 also waits, so it
- * says the value under the key is durable too.
+ * The store off the loop (issue 15). A PUT is checked here (key, size,
+ * query, the memory level) and then becomes a store job (work.c) with
+ * its own copy of the body: the store pool's worker calls tide_node_put
+ * (memory, a read of the key file to refuse a duplicate, and a wait when
+ * the insert pool is full behind a commit), and the loop answers when the
+ * job comes back (tided_answer_store). A GET or HEAD asks the node cache
+ * only (tide_node_get_cached): a hit is sent from the loop, a miss the key
+ * cache remembers is 404 from the loop, anything else is a store job that
+ * calls tide_node_get. A full store queue is 503 overloaded with
+ * Retry-After: 1 (counted in overload_rejected_queue); nothing is queued.
+ *
+ * Sync. PUT ?sync=1: the store worker that stored the value (or found the
+ * key) hands the job on to the sync worker, and the loop answers when it
+ * comes back: 201 only after tide_node_sync returned 0. A 409 with
+ * ?sync=1 also waits, so it says the value under the key is durable too.
  *
  * A GET's value is written straight from the node cache: the guard holds
- * the object's reference until h2o is done with its bytes.
+ * the object's reference until h2o is done with its bytes (a store job's
+ * reference is handed to the guard when the job comes back).
  *
  * The memory limit (issue 13). While the node's level is HIGH or above a
  * PUT is 503 overloaded with Retry-After: 1, whether the handler saw the
@@ -27,7 +38,13 @@
  *   2. A 201 with "durable": true is sent only after tide_node_sync
  *      returned 0 for a commit that holds the value.
  *
- * Never: call tide_node_sync on a loop thread; copy a GET's value.
+ *   3. No store call that may read a file or wait is made on a loop
+ *      thread: only tide_node_get_cached and tide_node_put_admit.
+ *   4. A store job is complete (key, body copy, sync) before it is offered
+ *      to the pool: the worker may take it at once.
+ *
+ * Never: call tide_node_sync, tide_node_put or tide_node_get on a loop
+ * thread; copy a GET's value; hand a worker a pointer into the request.
  */
 #include "server/api_impl.h"
 
@@ -109,7 +126,7 @@ static void answer_put(tided_server *srv, h2o_req_t *req, int rc, const char *ke
  * overloaded with Retry-After: 1 when store_queue jobs are waiting (counted
  * in overload_rejected_queue). */
 static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guard, int kind,
-                            const uint8_t *key, const char *key_hex, size_t len)
+                            const uint8_t *key, const char *key_hex, size_t len, int sync)
 {
     size_t hex_bytes = 2 * (size_t)srv->key_size + 1;
     tided_job *job = calloc(1, sizeof *job + hex_bytes + srv->key_size);
@@ -128,6 +145,7 @@ static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guar
     job->guard = guard;
     job->kind = kind;
     job->len = len;
+    job->sync = sync;
     memcpy(job->key_hex, key_hex, hex_bytes);
     memcpy((uint8_t *)job->key_hex + hex_bytes, key, srv->key_size);
     job->key = (const uint8_t *)job->key_hex + hex_bytes;
@@ -154,7 +172,6 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
 {
     int sync, rc;
     size_t len = req->entity.base ? req->entity.len : 0;
-    tided_job *job;
 
     if (tided_parse_query(req, &sync)) return;
     if (len > srv->max_object_size) {
@@ -178,8 +195,8 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
         tided_send_error(req, 503, "unavailable", "no store worker runs here");
         return;
     }
-    job = store_job(srv, req, guard, TIDED_JOB_PUT, key, key_hex, len);
-    if (job) job->sync = sync;
+    /* Everything the worker reads is set before the job is offered. */
+    (void)store_job(srv, req, guard, TIDED_JOB_PUT, key, key_hex, len, sync);
 }
 
 static void send_found(h2o_req_t *req, tided_guard *guard, tide_cache_obj *obj)
@@ -222,7 +239,7 @@ static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
         tided_send_error(req, 503, "unavailable", "no store worker runs here");
         return;
     }
-    (void)store_job(srv, req, guard, TIDED_JOB_GET, key, key_hex, 0);
+    (void)store_job(srv, req, guard, TIDED_JOB_GET, key, key_hex, 0, 0);
 }
 
 /* The key and its hex live in the request's pool, sized by the store's

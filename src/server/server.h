@@ -18,11 +18,12 @@
  *             api_reply.c (request text, every answer, the query rule)
  *   work.c    the worker threads that run tide_node_sync, tide_node_sweep,
  *             the /metrics render and the heap report off the event
- *             loops, coalescing requests
+ *             loops, coalescing requests; and the store pool, which runs
+ *             every PUT and GET miss (tide_node_put, tide_node_get)
  *
  * Threads: http_threads event loops (loop 0 runs on the main thread and
- * also watches the signalfd), one sync, one sweep, one metrics, one
- * rotate and one heap worker, plus the
+ * also watches the signalfd), store_workers store threads, one sync, one
+ * sweep, one metrics, one rotate and one heap worker, plus the
  * node's own commit and sweeper threads. A request lives on the loop that
  * accepted its connection, and everything that touches it (h2o_req_t, its
  * pool, its guard) runs on that loop's thread; the workers see only
