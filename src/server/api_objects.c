@@ -37,7 +37,6 @@
  *   1. No buffer holding a key is sized by a constant.
  *   2. A 201 with "durable": true is sent only after tide_node_sync
  *      returned 0 for a commit that holds the value.
- *
  *   3. No store call that may read a file or wait is made on a loop
  *      thread: only tide_node_get_cached and tide_node_put_admit.
  *   4. A store job is complete (key, body copy, sync) before it is offered
