@@ -150,8 +150,9 @@ struct tided_job {
                                         it moved: stale) */
     int          stale;              /* rotate?expect: the count was not R */
     tide_node_rotation_report rotation;
-    char         key_hex[];          /* sync: the key in hex, 2 * key_size + 1
-                                        bytes allocated with the job */
+    char         key_hex[];          /* sync, get, put: the key in hex, 2 *
+                                        key_size + 1 bytes allocated with the
+                                        job (get, put: then the key's bytes) */
 };
 
 typedef struct tided_worker {
