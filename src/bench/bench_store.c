@@ -33,7 +33,9 @@
  *   - bytes written: /proc/self/io (write_bytes, wchar), the store's own
  *     counter (tide_store_info.bytes_written), and the block device that
  *     holds the bench directory (/sys/dev/block/MAJ:MIN/stat field 7);
- *   - commits and syncs, from tide_store_get_info.
+ *   - commits and syncs, from tide_store_get_info;
+ *   - CPU time of the process (getrusage RUSAGE_SELF, user + system, every
+ *     thread: the store's commit thread and the sampler too), per item.
  *
  * Invariants:
  *   1. Every figure in a tide_bench_phase comes from the source its field
@@ -54,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -81,14 +84,24 @@ static void stream(uint64_t seed, unsigned char *out, size_t n)
     }
 }
 
+void tide_bench_key(uint64_t seed, uint64_t i, unsigned char *key)
+{
+    stream((seed << 33) + 2 * i + 1, key, TIDE_BENCH_KEY_SIZE);
+}
+
+void tide_bench_value(uint64_t seed, uint64_t i, unsigned char *value, size_t n)
+{
+    stream((seed << 33) + 2 * i + 2, value, n);
+}
+
 static void make_key(const tide_bench_store *b, uint64_t i)
 {
-    stream((b->opts.seed << 33) + 2 * i + 1, b->key, TIDE_BENCH_KEY_SIZE);
+    tide_bench_key(b->opts.seed, i, b->key);
 }
 
 static void make_value(const tide_bench_store *b, uint64_t i)
 {
-    stream((b->opts.seed << 33) + 2 * i + 2, b->value, b->opts.value_size);
+    tide_bench_value(b->opts.seed, i, b->value, b->opts.value_size);
 }
 
 /*
@@ -96,11 +109,7 @@ static void make_value(const tide_bench_store *b, uint64_t i)
  * network over the smallest even-bit power-of-two domain >= n, walking the
  * cycle until the image falls inside [0, n) (under 4 steps on average).
  */
-typedef struct permutation {
-    uint64_t n, half_bits, mask, round_keys[4];
-} permutation;
-
-static void permutation_init(permutation *p, uint64_t n, uint64_t seed)
+void tide_bench_perm_init(tide_bench_perm *p, uint64_t n, uint64_t seed)
 {
     p->n = n;
     p->half_bits = 1;
@@ -109,7 +118,7 @@ static void permutation_init(permutation *p, uint64_t n, uint64_t seed)
     for (int k = 0; k < 4; k++) p->round_keys[k] = tide_random_next64(&seed);
 }
 
-static uint64_t permutation_at(const permutation *p, uint64_t i)
+uint64_t tide_bench_perm_at(const tide_bench_perm *p, uint64_t i)
 {
     do {
         uint64_t l = i >> p->half_bits, r = i & p->mask;
@@ -123,15 +132,14 @@ static uint64_t permutation_at(const permutation *p, uint64_t i)
     return i;
 }
 
+uint64_t tide_bench_fetch_seed(uint64_t seed, unsigned run)
+{
+    return seed ^ (0x5EEDull << 32) ^ run;
+}
+
 /* ---- the RSS sampler ---- */
 
-typedef struct sampler {
-    pthread_t th;
-    atomic_int stop;
-    uint64_t max_anon, max_file, max_rss, samples;  /* read after join */
-} sampler;
-
-static void sample_once(sampler *sm)
+static void sample_once(tide_bench_sampler *sm)
 {
     tide_mem_proc_status st;
     if (tide_mem_proc_status_read(&st) != 0) return;
@@ -143,13 +151,31 @@ static void sample_once(sampler *sm)
 
 static void *sampler_main(void *arg)
 {
-    sampler *sm = arg;
+    tide_bench_sampler *sm = arg;
     while (!atomic_load(&sm->stop)) {
         sample_once(sm);
         tide_clock_sleep_us(TIDE_BENCH_SAMPLE_US);
     }
     sample_once(sm);
     return NULL;
+}
+
+void tide_bench_sampler_start(tide_bench_sampler *sm)
+{
+    memset(sm, 0, sizeof *sm);
+    atomic_init(&sm->stop, 0);
+    sm->running = pthread_create(&sm->th, NULL, sampler_main, sm) == 0;
+}
+
+void tide_bench_sampler_stop(tide_bench_sampler *sm)
+{
+    if (sm->running) {
+        atomic_store(&sm->stop, 1);
+        pthread_join(sm->th, NULL);
+        sm->running = 0;
+    } else {
+        sample_once(sm);
+    }
 }
 
 /* ---- one phase's measurement frame ---- */
@@ -171,10 +197,19 @@ static void probe_take(probe *p, tide_store *s, const char *dir)
 
 typedef struct frame {
     probe before;
-    sampler sm;
-    int sampler_running;
+    tide_bench_sampler sm;
     uint64_t t0;
+    double cpu0;
 } frame;
+
+/* Seconds of CPU the process has used, user + system, all its threads. */
+double tide_bench_cpu_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 static void frame_begin(frame *f, tide_bench_phase *r, tide_store *s, const char *dir,
                         int can_reset)
@@ -189,8 +224,8 @@ static void frame_begin(frame *f, tide_bench_phase *r, tide_store *s, const char
         r->file_start = st.rss_file;
     }
     probe_take(&f->before, s, dir);
-    atomic_init(&f->sm.stop, 0);
-    f->sampler_running = pthread_create(&f->sm.th, NULL, sampler_main, &f->sm) == 0;
+    tide_bench_sampler_start(&f->sm);
+    f->cpu0 = tide_bench_cpu_seconds();
     f->t0 = tide_clock_mono_us();
 }
 
@@ -198,18 +233,16 @@ static void frame_end(frame *f, tide_bench_phase *r, tide_store *s, const char *
                       uint64_t items)
 {
     uint64_t t1 = tide_clock_mono_us();
+    double cpu1 = tide_bench_cpu_seconds();
     tide_mem_proc_status st;
     probe a;
 
-    if (f->sampler_running) {
-        atomic_store(&f->sm.stop, 1);
-        pthread_join(f->sm.th, NULL);
-    } else {
-        sample_once(&f->sm);
-    }
+    tide_bench_sampler_stop(&f->sm);
     r->secs = (double)(t1 - f->t0) / 1e6;
     if (r->secs <= 0) r->secs = 1e-6;
     r->items_per_s = (double)items / r->secs;
+    r->cpu_secs = cpu1 - f->cpu0;
+    r->cpu_us_per_item = items ? r->cpu_secs * 1e6 / (double)items : 0;
     r->peak_anon = f->sm.max_anon;
     r->peak_file = f->sm.max_file;
     r->peak_rss = f->sm.max_rss;
@@ -345,14 +378,14 @@ static int run_fetch(run_state *st)
 {
     const tide_bench_store *b = st->b;
     uint64_t n = b->opts.items;
-    permutation perm;
+    tide_bench_perm perm;
     frame f;
     int rc;
 
-    permutation_init(&perm, n, b->opts.seed ^ (0x5EEDull << 32) ^ st->run);
+    tide_bench_perm_init(&perm, n, tide_bench_fetch_seed(b->opts.seed, st->run));
     frame_begin(&f, &st->out->fetch, st->s, b->run_dir, b->can_reset);
     for (uint64_t k = 0; k < n; k++) {
-        rc = fetch_one(st, permutation_at(&perm, k), k);
+        rc = fetch_one(st, tide_bench_perm_at(&perm, k), k);
         if (rc) {
             frame_end(&f, &st->out->fetch, st->s, b->run_dir, k);
             return rc;
@@ -432,6 +465,7 @@ static double metric_of(const tide_bench_phase *p, int m)
     case TIDE_BENCH_WCHAR:         return (double)p->wchar;
     case TIDE_BENCH_STORE_WRITTEN: return (double)p->store_written;
     case TIDE_BENCH_COMMITS:       return (double)p->commits;
+    case TIDE_BENCH_CPU_US:        return p->cpu_us_per_item;
     default:                       return (double)p->syncs;
     }
 }
