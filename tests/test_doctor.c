@@ -548,6 +548,42 @@ static void expect_none(const char *what, char *page)
 
 #define HEALTHY fixture("healthy.prom")
 
+/* healthy.prom with a tide_overload_rejected_requests_total{reason=
+ * "store_queue"} sample of `n` added. */
+static char *with_queue_refusals(const char *n)
+{
+    char *h = HEALTHY, *out = page_set(h, "tide_overload_rejected_requests_total{reason=\"body\"}",
+                                       "0\ntide_overload_rejected_requests_total{reason=\"store_queue\"} X");
+    return page_set(out, "tide_overload_rejected_requests_total{reason=\"store_queue\"}", n);
+}
+
+/* Issue 15: a full store queue is an overload refusal, but not the
+ * memory's: its finding says so and advises the store workers, not
+ * --memory-limit; with memory refusals too, the memory's advice stays. */
+static void a_full_store_queue_gets_the_store_workers_advice_not_the_memorys(void **state)
+{
+    tide_doctor_report r;
+    const tide_doctor_finding *f;
+    char *page = with_queue_refusals("7");
+    (void)state;
+
+    expect_rc(tide_doctor_analyze(page, &r), 0, "a page with store queue refusals");
+    f = finding_of(&r, "overload");
+    if (f == NULL) fail_msg("store queue refusals: expected an overload finding");
+    expect_contains(f->summary, "7 requests refused for a full store queue since start (503)", "its summary");
+    expect_contains(f->advice, "--store-workers", "its advice");
+    expect_contains(f->advice, "--store-queue", "its advice");
+    if (strstr(f->advice, "--memory-limit")) fail_msg("a full store queue is not the memory's: %s", f->advice);
+    free(page);
+    page = page_set(with_queue_refusals("7"), "tide_overload_rejected_requests_total{reason=\"write\"}", "2");
+    expect_rc(tide_doctor_analyze(page, &r), 0, "a page with store queue and memory refusals");
+    f = finding_of(&r, "overload");
+    if (f == NULL) fail_msg("memory refusals: expected an overload finding");
+    expect_contains(f->summary, "2 requests refused for memory since start", "the memory's count, not the queue's");
+    expect_contains(f->advice, "--memory-limit", "the memory's advice");
+    free(page);
+}
+
 static void each_rule_fires_past_its_threshold_and_not_before(void **state)
 {
     (void)state;
@@ -1336,6 +1372,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_hand_written_page_gives_every_figure_exactly),
+        cmocka_unit_test(a_full_store_queue_gets_the_store_workers_advice_not_the_memorys),
         cmocka_unit_test(a_page_that_is_not_a_nodes_is_refused_by_name),
         cmocka_unit_test(on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob),
         cmocka_unit_test(on_an_older_nodes_recorded_page_the_new_rules_say_what_they_cannot_tell),

@@ -3001,7 +3001,7 @@ static void a_content_length_over_max_object_size_is_413_before_the_body(void **
 
 static void partial_bodies_beyond_the_body_budget_are_503_with_retry_after(void **state)
 {
-    static const char *flags[] = { "--max-object-size=64KiB", "--http-body-budget=256KiB", "--http-threads=1",
+    static const char *flags[] = { "--max-object-size=64KiB", "--http-body-budget=448KiB", "--http-threads=1",
                                    NULL };
     enum { N = 12, HALF = 32768 };
     static uint8_t body[65536];
@@ -3027,8 +3027,9 @@ static void partial_bodies_beyond_the_body_budget_are_503_with_retry_after(void 
         send_all(fds[i], req, strlen(req));
         send_all(fds[i], body, HALF);
     }
-    /* Each head declares 64 KiB + its head: three fit in 256 KiB, and the
-     * other nine are answered without waiting for their bodies. */
+    /* Each head declares 64 KiB + its head, admitted with room for the
+     * store job's copy (2 x 64 KiB + the head): three fit in 448 KiB, and
+     * the other nine are answered without waiting for their bodies. */
     end = th_now_ms() + 30000;
     while (refused < N - 3 && th_now_ms() < end) {
         for (int i = 0; i < N; i++)
@@ -3036,7 +3037,7 @@ static void partial_bodies_beyond_the_body_budget_are_503_with_retry_after(void 
         poll(NULL, 0, 10);
     }
     if (refused != N - 3)
-        fail_msg("with http_body_budget=256KiB, 12 half-sent 64 KiB bodies: expected 9 answered at once, got %d",
+        fail_msg("with http_body_budget=448KiB, 12 half-sent 64 KiB bodies: expected 9 answered at once, got %d",
                  refused);
     for (int i = 0; i < N; i++) {
         if (!answered[i]) continue;
@@ -3474,9 +3475,26 @@ static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *sm
     int fd;
     resp r;
 
+    double jobs_before, slots_before, copies_before;
+
+    page = scrape_with(t, NULL, 200);
+    jobs_before = th_prom_value(page, "tide_http_store_jobs_total{kind=\"put\"}");
+    slots_before = th_prom_value(page, "tide_http_store_jobs_refused_total");
+    copies_before = th_prom_value(page, "tide_http_store_body_copies_total");
+    free(page);
     th_value(7001, sizeof v, v);
     r = http(t, "PUT", obj_path(7001, NULL), v, sizeof v, 0, NULL);
     expect_status(r, 503, "a PUT at the high level");
+    /* Issue 15: refused on the loop before a store job exists: no queue
+     * slot, no copy of its body, no job. */
+    page = scrape_with(t, NULL, 200);
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_store_jobs_total{kind=\"put\"}"), (uint64_t)jobs_before,
+               "store jobs of kind put after a PUT refused at high");
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_store_jobs_refused_total"), (uint64_t)slots_before,
+               "store queue refusals after a PUT refused at high (it asked for no slot)");
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_store_body_copies_total"), (uint64_t)copies_before,
+               "body copies made for store jobs after a PUT refused at high");
+    free(page);
     expect_error_json(&r, "overloaded", "the PUT's 503");
     expect_contains(r.headers, "retry-after: 1", "the PUT's 503 says when to retry");
     expect_contains(r.body, "memory level high", "the 503's detail names the level");
@@ -4320,13 +4338,19 @@ static void a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_
  * (TIDE_TEST_STORE_GATE): the test decides when a store job may run, so
  * what the loop answers meanwhile is seen by events, not by time. *gate is
  * the FIFO's write end. */
-static void store_gated_start(tided *t, int *gate, const char *queue)
+static void store_gated_start_with(tided *t, int *gate, const char *queue, const char *extra1, const char *extra2)
 {
     static char flag_queue[64], env_gate[740], pub[] = "TIDE_METRICS_PUBLIC=1";
-    static const char *flags[] = { "--http-threads=1", "--store-workers=1", flag_queue, NULL };
+    static const char *flags[6];
     char *env[] = { pub, env_gate, NULL };
     char fifo[700];
 
+    flags[0] = "--http-threads=1";
+    flags[1] = "--store-workers=1";
+    flags[2] = flag_queue;
+    flags[3] = extra1;
+    flags[4] = extra1 ? extra2 : NULL;
+    flags[5] = NULL;
     memset(t, 0, sizeof *t);
     tided_prepare(t);
     th_path(fifo, sizeof fifo, t->dir, "gate");
@@ -4337,6 +4361,11 @@ static void store_gated_start(tided *t, int *gate, const char *queue)
     /* The worker holds a read end open (O_RDWR), so this does not wait. */
     *gate = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     if (*gate < 0) fail_msg("open the gate %s: %s", fifo, strerror(errno));
+}
+
+static void store_gated_start(tided *t, int *gate, const char *queue)
+{
+    store_gated_start_with(t, gate, queue, NULL, NULL);
 }
 
 /* Let `n` store jobs run. */
@@ -4451,52 +4480,231 @@ static void puts_and_get_misses_run_on_a_worker_while_the_loop_answers_cached_ge
     tided_cleanup(&t);
 }
 
-/* Issue 15: the store queue is bounded. With the worker held and the
- * queue full, one more PUT (and one more GET miss) is 503 overloaded with
- * Retry-After: 1, counted; nothing of it is stored; the queued ones are
- * served once the worker runs. */
-static void a_full_store_queue_is_503_with_retry_after_and_stores_nothing(void **state)
+/* Issue 15: the store queue is bounded, and a quarter of it is kept for
+ * reads. store_queue 4: with the worker held, three PUTs fill the PUTs'
+ * share and one more PUT is 503 overloaded with Retry-After: 1, while a
+ * GET miss is still queued (the reads' reserve); with the queue full a
+ * second GET miss is 503 too. Both refusals are counted; nothing refused
+ * is stored; the queued jobs are served once the worker runs. */
+static void a_full_store_queue_is_503_with_retry_after_and_keeps_room_for_reads(void **state)
 {
-    char out[3][4096];
-    int gate, fds[3];
+    char out[5][4096];
+    int gate, fds[5];
     tided t;
     resp r;
     (void)state;
 
-    store_gated_start(&t, &gate, "2");
+    store_gated_start(&t, &gate, "4");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_put_capacity"), 3, "the PUTs' share of 4");
     fds[0] = send_request(&t, "PUT", 10, "ten");
     scrape_until(&t, "tide_http_store_jobs_running", 1, "the first PUT at the worker");
     fds[1] = send_request(&t, "PUT", 11, "eleven");
     fds[2] = send_request(&t, "PUT", 12, "twelve");
-    scrape_until(&t, "tide_http_store_queue_depth", 2, "two PUTs queued");
+    fds[3] = send_request(&t, "PUT", 17, "seventeen");
+    scrape_until(&t, "tide_http_store_queue_depth", 3, "three PUTs queued");
     r = http(&t, "PUT", obj_path(13, NULL), "thirteen", 8, 0, NULL);
-    expect_status(r, 503, "a PUT with store_queue jobs waiting");
+    expect_status(r, 503, "a PUT with the PUTs' share of store_queue waiting");
     expect_error_json(&r, "overloaded", "the queue-full 503");
     expect_contains(r.headers, "retry-after: 1", "the queue-full 503's Retry-After");
     resp_free(&r);
-    r = http(&t, "GET", obj_path(14, NULL), NULL, 0, 0, NULL);
+    /* The reads' reserve: a GET miss is queued behind the PUTs. */
+    fds[4] = send_request(&t, "GET", 14, NULL);
+    scrape_until(&t, "tide_http_store_queue_depth", 4, "a GET miss queued while PUTs filled their share");
+    r = http(&t, "GET", obj_path(15, NULL), NULL, 0, 0, NULL);
     expect_status(r, 503, "a GET miss with store_queue jobs waiting");
+    expect_error_json(&r, "overloaded", "the full queue's 503 to a read");
     resp_free(&r);
     expect_u64((uint64_t)scrape_value(&t, "tide_overload_rejected_requests_total{reason=\"store_queue\"}"), 2,
                "overload refusals for the store queue");
     expect_u64((uint64_t)scrape_value(&t, "tide_http_store_jobs_refused_total"), 2, "refused store jobs");
     expect_u64((uint64_t)scrape_value(&t, "tide_http_requests_total{method=\"PUT\",code=\"503\"}"), 1,
                "PUT 503s in the request metrics");
-    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_capacity"), 2, "the queue's capacity");
-    gate_open(gate, 3);
-    for (int i = 0; i < 3; i++) {
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_capacity"), 4, "the queue's capacity");
+    gate_open(gate, 5);
+    for (int i = 0; i < 4; i++) {
         answer_of(fds[i], out[i], sizeof out[i], "a queued PUT");
         expect_contains(out[i], "HTTP/1.1 201", "a queued PUT, once the worker ran");
         close(fds[i]);
     }
+    answer_of(fds[4], out[4], sizeof out[4], "the queued GET miss");
+    expect_contains(out[4], "HTTP/1.1 404", "the queued GET miss of a key never stored");
+    close(fds[4]);
     gate_open(gate, 1);                 /* key 13's GET is a miss: one job */
     r = http(&t, "GET", obj_path(13, NULL), NULL, 0, 0, NULL);
     expect_status(r, 404, "the refused PUT stored nothing");
     resp_free(&r);
-    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 3, "the store's inserts");
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 4, "the store's inserts");
     close(gate);
     tided_signal_and_reap(&t, SIGTERM);
     tided_cleanup(&t);
+}
+
+/* A body of `len` bytes for key `key` (its last byte the key's), NUL-ended. */
+static char *big_body(size_t len, uint64_t key)
+{
+    char *b = malloc(len + 1);
+
+    assert_non_null(b);
+    memset(b, 'a', len);
+    b[len - 1] = (char)('a' + key % 26);
+    b[len] = '\0';
+    return b;
+}
+
+/* Issue 15: a queued PUT's copy of its body counts against
+ * http_body_budget with the bodies h2o holds. Budget 256 KiB, 48 KiB PUTs
+ * with the worker held: the first two hold 4 x 48 KiB (each its body and
+ * its copy); the third, whose head and body the scan admits (240 KiB
+ * held with it), would take its copy past the budget: 503 overloaded,
+ * counted as a body_budget refusal, not run. The bytes held never pass the
+ * budget, and come back to zero. */
+static void a_queued_puts_body_copy_counts_against_the_body_budget(void **state)
+{
+    char out[3][4096];
+    char *body[3];
+    int gate, fds[3];
+    tided t;
+    resp r;
+    (void)state;
+
+    store_gated_start_with(&t, &gate, "16", "--max-object-size=64KiB", "--http-body-budget=256KiB");
+    for (int i = 0; i < 3; i++) body[i] = big_body(48 << 10, 50 + (uint64_t)i);
+    fds[0] = send_request(&t, "PUT", 50, body[0]);
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the first PUT at the worker");
+    fds[1] = send_request(&t, "PUT", 51, body[1]);
+    scrape_until(&t, "tide_http_store_queue_depth", 1, "the second PUT queued");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_body_held_bytes"), 4 * (48 << 10),
+               "two PUTs' bodies and their copies held");
+    fds[2] = send_request(&t, "PUT", 52, body[2]);
+    answer_of(fds[2], out[2], sizeof out[2], "the third PUT");
+    expect_contains(out[2], "HTTP/1.1 503", "a PUT whose copy would pass http_body_budget");
+    expect_contains(out[2], "\"error\":\"overloaded\"", "its JSON");
+    if (strcasestr(out[2], "retry-after: 1") == NULL) fail_msg("the budget's 503 has no Retry-After: 1: %s", out[2]);
+    expect_contains(out[2], "http_body_budget", "its detail names the budget");
+    close(fds[2]);
+    if (scrape_value(&t, "tide_http_body_held_bytes") > 256 << 10)
+        fail_msg("the bytes held passed http_body_budget = 256 KiB");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_requests_refused_total{reason=\"body_budget\"}"), 1,
+               "body_budget refusals");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_body_copies_total"), 2, "body copies made");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_depth"), 1, "the refused PUT took no slot");
+    gate_open(gate, 2);
+    for (int i = 0; i < 2; i++) {
+        answer_of(fds[i], out[i], sizeof out[i], "a held PUT");
+        expect_contains(out[i], "HTTP/1.1 201", "a PUT within the budget, once the worker ran");
+        close(fds[i]);
+    }
+    scrape_until(&t, "tide_http_body_held_bytes", 0, "every body and copy given back");
+    gate_open(gate, 1);
+    r = http(&t, "GET", obj_path(52, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "the refused PUT stored nothing");
+    resp_free(&r);
+    for (int i = 0; i < 3; i++) free(body[i]);
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Issue 15: a PUT ?sync=1 is answered only after its put and its sync:
+ * while its store worker is held nothing is answered; once the worker ran,
+ * 201 with "durable": true. */
+static void a_gated_sync_put_is_answered_only_after_its_put_and_sync(void **state)
+{
+    char head[512], k[65], out[4096];
+    int gate, fd;
+    tided t;
+    (void)state;
+
+    store_gated_start(&t, &gate, "16");
+    key_hex(60, k);
+    fd = connect_from(&t, "127.0.0.1");
+    snprintf(head, sizeof head, "PUT /v1/objects/%s?sync=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nsixty", k);
+    send_all(fd, head, strlen(head));
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the ?sync=1 PUT at the worker");
+    poll(NULL, 0, 200);
+    if (has_answer(fd, out, sizeof out) && out[0])
+        fail_msg("a ?sync=1 PUT was answered before its worker ran it: %s", out);
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 0, "nothing inserted while held");
+    gate_open(gate, 1);
+    answer_of(fd, out, sizeof out, "the ?sync=1 PUT");
+    expect_contains(out, "HTTP/1.1 201", "the ?sync=1 PUT once put and synced");
+    expect_contains(out, "\"durable\":true", "its durable flag");
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 1, "the put ran before the answer");
+    close(fd);
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Reopen t's data dir (tided without the gate) and expect key `key` to be
+ * `want` (NULL: absent). */
+static void expect_after_reopen(tided *t, uint64_t key, const char *want, const char *what)
+{
+    resp r = http(t, "GET", obj_path(key, NULL), NULL, 0, 0, NULL);
+
+    if (want) {
+        expect_status(r, 200, what);
+        expect_str(r.body, want, what);
+    } else {
+        expect_status(r, 404, what);
+    }
+    resp_free(&r);
+}
+
+/* Issue 15: a stop with store jobs queued and the worker held at its gate
+ * exits (the gate opens at stop). Unhurried, the queued GETs are dropped
+ * and the queued PUTs are run before the final commit; hurried (a second
+ * SIGTERM), the queued PUTs, never acknowledged, are dropped too. Either
+ * way an acknowledged PUT is in the store on reopen, and no value is half
+ * written. */
+static void a_stop_with_queued_store_jobs(int hurried)
+{
+    static const char *const plain[] = { "--http-threads=1", NULL };
+    char *env[] = { NULL };
+    int gate, fds[4];
+    tided t;
+    resp r;
+
+    store_gated_start(&t, &gate, "16");
+    gate_open(gate, 1);
+    r = http(&t, "PUT", obj_path(70, NULL), "seventy", 7, 0, NULL);
+    expect_status(r, 201, "an acknowledged PUT");
+    resp_free(&r);
+    fds[0] = send_request(&t, "PUT", 71, "seventy-one");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "a PUT held at the gate");
+    fds[1] = send_request(&t, "PUT", 72, "seventy-two");
+    fds[2] = send_request(&t, "GET", 73, NULL);
+    fds[3] = send_request(&t, "GET", 74, NULL);
+    scrape_until(&t, "tide_http_store_queue_depth", 3, "a PUT and two GET misses queued");
+    kill(t.pid, SIGTERM);
+    if (hurried) {
+        poll(NULL, 0, 200);
+        tided_signal_and_reap(&t, SIGTERM);
+    } else {
+        tided_signal_and_reap(&t, 0);         /* no second signal: the drain's wait, then the stop */
+    }
+    expect_u64((uint64_t)t.status, 0, "tided's exit status after a stop with queued jobs");
+    for (int i = 0; i < 4; i++) close(fds[i]);
+    close(gate);
+    t.reaped = 0;
+    tided_start(&t, plain, env);
+    expect_after_reopen(&t, 70, "seventy", "the acknowledged PUT after the stop");
+    expect_after_reopen(&t, 71, hurried ? NULL : "seventy-one", "the PUT held at the gate at the stop");
+    expect_after_reopen(&t, 72, hurried ? NULL : "seventy-two", "the PUT queued at the stop");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void a_stop_with_queued_store_jobs_exits_and_runs_the_puts(void **state)
+{
+    (void)state;
+    a_stop_with_queued_store_jobs(0);
+}
+
+static void a_hurried_stop_with_queued_store_jobs_drops_the_puts(void **state)
+{
+    (void)state;
+    a_stop_with_queued_store_jobs(1);
 }
 
 /* Issue 15: a client that goes away while its PUT is at a worker (one
@@ -4621,7 +4829,11 @@ int main(void)
     };
     const struct CMUnitTest store_tests[] = {
         cmocka_unit_test(puts_and_get_misses_run_on_a_worker_while_the_loop_answers_cached_gets),
-        cmocka_unit_test(a_full_store_queue_is_503_with_retry_after_and_stores_nothing),
+        cmocka_unit_test(a_full_store_queue_is_503_with_retry_after_and_keeps_room_for_reads),
+        cmocka_unit_test(a_queued_puts_body_copy_counts_against_the_body_budget),
+        cmocka_unit_test(a_gated_sync_put_is_answered_only_after_its_put_and_sync),
+        cmocka_unit_test(a_stop_with_queued_store_jobs_exits_and_runs_the_puts),
+        cmocka_unit_test(a_hurried_stop_with_queued_store_jobs_drops_the_puts),
         cmocka_unit_test(a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once),
     };
     int failed;

@@ -358,6 +358,7 @@ static void limit_from_metrics(const char *text, tide_doctor_report *r)
     r->level_changes = or_neg(value_of(text, "tide_overload_level_changes_total", NULL, NULL));
     r->rejected_requests = or_neg(over(text, "tide_overload_rejected_requests_total", NULL, NULL, NULL, NULL, 0));
     r->rejected_writes = or_neg(value_of(text, "tide_overload_rejected_writes_total", NULL, NULL));
+    r->queue_refused = or_neg(value_of(text, "tide_overload_rejected_requests_total", "reason", "store_queue"));
     r->body_refused = or_neg(value_of(text, "tide_http_requests_refused_total", "reason", "body_budget"));
     r->body_budget = or_neg(value_of(text, "tide_http_body_budget_bytes", NULL, NULL));
     r->peak_start = or_neg(value_of(text, "tide_memory_peak_bytes", "since", "start"));
@@ -510,9 +511,19 @@ static const char *window_words(double s, int reset, char *buf, size_t cap)
     return buf;
 }
 
-static void overload_advice(tide_doctor_finding *f, const tide_doctor_report *r, double body, int flapping)
+static void overload_advice(tide_doctor_finding *f, const tide_doctor_report *r, double body, int flapping,
+                            int memory)
 {
     char a[32];
+
+    /* A full store queue is not the memory's: more room would not help. */
+    if (!memory && body <= 0 && !flapping) {
+        snprintf(f->advice, sizeof f->advice, "the 503s carry Retry-After: 1, so clients that retry lose "
+                 "nothing; the store workers' queue was full: raise --store-workers (threads waiting for "
+                 "the disk) or --store-queue, or send less at once; if the disk is the bottleneck, neither "
+                 "helps: reduce the load");
+        return;
+    }
     snprintf(f->advice, sizeof f->advice, "the 503s carry Retry-After: 1, so clients that retry lose "
              "nothing; to refuse fewer, give the node more room (--memory-limit) or hold less "
              "(--cache-budget, --insert-burst)%s%s%s", body > 0 ? "; bodies in flight are bounded by "
@@ -536,6 +547,7 @@ static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earli
     char w[64];
     double s = earlier != NULL && r->interval > 0 ? r->interval : 0;
     double rq = r->rejected_requests, rw = r->rejected_writes, body = r->body_refused, ch = r->level_changes;
+    double q = r->queue_refused > 0 ? r->queue_refused : 0;
     int reset = 0;
 
     if (rq < 0 && rw < 0 && ch < 0 && body < 0) {
@@ -549,13 +561,16 @@ static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earli
         reset |= increase(&rw, earlier->rejected_writes);
         reset |= increase(&body, earlier->body_refused);
         reset |= increase(&ch, earlier->level_changes);
+        if (earlier->queue_refused > 0) reset |= increase(&q, earlier->queue_refused);
         if (reset) rq = r->rejected_requests, rw = r->rejected_writes, body = r->body_refused,
-                   ch = r->level_changes;
+                   ch = r->level_changes, q = r->queue_refused > 0 ? r->queue_refused : 0;
     }
     window_words(s, reset, w, sizeof w);
-    double refused = fmax(rq, rw);
+    /* The store queue's refusals are in rejected_requests too; the memory's
+     * are the rest. */
+    double refused = fmax(rq - q, rw);
     int flapping = ch >= TIDE_DOCTOR_FLAP_CHANGES;
-    if (refused <= 0 && body <= 0 && !flapping) return;
+    if (refused <= 0 && body <= 0 && q <= 0 && !flapping) return;
     tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
     if (refused > 0)
         snprintf(f->summary, sizeof f->summary, "%.0f requests refused for memory %s (503)%s", refused, w,
@@ -563,13 +578,15 @@ static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earli
     else if (body > 0)
         snprintf(f->summary, sizeof f->summary, "%.0f requests refused at http_body_budget %s (503)%s",
                  body, w, flapping ? ", and the level changed often" : "");
+    else if (q > 0 && !flapping)
+        snprintf(f->summary, sizeof f->summary, "%.0f requests refused for a full store queue %s (503)", q, w);
     else
         snprintf(f->summary, sizeof f->summary, "the overload level changed %.0f times %s", ch, w);
     snprintf(f->detail, sizeof f->detail, "%s: tide_overload_rejected_requests_total %.0f, "
              "tide_overload_rejected_writes_total %.0f, tide_overload_level_changes_total %.0f, "
              "tide_http_requests_refused_total{reason=\"body_budget\"} %.0f (warn from one refusal, or from %d "
              "changes; never bad: a refusal loses nothing)", w, rq, rw, ch, body, TIDE_DOCTOR_FLAP_CHANGES);
-    overload_advice(f, r, body, flapping);
+    overload_advice(f, r, body, flapping, refused > 0);
     fig(f, "rejected_requests", rq, 1);
     fig(f, "rejected_writes", rw, 1);
     fig(f, "body_budget_refused", body, 1);

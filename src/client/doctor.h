@@ -154,6 +154,8 @@ typedef struct tide_doctor_report {
      * no cgroup, no PSI). limit 0: the node runs without one. */
     double limit, counted, level, level_changes;
     double rejected_requests, rejected_writes;   /* summed over their labels */
+    double queue_refused;                        /* of rejected_requests, reason="store_queue"
+                                                    (issue 15: not the memory's) */
     double body_refused, body_budget;            /* tide_http_requests_refused_total{reason="body_budget"},
                                                     tide_http_body_budget_bytes */
     double peak_start, peak_sweep;

@@ -291,7 +291,7 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_SIZE, 1, 1024 * GiB, 0,
         .dflt = BODY_BUDGET_DEFAULT_TEXT, .arg = "SIZE",
         .help = "bytes of request bodies tided holds for requests not yet answered, counted in the "
-                "http consumer; at least max_object_size. A request whose head declares more than is "
+                "http consumer (a PUT's twice: its body and the store job's copy); at least max_object_size. A request whose head declares more than is "
                 "left is answered 503 with Retry-After: 1 before its body is read." },
     /* Issue 15: the event loops never wait for the disk. A PUT and a GET
      * that misses the node cache run on these threads; the queue in front
@@ -305,9 +305,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_STORE_QUEUE]     = { "store_queue", "store-queue", "TIDE_STORE_QUEUE", "node",
                                    NULL, NULL, K_UINT, 1, 1048576, 0,
         .def = "1024", .arg = "N",
-        .help = "store jobs (PUTs, GET misses) waiting for a store worker at most; past it a PUT or a "
-                "GET miss is answered 503 overloaded with Retry-After: 1 (tide_http_store_queue_depth "
-                "on /metrics shows the queue)." },
+        .help = "store jobs (PUTs, GET misses) waiting for a store worker at most; PUTs may fill 3/4 of "
+                "it (at least 1), the rest is kept for GET misses so a write burst does not shed reads. "
+                "Past its share a PUT or a GET miss is answered 503 overloaded with Retry-After: 1 "
+                "(tide_http_store_queue_depth on /metrics shows the queue)." },
     /* Online delete (issue 12; docs/ROTATION.md): in [node_db] as rippled
      * writes its own, rippled's names where they mean the same (its
      * online_delete counts ledgers, Tide's objects). The waits are

@@ -15,8 +15,11 @@
  * job comes back (tided_answer_store). A GET or HEAD asks the node cache
  * only (tide_node_get_cached): a hit is sent from the loop, a miss the key
  * cache remembers is 404 from the loop, anything else is a store job that
- * calls tide_node_get. A full store queue is 503 overloaded with
- * Retry-After: 1 (counted in overload_rejected_queue); nothing is queued.
+ * calls tide_node_get. A full store queue (for a PUT, the PUTs' share
+ * of it) is 503 overloaded with Retry-After: 1 (counted in
+ * overload_rejected_queue), and so is a PUT whose copy would pass
+ * http_body_budget; the slot and the budget are taken before the copy is
+ * made, so a refused PUT copies nothing and nothing is queued.
  *
  * Sync. PUT ?sync=1: the store worker that stored the value (or found the
  * key) hands the job on to the sync worker, and the loop answers when it
@@ -118,25 +121,61 @@ static void answer_put(tided_server *srv, h2o_req_t *req, int rc, const char *ke
     }
 }
 
+/* 503 overloaded with Retry-After: 1 for a store job not taken. */
+static void refuse_job(h2o_req_t *req, int kind, const char *fmt, unsigned long long n)
+{
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+    tided_send_error(req, 503, "overloaded", fmt, n, kind == TIDED_JOB_PUT ? "PUT" : "read");
+}
+
+/* Take what a store job holds before anything of it is made: a queue slot
+ * (the PUTs' share for a PUT), then for a PUT its copy's bytes in the body
+ * budget (tided_body_reserve). 0, or -1 after answering 503 (counted in
+ * overload_rejected_queue or the body budget's refusals). */
+static int job_admit(tided_server *srv, h2o_req_t *req, tided_guard *guard, int kind, size_t len)
+{
+    int put = kind == TIDED_JOB_PUT;
+
+    if (tided_pool_reserve(&srv->store_pool, put) != 0) {
+        atomic_fetch_add(&srv->overload_rejected_queue, 1);
+        refuse_job(req, kind, "%llu store jobs of this kind are waiting for a store worker (store_queue); the %s "
+                   "was not run: retry", (unsigned long long)(put ? srv->store_pool.put_cap : srv->store_pool.cap));
+        return -1;
+    }
+    if (put && tided_body_reserve(srv, guard->body, len) != 0) {
+        tided_pool_cancel(&srv->store_pool, put);
+        refuse_job(req, kind, "request bytes held by tided (bodies and the PUTs' copies at the store workers) "
+                   "have reached http_body_budget = %llu bytes; the %s was not run: retry",
+                   (unsigned long long)srv->body_budget);
+        return -1;
+    }
+    return 0;
+}
+
 /* A store job for `req`: its key and key_hex at the end of the allocation
  * (key_size bytes and 2 * key_size + 1), a put's body copied (work.c's
  * essay: h2o may free the request's while the job is at a worker), queued
- * on the store pool. NULL after answering: 500 when out of memory, 503
- * overloaded with Retry-After: 1 when store_queue jobs are waiting (counted
- * in overload_rejected_queue). */
+ * on the store pool. The slot and the copy's budget are taken first
+ * (job_admit), so a refused job copies nothing. NULL after answering: 500
+ * when out of memory, 503 overloaded with Retry-After: 1 (job_admit). */
 static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guard, int kind,
                             const uint8_t *key, const char *key_hex, size_t len, int sync)
 {
     size_t hex_bytes = 2 * (size_t)srv->key_size + 1;
-    tided_job *job = calloc(1, sizeof *job + hex_bytes + srv->key_size);
+    int put = kind == TIDED_JOB_PUT;
+    tided_job *job;
 
-    if (job != NULL && kind == TIDED_JOB_PUT) {
+    if (job_admit(srv, req, guard, kind, len)) return NULL;
+    job = calloc(1, sizeof *job + hex_bytes + srv->key_size);
+    if (job != NULL && put) {
         job->value = malloc(len);
         if (job->value == NULL) free(job), job = NULL;
     }
     if (job == NULL) {
-        tided_send_error(req, 500, "internal", "out of memory queueing the %s of key %s",
-                         kind == TIDED_JOB_PUT ? "PUT" : "read", key_hex);
+        tided_pool_cancel(&srv->store_pool, put);
+        if (put) atomic_fetch_sub(&srv->body_in_handlers, (unsigned long long)len);
+        tided_send_error(req, 500, "internal", "out of memory queueing the %s of key %s", put ? "PUT" : "read",
+                         key_hex);
         return NULL;
     }
     job->loop = guard->loop;
@@ -148,20 +187,12 @@ static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guar
     memcpy(job->key_hex, key_hex, hex_bytes);
     memcpy((uint8_t *)job->key_hex + hex_bytes, key, srv->key_size);
     job->key = (const uint8_t *)job->key_hex + hex_bytes;
-    if (kind == TIDED_JOB_PUT) {
+    if (put) {
         memcpy(job->value, req->entity.base, len);
-        job->value_held = (int64_t)len;
+        job->value_held = (int64_t)len;         /* its budget bytes: taken by job_admit */
         tide_mem_account_alloc(TIDE_MEM_HTTP, job->value_held);
-        atomic_fetch_add(&srv->body_in_handlers, (unsigned long long)len);
     }
-    if (tided_worker_offer(&srv->store_pool, job) != 0) {
-        tided_job_free(job);
-        atomic_fetch_add(&srv->overload_rejected_queue, 1);
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
-        tided_send_error(req, 503, "overloaded", "%zu store jobs are waiting for a store worker (store_queue); "
-                         "the %s was not run: retry", srv->store_pool.cap, kind == TIDED_JOB_PUT ? "PUT" : "read");
-        return NULL;
-    }
+    tided_pool_enqueue(&srv->store_pool, job);
     guard->job = job;
     return job;
 }

@@ -587,6 +587,19 @@ static uint64_t budget_in_use(const tided_server *srv)
          + atomic_load(&srv->body_unparsed);
 }
 
+int tided_body_reserve(tided_server *srv, uint64_t own, uint64_t len)
+{
+    uint64_t before = atomic_fetch_add(&srv->body_in_handlers, len);
+    uint64_t in_use = before + atomic_load(&srv->body_admitted) + atomic_load(&srv->body_unparsed);
+
+    if (in_use > own && in_use + len > srv->body_budget) {
+        atomic_fetch_sub(&srv->body_in_handlers, len);
+        atomic_fetch_add(&srv->requests_refused_budget, 1);
+        return -1;
+    }
+    return 0;
+}
+
 /* 503 overloaded with Retry-After, counted in `counter`: the one answer
  * of every refusal the client should retry (the body budget, the memory
  * level). */
@@ -666,6 +679,10 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
         return;
     }
     want = h.head_len + (h.transfer_encoding ? srv->max_object_size : h.content_length);
+    /* A PUT's body is copied for its store job (api_objects.c), and the
+     * copy counts too: admitted with room for it, so an admitted body is
+     * not refused for its copy once it has been sent. */
+    if (!h.safe_method) want += h.transfer_encoding ? srv->max_object_size : h.content_length;
     if (atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers) != 0
         && budget_in_use(srv) + want > srv->body_budget) {
         refuse_over_budget(c, left, now_ms);

@@ -171,9 +171,14 @@ typedef struct tided_worker {
     uint64_t        jobs;            /* jobs served (under mu) */
     /* The store pool (under mu): */
     size_t          cap;             /* jobs queued at most (0: no bound) */
-    size_t          depth;           /* jobs queued now */
+    size_t          put_cap;         /* PUTs queued at most: 3/4 of cap, >= 1 */
+    size_t          depth;           /* slots taken: jobs queued, and slots a
+                                        loop reserved for a job it is making */
+    size_t          put_depth;       /* of depth, the PUTs' */
     size_t          running;         /* jobs a thread is running now */
-    uint64_t        refused;         /* tided_worker_offer calls refused: full */
+    uint64_t        refused;         /* tided_pool_reserve calls refused: full */
+    uint64_t        dropped;         /* jobs dropped unrun at stop */
+    uint64_t        copies;          /* PUT body copies queued */
     uint64_t        gets, puts;      /* store jobs served, by kind */
     int             gate_fd;         /* TIDE_TEST_STORE_GATE's FIFO, or -1 */
 } tided_worker;
@@ -181,14 +186,25 @@ typedef struct tided_worker {
 /* Start the worker thread. Returns 0 or TIDE_ENOMEM (thread creation). */
 int  tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind);
 /* Start the store pool: `threads` threads (1..256) taking TIDED_JOB_GET and
- * _PUT jobs one at a time, at most `cap` (>= 1) of them queued. Returns 0,
- * or TIDE_ENOMEM when a thread cannot start (those started are stopped).
- * A test hook: TIDE_TEST_STORE_GATE=FIFO makes every thread read one byte
- * from the FIFO before each job (work.c). */
+ * _PUT jobs one at a time, at most `cap` (>= 1) of them queued, PUTs at
+ * most 3/4 of cap (at least 1). Returns 0, or TIDE_ENOMEM when a thread
+ * cannot start (those started are stopped). A test hook:
+ * TIDE_TEST_STORE_GATE=FIFO makes every thread wait for one byte from the
+ * FIFO before each job, or for the pool's stop (work.c). tided_worker_stop
+ * of the pool drops the queued GETs unrun, and the queued PUTs too when
+ * srv->stop_hurried is set; it runs the other PUTs first. */
 int  tided_pool_start(tided_worker *w, tided_server *srv, unsigned threads, size_t cap);
-/* Queue a store job unless `cap` are queued: 0, or -1 (nothing queued; the
- * refusal counted). Any thread; one lock. */
-int  tided_worker_offer(tided_worker *w, tided_job *job);
+/* Reserve a queue slot for a store job of kind TIDED_JOB_PUT (`put` 1) or
+ * _GET before anything of it is made: 0, or -1 when `cap` slots are taken
+ * or, for a PUT, `put_cap` PUTs are (the rest of the queue is the reads'
+ * reserve, so a write burst does not shed GET misses); the refusal is
+ * counted. A reserved slot is filled by tided_pool_enqueue or given back
+ * by tided_pool_cancel, once. Any thread; one lock. */
+int  tided_pool_reserve(tided_worker *w, int put);
+void tided_pool_cancel(tided_worker *w, int put);
+/* Queue `job` (complete: the worker may take it at once) in the slot
+ * reserved for it. Any thread; one lock; never refuses. */
+void tided_pool_enqueue(tided_worker *w, tided_job *job);
 /* Free a job coming back and what it still holds (text, keys, a put's body
  * copy and its accounting, a get's reference). Loop thread. */
 void tided_job_free(tided_job *job);
@@ -285,6 +301,8 @@ struct tided_server {
      * listener (conn.c, at CRITICAL). */
     atomic_ullong  overload_rejected_write, overload_rejected_body;
     atomic_ullong  overload_rejected_queue;  /* the store pool's queue was full */
+    atomic_int     stop_hurried;     /* a second stop signal came (loop.c):
+                                        the store pool drops queued PUTs */
     atomic_uint    listeners_paused;
     /* memory_limit's source text as /v1/status shows it ("flag
      * --memory-limit", "file tide.cfg:3", the cgroup's, "default" when
@@ -418,6 +436,13 @@ int32_t tided_conn_wait_ms(tided_loop *l);
  * request_end: the guard is disposed. Loop thread. */
 int  tided_conn_request_begin(h2o_req_t *req, tided_conn **conn, tided_head *head);
 void tided_conn_request_end(tided_conn *c);
+/* Count `len` more bytes (a PUT's copy for its store job) in
+ * srv->body_in_handlers against http_body_budget: 0, or -1 with nothing
+ * counted when bytes beyond `own` (the request's own body) are held and
+ * the total would pass the budget (the scan's rule: a lone request is
+ * never refused), the refusal counted as the scan's body_budget ones. The
+ * caller gives the bytes back with atomic_fetch_sub. Any thread. */
+int  tided_body_reserve(tided_server *srv, uint64_t own, uint64_t len);
 /* The connection bounds' figures: a new JSON object for /v1/status's
  * "http", and the tide_http_* families they add to /metrics. Any thread. */
 struct json_t;

@@ -39,9 +39,11 @@
  * store_workers threads sharing one queue, each taking one job at a time
  * (no coalescing: each is its own key), so a loop never waits for a
  * key-file read, a data-file read or an insert pool that is full behind a
- * commit. The queue holds at most store_queue jobs; tided_worker_offer
- * refuses one more and the loop answers 503 with Retry-After, so a slow
- * disk sheds load instead of growing memory. A PUT ?sync=1 whose put
+ * commit. The queue holds at most store_queue jobs, PUTs at most 3/4 of
+ * it (put_cap; the rest is the reads' reserve, so a write burst does not
+ * shed GET misses); the loop reserves a slot (tided_pool_reserve) before
+ * it makes the job, and when none is left answers 503 with Retry-After,
+ * so a slow disk sheds load instead of growing memory. A PUT ?sync=1 whose put
  * stored the value (or found the key) goes on from the store thread to
  * the sync worker as a sync job, without a trip through its loop, so the
  * sync rule above holds: the job is queued after its put returned.
@@ -49,15 +51,23 @@
  * A PUT's body is the job's own copy (value): h2o frees the request, and
  * its body with it, when the client goes away, which may happen while the
  * job is at a worker; the copy is counted in the "http" account and the
- * body budget until the worker has put it and freed it.
+ * body budget (reserved before it is made, tided_body_reserve) until the
+ * worker has put it and freed it.
+ *
+ * Stop. The pool is stopped after the loops drained: the gate (the test
+ * hook) opens, queued GETs are sent back unrun (their connections are
+ * closing), queued PUTs are run before the final commit, unless the stop
+ * was hurried (srv->stop_hurried): then they go back unrun too, never
+ * acknowledged.
  *
  * Invariants:
  *   1. A job is in exactly one place: the worker's queue, the worker's
  *      current batch, or the loop's message list.
  *   2. Every job pushed is sent back, also when the worker is stopping
  *      (stop drains the queue first).
- *   3. The store pool's depth is the number of jobs in its queue, and
- *      never exceeds cap.
+ *   3. The store pool's depth is the number of jobs in its queue plus the
+ *      slots reserved for jobs being made, and never exceeds cap; of it,
+ *      put_depth are PUTs', never more than put_cap.
  *
  * Never: touch a job's req or guard (they belong to the loop thread); read
  * a request's body on a worker.
@@ -66,6 +76,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,6 +88,9 @@
 #include "util/assert.h"
 #include "util/err.h"
 #include "util/log.h"
+
+/* How often a gated store thread looks at the stop flag (the test hook). */
+#define GATE_POLL_MS 50
 
 static void send_back(tided_job *job)
 {
@@ -182,15 +196,60 @@ static void value_free(tided_job *job)
     job->value_held = 0;
 }
 
+static int pool_stopping(tided_worker *w)
+{
+    int stop;
+
+    pthread_mutex_lock(&w->mu);
+    stop = w->stop;
+    pthread_mutex_unlock(&w->mu);
+    return stop;
+}
+
+/* The test hook: wait for the test's byte (tests/test_http.c), or for the
+ * pool's stop, so a stop never waits for a test that holds the gate. A
+ * broken gate opens it. */
+static void gate_wait(tided_worker *w)
+{
+    char byte;
+
+    while (!pool_stopping(w)) {
+        struct pollfd p = { w->gate_fd, POLLIN, 0 };
+        int n = poll(&p, 1, GATE_POLL_MS);
+        if (n < 0 && errno == EINTR) continue;
+        if (n != 0) {
+            if (n > 0 && read(w->gate_fd, &byte, 1) != 1) { /* a broken gate opens it */ }
+            return;
+        }
+    }
+}
+
+/* At stop a queued GET's client is being closed, and a PUT past the hurry
+ * point was never acknowledged: both go back unrun, so nothing
+ * acknowledged is lost and nobody waits for a read nobody reads. */
+static int drop_at_stop(tided_worker *w, tided_job *job)
+{
+    if (!pool_stopping(w)) return 0;
+    if (job->kind == TIDED_JOB_PUT && !atomic_load(&w->srv->stop_hurried)) return 0;
+    job->rc = job->put_rc = TIDE_ECLOSED;
+    snprintf(job->detail, sizeof job->detail, "tided is stopping: the %s was not run",
+             job->kind == TIDED_JOB_PUT ? "PUT" : "read");
+    value_free(job);
+    pthread_mutex_lock(&w->mu);
+    w->dropped++;
+    pthread_mutex_unlock(&w->mu);
+    send_back(job);
+    return 1;
+}
+
 /* One store job on a pool thread: the node call, then back to the loop,
  * or on to the sync worker (a PUT ?sync=1 that stored or found the key). */
 static void run_store(tided_worker *w, tided_job *job)
 {
     tided_server *srv = w->srv;
-    char byte;
 
-    /* The test hook: wait for the test's byte (tests/test_http.c). */
-    if (w->gate_fd >= 0 && read(w->gate_fd, &byte, 1) != 1) { /* a broken gate opens it */ }
+    if (w->gate_fd >= 0) gate_wait(w);
+    if (drop_at_stop(w, job)) return;
     if (job->kind == TIDED_JOB_GET) {
         job->rc = tide_node_get(srv->node, job->key, &job->obj);
         if (job->rc != 0 && job->rc != TIDE_ENOTFOUND)
@@ -229,6 +288,10 @@ static void *pool_main(void *arg)
         job->next = NULL;
         TIDE_ASSERT(w->depth > 0);
         w->depth--;
+        if (job->kind == TIDED_JOB_PUT) {
+            TIDE_ASSERT(w->put_depth > 0);
+            w->put_depth--;
+        }
         w->running++;
         w->batches++;
         w->jobs++;
@@ -300,6 +363,7 @@ int tided_pool_start(tided_worker *w, tided_server *srv, unsigned threads, size_
     w->kind = TIDED_JOB_STORE;
     w->srv = srv;
     w->cap = cap;
+    w->put_cap = cap * 3 / 4 ? cap * 3 / 4 : 1;
     w->gate_fd = -1;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
@@ -330,24 +394,41 @@ out:
     return rc;
 }
 
-int tided_worker_offer(tided_worker *w, tided_job *job)
+int tided_pool_reserve(tided_worker *w, int put)
 {
     int rc = 0;
 
-    job->next = NULL;
     pthread_mutex_lock(&w->mu);
-    if (w->depth >= w->cap) {
+    if (w->depth >= w->cap || (put && w->put_depth >= w->put_cap)) {
         w->refused++;
         rc = -1;
     } else {
-        if (w->tail) w->tail->next = job;
-        else w->head = job;
-        w->tail = job;
         w->depth++;
-        pthread_cond_signal(&w->cv);
+        if (put) w->put_depth++;
     }
     pthread_mutex_unlock(&w->mu);
     return rc;
+}
+
+void tided_pool_cancel(tided_worker *w, int put)
+{
+    pthread_mutex_lock(&w->mu);
+    TIDE_ASSERT(w->depth > 0 && (!put || w->put_depth > 0));
+    w->depth--;
+    if (put) w->put_depth--;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void tided_pool_enqueue(tided_worker *w, tided_job *job)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->tail) w->tail->next = job;
+    else w->head = job;
+    w->tail = job;
+    if (job->kind == TIDED_JOB_PUT) w->copies++;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
 void tided_job_free(tided_job *job)
@@ -401,7 +482,7 @@ void tided_worker_counts(tided_worker *w, uint64_t *batches, uint64_t *jobs)
 void tided_pool_families(tided_worker *w, struct tide_metrics_writer *mw)
 {
     static const char *const get_label[2] = { "kind", "get" }, *const put_label[2] = { "kind", "put" };
-    uint64_t gets, puts, refused;
+    uint64_t gets, puts, refused, copies;
     size_t depth, running;
 
     pthread_mutex_lock(&w->mu);
@@ -410,6 +491,7 @@ void tided_pool_families(tided_worker *w, struct tide_metrics_writer *mw)
     gets = w->gets;
     puts = w->puts;
     refused = w->refused;
+    copies = w->copies;
     pthread_mutex_unlock(&w->mu);
     tide_metrics_family(mw, "tide_http_store_queue_depth", "gauge",
                         "Store jobs (PUTs, GET misses) waiting for a store worker.");
@@ -427,6 +509,14 @@ void tided_pool_families(tided_worker *w, struct tide_metrics_writer *mw)
     tide_metrics_sample(mw, "tide_http_store_jobs_total", get_label, 1, (double)gets);
     tide_metrics_sample(mw, "tide_http_store_jobs_total", put_label, 1, (double)puts);
     tide_metrics_family(mw, "tide_http_store_jobs_refused_total", "counter",
-                        "Store jobs refused because store_queue were waiting (answered 503 overloaded).");
+                        "Store jobs refused because store_queue were waiting, or for a PUT 3/4 of it were "
+                        "PUTs (answered 503 overloaded).");
     tide_metrics_sample(mw, "tide_http_store_jobs_refused_total", NULL, 0, (double)refused);
+    tide_metrics_family(mw, "tide_http_store_body_copies_total", "counter",
+                        "PUT bodies copied for a store job (each counted against http_body_budget while "
+                        "the job holds it); a PUT refused first is never copied.");
+    tide_metrics_sample(mw, "tide_http_store_body_copies_total", NULL, 0, (double)copies);
+    tide_metrics_family(mw, "tide_http_store_queue_put_capacity", "gauge",
+                        "PUTs that may wait at most: 3/4 of store_queue; the rest is kept for GET misses.");
+    tide_metrics_sample(mw, "tide_http_store_queue_put_capacity", NULL, 0, (double)w->put_cap);
 }
