@@ -397,9 +397,9 @@ static int run_fetch(run_state *st)
 
 static void remove_store(const char *dir)
 {
-    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log" };
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log", "tide.live" };
     char p[TIDE_BENCH_PATH_MAX + 300];
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         unlink(p);
     }

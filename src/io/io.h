@@ -92,6 +92,17 @@ struct tide_io {
      * another user's process, unless root). */
     int  (*holders)(tide_io *io, const char *const *paths, unsigned n,
                     tide_io_holder *out, size_t cap, size_t *count);
+    /* Issue 15 (readers in other processes): map the file's first `len`
+     * bytes MAP_SHARED, read-write when `writable` (the file opened
+     * TIDE_IO_WRITE, at least `len` bytes long), read-only otherwise, into
+     * *out; the map outlives the tide_file. Only tide.live (src/store/
+     * live.c) is mapped so: a page shared between processes, never synced.
+     * NULL (the simulated file system: no other process can share it):
+     * there is no live file. Errors: TIDE_EIO (mmap failed). Cost: one
+     * mmap; not counted as a read or write. */
+    int  (*share)(tide_file *f, size_t len, int writable, void **out);
+    /* Release a map made by share (p may be NULL). */
+    void (*unshare)(void *p, size_t len);
     /* Counters every implementation keeps (atomically). Calls on paths
      * (unlink, rename, stat, mkdir, rmdir, list) count in none of them;
      * sync_dir counts as a sync. */

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -397,6 +398,20 @@ static int posix_holders(tide_io *io, const char *const *paths, unsigned n,
     return 0;
 }
 
+/* tide.live's page (io.h: share). */
+static int posix_share(tide_file *f, size_t len, int writable, void **out)
+{
+    void *p = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, f->fd, 0);
+    if (p == MAP_FAILED) return fail(f->path, "mmap", UINT64_MAX, errno);
+    *out = p;
+    return 0;
+}
+
+static void posix_unshare(void *p, size_t len)
+{
+    if (p) munmap(p, len);
+}
+
 static tide_io posix_io = {
     .open = posix_open,
     .close = posix_close,
@@ -414,6 +429,8 @@ static tide_io posix_io = {
     .rmdir = posix_rmdir,
     .list = posix_list,
     .holders = posix_holders,
+    .share = posix_share,
+    .unshare = posix_unshare,
 };
 
 tide_io *tide_io_posix(void)

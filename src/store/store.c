@@ -557,6 +557,7 @@ static void *commit_thread(void *arg);
 void ti_store_free(tide_store *s)
 {
     if (s == NULL) return;
+    ti_live_free(s);                    /* issue 15 (R) */
     if (s->dat) s->io->close(s->dat);
     if (s->key) s->io->close(s->key);
     if (s->log) s->io->close(s->log);
@@ -613,9 +614,12 @@ out:
     return rc;
 }
 
+static int open_store(tide_store **out, const char *dir, const tide_store_opts *opts, int check,
+                      int *holders_checked, int live);
+
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
 {
-    return ti_store_open_checked(out, dir, opts, 1, NULL);
+    return open_store(out, dir, opts, 1, NULL, 1);
 }
 
 static store_paths paths_of(const tide_store *s)
@@ -627,20 +631,32 @@ static store_paths paths_of(const tide_store *s)
  * the holders check. Lock before looking at the log: a non-empty log is a
  * crash only when no other handle has the store open; otherwise it is a
  * live commit. */
-static int lock_files(tide_store *s, int flags, int *holders_checked)
+static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
 {
     store_paths p = paths_of(s);
     int rc;
 
     if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
+    /* Issue 15 (R): a reader opens tide.live before nudb.key, so that a
+     * writer's holders scan never meets it without its mark. */
+    if (s->opts.read_only && (rc = ti_live_preopen(s)) != 0) return rc;
     if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) return rc;
-    if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) return rc;
+    rc = s->io->lock(s->key, !s->opts.read_only);
+    if (s->opts.read_only) {
+        /* Refused: a writer holds nudb.key; read through its tide.live. */
+        if (rc == TIDE_EBUSY) return ti_live_attach(s);
+        ti_live_free(s);
+    }
+    if (rc) return rc;
     /* Our lock keeps Tide's handles out; NuDB's writers take none, and
-     * recovering or committing beside one destroys its work. */
+     * recovering or committing beside one destroys its work. Tide's
+     * readers (live.c) change nothing and follow the seqlock. */
     if (!s->opts.read_only && !s->opts.ignore_holders) {
-        rc = ti_store_refuse_holders(s->io, s->dir, "opening it for writing");
+        rc = ti_store_refuse_holders_ex(s->io, s->dir, "opening it for writing", live);
         if (rc == 0 && holders_checked) *holders_checked = 1;
     }
+    /* Issue 15 (R): the page, its seq odd through recovery and loading. */
+    if (rc == 0 && !s->opts.read_only && live) rc = ti_live_create(s);
     return rc;
 }
 
@@ -653,6 +669,7 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     tide_recover_report rep;
     int rc, needed = 0;
 
+    if (s->live && !s->live->writer) return 0;   /* issue 15 (R): the log is the live writer's */
     if ((rc = log_needs_recovery(s->io, s->log_path, log_size, &needed)) != 0) return rc;
     if (needed && s->opts.read_only)
         return tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
@@ -696,7 +713,10 @@ static int load_files(tide_store *s, int flags, int check)
      * a store reopened after every few inserts still grows. */
     s->split_credit = s->split_units / 2;
     s->dat_size = dat_size;
-    if (check && (rc = check_index(s)) != 0) return rc;
+    s->dat_indexed = s->dat_committed = dat_size;     /* issue 15: W = C without a tail */
+    /* A live reader's view comes from tide.live (the writer checked the
+     * index at its open; the files move under this one). */
+    if (check && !(s->live && !s->live->writer) && (rc = check_index(s)) != 0) return rc;
     ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
     ti_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
     for (int i = 0; i < 2; i++) {
@@ -738,6 +758,15 @@ static int start_commits(tide_store *s, uint64_t log_size)
 int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
                           int check, int *holders_checked)
 {
+    /* Rekey and verify: no tide.live is made (a rekey renames nudb.key,
+     * which a reader holding the old one would never see), and Tide's
+     * readers count as holders. */
+    return open_store(out, dir, opts, check, holders_checked, 0);
+}
+
+static int open_store(tide_store **out, const char *dir, const tide_store_opts *opts, int check,
+                      int *holders_checked, int live)
+{
     tide_store *s = NULL;
     uint64_t log_size = 0;
     int rc, flags;
@@ -747,13 +776,15 @@ int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_op
     if ((rc = ti_store_alloc(&s, dir, opts)) != 0) return rc;
     flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
     if (holders_checked) *holders_checked = 0;
-    if ((rc = lock_files(s, flags, holders_checked)) != 0) goto out;
+    if ((rc = lock_files(s, flags, holders_checked, live)) != 0) goto out;
     if ((rc = recover_if_needed(s, &log_size)) != 0) goto out;
     if ((rc = load_files(s, flags, check)) != 0) goto out;
     if (s->opts.read_only) {
+        if (s->live && (rc = ti_live_start_reader(s)) != 0) goto out;
         if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
-    } else if ((rc = start_commits(s, log_size)) != 0) {
-        goto out;
+    } else {
+        ti_live_end(s);             /* issue 15 (R): the counts; readers may look */
+        if ((rc = start_commits(s, log_size)) != 0) goto out;
     }
     *out = s;
     s = NULL;
@@ -1060,6 +1091,25 @@ static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value,
     return rc;
 }
 
+/* Issue 15 (R): reader.c's entry points into the lookup above. */
+int ti_store_file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    return file_lookup(s, h, key, value, len);
+}
+
+int ti_store_match_record(tide_store *s, const tide_entry *e, const void *key, void **value)
+{
+    return match_record(s, e, key, value);
+}
+
+/* Issue 15 (R): a reader of another process's live store looks up through
+ * tide.live's seqlock (reader.c); every other handle as before. */
+static int files_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    if (s->live && !s->live->writer) return ti_reader_lookup(s, h, key, value, len);
+    return file_lookup(s, h, key, value, len);
+}
+
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
 {
     uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
@@ -1069,7 +1119,7 @@ int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
     *len = 0;
     __atomic_fetch_add(&s->fetches, 1, __ATOMIC_RELAXED);
     rc = pool_lookup(s, h, key, out, len);
-    if (rc == TIDE_ENOTFOUND) rc = file_lookup(s, h, key, out, len);
+    if (rc == TIDE_ENOTFOUND) rc = files_lookup(s, h, key, out, len);
     return rc;
 }
 
@@ -1077,7 +1127,7 @@ int tide_store_contains(tide_store *s, const void *key)
 {
     uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
     int rc = pool_lookup(s, h, key, NULL, NULL);
-    if (rc == TIDE_ENOTFOUND) rc = file_lookup(s, h, key, NULL, NULL);
+    if (rc == TIDE_ENOTFOUND) rc = files_lookup(s, h, key, NULL, NULL);
     if (rc == 0) return 1;
     return rc == TIDE_ENOTFOUND ? 0 : rc;
 }
@@ -1196,6 +1246,7 @@ int tide_store_close(tide_store *s)
         tide_err_set(rc, "%s: close: the final commit failed (%s); nudb.log is kept and the "
                      "next open recovers", s->dir, tide_strerror(rc));
     }
+    if (rc == 0) ti_live_closed(s);     /* issue 15 (R): readers go on with the files as left */
     ti_store_free(s);
     return rc;
 }
