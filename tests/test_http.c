@@ -1305,6 +1305,71 @@ static void a_put_with_sync_survives_kill_9_and_is_served_after_restart(void **s
     tided_cleanup(&t);
 }
 
+/* Issue 15: the CLI reads a running node's store through the tide.live
+ * page tided's store publishes: tide get returns what a synced PUT stored
+ * (and not-found for a key never PUT), tide info names the running
+ * writer, tide visit walks it, tide verify --live finds it sound, and the
+ * full verify refuses it saying to use --live. */
+static void the_cli_reads_a_running_nodes_store(void **state)
+{
+    enum { N = 20 };
+    uint8_t value[777];
+    char cmd[2400], k[65], vpath[700], want[64], *out = NULL;
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, NULL);
+    for (uint64_t i = 0; i < N; i++) {
+        th_value(100 + i, sizeof value, value);
+        r = http(&t, "PUT", obj_path(100 + i, "?sync=1"), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT ?sync=1");
+        resp_free(&r);
+    }
+    snprintf(vpath, sizeof vpath, "%s/value.bin", t.dir);
+    for (uint64_t i = 0; i < N; i++) {
+        uint8_t *got = NULL;
+        size_t len = 0;
+        key_hex(100 + i, k);
+        snprintf(cmd, sizeof cmd, "get '%s' %s > '%s'", t.data, k, vpath);
+        int rc = th_run_tide(cmd, 0, &out);
+        free(out);
+        out = NULL;
+        if (rc != 0) fail_msg("tide get of a synced PUT's key on the running node's store: exit %d", rc);
+        if (th_read_file(vpath, &got, &len) != 0) fail_msg("cannot read %s", vpath);
+        th_value(100 + i, sizeof value, value);
+        if (len != sizeof value || memcmp(got, value, len) != 0)
+            fail_msg("tide get returned %zu bytes, not the %zu the PUT stored", len, sizeof value);
+        free(got);
+    }
+    key_hex(5000, k);
+    snprintf(cmd, sizeof cmd, "get '%s' %s", t.data, k);
+    expect_i64(th_run_tide(cmd, 1, &out), 1, "tide get of a key never PUT");
+    expect_contains(out, "not found", "tide get of a key never PUT");
+    free(out);
+    snprintf(cmd, sizeof cmd, "info '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide info on a running node's store");
+    snprintf(want, sizeof want, "writer        pid %d, running", (int)t.pid);
+    expect_contains(out, want, "tide info names the running writer");
+    free(out);
+    snprintf(cmd, sizeof cmd, "visit '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide visit on a running node's store");
+    expect_contains(out, "data records    20 ", "tide visit counts the PUTs");
+    free(out);
+    snprintf(cmd, sizeof cmd, "verify --live '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide verify --live on a running node's store");
+    expect_contains(out, "sound while it runs", "tide verify --live's verdict");
+    expect_contains(out, "data records     20", "tide verify --live walked the PUTs");
+    free(out);
+    snprintf(cmd, sizeof cmd, "verify '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 1, "tide verify (full) on a running node's store");
+    expect_contains(out, "tide verify --live", "the full verify says to use --live");
+    free(out);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 /* A stop signal (SIGTERM, SIGINT, SIGQUIT) commits every PUT answered 201
  * before it, exits 0 and logs "shutdown complete"; a restart serves them. */
 static void stop_signal_commits_every_acknowledged_put(int sig)
@@ -4343,6 +4408,7 @@ int main(void)
         cmocka_unit_test(admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_rest),
         cmocka_unit_test(a_keep_list_in_pieces_then_rotate_expect_keeps_exactly_those_keys),
         cmocka_unit_test(a_put_with_sync_survives_kill_9_and_is_served_after_restart),
+        cmocka_unit_test(the_cli_reads_a_running_nodes_store),
         cmocka_unit_test(sigterm_commits_every_acknowledged_put_and_exits_0),
         cmocka_unit_test(a_bad_flag_or_value_exits_2_naming_it),
         cmocka_unit_test(help_reads_like_a_man_page_and_version_names_tided),

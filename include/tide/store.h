@@ -369,6 +369,33 @@ typedef struct tide_store_holder {
 int tide_store_holders(const char *dir, struct tide_io *io, tide_store_holder *out, size_t cap,
                        size_t *count);
 
+/* ---- a writer in another process (issue 15) ---- */
+
+/* What tide.live says: the page a Tide writer shares with readers in
+ * other processes (docs/DURABILITY.md: "Readers in other processes"). */
+typedef struct tide_store_live {
+    int      present;          /* tide.live holds a version-1 page */
+    int      writer_running;   /* the process it names runs and has the store open */
+    int      writer_pid;       /* that process (0 after a failed open) */
+    int      writing;          /* seq is odd: nudb.key is being written (or its
+                                  writer died doing so, when not running) */
+    uint64_t seq, generation, uid;
+    uint64_t buckets, key_file_bytes;
+    uint64_t dat_indexed;      /* W: nudb.key indexes every record below */
+    uint64_t dat_committed;    /* C: every record below is complete */
+} tide_store_live;
+
+/*
+ * Read tide.live of the store in `dir` without opening the store: no lock,
+ * nothing written. No tide.live (or an `io` that cannot share a map, a
+ * test's) leaves *out zero, present 0: there is no Tide writer to read
+ * through. The counts are one consistent copy (the page's seqlock); when
+ * its writer died in the middle of a write they are its last ones.
+ * Errors: TIDE_EIO, TIDE_ENOMEM. Cost: one open, one map of a page, a
+ * read of /proc/PID/stat.
+ */
+int tide_store_live_info(const char *dir, struct tide_io *io, tide_store_live *out);
+
 /* ---- recovery ---- */
 
 typedef struct tide_recover_report {
@@ -567,8 +594,27 @@ typedef struct tide_verify_opts {
  * setting any (as tide_visit_opts_init says). */
 void tide_verify_opts_init(tide_verify_opts *o);
 
-/* tide_store_verify with options; `o` may be NULL. */
+/* tide_store_verify with options; `o` may be NULL. A store whose Tide
+ * writer runs in another process (tide.live) is TIDE_EBUSY: its files
+ * move under a check of one against the other; tide_store_verify_live
+ * checks it. */
 int tide_store_verify_ex(const char *dir, const tide_verify_opts *o, tide_verify_report *r);
+
+/*
+ * Check a store while its Tide writer runs in another process (issue 15;
+ * src/store/verify_live.c says what is and is not checked): every bucket
+ * read whole under the writer's seqlock (count, order, bounds, every
+ * entry in the bucket its hash names, the spill chain), and every data
+ * record of nudb.dat below what tide.live says is complete found by a
+ * fetch with its exact value. r->keys counts the entries met bucket by
+ * bucket, r->data_records the records walked: with the writer appending,
+ * the two differ. With no writer running, this is tide_store_verify_ex.
+ * Errors: TIDE_ECORRUPT naming the bucket or offset; TIDE_EBUSY when the
+ * writer died in the middle of a write or wrote without a pause for 10 s;
+ * those of a read-only open. Cost: one read of every bucket and spill
+ * record, a walk of nudb.dat, and a fetch per record (a bucket read each).
+ */
+int tide_store_verify_live(const char *dir, const tide_verify_opts *o, tide_verify_report *r);
 
 #ifdef __cplusplus
 }

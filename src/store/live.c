@@ -260,3 +260,56 @@ void ti_live_free(tide_store *s)
     free(l);
     s->live = NULL;
 }
+
+/* ---- a look at the page without a handle (info, visit, verify --live) ---- */
+
+int tide_store_live_info(const char *dir, tide_io *io, tide_store_live *out)
+{
+    ti_live l;
+    char *path = NULL;
+    uint64_t size = 0;
+    void *p = NULL;
+    int rc;
+
+    tide_err_clear();
+    memset(out, 0, sizeof *out);
+    memset(&l, 0, sizeof l);
+    if (io == NULL) io = tide_io_posix();
+    if (io->share == NULL) return 0;
+    if ((path = ti_path_join(dir, "tide.live")) == NULL)
+        return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", dir);
+    rc = io->open(io, path, TIDE_IO_READ, &l.f);
+    if (rc == TIDE_ENOENT) { rc = 0; tide_err_clear(); goto out; }
+    if (rc == 0) rc = io->size(l.f, &size);
+    if (rc || size < TI_LIVE_BYTES) goto out;
+    if ((rc = io->share(l.f, TI_LIVE_BYTES, 0, &p)) != 0) goto out;
+    l.w = p;
+    if (__atomic_load_n(&l.w[TI_LIVE_MAGIC], __ATOMIC_ACQUIRE) != TI_LIVE_MAGIC_WORD ||
+        word(&l, TI_LIVE_VERSION) != TI_LIVE_VERSION_1)
+        goto out;
+    out->present = 1;
+    /* A consistent copy of the counts: the seqlock, a bounded number of
+     * tries (a page whose writer died odd keeps its last counts). */
+    for (int tries = 0; tries < 100000; tries++) {
+        uint64_t s1 = __atomic_load_n(&l.w[TI_LIVE_SEQ], __ATOMIC_ACQUIRE);
+        out->seq = s1;
+        out->generation = word(&l, TI_LIVE_GEN);
+        out->buckets = word(&l, TI_LIVE_BUCKETS);
+        out->key_file_bytes = word(&l, TI_LIVE_KEY_BYTES);
+        out->dat_indexed = word(&l, TI_LIVE_W);
+        out->dat_committed = word(&l, TI_LIVE_C);
+        out->uid = word(&l, TI_LIVE_UID);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if ((s1 & 1) == 0 && __atomic_load_n(&l.w[TI_LIVE_SEQ], __ATOMIC_RELAXED) == s1) break;
+        if (!ti_live_writer_alive(&l)) break;
+        if (tries % 64 == 63) usleep(100);
+    }
+    out->writing = (out->seq & 1) != 0;
+    out->writer_pid = (int)word(&l, TI_LIVE_PID);
+    out->writer_running = ti_live_writer_alive(&l);
+out:
+    if (l.w) io->unshare(l.w, TI_LIVE_BYTES);
+    if (l.f) io->close(l.f);
+    free(path);
+    return rc;
+}

@@ -106,6 +106,12 @@ uint64_t ti_live_proc_start(int pid);
  * Retries while a write overlaps; TIDE_EBUSY after TI_LIVE_WAIT_MS of
  * writes, or at once when the writer died in the middle of one. */
 int ti_reader_lookup(struct tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
+/* Reader: bucket `index` as one consistent view has it (the seqlock, as a
+ * lookup), into buf (block_size bytes); *buckets and *dat_end get that
+ * view's bucket count and data-file bound. TIDE_ENOTFOUND when index is
+ * past the view's last bucket. For verify --live (verify_live.c). */
+int ti_reader_bucket(struct tide_store *s, uint64_t index, uint8_t *buf, uint64_t *buckets,
+                     uint64_t *dat_end);
 /* Bring the view to the page's counts under seq `s1` (even): buckets,
  * data file bound, tail index. Caller holds no lock. */
 int ti_reader_refresh(struct tide_store *s, uint64_t s1);

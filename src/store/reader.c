@@ -294,3 +294,30 @@ int ti_reader_lookup(tide_store *s, uint64_t h, const void *key, void **value, s
                                 (unsigned long long)page(l, TI_LIVE_PID));
     }
 }
+
+int ti_reader_bucket(tide_store *s, uint64_t index, uint8_t *buf, uint64_t *buckets,
+                     uint64_t *dat_end)
+{
+    ti_live *l = s->live;
+    uint64_t deadline = tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull;
+    int rc;
+
+    for (;;) {
+        uint64_t s1 = seq_now(l);
+        if ((s1 & 1) && (rc = wait_even(s, deadline, &s1)) != 0) return rc;
+        rc = ti_reader_refresh(s, s1);
+        pthread_rwlock_rdlock(&s->key_lock);
+        *buckets = s->buckets;
+        *dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
+        pthread_rwlock_unlock(&s->key_lock);
+        if (rc == 0 && index >= *buckets) rc = TIDE_ENOTFOUND;
+        if (rc == 0)
+            rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (seq_now(l) == s1) return rc;
+        __atomic_fetch_add(&l->retries, 1, __ATOMIC_RELAXED);
+        if (tide_clock_mono_us() >= deadline)
+            return tide_err_set(TIDE_EBUSY, "%s: every bucket read for %u s met a write of the "
+                                "writer; try again", s->dir, TI_LIVE_WAIT_MS / 1000);
+    }
+}

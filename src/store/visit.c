@@ -7,7 +7,8 @@
  * bucket). The walk reads it front to back through a 1 MiB window and hands
  * each data record to the caller. It opens the file read-only, takes no
  * lock and writes nothing, so it is safe on a store that is open elsewhere
- * (it then sees a prefix of the file as of its start).
+ * (it then sees a prefix of the file as of its start: with a Tide writer
+ * running, the prefix its tide.live says is complete, max(W, C)).
  *
  * Invariants:
  *   1. Every byte from the header to the end is in exactly one record; a
@@ -102,6 +103,15 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
     if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
     if (rc) goto out;
     if ((rc = r.io->size(r.f, &r.size)) != 0) goto out;
+    {
+        /* Issue 15 (R): a Tide writer runs (tide.live): walk only what it
+         * says is complete, max(W, C); past that a record may be half
+         * appended. */
+        tide_store_live lv;
+        if ((rc = tide_store_live_info(dir, r.io, &lv)) != 0) goto out;
+        uint64_t end = lv.dat_indexed > lv.dat_committed ? lv.dat_indexed : lv.dat_committed;
+        if (lv.writer_running && end >= TIDE_DAT_HEADER_SIZE && end < r.size) r.size = end;
+    }
     st.file_bytes = r.size;
     {
         const uint8_t *h;
