@@ -91,13 +91,23 @@ typedef struct tide_store_opts {
                                     An insert that finds the pool at this size
                                     triggers a commit and waits for room. */
     unsigned commit_interval_ms; /* default 1000 */
-    int      read_only;          /* default 0. A read-only handle takes a
-                                    shared lock, never recovers or writes,
-                                    and fails with TIDE_EBUSY while a
-                                    writer has the store open or nudb.log
-                                    holds an unfinished commit (a crash's,
-                                    or a live NuDB writer's: it cannot
-                                    tell, so it leaves it alone). */
+    int      read_only;          /* default 0. A read-only handle never
+                                    recovers or writes. With no writer it
+                                    takes a shared lock, and fails with
+                                    TIDE_EBUSY when nudb.log holds an
+                                    unfinished commit (a crash's, or a live
+                                    NuDB writer's: it cannot tell, so it
+                                    leaves it alone). While a Tide writer in
+                                    any process has the store open it reads
+                                    through the writer's tide.live (issue
+                                    15: docs/DURABILITY.md, "Readers in
+                                    other processes"): every fetch sees the
+                                    files as one commit left them, and
+                                    TIDE_EBUSY comes only from a writer
+                                    without tide.live (a rekey, a
+                                    recovery), one killed in the middle of
+                                    writing nudb.key, or one writing for
+                                    10 s without a pause. */
     int      ignore_holders;     /* default 0: a read-write open refuses
                                     with TIDE_EBUSY while another process
                                     has nudb.dat, nudb.key or nudb.log open
@@ -144,12 +154,15 @@ void tide_store_opts_init(tide_store_opts *o);
  * NuDB version 2 store, whatever its block size, key size or load factor.
  * Locks nudb.key (flock) before it looks at the log: exclusive for a
  * read-write handle, shared for a read-only one, so a writer excludes every
- * other handle and readers exclude writers. A conflicting handle in any
- * process gives TIDE_EBUSY. A read-write open also refuses, with
+ * other writer, and readers without a writer exclude writers. A read-only
+ * open that finds a writer's lock reads through its tide.live instead
+ * (opts.read_only); a conflicting writer gives TIDE_EBUSY. A read-write
+ * open creates tide.live for such readers. A read-write open also refuses, with
  * TIDE_EBUSY naming the process, while any other process has one of the
  * store's files open, locked or not (unless opts.ignore_holders); this is
  * checked after the lock and before nudb.log is looked at, so a live NuDB
- * writer's commit is never "recovered". A read-only open never recovers:
+ * writer's commit is never "recovered"; a Tide reader (it has tide.live
+ * open too) is not counted. A read-only open never recovers:
  * it fails with TIDE_EBUSY when nudb.log holds an unfinished commit.
  *
  * On success *out owns the store until tide_store_close(). `opts` may be
