@@ -268,44 +268,62 @@ int ti_live_start_reader(tide_store *s)
     }
 }
 
-int ti_reader_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+/* Begin an attempt: an even seq in *s1 (waiting while it is odd) and the
+ * view brought to it, the refresh's result in *rc (it counts only if the
+ * attempt holds). Nonzero: the wait's TIDE_EBUSY, which ends the call. */
+static int attempt_start(tide_store *s, uint64_t deadline, uint64_t *s1, int *rc)
+{
+    int w;
+    *s1 = seq_now(s->live);
+    if ((*s1 & 1) && (w = wait_even(s, deadline, s1)) != 0) return w;
+    *rc = ti_reader_refresh(s, *s1);
+    return 0;
+}
+
+/* After an attempt begun at s1: 0 when no write overlapped it (its result
+ * stands: invariant 2); 1 to try again (a retry counted); TIDE_EBUSY past
+ * the deadline. */
+static int attempt_end(tide_store *s, uint64_t s1, uint64_t deadline, const char *what)
 {
     ti_live *l = s->live;
-    uint64_t deadline = tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull;
-    int rc;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (seq_now(l) == s1) return 0;
+    __atomic_fetch_add(&l->retries, 1, __ATOMIC_RELAXED);
+    if (tide_clock_mono_us() < deadline) return 1;
+    return tide_err_set(TIDE_EBUSY, "%s: every %s for %u s met a write of the writer (pid %llu); "
+                        "try again", s->dir, what, TI_LIVE_WAIT_MS / 1000,
+                        (unsigned long long)page(l, TI_LIVE_PID));
+}
 
-    for (;;) {
-        uint64_t s1 = seq_now(l);
-        if ((s1 & 1) && (rc = wait_even(s, deadline, &s1)) != 0) return rc;
-        rc = ti_reader_refresh(s, s1);
+int ti_reader_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    uint64_t deadline = tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull, s1;
+    int rc, again;
+
+    do {
+        if ((again = attempt_start(s, deadline, &s1, &rc)) != 0) return again;
         if (rc == 0) rc = ti_store_file_lookup(s, h, key, value, len);
         if (rc == TIDE_ENOTFOUND) rc = tail_lookup(s, h, key, value, len);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (seq_now(l) == s1) return rc;            /* invariant 2 */
-        if (value && *value) {
-            free(*value);
-            *value = NULL;
+        if ((again = attempt_end(s, s1, deadline, "lookup")) != 0) {
+            if (value && *value) {
+                free(*value);
+                *value = NULL;
+            }
+            if (len) *len = 0;
+            if (again < 0) return again;
         }
-        if (len) *len = 0;
-        __atomic_fetch_add(&l->retries, 1, __ATOMIC_RELAXED);
-        if (tide_clock_mono_us() >= deadline)
-            return tide_err_set(TIDE_EBUSY, "%s: every lookup for %u s met a write of the "
-                                "writer (pid %llu); try again", s->dir, TI_LIVE_WAIT_MS / 1000,
-                                (unsigned long long)page(l, TI_LIVE_PID));
-    }
+    } while (again);
+    return rc;
 }
 
 int ti_reader_bucket(tide_store *s, uint64_t index, uint8_t *buf, uint64_t *buckets,
                      uint64_t *dat_end)
 {
-    ti_live *l = s->live;
-    uint64_t deadline = tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull;
-    int rc;
+    uint64_t deadline = tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull, s1;
+    int rc, again;
 
-    for (;;) {
-        uint64_t s1 = seq_now(l);
-        if ((s1 & 1) && (rc = wait_even(s, deadline, &s1)) != 0) return rc;
-        rc = ti_reader_refresh(s, s1);
+    do {
+        if ((again = attempt_start(s, deadline, &s1, &rc)) != 0) return again;
         pthread_rwlock_rdlock(&s->key_lock);
         *buckets = s->buckets;
         *dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
@@ -313,11 +331,7 @@ int ti_reader_bucket(tide_store *s, uint64_t index, uint8_t *buf, uint64_t *buck
         if (rc == 0 && index >= *buckets) rc = TIDE_ENOTFOUND;
         if (rc == 0)
             rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (seq_now(l) == s1) return rc;
-        __atomic_fetch_add(&l->retries, 1, __ATOMIC_RELAXED);
-        if (tide_clock_mono_us() >= deadline)
-            return tide_err_set(TIDE_EBUSY, "%s: every bucket read for %u s met a write of the "
-                                "writer; try again", s->dir, TI_LIVE_WAIT_MS / 1000);
-    }
+        if ((again = attempt_end(s, s1, deadline, "bucket read")) < 0) return again;
+    } while (again);
+    return rc;
 }
