@@ -135,7 +135,9 @@ int ti_live_create(tide_store *s)
     if (word(l, TI_LIVE_MAGIC) != TI_LIVE_MAGIC_WORD || word(l, TI_LIVE_VERSION) != TI_LIVE_VERSION_1) {
         /* New or foreign: readers ignore it until the magic is in. */
         set_word(l, TI_LIVE_MAGIC, 0);
-        __atomic_store_n(&l->w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+        /* Odd, and above what was there (invariant 1, even for a page
+         * some reader may still hold from before it was spoilt). */
+        __atomic_store_n(&l->w[TI_LIVE_SEQ], (word(l, TI_LIVE_SEQ) + 2) | 1, __ATOMIC_SEQ_CST);
         set_word(l, TI_LIVE_GEN, 0);
     } else if ((word(l, TI_LIVE_SEQ) & 1) == 0) {
         __atomic_store_n(&l->w[TI_LIVE_SEQ], word(l, TI_LIVE_SEQ) + 1, __ATOMIC_SEQ_CST);
