@@ -644,7 +644,11 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
     rc = s->io->lock(s->key, !s->opts.read_only);
     if (s->opts.read_only) {
         /* Refused: a writer holds nudb.key; read through its tide.live. */
-        if (rc == TIDE_EBUSY) return ti_live_attach(s);
+        if (rc == TIDE_EBUSY) {
+            rc = ti_live_attach(s);
+            if (rc == 0) tide_err_clear();      /* the lock's refusal is not an error here */
+            return rc;
+        }
         ti_live_free(s);
     }
     if (rc) return rc;
