@@ -29,6 +29,9 @@
  *      (Test 1 catches a writer that writes buckets under an even seq;
  *      on this machine it rarely meets a reader that skips this second
  *      look, since waiting out an odd seq closes most of that window.)
+ *   7. verify --live: sound on a running store (the full verify refuses
+ *      it, naming --live); a record below the published W that no bucket
+ *      holds, and a bucket over capacity, are named.
  *
  * Every child is stopped by th_teardown whatever the outcome; scratch
  * directories are removed.
@@ -613,6 +616,54 @@ static void a_bucket_read_that_a_write_overlapped_is_read_again(void **state)
     assert_int_equal(tide_store_close(s), 0);
 }
 
+/* ---- 7: verify --live ---- */
+
+static void verify_live_checks_a_running_store_and_names_damage(void **state)
+{
+    char dir[4096], key[4200];
+    tide_verify_report vr;
+    int rc;
+    (void)state;
+
+    make_store(dir, sizeof dir);
+    tide_store *s = open_writer(dir);
+    insert_range(s, 0, 3000);
+    assert_int_equal(tide_store_sync(s), 0);
+    /* The full check refuses a store a writer has open, saying what to use. */
+    assert_int_equal(tide_store_verify(dir, NULL, &vr), TIDE_EBUSY);
+    expect_contains(tide_last_error(), "tide verify --live", "the full verify's refusal");
+    rc = tide_store_verify_live(dir, NULL, &vr);
+    if (rc) fail_msg("verify --live of a sound running store: %s: %s", tide_strerror(rc),
+                     tide_last_error());
+    assert_int_equal(vr.data_records, 3000);
+    assert_int_equal(vr.keys, 3000);
+    assert_true(vr.buckets > 1);
+
+    /* A record past the end the writer published as indexed (W) that no
+     * bucket holds: not found, named by its offset. */
+    uint64_t end = s->dat_size;
+    uint64_t c = append_records(dir, end, 5000, 5001);
+    s->dat_indexed = s->dat_committed = c;
+    ti_live_publish(s);
+    assert_int_equal(tide_store_verify_live(dir, NULL, &vr), TIDE_ECORRUPT);
+    char at[64];
+    snprintf(at, sizeof at, "offset %llu", (unsigned long long)end);
+    expect_contains(tide_last_error(), at, "the unindexed record's offset");
+    expect_contains(tide_last_error(), "not found", "the unindexed record");
+    s->dat_indexed = s->dat_committed = end;
+    ti_live_publish(s);
+
+    /* A bucket whose count is over capacity: named. */
+    th_path(key, sizeof key, dir, "nudb.key");
+    uint8_t big[2] = { 0xff, 0xff };
+    assert_int_equal(th_pwrite_file(key, big, 2, 2 * 4096), 0);      /* bucket 1 */
+    assert_int_equal(tide_store_verify_live(dir, NULL, &vr), TIDE_ECORRUPT);
+    expect_contains(tide_last_error(), "bucket 1", "the damaged bucket");
+    /* The writer's handle is left with a damaged table: closing commits
+     * nothing (no inserts since the sync). */
+    assert_int_equal(tide_store_close(s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -622,6 +673,7 @@ int main(void)
         cmocka_unit_test_teardown(a_writer_open_passes_tide_readers_but_not_other_holders, th_teardown),
         cmocka_unit_test_teardown(the_tail_between_w_and_c_is_found_through_the_readers_own_index, th_teardown),
         cmocka_unit_test_teardown(a_bucket_read_that_a_write_overlapped_is_read_again, th_teardown),
+        cmocka_unit_test_teardown(verify_live_checks_a_running_store_and_names_damage, th_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
