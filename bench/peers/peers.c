@@ -26,7 +26,9 @@
  *   2. With --json, stdout carries one JSON document and nothing else;
  *      progress goes to stderr in both modes.
  *   3. A figure that could not be read (no /proc/self/io write_bytes, no
- *      block device) is null in the JSON and "-" in the table, never 0.
+ *      block device, a file mincore could not map) or that an engine has
+ *      not (the own byte counter, Tide's alone) is null in the JSON and
+ *      "-" in the table, never 0.
  * Never: print a summary after a failed run (a wrong value ends the bench
  *   with exit 1).
  */
@@ -114,7 +116,8 @@ static const char help_text[] =
 "    for LMDB (its map is file-backed RSS) and for no engine that reads\n"
 "    with pread (Tide, RocksDB). For the load: write amplification (WA),\n"
 "    the bytes the process passed to write calls (/proc/self/io wchar)\n"
-"    divided by the payload N x (32 + value-size); as a second opinion,\n"
+"    divided by the payload, items x (32 + value-size); as a second\n"
+"    opinion,\n"
 "    the bytes the block device holding DIR wrote (/sys/dev/block/\n"
 "    MAJ:MIN/stat; every process's writes count there) over the payload;\n"
 "    for Tide, its store's own bytes_written over the payload, which must\n"
@@ -123,6 +126,11 @@ static const char help_text[] =
 "    more for a 4 KiB write on ext4 with large folios), inflated for\n"
 "    engines that write in place. Also the commits, and the files'\n"
 "    apparent and allocated size after the load.\n"
+"    The JSON names: load_write_amp_wchar (the WA; the tables' \"WA\"),\n"
+"    load_write_amp_device (\"WA dev\"), load_write_amp_store (\"WA own\":\n"
+"    Tide's counter, null for the others), load_write_amp_write_bytes\n"
+"    (per dirtied folio, inflated for in-place writes; JSON only), and\n"
+"    load_page_cache, fetch1_page_cache, fetch2_page_cache (bytes).\n"
 "    The summary is the median over the rounds, with the ratio of each\n"
 "    engine's figure to the baseline engine's.\n"
 "\n"
