@@ -70,7 +70,7 @@ static int figure(const peer_result *r, uint64_t items, uint64_t value_size, int
     case M_LOAD_CPU_US: *v = l->cpu_secs * 1e6 / (double)items; return 1;
     case M_WA_IO: *v = (double)l->write_bytes / payload; return l->io_ok;
     case M_WA_DEV: *v = (double)l->dev_written / payload; return l->dev_ok;
-    case M_WA_WCHAR: *v = (double)l->wchar / payload; return l->io_ok;
+    case M_WA_WCHAR: *v = (double)l->wchar / payload; return l->wchar_ok;
     case M_COMMITS: *v = (double)r->commits; return 1;
     case M_ITEMS_PER_COMMIT: *v = r->commits ? (double)items / (double)r->commits : 0; return 1;
     case M_FILE_BYTES: *v = (double)r->file_bytes; return 1;

@@ -66,7 +66,7 @@ typedef struct frame {
     uint64_t t0;
     double cpu0;
     tide_mem_proc_io io0;
-    int io_ok;
+    int wchar_ok, io_ok;
     tide_mem_proc_blockdev dev0;
     int dev_ok;
     tide_bench_sampler sm;
@@ -83,7 +83,8 @@ static void frame_begin(frame *f, peer_phase *p, const char *dir)
         p->anon_start = st.rss_anon;
         p->file_start = st.rss_file;
     }
-    f->io_ok = tide_mem_proc_io_read(&f->io0) == 0 && f->io0.has_device_bytes;
+    f->wchar_ok = tide_mem_proc_io_read(&f->io0) == 0;
+    f->io_ok = f->wchar_ok && f->io0.has_device_bytes;
     f->dev_ok = tide_mem_proc_blockdev_read(dir, &f->dev0) == 0;
     tide_bench_sampler_start(&f->sm);
     f->cpu0 = tide_bench_cpu_seconds();
@@ -104,11 +105,10 @@ static void frame_end(frame *f, peer_phase *p, uint64_t items)
     p->items_per_cpu_s = (double)items / p->cpu_secs;
     p->peak_anon = f->sm.max_anon;
     p->peak_file = f->sm.max_file;
-    p->io_ok = f->io_ok && tide_mem_proc_io_read(&io1) == 0 && io1.has_device_bytes;
-    if (p->io_ok) {
-        p->write_bytes = io1.write_bytes - f->io0.write_bytes;
-        p->wchar = io1.wchar - f->io0.wchar;
-    }
+    p->wchar_ok = f->wchar_ok && tide_mem_proc_io_read(&io1) == 0;
+    p->io_ok = p->wchar_ok && f->io_ok && io1.has_device_bytes;
+    if (p->wchar_ok) p->wchar = io1.wchar - f->io0.wchar;
+    if (p->io_ok) p->write_bytes = io1.write_bytes - f->io0.write_bytes;
     p->dev_ok = f->dev_ok && tide_mem_proc_blockdev_read(f->dir, &dev1) == 0;
     if (p->dev_ok) p->dev_written = dev1.bytes_written - f->dev0.bytes_written;
 }

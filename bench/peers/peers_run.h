@@ -25,7 +25,8 @@ typedef struct peer_phase {
     double items_per_s, items_per_cpu_s;
     uint64_t anon_start, file_start;       /* RSS when the phase began */
     uint64_t peak_anon, peak_file;         /* the sampler's maxima */
-    int io_ok;                             /* /proc/self/io read, write_bytes present */
+    int wchar_ok;                          /* /proc/self/io read (wchar) */
+    int io_ok;                             /* and its write_bytes present */
     uint64_t write_bytes, wchar;           /* wchar: bytes passed to write calls */
     int dev_ok;                            /* the device's counters read */
     uint64_t dev_written;
