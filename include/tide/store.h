@@ -128,6 +128,14 @@ typedef struct tide_store_opts {
     void   (*note_alloc)(int id, int64_t bytes);
     int      pool_account_id;
     int      commit_account_id;
+    int      no_map;             /* default 0: fetches and the insert's
+                                    duplicate check search nudb.key's
+                                    buckets in place, through a read-only
+                                    map of the file (src/store/keymap.c),
+                                    and read with pread only where it cannot
+                                    be mapped (the simulated file system).
+                                    1: always pread (the tests compare the
+                                    two; `tide bench store --pread`). */
 } tide_store_opts;
 
 void tide_store_opts_init(tide_store_opts *o);
@@ -261,6 +269,11 @@ typedef struct tide_store_info {
     unsigned commit_interval_ms; /* this handle's options */
     uint64_t burst_bytes;
     uint64_t last_commit_us;
+    /* How lookups read nudb.key: buckets searched in place in the map,
+     * buckets read with pread (no map, or past it), and the key file's
+     * bytes the map shows (0: not mapped). Page cache, not anonymous
+     * memory: what of the map is resident is tide_store_key_map_resident. */
+    uint64_t key_map_views, key_bucket_reads, key_map_bytes;
     /* Durations of the commits that reached the files (cumulative buckets
      * with the bounds of TIDE_STORE_HIST_BOUNDS_S, then +Inf). */
     struct {
@@ -271,6 +284,12 @@ typedef struct tide_store_info {
 
 /* The open store's headers, sizes and counters. Thread-safe; no I/O. */
 void tide_store_get_info(tide_store *s, tide_store_info *out);
+
+/* Bytes of the key file's map resident in memory now (mincore): file-backed
+ * page cache the kernel reclaims under pressure, counted in the process's
+ * RssFile, never in RssAnon. 0 when not mapped. 0 or TIDE_EIO. Thread-safe;
+ * no I/O. Cost: one mincore call per 16 MiB of key file. */
+int tide_store_key_map_resident(tide_store *s, uint64_t *bytes);
 
 /* Read the headers and file sizes of the store in `dir` without opening it
  * for writing, taking a lock or recovering. `io` may be NULL. Errors as for
