@@ -38,7 +38,7 @@ static const char help_bench[] =
 "SYNOPSIS\n"
 "    tide bench store [--items N] [--value-size N] [--block-size N]\n"
 "                     [--runs N] [--dir DIR] [--burst SIZE] [--seed N]\n"
-"                     [--keep] [--json]\n"
+"                     [--fetch-threads N] [--pread] [--keep] [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Each run creates a fresh store (key size 32, load factor 0.5) in its\n"
@@ -55,7 +55,10 @@ static const char help_bench[] =
 "           value byte for byte with the one inserted (a mismatch stops\n"
 "           the bench with exit status 1). The page cache is warm.\n"
 "\n"
-"    For each phase it reports: items/s; peak RSS split into anonymous\n"
+"    For each phase it reports: items/s; items per CPU-second of the\n"
+"    process (CLOCK_PROCESS_CPUTIME_ID: every thread, the store's commit\n"
+"    thread and the sampler included), which stays comparable on a busy\n"
+"    machine; peak RSS split into anonymous\n"
 "    and file-backed memory (a sampler thread reads /proc/self/status every\n"
 "    10 ms and keeps the maximum; VmHWM is reset before the phase through\n"
 "    /proc/self/clear_refs where permitted, and reported too); bytes\n"
@@ -83,6 +86,12 @@ static const char help_bench[] =
 "                     16MiB. Default 16 MiB.\n"
 "    --seed N         data seed, 0 to 2147483647; 0 gives the keys of the\n"
 "                     fixtures' formula. Default 0.\n"
+"    --fetch-threads N  run FETCH on N threads (1 to 64), each fetching its\n"
+"                     slice of the one shuffled order. Default 1.\n"
+"    --pread          open the store with no_map: lookups read nudb.key's\n"
+"                     buckets with pread instead of searching them in place\n"
+"                     in the mapped file (to compare the two). Default: the\n"
+"                     map.\n"
 "    --keep           keep the stores (default: each is removed after its\n"
 "                     run; a failed run's store is always kept, and its\n"
 "                     path printed)\n"
@@ -113,6 +122,8 @@ static const struct option options[] = {
     { "burst",      required_argument, NULL, 'B' },
     { "seed",       required_argument, NULL, 's' },
     { "keep",       no_argument,       NULL, 'k' },
+    { "fetch-threads", required_argument, NULL, 'T' },
+    { "pread",      no_argument,       NULL, 'P' },
     { "json",       no_argument,       NULL, 'j' },
     { NULL, 0, NULL, 0 },
 };
@@ -175,6 +186,14 @@ static int option(void *arg, int id, const char *val)
             return cli_usage("bench", "--seed '%s' is not a whole number from 0 to 2147483647",
                              val);
         break;
+    case 'T': {
+        uint64_t v;
+        if (cli_parse_u64(val, 1, 64, &v) != 0)
+            return cli_usage("bench", "--fetch-threads '%s' is not a whole number from 1 to 64", val);
+        b->o.fetch_threads = (unsigned)v;
+        break;
+    }
+    case 'P': b->o.pread = 1; break;
     case 'k': b->o.keep = 1; break;
     case 'j': b->json = 1; break;
     default:  return option_value(&b->o, id, val);
@@ -192,6 +211,8 @@ static const struct row {
 } rows[] = {
     { TIDE_BENCH_ITEMS_PER_S,   "items/s",                 "%.0f", "items_per_s" },
     { TIDE_BENCH_SECONDS,       "seconds",                 "%.3f", "seconds" },
+    { TIDE_BENCH_ITEMS_PER_CPU_S, "items/CPU-s (process)",   "%.0f", "items_per_cpu_s" },
+    { TIDE_BENCH_CPU_SECONDS,   "CPU seconds (process)",   "%.3f", "cpu_seconds" },
     { TIDE_BENCH_PEAK_ANON,     "peak RSS anon (sampled)", NULL,   "peak_rss_anon_bytes" },
     { TIDE_BENCH_PEAK_FILE,     "peak RSS file (sampled)", NULL,   "peak_rss_file_bytes" },
     { TIDE_BENCH_VM_HWM,        "VmHWM (reset per phase)", NULL,   "vm_hwm_bytes" },
@@ -242,13 +263,15 @@ static void print_header(FILE *o, const tide_bench_store *b)
                  "lifetime peak)", b->reset_error);
     fprintf(o, "method: per run a fresh store (key size %u, load factor %.1f, block size %u, "
             "burst %s); LOAD = %llu inserts of %u-byte keys and %llu-byte values + "
-            "tide_store_sync, timed together; FETCH = %llu fetches in a shuffled order on one "
-            "thread, every value compared, warm page cache; value generation (%.0f ns/item) is "
+            "tide_store_sync, timed together; FETCH = %llu fetches in a shuffled order on %u "
+            "thread%s, every value compared, warm page cache, nudb.key %s; value generation "
+            "(%.0f ns/item) is "
             "inside both timings; %llu run%s, seed %llu\n",
             TIDE_BENCH_KEY_SIZE, TIDE_BENCH_LOAD_FACTOR, c->block_size,
             hs((double)c->burst, b1, sizeof b1), (unsigned long long)c->items,
             TIDE_BENCH_KEY_SIZE, (unsigned long long)c->value_size, (unsigned long long)c->items,
-            b->gen_ns, (unsigned long long)c->runs, c->runs == 1 ? "" : "s",
+            c->fetch_threads, c->fetch_threads == 1 ? "" : "s",
+            c->pread ? "read with pread (--pread)" : "mapped", b->gen_ns, (unsigned long long)c->runs, c->runs == 1 ? "" : "s",
             (unsigned long long)c->seed);
     fprintf(o, "machine: %ld CPUs, %s; dir %s on %s\n", b->nproc, b->kernel, b->dir, devdesc);
     fprintf(o, "memory: peak RSS from /proc/self/status every %u ms%s; the bench generates "
@@ -262,9 +285,10 @@ static void print_phase_line(FILE *o, unsigned run, unsigned runs, const char *n
                              const tide_bench_phase *p)
 {
     char a[32], fl[32], h[32], d[32], wb[32], wc[32], sw[32];
-    fprintf(o, "run %u/%u %-5s %10.0f items/s %8.3f s  commits %llu syncs %llu  peak anon %s "
+    fprintf(o, "run %u/%u %-5s %10.0f items/s %8.3f s %10.0f items/CPU-s  commits %llu syncs %llu  peak anon %s "
             "file %s HWM %s  written: device %s write_bytes %s wchar %s store %s\n",
-            run, runs, name, p->items_per_s, p->secs, (unsigned long long)p->commits,
+            run, runs, name, p->items_per_s, p->secs, p->items_per_cpu_s,
+            (unsigned long long)p->commits,
             (unsigned long long)p->syncs, hs((double)p->peak_anon, a, sizeof a),
             hs((double)p->peak_file, fl, sizeof fl), hs((double)p->vm_hwm, h, sizeof h),
             p->dev_ok ? hs((double)p->dev_written, d, sizeof d) : "n/a",
@@ -340,6 +364,8 @@ static json_t *j_phase(const tide_bench_phase *p)
     json_t *o = json_object();
     json_object_set_new(o, "seconds", json_real(p->secs));
     json_object_set_new(o, "items_per_s", json_real(p->items_per_s));
+    json_object_set_new(o, "cpu_seconds", json_real(p->cpu_secs));
+    json_object_set_new(o, "items_per_cpu_s", json_real(p->items_per_cpu_s));
     json_object_set_new(o, "rss_anon_start_bytes", json_integer((json_int_t)p->anon_start));
     json_object_set_new(o, "rss_file_start_bytes", json_integer((json_int_t)p->file_start));
     json_object_set_new(o, "peak_rss_anon_bytes", json_integer((json_int_t)p->peak_anon));
@@ -375,7 +401,11 @@ static void json_head(json_t *root, const tide_bench_store *b)
         "runs", (json_int_t)c->runs, "seed", (json_int_t)c->seed,
         "value_generation_ns_per_item", b->gen_ns,
         "load", "N inserts + tide_store_sync, timed together",
-        "fetch", "N fetches in a shuffled order, one thread, values compared"));
+        "fetch", "N fetches in a shuffled order, values compared"));
+    json_object_set_new(json_object_get(root, "method"), "fetch_threads",
+                        json_integer((json_int_t)c->fetch_threads));
+    json_object_set_new(json_object_get(root, "method"), "key_file",
+                        json_string(c->pread ? "pread" : "mapped"));
     json_object_set_new(root, "machine", json_pack("{s:I, s:s}", "nproc",
                         (json_int_t)b->nproc, "kernel", b->kernel));
     json_object_set_new(root, "dir", json_string(b->dir));
