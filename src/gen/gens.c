@@ -144,6 +144,8 @@ static void add_counters(tide_store_info *o, const tide_store_info *i)
 {
     o->inserts += i->inserts;
     o->fetches += i->fetches;
+    o->key_map_views += i->key_map_views;
+    o->key_bucket_reads += i->key_bucket_reads;
     o->commits += i->commits;
     o->commit_failures += i->commit_failures;
     o->bytes_written += i->bytes_written;
@@ -465,6 +467,7 @@ void tide_gens_store_info(tide_gens *g, tide_store_info *out)
         out->dat_file_bytes += si.dat_file_bytes;
         out->key_file_bytes += si.key_file_bytes;
         out->log_file_bytes += si.log_file_bytes;
+        out->key_map_bytes += si.key_map_bytes;   /* a gauge: the open stores' only */
         out->needs_recovery |= si.needs_recovery;
         add_counters(out, &si);
     }
