@@ -676,6 +676,50 @@ static void the_limit_rule_uses_the_pages_enter_marks(void **state)
     free(p);
 }
 
+/* `page` with nudb.key's map resident at `resident` bytes (appended). */
+static char *with_key_map(char *page, const char *resident)
+{
+    static const char fam[] = "# HELP tide_store_key_map_bytes x\n# TYPE tide_store_key_map_bytes gauge\n"
+                              "tide_store_key_map_bytes{state=\"mapped\"} 209715200\n"
+                              "tide_store_key_map_bytes{state=\"resident\"} ";
+    size_t n = strlen(page);
+    char *out = malloc(n + sizeof fam + strlen(resident) + 2);
+    assert_non_null(out);
+    memcpy(out, page, n);
+    snprintf(out + n, sizeof fam + strlen(resident) + 2, "%s%s\n", fam, resident);
+    free(page);
+    return out;
+}
+
+/* nudb.key's mapped pages are page cache: RSS against live leaves them
+ * out, and the summary names them as file-backed. */
+static void the_key_map_counts_as_file_backed_not_unfreed(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    char *text = NULL;
+    size_t len = 0;
+    /* 1.5 times with 100 MiB of RSS; 40 MiB of it the key map: 0.9 times. */
+    expect_only("1.5 times, no map", big("104857600", "69905066", "1048576"), "rss_vs_live",
+                TIDE_DOCTOR_WARN, "RSS is 1.5 times");
+    expect_none("1.5 times, 40 MiB of it the map", with_key_map(big("104857600", "69905066", "1048576"),
+                                                                "41943040"));
+    /* 3 times with 100 MiB; 10 MiB mapped: still 2.7 times, warned. */
+    char *p = with_key_map(big("104857600", "34952533", "1048576"), "10485760");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    const tide_doctor_finding *f = finding_of(&r, "rss_vs_live");
+    assert_non_null(f);
+    expect_contains(f->summary, "2.7 times", "the map left out");
+    FILE *m = open_memstream(&text, &len);
+    assert_non_null(m);
+    tide_doctor_format(&r, m);
+    fclose(m);
+    if (r.rss_anon >= 0)
+        expect_contains(text, "and 10.0 MiB of nudb.key's read-only map", "the map named file-backed");
+    free(text);
+    free(p);
+}
+
 static void the_allocator_rules_fire_past_their_thresholds_on_a_large_process(void **state)
 {
     (void)state;
@@ -1347,6 +1391,7 @@ int main(void)
         cmocka_unit_test(each_rule_fires_past_its_threshold_and_not_before),
         cmocka_unit_test(the_limit_rule_uses_the_pages_enter_marks),
         cmocka_unit_test(the_allocator_rules_fire_past_their_thresholds_on_a_large_process),
+        cmocka_unit_test(the_key_map_counts_as_file_backed_not_unfreed),
         cmocka_unit_test(the_json_has_the_verdict_and_findings_with_integers_as_integers),
         cmocka_unit_test(two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_rate),
         cmocka_unit_test(with_two_scrapes_overload_and_cgroup_events_judge_the_increase),

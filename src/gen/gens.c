@@ -456,6 +456,22 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out)
     pthread_rwlock_unlock(&g->lock);
 }
 
+int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes)
+{
+    uint64_t one = 0;
+    int rc = 0, r;
+
+    *bytes = 0;
+    if (!g->enabled) return tide_store_key_map_resident(g->plain, bytes);
+    pthread_rwlock_rdlock(&g->lock);
+    for (unsigned i = 0; i < g->m.count; i++) {
+        if ((r = tide_store_key_map_resident(g->gens[i].s, &one)) != 0) rc = r;
+        *bytes += one;
+    }
+    pthread_rwlock_unlock(&g->lock);
+    return rc;
+}
+
 void tide_gens_store_info(tide_gens *g, tide_store_info *out)
 {
     if (!g->enabled) { tide_store_get_info(g->plain, out); return; }

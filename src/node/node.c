@@ -490,3 +490,8 @@ void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out)
 }
 
 void tide_node_store_info(tide_node *n, tide_store_info *out) { ti_node_refresh_store_accounts(n, out); }
+
+int tide_node_key_map_resident(tide_node *n, uint64_t *bytes)
+{
+    return tide_gens_key_map_resident(n->gens, bytes);
+}

@@ -390,6 +390,11 @@ void tide_node_store_info(tide_node *n, tide_store_info *out);
  */
 int tide_node_keys(tide_node *n, uint64_t *keys);
 
+/* The store's key-file maps resident in memory (tide_gens_key_map_resident):
+ * file-backed page cache, in RssFile, not RssAnon. 0 or TIDE_EIO.
+ * Thread-safe; one mincore call per 16 MiB of key file. */
+int tide_node_key_map_resident(tide_node *n, uint64_t *bytes);
+
 /* ---- online delete (rotator.c) ---- */
 
 #define TIDE_NODE_ROTATIONS 32    /* reports kept for tide_node_rotations */
