@@ -8,7 +8,9 @@
  * One look (tide_node_memory_check; the thread makes one every
  * memory_poll_ms):
  *   1. a reading: opts.memory_reading, or the real one: the RSS
- *      (/proc/self/statm), the cgroup's usage, page cache and events
+ *      (/proc/self/statm) less the resident pages of nudb.key's read-only
+ *      map (tide_node_key_map_resident: page cache the kernel reclaims
+ *      under pressure, as it does the cgroup's), the cgroup's usage, page cache and events
  *      (opts.cgroup_path), PSI (opts.psi_path, the system's by default),
  *      and whether the PSI trigger fired since the last look; a failed
  *      reading is counted and changes nothing else, and so is one whose
@@ -118,8 +120,11 @@ static int real_reading(tide_node *n, tide_node_memory_reading *r)
 {
     const char *psi = psi_path(n);
     int rc = tide_mem_proc_statm_rss(&r->rss_bytes);
+    uint64_t mapped = 0;
 
     if (rc) return rc;
+    /* A failed mincore leaves the RSS whole: never counts less than is there. */
+    if (tide_node_key_map_resident(n, &mapped) == 0 && mapped < r->rss_bytes) r->rss_bytes -= mapped;
     if (n->mem_cgroup_path) {
         if (tide_mem_cgroup_usage_read(n->mem_cgroup_path, n->opts.cgroup_version, &r->cgroup) == 0)
             r->has_cgroup = 1;

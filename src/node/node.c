@@ -493,5 +493,6 @@ void tide_node_store_info(tide_node *n, tide_store_info *out) { ti_node_refresh_
 
 int tide_node_key_map_resident(tide_node *n, uint64_t *bytes)
 {
-    return tide_gens_key_map_resident(n->gens, bytes);
+    *bytes = 0;
+    return n->gens ? tide_gens_key_map_resident(n->gens, bytes) : 0;
 }

@@ -64,7 +64,8 @@ typedef int (*tide_node_health_fn)(void *arg, char *why, size_t cap);
 
 /* One reading of the memory figures the governor compares with the limit. */
 typedef struct tide_node_memory_reading {
-    uint64_t rss_bytes;           /* the process's resident set (/proc/self/statm) */
+    uint64_t rss_bytes;           /* the process's resident set (/proc/self/statm)
+                                     less nudb.key's resident map pages */
     int      has_cgroup;          /* the cgroup figures below hold */
     tide_mem_cgroup_usage cgroup; /* of opts.cgroup_path */
     int      has_psi;             /* psi holds (opts.psi_path was read) */
