@@ -19,6 +19,9 @@
  *     no wrong value (both counted, both 0), the map followed the file to
  *     its end, and the readers went through it.
  *
+ *   - 40 threads (more than the counters' 32 slots) fetch 500 keys each:
+ *     the fetch counter and the map's lookup counter add up exactly.
+ *
  * Threads never call cmocka; they count, and the main thread fails.
  */
 #include <setjmp.h>
@@ -348,6 +351,54 @@ static void fetch_while_the_file_grows(void **state)
                  (unsigned long long)info.key_map_bytes);
 }
 
+/* ---- the per-thread counters add up ---- */
+
+#define COUNT_THREADS 40      /* more than TI_TALLY_SLOTS: some threads share a slot */
+#define COUNT_FETCHES 500
+
+static void *count_main(void *arg)
+{
+    tide_store *s = arg;
+    uint8_t key[32];
+
+    for (unsigned k = 0; k < COUNT_FETCHES; k++) {
+        void *got = NULL;
+        size_t len = 0;
+        th_key(k % 50, 32, key);
+        if (tide_store_fetch(s, key, &got, &len) == 0) free(got);
+    }
+    return NULL;
+}
+
+static void counters_sum_every_threads_fetches(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    tide_store_info before, after;
+    pthread_t th[COUNT_THREADS];
+    int rc;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d", rc);
+    if ((rc = th_store_open(&t->s, t->dir)) != 0) fail_msg("open: got %d", rc);
+    if ((rc = th_store_insert_items(t->s, 0, 25, 32, 1, 100, NULL)) != 0) fail_msg("insert: got %d", rc);
+    if ((rc = tide_store_sync(t->s)) != 0) fail_msg("sync: got %d", rc);
+    tide_store_get_info(t->s, &before);
+    for (int k = 0; k < COUNT_THREADS; k++)
+        if (pthread_create(&th[k], NULL, count_main, t->s) != 0) fail_msg("pthread_create failed");
+    for (int k = 0; k < COUNT_THREADS; k++) pthread_join(th[k], NULL);
+    tide_store_get_info(t->s, &after);
+    /* Each fetch is counted once; each found in no pool looks at one bucket. */
+    if (after.fetches - before.fetches != (uint64_t)COUNT_THREADS * COUNT_FETCHES)
+        fail_msg("expected %d fetches counted, got %llu", COUNT_THREADS * COUNT_FETCHES,
+                 (unsigned long long)(after.fetches - before.fetches));
+    if (after.key_map_views - before.key_map_views != (uint64_t)COUNT_THREADS * COUNT_FETCHES)
+        fail_msg("expected %d bucket lookups in the map, got %llu", COUNT_THREADS * COUNT_FETCHES,
+                 (unsigned long long)(after.key_map_views - before.key_map_views));
+}
+
 #define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
 int main(void)
@@ -356,6 +407,7 @@ int main(void)
         T(fixtures_mapped_and_pread_agree, th_store_setup_bare),
         T(sim_falls_back_to_pread, th_store_setup_bare),
         T(fetch_while_the_file_grows, th_store_setup_bare),
+        T(counters_sum_every_threads_fetches, th_store_setup_bare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -210,8 +210,9 @@ int tide_store_check(const tide_store *s);
  * refused insert changes nothing.
  *
  * Thread safety: inserts are serialised; fetches run alongside.
- * Cost: a hash, a lookup in the pool and one key-file bucket read (plus its
- * spill chain) to refuse duplicates; copies the value into the pool. Blocks
+ * Cost: a hash, a lookup in the pool and one key-file bucket lookup (plus
+ * its spill chain) to refuse duplicates, as fetch makes it; copies the
+ * value into the pool. Blocks
  * while the pool holds burst_bytes and a commit is running.
  */
 int tide_store_insert(tide_store *s, const void *key, const void *value, size_t len);
@@ -220,10 +221,17 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
  * Fetch the value of `key`. On success *out is a malloc'd buffer of *len
  * bytes that the caller frees with free(). Errors: TIDE_ENOTFOUND, TIDE_EIO,
  * TIDE_ECORRUPT (the store is not changed).
- * Thread safety: any number of threads. Cost: a pool lookup, one key-file
- * read of block_size bytes plus one per spill record in the chain, and one
- * data-file read per candidate entry with the same 48-bit hash (almost
- * always one). Allocates the value only.
+ * Thread safety: any number of threads; the counters it adds to are per
+ * thread (no shared cache line is written). Cost: a pool lookup; the
+ * key-file bucket searched in place in the read-only map of nudb.key (a
+ * binary search over the entries, decoding only those it touches), or,
+ * where there is no map (opts.no_map, a tide_io that cannot map, a key
+ * file past the map's reservation), one read of block_size bytes; one read
+ * per spill record in the chain; and one data-file read per candidate
+ * entry with the same 48-bit hash (almost always one). Allocates the value
+ * only. A read error of nudb.key under the map (a bad disk sector) is a
+ * SIGBUS rather than TIDE_EIO: open with no_map on a disk that returns
+ * read errors.
  */
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len);
 

@@ -40,8 +40,11 @@
  *   4. Another Tide process cannot truncate the file under the map: the
  *      handle's flock excludes writers (a read-only handle) or everyone (a
  *      writer). A foreign writer that takes no lock (NuDB) could; that is
- *      the one case a mapped reader dies of where a pread reader got
+ *      one case a mapped reader dies of where a pread reader got
  *      TIDE_ECORRUPT, and a read-write open refuses to start beside one.
+ *      The other is a read error of the disk itself: a page that cannot be
+ *      read in is a SIGBUS, where pread returned EIO (opts.no_map avoids
+ *      both).
  *
  * Invariants:
  *   5. len <= m.mapped <= m.reserved, and len only grows: it is the
