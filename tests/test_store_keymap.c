@@ -22,6 +22,10 @@
  *   - 40 threads (more than the counters' 32 slots) fetch 500 keys each:
  *     the fetch counter and the map's lookup counter add up exactly.
  *
+ *   - ti_fmt_bucket_seek (the search from the guessed place, which the
+ *     mapped lookups use) gives ti_fmt_bucket_lower_bound's index on
+ *     buckets of 0 to 300 entries, even, skewed and repeated hashes.
+ *
  * Threads never call cmocka; they count, and the main thread fails.
  */
 #include <setjmp.h>
@@ -37,6 +41,7 @@
 
 #include "tide/store.h"
 #include "io/io_sim.h"
+#include "store/format.h"
 #include "util/clock.h"
 #include "helpers.h"
 
@@ -399,6 +404,56 @@ static void counters_sum_every_threads_fetches(void **state)
                  (unsigned long long)(after.key_map_views - before.key_map_views));
 }
 
+/* ---- the bucket search from the guess (format.c) ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ti_fmt_bucket_seek against ti_fmt_bucket_lower_bound on buckets of every
+ * count to 300, hashes even, skewed to a corner, or few and repeated, for
+ * the hashes present, their neighbours and random ones. */
+static void seek_finds_what_the_binary_search_finds(void **state)
+{
+    static uint8_t b[8 + 18 * 300];
+    uint64_t hs[300];
+    th_rng r;
+    uint64_t checked = 0;
+
+    (void)state;
+    th_rng_init(&r, 0x7365656bull);
+    for (unsigned count = 0; count <= 300; count++)
+        for (int shape = 0; shape < 3; shape++) {
+            for (unsigned i = 0; i < count; i++) {
+                uint64_t v = th_rng_next(&r) & 0xffffffffffffull;
+                if (shape == 1) v >>= 30;                 /* all near 0 */
+                if (shape == 2) v = (v % 5) << 45;        /* five values, repeated */
+                hs[i] = v;
+            }
+            qsort(hs, count, sizeof *hs, cmp_u64);
+            memset(b, 0, sizeof b);
+            for (unsigned i = 0; i < count; i++) {
+                uint8_t *e = b + 8 + 18 * i;
+                for (int k = 0; k < 6; k++) e[12 + k] = (uint8_t)(hs[i] >> (8 * (5 - k)));
+            }
+            for (unsigned q = 0; q < 3 * count + 20; q++) {
+                uint64_t h = q < count ? hs[q] : q < 2 * count ? hs[q - count] + 1
+                           : q < 3 * count ? hs[q - 2 * count] - (hs[q - 2 * count] > 0)
+                           : th_rng_next(&r) & 0xffffffffffffull;
+                h &= 0xffffffffffffull;
+                unsigned want = ti_fmt_bucket_lower_bound(b, count, h);
+                unsigned got = ti_fmt_bucket_seek(b, count, h);
+                if (got != want)
+                    fail_msg("count %u, shape %d, hash %012llx: seek gave %u, the binary search %u",
+                             count, shape, (unsigned long long)h, got, want);
+                checked++;
+            }
+        }
+    print_message("    %llu searches agree\n", (unsigned long long)checked);
+}
+
 #define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
 int main(void)
@@ -408,6 +463,7 @@ int main(void)
         T(sim_falls_back_to_pread, th_store_setup_bare),
         T(fetch_while_the_file_grows, th_store_setup_bare),
         T(counters_sum_every_threads_fetches, th_store_setup_bare),
+        cmocka_unit_test(seek_finds_what_the_binary_search_finds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1075,7 +1075,7 @@ static int probe_bucket(tide_store *s, uint64_t h, uint8_t *buf, probe *p)
     count = ti_fmt_bucket_count(b);
     if (count > s->capacity) return bucket_corrupt(s, index, count);
     p->spill = ti_fmt_bucket_spill(b);
-    for (unsigned i = ti_fmt_bucket_lower_bound(b, count, h); i < count; i++) {
+    for (unsigned i = ti_fmt_bucket_seek(b, count, h); i < count; i++) {
         tide_entry e;
         ti_fmt_bucket_entry(b, i, &e);
         if (e.hash != h) break;
