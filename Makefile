@@ -102,7 +102,9 @@ DEPFLAGS = -MMD -MP
 TIDE_LDFLAGS = -pthread $(SAN) $(HARDEN_LDFLAGS)
 TIDE_LDFLAGS += $(EXTRA_LDFLAGS)
 # One compile line and one link line for everything built here by $(CC).
-COMPILE = $(CC) $(TIDE_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+# TIDE_LAST_CFLAGS is what an object needs whatever the user's flags say,
+# after them (the library objects' -fPIC: a CFLAGS=-fPIE must not undo it).
+COMPILE = $(CC) $(TIDE_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(TIDE_LAST_CFLAGS)
 LINK    = $(CC) $(TIDE_LDFLAGS) $(CFLAGS) $(LDFLAGS)
 
 # The revision the programs report (tide_build_info on /metrics, the
@@ -225,10 +227,13 @@ LIBTIDE_SO_LINKS := $(LIBDIR)/$(SONAME) $(LIBDIR)/libtide.so
 LIBTIDE_MAP := scripts/libtide.map
 
 # The man pages, made from the programs' own --help texts (scripts/gen-man)
-# so that they cannot disagree with them; not by an ALLOC= or sanitizer
-# build (their programs print the same texts).
+# so that they cannot disagree with them. `make` builds them except in an
+# ALLOC= or sanitizer build (their programs print the same texts, and a
+# sanitizer's leak report at exit would fail the generator); `make install`
+# builds them in every variant (INSTALL_MANPAGES, a prerequisite).
 MANDIR_BUILD := $(BUILD)/man
-MANPAGES := $(if $(ALLOC)$(SAN),,$(if $(CLI_SRCS),$(MANDIR_BUILD)/tide.1) $(if $(SERVER_SRCS),$(MANDIR_BUILD)/tided.8))
+INSTALL_MANPAGES := $(if $(CLI_SRCS),$(MANDIR_BUILD)/tide.1) $(if $(SERVER_SRCS),$(MANDIR_BUILD)/tided.8)
+MANPAGES := $(if $(ALLOC)$(SAN),,$(INSTALL_MANPAGES))
 
 # What the tests see in their environment (run from the repo root).
 TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
@@ -277,7 +282,8 @@ $(REVISION_OBJS): $(REVISION_STAMP)
 $(REVISION_OBJS): private TIDE_CFLAGS += -DTIDE_REVISION='"$(REVISION)"'
 
 # The library's objects are position-independent code (-fPIC, after
-# HARDEN_CFLAGS' -fPIE, so it wins): one compile of each serves the part
+# HARDEN_CFLAGS' -fPIE and after the user's CFLAGS, so it wins over a
+# -fPIE in either, as a dpkg-buildflags with hardening may give): one compile of each serves the part
 # archives, lib/libtide.a and lib/libtide.so. -fPIE code cannot go into a
 # shared object (it assumes its global symbols resolve within the module:
 # the link fails on its PC-relative references to them), and a second,
@@ -288,7 +294,7 @@ $(REVISION_OBJS): private TIDE_CFLAGS += -DTIDE_REVISION='"$(REVISION)"'
 # function of the same file may be inlined (under plain -fPIC gcc must
 # assume an LD_PRELOAD replaces it). For libtide.so that means a preloaded
 # tide_* replaces the programs' calls to it, never the library's own.
-$(LIB_OBJS): private TIDE_CFLAGS += $(LIB_OBJ_CFLAGS)
+$(LIB_OBJS): private TIDE_LAST_CFLAGS += $(LIB_OBJ_CFLAGS)
 
 # lib/libtide.a is the whole library in one archive, for a program outside
 # the tree (fuzz/make-seeds.c is one); the programs and the tests link the
@@ -299,8 +305,9 @@ $(LIBTIDE): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 # lib/libtide.so.X.Y.Z: the same objects as one shared library for
-# programs outside the tree (pkg-config tide). It exports the tide_*
-# symbols only (scripts/libtide.map; ti_* and the rest stay inside), and
+# programs outside the tree (pkg-config tide). It exports the functions
+# include/tide/*.h declares only (scripts/libtide.map lists them; the
+# parts' other tide_*, the ti_* and the rest stay inside), and
 # records every library it uses (--no-undefined, so a missing one fails
 # here, not in the program that loads it). Relocations are read-only and
 # resolved at load (-z relro -z now), as in the programs. The programs
@@ -366,6 +373,11 @@ $(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_
 $(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
 $(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
+# test_cli_progress tests the CLI's progress line, which is in no archive
+# (src/cli builds bin/tide only): it links those objects.
+CLI_PROGRESS_TEST_OBJS := $(call obj,src/cli/cli_progress.c src/cli/cli.c src/cli/cli_store.c)
+$(BUILD)/tests/test_cli_progress: $(CLI_PROGRESS_TEST_OBJS)
+$(BUILD)/tests/test_cli_progress: TEST_EXTRA_OBJS = $(CLI_PROGRESS_TEST_OBJS)
 
 tests: $(TEST_BINS)
 
@@ -434,6 +446,15 @@ endif
 # the operator's file once installed: an existing one that differs from the
 # sample is kept, and the new sample goes beside it as tide.cfg.new
 # (uninstall removes the config only when it is still the sample).
+#
+# Everything install copies is a prerequisite (the man pages too, in an
+# ALLOC= build), so a failure to build any of it fails before the first
+# file is copied. An install to the real root (DESTDIR empty) ends with
+# $(LDCONFIG) (ldconfig: the loader's cache, without which a program linked
+# with -ltide does not find libtide.so.0 in /usr/local/lib), and so does
+# uninstall; a staging install (DESTDIR set) does not: the package's own
+# trigger runs it on the target. LDCONFIG= skips it. When it fails (not
+# root) the install says so and what to run, and still succeeds.
 PREFIX      ?= /usr/local
 DESTDIR     ?=
 bindir      ?= $(PREFIX)/bin
@@ -445,8 +466,10 @@ mandir      ?= $(PREFIX)/share/man
 sysconfdir  ?= $(PREFIX)/etc
 unitdir     ?= $(PREFIX)/lib/systemd/system
 INSTALL     ?= install
+LDCONFIG    ?= ldconfig
 
-PUBLIC_HEADERS := include/tide/store.h include/tide/error.h include/tide/version.h
+PUBLIC_HEADERS := include/tide/store.h include/tide/error.h include/tide/version.h \
+                  include/tide/log.h
 UNIT_FILE   := contrib/systemd/tided.service
 SAMPLE_CFG  := contrib/tide.cfg
 PC_FILE     := $(BUILD)/tide.pc
@@ -455,6 +478,10 @@ PC_FILE     := $(BUILD)/tide.pc
 # are the same paths, so its unit is installed unchanged).
 UNIT_SED    := -e 's|/usr/sbin/tided|$(sbindir)/tided|g' -e 's|/etc/tide/|$(sysconfdir)/tide/|g'
 D := $(DESTDIR)
+# ldconfig after an install to the real root only (see above).
+RUN_LDCONFIG = @if [ -z "$(DESTDIR)" ] && [ -n "$(LDCONFIG)" ]; then \
+    echo "$(LDCONFIG)"; $(LDCONFIG) || \
+    echo "install: $(LDCONFIG) failed; run it as root, or programs will not find $(SONAME) in $(libdir)"; fi
 
 .PHONY: install uninstall
 
@@ -468,7 +495,7 @@ $(PC_FILE): tide.pc.in FORCE
 	    -e 's|@includedir@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(includedir))|' \
 	    -e 's|@version@|$(SO_VERSION)|' -e '/^$(HASH)/d' $< > $@
 
-install: all $(PC_FILE)
+install: all $(PC_FILE) $(INSTALL_MANPAGES)
 	$(INSTALL) -d $(D)$(bindir) $(D)$(sbindir) $(D)$(libdir) $(D)$(pkgconfigdir) \
 	    $(D)$(includedir)/tide $(D)$(mandir)/man1 $(D)$(mandir)/man8
 	$(INSTALL) -m 755 $(BINDIR)/tide $(D)$(bindir)/tide
@@ -498,6 +525,7 @@ install: all $(PC_FILE)
 	    echo "$(INSTALL) -D -m 644 $(SAMPLE_CFG) $(D)$(sysconfdir)/tide/tide.cfg"; \
 	    $(INSTALL) -D -m 644 $(SAMPLE_CFG) $(D)$(sysconfdir)/tide/tide.cfg; \
 	fi
+	$(RUN_LDCONFIG)
 
 # Only what install puts there; the directories go only when left empty
 # (tide/ ones, which are Tide's own).
@@ -515,6 +543,7 @@ uninstall:
 	elif [ -f $(D)$(sysconfdir)/tide/tide.cfg ]; then \
 	    echo "uninstall: kept $(D)$(sysconfdir)/tide/tide.cfg (not the sample: the operator's)"; fi
 	rmdir $(D)$(includedir)/tide $(D)$(sysconfdir)/tide 2>/dev/null || true
+	$(RUN_LDCONFIG)
 
 # ---- running -------------------------------------------------------------
 

@@ -146,6 +146,12 @@ static void a_run_counts_its_commits_syncs_and_bytes(void **state)
     expect_u64(r->fetch.store_written, 0, "store bytes written during FETCH");
     if (r->load.secs <= 0 || r->load.items_per_s <= 0) fail_msg("LOAD was not timed");
     if (r->load.samples < 1) fail_msg("the sampler took no sample during LOAD");
+    /* getrusage counts every thread's time: LOAD hashes and writes, so it
+     * used some; the per-item figure is that time over the items. */
+    if (r->load.cpu_secs <= 0) fail_msg("LOAD used no CPU time (%f s)", r->load.cpu_secs);
+    if (r->load.cpu_us_per_item != r->load.cpu_secs * 1e6 / ITEMS)
+        fail_msg("CPU us/item %f is not %f s over %u items", r->load.cpu_us_per_item,
+                 r->load.cpu_secs, (unsigned)ITEMS);
     tide_bench_store_end(&f->b);
 }
 

@@ -1804,8 +1804,14 @@ static void the_startup_log_says_where_the_limit_came_from_the_marks_and_the_spl
                     "(memory_limit 5%): the budgets may hold 676457345 bytes, 63% of the limit", "the split's line");
     /* 62.99%: rounded up (before: truncated to 62%). */
     if (strstr(cap.text, "unbounded: process") != NULL) fail_msg("a limit is set; got: %s", cap.text);
-    expect_contains(cap.text, "admin endpoints are off (403): set TIDE_ADMIN_TOKEN to enable every /v1/admin "
-                    "endpoint (sweep, rotate, keep, can_delete, heap)", "the token gates them all (before: sweep)");
+    expect_contains(cap.text, "admin endpoints are off (403): to enable every /v1/admin endpoint (sweep, rotate, "
+                    "keep, can_delete, heap) give a token by a file, [http] admin_token_file / TIDE_ADMIN_TOKEN_FILE "
+                    "(mode 600), by systemd's LoadCredential=admin_token:FILE, or by TIDE_ADMIN_TOKEN",
+                    "the token gates them all (before: sweep); the hint names the file and the credential");
+    expect_contains(cap.text, "/metrics answers 401 to every scrape: give a token (then send Authorization: Bearer "
+                    "<token>) by a file, [http] metrics_token_file / TIDE_METRICS_TOKEN_FILE (mode 600), by systemd's "
+                    "LoadCredential=metrics_token:FILE, or by TIDE_METRICS_TOKEN; or set TIDE_METRICS_PUBLIC=1",
+                    "the metrics hint names the file and the credential");
     {
         char entry[4096];
         tide_config_help(TIDE_CFG_ADMIN_TOKEN, entry, sizeof entry);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "tide/error.h"
@@ -654,6 +656,210 @@ static void lower_bound_finds_the_first_entry_with_a_hash_not_below_h(void **sta
     if (got != 0) fail_msg("lower_bound over an empty bucket: expected 0, got %u", got);
 }
 
+/* ---- the word codec against the byte-at-a-time one it replaced ---- */
+
+static void ref_put(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
+}
+
+static uint64_t ref_get(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+static const uint64_t edge_values[] = {
+    0, 1, 0xff, 0x100, 0xffff, 0x10000, 0xffffffffull, 0x100000000ull,
+    0x7fffffffffffull, 0x800000000000ull, TIDE_FIELD48_MAX - 1, TIDE_FIELD48_MAX,
+    TIDE_FIELD48_MAX + 1, 0x0102030405060708ull, 0x8000000000000000ull, UINT64_MAX,
+};
+
+/* One value through put16/48/64 and get16/48/64 at an odd offset in a
+ * canary-filled buffer: the bytes equal the reference's and nothing
+ * around the field changes. */
+static void expect_field_codec(uint64_t v)
+{
+    static const int widths[] = { 2, 6, 8 };
+    uint8_t got[24], want[24];
+
+    for (int w = 0; w < 3; w++) {
+        int n = widths[w];
+        memset(got, 0xA5, sizeof got);
+        memset(want, 0xA5, sizeof want);
+        ref_put(want + 3, v, n);
+        if (n == 2) ti_put16(got + 3, v);
+        else if (n == 6) ti_put48(got + 3, v);
+        else ti_put64(got + 3, v);
+        if (memcmp(got, want, sizeof got) != 0)
+            fail_msg("put of %d bytes of 0x%016llx differs from the byte-at-a-time encoding", n,
+                     (unsigned long long)v);
+        uint64_t back = n == 2 ? ti_get16(got + 3) : n == 6 ? ti_get48(got + 3) : ti_get64(got + 3);
+        if (back != ref_get(want + 3, n))
+            fail_msg("get of %d bytes: expected 0x%llx, got 0x%llx", n,
+                     (unsigned long long)ref_get(want + 3, n), (unsigned long long)back);
+    }
+}
+
+static void ref_entry_encode(uint8_t *p, const tide_entry *e)
+{
+    ref_put(p, e->offset, 6);
+    ref_put(p + 6, e->size, 6);
+    ref_put(p + 12, e->hash, 6);
+}
+
+static void expect_entry_codec(const tide_entry *e)
+{
+    uint8_t got[18 + 6], want[18 + 6];
+    tide_entry d;
+
+    memset(got, 0x5A, sizeof got);
+    memset(want, 0x5A, sizeof want);
+    ref_entry_encode(want + 3, e);
+    ti_fmt_entry_encode(got + 3, e);
+    if (memcmp(got, want, sizeof got) != 0)
+        fail_msg("entry (0x%llx, 0x%llx, 0x%llx) encodes differently from the byte-at-a-time "
+                 "encoding", (unsigned long long)e->offset, (unsigned long long)e->size,
+                 (unsigned long long)e->hash);
+    ti_fmt_entry_decode(want + 3, &d);
+    if (d.offset != ref_get(want + 3, 6) || d.size != ref_get(want + 9, 6) ||
+        d.hash != ref_get(want + 15, 6))
+        fail_msg("entry decode of (0x%llx, 0x%llx, 0x%llx) gave (0x%llx, 0x%llx, 0x%llx)",
+                 (unsigned long long)ref_get(want + 3, 6), (unsigned long long)ref_get(want + 9, 6),
+                 (unsigned long long)ref_get(want + 15, 6), (unsigned long long)d.offset,
+                 (unsigned long long)d.size, (unsigned long long)d.hash);
+}
+
+static void word_codec_equals_the_byte_at_a_time_one_on_edge_and_random_values(void **state)
+{
+    size_t ne = sizeof edge_values / sizeof edge_values[0];
+    th_rng r;
+
+    (void)state;
+    th_rng_init(&r, 15);
+    for (size_t i = 0; i < ne; i++) {
+        expect_field_codec(edge_values[i]);
+        for (size_t j = 0; j < ne; j++)
+            for (size_t k = 0; k < ne; k++)
+                expect_entry_codec(&(tide_entry){ edge_values[i], edge_values[j], edge_values[k] });
+    }
+    for (int i = 0; i < 200000; i++) {
+        uint64_t v = th_rng_next(&r) >> th_rng_below(&r, 64);
+        expect_field_codec(v);
+        expect_entry_codec(&(tide_entry){ v, th_rng_next(&r), th_rng_next(&r) >> 16 });
+    }
+}
+
+/* Fields and entries that end at the last byte before a PROT_NONE page
+ * decode without touching it (a read past the end would be a SIGSEGV). */
+static void decoders_read_nothing_past_a_field_at_the_end_of_the_buffer(void **state)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uint8_t *map, *end;
+    tide_entry e = { 0x0a0b0c0d0e0full, 0x111213141516ull, TIDE_FIELD48_MAX }, d;
+
+    (void)state;
+    map = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(map != MAP_FAILED);
+    assert_int_equal(mprotect(map + pg, (size_t)pg, PROT_NONE), 0);
+    end = map + pg;
+    ti_put16(end - 2, 0xbeef);
+    assert_int_equal(ti_get16(end - 2), 0xbeef);
+    ti_put48(end - 6, 0x123456789abcull);
+    assert_int_equal(ti_get48(end - 6), 0x123456789abcull);
+    ti_put64(end - 8, 0x0102030405060708ull);
+    assert_int_equal(ti_get64(end - 8), 0x0102030405060708ull);
+    ti_fmt_entry_encode(end - 18, &e);
+    ti_fmt_entry_decode(end - 18, &d);
+    assert_true(d.offset == e.offset && d.size == e.size && d.hash == e.hash);
+    /* A bucket of 3 entries whose last byte is the buffer's last byte. */
+    uint8_t *b = end - ti_fmt_bucket_bytes(3);
+    tide_entry three[3] = { { 92, 1, 5 }, { 200, 2, 7 }, { 300, 3, TIDE_FIELD48_MAX } };
+    ti_fmt_encode_bucket(b, ti_fmt_bucket_bytes(3), three, 3, 0);
+    ti_fmt_bucket_entry(b, 2, &d);
+    assert_true(d.offset == 300 && d.size == 3 && d.hash == TIDE_FIELD48_MAX);
+    assert_int_equal(ti_fmt_bucket_lower_bound(b, 3, TIDE_FIELD48_MAX), 2);
+    assert_int_equal(ti_fmt_bucket_hash(b, 2), TIDE_FIELD48_MAX);
+    munmap(map, 2 * (size_t)pg);
+}
+
+/* ---- in-place insertion ---- */
+
+/* The reference: decode, merge each new entry after the equal hashes,
+ * encode (what the commit did before issue 15). */
+static void ref_insert(uint8_t *out, size_t cap_bytes, const uint8_t *b, const tide_entry *e,
+                       unsigned m, tide_entry *tmp)
+{
+    unsigned count = ti_fmt_bucket_count(b), a = count, k = m, w = count + m;
+    for (unsigned i = 0; i < count; i++) ti_fmt_bucket_entry(b, i, &tmp[i]);
+    while (k > 0) {
+        if (a > 0 && tmp[a - 1].hash > e[k - 1].hash) tmp[--w] = tmp[--a];
+        else tmp[--w] = e[--k];
+    }
+    ti_fmt_encode_bucket(out, cap_bytes, tmp, count + m, ti_fmt_bucket_spill(b));
+}
+
+static int cmp_hash(const void *x, const void *y)
+{
+    uint64_t a = ((const tide_entry *)x)->hash, b = ((const tide_entry *)y)->hash;
+    return a < b ? -1 : a > b;
+}
+
+/* A random hash from a small range (many ties) or anywhere, with the ends. */
+static uint64_t some_hash(th_rng *r, int narrow)
+{
+    uint64_t x = th_rng_below(r, 20);
+    if (x == 0) return 0;
+    if (x == 1) return TIDE_FIELD48_MAX;
+    return narrow ? 1000 + th_rng_below(r, 40) : th_rng_next(r) >> 16;
+}
+
+static void bucket_insert_equals_decode_merge_encode_on_random_buckets(void **state)
+{
+    enum { BS = 4096 };
+    unsigned cap = ti_fmt_capacity(BS);
+    tide_entry *old = calloc(cap, sizeof *old), *add = calloc(cap, sizeof *add);
+    tide_entry *tmp = calloc(cap, sizeof *tmp);
+    uint8_t *got = malloc(BS), *want = malloc(BS);
+    th_rng r;
+
+    (void)state;
+    assert_true(old && add && tmp && got && want);
+    th_rng_init(&r, 1515);
+    for (int round = 0; round < 20000; round++) {
+        int narrow = round % 3 == 0;
+        unsigned total = round < 2 ? cap * (unsigned)round : (unsigned)th_rng_below(&r, cap + 1);
+        unsigned m = total ? (unsigned)th_rng_below(&r, total + 1) : 0, count = total - m;
+        uint64_t spill = round % 2 ? th_rng_next(&r) >> 16 : 0;
+
+        for (unsigned i = 0; i < count; i++)
+            old[i] = (tide_entry){ 92 + th_rng_below(&r, TIDE_FIELD48_MAX - 92),
+                                   1 + th_rng_below(&r, TIDE_FIELD48_MAX), some_hash(&r, narrow) };
+        for (unsigned i = 0; i < m; i++)
+            add[i] = (tide_entry){ TIDE_FIELD48_MAX - i, 1 + i, some_hash(&r, narrow) };
+        qsort(old, count, sizeof *old, cmp_hash);
+        qsort(add, m, sizeof *add, cmp_hash);
+        memset(got, 0xAA, BS);
+        ti_fmt_encode_bucket(got, ti_fmt_bucket_bytes(count), old, count, spill);
+        ref_insert(want, BS, got, add, m, tmp);
+        ti_fmt_bucket_insert(got, add, m);
+        size_t used = ti_fmt_bucket_bytes(total);
+        if (memcmp(got, want, used) != 0)
+            fail_msg("round %d: %u entries inserted into a bucket of %u: the image differs from "
+                     "decode, merge and encode", round, m, count);
+        for (size_t i = used; i < BS; i++)
+            if (got[i] != 0xAA)
+                fail_msg("round %d: byte %zu past the %zu bytes of the bucket was written", round,
+                         i, used);
+    }
+    free(old);
+    free(add);
+    free(tmp);
+    free(got);
+    free(want);
+}
+
 /* ---- the fixtures' real bytes ---- */
 
 static void every_fixture_header_decodes_to_the_values_in_the_fixture_readme(void **state)
@@ -845,6 +1051,9 @@ int main(void)
         cmocka_unit_test(check_bucket_rejects_a_count_above_capacity),
         cmocka_unit_test(check_bucket_rejects_a_record_or_spill_outside_the_data_file),
         cmocka_unit_test(lower_bound_finds_the_first_entry_with_a_hash_not_below_h),
+        cmocka_unit_test(word_codec_equals_the_byte_at_a_time_one_on_edge_and_random_values),
+        cmocka_unit_test(decoders_read_nothing_past_a_field_at_the_end_of_the_buffer),
+        cmocka_unit_test(bucket_insert_equals_decode_merge_encode_on_random_buckets),
         cmocka_unit_test(every_fixture_header_decodes_to_the_values_in_the_fixture_readme),
         cmocka_unit_test(crash_fixture_log_header_records_the_sizes_before_the_commit),
         cmocka_unit_test(every_bucket_of_the_clean_fixtures_checks_and_holds_only_its_own_keys),

@@ -41,6 +41,7 @@
 #include "helpers.h"
 #include "lab/lab.h"
 #include "lab/lab_impl.h"
+#include "lab/runner_impl.h"
 #include "lab/runner.h"
 #include "tide/error.h"
 
@@ -116,6 +117,44 @@ static void expect_heartbeats(const char *err_path, unsigned duration, unsigned 
         fail_msg("expected %u heartbeat lines (%u s, one every %u s), got %u in: %.800s", want, duration,
                  period, got, th_slurp(err_path));
     free(err);
+}
+
+/* The heartbeat lines by the workload's clock (runner.c invariant 5): a
+ * loop that comes late writes every beat it missed, each at its own
+ * k x period, none twice and none past the end; with --duration 0 the
+ * planned time is the ledgers' (before: "30/0 s", and three lines at
+ * the late loop's one time, "31/.."). */
+static void heartbeats_are_at_k_times_the_period_and_a_late_loop_catches_up(void **state)
+{
+    tide_lab_plan o;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    unsigned done = 0;
+
+    (void)state;
+    assert_non_null(f);
+    memset(&o, 0, sizeof o);
+    o.heartbeat = 10, o.duration = 0, o.ledgers = 50, o.interval = 1, o.repeat = 2;
+    done = ti_lab_heartbeats(f, &o, 2, 9.9, done, " a 1.0 MiB");    /* none due yet */
+    assert_int_equal(done, 0);
+    done = ti_lab_heartbeats(f, &o, 2, 31.7, done, " a 1.0 MiB");   /* late: three due */
+    assert_int_equal(done, 3);
+    done = ti_lab_heartbeats(f, &o, 2, 39.99, done, " a 2.0 MiB");  /* none new */
+    assert_int_equal(done, 3);
+    done = ti_lab_heartbeats(f, &o, 2, 40.0, done, " a 2.0 MiB");
+    assert_int_equal(done, 4);
+    o.duration = 45;                                                /* a planned end: no beat past it */
+    done = ti_lab_heartbeats(f, &o, 2, 61.0, done, " a 3.0 MiB");
+    assert_int_equal(done, 4);
+    o.heartbeat = 0;                                                /* --quiet */
+    assert_int_equal(ti_lab_heartbeats(f, &o, 2, 100.0, 0, ""), 0);
+    fclose(f);
+    expect_str(text, "tide lab: 10/50 s, repetition 2/2, RSS: a 1.0 MiB\n"
+               "tide lab: 20/50 s, repetition 2/2, RSS: a 1.0 MiB\n"
+               "tide lab: 30/50 s, repetition 2/2, RSS: a 1.0 MiB\n"
+               "tide lab: 40/50 s, repetition 2/2, RSS: a 2.0 MiB\n", "the heartbeat lines");
+    free(text);
 }
 
 static void a_short_run_measures_both_variants_and_writes_its_files(void **state)
@@ -651,6 +690,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_workload_is_the_same_for_the_same_seed),
+        cmocka_unit_test(heartbeats_are_at_k_times_the_period_and_a_late_loop_catches_up),
         cmocka_unit_test(a_ledger_holds_its_puts_and_gets_of_earlier_objects),
         cmocka_unit_test(the_built_in_variants_come_from_one_table),
         cmocka_unit_test(the_rotation_figures_read_rss_and_disk_around_each_rotation),

@@ -466,6 +466,70 @@ static void tided_with_log_format_json_reports_a_bad_setting_as_a_json_error_and
     if (th_exists(s->dir)) fail_msg("a tided refused at its settings made %s", s->dir);
 }
 
+/* `command` run by the shell with its stderr appended to an empty file
+ * of `dir` and JOURNAL_STREAM naming that file (DEV:INODE), as systemd
+ * sets it for a stderr that is the journal. Returns its exit status;
+ * *err_text gets its stderr (the caller frees it). */
+static int run_under_journal(const char *dir, const char *command, char **err_text)
+{
+    char path[2200], cmd[8192], *out = NULL;
+    struct stat st;
+    int fd, status;
+
+    th_path(path, sizeof path, dir, "stderr.txt");
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &st), 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "JOURNAL_STREAM=%llu:%llu %s 2>>'%s'; echo $?", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino, command, path);
+    assert_int_equal(th_run(cmd, &out), 0);
+    status = atoi(out);
+    free(out);
+    *err_text = th_slurp(path);
+    return status;
+}
+
+/* Every line of `text` begins with `prefix`; returns how many lines. */
+static int expect_every_line_begins(const char *text, const char *prefix, const char *what)
+{
+    int n = 0;
+
+    for (const char *p = text; *p; n++) {
+        const char *nl = strchr(p, '\n');
+        if (strncmp(p, prefix, strlen(prefix)) != 0)
+            fail_msg("%s: line %d does not begin with %s: %.300s", what, n + 1, prefix, p);
+        if (nl == NULL) break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* Under systemd (JOURNAL_STREAM naming tided's stderr) the error that
+ * stops tided at its settings is filed at "err": every line of it, the
+ * "Run 'tided --help'" hint and --check-config's verdict included, begins
+ * with the journal's <3>, in text as in json. */
+static void tided_under_the_journal_reports_a_bad_setting_at_priority_err(void **state)
+{
+    static const char *const modes[] = { "", "--check-config", "--log-format json" };
+    th_scratch *s = *state;
+    char cmd[8192], *text;
+
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        snprintf(cmd, sizeof cmd, "'%s/tided' %s --data-dir '%s' --sweep-interval 9", th_bin_dir(), modes[m], s->dir);
+        assert_int_equal(run_under_journal(s->base, cmd, &text), 2);
+        expect_contains(text, "--sweep-interval=9: 9 is outside 10..600", "the error");
+        if (m == 0) expect_contains(text, "<3>tided: --sweep-interval=9", "the error in text");
+        if (m == 0) expect_contains(text, "<3>Run 'tided --help' for the options.\n", "the hint");
+        if (m == 1) expect_contains(text, "<3>tided: --check-config: the settings are not valid", "the verdict");
+        if (m == 2) expect_contains(text, "<3>{", "the error in json");
+        if (expect_every_line_begins(text, "<3>", modes[m]) < (m == 2 ? 1 : 2))
+            fail_msg("%s: expected the error and its hint or verdict, got: %s", modes[m], text);
+        free(text);
+        if (th_exists(s->dir)) fail_msg("a tided refused at its settings made %s", s->dir);
+    }
+}
+
 /* tide takes --log-format and TIDE_LOG_FORMAT as tided does; a bad one is
  * a usage error (exit 2) for the option and a warning for the variable. */
 static void tide_refuses_a_log_format_it_does_not_know(void **state)
@@ -478,12 +542,43 @@ static void tide_refuses_a_log_format_it_does_not_know(void **state)
     assert_int_equal(rc, 2);
     expect_contains(out, "--log-format 'xml' is not text or json", "the option's error");
     free(out);
-    snprintf(cmd, sizeof cmd, "TIDE_LOG_FORMAT=yaml '%s/tide' --log-format json help >/dev/null 2>&1; echo $?; "
+    /* the option overrides the variable, which is then not read: no warning */
+    snprintf(cmd, sizeof cmd, "TIDE_LOG_FORMAT=yaml TIDE_LOG_LEVEL=loud '%s/tide' --log-format json "
+             "--log-level info help 2>&1 >/dev/null; echo $?; "
              "TIDE_LOG_FORMAT=yaml '%s/tide' help 2>&1 >/dev/null", th_bin_dir(), th_bin_dir());
     rc = th_run(cmd, &out);
     assert_int_equal(rc, 0);
+    if (strncmp(out, "0\n", 2) != 0) fail_msg("expected no warning when the options override, got: %s", out);
     expect_contains(out, "0\ntide: TIDE_LOG_FORMAT='yaml' is not text or json; using text", "the variable's warning");
     free(out);
+}
+
+/* tide run by a systemd unit (a timer's `tide verify`): its errors and
+ * warnings carry the journal's prefix on every line, so that journald
+ * files them at err and warning, not at info. */
+static void tide_under_the_journal_prefixes_its_errors(void **state)
+{
+    static const struct { const char *args, *want; } cases[] = {
+        { "--log-format xml help", "<3>tide: --log-format 'xml' is not text or json\n<3>Try 'tide --help'.\n" },
+        { "nosuchverb", "<3>tide: 'nosuchverb' is not a verb (" },
+        { "info", "<3>tide info: " },                                 /* cli_usage: no path */
+        { "info /nonexistent/tide-store", "<3>tide info: " },         /* cli_fail */
+    };
+    th_scratch *s = *state;
+    char cmd[8192], *text;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "TIDE_LOG_LEVEL=bad '%s/tide' %s >/dev/null", th_bin_dir(), cases[i].args);
+        if (run_under_journal(s->base, cmd, &text) == 0) fail_msg("tide %s: expected a failure", cases[i].args);
+        expect_contains(text, cases[i].want, cases[i].args);
+        if (i > 0) expect_contains(text, "<4>tide: TIDE_LOG_LEVEL='bad' is not", "the variable's warning");
+        for (const char *p = text; *p; p = strchr(p, '\n') + 1) {
+            if (p[0] != '<' || (p[1] != '3' && p[1] != '4') || p[2] != '>')
+                fail_msg("tide %s: a line without the journal's prefix: %s", cases[i].args, text);
+            if (strchr(p, '\n') == NULL) break;
+        }
+        free(text);
+    }
 }
 
 /* ---- the settings lines ---------------------------------------------------------- */
@@ -588,6 +683,88 @@ static void a_group_too_long_for_one_line_goes_on_in_the_next_and_nothing_is_cut
     }
 }
 
+/* The json settings lines of `l` (raw lines): each within the cap as
+ * written, one object whose message does not end in "..."; their messages
+ * (" " + message, so that expect_settings_lines finds " settings [")
+ * into `m`. */
+static void json_settings_messages(const lines *l, lines *m)
+{
+    for (int i = 0; i < l->n; i++) {
+        const char *t = l->text[i], *msg;
+        json_t *j;
+        char *one;
+
+        if (strstr(t, "\"message\":\"settings [") == NULL) continue;
+        if (strlen(t) > TIDE_LOG_LINE_MAX - 1) fail_msg("a json settings line of %zu bytes", strlen(t));
+        j = expect_json_line(t, "info", "a json settings line");
+        msg = json_string_value(json_object_get(j, "message"));
+        if (strlen(msg) >= 3 && strcmp(msg + strlen(msg) - 3, "...") == 0)
+            fail_msg("a json settings line was cut: %.300s", t);
+        one = malloc(strlen(msg) + 2);
+        assert_non_null(one);
+        sprintf(one, " %s", msg);
+        m->level[m->n] = l->level[i];
+        m->text[m->n++] = one;
+        json_decref(j);
+    }
+}
+
+/* In json the budget counts the escaped bytes: a data_dir of quotes (2
+ * bytes each written) or of bytes that are not UTF-8 (5 each, "\\xff")
+ * that fits raw but not escaped goes on in a continued line, or shows its
+ * first 64 bytes and length, and no line is cut (before: a 1608-byte
+ * data_dir of '"' gave a 2046-byte line that lost its value's end and
+ * source). */
+static void json_settings_lines_count_escapes_and_none_is_cut(void **state)
+{
+    static const struct { char fill; size_t size; int whole; } cases[] = {
+        { '"', 800, 1 }, { '\\', 820, 1 }, { '\xff', 320, 1 }, { '\x01', 270, 1 },
+        { '"', 1608, 0 }, { '\xff', 1000, 0 }, { '\x01', 1500, 0 },
+    };
+    th_scratch *s = *state;
+    static tide_config c;
+    static char dir[2100];
+
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lines l = { 0 }, m = { 0 };
+        size_t base = strlen(s->base) + 1;
+        char want[80];
+        int found = 0;
+
+        memcpy(dir, s->base, base - 1);
+        dir[base - 1] = '/';
+        memset(dir + base, cases[k].fill, cases[k].size - base);
+        dir[cases[k].size] = '\0';
+        load_for_log(&c, dir);
+        tide_log_set_format(TIDE_LOG_FORMAT_JSON);
+        tide_log_set_sink(lines_sink, &l);
+        tide_startup_log(&c);
+        tide_log_set_sink(NULL, NULL);
+        tide_log_set_format(TIDE_LOG_FORMAT_TEXT);
+        json_settings_messages(&l, &m);
+        if (expect_settings_lines(&m) < TIDE_CFG_GROUP_COUNT)
+            fail_msg("case %zu: fewer settings lines than groups", k);
+        snprintf(want, sizeof want, "...(%zu bytes)(flag --data-dir)", cases[k].size);
+        for (int i = 0; i < m.n; i++) {
+            if (cases[k].whole && cases[k].fill != '\xff') {
+                char *at = strstr(m.text[i], " data_dir=");
+                found += at && strncmp(at + 10, dir, cases[k].size) == 0
+                         && strncmp(at + 10 + cases[k].size, "(flag --data-dir)", 17) == 0;
+            } else if (cases[k].whole) {
+                found += strstr(m.text[i], " data_dir=") && th_count(m.text[i], "\\xff") == cases[k].size - base
+                         && strstr(m.text[i], "(flag --data-dir)");
+            } else {
+                found += strstr(m.text[i], want) != NULL;
+            }
+        }
+        if (found != 1)
+            fail_msg("case %zu (%zu bytes of 0x%02x): expected data_dir %s once", k, cases[k].size,
+                     (unsigned char)cases[k].fill, cases[k].whole ? "whole with its source" : want);
+        lines_free(&l);
+        lines_free(&m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,9 +787,14 @@ int main(void)
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(tided_with_log_format_json_reports_a_bad_setting_as_a_json_error_and_exits_2,
                                         th_scratch_setup, scratch_reset),
+        cmocka_unit_test_setup_teardown(tided_under_the_journal_reports_a_bad_setting_at_priority_err,
+                                        th_scratch_setup, scratch_reset),
         cmocka_unit_test_teardown(tide_refuses_a_log_format_it_does_not_know, th_teardown),
+        cmocka_unit_test_setup_teardown(tide_under_the_journal_prefixes_its_errors, th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(the_settings_are_one_line_per_group_none_cut_each_setting_once,
                                         th_scratch_setup, scratch_reset),
+        cmocka_unit_test_setup_teardown(json_settings_lines_count_escapes_and_none_is_cut, th_scratch_setup,
+                                        scratch_reset),
         cmocka_unit_test_setup_teardown(a_group_too_long_for_one_line_goes_on_in_the_next_and_nothing_is_cut,
                                         th_scratch_setup, scratch_reset),
     };

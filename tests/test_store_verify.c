@@ -271,6 +271,32 @@ static void verify_of_a_new_empty_store_passes_with_no_keys(void **state)
     expect_sound(t, 0, 0, "empty store");
 }
 
+/* The options' _init functions: every field to its default (all zero: the
+ * POSIX file system, no progress) over whatever the struct held, and the
+ * result is options verify and visit take. */
+static void verify_and_visit_opts_init_set_every_field_to_its_default(void **state)
+{
+    tstate *t = *state;
+    tide_verify_opts vo;
+    tide_visit_opts wo;
+    tide_verify_report r;
+    tide_visit_stats st;
+
+    memset(&vo, 0xa5, sizeof vo);
+    memset(&wo, 0xa5, sizeof wo);
+    tide_verify_opts_init(&vo);
+    tide_visit_opts_init(&wo);
+    if (vo.io != NULL || vo.progress != NULL || vo.progress_arg != NULL)
+        fail_msg("tide_verify_opts_init: expected io, progress and progress_arg NULL");
+    if (wo.io != NULL || wo.progress != NULL || wo.progress_arg != NULL)
+        fail_msg("tide_visit_opts_init: expected io, progress and progress_arg NULL");
+    create_store(t, 0.5);
+    expect_ok(tide_store_verify_ex(t->dir, &vo, &r), "verify with _init's options");
+    expect_u64(r.keys, 0, "keys of an empty store");
+    expect_ok(tide_store_visit_ex(t->dir, &wo, NULL, NULL, &st), "visit with _init's options");
+    expect_u64(st.data_records, 0, "records of an empty store");
+}
+
 static void verify_leaves_every_file_of_a_sound_store_byte_identical(void **state)
 {
     tstate *t = *state;
@@ -935,6 +961,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(verify_of_a_sound_store_counts_every_key_value_byte_and_bucket),
         T(verify_of_a_new_empty_store_passes_with_no_keys),
+        T(verify_and_visit_opts_init_set_every_field_to_its_default),
         T(verify_leaves_every_file_of_a_sound_store_byte_identical),
         T(verify_is_TIDE_EBUSY_while_a_writer_holds_the_store_and_changes_nothing),
         T(verify_runs_alongside_a_read_only_handle),

@@ -205,6 +205,84 @@ static void missing_empty_oversized_and_unheaderable_token_files_are_refused(voi
     }
 }
 
+/* A FIFO named as a token file: the open must not wait for a writer
+ * (it once did, hanging start, --check-config and SIGHUP's loop 0); an
+ * alarm turns a hang into a failure. */
+static void a_fifo_token_file_is_refused_without_blocking(void **state)
+{
+    fx *f = *state;
+    static tide_config c;
+    char fifo[700], env[760];
+
+    th_path(fifo, sizeof fifo, f->dir, "fifo");
+    if (mkfifo(fifo, 0600) != 0) fail_msg("mkfifo %s failed", fifo);
+    snprintf(env, sizeof env, "TIDE_ADMIN_TOKEN_FILE=%s", fifo);
+    config_with(&c, (const char *const[]){ env, NULL });
+    alarm(10);                      /* SIGALRM kills the test if the open blocks */
+    expect_error(tide_config_load_tokens(&c, NULL), TIDE_EINVAL, "a FIFO token file");
+    alarm(0);
+    expect_contains(tide_last_error(), "not a regular file", "a FIFO's message");
+    expect_contains(tide_last_error(), fifo, "names the FIFO");
+    expect_str(c.admin_token, "", "a FIFO sets no token");
+}
+
+/* A 0600 file of another user: that user could rewrite the token. Root
+ * only (chown); tided's own user's file and root's are accepted. */
+static void a_token_file_owned_by_another_user_is_refused(void **state)
+{
+    fx *f = *state;
+    static tide_config c;
+    char env[700];
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "# skipped: the owner check needs root to chown the file to another user\n");
+        skip();
+    }
+    put(f->token, "owned-by-nobody", 0600);
+    if (chown(f->token, 65534, 65534) != 0) fail_msg("chown %s to 65534 failed", f->token);
+    snprintf(env, sizeof env, "TIDE_METRICS_TOKEN_FILE=%s", f->token);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_error(tide_config_load_tokens(&c, NULL), TIDE_EINVAL, "a token file owned by uid 65534");
+    expect_contains(tide_last_error(), "owned by uid 65534", "the owner");
+    expect_contains(tide_last_error(), "chown root", "the fix");
+    /* As root (the unit's pre-start check), only root's files pass: the
+     * message must not offer "tided's user (uid 0)" as a way out. */
+    expect_contains(tide_last_error(), "not by root", "what root accepts");
+    if (strstr(tide_last_error(), "tided's user") != NULL)
+        fail_msg("as root the message should not offer tided's user: %s", tide_last_error());
+    expect_contains(tide_last_error(), f->token, "the file");
+    expect_str(c.metrics_token, "", "a refused file sets no token");
+    if (chown(f->token, 0, 0) != 0) fail_msg("chown %s back to root failed", f->token);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_ok(tide_config_load_tokens(&c, NULL), "the same file owned by root");
+    expect_str(c.metrics_token, "owned-by-nobody", "its token");
+}
+
+/* "-FILE": a missing FILE is no token (the unit's pre-start check of its
+ * credentials' sources); a FILE that exists is held to every rule. */
+static void a_dash_before_the_token_file_makes_a_missing_file_no_token(void **state)
+{
+    fx *f = *state;
+    static tide_config c;
+    char env[700];
+
+    unlink(f->token);
+    snprintf(env, sizeof env, "TIDE_METRICS_TOKEN_FILE=-%s", f->token);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_ok(tide_config_load_tokens(&c, f->creds), "-FILE with FILE missing");
+    expect_str(c.metrics_token, "", "no token");
+    source_is(&c, TIDE_CFG_METRICS_TOKEN, "default", "and no source");
+    put(f->token, "dash-token\n", 0600);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_ok(tide_config_load_tokens(&c, NULL), "-FILE with a private FILE");
+    expect_str(c.metrics_token, "dash-token", "its token");
+    put(f->token, "dash-token\n", 0644);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_error(tide_config_load_tokens(&c, NULL), TIDE_EINVAL, "-FILE with a 0644 FILE");
+    expect_contains(tide_last_error(), "mode 0644", "the mode");
+    expect_contains(tide_last_error(), f->token, "the file, without the dash");
+}
+
 static void the_token_variable_beats_the_file_which_beats_the_credential(void **state)
 {
     fx *f = *state;
@@ -306,6 +384,9 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(missing_empty_oversized_and_unheaderable_token_files_are_refused, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_fifo_token_file_is_refused_without_blocking, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_token_file_owned_by_another_user_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_dash_before_the_token_file_makes_a_missing_file_no_token, setup, teardown),
         cmocka_unit_test_setup_teardown(the_token_variable_beats_the_file_which_beats_the_credential, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_missing_or_empty_credential_means_no_token_but_a_bad_one_is_refused,

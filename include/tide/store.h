@@ -63,7 +63,7 @@ unsigned tide_block_size_parse(const char *text, char *warning, size_t cap);
 typedef struct tide_store_create_opts {
     unsigned key_size;     /* bytes per key, 1..65535; no default (0 is an error) */
     unsigned block_size;   /* default 4096; invalid values fall back to 4096
-                              with a warning through tide_log (see util/log.h) */
+                              with a warning through tide_log (see <tide/log.h>) */
     double   load_factor;  /* default 0.5; must be in (0, 1] */
     uint64_t appnum;       /* default 1 */
     uint64_t salt;         /* 0 (default): random from getrandom() */
@@ -335,8 +335,10 @@ int tide_store_visit(const char *dir, struct tide_io *io, tide_visit_fn fn,
  * every walk that takes one:
  *   - it is called on the thread that called the walk, from inside the
  *     walk, never after the walk has returned;
- *   - `total` is fixed for a step (rekey's first walk says how it may
- *     grow once), and `done` never decreases and never exceeds it;
+ *   - `done` never decreases and never exceeds `total`; `total` is fixed
+ *     for a step, except in rekey's counting walk, whose total is an
+ *     estimate that may change at every call (tide_rekey_opts says how)
+ *     and is fixed from the first pass on;
  *   - it is called at least once per step, with done == total when the
  *     step completes (not when the walk stops on an error);
  *   - the walk pays one call per unit step (a MiB of nudb.dat, or 1024
@@ -355,6 +357,13 @@ typedef struct tide_visit_opts {
                                        once at the end with done == total */
     void            *progress_arg;
 } tide_visit_opts;
+
+/* All fields zero: the POSIX file system, no progress. Call it before
+ * setting any, so that a field a later version adds gets its default.
+ * The structs of options have no reserved space: one grows only with a
+ * new SONAME (an ABI change; every caller allocates it), and _init keeps
+ * the source working across that. */
+void tide_visit_opts_init(tide_visit_opts *o);
 
 /* tide_store_visit with options; `o` may be NULL (no progress, POSIX). */
 int tide_store_visit_ex(const char *dir, const tide_visit_opts *o, tide_visit_fn fn, void *arg,
@@ -454,10 +463,12 @@ typedef struct tide_rekey_opts {
                                  (total = size x (1 + passes)), called
                                  after each MiB and with done == total at
                                  the end. During the counting walk the
-                                 passes are not known yet: total then
-                                 assumes the records counted so far are
-                                 typical of the file, and is exact (it may
-                                 grow or shrink once) from the first pass */
+                                 passes are not known yet: total is then
+                                 re-estimated at every call (the records
+                                 counted so far taken as typical of the
+                                 file), so it may grow or shrink from one
+                                 call to the next; from the first pass on
+                                 it is exact and fixed */
     void    *progress_arg;
 } tide_rekey_opts;
 
@@ -578,6 +589,10 @@ typedef struct tide_verify_opts {
     tide_verify_progress_fn progress;   /* NULL: none */
     void                   *progress_arg;
 } tide_verify_opts;
+
+/* All fields zero: the POSIX file system, no progress. Call it before
+ * setting any (as tide_visit_opts_init says). */
+void tide_verify_opts_init(tide_verify_opts *o);
 
 /* tide_store_verify with options; `o` may be NULL. */
 int tide_store_verify_ex(const char *dir, const tide_verify_opts *o, tide_verify_report *r);

@@ -34,9 +34,8 @@
  *     counter (tide_store_info.bytes_written), and the block device that
  *     holds the bench directory (/sys/dev/block/MAJ:MIN/stat field 7);
  *   - commits and syncs, from tide_store_get_info;
- *   - the process's CPU time (CLOCK_PROCESS_CPUTIME_ID: every thread, the
- *     commit thread and the sampler included), so items per CPU-second
- *     can be compared on a machine shared with other work.
+ *   - CPU time of the process (getrusage RUSAGE_SELF, user + system, every
+ *     thread: the store's commit thread and the sampler too), per item.
  * FETCH runs on opts.fetch_threads threads, each fetching its slice of the
  * one shuffled order with buffers of its own.
  *
@@ -59,9 +58,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench_store.h"
@@ -183,11 +182,13 @@ typedef struct frame {
     double cpu0;
 } frame;
 
-static double process_cpu_secs(void)
+/* Seconds of CPU the process has used, user + system, all its threads. */
+static double cpu_seconds(void)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static void frame_begin(frame *f, tide_bench_phase *r, tide_store *s, const char *dir,
@@ -205,15 +206,15 @@ static void frame_begin(frame *f, tide_bench_phase *r, tide_store *s, const char
     probe_take(&f->before, s, dir);
     atomic_init(&f->sm.stop, 0);
     f->sampler_running = pthread_create(&f->sm.th, NULL, sampler_main, &f->sm) == 0;
+    f->cpu0 = cpu_seconds();
     f->t0 = tide_clock_mono_us();
-    f->cpu0 = process_cpu_secs();
 }
 
 static void frame_end(frame *f, tide_bench_phase *r, tide_store *s, const char *dir,
                       uint64_t items)
 {
     uint64_t t1 = tide_clock_mono_us();
-    double cpu1 = process_cpu_secs();
+    double cpu1 = cpu_seconds();
     tide_mem_proc_status st;
     probe a;
 
@@ -226,8 +227,8 @@ static void frame_end(frame *f, tide_bench_phase *r, tide_store *s, const char *
     r->secs = (double)(t1 - f->t0) / 1e6;
     if (r->secs <= 0) r->secs = 1e-6;
     r->items_per_s = (double)items / r->secs;
-    r->cpu_secs = cpu1 - f->cpu0 > 1e-6 ? cpu1 - f->cpu0 : 1e-6;
-    r->items_per_cpu_s = (double)items / r->cpu_secs;
+    r->cpu_secs = cpu1 - f->cpu0;
+    r->cpu_us_per_item = items ? r->cpu_secs * 1e6 / (double)items : 0;
     r->peak_anon = f->sm.max_anon;
     r->peak_file = f->sm.max_file;
     r->peak_rss = f->sm.max_rss;
@@ -490,8 +491,6 @@ static double metric_of(const tide_bench_phase *p, int m)
     switch (m) {
     case TIDE_BENCH_ITEMS_PER_S:   return p->items_per_s;
     case TIDE_BENCH_SECONDS:       return p->secs;
-    case TIDE_BENCH_ITEMS_PER_CPU_S: return p->items_per_cpu_s;
-    case TIDE_BENCH_CPU_SECONDS:   return p->cpu_secs;
     case TIDE_BENCH_PEAK_ANON:     return (double)p->peak_anon;
     case TIDE_BENCH_PEAK_FILE:     return (double)p->peak_file;
     case TIDE_BENCH_VM_HWM:        return (double)p->vm_hwm;
@@ -500,6 +499,7 @@ static double metric_of(const tide_bench_phase *p, int m)
     case TIDE_BENCH_WCHAR:         return (double)p->wchar;
     case TIDE_BENCH_STORE_WRITTEN: return (double)p->store_written;
     case TIDE_BENCH_COMMITS:       return (double)p->commits;
+    case TIDE_BENCH_CPU_US:        return p->cpu_us_per_item;
     default:                       return (double)p->syncs;
     }
 }

@@ -55,7 +55,7 @@ typedef struct tide_bench_store_opts {
 /* One phase (LOAD or FETCH) of one run. */
 typedef struct tide_bench_phase {
     double   secs, items_per_s;
-    double   cpu_secs, items_per_cpu_s;        /* the process's CPU time (all threads) */
+    double   cpu_secs, cpu_us_per_item;          /* getrusage(RUSAGE_SELF): user + system, every thread */
     uint64_t anon_start, file_start;           /* RSS when the phase began */
     uint64_t peak_anon, peak_file, peak_rss;   /* the sampler's maxima */
     uint64_t vm_hwm;                           /* VmHWM when it ended */
@@ -75,10 +75,9 @@ typedef struct tide_bench_run {
 /* The figures of a phase that the summary takes over the runs, in the
  * order the bench prints them. */
 enum tide_bench_metric {
-    TIDE_BENCH_ITEMS_PER_S, TIDE_BENCH_SECONDS, TIDE_BENCH_ITEMS_PER_CPU_S,
-    TIDE_BENCH_CPU_SECONDS, TIDE_BENCH_PEAK_ANON, TIDE_BENCH_PEAK_FILE,
+    TIDE_BENCH_ITEMS_PER_S, TIDE_BENCH_SECONDS, TIDE_BENCH_PEAK_ANON, TIDE_BENCH_PEAK_FILE,
     TIDE_BENCH_VM_HWM, TIDE_BENCH_DEV_WRITTEN, TIDE_BENCH_WRITE_BYTES, TIDE_BENCH_WCHAR,
-    TIDE_BENCH_STORE_WRITTEN, TIDE_BENCH_COMMITS, TIDE_BENCH_SYNCS,
+    TIDE_BENCH_STORE_WRITTEN, TIDE_BENCH_COMMITS, TIDE_BENCH_SYNCS, TIDE_BENCH_CPU_US,
     TIDE_BENCH_METRICS
 };
 

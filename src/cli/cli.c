@@ -33,18 +33,38 @@
 #include "tide/error.h"
 #include "util/err.h"
 #include "util/hex.h"
+#include "util/log.h"
 
 #define OPTIONS_MAX 16              /* a verb's options, --help included */
 
 /* ---- messages ---- */
 
+void cli_say(int level, const char *fmt, ...)
+{
+    char text[4096];
+    const char *prefix = tide_log_prefix(level), *p = text;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    for (;;) {      /* line by line: the journal files each line on its own */
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+        fprintf(stderr, "%s%.*s\n", prefix, len, p);
+        if (nl == NULL || nl[1] == '\0') break;
+        p = nl + 1;
+    }
+}
+
 int cli_fail(const char *verb, int rc)
 {
     const char *detail = tide_last_error();
     if (detail && *detail)
-        fprintf(stderr, "tide %s: %s: %s\n", verb, tide_strerror(rc), detail);
+        cli_say(TIDE_LOG_ERROR, "tide %s: %s: %s", verb, tide_strerror(rc), detail);
     else
-        fprintf(stderr, "tide %s: %s\n", verb, tide_strerror(rc));
+        cli_say(TIDE_LOG_ERROR, "tide %s: %s", verb, tide_strerror(rc));
     return (rc == TIDE_EINVAL || rc == TIDE_EKEYSIZE) ? CLI_USAGE : CLI_FAIL;
 }
 
@@ -54,19 +74,22 @@ int cli_fail_store(const char *verb, int rc)
     return CLI_FAIL;
 }
 
-static void say(const char *verb, const char *fmt, va_list ap)
+/* "tide VERB: MESSAGE" and, with `hint`, "Try 'tide help VERB'.". */
+static void say(const char *verb, int hint, const char *fmt, va_list ap)
 {
-    fprintf(stderr, "tide %s: ", verb);
-    vfprintf(stderr, fmt, ap);
+    char msg[3072];
+
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (hint) cli_say(TIDE_LOG_ERROR, "tide %s: %s\nTry 'tide help %s'.", verb, msg, verb);
+    else cli_say(TIDE_LOG_ERROR, "tide %s: %s", verb, msg);
 }
 
 int cli_usage(const char *verb, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    say(verb, fmt, ap);
+    say(verb, 1, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nTry 'tide help %s'.\n", verb);
     return CLI_USAGE;
 }
 
@@ -74,9 +97,8 @@ int cli_error(const char *verb, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    say(verb, fmt, ap);
+    say(verb, 0, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return CLI_FAIL;
 }
 
@@ -208,7 +230,7 @@ static int decode_key(const char *verb, cli_args *a)
     if (rc) {
         tide_err_prefix(rc, "key '%.80s%s'", hex, strlen(hex) > 80 ? "..." : "");
         cli_fail(verb, rc);
-        fprintf(stderr, "Try 'tide help %s'.\n", verb);
+        cli_say(TIDE_LOG_ERROR, "Try 'tide help %s'.", verb);
         return CLI_USAGE;
     }
     return CLI_OK;

@@ -101,6 +101,14 @@ int cli_parse(const cli_verb *v, int argc, char **argv, void *opts, cli_args *a,
  * Returns 0, or -1 when there is no such verb. */
 int cli_help(const char *verb, FILE *f);
 
+/* The formatted text on stderr, each of its lines ended by a newline and
+ * begun with tide_log_prefix(level) (util/log.h): when stderr is the
+ * journal (a systemd unit running `tide verify`), "<3>" files an error at
+ * err. cli_fail, cli_usage, cli_error and tide.c's own errors go through
+ * it. At most
+ * 4095 bytes; no allocation. */
+void cli_say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* "tide VERB: <tide_strerror(rc)>: <tide_last_error()>" (the last part
  * omitted when empty). Returns CLI_FAIL, or CLI_USAGE for TIDE_EINVAL and
  * TIDE_EKEYSIZE. */
@@ -220,6 +228,20 @@ void cli_progress_draw(cli_progress *p, const char *what, uint64_t done, uint64_
 /* End the line: a newline after a drawn line (it stays as the final
  * line), nothing otherwise. Call before printing anything else. */
 void cli_progress_end(cli_progress *p);
+
+/* A new measure begins on the line (verify's bytes of nudb.dat after its
+ * buckets of nudb.key): the rate's clock starts again at `now_us`
+ * (tide_clock_mono_us), so that the rate is of this measure's own time,
+ * not of the steps before it (invariant 4). */
+void cli_progress_restart(cli_progress *p, uint64_t now_us);
+
+/* The line cli_progress_draw writes between "\r" and "\033[K", for
+ * done/total at `now_us`, into `out` (cap bytes, NUL-terminated, cut when
+ * short): "tide VERB: WHAT  P%  DONE of TOTAL[ UNIT][  RATE/s]", the rate
+ * (bytes only) from RATE_AFTER_US after the measure's start on. Pure; a
+ * test passes its own clock. */
+void cli_progress_format(const cli_progress *p, const char *what, uint64_t done, uint64_t total,
+                         const char *unit, uint64_t now_us, char *out, size_t cap);
 
 /* ---- a directory with generations (issue 12; cli_store.c) ---- */
 

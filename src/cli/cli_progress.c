@@ -24,8 +24,10 @@
  *   3. cli_progress_end ends a drawn line with a newline (the final line
  *      stays, clean, and whatever follows starts on a line of its own);
  *      after it nothing more is drawn until the next start.
- *   4. Percent and counts on one line are of the same measure: done and
- *      total as given, never mixed with another step's.
+ *   4. Percent, counts and rate on one line are of the same measure: done
+ *      and total as given, never mixed with another step's, and the rate
+ *      divides done by the time since that measure began
+ *      (cli_progress_restart at a new step), not since the verb began.
  *   5. While a line may be drawn, the process's log goes through this
  *      file's sink: a log line (a warning from inside the walk) erases the
  *      progress line, takes a line of its own, and the progress line is
@@ -58,8 +60,8 @@ int cli_progress_option(int *mode, int id)
 static void log_sink(void *arg, int level, const char *line)
 {
     cli_progress *p = arg;
-    (void)level;
     if (p->drawn) fputs("\r\033[K", stderr);
+    fputs(tide_log_prefix(level), stderr);     /* the journal's, as the stderr sink writes it */
     fputs(line, stderr);
     fputc('\n', stderr);
     fflush(stderr);
@@ -91,26 +93,42 @@ static int due(cli_progress *p, uint64_t done, uint64_t total, uint64_t now)
     return !p->drawn || now - p->last_us >= EVERY_US;
 }
 
+void cli_progress_format(const cli_progress *p, const char *what, uint64_t done, uint64_t total,
+                         const char *unit, uint64_t now_us, char *out, size_t cap)
+{
+    char b1[32], b2[32], b3[32];
+    size_t n;
+
+    n = (size_t)snprintf(out, cap, "tide %s: %s  %3.0f%%  ", p->verb, what,
+                         total ? 100.0 * (double)done / (double)total : 100.0);
+    if (n >= cap) return;
+    if (unit != NULL) {
+        snprintf(out + n, cap - n, "%llu of %llu %s", (unsigned long long)done, (unsigned long long)total, unit);
+        return;
+    }
+    n += (size_t)snprintf(out + n, cap - n, "%s of %s", cli_human(done, b1, sizeof b1),
+                          cli_human(total, b2, sizeof b2));
+    if (n < cap && now_us >= p->start_us && now_us - p->start_us >= RATE_AFTER_US)  /* this measure's time */
+        snprintf(out + n, cap - n, "  %s/s", cli_human((uint64_t)((double)done * 1e6 /
+                                                                  (double)(now_us - p->start_us)), b3, sizeof b3));
+}
+
+void cli_progress_restart(cli_progress *p, uint64_t now_us)
+{
+    p->start_us = now_us;
+}
+
 void cli_progress_draw(cli_progress *p, const char *what, uint64_t done, uint64_t total,
                        const char *unit)
 {
     uint64_t now = tide_clock_mono_us();
-    char b1[32], b2[32], b3[32];
+    char text[384];
 
     if (!due(p, done, total, now)) return;
     TIDE_ASSERT(done <= total || total == 0);
     p->last_us = now;
-    fprintf(stderr, "\rtide %s: %s  %3.0f%%  ", p->verb, what,
-            total ? 100.0 * (double)done / (double)total : 100.0);
-    if (unit == NULL) {         /* bytes */
-        fprintf(stderr, "%s of %s", cli_human(done, b1, sizeof b1), cli_human(total, b2, sizeof b2));
-        if (now - p->start_us >= RATE_AFTER_US)
-            fprintf(stderr, "  %s/s", cli_human((uint64_t)((double)done * 1e6 /
-                                                          (double)(now - p->start_us)), b3, sizeof b3));
-    } else {
-        fprintf(stderr, "%llu of %llu %s", (unsigned long long)done, (unsigned long long)total, unit);
-    }
-    fputs("\033[K", stderr);
+    cli_progress_format(p, what, done, total, unit, now, text, sizeof text);
+    fprintf(stderr, "\r%s\033[K", text);
     fflush(stderr);
     p->drawn = 1;
 }

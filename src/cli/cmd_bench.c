@@ -57,18 +57,17 @@ static const char help_bench[] =
 "           value byte for byte with the one inserted (a mismatch stops\n"
 "           the bench with exit status 1). The page cache is warm.\n"
 "\n"
-"    For each phase it reports: items/s; items per CPU-second of the\n"
-"    process (CLOCK_PROCESS_CPUTIME_ID: every thread, the store's commit\n"
-"    thread and the sampler included), which stays comparable on a busy\n"
-"    machine; peak RSS split into anonymous\n"
-"    and file-backed memory (a sampler thread reads /proc/self/status every\n"
-"    10 ms and keeps the maximum; VmHWM is reset before the phase through\n"
-"    /proc/self/clear_refs where permitted, and reported too); bytes\n"
-"    written, from /proc/self/io (write_bytes: sent to the storage layer;\n"
-"    wchar: passed to write calls), from the store's own counter, and from\n"
-"    the block device holding DIR (/sys/dev/block/MAJ:MIN/stat; it counts\n"
-"    every process's writes, so keep the machine quiet); and the commits\n"
-"    and syncs the store made.\n"
+"    For each phase it reports: items/s; the CPU time of the process\n"
+"    (getrusage: user + system, every thread, the store's commit thread\n"
+"    included) in seconds and in microseconds per item; peak RSS split\n"
+"    into anonymous and file-backed memory (a sampler thread reads\n"
+"    /proc/self/status every 10 ms and keeps the maximum; VmHWM is reset\n"
+"    before the phase through /proc/self/clear_refs where permitted, and\n"
+"    reported too); bytes written, from /proc/self/io (write_bytes: sent\n"
+"    to the storage layer; wchar: passed to write calls), from the store's\n"
+"    own counter, and from the block device holding DIR\n"
+"    (/sys/dev/block/MAJ:MIN/stat; it counts every process's writes, so\n"
+"    keep the machine quiet); and the commits and syncs the store made.\n"
 "\n"
 "    After the runs it prints a summary: median and range (min-max) of\n"
 "    items/s per phase, the durability mode, the file sizes, peak RSS,\n"
@@ -213,8 +212,6 @@ static const struct row {
 } rows[] = {
     { TIDE_BENCH_ITEMS_PER_S,   "items/s",                 "%.0f", "items_per_s" },
     { TIDE_BENCH_SECONDS,       "seconds",                 "%.3f", "seconds" },
-    { TIDE_BENCH_ITEMS_PER_CPU_S, "items/CPU-s (process)",   "%.0f", "items_per_cpu_s" },
-    { TIDE_BENCH_CPU_SECONDS,   "CPU seconds (process)",   "%.3f", "cpu_seconds" },
     { TIDE_BENCH_PEAK_ANON,     "peak RSS anon (sampled)", NULL,   "peak_rss_anon_bytes" },
     { TIDE_BENCH_PEAK_FILE,     "peak RSS file (sampled)", NULL,   "peak_rss_file_bytes" },
     { TIDE_BENCH_VM_HWM,        "VmHWM (reset per phase)", NULL,   "vm_hwm_bytes" },
@@ -224,6 +221,7 @@ static const struct row {
     { TIDE_BENCH_STORE_WRITTEN, "written: store counter",  NULL,   "store_bytes_written" },
     { TIDE_BENCH_COMMITS,       "commits",                 "%.0f", "commits" },
     { TIDE_BENCH_SYNCS,         "syncs",                   "%.0f", "syncs" },
+    { TIDE_BENCH_CPU_US,        "CPU us/item (process)",   "%.2f", "cpu_us_per_item" },
 };
 
 static const char *hs(double bytes, char *buf, size_t cap)
@@ -287,9 +285,10 @@ static void print_phase_line(FILE *o, unsigned run, unsigned runs, const char *n
                              const tide_bench_phase *p)
 {
     char a[32], fl[32], h[32], d[32], wb[32], wc[32], sw[32];
-    fprintf(o, "run %u/%u %-5s %10.0f items/s %8.3f s %10.0f items/CPU-s  commits %llu syncs %llu  peak anon %s "
-            "file %s HWM %s  written: device %s write_bytes %s wchar %s store %s\n",
-            run, runs, name, p->items_per_s, p->secs, p->items_per_cpu_s,
+    fprintf(o, "run %u/%u %-5s %10.0f items/s %8.3f s  cpu %.3f s %.2f us/item  commits %llu "
+            "syncs %llu  peak anon %s file %s HWM %s  written: device %s write_bytes %s wchar %s "
+            "store %s\n",
+            run, runs, name, p->items_per_s, p->secs, p->cpu_secs, p->cpu_us_per_item,
             (unsigned long long)p->commits,
             (unsigned long long)p->syncs, hs((double)p->peak_anon, a, sizeof a),
             hs((double)p->peak_file, fl, sizeof fl), hs((double)p->vm_hwm, h, sizeof h),
@@ -367,7 +366,7 @@ static json_t *j_phase(const tide_bench_phase *p)
     json_object_set_new(o, "seconds", json_real(p->secs));
     json_object_set_new(o, "items_per_s", json_real(p->items_per_s));
     json_object_set_new(o, "cpu_seconds", json_real(p->cpu_secs));
-    json_object_set_new(o, "items_per_cpu_s", json_real(p->items_per_cpu_s));
+    json_object_set_new(o, "cpu_us_per_item", json_real(p->cpu_us_per_item));
     json_object_set_new(o, "rss_anon_start_bytes", json_integer((json_int_t)p->anon_start));
     json_object_set_new(o, "rss_file_start_bytes", json_integer((json_int_t)p->file_start));
     json_object_set_new(o, "peak_rss_anon_bytes", json_integer((json_int_t)p->peak_anon));

@@ -41,6 +41,7 @@
 #include "gen/gens.h"
 #include "tide/error.h"
 #include "tide/store.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 static const char help_verify[] =
@@ -166,14 +167,21 @@ static const struct option options[] = {
 typedef struct verify_progress {
     cli_progress line;
     const char *name;           /* "" for a plain store, else the generation */
+    unsigned step;              /* the step last drawn; 0 before the first */
 } verify_progress;
 
 /* The library's tide_verify_progress_fn: each step has its own measure,
- * named on the line (buckets of nudb.key, then bytes of nudb.dat). */
+ * named on the line (buckets of nudb.key, then bytes of nudb.dat), and
+ * its own clock for the rate (cli_progress_restart). */
 static void progress_cb(void *arg, unsigned step, uint64_t done, uint64_t total)
 {
     verify_progress *p = arg;
     char what[96];
+
+    if (step != p->step) {      /* another measure: its rate from its own start */
+        if (p->step != 0) cli_progress_restart(&p->line, tide_clock_mono_us());
+        p->step = step;
+    }
 
     snprintf(what, sizeof what, "%s%sstep %u/2, %s", p->name, *p->name ? ": " : "", step,
              step == TIDE_VERIFY_STEP_BUCKETS ? "nudb.key" : "nudb.dat");
@@ -190,6 +198,7 @@ static int verify_one(const char *dir, const char *name, int mode, tide_verify_r
     int rc;
 
     p.name = name;
+    p.step = 0;
     cli_progress_start(&p.line, "verify", mode);
     if (p.line.on) {
         o.progress = progress_cb;

@@ -240,7 +240,7 @@ static int env_log_setting(const char *var, int (*parse)(const char *), int dflt
     if (env == NULL || *env == '\0') return dflt;
     v = parse(env);
     if (v >= 0) return v;
-    fprintf(stderr, "tide: %s='%s' is not %s; using %s\n", var, env, words, dflt_name);
+    cli_say(TIDE_LOG_WARN, "tide: %s='%s' is not %s; using %s", var, env, words, dflt_name);
     return dflt;
 }
 
@@ -275,15 +275,15 @@ static int global_options(int argc, char **argv, int *level, int *format, int *s
         if (c == 'l' && (*level = tide_log_level_parse(optarg)) >= 0) continue;
         if (c == 'f' && (*format = tide_log_format_parse(optarg)) >= 0) continue;
         if (c == 'f')
-            fprintf(stderr, "tide: --log-format '%s' is not text or json\n"
-                            "Try 'tide --help'.\n", optarg);
+            cli_say(TIDE_LOG_ERROR, "tide: --log-format '%s' is not text or json\n"
+                                    "Try 'tide --help'.", optarg);
         else if (c == 'l')
-            fprintf(stderr, "tide: --log-level '%s' is not debug, info, warn, error or off\n"
-                            "Try 'tide --help'.\n", optarg);
+            cli_say(TIDE_LOG_ERROR, "tide: --log-level '%s' is not debug, info, warn, error or off\n"
+                                    "Try 'tide --help'.", optarg);
         else if (optopt)
-            fprintf(stderr, "tide: unknown option '-%c'\nTry 'tide --help'.\n", optopt);
+            cli_say(TIDE_LOG_ERROR, "tide: unknown option '-%c'\nTry 'tide --help'.", optopt);
         else
-            fprintf(stderr, "tide: unknown option '%s'\nTry 'tide --help'.\n", argv[optind - 1]);
+            cli_say(TIDE_LOG_ERROR, "tide: unknown option '%s'\nTry 'tide --help'.", argv[optind - 1]);
         return 1;
     }
     return 0;
@@ -293,26 +293,29 @@ int main(int argc, char **argv)
 {
     const cli_verb *v;
     char names[256];
-    int level = env_log_setting("TIDE_LOG_LEVEL", tide_log_level_parse, TIDE_LOG_WARN,
-                                "debug, info, warn, error or off", "warn");
-    int format = env_log_setting("TIDE_LOG_FORMAT", tide_log_format_parse, TIDE_LOG_FORMAT_TEXT, "text or json",
-                                 "text");
-    int status;
+    int level = -1, format = -1, status;
 
     if (global_options(argc, argv, &level, &format, &status)) return status;
+    /* the variables after the options: one an option overrides is not
+     * read, so a bad one there is no warning */
+    if (level < 0)
+        level = env_log_setting("TIDE_LOG_LEVEL", tide_log_level_parse, TIDE_LOG_WARN,
+                                "debug, info, warn, error or off", "warn");
+    if (format < 0)
+        format = env_log_setting("TIDE_LOG_FORMAT", tide_log_format_parse, TIDE_LOG_FORMAT_TEXT, "text or json",
+                                 "text");
     tide_log_set_level(level);
     tide_log_set_format(format);
     if (optind >= argc) {
-        fprintf(stderr, "tide: no verb given\n"
-                        "Usage: tide VERB [OPTIONS] ARGS   (verbs: %s)\n"
-                        "Try 'tide --help'.\n", verb_names(names, sizeof names, " ", 1));
+        cli_say(TIDE_LOG_ERROR, "tide: no verb given\n"
+                                "Usage: tide VERB [OPTIONS] ARGS   (verbs: %s)\n"
+                                "Try 'tide --help'.", verb_names(names, sizeof names, " ", 1));
         return CLI_USAGE;
     }
     v = find_verb(argv[optind]);
     if (v == NULL) {
-        fprintf(stderr, "tide: '%s' is not a verb (%s)\n"
-                        "Try 'tide --help'.\n", argv[optind],
-                verb_names(names, sizeof names, ", ", 1));
+        cli_say(TIDE_LOG_ERROR, "tide: '%s' is not a verb (%s)\n"
+                                "Try 'tide --help'.", argv[optind], verb_names(names, sizeof names, ", ", 1));
         return CLI_USAGE;
     }
     return v->run(argc - optind, argv + optind);

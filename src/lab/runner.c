@@ -35,9 +35,10 @@
  *   5. With plan->heartbeat > 0 the report gets one line per heartbeat
  *      period of the workload's clock, at k x heartbeat for every k with
  *      k x heartbeat within the run (the check comes before the loop's end
- *      test, and a late loop catches up line by line, never skips one):
- *      the elapsed and the planned seconds, the repetition, and each
- *      variant's last RSS sample, so a long run is seen alive.
+ *      test, and a late loop catches up in one go, never skips one):
+ *      k x heartbeat and the planned seconds (the ledgers' time when
+ *      --duration is 0), the repetition, and each variant's last RSS
+ *      sample, so a long run is seen alive (ti_lab_heartbeats).
  *
  * Never: exec a shell, leave a child running, or treat a failed request
  * as fatal (it is counted; a dead node is what fails the run).
@@ -291,30 +292,43 @@ static void rep_poll(rep_state *s, ti_lab_node *n)
     if (n->series->rotating) (void)ti_lab_poll_rotations(&s->r, n);
 }
 
-/* Invariant 5: one line on the report, each variant's last RSS sample in
- * the plan's order ("?" for a node not sampled yet). */
-static void rep_heartbeat(const rep_state *s, double t)
+unsigned ti_lab_heartbeats(FILE *f, const tide_lab_plan *o, unsigned rep, double elapsed, unsigned done,
+                           const char *rss)
+{
+    double planned = o->duration > 0 ? o->duration : (double)o->ledgers * o->interval;
+    unsigned due;
+
+    if (o->duration > 0 && elapsed > o->duration) elapsed = o->duration;   /* a beat past the end: not in the run */
+    if (!(o->heartbeat > 0) || elapsed < o->heartbeat) return done;
+    due = (unsigned)floor(elapsed / o->heartbeat);
+    for (; done < due; done++)
+        if (f) fprintf(f, "tide lab: %.0f/%.0f s, repetition %u/%u, RSS:%s\n", (done + 1) * o->heartbeat, planned,
+                       rep, o->repeat, rss);
+    if (f) fflush(f);
+    return done;
+}
+
+/* Invariant 5: the heartbeat lines due at t after `done`, each with every
+ * variant's last RSS sample in the plan's order ("?" for a node not
+ * sampled yet). Returns the beats written in all. */
+static unsigned rep_heartbeat(const rep_state *s, double t, unsigned done)
 {
     const tide_lab_plan *o = s->r.o;
-    char line[64 + TIDE_LAB_MAX_VARIANTS * 96];
-    size_t len;
+    char rss[TIDE_LAB_MAX_VARIANTS * 96] = "";
+    size_t len = 0;
 
-    len = (size_t)snprintf(line, sizeof line, "tide lab: %.0f/%.0f s, repetition %u/%u, RSS:",
-                           t - s->r.t0, o->duration, s->rep, o->repeat);
-    for (size_t i = 0; i < o->nv && len < sizeof line; i++)
+    if (ti_lab_heartbeats(NULL, o, s->rep, t - s->r.t0, done, "") == done) return done;
+    for (size_t i = 0; i < o->nv && len < sizeof rss; i++)
         for (size_t k = 0; k < s->r.nn; k++) {
             const tide_lab_series *x = s->nodes[k].series;
             if (s->nodes[k].v != &o->v[i]) continue;
             if (x->nsamples == 0)
-                len += (size_t)snprintf(line + len, sizeof line - len, " %s ?", o->v[i].name);
+                len += (size_t)snprintf(rss + len, sizeof rss - len, " %s ?", o->v[i].name);
             else
-                len += (size_t)snprintf(line + len, sizeof line - len, " %s %.1f MiB", o->v[i].name,
+                len += (size_t)snprintf(rss + len, sizeof rss - len, " %s %.1f MiB", o->v[i].name,
                                         (double)x->samples[x->nsamples - 1].rss / 1048576.0);
         }
-    if (o->report) {
-        fprintf(o->report, "%s\n", line);
-        fflush(o->report);
-    }
+    return ti_lab_heartbeats(o->report, o, s->rep, t - s->r.t0, done, rss);
 }
 
 /* The main loop: a sample every sample_interval on the workload's clock,
@@ -325,8 +339,7 @@ static int rep_measure(rep_state *s)
 {
     const tide_lab_plan *o = s->r.o;
     double end = s->r.t0 + o->duration, next_sample = s->r.t0, next_poll = s->r.t0 + 5;
-    double next_beat = s->r.t0 + o->heartbeat;
-    unsigned tick = 0, per_reset = (unsigned)fmax(1.0, round(10.0 / o->sample_interval));
+    unsigned beats = 0, tick = 0, per_reset = (unsigned)fmax(1.0, round(10.0 / o->sample_interval));
 
     for (;;) {
         double t = ti_lab_now();
@@ -347,17 +360,14 @@ static int rep_measure(rep_state *s)
             for (size_t k = 0; k < s->r.nn; k++) rep_poll(s, &s->nodes[k]);
             next_poll += 5.0;
         }
-        if (o->heartbeat > 0 && t >= next_beat) {   /* before the end: invariant 5 */
-            rep_heartbeat(s, t);
-            next_beat += o->heartbeat;
-        }
+        beats = rep_heartbeat(s, t, beats);          /* before the end: invariant 5 */
         for (unsigned c = 0; c < o->clients; c++)
             if (s->clients[c].started && pthread_tryjoin_np(s->clients[c].th, NULL) == 0) s->clients[c].started = 0;
         for (unsigned c = 0; c < o->clients; c++) all_done &= !s->clients[c].started;
         if (o->duration > 0 && t >= end) return 0;
         if (all_done && t >= s->r.t0 + (double)o->ledgers * o->interval) return 0;
-        ti_lab_nap(fmin(fmin(next_sample, next_poll), o->heartbeat > 0 ? next_beat : next_poll) -
-                   ti_lab_now() + 0.001);
+        ti_lab_nap(fmin(fmin(next_sample, next_poll), o->heartbeat > 0 ? s->r.t0 + (beats + 1) * o->heartbeat
+                                                                        : next_poll) - ti_lab_now() + 0.001);
     }
 }
 

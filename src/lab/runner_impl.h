@@ -58,6 +58,18 @@ double ti_lab_now(void);
  * runner.c's signal flag: invariant 3 of runner.c). */
 void ti_lab_nap(double s);
 
+/* The heartbeat lines due at `elapsed` seconds of the workload after
+ * `done` of them (runner.c invariant 5): one line on f (NULL: none) for
+ * each k in done+1 .. floor(elapsed / o->heartbeat), elapsed taken as at
+ * most o->duration when that is set (no beat past the run's end), "tide lab: T/P s,
+ * repetition R/N, RSS:<rss>" with T = k x o->heartbeat (the beat's own
+ * time, so a late caller catching up writes 10, 20, 30, never 31 three
+ * times) and P the planned seconds (o->duration, or with duration 0 the
+ * ledgers' o->ledgers x o->interval). Returns the beats written in all,
+ * done + the lines; done when o->heartbeat is 0. Pure but for f. */
+unsigned ti_lab_heartbeats(FILE *f, const tide_lab_plan *o, unsigned rep, double elapsed, unsigned done,
+                           const char *rss);
+
 /* ---- node.c ---- */
 
 /* A free loopback port (the kernel's choice when want is 0), or want when

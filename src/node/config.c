@@ -410,7 +410,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "naming the file and its mode. Precedence, highest first: TIDE_METRICS_TOKEN, this "
                 "setting (its environment variable, then the config file), then "
                 "$CREDENTIALS_DIRECTORY/metrics_token (systemd's LoadCredential=), read when that "
-                "variable is set and the file exists (an empty credential means no token)." },
+                "variable is set and the file exists (an empty credential means no token). A "
+                "leading '-' (-FILE, as systemd writes an optional file) makes a missing FILE no "
+                "token instead of an error: tided.service's pre-start check of its credentials' "
+                "sources uses it." },
     [TIDE_CFG_ADMIN_TOKEN_FILE] = { "admin_token_file", NULL, "TIDE_ADMIN_TOKEN_FILE", "http",
                                    NULL, NULL, K_PATH, 0, 0, 0,
         .dflt = "unset", .arg = "FILE",

@@ -381,8 +381,9 @@ int tide_config_group(int id);
 /* "node", "http", "cache", "memory", "node_db"; "?" out of range. */
 const char *tide_config_group_name(int group);
 
-/* The config file's section of setting `id` ("node", "node_db"), or NULL
- * for an env-only setting (the tokens) and an id out of range. */
+/* The config file's section of setting `id`: "node", "node_db" or "http"
+ * (metrics_token_file and admin_token_file), or NULL for an env-only
+ * setting (the tokens themselves) and an id out of range. */
 const char *tide_config_section(int id);
 
 /* The value of setting `id` alone, as tide_config_describe writes it

@@ -12,16 +12,18 @@
  *
  * Tokens. A token's own variable (TIDE_METRICS_TOKEN, TIDE_ADMIN_TOKEN)
  * wins; else its file setting (metrics_token_file, admin_token_file: env,
- * then [http] in the config file); else, under systemd's LoadCredential=,
+ * then [http] in the config file; "-FILE" when a missing FILE is no
+ * token); else, under systemd's LoadCredential=,
  * $CREDENTIALS_DIRECTORY/metrics_token and admin_token. A token file is a
  * secret at rest, so it is held to what ssh holds a private key to: a
  * regular file, not readable by others, not writable by group or others
- * (0600, or 0640 with the service's group). One trailing newline (what an
+ * (0600, or 0640 with the service's group), owned by tided's own user
+ * or root (another owner could rewrite it). One trailing newline (what an
  * editor or `echo` leaves) is dropped; the rest must be a token a header
  * carries as is (visible ASCII, '!' to '~'), 1 to 255 bytes. A credential
- * is a copy systemd made (mode 0400, owned by the service's user) and is
- * checked all the same; an empty one means "no token": the unit declares
- * SetCredential=NAME:\n as the fallback for a missing /etc/tide file,
+ * is a copy systemd made (mode 0400, readable by the service's user) and
+ * is checked all the same but for its owner; an empty one means "no
+ * token": the unit declares SetCredential=NAME:\n as the fallback for a missing /etc/tide file,
  * since systemd 252 fails a unit whose LoadCredential= file is missing.
  *
  * Invariants:
@@ -31,7 +33,8 @@
  *
  * Never: put a token's bytes in a message or the log (a bad byte is named
  * by its position); follow a token setting into reading more than 257
- * bytes; accept a file others can read.
+ * bytes; accept a file others can read or another user owns; block on
+ * opening a FIFO (the open is non-blocking, the type checked first).
  */
 #include "node/config_impl.h"
 
@@ -76,12 +79,24 @@ int tide_config_apply_state_dir(tide_config *c, const char *state_directory)
 
 /* The checks on an open token file's metadata: 0, or TIDE_EINVAL naming
  * `label` (how the file was named, with its path). */
-static int check_token_mode(const struct stat *st, const char *label, const char *path)
+static int check_token_mode(const struct stat *st, const char *label, const char *path, int credential)
 {
     unsigned mode = (unsigned)st->st_mode & 07777;
 
     if (!S_ISREG(st->st_mode))
         return tide_err_set(TIDE_EINVAL, "%s: not a regular file", label);
+    /* Whoever owns the file can chmod it and write it: the token is ours
+     * only when we or root own it (root can replace it anyway). Not for a
+     * credential: systemd may leave its copy root's with an ACL for us,
+     * and under PrivateUsers=yes root shows as the overflow uid. */
+    if (!credential && st->st_uid != geteuid() && st->st_uid != 0 && geteuid() == 0)
+        return tide_err_set(TIDE_EINVAL, "%s: owned by uid %lu, not by root; run as root (the unit's pre-start "
+                            "check is), tided accepts only root's token files, since their owner can rewrite "
+                            "them: chown root %s", label, (unsigned long)st->st_uid, path);
+    if (!credential && st->st_uid != geteuid() && st->st_uid != 0)
+        return tide_err_set(TIDE_EINVAL, "%s: owned by uid %lu, neither tided's user (uid %lu) nor root, so "
+                            "that user controls the token; give it to root or to tided's user: chown root %s",
+                            label, (unsigned long)st->st_uid, (unsigned long)geteuid(), path);
     if (st->st_mode & S_IROTH)
         return tide_err_set(TIDE_EINVAL, "%s: mode %04o lets every user read the token; make it private "
                             "to its owner: chmod 600 %s", label, mode, path);
@@ -120,8 +135,10 @@ static int check_token_text(char *buf, size_t *len, const char *label, int empty
 
 /* Read the token in `path` into out (TOKEN_MAX + 1 bytes). *found is 0
  * when `missing_ok` and the file does not exist (then nothing is read).
- * 0, or TIDE_EINVAL naming `label`; out is written only on success. */
-static int read_token_file(const char *path, const char *label, int missing_ok, int empty_ok, char *out,
+ * A `credential` (systemd's copy) may be empty (no token) and its owner
+ * is not checked. 0, or TIDE_EINVAL naming `label`; out is written only
+ * on success. */
+static int read_token_file(const char *path, const char *label, int missing_ok, int credential, char *out,
                            int *found)
 {
     char buf[TOKEN_MAX + 3];
@@ -131,7 +148,11 @@ static int read_token_file(const char *path, const char *label, int missing_ok, 
     int fd, rc = 0;
 
     *found = 0;
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    /* O_NONBLOCK: a FIFO (or a device) named as a token file must not
+     * block the open (start, --check-config, SIGHUP's loop 0): it is
+     * refused by its type just below, before anything is read. On a
+     * regular file the flag changes nothing. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0 && errno == ENOENT && missing_ok) return 0;
     if (fd < 0)
         return tide_err_set(TIDE_EINVAL, "%s: cannot open it: %s", label, strerror(errno));
@@ -139,7 +160,7 @@ static int read_token_file(const char *path, const char *label, int missing_ok, 
         rc = tide_err_set(TIDE_EINVAL, "%s: cannot stat it: %s", label, strerror(errno));
         goto out;
     }
-    rc = check_token_mode(&st, label, path);
+    rc = check_token_mode(&st, label, path, credential);
     if (rc) goto out;
     /* The size checked above may change under us: read at most one byte
      * past the longest content, so a longer file still reads as too long. */
@@ -157,7 +178,7 @@ static int read_token_file(const char *path, const char *label, int missing_ok, 
                           label, TOKEN_MAX);
         goto out;
     }
-    rc = check_token_text(buf, &len, label, empty_ok);
+    rc = check_token_text(buf, &len, label, credential);
     if (rc) goto out;
     TIDE_ASSERT(len <= TOKEN_MAX);
     memcpy(out, buf, len + 1);
@@ -183,10 +204,14 @@ static int load_token(tide_config *c, int token_id, int file_id, const char *fil
         return 0;
     }
     if (file[0] != '\0') {
+        /* "-FILE": a missing FILE is no token (systemd's own "-" for an
+         * optional file): the unit's pre-start check of the credentials'
+         * sources, which may be absent. */
+        int optional = file[0] == '-';
         tide_config_source_text(c, file_id, source, sizeof source);
-        snprintf(label, sizeof label, "%s %s (%s)", tide_config_name(file_id), file, source);
-        rc = read_token_file(file, label, 0, 0, token, &found);
-        if (rc == 0)
+        snprintf(label, sizeof label, "%s %s (%s)", tide_config_name(file_id), file + optional, source);
+        rc = read_token_file(file + optional, label, optional, 0, token, &found);
+        if (rc == 0 && found)
             ti_config_set_source(c, token_id, c->src[file_id].kind, "%s", c->src[file_id].where);
         return rc;
     }

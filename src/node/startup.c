@@ -5,9 +5,11 @@
  *
  * The log answers, in this order: what runs with which settings and where
  * each came from (one line per group of settings, "settings [http]: ...",
- * each within SETTINGS_LINE_BUDGET so that the log's cap never cuts one; a
- * group that does not fit goes on in a "(continued)" line, and a value too
- * long for any line shows its first 64 bytes and its length); which allocator serves malloc and how it is tuned; which
+ * each within SETTINGS_LINE_BUDGET, counted as the log writes it (escaped
+ * in json), so that the log's cap never cuts one; a group that does not
+ * fit goes on in a "(continued)" line, and a value too long for any line
+ * shows its first 64 bytes and its length); which allocator serves malloc
+ * and how it is tuned; which
  * key-file block size the store really has; and what is left unbounded.
  * Every warning names the setting or the command that would silence it.
  *
@@ -44,6 +46,7 @@
 #include "gen/gens.h"
 #include "mem/alloc.h"
 #include "mem/overload.h"
+#include "util/assert.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
@@ -224,14 +227,31 @@ static void log_memory_split(const tide_config *c)
              (held * 100 + c->memory_limit - 1) / c->memory_limit);   /* rounded up: 98.0% is not 97% */
 }
 
+/* What `piece` (`n` bytes) takes of a settings line's budget: its bytes,
+ * or in json its escaped bytes (tide_log_json_escape), since the log's cap
+ * counts the line as written and a '"' or '\\' is written in 2 bytes, a
+ * control character in 6, a byte that is not UTF-8 in 5;
+ * SETTINGS_LINE_BUDGET + 1 for anything longer than the budget. */
+static size_t piece_cost(const char *piece, size_t n)
+{
+    char esc[SETTINGS_LINE_BUDGET + 2];
+    size_t used, out;
+
+    if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) return n;
+    out = tide_log_json_escape(esc, sizeof esc, piece, n, &used);
+    return used < n ? SETTINGS_LINE_BUDGET + 1 : out;
+}
+
 /* One setting as the settings lines show it: whole, or, when it alone
- * would not fit in a line (a data_dir of 4000 bytes), its value's first
- * 64 bytes and length with its source. */
+ * would not fit in a line (a data_dir of 4000 bytes, or of 1600 '"' in
+ * json), its value's first 64 bytes and length with its source (at most
+ * 64 + 200 bytes before escaping: within the budget even escaped). */
 static void settings_piece(const tide_config *c, int id, char *out, size_t cap)
 {
     char val[4160], src[200];
+    size_t n = tide_config_describe_setting(c, id, out, cap);
 
-    if (tide_config_describe_setting(c, id, out, cap) <= SETTINGS_LINE_BUDGET - 32) return;
+    if (n < cap && piece_cost(out, strlen(out)) <= SETTINGS_LINE_BUDGET - 32) return;
     tide_config_describe_one(c, id, val, sizeof val);
     tide_config_source_text(c, id, src, sizeof src);
     snprintf(out, cap, "%s=%.64s...(%zu bytes)(%s)", tide_config_name(id), val, strlen(val), src);
@@ -239,28 +259,32 @@ static void settings_piece(const tide_config *c, int id, char *out, size_t cap)
 
 /* "settings [http]: listen=127.0.0.1:8080(default) http_threads=2(default) ...",
  * one line per group, a group that does not fit in one continued on the
- * next ("settings [node_db] (continued): ..."). */
+ * next ("settings [node_db] (continued): "). `cost` is what the line
+ * takes as the log writes it (piece_cost), `used` its bytes (never more). */
 static void log_settings(const tide_config *c)
 {
     for (int g = 0; g < TIDE_CFG_GROUP_COUNT; g++) {
         char line[SETTINGS_LINE_BUDGET + 1], piece[4500];
-        size_t used = 0;
+        size_t used = 0, cost = 0;
         int lines = 0;
 
         for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-            size_t n;
+            size_t n, k;
 
             if (tide_config_group(id) != g) continue;
             settings_piece(c, id, piece, sizeof piece);
             n = strlen(piece);
-            if (used > 0 && used + 1 + n > SETTINGS_LINE_BUDGET) {
+            k = piece_cost(piece, n);
+            if (used > 0 && cost + 1 + k > SETTINGS_LINE_BUDGET) {
                 tide_log(TIDE_LOG_INFO, "settings [%s]%s: %s", tide_config_group_name(g),
                          lines ? " (continued)" : "", line);
-                lines++, used = 0;
+                lines++, used = cost = 0;
             }
-            if (used) line[used++] = ' ';
+            if (used) line[used++] = ' ', cost++;
+            TIDE_ASSERT(cost + k <= SETTINGS_LINE_BUDGET && used + n <= cost + k);
             memcpy(line + used, piece, n + 1);
             used += n;
+            cost += k;
         }
         if (used)
             tide_log(TIDE_LOG_INFO, "settings [%s]%s: %s", tide_config_group_name(g), lines ? " (continued)" : "",
@@ -281,11 +305,15 @@ void tide_startup_log(const tide_config *c)
                  "ever deleted; set --online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete (N objects "
                  "per generation, or manual)");
     if (c->metrics_token[0] == '\0' && !c->metrics_public)
-        tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: set TIDE_METRICS_TOKEN (then send "
-                 "Authorization: Bearer <token>) or TIDE_METRICS_PUBLIC=1");
+        tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: give a token (then send "
+                 "Authorization: Bearer <token>) by a file, [http] metrics_token_file / "
+                 "TIDE_METRICS_TOKEN_FILE (mode 600), by systemd's LoadCredential=metrics_token:FILE, or "
+                 "by TIDE_METRICS_TOKEN; or set TIDE_METRICS_PUBLIC=1");
     if (c->admin_token[0] == '\0')
-        tide_log(TIDE_LOG_INFO, "admin endpoints are off (403): set TIDE_ADMIN_TOKEN to enable every "
-                 "/v1/admin endpoint (sweep, rotate, keep, can_delete, heap)");
+        tide_log(TIDE_LOG_INFO, "admin endpoints are off (403): to enable every /v1/admin endpoint (sweep, "
+                 "rotate, keep, can_delete, heap) give a token by a file, [http] admin_token_file / "
+                 "TIDE_ADMIN_TOKEN_FILE (mode 600), by systemd's LoadCredential=admin_token:FILE, or by "
+                 "TIDE_ADMIN_TOKEN");
 }
 
 void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)

@@ -82,6 +82,7 @@
 #include "mem/account.h"
 #include "tide/error.h"
 #include "util/clock.h"
+#include "util/log.h"
 
 typedef struct api_handler {
     h2o_handler_t super;
@@ -159,6 +160,32 @@ static int path_is(const char *p, size_t n, const char *lit)
     return n == strlen(lit) && memcmp(p, lit, n) == 0;
 }
 
+/* A test hook (tests/test_http.c, the watchdog test): with
+ * TIDE_TEST_STALL_MS=N set, a GET /healthz carrying the header
+ * x-tide-test-stall holds its loop's thread for N ms, as a handler stuck
+ * on a lock would, when it landed on a loop other than loop 0 (the one
+ * that pings the watchdog); on loop 0 it answers 409 at once, so the test
+ * can try another connection. Unset (every real run), it costs one
+ * comparison. Returns 1 when it answered. */
+static long test_stall_ms = -1;
+
+static int test_stall(h2o_req_t *req)
+{
+    tided_loop *l = H2O_STRUCT_FROM_MEMBER(tided_loop, ctx, req->conn->ctx);
+
+    if (test_stall_ms <= 0 || h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-tide-test-stall"), -1) < 0)
+        return 0;
+    if (l->index == 0) {
+        tided_send_body(req, 409, "text/plain; charset=utf-8", "loop 0\n", 7);
+        return 1;
+    }
+    tide_log(TIDE_LOG_WARN, "test hook: loop %u stalls for %ld ms", l->index, test_stall_ms);
+    tide_clock_sleep_us((uint64_t)test_stall_ms * 1000);
+    tide_log(TIDE_LOG_WARN, "test hook: loop %u resumes", l->index);
+    tided_send_body(req, 200, "text/plain; charset=utf-8", "stalled\n", 8);
+    return 1;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     tided_server *srv = ((api_handler *)self)->srv;
@@ -187,7 +214,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if (n >= sizeof objects_prefix - 1 && memcmp(p, objects_prefix, sizeof objects_prefix - 1) == 0) {
         tided_api_objects(srv, req, guard, p + sizeof objects_prefix - 1, n - (sizeof objects_prefix - 1));
     } else if (path_is(p, n, "/healthz")) {
-        if (!get_or_head) tided_send_not_allowed(req, "GET, HEAD");
+        if (test_stall(req)) {}
+        else if (!get_or_head) tided_send_not_allowed(req, "GET, HEAD");
         else if (tided_parse_query(req, NULL) == 0) tided_send_body(req, 200, "text/plain; charset=utf-8", "ok\n", 3);
     } else if (path_is(p, n, "/v1/status")) {
         if (!get_or_head) tided_send_not_allowed(req, "GET, HEAD");
@@ -322,6 +350,11 @@ h2o_hostconf_t *tided_api_setup(tided_server *srv)
 
     h2o_config_init(&srv->globalconf);
     srv->globalconf_ready = 1;
+    if (test_stall_ms < 0) {
+        const char *stall = getenv("TIDE_TEST_STALL_MS");
+        long ms = stall && *stall ? strtol(stall, NULL, 10) : 0;
+        test_stall_ms = ms > 0 && ms <= 600000 ? ms : 0;
+    }
     /* h2o refuses a body of more than this before any handler runs: one
      * byte over max_object_size, so that its chunked check (>=) and its
      * Content-Length check (>) both let exactly max_object_size through;

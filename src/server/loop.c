@@ -15,7 +15,9 @@
  * which touches no loop or connection state.
  *
  * systemd (notify.c): READY=1 once loop 0 is set up; STOPPING=1 at the
- * first stop signal; RELOADING=1 and READY=1 around SIGHUP's reload; loop
+ * first stop signal; RELOADING=1 and READY=1 around SIGHUP's reload, only
+ * while running (a SIGHUP during the drain is logged once and ignored);
+ * an event loop that fails stops them all (tided exits 1); loop
  * 0 pings the watchdog between turns, and each loop stamps turned_us
  * before it waits, so a loop stuck in a handler stops the pings.
  *
@@ -28,7 +30,9 @@
  * TIDED_DRAIN_MS have passed. A second signal sets HURRY and ends every
  * wait at once. Connections still open then (idle keep-alive) are closed
  * by the process's exit. The loop threads then park (see loop_thread), and
- * main goes on to close the node.
+ * main goes on to close the node. Loop 0, which reads the signals, stops
+ * last: until every other loop drained it keeps turning (each drained
+ * loop wakes it), so a second signal or a SIGHUP is read all drain long.
  *
  * Connections. Each accepted socket goes to conn.c, which admits it (the
  * total and per-client bounds, evicting an idle connection at the total
@@ -160,6 +164,14 @@ static void on_signal(h2o_socket_t *sock, const char *err)
         const char *name = si.ssi_signo == SIGTERM ? "SIGTERM" : si.ssi_signo == SIGINT ? "SIGINT"
                          : si.ssi_signo == SIGQUIT ? "SIGQUIT" : "a signal";
         int expected = TIDED_RUNNING;
+        if (si.ssi_signo == SIGHUP && atomic_load(&srv->state) != TIDED_RUNNING) {
+            /* Stopping: RELOADING=1 and READY=1 after STOPPING=1 would
+             * tell systemd the service serves again. */
+            if (!srv->hup_ignored)
+                tide_log(TIDE_LOG_INFO, "SIGHUP while stopping: not reloading the settings");
+            srv->hup_ignored = 1;
+            continue;
+        }
         if (si.ssi_signo == SIGHUP) {
             tided_notify_reloading();
             srv->reload(srv);
@@ -252,6 +264,17 @@ static void begin_stop(tided_loop *l)
     h2o_context_request_shutdown(&l->ctx);
 }
 
+/* Whether every loop thread that runs has drained (loop 0's stop). */
+static int others_drained(tided_server *srv)
+{
+    int done;
+
+    pthread_mutex_lock(&srv->done_mu);
+    done = srv->loops_done + 1 >= srv->loops_running;
+    pthread_mutex_unlock(&srv->done_mu);
+    return done;
+}
+
 static void loop_run(tided_loop *l)
 {
     tided_server *srv = l->srv;
@@ -263,10 +286,14 @@ static void loop_run(tided_loop *l)
         if (state != TIDED_RUNNING && !l->stopping) begin_stop(l);
         if (l->stopping) {
             uint64_t now = tide_clock_mono_us();
-            if (l->inflight == 0 || state == TIDED_HURRY) break;
+            /* Loop 0 reads the signals: it runs until the others drained,
+             * so a second stop signal (HURRY) still ends their wait and a
+             * SIGHUP is still read (and ignored). */
+            if (state == TIDED_HURRY || (l->inflight == 0 && (l->index != 0 || others_drained(srv)))) break;
             if (now >= l->deadline_us) {
-                tide_log(TIDE_LOG_WARN, "loop %u: %zu request(s) still in flight after %d ms; stopping "
-                         "without them", l->index, l->inflight, TIDED_DRAIN_MS);
+                if (l->inflight)
+                    tide_log(TIDE_LOG_WARN, "loop %u: %zu request(s) still in flight after %d ms; stopping "
+                             "without them", l->index, l->inflight, TIDED_DRAIN_MS);
                 break;
             }
             wait_ms = (int32_t)((l->deadline_us - now) / 1000 + 1);
@@ -279,8 +306,11 @@ static void loop_run(tided_loop *l)
         }
         atomic_store_explicit(&l->turned_us, tide_clock_mono_us(), memory_order_relaxed);
         if (h2o_evloop_run(l->evloop, wait_ms) != 0 && errno != EINTR) {
-            tide_log(TIDE_LOG_ERROR, "loop %u: the event loop failed: %s", l->index, strerror(errno));
-            atomic_store(&srv->state, TIDED_HURRY);
+            tide_log(TIDE_LOG_ERROR, "loop %u: the event loop failed: %s; stopping (exit 1)", l->index,
+                     strerror(errno));
+            atomic_store(&srv->loop_failed, 1);
+            if (atomic_exchange(&srv->state, TIDED_HURRY) == TIDED_RUNNING)
+                tided_notify_stopping("stopping: an event loop failed");
             wake_all(srv);
             break;
         }
@@ -304,11 +334,13 @@ static void *loop_thread(void *arg)
     pthread_mutex_lock(&srv->done_mu);
     srv->loops_done++;
     pthread_cond_broadcast(&srv->done_cv);
+    if (atomic_load_explicit(&srv->loops[0].ready, memory_order_acquire))
+        h2o_multithread_send_message(&srv->loops[0].wake_rx, NULL);    /* loop 0 waits for us */
     for (;;) pthread_cond_wait(&srv->park_cv, &srv->done_mu);
     return NULL;
 }
 
-void tided_loops_run(tided_server *srv)
+int tided_loops_run(tided_server *srv)
 {
     unsigned running = 1;
 
@@ -323,6 +355,9 @@ void tided_loops_run(tided_server *srv)
         l->thread_started = 1;
         running++;
     }
+    pthread_mutex_lock(&srv->done_mu);
+    srv->loops_running = running;
+    pthread_mutex_unlock(&srv->done_mu);
     loop_setup(&srv->loops[0]);
     tide_log(TIDE_LOG_INFO, "listening on %s (%u thread%s)", srv->listen_text, running,
              running == 1 ? "" : "s");
@@ -333,4 +368,5 @@ void tided_loops_run(tided_server *srv)
     pthread_mutex_lock(&srv->done_mu);
     while (srv->loops_done < running - 1) pthread_cond_wait(&srv->done_cv, &srv->done_mu);
     pthread_mutex_unlock(&srv->done_mu);
+    return atomic_load(&srv->loop_failed) ? TIDE_EIO : 0;
 }

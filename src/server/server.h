@@ -253,6 +253,9 @@ struct tided_server {
     pthread_mutex_t done_mu;         /* loops_done, and the parked loops */
     pthread_cond_t done_cv, park_cv;
     unsigned       loops_done;       /* loop threads drained (1..n-1) */
+    unsigned       loops_running;    /* loops that run, loop 0 included */
+    atomic_int     loop_failed;      /* 1: an event loop failed (exit 1) */
+    int            hup_ignored;      /* SIGHUP while stopping: logged once (loop 0) */
     /* SIGHUP (tided.c's main sets it before the loops run): read the
      * settings again. Runs on loop 0, the main thread. */
     void         (*reload)(tided_server *srv);
@@ -272,8 +275,10 @@ int  tided_loops_init(tided_server *srv);
 void tided_loop_context_init(tided_loop *l);
 /* Run loops 1..n-1 on threads and loop 0 on the calling thread, until a
  * signal stops them and every one has drained (its thread then parks until
- * the process exits). */
-void tided_loops_run(tided_server *srv);
+ * the process exits). Returns 0, or TIDE_EIO when an event loop failed
+ * (logged; every loop was stopped): tided then exits 1, so systemd's
+ * Restart=on-failure restarts it. */
+int  tided_loops_run(tided_server *srv);
 /* Stop (pause 1) or start again (pause 0) accepting on loop `l`'s listener
  * (conn.c's scan, while the memory level is CRITICAL): connections already
  * accepted are served; new ones wait in the kernel's backlog. Nothing when

@@ -134,7 +134,9 @@ static void help_options(FILE *f)
 "        print every setting in force on stdout, one a line under a\n"
 "        '# GROUP' line, as NAME=VALUE(SOURCE) (the tokens as set or unset),\n"
 "        and a last line starting 'tided --check-config: OK'; warnings go to\n"
-"        stderr. Exit 0, or 2 with the errors on stderr. It never opens or\n"
+"        stderr (the start's too: an address beyond loopback, RLIMIT_NOFILE\n"
+"        lowering http_max_connections). Exit 0, or 2 with the errors on\n"
+"        stderr, or 1 when stdout could not be written. It never opens or\n"
 "        creates the store, binds the address or starts a thread, so it may\n"
 "        run next to the tided it checks for.\n", f);
     print_settings(f, 1);
@@ -286,8 +288,9 @@ static void help_signals(FILE *f)
 "    0  stopped by SIGTERM, SIGINT or SIGQUIT: store closed cleanly, or\n"
 "       tided stopped before serving\n"
 "    1  the store could not be opened (busy: another process holds it;\n"
-"       corrupt; I/O error), the address could not be bound, or closing the\n"
-"       store failed\n"
+"       corrupt; I/O error), the address could not be bound, an event loop\n"
+"       failed, or closing the store failed; with --check-config: stdout\n"
+"       could not be written\n"
 "    2  bad command line, setting, environment variable, config file or\n"
 "       token file (one others can read: chmod 600 FILE); the message names\n"
 "       it (with --check-config: the settings did not pass)\n"
@@ -337,8 +340,28 @@ static void early_log_format(int argc, char **argv)
     if ((f = tide_log_format_parse(want)) >= 0) tide_log_set_format(f);
 }
 
-/* A startup error on stderr: "tided: MESSAGE", or an error line when the
- * log is json (a shipper reading stderr gets nothing but json). */
+/* A line of a startup error on stderr as text: "tided: MESSAGE", each
+ * line of it behind the journal's error prefix "<3>" when stderr is the
+ * journal (tide_log_prefix), so that journald files all of it at "err"
+ * (`journalctl -p err` shows why the unit failed), not at "info". */
+static void report_text(const char *head, const char *msg)
+{
+    const char *prefix = tide_log_prefix(TIDE_LOG_ERROR);
+
+    for (;;) {
+        const char *nl = strchr(msg, '\n');
+        int len = nl ? (int)(nl - msg) : (int)strlen(msg);
+
+        fprintf(stderr, "%s%s%.*s\n", prefix, head, len, msg);
+        if (nl == NULL || nl[1] == '\0') break;
+        msg = nl + 1;
+    }
+    fflush(stderr);
+}
+
+/* A startup error on stderr: "tided: MESSAGE" (report_text), or an error
+ * line when the log is json (a shipper reading stderr gets nothing but
+ * json; tide_log gives it the journal's prefix too). */
 static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void report(const char *fmt, ...)
 {
@@ -349,7 +372,7 @@ static void report(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (tide_log_get_format() == TIDE_LOG_FORMAT_JSON) tide_log(TIDE_LOG_ERROR, "%s", msg);
-    else fprintf(stderr, "tided: %s\n", msg);
+    else report_text("tided: ", msg);
 }
 
 /* --help, --version, --check-config and --config FILE, which
@@ -466,6 +489,18 @@ static void setup_connection_limit(tided_server *srv, const tide_config *c)
 static int listen_is_loopback(const char *host)
 {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
+}
+
+/* The warning for an address beyond loopback, from a start (`verb`
+ * "listening on", after the bind) and from --check-config ("would listen
+ * on"): the same text in both. */
+static void warn_not_loopback(const tide_config *c, const char *listen_text, const char *verb)
+{
+    if (!listen_is_loopback(c->listen_host))
+        tide_log(TIDE_LOG_WARN, "%s %s, not a loopback address: /healthz, /v1/status and /v1/sweeps "
+                 "answer anyone who can reach it, without a token (they show the store's and the node's "
+                 "figures, never a value or a token); PUT and GET of objects are open too. Put a proxy "
+                 "with TLS and access control in front (docs/HTTP.md)", verb, listen_text);
 }
 
 /* ---- SIGHUP ------------------------------------------------------------ */
@@ -699,11 +734,18 @@ static void warn_unbounded(void *arg, const char *consumer, const char *how)
  * (load_settings: the file, the variables, the flags, the cgroup's limit,
  * the budgets' rule): every setting in force with its source on stdout, one
  * a line ("cache_budget=1GiB(preset medium)"), each group under a "# GROUP"
- * line, the warnings on stderr, exit 0. Nothing is opened,
+ * line, the warnings a start gives on stderr, exit 0 (1 when stdout cannot
+ * be written: the check's answer was lost). Nothing is opened,
  * bound or started: no store, no socket, no thread, no mallopt. */
 static int check_config(const tide_config *c, const char *config)
 {
     char piece[4500];
+
+    /* The start's own warnings, from the same code: the descriptor limit
+     * (raising the soft limit as a start does, in this process only) and
+     * an address beyond loopback. */
+    setup_connection_limit(&server, c);
+    warn_not_loopback(c, c->listen, "would listen on");
 
     for (int g = 0; g < TIDE_CFG_GROUP_COUNT; g++) {
         printf("# %s\n", tide_config_group_name(g));
@@ -716,7 +758,11 @@ static int check_config(const tide_config *c, const char *config)
     tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
     printf("tided --check-config: OK: the settings%s%s are valid (the store was not opened, %s not bound)\n",
            config ? " with " : "", config ? config : "", c->listen);
-    return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        tide_log(TIDE_LOG_ERROR, "--check-config: cannot write the settings to stdout: %s (exit 1)", strerror(errno));
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -730,7 +776,7 @@ int main(int argc, char **argv)
     if (rc >= 0) return rc;
     if (load_settings(&cfg, argc, argv, config) != 0) {
         if (check) report("--check-config: the settings are not valid (exit 2)");
-        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) fprintf(stderr, "Run 'tided --help' for the options.\n");
+        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) report_text("", "Run 'tided --help' for the options.");
         return EXIT_USAGE;
     }
     tide_log_set_format(cfg.log_format);
@@ -776,11 +822,7 @@ int main(int argc, char **argv)
         tide_log(TIDE_LOG_ERROR, "%s", tide_last_error());
         goto out;
     }
-    if (!listen_is_loopback(cfg.listen_host))
-        tide_log(TIDE_LOG_WARN, "listening on %s, not a loopback address: /healthz, /v1/status and /v1/sweeps "
-                 "answer anyone who can reach it, without a token (they show the store's and the node's "
-                 "figures, never a value or a token); PUT and GET of objects are open too. Put a proxy "
-                 "with TLS and access control in front (docs/HTTP.md)", srv->listen_text);
+    warn_not_loopback(&cfg, srv->listen_text, "listening on");
     if (open_node(srv, &cfg) != 0) goto out;
     tided_api_setup(srv);
     if (tided_loops_init(srv) != 0) {
@@ -793,9 +835,12 @@ int main(int argc, char **argv)
         || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
         || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0)
         goto out;
-    tided_loops_run(srv);
-    status = EXIT_OK;
+    status = tided_loops_run(srv) == 0 ? EXIT_OK : EXIT_FAIL;
 out:
+    /* The workers finish their queued jobs (a sync commit, a sweep, a
+     * trim) before they stop: systemd's stop timeout is extended from
+     * here, not only from the close. */
+    if (srv->node) tided_notify_extend_begin("stopping: the final commit");
     /* An admin rotation's gradual drop would hold the rotate worker for
      * minutes: interrupted, it returns at its next delete step. */
     if (srv->node) tide_node_interrupt(srv->node);
@@ -805,7 +850,6 @@ out:
     tided_worker_stop(&srv->rotate_worker);
     tided_worker_stop(&srv->heap_worker);
     if (srv->node) {
-        tided_notify_extend_begin("stopping: the final commit");
         rc = tide_node_close(srv->node);
         tided_notify_extend_end();
         srv->node = NULL;

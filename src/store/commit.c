@@ -17,6 +17,14 @@
  *      the entries it receives and (for a split source) its spill chain,
  *      spilling full buckets to nudb.dat; write the blocks in ascending
  *      order, coalescing neighbours into large writes; publish B1.
+ *      A bucket that is no split source and keeps its new entries in its
+ *      block (the common case) is built in the write buffer itself: its
+ *      pre-image is copied there and the entries are inserted in place
+ *      (ti_fmt_bucket_insert: a binary search and one memmove per gap), so
+ *      a commit's cost per bucket is a copy of its bytes, not a decode and
+ *      re-encode of every entry. Buckets that overflow and split sources
+ *      are decoded, merged or sorted, and encoded as before; the bytes
+ *      written are the same either way (tests/test_store_commit_bytes.c).
  *   5. Sync nudb.dat, then nudb.key. Truncate nudb.log to 0 and sync it.
  *
  * The log is written with a single write so that a crash leaves a prefix
@@ -153,6 +161,21 @@ static int wbuf_put(wbuf *w, uint64_t off, const void *p, size_t n)
         n -= take;
         if (w->len == w->cap && (rc = wbuf_flush(w)) != 0) return rc;
     }
+    return 0;
+}
+
+/* Room for `n` bytes at file offset `off` in the buffer, to be filled by
+ * the caller (n <= cap): a bucket built where it will be written from. */
+static int wbuf_slot(wbuf *w, uint64_t off, size_t n, uint8_t **out)
+{
+    int rc;
+    TIDE_ASSERT(n <= w->cap);
+    if (w->len && (off != w->base + w->len || w->len + n > w->cap)) {
+        if ((rc = wbuf_flush(w)) != 0) return rc;
+    }
+    if (w->len == 0) w->base = off;
+    *out = w->data + w->len;
+    w->len += n;
     return 0;
 }
 
@@ -407,11 +430,69 @@ static int take_batch(commit *c, uint64_t j, size_t *bi, size_t *n, int merge)
     return 0;
 }
 
+/* A bucket that is no split source and keeps its new entries in its own
+ * block (count + m <= capacity): its pre-image is copied where the block
+ * will be written from and the m entries items[*bi..) are inserted in
+ * place; entries below the first insertion point are not even decoded. */
+static int insert_in_place(commit *c, uint64_t j, const uint8_t *pre, size_t *bi, size_t m)
+{
+    tide_store *s = c->s;
+    size_t used = ti_fmt_bucket_bytes(ti_fmt_bucket_count(pre));
+    uint8_t *out;
+    int rc;
+
+    if ((rc = grow(s, (void **)&c->vec, &c->vec_cap, m, sizeof *c->vec)) != 0) return rc;
+    for (size_t k = 0; k < m; k++) c->vec[k] = c->items[*bi + k].e;
+    *bi += m;
+    if ((rc = wbuf_slot(&c->key, (j + 1) * (uint64_t)s->block_size, s->block_size, &out)) != 0)
+        return rc;
+    memcpy(out, pre, used);
+    memset(out + used, 0, s->block_size - used);
+    ti_fmt_bucket_insert(out, c->vec, (unsigned)m);
+    return 0;
+}
+
+/* A split source's entries, its chain's and its batch entries: those that
+ * stay, sorted, in vec[0..*n); the others to `moved`. */
+static int gather_split(commit *c, uint64_t j, const uint8_t *pre, size_t *bi, size_t *n)
+{
+    tide_store *s = c->s;
+    size_t full = ti_fmt_bucket_bytes(s->capacity);
+    unsigned count = ti_fmt_bucket_count(pre);
+    uint64_t spill = ti_fmt_bucket_spill(pre);
+    tide_entry e;
+    int rc;
+
+    for (unsigned k = 0; k < count; k++) {
+        ti_fmt_bucket_entry(pre, k, &e);
+        if ((rc = redistribute(c, j, &e, n)) != 0) return rc;
+    }
+    for (uint64_t hops = 0; spill != 0; hops++) {
+        if (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER || spill + full > c->dat0 ||
+            hops > c->dat0 / full)
+            return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu: spill pointer %llu is "
+                                "outside the data file or loops", s->key_path,
+                                (unsigned long long)j, (unsigned long long)spill);
+        if ((rc = s->io->read_at(s->dat, c->block, full, spill)) != 0) return rc;
+        unsigned sc = ti_fmt_bucket_count(c->block);
+        if (sc > s->capacity)
+            return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill count %u exceeds "
+                                "capacity %u", s->dat_path, (unsigned long long)spill,
+                                sc, s->capacity);
+        for (unsigned k = 0; k < sc; k++) {
+            ti_fmt_bucket_entry(c->block, k, &e);
+            if ((rc = redistribute(c, j, &e, n)) != 0) return rc;
+        }
+        spill = ti_fmt_bucket_spill(c->block);
+    }
+    if ((rc = take_batch(c, j, bi, n, 0)) != 0) return rc;
+    return tide_big_sort(c->vec, *n, sizeof *c->vec, cmp_entry);
+}
+
 /* Step 4: build and write every changed bucket, ascending. */
 static int write_buckets(commit *c)
 {
     tide_store *s = c->s;
-    size_t full = ti_fmt_bucket_bytes(s->capacity);
     size_t bi = 0, mi = 0;
     int rc = 0;
 
@@ -419,43 +500,25 @@ static int write_buckets(commit *c)
         uint64_t j = c->touched[t];
         const uint8_t *pre = c->log + c->pre[t];
         unsigned count = ti_fmt_bucket_count(pre);
-        uint64_t spill = ti_fmt_bucket_spill(pre);
-        size_t n = 0;
+        size_t n = 0, m = 0;
 
         while (bi < c->batch->count && c->items[bi].bucket < j) bi++;  /* (new buckets come later) */
-        if (!c->split[t]) {
-            if ((rc = grow(c->s, (void **)&c->vec, &c->vec_cap, count + 1, sizeof *c->vec)) != 0) return rc;
-            for (unsigned k = 0; k < count; k++) ti_fmt_bucket_entry(pre, k, &c->vec[k]);
-            n = count;
-            if ((rc = take_batch(c, j, &bi, &n, 1)) != 0) return rc;
-        } else {
-            tide_entry e;
-            for (unsigned k = 0; k < count; k++) {
-                ti_fmt_bucket_entry(pre, k, &e);
-                if ((rc = redistribute(c, j, &e, &n)) != 0) return rc;
-            }
-            for (uint64_t hops = 0; spill != 0; hops++) {
-                if (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER || spill + full > c->dat0 ||
-                    hops > c->dat0 / full)
-                    return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu: spill pointer %llu is "
-                                        "outside the data file or loops", s->key_path,
-                                        (unsigned long long)j, (unsigned long long)spill);
-                if ((rc = s->io->read_at(s->dat, c->block, full, spill)) != 0) return rc;
-                unsigned sc = ti_fmt_bucket_count(c->block);
-                if (sc > s->capacity)
-                    return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill count %u exceeds "
-                                        "capacity %u", s->dat_path, (unsigned long long)spill,
-                                        sc, s->capacity);
-                for (unsigned k = 0; k < sc; k++) {
-                    ti_fmt_bucket_entry(c->block, k, &e);
-                    if ((rc = redistribute(c, j, &e, &n)) != 0) return rc;
-                }
-                spill = ti_fmt_bucket_spill(c->block);
-            }
-            if ((rc = take_batch(c, j, &bi, &n, 0)) != 0) return rc;
-            if ((rc = tide_big_sort(c->vec, n, sizeof *c->vec, cmp_entry)) != 0) return rc;
+        if (c->split[t]) {
+            if ((rc = gather_split(c, j, pre, &bi, &n)) != 0) return rc;
+            if ((rc = emit_bucket(c, j, n, 0)) != 0) return rc;
+            continue;
         }
-        if ((rc = emit_bucket(c, j, n, spill)) != 0) return rc;
+        while (bi + m < c->batch->count && c->items[bi + m].bucket == j) m++;
+        if (count + m <= s->capacity) {
+            if ((rc = insert_in_place(c, j, pre, &bi, m)) != 0) return rc;
+            continue;
+        }
+        /* The bucket overflows: decode, merge and spill (emit_bucket). */
+        if ((rc = grow(c->s, (void **)&c->vec, &c->vec_cap, count + 1, sizeof *c->vec)) != 0) return rc;
+        for (unsigned k = 0; k < count; k++) ti_fmt_bucket_entry(pre, k, &c->vec[k]);
+        n = count;
+        if ((rc = take_batch(c, j, &bi, &n, 1)) != 0) return rc;
+        if ((rc = emit_bucket(c, j, n, ti_fmt_bucket_spill(pre))) != 0) return rc;
     }
 
     if ((rc = tide_big_sort(c->moved, c->nmoved, sizeof *c->moved, cmp_placed)) != 0) return rc;

@@ -13,6 +13,11 @@
  *      in block 0). Every rejection names the file and the field's offset.
  *   3. Encoded buckets are zero after their last entry, so a key-file block
  *      and a spill/log payload differ only in how many bytes are written.
+ *   4. Every field is read and written with word loads and stores of its
+ *      own bytes only (format.h): no accessor touches a byte outside the
+ *      field, so a field that ends a buffer is safe to read.
+ *   5. ti_fmt_bucket_insert gives the image that decoding, merging (new
+ *      entries after equal hashes) and encode_bucket would give.
  *
  * Never: trust a count or offset read from disk before check_bucket (or the
  *   caller) has bounded it.
@@ -21,6 +26,7 @@
 #include <xxhash.h>
 
 #include "store/format.h"
+#include "util/assert.h"
 #include "util/err.h"
 
 static const char dat_type[8] = { 'n', 'u', 'd', 'b', '.', 'd', 'a', 't' };
@@ -167,14 +173,29 @@ size_t ti_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *e,
     size_t used = ti_fmt_bucket_bytes(count);
     ti_put16(out, count);
     ti_put48(out + 2, spill);
-    for (unsigned i = 0; i < count; i++) {
-        uint8_t *p = out + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i;
-        ti_put48(p, e[i].offset);
-        ti_put48(p + 6, e[i].size);
-        ti_put48(p + 12, e[i].hash);
-    }
+    for (unsigned i = 0; i < count; i++) ti_fmt_entry_encode(ti_fmt_entry_at(out, i), &e[i]);
     if (cap_bytes > used) memset(out + used, 0, cap_bytes - used);
     return used;
+}
+
+void ti_fmt_bucket_insert(uint8_t *b, const tide_entry *e, unsigned m)
+{
+    unsigned count = ti_fmt_bucket_count(b), top = count;
+
+    TIDE_ASSERT(m <= 0xffffu - count);
+    /* From the largest new entry down: entries [pos, top) of the old image
+     * shift up by k + 1 slots, then e[k] lands just below them. The image
+     * below pos is still the old one, so the next search runs on it. */
+    for (unsigned k = m; k-- > 0;) {
+        unsigned pos = e[k].hash < TIDE_FIELD48_MAX
+                       ? ti_fmt_bucket_lower_bound(b, top, e[k].hash + 1) : top;
+        if (pos < top)
+            memmove(ti_fmt_entry_at(b, pos + k + 1), ti_fmt_entry_at(b, pos),
+                    (size_t)TIDE_ENTRY_SIZE * (top - pos));
+        ti_fmt_entry_encode(ti_fmt_entry_at(b, pos + k), &e[k]);
+        top = pos;
+    }
+    ti_put16(b, count + m);
 }
 
 int ti_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size,
@@ -252,8 +273,7 @@ unsigned ti_fmt_bucket_lower_bound(const uint8_t *b, unsigned count, uint64_t h)
     unsigned lo = 0, hi = count;
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
-        const uint8_t *p = b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * mid + 12;
-        if (ti_get48(p) < h) lo = mid + 1;
+        if (ti_fmt_bucket_hash(b, mid) < h) lo = mid + 1;
         else hi = mid;
     }
     return lo;

@@ -9,8 +9,10 @@
 #ifndef TIDE_FORMAT_H
 #define TIDE_FORMAT_H
 
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TIDE_FMT_VERSION        2
 #define TIDE_DAT_HEADER_SIZE    92
@@ -22,29 +24,34 @@
 #define TIDE_DAT_RECORD_HEADER  6   /* u48 size */
 #define TIDE_SPILL_HEADER       8   /* u48 0 + u16 n */
 
-/* ---- big-endian fields ---- */
-static inline void ti_put16(uint8_t *p, uint64_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+/* ---- big-endian fields ----
+ *
+ * Word loads and stores: memcpy of 2, 4 or 8 bytes (the compiler makes one
+ * unaligned move of each) and a byte swap. Every accessor touches exactly
+ * the field's own bytes, so none reads or writes past a buffer's end: a
+ * u48 is a u32 and a u16, never an 8-byte load that runs two bytes over.
+ * Values wider than the field are cut to its low bits, as a byte-at-a-time
+ * store would. */
+static inline uint16_t ti_load16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
+static inline uint32_t ti_load32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
+static inline uint64_t ti_load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
+static inline void ti_store16(uint8_t *p, uint16_t v) { v = htobe16(v); memcpy(p, &v, 2); }
+static inline void ti_store32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
+static inline void ti_store64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
+
+static inline void ti_put16(uint8_t *p, uint64_t v) { ti_store16(p, (uint16_t)v); }
 static inline void ti_put48(uint8_t *p, uint64_t v)
 {
-    for (int i = 5; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
+    ti_store32(p, (uint32_t)(v >> 16));
+    ti_store16(p + 4, (uint16_t)v);
 }
-static inline void ti_put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
-}
-static inline uint64_t ti_get16(const uint8_t *p) { return ((uint64_t)p[0] << 8) | p[1]; }
+static inline void ti_put64(uint8_t *p, uint64_t v) { ti_store64(p, v); }
+static inline uint64_t ti_get16(const uint8_t *p) { return ti_load16(p); }
 static inline uint64_t ti_get48(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 6; i++) v = (v << 8) | p[i];
-    return v;
+    return ((uint64_t)ti_load32(p) << 16) | ti_load16(p + 4);
 }
-static inline uint64_t ti_get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
-    return v;
-}
+static inline uint64_t ti_get64(const uint8_t *p) { return ti_load64(p); }
 
 /* ---- headers ---- */
 
@@ -147,12 +154,35 @@ typedef struct tide_entry {
 /* Bucket accessors over a buffer of at least 8 + 18 * count bytes. */
 static inline unsigned ti_fmt_bucket_count(const uint8_t *b) { return (unsigned)ti_get16(b); }
 static inline uint64_t ti_fmt_bucket_spill(const uint8_t *b) { return ti_get48(b + 2); }
+/* An entry's 18 bytes are offset, size, hash (u48 each): read as two u64
+ * words and a u16, ending exactly at the entry's last byte. */
+static inline void ti_fmt_entry_decode(const uint8_t *p, tide_entry *e)
+{
+    uint64_t a = ti_load64(p), b = ti_load64(p + 8);
+    e->offset = a >> 16;
+    e->size = ((a & 0xffffu) << 32) | (b >> 32);
+    e->hash = ((b & 0xffffffffu) << 16) | ti_load16(p + 16);
+}
+/* The inverse; each field is cut to its low 48 bits. */
+static inline void ti_fmt_entry_encode(uint8_t *p, const tide_entry *e)
+{
+    uint64_t size = e->size & TIDE_FIELD48_MAX, hash = e->hash & TIDE_FIELD48_MAX;
+    ti_store64(p, ((e->offset & TIDE_FIELD48_MAX) << 16) | (size >> 32));
+    ti_store64(p + 8, (size << 32) | (hash >> 16));
+    ti_store16(p + 16, (uint16_t)hash);
+}
+static inline uint8_t *ti_fmt_entry_at(uint8_t *b, unsigned i)
+{
+    return b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i;
+}
 static inline void ti_fmt_bucket_entry(const uint8_t *b, unsigned i, tide_entry *e)
 {
-    const uint8_t *p = b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i;
-    e->offset = ti_get48(p);
-    e->size = ti_get48(p + 6);
-    e->hash = ti_get48(p + 12);
+    ti_fmt_entry_decode(b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i, e);
+}
+/* The 48-bit hash of entry i, without decoding the rest. */
+static inline uint64_t ti_fmt_bucket_hash(const uint8_t *b, unsigned i)
+{
+    return ti_get48(b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i + 12);
 }
 
 /* Encode `count` entries (already sorted by hash) and the spill pointer
@@ -160,6 +190,19 @@ static inline void ti_fmt_bucket_entry(const uint8_t *b, unsigned i, tide_entry 
  * `cap_bytes`. Returns the meaningful size, 8 + 18 * count. */
 size_t ti_fmt_encode_bucket(uint8_t *out, size_t cap_bytes, const tide_entry *e,
                               unsigned count, uint64_t spill);
+
+/*
+ * Insert entries e[0..m) (sorted by hash) into the bucket image b, in
+ * place: each goes after the entries already there with a hash <= its own,
+ * and the header's count grows by m; the spill pointer stays. Only the
+ * entries above the first insertion point move (one memmove per gap, from
+ * the top down), nothing else is decoded. The result is byte for byte what
+ * decoding b, merging e after equal hashes and encode_bucket would give.
+ * The caller guarantees room for 8 + 18 * (count + m) bytes; bytes past
+ * them are untouched. Cost: m binary searches, at most count entries
+ * moved once each; pure.
+ */
+void ti_fmt_bucket_insert(uint8_t *b, const tide_entry *e, unsigned m);
 
 /*
  * Check a bucket image: count <= capacity, entries sorted by hash, every

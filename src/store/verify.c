@@ -224,6 +224,11 @@ static void data_progress(void *arg, uint64_t done, uint64_t total)
     o->progress(o->progress_arg, TIDE_VERIFY_STEP_DATA, done, total);
 }
 
+void tide_verify_opts_init(tide_verify_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
 int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
 {
     tide_verify_opts vo = { .io = io };

@@ -66,6 +66,11 @@ int tide_store_visit(const char *dir, tide_io *io, tide_visit_fn fn, void *arg,
     return ti_store_walk(dir, io, fn, NULL, arg, NULL, NULL, stats);
 }
 
+void tide_visit_opts_init(tide_visit_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
 int tide_store_visit_ex(const char *dir, const tide_visit_opts *o, tide_visit_fn fn, void *arg,
                         tide_visit_stats *stats)
 {

@@ -330,3 +330,9 @@ int tide_log_journal(void)
     }
     return on;
 }
+
+const char *tide_log_prefix(int level)
+{
+    if (level < TIDE_LOG_DEBUG || level > TIDE_LOG_ERROR || !tide_log_journal()) return "";
+    return level_prefixes[level];
+}

@@ -17,7 +17,10 @@
 
 #include <stddef.h>
 
-enum { TIDE_LOG_DEBUG = 0, TIDE_LOG_INFO = 1, TIDE_LOG_WARN = 2, TIDE_LOG_ERROR = 3, TIDE_LOG_OFF = 4 };
+/* The levels, tide_log_sink, tide_log_set_level, tide_log_get_level and
+ * tide_log_set_sink: the public part, one definition for the library and
+ * the programs that use it. */
+#include "tide/log.h"
 
 /* How a line is written (tide_log_set_format). */
 enum { TIDE_LOG_FORMAT_TEXT = 0, TIDE_LOG_FORMAT_JSON = 1 };
@@ -25,14 +28,9 @@ enum { TIDE_LOG_FORMAT_TEXT = 0, TIDE_LOG_FORMAT_JSON = 1 };
 /* The longest line, newline excluded, is TIDE_LOG_LINE_MAX - 1 bytes. */
 #define TIDE_LOG_LINE_MAX 2048
 
-typedef void (*tide_log_sink)(void *arg, int level, const char *line);
-
 void tide_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void tide_log_set_level(int level);
-int  tide_log_get_level(void);
-/* NULL restores the stderr sink. A sink receives the line in the format
+/* tide_log_set_sink (tide/log.h): a sink receives the line in the format
  * set, without the newline and without the journal's priority prefix. */
-void tide_log_set_sink(tide_log_sink sink, void *arg);
 /* "debug", "info", "warn", "error", "off" -> level; -1 when unknown. */
 int  tide_log_level_parse(const char *name);
 const char *tide_log_level_name(int level);
@@ -63,6 +61,12 @@ int tide_log_journal_matches(const char *journal_stream, int fd);
 void tide_log_set_journal(int on);
 /* 1 when stderr lines carry the prefix (looking first if not yet done). */
 int  tide_log_journal(void);
+/* The prefix a line of `level` written to stderr by other means than
+ * tide_log (a program's own error message, a progress line's sink) needs
+ * so that the journal files it at its priority: "<3>" for TIDE_LOG_ERROR
+ * and so on when tide_log_journal() is 1, else "" (and "" for a level
+ * out of range). A static string; looks at the journal once, as above. */
+const char *tide_log_prefix(int level);
 
 /*
  * `in` (`len` bytes) as the inside of a JSON string, into `out` (`cap`
