@@ -26,6 +26,16 @@
  *     mapped lookups use) gives ti_fmt_bucket_lower_bound's index on
  *     buckets of 0 to 300 entries, even, skewed and repeated hashes.
  *
+ *   - The map itself (keymap.c), on a file of the test's own: past a map
+ *     that can grow no more (its reservation reached, or an mmap refused)
+ *     a view returns NULL without taking the growth mutex, however many
+ *     views ask; the bytes below it are still viewed, and the map grew up
+ *     to the reservation first. The mapped figure is never more than the
+ *     file's size now (a rollback's truncate). The resident figure is the
+ *     pages this process mapped in: a 64 MiB file written with pwrite (all
+ *     of it in the page cache) and mapped, two pages touched, gives two
+ *     pages to a few, not 64 MiB.
+ *
  * Threads never call cmocka; they count, and the main thread fails.
  */
 #include <setjmp.h>
@@ -36,13 +46,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "tide/store.h"
 #include "io/io_sim.h"
 #include "store/format.h"
+#include "store/keymap.h"
 #include "util/clock.h"
+#include "util/err.h"
+#include "expect.h"
 #include "helpers.h"
 
 #define MAX_VALUE 4096
@@ -454,6 +470,131 @@ static void seek_finds_what_the_binary_search_finds(void **state)
     print_message("    %llu searches agree\n", (unsigned long long)checked);
 }
 
+/* ---- the map itself (keymap.c) ---- */
+
+static int g_refuse_maps;            /* the next map calls fail */
+static tide_io g_refusing_io;        /* the POSIX io, with map wrapped */
+
+static int refusing_map(tide_file *f, tide_io_map *m, uint64_t len)
+{
+    if (g_refuse_maps) return tide_err_set(TIDE_EIO, "the test refuses this mmap");
+    return tide_io_posix()->map(f, m, len);
+}
+
+/* A file of `bytes` in t->dir written with pwrite (so in the page cache),
+ * byte i = i * 7, opened read-only through g_refusing_io. */
+static tide_file *test_file(tstate *t, uint64_t bytes)
+{
+    char path[sizeof t->dir + 16];
+    static uint8_t chunk[1 << 20];
+    tide_file *f = NULL;
+    int fd;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    snprintf(path, sizeof path, "%s/nudb.key", t->dir);
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600)) < 0) fail_msg("open %s failed", path);
+    for (uint64_t at = 0; at < bytes; at += sizeof chunk) {
+        size_t n = bytes - at < sizeof chunk ? (size_t)(bytes - at) : sizeof chunk;
+        for (size_t i = 0; i < n; i++) chunk[i] = (uint8_t)((at + i) * 7);
+        if (pwrite(fd, chunk, n, (off_t)at) != (ssize_t)n) { close(fd); fail_msg("pwrite %s failed", path); }
+    }
+    close(fd);
+    g_refusing_io = *tide_io_posix();
+    g_refusing_io.map = refusing_map;
+    g_refuse_maps = 0;
+    if (g_refusing_io.open(&g_refusing_io, path, TIDE_IO_READ, &f) != 0) fail_msg("io open: %s", tide_last_error());
+    return f;
+}
+
+#define PAGE 4096u
+#define PAST_VIEWS 1000
+
+static void views_past_a_full_map_take_no_lock(void **state)
+{
+    tstate *t = *state;
+    tide_file *f = test_file(t, 4 * PAGE);
+    uint64_t known = 4 * PAGE, locks, saved;
+    const uint8_t *v;
+    ti_keymap k;
+
+    ti_keymap_init(&k);
+    if (ti_keymap_open(&k, &g_refusing_io, f, PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    /* An mmap refused: the map stops at one page. */
+    g_refuse_maps = 1;
+    if (ti_keymap_view(&k, 2 * PAGE, 64, known) != NULL) fail_msg("a view past a refused mmap should be NULL");
+    locks = k.grow_locks;
+    expect_u64(locks, 1, "the growth mutex taken for the one mmap tried");
+    for (int i = 0; i < PAST_VIEWS; i++)
+        if (ti_keymap_view(&k, 3 * PAGE, 64, known) != NULL) fail_msg("view %d past the map was not NULL", i);
+    expect_u64(k.grow_locks, locks, "views past a map that cannot grow take no lock");
+    if ((v = ti_keymap_view(&k, 100, 8, known)) == NULL || v[0] != (uint8_t)(100 * 7))
+        fail_msg("the bytes below the map are still viewed, and right");
+    ti_keymap_close(&k);
+
+    /* The reservation reached: the map grows to it, then stops. */
+    ti_keymap_init(&k);
+    g_refuse_maps = 0;
+    if (ti_keymap_open(&k, &g_refusing_io, f, PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    saved = k.m.reserved;
+    k.m.reserved = 2 * PAGE;          /* the test's own, smaller reservation (restored to unmap) */
+    if (ti_keymap_view(&k, 3 * PAGE, 64, known) != NULL) fail_msg("a view past the reservation should be NULL");
+    if ((v = ti_keymap_view(&k, PAGE + 5, 8, known)) == NULL || v[0] != (uint8_t)((PAGE + 5) * 7))
+        fail_msg("the map should have grown up to the reservation (2 pages)");
+    locks = k.grow_locks;
+    for (int i = 0; i < PAST_VIEWS; i++)
+        if (ti_keymap_view(&k, 2 * PAGE, 64, known) != NULL) fail_msg("view %d past the reservation was not NULL", i);
+    expect_u64(k.grow_locks, locks, "views past the reservation take no lock");
+    k.m.reserved = saved;
+    ti_keymap_close(&k);
+    g_refusing_io.close(f);
+}
+
+static void the_mapped_figure_follows_a_shrunk_file(void **state)
+{
+    tstate *t = *state;
+    tide_file *f = test_file(t, 4 * PAGE);
+    uint64_t mapped = 0;
+    ti_keymap k;
+
+    ti_keymap_init(&k);
+    if (ti_keymap_open(&k, &g_refusing_io, f, 4 * PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    expect_ok(ti_keymap_stats(&k, 4 * PAGE, &mapped, NULL), "stats");
+    expect_u64(mapped, 4 * PAGE, "mapped: the whole file");
+    /* A rollback sets the bucket count back: the file is 2 pages now. */
+    expect_ok(ti_keymap_stats(&k, 2 * PAGE, &mapped, NULL), "stats after a shrink");
+    expect_u64(mapped, 2 * PAGE, "mapped: no more than the file holds now");
+    ti_keymap_close(&k);
+    g_refusing_io.close(f);
+}
+
+#define BIG_FILE (64ull << 20)
+
+static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
+{
+    tstate *t = *state;
+    tide_file *f = test_file(t, BIG_FILE);
+    uint64_t resident = 0;
+    volatile uint8_t sink = 0;
+    const uint8_t *v;
+    ti_keymap k;
+
+    ti_keymap_init(&k);
+    if (ti_keymap_open(&k, &g_refusing_io, f, BIG_FILE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    for (uint64_t off = 0; off < 2 * PAGE; off += PAGE) {
+        if ((v = ti_keymap_view(&k, off, 1, BIG_FILE)) == NULL) fail_msg("no view at %llu", (unsigned long long)off);
+        sink = (uint8_t)(sink + *v);
+    }
+    (void)sink;
+    expect_ok(ti_keymap_stats(&k, BIG_FILE, NULL, &resident), "stats");
+    /* Two pages touched; the kernel may map a few around them (fault-around,
+     * at most 64 KiB per fault here): never the 64 MiB the page cache holds. */
+    if (resident < 2 * PAGE || resident > 1024 * 1024)
+        fail_msg("resident: expected the 2 touched pages (up to 1 MiB with fault-around), got %llu bytes",
+                 (unsigned long long)resident);
+    ti_keymap_close(&k);
+    g_refusing_io.close(f);
+}
+
 #define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
 int main(void)
@@ -463,6 +604,9 @@ int main(void)
         T(sim_falls_back_to_pread, th_store_setup_bare),
         T(fetch_while_the_file_grows, th_store_setup_bare),
         T(counters_sum_every_threads_fetches, th_store_setup_bare),
+        T(views_past_a_full_map_take_no_lock, th_store_setup_bare),
+        T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare),
+        T(resident_is_this_process_s_pages_not_the_page_cache, th_store_setup_bare),
         cmocka_unit_test(seek_finds_what_the_binary_search_finds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

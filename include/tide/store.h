@@ -293,10 +293,13 @@ typedef struct tide_store_info {
 /* The open store's headers, sizes and counters. Thread-safe; no I/O. */
 void tide_store_get_info(tide_store *s, tide_store_info *out);
 
-/* Bytes of the key file's map resident in memory now (mincore): file-backed
- * page cache the kernel reclaims under pressure, counted in the process's
- * RssFile, never in RssAnon. 0 when not mapped. 0 or TIDE_EIO. Thread-safe;
- * no I/O. Cost: one mincore call per 16 MiB of key file. */
+/* Bytes of the key file's map that this process has mapped in now (pages
+ * present in its page tables, from /proc/self/pagemap): file-backed page
+ * cache the kernel reclaims under pressure, counted in the process's
+ * RssFile, never in RssAnon. Not how much of nudb.key the page cache holds
+ * (the commits' writes put the whole file there). 0 when not mapped. 0 or
+ * TIDE_EIO (pagemap unreadable). Thread-safe; no I/O on the store's files.
+ * Cost: one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
 int tide_store_key_map_resident(tide_store *s, uint64_t *bytes);
 
 /* Read the headers and file sizes of the store in `dir` without opening it

@@ -123,10 +123,13 @@ struct tide_io {
     /* Release a map made by `map` (a zeroed one is left alone); *m is
      * zeroed. The file may be closed before or after. */
     void (*unmap)(struct tide_io_map *m);
-    /* Bytes of the map's [0, mapped) resident in memory now (mincore):
-     * page cache the kernel may reclaim, not anonymous memory. Cost: one
-     * mincore call per 16 MiB mapped (a 4 KiB vector on the stack). 0 or
-     * TIDE_EIO. */
+    /* Bytes of the map's [0, mapped) that this process has mapped in now
+     * (pages present in its page tables, /proc/self/pagemap): the map's
+     * share of the process's RssFile, file-backed page cache the kernel
+     * may reclaim, never anonymous memory. Not the file's residency in the
+     * page cache (mincore), which counts pages any write or read of the
+     * file brought in. Cost: one 8 KiB pread of pagemap per 4 MiB mapped.
+     * 0 or TIDE_EIO (pagemap cannot be read). */
     int  (*map_resident)(const struct tide_io_map *m, uint64_t *bytes);
     /* Counters every implementation keeps (atomically). Calls on paths
      * (unlink, rename, stat, mkdir, rmdir, list) count in none of them;

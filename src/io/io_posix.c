@@ -465,21 +465,34 @@ static void posix_unmap(tide_io_map *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Pages of the map present in this process's page tables, from
+ * /proc/self/pagemap (one u64 per virtual page, bit 63: present; readable
+ * without privilege, which only zeroes the frame numbers). Not mincore():
+ * that reports the file's pages in the page cache, whoever read them in. */
 static int posix_map_resident(const tide_io_map *m, uint64_t *bytes)
 {
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    unsigned char vec[4096];
-    uint64_t chunk = page * sizeof vec, pages = 0;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), pages = 0;
+    uint64_t first = (uint64_t)(uintptr_t)m->base / page, total = m->mapped / page;
+    uint64_t ent[1024];
+    int fd, rc = 0;
 
     *bytes = 0;
-    for (uint64_t at = 0; at < m->mapped; at += chunk) {
-        uint64_t n = m->mapped - at < chunk ? m->mapped - at : chunk;
-        if (mincore((void *)(uintptr_t)(m->base + at), (size_t)n, vec) != 0)
-            return tide_err_set(TIDE_EIO, "map: mincore: %s", strerror(errno));
-        for (uint64_t i = 0; i < (n + page - 1) / page; i++) pages += vec[i] & 1;
+    if (total == 0) return 0;
+    if ((fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) < 0)
+        return tide_err_set(TIDE_EIO, "map: /proc/self/pagemap: %s", strerror(errno));
+    for (uint64_t at = 0; at < total && rc == 0;) {
+        uint64_t n = total - at < 1024 ? total - at : 1024;
+        ssize_t got = pread(fd, ent, (size_t)n * sizeof ent[0], (off_t)((first + at) * sizeof ent[0]));
+        if (got <= 0 || got % (ssize_t)sizeof ent[0] != 0) {
+            rc = tide_err_set(TIDE_EIO, "map: /proc/self/pagemap: %s", got < 0 ? strerror(errno) : "short read");
+            break;
+        }
+        for (uint64_t i = 0; i < (uint64_t)got / sizeof ent[0]; i++) pages += ent[i] >> 63;
+        at += (uint64_t)got / sizeof ent[0];
     }
-    *bytes = pages * page;
-    return 0;
+    close(fd);
+    if (rc == 0) *bytes = pages * page;
+    return rc;
 }
 
 static tide_io posix_io = {

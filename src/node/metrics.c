@@ -413,8 +413,9 @@ static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
 }
 
 /* nudb.key's read-only map (src/store/keymap.c): the file's bytes it shows,
- * and of those the pages resident now (mincore). Page cache the kernel
- * reclaims under pressure: counted in RssFile, never in RssAnon. */
+ * and of those the pages this process has mapped in (pagemap, not the
+ * page cache's mincore). Page cache the kernel reclaims under pressure:
+ * counted in RssFile, never in RssAnon. */
 static void write_key_map(tide_metrics_writer *w, tide_node *n, const tide_store_info *si)
 {
     const char *mapped[2] = { "state", "mapped" }, *resident[2] = { "state", "resident" };
@@ -422,7 +423,8 @@ static void write_key_map(tide_metrics_writer *w, tide_node *n, const tide_store
 
     tide_metrics_family(w, "tide_store_key_map_bytes", "gauge", "nudb.key's read-only map, file-backed "
                         "and reclaimable (in RssFile, not RssAnon): the key-file bytes it shows "
-                        "(mapped), and those resident in memory now (resident, by mincore).");
+                        "(mapped), and the pages of it this process has mapped in (resident: "
+                        "present in its page tables, /proc/self/pagemap; not the file's page-cache residency).");
     tide_metrics_sample(w, "tide_store_key_map_bytes", mapped, 1, (double)si->key_map_bytes);
     if (tide_node_key_map_resident(n, &res) == 0)
         tide_metrics_sample(w, "tide_store_key_map_bytes", resident, 1, (double)res);

@@ -48,9 +48,15 @@
  *
  * Invariants:
  *   5. len <= m.mapped <= m.reserved, and len only grows: it is the
- *      largest `known` a view has mapped.
+ *      largest `known` a view has mapped, or the reservation when a view
+ *      found the file larger than that.
  *   6. io != NULL exactly when the map exists; it is set once, before the
  *      store is published to other threads, and cleared at close only.
+ *   7. `full` is set (under grow_mu, once) when the map can grow no
+ *      further: it reached the reservation, or an mmap failed. From then
+ *      on a view past `len` returns NULL reading `full` alone, without
+ *      grow_mu: the fetches of buckets past the map pread side by side
+ *      instead of queueing on the mutex.
  *
  * Never: write through the map; touch a byte at or past `known`.
  */
@@ -86,17 +92,27 @@ int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len)
     return 0;
 }
 
-/* Map up to `known` bytes (invariant 1). 1 mapped, 0 not (left to pread). */
+/* Map up to `known` bytes (invariant 1), or up to the reservation when
+ * the file is larger, then stop (invariant 7). 1: [0, known) mapped; 0:
+ * not all of it (the caller preads). */
 static int grow(ti_keymap *k, uint64_t known)
 {
+    uint64_t to = known;
     int ok;
 
     pthread_mutex_lock(&k->grow_mu);
+    __atomic_fetch_add(&k->grow_locks, 1, __ATOMIC_RELAXED);
     ok = __atomic_load_n(&k->len, __ATOMIC_ACQUIRE) >= known;
-    if (!ok && known <= k->m.reserved) {
-        ok = k->io->map(k->file, &k->m, known) == 0;
-        if (ok) __atomic_store_n(&k->len, known, __ATOMIC_RELEASE);
-        else tide_err_clear();     /* the bytes past the map are read with pread */
+    if (!ok && !__atomic_load_n(&k->full, __ATOMIC_RELAXED)) {
+        if (to > k->m.reserved) to = k->m.reserved;
+        if (to > k->len && k->io->map(k->file, &k->m, to) == 0) {
+            __atomic_store_n(&k->len, to, __ATOMIC_RELEASE);
+        } else {
+            tide_err_clear();      /* the bytes past the map are read with pread */
+            to = k->len;
+        }
+        ok = to >= known;
+        if (!ok) __atomic_store_n(&k->full, 1, __ATOMIC_RELEASE);
     }
     TIDE_ASSERT(k->len <= k->m.mapped && k->m.mapped <= k->m.reserved);
     pthread_mutex_unlock(&k->grow_mu);
@@ -107,17 +123,21 @@ const uint8_t *ti_keymap_view(ti_keymap *k, uint64_t off, size_t n, uint64_t kno
 {
     TIDE_ASSERT(off + n <= known);
     if (k->io == NULL) return NULL;
-    if (off + n > __atomic_load_n(&k->len, __ATOMIC_ACQUIRE) && !grow(k, known)) return NULL;
+    if (off + n <= __atomic_load_n(&k->len, __ATOMIC_ACQUIRE)) return k->m.base + off;
+    if (__atomic_load_n(&k->full, __ATOMIC_ACQUIRE)) return NULL;     /* invariant 7 */
+    if (!grow(k, known) && off + n > __atomic_load_n(&k->len, __ATOMIC_ACQUIRE)) return NULL;
     return k->m.base + off;
 }
 
-int ti_keymap_stats(ti_keymap *k, uint64_t *mapped, uint64_t *resident)
+int ti_keymap_stats(ti_keymap *k, uint64_t known, uint64_t *mapped, uint64_t *resident)
 {
     uint64_t r = 0;
     int rc = 0;
 
     pthread_mutex_lock(&k->grow_mu);
-    if (mapped) *mapped = k->io ? k->len : 0;
+    /* After a rollback the file is shorter than the largest `known` mapped
+     * (invariant 3): the map shows no more than the file holds. */
+    if (mapped) *mapped = k->io ? (k->len < known ? k->len : known) : 0;
     if (resident && k->io && k->io->map_resident) rc = k->io->map_resident(&k->m, &r);
     pthread_mutex_unlock(&k->grow_mu);
     if (resident) *resident = r;

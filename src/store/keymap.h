@@ -19,9 +19,12 @@
  *   - Nothing is ever written through the map (PROT_READ).
  *
  * Thread safety: view from any number of threads at once (growth takes a
- * mutex of its own; bytes already mapped are read without one). Cost: a
- * view is an atomic load and a compare, plus one mmap call the first time
- * a reader finds the file grown (once per commit that added buckets).
+ * mutex of its own; bytes already mapped are read without one, and so is
+ * the flag that says the map cannot grow any more). Cost: a view is an
+ * atomic load and a compare, plus one mmap call the first time a reader
+ * finds the file grown (once per commit that added buckets); past a map
+ * that can grow no more (the reservation reached, an mmap failed), one
+ * more atomic load and NULL, no lock.
  */
 #ifndef TIDE_STORE_KEYMAP_H
 #define TIDE_STORE_KEYMAP_H
@@ -41,6 +44,8 @@ typedef struct ti_keymap {
     tide_file  *file;
     tide_io_map m;         /* m.mapped changes under grow_mu only */
     uint64_t    len;       /* bytes readable through the map (atomic) */
+    int         full;      /* the map grows no more (atomic; keymap.c invariant 7) */
+    uint64_t    grow_locks;/* times a view took grow_mu (atomic; for the tests) */
     pthread_mutex_t grow_mu;
 } ti_keymap;
 
@@ -56,10 +61,13 @@ int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len);
  * The caller holds key_lock and off + n <= known (asserted). */
 const uint8_t *ti_keymap_view(ti_keymap *k, uint64_t off, size_t n, uint64_t known);
 
-/* Bytes mapped (*mapped: the file's bytes the map shows, 0 when none)
- * and, of those, resident in memory now (*resident: mincore). Either may
- * be NULL. 0, or TIDE_EIO from mincore. Cost: one mincore call per 16 MiB. */
-int ti_keymap_stats(ti_keymap *k, uint64_t *mapped, uint64_t *resident);
+/* Bytes mapped (*mapped: the file's bytes the map shows, at most `known`,
+ * the key file's size now, so a rollback's truncate shows; 0 when none)
+ * and, of those, the pages this process has mapped in (*resident: present
+ * in its page tables, its RssFile share; not the file's page-cache
+ * residency). Either may be NULL. 0, or TIDE_EIO (pagemap unreadable).
+ * Cost: one 8 KiB read of /proc/self/pagemap per 4 MiB mapped. */
+int ti_keymap_stats(ti_keymap *k, uint64_t known, uint64_t *mapped, uint64_t *resident);
 
 /* Release the map (any thread may have viewed it; none may now). */
 void ti_keymap_close(ti_keymap *k);

@@ -1317,7 +1317,7 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     o->fetches = ti_tally_sum(s->tally, TI_TALLY_FETCHES);
     o->key_map_views = ti_tally_sum(s->tally, TI_TALLY_MAP_VIEWS);
     o->key_bucket_reads = ti_tally_sum(s->tally, TI_TALLY_BUCKET_READS);
-    ti_keymap_stats(&s->keymap, &o->key_map_bytes, NULL);
+    ti_keymap_stats(&s->keymap, o->key_file_bytes, &o->key_map_bytes, NULL);
     o->commits = __atomic_load_n(&s->commits, __ATOMIC_RELAXED);
     o->commit_failures = __atomic_load_n(&s->commit_failures, __ATOMIC_RELAXED);
     o->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
@@ -1335,7 +1335,7 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
 
 int tide_store_key_map_resident(tide_store *s, uint64_t *bytes)
 {
-    return ti_keymap_stats(&s->keymap, NULL, bytes);
+    return ti_keymap_stats(&s->keymap, 0, NULL, bytes);
 }
 
 int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
