@@ -134,8 +134,11 @@ typedef struct tide_store_opts {
                                     map of the file (src/store/keymap.c),
                                     and read with pread only where it cannot
                                     be mapped (the simulated file system).
-                                    1: always pread (the tests compare the
-                                    two; `tide bench store --pread`). */
+                                    1: always pread: on a disk that returns
+                                    read errors (under the map one is a
+                                    SIGBUS; tided: store_key_map=off), and
+                                    to compare (`tide bench store
+                                    --pread`). */
 } tide_store_opts;
 
 void tide_store_opts_init(tide_store_opts *o);
@@ -231,7 +234,7 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
  * entry with the same 48-bit hash (almost always one). Allocates the value
  * only. A read error of nudb.key under the map (a bad disk sector) is a
  * SIGBUS rather than TIDE_EIO: open with no_map on a disk that returns
- * read errors.
+ * read errors (tided's store_key_map=off).
  */
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len);
 

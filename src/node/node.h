@@ -121,6 +121,8 @@ typedef struct tide_node_opts {
                                      store's key size rules: keys passed to
                                      put/get must have tide_node_key_size() bytes */
     unsigned block_size;          /* for a new store; default 4096 */
+    int      store_no_map;        /* 1: the stores' lookups pread nudb.key
+                                     (tide_store_opts.no_map); 0 (default): map */
     /* node cache (docs/ARCHITECTURE.md, "The node cache") */
     size_t   cache_target;        /* entries; default 262144 (tiny) */
     unsigned cache_age_s;         /* default 30 */
