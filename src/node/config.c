@@ -364,7 +364,7 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_ROTATION_MAX_RSS] = { "rotation_max_rss", "rotation-max-rss", "TIDE_ROTATION_MAX_RSS", "node_db",
                                    NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
         .def = "0", .arg = "SIZE",
-        .help = "the rotation's health gate also waits while the process RSS is over SIZE (a rotation "
+        .help = "the rotation's health gate also waits while the process's anonymous RSS is over SIZE (a rotation "
                 "opens a store and copies forward; it waits for memory to come down, as for a commit "
                 "backlog). 0: no RSS gate." },
     /* The memory limit (issue 13; docs/MEMORY-LIMIT.md; config_mem.c does
@@ -376,8 +376,8 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_SIZE, TIDE_CONFIG_MEMORY_LIMIT_MIN, TIDE_CONFIG_BYTES_MAX, 0,
         .dflt = "the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes, the nearest "
                 "limited ancestor's), else none (a startup warning)", .arg = "SIZE",
-        .help = "bytes the whole process may use, counted as the larger of its RSS and its cgroup's "
-                "usage less page cache. At memory_levels' marks tided sweeps and trims (soft), answers "
+        .help = "bytes the whole process may use, counted as the larger of its anonymous RSS (RssAnon + "
+                "RssShmem: file-backed pages are page cache) and its cgroup's usage less page cache. At memory_levels' marks tided sweeps and trims (soft), answers "
                 "new PUTs 503 with Retry-After (high), and stops accepting connections (critical); "
                 "nothing acknowledged is dropped. The budgets not set explicitly derive from it: "
                 "cache_budget 20%, the key cache's hard limit 5%, insert_burst 4% (at most 64MiB), "

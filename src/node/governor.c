@@ -126,11 +126,9 @@ static const char *psi_path(const tide_node *n)
 static int real_reading(tide_node *n, tide_node_memory_reading *r)
 {
     const char *psi = psi_path(n);
-    tide_mem_proc_status st;
-    int rc = tide_mem_proc_status_read(&st);
+    int rc = tide_mem_proc_anon_rss(&r->rss_bytes);
 
     if (rc) return rc;
-    r->rss_bytes = st.has_split ? st.rss_anon + st.rss_shmem : st.vm_rss;
     if (n->mem_cgroup_path) {
         if (tide_mem_cgroup_usage_read(n->mem_cgroup_path, n->opts.cgroup_version, &r->cgroup) == 0)
             r->has_cgroup = 1;
