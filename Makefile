@@ -25,8 +25,12 @@
 #   make check-licence    every source file has its SPDX-License-Identifier line
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
-#   make bench        build, then bench/run-store and bench/http (wrk, nginx)
+#   make bench        build, then bench/run-store, bench/peers and bench/http
+#                     (wrk, nginx)
 #   make bench-http   build, then bench/http only
+#   make bench-peers  build build/bench/peers (Tide's store against LMDB and
+#                     RocksDB; needs liblmdb-dev and librocksdb-dev) and run
+#                     it with $(PEERS_ARGS) (default --items 1000000 --runs 3)
 #   make run          install missing packages for building and running only
 #                     (install-deps, no test packages), build, then start
 #                     tided on ./data, 127.0.0.1:8080
@@ -235,12 +239,30 @@ MANDIR_BUILD := $(BUILD)/man
 INSTALL_MANPAGES := $(if $(CLI_SRCS),$(MANDIR_BUILD)/tide.1) $(if $(SERVER_SRCS),$(MANDIR_BUILD)/tided.8)
 MANPAGES := $(if $(ALLOC)$(SAN),,$(INSTALL_MANPAGES))
 
+# bench/peers: a benchmark program outside the library and the programs
+# (never in lib/, bin/ or the packages), so that libtide's users never
+# depend on LMDB or RocksDB. It links the bench part's closure and the two
+# libraries; `make check` builds it when both headers are installed
+# (install-deps --test or --bench), for tests/peers-smoke, which skips
+# saying so otherwise. Not in the sanitizer builds: RocksDB's threads are
+# not instrumented, so TSan would report what it cannot see; the smoke
+# test skips there (TIDE_PEERS_SKIP says why).
+PEERS_SRCS := $(sort $(wildcard bench/peers/*.c))
+PEERS_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(PEERS_SRCS))
+PEERS_BIN  := $(BUILD)/bench/peers
+PEERS_LIBS := -llmdb -lrocksdb
+PEERS_HAVE := $(if $(SAN),,$(and $(wildcard /usr/include/lmdb.h),$(wildcard /usr/include/rocksdb/c.h)))
+PEERS_ARGS ?= --items 1000000 --runs 3
+DEPS += $(PEERS_OBJS:.o=.d)
+
 # What the tests see in their environment (run from the repo root).
 TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
+            TIDE_PEERS_BIN='$(abspath $(PEERS_BIN))' \
+            $(if $(SAN),TIDE_PEERS_SKIP='a sanitizer build does not build bench/peers') \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check check-layers check-functions check-licence asan tsan bench bench-http run deps deps-test clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check check-layers check-functions check-licence asan tsan bench bench-http bench-peers run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -381,6 +403,10 @@ $(BUILD)/tests/test_cli_progress: TEST_EXTRA_OBJS = $(CLI_PROGRESS_TEST_OBJS)
 
 tests: $(TEST_BINS)
 
+$(PEERS_BIN): $(PEERS_OBJS) $(call part_archives,bench) $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(LINK) -o $@ $(PEERS_OBJS) $(call part_archives,bench) $(PEERS_LIBS) $(LIBS)
+
 # ---- tests ---------------------------------------------------------------
 
 # The package step runs first, alone; the build and the run follow it.
@@ -399,7 +425,8 @@ test: deps-test
 # The jemalloc build of tided too (bin/jemalloc/), for the test that its
 # startup log proves malloc_conf took effect; not in sanitizer builds, whose
 # own allocator must come first.
-check: all tests check-layers check-functions check-licence $(if $(SAN),,alloc-jemalloc)
+check: all tests check-layers check-functions check-licence $(if $(SAN),,alloc-jemalloc) \
+       $(if $(PEERS_HAVE),$(PEERS_BIN))
 	$(TEST_ENV) bash tests/run-tests $(TESTS)
 
 # The structure checks, before any test runs: the includes, the diagram in
@@ -550,7 +577,15 @@ uninstall:
 bench: all
 	bash scripts/install-deps --bench
 	bash bench/run-store
+	@$(MAKE) --no-print-directory $(PEERS_BIN)
+	$(PEERS_BIN) $(PEERS_ARGS)
 	bash bench/http
+
+# Tide's store against LMDB and RocksDB (bench/peers --help says how).
+bench-peers: all
+	bash scripts/install-deps --bench
+	@$(MAKE) --no-print-directory $(PEERS_BIN)
+	$(PEERS_BIN) $(PEERS_ARGS)
 
 # Only tided against nginx (bench/http); see the script for its knobs.
 bench-http: all

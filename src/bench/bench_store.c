@@ -86,14 +86,24 @@ static void stream(uint64_t seed, unsigned char *out, size_t n)
     }
 }
 
+void tide_bench_key(uint64_t seed, uint64_t i, unsigned char *key)
+{
+    stream((seed << 33) + 2 * i + 1, key, TIDE_BENCH_KEY_SIZE);
+}
+
+void tide_bench_value(uint64_t seed, uint64_t i, unsigned char *value, size_t n)
+{
+    stream((seed << 33) + 2 * i + 2, value, n);
+}
+
 static void make_key(const tide_bench_store *b, uint64_t i)
 {
-    stream((b->opts.seed << 33) + 2 * i + 1, b->key, TIDE_BENCH_KEY_SIZE);
+    tide_bench_key(b->opts.seed, i, b->key);
 }
 
 static void make_value(const tide_bench_store *b, uint64_t i)
 {
-    stream((b->opts.seed << 33) + 2 * i + 2, b->value, b->opts.value_size);
+    tide_bench_value(b->opts.seed, i, b->value, b->opts.value_size);
 }
 
 /*
@@ -101,11 +111,7 @@ static void make_value(const tide_bench_store *b, uint64_t i)
  * network over the smallest even-bit power-of-two domain >= n, walking the
  * cycle until the image falls inside [0, n) (under 4 steps on average).
  */
-typedef struct permutation {
-    uint64_t n, half_bits, mask, round_keys[4];
-} permutation;
-
-static void permutation_init(permutation *p, uint64_t n, uint64_t seed)
+void tide_bench_perm_init(tide_bench_perm *p, uint64_t n, uint64_t seed)
 {
     p->n = n;
     p->half_bits = 1;
@@ -114,7 +120,7 @@ static void permutation_init(permutation *p, uint64_t n, uint64_t seed)
     for (int k = 0; k < 4; k++) p->round_keys[k] = tide_random_next64(&seed);
 }
 
-static uint64_t permutation_at(const permutation *p, uint64_t i)
+uint64_t tide_bench_perm_at(const tide_bench_perm *p, uint64_t i)
 {
     do {
         uint64_t l = i >> p->half_bits, r = i & p->mask;
@@ -128,15 +134,14 @@ static uint64_t permutation_at(const permutation *p, uint64_t i)
     return i;
 }
 
+uint64_t tide_bench_fetch_seed(uint64_t seed, unsigned run)
+{
+    return seed ^ (0x5EEDull << 32) ^ run;
+}
+
 /* ---- the RSS sampler ---- */
 
-typedef struct sampler {
-    pthread_t th;
-    atomic_int stop;
-    uint64_t max_anon, max_file, max_rss, samples;  /* read after join */
-} sampler;
-
-static void sample_once(sampler *sm)
+static void sample_once(tide_bench_sampler *sm)
 {
     tide_mem_proc_status st;
     if (tide_mem_proc_status_read(&st) != 0) return;
@@ -148,13 +153,31 @@ static void sample_once(sampler *sm)
 
 static void *sampler_main(void *arg)
 {
-    sampler *sm = arg;
+    tide_bench_sampler *sm = arg;
     while (!atomic_load(&sm->stop)) {
         sample_once(sm);
         tide_clock_sleep_us(TIDE_BENCH_SAMPLE_US);
     }
     sample_once(sm);
     return NULL;
+}
+
+void tide_bench_sampler_start(tide_bench_sampler *sm)
+{
+    memset(sm, 0, sizeof *sm);
+    atomic_init(&sm->stop, 0);
+    sm->running = pthread_create(&sm->th, NULL, sampler_main, sm) == 0;
+}
+
+void tide_bench_sampler_stop(tide_bench_sampler *sm)
+{
+    if (sm->running) {
+        atomic_store(&sm->stop, 1);
+        pthread_join(sm->th, NULL);
+        sm->running = 0;
+    } else {
+        sample_once(sm);
+    }
 }
 
 /* ---- one phase's measurement frame ---- */
@@ -176,14 +199,13 @@ static void probe_take(probe *p, tide_store *s, const char *dir)
 
 typedef struct frame {
     probe before;
-    sampler sm;
-    int sampler_running;
+    tide_bench_sampler sm;
     uint64_t t0;
     double cpu0;
 } frame;
 
 /* Seconds of CPU the process has used, user + system, all its threads. */
-static double cpu_seconds(void)
+double tide_bench_cpu_seconds(void)
 {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
@@ -204,9 +226,8 @@ static void frame_begin(frame *f, tide_bench_phase *r, tide_store *s, const char
         r->file_start = st.rss_file;
     }
     probe_take(&f->before, s, dir);
-    atomic_init(&f->sm.stop, 0);
-    f->sampler_running = pthread_create(&f->sm.th, NULL, sampler_main, &f->sm) == 0;
-    f->cpu0 = cpu_seconds();
+    tide_bench_sampler_start(&f->sm);
+    f->cpu0 = tide_bench_cpu_seconds();
     f->t0 = tide_clock_mono_us();
 }
 
@@ -214,16 +235,11 @@ static void frame_end(frame *f, tide_bench_phase *r, tide_store *s, const char *
                       uint64_t items)
 {
     uint64_t t1 = tide_clock_mono_us();
-    double cpu1 = cpu_seconds();
+    double cpu1 = tide_bench_cpu_seconds();
     tide_mem_proc_status st;
     probe a;
 
-    if (f->sampler_running) {
-        atomic_store(&f->sm.stop, 1);
-        pthread_join(f->sm.th, NULL);
-    } else {
-        sample_once(&f->sm);
-    }
+    tide_bench_sampler_stop(&f->sm);
     r->secs = (double)(t1 - f->t0) / 1e6;
     if (r->secs <= 0) r->secs = 1e-6;
     r->items_per_s = (double)items / r->secs;
@@ -333,7 +349,7 @@ static int run_load(run_state *st)
  * value buffers; the first failure is kept in `why` (and `error`). */
 typedef struct fetcher {
     run_state *st;
-    const permutation *perm;
+    const tide_bench_perm *perm;
     uint64_t from, to, done;
     unsigned char *key, *value;
     int rc;
@@ -351,7 +367,7 @@ static int fetch_one(fetcher *fe, uint64_t i, uint64_t k)
     unsigned char *got = NULL;
     int rc;
 
-    stream((b->opts.seed << 33) + 2 * i + 1, fe->key, TIDE_BENCH_KEY_SIZE);
+    tide_bench_key(b->opts.seed, i, fe->key);
     rc = tide_store_fetch(fe->st->s, fe->key, (void **)&got, &len);
     if (rc) {
         fe->why.during = "fetch";
@@ -360,7 +376,7 @@ static int fetch_one(fetcher *fe, uint64_t i, uint64_t k)
         fe->why.nth = k;
         return rc;
     }
-    stream((b->opts.seed << 33) + 2 * i + 2, fe->value, vs);
+    tide_bench_value(b->opts.seed, i, fe->value, vs);
     if (len == vs && memcmp(got, fe->value, vs) == 0) {
         free(got);
         return 0;
@@ -378,7 +394,7 @@ static void *fetcher_main(void *arg)
 {
     fetcher *fe = arg;
     for (uint64_t k = fe->from; k < fe->to && fe->rc == 0; k++) {
-        fe->rc = fetch_one(fe, permutation_at(fe->perm, k), k);
+        fe->rc = fetch_one(fe, tide_bench_perm_at(fe->perm, k), k);
         if (fe->rc == 0) fe->done++;
     }
     return NULL;
@@ -392,7 +408,7 @@ static int run_fetch(run_state *st)
     unsigned nt = b->opts.fetch_threads ? b->opts.fetch_threads : 1;
     uint64_t n = b->opts.items, done = 0;
     fetcher *fe = calloc(nt, sizeof *fe);
-    permutation perm;
+    tide_bench_perm perm;
     frame f;
     int rc = 0;
 
@@ -403,7 +419,7 @@ static int run_fetch(run_state *st)
         fe[t].value = malloc(b->opts.value_size);
         if (!fe[t].key || !fe[t].value) rc = tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
     }
-    permutation_init(&perm, n, b->opts.seed ^ (0x5EEDull << 32) ^ st->run);
+    tide_bench_perm_init(&perm, n, tide_bench_fetch_seed(b->opts.seed, st->run));
     frame_begin(&f, &st->out->fetch, st->s, b->run_dir, b->can_reset);
     for (unsigned t = 1; rc == 0 && t < nt; t++)
         if (pthread_create(&fe[t].th, NULL, fetcher_main, &fe[t]) != 0) {

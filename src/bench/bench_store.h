@@ -27,6 +27,8 @@
 #ifndef TIDE_BENCH_STORE_H
 #define TIDE_BENCH_STORE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +39,47 @@
 #define TIDE_BENCH_SAMPLE_US   10000u     /* the RSS sampler's period */
 #define TIDE_BENCH_RUNS_MAX    1000u
 #define TIDE_BENCH_PATH_MAX    3000u      /* the longest parent directory */
+
+/* ---- the workload, for this bench and for bench/peers ----
+ *
+ * Item i of seed s: its key is stream((s << 33) + 2i + 1, 32 bytes), its
+ * value stream((s << 33) + 2i + 2, n bytes), stream(x, n) being the first n
+ * bytes of the splitmix64 sequence started at x (little-endian words). Seed
+ * 0 is the formula of tests/fixtures/nudb. Pure, thread-safe; a few ns per
+ * 8 bytes. `key` holds TIDE_BENCH_KEY_SIZE bytes, `value` n.
+ */
+void tide_bench_key(uint64_t seed, uint64_t i, unsigned char *key);
+void tide_bench_value(uint64_t seed, uint64_t i, unsigned char *value, size_t n);
+
+/* A pseudo-random permutation of [0, n), computed per step without a
+ * table (a keyed Feistel network walked until it falls inside [0, n)):
+ * the fetch order. init is pure; at is pure and thread-safe, O(1) (under
+ * 4 rounds of 4 mixes on average). n >= 1. */
+typedef struct tide_bench_perm {
+    uint64_t n, half_bits, mask, round_keys[4];
+} tide_bench_perm;
+void tide_bench_perm_init(tide_bench_perm *p, uint64_t n, uint64_t seed);
+uint64_t tide_bench_perm_at(const tide_bench_perm *p, uint64_t i);
+/* The permutation's key for run `run` of data seed `seed`. Pure. */
+uint64_t tide_bench_fetch_seed(uint64_t seed, unsigned run);
+
+/* The peak RSS sampler: a thread that reads /proc/self/status every
+ * TIDE_BENCH_SAMPLE_US and keeps the maxima (anonymous, file-backed,
+ * total), read after stop. Without a thread (pthread_create failed) stop
+ * takes one sample. One owner thread calls start then stop; the fields are
+ * the sampler's until stop returns. */
+typedef struct tide_bench_sampler {
+    pthread_t th;
+    atomic_int stop;
+    int running;
+    uint64_t max_anon, max_file, max_rss, samples;
+} tide_bench_sampler;
+/* CPU seconds (user + system, every thread) the process has used so far,
+ * from getrusage(RUSAGE_SELF); 0 if it fails. Allocates nothing. */
+double tide_bench_cpu_seconds(void);
+
+void tide_bench_sampler_start(tide_bench_sampler *sm);
+void tide_bench_sampler_stop(tide_bench_sampler *sm);
 
 /* What to measure. tide_bench_store_opts_init gives the defaults named. */
 typedef struct tide_bench_store_opts {

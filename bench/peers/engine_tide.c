@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * engine_tide.c: Tide's store as a bench/peers engine, configured as
+ * `tide bench store` configures it: key size 32, the default block size,
+ * load factor 0.5, burst_bytes from the options (16 MiB by default), and
+ * the store's own commit policy: a commit about every second or when the
+ * pool holds a burst, each made durable with fdatasync. put is
+ * tide_store_insert (which refuses a duplicate key, so it looks the key up
+ * first); finish is tide_store_sync; get is tide_store_fetch, whose value
+ * is a malloc'd copy that the reader frees at its next get.
+ *
+ * Invariants:
+ *   1. The commits reported are the store's own counter's, not a guess.
+ * Never: batch for the store; its commit thread decides, as in production.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench_store.h"
+#include "peers.h"
+#include "tide/error.h"
+#include "tide/store.h"
+
+struct peer_engine {
+    tide_store *s;
+    size_t value_size;
+    char err[PEER_ERROR_MAX];
+};
+
+struct peer_reader {
+    peer_engine *e;
+    void *last;
+    char err[PEER_ERROR_MAX];
+};
+
+static int t_open(peer_engine **out, const char *dir, const peer_cfg *cfg, char *err)
+{
+    tide_store_create_opts co;
+    tide_store_opts so;
+    peer_engine *e = calloc(1, sizeof *e);
+    int rc;
+
+    *out = NULL;
+    if (e == NULL) {
+        snprintf(err, PEER_ERROR_MAX, "tide: no memory");
+        return -1;
+    }
+    e->value_size = cfg->value_size;
+    tide_store_create_opts_init(&co);
+    co.key_size = TIDE_BENCH_KEY_SIZE;
+    co.load_factor = TIDE_BENCH_LOAD_FACTOR;
+    rc = tide_store_create(dir, &co);
+    if (rc == 0) {
+        tide_store_opts_init(&so);
+        so.burst_bytes = (size_t)cfg->burst;
+        rc = tide_store_open(&e->s, dir, &so);
+    }
+    if (rc) {
+        snprintf(err, PEER_ERROR_MAX, "tide: create/open %s: %s", dir, tide_last_error());
+        free(e);
+        return -1;
+    }
+    *out = e;
+    return 0;
+}
+
+static int t_put(peer_engine *e, const unsigned char *key, const unsigned char *value)
+{
+    int rc = tide_store_insert(e->s, key, value, e->value_size);
+    if (rc == 0) return 0;
+    snprintf(e->err, sizeof e->err, "tide: insert: %s", tide_last_error());
+    return -1;
+}
+
+static int t_finish(peer_engine *e)
+{
+    if (tide_store_sync(e->s) == 0) return 0;
+    snprintf(e->err, sizeof e->err, "tide: sync: %s", tide_last_error());
+    return -1;
+}
+
+static int t_reader_open(peer_engine *e, peer_reader **out)
+{
+    peer_reader *r = calloc(1, sizeof *r);
+    *out = r;
+    if (r == NULL) {
+        snprintf(e->err, sizeof e->err, "tide: no memory for a reader");
+        return -1;
+    }
+    r->e = e;
+    return 0;
+}
+
+static int t_get(peer_reader *r, const unsigned char *key, const unsigned char **out, size_t *len)
+{
+    int rc;
+
+    free(r->last);
+    r->last = NULL;
+    rc = tide_store_fetch(r->e->s, key, &r->last, len);
+    if (rc == TIDE_ENOTFOUND) return 1;
+    if (rc) {
+        snprintf(r->err, sizeof r->err, "tide: fetch: %s", tide_last_error());
+        return -1;
+    }
+    *out = r->last;
+    return 0;
+}
+
+static void t_reader_close(peer_reader *r)
+{
+    if (r == NULL) return;
+    free(r->last);
+    free(r);
+}
+
+static const char *t_reader_error(peer_reader *r) { return r->err; }
+
+static uint64_t t_commits(peer_engine *e)
+{
+    tide_store_info info;
+    tide_store_get_info(e->s, &info);
+    return info.commits;
+}
+
+static void t_close(peer_engine *e)
+{
+    if (e == NULL) return;
+    if (e->s) tide_store_close(e->s);
+    free(e);
+}
+
+static const char *t_error(peer_engine *e) { return e->err; }
+
+const peer_ops peer_tide_ops = {
+    .name = "tide",
+    .durability = "the store's commits (a burst or a second), fdatasync each",
+    .open = t_open, .put = t_put, .finish = t_finish,
+    .reader_open = t_reader_open, .get = t_get, .reader_close = t_reader_close,
+    .reader_error = t_reader_error, .commits = t_commits, .close = t_close, .error = t_error,
+};

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * peers.c: bench/peers, Tide's store side by side with LMDB and RocksDB on
+ * the workload of `tide bench store`: the options, the rounds, the summary,
+ * the table and the JSON document. One run of one engine is peers_run.c;
+ * the engines are engine_*.c behind peers.h.
+ *
+ * Order: for each size of --items, --runs rounds; each round runs every
+ * engine once, in the order given (A, B, C, D, then again), each in a fresh
+ * directory of its own under the bench directory, removed as soon as the
+ * run ends. Interleaving spreads the machine's changing load over all the
+ * engines alike; the summary takes medians over the rounds.
+ *
+ * The batch: LMDB and RocksDB commit once per --batch items. By default
+ * (auto) it matches Tide's own cadence: Tide runs first in round 1 of each
+ * size, and the batch is that run's items / commits (its commit thread
+ * commits a burst or a second's worth, whichever comes first); without
+ * tide among the engines, a burst's worth, burst / (key + value + 16).
+ *
+ * Invariants:
+ *   1. Every engine directory is removed after its run, and the bench
+ *      directory at the end, whatever the outcome; a removal that fails is
+ *      an error (exit 1), never silent.
+ *   2. With --json, stdout carries one JSON document and nothing else;
+ *      progress goes to stderr in both modes.
+ *   3. A figure that could not be read (no /proc/self/io write_bytes, no
+ *      block device) is null in the JSON and "-" in the table, never 0.
+ * Never: print a summary after a failed run (a wrong value ends the bench
+ *   with exit 1).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bench/bench_store.h"
+#include "peers_out.h"
+#include "peers_run.h"
+#include "tide/store.h"
+#include "util/size.h"
+
+static const char help_text[] =
+"NAME\n"
+"    peers - Tide's store against LMDB and RocksDB on one workload\n"
+"\n"
+"SYNOPSIS\n"
+"    build/bench/peers [--items N[,N...]] [--runs N] [--engines LIST]\n"
+"                      [--baseline ENGINE] [--batch N] [--burst SIZE]\n"
+"                      [--value-size N] [--seed N] [--dir DIR] [--json]\n"
+"                      [--fault-item N]\n"
+"\n"
+"DESCRIPTION\n"
+"    Runs each engine on the workload of `tide bench store`: item i has a\n"
+"    32-byte key and a value-size-byte value, both random bytes from\n"
+"    splitmix64 streams of i (the formula of tests/fixtures/nudb), made on\n"
+"    the fly. A run has three phases in a process of its own (forked, so\n"
+"    that no engine inherits another's heap or counters):\n"
+"\n"
+"    LOAD    puts items 0..N-1, then the engine's last commit (synced as its\n"
+"            mode says); RocksDB also flushes its memtable and waits until\n"
+"            no flush or compaction is pending or running.\n"
+"    FETCH1  gets every item once on one thread, in a shuffled order (a\n"
+"            keyed Feistel permutation, the same for every engine of a\n"
+"            round), comparing each value byte for byte with the one put.\n"
+"    FETCH2  the same with two threads, each taking half the order.\n"
+"\n"
+"    A missing or wrong value stops the bench with exit status 1.\n"
+"\n"
+"ENGINES\n"
+"    tide          Tide's store (key size 32, block 4096, load factor 0.5,\n"
+"                  burst SIZE): its commit thread commits a burst or a\n"
+"                  second's worth, fdatasync'd; the load ends with\n"
+"                  tide_store_sync.\n"
+"    lmdb          LMDB: one write transaction per batch of N items,\n"
+"                  committed with LMDB's sync; reads in a read-only\n"
+"                  transaction per thread (values are not copied).\n"
+"    rocksdb-sync  RocksDB: one write batch of N items per write, its WAL\n"
+"                  synced on each; defaults plus a 10-bit Bloom filter.\n"
+"    rocksdb       the same batches, the WAL written but not synced.\n"
+"\n"
+"    N is --batch. By default it matches Tide's cadence: items / commits of\n"
+"    Tide's run in round 1 of each size (Tide then runs first).\n"
+"\n"
+"MEASUREMENTS\n"
+"    Per phase: items/s (wall clock) and items per CPU-second (user +\n"
+"    system time of the run's process, from getrusage, background threads\n"
+"    included: the figure a shared machine distorts least); peak RSS,\n"
+"    anonymous and file-backed (a thread samples /proc/self/status every\n"
+"    10 ms). For the load: write amplification, the bytes the process sent\n"
+"    to storage (/proc/self/io write_bytes) and the bytes the block device\n"
+"    holding DIR wrote (/sys/dev/block/MAJ:MIN/stat; every process's writes\n"
+"    count there), each divided by the payload N x (32 + value-size); the\n"
+"    commits; the files' apparent and allocated size after the load.\n"
+"    The summary is the median over the rounds, with the ratio of each\n"
+"    engine's figure to the baseline engine's.\n"
+"\n"
+"OPTIONS\n"
+"    --items LIST      items per run, one size or a growth curve such as\n"
+"                      1000000,4000000,16000000 (at most 16 sizes, each 1\n"
+"                      to 2^32-1). Default 1000000.\n"
+"    --runs N          rounds per size, 1 to 1000; medians need 3 or more.\n"
+"                      Default 3.\n"
+"    --engines LIST    which engines, in round order, comma-separated.\n"
+"                      Default tide,lmdb,rocksdb-sync,rocksdb.\n"
+"    --baseline E      the engine the ratios divide by; one of --engines.\n"
+"                      Default tide (or the first engine).\n"
+"    --batch N         items per LMDB transaction and RocksDB write batch.\n"
+"                      Default auto (see ENGINES).\n"
+"    --burst SIZE      Tide's burst_bytes (16MiB, 65536 forms). Default\n"
+"                      16MiB, the library's default.\n"
+"    --value-size N    bytes per value, 1 to 65536. Default 200.\n"
+"    --seed N          the data's seed, 0 to 2^31-1. Default 0.\n"
+"    --dir DIR         make the bench directory (tide-peers-XXXXXX, one\n"
+"                      directory per run inside) under DIR, an existing\n"
+"                      directory. Everything is removed at the end (an\n"
+"                      interrupted bench leaves it for you to remove).\n"
+"                      Default /tmp.\n"
+"    --fault-item N    for the tests: store item N (0 to items-1) with its\n"
+"                      first value byte flipped, in every run; the fetch\n"
+"                      must then report a wrong value (exit 1).\n"
+"    --json            print the summary as one JSON document on stdout\n"
+"                      (progress stays on stderr).\n"
+"    -h, --help        print this text.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 done; 1 an engine failed, a value was missing or wrong, or a\n"
+"    directory could not be removed; 2 usage error.\n"
+"\n"
+"EXAMPLES\n"
+"    build/bench/peers --items 1000000,4000000 --runs 3\n"
+"    build/bench/peers --items 20000 --runs 1 --json > peers.json\n"
+"    build/bench/peers --engines tide,rocksdb-sync --baseline rocksdb-sync\n"
+"\n"
+"    Built by `make bench-peers` (needs liblmdb-dev and librocksdb-dev:\n"
+"    scripts/install-deps --bench); never part of bin/tide or libtide.\n";
+
+static const peer_ops *const all_engines[] = {
+    &peer_tide_ops, &peer_lmdb_ops, &peer_rocksdb_sync_ops, &peer_rocksdb_ops,
+};
+#define ALL_ENGINES (sizeof all_engines / sizeof *all_engines)
+
+static int usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "peers: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(build/bench/peers --help for the options)\n");
+    return 2;
+}
+
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    if (*s < '0' || *s > '9') return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Call each(o, word) for every word of the comma-separated list s; an
+ * empty word (",," or a comma at either end) or a failed call is -1. */
+static int each_word(const char *s, peers_opts *o, int (*each)(peers_opts *, const char *))
+{
+    char buf[1024], *save = NULL, *tok;
+    size_t n = strlen(s);
+    if (n == 0 || n >= sizeof buf || s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,"))
+        return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (each(o, tok) != 0) return -1;
+    return 0;
+}
+
+static int add_size(peers_opts *o, const char *word)
+{
+    if (o->nsizes == PEERS_SIZES_MAX) return -1;
+    if (parse_u64(word, 1, UINT32_MAX, &o->sizes[o->nsizes]) != 0) return -1;
+    o->nsizes++;
+    return 0;
+}
+
+static const peer_ops *engine_named(const char *name)
+{
+    for (size_t i = 0; i < ALL_ENGINES; i++)
+        if (strcmp(all_engines[i]->name, name) == 0) return all_engines[i];
+    return NULL;
+}
+
+static int add_engine(peers_opts *o, const char *word)
+{
+    const peer_ops *e = engine_named(word);
+    if (e == NULL || o->nengines == PEERS_ENGINES_MAX) return -1;
+    for (size_t i = 0; i < o->nengines; i++)
+        if (o->engines[i] == e) return -1;
+    o->engines[o->nengines++] = e;
+    return 0;
+}
+
+static int parse_items(const char *s, peers_opts *o)
+{
+    o->nsizes = 0;
+    return each_word(s, o, add_size);
+}
+
+static int parse_engines(const char *s, peers_opts *o)
+{
+    o->nengines = 0;
+    return each_word(s, o, add_engine);
+}
+
+/* One option with its value; 0, or the exit status of a usage error. */
+static int option(peers_opts *o, const char *name, const char *val)
+{
+    struct stat st;
+    if (strcmp(name, "--items") == 0) {
+        if (parse_items(val, o)) return usage("--items '%s' is not a list of whole numbers "
+                                              "from 1 to 4294967295 (at most 16)", val);
+    } else if (strcmp(name, "--runs") == 0) {
+        if (parse_u64(val, 1, 1000, &o->runs))
+            return usage("--runs '%s' is not a whole number from 1 to 1000", val);
+    } else if (strcmp(name, "--engines") == 0) {
+        if (parse_engines(val, o))
+            return usage("--engines '%s' is not a list of distinct engines among tide, "
+                         "lmdb, rocksdb-sync, rocksdb", val);
+    } else if (strcmp(name, "--baseline") == 0) {
+        o->baseline_name = val;
+    } else if (strcmp(name, "--batch") == 0) {
+        if (strcmp(val, "auto") == 0) o->batch = 0;
+        else if (parse_u64(val, 1, UINT32_MAX, &o->batch))
+            return usage("--batch '%s' is not 'auto' or a whole number from 1", val);
+    } else if (strcmp(name, "--burst") == 0) {
+        if (tide_size_parse(val, &o->burst) || o->burst < 4096 || o->burst > ((uint64_t)1 << 32))
+            return usage("--burst '%s' is not a size from 4KiB to 4GiB such as 16MiB", val);
+    } else if (strcmp(name, "--value-size") == 0) {
+        if (parse_u64(val, 1, 65536, &o->value_size))
+            return usage("--value-size '%s' is not a whole number from 1 to 65536", val);
+    } else if (strcmp(name, "--seed") == 0) {
+        if (parse_u64(val, 0, 2147483647, &o->seed))
+            return usage("--seed '%s' is not a whole number from 0 to 2147483647", val);
+    } else if (strcmp(name, "--fault-item") == 0) {
+        if (parse_u64(val, 0, UINT32_MAX - 1, &o->fault_item))
+            return usage("--fault-item '%s' is not a whole number from 0", val);
+        o->fault_item++;
+    } else if (strcmp(name, "--dir") == 0) {
+        if (stat(val, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(val) > 3000)
+            return usage("--dir '%s' is not an existing directory (of a path up to 3000 bytes)",
+                         val);
+        o->parent = val;
+    } else {
+        return usage("unknown option '%s'", name);
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, peers_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->sizes[0] = 1000000;
+    o->nsizes = 1;
+    o->runs = 3;
+    o->burst = TIDE_BURST_DEFAULT;
+    o->value_size = 200;
+    o->parent = "/tmp";
+    for (size_t i = 0; i < ALL_ENGINES; i++) o->engines[i] = all_engines[i];
+    o->nengines = ALL_ENGINES;
+    for (int i = 1; i < argc; i++) {
+        int rc;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(help_text, stdout);
+            return -1;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
+            o->json = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return usage("%s needs a value", argv[i]);
+        rc = option(o, argv[i], argv[i + 1]);
+        if (rc) return rc;
+        i++;
+    }
+    o->baseline = 0;
+    if (o->baseline_name) {
+        size_t b = 0;
+        while (b < o->nengines && strcmp(o->engines[b]->name, o->baseline_name) != 0) b++;
+        if (b == o->nengines)
+            return usage("--baseline '%s' is not one of the engines run", o->baseline_name);
+        o->baseline = b;
+    } else {
+        for (size_t b = 0; b < o->nengines; b++)
+            if (o->engines[b] == &peer_tide_ops) o->baseline = b;
+    }
+    return 0;
+}
+
+/* With the automatic batch, Tide runs first so that the others can match it. */
+static void tide_first(peers_opts *o)
+{
+    for (size_t i = 1; i < o->nengines; i++) {
+        if (o->engines[i] != &peer_tide_ops) continue;
+        const peer_ops *t = o->engines[i];
+        const char *bname = o->engines[o->baseline]->name;
+        memmove(&o->engines[1], &o->engines[0], i * sizeof o->engines[0]);
+        o->engines[0] = t;
+        for (size_t b = 0; b < o->nengines; b++)
+            if (strcmp(o->engines[b]->name, bname) == 0) o->baseline = b;
+    }
+}
+
+static void read_loadavg(char *out, size_t n)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    snprintf(out, n, "unknown");
+    if (f == NULL) return;
+    if (fgets(out, (int)n, f) != NULL) out[strcspn(out, "\n")] = '\0';
+    fclose(f);
+}
+
+/* One engine's run at size index z, round r (1-based). 0 or 1 (failed). */
+static int one_run(peers_state *ps, size_t z, unsigned r, size_t e, uint64_t batch)
+{
+    const peers_opts *o = &ps->opts;
+    peer_result *res = &ps->results[(z * o->runs + (r - 1)) * o->nengines + e];
+    char dir[3300];
+    peer_job job;
+    int rc;
+
+    snprintf(dir, sizeof dir, "%s/%llu-%s-r%u", ps->dir, (unsigned long long)o->sizes[z],
+             o->engines[e]->name, r);
+    memset(&job, 0, sizeof job);
+    job.ops = o->engines[e];
+    job.dir = dir;
+    job.cfg = (peer_cfg){ .items = o->sizes[z], .value_size = (size_t)o->value_size,
+                          .batch = batch, .burst = o->burst };
+    job.seed = o->seed;
+    job.order_seed = tide_bench_fetch_seed(o->seed, r);
+    job.fault_item = o->fault_item;
+    rc = peer_run(&job, res);
+    if (peer_remove_tree(dir) != 0) {
+        fprintf(stderr, "peers: cannot remove %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    if (rc) {
+        fprintf(stderr, "peers: %s, %llu items, round %u: %s\n", job.ops->name,
+                (unsigned long long)o->sizes[z], r, res->error);
+        return 1;
+    }
+    peers_progress(ps, z, r, e, batch);
+    return 0;
+}
+
+/* Every round of every size. 0 or 1. */
+static int run_all(peers_state *ps)
+{
+    const peers_opts *o = &ps->opts;
+    for (size_t z = 0; z < o->nsizes; z++) {
+        uint64_t items = o->sizes[z];
+        uint64_t batch = o->batch ? o->batch
+                                  : o->burst / (TIDE_BENCH_KEY_SIZE + o->value_size + 16);
+        read_loadavg(ps->load_before[z], sizeof ps->load_before[z]);
+        for (unsigned r = 1; r <= o->runs; r++) {
+            for (size_t e = 0; e < o->nengines; e++) {
+                if (one_run(ps, z, r, e, batch)) return 1;
+                if (!o->batch && r == 1 && o->engines[e] == &peer_tide_ops) {
+                    uint64_t c = ps->results[z * o->runs * o->nengines + e].commits;
+                    batch = c ? (items + c - 1) / c : items;
+                }
+            }
+        }
+        ps->batch[z] = batch;
+        read_loadavg(ps->load_after[z], sizeof ps->load_after[z]);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    peers_state ps;
+    struct utsname un;
+    int rc;
+
+    memset(&ps, 0, sizeof ps);
+    rc = parse(argc, argv, &ps.opts);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!ps.opts.batch) tide_first(&ps.opts);
+    ps.nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    if (uname(&un) == 0)
+        snprintf(ps.kernel, sizeof ps.kernel, "%s %s %s", un.sysname, un.release, un.machine);
+    ps.results = calloc(ps.opts.nsizes * ps.opts.runs * ps.opts.nengines, sizeof *ps.results);
+    snprintf(ps.dir, sizeof ps.dir, "%s/tide-peers-XXXXXX", ps.opts.parent);
+    if (ps.results == NULL || mkdtemp(ps.dir) == NULL) {
+        fprintf(stderr, "peers: cannot make a directory under %s: %s\n", ps.opts.parent,
+                strerror(errno));
+        free(ps.results);
+        return 1;
+    }
+    peers_header(&ps);
+    rc = run_all(&ps);
+    if (rmdir(ps.dir) != 0) {
+        fprintf(stderr, "peers: cannot remove %s: %s\n", ps.dir, strerror(errno));
+        rc = 1;
+    }
+    if (rc == 0) rc = ps.opts.json ? peers_json(&ps) : peers_table(&ps);
+    free(ps.results);
+    return rc;
+}

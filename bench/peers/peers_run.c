@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * peers_run.c: one run of one engine, in a child process: make the
+ * engine's directory, LOAD, measure the files, FETCH with one thread, FETCH
+ * again with two, close. The parent removes the directory whatever
+ * happened (peers.c).
+ *
+ *   LOAD    put items 0..N-1 (key and value from tide_bench_key and
+ *           tide_bench_value, the workload of `tide bench store`), then
+ *           the engine's finish (its last commit, synced as its mode says).
+ *           Timed from the first put to finish's return.
+ *   FETCH1  get every item once, in the order tide_bench_perm gives for
+ *           the round's seed, on the child's main thread; each value is
+ *           compared byte for byte with the one put (a missing or wrong
+ *           value fails the run).
+ *   FETCH2  the same order split in two halves, one thread each, each
+ *           with its own reader; timed from before the threads start to
+ *           after both are joined.
+ *
+ * Around each phase (a "frame", nothing inside the timed loop): the wall
+ * clock (CLOCK_MONOTONIC), getrusage(RUSAGE_SELF) user + system time of the
+ * whole process (the engine's background threads included: RocksDB's
+ * flushes and compactions, Tide's commit thread), /proc/self/io
+ * (write_bytes, wchar), the block device's sectors written (tide_mem_proc_
+ * blockdev_read, as bench_store.c), and the peak RSS, anonymous and
+ * file-backed, from the sampler of bench_store.h.
+ *
+ * Invariants:
+ *   1. Every fetched value is compared with the one put; `checked` counts
+ *      them and must equal 2 x items for a run that succeeded.
+ *   2. The child writes exactly one peer_result to the pipe and exits with
+ *      _exit (no atexit handlers, no stdio flush of the parent's buffers).
+ * Never: print from the child; the parent reports.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/bench_store.h"
+#include "mem/proc.h"
+#include "peers_run.h"
+#include "util/clock.h"
+
+/* ---- the frame around a phase ---- */
+
+typedef struct frame {
+    const char *dir;
+    uint64_t t0;
+    double cpu0;
+    tide_mem_proc_io io0;
+    int io_ok;
+    tide_mem_proc_blockdev dev0;
+    int dev_ok;
+    tide_bench_sampler sm;
+} frame;
+
+static void frame_begin(frame *f, peer_phase *p, const char *dir)
+{
+    tide_mem_proc_status st;
+
+    memset(f, 0, sizeof *f);
+    memset(p, 0, sizeof *p);
+    f->dir = dir;
+    if (tide_mem_proc_status_read(&st) == 0) {
+        p->anon_start = st.rss_anon;
+        p->file_start = st.rss_file;
+    }
+    f->io_ok = tide_mem_proc_io_read(&f->io0) == 0 && f->io0.has_device_bytes;
+    f->dev_ok = tide_mem_proc_blockdev_read(dir, &f->dev0) == 0;
+    tide_bench_sampler_start(&f->sm);
+    f->cpu0 = tide_bench_cpu_seconds();
+    f->t0 = tide_clock_mono_us();
+}
+
+static void frame_end(frame *f, peer_phase *p, uint64_t items)
+{
+    uint64_t t1 = tide_clock_mono_us();
+    double cpu1 = tide_bench_cpu_seconds();
+    tide_mem_proc_io io1;
+    tide_mem_proc_blockdev dev1;
+
+    tide_bench_sampler_stop(&f->sm);
+    p->secs = t1 > f->t0 ? (double)(t1 - f->t0) / 1e6 : 1e-6;
+    p->cpu_secs = cpu1 > f->cpu0 ? cpu1 - f->cpu0 : 1e-6;
+    p->items_per_s = (double)items / p->secs;
+    p->items_per_cpu_s = (double)items / p->cpu_secs;
+    p->peak_anon = f->sm.max_anon;
+    p->peak_file = f->sm.max_file;
+    p->io_ok = f->io_ok && tide_mem_proc_io_read(&io1) == 0 && io1.has_device_bytes;
+    if (p->io_ok) {
+        p->write_bytes = io1.write_bytes - f->io0.write_bytes;
+        p->wchar = io1.wchar - f->io0.wchar;
+    }
+    p->dev_ok = f->dev_ok && tide_mem_proc_blockdev_read(f->dir, &dev1) == 0;
+    if (p->dev_ok) p->dev_written = dev1.bytes_written - f->dev0.bytes_written;
+}
+
+/* ---- the phases ---- */
+
+static int load(const peer_job *job, peer_engine *e, peer_result *res)
+{
+    const peer_ops *ops = job->ops;
+    unsigned char key[TIDE_BENCH_KEY_SIZE];
+    unsigned char *value = malloc(job->cfg.value_size);
+    frame f;
+    int rc = 0;
+
+    if (value == NULL) {
+        snprintf(res->error, sizeof res->error, "%s: no memory for a value", ops->name);
+        return -1;
+    }
+    frame_begin(&f, &res->ph[PH_LOAD], job->dir);
+    for (uint64_t i = 0; i < job->cfg.items && rc == 0; i++) {
+        tide_bench_key(job->seed, i, key);
+        tide_bench_value(job->seed, i, value, job->cfg.value_size);
+        if (job->fault_item == i + 1) value[0] ^= 1;     /* --fault-item, for the tests */
+        rc = ops->put(e, key, value);
+    }
+    if (rc == 0) rc = ops->finish(e);
+    frame_end(&f, &res->ph[PH_LOAD], job->cfg.items);
+    free(value);
+    if (rc) snprintf(res->error, sizeof res->error, "load: %s", ops->error(e));
+    return rc;
+}
+
+/* One fetching thread's share: positions [from, to) of the order. */
+typedef struct fetcher {
+    const peer_job *job;
+    peer_engine *e;
+    const tide_bench_perm *perm;
+    uint64_t from, to, checked;
+    pthread_t th;
+    int rc;
+    char error[PEER_ERROR_MAX + 100];
+} fetcher;
+
+static int check_one(fetcher *w, peer_reader *r, uint64_t k, unsigned char *key,
+                     unsigned char *want)
+{
+    const peer_ops *ops = w->job->ops;
+    size_t vs = w->job->cfg.value_size, len = 0, at = 0;
+    uint64_t i = tide_bench_perm_at(w->perm, k);
+    const unsigned char *got = NULL;
+    int rc;
+
+    tide_bench_key(w->job->seed, i, key);
+    rc = ops->get(r, key, &got, &len);
+    if (rc < 0) {
+        snprintf(w->error, sizeof w->error, "fetch: %s", ops->reader_error(r));
+        return -1;
+    }
+    if (rc > 0) {
+        snprintf(w->error, sizeof w->error, "fetch: item %llu (fetched %llu-th) not found",
+                 (unsigned long long)i, (unsigned long long)k);
+        return -1;
+    }
+    tide_bench_value(w->job->seed, i, want, vs);
+    if (len == vs && memcmp(got, want, vs) == 0) return 0;
+    while (at < len && at < vs && got[at] == want[at]) at++;
+    snprintf(w->error, sizeof w->error,
+             "fetch: item %llu (fetched %llu-th) has a wrong value: %zu bytes, "
+             "%zu expected, first difference at byte %zu",
+             (unsigned long long)i, (unsigned long long)k, len, vs, at);
+    return -1;
+}
+
+static void *fetch_main(void *arg)
+{
+    fetcher *w = arg;
+    unsigned char key[TIDE_BENCH_KEY_SIZE];
+    unsigned char *want = malloc(w->job->cfg.value_size);
+    peer_reader *r = NULL;
+
+    w->rc = -1;
+    if (want == NULL) {
+        snprintf(w->error, sizeof w->error, "fetch: no memory");
+        return NULL;
+    }
+    if (w->job->ops->reader_open(w->e, &r) != 0) {
+        snprintf(w->error, sizeof w->error, "fetch: %s", w->job->ops->error(w->e));
+    } else {
+        w->rc = 0;
+        for (uint64_t k = w->from; k < w->to && w->rc == 0; k++) {
+            w->rc = check_one(w, r, k, key, want);
+            if (w->rc == 0) w->checked++;
+        }
+    }
+    w->job->ops->reader_close(r);
+    free(want);
+    return NULL;
+}
+
+/* FETCH with `threads` (1 or 2) threads; with 1, on this thread. */
+static int fetch(const peer_job *job, peer_engine *e, peer_result *res, int threads, int ph)
+{
+    tide_bench_perm perm;
+    fetcher w[2];
+    int started[2] = { 0, 0 };
+    uint64_t n = job->cfg.items;
+    frame f;
+    int rc = 0;
+
+    tide_bench_perm_init(&perm, n, job->order_seed);
+    for (int t = 0; t < threads; t++) {
+        w[t] = (fetcher){ .job = job, .e = e, .perm = &perm,
+                          .from = n * (uint64_t)t / (uint64_t)threads,
+                          .to = n * (uint64_t)(t + 1) / (uint64_t)threads };
+    }
+    frame_begin(&f, &res->ph[ph], job->dir);
+    if (threads == 1) {
+        fetch_main(&w[0]);
+    } else {
+        for (int t = 0; t < threads; t++)
+            started[t] = pthread_create(&w[t].th, NULL, fetch_main, &w[t]) == 0;
+        for (int t = 0; t < threads; t++) {
+            if (started[t]) {
+                pthread_join(w[t].th, NULL);
+            } else {
+                snprintf(w[t].error, sizeof w[t].error, "fetch: cannot start a thread");
+                w[t].rc = -1;
+            }
+        }
+    }
+    frame_end(&f, &res->ph[ph], n);
+    for (int t = 0; t < threads; t++) {
+        res->checked += w[t].checked;
+        if (w[t].rc && rc == 0) {
+            snprintf(res->error, sizeof res->error, "%s", w[t].error);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* The apparent and allocated sizes of the files in `dir` (one level: every
+ * engine here keeps its files flat). */
+static void dir_sizes(const char *dir, uint64_t *file_bytes, uint64_t *disk_bytes)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char p[4096];
+    struct stat st;
+
+    *file_bytes = *disk_bytes = 0;
+    if (d == NULL) return;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        *file_bytes += (uint64_t)st.st_size;
+        *disk_bytes += (uint64_t)st.st_blocks * 512;
+    }
+    closedir(d);
+}
+
+static void child_run(const peer_job *job, peer_result *res)
+{
+    const peer_ops *ops = job->ops;
+    peer_engine *e = NULL;
+    char err[PEER_ERROR_MAX];
+
+    if (mkdir(job->dir, 0755) != 0) {
+        snprintf(res->error, sizeof res->error, "cannot create %s: %s", job->dir,
+                 strerror(errno));
+        return;
+    }
+    if (ops->open(&e, job->dir, &job->cfg, err) != 0) {
+        snprintf(res->error, sizeof res->error, "open: %s", err);
+        return;
+    }
+    if (load(job, e, res) == 0) {
+        res->commits = ops->commits(e);
+        dir_sizes(job->dir, &res->file_bytes, &res->disk_bytes);
+        if (fetch(job, e, res, 1, PH_FETCH1) == 0 && fetch(job, e, res, 2, PH_FETCH2) == 0)
+            res->ok = res->checked == 2 * job->cfg.items;
+    }
+    ops->close(e);
+}
+
+/* ---- the parent's side ---- */
+
+static int read_all(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = read(fd, (char *)buf + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+int peer_run(const peer_job *job, peer_result *res)
+{
+    int fds[2], status = 0;
+    pid_t pid;
+
+    memset(res, 0, sizeof *res);
+    if (pipe(fds) != 0) {
+        snprintf(res->error, sizeof res->error, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        snprintf(res->error, sizeof res->error, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child_run(job, res);
+        _exit(write(fds[1], res, sizeof *res) == (ssize_t)sizeof *res ? 0 : 3);
+    }
+    close(fds[1]);
+    if (read_all(fds[0], res, sizeof *res) != 0) {
+        memset(res, 0, sizeof *res);
+        snprintf(res->error, sizeof res->error, "the run's process ended without a result");
+    }
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (res->ok && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        res->ok = 0;
+        snprintf(res->error, sizeof res->error, "the run's process failed (status %d)", status);
+    }
+    if (!res->ok && res->error[0] == '\0')
+        snprintf(res->error, sizeof res->error, "fetched %llu values of %llu",
+                 (unsigned long long)res->checked, (unsigned long long)(2 * job->cfg.items));
+    return res->ok ? 0 : -1;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int peer_remove_tree(const char *dir)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : -1;
+    return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * peers_run.h: one run of one engine at one size (peers_run.c), and the
+ * figures it yields. The run happens in a child process, so that each
+ * engine's memory, /proc/self/io counters and threads are its own and no
+ * engine inherits another's heap; the child sends a peer_result back
+ * through a pipe and exits.
+ *
+ * Errors: peer_run returns 0 with res->ok set, or res->ok 0 and
+ * res->error saying what failed (a library call, a wrong or missing value,
+ * the child's death). Thread safety: one caller; no threads alive in the
+ * caller when it forks. Cost: the run's.
+ */
+#ifndef TIDE_BENCH_PEERS_RUN_H
+#define TIDE_BENCH_PEERS_RUN_H
+
+#include <stdint.h>
+
+#include "peers.h"
+
+enum { PH_LOAD, PH_FETCH1, PH_FETCH2, PHASES };
+
+typedef struct peer_phase {
+    double secs, cpu_secs;                 /* wall clock; user + system of the process */
+    double items_per_s, items_per_cpu_s;
+    uint64_t anon_start, file_start;       /* RSS when the phase began */
+    uint64_t peak_anon, peak_file;         /* the sampler's maxima */
+    int io_ok;                             /* /proc/self/io read, write_bytes present */
+    uint64_t write_bytes, wchar;
+    int dev_ok;                            /* the device's counters read */
+    uint64_t dev_written;
+} peer_phase;
+
+typedef struct peer_result {
+    int ok;
+    char error[PEER_ERROR_MAX + 200];
+    peer_phase ph[PHASES];
+    uint64_t commits;                      /* during the load */
+    uint64_t file_bytes, disk_bytes;       /* after the load: st_size and st_blocks sums */
+    uint64_t checked;                      /* values fetched and compared */
+} peer_result;
+
+typedef struct peer_job {
+    const peer_ops *ops;
+    const char *dir;                       /* the engine's own directory, made by the run */
+    peer_cfg cfg;
+    uint64_t seed;                         /* the data's */
+    uint64_t order_seed;                   /* the fetch order's */
+    uint64_t fault_item;                   /* 1 + the item stored wrong on purpose; 0 none */
+} peer_job;
+
+int peer_run(const peer_job *job, peer_result *res);
+
+/* Remove `dir` and everything below it. 0, or -1 with errno set. */
+int peer_remove_tree(const char *dir);
+
+#endif
