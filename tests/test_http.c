@@ -3351,20 +3351,26 @@ static void listening_beyond_loopback_warns_that_status_is_open(void **state)
 
 /* tided's resident set now, from /proc/PID/statm: what its governor counts
  * when no cgroup limit applies. */
+/* What tided's governor counts of `pid`: its anonymous resident memory,
+ * RssAnon + RssShmem of /proc/PID/status (VmRSS where there is no split). */
 static uint64_t rss_of(pid_t pid)
 {
-    char path[64];
-    unsigned long long size = 0, resident = 0;
+    char path[64], line[256];
+    unsigned long long kb, anon = 0, shmem = 0, vm = 0;
+    int split = 0;
     FILE *f;
-    int got;
 
-    snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     f = fopen(path, "r");
     if (f == NULL) fail_msg("%s: %s", path, strerror(errno));
-    got = fscanf(f, "%llu %llu", &size, &resident);
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "RssAnon: %llu kB", &kb) == 1) { anon = kb; split = 1; }
+        else if (sscanf(line, "RssShmem: %llu kB", &kb) == 1) shmem = kb;
+        else if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) vm = kb;
+    }
     fclose(f);
-    if (got != 2) fail_msg("%s: expected two numbers", path);
-    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (vm == 0) fail_msg("%s: no VmRSS line", path);
+    return (uint64_t)(split ? anon + shmem : vm) * 1024;
 }
 
 /* The config file of the memory tests: `limit` bytes, marks 50/90/99 per
@@ -3456,7 +3462,7 @@ static json_t *memory_limit_via(int fd, json_t **status)
     return json_object_get(*status, "memory_limit");
 }
 
-/* Set memory_limit so that tided's RSS is `share` of it, SIGHUP, and wait
+/* Set memory_limit so that tided's counted RSS (anonymous) is `share` of it, SIGHUP, and wait
  * (bounded) until /v1/status says the limit is in force and the level is
  * `level`. The RSS is read again for each attempt. Returns the limit. */
 static uint64_t drive_level(tided *t, const char *cfg, int fd, double share, const char *level)
@@ -3480,7 +3486,7 @@ static uint64_t drive_level(tided *t, const char *cfg, int fd, double share, con
             poll(NULL, 0, 50);
         }
     }
-    fail_msg("memory_limit = RSS %llu / %.3f = %llu bytes and SIGHUP should bring the level to %s; it is %s. "
+    fail_msg("memory_limit = anonymous RSS %llu / %.3f = %llu bytes and SIGHUP should bring the level to %s; it is %s. "
              "Its log:\n%s", (unsigned long long)rss, share, (unsigned long long)limit, level, last, log_tail(t));
     return 0;
 }

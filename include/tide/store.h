@@ -138,6 +138,17 @@ typedef struct tide_store_opts {
     void   (*note_alloc)(int id, int64_t bytes);
     int      pool_account_id;
     int      commit_account_id;
+    int      no_map;             /* default 0: fetches and the insert's
+                                    duplicate check search nudb.key's
+                                    buckets in place, through a read-only
+                                    map of the file (src/store/keymap.c),
+                                    and read with pread only where it cannot
+                                    be mapped (the simulated file system).
+                                    1: always pread: on a disk that returns
+                                    read errors (under the map one is a
+                                    SIGBUS; tided: store_key_map=off), and
+                                    to compare (`tide bench store
+                                    --pread`). */
 } tide_store_opts;
 
 void tide_store_opts_init(tide_store_opts *o);
@@ -215,8 +226,9 @@ int tide_store_check(const tide_store *s);
  * refused insert changes nothing.
  *
  * Thread safety: inserts are serialised; fetches run alongside.
- * Cost: a hash, a lookup in the pool and one key-file bucket read (plus its
- * spill chain) to refuse duplicates; copies the value into the pool. Blocks
+ * Cost: a hash, a lookup in the pool and one key-file bucket lookup (plus
+ * its spill chain) to refuse duplicates, as fetch makes it; copies the
+ * value into the pool. Blocks
  * while the pool holds burst_bytes and a commit is running.
  */
 int tide_store_insert(tide_store *s, const void *key, const void *value, size_t len);
@@ -225,10 +237,17 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
  * Fetch the value of `key`. On success *out is a malloc'd buffer of *len
  * bytes that the caller frees with free(). Errors: TIDE_ENOTFOUND, TIDE_EIO,
  * TIDE_ECORRUPT (the store is not changed).
- * Thread safety: any number of threads. Cost: a pool lookup, one key-file
- * read of block_size bytes plus one per spill record in the chain, and one
- * data-file read per candidate entry with the same 48-bit hash (almost
- * always one). Allocates the value only.
+ * Thread safety: any number of threads; the counters it adds to are per
+ * thread (no shared cache line is written). Cost: a pool lookup; the
+ * key-file bucket searched in place in the read-only map of nudb.key (a
+ * binary search over the entries, decoding only those it touches), or,
+ * where there is no map (opts.no_map, a tide_io that cannot map, a key
+ * file past the map's reservation), one read of block_size bytes; one read
+ * per spill record in the chain; and one data-file read per candidate
+ * entry with the same 48-bit hash (almost always one). Allocates the value
+ * only. A read error of nudb.key under the map (a bad disk sector) is a
+ * SIGBUS rather than TIDE_EIO: open with no_map on a disk that returns
+ * read errors (tided's store_key_map=off).
  */
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len);
 
@@ -274,6 +293,11 @@ typedef struct tide_store_info {
     unsigned commit_interval_ms; /* this handle's options */
     uint64_t burst_bytes;
     uint64_t last_commit_us;
+    /* How lookups read nudb.key: buckets searched in place in the map,
+     * buckets read with pread (no map, or past it), and the key file's
+     * bytes the map shows (0: not mapped). Page cache, not anonymous
+     * memory: what of the map is resident is tide_store_key_map_resident. */
+    uint64_t key_map_views, key_bucket_reads, key_map_bytes;
     /* Durations of the commits that reached the files (cumulative buckets
      * with the bounds of TIDE_STORE_HIST_BOUNDS_S, then +Inf). */
     struct {
@@ -284,6 +308,15 @@ typedef struct tide_store_info {
 
 /* The open store's headers, sizes and counters. Thread-safe; no I/O. */
 void tide_store_get_info(tide_store *s, tide_store_info *out);
+
+/* Bytes of the key file's map that this process has mapped in now (pages
+ * present in its page tables, from /proc/self/pagemap): file-backed page
+ * cache the kernel reclaims under pressure, counted in the process's
+ * RssFile, never in RssAnon. Not how much of nudb.key the page cache holds
+ * (the commits' writes put the whole file there). 0 when not mapped. 0 or
+ * TIDE_EIO (pagemap unreadable). Thread-safe; no I/O on the store's files.
+ * Cost: one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
+int tide_store_key_map_resident(tide_store *s, uint64_t *bytes);
 
 /* Read the headers and file sizes of the store in `dir` without opening it
  * for writing, taking a lock or recovering. `io` may be NULL. Errors as for

@@ -19,7 +19,9 @@
 #include "io/io.h"
 #include "store/format.h"
 #include "store/live.h"
+#include "store/keymap.h"
 #include "store/pool.h"
+#include "store/tally.h"
 #include "util/hist.h"
 
 /*
@@ -85,8 +87,13 @@ struct tide_store {
 
     pthread_mutex_t write_mu;
 
+    /* nudb.key mapped for lookups (keymap.h); read under key_lock. */
+    ti_keymap  keymap;
+    /* The fetch path's counters, one cache line per thread (tally.h). */
+    ti_tally  *tally;
+
     /* Counters (atomic). */
-    uint64_t   inserts, fetches, commits, commit_failures, bytes_written, syncs;
+    uint64_t   inserts, commits, commit_failures, bytes_written, syncs;
     uint64_t   last_commit_us, commit_buffer_bytes;
     tide_hist  commit_hist;      /* durations of commits that reached the files */
 };
