@@ -683,6 +683,9 @@ static void each_rule_fires_past_its_threshold_and_not_before(void **state)
 static char *big(const char *rss, const char *in_use, const char *free_bytes)
 {
     char *p = page_set(HEALTHY, "process_resident_memory_bytes", rss);
+    /* All of it anonymous (the rule leaves file-backed pages out). */
+    p = page_set(p, "tide_process_rss_anon_bytes", rss);
+    p = page_set(p, "tide_process_rss_file_bytes", "0");
     p = page_set(p, "tide_glibc_in_use_bytes", in_use);
     return page_set(p, "tide_allocator_free_bytes", free_bytes);
 }
@@ -709,6 +712,54 @@ static void the_limit_rule_uses_the_pages_enter_marks(void **state)
     expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
     expect_contains(finding_of(&r, "limit")->detail, "warn from 90% or the soft level, bad from 95% or the high "
                     "level (the node's soft and high enter marks", "the marks named");
+    free(p);
+}
+
+/* `page` with nudb.key's map resident at `resident` bytes (appended). */
+static char *with_key_map(char *page, const char *resident)
+{
+    static const char fam[] = "# HELP tide_store_key_map_bytes x\n# TYPE tide_store_key_map_bytes gauge\n"
+                              "tide_store_key_map_bytes{state=\"mapped\"} 209715200\n"
+                              "tide_store_key_map_bytes{state=\"resident\"} ";
+    size_t n = strlen(page);
+    char *out = malloc(n + sizeof fam + strlen(resident) + 2);
+    assert_non_null(out);
+    memcpy(out, page, n);
+    snprintf(out + n, sizeof fam + strlen(resident) + 2, "%s%s\n", fam, resident);
+    free(page);
+    return out;
+}
+
+/* File-backed pages (nudb.key's map among them) are page cache: RSS
+ * against live counts the RSS less RssFile, never less a key-map figure
+ * larger than RssFile (a page-cache count of the file, mincore's, can be
+ * the whole file), and the summary names the map as file-backed. */
+static void the_key_map_counts_as_file_backed_not_unfreed(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    char *text = NULL;
+    size_t len = 0;
+    /* 1.5 times with 100 MiB of RSS, all anonymous; 40 MiB of it
+     * file-backed (the map): 0.9 times. */
+    expect_only("1.5 times, all anonymous", big("104857600", "69905066", "1048576"), "rss_vs_live",
+                TIDE_DOCTOR_WARN, "RSS is 1.5 times");
+    char *q = page_set(big("104857600", "69905066", "1048576"), "tide_process_rss_anon_bytes", "62914560");
+    expect_none("1.5 times, 40 MiB of it file-backed", page_set(q, "tide_process_rss_file_bytes", "41943040"));
+    /* 3 times with 100 MiB; 10 MiB file-backed; the key map said to be
+     * 90 MiB "resident" (more than RssFile): 2.7 times, warned. */
+    q = page_set(big("104857600", "34952533", "1048576"), "tide_process_rss_anon_bytes", "94371840");
+    char *p = with_key_map(page_set(q, "tide_process_rss_file_bytes", "10485760"), "94371840");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    const tide_doctor_finding *f = finding_of(&r, "rss_vs_live");
+    assert_non_null(f);
+    expect_contains(f->summary, "2.7 times", "RssFile left out, no more");
+    FILE *m = open_memstream(&text, &len);
+    assert_non_null(m);
+    tide_doctor_format(&r, m);
+    fclose(m);
+    expect_contains(text, "and 90.0 MiB of nudb.key's read-only map", "the map named file-backed");
+    free(text);
     free(p);
 }
 
@@ -1384,6 +1435,7 @@ int main(void)
         cmocka_unit_test(each_rule_fires_past_its_threshold_and_not_before),
         cmocka_unit_test(the_limit_rule_uses_the_pages_enter_marks),
         cmocka_unit_test(the_allocator_rules_fire_past_their_thresholds_on_a_large_process),
+        cmocka_unit_test(the_key_map_counts_as_file_backed_not_unfreed),
         cmocka_unit_test(the_json_has_the_verdict_and_findings_with_integers_as_integers),
         cmocka_unit_test(two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_rate),
         cmocka_unit_test(with_two_scrapes_overload_and_cgroup_events_judge_the_increase),

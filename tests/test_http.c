@@ -1305,6 +1305,71 @@ static void a_put_with_sync_survives_kill_9_and_is_served_after_restart(void **s
     tided_cleanup(&t);
 }
 
+/* Issue 15: the CLI reads a running node's store through the tide.live
+ * page tided's store publishes: tide get returns what a synced PUT stored
+ * (and not-found for a key never PUT), tide info names the running
+ * writer, tide visit walks it, tide verify --live finds it sound, and the
+ * full verify refuses it saying to use --live. */
+static void the_cli_reads_a_running_nodes_store(void **state)
+{
+    enum { N = 20 };
+    uint8_t value[777];
+    char cmd[2400], k[65], vpath[700], want[64], *out = NULL;
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, NULL);
+    for (uint64_t i = 0; i < N; i++) {
+        th_value(100 + i, sizeof value, value);
+        r = http(&t, "PUT", obj_path(100 + i, "?sync=1"), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT ?sync=1");
+        resp_free(&r);
+    }
+    snprintf(vpath, sizeof vpath, "%s/value.bin", t.dir);
+    for (uint64_t i = 0; i < N; i++) {
+        uint8_t *got = NULL;
+        size_t len = 0;
+        key_hex(100 + i, k);
+        snprintf(cmd, sizeof cmd, "get '%s' %s > '%s'", t.data, k, vpath);
+        int rc = th_run_tide(cmd, 0, &out);
+        free(out);
+        out = NULL;
+        if (rc != 0) fail_msg("tide get of a synced PUT's key on the running node's store: exit %d", rc);
+        if (th_read_file(vpath, &got, &len) != 0) fail_msg("cannot read %s", vpath);
+        th_value(100 + i, sizeof value, value);
+        if (len != sizeof value || memcmp(got, value, len) != 0)
+            fail_msg("tide get returned %zu bytes, not the %zu the PUT stored", len, sizeof value);
+        free(got);
+    }
+    key_hex(5000, k);
+    snprintf(cmd, sizeof cmd, "get '%s' %s", t.data, k);
+    expect_i64(th_run_tide(cmd, 1, &out), 1, "tide get of a key never PUT");
+    expect_contains(out, "not found", "tide get of a key never PUT");
+    free(out);
+    snprintf(cmd, sizeof cmd, "info '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide info on a running node's store");
+    snprintf(want, sizeof want, "writer        pid %d, running", (int)t.pid);
+    expect_contains(out, want, "tide info names the running writer");
+    free(out);
+    snprintf(cmd, sizeof cmd, "visit '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide visit on a running node's store");
+    expect_contains(out, "data records    20 ", "tide visit counts the PUTs");
+    free(out);
+    snprintf(cmd, sizeof cmd, "verify --live '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide verify --live on a running node's store");
+    expect_contains(out, "sound while it runs", "tide verify --live's verdict");
+    expect_contains(out, "data records     20", "tide verify --live walked the PUTs");
+    free(out);
+    snprintf(cmd, sizeof cmd, "verify '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 1, "tide verify (full) on a running node's store");
+    expect_contains(out, "tide verify --live", "the full verify says to use --live");
+    free(out);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 /* A stop signal (SIGTERM, SIGINT, SIGQUIT) commits every PUT answered 201
  * before it, exits 0 and logs "shutdown complete"; a restart serves them. */
 static void stop_signal_commits_every_acknowledged_put(int sig)
@@ -3287,20 +3352,26 @@ static void listening_beyond_loopback_warns_that_status_is_open(void **state)
 
 /* tided's resident set now, from /proc/PID/statm: what its governor counts
  * when no cgroup limit applies. */
+/* What tided's governor counts of `pid`: its anonymous resident memory,
+ * RssAnon + RssShmem of /proc/PID/status (VmRSS where there is no split). */
 static uint64_t rss_of(pid_t pid)
 {
-    char path[64];
-    unsigned long long size = 0, resident = 0;
+    char path[64], line[256];
+    unsigned long long kb, anon = 0, shmem = 0, vm = 0;
+    int split = 0;
     FILE *f;
-    int got;
 
-    snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     f = fopen(path, "r");
     if (f == NULL) fail_msg("%s: %s", path, strerror(errno));
-    got = fscanf(f, "%llu %llu", &size, &resident);
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "RssAnon: %llu kB", &kb) == 1) { anon = kb; split = 1; }
+        else if (sscanf(line, "RssShmem: %llu kB", &kb) == 1) shmem = kb;
+        else if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) vm = kb;
+    }
     fclose(f);
-    if (got != 2) fail_msg("%s: expected two numbers", path);
-    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (vm == 0) fail_msg("%s: no VmRSS line", path);
+    return (uint64_t)(split ? anon + shmem : vm) * 1024;
 }
 
 /* The config file of the memory tests: `limit` bytes, marks 50/90/99 per
@@ -3392,7 +3463,7 @@ static json_t *memory_limit_via(int fd, json_t **status)
     return json_object_get(*status, "memory_limit");
 }
 
-/* Set memory_limit so that tided's RSS is `share` of it, SIGHUP, and wait
+/* Set memory_limit so that tided's counted RSS (anonymous) is `share` of it, SIGHUP, and wait
  * (bounded) until /v1/status says the limit is in force and the level is
  * `level`. The RSS is read again for each attempt. Returns the limit. */
 static uint64_t drive_level(tided *t, const char *cfg, int fd, double share, const char *level)
@@ -3416,7 +3487,7 @@ static uint64_t drive_level(tided *t, const char *cfg, int fd, double share, con
             poll(NULL, 0, 50);
         }
     }
-    fail_msg("memory_limit = RSS %llu / %.3f = %llu bytes and SIGHUP should bring the level to %s; it is %s. "
+    fail_msg("memory_limit = anonymous RSS %llu / %.3f = %llu bytes and SIGHUP should bring the level to %s; it is %s. "
              "Its log:\n%s", (unsigned long long)rss, share, (unsigned long long)limit, level, last, log_tail(t));
     return 0;
 }
@@ -4780,6 +4851,7 @@ int main(void)
         cmocka_unit_test(admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_rest),
         cmocka_unit_test(a_keep_list_in_pieces_then_rotate_expect_keeps_exactly_those_keys),
         cmocka_unit_test(a_put_with_sync_survives_kill_9_and_is_served_after_restart),
+        cmocka_unit_test(the_cli_reads_a_running_nodes_store),
         cmocka_unit_test(sigterm_commits_every_acknowledged_put_and_exits_0),
         cmocka_unit_test(a_bad_flag_or_value_exits_2_naming_it),
         cmocka_unit_test(help_reads_like_a_man_page_and_version_names_tided),

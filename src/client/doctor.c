@@ -274,6 +274,7 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
                             "process_resident_memory_bytes nor tide_memory_consumer_bytes is on it");
     r->rss_anon = or_neg(value_of(text, "tide_process_rss_anon_bytes", NULL, NULL));
     r->rss_file = or_neg(value_of(text, "tide_process_rss_file_bytes", NULL, NULL));
+    r->key_map_resident = or_neg(value_of(text, "tide_store_key_map_bytes", "state", "resident"));
     snprintf(r->allocator, sizeof r->allocator, "unknown");
     for (p = text; sample_next(&p, &s) == 0;) {
         if (strcmp(s.name, "tide_allocator_info") != 0) continue;
@@ -712,18 +713,26 @@ static void rule_rss_vs_live(tide_doctor_report *r, const tide_doctor_report *ea
         unknown(r, name, "the page does not say %s", r->rss < 0 ? "the RSS" : "the allocator's live bytes");
         return;
     }
-    double ratio = r->rss / r->live;
+    /* File-backed pages (the binary, libraries, nudb.key's read-only map)
+     * are page cache the allocator never held: count the RSS less them,
+     * at most all of RssFile. Never less a figure of the key file's page
+     * cache residency, which can be the whole file whoever read it. */
+    int anon = r->rss_file >= 0 && r->rss_file < r->rss;
+    double rss = anon ? r->rss - r->rss_file : r->rss;
+    double ratio = rss / r->live;
     char alloc[sizeof r->allocator];
     memcpy(alloc, r->allocator, sizeof alloc);   /* not from inside the object written */
     tide_doctor_finding *f = graded(r, name, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD);
     if (f == NULL) return;
-    snprintf(f->summary, sizeof f->summary, "RSS is %.1f times what the allocator says is live (%s against %s)",
-             ratio, size_words(r->rss, a, sizeof a), size_words(r->live, b, sizeof b));
-    snprintf(f->detail, sizeof f->detail, "process_resident_memory_bytes / live bytes (%s) = %.2f; warn from "
-             "%.1f, bad from %.1f, judged from %d MiB of RSS or a quarter of the limit", alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN,
-             TIDE_DOCTOR_RSS_LIVE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
+    snprintf(f->summary, sizeof f->summary, "RSS is %.1f times what the allocator says is live (%s%s against %s)",
+             ratio, size_words(rss, a, sizeof a), anon ? " not file-backed" : "", size_words(r->live, b, sizeof b));
+    snprintf(f->detail, sizeof f->detail, "%s / live bytes (%s) = %.2f; warn from "
+             "%.1f, bad from %.1f, judged from %d MiB of RSS or a quarter of the limit",
+             anon ? "(process_resident_memory_bytes - tide_process_rss_file_bytes)" : "process_resident_memory_bytes",
+             alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
     snprintf(f->advice, sizeof f->advice, "memory freed but kept, or fragmented: %s", allocator_advice(r));
     fig(f, "rss_bytes", r->rss, 1);
+    if (anon) fig(f, "rss_file_bytes", r->rss_file, 1);
     fig(f, "live_bytes", r->live, 1);
     fig(f, "ratio", ratio, 0);
 }
@@ -1334,7 +1343,12 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
                 mib(r->live, b, sizeof b), pct(r->live, r->rss));
     else
         fprintf(f, "RSS is %s; the page does not say how much of it is live.\n", mib(r->rss, a, sizeof a));
-    if (r->rss_anon >= 0)
+    if (r->rss_anon >= 0 && r->key_map_resident >= 0)
+        fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries, and "
+                "%s of nudb.key's read-only map: page cache the kernel reclaims, left out of RSS against live).\n",
+                mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b),
+                mib(r->key_map_resident, c, sizeof c));
+    else if (r->rss_anon >= 0)
         fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries).\n",
                 mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b));
     if (r->allocator_free >= 0) {
@@ -1499,6 +1513,7 @@ int tide_doctor_json(const tide_doctor_report *r, char **out)
     json_object_set_new(o, "rss_bytes", int_or_null(r->rss));
     json_object_set_new(o, "rss_anon_bytes", int_or_null(r->rss_anon));
     json_object_set_new(o, "rss_file_bytes", int_or_null(r->rss_file));
+    json_object_set_new(o, "key_map_resident_bytes", int_or_null(r->key_map_resident));
     json_object_set_new(o, "live_bytes", int_or_null(r->live));
     json_object_set_new(o, "allocator_free_bytes", int_or_null(r->allocator_free));
     for (size_t i = 0; i < r->nconsumers; i++) {

@@ -138,6 +138,10 @@ typedef struct tide_doctor_disk {
 typedef struct tide_doctor_report {
     char   allocator[32], allocator_version[64];
     double rss, rss_anon, rss_file;           /* < 0 when absent */
+    double key_map_resident;                  /* nudb.key's map pages this process has
+                                                 mapped in (part of rss_file):
+                                                 tide_store_key_map_bytes
+                                                 {state="resident"}; < 0 when absent */
     double live;                              /* the allocator's live bytes; < 0 when unknown */
     double allocator_free;                    /* < 0 when unknown */
     size_t nconsumers;                        /* largest first */

@@ -58,7 +58,7 @@ enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_DERIVED, TIDE_SRC_FILE, TIDE_
 enum {
     TIDE_CFG_NODE_SIZE, TIDE_CFG_DATA_DIR, TIDE_CFG_LISTEN, TIDE_CFG_SWEEP_INTERVAL,
     TIDE_CFG_CACHE_TARGET, TIDE_CFG_CACHE_AGE, TIDE_CFG_CACHE_BUDGET, TIDE_CFG_INSERT_BURST,
-    TIDE_CFG_KEY_CACHE_SIZE, TIDE_CFG_KEY_CACHE_AGE, TIDE_CFG_NUDB_BLOCK_SIZE,
+    TIDE_CFG_KEY_CACHE_SIZE, TIDE_CFG_KEY_CACHE_AGE, TIDE_CFG_NUDB_BLOCK_SIZE, TIDE_CFG_STORE_KEY_MAP,
     TIDE_CFG_LOG_LEVEL, TIDE_CFG_LOG_FORMAT, TIDE_CFG_MMAP_THRESHOLD, TIDE_CFG_ARENA_MAX,
     TIDE_CFG_METRICS_TOKEN, TIDE_CFG_METRICS_PUBLIC,
     TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY,
@@ -100,6 +100,8 @@ typedef struct tide_config {
     uint64_t key_cache_size;     /* key cache target, entries (0: unbounded) */
     uint64_t key_cache_age;      /* seconds, >= 1 */
     unsigned nudb_block_size;    /* 4096..32768, power of two */
+    int      store_key_map;      /* 1 (default): lookups search nudb.key through a
+                                    read-only map; 0: with pread (no_map) */
     int      log_level;          /* TIDE_LOG_* */
     int      log_format;         /* TIDE_LOG_FORMAT_* (util/log.h); default text */
     uint64_t mmap_threshold;     /* bytes; meaningful only when _set */

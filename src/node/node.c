@@ -193,6 +193,7 @@ static int open_gens(tide_node *n)
     go.block_size = n->opts.block_size;
     if (n->opts.insert_burst) go.store.burst_bytes = n->opts.insert_burst;
     go.store.commit_interval_ms = n->opts.commit_interval_ms;
+    go.store.no_map = n->opts.store_no_map;
     go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals (issue 13) */
     go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
     go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;
@@ -521,3 +522,9 @@ void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out)
 }
 
 void tide_node_store_info(tide_node *n, tide_store_info *out) { ti_node_refresh_store_accounts(n, out); }
+
+int tide_node_key_map_resident(tide_node *n, uint64_t *bytes)
+{
+    *bytes = 0;
+    return n->gens ? tide_gens_key_map_resident(n->gens, bytes) : 0;
+}

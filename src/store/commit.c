@@ -603,9 +603,12 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
      * records follow them, so the buffer carries on. */
     pthread_rwlock_wrlock(&s->key_lock);
     locked = 1;
+    ti_live_begin(s);           /* issue 15 (R): readers elsewhere wait (live.c) */
     if ((rc = write_buckets(&c)) != 0) goto out;
     s->buckets = c.B1;
     __atomic_store_n(&s->dat_size, c.dat.base + c.dat.len, __ATOMIC_RELEASE);
+    s->dat_indexed = s->dat_committed = s->dat_size;   /* issue 15: no tail */
+    ti_live_end(s);
     pthread_rwlock_unlock(&s->key_lock);
     locked = 0;
 
@@ -626,9 +629,14 @@ out:
         snprintf(msg, sizeof msg, "%s", tide_last_error());
         if (!locked) pthread_rwlock_wrlock(&s->key_lock);
         locked = 1;
+        ti_live_begin(s);       /* issue 15 (R): odd already if the write phase failed */
         s->buckets = c.B0;
         __atomic_store_n(&s->dat_size, c.dat0, __ATOMIC_RELEASE);
+        s->dat_indexed = s->dat_committed = c.dat0;
         rb = rollback(&c);
+        /* A failed rollback leaves seq odd: readers report the store as
+         * needing recovery (the handle is broken; live.c). */
+        if (rb == 0) ti_live_end(s);
         if (rb) {
             *end = TI_COMMIT_BROKEN;
             tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "
