@@ -16,9 +16,10 @@
  * (pipelined requests, bodies by Content-Length or chunks, h2o's own 400,
  * 413 and 417 included). The client's end is shut for writing after the
  * last byte, so h2o sees the end of the stream once it has answered what it
- * could parse, and closes; the loop runs until it has. ?sync=1, the admin
- * sweep and /metrics go to tided's real worker threads (work.c) and come
- * back through the loop's queue, as in tided.
+ * could parse, and closes; the loop runs until it has. Every PUT and GET
+ * miss (the store pool: two threads, 64 queued), ?sync=1, the admin sweep
+ * and /metrics go to tided's real worker threads (work.c) and come back
+ * through the loop's queue, as in tided.
  *
  * The servers are made once per process, each with its own node, event
  * loop and workers, over a store in a tide_io_sim (nothing touches the
@@ -114,7 +115,7 @@ static void on_setup_record(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **
 }
 
 /* The store of `fs` and the workers that use it: a fresh sim, an empty
- * store of `key_size`-byte keys, the three workers. 0 or -1. */
+ * store of `key_size`-byte keys, the workers and the store pool. 0 or -1. */
 static int store_open(fuzz_server *fs, unsigned key_size)
 {
     tided_server *srv = &fs->srv;
@@ -133,7 +134,8 @@ static int store_open(fuzz_server *fs, unsigned key_size)
         || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
         || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0
         || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
-        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0)
+        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0
+        || tided_pool_start(&srv->store_pool, srv, 2, 64) != 0)
         return -1;
     return 0;
 }
@@ -142,6 +144,7 @@ static int store_open(fuzz_server *fs, unsigned key_size)
  * holding the node), close the node and drop the sim. */
 static void store_close(fuzz_server *fs)
 {
+    tided_worker_stop(&fs->srv.store_pool);
     tided_worker_stop(&fs->srv.sync_worker);
     tided_worker_stop(&fs->srv.sweep_worker);
     tided_worker_stop(&fs->srv.metrics_worker);

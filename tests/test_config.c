@@ -1149,6 +1149,38 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     expect_u64(c.online_delete_on, 0, "TIDE_ONLINE_DELETE=0 over the file turns it off");
 }
 
+/* store_key_map: on by default; off from the file, the environment or a
+ * flag reaches the node as store_no_map; a bad value is a clear error
+ * naming the line. */
+static void store_key_map_is_on_by_default_and_off_reaches_the_node(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_node_opts o;
+    const char *env[] = { "TIDE_STORE_KEY_MAP=off", NULL };
+    char *argv[] = { "tided", "--store-key-map", "0", NULL };
+    char *on[] = { "tided", "--store-key-map=on", NULL };
+
+    expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
+    expect_u64((uint64_t)c.store_key_map, 1, "on by default");
+    expect_contains(describe(&c), "store_key_map=on(default)", "describe");
+    tide_startup_node_opts(&c, &o);
+    expect_u64((uint64_t)o.store_no_map, 0, "node opts: the map");
+    expect_rc(load_all(f, &c, "[node]\nstore_key_map=off\n", NULL, 0, NULL), 0, "off in the file");
+    expect_u64((uint64_t)c.store_key_map, 0, "the file's off");
+    tide_startup_node_opts(&c, &o);
+    expect_u64((uint64_t)o.store_no_map, 1, "node opts: pread");
+    expect_rc(load_all(f, &c, NULL, env, 0, NULL), 0, "off in the environment");
+    expect_u64((uint64_t)c.store_key_map, 0, "the environment's off");
+    expect_contains(describe(&c), "store_key_map=off(env TIDE_STORE_KEY_MAP)", "describe: env");
+    expect_rc(load_all(f, &c, NULL, NULL, 3, argv), 0, "--store-key-map 0");
+    expect_u64((uint64_t)c.store_key_map, 0, "the flag's 0");
+    expect_rc(load_all(f, &c, "[node]\nstore_key_map=off\n", env, 2, on), 0, "file, env and flag");
+    expect_u64((uint64_t)c.store_key_map, 1, "the flag wins");
+    expect_file_error(f, "[node]\nstore_key_map=sometimes\n", 2,
+                      "[node] store_key_map=sometimes: not 1/0, true/false, yes/no or on/off", 0);
+}
+
 static void online_delete_bad_values_are_clear_errors_naming_the_line(void **state)
 {
     fx *f = *state;
@@ -1972,6 +2004,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(anything_goes_inside_a_skipped_section_and_hash_starts_a_comment, setup, teardown),
         cmocka_unit_test_setup_teardown(a_data_dir_too_long_for_path_max_is_refused_from_every_source_never_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(online_delete_settings_are_off_by_default_and_read_from_flag_env_and_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(store_key_map_is_on_by_default_and_off_reaches_the_node, setup, teardown),
         cmocka_unit_test_setup_teardown(online_delete_bad_values_are_clear_errors_naming_the_line, setup, teardown),
         cmocka_unit_test_setup_teardown(with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(memory_settings_have_defaults_and_are_read_from_flag_env_and_file_with_their_source, setup, teardown),

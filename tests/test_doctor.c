@@ -548,6 +548,42 @@ static void expect_none(const char *what, char *page)
 
 #define HEALTHY fixture("healthy.prom")
 
+/* healthy.prom with a tide_overload_rejected_requests_total{reason=
+ * "store_queue"} sample of `n` added. */
+static char *with_queue_refusals(const char *n)
+{
+    char *h = HEALTHY, *out = page_set(h, "tide_overload_rejected_requests_total{reason=\"body\"}",
+                                       "0\ntide_overload_rejected_requests_total{reason=\"store_queue\"} X");
+    return page_set(out, "tide_overload_rejected_requests_total{reason=\"store_queue\"}", n);
+}
+
+/* Issue 15: a full store queue is an overload refusal, but not the
+ * memory's: its finding says so and advises the store workers, not
+ * --memory-limit; with memory refusals too, the memory's advice stays. */
+static void a_full_store_queue_gets_the_store_workers_advice_not_the_memorys(void **state)
+{
+    tide_doctor_report r;
+    const tide_doctor_finding *f;
+    char *page = with_queue_refusals("7");
+    (void)state;
+
+    expect_rc(tide_doctor_analyze(page, &r), 0, "a page with store queue refusals");
+    f = finding_of(&r, "overload");
+    if (f == NULL) fail_msg("store queue refusals: expected an overload finding");
+    expect_contains(f->summary, "7 requests refused for a full store queue since start (503)", "its summary");
+    expect_contains(f->advice, "--store-workers", "its advice");
+    expect_contains(f->advice, "--store-queue", "its advice");
+    if (strstr(f->advice, "--memory-limit")) fail_msg("a full store queue is not the memory's: %s", f->advice);
+    free(page);
+    page = page_set(with_queue_refusals("7"), "tide_overload_rejected_requests_total{reason=\"write\"}", "2");
+    expect_rc(tide_doctor_analyze(page, &r), 0, "a page with store queue and memory refusals");
+    f = finding_of(&r, "overload");
+    if (f == NULL) fail_msg("memory refusals: expected an overload finding");
+    expect_contains(f->summary, "2 requests refused for memory since start", "the memory's count, not the queue's");
+    expect_contains(f->advice, "--memory-limit", "the memory's advice");
+    free(page);
+}
+
 static void each_rule_fires_past_its_threshold_and_not_before(void **state)
 {
     (void)state;
@@ -647,6 +683,9 @@ static void each_rule_fires_past_its_threshold_and_not_before(void **state)
 static char *big(const char *rss, const char *in_use, const char *free_bytes)
 {
     char *p = page_set(HEALTHY, "process_resident_memory_bytes", rss);
+    /* All of it anonymous (the rule leaves file-backed pages out). */
+    p = page_set(p, "tide_process_rss_anon_bytes", rss);
+    p = page_set(p, "tide_process_rss_file_bytes", "0");
     p = page_set(p, "tide_glibc_in_use_bytes", in_use);
     return page_set(p, "tide_allocator_free_bytes", free_bytes);
 }
@@ -673,6 +712,54 @@ static void the_limit_rule_uses_the_pages_enter_marks(void **state)
     expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
     expect_contains(finding_of(&r, "limit")->detail, "warn from 90% or the soft level, bad from 95% or the high "
                     "level (the node's soft and high enter marks", "the marks named");
+    free(p);
+}
+
+/* `page` with nudb.key's map resident at `resident` bytes (appended). */
+static char *with_key_map(char *page, const char *resident)
+{
+    static const char fam[] = "# HELP tide_store_key_map_bytes x\n# TYPE tide_store_key_map_bytes gauge\n"
+                              "tide_store_key_map_bytes{state=\"mapped\"} 209715200\n"
+                              "tide_store_key_map_bytes{state=\"resident\"} ";
+    size_t n = strlen(page);
+    char *out = malloc(n + sizeof fam + strlen(resident) + 2);
+    assert_non_null(out);
+    memcpy(out, page, n);
+    snprintf(out + n, sizeof fam + strlen(resident) + 2, "%s%s\n", fam, resident);
+    free(page);
+    return out;
+}
+
+/* File-backed pages (nudb.key's map among them) are page cache: RSS
+ * against live counts the RSS less RssFile, never less a key-map figure
+ * larger than RssFile (a page-cache count of the file, mincore's, can be
+ * the whole file), and the summary names the map as file-backed. */
+static void the_key_map_counts_as_file_backed_not_unfreed(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    char *text = NULL;
+    size_t len = 0;
+    /* 1.5 times with 100 MiB of RSS, all anonymous; 40 MiB of it
+     * file-backed (the map): 0.9 times. */
+    expect_only("1.5 times, all anonymous", big("104857600", "69905066", "1048576"), "rss_vs_live",
+                TIDE_DOCTOR_WARN, "RSS is 1.5 times");
+    char *q = page_set(big("104857600", "69905066", "1048576"), "tide_process_rss_anon_bytes", "62914560");
+    expect_none("1.5 times, 40 MiB of it file-backed", page_set(q, "tide_process_rss_file_bytes", "41943040"));
+    /* 3 times with 100 MiB; 10 MiB file-backed; the key map said to be
+     * 90 MiB "resident" (more than RssFile): 2.7 times, warned. */
+    q = page_set(big("104857600", "34952533", "1048576"), "tide_process_rss_anon_bytes", "94371840");
+    char *p = with_key_map(page_set(q, "tide_process_rss_file_bytes", "10485760"), "94371840");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    const tide_doctor_finding *f = finding_of(&r, "rss_vs_live");
+    assert_non_null(f);
+    expect_contains(f->summary, "2.7 times", "RssFile left out, no more");
+    FILE *m = open_memstream(&text, &len);
+    assert_non_null(m);
+    tide_doctor_format(&r, m);
+    fclose(m);
+    expect_contains(text, "and 90.0 MiB of nudb.key's read-only map", "the map named file-backed");
+    free(text);
     free(p);
 }
 
@@ -1336,6 +1423,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_hand_written_page_gives_every_figure_exactly),
+        cmocka_unit_test(a_full_store_queue_gets_the_store_workers_advice_not_the_memorys),
         cmocka_unit_test(a_page_that_is_not_a_nodes_is_refused_by_name),
         cmocka_unit_test(on_a_real_node_with_an_unbounded_cache_the_doctor_names_the_knob),
         cmocka_unit_test(on_an_older_nodes_recorded_page_the_new_rules_say_what_they_cannot_tell),
@@ -1347,6 +1435,7 @@ int main(void)
         cmocka_unit_test(each_rule_fires_past_its_threshold_and_not_before),
         cmocka_unit_test(the_limit_rule_uses_the_pages_enter_marks),
         cmocka_unit_test(the_allocator_rules_fire_past_their_thresholds_on_a_large_process),
+        cmocka_unit_test(the_key_map_counts_as_file_backed_not_unfreed),
         cmocka_unit_test(the_json_has_the_verdict_and_findings_with_integers_as_integers),
         cmocka_unit_test(two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_rate),
         cmocka_unit_test(with_two_scrapes_overload_and_cgroup_events_judge_the_increase),

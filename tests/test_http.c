@@ -1305,6 +1305,71 @@ static void a_put_with_sync_survives_kill_9_and_is_served_after_restart(void **s
     tided_cleanup(&t);
 }
 
+/* Issue 15: the CLI reads a running node's store through the tide.live
+ * page tided's store publishes: tide get returns what a synced PUT stored
+ * (and not-found for a key never PUT), tide info names the running
+ * writer, tide visit walks it, tide verify --live finds it sound, and the
+ * full verify refuses it saying to use --live. */
+static void the_cli_reads_a_running_nodes_store(void **state)
+{
+    enum { N = 20 };
+    uint8_t value[777];
+    char cmd[2400], k[65], vpath[700], want[64], *out = NULL;
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, NULL);
+    for (uint64_t i = 0; i < N; i++) {
+        th_value(100 + i, sizeof value, value);
+        r = http(&t, "PUT", obj_path(100 + i, "?sync=1"), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT ?sync=1");
+        resp_free(&r);
+    }
+    snprintf(vpath, sizeof vpath, "%s/value.bin", t.dir);
+    for (uint64_t i = 0; i < N; i++) {
+        uint8_t *got = NULL;
+        size_t len = 0;
+        key_hex(100 + i, k);
+        snprintf(cmd, sizeof cmd, "get '%s' %s > '%s'", t.data, k, vpath);
+        int rc = th_run_tide(cmd, 0, &out);
+        free(out);
+        out = NULL;
+        if (rc != 0) fail_msg("tide get of a synced PUT's key on the running node's store: exit %d", rc);
+        if (th_read_file(vpath, &got, &len) != 0) fail_msg("cannot read %s", vpath);
+        th_value(100 + i, sizeof value, value);
+        if (len != sizeof value || memcmp(got, value, len) != 0)
+            fail_msg("tide get returned %zu bytes, not the %zu the PUT stored", len, sizeof value);
+        free(got);
+    }
+    key_hex(5000, k);
+    snprintf(cmd, sizeof cmd, "get '%s' %s", t.data, k);
+    expect_i64(th_run_tide(cmd, 1, &out), 1, "tide get of a key never PUT");
+    expect_contains(out, "not found", "tide get of a key never PUT");
+    free(out);
+    snprintf(cmd, sizeof cmd, "info '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide info on a running node's store");
+    snprintf(want, sizeof want, "writer        pid %d, running", (int)t.pid);
+    expect_contains(out, want, "tide info names the running writer");
+    free(out);
+    snprintf(cmd, sizeof cmd, "visit '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide visit on a running node's store");
+    expect_contains(out, "data records    20 ", "tide visit counts the PUTs");
+    free(out);
+    snprintf(cmd, sizeof cmd, "verify --live '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 0, "tide verify --live on a running node's store");
+    expect_contains(out, "sound while it runs", "tide verify --live's verdict");
+    expect_contains(out, "data records     20", "tide verify --live walked the PUTs");
+    free(out);
+    snprintf(cmd, sizeof cmd, "verify '%s'", t.data);
+    expect_i64(th_run_tide(cmd, 1, &out), 1, "tide verify (full) on a running node's store");
+    expect_contains(out, "tide verify --live", "the full verify says to use --live");
+    free(out);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 /* A stop signal (SIGTERM, SIGINT, SIGQUIT) commits every PUT answered 201
  * before it, exits 0 and logs "shutdown complete"; a restart serves them. */
 static void stop_signal_commits_every_acknowledged_put(int sig)
@@ -3001,7 +3066,7 @@ static void a_content_length_over_max_object_size_is_413_before_the_body(void **
 
 static void partial_bodies_beyond_the_body_budget_are_503_with_retry_after(void **state)
 {
-    static const char *flags[] = { "--max-object-size=64KiB", "--http-body-budget=256KiB", "--http-threads=1",
+    static const char *flags[] = { "--max-object-size=64KiB", "--http-body-budget=448KiB", "--http-threads=1",
                                    NULL };
     enum { N = 12, HALF = 32768 };
     static uint8_t body[65536];
@@ -3027,8 +3092,9 @@ static void partial_bodies_beyond_the_body_budget_are_503_with_retry_after(void 
         send_all(fds[i], req, strlen(req));
         send_all(fds[i], body, HALF);
     }
-    /* Each head declares 64 KiB + its head: three fit in 256 KiB, and the
-     * other nine are answered without waiting for their bodies. */
+    /* Each head declares 64 KiB + its head, admitted with room for the
+     * store job's copy (2 x 64 KiB + the head): three fit in 448 KiB, and
+     * the other nine are answered without waiting for their bodies. */
     end = th_now_ms() + 30000;
     while (refused < N - 3 && th_now_ms() < end) {
         for (int i = 0; i < N; i++)
@@ -3036,7 +3102,7 @@ static void partial_bodies_beyond_the_body_budget_are_503_with_retry_after(void 
         poll(NULL, 0, 10);
     }
     if (refused != N - 3)
-        fail_msg("with http_body_budget=256KiB, 12 half-sent 64 KiB bodies: expected 9 answered at once, got %d",
+        fail_msg("with http_body_budget=448KiB, 12 half-sent 64 KiB bodies: expected 9 answered at once, got %d",
                  refused);
     for (int i = 0; i < N; i++) {
         if (!answered[i]) continue;
@@ -3286,20 +3352,26 @@ static void listening_beyond_loopback_warns_that_status_is_open(void **state)
 
 /* tided's resident set now, from /proc/PID/statm: what its governor counts
  * when no cgroup limit applies. */
+/* What tided's governor counts of `pid`: its anonymous resident memory,
+ * RssAnon + RssShmem of /proc/PID/status (VmRSS where there is no split). */
 static uint64_t rss_of(pid_t pid)
 {
-    char path[64];
-    unsigned long long size = 0, resident = 0;
+    char path[64], line[256];
+    unsigned long long kb, anon = 0, shmem = 0, vm = 0;
+    int split = 0;
     FILE *f;
-    int got;
 
-    snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     f = fopen(path, "r");
     if (f == NULL) fail_msg("%s: %s", path, strerror(errno));
-    got = fscanf(f, "%llu %llu", &size, &resident);
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "RssAnon: %llu kB", &kb) == 1) { anon = kb; split = 1; }
+        else if (sscanf(line, "RssShmem: %llu kB", &kb) == 1) shmem = kb;
+        else if (sscanf(line, "VmRSS: %llu kB", &kb) == 1) vm = kb;
+    }
     fclose(f);
-    if (got != 2) fail_msg("%s: expected two numbers", path);
-    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (vm == 0) fail_msg("%s: no VmRSS line", path);
+    return (uint64_t)(split ? anon + shmem : vm) * 1024;
 }
 
 /* The config file of the memory tests: `limit` bytes, marks 50/90/99 per
@@ -3391,7 +3463,7 @@ static json_t *memory_limit_via(int fd, json_t **status)
     return json_object_get(*status, "memory_limit");
 }
 
-/* Set memory_limit so that tided's RSS is `share` of it, SIGHUP, and wait
+/* Set memory_limit so that tided's counted RSS (anonymous) is `share` of it, SIGHUP, and wait
  * (bounded) until /v1/status says the limit is in force and the level is
  * `level`. The RSS is read again for each attempt. Returns the limit. */
 static uint64_t drive_level(tided *t, const char *cfg, int fd, double share, const char *level)
@@ -3415,7 +3487,7 @@ static uint64_t drive_level(tided *t, const char *cfg, int fd, double share, con
             poll(NULL, 0, 50);
         }
     }
-    fail_msg("memory_limit = RSS %llu / %.3f = %llu bytes and SIGHUP should bring the level to %s; it is %s. "
+    fail_msg("memory_limit = anonymous RSS %llu / %.3f = %llu bytes and SIGHUP should bring the level to %s; it is %s. "
              "Its log:\n%s", (unsigned long long)rss, share, (unsigned long long)limit, level, last, log_tail(t));
     return 0;
 }
@@ -3474,9 +3546,26 @@ static void expect_high_sheds_writes(tided *t, uint64_t limit, const uint8_t *sm
     int fd;
     resp r;
 
+    double jobs_before, slots_before, copies_before;
+
+    page = scrape_with(t, NULL, 200);
+    jobs_before = th_prom_value(page, "tide_http_store_jobs_total{kind=\"put\"}");
+    slots_before = th_prom_value(page, "tide_http_store_jobs_refused_total");
+    copies_before = th_prom_value(page, "tide_http_store_body_copies_total");
+    free(page);
     th_value(7001, sizeof v, v);
     r = http(t, "PUT", obj_path(7001, NULL), v, sizeof v, 0, NULL);
     expect_status(r, 503, "a PUT at the high level");
+    /* Issue 15: refused on the loop before a store job exists: no queue
+     * slot, no copy of its body, no job. */
+    page = scrape_with(t, NULL, 200);
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_store_jobs_total{kind=\"put\"}"), (uint64_t)jobs_before,
+               "store jobs of kind put after a PUT refused at high");
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_store_jobs_refused_total"), (uint64_t)slots_before,
+               "store queue refusals after a PUT refused at high (it asked for no slot)");
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_store_body_copies_total"), (uint64_t)copies_before,
+               "body copies made for store jobs after a PUT refused at high");
+    free(page);
     expect_error_json(&r, "overloaded", "the PUT's 503");
     expect_contains(r.headers, "retry-after: 1", "the PUT's 503 says when to retry");
     expect_contains(r.body, "memory level high", "the 503's detail names the level");
@@ -4313,6 +4402,425 @@ static void a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_
     tided_cleanup(&t);
 }
 
+/* ---- the store workers (issue 15) ------------------------------------------ */
+
+/* A tided with one loop, one store worker and a queue of `queue`, whose
+ * worker waits for a byte on the FIFO *gate before each job
+ * (TIDE_TEST_STORE_GATE): the test decides when a store job may run, so
+ * what the loop answers meanwhile is seen by events, not by time. *gate is
+ * the FIFO's write end. */
+static void store_gated_start_with(tided *t, int *gate, const char *queue, const char *extra1, const char *extra2)
+{
+    static char flag_queue[64], env_gate[740], pub[] = "TIDE_METRICS_PUBLIC=1";
+    static const char *flags[6];
+    char *env[] = { pub, env_gate, NULL };
+    char fifo[700];
+
+    flags[0] = "--http-threads=1";
+    flags[1] = "--store-workers=1";
+    flags[2] = flag_queue;
+    flags[3] = extra1;
+    flags[4] = extra1 ? extra2 : NULL;
+    flags[5] = NULL;
+    memset(t, 0, sizeof *t);
+    tided_prepare(t);
+    th_path(fifo, sizeof fifo, t->dir, "gate");
+    if (mkfifo(fifo, 0600) != 0) fail_msg("mkfifo %s: %s", fifo, strerror(errno));
+    snprintf(flag_queue, sizeof flag_queue, "--store-queue=%s", queue);
+    snprintf(env_gate, sizeof env_gate, "TIDE_TEST_STORE_GATE=%s", fifo);
+    tided_start(t, flags, env);
+    /* The worker holds a read end open (O_RDWR), so this does not wait. */
+    *gate = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (*gate < 0) fail_msg("open the gate %s: %s", fifo, strerror(errno));
+}
+
+static void store_gated_start(tided *t, int *gate, const char *queue)
+{
+    store_gated_start_with(t, gate, queue, NULL, NULL);
+}
+
+/* Let `n` store jobs run. */
+static void gate_open(int gate, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (write(gate, "x", 1) != 1) fail_msg("write to the gate: %s", strerror(errno));
+}
+
+/* A metric's value from a fresh scrape. */
+static double scrape_value(tided *t, const char *series)
+{
+    char *page = scrape_with(t, NULL, 200);
+    double v = th_prom_value(page, series);
+    free(page);
+    return v;
+}
+
+/* Scrape until `series` is `want` (30 s at most, else fail). */
+static void scrape_until(tided *t, const char *series, double want, const char *what)
+{
+    double end = th_now_ms() + 30000, v = NAN;
+
+    while (th_now_ms() < end) {
+        v = scrape_value(t, series);
+        if (v == want) return;
+        poll(NULL, 0, 10);
+    }
+    fail_msg("%s: %s should be %.0f; it is %.0f", what, series, want, v);
+}
+
+/* A raw request on its own connection, not waiting for the answer. */
+static int send_request(tided *t, const char *method, uint64_t key, const char *body)
+{
+    char head[512], k[65];
+    int fd = connect_from(t, "127.0.0.1");
+
+    key_hex(key, k);
+    snprintf(head, sizeof head, "%s /v1/objects/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", method, k,
+             body ? strlen(body) : (size_t)0);
+    send_all(fd, head, strlen(head));
+    if (body) send_all(fd, body, strlen(body));
+    return fd;
+}
+
+/* The answer on fd (30 s at most, else fail), into out. */
+static void answer_of(int fd, char *out, size_t cap, const char *what)
+{
+    double end = th_now_ms() + 30000;
+
+    while (th_now_ms() < end) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, 50) > 0 && has_answer(fd, out, cap) && out[0]) return;
+    }
+    fail_msg("%s: no answer within 30 s", what);
+}
+
+#define JOBS_GET "tide_http_store_jobs_total{kind=\"get\"}"
+#define JOBS_PUT "tide_http_store_jobs_total{kind=\"put\"}"
+
+/* Issue 15: a PUT and a GET the node cache cannot answer run on a store
+ * worker; while the worker is held (the gate), the one event loop still
+ * answers a cached GET, and the job counters show that the cached GETs
+ * never became store jobs. */
+static void puts_and_get_misses_run_on_a_worker_while_the_loop_answers_cached_gets(void **state)
+{
+    char out[4096], put_answer[4096];
+    int gate, put_fd, get_fd;
+    tided t;
+    resp r;
+    (void)state;
+
+    store_gated_start(&t, &gate, "16");
+    gate_open(gate, 1);
+    r = http(&t, "PUT", obj_path(1, NULL), "one", 3, 0, NULL);
+    expect_status(r, 201, "a PUT through an open gate");
+    resp_free(&r);
+    /* Key 2's PUT is taken by the worker, which waits at the gate. */
+    put_fd = send_request(&t, "PUT", 2, "two");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the PUT of key 2 held at the gate");
+    /* The loop is free: a cached GET answers, from the loop. */
+    r = http(&t, "GET", obj_path(1, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "a cached GET while the store worker is held");
+    expect_str(r.body, "one", "the cached value");
+    resp_free(&r);
+    /* A key never stored is a miss: a store job, queued behind the PUT. */
+    get_fd = send_request(&t, "GET", 3, NULL);
+    scrape_until(&t, "tide_http_store_queue_depth", 1, "the GET miss of key 3 queued");
+    if (has_answer(put_fd, put_answer, sizeof put_answer))
+        fail_msg("the held PUT was answered before its worker ran it: %s", put_answer);
+    expect_u64((uint64_t)scrape_value(&t, JOBS_PUT), 2, "store jobs of kind put");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_GET), 0, "store jobs of kind get (the cached GET is none)");
+    gate_open(gate, 2);
+    answer_of(put_fd, put_answer, sizeof put_answer, "the PUT of key 2");
+    expect_contains(put_answer, "HTTP/1.1 201", "the PUT of key 2, once its worker ran");
+    answer_of(get_fd, out, sizeof out, "the GET of key 3");
+    expect_contains(out, "HTTP/1.1 404", "the GET miss of key 3");
+    /* Key 2 is in the node cache now: its GET (and HEAD) stay on the loop. */
+    r = http(&t, "GET", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET of key 2");
+    expect_str(r.body, "two", "key 2's value");
+    resp_free(&r);
+    r = http(&t, "HEAD", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "HEAD of key 2");
+    resp_free(&r);
+    expect_u64((uint64_t)scrape_value(&t, JOBS_GET), 1, "store jobs of kind get: key 3's miss only");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_PUT), 2, "store jobs of kind put");
+    close(put_fd);
+    close(get_fd);
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Issue 15: the store queue is bounded, and a quarter of it is kept for
+ * reads. store_queue 4: with the worker held, three PUTs fill the PUTs'
+ * share and one more PUT is 503 overloaded with Retry-After: 1, while a
+ * GET miss is still queued (the reads' reserve); with the queue full a
+ * second GET miss is 503 too. Both refusals are counted; nothing refused
+ * is stored; the queued jobs are served once the worker runs. */
+static void a_full_store_queue_is_503_with_retry_after_and_keeps_room_for_reads(void **state)
+{
+    char out[5][4096];
+    int gate, fds[5];
+    tided t;
+    resp r;
+    (void)state;
+
+    store_gated_start(&t, &gate, "4");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_put_capacity"), 3, "the PUTs' share of 4");
+    fds[0] = send_request(&t, "PUT", 10, "ten");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the first PUT at the worker");
+    fds[1] = send_request(&t, "PUT", 11, "eleven");
+    fds[2] = send_request(&t, "PUT", 12, "twelve");
+    fds[3] = send_request(&t, "PUT", 17, "seventeen");
+    scrape_until(&t, "tide_http_store_queue_depth", 3, "three PUTs queued");
+    r = http(&t, "PUT", obj_path(13, NULL), "thirteen", 8, 0, NULL);
+    expect_status(r, 503, "a PUT with the PUTs' share of store_queue waiting");
+    expect_error_json(&r, "overloaded", "the queue-full 503");
+    expect_contains(r.headers, "retry-after: 1", "the queue-full 503's Retry-After");
+    resp_free(&r);
+    /* The reads' reserve: a GET miss is queued behind the PUTs. */
+    fds[4] = send_request(&t, "GET", 14, NULL);
+    scrape_until(&t, "tide_http_store_queue_depth", 4, "a GET miss queued while PUTs filled their share");
+    r = http(&t, "GET", obj_path(15, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 503, "a GET miss with store_queue jobs waiting");
+    expect_error_json(&r, "overloaded", "the full queue's 503 to a read");
+    resp_free(&r);
+    expect_u64((uint64_t)scrape_value(&t, "tide_overload_rejected_requests_total{reason=\"store_queue\"}"), 2,
+               "overload refusals for the store queue");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_jobs_refused_total"), 2, "refused store jobs");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_requests_total{method=\"PUT\",code=\"503\"}"), 1,
+               "PUT 503s in the request metrics");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_capacity"), 4, "the queue's capacity");
+    gate_open(gate, 5);
+    for (int i = 0; i < 4; i++) {
+        answer_of(fds[i], out[i], sizeof out[i], "a queued PUT");
+        expect_contains(out[i], "HTTP/1.1 201", "a queued PUT, once the worker ran");
+        close(fds[i]);
+    }
+    answer_of(fds[4], out[4], sizeof out[4], "the queued GET miss");
+    expect_contains(out[4], "HTTP/1.1 404", "the queued GET miss of a key never stored");
+    close(fds[4]);
+    gate_open(gate, 1);                 /* key 13's GET is a miss: one job */
+    r = http(&t, "GET", obj_path(13, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "the refused PUT stored nothing");
+    resp_free(&r);
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 4, "the store's inserts");
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* A body of `len` bytes for key `key` (its last byte the key's), NUL-ended. */
+static char *big_body(size_t len, uint64_t key)
+{
+    char *b = malloc(len + 1);
+
+    assert_non_null(b);
+    memset(b, 'a', len);
+    b[len - 1] = (char)('a' + key % 26);
+    b[len] = '\0';
+    return b;
+}
+
+/* Issue 15: a queued PUT's copy of its body counts against
+ * http_body_budget with the bodies h2o holds. Budget 256 KiB, 48 KiB PUTs
+ * with the worker held: the first two hold 4 x 48 KiB (each its body and
+ * its copy); the third, whose head and body the scan admits (240 KiB
+ * held with it), would take its copy past the budget: 503 overloaded,
+ * counted as a body_budget refusal, not run. The bytes held never pass the
+ * budget, and come back to zero. */
+static void a_queued_puts_body_copy_counts_against_the_body_budget(void **state)
+{
+    char out[3][4096];
+    char *body[3];
+    int gate, fds[3];
+    tided t;
+    resp r;
+    (void)state;
+
+    store_gated_start_with(&t, &gate, "16", "--max-object-size=64KiB", "--http-body-budget=256KiB");
+    for (int i = 0; i < 3; i++) body[i] = big_body(48 << 10, 50 + (uint64_t)i);
+    fds[0] = send_request(&t, "PUT", 50, body[0]);
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the first PUT at the worker");
+    fds[1] = send_request(&t, "PUT", 51, body[1]);
+    scrape_until(&t, "tide_http_store_queue_depth", 1, "the second PUT queued");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_body_held_bytes"), 4 * (48 << 10),
+               "two PUTs' bodies and their copies held");
+    fds[2] = send_request(&t, "PUT", 52, body[2]);
+    answer_of(fds[2], out[2], sizeof out[2], "the third PUT");
+    expect_contains(out[2], "HTTP/1.1 503", "a PUT whose copy would pass http_body_budget");
+    expect_contains(out[2], "\"error\":\"overloaded\"", "its JSON");
+    if (strcasestr(out[2], "retry-after: 1") == NULL) fail_msg("the budget's 503 has no Retry-After: 1: %s", out[2]);
+    expect_contains(out[2], "http_body_budget", "its detail names the budget");
+    close(fds[2]);
+    if (scrape_value(&t, "tide_http_body_held_bytes") > 256 << 10)
+        fail_msg("the bytes held passed http_body_budget = 256 KiB");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_requests_refused_total{reason=\"body_budget\"}"), 1,
+               "body_budget refusals");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_body_copies_total"), 2, "body copies made");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_depth"), 1, "the refused PUT took no slot");
+    gate_open(gate, 2);
+    for (int i = 0; i < 2; i++) {
+        answer_of(fds[i], out[i], sizeof out[i], "a held PUT");
+        expect_contains(out[i], "HTTP/1.1 201", "a PUT within the budget, once the worker ran");
+        close(fds[i]);
+    }
+    scrape_until(&t, "tide_http_body_held_bytes", 0, "every body and copy given back");
+    gate_open(gate, 1);
+    r = http(&t, "GET", obj_path(52, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "the refused PUT stored nothing");
+    resp_free(&r);
+    for (int i = 0; i < 3; i++) free(body[i]);
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Issue 15: a PUT ?sync=1 is answered only after its put and its sync:
+ * while its store worker is held nothing is answered; once the worker ran,
+ * 201 with "durable": true. */
+static void a_gated_sync_put_is_answered_only_after_its_put_and_sync(void **state)
+{
+    char head[512], k[65], out[4096];
+    int gate, fd;
+    tided t;
+    (void)state;
+
+    store_gated_start(&t, &gate, "16");
+    key_hex(60, k);
+    fd = connect_from(&t, "127.0.0.1");
+    snprintf(head, sizeof head, "PUT /v1/objects/%s?sync=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nsixty", k);
+    send_all(fd, head, strlen(head));
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the ?sync=1 PUT at the worker");
+    poll(NULL, 0, 200);
+    if (has_answer(fd, out, sizeof out) && out[0])
+        fail_msg("a ?sync=1 PUT was answered before its worker ran it: %s", out);
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 0, "nothing inserted while held");
+    gate_open(gate, 1);
+    answer_of(fd, out, sizeof out, "the ?sync=1 PUT");
+    expect_contains(out, "HTTP/1.1 201", "the ?sync=1 PUT once put and synced");
+    expect_contains(out, "\"durable\":true", "its durable flag");
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 1, "the put ran before the answer");
+    close(fd);
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Reopen t's data dir (tided without the gate) and expect key `key` to be
+ * `want` (NULL: absent). */
+static void expect_after_reopen(tided *t, uint64_t key, const char *want, const char *what)
+{
+    resp r = http(t, "GET", obj_path(key, NULL), NULL, 0, 0, NULL);
+
+    if (want) {
+        expect_status(r, 200, what);
+        expect_str(r.body, want, what);
+    } else {
+        expect_status(r, 404, what);
+    }
+    resp_free(&r);
+}
+
+/* Issue 15: a stop with store jobs queued and the worker held at its gate
+ * exits (the gate opens at stop). Unhurried, the queued GETs are dropped
+ * and the queued PUTs are run before the final commit; hurried (a second
+ * SIGTERM), the queued PUTs, never acknowledged, are dropped too. Either
+ * way an acknowledged PUT is in the store on reopen, and no value is half
+ * written. */
+static void a_stop_with_queued_store_jobs(int hurried)
+{
+    static const char *const plain[] = { "--http-threads=1", NULL };
+    char *env[] = { NULL };
+    int gate, fds[4];
+    tided t;
+    resp r;
+
+    store_gated_start(&t, &gate, "16");
+    gate_open(gate, 1);
+    r = http(&t, "PUT", obj_path(70, NULL), "seventy", 7, 0, NULL);
+    expect_status(r, 201, "an acknowledged PUT");
+    resp_free(&r);
+    fds[0] = send_request(&t, "PUT", 71, "seventy-one");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "a PUT held at the gate");
+    fds[1] = send_request(&t, "PUT", 72, "seventy-two");
+    fds[2] = send_request(&t, "GET", 73, NULL);
+    fds[3] = send_request(&t, "GET", 74, NULL);
+    scrape_until(&t, "tide_http_store_queue_depth", 3, "a PUT and two GET misses queued");
+    kill(t.pid, SIGTERM);
+    if (hurried) {
+        poll(NULL, 0, 200);
+        tided_signal_and_reap(&t, SIGTERM);
+    } else {
+        tided_signal_and_reap(&t, 0);         /* no second signal: the drain's wait, then the stop */
+    }
+    expect_u64((uint64_t)t.status, 0, "tided's exit status after a stop with queued jobs");
+    for (int i = 0; i < 4; i++) close(fds[i]);
+    close(gate);
+    t.reaped = 0;
+    tided_start(&t, plain, env);
+    expect_after_reopen(&t, 70, "seventy", "the acknowledged PUT after the stop");
+    expect_after_reopen(&t, 71, hurried ? NULL : "seventy-one", "the PUT held at the gate at the stop");
+    expect_after_reopen(&t, 72, hurried ? NULL : "seventy-two", "the PUT queued at the stop");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void a_stop_with_queued_store_jobs_exits_and_runs_the_puts(void **state)
+{
+    (void)state;
+    a_stop_with_queued_store_jobs(0);
+}
+
+static void a_hurried_stop_with_queued_store_jobs_drops_the_puts(void **state)
+{
+    (void)state;
+    a_stop_with_queued_store_jobs(1);
+}
+
+/* Issue 15: a client that goes away while its PUT is at a worker (one
+ * running, one queued): h2o disposes the request, the worker still puts
+ * its own copy of the body, and nothing is written to the freed request.
+ * Both values are stored exactly once, and the body bytes held come back
+ * to zero. */
+static void a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once(void **state)
+{
+    int gate, running_fd, queued_fd;
+    tided t;
+    resp r;
+    (void)state;
+
+    store_gated_start(&t, &gate, "16");
+    running_fd = send_request(&t, "PUT", 20, "twenty");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "the PUT of key 20 at the worker");
+    queued_fd = send_request(&t, "PUT", 21, "twenty-one");
+    scrape_until(&t, "tide_http_store_queue_depth", 1, "the PUT of key 21 queued");
+    close(running_fd);
+    close(queued_fd);
+    gate_open(gate, 2);
+    scrape_until(&t, JOBS_PUT, 2, "both PUTs taken by the worker");
+    scrape_until(&t, "tide_http_store_jobs_running", 0, "the worker done");
+    /* h2o does not read a connection whose request is in a handler, so it
+     * finds the client gone when the answer is written: then the request
+     * is disposed and the connection closed (the scrape's own is the one
+     * left). */
+    scrape_until(&t, "tide_http_connections", 1, "the two PUT connections closed");
+    scrape_until(&t, "tide_http_body_held_bytes", 0, "every body copy given back");
+    r = http(&t, "GET", obj_path(20, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "key 20, whose client went away while it ran");
+    expect_str(r.body, "twenty", "key 20's value");
+    resp_free(&r);
+    r = http(&t, "GET", obj_path(21, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "key 21, whose client went away while it was queued");
+    expect_str(r.body, "twenty-one", "key 21's value");
+    resp_free(&r);
+    expect_u64((uint64_t)status_int(&t, "store", "inserts", NULL), 2, "the store's inserts: each once");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_GET), 0, "GETs of stored keys are cache hits");
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared_tests[] = {
@@ -4343,6 +4851,7 @@ int main(void)
         cmocka_unit_test(admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_rest),
         cmocka_unit_test(a_keep_list_in_pieces_then_rotate_expect_keeps_exactly_those_keys),
         cmocka_unit_test(a_put_with_sync_survives_kill_9_and_is_served_after_restart),
+        cmocka_unit_test(the_cli_reads_a_running_nodes_store),
         cmocka_unit_test(sigterm_commits_every_acknowledged_put_and_exits_0),
         cmocka_unit_test(a_bad_flag_or_value_exits_2_naming_it),
         cmocka_unit_test(help_reads_like_a_man_page_and_version_names_tided),
@@ -4390,6 +4899,15 @@ int main(void)
         cmocka_unit_test(a_token_file_and_a_credential_are_the_tokens_and_never_logged),
         cmocka_unit_test(a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_2),
     };
+    const struct CMUnitTest store_tests[] = {
+        cmocka_unit_test(puts_and_get_misses_run_on_a_worker_while_the_loop_answers_cached_gets),
+        cmocka_unit_test(a_full_store_queue_is_503_with_retry_after_and_keeps_room_for_reads),
+        cmocka_unit_test(a_queued_puts_body_copy_counts_against_the_body_budget),
+        cmocka_unit_test(a_gated_sync_put_is_answered_only_after_its_put_and_sync),
+        cmocka_unit_test(a_stop_with_queued_store_jobs_exits_and_runs_the_puts),
+        cmocka_unit_test(a_hurried_stop_with_queued_store_jobs_drops_the_puts),
+        cmocka_unit_test(a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once),
+    };
     int failed;
 
     signal(SIGPIPE, SIG_IGN);
@@ -4399,6 +4917,7 @@ int main(void)
     failed += th_run_group("tided, a server per test", own_tests, NULL, NULL, th_teardown);
     failed += th_run_group("tided, connections and signals", limits_tests, NULL, NULL, th_teardown);
     failed += th_run_group("tided, /metrics", metrics_tests, NULL, NULL, th_teardown);
+    failed += th_run_group("tided, store workers", store_tests, NULL, NULL, th_teardown);
     failed += th_run_group("tided under systemd", systemd_tests, NULL, NULL, th_teardown);
     curl_global_cleanup();
     return failed;

@@ -13,6 +13,7 @@
  * the thread and waits for its level changes with a generous bound.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -968,6 +969,106 @@ static void a_real_v1_cgroup_counts_its_usage_less_page_cache(void **state)
     if (!st.last.cgroup.has_event[TIDE_MEM_EV_MAX]) fail_msg("v1: expected memory.failcnt as the max event");
 }
 
+/* nudb.key of the node's plain store grown to `bytes` with empty buckets
+ * (zero blocks: an empty store stays sound), written with pwrite, so the
+ * whole file is in the page cache. */
+static void grow_key_file(world *w, uint64_t bytes)
+{
+    static uint8_t zeros[1 << 20];
+    char path[sizeof w->s.dir + 16];
+    struct stat sb;
+    int fd;
+
+    snprintf(path, sizeof path, "%s/nudb.key", w->s.dir);
+    if ((fd = open(path, O_WRONLY)) < 0 || fstat(fd, &sb) != 0) fail_msg("open %s: %s", path, strerror(errno));
+    for (uint64_t at = (uint64_t)sb.st_size; at < bytes; at += sizeof zeros)
+        if (pwrite(fd, zeros, sizeof zeros, (off_t)at) != (ssize_t)sizeof zeros) {
+            close(fd);
+            fail_msg("pwrite %s: %s", path, strerror(errno));
+        }
+    if (fsync(fd) != 0) fail_msg("fsync %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+#define KEY_FILE_BYTES (64 * MIB + 4096)   /* (buckets + 1) x 4096 */
+#define BALLAST (96 * MIB)
+
+static char *volatile g_ballast;   /* volatile: the compiler keeps the memset */
+
+/* The real reading counts anonymous memory, whatever of nudb.key the page
+ * cache holds: with the key file wholly in the page cache (the commit
+ * pwrites it), mapped, a few pages touched, and 96 MiB of anonymous memory
+ * held, the reading is at least those 96 MiB. (RSS less mincore's count
+ * of the map said about 40 MiB: mincore reports the page cache's pages,
+ * not the ones this process mapped.) */
+static void the_real_reading_counts_anonymous_memory_beside_a_cached_key_file(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = real_opts(w);
+    tide_cache_obj *obj = NULL;
+    uint8_t key[32] = { 0 };
+    uint64_t mapped = 0;
+    char *ballast;
+
+    o.key_size = 32;
+    o.block_size = 4096;
+    open_with(w, &o);
+    expect_ok(tide_node_close(w->n), "close the new store");
+    w->n = NULL;
+    grow_key_file(w, KEY_FILE_BYTES);
+    open_with(w, &o);
+    for (int i = 0; i < 16; i++) {      /* misses: each searches one bucket through the map */
+        key[0] = (uint8_t)i;
+        if (tide_node_get(w->n, key, &obj) == 0) tide_cache_obj_release(obj);
+    }
+    if ((ballast = malloc(BALLAST)) == NULL) fail_msg("no memory for the ballast");
+    g_ballast = ballast;
+    memset(g_ballast, 1, BALLAST);
+    (void)tide_node_memory_check(w->n);
+    tide_node_memory_status st = status(w);
+    tide_store_info si;
+    tide_node_store_info(w->n, &si);
+    mapped = si.key_map_bytes;
+    g_ballast = NULL;
+    free(ballast);
+    if (mapped < 64 * MIB) th_skip("the key file is not mapped here (%" PRIu64 " bytes)", mapped);
+    if (st.last.rss_bytes < BALLAST)
+        fail_msg("the reading %" PRIu64 " MiB is below the %" PRIu64 " MiB of anonymous memory held",
+                 st.last.rss_bytes / MIB, BALLAST / MIB);
+}
+
+/* store_no_map (tided's store_key_map=off) reaches the store: its lookups
+ * pread every bucket and nothing is mapped; without it they go through
+ * the map. */
+static void store_no_map_reaches_the_store(void **state)
+{
+    world *w = *state;
+    tide_node_opts o = real_opts(w);
+    tide_cache_obj *obj = NULL;
+    uint8_t key[32] = { 0 };
+    tide_store_info si;
+
+    for (int no_map = 1; no_map >= 0; no_map--) {
+        o.store_no_map = no_map;
+        open_with(w, &o);
+        for (int i = 0; i < 8; i++) {
+            key[0] = (uint8_t)i;
+            if (tide_node_get(w->n, key, &obj) == 0) tide_cache_obj_release(obj);
+        }
+        tide_node_store_info(w->n, &si);
+        expect_ok(tide_node_close(w->n), "close");
+        w->n = NULL;
+        if (no_map) {
+            expect_u64(si.key_map_bytes, 0, "store_no_map: nothing mapped");
+            expect_u64(si.key_map_views, 0, "store_no_map: no lookup through the map");
+            if (si.key_bucket_reads < 8) fail_msg("store_no_map: expected 8 bucket preads, got %" PRIu64, si.key_bucket_reads);
+        } else {
+            if (si.key_map_bytes == 0) fail_msg("the default: expected the key file mapped");
+            if (si.key_map_views < 8) fail_msg("the default: expected 8 lookups in the map, got %" PRIu64, si.key_map_views);
+        }
+    }
+}
+
 /* ---- the thread ------------------------------------------------------------------------- */
 
 /* Wait up to 10 s (generous: the thread looks every 10 ms) for `level`. */
@@ -1107,6 +1208,8 @@ int main(void)
         T(time_is_counted_per_level),
         T(the_rotators_gate_waits_while_the_level_is_high),
         T(the_real_reading_gives_the_rss_and_the_kernels_peak),
+        T(the_real_reading_counts_anonymous_memory_beside_a_cached_key_file),
+        T(store_no_map_reaches_the_store),
         T(the_governor_opens_a_psi_trigger_where_psi_exists),
         T(a_trigger_reporting_an_error_is_closed_and_never_fires),
         T(a_real_v1_cgroup_counts_its_usage_less_page_cache),

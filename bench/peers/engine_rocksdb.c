@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine_rocksdb.c: RocksDB (Debian's librocksdb, its C API rocksdb/c.h) as
- * two bench/peers engines that differ only in durability:
+ * three bench/peers engines:
  *
  *   rocksdb-sync  each batch of `batch` items is one rocksdb_write with
  *                 WriteOptions.sync, so the WAL is fdatasync'd per batch,
  *                 as Tide syncs per commit;
- *   rocksdb       the same batches with sync off (the WAL is written, not
- *                 synced): RocksDB's default, a bound on what sync costs.
+ *   rocksdb-sync-checked  the same, with a rocksdb_get of each key before
+ *                 its put, failing on a key that exists: the lookup Tide's
+ *                 insert (which refuses a duplicate) and LMDB's
+ *                 MDB_NOOVERWRITE put make, and a plain RocksDB put (a blind
+ *                 overwrite) does not. The get sees the batches written, not
+ *                 the one being filled; the bench's keys are distinct, so
+ *                 every get is a miss, as every duplicate check of Tide's is;
+ *   rocksdb       the batches of rocksdb-sync with sync off (the WAL is
+ *                 written, not synced): RocksDB's default, a bound on what
+ *                 sync costs.
  *
  * Options: the library's defaults (memtable 64 MiB, level compaction, two
  * background jobs, an 8 MiB block cache, snappy when built in) plus
@@ -18,7 +26,9 @@
  * when the store has settled, so the bytes the compactions write are
  * counted in the load's write amplification and their time in its rate,
  * rather than leaking into the fetch phase. get is rocksdb_get (a malloc'd
- * copy, freed at the reader's next get), like Tide's fetch.
+ * copy, freed at the reader's next get), like Tide's fetch. The wait is
+ * bounded (R_SETTLE_LIMIT_S): a store still busy after it fails the load
+ * with an error naming the busy properties, rather than hanging the bench.
  *
  * Invariants:
  *   1. Every put reaches a write batch that is written before finish
@@ -33,6 +43,10 @@
 
 #include "bench/bench_store.h"
 #include "peers.h"
+#include "util/clock.h"
+
+/* How long finish waits for the flushes and compactions to end. */
+#define R_SETTLE_LIMIT_S 1800
 
 struct peer_engine {
     rocksdb_t *db;
@@ -123,6 +137,22 @@ static int r_put(peer_engine *e, const unsigned char *key, const unsigned char *
     return 0;
 }
 
+/* rocksdb-sync-checked: the duplicate check Tide's insert makes, then put. */
+static int r_put_checked(peer_engine *e, const unsigned char *key, const unsigned char *value)
+{
+    char *msg = NULL, *old;
+    size_t len = 0;
+
+    old = rocksdb_get(e->db, e->ro, (const char *)key, TIDE_BENCH_KEY_SIZE, &len, &msg);
+    if (msg) return r_fail(e->err, "rocksdb_get (the duplicate check)", msg);
+    if (old) {
+        rocksdb_free(old);
+        snprintf(e->err, sizeof e->err, "rocksdb: put: the key exists (a duplicate)");
+        return -1;
+    }
+    return r_put(e, key, value);
+}
+
 /* A numeric property, or -1 when RocksDB does not know it. */
 static long r_property(peer_engine *e, const char *name)
 {
@@ -140,8 +170,9 @@ static int r_finish(peer_engine *e)
                                         "rocksdb.mem-table-flush-pending" };
     struct timespec tick = { 0, 10 * 1000 * 1000 };
     rocksdb_flushoptions_t *fo;
-    char *msg = NULL;
+    char *msg = NULL, still[200] = "";
     int settled = 0;
+    uint64_t t0;
 
     if (r_write(e) != 0) return -1;
     fo = rocksdb_flushoptions_create();
@@ -149,11 +180,22 @@ static int r_finish(peer_engine *e)
     rocksdb_flush(e->db, fo, &msg);
     rocksdb_flushoptions_destroy(fo);
     if (msg) return r_fail(e->err, "rocksdb_flush", msg);
+    t0 = tide_clock_mono_us();
     while (!settled) {
         settled = 1;
-        for (size_t i = 0; i < sizeof busy / sizeof *busy; i++)
-            if (r_property(e, busy[i]) > 0) settled = 0;
-        if (!settled) nanosleep(&tick, NULL);
+        still[0] = '\0';
+        for (size_t i = 0; i < sizeof busy / sizeof *busy; i++) {
+            if (r_property(e, busy[i]) <= 0) continue;
+            settled = 0;
+            snprintf(still + strlen(still), sizeof still - strlen(still), " %s", busy[i]);
+        }
+        if (settled) break;
+        if (tide_clock_mono_us() - t0 > (uint64_t)R_SETTLE_LIMIT_S * 1000000) {
+            snprintf(e->err, sizeof e->err, "rocksdb: the flushes and compactions did not end "
+                     "within %d s of the last write (still nonzero:%s)", R_SETTLE_LIMIT_S, still);
+            return -1;
+        }
+        nanosleep(&tick, NULL);
     }
     return 0;
 }
@@ -214,6 +256,14 @@ const peer_ops peer_rocksdb_sync_ops = {
     .name = "rocksdb-sync",
     .durability = "one write batch per batch, WAL synced on each",
     .open = r_open_sync, .put = r_put, .finish = r_finish,
+    .reader_open = r_reader_open, .get = r_get, .reader_close = r_reader_close,
+    .reader_error = r_reader_error, .commits = r_commits, .close = r_close, .error = r_error,
+};
+
+const peer_ops peer_rocksdb_sync_checked_ops = {
+    .name = "rocksdb-sync-checked",
+    .durability = "as rocksdb-sync, with a get (duplicate check) before each put",
+    .open = r_open_sync, .put = r_put_checked, .finish = r_finish,
     .reader_open = r_reader_open, .get = r_get, .reader_close = r_reader_close,
     .reader_error = r_reader_error, .commits = r_commits, .close = r_close, .error = r_error,
 };

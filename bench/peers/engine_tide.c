@@ -15,7 +15,8 @@
  * its load ends with tide_store_flush, the indexing it owes.
  *
  * Invariants:
- *   1. The commits reported are the store's own counter's, not a guess.
+ *   1. The commits and the bytes written reported are the store's own
+ *      counters' (tide_store_info), not a guess.
  * Never: batch for the store; its commit thread decides, as in production.
  */
 #include <stdio.h>
@@ -148,6 +149,13 @@ static uint64_t t_commits(peer_engine *e)
     return info.commits;
 }
 
+static uint64_t t_bytes_written(peer_engine *e)
+{
+    tide_store_info info;
+    tide_store_get_info(e->s, &info);
+    return info.bytes_written;
+}
+
 static void t_close(peer_engine *e)
 {
     if (e == NULL) return;
@@ -162,7 +170,8 @@ const peer_ops peer_tide_ops = {
     .durability = "the store's commits (a burst or a second), fdatasync each",
     .open = t_open, .put = t_put, .finish = t_finish,
     .reader_open = t_reader_open, .get = t_get, .reader_close = t_reader_close,
-    .reader_error = t_reader_error, .commits = t_commits, .close = t_close, .error = t_error,
+    .reader_error = t_reader_error, .commits = t_commits,
+    .own_bytes_written = t_bytes_written, .close = t_close, .error = t_error,
 };
 
 const peer_ops peer_tide_defer_ops = {

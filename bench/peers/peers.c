@@ -6,16 +6,18 @@
  * the engines are engine_*.c behind peers.h.
  *
  * Order: for each size of --items, --runs rounds; each round runs every
- * engine once, in the order given (A, B, C, D, then again), each in a fresh
+ * engine once, in the order given (A, B, C, D, E, then again), each in a fresh
  * directory of its own under the bench directory, removed as soon as the
  * run ends. Interleaving spreads the machine's changing load over all the
  * engines alike; the summary takes medians over the rounds.
  *
  * The batch: LMDB and RocksDB commit once per --batch items. By default
- * (auto) it matches Tide's own cadence: Tide runs first in round 1 of each
- * size, and the batch is that run's items / commits (its commit thread
- * commits a burst or a second's worth, whichever comes first); without
- * tide among the engines, a burst's worth, burst / (key + value + 16).
+ * (auto) it is the items of a burst, the most one commit of Tide's takes:
+ * computed from the insert pool's accounting (burst_items), not measured,
+ * so that no timer (Tide's commit thread also commits after a second,
+ * whatever the pool holds) and no machine load moves it. Each Tide run is
+ * checked against it (check_batch), and the bench says so on stderr when
+ * Tide's commits do not fit.
  *
  * Invariants:
  *   1. Every engine directory is removed after its run, and the bench
@@ -24,7 +26,9 @@
  *   2. With --json, stdout carries one JSON document and nothing else;
  *      progress goes to stderr in both modes.
  *   3. A figure that could not be read (no /proc/self/io write_bytes, no
- *      block device) is null in the JSON and "-" in the table, never 0.
+ *      block device, a file mincore could not map) or that an engine has
+ *      not (the own byte counter, Tide's alone) is null in the JSON and
+ *      "-" in the table, never 0.
  * Never: print a summary after a failed run (a wrong value ends the bench
  *   with exit 1).
  */
@@ -39,6 +43,7 @@
 #include "bench/bench_store.h"
 #include "peers_out.h"
 #include "peers_run.h"
+#include "store/pool.h"
 #include "tide/store.h"
 #include "util/size.h"
 
@@ -50,7 +55,7 @@ static const char help_text[] =
 "    build/bench/peers [--items N[,N...]] [--runs N] [--engines LIST]\n"
 "                      [--baseline ENGINE] [--batch N] [--burst SIZE]\n"
 "                      [--index-lag SIZE] [--value-size N] [--seed N]\n"
-"                      [--dir DIR] [--json] [--fault-item N]\n"
+"                      [--dir DIR] [--json] [--fault-item N [--fault-in PHASE]]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs each engine on the workload of `tide bench store`: item i has a\n"
@@ -69,6 +74,12 @@ static const char help_text[] =
 "\n"
 "    A missing or wrong value stops the bench with exit status 1.\n"
 "\n"
+"    The puts differ in what they check: Tide's insert looks the key up\n"
+"    first and refuses a duplicate, LMDB's put (MDB_NOOVERWRITE) descends\n"
+"    the tree to the key's leaf whatever it finds, RocksDB's put is a blind\n"
+"    overwrite that looks nothing up. rocksdb-sync-checked adds a get\n"
+"    before each put, the work Tide's insert does.\n"
+"\n"
 "ENGINES\n"
 "    tide          Tide's store (key size 32, block 4096, load factor 0.5,\n"
 "                  burst SIZE): its commit thread commits a burst or a\n"
@@ -79,25 +90,51 @@ static const char help_text[] =
 "                  transaction per thread (values are not copied).\n"
 "    rocksdb-sync  RocksDB: one write batch of N items per write, its WAL\n"
 "                  synced on each; defaults plus a 10-bit Bloom filter.\n"
-"    rocksdb       the same batches, the WAL written but not synced.\n"
+"    rocksdb-sync-checked\n"
+"                  as rocksdb-sync, with a rocksdb_get of each key before\n"
+"                  its put, failing if the key exists (it sees the batches\n"
+"                  written, not the one being filled).\n"
+"    rocksdb       the batches of rocksdb-sync, the WAL written but not\n"
+"                  synced.\n"
 "    tide-defer    Tide's store with the deferred index (index_lag_bytes\n"
 "                  --index-lag): each commit appends and syncs its records\n"
 "                  and tide.meta; the key file is written when the tail\n"
 "                  index fills and at close. Run only when named.\n"
 "\n"
-"    N is --batch. By default it matches Tide's cadence: items / commits of\n"
-"    Tide's run in round 1 of each size (Tide then runs first).\n"
+"    N is --batch. By default it is the items of one burst: how many items\n"
+"    Tide's insert pool takes before it holds burst SIZE bytes, by the\n"
+"    pool's accounting (each item its header, key and value rounded up to\n"
+"    16 bytes, plus 8 bytes per hash-table slot, power-of-two slots): the\n"
+"    most one Tide commit takes. For 32 + 200 bytes and 16MiB, 59754 items\n"
+"    (about 281 bytes each). Tide's own commits can be smaller, when its\n"
+"    one-second timer fires before the pool is full; the batch never\n"
+"    follows that timer.\n"
 "\n"
 "MEASUREMENTS\n"
 "    Per phase: items/s (wall clock) and items per CPU-second (user +\n"
 "    system time of the run's process, from getrusage, background threads\n"
 "    included: the figure a shared machine distorts least); peak RSS,\n"
 "    anonymous and file-backed (a thread samples /proc/self/status every\n"
-"    10 ms). For the load: write amplification, the bytes the process sent\n"
-"    to storage (/proc/self/io write_bytes) and the bytes the block device\n"
-"    holding DIR wrote (/sys/dev/block/MAJ:MIN/stat; every process's writes\n"
-"    count there), each divided by the payload N x (32 + value-size); the\n"
-"    commits; the files' apparent and allocated size after the load.\n"
+"    10 ms); after each phase, the page cache the engine's files hold\n"
+"    (mincore over each file of its directory, summed), which RSS shows\n"
+"    for LMDB (its map is file-backed RSS) and for no engine that reads\n"
+"    with pread (Tide, RocksDB). For the load: write amplification (WA),\n"
+"    the bytes the process passed to write calls (/proc/self/io wchar)\n"
+"    divided by the payload, items x (32 + value-size); as a second\n"
+"    opinion,\n"
+"    the bytes the block device holding DIR wrote (/sys/dev/block/\n"
+"    MAJ:MIN/stat; every process's writes count there) over the payload;\n"
+"    for Tide, its store's own bytes_written over the payload, which must\n"
+"    agree with its wchar. /proc/self/io write_bytes is in the JSON only:\n"
+"    the kernel counts it per dirtied page-cache folio (up to 64 KiB and\n"
+"    more for a 4 KiB write on ext4 with large folios), inflated for\n"
+"    engines that write in place. Also the commits, and the files'\n"
+"    apparent and allocated size after the load.\n"
+"    The JSON names: load_write_amp_wchar (the WA; the tables' \"WA\"),\n"
+"    load_write_amp_device (\"WA dev\"), load_write_amp_store (\"WA own\":\n"
+"    Tide's counter, null for the others), load_write_amp_write_bytes\n"
+"    (per dirtied folio, inflated for in-place writes; JSON only), and\n"
+"    load_page_cache, fetch1_page_cache, fetch2_page_cache (bytes).\n"
 "    The summary is the median over the rounds, with the ratio of each\n"
 "    engine's figure to the baseline engine's.\n"
 "\n"
@@ -108,7 +145,8 @@ static const char help_text[] =
 "    --runs N          rounds per size, 1 to 1000; medians need 3 or more.\n"
 "                      Default 3.\n"
 "    --engines LIST    which engines, in round order, comma-separated.\n"
-"                      Default tide,lmdb,rocksdb-sync,rocksdb.\n"
+"                      Default tide,lmdb,rocksdb-sync,rocksdb-sync-checked,\n"
+"                      rocksdb.\n"
 "    --baseline E      the engine the ratios divide by; one of --engines.\n"
 "                      Default tide (or the first engine).\n"
 "    --batch N         items per LMDB transaction and RocksDB write batch.\n"
@@ -125,9 +163,14 @@ static const char help_text[] =
 "                      directory. Everything is removed at the end (an\n"
 "                      interrupted bench leaves it for you to remove).\n"
 "                      Default /tmp.\n"
-"    --fault-item N    for the tests: store item N (0 to items-1) with its\n"
-"                      first value byte flipped, in every run; the fetch\n"
-"                      must then report a wrong value (exit 1).\n"
+"    --fault-item N    for the tests: store item N (0 to the smallest\n"
+"                      --items less 1; larger is refused) with its first\n"
+"                      value byte flipped, in every run; the fetch must\n"
+"                      then report a wrong value (exit 1).\n"
+"    --fault-in PHASE  for the tests, with --fault-item: load (the\n"
+"                      default: the item is stored wrong, so FETCH1 fails)\n"
+"                      or fetch2 (stored right; FETCH2 alone expects the\n"
+"                      flipped byte, so FETCH2's comparison must fail).\n"
 "    --json            print the summary as one JSON document on stdout\n"
 "                      (progress stays on stderr).\n"
 "    -h, --help        print this text.\n"
@@ -139,17 +182,17 @@ static const char help_text[] =
 "EXAMPLES\n"
 "    build/bench/peers --items 1000000,4000000 --runs 3\n"
 "    build/bench/peers --items 20000 --runs 1 --json > peers.json\n"
-"    build/bench/peers --engines tide,rocksdb-sync --baseline rocksdb-sync\n"
+"    build/bench/peers --engines tide,rocksdb-sync-checked --baseline rocksdb-sync-checked\n"
 "\n"
 "    Built by `make bench-peers` (needs liblmdb-dev and librocksdb-dev:\n"
 "    scripts/install-deps --bench); never part of bin/tide or libtide.\n";
 
 static const peer_ops *const all_engines[] = {
-    &peer_tide_ops, &peer_lmdb_ops, &peer_rocksdb_sync_ops, &peer_rocksdb_ops,
-    &peer_tide_defer_ops,
+    &peer_tide_ops, &peer_lmdb_ops, &peer_rocksdb_sync_ops, &peer_rocksdb_sync_checked_ops,
+    &peer_rocksdb_ops, &peer_tide_defer_ops,
 };
 #define ALL_ENGINES (sizeof all_engines / sizeof *all_engines)
-#define DEFAULT_ENGINES 4          /* tide-defer runs when asked for */
+#define DEFAULT_ENGINES 5          /* tide-defer runs when asked for */
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -235,7 +278,7 @@ static int option(peers_opts *o, const char *name, const char *val)
     } else if (strcmp(name, "--engines") == 0) {
         if (parse_engines(val, o))
             return usage("--engines '%s' is not a list of distinct engines among tide, "
-                         "lmdb, rocksdb-sync, rocksdb, tide-defer", val);
+                         "lmdb, rocksdb-sync, rocksdb-sync-checked, rocksdb, tide-defer", val);
     } else if (strcmp(name, "--baseline") == 0) {
         o->baseline_name = val;
     } else if (strcmp(name, "--batch") == 0) {
@@ -258,6 +301,10 @@ static int option(peers_opts *o, const char *name, const char *val)
         if (parse_u64(val, 0, UINT32_MAX - 1, &o->fault_item))
             return usage("--fault-item '%s' is not a whole number from 0", val);
         o->fault_item++;
+    } else if (strcmp(name, "--fault-in") == 0) {
+        if (strcmp(val, "load") == 0) o->fault_phase = PH_LOAD;
+        else if (strcmp(val, "fetch2") == 0) o->fault_phase = PH_FETCH2;
+        else return usage("--fault-in '%s' is not load or fetch2", val);
     } else if (strcmp(name, "--dir") == 0) {
         if (stat(val, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(val) > 3000)
             return usage("--dir '%s' is not an existing directory (of a path up to 3000 bytes)",
@@ -296,6 +343,16 @@ static int parse(int argc, char **argv, peers_opts *o)
         if (rc) return rc;
         i++;
     }
+    if (o->fault_phase != PH_LOAD && o->fault_item == 0)
+        return usage("%s", "--fault-in needs --fault-item");
+    for (size_t z = 0; z < o->nsizes; z++) {
+        char msg[160];
+        if (o->fault_item == 0 || o->fault_item <= o->sizes[z]) continue;
+        snprintf(msg, sizeof msg, "--fault-item %llu is not an item of a run of %llu items "
+                 "(0 to %llu)", (unsigned long long)(o->fault_item - 1),
+                 (unsigned long long)o->sizes[z], (unsigned long long)(o->sizes[z] - 1));
+        return usage("%s", msg);
+    }
     o->baseline = 0;
     if (o->baseline_name) {
         size_t b = 0;
@@ -310,18 +367,25 @@ static int parse(int argc, char **argv, peers_opts *o)
     return 0;
 }
 
-/* With the automatic batch, Tide runs first so that the others can match it. */
-static void tide_first(peers_opts *o)
+/* The items of a burst: how many of the workload's items Tide's insert
+ * pool takes before its `used` reaches burst_bytes, when an insert asks for
+ * a commit and the next waits for room (store.c tide_store_insert), so the
+ * most one commit takes. It follows the pool's accounting (store/pool.c):
+ * an item takes sizeof(ti_pool_item) + key + value bytes rounded up to 16;
+ * the hash table 8 bytes a slot, 1024 slots at first, doubled before an
+ * item that finds it full; an item is admitted while used < burst. For
+ * 32 + 200 bytes and 16 MiB: 272 bytes an item, 65536 slots, 59754 items. */
+static uint64_t burst_items(uint64_t value_size, uint64_t burst)
 {
-    for (size_t i = 1; i < o->nengines; i++) {
-        if (o->engines[i] != &peer_tide_ops) continue;
-        const peer_ops *t = o->engines[i];
-        const char *bname = o->engines[o->baseline]->name;
-        memmove(&o->engines[1], &o->engines[0], i * sizeof o->engines[0]);
-        o->engines[0] = t;
-        for (size_t b = 0; b < o->nengines; b++)
-            if (strcmp(o->engines[b]->name, bname) == 0) o->baseline = b;
+    uint64_t item = (sizeof(ti_pool_item) + TIDE_BENCH_KEY_SIZE + value_size + 15) &
+                    ~(uint64_t)15;
+    uint64_t n = 0, slots = 0;
+
+    while (n * item + slots * sizeof(ti_pool_item *) < burst) {
+        if (n >= slots) slots = slots ? 2 * slots : 1024;
+        n++;
     }
+    return n;
 }
 
 static void read_loadavg(char *out, size_t n)
@@ -333,8 +397,27 @@ static void read_loadavg(char *out, size_t n)
     fclose(f);
 }
 
+/* A Tide run against burst_items: each commit takes at most a burst's
+ * items, so at least ceil(items / burst items) commits; the timer adds at
+ * most one commit per second of the load, and one more. Outside those
+ * bounds the pool takes more or fewer items than computed: said on stderr
+ * (the run's figures stand; the batch of the others is what is off). */
+static void check_batch(const peers_state *ps, size_t z, const peer_result *res)
+{
+    uint64_t items = ps->opts.sizes[z], n = ps->batch_burst;
+    uint64_t least = (items + n - 1) / n;
+    uint64_t most = least + (uint64_t)res->ph[PH_LOAD].secs + 1;
+
+    if (res->commits >= least && res->commits <= most) return;
+    fprintf(stderr, "peers: tide made %llu commits of %llu items, outside %llu to %llu: its "
+            "pool takes %s items per commit than the %llu burst_items computes (the batch "
+            "is off)\n", (unsigned long long)res->commits, (unsigned long long)items,
+            (unsigned long long)least, (unsigned long long)most,
+            res->commits < least ? "more" : "fewer", (unsigned long long)n);
+}
+
 /* One engine's run at size index z, round r (1-based). 0 or 1 (failed). */
-static int one_run(peers_state *ps, size_t z, unsigned r, size_t e, uint64_t batch)
+static int one_run(peers_state *ps, size_t z, unsigned r, size_t e)
 {
     const peers_opts *o = &ps->opts;
     peer_result *res = &ps->results[(z * o->runs + (r - 1)) * o->nengines + e];
@@ -348,10 +431,11 @@ static int one_run(peers_state *ps, size_t z, unsigned r, size_t e, uint64_t bat
     job.ops = o->engines[e];
     job.dir = dir;
     job.cfg = (peer_cfg){ .items = o->sizes[z], .value_size = (size_t)o->value_size,
-                          .batch = batch, .burst = o->burst, .index_lag = o->index_lag };
+                          .batch = ps->batch, .burst = o->burst, .index_lag = o->index_lag };
     job.seed = o->seed;
     job.order_seed = tide_bench_fetch_seed(o->seed, r);
     job.fault_item = o->fault_item;
+    job.fault_phase = o->fault_phase;
     rc = peer_run(&job, res);
     if (peer_remove_tree(dir) != 0) {
         fprintf(stderr, "peers: cannot remove %s: %s\n", dir, strerror(errno));
@@ -362,7 +446,8 @@ static int one_run(peers_state *ps, size_t z, unsigned r, size_t e, uint64_t bat
                 (unsigned long long)o->sizes[z], r, res->error);
         return 1;
     }
-    peers_progress(ps, z, r, e, batch);
+    peers_progress(ps, z, r, e);
+    if (job.ops == &peer_tide_ops) check_batch(ps, z, res);
     return 0;
 }
 
@@ -371,20 +456,10 @@ static int run_all(peers_state *ps)
 {
     const peers_opts *o = &ps->opts;
     for (size_t z = 0; z < o->nsizes; z++) {
-        uint64_t items = o->sizes[z];
-        uint64_t batch = o->batch ? o->batch
-                                  : o->burst / (TIDE_BENCH_KEY_SIZE + o->value_size + 16);
         read_loadavg(ps->load_before[z], sizeof ps->load_before[z]);
-        for (unsigned r = 1; r <= o->runs; r++) {
-            for (size_t e = 0; e < o->nengines; e++) {
-                if (one_run(ps, z, r, e, batch)) return 1;
-                if (!o->batch && r == 1 && o->engines[e] == &peer_tide_ops) {
-                    uint64_t c = ps->results[z * o->runs * o->nengines + e].commits;
-                    batch = c ? (items + c - 1) / c : items;
-                }
-            }
-        }
-        ps->batch[z] = batch;
+        for (unsigned r = 1; r <= o->runs; r++)
+            for (size_t e = 0; e < o->nengines; e++)
+                if (one_run(ps, z, r, e)) return 1;
         read_loadavg(ps->load_after[z], sizeof ps->load_after[z]);
     }
     return 0;
@@ -399,7 +474,8 @@ int main(int argc, char **argv)
     memset(&ps, 0, sizeof ps);
     rc = parse(argc, argv, &ps.opts);
     if (rc) return rc < 0 ? 0 : rc;
-    if (!ps.opts.batch) tide_first(&ps.opts);
+    ps.batch_burst = burst_items(ps.opts.value_size, ps.opts.burst);
+    ps.batch = ps.opts.batch ? ps.opts.batch : ps.batch_burst;
     ps.nproc = sysconf(_SC_NPROCESSORS_ONLN);
     if (uname(&un) == 0)
         snprintf(ps.kernel, sizeof ps.kernel, "%s %s %s", un.sysname, un.release, un.machine);

@@ -39,7 +39,8 @@ typedef struct peer_engine peer_engine;
 typedef struct peer_reader peer_reader;
 
 typedef struct peer_ops {
-    const char *name;        /* "tide", "lmdb", "rocksdb-sync", "rocksdb" */
+    const char *name;        /* "tide", "lmdb", "rocksdb-sync", "rocksdb-sync-checked",
+                                "rocksdb" */
     const char *durability;  /* one line, for --help and the JSON */
     int (*open)(peer_engine **e, const char *dir, const peer_cfg *cfg, char *err);
     int (*put)(peer_engine *e, const unsigned char *key, const unsigned char *value);
@@ -52,6 +53,10 @@ typedef struct peer_ops {
     /* Commits made during the load (Tide's counter; the others count their
      * own batches). */
     uint64_t (*commits)(peer_engine *e);
+    /* The bytes the engine itself counts as written to its files during the
+     * load, for a cross-check of wchar: Tide's tide_store_info.bytes_written.
+     * NULL for an engine with no such counter. */
+    uint64_t (*own_bytes_written)(peer_engine *e);
     void (*close)(peer_engine *e);
     const char *(*error)(peer_engine *e);
 } peer_ops;
@@ -60,6 +65,7 @@ extern const peer_ops peer_tide_ops;
 extern const peer_ops peer_tide_defer_ops;
 extern const peer_ops peer_lmdb_ops;
 extern const peer_ops peer_rocksdb_sync_ops;
+extern const peer_ops peer_rocksdb_sync_checked_ops;
 extern const peer_ops peer_rocksdb_ops;
 
 #endif

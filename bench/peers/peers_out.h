@@ -26,6 +26,7 @@ typedef struct peers_opts {
     uint64_t runs, batch, burst, value_size, seed;   /* batch 0: auto */
     uint64_t index_lag;                              /* tide-defer's budget */
     uint64_t fault_item;                             /* 1 + --fault-item; 0 none */
+    int fault_phase;                                 /* --fault-in: PH_LOAD or PH_FETCH2 */
     const peer_ops *engines[PEERS_ENGINES_MAX];
     size_t nengines, baseline;
     const char *baseline_name, *parent;
@@ -39,13 +40,13 @@ typedef struct peers_state {
     char kernel[300];
     /* results[(size * runs + round - 1) * nengines + engine] */
     peer_result *results;
-    uint64_t batch[PEERS_SIZES_MAX];         /* the batch used at each size */
+    uint64_t batch;                          /* the batch every size uses */
+    uint64_t batch_burst;                    /* the items of a burst (peers.c) */
     char load_before[PEERS_SIZES_MAX][128], load_after[PEERS_SIZES_MAX][128];
 } peers_state;
 
 void peers_header(const peers_state *ps);
-void peers_progress(const peers_state *ps, size_t size, unsigned round, size_t engine,
-                    uint64_t batch);
+void peers_progress(const peers_state *ps, size_t size, unsigned round, size_t engine);
 int peers_table(const peers_state *ps);
 int peers_json(const peers_state *ps);
 

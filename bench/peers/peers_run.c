@@ -23,7 +23,15 @@
  * flushes and compactions, Tide's commit thread), /proc/self/io
  * (write_bytes, wchar), the block device's sectors written (tide_mem_proc_
  * blockdev_read, as bench_store.c), and the peak RSS, anonymous and
- * file-backed, from the sampler of bench_store.h.
+ * file-backed, from the sampler of bench_store.h. After each phase's frame
+ * (untimed): the page cache the engine's files hold, by mincore(2) over a
+ * read-only mapping of each file of its directory, summed: the memory a
+ * pread-based engine (Tide, RocksDB) leans on, which its RSS never shows.
+ *
+ * The test faults (--fault-item, --fault-in): item N stored with its first
+ * value byte flipped (LOAD), so FETCH1 meets it first; or, with FETCH2,
+ * stored right but expected flipped by FETCH2 alone, so that FETCH2's own
+ * comparison is the one that fails.
  *
  * Invariants:
  *   1. Every fetched value is compared with the one put; `checked` counts
@@ -39,6 +47,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -56,7 +66,7 @@ typedef struct frame {
     uint64_t t0;
     double cpu0;
     tide_mem_proc_io io0;
-    int io_ok;
+    int wchar_ok, io_ok;
     tide_mem_proc_blockdev dev0;
     int dev_ok;
     tide_bench_sampler sm;
@@ -73,7 +83,8 @@ static void frame_begin(frame *f, peer_phase *p, const char *dir)
         p->anon_start = st.rss_anon;
         p->file_start = st.rss_file;
     }
-    f->io_ok = tide_mem_proc_io_read(&f->io0) == 0 && f->io0.has_device_bytes;
+    f->wchar_ok = tide_mem_proc_io_read(&f->io0) == 0;
+    f->io_ok = f->wchar_ok && f->io0.has_device_bytes;
     f->dev_ok = tide_mem_proc_blockdev_read(dir, &f->dev0) == 0;
     tide_bench_sampler_start(&f->sm);
     f->cpu0 = tide_bench_cpu_seconds();
@@ -94,11 +105,10 @@ static void frame_end(frame *f, peer_phase *p, uint64_t items)
     p->items_per_cpu_s = (double)items / p->cpu_secs;
     p->peak_anon = f->sm.max_anon;
     p->peak_file = f->sm.max_file;
-    p->io_ok = f->io_ok && tide_mem_proc_io_read(&io1) == 0 && io1.has_device_bytes;
-    if (p->io_ok) {
-        p->write_bytes = io1.write_bytes - f->io0.write_bytes;
-        p->wchar = io1.wchar - f->io0.wchar;
-    }
+    p->wchar_ok = f->wchar_ok && tide_mem_proc_io_read(&io1) == 0;
+    p->io_ok = p->wchar_ok && f->io_ok && io1.has_device_bytes;
+    if (p->wchar_ok) p->wchar = io1.wchar - f->io0.wchar;
+    if (p->io_ok) p->write_bytes = io1.write_bytes - f->io0.write_bytes;
     p->dev_ok = f->dev_ok && tide_mem_proc_blockdev_read(f->dir, &dev1) == 0;
     if (p->dev_ok) p->dev_written = dev1.bytes_written - f->dev0.bytes_written;
 }
@@ -121,7 +131,8 @@ static int load(const peer_job *job, peer_engine *e, peer_result *res)
     for (uint64_t i = 0; i < job->cfg.items && rc == 0; i++) {
         tide_bench_key(job->seed, i, key);
         tide_bench_value(job->seed, i, value, job->cfg.value_size);
-        if (job->fault_item == i + 1) value[0] ^= 1;     /* --fault-item, for the tests */
+        if (job->fault_phase == PH_LOAD && job->fault_item == i + 1)
+            value[0] ^= 1;                              /* --fault-item, for the tests */
         rc = ops->put(e, key, value);
     }
     if (rc == 0) rc = ops->finish(e);
@@ -131,12 +142,64 @@ static int load(const peer_job *job, peer_engine *e, peer_result *res)
     return rc;
 }
 
+/* The bytes of `path` resident in the page cache: mincore(2) over a
+ * read-only shared mapping of the whole file. 0 or -1. */
+static int file_cached(const char *path, uint64_t *out)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+    struct stat st;
+    unsigned char *vec = NULL;
+    void *m = MAP_FAILED;
+    size_t pages = 0;
+
+    *out = 0;
+    if (fd < 0 || page <= 0 || fstat(fd, &st) != 0) goto out;
+    if (st.st_size == 0) { rc = 0; goto out; }
+    pages = ((size_t)st.st_size + (size_t)page - 1) / (size_t)page;
+    vec = malloc(pages);
+    m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (vec == NULL || m == MAP_FAILED || mincore(m, (size_t)st.st_size, vec) != 0) goto out;
+    for (size_t i = 0; i < pages; i++) *out += (uint64_t)(vec[i] & 1) * (uint64_t)page;
+    rc = 0;
+out:
+    if (m != MAP_FAILED) munmap(m, (size_t)st.st_size);
+    free(vec);
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+/* The page cache held by the regular files of `dir` (one level, as
+ * dir_sizes), summed into *out. 0, or -1 when one could not be read. */
+static int dir_cached(const char *dir, uint64_t *out)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char p[4096];
+    struct stat st;
+    uint64_t one;
+    int rc = 0;
+
+    *out = 0;
+    if (d == NULL) return -1;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (file_cached(p, &one) != 0) rc = -1;
+        *out += one;
+    }
+    closedir(d);
+    return rc;
+}
+
 /* One fetching thread's share: positions [from, to) of the order. */
 typedef struct fetcher {
     const peer_job *job;
     peer_engine *e;
     const tide_bench_perm *perm;
     uint64_t from, to, checked;
+    int ph;                                 /* PH_FETCH1 or PH_FETCH2 */
     pthread_t th;
     int rc;
     char error[PEER_ERROR_MAX + 100];
@@ -149,25 +212,27 @@ static int check_one(fetcher *w, peer_reader *r, uint64_t k, unsigned char *key,
     size_t vs = w->job->cfg.value_size, len = 0, at = 0;
     uint64_t i = tide_bench_perm_at(w->perm, k);
     const unsigned char *got = NULL;
+    const char *phase = w->ph == PH_FETCH1 ? "fetch1" : "fetch2";
     int rc;
 
     tide_bench_key(w->job->seed, i, key);
     rc = ops->get(r, key, &got, &len);
     if (rc < 0) {
-        snprintf(w->error, sizeof w->error, "fetch: %s", ops->reader_error(r));
+        snprintf(w->error, sizeof w->error, "%s: %s", phase, ops->reader_error(r));
         return -1;
     }
     if (rc > 0) {
-        snprintf(w->error, sizeof w->error, "fetch: item %llu (fetched %llu-th) not found",
+        snprintf(w->error, sizeof w->error, "%s: item %llu (fetched %llu-th) not found", phase,
                  (unsigned long long)i, (unsigned long long)k);
         return -1;
     }
     tide_bench_value(w->job->seed, i, want, vs);
+    if (w->ph == w->job->fault_phase && w->job->fault_item == i + 1) want[0] ^= 1;
     if (len == vs && memcmp(got, want, vs) == 0) return 0;
     while (at < len && at < vs && got[at] == want[at]) at++;
     snprintf(w->error, sizeof w->error,
-             "fetch: item %llu (fetched %llu-th) has a wrong value: %zu bytes, "
-             "%zu expected, first difference at byte %zu",
+             "%s: item %llu (fetched %llu-th) has a wrong value: %zu bytes, "
+             "%zu expected, first difference at byte %zu", phase,
              (unsigned long long)i, (unsigned long long)k, len, vs, at);
     return -1;
 }
@@ -210,7 +275,7 @@ static int fetch(const peer_job *job, peer_engine *e, peer_result *res, int thre
 
     tide_bench_perm_init(&perm, n, job->order_seed);
     for (int t = 0; t < threads; t++) {
-        w[t] = (fetcher){ .job = job, .e = e, .perm = &perm,
+        w[t] = (fetcher){ .job = job, .e = e, .perm = &perm, .ph = ph,
                           .from = n * (uint64_t)t / (uint64_t)threads,
                           .to = n * (uint64_t)(t + 1) / (uint64_t)threads };
     }
@@ -230,6 +295,7 @@ static int fetch(const peer_job *job, peer_engine *e, peer_result *res, int thre
         }
     }
     frame_end(&f, &res->ph[ph], n);
+    res->ph[ph].cache_ok = dir_cached(job->dir, &res->ph[ph].page_cache) == 0;
     for (int t = 0; t < threads; t++) {
         res->checked += w[t].checked;
         if (w[t].rc && rc == 0) {
@@ -278,6 +344,9 @@ static void child_run(const peer_job *job, peer_result *res)
     }
     if (load(job, e, res) == 0) {
         res->commits = ops->commits(e);
+        res->own_ok = ops->own_bytes_written != NULL;
+        if (res->own_ok) res->own_written = ops->own_bytes_written(e);
+        res->ph[PH_LOAD].cache_ok = dir_cached(job->dir, &res->ph[PH_LOAD].page_cache) == 0;
         dir_sizes(job->dir, &res->file_bytes, &res->disk_bytes);
         if (fetch(job, e, res, 1, PH_FETCH1) == 0 && fetch(job, e, res, 2, PH_FETCH2) == 0)
             res->ok = res->checked == 2 * job->cfg.items;

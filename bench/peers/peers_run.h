@@ -25,10 +25,13 @@ typedef struct peer_phase {
     double items_per_s, items_per_cpu_s;
     uint64_t anon_start, file_start;       /* RSS when the phase began */
     uint64_t peak_anon, peak_file;         /* the sampler's maxima */
-    int io_ok;                             /* /proc/self/io read, write_bytes present */
-    uint64_t write_bytes, wchar;
+    int wchar_ok;                          /* /proc/self/io read (wchar) */
+    int io_ok;                             /* and its write_bytes present */
+    uint64_t write_bytes, wchar;           /* wchar: bytes passed to write calls */
     int dev_ok;                            /* the device's counters read */
     uint64_t dev_written;
+    int cache_ok;                          /* every file of the directory mincore'd */
+    uint64_t page_cache;                   /* after the phase: resident bytes of them */
 } peer_phase;
 
 typedef struct peer_result {
@@ -36,6 +39,8 @@ typedef struct peer_result {
     char error[PEER_ERROR_MAX + 200];
     peer_phase ph[PHASES];
     uint64_t commits;                      /* during the load */
+    int own_ok;                            /* the engine has its own byte counter */
+    uint64_t own_written;                  /* its bytes written during the load */
     uint64_t file_bytes, disk_bytes;       /* after the load: st_size and st_blocks sums */
     uint64_t checked;                      /* values fetched and compared */
 } peer_result;
@@ -46,7 +51,9 @@ typedef struct peer_job {
     peer_cfg cfg;
     uint64_t seed;                         /* the data's */
     uint64_t order_seed;                   /* the fetch order's */
-    uint64_t fault_item;                   /* 1 + the item stored wrong on purpose; 0 none */
+    uint64_t fault_item;                   /* 1 + the item made wrong on purpose; 0 none */
+    int fault_phase;                       /* PH_LOAD: stored wrong (FETCH1 fails first);
+                                              PH_FETCH2: only FETCH2 expects it changed */
 } peer_job;
 
 int peer_run(const peer_job *job, peer_result *res);

@@ -91,13 +91,23 @@ typedef struct tide_store_opts {
                                     An insert that finds the pool at this size
                                     triggers a commit and waits for room. */
     unsigned commit_interval_ms; /* default 1000 */
-    int      read_only;          /* default 0. A read-only handle takes a
-                                    shared lock, never recovers or writes,
-                                    and fails with TIDE_EBUSY while a
-                                    writer has the store open or nudb.log
-                                    holds an unfinished commit (a crash's,
-                                    or a live NuDB writer's: it cannot
-                                    tell, so it leaves it alone). */
+    int      read_only;          /* default 0. A read-only handle never
+                                    recovers or writes. With no writer it
+                                    takes a shared lock, and fails with
+                                    TIDE_EBUSY when nudb.log holds an
+                                    unfinished commit (a crash's, or a live
+                                    NuDB writer's: it cannot tell, so it
+                                    leaves it alone). While a Tide writer in
+                                    any process has the store open it reads
+                                    through the writer's tide.live (issue
+                                    15: docs/DURABILITY.md, "Readers in
+                                    other processes"): every fetch sees the
+                                    files as one commit left them, and
+                                    TIDE_EBUSY comes only from a writer
+                                    without tide.live (a rekey, a
+                                    recovery), one killed in the middle of
+                                    writing nudb.key, or one writing for
+                                    10 s without a pause. */
     int      ignore_holders;     /* default 0: a read-write open refuses
                                     with TIDE_EBUSY while another process
                                     has nudb.dat, nudb.key or nudb.log open
@@ -141,6 +151,17 @@ typedef struct tide_store_opts {
      * read back from nudb.dat). */
     uint64_t index_lag_bytes;
     int      tail_account_id;    /* note_alloc id for the tail's tables */
+    int      no_map;             /* default 0: fetches and the insert's
+                                    duplicate check search nudb.key's
+                                    buckets in place, through a read-only
+                                    map of the file (src/store/keymap.c),
+                                    and read with pread only where it cannot
+                                    be mapped (the simulated file system).
+                                    1: always pread: on a disk that returns
+                                    read errors (under the map one is a
+                                    SIGBUS; tided: store_key_map=off), and
+                                    to compare (`tide bench store
+                                    --pread`). */
 } tide_store_opts;
 
 void tide_store_opts_init(tide_store_opts *o);
@@ -157,12 +178,15 @@ void tide_store_opts_init(tide_store_opts *o);
  * NuDB version 2 store, whatever its block size, key size or load factor.
  * Locks nudb.key (flock) before it looks at the log: exclusive for a
  * read-write handle, shared for a read-only one, so a writer excludes every
- * other handle and readers exclude writers. A conflicting handle in any
- * process gives TIDE_EBUSY. A read-write open also refuses, with
+ * other writer, and readers without a writer exclude writers. A read-only
+ * open that finds a writer's lock reads through its tide.live instead
+ * (opts.read_only); a conflicting writer gives TIDE_EBUSY. A read-write
+ * open creates tide.live for such readers. A read-write open also refuses, with
  * TIDE_EBUSY naming the process, while any other process has one of the
  * store's files open, locked or not (unless opts.ignore_holders); this is
  * checked after the lock and before nudb.log is looked at, so a live NuDB
- * writer's commit is never "recovered". A read-only open never recovers:
+ * writer's commit is never "recovered"; a Tide reader (it has tide.live
+ * open too) is not counted. A read-only open never recovers:
  * it fails with TIDE_EBUSY when nudb.log holds an unfinished commit.
  *
  * On success *out owns the store until tide_store_close(). `opts` may be
@@ -215,8 +239,9 @@ int tide_store_check(const tide_store *s);
  * refused insert changes nothing.
  *
  * Thread safety: inserts are serialised; fetches run alongside.
- * Cost: a hash, a lookup in the pool and one key-file bucket read (plus its
- * spill chain) to refuse duplicates; copies the value into the pool. Blocks
+ * Cost: a hash, a lookup in the pool and one key-file bucket lookup (plus
+ * its spill chain) to refuse duplicates, as fetch makes it; copies the
+ * value into the pool. Blocks
  * while the pool holds burst_bytes and a commit is running.
  */
 int tide_store_insert(tide_store *s, const void *key, const void *value, size_t len);
@@ -225,10 +250,17 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
  * Fetch the value of `key`. On success *out is a malloc'd buffer of *len
  * bytes that the caller frees with free(). Errors: TIDE_ENOTFOUND, TIDE_EIO,
  * TIDE_ECORRUPT (the store is not changed).
- * Thread safety: any number of threads. Cost: a pool lookup, one key-file
- * read of block_size bytes plus one per spill record in the chain, and one
- * data-file read per candidate entry with the same 48-bit hash (almost
- * always one). Allocates the value only.
+ * Thread safety: any number of threads; the counters it adds to are per
+ * thread (no shared cache line is written). Cost: a pool lookup; the
+ * key-file bucket searched in place in the read-only map of nudb.key (a
+ * binary search over the entries, decoding only those it touches), or,
+ * where there is no map (opts.no_map, a tide_io that cannot map, a key
+ * file past the map's reservation), one read of block_size bytes; one read
+ * per spill record in the chain; and one data-file read per candidate
+ * entry with the same 48-bit hash (almost always one). Allocates the value
+ * only. A read error of nudb.key under the map (a bad disk sector) is a
+ * SIGBUS rather than TIDE_EIO: open with no_map on a disk that returns
+ * read errors (tided's store_key_map=off).
  */
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len);
 
@@ -285,6 +317,11 @@ typedef struct tide_store_info {
     unsigned commit_interval_ms; /* this handle's options */
     uint64_t burst_bytes;
     uint64_t last_commit_us;
+    /* How lookups read nudb.key: buckets searched in place in the map,
+     * buckets read with pread (no map, or past it), and the key file's
+     * bytes the map shows (0: not mapped). Page cache, not anonymous
+     * memory: what of the map is resident is tide_store_key_map_resident. */
+    uint64_t key_map_views, key_bucket_reads, key_map_bytes;
     /* Durations of the commits that reached the files (cumulative buckets
      * with the bounds of TIDE_STORE_HIST_BOUNDS_S, then +Inf). */
     struct {
@@ -302,6 +339,15 @@ typedef struct tide_store_info {
 
 /* The open store's headers, sizes and counters. Thread-safe; no I/O. */
 void tide_store_get_info(tide_store *s, tide_store_info *out);
+
+/* Bytes of the key file's map that this process has mapped in now (pages
+ * present in its page tables, from /proc/self/pagemap): file-backed page
+ * cache the kernel reclaims under pressure, counted in the process's
+ * RssFile, never in RssAnon. Not how much of nudb.key the page cache holds
+ * (the commits' writes put the whole file there). 0 when not mapped. 0 or
+ * TIDE_EIO (pagemap unreadable). Thread-safe; no I/O on the store's files.
+ * Cost: one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
+int tide_store_key_map_resident(tide_store *s, uint64_t *bytes);
 
 /* Read the headers and file sizes of the store in `dir` without opening it
  * for writing, taking a lock or recovering. `io` may be NULL. Errors as for
@@ -399,6 +445,33 @@ typedef struct tide_store_holder {
  */
 int tide_store_holders(const char *dir, struct tide_io *io, tide_store_holder *out, size_t cap,
                        size_t *count);
+
+/* ---- a writer in another process (issue 15) ---- */
+
+/* What tide.live says: the page a Tide writer shares with readers in
+ * other processes (docs/DURABILITY.md: "Readers in other processes"). */
+typedef struct tide_store_live {
+    int      present;          /* tide.live holds a version-1 page */
+    int      writer_running;   /* the process it names runs and has the store open */
+    int      writer_pid;       /* that process (0 after a failed open) */
+    int      writing;          /* seq is odd: nudb.key is being written (or its
+                                  writer died doing so, when not running) */
+    uint64_t seq, generation, uid;
+    uint64_t buckets, key_file_bytes;
+    uint64_t dat_indexed;      /* W: nudb.key indexes every record below */
+    uint64_t dat_committed;    /* C: every record below is complete */
+} tide_store_live;
+
+/*
+ * Read tide.live of the store in `dir` without opening the store: no lock,
+ * nothing written. No tide.live (or an `io` that cannot share a map, a
+ * test's) leaves *out zero, present 0: there is no Tide writer to read
+ * through. The counts are one consistent copy (the page's seqlock); when
+ * its writer died in the middle of a write they are its last ones.
+ * Errors: TIDE_EIO, TIDE_ENOMEM. Cost: one open, one map of a page, a
+ * read of /proc/PID/stat.
+ */
+int tide_store_live_info(const char *dir, struct tide_io *io, tide_store_live *out);
 
 /* ---- recovery ---- */
 
@@ -602,8 +675,27 @@ typedef struct tide_verify_opts {
  * setting any (as tide_visit_opts_init says). */
 void tide_verify_opts_init(tide_verify_opts *o);
 
-/* tide_store_verify with options; `o` may be NULL. */
+/* tide_store_verify with options; `o` may be NULL. A store whose Tide
+ * writer runs in another process (tide.live) is TIDE_EBUSY: its files
+ * move under a check of one against the other; tide_store_verify_live
+ * checks it. */
 int tide_store_verify_ex(const char *dir, const tide_verify_opts *o, tide_verify_report *r);
+
+/*
+ * Check a store while its Tide writer runs in another process (issue 15;
+ * src/store/verify_live.c says what is and is not checked): every bucket
+ * read whole under the writer's seqlock (count, order, bounds, every
+ * entry in the bucket its hash names, the spill chain), and every data
+ * record of nudb.dat below what tide.live says is complete found by a
+ * fetch with its exact value. r->keys counts the entries met bucket by
+ * bucket, r->data_records the records walked: with the writer appending,
+ * the two differ. With no writer running, this is tide_store_verify_ex.
+ * Errors: TIDE_ECORRUPT naming the bucket or offset; TIDE_EBUSY when the
+ * writer died in the middle of a write or wrote without a pause for 10 s;
+ * those of a read-only open. Cost: one read of every bucket and spill
+ * record, a walk of nudb.dat, and a fetch per record (a bucket read each).
+ */
+int tide_store_verify_live(const char *dir, const tide_verify_opts *o, tide_verify_report *r);
 
 #ifdef __cplusplus
 }

@@ -235,15 +235,18 @@ static int fill(variant *v)
 }
 
 typedef struct snapshot {
-    uint64_t cpu, wall, reads, bytes_read, copied, copied_bytes, older;
+    uint64_t cpu, wall, reads, bytes_read, copied, copied_bytes, older, lookups;
 } snapshot;
 
 static void snap(variant *v, snapshot *s)
 {
     tide_io *io = tide_io_posix();
     tide_gens_info info;
+    tide_store_info si;
 
     tide_gens_get_info(v->g, &info);
+    tide_gens_store_info(v->g, &si);
+    s->lookups = si.key_map_views + si.key_bucket_reads;
     s->copied = info.copied_forward;
     s->copied_bytes = info.copied_forward_bytes;
     s->older = info.older_lookups;
@@ -258,6 +261,7 @@ static void snap_diff(const snapshot *a, const snapshot *z, tide_bench_gens_phas
     p->cpu_ns = z->cpu - a->cpu;
     p->wall_ns = z->wall - a->wall;
     p->reads = z->reads - a->reads;
+    p->key_lookups = z->lookups - a->lookups;
     p->bytes_read = z->bytes_read - a->bytes_read;
     p->copied = z->copied - a->copied;
     p->copied_bytes = z->copied_bytes - a->copied_bytes;

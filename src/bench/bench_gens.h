@@ -65,6 +65,9 @@ typedef struct tide_bench_gens_phase {
     uint64_t in_newest;              /* found with *gen_id the newest's */
     uint64_t cpu_ns, wall_ns;        /* CLOCK_PROCESS_CPUTIME_ID, CLOCK_MONOTONIC */
     uint64_t reads, bytes_read;      /* tide_io_posix() counters, differences */
+    uint64_t key_lookups;            /* key-file buckets looked at, in the map or
+                                        with pread (tide_store_info's key_map_views
+                                        + key_bucket_reads, every generation) */
     uint64_t copied, copied_bytes;   /* tide_gens_info.copied_forward{,_bytes} differences */
     uint64_t older_lookups;          /* tide_gens_info.older_lookups difference */
 } tide_bench_gens_phase;

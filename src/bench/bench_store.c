@@ -36,6 +36,8 @@
  *   - commits and syncs, from tide_store_get_info;
  *   - CPU time of the process (getrusage RUSAGE_SELF, user + system, every
  *     thread: the store's commit thread and the sampler too), per item.
+ * FETCH runs on opts.fetch_threads threads, each fetching its slice of the
+ * one shuffled order with buffers of its own.
  *
  * Invariants:
  *   1. Every figure in a tide_bench_phase comes from the source its field
@@ -305,6 +307,7 @@ static int run_open(run_state *st)
     if (rc) return store_failed(st, "create", rc);
     tide_store_opts_init(&so);
     so.burst_bytes = (size_t)b->opts.burst;
+    so.no_map = b->opts.pread;
     rc = tide_store_open(&st->s, b->run_dir, &so);
     if (rc) return store_failed(st, "open", rc);
     return 0;
@@ -342,64 +345,111 @@ static int run_load(run_state *st)
     return 0;
 }
 
+/* One FETCH thread's slice [from, to) of the order, with its own key and
+ * value buffers; the first failure is kept in `why` (and `error`). */
+typedef struct fetcher {
+    run_state *st;
+    const tide_bench_perm *perm;
+    uint64_t from, to, done;
+    unsigned char *key, *value;
+    int rc;
+    tide_bench_failure why;
+    char error[512];
+    pthread_t th;
+} fetcher;
+
 /* Fetch item i, the k-th in the order, and compare it with what was
  * inserted. 0, the fetch's code, or TIDE_ECORRUPT for a wrong value. */
-static int fetch_one(run_state *st, uint64_t i, uint64_t k)
+static int fetch_one(fetcher *fe, uint64_t i, uint64_t k)
 {
-    const tide_bench_store *b = st->b;
+    const tide_bench_store *b = fe->st->b;
     size_t vs = (size_t)b->opts.value_size, len = 0, at = 0;
     unsigned char *got = NULL;
     int rc;
 
-    make_key(b, i);
-    rc = tide_store_fetch(st->s, b->key, (void **)&got, &len);
+    tide_bench_key(b->opts.seed, i, fe->key);
+    rc = tide_store_fetch(fe->st->s, fe->key, (void **)&got, &len);
     if (rc) {
-        store_failed(st, "fetch", rc);
-        st->why->item = i;
-        st->why->nth = k;
+        fe->why.during = "fetch";
+        snprintf(fe->error, sizeof fe->error, "%s", tide_last_error());
+        fe->why.item = i;
+        fe->why.nth = k;
         return rc;
     }
-    make_value(b, i);
-    if (len == vs && memcmp(got, b->value, vs) == 0) {
+    tide_bench_value(b->opts.seed, i, fe->value, vs);
+    if (len == vs && memcmp(got, fe->value, vs) == 0) {
         free(got);
         return 0;
     }
-    while (at < len && at < vs && got[at] == b->value[at]) at++;
+    while (at < len && at < vs && got[at] == fe->value[at]) at++;
     free(got);
-    st->why->wrong_value = 1;
-    st->why->item = i;
-    st->why->got_len = len;
-    st->why->first_diff = at;
+    fe->why.wrong_value = 1;
+    fe->why.item = i;
+    fe->why.got_len = len;
+    fe->why.first_diff = at;
     return TIDE_ECORRUPT;
 }
 
-/* FETCH, in an order drawn outside the timing. */
+static void *fetcher_main(void *arg)
+{
+    fetcher *fe = arg;
+    for (uint64_t k = fe->from; k < fe->to && fe->rc == 0; k++) {
+        fe->rc = fetch_one(fe, tide_bench_perm_at(fe->perm, k), k);
+        if (fe->rc == 0) fe->done++;
+    }
+    return NULL;
+}
+
+/* FETCH, in an order drawn outside the timing, on fetch_threads threads
+ * (the first on this one). */
 static int run_fetch(run_state *st)
 {
     const tide_bench_store *b = st->b;
-    uint64_t n = b->opts.items;
+    unsigned nt = b->opts.fetch_threads ? b->opts.fetch_threads : 1;
+    uint64_t n = b->opts.items, done = 0;
+    fetcher *fe = calloc(nt, sizeof *fe);
     tide_bench_perm perm;
     frame f;
-    int rc;
+    int rc = 0;
 
+    if (fe == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
+    for (unsigned t = 0; t < nt; t++) {
+        fe[t] = (fetcher){ .st = st, .perm = &perm, .from = n * t / nt, .to = n * (t + 1) / nt };
+        fe[t].key = malloc(TIDE_BENCH_KEY_SIZE);
+        fe[t].value = malloc(b->opts.value_size);
+        if (!fe[t].key || !fe[t].value) rc = tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
+    }
     tide_bench_perm_init(&perm, n, tide_bench_fetch_seed(b->opts.seed, st->run));
     frame_begin(&f, &st->out->fetch, st->s, b->run_dir, b->can_reset);
-    for (uint64_t k = 0; k < n; k++) {
-        rc = fetch_one(st, tide_bench_perm_at(&perm, k), k);
-        if (rc) {
-            frame_end(&f, &st->out->fetch, st->s, b->run_dir, k);
-            return rc;
+    for (unsigned t = 1; rc == 0 && t < nt; t++)
+        if (pthread_create(&fe[t].th, NULL, fetcher_main, &fe[t]) != 0) {
+            rc = tide_err_set(TIDE_ENOMEM, "fetch: cannot start thread %u", t);
+            nt = t;
+        }
+    if (rc == 0) fetcher_main(&fe[0]);
+    for (unsigned t = 1; t < nt; t++) pthread_join(fe[t].th, NULL);
+    for (unsigned t = 0; t < nt; t++) {
+        done += fe[t].done;
+        if (rc == 0 && fe[t].rc) {
+            rc = fe[t].rc;
+            *st->why = fe[t].why;
+            snprintf(st->error, sizeof st->error, "%s", fe[t].error);
         }
     }
-    frame_end(&f, &st->out->fetch, st->s, b->run_dir, n);
-    return 0;
+    frame_end(&f, &st->out->fetch, st->s, b->run_dir, done);
+    for (unsigned t = 0; t < (b->opts.fetch_threads ? b->opts.fetch_threads : 1); t++) {
+        free(fe[t].key);
+        free(fe[t].value);
+    }
+    free(fe);
+    return rc;
 }
 
 static void remove_store(const char *dir)
 {
-    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log" };
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log", "tide.live" };
     char p[TIDE_BENCH_PATH_MAX + 300];
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         unlink(p);
     }
@@ -538,6 +588,7 @@ void tide_bench_store_opts_init(tide_bench_store_opts *o)
     o->seed = 0;
     o->block_size = TIDE_BLOCK_SIZE_DEFAULT;
     o->parent = "/tmp";
+    o->fetch_threads = 1;
 }
 
 /* The machine and the device the bench directory is on. */

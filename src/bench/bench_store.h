@@ -91,6 +91,8 @@ typedef struct tide_bench_store_opts {
     unsigned block_size;     /* the key file's. TIDE_BLOCK_SIZE_DEFAULT */
     const char *parent;      /* where the bench directory is made. "/tmp" */
     int keep;                /* keep the stores and the directory. 0 */
+    unsigned fetch_threads;  /* FETCH's threads, each a slice of the order. 1 */
+    int pread;               /* the store's no_map: lookups pread nudb.key. 0 */
 } tide_bench_store_opts;
 
 /* One phase (LOAD or FETCH) of one run. */

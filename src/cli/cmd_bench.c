@@ -38,11 +38,12 @@ static const char help_bench[] =
 "SYNOPSIS\n"
 "    tide bench store [--items N] [--value-size N] [--block-size N]\n"
 "                     [--runs N] [--dir DIR] [--burst SIZE] [--seed N]\n"
-"                     [--keep] [--json]\n"
+"                     [--fetch-threads N] [--pread] [--keep] [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Each run creates a fresh store (key size 32, load factor 0.5) in its\n"
-"    own directory and runs two phases, one thread each:\n"
+"    own directory and runs two phases, LOAD on one thread, FETCH on one\n"
+"    (or --fetch-threads):\n"
 "\n"
 "    LOAD   inserts N items, then tide_store_sync(); timed from the first\n"
 "           insert to the return of the sync. Keys are 32 random bytes,\n"
@@ -51,7 +52,8 @@ static const char help_bench[] =
 "           the values are made on the fly and never held by the bench;\n"
 "           the keys are made on the fly too.\n"
 "    FETCH  fetches every key once in a shuffled order (a keyed Feistel\n"
-"           permutation of the indexes) and compares each\n"
+"           permutation of the indexes; with N threads each takes 1/N of\n"
+"           it) and compares each\n"
 "           value byte for byte with the one inserted (a mismatch stops\n"
 "           the bench with exit status 1). The page cache is warm.\n"
 "\n"
@@ -85,6 +87,12 @@ static const char help_bench[] =
 "                     16MiB. Default 16 MiB.\n"
 "    --seed N         data seed, 0 to 2147483647; 0 gives the keys of the\n"
 "                     fixtures' formula. Default 0.\n"
+"    --fetch-threads N  run FETCH on N threads (1 to 64), each fetching its\n"
+"                     slice of the one shuffled order. Default 1.\n"
+"    --pread          open the store with no_map: lookups read nudb.key's\n"
+"                     buckets with pread instead of searching them in place\n"
+"                     in the mapped file (to compare the two). Default: the\n"
+"                     map.\n"
 "    --keep           keep the stores (default: each is removed after its\n"
 "                     run; a failed run's store is always kept, and its\n"
 "                     path printed)\n"
@@ -115,6 +123,8 @@ static const struct option options[] = {
     { "burst",      required_argument, NULL, 'B' },
     { "seed",       required_argument, NULL, 's' },
     { "keep",       no_argument,       NULL, 'k' },
+    { "fetch-threads", required_argument, NULL, 'T' },
+    { "pread",      no_argument,       NULL, 'P' },
     { "json",       no_argument,       NULL, 'j' },
     { NULL, 0, NULL, 0 },
 };
@@ -177,6 +187,14 @@ static int option(void *arg, int id, const char *val)
             return cli_usage("bench", "--seed '%s' is not a whole number from 0 to 2147483647",
                              val);
         break;
+    case 'T': {
+        uint64_t v;
+        if (cli_parse_u64(val, 1, 64, &v) != 0)
+            return cli_usage("bench", "--fetch-threads '%s' is not a whole number from 1 to 64", val);
+        b->o.fetch_threads = (unsigned)v;
+        break;
+    }
+    case 'P': b->o.pread = 1; break;
     case 'k': b->o.keep = 1; break;
     case 'j': b->json = 1; break;
     default:  return option_value(&b->o, id, val);
@@ -245,13 +263,15 @@ static void print_header(FILE *o, const tide_bench_store *b)
                  "lifetime peak)", b->reset_error);
     fprintf(o, "method: per run a fresh store (key size %u, load factor %.1f, block size %u, "
             "burst %s); LOAD = %llu inserts of %u-byte keys and %llu-byte values + "
-            "tide_store_sync, timed together; FETCH = %llu fetches in a shuffled order on one "
-            "thread, every value compared, warm page cache; value generation (%.0f ns/item) is "
+            "tide_store_sync, timed together; FETCH = %llu fetches in a shuffled order on %u "
+            "thread%s, every value compared, warm page cache, nudb.key %s; value generation "
+            "(%.0f ns/item) is "
             "inside both timings; %llu run%s, seed %llu\n",
             TIDE_BENCH_KEY_SIZE, TIDE_BENCH_LOAD_FACTOR, c->block_size,
             hs((double)c->burst, b1, sizeof b1), (unsigned long long)c->items,
             TIDE_BENCH_KEY_SIZE, (unsigned long long)c->value_size, (unsigned long long)c->items,
-            b->gen_ns, (unsigned long long)c->runs, c->runs == 1 ? "" : "s",
+            c->fetch_threads, c->fetch_threads == 1 ? "" : "s",
+            c->pread ? "read with pread (--pread)" : "mapped", b->gen_ns, (unsigned long long)c->runs, c->runs == 1 ? "" : "s",
             (unsigned long long)c->seed);
     fprintf(o, "machine: %ld CPUs, %s; dir %s on %s\n", b->nproc, b->kernel, b->dir, devdesc);
     fprintf(o, "memory: peak RSS from /proc/self/status every %u ms%s; the bench generates "
@@ -382,7 +402,11 @@ static void json_head(json_t *root, const tide_bench_store *b)
         "runs", (json_int_t)c->runs, "seed", (json_int_t)c->seed,
         "value_generation_ns_per_item", b->gen_ns,
         "load", "N inserts + tide_store_sync, timed together",
-        "fetch", "N fetches in a shuffled order, one thread, values compared"));
+        "fetch", "N fetches in a shuffled order, values compared"));
+    json_object_set_new(json_object_get(root, "method"), "fetch_threads",
+                        json_integer((json_int_t)c->fetch_threads));
+    json_object_set_new(json_object_get(root, "method"), "key_file",
+                        json_string(c->pread ? "pread" : "mapped"));
     json_object_set_new(root, "machine", json_pack("{s:I, s:s}", "nproc",
                         (json_int_t)b->nproc, "kernel", b->kernel));
     json_object_set_new(root, "dir", json_string(b->dir));

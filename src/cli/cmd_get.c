@@ -5,7 +5,8 @@
  * Opens the store read-only (a shared lock) and fetches. It never recovers:
  * when nudb.log holds an unfinished commit (a crash's, or a live NuDB
  * writer's, which no lock reveals) it says so and exits 1 having written
- * nothing. A Tide writer elsewhere gives TIDE_EBUSY. The value goes out
+ * nothing. A Tide writer elsewhere is read through its tide.live (issue
+ * 15: the library's read-only open does it). The value goes out
  * with write(2), byte for byte, nothing added.
  *
  * A node's directory with generations (issue 12: tide.generations naming
@@ -44,13 +45,25 @@ static const char help_get[] =
 "\n"
 "DESCRIPTION\n"
 "    Fetches the value stored under KEYHEX and writes it, byte for byte,\n"
-"    to stdout (no newline is added). Opens the store read-only with a\n"
-"    shared lock and never writes anything. Other readers (another get, a\n"
-"    verify) may run alongside; a writer may not:\n"
+"    to stdout (no newline is added). Opens the store read-only and never\n"
+"    writes anything. Other readers (another get, a verify) may run\n"
+"    alongside, and so may a Tide writer:\n"
 "\n"
 "    - While a Tide process has the store open for writing (a node, a\n"
-"      put, a rekey) get is refused at once with 'store is busy': read\n"
-"      through that process instead (the node's GET /v1/objects/KEYHEX).\n"
+"      put), get reads through the page that writer shares with readers\n"
+"      (tide.live; 'Readers in other processes' in docs/DURABILITY.md):\n"
+"      it finds every value the writer has committed (a value still in the\n"
+"      writer's memory, before its commit a second later at most, is not\n"
+"      seen), and a commit that splits buckets meanwhile never makes a\n"
+"      present key look absent. A\n"
+"      get that meets a commit in progress waits for it (at most 10 s).\n"
+"      If the writer was killed in the middle of writing nudb.key, get\n"
+"      says so ('the store needs recovery') and exits 1.\n"
+"    - A rekey or a recovery publishes no tide.live (nor does a Tide\n"
+"      from before issue 15); while one of them has the store open,\n"
+"      get is refused at once with 'store is busy'.\n"
+"    - With no writer, get takes a shared lock: a writer cannot open the\n"
+"      store until get is done (a fraction of a second).\n"
 "    - While nudb.log holds an unfinished commit, get is refused with\n"
 "      'nudb.log holds an unfinished commit of N bytes; run tide recover\n"
 "      when no process writes the store'. The log is a crash's, or a live\n"
@@ -71,7 +84,7 @@ static const char help_get[] =
 "    holds the key answers. Unlike the node, get copies nothing forward\n"
 "    into the newest generation (it never writes), so reading an object\n"
 "    here does not keep it past its next rotations. While a node runs on\n"
-"    PATH every generation is busy: read through the node.\n"
+"    PATH each generation is read through its tide.live, as above.\n"
 "\n"
 "OPTIONS\n"
 "    -v, --verbose  say on stderr which generation answered ('tide get:\n"
@@ -80,7 +93,8 @@ static const char help_get[] =
 "    -h, --help     print this text\n"
 "\n"
 "EXIT STATUS\n"
-"    0 found; 1 not found, no store, store busy (a writer has it open),\n"
+"    0 found; 1 not found, no store, store busy (a rekey or recovery has\n"
+"    it open, or its writer died mid-write),\n"
 "    an unfinished commit in nudb.log (nothing is read or written),\n"
 "    corrupt file, I/O error; 2 bad key (not hex, or the wrong length for\n"
 "    this store), usage error.\n"
@@ -114,8 +128,7 @@ static int open_reader(const char *path, tide_store **s)
                          "'tide recover %s' when no process writes the store (nothing was read "
                          "or written)", path, (unsigned long long)in.log_file_bytes, path);
     if (rc == TIDE_EBUSY)
-        return cli_error("get", "%s: store is busy: another process (a node?) has it open for "
-                         "writing; read through it instead", path);
+        return cli_error("get", "%s: store is busy: %s", path, tide_last_error());
     if (rc) return cli_fail("get", rc);
     return CLI_OK;
 }

@@ -49,8 +49,16 @@ static const char help_info[] =
 "    capacity (entries per bucket: (block_size - 8) / 18), the number of\n"
 "    buckets, the sizes of nudb.dat, nudb.key and nudb.log, and whether a\n"
 "    recovery is pending: nudb.log holds an unfinished commit, a crash's\n"
-"    or a live writer's (NuDB takes no lock, so nothing tells them apart);\n"
-"    'tide recover', when no process writes the store, undoes it.\n"
+"    or a live NuDB writer's (NuDB takes no lock, so nothing tells them\n"
+"    apart); 'tide recover', when no process writes the store, undoes it.\n"
+"\n"
+"    When a Tide writer (a node, a put) has written tide.live beside the\n"
+"    store, a 'writer' line says whether it runs, its pid, and the counts\n"
+"    it publishes for readers in other processes (generation, buckets,\n"
+"    how far nudb.dat is indexed and committed; 'Readers in other\n"
+"    processes' in docs/DURABILITY.md). While it runs, a nudb.log is its\n"
+"    commit in progress, not a pending recovery; the sizes shown are the\n"
+"    files' as info read them, which the writer may change a moment later.\n"
 "\n"
 "    A node's directory with generations (PATH holds tide.generations:\n"
 "    'tide help generations') prints a line on the manifest (keep,\n"
@@ -67,6 +75,9 @@ static const char help_info[] =
 "                 keep, rotations, last_rotation_unix_us, disk_bytes and\n"
 "                 generations, newest first, each with id, dir, writable,\n"
 "                 problem (null when none) and info, the object above.\n"
+"                 \"writer\" is null without tide.live, else running,\n"
+"                 pid, writing, generation, buckets, key_file_bytes,\n"
+"                 dat_indexed and dat_committed.\n"
 "    -h, --help   print this text\n"
 "\n"
 "EXIT STATUS\n"
@@ -87,6 +98,24 @@ static json_t *json_hex64(uint64_t v)
     char buf[24];
     snprintf(buf, sizeof buf, "0x%016llx", (unsigned long long)v);
     return json_string(buf);
+}
+
+/* Issue 15: what tide.live says, or null when there is none. */
+static json_t *live_object(const tide_store_live *lv)
+{
+    json_t *o;
+
+    if (!lv->present) return json_null();
+    o = json_object();
+    json_object_set_new(o, "running", json_boolean(lv->writer_running));
+    json_object_set_new(o, "pid", json_integer(lv->writer_pid));
+    json_object_set_new(o, "writing", json_boolean(lv->writing));
+    json_object_set_new(o, "generation", json_integer((json_int_t)lv->generation));
+    json_object_set_new(o, "buckets", json_integer((json_int_t)lv->buckets));
+    json_object_set_new(o, "key_file_bytes", json_integer((json_int_t)lv->key_file_bytes));
+    json_object_set_new(o, "dat_indexed", json_integer((json_int_t)lv->dat_indexed));
+    json_object_set_new(o, "dat_committed", json_integer((json_int_t)lv->dat_committed));
+    return o;
 }
 
 static json_t *info_object(const char *path, const tide_store_info *in)
@@ -110,7 +139,11 @@ static json_t *info_object(const char *path, const tide_store_info *in)
     json_object_set_new(o, "dat_file_bytes", json_integer((json_int_t)in->dat_file_bytes));
     json_object_set_new(o, "key_file_bytes", json_integer((json_int_t)in->key_file_bytes));
     json_object_set_new(o, "log_file_bytes", json_integer((json_int_t)in->log_file_bytes));
-    json_object_set_new(o, "needs_recovery", json_boolean(in->needs_recovery));
+    tide_store_live lv;
+    int running = tide_store_live_info(path, NULL, &lv) == 0 && lv.writer_running;
+    /* A running Tide writer's log is its commit in progress, not a crash's. */
+    json_object_set_new(o, "needs_recovery", json_boolean(in->needs_recovery && !running));
+    json_object_set_new(o, "writer", live_object(&lv));
     return o;
 }
 
@@ -155,9 +188,24 @@ static void info_text(const char *path, const tide_store_info *in)
     else
         printf("nudb.log      %llu bytes (%s)\n", (unsigned long long)in->log_file_bytes,
                cli_human(in->log_file_bytes, b3, sizeof b3));
-    if (in->needs_recovery)
+    tide_store_live lv;
+    int running = tide_store_live_info(path, NULL, &lv) == 0 && lv.writer_running;
+    if (running)
+        printf("writer        pid %d, running (tide.live: generation %llu, %llu buckets, "
+               "nudb.dat indexed to %llu, committed to %llu%s)\n", lv.writer_pid,
+               (unsigned long long)lv.generation, (unsigned long long)lv.buckets,
+               (unsigned long long)lv.dat_indexed, (unsigned long long)lv.dat_committed,
+               lv.writing ? ", writing nudb.key now" : "");
+    else if (lv.present && lv.writing)
+        printf("writer        none: pid %d stopped in the middle of writing nudb.key\n",
+               lv.writer_pid);
+    else if (lv.present)
+        printf("writer        none (the last, pid %d, closed the store)\n", lv.writer_pid);
+    if (running && in->needs_recovery)
+        printf("recovery      not needed: nudb.log is the running writer's commit in progress\n");
+    else if (in->needs_recovery)
         printf("recovery      PENDING: nudb.log holds an unfinished commit (a crash's, or a live "
-               "writer's); run 'tide recover' when no process writes the store\n");
+               "NuDB writer's); run 'tide recover' when no process writes the store\n");
     else
         printf("recovery      not needed\n");
 }

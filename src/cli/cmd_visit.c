@@ -55,6 +55,12 @@ static const char help_visit[] =
 "    by an interrupted commit that a recovery would cut off; visit warns\n"
 "    on stderr when nudb.log says a recovery is pending.\n"
 "\n"
+"    While a Tide writer (a node, a put) runs on the store, visit walks\n"
+"    nudb.dat only as far as the writer says its records are complete\n"
+"    (tide.live: 'Readers in other processes' in docs/DURABILITY.md), so a\n"
+"    record it is appending is never read half written; it says so on\n"
+"    stderr. Records the writer appends during the walk are not seen.\n"
+"\n"
 "    On a terminal, progress is shown on stderr as one line, redrawn at\n"
 "    most ten times a second, of the bytes of nudb.dat walked:\n"
 "        tide visit: nudb.dat   62%  28.1 MiB of 45.4 MiB  410 MiB/s\n"
@@ -192,7 +198,14 @@ static int run(int argc, char **argv)
     if (cli_parse(&cli_verb_visit, argc, argv, &v, &a, &rc)) return rc;
     rc = tide_store_inspect(a.path, NULL, &in);
     if (rc) return cli_fail("visit", rc);
-    if (in.needs_recovery)
+    tide_store_live lv;
+    if (tide_store_live_info(a.path, NULL, &lv) == 0 && lv.writer_running)
+        /* Issue 15: the walk stops where the running writer's records end. */
+        fprintf(stderr, "tide visit: %s: a Tide writer (pid %d) runs: walking the %llu bytes of "
+                "nudb.dat it has committed\n", a.path, lv.writer_pid,
+                (unsigned long long)(lv.dat_committed > lv.dat_indexed ? lv.dat_committed
+                                                                       : lv.dat_indexed));
+    else if (in.needs_recovery)
         fprintf(stderr, "tide visit: warning: %s/nudb.log holds an interrupted commit; the walk "
                         "includes the records a recovery would cut off\n", a.path);
     v.key_size = in.key_size;

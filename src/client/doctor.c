@@ -274,6 +274,7 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
                             "process_resident_memory_bytes nor tide_memory_consumer_bytes is on it");
     r->rss_anon = or_neg(value_of(text, "tide_process_rss_anon_bytes", NULL, NULL));
     r->rss_file = or_neg(value_of(text, "tide_process_rss_file_bytes", NULL, NULL));
+    r->key_map_resident = or_neg(value_of(text, "tide_store_key_map_bytes", "state", "resident"));
     snprintf(r->allocator, sizeof r->allocator, "unknown");
     for (p = text; sample_next(&p, &s) == 0;) {
         if (strcmp(s.name, "tide_allocator_info") != 0) continue;
@@ -358,6 +359,7 @@ static void limit_from_metrics(const char *text, tide_doctor_report *r)
     r->level_changes = or_neg(value_of(text, "tide_overload_level_changes_total", NULL, NULL));
     r->rejected_requests = or_neg(over(text, "tide_overload_rejected_requests_total", NULL, NULL, NULL, NULL, 0));
     r->rejected_writes = or_neg(value_of(text, "tide_overload_rejected_writes_total", NULL, NULL));
+    r->queue_refused = or_neg(value_of(text, "tide_overload_rejected_requests_total", "reason", "store_queue"));
     r->body_refused = or_neg(value_of(text, "tide_http_requests_refused_total", "reason", "body_budget"));
     r->body_budget = or_neg(value_of(text, "tide_http_body_budget_bytes", NULL, NULL));
     r->peak_start = or_neg(value_of(text, "tide_memory_peak_bytes", "since", "start"));
@@ -510,9 +512,19 @@ static const char *window_words(double s, int reset, char *buf, size_t cap)
     return buf;
 }
 
-static void overload_advice(tide_doctor_finding *f, const tide_doctor_report *r, double body, int flapping)
+static void overload_advice(tide_doctor_finding *f, const tide_doctor_report *r, double body, int flapping,
+                            int memory)
 {
     char a[32];
+
+    /* A full store queue is not the memory's: more room would not help. */
+    if (!memory && body <= 0 && !flapping) {
+        snprintf(f->advice, sizeof f->advice, "the 503s carry Retry-After: 1, so clients that retry lose "
+                 "nothing; the store workers' queue was full: raise --store-workers (threads waiting for "
+                 "the disk) or --store-queue, or send less at once; if the disk is the bottleneck, neither "
+                 "helps: reduce the load");
+        return;
+    }
     snprintf(f->advice, sizeof f->advice, "the 503s carry Retry-After: 1, so clients that retry lose "
              "nothing; to refuse fewer, give the node more room (--memory-limit) or hold less "
              "(--cache-budget, --insert-burst)%s%s%s", body > 0 ? "; bodies in flight are bounded by "
@@ -536,6 +548,7 @@ static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earli
     char w[64];
     double s = earlier != NULL && r->interval > 0 ? r->interval : 0;
     double rq = r->rejected_requests, rw = r->rejected_writes, body = r->body_refused, ch = r->level_changes;
+    double q = r->queue_refused > 0 ? r->queue_refused : 0;
     int reset = 0;
 
     if (rq < 0 && rw < 0 && ch < 0 && body < 0) {
@@ -549,13 +562,16 @@ static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earli
         reset |= increase(&rw, earlier->rejected_writes);
         reset |= increase(&body, earlier->body_refused);
         reset |= increase(&ch, earlier->level_changes);
+        if (earlier->queue_refused > 0) reset |= increase(&q, earlier->queue_refused);
         if (reset) rq = r->rejected_requests, rw = r->rejected_writes, body = r->body_refused,
-                   ch = r->level_changes;
+                   ch = r->level_changes, q = r->queue_refused > 0 ? r->queue_refused : 0;
     }
     window_words(s, reset, w, sizeof w);
-    double refused = fmax(rq, rw);
+    /* The store queue's refusals are in rejected_requests too; the memory's
+     * are the rest. */
+    double refused = fmax(rq - q, rw);
     int flapping = ch >= TIDE_DOCTOR_FLAP_CHANGES;
-    if (refused <= 0 && body <= 0 && !flapping) return;
+    if (refused <= 0 && body <= 0 && q <= 0 && !flapping) return;
     tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
     if (refused > 0)
         snprintf(f->summary, sizeof f->summary, "%.0f requests refused for memory %s (503)%s", refused, w,
@@ -563,13 +579,15 @@ static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earli
     else if (body > 0)
         snprintf(f->summary, sizeof f->summary, "%.0f requests refused at http_body_budget %s (503)%s",
                  body, w, flapping ? ", and the level changed often" : "");
+    else if (q > 0 && !flapping)
+        snprintf(f->summary, sizeof f->summary, "%.0f requests refused for a full store queue %s (503)", q, w);
     else
         snprintf(f->summary, sizeof f->summary, "the overload level changed %.0f times %s", ch, w);
     snprintf(f->detail, sizeof f->detail, "%s: tide_overload_rejected_requests_total %.0f, "
              "tide_overload_rejected_writes_total %.0f, tide_overload_level_changes_total %.0f, "
              "tide_http_requests_refused_total{reason=\"body_budget\"} %.0f (warn from one refusal, or from %d "
              "changes; never bad: a refusal loses nothing)", w, rq, rw, ch, body, TIDE_DOCTOR_FLAP_CHANGES);
-    overload_advice(f, r, body, flapping);
+    overload_advice(f, r, body, flapping, refused > 0);
     fig(f, "rejected_requests", rq, 1);
     fig(f, "rejected_writes", rw, 1);
     fig(f, "body_budget_refused", body, 1);
@@ -695,18 +713,26 @@ static void rule_rss_vs_live(tide_doctor_report *r, const tide_doctor_report *ea
         unknown(r, name, "the page does not say %s", r->rss < 0 ? "the RSS" : "the allocator's live bytes");
         return;
     }
-    double ratio = r->rss / r->live;
+    /* File-backed pages (the binary, libraries, nudb.key's read-only map)
+     * are page cache the allocator never held: count the RSS less them,
+     * at most all of RssFile. Never less a figure of the key file's page
+     * cache residency, which can be the whole file whoever read it. */
+    int anon = r->rss_file >= 0 && r->rss_file < r->rss;
+    double rss = anon ? r->rss - r->rss_file : r->rss;
+    double ratio = rss / r->live;
     char alloc[sizeof r->allocator];
     memcpy(alloc, r->allocator, sizeof alloc);   /* not from inside the object written */
     tide_doctor_finding *f = graded(r, name, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD);
     if (f == NULL) return;
-    snprintf(f->summary, sizeof f->summary, "RSS is %.1f times what the allocator says is live (%s against %s)",
-             ratio, size_words(r->rss, a, sizeof a), size_words(r->live, b, sizeof b));
-    snprintf(f->detail, sizeof f->detail, "process_resident_memory_bytes / live bytes (%s) = %.2f; warn from "
-             "%.1f, bad from %.1f, judged from %d MiB of RSS or a quarter of the limit", alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN,
-             TIDE_DOCTOR_RSS_LIVE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
+    snprintf(f->summary, sizeof f->summary, "RSS is %.1f times what the allocator says is live (%s%s against %s)",
+             ratio, size_words(rss, a, sizeof a), anon ? " not file-backed" : "", size_words(r->live, b, sizeof b));
+    snprintf(f->detail, sizeof f->detail, "%s / live bytes (%s) = %.2f; warn from "
+             "%.1f, bad from %.1f, judged from %d MiB of RSS or a quarter of the limit",
+             anon ? "(process_resident_memory_bytes - tide_process_rss_file_bytes)" : "process_resident_memory_bytes",
+             alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
     snprintf(f->advice, sizeof f->advice, "memory freed but kept, or fragmented: %s", allocator_advice(r));
     fig(f, "rss_bytes", r->rss, 1);
+    if (anon) fig(f, "rss_file_bytes", r->rss_file, 1);
     fig(f, "live_bytes", r->live, 1);
     fig(f, "ratio", ratio, 0);
 }
@@ -1317,7 +1343,12 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
                 mib(r->live, b, sizeof b), pct(r->live, r->rss));
     else
         fprintf(f, "RSS is %s; the page does not say how much of it is live.\n", mib(r->rss, a, sizeof a));
-    if (r->rss_anon >= 0)
+    if (r->rss_anon >= 0 && r->key_map_resident >= 0)
+        fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries, and "
+                "%s of nudb.key's read-only map: page cache the kernel reclaims, left out of RSS against live).\n",
+                mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b),
+                mib(r->key_map_resident, c, sizeof c));
+    else if (r->rss_anon >= 0)
         fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries).\n",
                 mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b));
     if (r->allocator_free >= 0) {
@@ -1482,6 +1513,7 @@ int tide_doctor_json(const tide_doctor_report *r, char **out)
     json_object_set_new(o, "rss_bytes", int_or_null(r->rss));
     json_object_set_new(o, "rss_anon_bytes", int_or_null(r->rss_anon));
     json_object_set_new(o, "rss_file_bytes", int_or_null(r->rss_file));
+    json_object_set_new(o, "key_map_resident_bytes", int_or_null(r->key_map_resident));
     json_object_set_new(o, "live_bytes", int_or_null(r->live));
     json_object_set_new(o, "allocator_free_bytes", int_or_null(r->allocator_free));
     for (size_t i = 0; i < r->nconsumers; i++) {

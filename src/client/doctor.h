@@ -138,6 +138,10 @@ typedef struct tide_doctor_disk {
 typedef struct tide_doctor_report {
     char   allocator[32], allocator_version[64];
     double rss, rss_anon, rss_file;           /* < 0 when absent */
+    double key_map_resident;                  /* nudb.key's map pages this process has
+                                                 mapped in (part of rss_file):
+                                                 tide_store_key_map_bytes
+                                                 {state="resident"}; < 0 when absent */
     double live;                              /* the allocator's live bytes; < 0 when unknown */
     double allocator_free;                    /* < 0 when unknown */
     size_t nconsumers;                        /* largest first */
@@ -154,6 +158,8 @@ typedef struct tide_doctor_report {
      * no cgroup, no PSI). limit 0: the node runs without one. */
     double limit, counted, level, level_changes;
     double rejected_requests, rejected_writes;   /* summed over their labels */
+    double queue_refused;                        /* of rejected_requests, reason="store_queue"
+                                                    (issue 15: not the memory's) */
     double body_refused, body_budget;            /* tide_http_requests_refused_total{reason="body_budget"},
                                                     tide_http_body_budget_bytes */
     double peak_start, peak_sweep;

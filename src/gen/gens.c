@@ -144,6 +144,8 @@ static void add_counters(tide_store_info *o, const tide_store_info *i)
 {
     o->inserts += i->inserts;
     o->fetches += i->fetches;
+    o->key_map_views += i->key_map_views;
+    o->key_bucket_reads += i->key_bucket_reads;
     o->commits += i->commits;
     o->commit_failures += i->commit_failures;
     o->bytes_written += i->bytes_written;
@@ -458,6 +460,22 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out)
     pthread_rwlock_unlock(&g->lock);
 }
 
+int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes)
+{
+    uint64_t one = 0;
+    int rc = 0, r;
+
+    *bytes = 0;
+    if (!g->enabled) return tide_store_key_map_resident(g->plain, bytes);
+    pthread_rwlock_rdlock(&g->lock);
+    for (unsigned i = 0; i < g->m.count; i++) {
+        if ((r = tide_store_key_map_resident(g->gens[i].s, &one)) != 0) rc = r;
+        *bytes += one;
+    }
+    pthread_rwlock_unlock(&g->lock);
+    return rc;
+}
+
 void tide_gens_store_info(tide_gens *g, tide_store_info *out)
 {
     if (!g->enabled) { tide_store_get_info(g->plain, out); return; }
@@ -469,6 +487,7 @@ void tide_gens_store_info(tide_gens *g, tide_store_info *out)
         out->dat_file_bytes += si.dat_file_bytes;
         out->key_file_bytes += si.key_file_bytes;
         out->log_file_bytes += si.log_file_bytes;
+        out->key_map_bytes += si.key_map_bytes;   /* a gauge: the open stores' only */
         out->needs_recovery |= si.needs_recovery;
         add_counters(out, &si);
     }

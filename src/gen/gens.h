@@ -344,6 +344,12 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out);
  */
 void tide_gens_store_info(tide_gens *g, tide_store_info *out);
 
+/* The key-file maps' pages this process has mapped in, summed over the
+ * open generations (tide_store_key_map_resident): file-backed, reclaimable.
+ * 0 or TIDE_EIO (the sum of those that could be read is still set).
+ * Thread-safe. Cost: one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
+int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes);
+
 /*
  * Without opening anything for writing or taking a lock: read DIR's
  * manifest and inspect each generation (tide_store_inspect), and list the

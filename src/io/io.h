@@ -43,6 +43,14 @@ typedef struct tide_io_holder {
     unsigned path;          /* which of the paths asked about */
 } tide_io_holder;
 
+/* A read-only view of a file (tide_io.map). Zero it before the first
+ * map; read base, reserved and mapped; the rest is the implementation's. */
+typedef struct tide_io_map {
+    const uint8_t *base;   /* NULL until mapped; then fixed until unmap */
+    uint64_t reserved;     /* bytes of address space at base */
+    uint64_t mapped;       /* [0, mapped) show the file: a page multiple */
+} tide_io_map;
+
 typedef struct tide_io tide_io;
 struct tide_io {
     int  (*open)(tide_io *io, const char *path, int flags, tide_file **out);
@@ -92,6 +100,48 @@ struct tide_io {
      * another user's process, unless root). */
     int  (*holders)(tide_io *io, const char *const *paths, unsigned n,
                     tide_io_holder *out, size_t cap, size_t *count);
+    /* Issue 15 (readers in other processes): map the file's first `len`
+     * bytes MAP_SHARED, read-write when `writable` (the file opened
+     * TIDE_IO_WRITE, at least `len` bytes long), read-only otherwise, into
+     * *out; the map outlives the tide_file. Only tide.live (src/store/
+     * live.c) is mapped so: a page shared between processes, never synced.
+     * NULL (the simulated file system: no other process can share it):
+     * there is no live file. Errors: TIDE_EIO (mmap failed). Cost: one
+     * mmap; not counted as a read or write. */
+    int  (*share)(tide_file *f, size_t len, int writable, void **out);
+    /* Release a map made by share (p may be NULL). */
+    void (*unshare)(void *p, size_t len);
+    /* Show the file read-only in memory (MAP_SHARED, PROT_READ: nothing is
+     * ever written through it). The first call on a zeroed *m reserves
+     * m->reserved bytes of address space (the caller sets it; the
+     * implementation may lower it to what it could reserve) and maps the
+     * file's first `len` bytes at m->base; later calls with a larger `len`
+     * map the rest in place over the reservation, so m->base never moves
+     * and a pointer into the map stays valid until unmap. m->mapped becomes
+     * `len` rounded up to a page (the bytes of the last page past the
+     * file's end read as zeros). `len` must be at most m->reserved and the
+     * file at least `len` bytes long: a page past the end of the file
+     * faults with SIGBUS when touched, so a caller maps and touches only
+     * bytes it knows exist, and must not touch bytes a truncate has cut
+     * off. TIDE_EINVAL ("mapping is not supported"; NULL means the same)
+     * when the implementation cannot map (the simulated file system, whose
+     * files are not in the page cache); TIDE_ENOMEM when the address space could
+     * not be reserved; TIDE_EIO when mmap failed (tide_last_error says
+     * why). Not thread-safe on one map: the caller serialises the calls
+     * (readers of the bytes already mapped need no lock). Cost: one mmap
+     * call (two on the first). Not counted as a read. */
+    int  (*map)(tide_file *f, struct tide_io_map *m, uint64_t len);
+    /* Release a map made by `map` (a zeroed one is left alone); *m is
+     * zeroed. The file may be closed before or after. */
+    void (*unmap)(struct tide_io_map *m);
+    /* Bytes of the map's [0, mapped) that this process has mapped in now
+     * (pages present in its page tables, /proc/self/pagemap): the map's
+     * share of the process's RssFile, file-backed page cache the kernel
+     * may reclaim, never anonymous memory. Not the file's residency in the
+     * page cache (mincore), which counts pages any write or read of the
+     * file brought in. Cost: one 8 KiB pread of pagemap per 4 MiB mapped.
+     * 0 or TIDE_EIO (pagemap cannot be read). */
+    int  (*map_resident)(const struct tide_io_map *m, uint64_t *bytes);
     /* Counters every implementation keeps (atomically). Calls on paths
      * (unlink, rename, stat, mkdir, rmdir, list) count in none of them;
      * sync_dir counts as a sync. */

@@ -23,6 +23,14 @@
  *      array of pointers and one copy of each name: O(entries x name
  *      length), freed before it returns.
  *
+ *   5. A map (posix_map) is one reservation of address space (PROT_NONE,
+ *      no memory committed) with the file mapped over its start, PROT_READ
+ *      and MAP_SHARED, in page-aligned pieces with MAP_FIXED as the caller
+ *      asks for more: the base never moves. A MAP_FIXED that fails may
+ *      leave its range unreserved, so the map stops growing there
+ *      (reserved := mapped) rather than ever map over what another mmap
+ *      may since have been given.
+ *
  * Never: retry a failed fdatasync. After a failed sync the kernel may have
  *   dropped the dirty pages, so the caller must treat the data as lost.
  */
@@ -34,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -397,6 +406,109 @@ static int posix_holders(tide_io *io, const char *const *paths, unsigned n,
     return 0;
 }
 
+/* tide.live's page (io.h: share). */
+static int posix_share(tide_file *f, size_t len, int writable, void **out)
+{
+    void *p = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, f->fd, 0);
+    if (p == MAP_FAILED) return fail(f->path, "mmap", UINT64_MAX, errno);
+    *out = p;
+    return 0;
+}
+
+static void posix_unshare(void *p, size_t len)
+{
+    if (p) munmap(p, len);
+}
+
+/* ---- maps (invariant 5) ---- */
+
+static uint64_t page_round(uint64_t n)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    return (n + page - 1) / page * page;
+}
+
+/* Reserve m->reserved bytes (or the largest half, quarter, ... of it that
+ * the kernel grants, down to `need`). */
+static int map_reserve(tide_file *f, tide_io_map *m, uint64_t need)
+{
+    uint64_t r = page_round(m->reserved < need ? need : m->reserved);
+    void *p = MAP_FAILED;
+
+    while (r >= need && r > 0) {
+        p = mmap(NULL, (size_t)r, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) break;
+        r = page_round(r / 2);
+        if (r < need) break;
+    }
+    if (p == MAP_FAILED)
+        return tide_err_set(TIDE_ENOMEM, "%s: map: cannot reserve %llu bytes of address space: %s",
+                            f->path, (unsigned long long)need, strerror(errno));
+    m->base = p;
+    m->reserved = r;
+    m->mapped = 0;
+    return 0;
+}
+
+static int posix_map(tide_file *f, tide_io_map *m, uint64_t len)
+{
+    uint64_t want = page_round(len);
+    void *at, *p;
+    int rc;
+
+    if (m->base == NULL && (rc = map_reserve(f, m, want)) != 0) return rc;
+    if (want <= m->mapped) return 0;
+    if (want > m->reserved)
+        return tide_err_set(TIDE_ENOMEM, "%s: map: %llu bytes exceed the %llu reserved", f->path,
+                            (unsigned long long)want, (unsigned long long)m->reserved);
+    at = (uint8_t *)(uintptr_t)m->base + m->mapped;
+    p = mmap(at, (size_t)(want - m->mapped), PROT_READ, MAP_SHARED | MAP_FIXED, f->fd,
+             (off_t)m->mapped);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        m->reserved = m->mapped;         /* invariant 5: never map over [mapped, ...) again */
+        return fail(f->path, "mmap", m->mapped, e);
+    }
+    m->mapped = want;
+    return 0;
+}
+
+static void posix_unmap(tide_io_map *m)
+{
+    if (m->base) munmap((void *)(uintptr_t)m->base, (size_t)m->reserved);
+    memset(m, 0, sizeof *m);
+}
+
+/* Pages of the map present in this process's page tables, from
+ * /proc/self/pagemap (one u64 per virtual page, bit 63: present; readable
+ * without privilege, which only zeroes the frame numbers). Not mincore():
+ * that reports the file's pages in the page cache, whoever read them in. */
+static int posix_map_resident(const tide_io_map *m, uint64_t *bytes)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), pages = 0;
+    uint64_t first = (uint64_t)(uintptr_t)m->base / page, total = m->mapped / page;
+    uint64_t ent[1024];
+    int fd, rc = 0;
+
+    *bytes = 0;
+    if (total == 0) return 0;
+    if ((fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) < 0)
+        return tide_err_set(TIDE_EIO, "map: /proc/self/pagemap: %s", strerror(errno));
+    for (uint64_t at = 0; at < total && rc == 0;) {
+        uint64_t n = total - at < 1024 ? total - at : 1024;
+        ssize_t got = pread(fd, ent, (size_t)n * sizeof ent[0], (off_t)((first + at) * sizeof ent[0]));
+        if (got <= 0 || got % (ssize_t)sizeof ent[0] != 0) {
+            rc = tide_err_set(TIDE_EIO, "map: /proc/self/pagemap: %s", got < 0 ? strerror(errno) : "short read");
+            break;
+        }
+        for (uint64_t i = 0; i < (uint64_t)got / sizeof ent[0]; i++) pages += ent[i] >> 63;
+        at += (uint64_t)got / sizeof ent[0];
+    }
+    close(fd);
+    if (rc == 0) *bytes = pages * page;
+    return rc;
+}
+
 static tide_io posix_io = {
     .open = posix_open,
     .close = posix_close,
@@ -414,6 +526,11 @@ static tide_io posix_io = {
     .rmdir = posix_rmdir,
     .list = posix_list,
     .holders = posix_holders,
+    .share = posix_share,
+    .unshare = posix_unshare,
+    .map = posix_map,
+    .unmap = posix_unmap,
+    .map_resident = posix_map_resident,
 };
 
 tide_io *tide_io_posix(void)

@@ -619,6 +619,28 @@ static int sim_holders(tide_io *io, const char *const *paths, unsigned n, tide_i
     return 0;
 }
 
+/* The sim's files are not in the page cache: nothing to map. The store
+ * reads through read_at instead, which is what the sim can fail and
+ * crash. Not a counted call. */
+static int sim_map(tide_file *f, tide_io_map *m, uint64_t len)
+{
+    (void)m;
+    (void)len;
+    return tide_err_set(TIDE_EINVAL, "sim: %s: map: mapping is not supported", f->path);
+}
+
+static void sim_unmap(tide_io_map *m)
+{
+    (void)m;
+}
+
+static int sim_map_resident(const tide_io_map *m, uint64_t *bytes)
+{
+    (void)m;
+    *bytes = 0;
+    return 0;
+}
+
 const tide_io ti_sim_io_template = {
     .open = sim_open,
     .close = sim_close,
@@ -636,4 +658,7 @@ const tide_io ti_sim_io_template = {
     .rmdir = sim_rmdir,
     .list = sim_list,
     .holders = sim_holders,
+    .map = sim_map,
+    .unmap = sim_unmap,
+    .map_resident = sim_map_resident,
 };

@@ -175,6 +175,15 @@ int tide_mem_proc_status_read(tide_mem_proc_status *out)
     return 0;
 }
 
+int tide_mem_proc_anon_rss(uint64_t *bytes)
+{
+    tide_mem_proc_status st;
+    int rc = tide_mem_proc_status_read(&st);
+
+    if (rc == 0) *bytes = st.has_split ? st.rss_anon + st.rss_shmem : st.vm_rss;
+    return rc;
+}
+
 int tide_mem_proc_pid_smaps_rollup_read(pid_t pid, tide_mem_proc_smaps *out)
 {
     char path[48], buf[4096];

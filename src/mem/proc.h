@@ -80,6 +80,16 @@ typedef struct tide_mem_proc_status {
  */
 int tide_mem_proc_status_read(tide_mem_proc_status *out);
 
+/*
+ * The anonymous resident memory of this process: RssAnon + RssShmem of
+ * /proc/self/status, or VmRSS on a kernel before 4.5 that has no split.
+ * What a memory bound counts: file-backed pages (the binary, libraries, a
+ * read-only map of a store's key file) are page cache the kernel reclaims
+ * without the process, and which no free or trim gives back.
+ * Errors and cost: as tide_mem_proc_status_read.
+ */
+int tide_mem_proc_anon_rss(uint64_t *bytes);
+
 typedef struct tide_mem_proc_smaps {
     uint64_t rss;         /* Rss: resident, summed over every mapping */
     uint64_t pss;         /* Pss: resident, shared pages divided among sharers */

@@ -105,6 +105,10 @@
 
 /* http_threads left unset: one event loop per online CPU, up to this many. */
 #define HTTP_THREADS_AUTO_MAX 4
+/* store_workers left unset: two per online CPU (a worker mostly waits for
+ * a read or an insert pool's room, not the CPU), within these bounds. */
+#define STORE_WORKERS_AUTO_MIN 2
+#define STORE_WORKERS_AUTO_MAX 16
 
 /* http_body_budget left unset: max(BODY_BUDGET_FLOOR, 4 x max_object_size);
  * the text is what describe and --help show for it. */
@@ -194,6 +198,16 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .arg = "BYTES",
         .help = "key-file block size for a new store (an invalid value warns and uses the default). "
                 "An existing store keeps its own; 'tide rekey' changes it." },
+    /* On by default: a fetch through the map costs about 0.75 of the CPU
+     * of one through pread (docs/PERFORMANCE.md). Off for a disk that
+     * returns read errors: under the map one is a SIGBUS, not an EIO. */
+    [TIDE_CFG_STORE_KEY_MAP]   = { "store_key_map", "store-key-map", "TIDE_STORE_KEY_MAP", "node",
+                                   NULL, NULL, K_BOOL, 0, 0, 0,
+        .def = "on", .arg = "on|off",
+        .help = "on: fetches and the insert's duplicate check search nudb.key's buckets in place "
+                "through a read-only map of the file; off: they read each bucket with pread. Turn it "
+                "off on a disk that returns read errors: a bad sector under the map kills tided with "
+                "SIGBUS, where pread gives that request an I/O error (a 500) and tided goes on." },
     [TIDE_CFG_LOG_LEVEL]       = { "log_level", "log-level", "TIDE_LOG_LEVEL", "node",
                                    NULL, NULL, K_LEVEL, 0, 0, 0,
         .def = "info", .arg = "LEVEL",
@@ -287,8 +301,24 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_SIZE, 1, 1024 * GiB, 0,
         .dflt = BODY_BUDGET_DEFAULT_TEXT, .arg = "SIZE",
         .help = "bytes of request bodies tided holds for requests not yet answered, counted in the "
-                "http consumer; at least max_object_size. A request whose head declares more than is "
+                "http consumer (a PUT's twice: its body and the store job's copy); at least max_object_size. A request whose head declares more than is "
                 "left is answered 503 with Retry-After: 1 before its body is read." },
+    /* Issue 15: the event loops never wait for the disk. A PUT and a GET
+     * that misses the node cache run on these threads; the queue in front
+     * of them is bounded so a slow disk sheds load instead of memory. */
+    [TIDE_CFG_STORE_WORKERS]   = { "store_workers", "store-workers", "TIDE_STORE_WORKERS", "node",
+                                   NULL, NULL, K_UINT, 1, 256, 0,
+        .dflt = "2 x online CPUs, " STR(STORE_WORKERS_AUTO_MIN) " to " STR(STORE_WORKERS_AUTO_MAX), .arg = "N",
+        .help = "threads that run PUTs and the GETs and HEADs the node cache cannot answer, so that "
+                "an event loop never waits for a read, an insert or a full insert pool; a GET the "
+                "cache answers stays on its loop." },
+    [TIDE_CFG_STORE_QUEUE]     = { "store_queue", "store-queue", "TIDE_STORE_QUEUE", "node",
+                                   NULL, NULL, K_UINT, 1, 1048576, 0,
+        .def = "1024", .arg = "N",
+        .help = "store jobs (PUTs, GET misses) waiting for a store worker at most; PUTs may fill 3/4 of "
+                "it (at least 1), the rest is kept for GET misses so a write burst does not shed reads. "
+                "Past its share a PUT or a GET miss is answered 503 overloaded with Retry-After: 1 "
+                "(tide_http_store_queue_depth on /metrics shows the queue)." },
     /* Online delete (issue 12; docs/ROTATION.md): in [node_db] as rippled
      * writes its own, rippled's names where they mean the same (its
      * online_delete counts ledgers, Tide's objects). The waits are
@@ -354,7 +384,7 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_ROTATION_MAX_RSS] = { "rotation_max_rss", "rotation-max-rss", "TIDE_ROTATION_MAX_RSS", "node_db",
                                    NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
         .def = "0", .arg = "SIZE",
-        .help = "the rotation's health gate also waits while the process RSS is over SIZE (a rotation "
+        .help = "the rotation's health gate also waits while the process's anonymous RSS is over SIZE (a rotation "
                 "opens a store and copies forward; it waits for memory to come down, as for a commit "
                 "backlog). 0: no RSS gate." },
     /* The memory limit (issue 13; docs/MEMORY-LIMIT.md; config_mem.c does
@@ -366,8 +396,8 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_SIZE, TIDE_CONFIG_MEMORY_LIMIT_MIN, TIDE_CONFIG_BYTES_MAX, 0,
         .dflt = "the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes, the nearest "
                 "limited ancestor's), else none (a startup warning)", .arg = "SIZE",
-        .help = "bytes the whole process may use, counted as the larger of its RSS and its cgroup's "
-                "usage less page cache. At memory_levels' marks tided sweeps and trims (soft), answers "
+        .help = "bytes the whole process may use, counted as the larger of its anonymous RSS (RssAnon + "
+                "RssShmem: file-backed pages are page cache) and its cgroup's usage less page cache. At memory_levels' marks tided sweeps and trims (soft), answers "
                 "new PUTs 503 with Retry-After (high), and stops accepting connections (critical); "
                 "nothing acknowledged is dropped. The budgets not set explicitly derive from it: "
                 "cache_budget 20%, the key cache's hard limit 5%, insert_burst 4% (at most 64MiB), "
@@ -405,9 +435,11 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "read the metrics token (as TIDE_METRICS_TOKEN) from FILE, at startup and at each "
                 "SIGHUP. The token is FILE's whole content less one trailing newline: 1 to 255 "
                 "bytes, each a visible ASCII character (no space or control byte). FILE must be a "
-                "regular file not readable by others and writable only by its owner (chmod 600 "
-                "FILE, or 640 with the service's group); otherwise tided refuses to start (exit 2) "
-                "naming the file and its mode. Precedence, highest first: TIDE_METRICS_TOKEN, this "
+                "regular file (a FIFO or a device is refused without waiting on it) not "
+                "readable by others and writable only by its owner (chmod 600 FILE, or 640 with "
+                "the service's group), owned by tided's user or by root (when tided runs as root, "
+                "only by root); otherwise tided refuses to start (exit 2) naming the file, its "
+                "owner and its mode. Precedence, highest first: TIDE_METRICS_TOKEN, this "
                 "setting (its environment variable, then the config file), then "
                 "$CREDENTIALS_DIRECTORY/metrics_token (systemd's LoadCredential=), read when that "
                 "variable is set and the file exists (an empty credential means no token). A "
@@ -549,7 +581,10 @@ void tide_config_defaults(tide_config *c)
     for (int id = 0; id < TIDE_CFG_COUNT; id++)
         if (ti_config_settings[id].from_preset) fill_preset(c, id, &ti_config_presets[TIDE_NODE_MEDIUM]);
     c->nudb_block_size = TIDE_BLOCK_SIZE_DEFAULT;
+    c->store_key_map = 1;
     c->http_threads = cpus < 1 ? 1 : cpus > HTTP_THREADS_AUTO_MAX ? HTTP_THREADS_AUTO_MAX : (unsigned)cpus;
+    c->store_workers = cpus * 2 < STORE_WORKERS_AUTO_MIN ? STORE_WORKERS_AUTO_MIN
+                       : cpus * 2 > STORE_WORKERS_AUTO_MAX ? STORE_WORKERS_AUTO_MAX : (unsigned)(cpus * 2);
     ti_config_set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
                tide_size_format(c->ram_bytes, ram, sizeof ram));
 }
@@ -842,6 +877,7 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_KEY_CACHE_AGE:   c->key_cache_age = p->v; break;
     case TIDE_CFG_NUDB_BLOCK_SIZE: c->nudb_block_size = (unsigned)p->v; break;
     case TIDE_CFG_STORE_INDEX_LAG: c->store_index_lag = p->v; break;
+    case TIDE_CFG_STORE_KEY_MAP:   c->store_key_map = p->iv; break;
     case TIDE_CFG_LOG_LEVEL:       c->log_level = p->iv; break;
     case TIDE_CFG_LOG_FORMAT:      c->log_format = p->iv; break;
     case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = p->v; c->mmap_threshold_set = 1; break;
@@ -858,6 +894,8 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    c->http_idle_timeout = (unsigned)p->v; break;
     case TIDE_CFG_HTTP_REQUEST_TIMEOUT: c->http_request_timeout = (unsigned)p->v; break;
     case TIDE_CFG_HTTP_BODY_BUDGET:     c->http_body_budget = p->v; break;
+    case TIDE_CFG_STORE_WORKERS:        c->store_workers = (unsigned)p->v; break;
+    case TIDE_CFG_STORE_QUEUE:          c->store_queue = (unsigned)p->v; break;
     case TIDE_CFG_ONLINE_DELETE:        c->online_delete_on = p->iv; c->online_delete = p->v; break;
     case TIDE_CFG_GENERATIONS:          c->generations = (unsigned)p->v; break;
     case TIDE_CFG_ADVISORY_DELETE:      c->advisory_delete = p->iv; break;
@@ -1054,6 +1092,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_KEY_CACHE_AGE:  snprintf(out, cap, "%" PRIu64, c->key_cache_age); break;
     case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(out, cap, "%u", c->nudb_block_size); break;
     case TIDE_CFG_STORE_INDEX_LAG: ti_config_size_text(c->store_index_lag, out, cap); break;
+    case TIDE_CFG_STORE_KEY_MAP:   snprintf(out, cap, "%s", c->store_key_map ? "on" : "off"); break;
     case TIDE_CFG_LOG_LEVEL:      snprintf(out, cap, "%s", tide_log_level_name(c->log_level)); break;
     case TIDE_CFG_LOG_FORMAT:     snprintf(out, cap, "%s", tide_log_format_name(c->log_format)); break;
     case TIDE_CFG_MMAP_THRESHOLD:
@@ -1076,6 +1115,8 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    snprintf(out, cap, "%u", c->http_idle_timeout); break;
     case TIDE_CFG_HTTP_REQUEST_TIMEOUT: snprintf(out, cap, "%u", c->http_request_timeout); break;
     case TIDE_CFG_HTTP_BODY_BUDGET:     ti_config_size_text(c->http_body_budget, out, cap); break;
+    case TIDE_CFG_STORE_WORKERS:        snprintf(out, cap, "%u", c->store_workers); break;
+    case TIDE_CFG_STORE_QUEUE:          snprintf(out, cap, "%u", c->store_queue); break;
     case TIDE_CFG_ONLINE_DELETE:
         if (c->online_delete_on && c->online_delete == 0) snprintf(out, cap, "manual");
         else snprintf(out, cap, "%" PRIu64, c->online_delete);
@@ -1203,7 +1244,8 @@ int tide_config_group(int id)
     switch (id) {
     case TIDE_CFG_LISTEN: case TIDE_CFG_HTTP_THREADS: case TIDE_CFG_MAX_OBJECT_SIZE:
     case TIDE_CFG_HTTP_MAX_CONNECTIONS: case TIDE_CFG_HTTP_MAX_PER_CLIENT: case TIDE_CFG_HTTP_IDLE_TIMEOUT:
-    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: case TIDE_CFG_HTTP_BODY_BUDGET: case TIDE_CFG_METRICS_TOKEN:
+    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: case TIDE_CFG_HTTP_BODY_BUDGET: case TIDE_CFG_STORE_WORKERS:
+    case TIDE_CFG_STORE_QUEUE: case TIDE_CFG_METRICS_TOKEN:
     case TIDE_CFG_METRICS_PUBLIC: case TIDE_CFG_ADMIN_TOKEN: case TIDE_CFG_METRICS_SMAPS:
     case TIDE_CFG_METRICS_TOKEN_FILE: case TIDE_CFG_ADMIN_TOKEN_FILE:
         return TIDE_CFG_GROUP_HTTP;

@@ -58,12 +58,14 @@ enum { TIDE_SRC_DEFAULT, TIDE_SRC_PRESET, TIDE_SRC_DERIVED, TIDE_SRC_FILE, TIDE_
 enum {
     TIDE_CFG_NODE_SIZE, TIDE_CFG_DATA_DIR, TIDE_CFG_LISTEN, TIDE_CFG_SWEEP_INTERVAL,
     TIDE_CFG_CACHE_TARGET, TIDE_CFG_CACHE_AGE, TIDE_CFG_CACHE_BUDGET, TIDE_CFG_INSERT_BURST,
-    TIDE_CFG_KEY_CACHE_SIZE, TIDE_CFG_KEY_CACHE_AGE, TIDE_CFG_NUDB_BLOCK_SIZE,
+    TIDE_CFG_KEY_CACHE_SIZE, TIDE_CFG_KEY_CACHE_AGE, TIDE_CFG_NUDB_BLOCK_SIZE, TIDE_CFG_STORE_KEY_MAP,
     TIDE_CFG_LOG_LEVEL, TIDE_CFG_LOG_FORMAT, TIDE_CFG_MMAP_THRESHOLD, TIDE_CFG_ARENA_MAX,
     TIDE_CFG_METRICS_TOKEN, TIDE_CFG_METRICS_PUBLIC,
     TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY,
     TIDE_CFG_HTTP_MAX_CONNECTIONS, TIDE_CFG_HTTP_MAX_PER_CLIENT, TIDE_CFG_HTTP_IDLE_TIMEOUT,
     TIDE_CFG_HTTP_REQUEST_TIMEOUT, TIDE_CFG_HTTP_BODY_BUDGET,
+    /* tided's store workers (issue 15): [node] keys */
+    TIDE_CFG_STORE_WORKERS, TIDE_CFG_STORE_QUEUE,
     /* online delete (issue 12): [node_db] keys, rippled's names where they
      * mean the same */
     TIDE_CFG_ONLINE_DELETE, TIDE_CFG_GENERATIONS, TIDE_CFG_ADVISORY_DELETE, TIDE_CFG_ROTATE_BYTES,
@@ -101,6 +103,8 @@ typedef struct tide_config {
     uint64_t key_cache_age;      /* seconds, >= 1 */
     unsigned nudb_block_size;    /* 4096..32768, power of two */
     uint64_t store_index_lag;    /* the tail index's budget; 0: off */
+    int      store_key_map;      /* 1 (default): lookups search nudb.key through a
+                                    read-only map; 0: with pread (no_map) */
     int      log_level;          /* TIDE_LOG_* */
     int      log_format;         /* TIDE_LOG_FORMAT_* (util/log.h); default text */
     uint64_t mmap_threshold;     /* bytes; meaningful only when _set */
@@ -131,6 +135,11 @@ typedef struct tide_config {
     uint64_t http_body_budget;       /* bytes of request bodies held before
                                         handlers, >= max_object_size; default
                                         max(64 MiB, 4 x max_object_size) */
+    unsigned store_workers;          /* threads running tided's PUTs and GET
+                                        misses, 1..256; default 2 x online
+                                        CPUs, 2..16 */
+    unsigned store_queue;            /* store jobs waiting at most, 1..1048576;
+                                        default 1024 (more: 503) */
     /* online delete (docs/ROTATION.md): generations are on when
      * online_delete_on is 1 ("N" with N >= 1, or "manual"); off ("0", the
      * default) the data directory is one plain store that grows without

@@ -7,16 +7,21 @@
  *
  * One look (tide_node_memory_check; the thread makes one every
  * memory_poll_ms):
- *   1. a reading: opts.memory_reading, or the real one: the RSS
- *      (/proc/self/statm), the cgroup's usage, page cache and events
+ *   1. a reading: opts.memory_reading, or the real one: the process's
+ *      anonymous resident memory, RssAnon + RssShmem (/proc/self/status;
+ *      VmRSS on a kernel before 4.5 that has no split): file-backed pages
+ *      (the binary, libraries, nudb.key's read-only map) are page cache the
+ *      kernel reclaims under pressure, as it does the cgroup's, and never
+ *      what a sweep or a trim can give back; the cgroup's usage, page cache and events
  *      (opts.cgroup_path), PSI (opts.psi_path, the system's by default),
  *      and whether the PSI trigger fired since the last look; a failed
  *      reading is counted and changes nothing else, and so is one whose
  *      cgroup figures failed (cgroup_failures);
  *   2. counted = max(rss, cgroup usage - page cache), and which one it was;
- *      the peaks (since open; since the last sweep round began; the
- *      kernel's VmHWM is added to the first when the status is asked for,
- *      tide_node_memory_get, not read at each look);
+ *      the peaks (since open; since the last sweep round began; on a
+ *      kernel without RssAnon the kernel's VmHWM is added to the first
+ *      when the status is asked for, tide_node_memory_get, not read at
+ *      each look);
  *   3. the pressure flag, with its own hysteresis: on when some avg10 (the
  *      larger of the system's and the cgroup's v2 memory.pressure) >=
  *      memory_pressure_pct or the trigger fired, off once avg10 < half of
@@ -112,12 +117,16 @@ static const char *psi_path(const tide_node *n)
     return n->opts.psi_path[0] ? n->opts.psi_path : NULL;
 }
 
-/* The real reading. The RSS must be read; the cgroup and PSI are extras
- * whose failure leaves their has_ flag 0. */
+/* The real reading. The anonymous memory must be read; the cgroup and
+ * PSI are extras whose failure leaves their has_ flag 0. Never RSS less
+ * a mincore() count of nudb.key's map: mincore reports every page of the
+ * file in the page cache (the commit's pwrites put them there), not the
+ * pages this process mapped in, so that difference falls toward 0 as the
+ * key file grows. */
 static int real_reading(tide_node *n, tide_node_memory_reading *r)
 {
     const char *psi = psi_path(n);
-    int rc = tide_mem_proc_statm_rss(&r->rss_bytes);
+    int rc = tide_mem_proc_anon_rss(&r->rss_bytes);
 
     if (rc) return rc;
     if (n->mem_cgroup_path) {
@@ -542,9 +551,12 @@ void tide_node_memory_get(tide_node *n, tide_node_memory_status *out)
         out->changes[k] = n->mem_st.changes[(n->mem_ring + TIDE_NODE_LEVEL_CHANGES - 1 - k) % TIDE_NODE_LEVEL_CHANGES];
     pthread_mutex_unlock(&n->mem_lock);
     if (out->counts == NULL) out->counts = "rss";
-    /* The kernel's VmHWM is read here, when someone asks, not at each look:
-     * /proc/self/status every 100 ms for a figure only a scrape shows. */
-    if (n->opts.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0 && ps.vm_hwm > out->peak_start_bytes)
+    /* The kernel's VmHWM is read here, when someone asks, not at each look.
+     * It is a peak of the whole RSS, file-backed pages (nudb.key's map)
+     * included, so it stands for the counted figure only on a kernel
+     * without RssAnon, where the reading is VmRSS too. */
+    if (n->opts.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0 && !ps.has_split &&
+        ps.vm_hwm > out->peak_start_bytes)
         out->peak_start_bytes = ps.vm_hwm;
     out->rejected_writes = atomic_load(&n->mem_rejected);
     out->level = atomic_load(&n->mem_level);

@@ -193,6 +193,7 @@ static int open_gens(tide_node *n)
     go.block_size = n->opts.block_size;
     if (n->opts.insert_burst) go.store.burst_bytes = n->opts.insert_burst;
     go.store.commit_interval_ms = n->opts.commit_interval_ms;
+    go.store.no_map = n->opts.store_no_map;
     go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals (issue 13) */
     go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
     go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;
@@ -397,6 +398,14 @@ static int cache_hit(tide_node *n, const void *key, tide_cache_obj **out)
     return 0;
 }
 
+int tide_node_put_admit(tide_node *n)
+{
+    if (tide_node_overload_level(n) < TIDE_OVERLOAD_HIGH) return 0;
+    atomic_fetch_add(&n->mem_rejected, 1);
+    return tide_err_set(TIDE_EOVERLOAD, "node: the memory level is %s: writes are refused until it falls "
+                        "below high's leave mark", tide_mem_overload_level_name(tide_node_overload_level(n)));
+}
+
 int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
 {
     tide_cache_obj *obj = NULL, *have;
@@ -405,12 +414,8 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
 
     /* Issue 13: at HIGH and above new writes are refused before they touch
      * anything (governor.c); what is stored stays stored. */
-    if (tide_node_overload_level(n) >= TIDE_OVERLOAD_HIGH) {
-        atomic_fetch_add(&n->mem_rejected, 1);
-        rc = tide_err_set(TIDE_EOVERLOAD, "node: the memory level is %s: writes are refused until it falls "
-                          "below high's leave mark", tide_mem_overload_level_name(tide_node_overload_level(n)));
-        goto out;
-    }
+    rc = tide_node_put_admit(n);
+    if (rc) goto out;
     if (cache_hit(n, key, &have)) {
         tide_cache_obj_release(have);
         atomic_fetch_add(&n->puts_existing, 1);
@@ -482,6 +487,33 @@ out:
     return rc;
 }
 
+int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
+{
+    tide_cache_obj *obj = tide_cache_lookup(n->cache, key);
+
+    *out = NULL;
+    if (obj != NULL) {
+        /* Only a copy in the newest generation is served without I/O: an
+         * older one is copied forward (a store insert) or dropped by
+         * cached_state, which is tide_node_get's to do. */
+        if (tide_cache_obj_gen(obj) >= tide_gens_newest_id(n->gens)) {
+            atomic_fetch_add(&n->gets, 1);
+            atomic_fetch_add(&n->gets_cache, 1);
+            *out = obj;
+            return 0;
+        }
+        tide_cache_obj_release(obj);
+        return 1;
+    }
+    if (tide_keycache_contains(n->keycache, key)) {
+        atomic_fetch_add(&n->gets, 1);
+        atomic_fetch_add(&n->gets_keycache, 1);
+        atomic_fetch_add(&n->gets_missing, 1);
+        return TIDE_ENOTFOUND;
+    }
+    return 1;
+}
+
 int tide_node_sync(tide_node *n) { return tide_gens_sync(n->gens); }
 
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out) { tide_cache_stats_get(n->cache, out); }
@@ -492,3 +524,9 @@ void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out)
 }
 
 void tide_node_store_info(tide_node *n, tide_store_info *out) { ti_node_refresh_store_accounts(n, out); }
+
+int tide_node_key_map_resident(tide_node *n, uint64_t *bytes)
+{
+    *bytes = 0;
+    return n->gens ? tide_gens_key_map_resident(n->gens, bytes) : 0;
+}

@@ -64,7 +64,10 @@ typedef int (*tide_node_health_fn)(void *arg, char *why, size_t cap);
 
 /* One reading of the memory figures the governor compares with the limit. */
 typedef struct tide_node_memory_reading {
-    uint64_t rss_bytes;           /* the process's resident set (/proc/self/statm) */
+    uint64_t rss_bytes;           /* the process's anonymous resident memory,
+                                     RssAnon + RssShmem (/proc/self/status;
+                                     VmRSS on kernels before 4.5): file-backed
+                                     pages (code, nudb.key's map) left out */
     int      has_cgroup;          /* the cgroup figures below hold */
     tide_mem_cgroup_usage cgroup; /* of opts.cgroup_path */
     int      has_psi;             /* psi holds (opts.psi_path was read) */
@@ -118,6 +121,8 @@ typedef struct tide_node_opts {
                                      store's key size rules: keys passed to
                                      put/get must have tide_node_key_size() bytes */
     unsigned block_size;          /* for a new store; default 4096 */
+    int      store_no_map;        /* 1: the stores' lookups pread nudb.key
+                                     (tide_store_opts.no_map); 0 (default): map */
     /* node cache (docs/ARCHITECTURE.md, "The node cache") */
     size_t   cache_target;        /* entries; default 262144 (tiny) */
     unsigned cache_age_s;         /* default 30 */
@@ -346,6 +351,15 @@ unsigned tide_node_key_size(const tide_node *n);
 int tide_node_put(tide_node *n, const void *key, const void *value, size_t len);
 
 /*
+ * The memory level's check of tide_node_put alone: 0 below HIGH, else
+ * TIDE_EOVERLOAD (with the message tide_node_put gives), counted in
+ * rejected_writes as a refused put is. So a caller that hands the put to
+ * another thread refuses it before queueing (tided). Cost: two atomic
+ * loads.
+ */
+int tide_node_put_admit(tide_node *n);
+
+/*
  * Find `key`. On success *out is a reference the caller releases with
  * tide_cache_obj_release. Returns 0, TIDE_ENOTFOUND, or the store's read
  * errors (TIDE_EIO, TIDE_ECORRUPT), which are not remembered in the key cache.
@@ -354,6 +368,17 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len);
  * read) and one cache insert.
  */
 int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out);
+
+/*
+ * tide_node_get's answers that need no I/O: 0 with *out a reference (a
+ * node-cache hit in the newest generation), TIDE_ENOTFOUND when the key
+ * cache remembers the miss (both counted as tide_node_get counts them),
+ * else 1 with nothing counted: the caller asks tide_node_get
+ * (on a thread that may wait for the disk). Never reads a file, never
+ * writes; an event loop's call. Cost: one hash and one lock, plus the key
+ * cache's probe on a miss.
+ */
+int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out);
 
 /* Wait until every put that returned before this call is durable (the
  * store's tide_store_sync). Returns 0 or the commit's error. Blocks for up
@@ -392,6 +417,12 @@ void tide_node_store_info(tide_node *n, tide_store_info *out);
  * its own, never blocking the node. Cost: two atomic loads.
  */
 int tide_node_keys(tide_node *n, uint64_t *keys);
+
+/* The store's key-file maps' pages this process has mapped in
+ * (tide_gens_key_map_resident): file-backed, part of RssFile, never of
+ * RssAnon; not the file's page-cache residency. 0 or TIDE_EIO.
+ * Thread-safe; one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
+int tide_node_key_map_resident(tide_node *n, uint64_t *bytes);
 
 /* ---- online delete (rotator.c) ---- */
 
@@ -601,8 +632,10 @@ typedef struct tide_node_memory_status {
     int      psi_trigger;         /* 1: a PSI trigger descriptor is polled; 0: the
                                      averages only (why in psi_trigger_error) */
     char     psi_trigger_error[160];
-    uint64_t peak_start_bytes;    /* counted bytes, highest reading since open (and
-                                     the kernel's VmHWM when larger) */
+    uint64_t peak_start_bytes;    /* counted bytes, highest reading since open (and,
+                                     on a kernel without RssAnon, where the
+                                     reading is VmRSS, the kernel's VmHWM when
+                                     larger) */
     uint64_t peak_sweep_bytes;    /* highest reading since the last sweep round began
                                      (each round's start sets it to the latest reading:
                                      the figure at the start, until the next reading) */

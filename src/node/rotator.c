@@ -15,7 +15,7 @@
  *      INFO line per due episode), the next look asks again;
  *   3. health gate: no commit backlog (the insert pools, pending plus
  *      committing, under one burst), no commit failed since the last look, and, when
- *      rotation_max_rss is set, the process RSS under it (or opts.health,
+ *      rotation_max_rss is set, the process's anonymous RSS under it (or opts.health,
  *      a test hook), and the memory level (issue 13's governor) below
  *      HIGH; while unhealthy the attempt waits recovery_wait_s and
  *      looks again, and after rotation_wait_max_s in all it is abandoned:
@@ -445,10 +445,11 @@ static int healthy(tide_node *n, char *why, size_t cap)
                  tide_size_format(ms.limit_bytes, b, sizeof b));
         return 0;
     }
-    /* A statm read that fails says nothing about memory: not a reason to
-     * hold deletes back. */
-    if (n->opts.rotation_max_rss && tide_mem_proc_statm_rss(&rss) == 0 && rss > n->opts.rotation_max_rss) {
-        snprintf(why, cap, "the process RSS is %s, over rotation_max_rss=%s",
+    /* A read that fails says nothing about memory: not a reason to hold
+     * deletes back. Anonymous memory, as the governor counts: nudb.key's
+     * mapped pages are page cache, and the RSS grows with them. */
+    if (n->opts.rotation_max_rss && tide_mem_proc_anon_rss(&rss) == 0 && rss > n->opts.rotation_max_rss) {
+        snprintf(why, cap, "the process RSS (anonymous) is %s, over rotation_max_rss=%s",
                  tide_size_format(rss, a, sizeof a), tide_size_format(n->opts.rotation_max_rss, b, sizeof b));
         return 0;
     }

@@ -328,6 +328,7 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->key_cache_age_s = (unsigned)c->key_cache_age;
     o->insert_burst = (size_t)c->insert_burst;
     o->index_lag_bytes = c->store_index_lag;
+    o->store_no_map = !c->store_key_map;
     o->sweep_interval_ms = (uint64_t)c->sweep_interval * 1000u;
     o->trim_policy = c->trim_policy;
     o->trim_param = c->trim_param;

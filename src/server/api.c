@@ -254,6 +254,7 @@ static void answer_job(tided_job *job)
     else if (job->kind == TIDED_JOB_SWEEP) tided_answer_sweep(job);
     else if (job->kind == TIDED_JOB_ROTATE) tided_answer_rotate(job);
     else if (job->kind == TIDED_JOB_HEAP) tided_answer_heap(job);
+    else if (job->kind == TIDED_JOB_GET || job->kind == TIDED_JOB_PUT) tided_answer_store(job);
     else tided_answer_sync(job);
 }
 
@@ -269,9 +270,7 @@ void tided_api_on_jobs_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *mess
             job->guard->job = NULL;
             answer_job(job);
         }
-        free(job->text);
-        free(job->keys);
-        free(job);
+        tided_job_free(job);
     }
 }
 

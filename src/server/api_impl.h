@@ -98,6 +98,7 @@ int  tided_token_equal(const char *want, size_t n, const char *given, size_t len
 /* /v1/objects/{key}: `rest` is the URL after the prefix (api_objects.c). */
 void tided_api_objects(tided_server *srv, h2o_req_t *req, tided_guard *guard, const char *rest, size_t rest_len);
 void tided_answer_sync(tided_job *job);
+void tided_answer_store(tided_job *job);
 
 /* /v1/status and /v1/sweeps' bodies, and one round's report (api_status.c). */
 json_t *tided_status_json(tided_server *srv);

@@ -52,6 +52,7 @@ static void http_families(void *arg, struct tide_metrics_writer *w)
     tided_worker_counts(&srv->metrics_worker, &b, &j);
     tide_metrics_family(w, "tide_http_scrapes_total", "counter", "GET /metrics requests answered with a page.");
     tide_metrics_sample(w, "tide_http_scrapes_total", NULL, 0, (double)j);
+    tided_pool_families(&srv->store_pool, w);
     tided_conn_families(srv, w);
     tided_reqstats_families(srv, w);   /* out of memory: the families are left out */
 }

@@ -7,14 +7,28 @@
  * store's key size, and the URL's key is length-checked before a byte of
  * it is decoded.
  *
- * Sync. PUT ?sync=1 stores the value on the loop (tide_node_put: memory,
- * plus a read of the key file to refuse a duplicate), then queues a job
- * to the sync worker (work.c) and answers when it comes back: 201 only
- * after tide_node_sync returned 0. A 409 with ?sync=1 also waits, so it
- * says the value under the key is durable too.
+ * The store off the loop (issue 15). A PUT is checked here (key, size,
+ * query, the memory level) and then becomes a store job (work.c) with
+ * its own copy of the body: the store pool's worker calls tide_node_put
+ * (memory, a read of the key file to refuse a duplicate, and a wait when
+ * the insert pool is full behind a commit), and the loop answers when the
+ * job comes back (tided_answer_store). A GET or HEAD asks the node cache
+ * only (tide_node_get_cached): a hit is sent from the loop, a miss the key
+ * cache remembers is 404 from the loop, anything else is a store job that
+ * calls tide_node_get. A full store queue (for a PUT, the PUTs' share
+ * of it) is 503 overloaded with Retry-After: 1 (counted in
+ * overload_rejected_queue), and so is a PUT whose copy would pass
+ * http_body_budget; the slot and the budget are taken before the copy is
+ * made, so a refused PUT copies nothing and nothing is queued.
+ *
+ * Sync. PUT ?sync=1: the store worker that stored the value (or found the
+ * key) hands the job on to the sync worker, and the loop answers when it
+ * comes back: 201 only after tide_node_sync returned 0. A 409 with
+ * ?sync=1 also waits, so it says the value under the key is durable too.
  *
  * A GET's value is written straight from the node cache: the guard holds
- * the object's reference until h2o is done with its bytes.
+ * the object's reference until h2o is done with its bytes (a store job's
+ * reference is handed to the guard when the job comes back).
  *
  * The memory limit (issue 13). While the node's level is HIGH or above a
  * PUT is 503 overloaded with Retry-After: 1, whether the handler saw the
@@ -26,8 +40,13 @@
  *   1. No buffer holding a key is sized by a constant.
  *   2. A 201 with "durable": true is sent only after tide_node_sync
  *      returned 0 for a commit that holds the value.
+ *   3. No store call that may read a file or wait is made on a loop
+ *      thread: only tide_node_get_cached and tide_node_put_admit.
+ *   4. A store job is complete (key, body copy, sync) before it is offered
+ *      to the pool: the worker may take it at once.
  *
- * Never: call tide_node_sync on a loop thread; copy a GET's value.
+ * Never: call tide_node_sync, tide_node_put or tide_node_get on a loop
+ * thread; copy a GET's value; hand a worker a pointer into the request.
  */
 #include "server/api_impl.h"
 
@@ -39,6 +58,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mem/account.h"
 #include "tide/error.h"
 #include "util/hex.h"
 #include "util/log.h"
@@ -81,14 +101,100 @@ static void send_exists(h2o_req_t *req, const char *key_hex, int synced)
                synced ? "; it is durable" : "");
 }
 
-typedef struct sync_fill { int rc; size_t len; const char *key_hex; } sync_fill;
-
-static void fill_sync(tided_job *job, void *arg)
+/* The answer to a put that is not waiting for a sync: overloaded (the level
+ * rose after the loop's check), a store error, 409 or 201. */
+static void answer_put(tided_server *srv, h2o_req_t *req, int rc, const char *key_hex, size_t len,
+                       const char *detail)
 {
-    const sync_fill *f = arg;
-    job->put_rc = f->rc;
-    job->len = f->len;
-    memcpy(job->key_hex, f->key_hex, strlen(f->key_hex) + 1);
+    if (rc == TIDE_EOVERLOAD) {
+        char why[300];
+        tided_overload_detail(srv, why, sizeof why);
+        atomic_fetch_add(&srv->overload_rejected_write, 1);
+        tided_send_store_error(req, rc, why, "the value was not stored");
+    } else if (rc != 0 && rc != TIDE_EEXIST) {
+        tide_log(TIDE_LOG_WARN, "PUT %s (%zu bytes): %s: %s", key_hex, len, tide_strerror(rc), detail);
+        tided_send_store_error(req, rc, detail, "the value was not stored");
+    } else if (rc == TIDE_EEXIST) {
+        send_exists(req, key_hex, 0);
+    } else {
+        send_stored(req, 201, key_hex, len, 0);
+    }
+}
+
+/* 503 overloaded with Retry-After: 1 for a store job not taken. */
+static void refuse_job(h2o_req_t *req, int kind, const char *fmt, unsigned long long n)
+{
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+    tided_send_error(req, 503, "overloaded", fmt, n, kind == TIDED_JOB_PUT ? "PUT" : "read");
+}
+
+/* Take what a store job holds before anything of it is made: a queue slot
+ * (the PUTs' share for a PUT), then for a PUT its copy's bytes in the body
+ * budget (tided_body_reserve). 0, or -1 after answering 503 (counted in
+ * overload_rejected_queue or the body budget's refusals). */
+static int job_admit(tided_server *srv, h2o_req_t *req, tided_guard *guard, int kind, size_t len)
+{
+    int put = kind == TIDED_JOB_PUT;
+
+    if (tided_pool_reserve(&srv->store_pool, put) != 0) {
+        atomic_fetch_add(&srv->overload_rejected_queue, 1);
+        refuse_job(req, kind, "%llu store jobs of this kind are waiting for a store worker (store_queue); the %s "
+                   "was not run: retry", (unsigned long long)(put ? srv->store_pool.put_cap : srv->store_pool.cap));
+        return -1;
+    }
+    if (put && tided_body_reserve(srv, guard->body, len) != 0) {
+        tided_pool_cancel(&srv->store_pool, put);
+        refuse_job(req, kind, "request bytes held by tided (bodies and the PUTs' copies at the store workers) "
+                   "have reached http_body_budget = %llu bytes; the %s was not run: retry",
+                   (unsigned long long)srv->body_budget);
+        return -1;
+    }
+    return 0;
+}
+
+/* A store job for `req`: its key and key_hex at the end of the allocation
+ * (key_size bytes and 2 * key_size + 1), a put's body copied (work.c's
+ * essay: h2o may free the request's while the job is at a worker), queued
+ * on the store pool. The slot and the copy's budget are taken first
+ * (job_admit), so a refused job copies nothing. NULL after answering: 500
+ * when out of memory, 503 overloaded with Retry-After: 1 (job_admit). */
+static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guard, int kind,
+                            const uint8_t *key, const char *key_hex, size_t len, int sync)
+{
+    size_t hex_bytes = 2 * (size_t)srv->key_size + 1;
+    int put = kind == TIDED_JOB_PUT;
+    tided_job *job;
+
+    if (job_admit(srv, req, guard, kind, len)) return NULL;
+    job = calloc(1, sizeof *job + hex_bytes + srv->key_size);
+    if (job != NULL && put) {
+        job->value = malloc(len);
+        if (job->value == NULL) free(job), job = NULL;
+    }
+    if (job == NULL) {
+        tided_pool_cancel(&srv->store_pool, put);
+        if (put) atomic_fetch_sub(&srv->body_in_handlers, (unsigned long long)len);
+        tided_send_error(req, 500, "internal", "out of memory queueing the %s of key %s", put ? "PUT" : "read",
+                         key_hex);
+        return NULL;
+    }
+    job->loop = guard->loop;
+    job->req = req;
+    job->guard = guard;
+    job->kind = kind;
+    job->len = len;
+    job->sync = sync;
+    memcpy(job->key_hex, key_hex, hex_bytes);
+    memcpy((uint8_t *)job->key_hex + hex_bytes, key, srv->key_size);
+    job->key = (const uint8_t *)job->key_hex + hex_bytes;
+    if (put) {
+        memcpy(job->value, req->entity.base, len);
+        job->value_held = (int64_t)len;         /* its budget bytes: taken by job_admit */
+        tide_mem_account_alloc(TIDE_MEM_HTTP, job->value_held);
+    }
+    tided_pool_enqueue(&srv->store_pool, job);
+    guard->job = job;
+    return job;
 }
 
 static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
@@ -108,32 +214,41 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
                    srv->max_object_size);
         return;
     }
-    /* The node refuses at HIGH itself (TIDE_EOVERLOAD), before its
-     * existence check, and counts the refusal in rejected_writes. */
-    rc = tide_node_put(srv->node, key, req->entity.base, len);
-    if (rc == TIDE_EOVERLOAD) {
-        char detail[300];
-        tided_overload_detail(srv, detail, sizeof detail);
-        atomic_fetch_add(&srv->overload_rejected_write, 1);
-        tided_send_store_error(req, rc, detail, "the value was not stored");
+    /* At HIGH the put is refused here, before a copy or a queue slot is
+     * taken (counted in rejected_writes as the node's own refusal is). */
+    rc = tide_node_put_admit(srv->node);
+    if (rc) {
+        answer_put(srv, req, rc, key_hex, len, tide_last_error());
         return;
     }
-    if (rc != 0 && rc != TIDE_EEXIST) {
-        tide_log(TIDE_LOG_WARN, "PUT %s (%zu bytes): %s: %s", key_hex, len, tide_strerror(rc),
-                 tide_last_error());
-        tided_send_store_error(req, rc, tide_last_error(), "the value was not stored");
+    if (!srv->store_pool.started) {
+        tided_send_error(req, 503, "unavailable", "no store worker runs here");
         return;
     }
-    if (!sync) {
-        if (rc == TIDE_EEXIST) send_exists(req, key_hex, 0);
-        else send_stored(req, 201, key_hex, len, 0);
-        return;
-    }
-    sync_fill f = { rc, len, key_hex };
-    tided_queue_job(&srv->sync_worker, req, guard, TIDED_JOB_SYNC,
-              "the sync; the value is stored but not known to be durable", strlen(key_hex) + 1, fill_sync, &f);
+    /* Everything the worker reads is set before the job is offered. */
+    (void)store_job(srv, req, guard, TIDED_JOB_PUT, key, key_hex, len, sync);
 }
 
+static void send_found(h2o_req_t *req, tided_guard *guard, tide_cache_obj *obj)
+{
+    /* The guard keeps the reference until h2o has written the bytes. */
+    guard->obj = obj;
+    tided_guard_account(guard, tide_cache_obj_len(obj));
+    tided_send_body(req, 200, "application/octet-stream", tide_cache_obj_data(obj), tide_cache_obj_len(obj));
+}
+
+static void answer_get(h2o_req_t *req, int rc, const char *key_hex, const char *detail)
+{
+    if (rc == TIDE_ENOTFOUND) {
+        tided_send_error(req, 404, "not_found", "no value is stored under key %s", key_hex);
+        return;
+    }
+    tide_log(TIDE_LOG_WARN, "GET %s: %s: %s", key_hex, tide_strerror(rc), detail);
+    tided_send_error(req, 500, "internal", "reading key %s: %s: %s", key_hex, tide_strerror(rc), detail);
+}
+
+/* A hit (or a remembered miss) is answered here on the loop; anything
+ * else is a store job. */
 static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, const uint8_t *key,
                        const char *key_hex)
 {
@@ -141,21 +256,20 @@ static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
     int sync, rc;
 
     if (tided_parse_query(req, &sync)) return;
-    rc = tide_node_get(srv->node, key, &obj);
+    rc = tide_node_get_cached(srv->node, key, &obj);
+    if (rc == 0) {
+        send_found(req, guard, obj);
+        return;
+    }
     if (rc == TIDE_ENOTFOUND) {
-        tided_send_error(req, 404, "not_found", "no value is stored under key %s", key_hex);
+        answer_get(req, rc, key_hex, "");
         return;
     }
-    if (rc != 0) {
-        tide_log(TIDE_LOG_WARN, "GET %s: %s: %s", key_hex, tide_strerror(rc), tide_last_error());
-        tided_send_error(req, 500, "internal", "reading key %s: %s: %s", key_hex, tide_strerror(rc),
-                   tide_last_error());
+    if (!srv->store_pool.started) {
+        tided_send_error(req, 503, "unavailable", "no store worker runs here");
         return;
     }
-    /* The guard keeps the reference until h2o has written the bytes. */
-    guard->obj = obj;
-    tided_guard_account(guard, tide_cache_obj_len(obj));
-    tided_send_body(req, 200, "application/octet-stream", tide_cache_obj_data(obj), tide_cache_obj_len(obj));
+    (void)store_job(srv, req, guard, TIDED_JOB_GET, key, key_hex, 0, 0);
 }
 
 /* The key and its hex live in the request's pool, sized by the store's
@@ -192,4 +306,20 @@ void tided_answer_sync(tided_job *job)
     }
     if (job->put_rc == TIDE_EEXIST) send_exists(req, job->key_hex, 1);
     else send_stored(req, 201, job->key_hex, job->len, 1);
+}
+
+/* A GET miss or a PUT (without ?sync=1, or whose put failed), once its
+ * store worker came back. */
+void tided_answer_store(tided_job *job)
+{
+    tided_server *srv = job->loop->srv;
+
+    if (job->kind == TIDED_JOB_PUT) {
+        answer_put(srv, job->req, job->put_rc, job->key_hex, job->len, job->detail);
+    } else if (job->rc == 0) {
+        send_found(job->req, job->guard, job->obj);
+        job->obj = NULL;                        /* the guard holds it now */
+    } else {
+        answer_get(job->req, job->rc, job->key_hex, job->detail);
+    }
 }

@@ -311,6 +311,8 @@ json_t *tided_memory_limit_json(tided_server *srv)
                   "changes", changes_json(m));
     actions = NULL;
     if (j) json_object_set_new(j, "listener_paused", json_boolean(atomic_load(&srv->listeners_paused) != 0));
+    if (j) json_object_set_new(json_object_get(j, "rejected_requests"), "store_queue",
+                               json_integer((json_int_t)atomic_load(&srv->overload_rejected_queue)));
     if (j) json_object_set_new(j, "readings", json_pack("{s:I,s:I,s:I}", "total", (json_int_t)m->readings,
                                                         "failed", (json_int_t)m->reading_failures,
                                                         "cgroup_failed", (json_int_t)m->cgroup_failures));

@@ -587,6 +587,19 @@ static uint64_t budget_in_use(const tided_server *srv)
          + atomic_load(&srv->body_unparsed);
 }
 
+int tided_body_reserve(tided_server *srv, uint64_t own, uint64_t len)
+{
+    uint64_t before = atomic_fetch_add(&srv->body_in_handlers, len);
+    uint64_t in_use = before + atomic_load(&srv->body_admitted) + atomic_load(&srv->body_unparsed);
+
+    if (in_use > own && in_use + len > srv->body_budget) {
+        atomic_fetch_sub(&srv->body_in_handlers, len);
+        atomic_fetch_add(&srv->requests_refused_budget, 1);
+        return -1;
+    }
+    return 0;
+}
+
 /* 503 overloaded with Retry-After, counted in `counter`: the one answer
  * of every refusal the client should retry (the body budget, the memory
  * level). */
@@ -666,6 +679,10 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
         return;
     }
     want = h.head_len + (h.transfer_encoding ? srv->max_object_size : h.content_length);
+    /* A PUT's body is copied for its store job (api_objects.c), and the
+     * copy counts too: admitted with room for it, so an admitted body is
+     * not refused for its copy once it has been sent. */
+    if (!h.safe_method) want += h.transfer_encoding ? srv->max_object_size : h.content_length;
     if (atomic_load(&srv->body_admitted) + atomic_load(&srv->body_in_handlers) != 0
         && budget_in_use(srv) + want > srv->body_budget) {
         refuse_over_budget(c, left, now_ms);
@@ -796,10 +813,11 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
           "Request bytes held now against http_body_budget (admitted, in handlers, unparsed heads).",
           NULL, (double)budget_in_use(srv) },
         { "tide_overload_rejected_requests_total", "counter",
-          "Requests tided answered 503 overloaded for the memory level: PUTs refused (write), bodies refused "
-          "before they were read (body).",
+          "Requests tided answered 503 overloaded: PUTs refused for the memory level (write), bodies refused "
+          "before they were read (body), PUTs and GET misses refused for a full store_queue (store_queue).",
           "write", (double)atomic_load(&srv->overload_rejected_write) },
         { NULL, NULL, NULL, "body", (double)atomic_load(&srv->overload_rejected_body) },
+        { NULL, NULL, NULL, "store_queue", (double)atomic_load(&srv->overload_rejected_queue) },
         { "tide_overload_listener_paused", "gauge",
           "1 while the memory level is critical and tided accepts no new connections, else 0.",
           NULL, atomic_load(&srv->listeners_paused) ? 1.0 : 0.0 },

@@ -183,6 +183,7 @@ static void on_signal(h2o_socket_t *sock, const char *err)
             tide_log(TIDE_LOG_INFO, "%s: stopping: no new connections; waiting up to %d ms for requests in "
                      "flight (a second signal stops waiting)", name, TIDED_DRAIN_MS);
         } else if (expected == TIDED_DRAINING) {
+            atomic_store(&srv->stop_hurried, 1);    /* work.c: queued PUTs are dropped */
             atomic_store(&srv->state, TIDED_HURRY);
             tide_log(TIDE_LOG_WARN, "%s again: not waiting for requests in flight", name);
         }

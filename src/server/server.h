@@ -18,11 +18,12 @@
  *             api_reply.c (request text, every answer, the query rule)
  *   work.c    the worker threads that run tide_node_sync, tide_node_sweep,
  *             the /metrics render and the heap report off the event
- *             loops, coalescing requests
+ *             loops, coalescing requests; and the store pool, which runs
+ *             every PUT and GET miss (tide_node_put, tide_node_get)
  *
  * Threads: http_threads event loops (loop 0 runs on the main thread and
- * also watches the signalfd), one sync, one sweep, one metrics, one
- * rotate and one heap worker, plus the
+ * also watches the signalfd), store_workers store threads, one sync, one
+ * sweep, one metrics, one rotate and one heap worker, plus the
  * node's own commit and sweeper threads. A request lives on the loop that
  * accepted its connection, and everything that touches it (h2o_req_t, its
  * pool, its guard) runs on that loop's thread; the workers see only
@@ -89,7 +90,11 @@ typedef struct tided_conn tided_conn;
 
 /* ---- work.c ---------------------------------------------------------- */
 
-enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TIDED_JOB_HEAP };
+enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TIDED_JOB_HEAP,
+       TIDED_JOB_GET, TIDED_JOB_PUT };
+/* The store pool's kind (tided_pool_start): it runs TIDED_JOB_GET and
+ * TIDED_JOB_PUT jobs, one per thread at a time. */
+#define TIDED_JOB_STORE TIDED_JOB_GET
 
 /*
  * One request waiting for a worker. Allocated with malloc by the loop
@@ -104,8 +109,21 @@ struct tided_job {
     h2o_req_t   *req;                /* NULL once h2o disposed the request */
     struct tided_guard *guard;       /* the request's guard while it lives */
     int          kind;               /* TIDED_JOB_* */
-    int          put_rc;             /* sync: 0 (stored) or TIDE_EEXIST */
-    size_t       len;                /* sync: the value's bytes */
+    int          put_rc;             /* sync: 0 (stored) or TIDE_EEXIST; put:
+                                        tide_node_put's return */
+    size_t       len;                /* sync, put: the value's bytes */
+    /* get, put (issue 15): the key (key_size bytes after key_hex in the
+     * job's allocation), a put's copy of the body (malloc'd by the loop:
+     * h2o may free the request's while the job is at a worker; the worker
+     * frees it after the put) and a get's reference to what it found
+     * (released with the job when nobody takes it). */
+    const uint8_t *key;
+    void        *value;
+    int64_t      value_held;         /* bytes of value in TIDE_MEM_HTTP and
+                                        srv->body_in_handlers, given back
+                                        when value is freed */
+    int          sync;               /* put: ?sync=1: go on to the sync worker */
+    tide_cache_obj *obj;
     /* Filled by the worker: */
     int          rc;                 /* tide_node_sync's return */
     char         detail[256];        /* tide_last_error() of a failure */
@@ -132,15 +150,18 @@ struct tided_job {
                                         it moved: stale) */
     int          stale;              /* rotate?expect: the count was not R */
     tide_node_rotation_report rotation;
-    char         key_hex[];          /* sync: the key in hex, 2 * key_size + 1
-                                        bytes allocated with the job */
+    char         key_hex[];          /* sync, get, put: the key in hex, 2 *
+                                        key_size + 1 bytes allocated with the
+                                        job (get, put: then the key's bytes) */
 };
 
 typedef struct tided_worker {
-    const char     *name;            /* "sync", "sweep" */
+    const char     *name;            /* "sync", "sweep", "store" */
     int             kind;
     tided_server   *srv;
     pthread_t       tid;
+    pthread_t      *tids;            /* the store pool's threads (nthreads) */
+    unsigned        nthreads;        /* threads running (1 but for the pool) */
     int             started;
     pthread_mutex_t mu;
     pthread_cond_t  cv;
@@ -148,10 +169,49 @@ typedef struct tided_worker {
     int             stop;
     uint64_t        batches;         /* node calls made (under mu) */
     uint64_t        jobs;            /* jobs served (under mu) */
+    /* The store pool (under mu): */
+    size_t          cap;             /* jobs queued at most (0: no bound) */
+    size_t          put_cap;         /* PUTs queued at most: 3/4 of cap, >= 1 */
+    size_t          depth;           /* slots taken: jobs queued, and slots a
+                                        loop reserved for a job it is making */
+    size_t          put_depth;       /* of depth, the PUTs' */
+    size_t          running;         /* jobs a thread is running now */
+    uint64_t        refused;         /* tided_pool_reserve calls refused: full */
+    uint64_t        dropped;         /* jobs dropped unrun at stop */
+    uint64_t        copies;          /* PUT body copies queued */
+    uint64_t        gets, puts;      /* store jobs served, by kind */
+    int             gate_fd;         /* TIDE_TEST_STORE_GATE's FIFO, or -1 */
 } tided_worker;
 
 /* Start the worker thread. Returns 0 or TIDE_ENOMEM (thread creation). */
 int  tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind);
+/* Start the store pool: `threads` threads (1..256) taking TIDED_JOB_GET and
+ * _PUT jobs one at a time, at most `cap` (>= 1) of them queued, PUTs at
+ * most 3/4 of cap (at least 1). Returns 0, or TIDE_ENOMEM when a thread
+ * cannot start (those started are stopped). A test hook:
+ * TIDE_TEST_STORE_GATE=FIFO makes every thread wait for one byte from the
+ * FIFO before each job, or for the pool's stop (work.c). tided_worker_stop
+ * of the pool drops the queued GETs unrun, and the queued PUTs too when
+ * srv->stop_hurried is set; it runs the other PUTs first. */
+int  tided_pool_start(tided_worker *w, tided_server *srv, unsigned threads, size_t cap);
+/* Reserve a queue slot for a store job of kind TIDED_JOB_PUT (`put` 1) or
+ * _GET before anything of it is made: 0, or -1 when `cap` slots are taken
+ * or, for a PUT, `put_cap` PUTs are (the rest of the queue is the reads'
+ * reserve, so a write burst does not shed GET misses); the refusal is
+ * counted. A reserved slot is filled by tided_pool_enqueue or given back
+ * by tided_pool_cancel, once. Any thread; one lock. */
+int  tided_pool_reserve(tided_worker *w, int put);
+void tided_pool_cancel(tided_worker *w, int put);
+/* Queue `job` (complete: the worker may take it at once) in the slot
+ * reserved for it. Any thread; one lock; never refuses. */
+void tided_pool_enqueue(tided_worker *w, tided_job *job);
+/* Free a job coming back and what it still holds (text, keys, a put's body
+ * copy and its accounting, a get's reference). Loop thread. */
+void tided_job_free(tided_job *job);
+struct tide_metrics_writer;
+/* The store pool's families on /metrics (queue depth, running, capacity,
+ * jobs by kind, refusals). Any thread. */
+void tided_pool_families(tided_worker *w, struct tide_metrics_writer *mw);
 /* Queue `job`; the worker answers it with one node call shared with every
  * job queued before that call starts (a rotate job is never shared: each
  * is its own rotation, with its own keep-list). Any thread; never blocks
@@ -218,6 +278,7 @@ struct tided_server {
     unsigned       nloops;
     tided_loop    *loops;
     tided_worker   sync_worker, sweep_worker, metrics_worker, rotate_worker, heap_worker;
+    tided_worker   store_pool;       /* PUTs and GET misses (issue 15) */
                                      /* heap: GET /v1/admin/heap (not started by
                                         fuzz_http, like rotate) */
     int            signal_fd;
@@ -239,6 +300,9 @@ struct tided_server {
      * scan before it was read), and how many loops have paused their
      * listener (conn.c, at CRITICAL). */
     atomic_ullong  overload_rejected_write, overload_rejected_body;
+    atomic_ullong  overload_rejected_queue;  /* the store pool's queue was full */
+    atomic_int     stop_hurried;     /* a second stop signal came (loop.c):
+                                        the store pool drops queued PUTs */
     atomic_uint    listeners_paused;
     /* memory_limit's source text as /v1/status shows it ("flag
      * --memory-limit", "file tide.cfg:3", the cgroup's, "default" when
@@ -372,6 +436,13 @@ int32_t tided_conn_wait_ms(tided_loop *l);
  * request_end: the guard is disposed. Loop thread. */
 int  tided_conn_request_begin(h2o_req_t *req, tided_conn **conn, tided_head *head);
 void tided_conn_request_end(tided_conn *c);
+/* Count `len` more bytes (a PUT's copy for its store job) in
+ * srv->body_in_handlers against http_body_budget: 0, or -1 with nothing
+ * counted when bytes beyond `own` (the request's own body) are held and
+ * the total would pass the budget (the scan's rule: a lone request is
+ * never refused), the refusal counted as the scan's body_budget ones. The
+ * caller gives the bytes back with atomic_fetch_sub. Any thread. */
+int  tided_body_reserve(tided_server *srv, uint64_t own, uint64_t len);
 /* The connection bounds' figures: a new JSON object for /v1/status's
  * "http", and the tide_http_* families they add to /metrics. Any thread. */
 struct json_t;

@@ -833,7 +833,8 @@ int main(int argc, char **argv)
         || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
         || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0
         || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
-        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0)
+        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0
+        || tided_pool_start(&srv->store_pool, srv, cfg.store_workers, cfg.store_queue) != 0)
         goto out;
     status = tided_loops_run(srv) == 0 ? EXIT_OK : EXIT_FAIL;
 out:
@@ -844,6 +845,7 @@ out:
     /* An admin rotation's gradual drop would hold the rotate worker for
      * minutes: interrupted, it returns at its next delete step. */
     if (srv->node) tide_node_interrupt(srv->node);
+    tided_worker_stop(&srv->store_pool);      /* first: a ?sync=1 put goes on to sync */
     tided_worker_stop(&srv->sync_worker);
     tided_worker_stop(&srv->sweep_worker);
     tided_worker_stop(&srv->metrics_worker);

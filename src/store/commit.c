@@ -92,6 +92,7 @@ typedef struct commit {
     tide_store *s;
     ti_pool *batch;
     uint64_t B0, B1, dat0, dat_end;
+    uint64_t W0, C0;             /* dat_indexed, dat_committed before it */
     uint64_t n;                  /* items: the tail's entries and the batch's */
     uint64_t tail0;              /* entries the tail held (a flush when > 0) */
     placed *items;               /* the tail's and batch's entries, by (bucket, hash) */
@@ -242,6 +243,8 @@ static int plan(commit *c)
     c->B0 = s->buckets;
     c->B1 = c->B0 + credit / s->split_units;
     c->dat0 = s->dat_size;
+    c->W0 = s->dat_indexed;
+    c->C0 = s->dat_committed;
 
     c->items = buf_alloc(s, (n ? n : 1) * sizeof *c->items);
     if (c->items == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory for %llu entries",
@@ -571,6 +574,7 @@ static void commit_indexed(commit *c)
     }
     __atomic_store_n(&s->dat_indexed, s->dat_size, __ATOMIC_RELEASE);
     __atomic_store_n(&s->dat_committed, s->dat_size, __ATOMIC_RELEASE);
+    ti_live_publish(s);       /* issue 15 (R): readers elsewhere see W = C */
     pthread_rwlock_unlock(&s->key_lock);
     ti_tail_free_table(old, old_slots);
 }
@@ -669,9 +673,18 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
      * records follow them, so the buffer carries on. */
     pthread_rwlock_wrlock(&s->key_lock);
     locked = 1;
+    ti_live_begin(s);           /* issue 15 (R): readers elsewhere wait (live.c) */
     if ((rc = write_buckets(&c)) != 0) goto out;
     s->buckets = c.B1;
     __atomic_store_n(&s->dat_size, c.dat.base + c.dat.len, __ATOMIC_RELEASE);
+    /* Every record and spill record is in the buckets just written:
+     * W = C = the data file's end, which the page publishes (a reader's
+     * bound on the spill records it may follow). A rollback puts back the
+     * W and C before the commit; commit_indexed sets them again once both
+     * files are synced (issue 15, R and D). */
+    __atomic_store_n(&s->dat_indexed, s->dat_size, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->dat_committed, s->dat_size, __ATOMIC_RELEASE);
+    ti_live_end(s);
     pthread_rwlock_unlock(&s->key_lock);
     locked = 0;
 
@@ -693,9 +706,15 @@ out:
         snprintf(msg, sizeof msg, "%s", tide_last_error());
         if (!locked) pthread_rwlock_wrlock(&s->key_lock);
         locked = 1;
+        ti_live_begin(s);       /* issue 15 (R): odd already if the write phase failed */
         s->buckets = c.B0;
         __atomic_store_n(&s->dat_size, c.dat0, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->dat_indexed, c.W0, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->dat_committed, c.C0, __ATOMIC_RELEASE);
         rb = rollback(&c);
+        /* A failed rollback leaves seq odd: readers report the store as
+         * needing recovery (the handle is broken; live.c). */
+        if (rb == 0) ti_live_end(s);
         if (rb) {
             *end = TI_COMMIT_BROKEN;
             tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "

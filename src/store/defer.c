@@ -182,6 +182,7 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     }
     __atomic_store_n(&s->dat_size, dat1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->dat_committed, dat1, __ATOMIC_RELEASE);
+    ti_live_publish(s);       /* issue 15 (R): readers elsewhere see the new C */
     pthread_rwlock_unlock(&s->key_lock);
     *end = TI_COMMIT_DONE;
 out:

@@ -227,6 +227,47 @@ int ti_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size,
     return 0;
 }
 
+static uint64_t entry_hash(const uint8_t *b, unsigned i)
+{
+    return ti_get48(b + TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * i + 12);
+}
+
+unsigned ti_fmt_bucket_seek(const uint8_t *b, unsigned count, uint64_t h)
+{
+    unsigned guess, lo, hi, step = 1;
+
+    if (count == 0) return 0;
+    /* h < 2^48 and count < 2^16: the product fits in 64 bits. */
+    guess = (unsigned)(((h & TIDE_FIELD48_MAX) * count) >> 48);
+    if (guess >= count) guess = count - 1;
+    if (entry_hash(b, guess) < h) {
+        /* The answer is in (guess, count]: gallop up. */
+        lo = guess + 1;
+        hi = lo;
+        while (hi < count && entry_hash(b, hi) < h) {
+            lo = hi + 1;
+            hi = count - hi > step ? hi + step : count;
+            step *= 2;
+        }
+    } else {
+        /* The answer is in [0, guess]: gallop down. */
+        hi = guess;
+        lo = hi;
+        while (lo > 0 && entry_hash(b, lo - 1) >= h) {
+            hi = lo - 1;
+            lo = lo - 1 > step ? lo - 1 - step : 0;
+            step *= 2;
+        }
+    }
+    /* entries [0, lo) are < h and [hi, count) >= h: binary search between. */
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (entry_hash(b, mid) < h) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 unsigned ti_fmt_bucket_lower_bound(const uint8_t *b, unsigned count, uint64_t h)
 {
     unsigned lo = 0, hi = count;

@@ -215,4 +215,15 @@ int ti_fmt_check_bucket(const uint8_t *b, unsigned capacity, uint64_t dat_size,
 /* Index of the first entry with hash >= h in a bucket image (binary search). */
 unsigned ti_fmt_bucket_lower_bound(const uint8_t *b, unsigned count, uint64_t h);
 
+/* The same index, found from where h should lie: a bucket's hashes are
+ * spread evenly over [0, 2^48) (its index takes only the low bits), so
+ * entry h x count / 2^48 is within a few entries of the answer; the search
+ * gallops out from there (1, 2, 4, ... entries) and ends with a binary
+ * search of the last step. Reads about two cache lines of the bucket where
+ * the binary search reads one per probe (log2(count) of them): for a
+ * bucket searched in place (a mapped key file), not copied first. Any
+ * order of hashes (even, or crafted) gives the right index: O(log count)
+ * probes at worst. */
+unsigned ti_fmt_bucket_seek(const uint8_t *b, unsigned count, uint64_t h);
+
 #endif

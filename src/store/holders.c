@@ -17,6 +17,16 @@
  *   2. A refusal names a process (pid and name) and says how many more
  *      there are, so the operator can find and stop it.
  *
+ * Tide's readers (issue 15: live.c, reader.c) are told apart from other
+ * holders by their tide.live: a reader opens tide.live before any of the
+ * three files and keeps it open (with LOCK_SH) while it reads, and nothing
+ * but a Tide reader opens tide.live. A process that has both one of the
+ * three files and tide.live open is a Tide reader: it writes nothing and
+ * follows the writer's seqlock, so a writer's open (which recovers under
+ * an odd seq) need not refuse it. Recovery alone, a rekey and a verify's
+ * open still do (ti_store_refuse_holders: they change the files without
+ * the seqlock, or rename nudb.key under the reader).
+ *
  * Never: refuse a read-only open for a holder; a reader changes nothing,
  *   whoever else writes.
  */
@@ -68,13 +78,49 @@ int tide_store_holders(const char *dir, tide_io *io, tide_store_holder *out, siz
     return 0;
 }
 
+#define HOLDERS_SEEN 64
+
+/* Drop from h[0..*n) the processes that have tide.live open too (Tide's
+ * readers); *n_all, the count list_holders gave, drops by as many. A
+ * reader beyond the first HOLDERS_SEEN holders is not seen: it counts as
+ * a holder (a refusal too many, never one too few). */
+static int drop_readers(tide_io *io, const char *dir, tide_io_holder *h, size_t *n, size_t *n_all)
+{
+    tide_io_holder r[HOLDERS_SEEN];
+    size_t nr = 0, kept = 0;
+    char *live = ti_path_join(dir, "tide.live");
+    const char *paths[1] = { live };
+    int rc;
+
+    if (live == NULL) return tide_err_set(TIDE_ENOMEM, "holders: out of memory");
+    rc = io->holders(io, paths, 1, r, HOLDERS_SEEN, &nr);
+    free(live);
+    if (rc) return rc;
+    for (size_t i = 0; i < *n; i++) {
+        int reader = 0;
+        for (size_t j = 0; j < nr && j < HOLDERS_SEEN && !reader; j++) reader = r[j].pid == h[i].pid;
+        if (!reader) h[kept++] = h[i];
+    }
+    *n_all -= *n - kept;
+    *n = kept;
+    return 0;
+}
+
 int ti_store_refuse_holders(tide_io *io, const char *dir, const char *doing)
 {
-    tide_io_holder h[1];
-    size_t n = 0;
-    int rc = list_holders(io, dir, h, 1, &n);
+    return ti_store_refuse_holders_ex(io, dir, doing, 0);
+}
+
+int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, int readers_ok)
+{
+    tide_io_holder h[HOLDERS_SEEN];
+    size_t n = 0, seen;
+    int rc = list_holders(io, dir, h, HOLDERS_SEEN, &n);
 
     if (rc || n == 0) return rc;
+    seen = n < HOLDERS_SEEN ? n : HOLDERS_SEEN;
+    if (readers_ok && io->holders && (rc = drop_readers(io, dir, h, &seen, &n)) != 0) return rc;
+    if (n == 0) return 0;
     if (n == 1)
         return tide_err_set(TIDE_EBUSY, "%s: %s is open in process %d (%s): a process with the "
                             "store's files open may be writing them (NuDB takes no lock), so %s now "

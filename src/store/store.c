@@ -562,11 +562,14 @@ static void *commit_thread(void *arg);
 void ti_store_free(tide_store *s)
 {
     if (s == NULL) return;
+    ti_live_free(s);                    /* issue 15 (R) */
     if (s->dat) s->io->close(s->dat);
     if (s->key) s->io->close(s->key);
     if (s->log) s->io->close(s->log);
     if (s->meta) s->io->close(s->meta);
     ti_tail_clear(&s->tail);
+    ti_keymap_close(&s->keymap);
+    free(s->tally);
     ti_pool_reset(&s->pools[0]);
     ti_pool_reset(&s->pools[1]);
     pthread_rwlock_destroy(&s->key_lock);
@@ -590,6 +593,7 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
 
     *out = NULL;
     if (s == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
+    ti_keymap_init(&s->keymap);
     if (opts) s->opts = *opts;
     else tide_store_opts_init(&s->opts);
     if (s->opts.burst_bytes == 0) s->opts.burst_bytes = TIDE_BURST_DEFAULT;
@@ -611,7 +615,9 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
     pthread_cond_init(&s->room_cv, NULL);
     pthread_cond_init(&s->work_cv, NULL);
     s->dir = strdup(dir);
-    if (s->dir == NULL) { rc = tide_err_set(TIDE_ENOMEM, "open: out of memory"); goto out; }
+    s->tally = aligned_alloc(TI_TALLY_LINE, sizeof *s->tally);
+    if (s->tally) memset(s->tally, 0, sizeof *s->tally);
+    if (s->dir == NULL || s->tally == NULL) { rc = tide_err_set(TIDE_ENOMEM, "open: out of memory"); goto out; }
     if ((rc = make_paths(dir, &p)) != 0) goto out;
     s->dat_path = p.dat; s->key_path = p.key; s->log_path = p.log;
     p.dat = p.key = p.log = NULL;
@@ -623,9 +629,12 @@ out:
     return rc;
 }
 
+static int open_store(tide_store **out, const char *dir, const tide_store_opts *opts, int check,
+                      int *holders_checked, int live);
+
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts)
 {
-    return ti_store_open_checked(out, dir, opts, 1, NULL);
+    return open_store(out, dir, opts, 1, NULL, 1);
 }
 
 static store_paths paths_of(const tide_store *s)
@@ -637,20 +646,36 @@ static store_paths paths_of(const tide_store *s)
  * the holders check. Lock before looking at the log: a non-empty log is a
  * crash only when no other handle has the store open; otherwise it is a
  * live commit. */
-static int lock_files(tide_store *s, int flags, int *holders_checked)
+static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
 {
     store_paths p = paths_of(s);
     int rc;
 
     if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
+    /* Issue 15 (R): a reader opens tide.live before nudb.key, so that a
+     * writer's holders scan never meets it without its mark. */
+    if (s->opts.read_only && (rc = ti_live_preopen(s)) != 0) return rc;
     if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) return rc;
-    if ((rc = s->io->lock(s->key, !s->opts.read_only)) != 0) return rc;
+    rc = s->io->lock(s->key, !s->opts.read_only);
+    if (s->opts.read_only) {
+        /* Refused: a writer holds nudb.key; read through its tide.live. */
+        if (rc == TIDE_EBUSY) {
+            rc = ti_live_attach(s);
+            if (rc == 0) tide_err_clear();      /* the lock's refusal is not an error here */
+            return rc;
+        }
+        ti_live_free(s);
+    }
+    if (rc) return rc;
     /* Our lock keeps Tide's handles out; NuDB's writers take none, and
-     * recovering or committing beside one destroys its work. */
+     * recovering or committing beside one destroys its work. Tide's
+     * readers (live.c) change nothing and follow the seqlock. */
     if (!s->opts.read_only && !s->opts.ignore_holders) {
-        rc = ti_store_refuse_holders(s->io, s->dir, "opening it for writing");
+        rc = ti_store_refuse_holders_ex(s->io, s->dir, "opening it for writing", live);
         if (rc == 0 && holders_checked) *holders_checked = 1;
     }
+    /* Issue 15 (R): the page, its seq odd through recovery and loading. */
+    if (rc == 0 && !s->opts.read_only && live) rc = ti_live_create(s);
     return rc;
 }
 
@@ -663,6 +688,7 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     tide_recover_report rep;
     int rc, needed = 0;
 
+    if (s->live && !s->live->writer) return 0;   /* issue 15 (R): the log is the live writer's */
     if ((rc = log_needs_recovery(s->io, s->log_path, log_size, &needed)) != 0) return rc;
     if (needed && s->opts.read_only)
         return tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
@@ -717,7 +743,17 @@ static int load_files(tide_store *s, int flags, int check)
     } else {
         s->dat_indexed = s->dat_committed = dat_size;
     }
-    if (check && (rc = check_index(s)) != 0) return rc;
+    /* A live reader's view comes from tide.live (the writer checked the
+     * index at its open; the files move under this one). */
+    if (check && !(s->live && !s->live->writer) && (rc = check_index(s)) != 0) return rc;
+    /* The map is a speed-up: without it lookups pread as before. A live
+     * reader never maps: the writer's rollback may cut nudb.key under it,
+     * and a touched page past the end is SIGBUS; its preads see the cut. */
+    if (!s->opts.no_map && !(s->live && !s->live->writer) &&
+        ti_keymap_open(&s->keymap, s->io, s->key, key_size) != 0) {
+        tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.key with pread: %s", s->dir, tide_last_error());
+        tide_err_clear();
+    }
     ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
     ti_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
     for (int i = 0; i < 2; i++) {
@@ -765,6 +801,15 @@ static int start_commits(tide_store *s, uint64_t log_size)
 int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
                           int check, int *holders_checked)
 {
+    /* Rekey and verify: no tide.live is made (a rekey renames nudb.key,
+     * which a reader holding the old one would never see), and Tide's
+     * readers count as holders. */
+    return open_store(out, dir, opts, check, holders_checked, 0);
+}
+
+static int open_store(tide_store **out, const char *dir, const tide_store_opts *opts, int check,
+                      int *holders_checked, int live)
+{
     tide_store *s = NULL;
     uint64_t log_size = 0;
     int rc, flags;
@@ -774,13 +819,15 @@ int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_op
     if ((rc = ti_store_alloc(&s, dir, opts)) != 0) return rc;
     flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
     if (holders_checked) *holders_checked = 0;
-    if ((rc = lock_files(s, flags, holders_checked)) != 0) goto out;
+    if ((rc = lock_files(s, flags, holders_checked, live)) != 0) goto out;
     if ((rc = recover_if_needed(s, &log_size)) != 0) goto out;
     if ((rc = load_files(s, flags, check)) != 0) goto out;
     if (s->opts.read_only) {
+        if (s->live && (rc = ti_live_start_reader(s)) != 0) goto out;
         if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
-    } else if ((rc = start_commits(s, log_size)) != 0) {
-        goto out;
+    } else {
+        ti_live_end(s);             /* issue 15 (R): the counts; readers may look */
+        if ((rc = start_commits(s, log_size)) != 0) goto out;
     }
     *out = s;
     s = NULL;
@@ -958,15 +1005,18 @@ void ti_store_break(tide_store *s)
 
 /* ---- lookups ---- */
 
+static int bucket_corrupt(tide_store *s, uint64_t index, unsigned count)
+{
+    return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu (offset %llu): count %u exceeds capacity %u",
+                        s->key_path, (unsigned long long)index,
+                        (unsigned long long)((index + 1) * s->block_size), count, s->capacity);
+}
+
 static int read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
 {
     int rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
     if (rc) return rc;
-    if (ti_fmt_bucket_count(buf) > s->capacity)
-        return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu (offset %llu): count %u exceeds capacity %u",
-                            s->key_path, (unsigned long long)index,
-                            (unsigned long long)((index + 1) * s->block_size),
-                            ti_fmt_bucket_count(buf), s->capacity);
+    if (ti_fmt_bucket_count(buf) > s->capacity) return bucket_corrupt(s, index, ti_fmt_bucket_count(buf));
     return 0;
 }
 
@@ -1028,16 +1078,15 @@ static int search_bucket(tide_store *s, const uint8_t *b, unsigned count, uint64
     return TIDE_ENOTFOUND;
 }
 
-static int search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
-                      tide_entry *entry, void **value)
+/* Search the spill chain that starts at `spill` (0: none), each record
+ * read into `buf` (block_size bytes). */
+static int search_spills(tide_store *s, uint8_t *buf, uint64_t spill, uint64_t h, const void *key,
+                         tide_entry *entry, void **value)
 {
     size_t full = ti_fmt_bucket_bytes(s->capacity);
-    uint64_t spill, hops = 0;
+    uint64_t hops = 0;
     int rc;
 
-    rc = search_bucket(s, buf, ti_fmt_bucket_count(buf), h, key, entry, value);
-    if (rc != TIDE_ENOTFOUND) return rc;
-    spill = ti_fmt_bucket_spill(buf);
     while (spill != 0) {
         uint64_t dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
         if (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER || spill + full > dat_end ||
@@ -1055,6 +1104,76 @@ static int search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
         spill = ti_fmt_bucket_spill(buf);
     }
     return TIDE_ENOTFOUND;
+}
+
+static int search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+                      tide_entry *entry, void **value)
+{
+    int rc = search_bucket(s, buf, ti_fmt_bucket_count(buf), h, key, entry, value);
+    if (rc != TIDE_ENOTFOUND) return rc;
+    return search_spills(s, buf, ti_fmt_bucket_spill(buf), h, key, entry, value);
+}
+
+/*
+ * What a lookup takes from its bucket under key_lock: from the map, the
+ * entries with the key's hash (the binary search decodes only the entries
+ * it touches) and the spill pointer; or, read with pread (no map) or
+ * copied (more than PROBE_MAX entries share the hash), the whole bucket.
+ * The records are read after key_lock is released either way: a slow
+ * nudb.dat read never holds up a commit's write phase.
+ */
+#define PROBE_MAX 8
+
+typedef struct probe {
+    tide_entry e[PROBE_MAX];
+    unsigned n;
+    uint64_t spill;
+    int whole;             /* buf holds the bucket */
+} probe;
+
+/* The caller holds key_lock. */
+static int probe_bucket(tide_store *s, uint64_t h, uint8_t *buf, probe *p)
+{
+    uint64_t index = ti_fmt_bucket_index(h, s->buckets);
+    uint64_t known = (s->buckets + 1) * (uint64_t)s->block_size;
+    const uint8_t *b = ti_keymap_view(&s->keymap, (index + 1) * (uint64_t)s->block_size,
+                                      s->block_size, known);
+    unsigned count;
+
+    p->n = 0;
+    p->whole = b == NULL;
+    if (b == NULL) {
+        ti_tally_add(s->tally, TI_TALLY_BUCKET_READS, 1);
+        return read_bucket(s, index, buf);
+    }
+    ti_tally_add(s->tally, TI_TALLY_MAP_VIEWS, 1);
+    count = ti_fmt_bucket_count(b);
+    if (count > s->capacity) return bucket_corrupt(s, index, count);
+    p->spill = ti_fmt_bucket_spill(b);
+    for (unsigned i = ti_fmt_bucket_seek(b, count, h); i < count; i++) {
+        tide_entry e;
+        ti_fmt_bucket_entry(b, i, &e);
+        if (e.hash != h) break;
+        if (p->n == PROBE_MAX) {
+            memcpy(buf, b, s->block_size);
+            p->whole = 1;
+            return 0;
+        }
+        p->e[p->n++] = e;
+    }
+    return 0;
+}
+
+/* The records of a probe's entries, then its spill chain. */
+static int search_probe(tide_store *s, const probe *p, uint8_t *buf, uint64_t h, const void *key,
+                        tide_entry *entry, void **value)
+{
+    for (unsigned i = 0; i < p->n; i++) {
+        int m = match_record(s, &p->e[i], key, value);
+        if (m < 0) return m;
+        if (m == 1) { *entry = p->e[i]; return 0; }
+    }
+    return search_spills(s, buf, p->spill, h, key, entry, value);
 }
 
 /* Look `key` up in the pools; on a hit copy the value (when `value`). */
@@ -1105,6 +1224,7 @@ static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value,
     uint8_t stack[16384];
     uint8_t *buf = s->block_size <= sizeof stack ? stack : malloc(s->block_size);
     tide_entry e;
+    probe p;
     int rc = 0;
 
     if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
@@ -1112,14 +1232,34 @@ static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value,
     /* Issue 15 (D): the tail before the key file, under the same lock: a
      * flush writes the buckets before it empties the tail. */
     int in_tail = tail_lookup(s, h, key, &e, value);
-    if (in_tail == 0) rc = read_bucket(s, ti_fmt_bucket_index(h, s->buckets), buf);
+    if (in_tail == 0) rc = probe_bucket(s, h, buf, &p);
     pthread_rwlock_unlock(&s->key_lock);
     if (in_tail < 0) rc = in_tail;
     else if (in_tail == 1) rc = 0;
-    else if (rc == 0) rc = search_key(s, buf, h, key, &e, value);
+    else if (rc == 0) rc = p.whole ? search_key(s, buf, h, key, &e, value)
+                              : search_probe(s, &p, buf, h, key, &e, value);
     if (rc == 0 && len) *len = e.size;
     if (buf != stack) free(buf);
     return rc;
+}
+
+/* Issue 15 (R): reader.c's entry points into the lookup above. */
+int ti_store_file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    return file_lookup(s, h, key, value, len);
+}
+
+int ti_store_match_record(tide_store *s, const tide_entry *e, const void *key, void **value)
+{
+    return match_record(s, e, key, value);
+}
+
+/* Issue 15 (R): a reader of another process's live store looks up through
+ * tide.live's seqlock (reader.c); every other handle as before. */
+static int files_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    if (s->live && !s->live->writer) return ti_reader_lookup(s, h, key, value, len);
+    return file_lookup(s, h, key, value, len);
 }
 
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
@@ -1129,9 +1269,9 @@ int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
 
     *out = NULL;
     *len = 0;
-    __atomic_fetch_add(&s->fetches, 1, __ATOMIC_RELAXED);
+    ti_tally_add(s->tally, TI_TALLY_FETCHES, 1);
     rc = pool_lookup(s, h, key, out, len);
-    if (rc == TIDE_ENOTFOUND) rc = file_lookup(s, h, key, out, len);
+    if (rc == TIDE_ENOTFOUND) rc = files_lookup(s, h, key, out, len);
     return rc;
 }
 
@@ -1139,7 +1279,7 @@ int tide_store_contains(tide_store *s, const void *key)
 {
     uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
     int rc = pool_lookup(s, h, key, NULL, NULL);
-    if (rc == TIDE_ENOTFOUND) rc = file_lookup(s, h, key, NULL, NULL);
+    if (rc == TIDE_ENOTFOUND) rc = files_lookup(s, h, key, NULL, NULL);
     if (rc == 0) return 1;
     return rc == TIDE_ENOTFOUND ? 0 : rc;
 }
@@ -1279,6 +1419,7 @@ int tide_store_close(tide_store *s)
         tide_err_set(rc, "%s: close: the final commit failed (%s); nudb.log is kept and the "
                      "next open recovers", s->dir, tide_strerror(rc));
     }
+    if (rc == 0) ti_live_closed(s);     /* issue 15 (R): readers go on with the files as left */
     ti_store_free(s);
     return rc;
 }
@@ -1313,7 +1454,10 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     pthread_mutex_unlock(&s->pool_mu);
     o->commit_buffer_bytes = __atomic_load_n(&s->commit_buffer_bytes, __ATOMIC_RELAXED);
     o->inserts = __atomic_load_n(&s->inserts, __ATOMIC_RELAXED);
-    o->fetches = __atomic_load_n(&s->fetches, __ATOMIC_RELAXED);
+    o->fetches = ti_tally_sum(s->tally, TI_TALLY_FETCHES);
+    o->key_map_views = ti_tally_sum(s->tally, TI_TALLY_MAP_VIEWS);
+    o->key_bucket_reads = ti_tally_sum(s->tally, TI_TALLY_BUCKET_READS);
+    ti_keymap_stats(&s->keymap, o->key_file_bytes, &o->key_map_bytes, NULL);
     o->commits = __atomic_load_n(&s->commits, __ATOMIC_RELAXED);
     o->commit_failures = __atomic_load_n(&s->commit_failures, __ATOMIC_RELAXED);
     o->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
@@ -1335,6 +1479,11 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     o->dat_committed = s->dat_committed;
     pthread_rwlock_unlock(&s->key_lock);
     o->index_flushes = __atomic_load_n(&s->index_flushes, __ATOMIC_RELAXED);
+}
+
+int tide_store_key_map_resident(tide_store *s, uint64_t *bytes)
+{
+    return ti_keymap_stats(&s->keymap, 0, NULL, bytes);
 }
 
 int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)

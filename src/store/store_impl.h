@@ -18,8 +18,11 @@
 #include "tide/store.h"
 #include "io/io.h"
 #include "store/format.h"
+#include "store/live.h"
+#include "store/keymap.h"
 #include "store/pool.h"
 #include "store/tail.h"
+#include "store/tally.h"
 #include "util/hist.h"
 
 /*
@@ -51,6 +54,14 @@ struct tide_store {
     uint64_t   buckets;
     uint64_t   dat_size;          /* end of nudb.dat */
     uint64_t   split_credit;      /* in 1/65536 inserts, below split_units */
+    /* Issue 15 (helpers D and R): nudb.key indexes every record below
+     * dat_indexed (W); every record below dat_committed (C) is complete.
+     * Without the deferred index both are dat_size after each commit. */
+    uint64_t   dat_indexed, dat_committed;
+
+    /* Issue 15 (R): tide.live (live.h). A writer's page, or a reader's in
+     * another process than the writer's; NULL for neither. */
+    ti_live   *live;
 
     pthread_mutex_t pool_mu;
     pthread_cond_t  room_cv;      /* pool has room, a commit ended */
@@ -77,22 +88,26 @@ struct tide_store {
 
     pthread_mutex_t write_mu;
 
-    /* The deferred index (issue 15, tail.c, defer.c). W: the key file
-     * indexes every record below dat_indexed; C: every record below
-     * dat_committed is synced and acknowledged. W == C == dat_size after
-     * every commit unless opts.index_lag_bytes; then [W, C) are the tail's
-     * records. Changed by the commit thread under key_lock (write), read
-     * atomically; `tail` read under key_lock (read). */
-    uint64_t   dat_indexed, dat_committed;
+    /* The deferred index (issue 15, tail.c, defer.c). W (dat_indexed,
+     * above): the key file indexes every record below it; C
+     * (dat_committed): every record below it is synced and acknowledged.
+     * W == C == dat_size after every commit unless opts.index_lag_bytes;
+     * then [W, C) are the tail's records. Changed by the commit thread
+     * under key_lock (write), read atomically; `tail` read under key_lock
+     * (read). */
     ti_tail    tail;
     char      *meta_path;
     tide_file *meta;              /* tide.meta, open while deferring */
     uint64_t   meta_seq;          /* the last slot's seq written or read */
     uint64_t   index_flushes;     /* flushes of a non-empty tail (atomic) */
     int        flush_wanted;      /* tide_store_flush asked (pool_mu) */
+    /* nudb.key mapped for lookups (keymap.h); read under key_lock. */
+    ti_keymap  keymap;
+    /* The fetch path's counters, one cache line per thread (tally.h). */
+    ti_tally  *tally;
 
     /* Counters (atomic). */
-    uint64_t   inserts, fetches, commits, commit_failures, bytes_written, syncs;
+    uint64_t   inserts, commits, commit_failures, bytes_written, syncs;
     uint64_t   last_commit_us, commit_buffer_bytes;
     tide_hist  commit_hist;      /* durations of commits that reached the files */
 };
@@ -184,6 +199,9 @@ int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_op
  * files open (holders.c), or 0. `doing` completes "so ... now could undo
  * its work" ("a recovery", "a write"). */
 int ti_store_refuse_holders(tide_io *io, const char *dir, const char *doing);
+/* The same; with `readers_ok`, Tide's readers in other processes (they
+ * have tide.live open: holders.c) are not counted (a writer's open). */
+int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, int readers_ok);
 
 /* Recovery on paths (recover.c); used by open and tide_store_recover. A
  * caller that holds the lock has done the holders check too (`force` is
@@ -201,6 +219,12 @@ typedef int (*tide_spill_fn)(void *arg, uint64_t offset, uint64_t n);
 int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
                   void *arg, tide_progress_fn progress, void *progress_arg,
                   tide_visit_stats *stats);
+
+/* Issue 15 (R): the key-file lookup of fetch (after the pools) and the
+ * comparison of one entry's record with a key (reading the value when
+ * `value`), for reader.c. As store.c's file_lookup and match_record. */
+int ti_store_file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
+int ti_store_match_record(tide_store *s, const tide_entry *e, const void *key, void **value);
 
 /* "dir/name" in a malloc'd string, or NULL. */
 char *ti_path_join(const char *dir, const char *name);

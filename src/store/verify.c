@@ -235,6 +235,18 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     return tide_store_verify_ex(dir, &vo, r);
 }
 
+/* Issue 15 (R): a read-only handle reading through a running writer's
+ * tide.live: the two files move apart under this check. verify_live.c
+ * checks what holds while they move. */
+static int refuse_live(const tide_store *s, const char *dir)
+{
+    if (s->live == NULL) return 0;
+    return tide_err_set(TIDE_EBUSY, "%s: a Tide writer (pid %d) has the store open and commits "
+                        "to it; 'tide verify --live' checks a running store (this full check "
+                        "needs the writer stopped); nothing was read", dir,
+                        (int)__atomic_load_n(&s->live->w[TI_LIVE_PID], __ATOMIC_RELAXED));
+}
+
 int tide_store_verify_ex(const char *dir, const tide_verify_opts *vo, tide_verify_report *r)
 {
     static const tide_verify_opts none = { 0 };
@@ -250,6 +262,7 @@ int tide_store_verify_ex(const char *dir, const tide_verify_opts *vo, tide_verif
     o.read_only = 1;
     o.io = io;
     if ((rc = ti_store_open_checked(&s, dir, &o, 0, NULL)) != 0) goto out;
+    if ((rc = refuse_live(s, dir)) != 0) goto out;
     r->buckets = s->buckets;
     r->capacity = s->capacity;
     r->block_size = s->block_size;

@@ -7,7 +7,8 @@
  * bucket). The walk reads it front to back through a 1 MiB window and hands
  * each data record to the caller. It opens the file read-only, takes no
  * lock and writes nothing, so it is safe on a store that is open elsewhere
- * (it then sees a prefix of the file as of its start).
+ * (it then sees a prefix of the file as of its start: with a Tide writer
+ * running, the prefix its tide.live says is complete, max(W, C)).
  *
  * Invariants:
  *   1. Every byte from the header to the end is in exactly one record; a
@@ -78,6 +79,17 @@ int tide_store_visit_ex(const char *dir, const tide_visit_opts *o, tide_visit_fn
     return ti_store_walk(dir, o->io, fn, NULL, arg, o->progress, o->progress_arg, stats);
 }
 
+/* Issue 15 (R): a Tide writer runs (tide.live): walk only what it says is
+ * complete, max(W, C); past that a record may be half appended. */
+static int live_bound(const char *dir, tide_io *io, uint64_t *size)
+{
+    tide_store_live lv;
+    int rc = tide_store_live_info(dir, io, &lv);
+    uint64_t end = lv.dat_indexed > lv.dat_committed ? lv.dat_indexed : lv.dat_committed;
+    if (rc == 0 && lv.writer_running && end >= TIDE_DAT_HEADER_SIZE && end < *size) *size = end;
+    return rc;
+}
+
 int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
                   void *arg, tide_progress_fn progress, void *progress_arg,
                   tide_visit_stats *stats)
@@ -102,6 +114,7 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
     if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
     if (rc) goto out;
     if ((rc = r.io->size(r.f, &r.size)) != 0) goto out;
+    if ((rc = live_bound(dir, r.io, &r.size)) != 0) goto out;
     st.file_bytes = r.size;
     {
         const uint8_t *h;

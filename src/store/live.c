@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * live.c: tide.live, the page through which a Tide writer lets readers in
+ * other processes read its store while it commits (issue 15).
+ *
+ * A reader in another process cannot take the writer's key_lock, so the
+ * writer publishes what the lock protects in a shared page instead: a
+ * seqlock counter and the counts a lookup needs (live.h: the words). The
+ * writer maps tide.live MAP_SHARED read-write; readers map it read-only.
+ * The page is never synced and means nothing after a crash: the next
+ * writable open rebuilds it, in place (never a new file: a reader that
+ * has the old inode mapped must see the new writer's generation).
+ *
+ * The writer's side, in the order a handle meets it:
+ *   open       ti_live_create: seq made odd, GEN bumped, PID/START named;
+ *              recovery runs under the odd seq; ti_live_end publishes the
+ *              counts and makes seq even.
+ *   commit     ti_live_begin before the first key-file write (commit.c:
+ *              the write phase under key_lock), ti_live_end after the last;
+ *              a rollback the same.
+ *   close      ti_live_closed: OPEN 0, seq even: the files are as left.
+ *   failure    ti_live_free with seq odd (a failed open, a broken
+ *              rollback): PID 0, seq left odd, so readers say "recover"
+ *              rather than read a half-written table.
+ * The reader's side (store.c's read-only open): ti_live_preopen, then
+ * (when nudb.key's shared lock is refused, a writer holds it)
+ * ti_live_attach and ti_live_start_reader; reader.c fetches.
+ *
+ * Invariants:
+ *   1. Only the writer stores to the page, with 8-byte atomic stores;
+ *      seq only grows, across generations too (an open keeps the old
+ *      value and makes it odd), so a reader's seq comparison never
+ *      mistakes a new writer's state for the one it read.
+ *   2. Every key-file write of the writer lies between an odd and the
+ *      next even seq; the counts are stored while seq is odd.
+ *   3. The writer names itself (PID, START) before it makes seq even the
+ *      first time, and a reader trusts an odd seq only while that
+ *      process runs (START matching: a reused pid is not the writer).
+ *
+ * Never: sync tide.live, truncate it below its page, or unlink it (a
+ *   reader holding the old inode would never see the next writer).
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store_impl.h"
+#include "util/assert.h"
+#include "util/err.h"
+#include "util/log.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "tide.live's words are little-endian");
+_Static_assert(TI_LIVE_WORDS * 8 <= TI_LIVE_BYTES, "the words fit the page");
+
+static uint64_t word(const ti_live *l, int i)
+{
+    return __atomic_load_n(&l->w[i], __ATOMIC_RELAXED);
+}
+
+static void set_word(ti_live *l, int i, uint64_t v)
+{
+    __atomic_store_n(&l->w[i], v, __ATOMIC_RELAXED);
+}
+
+uint64_t ti_live_proc_start(int pid)
+{
+    char path[64], buf[1024];
+    ssize_t n = -1;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    /* Process information, not a store file: /proc is read directly (the
+     * simulated file system has no processes, and no tide.live). */
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+    }
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    /* "pid (comm) state ..." : comm may hold spaces and parentheses, so
+     * count fields from the last ')'; starttime is field 22. */
+    char *p = strrchr(buf, ')');
+    if (p == NULL) return 0;
+    p++;
+    for (int field = 3; field < 22; field++) {
+        while (*p == ' ') p++;
+        while (*p && *p != ' ') p++;
+    }
+    while (*p == ' ') p++;
+    if (!isdigit((unsigned char)*p)) return 0;
+    return strtoull(p, NULL, 10);
+}
+
+int ti_live_writer_alive(const ti_live *l)
+{
+    uint64_t pid = word(l, TI_LIVE_PID), start = word(l, TI_LIVE_START);
+    if (word(l, TI_LIVE_OPEN) != 1 || pid == 0 || pid > INT32_MAX) return 0;
+    return start != 0 && ti_live_proc_start((int)pid) == start;
+}
+
+static int live_alloc(tide_store *s, int writer)
+{
+    ti_live *l = calloc(1, sizeof *l);
+    if (l == NULL) return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
+    l->io = s->io;
+    l->writer = writer;
+    s->live = l;
+    return 0;
+}
+
+int ti_live_create(tide_store *s)
+{
+    char *path = NULL;
+    ti_live *l;
+    uint64_t size = 0;
+    void *p = NULL;
+    int rc;
+
+    if (s->io->share == NULL) return 0;
+    if ((rc = live_alloc(s, 1)) != 0) return rc;
+    l = s->live;
+    if ((path = ti_path_join(s->dir, "tide.live")) == NULL) {
+        rc = tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
+        goto out;
+    }
+    if ((rc = s->io->open(s->io, path, TIDE_IO_CREATE, &l->f)) != 0) goto out;
+    if ((rc = s->io->size(l->f, &size)) != 0) goto out;
+    if (size < TI_LIVE_BYTES && (rc = s->io->truncate(l->f, TI_LIVE_BYTES)) != 0) goto out;
+    if ((rc = s->io->share(l->f, TI_LIVE_BYTES, 1, &p)) != 0) goto out;
+    l->w = p;
+    if (word(l, TI_LIVE_MAGIC) != TI_LIVE_MAGIC_WORD || word(l, TI_LIVE_VERSION) != TI_LIVE_VERSION_1) {
+        /* New or foreign: readers ignore it until the magic is in. */
+        set_word(l, TI_LIVE_MAGIC, 0);
+        /* Odd, and above what was there (invariant 1, even for a page
+         * some reader may still hold from before it was spoilt). */
+        __atomic_store_n(&l->w[TI_LIVE_SEQ], (word(l, TI_LIVE_SEQ) + 2) | 1, __ATOMIC_SEQ_CST);
+        set_word(l, TI_LIVE_GEN, 0);
+    } else if ((word(l, TI_LIVE_SEQ) & 1) == 0) {
+        __atomic_store_n(&l->w[TI_LIVE_SEQ], word(l, TI_LIVE_SEQ) + 1, __ATOMIC_SEQ_CST);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    set_word(l, TI_LIVE_GEN, word(l, TI_LIVE_GEN) + 1);
+    set_word(l, TI_LIVE_PID, (uint64_t)getpid());
+    set_word(l, TI_LIVE_START, ti_live_proc_start((int)getpid()));
+    set_word(l, TI_LIVE_OPEN, 1);
+    set_word(l, TI_LIVE_VERSION, TI_LIVE_VERSION_1);
+    __atomic_store_n(&l->w[TI_LIVE_MAGIC], TI_LIVE_MAGIC_WORD, __ATOMIC_RELEASE);
+out:
+    if (rc) tide_err_prefix(rc, "%s: tide.live (the page readers in other processes share)", s->dir);
+    free(path);
+    return rc;
+}
+
+void ti_live_begin(tide_store *s)
+{
+    ti_live *l = s->live;
+    if (l == NULL || !l->writer) return;
+    uint64_t seq = word(l, TI_LIVE_SEQ);
+    if (seq & 1) return;              /* already odd: an open's recovery, a rollback's */
+    __atomic_store_n(&l->w[TI_LIVE_SEQ], seq + 1, __ATOMIC_RELAXED);
+    /* The odd seq is visible before any key-file byte changes. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void ti_live_end(tide_store *s)
+{
+    ti_live *l = s->live;
+    if (l == NULL || !l->writer) return;
+    uint64_t seq = word(l, TI_LIVE_SEQ);
+    TIDE_ASSERT(seq & 1);             /* invariant 2: the counts change under an odd seq */
+    set_word(l, TI_LIVE_UID, s->kh.uid);
+    set_word(l, TI_LIVE_BUCKETS, s->buckets);
+    set_word(l, TI_LIVE_KEY_BYTES, (s->buckets + 1) * (uint64_t)s->block_size);
+    set_word(l, TI_LIVE_W, s->dat_indexed);
+    set_word(l, TI_LIVE_C, s->dat_committed);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&l->w[TI_LIVE_SEQ], seq + 1, __ATOMIC_RELEASE);
+}
+
+void ti_live_publish(tide_store *s)
+{
+    ti_live_begin(s);
+    ti_live_end(s);
+}
+
+void ti_live_closed(tide_store *s)
+{
+    ti_live *l = s->live;
+    if (l == NULL || !l->writer) return;
+    ti_live_begin(s);
+    set_word(l, TI_LIVE_OPEN, 0);
+    ti_live_end(s);
+}
+
+int ti_live_preopen(tide_store *s)
+{
+    char *path;
+    int rc;
+
+    if (s->io->share == NULL) return 0;
+    if ((path = ti_path_join(s->dir, "tide.live")) == NULL)
+        return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
+    if ((rc = live_alloc(s, 0)) == 0) {
+        rc = s->io->open(s->io, path, TIDE_IO_READ, &s->live->f);
+        if (rc == TIDE_ENOENT) rc = 0;
+        tide_err_clear();
+    }
+    free(path);
+    return rc;
+}
+
+int ti_live_attach(tide_store *s)
+{
+    ti_live *l = s->live;
+    uint64_t size = 0;
+    void *p = NULL;
+    int rc;
+
+    if (l == NULL || l->f == NULL)
+        return tide_err_set(TIDE_EBUSY, "%s: the store is open for writing in another process "
+                            "or handle, and there is no tide.live to read it through (a Tide "
+                            "before issue 15, a rekey or a recovery)", s->dir);
+    if ((rc = s->io->size(l->f, &size)) != 0) return rc;
+    if (size < TI_LIVE_BYTES)
+        return tide_err_set(TIDE_EBUSY, "%s: tide.live is %llu bytes, not a %u-byte page: its "
+                            "writer is still opening the store, or it is not Tide's; try again",
+                            s->dir, (unsigned long long)size, TI_LIVE_BYTES);
+    if ((rc = s->io->share(l->f, TI_LIVE_BYTES, 0, &p)) != 0) return rc;
+    l->w = p;
+    if (__atomic_load_n(&l->w[TI_LIVE_MAGIC], __ATOMIC_ACQUIRE) != TI_LIVE_MAGIC_WORD ||
+        word(l, TI_LIVE_VERSION) != TI_LIVE_VERSION_1)
+        return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by a writer, but tide.live does "
+                            "not hold a version-1 page (its writer is still opening the store?)",
+                            s->dir);
+    if (!ti_live_writer_alive(l))
+        return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by another process, but "
+                            "tide.live names no running writer (pid %llu%s): a Tide before issue "
+                            "15, a rekey or a recovery has the store; try again when it is done",
+                            s->dir, (unsigned long long)word(l, TI_LIVE_PID),
+                            word(l, TI_LIVE_OPEN) ? "" : ", closed");
+    /* The reader's mark (DURABILITY.md): a shared lock no writer takes. */
+    return s->io->lock(l->f, 0);
+}
+
+void ti_live_free(tide_store *s)
+{
+    ti_live *l = s->live;
+    if (l == NULL) return;
+    if (l->w && l->writer) {
+        /* A clean close has said so already; any other end of a writer
+         * is not a running writer either. */
+        if (word(l, TI_LIVE_SEQ) & 1) set_word(l, TI_LIVE_PID, 0);
+        set_word(l, TI_LIVE_OPEN, 0);
+    }
+    if (l->w) s->io->unshare(l->w, TI_LIVE_BYTES);
+    if (l->f) s->io->close(l->f);
+    free(l->tail);
+    free(l);
+    s->live = NULL;
+}
+
+/* ---- a look at the page without a handle (info, visit, verify --live) ---- */
+
+int tide_store_live_info(const char *dir, tide_io *io, tide_store_live *out)
+{
+    ti_live l;
+    char *path = NULL;
+    uint64_t size = 0;
+    void *p = NULL;
+    int rc;
+
+    tide_err_clear();
+    memset(out, 0, sizeof *out);
+    memset(&l, 0, sizeof l);
+    if (io == NULL) io = tide_io_posix();
+    if (io->share == NULL) return 0;
+    if ((path = ti_path_join(dir, "tide.live")) == NULL)
+        return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", dir);
+    rc = io->open(io, path, TIDE_IO_READ, &l.f);
+    if (rc == TIDE_ENOENT) { rc = 0; tide_err_clear(); goto out; }
+    if (rc == 0) rc = io->size(l.f, &size);
+    if (rc || size < TI_LIVE_BYTES) goto out;
+    if ((rc = io->share(l.f, TI_LIVE_BYTES, 0, &p)) != 0) goto out;
+    l.w = p;
+    if (__atomic_load_n(&l.w[TI_LIVE_MAGIC], __ATOMIC_ACQUIRE) != TI_LIVE_MAGIC_WORD ||
+        word(&l, TI_LIVE_VERSION) != TI_LIVE_VERSION_1)
+        goto out;
+    out->present = 1;
+    /* A consistent copy of the counts: the seqlock, a bounded number of
+     * tries (a page whose writer died odd keeps its last counts). */
+    for (int tries = 0; tries < 100000; tries++) {
+        uint64_t s1 = __atomic_load_n(&l.w[TI_LIVE_SEQ], __ATOMIC_ACQUIRE);
+        out->seq = s1;
+        out->generation = word(&l, TI_LIVE_GEN);
+        out->buckets = word(&l, TI_LIVE_BUCKETS);
+        out->key_file_bytes = word(&l, TI_LIVE_KEY_BYTES);
+        out->dat_indexed = word(&l, TI_LIVE_W);
+        out->dat_committed = word(&l, TI_LIVE_C);
+        out->uid = word(&l, TI_LIVE_UID);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if ((s1 & 1) == 0 && __atomic_load_n(&l.w[TI_LIVE_SEQ], __ATOMIC_RELAXED) == s1) break;
+        if (!ti_live_writer_alive(&l)) break;
+        if (tries % 64 == 63) usleep(100);
+    }
+    out->writing = (out->seq & 1) != 0;
+    out->writer_pid = (int)word(&l, TI_LIVE_PID);
+    out->writer_running = ti_live_writer_alive(&l);
+out:
+    if (l.w) io->unshare(l.w, TI_LIVE_BYTES);
+    if (l.f) io->close(l.f);
+    free(path);
+    return rc;
+}

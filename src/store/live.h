@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * live.h: tide.live, the page a writer shares with readers in other
+ * processes (issue 15), and the reader's view of the store through it.
+ * live.c writes and reads the page; reader.c is the reader's fetch.
+ * docs/FORMAT.md gives the page's layout, docs/DURABILITY.md the protocol.
+ */
+#ifndef TIDE_STORE_LIVE_H
+#define TIDE_STORE_LIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/io.h"
+
+struct tide_store;
+
+/* The page: 8-byte words, native byte order (little-endian: the page is
+ * never read on another machine, never synced, rebuilt at every writable
+ * open). Every word is read and written with 8-byte atomics only. */
+enum {
+    TI_LIVE_MAGIC = 0,      /* "TIDELIVE" */
+    TI_LIVE_VERSION,        /* 1 */
+    TI_LIVE_SEQ,            /* the seqlock: odd while nudb.key is being written */
+    TI_LIVE_GEN,            /* bumped at every writable open (and its recovery) */
+    TI_LIVE_PID,            /* the writer's pid; 0 once its open failed */
+    TI_LIVE_START,          /* its start time (/proc/PID/stat, clock ticks) */
+    TI_LIVE_OPEN,           /* 1 while the writer has the store open */
+    TI_LIVE_UID,            /* the store's uid (nudb.key's header) */
+    TI_LIVE_BUCKETS,        /* the published bucket count */
+    TI_LIVE_KEY_BYTES,      /* nudb.key's size: (buckets + 1) x block size */
+    TI_LIVE_W,              /* dat_indexed: nudb.key indexes every record below */
+    TI_LIVE_C,              /* dat_committed: every record below is complete */
+    TI_LIVE_WORDS
+};
+#define TI_LIVE_BYTES 4096u
+#define TI_LIVE_MAGIC_WORD 0x4556494c45444954ull   /* "TIDELIVE" read little-endian */
+#define TI_LIVE_VERSION_1 1u
+/* How long a reader's fetch waits for a writer's key-file write to end. */
+#define TI_LIVE_WAIT_MS 10000u
+
+/* One entry of the reader's tail index: a record in [W, C). offset 0 is
+ * an empty slot (no record lies in the data file's header). */
+typedef struct ti_reader_slot {
+    uint64_t hash, offset, size;
+} ti_reader_slot;
+
+typedef struct ti_live {
+    tide_io   *io;
+    tide_file *f;
+    uint64_t  *w;            /* the mapped page: TI_LIVE_WORDS words */
+    int        writer;       /* 1: this handle writes the page */
+    /* The reader's view, changed under the store's key_lock (write). */
+    uint64_t   view_seq;     /* the even seq the view was read at; 0 none */
+    uint64_t   view_gen, W, C;
+    uint64_t   scanned;      /* the tail index holds [W, scanned) */
+    ti_reader_slot *tail;
+    size_t     tail_cap, tail_count;   /* cap a power of two, or 0 */
+    /* Counters (atomic). */
+    uint64_t   retries, waits, tail_scans;
+} ti_live;
+
+/* Writer: open (create) tide.live beside the store, map it read-write,
+ * make seq odd, bump the generation and name this process. No-op (s->live
+ * stays NULL) when the io cannot share a map (the simulated file system).
+ * Called once the exclusive lock is held, before recovery. */
+int ti_live_create(struct tide_store *s);
+/* Writer: seq to odd before the first key-file write of a commit, flush
+ * or rollback (and before nudb.key grows). No-op without a live page. */
+void ti_live_begin(struct tide_store *s);
+/* Writer: publish buckets, key file size, dat_indexed, dat_committed and
+ * the uid, then seq to even. No-op without a live page. */
+void ti_live_end(struct tide_store *s);
+/* Writer: begin + end, for a change of the counts alone (the deferred
+ * index's phase A raising C). */
+void ti_live_publish(struct tide_store *s);
+/* Writer, clean close: OPEN to 0, published, seq even. */
+void ti_live_closed(struct tide_store *s);
+
+/* Reader, step 1 (before nudb.key is opened, so a writer's holders scan
+ * never sees a reader without its tide.live): open tide.live when it
+ * exists. */
+int ti_live_preopen(struct tide_store *s);
+/* Reader, step 2, after the shared lock on nudb.key failed with
+ * TIDE_EBUSY (`busy` is that error's code): map the page and check that
+ * it names a running writer, then take LOCK_SH on tide.live. 0 (s->live
+ * set: a live reader) or TIDE_EBUSY with a message. */
+int ti_live_attach(struct tide_store *s);
+/* Reader, step 3, once the headers are read: the first view (waits for
+ * an even seq), and the page's uid against the store's. */
+int ti_live_start_reader(struct tide_store *s);
+
+/* Unmap and close; a writer whose seq is odd (a failed open, a broken
+ * commit) leaves it odd with PID 0, so readers report the store as
+ * needing recovery instead of waiting. Frees the tail index. */
+void ti_live_free(struct tide_store *s);
+
+/* 1 when the writer the page names is running. */
+int ti_live_writer_alive(const ti_live *l);
+/* This process's start time in clock ticks after boot (/proc/PID/stat
+ * field 22), or 0 when it cannot be read. */
+uint64_t ti_live_proc_start(int pid);
+
+/* Reader (reader.c): pool-less lookup through the seqlock: the key file
+ * under the published bucket count, then the tail index of [W, C).
+ * Retries while a write overlaps; TIDE_EBUSY after TI_LIVE_WAIT_MS of
+ * writes, or at once when the writer died in the middle of one. */
+int ti_reader_lookup(struct tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
+/* Reader: bucket `index` as one consistent view has it (the seqlock, as a
+ * lookup), into buf (block_size bytes); *buckets and *dat_end get that
+ * view's bucket count and data-file bound. TIDE_ENOTFOUND when index is
+ * past the view's last bucket. For verify --live (verify_live.c). */
+int ti_reader_bucket(struct tide_store *s, uint64_t index, uint8_t *buf, uint64_t *buckets,
+                     uint64_t *dat_end);
+/* Bring the view to the page's counts under seq `s1` (even): buckets,
+ * data file bound, tail index. Caller holds no lock. */
+int ti_reader_refresh(struct tide_store *s, uint64_t s1);
+
+#endif

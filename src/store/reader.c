@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * reader.c: a read-only handle's lookups while a writer in another process
+ * commits (issue 15). live.c's essay says how the writer publishes; this is
+ * the reader's half of the seqlock.
+ *
+ * A lookup is, in one attempt:
+ *   s1 = seq (acquire); wait while it is odd;
+ *   bring the view to the page (ti_reader_refresh: the bucket count, the
+ *   data file's bound max(W, C), and the tail index of [W, C));
+ *   look in nudb.key under that count (store.c: ti_store_file_lookup,
+ *   the same probe an ordinary handle makes), then in the tail index;
+ *   s2 = seq; when s2 != s1 the attempt is thrown away (its value freed,
+ *   its error too: a bucket read half-written may look corrupt) and the
+ *   lookup starts again.
+ * The value is read inside the attempt (with the key, in one read), so a
+ * rollback that cuts nudb.dat after s1 is seen by the s2 check as well.
+ *
+ * The tail index: every record in [W, C) of nudb.dat, which the deferred
+ * index (helper D) has acknowledged but not yet written to nudb.key. The
+ * reader scans it itself, incrementally: [scanned, C) when C grows; when W
+ * moves up (a flush wrote the tail's buckets) the entries below W are
+ * dropped (rehashed, no I/O); a new generation (a writer's open, its
+ * recovery) or a C below `scanned` (a rollback) empties it and scans [W, C)
+ * again. Records there are data records (nonzero size, key, value) or
+ * spill records (size 0, a 2-byte length, a bucket), walked as visit does.
+ *
+ * Invariants:
+ *   1. The view (s->buckets, s->dat_size, the tail index) only moves
+ *      forward: it is replaced under key_lock (write) by a view of a later
+ *      seq only, so a thread holding an older s1 fails its s2 check
+ *      instead of searching with counts older than it read.
+ *   2. A result is returned only from an attempt whose s1 == s2 (even):
+ *      no key-file byte and no count changed while it ran.
+ *   3. The tail index holds exactly the data records of [W, scanned),
+ *      scanned <= C, each once (by offset).
+ *
+ * Never: return a value or an ENOTFOUND from an attempt that overlapped a
+ *   write; wait for ever (TI_LIVE_WAIT_MS, then TIDE_EBUSY).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/store_impl.h"
+#include "util/assert.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+#define SCAN_WINDOW (1u << 20)
+
+static uint64_t seq_now(const ti_live *l)
+{
+    return __atomic_load_n(&l->w[TI_LIVE_SEQ], __ATOMIC_ACQUIRE);
+}
+
+static uint64_t page(const ti_live *l, int i)
+{
+    return __atomic_load_n(&l->w[i], __ATOMIC_RELAXED);
+}
+
+/* ---- the tail index ---- */
+
+static int tail_put(ti_live *l, uint64_t hash, uint64_t offset, uint64_t size)
+{
+    if (2 * (l->tail_count + 1) > l->tail_cap) {
+        size_t cap = l->tail_cap ? 2 * l->tail_cap : 1024;
+        ti_reader_slot *t = calloc(cap, sizeof *t), *old = l->tail;
+        if (t == NULL) return tide_err_set(TIDE_ENOMEM, "reader: tail index of %zu entries: out "
+                                           "of memory", cap);
+        size_t old_cap = l->tail_cap;
+        l->tail = t;
+        l->tail_cap = cap;
+        l->tail_count = 0;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].offset) tail_put(l, old[i].hash, old[i].offset, old[i].size);
+        free(old);
+    }
+    size_t mask = l->tail_cap - 1, i = (size_t)(hash * 0x9e3779b97f4a7c15ull >> 20) & mask;
+    while (l->tail[i].offset) i = (i + 1) & mask;
+    l->tail[i] = (ti_reader_slot){ hash, offset, size };
+    l->tail_count++;
+    return 0;
+}
+
+/* Keep the entries at or above `w` (W moved up: the rest are in nudb.key). */
+static void tail_prune(ti_live *l, uint64_t w)
+{
+    ti_reader_slot *old = l->tail;
+    size_t cap = l->tail_cap;
+
+    if (old == NULL) return;
+    l->tail = calloc(cap, sizeof *l->tail);
+    if (l->tail == NULL) {          /* keep the old one: a stale entry only costs a read */
+        l->tail = old;
+        return;
+    }
+    l->tail_count = 0;
+    for (size_t i = 0; i < cap; i++)
+        if (old[i].offset >= w) tail_put(l, old[i].hash, old[i].offset, old[i].size);
+    free(old);
+}
+
+static void tail_clear(ti_live *l)
+{
+    if (l->tail) memset(l->tail, 0, l->tail_cap * sizeof *l->tail);
+    l->tail_count = 0;
+}
+
+/* Index the records of [l->scanned, c): data records into the table, spill
+ * records stepped over. A record that does not fit below c is corruption
+ * (C is the end of complete records), unless the seq moved meanwhile,
+ * which the caller's s2 check finds. */
+static int tail_scan(tide_store *s, ti_live *l, uint64_t c)
+{
+    size_t head = TIDE_DAT_RECORD_HEADER + s->key_size;
+    uint8_t *win = NULL;
+    uint64_t base = 0, have = 0, pos = l->scanned;
+    int rc = 0;
+
+    if (pos >= c) return 0;
+    if ((win = malloc(SCAN_WINDOW)) == NULL) return tide_err_set(TIDE_ENOMEM, "reader: out of memory");
+    __atomic_fetch_add(&l->tail_scans, 1, __ATOMIC_RELAXED);
+    while (pos < c) {
+        size_t need = head > TIDE_SPILL_HEADER ? head : TIDE_SPILL_HEADER;
+        if (pos + need > c) need = (size_t)(c - pos);
+        if (pos < base || pos + need > base + have) {
+            uint64_t want = c - pos < SCAN_WINDOW ? c - pos : SCAN_WINDOW;
+            if ((rc = s->io->read_at(s->dat, win, (size_t)want, pos)) != 0) goto out;
+            base = pos;
+            have = want;
+        }
+        const uint8_t *r = win + (pos - base);
+        uint64_t size = need >= 6 ? ti_get48(r) : 0, len;
+        if (need < TIDE_SPILL_HEADER) len = UINT64_MAX;
+        else if (size == 0) len = TIDE_SPILL_HEADER + (uint64_t)ti_get16(r + 6);
+        else len = need < head ? UINT64_MAX : head + size;
+        if (len == UINT64_MAX || pos + len > c) {
+            rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: the record runs past the %llu "
+                              "bytes the writer says are complete (tide.live)", s->dat_path,
+                              (unsigned long long)pos, (unsigned long long)c);
+            goto out;
+        }
+        if (size != 0) {
+            uint64_t h = ti_fmt_hash48(r + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt);
+            if ((rc = tail_put(l, h, pos, size)) != 0) goto out;
+        }
+        pos += len;
+    }
+    l->scanned = pos;
+out:
+    free(win);
+    return rc;
+}
+
+static int tail_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    ti_live *l = s->live;
+    int rc = TIDE_ENOTFOUND;
+
+    pthread_rwlock_rdlock(&s->key_lock);
+    if (l->tail_count) {
+        size_t mask = l->tail_cap - 1, i = (size_t)(h * 0x9e3779b97f4a7c15ull >> 20) & mask;
+        for (; l->tail[i].offset; i = (i + 1) & mask) {
+            if (l->tail[i].hash != h) continue;
+            tide_entry e = { .hash = h, .offset = l->tail[i].offset, .size = l->tail[i].size };
+            int m = ti_store_match_record(s, &e, key, value);
+            if (m < 0) { rc = m; break; }
+            if (m == 1) {
+                rc = 0;
+                if (len) *len = e.size;
+                break;
+            }
+        }
+    }
+    pthread_rwlock_unlock(&s->key_lock);
+    return rc;
+}
+
+/* ---- the view ---- */
+
+int ti_reader_refresh(tide_store *s, uint64_t s1)
+{
+    ti_live *l = s->live;
+    int rc = 0;
+
+    pthread_rwlock_rdlock(&s->key_lock);
+    int current = l->view_seq >= s1;
+    pthread_rwlock_unlock(&s->key_lock);
+    if (current) return 0;           /* invariant 1: never back to an older view */
+    pthread_rwlock_wrlock(&s->key_lock);
+    if (l->view_seq < s1) {
+        uint64_t gen = page(l, TI_LIVE_GEN), buckets = page(l, TI_LIVE_BUCKETS);
+        uint64_t w = page(l, TI_LIVE_W), c = page(l, TI_LIVE_C);
+        l->view_seq = 0;             /* until the view below is whole */
+        if (gen != l->view_gen || c < l->scanned || w < l->W) {
+            tail_clear(l);
+            l->scanned = w;
+        } else if (w > l->W) {
+            tail_prune(l, w);
+            if (l->scanned < w) l->scanned = w;
+        }
+        l->view_gen = gen;
+        l->W = w;
+        l->C = c;
+        rc = tail_scan(s, l, c);
+        if (rc == 0) {
+            s->buckets = buckets;
+            s->dat_indexed = w;
+            s->dat_committed = c;
+            __atomic_store_n(&s->dat_size, w > c ? w : c, __ATOMIC_RELEASE);
+            l->view_seq = s1;
+        }
+    }
+    pthread_rwlock_unlock(&s->key_lock);
+    return rc;
+}
+
+/* Wait until seq is even; TIDE_EBUSY once the writer is gone with it odd,
+ * or after the deadline. */
+static int wait_even(tide_store *s, uint64_t deadline_us, uint64_t *seq)
+{
+    ti_live *l = s->live;
+    struct timespec ts = { 0, 20000 };
+    uint64_t next_check = 0;
+
+    __atomic_fetch_add(&l->waits, 1, __ATOMIC_RELAXED);
+    while ((*seq = seq_now(l)) & 1) {
+        uint64_t now = tide_clock_mono_us();
+        if (now >= next_check) {
+            if (!ti_live_writer_alive(l))
+                return tide_err_set(TIDE_EBUSY, "%s: the writer (pid %llu) stopped in the middle "
+                                    "of writing nudb.key (killed?): the store needs recovery; "
+                                    "run 'tide recover %s' when no process writes it; nothing "
+                                    "was read", s->dir,
+                                    (unsigned long long)page(l, TI_LIVE_PID), s->dir);
+            next_check = now + 100000;
+        }
+        if (now >= deadline_us)
+            return tide_err_set(TIDE_EBUSY, "%s: the writer (pid %llu) has been writing nudb.key "
+                                "for %u s without a pause; try again", s->dir,
+                                (unsigned long long)page(l, TI_LIVE_PID), TI_LIVE_WAIT_MS / 1000);
+        nanosleep(&ts, NULL);
+        if (ts.tv_nsec < 1000000) ts.tv_nsec *= 2;
+    }
+    return 0;
+}
+
+int ti_live_start_reader(tide_store *s)
+{
+    uint64_t s1;
+    int rc;
+
+    for (;;) {
+        rc = wait_even(s, tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull, &s1);
+        if (rc) return rc;
+        rc = ti_reader_refresh(s, s1);
+        uint64_t uid = page(s->live, TI_LIVE_UID);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (seq_now(s->live) != s1) continue;
+        if (rc) return rc;
+        if (uid != s->kh.uid)
+            return tide_err_set(TIDE_EMISMATCH, "%s: tide.live belongs to another store (uid "
+                                "%016llx, nudb.key's %016llx): a copy? Its writer's counts "
+                                "cannot be trusted; nothing was read", s->dir,
+                                (unsigned long long)uid, (unsigned long long)s->kh.uid);
+        return 0;
+    }
+}
+
+/* Begin an attempt: an even seq in *s1 (waiting while it is odd) and the
+ * view brought to it, the refresh's result in *rc (it counts only if the
+ * attempt holds). Nonzero: the wait's TIDE_EBUSY, which ends the call. */
+static int attempt_start(tide_store *s, uint64_t deadline, uint64_t *s1, int *rc)
+{
+    int w;
+    *s1 = seq_now(s->live);
+    if ((*s1 & 1) && (w = wait_even(s, deadline, s1)) != 0) return w;
+    *rc = ti_reader_refresh(s, *s1);
+    return 0;
+}
+
+/* After an attempt begun at s1: 0 when no write overlapped it (its result
+ * stands: invariant 2); 1 to try again (a retry counted); TIDE_EBUSY past
+ * the deadline. */
+static int attempt_end(tide_store *s, uint64_t s1, uint64_t deadline, const char *what)
+{
+    ti_live *l = s->live;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (seq_now(l) == s1) return 0;
+    __atomic_fetch_add(&l->retries, 1, __ATOMIC_RELAXED);
+    if (tide_clock_mono_us() < deadline) return 1;
+    return tide_err_set(TIDE_EBUSY, "%s: every %s for %u s met a write of the writer (pid %llu); "
+                        "try again", s->dir, what, TI_LIVE_WAIT_MS / 1000,
+                        (unsigned long long)page(l, TI_LIVE_PID));
+}
+
+int ti_reader_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
+{
+    uint64_t deadline = tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull, s1;
+    int rc, again;
+
+    do {
+        if ((again = attempt_start(s, deadline, &s1, &rc)) != 0) return again;
+        if (rc == 0) rc = ti_store_file_lookup(s, h, key, value, len);
+        if (rc == TIDE_ENOTFOUND) rc = tail_lookup(s, h, key, value, len);
+        if ((again = attempt_end(s, s1, deadline, "lookup")) != 0) {
+            if (value && *value) {
+                free(*value);
+                *value = NULL;
+            }
+            if (len) *len = 0;
+            if (again < 0) return again;
+        }
+    } while (again);
+    return rc;
+}
+
+int ti_reader_bucket(tide_store *s, uint64_t index, uint8_t *buf, uint64_t *buckets,
+                     uint64_t *dat_end)
+{
+    uint64_t deadline = tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull, s1;
+    int rc, again;
+
+    do {
+        if ((again = attempt_start(s, deadline, &s1, &rc)) != 0) return again;
+        pthread_rwlock_rdlock(&s->key_lock);
+        *buckets = s->buckets;
+        *dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
+        pthread_rwlock_unlock(&s->key_lock);
+        if (rc == 0 && index >= *buckets) rc = TIDE_ENOTFOUND;
+        if (rc == 0)
+            rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
+        if ((again = attempt_end(s, s1, deadline, "bucket read")) < 0) return again;
+    } while (again);
+    return rc;
+}

@@ -1,0 +1,613 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_store_keymap.c: lookups through the mapped key file
+ * (src/store/keymap.c) against lookups with pread (opts.no_map).
+ *
+ *   - Every fixture of tests/fixtures/nudb, opened twice read-only (one
+ *     handle mapped, one with no_map): every item, 2000 keys past the
+ *     fixture's count and 2000 random keys give the same code, length and
+ *     bytes both ways, fetch and contains alike; the items present are
+ *     found with value(i). The counters say each handle took its path: the
+ *     mapped one searched every bucket in place (no bucket pread), the
+ *     other read every bucket with pread.
+ *   - The simulated file system cannot map: a store on it with the map
+ *     asked for reads with pread (nothing mapped, no view) as often as a
+ *     no_map handle does, and gives what it gives, key for key.
+ *   - One thread inserts (commits every 5 ms in a 64 KiB pool, so the key
+ *     file grows and buckets split hundreds of times) while two threads
+ *     fetch every key inserted so far, sweep after sweep: no false miss,
+ *     no wrong value (both counted, both 0), the map followed the file to
+ *     its end, and the readers went through it.
+ *
+ *   - 40 threads (more than the counters' 32 slots) fetch 500 keys each:
+ *     the fetch counter and the map's lookup counter add up exactly.
+ *
+ *   - ti_fmt_bucket_seek (the search from the guessed place, which the
+ *     mapped lookups use) gives ti_fmt_bucket_lower_bound's index on
+ *     buckets of 0 to 300 entries, even, skewed and repeated hashes.
+ *
+ *   - The map itself (keymap.c), on a file of the test's own: past a map
+ *     that can grow no more (its reservation reached, or an mmap refused)
+ *     a view returns NULL without taking the growth mutex, however many
+ *     views ask; the bytes below it are still viewed, and the map grew up
+ *     to the reservation first. The mapped figure is never more than the
+ *     file's size now (a rollback's truncate). The resident figure is the
+ *     pages this process mapped in: a 64 MiB file written with pwrite (all
+ *     of it in the page cache) and mapped, two pages touched, gives two
+ *     pages to a few, not 64 MiB.
+ *
+ * Threads never call cmocka; they count, and the main thread fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tide/store.h"
+#include "io/io_sim.h"
+#include "store/format.h"
+#include "store/keymap.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "expect.h"
+#include "helpers.h"
+
+#define MAX_VALUE 4096
+#define EXTRA_KEYS 2000
+
+typedef th_store_env tstate;
+
+/* What one lookup gave: code, length, a hash of the bytes, contains. */
+typedef struct outcome {
+    int rc, contains;
+    size_t len;
+    uint64_t sum;
+} outcome;
+
+static uint64_t sum_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static outcome look(tide_store *s, const uint8_t *key)
+{
+    outcome o = { 0, 0, 0, 0 };
+    void *got = NULL;
+
+    o.rc = tide_store_fetch(s, key, &got, &o.len);
+    if (o.rc == 0) o.sum = sum_bytes(got, o.len);
+    free(got);
+    o.contains = tide_store_contains(s, key);
+    return o;
+}
+
+/* The same key through both handles: identical outcomes, or fail. */
+static outcome same_both(tide_store *mapped, tide_store *plain, const uint8_t *key,
+                         const char *name, const char *what, uint64_t n)
+{
+    outcome a = look(mapped, key), b = look(plain, key);
+
+    if (a.rc != b.rc || a.len != b.len || a.sum != b.sum || a.contains != b.contains)
+        fail_msg("%s: %s %llu: mapped gave rc %d, %zu bytes (sum %016llx), contains %d; pread "
+                 "gave rc %d, %zu bytes (sum %016llx), contains %d", name, what,
+                 (unsigned long long)n, a.rc, a.len, (unsigned long long)a.sum, a.contains, b.rc,
+                 b.len, (unsigned long long)b.sum, b.contains);
+    return a;
+}
+
+static void open_ro(tide_store **out, const char *dir, int no_map, const char *name)
+{
+    tide_store_opts o;
+    int rc;
+
+    th_store_opts(&o);
+    o.read_only = 1;
+    o.no_map = no_map;
+    rc = tide_store_open(out, dir, &o);
+    if (rc != 0) {
+        *out = NULL;
+        fail_msg("%s: read-only open (no_map %d): expected 0, got %d %s: %s", name, no_map, rc,
+                 tide_strerror(rc), tide_last_error());
+    }
+}
+
+/* Items 0..count+EXTRA_KEYS and EXTRA_KEYS random keys, both ways. */
+static void compare_all(tide_store *mapped, tide_store *plain, const th_fixture *f)
+{
+    uint8_t key[64], want[MAX_VALUE];
+    uint64_t total = f->items + EXTRA_KEYS, found = 0;
+    th_rng r;
+
+    for (uint64_t i = 0; i < total; i++) {
+        th_key(i, f->key_size, key);
+        outcome o = same_both(mapped, plain, key, f->name, "item", i);
+        if (i < f->present) {
+            size_t wlen = th_len(i, f->vmin, f->vmax);
+            th_value(i, wlen, want);
+            if (o.rc != 0 || o.len != wlen || o.sum != sum_bytes(want, wlen))
+                fail_msg("%s: item %llu: expected its %zu-byte value, got rc %d, %zu bytes",
+                         f->name, (unsigned long long)i, wlen, o.rc, o.len);
+            found++;
+        } else if (o.rc != TIDE_ENOTFOUND) {
+            fail_msg("%s: item %llu (absent): expected TIDE_ENOTFOUND, got %d", f->name,
+                     (unsigned long long)i, o.rc);
+        }
+    }
+    th_rng_init(&r, 0x6b65796d6170ull);
+    for (uint64_t k = 0; k < EXTRA_KEYS; k++) {
+        th_rng_bytes(&r, key, f->key_size);
+        same_both(mapped, plain, key, f->name, "random key", k);
+    }
+    print_message("    %s: %llu keys both ways, %llu found\n", f->name,
+                  (unsigned long long)(total + EXTRA_KEYS), (unsigned long long)found);
+}
+
+static void fixtures_mapped_and_pread_agree(void **state)
+{
+    tstate *t = *state;
+
+    for (size_t fi = 0; fi < th_fixture_count; fi++) {
+        const th_fixture *f = &th_fixtures[fi];
+        tide_store_info mi, pi;
+        tide_store *mapped = NULL, *plain = NULL;
+        int rc;
+
+        if (th_store_env_fixture(t, f->name) != 0) fail_msg("cannot copy fixture %s", f->name);
+        if (f->has_log) {            /* recover first: a read-only open refuses to */
+            if ((rc = th_store_open(&t->s, t->dir)) != 0)
+                fail_msg("%s: recovering open: got %d %s", f->name, rc, tide_last_error());
+            if ((rc = tide_store_close(t->s)) != 0) fail_msg("%s: close: got %d", f->name, rc);
+            t->s = NULL;
+        }
+        open_ro(&mapped, t->dir, 0, f->name);
+        t->s = mapped;
+        open_ro(&plain, t->dir, 1, f->name);
+        t->s2 = plain;
+        compare_all(mapped, plain, f);
+        tide_store_get_info(mapped, &mi);
+        tide_store_get_info(plain, &pi);
+        if (mi.key_map_views == 0 || mi.key_bucket_reads != 0 || mi.key_map_bytes != mi.key_file_bytes)
+            fail_msg("%s: the mapped handle: expected every bucket searched in the map of all %llu "
+                     "key-file bytes, got %llu views, %llu bucket preads, %llu bytes mapped", f->name,
+                     (unsigned long long)mi.key_file_bytes, (unsigned long long)mi.key_map_views,
+                     (unsigned long long)mi.key_bucket_reads, (unsigned long long)mi.key_map_bytes);
+        if (pi.key_map_views != 0 || pi.key_bucket_reads != mi.key_map_views || pi.key_map_bytes != 0)
+            fail_msg("%s: the no_map handle: expected %llu bucket preads and no map, got %llu preads, "
+                     "%llu views, %llu bytes mapped", f->name, (unsigned long long)mi.key_map_views,
+                     (unsigned long long)pi.key_bucket_reads, (unsigned long long)pi.key_map_views,
+                     (unsigned long long)pi.key_map_bytes);
+        tide_store_close(t->s2);
+        t->s2 = NULL;
+        tide_store_close(t->s);
+        t->s = NULL;
+        th_rmrf(t->dir);
+        t->dir[0] = '\0';
+    }
+}
+
+/* ---- the simulated file system ---- */
+
+#define SIM_ITEMS 3000
+
+static tide_store *sim_open(tide_io_sim *sim, int no_map, int read_only)
+{
+    tide_store_opts o;
+    tide_store *s = NULL;
+    int rc;
+
+    th_store_opts(&o);
+    o.io = tide_io_sim_io(sim);
+    o.no_map = no_map;
+    o.read_only = read_only;
+    o.burst_bytes = 64 << 10;
+    rc = tide_store_open(&s, "/db", &o);
+    if (rc != 0) fail_msg("sim: open (no_map %d): got %d %s: %s", no_map, rc, tide_strerror(rc),
+                          tide_last_error());
+    return s;
+}
+
+/* Two read-only handles on the sim, the map asked for and not. */
+static void sim_compare(tide_io_sim *sim)
+{
+    th_fixture f = { .name = "sim", .key_size = 32, .items = SIM_ITEMS, .present = SIM_ITEMS,
+                     .vmin = 1, .vmax = 300 };
+    tide_store *a = sim_open(sim, 0, 1), *b = sim_open(sim, 1, 1);
+    tide_store_info ai, bi;
+
+    compare_all(a, b, &f);
+    tide_store_get_info(a, &ai);
+    tide_store_get_info(b, &bi);
+    tide_store_close(a);
+    tide_store_close(b);
+    if (ai.key_map_bytes != 0 || ai.key_map_views != 0 || ai.key_bucket_reads != bi.key_bucket_reads)
+        fail_msg("sim: expected pread only (the sim cannot map) as often as no_map's %llu, got "
+                 "%llu views, %llu preads, %llu bytes mapped", (unsigned long long)bi.key_bucket_reads,
+                 (unsigned long long)ai.key_map_views, (unsigned long long)ai.key_bucket_reads,
+                 (unsigned long long)ai.key_map_bytes);
+}
+
+static void sim_falls_back_to_pread(void **state)
+{
+    tide_io_sim *sim = NULL;
+    tide_store_create_opts co;
+    tide_store *s;
+    int rc;
+
+    (void)state;
+    if (tide_io_sim_create(&sim) != 0 || tide_io_sim_mkdir(sim, "/db") != 0) fail_msg("sim: create");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    co.io = tide_io_sim_io(sim);
+    if ((rc = tide_store_create("/db", &co)) != 0) fail_msg("sim: store create: got %d", rc);
+    s = sim_open(sim, 0, 0);
+    if ((rc = th_store_insert_items(s, 0, SIM_ITEMS, 32, 1, 300, NULL)) != 0)
+        fail_msg("sim: insert: got %d %s", rc, tide_last_error());
+    if ((rc = tide_store_close(s)) != 0) fail_msg("sim: close: got %d", rc);
+    sim_compare(sim);
+    tide_io_sim_destroy(sim);
+}
+
+/* ---- fetches of every key inserted so far, while the file grows ---- */
+
+#define GROW_ITEMS 40000
+#define GROW_READERS 2
+
+typedef struct grow_shared {
+    tide_store *s;
+    atomic_ullong acked;
+    atomic_int done;
+    atomic_ullong misses, wrong, errors, fetches, sweeps;
+    int insert_rc;
+} grow_shared;
+
+static void *grow_writer(void *arg)
+{
+    grow_shared *g = arg;
+    uint8_t key[32], val[200];
+
+    for (uint64_t i = 0; i < GROW_ITEMS; i++) {
+        size_t len = th_len(i, 1, 200);
+        th_key(i, 32, key);
+        th_value(i, len, val);
+        if ((g->insert_rc = tide_store_insert(g->s, key, val, len)) != 0) break;
+        atomic_store_explicit(&g->acked, i + 1, memory_order_release);
+    }
+    atomic_store_explicit(&g->done, 1, memory_order_release);
+    return NULL;
+}
+
+static void *grow_reader(void *arg)
+{
+    grow_shared *g = arg;
+    uint8_t key[32], want[200];
+
+    for (;;) {
+        int last = atomic_load_explicit(&g->done, memory_order_acquire);
+        uint64_t n = atomic_load_explicit(&g->acked, memory_order_acquire);
+        if (n == 0 && !last) {
+            tide_clock_sleep_us(100);
+            continue;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            size_t wlen = th_len(i, 1, 200), len = 0;
+            void *got = NULL;
+            int rc;
+            th_key(i, 32, key);
+            rc = tide_store_fetch(g->s, key, &got, &len);
+            atomic_fetch_add(&g->fetches, 1);
+            if (rc == TIDE_ENOTFOUND) atomic_fetch_add(&g->misses, 1);
+            else if (rc != 0) atomic_fetch_add(&g->errors, 1);
+            else {
+                th_value(i, wlen, want);
+                if (len != wlen || memcmp(got, want, wlen) != 0) atomic_fetch_add(&g->wrong, 1);
+            }
+            free(got);
+        }
+        atomic_fetch_add(&g->sweeps, 1);
+        if (last) break;
+    }
+    return NULL;
+}
+
+static void fetch_while_the_file_grows(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    tide_store_opts o;
+    tide_store_info info;
+    grow_shared g;
+    pthread_t w, rd[GROW_READERS];
+    int rc;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d", rc);
+    th_store_opts(&o);
+    o.commit_interval_ms = 5;
+    o.burst_bytes = 64 << 10;
+    if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("open: got %d", rc);
+    memset(&g, 0, sizeof g);
+    g.s = t->s;
+    for (int k = 0; k < GROW_READERS; k++)
+        if (pthread_create(&rd[k], NULL, grow_reader, &g) != 0) fail_msg("pthread_create failed");
+    if (pthread_create(&w, NULL, grow_writer, &g) != 0) fail_msg("pthread_create failed");
+    pthread_join(w, NULL);
+    for (int k = 0; k < GROW_READERS; k++) pthread_join(rd[k], NULL);
+    if ((rc = tide_store_sync(t->s)) != 0) fail_msg("sync: got %d", rc);
+    tide_store_get_info(t->s, &info);
+    print_message("    %llu inserts, %llu commits, %llu buckets; %llu fetches in %llu sweeps: "
+                  "%llu false misses, %llu wrong values, %llu errors; %llu map views, %llu "
+                  "bucket preads\n", (unsigned long long)atomic_load(&g.acked),
+                  (unsigned long long)info.commits, (unsigned long long)info.buckets,
+                  (unsigned long long)atomic_load(&g.fetches), (unsigned long long)atomic_load(&g.sweeps),
+                  (unsigned long long)atomic_load(&g.misses), (unsigned long long)atomic_load(&g.wrong),
+                  (unsigned long long)atomic_load(&g.errors), (unsigned long long)info.key_map_views,
+                  (unsigned long long)info.key_bucket_reads);
+    if (g.insert_rc != 0 || atomic_load(&g.acked) != GROW_ITEMS)
+        fail_msg("writer: insert failed with %d after %llu items", g.insert_rc,
+                 (unsigned long long)atomic_load(&g.acked));
+    if (atomic_load(&g.misses) || atomic_load(&g.wrong) || atomic_load(&g.errors))
+        fail_msg("expected no false miss, wrong value or error, got %llu, %llu, %llu",
+                 (unsigned long long)atomic_load(&g.misses), (unsigned long long)atomic_load(&g.wrong),
+                 (unsigned long long)atomic_load(&g.errors));
+    if (info.commits < 10 || info.buckets < 100)
+        fail_msg("expected the file to grow over many commits, got %llu commits, %llu buckets",
+                 (unsigned long long)info.commits, (unsigned long long)info.buckets);
+    if (info.key_map_views == 0 || info.key_bucket_reads != 0 || info.key_map_bytes != info.key_file_bytes)
+        fail_msg("expected every lookup in the map, grown to all %llu bytes; got %llu views, %llu "
+                 "preads, %llu bytes mapped", (unsigned long long)info.key_file_bytes,
+                 (unsigned long long)info.key_map_views, (unsigned long long)info.key_bucket_reads,
+                 (unsigned long long)info.key_map_bytes);
+}
+
+/* ---- the per-thread counters add up ---- */
+
+#define COUNT_THREADS 40      /* more than TI_TALLY_SLOTS: some threads share a slot */
+#define COUNT_FETCHES 500
+
+static void *count_main(void *arg)
+{
+    tide_store *s = arg;
+    uint8_t key[32];
+
+    for (unsigned k = 0; k < COUNT_FETCHES; k++) {
+        void *got = NULL;
+        size_t len = 0;
+        th_key(k % 50, 32, key);
+        if (tide_store_fetch(s, key, &got, &len) == 0) free(got);
+    }
+    return NULL;
+}
+
+static void counters_sum_every_threads_fetches(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    tide_store_info before, after;
+    pthread_t th[COUNT_THREADS];
+    int rc;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d", rc);
+    if ((rc = th_store_open(&t->s, t->dir)) != 0) fail_msg("open: got %d", rc);
+    if ((rc = th_store_insert_items(t->s, 0, 25, 32, 1, 100, NULL)) != 0) fail_msg("insert: got %d", rc);
+    if ((rc = tide_store_sync(t->s)) != 0) fail_msg("sync: got %d", rc);
+    tide_store_get_info(t->s, &before);
+    for (int k = 0; k < COUNT_THREADS; k++)
+        if (pthread_create(&th[k], NULL, count_main, t->s) != 0) fail_msg("pthread_create failed");
+    for (int k = 0; k < COUNT_THREADS; k++) pthread_join(th[k], NULL);
+    tide_store_get_info(t->s, &after);
+    /* Each fetch is counted once; each found in no pool looks at one bucket. */
+    if (after.fetches - before.fetches != (uint64_t)COUNT_THREADS * COUNT_FETCHES)
+        fail_msg("expected %d fetches counted, got %llu", COUNT_THREADS * COUNT_FETCHES,
+                 (unsigned long long)(after.fetches - before.fetches));
+    if (after.key_map_views - before.key_map_views != (uint64_t)COUNT_THREADS * COUNT_FETCHES)
+        fail_msg("expected %d bucket lookups in the map, got %llu", COUNT_THREADS * COUNT_FETCHES,
+                 (unsigned long long)(after.key_map_views - before.key_map_views));
+}
+
+/* ---- the bucket search from the guess (format.c) ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ti_fmt_bucket_seek against ti_fmt_bucket_lower_bound on buckets of every
+ * count to 300, hashes even, skewed to a corner, or few and repeated, for
+ * the hashes present, their neighbours and random ones. */
+static void seek_finds_what_the_binary_search_finds(void **state)
+{
+    static uint8_t b[8 + 18 * 300];
+    uint64_t hs[300];
+    th_rng r;
+    uint64_t checked = 0;
+
+    (void)state;
+    th_rng_init(&r, 0x7365656bull);
+    for (unsigned count = 0; count <= 300; count++)
+        for (int shape = 0; shape < 3; shape++) {
+            for (unsigned i = 0; i < count; i++) {
+                uint64_t v = th_rng_next(&r) & 0xffffffffffffull;
+                if (shape == 1) v >>= 30;                 /* all near 0 */
+                if (shape == 2) v = (v % 5) << 45;        /* five values, repeated */
+                hs[i] = v;
+            }
+            qsort(hs, count, sizeof *hs, cmp_u64);
+            memset(b, 0, sizeof b);
+            for (unsigned i = 0; i < count; i++) {
+                uint8_t *e = b + 8 + 18 * i;
+                for (int k = 0; k < 6; k++) e[12 + k] = (uint8_t)(hs[i] >> (8 * (5 - k)));
+            }
+            for (unsigned q = 0; q < 3 * count + 20; q++) {
+                uint64_t h = q < count ? hs[q] : q < 2 * count ? hs[q - count] + 1
+                           : q < 3 * count ? hs[q - 2 * count] - (hs[q - 2 * count] > 0)
+                           : th_rng_next(&r) & 0xffffffffffffull;
+                h &= 0xffffffffffffull;
+                unsigned want = ti_fmt_bucket_lower_bound(b, count, h);
+                unsigned got = ti_fmt_bucket_seek(b, count, h);
+                if (got != want)
+                    fail_msg("count %u, shape %d, hash %012llx: seek gave %u, the binary search %u",
+                             count, shape, (unsigned long long)h, got, want);
+                checked++;
+            }
+        }
+    print_message("    %llu searches agree\n", (unsigned long long)checked);
+}
+
+/* ---- the map itself (keymap.c) ---- */
+
+static int g_refuse_maps;            /* the next map calls fail */
+static tide_io g_refusing_io;        /* the POSIX io, with map wrapped */
+
+static int refusing_map(tide_file *f, tide_io_map *m, uint64_t len)
+{
+    if (g_refuse_maps) return tide_err_set(TIDE_EIO, "the test refuses this mmap");
+    return tide_io_posix()->map(f, m, len);
+}
+
+/* A file of `bytes` in t->dir written with pwrite (so in the page cache),
+ * byte i = i * 7, opened read-only through g_refusing_io. */
+static tide_file *test_file(tstate *t, uint64_t bytes)
+{
+    char path[sizeof t->dir + 16];
+    static uint8_t chunk[1 << 20];
+    tide_file *f = NULL;
+    int fd;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    snprintf(path, sizeof path, "%s/nudb.key", t->dir);
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600)) < 0) fail_msg("open %s failed", path);
+    for (uint64_t at = 0; at < bytes; at += sizeof chunk) {
+        size_t n = bytes - at < sizeof chunk ? (size_t)(bytes - at) : sizeof chunk;
+        for (size_t i = 0; i < n; i++) chunk[i] = (uint8_t)((at + i) * 7);
+        if (pwrite(fd, chunk, n, (off_t)at) != (ssize_t)n) { close(fd); fail_msg("pwrite %s failed", path); }
+    }
+    close(fd);
+    g_refusing_io = *tide_io_posix();
+    g_refusing_io.map = refusing_map;
+    g_refuse_maps = 0;
+    if (g_refusing_io.open(&g_refusing_io, path, TIDE_IO_READ, &f) != 0) fail_msg("io open: %s", tide_last_error());
+    return f;
+}
+
+#define PAGE 4096u
+#define PAST_VIEWS 1000
+
+static void views_past_a_full_map_take_no_lock(void **state)
+{
+    tstate *t = *state;
+    tide_file *f = test_file(t, 4 * PAGE);
+    uint64_t known = 4 * PAGE, locks, saved;
+    const uint8_t *v;
+    ti_keymap k;
+
+    ti_keymap_init(&k);
+    if (ti_keymap_open(&k, &g_refusing_io, f, PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    /* An mmap refused: the map stops at one page. */
+    g_refuse_maps = 1;
+    if (ti_keymap_view(&k, 2 * PAGE, 64, known) != NULL) fail_msg("a view past a refused mmap should be NULL");
+    locks = k.grow_locks;
+    expect_u64(locks, 1, "the growth mutex taken for the one mmap tried");
+    for (int i = 0; i < PAST_VIEWS; i++)
+        if (ti_keymap_view(&k, 3 * PAGE, 64, known) != NULL) fail_msg("view %d past the map was not NULL", i);
+    expect_u64(k.grow_locks, locks, "views past a map that cannot grow take no lock");
+    if ((v = ti_keymap_view(&k, 100, 8, known)) == NULL || v[0] != (uint8_t)(100 * 7))
+        fail_msg("the bytes below the map are still viewed, and right");
+    ti_keymap_close(&k);
+
+    /* The reservation reached: the map grows to it, then stops. */
+    ti_keymap_init(&k);
+    g_refuse_maps = 0;
+    if (ti_keymap_open(&k, &g_refusing_io, f, PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    saved = k.m.reserved;
+    k.m.reserved = 2 * PAGE;          /* the test's own, smaller reservation (restored to unmap) */
+    if (ti_keymap_view(&k, 3 * PAGE, 64, known) != NULL) fail_msg("a view past the reservation should be NULL");
+    if ((v = ti_keymap_view(&k, PAGE + 5, 8, known)) == NULL || v[0] != (uint8_t)((PAGE + 5) * 7))
+        fail_msg("the map should have grown up to the reservation (2 pages)");
+    locks = k.grow_locks;
+    for (int i = 0; i < PAST_VIEWS; i++)
+        if (ti_keymap_view(&k, 2 * PAGE, 64, known) != NULL) fail_msg("view %d past the reservation was not NULL", i);
+    expect_u64(k.grow_locks, locks, "views past the reservation take no lock");
+    k.m.reserved = saved;
+    ti_keymap_close(&k);
+    g_refusing_io.close(f);
+}
+
+static void the_mapped_figure_follows_a_shrunk_file(void **state)
+{
+    tstate *t = *state;
+    tide_file *f = test_file(t, 4 * PAGE);
+    uint64_t mapped = 0;
+    ti_keymap k;
+
+    ti_keymap_init(&k);
+    if (ti_keymap_open(&k, &g_refusing_io, f, 4 * PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    expect_ok(ti_keymap_stats(&k, 4 * PAGE, &mapped, NULL), "stats");
+    expect_u64(mapped, 4 * PAGE, "mapped: the whole file");
+    /* A rollback sets the bucket count back: the file is 2 pages now. */
+    expect_ok(ti_keymap_stats(&k, 2 * PAGE, &mapped, NULL), "stats after a shrink");
+    expect_u64(mapped, 2 * PAGE, "mapped: no more than the file holds now");
+    ti_keymap_close(&k);
+    g_refusing_io.close(f);
+}
+
+#define BIG_FILE (64ull << 20)
+
+static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
+{
+    tstate *t = *state;
+    tide_file *f = test_file(t, BIG_FILE);
+    uint64_t resident = 0;
+    volatile uint8_t sink = 0;
+    const uint8_t *v;
+    ti_keymap k;
+
+    ti_keymap_init(&k);
+    if (ti_keymap_open(&k, &g_refusing_io, f, BIG_FILE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    for (uint64_t off = 0; off < 2 * PAGE; off += PAGE) {
+        if ((v = ti_keymap_view(&k, off, 1, BIG_FILE)) == NULL) fail_msg("no view at %llu", (unsigned long long)off);
+        sink = (uint8_t)(sink + *v);
+    }
+    (void)sink;
+    expect_ok(ti_keymap_stats(&k, BIG_FILE, NULL, &resident), "stats");
+    /* Two pages touched; the kernel may map a few around them (fault-around,
+     * at most 64 KiB per fault here): never the 64 MiB the page cache holds. */
+    if (resident < 2 * PAGE || resident > 1024 * 1024)
+        fail_msg("resident: expected the 2 touched pages (up to 1 MiB with fault-around), got %llu bytes",
+                 (unsigned long long)resident);
+    ti_keymap_close(&k);
+    g_refusing_io.close(f);
+}
+
+#define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(fixtures_mapped_and_pread_agree, th_store_setup_bare),
+        T(sim_falls_back_to_pread, th_store_setup_bare),
+        T(fetch_while_the_file_grows, th_store_setup_bare),
+        T(counters_sum_every_threads_fetches, th_store_setup_bare),
+        T(views_past_a_full_map_take_no_lock, th_store_setup_bare),
+        T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare),
+        T(resident_is_this_process_s_pages_not_the_page_cache, th_store_setup_bare),
+        cmocka_unit_test(seek_finds_what_the_binary_search_finds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
