@@ -32,6 +32,19 @@
  *   7. verify --live: sound on a running store (the full verify refuses
  *      it, naming --live); a record below the published W that no bucket
  *      holds, and a bucket over capacity, are named.
+ *   8. A tide.live nobody can open (a symlink loop) or another user's
+ *      (root's 0600, the writer and reader as uid 65534; root only): the
+ *      writer starts page-less with a warning naming the fix; a reader is
+ *      refused with the open's error; with no writer it reads as before.
+ *      A page-less writer refuses while a Tide reader of the old page runs.
+ *   9. Wrong counts on the page (buckets 2^63+5, 0, 5000 past nudb.key's
+ *      end, key bytes, W, C, uid, magic, version): refused naming
+ *      tide.live at once, no hang, no abort; put right, reads go on.
+ *  10. A rollback between two looks (C up, rolled back, up again past it
+ *      over other records): the reader's tail index is rebuilt; counts
+ *      read under a seq that moved on are not kept.
+ *  11. A commit whose rollback fails: readers say at once to restart the
+ *      writer; the restart recovers and loses nothing acknowledged.
  *
  * Every child is stopped by th_teardown whatever the outcome; scratch
  * directories are removed.
@@ -48,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -715,6 +729,108 @@ static void a_writer_runs_without_a_tide_live_it_cannot_open(void **state)
     assert_int_equal(tide_store_close(r), 0);
 }
 
+static void attached_reader_child(const char *dir, shared *sh) __attribute__((noreturn));
+static void attached_reader_child(const char *dir, shared *sh)
+{
+    tide_store *r = NULL;
+    /* As the service user (root: a writer of that user sees only its own
+     * user's descriptors in /proc). */
+    if (geteuid() == 0 && (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+        _exit(5);
+    /* A changed uid makes the process undumpable, its /proc/PID/fd root's;
+     * a process started as that user (tide get) is dumpable. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if (wait_for(&sh->writer_open, 1) != 0) _exit(2);
+    if (open_reader(&r, dir) != 0 || r->live == NULL) _exit(3);
+    st(&sh->reader_ready, 1);
+    if (wait_for(&sh->done, 1) != 0) _exit(4);
+    tide_store_close(r);
+    _exit(0);
+}
+
+/* A reader attached to a page the next writer cannot open would read
+ * that writer's commits with no seqlock: the writer refuses instead. */
+static void a_page_less_writer_refuses_while_a_reader_holds_the_old_page(void **state)
+{
+    char dir[4096], live[4200], old[4200];
+    shared *sh = shared_make();
+    tide_store *s = NULL;
+    tide_store_opts o;
+    int status;
+    (void)state;
+
+    make_store(dir, sizeof dir);
+    if (geteuid() == 0) {
+        char f[4200];
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        th_path(f, sizeof f, dir, "nudb.dat");
+        assert_int_equal(chown(f, 65534, 65534), 0);
+        th_path(f, sizeof f, dir, "nudb.key");
+        assert_int_equal(chown(f, 65534, 65534), 0);
+    }
+    pid_t pid = th_fork();              /* before any store is open here */
+    assert_true(pid >= 0);
+    if (pid == 0) attached_reader_child(dir, sh);
+    s = open_writer(dir);
+    insert_range(s, 0, 100);
+    assert_int_equal(tide_store_sync(s), 0);
+    st(&sh->writer_open, 1);
+    assert_int_equal(wait_for(&sh->reader_ready, 1), 0);
+    assert_int_equal(tide_store_close(s), 0);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "process %d", (int)pid);
+    if (geteuid() == 0) {
+        /* The case in the field: root's 0644 page, the next writer as the
+         * service user (uid 65534), its reader on the page it cannot open. */
+        char f[4200];
+        th_path(f, sizeof f, dir, "nudb.log");
+        if (th_exists(f)) assert_int_equal(chown(f, 65534, 65534), 0);
+        pid_t w = th_fork();
+        assert_true(w >= 0);
+        if (w == 0) {
+            tide_store *b = NULL;
+            if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
+            th_store_opts(&o);
+            tide_log_set_sink(th_log_discard_sink, NULL);
+            int brc = tide_store_open(&b, dir, &o);
+            snprintf(sh->first_error, sizeof sh->first_error, "%s", tide_last_error());
+            _exit(brc == TIDE_EBUSY ? 0 : 3);
+        }
+        th_waitpid(w, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("the service user's writer beside a reader: status %d: %s", status,
+                     sh->first_error);
+        expect_contains(sh->first_error, pidtext, "the refusal names the reader");
+        expect_contains(sh->first_error, "tide.live", "and the page");
+    } else {
+        /* Not root: the reader keeps the old inode, the name leads nowhere
+         * (the first holders scan already counts it: not on tide.live). */
+        th_path(live, sizeof live, dir, "tide.live");
+        th_path(old, sizeof old, dir, "tide.live.old");
+        assert_int_equal(rename(live, old), 0);
+        make_live_unopenable(dir);
+        th_store_opts(&o);
+        tide_log_set_sink(th_log_discard_sink, NULL);
+        int rc = tide_store_open(&s, dir, &o);
+        tide_log_set_sink(NULL, NULL);
+        assert_int_equal(rc, TIDE_EBUSY);
+        expect_contains(tide_last_error(), pidtext, "the refusal names the reader");
+    }
+    st(&sh->done, 1);
+    th_waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (geteuid() != 0) {
+        th_store_opts(&o);
+        tide_log_set_sink(th_log_discard_sink, NULL);
+        int rc = tide_store_open(&s, dir, &o);
+        tide_log_set_sink(NULL, NULL);
+        assert_int_equal(rc, 0);
+        assert_null(s->live);
+        assert_int_equal(tide_store_close(s), 0);
+    }
+    munmap(sh, sizeof *sh);
+}
+
 /* As root: the page of a root writer (0644), then tided's user (65534) as
  * the writer: it starts, with the warning; and a root 0600 page keeps a
  * reader of that user out with a message, not a bare I/O error. */
@@ -994,6 +1110,7 @@ int main(void)
         cmocka_unit_test_teardown(a_bucket_read_that_a_write_overlapped_is_read_again, th_teardown),
         cmocka_unit_test_teardown(verify_live_checks_a_running_store_and_names_damage, th_teardown),
         cmocka_unit_test_teardown(a_writer_runs_without_a_tide_live_it_cannot_open, th_teardown),
+        cmocka_unit_test_teardown(a_page_less_writer_refuses_while_a_reader_holds_the_old_page, th_teardown),
         cmocka_unit_test_teardown(another_users_tide_live_warns_the_writer_and_names_itself_to_readers, th_teardown),
         cmocka_unit_test_teardown(a_page_whose_counts_do_not_fit_the_files_is_refused_not_trusted, th_teardown),
         cmocka_unit_test(a_huge_count_has_a_bounded_power_of_two),
