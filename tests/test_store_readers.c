@@ -890,6 +890,18 @@ static void another_users_tide_live_warns_the_writer_and_names_itself_to_readers
 
 /* ---- 9: a page whose counts are wrong ---- */
 
+/* A writer (this process) with items [0, n) synced, and a reader through
+ * its page. */
+static tide_store *writer_with_reader(const char *dir, uint64_t n, tide_store **r)
+{
+    tide_store *s = open_writer(dir);
+    insert_range(s, 0, n);
+    assert_int_equal(tide_store_sync(s), 0);
+    assert_int_equal(open_reader(r, dir), 0);
+    assert_non_null((*r)->live);
+    return s;
+}
+
 static void expect_page_refused(tide_store *s, tide_store *r, int word, uint64_t bad, int want_rc,
                                 const char *what)
 {
@@ -923,11 +935,7 @@ static void a_page_whose_counts_do_not_fit_the_files_is_refused_not_trusted(void
     (void)state;
 
     make_store(dir, sizeof dir);
-    tide_store *s = open_writer(dir);
-    insert_range(s, 0, 500);
-    assert_int_equal(tide_store_sync(s), 0);
-    assert_int_equal(open_reader(&r, dir), 0);
-    assert_non_null(r->live);
+    tide_store *s = writer_with_reader(dir, 500, &r);
     uint64_t *w = s->live->w, bs = s->block_size;
     expect_page_refused(s, r, TI_LIVE_BUCKETS, (1ull << 63) + 5, TIDE_ECORRUPT, "buckets 2^63+5");
     expect_page_refused(s, r, TI_LIVE_BUCKETS, 0, TIDE_ECORRUPT, "buckets 0");
@@ -980,11 +988,7 @@ static void a_rollback_between_two_refreshes_empties_the_readers_tail(void **sta
     (void)state;
 
     make_store(dir, sizeof dir);
-    tide_store *s = open_writer(dir);
-    insert_range(s, 0, 1000);
-    assert_int_equal(tide_store_sync(s), 0);
-    assert_int_equal(open_reader(&r, dir), 0);
-    assert_non_null(r->live);
+    tide_store *s = writer_with_reader(dir, 1000, &r);
     uint64_t w = s->dat_size;
     /* Phase A of the deferred index, by hand: [1000, 1300) past W. */
     uint64_t c1 = append_records(dir, w, 1000, 1300);
@@ -1034,21 +1038,14 @@ static void a_rollback_between_two_refreshes_empties_the_readers_tail(void **sta
 
 /* ---- 11: a rollback that fails ---- */
 
+/* The POSIX file system, but every write to nudb.key fails once armed
+ * (trick_open above finds nudb.key). */
 static tide_io broken_io;
-static tide_file *broken_key;
 static int broken_armed;
-
-static int broken_open(tide_io *io, const char *path, int flags, tide_file **out)
-{
-    int rc = tide_io_posix()->open(io, path, flags, out);
-    size_t n = strlen(path);
-    if (rc == 0 && n >= 8 && strcmp(path + n - 8, "nudb.key") == 0) broken_key = *out;
-    return rc;
-}
 
 static int broken_write_at(tide_file *f, const void *buf, size_t len, uint64_t off)
 {
-    if (f == broken_key && __atomic_load_n(&broken_armed, __ATOMIC_ACQUIRE))
+    if (f == trick_key && __atomic_load_n(&broken_armed, __ATOMIC_ACQUIRE))
         return tide_err_set(TIDE_EIO, "nudb.key: write failed (test)");
     return tide_io_posix()->write_at(f, buf, len, off);
 }
@@ -1065,7 +1062,7 @@ static void a_broken_rollback_tells_readers_at_once_to_restart_the_writer(void *
 
     make_store(dir, sizeof dir);
     broken_io = *tide_io_posix();
-    broken_io.open = broken_open;
+    broken_io.open = trick_open;
     broken_io.write_at = broken_write_at;
     th_store_opts(&o);
     o.io = &broken_io;
