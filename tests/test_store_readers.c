@@ -32,6 +32,19 @@
  *   7. verify --live: sound on a running store (the full verify refuses
  *      it, naming --live); a record below the published W that no bucket
  *      holds, and a bucket over capacity, are named.
+ *   8. A tide.live nobody can open (a symlink loop) or another user's
+ *      (root's 0600, the writer and reader as uid 65534; root only): the
+ *      writer starts page-less with a warning naming the fix; a reader is
+ *      refused with the open's error; with no writer it reads as before.
+ *      A page-less writer refuses while a Tide reader of the old page runs.
+ *   9. Wrong counts on the page (buckets 2^63+5, 0, 5000 past nudb.key's
+ *      end, key bytes, W, C, uid, magic, version): refused naming
+ *      tide.live at once, no hang, no abort; put right, reads go on.
+ *  10. A rollback between two looks (C up, rolled back, up again past it
+ *      over other records): the reader's tail index is rebuilt; counts
+ *      read under a seq that moved on are not kept.
+ *  11. A commit whose rollback fails: readers say at once to restart the
+ *      writer; the restart recovers and loses nothing acknowledged.
  *
  * Every child is stopped by th_teardown whatever the outcome; scratch
  * directories are removed.
@@ -48,6 +61,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +71,8 @@
 #include "expect.h"
 #include "store/store_impl.h"
 #include "tide/store.h"
+#include "util/err.h"
+#include "util/log.h"
 
 #define KEY_SIZE 32
 #define VMAX 300
@@ -664,6 +681,421 @@ static void verify_live_checks_a_running_store_and_names_damage(void **state)
     assert_int_equal(tide_store_close(s), 0);
 }
 
+/* ---- 8: a tide.live nobody may open ---- */
+
+/* tide.live made unopenable for anyone, root too: a symlink to itself
+ * (open gives ELOOP). As a root `tide put`'s 0644 page is for tided's
+ * user, which the next test shows when the suite runs as root. */
+static void make_live_unopenable(const char *dir)
+{
+    char live[4200];
+    th_path(live, sizeof live, dir, "tide.live");
+    unlink(live);
+    assert_int_equal(symlink("tide.live", live), 0);
+}
+
+static void a_writer_runs_without_a_tide_live_it_cannot_open(void **state)
+{
+    char dir[4096];
+    th_log_capture cap;
+    tide_store *s = NULL, *r = NULL;
+    (void)state;
+
+    make_store(dir, sizeof dir);
+    make_live_unopenable(dir);
+    /* No writer: a reader never needs the page, so the open succeeds. */
+    assert_int_equal(open_reader(&r, dir), 0);
+    assert_null(r->live);
+    assert_int_equal(tide_store_close(r), 0);
+    memset(&cap, 0, sizeof cap);
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    tide_store_opts o;
+    th_store_opts(&o);
+    int rc = tide_store_open(&s, dir, &o);
+    tide_log_set_sink(NULL, NULL);
+    if (rc) fail_msg("a writer refused for its tide.live: %s", tide_last_error());
+    assert_null(s->live);
+    assert_true(cap.warnings >= 1);
+    expect_contains(cap.text, "tide.live", "the warning names the file");
+    expect_contains(cap.text, "chown", "the warning gives the fix");
+    insert_range(s, 0, 300);
+    assert_int_equal(tide_store_sync(s), 0);
+    /* A reader while that writer runs: refused, saying why. */
+    assert_int_equal(open_reader(&r, dir), TIDE_EBUSY);
+    expect_contains(tide_last_error(), "tide.live cannot be read", "the refusal");
+    assert_int_equal(tide_store_close(s), 0);
+    assert_int_equal(open_reader(&r, dir), 0);
+    check_all(r, 300, "after the page-less writer");
+    assert_int_equal(tide_store_close(r), 0);
+}
+
+static void attached_reader_child(const char *dir, shared *sh) __attribute__((noreturn));
+static void attached_reader_child(const char *dir, shared *sh)
+{
+    tide_store *r = NULL;
+    /* As the service user (root: a writer of that user sees only its own
+     * user's descriptors in /proc). */
+    if (geteuid() == 0 && (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+        _exit(5);
+    /* A changed uid makes the process undumpable, its /proc/PID/fd root's;
+     * a process started as that user (tide get) is dumpable. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if (wait_for(&sh->writer_open, 1) != 0) _exit(2);
+    if (open_reader(&r, dir) != 0 || r->live == NULL) _exit(3);
+    st(&sh->reader_ready, 1);
+    if (wait_for(&sh->done, 1) != 0) _exit(4);
+    tide_store_close(r);
+    _exit(0);
+}
+
+/* A reader attached to a page the next writer cannot open would read
+ * that writer's commits with no seqlock: the writer refuses instead. */
+static void a_page_less_writer_refuses_while_a_reader_holds_the_old_page(void **state)
+{
+    char dir[4096], live[4200], old[4200];
+    shared *sh = shared_make();
+    tide_store *s = NULL;
+    tide_store_opts o;
+    int status;
+    (void)state;
+
+    make_store(dir, sizeof dir);
+    if (geteuid() == 0) {
+        char f[4200];
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        th_path(f, sizeof f, dir, "nudb.dat");
+        assert_int_equal(chown(f, 65534, 65534), 0);
+        th_path(f, sizeof f, dir, "nudb.key");
+        assert_int_equal(chown(f, 65534, 65534), 0);
+    }
+    pid_t pid = th_fork();              /* before any store is open here */
+    assert_true(pid >= 0);
+    if (pid == 0) attached_reader_child(dir, sh);
+    s = open_writer(dir);
+    insert_range(s, 0, 100);
+    assert_int_equal(tide_store_sync(s), 0);
+    st(&sh->writer_open, 1);
+    assert_int_equal(wait_for(&sh->reader_ready, 1), 0);
+    assert_int_equal(tide_store_close(s), 0);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "process %d", (int)pid);
+    if (geteuid() == 0) {
+        /* The case in the field: root's 0644 page, the next writer as the
+         * service user (uid 65534), its reader on the page it cannot open. */
+        char f[4200];
+        th_path(f, sizeof f, dir, "nudb.log");
+        if (th_exists(f)) assert_int_equal(chown(f, 65534, 65534), 0);
+        pid_t w = th_fork();
+        assert_true(w >= 0);
+        if (w == 0) {
+            tide_store *b = NULL;
+            if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
+            th_store_opts(&o);
+            tide_log_set_sink(th_log_discard_sink, NULL);
+            int brc = tide_store_open(&b, dir, &o);
+            snprintf(sh->first_error, sizeof sh->first_error, "%s", tide_last_error());
+            _exit(brc == TIDE_EBUSY ? 0 : 3);
+        }
+        th_waitpid(w, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("the service user's writer beside a reader: status %d: %s", status,
+                     sh->first_error);
+        expect_contains(sh->first_error, pidtext, "the refusal names the reader");
+        expect_contains(sh->first_error, "tide.live", "and the page");
+    } else {
+        /* Not root: the reader keeps the old inode, the name leads nowhere
+         * (the first holders scan already counts it: not on tide.live). */
+        th_path(live, sizeof live, dir, "tide.live");
+        th_path(old, sizeof old, dir, "tide.live.old");
+        assert_int_equal(rename(live, old), 0);
+        make_live_unopenable(dir);
+        th_store_opts(&o);
+        tide_log_set_sink(th_log_discard_sink, NULL);
+        int rc = tide_store_open(&s, dir, &o);
+        tide_log_set_sink(NULL, NULL);
+        assert_int_equal(rc, TIDE_EBUSY);
+        expect_contains(tide_last_error(), pidtext, "the refusal names the reader");
+    }
+    st(&sh->done, 1);
+    th_waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (geteuid() != 0) {
+        th_store_opts(&o);
+        tide_log_set_sink(th_log_discard_sink, NULL);
+        int rc = tide_store_open(&s, dir, &o);
+        tide_log_set_sink(NULL, NULL);
+        assert_int_equal(rc, 0);
+        assert_null(s->live);
+        assert_int_equal(tide_store_close(s), 0);
+    }
+    munmap(sh, sizeof *sh);
+}
+
+/* As root: the page of a root writer (0644), then tided's user (65534) as
+ * the writer: it starts, with the warning; and a root 0600 page keeps a
+ * reader of that user out with a message, not a bare I/O error. */
+static void another_users_tide_live_warns_the_writer_and_names_itself_to_readers(void **state)
+{
+    char dir[4096], live[4200];
+    shared *sh = shared_make();
+    int status;
+    (void)state;
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "# skipped: another user's tide.live needs root to chown\n");
+        skip();
+    }
+    make_store(dir, sizeof dir);
+    tide_store *s = open_writer(dir);
+    insert_range(s, 0, 200);
+    assert_int_equal(tide_store_close(s), 0);
+    /* Everything but tide.live to the service user. */
+    const char *names[] = { "nudb.dat", "nudb.key", "nudb.log", NULL };
+    char f[4200];
+    assert_int_equal(chown(dir, 65534, 65534), 0);
+    for (int i = 0; names[i]; i++) {
+        th_path(f, sizeof f, dir, names[i]);
+        if (th_exists(f)) assert_int_equal(chown(f, 65534, 65534), 0);
+    }
+    th_path(live, sizeof live, dir, "tide.live");
+    assert_int_equal(chmod(live, 0600), 0);
+    pid_t pid = th_fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tide_store *w = NULL, *r = NULL;
+        th_log_capture cap;
+        memset(&cap, 0, sizeof cap);
+        if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
+        tide_log_set_sink(th_log_capture_sink, &cap);
+        tide_store_opts o;
+        th_store_opts(&o);
+        int rc = tide_store_open(&w, dir, &o);
+        tide_log_set_sink(NULL, NULL);
+        snprintf(sh->first_error, sizeof sh->first_error, "%.500s", rc ? tide_last_error() : cap.text);
+        if (rc) _exit(3);
+        if (w->live != NULL || strstr(cap.text, "chown") == NULL) _exit(4);
+        /* A reader of this user, the root 0600 page, this writer running. */
+        rc = open_reader(&r, dir);
+        snprintf(sh->first_error, sizeof sh->first_error, "%s", tide_last_error());
+        if (rc != TIDE_EBUSY || strstr(tide_last_error(), "tide.live cannot be read") == NULL) _exit(5);
+        if (tide_store_close(w) != 0) _exit(6);
+        _exit(0);
+    }
+    th_waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the service user's writer: status %d: %s", status, sh->first_error);
+    print_message("the service user's reader was told: %s\n", sh->first_error);
+    munmap(sh, sizeof *sh);
+}
+
+/* ---- 9: a page whose counts are wrong ---- */
+
+/* A writer (this process) with items [0, n) synced, and a reader through
+ * its page. */
+static tide_store *writer_with_reader(const char *dir, uint64_t n, tide_store **r)
+{
+    tide_store *s = open_writer(dir);
+    insert_range(s, 0, n);
+    assert_int_equal(tide_store_sync(s), 0);
+    assert_int_equal(open_reader(r, dir), 0);
+    assert_non_null((*r)->live);
+    return s;
+}
+
+static void expect_page_refused(tide_store *s, tide_store *r, int word, uint64_t bad, int want_rc,
+                                const char *what)
+{
+    uint8_t key[KEY_SIZE];
+    void *v = NULL;
+    size_t len = 0;
+    uint64_t *w = s->live->w, keep = w[word];
+
+    th_key(5, KEY_SIZE, key);
+    __atomic_fetch_add(&w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+    w[word] = bad;
+    __atomic_fetch_add(&w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+    int rc = tide_store_fetch(r, key, &v, &len);
+    if (rc != want_rc)
+        fail_msg("%s: fetch gave %s (%s), not %s", what, tide_strerror(rc), tide_last_error(),
+                 tide_strerror(want_rc));
+    assert_null(v);
+    expect_contains(tide_last_error(), "tide.live", what);
+    __atomic_fetch_add(&w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+    w[word] = keep;
+    __atomic_fetch_add(&w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+    rc = tide_store_fetch(r, key, &v, &len);
+    if (rc) fail_msg("%s put right: %s", what, tide_last_error());
+    free(v);
+}
+
+static void a_page_whose_counts_do_not_fit_the_files_is_refused_not_trusted(void **state)
+{
+    char dir[4096];
+    tide_store *r = NULL;
+    (void)state;
+
+    make_store(dir, sizeof dir);
+    tide_store *s = writer_with_reader(dir, 500, &r);
+    uint64_t *w = s->live->w, bs = s->block_size;
+    expect_page_refused(s, r, TI_LIVE_BUCKETS, (1ull << 63) + 5, TIDE_ECORRUPT, "buckets 2^63+5");
+    expect_page_refused(s, r, TI_LIVE_BUCKETS, 0, TIDE_ECORRUPT, "buckets 0");
+    expect_page_refused(s, r, TI_LIVE_KEY_BYTES, w[TI_LIVE_KEY_BYTES] + bs, TIDE_ECORRUPT,
+                        "key bytes not (buckets+1) x block");
+    expect_page_refused(s, r, TI_LIVE_W, 10, TIDE_ECORRUPT, "W inside the header");
+    expect_page_refused(s, r, TI_LIVE_W, w[TI_LIVE_C] + 1, TIDE_ECORRUPT, "W above C");
+    expect_page_refused(s, r, TI_LIVE_C, w[TI_LIVE_C] + (1u << 30), TIDE_ECORRUPT, "C past nudb.dat");
+    expect_page_refused(s, r, TI_LIVE_UID, w[TI_LIVE_UID] ^ 1, TIDE_EMISMATCH, "another uid");
+    expect_page_refused(s, r, TI_LIVE_MAGIC, 1, TIDE_ECORRUPT, "magic");
+    expect_page_refused(s, r, TI_LIVE_VERSION, 2, TIDE_ECORRUPT, "version");
+    /* Both counts agreeing with each other but not with nudb.key: named
+     * as the page's fault, not the key file's. */
+    uint64_t keep_k = w[TI_LIVE_KEY_BYTES], keep_b = w[TI_LIVE_BUCKETS];
+    uint8_t key[KEY_SIZE];
+    th_key(5, KEY_SIZE, key);
+    __atomic_fetch_add(&w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+    w[TI_LIVE_KEY_BYTES] = 5001 * bs;
+    w[TI_LIVE_BUCKETS] = 5000;
+    __atomic_fetch_add(&w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(tide_store_contains(r, key), TIDE_ECORRUPT);
+    expect_contains(tide_last_error(), "tide.live", "buckets 5000");
+    expect_contains(tide_last_error(), "past nudb.key's end", "buckets 5000");
+    __atomic_fetch_add(&w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+    w[TI_LIVE_KEY_BYTES] = keep_k;
+    w[TI_LIVE_BUCKETS] = keep_b;
+    __atomic_fetch_add(&w[TI_LIVE_SEQ], 1, __ATOMIC_SEQ_CST);
+    check_all(r, 500, "the page put right");
+    assert_int_equal(tide_store_close(r), 0);
+    assert_int_equal(tide_store_close(s), 0);
+}
+
+static void a_huge_count_has_a_bounded_power_of_two(void **state)
+{
+    (void)state;
+    assert_int_equal(ti_fmt_ceil_pow2(1), 1);
+    assert_int_equal(ti_fmt_ceil_pow2(5), 8);
+    assert_int_equal(ti_fmt_ceil_pow2(1ull << 40), 1ull << 40);
+    assert_true(ti_fmt_ceil_pow2((1ull << 63) + 5) == 1ull << 63);     /* no loop for ever */
+    assert_true(ti_fmt_ceil_pow2(UINT64_MAX) == 1ull << 63);
+}
+
+/* ---- 10: a rollback between two looks ---- */
+
+static void a_rollback_between_two_refreshes_empties_the_readers_tail(void **state)
+{
+    char dir[4096];
+    tide_store *r = NULL;
+    uint8_t key[KEY_SIZE];
+    (void)state;
+
+    make_store(dir, sizeof dir);
+    tide_store *s = writer_with_reader(dir, 1000, &r);
+    uint64_t w = s->dat_size;
+    /* Phase A of the deferred index, by hand: [1000, 1300) past W. */
+    uint64_t c1 = append_records(dir, w, 1000, 1300);
+    s->dat_committed = c1;
+    ti_live_publish(s);
+    check_all(r, 1300, "C raised");
+    assert_int_equal(r->live->tail_count, 300);
+    /* Rolled back (C to W), then other records over the same offsets and
+     * past c1, before the reader looks again. */
+    ti_live_rollback(s);
+    s->dat_committed = w;
+    ti_live_end(s);
+    uint64_t c2 = append_records(dir, w, 5000, 5400);
+    assert_true(c2 > c1);
+    s->dat_committed = c2;
+    ti_live_publish(s);
+    shared counts;
+    memset(&counts, 0, sizeof counts);
+    for (uint64_t i = 5000; i < 5400; i++) check_item(r, i, &counts);
+    if (counts.errors || counts.false_misses || counts.wrong)
+        fail_msg("after a rollback and a new tail: %llu errors (%s), %llu misses, %llu wrong",
+                 (unsigned long long)counts.errors, counts.first_error,
+                 (unsigned long long)counts.false_misses, (unsigned long long)counts.wrong);
+    th_key(1000, KEY_SIZE, key);
+    assert_int_equal(tide_store_contains(r, key), 0);          /* rolled back: gone */
+    assert_int_equal(r->live->tail_count, 400);
+
+    /* Counts read under a seq that has moved on are not kept. */
+    uint64_t s1 = s->live->w[TI_LIVE_SEQ], c_view = r->live->C, v_view = r->live->view_seq;
+    assert_int_equal(s1, v_view);
+    uint64_t c3 = append_records(dir, c2, 6000, 6050);
+    s->dat_committed = c3;
+    ti_live_publish(s);               /* s1 -> s1 + 2 */
+    s->dat_committed = c3;
+    ti_live_publish(s);               /* s1 + 4 */
+    assert_int_equal(ti_reader_refresh(r, s1 + 2), 0);
+    assert_int_equal(r->live->C, c_view);                     /* not c3 under a stale seq */
+    assert_int_equal(r->live->view_seq, v_view);
+    th_key(6010, KEY_SIZE, key);
+    assert_int_equal(tide_store_contains(r, key), 1);
+    assert_int_equal(r->live->C, c3);
+    assert_int_equal(tide_store_close(r), 0);
+    s->dat_indexed = s->dat_committed = s->dat_size;
+    ti_live_publish(s);
+    assert_int_equal(tide_store_close(s), 0);
+}
+
+/* ---- 11: a rollback that fails ---- */
+
+/* The POSIX file system, but every write to nudb.key fails once armed
+ * (trick_open above finds nudb.key). */
+static tide_io broken_io;
+static int broken_armed;
+
+static int broken_write_at(tide_file *f, const void *buf, size_t len, uint64_t off)
+{
+    if (f == trick_key && __atomic_load_n(&broken_armed, __ATOMIC_ACQUIRE))
+        return tide_err_set(TIDE_EIO, "nudb.key: write failed (test)");
+    return tide_io_posix()->write_at(f, buf, len, off);
+}
+
+static void a_broken_rollback_tells_readers_at_once_to_restart_the_writer(void **state)
+{
+    char dir[4096];
+    tide_store *s = NULL, *r = NULL;
+    tide_store_opts o;
+    uint8_t key[KEY_SIZE];
+    void *v = NULL;
+    size_t len = 0;
+    (void)state;
+
+    make_store(dir, sizeof dir);
+    broken_io = *tide_io_posix();
+    broken_io.open = trick_open;
+    broken_io.write_at = broken_write_at;
+    th_store_opts(&o);
+    o.io = &broken_io;
+    assert_int_equal(tide_store_open(&s, dir, &o), 0);
+    insert_range(s, 0, 300);
+    assert_int_equal(tide_store_sync(s), 0);
+    assert_int_equal(open_reader(&r, dir), 0);
+    assert_non_null(r->live);
+    __atomic_store_n(&broken_armed, 1, __ATOMIC_RELEASE);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    insert_range(s, 300, 400);
+    assert_true(tide_store_sync(s) != 0);        /* the commit and its rollback failed */
+    tide_log_set_sink(NULL, NULL);
+    th_key(7, KEY_SIZE, key);
+    double t0 = th_now_ms();
+    int rc = tide_store_fetch(r, key, &v, &len);
+    double took = th_now_ms() - t0;
+    assert_int_equal(rc, TIDE_EBUSY);
+    assert_null(v);
+    expect_contains(tide_last_error(), "restart its writer", "the message");
+    print_message("broken writer: the fetch said so after %.1f ms: %s\n", took, tide_last_error());
+    assert_true(took < TI_LIVE_WAIT_MS);
+    assert_int_equal(tide_store_close(r), 0);
+    tide_log_set_sink(th_log_discard_sink, NULL);
+    tide_store_close(s);
+    tide_log_set_sink(NULL, NULL);
+    __atomic_store_n(&broken_armed, 0, __ATOMIC_RELEASE);
+    /* The restart recovers; nothing acknowledged is lost. */
+    s = open_writer(dir);
+    check_all(s, 300, "after the restart");
+    assert_int_equal(tide_store_close(s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -674,6 +1106,13 @@ int main(void)
         cmocka_unit_test_teardown(the_tail_between_w_and_c_is_found_through_the_readers_own_index, th_teardown),
         cmocka_unit_test_teardown(a_bucket_read_that_a_write_overlapped_is_read_again, th_teardown),
         cmocka_unit_test_teardown(verify_live_checks_a_running_store_and_names_damage, th_teardown),
+        cmocka_unit_test_teardown(a_writer_runs_without_a_tide_live_it_cannot_open, th_teardown),
+        cmocka_unit_test_teardown(a_page_less_writer_refuses_while_a_reader_holds_the_old_page, th_teardown),
+        cmocka_unit_test_teardown(another_users_tide_live_warns_the_writer_and_names_itself_to_readers, th_teardown),
+        cmocka_unit_test_teardown(a_page_whose_counts_do_not_fit_the_files_is_refused_not_trusted, th_teardown),
+        cmocka_unit_test(a_huge_count_has_a_bounded_power_of_two),
+        cmocka_unit_test_teardown(a_rollback_between_two_refreshes_empties_the_readers_tail, th_teardown),
+        cmocka_unit_test_teardown(a_broken_rollback_tells_readers_at_once_to_restart_the_writer, th_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -706,7 +706,7 @@ out:
         snprintf(msg, sizeof msg, "%s", tide_last_error());
         if (!locked) pthread_rwlock_wrlock(&s->key_lock);
         locked = 1;
-        ti_live_begin(s);       /* issue 15 (R): odd already if the write phase failed */
+        ti_live_rollback(s);    /* issue 15 (R): odd (already, if the write phase failed), GEN bumped */
         s->buckets = c.B0;
         __atomic_store_n(&s->dat_size, c.dat0, __ATOMIC_RELEASE);
         __atomic_store_n(&s->dat_indexed, c.W0, __ATOMIC_RELEASE);
@@ -715,6 +715,7 @@ out:
         /* A failed rollback leaves seq odd: readers report the store as
          * needing recovery (the handle is broken; live.c). */
         if (rb == 0) ti_live_end(s);
+        else ti_live_broken(s);  /* issue 15 (R): readers say "restart the writer" at once */
         if (rb) {
             *end = TI_COMMIT_BROKEN;
             tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "

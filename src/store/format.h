@@ -123,12 +123,13 @@ static inline size_t ti_fmt_bucket_bytes(unsigned count)
 {
     return TIDE_BUCKET_HEADER_SIZE + (size_t)TIDE_ENTRY_SIZE * count;
 }
-/* Smallest power of two >= x (x >= 1). */
+/* Smallest power of two >= x (x >= 1); 2^63 for any x above it (no
+ * loop, so a wild count cannot hang a caller: reader.c checks counts). */
 static inline uint64_t ti_fmt_ceil_pow2(uint64_t x)
 {
-    uint64_t p = 1;
-    while (p < x) p <<= 1;
-    return p;
+    if (x <= 1) return 1;
+    if (x > (1ull << 63)) return 1ull << 63;
+    return 1ull << (64 - __builtin_clzll(x - 1));
 }
 /* The bucket of a 48-bit hash in a table of `buckets` (>= 1) buckets. */
 static inline uint64_t ti_fmt_bucket_index(uint64_t h48, uint64_t buckets)

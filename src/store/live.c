@@ -36,6 +36,11 @@
  *   3. The writer names itself (PID, START) before it makes seq even the
  *      first time, and a reader trusts an odd seq only while that
  *      process runs (START matching: a reused pid is not the writer).
+ *      PID 0 with OPEN 1 and seq odd: a writer whose rollback failed
+ *      (ti_live_broken): readers say "restart the writer" at once.
+ *   4. GEN changes (under an odd seq) at every writable open and every
+ *      rollback: records a reader indexed in [W, C) are then gone, and a
+ *      later C may cover their offsets with other records.
  *
  * Never: sync tide.live, truncate it below its page, or unlink it (a
  *   reader holding the old inode would never see the next writer).
@@ -112,7 +117,7 @@ static int live_alloc(tide_store *s, int writer)
     return 0;
 }
 
-int ti_live_create(tide_store *s)
+static int live_create_page(tide_store *s)
 {
     char *path = NULL;
     ti_live *l;
@@ -120,7 +125,6 @@ int ti_live_create(tide_store *s)
     void *p = NULL;
     int rc;
 
-    if (s->io->share == NULL) return 0;
     if ((rc = live_alloc(s, 1)) != 0) return rc;
     l = s->live;
     if ((path = ti_path_join(s->dir, "tide.live")) == NULL) {
@@ -150,8 +154,32 @@ int ti_live_create(tide_store *s)
     set_word(l, TI_LIVE_VERSION, TI_LIVE_VERSION_1);
     __atomic_store_n(&l->w[TI_LIVE_MAGIC], TI_LIVE_MAGIC_WORD, __ATOMIC_RELEASE);
 out:
-    if (rc) tide_err_prefix(rc, "%s: tide.live (the page readers in other processes share)", s->dir);
     free(path);
+    return rc;
+}
+
+int ti_live_create(tide_store *s)
+{
+    char msg[512];
+    int rc;
+
+    if (s->io->share == NULL) return 0;
+    if ((rc = live_create_page(s)) == 0 || rc == TIDE_ENOMEM) return rc;
+    /* Not a reason to refuse the writer (a root `tide put` leaves a 0644
+     * root-owned page behind; tided runs as its own user): it runs
+     * page-less and readers elsewhere get attach's refusal. The file is
+     * not unlinked and made anew: a reader still holding the old inode
+     * would never see this writer; instead such a reader refuses it. */
+    snprintf(msg, sizeof msg, "%s", tide_last_error());
+    ti_live_free(s);
+    tide_err_clear();
+    tide_log(TIDE_LOG_WARN, "%s/tide.live cannot be opened or mapped for writing (%s): readers in "
+             "other processes (tide get, visit, info, verify --live) cannot read this store while "
+             "this writer runs; fix: chown tide.live to this writer's user or remove it when no "
+             "writer runs (the next writable open makes a new one)", s->dir, msg);
+    rc = ti_store_refuse_holders_ex(s->io, s->dir, "writing it without a usable tide.live (a "
+                                    "Tide reader attached to the old page would read unguarded)", 0);
+    if (rc) tide_err_prefix(rc, "%s: tide.live (%s)", s->dir, msg);
     return rc;
 }
 
@@ -187,6 +215,22 @@ void ti_live_publish(tide_store *s)
     ti_live_end(s);
 }
 
+void ti_live_rollback(tide_store *s)
+{
+    ti_live *l = s->live;
+    if (l == NULL || !l->writer) return;
+    ti_live_begin(s);
+    set_word(l, TI_LIVE_GEN, word(l, TI_LIVE_GEN) + 1);     /* invariant 4 */
+}
+
+void ti_live_broken(tide_store *s)
+{
+    ti_live *l = s->live;
+    if (l == NULL || !l->writer) return;
+    TIDE_ASSERT(word(l, TI_LIVE_SEQ) & 1);
+    set_word(l, TI_LIVE_PID, 0);
+}
+
 void ti_live_closed(tide_store *s)
 {
     ti_live *l = s->live;
@@ -205,8 +249,14 @@ int ti_live_preopen(tide_store *s)
     if ((path = ti_path_join(s->dir, "tide.live")) == NULL)
         return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
     if ((rc = live_alloc(s, 0)) == 0) {
-        rc = s->io->open(s->io, path, TIDE_IO_READ, &s->live->f);
-        if (rc == TIDE_ENOENT) rc = 0;
+        /* No page, silently, only when there is none; any other failure
+         * is kept for attach's refusal (a writer holds the store) and
+         * forgotten otherwise: with no writer, no reader needs the page. */
+        int orc = s->io->open(s->io, path, TIDE_IO_READ, &s->live->f);
+        if (orc != 0 && orc != TIDE_ENOENT) {
+            s->live->open_rc = orc;
+            snprintf(s->live->open_err, sizeof s->live->open_err, "%s", tide_last_error());
+        }
         tide_err_clear();
     }
     free(path);
@@ -220,6 +270,11 @@ int ti_live_attach(tide_store *s)
     void *p = NULL;
     int rc;
 
+    if (l != NULL && l->f == NULL && l->open_rc != 0)
+        return tide_err_set(TIDE_EBUSY, "%s: the store is open for writing in another process, "
+                            "and its tide.live cannot be read (%s): fix: make tide.live readable "
+                            "by this user (the writer's own user can read it), or stop the writer, "
+                            "remove tide.live and start the writer again", s->dir, l->open_err);
     if (l == NULL || l->f == NULL)
         return tide_err_set(TIDE_EBUSY, "%s: the store is open for writing in another process "
                             "or handle, and there is no tide.live to read it through (a Tide "
@@ -229,17 +284,27 @@ int ti_live_attach(tide_store *s)
         return tide_err_set(TIDE_EBUSY, "%s: tide.live is %llu bytes, not a %u-byte page: its "
                             "writer is still opening the store, or it is not Tide's; try again",
                             s->dir, (unsigned long long)size, TI_LIVE_BYTES);
-    if ((rc = s->io->share(l->f, TI_LIVE_BYTES, 0, &p)) != 0) return rc;
+    if ((rc = s->io->share(l->f, TI_LIVE_BYTES, 0, &p)) != 0)
+        return tide_err_set(TIDE_EBUSY, "%s: the store is open for writing in another process, "
+                            "but tide.live cannot be mapped (%s): is it a regular file?",
+                            s->dir, tide_last_error());
     l->w = p;
     if (__atomic_load_n(&l->w[TI_LIVE_MAGIC], __ATOMIC_ACQUIRE) != TI_LIVE_MAGIC_WORD ||
         word(l, TI_LIVE_VERSION) != TI_LIVE_VERSION_1)
         return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by a writer, but tide.live does "
                             "not hold a version-1 page (its writer is still opening the store?)",
                             s->dir);
+    if ((word(l, TI_LIVE_SEQ) & 1) && word(l, TI_LIVE_PID) == 0 && word(l, TI_LIVE_OPEN) == 1)
+        return tide_err_set(TIDE_EBUSY, "%s: the writer's commit failed and could not be undone "
+                            "(tide.live marks it broken): the store needs recovery: restart its "
+                            "writer (its open recovers, readers may stay); nothing was read", s->dir);
     if (!ti_live_writer_alive(l))
         return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by another process, but "
                             "tide.live names no running writer (pid %llu%s): a Tide before issue "
-                            "15, a rekey or a recovery has the store; try again when it is done",
+                            "15, a rekey, a recovery, or a writer that could not write tide.live "
+                            "(its log says why) has the store; or the writer runs where this "
+                            "process's /proc cannot see it (another PID namespace, hidepid): try "
+                            "again when it is done, or read from the writer's namespace",
                             s->dir, (unsigned long long)word(l, TI_LIVE_PID),
                             word(l, TI_LIVE_OPEN) ? "" : ", closed");
     /* The reader's mark (DURABILITY.md): a shared lock no writer takes. */

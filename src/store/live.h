@@ -58,12 +58,21 @@ typedef struct ti_live {
     size_t     tail_cap, tail_count;   /* cap a power of two, or 0 */
     /* Counters (atomic). */
     uint64_t   retries, waits, tail_scans;
+    /* Reader: why tide.live could not be opened (not ENOENT), kept for
+     * the refusal when a writer turns out to hold the store; 0 none. */
+    int        open_rc;
+    char       open_err[384];
 } ti_live;
 
 /* Writer: open (create) tide.live beside the store, map it read-write,
  * make seq odd, bump the generation and name this process. No-op (s->live
  * stays NULL) when the io cannot share a map (the simulated file system).
- * Called once the exclusive lock is held, before recovery. */
+ * A tide.live that cannot be opened or mapped (another user's file, a
+ * directory in its place) is not an error: a warning names it and the
+ * fix, s->live stays NULL and readers in other processes are refused; but
+ * a process still attached to that page (a Tide reader of an earlier
+ * writer, which would read unguarded) is: TIDE_EBUSY naming it. Called
+ * once the exclusive lock is held, before recovery. */
 int ti_live_create(struct tide_store *s);
 /* Writer: seq to odd before the first key-file write of a commit, flush
  * or rollback (and before nudb.key grows). No-op without a live page. */
@@ -76,6 +85,15 @@ void ti_live_end(struct tide_store *s);
 void ti_live_publish(struct tide_store *s);
 /* Writer, clean close: OPEN to 0, published, seq even. */
 void ti_live_closed(struct tide_store *s);
+/* Writer: a rollback begins (seq odd, as ti_live_begin) and GEN is bumped
+ * under that odd seq, so a reader's tail index built from the undone
+ * records is thrown away even when C rises past them again before the
+ * reader looks (offsets are reused). End it with ti_live_end. */
+void ti_live_rollback(struct tide_store *s);
+/* Writer: the rollback failed (TI_COMMIT_BROKEN): seq stays odd and PID
+ * becomes 0, so readers say at once that the store needs recovery by a
+ * restart of its writer, instead of waiting for an even seq. */
+void ti_live_broken(struct tide_store *s);
 
 /* Reader, step 1 (before nudb.key is opened, so a writer's holders scan
  * never sees a reader without its tide.live): open tide.live when it

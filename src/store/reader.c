@@ -34,6 +34,10 @@
  *      no key-file byte and no count changed while it ran.
  *   3. The tail index holds exactly the data records of [W, scanned),
  *      scanned <= C, each once (by offset).
+ *   4. Nothing read from the page is used before seq is seen still equal
+ *      to the even s1 it was read under, and then checked against the
+ *      files (check_counts): a wrong page is TIDE_ECORRUPT naming
+ *      tide.live, never a hang, an abort or a blamed nudb.key.
  *
  * Never: return a value or an ENOTFOUND from an attempt that overlapped a
  *   write; wait for ever (TI_LIVE_WAIT_MS, then TIDE_EBUSY).
@@ -179,9 +183,94 @@ static int tail_lookup(tide_store *s, uint64_t h, const void *key, void **value,
 
 /* ---- the view ---- */
 
+/* The page's counts as read under seq s1, before any of them is used. */
+typedef struct page_counts {
+    uint64_t magic, version, gen, uid, buckets, key_bytes, w, c;
+} page_counts;
+
+static void read_counts(const ti_live *l, page_counts *p)
+{
+    p->magic = page(l, TI_LIVE_MAGIC);
+    p->version = page(l, TI_LIVE_VERSION);
+    p->gen = page(l, TI_LIVE_GEN);
+    p->uid = page(l, TI_LIVE_UID);
+    p->buckets = page(l, TI_LIVE_BUCKETS);
+    p->key_bytes = page(l, TI_LIVE_KEY_BYTES);
+    p->w = page(l, TI_LIVE_W);
+    p->c = page(l, TI_LIVE_C);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
+
+/* Counts read under an s1 that still holds: does the page agree with the
+ * files? Nothing on the page is trusted before this (a bucket count of
+ * 2^63 would spin the table's modulus, 0 abort the key map). */
+static int check_counts(tide_store *s, const page_counts *p)
+{
+    uint64_t key_size = 0, dat_size = 0;
+    const char *bad = NULL;
+    int rc;
+
+    if (p->magic != TI_LIVE_MAGIC_WORD || p->version != TI_LIVE_VERSION_1)
+        bad = "its magic or version changed";
+    else if (p->uid != s->kh.uid)
+        return tide_err_set(TIDE_EMISMATCH, "%s: tide.live belongs to another store (uid "
+                            "%016llx, nudb.key's %016llx): a copy? Its writer's counts cannot be "
+                            "trusted; nothing was read", s->dir, (unsigned long long)p->uid,
+                            (unsigned long long)s->kh.uid);
+    else if (p->buckets < 1 || p->buckets > (1ull << 48))
+        bad = "its bucket count is outside 1..2^48";
+    else if (p->key_bytes != (p->buckets + 1) * (uint64_t)s->block_size)
+        bad = "its key file size is not (buckets + 1) x the block size";
+    else if (p->w < TIDE_DAT_HEADER_SIZE || p->w > p->c)
+        bad = "its data file bounds do not satisfy header <= W <= C";
+    if (bad == NULL) {
+        /* The writer grows a file before it publishes past its end. */
+        if ((rc = s->io->size(s->key, &key_size)) != 0) return rc;
+        if ((rc = s->io->size(s->dat, &dat_size)) != 0) return rc;
+        if (key_size < p->key_bytes) bad = "its key file size is past nudb.key's end";
+        else if (dat_size < p->c) bad = "its committed bound C is past nudb.dat's end";
+    }
+    if (bad == NULL) return 0;
+    return tide_err_set(TIDE_ECORRUPT, "%s/tide.live does not describe this store: %s (buckets "
+                        "%llu, key bytes %llu, W %llu, C %llu); nothing was read: restart the "
+                        "store's writer (its open rebuilds tide.live)", s->dir, bad,
+                        (unsigned long long)p->buckets, (unsigned long long)p->key_bytes,
+                        (unsigned long long)p->w, (unsigned long long)p->c);
+}
+
+/* The view (tail index, counts) brought to p; key_lock held (write). */
+static int apply_counts(tide_store *s, ti_live *l, const page_counts *p, uint64_t s1)
+{
+    int rc;
+
+    l->view_seq = 0;                 /* until the view below is whole */
+    if (p->gen != l->view_gen || p->c < l->scanned || p->w < l->W) {
+        tail_clear(l);
+        l->scanned = p->w;
+    } else if (p->w > l->W) {
+        tail_prune(l, p->w);
+        if (l->scanned < p->w) l->scanned = p->w;
+    }
+    l->view_gen = p->gen;
+    l->W = p->w;
+    l->C = p->c;
+    rc = tail_scan(s, l, p->c);
+    if (rc) {
+        l->view_gen = 0;             /* a later view scans again from W */
+        return rc;
+    }
+    s->buckets = p->buckets;
+    s->dat_indexed = p->w;
+    s->dat_committed = p->c;
+    __atomic_store_n(&s->dat_size, p->c, __ATOMIC_RELEASE);
+    l->view_seq = s1;
+    return 0;
+}
+
 int ti_reader_refresh(tide_store *s, uint64_t s1)
 {
     ti_live *l = s->live;
+    page_counts p;
     int rc = 0;
 
     pthread_rwlock_rdlock(&s->key_lock);
@@ -190,26 +279,18 @@ int ti_reader_refresh(tide_store *s, uint64_t s1)
     if (current) return 0;           /* invariant 1: never back to an older view */
     pthread_rwlock_wrlock(&s->key_lock);
     if (l->view_seq < s1) {
-        uint64_t gen = page(l, TI_LIVE_GEN), buckets = page(l, TI_LIVE_BUCKETS);
-        uint64_t w = page(l, TI_LIVE_W), c = page(l, TI_LIVE_C);
-        l->view_seq = 0;             /* until the view below is whole */
-        if (gen != l->view_gen || c < l->scanned || w < l->W) {
-            tail_clear(l);
-            l->scanned = w;
-        } else if (w > l->W) {
-            tail_prune(l, w);
-            if (l->scanned < w) l->scanned = w;
-        }
-        l->view_gen = gen;
-        l->W = w;
-        l->C = c;
-        rc = tail_scan(s, l, c);
-        if (rc == 0) {
-            s->buckets = buckets;
-            s->dat_indexed = w;
-            s->dat_committed = c;
-            __atomic_store_n(&s->dat_size, w > c ? w : c, __ATOMIC_RELEASE);
-            l->view_seq = s1;
+        read_counts(l, &p);
+        /* Counts read while seq was odd or moved on are torn: the view
+         * stays as it was and the caller's s2 check retries (invariant 4). */
+        if (seq_now(l) == s1 && (s1 & 1) == 0) {
+            rc = check_counts(s, &p);
+            /* A torn read of the files' sizes is retried too. */
+            if (rc && seq_now(l) != s1) {
+                rc = 0;
+                tide_err_clear();
+            } else if (rc == 0) {
+                rc = apply_counts(s, l, &p, s1);
+            }
         }
     }
     pthread_rwlock_unlock(&s->key_lock);
@@ -228,12 +309,19 @@ static int wait_even(tide_store *s, uint64_t deadline_us, uint64_t *seq)
     while ((*seq = seq_now(l)) & 1) {
         uint64_t now = tide_clock_mono_us();
         if (now >= next_check) {
+            if (page(l, TI_LIVE_PID) == 0 && page(l, TI_LIVE_OPEN) == 1)
+                return tide_err_set(TIDE_EBUSY, "%s: the writer's commit failed and could not "
+                                    "be undone (tide.live marks it broken): the store needs "
+                                    "recovery: restart its writer (its open recovers, readers "
+                                    "may stay); nothing was read", s->dir);
             if (!ti_live_writer_alive(l))
                 return tide_err_set(TIDE_EBUSY, "%s: the writer (pid %llu) stopped in the middle "
-                                    "of writing nudb.key (killed?): the store needs recovery; "
-                                    "run 'tide recover %s' when no process writes it; nothing "
-                                    "was read", s->dir,
-                                    (unsigned long long)page(l, TI_LIVE_PID), s->dir);
+                                    "of writing nudb.key (killed?), or runs where this "
+                                    "process's /proc cannot see it (another PID namespace, "
+                                    "hidepid): the store needs recovery: start its writer again "
+                                    "(its open recovers, readers may stay; 'tide recover' "
+                                    "refuses while readers hold the files); nothing was read",
+                                    s->dir, (unsigned long long)page(l, TI_LIVE_PID));
             next_check = now + 100000;
         }
         if (now >= deadline_us)
@@ -254,17 +342,10 @@ int ti_live_start_reader(tide_store *s)
     for (;;) {
         rc = wait_even(s, tide_clock_mono_us() + TI_LIVE_WAIT_MS * 1000ull, &s1);
         if (rc) return rc;
-        rc = ti_reader_refresh(s, s1);
-        uint64_t uid = page(s->live, TI_LIVE_UID);
+        rc = ti_reader_refresh(s, s1);       /* checks the uid too */
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (seq_now(s->live) != s1) continue;
-        if (rc) return rc;
-        if (uid != s->kh.uid)
-            return tide_err_set(TIDE_EMISMATCH, "%s: tide.live belongs to another store (uid "
-                                "%016llx, nudb.key's %016llx): a copy? Its writer's counts "
-                                "cannot be trusted; nothing was read", s->dir,
-                                (unsigned long long)uid, (unsigned long long)s->kh.uid);
-        return 0;
+        return rc;
     }
 }
 
