@@ -567,6 +567,80 @@ static void the_mapped_figure_follows_a_shrunk_file(void **state)
     g_refusing_io.close(f);
 }
 
+/* Any mapping of this process overlapping [lo, hi) (/proc/self/maps). */
+static int mapped_in(uintptr_t lo, uintptr_t hi)
+{
+    FILE *m = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+
+    if (m == NULL) fail_msg("cannot read /proc/self/maps");
+    while (!found && fgets(line, sizeof line, m)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo) found = 1;
+    }
+    fclose(m);
+    return found;
+}
+
+/* A MAP_FIXED that fails (a file that cannot be mapped: procfs's) stops
+ * the map and gives its reservation back past the failed range: nothing of
+ * the 1 GiB reserved stays mapped past the first page, after the failure
+ * and after unmap. */
+static void a_failed_mmap_gives_its_reservation_back(void **state)
+{
+    tide_io *io = tide_io_posix();
+    tide_io_map m = { 0 };
+    tide_file *f = NULL;
+    uintptr_t base;
+    uint64_t reserved;
+
+    (void)state;
+    if (io->open(io, "/proc/self/status", TIDE_IO_READ, &f) != 0) skip();
+    m.reserved = 1ull << 30;
+    if (io->map(f, &m, 1) == 0) fail_msg("mmap of a procfs file succeeded");
+    tide_err_clear();
+    base = (uintptr_t)m.base;
+    reserved = 1ull << 30;
+    expect_u64(m.reserved, m.mapped, "the map grows no further");
+    if (base != 0 && mapped_in(base + PAGE, base + reserved))
+        fail_msg("the reservation past the failed page is still mapped");
+    io->unmap(&m);
+    io->close(f);
+}
+
+static ti_keymap *g_scanned;          /* the map whose scan checks grow_mu */
+static int g_scan_mu_free = -1;      /* 1: grow_mu was free during the scan */
+
+static int mu_checking_resident(const tide_io_map *m, uint64_t *bytes)
+{
+    int rc = pthread_mutex_trylock(&g_scanned->grow_mu);
+    g_scan_mu_free = rc == 0;
+    if (rc == 0) pthread_mutex_unlock(&g_scanned->grow_mu);
+    return tide_io_posix()->map_resident(m, bytes);
+}
+
+/* The resident scan (a pagemap read per 4 MiB: tens of ms at gigabytes)
+ * runs outside grow_mu, so a reader that finds the file grown never waits
+ * for it: the scan itself finds the mutex free. */
+static void the_resident_scan_holds_no_growth_mutex(void **state)
+{
+    tstate *t = *state;
+    tide_file *f = test_file(t, 4 * PAGE);
+    uint64_t resident = 0;
+    ti_keymap k;
+
+    g_refusing_io.map_resident = mu_checking_resident;
+    ti_keymap_init(&k);
+    g_scanned = &k;
+    g_scan_mu_free = -1;
+    if (ti_keymap_open(&k, &g_refusing_io, f, 4 * PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    expect_ok(ti_keymap_stats(&k, 4 * PAGE, NULL, &resident), "stats");
+    if (g_scan_mu_free != 1) fail_msg("the scan ran %s", g_scan_mu_free < 0 ? "not at all" : "holding grow_mu");
+    ti_keymap_close(&k);
+    g_refusing_io.close(f);
+}
+
 #define BIG_FILE (64ull << 20)
 
 static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
@@ -607,6 +681,8 @@ int main(void)
         T(views_past_a_full_map_take_no_lock, th_store_setup_bare),
         T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare),
         T(resident_is_this_process_s_pages_not_the_page_cache, th_store_setup_bare),
+        cmocka_unit_test(a_failed_mmap_gives_its_reservation_back),
+        T(the_resident_scan_holds_no_growth_mutex, th_store_setup_bare),
         cmocka_unit_test(seek_finds_what_the_binary_search_finds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
