@@ -46,8 +46,10 @@ typedef struct image {
 } image;
 
 typedef struct inode inode;
+typedef struct sim_map sim_map;   /* io_sim_map.c */
 struct inode {
     inode *next;
+    sim_map *maps;                /* the maps following this inode's current image */
     image dur, cur;
     image stage_dur, stage_cur;   /* crash and check scratch: empty between calls */
     uint64_t npending;            /* ops in sim->ops on this inode */
@@ -141,6 +143,19 @@ void ti_sim_lock(tide_io_sim *sim);
 /* ti_sim_check, then release sim->mu: every call ends here, so the
  * invariants are asserted after every operation. */
 void ti_sim_unlock(tide_io_sim *sim);
+
+/* ---- io_sim_map.c: maps ---- */
+
+/* tide_io.map, unmap, map_resident (io.h), on the sim (io_sim_map.c's
+ * invariants). map and map_resident take sim->mu themselves. */
+int ti_sim_map(tide_file *f, struct tide_io_map *m, uint64_t len);
+void ti_sim_unmap(struct tide_io_map *m);
+int ti_sim_map_resident(const struct tide_io_map *m, uint64_t *bytes);
+/* Copy ino's current image into its maps: bytes [lo, hi) changed, and the
+ * size may have. */
+void ti_sim_maps_follow(inode *ino, uint64_t lo, uint64_t hi);
+/* Stop ino's maps following it (a crash, a gc, the destroy). */
+void ti_sim_maps_detach(inode *ino);
 
 /* ---- io_sim_table.c ---- */
 
