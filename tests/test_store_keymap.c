@@ -269,6 +269,7 @@ typedef struct grow_shared {
     atomic_int done;
     atomic_ullong misses, wrong, errors, fetches, sweeps;
     int insert_rc;
+    int retry;                  /* a refused insert is tried again (rollbacks under way) */
 } grow_shared;
 
 static void *grow_writer(void *arg)
@@ -280,7 +281,14 @@ static void *grow_writer(void *arg)
         size_t len = th_len(i, 1, 200);
         th_key(i, 32, key);
         th_value(i, len, val);
-        if ((g->insert_rc = tide_store_insert(g->s, key, val, len)) != 0) break;
+        if ((g->insert_rc = tide_store_insert(g->s, key, val, len)) != 0 && g->retry
+            && g->insert_rc != TIDE_EEXIST) {
+            tide_clock_sleep_us(2000);
+            i--;
+            continue;
+        }
+        if (g->insert_rc == TIDE_EEXIST && g->retry) g->insert_rc = 0;   /* in before the refusal */
+        if (g->insert_rc != 0) break;
         atomic_store_explicit(&g->acked, i + 1, memory_order_release);
     }
     atomic_store_explicit(&g->done, 1, memory_order_release);
@@ -370,6 +378,106 @@ static void fetch_while_the_file_grows(void **state)
                  "preads, %llu bytes mapped", (unsigned long long)info.key_file_bytes,
                  (unsigned long long)info.key_map_views, (unsigned long long)info.key_bucket_reads,
                  (unsigned long long)info.key_map_bytes);
+}
+
+/* ---- fetches through the map while rollbacks cut nudb.key ---- */
+
+#define RB_FAIL_MAX 12
+
+static tide_io g_rb_io;               /* the POSIX io, nudb.dat's sync and nudb.key's truncate wrapped */
+static tide_file *g_rb_dat, *g_rb_key;
+static atomic_int g_rb_syncs, g_rb_fails, g_rb_shrinks;
+
+static int rb_open(tide_io *io, const char *path, int flags, tide_file **out)
+{
+    size_t n = strlen(path);
+    int rc = tide_io_posix()->open(tide_io_posix(), path, flags, out);
+
+    (void)io;
+    if (rc == 0 && (flags & TIDE_IO_WRITE) && n >= 8) {
+        if (strcmp(path + n - 8, "nudb.dat") == 0) g_rb_dat = *out;
+        if (strcmp(path + n - 8, "nudb.key") == 0) g_rb_key = *out;
+    }
+    return rc;
+}
+
+/* Every 4th sync of nudb.dat fails (the commit's step 5, after its buckets
+ * are written and published), up to RB_FAIL_MAX times: each forces a
+ * rollback that truncates nudb.key under the map. */
+static int rb_sync(tide_file *f)
+{
+    if (f == g_rb_dat && atomic_fetch_add(&g_rb_syncs, 1) % 4 == 3 && atomic_load(&g_rb_fails) < RB_FAIL_MAX) {
+        atomic_fetch_add(&g_rb_fails, 1);
+        return tide_err_set(TIDE_EIO, "the test fails this sync of nudb.dat");
+    }
+    return tide_io_posix()->sync(f);
+}
+
+static int rb_truncate(tide_file *f, uint64_t size)
+{
+    uint64_t was = 0;
+    if (f == g_rb_key && tide_io_posix()->size(f, &was) == 0 && size < was) atomic_fetch_add(&g_rb_shrinks, 1);
+    return tide_io_posix()->truncate(f, size);
+}
+
+/* A rollback cuts nudb.key (the buckets a failed commit added) while two
+ * readers fetch every acknowledged key through the map: no false miss, no
+ * wrong value, no error, and no fault (the process would die of SIGBUS had
+ * a reader touched a page cut off). The shrinks are counted, so the test
+ * knows the file was cut. */
+static void fetches_through_the_map_survive_rollbacks_that_cut_the_key_file(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    tide_store_opts o;
+    tide_store_info info;
+    grow_shared g;
+    pthread_t w, rd[GROW_READERS];
+    int rc;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d", rc);
+    g_rb_io = *tide_io_posix();
+    g_rb_io.open = rb_open;
+    g_rb_io.sync = rb_sync;
+    g_rb_io.truncate = rb_truncate;
+    g_rb_dat = g_rb_key = NULL;
+    atomic_store(&g_rb_syncs, 0);
+    atomic_store(&g_rb_fails, 0);
+    atomic_store(&g_rb_shrinks, 0);
+    th_store_opts(&o);
+    o.io = &g_rb_io;
+    o.commit_interval_ms = 5;
+    o.burst_bytes = 32 << 10;
+    if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("open: got %d %s", rc, tide_last_error());
+    memset(&g, 0, sizeof g);
+    g.s = t->s;
+    g.retry = 1;
+    for (int k = 0; k < GROW_READERS; k++)
+        if (pthread_create(&rd[k], NULL, grow_reader, &g) != 0) fail_msg("pthread_create failed");
+    if (pthread_create(&w, NULL, grow_writer, &g) != 0) fail_msg("pthread_create failed");
+    pthread_join(w, NULL);
+    for (int k = 0; k < GROW_READERS; k++) pthread_join(rd[k], NULL);
+    if ((rc = tide_store_sync(t->s)) != 0) fail_msg("sync: got %d %s", rc, tide_last_error());
+    tide_store_get_info(t->s, &info);
+    print_message("    %d failed syncs, %d cuts of nudb.key; %llu commits, %llu buckets; %llu fetches: %llu "
+                  "false misses, %llu wrong, %llu errors; %llu map views\n", atomic_load(&g_rb_fails),
+                  atomic_load(&g_rb_shrinks), (unsigned long long)info.commits, (unsigned long long)info.buckets,
+                  (unsigned long long)atomic_load(&g.fetches), (unsigned long long)atomic_load(&g.misses),
+                  (unsigned long long)atomic_load(&g.wrong), (unsigned long long)atomic_load(&g.errors),
+                  (unsigned long long)info.key_map_views);
+    if (g.insert_rc != 0 || atomic_load(&g.acked) != GROW_ITEMS)
+        fail_msg("writer: stopped with %d after %llu items", g.insert_rc, (unsigned long long)atomic_load(&g.acked));
+    if (atomic_load(&g_rb_fails) == 0 || atomic_load(&g_rb_shrinks) == 0)
+        fail_msg("expected failed syncs and cuts of nudb.key, got %d and %d", atomic_load(&g_rb_fails),
+                 atomic_load(&g_rb_shrinks));
+    if (atomic_load(&g.misses) || atomic_load(&g.wrong) || atomic_load(&g.errors))
+        fail_msg("expected no false miss, wrong value or error, got %llu, %llu, %llu",
+                 (unsigned long long)atomic_load(&g.misses), (unsigned long long)atomic_load(&g.wrong),
+                 (unsigned long long)atomic_load(&g.errors));
+    if (info.key_map_views == 0) fail_msg("expected the readers to go through the map");
 }
 
 /* ---- the per-thread counters add up ---- */
@@ -677,6 +785,7 @@ int main(void)
         T(fixtures_mapped_and_pread_agree, th_store_setup_bare),
         T(sim_maps_like_posix, th_store_setup_bare),
         T(fetch_while_the_file_grows, th_store_setup_bare),
+        T(fetches_through_the_map_survive_rollbacks_that_cut_the_key_file, th_store_setup_bare),
         T(counters_sum_every_threads_fetches, th_store_setup_bare),
         T(views_past_a_full_map_take_no_lock, th_store_setup_bare),
         T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare),
