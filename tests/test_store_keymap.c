@@ -258,6 +258,152 @@ static void sim_maps_like_posix(void **state)
     tide_io_sim_destroy(sim);
 }
 
+/* ---- hash ties, written by hand ---- */
+
+#define TIE_ITEMS 300
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *b;
+    long n = -1;
+
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0) fail_msg("cannot read %s", path);
+    rewind(f);
+    if ((b = malloc((size_t)n + 1)) == NULL || fread(b, 1, (size_t)n, f) != (size_t)n) fail_msg("read %s", path);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static void spit(const char *path, const uint8_t *b, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(b, 1, len, f) != len || fclose(f) != 0) fail_msg("cannot write %s", path);
+}
+
+static int by_hash(const void *a, const void *b)
+{
+    const tide_entry *x = a, *y = b;
+    return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+/* Rewrite key 0's bucket: `main_ties` entries of other records given key
+ * 0's 48-bit hash ahead of its own (qsort of equal hashes keeps no order,
+ * so the ties are laid out by hand after the sort), and with `spill_ties`
+ * > 0 key 0's own entry moved, behind that many more ties, into a spill
+ * record appended to nudb.dat. */
+static void write_ties(const char *dir, const uint8_t *key0, size_t klen, const uint8_t *dat0, size_t dlen,
+                       unsigned main_ties, unsigned spill_ties)
+{
+    char kp[sizeof ((tstate *)0)->dir + 16], dp[sizeof ((tstate *)0)->dir + 16];
+    uint8_t *key = malloc(klen), *dat = malloc(dlen + 8 + 4096 * 4);
+    tide_key_header kh;
+    tide_entry e[512], own = { 0 }, other[32];
+    uint8_t k0[32];
+    unsigned n = 0, nother = 0, count, cap;
+
+    snprintf(kp, sizeof kp, "%s/nudb.key", dir);
+    snprintf(dp, sizeof dp, "%s/nudb.dat", dir);
+    memcpy(key, key0, klen);
+    memcpy(dat, dat0, dlen);
+    if (ti_fmt_decode_key_header(key, &kh, "nudb.key") != 0) fail_msg("key header: %s", tide_last_error());
+    cap = ti_fmt_capacity(kh.block_size);
+    th_key(0, 32, k0);
+    uint64_t h = ti_fmt_hash48(k0, 32, kh.salt), buckets = klen / kh.block_size - 1;
+    uint64_t index = ti_fmt_bucket_index(h, buckets);
+    uint8_t *b = key + (index + 1) * kh.block_size;
+    /* Other records to point the ties at: entries of other buckets. */
+    for (uint64_t j = 0; j < buckets && nother < 32; j++) {
+        const uint8_t *o = key + (j + 1) * kh.block_size;
+        for (unsigned i = 0; j != index && i < ti_fmt_bucket_count(o) && nother < 32; i++)
+            ti_fmt_bucket_entry(o, i, &other[nother++]);
+    }
+    if (nother < main_ties + spill_ties) fail_msg("only %u other records", nother);
+    count = ti_fmt_bucket_count(b);
+    if (ti_fmt_bucket_spill(b) != 0) fail_msg("key 0's bucket spills already");
+    for (unsigned i = 0; i < count; i++) {
+        tide_entry x;
+        ti_fmt_bucket_entry(b, i, &x);
+        if (x.hash == h) own = x;
+        else e[n++] = x;
+    }
+    if (own.offset == 0) fail_msg("key 0's entry not in its bucket");
+    qsort(e, n, sizeof e[0], by_hash);
+    unsigned at = 0;
+    while (at < n && e[at].hash < h) at++;
+    unsigned extra = main_ties + (spill_ties ? 0 : 1);
+    if (n + extra > cap) fail_msg("bucket too full for the ties");
+    memmove(e + at + extra, e + at, (n - at) * sizeof e[0]);
+    for (unsigned i = 0; i < main_ties; i++) e[at + i] = (tide_entry){ other[i].offset, other[i].size, h };
+    if (!spill_ties) e[at + main_ties] = own;
+    n += extra;
+    uint64_t spill = 0;
+    if (spill_ties) {
+        tide_entry se[32];
+        size_t full = ti_fmt_bucket_bytes(cap);
+        for (unsigned i = 0; i < spill_ties; i++)
+            se[i] = (tide_entry){ other[main_ties + i].offset, other[main_ties + i].size, h };
+        se[spill_ties] = own;
+        ti_put48(dat + dlen, 0);
+        ti_put16(dat + dlen + 6, full);
+        ti_fmt_encode_bucket(dat + dlen + TIDE_SPILL_HEADER, full, se, spill_ties + 1, 0);
+        spill = dlen + TIDE_SPILL_HEADER;
+        dlen += TIDE_SPILL_HEADER + full;
+    }
+    ti_fmt_encode_bucket(b, kh.block_size, e, n, spill);
+    spit(kp, key, klen);
+    spit(dp, dat, dlen);
+    free(key);
+    free(dat);
+}
+
+/* Several entries share key 0's 48-bit hash, the first ones other
+ * records': 2 in the bucket; 9 (past PROBE_MAX, so the mapped lookup copies
+ * the bucket); 3 in the bucket with key 0's own entry in a spill record
+ * behind 2 more; 9 with it in the spill. Mapped and no_map handles give
+ * the same answer for every key and find value(0) for key 0. */
+static void hash_ties_are_searched_alike_mapped_and_not(void **state)
+{
+    tstate *t = *state;
+    static const unsigned cases[][2] = { { 1, 0 }, { 9, 0 }, { 3, 2 }, { 9, 2 } };
+    char kp[sizeof ((tstate *)0)->dir + 16], dp[sizeof ((tstate *)0)->dir + 16];
+    size_t klen, dlen;
+    tide_store_create_opts co;
+    int rc;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d", rc);
+    if ((rc = tide_store_open(&t->s, t->dir, NULL)) != 0) fail_msg("open: got %d", rc);
+    if ((rc = th_store_insert_items(t->s, 0, TIE_ITEMS, 32, 1, 300, NULL)) != 0) fail_msg("insert: got %d", rc);
+    if ((rc = tide_store_close(t->s)) != 0) fail_msg("close: got %d", rc);
+    t->s = NULL;
+    snprintf(kp, sizeof kp, "%s/nudb.key", t->dir);
+    snprintf(dp, sizeof dp, "%s/nudb.dat", t->dir);
+    uint8_t *key0 = slurp(kp, &klen), *dat0 = slurp(dp, &dlen);
+    th_fixture f = { .name = "ties", .key_size = 32, .items = TIE_ITEMS, .present = TIE_ITEMS,
+                     .vmin = 1, .vmax = 300 };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tide_store *a, *b;
+        uint8_t k0[32];
+        write_ties(t->dir, key0, klen, dat0, dlen, cases[c][0], cases[c][1]);
+        open_ro(&a, t->dir, 0, "ties mapped");
+        open_ro(&b, t->dir, 1, "ties no_map");
+        th_key(0, 32, k0);
+        outcome o = same_both(a, b, k0, "ties", "key", 0);
+        if (o.rc != 0 || o.len != th_len(0, 1, 300))
+            fail_msg("case %zu (%u ties, %u in the spill): key 0 got %d, %zu bytes", c, cases[c][0] + cases[c][1],
+                     cases[c][1], o.rc, o.len);
+        compare_all(a, b, &f);
+        tide_store_close(a);
+        tide_store_close(b);
+    }
+    free(key0);
+    free(dat0);
+}
+
 /* ---- fetches of every key inserted so far, while the file grows ---- */
 
 #define GROW_ITEMS 40000
@@ -784,6 +930,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(fixtures_mapped_and_pread_agree, th_store_setup_bare),
         T(sim_maps_like_posix, th_store_setup_bare),
+        T(hash_ties_are_searched_alike_mapped_and_not, th_store_setup_bare),
         T(fetch_while_the_file_grows, th_store_setup_bare),
         T(fetches_through_the_map_survive_rollbacks_that_cut_the_key_file, th_store_setup_bare),
         T(counters_sum_every_threads_fetches, th_store_setup_bare),
