@@ -13,11 +13,20 @@
  *   - The simulated file system maps (io_sim_map.c): a store on it with
  *     the map asked for views every bucket (no bucket pread) and gives
  *     what a no_map handle gives, key for key.
+ *   - Hash ties written by hand into a store's files: key 0's bucket
+ *     given 2 and 10 entries of its 48-bit hash (the others point at other
+ *     records; 10 is past the mapped probe's 8, so it copies the bucket),
+ *     and key 0's own entry moved into a spill record behind more ties:
+ *     mapped and no_map give the same for every key, key 0 its value.
  *   - One thread inserts (commits every 5 ms in a 64 KiB pool, so the key
  *     file grows and buckets split hundreds of times) while two threads
  *     fetch every key inserted so far, sweep after sweep: no false miss,
  *     no wrong value (both counted, both 0), the map followed the file to
  *     its end, and the readers went through it.
+ *
+ *   - The same while every 4th sync of nudb.dat fails (12 times): each
+ *     rollback cuts nudb.key under the map; the readers see no false miss,
+ *     wrong value or error, and do not fault (a SIGBUS would end the test).
  *
  *   - 40 threads (more than the counters' 32 slots) fetch 500 keys each:
  *     the fetch counter and the map's lookup counter add up exactly.
@@ -34,7 +43,9 @@
  *     file's size now (a rollback's truncate). The resident figure is the
  *     pages this process mapped in: a 64 MiB file written with pwrite (all
  *     of it in the page cache) and mapped, two pages touched, gives two
- *     pages to a few, not 64 MiB.
+ *     pages to a few, not 64 MiB, and the scan runs outside the growth
+ *     mutex. A MAP_FIXED that fails (a procfs file) gives the reservation
+ *     past it back at once.
  *
  * Threads never call cmocka; they count, and the main thread fails.
  */

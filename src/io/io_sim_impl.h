@@ -4,7 +4,7 @@
  *
  * io_sim.c's essay states the model and its six invariants; this header
  * holds the structures they speak of and the ti_sim_* functions one file of
- * the sim calls in another. The sim is six files, one job each:
+ * the sim calls in another. The sim is seven files, one job each:
  *
  *   io_sim.c        the handle: life, clone, locking, the test helpers
  *                   (mkdir, put, get, holders) and the counters
@@ -17,6 +17,7 @@
  *   io_sim_crash.c  crash images: drawn, chosen, and the description of
  *                   what is pending
  *   io_sim_check.c  ti_sim_check: the invariants, asserted
+ *   io_sim_map.c    maps: a copy of a file's current image that follows it
  *
  * Locking: every function here but ti_sim_lock expects the caller to hold
  * sim->mu (taken with ti_sim_lock, released with ti_sim_unlock, which runs
