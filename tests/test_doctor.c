@@ -772,8 +772,6 @@ static void a_large_key_map_leaves_the_allocators_share_of_anonymous_memory(void
 {
     (void)state;
     tide_doctor_report r;
-    char *text = NULL;
-    size_t len = 0;
     char *p = page_set(big("1073741824", "62914560", "62914560"), "tide_process_rss_anon_bytes", "130023424");
     p = with_key_map(page_set(p, "tide_process_rss_file_bytes", "943718400"), "935329792");
     expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
@@ -781,10 +779,7 @@ static void a_large_key_map_leaves_the_allocators_share_of_anonymous_memory(void
     if (f == NULL) fail_msg("60 MiB free of 124 MiB anonymous passed");
     assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
     expect_contains(f->summary, "60 MiB free, 48% of the RSS not file-backed", "the share of anonymous memory");
-    FILE *m = open_memstream(&text, &len);
-    assert_non_null(m);
-    tide_doctor_format(&r, m);
-    fclose(m);
+    char *text = format_text(&r);
     expect_contains(text, "60.0 MiB free (48% of the RSS not file-backed)", "the free line");
     expect_contains(text, "the rest               64.0 MiB (stacks", "the rest, of the anonymous part");
     expect_contains(text, "file-backed           900.0 MiB (code, libraries, nudb.key's map", "its own line");
