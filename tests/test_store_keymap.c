@@ -45,7 +45,9 @@
  *     of it in the page cache) and mapped, two pages touched, gives two
  *     pages to a few, not 64 MiB, and the scan runs outside the growth
  *     mutex. A MAP_FIXED that fails (a procfs file) gives the reservation
- *     past it back at once.
+ *     past it back at once. The sim's map shows a write at once, zeroes
+ *     what a truncate cut from its last page, makes the pages wholly past
+ *     the end unreadable, and readable again when the file grows back.
  *
  * Threads never call cmocka; they count, and the main thread fails.
  */
@@ -884,6 +886,62 @@ static void the_resident_scan_holds_no_growth_mutex(void **state)
     g_refusing_io.close(f);
 }
 
+/* The permissions /proc/self/maps gives the page at `at` ("r" readable,
+ * "-" not, "?" not mapped). */
+static char page_perm(uintptr_t at)
+{
+    FILE *m = fopen("/proc/self/maps", "r");
+    char line[512], perm[8], r = '?';
+
+    if (m == NULL) fail_msg("cannot read /proc/self/maps");
+    while (r == '?' && fgets(line, sizeof line, m)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx %7s", &a, &b, perm) == 3 && a <= at && at < b) r = perm[0];
+    }
+    fclose(m);
+    return r;
+}
+
+/* The sim's map (io_sim_map.c) follows the file: a write shows at once; a
+ * truncate zeroes the cut part of its last page and makes the pages wholly
+ * past the end unreadable (a touch faults, as a POSIX map's SIGBUS); a
+ * write that grows the file back makes them readable with its bytes. */
+static void the_sims_map_follows_writes_and_truncates(void **state)
+{
+    tide_io_sim *sim = NULL;
+    tide_io *io;
+    tide_file *f = NULL;
+    tide_io_map m = { 0 };
+    static uint8_t data[3 * PAGE + 100];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 7 + 1);
+    if (tide_io_sim_create(&sim) != 0 || tide_io_sim_put_file(sim, "/f", data, sizeof data) != 0)
+        fail_msg("sim: create");
+    io = tide_io_sim_io(sim);
+    expect_ok(io->open(io, "/f", TIDE_IO_READ | TIDE_IO_WRITE, &f), "open");
+    m.reserved = 16 * PAGE;
+    expect_ok(io->map(f, &m, sizeof data), "map");
+    expect_u64(m.mapped, 4 * PAGE, "mapped: a page multiple");
+    if (memcmp(m.base, data, sizeof data) != 0) fail_msg("the map does not show the file");
+    if (m.base[sizeof data] != 0) fail_msg("the last page past the end reads as zeros");
+    expect_ok(io->write_at(f, "XY", 2, 10), "write");
+    if (m.base[10] != 'X' || m.base[11] != 'Y') fail_msg("a write does not show in the map");
+    expect_ok(io->truncate(f, PAGE + 10), "truncate");
+    if (m.base[PAGE + 9] != data[PAGE + 9] || m.base[PAGE + 10] != 0 || m.base[2 * PAGE - 1] != 0)
+        fail_msg("the cut part of the last page does not read as zeros");
+    if (page_perm((uintptr_t)m.base + PAGE) != 'r' || page_perm((uintptr_t)m.base + 2 * PAGE) != '-' ||
+        page_perm((uintptr_t)m.base + 3 * PAGE) != '-')
+        fail_msg("pages past the end: expected r, -, -, got %c, %c, %c", page_perm((uintptr_t)m.base + PAGE),
+                 page_perm((uintptr_t)m.base + 2 * PAGE), page_perm((uintptr_t)m.base + 3 * PAGE));
+    expect_ok(io->write_at(f, "Z", 1, 3 * PAGE), "a write that grows the file back");
+    if (page_perm((uintptr_t)m.base + 2 * PAGE) != 'r' || m.base[3 * PAGE] != 'Z' || m.base[2 * PAGE] != 0)
+        fail_msg("the pages grown back over are not readable with the file's bytes (zeros in the gap)");
+    io->unmap(&m);
+    io->close(f);
+    tide_io_sim_destroy(sim);
+}
+
 #define BIG_FILE (64ull << 20)
 
 static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
@@ -927,6 +985,7 @@ int main(void)
         T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare),
         T(resident_is_this_process_s_pages_not_the_page_cache, th_store_setup_bare),
         cmocka_unit_test(a_failed_mmap_gives_its_reservation_back),
+        cmocka_unit_test(the_sims_map_follows_writes_and_truncates),
         T(the_resident_scan_holds_no_growth_mutex, th_store_setup_bare),
         cmocka_unit_test(seek_finds_what_the_binary_search_finds),
     };
