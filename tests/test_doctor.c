@@ -763,6 +763,35 @@ static void the_key_map_counts_as_file_backed_not_unfreed(void **state)
     free(p);
 }
 
+/* Free heap is anonymous memory: with nudb.key's map filling RssFile, the
+ * allocator's free share is of the RSS less RssFile, small processes are
+ * told by that part, and the report's rest leaves the file-backed part out
+ * (its own line). 1 GiB of RSS, 900 MiB file-backed (892 MiB of it the
+ * map), 124 MiB anonymous, 60 MiB free, 60 MiB live: 48% free. */
+static void a_large_key_map_leaves_the_allocators_share_of_anonymous_memory(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    char *p = page_set(big("1073741824", "62914560", "62914560"), "tide_process_rss_anon_bytes", "130023424");
+    p = with_key_map(page_set(p, "tide_process_rss_file_bytes", "943718400"), "935329792");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    const tide_doctor_finding *f = finding_of(&r, "allocator_free");
+    if (f == NULL) fail_msg("60 MiB free of 124 MiB anonymous passed");
+    assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
+    expect_contains(f->summary, "60 MiB free, 48% of the RSS not file-backed", "the share of anonymous memory");
+    char *text = format_text(&r);
+    expect_contains(text, "60.0 MiB free (48% of the RSS not file-backed)", "the free line");
+    expect_contains(text, "the rest               64.0 MiB (stacks", "the rest, of the anonymous part");
+    expect_contains(text, "file-backed           900.0 MiB (code, libraries, nudb.key's map", "its own line");
+    if (strstr(text, "964.0 MiB") != NULL) fail_msg("the rest counts file pages:\n%s", text);
+    free(text);
+    free(p);
+    /* 70 MiB of RSS, 30 MiB of it file-backed, 20 MiB free: 40 MiB of the
+     * process's own is under the 64 MiB a judgement needs. */
+    p = page_set(big("73400320", "10485760", "20971520"), "tide_process_rss_anon_bytes", "41943040");
+    expect_none("40 MiB not file-backed is too small to judge", page_set(p, "tide_process_rss_file_bytes", "31457280"));
+}
+
 static void the_allocator_rules_fire_past_their_thresholds_on_a_large_process(void **state)
 {
     (void)state;
@@ -1436,6 +1465,7 @@ int main(void)
         cmocka_unit_test(the_limit_rule_uses_the_pages_enter_marks),
         cmocka_unit_test(the_allocator_rules_fire_past_their_thresholds_on_a_large_process),
         cmocka_unit_test(the_key_map_counts_as_file_backed_not_unfreed),
+        cmocka_unit_test(a_large_key_map_leaves_the_allocators_share_of_anonymous_memory),
         cmocka_unit_test(the_json_has_the_verdict_and_findings_with_integers_as_integers),
         cmocka_unit_test(two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_rate),
         cmocka_unit_test(with_two_scrapes_overload_and_cgroup_events_judge_the_increase),

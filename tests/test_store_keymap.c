@@ -10,14 +10,23 @@
  *     found with value(i). The counters say each handle took its path: the
  *     mapped one searched every bucket in place (no bucket pread), the
  *     other read every bucket with pread.
- *   - The simulated file system cannot map: a store on it with the map
- *     asked for reads with pread (nothing mapped, no view) as often as a
- *     no_map handle does, and gives what it gives, key for key.
+ *   - The simulated file system maps (io_sim_map.c): a store on it with
+ *     the map asked for views every bucket (no bucket pread) and gives
+ *     what a no_map handle gives, key for key.
+ *   - Hash ties written by hand into a store's files: key 0's bucket
+ *     given 2 and 10 entries of its 48-bit hash (the others point at other
+ *     records; 10 is past the mapped probe's 8, so it copies the bucket),
+ *     and key 0's own entry moved into a spill record behind more ties:
+ *     mapped and no_map give the same for every key, key 0 its value.
  *   - One thread inserts (commits every 5 ms in a 64 KiB pool, so the key
  *     file grows and buckets split hundreds of times) while two threads
  *     fetch every key inserted so far, sweep after sweep: no false miss,
  *     no wrong value (both counted, both 0), the map followed the file to
  *     its end, and the readers went through it.
+ *
+ *   - The same while every 4th sync of nudb.dat fails (12 times): each
+ *     rollback cuts nudb.key under the map; the readers see no false miss,
+ *     wrong value or error, and do not fault (a SIGBUS would end the test).
  *
  *   - 40 threads (more than the counters' 32 slots) fetch 500 keys each:
  *     the fetch counter and the map's lookup counter add up exactly.
@@ -34,7 +43,11 @@
  *     file's size now (a rollback's truncate). The resident figure is the
  *     pages this process mapped in: a 64 MiB file written with pwrite (all
  *     of it in the page cache) and mapped, two pages touched, gives two
- *     pages to a few, not 64 MiB.
+ *     pages to a few, not 64 MiB, and the scan runs outside the growth
+ *     mutex. A MAP_FIXED that fails (a procfs file) gives the reservation
+ *     past it back at once. The sim's map shows a write at once, zeroes
+ *     what a truncate cut from its last page, makes the pages wholly past
+ *     the end unreadable, and readable again when the file grows back.
  *
  * Threads never call cmocka; they count, and the main thread fails.
  */
@@ -230,14 +243,14 @@ static void sim_compare(tide_io_sim *sim)
     tide_store_get_info(b, &bi);
     tide_store_close(a);
     tide_store_close(b);
-    if (ai.key_map_bytes != 0 || ai.key_map_views != 0 || ai.key_bucket_reads != bi.key_bucket_reads)
-        fail_msg("sim: expected pread only (the sim cannot map) as often as no_map's %llu, got "
-                 "%llu views, %llu preads, %llu bytes mapped", (unsigned long long)bi.key_bucket_reads,
+    if (ai.key_map_bytes == 0 || ai.key_map_views == 0 || ai.key_bucket_reads != 0 || bi.key_bucket_reads == 0)
+        fail_msg("sim: expected the mapped handle to view every bucket (no pread) and no_map's to pread, got "
+                 "%llu views, %llu preads, %llu bytes mapped; no_map: %llu preads",
                  (unsigned long long)ai.key_map_views, (unsigned long long)ai.key_bucket_reads,
-                 (unsigned long long)ai.key_map_bytes);
+                 (unsigned long long)ai.key_map_bytes, (unsigned long long)bi.key_bucket_reads);
 }
 
-static void sim_falls_back_to_pread(void **state)
+static void sim_maps_like_posix(void **state)
 {
     tide_io_sim *sim = NULL;
     tide_store_create_opts co;
@@ -258,6 +271,152 @@ static void sim_falls_back_to_pread(void **state)
     tide_io_sim_destroy(sim);
 }
 
+/* ---- hash ties, written by hand ---- */
+
+#define TIE_ITEMS 300
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *b;
+    long n = -1;
+
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0) fail_msg("cannot read %s", path);
+    rewind(f);
+    if ((b = malloc((size_t)n + 1)) == NULL || fread(b, 1, (size_t)n, f) != (size_t)n) fail_msg("read %s", path);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static void spit(const char *path, const uint8_t *b, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(b, 1, len, f) != len || fclose(f) != 0) fail_msg("cannot write %s", path);
+}
+
+static int by_hash(const void *a, const void *b)
+{
+    const tide_entry *x = a, *y = b;
+    return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+/* Rewrite key 0's bucket: `main_ties` entries of other records given key
+ * 0's 48-bit hash ahead of its own (qsort of equal hashes keeps no order,
+ * so the ties are laid out by hand after the sort), and with `spill_ties`
+ * > 0 key 0's own entry moved, behind that many more ties, into a spill
+ * record appended to nudb.dat. */
+static void write_ties(const char *dir, const uint8_t *key0, size_t klen, const uint8_t *dat0, size_t dlen,
+                       unsigned main_ties, unsigned spill_ties)
+{
+    char kp[sizeof ((tstate *)0)->dir + 16], dp[sizeof ((tstate *)0)->dir + 16];
+    uint8_t *key = malloc(klen), *dat = malloc(dlen + 8 + 4096 * 4);
+    tide_key_header kh;
+    tide_entry e[512], own = { 0 }, other[32];
+    uint8_t k0[32];
+    unsigned n = 0, nother = 0, count, cap;
+
+    snprintf(kp, sizeof kp, "%s/nudb.key", dir);
+    snprintf(dp, sizeof dp, "%s/nudb.dat", dir);
+    memcpy(key, key0, klen);
+    memcpy(dat, dat0, dlen);
+    if (ti_fmt_decode_key_header(key, &kh, "nudb.key") != 0) fail_msg("key header: %s", tide_last_error());
+    cap = ti_fmt_capacity(kh.block_size);
+    th_key(0, 32, k0);
+    uint64_t h = ti_fmt_hash48(k0, 32, kh.salt), buckets = klen / kh.block_size - 1;
+    uint64_t index = ti_fmt_bucket_index(h, buckets);
+    uint8_t *b = key + (index + 1) * kh.block_size;
+    /* Other records to point the ties at: entries of other buckets. */
+    for (uint64_t j = 0; j < buckets && nother < 32; j++) {
+        const uint8_t *o = key + (j + 1) * kh.block_size;
+        for (unsigned i = 0; j != index && i < ti_fmt_bucket_count(o) && nother < 32; i++)
+            ti_fmt_bucket_entry(o, i, &other[nother++]);
+    }
+    if (nother < main_ties + spill_ties) fail_msg("only %u other records", nother);
+    count = ti_fmt_bucket_count(b);
+    if (ti_fmt_bucket_spill(b) != 0) fail_msg("key 0's bucket spills already");
+    for (unsigned i = 0; i < count; i++) {
+        tide_entry x;
+        ti_fmt_bucket_entry(b, i, &x);
+        if (x.hash == h) own = x;
+        else e[n++] = x;
+    }
+    if (own.offset == 0) fail_msg("key 0's entry not in its bucket");
+    qsort(e, n, sizeof e[0], by_hash);
+    unsigned at = 0;
+    while (at < n && e[at].hash < h) at++;
+    unsigned extra = main_ties + (spill_ties ? 0 : 1);
+    if (n + extra > cap) fail_msg("bucket too full for the ties");
+    memmove(e + at + extra, e + at, (n - at) * sizeof e[0]);
+    for (unsigned i = 0; i < main_ties; i++) e[at + i] = (tide_entry){ other[i].offset, other[i].size, h };
+    if (!spill_ties) e[at + main_ties] = own;
+    n += extra;
+    uint64_t spill = 0;
+    if (spill_ties) {
+        tide_entry se[32];
+        size_t full = ti_fmt_bucket_bytes(cap);
+        for (unsigned i = 0; i < spill_ties; i++)
+            se[i] = (tide_entry){ other[main_ties + i].offset, other[main_ties + i].size, h };
+        se[spill_ties] = own;
+        ti_put48(dat + dlen, 0);
+        ti_put16(dat + dlen + 6, full);
+        ti_fmt_encode_bucket(dat + dlen + TIDE_SPILL_HEADER, full, se, spill_ties + 1, 0);
+        spill = dlen + TIDE_SPILL_HEADER;
+        dlen += TIDE_SPILL_HEADER + full;
+    }
+    ti_fmt_encode_bucket(b, kh.block_size, e, n, spill);
+    spit(kp, key, klen);
+    spit(dp, dat, dlen);
+    free(key);
+    free(dat);
+}
+
+/* Several entries share key 0's 48-bit hash, the first ones other
+ * records': 2 in the bucket; 9 (past PROBE_MAX, so the mapped lookup copies
+ * the bucket); 3 in the bucket with key 0's own entry in a spill record
+ * behind 2 more; 9 with it in the spill. Mapped and no_map handles give
+ * the same answer for every key and find value(0) for key 0. */
+static void hash_ties_are_searched_alike_mapped_and_not(void **state)
+{
+    tstate *t = *state;
+    static const unsigned cases[][2] = { { 1, 0 }, { 9, 0 }, { 3, 2 }, { 9, 2 } };
+    char kp[sizeof ((tstate *)0)->dir + 16], dp[sizeof ((tstate *)0)->dir + 16];
+    size_t klen, dlen;
+    tide_store_create_opts co;
+    int rc;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d", rc);
+    if ((rc = tide_store_open(&t->s, t->dir, NULL)) != 0) fail_msg("open: got %d", rc);
+    if ((rc = th_store_insert_items(t->s, 0, TIE_ITEMS, 32, 1, 300, NULL)) != 0) fail_msg("insert: got %d", rc);
+    if ((rc = tide_store_close(t->s)) != 0) fail_msg("close: got %d", rc);
+    t->s = NULL;
+    snprintf(kp, sizeof kp, "%s/nudb.key", t->dir);
+    snprintf(dp, sizeof dp, "%s/nudb.dat", t->dir);
+    uint8_t *key0 = slurp(kp, &klen), *dat0 = slurp(dp, &dlen);
+    th_fixture f = { .name = "ties", .key_size = 32, .items = TIE_ITEMS, .present = TIE_ITEMS,
+                     .vmin = 1, .vmax = 300 };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tide_store *a, *b;
+        uint8_t k0[32];
+        write_ties(t->dir, key0, klen, dat0, dlen, cases[c][0], cases[c][1]);
+        open_ro(&a, t->dir, 0, "ties mapped");
+        open_ro(&b, t->dir, 1, "ties no_map");
+        th_key(0, 32, k0);
+        outcome o = same_both(a, b, k0, "ties", "key", 0);
+        if (o.rc != 0 || o.len != th_len(0, 1, 300))
+            fail_msg("case %zu (%u ties, %u in the spill): key 0 got %d, %zu bytes", c, cases[c][0] + cases[c][1],
+                     cases[c][1], o.rc, o.len);
+        compare_all(a, b, &f);
+        tide_store_close(a);
+        tide_store_close(b);
+    }
+    free(key0);
+    free(dat0);
+}
+
 /* ---- fetches of every key inserted so far, while the file grows ---- */
 
 #define GROW_ITEMS 40000
@@ -269,6 +428,7 @@ typedef struct grow_shared {
     atomic_int done;
     atomic_ullong misses, wrong, errors, fetches, sweeps;
     int insert_rc;
+    int retry;                  /* a refused insert is tried again (rollbacks under way) */
 } grow_shared;
 
 static void *grow_writer(void *arg)
@@ -280,7 +440,14 @@ static void *grow_writer(void *arg)
         size_t len = th_len(i, 1, 200);
         th_key(i, 32, key);
         th_value(i, len, val);
-        if ((g->insert_rc = tide_store_insert(g->s, key, val, len)) != 0) break;
+        if ((g->insert_rc = tide_store_insert(g->s, key, val, len)) != 0 && g->retry
+            && g->insert_rc != TIDE_EEXIST) {
+            tide_clock_sleep_us(2000);
+            i--;
+            continue;
+        }
+        if (g->insert_rc == TIDE_EEXIST && g->retry) g->insert_rc = 0;   /* in before the refusal */
+        if (g->insert_rc != 0) break;
         atomic_store_explicit(&g->acked, i + 1, memory_order_release);
     }
     atomic_store_explicit(&g->done, 1, memory_order_release);
@@ -320,12 +487,14 @@ static void *grow_reader(void *arg)
     return NULL;
 }
 
-static void fetch_while_the_file_grows(void **state)
+/* A store in t->dir on `io` (NULL: POSIX), a writer of GROW_ITEMS (trying
+ * a refused insert again when `retry`) and GROW_READERS readers of every
+ * acknowledged key; then synced, its figures in *info. Fails unless every
+ * item went in and the readers saw no false miss, wrong value or error. */
+static void grow_run(tstate *t, tide_io *io, size_t burst, int retry, tide_store_info *info)
 {
-    tstate *t = *state;
     tide_store_create_opts co;
     tide_store_opts o;
-    tide_store_info info;
     grow_shared g;
     pthread_t w, rd[GROW_READERS];
     int rc;
@@ -335,26 +504,28 @@ static void fetch_while_the_file_grows(void **state)
     co.key_size = 32;
     if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d", rc);
     th_store_opts(&o);
+    if (io) o.io = io;
     o.commit_interval_ms = 5;
-    o.burst_bytes = 64 << 10;
-    if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("open: got %d", rc);
+    o.burst_bytes = burst;
+    if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("open: got %d %s", rc, tide_last_error());
     memset(&g, 0, sizeof g);
     g.s = t->s;
+    g.retry = retry;
     for (int k = 0; k < GROW_READERS; k++)
         if (pthread_create(&rd[k], NULL, grow_reader, &g) != 0) fail_msg("pthread_create failed");
     if (pthread_create(&w, NULL, grow_writer, &g) != 0) fail_msg("pthread_create failed");
     pthread_join(w, NULL);
     for (int k = 0; k < GROW_READERS; k++) pthread_join(rd[k], NULL);
-    if ((rc = tide_store_sync(t->s)) != 0) fail_msg("sync: got %d", rc);
-    tide_store_get_info(t->s, &info);
+    if ((rc = tide_store_sync(t->s)) != 0) fail_msg("sync: got %d %s", rc, tide_last_error());
+    tide_store_get_info(t->s, info);
     print_message("    %llu inserts, %llu commits, %llu buckets; %llu fetches in %llu sweeps: "
                   "%llu false misses, %llu wrong values, %llu errors; %llu map views, %llu "
                   "bucket preads\n", (unsigned long long)atomic_load(&g.acked),
-                  (unsigned long long)info.commits, (unsigned long long)info.buckets,
+                  (unsigned long long)info->commits, (unsigned long long)info->buckets,
                   (unsigned long long)atomic_load(&g.fetches), (unsigned long long)atomic_load(&g.sweeps),
                   (unsigned long long)atomic_load(&g.misses), (unsigned long long)atomic_load(&g.wrong),
-                  (unsigned long long)atomic_load(&g.errors), (unsigned long long)info.key_map_views,
-                  (unsigned long long)info.key_bucket_reads);
+                  (unsigned long long)atomic_load(&g.errors), (unsigned long long)info->key_map_views,
+                  (unsigned long long)info->key_bucket_reads);
     if (g.insert_rc != 0 || atomic_load(&g.acked) != GROW_ITEMS)
         fail_msg("writer: insert failed with %d after %llu items", g.insert_rc,
                  (unsigned long long)atomic_load(&g.acked));
@@ -362,6 +533,14 @@ static void fetch_while_the_file_grows(void **state)
         fail_msg("expected no false miss, wrong value or error, got %llu, %llu, %llu",
                  (unsigned long long)atomic_load(&g.misses), (unsigned long long)atomic_load(&g.wrong),
                  (unsigned long long)atomic_load(&g.errors));
+}
+
+static void fetch_while_the_file_grows(void **state)
+{
+    tstate *t = *state;
+    tide_store_info info;
+
+    grow_run(t, NULL, 64 << 10, 0, &info);
     if (info.commits < 10 || info.buckets < 100)
         fail_msg("expected the file to grow over many commits, got %llu commits, %llu buckets",
                  (unsigned long long)info.commits, (unsigned long long)info.buckets);
@@ -370,6 +549,72 @@ static void fetch_while_the_file_grows(void **state)
                  "preads, %llu bytes mapped", (unsigned long long)info.key_file_bytes,
                  (unsigned long long)info.key_map_views, (unsigned long long)info.key_bucket_reads,
                  (unsigned long long)info.key_map_bytes);
+}
+
+/* ---- fetches through the map while rollbacks cut nudb.key ---- */
+
+#define RB_FAIL_MAX 12
+
+static tide_io g_rb_io;               /* the POSIX io, nudb.dat's sync and nudb.key's truncate wrapped */
+static tide_file *g_rb_dat, *g_rb_key;
+static atomic_int g_rb_syncs, g_rb_fails, g_rb_shrinks;
+
+static int rb_open(tide_io *io, const char *path, int flags, tide_file **out)
+{
+    size_t n = strlen(path);
+    int rc = tide_io_posix()->open(tide_io_posix(), path, flags, out);
+
+    (void)io;
+    if (rc == 0 && (flags & TIDE_IO_WRITE) && n >= 8) {
+        if (strcmp(path + n - 8, "nudb.dat") == 0) g_rb_dat = *out;
+        if (strcmp(path + n - 8, "nudb.key") == 0) g_rb_key = *out;
+    }
+    return rc;
+}
+
+/* Every 4th sync of nudb.dat fails (the commit's step 5, after its buckets
+ * are written and published), up to RB_FAIL_MAX times: each forces a
+ * rollback that truncates nudb.key under the map. */
+static int rb_sync(tide_file *f)
+{
+    if (f == g_rb_dat && atomic_fetch_add(&g_rb_syncs, 1) % 4 == 3 && atomic_load(&g_rb_fails) < RB_FAIL_MAX) {
+        atomic_fetch_add(&g_rb_fails, 1);
+        return tide_err_set(TIDE_EIO, "the test fails this sync of nudb.dat");
+    }
+    return tide_io_posix()->sync(f);
+}
+
+static int rb_truncate(tide_file *f, uint64_t size)
+{
+    uint64_t was = 0;
+    if (f == g_rb_key && tide_io_posix()->size(f, &was) == 0 && size < was) atomic_fetch_add(&g_rb_shrinks, 1);
+    return tide_io_posix()->truncate(f, size);
+}
+
+/* A rollback cuts nudb.key (the buckets a failed commit added) while two
+ * readers fetch every acknowledged key through the map: no false miss, no
+ * wrong value, no error, and no fault (the process would die of SIGBUS had
+ * a reader touched a page cut off). The shrinks are counted, so the test
+ * knows the file was cut. */
+static void fetches_through_the_map_survive_rollbacks_that_cut_the_key_file(void **state)
+{
+    tstate *t = *state;
+    tide_store_info info;
+
+    g_rb_io = *tide_io_posix();
+    g_rb_io.open = rb_open;
+    g_rb_io.sync = rb_sync;
+    g_rb_io.truncate = rb_truncate;
+    g_rb_dat = g_rb_key = NULL;
+    atomic_store(&g_rb_syncs, 0);
+    atomic_store(&g_rb_fails, 0);
+    atomic_store(&g_rb_shrinks, 0);
+    grow_run(t, &g_rb_io, 32 << 10, 1, &info);
+    print_message("    %d failed syncs, %d cuts of nudb.key\n", atomic_load(&g_rb_fails), atomic_load(&g_rb_shrinks));
+    if (atomic_load(&g_rb_fails) == 0 || atomic_load(&g_rb_shrinks) == 0)
+        fail_msg("expected failed syncs and cuts of nudb.key, got %d and %d", atomic_load(&g_rb_fails),
+                 atomic_load(&g_rb_shrinks));
+    if (info.key_map_views == 0) fail_msg("expected the readers to go through the map");
 }
 
 /* ---- the per-thread counters add up ---- */
@@ -567,6 +812,136 @@ static void the_mapped_figure_follows_a_shrunk_file(void **state)
     g_refusing_io.close(f);
 }
 
+/* Any mapping of this process overlapping [lo, hi) (/proc/self/maps). */
+static int mapped_in(uintptr_t lo, uintptr_t hi)
+{
+    FILE *m = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+
+    if (m == NULL) fail_msg("cannot read /proc/self/maps");
+    while (!found && fgets(line, sizeof line, m)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo) found = 1;
+    }
+    fclose(m);
+    return found;
+}
+
+/* A MAP_FIXED that fails (a file that cannot be mapped: procfs's) stops
+ * the map and gives its reservation back past the failed range: nothing of
+ * the 1 GiB reserved stays mapped past the first page, after the failure
+ * and after unmap. */
+static void a_failed_mmap_gives_its_reservation_back(void **state)
+{
+    tide_io *io = tide_io_posix();
+    tide_io_map m = { 0 };
+    tide_file *f = NULL;
+    uintptr_t base;
+    uint64_t reserved;
+
+    (void)state;
+    if (io->open(io, "/proc/self/status", TIDE_IO_READ, &f) != 0) skip();
+    m.reserved = 1ull << 30;
+    if (io->map(f, &m, 1) == 0) fail_msg("mmap of a procfs file succeeded");
+    tide_err_clear();
+    base = (uintptr_t)m.base;
+    reserved = 1ull << 30;
+    expect_u64(m.reserved, m.mapped, "the map grows no further");
+    if (base != 0 && mapped_in(base + PAGE, base + reserved))
+        fail_msg("the reservation past the failed page is still mapped");
+    io->unmap(&m);
+    io->close(f);
+}
+
+static ti_keymap *g_scanned;          /* the map whose scan checks grow_mu */
+static int g_scan_mu_free = -1;      /* 1: grow_mu was free during the scan */
+
+static int mu_checking_resident(const tide_io_map *m, uint64_t *bytes)
+{
+    int rc = pthread_mutex_trylock(&g_scanned->grow_mu);
+    g_scan_mu_free = rc == 0;
+    if (rc == 0) pthread_mutex_unlock(&g_scanned->grow_mu);
+    return tide_io_posix()->map_resident(m, bytes);
+}
+
+/* The resident scan (a pagemap read per 4 MiB: tens of ms at gigabytes)
+ * runs outside grow_mu, so a reader that finds the file grown never waits
+ * for it: the scan itself finds the mutex free. */
+static void the_resident_scan_holds_no_growth_mutex(void **state)
+{
+    tstate *t = *state;
+    tide_file *f = test_file(t, 4 * PAGE);
+    uint64_t resident = 0;
+    ti_keymap k;
+
+    g_refusing_io.map_resident = mu_checking_resident;
+    ti_keymap_init(&k);
+    g_scanned = &k;
+    g_scan_mu_free = -1;
+    if (ti_keymap_open(&k, &g_refusing_io, f, 4 * PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    expect_ok(ti_keymap_stats(&k, 4 * PAGE, NULL, &resident), "stats");
+    if (g_scan_mu_free != 1) fail_msg("the scan ran %s", g_scan_mu_free < 0 ? "not at all" : "holding grow_mu");
+    ti_keymap_close(&k);
+    g_refusing_io.close(f);
+}
+
+/* The permissions /proc/self/maps gives the page at `at` ("r" readable,
+ * "-" not, "?" not mapped). */
+static char page_perm(uintptr_t at)
+{
+    FILE *m = fopen("/proc/self/maps", "r");
+    char line[512], perm[8], r = '?';
+
+    if (m == NULL) fail_msg("cannot read /proc/self/maps");
+    while (r == '?' && fgets(line, sizeof line, m)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx %7s", &a, &b, perm) == 3 && a <= at && at < b) r = perm[0];
+    }
+    fclose(m);
+    return r;
+}
+
+/* The sim's map (io_sim_map.c) follows the file: a write shows at once; a
+ * truncate zeroes the cut part of its last page and makes the pages wholly
+ * past the end unreadable (a touch faults, as a POSIX map's SIGBUS); a
+ * write that grows the file back makes them readable with its bytes. */
+static void the_sims_map_follows_writes_and_truncates(void **state)
+{
+    tide_io_sim *sim = NULL;
+    tide_io *io;
+    tide_file *f = NULL;
+    tide_io_map m = { 0 };
+    static uint8_t data[3 * PAGE + 100];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 7 + 1);
+    if (tide_io_sim_create(&sim) != 0 || tide_io_sim_put_file(sim, "/f", data, sizeof data) != 0)
+        fail_msg("sim: create");
+    io = tide_io_sim_io(sim);
+    expect_ok(io->open(io, "/f", TIDE_IO_READ | TIDE_IO_WRITE, &f), "open");
+    m.reserved = 16 * PAGE;
+    expect_ok(io->map(f, &m, sizeof data), "map");
+    expect_u64(m.mapped, 4 * PAGE, "mapped: a page multiple");
+    if (memcmp(m.base, data, sizeof data) != 0) fail_msg("the map does not show the file");
+    if (m.base[sizeof data] != 0) fail_msg("the last page past the end reads as zeros");
+    expect_ok(io->write_at(f, "XY", 2, 10), "write");
+    if (m.base[10] != 'X' || m.base[11] != 'Y') fail_msg("a write does not show in the map");
+    expect_ok(io->truncate(f, PAGE + 10), "truncate");
+    if (m.base[PAGE + 9] != data[PAGE + 9] || m.base[PAGE + 10] != 0 || m.base[2 * PAGE - 1] != 0)
+        fail_msg("the cut part of the last page does not read as zeros");
+    if (page_perm((uintptr_t)m.base + PAGE) != 'r' || page_perm((uintptr_t)m.base + 2 * PAGE) != '-' ||
+        page_perm((uintptr_t)m.base + 3 * PAGE) != '-')
+        fail_msg("pages past the end: expected r, -, -, got %c, %c, %c", page_perm((uintptr_t)m.base + PAGE),
+                 page_perm((uintptr_t)m.base + 2 * PAGE), page_perm((uintptr_t)m.base + 3 * PAGE));
+    expect_ok(io->write_at(f, "Z", 1, 3 * PAGE), "a write that grows the file back");
+    if (page_perm((uintptr_t)m.base + 2 * PAGE) != 'r' || m.base[3 * PAGE] != 'Z' || m.base[2 * PAGE] != 0)
+        fail_msg("the pages grown back over are not readable with the file's bytes (zeros in the gap)");
+    io->unmap(&m);
+    io->close(f);
+    tide_io_sim_destroy(sim);
+}
+
 #define BIG_FILE (64ull << 20)
 
 static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
@@ -601,12 +976,17 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(fixtures_mapped_and_pread_agree, th_store_setup_bare),
-        T(sim_falls_back_to_pread, th_store_setup_bare),
+        T(sim_maps_like_posix, th_store_setup_bare),
+        T(hash_ties_are_searched_alike_mapped_and_not, th_store_setup_bare),
         T(fetch_while_the_file_grows, th_store_setup_bare),
+        T(fetches_through_the_map_survive_rollbacks_that_cut_the_key_file, th_store_setup_bare),
         T(counters_sum_every_threads_fetches, th_store_setup_bare),
         T(views_past_a_full_map_take_no_lock, th_store_setup_bare),
         T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare),
         T(resident_is_this_process_s_pages_not_the_page_cache, th_store_setup_bare),
+        cmocka_unit_test(a_failed_mmap_gives_its_reservation_back),
+        cmocka_unit_test(the_sims_map_follows_writes_and_truncates),
+        T(the_resident_scan_holds_no_growth_mutex, th_store_setup_bare),
         cmocka_unit_test(seek_finds_what_the_binary_search_finds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

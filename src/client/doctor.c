@@ -695,11 +695,24 @@ static const char *allocator_advice(const tide_doctor_report *r)
  * are most of a small process's RSS): under TIDE_DOCTOR_SMALL_RSS_MIB, or
  * under TIDE_DOCTOR_SMALL_LIMIT_SHARE of the limit when that is less (a
  * node limited to 64 MiB is judged at 16 MiB). */
+/* The process's own memory: the RSS less its file-backed pages (the
+ * binary, libraries, nudb.key's read-only map: page cache the allocator
+ * never held and the kernel reclaims), at most all of RssFile; the whole
+ * RSS when the page does not say RssFile. *anon says which. Never less a
+ * figure of the key file's page-cache residency, which can be the whole
+ * file whoever read it. */
+static double process_rss(const tide_doctor_report *r, int *anon)
+{
+    int a = r->rss_file > 0 && r->rss_file < r->rss;
+    if (anon) *anon = a;
+    return a ? r->rss - r->rss_file : r->rss;
+}
+
 static tide_doctor_finding *graded(tide_doctor_report *r, const char *name, double v, double warn, double bad)
 {
     double small = TIDE_DOCTOR_SMALL_RSS_MIB * MIB;
     if (r->limit > 0 && TIDE_DOCTOR_SMALL_LIMIT_SHARE * r->limit < small) small = TIDE_DOCTOR_SMALL_LIMIT_SHARE * r->limit;
-    if (r->rss < small || v < warn) return NULL;
+    if (process_rss(r, NULL) < small || v < warn) return NULL;
     return add_finding(r, name, v >= bad ? TIDE_DOCTOR_BAD : TIDE_DOCTOR_WARN);
 }
 
@@ -713,12 +726,8 @@ static void rule_rss_vs_live(tide_doctor_report *r, const tide_doctor_report *ea
         unknown(r, name, "the page does not say %s", r->rss < 0 ? "the RSS" : "the allocator's live bytes");
         return;
     }
-    /* File-backed pages (the binary, libraries, nudb.key's read-only map)
-     * are page cache the allocator never held: count the RSS less them,
-     * at most all of RssFile. Never less a figure of the key file's page
-     * cache residency, which can be the whole file whoever read it. */
-    int anon = r->rss_file >= 0 && r->rss_file < r->rss;
-    double rss = anon ? r->rss - r->rss_file : r->rss;
+    int anon;
+    double rss = process_rss(r, &anon);
     double ratio = rss / r->live;
     char alloc[sizeof r->allocator];
     memcpy(alloc, r->allocator, sizeof alloc);   /* not from inside the object written */
@@ -748,17 +757,23 @@ static void rule_allocator_free(tide_doctor_report *r, const tide_doctor_report 
                 "(tide_allocator_free_bytes)");
         return;
     }
-    double share = r->allocator_free / r->rss;
+    /* Free heap is anonymous memory: its share of the anonymous part, not
+     * of an RSS nudb.key's map can fill with page cache. */
+    int anon;
+    double rss = process_rss(r, &anon);
+    double share = r->allocator_free / rss;
     tide_doctor_finding *f = graded(r, name, share, TIDE_DOCTOR_FREE_WARN, TIDE_DOCTOR_FREE_BAD);
     if (f == NULL) return;
-    snprintf(f->summary, sizeof f->summary, "the allocator holds %s free, %.0f%% of RSS",
-             size_words(r->allocator_free, a, sizeof a), 100 * share);
-    snprintf(f->detail, sizeof f->detail, "tide_allocator_free_bytes %s / RSS %s = %.2f; warn from %.2f, bad "
-             "from %.2f, judged from %d MiB of RSS or a quarter of the limit", a, size_words(r->rss, b, sizeof b), share, TIDE_DOCTOR_FREE_WARN,
-             TIDE_DOCTOR_FREE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
+    snprintf(f->summary, sizeof f->summary, "the allocator holds %s free, %.0f%% of %s",
+             size_words(r->allocator_free, a, sizeof a), 100 * share, anon ? "the RSS not file-backed" : "RSS");
+    snprintf(f->detail, sizeof f->detail, "tide_allocator_free_bytes %s / %s %s = %.2f; warn from %.2f, bad "
+             "from %.2f, judged from %d MiB of RSS or a quarter of the limit", a,
+             anon ? "(process_resident_memory_bytes - tide_process_rss_file_bytes)" : "RSS",
+             size_words(rss, b, sizeof b), share, TIDE_DOCTOR_FREE_WARN, TIDE_DOCTOR_FREE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
     snprintf(f->advice, sizeof f->advice, "a trim could return up to that much: %s", allocator_advice(r));
     fig(f, "allocator_free_bytes", r->allocator_free, 1);
     fig(f, "rss_bytes", r->rss, 1);
+    if (anon) fig(f, "rss_file_bytes", r->rss_file, 1);
     fig(f, "share", share, 0);
 }
 
@@ -1351,9 +1366,12 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
     else if (r->rss_anon >= 0)
         fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries).\n",
                 mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b));
+    int anon;
+    double own = process_rss(r, &anon);
     if (r->allocator_free >= 0) {
-        fprintf(f, "The allocator holds %s free (%.0f%% of RSS): a trim could return up to that much",
-                mib(r->allocator_free, a, sizeof a), pct(r->allocator_free, r->rss));
+        fprintf(f, "The allocator holds %s free (%.0f%% of %s): a trim could return up to that much",
+                mib(r->allocator_free, a, sizeof a), pct(r->allocator_free, own),
+                anon ? "the RSS not file-backed" : "RSS");
         if (strcmp(r->allocator, "glibc") == 0) fprintf(f, ", less the free space inside partly used pages");
         fprintf(f, ".\n");
     } else {
@@ -1372,9 +1390,14 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
             fprintf(f, "  %-18s %12s\n", k->name, mib(k->bytes, a, sizeof a));
     }
     if (r->rss >= 0) {
-        double rest = r->rss - r->consumers_total - (r->allocator_free > 0 ? r->allocator_free : 0);
-        fprintf(f, "  %-18s %12s (code, libraries, stacks, allocator overhead, what no consumer counts)\n",
+        /* File-backed pages are no consumer's and no allocator's: the rest
+         * is of the anonymous part, the file-backed part its own line. */
+        double rest = own - r->consumers_total - (r->allocator_free > 0 ? r->allocator_free : 0);
+        fprintf(f, "  %-18s %12s (stacks, allocator overhead, what no consumer counts)\n",
                 "the rest", mib(rest > 0 ? rest : 0, a, sizeof a));
+        if (anon)
+            fprintf(f, "  %-18s %12s (code, libraries, nudb.key's map: page cache, not counted above)\n",
+                    "file-backed", mib(r->rss_file, a, sizeof a));
     }
 
     if (r->trims > 0) {

@@ -41,11 +41,11 @@ typedef struct tide_doctor_consumer {
  *
  * The thresholds, as `tide doctor --help` and docs/OPERATIONS.md give them:
  */
-#define TIDE_DOCTOR_SMALL_RSS_MIB   64    /* rss_vs_live, allocator_free: RSS below this is not judged, */
+#define TIDE_DOCTOR_SMALL_RSS_MIB   64    /* rss_vs_live, allocator_free: RSS less RssFile below this is not judged, */
 #define TIDE_DOCTOR_SMALL_LIMIT_SHARE 0.25 /*   or below this share of the limit when that is less */
 #define TIDE_DOCTOR_RSS_LIVE_WARN   1.5   /* rss / allocator live bytes */
 #define TIDE_DOCTOR_RSS_LIVE_BAD    3.0
-#define TIDE_DOCTOR_FREE_WARN       0.25  /* tide_allocator_free_bytes / RSS */
+#define TIDE_DOCTOR_FREE_WARN       0.25  /* tide_allocator_free_bytes / (RSS - RssFile) */
 #define TIDE_DOCTOR_FREE_BAD        0.50
 #define TIDE_DOCTOR_PEAK_WARN       2.0   /* peak since start / counted bytes now */
 #define TIDE_DOCTOR_LIMIT_WARN      0.75  /* counted / limit (or the soft level), when the page */

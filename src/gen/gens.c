@@ -465,14 +465,25 @@ int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes)
     uint64_t one = 0;
     int rc = 0, r;
 
+    tide_store *stores[TIDE_GEN_MAX];
+    unsigned n;
+
     *bytes = 0;
     if (!g->enabled) return tide_store_key_map_resident(g->plain, bytes);
+    /* The scans (a pagemap read per 4 MiB mapped, tens of ms at gigabytes)
+     * run outside `lock`, so a switch, and the fetches queued behind it,
+     * never wait for them: sync_lock keeps the stores open, as in
+     * tide_gens_sync. */
+    pthread_rwlock_rdlock(&g->sync_lock);
     pthread_rwlock_rdlock(&g->lock);
-    for (unsigned i = 0; i < g->m.count; i++) {
-        if ((r = tide_store_key_map_resident(g->gens[i].s, &one)) != 0) rc = r;
+    n = g->m.count;
+    for (unsigned i = 0; i < n; i++) stores[i] = g->gens[i].s;
+    pthread_rwlock_unlock(&g->lock);
+    for (unsigned i = 0; i < n; i++) {
+        if ((r = tide_store_key_map_resident(stores[i], &one)) != 0) rc = r;
         *bytes += one;
     }
-    pthread_rwlock_unlock(&g->lock);
+    pthread_rwlock_unlock(&g->sync_lock);
     return rc;
 }
 

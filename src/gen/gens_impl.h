@@ -38,10 +38,11 @@ struct tide_gens {
 
     int             read_only;         /* opts.store.read_only: no write of any kind */
     pthread_rwlock_t lock;             /* the list: m and gens */
-    /* Held shared by a sync for its whole call (it syncs outside `lock`,
-     * so a long commit never holds a switch, and with it every fetch,
-     * back); taken exclusive for a moment after a switch, before dropped
-     * stores close, so no sync still holds one of them. */
+    /* Held shared by a sync, and by tide_gens_key_map_resident, for the
+     * whole call: they sync or scan outside `lock`, so a long commit or a
+     * long pagemap scan never holds a switch, and with it every fetch,
+     * back. Taken exclusive for a moment after a switch, before dropped
+     * stores close, so no such call still holds one of them. */
     pthread_rwlock_t sync_lock;
     pthread_mutex_t  rotate_mu;        /* serialises rotations */
     tide_gen_manifest m;               /* as on disk (unless disk_unknown); count == ngens */

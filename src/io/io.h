@@ -124,9 +124,10 @@ struct tide_io {
      * faults with SIGBUS when touched, so a caller maps and touches only
      * bytes it knows exist, and must not touch bytes a truncate has cut
      * off. TIDE_EINVAL ("mapping is not supported"; NULL means the same)
-     * when the implementation cannot map (the simulated file system, whose
-     * files are not in the page cache); TIDE_ENOMEM when the address space could
-     * not be reserved; TIDE_EIO when mmap failed (tide_last_error says
+     * when the implementation cannot map (the simulated file system can:
+     * a copy of the file that follows its writes and truncates, its pages
+     * past the end unreadable, io_sim_map.c); TIDE_ENOMEM when the address
+     * space could not be reserved; TIDE_EIO when mmap failed (tide_last_error says
      * why). Not thread-safe on one map: the caller serialises the calls
      * (readers of the bytes already mapped need no lock). Cost: one mmap
      * call (two on the first). Not counted as a read. */

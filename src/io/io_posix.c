@@ -29,7 +29,9 @@
  *      asks for more: the base never moves. A MAP_FIXED that fails may
  *      leave its range unreserved, so the map stops growing there
  *      (reserved := mapped) rather than ever map over what another mmap
- *      may since have been given.
+ *      may since have been given; the reservation past the failed range
+ *      is released at once (at most that one range, no memory, is held
+ *      until exit).
  *
  * Never: retry a failed fdatasync. After a failed sync the kernel may have
  *   dropped the dirty pages, so the caller must treat the data as lost.
@@ -466,7 +468,14 @@ static int posix_map(tide_file *f, tide_io_map *m, uint64_t len)
              (off_t)m->mapped);
     if (p == MAP_FAILED) {
         int e = errno;
-        m->reserved = m->mapped;         /* invariant 5: never map over [mapped, ...) again */
+        /* Invariant 5: never map over [mapped, ...) again. The failed call
+         * touched [mapped, want) only: [want, reserved) is still ours,
+         * released now (unmap releases [0, reserved) alone, so it would be
+         * held until the process exits). [mapped, want) may be a hole
+         * another mmap has since been given: left alone. */
+        if (m->reserved > want)
+            munmap((uint8_t *)(uintptr_t)m->base + want, (size_t)(m->reserved - want));
+        m->reserved = m->mapped;
         return fail(f->path, "mmap", m->mapped, e);
     }
     m->mapped = want;

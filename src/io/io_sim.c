@@ -36,8 +36,8 @@
  * The files. This one is the handle (life, clone, the mutex, the test
  * helpers and counters of io_sim.h); io_sim_table.c is the tide_io;
  * io_sim_fs.c the data; io_sim_fault.c the counted calls, faults and
- * capacity; io_sim_crash.c the crash images; io_sim_check.c asserts the
- * invariants below. io_sim_impl.h holds what they share.
+ * capacity; io_sim_crash.c the crash images; io_sim_map.c the maps (a
+ * crash detaches them); io_sim_check.c asserts the invariants below. io_sim_impl.h holds what they share.
  *
  * Invariants (ti_sim_check asserts them at the end of every call):
  *   1. For every inode, current image == durable image with its pending

@@ -116,6 +116,7 @@ static int stage_names(tide_io_sim *sim, const unsigned char *nskeep, ns *dur, n
 static void swap_in(tide_io_sim *sim, ns *dur, ns *cur, dirset *ddur, dirset *dcur)
 {
     for (inode *i = sim->inodes; i; i = i->next) {
+        ti_sim_maps_detach(i);              /* the crashed process's maps (io_sim_map.c 3) */
         if (i->npending) {
             image t = i->dur;
             i->dur = i->stage_dur;

@@ -370,6 +370,7 @@ inode *ti_sim_inode_new(tide_io_sim *sim)
 
 void ti_sim_inode_free(inode *ino)
 {
+    ti_sim_maps_detach(ino);
     ti_sim_img_free(&ino->dur);
     ti_sim_img_free(&ino->cur);
     ti_sim_img_free(&ino->stage_dur);
@@ -406,7 +407,9 @@ int ti_sim_pend_write(tide_io_sim *sim, inode *ino, uint64_t off, const void *p,
     if (img_reserve(&ino->cur, off + len) != 0) return TIDE_ENOMEM;
     if ((copy = malloc(len)) == NULL) return TIDE_ENOMEM;
     memcpy(copy, p, len);
+    uint64_t from = off < ino->cur.size ? off : ino->cur.size;   /* a gap's zeros too */
     ti_sim_img_write(&ino->cur, off, p, len);          /* cannot fail: reserved */
+    ti_sim_maps_follow(ino, from, off + len);
     sim->ops[sim->nops++] = (op){ ino, 0, off, len, copy };
     ino->npending++;
     return 0;
@@ -416,7 +419,9 @@ int ti_sim_pend_truncate(tide_io_sim *sim, inode *ino, uint64_t size)
 {
     if (ti_sim_grow(&sim->ops, &sim->ops_cap, sim->nops + 1, sizeof *sim->ops) != 0)
         return TIDE_ENOMEM;
+    uint64_t was = ino->cur.size;
     if (ti_sim_img_truncate(&ino->cur, size) != 0) return TIDE_ENOMEM;
+    ti_sim_maps_follow(ino, size < was ? size : was, UINT64_MAX);
     sim->ops[sim->nops++] = (op){ ino, 1, size, 0, NULL };
     ino->npending++;
     return 0;

@@ -4,7 +4,7 @@
  *
  * io_sim.c's essay states the model and its six invariants; this header
  * holds the structures they speak of and the ti_sim_* functions one file of
- * the sim calls in another. The sim is six files, one job each:
+ * the sim calls in another. The sim is seven files, one job each:
  *
  *   io_sim.c        the handle: life, clone, locking, the test helpers
  *                   (mkdir, put, get, holders) and the counters
@@ -17,6 +17,7 @@
  *   io_sim_crash.c  crash images: drawn, chosen, and the description of
  *                   what is pending
  *   io_sim_check.c  ti_sim_check: the invariants, asserted
+ *   io_sim_map.c    maps: a copy of a file's current image that follows it
  *
  * Locking: every function here but ti_sim_lock expects the caller to hold
  * sim->mu (taken with ti_sim_lock, released with ti_sim_unlock, which runs
@@ -46,8 +47,10 @@ typedef struct image {
 } image;
 
 typedef struct inode inode;
+typedef struct sim_map sim_map;   /* io_sim_map.c */
 struct inode {
     inode *next;
+    sim_map *maps;                /* the maps following this inode's current image */
     image dur, cur;
     image stage_dur, stage_cur;   /* crash and check scratch: empty between calls */
     uint64_t npending;            /* ops in sim->ops on this inode */
@@ -141,6 +144,19 @@ void ti_sim_lock(tide_io_sim *sim);
 /* ti_sim_check, then release sim->mu: every call ends here, so the
  * invariants are asserted after every operation. */
 void ti_sim_unlock(tide_io_sim *sim);
+
+/* ---- io_sim_map.c: maps ---- */
+
+/* tide_io.map, unmap, map_resident (io.h), on the sim (io_sim_map.c's
+ * invariants). map and map_resident take sim->mu themselves. */
+int ti_sim_map(tide_file *f, struct tide_io_map *m, uint64_t len);
+void ti_sim_unmap(struct tide_io_map *m);
+int ti_sim_map_resident(const struct tide_io_map *m, uint64_t *bytes);
+/* Copy ino's current image into its maps: bytes [lo, hi) changed, and the
+ * size may have. */
+void ti_sim_maps_follow(inode *ino, uint64_t lo, uint64_t hi);
+/* Stop ino's maps following it (a crash, a gc, the destroy). */
+void ti_sim_maps_detach(inode *ino);
 
 /* ---- io_sim_table.c ---- */
 

@@ -260,6 +260,7 @@ static int failed_sync(tide_file *f)
 
     if (ti_sim_img_assign(&ino->cur, &ino->dur) != 0)
         return tide_err_set(TIDE_ENOMEM, "sim: %s: sync: out of memory", f->path);
+    ti_sim_maps_follow(ino, 0, UINT64_MAX);
     ti_sim_ops_drop(sim, ino);
     return tide_err_set(TIDE_EIO, "sim: %s: sync: injected sync failure (call %llu): %llu "
                         "pending operations dropped, the file is back to its last synced "
@@ -619,28 +620,6 @@ static int sim_holders(tide_io *io, const char *const *paths, unsigned n, tide_i
     return 0;
 }
 
-/* The sim's files are not in the page cache: nothing to map. The store
- * reads through read_at instead, which is what the sim can fail and
- * crash. Not a counted call. */
-static int sim_map(tide_file *f, tide_io_map *m, uint64_t len)
-{
-    (void)m;
-    (void)len;
-    return tide_err_set(TIDE_EINVAL, "sim: %s: map: mapping is not supported", f->path);
-}
-
-static void sim_unmap(tide_io_map *m)
-{
-    (void)m;
-}
-
-static int sim_map_resident(const tide_io_map *m, uint64_t *bytes)
-{
-    (void)m;
-    *bytes = 0;
-    return 0;
-}
-
 const tide_io ti_sim_io_template = {
     .open = sim_open,
     .close = sim_close,
@@ -658,7 +637,7 @@ const tide_io ti_sim_io_template = {
     .rmdir = sim_rmdir,
     .list = sim_list,
     .holders = sim_holders,
-    .map = sim_map,
-    .unmap = sim_unmap,
-    .map_resident = sim_map_resident,
+    .map = ti_sim_map,
+    .unmap = ti_sim_unmap,
+    .map_resident = ti_sim_map_resident,
 };

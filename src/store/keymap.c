@@ -134,12 +134,20 @@ int ti_keymap_stats(ti_keymap *k, uint64_t known, uint64_t *mapped, uint64_t *re
     uint64_t r = 0;
     int rc = 0;
 
+    tide_io_map m;
+
+    /* A copy of the map's figures under grow_mu, scanned outside it: the
+     * pagemap scan is long at gigabytes mapped (a read per 4 MiB), and a
+     * reader that finds the file grown must not wait for it. The base
+     * never moves until close (invariant 6), and the pages the copy names
+     * stay mapped while the store is open. */
     pthread_mutex_lock(&k->grow_mu);
     /* After a rollback the file is shorter than the largest `known` mapped
      * (invariant 3): the map shows no more than the file holds. */
     if (mapped) *mapped = k->io ? (k->len < known ? k->len : known) : 0;
-    if (resident && k->io && k->io->map_resident) rc = k->io->map_resident(&k->m, &r);
+    m = k->m;
     pthread_mutex_unlock(&k->grow_mu);
+    if (resident && k->io && k->io->map_resident) rc = k->io->map_resident(&m, &r);
     if (resident) *resident = r;
     return rc;
 }
