@@ -194,16 +194,22 @@ static void reader_child(const char *dir, shared *sh)
     _exit(0);
 }
 
-static tide_store *open_writer(const char *dir)
+static tide_store *open_writer_lagging(const char *dir, uint64_t index_lag)
 {
     tide_store_opts o;
     tide_store *s = NULL;
     th_store_opts(&o);
     o.burst_bytes = 64 << 10;
     o.commit_interval_ms = 10;
+    o.index_lag_bytes = index_lag;
     int rc = tide_store_open(&s, dir, &o);
     if (rc) fail_msg("writer open: %s: %s", tide_strerror(rc), tide_last_error());
     return s;
+}
+
+static tide_store *open_writer(const char *dir)
+{
+    return open_writer_lagging(dir, 0);
 }
 
 static void insert_range(tide_store *s, uint64_t from, uint64_t to)
@@ -218,20 +224,21 @@ static void insert_range(tide_store *s, uint64_t from, uint64_t to)
     }
 }
 
-static void a_reader_process_sees_no_wrong_value_and_no_false_miss_while_buckets_split(void **state)
+/* The reader loop against a writer; index_lag > 0: the deferred index
+ * (records wait in [W, C) and flushes split many buckets at once). */
+static void reader_against_writer(uint64_t index_lag)
 {
     char dir[4096];
     shared *sh = shared_make();
     const uint64_t batches = 60, batch = 400;
     tide_store_info in0, in1;
     int status;
-    (void)state;
 
     make_store(dir, sizeof dir);
     pid_t pid = th_fork();
     assert_true(pid >= 0);
     if (pid == 0) reader_child(dir, sh);
-    tide_store *s = open_writer(dir);
+    tide_store *s = open_writer_lagging(dir, index_lag);
     tide_store_get_info(s, &in0);
     st(&sh->writer_open, 1);
     if (wait_for(&sh->reader_ready, 1) != 0) fail_msg("the reader did not open: %s", sh->first_error);
@@ -266,7 +273,29 @@ static void a_reader_process_sees_no_wrong_value_and_no_false_miss_while_buckets
     assert_int_equal(sh->wrong, 0);
     assert_int_equal(sh->false_misses, 0);
     assert_int_equal(sh->phantoms, 0);
+    if (index_lag) {
+        /* The flushes happened while the reader read, and the last commits
+         * were still in the tail: the reader searched [W, C) too. */
+        print_message("deferred: %llu flushes, %llu entries in the tail at the end\n",
+                      (unsigned long long)in1.index_flushes, (unsigned long long)in1.tail_items);
+        assert_true(in1.index_flushes >= 3);
+        assert_true(in1.tail_items > 0);
+    }
     munmap(sh, sizeof *sh);
+}
+
+static void a_reader_process_sees_no_wrong_value_and_no_false_miss_while_buckets_split(void **state)
+{
+    (void)state;
+    reader_against_writer(0);
+}
+
+/* Issue 15: the same against the deferred index. A 64 KiB tail holds 3072
+ * entries, so its flushes come every eight batches or so. */
+static void a_reader_process_sees_no_false_miss_under_the_deferred_index(void **state)
+{
+    (void)state;
+    reader_against_writer(64 << 10);
 }
 
 /* ---- 2: the writer killed under a reader ---- */
@@ -1100,6 +1129,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(a_reader_process_sees_no_wrong_value_and_no_false_miss_while_buckets_split, th_teardown),
+        cmocka_unit_test_teardown(a_reader_process_sees_no_false_miss_under_the_deferred_index, th_teardown),
         cmocka_unit_test_teardown(a_writer_killed_under_a_reader_is_reported_and_loses_nothing, th_teardown),
         cmocka_unit_test_teardown(with_no_writer_a_read_only_open_is_as_before, th_teardown),
         cmocka_unit_test_teardown(a_writer_open_passes_tide_readers_but_not_other_holders, th_teardown),
