@@ -87,7 +87,7 @@ typedef struct shared {
     uint64_t done;           /* writer: 1 when it inserts no more */
     uint64_t pass_at;        /* reader: `acked` when its current pass began */
     uint64_t passes, fetches, wrong, false_misses, phantoms, errors;
-    uint64_t retries, waits;
+    uint64_t retries, waits, tail_scans;
     uint64_t reader_ready;   /* reader: 1 once its handle is open */
     int      first_error_rc;
     char     first_error[512];
@@ -190,6 +190,7 @@ static void reader_child(const char *dir, shared *sh)
     }
     sh->retries = r->live ? r->live->retries : 0;
     sh->waits = r->live ? r->live->waits : 0;
+    sh->tail_scans = r->live ? r->live->tail_scans : 0;
     if (tide_store_close(r) != 0) _exit(4);
     _exit(0);
 }
@@ -274,12 +275,15 @@ static void reader_against_writer(uint64_t index_lag)
     assert_int_equal(sh->false_misses, 0);
     assert_int_equal(sh->phantoms, 0);
     if (index_lag) {
-        /* The flushes happened while the reader read, and the last commits
-         * were still in the tail: the reader searched [W, C) too. */
-        print_message("deferred: %llu flushes, %llu entries in the tail at the end\n",
-                      (unsigned long long)in1.index_flushes, (unsigned long long)in1.tail_items);
+        /* The flushes happened while the reader read, and between them the
+         * reader indexed records of [W, C) itself (its tail scans). The tail
+         * left at the end depends on how the commits fell, so it is only
+         * printed. */
+        print_message("deferred: %llu flushes, %llu reader tail scans, %llu entries in the "
+                      "tail at the end\n", (unsigned long long)in1.index_flushes,
+                      (unsigned long long)sh->tail_scans, (unsigned long long)in1.tail_items);
         assert_true(in1.index_flushes >= 3);
-        assert_true(in1.tail_items > 0);
+        assert_true(sh->tail_scans >= 1);
     }
     munmap(sh, sizeof *sh);
 }
