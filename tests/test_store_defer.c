@@ -242,6 +242,30 @@ static void a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it
     expect_closed(&s, "close");
 }
 
+/* NuDB opened the crashed store first (its rule: nudb.dat cut to W, the
+ * log removed; tide.meta, unknown to it, left as it was). A later Tide
+ * writer, killed before any commit, must not find that old slot matching
+ * its own idle log and claim records NuDB cut (review of issue 15). */
+static void a_stale_tide_meta_after_nudbs_recovery_claims_nothing(void **state)
+{
+    dstate *d = *state;
+    char aside[4400];
+    tide_recover_report rep;
+    tide_store *s;
+
+    kill_with_a_tail(d, 200, 5);
+    snprintf(aside, sizeof aside, "%s.aside", file_in(d, "tide.meta"));
+    assert_int_equal(rename(file_in(d, "tide.meta"), aside), 0);
+    expect_ok(tide_store_recover(d->dir, NULL, &rep), "NuDB's recovery (no tide.meta)");
+    expect_u64(rep.dat_truncated_to, TIDE_DAT_HEADER_SIZE, "nudb.dat cut to W");
+    assert_int_equal(rename(aside, file_in(d, "tide.meta")), 0);
+    kill_with_a_tail(d, 200, 0);         /* a deferred writer killed before any commit */
+    expect_ok(tide_store_recover(d->dir, NULL, &rep), "recovery after the second kill");
+    expect_verify_keys(d, 0, "the store NuDB left: nothing past W");
+    expect_ok(th_store_open(&s, d->dir), "open");
+    expect_closed(&s, "close");
+}
+
 /* Rewrite the winning slot of tide.meta with `edit` applied. */
 static void edit_meta(dstate *d, void (*edit)(ti_meta *m, uint8_t *slot))
 {
@@ -346,6 +370,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c, setup, teardown),
         cmocka_unit_test_setup_teardown(flush_indexes_the_tail_and_returns_when_there_is_nothing_to_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_stale_tide_meta_after_nudbs_recovery_claims_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(a_torn_tide_meta_slot_falls_back_to_the_other, setup, teardown),
         cmocka_unit_test_setup_teardown(a_foreign_or_missing_tide_meta_is_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(a_tide_meta_past_the_data_file_is_refused_and_nothing_changes, setup, teardown),

@@ -97,7 +97,15 @@ int ti_defer_open_meta(tide_store *s)
         return tide_err_set(TIDE_ENOMEM, "open: out of memory");
     if ((rc = ti_meta_read(s->io, s->meta_path, s->kh.uid, &m, &valid)) != 0) return rc;
     s->meta_seq = m.seq;
-    return s->io->open(s->io, s->meta_path, TIDE_IO_CREATE, &s->meta);
+    if ((rc = s->io->open(s->io, s->meta_path, TIDE_IO_CREATE, &s->meta)) != 0) return rc;
+    /* A slot for the files as they are now, before the first idle log: a
+     * slot left from before NuDB recovered the store (it cut nudb.dat to
+     * W and removed the log) would otherwise match a later idle log's W and
+     * claim records that are gone (review of issue 15). */
+    m = (ti_meta){ s->meta_seq, s->kh.uid, s->dat_indexed, s->dat_committed };
+    rc = ti_meta_write(s->io, s->meta, &m);
+    s->meta_seq = m.seq;
+    return rc;
 }
 
 /* The batch's records, appended at the data file's end in writes of up to
