@@ -375,6 +375,22 @@ out:
     return rc;
 }
 
+/* Take sync_lock (read), which keeps the stores open until the caller
+ * releases it, and copy the open generations' stores, newest first, under
+ * a short hold of `lock`, so the caller's slow work on them (commits waited
+ * for, pagemap scans) never holds `lock`. Returns their count. */
+static unsigned open_stores(tide_gens *g, tide_store *stores[TIDE_GEN_MAX])
+{
+    unsigned n;
+
+    pthread_rwlock_rdlock(&g->sync_lock);
+    pthread_rwlock_rdlock(&g->lock);
+    n = g->m.count;
+    for (unsigned i = 0; i < n; i++) stores[i] = g->gens[i].s;
+    pthread_rwlock_unlock(&g->lock);
+    return n;
+}
+
 int tide_gens_sync(tide_gens *g)
 {
     tide_store *stores[TIDE_GEN_MAX];
@@ -385,11 +401,7 @@ int tide_gens_sync(tide_gens *g)
     /* Every open generation: the one that was newest before a rotation
      * may still hold inserts that returned before this call. The commits
      * are waited for outside `lock` (sync_lock keeps the stores open). */
-    pthread_rwlock_rdlock(&g->sync_lock);
-    pthread_rwlock_rdlock(&g->lock);
-    n = g->m.count;
-    for (unsigned i = 0; i < n; i++) stores[i] = g->gens[i].s;
-    pthread_rwlock_unlock(&g->lock);
+    n = open_stores(g, stores);
     for (unsigned i = 0; i < n; i++) {
         int r = tide_store_sync(stores[i]);
         if (r && rc == 0) rc = r;
@@ -474,11 +486,7 @@ int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes)
      * run outside `lock`, so a switch, and the fetches queued behind it,
      * never wait for them: sync_lock keeps the stores open, as in
      * tide_gens_sync. */
-    pthread_rwlock_rdlock(&g->sync_lock);
-    pthread_rwlock_rdlock(&g->lock);
-    n = g->m.count;
-    for (unsigned i = 0; i < n; i++) stores[i] = g->gens[i].s;
-    pthread_rwlock_unlock(&g->lock);
+    n = open_stores(g, stores);
     for (unsigned i = 0; i < n; i++) {
         if ((r = tide_store_key_map_resident(stores[i], &one)) != 0) rc = r;
         *bytes += one;
