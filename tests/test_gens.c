@@ -1789,6 +1789,217 @@ static void an_interrupt_stops_a_long_drop_and_open_removes_the_rest(void **stat
     tide_io_sim_destroy(sim);
 }
 
+/* ---- the deferred index across generations (review of issue 15, finding 5) ---- */
+
+#define LAG (64u * 1024u)   /* 4096 slots of 16 bytes: at most 3072 entries */
+
+static void lag_opts(tide_gens_opts *o, unsigned keep, tide_io *io)
+{
+    gopts(o, 1, keep, io);
+    o->store.index_lag_bytes = LAG;
+    o->store.commit_interval_ms = 600000;   /* commits only when synced */
+}
+
+/* Every generation but the newest holds an empty tail; returns the tails'
+ * bytes summed over the generations, which must equal store_info's. */
+static uint64_t tails_of(tide_gens *g, const char *what)
+{
+    tide_gens_info in;
+    tide_store_info si;
+    uint64_t items = 0, bytes = 0;
+
+    tide_gens_get_info(g, &in);
+    tide_gens_store_info(g, &si);
+    for (unsigned i = 0; i < in.count; i++) {
+        if (i > 0 && (in.gens[i].tail_items || in.gens[i].tail_bytes))
+            fail_msg("%s: generation %" PRIu64 " (not the newest) holds a tail of %" PRIu64 " entries, %"
+                     PRIu64 " bytes", what, in.gens[i].id, in.gens[i].tail_items, in.gens[i].tail_bytes);
+        items += in.gens[i].tail_items;
+        bytes += in.gens[i].tail_bytes;
+    }
+    expect_u64(si.tail_items, items, what);
+    expect_u64(si.tail_bytes, bytes, what);
+    return bytes;
+}
+
+static void after_a_rotation_only_the_newest_generation_holds_a_tail(void **state)
+{
+    th_scratch *t = *state;
+    tide_gens_opts o;
+    tide_gens_info in;
+    tide_store_info si;
+
+    lag_opts(&o, 3, NULL);
+    tide_gens *g = open_ok(t->dir, &o, "lag");
+    put_range(g, 0, 500);
+    OK(tide_gens_sync(g));
+    tide_gens_get_info(g, &in);
+    expect_u64(in.gens[0].tail_items, 500, "the synced inserts wait in the newest's tail");
+    rotate_ok(g, NULL, "first");
+    tide_gens_get_info(g, &in);
+    expect_u64(in.count, 2, "two generations");
+    expect_u64(in.gens[1].tail_items, 0, "generation 1's tail was indexed at the rotation");
+    expect_u64(in.gens[1].tail_bytes, 0, "and holds no table");
+    put_range(g, 500, 800);
+    OK(tide_gens_sync(g));
+    tails_of(g, "after 300 inserts into generation 2");
+    tide_gens_get_info(g, &in);
+    expect_u64(in.gens[0].tail_items, 300, "the newest defers");
+    rotate_ok(g, NULL, "second");
+    tails_of(g, "after the second rotation");
+    tide_gens_store_info(g, &si);
+    expect_u64(si.tail_items, 0, "no tail anywhere right after a rotation");
+    expect_u64(si.index_lag_bytes, LAG, "the newest's budget");
+    get_range(g, 0, 800, "every object");
+    OK(tide_gens_close(g));
+    /* Reopened: the older ones with no lag, the newest with it. */
+    g = open_ok(t->dir, &o, "reopen");
+    put_range(g, 800, 900);
+    OK(tide_gens_sync(g));
+    tails_of(g, "reopened");
+    tide_gens_get_info(g, &in);
+    expect_u64(in.gens[0].tail_items, 100, "the newest defers after a reopen");
+    get_range(g, 0, 900, "every object after a reopen");
+    OK(tide_gens_close(g));
+}
+
+static void the_tails_of_all_generations_never_pass_one_budget_across_rotations(void **state)
+{
+    th_scratch *t = *state;
+    tide_gens_opts o;
+    uint64_t most = 0, next = 0;
+
+    lag_opts(&o, 3, NULL);
+    tide_gens *g = open_ok(t->dir, &o, "budget");
+    for (unsigned round = 0; round < 5; round++) {
+        for (unsigned b = 0; b < 10; b++) {   /* 2500 entries: a 4096-slot table, the whole budget */
+            put_range(g, next, next + 250);
+            next += 250;
+            OK(tide_gens_sync(g));
+            char what[80];
+            snprintf(what, sizeof what, "round %u, batch %u", round, b);
+            uint64_t sum = tails_of(g, what);
+            if (sum > LAG)
+                fail_msg("%s: the tails hold %" PRIu64 " bytes in all, over the one budget of %u", what, sum, LAG);
+            if (sum > most) most = sum;
+        }
+        rotate_ok(g, NULL, "budget");
+    }
+    expect_u64(most, LAG, "the newest's tail reached the whole budget (so two would pass it)");
+    get_range(g, next - 750, next, "the newest objects");
+    OK(tide_gens_close(g));
+}
+
+/* At "switch" and "drop" (after the dropped store's close) of an armed
+ * rotation: the writes io_sim counted on generation 1's key file. */
+typedef struct key_writes { tide_io_sim *sim; int armed; uint64_t at_switch, at_drop, bytes_switch, bytes_drop; } key_writes;
+
+static void count_key_writes(void *arg, const char *step)
+{
+    key_writes *k = arg;
+    tide_io_sim_file_stats st;
+    if (!k->armed || (strcmp(step, "switch") != 0 && strcmp(step, "drop") != 0)) return;
+    OK(tide_io_sim_file_stats_get(k->sim, SD "/gen-000000000001/nudb.key", &st));
+    if (strcmp(step, "switch") == 0) { k->at_switch = st.writes; k->bytes_switch = st.bytes_written; }
+    else { k->at_drop = st.writes; k->bytes_drop = st.bytes_written; }
+}
+
+static void dropping_a_generation_writes_nothing_to_its_key_file(void **state)
+{
+    tide_io_sim *sim = sim_new();
+    key_writes k = { sim, 0, 0, ~0ull, 0, ~0ull };
+    tide_gens_opts o;
+    tide_gens_info in;
+    (void)state;
+
+    lag_opts(&o, 2, tide_io_sim_io(sim));
+    o.trace = count_key_writes;
+    o.trace_arg = &k;
+    tide_gens *g = open_ok(SD, &o, "drop");
+    put_range(g, 0, 200);
+    OK(tide_gens_sync(g));
+    tide_gens_get_info(g, &in);
+    expect_u64(in.gens[0].tail_items, 200, "generation 1's tail before its rotation");
+    rotate_ok(g, NULL, "to 2");
+    put_range(g, 200, 260);
+    OK(tide_gens_sync(g));
+    k.armed = 1;
+    rotate_ok(g, NULL, "to 3, dropping 1");
+    if (k.at_drop == ~0ull) fail_msg("the drop's trace did not come");
+    expect_u64(k.at_drop, k.at_switch, "writes to the dropped generation's nudb.key from the switch to its close");
+    expect_u64(k.bytes_drop, k.bytes_switch, "bytes written to it in that time");
+    get_range(g, 200, 260, "generation 2's objects");
+    expect_i64(get(g, 0, 0, NULL, "generation 1's"), 0, "dropped");
+    OK(tide_gens_close(g));
+    tide_io_sim_destroy(sim);
+}
+
+/* On rotation_base(keep) (generations 2: 30..60, 1: 0..30): opened with
+ * the lag, items 60..90 inserted and synced (acknowledged, in the newest's
+ * tail), then the counted rotation: G=2 drops generation 1, G=3 nothing;
+ * both index generation 2's tail first. */
+static int defer_rotation_workload(tide_io_sim *c, unsigned keep, uint64_t k, uint64_t *calls)
+{
+    tide_gens_opts o;
+    tide_gens_info in;
+    lag_opts(&o, keep, tide_io_sim_io(c));
+    tide_gens *g = open_ok(SD, &o, "deferred rotation workload");
+    put_range(g, 60, 90);
+    OK(tide_gens_sync(g));
+    tide_gens_get_info(g, &in);
+    expect_u64(in.gens[0].tail_items, 30, "the acknowledged inserts wait in the tail");
+    uint64_t c0 = tide_io_sim_calls(c);
+    if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
+    int rc = tide_gens_rotate(g, NULL);
+    *calls = tide_io_sim_calls(c) - c0;
+    quiet_close(g);
+    return rc;
+}
+
+/* Every acknowledged object inside its retention reads back; only the
+ * newest holds a tail; the handle takes a write. */
+static void check_defer_image(tide_io_sim *sim, unsigned keep, const char *what)
+{
+    tide_gens_opts o;
+    char w[400];
+    lag_opts(&o, keep, tide_io_sim_io(sim));
+    tide_gens *g = open_ok(SD, &o, what);
+    uint64_t newest = tide_gens_newest_id(g);
+    expect_reconciled(g, tide_io_sim_io(sim), what);
+    snprintf(w, sizeof w, "%s (newest %" PRIu64 ")", what, newest);
+    if (newest == 2) {
+        get_range(g, 0, 90, w);
+    } else if (newest == 3) {
+        get_range(g, 30, 90, w);
+        for (uint64_t i = 0; i < 30; i++)
+            if (get(g, i, 0, NULL, w) != (keep > 2))
+                fail_msg("%s: item %" PRIu64 " of generation 1: expected %s", w, i,
+                         keep > 2 ? "present (G=3 keeps it)" : "gone (dropped)");
+    } else {
+        fail_msg("%s: newest generation %" PRIu64 ", expected 2 or 3", what, newest);
+    }
+    put(g, 5000, 0, NULL);
+    OK(tide_gens_sync(g));
+    tails_of(g, w);
+    OK(tide_gens_close(g));
+}
+
+static void a_crash_at_any_call_of_a_rotation_with_a_tail_recovers_every_acknowledged_key(void **state)
+{
+    uint64_t stops = 0, images = 0;
+    (void)state;
+    tide_log_set_level(TIDE_LOG_ERROR);
+    for (unsigned keep = 2; keep <= 3; keep++) {
+        tide_io_sim *base = rotation_base(keep);
+        crash_every_call(base, defer_rotation_workload, check_defer_image, keep,
+                         keep == 2 ? "G=2 dropping rotation with a tail" : "G=3 rotation with a tail",
+                         &stops, &images);
+        tide_io_sim_destroy(base);
+    }
+    tide_log_set_level(TIDE_LOG_INFO);
+    print_message("  %" PRIu64 " stops, %" PRIu64 " crash images reopened\n", stops, images);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, th_scratch_setup, th_scratch_teardown)
 
 int main(void)
@@ -1827,6 +2038,10 @@ int main(void)
         T(generation_directories_without_a_manifest_are_refused_changing_nothing),
         T(keep_zero_is_the_manifests_and_a_lower_keep_is_warned_at_open),
         cmocka_unit_test(an_interrupt_stops_a_long_drop_and_open_removes_the_rest),
+        T(after_a_rotation_only_the_newest_generation_holds_a_tail),
+        T(the_tails_of_all_generations_never_pass_one_budget_across_rotations),
+        cmocka_unit_test(dropping_a_generation_writes_nothing_to_its_key_file),
+        cmocka_unit_test(a_crash_at_any_call_of_a_rotation_with_a_tail_recovers_every_acknowledged_key),
     };
     return th_run_group("test_gens", tests, NULL, NULL, NULL);
 }

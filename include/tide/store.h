@@ -291,6 +291,22 @@ int tide_store_sync(tide_store *s);
  */
 int tide_store_flush(tide_store *s);
 
+/*
+ * Turn the deferred index off (on 0) or on again (on 1) for this handle.
+ * Off: every later commit indexes its batch with the tail's entries (as a
+ * flush does), and the call then flushes as tide_store_flush does, so when
+ * it returns 0 the tail is empty and stays empty, holding no memory; the
+ * files keep the deferred layout (tide.meta, the idle log), so a crash
+ * recovers as before. tide_store_get_info's index_lag_bytes says 0 while
+ * off. On: commits defer again within opts.index_lag_bytes. For the
+ * generations handle (src/gen): a generation that stops being the newest
+ * takes no more inserts, and a tail it kept would be memory outside the
+ * one budget. Without opts.index_lag_bytes (or read-only): 0, nothing
+ * done. Returns 0 or the flush's error (the index stays off: call again
+ * with on 1 to undo). Thread safety: any thread. Cost (off): the flush.
+ */
+int tide_store_set_deferring(tide_store *s, int on);
+
 /* ---- information ---- */
 
 /* The commit histogram's buckets: 14 bounds in seconds, 0.0001 .. 10

@@ -466,6 +466,8 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out)
         e->key_file_bytes = si.key_file_bytes;
         e->log_file_bytes = si.log_file_bytes;
         e->writable = i == 0;
+        e->tail_items = si.tail_items;
+        e->tail_bytes = si.tail_bytes;
         out->disk_bytes += si.dat_file_bytes + si.key_file_bytes + si.log_file_bytes;
     }
     out->newest_bytes = out->gens[0].dat_file_bytes;

@@ -218,16 +218,24 @@ typedef struct tide_gens_rotate_report {
     uint64_t deleted_bytes;       /* file bytes of the dropped generations, all removed */
     unsigned delete_steps;        /* truncate steps taken */
     uint64_t create_ns, manifest_ns, switch_ns, drop_ns; /* phase wall times */
-    uint64_t sync_ns;             /* the kept stores' two syncs around the hide (0 when
-                                     nothing is dropped); manifest_ns is the manifest
-                                     write alone (added: the syncs were in manifest_ns) */
+    uint64_t sync_ns;             /* the kept stores' two syncs around the hide, and
+                                     flush_ns before them (0 when nothing is dropped
+                                     and the newest does not defer); manifest_ns is the
+                                     manifest write alone (added: the syncs were in
+                                     manifest_ns) */
+    uint64_t flush_ns;            /* the deferred index: indexing the tail of the
+                                     generation that was newest, which stops deferring
+                                     (0 without a lag); part of sync_ns */
     uint64_t objects_in_previous; /* data records of the generation that was newest */
     uint64_t rotations;           /* the manifest's count after this one */
 } tide_gens_rotate_report;
 
 /*
  * Rotate: create generation newest+1 (directory, empty store, synced), open
- * it; when generations beyond keep go: sync every kept store, hide them
+ * it; when the newest defers its index (opts.store.index_lag_bytes), stop
+ * that and index its tail (tide_store_set_deferring: only the newest ever
+ * holds a tail, so all of them together stay within one budget, and no
+ * generation is flushed when it is dropped); when generations beyond keep go: sync every kept store, hide them
  * from reads (an object only they hold reads as absent from here: its span
  * is ending; shown again if the rotation fails, unless the disk is
  * unknown, below) and sync the kept stores again (so every copy forward
@@ -312,6 +320,8 @@ typedef struct tide_gens_gen_info {
     char     dir[TIDE_GEN_DIR_CAP];
     uint64_t dat_file_bytes, key_file_bytes, log_file_bytes;
     int      writable;            /* the newest */
+    uint64_t tail_items, tail_bytes; /* its deferred index's tail (tide_store_info's):
+                                     0 for every generation but the newest */
 } tide_gens_gen_info;
 
 typedef struct tide_gens_info {

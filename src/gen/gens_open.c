@@ -54,6 +54,10 @@
  *   4. Without a manifest, open removes, adopts and creates nothing while
  *      DIR holds a generation directory other than gen-000000000001 (a
  *      lost manifest: the directories may be the only copy of the data).
+ *   5. Only the newest generation is opened with opts.store's
+ *      index_lag_bytes (the deferred index); every older one with 0, so
+ *      the tails of all open generations together stay within the one
+ *      budget (gens_rotate.c stops the outgoing newest's at a rotation).
  *
  * Never: delete a directory whose name is not exactly a generation name
  * (gen- and the canonical digits), or a file of DIR itself.
@@ -278,6 +282,11 @@ static int open_named(tide_gens *g)
             break;
         }
         if (rc) break;
+        /* Invariant 5: only the newest defers its index. An older one takes
+         * no insert again; a tail it kept would be memory beyond the one
+         * budget (review of issue 15, finding 5). A tail a crash left in
+         * it is still recovered and indexed by its open (store.c). */
+        so.index_lag_bytes = n == 0 ? g->opts.store.index_lag_bytes : 0;
         rc = tide_store_open(&g->gens[n].s, p, &so);
         if (rc) {
             /* Busy (another handle) and out of memory say nothing about the

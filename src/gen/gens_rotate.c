@@ -11,6 +11,14 @@
  * retention. So, when the rotation drops something, in this order:
  *
  *     a create   mkdir gen-N+1, tide_store_create in it, sync DIR, open it
+ *     a' flush   (the deferred index only) N stops deferring and its tail is
+ *                indexed (tide_store_set_deferring(N, 0)): N takes no insert
+ *                after the switch, so only the newest ever holds a tail and
+ *                the tails of all open generations stay within the one
+ *                index_lag_bytes (review of issue 15, finding 5). Inserts
+ *                until the switch still reach N and are indexed commit by
+ *                commit; N+1 takes none yet: the sum never passes one
+ *                budget. Undone (N defers again) if the rotation fails
  *     b sync     tide_store_sync of every kept store while the dropped ones
  *                are still readable: the bulk of the pending copies (an
  *                older kept store may still hold copies made while it was
@@ -69,6 +77,14 @@
  *      which shows them (a failure while the disk is known always does).
  *   9. read_epoch moves (seq_cst) exactly when the readable list grows:
  *      the only growth is set_readable(g, 0) after a failed rotation.
+ *  10. After a switch only the newest generation defers its index: the
+ *      one it replaced stopped at a' and every older one was stopped by
+ *      its own rotation or opened with no lag (gens_open.c, invariant 5).
+ *      So a dropped generation's tail is empty (asserted at g): its close
+ *      writes nothing to a key file deleted right after, and no
+ *      acknowledged record of a kept one waits in a tail at the switch.
+ *      A crash anywhere recovers a tail from tide.meta at the next open,
+ *      whatever lag that open gives (store.c).
  *
  * Never: delete a generation the manifest on disk names, or may name;
  * show a hidden generation while the disk may not name it;
@@ -286,6 +302,9 @@ static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotat
     pthread_rwlock_unlock(&g->sync_lock);
     for (unsigned i = 0; i < nd; i++) {
         char p[TI_GENS_PATH_CAP];
+        tide_store_info si;
+        tide_store_get_info(d[i].s, &si);
+        TIDE_ASSERT(si.tail_items == 0 && si.index_lag_bytes == 0);   /* invariant 10 */
         int rc = tide_store_close(d[i].s);
         if (rc) tide_log(TIDE_LOG_WARN, "%s: rotation: closing dropped generation %" PRIu64
                          ": %s", g->dir, d[i].id, tide_last_error());
@@ -347,6 +366,30 @@ static int hide_and_sync(tide_gens *g, const tide_gen *dropped, unsigned nd)
     rc = sync_kept(g, kept, nd);
     if (rc) set_readable(g, 0);
     return rc;
+}
+
+/* Step a': the newest (N) stops deferring its index and its tail is
+ * indexed (invariant 10); *ns its wall time. Nothing to do when N does not
+ * defer. On error N defers again. */
+static int stop_deferring(tide_gens *g, uint64_t *ns)
+{
+    tide_store *n = g->gens[0].s;
+    tide_store_info si;
+    uint64_t t = tide_clock_mono_ns();
+    int rc;
+
+    tide_store_get_info(n, &si);
+    if (si.index_lag_bytes == 0) return 0;
+    ti_gens_trace(g, "flush");
+    rc = tide_store_set_deferring(n, 0);
+    if (rc) {
+        rc = tide_err_prefix(rc, "%s: rotation: indexing the tail of generation %" PRIu64 " (the newest) "
+                             "before it stops taking writes", g->dir, g->gens[0].id);
+        tide_store_set_deferring(n, 1);
+        return rc;
+    }
+    *ns = tide_clock_mono_ns() - t;
+    return 0;
 }
 
 /* The manifest write failed: put the old one back, then remove the new
@@ -448,16 +491,20 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
     r.create_ns = tide_clock_mono_ns() - t;
 
     t = tide_clock_mono_ns();
-    if (nd > 0 && (rc = hide_and_sync(g, dropped, nd)) != 0) {
+    if ((rc = stop_deferring(g, &r.flush_ns)) != 0 || (nd > 0 && (rc = hide_and_sync(g, dropped, nd)) != 0)) {
         tide_log(TIDE_LOG_WARN, "%s: rotation: %s", g->dir, tide_last_error());
+        tide_store_set_deferring(g->gens[0].s, 1);
         tide_store_close(fresh);
         ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
         goto out;
     }
-    r.sync_ns = nd > 0 ? tide_clock_mono_ns() - t : 0;
+    r.sync_ns = nd > 0 || r.flush_ns ? tide_clock_mono_ns() - t : 0;
 
     t = tide_clock_mono_ns();
-    if ((rc = write_manifest(g, &m, fresh, path)) != 0) goto out;
+    if ((rc = write_manifest(g, &m, fresh, path)) != 0) {
+        tide_store_set_deferring(g->gens[0].s, 1);   /* N is still the newest */
+        goto out;
+    }
     r.manifest_ns = tide_clock_mono_ns() - t;
 
     t = tide_clock_mono_ns();

@@ -843,7 +843,7 @@ static int commit_due(tide_store *s, uint64_t now)
 {
     if (s->state == TI_STORE_RETRYING) return 1;     /* a failed batch to retry */
     /* The final flush, or one tide_store_flush asked for (issue 15, D). */
-    if ((s->closing || s->flush_wanted) && s->tail.count) return 1;
+    if ((s->closing || s->flush_wanted || s->defer_off) && s->tail.count) return 1;
     if (s->pending->count == 0) return 0;
     if (s->closing) return 1;
     if (s->sync_seq > s->durable_seq) return 1;
@@ -976,7 +976,7 @@ static void *commit_thread(void *arg)
         }
         if (!retrying) take_batch(s);
         s->last_commit_start_us = now;
-        int flush = s->closing || s->flush_wanted;
+        int flush = s->closing || s->flush_wanted || s->defer_off;
         pthread_mutex_unlock(&s->pool_mu);
 
         uint64_t t0 = tide_clock_mono_us();
@@ -1383,6 +1383,18 @@ int tide_store_flush(tide_store *s)
     return rc;
 }
 
+int tide_store_set_deferring(tide_store *s, int on)
+{
+    if (s->opts.read_only || s->opts.index_lag_bytes == 0) return 0;
+    pthread_mutex_lock(&s->pool_mu);
+    __atomic_store_n(&s->defer_off, !on, __ATOMIC_RELAXED);
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->pool_mu);
+    /* Off: from here every commit is a flush (commit_thread), so once this
+     * one is done the tail is empty and nothing refills it. */
+    return on ? 0 : tide_store_flush(s);
+}
+
 /* ---- close ---- */
 
 /* The end of a clean handle: nudb.log closed, removed, its removal made
@@ -1471,7 +1483,7 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     o->commit_duration.count = h.count;
     o->commit_interval_ms = s->opts.commit_interval_ms;
     o->burst_bytes = s->opts.burst_bytes;
-    o->index_lag_bytes = s->opts.index_lag_bytes;
+    o->index_lag_bytes = __atomic_load_n(&s->defer_off, __ATOMIC_RELAXED) ? 0 : s->opts.index_lag_bytes;
     pthread_rwlock_rdlock(&s->key_lock);
     o->tail_items = s->tail.count;
     o->tail_bytes = ti_tail_bytes(&s->tail);

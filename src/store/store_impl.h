@@ -101,6 +101,11 @@ struct tide_store {
     uint64_t   meta_seq;          /* the last slot's seq written or read */
     uint64_t   index_flushes;     /* flushes of a non-empty tail (atomic) */
     int        flush_wanted;      /* tide_store_flush asked (pool_mu) */
+    /* tide_store_set_deferring(s, 0): every commit indexes its batch and
+     * the tail at once (a flush), so the tail stays empty (generations: a
+     * generation that stops being the newest, review of issue 15, finding
+     * 5). Written under pool_mu, read there and atomically by get_info. */
+    int        defer_off;
     /* nudb.key mapped for lookups (keymap.h); read under key_lock. */
     ti_keymap  keymap;
     /* The fetch path's counters, one cache line per thread (tally.h). */
