@@ -29,7 +29,16 @@
  * fault loop); no refusal of gen-* directories without a manifest (they
  * were deleted); opts_init's keep 2, and no warning of a lowered keep;
  * the drop deaf to an interrupt (95 of 95 steps taken); a failed
- * rotation that leaves its generation hidden.
+ * rotation that leaves its generation hidden. From the review of issue
+ * 15 (finding 5, the deferred index across generations), with the code
+ * before it (no index flush at a rotation, every generation opened with
+ * the lag): generation 1 keeps its 500-entry tail after the rotation; the
+ * tails hold 73728 bytes in all over a 65536-byte budget; the dropped
+ * generation's close writes its nudb.key once more (2 writes, not 1). The
+ * crash loop with a tail passes on that code (it lost nothing: its fault
+ * was memory); it fails when the flush at the rotation forgets the tail
+ * instead of indexing it (W raised to C in the idle log: generation 2
+ * refuses to open, its key file not indexing nudb.dat).
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -1877,11 +1886,14 @@ static void the_tails_of_all_generations_never_pass_one_budget_across_rotations(
             next += 250;
             OK(tide_gens_sync(g));
             char what[80];
+            tide_store_info si;
             snprintf(what, sizeof what, "round %u, batch %u", round, b);
-            uint64_t sum = tails_of(g, what);
-            if (sum > LAG)
-                fail_msg("%s: the tails hold %" PRIu64 " bytes in all, over the one budget of %u", what, sum, LAG);
-            if (sum > most) most = sum;
+            tide_gens_store_info(g, &si);   /* /metrics' store_tail_index: the sum */
+            if (si.tail_bytes > LAG)
+                fail_msg("%s: the tails hold %" PRIu64 " bytes in all, over the one budget of %u", what,
+                         si.tail_bytes, LAG);
+            if (si.tail_bytes > most) most = si.tail_bytes;
+            tails_of(g, what);
         }
         rotate_ok(g, NULL, "budget");
     }
