@@ -754,6 +754,9 @@ static void the_key_map_counts_as_file_backed_not_unfreed(void **state)
     const tide_doctor_finding *f = finding_of(&r, "rss_vs_live");
     assert_non_null(f);
     expect_contains(f->summary, "2.7 times", "RssFile left out, no more");
+    /* Review of issue 15: the words say what was divided (they said RSS). */
+    expect_contains(f->summary, "anonymous RSS (RSS less file-backed) is 2.7 times", "what the ratio is of");
+    expect_contains(f->detail, "judged from 64 MiB of anonymous RSS or a quarter", "what is judged");
     FILE *m = open_memstream(&text, &len);
     assert_non_null(m);
     tide_doctor_format(&r, m);
@@ -778,9 +781,11 @@ static void a_large_key_map_leaves_the_allocators_share_of_anonymous_memory(void
     const tide_doctor_finding *f = finding_of(&r, "allocator_free");
     if (f == NULL) fail_msg("60 MiB free of 124 MiB anonymous passed");
     assert_int_equal(f->severity, TIDE_DOCTOR_WARN);
-    expect_contains(f->summary, "60 MiB free, 48% of the RSS not file-backed", "the share of anonymous memory");
+    expect_contains(f->summary, "60 MiB free, 48% of anonymous RSS (RSS less file-backed)",
+                    "the share of anonymous memory");
+    expect_contains(f->detail, "judged from 64 MiB of anonymous RSS", "what is judged");
     char *text = format_text(&r);
-    expect_contains(text, "60.0 MiB free (48% of the RSS not file-backed)", "the free line");
+    expect_contains(text, "60.0 MiB free, 48% of anonymous RSS (RSS less file-backed): a trim", "the free line");
     expect_contains(text, "the rest               64.0 MiB (stacks", "the rest, of the anonymous part");
     expect_contains(text, "file-backed           900.0 MiB (code, libraries, nudb.key's map", "its own line");
     if (strstr(text, "964.0 MiB") != NULL) fail_msg("the rest counts file pages:\n%s", text);

@@ -29,11 +29,14 @@
  *     the settings allow at 128 MiB: with the derived budgets and the key
  *     cache's hard limit all may hold at most the high mark, 90% =
  *     120795955 bytes; the derived ones hold 30870076 (key cache 6710886,
- *     two insert pools 10737418, bodies 13421772), so the cache's hard
- *     limit may be 89925879: a budget of 44962939 bytes (it was 48 MiB,
- *     98% with the derived ones, which tided now refuses). Its hard limit
- *     alone is 67% of the limit, and with the rest 90%, above the soft
- *     mark (80%): the cache alone still takes the node to its marks);
+ *     two insert pools 10737418, bodies 13421772) and store_index_lag,
+ *     set to 1 MiB (its 2,048 objects' tail needs 64 KiB; derived it
+ *     would be 16 MiB, counted in the sum since the review of issue 15),
+ *     1048576, so the cache's hard limit may be 88877303: a budget of
+ *     44438651 bytes (it was 48 MiB, 98% with the derived ones, which
+ *     tided now refuses; then 44962939, before the lag was counted). Its
+ *     hard limit alone is 66% of the limit, and with the rest 90%, above
+ *     the soft mark (80%): the cache alone still takes the node to its marks);
  *   - SLOW_THREADS (16) slow bodies, one after another while the writers
  *     run: a head declaring SLOW_BYTES (1 MiB), then the body in 16 KiB
  *     pieces every 20 ms (stopped early when tided answers first).
@@ -85,10 +88,11 @@
  * test_config checks it starts and one byte more does not). */
 /* The limit, the cache budget and the writes per thread can be given at
  * build time for a one-off run at another size (docs/MEMORY-LIMIT.md's
- * 512 MiB run: -DLIMIT_MIB=512 -DCACHE_BUDGET='"179851756"' -DPUT_EACH=512);
+ * 512 MiB run: -DLIMIT_MIB=512 -DCACHE_BUDGET='"179851756"' -DPUT_EACH=512,
+ * made before store_index_lag was counted: 179327468 with its 1 MiB now);
  * make test builds the 128 MiB one. */
 #ifndef CACHE_BUDGET
-#define CACHE_BUDGET "44962939"
+#define CACHE_BUDGET "44438651"
 #endif
 #ifndef LIMIT_MIB
 #define LIMIT_MIB    128
@@ -585,7 +589,7 @@ static void tided_start(const char *flag, const char *value)
             _exit(125);
         }
         execl(tided, tided, "--data-dir", nd.s.dir, "--listen", listen, "--cache-budget", CACHE_BUDGET,
-              "--sweep-interval", "10", flag, value, (char *)NULL);
+              "--store-index-lag", "1MiB", "--sweep-interval", "10", flag, value, (char *)NULL);
         _exit(127);
     }
     nd.pid = p;

@@ -483,7 +483,8 @@ static void rule_limit(tide_doctor_report *r, const tide_doctor_report *earlier)
              "tide_overload_mark_bytes" : "the page has no tide_overload_mark_bytes: doctor's defaults");
     snprintf(f->advice, sizeof f->advice, "raise --memory-limit (TIDE_MEMORY_LIMIT, [node] memory_limit) "
              "if the machine or the cgroup has the room, or lower what the node holds: --cache-budget, "
-             "--key-cache-size, --insert-burst, --http-body-budget; the node leaves a level below its "
+             "--key-cache-size, --insert-burst, --http-body-budget, --store-index-lag; the node leaves a "
+             "level below its "
              "mark less --memory-hysteresis points (--memory-levels sets the marks), and refused writes "
              "(503, Retry-After: 1) lose nothing acknowledged");
     fig(f, "counted_bytes", now, 1);
@@ -701,6 +702,10 @@ static const char *allocator_advice(const tide_doctor_report *r)
  * RSS when the page does not say RssFile. *anon says which. Never less a
  * figure of the key file's page-cache residency, which can be the whole
  * file whoever read it. */
+/* What process_rss computes when the page says RssFile, in the findings'
+ * words (review of issue 15: they said "of RSS" for this). */
+#define ANON_RSS "anonymous RSS (RSS less file-backed)"
+
 static double process_rss(const tide_doctor_report *r, int *anon)
 {
     int a = r->rss_file > 0 && r->rss_file < r->rss;
@@ -733,12 +738,13 @@ static void rule_rss_vs_live(tide_doctor_report *r, const tide_doctor_report *ea
     memcpy(alloc, r->allocator, sizeof alloc);   /* not from inside the object written */
     tide_doctor_finding *f = graded(r, name, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD);
     if (f == NULL) return;
-    snprintf(f->summary, sizeof f->summary, "RSS is %.1f times what the allocator says is live (%s%s against %s)",
-             ratio, size_words(rss, a, sizeof a), anon ? " not file-backed" : "", size_words(r->live, b, sizeof b));
+    snprintf(f->summary, sizeof f->summary, "%s is %.1f times what the allocator says is live (%s against %s)",
+             anon ? ANON_RSS : "RSS", ratio, size_words(rss, a, sizeof a), size_words(r->live, b, sizeof b));
     snprintf(f->detail, sizeof f->detail, "%s / live bytes (%s) = %.2f; warn from "
-             "%.1f, bad from %.1f, judged from %d MiB of RSS or a quarter of the limit",
+             "%.1f, bad from %.1f, judged from %d MiB of %s or a quarter of the limit",
              anon ? "(process_resident_memory_bytes - tide_process_rss_file_bytes)" : "process_resident_memory_bytes",
-             alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
+             alloc, ratio, TIDE_DOCTOR_RSS_LIVE_WARN, TIDE_DOCTOR_RSS_LIVE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB,
+             anon ? "anonymous RSS" : "RSS");
     snprintf(f->advice, sizeof f->advice, "memory freed but kept, or fragmented: %s", allocator_advice(r));
     fig(f, "rss_bytes", r->rss, 1);
     if (anon) fig(f, "rss_file_bytes", r->rss_file, 1);
@@ -765,11 +771,12 @@ static void rule_allocator_free(tide_doctor_report *r, const tide_doctor_report 
     tide_doctor_finding *f = graded(r, name, share, TIDE_DOCTOR_FREE_WARN, TIDE_DOCTOR_FREE_BAD);
     if (f == NULL) return;
     snprintf(f->summary, sizeof f->summary, "the allocator holds %s free, %.0f%% of %s",
-             size_words(r->allocator_free, a, sizeof a), 100 * share, anon ? "the RSS not file-backed" : "RSS");
+             size_words(r->allocator_free, a, sizeof a), 100 * share, anon ? ANON_RSS : "RSS");
     snprintf(f->detail, sizeof f->detail, "tide_allocator_free_bytes %s / %s %s = %.2f; warn from %.2f, bad "
-             "from %.2f, judged from %d MiB of RSS or a quarter of the limit", a,
+             "from %.2f, judged from %d MiB of %s or a quarter of the limit", a,
              anon ? "(process_resident_memory_bytes - tide_process_rss_file_bytes)" : "RSS",
-             size_words(rss, b, sizeof b), share, TIDE_DOCTOR_FREE_WARN, TIDE_DOCTOR_FREE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB);
+             size_words(rss, b, sizeof b), share, TIDE_DOCTOR_FREE_WARN, TIDE_DOCTOR_FREE_BAD, TIDE_DOCTOR_SMALL_RSS_MIB,
+             anon ? "anonymous RSS" : "RSS");
     snprintf(f->advice, sizeof f->advice, "a trim could return up to that much: %s", allocator_advice(r));
     fig(f, "allocator_free_bytes", r->allocator_free, 1);
     fig(f, "rss_bytes", r->rss, 1);
@@ -933,7 +940,8 @@ static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier
              "two readings are two moments, not a trend; if it is high on every scrape, " : "", top->budget == 0
              ? "it is unbounded: bound it (tide doctor's unbounded_consumers finding names the setting)"
              : "bound it lower (--cache-budget for node_cache, --key-cache-size for key_cache, "
-               "--insert-burst for the insert pool, --http-body-budget for http) or give the node more "
+               "--insert-burst for the insert pool, --http-body-budget for http, --store-index-lag for "
+               "store_tail_index) or give the node more "
                "--memory-limit");
     fig(f, "grown_bytes", best, 1);
     fig(f, "seconds", s, 0);
@@ -962,7 +970,8 @@ static const rule rules[] = {
         "bad from the high enter mark (tide_overload_mark_bytes) or the high level; warn from the soft "
         "enter mark or the soft level; without marks on the page " STR(TIDE_DOCTOR_LIMIT_BAD) " and "
         STR(TIDE_DOCTOR_LIMIT_WARN) " of the limit; no limit (0 or absent): warn, unbounded process",
-        "--memory-limit, or lower --cache-budget, --key-cache-size, --insert-burst, --http-body-budget" },
+        "--memory-limit, or lower --cache-budget, --key-cache-size, --insert-burst, --http-body-budget, "
+        "--store-index-lag" },
       rule_limit },
     { { "cgroup_events", "tide_cgroup_memory_events_total{event=oom|oom_kill|max|high}",
         "bad when oom or oom_kill > 0; warn when max > 0",
@@ -982,12 +991,12 @@ static const rule rules[] = {
         "warn, no time to the limit", "bound the consumer, or more --memory-limit" }, rule_growth },
     { { "rss_vs_live", "process_resident_memory_bytes, the allocator's live bytes",
         "bad from " STR(TIDE_DOCTOR_RSS_LIVE_BAD) " times; warn from " STR(TIDE_DOCTOR_RSS_LIVE_WARN)
-        " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS (or "
+        " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of " ANON_RSS " (or "
         STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
         "a sweep's trim, --arena-max, --mmap-threshold, MALLOC_CONF decay" }, rule_rss_vs_live },
     { { "allocator_free", "tide_allocator_free_bytes, process_resident_memory_bytes",
-        "bad from " STR(TIDE_DOCTOR_FREE_BAD) " of RSS; warn from " STR(TIDE_DOCTOR_FREE_WARN)
-        "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of RSS (or "
+        "bad from " STR(TIDE_DOCTOR_FREE_BAD) " of " ANON_RSS "; warn from " STR(TIDE_DOCTOR_FREE_WARN)
+        "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of it (or "
         STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
         "POST /v1/admin/sweep, --sweep-interval, --trim-policy, --arena-max" }, rule_allocator_free },
     { { "peak", "tide_memory_peak_bytes{since=\"start|sweep\"}, tide_memory_counted_bytes",
@@ -1369,9 +1378,9 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
     int anon;
     double own = process_rss(r, &anon);
     if (r->allocator_free >= 0) {
-        fprintf(f, "The allocator holds %s free (%.0f%% of %s): a trim could return up to that much",
-                mib(r->allocator_free, a, sizeof a), pct(r->allocator_free, own),
-                anon ? "the RSS not file-backed" : "RSS");
+        fprintf(f, anon ? "The allocator holds %s free, %.0f%% of %s: a trim could return up to that much"
+                        : "The allocator holds %s free (%.0f%% of %s): a trim could return up to that much",
+                mib(r->allocator_free, a, sizeof a), pct(r->allocator_free, own), anon ? ANON_RSS : "RSS");
         if (strcmp(r->allocator, "glibc") == 0) fprintf(f, ", less the free space inside partly used pages");
         fprintf(f, ".\n");
     } else {

@@ -401,8 +401,8 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "new PUTs 503 with Retry-After (high), and stops accepting connections (critical); "
                 "nothing acknowledged is dropped. The budgets not set explicitly derive from it: "
                 "cache_budget 20%, the key cache's hard limit 5%, insert_burst 4% (at most 64MiB), "
-                "http_body_budget 10% (at least max_object_size); explicit ones that may hold more "
-                "than it stop tided. A value above the cgroup's limit is lowered to it. SIGHUP "
+                "http_body_budget 10% (at least max_object_size), store_index_lag 1/8; explicit "
+                "ones that may hold more than it stop tided. A value above the cgroup's limit is lowered to it. SIGHUP "
                 "applies a new one. docs/MEMORY-LIMIT.md." },
     [TIDE_CFG_MEMORY_LEVELS]   = { "memory_levels", "memory-levels", "TIDE_MEMORY_LEVELS", "node",
                                    NULL, NULL, K_LEVELS, 1, 100, 0,
@@ -456,7 +456,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "in-memory index of at most SIZE bytes (16 per entry slot, 3/4 full), and when "
                 "it is full, and at shutdown, one flush writes them into nudb.key, so each "
                 "bucket is written once for many items. 0: off, every commit indexes its batch. "
-                "With memory_limit set and this unset: memory_limit / 8. After a crash the next "
+                "With memory_limit set and this unset: memory_limit / 8, and either way it is "
+                "among the budgets that must fit under memory_limit's high mark. With online "
+                "delete it is one budget for all generations: only the newest defers, and a "
+                "rotation indexes the tail of the one it replaces. After a crash the next "
                 "start reads the tail back from nudb.dat (docs/DURABILITY.md)." },
     [TIDE_CFG_ADMIN_TOKEN_FILE] = { "admin_token_file", NULL, "TIDE_ADMIN_TOKEN_FILE", "http",
                                    NULL, NULL, K_PATH, 0, 0, 0,

@@ -205,15 +205,17 @@ static void log_memory_limit(const tide_config *c)
  * what they may hold together against the limit. */
 static void log_memory_split(const tide_config *c)
 {
-    static const int ids[] = { TIDE_CFG_CACHE_BUDGET, TIDE_CFG_INSERT_BURST, TIDE_CFG_HTTP_BODY_BUDGET };
-    static const unsigned times[] = { 2, 2, 1 };
-    static const char *const what[] = { "hard limit", "two pools", "held bodies" };
+    static const int ids[] = { TIDE_CFG_CACHE_BUDGET, TIDE_CFG_INSERT_BURST, TIDE_CFG_HTTP_BODY_BUDGET,
+                               TIDE_CFG_STORE_INDEX_LAG };
+    static const unsigned times[] = { 2, 2, 1, 1 };
+    static const char *const what[] = { "hard limit", "two pools", "held bodies", "tail index" };
     char line[1600] = "", v[32], src[200];
-    uint64_t held = c->key_cache_hard_limit, val[3] = { c->cache_budget, c->insert_burst, c->http_body_budget };
+    uint64_t held = c->key_cache_hard_limit,
+             val[4] = { c->cache_budget, c->insert_burst, c->http_body_budget, c->store_index_lag };
     size_t used = 0;
 
     if (c->memory_limit == 0) return;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         tide_config_describe_one(c, ids[i], v, sizeof v);
         tide_config_source_text(c, ids[i], src, sizeof src);
         held += val[i] * times[i];
