@@ -883,21 +883,23 @@ static tide_io_sim *rotation_base(unsigned keep)
     return sim;
 }
 
-/* Open the image; every object inside its retention reads back; the
- * directory is reconciled; the handle takes a write. */
-static void check_rotation_image(tide_io_sim *sim, unsigned keep, const char *what)
+/* Open the image (with index lag `lag`); every object inside its
+ * retention reads back (generation 1: 0..30; 2: 30..end); the directory
+ * is reconciled; the handle takes a write. Returns the open handle. */
+static tide_gens *open_image(tide_io_sim *sim, unsigned keep, const char *what, uint64_t lag, uint64_t end,
+                             char *w, size_t wcap)
 {
     tide_gens_opts o;
-    char w[400];
     sim_opts(&o, sim, keep);
+    o.store.index_lag_bytes = lag;
     tide_gens *g = open_ok(SD, &o, what);
     uint64_t newest = tide_gens_newest_id(g);
     expect_reconciled(g, tide_io_sim_io(sim), what);
-    snprintf(w, sizeof w, "%s (newest %" PRIu64 ")", what, newest);
+    snprintf(w, wcap, "%s (newest %" PRIu64 ")", what, newest);
     if (newest == 2) {
-        get_range(g, 0, 60, w);
+        get_range(g, 0, end, w);
     } else if (newest == 3) {
-        get_range(g, 30, 60, w);
+        get_range(g, 30, end, w);
         for (uint64_t i = 0; i < 30; i++)
             if (get(g, i, 0, NULL, w) != (keep > 2))
                 fail_msg("%s: item %" PRIu64 " of generation 1: expected %s", w, i,
@@ -907,7 +909,13 @@ static void check_rotation_image(tide_io_sim *sim, unsigned keep, const char *wh
     }
     put(g, 5000, 0, NULL);
     OK(tide_gens_sync(g));
-    OK(tide_gens_close(g));
+    return g;
+}
+
+static void check_rotation_image(tide_io_sim *sim, unsigned keep, const char *what)
+{
+    char w[400];
+    OK(tide_gens_close(open_image(sim, keep, what, 0, 60, w, sizeof w)));
 }
 
 /* Crash images of stopped sim `c`: keep-all, lose-all (when the pending
@@ -950,18 +958,25 @@ static void quiet_close(tide_gens *g)
     tide_log_set_sink(NULL, NULL);
 }
 
-/* A rotation of the handle opened on `c` (the open is not counted). */
-static int rotation_workload(tide_io_sim *c, unsigned keep, uint64_t k, uint64_t *calls)
+/* The counted part of a rotation workload: the world stopped before call
+ * k of the rotation of `g` (0: never), *calls its calls; closes g. */
+static int counted_rotation(tide_io_sim *c, tide_gens *g, uint64_t k, uint64_t *calls)
 {
-    tide_gens_opts o;
-    sim_opts(&o, c, keep);
-    tide_gens *g = open_ok(SD, &o, "rotation workload");
     uint64_t c0 = tide_io_sim_calls(c);
     if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
     int rc = tide_gens_rotate(g, NULL);
     *calls = tide_io_sim_calls(c) - c0;
     quiet_close(g);
     return rc;
+}
+
+/* A rotation of the handle opened on `c` (the open is not counted). */
+static int rotation_workload(tide_io_sim *c, unsigned keep, uint64_t k, uint64_t *calls)
+{
+    tide_gens_opts o;
+    sim_opts(&o, c, keep);
+    tide_gens *g = open_ok(SD, &o, "rotation workload");
+    return counted_rotation(c, g, k, calls);
 }
 
 /* An open with online delete on: adoption, or creation of generation 1. */
@@ -1294,12 +1309,7 @@ static int copy_rotation_workload(tide_io_sim *c, unsigned keep, uint64_t k, uin
         rotate_ok(g, NULL, "copy workload: the rotation to 3");
         copy_four(g, 9);
     }
-    uint64_t c0 = tide_io_sim_calls(c);
-    if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
-    int rc = tide_gens_rotate(g, NULL);
-    *calls = tide_io_sim_calls(c) - c0;
-    quiet_close(g);
-    return rc;
+    return counted_rotation(c, g, k, calls);
 }
 
 /* Every object of generations 2 (30..60) and, before the drop, 1 (0..30)
@@ -1960,38 +1970,15 @@ static int defer_rotation_workload(tide_io_sim *c, unsigned keep, uint64_t k, ui
     OK(tide_gens_sync(g));
     tide_gens_get_info(g, &in);
     expect_u64(in.gens[0].tail_items, 30, "the acknowledged inserts wait in the tail");
-    uint64_t c0 = tide_io_sim_calls(c);
-    if (k) OK(tide_io_sim_fail_at(c, k, TIDE_IO_SIM_EIO, 1));
-    int rc = tide_gens_rotate(g, NULL);
-    *calls = tide_io_sim_calls(c) - c0;
-    quiet_close(g);
-    return rc;
+    return counted_rotation(c, g, k, calls);
 }
 
 /* Every acknowledged object inside its retention reads back; only the
  * newest holds a tail; the handle takes a write. */
 static void check_defer_image(tide_io_sim *sim, unsigned keep, const char *what)
 {
-    tide_gens_opts o;
     char w[400];
-    lag_opts(&o, keep, tide_io_sim_io(sim));
-    tide_gens *g = open_ok(SD, &o, what);
-    uint64_t newest = tide_gens_newest_id(g);
-    expect_reconciled(g, tide_io_sim_io(sim), what);
-    snprintf(w, sizeof w, "%s (newest %" PRIu64 ")", what, newest);
-    if (newest == 2) {
-        get_range(g, 0, 90, w);
-    } else if (newest == 3) {
-        get_range(g, 30, 90, w);
-        for (uint64_t i = 0; i < 30; i++)
-            if (get(g, i, 0, NULL, w) != (keep > 2))
-                fail_msg("%s: item %" PRIu64 " of generation 1: expected %s", w, i,
-                         keep > 2 ? "present (G=3 keeps it)" : "gone (dropped)");
-    } else {
-        fail_msg("%s: newest generation %" PRIu64 ", expected 2 or 3", what, newest);
-    }
-    put(g, 5000, 0, NULL);
-    OK(tide_gens_sync(g));
+    tide_gens *g = open_image(sim, keep, what, LAG, 90, w, sizeof w);
     tails_of(g, w);
     OK(tide_gens_close(g));
 }
