@@ -322,6 +322,10 @@ typedef struct tide_store_info {
     uint64_t buckets;            /* (key file size - block_size) / block_size */
     uint64_t dat_file_bytes, key_file_bytes, log_file_bytes;
     int      needs_recovery;     /* nudb.log holds an interrupted commit */
+    int      broken;             /* a failed commit could not be undone: the
+                                    handle takes no insert or sync again
+                                    (reopen to recover); its tail, if any,
+                                    stays readable until close */
     /* Counters of this handle (zero for tide_store_inspect): */
     uint64_t inserts, fetches, commits, commit_failures;
     uint64_t pool_bytes;         /* insert pools: pending plus committing */

@@ -85,6 +85,13 @@
  *      acknowledged record of a kept one waits in a tail at the switch.
  *      A crash anywhere recovers a tail from tide.meta at the next open,
  *      whatever lag that open gives (store.c).
+ *  11. A BROKEN newest is the exception to 10: a' skips its flush (the
+ *      flush cannot commit; the rotation must still move writes off it).
+ *      Its tail stays readable in memory until its close (a broken close
+ *      writes nothing; the next open recovers the tail from tide.meta).
+ *      While any kept generation holds such a tail the new newest starts
+ *      with its index off (hold_fresh_deferring), so the tails together
+ *      still stay within one index_lag_bytes.
  *
  * Never: delete a generation the manifest on disk names, or may name;
  * show a hidden generation while the disk may not name it;
@@ -304,7 +311,7 @@ static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotat
         char p[TI_GENS_PATH_CAP];
         tide_store_info si;
         tide_store_get_info(d[i].s, &si);
-        TIDE_ASSERT(si.tail_items == 0 && si.index_lag_bytes == 0);   /* invariant 10 */
+        TIDE_ASSERT((si.tail_items == 0 || si.broken) && si.index_lag_bytes == 0);   /* invariants 10, 11 */
         int rc = tide_store_close(d[i].s);
         if (rc) tide_log(TIDE_LOG_WARN, "%s: rotation: closing dropped generation %" PRIu64
                          ": %s", g->dir, d[i].id, tide_last_error());
@@ -370,7 +377,10 @@ static int hide_and_sync(tide_gens *g, const tide_gen *dropped, unsigned nd)
 
 /* Step a': the newest (N) stops deferring its index and its tail is
  * indexed (invariant 10); *ns its wall time. Nothing to do when N does not
- * defer. On error N defers again. */
+ * defer. A BROKEN N (a commit it could not undo) is not flushed: its tail
+ * stays in memory, readable, until its close, and it takes no insert after
+ * the switch (invariant 11), so a broken N never blocks the rotation that
+ * moves writes off it. On any other error N defers again. */
 static int stop_deferring(tide_gens *g, uint64_t *ns)
 {
     tide_store *n = g->gens[0].s;
@@ -381,14 +391,35 @@ static int stop_deferring(tide_gens *g, uint64_t *ns)
     tide_store_get_info(n, &si);
     if (si.index_lag_bytes == 0) return 0;
     ti_gens_trace(g, "flush");
-    rc = tide_store_set_deferring(n, 0);
-    if (rc) {
+    rc = tide_store_set_deferring(n, 0);   /* on a broken N: the flag, then its error */
+    if (rc) tide_store_get_info(n, &si);
+    if (rc && si.broken) {
+        tide_log(TIDE_LOG_WARN, "%s: rotation: generation %" PRIu64 " (the newest) is broken (reopen to "
+                 "recover it): its deferred index's %" PRIu64 " entries stay in memory until its close; "
+                 "writes move to the new generation", g->dir, g->gens[0].id, si.tail_items);
+        rc = 0;
+    } else if (rc) {
         rc = tide_err_prefix(rc, "%s: rotation: indexing the tail of generation %" PRIu64 " (the newest) "
                              "before it stops taking writes", g->dir, g->gens[0].id);
         tide_store_set_deferring(n, 1);
         return rc;
     }
     *ns = tide_clock_mono_ns() - t;
+    return 0;
+}
+
+/* Invariant 11: while a kept older generation still holds a tail (a broken
+ * one, not flushed at a'), the new newest starts with its deferred index
+ * off, so the tails together stay within one index_lag_bytes. It takes no
+ * insert yet: the call only sets the flag (an empty tail, nothing synced).
+ * The rotation that drops the broken one creates a newest that defers. */
+static int hold_fresh_deferring(tide_gens *g, tide_store *fresh, unsigned kept)
+{
+    for (unsigned i = 0; i < kept; i++) {
+        tide_store_info si;
+        tide_store_get_info(g->gens[i].s, &si);
+        if (si.tail_items > 0) return tide_store_set_deferring(fresh, 0);
+    }
     return 0;
 }
 
@@ -491,7 +522,8 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
     r.create_ns = tide_clock_mono_ns() - t;
 
     t = tide_clock_mono_ns();
-    if ((rc = stop_deferring(g, &r.flush_ns)) != 0 || (nd > 0 && (rc = hide_and_sync(g, dropped, nd)) != 0)) {
+    if ((rc = stop_deferring(g, &r.flush_ns)) != 0 || (rc = hold_fresh_deferring(g, fresh, g->m.count - nd)) != 0 ||
+        (nd > 0 && (rc = hide_and_sync(g, dropped, nd)) != 0)) {
         tide_log(TIDE_LOG_WARN, "%s: rotation: %s", g->dir, tide_last_error());
         tide_store_set_deferring(g->gens[0].s, 1);
         tide_store_close(fresh);

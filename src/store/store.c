@@ -1463,6 +1463,7 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     o->key_file_bytes = (o->buckets + 1) * s->block_size;
     pthread_mutex_lock(&s->pool_mu);
     o->pool_bytes = s->pending->bytes + (s->committing ? s->committing->bytes : 0);
+    o->broken = s->state == TI_STORE_BROKEN;
     pthread_mutex_unlock(&s->pool_mu);
     o->commit_buffer_bytes = __atomic_load_n(&s->commit_buffer_bytes, __ATOMIC_RELAXED);
     o->inserts = __atomic_load_n(&s->inserts, __ATOMIC_RELAXED);
