@@ -1776,6 +1776,15 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
                     "60397977", "the mark");
     expect_contains(tide_last_error(), "cache_budget=24MiB (flag --cache-budget) may hold 48MiB", "named");
     expect_contains(tide_last_error(), "lower cache_budget to at most 17MiB", "how far");
+    /* The derived store_index_lag (8 MiB here) is advised too (review of
+     * issue 15, second round: the advice named cache_budget alone). */
+    expect_contains(tide_last_error(), "raise memory_limit to at least 89MiB; store_index_lag (derived: memory_limit "
+                    "/ 8 = 8MiB) counts too: a lower one (0: the deferred index off) takes its difference off the sum",
+                    "the derived lag in the advice, not enough alone");
+    /* 8 MiB is less than the 13757316 bytes over the mark: 0 alone does
+     * not pass (65766685 > 60397977), and the advice says so. */
+    char *lab0[] = { "tided", "--memory-limit=64MiB", "--cache-budget=24MiB", "--store-index-lag=0", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 4, lab0), TIDE_EINVAL, "the lab's with the deferred index off");
 
     /* test_memory_limit's cache_budget: the largest 128 MiB takes beside
      * its store_index_lag of 1 MiB. */
@@ -1791,6 +1800,11 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
     expect_rc(load_all(f, &c, NULL, NULL, 3, lag128), TIDE_EINVAL, "with the derived lag: over the high mark");
     expect_contains(tide_last_error(), "the budgets may hold 136524594 in all, more than the high mark of "
                     "memory_limit=128MiB (flag --memory-limit), 90% = 120795955", "the lag in the sum");
+    /* 15728639 over the mark, the derived lag 16 MiB: lowering it alone
+     * fits (at most 1048577 bytes, rounded down to 1MiB; lim128 above
+     * passes with it). */
+    expect_contains(tide_last_error(), "or set store_index_lag (derived: memory_limit / 8) to at most 1MiB",
+                    "the derived lag in the advice");
     char *lagset[] = { "tided", "--memory-limit=128MiB", "--cache-budget=30MiB", "--store-index-lag=40MiB", NULL };
     expect_rc(load_all(f, &c, NULL, NULL, 4, lagset), TIDE_EINVAL, "an explicit lag over the high mark");
     expect_contains(tide_last_error(), "store_index_lag=40MiB (flag --store-index-lag) may hold 40MiB", "named");

@@ -1091,6 +1091,22 @@ static void tide_doctor_help_documents_every_rule_with_its_thresholds(void **sta
     free(out);
 }
 
+/* The table's RSS rules say which RSS they judge: the anonymous part only
+ * when the page says RssFile (review of issue 15: the table said
+ * "anonymous RSS (RSS less file-backed)" unconditionally). */
+static void the_rules_table_says_plain_rss_without_rss_file(void **state)
+{
+    static const char *const names[] = { "rss_vs_live", "allocator_free" };
+    (void)state;
+    for (size_t k = 0; k < 2; k++) {
+        const tide_doctor_rule *d = NULL;
+        for (size_t i = 0; (d = tide_doctor_rule_at(i)) != NULL && strcmp(d->name, names[k]) != 0; i++) {}
+        if (d == NULL) fail_msg("no rule %s", names[k]);
+        expect_contains(d->thresholds, "anonymous RSS (RSS less file-backed; the whole RSS when the page has no "
+                        "tide_process_rss_file_bytes)", names[k]);
+    }
+}
+
 /* ---- bin/tide doctor against a canned HTTP server ------------------------------- */
 
 typedef struct canned {
@@ -1476,6 +1492,7 @@ int main(void)
         cmocka_unit_test(with_two_scrapes_overload_and_cgroup_events_judge_the_increase),
         cmocka_unit_test(pages_of_an_older_node_grow_without_churn_figures_and_no_crash),
         cmocka_unit_test(tide_doctor_help_documents_every_rule_with_its_thresholds),
+        cmocka_unit_test(the_rules_table_says_plain_rss_without_rss_file),
         cmocka_unit_test(tide_doctor_interval_scrapes_twice_and_finds_the_growth),
         cmocka_unit_test(tide_doctor_exits_1_on_a_page_that_is_not_a_nodes_and_says_so),
         cmocka_unit_test(the_disk_side_gives_each_generation_the_age_and_every_finding),

@@ -705,6 +705,9 @@ static const char *allocator_advice(const tide_doctor_report *r)
 /* What process_rss computes when the page says RssFile, in the findings'
  * words (review of issue 15: they said "of RSS" for this). */
 #define ANON_RSS "anonymous RSS (RSS less file-backed)"
+/* The rules table's: a rule's base depends on the page it judges. */
+#define ANON_RSS_RULE "anonymous RSS (RSS less file-backed; the whole RSS when the page has no " \
+    "tide_process_rss_file_bytes)"
 
 static double process_rss(const tide_doctor_report *r, int *anon)
 {
@@ -991,11 +994,11 @@ static const rule rules[] = {
         "warn, no time to the limit", "bound the consumer, or more --memory-limit" }, rule_growth },
     { { "rss_vs_live", "process_resident_memory_bytes, the allocator's live bytes",
         "bad from " STR(TIDE_DOCTOR_RSS_LIVE_BAD) " times; warn from " STR(TIDE_DOCTOR_RSS_LIVE_WARN)
-        " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of " ANON_RSS " (or "
+        " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of " ANON_RSS_RULE " (or "
         STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
         "a sweep's trim, --arena-max, --mmap-threshold, MALLOC_CONF decay" }, rule_rss_vs_live },
     { { "allocator_free", "tide_allocator_free_bytes, process_resident_memory_bytes",
-        "bad from " STR(TIDE_DOCTOR_FREE_BAD) " of " ANON_RSS "; warn from " STR(TIDE_DOCTOR_FREE_WARN)
+        "bad from " STR(TIDE_DOCTOR_FREE_BAD) " of " ANON_RSS_RULE "; warn from " STR(TIDE_DOCTOR_FREE_WARN)
         "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of it (or "
         STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
         "POST /v1/admin/sweep, --sweep-interval, --trim-policy, --arena-max" }, rule_allocator_free },

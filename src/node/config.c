@@ -456,8 +456,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "in-memory index of at most SIZE bytes (16 per entry slot, 3/4 full), and when "
                 "it is full, and at shutdown, one flush writes them into nudb.key, so each "
                 "bucket is written once for many items. 0: off, every commit indexes its batch. "
-                "With memory_limit set and this unset: memory_limit / 8, and either way it is "
-                "among the budgets that must fit under memory_limit's high mark. With online "
+                "With memory_limit set and this unset: memory_limit / 8. Under a memory_limit, "
+                "set or derived, it counts in the budgets' sum, which tided refuses above "
+                "memory_limit's high mark once any budget is set explicitly (the derived split "
+                "alone always fits; docs/MEMORY-LIMIT.md). With online "
                 "delete it is one budget for all generations: only the newest defers, and a "
                 "rotation indexes the tail of the one it replaces. After a crash the next "
                 "start reads the tail back from nudb.dat (docs/DURABILITY.md)." },
