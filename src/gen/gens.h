@@ -235,7 +235,10 @@ typedef struct tide_gens_rotate_report {
  * it; when the newest defers its index (opts.store.index_lag_bytes), stop
  * that and index its tail (tide_store_set_deferring: only the newest ever
  * holds a tail, so all of them together stay within one budget, and no
- * generation is flushed when it is dropped); when generations beyond keep go: sync every kept store, hide them
+ * generation is flushed when it is dropped; a broken newest is not flushed:
+ * its tail stays readable until its close, and while a kept generation
+ * holds such a tail the new newest starts with its index off, gens_rotate.c
+ * invariant 11); when generations beyond keep go: sync every kept store, hide them
  * from reads (an object only they hold reads as absent from here: its span
  * is ending; shown again if the rotation fails, unless the disk is
  * unknown, below) and sync the kept stores again (so every copy forward
