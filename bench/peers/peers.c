@@ -55,7 +55,8 @@ static const char help_text[] =
 "    build/bench/peers [--items N[,N...]] [--runs N] [--engines LIST]\n"
 "                      [--baseline ENGINE] [--batch N] [--burst SIZE]\n"
 "                      [--index-lag SIZE] [--value-size N] [--seed N]\n"
-"                      [--dir DIR] [--json] [--fault-item N [--fault-in PHASE]]\n"
+"                      [--dir DIR] [--json] [--record FILE]\n"
+"                      [--fault-item N [--fault-in PHASE]]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs each engine on the workload of `tide bench store`: item i has a\n"
@@ -173,11 +174,23 @@ static const char help_text[] =
 "                      flipped byte, so FETCH2's comparison must fail).\n"
 "    --json            print the summary as one JSON document on stdout\n"
 "                      (progress stays on stderr).\n"
+"    --record FILE     append one line to FILE as each run ends: a JSON\n"
+"                      object with its items, round, engine, batch, time\n"
+"                      (Unix seconds), loadavg (/proc/loadavg then) and\n"
+"                      every figure of the summary by the same names (a\n"
+"                      number, or null where the run could not read it),\n"
+"                      written and fsync'd before the next run starts. The\n"
+"                      summary prints only when every run has ended; a\n"
+"                      bench cut short keeps in FILE each run it finished,\n"
+"                      from which medians can still be taken. FILE is\n"
+"                      created if missing (mode 0644 less the umask), never\n"
+"                      truncated.\n"
 "    -h, --help        print this text.\n"
 "\n"
 "EXIT STATUS\n"
-"    0 done; 1 an engine failed, a value was missing or wrong, or a\n"
-"    directory could not be removed; 2 usage error.\n"
+"    0 done; 1 an engine failed, a value was missing or wrong, a\n"
+"    directory could not be removed, or --record's file could not be\n"
+"    opened or written; 2 usage error.\n"
 "\n"
 "EXAMPLES\n"
 "    build/bench/peers --items 1000000,4000000 --runs 3\n"
@@ -305,6 +318,9 @@ static int option(peers_opts *o, const char *name, const char *val)
         if (strcmp(val, "load") == 0) o->fault_phase = PH_LOAD;
         else if (strcmp(val, "fetch2") == 0) o->fault_phase = PH_FETCH2;
         else return usage("--fault-in '%s' is not load or fetch2", val);
+    } else if (strcmp(name, "--record") == 0) {
+        if (*val == '\0') return usage("%s", "--record needs a file name");
+        o->record = val;
     } else if (strcmp(name, "--dir") == 0) {
         if (stat(val, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(val) > 3000)
             return usage("--dir '%s' is not an existing directory (of a path up to 3000 bytes)",
@@ -447,6 +463,16 @@ static int one_run(peers_state *ps, size_t z, unsigned r, size_t e)
         return 1;
     }
     peers_progress(ps, z, r, e);
+    if (ps->record) {
+        char load[128];
+        read_loadavg(load, sizeof load);
+        if (peers_record(ps, z, r, e, load) != 0) {
+            fprintf(stderr, "peers: cannot write the record of %s, %llu items, round %u to "
+                    "%s: %s\n", job.ops->name, (unsigned long long)o->sizes[z], r, o->record,
+                    strerror(errno));
+            return 1;
+        }
+    }
     if (job.ops == &peer_tide_ops) check_batch(ps, z, res);
     return 0;
 }
@@ -487,8 +513,19 @@ int main(int argc, char **argv)
         free(ps.results);
         return 1;
     }
+    if (ps.opts.record && (ps.record = fopen(ps.opts.record, "a")) == NULL) {
+        fprintf(stderr, "peers: cannot open --record %s to append: %s\n", ps.opts.record,
+                strerror(errno));
+        rmdir(ps.dir);
+        free(ps.results);
+        return 1;
+    }
     peers_header(&ps);
     rc = run_all(&ps);
+    if (ps.record && fclose(ps.record) != 0) {
+        fprintf(stderr, "peers: cannot close --record %s: %s\n", ps.opts.record, strerror(errno));
+        rc = 1;
+    }
     if (rmdir(ps.dir) != 0) {
         fprintf(stderr, "peers: cannot remove %s: %s\n", ps.dir, strerror(errno));
         rc = 1;

@@ -23,12 +23,17 @@
  *      the JSON (peers.c invariant 3).
  *   2. A ratio is engine / baseline of the medians; "-" when either is
  *      missing or the baseline's is 0.
+ *   3. A --record line is written whole and synced before the next run
+ *      starts: a bench cut short (a session's end, a kill) leaves every run
+ *      it finished, one line each, and at most one torn last line.
  * Never: print to stdout before the summary.
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bench/bench_store.h"
 #include "peers_out.h"
@@ -280,4 +285,31 @@ int peers_json(const peers_state *ps)
     json_decref(root);
     if (rc == 0) rc = fputs("\n", stdout) == EOF;
     return rc == 0 && fflush(stdout) == 0 ? 0 : 1;
+}
+
+int peers_record(const peers_state *ps, size_t z, unsigned r, size_t e, const char *loadavg)
+{
+    const peers_opts *o = &ps->opts;
+    const peer_result *res = &ps->results[(z * o->runs + (r - 1)) * o->nengines + e];
+    json_t *j = json_pack("{s:I, s:I, s:s, s:I, s:I, s:s}", "items", (json_int_t)o->sizes[z],
+                          "round", (json_int_t)r, "engine", o->engines[e]->name, "batch",
+                          (json_int_t)ps->batch, "time", (json_int_t)time(NULL), "loadavg",
+                          loadavg);
+    char *line;
+    int rc = 1;
+
+    if (j == NULL) return 1;
+    for (int m = 0; m < M_COUNT; m++) {
+        double v;
+        json_object_set_new(j, metric_key[m], figure(res, o->sizes[z], o->value_size, m, &v)
+                                                  ? json_real(v) : json_null());
+    }
+    line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (line == NULL) return 1;
+    if (fprintf(ps->record, "%s\n", line) >= 0 && fflush(ps->record) == 0 &&
+        fsync(fileno(ps->record)) == 0)
+        rc = 0;
+    free(line);
+    return rc;
 }

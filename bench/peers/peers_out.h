@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * peers_out.h: the options and the state of a bench/peers session, and what
- * it prints (peers_out.c): the header, one progress line per run (stderr),
- * then the summary as tables or as one JSON document (stdout).
+ * it prints (peers_out.c): the header, one progress line per run (stderr)
+ * and, with --record, one JSON line per run appended to a file; then the
+ * summary as tables or as one JSON document (stdout).
  *
  * Errors: peers_table and peers_json return 0, or 1 when stdout could not
  * be written. Thread safety: one thread. Cost: a sort of --runs figures
@@ -13,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "peers.h"
 #include "peers_run.h"
@@ -30,6 +32,7 @@ typedef struct peers_opts {
     const peer_ops *engines[PEERS_ENGINES_MAX];
     size_t nengines, baseline;
     const char *baseline_name, *parent;
+    const char *record;                              /* --record FILE, or NULL */
     int json;
 } peers_opts;
 
@@ -43,11 +46,20 @@ typedef struct peers_state {
     uint64_t batch;                          /* the batch every size uses */
     uint64_t batch_burst;                    /* the items of a burst (peers.c) */
     char load_before[PEERS_SIZES_MAX][128], load_after[PEERS_SIZES_MAX][128];
+    FILE *record;                            /* --record's file, opened to append */
 } peers_state;
 
 void peers_header(const peers_state *ps);
 void peers_progress(const peers_state *ps, size_t size, unsigned round, size_t engine);
 int peers_table(const peers_state *ps);
 int peers_json(const peers_state *ps);
+
+/* One line of --record: the run's every figure as one JSON object (the
+ * summary's names, each a number or null), with its size, round, engine,
+ * the time and `loadavg` (/proc/loadavg as it ended); appended to ps->record,
+ * flushed and fsync'd, so that a bench cut short keeps every run it
+ * finished. 0, or 1 when the line could not be written (errno set). */
+int peers_record(const peers_state *ps, size_t size, unsigned round, size_t engine,
+                 const char *loadavg);
 
 #endif
