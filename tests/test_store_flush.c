@@ -100,6 +100,14 @@ static int group_setup(void **state)
     return 0;
 }
 
+/* Every test starts with the default ranges, whatever a failed one left. */
+static int test_setup(void **state)
+{
+    (void)state;
+    ti_commit_set_range_bytes(0);
+    return 0;
+}
+
 static int group_teardown(void **state)
 {
     (void)state;
@@ -493,10 +501,10 @@ static void a_flush_s_buffers_stay_bounded_on_a_large_key_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_flush_in_tiny_ranges_writes_the_files_one_range_writes),
-        cmocka_unit_test(the_world_stopped_anywhere_in_a_multi_range_flush_loses_nothing),
-        cmocka_unit_test(a_failure_in_a_later_range_rolls_back_from_the_log),
-        cmocka_unit_test(a_flush_s_buffers_stay_bounded_on_a_large_key_file),
+        cmocka_unit_test_setup(a_flush_in_tiny_ranges_writes_the_files_one_range_writes, test_setup),
+        cmocka_unit_test_setup(the_world_stopped_anywhere_in_a_multi_range_flush_loses_nothing, test_setup),
+        cmocka_unit_test_setup(a_failure_in_a_later_range_rolls_back_from_the_log, test_setup),
+        cmocka_unit_test_setup(a_flush_s_buffers_stay_bounded_on_a_large_key_file, test_setup),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -689,10 +689,13 @@ static int build_old(commit *c, uint64_t j, const uint8_t *pre, size_t *bi, size
 static int write_buckets(commit *c)
 {
     size_t bi = 0, mi = 0, ri = 0;
+    uint64_t built = 0, j0;
     cursor cur = { 0, 0 };
     int rc = 0;
 
-    for (unsigned r = 0; r < c->nranges; r++) {
+    /* The ranges of step 2 again: the same buckets, the same sizes. */
+    for (unsigned r = 0; r == 0 || (c->nranges > 1 && next_touched(c, &(cursor){ cur.a, cur.r }, &j0));
+         r++) {
         if (c->nranges > 1) {
             /* The records held now are synced in the log (invariant 5):
              * a rollback reads them back from there. */
@@ -705,8 +708,10 @@ static int write_buckets(commit *c)
             const uint8_t *pre = c->range + at + 8;
             at += 8 + ti_fmt_bucket_bytes(ti_fmt_bucket_count(pre));
             if ((rc = build_old(c, j, pre, &bi, &ri)) != 0) return rc;
+            built++;
         }
     }
+    TIDE_ASSERT(built == c->ntouched);
 
     if ((rc = sort_by_bucket(c, c->moved, c->nmoved, sizeof *c->moved, cmp_moved)) != 0) return rc;
     while (bi < c->n && item_bucket(c, bi) < c->B0) bi++;
