@@ -25,8 +25,14 @@
  *     count), the store usable, the next flush writes the same files;
  *     with every call failing from there on (the rollback fails too) the
  *     store is broken, the log stays, and the next open recovers it.
+ * The 16-byte packing of a placed entry keeps every bit (offset and hash
+ * 2^48 - 1, size 2^32 - 1), and values of 70,000 bytes and 16 MiB come back
+ * byte for byte from an ordinary commit and a flush.
  * And the flush's buffers (note_alloc's bytes) stay within the documented
- * bound on a key file many times TI_COMMIT_RANGE_BYTES (a million items).
+ * bound on a key file many times TI_COMMIT_RANGE_BYTES (a million items),
+ * commit_buffer_bytes sampled at every allocation peaks within it and is 0
+ * after; an ordinary commit there fills its ranges by real record sizes
+ * and pays 3 + one sync a range.
  *
  * The sims are freed whatever happens (the group's teardown).
  */
@@ -59,6 +65,7 @@
 
 static tide_io_sim *g_base;  /* the base store, closed, everything durable */
 static tide_io_sim *g_big;   /* the large store's sim (freed at the end) */
+static tide_io_sim *g_large; /* the large values' sim (freed at the end) */
 
 #define OK(expr) expect_ok((expr), #expr)
 
@@ -114,6 +121,7 @@ static int group_teardown(void **state)
     ti_commit_set_range_bytes(0);
     tide_io_sim_destroy(g_base);
     tide_io_sim_destroy(g_big);
+    tide_io_sim_destroy(g_large);
     return 0;
 }
 
@@ -435,9 +443,146 @@ static void a_failure_in_a_later_range_rolls_back_from_the_log(void **state)
 /* ---- the flush's buffers on the real file system ---- */
 
 static int64_t g_noted;
+static tide_store *g_sampled;   /* the store whose commit_buffer_bytes count_note samples */
+static uint64_t g_peak;         /* the most it reported */
+
+/* Every commit buffer passes here before it is accounted, on the commit
+ * thread, sometimes under key_lock held for writing: so the sample reads
+ * the counter tide_store_get_info reports (s->commit_buffer_bytes) itself
+ * rather than calling it (it takes key_lock to read). */
 static void count_note(int id, int64_t bytes)
 {
-    if (id == 7) __atomic_fetch_add(&g_noted, bytes, __ATOMIC_RELAXED);
+    if (id != 7) return;
+    __atomic_fetch_add(&g_noted, bytes, __ATOMIC_RELAXED);
+    if (g_sampled) {
+        uint64_t now = __atomic_load_n(&g_sampled->commit_buffer_bytes, __ATOMIC_RELAXED);
+        if (now > g_peak) g_peak = now;
+    }
+}
+
+/* An ordinary commit of `n` items on the large store: its log writes (one
+ * a range) must be as few as real record sizes allow: every range but the
+ * last holds at least TI_COMMIT_RANGE_BYTES less one whole record (review
+ * of issue 15, finding 4: ranges sized for full buckets held half that at
+ * load factor 0.5, and paid twice the syncs). */
+static void expect_ranges_filled(tide_io_sim *sim, tide_store *s, uint64_t from, uint64_t n)
+{
+    tide_io_sim_file_stats a, b;
+    tide_store_info i0, i1;
+    uint64_t writes, bytes, most;
+
+    tide_store_get_info(s, &i0);
+    OK(tide_io_sim_file_stats_get(sim, DB "/nudb.log", &a));
+    expect_inserted(s, from, from + n, KEY, 1, 1, "a commit on the large store");
+    expect_ok(tide_store_sync(s), "commit");
+    OK(tide_io_sim_file_stats_get(sim, DB "/nudb.log", &b));
+    tide_store_get_info(s, &i1);
+    writes = b.writes - a.writes;
+    bytes = b.bytes_written - a.bytes_written;
+    most = 8 + ti_fmt_bucket_bytes(i1.capacity);     /* the record of a full bucket */
+    print_message("  a commit of %llu items on %llu buckets: %llu log bytes in %llu ranges, "
+                  "%llu syncs\n", (unsigned long long)n, (unsigned long long)i0.buckets,
+                  (unsigned long long)bytes, (unsigned long long)writes,
+                  (unsigned long long)(i1.syncs - i0.syncs));
+    if (writes < 2) fail_msg("expected a commit of several ranges, got %llu", (unsigned long long)writes);
+    if ((writes - 1) * (TI_COMMIT_RANGE_BYTES - most) > bytes)
+        fail_msg("%llu ranges for %llu bytes of log: ranges are not filled by real record sizes",
+                 (unsigned long long)writes, (unsigned long long)bytes);
+    expect_u64(i1.syncs - i0.syncs, writes + 3, "syncs: one a range, nudb.dat, nudb.key, the log's cut");
+}
+
+/* ---- the 16-byte entries a commit places ---- */
+
+static void expect_round_trip(uint64_t offset, uint64_t size, uint64_t hash)
+{
+    tide_entry e = { offset, size, hash }, back;
+    uint64_t h = 0;
+
+    back = ti_commit_pack_round_trip(&e, &h);
+    expect_u64(back.offset, offset, "offset after packing");
+    expect_u64(back.size, size, "size after packing");
+    expect_u64(back.hash, hash, "hash after packing");
+    expect_u64(h, hash, "the hash the packed entry sorts by");
+}
+
+static void packing_keeps_every_bit_of_offset_size_and_hash(void **state)
+{
+    (void)state;
+    expect_round_trip(TIDE_FIELD48_MAX, 0xffffffffull, TIDE_FIELD48_MAX);
+    expect_round_trip(0, 0, 0);
+    expect_round_trip(0x800000000001ull, 0x80000001ull, 0x800000000001ull);
+    expect_round_trip(0x123456789abcull, 0x89abcdefull, 0xfedcba987654ull);
+    expect_round_trip(0xedcba9876543ull, 0x76543210ull, 0x0123456789abull);
+}
+
+static void make_key(uint8_t *key, unsigned i)
+{
+    memset(key, 0, KEY);
+    snprintf((char *)key, KEY, "large value %u", i);
+}
+
+/* Values of 70,000 bytes (past 16 bits of size) and 16 MiB (past 24):
+ * fetched back byte for byte from the buckets a commit and a flush wrote. */
+static void expect_large_values(tide_store *s, unsigned from, unsigned to, const char *what)
+{
+    static const size_t len[2] = { 70000, 16u << 20 };
+    uint8_t key[KEY];
+
+    for (unsigned i = from; i < to; i++) {
+        uint8_t *want = malloc(len[i % 2]);
+        void *got = NULL;
+        size_t n = 0;
+        assert_non_null(want);
+        th_value(i, len[i % 2], want);
+        make_key(key, i);
+        expect_ok(tide_store_fetch(s, key, &got, &n), what);
+        expect_u64(n, len[i % 2], what);
+        if (memcmp(got, want, n) != 0) fail_msg("%s: value %u differs", what, i);
+        free(got);
+        free(want);
+    }
+}
+
+static void insert_large_values(tide_store *s, unsigned from, unsigned to)
+{
+    static const size_t len[2] = { 70000, 16u << 20 };
+    uint8_t key[KEY];
+
+    for (unsigned i = from; i < to; i++) {
+        uint8_t *v = malloc(len[i % 2]);
+        assert_non_null(v);
+        th_value(i, len[i % 2], v);
+        make_key(key, i);
+        expect_ok(tide_store_insert(s, key, v, len[i % 2]), "insert a large value");
+        free(v);
+    }
+}
+
+static void large_values_come_back_whole_from_a_commit_and_a_flush(void **state)
+{
+    tide_store_create_opts co;
+    tide_io_sim *sim = NULL;
+    tide_store *s;
+
+    (void)state;
+    OK(tide_io_sim_create(&sim));
+    g_large = sim;
+    OK(tide_io_sim_mkdir(sim, DB));
+    tide_store_create_opts_init(&co);
+    co.key_size = KEY;
+    co.io = tide_io_sim_io(sim);
+    expect_ok(tide_store_create(DB, &co), "create");
+    s = open_sim(sim, 0, "open");
+    insert_large_values(s, 0, 2);
+    expect_ok(tide_store_sync(s), "an ordinary commit");
+    expect_large_values(s, 0, 2, "after an ordinary commit");
+    expect_closed(&s, "close");
+    s = open_sim(sim, LAG, "open deferred");
+    insert_large_values(s, 2, 4);
+    expect_ok(tide_store_sync(s), "sync the tail (phase A)");
+    expect_ok(tide_store_flush(s), "flush");
+    expect_large_values(s, 0, 4, "after the flush");
+    expect_closed(&s, "close");
 }
 
 #define BIG_ITEMS 1000000u  /* at load factor 0.5: a key file of ~36 MiB */
@@ -465,6 +610,7 @@ static void a_flush_s_buffers_stay_bounded_on_a_large_key_file(void **state)
         expect_inserted(s, b * (BIG_ITEMS / 4), (b + 1) * (BIG_ITEMS / 4), KEY, 1, 1, "load");
         expect_ok(tide_store_sync(s), "commit");
     }
+    expect_ranges_filled(sim, s, 2 * (uint64_t)BIG_ITEMS, 50000);
     expect_closed(&s, "close");
     OK(tide_io_sim_file_stats_get(sim, DB "/nudb.key", &st));
 
@@ -481,11 +627,32 @@ static void a_flush_s_buffers_stay_bounded_on_a_large_key_file(void **state)
     expect_inserted(s, BIG_ITEMS, BIG_ITEMS + BIG_TAIL, KEY, 1, 1, "insert the tail");
     expect_ok(tide_store_sync(s), "sync the tail (phase A)");
     __atomic_store_n(&g_noted, 0, __ATOMIC_RELAXED);
+    g_sampled = s;
+    g_peak = 0;
     expect_ok(tide_store_flush(s), "flush");
+    g_sampled = NULL;
+    {
+        /* docs/MEMORY-LIMIT.md: at the peak, the range, the read and write
+         * buffers and a block, 16 bytes an entry placed and 72 for each of
+         * the m leaving split sources (24-48 in `moved`, 24 of its sort's
+         * scratch); m is about n / 2 (52 bytes an entry): 64 leaves room
+         * for m up to two thirds of n. */
+        tide_store_info in;
+        uint64_t peak_bound = TI_COMMIT_RANGE_BYTES + (3u << 20) + (64u << 10) + 64ull * BIG_TAIL;
+        tide_store_get_info(s, &in);
+        print_message("  commit_buffer_bytes: peak %llu during the flush (bound %llu), %llu after\n",
+                      (unsigned long long)g_peak, (unsigned long long)peak_bound,
+                      (unsigned long long)in.commit_buffer_bytes);
+        if (g_peak < TI_COMMIT_RANGE_BYTES / 2 || g_peak > peak_bound)
+            fail_msg("commit_buffer_bytes peaked at %llu, outside (%zu, %llu]", (unsigned long long)g_peak,
+                     TI_COMMIT_RANGE_BYTES / 2, (unsigned long long)peak_bound);
+        expect_u64(in.commit_buffer_bytes, 0, "commit_buffer_bytes after the flush");
+    }
     /* docs/MEMORY-LIMIT.md: the range, the read and write buffers, and
      * per entry 16 bytes placed + 16 of their sort's scratch + 24 for
-     * those leaving a split source, in buffers grown by doubling. */
-    bound = TI_COMMIT_RANGE_BYTES + (3u << 20) + (64u << 10) + 96ull * BIG_TAIL;
+     * those leaving a split source, in buffers grown by doubling (every
+     * size noted: up to 96 in all), and 24 of their sort's scratch. */
+    bound = TI_COMMIT_RANGE_BYTES + (3u << 20) + (64u << 10) + 112ull * BIG_TAIL;
     print_message("  key file %llu bytes (%.1f x TI_COMMIT_RANGE_BYTES); a flush of %u entries "
                   "allocated %lld bytes of buffers in all (bound %llu)\n",
                   (unsigned long long)st.size, (double)st.size / TI_COMMIT_RANGE_BYTES, BIG_TAIL,
@@ -504,6 +671,8 @@ int main(void)
         cmocka_unit_test_setup(a_flush_in_tiny_ranges_writes_the_files_one_range_writes, test_setup),
         cmocka_unit_test_setup(the_world_stopped_anywhere_in_a_multi_range_flush_loses_nothing, test_setup),
         cmocka_unit_test_setup(a_failure_in_a_later_range_rolls_back_from_the_log, test_setup),
+        cmocka_unit_test(packing_keeps_every_bit_of_offset_size_and_hash),
+        cmocka_unit_test_setup(large_values_come_back_whole_from_a_commit_and_a_flush, test_setup),
         cmocka_unit_test_setup(a_flush_s_buffers_stay_bounded_on_a_large_key_file, test_setup),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -13,7 +13,8 @@
  *      (next_touched); they are counted here, never listed.
  *   2. Log the pre-images, range by range (log_preimages): read the
  *      changed buckets of one range (at most TI_COMMIT_RANGE_BYTES of log
- *      records: ranges end at a bucket, never inside one), append its
+ *      records, each its real size: ranges end at a bucket, never inside
+ *      one), append its
  *      records to nudb.log in one write (the first range's write begins
  *      with the header, with the key and data file sizes before the
  *      commit) and sync the log before the next range's write. A commit
@@ -38,7 +39,7 @@
  *      written are the same either way (tests/test_store_commit_bytes.c),
  *      and the same however the buckets fall into ranges: the buckets are
  *      built in the same order, so the spill records land at the same
- *      offsets (test_store_defer: a flush of tiny ranges).
+ *      offsets (test_store_flush: a flush of tiny ranges).
  *   5. Sync nudb.dat, then nudb.key. Truncate nudb.log to 0 and sync it.
  *
  * With the deferred index (issue 15, defer.c) the same commit is the
@@ -60,9 +61,11 @@
  * Memory: the range buffer, a read buffer and the two write buffers are
  * bounded by constants (TI_COMMIT_RANGE_BYTES, WBUF_SIZE); what grows with
  * the commit is 16 bytes per entry placed (`items`; 16 more for its sort's
- * scratch while planning), 24 per entry leaving a split source (`moved`)
- * and 8 per split; nothing grows with the key file (docs/MEMORY-LIMIT.md).
- * commit_buffer_bytes is the bytes of the buffers allocated at the moment.
+ * scratch while planning), 24-48 per entry leaving a split source (`moved`,
+ * grown by doubling; 24 more for its sort's scratch) and 8 per split (8
+ * more to sort them); nothing grows with the key file (docs/MEMORY-LIMIT.md).
+ * commit_buffer_bytes is the bytes of the buffers allocated at the moment,
+ * every sort's scratch included (counted_sort).
  *
  * Each log write is synced before the next is issued, so a crash leaves a
  * prefix of the log (header first), never a hole that would read as a
@@ -347,20 +350,30 @@ static int grow(commit *c, void **arr, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-/* tide_big_sort by (bucket in B1, hash), its scratch (n * size bytes above
- * 64 KiB) noted and accounted while it lives. */
-static int sort_by_bucket(commit *c, void *base, size_t n, size_t size,
-                          int (*cmp)(const void *, const void *))
+/* tide_big_sort, its scratch (n * size bytes from 64 KiB on: bigbuf.c)
+ * noted and accounted while it lives: every sort a commit makes (review
+ * of issue 15, finding 5). The comparators by bucket read sort_table. */
+static int counted_sort(commit *c, void *base, size_t n, size_t size,
+                        int (*cmp)(const void *, const void *))
 {
     size_t scratch = n * size >= (64u << 10) ? n * size : 0;
     int rc;
 
     sort_table = c->tb;
-    note(c->s, scratch);
-    account(c, (int64_t)scratch);
+    if (scratch) {
+        note(c->s, scratch);
+        account(c, (int64_t)scratch);
+    }
     rc = tide_big_sort(base, n, size, cmp);
-    account(c, -(int64_t)scratch);
+    if (scratch) account(c, -(int64_t)scratch);
     return rc;
+}
+
+tide_entry ti_commit_pack_round_trip(const tide_entry *e, uint64_t *hash)
+{
+    placed p = pack(e);
+    *hash = placed_hash(&p);
+    return unpack(&p);
 }
 
 void ti_commit_set_range_bytes(size_t bytes)
@@ -431,50 +444,59 @@ static int plan(commit *c)
         off += TIDE_DAT_RECORD_HEADER + s->key_size + (uint64_t)it->len;
     }
     c->dat_end = off;
-    if ((rc = sort_by_bucket(c, c->items, n, sizeof *c->items, cmp_placed)) != 0) return rc;
+    if ((rc = counted_sort(c, c->items, n, sizeof *c->items, cmp_placed)) != 0) return rc;
 
     if (c->B1 > c->B0) {
         c->roots = buf_alloc(c, (c->B1 - c->B0) * sizeof *c->roots);
         if (c->roots == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory");
         for (uint64_t i = c->B0; i < c->B1; i++) c->roots[c->nroots++] = split_root(i, c->B0);
-        if ((rc = tide_big_sort(c->roots, c->nroots, sizeof *c->roots, cmp_u64)) != 0) return rc;
+        if ((rc = counted_sort(c, c->roots, c->nroots, sizeof *c->roots, cmp_u64)) != 0) return rc;
     }
     while (next_touched(c, &cur, &j)) c->ntouched++;
     return 0;
 }
 
 /* One range's pre-images into c->range, from *cur on: as many changed
- * buckets as fit, whole, read from nudb.key in runs of adjacent blocks;
- * the first range's records follow room for the log header. Sets the
- * records held (invariant 5) once they are all read. */
+ * buckets as fit, whole, each record taking its real size (8 + the used
+ * bytes of its count: review of issue 15, finding 4), read from nudb.key
+ * in runs of adjacent blocks; a bucket of a run that does not fit is read
+ * again by the next range. The first range's records follow room for the
+ * log header. Sets the records held (invariant 5) once they are all read. */
 static int read_range(commit *c, cursor *cur, int first)
 {
     tide_store *s = c->s;
-    size_t bs = s->block_size, most = 8 + ti_fmt_bucket_bytes(s->capacity);
+    size_t bs = s->block_size, least = 8 + ti_fmt_bucket_bytes(0);
     uint64_t j0, j;
-    int rc;
+    int rc, full = 0;
 
     c->rlen = first ? TIDE_LOG_HEADER_SIZE : 0;
     c->mem_lo = c->mem_hi = c->rlen;
-    for (;;) {
-        size_t room = (c->range_cap - c->rlen) / most, n = 1;
+    while (!full) {
+        size_t room = (c->range_cap - c->rlen) / least, n = 1;
         cursor p = *cur;
         if (room == 0 || !next_touched(c, &p, &j0)) break;
         if (room > c->run_blocks) room = c->run_blocks;
         for (cursor q = p; n < room && next_touched(c, &q, &j) && j == j0 + n; p = q) n++;
         if ((rc = s->io->read_at(s->key, c->run, n * bs, (j0 + 1) * bs)) != 0) return rc;
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = 0; k < n && !full; k++) {
             const uint8_t *b = c->run + k * bs;
             unsigned count = ti_fmt_bucket_count(b);
             if (count > s->capacity)
                 return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu: count %u exceeds capacity %u",
                                     s->key_path, (unsigned long long)(j0 + k), count, s->capacity);
+            size_t rec = 8 + ti_fmt_bucket_bytes(count);
+            if (rec > c->range_cap - c->rlen) {
+                full = 1;
+                break;
+            }
             ti_put64(c->range + c->rlen, j0 + k);
-            memcpy(c->range + c->rlen + 8, b, ti_fmt_bucket_bytes(count));
-            c->rlen += 8 + ti_fmt_bucket_bytes(count);
+            memcpy(c->range + c->rlen + 8, b, rec - 8);
+            c->rlen += rec;
+            int more = next_touched(c, cur, &j);
+            TIDE_ASSERT(more && j == j0 + k);
         }
-        *cur = p;
     }
+    TIDE_ASSERT(c->rlen > c->mem_lo || !next_touched(c, &(cursor){ cur->a, cur->r }, &j));
     c->mem_hi = c->rlen;
     return 0;
 }
@@ -655,7 +677,7 @@ static int gather_split(commit *c, uint64_t j, const uint8_t *pre, size_t *bi, s
         spill = ti_fmt_bucket_spill(c->block);
     }
     if ((rc = take_batch(c, j, bi, n, 0)) != 0) return rc;
-    return tide_big_sort(c->vec, *n, sizeof *c->vec, cmp_entry);
+    return counted_sort(c, c->vec, *n, sizeof *c->vec, cmp_entry);
 }
 
 /* One changed old bucket j, from its pre-image: a split source's entries
@@ -713,7 +735,7 @@ static int write_buckets(commit *c)
     }
     TIDE_ASSERT(built == c->ntouched);
 
-    if ((rc = sort_by_bucket(c, c->moved, c->nmoved, sizeof *c->moved, cmp_moved)) != 0) return rc;
+    if ((rc = counted_sort(c, c->moved, c->nmoved, sizeof *c->moved, cmp_moved)) != 0) return rc;
     while (bi < c->n && item_bucket(c, bi) < c->B0) bi++;
     for (uint64_t j = c->B0; j < c->B1; j++) {
         size_t n = 0;
@@ -854,6 +876,7 @@ static int range_buffers(commit *c)
 {
     tide_store *s = c->s;
     size_t most = 8 + ti_fmt_bucket_bytes(s->capacity), bs = s->block_size;
+    size_t least = 8 + ti_fmt_bucket_bytes(0);
     size_t knob = __atomic_load_n(&range_bytes_knob, __ATOMIC_RELAXED);
     uint64_t need = TIDE_LOG_HEADER_SIZE + c->ntouched * (uint64_t)most;
 
@@ -861,7 +884,8 @@ static int range_buffers(commit *c)
     if (need < c->range_cap) c->range_cap = (size_t)need;
     if (c->range_cap < TIDE_LOG_HEADER_SIZE + most) c->range_cap = TIDE_LOG_HEADER_SIZE + most;
     c->run_blocks = WBUF_SIZE / bs ? WBUF_SIZE / bs : 1;
-    if (c->run_blocks > c->range_cap / most) c->run_blocks = c->range_cap / most;
+    if (c->run_blocks > c->range_cap / least) c->run_blocks = c->range_cap / least;
+    if (c->ntouched && c->run_blocks > c->ntouched) c->run_blocks = (size_t)c->ntouched;
     c->range = buf_alloc(c, c->range_cap);
     c->run = buf_alloc(c, c->run_blocks * bs);
     if (c->range == NULL || c->run == NULL)

@@ -145,6 +145,11 @@ int ti_commit_batch(struct tide_store *s, ti_pool *batch, ti_commit_end *end);
  * value; only its log writes and syncs, and its memory, differ. */
 void ti_commit_set_range_bytes(size_t bytes);
 
+/* For tests only: entry `e` packed as a commit places it (16 bytes:
+ * offset 48 bits, size 32, hash 48) and unpacked again; *hash is the hash
+ * the packed form sorts by. Asserts offset <= 2^48 - 1, size <= 2^32 - 1. */
+tide_entry ti_commit_pack_round_trip(const tide_entry *e, uint64_t *hash);
+
 /* Truncate nudb.log to 0 and sync it: what makes a commit final. While
  * deferring (opts.index_lag_bytes), then write the idle log: a header
  * alone, with the key file's size and dat_file_size = W (defer.c), and
