@@ -332,8 +332,10 @@ typedef struct tide_store_info {
     uint64_t commit_buffer_bytes;/* the running commit's buffers (0 between
                                     commits) */
     uint64_t bytes_written;      /* written to the three files by commits */
-    uint64_t syncs;              /* file syncs by commits: 4 per commit (log,
-                                    data, key, emptied log) */
+    uint64_t syncs;              /* file syncs by commits: 3 + r per commit,
+                                    r its log ranges of at most 4 MiB of
+                                    pre-images (one sync each; then data,
+                                    key, emptied log): 4 for one range */
     unsigned commit_interval_ms; /* this handle's options */
     uint64_t burst_bytes;
     uint64_t last_commit_us;

@@ -6,17 +6,29 @@
  *
  *   1. Plan in memory: give every pending record its offset at the end of
  *      nudb.dat; grow the table from B0 to B1 buckets (linear hashing, one
- *      split every capacity * load_factor inserts); list the old buckets the
- *      commit changes (those that receive entries, and the sources of the
- *      splits) in ascending order.
- *   2. Read those buckets' pre-images and write nudb.log in one write: the
- *      header (with the key and data file sizes before the commit) and one
- *      record per changed old bucket. Sync the log.
+ *      split every capacity * load_factor inserts); sort the entries by
+ *      (bucket, hash) and list the split sources' roots. The old buckets
+ *      the commit changes (those that receive entries, and the roots of
+ *      the splits), ascending, are walked from these two sorted arrays
+ *      (next_touched); they are counted here, never listed.
+ *   2. Log the pre-images, range by range (log_preimages): read the
+ *      changed buckets of one range (at most TI_COMMIT_RANGE_BYTES of log
+ *      records, each its real size: ranges end at a bucket, never inside
+ *      one), append its
+ *      records to nudb.log in one write (the first range's write begins
+ *      with the header, with the key and data file sizes before the
+ *      commit) and sync the log before the next range's write. A commit
+ *      of one range writes the log as before: one write, one sync.
  *   3. Append the records to nudb.dat.
  *   4. Under key_lock (write), build every changed bucket from its pre-image,
  *      the entries it receives and (for a split source) its spill chain,
  *      spilling full buckets to nudb.dat; write the blocks in ascending
- *      order, coalescing neighbours into large writes; publish B1.
+ *      order, coalescing neighbours into large writes; publish B1. With
+ *      more than one range each range's pre-images are read from nudb.key
+ *      again (unchanged: nothing has been written to it) into the same
+ *      buffer; with one, the buffer of step 2 is used as it is. The new
+ *      buckets (past B0, no pre-image) come last, ascending, from the
+ *      entries that left the split sources (`moved`) and their own.
  *      A bucket that is no split source and keeps its new entries in its
  *      block (the common case) is built in the write buffer itself: its
  *      pre-image is copied there and the entries are inserted in place
@@ -24,7 +36,10 @@
  *      a commit's cost per bucket is a copy of its bytes, not a decode and
  *      re-encode of every entry. Buckets that overflow and split sources
  *      are decoded, merged or sorted, and encoded as before; the bytes
- *      written are the same either way (tests/test_store_commit_bytes.c).
+ *      written are the same either way (tests/test_store_commit_bytes.c),
+ *      and the same however the buckets fall into ranges: the buckets are
+ *      built in the same order, so the spill records land at the same
+ *      offsets (test_store_flush: a flush of tiny ranges).
  *   5. Sync nudb.dat, then nudb.key. Truncate nudb.log to 0 and sync it.
  *
  * With the deferred index (issue 15, defer.c) the same commit is the
@@ -35,32 +50,55 @@
  * instead of emptying it, and a completed one empties the tail and raises
  * W to the data file's end (commit_indexed) before the idle log is written.
  *
- * The log is written with a single write so that a crash leaves a prefix
- * of it (header first), never a hole that would read as a record for
- * bucket 0. Pre-images are taken from memory in step 4, so each changed
- * bucket is read once per commit.
+ * Why every range is logged before any bucket is written (rather than
+ * each range logged and then written in turn): once a split source is
+ * rewritten, the entries that leave it are in no bucket until the new
+ * buckets are written at the end, so key_lock must be held from the first
+ * split source to the last new bucket; logging in step 2 keeps the log's
+ * syncs outside key_lock, as they always were, at the cost of reading each
+ * pre-image twice (the second time from the page cache, as a rule).
+ *
+ * Memory: the range buffer, a read buffer and the two write buffers are
+ * bounded by constants (TI_COMMIT_RANGE_BYTES, WBUF_SIZE); what grows with
+ * the commit is 16 bytes per entry placed (`items`; 16 more for its sort's
+ * scratch while planning), 24-48 per entry leaving a split source (`moved`,
+ * grown by doubling; 24 more for its sort's scratch) and 8 per split (8
+ * more to sort them); nothing grows with the key file (docs/MEMORY-LIMIT.md).
+ * commit_buffer_bytes is the bytes of the buffers allocated at the moment,
+ * every sort's scratch included (counted_sort).
+ *
+ * Each log write is synced before the next is issued, so a crash leaves a
+ * prefix of the log (header first), never a hole that would read as a
+ * record for bucket 0.
  *
  * Invariants:
  *   1. No key-file block is written before the log that holds its
- *      pre-image is synced (step 2 before step 4).
+ *      pre-image is synced (step 2, every range, before step 4).
  *   2. Every entry sits in the bucket bucket_index(hash, buckets) names, or
  *      in that bucket's spill chain; spill records hold exactly `capacity`
  *      entries; every bucket is sorted by hash.
  *   3. The key file is (buckets + 1) * block_size bytes after every commit.
  *   4. On failure after step 2 and before both files are synced, the files
- *      are rolled back from the in-memory pre-images before the error is
- *      returned; if that fails the store is marked broken (TI_COMMIT_BROKEN)
- *      and the synced log remains for recovery. A failure to empty the log
+ *      are rolled back before the error is returned: the range in memory
+ *      from its buffer, the ranges before it read back from nudb.log (it
+ *      is synced; as recovery reads it); if that fails the store is marked
+ *      broken (TI_COMMIT_BROKEN) and the synced log remains for recovery.
+ *      A failure in step 2 leaves nudb.key untouched: the log is cut back.
+ *      A failure to empty the log
  *      after both syncs is not rolled back (TI_COMMIT_APPLIED): the batch
  *      is in the files, and it is acknowledged only once the log is empty
  *      (the commit thread retries ti_commit_clean_log); a crash before that
  *      undoes it.
+ *   5. The range buffer's records are exactly nudb.log's bytes
+ *      [mem_off, mem_off + mem_hi - mem_lo), and every record before
+ *      mem_off is synced in nudb.log.
  *
  * Every buffer a commit allocates (or grows) goes to the store's
  * note_alloc with the bytes asked for (note(): churn totals, issue 13).
  *
  * Never: overwrite a bucket before its pre-image is synced; rewrite a
- *   spill record (they are immutable; a split leaves the old chain as waste).
+ *   spill record (they are immutable; a split leaves the old chain as waste);
+ *   issue a log write before the previous one is synced.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,10 +112,22 @@
 
 #define WBUF_SIZE (1u << 20)
 
+/* The test knob (ti_commit_set_range_bytes): 0 for TI_COMMIT_RANGE_BYTES. */
+static size_t range_bytes_knob;
+
+/* An entry to place, packed in 16 bytes as the tail's slots are (tail.c):
+ * offset (48 bits) | hash's low 16 bits << 48; hash's high 32 bits | value
+ * size (32 bits) << 32. Its bucket is not stored but computed from the
+ * hash (table_bucket): half the 32 bytes a (bucket, entry) pair took. */
 typedef struct placed {
-    uint64_t bucket;
-    tide_entry e;
+    uint64_t w0, w1;
 } placed;
+
+/* The bucket of a hash in a table of `buckets`, ti_fmt_bucket_index with
+ * its modulus (a power of two) as a mask. */
+typedef struct table {
+    uint64_t buckets, mask, half;
+} table;
 
 /* A write-combining buffer over one file: bytes for [base, base + len). */
 typedef struct wbuf {
@@ -88,6 +138,12 @@ typedef struct wbuf {
     size_t len, cap;
 } wbuf;
 
+/* Where the walk of the changed old buckets stands (next_touched). */
+typedef struct cursor {
+    uint64_t a;                  /* the next of items */
+    size_t r;                    /* the next of roots */
+} cursor;
+
 typedef struct commit {
     tide_store *s;
     ti_pool *batch;
@@ -95,26 +151,81 @@ typedef struct commit {
     uint64_t W0, C0;             /* dat_indexed, dat_committed before it */
     uint64_t n;                  /* items: the tail's entries and the batch's */
     uint64_t tail0;              /* entries the tail held (a flush when > 0) */
+    table tb;                    /* B1's */
     placed *items;               /* the tail's and batch's entries, by (bucket, hash) */
-    uint64_t *touched;           /* changed old buckets, ascending */
-    uint8_t *split;              /* touched[i] is a split source */
-    size_t *pre;                 /* offset of touched[i]'s pre-image in log */
-    size_t ntouched, touched_cap;
-    uint8_t *log;
-    size_t log_len, log_cap;
-    placed *moved;               /* entries leaving split sources */
+    uint64_t *roots;             /* split roots, ascending (with repeats) */
+    size_t nroots;
+    uint64_t ntouched;           /* changed old buckets */
+    unsigned nranges;            /* ranges logged (step 2) */
+    int log_begun;               /* a log write was issued */
+    uint8_t *range;              /* one range's log records (the first's after the header) */
+    size_t range_cap, rlen;
+    size_t mem_lo, mem_hi;       /* range[mem_lo, mem_hi): records held (invariant 5) */
+    uint64_t mem_off;            /* their offset in nudb.log */
+    uint8_t *run;                /* adjacent blocks read at once */
+    size_t run_blocks;
+    tide_entry *moved;           /* entries leaving split sources */
     size_t nmoved, moved_cap;
     tide_entry *vec;             /* the bucket being built */
     size_t vec_cap;
     uint8_t *block;              /* a spill record or chain read */
+    size_t block_bytes;
     wbuf dat, key;
+    size_t live;                 /* bytes of the buffers allocated now */
 } commit;
+
+/* The sort's table: the comparators cannot take it as an argument, and
+ * every store's commit thread sorts with its own. */
+static _Thread_local table sort_table;
+
+static uint64_t table_bucket(const table *t, uint64_t h48)
+{
+    uint64_t n = h48 & t->mask;
+    return n >= t->buckets ? n - t->half : n;
+}
+
+static table table_of(uint64_t buckets)
+{
+    uint64_t mod = ti_fmt_ceil_pow2(buckets);
+    return (table){ buckets, mod - 1, mod / 2 };
+}
+
+static placed pack(const tide_entry *e)
+{
+    TIDE_ASSERT(e->offset <= TIDE_FIELD48_MAX && e->size <= 0xffffffffull);
+    return (placed){ e->offset | (e->hash & 0xffff) << 48, (e->hash >> 16 & 0xffffffffull) | e->size << 32 };
+}
+
+static uint64_t placed_hash(const placed *p)
+{
+    return (p->w0 >> 48) | (p->w1 & 0xffffffffull) << 16;
+}
+
+static tide_entry unpack(const placed *p)
+{
+    return (tide_entry){ p->w0 & TIDE_FIELD48_MAX, p->w1 >> 32, placed_hash(p) };
+}
+
+static uint64_t item_bucket(const commit *c, uint64_t k)
+{
+    return table_bucket(&c->tb, placed_hash(&c->items[k]));
+}
 
 static int cmp_placed(const void *a, const void *b)
 {
-    const placed *x = a, *y = b;
-    if (x->bucket != y->bucket) return x->bucket < y->bucket ? -1 : 1;
-    if (x->e.hash != y->e.hash) return x->e.hash < y->e.hash ? -1 : 1;
+    uint64_t ha = placed_hash(a), hb = placed_hash(b);
+    uint64_t x = table_bucket(&sort_table, ha), y = table_bucket(&sort_table, hb);
+    if (x != y) return x < y ? -1 : 1;
+    if (ha != hb) return ha < hb ? -1 : 1;
+    return 0;
+}
+
+static int cmp_moved(const void *a, const void *b)
+{
+    const tide_entry *p = a, *q = b;
+    uint64_t x = table_bucket(&sort_table, p->hash), y = table_bucket(&sort_table, q->hash);
+    if (x != y) return x < y ? -1 : 1;
+    if (p->hash != q->hash) return p->hash < q->hash ? -1 : 1;
     return 0;
 }
 
@@ -198,25 +309,76 @@ static void note(const tide_store *s, size_t bytes)
         s->opts.note_alloc(s->opts.commit_account_id, (int64_t)bytes);
 }
 
-/* tide_big_alloc, noted. */
-static void *buf_alloc(const tide_store *s, size_t n)
+/* The commit's buffers changed by `delta` bytes: commit_buffer_bytes is
+ * what is allocated now (review of issue 15, finding 7). */
+static void account(commit *c, int64_t delta)
+{
+    TIDE_ASSERT(delta >= 0 || (size_t)-delta <= c->live);
+    c->live = (size_t)((int64_t)c->live + delta);
+    __atomic_store_n(&c->s->commit_buffer_bytes, (uint64_t)c->live, __ATOMIC_RELAXED);
+}
+
+/* tide_big_alloc, noted and accounted. */
+static void *buf_alloc(commit *c, size_t n)
 {
     void *p = tide_big_alloc(n);
-    if (p) note(s, n);
+    if (p) {
+        note(c->s, n);
+        account(c, (int64_t)n);
+    }
     return p;
 }
 
-static int grow(const tide_store *s, void **arr, size_t *cap, size_t need, size_t elem)
+static void buf_free(commit *c, void *p, size_t n)
+{
+    if (p == NULL) return;
+    tide_big_free(p, n);
+    account(c, -(int64_t)n);
+}
+
+static int grow(commit *c, void **arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return 0;
     size_t n = *cap ? *cap : 256;
     while (n < need) n *= 2;
     void *p = tide_big_realloc(*arr, *cap * elem, n * elem);
     if (p == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory (%zu bytes)", n * elem);
-    note(s, n * elem);
+    note(c->s, n * elem);
+    account(c, (int64_t)((n - *cap) * elem));
     *arr = p;
     *cap = n;
     return 0;
+}
+
+/* tide_big_sort, its scratch (n * size bytes from 64 KiB on: bigbuf.c)
+ * noted and accounted while it lives: every sort a commit makes (review
+ * of issue 15, finding 5). The comparators by bucket read sort_table. */
+static int counted_sort(commit *c, void *base, size_t n, size_t size,
+                        int (*cmp)(const void *, const void *))
+{
+    size_t scratch = n * size >= (64u << 10) ? n * size : 0;
+    int rc;
+
+    sort_table = c->tb;
+    if (scratch) {
+        note(c->s, scratch);
+        account(c, (int64_t)scratch);
+    }
+    rc = tide_big_sort(base, n, size, cmp);
+    if (scratch) account(c, -(int64_t)scratch);
+    return rc;
+}
+
+tide_entry ti_commit_pack_round_trip(const tide_entry *e, uint64_t *hash)
+{
+    placed p = pack(e);
+    *hash = placed_hash(&p);
+    return unpack(&p);
+}
+
+void ti_commit_set_range_bytes(size_t bytes)
+{
+    __atomic_store_n(&range_bytes_knob, bytes, __ATOMIC_RELAXED);
 }
 
 /* The old bucket a new bucket's entries come from, following splits of
@@ -227,13 +389,32 @@ static uint64_t split_root(uint64_t i, uint64_t B0)
     return i;
 }
 
-/* Step 1: offsets, placement, the list of changed old buckets. */
+/* The next changed old bucket at or after *cur, ascending: one that
+ * receives entries (items below B0 come first in their order) or a split
+ * root. 0 when there is none. */
+static int next_touched(const commit *c, cursor *cur, uint64_t *j)
+{
+    uint64_t ja = UINT64_MAX, jr = UINT64_MAX;
+
+    if (cur->a < c->n) {
+        ja = item_bucket(c, cur->a);
+        if (ja >= c->B0) ja = UINT64_MAX;     /* new buckets: not pre-imaged */
+    }
+    if (cur->r < c->nroots) jr = c->roots[cur->r];
+    if (ja == UINT64_MAX && jr == UINT64_MAX) return 0;
+    *j = ja < jr ? ja : jr;
+    while (cur->a < c->n && item_bucket(c, cur->a) == *j) cur->a++;
+    while (cur->r < c->nroots && c->roots[cur->r] == *j) cur->r++;
+    return 1;
+}
+
+/* Step 1: offsets, placement, the split roots; the changed old buckets
+ * counted. */
 static int plan(commit *c)
 {
     tide_store *s = c->s;
-    uint64_t credit, n, off = s->dat_size, k = 0;
-    uint64_t *roots = NULL;
-    size_t nroots = 0, nt = 0;
+    uint64_t credit, n, off = s->dat_size, k = 0, j;
+    cursor cur = { 0, 0 };
     int rc = 0;
 
     /* Issue 15 (D): a flush indexes the tail's entries with the batch's. */
@@ -242,118 +423,113 @@ static int plan(commit *c)
     credit = s->split_credit + n * 65536;
     c->B0 = s->buckets;
     c->B1 = c->B0 + credit / s->split_units;
+    c->tb = table_of(c->B1);
     c->dat0 = s->dat_size;
     c->W0 = s->dat_indexed;
     c->C0 = s->dat_committed;
 
-    c->items = buf_alloc(s, (n ? n : 1) * sizeof *c->items);
+    c->items = buf_alloc(c, (n ? n : 1) * sizeof *c->items);
     if (c->items == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory for %llu entries",
                                               (unsigned long long)n);
     for (uint64_t i = 0; i < s->tail.nslots && k < c->tail0; i++) {
-        if (!ti_tail_slot(&s->tail, i, &c->items[k].e)) continue;
-        c->items[k].bucket = ti_fmt_bucket_index(c->items[k].e.hash, c->B1);
-        k++;
+        tide_entry e;
+        if (!ti_tail_slot(&s->tail, i, &e)) continue;
+        c->items[k++] = pack(&e);
     }
     TIDE_ASSERT(k == c->tail0);
     for (ti_pool_item *it = c->batch->first; it; it = it->after, k++) {
+        tide_entry e = { off, it->len, it->hash };
         it->offset = off;
-        c->items[k].bucket = ti_fmt_bucket_index(it->hash, c->B1);
-        c->items[k].e.offset = off;
-        c->items[k].e.size = it->len;
-        c->items[k].e.hash = it->hash;
+        c->items[k] = pack(&e);
         off += TIDE_DAT_RECORD_HEADER + s->key_size + (uint64_t)it->len;
     }
     c->dat_end = off;
-    if ((rc = tide_big_sort(c->items, n, sizeof *c->items, cmp_placed)) != 0) return rc;
+    if ((rc = counted_sort(c, c->items, n, sizeof *c->items, cmp_placed)) != 0) return rc;
 
     if (c->B1 > c->B0) {
-        roots = malloc((c->B1 - c->B0) * sizeof *roots);
-        if (roots == NULL) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
-        note(s, (c->B1 - c->B0) * sizeof *roots);
-        for (uint64_t i = c->B0; i < c->B1; i++) roots[nroots++] = split_root(i, c->B0);
-        if ((rc = tide_big_sort(roots, nroots, sizeof *roots, cmp_u64)) != 0) goto out;
+        c->roots = buf_alloc(c, (c->B1 - c->B0) * sizeof *c->roots);
+        if (c->roots == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory");
+        for (uint64_t i = c->B0; i < c->B1; i++) c->roots[c->nroots++] = split_root(i, c->B0);
+        if ((rc = counted_sort(c, c->roots, c->nroots, sizeof *c->roots, cmp_u64)) != 0) return rc;
     }
-    c->touched_cap = n + nroots + 1;
-    c->touched = buf_alloc(s, c->touched_cap * sizeof *c->touched);
-    c->split = buf_alloc(s, c->touched_cap);
-    c->pre = buf_alloc(s, c->touched_cap * sizeof *c->pre);
-    if (!c->touched || !c->split || !c->pre) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
-    /* Merge the batch's old buckets with the split roots, ascending, unique. */
-    size_t a = 0, r = 0;
-    while (a < n || r < nroots) {
-        uint64_t next;
-        int is_root = 0;
-        while (a < n && c->items[a].bucket >= c->B0) a++;   /* new buckets: not pre-imaged */
-        if (a >= n && r >= nroots) break;
-        if (r < nroots && (a >= n || roots[r] <= c->items[a].bucket)) { next = roots[r]; is_root = 1; }
-        else next = c->items[a].bucket;
-        if (nt > 0 && c->touched[nt - 1] == next) c->split[nt - 1] |= (uint8_t)is_root;
-        else { c->touched[nt] = next; c->split[nt] = (uint8_t)is_root; nt++; }
-        if (is_root) r++;
-        else a++;
-    }
-    c->ntouched = nt;
-out:
-    free(roots);
-    return rc;
+    while (next_touched(c, &cur, &j)) c->ntouched++;
+    return 0;
 }
 
-/* Step 2: pre-images into the log buffer, read in runs of adjacent blocks. */
-static int read_preimages(commit *c)
+/* One range's pre-images into c->range, from *cur on: as many changed
+ * buckets as fit, whole, each record taking its real size (8 + the used
+ * bytes of its count: review of issue 15, finding 4), read from nudb.key
+ * in runs of adjacent blocks; a bucket of a run that does not fit is read
+ * again by the next range. The first range's records follow room for the
+ * log header. Sets the records held (invariant 5) once they are all read. */
+static int read_range(commit *c, cursor *cur, int first)
 {
     tide_store *s = c->s;
-    size_t bs = s->block_size, run_max = WBUF_SIZE / bs ? WBUF_SIZE / bs : 1;
-    size_t cap = TIDE_LOG_HEADER_SIZE, i = 0;
-    uint8_t *run = NULL;
-    int rc = 0;
+    size_t bs = s->block_size, least = 8 + ti_fmt_bucket_bytes(0);
+    uint64_t j0, j;
+    int rc, full = 0;
 
-    for (size_t t = 0; t < c->ntouched; t++) cap += 8 + ti_fmt_bucket_bytes(s->capacity);
-    c->log = buf_alloc(s, cap);
-    c->log_cap = cap;
-    run = buf_alloc(s, run_max * bs);
-    if (c->log == NULL || run == NULL) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory for the log (%zu bytes)", cap); goto out; }
-    c->log_len = TIDE_LOG_HEADER_SIZE;
-    while (i < c->ntouched) {
-        size_t n = 1;
-        while (i + n < c->ntouched && n < run_max && c->touched[i + n] == c->touched[i] + n) n++;
-        rc = s->io->read_at(s->key, run, n * bs, (c->touched[i] + 1) * bs);
-        if (rc) goto out;
-        for (size_t k = 0; k < n; k++) {
-            const uint8_t *b = run + k * bs;
+    c->rlen = first ? TIDE_LOG_HEADER_SIZE : 0;
+    c->mem_lo = c->mem_hi = c->rlen;
+    while (!full) {
+        size_t room = (c->range_cap - c->rlen) / least, n = 1;
+        cursor p = *cur;
+        if (room == 0 || !next_touched(c, &p, &j0)) break;
+        if (room > c->run_blocks) room = c->run_blocks;
+        for (cursor q = p; n < room && next_touched(c, &q, &j) && j == j0 + n; p = q) n++;
+        if ((rc = s->io->read_at(s->key, c->run, n * bs, (j0 + 1) * bs)) != 0) return rc;
+        for (size_t k = 0; k < n && !full; k++) {
+            const uint8_t *b = c->run + k * bs;
             unsigned count = ti_fmt_bucket_count(b);
-            if (count > s->capacity) {
-                rc = tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu: count %u exceeds capacity %u",
-                                  s->key_path, (unsigned long long)c->touched[i + k], count, s->capacity);
-                goto out;
+            if (count > s->capacity)
+                return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu: count %u exceeds capacity %u",
+                                    s->key_path, (unsigned long long)(j0 + k), count, s->capacity);
+            size_t rec = 8 + ti_fmt_bucket_bytes(count);
+            if (rec > c->range_cap - c->rlen) {
+                full = 1;
+                break;
             }
-            ti_put64(c->log + c->log_len, c->touched[i + k]);
-            c->pre[i + k] = c->log_len + 8;
-            memcpy(c->log + c->log_len + 8, b, ti_fmt_bucket_bytes(count));
-            c->log_len += 8 + ti_fmt_bucket_bytes(count);
+            ti_put64(c->range + c->rlen, j0 + k);
+            memcpy(c->range + c->rlen + 8, b, rec - 8);
+            c->rlen += rec;
+            int more = next_touched(c, cur, &j);
+            TIDE_ASSERT(more && j == j0 + k);
         }
-        i += n;
     }
-out:
-    tide_big_free(run, run_max * bs);
-    return rc;
+    TIDE_ASSERT(c->rlen > c->mem_lo || !next_touched(c, &(cursor){ cur->a, cur->r }, &j));
+    c->mem_hi = c->rlen;
+    return 0;
 }
 
-static int write_log(commit *c)
+/* Step 2: the log, range by range, each write synced before the next. */
+static int log_preimages(commit *c)
 {
     tide_store *s = c->s;
-    tide_log_header lh;
+    cursor cur = { 0, 0 };
+    uint64_t at = 0, j;
     int rc;
 
-    /* dat_file_size is W, not the data file's end: while the index lags,
-     * a rollback (NuDB's or Tide's) must cut nudb.dat back no further
-     * than the indexed records, and Tide's recovery keeps [W, C) (issue
-     * 15, D). Without a tail W is dat0. */
-    ti_commit_log_header(s, &lh, (c->B0 + 1) * s->block_size, s->dat_indexed);
-    ti_fmt_encode_log_header(c->log, &lh);
-    rc = s->io->write_at(s->log, c->log, c->log_len, 0);
-    if (rc) return rc;
-    counted_write(s, c->log_len);
-    return synced(s, s->log);
+    do {
+        int first = c->nranges == 0;
+        if ((rc = read_range(c, &cur, first)) != 0) return rc;
+        if (first) {
+            tide_log_header lh;
+            /* dat_file_size is W, not the data file's end: while the index
+             * lags, a rollback (NuDB's or Tide's) must cut nudb.dat back no
+             * further than the indexed records, and Tide's recovery keeps
+             * [W, C) (issue 15, D). Without a tail W is dat0. */
+            ti_commit_log_header(s, &lh, (c->B0 + 1) * s->block_size, s->dat_indexed);
+            ti_fmt_encode_log_header(c->range, &lh);
+        }
+        c->mem_off = at + c->mem_lo;
+        c->log_begun = 1;
+        if ((rc = s->io->write_at(s->log, c->range, c->rlen, at)) != 0) return rc;
+        counted_write(s, c->rlen);
+        if ((rc = synced(s, s->log)) != 0) return rc;
+        at += c->rlen;
+        c->nranges++;
+    } while (next_touched(c, &(cursor){ cur.a, cur.r }, &j));
+    return 0;
 }
 
 static int write_records(commit *c)
@@ -372,34 +548,31 @@ static int write_records(commit *c)
 
 static int push_vec(commit *c, size_t n, const tide_entry *e)
 {
-    int rc = grow(c->s, (void **)&c->vec, &c->vec_cap, n + 1, sizeof *c->vec);
+    int rc = grow(c, (void **)&c->vec, &c->vec_cap, n + 1, sizeof *c->vec);
     if (rc == 0) c->vec[n] = *e;
     return rc;
 }
 
-static int push_moved(commit *c, uint64_t bucket, const tide_entry *e)
+static int push_moved(commit *c, const tide_entry *e)
 {
-    int rc = grow(c->s, (void **)&c->moved, &c->moved_cap, c->nmoved + 1, sizeof *c->moved);
+    int rc = grow(c, (void **)&c->moved, &c->moved_cap, c->nmoved + 1, sizeof *c->moved);
     if (rc) return rc;
-    c->moved[c->nmoved].bucket = bucket;
-    c->moved[c->nmoved].e = *e;
-    c->nmoved++;
+    c->moved[c->nmoved++] = *e;
     return 0;
 }
 
 /* Entries of a split source: keep those that stay, move the rest. */
 static int redistribute(commit *c, uint64_t j, const tide_entry *e, size_t *n)
 {
-    uint64_t to = ti_fmt_bucket_index(e->hash, c->B1);
+    uint64_t to = table_bucket(&c->tb, e->hash);
     if (to == j) {
         int rc = push_vec(c, *n, e);
         if (rc == 0) (*n)++;
         return rc;
     }
     TIDE_ASSERT(to >= c->B0);
-    return push_moved(c, to, e);
+    return push_moved(c, e);
 }
-
 /* Write bucket j with vec[0..n) sorted and `spill` as its chain, spilling
  * full buckets to nudb.dat while there are more than `capacity` entries. */
 static int emit_bucket(commit *c, uint64_t j, size_t n, uint64_t spill)
@@ -429,20 +602,20 @@ static int take_batch(commit *c, uint64_t j, size_t *bi, size_t *n, int merge)
 {
     size_t start = *bi, end = *bi, total;
     int rc;
-    while (end < c->n && c->items[end].bucket == j) end++;
+    while (end < c->n && item_bucket(c, end) == j) end++;
     *bi = end;
     if (end == start) return 0;
     total = *n + (end - start);
-    if ((rc = grow(c->s, (void **)&c->vec, &c->vec_cap, total, sizeof *c->vec)) != 0) return rc;
+    if ((rc = grow(c, (void **)&c->vec, &c->vec_cap, total, sizeof *c->vec)) != 0) return rc;
     if (!merge) {
-        for (size_t k = start; k < end; k++) c->vec[(*n)++] = c->items[k].e;
+        for (size_t k = start; k < end; k++) c->vec[(*n)++] = unpack(&c->items[k]);
         return 0;
     }
     /* vec[0..n) and items[start..end) are both sorted: merge from the back. */
     size_t a = *n, b = end, w = total;
     while (b > start) {
-        if (a > 0 && c->vec[a - 1].hash > c->items[b - 1].e.hash) c->vec[--w] = c->vec[--a];
-        else c->vec[--w] = c->items[--b].e;
+        if (a > 0 && c->vec[a - 1].hash > placed_hash(&c->items[b - 1])) c->vec[--w] = c->vec[--a];
+        else c->vec[--w] = unpack(&c->items[--b]);
     }
     *n = total;
     return 0;
@@ -459,8 +632,8 @@ static int insert_in_place(commit *c, uint64_t j, const uint8_t *pre, size_t *bi
     uint8_t *out;
     int rc;
 
-    if ((rc = grow(s, (void **)&c->vec, &c->vec_cap, m, sizeof *c->vec)) != 0) return rc;
-    for (size_t k = 0; k < m; k++) c->vec[k] = c->items[*bi + k].e;
+    if ((rc = grow(c, (void **)&c->vec, &c->vec_cap, m, sizeof *c->vec)) != 0) return rc;
+    for (size_t k = 0; k < m; k++) c->vec[k] = unpack(&c->items[*bi + k]);
     *bi += m;
     if ((rc = wbuf_slot(&c->key, (j + 1) * (uint64_t)s->block_size, s->block_size, &out)) != 0)
         return rc;
@@ -504,47 +677,70 @@ static int gather_split(commit *c, uint64_t j, const uint8_t *pre, size_t *bi, s
         spill = ti_fmt_bucket_spill(c->block);
     }
     if ((rc = take_batch(c, j, bi, n, 0)) != 0) return rc;
-    return tide_big_sort(c->vec, *n, sizeof *c->vec, cmp_entry);
+    return counted_sort(c, c->vec, *n, sizeof *c->vec, cmp_entry);
 }
 
-/* Step 4: build and write every changed bucket, ascending. */
-static int write_buckets(commit *c)
+/* One changed old bucket j, from its pre-image: a split source's entries
+ * redistributed, the others' merged with what it receives (*bi: the
+ * cursor in items; *ri: in roots). */
+static int build_old(commit *c, uint64_t j, const uint8_t *pre, size_t *bi, size_t *ri)
 {
     tide_store *s = c->s;
-    size_t bi = 0, mi = 0;
+    unsigned count = ti_fmt_bucket_count(pre);
+    size_t n = 0, m = 0;
+    int rc;
+
+    while (*bi < c->n && item_bucket(c, *bi) < j) (*bi)++;  /* (new buckets come later) */
+    while (*ri < c->nroots && c->roots[*ri] < j) (*ri)++;
+    if (*ri < c->nroots && c->roots[*ri] == j) {
+        if ((rc = gather_split(c, j, pre, bi, &n)) != 0) return rc;
+        return emit_bucket(c, j, n, 0);
+    }
+    while (*bi + m < c->n && item_bucket(c, *bi + m) == j) m++;
+    if (count + m <= s->capacity) return insert_in_place(c, j, pre, bi, m);
+    /* The bucket overflows: decode, merge and spill (emit_bucket). */
+    if ((rc = grow(c, (void **)&c->vec, &c->vec_cap, count + 1, sizeof *c->vec)) != 0) return rc;
+    for (unsigned k = 0; k < count; k++) ti_fmt_bucket_entry(pre, k, &c->vec[k]);
+    n = count;
+    if ((rc = take_batch(c, j, bi, &n, 1)) != 0) return rc;
+    return emit_bucket(c, j, n, ti_fmt_bucket_spill(pre));
+}
+
+/* Step 4: build and write every changed bucket, ascending: the old ones
+ * range by range (read again unless there was one range), then the new. */
+static int write_buckets(commit *c)
+{
+    size_t bi = 0, mi = 0, ri = 0;
+    uint64_t built = 0, j0;
+    cursor cur = { 0, 0 };
     int rc = 0;
 
-    for (size_t t = 0; t < c->ntouched; t++) {
-        uint64_t j = c->touched[t];
-        const uint8_t *pre = c->log + c->pre[t];
-        unsigned count = ti_fmt_bucket_count(pre);
-        size_t n = 0, m = 0;
-
-        while (bi < c->n && c->items[bi].bucket < j) bi++;  /* (new buckets come later) */
-        if (c->split[t]) {
-            if ((rc = gather_split(c, j, pre, &bi, &n)) != 0) return rc;
-            if ((rc = emit_bucket(c, j, n, 0)) != 0) return rc;
-            continue;
+    /* The ranges of step 2 again: the same buckets, the same sizes. */
+    for (unsigned r = 0; r == 0 || (c->nranges > 1 && next_touched(c, &(cursor){ cur.a, cur.r }, &j0));
+         r++) {
+        if (c->nranges > 1) {
+            /* The records held now are synced in the log (invariant 5):
+             * a rollback reads them back from there. */
+            c->mem_off = r == 0 ? TIDE_LOG_HEADER_SIZE : c->mem_off + (c->mem_hi - c->mem_lo);
+            c->mem_hi = c->mem_lo;
+            if ((rc = read_range(c, &cur, r == 0)) != 0) return rc;
         }
-        while (bi + m < c->n && c->items[bi + m].bucket == j) m++;
-        if (count + m <= s->capacity) {
-            if ((rc = insert_in_place(c, j, pre, &bi, m)) != 0) return rc;
-            continue;
+        for (size_t at = c->mem_lo; at < c->mem_hi;) {
+            uint64_t j = ti_get64(c->range + at);
+            const uint8_t *pre = c->range + at + 8;
+            at += 8 + ti_fmt_bucket_bytes(ti_fmt_bucket_count(pre));
+            if ((rc = build_old(c, j, pre, &bi, &ri)) != 0) return rc;
+            built++;
         }
-        /* The bucket overflows: decode, merge and spill (emit_bucket). */
-        if ((rc = grow(c->s, (void **)&c->vec, &c->vec_cap, count + 1, sizeof *c->vec)) != 0) return rc;
-        for (unsigned k = 0; k < count; k++) ti_fmt_bucket_entry(pre, k, &c->vec[k]);
-        n = count;
-        if ((rc = take_batch(c, j, &bi, &n, 1)) != 0) return rc;
-        if ((rc = emit_bucket(c, j, n, ti_fmt_bucket_spill(pre))) != 0) return rc;
     }
+    TIDE_ASSERT(built == c->ntouched);
 
-    if ((rc = tide_big_sort(c->moved, c->nmoved, sizeof *c->moved, cmp_placed)) != 0) return rc;
-    while (bi < c->n && c->items[bi].bucket < c->B0) bi++;
+    if ((rc = counted_sort(c, c->moved, c->nmoved, sizeof *c->moved, cmp_moved)) != 0) return rc;
+    while (bi < c->n && item_bucket(c, bi) < c->B0) bi++;
     for (uint64_t j = c->B0; j < c->B1; j++) {
         size_t n = 0;
-        while (mi < c->nmoved && c->moved[mi].bucket == j) {
-            if ((rc = push_vec(c, n, &c->moved[mi].e)) != 0) return rc;
+        while (mi < c->nmoved && table_bucket(&c->tb, c->moved[mi].hash) == j) {
+            if ((rc = push_vec(c, n, &c->moved[mi])) != 0) return rc;
             n++;
             mi++;
         }
@@ -593,18 +789,53 @@ static int undo_log(tide_store *s)
     return rc;
 }
 
-/* Undo a commit whose log is synced: write the pre-images back, cut both
- * files to their old sizes, sync, empty the log. Caller holds key_lock. */
+/* Write one pre-image (bucket bytes `pre`) back to bucket j as a block. */
+static int put_back(commit *c, uint64_t j, const uint8_t *pre, size_t bytes)
+{
+    tide_store *s = c->s;
+    if (c->block != pre) memcpy(c->block, pre, bytes);
+    memset(c->block + bytes, 0, s->block_size - bytes);
+    return s->io->write_at(s->key, c->block, s->block_size, (j + 1) * (uint64_t)s->block_size);
+}
+
+/* The pre-images of the ranges no longer in memory, read back from the
+ * synced log [header, mem_off), record by record, as recovery reads them. */
+static int put_back_from_log(commit *c)
+{
+    tide_store *s = c->s;
+    uint8_t head[8 + 2];
+    uint64_t at = TIDE_LOG_HEADER_SIZE;
+    int rc = 0;
+
+    while (at < c->mem_off && rc == 0) {
+        if ((rc = s->io->read_at(s->log, head, sizeof head, at)) != 0) break;
+        uint64_t j = ti_get64(head);
+        unsigned count = ti_fmt_bucket_count(head + 8);
+        size_t bytes = ti_fmt_bucket_bytes(count);
+        if (j >= c->B0 || count > s->capacity || at + 8 + bytes > c->mem_off)
+            return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: the commit's own record for "
+                                "bucket %llu reads back wrong", s->log_path,
+                                (unsigned long long)at, (unsigned long long)j);
+        if ((rc = s->io->read_at(s->log, c->block, bytes, at + 8)) != 0) break;
+        rc = put_back(c, j, c->block, bytes);
+        at += 8 + bytes;
+    }
+    return rc;
+}
+
+/* Undo a commit whose log is synced: write the pre-images back (those of
+ * earlier ranges from the log, the range held from memory), cut both files
+ * to their old sizes, sync, empty the log. Caller holds key_lock. */
 static int rollback(commit *c)
 {
     tide_store *s = c->s;
-    int rc = 0;
+    int rc = put_back_from_log(c);
 
-    for (size_t t = 0; t < c->ntouched && rc == 0; t++) {
-        const uint8_t *pre = c->log + c->pre[t];
-        memset(c->block, 0, s->block_size);
-        memcpy(c->block, pre, ti_fmt_bucket_bytes(ti_fmt_bucket_count(pre)));
-        rc = s->io->write_at(s->key, c->block, s->block_size, (c->touched[t] + 1) * (uint64_t)s->block_size);
+    for (size_t at = c->mem_lo; at < c->mem_hi && rc == 0;) {
+        const uint8_t *pre = c->range + at + 8;
+        size_t bytes = ti_fmt_bucket_bytes(ti_fmt_bucket_count(pre));
+        rc = put_back(c, ti_get64(c->range + at), pre, bytes);
+        at += 8 + bytes;
     }
     if (rc == 0) rc = s->io->truncate(s->key, (c->B0 + 1) * (uint64_t)s->block_size);
     if (rc == 0) rc = s->io->truncate(s->dat, c->dat0);
@@ -638,8 +869,82 @@ int ti_commit_clean_log(tide_store *s)
     return rc;
 }
 
+/* The buffers of steps 2 and 4, sized for what the commit changes: a
+ * range of at most TI_COMMIT_RANGE_BYTES (ti_commit_set_range_bytes in
+ * tests), never less than the header and one whole bucket. */
+static int range_buffers(commit *c)
+{
+    tide_store *s = c->s;
+    size_t most = 8 + ti_fmt_bucket_bytes(s->capacity), bs = s->block_size;
+    size_t least = 8 + ti_fmt_bucket_bytes(0);
+    size_t knob = __atomic_load_n(&range_bytes_knob, __ATOMIC_RELAXED);
+    uint64_t need = TIDE_LOG_HEADER_SIZE + c->ntouched * (uint64_t)most;
+
+    c->range_cap = knob ? knob : TI_COMMIT_RANGE_BYTES;
+    if (need < c->range_cap) c->range_cap = (size_t)need;
+    if (c->range_cap < TIDE_LOG_HEADER_SIZE + most) c->range_cap = TIDE_LOG_HEADER_SIZE + most;
+    c->run_blocks = WBUF_SIZE / bs ? WBUF_SIZE / bs : 1;
+    if (c->run_blocks > c->range_cap / least) c->run_blocks = c->range_cap / least;
+    if (c->ntouched && c->run_blocks > c->ntouched) c->run_blocks = (size_t)c->ntouched;
+    c->range = buf_alloc(c, c->range_cap);
+    c->run = buf_alloc(c, c->run_blocks * bs);
+    if (c->range == NULL || c->run == NULL)
+        return tide_err_set(TIDE_ENOMEM, "commit: out of memory for the log (%zu bytes)", c->range_cap);
+    return 0;
+}
+
+/* The failed commit's rollback, under key_lock (taken here if the caller
+ * does not hold it): *end TI_COMMIT_BROKEN when it fails too. */
+static void undo(commit *c, int rc, int locked, ti_commit_end *end)
+{
+    tide_store *s = c->s;
+    char msg[512];
+    int rb;
+
+    snprintf(msg, sizeof msg, "%s", tide_last_error());
+    if (!locked) pthread_rwlock_wrlock(&s->key_lock);
+    ti_live_rollback(s);    /* issue 15 (R): odd (already, if the write phase failed), GEN bumped */
+    s->buckets = c->B0;
+    __atomic_store_n(&s->dat_size, c->dat0, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->dat_indexed, c->W0, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->dat_committed, c->C0, __ATOMIC_RELEASE);
+    rb = rollback(c);
+    /* A failed rollback leaves seq odd: readers report the store as
+     * needing recovery (the handle is broken; live.c). */
+    if (rb == 0) ti_live_end(s);
+    else ti_live_broken(s);  /* issue 15 (R): readers say "restart the writer" at once */
+    if (rb) {
+        *end = TI_COMMIT_BROKEN;
+        tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "
+                 "is closed for writes and recovers from nudb.log at the next open",
+                 s->dir, tide_last_error());
+    }
+    pthread_rwlock_unlock(&s->key_lock);
+    tide_err_set(rc, "%s", msg);
+}
+
+static void free_buffers(commit *c)
+{
+    tide_store *s = c->s;
+    size_t kcap = WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size;
+
+    buf_free(c, c->items, (c->n ? c->n : 1) * sizeof *c->items);
+    buf_free(c, c->roots, (c->B1 - c->B0) * sizeof *c->roots);
+    buf_free(c, c->range, c->range_cap);
+    buf_free(c, c->run, c->run_blocks * s->block_size);
+    buf_free(c, c->moved, c->moved_cap * sizeof *c->moved);
+    buf_free(c, c->vec, c->vec_cap * sizeof *c->vec);
+    if (c->block) account(c, -(int64_t)c->block_bytes);
+    free(c->block);
+    buf_free(c, c->dat.data, WBUF_SIZE);
+    buf_free(c, c->key.data, kcap);
+    TIDE_ASSERT(c->live == 0);
+    __atomic_store_n(&s->commit_buffer_bytes, 0, __ATOMIC_RELAXED);
+}
+
 int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
 {
+    size_t kcap = WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size;
     commit c;
     int rc, locked = 0, logged = 0;
 
@@ -647,24 +952,25 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     memset(&c, 0, sizeof c);
     c.s = s;
     c.batch = batch;
-    c.block = malloc(TIDE_SPILL_HEADER + (size_t)s->block_size);
-    if (c.block) note(s, TIDE_SPILL_HEADER + (size_t)s->block_size);
-    c.dat.data = buf_alloc(s, WBUF_SIZE);
-    c.key.data = buf_alloc(s, WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size);
+    c.block_bytes = TIDE_SPILL_HEADER + (size_t)s->block_size;
+    c.block = malloc(c.block_bytes);
+    if (c.block) {
+        note(s, c.block_bytes);
+        account(&c, (int64_t)c.block_bytes);
+    }
+    c.dat.data = buf_alloc(&c, WBUF_SIZE);
+    c.key.data = buf_alloc(&c, kcap);
     if (!c.block || !c.dat.data || !c.key.data) { rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory"); goto out; }
     c.dat = (wbuf){ s, s->dat, s->dat_size, c.dat.data, 0, WBUF_SIZE };
-    c.key = (wbuf){ s, s->key, 0, c.key.data, 0, WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size };
+    c.key = (wbuf){ s, s->key, 0, c.key.data, 0, kcap };
 
     if ((rc = plan(&c)) != 0) goto out;
-    if ((rc = read_preimages(&c)) != 0) goto out;
-    __atomic_store_n(&s->commit_buffer_bytes,
-                     c.log_cap + c.n * sizeof(placed) + c.touched_cap * 17 + 2 * WBUF_SIZE,
-                     __ATOMIC_RELAXED);
-    rc = write_log(&c);
+    if ((rc = range_buffers(&c)) != 0) goto out;
+    rc = log_preimages(&c);
     if (rc) {
-        /* The key and data files are untouched; an unsynced or partial log
-         * only holds pre-images equal to the buckets on disk. */
-        undo_log(s);
+        /* The key and data files are untouched; the log holds pre-images
+         * equal to the buckets on disk (synced or not). */
+        if (c.log_begun) undo_log(s);
         goto out;
     }
     logged = 1;
@@ -700,41 +1006,8 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     rc = ti_commit_clean_log(s);
     if (rc == 0) *end = TI_COMMIT_DONE;
 out:
-    if (rc && logged) {
-        int rb;
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tide_last_error());
-        if (!locked) pthread_rwlock_wrlock(&s->key_lock);
-        locked = 1;
-        ti_live_rollback(s);    /* issue 15 (R): odd (already, if the write phase failed), GEN bumped */
-        s->buckets = c.B0;
-        __atomic_store_n(&s->dat_size, c.dat0, __ATOMIC_RELEASE);
-        __atomic_store_n(&s->dat_indexed, c.W0, __ATOMIC_RELEASE);
-        __atomic_store_n(&s->dat_committed, c.C0, __ATOMIC_RELEASE);
-        rb = rollback(&c);
-        /* A failed rollback leaves seq odd: readers report the store as
-         * needing recovery (the handle is broken; live.c). */
-        if (rb == 0) ti_live_end(s);
-        else ti_live_broken(s);  /* issue 15 (R): readers say "restart the writer" at once */
-        if (rb) {
-            *end = TI_COMMIT_BROKEN;
-            tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "
-                     "is closed for writes and recovers from nudb.log at the next open",
-                     s->dir, tide_last_error());
-        }
-        tide_err_set(rc, "%s", msg);
-    }
-    if (locked) pthread_rwlock_unlock(&s->key_lock);
-    __atomic_store_n(&s->commit_buffer_bytes, 0, __ATOMIC_RELAXED);
-    tide_big_free(c.items, (c.n ? c.n : 1) * sizeof *c.items);
-    tide_big_free(c.touched, c.touched_cap * sizeof *c.touched);
-    tide_big_free(c.split, c.touched_cap);
-    tide_big_free(c.pre, c.touched_cap * sizeof *c.pre);
-    tide_big_free(c.log, c.log_cap);
-    tide_big_free(c.moved, c.moved_cap * sizeof *c.moved);
-    tide_big_free(c.vec, c.vec_cap * sizeof *c.vec);
-    free(c.block);
-    tide_big_free(c.dat.data, WBUF_SIZE);
-    tide_big_free(c.key.data, WBUF_SIZE > s->block_size ? WBUF_SIZE : s->block_size);
+    if (rc && logged) undo(&c, rc, locked, end);
+    else if (locked) pthread_rwlock_unlock(&s->key_lock);
+    free_buffers(&c);
     return rc;
 }

@@ -137,6 +137,24 @@ typedef enum ti_commit_end {
 } ti_commit_end;
 int ti_commit_batch(struct tide_store *s, ti_pool *batch, ti_commit_end *end);
 
+/* The most bytes of log records (pre-images) one range of a commit holds
+ * in memory (commit.c, step 2): a commit that changes more old buckets
+ * than fit logs and rebuilds them range by range, so its buffers stay
+ * within this plus the fixed read and write buffers (3 MiB) and what grows
+ * with its entries (docs/MEMORY-LIMIT.md), however large the key file. */
+#define TI_COMMIT_RANGE_BYTES ((size_t)4 << 20)
+
+/* For tests only: ranges of at most `bytes` (0: TI_COMMIT_RANGE_BYTES)
+ * for every commit in the process from now on; a range always holds one
+ * whole bucket at least. The files a commit writes are the same for any
+ * value; only its log writes and syncs, and its memory, differ. */
+void ti_commit_set_range_bytes(size_t bytes);
+
+/* For tests only: entry `e` packed as a commit places it (16 bytes:
+ * offset 48 bits, size 32, hash 48) and unpacked again; *hash is the hash
+ * the packed form sorts by. Asserts offset <= 2^48 - 1, size <= 2^32 - 1. */
+tide_entry ti_commit_pack_round_trip(const tide_entry *e, uint64_t *hash);
+
 /* Truncate nudb.log to 0 and sync it: what makes a commit final. While
  * deferring (opts.index_lag_bytes), then write the idle log: a header
  * alone, with the key file's size and dat_file_size = W (defer.c), and
