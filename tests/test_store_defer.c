@@ -12,6 +12,8 @@
  * without the tail. tide.meta torn (the other slot wins), foreign (ignored)
  * or claiming more than nudb.dat holds (refused, nothing changed); a
  * damaged record in the tail is refused with its offset, nothing changed.
+ * Recovery sizes the tail's table for the records [W, C) holds, not for
+ * the most its bytes could hold (review finding 4), and counts it.
  * The crash images of every write and sync are test_store_durability's
  * *_deferred tests; kill -9 at random moments, test_store_kill9's.
  */
@@ -175,7 +177,8 @@ static void flush_indexes_the_tail_and_returns_when_there_is_nothing_to_flush(vo
 /* A child opens with a lag, inserts batches of `batch` items `batches`
  * times with a sync after each (nothing flushes: the budget is large), says
  * so on a pipe, and waits to be killed. */
-static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
+static void kill_with_values(dstate *d, uint64_t batch, unsigned batches, unsigned vmin,
+                             unsigned vmax)
 {
     int fd[2], status;
     char ok = 0;
@@ -192,7 +195,7 @@ static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
         o.index_lag_bytes = 1u << 20;
         if (tide_store_open(&s, d->dir, &o) != 0) _exit(3);
         for (unsigned b = 0; b < batches; b++) {
-            if (th_store_insert_items(s, b * batch, (b + 1) * batch, KEY, VMIN, VMAX, NULL)) _exit(4);
+            if (th_store_insert_items(s, b * batch, (b + 1) * batch, KEY, vmin, vmax, NULL)) _exit(4);
             if (tide_store_sync(s) != 0) _exit(5);
         }
         if (write(fd[1], "y", 1) != 1) _exit(6);
@@ -203,6 +206,54 @@ static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
     close(fd[0]);
     kill(pid, SIGKILL);
     th_waitpid(pid, &status, 0);
+}
+
+static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
+{
+    kill_with_values(d, batch, batches, VMIN, VMAX);
+}
+
+/* What the store gave note_alloc for the tail's account. */
+#define TAIL_ID 7
+static uint64_t tail_noted, tail_noted_largest;
+
+static void note_tail(int id, int64_t bytes)
+{
+    if (id != TAIL_ID) return;
+    tail_noted += (uint64_t)bytes;
+    if ((uint64_t)bytes > tail_noted_largest) tail_noted_largest = (uint64_t)bytes;
+}
+
+/* Review of issue 15, finding 4: recovery sized the tail's table for the
+ * most records [W, C) could hold ((C - W) / 39: one-byte values), not for
+ * those it holds: large values made it hundreds of times too big, and it
+ * was not counted. 1000 records of 4000-byte values (~4 MB of nudb.dat)
+ * need 2048 slots (32 KiB); the old sizing took 2^18 (4 MiB). */
+static void recovery_sizes_the_tail_for_the_records_it_holds(void **state)
+{
+    dstate *d = *state;
+    uint64_t n = 1000, want = 2048 * 16;       /* the smallest power of two with n <= 3/4 of it */
+    tide_store_opts o;
+    tide_store *s = NULL;
+
+    kill_with_values(d, 200, 5, 4000, 4000);
+    th_store_opts(&o);
+    o.note_alloc = note_tail;
+    o.tail_account_id = TAIL_ID;
+    tail_noted = tail_noted_largest = 0;
+    expect_ok(tide_store_open(&s, d->dir, &o), "the open recovers and indexes the tail");
+    expect_items(s, 0, n, KEY, 4000, 4000, "every acknowledged item");
+    expect_closed(&s, "close");
+    if (tail_noted_largest != want)
+        fail_msg("recovering %llu records: the tail's largest table was %llu bytes (noted), "
+                 "expected %llu (proportional to the records, not to the bytes of nudb.dat)",
+                 (unsigned long long)n, (unsigned long long)tail_noted_largest,
+                 (unsigned long long)want);
+    /* Doubling from 16 slots: every table noted, their sum under 2x the last. */
+    if (tail_noted >= 2 * want)
+        fail_msg("the tail's tables noted %llu bytes in all, expected under %llu",
+                 (unsigned long long)tail_noted, (unsigned long long)(2 * want));
+    expect_verify_keys(d, n, "verify after the recovery");
 }
 
 static void a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it(void **state)
@@ -375,6 +426,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_foreign_or_missing_tide_meta_is_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(a_tide_meta_past_the_data_file_is_refused_and_nothing_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(a_damaged_record_in_the_tail_is_refused_with_its_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_sizes_the_tail_for_the_records_it_holds, setup, teardown),
     };
     tide_log_set_level(TIDE_LOG_OFF);
     return cmocka_run_group_tests(tests, NULL, NULL);
