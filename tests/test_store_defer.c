@@ -414,6 +414,174 @@ static void a_damaged_record_in_the_tail_is_refused_with_its_offset(void **state
     th_snapshot_free(&sn);
 }
 
+/* ---- review of issue 15, finding 6: read-only tools after a kill ---- */
+
+static tide_store *open_reader(dstate *d)
+{
+    tide_store_opts o;
+    tide_store *s = NULL;
+
+    th_store_opts(&o);
+    o.read_only = 1;
+    expect_ok(tide_store_open(&s, d->dir, &o), "a read-only open of the killed store");
+    return s;
+}
+
+static void key_hex(uint64_t i, char *hex)
+{
+    uint8_t key[KEY];
+    th_key(i, KEY, key);
+    for (unsigned k = 0; k < KEY; k++) sprintf(hex + 2 * k, "%02x", key[k]);
+}
+
+/* A deferred writer killed with 1000 acknowledged records in [W, C) (and,
+ * past C, the first bytes of an append it never finished): a read-only
+ * open reads the store as it is, the records through the tail, and the
+ * files stay byte-identical. Before the fix it was refused ("nudb.log
+ * holds an unfinished commit of 62 bytes"). */
+static void a_killed_deferred_store_reads_as_it_is_without_recovery(void **state)
+{
+    dstate *d = *state;
+    static const uint8_t torn[10] = { 0, 0, 0, 0, 1, 0 };
+    tide_store_info info;
+    tide_verify_report r;
+    tide_visit_stats vs;
+    th_snapshot sn;
+    uint64_t dat_bytes = 0;
+    tide_store *s;
+
+    kill_with_a_tail(d, 200, 5);
+    dat_bytes = (uint64_t)th_file_size(file_in(d, "nudb.dat"));
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.dat"), torn, sizeof torn, dat_bytes), 0);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    s = open_reader(d);
+    expect_items(s, 0, 1000, KEY, VMIN, VMAX, "every acknowledged item, through the tail");
+    tide_store_get_info(s, &info);
+    expect_u64(info.tail_items, 1000, "the tail holds the unindexed records");
+    expect_u64(info.dat_indexed, TIDE_DAT_HEADER_SIZE, "W: nothing indexed");
+    expect_u64(info.dat_committed, dat_bytes, "C: the end of the acknowledged records");
+    expect_closed(&s, "close the reader");
+    expect_ok(tide_store_inspect(d->dir, NULL, &info), "inspect");
+    if (!info.needs_recovery || !info.idle_log) fail_msg("inspect: expected the idle log, pending");
+    expect_u64(info.dat_committed, dat_bytes, "inspect's C");
+    expect_ok(tide_store_verify(d->dir, NULL, &r), "verify the indexed part");
+    expect_u64(r.keys, 0, "verify: entries");
+    expect_u64(r.data_records, 0, "verify: indexed records");
+    expect_u64(r.tail_records, 1000, "verify: records waiting to be indexed");
+    expect_u64(r.dat_file_bytes, dat_bytes, "verify: nudb.dat up to C");
+    expect_ok(tide_store_visit(d->dir, NULL, NULL, NULL, &vs), "visit stops at C");
+    expect_u64(vs.data_records, 1000, "visit's records");
+    expect_unchanged(d->dir, &sn, "the read-only tools");
+    th_snapshot_free(&sn);
+    /* Then the writer's open indexes them, the torn append cut off. */
+    expect_ok(th_store_open(&s, d->dir), "a writer's open recovers");
+    expect_closed(&s, "close");
+    expect_verify_keys(d, 1000, "verify after the recovery");
+}
+
+/* The CLI on the same store: get, info, visit and verify work, say what
+ * waits, and change nothing. */
+static void tide_get_info_visit_verify_work_on_a_killed_deferred_store(void **state)
+{
+    dstate *d = *state;
+    char hex[2 * KEY + 1], args[9000], aside[4096], vpath[4200], want[256];
+    uint8_t value[VMAX];
+    size_t len = th_len(777, VMIN, VMAX);
+    th_snapshot sn;
+    char *out = NULL;
+
+    kill_with_a_tail(d, 200, 5);
+    assert_int_equal(th_mkdtemp(aside, sizeof aside), 0);
+    th_value(777, len, value);
+    snprintf(vpath, sizeof vpath, "%s/value", aside);
+    assert_int_equal(th_write_file(vpath, value, len), 0);
+    key_hex(777, hex);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    snprintf(args, sizeof args, "get '%s' %s | cmp - '%s' && echo same", d->dir, hex, vpath);
+    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    expect_contains(out, "same", "tide get prints the unindexed record's value");
+    free(out);
+    snprintf(args, sizeof args, "info '%s'", d->dir);
+    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    expect_contains(out, "recovery      PENDING, reads work", "tide info");
+    expect_contains(out, "stopped without closing the store", "tide info: the writer line");
+    free(out);
+    snprintf(args, sizeof args, "verify '%s'", d->dir);
+    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    expect_contains(out, "verdict          sound", "tide verify");
+    expect_contains(out, "not indexed      1000 records", "tide verify: the tail");
+    free(out);
+    snprintf(args, sizeof args, "visit '%s'", d->dir);
+    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    expect_contains(out, "data records    1000", "tide visit");
+    snprintf(want, sizeof want, "of which those from offset %u are not yet indexed",
+             (unsigned)TIDE_DAT_HEADER_SIZE);
+    expect_contains(out, want, "tide visit: where the unindexed records begin");
+    free(out);
+    expect_unchanged(d->dir, &sn, "tide get, info, verify, visit");
+    th_snapshot_free(&sn);
+    th_rmrf(aside);
+}
+
+/* A log with a pre-image (a flush or commit interrupted) is not the idle
+ * log: refused, saying what to run, no "in use by another process" (no
+ * process holds it), nothing changed. So is the idle log while another
+ * process has the files open (a NuDB writer's commit starts the same). */
+static void a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run(void **state)
+{
+    dstate *d = *state;
+    uint8_t rec[16] = { 0 };          /* bucket 0, empty: index, count, spill */
+    tide_store_opts o;
+    tide_store *s = NULL;
+    th_snapshot sn;
+    char args[9000], hex[2 * KEY + 1];
+    char *out = NULL;
+    int fd[2], status;
+    pid_t pid;
+
+    kill_with_a_tail(d, 200, 1);
+    th_store_opts(&o);
+    o.read_only = 1;
+    assert_int_equal(pipe(fd), 0);
+    pid = th_fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {                       /* holds nudb.dat open, as a NuDB writer would */
+        FILE *f = fopen(file_in(d, "nudb.dat"), "r");
+        if (f == NULL || write(fd[1], "y", 1) != 1) _exit(3);
+        for (;;) pause();
+    }
+    close(fd[1]);
+    assert_int_equal(read(fd[0], args, 1), 1);
+    close(fd[0]);
+    expect_error(tide_store_open(&s, d->dir, &o), TIDE_EBUSY, "a read-only open beside a holder");
+    expect_contains(tide_last_error(), "unfinished commit", "the refusal");
+    kill(pid, SIGKILL);
+    th_waitpid(pid, &status, 0);
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.log"), rec, sizeof rec, TIDE_LOG_HEADER_SIZE), 0);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    expect_error(tide_store_open(&s, d->dir, &o), TIDE_EBUSY, "a read-only open of a pre-image log");
+    expect_contains(tide_last_error(), "run 'tide recover", "the refusal says what to run");
+    expect_contains(tide_last_error(), "nothing was read or written", "and that nothing changed");
+    key_hex(0, hex);
+    snprintf(args, sizeof args, "get '%s' %s", d->dir, hex);
+    assert_int_equal(th_run_tide(args, 1, &out), 1);
+    expect_contains(out, "nudb.log holds an unfinished commit of 78 bytes", "tide get");
+    expect_contains(out, "or start the store's tided", "tide get: what to run");
+    free(out);
+    snprintf(args, sizeof args, "verify '%s'", d->dir);
+    assert_int_equal(th_run_tide(args, 1, &out), 1);
+    expect_contains(out, "run 'tide recover", "tide verify: what to run");
+    if (strstr(out, "in use by another process"))
+        fail_msg("tide verify blames another process, and none holds the store: %s", out);
+    free(out);
+    snprintf(args, sizeof args, "info '%s'", d->dir);
+    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    expect_contains(out, "recovery      PENDING: nudb.log holds an unfinished commit", "tide info");
+    free(out);
+    expect_unchanged(d->dir, &sn, "the refused tools");
+    th_snapshot_free(&sn);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +595,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_tide_meta_past_the_data_file_is_refused_and_nothing_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(a_damaged_record_in_the_tail_is_refused_with_its_offset, setup, teardown),
         cmocka_unit_test_setup_teardown(recovery_sizes_the_tail_for_the_records_it_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_killed_deferred_store_reads_as_it_is_without_recovery, setup, teardown),
+        cmocka_unit_test_setup_teardown(tide_get_info_visit_verify_work_on_a_killed_deferred_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run, setup, teardown),
     };
     tide_log_set_level(TIDE_LOG_OFF);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -75,8 +75,15 @@ static const char help_get[] =
 "      'nudb.log holds an unfinished commit of N bytes; run tide recover\n"
 "      when no process writes the store'. The log is a crash's, or a live\n"
 "      NuDB writer's (NuDB takes no lock, so nothing tells them apart), so\n"
-"      get never recovers it: 'tide recover PATH' does, and refuses while\n"
-"      any process has the store's files open.\n"
+"      get never recovers it: 'tide recover PATH' (or the start of the\n"
+"      store's tided) does, and refuses while any process has the\n"
+"      store's files open.\n"
+"    - A deferred writer (tided with --store-index-lag, the default)\n"
+"      killed without closing the store leaves no pre-image, only the\n"
+"      idle log, and committed records nudb.key does not index yet: with\n"
+"      no process holding the store, get reads it as it is, finding those\n"
+"      records through an in-memory index of them (nothing is written);\n"
+"      'tide recover PATH' or the writer's next start indexes them.\n"
 "\n"
 "    A NuDB process writing the store takes no lock, so between its\n"
 "    commits get does not know it is there; a read may then meet a commit\n"
@@ -131,8 +138,9 @@ static int open_reader(const char *path, tide_store **s)
         in.needs_recovery)
         /* A crash's log, or a live NuDB writer's commit (it takes no lock):
          * a reader cannot tell, so it never recovers. */
-        return cli_error("get", "%s/nudb.log holds an unfinished commit of %llu bytes; run "
-                         "'tide recover %s' when no process writes the store (nothing was read "
+        return cli_error("get", "%s/nudb.log holds an unfinished commit of %llu bytes (bucket "
+                         "pre-images a recovery writes back); run 'tide recover %s' when no "
+                         "process writes the store, or start the store's tided (nothing was read "
                          "or written)", path, (unsigned long long)in.log_file_bytes, path);
     if (rc == TIDE_EBUSY)
         return cli_error("get", "%s: store is busy: %s", path, tide_last_error());

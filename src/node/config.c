@@ -456,8 +456,12 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "in-memory index of at most SIZE bytes (16 per entry slot, 3/4 full), and when "
                 "it is full, and at shutdown, one flush writes them into nudb.key, so each "
                 "bucket is written once for many items. 0: off, every commit indexes its batch. "
-                "With memory_limit set and this unset: memory_limit / 8. After a crash the next "
-                "start reads the tail back from nudb.dat (docs/DURABILITY.md)." },
+                "With memory_limit set and this unset: memory_limit / 8. After a crash (kill -9, "
+                "a power loss) the next start, or 'tide recover', reads the tail back from "
+                "nudb.dat and indexes it; until then nudb.log is the idle log (a header, no "
+                "pre-images), 'tide info' says 'PENDING, reads work', and tide get, visit and "
+                "verify read the store as it is, the unindexed records through an in-memory "
+                "index, writing nothing (docs/OPERATIONS.md: after a crash)." },
     [TIDE_CFG_ADMIN_TOKEN_FILE] = { "admin_token_file", NULL, "TIDE_ADMIN_TOKEN_FILE", "http",
                                    NULL, NULL, K_PATH, 0, 0, 0,
         .dflt = "unset", .arg = "FILE",

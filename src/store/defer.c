@@ -284,6 +284,12 @@ static int scan_tail(tide_store *s, uint64_t W, uint64_t C)
     return rc;
 }
 
+int ti_defer_read_tail(tide_store *s)
+{
+    TIDE_ASSERT(s->opts.read_only && s->dat_indexed < s->dat_committed);
+    return scan_tail(s, s->dat_indexed, s->dat_committed);
+}
+
 int ti_defer_recover_tail(tide_store *s)
 {
     uint64_t W = s->dat_indexed, C = s->dat_committed, budget = s->opts.index_lag_bytes;

@@ -379,6 +379,77 @@ out:
     return rc;
 }
 
+/* Issue 15 (review finding 6): the idle view's checks, on files opened
+ * read-only: the log is a header alone (no pre-image: no bucket changed
+ * since it was written), of this store, for the key file as it is. */
+static int idle_log_matches(tide_io *io, const char *log_path, const char *key_path,
+                            const char *dat_path, tide_log_header *lh, uint64_t *dat_size)
+{
+    uint8_t lbuf[TIDE_LOG_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE];
+    tide_file *log = NULL, *key = NULL, *dat = NULL;
+    tide_key_header kh;
+    tide_dat_header dh;
+    uint64_t log_size = 0, key_size = 0;
+    int ok = 0;
+
+    if (io->open(io, log_path, TIDE_IO_READ, &log) || io->size(log, &log_size) ||
+        log_size != TIDE_LOG_HEADER_SIZE || io->read_at(log, lbuf, sizeof lbuf, 0) ||
+        ti_fmt_decode_log_header(lbuf, lh, log_path) || lh->key_file_size == 0)
+        goto out;
+    if (io->open(io, key_path, TIDE_IO_READ, &key) || io->size(key, &key_size) ||
+        key_size != lh->key_file_size || io->read_at(key, kbuf, sizeof kbuf, 0) ||
+        ti_fmt_decode_key_header(kbuf, &kh, key_path))
+        goto out;
+    if (io->open(io, dat_path, TIDE_IO_READ, &dat) || io->size(dat, dat_size) ||
+        *dat_size < TIDE_DAT_HEADER_SIZE || io->read_at(dat, dbuf, sizeof dbuf, 0) ||
+        ti_fmt_decode_dat_header(dbuf, &dh, dat_path))
+        goto out;
+    ok = check_log_header(lh, &kh, &dh, log_path) == 0 && lh->dat_file_size >= TIDE_DAT_HEADER_SIZE &&
+         lh->dat_file_size <= *dat_size;
+out:
+    if (log) io->close(log);
+    if (key) io->close(key);
+    if (dat) io->close(dat);
+    tide_err_clear();
+    return ok;
+}
+
+int ti_recover_idle_view(tide_io *io, const char *dir, int check_holders, ti_idle_view *v)
+{
+    char *log_path = ti_path_join(dir, "nudb.log"), *key_path = ti_path_join(dir, "nudb.key");
+    char *dat_path = ti_path_join(dir, "nudb.dat"), *meta_path = ti_path_join(dir, TI_META_NAME);
+    tide_log_header lh;
+    uint64_t dat_size = 0;
+    ti_meta m;
+    int valid = 0, rc = 0;
+
+    memset(v, 0, sizeof *v);
+    if (!log_path || !key_path || !dat_path || !meta_path) {
+        rc = tide_err_set(TIDE_ENOMEM, "%s: out of memory", dir);
+        goto out;
+    }
+    if (!idle_log_matches(io, log_path, key_path, dat_path, &lh, &dat_size)) goto out;
+    v->W = v->C = lh.dat_file_size;
+    /* C as recovery takes it (committed_end): a slot of this store written
+     * under the same W; one past nudb.dat's end is recovery's to refuse. */
+    if (ti_meta_read(io, meta_path, lh.uid, &m, &valid) == 0 && valid &&
+        m.dat_indexed == lh.dat_file_size && m.dat_committed > lh.dat_file_size) {
+        if (m.dat_committed > dat_size) goto out;
+        v->C = m.dat_committed;
+    }
+    /* NuDB takes no lock: a header-only log may be a live NuDB writer's
+     * commit that has not written its pre-images yet. */
+    if (check_holders && ti_store_refuse_holders_ex(io, dir, "reading it", 1) != 0) goto out;
+    v->idle = 1;
+out:
+    if (rc == 0) tide_err_clear();
+    free(log_path);
+    free(key_path);
+    free(dat_path);
+    free(meta_path);
+    return rc;
+}
+
 int tide_store_recover(const char *dir, tide_io *io, tide_recover_report *report)
 {
     return tide_store_recover_ex(dir, io, 0, report);

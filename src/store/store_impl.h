@@ -62,6 +62,10 @@ struct tide_store {
     /* Issue 15 (R): tide.live (live.h). A writer's page, or a reader's in
      * another process than the writer's; NULL for neither. */
     ti_live   *live;
+    /* Issue 15 (review finding 6): a read-only handle of a store whose
+     * stopped deferred writer left the idle log (ti_recover_idle_view):
+     * nudb.dat is read up to C, [W, C) through the tail, nothing written. */
+    int        idle_view;
 
     pthread_mutex_t pool_mu;
     pthread_cond_t  room_cv;      /* pool has room, a commit ended */
@@ -147,6 +151,9 @@ int ti_defer_commit(struct tide_store *s, ti_pool *batch, int flush, ti_commit_e
  * its records into the tail (TIDE_ECORRUPT naming the first that fails),
  * then flush it; the log is left empty or idle. Before the thread starts. */
 int ti_defer_recover_tail(struct tide_store *s);
+/* Issue 15 (review finding 6): a read-only handle's idle view: the records
+ * of [W, C) into the tail (as recovery reads them), nothing written. */
+int ti_defer_read_tail(struct tide_store *s);
 /* Open, deferring: tide.meta opened (created) and its seq read; called
  * before the directory sync that makes its name durable. */
 int ti_defer_open_meta(struct tide_store *s);
@@ -208,6 +215,23 @@ int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, 
  * then not looked at), and is left the bucketless key file and the rekey
  * mark (open does that repair); otherwise recovery takes the lock, checks
  * holders unless `force`, and does both. */
+/* Issue 15 (review finding 6): what a read-only handle may see of a store
+ * that needs recovery and that no writer holds, when nudb.log is the
+ * deferred index's idle log (its header alone: no bucket was changed since,
+ * of this store, key_file_size the key file's size): nudb.key indexes
+ * [header, W) (W the log's dat_file_size) and [W, C) (C tide.meta's, as
+ * recovery takes it; C == W without one) are committed records to read
+ * through an in-memory tail. idle 0: the log is anything else (pre-images:
+ * an unfinished commit or flush; another store's; a tide.meta past
+ * nudb.dat's end), or (check_holders) another process has the files open
+ * (a live NuDB writer's commit starts with a header alone). Reads only.
+ * 0, or TIDE_ENOMEM; a file that cannot be read is idle 0. */
+typedef struct ti_idle_view {
+    int      idle;
+    uint64_t W, C;
+} ti_idle_view;
+int ti_recover_idle_view(tide_io *io, const char *dir, int check_holders, ti_idle_view *v);
+
 int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        int force, tide_recover_report *rep);
