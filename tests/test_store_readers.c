@@ -1119,6 +1119,10 @@ static void a_broken_rollback_tells_readers_at_once_to_restart_the_writer(void *
     print_message("broken writer: the fetch said so after %.1f ms: %s\n", took, tide_last_error());
     assert_true(took < TI_LIVE_WAIT_MS);
     assert_int_equal(tide_store_close(r), 0);
+    /* A reader that comes now is refused by attach, with the same words. */
+    r = NULL;
+    assert_int_equal(open_reader(&r, dir), TIDE_EBUSY);
+    expect_contains(tide_last_error(), "restart its writer", "a new reader's refusal");
     tide_log_set_sink(th_log_discard_sink, NULL);
     tide_store_close(s);
     tide_log_set_sink(NULL, NULL);

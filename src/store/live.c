@@ -263,6 +263,15 @@ int ti_live_preopen(tide_store *s)
     return rc;
 }
 
+int ti_live_refuse_broken(const ti_live *l, const char *dir)
+{
+    if ((word(l, TI_LIVE_SEQ) & 1) && word(l, TI_LIVE_PID) == 0 && word(l, TI_LIVE_OPEN) == 1)
+        return tide_err_set(TIDE_EBUSY, "%s: the writer's commit failed and could not be undone "
+                            "(tide.live marks it broken): the store needs recovery: restart its "
+                            "writer (its open recovers, readers may stay); nothing was read", dir);
+    return 0;
+}
+
 int ti_live_attach(tide_store *s)
 {
     ti_live *l = s->live;
@@ -294,10 +303,7 @@ int ti_live_attach(tide_store *s)
         return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by a writer, but tide.live does "
                             "not hold a version-1 page (its writer is still opening the store?)",
                             s->dir);
-    if ((word(l, TI_LIVE_SEQ) & 1) && word(l, TI_LIVE_PID) == 0 && word(l, TI_LIVE_OPEN) == 1)
-        return tide_err_set(TIDE_EBUSY, "%s: the writer's commit failed and could not be undone "
-                            "(tide.live marks it broken): the store needs recovery: restart its "
-                            "writer (its open recovers, readers may stay); nothing was read", s->dir);
+    if ((rc = ti_live_refuse_broken(l, s->dir)) != 0) return rc;
     if (!ti_live_writer_alive(l))
         return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by another process, but "
                             "tide.live names no running writer (pid %llu%s): a Tide before issue "

@@ -113,6 +113,10 @@ int ti_live_start_reader(struct tide_store *s);
  * needing recovery instead of waiting. Frees the tail index. */
 void ti_live_free(struct tide_store *s);
 
+/* TIDE_EBUSY, saying the store needs its writer restarted, when the page
+ * marks a broken writer (ti_live_broken: seq odd, PID 0, OPEN 1); else 0.
+ * The one check of attach (live.c) and of a reader's wait (reader.c). */
+int ti_live_refuse_broken(const ti_live *l, const char *dir);
 /* 1 when the writer the page names is running. */
 int ti_live_writer_alive(const ti_live *l);
 /* This process's start time in clock ticks after boot (/proc/PID/stat

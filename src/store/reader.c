@@ -309,11 +309,8 @@ static int wait_even(tide_store *s, uint64_t deadline_us, uint64_t *seq)
     while ((*seq = seq_now(l)) & 1) {
         uint64_t now = tide_clock_mono_us();
         if (now >= next_check) {
-            if (page(l, TI_LIVE_PID) == 0 && page(l, TI_LIVE_OPEN) == 1)
-                return tide_err_set(TIDE_EBUSY, "%s: the writer's commit failed and could not "
-                                    "be undone (tide.live marks it broken): the store needs "
-                                    "recovery: restart its writer (its open recovers, readers "
-                                    "may stay); nothing was read", s->dir);
+            int rc = ti_live_refuse_broken(l, s->dir);
+            if (rc) return rc;
             if (!ti_live_writer_alive(l))
                 return tide_err_set(TIDE_EBUSY, "%s: the writer (pid %llu) stopped in the middle "
                                     "of writing nudb.key (killed?), or runs where this "
