@@ -574,12 +574,12 @@ static void the_tail_between_w_and_c_is_found_through_the_readers_own_index(void
     assert_int_equal(open_reader(&r, dir), 0);
     assert_non_null(r->live);
     check_all(r, 1300, "C raised once");
-    assert_int_equal(r->live->tail_count, 300);
+    assert_int_equal(r->live->tail.count, 300);
     uint64_t scans = r->live->tail_scans;
     st(&sh->passes, 1);
     assert_int_equal(wait_for(&sh->acked, 1500), 0);
     check_all(r, 1500, "C raised twice");
-    assert_int_equal(r->live->tail_count, 500);        /* incremental: 200 more */
+    assert_int_equal(r->live->tail.count, 500);        /* incremental: 200 more */
     assert_int_equal(r->live->tail_scans, scans + 1);
     st(&sh->passes, 2);
     assert_int_equal(wait_for(&sh->acked, 1501), 0);
@@ -587,7 +587,7 @@ static void the_tail_between_w_and_c_is_found_through_the_readers_own_index(void
      * key file (which this test never wrote them to) does not have them. */
     th_key(1000, KEY_SIZE, key);
     assert_int_equal(tide_store_contains(r, key), 0);
-    assert_int_equal(r->live->tail_count, 200);
+    assert_int_equal(r->live->tail.count, 200);
     th_key(1400, KEY_SIZE, key);
     assert_int_equal(tide_store_contains(r, key), 1);
     st(&sh->passes, 3);
@@ -1028,7 +1028,7 @@ static void a_rollback_between_two_refreshes_empties_the_readers_tail(void **sta
     s->dat_committed = c1;
     ti_live_publish(s);
     check_all(r, 1300, "C raised");
-    assert_int_equal(r->live->tail_count, 300);
+    assert_int_equal(r->live->tail.count, 300);
     /* Rolled back (C to W), then other records over the same offsets and
      * past c1, before the reader looks again. */
     ti_live_rollback(s);
@@ -1047,7 +1047,7 @@ static void a_rollback_between_two_refreshes_empties_the_readers_tail(void **sta
                  (unsigned long long)counts.false_misses, (unsigned long long)counts.wrong);
     th_key(1000, KEY_SIZE, key);
     assert_int_equal(tide_store_contains(r, key), 0);          /* rolled back: gone */
-    assert_int_equal(r->live->tail_count, 400);
+    assert_int_equal(r->live->tail.count, 400);
 
     /* Counts read under a seq that has moved on are not kept. */
     uint64_t s1 = s->live->w[TI_LIVE_SEQ], c_view = r->live->C, v_view = r->live->view_seq;

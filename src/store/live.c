@@ -113,6 +113,7 @@ static int live_alloc(tide_store *s, int writer)
     if (l == NULL) return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
     l->io = s->io;
     l->writer = writer;
+    l->tail.max_slots = 1ull << 62;     /* a reader's tail index: no budget (reader.c) */
     s->live = l;
     return 0;
 }
@@ -329,7 +330,7 @@ void ti_live_free(tide_store *s)
     }
     if (l->w) s->io->unshare(l->w, TI_LIVE_BYTES);
     if (l->f) s->io->close(l->f);
-    free(l->tail);
+    ti_tail_clear(&l->tail);
     free(l);
     s->live = NULL;
 }

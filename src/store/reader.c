@@ -17,8 +17,9 @@
  * rollback that cuts nudb.dat after s1 is seen by the s2 check as well.
  *
  * The tail index: every record in [W, C) of nudb.dat, which the deferred
- * index (helper D) has acknowledged but not yet written to nudb.key. The
- * reader scans it itself, incrementally: [scanned, C) when C grows; when W
+ * index (helper D) has acknowledged but not yet written to nudb.key, in
+ * a table of tail.c's (the writer's own tail's kind). The reader scans it
+ * itself, incrementally: [scanned, C) when C grows; when W
  * moves up (a flush wrote the tail's buckets) the entries below W are
  * dropped (rehashed, no I/O); a new generation (a writer's open, its
  * recovery) or a C below `scanned` (a rollback) empties it and scans [W, C)
@@ -63,52 +64,53 @@ static uint64_t page(const ti_live *l, int i)
     return __atomic_load_n(&l->w[i], __ATOMIC_RELAXED);
 }
 
-/* ---- the tail index ---- */
+/* ---- the tail index: tail.c's table, as the writer's tail ---- */
 
-static int tail_put(ti_live *l, uint64_t hash, uint64_t offset, uint64_t size)
+/* Add an entry, doubling the table first when it is full. Not bounded by
+ * a budget: the writer's (or its recovery's) tail is what it is. */
+static int tail_put(ti_live *l, const tide_entry *e)
 {
-    if (2 * (l->tail_count + 1) > l->tail_cap) {
-        size_t cap = l->tail_cap ? 2 * l->tail_cap : 1024;
-        ti_reader_slot *t = calloc(cap, sizeof *t), *old = l->tail;
-        if (t == NULL) return tide_err_set(TIDE_ENOMEM, "reader: tail index of %zu entries: out "
-                                           "of memory", cap);
-        size_t old_cap = l->tail_cap;
-        l->tail = t;
-        l->tail_cap = cap;
-        l->tail_count = 0;
-        for (size_t i = 0; i < old_cap; i++)
-            if (old[i].offset) tail_put(l, old[i].hash, old[i].offset, old[i].size);
-        free(old);
+    uint64_t *fresh = NULL, fresh_slots = 0, old_slots = 0;
+    int rc;
+
+    if (l->tail.count + 1 > l->tail.nslots / 4 * 3) {
+        if ((rc = ti_tail_prepare(&l->tail, 1, &fresh, &fresh_slots)) != 0) return rc;
+        ti_tail_free_table(ti_tail_swap(&l->tail, fresh, fresh_slots, &old_slots), old_slots);
     }
-    size_t mask = l->tail_cap - 1, i = (size_t)(hash * 0x9e3779b97f4a7c15ull >> 20) & mask;
-    while (l->tail[i].offset) i = (i + 1) & mask;
-    l->tail[i] = (ti_reader_slot){ hash, offset, size };
-    l->tail_count++;
+    ti_tail_add(&l->tail, e);
     return 0;
 }
 
-/* Keep the entries at or above `w` (W moved up: the rest are in nudb.key). */
-static void tail_prune(ti_live *l, uint64_t w)
+static void tail_empty(ti_tail *t)
 {
-    ti_reader_slot *old = l->tail;
-    size_t cap = l->tail_cap;
-
-    if (old == NULL) return;
-    l->tail = calloc(cap, sizeof *l->tail);
-    if (l->tail == NULL) {          /* keep the old one: a stale entry only costs a read */
-        l->tail = old;
-        return;
-    }
-    l->tail_count = 0;
-    for (size_t i = 0; i < cap; i++)
-        if (old[i].offset >= w) tail_put(l, old[i].hash, old[i].offset, old[i].size);
-    free(old);
+    ti_tail_clear(t);
+    t->max_slots = 1ull << 62;
 }
 
-static void tail_clear(ti_live *l)
+/* Keep the entries at or above `w` (W moved up: the rest are in nudb.key).
+ * A table that cannot be made keeps the old one: a stale entry only costs
+ * a read (its record is in nudb.key too). */
+static void tail_prune(ti_live *l, uint64_t w)
 {
-    if (l->tail) memset(l->tail, 0, l->tail_cap * sizeof *l->tail);
-    l->tail_count = 0;
+    ti_tail kept;
+    tide_entry e;
+
+    tail_empty(&kept);
+    for (uint64_t i = 0; i < l->tail.nslots; i++) {
+        if (!ti_tail_slot(&l->tail, i, &e) || e.offset < w) continue;
+        if (kept.count + 1 > kept.nslots / 4 * 3) {
+            uint64_t *fresh = NULL, fresh_slots = 0, old_slots = 0;
+            if (ti_tail_prepare(&kept, l->tail.count - kept.count, &fresh, &fresh_slots) != 0) {
+                tide_err_clear();
+                ti_tail_clear(&kept);
+                return;
+            }
+            ti_tail_free_table(ti_tail_swap(&kept, fresh, fresh_slots, &old_slots), old_slots);
+        }
+        ti_tail_add(&kept, &e);
+    }
+    ti_tail_clear(&l->tail);
+    l->tail = kept;
 }
 
 /* Index the records of [l->scanned, c): data records into the table, spill
@@ -139,15 +141,18 @@ static int tail_scan(tide_store *s, ti_live *l, uint64_t c)
         if (need < TIDE_SPILL_HEADER) len = UINT64_MAX;
         else if (size == 0) len = TIDE_SPILL_HEADER + (uint64_t)ti_get16(r + 6);
         else len = need < head ? UINT64_MAX : head + size;
-        if (len == UINT64_MAX || pos + len > c) {
+        /* A value is below 4 GiB: a larger size is no record (and the
+         * table holds 32 bits of it). */
+        if (len == UINT64_MAX || pos + len > c || size > 0xffffffffull) {
             rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: the record runs past the %llu "
                               "bytes the writer says are complete (tide.live)", s->dat_path,
                               (unsigned long long)pos, (unsigned long long)c);
             goto out;
         }
         if (size != 0) {
-            uint64_t h = ti_fmt_hash48(r + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt);
-            if ((rc = tail_put(l, h, pos, size)) != 0) goto out;
+            tide_entry e = { pos, size, ti_fmt_hash48(r + TIDE_DAT_RECORD_HEADER, s->key_size,
+                                                      s->kh.salt) };
+            if ((rc = tail_put(l, &e)) != 0) goto out;
         }
         pos += len;
     }
@@ -162,19 +167,17 @@ static int tail_lookup(tide_store *s, uint64_t h, const void *key, void **value,
     ti_live *l = s->live;
     int rc = TIDE_ENOTFOUND;
 
+    uint64_t cursor = 0;
+    tide_entry e;
+
     pthread_rwlock_rdlock(&s->key_lock);
-    if (l->tail_count) {
-        size_t mask = l->tail_cap - 1, i = (size_t)(h * 0x9e3779b97f4a7c15ull >> 20) & mask;
-        for (; l->tail[i].offset; i = (i + 1) & mask) {
-            if (l->tail[i].hash != h) continue;
-            tide_entry e = { .hash = h, .offset = l->tail[i].offset, .size = l->tail[i].size };
-            int m = ti_store_match_record(s, &e, key, value);
-            if (m < 0) { rc = m; break; }
-            if (m == 1) {
-                rc = 0;
-                if (len) *len = e.size;
-                break;
-            }
+    while (ti_tail_next(&l->tail, h, &cursor, &e)) {
+        int m = ti_store_match_record(s, &e, key, value);
+        if (m < 0) { rc = m; break; }
+        if (m == 1) {
+            rc = 0;
+            if (len) *len = e.size;
+            break;
         }
     }
     pthread_rwlock_unlock(&s->key_lock);
@@ -245,7 +248,7 @@ static int apply_counts(tide_store *s, ti_live *l, const page_counts *p, uint64_
 
     l->view_seq = 0;                 /* until the view below is whole */
     if (p->gen != l->view_gen || p->c < l->scanned || p->w < l->W) {
-        tail_clear(l);
+        tail_empty(&l->tail);
         l->scanned = p->w;
     } else if (p->w > l->W) {
         tail_prune(l, p->w);
