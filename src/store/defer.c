@@ -242,17 +242,12 @@ bad:
  * most it could hold). Each table is counted (note_alloc, the tail's id). */
 static int tail_grow_add(tide_store *s, const tide_entry *e)
 {
-    uint64_t *fresh = NULL, fresh_slots = 0, old_slots = 0;
-    int rc;
+    uint64_t grown = 0;
+    int rc = ti_tail_add_growing(&s->tail, e, &grown);
 
-    if (s->tail.count + 1 > s->tail.nslots / 4 * 3) {
-        if ((rc = ti_tail_prepare(&s->tail, 1, &fresh, &fresh_slots)) != 0) return rc;
-        if (s->opts.note_alloc && s->opts.tail_account_id >= 0)
-            s->opts.note_alloc(s->opts.tail_account_id, (int64_t)(fresh_slots * TI_TAIL_SLOT_BYTES));
-        ti_tail_free_table(ti_tail_swap(&s->tail, fresh, fresh_slots, &old_slots), old_slots);
-    }
-    ti_tail_add(&s->tail, e);
-    return 0;
+    if (grown && s->opts.note_alloc && s->opts.tail_account_id >= 0)
+        s->opts.note_alloc(s->opts.tail_account_id, (int64_t)grown);
+    return rc;
 }
 
 /* Read the records of [W, C) into the tail, whose table grows by doubling

@@ -66,19 +66,12 @@ static uint64_t page(const ti_live *l, int i)
 
 /* ---- the tail index: tail.c's table, as the writer's tail ---- */
 
-/* Add an entry, doubling the table first when it is full. Not bounded by
- * a budget: the writer's (or its recovery's) tail is what it is. */
+/* Add an entry (the table doubles as it fills). Not bounded by a budget:
+ * the writer's (or its recovery's) tail is what it is. */
 static int tail_put(ti_live *l, const tide_entry *e)
 {
-    uint64_t *fresh = NULL, fresh_slots = 0, old_slots = 0;
-    int rc;
-
-    if (l->tail.count + 1 > l->tail.nslots / 4 * 3) {
-        if ((rc = ti_tail_prepare(&l->tail, 1, &fresh, &fresh_slots)) != 0) return rc;
-        ti_tail_free_table(ti_tail_swap(&l->tail, fresh, fresh_slots, &old_slots), old_slots);
-    }
-    ti_tail_add(&l->tail, e);
-    return 0;
+    uint64_t grown;
+    return ti_tail_add_growing(&l->tail, e, &grown);
 }
 
 static void tail_empty(ti_tail *t)
@@ -92,22 +85,17 @@ static void tail_empty(ti_tail *t)
  * a read (its record is in nudb.key too). */
 static void tail_prune(ti_live *l, uint64_t w)
 {
-    ti_tail kept;
+    ti_tail kept = { .max_slots = 1ull << 62 };
     tide_entry e;
 
-    tail_empty(&kept);
     for (uint64_t i = 0; i < l->tail.nslots; i++) {
+        uint64_t grown;
         if (!ti_tail_slot(&l->tail, i, &e) || e.offset < w) continue;
-        if (kept.count + 1 > kept.nslots / 4 * 3) {
-            uint64_t *fresh = NULL, fresh_slots = 0, old_slots = 0;
-            if (ti_tail_prepare(&kept, l->tail.count - kept.count, &fresh, &fresh_slots) != 0) {
-                tide_err_clear();
-                ti_tail_clear(&kept);
-                return;
-            }
-            ti_tail_free_table(ti_tail_swap(&kept, fresh, fresh_slots, &old_slots), old_slots);
+        if (ti_tail_add_growing(&kept, &e, &grown) != 0) {
+            tide_err_clear();
+            ti_tail_clear(&kept);
+            return;
         }
-        ti_tail_add(&kept, &e);
     }
     ti_tail_clear(&l->tail);
     l->tail = kept;
