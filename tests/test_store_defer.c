@@ -427,6 +427,19 @@ static tide_store *open_reader(dstate *d)
     return s;
 }
 
+/* `tide VERB 'DIR'` (stderr joined), its exit status asserted; its output
+ * (the caller frees it). */
+static char *tide_on(dstate *d, const char *verb, int status)
+{
+    char args[4400];
+    char *out = NULL;
+
+    snprintf(args, sizeof args, "%s '%s'", verb, d->dir);
+    int rc = th_run_tide(args, 1, &out);
+    if (rc != status) fail_msg("tide %s: exit status %d, expected %d: %s", verb, rc, status, out);
+    return out;
+}
+
 static void key_hex(uint64_t i, char *hex)
 {
     uint8_t key[KEY];
@@ -501,18 +514,15 @@ static void tide_get_info_visit_verify_work_on_a_killed_deferred_store(void **st
     assert_int_equal(th_run_tide(args, 1, &out), 0);
     expect_contains(out, "same", "tide get prints the unindexed record's value");
     free(out);
-    snprintf(args, sizeof args, "info '%s'", d->dir);
-    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    out = tide_on(d, "info", 0);
     expect_contains(out, "recovery      PENDING, reads work", "tide info");
     expect_contains(out, "stopped without closing the store", "tide info: the writer line");
     free(out);
-    snprintf(args, sizeof args, "verify '%s'", d->dir);
-    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    out = tide_on(d, "verify", 0);
     expect_contains(out, "verdict          sound", "tide verify");
     expect_contains(out, "not indexed      1000 records", "tide verify: the tail");
     free(out);
-    snprintf(args, sizeof args, "visit '%s'", d->dir);
-    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    out = tide_on(d, "visit", 0);
     expect_contains(out, "data records    1000", "tide visit");
     snprintf(want, sizeof want, "of which those from offset %u are not yet indexed",
              (unsigned)TIDE_DAT_HEADER_SIZE);
@@ -568,14 +578,12 @@ static void a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run
     expect_contains(out, "nudb.log holds an unfinished commit of 78 bytes", "tide get");
     expect_contains(out, "or start the store's tided", "tide get: what to run");
     free(out);
-    snprintf(args, sizeof args, "verify '%s'", d->dir);
-    assert_int_equal(th_run_tide(args, 1, &out), 1);
+    out = tide_on(d, "verify", 1);
     expect_contains(out, "run 'tide recover", "tide verify: what to run");
     if (strstr(out, "in use by another process"))
         fail_msg("tide verify blames another process, and none holds the store: %s", out);
     free(out);
-    snprintf(args, sizeof args, "info '%s'", d->dir);
-    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    out = tide_on(d, "info", 0);
     expect_contains(out, "recovery      PENDING: nudb.log holds an unfinished commit", "tide info");
     free(out);
     expect_unchanged(d->dir, &sn, "the refused tools");
