@@ -32,6 +32,7 @@
 
 #include "helpers.h"
 #include "expect.h"
+#include "io/io_sim.h"
 #include "store/format.h"
 #include "store/meta.h"
 #include "tide/log.h"
@@ -390,6 +391,16 @@ static void a_tide_meta_past_the_data_file_is_refused_and_nothing_changes(void *
     expect_error(th_store_open(&s, d->dir), TIDE_ECORRUPT, "open: committed records are missing");
     expect_contains(tide_last_error(), "acknowledged records are missing", "the message");
     expect_unchanged(d->dir, &sn, "the refused open");
+    /* A read-only open says the same, not "unfinished commit". */
+    {
+        tide_store_opts o;
+        th_store_opts(&o);
+        o.read_only = 1;
+        expect_error(tide_store_open(&s, d->dir, &o), TIDE_ECORRUPT, "a read-only open");
+        expect_contains(tide_last_error(), "acknowledged records are missing", "its message");
+        expect_contains(tide_last_error(), "remove tide.meta", "its message: what to do");
+        expect_unchanged(d->dir, &sn, "the refused read-only open");
+    }
     th_snapshot_free(&sn);
 }
 
@@ -544,7 +555,7 @@ static void a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run
     tide_store_opts o;
     tide_store *s = NULL;
     th_snapshot sn;
-    char args[9000], hex[2 * KEY + 1];
+    char args[9000], hex[2 * KEY + 1], want[128];
     char *out = NULL;
     int fd[2], status;
     pid_t pid;
@@ -564,7 +575,22 @@ static void a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run
     assert_int_equal(read(fd[0], args, 1), 1);
     close(fd[0]);
     expect_error(tide_store_open(&s, d->dir, &o), TIDE_EBUSY, "a read-only open beside a holder");
-    expect_contains(tide_last_error(), "unfinished commit", "the refusal");
+    snprintf(want, sizeof want, "nudb.dat is open in process %d (", (int)pid);
+    expect_contains(tide_last_error(), want, "the refusal names the holder");
+    expect_contains(tide_last_error(), "stop it if it writes the store, then run 'tide recover",
+                    "the refusal: what to do");
+    if (strstr(tide_last_error(), "unfinished commit"))
+        fail_msg("the refusal blames an unfinished commit; the log has no pre-image: %s",
+                 tide_last_error());
+    key_hex(0, hex);
+    snprintf(args, sizeof args, "get '%s' %s", d->dir, hex);
+    assert_int_equal(th_run_tide(args, 1, &out), 1);
+    expect_contains(out, want, "tide get names the holder");
+    free(out);
+    out = tide_on(d, "info", 0);
+    expect_contains(out, "PENDING, reads refused", "tide info");
+    expect_contains(out, want, "tide info names the holder");
+    free(out);
     kill(pid, SIGKILL);
     th_waitpid(pid, &status, 0);
     assert_int_equal(th_pwrite_file(file_in(d, "nudb.log"), rec, sizeof rec, TIDE_LOG_HEADER_SIZE), 0);
@@ -590,6 +616,176 @@ static void a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run
     th_snapshot_free(&sn);
 }
 
+/* ---- review of issue 15, the idle view's review: each check can fail ---- */
+
+static void copy_into_sim(dstate *d, tide_io_sim *sim)
+{
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log", TI_META_NAME };
+    char path[64];
+
+    if (tide_io_sim_mkdir(sim, "/db") != 0) fail_msg("sim: mkdir");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        assert_int_equal(th_read_file(file_in(d, names[i]), &buf, &len), 0);
+        snprintf(path, sizeof path, "/db/%s", names[i]);
+        if (tide_io_sim_put_file(sim, path, buf, len) != 0) fail_msg("sim: put %s", names[i]);
+        free(buf);
+    }
+}
+
+/* tide.meta unreadable (EACCES for another user, EIO) gave C = W: 1000
+ * acknowledged records read as missing. Every counted call of a read-only
+ * open failed once: the open fails, or it reads every record; the fault
+ * on tide.meta is an error naming it. */
+static void a_fault_reading_tide_meta_is_an_error_never_missing_records(void **state)
+{
+    dstate *d = *state;
+    tide_io_sim *sim = NULL;
+    tide_store_opts o;
+    unsigned named_meta = 0;
+
+    kill_with_a_tail(d, 200, 5);
+    assert_int_equal(tide_io_sim_create(&sim), 0);
+    copy_into_sim(d, sim);
+    th_store_opts(&o);
+    o.read_only = 1;
+    o.io = tide_io_sim_io(sim);
+    for (uint64_t n = 1;; n++) {
+        tide_store *s = NULL;
+        uint64_t c0 = tide_io_sim_calls(sim), used;
+        int rc;
+        assert_int_equal(tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_EIO, 0), 0);
+        rc = tide_store_open(&s, "/db", &o);
+        used = tide_io_sim_calls(sim) - c0;
+        assert_int_equal(tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0), 0);
+        if (rc == 0) {
+            expect_items(s, 0, 1000, KEY, VMIN, VMAX, "a read-only open that succeeded");
+            expect_closed(&s, "close");
+        } else if (strstr(tide_last_error(), "tide.meta cannot be read")) {
+            expect_contains(tide_last_error(), "nothing was read or written", "the meta error");
+            named_meta++;
+        }
+        if (used < n) break;
+    }
+    if (named_meta == 0) fail_msg("no fault gave the error naming tide.meta");
+    tide_io_sim_destroy(sim);
+}
+
+/* Two read-only tools at once: the first (in a child) holds the files
+ * and tide.live; the second's holders check knows it for a Tide reader.
+ * Before, the first closed tide.live and the second was refused with
+ * "unfinished commit of 62 bytes". */
+static void two_readers_of_a_killed_deferred_store_both_read_every_record(void **state)
+{
+    dstate *d = *state;
+    char args[9000], hex[2 * KEY + 1];
+    char *out = NULL;
+    int fd[2], status;
+    tide_store *s;
+    pid_t pid;
+
+    kill_with_a_tail(d, 200, 5);
+    assert_int_equal(pipe(fd), 0);
+    pid = th_fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tide_store_opts o;
+        th_store_opts(&o);
+        o.read_only = 1;
+        if (tide_store_open(&s, d->dir, &o) != 0) _exit(3);
+        if (th_store_expect_items(s, 0, 1000, KEY, VMIN, VMAX, NULL, 0) != 0) _exit(4);
+        if (write(fd[1], "y", 1) != 1) _exit(5);
+        for (;;) pause();
+    }
+    close(fd[1]);
+    if (read(fd[0], args, 1) != 1) fail_msg("the first reader failed to open or read");
+    close(fd[0]);
+    s = open_reader(d);
+    expect_items(s, 0, 1000, KEY, VMIN, VMAX, "the second reader, beside the first");
+    expect_closed(&s, "close the second reader");
+    key_hex(999, hex);
+    snprintf(args, sizeof args, "get '%s' %s >/dev/null && echo found", d->dir, hex);
+    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    expect_contains(out, "found", "tide get beside the first reader");
+    free(out);
+    kill(pid, SIGKILL);
+    th_waitpid(pid, &status, 0);
+}
+
+static void stale(ti_meta *m, uint8_t *slot) { m->dat_indexed += 1; ti_meta_encode(slot, m); }
+static void cut_last(ti_meta *m, uint8_t *slot) { m->dat_committed -= 10; ti_meta_encode(slot, m); }
+
+/* A slot written under another W (stale) claims nothing: C = W. */
+static void the_idle_view_ignores_a_stale_tide_meta_slot(void **state)
+{
+    dstate *d = *state;
+    tide_store_info info;
+    uint8_t key[KEY];
+    void *v = NULL;
+    size_t len = 0;
+    tide_store *s;
+
+    kill_with_a_tail(d, 200, 5);
+    edit_meta(d, stale);
+    s = open_reader(d);
+    tide_store_get_info(s, &info);
+    expect_u64(info.dat_committed, TIDE_DAT_HEADER_SIZE, "C: W, the slot is another W's");
+    expect_u64(info.tail_items, 0, "no tail");
+    th_key(0, KEY, key);
+    expect_rc(tide_store_fetch(s, key, &v, &len), TIDE_ENOTFOUND, "a record past W");
+    expect_closed(&s, "close");
+}
+
+/* A key file of another size than the log was written for is not the
+ * idle log's store as it was: refused, nothing changed. */
+static void the_idle_view_refuses_a_key_file_of_another_size(void **state)
+{
+    dstate *d = *state;
+    static uint8_t zero[65536];
+    tide_store_info info;
+    tide_store_opts o;
+    tide_store *s = NULL;
+    th_snapshot sn;
+    int64_t size;
+
+    kill_with_a_tail(d, 200, 1);
+    expect_ok(tide_store_inspect(d->dir, NULL, &info), "inspect");
+    assert_true(info.block_size <= sizeof zero);
+    /* One more bucket, empty: a well-formed key file, not the log's. */
+    size = th_file_size(file_in(d, "nudb.key"));
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.key"), zero, info.block_size, (uint64_t)size), 0);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    th_store_opts(&o);
+    o.read_only = 1;
+    expect_error(tide_store_open(&s, d->dir, &o), TIDE_EBUSY, "a read-only open");
+    expect_contains(tide_last_error(), "unfinished commit", "the refusal");
+    expect_unchanged(d->dir, &sn, "the refused open");
+    th_snapshot_free(&sn);
+}
+
+/* C inside the last record (tide.meta says less than the record's end):
+ * refused with the record's offset, never read past C. */
+static void the_idle_view_refuses_a_record_straddling_c(void **state)
+{
+    dstate *d = *state;
+    uint64_t dat = 0, last = 0;
+    tide_store_opts o;
+    tide_store *s = NULL;
+    char want[128];
+
+    kill_with_a_tail(d, 200, 1);
+    dat = (uint64_t)th_file_size(file_in(d, "nudb.dat"));
+    last = dat - (TIDE_DAT_RECORD_HEADER + KEY + th_len(199, VMIN, VMAX));
+    edit_meta(d, cut_last);
+    th_store_opts(&o);
+    o.read_only = 1;
+    expect_error(tide_store_open(&s, d->dir, &o), TIDE_ECORRUPT, "a read-only open");
+    snprintf(want, sizeof want, "offset %llu: not a complete record below the committed mark %llu",
+             (unsigned long long)last, (unsigned long long)(dat - 10));
+    expect_contains(tide_last_error(), want, "the message names the record and C");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -606,6 +802,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_killed_deferred_store_reads_as_it_is_without_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(tide_get_info_visit_verify_work_on_a_killed_deferred_store, setup, teardown),
         cmocka_unit_test_setup_teardown(a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_fault_reading_tide_meta_is_an_error_never_missing_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(two_readers_of_a_killed_deferred_store_both_read_every_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_idle_view_ignores_a_stale_tide_meta_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_idle_view_refuses_a_key_file_of_another_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_idle_view_refuses_a_record_straddling_c, setup, teardown),
     };
     tide_log_set_level(TIDE_LOG_OFF);
     return cmocka_run_group_tests(tests, NULL, NULL);

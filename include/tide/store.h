@@ -313,6 +313,10 @@ typedef struct tide_store_info {
                                     as it is, the records of [dat_indexed,
                                     dat_committed) through an in-memory
                                     tail; a recovery indexes them */
+    char     not_idle_why[768];  /* tide_store_inspect: why an idle log is
+                                    not read as it is (a process holds the
+                                    files, naming it; tide.meta past
+                                    nudb.dat's end); "" otherwise */
     /* Counters of this handle (zero for tide_store_inspect): */
     uint64_t inserts, fetches, commits, commit_failures;
     uint64_t pool_bytes;         /* insert pools: pending plus committing */

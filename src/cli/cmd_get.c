@@ -134,6 +134,10 @@ static int open_reader(const char *path, tide_store **s)
     tide_store_opts_init(&so);
     so.read_only = 1;
     rc = tide_store_open(s, path, &so);
+    /* The open's own words when an idle log was refused for a cause it
+     * names (a holder, one it cannot list, tide.meta past nudb.dat). */
+    if (rc == TIDE_EBUSY && tide_store_inspect(path, NULL, &in) == 0 && in.not_idle_why[0])
+        return cli_error("get", "%s", in.not_idle_why);
     if (rc == TIDE_EBUSY && !cli_store_is_held(path, 1) && tide_store_inspect(path, NULL, &in) == 0 &&
         in.needs_recovery)
         /* A crash's log, or a live NuDB writer's commit (it takes no lock):

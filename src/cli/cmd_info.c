@@ -57,7 +57,12 @@ static const char help_info[] =
 "    then says 'PENDING, reads work' and how many bytes of committed\n"
 "    records wait to be indexed; get, visit and verify read the store as\n"
 "    it is, and 'tide recover' or the writer's next start indexes them.\n"
-"    --json gives idle_log, dat_indexed and dat_committed.\n"
+"    --json gives idle_log, and with it dat_indexed and dat_committed (the\n"
+"    offsets below which nudb.key indexes and nudb.dat holds committed\n"
+"    records), only for the idle log. When the idle log is not read as it\n"
+"    is (another process has the files open, or tide.meta claims records\n"
+"    past nudb.dat's end), the line says why ('PENDING, reads refused'),\n"
+"    and --json gives it as not_idle_why.\n"
 "\n"
 "    When a Tide writer (a node, a put) has written tide.live beside the\n"
 "    store, a 'writer' line says whether it runs, its pid, and the counts\n"
@@ -153,8 +158,14 @@ static json_t *info_object(const char *path, const tide_store_info *in)
     /* Issue 15: a stopped deferred writer's idle log: reads work; the
      * records of [dat_indexed, dat_committed) wait to be indexed. */
     json_object_set_new(o, "idle_log", json_boolean(in->idle_log && !running));
-    json_object_set_new(o, "dat_indexed", json_integer((json_int_t)in->dat_indexed));
-    json_object_set_new(o, "dat_committed", json_integer((json_int_t)in->dat_committed));
+    /* W and C of the idle log only: otherwise inspect has nothing but the
+     * file's size to give (a running writer's are under "writer"). */
+    if (in->idle_log && !running) {
+        json_object_set_new(o, "dat_indexed", json_integer((json_int_t)in->dat_indexed));
+        json_object_set_new(o, "dat_committed", json_integer((json_int_t)in->dat_committed));
+    }
+    if (in->not_idle_why[0] && !running)
+        json_object_set_new(o, "not_idle_why", json_string(in->not_idle_why));
     json_object_set_new(o, "writer", live_object(&lv));
     return o;
 }
@@ -230,6 +241,8 @@ static void info_text(const char *path, const tide_store_info *in)
         printf("recovery      PENDING, reads work: nudb.log is a deferred writer's idle log (no "
                "bucket to restore, nothing committed past the index); 'tide recover %s' or the "
                "writer's next start removes it\n", path);
+    else if (in->not_idle_why[0])
+        printf("recovery      PENDING, reads refused: %s\n", in->not_idle_why);
     else if (in->needs_recovery)
         printf("recovery      PENDING: nudb.log holds an unfinished commit (bucket pre-images: a "
                "crash's, or a live NuDB writer's); run 'tide recover %s' (or start the store's "

@@ -212,6 +212,9 @@ static int run(int argc, char **argv)
                 "offset %llu are not yet indexed ('tide recover %s' or its next start indexes "
                 "them)\n", a.path, (unsigned long long)in.dat_committed,
                 (unsigned long long)in.dat_indexed, a.path);
+    else if (in.not_idle_why[0])
+        fprintf(stderr, "tide visit: warning: %s; the walk includes the records a recovery would "
+                "cut off\n", in.not_idle_why);
     else if (in.needs_recovery)
         fprintf(stderr, "tide visit: warning: %s/nudb.log holds an interrupted commit; the walk "
                         "includes the records a recovery would cut off\n", a.path);

@@ -111,6 +111,24 @@ int ti_store_refuse_holders(tide_io *io, const char *dir, const char *doing)
     return ti_store_refuse_holders_ex(io, dir, doing, 0);
 }
 
+int ti_store_other_holders(tide_io *io, const char *dir, int readers_ok, ti_store_holder_seen *out)
+{
+    tide_io_holder h[HOLDERS_SEEN];
+    size_t n = 0, seen;
+    int rc = list_holders(io, dir, h, HOLDERS_SEEN, &n);
+
+    memset(out, 0, sizeof *out);
+    if (rc || n == 0) return rc;
+    seen = n < HOLDERS_SEEN ? n : HOLDERS_SEEN;
+    if (readers_ok && io->holders && (rc = drop_readers(io, dir, h, &seen, &n)) != 0) return rc;
+    out->count = n;
+    if (n == 0) return 0;
+    out->pid = h[0].pid;
+    snprintf(out->comm, sizeof out->comm, "%s", h[0].comm);
+    out->file = file_names[h[0].path];
+    return 0;
+}
+
 int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, int readers_ok)
 {
     tide_io_holder h[HOLDERS_SEEN];

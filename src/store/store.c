@@ -563,6 +563,7 @@ void ti_store_free(tide_store *s)
 {
     if (s == NULL) return;
     ti_live_free(s);                    /* issue 15 (R) */
+    if (s->live_mark) s->io->close(s->live_mark);
     if (s->dat) s->io->close(s->dat);
     if (s->key) s->io->close(s->key);
     if (s->log) s->io->close(s->log);
@@ -664,6 +665,13 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
             if (rc == 0) tide_err_clear();      /* the lock's refusal is not an error here */
             return rc;
         }
+        /* No writer: the page is not read, but tide.live stays open, the
+         * mark by which other readers' holders checks (holders.c) know
+         * this handle for a Tide reader (review of issue 15). */
+        if (s->live && s->live->f) {
+            s->live_mark = s->live->f;
+            s->live->f = NULL;
+        }
         ti_live_free(s);
     }
     if (rc) return rc;
@@ -696,6 +704,7 @@ static int read_only_view(tide_store *s, uint64_t log_size)
         s->dat_committed = v.C;
         return 0;
     }
+    if (v.why[0]) return tide_err_set(v.why_rc, "%s", v.why);
     return tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
                         "(bucket pre-images: a crash's, or a live NuDB writer's, which takes no "
                         "lock); a read-only open never recovers: run 'tide recover' (or start the "
@@ -1547,6 +1556,7 @@ int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
             o->dat_indexed = v.W;
             o->dat_committed = v.C;
         }
+        snprintf(o->not_idle_why, sizeof o->not_idle_why, "%s", v.why);
     }
     tide_err_clear();
 out:

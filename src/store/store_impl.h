@@ -62,6 +62,9 @@ struct tide_store {
     /* Issue 15 (R): tide.live (live.h). A writer's page, or a reader's in
      * another process than the writer's; NULL for neither. */
     ti_live   *live;
+    /* A reader with no writer: tide.live kept open (not mapped), so that
+     * other readers' holders checks count it as a Tide reader. */
+    tide_file *live_mark;
     /* Issue 15 (review finding 6): a read-only handle of a store whose
      * stopped deferred writer left the idle log (ti_recover_idle_view):
      * nudb.dat is read up to C, [W, C) through the tail, nothing written. */
@@ -209,6 +212,17 @@ int ti_store_refuse_holders(tide_io *io, const char *dir, const char *doing);
 /* The same; with `readers_ok`, Tide's readers in other processes (they
  * have tide.live open: holders.c) are not counted (a writer's open). */
 int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, int readers_ok);
+/* The other processes that have one of the store's files open (those this
+ * user's /proc shows: holders.c), Tide's readers dropped with readers_ok:
+ * how many, and the first (pid, comm, which file). 0 (count 0: none seen),
+ * or the listing's error (TIDE_EIO: /proc unreadable; TIDE_ENOMEM). */
+typedef struct ti_store_holder_seen {
+    size_t      count;
+    int         pid;
+    char        comm[32];
+    const char *file;            /* static: "nudb.dat", "nudb.key" or "nudb.log" */
+} ti_store_holder_seen;
+int ti_store_other_holders(tide_io *io, const char *dir, int readers_ok, ti_store_holder_seen *out);
 
 /* Recovery on paths (recover.c); used by open and tide_store_recover. A
  * caller that holds the lock has done the holders check too (`force` is
@@ -225,10 +239,17 @@ int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, 
  * an unfinished commit or flush; another store's; a tide.meta past
  * nudb.dat's end), or (check_holders) another process has the files open
  * (a live NuDB writer's commit starts with a header alone). Reads only.
- * 0, or TIDE_ENOMEM; a file that cannot be read is idle 0. */
+ * why_rc and why (idle 0): the refusal for a tide.meta past nudb.dat's end
+ * (TIDE_ECORRUPT, recovery's words) or a holder, or holders that cannot
+ * be listed (TIDE_EBUSY, naming them); 0 and "" when the log is not the
+ * idle log (the caller's "unfinished commit"). 0; TIDE_ENOMEM; tide.meta's
+ * read error (a message naming it: never C = W for a meta not read); a
+ * log, key or data file that cannot be read is idle 0. */
 typedef struct ti_idle_view {
     int      idle;
     uint64_t W, C;
+    int      why_rc;
+    char     why[768];
 } ti_idle_view;
 int ti_recover_idle_view(tide_io *io, const char *dir, int check_holders, ti_idle_view *v);
 
