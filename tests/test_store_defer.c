@@ -539,9 +539,21 @@ static void tide_get_info_visit_verify_work_on_a_killed_deferred_store(void **st
              (unsigned)TIDE_DAT_HEADER_SIZE);
     expect_contains(out, want, "tide visit: where the unindexed records begin");
     free(out);
+    out = tide_on(d, "info --json", 0);
+    snprintf(want, sizeof want, "\"dat_committed\": %lld", th_file_size(file_in(d, "nudb.dat")));
+    expect_contains(out, want, "tide info --json: C of the idle log");
+    free(out);
     expect_unchanged(d->dir, &sn, "tide get, info, verify, visit");
     th_snapshot_free(&sn);
     th_rmrf(aside);
+    /* Recovered: no idle log, no W and C to give (not the file's size). */
+    free(tide_on(d, "recover", 0));
+    out = tide_on(d, "info --json", 0);
+    /* Top-level keys in order: idle_log is followed by the writer object
+     * (whose own dat_indexed is its page's). */
+    expect_contains(out, "\"idle_log\": false,\n  \"writer\":",
+                    "tide info --json: no W and C without an idle log");
+    free(out);
 }
 
 /* A log with a pre-image (a flush or commit interrupted) is not the idle

@@ -531,6 +531,14 @@ static uint64_t append_records(const char *dir, uint64_t end, uint64_t from, uin
     return end;
 }
 
+#define READER_TAIL_ID 5
+static uint64_t reader_tail_noted;
+
+static void note_reader_tail(int id, int64_t bytes)
+{
+    if (id == READER_TAIL_ID) reader_tail_noted += (uint64_t)bytes;
+}
+
 static void the_tail_between_w_and_c_is_found_through_the_readers_own_index(void **state)
 {
     char dir[4096];
@@ -571,10 +579,23 @@ static void the_tail_between_w_and_c_is_found_through_the_readers_own_index(void
         _exit(0);
     }
     assert_int_equal(wait_for(&sh->acked, 1300), 0);
-    assert_int_equal(open_reader(&r, dir), 0);
+    {
+        tide_store_opts o;
+        th_store_opts(&o);
+        o.read_only = 1;
+        o.note_alloc = note_reader_tail;
+        o.tail_account_id = READER_TAIL_ID;
+        reader_tail_noted = 0;
+        assert_int_equal(tide_store_open(&r, dir, &o), 0);
+    }
     assert_non_null(r->live);
     check_all(r, 1300, "C raised once");
     assert_int_equal(r->live->tail.count, 300);
+    /* Its tables are counted (note_alloc), the one in use at least. */
+    if (reader_tail_noted < r->live->tail.nslots * TI_TAIL_SLOT_BYTES || reader_tail_noted == 0)
+        fail_msg("the reader's tail tables: %llu bytes noted, the table holds %llu",
+                 (unsigned long long)reader_tail_noted,
+                 (unsigned long long)(r->live->tail.nslots * TI_TAIL_SLOT_BYTES));
     uint64_t scans = r->live->tail_scans;
     st(&sh->passes, 1);
     assert_int_equal(wait_for(&sh->acked, 1500), 0);

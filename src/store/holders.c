@@ -27,8 +27,15 @@
  * open still do (ti_store_refuse_holders: they change the files without
  * the seqlock, or rename nudb.key under the reader).
  *
+ * What is seen: the processes whose /proc/PID/fd this user may read. A
+ * process of another user (the caller not root) or one hidden by hidepid
+ * is skipped, not counted: "no holder" means none of those seen. A Tide
+ * writer cannot hide so from a reader (the reader's shared lock on
+ * nudb.key keeps it out); a NuDB writer of another user can.
+ *
  * Never: refuse a read-only open for a holder; a reader changes nothing,
- *   whoever else writes.
+ *   whoever else writes (the idle view, recover.c, is the exception: it
+ *   reads a log as a stopped writer's only when none is seen).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -25,6 +25,8 @@
  * recovery) or a C below `scanned` (a rollback) empties it and scans [W, C)
  * again. Records there are data records (nonzero size, key, value) or
  * spill records (size 0, a 2-byte length, a bucket), walked as visit does.
+ * Each table it allocates is given to note_alloc (the handle's
+ * tail_account_id), as the writer's tail tables are.
  *
  * Invariants:
  *   1. The view (s->buckets, s->dat_size, the tail index) only moves
@@ -66,12 +68,22 @@ static uint64_t page(const ti_live *l, int i)
 
 /* ---- the tail index: tail.c's table, as the writer's tail ---- */
 
+/* Each table the index allocates is counted as the writer's are
+ * (note_alloc with the handle's tail_account_id: churn totals). */
+static void note_table(const tide_store *s, uint64_t grown)
+{
+    if (grown && s->opts.note_alloc && s->opts.tail_account_id >= 0)
+        s->opts.note_alloc(s->opts.tail_account_id, (int64_t)grown);
+}
+
 /* Add an entry (the table doubles as it fills). Not bounded by a budget:
  * the writer's (or its recovery's) tail is what it is. */
-static int tail_put(ti_live *l, const tide_entry *e)
+static int tail_put(const tide_store *s, ti_live *l, const tide_entry *e)
 {
-    uint64_t grown;
-    return ti_tail_add_growing(&l->tail, e, &grown);
+    uint64_t grown = 0;
+    int rc = ti_tail_add_growing(&l->tail, e, &grown);
+    note_table(s, grown);
+    return rc;
 }
 
 static void tail_empty(ti_tail *t)
@@ -83,15 +95,17 @@ static void tail_empty(ti_tail *t)
 /* Keep the entries at or above `w` (W moved up: the rest are in nudb.key).
  * A table that cannot be made keeps the old one: a stale entry only costs
  * a read (its record is in nudb.key too). */
-static void tail_prune(ti_live *l, uint64_t w)
+static void tail_prune(const tide_store *s, ti_live *l, uint64_t w)
 {
     ti_tail kept = { .max_slots = 1ull << 62 };
     tide_entry e;
 
     for (uint64_t i = 0; i < l->tail.nslots; i++) {
-        uint64_t grown;
+        uint64_t grown = 0;
         if (!ti_tail_slot(&l->tail, i, &e) || e.offset < w) continue;
-        if (ti_tail_add_growing(&kept, &e, &grown) != 0) {
+        int rc = ti_tail_add_growing(&kept, &e, &grown);
+        note_table(s, grown);
+        if (rc != 0) {
             tide_err_clear();
             ti_tail_clear(&kept);
             return;
@@ -140,7 +154,7 @@ static int tail_scan(tide_store *s, ti_live *l, uint64_t c)
         if (size != 0) {
             tide_entry e = { pos, size, ti_fmt_hash48(r + TIDE_DAT_RECORD_HEADER, s->key_size,
                                                       s->kh.salt) };
-            if ((rc = tail_put(l, &e)) != 0) goto out;
+            if ((rc = tail_put(s, l, &e)) != 0) goto out;
         }
         pos += len;
     }
@@ -239,7 +253,7 @@ static int apply_counts(tide_store *s, ti_live *l, const page_counts *p, uint64_
         tail_empty(&l->tail);
         l->scanned = p->w;
     } else if (p->w > l->W) {
-        tail_prune(l, p->w);
+        tail_prune(s, l, p->w);
         if (l->scanned < p->w) l->scanned = p->w;
     }
     l->view_gen = p->gen;
