@@ -12,6 +12,8 @@
  * without the tail. tide.meta torn (the other slot wins), foreign (ignored)
  * or claiming more than nudb.dat holds (refused, nothing changed); a
  * damaged record in the tail is refused with its offset, nothing changed.
+ * Recovery sizes the tail's table for the records [W, C) holds, not for
+ * the most its bytes could hold (review finding 4), and counts it.
  * The crash images of every write and sync are test_store_durability's
  * *_deferred tests; kill -9 at random moments, test_store_kill9's.
  */
@@ -30,6 +32,7 @@
 
 #include "helpers.h"
 #include "expect.h"
+#include "io/io_sim.h"
 #include "store/format.h"
 #include "store/meta.h"
 #include "tide/log.h"
@@ -175,7 +178,8 @@ static void flush_indexes_the_tail_and_returns_when_there_is_nothing_to_flush(vo
 /* A child opens with a lag, inserts batches of `batch` items `batches`
  * times with a sync after each (nothing flushes: the budget is large), says
  * so on a pipe, and waits to be killed. */
-static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
+static void kill_with_values(dstate *d, uint64_t batch, unsigned batches, unsigned vmin,
+                             unsigned vmax)
 {
     int fd[2], status;
     char ok = 0;
@@ -192,7 +196,7 @@ static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
         o.index_lag_bytes = 1u << 20;
         if (tide_store_open(&s, d->dir, &o) != 0) _exit(3);
         for (unsigned b = 0; b < batches; b++) {
-            if (th_store_insert_items(s, b * batch, (b + 1) * batch, KEY, VMIN, VMAX, NULL)) _exit(4);
+            if (th_store_insert_items(s, b * batch, (b + 1) * batch, KEY, vmin, vmax, NULL)) _exit(4);
             if (tide_store_sync(s) != 0) _exit(5);
         }
         if (write(fd[1], "y", 1) != 1) _exit(6);
@@ -203,6 +207,54 @@ static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
     close(fd[0]);
     kill(pid, SIGKILL);
     th_waitpid(pid, &status, 0);
+}
+
+static void kill_with_a_tail(dstate *d, uint64_t batch, unsigned batches)
+{
+    kill_with_values(d, batch, batches, VMIN, VMAX);
+}
+
+/* What the store gave note_alloc for the tail's account. */
+#define TAIL_ID 7
+static uint64_t tail_noted, tail_noted_largest;
+
+static void note_tail(int id, int64_t bytes)
+{
+    if (id != TAIL_ID) return;
+    tail_noted += (uint64_t)bytes;
+    if ((uint64_t)bytes > tail_noted_largest) tail_noted_largest = (uint64_t)bytes;
+}
+
+/* Review of issue 15, finding 4: recovery sized the tail's table for the
+ * most records [W, C) could hold ((C - W) / 39: one-byte values), not for
+ * those it holds: large values made it hundreds of times too big, and it
+ * was not counted. 1000 records of 4000-byte values (~4 MB of nudb.dat)
+ * need 2048 slots (32 KiB); the old sizing took 2^18 (4 MiB). */
+static void recovery_sizes_the_tail_for_the_records_it_holds(void **state)
+{
+    dstate *d = *state;
+    uint64_t n = 1000, want = 2048 * 16;       /* the smallest power of two with n <= 3/4 of it */
+    tide_store_opts o;
+    tide_store *s = NULL;
+
+    kill_with_values(d, 200, 5, 4000, 4000);
+    th_store_opts(&o);
+    o.note_alloc = note_tail;
+    o.tail_account_id = TAIL_ID;
+    tail_noted = tail_noted_largest = 0;
+    expect_ok(tide_store_open(&s, d->dir, &o), "the open recovers and indexes the tail");
+    expect_items(s, 0, n, KEY, 4000, 4000, "every acknowledged item");
+    expect_closed(&s, "close");
+    if (tail_noted_largest != want)
+        fail_msg("recovering %llu records: the tail's largest table was %llu bytes (noted), "
+                 "expected %llu (proportional to the records, not to the bytes of nudb.dat)",
+                 (unsigned long long)n, (unsigned long long)tail_noted_largest,
+                 (unsigned long long)want);
+    /* Doubling from 16 slots: every table noted, their sum under 2x the last. */
+    if (tail_noted >= 2 * want)
+        fail_msg("the tail's tables noted %llu bytes in all, expected under %llu",
+                 (unsigned long long)tail_noted, (unsigned long long)(2 * want));
+    expect_verify_keys(d, n, "verify after the recovery");
 }
 
 static void a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it(void **state)
@@ -339,6 +391,16 @@ static void a_tide_meta_past_the_data_file_is_refused_and_nothing_changes(void *
     expect_error(th_store_open(&s, d->dir), TIDE_ECORRUPT, "open: committed records are missing");
     expect_contains(tide_last_error(), "acknowledged records are missing", "the message");
     expect_unchanged(d->dir, &sn, "the refused open");
+    /* A read-only open says the same, not "unfinished commit". */
+    {
+        tide_store_opts o;
+        th_store_opts(&o);
+        o.read_only = 1;
+        expect_error(tide_store_open(&s, d->dir, &o), TIDE_ECORRUPT, "a read-only open");
+        expect_contains(tide_last_error(), "acknowledged records are missing", "its message");
+        expect_contains(tide_last_error(), "remove tide.meta", "its message: what to do");
+        expect_unchanged(d->dir, &sn, "the refused read-only open");
+    }
     th_snapshot_free(&sn);
 }
 
@@ -363,6 +425,379 @@ static void a_damaged_record_in_the_tail_is_refused_with_its_offset(void **state
     th_snapshot_free(&sn);
 }
 
+/* ---- review of issue 15, finding 6: read-only tools after a kill ---- */
+
+static tide_store *open_reader(dstate *d)
+{
+    tide_store_opts o;
+    tide_store *s = NULL;
+
+    th_store_opts(&o);
+    o.read_only = 1;
+    expect_ok(tide_store_open(&s, d->dir, &o), "a read-only open of the killed store");
+    return s;
+}
+
+/* `tide VERB 'DIR'` (stderr joined), its exit status asserted; its output
+ * (the caller frees it). */
+static char *tide_on(dstate *d, const char *verb, int status)
+{
+    char args[4400];
+    char *out = NULL;
+
+    snprintf(args, sizeof args, "%s '%s'", verb, d->dir);
+    int rc = th_run_tide(args, 1, &out);
+    if (rc != status) fail_msg("tide %s: exit status %d, expected %d: %s", verb, rc, status, out);
+    return out;
+}
+
+static void key_hex(uint64_t i, char *hex)
+{
+    uint8_t key[KEY];
+    th_key(i, KEY, key);
+    for (unsigned k = 0; k < KEY; k++) sprintf(hex + 2 * k, "%02x", key[k]);
+}
+
+/* A deferred writer killed with 1000 acknowledged records in [W, C) (and,
+ * past C, the first bytes of an append it never finished): a read-only
+ * open reads the store as it is, the records through the tail, and the
+ * files stay byte-identical. Before the fix it was refused ("nudb.log
+ * holds an unfinished commit of 62 bytes"). */
+static void a_killed_deferred_store_reads_as_it_is_without_recovery(void **state)
+{
+    dstate *d = *state;
+    static const uint8_t torn[10] = { 0, 0, 0, 0, 1, 0 };
+    tide_store_info info;
+    tide_verify_report r;
+    tide_visit_stats vs;
+    th_snapshot sn;
+    uint64_t dat_bytes = 0;
+    tide_store *s;
+
+    kill_with_a_tail(d, 200, 5);
+    dat_bytes = (uint64_t)th_file_size(file_in(d, "nudb.dat"));
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.dat"), torn, sizeof torn, dat_bytes), 0);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    s = open_reader(d);
+    expect_items(s, 0, 1000, KEY, VMIN, VMAX, "every acknowledged item, through the tail");
+    tide_store_get_info(s, &info);
+    expect_u64(info.tail_items, 1000, "the tail holds the unindexed records");
+    expect_u64(info.dat_indexed, TIDE_DAT_HEADER_SIZE, "W: nothing indexed");
+    expect_u64(info.dat_committed, dat_bytes, "C: the end of the acknowledged records");
+    expect_closed(&s, "close the reader");
+    expect_ok(tide_store_inspect(d->dir, NULL, &info), "inspect");
+    if (!info.needs_recovery || !info.idle_log) fail_msg("inspect: expected the idle log, pending");
+    expect_u64(info.dat_committed, dat_bytes, "inspect's C");
+    expect_ok(tide_store_verify(d->dir, NULL, &r), "verify the indexed part");
+    expect_u64(r.keys, 0, "verify: entries");
+    expect_u64(r.data_records, 0, "verify: indexed records");
+    expect_u64(r.tail_records, 1000, "verify: records waiting to be indexed");
+    expect_u64(r.dat_file_bytes, dat_bytes, "verify: nudb.dat up to C");
+    expect_ok(tide_store_visit(d->dir, NULL, NULL, NULL, &vs), "visit stops at C");
+    expect_u64(vs.data_records, 1000, "visit's records");
+    expect_unchanged(d->dir, &sn, "the read-only tools");
+    th_snapshot_free(&sn);
+    /* Then the writer's open indexes them, the torn append cut off. */
+    expect_ok(th_store_open(&s, d->dir), "a writer's open recovers");
+    expect_closed(&s, "close");
+    expect_verify_keys(d, 1000, "verify after the recovery");
+}
+
+/* The CLI on the same store: get, info, visit and verify work, say what
+ * waits, and change nothing. */
+static void tide_get_info_visit_verify_work_on_a_killed_deferred_store(void **state)
+{
+    dstate *d = *state;
+    char hex[2 * KEY + 1], args[9000], aside[4096], vpath[4200], want[256];
+    uint8_t value[VMAX];
+    size_t len = th_len(777, VMIN, VMAX);
+    th_snapshot sn;
+    char *out = NULL;
+
+    kill_with_a_tail(d, 200, 5);
+    assert_int_equal(th_mkdtemp(aside, sizeof aside), 0);
+    th_value(777, len, value);
+    snprintf(vpath, sizeof vpath, "%s/value", aside);
+    assert_int_equal(th_write_file(vpath, value, len), 0);
+    key_hex(777, hex);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    snprintf(args, sizeof args, "get '%s' %s | cmp - '%s' && echo same", d->dir, hex, vpath);
+    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    expect_contains(out, "same", "tide get prints the unindexed record's value");
+    free(out);
+    out = tide_on(d, "info", 0);
+    expect_contains(out, "recovery      PENDING, reads work", "tide info");
+    expect_contains(out, "stopped without closing the store", "tide info: the writer line");
+    free(out);
+    out = tide_on(d, "verify", 0);
+    expect_contains(out, "verdict          sound", "tide verify");
+    expect_contains(out, "not indexed      1000 records", "tide verify: the tail");
+    free(out);
+    out = tide_on(d, "visit", 0);
+    expect_contains(out, "data records    1000", "tide visit");
+    snprintf(want, sizeof want, "of which those from offset %u are not yet indexed",
+             (unsigned)TIDE_DAT_HEADER_SIZE);
+    expect_contains(out, want, "tide visit: where the unindexed records begin");
+    free(out);
+    out = tide_on(d, "info --json", 0);
+    snprintf(want, sizeof want, "\"dat_committed\": %lld", th_file_size(file_in(d, "nudb.dat")));
+    expect_contains(out, want, "tide info --json: C of the idle log");
+    free(out);
+    expect_unchanged(d->dir, &sn, "tide get, info, verify, visit");
+    th_snapshot_free(&sn);
+    th_rmrf(aside);
+    /* Recovered: no idle log, no W and C to give (not the file's size). */
+    free(tide_on(d, "recover", 0));
+    out = tide_on(d, "info --json", 0);
+    /* Top-level keys in order: idle_log is followed by the writer object
+     * (whose own dat_indexed is its page's). */
+    expect_contains(out, "\"idle_log\": false,\n  \"writer\":",
+                    "tide info --json: no W and C without an idle log");
+    free(out);
+}
+
+/* A log with a pre-image (a flush or commit interrupted) is not the idle
+ * log: refused, saying what to run, no "in use by another process" (no
+ * process holds it), nothing changed. So is the idle log while another
+ * process has the files open (a NuDB writer's commit starts the same). */
+static void a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run(void **state)
+{
+    dstate *d = *state;
+    uint8_t rec[16] = { 0 };          /* bucket 0, empty: index, count, spill */
+    tide_store_opts o;
+    tide_store *s = NULL;
+    th_snapshot sn;
+    char args[9000], hex[2 * KEY + 1], want[128];
+    char *out = NULL;
+    int fd[2], status;
+    pid_t pid;
+
+    kill_with_a_tail(d, 200, 1);
+    th_store_opts(&o);
+    o.read_only = 1;
+    assert_int_equal(pipe(fd), 0);
+    pid = th_fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {                       /* holds nudb.dat open, as a NuDB writer would */
+        FILE *f = fopen(file_in(d, "nudb.dat"), "r");
+        if (f == NULL || write(fd[1], "y", 1) != 1) _exit(3);
+        for (;;) pause();
+    }
+    close(fd[1]);
+    assert_int_equal(read(fd[0], args, 1), 1);
+    close(fd[0]);
+    expect_error(tide_store_open(&s, d->dir, &o), TIDE_EBUSY, "a read-only open beside a holder");
+    snprintf(want, sizeof want, "nudb.dat is open in process %d (", (int)pid);
+    expect_contains(tide_last_error(), want, "the refusal names the holder");
+    expect_contains(tide_last_error(), "stop it if it writes the store, then run 'tide recover",
+                    "the refusal: what to do");
+    if (strstr(tide_last_error(), "unfinished commit"))
+        fail_msg("the refusal blames an unfinished commit; the log has no pre-image: %s",
+                 tide_last_error());
+    key_hex(0, hex);
+    snprintf(args, sizeof args, "get '%s' %s", d->dir, hex);
+    assert_int_equal(th_run_tide(args, 1, &out), 1);
+    expect_contains(out, want, "tide get names the holder");
+    free(out);
+    out = tide_on(d, "info", 0);
+    expect_contains(out, "PENDING, reads refused", "tide info");
+    expect_contains(out, want, "tide info names the holder");
+    free(out);
+    kill(pid, SIGKILL);
+    th_waitpid(pid, &status, 0);
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.log"), rec, sizeof rec, TIDE_LOG_HEADER_SIZE), 0);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    expect_error(tide_store_open(&s, d->dir, &o), TIDE_EBUSY, "a read-only open of a pre-image log");
+    expect_contains(tide_last_error(), "run 'tide recover", "the refusal says what to run");
+    expect_contains(tide_last_error(), "nothing was read or written", "and that nothing changed");
+    key_hex(0, hex);
+    snprintf(args, sizeof args, "get '%s' %s", d->dir, hex);
+    assert_int_equal(th_run_tide(args, 1, &out), 1);
+    expect_contains(out, "nudb.log holds an unfinished commit of 78 bytes", "tide get");
+    expect_contains(out, "or start the store's tided", "tide get: what to run");
+    free(out);
+    out = tide_on(d, "verify", 1);
+    expect_contains(out, "run 'tide recover", "tide verify: what to run");
+    if (strstr(out, "in use by another process"))
+        fail_msg("tide verify blames another process, and none holds the store: %s", out);
+    free(out);
+    out = tide_on(d, "info", 0);
+    expect_contains(out, "recovery      PENDING: nudb.log holds an unfinished commit", "tide info");
+    free(out);
+    expect_unchanged(d->dir, &sn, "the refused tools");
+    th_snapshot_free(&sn);
+}
+
+/* ---- review of issue 15, the idle view's review: each check can fail ---- */
+
+static void copy_into_sim(dstate *d, tide_io_sim *sim)
+{
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log", TI_META_NAME };
+    char path[64];
+
+    if (tide_io_sim_mkdir(sim, "/db") != 0) fail_msg("sim: mkdir");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        assert_int_equal(th_read_file(file_in(d, names[i]), &buf, &len), 0);
+        snprintf(path, sizeof path, "/db/%s", names[i]);
+        if (tide_io_sim_put_file(sim, path, buf, len) != 0) fail_msg("sim: put %s", names[i]);
+        free(buf);
+    }
+}
+
+/* tide.meta unreadable (EACCES for another user, EIO) gave C = W: 1000
+ * acknowledged records read as missing. Every counted call of a read-only
+ * open failed once: the open fails, or it reads every record; the fault
+ * on tide.meta is an error naming it. */
+static void a_fault_reading_tide_meta_is_an_error_never_missing_records(void **state)
+{
+    dstate *d = *state;
+    tide_io_sim *sim = NULL;
+    tide_store_opts o;
+    unsigned named_meta = 0;
+
+    kill_with_a_tail(d, 200, 5);
+    assert_int_equal(tide_io_sim_create(&sim), 0);
+    copy_into_sim(d, sim);
+    th_store_opts(&o);
+    o.read_only = 1;
+    o.io = tide_io_sim_io(sim);
+    for (uint64_t n = 1;; n++) {
+        tide_store *s = NULL;
+        uint64_t c0 = tide_io_sim_calls(sim), used;
+        int rc;
+        assert_int_equal(tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_EIO, 0), 0);
+        rc = tide_store_open(&s, "/db", &o);
+        used = tide_io_sim_calls(sim) - c0;
+        assert_int_equal(tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0), 0);
+        if (rc == 0) {
+            expect_items(s, 0, 1000, KEY, VMIN, VMAX, "a read-only open that succeeded");
+            expect_closed(&s, "close");
+        } else if (strstr(tide_last_error(), "tide.meta cannot be read")) {
+            expect_contains(tide_last_error(), "nothing was read or written", "the meta error");
+            named_meta++;
+        }
+        if (used < n) break;
+    }
+    if (named_meta == 0) fail_msg("no fault gave the error naming tide.meta");
+    tide_io_sim_destroy(sim);
+}
+
+/* Two read-only tools at once: the first (in a child) holds the files
+ * and tide.live; the second's holders check knows it for a Tide reader.
+ * Before, the first closed tide.live and the second was refused with
+ * "unfinished commit of 62 bytes". */
+static void two_readers_of_a_killed_deferred_store_both_read_every_record(void **state)
+{
+    dstate *d = *state;
+    char args[9000], hex[2 * KEY + 1];
+    char *out = NULL;
+    int fd[2], status;
+    tide_store *s;
+    pid_t pid;
+
+    kill_with_a_tail(d, 200, 5);
+    assert_int_equal(pipe(fd), 0);
+    pid = th_fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tide_store_opts o;
+        th_store_opts(&o);
+        o.read_only = 1;
+        if (tide_store_open(&s, d->dir, &o) != 0) _exit(3);
+        if (th_store_expect_items(s, 0, 1000, KEY, VMIN, VMAX, NULL, 0) != 0) _exit(4);
+        if (write(fd[1], "y", 1) != 1) _exit(5);
+        for (;;) pause();
+    }
+    close(fd[1]);
+    if (read(fd[0], args, 1) != 1) fail_msg("the first reader failed to open or read");
+    close(fd[0]);
+    s = open_reader(d);
+    expect_items(s, 0, 1000, KEY, VMIN, VMAX, "the second reader, beside the first");
+    expect_closed(&s, "close the second reader");
+    key_hex(999, hex);
+    snprintf(args, sizeof args, "get '%s' %s >/dev/null && echo found", d->dir, hex);
+    assert_int_equal(th_run_tide(args, 1, &out), 0);
+    expect_contains(out, "found", "tide get beside the first reader");
+    free(out);
+    kill(pid, SIGKILL);
+    th_waitpid(pid, &status, 0);
+}
+
+static void stale(ti_meta *m, uint8_t *slot) { m->dat_indexed += 1; ti_meta_encode(slot, m); }
+static void cut_last(ti_meta *m, uint8_t *slot) { m->dat_committed -= 10; ti_meta_encode(slot, m); }
+
+/* A slot written under another W (stale) claims nothing: C = W. */
+static void the_idle_view_ignores_a_stale_tide_meta_slot(void **state)
+{
+    dstate *d = *state;
+    tide_store_info info;
+    uint8_t key[KEY];
+    void *v = NULL;
+    size_t len = 0;
+    tide_store *s;
+
+    kill_with_a_tail(d, 200, 5);
+    edit_meta(d, stale);
+    s = open_reader(d);
+    tide_store_get_info(s, &info);
+    expect_u64(info.dat_committed, TIDE_DAT_HEADER_SIZE, "C: W, the slot is another W's");
+    expect_u64(info.tail_items, 0, "no tail");
+    th_key(0, KEY, key);
+    expect_rc(tide_store_fetch(s, key, &v, &len), TIDE_ENOTFOUND, "a record past W");
+    expect_closed(&s, "close");
+}
+
+/* A key file of another size than the log was written for is not the
+ * idle log's store as it was: refused, nothing changed. */
+static void the_idle_view_refuses_a_key_file_of_another_size(void **state)
+{
+    dstate *d = *state;
+    static uint8_t zero[65536];
+    tide_store_info info;
+    tide_store_opts o;
+    tide_store *s = NULL;
+    th_snapshot sn;
+    int64_t size;
+
+    kill_with_a_tail(d, 200, 1);
+    expect_ok(tide_store_inspect(d->dir, NULL, &info), "inspect");
+    assert_true(info.block_size <= sizeof zero);
+    /* One more bucket, empty: a well-formed key file, not the log's. */
+    size = th_file_size(file_in(d, "nudb.key"));
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.key"), zero, info.block_size, (uint64_t)size), 0);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    th_store_opts(&o);
+    o.read_only = 1;
+    expect_error(tide_store_open(&s, d->dir, &o), TIDE_EBUSY, "a read-only open");
+    expect_contains(tide_last_error(), "unfinished commit", "the refusal");
+    expect_unchanged(d->dir, &sn, "the refused open");
+    th_snapshot_free(&sn);
+}
+
+/* C inside the last record (tide.meta says less than the record's end):
+ * refused with the record's offset, never read past C. */
+static void the_idle_view_refuses_a_record_straddling_c(void **state)
+{
+    dstate *d = *state;
+    uint64_t dat = 0, last = 0;
+    tide_store_opts o;
+    tide_store *s = NULL;
+    char want[128];
+
+    kill_with_a_tail(d, 200, 1);
+    dat = (uint64_t)th_file_size(file_in(d, "nudb.dat"));
+    last = dat - (TIDE_DAT_RECORD_HEADER + KEY + th_len(199, VMIN, VMAX));
+    edit_meta(d, cut_last);
+    th_store_opts(&o);
+    o.read_only = 1;
+    expect_error(tide_store_open(&s, d->dir, &o), TIDE_ECORRUPT, "a read-only open");
+    snprintf(want, sizeof want, "offset %llu: not a complete record below the committed mark %llu",
+             (unsigned long long)last, (unsigned long long)(dat - 10));
+    expect_contains(tide_last_error(), want, "the message names the record and C");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +810,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_foreign_or_missing_tide_meta_is_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(a_tide_meta_past_the_data_file_is_refused_and_nothing_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(a_damaged_record_in_the_tail_is_refused_with_its_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(recovery_sizes_the_tail_for_the_records_it_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_killed_deferred_store_reads_as_it_is_without_recovery, setup, teardown),
+        cmocka_unit_test_setup_teardown(tide_get_info_visit_verify_work_on_a_killed_deferred_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_fault_reading_tide_meta_is_an_error_never_missing_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(two_readers_of_a_killed_deferred_store_both_read_every_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_idle_view_ignores_a_stale_tide_meta_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_idle_view_refuses_a_key_file_of_another_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_idle_view_refuses_a_record_straddling_c, setup, teardown),
     };
     tide_log_set_level(TIDE_LOG_OFF);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -531,6 +531,14 @@ static uint64_t append_records(const char *dir, uint64_t end, uint64_t from, uin
     return end;
 }
 
+#define READER_TAIL_ID 5
+static uint64_t reader_tail_noted;
+
+static void note_reader_tail(int id, int64_t bytes)
+{
+    if (id == READER_TAIL_ID) reader_tail_noted += (uint64_t)bytes;
+}
+
 static void the_tail_between_w_and_c_is_found_through_the_readers_own_index(void **state)
 {
     char dir[4096];
@@ -571,15 +579,28 @@ static void the_tail_between_w_and_c_is_found_through_the_readers_own_index(void
         _exit(0);
     }
     assert_int_equal(wait_for(&sh->acked, 1300), 0);
-    assert_int_equal(open_reader(&r, dir), 0);
+    {
+        tide_store_opts o;
+        th_store_opts(&o);
+        o.read_only = 1;
+        o.note_alloc = note_reader_tail;
+        o.tail_account_id = READER_TAIL_ID;
+        reader_tail_noted = 0;
+        assert_int_equal(tide_store_open(&r, dir, &o), 0);
+    }
     assert_non_null(r->live);
     check_all(r, 1300, "C raised once");
-    assert_int_equal(r->live->tail_count, 300);
+    assert_int_equal(r->live->tail.count, 300);
+    /* Its tables are counted (note_alloc), the one in use at least. */
+    if (reader_tail_noted < r->live->tail.nslots * TI_TAIL_SLOT_BYTES || reader_tail_noted == 0)
+        fail_msg("the reader's tail tables: %llu bytes noted, the table holds %llu",
+                 (unsigned long long)reader_tail_noted,
+                 (unsigned long long)(r->live->tail.nslots * TI_TAIL_SLOT_BYTES));
     uint64_t scans = r->live->tail_scans;
     st(&sh->passes, 1);
     assert_int_equal(wait_for(&sh->acked, 1500), 0);
     check_all(r, 1500, "C raised twice");
-    assert_int_equal(r->live->tail_count, 500);        /* incremental: 200 more */
+    assert_int_equal(r->live->tail.count, 500);        /* incremental: 200 more */
     assert_int_equal(r->live->tail_scans, scans + 1);
     st(&sh->passes, 2);
     assert_int_equal(wait_for(&sh->acked, 1501), 0);
@@ -587,7 +608,7 @@ static void the_tail_between_w_and_c_is_found_through_the_readers_own_index(void
      * key file (which this test never wrote them to) does not have them. */
     th_key(1000, KEY_SIZE, key);
     assert_int_equal(tide_store_contains(r, key), 0);
-    assert_int_equal(r->live->tail_count, 200);
+    assert_int_equal(r->live->tail.count, 200);
     th_key(1400, KEY_SIZE, key);
     assert_int_equal(tide_store_contains(r, key), 1);
     st(&sh->passes, 3);
@@ -1028,7 +1049,7 @@ static void a_rollback_between_two_refreshes_empties_the_readers_tail(void **sta
     s->dat_committed = c1;
     ti_live_publish(s);
     check_all(r, 1300, "C raised");
-    assert_int_equal(r->live->tail_count, 300);
+    assert_int_equal(r->live->tail.count, 300);
     /* Rolled back (C to W), then other records over the same offsets and
      * past c1, before the reader looks again. */
     ti_live_rollback(s);
@@ -1047,7 +1068,7 @@ static void a_rollback_between_two_refreshes_empties_the_readers_tail(void **sta
                  (unsigned long long)counts.false_misses, (unsigned long long)counts.wrong);
     th_key(1000, KEY_SIZE, key);
     assert_int_equal(tide_store_contains(r, key), 0);          /* rolled back: gone */
-    assert_int_equal(r->live->tail_count, 400);
+    assert_int_equal(r->live->tail.count, 400);
 
     /* Counts read under a seq that has moved on are not kept. */
     uint64_t s1 = s->live->w[TI_LIVE_SEQ], c_view = r->live->C, v_view = r->live->view_seq;
@@ -1119,6 +1140,10 @@ static void a_broken_rollback_tells_readers_at_once_to_restart_the_writer(void *
     print_message("broken writer: the fetch said so after %.1f ms: %s\n", took, tide_last_error());
     assert_true(took < TI_LIVE_WAIT_MS);
     assert_int_equal(tide_store_close(r), 0);
+    /* A reader that comes now is refused by attach, with the same words. */
+    r = NULL;
+    assert_int_equal(open_reader(&r, dir), TIDE_EBUSY);
+    expect_contains(tide_last_error(), "restart its writer", "a new reader's refusal");
     tide_log_set_sink(th_log_discard_sink, NULL);
     tide_store_close(s);
     tide_log_set_sink(NULL, NULL);

@@ -326,6 +326,17 @@ typedef struct tide_store_info {
                                     handle takes no insert or sync again
                                     (reopen to recover); its tail, if any,
                                     stays readable until close */
+    int      idle_log;           /* tide_store_inspect, issue 15: that log is
+                                    a stopped deferred writer's idle log (no
+                                    pre-image) and no process holds the
+                                    files: read-only opens read the store
+                                    as it is, the records of [dat_indexed,
+                                    dat_committed) through an in-memory
+                                    tail; a recovery indexes them */
+    char     not_idle_why[768];  /* tide_store_inspect: why an idle log is
+                                    not read as it is (a process holds the
+                                    files, naming it; tide.meta past
+                                    nudb.dat's end); "" otherwise */
     /* Counters of this handle (zero for tide_store_inspect): */
     uint64_t inserts, fetches, commits, commit_failures;
     uint64_t pool_bytes;         /* insert pools: pending plus committing */
@@ -651,6 +662,12 @@ typedef struct tide_verify_report {
     double   waste;                  /* waste_bytes / nudb.dat size */
     double   avg_fetch_reads;        /* bucket reads per fetch of a present key */
     uint64_t dat_file_bytes, key_file_bytes;
+    /* Issue 15: a store a deferred writer left with its idle log (killed
+     * with the index lag on): the committed records past W, found through
+     * an in-memory tail and not yet in nudb.key. Checked as records (whole,
+     * below C); the figures above are the indexed part's. They are indexed
+     * by `tide recover` or the next writer's open. 0 otherwise. */
+    uint64_t tail_records, tail_bytes;
 } tide_verify_report;
 
 /*

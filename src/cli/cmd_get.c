@@ -75,8 +75,22 @@ static const char help_get[] =
 "      'nudb.log holds an unfinished commit of N bytes; run tide recover\n"
 "      when no process writes the store'. The log is a crash's, or a live\n"
 "      NuDB writer's (NuDB takes no lock, so nothing tells them apart), so\n"
-"      get never recovers it: 'tide recover PATH' does, and refuses while\n"
-"      any process has the store's files open.\n"
+"      get never recovers it: 'tide recover PATH' (or the start of the\n"
+"      store's tided) does, and refuses while any process has the\n"
+"      store's files open.\n"
+"    - A deferred writer (tided with --store-index-lag, the default)\n"
+"      killed without closing the store leaves no pre-image, only the\n"
+"      idle log, and committed records nudb.key does not index yet: with\n"
+"      no other process holding the store's files (other Tide readers\n"
+"      aside), get reads it as it is, finding those records through an\n"
+"      in-memory index of them (nothing is written); 'tide recover PATH'\n"
+"      or the writer's next start indexes them. Otherwise it refuses,\n"
+"      naming the process that holds the files. Only the processes this\n"
+"      user may see in /proc are checked: another user's (unless get runs\n"
+"      as root) or one hidden by hidepid is not seen. Each get reads all\n"
+"      of those records (up to the index lag, 64 MiB by default) before\n"
+"      its lookup, holding the store's shared lock: tided cannot start on\n"
+"      the store meanwhile.\n"
 "\n"
 "    A NuDB process writing the store takes no lock, so between its\n"
 "    commits get does not know it is there; a read may then meet a commit\n"
@@ -127,12 +141,17 @@ static int open_reader(const char *path, tide_store **s)
     tide_store_opts_init(&so);
     so.read_only = 1;
     rc = tide_store_open(s, path, &so);
+    /* The open's own words when an idle log was refused for a cause it
+     * names (a holder, one it cannot list, tide.meta past nudb.dat). */
+    if (rc == TIDE_EBUSY && tide_store_inspect(path, NULL, &in) == 0 && in.not_idle_why[0])
+        return cli_error("get", "%s", in.not_idle_why);
     if (rc == TIDE_EBUSY && !cli_store_is_held(path, 1) && tide_store_inspect(path, NULL, &in) == 0 &&
         in.needs_recovery)
         /* A crash's log, or a live NuDB writer's commit (it takes no lock):
          * a reader cannot tell, so it never recovers. */
-        return cli_error("get", "%s/nudb.log holds an unfinished commit of %llu bytes; run "
-                         "'tide recover %s' when no process writes the store (nothing was read "
+        return cli_error("get", "%s/nudb.log holds an unfinished commit of %llu bytes (bucket "
+                         "pre-images a recovery writes back); run 'tide recover %s' when no "
+                         "process writes the store, or start the store's tided (nothing was read "
                          "or written)", path, (unsigned long long)in.log_file_bytes, path);
     if (rc == TIDE_EBUSY)
         return cli_error("get", "%s: store is busy: %s", path, tide_last_error());

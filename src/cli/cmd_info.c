@@ -51,6 +51,18 @@ static const char help_info[] =
 "    recovery is pending: nudb.log holds an unfinished commit, a crash's\n"
 "    or a live NuDB writer's (NuDB takes no lock, so nothing tells them\n"
 "    apart); 'tide recover', when no process writes the store, undoes it.\n"
+"    A deferred writer (tided with --store-index-lag, the default) that\n"
+"    stopped without closing the store (killed, a power loss) leaves the\n"
+"    idle log instead, a log header without bucket pre-images: the line\n"
+"    then says 'PENDING, reads work' and how many bytes of committed\n"
+"    records wait to be indexed; get, visit and verify read the store as\n"
+"    it is, and 'tide recover' or the writer's next start indexes them.\n"
+"    --json gives idle_log, and with it dat_indexed and dat_committed (the\n"
+"    offsets below which nudb.key indexes and nudb.dat holds committed\n"
+"    records), only for the idle log. When the idle log is not read as it\n"
+"    is (another process has the files open, or tide.meta claims records\n"
+"    past nudb.dat's end), the line says why ('PENDING, reads refused'),\n"
+"    and --json gives it as not_idle_why.\n"
 "\n"
 "    When a Tide writer (a node, a put) has written tide.live beside the\n"
 "    store, a 'writer' line says whether it runs, its pid, and the counts\n"
@@ -143,6 +155,17 @@ static json_t *info_object(const char *path, const tide_store_info *in)
     int running = tide_store_live_info(path, NULL, &lv) == 0 && lv.writer_running;
     /* A running Tide writer's log is its commit in progress, not a crash's. */
     json_object_set_new(o, "needs_recovery", json_boolean(in->needs_recovery && !running));
+    /* Issue 15: a stopped deferred writer's idle log: reads work; the
+     * records of [dat_indexed, dat_committed) wait to be indexed. */
+    json_object_set_new(o, "idle_log", json_boolean(in->idle_log && !running));
+    /* W and C of the idle log only: otherwise inspect has nothing but the
+     * file's size to give (a running writer's are under "writer"). */
+    if (in->idle_log && !running) {
+        json_object_set_new(o, "dat_indexed", json_integer((json_int_t)in->dat_indexed));
+        json_object_set_new(o, "dat_committed", json_integer((json_int_t)in->dat_committed));
+    }
+    if (in->not_idle_why[0] && !running)
+        json_object_set_new(o, "not_idle_why", json_string(in->not_idle_why));
     json_object_set_new(o, "writer", live_object(&lv));
     return o;
 }
@@ -199,13 +222,31 @@ static void info_text(const char *path, const tide_store_info *in)
     else if (lv.present && lv.writing)
         printf("writer        none: pid %d stopped in the middle of writing nudb.key\n",
                lv.writer_pid);
+    else if (lv.present && in->needs_recovery)
+        printf("writer        none: the last, pid %d, stopped without closing the store (killed? "
+               "a power loss?)\n", lv.writer_pid);
     else if (lv.present)
         printf("writer        none (the last, pid %d, closed the store)\n", lv.writer_pid);
     if (running && in->needs_recovery)
         printf("recovery      not needed: nudb.log is the running writer's commit in progress\n");
+    else if (in->idle_log && in->dat_committed > in->dat_indexed)
+        /* Review of issue 15, finding 6: tided killed with the lag on. */
+        printf("recovery      PENDING, reads work: a deferred writer left %llu bytes of committed "
+               "records in nudb.dat (from offset %llu to %llu) that nudb.key does not index yet; "
+               "get, visit and verify read them as they are; 'tide recover %s' or the writer's "
+               "next start indexes them\n",
+               (unsigned long long)(in->dat_committed - in->dat_indexed),
+               (unsigned long long)in->dat_indexed, (unsigned long long)in->dat_committed, path);
+    else if (in->idle_log)
+        printf("recovery      PENDING, reads work: nudb.log is a deferred writer's idle log (no "
+               "bucket to restore, nothing committed past the index); 'tide recover %s' or the "
+               "writer's next start removes it\n", path);
+    else if (in->not_idle_why[0])
+        printf("recovery      PENDING, reads refused: %s\n", in->not_idle_why);
     else if (in->needs_recovery)
-        printf("recovery      PENDING: nudb.log holds an unfinished commit (a crash's, or a live "
-               "NuDB writer's); run 'tide recover' when no process writes the store\n");
+        printf("recovery      PENDING: nudb.log holds an unfinished commit (bucket pre-images: a "
+               "crash's, or a live NuDB writer's); run 'tide recover %s' (or start the store's "
+               "tided) when no process writes the store; reads are refused until then\n", path);
     else
         printf("recovery      not needed\n");
 }

@@ -114,10 +114,17 @@ static const char help_verify[] =
 "    is written and the writer is never held up for more than one bucket\n"
 "    read.\n"
 "\n"
-"    A store whose nudb.log holds an unfinished commit is not checked, and\n"
-"    verify writes nothing to it (a read-only tool never recovers: the log\n"
-"    may be a live NuDB writer's): run 'tide recover PATH' first, when no\n"
-"    process writes the store.\n"
+"    A store whose nudb.log holds an unfinished commit (bucket pre-images)\n"
+"    is not checked, and verify writes nothing to it (a read-only tool\n"
+"    never recovers: the log may be a live NuDB writer's): run 'tide\n"
+"    recover PATH' first (or start the store's tided), when no process\n"
+"    writes the store. A store whose deferred writer (tided with\n"
+"    --store-index-lag, the default) stopped without closing it (killed,\n"
+"    a power loss) leaves a log without pre-images, the idle log: it is\n"
+"    checked as it is, the indexed part as above, and the records\n"
+"    committed past it and not yet in nudb.key are walked, counted and\n"
+"    printed as 'not indexed' (tail_records and tail_bytes in --json);\n"
+"    'tide recover PATH' or the node's next start indexes them.\n"
 "\n"
 "  A node's directory with generations\n"
 "    When PATH holds tide.generations (online delete is on: see 'tide help\n"
@@ -276,6 +283,8 @@ static int verify_json(const char *path, const tide_verify_report *r, int rc)
     json_object_set_new(o, "avg_fetch_reads", json_real(r->avg_fetch_reads));
     json_object_set_new(o, "dat_file_bytes", json_integer((json_int_t)r->dat_file_bytes));
     json_object_set_new(o, "key_file_bytes", json_integer((json_int_t)r->key_file_bytes));
+    json_object_set_new(o, "tail_records", json_integer((json_int_t)r->tail_records));
+    json_object_set_new(o, "tail_bytes", json_integer((json_int_t)r->tail_bytes));
     wrc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(o);
     if (wrc != 0) return cli_error("verify", "cannot write the JSON output");
@@ -301,6 +310,12 @@ static void verify_text(const char *path, const tide_verify_report *r, int forei
     printf("value bytes      %llu (%s)\n", (unsigned long long)r->value_bytes,
            cli_human(r->value_bytes, b1, sizeof b1));
     printf("data records     %llu\n", (unsigned long long)r->data_records);
+    if (r->tail_records)
+        /* Review of issue 15, finding 6: a stopped deferred writer's tail. */
+        printf("not indexed      %llu records (%llu bytes of nudb.dat past the indexed part), "
+               "committed and not yet in nudb.key (a deferred writer stopped: killed?): readers "
+               "find them; 'tide recover %s' or the writer's next start indexes them\n",
+               (unsigned long long)r->tail_records, (unsigned long long)r->tail_bytes, path);
     printf("buckets          %llu of %u bytes\n", (unsigned long long)r->buckets, r->block_size);
     printf("capacity         %u entries per bucket\n", r->capacity);
     printf("load             %.4f (keys / (buckets x capacity))\n", r->load);
@@ -334,6 +349,12 @@ static int verify_plain(const cli_args *a, int json, int progress)
      * gives no verdict, only the error. */
     if (json && rc == TIDE_ECORRUPT) verify_json(a->path, &r, rc);
     else if (rc == TIDE_ECORRUPT && r.foreign_spills_only) verify_text(a->path, &r, 1);
+    /* Busy with no process holding the store: the log needs a recovery
+     * (the message says so); "in use by another process" would mislead. */
+    if (rc == TIDE_EBUSY && !cli_store_is_held(a->path, 1)) {
+        cli_error("verify", "%s", tide_last_error());
+        return CLI_FAIL;
+    }
     return cli_fail_store("verify", rc);
 }
 

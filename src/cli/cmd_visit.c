@@ -205,6 +205,16 @@ static int run(int argc, char **argv)
                 "nudb.dat it has committed\n", a.path, lv.writer_pid,
                 (unsigned long long)(lv.dat_committed > lv.dat_indexed ? lv.dat_committed
                                                                        : lv.dat_indexed));
+    else if (in.idle_log)
+        /* Review of issue 15, finding 6: the walk stops at C (visit.c). */
+        fprintf(stderr, "tide visit: %s: a deferred writer stopped without closing the store "
+                "(killed?): walking the %llu bytes of nudb.dat it committed, of which those from "
+                "offset %llu are not yet indexed ('tide recover %s' or its next start indexes "
+                "them)\n", a.path, (unsigned long long)in.dat_committed,
+                (unsigned long long)in.dat_indexed, a.path);
+    else if (in.not_idle_why[0])
+        fprintf(stderr, "tide visit: warning: %s; the walk includes the records a recovery would "
+                "cut off\n", in.not_idle_why);
     else if (in.needs_recovery)
         fprintf(stderr, "tide visit: warning: %s/nudb.log holds an interrupted commit; the walk "
                         "includes the records a recovery would cut off\n", a.path);

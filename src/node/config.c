@@ -461,8 +461,12 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "memory_limit's high mark once any budget is set explicitly (the derived split "
                 "alone always fits; docs/MEMORY-LIMIT.md). With online "
                 "delete it is one budget for all generations: only the newest defers, and a "
-                "rotation indexes the tail of the one it replaces. After a crash the next "
-                "start reads the tail back from nudb.dat (docs/DURABILITY.md)." },
+                "rotation indexes the tail of the one it replaces. After a crash (kill -9, "
+                "a power loss) the next start, or 'tide recover', reads the tail back from "
+                "nudb.dat and indexes it; until then nudb.log is the idle log (a header, no "
+                "pre-images), 'tide info' says 'PENDING, reads work', and tide get, visit and "
+                "verify read the store as it is, the unindexed records through an in-memory "
+                "index, writing nothing (docs/OPERATIONS.md: after a crash)." },
     [TIDE_CFG_ADMIN_TOKEN_FILE] = { "admin_token_file", NULL, "TIDE_ADMIN_TOKEN_FILE", "http",
                                    NULL, NULL, K_PATH, 0, 0, 0,
         .dflt = "unset", .arg = "FILE",

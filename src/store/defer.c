@@ -208,14 +208,15 @@ int ti_defer_commit(tide_store *s, ti_pool *batch, int flush, ti_commit_end *end
     return append_batch(s, batch, end);
 }
 
-/* The record at `off` (avail bytes of it at p, up to C): a data record's
- * entry goes into the tail, a spill record is stepped over; *rec gets its
- * size. TIDE_ECORRUPT when it cannot be a complete record. */
+/* The record at `off` (avail bytes of it at p, up to C): *rec gets its
+ * size, and *e a data record's entry (e->offset 0 for a spill record, which
+ * is stepped over). TIDE_ECORRUPT when it cannot be a complete record. */
 static int scan_record(tide_store *s, const uint8_t *p, size_t avail, uint64_t off, uint64_t C,
-                       uint64_t *rec)
+                       uint64_t *rec, tide_entry *e)
 {
     uint64_t size;
 
+    e->offset = 0;
     if (avail < TIDE_DAT_RECORD_HEADER) goto bad;
     size = ti_get48(p);
     if (size == 0) {
@@ -226,10 +227,7 @@ static int scan_record(tide_store *s, const uint8_t *p, size_t avail, uint64_t o
         if (avail < TIDE_DAT_RECORD_HEADER + (size_t)s->key_size || size > 0xffffffffull) goto bad;
     }
     if (off + *rec > C) goto bad;
-    if (size) {
-        tide_entry e = { off, size, ti_fmt_hash48(p + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt) };
-        ti_tail_add(&s->tail, &e);
-    }
+    if (size) *e = (tide_entry){ off, size, ti_fmt_hash48(p + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt) };
     return 0;
 bad:
     return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: not a complete record below the committed "
@@ -239,20 +237,32 @@ bad:
                         (unsigned long long)C, (unsigned long long)s->dat_indexed);
 }
 
-/* Read the records of [W, C) into the tail, whose table is sized first
- * for the most records the range can hold (so no add can overflow it). */
+/* Add e to the tail, doubling its table first when it is full (review of
+ * issue 15, finding 4: sized for the records the range holds, not for the
+ * most it could hold). Each table is counted (note_alloc, the tail's id). */
+static int tail_grow_add(tide_store *s, const tide_entry *e)
+{
+    uint64_t grown = 0;
+    int rc = ti_tail_add_growing(&s->tail, e, &grown);
+
+    if (grown && s->opts.note_alloc && s->opts.tail_account_id >= 0)
+        s->opts.note_alloc(s->opts.tail_account_id, (int64_t)grown);
+    return rc;
+}
+
+/* Read the records of [W, C) into the tail, whose table grows by doubling
+ * as they come: it ends at the smallest power of two that holds them (the
+ * last doubling holds 1.5 x that while it rehashes). */
 static int scan_tail(tide_store *s, uint64_t W, uint64_t C)
 {
-    uint64_t most = (C - W) / (TIDE_DAT_RECORD_HEADER + s->key_size + 1) + 1;
-    uint64_t *fresh = NULL, fresh_slots = 0, old_slots = 0, at = W, wbase = 0, rec = 0;
+    uint64_t at = W, wbase = 0, rec = 0;
     size_t wlen = 0, need = TIDE_DAT_RECORD_HEADER + (size_t)s->key_size;
     uint8_t *win = NULL;
-    int rc;
+    tide_entry e;
+    int rc = 0;
 
     if (need < TIDE_SPILL_HEADER) need = TIDE_SPILL_HEADER;
     s->tail.max_slots = 1ull << 62;        /* recovery is not bounded by the budget */
-    if ((rc = ti_tail_prepare(&s->tail, most, &fresh, &fresh_slots)) != 0) return rc;
-    ti_tail_free_table(ti_tail_swap(&s->tail, fresh, fresh_slots, &old_slots), old_slots);
     if ((win = tide_big_alloc(APPEND_BUF)) == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
     while (at < C && rc == 0) {
         uint64_t want = C - at < need ? C - at : need;
@@ -261,11 +271,18 @@ static int scan_tail(tide_store *s, uint64_t W, uint64_t C)
             wlen = C - at < APPEND_BUF ? (size_t)(C - at) : APPEND_BUF;
             if ((rc = s->io->read_at(s->dat, win, wlen, wbase)) != 0) break;
         }
-        rc = scan_record(s, win + (at - wbase), (size_t)(wbase + wlen - at), at, C, &rec);
+        rc = scan_record(s, win + (at - wbase), (size_t)(wbase + wlen - at), at, C, &rec, &e);
+        if (rc == 0 && e.offset) rc = tail_grow_add(s, &e);
         at += rec;
     }
     tide_big_free(win, APPEND_BUF);
     return rc;
+}
+
+int ti_defer_read_tail(tide_store *s)
+{
+    TIDE_ASSERT(s->opts.read_only && s->dat_indexed < s->dat_committed);
+    return scan_tail(s, s->dat_indexed, s->dat_committed);
 }
 
 int ti_defer_recover_tail(tide_store *s)

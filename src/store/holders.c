@@ -27,8 +27,15 @@
  * open still do (ti_store_refuse_holders: they change the files without
  * the seqlock, or rename nudb.key under the reader).
  *
+ * What is seen: the processes whose /proc/PID/fd this user may read. A
+ * process of another user (the caller not root) or one hidden by hidepid
+ * is skipped, not counted: "no holder" means none of those seen. A Tide
+ * writer cannot hide so from a reader (the reader's shared lock on
+ * nudb.key keeps it out); a NuDB writer of another user can.
+ *
  * Never: refuse a read-only open for a holder; a reader changes nothing,
- *   whoever else writes.
+ *   whoever else writes (the idle view, recover.c, is the exception: it
+ *   reads a log as a stopped writer's only when none is seen).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +116,24 @@ static int drop_readers(tide_io *io, const char *dir, tide_io_holder *h, size_t 
 int ti_store_refuse_holders(tide_io *io, const char *dir, const char *doing)
 {
     return ti_store_refuse_holders_ex(io, dir, doing, 0);
+}
+
+int ti_store_other_holders(tide_io *io, const char *dir, int readers_ok, ti_store_holder_seen *out)
+{
+    tide_io_holder h[HOLDERS_SEEN];
+    size_t n = 0, seen;
+    int rc = list_holders(io, dir, h, HOLDERS_SEEN, &n);
+
+    memset(out, 0, sizeof *out);
+    if (rc || n == 0) return rc;
+    seen = n < HOLDERS_SEEN ? n : HOLDERS_SEEN;
+    if (readers_ok && io->holders && (rc = drop_readers(io, dir, h, &seen, &n)) != 0) return rc;
+    out->count = n;
+    if (n == 0) return 0;
+    out->pid = h[0].pid;
+    snprintf(out->comm, sizeof out->comm, "%s", h[0].comm);
+    out->file = file_names[h[0].path];
+    return 0;
 }
 
 int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, int readers_ok)

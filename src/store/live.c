@@ -113,6 +113,7 @@ static int live_alloc(tide_store *s, int writer)
     if (l == NULL) return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
     l->io = s->io;
     l->writer = writer;
+    l->tail.max_slots = 1ull << 62;     /* a reader's tail index: no budget (reader.c) */
     s->live = l;
     return 0;
 }
@@ -263,6 +264,15 @@ int ti_live_preopen(tide_store *s)
     return rc;
 }
 
+int ti_live_refuse_broken(const ti_live *l, const char *dir)
+{
+    if ((word(l, TI_LIVE_SEQ) & 1) && word(l, TI_LIVE_PID) == 0 && word(l, TI_LIVE_OPEN) == 1)
+        return tide_err_set(TIDE_EBUSY, "%s: the writer's commit failed and could not be undone "
+                            "(tide.live marks it broken): the store needs recovery: restart its "
+                            "writer (its open recovers, readers may stay); nothing was read", dir);
+    return 0;
+}
+
 int ti_live_attach(tide_store *s)
 {
     ti_live *l = s->live;
@@ -294,10 +304,7 @@ int ti_live_attach(tide_store *s)
         return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by a writer, but tide.live does "
                             "not hold a version-1 page (its writer is still opening the store?)",
                             s->dir);
-    if ((word(l, TI_LIVE_SEQ) & 1) && word(l, TI_LIVE_PID) == 0 && word(l, TI_LIVE_OPEN) == 1)
-        return tide_err_set(TIDE_EBUSY, "%s: the writer's commit failed and could not be undone "
-                            "(tide.live marks it broken): the store needs recovery: restart its "
-                            "writer (its open recovers, readers may stay); nothing was read", s->dir);
+    if ((rc = ti_live_refuse_broken(l, s->dir)) != 0) return rc;
     if (!ti_live_writer_alive(l))
         return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by another process, but "
                             "tide.live names no running writer (pid %llu%s): a Tide before issue "
@@ -323,7 +330,7 @@ void ti_live_free(tide_store *s)
     }
     if (l->w) s->io->unshare(l->w, TI_LIVE_BYTES);
     if (l->f) s->io->close(l->f);
-    free(l->tail);
+    ti_tail_clear(&l->tail);
     free(l);
     s->live = NULL;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "io/io.h"
+#include "store/tail.h"
 
 struct tide_store;
 
@@ -39,12 +40,6 @@ enum {
 /* How long a reader's fetch waits for a writer's key-file write to end. */
 #define TI_LIVE_WAIT_MS 10000u
 
-/* One entry of the reader's tail index: a record in [W, C). offset 0 is
- * an empty slot (no record lies in the data file's header). */
-typedef struct ti_reader_slot {
-    uint64_t hash, offset, size;
-} ti_reader_slot;
-
 typedef struct ti_live {
     tide_io   *io;
     tide_file *f;
@@ -54,8 +49,7 @@ typedef struct ti_live {
     uint64_t   view_seq;     /* the even seq the view was read at; 0 none */
     uint64_t   view_gen, W, C;
     uint64_t   scanned;      /* the tail index holds [W, scanned) */
-    ti_reader_slot *tail;
-    size_t     tail_cap, tail_count;   /* cap a power of two, or 0 */
+    ti_tail    tail;         /* the records of [W, scanned) (tail.c) */
     /* Counters (atomic). */
     uint64_t   retries, waits, tail_scans;
     /* Reader: why tide.live could not be opened (not ENOENT), kept for
@@ -113,6 +107,10 @@ int ti_live_start_reader(struct tide_store *s);
  * needing recovery instead of waiting. Frees the tail index. */
 void ti_live_free(struct tide_store *s);
 
+/* TIDE_EBUSY, saying the store needs its writer restarted, when the page
+ * marks a broken writer (ti_live_broken: seq odd, PID 0, OPEN 1); else 0.
+ * The one check of attach (live.c) and of a reader's wait (reader.c). */
+int ti_live_refuse_broken(const ti_live *l, const char *dir);
 /* 1 when the writer the page names is running. */
 int ti_live_writer_alive(const ti_live *l);
 /* This process's start time in clock ticks after boot (/proc/PID/stat

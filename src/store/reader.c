@@ -17,13 +17,16 @@
  * rollback that cuts nudb.dat after s1 is seen by the s2 check as well.
  *
  * The tail index: every record in [W, C) of nudb.dat, which the deferred
- * index (helper D) has acknowledged but not yet written to nudb.key. The
- * reader scans it itself, incrementally: [scanned, C) when C grows; when W
+ * index (helper D) has acknowledged but not yet written to nudb.key, in
+ * a table of tail.c's (the writer's own tail's kind). The reader scans it
+ * itself, incrementally: [scanned, C) when C grows; when W
  * moves up (a flush wrote the tail's buckets) the entries below W are
  * dropped (rehashed, no I/O); a new generation (a writer's open, its
  * recovery) or a C below `scanned` (a rollback) empties it and scans [W, C)
  * again. Records there are data records (nonzero size, key, value) or
  * spill records (size 0, a 2-byte length, a bucket), walked as visit does.
+ * Each table it allocates is given to note_alloc (the handle's
+ * tail_account_id), as the writer's tail tables are.
  *
  * Invariants:
  *   1. The view (s->buckets, s->dat_size, the tail index) only moves
@@ -63,52 +66,53 @@ static uint64_t page(const ti_live *l, int i)
     return __atomic_load_n(&l->w[i], __ATOMIC_RELAXED);
 }
 
-/* ---- the tail index ---- */
+/* ---- the tail index: tail.c's table, as the writer's tail ---- */
 
-static int tail_put(ti_live *l, uint64_t hash, uint64_t offset, uint64_t size)
+/* Each table the index allocates is counted as the writer's are
+ * (note_alloc with the handle's tail_account_id: churn totals). */
+static void note_table(const tide_store *s, uint64_t grown)
 {
-    if (2 * (l->tail_count + 1) > l->tail_cap) {
-        size_t cap = l->tail_cap ? 2 * l->tail_cap : 1024;
-        ti_reader_slot *t = calloc(cap, sizeof *t), *old = l->tail;
-        if (t == NULL) return tide_err_set(TIDE_ENOMEM, "reader: tail index of %zu entries: out "
-                                           "of memory", cap);
-        size_t old_cap = l->tail_cap;
-        l->tail = t;
-        l->tail_cap = cap;
-        l->tail_count = 0;
-        for (size_t i = 0; i < old_cap; i++)
-            if (old[i].offset) tail_put(l, old[i].hash, old[i].offset, old[i].size);
-        free(old);
-    }
-    size_t mask = l->tail_cap - 1, i = (size_t)(hash * 0x9e3779b97f4a7c15ull >> 20) & mask;
-    while (l->tail[i].offset) i = (i + 1) & mask;
-    l->tail[i] = (ti_reader_slot){ hash, offset, size };
-    l->tail_count++;
-    return 0;
+    if (grown && s->opts.note_alloc && s->opts.tail_account_id >= 0)
+        s->opts.note_alloc(s->opts.tail_account_id, (int64_t)grown);
 }
 
-/* Keep the entries at or above `w` (W moved up: the rest are in nudb.key). */
-static void tail_prune(ti_live *l, uint64_t w)
+/* Add an entry (the table doubles as it fills). Not bounded by a budget:
+ * the writer's (or its recovery's) tail is what it is. */
+static int tail_put(const tide_store *s, ti_live *l, const tide_entry *e)
 {
-    ti_reader_slot *old = l->tail;
-    size_t cap = l->tail_cap;
-
-    if (old == NULL) return;
-    l->tail = calloc(cap, sizeof *l->tail);
-    if (l->tail == NULL) {          /* keep the old one: a stale entry only costs a read */
-        l->tail = old;
-        return;
-    }
-    l->tail_count = 0;
-    for (size_t i = 0; i < cap; i++)
-        if (old[i].offset >= w) tail_put(l, old[i].hash, old[i].offset, old[i].size);
-    free(old);
+    uint64_t grown = 0;
+    int rc = ti_tail_add_growing(&l->tail, e, &grown);
+    note_table(s, grown);
+    return rc;
 }
 
-static void tail_clear(ti_live *l)
+static void tail_empty(ti_tail *t)
 {
-    if (l->tail) memset(l->tail, 0, l->tail_cap * sizeof *l->tail);
-    l->tail_count = 0;
+    ti_tail_clear(t);
+    t->max_slots = 1ull << 62;
+}
+
+/* Keep the entries at or above `w` (W moved up: the rest are in nudb.key).
+ * A table that cannot be made keeps the old one: a stale entry only costs
+ * a read (its record is in nudb.key too). */
+static void tail_prune(const tide_store *s, ti_live *l, uint64_t w)
+{
+    ti_tail kept = { .max_slots = 1ull << 62 };
+    tide_entry e;
+
+    for (uint64_t i = 0; i < l->tail.nslots; i++) {
+        uint64_t grown = 0;
+        if (!ti_tail_slot(&l->tail, i, &e) || e.offset < w) continue;
+        int rc = ti_tail_add_growing(&kept, &e, &grown);
+        note_table(s, grown);
+        if (rc != 0) {
+            tide_err_clear();
+            ti_tail_clear(&kept);
+            return;
+        }
+    }
+    ti_tail_clear(&l->tail);
+    l->tail = kept;
 }
 
 /* Index the records of [l->scanned, c): data records into the table, spill
@@ -139,15 +143,18 @@ static int tail_scan(tide_store *s, ti_live *l, uint64_t c)
         if (need < TIDE_SPILL_HEADER) len = UINT64_MAX;
         else if (size == 0) len = TIDE_SPILL_HEADER + (uint64_t)ti_get16(r + 6);
         else len = need < head ? UINT64_MAX : head + size;
-        if (len == UINT64_MAX || pos + len > c) {
+        /* A value is below 4 GiB: a larger size is no record (and the
+         * table holds 32 bits of it). */
+        if (len == UINT64_MAX || pos + len > c || size > 0xffffffffull) {
             rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: the record runs past the %llu "
                               "bytes the writer says are complete (tide.live)", s->dat_path,
                               (unsigned long long)pos, (unsigned long long)c);
             goto out;
         }
         if (size != 0) {
-            uint64_t h = ti_fmt_hash48(r + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt);
-            if ((rc = tail_put(l, h, pos, size)) != 0) goto out;
+            tide_entry e = { pos, size, ti_fmt_hash48(r + TIDE_DAT_RECORD_HEADER, s->key_size,
+                                                      s->kh.salt) };
+            if ((rc = tail_put(s, l, &e)) != 0) goto out;
         }
         pos += len;
     }
@@ -162,19 +169,17 @@ static int tail_lookup(tide_store *s, uint64_t h, const void *key, void **value,
     ti_live *l = s->live;
     int rc = TIDE_ENOTFOUND;
 
+    uint64_t cursor = 0;
+    tide_entry e;
+
     pthread_rwlock_rdlock(&s->key_lock);
-    if (l->tail_count) {
-        size_t mask = l->tail_cap - 1, i = (size_t)(h * 0x9e3779b97f4a7c15ull >> 20) & mask;
-        for (; l->tail[i].offset; i = (i + 1) & mask) {
-            if (l->tail[i].hash != h) continue;
-            tide_entry e = { .hash = h, .offset = l->tail[i].offset, .size = l->tail[i].size };
-            int m = ti_store_match_record(s, &e, key, value);
-            if (m < 0) { rc = m; break; }
-            if (m == 1) {
-                rc = 0;
-                if (len) *len = e.size;
-                break;
-            }
+    while (ti_tail_next(&l->tail, h, &cursor, &e)) {
+        int m = ti_store_match_record(s, &e, key, value);
+        if (m < 0) { rc = m; break; }
+        if (m == 1) {
+            rc = 0;
+            if (len) *len = e.size;
+            break;
         }
     }
     pthread_rwlock_unlock(&s->key_lock);
@@ -245,10 +250,10 @@ static int apply_counts(tide_store *s, ti_live *l, const page_counts *p, uint64_
 
     l->view_seq = 0;                 /* until the view below is whole */
     if (p->gen != l->view_gen || p->c < l->scanned || p->w < l->W) {
-        tail_clear(l);
+        tail_empty(&l->tail);
         l->scanned = p->w;
     } else if (p->w > l->W) {
-        tail_prune(l, p->w);
+        tail_prune(s, l, p->w);
         if (l->scanned < p->w) l->scanned = p->w;
     }
     l->view_gen = p->gen;
@@ -309,11 +314,8 @@ static int wait_even(tide_store *s, uint64_t deadline_us, uint64_t *seq)
     while ((*seq = seq_now(l)) & 1) {
         uint64_t now = tide_clock_mono_us();
         if (now >= next_check) {
-            if (page(l, TI_LIVE_PID) == 0 && page(l, TI_LIVE_OPEN) == 1)
-                return tide_err_set(TIDE_EBUSY, "%s: the writer's commit failed and could not "
-                                    "be undone (tide.live marks it broken): the store needs "
-                                    "recovery: restart its writer (its open recovers, readers "
-                                    "may stay); nothing was read", s->dir);
+            int rc = ti_live_refuse_broken(l, s->dir);
+            if (rc) return rc;
             if (!ti_live_writer_alive(l))
                 return tide_err_set(TIDE_EBUSY, "%s: the writer (pid %llu) stopped in the middle "
                                     "of writing nudb.key (killed?), or runs where this "

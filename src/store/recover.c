@@ -41,6 +41,7 @@
  * Never: truncate a file before every pre-image is written back; delete a
  *   log that could not be applied.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -376,6 +377,127 @@ out:
     if (r.dat) io->close(r.dat);
     if (r.key) io->close(r.key);
     if (guard) io->close(guard);
+    return rc;
+}
+
+/* Issue 15 (review finding 6): the idle view's checks, on files opened
+ * read-only: the log is a header alone (no pre-image: no bucket changed
+ * since it was written), of this store, for the key file as it is. */
+static int idle_log_matches(tide_io *io, const char *log_path, const char *key_path,
+                            const char *dat_path, tide_log_header *lh, uint64_t *dat_size)
+{
+    uint8_t lbuf[TIDE_LOG_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE], dbuf[TIDE_DAT_HEADER_SIZE];
+    tide_file *log = NULL, *key = NULL, *dat = NULL;
+    tide_key_header kh;
+    tide_dat_header dh;
+    uint64_t log_size = 0, key_size = 0;
+    int ok = 0;
+
+    if (io->open(io, log_path, TIDE_IO_READ, &log) || io->size(log, &log_size) ||
+        log_size != TIDE_LOG_HEADER_SIZE || io->read_at(log, lbuf, sizeof lbuf, 0) ||
+        ti_fmt_decode_log_header(lbuf, lh, log_path) || lh->key_file_size == 0)
+        goto out;
+    if (io->open(io, key_path, TIDE_IO_READ, &key) || io->size(key, &key_size) ||
+        key_size != lh->key_file_size || io->read_at(key, kbuf, sizeof kbuf, 0) ||
+        ti_fmt_decode_key_header(kbuf, &kh, key_path))
+        goto out;
+    if (io->open(io, dat_path, TIDE_IO_READ, &dat) || io->size(dat, dat_size) ||
+        *dat_size < TIDE_DAT_HEADER_SIZE || io->read_at(dat, dbuf, sizeof dbuf, 0) ||
+        ti_fmt_decode_dat_header(dbuf, &dh, dat_path))
+        goto out;
+    ok = check_log_header(lh, &kh, &dh, log_path) == 0 && lh->dat_file_size >= TIDE_DAT_HEADER_SIZE &&
+         lh->dat_file_size <= *dat_size;
+out:
+    if (log) io->close(log);
+    if (key) io->close(key);
+    if (dat) io->close(dat);
+    tide_err_clear();
+    return ok;
+}
+
+/* The idle view's holders check: another process with the files open
+ * (not a Tide reader) or a listing that fails sets v->why (TIDE_EBUSY),
+ * naming the process or the error. 0, or TIDE_ENOMEM. */
+static int idle_holders(tide_io *io, const char *dir, ti_idle_view *v)
+{
+    static const char idle[] = "nudb.log needs recovery; it has no bucket pre-image (a stopped "
+                               "deferred writer's idle log, which a read-only open reads as it is "
+                               "only when no other process has the files open: a NuDB writer's "
+                               "commit begins the same way)";
+    ti_store_holder_seen h;
+    int rc = ti_store_other_holders(io, dir, 1, &h);
+
+    if (rc == TIDE_ENOMEM) return rc;
+    if (rc) {
+        v->why_rc = TIDE_EBUSY;
+        snprintf(v->why, sizeof v->why, "%s: %s, and the processes that have them open cannot "
+                 "be listed (%s); nothing was read or written; run 'tide recover %s' when no "
+                 "process writes the store", dir, idle, tide_last_error(), dir);
+    } else if (h.count) {
+        v->why_rc = TIDE_EBUSY;
+        char more[64] = "";
+        if (h.count > 1) snprintf(more, sizeof more, " and %zu more", h.count - 1);
+        snprintf(v->why, sizeof v->why, "%s: %s, and %s is open in process %d (%s)%s: stop it if "
+                 "it writes the store, then run 'tide recover %s'; nothing was read or written",
+                 dir, idle, h.file, h.pid, h.comm, more, dir);
+    }
+    tide_err_clear();
+    return 0;
+}
+
+int ti_recover_idle_view(tide_io *io, const char *dir, int check_holders, ti_idle_view *v)
+{
+    char *log_path = ti_path_join(dir, "nudb.log"), *key_path = ti_path_join(dir, "nudb.key");
+    char *dat_path = ti_path_join(dir, "nudb.dat"), *meta_path = ti_path_join(dir, TI_META_NAME);
+    tide_log_header lh;
+    uint64_t dat_size = 0;
+    ti_meta m;
+    int valid = 0, rc = 0;
+
+    memset(v, 0, sizeof *v);
+    if (!log_path || !key_path || !dat_path || !meta_path) {
+        rc = tide_err_set(TIDE_ENOMEM, "%s: out of memory", dir);
+        goto out;
+    }
+    if (!idle_log_matches(io, log_path, key_path, dat_path, &lh, &dat_size)) goto out;
+    v->W = v->C = lh.dat_file_size;
+    /* C as recovery takes it (committed_end): a slot of this store written
+     * under the same W; one past nudb.dat's end is recovery's to refuse.
+     * A tide.meta that cannot be read is an error, never C = W: that
+     * would report acknowledged records missing (review of issue 15). */
+    if ((rc = ti_meta_read(io, meta_path, lh.uid, &m, &valid)) != 0) {
+        char cause[256];
+        snprintf(cause, sizeof cause, "%s", tide_last_error());
+        rc = tide_err_set(rc, "%s: %s cannot be read (%s): it says which records past the "
+                          "index were committed, and without it they would read as missing; "
+                          "make it readable to this user (or run as the store's owner) and "
+                          "retry; nothing was read or written", dir, TI_META_NAME, cause);
+        goto out;
+    }
+    if (valid && m.dat_indexed == lh.dat_file_size && m.dat_committed > lh.dat_file_size) {
+        if (m.dat_committed > dat_size) {
+            v->why_rc = TIDE_ECORRUPT;
+            snprintf(v->why, sizeof v->why, "%s: records up to offset %llu were committed "
+                     "(tide.meta) but nudb.dat holds %llu bytes: acknowledged records are "
+                     "missing (did another program recover or cut the store?); nothing was "
+                     "read or written; to accept the loss, remove tide.meta and run 'tide "
+                     "recover'", dir, (unsigned long long)m.dat_committed,
+                     (unsigned long long)dat_size);
+            goto out;
+        }
+        v->C = m.dat_committed;
+    }
+    /* NuDB takes no lock: a header-only log may be a live NuDB writer's
+     * commit that has not written its pre-images yet. */
+    if (check_holders && (rc = idle_holders(io, dir, v)) != 0) goto out;
+    if (v->why[0]) goto out;
+    v->idle = 1;
+out:
+    if (rc == 0) tide_err_clear();
+    free(log_path);
+    free(key_path);
+    free(dat_path);
+    free(meta_path);
     return rc;
 }
 

@@ -563,6 +563,7 @@ void ti_store_free(tide_store *s)
 {
     if (s == NULL) return;
     ti_live_free(s);                    /* issue 15 (R) */
+    if (s->live_mark) s->io->close(s->live_mark);
     if (s->dat) s->io->close(s->dat);
     if (s->key) s->io->close(s->key);
     if (s->log) s->io->close(s->log);
@@ -664,6 +665,13 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
             if (rc == 0) tide_err_clear();      /* the lock's refusal is not an error here */
             return rc;
         }
+        /* No writer: the page is not read, but tide.live stays open, the
+         * mark by which other readers' holders checks (holders.c) know
+         * this handle for a Tide reader (review of issue 15). */
+        if (s->live && s->live->f) {
+            s->live_mark = s->live->f;
+            s->live->f = NULL;
+        }
         ti_live_free(s);
     }
     if (rc) return rc;
@@ -679,8 +687,33 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
     return rc;
 }
 
+/* A read-only open of a store whose nudb.log needs recovery. The idle log
+ * of a stopped deferred writer (issue 15, review finding 6: tided killed
+ * with the lag on) changed no bucket: the store is read as it is, [W, C)
+ * through the tail (idle_view). Anything else is refused: the log holds
+ * pre-images, which only a recovery may write back. */
+static int read_only_view(tide_store *s, uint64_t log_size)
+{
+    ti_idle_view v;
+    int rc = ti_recover_idle_view(s->io, s->dir, !s->opts.ignore_holders, &v);
+
+    if (rc) return rc;
+    if (v.idle) {
+        s->idle_view = 1;
+        s->dat_indexed = v.W;
+        s->dat_committed = v.C;
+        return 0;
+    }
+    if (v.why[0]) return tide_err_set(v.why_rc, "%s", v.why);
+    return tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
+                        "(bucket pre-images: a crash's, or a live NuDB writer's, which takes no "
+                        "lock); a read-only open never recovers: run 'tide recover' (or start the "
+                        "store's tided) when no process writes the store; nothing was read or "
+                        "written", s->dir, (unsigned long long)log_size);
+}
+
 /* Open step 2, recovery: undo a commit nudb.log holds (a read-only handle
- * refuses instead), and repair what an interrupted rekey left. *log_size
+ * refuses instead, or reads a stopped deferred writer's idle log as is), and repair what an interrupted rekey left. *log_size
  * gets the log's size before. */
 static int recover_if_needed(tide_store *s, uint64_t *log_size)
 {
@@ -690,12 +723,7 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
 
     if (s->live && !s->live->writer) return 0;   /* issue 15 (R): the log is the live writer's */
     if ((rc = log_needs_recovery(s->io, s->log_path, log_size, &needed)) != 0) return rc;
-    if (needed && s->opts.read_only)
-        return tide_err_set(TIDE_EBUSY, "%s: nudb.log holds an unfinished commit of %llu bytes "
-                            "(a crash's, or a live writer's: NuDB takes no lock); a read-only "
-                            "open never recovers: run 'tide recover' when no process writes the "
-                            "store; nothing was read or written", s->dir,
-                            (unsigned long long)*log_size);
+    if (needed && s->opts.read_only) return read_only_view(s, *log_size);
     if (needed) {
         rc = ti_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, s->dir, 1, 1, &rep);
         if (rc) return rc;
@@ -738,7 +766,11 @@ static int load_files(tide_store *s, int flags, int check)
     s->dat_size = dat_size;
     /* W and C (issue 15, D): a recovered tail [W, C) ends at the data
      * file's end; otherwise every record is indexed. */
-    if (s->dat_committed > s->dat_indexed) {
+    if (s->idle_view) {
+        /* Past C lies what a recovery cuts off; C <= dat_size was checked. */
+        TIDE_ASSERT(s->dat_committed <= dat_size);
+        s->dat_size = s->dat_committed;
+    } else if (s->dat_committed > s->dat_indexed) {
         TIDE_ASSERT(s->dat_committed == dat_size);
     } else {
         s->dat_indexed = s->dat_committed = dat_size;
@@ -824,6 +856,8 @@ static int open_store(tide_store **out, const char *dir, const tide_store_opts *
     if ((rc = load_files(s, flags, check)) != 0) goto out;
     if (s->opts.read_only) {
         if (s->live && (rc = ti_live_start_reader(s)) != 0) goto out;
+        if (s->idle_view && s->dat_indexed < s->dat_committed && (rc = ti_defer_read_tail(s)) != 0)
+            goto out;
         if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     } else {
         ti_live_end(s);             /* issue 15 (R): the counts; readers may look */
@@ -1526,6 +1560,17 @@ int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
     if (rc) goto out;                   /* a log that cannot be read is not "no log" */
     o->log_file_bytes = log_size;
     o->needs_recovery = log_size >= TIDE_LOG_HEADER_SIZE;
+    o->dat_indexed = o->dat_committed = dat_size;
+    if (o->needs_recovery) {
+        ti_idle_view v;
+        if ((rc = ti_recover_idle_view(io, dir, 1, &v)) != 0) goto out;
+        if (v.idle) {
+            o->idle_log = 1;
+            o->dat_indexed = v.W;
+            o->dat_committed = v.C;
+        }
+        snprintf(o->not_idle_why, sizeof o->not_idle_why, "%s", v.why);
+    }
     tide_err_clear();
 out:
     if (dat) io->close(dat);

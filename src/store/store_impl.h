@@ -62,6 +62,13 @@ struct tide_store {
     /* Issue 15 (R): tide.live (live.h). A writer's page, or a reader's in
      * another process than the writer's; NULL for neither. */
     ti_live   *live;
+    /* A reader with no writer: tide.live kept open (not mapped), so that
+     * other readers' holders checks count it as a Tide reader. */
+    tide_file *live_mark;
+    /* Issue 15 (review finding 6): a read-only handle of a store whose
+     * stopped deferred writer left the idle log (ti_recover_idle_view):
+     * nudb.dat is read up to C, [W, C) through the tail, nothing written. */
+    int        idle_view;
 
     pthread_mutex_t pool_mu;
     pthread_cond_t  room_cv;      /* pool has room, a commit ended */
@@ -170,6 +177,9 @@ int ti_defer_commit(struct tide_store *s, ti_pool *batch, int flush, ti_commit_e
  * its records into the tail (TIDE_ECORRUPT naming the first that fails),
  * then flush it; the log is left empty or idle. Before the thread starts. */
 int ti_defer_recover_tail(struct tide_store *s);
+/* Issue 15 (review finding 6): a read-only handle's idle view: the records
+ * of [W, C) into the tail (as recovery reads them), nothing written. */
+int ti_defer_read_tail(struct tide_store *s);
 /* Open, deferring: tide.meta opened (created) and its seq read; called
  * before the directory sync that makes its name durable. */
 int ti_defer_open_meta(struct tide_store *s);
@@ -225,12 +235,47 @@ int ti_store_refuse_holders(tide_io *io, const char *dir, const char *doing);
 /* The same; with `readers_ok`, Tide's readers in other processes (they
  * have tide.live open: holders.c) are not counted (a writer's open). */
 int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, int readers_ok);
+/* The other processes that have one of the store's files open (those this
+ * user's /proc shows: holders.c), Tide's readers dropped with readers_ok:
+ * how many, and the first (pid, comm, which file). 0 (count 0: none seen),
+ * or the listing's error (TIDE_EIO: /proc unreadable; TIDE_ENOMEM). */
+typedef struct ti_store_holder_seen {
+    size_t      count;
+    int         pid;
+    char        comm[32];
+    const char *file;            /* static: "nudb.dat", "nudb.key" or "nudb.log" */
+} ti_store_holder_seen;
+int ti_store_other_holders(tide_io *io, const char *dir, int readers_ok, ti_store_holder_seen *out);
 
 /* Recovery on paths (recover.c); used by open and tide_store_recover. A
  * caller that holds the lock has done the holders check too (`force` is
  * then not looked at), and is left the bucketless key file and the rekey
  * mark (open does that repair); otherwise recovery takes the lock, checks
  * holders unless `force`, and does both. */
+/* Issue 15 (review finding 6): what a read-only handle may see of a store
+ * that needs recovery and that no writer holds, when nudb.log is the
+ * deferred index's idle log (its header alone: no bucket was changed since,
+ * of this store, key_file_size the key file's size): nudb.key indexes
+ * [header, W) (W the log's dat_file_size) and [W, C) (C tide.meta's, as
+ * recovery takes it; C == W without one) are committed records to read
+ * through an in-memory tail. idle 0: the log is anything else (pre-images:
+ * an unfinished commit or flush; another store's; a tide.meta past
+ * nudb.dat's end), or (check_holders) another process has the files open
+ * (a live NuDB writer's commit starts with a header alone). Reads only.
+ * why_rc and why (idle 0): the refusal for a tide.meta past nudb.dat's end
+ * (TIDE_ECORRUPT, recovery's words) or a holder, or holders that cannot
+ * be listed (TIDE_EBUSY, naming them); 0 and "" when the log is not the
+ * idle log (the caller's "unfinished commit"). 0; TIDE_ENOMEM; tide.meta's
+ * read error (a message naming it: never C = W for a meta not read); a
+ * log, key or data file that cannot be read is idle 0. */
+typedef struct ti_idle_view {
+    int      idle;
+    uint64_t W, C;
+    int      why_rc;
+    char     why[768];
+} ti_idle_view;
+int ti_recover_idle_view(tide_io *io, const char *dir, int check_holders, ti_idle_view *v);
+
 int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        int force, tide_recover_report *rep);

@@ -101,6 +101,21 @@ void ti_tail_add(ti_tail *t, const tide_entry *e)
     t->count++;
 }
 
+int ti_tail_add_growing(ti_tail *t, const tide_entry *e, uint64_t *grown_bytes)
+{
+    uint64_t *fresh = NULL, fresh_slots = 0, old_slots = 0;
+    int rc;
+
+    *grown_bytes = 0;
+    if (t->count + 1 > t->nslots / 4 * 3) {
+        if ((rc = ti_tail_prepare(t, 1, &fresh, &fresh_slots)) != 0) return rc;
+        ti_tail_free_table(ti_tail_swap(t, fresh, fresh_slots, &old_slots), old_slots);
+        *grown_bytes = fresh_slots * TI_TAIL_SLOT_BYTES;
+    }
+    ti_tail_add(t, e);
+    return 0;
+}
+
 int ti_tail_next(const ti_tail *t, uint64_t hash, uint64_t *cursor, tide_entry *e)
 {
     if (t->nslots == 0) return 0;

@@ -60,6 +60,13 @@ void ti_tail_free_table(uint64_t *slots, uint64_t nslots);
 /* Add an entry (offset >= 1, size < 2^32); the table has room (asserted). */
 void ti_tail_add(ti_tail *t, const tide_entry *e);
 
+/* Add an entry, doubling the table first (rehashed, the old one freed)
+ * when it is full; *grown_bytes gets the new table's bytes, 0 when it had
+ * room. For a caller that owns the table alone (recovery's scan, a
+ * reader's index under its own lock). TIDE_ENOMEM, or TIDE_EINVAL past
+ * the limit; nothing added then. */
+int ti_tail_add_growing(ti_tail *t, const tide_entry *e, uint64_t *grown_bytes);
+
 /* The entries whose hash is `hash`, one per call: *cursor starts at 0;
  * returns 1 with *e filled, 0 when there are no more. */
 int ti_tail_next(const ti_tail *t, uint64_t hash, uint64_t *cursor, tide_entry *e);

@@ -178,7 +178,13 @@ static int walk_record(void *arg, uint64_t offset, const void *key, unsigned key
                        const void *value, uint64_t len)
 {
     dat_walk *w = arg;
-    (void)key; (void)key_size; (void)value; (void)len;
+    (void)key; (void)key_size; (void)value;
+    if (w->s->idle_view && offset >= w->s->dat_indexed) {
+        /* Review finding 6: committed, not indexed yet (the tail). */
+        w->r->tail_records++;
+        w->r->tail_bytes += TIDE_DAT_RECORD_HEADER + key_size + len;
+        return 0;
+    }
     w->r->data_records++;
     while (w->oi < w->offsets->n && w->offsets->v[w->oi] < offset) w->oi++;
     if (w->oi >= w->offsets->n || w->offsets->v[w->oi] != offset)
