@@ -4821,6 +4821,153 @@ static void a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once(voi
     tided_cleanup(&t);
 }
 
+/* The answer of a PUT of `key` with a body of `len` bytes, as tided sent
+ * it: 201 naming its own key and its own length. */
+static void expect_put_answer(const char *out, uint64_t key, size_t len, const char *what)
+{
+    char k[65], want[160];
+
+    key_hex(key, k);
+    expect_contains(out, "HTTP/1.1 201", what);
+    snprintf(want, sizeof want, "{\"key\":\"%s\",\"bytes\":%zu,", k, len);
+    expect_contains(out, want, what);
+}
+
+/* Issue 15: jobs a store worker takes as one batch are each answered on
+ * their own. With the worker held on key 100's PUT, eleven PUTs (bodies
+ * of distinct lengths) and a GET miss in the middle of them queue; then
+ * the gate opens for all: the twelve are taken together (one batch, the
+ * batches counter says so), the PUTs' answers go back as two messages
+ * (the GET splits them: a read may wait for the disk), and every
+ * connection gets its own key's answer with its own length, the GET its
+ * 404. The queue's depth comes back to 0 and each value reads back. */
+static void a_batch_of_store_jobs_taken_together_is_answered_job_by_job(void **state)
+{
+    enum { QUEUED = 12, GET_AT = 6 };
+    uint64_t keys[QUEUED + 1];
+    char out[4096], body[64], k[65];
+    int gate, fds[QUEUED + 1];
+    tided t;
+    (void)state;
+
+    store_gated_start(&t, &gate, "32");
+    for (int i = 0; i <= QUEUED; i++) keys[i] = i == GET_AT ? 199 : 100 + (uint64_t)i;
+    fds[0] = send_request(&t, "PUT", keys[0], "held");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "key 100's PUT held at the gate");
+    for (int i = 1; i <= QUEUED; i++) {
+        memset(body, 'a' + i, (size_t)(10 + i));
+        body[10 + i] = '\0';
+        fds[i] = send_request(&t, i == GET_AT ? "GET" : "PUT", keys[i], i == GET_AT ? NULL : body);
+        scrape_until(&t, "tide_http_store_queue_depth", i, "the jobs queued behind the held PUT, in order");
+    }
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_batches_total"), 1, "batches: the held PUT's alone");
+    gate_open(gate, QUEUED + 1);
+    answer_of(fds[0], out, sizeof out, "the held PUT");
+    expect_put_answer(out, keys[0], 4, "the held PUT");
+    for (int i = 1; i <= QUEUED; i++) {
+        answer_of(fds[i], out, sizeof out, "a job of the batch");
+        if (i == GET_AT) {
+            key_hex(keys[i], k);
+            expect_contains(out, "HTTP/1.1 404", "the GET miss in the batch");
+            expect_contains(out, k, "the GET miss's 404 names its own key");
+        } else {
+            expect_put_answer(out, keys[i], (size_t)(10 + i), "a PUT of the batch");
+        }
+        close(fds[i]);
+    }
+    close(fds[0]);
+    scrape_until(&t, "tide_http_store_queue_depth", 0, "the queue empty once the batch ran");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_jobs_running"), 0, "nothing running");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_batches_total"), 2,
+               "batches: the twelve queued jobs taken as one");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_PUT), QUEUED, "store jobs of kind put");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_GET), 1, "store jobs of kind get");
+    for (int i = 1; i <= QUEUED; i++) {
+        resp r;
+        if (i == GET_AT) continue;
+        memset(body, 'a' + i, (size_t)(10 + i));
+        body[10 + i] = '\0';
+        r = http(&t, "GET", obj_path(keys[i], NULL), NULL, 0, 0, NULL);
+        expect_status(r, 200, "a value the batch stored");
+        expect_str(r.body, body, "its own value");
+        resp_free(&r);
+    }
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Issue 15: a stop while a worker is inside a batch. Key 80's PUT runs
+ * alone; keys 81 to 85, queued meanwhile, are taken as one batch; 81 and
+ * 82 run and are acknowledged (201) while the worker is held at 83. Then
+ * the stop. Unhurried, the batch's PUTs not yet run (83, held; 84 and 85,
+ * taken with it, in no queue) run before the final commit; hurried, they
+ * go back unrun, never acknowledged. Either way every acknowledged PUT is
+ * in the store on reopen. */
+static void a_stop_with_a_batch_in_flight(int hurried)
+{
+    static const char *const plain[] = { "--http-threads=1", NULL };
+    static const char *const value[6] = { "eighty", "eighty-one", "eighty-two", "eighty-three", "eighty-four",
+                                          "eighty-five" };
+    char *env[] = { NULL };
+    char out[4096];
+    int gate, fds[6];
+    tided t;
+
+    store_gated_start(&t, &gate, "16");
+    fds[0] = send_request(&t, "PUT", 80, value[0]);
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "key 80's PUT held at the gate");
+    for (int i = 1; i < 6; i++) {
+        fds[i] = send_request(&t, "PUT", 80 + (uint64_t)i, value[i]);
+        scrape_until(&t, "tide_http_store_queue_depth", i, "keys 81 to 85 queued, in order");
+    }
+    gate_open(gate, 1);
+    answer_of(fds[0], out, sizeof out, "key 80's PUT");
+    expect_put_answer(out, 80, strlen(value[0]), "key 80's PUT");
+    scrape_until(&t, "tide_http_store_batches_total", 2, "keys 81 to 85 taken as one batch");
+    gate_open(gate, 2);
+    for (int i = 1; i < 3; i++) {
+        answer_of(fds[i], out, sizeof out, "a PUT of the batch run before the stop");
+        expect_put_answer(out, 80 + (uint64_t)i, strlen(value[i]), "an acknowledged PUT of the batch");
+    }
+    scrape_until(&t, "tide_http_store_queue_depth", 2, "key 83 held, 84 and 85 waiting in the batch");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_jobs_running"), 1, "key 83 at the gate");
+    kill(t.pid, SIGTERM);
+    if (hurried) {
+        poll(NULL, 0, 200);
+        tided_signal_and_reap(&t, SIGTERM);
+    } else {
+        tided_signal_and_reap(&t, 0);         /* the drain's wait, then the pool's stop */
+    }
+    expect_u64((uint64_t)t.status, 0, "tided's exit status after a stop inside a batch");
+    for (int i = 3; i < 6; i++)
+        if (has_answer(fds[i], out, sizeof out) && strstr(out, "HTTP/1.1 201"))
+            fail_msg("key %d's PUT was acknowledged after the stop: %s", 80 + i, out);
+    for (int i = 0; i < 6; i++) close(fds[i]);
+    close(gate);
+    t.reaped = 0;
+    tided_start(&t, plain, env);
+    for (int i = 0; i < 6; i++)
+        expect_after_reopen(&t, 80 + (uint64_t)i, i < 3 || !hurried ? value[i] : NULL,
+                            i < 3 ? "a PUT acknowledged before the stop"
+                            : hurried ? "a PUT of the batch a hurried stop dropped"
+                            : "a PUT of the batch run at the stop");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void a_stop_with_a_batch_in_flight_runs_its_puts_and_loses_no_acknowledged_one(void **state)
+{
+    (void)state;
+    a_stop_with_a_batch_in_flight(0);
+}
+
+static void a_hurried_stop_with_a_batch_in_flight_drops_its_unrun_puts_only(void **state)
+{
+    (void)state;
+    a_stop_with_a_batch_in_flight(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared_tests[] = {
@@ -4907,6 +5054,9 @@ int main(void)
         cmocka_unit_test(a_stop_with_queued_store_jobs_exits_and_runs_the_puts),
         cmocka_unit_test(a_hurried_stop_with_queued_store_jobs_drops_the_puts),
         cmocka_unit_test(a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once),
+        cmocka_unit_test(a_batch_of_store_jobs_taken_together_is_answered_job_by_job),
+        cmocka_unit_test(a_stop_with_a_batch_in_flight_runs_its_puts_and_loses_no_acknowledged_one),
+        cmocka_unit_test(a_hurried_stop_with_a_batch_in_flight_drops_its_unrun_puts_only),
     };
     int failed;
 
