@@ -4837,8 +4837,7 @@ static void expect_put_answer(const char *out, uint64_t key, size_t len, const c
  * their own. With the worker held on key 100's PUT, eleven PUTs (bodies
  * of distinct lengths) and a GET miss in the middle of them queue; then
  * the gate opens for all: the twelve are taken together (one batch, the
- * batches counter says so), the PUTs' answers go back as two messages
- * (the GET splits them: a read may wait for the disk), and every
+ * batches counter says so; 11 PUTs and a GET weigh 15 of 16), and every
  * connection gets its own key's answer with its own length, the GET its
  * 404. The queue's depth comes back to 0 and each value reads back. */
 static void a_batch_of_store_jobs_taken_together_is_answered_job_by_job(void **state)

@@ -69,8 +69,6 @@
  *      only; every body is valid UTF-8 JSON, and a 500 means a store error
  *      or out of memory, never a request's content.
  *   5. A job whose request is gone (job->req == NULL) is freed unanswered.
- *   6. Every job of a message is answered: a store thread sends a batch's
- *      answers for one loop as one message, the jobs linked by next.
  *
  * Never: call tide_node_sync or tide_node_sweep on a loop thread; echo the
  * Authorization header; compare tokens with memcmp/strcmp.
@@ -268,17 +266,11 @@ void tided_api_on_jobs_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *mess
         tided_job *job = H2O_STRUCT_FROM_MEMBER(tided_job, msg, m);
 
         h2o_linklist_unlink(&m->link);
-        while (job != NULL) {               /* a store batch's answers: one message */
-            tided_job *next = job->next;
-
-            job->next = NULL;
-            if (job->req != NULL) {
-                job->guard->job = NULL;
-                answer_job(job);
-            }
-            tided_job_free(job);
-            job = next;
+        if (job->req != NULL) {
+            job->guard->job = NULL;
+            answer_job(job);
         }
+        tided_job_free(job);
     }
 }
 

@@ -109,8 +109,7 @@ enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TID
 struct tided_job {
     h2o_multithread_message_t msg;   /* first: the loop's queue links it */
     tided_job   *next;               /* the worker's queue, a loop's staged
-                                        jobs; coming back, the store jobs of
-                                        one message (api.c walks them) */
+                                        jobs */
     tided_loop  *loop;
     h2o_req_t   *req;                /* NULL once h2o disposed the request */
     struct tided_guard *guard;       /* the request's guard while it lives */
