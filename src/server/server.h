@@ -95,9 +95,7 @@ enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TID
 /* The store pool's kind (tided_pool_start): it runs TIDED_JOB_GET and
  * TIDED_JOB_PUT jobs, a batch per thread at a time. */
 #define TIDED_JOB_STORE TIDED_JOB_GET
-/* A store batch's weight at most: a PUT weighs 1, a GET 4 (a read may wait
- * for the disk, and reads of one batch run one after another). */
-#define TIDED_STORE_BATCH_WEIGHT 16
+/* PUTs in one store batch at most (a GET is a batch of its own). */
 #define TIDED_STORE_BATCH_MAX 16
 
 /*
@@ -172,13 +170,14 @@ typedef struct tided_worker {
     pthread_cond_t  cv;
     tided_job      *head, *tail;     /* queued, oldest first */
     int             stop;
-    uint64_t        batches;         /* node calls made (under mu) */
+    uint64_t        batches;         /* node calls made; for the store pool,
+                                        batches taken (under mu) */
     uint64_t        jobs;            /* jobs served (under mu) */
     /* The store pool (work.c's essay). Under mu: */
     size_t          cap;             /* jobs waiting at most (0: no bound) */
     size_t          put_cap;         /* PUTs waiting at most: 3/4 of cap, >= 1 */
     size_t          queued;          /* jobs in head..tail */
-    size_t          queued_weight;   /* their weight (a PUT 1, a GET 4) */
+    size_t          queued_puts;     /* of them PUTs */
     unsigned        idle;            /* threads waiting on cv */
     unsigned        wakes;           /* signals sent that no thread woke for yet */
     uint64_t        copies;          /* PUT body copies queued */
@@ -199,8 +198,9 @@ typedef struct tided_worker {
 /* Start the worker thread. Returns 0 or TIDE_ENOMEM (thread creation). */
 int  tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind);
 /* Start the store pool: `threads` threads (1..256) taking TIDED_JOB_GET and
- * _PUT jobs in batches (at most TIDED_STORE_BATCH_WEIGHT of weight: 16
- * PUTs or 4 GETs), each job still its own node call and its own answer,
+ * _PUT jobs in batches (a GET alone, or up to TIDED_STORE_BATCH_MAX PUTs,
+ * a thread's share of the queued PUTs with the idle threads, at least 4),
+ * each job still its own node call and its own answer,
  * at most `cap` (>= 1) of them waiting, PUTs at most 3/4 of cap (at least
  * 1). Returns 0, or TIDE_ENOMEM when a thread cannot start (those started
  * are stopped). A test hook: TIDE_TEST_STORE_GATE=FIFO makes every thread
@@ -224,7 +224,8 @@ void tided_pool_cancel(tided_worker *w, int put);
  * 0). Loop thread of `l`; never refuses. */
 void tided_pool_submit(tided_worker *w, tided_loop *l, tided_job *job);
 /* Queue every job `l` staged, with one lock, and wake as many idle threads
- * as their weight needs (none when enough are awake). Loop thread of `l`;
+ * as the queue's batches need: one per GET, one per 4 PUTs (none when
+ * enough are awake). Loop thread of `l`;
  * nothing to do costs a load. */
 void tided_pool_flush(tided_worker *w, tided_loop *l);
 /* Free a job coming back and what it still holds (text, keys, a put's body
@@ -265,7 +266,7 @@ struct tided_loop {
      * the store pool together after it (tided_pool_flush); staging is 0
      * where no loop_run turns (fuzz_http): then each job is queued alone */
     tided_job     *staged_head, *staged_tail;
-    size_t         staged, staged_weight, staged_puts;
+    size_t         staged, staged_puts;
     int            staging;
     int            stopping;         /* this loop has closed its listener */
     uint64_t       deadline_us;      /* monotonic: end of the drain */

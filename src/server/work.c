@@ -61,12 +61,23 @@
  *     of every connection that was readable) and hands them over together
  *     after the turn (tided_pool_flush, loop.c): one lock;
  *   - wakes are counted: a thread is signalled only when one sleeps and
- *     the queue's weight is not covered by the wakes already on their way
- *     (one per TIDED_STORE_BATCH_WEIGHT), and after the unlock;
- *   - a thread takes a batch: jobs from the head while their weight stays
- *     within TIDED_STORE_BATCH_WEIGHT, a PUT weighing 1 and a GET 4 (a read
- *     may wait for the disk; four per batch leave the others to the idle
- *     threads, which the taker wakes for what it left);
+ *     the queue's batches are not covered by the wakes already on their
+ *     way (a batch per GET, one per STORE_PUT_SHARE_MIN PUTs), and after
+ *     the unlock; a taker signals as many as what it left needs, so one
+ *     batch may wake several threads, and a signal may find the queue
+ *     empty (a running thread took the jobs first): the thread sleeps
+ *     again;
+ *   - a thread takes a batch: a GET alone (a read may wait for the disk,
+ *     so no job waits behind it and it waits behind none), or the PUTs in
+ *     a row at the head, as many as its share of the queued PUTs with the
+ *     idle threads, ceil(PUTs / (idle + 1)), at least STORE_PUT_SHARE_MIN
+ *     (4) and at most TIDED_STORE_BATCH_MAX (16). So the GET misses of one
+ *     turn run on as many threads as are idle (4 on 4), 20 PUTs keep 4
+ *     threads busy, and only while no thread sleeps, or for the first 4
+ *     PUTs, does one thread run several: a PUT is quick unless the insert
+ *     pool is full behind a commit, and then every PUT waits for it
+ *     whichever thread runs it, while the wake per PUT saved is most of
+ *     the hop's cost (PERFORMANCE.md);
  *   - each answer goes back as soon as its job ran: h2o's queue to the
  *     loop writes its pipe only when it was empty, so answers that come
  *     faster than the loop drains them share one wake already. (Holding a
@@ -102,8 +113,11 @@
  *      exceeds cap; of it, the PUTs' never exceeds put_cap.
  *   4. wakes <= idle: a thread is signalled only while one sleeps that no
  *      signal is on its way to; and after every push and every take, while
- *      a thread sleeps, the queue's weight is covered by the wakes on their
- *      way (one per TIDED_STORE_BATCH_WEIGHT): no job waits for a sleeper.
+ *      a thread sleeps, the queue's batches (one per GET, one per
+ *      STORE_PUT_SHARE_MIN PUTs) are covered by the wakes on their way: no
+ *      job waits for a sleeper.
+ *   5. A batch holds one GET, or PUTs only: a GET never waits behind
+ *      another job of its batch, nor a PUT behind a GET.
  *
  * Never: touch a job's req or guard (they belong to the loop thread); read
  * a request's body on a worker.
@@ -127,9 +141,11 @@
 
 /* How often a gated store thread looks at the stop flag (the test hook). */
 #define GATE_POLL_MS 50
-/* A store job's weight in a batch (TIDED_STORE_BATCH_WEIGHT). */
-#define STORE_PUT_WEIGHT 1
-#define STORE_GET_WEIGHT 4
+/* PUTs a thread takes at least when it can (pool_take): a PUT is quick
+ * unless the insert pool is full behind a commit, and then every PUT waits
+ * for that commit whichever thread runs it; one wake per PUT was most of
+ * the hop's cost (PERFORMANCE.md). */
+#define STORE_PUT_SHARE_MIN 4
 /* The pool's slots word: depth in the low 32 bits, the PUTs' in the high. */
 #define SLOT_PUT (1ull << 32)
 #define SLOT_DEPTH(v) ((v) & 0xffffffffull)
@@ -263,11 +279,6 @@ static void gate_wait(tided_worker *w)
     }
 }
 
-static unsigned job_weight(const tided_job *job)
-{
-    return job->kind == TIDED_JOB_GET ? STORE_GET_WEIGHT : STORE_PUT_WEIGHT;
-}
-
 /* Give back a slot: a job started, or a reservation cancelled. */
 static void slot_release(tided_worker *w, int put)
 {
@@ -339,14 +350,17 @@ static void run_store_batch(tided_worker *w, tided_job **batch, size_t n)
     }
 }
 
-/* How many idle threads to wake for the queue: one per batch's weight not
- * yet covered by a wake on its way, never more than are idle (none when
- * the wakes sent cover it). Under mu, which counts the wakes; the caller
+/* How many idle threads to wake for the queue: one per batch it holds (a
+ * GET, or STORE_PUT_SHARE_MIN PUTs) not yet covered by a wake on its way, never more than are idle (none when the
+ * wakes sent cover it). A woken thread takes its share (pool_take), so
+ * the queue is spread over every idle thread and none sleeps while a job
+ * waits behind another. Under mu, which counts the wakes; the caller
  * signals after unlocking (a thread woken under the lock would only wait
  * for it again). */
 static unsigned wakes_needed(tided_worker *w)
 {
-    size_t batches = (w->queued_weight + TIDED_STORE_BATCH_WEIGHT - 1) / TIDED_STORE_BATCH_WEIGHT;
+    size_t batches = w->queued - w->queued_puts
+                     + (w->queued_puts + STORE_PUT_SHARE_MIN - 1) / STORE_PUT_SHARE_MIN;
     unsigned n = 0;
 
     TIDE_ASSERT(w->wakes <= w->idle);
@@ -362,9 +376,9 @@ static void wake(tided_worker *w, unsigned n)
     while (n-- > 0) pthread_cond_signal(&w->cv);
 }
 
-/* Queue the list head..tail (n jobs of `weight`, `puts` of them PUTs):
+/* Queue the list head..tail (n jobs, `puts` of them PUTs):
  * one lock, then the wakes it needs. */
-static void pool_push(tided_worker *w, tided_job *head, tided_job *tail, size_t n, size_t weight, size_t puts)
+static void pool_push(tided_worker *w, tided_job *head, tided_job *tail, size_t n, size_t puts)
 {
     unsigned wakes;
 
@@ -373,35 +387,42 @@ static void pool_push(tided_worker *w, tided_job *head, tided_job *tail, size_t 
     else w->head = head;
     w->tail = tail;
     w->queued += n;
-    w->queued_weight += weight;
+    w->queued_puts += puts;
     w->copies += puts;
     wakes = wakes_needed(w);
     pthread_mutex_unlock(&w->mu);
     wake(w, wakes);
 }
 
-/* Take a batch from the queue's head: jobs in order while their weight
- * stays within TIDED_STORE_BATCH_WEIGHT (the first always). Under mu. */
+/* Take a batch from the queue's head: a GET alone (a read may wait for
+ * the disk: nothing waits behind it, and it never waits behind a PUT), or
+ * the PUTs in a row there, at most the taker's share: the queued PUTs
+ * shared by this thread and the idle ones (ceil(PUTs / (idle + 1)),
+ * within STORE_PUT_SHARE_MIN..TIDED_STORE_BATCH_MAX). Under mu. */
 static size_t pool_take(tided_worker *w, tided_job **batch)
 {
-    size_t n = 0, weight = 0;
+    size_t n = 0, puts = 0, share = (w->queued_puts + w->idle) / (w->idle + 1u);
 
-    while (w->head && n < TIDED_STORE_BATCH_MAX) {
+    if (share < STORE_PUT_SHARE_MIN) share = STORE_PUT_SHARE_MIN;
+    if (share > TIDED_STORE_BATCH_MAX) share = TIDED_STORE_BATCH_MAX;
+    while (w->head && n < share) {
         tided_job *job = w->head;
-        unsigned jw = job_weight(job);
 
-        if (n > 0 && weight + jw > TIDED_STORE_BATCH_WEIGHT) break;
+        if (n > 0 && job->kind == TIDED_JOB_GET) break;
         w->head = job->next;
         job->next = NULL;
         batch[n++] = job;
-        weight += jw;
-        if (job->kind == TIDED_JOB_GET) w->gets++;
-        else w->puts++;
+        if (job->kind == TIDED_JOB_GET) {
+            w->gets++;
+            break;
+        }
+        w->puts++;
+        puts++;
     }
     if (w->head == NULL) w->tail = NULL;
-    TIDE_ASSERT(w->queued >= n && w->queued_weight >= weight);
+    TIDE_ASSERT(w->queued >= n && w->queued_puts >= puts);
     w->queued -= n;
-    w->queued_weight -= weight;
+    w->queued_puts -= puts;
     w->batches++;
     w->jobs += n;
     return n;
@@ -544,28 +565,26 @@ void tided_pool_cancel(tided_worker *w, int put)
 
 void tided_pool_submit(tided_worker *w, tided_loop *l, tided_job *job)
 {
-    unsigned jw = job_weight(job);
     int put = job->kind == TIDED_JOB_PUT;
 
     job->next = NULL;
     if (!l->staging) {
-        pool_push(w, job, job, 1, jw, (size_t)put);
+        pool_push(w, job, job, 1, (size_t)put);
         return;
     }
     if (l->staged_tail) l->staged_tail->next = job;
     else l->staged_head = job;
     l->staged_tail = job;
     l->staged++;
-    l->staged_weight += jw;
     l->staged_puts += (size_t)put;
 }
 
 void tided_pool_flush(tided_worker *w, tided_loop *l)
 {
     if (l->staged_head == NULL) return;
-    pool_push(w, l->staged_head, l->staged_tail, l->staged, l->staged_weight, l->staged_puts);
+    pool_push(w, l->staged_head, l->staged_tail, l->staged, l->staged_puts);
     l->staged_head = l->staged_tail = NULL;
-    l->staged = l->staged_weight = l->staged_puts = 0;
+    l->staged = l->staged_puts = 0;
 }
 
 void tided_job_free(tided_job *job)
@@ -601,6 +620,13 @@ void tided_worker_stop(tided_worker *w)
         free(w->tids);
         w->tids = NULL;
         w->nthreads = 0;
+        /* Invariants 2 and 3: every job taken was started (its slot given
+         * back) and sent back, those dropped unrun too. */
+        TIDE_ASSERT(w->head == NULL && w->queued == 0);
+        TIDE_ASSERT(SLOT_DEPTH(atomic_load(&w->slots)) == 0);
+        if (atomic_load(&w->dropped) > 0)
+            tide_log(TIDE_LOG_INFO, "store pool stopped: %llu job(s) sent back unrun",
+                     (unsigned long long)atomic_load(&w->dropped));
     } else {
         pthread_join(w->tid, NULL);
     }
@@ -645,8 +671,8 @@ void tided_pool_families(tided_worker *w, struct tide_metrics_writer *mw)
     tide_metrics_sample(mw, "tide_http_store_jobs_total", get_label, 1, (double)gets);
     tide_metrics_sample(mw, "tide_http_store_jobs_total", put_label, 1, (double)puts);
     tide_metrics_family(mw, "tide_http_store_batches_total", "counter",
-                        "Batches of store jobs the store workers took: one lock and at most one wake for "
-                        "each (tide_http_store_jobs_total / this is the mean batch).");
+                        "Batches of store jobs the store workers took (a GET alone, or up to 16 PUTs): one "
+                        "lock each (tide_http_store_jobs_total / this is the mean batch).");
     tide_metrics_sample(mw, "tide_http_store_batches_total", NULL, 0, (double)batches);
     tide_metrics_family(mw, "tide_http_store_jobs_refused_total", "counter",
                         "Store jobs refused because store_queue were waiting, or for a PUT 3/4 of it were "
