@@ -4412,8 +4412,12 @@ static void a_token_file_others_can_read_missing_or_empty_stops_tided_with_exit_
 
 /* ---- the store workers (issue 15) ------------------------------------------ */
 
-/* A tided with one loop, one store worker and a queue of `queue`, whose
- * worker waits for a byte on the FIFO *gate before each job
+/* --store-workers for the next store_gated_start_with (1 unless a test
+ * sets it, and sets it back). */
+static const char *gated_workers = "--store-workers=1";
+
+/* A tided with one loop, one store worker (gated_workers) and a queue of
+ * `queue`, whose worker waits for a byte on the FIFO *gate before each job
  * (TIDE_TEST_STORE_GATE): the test decides when a store job may run, so
  * what the loop answers meanwhile is seen by events, not by time. *gate is
  * the FIFO's write end. */
@@ -4425,7 +4429,7 @@ static void store_gated_start_with(tided *t, int *gate, const char *queue, const
     char fifo[700];
 
     flags[0] = "--http-threads=1";
-    flags[1] = "--store-workers=1";
+    flags[1] = gated_workers;
     flags[2] = flag_queue;
     flags[3] = extra1;
     flags[4] = extra1 ? extra2 : NULL;
@@ -4730,6 +4734,34 @@ static void expect_after_reopen(tided *t, uint64_t key, const char *want, const 
     resp_free(&r);
 }
 
+/* After a stop: the connection of a store job not answered before it. The
+ * rule (work.c's essay): a hurried stop's unrun PUT goes back to its loop,
+ * which has stopped turning, so it is never answered 201 and its
+ * connection is closed when tided exits: the client reads end of file (or
+ * a 503, were the loop to answer), never silence. Unhurried, the PUT ran
+ * but the drained loop did not answer it: the same end of file. */
+static void expect_unrun_put_closed(int fd, uint64_t key, int hurried)
+{
+    char out[4096], all[8192] = "";
+    struct pollfd p = { fd, POLLIN, 0 };
+    size_t used = 0;
+    ssize_t r = 1;
+
+    while (r > 0) {
+        if (poll(&p, 1, 30000) <= 0) fail_msg("key %llu's PUT: neither answered nor closed after the stop",
+                                              (unsigned long long)key);
+        r = recv(fd, out, sizeof out - 1, 0);
+        if (r > 0 && used + (size_t)r < sizeof all) memcpy(all + used, out, (size_t)r), used += (size_t)r;
+    }
+    all[used] = '\0';
+    if (r < 0 && errno != ECONNRESET) fail_msg("key %llu's PUT: recv: %s", (unsigned long long)key, strerror(errno));
+    if (strstr(all, "HTTP/1.1 201"))
+        fail_msg("key %llu's PUT was acknowledged after the stop (%s): %s", (unsigned long long)key,
+                 hurried ? "hurried" : "unhurried", all);
+    if (used > 0 && !strstr(all, "HTTP/1.1 503"))
+        fail_msg("key %llu's PUT: an answer other than 503 after the stop: %s", (unsigned long long)key, all);
+}
+
 /* Issue 15: a stop with store jobs queued and the worker held at its gate
  * exits (the gate opens at stop). Unhurried, the queued GETs are dropped
  * and the queued PUTs are run before the final commit; hurried (a second
@@ -4763,6 +4795,11 @@ static void a_stop_with_queued_store_jobs(int hurried)
         tided_signal_and_reap(&t, 0);         /* no second signal: the drain's wait, then the stop */
     }
     expect_u64((uint64_t)t.status, 0, "tided's exit status after a stop with queued jobs");
+    for (int i = 0; i < 4; i++) expect_unrun_put_closed(fds[i], 71 + (uint64_t)i, hurried);
+    /* Invariant 2: the GETs are sent back unrun, and hurried the PUTs too. */
+    if (!log_contains(&t, hurried ? "store pool stopped: 4 job(s) sent back unrun"
+                                  : "store pool stopped: 2 job(s) sent back unrun"))
+        fail_msg("the pool's stop should say %d jobs were sent back unrun: %s", hurried ? 4 : 2, log_tail(&t));
     for (int i = 0; i < 4; i++) close(fds[i]);
     close(gate);
     t.reaped = 0;
@@ -4827,6 +4864,218 @@ static void a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once(voi
     close(gate);
     tided_signal_and_reap(&t, SIGTERM);
     tided_cleanup(&t);
+}
+
+/* The answer of a PUT of `key` with a body of `len` bytes, as tided sent
+ * it: 201 naming its own key and its own length. */
+static void expect_put_answer(const char *out, uint64_t key, size_t len, const char *what)
+{
+    char k[65], want[160];
+
+    key_hex(key, k);
+    expect_contains(out, "HTTP/1.1 201", what);
+    snprintf(want, sizeof want, "{\"key\":\"%s\",\"bytes\":%zu,", k, len);
+    expect_contains(out, want, what);
+}
+
+/* Issue 15: jobs a store worker takes as one batch are each answered on
+ * their own. With the worker held on key 100's PUT, eleven PUTs (bodies
+ * of distinct lengths) and a GET miss in the middle of them queue; then
+ * the gate opens for all: the one thread takes the five PUTs before the
+ * GET as one batch, the GET alone (a GET never waits behind another job of
+ * its batch) and the six after it as one (the batches counter says so),
+ * and every connection gets its own key's answer with its own length, the
+ * GET its 404. The queue's depth comes back to 0 and each value reads
+ * back. */
+static void a_batch_of_store_jobs_taken_together_is_answered_job_by_job(void **state)
+{
+    enum { QUEUED = 12, GET_AT = 6 };
+    uint64_t keys[QUEUED + 1];
+    char out[4096], body[64], k[65];
+    int gate, fds[QUEUED + 1];
+    tided t;
+    (void)state;
+
+    store_gated_start(&t, &gate, "32");
+    for (int i = 0; i <= QUEUED; i++) keys[i] = i == GET_AT ? 199 : 100 + (uint64_t)i;
+    fds[0] = send_request(&t, "PUT", keys[0], "held");
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "key 100's PUT held at the gate");
+    for (int i = 1; i <= QUEUED; i++) {
+        memset(body, 'a' + i, (size_t)(10 + i));
+        body[10 + i] = '\0';
+        fds[i] = send_request(&t, i == GET_AT ? "GET" : "PUT", keys[i], i == GET_AT ? NULL : body);
+        scrape_until(&t, "tide_http_store_queue_depth", i, "the jobs queued behind the held PUT, in order");
+    }
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_batches_total"), 1, "batches: the held PUT's alone");
+    gate_open(gate, QUEUED + 1);
+    answer_of(fds[0], out, sizeof out, "the held PUT");
+    expect_put_answer(out, keys[0], 4, "the held PUT");
+    for (int i = 1; i <= QUEUED; i++) {
+        answer_of(fds[i], out, sizeof out, "a job of the batch");
+        if (i == GET_AT) {
+            key_hex(keys[i], k);
+            expect_contains(out, "HTTP/1.1 404", "the GET miss in the batch");
+            expect_contains(out, k, "the GET miss's 404 names its own key");
+        } else {
+            expect_put_answer(out, keys[i], (size_t)(10 + i), "a PUT of the batch");
+        }
+        close(fds[i]);
+    }
+    close(fds[0]);
+    scrape_until(&t, "tide_http_store_queue_depth", 0, "the queue empty once the batch ran");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_jobs_running"), 0, "nothing running");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_batches_total"), 4,
+               "batches: the held PUT; the five PUTs before the GET; the GET alone; the six after it");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_PUT), QUEUED, "store jobs of kind put");
+    expect_u64((uint64_t)scrape_value(&t, JOBS_GET), 1, "store jobs of kind get");
+    for (int i = 1; i <= QUEUED; i++) {
+        resp r;
+        if (i == GET_AT) continue;
+        memset(body, 'a' + i, (size_t)(10 + i));
+        body[10 + i] = '\0';
+        r = http(&t, "GET", obj_path(keys[i], NULL), NULL, 0, 0, NULL);
+        expect_status(r, 200, "a value the batch stored");
+        expect_str(r.body, body, "its own value");
+        resp_free(&r);
+    }
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Issue 15: the store jobs of one turn of the loop are spread over the
+ * idle store threads. Four threads, all held at the gate: `n` connections
+ * are accepted, tided is stopped (SIGSTOP) while each gets its request, so
+ * the resumed loop reads them all in one turn and hands them over as one
+ * flush. Then the four threads run one job each (jobs_running 4) and the
+ * rest wait: a woken thread takes only its share and wakes threads for
+ * what it left, and a GET is a batch of its own. Every request is answered
+ * once the gate opens. */
+static void store_jobs_of_one_turn_spread(const char *method, int n, uint64_t key0)
+{
+    enum { MAX = 24, THREADS = 4 };
+    char head[512], out[4096], k[65];
+    int gate, fds[MAX], put = strcmp(method, "PUT") == 0;
+    tided t;
+
+    if (n > MAX || n < THREADS) fail_msg("%d store jobs: between %d and %d", n, THREADS, MAX);
+    gated_workers = "--store-workers=4";
+    store_gated_start(&t, &gate, "32");
+    gated_workers = "--store-workers=1";
+    for (int i = 0; i < n; i++) fds[i] = connect_from(&t, "127.0.0.1");
+    scrape_until(&t, "tide_http_connections", n + 1, "the connections accepted (and the scrape's)");
+    /* Stopped, tided reads none of them: resumed, its loop finds them all
+     * readable in one turn. */
+    if (kill(t.pid, SIGSTOP) != 0) fail_msg("SIGSTOP tided: %s", strerror(errno));
+    for (int i = 0; i < n; i++) {
+        key_hex(key0 + (uint64_t)i, k);
+        snprintf(head, sizeof head, "%s /v1/objects/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s",
+                 method, k, put ? 5 : 0, put ? "value" : "");
+        send_all(fds[i], head, strlen(head));
+    }
+    if (kill(t.pid, SIGCONT) != 0) fail_msg("SIGCONT tided: %s", strerror(errno));
+    scrape_until(&t, "tide_http_store_jobs_running", THREADS, "every store thread running a job of the turn");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_queue_depth"), (uint64_t)(n - THREADS),
+               "the jobs of the turn not started");
+    gate_open(gate, n);
+    for (int i = 0; i < n; i++) {
+        answer_of(fds[i], out, sizeof out, "a store job of the turn");
+        expect_contains(out, put ? "HTTP/1.1 201" : "HTTP/1.1 404", "a store job of the turn, answered");
+        close(fds[i]);
+    }
+    scrape_until(&t, "tide_http_store_queue_depth", 0, "the queue empty");
+    scrape_until(&t, "tide_http_store_jobs_running", 0, "nothing running");
+    expect_u64((uint64_t)scrape_value(&t, put ? JOBS_PUT : JOBS_GET), (uint64_t)n, "store jobs of the turn");
+    close(gate);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void four_get_misses_of_one_turn_run_on_four_store_threads(void **state)
+{
+    (void)state;
+    store_jobs_of_one_turn_spread("GET", 4, 300);
+}
+
+static void twenty_puts_of_one_turn_keep_every_store_thread_busy(void **state)
+{
+    (void)state;
+    store_jobs_of_one_turn_spread("PUT", 20, 400);
+}
+
+/* Issue 15: a stop while a worker is inside a batch. Key 80's PUT runs
+ * alone; keys 81 to 85, queued meanwhile, are taken as one batch; 81 and
+ * 82 run and are acknowledged (201) while the worker is held at 83. Then
+ * the stop. Unhurried, the batch's PUTs not yet run (83, held; 84 and 85,
+ * taken with it, in no queue) run before the final commit; hurried, they
+ * go back unrun, never acknowledged. Either way every acknowledged PUT is
+ * in the store on reopen. */
+static void a_stop_with_a_batch_in_flight(int hurried)
+{
+    static const char *const plain[] = { "--http-threads=1", NULL };
+    static const char *const value[6] = { "eighty", "eighty-one", "eighty-two", "eighty-three", "eighty-four",
+                                          "eighty-five" };
+    char *env[] = { NULL };
+    char out[4096];
+    int gate, fds[6];
+    tided t;
+
+    store_gated_start(&t, &gate, "16");
+    fds[0] = send_request(&t, "PUT", 80, value[0]);
+    scrape_until(&t, "tide_http_store_jobs_running", 1, "key 80's PUT held at the gate");
+    for (int i = 1; i < 6; i++) {
+        fds[i] = send_request(&t, "PUT", 80 + (uint64_t)i, value[i]);
+        scrape_until(&t, "tide_http_store_queue_depth", i, "keys 81 to 85 queued, in order");
+    }
+    gate_open(gate, 1);
+    answer_of(fds[0], out, sizeof out, "key 80's PUT");
+    expect_put_answer(out, 80, strlen(value[0]), "key 80's PUT");
+    scrape_until(&t, "tide_http_store_batches_total", 2, "keys 81 to 85 taken as one batch");
+    gate_open(gate, 2);
+    for (int i = 1; i < 3; i++) {
+        answer_of(fds[i], out, sizeof out, "a PUT of the batch run before the stop");
+        expect_put_answer(out, 80 + (uint64_t)i, strlen(value[i]), "an acknowledged PUT of the batch");
+    }
+    scrape_until(&t, "tide_http_store_queue_depth", 2, "key 83 held, 84 and 85 waiting in the batch");
+    expect_u64((uint64_t)scrape_value(&t, "tide_http_store_jobs_running"), 1, "key 83 at the gate");
+    kill(t.pid, SIGTERM);
+    if (hurried) {
+        poll(NULL, 0, 200);
+        tided_signal_and_reap(&t, SIGTERM);
+    } else {
+        tided_signal_and_reap(&t, 0);         /* the drain's wait, then the pool's stop */
+    }
+    expect_u64((uint64_t)t.status, 0, "tided's exit status after a stop inside a batch");
+    for (int i = 3; i < 6; i++) expect_unrun_put_closed(fds[i], 80 + (uint64_t)i, hurried);
+    /* Invariant 2: a hurried stop sends the batch's three unrun PUTs back
+     * (work.c counts them as they go; the pool's stop asserts no slot is
+     * left), the unhurried one runs them. */
+    if (hurried != log_contains(&t, "store pool stopped: 3 job(s) sent back unrun"))
+        fail_msg("the pool's stop should%s say 3 jobs were sent back unrun: %s", hurried ? "" : " not",
+                 log_tail(&t));
+    for (int i = 0; i < 6; i++) close(fds[i]);
+    close(gate);
+    t.reaped = 0;
+    tided_start(&t, plain, env);
+    for (int i = 0; i < 6; i++)
+        expect_after_reopen(&t, 80 + (uint64_t)i, i < 3 || !hurried ? value[i] : NULL,
+                            i < 3 ? "a PUT acknowledged before the stop"
+                            : hurried ? "a PUT of the batch a hurried stop dropped"
+                            : "a PUT of the batch run at the stop");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+static void a_stop_with_a_batch_in_flight_runs_its_puts_and_loses_no_acknowledged_one(void **state)
+{
+    (void)state;
+    a_stop_with_a_batch_in_flight(0);
+}
+
+static void a_hurried_stop_with_a_batch_in_flight_drops_its_unrun_puts_only(void **state)
+{
+    (void)state;
+    a_stop_with_a_batch_in_flight(1);
 }
 
 int main(void)
@@ -4915,6 +5164,11 @@ int main(void)
         cmocka_unit_test(a_stop_with_queued_store_jobs_exits_and_runs_the_puts),
         cmocka_unit_test(a_hurried_stop_with_queued_store_jobs_drops_the_puts),
         cmocka_unit_test(a_client_gone_while_its_put_is_at_a_worker_leaves_it_stored_once),
+        cmocka_unit_test(a_batch_of_store_jobs_taken_together_is_answered_job_by_job),
+        cmocka_unit_test(a_stop_with_a_batch_in_flight_runs_its_puts_and_loses_no_acknowledged_one),
+        cmocka_unit_test(a_hurried_stop_with_a_batch_in_flight_drops_its_unrun_puts_only),
+        cmocka_unit_test(four_get_misses_of_one_turn_run_on_four_store_threads),
+        cmocka_unit_test(twenty_puts_of_one_turn_keep_every_store_thread_busy),
     };
     int failed;
 

@@ -43,7 +43,8 @@
  *   3. No store call that may read a file or wait is made on a loop
  *      thread: only tide_node_get_cached and tide_node_put_admit.
  *   4. A store job is complete (key, body copy, sync) before it is offered
- *      to the pool: the worker may take it at once.
+ *      to the pool (tided_pool_submit stages it for the end of the loop's
+ *      turn, or queues it): a worker may take it at once.
  *
  * Never: call tide_node_sync, tide_node_put or tide_node_get on a loop
  * thread; copy a GET's value; hand a worker a pointer into the request.
@@ -192,7 +193,7 @@ static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guar
         job->value_held = (int64_t)len;         /* its budget bytes: taken by job_admit */
         tide_mem_account_alloc(TIDE_MEM_HTTP, job->value_held);
     }
-    tided_pool_enqueue(&srv->store_pool, job);
+    tided_pool_submit(&srv->store_pool, guard->loop, job);
     guard->job = job;
     return job;
 }

@@ -250,6 +250,7 @@ static void loop_setup(tided_loop *l)
         l->signals->data = l;
         h2o_socket_read_start(l->signals, on_signal);
     }
+    l->staging = 1;                        /* loop_run flushes after every turn */
     atomic_store_explicit(&l->ready, 1, memory_order_release);
 }
 
@@ -306,7 +307,11 @@ static void loop_run(tided_loop *l)
             if (ping_ms < wait_ms) wait_ms = ping_ms;
         }
         atomic_store_explicit(&l->turned_us, tide_clock_mono_us(), memory_order_relaxed);
-        if (h2o_evloop_run(l->evloop, wait_ms) != 0 && errno != EINTR) {
+        int run_rc = h2o_evloop_run(l->evloop, wait_ms), run_errno = errno;
+        /* The store jobs this turn made go to the store pool together. */
+        tided_pool_flush(&srv->store_pool, l);
+        if (run_rc != 0 && run_errno != EINTR) {
+            errno = run_errno;
             tide_log(TIDE_LOG_ERROR, "loop %u: the event loop failed: %s; stopping (exit 1)", l->index,
                      strerror(errno));
             atomic_store(&srv->loop_failed, 1);
@@ -316,6 +321,7 @@ static void loop_run(tided_loop *l)
             break;
         }
         tided_conn_poll(l);
+        tided_pool_flush(&srv->store_pool, l);
     }
 }
 

@@ -93,8 +93,10 @@ typedef struct tided_conn tided_conn;
 enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TIDED_JOB_HEAP,
        TIDED_JOB_GET, TIDED_JOB_PUT };
 /* The store pool's kind (tided_pool_start): it runs TIDED_JOB_GET and
- * TIDED_JOB_PUT jobs, one per thread at a time. */
+ * TIDED_JOB_PUT jobs, a batch per thread at a time. */
 #define TIDED_JOB_STORE TIDED_JOB_GET
+/* PUTs in one store batch at most (a GET is a batch of its own). */
+#define TIDED_STORE_BATCH_MAX 16
 
 /*
  * One request waiting for a worker. Allocated with malloc by the loop
@@ -104,7 +106,8 @@ enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TID
  */
 struct tided_job {
     h2o_multithread_message_t msg;   /* first: the loop's queue links it */
-    tided_job   *next;               /* the worker's queue */
+    tided_job   *next;               /* the worker's queue, a loop's staged
+                                        jobs */
     tided_loop  *loop;
     h2o_req_t   *req;                /* NULL once h2o disposed the request */
     struct tided_guard *guard;       /* the request's guard while it lives */
@@ -167,44 +170,64 @@ typedef struct tided_worker {
     pthread_cond_t  cv;
     tided_job      *head, *tail;     /* queued, oldest first */
     int             stop;
-    uint64_t        batches;         /* node calls made (under mu) */
+    uint64_t        batches;         /* node calls made; for the store pool,
+                                        batches taken (under mu) */
     uint64_t        jobs;            /* jobs served (under mu) */
-    /* The store pool (under mu): */
-    size_t          cap;             /* jobs queued at most (0: no bound) */
-    size_t          put_cap;         /* PUTs queued at most: 3/4 of cap, >= 1 */
-    size_t          depth;           /* slots taken: jobs queued, and slots a
-                                        loop reserved for a job it is making */
-    size_t          put_depth;       /* of depth, the PUTs' */
-    size_t          running;         /* jobs a thread is running now */
-    uint64_t        refused;         /* tided_pool_reserve calls refused: full */
-    uint64_t        dropped;         /* jobs dropped unrun at stop */
+    /* The store pool (work.c's essay). Under mu: */
+    size_t          cap;             /* jobs waiting at most (0: no bound) */
+    size_t          put_cap;         /* PUTs waiting at most: 3/4 of cap, >= 1 */
+    size_t          queued;          /* jobs in head..tail */
+    size_t          queued_puts;     /* of them PUTs */
+    unsigned        idle;            /* threads waiting on cv */
+    unsigned        wakes;           /* signals sent that no thread woke for yet */
     uint64_t        copies;          /* PUT body copies queued */
-    uint64_t        gets, puts;      /* store jobs served, by kind */
+    uint64_t        gets, puts;      /* store jobs taken, by kind */
+    /* Atomic (the loop's reservation, and each job's start and end, take
+     * no lock): */
+    atomic_ullong   slots;           /* depth (low 32 bits): slots taken, by
+                                        jobs a loop is making or has staged,
+                                        jobs queued and jobs in a batch not
+                                        started; of it the PUTs' (high 32) */
+    atomic_ullong   running;         /* jobs a thread is running now */
+    atomic_ullong   refused;         /* tided_pool_reserve calls refused: full */
+    atomic_ullong   dropped;         /* jobs dropped unrun at stop */
+    atomic_int      halt;            /* the pool's stop (stop, read without mu) */
     int             gate_fd;         /* TIDE_TEST_STORE_GATE's FIFO, or -1 */
 } tided_worker;
 
 /* Start the worker thread. Returns 0 or TIDE_ENOMEM (thread creation). */
 int  tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind);
 /* Start the store pool: `threads` threads (1..256) taking TIDED_JOB_GET and
- * _PUT jobs one at a time, at most `cap` (>= 1) of them queued, PUTs at
- * most 3/4 of cap (at least 1). Returns 0, or TIDE_ENOMEM when a thread
- * cannot start (those started are stopped). A test hook:
- * TIDE_TEST_STORE_GATE=FIFO makes every thread wait for one byte from the
- * FIFO before each job, or for the pool's stop (work.c). tided_worker_stop
- * of the pool drops the queued GETs unrun, and the queued PUTs too when
- * srv->stop_hurried is set; it runs the other PUTs first. */
+ * _PUT jobs in batches (a GET alone, or up to TIDED_STORE_BATCH_MAX PUTs,
+ * a thread's share of the queued PUTs with the idle threads, at least 4),
+ * each job still its own node call and its own answer,
+ * at most `cap` (>= 1) of them waiting, PUTs at most 3/4 of cap (at least
+ * 1). Returns 0, or TIDE_ENOMEM when a thread cannot start (those started
+ * are stopped). A test hook: TIDE_TEST_STORE_GATE=FIFO makes every thread
+ * wait for one byte from the FIFO before each job, or for the pool's stop
+ * (work.c). tided_worker_stop of the pool drops the waiting GETs unrun,
+ * and the waiting PUTs too when srv->stop_hurried is set; it runs the
+ * other PUTs first. */
 int  tided_pool_start(tided_worker *w, tided_server *srv, unsigned threads, size_t cap);
-/* Reserve a queue slot for a store job of kind TIDED_JOB_PUT (`put` 1) or
- * _GET before anything of it is made: 0, or -1 when `cap` slots are taken
- * or, for a PUT, `put_cap` PUTs are (the rest of the queue is the reads'
+/* Reserve a slot for a store job of kind TIDED_JOB_PUT (`put` 1) or _GET
+ * before anything of it is made: 0, or -1 when `cap` slots are taken or,
+ * for a PUT, `put_cap` PUTs are (the rest of the queue is the reads'
  * reserve, so a write burst does not shed GET misses); the refusal is
- * counted. A reserved slot is filled by tided_pool_enqueue or given back
- * by tided_pool_cancel, once. Any thread; one lock. */
+ * counted. A reserved slot is filled by tided_pool_submit or given back by
+ * tided_pool_cancel, once; the pool gives it back when a thread starts the
+ * job. Any thread; no lock (a compare-and-swap). */
 int  tided_pool_reserve(tided_worker *w, int put);
 void tided_pool_cancel(tided_worker *w, int put);
-/* Queue `job` (complete: the worker may take it at once) in the slot
- * reserved for it. Any thread; one lock; never refuses. */
-void tided_pool_enqueue(tided_worker *w, tided_job *job);
+/* Hand `job` (complete: a worker may take it at once) to the pool in the
+ * slot reserved for it: staged on `l` until tided_pool_flush at the end
+ * of the loop's turn, or queued now when `l` does not stage (l->staging
+ * 0). Loop thread of `l`; never refuses. */
+void tided_pool_submit(tided_worker *w, tided_loop *l, tided_job *job);
+/* Queue every job `l` staged, with one lock, and wake as many idle threads
+ * as the queue's batches need: one per GET, one per 4 PUTs (none when
+ * enough are awake). Loop thread of `l`;
+ * nothing to do costs a load. */
+void tided_pool_flush(tided_worker *w, tided_loop *l);
 /* Free a job coming back and what it still holds (text, keys, a put's body
  * copy and its accounting, a get's reference). Loop thread. */
 void tided_job_free(tided_job *job);
@@ -239,6 +262,12 @@ struct tided_loop {
     h2o_multithread_receiver_t done_rx;  /* jobs coming back from workers */
     h2o_multithread_receiver_t wake_rx;  /* wake-ups (stop) */
     size_t         inflight;         /* requests handled and not yet disposed */
+    /* work.c: store jobs made in this turn of the event loop, handed to
+     * the store pool together after it (tided_pool_flush); staging is 0
+     * where no loop_run turns (fuzz_http): then each job is queued alone */
+    tided_job     *staged_head, *staged_tail;
+    size_t         staged, staged_puts;
+    int            staging;
     int            stopping;         /* this loop has closed its listener */
     uint64_t       deadline_us;      /* monotonic: end of the drain */
     atomic_int     ready;            /* set up: its receivers may be sent to */
