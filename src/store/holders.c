@@ -138,22 +138,18 @@ int ti_store_other_holders(tide_io *io, const char *dir, int readers_ok, ti_stor
 
 int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, int readers_ok)
 {
-    tide_io_holder h[HOLDERS_SEEN];
-    size_t n = 0, seen;
-    int rc = list_holders(io, dir, h, HOLDERS_SEEN, &n);
+    ti_store_holder_seen h;
+    int rc = ti_store_other_holders(io, dir, readers_ok, &h);
 
-    if (rc || n == 0) return rc;
-    seen = n < HOLDERS_SEEN ? n : HOLDERS_SEEN;
-    if (readers_ok && io->holders && (rc = drop_readers(io, dir, h, &seen, &n)) != 0) return rc;
-    if (n == 0) return 0;
-    if (n == 1)
+    if (rc || h.count == 0) return rc;
+    if (h.count == 1)
         return tide_err_set(TIDE_EBUSY, "%s: %s is open in process %d (%s): a process with the "
                             "store's files open may be writing them (NuDB takes no lock), so %s now "
                             "could undo its work; stop it, or force this if it only reads; nothing "
-                            "was changed", dir, file_names[h[0].path], h[0].pid, h[0].comm, doing);
+                            "was changed", dir, h.file, h.pid, h.comm, doing);
     return tide_err_set(TIDE_EBUSY, "%s: %s is open in process %d (%s) and %zu more process%s: a "
                         "process with the store's files open may be writing them (NuDB takes no "
                         "lock), so %s now could undo its work; stop them, or force this if they "
-                        "only read; nothing was changed", dir, file_names[h[0].path], h[0].pid,
-                        h[0].comm, n - 1, n == 2 ? "" : "es", doing);
+                        "only read; nothing was changed", dir, h.file, h.pid, h.comm, h.count - 1,
+                        h.count == 2 ? "" : "es", doing);
 }
