@@ -342,6 +342,12 @@ typedef struct tide_store_info {
      * bytes the map shows (0: not mapped). Page cache, not anonymous
      * memory: what of the map is resident is tide_store_key_map_resident. */
     uint64_t key_map_views, key_bucket_reads, key_map_bytes;
+    /* How lookups read nudb.dat's records and spill records: in the data
+     * map (below the size no rollback cuts), with pread (the newest
+     * commit's before its syncs, no map, past it), and the data file's
+     * bytes the map shows (0: not mapped). Page cache, not anonymous
+     * memory, as the key map's: tide_store_dat_map_resident. */
+    uint64_t dat_map_views, dat_reads, dat_map_bytes;
     /* Durations of the commits that reached the files (cumulative buckets
      * with the bounds of TIDE_STORE_HIST_BOUNDS_S, then +Inf). */
     struct {
@@ -368,6 +374,8 @@ void tide_store_get_info(tide_store *s, tide_store_info *out);
  * TIDE_EIO (pagemap unreadable). Thread-safe; no I/O on the store's files.
  * Cost: one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
 int tide_store_key_map_resident(tide_store *s, uint64_t *bytes);
+/* The same for the data file's map (the records lookups read in place). */
+int tide_store_dat_map_resident(tide_store *s, uint64_t *bytes);
 
 /* Read the headers and file sizes of the store in `dir` without opening it
  * for writing, taking a lock or recovering. `io` may be NULL. Errors as for
