@@ -745,6 +745,15 @@ static int load_files(tide_store *s, int flags, int check)
     } else {
         s->dat_indexed = s->dat_committed = dat_size;
     }
+    /* nudb.dat likewise ("Reading nudb.dat" below): recovery and rekey's
+     * repair have cut what they cut; nothing cuts below this size now.
+     * Made before the index check, whose lookups read through it too. */
+    s->dat_stable = dat_size;
+    if (!s->opts.no_map && !(s->live && !s->live->writer) &&
+        ti_keymap_open(&s->datmap, s->io, s->dat, dat_size) != 0) {
+        tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.dat with pread: %s", s->dir, tide_last_error());
+        tide_err_clear();
+    }
     /* A live reader's view comes from tide.live (the writer checked the
      * index at its open; the files move under this one). */
     if (check && !(s->live && !s->live->writer) && (rc = check_index(s)) != 0) return rc;
@@ -754,14 +763,6 @@ static int load_files(tide_store *s, int flags, int check)
     if (!s->opts.no_map && !(s->live && !s->live->writer) &&
         ti_keymap_open(&s->keymap, s->io, s->key, key_size) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.key with pread: %s", s->dir, tide_last_error());
-        tide_err_clear();
-    }
-    /* nudb.dat likewise ("Reading nudb.dat" below): recovery and rekey's
-     * repair have cut what they cut; nothing cuts below this size now. */
-    s->dat_stable = dat_size;
-    if (!s->opts.no_map && !(s->live && !s->live->writer) &&
-        ti_keymap_open(&s->datmap, s->io, s->dat, dat_size) != 0) {
-        tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.dat with pread: %s", s->dir, tide_last_error());
         tide_err_clear();
     }
     ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
