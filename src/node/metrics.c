@@ -431,6 +431,21 @@ static void write_key_map(tide_metrics_writer *w, tide_node *n, const tide_store
         tide_metrics_sample(w, "tide_store_key_map_bytes", resident, 1, (double)res);
 }
 
+/* nudb.dat's read-only map (store.c "Reading nudb.dat"), as the key map's. */
+static void write_dat_map(tide_metrics_writer *w, tide_node *n, const tide_store_info *si)
+{
+    const char *mapped[2] = { "state", "mapped" }, *resident[2] = { "state", "resident" };
+    uint64_t res = 0;
+
+    tide_metrics_family(w, "tide_store_dat_map_bytes", "gauge", "nudb.dat's read-only map, in which "
+                        "fetches read the records and spill records, file-backed and reclaimable (in "
+                        "RssFile, not RssAnon): the data-file bytes it shows (mapped), and the pages of "
+                        "it this process has mapped in (resident).");
+    tide_metrics_sample(w, "tide_store_dat_map_bytes", mapped, 1, (double)si->dat_map_bytes);
+    if (tide_node_dat_map_resident(n, &res) == 0)
+        tide_metrics_sample(w, "tide_store_dat_map_bytes", resident, 1, (double)res);
+}
+
 /* `si`: the store's figures, read once per page by tide_metrics_render. */
 static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_info *si_)
 {
@@ -458,6 +473,7 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
     one(w, "tide_store_data_file_bytes", "gauge", "Size of nudb.dat.", (double)si.dat_file_bytes);
     one(w, "tide_store_key_file_bytes", "gauge", "Size of nudb.key.", (double)si.key_file_bytes);
     write_key_map(w, n, &si);
+    write_dat_map(w, n, &si);
     one(w, "tide_store_written_bytes_total", "counter", "Bytes commits wrote to the store's files.",
         (double)si.bytes_written);
     /* The deferred index (issue 15). */
