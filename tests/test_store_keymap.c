@@ -183,6 +183,24 @@ static void compare_all(tide_store *mapped, tide_store *plain, const th_fixture 
                   (unsigned long long)(total + EXTRA_KEYS), (unsigned long long)found);
 }
 
+/* The mapped handle read every `what` in the map of all `file_bytes` of
+ * the `file` file (views, no pread); the no_map handle as many with pread
+ * and no map. */
+static void expect_reads(const char *name, const char *what, const char *file, const uint64_t *views,
+                         const uint64_t *preads, uint64_t mapped, uint64_t file_bytes,
+                         const uint64_t *p_views, const uint64_t *p_preads, uint64_t p_mapped)
+{
+    if (*views == 0 || *preads != 0 || mapped != file_bytes)
+        fail_msg("%s: the mapped handle: expected every %s read in the map of all %llu %s-file bytes, "
+                 "got %llu views, %llu preads, %llu bytes mapped", name, what,
+                 (unsigned long long)file_bytes, file, (unsigned long long)*views,
+                 (unsigned long long)*preads, (unsigned long long)mapped);
+    if (*p_views != 0 || *p_preads != *views || p_mapped != 0)
+        fail_msg("%s: the no_map handle: expected %llu %s preads and no %s map, got %llu preads, "
+                 "%llu views, %llu bytes mapped", name, (unsigned long long)*views, what, file,
+                 (unsigned long long)*p_preads, (unsigned long long)*p_views, (unsigned long long)p_mapped);
+}
+
 static void fixtures_mapped_and_pread_agree(void **state)
 {
     tstate *t = *state;
@@ -207,27 +225,12 @@ static void fixtures_mapped_and_pread_agree(void **state)
         compare_all(mapped, plain, f);
         tide_store_get_info(mapped, &mi);
         tide_store_get_info(plain, &pi);
-        if (mi.key_map_views == 0 || mi.key_bucket_reads != 0 || mi.key_map_bytes != mi.key_file_bytes)
-            fail_msg("%s: the mapped handle: expected every bucket searched in the map of all %llu "
-                     "key-file bytes, got %llu views, %llu bucket preads, %llu bytes mapped", f->name,
-                     (unsigned long long)mi.key_file_bytes, (unsigned long long)mi.key_map_views,
-                     (unsigned long long)mi.key_bucket_reads, (unsigned long long)mi.key_map_bytes);
-        if (pi.key_map_views != 0 || pi.key_bucket_reads != mi.key_map_views || pi.key_map_bytes != 0)
-            fail_msg("%s: the no_map handle: expected %llu bucket preads and no map, got %llu preads, "
-                     "%llu views, %llu bytes mapped", f->name, (unsigned long long)mi.key_map_views,
-                     (unsigned long long)pi.key_bucket_reads, (unsigned long long)pi.key_map_views,
-                     (unsigned long long)pi.key_map_bytes);
-        if (f->present > 0 && (mi.dat_map_views == 0 || mi.dat_reads != 0 ||
-                               mi.dat_map_bytes != mi.dat_file_bytes))
-            fail_msg("%s: the mapped handle: expected every record read in the map of all %llu "
-                     "data-file bytes, got %llu views, %llu preads, %llu bytes mapped", f->name,
-                     (unsigned long long)mi.dat_file_bytes, (unsigned long long)mi.dat_map_views,
-                     (unsigned long long)mi.dat_reads, (unsigned long long)mi.dat_map_bytes);
-        if (pi.dat_map_views != 0 || pi.dat_reads != mi.dat_map_views || pi.dat_map_bytes != 0)
-            fail_msg("%s: the no_map handle: expected %llu record preads and no data map, got %llu "
-                     "preads, %llu views, %llu bytes mapped", f->name,
-                     (unsigned long long)mi.dat_map_views, (unsigned long long)pi.dat_reads,
-                     (unsigned long long)pi.dat_map_views, (unsigned long long)pi.dat_map_bytes);
+        expect_reads(f->name, "bucket", "key", &mi.key_map_views, &mi.key_bucket_reads,
+                     mi.key_map_bytes, mi.key_file_bytes, &pi.key_map_views, &pi.key_bucket_reads,
+                     pi.key_map_bytes);
+        if (f->present > 0)
+            expect_reads(f->name, "record", "data", &mi.dat_map_views, &mi.dat_reads, mi.dat_map_bytes,
+                         mi.dat_file_bytes, &pi.dat_map_views, &pi.dat_reads, pi.dat_map_bytes);
         tide_store_close(t->s2);
         t->s2 = NULL;
         tide_store_close(t->s);
