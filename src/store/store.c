@@ -1060,6 +1060,7 @@ static int read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
 
 void ti_store_dat_stable(tide_store *s, uint64_t end)
 {
+    TIDE_ASSERT(end <= __atomic_load_n(&s->dat_size, __ATOMIC_RELAXED));   /* records written */
     if (end > __atomic_load_n(&s->dat_stable, __ATOMIC_RELAXED))
         __atomic_store_n(&s->dat_stable, end, __ATOMIC_RELEASE);
 }
