@@ -138,6 +138,9 @@ static void every_design_family_is_present_with_its_type(void **state)
     expect_family(text, "tide_store_key_map_bytes", "gauge");
     expect_contains(text, "tide_store_key_map_bytes{state=\"mapped\"} ", "the key map's mapped bytes");
     expect_contains(text, "tide_store_key_map_bytes{state=\"resident\"} ", "the key map's resident bytes");
+    expect_family(text, "tide_store_dat_map_bytes", "gauge");
+    expect_contains(text, "tide_store_dat_map_bytes{state=\"mapped\"} ", "the data map's mapped bytes");
+    expect_contains(text, "tide_store_dat_map_bytes{state=\"resident\"} ", "the data map's resident bytes");
     if (tide_mem_alloc_family() == TIDE_MEM_ALLOC_GLIBC) {
         expect_family(text, "tide_glibc_arena_bytes", "gauge");
         expect_family(text, "tide_glibc_in_use_bytes", "gauge");

@@ -49,6 +49,22 @@
  *     what a truncate cut from its last page, makes the pages wholly past
  *     the end unreadable, and readable again when the file grows back.
  *
+ * The data map (nudb.dat's records and spill records read in place,
+ * store.c "Reading nudb.dat"):
+ *   - On every fixture and on the sim, the mapped handle reads every record
+ *     in the data map (no pread) and the no_map handle with pread only, and
+ *     both give the same answers (the fixture test above).
+ *   - The rollback test, and its twin with the deferred index (a failed
+ *     sync of an append cuts nudb.dat too), count the cuts of nudb.dat and
+ *     check each against dat_stable at the moment of the cut: never below
+ *     it (a cut below is what would SIGBUS a reader of the map).
+ *   - Every map refused at open: the lookups read nudb.dat with pread and
+ *     give every value; a map that can grow no more (later mmaps refused):
+ *     the records past it are read with pread, those below in the map.
+ *   - Values of up to three pages, over many commits with a reader fetching
+ *     between them (records span the map's pages and its growth): the map
+ *     and pread give the same bytes.
+ *
  * Threads never call cmocka; they count, and the main thread fails.
  */
 #include <setjmp.h>
@@ -69,12 +85,13 @@
 #include "io/io_sim.h"
 #include "store/format.h"
 #include "store/keymap.h"
+#include "store/store_impl.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "expect.h"
 #include "helpers.h"
 
-#define MAX_VALUE 4096
+#define MAX_VALUE (3 * 4096 + 100)   /* the large-value test's */
 #define EXTRA_KEYS 2000
 
 typedef th_store_env tstate;
@@ -166,6 +183,24 @@ static void compare_all(tide_store *mapped, tide_store *plain, const th_fixture 
                   (unsigned long long)(total + EXTRA_KEYS), (unsigned long long)found);
 }
 
+/* The mapped handle read every `what` in the map of all `file_bytes` of
+ * the `file` file (views, no pread); the no_map handle as many with pread
+ * and no map. */
+static void expect_reads(const char *name, const char *what, const char *file, const uint64_t *views,
+                         const uint64_t *preads, uint64_t mapped, uint64_t file_bytes,
+                         const uint64_t *p_views, const uint64_t *p_preads, uint64_t p_mapped)
+{
+    if (*views == 0 || *preads != 0 || mapped != file_bytes)
+        fail_msg("%s: the mapped handle: expected every %s read in the map of all %llu %s-file bytes, "
+                 "got %llu views, %llu preads, %llu bytes mapped", name, what,
+                 (unsigned long long)file_bytes, file, (unsigned long long)*views,
+                 (unsigned long long)*preads, (unsigned long long)mapped);
+    if (*p_views != 0 || *p_preads != *views || p_mapped != 0)
+        fail_msg("%s: the no_map handle: expected %llu %s preads and no %s map, got %llu preads, "
+                 "%llu views, %llu bytes mapped", name, (unsigned long long)*views, what, file,
+                 (unsigned long long)*p_preads, (unsigned long long)*p_views, (unsigned long long)p_mapped);
+}
+
 static void fixtures_mapped_and_pread_agree(void **state)
 {
     tstate *t = *state;
@@ -190,16 +225,12 @@ static void fixtures_mapped_and_pread_agree(void **state)
         compare_all(mapped, plain, f);
         tide_store_get_info(mapped, &mi);
         tide_store_get_info(plain, &pi);
-        if (mi.key_map_views == 0 || mi.key_bucket_reads != 0 || mi.key_map_bytes != mi.key_file_bytes)
-            fail_msg("%s: the mapped handle: expected every bucket searched in the map of all %llu "
-                     "key-file bytes, got %llu views, %llu bucket preads, %llu bytes mapped", f->name,
-                     (unsigned long long)mi.key_file_bytes, (unsigned long long)mi.key_map_views,
-                     (unsigned long long)mi.key_bucket_reads, (unsigned long long)mi.key_map_bytes);
-        if (pi.key_map_views != 0 || pi.key_bucket_reads != mi.key_map_views || pi.key_map_bytes != 0)
-            fail_msg("%s: the no_map handle: expected %llu bucket preads and no map, got %llu preads, "
-                     "%llu views, %llu bytes mapped", f->name, (unsigned long long)mi.key_map_views,
-                     (unsigned long long)pi.key_bucket_reads, (unsigned long long)pi.key_map_views,
-                     (unsigned long long)pi.key_map_bytes);
+        expect_reads(f->name, "bucket", "key", &mi.key_map_views, &mi.key_bucket_reads,
+                     mi.key_map_bytes, mi.key_file_bytes, &pi.key_map_views, &pi.key_bucket_reads,
+                     pi.key_map_bytes);
+        if (f->present > 0)
+            expect_reads(f->name, "record", "data", &mi.dat_map_views, &mi.dat_reads, mi.dat_map_bytes,
+                         mi.dat_file_bytes, &pi.dat_map_views, &pi.dat_reads, pi.dat_map_bytes);
         tide_store_close(t->s2);
         t->s2 = NULL;
         tide_store_close(t->s);
@@ -248,6 +279,14 @@ static void sim_compare(tide_io_sim *sim)
                  "%llu views, %llu preads, %llu bytes mapped; no_map: %llu preads",
                  (unsigned long long)ai.key_map_views, (unsigned long long)ai.key_bucket_reads,
                  (unsigned long long)ai.key_map_bytes, (unsigned long long)bi.key_bucket_reads);
+    if (ai.dat_map_bytes != ai.dat_file_bytes || ai.dat_map_views == 0 || ai.dat_reads != 0 ||
+        bi.dat_map_views != 0 || bi.dat_reads != ai.dat_map_views)
+        fail_msg("sim: expected the mapped handle to read every record in the data map of all %llu "
+                 "bytes and no_map's with pread, got %llu views, %llu preads, %llu bytes mapped; "
+                 "no_map: %llu preads, %llu views", (unsigned long long)ai.dat_file_bytes,
+                 (unsigned long long)ai.dat_map_views, (unsigned long long)ai.dat_reads,
+                 (unsigned long long)ai.dat_map_bytes, (unsigned long long)bi.dat_reads,
+                 (unsigned long long)bi.dat_map_views);
 }
 
 static void sim_maps_like_posix(void **state)
@@ -431,6 +470,9 @@ typedef struct grow_shared {
     int retry;                  /* a refused insert is tried again (rollbacks under way) */
 } grow_shared;
 
+static uint64_t g_grow_lag;            /* grow_run's index_lag_bytes */
+static tide_store *_Atomic g_grow_store; /* grow_run's store, for the wrapped io */
+
 static void *grow_writer(void *arg)
 {
     grow_shared *g = arg;
@@ -507,7 +549,9 @@ static void grow_run(tstate *t, tide_io *io, size_t burst, int retry, tide_store
     if (io) o.io = io;
     o.commit_interval_ms = 5;
     o.burst_bytes = burst;
+    o.index_lag_bytes = g_grow_lag;
     if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("open: got %d %s", rc, tide_last_error());
+    g_grow_store = t->s;
     memset(&g, 0, sizeof g);
     g.s = t->s;
     g.retry = retry;
@@ -517,6 +561,7 @@ static void grow_run(tstate *t, tide_io *io, size_t burst, int retry, tide_store
     pthread_join(w, NULL);
     for (int k = 0; k < GROW_READERS; k++) pthread_join(rd[k], NULL);
     if ((rc = tide_store_sync(t->s)) != 0) fail_msg("sync: got %d %s", rc, tide_last_error());
+    g_grow_store = NULL;
     tide_store_get_info(t->s, info);
     print_message("    %llu inserts, %llu commits, %llu buckets; %llu fetches in %llu sweeps: "
                   "%llu false misses, %llu wrong values, %llu errors; %llu map views, %llu "
@@ -557,7 +602,7 @@ static void fetch_while_the_file_grows(void **state)
 
 static tide_io g_rb_io;               /* the POSIX io, nudb.dat's sync and nudb.key's truncate wrapped */
 static tide_file *g_rb_dat, *g_rb_key;
-static atomic_int g_rb_syncs, g_rb_fails, g_rb_shrinks;
+static atomic_int g_rb_syncs, g_rb_fails, g_rb_shrinks, g_rb_dat_cuts, g_rb_below_stable;
 
 static int rb_open(tide_io *io, const char *path, int flags, tide_file **out)
 {
@@ -587,7 +632,15 @@ static int rb_sync(tide_file *f)
 static int rb_truncate(tide_file *f, uint64_t size)
 {
     uint64_t was = 0;
+    tide_store *s = g_grow_store;
+
     if (f == g_rb_key && tide_io_posix()->size(f, &was) == 0 && size < was) atomic_fetch_add(&g_rb_shrinks, 1);
+    if (f == g_rb_dat && tide_io_posix()->size(f, &was) == 0 && size < was) {
+        atomic_fetch_add(&g_rb_dat_cuts, 1);
+        /* The data map shows nudb.dat below dat_stable: a cut below it
+         * could SIGBUS a reader (store.c "Reading nudb.dat", 1 and 2). */
+        if (s && size < __atomic_load_n(&s->dat_stable, __ATOMIC_ACQUIRE)) atomic_fetch_add(&g_rb_below_stable, 1);
+    }
     return tide_io_posix()->truncate(f, size);
 }
 
@@ -596,11 +649,8 @@ static int rb_truncate(tide_file *f, uint64_t size)
  * wrong value, no error, and no fault (the process would die of SIGBUS had
  * a reader touched a page cut off). The shrinks are counted, so the test
  * knows the file was cut. */
-static void fetches_through_the_map_survive_rollbacks_that_cut_the_key_file(void **state)
+static void rb_run(tstate *t, uint64_t lag, tide_store_info *info)
 {
-    tstate *t = *state;
-    tide_store_info info;
-
     g_rb_io = *tide_io_posix();
     g_rb_io.open = rb_open;
     g_rb_io.sync = rb_sync;
@@ -609,12 +659,45 @@ static void fetches_through_the_map_survive_rollbacks_that_cut_the_key_file(void
     atomic_store(&g_rb_syncs, 0);
     atomic_store(&g_rb_fails, 0);
     atomic_store(&g_rb_shrinks, 0);
-    grow_run(t, &g_rb_io, 32 << 10, 1, &info);
-    print_message("    %d failed syncs, %d cuts of nudb.key\n", atomic_load(&g_rb_fails), atomic_load(&g_rb_shrinks));
+    atomic_store(&g_rb_dat_cuts, 0);
+    atomic_store(&g_rb_below_stable, 0);
+    g_grow_lag = lag;
+    grow_run(t, &g_rb_io, 32 << 10, 1, info);
+    g_grow_lag = 0;
+    print_message("    %d failed syncs, %d cuts of nudb.key, %d of nudb.dat (%d below dat_stable); "
+                  "%llu records read in the data map, %llu with pread\n", atomic_load(&g_rb_fails),
+                  atomic_load(&g_rb_shrinks), atomic_load(&g_rb_dat_cuts), atomic_load(&g_rb_below_stable),
+                  (unsigned long long)info->dat_map_views, (unsigned long long)info->dat_reads);
+    if (atomic_load(&g_rb_fails) == 0 || atomic_load(&g_rb_dat_cuts) == 0)
+        fail_msg("expected failed syncs and cuts of nudb.dat, got %d and %d", atomic_load(&g_rb_fails),
+                 atomic_load(&g_rb_dat_cuts));
+    if (atomic_load(&g_rb_below_stable) != 0)
+        fail_msg("%d cuts of nudb.dat went below dat_stable (the data map's bound)",
+                 atomic_load(&g_rb_below_stable));
+    if (info->dat_map_views == 0) fail_msg("expected the readers to read records in the data map");
+}
+
+static void fetches_through_the_map_survive_rollbacks_that_cut_the_key_file(void **state)
+{
+    tstate *t = *state;
+    tide_store_info info;
+
+    rb_run(t, 0, &info);
     if (atomic_load(&g_rb_fails) == 0 || atomic_load(&g_rb_shrinks) == 0)
         fail_msg("expected failed syncs and cuts of nudb.key, got %d and %d", atomic_load(&g_rb_fails),
                  atomic_load(&g_rb_shrinks));
     if (info.key_map_views == 0) fail_msg("expected the readers to go through the map");
+}
+
+/* The same with the deferred index: a failed sync of an append cuts
+ * nudb.dat back (defer.c), a flush's rollback too. */
+static void deferred_appends_that_fail_never_cut_below_the_data_map(void **state)
+{
+    tstate *t = *state;
+    tide_store_info info;
+
+    rb_run(t, 1 << 20, &info);
+    if (info.index_lag_bytes == 0) fail_msg("expected the store to defer its index");
 }
 
 /* ---- the per-thread counters add up ---- */
@@ -970,6 +1053,128 @@ static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
     g_refusing_io.close(f);
 }
 
+/* ---- the data map's fallbacks, and values of several pages ---- */
+
+#define FB_ITEMS 3000
+#define BIG_VMAX MAX_VALUE
+
+static void new_store(tstate *t)
+{
+    tide_store_create_opts co;
+    int rc;
+
+    if (th_mkdtemp(t->dir, sizeof t->dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d %s", rc, tide_last_error());
+}
+
+/* The store in t->dir through g_refusing_io (the POSIX io whose maps fail
+ * while g_refuse_maps is set). */
+static tide_store *refusing_open(tstate *t)
+{
+    tide_store_opts o;
+    tide_store *s = NULL;
+    int rc;
+
+    th_store_opts(&o);
+    o.io = &g_refusing_io;
+    o.burst_bytes = 64 << 10;
+    if ((rc = tide_store_open(&s, t->dir, &o)) != 0) fail_msg("open: got %d %s", rc, tide_last_error());
+    return s;
+}
+
+static void insert_synced(tide_store *s, uint64_t from, uint64_t to, unsigned vmax)
+{
+    int rc = th_store_insert_items(s, from, to, 32, 1, vmax, NULL);
+    if (rc == 0) rc = tide_store_sync(s);
+    if (rc != 0) fail_msg("insert %llu..%llu: got %d %s", (unsigned long long)from,
+                          (unsigned long long)to, rc, tide_last_error());
+}
+
+static void read_items(tide_store *s, uint64_t to, unsigned vmax, const char *what)
+{
+    char why[256];
+    if (th_store_expect_items(s, 0, to, 32, 1, vmax, why, sizeof why) != 0)
+        fail_msg("%s: %s", what, why);
+}
+
+/* Maps that fail: past a data map that can grow no more (the mmaps after
+ * the open refused), the newer records are read with pread and the older
+ * ones still in the map; with every map refused at open, every record is
+ * read with pread. Every value is right each time. */
+static void a_refused_data_map_falls_back_to_pread(void **state)
+{
+    tstate *t = *state;
+    tide_store_info a, b, c;
+    int rc;
+
+    new_store(t);
+    g_refusing_io = *tide_io_posix();
+    g_refusing_io.map = refusing_map;
+    g_refuse_maps = 0;
+    t->s = refusing_open(t);
+    insert_synced(t->s, 0, FB_ITEMS, 300);
+    read_items(t->s, FB_ITEMS, 300, "mapped");
+    tide_store_get_info(t->s, &a);
+    g_refuse_maps = 1;                  /* the map cannot follow the file now */
+    insert_synced(t->s, FB_ITEMS, 2 * FB_ITEMS, 300);
+    read_items(t->s, 2 * FB_ITEMS, 300, "past a map that grows no more");
+    tide_store_get_info(t->s, &b);
+    if ((rc = tide_store_close(t->s)) != 0) fail_msg("close: got %d", rc);
+    t->s = refusing_open(t);            /* every map refused */
+    read_items(t->s, 2 * FB_ITEMS, 300, "no map at all");
+    tide_store_get_info(t->s, &c);
+    g_refuse_maps = 0;
+    print_message("    mapped: %llu views, %llu preads; grown no more: %llu, %llu; refused: %llu, %llu\n",
+                  (unsigned long long)a.dat_map_views, (unsigned long long)a.dat_reads,
+                  (unsigned long long)b.dat_map_views, (unsigned long long)b.dat_reads,
+                  (unsigned long long)c.dat_map_views, (unsigned long long)c.dat_reads);
+    if (a.dat_map_views < FB_ITEMS || a.dat_reads != 0)
+        fail_msg("mapped: expected at least %u records read in the data map and no pread, got %llu "
+                 "and %llu", FB_ITEMS, (unsigned long long)a.dat_map_views, (unsigned long long)a.dat_reads);
+    if (b.dat_map_views - a.dat_map_views < FB_ITEMS || b.dat_reads < FB_ITEMS)
+        fail_msg("grown no more: expected the older records in the map and the newer with pread, "
+                 "got %llu more views and %llu preads", (unsigned long long)(b.dat_map_views - a.dat_map_views),
+                 (unsigned long long)b.dat_reads);
+    if (c.dat_map_views != 0 || c.dat_map_bytes != 0 || c.key_map_bytes != 0 || c.dat_reads < 2 * FB_ITEMS)
+        fail_msg("refused: expected no map and every record read with pread, got %llu views, %llu "
+                 "bytes mapped (key map %llu), %llu preads", (unsigned long long)c.dat_map_views,
+                 (unsigned long long)c.dat_map_bytes, (unsigned long long)c.key_map_bytes,
+                 (unsigned long long)c.dat_reads);
+}
+
+/* Values of 1 byte to three pages, eight commits, every value fetched
+ * after each (records that span the map's pages, and its growth at each
+ * commit); then a mapped and a no_map handle agree on every key. */
+static void values_of_several_pages_read_alike_mapped_and_not(void **state)
+{
+    tstate *t = *state;
+    th_fixture f = { .name = "large", .key_size = 32, .items = 8 * 100, .present = 8 * 100,
+                     .vmin = 1, .vmax = BIG_VMAX };
+    tide_store *plain = NULL;
+    tide_store_info info;
+    int rc;
+
+    new_store(t);
+    if ((rc = th_store_open(&t->s, t->dir)) != 0) fail_msg("open: got %d %s", rc, tide_last_error());
+    for (uint64_t r = 0; r < 8; r++) {
+        insert_synced(t->s, r * 100, (r + 1) * 100, BIG_VMAX);
+        read_items(t->s, (r + 1) * 100, BIG_VMAX, "large values");
+    }
+    tide_store_get_info(t->s, &info);
+    if (info.dat_map_views == 0 || info.dat_map_bytes != info.dat_file_bytes)
+        fail_msg("expected the records read in a data map grown to all %llu bytes, got %llu views, "
+                 "%llu bytes mapped", (unsigned long long)info.dat_file_bytes,
+                 (unsigned long long)info.dat_map_views, (unsigned long long)info.dat_map_bytes);
+    if ((rc = tide_store_close(t->s)) != 0) fail_msg("close: got %d", rc);
+    t->s = NULL;
+    open_ro(&t->s, t->dir, 0, f.name);
+    open_ro(&plain, t->dir, 1, f.name);
+    t->s2 = plain;
+    compare_all(t->s, plain, &f);
+}
+
 #define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
 int main(void)
@@ -980,6 +1185,9 @@ int main(void)
         T(hash_ties_are_searched_alike_mapped_and_not, th_store_setup_bare),
         T(fetch_while_the_file_grows, th_store_setup_bare),
         T(fetches_through_the_map_survive_rollbacks_that_cut_the_key_file, th_store_setup_bare),
+        T(deferred_appends_that_fail_never_cut_below_the_data_map, th_store_setup_bare),
+        T(a_refused_data_map_falls_back_to_pread, th_store_setup_bare),
+        T(values_of_several_pages_read_alike_mapped_and_not, th_store_setup_bare),
         T(counters_sum_every_threads_fetches, th_store_setup_bare),
         T(views_past_a_full_map_take_no_lock, th_store_setup_bare),
         T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare),

@@ -155,8 +155,11 @@ typedef struct tide_store_opts {
                                     duplicate check search nudb.key's
                                     buckets in place, through a read-only
                                     map of the file (src/store/keymap.c),
-                                    and read with pread only where it cannot
-                                    be mapped (the simulated file system).
+                                    and read nudb.dat's records and spill
+                                    records through another (below the size
+                                    no failed commit cuts), and read with
+                                    pread only where a file cannot be
+                                    mapped.
                                     1: always pread: on a disk that returns
                                     read errors (under the map one is a
                                     SIGBUS; tided: store_key_map=off), and
@@ -255,12 +258,15 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
  * key-file bucket searched in place in the read-only map of nudb.key (a
  * binary search over the entries, decoding only those it touches), or,
  * where there is no map (opts.no_map, a tide_io that cannot map, a key
- * file past the map's reservation), one read of block_size bytes; one read
- * per spill record in the chain; and one data-file read per candidate
- * entry with the same 48-bit hash (almost always one). Allocates the value
- * only. A read error of nudb.key under the map (a bad disk sector) is a
- * SIGBUS rather than TIDE_EIO: open with no_map on a disk that returns
- * read errors (tided's store_key_map=off).
+ * file past the map's reservation), one read of block_size bytes; one
+ * spill record per link of the chain and one record per candidate entry
+ * with the same 48-bit hash (almost always one), each read in place in the
+ * read-only map of nudb.dat (a page-cache access, no syscall), or with
+ * pread where there is no map and for the newest commit's records until
+ * its syncs end. Allocates (and copies) the value only. A read error of
+ * either file under its map (a bad disk sector) is a SIGBUS rather than
+ * TIDE_EIO: open with no_map on a disk that returns read errors (tided's
+ * store_key_map=off).
  */
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len);
 
@@ -355,6 +361,12 @@ typedef struct tide_store_info {
      * bytes the map shows (0: not mapped). Page cache, not anonymous
      * memory: what of the map is resident is tide_store_key_map_resident. */
     uint64_t key_map_views, key_bucket_reads, key_map_bytes;
+    /* How lookups read nudb.dat's records and spill records: in the data
+     * map (below the size no rollback cuts), with pread (the newest
+     * commit's before its syncs, no map, past it), and the data file's
+     * bytes the map shows (0: not mapped). Page cache, not anonymous
+     * memory, as the key map's: tide_store_dat_map_resident. */
+    uint64_t dat_map_views, dat_reads, dat_map_bytes;
     /* Durations of the commits that reached the files (cumulative buckets
      * with the bounds of TIDE_STORE_HIST_BOUNDS_S, then +Inf). */
     struct {
@@ -381,6 +393,8 @@ void tide_store_get_info(tide_store *s, tide_store_info *out);
  * TIDE_EIO (pagemap unreadable). Thread-safe; no I/O on the store's files.
  * Cost: one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
 int tide_store_key_map_resident(tide_store *s, uint64_t *bytes);
+/* The same for the data file's map (the records lookups read in place). */
+int tide_store_dat_map_resident(tide_store *s, uint64_t *bytes);
 
 /* Read the headers and file sizes of the store in `dir` without opening it
  * for writing, taking a lock or recovering. `io` may be NULL. Errors as for

@@ -146,6 +146,8 @@ static void add_counters(tide_store_info *o, const tide_store_info *i)
     o->fetches += i->fetches;
     o->key_map_views += i->key_map_views;
     o->key_bucket_reads += i->key_bucket_reads;
+    o->dat_map_views += i->dat_map_views;
+    o->dat_reads += i->dat_reads;
     o->commits += i->commits;
     o->commit_failures += i->commit_failures;
     o->bytes_written += i->bytes_written;
@@ -474,7 +476,9 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out)
     pthread_rwlock_unlock(&g->lock);
 }
 
-int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes)
+/* One map's resident pages (`of`: tide_store_key_map_resident or
+ * tide_store_dat_map_resident) summed over the open stores. */
+static int maps_resident(tide_gens *g, uint64_t *bytes, int (*of)(tide_store *, uint64_t *))
 {
     uint64_t one = 0;
     int rc = 0, r;
@@ -483,18 +487,28 @@ int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes)
     unsigned n;
 
     *bytes = 0;
-    if (!g->enabled) return tide_store_key_map_resident(g->plain, bytes);
+    if (!g->enabled) return of(g->plain, bytes);
     /* The scans (a pagemap read per 4 MiB mapped, tens of ms at gigabytes)
      * run outside `lock`, so a switch, and the fetches queued behind it,
      * never wait for them: sync_lock keeps the stores open, as in
      * tide_gens_sync. */
     n = open_stores(g, stores);
     for (unsigned i = 0; i < n; i++) {
-        if ((r = tide_store_key_map_resident(stores[i], &one)) != 0) rc = r;
+        if ((r = of(stores[i], &one)) != 0) rc = r;
         *bytes += one;
     }
     pthread_rwlock_unlock(&g->sync_lock);
     return rc;
+}
+
+int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes)
+{
+    return maps_resident(g, bytes, tide_store_key_map_resident);
+}
+
+int tide_gens_dat_map_resident(tide_gens *g, uint64_t *bytes)
+{
+    return maps_resident(g, bytes, tide_store_dat_map_resident);
 }
 
 void tide_gens_store_info(tide_gens *g, tide_store_info *out)
@@ -509,6 +523,7 @@ void tide_gens_store_info(tide_gens *g, tide_store_info *out)
         out->key_file_bytes += si.key_file_bytes;
         out->log_file_bytes += si.log_file_bytes;
         out->key_map_bytes += si.key_map_bytes;   /* a gauge: the open stores' only */
+        out->dat_map_bytes += si.dat_map_bytes;
         out->needs_recovery |= si.needs_recovery;
         add_counters(out, &si);
     }

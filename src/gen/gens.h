@@ -362,6 +362,8 @@ void tide_gens_store_info(tide_gens *g, tide_store_info *out);
  * 0 or TIDE_EIO (the sum of those that could be read is still set).
  * Thread-safe. Cost: one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
 int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes);
+/* The same for the data files' maps (tide_store_dat_map_resident). */
+int tide_gens_dat_map_resident(tide_gens *g, uint64_t *bytes);
 
 /*
  * Without opening anything for writing or taking a lock: read DIR's

@@ -198,14 +198,18 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .arg = "BYTES",
         .help = "key-file block size for a new store (an invalid value warns and uses the default). "
                 "An existing store keeps its own; 'tide rekey' changes it." },
-    /* On by default: a fetch through the map costs about 0.75 of the CPU
-     * of one through pread (docs/PERFORMANCE.md). Off for a disk that
-     * returns read errors: under the map one is a SIGBUS, not an EIO. */
+    /* On by default: a fetch through the maps costs about 0.75 of the CPU
+     * of one through pread for the key file, and about 0.7 again for the
+     * data file (docs/PERFORMANCE.md). One setting for both maps: they
+     * fail the same way (a disk read error under either is a SIGBUS, not
+     * an EIO), so the disk that needs one off needs both off. */
     [TIDE_CFG_STORE_KEY_MAP]   = { "store_key_map", "store-key-map", "TIDE_STORE_KEY_MAP", "node",
                                    NULL, NULL, K_BOOL, 0, 0, 0,
         .def = "on", .arg = "on|off",
         .help = "on: fetches and the insert's duplicate check search nudb.key's buckets in place "
-                "through a read-only map of the file; off: they read each bucket with pread. Turn it "
+                "through a read-only map of the file, and read nudb.dat's records and spill records "
+                "through another (file-backed page cache, not anonymous memory); off: they read "
+                "each bucket and record with pread. Turn it "
                 "off on a disk that returns read errors: a bad sector under the map kills tided with "
                 "SIGBUS, where pread gives that request an I/O error (a 500) and tided goes on." },
     [TIDE_CFG_LOG_LEVEL]       = { "log_level", "log-level", "TIDE_LOG_LEVEL", "node",

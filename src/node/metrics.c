@@ -413,22 +413,33 @@ static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
     }
 }
 
-/* nudb.key's read-only map (src/store/keymap.c): the file's bytes it shows,
+/* A store file's read-only map (src/store/keymap.c; nudb.key's, and
+ * nudb.dat's of store.c "Reading nudb.dat"): the file's bytes it shows,
  * and of those the pages this process has mapped in (pagemap, not the
  * page cache's mincore). Page cache the kernel reclaims under pressure:
  * counted in RssFile, never in RssAnon. */
-static void write_key_map(tide_metrics_writer *w, tide_node *n, const tide_store_info *si)
+static void write_map(tide_metrics_writer *w, tide_node *n, const char *family, const char *help,
+                      uint64_t bytes, int (*resident_of)(tide_node *, uint64_t *))
 {
     const char *mapped[2] = { "state", "mapped" }, *resident[2] = { "state", "resident" };
     uint64_t res = 0;
 
-    tide_metrics_family(w, "tide_store_key_map_bytes", "gauge", "nudb.key's read-only map, file-backed "
-                        "and reclaimable (in RssFile, not RssAnon): the key-file bytes it shows "
-                        "(mapped), and the pages of it this process has mapped in (resident: "
-                        "present in its page tables, /proc/self/pagemap; not the file's page-cache residency).");
-    tide_metrics_sample(w, "tide_store_key_map_bytes", mapped, 1, (double)si->key_map_bytes);
-    if (tide_node_key_map_resident(n, &res) == 0)
-        tide_metrics_sample(w, "tide_store_key_map_bytes", resident, 1, (double)res);
+    tide_metrics_family(w, family, "gauge", help);
+    tide_metrics_sample(w, family, mapped, 1, (double)bytes);
+    if (resident_of(n, &res) == 0) tide_metrics_sample(w, family, resident, 1, (double)res);
+}
+
+static void write_maps(tide_metrics_writer *w, tide_node *n, const tide_store_info *si)
+{
+    write_map(w, n, "tide_store_key_map_bytes", "nudb.key's read-only map, file-backed "
+              "and reclaimable (in RssFile, not RssAnon): the key-file bytes it shows "
+              "(mapped), and the pages of it this process has mapped in (resident: "
+              "present in its page tables, /proc/self/pagemap; not the file's page-cache residency).",
+              si->key_map_bytes, tide_node_key_map_resident);
+    write_map(w, n, "tide_store_dat_map_bytes", "nudb.dat's read-only map, in which "
+              "fetches read the records and spill records, file-backed and reclaimable (in "
+              "RssFile, not RssAnon): the data-file bytes it shows (mapped), and the pages of "
+              "it this process has mapped in (resident).", si->dat_map_bytes, tide_node_dat_map_resident);
 }
 
 /* `si`: the store's figures, read once per page by tide_metrics_render. */
@@ -457,7 +468,7 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
     histogram(w, "tide_store_commit_duration_seconds", "Wall time of each commit that reached the files.", &h);
     one(w, "tide_store_data_file_bytes", "gauge", "Size of nudb.dat.", (double)si.dat_file_bytes);
     one(w, "tide_store_key_file_bytes", "gauge", "Size of nudb.key.", (double)si.key_file_bytes);
-    write_key_map(w, n, &si);
+    write_maps(w, n, &si);
     one(w, "tide_store_written_bytes_total", "counter", "Bytes commits wrote to the store's files.",
         (double)si.bytes_written);
     /* The deferred index (issue 15). */

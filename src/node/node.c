@@ -530,3 +530,9 @@ int tide_node_key_map_resident(tide_node *n, uint64_t *bytes)
     *bytes = 0;
     return n->gens ? tide_gens_key_map_resident(n->gens, bytes) : 0;
 }
+
+int tide_node_dat_map_resident(tide_node *n, uint64_t *bytes)
+{
+    *bytes = 0;
+    return n->gens ? tide_gens_dat_map_resident(n->gens, bytes) : 0;
+}

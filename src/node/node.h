@@ -423,6 +423,8 @@ int tide_node_keys(tide_node *n, uint64_t *keys);
  * RssAnon; not the file's page-cache residency. 0 or TIDE_EIO.
  * Thread-safe; one 8 KiB read of /proc/self/pagemap per 4 MiB of key file. */
 int tide_node_key_map_resident(tide_node *n, uint64_t *bytes);
+/* The same for the data files' maps (the records fetches read in place). */
+int tide_node_dat_map_resident(tide_node *n, uint64_t *bytes);
 
 /* ---- online delete (rotator.c) ---- */
 

@@ -192,6 +192,7 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     __atomic_store_n(&s->dat_committed, dat1, __ATOMIC_RELEASE);
     ti_live_publish(s);       /* issue 15 (R): readers elsewhere see the new C */
     pthread_rwlock_unlock(&s->key_lock);
+    ti_store_dat_stable(s, dat1);   /* published: nothing cuts below C (store.c) */
     *end = TI_COMMIT_DONE;
 out:
     ti_tail_free_table(old, old_slots);

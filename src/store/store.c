@@ -570,6 +570,7 @@ void ti_store_free(tide_store *s)
     if (s->meta) s->io->close(s->meta);
     ti_tail_clear(&s->tail);
     ti_keymap_close(&s->keymap);
+    ti_keymap_close(&s->datmap);
     free(s->tally);
     ti_pool_reset(&s->pools[0]);
     ti_pool_reset(&s->pools[1]);
@@ -595,6 +596,7 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
     *out = NULL;
     if (s == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
     ti_keymap_init(&s->keymap);
+    ti_keymap_init(&s->datmap);
     if (opts) s->opts = *opts;
     else tide_store_opts_init(&s->opts);
     if (s->opts.burst_bytes == 0) s->opts.burst_bytes = TIDE_BURST_DEFAULT;
@@ -774,6 +776,15 @@ static int load_files(tide_store *s, int flags, int check)
         TIDE_ASSERT(s->dat_committed == dat_size);
     } else {
         s->dat_indexed = s->dat_committed = dat_size;
+    }
+    /* nudb.dat likewise ("Reading nudb.dat" below): recovery and rekey's
+     * repair have cut what they cut; nothing cuts below this size now.
+     * Made before the index check, whose lookups read through it too. */
+    s->dat_stable = dat_size;
+    if (!s->opts.no_map && !(s->live && !s->live->writer) &&
+        ti_keymap_open(&s->datmap, s->io, s->dat, dat_size) != 0) {
+        tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.dat with pread: %s", s->dir, tide_last_error());
+        tide_err_clear();
     }
     /* A live reader's view comes from tide.live (the writer checked the
      * index at its open; the files move under this one). */
@@ -1054,14 +1065,60 @@ static int read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
     return 0;
 }
 
+/*
+ * Reading nudb.dat. A lookup reads the record an entry points at, and the
+ * spill records of its bucket's chain, after key_lock is released (a slow
+ * read never holds up a commit's write phase). Through the data map when
+ * the bytes lie below dat_stable, with pread otherwise. Why the map never
+ * faults there (SIGBUS: touching a mapped page wholly past the file's end):
+ *   1. nudb.dat is cut while the store is open by two paths only, each
+ *      back to a size the file had when the failed attempt began: a
+ *      commit's rollback (commit.c, to its dat0) and a deferred append
+ *      that failed (defer.c, to its dat0). Recovery and rekey's repair cut
+ *      at open, before the map is made; rekey's own undo cuts to its dat0,
+ *      the size at its open, and commits nothing meanwhile.
+ *   2. dat_stable is raised only past those points: by a commit once both
+ *      files are synced (it can no longer roll back: APPLIED), by a
+ *      deferred append once it is published (nothing cuts it then), and at
+ *      open to the file's size. So no path ever cuts below dat_stable, and
+ *      the map (keymap.c's machinery, `known` = dat_stable) shows nothing
+ *      past it.
+ *   3. Bytes below dat_stable never change either (nudb.dat is append
+ *      only; a cut region rewritten by a retry lies above it), so they are
+ *      read without key_lock. The records of the newest commit, between
+ *      its write phase and its syncs, and everything past the map's
+ *      reservation, are read with pread as before.
+ * A live reader in another process never maps (load_files): the writer's
+ * rollback may cut under it with no lock of this process held.
+ */
+
+void ti_store_dat_stable(tide_store *s, uint64_t end)
+{
+    TIDE_ASSERT(end <= __atomic_load_n(&s->dat_size, __ATOMIC_RELAXED));   /* records written */
+    if (end > __atomic_load_n(&s->dat_stable, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->dat_stable, end, __ATOMIC_RELEASE);
+}
+
+/* Bytes [off, off + n) of nudb.dat in the data map, or NULL: read them
+ * with pread (past dat_stable, past the map, or no map). */
+static const uint8_t *dat_view(tide_store *s, uint64_t off, size_t n)
+{
+    uint64_t stable = __atomic_load_n(&s->dat_stable, __ATOMIC_ACQUIRE);
+    const uint8_t *v = off + n <= stable ? ti_keymap_view(&s->datmap, off, n, stable) : NULL;
+
+    ti_tally_add(s->tally, v ? TI_TALLY_DAT_VIEWS : TI_TALLY_DAT_READS, 1);
+    return v;
+}
+
 /* Compare the record at e->offset with `key`; on a match with `value` set,
- * read the value into a malloc'd buffer. 1 match, 0 no match, <0 error. */
+ * copy the value into a malloc'd buffer. 1 match, 0 no match, <0 error. */
 static int match_record(tide_store *s, const tide_entry *e, const void *key, void **value)
 {
     uint8_t small[6 + 64];
     size_t head = TIDE_DAT_RECORD_HEADER + s->key_size;
     uint64_t dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
     uint8_t *buf = NULL;
+    const uint8_t *r;
     size_t want = value ? head + (size_t)e->size : head;
     int rc;
 
@@ -1069,29 +1126,29 @@ static int match_record(tide_store *s, const tide_entry *e, const void *key, voi
         return tide_err_set(TIDE_ECORRUPT, "%s: entry points at offset %llu (size %llu), outside "
                             "the %llu-byte data file", s->key_path, (unsigned long long)e->offset,
                             (unsigned long long)e->size, (unsigned long long)dat_end);
-    buf = want <= sizeof small ? small : malloc(want);
-    if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: cannot allocate %zu bytes", want);
-    rc = s->io->read_at(s->dat, buf, want, e->offset);
-    if (rc) goto out;
-    if (ti_get48(buf) != e->size) {
+    if ((r = dat_view(s, e->offset, want)) == NULL) {
+        buf = want <= sizeof small ? small : malloc(want);
+        if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: cannot allocate %zu bytes", want);
+        if ((rc = s->io->read_at(s->dat, buf, want, e->offset)) != 0) goto out;
+        r = buf;
+    }
+    if (ti_get48(r) != e->size) {
         rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: record size %llu differs from the "
                           "bucket entry's %llu", s->dat_path, (unsigned long long)e->offset,
-                          (unsigned long long)ti_get48(buf), (unsigned long long)e->size);
+                          (unsigned long long)ti_get48(r), (unsigned long long)e->size);
         goto out;
     }
-    if (memcmp(buf + TIDE_DAT_RECORD_HEADER, key, s->key_size) != 0) { rc = 0; goto out; }
+    if (memcmp(r + TIDE_DAT_RECORD_HEADER, key, s->key_size) != 0) { rc = 0; goto out; }
     rc = 1;
-    if (value) {
-        if (buf == small) {
-            uint8_t *v = malloc(e->size ? e->size : 1);
-            if (v == NULL) { rc = tide_err_set(TIDE_ENOMEM, "fetch: out of memory"); goto out; }
-            memcpy(v, buf + head, e->size);
-            *value = v;
-        } else {
-            memmove(buf, buf + head, e->size);
-            *value = buf;
-            buf = NULL;
-        }
+    if (value && buf != NULL && buf != small) {
+        memmove(buf, buf + head, e->size);       /* the pread's buffer becomes the value */
+        *value = buf;
+        buf = NULL;
+    } else if (value) {
+        uint8_t *v = malloc(e->size ? e->size : 1);
+        if (v == NULL) { rc = tide_err_set(TIDE_ENOMEM, "fetch: out of memory"); goto out; }
+        memcpy(v, r + head, e->size);
+        *value = v;
     }
 out:
     if (buf != small) free(buf);
@@ -1127,15 +1184,16 @@ static int search_spills(tide_store *s, uint8_t *buf, uint64_t spill, uint64_t h
             ++hops > dat_end / full)
             return tide_err_set(TIDE_ECORRUPT, "%s: spill pointer %llu is outside the data file "
                                 "or loops", s->dat_path, (unsigned long long)spill);
-        rc = s->io->read_at(s->dat, buf, full, spill);
-        if (rc) return rc;
-        if (ti_fmt_bucket_count(buf) > s->capacity)
+        const uint8_t *b = dat_view(s, spill, full);
+        if (b == NULL && (rc = s->io->read_at(s->dat, buf, full, spill)) != 0) return rc;
+        if (b == NULL) b = buf;
+        if (ti_fmt_bucket_count(b) > s->capacity)
             return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill record count %u exceeds "
                                 "capacity %u", s->dat_path, (unsigned long long)spill,
-                                ti_fmt_bucket_count(buf), s->capacity);
-        rc = search_bucket(s, buf, ti_fmt_bucket_count(buf), h, key, entry, value);
+                                ti_fmt_bucket_count(b), s->capacity);
+        rc = search_bucket(s, b, ti_fmt_bucket_count(b), h, key, entry, value);
         if (rc != TIDE_ENOTFOUND) return rc;
-        spill = ti_fmt_bucket_spill(buf);
+        spill = ti_fmt_bucket_spill(b);
     }
     return TIDE_ENOTFOUND;
 }
@@ -1505,6 +1563,10 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     o->key_map_views = ti_tally_sum(s->tally, TI_TALLY_MAP_VIEWS);
     o->key_bucket_reads = ti_tally_sum(s->tally, TI_TALLY_BUCKET_READS);
     ti_keymap_stats(&s->keymap, o->key_file_bytes, &o->key_map_bytes, NULL);
+    o->dat_map_views = ti_tally_sum(s->tally, TI_TALLY_DAT_VIEWS);
+    o->dat_reads = ti_tally_sum(s->tally, TI_TALLY_DAT_READS);
+    ti_keymap_stats(&s->datmap, __atomic_load_n(&s->dat_stable, __ATOMIC_ACQUIRE),
+                    &o->dat_map_bytes, NULL);
     o->commits = __atomic_load_n(&s->commits, __ATOMIC_RELAXED);
     o->commit_failures = __atomic_load_n(&s->commit_failures, __ATOMIC_RELAXED);
     o->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
@@ -1531,6 +1593,11 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
 int tide_store_key_map_resident(tide_store *s, uint64_t *bytes)
 {
     return ti_keymap_stats(&s->keymap, 0, NULL, bytes);
+}
+
+int tide_store_dat_map_resident(tide_store *s, uint64_t *bytes)
+{
+    return ti_keymap_stats(&s->datmap, 0, NULL, bytes);
 }
 
 int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)

@@ -115,6 +115,14 @@ struct tide_store {
     int        defer_off;
     /* nudb.key mapped for lookups (keymap.h); read under key_lock. */
     ti_keymap  keymap;
+    /* nudb.dat mapped for the records and spill records lookups read
+     * (keymap.h's machinery on the data file; store.c "Reading nudb.dat").
+     * dat_stable (atomic): no path truncates nudb.dat below it while the
+     * store is open; the map shows bytes below it only. Raised (never
+     * lowered) by the commit thread once a commit can no longer be rolled
+     * back: ti_store_dat_stable. */
+    ti_keymap  datmap;
+    uint64_t   dat_stable;
     /* The fetch path's counters, one cache line per thread (tally.h). */
     ti_tally  *tally;
 
@@ -200,6 +208,11 @@ void ti_store_free(tide_store *s);
  * undo, when it could not undo its work, so the handle's close keeps
  * nudb.log for recovery. Takes pool_mu. */
 void ti_store_break(tide_store *s);
+/* The commit thread: nudb.dat is never cut below `end` again while the
+ * store is open (a commit past its rollback point, a deferred append
+ * published): lookups may read the records below it through the data map
+ * (store_impl.h: dat_stable). Raises dat_stable to `end`, never lowers it. */
+void ti_store_dat_stable(tide_store *s, uint64_t end);
 
 /* 1 when the invariants are checked: opts.check_invariants, or always
  * under TIDE_DEBUG_CHECKS (store_check.c). */

@@ -33,6 +33,8 @@ enum ti_tally_counter {
     TI_TALLY_FETCHES,        /* tide_store_fetch calls */
     TI_TALLY_MAP_VIEWS,      /* buckets searched in place in the key map */
     TI_TALLY_BUCKET_READS,   /* buckets read with pread (no map, or past it) */
+    TI_TALLY_DAT_VIEWS,      /* records and spill records read in the data map */
+    TI_TALLY_DAT_READS,      /* records and spill records read with pread */
     TI_TALLY_COUNTERS
 };
 
