@@ -1818,6 +1818,107 @@ static void an_interrupt_stops_a_long_drop_and_open_removes_the_rest(void **stat
 
 #define LAG (64u * 1024u)   /* 4096 slots of 16 bytes: at most 3072 entries */
 
+/* ---- a drop under a reader in another process (issue 15) ---- */
+
+/* A reader of generation 1, opened read-only as `tide get` would be, at
+ * the "drop" step (after the rotation closed the generation, before its
+ * delete) or before the rotation (then it attaches through tide.live). */
+typedef struct drop_reader {
+    char dir[4200];
+    int at_drop;            /* open at the "drop" step */
+    tide_store *s;
+    unsigned unlink_only;   /* "delete-unlink-only" traces seen */
+    uint64_t dat_map_bytes; /* the reader's data map when it opened */
+} drop_reader;
+
+static void reader_open(drop_reader *d)
+{
+    tide_store_opts so;
+    tide_store_info si;
+    tide_store_opts_init(&so);
+    so.read_only = 1;
+    int rc = tide_store_open(&d->s, d->dir, &so);
+    if (rc) fail_msg("reader open %s: %d %s: %s", d->dir, rc, tide_strerror(rc), tide_last_error());
+    tide_store_get_info(d->s, &si);
+    d->dat_map_bytes = si.dat_map_bytes;
+}
+
+static void drop_reader_trace(void *arg, const char *step)
+{
+    drop_reader *d = arg;
+    if (strcmp(step, "drop") == 0 && d->at_drop) reader_open(d);
+    if (strcmp(step, "delete-unlink-only") == 0) d->unlink_only++;
+}
+
+static void reader_get_range(tide_store *s, uint64_t from, uint64_t to, const char *what)
+{
+    for (uint64_t i = from; i < to; i++) {
+        uint8_t k[KS], v[VMAX];
+        size_t want = th_len(i, VMIN, VMAX), len = 0;
+        void *out = NULL;
+        th_key(i, KS, k);
+        th_value(i, want, v);
+        int rc = tide_store_fetch(s, k, &out, &len);
+        if (rc) fail_msg("%s: item %" PRIu64 ": fetch %d %s: %s", what, i, rc, tide_strerror(rc),
+                         tide_last_error());
+        int same = len == want && memcmp(out, v, len) == 0;
+        free(out);
+        if (!same) fail_msg("%s: item %" PRIu64 ": %zu bytes differ from the %zu written", what, i,
+                            len, want);
+    }
+}
+
+/* The drop unlinks and never cuts: a plain reader maps nudb.dat, where a
+ * cut is a SIGBUS; an attached reader would read short. Either way it
+ * reads every object of the dropped generation after the rotation. */
+static void drop_under_reader(const char *root, int at_drop)
+{
+    tide_gens_opts o;
+    tide_gens_rotate_report r;
+    drop_reader d;
+    char p[4200];
+
+    memset(&d, 0, sizeof d);
+    d.at_drop = at_drop;
+    join(d.dir, root, "gen-000000000001");
+    gopts(&o, 1, 2, NULL);
+    o.trace = drop_reader_trace;
+    o.trace_arg = &d;
+    tide_gens *g = open_ok(root, &o, "drop under a reader");
+    put_range(g, 0, 300);
+    OK(tide_gens_sync(g));
+    rotate_ok(g, NULL, "first");
+    put_range(g, 300, 350);
+    OK(tide_gens_sync(g));
+    if (!at_drop) reader_open(&d);   /* gen 1 is still open for writing: attached */
+    uint64_t dat = (uint64_t)th_file_size(join(p, d.dir, "nudb.dat"));
+    if (dat < 3 * 4096) fail_msg("generation 1 too small to cut in steps: %" PRIu64 " bytes", dat);
+    rotate_ok(g, &r, "the drop");
+    if (d.s == NULL) fail_msg("the reader never opened");
+    expect_u64(r.dropped, 1, "generation 1 dropped");
+    expect_u64(r.delete_steps, 0, "no cut while a reader holds the generation");
+    expect_u64(d.unlink_only, 1, "one unlink-only delete traced");
+    expect_i64(th_exists(d.dir), 0, "generation 1's directory is gone all the same");
+    if (at_drop && d.dat_map_bytes == 0) fail_msg("the plain reader did not map nudb.dat");
+    if (!at_drop) expect_u64(d.dat_map_bytes, 0, "an attached reader preads (no data map)");
+    reader_get_range(d.s, 0, 300, "the reader after the drop");
+    OK(tide_store_close(d.s));
+    get_range(g, 300, 350, "the node after the drop");
+    OK(tide_gens_close(g));
+}
+
+static void a_drop_under_a_plain_reader_only_unlinks_and_the_reader_still_fetches(void **state)
+{
+    th_scratch *t = *state;
+    drop_under_reader(t->dir, 1);
+}
+
+static void a_drop_under_an_attached_reader_only_unlinks_and_the_reader_still_fetches(void **state)
+{
+    th_scratch *t = *state;
+    drop_under_reader(t->dir, 0);
+}
+
 static void lag_opts(tide_gens_opts *o, unsigned keep, tide_io *io)
 {
     gopts(o, 1, keep, io);
@@ -2187,6 +2288,8 @@ int main(void)
         T(generation_directories_without_a_manifest_are_refused_changing_nothing),
         T(keep_zero_is_the_manifests_and_a_lower_keep_is_warned_at_open),
         cmocka_unit_test(an_interrupt_stops_a_long_drop_and_open_removes_the_rest),
+        T(a_drop_under_a_plain_reader_only_unlinks_and_the_reader_still_fetches),
+        T(a_drop_under_an_attached_reader_only_unlinks_and_the_reader_still_fetches),
         T(after_a_rotation_only_the_newest_generation_holds_a_tail),
         T(the_tails_of_all_generations_never_pass_one_budget_across_rotations),
         cmocka_unit_test(dropping_a_generation_writes_nothing_to_its_key_file),

@@ -79,6 +79,9 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <unistd.h>
+#include <errno.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <cmocka.h>
 
 #include "tide/store.h"
@@ -1144,6 +1147,57 @@ static void a_refused_data_map_falls_back_to_pread(void **state)
                  (unsigned long long)c.dat_reads);
 }
 
+/* On tmpfs neither file is mapped (io_posix.c, invariant 6: a map's pages
+ * would be RssShmem, which the memory limit counts): every lookup preads,
+ * and reads right. The same store copied to the scratch disk maps both. */
+static void a_store_on_tmpfs_is_read_with_pread_not_mapped(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    tide_store_info a, b;
+    struct statfs fs;
+    char disk[4096];
+    int rc;
+
+    if (statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) {
+        print_message("    /dev/shm is not tmpfs here: skipped\n");
+        skip();
+    }
+    snprintf(t->dir, sizeof t->dir, "/dev/shm/tide-test-XXXXXX");
+    if (mkdtemp(t->dir) == NULL) fail_msg("mkdtemp %s: %s", t->dir, strerror(errno));
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(t->dir, &co)) != 0) fail_msg("create: got %d %s", rc, tide_last_error());
+    if ((rc = th_store_open(&t->s, t->dir)) != 0) fail_msg("open: got %d %s", rc, tide_last_error());
+    insert_synced(t->s, 0, FB_ITEMS, 300);
+    read_items(t->s, FB_ITEMS, 300, "on tmpfs");
+    tide_store_get_info(t->s, &a);
+    if ((rc = tide_store_close(t->s)) != 0) fail_msg("close: got %d", rc);
+    t->s = NULL;
+    if (a.key_map_bytes != 0 || a.dat_map_bytes != 0 || a.key_map_views != 0 || a.dat_map_views != 0)
+        fail_msg("tmpfs: expected no map, got %llu + %llu bytes mapped and %llu + %llu views",
+                 (unsigned long long)a.key_map_bytes, (unsigned long long)a.dat_map_bytes,
+                 (unsigned long long)a.key_map_views, (unsigned long long)a.dat_map_views);
+    if (a.dat_reads < FB_ITEMS || a.key_bucket_reads < FB_ITEMS)
+        fail_msg("tmpfs: expected every lookup to pread, got %llu record and %llu bucket reads",
+                 (unsigned long long)a.dat_reads, (unsigned long long)a.key_bucket_reads);
+    /* The control: the same files on the scratch disk are mapped. */
+    if (th_mkdtemp(disk, sizeof disk) != 0) fail_msg("cannot make a temporary directory");
+    char cmd[3 * 4096 + 64];
+    snprintf(cmd, sizeof cmd, "cp '%s'/nudb.dat '%s'/nudb.key '%s'/", t->dir, t->dir, disk);
+    if (system(cmd) != 0) fail_msg("%s failed", cmd);
+    tide_store *s = NULL;
+    if ((rc = th_store_open(&s, disk)) != 0) fail_msg("open the copy: got %d %s", rc, tide_last_error());
+    read_items(s, FB_ITEMS, 300, "the copy on disk");
+    tide_store_get_info(s, &b);
+    tide_store_close(s);
+    th_rmrf(disk);
+    if (b.key_map_bytes == 0 || b.dat_map_bytes == 0 || b.dat_map_views < FB_ITEMS)
+        fail_msg("disk: expected both maps, got %llu + %llu bytes mapped, %llu record views",
+                 (unsigned long long)b.key_map_bytes, (unsigned long long)b.dat_map_bytes,
+                 (unsigned long long)b.dat_map_views);
+}
+
 /* Values of 1 byte to three pages, eight commits, every value fetched
  * after each (records that span the map's pages, and its growth at each
  * commit); then a mapped and a no_map handle agree on every key. */
@@ -1186,6 +1240,7 @@ int main(void)
         T(fetch_while_the_file_grows, th_store_setup_bare),
         T(fetches_through_the_map_survive_rollbacks_that_cut_the_key_file, th_store_setup_bare),
         T(deferred_appends_that_fail_never_cut_below_the_data_map, th_store_setup_bare),
+        T(a_store_on_tmpfs_is_read_with_pread_not_mapped, th_store_setup_bare),
         T(a_refused_data_map_falls_back_to_pread, th_store_setup_bare),
         T(values_of_several_pages_read_alike_mapped_and_not, th_store_setup_bare),
         T(counters_sum_every_threads_fetches, th_store_setup_bare),

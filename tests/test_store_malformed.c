@@ -41,6 +41,7 @@ typedef struct original {
     uint64_t *by_key;          /* (first 8 key bytes, item) pairs, sorted */
     size_t nrec;
     uint64_t cases, sound_after_damage, open_failures;
+    uint64_t dat_map_views, dat_reads;   /* how the fetches of check() read nudb.dat */
 } original;
 
 static const char *names[3] = { "nudb.dat", "nudb.key", "nudb.log" };
@@ -190,6 +191,10 @@ static void check(original *o, const char *what, long long touched)
                      (unsigned long long)i, tide_strerror(rc), tide_last_error());
         }
     }
+    tide_store_info si;
+    tide_store_get_info(s, &si);
+    o->dat_map_views += si.dat_map_views;
+    o->dat_reads += si.dat_reads;
     rc = tide_store_close(s);
     if (rc && tide_last_error()[0] == '\0')
         fail_msg("%s: close failed with %s but said nothing", what, tide_strerror(rc));
@@ -267,6 +272,11 @@ static void sampled_bucket_and_record_bytes_damaged_give_an_error_or_the_truth(v
         mutate_byte(&o, 0, off, item_at(&o, off) >= 0 ? "data record" : "spill record");
     }
     summary(&o, "buckets and records");
+    /* The damaged records and spill records were read in the data map
+     * (store.c, "Reading nudb.dat"), whose checks are the pread path's. */
+    print_message("nudb.dat read %llu times in the data map, %llu with pread\n",
+                  (unsigned long long)o.dat_map_views, (unsigned long long)o.dat_reads);
+    if (o.dat_map_views == 0) fail_msg("no damaged record was read through the data map");
     unload(&o);
 }
 

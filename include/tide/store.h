@@ -160,6 +160,12 @@ typedef struct tide_store_opts {
                                     no failed commit cuts), and read with
                                     pread only where a file cannot be
                                     mapped.
+                                    Never on tmpfs (there a map's pages are
+                                    shared memory, which the memory limit
+                                    counts). Another process that cuts a
+                                    mapped file (NuDB's recovery, which
+                                    takes no lock) is a SIGBUS here, where
+                                    pread reads short (DURABILITY.md).
                                     1: always pread: on a disk that returns
                                     read errors (under the map one is a
                                     SIGBUS; tided: store_key_map=off), and

@@ -40,7 +40,9 @@
  *                tide_gens_interrupt stops it between two steps), every file
  *                unlinked, the generation's directory synced (so no crash
  *                keeps its rmdir and loses its unlinks), the directory
- *                removed, DIR synced
+ *                removed, DIR synced. While a Tide reader in another
+ *                process holds the generation (a shared lock on nudb.key
+ *                or tide.live) nothing is cut, only unlinked (cut_dat)
  *
  * A rotation that drops nothing skips b, c and d. A crash before e is
  * durable leaves the old manifest, which names everything (nothing was
@@ -131,19 +133,67 @@ static int collect_files(void *arg, const char *name, int is_dir)
     return is_dir ? 0 : ti_gens_names_add(arg, name);
 }
 
-/* Cut nudb.dat of `path` by `chunk` bytes per step, pausing between. */
+/* Lock `name` of `path` exclusively into *out: 0, or TIDE_EBUSY when a
+ * reader holds it (shared). A missing file leaves *out NULL and is 0. */
+static int lock_out_readers(tide_io *io, const char *path, const char *name, tide_file **out)
+{
+    char p[TI_GENS_PATH_CAP];
+    int rc;
+
+    *out = NULL;
+    if ((rc = ti_gens_path(p, path, name)) != 0) return rc;
+    rc = io->open(io, p, TIDE_IO_READ, out);
+    if (rc == TIDE_ENOENT) {
+        tide_err_clear();
+        return 0;
+    }
+    if (rc) return rc;
+    rc = io->lock(*out, 1);
+    if (rc) {
+        io->close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* Cut nudb.dat of `path` by `chunk` bytes per step, pausing between.
+ *
+ * Not while a Tide reader in another process holds the generation (it has
+ * a shared lock on nudb.key, a plain read-only handle, or on tide.live, a
+ * reader attached while tided wrote it): a plain reader maps nudb.dat, and
+ * a cut under a map is a SIGBUS, not an error; an attached reader would
+ * read short. Then the files are only unlinked: the reader keeps them
+ * until it closes, and the kernel frees the blocks at its close at once,
+ * not by steps. Both locks are held through the cut, so no reader opens
+ * the generation in the middle of it (its open is refused as busy). */
 static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, unsigned pause_ms,
                    unsigned *steps)
 {
     char p[TI_GENS_PATH_CAP];
-    tide_file *f = NULL;
+    tide_file *f = NULL, *key = NULL, *live = NULL;
     uint64_t size = 0;
     int rc;
 
-    if ((rc = ti_gens_path(p, path, "nudb.dat")) != 0) return rc;
+    rc = lock_out_readers(io, path, "nudb.key", &key);
+    if (rc == 0) rc = lock_out_readers(io, path, "tide.live", &live);
+    if (rc == TIDE_EBUSY) {
+        tide_err_clear();
+        tide_log(TIDE_LOG_INFO, "%s: a reader in another process holds this dropped generation: "
+                 "its files are unlinked without stepped cuts, and their space is freed when "
+                 "the reader closes", path);
+        ti_gens_trace(g, "delete-unlink-only");
+        rc = 0;
+        goto out;
+    }
+    if (rc) goto out;
+    if ((rc = ti_gens_path(p, path, "nudb.dat")) != 0) goto out;
     rc = io->open(io, p, TIDE_IO_WRITE, &f);
-    if (rc == TIDE_ENOENT) return 0;
-    if (rc) return rc;
+    if (rc == TIDE_ENOENT) {
+        tide_err_clear();
+        rc = 0;
+        goto out;
+    }
+    if (rc) goto out;
     rc = io->size(f, &size);
     while (rc == 0 && size > 0) {
         if (ti_gens_interrupted(g)) {   /* invariant 7: between two steps */
@@ -158,6 +208,9 @@ static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, 
         if (size > 0 && pause_ms) ti_gens_pause(g, pause_ms);
     }
     io->close(f);
+out:
+    if (live) io->close(live);
+    if (key) io->close(key);
     return rc;
 }
 

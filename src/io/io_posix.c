@@ -33,6 +33,12 @@
  *      is released at once (at most that one range, no memory, is held
  *      until exit).
  *
+ *   6. No map of a file on tmpfs (or ramfs): there the file's pages are
+ *      shared memory, and a process that maps them is charged them as
+ *      RssShmem, which the memory governor and rotation_max_rss count as
+ *      the node's own (proc.c). pread leaves them out of the process, as
+ *      the page cache of a disk is. The caller reads with pread instead.
+ *
  * Never: retry a failed fdatasync. After a failed sync the kernel may have
  *   dropped the dirty pages, so the caller must treat the data as lost.
  */
@@ -46,7 +52,9 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "io/io.h"
 #include "util/err.h"
@@ -452,12 +460,26 @@ static int map_reserve(tide_file *f, tide_io_map *m, uint64_t need)
     return 0;
 }
 
+/* Invariant 6: 0 when the file may be mapped. */
+static int map_allowed(const tide_file *f)
+{
+    struct statfs fs;
+
+    if (fstatfs(f->fd, &fs) != 0) return fail(f->path, "fstatfs", UINT64_MAX, errno);
+    if (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)
+        return tide_err_set(TIDE_EINVAL, "%s: not mapped: the file is on tmpfs, where a map's "
+                            "pages would count as this process's shared memory (RssShmem, "
+                            "which the memory limit counts); read with pread", f->path);
+    return 0;
+}
+
 static int posix_map(tide_file *f, tide_io_map *m, uint64_t len)
 {
     uint64_t want = page_round(len);
     void *at, *p;
     int rc;
 
+    if (m->base == NULL && (rc = map_allowed(f)) != 0) return rc;
     if (m->base == NULL && (rc = map_reserve(f, m, want)) != 0) return rc;
     if (want <= m->mapped) return 0;
     if (want > m->reserved)

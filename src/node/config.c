@@ -211,7 +211,8 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "through another (file-backed page cache, not anonymous memory); off: they read "
                 "each bucket and record with pread. Turn it "
                 "off on a disk that returns read errors: a bad sector under the map kills tided with "
-                "SIGBUS, where pread gives that request an I/O error (a 500) and tided goes on." },
+                "SIGBUS, where pread gives that request an I/O error (a 500) and tided goes on. On "
+                "tmpfs nothing is mapped (the pages would count as tided's shared memory)." },
     [TIDE_CFG_LOG_LEVEL]       = { "log_level", "log-level", "TIDE_LOG_LEVEL", "node",
                                    NULL, NULL, K_LEVEL, 0, 0, 0,
         .def = "info", .arg = "LEVEL",
