@@ -936,7 +936,10 @@ static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took,
     s->attempts++;
     __atomic_store_n(&s->last_commit_us, took, __ATOMIC_RELAXED);
     if (end == TI_COMMIT_DONE || end == TI_COMMIT_APPLIED) {
-        /* The batch is in the files: fetches find it there. */
+        /* The batch is in the files: fetches find it there. Published
+         * after it: a lookup that reads the smaller count finds the batch's
+         * buckets (or tail entries), written under key_lock before. */
+        __atomic_store_n(&s->pool_items, s->pool_items - s->committing->count, __ATOMIC_RELEASE);
         ti_pool_reset(s->committing);
         s->committing = NULL;
         __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
@@ -1269,9 +1272,16 @@ static int search_probe(tide_store *s, const probe *p, uint8_t *buf, uint64_t h,
 }
 
 /* Look `key` up in the pools; on a hit copy the value (when `value`). */
+/* Pools with no item are skipped without pool_mu: two fetch threads of an
+ * idle store would otherwise meet on it at every fetch (a futex sleep and
+ * wake when they collide; issue 15). An insert still in progress may be
+ * missed, as it could be by a fetch just before it; one that returned is
+ * counted (pool_items is stored before pool_mu is released), and a batch
+ * leaves the count only once the files hold it (end_attempt). */
 static int pool_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
 {
     int rc = TIDE_ENOTFOUND;
+    if (__atomic_load_n(&s->pool_items, __ATOMIC_ACQUIRE) == 0) return rc;
     pthread_mutex_lock(&s->pool_mu);
     ti_pool_item *it = ti_pool_find(s->pending, h, key);
     if (it == NULL && s->committing) it = ti_pool_find(s->committing, h, key);
@@ -1412,6 +1422,7 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
         if (s->pending->used < s->opts.burst_bytes) {
             rc = ti_pool_add(s->pending, h, key, value, (uint32_t)len);
             if (rc == 0) {
+                __atomic_store_n(&s->pool_items, s->pool_items + 1, __ATOMIC_RELEASE);
                 s->insert_seq++;
                 __atomic_fetch_add(&s->inserts, 1, __ATOMIC_RELAXED);
                 /* The first insert into an idle store wakes the thread from

@@ -75,6 +75,7 @@ static void check_pools(const tide_store *s)
     TIDE_ASSERT(p == &s->pools[0] || p == &s->pools[1]);
     TIDE_ASSERT(c == NULL || c == spare);
     TIDE_ASSERT(p->count == s->insert_seq - s->committing_seq);
+    TIDE_ASSERT(s->pool_items == p->count + (c ? c->count : 0));
     ti_pool_check(p, s->opts.burst_bytes);
     if (c == NULL) {
         TIDE_ASSERT(spare->count == 0 && spare->used == 0);

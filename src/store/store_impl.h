@@ -75,6 +75,10 @@ struct tide_store {
     pthread_cond_t  work_cv;      /* wakes the commit thread */
     ti_pool  pools[2];
     ti_pool *pending, *committing;
+    uint64_t   pool_items;        /* pending->count + committing->count:
+                                     written under pool_mu, read without it
+                                     (acquire) by a lookup that skips empty
+                                     pools (store.c, pool_lookup) */
     uint64_t   insert_seq;        /* inserts accepted */
     uint64_t   durable_seq;       /* inserts durable */
     uint64_t   committing_seq;    /* insert_seq when `committing` was taken */
