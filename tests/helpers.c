@@ -25,6 +25,8 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -119,6 +121,16 @@ char *th_path(char *out, size_t cap, const char *dir, const char *name)
         abort();
     }
     return out;
+}
+
+int th_scratch_maps(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    struct statfs fs;
+
+    if (tmp == NULL || *tmp == '\0') tmp = "/tmp";
+    if (statfs(tmp, &fs) != 0) return 1;      /* th_mkdtemp will say what is wrong */
+    return fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
 }
 
 int th_mkdtemp(char *out, size_t cap)

@@ -83,6 +83,20 @@ const char *th_bin_dir(void);
 /* Make a fresh empty directory; its path goes to `out` (cap bytes).
  * Returns 0 or -1 (with a message on stderr). */
 int th_mkdtemp(char *out, size_t cap);
+/* 1 when th_mkdtemp's directories can be mapped: their file system (under
+ * $TMPDIR, else /tmp) is not tmpfs or ramfs, where Tide maps nothing
+ * (io_posix.c, invariant 6). Tests that assert a map skip on 0, saying
+ * why (th_skip_unless_maps). */
+int th_scratch_maps(void);
+/* cmocka's skip() with a message when !th_scratch_maps(). */
+#define th_skip_unless_maps()                                                                  \
+    do {                                                                                       \
+        if (!th_scratch_maps()) {                                                              \
+            print_message("    skipped: the scratch directory ($TMPDIR or /tmp) is on tmpfs, " \
+                          "where Tide maps nothing; set TMPDIR to a disk to run it\n");        \
+            skip();                                                                            \
+        }                                                                                      \
+    } while (0)
 /* Make a fresh directory and copy every regular file of fixture `name`
  * into it. Returns 0 or -1. */
 int th_copy_fixture(const char *name, char *out, size_t cap);

@@ -1051,7 +1051,7 @@ static void admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_res
         "error", "gate_wait_ns", "keep_ns", "keep_keys", "keep_copied", "keep_missing", "keep_copied_bytes",
         "trim_ns", "trimmed", "trim_rc", "trim", "gens", "total_ns" };
     static const char *const gens_fields[] = { "started_unix_us", "new_id", "dropped_ids", "dropped",
-        "deleted_bytes", "delete_steps", "create_ns", "sync_ns", "flush_ns", "manifest_ns", "switch_ns",
+        "deleted_bytes", "held_bytes", "delete_steps", "create_ns", "sync_ns", "flush_ns", "manifest_ns", "switch_ns",
         "drop_ns", "objects_in_previous", "rotations" };
     char *env[] = { token_env, NULL };
     uint8_t value[100], raw[32];
@@ -1109,6 +1109,7 @@ static void admin_rotate_with_keep_lists_answers_every_field_and_deletes_the_res
                1, "dropped_ids");
     if (!json_is_true(json_object_get(j, "trimmed"))) fail_msg("a drop is followed by a trim: %s", json_dumps(j, 0));
     if (jint(j, "gens", "deleted_bytes") <= 0) fail_msg("the drop deleted no bytes");
+    expect_u64((uint64_t)jint(j, "gens", "held_bytes"), 0, "no reader held the dropped generation");
     json_decref(j);
 
     r = http(&t, "GET", obj_path(2, NULL), NULL, 0, 0, NULL);

@@ -1042,6 +1042,7 @@ static void the_real_reading_counts_anonymous_memory_beside_a_cached_key_file(vo
  * the map. */
 static void store_no_map_reaches_the_store(void **state)
 {
+    th_skip_unless_maps();
     world *w = *state;
     tide_node_opts o = real_opts(w);
     tide_cache_obj *obj = NULL;

@@ -206,6 +206,7 @@ static void expect_reads(const char *name, const char *what, const char *file, c
 
 static void fixtures_mapped_and_pread_agree(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
 
     for (size_t fi = 0; fi < th_fixture_count; fi++) {
@@ -585,6 +586,7 @@ static void grow_run(tstate *t, tide_io *io, size_t burst, int retry, tide_store
 
 static void fetch_while_the_file_grows(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_store_info info;
 
@@ -682,6 +684,7 @@ static void rb_run(tstate *t, uint64_t lag, tide_store_info *info)
 
 static void fetches_through_the_map_survive_rollbacks_that_cut_the_key_file(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_store_info info;
 
@@ -696,6 +699,7 @@ static void fetches_through_the_map_survive_rollbacks_that_cut_the_key_file(void
  * nudb.dat back (defer.c), a flush's rollback too. */
 static void deferred_appends_that_fail_never_cut_below_the_data_map(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_store_info info;
 
@@ -724,6 +728,7 @@ static void *count_main(void *arg)
 
 static void counters_sum_every_threads_fetches(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_store_create_opts co;
     tide_store_info before, after;
@@ -842,6 +847,7 @@ static tide_file *test_file(tstate *t, uint64_t bytes)
 
 static void views_past_a_full_map_take_no_lock(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_file *f = test_file(t, 4 * PAGE);
     uint64_t known = 4 * PAGE, locks, saved;
@@ -882,6 +888,7 @@ static void views_past_a_full_map_take_no_lock(void **state)
 
 static void the_mapped_figure_follows_a_shrunk_file(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_file *f = test_file(t, 4 * PAGE);
     uint64_t mapped = 0;
@@ -956,6 +963,7 @@ static int mu_checking_resident(const tide_io_map *m, uint64_t *bytes)
  * for it: the scan itself finds the mutex free. */
 static void the_resident_scan_holds_no_growth_mutex(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_file *f = test_file(t, 4 * PAGE);
     uint64_t resident = 0;
@@ -1032,6 +1040,7 @@ static void the_sims_map_follows_writes_and_truncates(void **state)
 
 static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_file *f = test_file(t, BIG_FILE);
     uint64_t resident = 0;
@@ -1108,6 +1117,7 @@ static void read_items(tide_store *s, uint64_t to, unsigned vmax, const char *wh
  * read with pread. Every value is right each time. */
 static void a_refused_data_map_falls_back_to_pread(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     tide_store_info a, b, c;
     int rc;
@@ -1182,6 +1192,7 @@ static void a_store_on_tmpfs_is_read_with_pread_not_mapped(void **state)
         fail_msg("tmpfs: expected every lookup to pread, got %llu record and %llu bucket reads",
                  (unsigned long long)a.dat_reads, (unsigned long long)a.key_bucket_reads);
     /* The control: the same files on the scratch disk are mapped. */
+    th_skip_unless_maps();
     if (th_mkdtemp(disk, sizeof disk) != 0) fail_msg("cannot make a temporary directory");
     char cmd[3 * 4096 + 64];
     snprintf(cmd, sizeof cmd, "cp '%s'/nudb.dat '%s'/nudb.key '%s'/", t->dir, t->dir, disk);
@@ -1203,6 +1214,7 @@ static void a_store_on_tmpfs_is_read_with_pread_not_mapped(void **state)
  * commit); then a mapped and a no_map handle agree on every key. */
 static void values_of_several_pages_read_alike_mapped_and_not(void **state)
 {
+    th_skip_unless_maps();
     tstate *t = *state;
     th_fixture f = { .name = "large", .key_size = 32, .items = 8 * 100, .present = 8 * 100,
                      .vmin = 1, .vmax = BIG_VMAX };

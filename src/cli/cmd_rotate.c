@@ -86,7 +86,9 @@ static const char help_rotate[] =
 "                     Without a plain store it changes nothing.\n"
 "    --json           print the report as one JSON object: path, adopted,\n"
 "                     new_id, new_dir, dropped_ids, deleted_bytes,\n"
-"                     delete_steps, objects_in_previous, rotations, keep,\n"
+"                     held_bytes (unlinked, not cut: a reader had the\n"
+"                     files open; freed when it closes), delete_steps,\n"
+"                     objects_in_previous, rotations, keep,\n"
 "                     create_ns, sync_ns, manifest_ns, switch_ns, drop_ns\n"
 "                     (integers; sync_ns is 0 when nothing was dropped).\n"
 "    -h, --help       print this text\n"
@@ -149,6 +151,10 @@ static void report_text(const char *path, const tide_gens_rotate_report *r, unsi
     printf("deleted       %llu bytes (%s) in %u truncate step%s\n",
            (unsigned long long)r->deleted_bytes, cli_human(r->deleted_bytes, b, sizeof b),
            r->delete_steps, r->delete_steps == 1 ? "" : "s");
+    if (r->held_bytes)
+        printf("held          %llu bytes (%s) unlinked, not cut: a reader has them open; the "
+               "disk frees them when it closes\n", (unsigned long long)r->held_bytes,
+               cli_human(r->held_bytes, b, sizeof b));
     printf("objects       %llu written into the generation that was newest\n",
            (unsigned long long)r->objects_in_previous);
     printf("rotations     %llu (keep %u)\n", (unsigned long long)r->rotations, keep);
@@ -171,6 +177,7 @@ static int report_json(const char *path, const tide_gens_rotate_report *r, unsig
         json_array_append_new(dropped, json_integer((json_int_t)r->dropped_ids[i]));
     json_object_set_new(o, "dropped_ids", dropped);
     json_object_set_new(o, "deleted_bytes", json_integer((json_int_t)r->deleted_bytes));
+    json_object_set_new(o, "held_bytes", json_integer((json_int_t)r->held_bytes));
     json_object_set_new(o, "delete_steps", json_integer(r->delete_steps));
     json_object_set_new(o, "objects_in_previous", json_integer((json_int_t)r->objects_in_previous));
     json_object_set_new(o, "rotations", json_integer((json_int_t)r->rotations));

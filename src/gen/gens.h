@@ -215,7 +215,10 @@ typedef struct tide_gens_rotate_report {
     uint64_t new_id;              /* the generation created */
     uint64_t dropped_ids[TIDE_GEN_MAX]; /* the generations dropped, oldest first */
     unsigned dropped;             /* how many (0 while fewer than keep were held) */
-    uint64_t deleted_bytes;       /* file bytes of the dropped generations, all removed */
+    uint64_t deleted_bytes;       /* file bytes of the dropped generations removed */
+    uint64_t held_bytes;          /* file bytes of dropped generations another Tide
+                                     handle held open (a reader): unlinked, not cut;
+                                     the disk frees them when it closes */
     unsigned delete_steps;        /* truncate steps taken */
     uint64_t create_ns, manifest_ns, switch_ns, drop_ns; /* phase wall times */
     uint64_t sync_ns;             /* the kept stores' two syncs around the hide, and

@@ -90,12 +90,17 @@ int ti_gens_gen_path(char *out, const char *dir, uint64_t id);
 
 /* Remove directory `path` (a generation) of DIR `parent`: nudb.dat cut
  * by `chunk` bytes per step (0: no cut) with `pause_ms` between steps, every
- * file in it unlinked, the directory removed, `parent` synced. Adds the
- * file bytes removed to *bytes and the cut steps to *steps (either may be
+ * file in it unlinked, the directory removed, `parent` synced. With chunk >
+ * 0 and another Tide handle holding the files (a reader's lock), or locks
+ * that cannot be taken, nothing is cut: the files are only unlinked, and
+ * their bytes go to *held_bytes instead of *bytes. Adds the file bytes
+ * removed to *bytes and the cut steps to *steps (any of the three may be
  * NULL). Returns 0 or the first io error (what was removed stays removed).
- * `g` (may be NULL) gets the "delete-step" traces. */
+ * `g` (may be NULL) gets the "delete-step" and "delete-unlink-only"
+ * traces. */
 int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char *path,
-                       uint64_t chunk, unsigned pause_ms, uint64_t *bytes, unsigned *steps);
+                       uint64_t chunk, unsigned pause_ms, uint64_t *bytes, unsigned *steps,
+                       uint64_t *held_bytes);
 
 /* Add the counters of open store `s` to g->retired (before it is closed). */
 void ti_gens_retire(tide_gens *g, tide_store *s);

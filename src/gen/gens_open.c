@@ -344,7 +344,7 @@ static int reconcile(tide_gens *g)
         char p[TI_GENS_PATH_CAP];
         uint64_t bytes = 0;
         if ((rc = ti_gens_path(p, g->dir, u.dirs.names[i])) != 0) break;
-        rc = ti_gens_remove_dir(NULL, g->io, g->dir, p, 0, 0, &bytes, NULL);
+        rc = ti_gens_remove_dir(NULL, g->io, g->dir, p, 0, 0, &bytes, NULL, NULL);
         if (rc == 0) {
             g->removed_at_open++;
             tide_log(TIDE_LOG_WARN, "%s: removed %s (%" PRIu64 " bytes): " TIDE_GEN_FILE

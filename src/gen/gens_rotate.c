@@ -133,8 +133,10 @@ static int collect_files(void *arg, const char *name, int is_dir)
     return is_dir ? 0 : ti_gens_names_add(arg, name);
 }
 
-/* Lock `name` of `path` exclusively into *out: 0, or TIDE_EBUSY when a
- * reader holds it (shared). A missing file leaves *out NULL and is 0. */
+/* Lock `name` of `path` exclusively into *out: 0, or TIDE_EBUSY when
+ * another handle holds it. A missing file leaves *out NULL and is 0.
+ * Opened for writing: where flock is emulated with fcntl locks (NFS) an
+ * exclusive lock needs a writable descriptor. */
 static int lock_out_readers(tide_io *io, const char *path, const char *name, tide_file **out)
 {
     char p[TI_GENS_PATH_CAP];
@@ -142,7 +144,7 @@ static int lock_out_readers(tide_io *io, const char *path, const char *name, tid
 
     *out = NULL;
     if ((rc = ti_gens_path(p, path, name)) != 0) return rc;
-    rc = io->open(io, p, TIDE_IO_READ, out);
+    rc = io->open(io, p, TIDE_IO_WRITE, out);
     if (rc == TIDE_ENOENT) {
         tide_err_clear();
         return 0;
@@ -156,36 +158,43 @@ static int lock_out_readers(tide_io *io, const char *path, const char *name, tid
     return rc;
 }
 
-/* Cut nudb.dat of `path` by `chunk` bytes per step, pausing between.
+/* Cut nudb.dat of `path` by `chunk` bytes per step, pausing between. *held
+ * is set when the files are to be unlinked only.
  *
- * Not while a Tide reader in another process holds the generation (it has
- * a shared lock on nudb.key, a plain read-only handle, or on tide.live, a
- * reader attached while tided wrote it): a plain reader maps nudb.dat, and
- * a cut under a map is a SIGBUS, not an error; an attached reader would
- * read short. Then the files are only unlinked: the reader keeps them
- * until it closes, and the kernel frees the blocks at its close at once,
- * not by steps. Both locks are held through the cut, so no reader opens
- * the generation in the middle of it (its open is refused as busy). */
+ * Not while another Tide handle holds the generation (a reader: a shared
+ * lock on nudb.key, a plain read-only handle, or on tide.live, a reader
+ * attached while tided wrote it): a plain reader maps nudb.dat, and a cut
+ * under a map is a SIGBUS, not an error; an attached reader would read
+ * short. Then the files are only unlinked: the reader keeps them until it
+ * closes, and the kernel frees the blocks at its close at once, not by
+ * steps. Likewise when the locks cannot be taken at all (unlinking is
+ * always safe; only the cut needs them). Both locks are held through the
+ * cut, so no reader opens the generation in the middle of it (its open is
+ * refused as busy, live.c says why). */
 static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, unsigned pause_ms,
-                   unsigned *steps)
+                   unsigned *steps, uint64_t bytes, int *held)
 {
-    char p[TI_GENS_PATH_CAP];
+    char p[TI_GENS_PATH_CAP], why[256];
     tide_file *f = NULL, *key = NULL, *live = NULL;
     uint64_t size = 0;
     int rc;
 
+    *held = 0;
     rc = lock_out_readers(io, path, "nudb.key", &key);
     if (rc == 0) rc = lock_out_readers(io, path, "tide.live", &live);
-    if (rc == TIDE_EBUSY) {
+    if (rc) {
+        snprintf(why, sizeof why, "%s", tide_last_error());
         tide_err_clear();
-        tide_log(TIDE_LOG_INFO, "%s: a reader in another process holds this dropped generation: "
-                 "its files are unlinked without stepped cuts, and their space is freed when "
-                 "the reader closes", path);
+        tide_log(TIDE_LOG_INFO, "%s: %s: its files (%" PRIu64 " bytes) are unlinked without "
+                 "stepped cuts, and the disk frees them when that handle closes (%s)", path,
+                 rc == TIDE_EBUSY ? "another Tide handle (a reader) holds this dropped generation"
+                                  : "the dropped generation's files cannot be locked",
+                 bytes, why);
         ti_gens_trace(g, "delete-unlink-only");
+        *held = 1;
         rc = 0;
         goto out;
     }
-    if (rc) goto out;
     if ((rc = ti_gens_path(p, path, "nudb.dat")) != 0) goto out;
     rc = io->open(io, p, TIDE_IO_WRITE, &f);
     if (rc == TIDE_ENOENT) {
@@ -215,11 +224,12 @@ out:
 }
 
 int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char *path,
-                       uint64_t chunk, unsigned pause_ms, uint64_t *bytes, unsigned *steps)
+                       uint64_t chunk, unsigned pause_ms, uint64_t *bytes, unsigned *steps,
+                       uint64_t *held_bytes)
 {
     ti_gens_names l = { NULL, 0, 0 };
     uint64_t total = 0;
-    int rc;
+    int rc, held = 0;
 
     rc = io->list(io, path, collect_files, &l);
     for (unsigned i = 0; i < l.n && rc == 0; i++) {
@@ -233,7 +243,7 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
         }
         total += n;
     }
-    if (rc == 0 && chunk > 0) rc = cut_dat(g, io, path, chunk, pause_ms, steps);
+    if (rc == 0 && chunk > 0) rc = cut_dat(g, io, path, chunk, pause_ms, steps, total, &held);
     if (rc == 0 && ti_gens_interrupted(g))
         rc = tide_err_set(TIDE_ECLOSED, "%s: interrupted (tide_gens_interrupt)", path);
     for (unsigned i = 0; i < l.n && rc == 0; i++) {
@@ -249,7 +259,8 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
     if (rc == 0) rc = io->rmdir(io, path);
     if (rc == TIDE_ENOENT) rc = 0;   /* already gone */
     if (rc == 0) rc = io->sync_dir(io, parent);
-    if (rc == 0 && bytes) *bytes += total;
+    if (rc == 0 && held && held_bytes) *held_bytes += total;
+    else if (rc == 0 && bytes) *bytes += total;
     free(l.names);
     return rc;
 }
@@ -306,7 +317,7 @@ static int create_next(tide_gens *g, uint64_t id, const char *path, tide_store *
          * written by this handle since), and g->m never names newest + 1. */
         TIDE_ASSERT(!g->disk_unknown);
         TIDE_ASSERT(id > g->m.gens[0].id);
-        rc = ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
+        rc = ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL, NULL);
         if (rc == 0) rc = g->io->mkdir(g->io, path);
     }
     if (rc) return rc;
@@ -316,7 +327,7 @@ static int create_next(tide_gens *g, uint64_t id, const char *path, tide_store *
     if (rc) {
         tide_log(TIDE_LOG_WARN, "%s: rotation: creating generation %" PRIu64 " failed: %s",
                  g->dir, id, tide_last_error());
-        ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
+        ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL, NULL);
     }
     return rc;
 }
@@ -374,7 +385,7 @@ static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotat
             rc = tide_err_set(TIDE_ECLOSED, "%s: interrupted (tide_gens_interrupt)", p);
         if (rc == 0) rc = ti_gens_remove_dir(g, g->io, g->dir, p, g->opts.delete_chunk_bytes,
                                              g->opts.back_off_ms, &r->deleted_bytes,
-                                             &r->delete_steps);
+                                             &r->delete_steps, &r->held_bytes);
         if (rc) tide_log(ti_gens_interrupted(g) ? TIDE_LOG_INFO : TIDE_LOG_WARN, "%s: rotation: "
                          "deleting dropped generation %" PRIu64 " stopped (%s); the next open "
                          "removes the rest", g->dir, d[i].id, tide_last_error());
@@ -482,7 +493,7 @@ static void undo_manifest(tide_gens *g, tide_store *fresh, const char *path, uin
 {
     tide_store_close(fresh);
     if (tide_gen_manifest_write(g->io, g->dir, &g->m) == 0) {
-        ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
+        ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL, NULL);
         return;
     }
     __atomic_store_n(&g->disk_unknown, 1, __ATOMIC_RELAXED);
@@ -580,7 +591,7 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
         tide_log(TIDE_LOG_WARN, "%s: rotation: %s", g->dir, tide_last_error());
         tide_store_set_deferring(g->gens[0].s, 1);
         tide_store_close(fresh);
-        ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL);
+        ti_gens_remove_dir(NULL, g->io, g->dir, path, 0, 0, NULL, NULL, NULL);
         goto out;
     }
     r.sync_ns = nd > 0 || r.flush_ns ? tide_clock_mono_ns() - t : 0;
@@ -604,7 +615,8 @@ int tide_gens_rotate(tide_gens *g, tide_gens_rotate_report *report)
     r.drop_ns = tide_clock_mono_ns() - t;
     r.rotations = m.rotations;
     tide_log(TIDE_LOG_INFO, "%s: rotated: generation %" PRIu64 " is the newest, %u dropped "
-             "(%" PRIu64 " bytes deleted)", g->dir, r.new_id, nd, r.deleted_bytes);
+             "(%" PRIu64 " bytes deleted, %" PRIu64 " unlinked and held open by readers)", g->dir,
+             r.new_id, nd, r.deleted_bytes, r.held_bytes);
     ti_gens_trace(g, "done");
 out:
     pthread_mutex_unlock(&g->rotate_mu);

@@ -135,7 +135,7 @@ static double ms(uint64_t ns) { return (double)ns / 1e6; }
 
 static void log_report(const tide_node_rotation_report *r)
 {
-    char del[32], kept[32], rel[32] = "none";
+    char del[32], held[32], kept[32], rel[32] = "none";
 
     if (r->rc != 0) {
         tide_log(TIDE_LOG_WARN, "rotation %" PRIu64 " (%s) %s after %.1f ms: %s: %s", r->seq, r->trigger,
@@ -143,13 +143,14 @@ static void log_report(const tide_node_rotation_report *r)
         return;
     }
     tide_size_format(r->gens.deleted_bytes, del, sizeof del);
+    tide_size_format(r->gens.held_bytes, held, sizeof held);
     tide_size_format(r->keep_copied_bytes, kept, sizeof kept);
     if (r->trimmed && r->trim.rss_delta < 0) tide_size_format((uint64_t)-r->trim.rss_delta, rel, sizeof rel);
     tide_log(TIDE_LOG_INFO, "rotation %" PRIu64 " (%s): generation %" PRIu64 " created, %u dropped (%s deleted "
-             "in %u steps), the previous newest held %" PRIu64 " objects; keep-list %" PRIu64 " keys, %" PRIu64
+             "in %u steps, %s held open by readers), the previous newest held %" PRIu64 " objects; keep-list %" PRIu64 " keys, %" PRIu64
              " copied (%s), %" PRIu64 " missing; gate %.1f ms, keep %.1f ms, create %.1f ms, sync %.1f ms, manifest %.1f ms, "
              "switch %.3f ms, drop %.1f ms; trim %s (released %s, %.1f ms); total %.1f ms", r->seq, r->trigger,
-             r->gens.new_id, r->gens.dropped, del, r->gens.delete_steps, r->gens.objects_in_previous,
+             r->gens.new_id, r->gens.dropped, del, r->gens.delete_steps, held, r->gens.objects_in_previous,
              r->keep_keys, r->keep_copied, kept, r->keep_missing, ms(r->gate_wait_ns), ms(r->keep_ns),
              ms(r->gens.create_ns), ms(r->gens.sync_ns), ms(r->gens.manifest_ns), ms(r->gens.switch_ns), ms(r->gens.drop_ns),
              r->trimmed ? "made" : "not made", rel, ms(r->trim_ns), ms(r->total_ns));

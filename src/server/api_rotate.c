@@ -71,10 +71,11 @@ static json_t *gens_report_json(const tide_gens_rotate_report *g)
 
     for (unsigned i = 0; i < g->dropped && i < TIDE_GEN_MAX; i++)
         json_array_append_new(dropped, json_integer((json_int_t)g->dropped_ids[i]));
-    return json_pack("{s:I,s:I,s:o,s:i,s:I,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+    return json_pack("{s:I,s:I,s:o,s:i,s:I,s:I,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
                      "started_unix_us", (json_int_t)g->started_unix_us, "new_id", (json_int_t)g->new_id,
                      "dropped_ids", dropped, "dropped", (int)g->dropped,
-                     "deleted_bytes", (json_int_t)g->deleted_bytes, "delete_steps", (int)g->delete_steps,
+                     "deleted_bytes", (json_int_t)g->deleted_bytes,
+                     "held_bytes", (json_int_t)g->held_bytes, "delete_steps", (int)g->delete_steps,
                      "create_ns", (json_int_t)g->create_ns, "sync_ns", (json_int_t)g->sync_ns,
                      "flush_ns", (json_int_t)g->flush_ns, "manifest_ns", (json_int_t)g->manifest_ns,
                      "switch_ns", (json_int_t)g->switch_ns, "drop_ns", (json_int_t)g->drop_ns,

@@ -305,6 +305,17 @@ int ti_live_attach(tide_store *s)
                             "not hold a version-1 page (its writer is still opening the store?)",
                             s->dir);
     if ((rc = ti_live_refuse_broken(l, s->dir)) != 0) return rc;
+    uint64_t pid = word(l, TI_LIVE_PID), start = word(l, TI_LIVE_START);
+    if (word(l, TI_LIVE_OPEN) == 0 && pid != 0 && pid <= INT32_MAX && start != 0 &&
+        ti_live_proc_start((int)pid) == start)
+        /* Its writer closed the store and runs on: tided's rotation holds
+         * a dropped generation locked while it cuts its nudb.dat. */
+        return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by another process, and the "
+                            "writer named in tide.live (pid %llu, still running) has closed this "
+                            "store: if it is a generation, a rotation is deleting it (it has left "
+                            "tide.generations, and its objects with it); otherwise a rekey or a "
+                            "recovery holds it: try again when it is done", s->dir,
+                            (unsigned long long)pid);
     if (!ti_live_writer_alive(l))
         return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by another process, but "
                             "tide.live names no running writer (pid %llu%s): a Tide before issue "
