@@ -1868,6 +1868,17 @@ static void reader_get_range(tide_store *s, uint64_t from, uint64_t to, const ch
     }
 }
 
+/* Items 0..300 synced into generation 1, then a rotation and 300..350
+ * synced into generation 2: the next rotation drops generation 1. */
+static void fill_two_generations(tide_gens *g)
+{
+    put_range(g, 0, 300);
+    OK(tide_gens_sync(g));
+    rotate_ok(g, NULL, "first");
+    put_range(g, 300, 350);
+    OK(tide_gens_sync(g));
+}
+
 /* The drop unlinks and never cuts: a plain reader maps nudb.dat, where a
  * cut is a SIGBUS; an attached reader would read short. Either way it
  * reads every object of the dropped generation after the rotation. */
@@ -1885,11 +1896,7 @@ static void drop_under_reader(const char *root, int at_drop)
     o.trace = drop_reader_trace;
     o.trace_arg = &d;
     tide_gens *g = open_ok(root, &o, "drop under a reader");
-    put_range(g, 0, 300);
-    OK(tide_gens_sync(g));
-    rotate_ok(g, NULL, "first");
-    put_range(g, 300, 350);
-    OK(tide_gens_sync(g));
+    fill_two_generations(g);
     if (!at_drop) reader_open(&d);   /* gen 1 is still open for writing: attached */
     uint64_t dat = (uint64_t)th_file_size(join(p, d.dir, "nudb.dat"));
     if (dat < 3 * 4096) fail_msg("generation 1 too small to cut in steps: %" PRIu64 " bytes", dat);
@@ -1942,11 +1949,7 @@ static void a_reader_opening_a_generation_under_its_cut_is_told_a_rotation_delet
     o.trace = open_at_first_cut;
     o.trace_arg = &c;
     tide_gens *g = open_ok(t->dir, &o, "a reader under the cut");
-    put_range(g, 0, 300);
-    OK(tide_gens_sync(g));
-    rotate_ok(g, NULL, "first");
-    put_range(g, 300, 350);
-    OK(tide_gens_sync(g));
+    fill_two_generations(g);
     rotate_ok(g, &r, "the drop");
     if (!c.tried) fail_msg("no delete step was traced");
     expect_rc(c.rc, TIDE_EBUSY, "a read-only open during the cut");
