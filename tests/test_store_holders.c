@@ -31,8 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
+#include <dirent.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -286,6 +291,113 @@ static void on_the_sim_a_holder_of_the_log_stops_recovery_until_forced(void **st
     tide_io_sim_destroy(sim);
 }
 
+/* Where /proc cannot be listed, holders cannot be seen, and a writable
+ * open must refuse (an unseen NuDB writer is not no writer) saying how to
+ * go on; forced, it opens. Made in a child: a mount namespace of its own
+ * with an empty tmpfs of mode 000 over /proc, then uid 65534, which root's
+ * permission bypass no longer covers. Skipped where the namespace or the
+ * mount is not allowed (not root, a container without CAP_SYS_ADMIN). */
+typedef struct proc_probe { int listed, rc, changed, forced_rc; char err[1024]; } proc_probe;
+
+/* The sizes and modification times of the store's three files. */
+static void stat_files(const char *dir, struct stat st[3])
+{
+    static const char *const files[] = { "nudb.dat", "nudb.key", "nudb.log" };
+    char path[4200];
+    for (int i = 0; i < 3; i++)
+        if (stat(th_path(path, sizeof path, dir, files[i]), &st[i]) != 0) memset(&st[i], 0, sizeof st[i]);
+}
+
+static int files_changed(const struct stat a[3], const struct stat b[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (a[i].st_size != b[i].st_size || a[i].st_mtim.tv_sec != b[i].st_mtim.tv_sec ||
+            a[i].st_mtim.tv_nsec != b[i].st_mtim.tv_nsec)
+            return 1;
+    return 0;
+}
+
+static void probe_without_proc(const char *dir, int out)
+{
+    proc_probe p;
+    tide_store_opts o;
+    tide_store *s = NULL;
+    struct stat st0[3], st1[3];
+    DIR *d;
+
+    memset(&p, 0, sizeof p);
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tide-test", "/proc", "tmpfs", 0, "mode=000") != 0 || setgid(65534) != 0 ||
+        setuid(65534) != 0)
+        _exit(77);
+    if ((d = opendir("/proc")) != NULL) {
+        closedir(d);
+        p.listed = 1;
+    }
+    tide_store_opts_init(&o);
+    stat_files(dir, st0);
+    p.rc = tide_store_open(&s, dir, &o);
+    snprintf(p.err, sizeof p.err, "%s", tide_last_error());
+    if (p.rc == 0) tide_store_close(s);
+    stat_files(dir, st1);
+    p.changed = files_changed(st0, st1);
+    o.ignore_holders = 1;
+    p.forced_rc = tide_store_open(&s, dir, &o);
+    if (p.forced_rc == 0) p.forced_rc = tide_store_close(s);
+    if (write(out, &p, sizeof p) != (ssize_t)sizeof p) _exit(1);
+    _exit(0);
+}
+
+static void a_writable_open_refuses_where_proc_cannot_be_listed_and_opens_forced(void **state)
+{
+    tstate *t = *state;
+    tide_store_create_opts co;
+    proc_probe p;
+    char dir[4096], path[4200];
+    static const char *const files[] = { "nudb.dat", "nudb.key", "nudb.log" };
+    int fds[2], status = 0, rc;
+
+    (void)t;
+    if (geteuid() != 0) {
+        print_message("    skipped: needs root (a mount namespace and a tmpfs over /proc)\n");
+        skip();
+    }
+    if (th_mkdtemp(dir, sizeof dir) != 0) fail_msg("cannot make a temporary directory");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    if ((rc = tide_store_create(dir, &co)) != 0) fail_msg("create: %d %s", rc, tide_last_error());
+    chmod(dir, 0777);
+    for (int i = 0; i < 3; i++) chmod(th_path(path, sizeof path, dir, files[i]), 0666);
+    if (pipe(fds) != 0) fail_msg("pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) fail_msg("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fds[0]);
+        probe_without_proc(dir, fds[1]);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], &p, sizeof p);
+    close(fds[0]);
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+        th_rmrf(dir);
+        print_message("    skipped: a mount namespace with a tmpfs over /proc is not allowed here\n");
+        skip();
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got != (ssize_t)sizeof p) {
+        th_rmrf(dir);
+        fail_msg("the probe child failed (status %d, read %zd)", status, got);
+    }
+    th_rmrf(dir);
+    if (p.listed) fail_msg("the child could still list /proc: the probe proves nothing");
+    if (p.rc == 0) fail_msg("a writable open succeeded where /proc cannot be listed");
+    if (strstr(p.err, "cannot be listed") == NULL || strstr(p.err, "force") == NULL)
+        fail_msg("the refusal does not say the holders cannot be listed and how to go on: %s", p.err);
+    print_message("    refused with: %s\n", p.err);
+    if (p.changed) fail_msg("the refused open changed the store's files");
+    expect_ok(p.forced_rc, "the forced open and close");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
 int main(void)
@@ -297,6 +409,7 @@ int main(void)
         T(the_callers_own_descriptors_are_not_holders),
         T(a_read_only_open_of_a_store_with_a_pending_log_says_so_and_writes_nothing),
         T(on_the_sim_a_holder_of_the_log_stops_recovery_until_forced),
+        T(a_writable_open_refuses_where_proc_cannot_be_listed_and_opens_forced),
     };
 
     tide_log_set_level(TIDE_LOG_WARN);

@@ -139,9 +139,19 @@ int ti_store_other_holders(tide_io *io, const char *dir, int readers_ok, ti_stor
 int ti_store_refuse_holders_ex(tide_io *io, const char *dir, const char *doing, int readers_ok)
 {
     ti_store_holder_seen h;
+    char why[512];
     int rc = ti_store_other_holders(io, dir, readers_ok, &h);
 
-    if (rc || h.count == 0) return rc;
+    if (rc) {
+        /* Unseen holders are not no holders: refuse, and say how to go on. */
+        snprintf(why, sizeof why, "%s", tide_last_error());
+        return tide_err_set(rc, "%s: the processes that have the store's files open cannot be "
+                            "listed (%s), and one of them may be writing them (NuDB takes no "
+                            "lock), so %s is refused; run this as root or as the node's user "
+                            "with /proc readable, or force it if no other process can be writing "
+                            "the store; nothing was changed", dir, why, doing);
+    }
+    if (h.count == 0) return 0;
     if (h.count == 1)
         return tide_err_set(TIDE_EBUSY, "%s: %s is open in process %d (%s): a process with the "
                             "store's files open may be writing them (NuDB takes no lock), so %s now "
