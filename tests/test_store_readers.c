@@ -522,7 +522,7 @@ static uint64_t append_records(const char *dir, uint64_t end, uint64_t from, uin
     th_path(dat, sizeof dat, dir, "nudb.dat");
     for (uint64_t i = from; i < to; i++) {
         unsigned n = item_len(i);
-        for (int b = 0; b < 6; b++) rec[b] = (uint8_t)(n >> (8 * (5 - b)));
+        for (int b = 0; b < 6; b++) rec[b] = (uint8_t)((uint64_t)n >> (8 * (5 - b)));
         th_key(i, KEY_SIZE, rec + 6);
         th_value(i, n, rec + 6 + KEY_SIZE);
         assert_int_equal(th_pwrite_file(dat, rec, 6 + KEY_SIZE + n, end), 0);
