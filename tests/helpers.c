@@ -856,6 +856,9 @@ int th_run_group_n(const char *name, const struct CMUnitTest *tests, size_t n, i
         t[i] = tests[i];
         if (t[i].teardown_func == NULL) t[i].teardown_func = dflt;
     }
+    /* TH_TEST=PATTERN runs only the tests whose names match (cmocka's
+     * filter: '*' and '?'), for one test while working on it. */
+    if (getenv("TH_TEST") && *getenv("TH_TEST")) cmocka_set_test_filter(getenv("TH_TEST"));
     failed = _cmocka_run_group_tests(name, t, n, setup, teardown);
     free(t);
     return failed;

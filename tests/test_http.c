@@ -1542,6 +1542,165 @@ static void a_full_disk_is_507(void **state)
     tided_cleanup(&t);
 }
 
+static int run_quiet(const char *cmd)
+{
+    char *out = NULL;
+    int rc = th_run(cmd, &out);
+    free(out);
+    return rc;
+}
+
+static int tmpfs_mount(const char *dir, unsigned mib, int remount)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o %ssize=%um tmpfs '%s' 2>&1", remount ? "remount," : "", mib, dir);
+    return run_quiet(cmd);
+}
+
+/* The full-disk test's node and tmpfs, which its teardown stops and
+ * unmounts whatever the outcome. */
+static tided full_srv;
+static char full_mnt[600];
+
+static int full_disk_teardown(void **state)
+{
+    (void)state;
+    if (full_srv.pid > 0 && !full_srv.reaped) { kill(full_srv.pid, SIGKILL); wait_exit(&full_srv, STOP_MS); }
+    if (full_mnt[0]) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "umount '%s' 2>&1", full_mnt);
+        run_quiet(cmd);
+        full_mnt[0] = '\0';
+    }
+    tided_cleanup(&full_srv);
+    return 0;
+}
+
+/* A tmpfs of `mib` MiB at `dir` (mounted, or its size changed with
+ * remount); 0 when done. Needs root (CI runs as root). */
+/* The disk is filled with synced PUTs (default index lag: the newest
+ * records are acknowledged and not yet indexed) and the node is stopped.
+ * It must start again on the full disk and serve every acknowledged
+ * object, answer PUTs 507, and take them again once space returns; a new
+ * data directory on the full disk fails to start naming the file it could
+ * not write, and leaves no directory behind. Before, the restart failed
+ * while indexing the tail, and nothing was served. */
+static void a_node_restarts_on_a_full_disk_serves_reads_and_takes_writes_when_space_returns(void **state)
+{
+    enum { VALUE = 100000, MOST = 400 };
+    static uint8_t v[VALUE];
+    char *mnt = full_mnt, fresh[600], filler[700];
+    tided *tp = &full_srv;
+    uint64_t acked = 0;
+    int status = 0;
+    (void)state;
+
+    if (geteuid() != 0) th_skip("mounting a small tmpfs needs root");
+    memset(tp, 0, sizeof *tp);
+    tided_prepare(tp);
+    th_path(mnt, sizeof full_mnt, tp->dir, "mnt");
+    assert_int_equal(mkdir(mnt, 0755), 0);
+    if (tmpfs_mount(mnt, 8, 0) != 0) {
+        mnt[0] = '\0';
+        th_skip("mount -t tmpfs failed here");
+    }
+    th_path(tp->data, sizeof tp->data, mnt, "db");
+    tided_start(tp, NULL, NULL);
+    for (uint64_t i = 0; i < MOST && status != 507; i++) {
+        resp r;
+        th_value(7000 + i, VALUE, v);
+        r = http(tp, "PUT", obj_path(7000 + i, "?sync=1"), v, VALUE, 0, NULL);
+        status = (int)r.status;
+        if (status == 201) acked = i + 1;
+        else if (status != 507) fail_msg("PUT ?sync=1 #%" PRIu64 " on an 8 MiB disk: expected 201 or 507, got %d: %s",
+                                         i, status, r.body);
+        resp_free(&r);
+    }
+    if (status != 507 || acked < 10) fail_msg("40 MB of PUTs on an 8 MiB disk: expected 507 after some 201s, got %d "
+                                             "after %" PRIu64 " acknowledged", status, acked);
+    /* Not a byte left, even for a one-byte value or a key-file split. */
+    th_path(filler, sizeof filler, mnt, "filler");
+    {
+        char cmd[900];
+        snprintf(cmd, sizeof cmd, "dd if=/dev/zero of='%s' bs=4k 2>/dev/null; true", filler);
+        run_quiet(cmd);
+    }
+    tided_signal_and_reap(tp, SIGTERM);
+
+    tided_start(tp, NULL, NULL);
+    for (uint64_t i = 0; i < acked; i++) {
+        resp r = http(tp, "GET", obj_path(7000 + i, NULL), NULL, 0, 0, NULL);
+        th_value(7000 + i, VALUE, v);
+        if (r.status != 200 || r.len != VALUE || memcmp(r.body, v, VALUE) != 0)
+            fail_msg("GET of acknowledged object #%" PRIu64 " after a restart on the full disk: status %ld, %zu bytes",
+                     i, r.status, r.len);
+        resp_free(&r);
+    }
+    {
+        resp r = http(tp, "PUT", obj_path(9999, "?sync=1"), "x", 1, 0, NULL);
+        expect_status(r, 507, "a PUT while the disk is still full");
+        expect_error_json(&r, "no_space", "the 507 body");
+        resp_free(&r);
+    }
+    assert_int_equal(tmpfs_mount(mnt, 64, 1), 0);
+    status = 0;
+    for (int tries = 0; tries < 300 && status != 201; tries++) {   /* retried every second */
+        resp r = http(tp, "PUT", obj_path(9999, "?sync=1"), "x", 1, 0, NULL);
+        status = (int)r.status;
+        if (status != 201 && status != 507) fail_msg("a PUT once space returned: got %d: %s", status, r.body);
+        resp_free(&r);
+        if (status != 201) poll(NULL, 0, 200);
+    }
+    expect_u64((uint64_t)status, 201, "a PUT once space has returned");
+    tided_signal_and_reap(tp, SIGTERM);
+    expect_u64(WIFEXITED(tp->status) ? WEXITSTATUS(tp->status) : 99, 0, "exit status after space returned");
+
+    /* A new directory on a full disk: an error naming the file; nothing left. */
+    assert_int_equal(unlink(filler), 0);
+    assert_int_equal(tmpfs_mount(mnt, 8, 1), 0);
+    /* A store as NuDB leaves it (no tide.live, no tide.meta), then a
+     * full disk: the node starts, answers reads and refuses writes. Its
+     * shared page was once mapped over a hole, and the first store into
+     * it killed the process with SIGBUS. */
+    th_path(fresh, sizeof fresh, mnt, "plain");
+    {
+        char args[800], *out = NULL;
+        snprintf(args, sizeof args, "create '%s'", fresh);
+        if (th_run_tide(args, 1, &out) != 0) fail_msg("tide %s failed: %s", args, out ? out : "");
+        free(out);
+    }
+    {
+        char cmd[900];
+        snprintf(cmd, sizeof cmd, "dd if=/dev/zero of='%s' bs=4k 2>/dev/null; true", filler);
+        run_quiet(cmd);
+    }
+    snprintf(tp->data, sizeof tp->data, "%s", fresh);
+    tided_start(tp, NULL, NULL);
+    {
+        resp r = http(tp, "GET", obj_path(1, NULL), NULL, 0, 0, NULL);
+        expect_status(r, 404, "a GET on the full disk's empty store");
+        resp_free(&r);
+        r = http(tp, "PUT", obj_path(1, "?sync=1"), "x", 1, 0, NULL);
+        expect_status(r, 507, "a PUT on the full disk's empty store");
+        resp_free(&r);
+    }
+    tided_signal_and_reap(tp, SIGTERM);
+    expect_u64(WIFEXITED(tp->status) ? WEXITSTATUS(tp->status) : 99, 0,
+               "exit status of a node that wrote nothing on a full disk");
+    th_path(fresh, sizeof fresh, mnt, "fresh");
+    {
+        char listen_arg[64];
+        const char *flags[] = { "--data-dir", fresh, listen_arg, NULL };
+        int rc;
+        snprintf(listen_arg, sizeof listen_arg, "--listen=127.0.0.1:%d", free_port(AF_INET));
+        rc = tided_run_to_exit(tp, flags, NULL);
+        expect_u64((uint64_t)rc, 1, "exit status of a first start on a full disk");
+        if (!log_contains(tp, "No space left on device") || !log_contains(tp, "/fresh/nudb."))
+            fail_msg("the failed start should name the file it could not write, got:\n%s", log_tail(tp));
+        if (th_exists(fresh)) fail_msg("a failed first start left %s behind", fresh);
+    }
+}
+
 static void tided_serves_ipv6_loopback(void **state)
 {
     tided t;
@@ -5115,6 +5274,8 @@ int main(void)
         cmocka_unit_test(help_reads_like_a_man_page_and_version_names_tided),
         cmocka_unit_test(a_second_tided_on_the_same_data_dir_exits_1_saying_busy),
         cmocka_unit_test(a_full_disk_is_507),
+        cmocka_unit_test_teardown(a_node_restarts_on_a_full_disk_serves_reads_and_takes_writes_when_space_returns,
+                                  full_disk_teardown),
         cmocka_unit_test(tided_serves_ipv6_loopback),
         cmocka_unit_test_teardown(every_key_size_from_1_to_1000_bytes_is_served_by_put_get_and_head,
                                   own_srv_teardown),

@@ -36,6 +36,7 @@
 #include "store/format.h"
 #include "store/meta.h"
 #include "tide/log.h"
+#include "util/clock.h"
 #include "tide/store.h"
 
 #define KEY 32
@@ -639,6 +640,7 @@ static void copy_into_sim(dstate *d, tide_io_sim *sim)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         uint8_t *buf = NULL;
         size_t len = 0;
+        if (!th_exists(file_in(d, names[i]))) continue;
         assert_int_equal(th_read_file(file_in(d, names[i]), &buf, &len), 0);
         snprintf(path, sizeof path, "/db/%s", names[i]);
         if (tide_io_sim_put_file(sim, path, buf, len) != 0) fail_msg("sim: put %s", names[i]);
@@ -681,6 +683,124 @@ static void a_fault_reading_tide_meta_is_an_error_never_missing_records(void **s
         if (used < n) break;
     }
     if (named_meta == 0) fail_msg("no fault gave the error naming tide.meta");
+    tide_io_sim_destroy(sim);
+}
+
+/* Open the sim's /db writable with a lag, its disk full (capacity = use). */
+static tide_store *open_on_a_full_disk(tide_io_sim *sim, const char *what)
+{
+    tide_store_opts o;
+    tide_store *s = NULL;
+
+    tide_io_sim_set_capacity(sim, tide_io_sim_usage(sim));
+    th_store_opts(&o);
+    o.commit_interval_ms = SLOW;
+    o.index_lag_bytes = 1u << 20;
+    o.io = tide_io_sim_io(sim);
+    expect_ok(tide_store_open(&s, "/db", &o), what);
+    return s;
+}
+
+/* A writer killed with 1000 records in its tail, reopened on a disk with
+ * no room to index them (the flush needs log and key-file space): the open
+ * succeeds, every record is served from the tail held in memory, inserts
+ * are refused with TIDE_ENOSPC, and nothing on disk changed. Once space
+ * returns, the retried flush indexes the tail, inserts are taken again and
+ * a clean close leaves a store verify passes. Before, the open itself
+ * failed with ENOSPC and nothing was served. */
+static void a_full_disk_opens_with_the_tail_in_memory_and_indexes_it_when_space_returns(void **state)
+{
+    dstate *d = *state;
+    tide_io_sim *sim = NULL;
+    tide_store_info info;
+    tide_store *s = NULL;
+    tide_verify_report r;
+    uint8_t key[KEY];
+    void *before = NULL, *after = NULL;
+    size_t before_len = 0, after_len = 0;
+    int rc;
+
+    kill_with_a_tail(d, 200, 5);
+    assert_int_equal(tide_io_sim_create(&sim), 0);
+    copy_into_sim(d, sim);
+    assert_int_equal(tide_io_sim_get_file(sim, "/db/nudb.key", &before, &before_len), 0);
+    s = open_on_a_full_disk(sim, "a writable open on a full disk, 1000 records unindexed");
+    expect_items(s, 0, 1000, KEY, VMIN, VMAX, "every acknowledged record, from the tail in memory");
+    tide_store_get_info(s, &info);
+    expect_u64(info.tail_items, 1000, "the tail held in memory");
+    th_key(5000, KEY, key);
+    expect_error(tide_store_insert(s, key, "x", 1), TIDE_ENOSPC, "an insert while the disk is full");
+    th_key(10, KEY, key);
+    rc = tide_store_insert(s, key, "x", 1);
+    if (rc != TIDE_ENOSPC && rc != TIDE_EEXIST)
+        fail_msg("a duplicate insert on the full disk: expected TIDE_ENOSPC or TIDE_EEXIST, got %s",
+                 tide_strerror(rc));
+    assert_int_equal(tide_io_sim_get_file(sim, "/db/nudb.key", &after, &after_len), 0);
+    if (after_len != before_len || memcmp(before, after, before_len) != 0)
+        fail_msg("the failed flush left nudb.key changed (%zu bytes, was %zu)", after_len, before_len);
+    free(before);
+    free(after);
+
+    tide_io_sim_set_capacity(sim, UINT64_MAX);
+    expect_ok(tide_store_flush(s), "the flush once space has returned");
+    tide_store_get_info(s, &info);
+    expect_u64(info.tail_items, 0, "the tail after the flush");
+    th_key(5000, KEY, key);
+    expect_ok(tide_store_insert(s, key, "x", 1), "an insert once space has returned");
+    expect_ok(tide_store_sync(s), "its sync");
+    expect_items(s, 0, 1000, KEY, VMIN, VMAX, "every record after the flush");
+    expect_closed(&s, "close");
+    expect_ok(tide_store_verify("/db", tide_io_sim_io(sim), &r), "verify after the close");
+    expect_u64(r.keys, 1001, "keys after the close");
+    tide_io_sim_destroy(sim);
+}
+
+/* A store with no tide.meta (created, or last written without a lag),
+ * opened with a lag on a disk with no room for tide.meta's first slot:
+ * the open succeeds, fetches answer, inserts are refused with TIDE_ENOSPC
+ * and no empty tide.meta is left; once space returns, the retried
+ * preparation lets inserts commit. Before, the open failed and left a
+ * 0-byte tide.meta. */
+static void a_full_disk_opens_a_store_without_tide_meta_and_commits_when_space_returns(void **state)
+{
+    dstate *d = *state;
+    tide_io_sim *sim = NULL;
+    tide_io *io;
+    tide_store *s = NULL;
+    uint8_t key[KEY];
+    int is_dir = 0;
+
+    assert_int_equal(tide_io_sim_create(&sim), 0);
+    io = tide_io_sim_io(sim);
+    copy_into_sim(d, sim);
+    s = open_on_a_full_disk(sim, "a writable open with a lag on a full disk, no tide.meta");
+    th_key(1, KEY, key);
+    {
+        void *v = NULL;
+        size_t len = 0;
+        expect_error(tide_store_fetch(s, key, &v, &len), TIDE_ENOTFOUND, "a fetch on the full disk");
+        free(v);
+    }
+    expect_error(tide_store_insert(s, key, "x", 1), TIDE_ENOSPC, "an insert while the disk is full");
+    if (io->stat(io, "/db/" TI_META_NAME, &is_dir) == 0)
+        fail_msg("the failed first write of tide.meta left the file behind");
+    tide_io_sim_set_capacity(sim, UINT64_MAX);
+    {
+        int rc = TIDE_ENOSPC;
+        /* The thread retries every second; 60 s is the bound for a loaded machine. */
+        for (int tries = 0; tries < 600 && rc == TIDE_ENOSPC; tries++) {
+            rc = tide_store_insert(s, key, "x", 1);
+            if (rc == TIDE_ENOSPC) tide_clock_sleep_us(100000);
+        }
+        expect_ok(rc, "an insert once space has returned");
+    }
+    expect_ok(tide_store_sync(s), "its sync");
+    expect_closed(&s, "close");
+    {
+        tide_verify_report r;
+        expect_ok(tide_store_verify("/db", tide_io_sim_io(sim), &r), "verify after the close");
+        expect_u64(r.keys, 1, "keys after the close");
+    }
     tide_io_sim_destroy(sim);
 }
 
@@ -815,6 +935,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(tide_get_info_visit_verify_work_on_a_killed_deferred_store, setup, teardown),
         cmocka_unit_test_setup_teardown(a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run, setup, teardown),
         cmocka_unit_test_setup_teardown(a_fault_reading_tide_meta_is_an_error_never_missing_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_full_disk_opens_with_the_tail_in_memory_and_indexes_it_when_space_returns, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_full_disk_opens_a_store_without_tide_meta_and_commits_when_space_returns, setup, teardown),
         cmocka_unit_test_setup_teardown(two_readers_of_a_killed_deferred_store_both_read_every_record, setup, teardown),
         cmocka_unit_test_setup_teardown(the_idle_view_ignores_a_stale_tide_meta_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(the_idle_view_refuses_a_key_file_of_another_size, setup, teardown),

@@ -106,8 +106,11 @@ struct tide_io {
      * *out; the map outlives the tide_file. Only tide.live (src/store/
      * live.c) is mapped so: a page shared between processes, never synced.
      * NULL (the simulated file system: no other process can share it):
-     * there is no live file. Errors: TIDE_EIO (mmap failed). Cost: one
-     * mmap; not counted as a read or write. */
+     * there is no live file. A writable map's blocks are allocated first,
+     * so that no store through it can fault for want of space.
+     * Errors: TIDE_ENOSPC (the blocks cannot be allocated), TIDE_EIO (mmap
+     * failed). Cost: one fallocate and one mmap; not counted as a read or
+     * write. */
     int  (*share)(tide_file *f, size_t len, int writable, void **out);
     /* Release a map made by share (p may be NULL). */
     void (*unshare)(void *p, size_t len);

@@ -419,7 +419,17 @@ static int posix_holders(tide_io *io, const char *const *paths, unsigned n,
 /* tide.live's page (io.h: share). */
 static int posix_share(tide_file *f, size_t len, int writable, void **out)
 {
-    void *p = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, f->fd, 0);
+    void *p;
+
+    /* A store through a shared map into a hole of the file allocates its
+     * block at that moment, and a full disk then kills the process with
+     * SIGBUS: the blocks are allocated here instead, where a full disk is
+     * an error. A file system without fallocate keeps the old way. */
+    if (writable) {
+        int e = posix_fallocate(f->fd, 0, (off_t)len);
+        if (e != 0 && e != EOPNOTSUPP && e != EINVAL) return fail(f->path, "allocate", UINT64_MAX, e);
+    }
+    p = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, f->fd, 0);
     if (p == MAP_FAILED) return fail(f->path, "mmap", UINT64_MAX, errno);
     *out = p;
     return 0;

@@ -76,6 +76,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -127,13 +128,15 @@ static int ensure_store(const tide_node_opts *o)
 {
     tide_store_info info;
     tide_store_create_opts co;
-    int rc = tide_store_inspect(o->dir, o->io, &info);
+    int made = 0, rc = tide_store_inspect(o->dir, o->io, &info);
 
     if (rc != TIDE_ENOENT) return rc;           /* there is one, or it is broken */
     if (!o->create_if_missing)
         return tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat, nudb.key)", o->dir);
-    if (o->io == NULL && mkdir(o->dir, 0755) != 0 && errno != EEXIST)
-        return tide_err_sys(errno, "mkdir %s", o->dir);
+    if (o->io == NULL) {
+        if (mkdir(o->dir, 0755) == 0) made = 1;
+        else if (errno != EEXIST) return tide_err_sys(errno, "mkdir %s", o->dir);
+    }
     tide_store_create_opts_init(&co);
     co.key_size = o->key_size;
     co.block_size = o->block_size;
@@ -141,6 +144,9 @@ static int ensure_store(const tide_node_opts *o)
     rc = tide_store_create(o->dir, &co);
     if (rc == 0) tide_log(TIDE_LOG_INFO, "created an empty store in %s (key size %u, block size %u)",
                           o->dir, o->key_size, o->block_size);
+    /* A failed create removes its files; the directory made for it goes
+     * too, so a failed first start leaves nothing behind. */
+    if (rc && made) rmdir(o->dir);
     return rc;
 }
 

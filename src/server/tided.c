@@ -625,6 +625,9 @@ typedef struct open_job {
     const tide_config *cfg;
     int               rc;
     int               done_fd;        /* written once the open returned */
+    /* The open's tide_last_error(), which is the open thread's own: the
+     * main thread logs it. */
+    char              error[1024];
 } open_job;
 
 /* A test hook (tests/test_http.c): TIDE_TEST_BALLAST_MIB=N holds N MiB,
@@ -661,6 +664,7 @@ static void *open_thread(void *arg)
     tide_startup_node_opts(j->cfg, &o);
     o.create_if_missing = 1;
     j->rc = tide_node_open(&j->srv->node, &o);
+    if (j->rc) snprintf(j->error, sizeof j->error, "%s", tide_last_error());
     if (write(j->done_fd, &one, sizeof one) != (ssize_t)sizeof one) { /* the poll sees the thread end anyway */ }
     return NULL;
 }
@@ -671,7 +675,7 @@ static void *open_thread(void *arg)
  * Returns 0, or the open's error (logged). */
 static int open_node(tided_server *srv, const tide_config *c)
 {
-    open_job j = { srv, c, 0, -1 };
+    open_job j = { srv, c, 0, -1, "" };
     pthread_t tid;
     int rc, err;
 
@@ -711,10 +715,10 @@ static int open_node(tided_server *srv, const tide_config *c)
     rc = j.rc;
     if (rc == TIDE_EBUSY)
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: it is busy: another process (another tided, "
-                 "or a tide command) holds it: %s", c->data_dir, tide_last_error());
+                 "or a tide command) holds it: %s", c->data_dir, j.error);
     else if (rc)
         tide_log(TIDE_LOG_ERROR, "cannot open the store in %s: %s: %s", c->data_dir, tide_strerror(rc),
-                 tide_last_error());
+                 j.error);
     if (rc) return rc;
     srv->key_size = tide_node_key_size(srv->node);
     tide_log(TIDE_LOG_INFO, "store %s open: %u-byte keys", c->data_dir, srv->key_size);

@@ -148,6 +148,7 @@ typedef struct commit {
     tide_store *s;
     ti_pool *batch;
     uint64_t B0, B1, dat0, dat_end;
+    uint64_t paid;               /* splits owed (splits.c) this commit makes */
     uint64_t W0, C0;             /* dat_indexed, dat_committed before it */
     uint64_t n;                  /* items: the tail's entries and the batch's */
     uint64_t tail0;              /* entries the tail held (a flush when > 0) */
@@ -422,7 +423,8 @@ static int plan(commit *c)
     n = c->n = c->tail0 + c->batch->count;
     credit = s->split_credit + n * 65536;
     c->B0 = s->buckets;
-    c->B1 = c->B0 + credit / s->split_units;
+    c->paid = ti_splits_to_pay(s);
+    c->B1 = c->B0 + credit / s->split_units + c->paid;
     c->tb = table_of(c->B1);
     c->dat0 = s->dat_size;
     c->W0 = s->dat_indexed;
@@ -765,7 +767,10 @@ static void commit_indexed(commit *c)
     pthread_rwlock_wrlock(&s->key_lock);
     if (c->tail0) {
         old = ti_tail_swap(&s->tail, NULL, 0, &old_slots);
-        s->tail.count = 0;
+        /* Empty, and bound by the lag's budget again (a tail recovered at
+         * open was read whole, whatever its size). */
+        ti_tail_init(&s->tail, s->opts.index_lag_bytes);
+        __atomic_store_n(&s->tail_kept, 0, __ATOMIC_RELAXED);
         __atomic_fetch_add(&s->index_flushes, 1, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&s->dat_indexed, s->dat_size, __ATOMIC_RELEASE);
@@ -1003,6 +1008,7 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     logged = 0;
     ti_store_dat_stable(s, s->dat_size);    /* no rollback cuts it now (store.c) */
     s->split_credit = (s->split_credit + c.n * 65536) % s->split_units;
+    s->split_owed -= c.paid;
     commit_indexed(&c);
     rc = ti_commit_clean_log(s);
     if (rc == 0) *end = TI_COMMIT_DONE;

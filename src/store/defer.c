@@ -91,12 +91,13 @@ int ti_defer_write_idle_log(tide_store *s)
 int ti_defer_open_meta(tide_store *s)
 {
     ti_meta m;
-    int valid = 0, rc;
+    int valid = 0, existed, rc;
 
     if (s->meta_path == NULL && (s->meta_path = ti_path_join(s->dir, TI_META_NAME)) == NULL)
         return tide_err_set(TIDE_ENOMEM, "open: out of memory");
     if ((rc = ti_meta_read(s->io, s->meta_path, s->kh.uid, &m, &valid)) != 0) return rc;
     s->meta_seq = m.seq;
+    existed = s->io->stat(s->io, s->meta_path, NULL) == 0;
     if ((rc = s->io->open(s->io, s->meta_path, TIDE_IO_CREATE, &s->meta)) != 0) return rc;
     /* A slot for the files as they are now, before the first idle log: a
      * slot left from before NuDB recovered the store (it cut nudb.dat to
@@ -105,6 +106,13 @@ int ti_defer_open_meta(tide_store *s)
     m = (ti_meta){ s->meta_seq, s->kh.uid, s->dat_indexed, s->dat_committed };
     rc = ti_meta_write(s->io, s->meta, &m);
     s->meta_seq = m.seq;
+    if (rc) {
+        /* Closed, to be opened again by the next try; a file this call
+         * made holds no slot anyone needs (no phase A has run). */
+        s->io->close(s->meta);
+        s->meta = NULL;
+        if (!existed) s->io->unlink(s->io, s->meta_path);
+    }
     return rc;
 }
 
@@ -286,22 +294,33 @@ int ti_defer_read_tail(tide_store *s)
     return scan_tail(s, s->dat_indexed, s->dat_committed);
 }
 
-int ti_defer_recover_tail(tide_store *s)
+int ti_defer_recover_tail(tide_store *s, int *kept)
 {
-    uint64_t W = s->dat_indexed, C = s->dat_committed, budget = s->opts.index_lag_bytes;
+    uint64_t W = s->dat_indexed, C = s->dat_committed;
     ti_commit_end end;
     int rc;
 
     TIDE_ASSERT(W < C && C == s->dat_size);
+    *kept = 0;
     if ((rc = scan_tail(s, W, C)) != 0) return rc;
     tide_log(TIDE_LOG_INFO, "%s: %llu records (%llu bytes of nudb.dat from offset %llu) were "
              "committed and not yet indexed; indexing them", s->dir,
              (unsigned long long)s->tail.count, (unsigned long long)(C - W), (unsigned long long)W);
     rc = ti_commit_batch(s, s->pending, &end);
-    if (rc == 0 && end != TI_COMMIT_DONE) rc = tide_err_set(TIDE_EIO, "open: indexing the tail failed");
-    if (rc == 0) {
-        TIDE_ASSERT(s->tail.count == 0 && s->dat_indexed >= C && s->dat_indexed == s->dat_size);
-        ti_tail_init(&s->tail, budget);     /* the budget's bound again */
+    if (rc == TIDE_ENOSPC && end == TI_COMMIT_UNDONE) {
+        /* The files are as recovery left them (the idle log, W, C), and
+         * every acknowledged record is findable through the tail: a full
+         * disk must not keep the store from serving what it holds. */
+        tide_log(TIDE_LOG_WARN, "%s: the disk is full: the %llu records past offset %llu stay "
+                 "indexed in memory (%llu bytes) until space is freed; reads are served, inserts "
+                 "are refused, and indexing them is retried every second: %s", s->dir,
+                 (unsigned long long)s->tail.count, (unsigned long long)W,
+                 (unsigned long long)ti_tail_bytes(&s->tail), tide_last_error());
+        *kept = 1;
+        __atomic_store_n(&s->tail_kept, 1, __ATOMIC_RELAXED);
+        return 0;
     }
+    if (rc == 0 && end != TI_COMMIT_DONE) rc = tide_err_set(TIDE_EIO, "open: indexing the tail failed");
+    if (rc == 0) TIDE_ASSERT(s->tail.count == 0 && s->dat_indexed >= C && s->dat_indexed == s->dat_size);
     return rc;
 }

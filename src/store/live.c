@@ -134,7 +134,18 @@ static int live_create_page(tide_store *s)
     }
     if ((rc = s->io->open(s->io, path, TIDE_IO_CREATE, &l->f)) != 0) goto out;
     if ((rc = s->io->size(l->f, &size)) != 0) goto out;
-    if (size < TI_LIVE_BYTES && (rc = s->io->truncate(l->f, TI_LIVE_BYTES)) != 0) goto out;
+    if (size < TI_LIVE_BYTES) {
+        /* Written, not extended with a hole: a page of a hole is allocated
+         * when first touched through a map, and on a full disk (or a full
+         * tmpfs, even to read it) that is SIGBUS in whichever process
+         * touches it. A write that fails is cut back, so that a reader sees
+         * no page rather than a hole. */
+        static const uint8_t zeros[TI_LIVE_BYTES];
+        if ((rc = s->io->write_at(l->f, zeros + size, TI_LIVE_BYTES - (size_t)size, size)) != 0) {
+            s->io->truncate(l->f, size);
+            goto out;
+        }
+    }
     if ((rc = s->io->share(l->f, TI_LIVE_BYTES, 1, &p)) != 0) goto out;
     l->w = p;
     if (word(l, TI_LIVE_MAGIC) != TI_LIVE_MAGIC_WORD || word(l, TI_LIVE_VERSION) != TI_LIVE_VERSION_1) {

@@ -44,6 +44,9 @@
  *   IDLE --commit_thread: close asked, nothing pending--> CLOSED
  *   IDLE --start_commits: pthread_create failed--> QUIET (no thread; the
  *                  open fails and frees the handle)
+ *   QUIET --start_commits: the tail recovery left could not be indexed
+ *                  for want of space--> RETRYING (the empty pending pool
+ *                  as the batch, TIDE_ENOSPC, a flush wanted)
  *
  * What holds in each state (tide_store_check asserts it):
  *   QUIET       no thread; nothing inserted (insert_seq 0), pools empty.
@@ -808,37 +811,83 @@ static int load_files(tide_store *s, int flags, int check)
     return 0;
 }
 
-/* Open step 3b, read-write only: an empty, durable nudb.log, and the
- * commit thread (QUIET -> IDLE). */
-static int start_commits(tide_store *s, uint64_t log_size)
+static void take_batch(tide_store *s);
+
+/* The files a commit relies on: nudb.log open under a durable name, empty
+ * (or the idle log while a recovered tail is held: never emptied then);
+ * deferring, tide.meta open and the idle log (header, W) written before
+ * the first phase A. Every step may be run again after a failure: the open
+ * runs it, and when the disk was full then, the commit thread runs it
+ * again before its next attempt (files_pending). */
+static int prepare_files(tide_store *s)
 {
     int rc;
 
-    /* A clean (or just recovered) store: start with an empty log. */
-    if (log_size > 0 && log_size < TIDE_LOG_HEADER_SIZE)
-        tide_log(TIDE_LOG_INFO, "%s: discarded a %llu-byte nudb.log shorter than its header",
-                 s->dir, (unsigned long long)log_size);
-    if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) return rc;
-    /* Issue 15 (D): a recovered tail is indexed under the idle log that
-     * recovery kept, before the log may be emptied. */
-    if (s->dat_indexed < s->dat_committed && (rc = ti_defer_recover_tail(s)) != 0) return rc;
-    if ((rc = s->io->truncate(s->log, 0)) != 0) return rc;
+    if (s->log == NULL && (rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) return rc;
+    if (s->tail.count == 0 && (rc = s->io->truncate(s->log, 0)) != 0) return rc;
     /* The log's name must be durable before a commit relies on it:
      * synced log bytes under a name a crash can lose protect nothing. */
     if ((rc = s->io->sync(s->log)) != 0) return rc;
-    if (s->opts.index_lag_bytes && (rc = ti_defer_open_meta(s)) != 0) return rc;
+    if (s->opts.index_lag_bytes && s->meta == NULL && (rc = ti_defer_open_meta(s)) != 0) return rc;
     if ((rc = s->io->sync_dir(s->io, s->dir)) != 0) return rc;
-    /* Deferring: the idle log (header, W) before the first phase A. */
     if (s->opts.index_lag_bytes && (rc = ti_defer_write_idle_log(s)) != 0) return rc;
+    return 0;
+}
+
+/* Open step 3b, read-write only: the files a commit relies on, and the
+ * commit thread (QUIET -> IDLE). A full disk does not keep the store from
+ * serving what it holds: when a recovered tail cannot be indexed, or the
+ * files cannot be prepared, for want of space, the store opens RETRYING
+ * (the empty pending pool as the batch, TIDE_ENOSPC: inserts refused) and
+ * the thread retries at once and then every second. */
+static int start_commits(tide_store *s, uint64_t log_size)
+{
+    int rc, tail_kept = 0, log_existed;
+
+    if (log_size > 0 && log_size < TIDE_LOG_HEADER_SIZE)
+        tide_log(TIDE_LOG_INFO, "%s: discarded a %llu-byte nudb.log shorter than its header",
+                 s->dir, (unsigned long long)log_size);
+    log_existed = s->io->stat(s->io, s->log_path, NULL) == 0;
+    /* A recovered tail is indexed under the idle log that recovery kept,
+     * before the log may be emptied; on a full disk it stays in memory
+     * with that log (and tide.meta's slot) as they are. */
+    if (s->dat_indexed < s->dat_committed) {
+        if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) goto out;
+        if ((rc = ti_defer_recover_tail(s, &tail_kept)) != 0) goto out;
+    }
+    ti_splits_count(s);
+    rc = prepare_files(s);
+    if (rc == TIDE_ENOSPC) {
+        tide_log(TIDE_LOG_WARN, "%s: the disk is full: the store is open for reads; inserts are refused "
+                 "until space is freed (retried every second): %s", s->dir, tide_last_error());
+        s->files_pending = 1;
+        rc = 0;
+    }
+    if (rc) goto out;
     s->last_commit_start_us = tide_clock_mono_us();
     s->state = TI_STORE_IDLE;
+    if (tail_kept || s->files_pending) {
+        take_batch(s);
+        s->state = TI_STORE_RETRYING;
+        s->commit_err = TIDE_ENOSPC;
+        s->flush_wanted = tail_kept;
+    }
     if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     if (pthread_create(&s->thread, NULL, commit_thread, s) != 0) {
         s->state = TI_STORE_QUIET;
-        return tide_err_set(TIDE_ENOMEM, "open: cannot start the commit thread");
+        rc = tide_err_set(TIDE_ENOMEM, "open: cannot start the commit thread");
+        goto out;
     }
     s->thread_started = 1;
-    return 0;
+out:
+    /* A failed open leaves no file it made: a log it created holds
+     * nothing (no commit ran). */
+    if (rc && !log_existed && s->log) {
+        s->io->close(s->log);
+        s->log = NULL;
+        s->io->unlink(s->io, s->log_path);
+    }
+    return rc;
 }
 
 int ti_store_open_checked(tide_store **out, const char *dir, const tide_store_opts *opts,
@@ -983,6 +1032,28 @@ static void end_clean(tide_store *s, int rc, uint64_t *retry_at)
     pthread_cond_broadcast(&s->room_cv);
 }
 
+/* One attempt at the batch taken (without pool_mu): deferring, phase A or
+ * a flush; otherwise a commit. The files first, when the open could not
+ * prepare them; with nothing to write, a close needs none of them. */
+static int attempt_commit(tide_store *s, int flush, ti_commit_end *end)
+{
+    int rc;
+
+    if (s->files_pending) {
+        int nothing = s->committing->count == 0 && s->tail.count == 0;
+        *end = TI_COMMIT_UNDONE;
+        rc = prepare_files(s);
+        if (rc == 0) s->files_pending = 0;
+        if (nothing && (rc == 0 || s->closing)) {
+            *end = TI_COMMIT_DONE;
+            return 0;
+        }
+        if (rc) return rc;
+    }
+    return s->opts.index_lag_bytes ? ti_defer_commit(s, s->committing, flush, end)
+                                   : ti_commit_batch(s, s->committing, end);
+}
+
 static void *commit_thread(void *arg)
 {
     tide_store *s = arg;
@@ -1029,9 +1100,7 @@ static void *commit_thread(void *arg)
 
         uint64_t t0 = tide_clock_mono_us();
         ti_commit_end end;
-        /* Issue 15 (D): deferring, a commit is phase A or a flush. */
-        int rc = s->opts.index_lag_bytes ? ti_defer_commit(s, s->committing, flush, &end)
-                                         : ti_commit_batch(s, s->committing, &end);
+        int rc = attempt_commit(s, flush, &end);
         uint64_t took = tide_clock_mono_us() - t0;
 
         pthread_mutex_lock(&s->pool_mu);

@@ -109,14 +109,16 @@ static void check_files(const tide_store *s, int writer)
     else tide_err_clear();
 }
 
-/* Issue 15 (D): W <= C <= the data file's end; without a lag (and outside
- * an open's recovery, which has no thread yet) no tail and W == C == end;
+/* W <= C <= the data file's end; without a lag (outside an open's
+ * recovery, which has no thread yet, and a recovered tail kept for want of
+ * space) no tail and W == C == end;
  * the tail's own invariants (tail.c), and never more than its limit. */
 static void check_tail(const tide_store *s)
 {
     TIDE_ASSERT(s->dat_indexed <= s->dat_committed && s->dat_committed <= s->dat_size);
     if (s->state == TI_STORE_BROKEN) return;
-    if (s->opts.index_lag_bytes == 0 && s->thread_started && s->state != TI_STORE_COMMITTING) {
+    if (s->opts.index_lag_bytes == 0 && s->thread_started && s->state != TI_STORE_COMMITTING &&
+        !__atomic_load_n(&s->tail_kept, __ATOMIC_RELAXED)) {
         TIDE_ASSERT(s->tail.count == 0);
         TIDE_ASSERT(s->dat_indexed == s->dat_size);
     }

@@ -54,6 +54,7 @@ struct tide_store {
     uint64_t   buckets;
     uint64_t   dat_size;          /* end of nudb.dat */
     uint64_t   split_credit;      /* in 1/65536 inserts, below split_units */
+    uint64_t   split_owed;        /* buckets the entries call for beyond these (splits.c) */
     /* Issue 15 (helpers D and R): nudb.key indexes every record below
      * dat_indexed (W); every record below dat_committed (C) is complete.
      * Without the deferred index both are dat_size after each commit. */
@@ -112,6 +113,15 @@ struct tide_store {
     uint64_t   meta_seq;          /* the last slot's seq written or read */
     uint64_t   index_flushes;     /* flushes of a non-empty tail (atomic) */
     int        flush_wanted;      /* tide_store_flush asked (pool_mu) */
+    /* 1 from an open whose recovered tail could not be indexed for want
+     * of space (it is then held whole, past the lag's budget) until a
+     * flush indexes it (atomic; written by the open and the commit
+     * thread). */
+    int        tail_kept;
+    /* 1 from an open that could not prepare nudb.log or tide.meta for want
+     * of space until the commit thread has (store.c prepare_files); read
+     * and written by the open, then by the commit thread only. */
+    int        files_pending;
     /* tide_store_set_deferring(s, 0): every commit indexes its batch and
      * the tail at once (a flush), so the tail stays empty (generations: a
      * generation that stops being the newest, review of issue 15, finding
@@ -185,10 +195,23 @@ int ti_commit_clean_log(struct tide_store *s);
  * and `flush` is 0, else ti_commit_batch, which indexes the tail too (the
  * flush). Ends as ti_commit_batch's; a failed tide.meta write is BROKEN. */
 int ti_defer_commit(struct tide_store *s, ti_pool *batch, int flush, ti_commit_end *end);
+/* The splits a writable open finds owed (splits.c): counts the entries of
+ * nudb.key (every bucket, or a sample of a large table) and sets
+ * split_owed to the buckets they call for beyond the present ones. Reads
+ * only; never fails (a failed read owes nothing). Before the commit
+ * thread starts. */
+void ti_splits_count(struct tide_store *s);
+/* Owed splits the next commit makes: at most TI_SPLITS_PER_COMMIT. */
+#define TI_SPLITS_PER_COMMIT 4096u
+uint64_t ti_splits_to_pay(const struct tide_store *s);
 /* Open, after recovery left a tail [W, C) (idle log kept): read and check
  * its records into the tail (TIDE_ECORRUPT naming the first that fails),
- * then flush it; the log is left empty or idle. Before the thread starts. */
-int ti_defer_recover_tail(struct tide_store *s);
+ * then flush it; the log is left empty or idle. Before the thread starts.
+ * When the flush fails for want of space (TIDE_ENOSPC, rolled back), the
+ * tail stays in memory, unbounded by the lag's budget until a flush
+ * empties it, the idle log stays, *kept is 1 and 0 is returned: the
+ * caller opens the store with the flush pending. */
+int ti_defer_recover_tail(struct tide_store *s, int *kept);
 /* Issue 15 (review finding 6): a read-only handle's idle view: the records
  * of [W, C) into the tail (as recovery reads them), nothing written. */
 int ti_defer_read_tail(struct tide_store *s);
