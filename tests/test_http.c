@@ -1484,11 +1484,43 @@ static void a_second_tided_on_the_same_data_dir_exits_1_saying_busy(void **state
     expect_u64(rc, 1, "exit status of a second tided on a data dir in use");
     if (!log_contains(&second, "busy"))
         fail_msg("the second tided should say the store is busy, got:\n%s", log_tail(&second));
+    {
+        char holder[64];
+        snprintf(holder, sizeof holder, "process %d (tided)", (int)first.pid);
+        if (!log_contains(&second, holder))
+            fail_msg("the second tided should name the holder ('%s'), got:\n%s", holder, log_tail(&second));
+    }
     tided_signal_and_reap(&first, SIGTERM);
     expect_u64(WIFEXITED(first.status) ? WEXITSTATUS(first.status) : 99, 0,
                "exit status of the first tided after SIGTERM");
     tided_cleanup(&first);
     tided_cleanup(&second);
+}
+
+/* A store tided cannot open: the error names the file and what is wrong
+ * with it (the open runs on a thread of its own, whose message once got
+ * lost: "file is corrupt: " with nothing after). */
+static void a_store_tided_cannot_open_is_named_with_its_reason(void **state)
+{
+    tided t;
+    char key[700], listen_arg[64];
+    const char *flags[] = { NULL, NULL, listen_arg, NULL };
+    int rc;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, NULL, NULL);
+    tided_signal_and_reap(&t, SIGTERM);
+    th_path(key, sizeof key, t.data, "nudb.key");
+    assert_int_equal(th_write_file(key, "this is not a key file", 22), 0);
+    flags[0] = "--data-dir";
+    flags[1] = t.data;
+    snprintf(listen_arg, sizeof listen_arg, "--listen=127.0.0.1:%d", free_port(AF_INET));
+    rc = tided_run_to_exit(&t, flags, NULL);
+    expect_u64((uint64_t)rc, 1, "exit status of tided on a damaged key file");
+    if (!log_contains(&t, "nudb.key: 22 bytes is shorter than the 104-byte header"))
+        fail_msg("tided should name the damaged file and why, got:\n%s", log_tail(&t));
+    tided_cleanup(&t);
 }
 
 static void a_full_disk_is_507(void **state)
@@ -5274,6 +5306,7 @@ int main(void)
         cmocka_unit_test(help_reads_like_a_man_page_and_version_names_tided),
         cmocka_unit_test(a_second_tided_on_the_same_data_dir_exits_1_saying_busy),
         cmocka_unit_test(a_full_disk_is_507),
+        cmocka_unit_test(a_store_tided_cannot_open_is_named_with_its_reason),
         cmocka_unit_test_teardown(a_node_restarts_on_a_full_disk_serves_reads_and_takes_writes_when_space_returns,
                                   full_disk_teardown),
         cmocka_unit_test(tided_serves_ipv6_loopback),

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -911,6 +912,162 @@ static void every_error_code_has_its_own_non_empty_name(void **state)
                  tide_strerror(-1000));
 }
 
+/* ---- errors that name what is wrong ---- */
+
+static void a_missing_nudb_dat_beside_its_key_file_is_named_and_create_makes_nothing(void **state)
+{
+    tstate *t = *state;
+    char dat[4200];
+    tide_store_create_opts co;
+
+    create_store(t->dir, 32, 0, 1);
+    assert_int_equal(unlink(in_dir(t, "nudb.dat", dat, sizeof dat)), 0);
+    EXPECT_OPEN_FAILS(t, t->dir, TIDE_ENOENT, "open with nudb.dat missing");
+    expect_contains(tide_last_error(), "nudb.dat is missing, but nudb.key is here", "the open's message");
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    expect_error(tide_store_create(t->dir, &co), TIDE_EEXIST, "create over a lone key file");
+    expect_contains(tide_last_error(), "nudb.key is here but nudb.dat is missing", "the create's message");
+    if (th_exists(dat)) fail_msg("a create refused over a lone key file left %s", dat);
+}
+
+static void a_store_file_linked_nowhere_or_out_of_its_directory_is_refused_by_name(void **state)
+{
+    tide_store *s = NULL;
+    tstate *t = *state;
+    char store[4200], other[4200], target[4300], link[4300];
+    tide_store_create_opts co;
+
+    in_dir(t, "s", store, sizeof store);
+    in_dir(t, "other", other, sizeof other);
+    assert_int_equal(mkdir(store, 0755), 0);
+    assert_int_equal(mkdir(other, 0755), 0);
+    create_store(store, 32, 0, 1);
+    th_path(target, sizeof target, other, "nudb.log");
+    th_path(link, sizeof link, store, "nudb.log");
+    assert_int_equal(symlink(target, link), 0);
+    EXPECT_OPEN_FAILS(t, store, TIDE_ENOENT, "open with nudb.log a dangling link");
+    expect_contains(tide_last_error(), "nudb.log is a symbolic link to", "the message names the link");
+    expect_contains(tide_last_error(), "which does not exist", "the message says it dangles");
+    if (th_exists(target)) fail_msg("an open through a dangling link created %s", target);
+
+    assert_int_equal(th_write_file(target, "", 0), 0);
+    expect_error(th_store_open(&s, store), TIDE_EINVAL, "open with nudb.log linked into another directory");
+    expect_contains(tide_last_error(), "outside the store's directory", "the message says where it leads");
+    {
+        uint8_t *b = NULL;
+        size_t len = 1;
+        assert_int_equal(th_read_file(target, &b, &len), 0);
+        expect_u64(len, 0, "bytes of the other directory's file after the refused open");
+        free(b);
+    }
+
+    /* A create never makes a file through a dangling link either. */
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(unlink(target), 0);
+    th_path(store, sizeof store, other, "new");
+    assert_int_equal(mkdir(store, 0755), 0);
+    th_path(target, sizeof target, other, "nudb.dat");
+    th_path(link, sizeof link, store, "nudb.dat");
+    assert_int_equal(symlink(target, link), 0);
+    tide_store_create_opts_init(&co);
+    co.key_size = 32;
+    expect_error(tide_store_create(store, &co), TIDE_ENOENT, "create with nudb.dat a dangling link");
+    if (th_exists(target)) fail_msg("a create through a dangling link made %s", target);
+}
+
+/* A file system mounted read-only says so (it said "input/output error"). */
+static void a_read_only_file_system_is_TIDE_EROFS(void **state)
+{
+    tstate *t = *state;
+    char mnt[4200], store[4300], cmd[9000], *out = NULL;
+    tide_store *s = NULL;
+    int rc;
+
+    if (geteuid() != 0) th_skip("mounting a tmpfs read-only needs root");
+    in_dir(t, "ro", mnt, sizeof mnt);
+    assert_int_equal(mkdir(mnt, 0755), 0);
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=1m tmpfs '%s' 2>&1", mnt);
+    if (th_run(cmd, &out) != 0) { free(out); th_skip("mount -t tmpfs failed here"); }
+    free(out);
+    th_path(store, sizeof store, mnt, "s");
+    assert_int_equal(mkdir(store, 0755), 0);
+    create_store(store, 32, 0, 1);
+    snprintf(cmd, sizeof cmd, "mount -o remount,ro '%s' 2>&1", mnt);
+    rc = th_run(cmd, &out);
+    free(out);
+    if (rc == 0) {
+        rc = th_store_open(&s, store);
+        if (rc == 0) tide_store_close(s);
+    }
+    snprintf(cmd, sizeof cmd, "umount '%s' 2>&1", mnt);
+    assert_int_equal(th_run(cmd, &out), 0);
+    free(out);
+    expect_error(rc, TIDE_EROFS, "a writable open on a read-only mount");
+    expect_contains(tide_last_error(), "Read-only file system", "the message");
+}
+
+/* Permissions that refuse this user say so (they said "input/output
+ * error"): the open runs in a child as uid 65534 when the test is root. */
+static void a_store_this_user_may_not_open_is_TIDE_EACCES(void **state)
+{
+    tstate *t = *state;
+    char key[4200];
+    int status = 0;
+    pid_t pid;
+
+    create_store(t->dir, 32, 0, 1);
+    assert_int_equal(chmod(in_dir(t, "nudb.key", key, sizeof key), 0), 0);
+    pid = th_fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tide_store *s = NULL;
+        int rc;
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+        rc = th_store_open(&s, t->dir);
+        if (rc == TIDE_EACCES && strstr(tide_last_error(), "Permission denied")) _exit(0);
+        fprintf(stderr, "open as uid %d: %d %s: %s\n", (int)getuid(), rc, tide_strerror(rc), tide_last_error());
+        _exit(1);
+    }
+    th_waitpid(pid, &status, 0);
+    assert_int_equal(chmod(key, 0644), 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("an open of a store this user may not read: expected TIDE_EACCES naming 'Permission "
+                 "denied' (status %d; the child's message is above)", status);
+}
+
+/* A writable open refused by another process's lock names the process. */
+static void a_store_held_by_another_process_names_it(void **state)
+{
+    tstate *t = *state;
+    tide_store *s = NULL;
+    int fd[2], status = 0;
+    char ok = 0, pidtext[32];
+    pid_t pid;
+
+    create_store(t->dir, 32, 0, 1);
+    assert_int_equal(pipe(fd), 0);
+    pid = th_fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tide_store *held = NULL;
+        close(fd[0]);
+        if (th_store_open(&held, t->dir) != 0) _exit(3);
+        if (write(fd[1], "y", 1) != 1) _exit(4);
+        for (;;) pause();
+    }
+    close(fd[1]);
+    if (read(fd[0], &ok, 1) != 1 || ok != 'y') fail_msg("the holding child failed to open the store");
+    close(fd[0]);
+    t->child = pid;
+    expect_error(th_store_open(&s, t->dir), TIDE_EBUSY, "a writable open beside another process's");
+    snprintf(pidtext, sizeof pidtext, "process %d", (int)pid);
+    expect_contains(tide_last_error(), pidtext, "the message names the holder");
+    kill(pid, SIGKILL);
+    th_waitpid(pid, &status, 0);
+    t->child = 0;
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, th_store_setup, th_store_teardown)
 
 int main(void)
@@ -943,6 +1100,11 @@ int main(void)
         T(a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open),
         T(close_of_null_is_a_no_op),
         T(every_error_code_has_its_own_non_empty_name),
+        T(a_missing_nudb_dat_beside_its_key_file_is_named_and_create_makes_nothing),
+        T(a_store_file_linked_nowhere_or_out_of_its_directory_is_refused_by_name),
+        T(a_read_only_file_system_is_TIDE_EROFS),
+        T(a_store_this_user_may_not_open_is_TIDE_EACCES),
+        T(a_store_held_by_another_process_names_it),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,8 +33,10 @@ enum {
     TIDE_EKEYSIZE  = -15, /* a key of the wrong length */
     TIDE_ENOTSTORE = -16, /* the file is not a NuDB file */
     TIDE_ENOTEMPTY = -17, /* a directory to remove still has entries */
-    TIDE_EOVERLOAD = -18, /* the node is over its memory level for writes (issue 13) */
-    TIDE_ERROR_MIN = -18
+    TIDE_EOVERLOAD = -18, /* the node is over its memory level for writes */
+    TIDE_EACCES    = -19, /* the files' permissions refuse this user */
+    TIDE_EROFS     = -20, /* the file system is mounted read-only */
+    TIDE_ERROR_MIN = -20
 };
 
 /* The fixed name and meaning of `code`, e.g. "key not found". Never NULL;

@@ -78,7 +78,8 @@ void tide_store_create_opts_init(tide_store_create_opts *o);
  * Create an empty store in directory `dir` (which must exist): nudb.dat with
  * its header, nudb.key with its header and one empty bucket. Both are synced,
  * then the directory. Errors: TIDE_EEXIST when a nudb.dat or nudb.key is
- * already there (nothing is changed), TIDE_ENOENT when `dir` is missing,
+ * already there (nothing is changed; a lone nudb.key is named so), TIDE_ENOENT
+ * when `dir` is missing or a store file in it is a symbolic link to nothing,
  * TIDE_EINVAL for a bad option, TIDE_EIO / TIDE_ENOSPC (partial files are
  * removed). Cost: two small files, three syncs.
  */
@@ -199,11 +200,20 @@ void tide_store_opts_init(tide_store_opts *o);
  * it fails with TIDE_EBUSY when nudb.log holds an unfinished commit.
  *
  * On success *out owns the store until tide_store_close(). `opts` may be
- * NULL for the defaults. Errors: TIDE_ENOENT (no store there), TIDE_ENOTSTORE,
- * TIDE_EVERSION, TIDE_EMISMATCH, TIDE_EHASH, TIDE_ECORRUPT, TIDE_EBUSY,
- * TIDE_EIO, TIDE_ENOMEM. Cost: three header reads, the index check (3 + up
+ * NULL for the defaults. Errors: TIDE_ENOENT (no store there; nudb.dat
+ * missing beside its key file; a store file that is a symbolic link to
+ * nothing), TIDE_EINVAL (a store file linked out of `dir`: a writer would
+ * change files elsewhere through it), TIDE_ENOTSTORE, TIDE_EVERSION,
+ * TIDE_EMISMATCH, TIDE_EHASH, TIDE_ECORRUPT, TIDE_EBUSY (naming the
+ * process that holds the store when it can be seen), TIDE_EACCES (the
+ * files' permissions refuse this user), TIDE_EROFS (a writable open on a
+ * read-only mount), TIDE_EIO, TIDE_ENOMEM. A full disk is no error: the
+ * store opens for reads and refuses inserts with TIDE_ENOSPC until space
+ * returns. Cost: three header reads, the index check (3 + up
  * to 32 bucket reads, one read of at most 64 KiB of nudb.dat and up to 32
  * record reads of it), a recovery when needed; read-write only: the
+ * entry count for the splits owed (at most 8 MiB of nudb.key's bucket
+ * headers, or 512 buckets sampled, and their spill records' headers), the
  * holders scan of /proc (tide_store_holders) and one thread started.
  */
 int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *opts);

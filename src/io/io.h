@@ -146,6 +146,13 @@ struct tide_io {
      * file brought in. Cost: one 8 KiB pread of pagemap per 4 MiB mapped.
      * 0 or TIDE_EIO (pagemap cannot be read). */
     int  (*map_resident)(const struct tide_io_map *m, uint64_t *bytes);
+    /* Whether `path` is a symbolic link: 1, with its target resolved to an
+     * absolute path (realpath) in `target` (cap bytes) and *dangling 0; or
+     * with the target as written and *dangling 1 when it points at nothing;
+     * 0 when `path` is no link (or nothing). NULL (the simulated file
+     * system): there are no links. Not counted. Cost: lstat, readlink and
+     * realpath. */
+    int  (*link)(tide_io *io, const char *path, char *target, size_t cap, int *dangling);
     /* Counters every implementation keeps (atomically). Calls on paths
      * (unlink, rename, stat, mkdir, rmdir, list) count in none of them;
      * sync_dir counts as a sync. */

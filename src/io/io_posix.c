@@ -255,6 +255,26 @@ static int posix_stat(tide_io *io, const char *path, int *is_dir)
     return 0;
 }
 
+static int posix_link(tide_io *io, const char *path, char *target, size_t cap, int *dangling)
+{
+    struct stat st;
+    char *real;
+    ssize_t n;
+    (void)io;
+
+    *dangling = 0;
+    if (cap == 0 || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return 0;
+    if ((real = realpath(path, NULL)) != NULL) {
+        snprintf(target, cap, "%s", real);
+        free(real);
+        return 1;
+    }
+    *dangling = 1;
+    n = readlink(path, target, cap - 1);
+    target[n < 0 ? 0 : n] = '\0';
+    return 1;
+}
+
 static int posix_mkdir(tide_io *io, const char *path)
 {
     (void)io;
@@ -572,6 +592,7 @@ static tide_io posix_io = {
     .map = posix_map,
     .unmap = posix_unmap,
     .map_resident = posix_map_resident,
+    .link = posix_link,
 };
 
 tide_io *tide_io_posix(void)

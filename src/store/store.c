@@ -208,6 +208,8 @@ static int check_dir(tide_io *io, const char *dir)
     return 0;
 }
 
+static int check_links(tide_io *io, const char *dir);
+
 int tide_store_create(const char *dir, const tide_store_create_opts *opts)
 {
     tide_io *io = opts && opts->io ? opts->io : tide_io_posix();
@@ -236,6 +238,7 @@ int tide_store_create(const char *dir, const tide_store_create_opts *opts)
         block_size = TIDE_BLOCK_SIZE_DEFAULT;
     }
     rc = check_dir(io, dir);
+    if (rc == 0) rc = check_links(io, dir);
     if (rc) goto out;
     dat_path = ti_path_join(dir, "nudb.dat");
     key_path = ti_path_join(dir, "nudb.key");
@@ -264,7 +267,12 @@ int tide_store_create(const char *dir, const tide_store_create_opts *opts)
     if (rc) goto out;
     made_dat = 1;
     rc = io->open(io, key_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &key);
-    if (rc == TIDE_EEXIST) { rc = tide_err_set(TIDE_EEXIST, "%s: a key file already exists here", dir); goto out; }
+    if (rc == TIDE_EEXIST) {
+        rc = tide_err_set(TIDE_EEXIST, "%s: nudb.key is here but nudb.dat is missing: the store's data "
+                          "is gone or moved; restore nudb.dat (a new store is never made over a key "
+                          "file); nothing was created", dir);
+        goto out;
+    }
     if (rc) goto out;
     made_key = 1;
 
@@ -528,12 +536,51 @@ static void free_paths(store_paths *p)
 }
 
 /* Is there a store in `dir`? TIDE_ENOENT naming what is missing. */
+/* A store's files live in its directory: a symbolic link among them that
+ * dangles, or leads out of the directory, is refused by name, since a
+ * writer would create or change a file elsewhere through it (a nudb.log
+ * linked into another store's directory, say). */
+static int check_links(tide_io *io, const char *dir)
+{
+    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log", "tide.meta", "tide.live" };
+    char path[4200], target[4096], *home = NULL, *slash;
+    int dangling = 0, rc = 0;
+
+    if (io->link == NULL) return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && rc == 0; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (!io->link(io, path, target, sizeof target, &dangling)) continue;
+        if (dangling) {
+            rc = tide_err_set(TIDE_ENOENT, "%s is a symbolic link to %s, which does not exist: a "
+                              "store's files are files in its directory; nothing was opened or "
+                              "created", path, target);
+            break;
+        }
+        if (home == NULL && (home = realpath(dir, NULL)) == NULL)
+            return tide_err_sys(errno, "%s: realpath", dir);
+        slash = strrchr(target, '/');
+        if (slash && ((size_t)(slash - target) != strlen(home) || strncmp(target, home, strlen(home)) != 0))
+            rc = tide_err_set(TIDE_EINVAL, "%s is a symbolic link to %s, outside the store's directory "
+                              "%s: a writer would create or change files there through it; move the "
+                              "file into the directory (or link the whole directory); nothing was "
+                              "opened", path, target, home);
+    }
+    free(home);
+    return rc;
+}
+
 static int check_store_files(tide_io *io, const char *dir, const store_paths *p)
 {
     int rc = check_dir(io, dir);
     if (rc) return rc;
-    if (io->stat(io, p->dat, NULL) == TIDE_ENOENT)
+    if ((rc = check_links(io, dir)) != 0) return rc;
+    if (io->stat(io, p->dat, NULL) == TIDE_ENOENT) {
+        if (io->stat(io, p->key, NULL) == 0)
+            return tide_err_set(TIDE_ENOENT, "%s: nudb.dat is missing, but nudb.key is here: the "
+                                "store's data is gone or moved; restore nudb.dat (a new store is "
+                                "never made over a key file)", dir);
         return tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
+    }
     if (io->stat(io, p->key, NULL) == TIDE_ENOENT)
         return tide_err_set(TIDE_ENOENT, "%s: nudb.key is missing (an interrupted rekey? run "
                             "'tide rekey')", dir);
@@ -648,6 +695,24 @@ static store_paths paths_of(const tide_store *s)
     return (store_paths){ s->dat_path, s->key_path, s->log_path };
 }
 
+/* A writable open refused nudb.key's lock: name who holds the store (the
+ * lock itself does not say), as the holders check would. */
+static int name_lock_holder(tide_store *s)
+{
+    ti_store_holder_seen h;
+    char why[512];
+
+    snprintf(why, sizeof why, "%s", tide_last_error());
+    if (ti_store_other_holders(s->io, s->dir, 0, &h) != 0 || h.count == 0) {
+        tide_err_clear();
+        return tide_err_set(TIDE_EBUSY, "%s (another handle of this process, or a process this "
+                            "user cannot see); nothing was changed", why);
+    }
+    return tide_err_set(TIDE_EBUSY, "%s: the store is open in process %d (%s), which holds "
+                        "nudb.key's lock%s; stop it first; nothing was changed", s->dir, h.pid,
+                        h.comm, h.count > 1 ? " (with others)" : "");
+}
+
 /* Open step 1, the files: nudb.key opened and locked, then (read-write)
  * the holders check. Lock before looking at the log: a non-empty log is a
  * crash only when no other handle has the store open; otherwise it is a
@@ -679,6 +744,7 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
         }
         ti_live_free(s);
     }
+    if (rc == TIDE_EBUSY) return name_lock_holder(s);
     if (rc) return rc;
     /* Our lock keeps Tide's handles out; NuDB's writers take none, and
      * recovering or committing beside one destroys its work. Tide's

@@ -129,6 +129,9 @@ int tide_err_from_errno(int e)
     case ENOMEM:  return TIDE_ENOMEM;
     case EEXIST:  return TIDE_EEXIST;
     case EWOULDBLOCK: return TIDE_EBUSY; /* == EAGAIN on Linux */
+    case EACCES:
+    case EPERM:   return TIDE_EACCES;
+    case EROFS:   return TIDE_EROFS;
     default:      return TIDE_EIO;
     }
 }
@@ -155,6 +158,8 @@ const char *tide_strerror(int code)
     case TIDE_ENOTSTORE: return "not a NuDB file";
     case TIDE_ENOTEMPTY: return "directory not empty";
     case TIDE_EOVERLOAD: return "over the memory limit's level for writes";
+    case TIDE_EACCES:    return "permission denied";
+    case TIDE_EROFS:     return "read-only file system";
     default:             return "unknown error";
     }
 }
