@@ -6,10 +6,13 @@
  *
  * Why this exists. h2o 2.2 reads a whole request (head and body) into the
  * socket's input buffer before any handler runs, and bounds a connection
- * only by time (http1.req_timeout) and size (max_request_entity_size). On
- * its own it lets 4096 connections that send nothing lock every other
- * client out, and 2,500 connections each holding 1 MiB - 1 byte of a body
- * take 2.5 GiB without a handler ever seeing one. This file adds what a
+ * only by time (http1.req_timeout: from when the connection began to wait
+ * for a request to its last byte, head and body together, ended by a close
+ * without an answer) and size (max_request_entity_size). On its own it
+ * lets 4096 connections that send nothing lock every other client out,
+ * 2,500 connections each holding 1 MiB - 1 byte of a body take 2.5 GiB
+ * without a handler ever seeing one, and a client sending a byte a second
+ * hold a connection for the whole request timeout. This file adds what a
  * server facing untrusted clients needs, without changing h2o:
  *
  *   - Admission at accept: at most http_max_connections open at once and
@@ -53,6 +56,15 @@
  *     it again for good. A reserve connection is under HIGH's rules: its
  *     bodies are refused, so it can only make bodyless requests. Each
  *     loop logs entering and leaving CRITICAL once, at INFO.
+ *   - Slow requests: a pending request's head must be complete
+ *     http_header_timeout after the scan first saw a byte of it, and once
+ *     its head is admitted its body must keep http_body_min_rate after
+ *     http_body_grace: t ms after the head, at least (t - grace) x rate /
+ *     1000 bytes of body in the buffer (an average, so a stall that is
+ *     made up for is forgiven). A request behind either is answered 408
+ *     and closed (the refusal below, lingering TIDED_LINGER_MS whatever the
+ *     client still sends: it is slow by definition). These act inside
+ *     h2o's req_timeout, which stays the bound of every request.
  *   - Accounting: the input buffers of connections not in a handler, and
  *     each connection's record, are counted in the "http" consumer (api.c's
  *     guard counts a request's body once a handler has it).
@@ -105,6 +117,10 @@
  *      bytes after its answer.
  *   7. l->reserve_used == the number of the loop's records with `reserve`
  *      set, and is at most TIDED_CRITICAL_RESERVE.
+ *   8. A record's head_since_ms is 0 while its request is in a handler
+ *      and after a scan found its buffer empty; otherwise it is the time of
+ *      the scan that first saw a byte of its pending request. body_since_ms
+ *      is not 0 only while head_since_ms is not and the head is admitted.
  *
  * Never: h2o_socket_close a socket once h2o_accept has it (h2o's
  * connection still points to it; the read callback closes it through
@@ -559,6 +575,7 @@ int tided_conn_request_begin(h2o_req_t *req, tided_conn **conn, tided_head *head
     *conn = c;
     if (c) {
         c->busy++;
+        c->head_since_ms = c->body_since_ms = 0;   /* the request has arrived */
         conn_release_admitted(c);
         conn_set_accounted(c, 0);       /* the guard counts the body from here */
     }
@@ -690,6 +707,42 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
     }
     c->admitted = want;
     atomic_fetch_add(&srv->body_admitted, want);
+    c->head_len = h.head_len;
+    c->body_since_ms = now_ms;
+}
+
+/* Answer 408 on `c` when its pending request is late: its head not
+ * complete http_header_timeout after its first byte, or its body behind
+ * http_body_min_rate after http_body_grace (the essay). What the client
+ * still sends is not waited for: it is slow by definition, so the close
+ * lingers TIDED_LINGER_MS whatever it sends. */
+static void scan_time(tided_conn *c, uint64_t now_ms)
+{
+    tided_server *srv = c->loop->srv;
+    size_t have = c->sock->input->size;
+    uint64_t body, due, ms;
+    char detail[256];
+
+    if (c->body_since_ms == 0) {
+        if (now_ms - c->head_since_ms < srv->header_timeout_ms) return;
+        snprintf(detail, sizeof detail, "the request head was not complete %llu s after its first byte "
+                 "(http_header_timeout); the connection is closed",
+                 (unsigned long long)(srv->header_timeout_ms / 1000));
+        conn_refuse(c, 408, "Request Timeout", "request_timeout", detail, 0, &srv->requests_timed_out_head,
+                    TIDED_BODY_UNKNOWN, now_ms);
+        return;
+    }
+    ms = now_ms - c->body_since_ms;
+    if (srv->body_min_rate == 0 || ms <= srv->body_grace_ms) return;
+    body = have > c->head_len ? have - c->head_len : 0;
+    due = (ms - srv->body_grace_ms) * srv->body_min_rate / 1000;
+    if (body >= due) return;
+    snprintf(detail, sizeof detail, "the request body sent %llu bytes in %llu ms, less than http_body_min_rate "
+             "= %llu bytes a second after http_body_grace = %llu s; the connection is closed",
+             (unsigned long long)body, (unsigned long long)ms, (unsigned long long)srv->body_min_rate,
+             (unsigned long long)(srv->body_grace_ms / 1000));
+    conn_refuse(c, 408, "Request Timeout", "request_timeout", detail, 0, &srv->requests_timed_out_body,
+                TIDED_BODY_UNKNOWN, now_ms);
 }
 
 /* At CRITICAL, pause the loop's listener once its reserve is in use; below,
@@ -744,13 +797,16 @@ void tided_conn_poll(tided_loop *l)
         if (c->busy) continue;
         if (sock->input->size == 0) {
             conn_release_admitted(c);
+            c->head_since_ms = c->body_since_ms = 0;
             if (idle_ms && sock->_cb.read != NULL && now_ms - c->idle_since_ms >= idle_ms) {
                 atomic_fetch_add(&srv->connections_idle_closed, 1);
                 conn_close_via_h2o(c);
                 continue;
             }
-        } else if (c->admitted == 0) {
-            scan_head(c, now_ms, &unparsed);
+        } else {
+            if (c->head_since_ms == 0) c->head_since_ms = now_ms;
+            if (c->admitted == 0) scan_head(c, now_ms, &unparsed);
+            if (c->close_at_ms == 0) scan_time(c, now_ms);
         }
         if (c->close_at_ms == 0) conn_set_accounted(c, buffer_bytes(sock));
     }
@@ -769,9 +825,14 @@ int32_t tided_conn_wait_ms(tided_loop *l)
 
 json_t *tided_conn_json(tided_server *srv)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I}}",
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:{s:I,s:I},"
+                     "s:{s:I,s:I,s:I,s:I}}",
                      "max_connections_per_client", (json_int_t)srv->max_per_client,
                      "idle_timeout_ms", (json_int_t)srv->idle_timeout_ms,
+                     "request_timeout_ms", (json_int_t)srv->request_timeout_ms,
+                     "header_timeout_ms", (json_int_t)srv->header_timeout_ms,
+                     "body_min_rate", (json_int_t)srv->body_min_rate,
+                     "body_grace_ms", (json_int_t)srv->body_grace_ms,
                      "connections_refused_per_client",
                      (json_int_t)atomic_load(&srv->connections_refused_per_client),
                      "connections_evicted", (json_int_t)atomic_load(&srv->connections_evicted),
@@ -781,6 +842,9 @@ json_t *tided_conn_json(tided_server *srv)
                      "framing", (json_int_t)atomic_load(&srv->requests_refused_framing),
                      "too_large", (json_int_t)atomic_load(&srv->requests_refused_too_large),
                      "budget", (json_int_t)atomic_load(&srv->requests_refused_budget),
+                     "requests_timed_out",
+                     "head", (json_int_t)atomic_load(&srv->requests_timed_out_head),
+                     "body_rate", (json_int_t)atomic_load(&srv->requests_timed_out_body),
                      "bodies",
                      "admitted_bytes", (json_int_t)atomic_load(&srv->body_admitted),
                      "in_handlers_bytes", (json_int_t)atomic_load(&srv->body_in_handlers),
@@ -807,6 +871,12 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
           "framing", (double)atomic_load(&srv->requests_refused_framing) },
         { NULL, NULL, NULL, "too_large", (double)atomic_load(&srv->requests_refused_too_large) },
         { NULL, NULL, NULL, "body_budget", (double)atomic_load(&srv->requests_refused_budget) },
+        { "tide_http_requests_timed_out_total", "counter",
+          "HTTP requests answered 408 and closed before they reached a handler: the head was not complete "
+          "http_header_timeout after its first byte (head), or the body fell below http_body_min_rate after "
+          "http_body_grace (body_rate).",
+          "head", (double)atomic_load(&srv->requests_timed_out_head) },
+        { NULL, NULL, NULL, "body_rate", (double)atomic_load(&srv->requests_timed_out_body) },
         { "tide_http_body_budget_bytes", "gauge", "http_body_budget: request bytes held at most.",
           NULL, (double)srv->body_budget },
         { "tide_http_body_held_bytes", "gauge",

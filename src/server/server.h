@@ -6,7 +6,8 @@
  *   loop.c    the event loops: listener, signals, the drain on stop
  *   conn.c    connections: admission (total, per client, eviction of idle
  *             ones), idle close, the head check and the request-body
- *             budget, answered before h2o reads a body
+ *             budget, answered before h2o reads a body, and the bounds of
+ *             a slow head or body
  *   api.c     the HTTP endpoints' routing, the request's guard, the jobs
  *             coming back, and the JSON bodies of the errors h2o sends
  *             itself (conn.c writes its own refusals); beside it, sharing
@@ -316,11 +317,16 @@ struct tided_server {
     unsigned       max_connections;  /* http_max_connections, fitted to RLIMIT_NOFILE */
     unsigned       max_per_client;   /* http_max_connections_per_client (0: none) */
     uint64_t       idle_timeout_ms;  /* http_idle_timeout */
+    uint64_t       request_timeout_ms; /* http_request_timeout (h2o's bound) */
+    uint64_t       header_timeout_ms;  /* http_header_timeout */
+    uint64_t       body_min_rate;    /* http_body_min_rate, bytes a second (0: none) */
+    uint64_t       body_grace_ms;    /* http_body_grace */
     uint64_t       body_budget;      /* http_body_budget, bytes */
     atomic_uint    connections;
     atomic_ullong  connections_total, connections_refused, connections_refused_per_client;
     atomic_ullong  connections_evicted, connections_idle_closed;
     atomic_ullong  requests_refused_framing, requests_refused_too_large, requests_refused_budget;
+    atomic_ullong  requests_timed_out_head, requests_timed_out_body;  /* conn.c: 408s */
     atomic_ullong  body_admitted;    /* conn.c: bytes declared by admitted heads */
     atomic_ullong  body_in_handlers; /* api.c: bodies of requests in handlers */
     atomic_ullong  body_unparsed;    /* conn.c: bytes of heads not complete yet */
@@ -419,6 +425,11 @@ struct tided_conn {
                                         declared body (close once read) */
     int           reserve;           /* accepted while CRITICAL: holds one of
                                         its loop's reserve slots */
+    uint64_t      head_since_ms;     /* the scan first saw bytes of its pending
+                                        request (0: none buffered) */
+    uint64_t      body_since_ms;     /* the scan admitted that request's head:
+                                        its body is arriving (0: not yet) */
+    size_t        head_len;          /* the admitted head's bytes */
 };
 
 enum { TIDED_HEAD_OK = 0, TIDED_HEAD_INCOMPLETE = 1, TIDED_HEAD_BAD = 2 };
@@ -450,8 +461,9 @@ void tided_clients_init(tided_server *srv);
 /* Admit an accepted socket (per-client bound, total bound with eviction)
  * and hand it to h2o, or close it. Loop thread. */
 void tided_conn_accept(tided_loop *l, h2o_socket_t *sock);
-/* Run the scan (idle close, head check, body budget, the memory level's
- * body refusal at HIGH and listener pause at CRITICAL, accounting) when
+/* Run the scan (idle close, head check, body budget, a slow head's or
+ * body's 408, the memory level's body refusal at HIGH and listener pause
+ * at CRITICAL, accounting) when
  * TIDED_SCAN_MS passed since the last; else note that one is due. Loop
  * thread. Cost: a few loads per connection of the loop. */
 void tided_conn_poll(tided_loop *l);
