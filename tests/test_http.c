@@ -3228,6 +3228,163 @@ static void an_upload_that_keeps_http_body_min_rate_is_stored_however_long_it_ta
     tided_cleanup(&t);
 }
 
+/* ---- slow clients at the connection bound ----------------------------------- */
+
+/* tided's side of the connections to `port` from 127.0.0.lo to 127.0.0.hi,
+ * read from the kernel's table (/proc/net/tcp): how many are established,
+ * and how many of those hold bytes tided has not read yet. */
+static void peer_sockets(int port, unsigned lo, unsigned hi, int *open, int *unread)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+
+    *open = *unread = 0;
+    if (f == NULL) fail_msg("/proc/net/tcp: %s", strerror(errno));
+    while (fgets(line, sizeof line, f)) {
+        unsigned laddr, lport, raddr, rport, st, peer;
+        unsigned long txq, rxq;
+        if (sscanf(line, " %*u: %8X:%4X %8X:%4X %2X %8lX:%8lX", &laddr, &lport, &raddr, &rport, &st, &txq,
+                   &rxq) != 7)
+            continue;                                   /* the heading */
+        peer = ntohl(raddr);                            /* the table prints the address as it is in memory */
+        if ((int)lport != port || st != 1 || (peer >> 8) != 0x7f0000 || (peer & 0xff) < lo || (peer & 0xff) > hi)
+            continue;
+        (*open)++;
+        if (rxq != 0) (*unread)++;
+    }
+    fclose(f);
+}
+
+/* Slow clients on 127.0.0.10 to .29, each sending the head of a GET one
+ * byte a tick and never ending it (an X-Slow header that goes on); one
+ * that tided closes comes back at its next tick, as an attacker's would. */
+enum { SLOW_ADDRS = 20, SLOW_PER_ADDR = 2, SLOW_CONNS = SLOW_ADDRS * SLOW_PER_ADDR };
+static const char SLOW_HEAD[] = "GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+
+typedef struct slow_attack {
+    const tided *t;
+    int    fd[SLOW_CONNS];
+    size_t sent[SLOW_CONNS];
+    int    reopened;                 /* connections tided closed, opened again */
+} slow_attack;
+
+/* Open slow connection i and send its first byte. */
+static void slow_open(slow_attack *a, int i)
+{
+    char src[32];
+
+    snprintf(src, sizeof src, "127.0.0.%d", 10 + i % SLOW_ADDRS);
+    a->fd[i] = slow_track(connect_from(a->t, src));
+    if (send(a->fd[i], SLOW_HEAD, 1, MSG_NOSIGNAL) != 1) fail_msg("the first byte of a slow connection");
+    a->sent[i] = 1;
+}
+
+/* One tick: each connection sends its next byte; one tided closed (it
+ * reads as readable: the end, a reset or an answer) is opened again and
+ * sends its first. */
+static void slow_tick(slow_attack *a)
+{
+    for (int i = 0; i < SLOW_CONNS; i++) {
+        struct pollfd p = { a->fd[i], POLLIN, 0 };
+        char c = a->sent[i] < sizeof SLOW_HEAD - 1 ? SLOW_HEAD[a->sent[i]] : 'a';
+        if (poll(&p, 1, 0) > 0 || send(a->fd[i], &c, 1, MSG_NOSIGNAL) != 1) {
+            slow_close(a->fd[i]);
+            slow_open(a, i);
+            a->reopened++;
+        } else {
+            a->sent[i]++;
+        }
+    }
+}
+
+/* Tick until tided holds every slow connection and has read every byte
+ * sent on them (so none is idle: each is in the middle of a head). */
+static void slow_hold(slow_attack *a)
+{
+    double end = th_now_ms() + 30000;
+    int open = 0, unread = 0;
+
+    while (th_now_ms() < end) {
+        poll(NULL, 0, 100);
+        peer_sockets(a->t->port, 10, 10 + SLOW_ADDRS - 1, &open, &unread);
+        if (open == SLOW_CONNS && unread == 0) return;
+        slow_tick(a);
+    }
+    fail_msg("tided should hold the %d slow connections with every byte read; after 30 s %d were open, %d with "
+             "bytes unread. Its log:\n%s", SLOW_CONNS, open, unread, log_tail(a->t));
+}
+
+/* GET `path` from 127.0.0.2 on a new connection: the answer's status, or
+ * 0 when the connection was closed without one. */
+static int victim_get(const tided *t, const char *path)
+{
+    char req[512], buf[4096];
+    int fd = slow_track(connect_from(t, "127.0.0.2")), status = 0;
+    size_t len = (size_t)snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+
+    if (send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len && read_until_closed(fd, buf, sizeof buf, 30000)
+        && sscanf(buf, "HTTP/1.1 %d", &status) != 1)
+        status = 0;
+    slow_close(fd);
+    return status;
+}
+
+/* Twenty addresses fill http_max_connections with heads that never end;
+ * none is idle and, with the head and request timeouts an hour away,
+ * none is closed by time. A new client is still answered every time:
+ * each of its connections evicts the slow one furthest behind. The
+ * attackers' timeouts come from the environment, so a tided without them
+ * sees the same attack. */
+static void slow_clients_from_twenty_addresses_cannot_lock_out_a_new_client(void **state)
+{
+    static const char *flags[] = { "--http-max-connections=40", "--http-threads=1", "--http-request-timeout=3600",
+                                   "--http-idle-timeout=3600", NULL };
+    static char head[] = "TIDE_HTTP_HEADER_TIMEOUT=3600";
+    char *env[] = { head, public_env, NULL };
+    enum { VICTIM_GETS = 10 };
+    slow_attack a;
+    uint8_t value[100];
+    char *page;
+    int answered = 0, statuses[VICTIM_GETS];
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    memset(&a, 0, sizeof a);
+    tided_start(&t, flags, env);
+    th_value(3, sizeof value, value);
+    r = http(&t, "PUT", obj_path(3, NULL), value, sizeof value, 0, NULL);
+    expect_status(r, 201, "the PUT of the object the victim reads");
+    resp_free(&r);
+    a.t = &t;
+    for (int i = 0; i < SLOW_CONNS; i++) slow_open(&a, i);
+    slow_hold(&a);
+    for (int i = 0; i < VICTIM_GETS; i++) {
+        statuses[i] = victim_get(&t, i % 2 ? obj_path(3, NULL) : "/v1/status");
+        answered += statuses[i] == 200;
+        slow_hold(&a);                       /* the evicted come back: the bound is full again */
+    }
+    if (answered != VICTIM_GETS)
+        fail_msg("a client on 127.0.0.2 should get %d of %d answers (GET /v1/status and GET of an object, "
+                 "alternately) while %d slow connections from 127.0.0.10-29 fill http_max_connections=40; it got "
+                 "%d (the first status %d, the last %d)", VICTIM_GETS, VICTIM_GETS, SLOW_CONNS, answered, statuses[0],
+                 statuses[VICTIM_GETS - 1]);
+    page = checked_scrape(&t);
+    if (!(th_prom_value(page, "tide_http_connections_slow_evicted_total") >= VICTIM_GETS))
+        fail_msg("tide_http_connections_slow_evicted_total should count a slow connection evicted for each of the "
+                 "%d answers; it is %.0f", VICTIM_GETS, th_prom_value(page, "tide_http_connections_slow_evicted_total"));
+    free(page);
+    if (a.reopened < VICTIM_GETS)
+        fail_msg("the slow clients should have seen at least %d of their connections closed; they saw %d",
+                 VICTIM_GETS, a.reopened);
+    if (status_int(&t, "http", "connections_slow_evicted", NULL) < VICTIM_GETS)
+        fail_msg("/v1/status http.connections_slow_evicted should count the evictions too");
+    for (int i = 0; i < SLOW_CONNS; i++) slow_close(a.fd[i]);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
 static void two_content_lengths_are_400_and_nothing_after_them_is_read(void **state)
 {
     char req[1024], out[4096], k[65];
@@ -5324,6 +5481,7 @@ int main(void)
                                   slow_teardown),
         cmocka_unit_test_teardown(an_upload_that_keeps_http_body_min_rate_is_stored_however_long_it_takes,
                                   slow_teardown),
+        cmocka_unit_test_teardown(slow_clients_from_twenty_addresses_cannot_lock_out_a_new_client, slow_teardown),
         cmocka_unit_test(partial_bodies_beyond_the_body_budget_are_503_with_retry_after),
         cmocka_unit_test(sighup_reloads_the_log_level_and_loses_nothing),
         cmocka_unit_test(sigquit_stops_like_sigterm),

@@ -282,10 +282,12 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_HTTP_MAX_CONNECTIONS] = { "http_max_connections", "http-max-connections",
                                    "TIDE_HTTP_MAX_CONNECTIONS", "node", NULL, NULL, K_UINT, 1, 1048576, 0,
         .def = "4096", .arg = "N",
-        .help = "connections open at once. At the bound a new connection closes the longest-idle "
-                "one (no request in flight, nothing received), so idle connections cannot lock "
-                "clients out; only when none of the loop's 64 longest-idle is idle is it refused. "
-                "Lowered to fit RLIMIT_NOFILE." },
+        .help = "connections open at once. At the bound a new connection closes one of its event "
+                "loop's: an idle one already answered (longest idle first), else the one furthest "
+                "behind its deadline (http_header_timeout, http_body_min_rate, http_request_timeout) "
+                "among those still sending a request, so neither idle nor slow connections can lock "
+                "clients out; only when all of the loop's are in a handler is it refused. Lowered to "
+                "fit RLIMIT_NOFILE." },
     [TIDE_CFG_HTTP_MAX_PER_CLIENT] = { "http_max_connections_per_client", "http-max-connections-per-client",
                                    "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT", "node", NULL, NULL, K_UINT, 0, 1048576, 0,
         .def = "256", .arg = "N",

@@ -17,11 +17,21 @@
  *
  *   - Admission at accept: at most http_max_connections open at once and
  *     http_max_connections_per_client from one address. At the total bound
- *     a new connection evicts the loop's longest-idle connection (nothing
- *     in flight, nothing buffered) instead of being refused, so idle
- *     connections can never lock a client out; only when none of the
- *     loop's TIDED_EVICT_LOOK longest-idle connections is idle is the new
- *     one refused.
+ *     a new connection evicts one of the loop's instead of being refused,
+ *     so neither idle nor slow connections can lock a client out. The
+ *     order (conn_behind): first an idle one that has been answered,
+ *     longest idle first (its client loses nothing: a keep-alive close);
+ *     then one refused and still draining; then the one furthest past the
+ *     first deadline it is held to: h2o's request timeout, its head's
+ *     (from the head's first byte; for a connection that has sent nothing
+ *     yet, from its opening, so the newest, a client that has not had a
+ *     turn to send, goes last) or its body's rate. A connection whose
+ *     request is in a handler is never evicted; only when every one of the
+ *     loop's is is the new one refused. The order comes from a walk of the
+ *     loop's connections that keeps the first TIDED_EVICT_LOOK (at most
+ *     one walk per TIDED_SCAN_MS, used for up to TIDED_EVICT_STALE_MS), so
+ *     an accept at the bound costs a walk only once per that many
+ *     evictions.
  *   - Idle close: a connection with no request in flight and nothing
  *     buffered for http_idle_timeout seconds (since accept or since its
  *     last response) is closed.
@@ -121,6 +131,9 @@
  *      and after a scan found its buffer empty; otherwise it is the time of
  *      the scan that first saw a byte of its pending request. body_since_ms
  *      is not 0 only while head_since_ms is not and the head is admitted.
+ *   9. l->evict[i] == c exactly when c->evict_slot == i + 1; an entry is
+ *      cleared when it is taken or its record closes, so evict[] never
+ *      points to a freed record.
  *
  * Never: h2o_socket_close a socket once h2o_accept has it (h2o's
  * connection still points to it; the read callback closes it through
@@ -148,8 +161,16 @@
 /* How long a refused connection whose body length is unknown is drained
  * (server.h's TIDED_DRAIN_REFUSED_MS for one whose length is known). */
 #define TIDED_LINGER_MS 1000
-/* How many idle candidates an accept looks at when it must evict one. */
-#define TIDED_EVICT_LOOK 64
+/* The eviction order's ranks (conn_behind): an idle connection that was
+ * answered goes first, then a refused one still draining, then the rest
+ * by how far behind their deadline they are (milliseconds, far below
+ * these). */
+#define TIDED_RANK_IDLE    (INT64_C(1) << 52)
+#define TIDED_RANK_REFUSED (INT64_C(1) << 51)
+#define TIDED_NOT_EVICTABLE INT64_MIN
+/* A walk of the candidates is used for at most this long, and a new one
+ * waits at least TIDED_SCAN_MS after the last. */
+#define TIDED_EVICT_STALE_MS 1000
 /* A partial head longer than this is refused while the budget is spent. */
 #define TIDED_LONG_HEAD (16 * 1024)
 
@@ -429,11 +450,6 @@ static void list_append(tided_loop *l, tided_conn *c)
     l->conn_tail = c;
 }
 
-static int conn_is_idle(const tided_conn *c)
-{
-    return c->busy == 0 && c->close_at_ms == 0 && c->sock->input->size == 0 && c->sock->_cb.read != NULL;
-}
-
 /* Stop (pause 1) or start again (pause 0) `l`'s listener for the memory
  * level, and keep the gauge's count of paused loops (invariant 5). */
 static void listener_set(tided_loop *l, int pause)
@@ -463,6 +479,7 @@ static void on_conn_close(void *data)
     tided_server *srv = l->srv;
 
     list_unlink(l, c);
+    if (c->evict_slot) l->evict[c->evict_slot - 1] = NULL;        /* invariant 9 */
     if (c->close_at_ms) {
         assert(l->draining > 0);
         l->draining--;
@@ -480,15 +497,89 @@ static void on_conn_close(void *data)
     free(c);
 }
 
-/* Evict the longest-idle connection of `l` to make room. Returns 1 when
- * one was closed. */
+/* Where `c` stands in the eviction order at `now` (the essay): the larger,
+ * the sooner it goes; TIDED_NOT_EVICTABLE while its request is in a handler
+ * or h2o is not reading it. Below the ranks, how many ms it is past the
+ * first deadline it is held to (negative: before it): h2o's request
+ * timeout from the start of its wait, and its head's from the head's
+ * first byte (for a connection that has sent nothing yet, from its
+ * opening) or its body's rate. */
+static int64_t conn_behind(const tided_conn *c, uint64_t now)
+{
+    const tided_server *srv = c->loop->srv;
+    const h2o_socket_t *sock = c->sock;
+    size_t have = sock->input->size;
+    uint64_t due = c->idle_since_ms + srv->request_timeout_ms, own;
+
+    if (c->close_at_ms) return TIDED_RANK_REFUSED - (int64_t)c->close_at_ms;
+    if (c->busy || sock->_cb.read == NULL) return TIDED_NOT_EVICTABLE;
+    if (have == 0 && c->answered) return TIDED_RANK_IDLE + (int64_t)(now - c->idle_since_ms);
+    if (c->body_since_ms == 0)
+        own = (c->head_since_ms ? c->head_since_ms : have ? now : c->idle_since_ms) + srv->header_timeout_ms;
+    else if (srv->body_min_rate != 0)
+        own = c->body_since_ms + srv->body_grace_ms
+            + (have > c->head_len ? have - c->head_len : 0) * 1000 / srv->body_min_rate;
+    else
+        own = due;
+    if (own < due) due = own;
+    return (int64_t)now - (int64_t)due;
+}
+
+/* Fill l->evict with the loop's TIDED_EVICT_LOOK connections the bound
+ * evicts first, in order. Cost: a few loads per connection of the loop,
+ * and a pass over the kept ones for each that displaces one. */
+static void evict_collect(tided_loop *l, uint64_t now)
+{
+    int64_t key[TIDED_EVICT_LOOK];
+    unsigned n = 0, low = 0;
+
+    for (unsigned i = 0; i < l->evict_n; i++)
+        if (l->evict[i]) l->evict[i]->evict_slot = 0;
+    for (tided_conn *c = l->conn_head; c; c = c->next) {
+        int64_t k = conn_behind(c, now);
+        if (k == TIDED_NOT_EVICTABLE) continue;
+        if (n < TIDED_EVICT_LOOK) {
+            if (n == 0 || k < key[low]) low = n;
+            l->evict[n] = c;
+            key[n++] = k;
+            continue;
+        }
+        if (k <= key[low]) continue;
+        l->evict[low] = c;
+        key[low] = k;
+        for (unsigned i = 0; i < n; i++)
+            if (key[i] < key[low]) low = i;
+    }
+    for (unsigned i = 1; i < n; i++)             /* the furthest behind first */
+        for (unsigned j = i; j > 0 && key[j] > key[j - 1]; j--) {
+            int64_t kt = key[j];
+            tided_conn *ct = l->evict[j];
+            key[j] = key[j - 1], l->evict[j] = l->evict[j - 1];
+            key[j - 1] = kt, l->evict[j - 1] = ct;
+        }
+    for (unsigned i = 0; i < n; i++) l->evict[i]->evict_slot = i + 1;
+    l->evict_n = n;
+    l->evict_next = 0;
+    l->evict_built_ms = now;
+}
+
+/* Evict the connection of `l` the order puts first, to make room.
+ * Returns 1 when one was closed. */
 static int evict_one(tided_loop *l)
 {
-    tided_conn *c = l->conn_head;
+    tided_server *srv = l->srv;
+    uint64_t now = h2o_now(l->evloop), age = now - l->evict_built_ms;
 
-    for (int looked = 0; c && looked < TIDED_EVICT_LOOK; looked++, c = c->next) {
-        if (!conn_is_idle(c)) continue;
-        atomic_fetch_add(&l->srv->connections_evicted, 1);
+    if (age >= TIDED_EVICT_STALE_MS || (l->evict_next >= l->evict_n && age >= TIDED_SCAN_MS))
+        evict_collect(l, now);
+    while (l->evict_next < l->evict_n) {
+        tided_conn *c = l->evict[l->evict_next];
+        l->evict[l->evict_next++] = NULL;                    /* invariant 9 */
+        if (c == NULL) continue;                             /* closed since */
+        c->evict_slot = 0;
+        if (conn_behind(c, now) == TIDED_NOT_EVICTABLE) continue;   /* in a handler now */
+        if (c->close_at_ms == 0 && c->sock->input->size == 0) atomic_fetch_add(&srv->connections_evicted, 1);
+        else atomic_fetch_add(&srv->connections_slow_evicted, 1);
         conn_close_via_h2o(c);
         return 1;
     }
@@ -528,7 +619,7 @@ void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
             atomic_fetch_sub(&srv->connections, 1);
             if (client) client_give(srv, client);
             snprintf(why, sizeof why, "%u connections are open, the most http_max_connections allows, and "
-                     "none of this loop's is idle", srv->max_connections);
+                     "every one of this loop's is in a handler or being answered", srv->max_connections);
             refuse_at_accept(sock, &srv->connections_refused, why);
             return;
         }
@@ -590,6 +681,7 @@ void tided_conn_request_end(tided_conn *c)
     if (c == NULL) return;
     assert(c->busy > 0);
     if (--c->busy == 0) {
+        c->answered = 1;
         c->idle_since_ms = h2o_now(c->loop->evloop);
         list_unlink(c->loop, c);
         list_append(c->loop, c);
@@ -825,7 +917,7 @@ int32_t tided_conn_wait_ms(tided_loop *l)
 
 json_t *tided_conn_json(tided_server *srv)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:{s:I,s:I},"
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:{s:I,s:I},"
                      "s:{s:I,s:I,s:I,s:I}}",
                      "max_connections_per_client", (json_int_t)srv->max_per_client,
                      "idle_timeout_ms", (json_int_t)srv->idle_timeout_ms,
@@ -836,6 +928,7 @@ json_t *tided_conn_json(tided_server *srv)
                      "connections_refused_per_client",
                      (json_int_t)atomic_load(&srv->connections_refused_per_client),
                      "connections_evicted", (json_int_t)atomic_load(&srv->connections_evicted),
+                     "connections_slow_evicted", (json_int_t)atomic_load(&srv->connections_slow_evicted),
                      "connections_idle_closed", (json_int_t)atomic_load(&srv->connections_idle_closed),
                      "body_budget", (json_int_t)srv->body_budget,
                      "requests_refused",
@@ -863,6 +956,10 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
         { "tide_http_connections_evicted_total", "counter",
           "Idle HTTP connections closed to admit a new one at http_max_connections.",
           NULL, (double)atomic_load(&srv->connections_evicted) },
+        { "tide_http_connections_slow_evicted_total", "counter",
+          "HTTP connections closed to admit a new one at http_max_connections while a request was arriving "
+          "(the one furthest behind its deadline first) or being refused.",
+          NULL, (double)atomic_load(&srv->connections_slow_evicted) },
         { "tide_http_connections_idle_closed_total", "counter",
           "HTTP connections closed after http_idle_timeout with nothing in flight.",
           NULL, (double)atomic_load(&srv->connections_idle_closed) },

@@ -5,7 +5,7 @@
  *   tided.c   main: flags, settings, signals, startup, the node, shutdown
  *   loop.c    the event loops: listener, signals, the drain on stop
  *   conn.c    connections: admission (total, per client, eviction of idle
- *             ones), idle close, the head check and the request-body
+ *             or slow ones), idle close, the head check and the request-body
  *             budget, answered before h2o reads a body, and the bounds of
  *             a slow head or body
  *   api.c     the HTTP endpoints' routing, the request's guard, the jobs
@@ -63,6 +63,10 @@ static inline size_t tided_max_url(unsigned key_size)
 /* How long a stop waits for requests in flight (pending ?sync=1 included). */
 #define TIDED_DRAIN_MS 10000
 
+/* The candidates for eviction a loop keeps (conn.c): the connections an
+ * accept at http_max_connections closes first, from one walk of the
+ * loop's connections. */
+#define TIDED_EVICT_LOOK 64
 /* Buckets of conn.c's per-address table (a power of two). */
 #define TIDED_CLIENT_BUCKETS 4096
 /* At the CRITICAL memory level each loop stops accepting, except this
@@ -287,6 +291,12 @@ struct tided_loop {
     unsigned       reserve_used;     /* conn.c: open connections accepted while
                                         CRITICAL (TIDED_CRITICAL_RESERVE) */
     unsigned       draining;         /* conn.c: refused connections not closed yet */
+    /* conn.c: what an accept at http_max_connections evicts, in order
+     * (evict[evict_next..evict_n); NULL where one closed since), from the
+     * walk at evict_built_ms */
+    tided_conn    *evict[TIDED_EVICT_LOOK];
+    unsigned       evict_n, evict_next;
+    uint64_t       evict_built_ms;
     struct tided_reqstats *stats;    /* reqstats.c: this loop's request metrics
                                         (its own cache lines; NULL: not counted) */
 };
@@ -325,6 +335,8 @@ struct tided_server {
     atomic_uint    connections;
     atomic_ullong  connections_total, connections_refused, connections_refused_per_client;
     atomic_ullong  connections_evicted, connections_idle_closed;
+    atomic_ullong  connections_slow_evicted; /* conn.c: evicted while a request
+                                                was arriving or being refused */
     atomic_ullong  requests_refused_framing, requests_refused_too_large, requests_refused_budget;
     atomic_ullong  requests_timed_out_head, requests_timed_out_body;  /* conn.c: 408s */
     atomic_ullong  body_admitted;    /* conn.c: bytes declared by admitted heads */
@@ -430,6 +442,9 @@ struct tided_conn {
     uint64_t      body_since_ms;     /* the scan admitted that request's head:
                                         its body is arriving (0: not yet) */
     size_t        head_len;          /* the admitted head's bytes */
+    int           answered;          /* a request of it was answered */
+    unsigned      evict_slot;        /* its place in its loop's evict[], + 1
+                                        (0: not there) */
 };
 
 enum { TIDED_HEAD_OK = 0, TIDED_HEAD_INCOMPLETE = 1, TIDED_HEAD_BAD = 2 };
@@ -458,8 +473,10 @@ typedef struct tided_head {
 int  tided_head_check(const char *buf, size_t len, tided_head *out);
 /* The per-client table's lock (before any loop runs). */
 void tided_clients_init(tided_server *srv);
-/* Admit an accepted socket (per-client bound, total bound with eviction)
- * and hand it to h2o, or close it. Loop thread. */
+/* Admit an accepted socket (per-client bound, total bound with eviction
+ * of the connection furthest behind) and hand it to h2o, or close it.
+ * Loop thread. Cost: at the total bound, a walk of the loop's connections
+ * once per TIDED_EVICT_LOOK evictions (or per second). */
 void tided_conn_accept(tided_loop *l, h2o_socket_t *sock);
 /* Run the scan (idle close, head check, body budget, a slow head's or
  * body's 408, the memory level's body refusal at HIGH and listener pause
