@@ -175,6 +175,29 @@ static void check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unkno
     }
 }
 
+/* A slow request's own bounds act inside h2o's bound of the whole request:
+ * values that leave one of them nothing to do pass, with a warning that
+ * names both settings and their sources; the defaults warn of nothing. */
+static void check_config_warns_when_a_slow_requests_bound_cannot_act(void **state)
+{
+    th_scratch *s = *state;
+    run r;
+
+    check_config(s, "", "--data-dir /nonexistent/tide", &r);
+    expect_passed(&r, "the defaults");
+    if (strstr(r.err, "http_request_timeout") != NULL) fail_msg("the defaults should not warn: %s", r.err);
+    run_free(&r);
+    check_config(s, "TIDE_HTTP_BODY_GRACE=40", "--data-dir /nonexistent/tide --http-request-timeout 30 "
+                 "--http-header-timeout 30", &r);
+    expect_passed(&r, "bounds above the request timeout");
+    expect_contains(r.err, "http_header_timeout=30 (flag --http-header-timeout) is not below "
+                    "http_request_timeout=30 (flag --http-request-timeout): a slow head is closed by the request "
+                    "timeout, without a 408", "the head's warning");
+    expect_contains(r.err, "http_body_grace=40 (env TIDE_HTTP_BODY_GRACE) is not below http_request_timeout=30",
+                    "the grace's warning");
+    run_free(&r);
+}
+
 /* The memory limit's split and the budget rule are checked as at a start:
  * derived budgets print with their share, explicit ones that may hold more
  * than the high mark fail. */
@@ -415,6 +438,8 @@ int main(void)
                                         th_scratch_setup, th_scratch_teardown),
         cmocka_unit_test_setup_teardown(check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unknown_flag,
                                         th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(check_config_warns_when_a_slow_requests_bound_cannot_act, th_scratch_setup,
+                                        th_scratch_teardown),
         cmocka_unit_test_setup_teardown(
             check_config_derives_the_budgets_from_the_memory_limit_and_applies_the_budget_rule,
             th_scratch_setup, th_scratch_teardown),

@@ -717,6 +717,12 @@ static const bound_case bound_cases[] = {
     { TIDE_CFG_MEMORY_PRESSURE, "101", 0 },
     { TIDE_CFG_MEMORY_LEVELS, "6,7,100", 1 }, { TIDE_CFG_MEMORY_LEVELS, "80,90,101", 0 },
     { TIDE_CFG_MEMORY_LEVELS, "0,90,97", 0 },
+    { TIDE_CFG_HTTP_HEADER_TIMEOUT, "0", 0 }, { TIDE_CFG_HTTP_HEADER_TIMEOUT, "1", 1 },
+    { TIDE_CFG_HTTP_HEADER_TIMEOUT, "3600", 1 }, { TIDE_CFG_HTTP_HEADER_TIMEOUT, "3601", 0 },
+    { TIDE_CFG_HTTP_BODY_MIN_RATE, "0", 1 },  { TIDE_CFG_HTTP_BODY_MIN_RATE, "1GiB", 1 },
+    { TIDE_CFG_HTTP_BODY_MIN_RATE, "1073741825", 0 },
+    { TIDE_CFG_HTTP_BODY_GRACE, "0", 1 },     { TIDE_CFG_HTTP_BODY_GRACE, "3600", 1 },
+    { TIDE_CFG_HTTP_BODY_GRACE, "3601", 0 },
 };
 
 static void every_numeric_setting_is_range_checked_at_each_end_naming_its_source(void **state)
@@ -2004,6 +2010,45 @@ static void every_setting_has_a_name_a_variable_and_a_help_entry(void **state)
     expect_contains(entry, "--memory-poll-milliseconds MS", "the poll flag");
 }
 
+/* The bounds of a slow request: the head's time from its first byte, the
+ * body's rate after a grace, and h2o's bound of the whole request above
+ * them; from every source, refused by name. */
+static void request_time_bounds_have_safe_defaults_and_are_read_from_every_source(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    char entry[4096];
+    const char *env[] = { "TIDE_HTTP_HEADER_TIMEOUT=20", NULL };
+    char *argv[] = { "tided", "--http-body-grace=0", NULL };
+    char *bad_rate[] = { "tided", "--http-body-min-rate=fast", NULL };
+    char *bad_head[] = { "tided", "--http-header-timeout=0", NULL };
+
+    expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
+    expect_u64(c.http_request_timeout, 60, "http_request_timeout");
+    expect_u64(c.http_header_timeout, 10, "http_header_timeout");
+    expect_u64(c.http_body_min_rate, 500, "http_body_min_rate");
+    expect_u64(c.http_body_grace, 10, "http_body_grace");
+    expect_contains(describe(&c), "http_header_timeout=10(default) http_body_min_rate=500(default) "
+                    "http_body_grace=10(default)", "describe: the defaults");
+    expect_rc(load_all(f, &c, "[node]\nhttp_body_min_rate=1KiB\n", env, 2, argv), 0, "file, env and flag");
+    expect_u64(c.http_body_min_rate, 1024, "the file's rate");
+    expect_u64(c.http_header_timeout, 20, "the environment's head timeout");
+    expect_u64(c.http_body_grace, 0, "the flag's grace");
+    expect_contains(describe(&c), "http_body_min_rate=1KiB(file ", "the rate's source");
+    expect_contains(describe(&c), "http_header_timeout=20(env TIDE_HTTP_HEADER_TIMEOUT)", "the timeout's source");
+    expect_contains(describe(&c), "http_body_grace=0(flag --http-body-grace)", "the grace's source");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, bad_rate), TIDE_EINVAL, "a rate that is not a size");
+    expect_contains(tide_last_error(), "--http-body-min-rate=fast: not a size", "the refusal names the flag");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, bad_head), TIDE_EINVAL, "a head timeout of 0");
+    expect_contains(tide_last_error(), "--http-header-timeout=0: 0 is outside 1..3600", "the refusal states the range");
+    expect_u64((uint64_t)tide_config_group(TIDE_CFG_HTTP_BODY_GRACE), TIDE_CFG_GROUP_HTTP, "logged with http's");
+    tide_config_help(TIDE_CFG_HTTP_BODY_MIN_RATE, entry, sizeof entry);
+    expect_contains(entry, "    --http-body-min-rate BYTES\n", "the heading");
+    expect_contains(entry, "Range: 0 to 1GiB.", "the range");
+    expect_contains(entry, "Default: 500.", "the default");
+    expect_contains(entry, "Environment TIDE_HTTP_BODY_MIN_RATE; file [node] http_body_min_rate.", "the spellings");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2056,6 +2101,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(startup_node_opts_map_the_memory_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(with_a_limit_the_process_and_the_key_cache_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(every_setting_has_a_name_a_variable_and_a_help_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(request_time_bounds_have_safe_defaults_and_are_read_from_every_source, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

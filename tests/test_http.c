@@ -3091,6 +3091,33 @@ static int has_answer(int fd, char *out, size_t cap)
     return 1;
 }
 
+/* Read one response (its head, and the body its Content-Length says) from
+ * fd into out; 1 when it came whole within ms. */
+static int read_response(int fd, char *out, size_t cap, int ms)
+{
+    size_t have = 0;
+    double end = th_now_ms() + ms;
+
+    out[0] = '\0';
+    while (th_now_ms() < end) {
+        const char *eoh = strstr(out, "\r\n\r\n");
+        struct pollfd p = { fd, POLLIN, 0 };
+        ssize_t r;
+        if (eoh) {
+            const char *cl = strcasestr(out, "\r\nContent-Length:");
+            size_t want = (size_t)(eoh + 4 - out) + (cl && cl < eoh ? strtoul(cl + 17, NULL, 10) : 0);
+            if (have >= want) return 1;
+        }
+        if (have + 1 >= cap) return 0;
+        if (poll(&p, 1, 50) <= 0) continue;
+        r = recv(fd, out + have, cap - 1 - have, 0);
+        if (r <= 0) return 0;
+        have += (size_t)r;
+        out[have] = '\0';
+    }
+    return 0;
+}
+
 /* The integer at a path of /v1/status's JSON ("http", "connections_evicted"). */
 static json_int_t status_int(const tided *t, const char *a, const char *b, const char *c)
 {
@@ -3193,6 +3220,358 @@ static void a_connection_that_sends_nothing_is_closed_after_the_idle_timeout(voi
     close(fd);
     if (status_int(&t, "http", "connections_idle_closed", NULL) < 2)
         fail_msg("/v1/status http.connections_idle_closed should count both closes");
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* ---- slow requests: the head's timeout, the body's rate ------------------ */
+
+/* The sockets a slow-client test opened, closed by its teardown whatever
+ * the outcome (the tided it started is stopped by th_teardown). */
+static int slow_fds[128];
+static size_t slow_nfds;
+
+static int slow_track(int fd)
+{
+    if (slow_nfds >= sizeof slow_fds / sizeof slow_fds[0]) fail_msg("more than %zu slow sockets", slow_nfds);
+    slow_fds[slow_nfds++] = fd;
+    return fd;
+}
+
+static void slow_close(int fd)
+{
+    for (size_t i = 0; i < slow_nfds; i++)
+        if (slow_fds[i] == fd) {
+            slow_fds[i] = slow_fds[--slow_nfds];
+            break;
+        }
+    close(fd);
+}
+
+static int slow_teardown(void **state)
+{
+    while (slow_nfds > 0) close(slow_fds[--slow_nfds]);
+    return th_teardown(state);
+}
+
+/* Send `piece` on fd every 100 ms, at most `pieces` times, until tided
+ * answers or closes; its answer (NUL-terminated) goes to out. Returns the
+ * pieces sent before the answer, or -1 when none came after all of them. */
+static int trickle_until_answered(int fd, const char *piece, size_t len, int pieces, char *out, size_t cap)
+{
+    for (int sent = 0; sent < pieces; sent++) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, 100) > 0 || send(fd, piece, len, MSG_NOSIGNAL) < 0) {
+            if (!read_until_closed(fd, out, cap, 30000)) fail_msg("an answer started but did not end in 30 s");
+            return sent;
+        }
+    }
+    out[0] = '\0';
+    return -1;
+}
+
+/* The /metrics page of t (scraped without a token: TIDE_METRICS_PUBLIC=1),
+ * held to promtool and Tide's own checks. */
+static char *checked_scrape(tided *t)
+{
+    char msg[8192], *page = scrape_with(t, NULL, 200);
+
+    if (th_prom_check(page, msg, sizeof msg) != 0) fail_msg("Tide's checks of the scrape: %s", msg);
+    int st = th_promtool_check(page, msg, sizeof msg);
+    if (st != 0) fail_msg("promtool check metrics: expected exit 0, got %d: %s", st, msg);
+    return page;
+}
+
+static void expect_timed_out(tided *t, double head, double body_rate)
+{
+    char *page = checked_scrape(t);
+
+    expect_contains(page, "# TYPE tide_http_requests_timed_out_total counter", "the family of the 408s");
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_requests_timed_out_total{reason=\"head\"}"),
+               (uint64_t)head, "heads answered 408 for http_header_timeout");
+    expect_u64((uint64_t)th_prom_value(page, "tide_http_requests_timed_out_total{reason=\"body_rate\"}"),
+               (uint64_t)body_rate, "bodies answered 408 for http_body_min_rate");
+    free(page);
+    expect_u64((uint64_t)status_int(t, "http", "requests_timed_out", "head"), (uint64_t)head,
+               "/v1/status http.requests_timed_out.head");
+    expect_u64((uint64_t)status_int(t, "http", "requests_timed_out", "body_rate"), (uint64_t)body_rate,
+               "/v1/status http.requests_timed_out.body_rate");
+}
+
+/* The new bounds come from the environment, which a tided without them
+ * ignores; h2o's own bound and the idle close are set far away, so only
+ * http_header_timeout can end the trickle. */
+static void a_head_that_trickles_past_http_header_timeout_is_answered_408_and_closed(void **state)
+{
+    static const char *flags[] = { "--http-request-timeout=3600", "--http-idle-timeout=3600", NULL };
+    static char timeout[] = "TIDE_HTTP_HEADER_TIMEOUT=1", pub[] = "TIDE_METRICS_PUBLIC=1";
+    char *env[] = { timeout, pub, NULL };
+    const char *start = "GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    char buf[2048];
+    int fd, sent;
+    tided t;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_start(&t, flags, env);
+    fd = slow_track(connect_from(&t, "127.0.0.5"));
+    send_all(fd, start, 1);                  /* the head's first byte, then one byte a tick */
+    sent = trickle_until_answered(fd, start + 1, 1, 300, buf, sizeof buf);
+    if (sent < 0)
+        fail_msg("a head sent one byte every 100 ms should be answered 408 once http_header_timeout=1 passed; "
+                 "after 300 bytes it was still open");
+    if (strncmp(buf, "HTTP/1.1 408 ", 13) != 0) fail_msg("expected a 408 for the late head, got '%s'", buf);
+    expect_contains(buf, "\"error\":\"request_timeout\"", "the 408's code");
+    expect_contains(buf, "http_header_timeout", "the 408 names the setting");
+    expect_contains(buf, "Connection: close", "the connection is closed after it");
+    slow_close(fd);
+    expect_timed_out(&t, 1, 0);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* A PUT's head for key i declaring `len` bytes of body. */
+static int put_head(char *out, size_t cap, uint64_t i, size_t len)
+{
+    char k[65];
+
+    key_hex(i, k);
+    return snprintf(out, cap, "PUT /v1/objects/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", k, len);
+}
+
+static char rate_env[] = "TIDE_HTTP_BODY_MIN_RATE=2048", grace_env[] = "TIDE_HTTP_BODY_GRACE=1",
+            head_env[] = "TIDE_HTTP_HEADER_TIMEOUT=1", public_env[] = "TIDE_METRICS_PUBLIC=1";
+
+static void a_body_below_http_body_min_rate_is_answered_408_and_nothing_is_stored(void **state)
+{
+    static const char *flags[] = { "--http-request-timeout=3600", "--http-idle-timeout=3600", NULL };
+    char *env[] = { rate_env, grace_env, public_env, NULL };
+    char head[256], buf[2048], piece[16];
+    int fd, sent;
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    memset(piece, 'b', sizeof piece);
+    tided_start(&t, flags, env);
+    fd = slow_track(connect_from(&t, "127.0.0.6"));
+    send_all(fd, head, (size_t)put_head(head, sizeof head, 1, 60000));
+    /* 16 bytes a tick, about 160 bytes a second against 2048 */
+    sent = trickle_until_answered(fd, piece, sizeof piece, 300, buf, sizeof buf);
+    if (sent < 0)
+        fail_msg("a body sent at 16 bytes every 100 ms should be answered 408 once it fell below "
+                 "http_body_min_rate=2048 after http_body_grace=1; after 300 pieces it was still open");
+    if (strncmp(buf, "HTTP/1.1 408 ", 13) != 0) fail_msg("expected a 408 for the slow body, got '%s'", buf);
+    expect_contains(buf, "\"error\":\"request_timeout\"", "the 408's code");
+    expect_contains(buf, "http_body_min_rate = 2048 bytes a second after http_body_grace = 1 s",
+                    "the 408 names the rate and the grace");
+    slow_close(fd);
+    r = http(&t, "GET", obj_path(1, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 404, "GET of the key whose body was cut off");
+    resp_free(&r);
+    expect_timed_out(&t, 0, 1);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* Far above the rate but slower than any fixed time the other bounds
+ * set: the upload takes longer than http_header_timeout and the grace. */
+static void an_upload_that_keeps_http_body_min_rate_is_stored_however_long_it_takes(void **state)
+{
+    static const char *flags[] = { "--http-request-timeout=3600", "--http-idle-timeout=3600", NULL };
+    char *env[] = { rate_env, grace_env, head_env, public_env, NULL };
+    enum { LEN = 128 * 1024, PIECE = 4096 };
+    char head[256], buf[2048];
+    uint8_t *body = malloc(LEN);
+    int fd, sent;
+    tided t;
+    resp r;
+    (void)state;
+
+    assert_non_null(body);
+    th_value(2, LEN, body);
+    memset(&t, 0, sizeof t);
+    tided_start(&t, flags, env);
+    fd = slow_track(connect_from(&t, "127.0.0.7"));
+    send_all(fd, head, (size_t)put_head(head, sizeof head, 2, LEN));
+    /* 4 KiB a tick, about 40 KB a second against 2048 bytes: 32 ticks */
+    for (sent = 0; sent < LEN / PIECE; sent++) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, 100) > 0) {
+            read_until_closed(fd, buf, sizeof buf, 1000);
+            fail_msg("an upload at 40 KB a second (http_body_min_rate=2048) was answered after %d of %d pieces: "
+                     "'%s'", sent, LEN / PIECE, buf);
+        }
+        send_all(fd, body + (size_t)sent * PIECE, PIECE);
+    }
+    if (read_response(fd, buf, sizeof buf, 30000) <= 0) fail_msg("no answer to the whole upload in 30 s");
+    if (strncmp(buf, "HTTP/1.1 201 ", 13) != 0) fail_msg("expected 201 for the honest upload, got '%s'", buf);
+    slow_close(fd);
+    r = http(&t, "GET", obj_path(2, NULL), NULL, 0, 0, NULL);
+    expect_status(r, 200, "GET of the uploaded value");
+    expect_u64(r.len, LEN, "the value's length");
+    if (memcmp(r.body, body, LEN) != 0) fail_msg("the value read back differs from the one uploaded");
+    resp_free(&r);
+    free(body);
+    expect_timed_out(&t, 0, 0);
+    tided_signal_and_reap(&t, SIGTERM);
+    tided_cleanup(&t);
+}
+
+/* ---- slow clients at the connection bound ----------------------------------- */
+
+/* tided's side of the connections to `port` from 127.0.0.lo to 127.0.0.hi,
+ * read from the kernel's table (/proc/net/tcp): how many are established,
+ * and how many of those hold bytes tided has not read yet. */
+static void peer_sockets(int port, unsigned lo, unsigned hi, int *open, int *unread)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+
+    *open = *unread = 0;
+    if (f == NULL) fail_msg("/proc/net/tcp: %s", strerror(errno));
+    while (fgets(line, sizeof line, f)) {
+        unsigned laddr, lport, raddr, rport, st, peer;
+        unsigned long txq, rxq;
+        if (sscanf(line, " %*u: %8X:%4X %8X:%4X %2X %8lX:%8lX", &laddr, &lport, &raddr, &rport, &st, &txq,
+                   &rxq) != 7)
+            continue;                                   /* the heading */
+        peer = ntohl(raddr);                            /* the table prints the address as it is in memory */
+        if ((int)lport != port || st != 1 || (peer >> 8) != 0x7f0000 || (peer & 0xff) < lo || (peer & 0xff) > hi)
+            continue;
+        (*open)++;
+        if (rxq != 0) (*unread)++;
+    }
+    fclose(f);
+}
+
+/* Slow clients on 127.0.0.10 to .29, each sending the head of a GET one
+ * byte a tick and never ending it (an X-Slow header that goes on); one
+ * that tided closes comes back at its next tick, as an attacker's would. */
+enum { SLOW_ADDRS = 20, SLOW_PER_ADDR = 2, SLOW_CONNS = SLOW_ADDRS * SLOW_PER_ADDR };
+static const char SLOW_HEAD[] = "GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+
+typedef struct slow_attack {
+    const tided *t;
+    int    fd[SLOW_CONNS];
+    size_t sent[SLOW_CONNS];
+    int    reopened;                 /* connections tided closed, opened again */
+} slow_attack;
+
+/* Open slow connection i and send its first byte. */
+static void slow_open(slow_attack *a, int i)
+{
+    char src[32];
+
+    snprintf(src, sizeof src, "127.0.0.%d", 10 + i % SLOW_ADDRS);
+    a->fd[i] = slow_track(connect_from(a->t, src));
+    if (send(a->fd[i], SLOW_HEAD, 1, MSG_NOSIGNAL) != 1) fail_msg("the first byte of a slow connection");
+    a->sent[i] = 1;
+}
+
+/* One tick: each connection sends its next byte; one tided closed (it
+ * reads as readable: the end, a reset or an answer) is opened again and
+ * sends its first. */
+static void slow_tick(slow_attack *a)
+{
+    for (int i = 0; i < SLOW_CONNS; i++) {
+        struct pollfd p = { a->fd[i], POLLIN, 0 };
+        char c = a->sent[i] < sizeof SLOW_HEAD - 1 ? SLOW_HEAD[a->sent[i]] : 'a';
+        if (poll(&p, 1, 0) > 0 || send(a->fd[i], &c, 1, MSG_NOSIGNAL) != 1) {
+            slow_close(a->fd[i]);
+            slow_open(a, i);
+            a->reopened++;
+        } else {
+            a->sent[i]++;
+        }
+    }
+}
+
+/* Tick until tided holds every slow connection and has read every byte
+ * sent on them (so none is idle: each is in the middle of a head). */
+static void slow_hold(slow_attack *a)
+{
+    double end = th_now_ms() + 30000;
+    int open = 0, unread = 0;
+
+    while (th_now_ms() < end) {
+        poll(NULL, 0, 100);
+        peer_sockets(a->t->port, 10, 10 + SLOW_ADDRS - 1, &open, &unread);
+        if (open == SLOW_CONNS && unread == 0) return;
+        slow_tick(a);
+    }
+    fail_msg("tided should hold the %d slow connections with every byte read; after 30 s %d were open, %d with "
+             "bytes unread. Its log:\n%s", SLOW_CONNS, open, unread, log_tail(a->t));
+}
+
+/* GET `path` from 127.0.0.2 on a new connection: the answer's status, or
+ * 0 when the connection was closed without one. */
+static int victim_get(const tided *t, const char *path)
+{
+    char req[512], buf[4096];
+    int fd = slow_track(connect_from(t, "127.0.0.2")), status = 0;
+    size_t len = (size_t)snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+
+    if (send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len && read_until_closed(fd, buf, sizeof buf, 30000)
+        && sscanf(buf, "HTTP/1.1 %d", &status) != 1)
+        status = 0;
+    slow_close(fd);
+    return status;
+}
+
+/* Twenty addresses fill http_max_connections with heads that never end;
+ * none is idle and, with the head and request timeouts an hour away,
+ * none is closed by time. A new client is still answered every time:
+ * each of its connections evicts the slow one furthest behind. The
+ * attackers' timeouts come from the environment, so a tided without them
+ * sees the same attack. */
+static void slow_clients_from_twenty_addresses_cannot_lock_out_a_new_client(void **state)
+{
+    static const char *flags[] = { "--http-max-connections=40", "--http-threads=1", "--http-request-timeout=3600",
+                                   "--http-idle-timeout=3600", NULL };
+    static char head[] = "TIDE_HTTP_HEADER_TIMEOUT=3600";
+    char *env[] = { head, public_env, NULL };
+    enum { VICTIM_GETS = 10 };
+    slow_attack a;
+    uint8_t value[100];
+    char *page;
+    int answered = 0, statuses[VICTIM_GETS];
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    memset(&a, 0, sizeof a);
+    tided_start(&t, flags, env);
+    th_value(3, sizeof value, value);
+    r = http(&t, "PUT", obj_path(3, NULL), value, sizeof value, 0, NULL);
+    expect_status(r, 201, "the PUT of the object the victim reads");
+    resp_free(&r);
+    a.t = &t;
+    for (int i = 0; i < SLOW_CONNS; i++) slow_open(&a, i);
+    slow_hold(&a);
+    for (int i = 0; i < VICTIM_GETS; i++) {
+        statuses[i] = victim_get(&t, i % 2 ? obj_path(3, NULL) : "/v1/status");
+        answered += statuses[i] == 200;
+        slow_hold(&a);                       /* the evicted come back: the bound is full again */
+    }
+    if (answered != VICTIM_GETS)
+        fail_msg("a client on 127.0.0.2 should get %d of %d answers (GET /v1/status and GET of an object, "
+                 "alternately) while %d slow connections from 127.0.0.10-29 fill http_max_connections=40; it got "
+                 "%d (the first status %d, the last %d)", VICTIM_GETS, VICTIM_GETS, SLOW_CONNS, answered, statuses[0],
+                 statuses[VICTIM_GETS - 1]);
+    page = checked_scrape(&t);
+    if (!(th_prom_value(page, "tide_http_connections_slow_evicted_total") >= VICTIM_GETS))
+        fail_msg("tide_http_connections_slow_evicted_total should count a slow connection evicted for each of the "
+                 "%d answers; it is %.0f", VICTIM_GETS, th_prom_value(page, "tide_http_connections_slow_evicted_total"));
+    free(page);
+    if (a.reopened < VICTIM_GETS)
+        fail_msg("the slow clients should have seen at least %d of their connections closed; they saw %d",
+                 VICTIM_GETS, a.reopened);
+    if (status_int(&t, "http", "connections_slow_evicted", NULL) < VICTIM_GETS)
+        fail_msg("/v1/status http.connections_slow_evicted should count the evictions too");
+    for (int i = 0; i < SLOW_CONNS; i++) slow_close(a.fd[i]);
     tided_signal_and_reap(&t, SIGTERM);
     tided_cleanup(&t);
 }
@@ -3602,33 +3981,6 @@ static void write_memory_cfg_small(const char *path, uint64_t limit)
     fprintf(f, "[node]\nmemory_limit=%llu\nmemory_levels=50,90,99\nmemory_hysteresis=20\n"
             "cache_budget=1MiB\ninsert_burst=2MiB\nhttp_body_budget=2MiB\n", (unsigned long long)limit);
     assert_int_equal(fclose(f), 0);
-}
-
-/* Read one response (its head, and the body its Content-Length says) from
- * fd into out; 1 when it came whole within ms. */
-static int read_response(int fd, char *out, size_t cap, int ms)
-{
-    size_t have = 0;
-    double end = th_now_ms() + ms;
-
-    out[0] = '\0';
-    while (th_now_ms() < end) {
-        const char *eoh = strstr(out, "\r\n\r\n");
-        struct pollfd p = { fd, POLLIN, 0 };
-        ssize_t r;
-        if (eoh) {
-            const char *cl = strcasestr(out, "\r\nContent-Length:");
-            size_t want = (size_t)(eoh + 4 - out) + (cl && cl < eoh ? strtoul(cl + 17, NULL, 10) : 0);
-            if (have >= want) return 1;
-        }
-        if (have + 1 >= cap) return 0;
-        if (poll(&p, 1, 50) <= 0) continue;
-        r = recv(fd, out + have, cap - 1 - have, 0);
-        if (r <= 0) return 0;
-        have += (size_t)r;
-        out[have] = '\0';
-    }
-    return 0;
 }
 
 /* GET `path` on the open keep-alive connection fd; the whole response into
@@ -5317,6 +5669,13 @@ int main(void)
     const struct CMUnitTest limits_tests[] = {
         cmocka_unit_test(idle_connections_cannot_lock_healthz_out),
         cmocka_unit_test(a_connection_that_sends_nothing_is_closed_after_the_idle_timeout),
+        cmocka_unit_test_teardown(a_head_that_trickles_past_http_header_timeout_is_answered_408_and_closed,
+                                  slow_teardown),
+        cmocka_unit_test_teardown(a_body_below_http_body_min_rate_is_answered_408_and_nothing_is_stored,
+                                  slow_teardown),
+        cmocka_unit_test_teardown(an_upload_that_keeps_http_body_min_rate_is_stored_however_long_it_takes,
+                                  slow_teardown),
+        cmocka_unit_test_teardown(slow_clients_from_twenty_addresses_cannot_lock_out_a_new_client, slow_teardown),
         cmocka_unit_test(partial_bodies_beyond_the_body_budget_are_503_with_retry_after),
         cmocka_unit_test(sighup_reloads_the_log_level_and_loses_nothing),
         cmocka_unit_test(sigquit_stops_like_sigterm),

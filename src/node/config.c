@@ -282,10 +282,12 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_HTTP_MAX_CONNECTIONS] = { "http_max_connections", "http-max-connections",
                                    "TIDE_HTTP_MAX_CONNECTIONS", "node", NULL, NULL, K_UINT, 1, 1048576, 0,
         .def = "4096", .arg = "N",
-        .help = "connections open at once. At the bound a new connection closes the longest-idle "
-                "one (no request in flight, nothing received), so idle connections cannot lock "
-                "clients out; only when none of the loop's 64 longest-idle is idle is it refused. "
-                "Lowered to fit RLIMIT_NOFILE." },
+        .help = "connections open at once. At the bound a new connection closes one of its event "
+                "loop's: an idle one already answered (longest idle first), else the one furthest "
+                "behind its deadline (http_header_timeout, http_body_min_rate, http_request_timeout) "
+                "among those still sending a request, so neither idle nor slow connections can lock "
+                "clients out; only when all of the loop's are in a handler is it refused. Lowered to "
+                "fit RLIMIT_NOFILE." },
     [TIDE_CFG_HTTP_MAX_PER_CLIENT] = { "http_max_connections_per_client", "http-max-connections-per-client",
                                    "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT", "node", NULL, NULL, K_UINT, 0, 1048576, 0,
         .def = "256", .arg = "N",
@@ -296,11 +298,17 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .def = "5", .arg = "SECONDS",
         .help = "a connection with no request in flight and nothing received for this long (since it "
                 "opened, or since its last response) is closed." },
+    /* The whole request's bound is h2o's, counted from when the connection
+     * starts to wait (accept, or the end of the previous response): 60 s,
+     * so that the head's and the body's own bounds (below) act first and
+     * an honest upload of max_object_size needs ~17 KB/s, not ~100 KB/s. */
     [TIDE_CFG_HTTP_REQUEST_TIMEOUT] = { "http_request_timeout", "http-request-timeout",
                                    "TIDE_HTTP_REQUEST_TIMEOUT", "node", NULL, NULL, K_UINT, 1, 3600, 0,
-        .def = "10", .arg = "SECONDS",
-        .help = "a request's head and body must arrive within this long of its first byte, or the "
-                "connection is closed (h2o's http1 request timeout)." },
+        .def = "60", .arg = "SECONDS",
+        .help = "a request's head and body must have arrived this long after the connection began to "
+                "wait for it (it opened, or the previous response was sent), or the connection is "
+                "closed without an answer (h2o's http1 request timeout). The bound of every request, "
+                "above http_header_timeout and the body's http_body_min_rate." },
     /* At least max_object_size (checked in finish); at most 1 TiB. */
     [TIDE_CFG_HTTP_BODY_BUDGET] = { "http_body_budget", "http-body-budget", "TIDE_HTTP_BODY_BUDGET", "node",
                                    NULL, NULL, K_SIZE, 1, 1024 * GiB, 0,
@@ -478,6 +486,32 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "read the admin token (as TIDE_ADMIN_TOKEN) from FILE, by metrics_token_file's "
                 "rules. Precedence, highest first: TIDE_ADMIN_TOKEN, this setting, then "
                 "$CREDENTIALS_DIRECTORY/admin_token." },
+    /* A slow request's own bounds (conn.c), from the documented behaviour
+     * of nginx's client_header_timeout and of a minimum body rate as
+     * Apache's mod_reqtimeout states it: a client sends its head in one
+     * packet, so 10 s from its first byte is generous; a body that keeps
+     * 500 bytes a second after 10 s may take as long as
+     * http_request_timeout allows, and one that trickles is cut off. */
+    [TIDE_CFG_HTTP_HEADER_TIMEOUT] = { "http_header_timeout", "http-header-timeout",
+                                   "TIDE_HTTP_HEADER_TIMEOUT", "node", NULL, NULL, K_UINT, 1, 3600, 0,
+        .def = "10", .arg = "SECONDS",
+        .help = "a request's head (request line and headers) must be complete this long after its "
+                "first byte arrived, or it is answered 408 and the connection closed "
+                "(tide_http_requests_timed_out_total{reason=\"head\"}). Acts only below "
+                "http_request_timeout, which otherwise closes the connection first." },
+    [TIDE_CFG_HTTP_BODY_MIN_RATE] = { "http_body_min_rate", "http-body-min-rate", "TIDE_HTTP_BODY_MIN_RATE",
+                                   "node", NULL, NULL, K_SIZE, 0, 1024 * MiB, 0,
+        .def = "500", .arg = "BYTES",
+        .help = "bytes a second a request body must keep up: t seconds after its head ended, a body "
+                "still arriving must have delivered at least (t - http_body_grace) x BYTES bytes, or "
+                "it is answered 408 and the connection closed "
+                "(tide_http_requests_timed_out_total{reason=\"body_rate\"}). 0: no rate; "
+                "http_request_timeout alone bounds a body." },
+    [TIDE_CFG_HTTP_BODY_GRACE] = { "http_body_grace", "http-body-grace", "TIDE_HTTP_BODY_GRACE", "node",
+                                   NULL, NULL, K_UINT, 0, 3600, 0,
+        .def = "10", .arg = "SECONDS",
+        .help = "seconds after a request's head ended before http_body_min_rate counts, so that a "
+                "body that starts slowly or stalls once is not cut off." },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -933,6 +967,9 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_ADMIN_TOKEN_FILE:
         snprintf(c->admin_token_file, sizeof c->admin_token_file, "%s", text);
         break;
+    case TIDE_CFG_HTTP_HEADER_TIMEOUT:  c->http_header_timeout = (unsigned)p->v; break;
+    case TIDE_CFG_HTTP_BODY_MIN_RATE:   c->http_body_min_rate = p->v; break;
+    case TIDE_CFG_HTTP_BODY_GRACE:      c->http_body_grace = (unsigned)p->v; break;
     default: break;
     }
 }
@@ -1162,6 +1199,9 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_ADMIN_TOKEN_FILE:
         snprintf(out, cap, "%s", c->admin_token_file[0] ? c->admin_token_file : "unset");
         break;
+    case TIDE_CFG_HTTP_HEADER_TIMEOUT:  snprintf(out, cap, "%u", c->http_header_timeout); break;
+    case TIDE_CFG_HTTP_BODY_MIN_RATE:   ti_config_size_text(c->http_body_min_rate, out, cap); break;
+    case TIDE_CFG_HTTP_BODY_GRACE:      snprintf(out, cap, "%u", c->http_body_grace); break;
     default: out[0] = '\0'; break;
     }
 }
@@ -1262,6 +1302,7 @@ int tide_config_group(int id)
     case TIDE_CFG_STORE_QUEUE: case TIDE_CFG_METRICS_TOKEN:
     case TIDE_CFG_METRICS_PUBLIC: case TIDE_CFG_ADMIN_TOKEN: case TIDE_CFG_METRICS_SMAPS:
     case TIDE_CFG_METRICS_TOKEN_FILE: case TIDE_CFG_ADMIN_TOKEN_FILE:
+    case TIDE_CFG_HTTP_HEADER_TIMEOUT: case TIDE_CFG_HTTP_BODY_MIN_RATE: case TIDE_CFG_HTTP_BODY_GRACE:
         return TIDE_CFG_GROUP_HTTP;
     case TIDE_CFG_SWEEP_INTERVAL: case TIDE_CFG_CACHE_TARGET: case TIDE_CFG_CACHE_AGE: case TIDE_CFG_CACHE_BUDGET:
     case TIDE_CFG_INSERT_BURST: case TIDE_CFG_KEY_CACHE_SIZE: case TIDE_CFG_KEY_CACHE_AGE: case TIDE_CFG_TRIM_POLICY:

@@ -79,6 +79,8 @@ enum {
     TIDE_CFG_METRICS_TOKEN_FILE, TIDE_CFG_ADMIN_TOKEN_FILE,
     /* the deferred index (issue 15; docs/DURABILITY.md): a [node] key */
     TIDE_CFG_STORE_INDEX_LAG,
+    /* how long a request may take to arrive (conn.c): [node] keys */
+    TIDE_CFG_HTTP_HEADER_TIMEOUT, TIDE_CFG_HTTP_BODY_MIN_RATE, TIDE_CFG_HTTP_BODY_GRACE,
     TIDE_CFG_COUNT
 };
 
@@ -131,7 +133,14 @@ typedef struct tide_config {
     unsigned http_idle_timeout;      /* seconds a connection may hold nothing
                                         in flight, 1..3600; default 5 */
     unsigned http_request_timeout;   /* seconds to receive a whole request,
-                                        1..3600; default 10 */
+                                        1..3600; default 60 */
+    unsigned http_header_timeout;    /* seconds from a head's first byte to
+                                        its end, 1..3600; default 10 */
+    uint64_t http_body_min_rate;     /* bytes a second a body must average
+                                        after the grace, 0 (off)..1GiB;
+                                        default 500 */
+    unsigned http_body_grace;        /* seconds after the head before the
+                                        rate counts, 0..3600; default 10 */
     uint64_t http_body_budget;       /* bytes of request bodies held before
                                         handlers, >= max_object_size; default
                                         max(64 MiB, 4 x max_object_size) */

@@ -6,19 +6,32 @@
  *
  * Why this exists. h2o 2.2 reads a whole request (head and body) into the
  * socket's input buffer before any handler runs, and bounds a connection
- * only by time (http1.req_timeout) and size (max_request_entity_size). On
- * its own it lets 4096 connections that send nothing lock every other
- * client out, and 2,500 connections each holding 1 MiB - 1 byte of a body
- * take 2.5 GiB without a handler ever seeing one. This file adds what a
+ * only by time (http1.req_timeout: from when the connection began to wait
+ * for a request to its last byte, head and body together, ended by a close
+ * without an answer) and size (max_request_entity_size). On its own it
+ * lets 4096 connections that send nothing lock every other client out,
+ * 2,500 connections each holding 1 MiB - 1 byte of a body take 2.5 GiB
+ * without a handler ever seeing one, and a client sending a byte a second
+ * hold a connection for the whole request timeout. This file adds what a
  * server facing untrusted clients needs, without changing h2o:
  *
  *   - Admission at accept: at most http_max_connections open at once and
  *     http_max_connections_per_client from one address. At the total bound
- *     a new connection evicts the loop's longest-idle connection (nothing
- *     in flight, nothing buffered) instead of being refused, so idle
- *     connections can never lock a client out; only when none of the
- *     loop's TIDED_EVICT_LOOK longest-idle connections is idle is the new
- *     one refused.
+ *     a new connection evicts one of the loop's instead of being refused,
+ *     so neither idle nor slow connections can lock a client out. The
+ *     order (conn_behind): first an idle one that has been answered,
+ *     longest idle first (its client loses nothing: a keep-alive close);
+ *     then one refused and still draining; then the one furthest past the
+ *     first deadline it is held to: h2o's request timeout, its head's
+ *     (from the head's first byte; for a connection that has sent nothing
+ *     yet, from its opening, so the newest, a client that has not had a
+ *     turn to send, goes last) or its body's rate. A connection whose
+ *     request is in a handler is never evicted; only when every one of the
+ *     loop's is is the new one refused. The order comes from a walk of the
+ *     loop's connections that keeps the first TIDED_EVICT_LOOK (at most
+ *     one walk per TIDED_SCAN_MS, used for up to TIDED_EVICT_STALE_MS), so
+ *     an accept at the bound costs a walk only once per that many
+ *     evictions.
  *   - Idle close: a connection with no request in flight and nothing
  *     buffered for http_idle_timeout seconds (since accept or since its
  *     last response) is closed.
@@ -53,6 +66,15 @@
  *     it again for good. A reserve connection is under HIGH's rules: its
  *     bodies are refused, so it can only make bodyless requests. Each
  *     loop logs entering and leaving CRITICAL once, at INFO.
+ *   - Slow requests: a pending request's head must be complete
+ *     http_header_timeout after the scan first saw a byte of it, and once
+ *     its head is admitted its body must keep http_body_min_rate after
+ *     http_body_grace: t ms after the head, at least (t - grace) x rate /
+ *     1000 bytes of body in the buffer (an average, so a stall that is
+ *     made up for is forgiven). A request behind either is answered 408
+ *     and closed (the refusal below, lingering TIDED_LINGER_MS whatever the
+ *     client still sends: it is slow by definition). These act inside
+ *     h2o's req_timeout, which stays the bound of every request.
  *   - Accounting: the input buffers of connections not in a handler, and
  *     each connection's record, are counted in the "http" consumer (api.c's
  *     guard counts a request's body once a handler has it).
@@ -105,6 +127,13 @@
  *      bytes after its answer.
  *   7. l->reserve_used == the number of the loop's records with `reserve`
  *      set, and is at most TIDED_CRITICAL_RESERVE.
+ *   8. A record's head_since_ms is 0 while its request is in a handler
+ *      and after a scan found its buffer empty; otherwise it is the time of
+ *      the scan that first saw a byte of its pending request. body_since_ms
+ *      is not 0 only while head_since_ms is not and the head is admitted.
+ *   9. l->evict[i] == c exactly when c->evict_slot == i + 1; an entry is
+ *      cleared when it is taken or its record closes, so evict[] never
+ *      points to a freed record.
  *
  * Never: h2o_socket_close a socket once h2o_accept has it (h2o's
  * connection still points to it; the read callback closes it through
@@ -132,8 +161,16 @@
 /* How long a refused connection whose body length is unknown is drained
  * (server.h's TIDED_DRAIN_REFUSED_MS for one whose length is known). */
 #define TIDED_LINGER_MS 1000
-/* How many idle candidates an accept looks at when it must evict one. */
-#define TIDED_EVICT_LOOK 64
+/* The eviction order's ranks (conn_behind): an idle connection that was
+ * answered goes first, then a refused one still draining, then the rest
+ * by how far behind their deadline they are (milliseconds, far below
+ * these). */
+#define TIDED_RANK_IDLE    (INT64_C(1) << 52)
+#define TIDED_RANK_REFUSED (INT64_C(1) << 51)
+#define TIDED_NOT_EVICTABLE INT64_MIN
+/* A walk of the candidates is used for at most this long, and a new one
+ * waits at least TIDED_SCAN_MS after the last. */
+#define TIDED_EVICT_STALE_MS 1000
 /* A partial head longer than this is refused while the budget is spent. */
 #define TIDED_LONG_HEAD (16 * 1024)
 
@@ -413,11 +450,6 @@ static void list_append(tided_loop *l, tided_conn *c)
     l->conn_tail = c;
 }
 
-static int conn_is_idle(const tided_conn *c)
-{
-    return c->busy == 0 && c->close_at_ms == 0 && c->sock->input->size == 0 && c->sock->_cb.read != NULL;
-}
-
 /* Stop (pause 1) or start again (pause 0) `l`'s listener for the memory
  * level, and keep the gauge's count of paused loops (invariant 5). */
 static void listener_set(tided_loop *l, int pause)
@@ -447,6 +479,7 @@ static void on_conn_close(void *data)
     tided_server *srv = l->srv;
 
     list_unlink(l, c);
+    if (c->evict_slot) l->evict[c->evict_slot - 1] = NULL;        /* invariant 9 */
     if (c->close_at_ms) {
         assert(l->draining > 0);
         l->draining--;
@@ -464,15 +497,89 @@ static void on_conn_close(void *data)
     free(c);
 }
 
-/* Evict the longest-idle connection of `l` to make room. Returns 1 when
- * one was closed. */
+/* Where `c` stands in the eviction order at `now` (the essay): the larger,
+ * the sooner it goes; TIDED_NOT_EVICTABLE while its request is in a handler
+ * or h2o is not reading it. Below the ranks, how many ms it is past the
+ * first deadline it is held to (negative: before it): h2o's request
+ * timeout from the start of its wait, and its head's from the head's
+ * first byte (for a connection that has sent nothing yet, from its
+ * opening) or its body's rate. */
+static int64_t conn_behind(const tided_conn *c, uint64_t now)
+{
+    const tided_server *srv = c->loop->srv;
+    const h2o_socket_t *sock = c->sock;
+    size_t have = sock->input->size;
+    uint64_t due = c->idle_since_ms + srv->request_timeout_ms, own;
+
+    if (c->close_at_ms) return TIDED_RANK_REFUSED - (int64_t)c->close_at_ms;
+    if (c->busy || sock->_cb.read == NULL) return TIDED_NOT_EVICTABLE;
+    if (have == 0 && c->answered) return TIDED_RANK_IDLE + (int64_t)(now - c->idle_since_ms);
+    if (c->body_since_ms == 0)
+        own = (c->head_since_ms ? c->head_since_ms : have ? now : c->idle_since_ms) + srv->header_timeout_ms;
+    else if (srv->body_min_rate != 0)
+        own = c->body_since_ms + srv->body_grace_ms
+            + (have > c->head_len ? have - c->head_len : 0) * 1000 / srv->body_min_rate;
+    else
+        own = due;
+    if (own < due) due = own;
+    return (int64_t)now - (int64_t)due;
+}
+
+/* Fill l->evict with the loop's TIDED_EVICT_LOOK connections the bound
+ * evicts first, in order. Cost: a few loads per connection of the loop,
+ * and a pass over the kept ones for each that displaces one. */
+static void evict_collect(tided_loop *l, uint64_t now)
+{
+    int64_t key[TIDED_EVICT_LOOK];
+    unsigned n = 0, low = 0;
+
+    for (unsigned i = 0; i < l->evict_n; i++)
+        if (l->evict[i]) l->evict[i]->evict_slot = 0;
+    for (tided_conn *c = l->conn_head; c; c = c->next) {
+        int64_t k = conn_behind(c, now);
+        if (k == TIDED_NOT_EVICTABLE) continue;
+        if (n < TIDED_EVICT_LOOK) {
+            if (n == 0 || k < key[low]) low = n;
+            l->evict[n] = c;
+            key[n++] = k;
+            continue;
+        }
+        if (k <= key[low]) continue;
+        l->evict[low] = c;
+        key[low] = k;
+        for (unsigned i = 0; i < n; i++)
+            if (key[i] < key[low]) low = i;
+    }
+    for (unsigned i = 1; i < n; i++)             /* the furthest behind first */
+        for (unsigned j = i; j > 0 && key[j] > key[j - 1]; j--) {
+            int64_t kt = key[j];
+            tided_conn *ct = l->evict[j];
+            key[j] = key[j - 1], l->evict[j] = l->evict[j - 1];
+            key[j - 1] = kt, l->evict[j - 1] = ct;
+        }
+    for (unsigned i = 0; i < n; i++) l->evict[i]->evict_slot = i + 1;
+    l->evict_n = n;
+    l->evict_next = 0;
+    l->evict_built_ms = now;
+}
+
+/* Evict the connection of `l` the order puts first, to make room.
+ * Returns 1 when one was closed. */
 static int evict_one(tided_loop *l)
 {
-    tided_conn *c = l->conn_head;
+    tided_server *srv = l->srv;
+    uint64_t now = h2o_now(l->evloop), age = now - l->evict_built_ms;
 
-    for (int looked = 0; c && looked < TIDED_EVICT_LOOK; looked++, c = c->next) {
-        if (!conn_is_idle(c)) continue;
-        atomic_fetch_add(&l->srv->connections_evicted, 1);
+    if (age >= TIDED_EVICT_STALE_MS || (l->evict_next >= l->evict_n && age >= TIDED_SCAN_MS))
+        evict_collect(l, now);
+    while (l->evict_next < l->evict_n) {
+        tided_conn *c = l->evict[l->evict_next];
+        l->evict[l->evict_next++] = NULL;                    /* invariant 9 */
+        if (c == NULL) continue;                             /* closed since */
+        c->evict_slot = 0;
+        if (conn_behind(c, now) == TIDED_NOT_EVICTABLE) continue;   /* in a handler now */
+        if (c->close_at_ms == 0 && c->sock->input->size == 0) atomic_fetch_add(&srv->connections_evicted, 1);
+        else atomic_fetch_add(&srv->connections_slow_evicted, 1);
         conn_close_via_h2o(c);
         return 1;
     }
@@ -512,7 +619,7 @@ void tided_conn_accept(tided_loop *l, h2o_socket_t *sock)
             atomic_fetch_sub(&srv->connections, 1);
             if (client) client_give(srv, client);
             snprintf(why, sizeof why, "%u connections are open, the most http_max_connections allows, and "
-                     "none of this loop's is idle", srv->max_connections);
+                     "every one of this loop's is in a handler or being answered", srv->max_connections);
             refuse_at_accept(sock, &srv->connections_refused, why);
             return;
         }
@@ -559,6 +666,7 @@ int tided_conn_request_begin(h2o_req_t *req, tided_conn **conn, tided_head *head
     *conn = c;
     if (c) {
         c->busy++;
+        c->head_since_ms = c->body_since_ms = 0;   /* the request has arrived */
         conn_release_admitted(c);
         conn_set_accounted(c, 0);       /* the guard counts the body from here */
     }
@@ -573,6 +681,7 @@ void tided_conn_request_end(tided_conn *c)
     if (c == NULL) return;
     assert(c->busy > 0);
     if (--c->busy == 0) {
+        c->answered = 1;
         c->idle_since_ms = h2o_now(c->loop->evloop);
         list_unlink(c->loop, c);
         list_append(c->loop, c);
@@ -690,6 +799,42 @@ static void scan_head(tided_conn *c, uint64_t now_ms, size_t *unparsed)
     }
     c->admitted = want;
     atomic_fetch_add(&srv->body_admitted, want);
+    c->head_len = h.head_len;
+    c->body_since_ms = now_ms;
+}
+
+/* Answer 408 on `c` when its pending request is late: its head not
+ * complete http_header_timeout after its first byte, or its body behind
+ * http_body_min_rate after http_body_grace (the essay). What the client
+ * still sends is not waited for: it is slow by definition, so the close
+ * lingers TIDED_LINGER_MS whatever it sends. */
+static void scan_time(tided_conn *c, uint64_t now_ms)
+{
+    tided_server *srv = c->loop->srv;
+    size_t have = c->sock->input->size;
+    uint64_t body, due, ms;
+    char detail[256];
+
+    if (c->body_since_ms == 0) {
+        if (now_ms - c->head_since_ms < srv->header_timeout_ms) return;
+        snprintf(detail, sizeof detail, "the request head was not complete %llu s after its first byte "
+                 "(http_header_timeout); the connection is closed",
+                 (unsigned long long)(srv->header_timeout_ms / 1000));
+        conn_refuse(c, 408, "Request Timeout", "request_timeout", detail, 0, &srv->requests_timed_out_head,
+                    TIDED_BODY_UNKNOWN, now_ms);
+        return;
+    }
+    ms = now_ms - c->body_since_ms;
+    if (srv->body_min_rate == 0 || ms <= srv->body_grace_ms) return;
+    body = have > c->head_len ? have - c->head_len : 0;
+    due = (ms - srv->body_grace_ms) * srv->body_min_rate / 1000;
+    if (body >= due) return;
+    snprintf(detail, sizeof detail, "the request body sent %llu bytes in %llu ms, less than http_body_min_rate "
+             "= %llu bytes a second after http_body_grace = %llu s; the connection is closed",
+             (unsigned long long)body, (unsigned long long)ms, (unsigned long long)srv->body_min_rate,
+             (unsigned long long)(srv->body_grace_ms / 1000));
+    conn_refuse(c, 408, "Request Timeout", "request_timeout", detail, 0, &srv->requests_timed_out_body,
+                TIDED_BODY_UNKNOWN, now_ms);
 }
 
 /* At CRITICAL, pause the loop's listener once its reserve is in use; below,
@@ -744,13 +889,16 @@ void tided_conn_poll(tided_loop *l)
         if (c->busy) continue;
         if (sock->input->size == 0) {
             conn_release_admitted(c);
+            c->head_since_ms = c->body_since_ms = 0;
             if (idle_ms && sock->_cb.read != NULL && now_ms - c->idle_since_ms >= idle_ms) {
                 atomic_fetch_add(&srv->connections_idle_closed, 1);
                 conn_close_via_h2o(c);
                 continue;
             }
-        } else if (c->admitted == 0) {
-            scan_head(c, now_ms, &unparsed);
+        } else {
+            if (c->head_since_ms == 0) c->head_since_ms = now_ms;
+            if (c->admitted == 0) scan_head(c, now_ms, &unparsed);
+            if (c->close_at_ms == 0) scan_time(c, now_ms);
         }
         if (c->close_at_ms == 0) conn_set_accounted(c, buffer_bytes(sock));
     }
@@ -769,18 +917,27 @@ int32_t tided_conn_wait_ms(tided_loop *l)
 
 json_t *tided_conn_json(tided_server *srv)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I}}",
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:{s:I,s:I},"
+                     "s:{s:I,s:I,s:I,s:I}}",
                      "max_connections_per_client", (json_int_t)srv->max_per_client,
                      "idle_timeout_ms", (json_int_t)srv->idle_timeout_ms,
+                     "request_timeout_ms", (json_int_t)srv->request_timeout_ms,
+                     "header_timeout_ms", (json_int_t)srv->header_timeout_ms,
+                     "body_min_rate", (json_int_t)srv->body_min_rate,
+                     "body_grace_ms", (json_int_t)srv->body_grace_ms,
                      "connections_refused_per_client",
                      (json_int_t)atomic_load(&srv->connections_refused_per_client),
                      "connections_evicted", (json_int_t)atomic_load(&srv->connections_evicted),
+                     "connections_slow_evicted", (json_int_t)atomic_load(&srv->connections_slow_evicted),
                      "connections_idle_closed", (json_int_t)atomic_load(&srv->connections_idle_closed),
                      "body_budget", (json_int_t)srv->body_budget,
                      "requests_refused",
                      "framing", (json_int_t)atomic_load(&srv->requests_refused_framing),
                      "too_large", (json_int_t)atomic_load(&srv->requests_refused_too_large),
                      "budget", (json_int_t)atomic_load(&srv->requests_refused_budget),
+                     "requests_timed_out",
+                     "head", (json_int_t)atomic_load(&srv->requests_timed_out_head),
+                     "body_rate", (json_int_t)atomic_load(&srv->requests_timed_out_body),
                      "bodies",
                      "admitted_bytes", (json_int_t)atomic_load(&srv->body_admitted),
                      "in_handlers_bytes", (json_int_t)atomic_load(&srv->body_in_handlers),
@@ -799,6 +956,10 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
         { "tide_http_connections_evicted_total", "counter",
           "Idle HTTP connections closed to admit a new one at http_max_connections.",
           NULL, (double)atomic_load(&srv->connections_evicted) },
+        { "tide_http_connections_slow_evicted_total", "counter",
+          "HTTP connections closed to admit a new one at http_max_connections while a request was arriving "
+          "(the one furthest behind its deadline first) or being refused.",
+          NULL, (double)atomic_load(&srv->connections_slow_evicted) },
         { "tide_http_connections_idle_closed_total", "counter",
           "HTTP connections closed after http_idle_timeout with nothing in flight.",
           NULL, (double)atomic_load(&srv->connections_idle_closed) },
@@ -807,6 +968,12 @@ void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w)
           "framing", (double)atomic_load(&srv->requests_refused_framing) },
         { NULL, NULL, NULL, "too_large", (double)atomic_load(&srv->requests_refused_too_large) },
         { NULL, NULL, NULL, "body_budget", (double)atomic_load(&srv->requests_refused_budget) },
+        { "tide_http_requests_timed_out_total", "counter",
+          "HTTP requests answered 408 and closed before they reached a handler: the head was not complete "
+          "http_header_timeout after its first byte (head), or the body fell below http_body_min_rate after "
+          "http_body_grace (body_rate).",
+          "head", (double)atomic_load(&srv->requests_timed_out_head) },
+        { NULL, NULL, NULL, "body_rate", (double)atomic_load(&srv->requests_timed_out_body) },
         { "tide_http_body_budget_bytes", "gauge", "http_body_budget: request bytes held at most.",
           NULL, (double)srv->body_budget },
         { "tide_http_body_held_bytes", "gauge",

@@ -38,11 +38,13 @@
  * total and per-client bounds, evicting an idle connection at the total
  * bound) and hands it to h2o; after every turn of the event loop the loop
  * lets conn.c scan its connections (idle close, the head check, the body
- * budget, the memory level's listener pause), and it never sleeps longer
- * than conn.c's next scan (at most a second). h2o itself
- * bounds each connection: request line and headers H2O_MAX_REQLEN (8192 +
- * 4096 * 100 bytes) and 100 headers, http_request_timeout to receive a
- * request (http1.req_timeout), the body to max_request_entity_size.
+ * budget, a slow head's or body's 408, the memory level's listener pause),
+ * and it never sleeps longer than conn.c's next scan (at most a second).
+ * h2o itself bounds each connection: request line and headers
+ * H2O_MAX_REQLEN (8192 + 4096 * 100 bytes) and 100 headers,
+ * http_request_timeout to receive a whole request from when the
+ * connection began to wait for it (http1.req_timeout: a close, no answer),
+ * the body to max_request_entity_size.
  *
  * Invariants:
  *   1. Everything of a loop (its sockets, its context, its requests) is

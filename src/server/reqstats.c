@@ -41,7 +41,7 @@
  * node cache over loopback takes tens of microseconds, one from the files
  * hundreds of microseconds to a few milliseconds, a scrape about 1 to 40 ms,
  * a PUT ?sync=1 waits for a commit (milliseconds to seconds on a slow disk);
- * 10 s is the longest any answer should take (http_request_timeout's scale).
+ * 10 s is the longest any answer should take.
  * Steps of about 2 to 2.5x keep p50 and p99 interpolation within a factor of
  * two across the whole range with 16 buckets per route.
  *

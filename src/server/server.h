@@ -5,8 +5,9 @@
  *   tided.c   main: flags, settings, signals, startup, the node, shutdown
  *   loop.c    the event loops: listener, signals, the drain on stop
  *   conn.c    connections: admission (total, per client, eviction of idle
- *             ones), idle close, the head check and the request-body
- *             budget, answered before h2o reads a body
+ *             or slow ones), idle close, the head check and the request-body
+ *             budget, answered before h2o reads a body, and the bounds of
+ *             a slow head or body
  *   api.c     the HTTP endpoints' routing, the request's guard, the jobs
  *             coming back, and the JSON bodies of the errors h2o sends
  *             itself (conn.c writes its own refusals); beside it, sharing
@@ -62,6 +63,10 @@ static inline size_t tided_max_url(unsigned key_size)
 /* How long a stop waits for requests in flight (pending ?sync=1 included). */
 #define TIDED_DRAIN_MS 10000
 
+/* The candidates for eviction a loop keeps (conn.c): the connections an
+ * accept at http_max_connections closes first, from one walk of the
+ * loop's connections. */
+#define TIDED_EVICT_LOOK 64
 /* Buckets of conn.c's per-address table (a power of two). */
 #define TIDED_CLIENT_BUCKETS 4096
 /* At the CRITICAL memory level each loop stops accepting, except this
@@ -286,6 +291,12 @@ struct tided_loop {
     unsigned       reserve_used;     /* conn.c: open connections accepted while
                                         CRITICAL (TIDED_CRITICAL_RESERVE) */
     unsigned       draining;         /* conn.c: refused connections not closed yet */
+    /* conn.c: what an accept at http_max_connections evicts, in order
+     * (evict[evict_next..evict_n); NULL where one closed since), from the
+     * walk at evict_built_ms */
+    tided_conn    *evict[TIDED_EVICT_LOOK];
+    unsigned       evict_n, evict_next;
+    uint64_t       evict_built_ms;
     struct tided_reqstats *stats;    /* reqstats.c: this loop's request metrics
                                         (its own cache lines; NULL: not counted) */
 };
@@ -316,11 +327,18 @@ struct tided_server {
     unsigned       max_connections;  /* http_max_connections, fitted to RLIMIT_NOFILE */
     unsigned       max_per_client;   /* http_max_connections_per_client (0: none) */
     uint64_t       idle_timeout_ms;  /* http_idle_timeout */
+    uint64_t       request_timeout_ms; /* http_request_timeout (h2o's bound) */
+    uint64_t       header_timeout_ms;  /* http_header_timeout */
+    uint64_t       body_min_rate;    /* http_body_min_rate, bytes a second (0: none) */
+    uint64_t       body_grace_ms;    /* http_body_grace */
     uint64_t       body_budget;      /* http_body_budget, bytes */
     atomic_uint    connections;
     atomic_ullong  connections_total, connections_refused, connections_refused_per_client;
     atomic_ullong  connections_evicted, connections_idle_closed;
+    atomic_ullong  connections_slow_evicted; /* conn.c: evicted while a request
+                                                was arriving or being refused */
     atomic_ullong  requests_refused_framing, requests_refused_too_large, requests_refused_budget;
+    atomic_ullong  requests_timed_out_head, requests_timed_out_body;  /* conn.c: 408s */
     atomic_ullong  body_admitted;    /* conn.c: bytes declared by admitted heads */
     atomic_ullong  body_in_handlers; /* api.c: bodies of requests in handlers */
     atomic_ullong  body_unparsed;    /* conn.c: bytes of heads not complete yet */
@@ -419,6 +437,14 @@ struct tided_conn {
                                         declared body (close once read) */
     int           reserve;           /* accepted while CRITICAL: holds one of
                                         its loop's reserve slots */
+    uint64_t      head_since_ms;     /* the scan first saw bytes of its pending
+                                        request (0: none buffered) */
+    uint64_t      body_since_ms;     /* the scan admitted that request's head:
+                                        its body is arriving (0: not yet) */
+    size_t        head_len;          /* the admitted head's bytes */
+    int           answered;          /* a request of it was answered */
+    unsigned      evict_slot;        /* its place in its loop's evict[], + 1
+                                        (0: not there) */
 };
 
 enum { TIDED_HEAD_OK = 0, TIDED_HEAD_INCOMPLETE = 1, TIDED_HEAD_BAD = 2 };
@@ -447,11 +473,14 @@ typedef struct tided_head {
 int  tided_head_check(const char *buf, size_t len, tided_head *out);
 /* The per-client table's lock (before any loop runs). */
 void tided_clients_init(tided_server *srv);
-/* Admit an accepted socket (per-client bound, total bound with eviction)
- * and hand it to h2o, or close it. Loop thread. */
+/* Admit an accepted socket (per-client bound, total bound with eviction
+ * of the connection furthest behind) and hand it to h2o, or close it.
+ * Loop thread. Cost: at the total bound, a walk of the loop's connections
+ * once per TIDED_EVICT_LOOK evictions (or per second). */
 void tided_conn_accept(tided_loop *l, h2o_socket_t *sock);
-/* Run the scan (idle close, head check, body budget, the memory level's
- * body refusal at HIGH and listener pause at CRITICAL, accounting) when
+/* Run the scan (idle close, head check, body budget, a slow head's or
+ * body's 408, the memory level's body refusal at HIGH and listener pause
+ * at CRITICAL, accounting) when
  * TIDED_SCAN_MS passed since the last; else note that one is due. Loop
  * thread. Cost: a few loads per connection of the loop. */
 void tided_conn_poll(tided_loop *l);

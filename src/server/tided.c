@@ -236,8 +236,12 @@ static void help_endpoints(FILE *f)
 "    with Retry-After beyond it). Connections: http_max_connections at\n"
 "    once (fewer if RLIMIT_NOFILE is lower; tided raises its soft limit to\n"
 "    the hard one), http_max_connections_per_client from one address;\n"
-"    idle ones are closed after http_idle_timeout, and a request must\n"
-"    arrive within http_request_timeout. HTTP/1.x only, without TLS.\n"
+"    idle ones are closed after http_idle_timeout. A request's head must\n"
+"    be complete http_header_timeout after its first byte, and its body\n"
+"    keep http_body_min_rate after http_body_grace (408, connection\n"
+"    closed); the whole request must arrive within http_request_timeout\n"
+"    of the connection's wait for it (closed, no answer). HTTP/1.x only,\n"
+"    without TLS.\n"
 "\n"
 "MEMORY LEVELS\n"
 "    With a memory_limit (the operator's, or the cgroup's when unset), the\n"
@@ -503,6 +507,27 @@ static void warn_not_loopback(const tide_config *c, const char *listen_text, con
                  "with TLS and access control in front (docs/HTTP.md)", verb, listen_text);
 }
 
+/* A slow request's own bounds act only inside h2o's bound of the whole
+ * request, which closes the connection without an answer: say so when the
+ * operator's values leave one of them nothing to do. From a start and
+ * from --check-config alike. */
+static void warn_request_bounds(const tide_config *c)
+{
+    char hs[200], rs[200], gs[200];
+
+    tide_config_source_text(c, TIDE_CFG_HTTP_HEADER_TIMEOUT, hs, sizeof hs);
+    tide_config_source_text(c, TIDE_CFG_HTTP_REQUEST_TIMEOUT, rs, sizeof rs);
+    tide_config_source_text(c, TIDE_CFG_HTTP_BODY_GRACE, gs, sizeof gs);
+    if (c->http_header_timeout >= c->http_request_timeout)
+        tide_log(TIDE_LOG_WARN, "http_header_timeout=%u (%s) is not below http_request_timeout=%u (%s): a slow "
+                 "head is closed by the request timeout, without a 408; lower http_header_timeout",
+                 c->http_header_timeout, hs, c->http_request_timeout, rs);
+    if (c->http_body_min_rate != 0 && c->http_body_grace >= c->http_request_timeout)
+        tide_log(TIDE_LOG_WARN, "http_body_grace=%u (%s) is not below http_request_timeout=%u (%s): "
+                 "http_body_min_rate never applies, the request timeout closes a slow body first; lower "
+                 "http_body_grace", c->http_body_grace, gs, c->http_request_timeout, rs);
+}
+
 /* ---- SIGHUP ------------------------------------------------------------ */
 
 static int    saved_argc;
@@ -750,6 +775,7 @@ static int check_config(const tide_config *c, const char *config)
      * an address beyond loopback. */
     setup_connection_limit(&server, c);
     warn_not_loopback(c, c->listen, "would listen on");
+    warn_request_bounds(c);
 
     for (int g = 0; g < TIDE_CFG_GROUP_COUNT; g++) {
         printf("# %s\n", tide_config_group_name(g));
@@ -769,6 +795,28 @@ static int check_config(const tide_config *c, const char *config)
     return EXIT_OK;
 }
 
+/* The server's copies of the settings its loops read (start only: a
+ * SIGHUP changes none of them). */
+static void server_settings(tided_server *srv, const tide_config *c)
+{
+    srv->cfg = c;
+    srv->signal_fd = srv->listen_fd = -1;
+    srv->max_object_size = (size_t)c->max_object_size;
+    srv->admin_token = c->admin_token;
+    srv->admin_token_len = strlen(c->admin_token);
+    srv->metrics_token = c->metrics_token;
+    srv->metrics_token_len = strlen(c->metrics_token);
+    srv->metrics_public = c->metrics_public;
+    srv->nloops = c->http_threads;
+    srv->max_per_client = c->http_max_per_client;
+    srv->idle_timeout_ms = (uint64_t)c->http_idle_timeout * 1000;
+    srv->request_timeout_ms = (uint64_t)c->http_request_timeout * 1000;
+    srv->header_timeout_ms = (uint64_t)c->http_header_timeout * 1000;
+    srv->body_min_rate = c->http_body_min_rate;
+    srv->body_grace_ms = (uint64_t)c->http_body_grace * 1000;
+    srv->body_budget = c->http_body_budget;
+}
+
 int main(int argc, char **argv)
 {
     static tide_config cfg;
@@ -786,18 +834,7 @@ int main(int argc, char **argv)
     tide_log_set_format(cfg.log_format);
     tide_log_set_level(cfg.log_level);
     if (check) return check_config(&cfg, config);
-    srv->cfg = &cfg;
-    srv->signal_fd = srv->listen_fd = -1;
-    srv->max_object_size = (size_t)cfg.max_object_size;
-    srv->admin_token = cfg.admin_token;
-    srv->admin_token_len = strlen(cfg.admin_token);
-    srv->metrics_token = cfg.metrics_token;
-    srv->metrics_token_len = strlen(cfg.metrics_token);
-    srv->metrics_public = cfg.metrics_public;
-    srv->nloops = cfg.http_threads;
-    srv->max_per_client = cfg.http_max_per_client;
-    srv->idle_timeout_ms = (uint64_t)cfg.http_idle_timeout * 1000;
-    srv->body_budget = cfg.http_body_budget;
+    server_settings(srv, &cfg);
     tided_clients_init(srv);
     pthread_mutex_init(&srv->memory_mu, NULL);
     memory_source_set(srv, &cfg);
@@ -821,6 +858,7 @@ int main(int argc, char **argv)
     }
     tide_startup_log(&cfg);
     setup_connection_limit(srv, &cfg);
+    warn_request_bounds(&cfg);
     /* Bind first: a tided that cannot serve must not create a store. */
     if (tided_listen(srv) != 0) {
         tide_log(TIDE_LOG_ERROR, "%s", tide_last_error());
