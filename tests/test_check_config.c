@@ -11,8 +11,15 @@
  * flag and variable (so a new setting without an entry fails here), its
  * #key=value lines are the real defaults, and its examples parse.
  *
+ * The config file itself: a FIFO, a device (/dev/zero, a symlink to it)
+ * or a directory is refused at once by --check-config and by a start, and
+ * a file over 1 MiB too, while a symlink to a regular file and a file of
+ * exactly 1 MiB are read.
+ *
  * Every tided here runs under `env -i`, so no TIDE_* variable of the
- * caller's reaches it.
+ * caller's reaches it, and under `timeout` (and, outside a sanitizer
+ * build, a 2 GiB address-space limit), so a tided that would hang or read
+ * without end fails its test instead of holding it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,17 +57,37 @@ static void run_free(run *r)
     r->out = r->err = NULL;
 }
 
-/* `env -i ENV tided --check-config ARGS` with stderr into a scratch file. */
-static void check_config(const th_scratch *s, const char *env, const char *args, run *r)
+/* The shell's bounds on a tided run here: killed after 120 s, so a tided
+ * that hangs (on a FIFO) fails its test with status 137 instead of holding
+ * it; at most 2 GiB of address space (not under a sanitizer, which maps
+ * terabytes of shadow), so one that reads without end (/dev/zero) fails
+ * fast instead of taking the machine's memory. */
+#define RUN_TIMEOUT "timeout -s KILL 120 "
+#define RUN_BOUND (TH_SANITIZER ? "" : "ulimit -v 2097152; ")
+
+/* `env -i ENV tided ARGS` within RUN_TIMEOUT and RUN_BOUND, stderr into a
+ * scratch file. */
+static void run_tided(const th_scratch *s, const char *env, const char *args, run *r)
 {
     char cmd[16384], err[2200];
     int n;
 
     th_path(err, sizeof err, s->base, "check.err");
-    n = snprintf(cmd, sizeof cmd, "env -i %s '%s/tided' --check-config %s 2>'%s'", env, th_bin_dir(), args, err);
+    n = snprintf(cmd, sizeof cmd, "%s" RUN_TIMEOUT "env -i %s '%s/tided' %s 2>'%s'", RUN_BOUND, env, th_bin_dir(),
+                 args, err);
     assert_true(n > 0 && (size_t)n < sizeof cmd);
     r->status = th_run(cmd, &r->out);
     r->err = th_slurp(err);
+}
+
+/* `env -i ENV tided --check-config ARGS` (run_tided). */
+static void check_config(const th_scratch *s, const char *env, const char *args, run *r)
+{
+    char all[12000];
+    int n = snprintf(all, sizeof all, "--check-config %s", args);
+
+    assert_true(n > 0 && (size_t)n < sizeof all);
+    run_tided(s, env, all, r);
 }
 
 /* The line of setting `name` in --check-config's output ("name=value(src)"),
@@ -196,6 +223,98 @@ static void check_config_derives_the_budgets_from_the_memory_limit_and_applies_t
     if (r.status != 2 || strstr(r.err, "cache_budget") == NULL || strstr(r.err, "--cache-budget") == NULL)
         fail_msg("expected exit 2 naming cache_budget and its flag, got %d; stderr: %s", r.status, r.err);
     run_free(&r);
+}
+
+/* ---- the config file itself ------------------------------------------------------ */
+
+/* tided (with --check-config when `check`) refuses the config file `path`
+ * by exit 2 and a message naming it with `why`, and creates no store. */
+static void expect_file_refused(const th_scratch *s, const char *path, int check, const char *why)
+{
+    char args[4800], want[2400];
+    run r;
+
+    snprintf(args, sizeof args, "%s--config '%s' --data-dir '%s' --listen 127.0.0.1:1", check ? "--check-config " : "",
+             path, s->dir);
+    run_tided(s, "", args, &r);
+    snprintf(want, sizeof want, "%s: the config file is %s", path, why);
+    if (r.status != 2 || strstr(r.err, want) == NULL || strstr(r.out, "OK") != NULL)
+        fail_msg("%s --config %s: expected exit 2 at once and '%s' on stderr, got %d%s; stdout: %.1000s; "
+                 "stderr: %.2000s", check ? "--check-config" : "a start", path, want, r.status,
+                 r.status == 137 ? " (killed by the timeout)" : "", r.out, r.err);
+    if (th_exists(s->dir)) fail_msg("a refused config file %s still let tided create %s", path, s->dir);
+    run_free(&r);
+}
+
+/* --check-config --config `path` passes, with cache_age=45 read from it. */
+static void expect_cache_age_45_from(const th_scratch *s, const char *path, const char *what)
+{
+    char args[2400], line[4500];
+    run r;
+
+    snprintf(args, sizeof args, "--config '%s'", path);
+    check_config(s, "", args, &r);
+    expect_passed(&r, what);
+    setting_line(r.out, "cache_age", line, sizeof line);
+    expect_contains(line, "cache_age=45(file ", what);
+    run_free(&r);
+}
+
+/* A FIFO would block the open until a writer came, /dev/zero would be read
+ * without end: tided refuses any config file that is not a regular file,
+ * by its type, without waiting or reading; a symlink to a regular file is
+ * read. */
+static void a_config_file_that_is_no_regular_file_is_refused_at_once_naming_it(void **state)
+{
+    th_scratch *s = *state;
+    char fifo[2200], zero[2200], dir[2200], real[2200], link[2200];
+
+    th_path(fifo, sizeof fifo, s->base, "fifo.cfg");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    th_path(zero, sizeof zero, s->base, "zero.cfg");
+    assert_int_equal(symlink("/dev/zero", zero), 0);
+    th_path(dir, sizeof dir, s->base, "dir.cfg");
+    assert_int_equal(mkdir(dir, 0700), 0);
+    expect_file_refused(s, fifo, 1, "a FIFO, not a regular file");
+    expect_file_refused(s, fifo, 0, "a FIFO, not a regular file");
+    expect_file_refused(s, "/dev/zero", 1, "a character device, not a regular file");
+    expect_file_refused(s, zero, 1, "a character device, not a regular file");
+    expect_file_refused(s, zero, 0, "a character device, not a regular file");
+    expect_file_refused(s, dir, 1, "a directory, not a regular file");
+
+    th_put_file(s->base, "real.cfg", "[node]\ncache_age=45\n");
+    th_path(real, sizeof real, s->base, "real.cfg");
+    th_path(link, sizeof link, s->base, "link.cfg");
+    assert_int_equal(symlink(real, link), 0);
+    expect_cache_age_45_from(s, link, "a symlink to a regular file");
+}
+
+/* The cap, TIDE_CONFIG_FILE_MAX: a file of exactly 1 MiB is read (its
+ * last line counts), one byte more is refused saying the size and the cap. */
+static void a_config_file_over_1_MiB_is_refused_and_one_of_1_MiB_is_read(void **state)
+{
+    th_scratch *s = *state;
+    static const char tail[] = "[node]\ncache_age=45\n";
+    char path[2200], want[2400];
+    size_t size = TIDE_CONFIG_FILE_MAX, pad = size - (sizeof tail - 1);
+    char *text = malloc(size + 2);
+
+    assert_non_null(text);
+    for (size_t i = 0; i < pad; i += 64) {       /* comment lines of 64 bytes, the last one shorter */
+        size_t n = pad - i < 64 ? pad - i : 64;
+        memset(text + i, '#', n);
+        text[i + n - 1] = '\n';
+    }
+    memcpy(text + pad, tail, sizeof tail);
+    th_path(path, sizeof path, s->base, "big.cfg");
+    assert_int_equal(th_write_file(path, text, size), 0);
+    expect_cache_age_45_from(s, path, "a config file of exactly 1 MiB, its last line");
+
+    memcpy(text + size, "\n", 2);
+    assert_int_equal(th_write_file(path, text, size + 1), 0);
+    free(text);
+    snprintf(want, sizeof want, "1048577 bytes, more than the 1048576 (1 MiB) tided reads");
+    expect_file_refused(s, path, 1, want);
 }
 
 static void run_check_in_group(void *arg, int fd)
@@ -418,6 +537,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             check_config_derives_the_budgets_from_the_memory_limit_and_applies_the_budget_rule,
             th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(a_config_file_that_is_no_regular_file_is_refused_at_once_naming_it,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(a_config_file_over_1_MiB_is_refused_and_one_of_1_MiB_is_read,
+                                        th_scratch_setup, th_scratch_teardown),
         cmocka_unit_test_teardown(check_config_takes_the_cgroups_limit_and_splits_it, th_teardown),
         cmocka_unit_test_setup_teardown(the_sample_config_passes_check_config_and_changes_nothing_as_installed,
                                         th_scratch_setup, th_scratch_teardown),

@@ -249,19 +249,31 @@ size_t tide_config_help(int id, char *buf, size_t cap);
  * until tide_config_finish replaces them with node_size's preset. */
 void tide_config_defaults(tide_config *c);
 
+/* The largest config file tided reads: 1 MiB. A node's own rippled.cfg
+ * is a few KiB and the sample with every setting (contrib/tide.cfg) about
+ * 20 KiB, so anything near the cap is not a config file: the cap bounds
+ * what one --config (or a SIGHUP) can make tided read and hold. */
+#define TIDE_CONFIG_FILE_MAX (1024ull * 1024)
+
 /* Read an INI file (sections [node], [node_db], [node_size], [sweep_interval], [http];
- * see config.c for the syntax) over `c`. A setting already set by the
- * environment or a flag keeps its value. Any other section (a rippled.cfg's
+ * see config_file.c for the syntax) over `c`. The file must be a regular file
+ * (a symlink to one is fine) of at most TIDE_CONFIG_FILE_MAX bytes: a FIFO,
+ * a device, a directory or a socket is refused without reading it or
+ * waiting for it (the open never blocks), and so is a larger file, read
+ * no further than one byte past the cap even when it grows meanwhile. A
+ * setting already set by the environment or a flag keeps its value. Any other section (a rippled.cfg's
  * [server], [ips], ...) is skipped with one info line; rippled's keys in
  * [node_db] (online_delete, ...) get an info line, other unknown ones there
  * a warning. A UTF-8 BOM is skipped; '#' starts a comment anywhere ("\#" is
  * a '#'). Returns 0; TIDE_ENOENT/TIDE_EIO when the file cannot be read;
- * TIDE_EINVAL for the first syntax or value error, with tide_last_error() =
+ * TIDE_EINVAL naming the path for the wrong type or size, and for the
+ * first syntax or value error, with tide_last_error() =
  * "PATH:LINE: [section] key=value: reason" (a section or [node_db] key one
  * edit from one Tide reads is such an error: "did you mean [node_db]?"). An
  * invalid nudb_block_size is not an error: it logs a warning naming
  * PATH:LINE and uses 4096. On error `c` may hold the settings read before
- * the bad line. Cost: one read of the file; allocates only while reading. */
+ * the bad line. Cost: one read of the file (at most TIDE_CONFIG_FILE_MAX
+ * + 1 bytes); allocates a buffer of that size only while reading. */
 int tide_config_load_file(tide_config *c, const char *path);
 
 /* Getter for environment variables: returns the value or NULL when unset. */
