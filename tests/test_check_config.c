@@ -225,6 +225,30 @@ static void check_config_derives_the_budgets_from_the_memory_limit_and_applies_t
     run_free(&r);
 }
 
+/* --help (the man page) states both rules of reading a value: a space
+ * before a size's unit is fine, one inside the number is not; a TIDE_*
+ * variable set but empty is an error, not unset. And a check holds to
+ * the second. */
+static void help_states_how_a_size_and_an_empty_variable_are_read_and_the_check_holds_to_it(void **state)
+{
+    th_scratch *s = *state;
+    char *help = NULL, cmd[2400];
+    run r;
+
+    snprintf(cmd, sizeof cmd, "'%s/tided' --help", th_bin_dir());
+    assert_int_equal(th_run(cmd, &help), 0);
+    expect_contains(help, "A space may come\n    between the number and its unit (512 KiB", "--help on a size's space");
+    expect_contains(help, "inside the number (1 000) and a fraction (1.5GiB: write 1536MiB) are\n    refused",
+                    "--help on a space inside the number");
+    expect_contains(help, "A variable\n    that is set but empty (TIDE_MEMORY_LIMIT=, or only blanks) is an error\n"
+                    "    naming it, not the default", "--help on an empty variable");
+    free(help);
+    check_config(s, "TIDE_MEMORY_LIMIT=", "", &r);
+    if (r.status != 2 || strstr(r.err, "TIDE_MEMORY_LIMIT is set but empty") == NULL)
+        fail_msg("TIDE_MEMORY_LIMIT= should fail the check naming the variable; got %d, stderr: %s", r.status, r.err);
+    run_free(&r);
+}
+
 /* ---- the config file itself ------------------------------------------------------ */
 
 /* tided (with --check-config when `check`) refuses the config file `path`
@@ -537,6 +561,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             check_config_derives_the_budgets_from_the_memory_limit_and_applies_the_budget_rule,
             th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(
+            help_states_how_a_size_and_an_empty_variable_are_read_and_the_check_holds_to_it, th_scratch_setup,
+            th_scratch_teardown),
         cmocka_unit_test_setup_teardown(a_config_file_that_is_no_regular_file_is_refused_at_once_naming_it,
                                         th_scratch_setup, th_scratch_teardown),
         cmocka_unit_test_setup_teardown(a_config_file_over_1_MiB_is_refused_and_one_of_1_MiB_is_read,

@@ -445,6 +445,55 @@ static void a_bad_environment_value_names_the_variable(void **state)
     expect_contains(tide_last_error(), "TIDE_METRICS_PUBLIC=maybe: not 1/0", "message");
 }
 
+/* Set but empty is not unset: a script's TIDE_MEMORY_LIMIT=$LIMIT with
+ * LIMIT unset must not drop the limit in silence. Blanks alone count as
+ * empty; a token's variable is named, never echoed. */
+static void a_variable_set_but_empty_is_refused_naming_it_not_taken_for_unset(void **state)
+{
+    fx *f = *state;
+    static const char *const cases[][2] = {
+        { "TIDE_MEMORY_LIMIT=", "TIDE_MEMORY_LIMIT is set but empty: give it a value, or unset it for the default "
+                                "(unset TIDE_MEMORY_LIMIT; under systemd UnsetEnvironment=TIDE_MEMORY_LIMIT)" },
+        { "TIDE_CACHE_BUDGET=  \t", "TIDE_CACHE_BUDGET is set but empty" },
+        { "TIDE_DATA_DIR=", "TIDE_DATA_DIR is set but empty" },
+        { "TIDE_ADMIN_TOKEN=", "TIDE_ADMIN_TOKEN is set but empty" },
+    };
+    tide_config c;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *env[] = { cases[i][0], NULL };
+        /* the file sets the same setting: the empty variable must not fall back to it either */
+        expect_rc(load_all(f, &c, "[node]\nmemory_limit=1GiB\ncache_budget=64MiB\n", env, 0, NULL), TIDE_EINVAL,
+                  cases[i][0]);
+        expect_contains(tide_last_error(), cases[i][1], cases[i][0]);
+    }
+}
+
+/* A space between a size's number and its unit is what size.h promises and
+ * how the log writes sizes: read alike from a flag, a variable and the
+ * file. A space inside the number is refused naming the source, with the
+ * forms that are accepted. */
+static void a_size_may_have_a_space_before_its_unit_from_every_source_but_not_inside_its_number(void **state)
+{
+    fx *f = *state;
+    const char *env[] = { "TIDE_INSERT_BURST=2 MiB", NULL };
+    char *argv[] = { "tided", "--max-object-size=3 MiB", NULL };
+    char *bad[] = { "tided", "--cache-budget=1 000MiB", NULL };
+    const char *bad_env[] = { "TIDE_CACHE_BUDGET=1 000 000", NULL };
+    tide_config c;
+
+    expect_rc(load_all(f, &c, "[node]\ncache_budget = 1 MiB\n", env, 2, argv), 0, "sizes with a space before the unit");
+    expect_u64(c.cache_budget, MiB, "[node] cache_budget = 1 MiB");
+    expect_u64(c.insert_burst, 2 * MiB, "TIDE_INSERT_BURST=2 MiB");
+    expect_u64(c.max_object_size, 3 * MiB, "--max-object-size=3 MiB");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, bad), TIDE_EINVAL, "--cache-budget=1 000MiB");
+    expect_contains(tide_last_error(), "--cache-budget=1 000MiB: not a size (", "the flag named");
+    expect_contains(tide_last_error(), "4096, 1000000, 512MB, 1GiB or 512 KiB", "the accepted forms shown");
+    expect_rc(load_all(f, &c, NULL, bad_env, 0, NULL), TIDE_EINVAL, "TIDE_CACHE_BUDGET=1 000 000");
+    expect_contains(tide_last_error(), "TIDE_CACHE_BUDGET=1 000 000: not a size (", "the variable named");
+    expect_contains(tide_last_error(), "no separators inside", "why it is refused");
+}
+
 /* ---- describe and unbounded ------------------------------------------------------ */
 
 static void describe_never_prints_the_metrics_token(void **state)
@@ -2021,6 +2070,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(sizes_are_read_in_bytes_and_decimal_and_binary_units, setup, teardown),
         cmocka_unit_test_setup_teardown(an_unknown_key_or_flag_is_rejected_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(a_bad_environment_value_names_the_variable, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_variable_set_but_empty_is_refused_naming_it_not_taken_for_unset, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_size_may_have_a_space_before_its_unit_from_every_source_but_not_inside_its_number,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(describe_never_prints_the_metrics_token, setup, teardown),
         cmocka_unit_test_setup_teardown(describe_truncates_to_the_capacity_and_reports_the_full_length, setup, teardown),
         cmocka_unit_test_setup_teardown(http_threads_and_object_size_are_bounded_and_the_admin_token_never_printed, setup, teardown),

@@ -10,7 +10,10 @@
  * so no range or default is written twice. The four sources all go through one
  * function, ti_config_set_value(), so a value means the same thing whether it was
  * written as --cache-budget=1GiB, TIDE_CACHE_BUDGET=1GiB or
- * "[node] cache_budget=1GiB".
+ * "[node] cache_budget=1GiB". An empty value is refused from each: a
+ * variable that is set but empty is not taken for unset (apply_env), since
+ * TIDE_MEMORY_LIMIT=$LIMIT with LIMIT unset would drop the limit in
+ * silence.
  *
  * Precedence: flag > environment > config file > node_size preset > built-in
  * default. ti_config_set_value() overwrites a setting only when the new source ranks at
@@ -948,7 +951,7 @@ int ti_config_set_value(tide_config *c, int id, const char *text, int kind, cons
                         const char *what)
 {
     parsed p;
-    char why[256] = "";
+    char why[400] = "";
 
     memset(&p, 0, sizeof p);
     parse_value(c, id, text, kind, what, &p, why, sizeof why);
@@ -977,18 +980,26 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg)
 
     if (get == NULL) get = real_getenv;
     for (int id = 0; id < TIDE_CFG_COUNT && rc == 0; id++) {
-        const char *v = get(arg, ti_config_settings[id].env);
-        char what[512], prefix[64], *copy;
+        const char *env = ti_config_settings[id].env, *v = get(arg, env);
+        char what[512], prefix[64], *copy, *val;
 
-        if (v == NULL || v[0] == '\0') continue;
+        if (v == NULL) continue;
         /* A copy of the whole value (not of a fixed buffer's worth): the
          * length checks must see what the operator wrote. */
         copy = strdup(v);
-        if (copy == NULL) return tide_err_set(TIDE_ENOMEM, "%s: copying its value", ti_config_settings[id].env);
-        snprintf(prefix, sizeof prefix, "%s=", ti_config_settings[id].env);
-        char *val = ti_config_trim(copy);
-        ti_config_show_value(what, sizeof what, prefix, val);
-        rc = ti_config_set_value(c, id, val, TIDE_SRC_ENV, ti_config_settings[id].env, what);
+        if (copy == NULL) return tide_err_set(TIDE_ENOMEM, "%s: copying its value", env);
+        val = ti_config_trim(copy);
+        /* Set but empty is not unset: TIDE_MEMORY_LIMIT=$LIMIT with LIMIT
+         * unset would drop the limit without a word (a flag's or a file
+         * line's empty value is refused too). */
+        if (val[0] == '\0')
+            rc = tide_err_set(TIDE_EINVAL, "%s is set but empty: give it a value, or unset it for the "
+                              "default (unset %s; under systemd UnsetEnvironment=%s)", env, env, env);
+        if (rc == 0) {
+            snprintf(prefix, sizeof prefix, "%s=", env);
+            ti_config_show_value(what, sizeof what, prefix, val);
+            rc = ti_config_set_value(c, id, val, TIDE_SRC_ENV, env, what);
+        }
         free(copy);
     }
     return rc;

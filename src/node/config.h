@@ -282,8 +282,11 @@ typedef const char *(*tide_config_getenv_fn)(void *arg, const char *name);
 /* Apply TIDE_* variables through `get` (NULL: getenv). Returns 0,
  * TIDE_ENOMEM, or TIDE_EINVAL with "TIDE_CACHE_BUDGET=12XB: not a size
  * (...)". Each value is checked whole, as a flag's is (a TIDE_DATA_DIR
- * longer than TIDE_CONFIG_DATA_DIR_MAX is refused, never cut). A set but
- * empty variable counts as unset. nudb_block_size warns as in load_file. */
+ * longer than TIDE_CONFIG_DATA_DIR_MAX is refused, never cut). A variable
+ * set but empty (or only blanks) is TIDE_EINVAL naming it
+ * ("TIDE_MEMORY_LIMIT is set but empty: ..."), not unset: it is mostly a
+ * script's variable that expanded to nothing. nudb_block_size warns as in
+ * load_file. */
 int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg);
 
 /* Apply --flags from argv[1..argc-1] with getopt_long (argv may be permuted;

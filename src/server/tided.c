@@ -86,7 +86,7 @@ static void print_settings(FILE *f, int with_flag)
     }
 }
 
-/* NAME to ENVIRONMENT: the settings from config.c's table. */
+/* NAME to OPTIONS: the settings with a flag from config.c's table. */
 static void help_options(FILE *f)
 {
     fputs(
@@ -113,8 +113,16 @@ static void help_options(FILE *f)
 "    variables, the config file, and the node_size preset. The startup log\n"
 "    prints every setting with where it came from, the allocator and its\n"
 "    options, the store's block size, and a warning for each unbounded\n"
-"    consumer. Sizes are written 512MB, 1GiB or in bytes. A flag's value may\n"
-"    follow it (--listen 127.0.0.1:9000) or an '=' (--listen=127.0.0.1:9000).\n"
+"    consumer. A flag's value may follow it (--listen 127.0.0.1:9000) or an\n"
+"    '=' (--listen=127.0.0.1:9000).\n"
+"\n"
+"    Sizes (SIZE) are a whole number of bytes, or one with a unit: B, K/KiB,\n"
+"    M/MiB, G/GiB, T/TiB, P/PiB (powers of 1024) or KB, MB, GB, TB, PB\n"
+"    (powers of 1000), in any case: 4096, 512MB, 1GiB. A space may come\n"
+"    between the number and its unit (512 KiB, as the log writes sizes;\n"
+"    quote it in a flag: --cache-budget '512 KiB'); a space or separator\n"
+"    inside the number (1 000) and a fraction (1.5GiB: write 1536MiB) are\n"
+"    refused, naming the setting and showing the accepted forms.\n"
 "\n"
 "OPTIONS\n"
 "    --config FILE\n"
@@ -149,9 +157,21 @@ static void help_options(FILE *f)
 "        print this text and exit.\n"
 "    -V, --version\n"
 "        print the version and exit.\n"
-"\n"
+"\n", f);
+}
+
+/* ENVIRONMENT: the env-only settings from config.c's table, and the
+ * variables of the allocator and of systemd. */
+static void help_environment(FILE *f)
+{
+    fputs(
 "ENVIRONMENT\n"
-"    Every option above has a TIDE_* variable, named with it. The tokens are\n"
+"    Every option above has a TIDE_* variable, named with it. A variable\n"
+"    that is set but empty (TIDE_MEMORY_LIMIT=, or only blanks) is an error\n"
+"    naming it, not the default: it is mostly a script's variable that\n"
+"    expanded to nothing, and taking it for unset would drop the setting\n"
+"    without a word. Unset it for the default (unset TIDE_MEMORY_LIMIT;\n"
+"    under systemd UnsetEnvironment=TIDE_MEMORY_LIMIT). The tokens are\n"
 "    never flags (visible in ps) and never printed; each is read, highest\n"
 "    first, from its variable, from its token file (a path: the variable\n"
 "    or the config file's [http] key), or from systemd's credential:\n", f);
@@ -321,6 +341,7 @@ static void help_signals(FILE *f)
 static void print_help(FILE *f)
 {
     help_options(f);
+    help_environment(f);
     help_endpoints(f);
     help_signals(f);
 }
