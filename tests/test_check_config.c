@@ -341,6 +341,42 @@ static void a_config_file_over_1_MiB_is_refused_and_one_of_1_MiB_is_read(void **
     expect_file_refused(s, path, 1, want);
 }
 
+/* An XRP Ledger node's rippled.cfg with online_delete=512 (ledgers): taken
+ * for 512 objects it deleted what rippled's operator meant to keep. Both
+ * the check and a start refuse it, naming the line and Tide's own key with
+ * its unit, and create no store; Tide's own key beside it runs. */
+static void rippleds_online_delete_fails_the_check_and_the_start_naming_tides_own_key(void **state)
+{
+    th_scratch *s = *state;
+    char cfg[2200], args[4800], line[4500], want[2600];
+    run r;
+
+    th_put_file(s->base, "rippled.cfg", "[server]\nport_peer\n[node_db]\ntype=NuDB\nonline_delete=512\n"
+                "advisory_delete=0\n");
+    th_path(cfg, sizeof cfg, s->base, "rippled.cfg");
+    snprintf(want, sizeof want, "%s:5: [node_db] online_delete=512 is rippled's: it counts the ledgers rippled keeps, "
+             "while tide's online_delete counts objects written into the newest generation, so tide does not read "
+             "it. Say what tide should do: [node_db] online_delete_objects=N (objects", cfg);
+    for (int check = 1; check >= 0; check--) {
+        snprintf(args, sizeof args, "%s--config '%s' --data-dir '%s' --listen 127.0.0.1:1",
+                 check ? "--check-config " : "", cfg, s->dir);
+        run_tided(s, "", args, &r);
+        if (r.status != 2 || strstr(r.err, want) == NULL)
+            fail_msg("%s: expected exit 2 and '%s', got %d; stderr: %s", check ? "--check-config" : "a start", want,
+                     r.status, r.err);
+        if (th_exists(s->dir)) fail_msg("a refused rippled online_delete let tided create %s", s->dir);
+        run_free(&r);
+    }
+    th_put_file(s->base, "rippled.cfg", "[node_db]\ntype=NuDB\nonline_delete=512\nonline_delete_objects=1000000\n");
+    snprintf(args, sizeof args, "--config '%s'", cfg);
+    check_config(s, "", args, &r);
+    expect_passed(&r, "rippled's online_delete beside tide's online_delete_objects");
+    setting_line(r.out, "online_delete", line, sizeof line);
+    snprintf(want, sizeof want, "online_delete=1000000(file %s:4)", cfg);
+    expect_str(line, want, "tide's own key, not rippled's");
+    run_free(&r);
+}
+
 static void run_check_in_group(void *arg, int fd)
 {
     char cmd[4096];
@@ -380,6 +416,15 @@ typedef struct sample {
     int        n;
     char      *text;
 } sample;
+
+/* The setting whose config file key is `key` (tide_config_file_key: its
+ * name, or the name with its unit), or -1. */
+static int setting_of_key(const char *key)
+{
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (tide_config_file_key(id) && strcmp(key, tide_config_file_key(id)) == 0) return id;
+    return -1;
+}
 
 /* Read the sample's key lines (and its text); fails on an uncommented
  * key=value, which would change a node's settings as installed. */
@@ -449,7 +494,8 @@ static void the_sample_names_every_file_setting_once_in_its_section_with_its_fla
     (void)state;
     sample_read(&sm);
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-        const char *name = tide_config_name(id), *section = tide_config_section(id);
+        const char *section = tide_config_section(id);
+        const char *name = section ? tide_config_file_key(id) : tide_config_name(id);
         char heading[80], key[96];
         const char *block, *end, *flag;
         int seen = 0;
@@ -480,11 +526,9 @@ static void the_sample_names_every_file_setting_once_in_its_section_with_its_fla
                      piece);
         free(piece);
     }
-    for (int i = 0; i < sm.n; i++) {
-        int known = 0;
-        for (int id = 0; id < TIDE_CFG_COUNT; id++) known |= strcmp(sm.keys[i].name, tide_config_name(id)) == 0;
-        if (!known) fail_msg(SAMPLE ":%d: %s is no setting", sm.keys[i].line, sm.keys[i].name);
-    }
+    for (int i = 0; i < sm.n; i++)
+        if (setting_of_key(sm.keys[i].name) < 0)
+            fail_msg(SAMPLE ":%d: %s is no setting", sm.keys[i].line, sm.keys[i].name);
     free(sm.text);
 }
 
@@ -507,10 +551,13 @@ static void the_samples_defaults_uncommented_parse_and_are_the_defaults_in_force
     check_config(s, "", "--node-size medium", &without);
     expect_passed(&without, "no config, medium");
     for (int i = 0; i < sm.n; i++) {
+        const char *name;
         if (sm.keys[i].example) continue;
-        if (!setting_line(with.out, sm.keys[i].name, mine, sizeof mine)
-            || !setting_line(without.out, sm.keys[i].name, theirs, sizeof theirs))
-            fail_msg("%s is not printed", sm.keys[i].name);
+        if (setting_of_key(sm.keys[i].name) < 0)
+            fail_msg(SAMPLE ":%d: %s is no setting", sm.keys[i].line, sm.keys[i].name);
+        name = tide_config_name(setting_of_key(sm.keys[i].name));    /* --check-config prints the names */
+        if (!setting_line(with.out, name, mine, sizeof mine) || !setting_line(without.out, name, theirs, sizeof theirs))
+            fail_msg("%s is not printed", name);
         value_of(mine, v1, sizeof v1);
         value_of(theirs, v2, sizeof v2);
         if (strcmp(v1, v2) != 0)
@@ -567,6 +614,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_config_file_that_is_no_regular_file_is_refused_at_once_naming_it,
                                         th_scratch_setup, th_scratch_teardown),
         cmocka_unit_test_setup_teardown(a_config_file_over_1_MiB_is_refused_and_one_of_1_MiB_is_read,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(rippleds_online_delete_fails_the_check_and_the_start_naming_tides_own_key,
                                         th_scratch_setup, th_scratch_teardown),
         cmocka_unit_test_teardown(check_config_takes_the_cgroups_limit_and_splits_it, th_teardown),
         cmocka_unit_test_setup_teardown(the_sample_config_passes_check_config_and_changes_nothing_as_installed,

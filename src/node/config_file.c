@@ -16,7 +16,9 @@
  *     type=NuDB            the only backend; any other type is an error
  *     path=/var/lib/tide   = data_dir     # a trailing comment
  *     nudb_block_size=16384
- *     online_delete=2000   online delete (Tide counts objects, rippled ledgers)
+ *     online_delete_objects=1000000   Tide's online delete, in objects
+ *     online_delete=2000   rippled's, in ledgers: never read (finish
+ *                          refuses it while Tide's is given nowhere)
  *     earliest_seq=32570   rippled's: an info line, ignored
  *     [node]
  *     cache_budget=1GiB    every setting by its name (except the env-only ones)
@@ -47,13 +49,21 @@
  * and its lines are not parsed at all. A section one edit away from one of
  * Tide's ([nodes], [node-db], [NODE_SIZE]) is an error instead: skipping a
  * typo would drop its settings in silence. In [node_db], the online delete
- * settings are Tide's (online_delete, generations, ...: config.c's table);
- * rippled's other keys (earliest_seq, age_threshold_seconds, ...) log an info line, any
- * other unknown key a warning, and a key one edit from type, path or
- * nudb_block_size is an error ("did you mean path?"): [node_db] is shared
- * with rippled, whose keys are not Tide's to refuse, but a misspelt path
- * would make tided open (and create) a store somewhere else. [node] is
- * Tide's alone, so an unknown key there is an error.
+ * settings are Tide's (online_delete_objects, generations, ...: config.c's
+ * table, by tide_config_file_key). rippled's keys that Tide reads there
+ * mean what they mean to rippled (type, path, nudb_block_size,
+ * advisory_delete, back_off_milliseconds, recovery_wait_seconds). Two of
+ * rippled's keys are named like a Tide setting but count something else
+ * (online_delete: ledgers, not objects; delete_batch: SQL records, not
+ * keys: ti_config_rippled_keys): the file records them for
+ * tide_config_finish, never as the setting's value, and Tide's own key for
+ * each carries its unit. rippled's other keys (earliest_seq,
+ * age_threshold_seconds, ...) log an info line, any other unknown key a
+ * warning, and a key one edit from a key Tide reads there is an error
+ * ("did you mean path?"): [node_db] is shared with rippled, whose keys are
+ * not Tide's to refuse, but a misspelt path would make tided open (and
+ * create) a store somewhere else. [node] is Tide's alone, so an unknown
+ * key there is an error.
  *
  * Invariants:
  *   1. Nothing is skipped in silence: a line is a comment or blank, or is
@@ -67,9 +77,11 @@
  *   4. At most TIDE_CONFIG_FILE_MAX + 1 bytes are read, and only from a
  *      regular file; a file refused for its type or size sets nothing.
  *
- * Never: refuse a key of rippled's own in [node_db]; accept a key one edit
- * from one of Tide's (a typo would drop its setting in silence); block on
- * the config file's open or read it to its end when that end may not come.
+ * Never: refuse a key of rippled's own in [node_db] that Tide does not
+ * read; read one of rippled's keys as Tide's when it counts something
+ * else; accept a key one edit from one of Tide's (a typo would drop its
+ * setting in silence); block on the config file's open or read it to its
+ * end when that end may not come.
  */
 #include "node/config_impl.h"
 
@@ -92,7 +104,8 @@ static int lookup_key(const char *section, const char *key)
 {
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         const ti_config_setting *st = &ti_config_settings[id];
-        if (st->section && key[0] != '\0' && strcmp(section, st->section) == 0 && strcmp(key, st->name) == 0)
+        if (st->section && key[0] != '\0' && strcmp(section, st->section) == 0
+            && strcmp(key, tide_config_file_key(id)) == 0)
             return id;
         if (st->alt_section && strcmp(section, st->alt_section) == 0 && strcmp(key, st->alt_key) == 0)
             return id;
@@ -142,9 +155,10 @@ static const char *typo_of_section(const char *s)
 /* The keys rippled documents for its [node_db] (online deletion, the
  * RocksDB tuning, the cache) that Tide has no use for: expected in a
  * node's own config, so each gets an info line, not a warning. Its online
- * deletion keys that Tide reads (online_delete, advisory_delete,
- * delete_batch, back_off_milliseconds, recovery_wait_seconds) are
- * settings of the table instead; age_threshold_seconds stays rippled's
+ * deletion keys that mean the same to Tide (advisory_delete,
+ * back_off_milliseconds, recovery_wait_seconds) are settings of the table
+ * instead, and online_delete and delete_batch, which count something else,
+ * are ti_config_rippled_keys; age_threshold_seconds stays rippled's
  * (Tide's health gate is its commit backlog, not a ledger's age). */
 static int rippled_node_db_key(const char *k)
 {
@@ -230,19 +244,27 @@ static int read_section(file_reader *r, char *s)
 }
 
 /* A [node_db] key that is no setting: rippled's business, not an error,
- * unless it is a near miss of a key Tide reads (a typo). */
-static int read_node_db_other(const file_reader *r, const char *key, const char *what)
+ * unless it is a near miss of a key Tide reads (a typo). One of rippled's
+ * keys that count something else than Tide's setting of their name is
+ * recorded for tide_config_finish, which refuses it or logs it. */
+static int read_node_db_other(file_reader *r, const char *key, const char *what)
 {
     static const char *const ours[] = { "type", "path", "nudb_block_size" };
 
+    for (int i = 0; i < TIDE_CONFIG_RIPPLED_KEYS; i++)
+        if (strcmp(key, ti_config_rippled_keys[i].key) == 0) {
+            if (r->c->rippled_keys[i][0] == '\0')
+                snprintf(r->c->rippled_keys[i], sizeof r->c->rippled_keys[i], "%s", what);
+            return 0;
+        }
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
         if (one_edit_apart(key, ours[i]))
             return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what, ours[i]);
     for (int id = 0; id < TIDE_CFG_COUNT; id++)
         if (ti_config_settings[id].section && strcmp(ti_config_settings[id].section, "node_db") == 0
-            && one_edit_apart(key, ti_config_settings[id].name))
+            && (one_edit_apart(key, tide_config_file_key(id)) || one_edit_apart(key, ti_config_settings[id].name)))
             return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what,
-                                ti_config_settings[id].name);
+                                tide_config_file_key(id));
     if (rippled_node_db_key(key))
         tide_log(TIDE_LOG_INFO, "config %s:%u: [node_db] %s is rippled's, not used by tide; ignored",
                  r->path, r->lineno, key);
@@ -250,6 +272,22 @@ static int read_node_db_other(const file_reader *r, const char *key, const char 
         tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path, "
                  "nudb_block_size and the online delete settings there)", what);
     return 0;
+}
+
+/* A key no setting has in this section (not [node_db]): TIDE_EINVAL,
+ * saying where it belongs when it is a [node_db] key or a setting's name
+ * whose file key differs ([node] online_delete). */
+static int unknown_key(const file_reader *r, const char *key, const char *what)
+{
+    if (lookup_key("node_db", key) >= 0)
+        return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (%s belongs in [node_db], as in rippled's "
+                            "config)", what, r->section, key);
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (ti_config_settings[id].file_key && strcmp(key, ti_config_settings[id].name) == 0)
+            return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (the file writes %s as [%s] %s, its "
+                                "unit in the key: rippled's own %s counts something else)", what, r->section,
+                                key, ti_config_settings[id].section, ti_config_settings[id].file_key, key);
+    return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
 }
 
 /* [node_db] type=: only NuDB, once. */
@@ -292,10 +330,7 @@ static int read_setting(file_reader *r, char *s)
     }
     id = lookup_key(r->section, key);
     if (id < 0 && strcmp(r->section, "node_db") == 0) return read_node_db_other(r, key, what);
-    if (id < 0 && lookup_key("node_db", key) >= 0)
-        return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (%s belongs in [node_db], as in rippled's "
-                            "config)", what, r->section, key);
-    if (id < 0) return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
+    if (id < 0) return unknown_key(r, key, what);
     if (r->seen_line[id])
         return tide_err_set(TIDE_EINVAL, "%s: duplicate key (%s first set at %s:%u)",
                             what, ti_config_settings[id].name, r->path, r->seen_line[id]);

@@ -304,8 +304,8 @@ void tide_startup_log(const tide_config *c)
     tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
     if (!c->online_delete_on)
         tide_log(TIDE_LOG_WARN, "unbounded: disk grows without bound: online_delete is 0 (off), so nothing is "
-                 "ever deleted; set --online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete (N objects "
-                 "per generation, or manual)");
+                 "ever deleted; set --online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete_objects (N "
+                 "objects per generation, or manual)");
     if (c->metrics_token[0] == '\0' && !c->metrics_public)
         tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: give a token (then send "
                  "Authorization: Bearer <token>) by a file, [http] metrics_token_file / "
