@@ -5,7 +5,9 @@
  *
  * --check-config reads and checks the settings as a start would and prints
  * them; these tests hold it to touching nothing else (a data directory that
- * does not exist stays absent; a port already taken still passes). The
+ * does not exist stays absent; a port already taken still passes), and to
+ * failing where a start would: a data_dir whose parent directory is missing
+ * fails the check and the start alike, naming the parent. The
  * sample is held to the settings table: it parses, it changes nothing as
  * installed, it names every setting a file may set in its section with its
  * flag and variable (so a new setting without an entry fails here), its
@@ -208,10 +210,11 @@ static void check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unkno
 static void check_config_derives_the_budgets_from_the_memory_limit_and_applies_the_budget_rule(void **state)
 {
     th_scratch *s = *state;
-    char line[4500];
+    char line[4500], args[2400];
     run r;
 
-    check_config(s, "TIDE_MEMORY_LIMIT=1GiB", "--data-dir /nonexistent/tide", &r);
+    snprintf(args, sizeof args, "--data-dir '%s'", s->dir);
+    check_config(s, "TIDE_MEMORY_LIMIT=1GiB", args, &r);
     expect_passed(&r, "a memory limit");
     setting_line(r.out, "cache_budget", line, sizeof line);
     expect_str(line, "cache_budget=214748364(memory_limit 20%, 204.8 MiB)", "the derived node cache budget");
@@ -377,11 +380,47 @@ static void rippleds_online_delete_fails_the_check_and_the_start_naming_tides_ow
     run_free(&r);
 }
 
+/* tided makes the data directory, never its parents: a data_dir under a
+ * directory that does not exist fails the check and the start alike,
+ * naming the parent, before any line says a store will be created there;
+ * nothing is made. A data_dir that is a file fails too. */
+static void a_data_dir_whose_parent_is_missing_fails_the_check_and_the_start_naming_the_parent(void **state)
+{
+    th_scratch *s = *state;
+    char missing[2200], data[2400], file[2200], args[4800], want[8000];
+    run r;
+
+    th_path(missing, sizeof missing, s->base, "missing");
+    snprintf(data, sizeof data, "%s/sub/data", missing);
+    snprintf(want, sizeof want, "data_dir=%s (flag --data-dir): its parent directory %s/sub does not exist; tided "
+             "creates the data directory but not its parents: mkdir -p %s/sub", data, missing, missing);
+    for (int i = 0; i < 3; i++) {
+        static const char *const modes[] = { "--check-config", "", "--online-delete 1000" };
+        snprintf(args, sizeof args, "%s --data-dir '%s' --listen 127.0.0.1:1", modes[i], data);
+        run_tided(s, "", args, &r);
+        if (r.status != 2 || strstr(r.err, want) == NULL || strstr(r.out, "OK") != NULL
+            || strstr(r.err, "a new store will be created") != NULL)
+            fail_msg("%s: expected exit 2 and '%s' before any word of a new store, got %d; stdout: %.500s; "
+                     "stderr: %.2000s", i ? "a start" : "--check-config", want, r.status, r.out, r.err);
+        if (th_exists(missing)) fail_msg("tided made %s", missing);
+        run_free(&r);
+    }
+    th_put_file(s->base, "file", "not a directory\n");
+    th_path(file, sizeof file, s->base, "file");
+    snprintf(args, sizeof args, "--data-dir '%s'", file);
+    check_config(s, "", args, &r);
+    snprintf(want, sizeof want, "data_dir=%s (flag --data-dir) is not a directory", file);
+    if (r.status != 2 || strstr(r.err, want) == NULL)
+        fail_msg("a data_dir that is a file: expected exit 2 and '%s', got %d; stderr: %s", want, r.status, r.err);
+    run_free(&r);
+}
+
 static void run_check_in_group(void *arg, int fd)
 {
     char cmd[4096];
 
-    snprintf(cmd, sizeof cmd, "env -i '%s/tided' --check-config --data-dir /nonexistent/tide >&%d 2>&1", th_bin_dir(), fd);
+    snprintf(cmd, sizeof cmd, "env -i '%s/tided' --check-config --data-dir /nonexistent-tide-data >&%d 2>&1",
+             th_bin_dir(), fd);
     (void)arg;
     _exit(system(cmd) == 0 ? 0 : 1);
 }
@@ -617,6 +656,9 @@ int main(void)
                                         th_scratch_setup, th_scratch_teardown),
         cmocka_unit_test_setup_teardown(rippleds_online_delete_fails_the_check_and_the_start_naming_tides_own_key,
                                         th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(
+            a_data_dir_whose_parent_is_missing_fails_the_check_and_the_start_naming_the_parent, th_scratch_setup,
+            th_scratch_teardown),
         cmocka_unit_test_teardown(check_config_takes_the_cgroups_limit_and_splits_it, th_teardown),
         cmocka_unit_test_setup_teardown(the_sample_config_passes_check_config_and_changes_nothing_as_installed,
                                         th_scratch_setup, th_scratch_teardown),

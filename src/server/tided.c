@@ -8,7 +8,8 @@
  *
  * tided serves one store over HTTP/1.1 (docs/HTTP.md). Its main does, in
  * order: --help and --version; the settings (defaults, --config FILE,
- * TIDE_* variables, flags, then the preset: node/config.h); the signals
+ * TIDE_* variables, flags, then the preset: node/config.h) and a data_dir
+ * that is a directory or whose parent is (settle_settings); the signals
  * (SIGTERM, SIGINT, SIGQUIT and SIGHUP blocked in every thread and read
  * from a signalfd, SIGPIPE ignored), all before any thread exists; the
  * allocator options, the startup log and the node's options
@@ -145,7 +146,9 @@ static void help_options(FILE *f)
 "        flags, the cgroup's memory limit), check every value and the rules\n"
 "        that join them (the budgets derived from memory_limit and the\n"
 "        explicit ones under its high mark, http_body_budget against\n"
-"        max_object_size, memory_levels against memory_hysteresis), then\n"
+"        max_object_size, memory_levels against memory_hysteresis) and that\n"
+"        data_dir is a directory or can be made as one (its parent directory\n"
+"        exists: tided makes the data directory, never its parents), then\n"
 "        print every setting in force on stdout, one a line under a\n"
 "        '# GROUP' line, as NAME=VALUE(SOURCE) (the tokens as set or unset),\n"
 "        and a last line starting 'tided --check-config: OK'; warnings go to\n"
@@ -319,8 +322,9 @@ static void help_signals(FILE *f)
 "       failed, or closing the store failed; with --check-config: stdout\n"
 "       could not be written\n"
 "    2  bad command line, setting, environment variable, config file or\n"
-"       token file (one others can read: chmod 600 FILE); the message names\n"
-"       it (with --check-config: the settings did not pass)\n"
+"       token file (one others can read: chmod 600 FILE), or a data_dir\n"
+"       whose parent directory does not exist; the message names it (with\n"
+"       --check-config: the settings did not pass)\n"
 "\n"
 "EXAMPLES\n"
 "    tided --data-dir /var/lib/tide --listen 127.0.0.1:8080\n"
@@ -793,6 +797,27 @@ static int check_config(const tide_config *c, const char *config)
     return EXIT_OK;
 }
 
+/* The settings of a start or of --check-config (`check`): read and checked
+ * (load_settings), the log set from them, and data_dir checked before the
+ * startup log says a new store will be created there. 0, or -1 once the
+ * error is reported (exit 2). */
+static int settle_settings(tide_config *cfg, int argc, char **argv, const char *config, int check)
+{
+    if (load_settings(cfg, argc, argv, config) != 0) {
+        if (check) report("--check-config: the settings are not valid (exit 2)");
+        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) report_text("", "Run 'tided --help' for the options.");
+        return -1;
+    }
+    tide_log_set_format(cfg->log_format);
+    tide_log_set_level(cfg->log_level);
+    if (tide_startup_check_data_dir(cfg) != 0) {
+        report("%s", tide_last_error());
+        if (check) report("--check-config: the settings are not valid (exit 2)");
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static tide_config cfg;
@@ -802,13 +827,7 @@ int main(int argc, char **argv)
 
     rc = early_flags(argc, argv, &config, &check);
     if (rc >= 0) return rc;
-    if (load_settings(&cfg, argc, argv, config) != 0) {
-        if (check) report("--check-config: the settings are not valid (exit 2)");
-        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) report_text("", "Run 'tided --help' for the options.");
-        return EXIT_USAGE;
-    }
-    tide_log_set_format(cfg.log_format);
-    tide_log_set_level(cfg.log_level);
+    if (settle_settings(&cfg, argc, argv, config, check) != 0) return EXIT_USAGE;
     if (check) return check_config(&cfg, config);
     srv->cfg = &cfg;
     srv->signal_fd = srv->listen_fd = -1;
