@@ -5,14 +5,23 @@
  *
  * --check-config reads and checks the settings as a start would and prints
  * them; these tests hold it to touching nothing else (a data directory that
- * does not exist stays absent; a port already taken still passes). The
+ * does not exist stays absent; a port already taken still passes), and to
+ * failing where a start would: a data_dir whose parent directory is missing
+ * fails the check and the start alike, naming the parent. The
  * sample is held to the settings table: it parses, it changes nothing as
  * installed, it names every setting a file may set in its section with its
  * flag and variable (so a new setting without an entry fails here), its
  * #key=value lines are the real defaults, and its examples parse.
  *
+ * The config file itself: a FIFO, a device (/dev/zero, a symlink to it)
+ * or a directory is refused at once by --check-config and by a start, and
+ * a file over 1 MiB too, while a symlink to a regular file and a file of
+ * exactly 1 MiB are read.
+ *
  * Every tided here runs under `env -i`, so no TIDE_* variable of the
- * caller's reaches it.
+ * caller's reaches it, and under `timeout` (and, outside a sanitizer
+ * build, a 2 GiB address-space limit), so a tided that would hang or read
+ * without end fails its test instead of holding it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,17 +59,37 @@ static void run_free(run *r)
     r->out = r->err = NULL;
 }
 
-/* `env -i ENV tided --check-config ARGS` with stderr into a scratch file. */
-static void check_config(const th_scratch *s, const char *env, const char *args, run *r)
+/* The shell's bounds on a tided run here: killed after 120 s, so a tided
+ * that hangs (on a FIFO) fails its test with status 137 instead of holding
+ * it; at most 2 GiB of address space (not under a sanitizer, which maps
+ * terabytes of shadow), so one that reads without end (/dev/zero) fails
+ * fast instead of taking the machine's memory. */
+#define RUN_TIMEOUT "timeout -s KILL 120 "
+#define RUN_BOUND (TH_SANITIZER ? "" : "ulimit -v 2097152; ")
+
+/* `env -i ENV tided ARGS` within RUN_TIMEOUT and RUN_BOUND, stderr into a
+ * scratch file. */
+static void run_tided(const th_scratch *s, const char *env, const char *args, run *r)
 {
     char cmd[16384], err[2200];
     int n;
 
     th_path(err, sizeof err, s->base, "check.err");
-    n = snprintf(cmd, sizeof cmd, "env -i %s '%s/tided' --check-config %s 2>'%s'", env, th_bin_dir(), args, err);
+    n = snprintf(cmd, sizeof cmd, "%s" RUN_TIMEOUT "env -i %s '%s/tided' %s 2>'%s'", RUN_BOUND, env, th_bin_dir(),
+                 args, err);
     assert_true(n > 0 && (size_t)n < sizeof cmd);
     r->status = th_run(cmd, &r->out);
     r->err = th_slurp(err);
+}
+
+/* `env -i ENV tided --check-config ARGS` (run_tided). */
+static void check_config(const th_scratch *s, const char *env, const char *args, run *r)
+{
+    char all[12000];
+    int n = snprintf(all, sizeof all, "--check-config %s", args);
+
+    assert_true(n > 0 && (size_t)n < sizeof all);
+    run_tided(s, env, all, r);
 }
 
 /* The line of setting `name` in --check-config's output ("name=value(src)"),
@@ -204,10 +233,11 @@ static void check_config_warns_when_a_slow_requests_bound_cannot_act(void **stat
 static void check_config_derives_the_budgets_from_the_memory_limit_and_applies_the_budget_rule(void **state)
 {
     th_scratch *s = *state;
-    char line[4500];
+    char line[4500], args[2400];
     run r;
 
-    check_config(s, "TIDE_MEMORY_LIMIT=1GiB", "--data-dir /nonexistent/tide", &r);
+    snprintf(args, sizeof args, "--data-dir '%s'", s->dir);
+    check_config(s, "TIDE_MEMORY_LIMIT=1GiB", args, &r);
     expect_passed(&r, "a memory limit");
     setting_line(r.out, "cache_budget", line, sizeof line);
     expect_str(line, "cache_budget=214748364(memory_limit 20%, 204.8 MiB)", "the derived node cache budget");
@@ -221,11 +251,199 @@ static void check_config_derives_the_budgets_from_the_memory_limit_and_applies_t
     run_free(&r);
 }
 
+/* --help (the man page) states both rules of reading a value: a space
+ * before a size's unit is fine, one inside the number is not; a TIDE_*
+ * variable set but empty is an error, not unset. And a check holds to
+ * the second. */
+static void help_states_how_a_size_and_an_empty_variable_are_read_and_the_check_holds_to_it(void **state)
+{
+    th_scratch *s = *state;
+    char *help = NULL, cmd[2400];
+    run r;
+
+    snprintf(cmd, sizeof cmd, "'%s/tided' --help", th_bin_dir());
+    assert_int_equal(th_run(cmd, &help), 0);
+    expect_contains(help, "A space may come\n    between the number and its unit (512 KiB", "--help on a size's space");
+    expect_contains(help, "inside the number (1 000) and a fraction (1.5GiB: write 1536MiB) are\n    refused",
+                    "--help on a space inside the number");
+    expect_contains(help, "A variable\n    that is set but empty (TIDE_MEMORY_LIMIT=, or only blanks) is an error\n"
+                    "    naming it, not the default", "--help on an empty variable");
+    free(help);
+    check_config(s, "TIDE_MEMORY_LIMIT=", "", &r);
+    if (r.status != 2 || strstr(r.err, "TIDE_MEMORY_LIMIT is set but empty") == NULL)
+        fail_msg("TIDE_MEMORY_LIMIT= should fail the check naming the variable; got %d, stderr: %s", r.status, r.err);
+    run_free(&r);
+}
+
+/* ---- the config file itself ------------------------------------------------------ */
+
+/* tided (with --check-config when `check`) refuses the config file `path`
+ * by exit 2 and a message naming it with `why`, and creates no store. */
+static void expect_file_refused(const th_scratch *s, const char *path, int check, const char *why)
+{
+    char args[4800], want[2400];
+    run r;
+
+    snprintf(args, sizeof args, "%s--config '%s' --data-dir '%s' --listen 127.0.0.1:1", check ? "--check-config " : "",
+             path, s->dir);
+    run_tided(s, "", args, &r);
+    snprintf(want, sizeof want, "%s: the config file is %s", path, why);
+    if (r.status != 2 || strstr(r.err, want) == NULL || strstr(r.out, "OK") != NULL)
+        fail_msg("%s --config %s: expected exit 2 at once and '%s' on stderr, got %d%s; stdout: %.1000s; "
+                 "stderr: %.2000s", check ? "--check-config" : "a start", path, want, r.status,
+                 r.status == 137 ? " (killed by the timeout)" : "", r.out, r.err);
+    if (th_exists(s->dir)) fail_msg("a refused config file %s still let tided create %s", path, s->dir);
+    run_free(&r);
+}
+
+/* --check-config --config `path` passes, with cache_age=45 read from it. */
+static void expect_cache_age_45_from(const th_scratch *s, const char *path, const char *what)
+{
+    char args[2400], line[4500];
+    run r;
+
+    snprintf(args, sizeof args, "--config '%s'", path);
+    check_config(s, "", args, &r);
+    expect_passed(&r, what);
+    setting_line(r.out, "cache_age", line, sizeof line);
+    expect_contains(line, "cache_age=45(file ", what);
+    run_free(&r);
+}
+
+/* A FIFO would block the open until a writer came, /dev/zero would be read
+ * without end: tided refuses any config file that is not a regular file,
+ * by its type, without waiting or reading; a symlink to a regular file is
+ * read. */
+static void a_config_file_that_is_no_regular_file_is_refused_at_once_naming_it(void **state)
+{
+    th_scratch *s = *state;
+    char fifo[2200], zero[2200], dir[2200], real[2200], link[2200];
+
+    th_path(fifo, sizeof fifo, s->base, "fifo.cfg");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    th_path(zero, sizeof zero, s->base, "zero.cfg");
+    assert_int_equal(symlink("/dev/zero", zero), 0);
+    th_path(dir, sizeof dir, s->base, "dir.cfg");
+    assert_int_equal(mkdir(dir, 0700), 0);
+    expect_file_refused(s, fifo, 1, "a FIFO, not a regular file");
+    expect_file_refused(s, fifo, 0, "a FIFO, not a regular file");
+    expect_file_refused(s, "/dev/zero", 1, "a character device, not a regular file");
+    expect_file_refused(s, zero, 1, "a character device, not a regular file");
+    expect_file_refused(s, zero, 0, "a character device, not a regular file");
+    expect_file_refused(s, dir, 1, "a directory, not a regular file");
+
+    th_put_file(s->base, "real.cfg", "[node]\ncache_age=45\n");
+    th_path(real, sizeof real, s->base, "real.cfg");
+    th_path(link, sizeof link, s->base, "link.cfg");
+    assert_int_equal(symlink(real, link), 0);
+    expect_cache_age_45_from(s, link, "a symlink to a regular file");
+}
+
+/* The cap, TIDE_CONFIG_FILE_MAX: a file of exactly 1 MiB is read (its
+ * last line counts), one byte more is refused saying the size and the cap. */
+static void a_config_file_over_1_MiB_is_refused_and_one_of_1_MiB_is_read(void **state)
+{
+    th_scratch *s = *state;
+    static const char tail[] = "[node]\ncache_age=45\n";
+    char path[2200], want[2400];
+    size_t size = TIDE_CONFIG_FILE_MAX, pad = size - (sizeof tail - 1);
+    char *text = malloc(size + 2);
+
+    assert_non_null(text);
+    for (size_t i = 0; i < pad; i += 64) {       /* comment lines of 64 bytes, the last one shorter */
+        size_t n = pad - i < 64 ? pad - i : 64;
+        memset(text + i, '#', n);
+        text[i + n - 1] = '\n';
+    }
+    memcpy(text + pad, tail, sizeof tail);
+    th_path(path, sizeof path, s->base, "big.cfg");
+    assert_int_equal(th_write_file(path, text, size), 0);
+    expect_cache_age_45_from(s, path, "a config file of exactly 1 MiB, its last line");
+
+    memcpy(text + size, "\n", 2);
+    assert_int_equal(th_write_file(path, text, size + 1), 0);
+    free(text);
+    snprintf(want, sizeof want, "1048577 bytes, more than the 1048576 (1 MiB) tided reads");
+    expect_file_refused(s, path, 1, want);
+}
+
+/* An XRP Ledger node's rippled.cfg with online_delete=512 (ledgers): taken
+ * for 512 objects it deleted what rippled's operator meant to keep. Both
+ * the check and a start refuse it, naming the line and Tide's own key with
+ * its unit, and create no store; Tide's own key beside it runs. */
+static void rippleds_online_delete_fails_the_check_and_the_start_naming_tides_own_key(void **state)
+{
+    th_scratch *s = *state;
+    char cfg[2200], args[4800], line[4500], want[2600];
+    run r;
+
+    th_put_file(s->base, "rippled.cfg", "[server]\nport_peer\n[node_db]\ntype=NuDB\nonline_delete=512\n"
+                "advisory_delete=0\n");
+    th_path(cfg, sizeof cfg, s->base, "rippled.cfg");
+    snprintf(want, sizeof want, "%s:5: [node_db] online_delete=512 is rippled's: it counts the ledgers rippled keeps, "
+             "while tide's online_delete counts objects written into the newest generation, so tide does not read "
+             "it. Say what tide should do: [node_db] online_delete_objects=N (objects", cfg);
+    for (int check = 1; check >= 0; check--) {
+        snprintf(args, sizeof args, "%s--config '%s' --data-dir '%s' --listen 127.0.0.1:1",
+                 check ? "--check-config " : "", cfg, s->dir);
+        run_tided(s, "", args, &r);
+        if (r.status != 2 || strstr(r.err, want) == NULL)
+            fail_msg("%s: expected exit 2 and '%s', got %d; stderr: %s", check ? "--check-config" : "a start", want,
+                     r.status, r.err);
+        if (th_exists(s->dir)) fail_msg("a refused rippled online_delete let tided create %s", s->dir);
+        run_free(&r);
+    }
+    th_put_file(s->base, "rippled.cfg", "[node_db]\ntype=NuDB\nonline_delete=512\nonline_delete_objects=1000000\n");
+    snprintf(args, sizeof args, "--config '%s'", cfg);
+    check_config(s, "", args, &r);
+    expect_passed(&r, "rippled's online_delete beside tide's online_delete_objects");
+    setting_line(r.out, "online_delete", line, sizeof line);
+    snprintf(want, sizeof want, "online_delete=1000000(file %s:4)", cfg);
+    expect_str(line, want, "tide's own key, not rippled's");
+    run_free(&r);
+}
+
+/* tided makes the data directory, never its parents: a data_dir under a
+ * directory that does not exist fails the check and the start alike,
+ * naming the parent, before any line says a store will be created there;
+ * nothing is made. A data_dir that is a file fails too. */
+static void a_data_dir_whose_parent_is_missing_fails_the_check_and_the_start_naming_the_parent(void **state)
+{
+    th_scratch *s = *state;
+    char missing[2200], data[2400], file[2200], args[4800], want[8000];
+    run r;
+
+    th_path(missing, sizeof missing, s->base, "missing");
+    snprintf(data, sizeof data, "%s/sub/data", missing);
+    snprintf(want, sizeof want, "data_dir=%s (flag --data-dir): its parent directory %s/sub does not exist; tided "
+             "creates the data directory but not its parents: mkdir -p %s/sub", data, missing, missing);
+    for (int i = 0; i < 3; i++) {
+        static const char *const modes[] = { "--check-config", "", "--online-delete 1000" };
+        snprintf(args, sizeof args, "%s --data-dir '%s' --listen 127.0.0.1:1", modes[i], data);
+        run_tided(s, "", args, &r);
+        if (r.status != 2 || strstr(r.err, want) == NULL || strstr(r.out, "OK") != NULL
+            || strstr(r.err, "a new store will be created") != NULL)
+            fail_msg("%s: expected exit 2 and '%s' before any word of a new store, got %d; stdout: %.500s; "
+                     "stderr: %.2000s", i ? "a start" : "--check-config", want, r.status, r.out, r.err);
+        if (th_exists(missing)) fail_msg("tided made %s", missing);
+        run_free(&r);
+    }
+    th_put_file(s->base, "file", "not a directory\n");
+    th_path(file, sizeof file, s->base, "file");
+    snprintf(args, sizeof args, "--data-dir '%s'", file);
+    check_config(s, "", args, &r);
+    snprintf(want, sizeof want, "data_dir=%s (flag --data-dir) is not a directory", file);
+    if (r.status != 2 || strstr(r.err, want) == NULL)
+        fail_msg("a data_dir that is a file: expected exit 2 and '%s', got %d; stderr: %s", want, r.status, r.err);
+    run_free(&r);
+}
+
 static void run_check_in_group(void *arg, int fd)
 {
     char cmd[4096];
 
-    snprintf(cmd, sizeof cmd, "env -i '%s/tided' --check-config --data-dir /nonexistent/tide >&%d 2>&1", th_bin_dir(), fd);
+    snprintf(cmd, sizeof cmd, "env -i '%s/tided' --check-config --data-dir /nonexistent-tide-data >&%d 2>&1",
+             th_bin_dir(), fd);
     (void)arg;
     _exit(system(cmd) == 0 ? 0 : 1);
 }
@@ -260,6 +478,15 @@ typedef struct sample {
     int        n;
     char      *text;
 } sample;
+
+/* The setting whose config file key is `key` (tide_config_file_key: its
+ * name, or the name with its unit), or -1. */
+static int setting_of_key(const char *key)
+{
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (tide_config_file_key(id) && strcmp(key, tide_config_file_key(id)) == 0) return id;
+    return -1;
+}
 
 /* Read the sample's key lines (and its text); fails on an uncommented
  * key=value, which would change a node's settings as installed. */
@@ -329,7 +556,8 @@ static void the_sample_names_every_file_setting_once_in_its_section_with_its_fla
     (void)state;
     sample_read(&sm);
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
-        const char *name = tide_config_name(id), *section = tide_config_section(id);
+        const char *section = tide_config_section(id);
+        const char *name = section ? tide_config_file_key(id) : tide_config_name(id);
         char heading[80], key[96];
         const char *block, *end, *flag;
         int seen = 0;
@@ -360,11 +588,9 @@ static void the_sample_names_every_file_setting_once_in_its_section_with_its_fla
                      piece);
         free(piece);
     }
-    for (int i = 0; i < sm.n; i++) {
-        int known = 0;
-        for (int id = 0; id < TIDE_CFG_COUNT; id++) known |= strcmp(sm.keys[i].name, tide_config_name(id)) == 0;
-        if (!known) fail_msg(SAMPLE ":%d: %s is no setting", sm.keys[i].line, sm.keys[i].name);
-    }
+    for (int i = 0; i < sm.n; i++)
+        if (setting_of_key(sm.keys[i].name) < 0)
+            fail_msg(SAMPLE ":%d: %s is no setting", sm.keys[i].line, sm.keys[i].name);
     free(sm.text);
 }
 
@@ -387,10 +613,13 @@ static void the_samples_defaults_uncommented_parse_and_are_the_defaults_in_force
     check_config(s, "", "--node-size medium", &without);
     expect_passed(&without, "no config, medium");
     for (int i = 0; i < sm.n; i++) {
+        const char *name;
         if (sm.keys[i].example) continue;
-        if (!setting_line(with.out, sm.keys[i].name, mine, sizeof mine)
-            || !setting_line(without.out, sm.keys[i].name, theirs, sizeof theirs))
-            fail_msg("%s is not printed", sm.keys[i].name);
+        if (setting_of_key(sm.keys[i].name) < 0)
+            fail_msg(SAMPLE ":%d: %s is no setting", sm.keys[i].line, sm.keys[i].name);
+        name = tide_config_name(setting_of_key(sm.keys[i].name));    /* --check-config prints the names */
+        if (!setting_line(with.out, name, mine, sizeof mine) || !setting_line(without.out, name, theirs, sizeof theirs))
+            fail_msg("%s is not printed", name);
         value_of(mine, v1, sizeof v1);
         value_of(theirs, v2, sizeof v2);
         if (strcmp(v1, v2) != 0)
@@ -443,6 +672,18 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             check_config_derives_the_budgets_from_the_memory_limit_and_applies_the_budget_rule,
             th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(
+            help_states_how_a_size_and_an_empty_variable_are_read_and_the_check_holds_to_it, th_scratch_setup,
+            th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(a_config_file_that_is_no_regular_file_is_refused_at_once_naming_it,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(a_config_file_over_1_MiB_is_refused_and_one_of_1_MiB_is_read,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(rippleds_online_delete_fails_the_check_and_the_start_naming_tides_own_key,
+                                        th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(
+            a_data_dir_whose_parent_is_missing_fails_the_check_and_the_start_naming_the_parent, th_scratch_setup,
+            th_scratch_teardown),
         cmocka_unit_test_teardown(check_config_takes_the_cgroups_limit_and_splits_it, th_teardown),
         cmocka_unit_test_setup_teardown(the_sample_config_passes_check_config_and_changes_nothing_as_installed,
                                         th_scratch_setup, th_scratch_teardown),

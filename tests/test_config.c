@@ -445,6 +445,55 @@ static void a_bad_environment_value_names_the_variable(void **state)
     expect_contains(tide_last_error(), "TIDE_METRICS_PUBLIC=maybe: not 1/0", "message");
 }
 
+/* Set but empty is not unset: a script's TIDE_MEMORY_LIMIT=$LIMIT with
+ * LIMIT unset must not drop the limit in silence. Blanks alone count as
+ * empty; a token's variable is named, never echoed. */
+static void a_variable_set_but_empty_is_refused_naming_it_not_taken_for_unset(void **state)
+{
+    fx *f = *state;
+    static const char *const cases[][2] = {
+        { "TIDE_MEMORY_LIMIT=", "TIDE_MEMORY_LIMIT is set but empty: give it a value, or unset it for the default "
+                                "(unset TIDE_MEMORY_LIMIT; under systemd UnsetEnvironment=TIDE_MEMORY_LIMIT)" },
+        { "TIDE_CACHE_BUDGET=  \t", "TIDE_CACHE_BUDGET is set but empty" },
+        { "TIDE_DATA_DIR=", "TIDE_DATA_DIR is set but empty" },
+        { "TIDE_ADMIN_TOKEN=", "TIDE_ADMIN_TOKEN is set but empty" },
+    };
+    tide_config c;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *env[] = { cases[i][0], NULL };
+        /* the file sets the same setting: the empty variable must not fall back to it either */
+        expect_rc(load_all(f, &c, "[node]\nmemory_limit=1GiB\ncache_budget=64MiB\n", env, 0, NULL), TIDE_EINVAL,
+                  cases[i][0]);
+        expect_contains(tide_last_error(), cases[i][1], cases[i][0]);
+    }
+}
+
+/* A space between a size's number and its unit is what size.h promises and
+ * how the log writes sizes: read alike from a flag, a variable and the
+ * file. A space inside the number is refused naming the source, with the
+ * forms that are accepted. */
+static void a_size_may_have_a_space_before_its_unit_from_every_source_but_not_inside_its_number(void **state)
+{
+    fx *f = *state;
+    const char *env[] = { "TIDE_INSERT_BURST=2 MiB", NULL };
+    char *argv[] = { "tided", "--max-object-size=3 MiB", NULL };
+    char *bad[] = { "tided", "--cache-budget=1 000MiB", NULL };
+    const char *bad_env[] = { "TIDE_CACHE_BUDGET=1 000 000", NULL };
+    tide_config c;
+
+    expect_rc(load_all(f, &c, "[node]\ncache_budget = 1 MiB\n", env, 2, argv), 0, "sizes with a space before the unit");
+    expect_u64(c.cache_budget, MiB, "[node] cache_budget = 1 MiB");
+    expect_u64(c.insert_burst, 2 * MiB, "TIDE_INSERT_BURST=2 MiB");
+    expect_u64(c.max_object_size, 3 * MiB, "--max-object-size=3 MiB");
+    expect_rc(load_all(f, &c, NULL, NULL, 2, bad), TIDE_EINVAL, "--cache-budget=1 000MiB");
+    expect_contains(tide_last_error(), "--cache-budget=1 000MiB: not a size (", "the flag named");
+    expect_contains(tide_last_error(), "4096, 1000000, 512MB, 1GiB or 512 KiB", "the accepted forms shown");
+    expect_rc(load_all(f, &c, NULL, bad_env, 0, NULL), TIDE_EINVAL, "TIDE_CACHE_BUDGET=1 000 000");
+    expect_contains(tide_last_error(), "TIDE_CACHE_BUDGET=1 000 000: not a size (", "the variable named");
+    expect_contains(tide_last_error(), "no separators inside", "why it is refused");
+}
+
 /* ---- describe and unbounded ------------------------------------------------------ */
 
 static void describe_never_prints_the_metrics_token(void **state)
@@ -534,7 +583,7 @@ static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_sk
         "server", "port_rpc_admin_local", "port_peer", "port_ws_admin_local", "ledger_history",
         "database_path", "debug_logfile", "sntp_servers", "validators_file", "rpc_startup", "ssl_verify",
     };
-    char path[1200], want[1400], head[64];
+    char path[1200], want[2000], head[64];
     th_log_capture *cap = calloc(1, sizeof *cap);
     char *text;
     tide_config c;
@@ -544,10 +593,32 @@ static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_sk
     if (text == NULL || cap == NULL) fail_msg("reading the fixture %s: expected its text, got nothing", path);
     tide_log_set_level(TIDE_LOG_DEBUG);
     tide_log_set_sink(th_log_capture_sink, cap);
+    /* Its online_delete=2000 counts ledgers; read as Tide's count of
+     * objects it deleted what rippled's operator meant to keep: it is
+     * never read, and with Tide's own setting given nowhere, refused. */
     tide_config_defaults(&c);
     expect_rc(tide_config_load_file(&c, path), 0, "loading a node's own rippled.cfg");
-    expect_rc(tide_config_finish(&c), 0, "finish");
+    expect_rc(tide_config_finish(&c), TIDE_EINVAL, "finish with rippled's online_delete and no setting of tide's");
+    snprintf(want, sizeof want, "%s:%u: [node_db] online_delete=2000 is rippled's: it counts the ledgers rippled "
+             "keeps, while tide's online_delete counts objects written into the newest generation, so tide does "
+             "not read it. Say what tide should do: [node_db] online_delete_objects=N (objects; 0: off, keep "
+             "every object; or manual), a key rippled does not use, or --online-delete / TIDE_ONLINE_DELETE",
+             path, line_of(text, "online_delete"));
+    expect_str(tide_last_error(), want, "the refusal names the line, both units and tide's own key");
+    expect_u64(c.online_delete_on, 0, "rippled's online_delete never turns generations on");
+    /* Given by the flag, the node runs; rippled's key is named as its own. */
+    char *argv[] = { "tided", "--online-delete=100000", NULL };
+    memset(cap, 0, sizeof *cap);
+    tide_config_defaults(&c);
+    expect_rc(tide_config_load_file(&c, path), 0, "loading it again");
+    expect_rc(tide_config_apply_args(&c, 2, argv), 0, "--online-delete=100000");
+    expect_rc(tide_config_finish(&c), 0, "finish with tide's own online_delete from the flag");
     tide_log_set_level(TIDE_LOG_INFO);
+    snprintf(want, sizeof want, "config %s:%u: [node_db] online_delete=2000 is rippled's (it counts the ledgers "
+             "rippled keeps), not read by tide, whose setting is online_delete=100000(flag --online-delete)", path,
+             line_of(text, "online_delete"));
+    expect_contains(cap->text, want, "the info line");
+    expect_u64(c.online_delete, 100000, "online_delete from the flag alone");
 
     expect_str(c.data_dir, "/var/lib/rippled/db/nudb", "data_dir from [node_db] path, its comment cut");
     snprintf(want, sizeof want, "%s:%u", path, line_of(text, "path="));
@@ -565,19 +636,57 @@ static void a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_sk
                  line_of(text, head), skipped[i]);
         expect_contains(cap->text, want, skipped[i]);
     }
-    /* rippled's online deletion keys are Tide's settings now (issue 12):
-     * read, with their line, and no info line calling them rippled's. */
-    expect_u64(c.online_delete_on, 1, "online_delete=2000 turns generations on");
-    expect_u64(c.online_delete, 2000, "online_delete from [node_db]");
-    snprintf(want, sizeof want, "%s:%u", path, line_of(text, "online_delete"));
-    expect_str(c.src[TIDE_CFG_ONLINE_DELETE].where, want, "online_delete's source");
+    /* advisory_delete means what rippled means by it (a rotation waits
+     * for an operator's can_delete): read as Tide's, with its line. */
     expect_u64(c.advisory_delete, 0, "advisory_delete=0 from [node_db]");
     expect_u64((uint64_t)c.src[TIDE_CFG_ADVISORY_DELETE].kind, TIDE_SRC_FILE, "advisory_delete's source");
-    if (strstr(cap->text, "online_delete is rippled's") != NULL)
-        fail_msg("online_delete is read now; the log still calls it rippled's: %s", cap->text);
     expect_u64((uint64_t)cap->warnings, 0, "warnings");
     free(text);
     free(cap);
+}
+
+/* Each key rippled's [node_db] and Tide share a name but not a unit
+ * (online_delete: ledgers kept, not objects; delete_batch: SQL records,
+ * not keys) is never read as Tide's: refused while Tide's setting is given
+ * nowhere, named as rippled's once it is (Tide's own key in the file, the
+ * variable or the flag). The keys that mean the same are read. */
+static void rippleds_keys_that_count_something_else_are_never_read_as_tides(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    th_log_capture cap = { .text = "" };
+    const char *env[] = { "TIDE_DELETE_BATCH=40", NULL };
+    char *argv[] = { "tided", "--online-delete=manual", NULL };
+    char want[900];
+
+    expect_rc(load_all(f, &c, "[node_db]\ntype=NuDB\nonline_delete=512\n", NULL, 0, NULL), TIDE_EINVAL, "online_delete");
+    snprintf(want, sizeof want, "%s:3: [node_db] online_delete=512 is rippled's: it counts the ledgers rippled keeps, "
+             "while tide's online_delete counts objects written into the newest generation", f->path);
+    expect_contains(tide_last_error(), want, "online_delete refused");
+    expect_contains(tide_last_error(), "[node_db] online_delete_objects=N (objects; 0: off, keep every object; or "
+                    "manual), a key rippled does not use, or --online-delete / TIDE_ONLINE_DELETE", "tide's own key");
+    expect_u64(c.online_delete_on, 0, "generations stay off");
+    expect_rc(load_all(f, &c, "[node_db]\ndelete_batch=100\n", NULL, 0, NULL), TIDE_EINVAL, "delete_batch");
+    expect_contains(tide_last_error(), ":2: [node_db] delete_batch=100 is rippled's: it counts the records rippled "
+                    "deletes from its SQL databases per batch, while tide's delete_batch counts keys of a keep-list "
+                    "copied forward per batch", "delete_batch refused");
+    expect_contains(tide_last_error(), "[node_db] delete_batch_keys=N (keys per batch", "tide's own key");
+
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    expect_rc(load_all(f, &c, "[node_db]\nonline_delete=512\nonline_delete_objects=0\ndelete_batch=7\n"
+                       "advisory_delete=1\nback_off_milliseconds=250\nrecovery_wait_seconds=9\n", env, 2, argv), 0,
+              "rippled's keys beside tide's own");
+    expect_u64(c.online_delete_on, 1, "--online-delete=manual over the file's 0");
+    expect_u64(c.online_delete, 0, "manual: no object trigger, never rippled's 512");
+    expect_u64(c.delete_batch, 40, "TIDE_DELETE_BATCH, never rippled's 7");
+    expect_contains(cap.text, ":2: [node_db] online_delete=512 is rippled's (it counts the ledgers rippled keeps), "
+                    "not read by tide, whose setting is online_delete=manual(flag --online-delete)", "online_delete");
+    expect_contains(cap.text, ":4: [node_db] delete_batch=7 is rippled's (it counts the records rippled deletes "
+                    "from its SQL databases per batch), not read by tide, whose setting is "
+                    "delete_batch=40(env TIDE_DELETE_BATCH)", "delete_batch");
+    expect_u64(c.advisory_delete, 1, "advisory_delete: rippled's gate, read");
+    expect_u64(c.back_off_ms, 250, "back_off_milliseconds: rippled's pause in ms, read");
+    expect_u64(c.recovery_wait_s, 9, "recovery_wait_seconds: rippled's wait in seconds, read");
 }
 
 static void a_utf8_bom_is_accepted_and_utf16_is_refused_by_name(void **state)
@@ -623,7 +732,8 @@ static void node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused(void **
         { "[node_db]\nPath=/srv/xrpl\n", 2, "did you mean path?" },
         { "[node_db]\nnudb_blocksize=8192\n", 2, "did you mean nudb_block_size?" },
         { "[node_db]\ntpye=NuDB\n", 2, "did you mean type?" },
-        { "[node]\nonline_delete=512\n", 2, "[node] online_delete=512: unknown key in [node]" },
+        { "[node]\nonline_delete=512\n", 2, "[node] online_delete=512: unknown key in [node] (the file writes "
+          "online_delete as [node_db] online_delete_objects, its unit in the key" },
         { "[node_db]\npath /srv/xrpl\n", 2, "[node_db] path /srv/xrpl: expected key=value" },
         { "[server]\nport_rpc\n[node_size]\nlarge extra\n", 4, "[node_size] large extra: not a node size" },
         { "[node-db]\npath=/srv\n", 1, "[node-db]: unknown section; did you mean [node_db]?" },
@@ -1113,7 +1223,7 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
         const char *env[] = { envv, NULL };
         char *argv[] = { "tided", flag, NULL };
 
-        snprintf(text, sizeof text, "[node_db]\ntype=NuDB\n%s=%s\n", tide_config_name(oc->id), oc->value);
+        snprintf(text, sizeof text, "[node_db]\ntype=NuDB\n%s=%s\n", tide_config_file_key(oc->id), oc->value);
         expect_rc(load_all(f, &c, text, NULL, 0, NULL), 0, text);
         expect_u64(od_value(&c, oc->id), oc->want, text);
         snprintf(where, sizeof where, "%s:3", f->path);
@@ -1148,10 +1258,10 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
 
     const char *env0[] = { "TIDE_ONLINE_DELETE=0", NULL };
     char *on[] = { "tided", "--online-delete=7", NULL };
-    expect_rc(load_all(f, &c, "[node_db]\nonline_delete=manual\n", env0, 2, on), 0, "file, env and flag");
+    expect_rc(load_all(f, &c, "[node_db]\nonline_delete_objects=manual\n", env0, 2, on), 0, "file, env and flag");
     expect_u64(c.online_delete_on, 1, "the flag wins");
     expect_u64(c.online_delete, 7, "the flag's count");
-    expect_rc(load_all(f, &c, "[node_db]\nonline_delete=manual\n", env0, 0, NULL), 0, "file and env");
+    expect_rc(load_all(f, &c, "[node_db]\nonline_delete_objects=manual\n", env0, 0, NULL), 0, "file and env");
     expect_u64(c.online_delete_on, 0, "TIDE_ONLINE_DELETE=0 over the file turns it off");
 }
 
@@ -1192,24 +1302,29 @@ static void online_delete_bad_values_are_clear_errors_naming_the_line(void **sta
     fx *f = *state;
     tide_config c;
     static const struct { const char *text; unsigned line; const char *part; } bad[] = {
-        { "[node_db]\nonline_delete=-1\n", 2, "[node_db] online_delete=-1: not a number of objects or 'manual'" },
-        { "[node_db]\nonline_delete=lots\n", 2, "online_delete=lots: not a number of objects or 'manual'" },
-        { "[node_db]\nonline_delete=4503599627370497\n", 2, "is outside 0..4503599627370496 (or 'manual')" },
+        { "[node_db]\nonline_delete_objects=-1\n", 2,
+          "[node_db] online_delete_objects=-1: not a number of objects or 'manual'" },
+        { "[node_db]\nonline_delete_objects=lots\n", 2,
+          "online_delete_objects=lots: not a number of objects or 'manual'" },
+        { "[node_db]\nonline_delete_objects=4503599627370497\n", 2, "is outside 0..4503599627370496 (or 'manual')" },
         { "[node_db]\ntype=NuDB\ngenerations=1\n", 3, "[node_db] generations=1: 1 is outside 2..64" },
         { "[node_db]\ngenerations=65\n", 2, "65 is outside 2..64" },
         { "[node_db]\nadvisory_delete=2\n", 2, "advisory_delete=2: not 1/0" },
         { "[node_db]\nrotate_bytes=12XB\n", 2, "rotate_bytes=12XB: not a size" },
         { "[node_db]\nrotate_interval=31536001\n", 2, "31536001 is outside 0..31536000" },
-        { "[node_db]\ndelete_batch=0\n", 2, "delete_batch=0: 0 is outside 1..1000000" },
+        { "[node_db]\ndelete_batch_keys=0\n", 2, "delete_batch_keys=0: 0 is outside 1..1000000" },
         { "[node_db]\nback_off_milliseconds=60001\n", 2, "60001 is outside 0..60000" },
         { "[node_db]\ndelete_chunk=100\n", 2, "delete_chunk=100: 100 bytes is outside 4096.." },
         { "[node_db]\nrecovery_wait_seconds=0\n", 2, "0 is outside 1..3600" },
         { "[node_db]\nrotation_wait_max_seconds=0\n", 2, "0 is outside 1..604800" },
         { "[node_db]\ntrim_after_rotation=maybe\n", 2, "trim_after_rotation=maybe: not 1/0" },
-        { "[node_db]\nonline_delet=5\n", 2, "unknown key in [node_db]; did you mean online_delete?" },
+        { "[node_db]\nonline_delet=5\n", 2, "unknown key in [node_db]; did you mean online_delete_objects?" },
+        { "[node_db]\nonline_delete_object=5\n", 2, "did you mean online_delete_objects?" },
+        { "[node_db]\ndelete_batch_key=5\n", 2, "did you mean delete_batch_keys?" },
         { "[node_db]\ngeneration=3\n", 2, "did you mean generations?" },
         { "[node]\ngenerations=3\n", 2, "generations belongs in [node_db]" },
-        { "[node_db]\nonline_delete=5\nonline_delete=6\n", 3, "duplicate key (online_delete first set at" },
+        { "[node_db]\nonline_delete_objects=5\nonline_delete_objects=6\n", 3,
+          "duplicate key (online_delete first set at" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_file_error(f, bad[i].text, bad[i].line, bad[i].part, i);
@@ -1237,7 +1352,8 @@ static void with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk(vo
     tide_startup_log(&c);
     tide_log_set_sink(th_log_discard_sink, NULL);
     expect_contains(cap.text, "unbounded: disk grows without bound: online_delete is 0 (off)", "the disk warning");
-    expect_contains(cap.text, "--online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete", "how to bound it");
+    expect_contains(cap.text, "--online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete_objects (N objects",
+                    "how to bound it");
 
     memset(&cap, 0, sizeof cap);
     char *on[] = { "tided", "--data-dir", data, "--online-delete=1000", NULL };
@@ -1250,7 +1366,9 @@ static void with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk(vo
     tide_config_help(TIDE_CFG_ONLINE_DELETE, help, sizeof help);
     expect_contains(help, "    --online-delete N|manual\n", "help heading");
     expect_contains(help, "Range: 0 (off), 1 to 4503599627370496 (2^52) objects, or manual.", "help range");
-    expect_contains(help, "Environment TIDE_ONLINE_DELETE; file [node_db] online_delete.", "help keys");
+    expect_contains(help, "Environment TIDE_ONLINE_DELETE; file [node_db] online_delete_objects.", "help keys");
+    tide_config_help(TIDE_CFG_DELETE_BATCH, help, sizeof help);
+    expect_contains(help, "Environment TIDE_DELETE_BATCH; file [node_db] delete_batch_keys.", "help keys");
     tide_config_help(TIDE_CFG_BACK_OFF_MS, help, sizeof help);
     expect_contains(help, "Default: 100.", "back_off default from the row");
 }
@@ -2066,6 +2184,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(sizes_are_read_in_bytes_and_decimal_and_binary_units, setup, teardown),
         cmocka_unit_test_setup_teardown(an_unknown_key_or_flag_is_rejected_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(a_bad_environment_value_names_the_variable, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_variable_set_but_empty_is_refused_naming_it_not_taken_for_unset, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_size_may_have_a_space_before_its_unit_from_every_source_but_not_inside_its_number,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(describe_never_prints_the_metrics_token, setup, teardown),
         cmocka_unit_test_setup_teardown(describe_truncates_to_the_capacity_and_reports_the_full_length, setup, teardown),
         cmocka_unit_test_setup_teardown(http_threads_and_object_size_are_bounded_and_the_admin_token_never_printed, setup, teardown),
@@ -2078,6 +2200,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_size_limits_are_stated_and_a_refusal_names_them, setup, teardown),
         cmocka_unit_test_setup_teardown(a_node_budget_whose_double_overflows_saturates_the_hard_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(a_real_rippled_cfg_is_read_for_node_db_and_node_size_and_the_rest_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(rippleds_keys_that_count_something_else_are_never_read_as_tides, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_utf8_bom_is_accepted_and_utf16_is_refused_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(node_db_keys_of_rippled_are_noted_and_typos_of_tides_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(anything_goes_inside_a_skipped_section_and_hash_starts_a_comment, setup, teardown),

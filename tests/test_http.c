@@ -3737,6 +3737,66 @@ static int log_waits_for(const tided *t, const char *text, int ms)
     return 0;
 }
 
+/* SIGHUP reads the config file on the main thread, which also reads the
+ * stop signals: a file replaced by a FIFO (whose open would wait for a
+ * writer) or by a symlink to /dev/zero (which never ends) is refused by
+ * its type, nothing waited on or read; a file with rippled's online_delete
+ * (ledgers) and no online delete setting of Tide's is refused as at a
+ * start. The settings in force stay (debug, though the last file says
+ * info, so each request still logs an access line) and SIGTERM stops
+ * tided as always. */
+static void sighup_with_a_config_now_refused_changes_nothing_and_sigterm_still_stops_tided(void **state)
+{
+    char cfg[700], flag[720], want[1000];
+    const char *flags[] = { flag, NULL };
+    tided t;
+    resp r;
+    (void)state;
+
+    memset(&t, 0, sizeof t);
+    tided_prepare(&t);
+    th_put_file(t.dir, "tide.cfg", "[node]\nlog_level=debug\n");
+    th_path(cfg, sizeof cfg, t.dir, "tide.cfg");
+    snprintf(flag, sizeof flag, "--config=%s", cfg);
+    tided_start(&t, flags, NULL);
+
+    assert_int_equal(unlink(cfg), 0);
+    assert_int_equal(mkfifo(cfg, 0600), 0);
+    kill(t.pid, SIGHUP);
+    snprintf(want, sizeof want, "SIGHUP: the settings do not read any more, so nothing changed: %s: the config "
+             "file is a FIFO, not a regular file", cfg);
+    if (!log_waits_for(&t, want, 30000))
+        fail_msg("a SIGHUP with the config now a FIFO should log '%s' at once. Its log:\n%s", want, log_tail(&t));
+
+    assert_int_equal(unlink(cfg), 0);
+    assert_int_equal(symlink("/dev/zero", cfg), 0);
+    kill(t.pid, SIGHUP);
+    snprintf(want, sizeof want, "SIGHUP: the settings do not read any more, so nothing changed: %s: the config "
+             "file is a character device, not a regular file", cfg);
+    if (!log_waits_for(&t, want, 30000))
+        fail_msg("a SIGHUP with the config now a symlink to /dev/zero should log '%s'. Its log:\n%s", want,
+                 log_tail(&t));
+
+    assert_int_equal(unlink(cfg), 0);
+    th_put_file(t.dir, "tide.cfg", "[node]\nlog_level=info\n[node_db]\nonline_delete=512\n");
+    kill(t.pid, SIGHUP);
+    snprintf(want, sizeof want, "SIGHUP: the settings do not read any more, so nothing changed: %s:4: [node_db] "
+             "online_delete=512 is rippled's: it counts the ledgers rippled keeps", cfg);
+    if (!log_waits_for(&t, want, 30000))
+        fail_msg("a SIGHUP with rippled's online_delete should log '%s'. Its log:\n%s", want, log_tail(&t));
+
+    r = http(&t, "GET", "/v1/status", NULL, 0, 0, NULL);
+    expect_status(r, 200, "/v1/status after the refused reloads");
+    resp_free(&r);
+    if (!log_waits_for(&t, "access: GET /v1/status", 30000))
+        fail_msg("log_level=debug should still be in force after the refused reloads. Its log:\n%s", log_tail(&t));
+    tided_signal_and_reap(&t, SIGTERM);
+    if (!WIFEXITED(t.status) || WEXITSTATUS(t.status) != 0 || !log_contains(&t, "shutdown complete"))
+        fail_msg("SIGTERM after the refused reloads should stop tided cleanly (exit 0, 'shutdown complete'); "
+                 "status %d. Its log:\n%s", t.status, log_tail(&t));
+    tided_cleanup(&t);
+}
+
 static void sighup_reloads_the_log_level_and_loses_nothing(void **state)
 {
     char cfg[700], flag[720];
@@ -5678,6 +5738,7 @@ int main(void)
         cmocka_unit_test_teardown(slow_clients_from_twenty_addresses_cannot_lock_out_a_new_client, slow_teardown),
         cmocka_unit_test(partial_bodies_beyond_the_body_budget_are_503_with_retry_after),
         cmocka_unit_test(sighup_reloads_the_log_level_and_loses_nothing),
+        cmocka_unit_test(sighup_with_a_config_now_refused_changes_nothing_and_sigterm_still_stops_tided),
         cmocka_unit_test(sigquit_stops_like_sigterm),
         cmocka_unit_test(a_tided_that_cannot_bind_creates_no_store),
         cmocka_unit_test(a_stop_signal_during_the_stores_open_ends_startup),

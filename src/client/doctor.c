@@ -1221,7 +1221,7 @@ static void disk_findings(tide_doctor_disk *d)
     }
     if (!enabled) {
         finding(d, "online delete is off: the store grows without bound. Turn it on with "
-                "--online-delete N (TIDE_ONLINE_DELETE, [node_db] online_delete=N): rotate "
+                "--online-delete N (TIDE_ONLINE_DELETE, [node_db] online_delete_objects=N): rotate "
                 "after N objects, keeping --generations G (default 2)");
         return;
     }

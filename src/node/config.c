@@ -10,7 +10,10 @@
  * so no range or default is written twice. The four sources all go through one
  * function, ti_config_set_value(), so a value means the same thing whether it was
  * written as --cache-budget=1GiB, TIDE_CACHE_BUDGET=1GiB or
- * "[node] cache_budget=1GiB".
+ * "[node] cache_budget=1GiB". An empty value is refused from each: a
+ * variable that is set but empty is not taken for unset (apply_env), since
+ * TIDE_MEMORY_LIMIT=$LIMIT with LIMIT unset would drop the limit in
+ * silence.
  *
  * Precedence: flag > environment > config file > node_size preset > built-in
  * default. ti_config_set_value() overwrites a setting only when the new source ranks at
@@ -30,7 +33,12 @@
  * every source has been read.
  *
  * The file (config_file.c) is in XRP Ledger's INI style, so that tided can
- * be pointed at a node's own rippled.cfg; --help (config_help.c) is
+ * be pointed at a node's own rippled.cfg. A setting's file key is its name,
+ * except where rippled's [node_db] has a key of that name that counts
+ * something else (online_delete: ledgers; delete_batch: SQL records):
+ * there the row's file_key carries Tide's unit (online_delete_objects), and
+ * rippled's key is never read; finish refuses it while the setting is
+ * given nowhere (ti_config_rippled_keys). --help (config_help.c) is
  * written from the rows. Both reach the settings through config_impl.h:
  * the table, the presets and ti_config_set_value.
  *
@@ -332,17 +340,24 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "it (at least 1), the rest is kept for GET misses so a write burst does not shed reads. "
                 "Past its share a PUT or a GET miss is answered 503 overloaded with Retry-After: 1 "
                 "(tide_http_store_queue_depth on /metrics shows the queue)." },
-    /* Online delete (issue 12; docs/ROTATION.md): in [node_db] as rippled
-     * writes its own, rippled's names where they mean the same (its
-     * online_delete counts ledgers, Tide's objects). The waits are
-     * rippled's defaults where it has one. */
+    /* Online delete (docs/ROTATION.md): in [node_db] as rippled writes its
+     * own, rippled's names where they mean the same (advisory_delete,
+     * back_off_milliseconds, recovery_wait_seconds: the same gate, the
+     * same units). Where rippled's key counts something else
+     * (online_delete: ledgers; delete_batch: SQL records) the file key
+     * carries Tide's unit instead (ti_config_rippled_keys below). The
+     * waits are rippled's defaults where it has one. */
     [TIDE_CFG_ONLINE_DELETE]   = { "online_delete", "online-delete", "TIDE_ONLINE_DELETE", "node_db",
                                    NULL, NULL, K_ONLINE, 0, TIDE_CONFIG_BYTES_MAX, 0,
         .def = "0", .arg = "N|manual",
         .help = "online delete: keep the data directory as a ring of generations (stores) and rotate "
                 "after N objects were written into the newest; an object neither written nor read for "
                 "`generations` rotations is deleted. manual: generations, rotated only by the other "
-                "triggers or POST /v1/admin/rotate. 0: off, one plain store that grows without bound." },
+                "triggers or POST /v1/admin/rotate. 0: off, one plain store that grows without bound. "
+                "In the config file it is online_delete_objects: rippled's own [node_db] online_delete "
+                "counts the ledgers it keeps, so tided never reads that key, and stops (naming it) "
+                "when it is there and this setting is given nowhere.",
+        .file_key = "online_delete_objects" },
     [TIDE_CFG_GENERATIONS]     = { "generations", "generations", "TIDE_GENERATIONS", "node_db",
                                    NULL, NULL, K_UINT, TIDE_GEN_MIN, TIDE_GEN_MAX, 0,
         .def = "2", .arg = "G",
@@ -368,7 +383,11 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                                    NULL, NULL, K_UINT, 1, 1000000, 0,
         .def = "100", .arg = "N",
         .help = "keys of a rotation's keep-list copied forward per batch, with a back-off pause between "
-                "batches." },
+                "batches. In the config file it is delete_batch_keys: rippled's own [node_db] "
+                "delete_batch counts the records it deletes from its SQL databases per batch, so tided "
+                "never reads that key, and stops (naming it) when it is there and this setting is "
+                "given nowhere.",
+        .file_key = "delete_batch_keys" },
     [TIDE_CFG_BACK_OFF_MS]     = { "back_off_milliseconds", "back-off-milliseconds", "TIDE_BACK_OFF_MILLISECONDS",
                                    "node_db", NULL, NULL, K_UINT, 0, 60000, 0,
         .def = "100", .arg = "MS",
@@ -512,6 +531,15 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .def = "10", .arg = "SECONDS",
         .help = "seconds after a request's head ended before http_body_min_rate counts, so that a "
                 "body that starts slowly or stalls once is not cut off." },
+};
+
+/* rippled's [node_db] keys that count something else than the setting of
+ * their name (config_impl.h), in the order of tide_config's rippled_keys. */
+const ti_config_rippled_key ti_config_rippled_keys[TIDE_CONFIG_RIPPLED_KEYS] = {
+    { "online_delete", TIDE_CFG_ONLINE_DELETE, "the ledgers rippled keeps",
+      "objects written into the newest generation", "N (objects; 0: off, keep every object; or manual)" },
+    { "delete_batch", TIDE_CFG_DELETE_BATCH, "the records rippled deletes from its SQL databases per batch",
+      "keys of a keep-list copied forward per batch", "N (keys per batch, 1 to 1000000; 100 by default)" },
 };
 
 const char *tide_config_node_size_name(int n)
@@ -985,7 +1013,7 @@ int ti_config_set_value(tide_config *c, int id, const char *text, int kind, cons
                         const char *what)
 {
     parsed p;
-    char why[256] = "";
+    char why[400] = "";
 
     memset(&p, 0, sizeof p);
     parse_value(c, id, text, kind, what, &p, why, sizeof why);
@@ -1014,18 +1042,26 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg)
 
     if (get == NULL) get = real_getenv;
     for (int id = 0; id < TIDE_CFG_COUNT && rc == 0; id++) {
-        const char *v = get(arg, ti_config_settings[id].env);
-        char what[512], prefix[64], *copy;
+        const char *env = ti_config_settings[id].env, *v = get(arg, env);
+        char what[512], prefix[64], *copy, *val;
 
-        if (v == NULL || v[0] == '\0') continue;
+        if (v == NULL) continue;
         /* A copy of the whole value (not of a fixed buffer's worth): the
          * length checks must see what the operator wrote. */
         copy = strdup(v);
-        if (copy == NULL) return tide_err_set(TIDE_ENOMEM, "%s: copying its value", ti_config_settings[id].env);
-        snprintf(prefix, sizeof prefix, "%s=", ti_config_settings[id].env);
-        char *val = ti_config_trim(copy);
-        ti_config_show_value(what, sizeof what, prefix, val);
-        rc = ti_config_set_value(c, id, val, TIDE_SRC_ENV, ti_config_settings[id].env, what);
+        if (copy == NULL) return tide_err_set(TIDE_ENOMEM, "%s: copying its value", env);
+        val = ti_config_trim(copy);
+        /* Set but empty is not unset: TIDE_MEMORY_LIMIT=$LIMIT with LIMIT
+         * unset would drop the limit without a word (a flag's or a file
+         * line's empty value is refused too). */
+        if (val[0] == '\0')
+            rc = tide_err_set(TIDE_EINVAL, "%s is set but empty: give it a value, or unset it for the "
+                              "default (unset %s; under systemd UnsetEnvironment=%s)", env, env, env);
+        if (rc == 0) {
+            snprintf(prefix, sizeof prefix, "%s=", env);
+            ti_config_show_value(what, sizeof what, prefix, val);
+            rc = ti_config_set_value(c, id, val, TIDE_SRC_ENV, env, what);
+        }
         free(copy);
     }
     return rc;
@@ -1086,17 +1122,47 @@ static void warn_online_delete_off(const tide_config *c)
                      "N or manual", ti_config_settings[ids[i]].name, c->src[ids[i]].where);
 }
 
+/* rippled's keys the file recorded (rippled_keys): each is rippled's
+ * alone. Its setting given by an operator's source (the file's own key,
+ * the variable, the flag): an info line. Given nowhere: TIDE_EINVAL for
+ * the first, since reading rippled's count as Tide's deleted objects and
+ * dropping it in silence would leave a disk unbounded that its writer
+ * meant to bound. */
+static int check_rippled_keys(const tide_config *c)
+{
+    for (int i = 0; i < TIDE_CONFIG_RIPPLED_KEYS; i++) {
+        const ti_config_rippled_key *k = &ti_config_rippled_keys[i];
+        const ti_config_setting *st = &ti_config_settings[k->id];
+        char now[300];
+
+        if (c->rippled_keys[i][0] == '\0') continue;
+        if (c->src[k->id].kind >= TIDE_SRC_FILE) {
+            tide_config_describe_setting(c, k->id, now, sizeof now);
+            tide_log(TIDE_LOG_INFO, "config %s is rippled's (it counts %s), not read by tide, whose setting "
+                     "is %s", c->rippled_keys[i], k->theirs, now);
+            continue;
+        }
+        return tide_err_set(TIDE_EINVAL, "%s is rippled's: it counts %s, while tide's %s counts %s, so tide "
+                            "does not read it. Say what tide should do: [node_db] %s=%s, a key rippled does not "
+                            "use, or --%s / %s", c->rippled_keys[i], k->theirs, st->name, k->ours, st->file_key,
+                            k->value, st->flag, st->env);
+    }
+    return 0;
+}
+
 int tide_config_finish(tide_config *c)
 {
     if (c->node_size < 0 || c->node_size >= TIDE_NODE_SIZE_COUNT)
         return tide_err_set(TIDE_EINVAL, "node_size %d is not a preset", c->node_size);
+    int rc = check_rippled_keys(c);
+    if (rc) return rc;
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         if (!ti_config_settings[id].from_preset || c->src[id].kind != TIDE_SRC_DEFAULT) continue;
         fill_preset(c, id, &ti_config_presets[c->node_size]);
         ti_config_set_source(c, id, TIDE_SRC_PRESET, "%s", ti_config_node_size_names[c->node_size]);
     }
     /* Before the body budget's default: with a limit it is derived. */
-    int rc = ti_config_finish_memory(c);
+    rc = ti_config_finish_memory(c);
     if (rc) return rc;
     /* Only when the operator chose one of the pair: the defaults must not warn. */
     if (c->cache_age < c->sweep_interval && (c->src[TIDE_CFG_CACHE_AGE].kind >= TIDE_SRC_FILE
@@ -1329,6 +1395,12 @@ const char *tide_config_group_name(int group)
 const char *tide_config_section(int id)
 {
     return id >= 0 && id < TIDE_CFG_COUNT ? ti_config_settings[id].section : NULL;
+}
+
+const char *tide_config_file_key(int id)
+{
+    if (id < 0 || id >= TIDE_CFG_COUNT || ti_config_settings[id].section == NULL) return NULL;
+    return ti_config_settings[id].file_key ? ti_config_settings[id].file_key : ti_config_settings[id].name;
 }
 
 /* ---- unbounded consumers ----------------------------------------------------------------- */

@@ -84,6 +84,11 @@ enum {
     TIDE_CFG_COUNT
 };
 
+/* rippled's [node_db] keys that count something else than the Tide
+ * setting of their name: online_delete and delete_batch (config.c's
+ * ti_config_rippled_keys). */
+#define TIDE_CONFIG_RIPPLED_KEYS 2
+
 typedef struct tide_config_source {
     int  kind;        /* TIDE_SRC_* */
     char where[160];  /* "tide.cfg:2", "TIDE_CACHE_BUDGET", "--cache-budget",
@@ -212,6 +217,14 @@ typedef struct tide_config {
      * "" unset. Read by tide_config_load_tokens. */
     char     metrics_token_file[4096];
     char     admin_token_file[4096];
+    /* rippled's [node_db] keys named like a setting but counting something
+     * else (online_delete: ledgers; delete_batch: SQL records), as the file
+     * wrote them ("rippled.cfg:43: [node_db] online_delete=2000"), in the
+     * order of TIDE_CONFIG_RIPPLED_KEYS; "" when absent. Never the
+     * setting's value: finish refuses one whose setting no operator's
+     * source gave (the file's own key with the unit, its variable or its
+     * flag), else logs it as rippled's. */
+    char     rippled_keys[TIDE_CONFIG_RIPPLED_KEYS][600];
     tide_config_source src[TIDE_CFG_COUNT];
 } tide_config;
 
@@ -258,19 +271,33 @@ size_t tide_config_help(int id, char *buf, size_t cap);
  * until tide_config_finish replaces them with node_size's preset. */
 void tide_config_defaults(tide_config *c);
 
+/* The largest config file tided reads: 1 MiB. A node's own rippled.cfg
+ * is a few KiB and the sample with every setting (contrib/tide.cfg) about
+ * 20 KiB, so anything near the cap is not a config file: the cap bounds
+ * what one --config (or a SIGHUP) can make tided read and hold. */
+#define TIDE_CONFIG_FILE_MAX (1024ull * 1024)
+
 /* Read an INI file (sections [node], [node_db], [node_size], [sweep_interval], [http];
- * see config.c for the syntax) over `c`. A setting already set by the
- * environment or a flag keeps its value. Any other section (a rippled.cfg's
+ * see config_file.c for the syntax) over `c`. The file must be a regular file
+ * (a symlink to one is fine) of at most TIDE_CONFIG_FILE_MAX bytes: a FIFO,
+ * a device, a directory or a socket is refused without reading it or
+ * waiting for it (the open never blocks), and so is a larger file, read
+ * no further than one byte past the cap even when it grows meanwhile. A
+ * setting already set by the environment or a flag keeps its value. Any other section (a rippled.cfg's
  * [server], [ips], ...) is skipped with one info line; rippled's keys in
- * [node_db] (online_delete, ...) get an info line, other unknown ones there
- * a warning. A UTF-8 BOM is skipped; '#' starts a comment anywhere ("\#" is
+ * [node_db] (earliest_seq, ...) get an info line, other unknown ones there
+ * a warning; rippled's online_delete and delete_batch, which count
+ * something else than Tide's settings of those names, are recorded in
+ * rippled_keys for finish, never read as Tide's. A UTF-8 BOM is skipped; '#' starts a comment anywhere ("\#" is
  * a '#'). Returns 0; TIDE_ENOENT/TIDE_EIO when the file cannot be read;
- * TIDE_EINVAL for the first syntax or value error, with tide_last_error() =
+ * TIDE_EINVAL naming the path for the wrong type or size, and for the
+ * first syntax or value error, with tide_last_error() =
  * "PATH:LINE: [section] key=value: reason" (a section or [node_db] key one
  * edit from one Tide reads is such an error: "did you mean [node_db]?"). An
  * invalid nudb_block_size is not an error: it logs a warning naming
  * PATH:LINE and uses 4096. On error `c` may hold the settings read before
- * the bad line. Cost: one read of the file; allocates only while reading. */
+ * the bad line. Cost: one read of the file (at most TIDE_CONFIG_FILE_MAX
+ * + 1 bytes); allocates a buffer of that size only while reading. */
 int tide_config_load_file(tide_config *c, const char *path);
 
 /* Getter for environment variables: returns the value or NULL when unset. */
@@ -279,8 +306,11 @@ typedef const char *(*tide_config_getenv_fn)(void *arg, const char *name);
 /* Apply TIDE_* variables through `get` (NULL: getenv). Returns 0,
  * TIDE_ENOMEM, or TIDE_EINVAL with "TIDE_CACHE_BUDGET=12XB: not a size
  * (...)". Each value is checked whole, as a flag's is (a TIDE_DATA_DIR
- * longer than TIDE_CONFIG_DATA_DIR_MAX is refused, never cut). A set but
- * empty variable counts as unset. nudb_block_size warns as in load_file. */
+ * longer than TIDE_CONFIG_DATA_DIR_MAX is refused, never cut). A variable
+ * set but empty (or only blanks) is TIDE_EINVAL naming it
+ * ("TIDE_MEMORY_LIMIT is set but empty: ..."), not unset: it is mostly a
+ * script's variable that expanded to nothing. nudb_block_size warns as in
+ * load_file. */
 int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg);
 
 /* Apply --flags from argv[1..argc-1] with getopt_long (argv may be permuted;
@@ -344,6 +374,9 @@ int tide_config_load_tokens(tide_config *c, const char *credentials_directory);
 /* Put node_size's preset into every preset-driven setting still at its
  * default (source becomes "preset NAME"), then check the rules that join
  * settings. Returns 0, or TIDE_EINVAL when node_size is not a preset.
+ * A rippled key of rippled_keys whose setting no operator's source gave is
+ * TIDE_EINVAL naming its file line, what rippled and Tide count with it
+ * and Tide's own key; one whose setting was given logs an info line.
  * Warns (never fails) when cache_age or key_cache_age is below
  * sweep_interval and the operator set one of the pair (entries then live up
  * to a whole interval anyway; the defaults never warn), and when
@@ -401,6 +434,12 @@ enum { TIDE_CFG_GROUP_NODE, TIDE_CFG_GROUP_HTTP, TIDE_CFG_GROUP_CACHE, TIDE_CFG_
 int tide_config_group(int id);
 /* "node", "http", "cache", "memory", "node_db"; "?" out of range. */
 const char *tide_config_group_name(int group);
+
+/* The config file's key of setting `id` in its section: its name, or for
+ * a setting whose name rippled reads with another meaning in [node_db]
+ * the key with its unit ("online_delete_objects", "delete_batch_keys");
+ * NULL for an env-only setting and an id out of range. */
+const char *tide_config_file_key(int id);
 
 /* The config file's section of setting `id`: "node", "node_db" or "http"
  * (metrics_token_file and admin_token_file), or NULL for an env-only

@@ -16,13 +16,25 @@
  *     type=NuDB            the only backend; any other type is an error
  *     path=/var/lib/tide   = data_dir     # a trailing comment
  *     nudb_block_size=16384
- *     online_delete=2000   online delete (Tide counts objects, rippled ledgers)
+ *     online_delete_objects=1000000   Tide's online delete, in objects
+ *     online_delete=2000   rippled's, in ledgers: never read (finish
+ *                          refuses it while Tide's is given nowhere)
  *     earliest_seq=32570   rippled's: an info line, ignored
  *     [node]
  *     cache_budget=1GiB    every setting by its name (except the env-only ones)
  *     [http]
  *     metrics_token_file=/etc/tide/metrics.token    the token files (issue 14)
  *     [server]             any other section: one info line, then skipped
+ *
+ * The file is read whole before a line is parsed: opened without blocking
+ * (O_NONBLOCK, so a FIFO cannot hold the open), checked on the opened
+ * descriptor to be a regular file (a symlink to one is fine; a FIFO, a
+ * device such as /dev/zero, a directory or a socket is refused by name,
+ * nothing read), and refused when larger than TIDE_CONFIG_FILE_MAX (1
+ * MiB); the read stops one byte past the cap, so a file that grows while
+ * it is read is refused too. The same function serves the start,
+ * --check-config and SIGHUP, which runs on the main thread: nothing here
+ * may wait on the file or read it without bound.
  *
  * A '#' anywhere starts a comment, as rippled reads the key=value lines of
  * its own file; "\#" is a literal '#'. A '#' glued to the text before it
@@ -37,13 +49,21 @@
  * and its lines are not parsed at all. A section one edit away from one of
  * Tide's ([nodes], [node-db], [NODE_SIZE]) is an error instead: skipping a
  * typo would drop its settings in silence. In [node_db], the online delete
- * settings are Tide's (online_delete, generations, ...: config.c's table);
- * rippled's other keys (earliest_seq, age_threshold_seconds, ...) log an info line, any
- * other unknown key a warning, and a key one edit from type, path or
- * nudb_block_size is an error ("did you mean path?"): [node_db] is shared
- * with rippled, whose keys are not Tide's to refuse, but a misspelt path
- * would make tided open (and create) a store somewhere else. [node] is
- * Tide's alone, so an unknown key there is an error.
+ * settings are Tide's (online_delete_objects, generations, ...: config.c's
+ * table, by tide_config_file_key). rippled's keys that Tide reads there
+ * mean what they mean to rippled (type, path, nudb_block_size,
+ * advisory_delete, back_off_milliseconds, recovery_wait_seconds). Two of
+ * rippled's keys are named like a Tide setting but count something else
+ * (online_delete: ledgers, not objects; delete_batch: SQL records, not
+ * keys: ti_config_rippled_keys): the file records them for
+ * tide_config_finish, never as the setting's value, and Tide's own key for
+ * each carries its unit. rippled's other keys (earliest_seq,
+ * age_threshold_seconds, ...) log an info line, any other unknown key a
+ * warning, and a key one edit from a key Tide reads there is an error
+ * ("did you mean path?"): [node_db] is shared with rippled, whose keys are
+ * not Tide's to refuse, but a misspelt path would make tided open (and
+ * create) a store somewhere else. [node] is Tide's alone, so an unknown
+ * key there is an error.
  *
  * Invariants:
  *   1. Nothing is skipped in silence: a line is a comment or blank, or is
@@ -54,17 +74,26 @@
  *   3. A failed load leaves the settings of the lines before the failing
  *      one set, and returns TIDE_EINVAL (or the I/O error) naming
  *      FILE:LINE; tided then stops, so nothing half-read is served.
+ *   4. At most TIDE_CONFIG_FILE_MAX + 1 bytes are read, and only from a
+ *      regular file; a file refused for its type or size sets nothing.
  *
- * Never: refuse a key of rippled's own in [node_db]; accept a key one edit
- * from one of Tide's (a typo would drop its setting in silence).
+ * Never: refuse a key of rippled's own in [node_db] that Tide does not
+ * read; read one of rippled's keys as Tide's when it counts something
+ * else; accept a key one edit from one of Tide's (a typo would drop its
+ * setting in silence); block on the config file's open or read it to its
+ * end when that end may not come.
  */
 #include "node/config_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tide/error.h"
 #include "util/err.h"
@@ -75,7 +104,8 @@ static int lookup_key(const char *section, const char *key)
 {
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         const ti_config_setting *st = &ti_config_settings[id];
-        if (st->section && key[0] != '\0' && strcmp(section, st->section) == 0 && strcmp(key, st->name) == 0)
+        if (st->section && key[0] != '\0' && strcmp(section, st->section) == 0
+            && strcmp(key, tide_config_file_key(id)) == 0)
             return id;
         if (st->alt_section && strcmp(section, st->alt_section) == 0 && strcmp(key, st->alt_key) == 0)
             return id;
@@ -125,9 +155,10 @@ static const char *typo_of_section(const char *s)
 /* The keys rippled documents for its [node_db] (online deletion, the
  * RocksDB tuning, the cache) that Tide has no use for: expected in a
  * node's own config, so each gets an info line, not a warning. Its online
- * deletion keys that Tide reads (online_delete, advisory_delete,
- * delete_batch, back_off_milliseconds, recovery_wait_seconds) are
- * settings of the table instead; age_threshold_seconds stays rippled's
+ * deletion keys that mean the same to Tide (advisory_delete,
+ * back_off_milliseconds, recovery_wait_seconds) are settings of the table
+ * instead, and online_delete and delete_batch, which count something else,
+ * are ti_config_rippled_keys; age_threshold_seconds stays rippled's
  * (Tide's health gate is its commit backlog, not a ledger's age). */
 static int rippled_node_db_key(const char *k)
 {
@@ -173,12 +204,12 @@ typedef struct file_reader {
 } file_reader;
 
 /* Refuse what cannot be a UTF-8 text line: a UTF-16 file, a NUL byte. */
-static int check_line_bytes(const file_reader *r, const char *s, ssize_t n)
+static int check_line_bytes(const file_reader *r, const char *s, size_t n)
 {
     if (r->lineno == 1 && n >= 2 && ((s[0] == '\xff' && s[1] == '\xfe') || (s[0] == '\xfe' && s[1] == '\xff')))
         return tide_err_set(TIDE_EINVAL, "%s:1: the file is UTF-16 (it starts with a UTF-16 byte-order "
                             "mark); save it as UTF-8", r->path);
-    if ((size_t)n != strlen(s))
+    if (n != strlen(s))
         return tide_err_set(TIDE_EINVAL, "%s:%u: the line holds a NUL byte", r->path, r->lineno);
     return 0;
 }
@@ -213,19 +244,27 @@ static int read_section(file_reader *r, char *s)
 }
 
 /* A [node_db] key that is no setting: rippled's business, not an error,
- * unless it is a near miss of a key Tide reads (a typo). */
-static int read_node_db_other(const file_reader *r, const char *key, const char *what)
+ * unless it is a near miss of a key Tide reads (a typo). One of rippled's
+ * keys that count something else than Tide's setting of their name is
+ * recorded for tide_config_finish, which refuses it or logs it. */
+static int read_node_db_other(file_reader *r, const char *key, const char *what)
 {
     static const char *const ours[] = { "type", "path", "nudb_block_size" };
 
+    for (int i = 0; i < TIDE_CONFIG_RIPPLED_KEYS; i++)
+        if (strcmp(key, ti_config_rippled_keys[i].key) == 0) {
+            if (r->c->rippled_keys[i][0] == '\0')
+                snprintf(r->c->rippled_keys[i], sizeof r->c->rippled_keys[i], "%s", what);
+            return 0;
+        }
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
         if (one_edit_apart(key, ours[i]))
             return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what, ours[i]);
     for (int id = 0; id < TIDE_CFG_COUNT; id++)
         if (ti_config_settings[id].section && strcmp(ti_config_settings[id].section, "node_db") == 0
-            && one_edit_apart(key, ti_config_settings[id].name))
+            && (one_edit_apart(key, tide_config_file_key(id)) || one_edit_apart(key, ti_config_settings[id].name)))
             return tide_err_set(TIDE_EINVAL, "%s: unknown key in [node_db]; did you mean %s?", what,
-                                ti_config_settings[id].name);
+                                tide_config_file_key(id));
     if (rippled_node_db_key(key))
         tide_log(TIDE_LOG_INFO, "config %s:%u: [node_db] %s is rippled's, not used by tide; ignored",
                  r->path, r->lineno, key);
@@ -233,6 +272,22 @@ static int read_node_db_other(const file_reader *r, const char *key, const char 
         tide_log(TIDE_LOG_WARN, "%s: unknown key in [node_db], ignored (tide reads type, path, "
                  "nudb_block_size and the online delete settings there)", what);
     return 0;
+}
+
+/* A key no setting has in this section (not [node_db]): TIDE_EINVAL,
+ * saying where it belongs when it is a [node_db] key or a setting's name
+ * whose file key differs ([node] online_delete). */
+static int unknown_key(const file_reader *r, const char *key, const char *what)
+{
+    if (lookup_key("node_db", key) >= 0)
+        return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (%s belongs in [node_db], as in rippled's "
+                            "config)", what, r->section, key);
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (ti_config_settings[id].file_key && strcmp(key, ti_config_settings[id].name) == 0)
+            return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (the file writes %s as [%s] %s, its "
+                                "unit in the key: rippled's own %s counts something else)", what, r->section,
+                                key, ti_config_settings[id].section, ti_config_settings[id].file_key, key);
+    return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
 }
 
 /* [node_db] type=: only NuDB, once. */
@@ -275,10 +330,7 @@ static int read_setting(file_reader *r, char *s)
     }
     id = lookup_key(r->section, key);
     if (id < 0 && strcmp(r->section, "node_db") == 0) return read_node_db_other(r, key, what);
-    if (id < 0 && lookup_key("node_db", key) >= 0)
-        return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (%s belongs in [node_db], as in rippled's "
-                            "config)", what, r->section, key);
-    if (id < 0) return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
+    if (id < 0) return unknown_key(r, key, what);
     if (r->seen_line[id])
         return tide_err_set(TIDE_EINVAL, "%s: duplicate key (%s first set at %s:%u)",
                             what, ti_config_settings[id].name, r->path, r->seen_line[id]);
@@ -287,52 +339,117 @@ static int read_setting(file_reader *r, char *s)
     return ti_config_set_value(r->c, id, val, TIDE_SRC_FILE, where, what);
 }
 
-/* The file, line by line: bytes checked, comment cut, then a section line
- * or a setting line (nothing inside a skipped section). */
+/* A file type in words, for the refusal of anything but a regular file. */
+static const char *file_type_text(mode_t m)
+{
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* The whole file at `path` into a malloc'd, NUL-terminated *out of *len
+ * bytes: a regular file (a symlink to one too) of at most
+ * TIDE_CONFIG_FILE_MAX bytes. O_NONBLOCK: a FIFO named as the config file
+ * must not block the open (start, --check-config, SIGHUP on the main
+ * thread), and the type is checked on the opened descriptor, so nothing
+ * is read from a FIFO or a device (/dev/zero never ends). The read stops
+ * one byte past the cap, so a file that grows after the fstat is bounded
+ * too. 0, TIDE_ENOENT/TIDE_EIO (errno's) when it cannot be opened or
+ * read, TIDE_EINVAL for the wrong type or size; each names the path. */
+static int read_whole(const char *path, char **out, size_t *len)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t got = 0;
+    ssize_t n;
+    int fd, rc = 0;
+
+    *out = NULL;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) return tide_err_sys(errno, "%s: cannot open the config file", path);
+    if (fstat(fd, &st) != 0) { rc = tide_err_sys(errno, "%s: cannot stat the config file", path); goto out; }
+    if (!S_ISREG(st.st_mode)) {
+        rc = tide_err_set(TIDE_EINVAL, "%s: the config file is %s, not a regular file; name a regular file "
+                          "(a symlink to one is fine)", path, file_type_text(st.st_mode));
+        goto out;
+    }
+    if ((uint64_t)st.st_size > TIDE_CONFIG_FILE_MAX) {
+        rc = tide_err_set(TIDE_EINVAL, "%s: the config file is %lld bytes, more than the %llu (1 MiB) tided "
+                          "reads", path, (long long)st.st_size, (unsigned long long)TIDE_CONFIG_FILE_MAX);
+        goto out;
+    }
+    buf = malloc(TIDE_CONFIG_FILE_MAX + 2);
+    if (buf == NULL) { rc = tide_err_set(TIDE_ENOMEM, "%s: reading the config file", path); goto out; }
+    while (got < TIDE_CONFIG_FILE_MAX + 1 && (n = read(fd, buf + got, TIDE_CONFIG_FILE_MAX + 1 - got)) != 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) { rc = tide_err_sys(errno, "%s: cannot read the config file", path); goto out; }
+        got += (size_t)n;
+    }
+    if (got > TIDE_CONFIG_FILE_MAX) {
+        rc = tide_err_set(TIDE_EINVAL, "%s: the config file grew past %llu bytes (1 MiB) while it was read",
+                          path, (unsigned long long)TIDE_CONFIG_FILE_MAX);
+        goto out;
+    }
+    buf[got] = '\0';
+    *out = buf;
+    *len = got;
+    buf = NULL;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* One line of the file (`n` bytes, NUL-terminated where its '\n' was):
+ * bytes checked, comment cut, then a section line or a setting line
+ * (nothing inside a skipped section). */
+static int read_line(file_reader *r, char *line, size_t n)
+{
+    char *s = line;
+    int glued, rc;
+
+    r->lineno++;
+    rc = check_line_bytes(r, line, n);
+    if (rc) return rc;
+    if (r->lineno == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0) s += 3;   /* UTF-8 BOM */
+    strip_comment(s, &glued);
+    s = ti_config_trim(s);
+    if (*s == '\0' || *s == ';') return 0;
+    if (*s == '[') return read_section(r, s);
+    if (r->skipping) return 0;
+    if (r->section[0] == '\0')
+        return tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", r->path, r->lineno, s);
+    if (glued)
+        tide_log(TIDE_LOG_WARN, "config %s:%u: [%s] %s: the '#' after it starts a comment, as in rippled's "
+                 "own config; write \\# for a '#' in a value", r->path, r->lineno, r->section, s);
+    return read_setting(r, s);
+}
+
+/* The file, read whole (read_whole), then line by line. */
 int tide_config_load_file(tide_config *c, const char *path)
 {
-    FILE *f = NULL;
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t n;
+    char *text = NULL, *p, *end;
+    size_t len = 0;
     file_reader r;
-    int rc = 0;
+    int rc;
 
     memset(&r, 0, sizeof r);
     r.c = c;
     r.path = path;
-    f = fopen(path, "r");
-    if (f == NULL) { rc = tide_err_sys(errno, "%s: cannot open the config file", path); goto out; }
-    while ((n = getline(&line, &lcap, f)) != -1) {
-        char *s = line;
-        int glued;
+    rc = read_whole(path, &text, &len);
+    if (rc) goto out;
+    for (p = text, end = text + len; p < end && rc == 0; ) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-        r.lineno++;
-        rc = check_line_bytes(&r, line, n);
-        if (rc) goto out;
-        if (r.lineno == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0) s += 3;   /* UTF-8 BOM */
-        strip_comment(s, &glued);
-        s = ti_config_trim(s);
-        if (*s == '\0' || *s == ';') continue;
-        if (*s == '[') {
-            rc = read_section(&r, s);
-            if (rc) goto out;
-            continue;
-        }
-        if (r.skipping) continue;
-        if (r.section[0] == '\0') {
-            rc = tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", path, r.lineno, s);
-            goto out;
-        }
-        if (glued)
-            tide_log(TIDE_LOG_WARN, "config %s:%u: [%s] %s: the '#' after it starts a comment, as in rippled's "
-                     "own config; write \\# for a '#' in a value", path, r.lineno, r.section, s);
-        rc = read_setting(&r, s);
-        if (rc) goto out;
+        p[n] = '\0';
+        rc = read_line(&r, p, n);
+        p += n + 1;
     }
-    if (ferror(f)) rc = tide_err_sys(errno, "%s: read failed after line %u", path, r.lineno);
 out:
-    free(line);
-    if (f) fclose(f);
+    free(text);
     return rc;
 }

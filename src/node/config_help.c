@@ -183,12 +183,12 @@ size_t tide_config_help(int id, char *buf, size_t cap)
     default_line(&t, id);
     if (st->section == NULL) return t.len;   /* env only: its heading is the variable */
     if (st->alt_section && st->alt_key[0])
-        text_line(&t, "Environment %s; file [%s] %s or [%s] %s.", st->env, st->section, st->name,
+        text_line(&t, "Environment %s; file [%s] %s or [%s] %s.", st->env, st->section, tide_config_file_key(id),
                   st->alt_section, st->alt_key);
     else if (st->alt_section)
         text_line(&t, "Environment %s; file [%s] %s or a bare value under [%s].", st->env, st->section,
-                  st->name, st->alt_section);
+                  tide_config_file_key(id), st->alt_section);
     else
-        text_line(&t, "Environment %s; file [%s] %s.", st->env, st->section, st->name);
+        text_line(&t, "Environment %s; file [%s] %s.", st->env, st->section, tide_config_file_key(id));
     return t.len;
 }

@@ -60,7 +60,25 @@ typedef struct ti_config_setting {
     const char *help;     /* --help's description: what the setting does;
                              never its range or default, which are printed
                              from the fields above */
+    const char *file_key; /* the config file's key when it is not `name`: the
+                             unit written into it, where rippled reads a
+                             key of the setting's name with another meaning
+                             ("online_delete_objects"); NULL: `name` */
 } ti_config_setting;
+
+/* A key of rippled's [node_db] named like a Tide setting but counting
+ * something else (its online_delete the ledgers it keeps; Tide's the
+ * objects written into the newest generation). The file records it in
+ * tide_config's rippled_keys, never as the setting's value; finish refuses
+ * it while the setting is not given by an operator's source, since
+ * neither reading it nor dropping it in silence is what its writer meant. */
+typedef struct ti_config_rippled_key {
+    const char *key;      /* "online_delete" */
+    int         id;       /* TIDE_CFG_ONLINE_DELETE */
+    const char *theirs;   /* what rippled counts with it: "the ledgers rippled keeps" */
+    const char *ours;     /* what the setting counts */
+    const char *value;    /* the file key's value, for the message: "N (objects; ...)" */
+} ti_config_rippled_key;
 
 /* The rows, by TIDE_CFG_* id; the presets and node_size's names, by
  * TIDE_NODE_*; and the RAM below which each node_size is chosen (one step
@@ -69,6 +87,7 @@ extern const ti_config_setting ti_config_settings[TIDE_CFG_COUNT];
 extern const ti_config_preset ti_config_presets[TIDE_NODE_SIZE_COUNT];
 extern const char *const ti_config_node_size_names[TIDE_NODE_SIZE_COUNT];
 extern const uint64_t ti_config_node_size_ram_below[TIDE_NODE_SIZE_COUNT - 1];
+extern const ti_config_rippled_key ti_config_rippled_keys[TIDE_CONFIG_RIPPLED_KEYS];
 
 /*
  * Set setting `id` from `text` for a source of rank `kind` (TIDE_SRC_*),

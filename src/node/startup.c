@@ -15,7 +15,10 @@
  *
  * The block size line reads the key file of an existing store (its header
  * rules: a store keeps the block size it was created with until `tide
- * rekey` rebuilds it). For a new store it is the configured size.
+ * rekey` rebuilds it). For a new store it is the configured size, and the
+ * line says the store will be created; tide_startup_check_data_dir, run
+ * before the log (and by --check-config), has made sure data_dir's parent
+ * exists, since tided creates the data directory but never its parents.
  *
  * With online delete on, a second line after the node opened
  * (tide_startup_log_disk) states the disk bound the settings give: about
@@ -38,10 +41,12 @@
  */
 #include "node/startup.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gen/gens.h"
 #include "mem/alloc.h"
@@ -56,6 +61,46 @@
  * "settings [memory] (continued): " head and a json line's fields and
  * escapes, so that no settings line is ever cut. */
 #define SETTINGS_LINE_BUDGET (TIDE_LOG_LINE_MAX - 320)
+
+/* The directory that holds `dir`, into out: "." for a bare name, "/" for
+ * a name under the root; trailing slashes of `dir` do not count. */
+static void parent_dir(const char *dir, char *out, size_t cap)
+{
+    size_t n = strlen(dir);
+    const char *slash;
+
+    while (n > 1 && dir[n - 1] == '/') n--;
+    snprintf(out, cap, "%.*s", (int)n, dir);
+    slash = strrchr(out, '/');
+    if (slash == NULL) snprintf(out, cap, ".");
+    else if (slash == out) out[1] = '\0';
+    else out[slash - out] = '\0';
+}
+
+/* (startup.h) */
+int tide_startup_check_data_dir(const tide_config *c)
+{
+    char parent[sizeof c->data_dir], src[200];
+    struct stat st;
+
+    tide_config_source_text(c, TIDE_CFG_DATA_DIR, src, sizeof src);
+    if (stat(c->data_dir, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return 0;
+        return tide_err_set(TIDE_EINVAL, "data_dir=%s (%s) is not a directory: the store needs a directory of "
+                            "its own; set another data_dir", c->data_dir, src);
+    }
+    if (errno == ENOTDIR)
+        return tide_err_set(TIDE_EINVAL, "data_dir=%s (%s): a part of its path is a file, not a directory; set "
+                            "another data_dir", c->data_dir, src);
+    if (errno != ENOENT) return 0;                  /* the open says what it is */
+    /* data_dir is missing and every part of its path that exists is a
+     * directory (else ENOTDIR above), so the parent is one or is missing. */
+    parent_dir(c->data_dir, parent, sizeof parent);
+    if (stat(parent, &st) == 0 || errno != ENOENT) return 0;   /* a new store will be created */
+    return tide_err_set(TIDE_ENOENT, "data_dir=%s (%s): its parent directory %s does not exist; tided creates "
+                        "the data directory but not its parents: mkdir -p %s, or set another data_dir",
+                        c->data_dir, src, parent, parent);
+}
 
 int tide_startup_apply_malloc(const tide_config *c)
 {
@@ -304,8 +349,8 @@ void tide_startup_log(const tide_config *c)
     tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
     if (!c->online_delete_on)
         tide_log(TIDE_LOG_WARN, "unbounded: disk grows without bound: online_delete is 0 (off), so nothing is "
-                 "ever deleted; set --online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete (N objects "
-                 "per generation, or manual)");
+                 "ever deleted; set --online-delete / TIDE_ONLINE_DELETE / [node_db] online_delete_objects (N "
+                 "objects per generation, or manual)");
     if (c->metrics_token[0] == '\0' && !c->metrics_public)
         tide_log(TIDE_LOG_INFO, "/metrics answers 401 to every scrape: give a token (then send "
                  "Authorization: Bearer <token>) by a file, [http] metrics_token_file / "

@@ -5,6 +5,7 @@
  *
  * tided's main does, in this order, before any thread starts:
  *
+ *     tide_startup_check_data_dir(&cfg);    data_dir or its parent exists (--check-config too)
  *     tide_startup_apply_malloc(&cfg);      glibc mallopt (mmap_threshold, arena_max)
  *     tide_startup_log(&cfg);               settings, allocator, block size, warnings
  *     tide_startup_node_opts(&cfg, &o);     the node's options from the settings
@@ -18,6 +19,20 @@
 
 #include "node/config.h"
 #include "node/node.h"
+
+/*
+ * Whether data_dir can hold the store: it is a directory, or it does not
+ * exist and its parent directory does (tided makes the data directory on
+ * first run, never its parents). Returns 0, or TIDE_ENOENT / TIDE_EINVAL
+ * with tide_last_error() naming data_dir, its source and the directory at
+ * fault: "data_dir=/srv/a/b/data (flag --data-dir): its parent directory
+ * /srv/a/b does not exist; tided creates the data directory but not its
+ * parents: mkdir -p /srv/a/b, or set another data_dir". What stat cannot
+ * tell (a permission) is left to the store's open, which names it. For
+ * --check-config and the start alike, before the startup log says a new
+ * store will be created. Reads only (two stat calls); allocates nothing.
+ */
+int tide_startup_check_data_dir(const tide_config *c);
 
 /*
  * Apply mmap_threshold and arena_max with mallopt when set and glibc serves

@@ -8,7 +8,8 @@
  *
  * tided serves one store over HTTP/1.1 (docs/HTTP.md). Its main does, in
  * order: --help and --version; the settings (defaults, --config FILE,
- * TIDE_* variables, flags, then the preset: node/config.h); the signals
+ * TIDE_* variables, flags, then the preset: node/config.h) and a data_dir
+ * that is a directory or whose parent is (settle_settings); the signals
  * (SIGTERM, SIGINT, SIGQUIT and SIGHUP blocked in every thread and read
  * from a signalfd, SIGPIPE ignored), all before any thread exists; the
  * allocator options, the startup log and the node's options
@@ -86,7 +87,7 @@ static void print_settings(FILE *f, int with_flag)
     }
 }
 
-/* NAME to ENVIRONMENT: the settings from config.c's table. */
+/* NAME to OPTIONS: the settings with a flag from config.c's table. */
 static void help_options(FILE *f)
 {
     fputs(
@@ -113,15 +114,30 @@ static void help_options(FILE *f)
 "    variables, the config file, and the node_size preset. The startup log\n"
 "    prints every setting with where it came from, the allocator and its\n"
 "    options, the store's block size, and a warning for each unbounded\n"
-"    consumer. Sizes are written 512MB, 1GiB or in bytes. A flag's value may\n"
-"    follow it (--listen 127.0.0.1:9000) or an '=' (--listen=127.0.0.1:9000).\n"
+"    consumer. A flag's value may follow it (--listen 127.0.0.1:9000) or an\n"
+"    '=' (--listen=127.0.0.1:9000).\n"
+"\n"
+"    Sizes (SIZE) are a whole number of bytes, or one with a unit: B, K/KiB,\n"
+"    M/MiB, G/GiB, T/TiB, P/PiB (powers of 1024) or KB, MB, GB, TB, PB\n"
+"    (powers of 1000), in any case: 4096, 512MB, 1GiB. A space may come\n"
+"    between the number and its unit (512 KiB, as the log writes sizes;\n"
+"    quote it in a flag: --cache-budget '512 KiB'); a space or separator\n"
+"    inside the number (1 000) and a fraction (1.5GiB: write 1536MiB) are\n"
+"    refused, naming the setting and showing the accepted forms.\n"
 "\n"
 "OPTIONS\n"
 "    --config FILE\n"
 "        read settings from FILE (INI: [node] name=value, [node_size],\n"
 "        [node_db] path= and nudb_block_size=, [sweep_interval]). Other\n"
 "        sections (a rippled.cfg's [server], [ips], ...) are skipped with one\n"
-"        info line each; '#' starts a comment anywhere. SIGHUP reads it again.\n"
+"        info line each; '#' starts a comment anywhere. rippled's [node_db]\n"
+"        online_delete (ledgers) and delete_batch (SQL records) are never read\n"
+"        as Tide's online_delete and delete_batch, whose file keys carry their\n"
+"        units: online_delete_objects, delete_batch_keys. FILE must be a\n"
+"        regular file (a symlink to one is fine) of at most 1 MiB: a FIFO, a\n"
+"        device or a directory is refused without waiting on it or reading\n"
+"        it, naming FILE. SIGHUP reads it again; a refused file changes\n"
+"        nothing.\n"
 "        A commented sample with every setting is installed as\n"
 "        /etc/tide/tide.cfg (contrib/tide.cfg in the sources).\n"
 "    --check-config\n"
@@ -130,7 +146,9 @@ static void help_options(FILE *f)
 "        flags, the cgroup's memory limit), check every value and the rules\n"
 "        that join them (the budgets derived from memory_limit and the\n"
 "        explicit ones under its high mark, http_body_budget against\n"
-"        max_object_size, memory_levels against memory_hysteresis), then\n"
+"        max_object_size, memory_levels against memory_hysteresis) and that\n"
+"        data_dir is a directory or can be made as one (its parent directory\n"
+"        exists: tided makes the data directory, never its parents), then\n"
 "        print every setting in force on stdout, one a line under a\n"
 "        '# GROUP' line, as NAME=VALUE(SOURCE) (the tokens as set or unset),\n"
 "        and a last line starting 'tided --check-config: OK'; warnings go to\n"
@@ -145,9 +163,21 @@ static void help_options(FILE *f)
 "        print this text and exit.\n"
 "    -V, --version\n"
 "        print the version and exit.\n"
-"\n"
+"\n", f);
+}
+
+/* ENVIRONMENT: the env-only settings from config.c's table, and the
+ * variables of the allocator and of systemd. */
+static void help_environment(FILE *f)
+{
+    fputs(
 "ENVIRONMENT\n"
-"    Every option above has a TIDE_* variable, named with it. The tokens are\n"
+"    Every option above has a TIDE_* variable, named with it. A variable\n"
+"    that is set but empty (TIDE_MEMORY_LIMIT=, or only blanks) is an error\n"
+"    naming it, not the default: it is mostly a script's variable that\n"
+"    expanded to nothing, and taking it for unset would drop the setting\n"
+"    without a word. Unset it for the default (unset TIDE_MEMORY_LIMIT;\n"
+"    under systemd UnsetEnvironment=TIDE_MEMORY_LIMIT). The tokens are\n"
 "    never flags (visible in ps) and never printed; each is read, highest\n"
 "    first, from its variable, from its token file (a path: the variable\n"
 "    or the config file's [http] key), or from systemd's credential:\n", f);
@@ -296,8 +326,9 @@ static void help_signals(FILE *f)
 "       failed, or closing the store failed; with --check-config: stdout\n"
 "       could not be written\n"
 "    2  bad command line, setting, environment variable, config file or\n"
-"       token file (one others can read: chmod 600 FILE); the message names\n"
-"       it (with --check-config: the settings did not pass)\n"
+"       token file (one others can read: chmod 600 FILE), or a data_dir\n"
+"       whose parent directory does not exist; the message names it (with\n"
+"       --check-config: the settings did not pass)\n"
 "\n"
 "EXAMPLES\n"
 "    tided --data-dir /var/lib/tide --listen 127.0.0.1:8080\n"
@@ -321,6 +352,7 @@ static void help_signals(FILE *f)
 static void print_help(FILE *f)
 {
     help_options(f);
+    help_environment(f);
     help_endpoints(f);
     help_signals(f);
 }
@@ -817,6 +849,27 @@ static void server_settings(tided_server *srv, const tide_config *c)
     srv->body_budget = c->http_body_budget;
 }
 
+/* The settings of a start or of --check-config (`check`): read and checked
+ * (load_settings), the log set from them, and data_dir checked before the
+ * startup log says a new store will be created there. 0, or -1 once the
+ * error is reported (exit 2). */
+static int settle_settings(tide_config *cfg, int argc, char **argv, const char *config, int check)
+{
+    if (load_settings(cfg, argc, argv, config) != 0) {
+        if (check) report("--check-config: the settings are not valid (exit 2)");
+        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) report_text("", "Run 'tided --help' for the options.");
+        return -1;
+    }
+    tide_log_set_format(cfg->log_format);
+    tide_log_set_level(cfg->log_level);
+    if (tide_startup_check_data_dir(cfg) != 0) {
+        report("%s", tide_last_error());
+        if (check) report("--check-config: the settings are not valid (exit 2)");
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static tide_config cfg;
@@ -826,13 +879,7 @@ int main(int argc, char **argv)
 
     rc = early_flags(argc, argv, &config, &check);
     if (rc >= 0) return rc;
-    if (load_settings(&cfg, argc, argv, config) != 0) {
-        if (check) report("--check-config: the settings are not valid (exit 2)");
-        else if (tide_log_get_format() != TIDE_LOG_FORMAT_JSON) report_text("", "Run 'tided --help' for the options.");
-        return EXIT_USAGE;
-    }
-    tide_log_set_format(cfg.log_format);
-    tide_log_set_level(cfg.log_level);
+    if (settle_settings(&cfg, argc, argv, config, check) != 0) return EXIT_USAGE;
     if (check) return check_config(&cfg, config);
     server_settings(srv, &cfg);
     tided_clients_init(srv);

@@ -14,6 +14,13 @@
  * units exist so that the node's largest size setting can be written the
  * way it is stated ("4PiB", node/config.h), not as 4096TiB.
  *
+ * A space between the number and the unit is accepted ("512 KiB"): that is
+ * how tide_size_format, the logs and people write sizes, and it cannot
+ * change the value. A space inside the number ("1 000", "1 000MiB") is
+ * refused, and the refusal shows the accepted forms: it may be a
+ * thousands separator or two values run together, and guessing either
+ * would change the byte count.
+ *
  * Invariants:
  *   1. A size that parses is exact: fractions ("1.5GiB") are rejected rather
  *      than rounded, so the byte count never depends on a rounding rule.
@@ -52,6 +59,9 @@ static const struct { const char *name; uint64_t mult; } units[] = {
 };
 
 #define UNIT_LIST "B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB, P, PB or PiB"
+/* What a refusal of stray text shows: the forms that are accepted. */
+#define ACCEPTED_FORMS "a size is a whole number with no separators inside, then an optional unit, " \
+                       "a space before it allowed: 4096, 1000000, 512MB, 1GiB or 512 KiB"
 
 int tide_size_parse(const char *text, uint64_t *out)
 {
@@ -100,7 +110,7 @@ int tide_size_parse(const char *text, uint64_t *out)
     while (isspace((unsigned char)*p)) p++;
     if (*p != '\0')
         return tide_err_set(TIDE_EINVAL,
-                            "size: '%.64s': position %zu: unexpected '%c' after the size",
+                            "size: '%.64s': position %zu: unexpected '%c' after the size; " ACCEPTED_FORMS,
                             text, (size_t)(p - text), *p);
     if (value > UINT64_MAX / mult)
         return tide_err_set(TIDE_EINVAL,

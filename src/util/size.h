@@ -8,7 +8,8 @@
 /* Parse a size: digits, optionally followed by K, KB, KiB, M, MB, MiB, G, GB,
  * GiB, T, TB, TiB, P, PB, PiB (case-insensitive; decimal units are powers of
  * 1000, binary of 1024; a bare K/M/G/T/P is binary) or B. Whitespace around is allowed,
- * and between the number and the unit ("512 KiB").
+ * and between the number and the unit ("512 KiB"), never inside the number
+ * ("1 000" is TIDE_EINVAL, its message showing the accepted forms).
  * Fractions are rejected: "1.5GiB" is TIDE_EINVAL (write "1536MiB"), so every
  * accepted size is an exact byte count with no rounding rule.
  * TIDE_EINVAL (with the reason in tide_last_error()) for anything else,
