@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gens_inspect.c: a data directory's generations, listed without opening
- * anything for writing or taking a lock (for `tide generations` and
- * `tide verify`, which may run beside a live node).
+ * anything for writing or taking a writer's lock (for `tide generations`
+ * and `tide verify`, which may run beside a live node).
  *
  * Invariants:
- *   1. Read-only: nothing here writes, creates, removes or locks a file.
+ *   1. Read-only: nothing here writes, creates or removes a file, and the
+ *      one lock taken is tide_store_inspect's readers' hold (live.c).
  *   2. A generation that cannot be inspected fills its `problem` and the
  *      call still returns 0: the listing is for diagnosis.
  *
