@@ -87,11 +87,13 @@ typedef struct rotator {
     char  dir[2100];
 } rotator;
 
-static int read_all(int fd, void *buf, size_t len)
+/* All `len` bytes through read(2) or write(2): 0, or -1 (an end or an
+ * error). */
+static int xfer_all(int fd, void *buf, size_t len, int writing)
 {
     uint8_t *p = buf;
     while (len > 0) {
-        ssize_t n = read(fd, p, len);
+        ssize_t n = writing ? write(fd, p, len) : read(fd, p, len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return -1;
         p += n;
@@ -100,18 +102,8 @@ static int read_all(int fd, void *buf, size_t len)
     return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
+static int read_all(int fd, void *buf, size_t len) { return xfer_all(fd, buf, len, 0); }
+static int write_all(int fd, const void *buf, size_t len) { return xfer_all(fd, (void *)buf, len, 1); }
 
 /* The rotator's side (no cmocka here: it is another process). */
 static struct {

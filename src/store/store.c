@@ -880,7 +880,7 @@ static int open_store(tide_store **out, const char *dir, const tide_store_opts *
     rc = 0;
 out:
     /* A file gone under a reader's hold: a rotation deleted the store. */
-    if (rc == TIDE_ENOENT && s && (s->live_mark || (s->live && s->live->f)))
+    if (rc == TIDE_ENOENT && s && s->opts.read_only && (s->live_mark || (s->live && s->live->f)))
         rc = ti_live_lost(s->io, s->dir, rc);
     ti_store_free(s);
     return rc;
