@@ -108,7 +108,13 @@ typedef struct tide_store_opts {
                                     without tide.live (a rekey, a
                                     recovery), one killed in the middle of
                                     writing nudb.key, or one writing for
-                                    10 s without a pause. */
+                                    10 s without a pause. Every read-only
+                                    handle holds tide.live's shared lock,
+                                    so a rotation dropping the store only
+                                    unlinks it under the handle; an open
+                                    during the drop's cut is TIDE_EBUSY,
+                                    after it TIDE_ENOENT, each saying a
+                                    rotation is deleting (has deleted) it. */
     int      ignore_holders;     /* default 0: a read-write open refuses
                                     with TIDE_EBUSY while another process
                                     has nudb.dat, nudb.key or nudb.log open
@@ -413,8 +419,11 @@ int tide_store_key_map_resident(tide_store *s, uint64_t *bytes);
 int tide_store_dat_map_resident(tide_store *s, uint64_t *bytes);
 
 /* Read the headers and file sizes of the store in `dir` without opening it
- * for writing, taking a lock or recovering. `io` may be NULL. Errors as for
- * tide_store_open. */
+ * for writing, taking a writer's lock or recovering. `io` may be NULL.
+ * Like every reader it holds tide.live's shared lock while it reads (no
+ * writer takes it; a rotation deleting the store does): TIDE_EBUSY "a
+ * rotation is deleting it", TIDE_ENOENT "a rotation has deleted it", else
+ * errors as for tide_store_open. */
 int tide_store_inspect(const char *dir, struct tide_io *io, tide_store_info *out);
 
 /* ---- visit ---- */
@@ -434,9 +443,13 @@ typedef struct tide_visit_stats {
 /*
  * Walk nudb.dat of the store in `dir` from the header to the end, calling
  * `fn` (may be NULL) for each data record. Reads the data file only and never
- * changes anything. `stats` (may be NULL) gets the counts. Errors:
- * TIDE_ECORRUPT with the offset in tide_last_error() when a record runs
- * past the end of the file; the callback's non-zero return.
+ * changes anything. `stats` (may be NULL) gets the counts. It holds the
+ * readers' shared lock on tide.live to the end of the walk, so a rotation
+ * that drops the store meanwhile only unlinks it (the walk reads on) and
+ * never cuts it short. Errors: TIDE_ECORRUPT with the offset in
+ * tide_last_error() when a record runs past the end of the file; the
+ * callback's non-zero return; TIDE_EBUSY "a rotation is deleting it" and
+ * TIDE_ENOENT "a rotation has deleted it" at the start.
  * Cost: one sequential pass through a 1 MiB buffer, plus the largest value.
  */
 int tide_store_visit(const char *dir, struct tide_io *io, tide_visit_fn fn,

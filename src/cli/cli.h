@@ -256,6 +256,15 @@ struct tide_gen_manifest;
  */
 int cli_gens_manifest(const char *path, struct tide_gen_manifest *m);
 
+/*
+ * A reader of a node's directory found generation `id` of *m missing or
+ * unreadable: was it dropped by a rotation since *m was read? Reads the
+ * manifest again: 1 (and *m is the new one) when it no longer names `id`,
+ * so the verb answers from the generations it names now; 0 when it still
+ * does (a real fault: say it) or cannot be read again. Nothing printed.
+ */
+int cli_gens_dropped(const char *path, uint64_t id, struct tide_gen_manifest *m);
+
 /* PATH/DIR into buf; CLI_OK, or CLI_FAIL having printed that the path is
  * too long. */
 int cli_gen_path(const char *verb, const char *path, const char *dir, char *buf, size_t cap);

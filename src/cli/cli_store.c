@@ -5,9 +5,10 @@
  * process has the files open (put, recover, rekey), the probe of the
  * store's lock (get, recover), and the size format of their output; and
  * for a node's directory with generations (issue 12: generations, rotate,
- * verify, get, info) the manifest probe, the generation paths and the
- * ISO-8601 time of the manifest's last rotation; and the JSON writer of
- * their --json.
+ * verify, get, info) the manifest probe, the second look that tells a
+ * generation a rotation dropped under a reader from a damaged one, the
+ * generation paths and the ISO-8601 time of the manifest's last rotation;
+ * and the JSON writer of their --json.
  *
  * The library checks again at its own open (closing the window between);
  * these copies are for the messages, which name the processes and the way
@@ -39,6 +40,7 @@
 #include "gen/manifest.h"
 #include "io/io.h"
 #include "tide/store.h"
+#include "util/err.h"
 #include "util/size.h"
 
 int cli_json_print(const char *verb, json_t *o)
@@ -110,6 +112,20 @@ int cli_store_is_held(const char *path, int writer_only)
 int cli_gens_manifest(const char *path, tide_gen_manifest *m)
 {
     return tide_gen_manifest_read(tide_io_posix(), path, m);
+}
+
+int cli_gens_dropped(const char *path, uint64_t id, tide_gen_manifest *m)
+{
+    tide_gen_manifest now;
+
+    if (cli_gens_manifest(path, &now) != 0) {
+        tide_err_clear();
+        return 0;
+    }
+    for (unsigned i = 0; i < now.count; i++)
+        if (now.gens[i].id == id) return 0;
+    *m = now;
+    return 1;
 }
 
 int cli_gen_path(const char *verb, const char *path, const char *dir, char *buf, size_t cap)

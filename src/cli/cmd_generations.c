@@ -9,8 +9,10 @@
  * in ISO-8601 UTC and in microseconds), each generation newest first with
  * its directory, whether it takes the writes, its three file sizes, the
  * disk bytes of them all, and the gen-* directories the manifest does not
- * name: what tided removes at its next start. It takes no lock and opens
- * nothing for writing, so it is safe on a live node.
+ * name: what tided removes at its next start. It takes no writer's lock
+ * and opens nothing for writing, so it is safe on a live node (its one
+ * lock, the readers' shared one on each generation's tide.live, keeps a
+ * rotation from cutting a generation it reads).
  *
  * A plain store (no manifest) is not an error: the answer is that online
  * delete has never been turned on there. A directory with neither is.
@@ -23,8 +25,9 @@
  *      printed; a generation that cannot be inspected is listed with its
  *      problem and makes the exit status CLI_FAIL.
  *
- * Never: open a generation (that would take its lock and could recover
- * it) or remove an unnamed directory (that is tided's, at its start).
+ * Never: open a generation (that would take a writer's lock and could
+ * recover it) or remove an unnamed directory (that is tided's, at its
+ * start).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -59,8 +62,16 @@ static const char help_generations[] =
 "    all of them, and every gen-* directory the manifest does not name:\n"
 "    a rotation's leftover that tided removes at its next start.\n"
 "\n"
-"    It reads the manifest and the store headers only: no lock, no\n"
-"    recovery, nothing written, so it is safe while a node runs on DIR.\n"
+"    The generations listed are those of one manifest: when a node's\n"
+"    rotation changes it while they are read, they are read again, so a\n"
+"    generation a rotation drops meanwhile is never listed as missing.\n"
+"    (A rotation under way may show its new directory, or the one it is\n"
+"    deleting, among those the manifest does not name.)\n"
+"\n"
+"    It reads the manifest and the store headers only: no writer's lock,\n"
+"    no recovery, nothing written, so it is safe while a node runs on DIR.\n"
+"    While it reads a generation's headers it holds the readers' shared\n"
+"    lock on its tide.live, so a rotation never cuts them under it.\n"
 "\n"
 "    A plain store (nudb.dat and nudb.key in DIR itself, no manifest) is\n"
 "    answered 'DIR is a plain store: online delete has never been turned\n"

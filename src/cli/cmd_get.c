@@ -20,6 +20,12 @@
  *   1. Nothing is ever written to the store (to no generation either).
  *   2. The store opened here is closed on every path; with generations at
  *      most one generation is open at a time.
+ *   3. With generations, a generation that cannot be read (missing, a
+ *      rotation deleting it, a failed read) is reported only while the
+ *      manifest, read again, still names it. One a rotation dropped since
+ *      the manifest was read is no fault: the lookup starts over, newest
+ *      first, in the generations named now (at most GET_TRIES times), as
+ *      a node's read would answer after that rotation.
  *
  * Never: add a byte to the value (a newline, an escape) or print it
  *   anywhere but stdout; open the store read-write (that would recover).
@@ -105,7 +111,13 @@ static const char help_get[] =
 "    holds the key answers. Unlike the node, get copies nothing forward\n"
 "    into the newest generation (it never writes), so reading an object\n"
 "    here does not keep it past its next rotations. While a node runs on\n"
-"    PATH each generation is read through its tide.live, as above.\n"
+"    PATH each generation is read through its tide.live, as above. A\n"
+"    rotation may drop a generation after get read the manifest: when a\n"
+"    generation cannot be read (gone, a rotation deleting it), get reads\n"
+"    the manifest again, and if it no longer names that generation, looks\n"
+"    again, newest first, in those it names now (the answer a node gives\n"
+"    after that rotation). Only a generation the manifest still names\n"
+"    that is missing or unreadable is an error.\n"
 "\n"
 "OPTIONS\n"
 "    -v, --verbose  say on stderr which generation answered ('tide get:\n"
@@ -131,8 +143,8 @@ static const struct option options[] = {
 };
 
 /* Open read-only; name the two kinds of busy. CLI_OK with *s open, or the
- * status (printed). */
-static int open_reader(const char *path, tide_store **s)
+ * status with the message in why[] (not printed yet). */
+static int open_reader(const char *path, tide_store **s, char *why, size_t cap)
 {
     tide_store_opts so;
     tide_store_info in;
@@ -141,22 +153,24 @@ static int open_reader(const char *path, tide_store **s)
     tide_store_opts_init(&so);
     so.read_only = 1;
     rc = tide_store_open(s, path, &so);
+    if (rc == 0) return CLI_OK;
     /* The open's own words when an idle log was refused for a cause it
      * names (a holder, one it cannot list, tide.meta past nudb.dat). */
     if (rc == TIDE_EBUSY && tide_store_inspect(path, NULL, &in) == 0 && in.not_idle_why[0])
-        return cli_error("get", "%s", in.not_idle_why);
-    if (rc == TIDE_EBUSY && !cli_store_is_held(path, 1) && tide_store_inspect(path, NULL, &in) == 0 &&
-        in.needs_recovery)
+        snprintf(why, cap, "%s", in.not_idle_why);
+    else if (rc == TIDE_EBUSY && !cli_store_is_held(path, 1) && tide_store_inspect(path, NULL, &in) == 0 &&
+             in.needs_recovery)
         /* A crash's log, or a live NuDB writer's commit (it takes no lock):
          * a reader cannot tell, so it never recovers. */
-        return cli_error("get", "%s/nudb.log holds an unfinished commit of %llu bytes (bucket "
-                         "pre-images a recovery writes back); run 'tide recover %s' when no "
-                         "process writes the store, or start the store's tided (nothing was read "
-                         "or written)", path, (unsigned long long)in.log_file_bytes, path);
-    if (rc == TIDE_EBUSY)
-        return cli_error("get", "%s: store is busy: %s", path, tide_last_error());
-    if (rc) return cli_fail("get", rc);
-    return CLI_OK;
+        snprintf(why, cap, "%s/nudb.log holds an unfinished commit of %llu bytes (bucket "
+                 "pre-images a recovery writes back); run 'tide recover %s' when no process "
+                 "writes the store, or start the store's tided (nothing was read or written)",
+                 path, (unsigned long long)in.log_file_bytes, path);
+    else if (rc == TIDE_EBUSY)
+        snprintf(why, cap, "%s: store is busy: %s", path, tide_last_error());
+    else
+        snprintf(why, cap, "%s: %s", tide_strerror(rc), tide_last_error());
+    return rc == TIDE_EINVAL || rc == TIDE_EKEYSIZE ? CLI_USAGE : CLI_FAIL;
 }
 
 /* The verb as it was before generations. */
@@ -166,10 +180,14 @@ static int get_plain(const cli_args *a)
     tide_store *s = NULL;
     void *value = NULL;
     size_t vlen = 0;
+    char why[9000];
     int rc, ret;
 
-    ret = open_reader(a->path, &s);
-    if (ret) return ret;
+    ret = open_reader(a->path, &s, why, sizeof why);
+    if (ret) {
+        cli_error("get", "%s", why);
+        return ret;
+    }
     tide_store_get_info(s, &in);
     ret = cli_check_key_size("get", a, in.key_size);
     if (ret) goto out;
@@ -190,9 +208,11 @@ out:
 }
 
 /* Look in generation `i` of m: CLI_OK with *value set when it holds the
- * key, CLI_OK with *value NULL when it does not, or a status (printed). */
+ * key, CLI_OK with *value NULL when it does not; or a status, with why[]
+ * saying what failed (not printed yet: invariant 3), or empty when the
+ * status is printed already (a key of the wrong size). */
 static int get_from(const char *path, const tide_gen_manifest *m, unsigned i, const cli_args *a,
-                    void **value, size_t *vlen)
+                    void **value, size_t *vlen, char *why, size_t cap)
 {
     char dir[4200];
     tide_store_info in;
@@ -201,25 +221,32 @@ static int get_from(const char *path, const tide_gen_manifest *m, unsigned i, co
     int rc, ret;
 
     *value = NULL;
+    why[0] = '\0';
     ret = cli_gen_path("get", path, m->gens[i].dir, dir, sizeof dir);
     if (ret) return ret;
-    if (stat(dir, &st) != 0)
-        return cli_error("get", "%s: generation %llu (%s) named by %s is missing (%s); nothing "
-                         "was read", path, (unsigned long long)m->gens[i].id, m->gens[i].dir,
-                         TIDE_GEN_FILE, strerror(errno));
-    ret = open_reader(dir, &s);
+    if (stat(dir, &st) != 0) {
+        snprintf(why, cap, "%s: generation %llu (%s) named by %s is missing (%s); nothing was "
+                 "read", path, (unsigned long long)m->gens[i].id, m->gens[i].dir, TIDE_GEN_FILE,
+                 strerror(errno));
+        return CLI_FAIL;
+    }
+    ret = open_reader(dir, &s, why, cap);
     if (ret) return ret;
     tide_store_get_info(s, &in);
     ret = cli_check_key_size("get", a, in.key_size);
     if (ret) goto out;
     rc = tide_store_fetch(s, a->key, value, vlen);
     if (rc && rc != TIDE_ENOTFOUND) {
-        tide_err_prefix(rc, "generation %llu (%s)", (unsigned long long)m->gens[i].id, dir);
-        ret = cli_fail_store("get", rc);
+        snprintf(why, cap, "%s: generation %llu (%s): %s", tide_strerror(rc),
+                 (unsigned long long)m->gens[i].id, dir, tide_last_error());
+        ret = CLI_FAIL;
     }
 out:
     rc = tide_store_close(s);
-    if (rc && ret == CLI_OK) ret = cli_fail_store("get", rc);
+    if (rc && ret == CLI_OK) {
+        snprintf(why, cap, "%s: %s", tide_strerror(rc), tide_last_error());
+        ret = CLI_FAIL;
+    }
     if (ret) {
         free(*value);
         *value = NULL;
@@ -227,24 +254,49 @@ out:
     return ret;
 }
 
-/* Newest first, one generation open at a time (invariant 2). */
-static int get_gens(const cli_args *a, const tide_gen_manifest *m, int verbose)
+/* Newest first, one generation open at a time (invariant 2). CLI_OK with
+ * *value set (*at the generation that answered) or NULL; or get_from's
+ * failure of generation *at. */
+static int look_in_all(const cli_args *a, const tide_gen_manifest *m, void **value, size_t *vlen,
+                       unsigned *at, char *why, size_t cap)
+{
+    int ret = CLI_OK;
+
+    *value = NULL;
+    for (*at = 0; *at < m->count; (*at)++) {
+        ret = get_from(a->path, m, *at, a, value, vlen, why, cap);
+        if (ret || *value) break;
+    }
+    return ret;
+}
+
+#define GET_TRIES 8
+
+/* Invariant 3: a generation that fails and that a rotation has dropped
+ * since the manifest was read is no fault: the lookup starts over with the
+ * generations the manifest names now. */
+static int get_gens(const cli_args *a, tide_gen_manifest *m, int verbose)
 {
     void *value = NULL;
     size_t vlen = 0;
-    unsigned i;
-    int ret = CLI_OK;
+    unsigned i = 0;
+    char why[9000];
+    int ret;
 
-    for (i = 0; i < m->count && value == NULL; i++) {
-        ret = get_from(a->path, m, i, a, &value, &vlen);
-        if (ret) return ret;
+    for (unsigned tries = 1;; tries++) {
+        ret = look_in_all(a, m, &value, &vlen, &i, why, sizeof why);
+        if (ret == CLI_OK || why[0] == '\0') break;
+        if (tries == GET_TRIES || !cli_gens_dropped(a->path, m->gens[i].id, m)) {
+            cli_error("get", "%s", why);
+            return ret;
+        }
     }
+    if (ret) return ret;
     if (value == NULL) {
         fprintf(stderr, "tide get: %s: not found (in none of the %u generations of %s)\n",
                 a->key_hex, m->count, a->path);
         return CLI_FAIL;
     }
-    i--;
     if (verbose)
         fprintf(stderr, "tide get: %s: found in generation %llu (%s): %u of %u, newest first\n",
                 a->key_hex, (unsigned long long)m->gens[i].id, m->gens[i].dir, i + 1, m->count);

@@ -2,8 +2,9 @@
 /*
  * cmd_info.c: `tide info PATH`, a store's headers and sizes.
  *
- * One call, tide_store_inspect: no lock, no recovery, no writes, so it is
- * safe while a node has the store open. Prints the headers as aligned text,
+ * One call, tide_store_inspect: no writer's lock, no recovery, no writes,
+ * so it is safe while a node has the store open (its one lock is the
+ * readers' shared one on tide.live, so no rotation cuts what it reads). Prints the headers as aligned text,
  * or with --json one object whose 64-bit identifiers are "0x..." strings
  * (no JSON reader rounds them).
  *
@@ -16,7 +17,7 @@
  *
  * A node's directory with generations (issue 12: tide.generations naming
  * gen-* stores) gets one header per generation, newest first, from
- * tide_gens_inspect (no lock either), after a line on the manifest; with
+ * tide_gens_inspect (the same), after a line on the manifest; with
  * --json an object whose "generations" array holds each generation's
  * object of invariant 2 under "info". Without a manifest the output is
  * what it always was.
@@ -41,8 +42,11 @@ static const char help_info[] =
 "\n"
 "DESCRIPTION\n"
 "    Reads the headers of nudb.dat, nudb.key and nudb.log (when present)\n"
-"    and the three file sizes. Takes no lock, runs no recovery, writes\n"
-"    nothing: it is safe while a node has the store open.\n"
+"    and the three file sizes. Takes no writer's lock, runs no recovery,\n"
+"    writes nothing: it is safe while a node has the store open. While it\n"
+"    reads it holds the readers' shared lock on tide.live, so a rotation\n"
+"    never cuts a generation under it: one it meets during the cut says\n"
+"    'a rotation is deleting it' (exit 1).\n"
 "\n"
 "    Prints: file type and format version, uid, appnum, key size, salt,\n"
 "    pepper, block size, load factor (raw, in 1/65536, and as a fraction),\n"
@@ -78,7 +82,10 @@ static const char help_info[] =
 "    headers for each generation, newest first, each under a line naming\n"
 "    its id and directory and whether it takes the writes. A generation\n"
 "    whose headers cannot be read is shown with its problem and makes the\n"
-"    exit status 1.\n"
+"    exit status 1. The generations shown are those of one manifest: when\n"
+"    a node's rotation changes it while info reads them, info reads them\n"
+"    again, so a generation a rotation drops meanwhile is not shown as a\n"
+"    problem.\n"
 "\n"
 "OPTIONS\n"
 "    --json       print one JSON object instead. 64-bit identifiers (uid,\n"

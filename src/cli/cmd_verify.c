@@ -27,6 +27,11 @@
  *   3. With generations the exit status is CLI_OK only when the manifest
  *      and every named generation are sound; each failure is printed on
  *      stderr naming its generation.
+ *   4. A generation is named when the manifest, read again after the
+ *      checks, still names it: one whose check failed (missing, a rotation
+ *      deleting it) while a rotation dropped it is shown as dropped, with
+ *      no verdict and no failure. The listing itself is of one manifest
+ *      (tide_gens_inspect reads it again when a rotation moved it).
  *
  * Never: write to the store, or recover it (the log may be a live NuDB
  * writer's); remove an unnamed generation directory (that is tided's).
@@ -144,6 +149,15 @@ static const char help_verify[] =
 "    prints one generation's full figures. The exit status is 0 only\n"
 "    when the manifest and every named generation are sound.\n"
 "\n"
+"    On a running node (--live) a rotation may drop a generation while\n"
+"    verify reads it. The generations checked are those of one manifest\n"
+"    (read again when a rotation moved it during the listing), and a\n"
+"    generation whose check fails is judged only if the manifest, read\n"
+"    again, still names it: one a rotation dropped meanwhile is shown as\n"
+"        gen-000000000006  dropped: a rotation (7 in all now) deleted it ...\n"
+"    with no verdict, and fails nothing. A generation the manifest still\n"
+"    names that is missing or damaged is NOT SOUND.\n"
+"\n"
 "OPTIONS\n"
 "    --live       check a store a running Tide writer has open (above);\n"
 "                 without a writer, the full check\n"
@@ -162,8 +176,10 @@ static const char help_verify[] =
 "                 nothing is printed on stdout. With generations the\n"
 "                 object is path, sound, manifest (sound, problem, keep,\n"
 "                 rotations, count), generations (newest first: id, dir,\n"
-"                 writable, sound, error, problem and the figures above)\n"
-"                 and unnamed (the directory names).\n"
+"                 writable, sound, dropped, error, problem and the figures\n"
+"                 above; a dropped generation has sound null, dropped\n"
+"                 true, its note in problem) and unnamed (the directory\n"
+"                 names).\n"
 CLI_PROGRESS_HELP
 "    -h, --help   print this text\n"
 "\n"
@@ -366,6 +382,7 @@ typedef struct gens_verdict {
     char manifest_problem[512];
     tide_gens_listing listing;
     int rc[TIDE_GEN_MAX];
+    int dropped[TIDE_GEN_MAX];  /* failed, and a rotation dropped it meanwhile */
     char problem[TIDE_GEN_MAX][512];
     tide_verify_report r[TIDE_GEN_MAX];
 } gens_verdict;
@@ -413,6 +430,23 @@ static void verify_gens_all(const char *path, gens_verdict *v, int progress)
     }
 }
 
+/* Invariant 4: a generation whose check failed while a rotation dropped
+ * it (the manifest, read again, names it no more) gets no verdict. */
+static void forget_dropped(const char *path, gens_verdict *v)
+{
+    const tide_gen_manifest *m = &v->listing.manifest;
+    tide_gen_manifest now = *m;
+
+    for (unsigned i = 0; i < m->count; i++) {
+        if (v->rc[i] == 0 || !cli_gens_dropped(path, m->gens[i].id, &now)) continue;
+        v->rc[i] = 0;
+        v->dropped[i] = 1;
+        snprintf(v->problem[i], sizeof v->problem[i], "a rotation (%llu in all now) deleted it "
+                 "while verify ran, and %s no longer names it: not checked, and no fault (its "
+                 "objects left with it)", (unsigned long long)now.rotations, TIDE_GEN_FILE);
+    }
+}
+
 static int gens_sound(const gens_verdict *v)
 {
     if (v->manifest_rc) return 0;
@@ -443,6 +477,10 @@ static void gens_text(const char *path, const gens_verdict *v)
                m->count, m->count == 1 ? "" : "s", (unsigned long long)m->rotations);
     for (unsigned i = 0; i < m->count; i++) {
         const tide_verify_report *r = &v->r[i];
+        if (v->dropped[i]) {
+            printf("%-17s dropped: %s\n", m->gens[i].dir, v->problem[i]);
+            continue;
+        }
         if (v->rc[i]) {
             /* Busy is no verdict: the generation was not read at all. */
             printf("%-17s %s: %s\n", m->gens[i].dir,
@@ -468,7 +506,7 @@ static void gens_text(const char *path, const gens_verdict *v)
                                  : "NOT SOUND");
 }
 
-static json_t *gen_json(const tide_gen *g, int writable, int rc, const char *problem,
+static json_t *gen_json(const tide_gen *g, int writable, int rc, int dropped, const char *problem,
                         const tide_verify_report *r)
 {
     json_t *o = json_object();
@@ -476,9 +514,10 @@ static json_t *gen_json(const tide_gen *g, int writable, int rc, const char *pro
     json_object_set_new(o, "id", json_integer((json_int_t)g->id));
     json_object_set_new(o, "dir", json_string(g->dir));
     json_object_set_new(o, "writable", json_boolean(writable));
-    json_object_set_new(o, "sound", json_boolean(rc == 0));
+    json_object_set_new(o, "sound", dropped ? json_null() : json_boolean(rc == 0));
+    json_object_set_new(o, "dropped", json_boolean(dropped));
     json_object_set_new(o, "error", rc == 0 ? json_null() : json_string(tide_strerror(rc)));
-    json_object_set_new(o, "problem", rc == 0 ? json_null() : json_string(problem));
+    json_object_set_new(o, "problem", rc == 0 && !dropped ? json_null() : json_string(problem));
     json_object_set_new(o, "keys", json_integer((json_int_t)r->keys));
     json_object_set_new(o, "value_bytes", json_integer((json_int_t)r->value_bytes));
     json_object_set_new(o, "data_records", json_integer((json_int_t)r->data_records));
@@ -504,7 +543,8 @@ static int gens_json(const char *path, const gens_verdict *v)
     json_object_set_new(man, "count", json_integer(m->count));
     json_object_set_new(o, "manifest", man);
     for (unsigned i = 0; i < m->count; i++)
-        json_array_append_new(gens, gen_json(&m->gens[i], i == 0, v->rc[i], v->problem[i], &v->r[i]));
+        json_array_append_new(gens, gen_json(&m->gens[i], i == 0, v->rc[i], v->dropped[i],
+                                             v->problem[i], &v->r[i]));
     json_object_set_new(o, "generations", gens);
     for (unsigned i = 0; i < v->listing.unnamed && i < 8; i++)
         json_array_append_new(un, json_string(v->listing.unnamed_dirs[i]));
@@ -525,6 +565,7 @@ static int verify_gens(const char *path, int json, int progress)
         goto out;
     }
     verify_gens_all(path, v, progress);
+    forget_dropped(path, v);
     ret = json ? gens_json(path, v) : (gens_text(path, v), CLI_OK);
     if (v->manifest_rc) ret = cli_error("verify", "%s", v->manifest_problem);
     for (unsigned i = 0; i < v->listing.manifest.count; i++)

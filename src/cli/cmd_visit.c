@@ -23,7 +23,9 @@
  *      --hex and stdout a terminal too, not unless --progress asks. It is
  *      ended before the counts are printed.
  *
- * Never: write to the store, or take its lock (the walk reads a file).
+ * Never: write to the store, or take a writer's lock on it (the walk reads
+ *   a file; its one lock is the readers' shared one on tide.live, which the
+ *   library's walk takes, so no rotation cuts the file under it).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,6 +63,14 @@ static const char help_visit[] =
 "    record it is appending is never read half written; it says so on\n"
 "    stderr. Records the writer appends during the walk are not seen.\n"
 "\n"
+"    The walk holds a shared lock on the store's tide.live (the readers'\n"
+"    lock, which no writer takes) from its start to its end. A node's\n"
+"    rotation that drops this generation meanwhile only unlinks its files,\n"
+"    and the walk reads on to the end; a visit that starts while the\n"
+"    rotation cuts it exits 1 with 'a rotation is deleting it', one that\n"
+"    starts after with 'a rotation has deleted it' (docs/ROTATION.md,\n"
+"    'Readers while a node rotates').\n"
+"\n"
 "    On a terminal, progress is shown on stderr as one line, redrawn at\n"
 "    most ten times a second, of the bytes of nudb.dat walked:\n"
 "        tide visit: nudb.dat   62%  28.1 MiB of 45.4 MiB  410 MiB/s\n"
@@ -78,7 +88,8 @@ CLI_PROGRESS_HELP
 "\n"
 "EXIT STATUS\n"
 "    0 walked; 1 no store, a record runs past the end of the file (the\n"
-"    offset is printed), I/O error; 2 usage error.\n"
+"    offset is printed), a rotation is deleting (has deleted) the\n"
+"    generation, I/O error; 2 usage error.\n"
 "\n"
 "EXAMPLES\n"
 "    tide visit db\n"

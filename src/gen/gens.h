@@ -369,13 +369,18 @@ int tide_gens_key_map_resident(tide_gens *g, uint64_t *bytes);
 int tide_gens_dat_map_resident(tide_gens *g, uint64_t *bytes);
 
 /*
- * Without opening anything for writing or taking a lock: read DIR's
+ * Without opening anything for writing or taking a writer's lock: read DIR's
  * manifest and inspect each generation (tide_store_inspect), and list the
  * gen-* directories the manifest does not name (what open would remove).
  * For `tide generations` and `tide verify`. Returns 0; TIDE_ENOENT when DIR
  * has no manifest (a plain store or nothing); the manifest's read errors.
  * A generation that cannot be inspected does not fail the call: its
- * entry's `problem` says why (empty when it is fine).
+ * entry's `problem` says why (empty when it is fine). The listing is of
+ * one manifest, read before and after the generations: a rotation
+ * meanwhile makes it read them again (up to 8 times; then it keeps those
+ * the last manifest names), so a generation a rotation dropped under it
+ * is never listed as missing or damaged. Cost: one tide_store_inspect per
+ * generation per pass, two manifest reads and one listing of DIR.
  */
 typedef struct tide_gens_listing {
     tide_gen_manifest manifest;

@@ -93,7 +93,9 @@ int ti_gens_gen_path(char *out, const char *dir, uint64_t id);
  * file in it unlinked, the directory removed, `parent` synced. With chunk >
  * 0 and another Tide handle holding the files (a reader's lock), or locks
  * that cannot be taken, nothing is cut: the files are only unlinked, and
- * their bytes go to *held_bytes instead of *bytes. Adds the file bytes
+ * their bytes go to *held_bytes instead of *bytes; otherwise the cut and
+ * the unlinks run under exclusive locks on nudb.key and tide.live, which
+ * keep readers out until every file is unlinked. Adds the file bytes
  * removed to *bytes and the cut steps to *steps (any of the three may be
  * NULL). Returns 0 or the first io error (what was removed stays removed).
  * `g` (may be NULL) gets the "delete-step" and "delete-unlink-only"

@@ -42,7 +42,10 @@
  *                keeps its rmdir and loses its unlinks), the directory
  *                removed, DIR synced. While a Tide reader in another
  *                process holds the generation (a shared lock on nudb.key
- *                or tide.live) nothing is cut, only unlinked (cut_dat)
+ *                or tide.live: every reader holds tide.live's, live.c)
+ *                nothing is cut, only unlinked (lock_out_all); otherwise
+ *                the cut and the unlinks run under both locks, exclusive
+ *                (invariant 12)
  *
  * A rotation that drops nothing skips b, c and d. A crash before e is
  * durable leaves the old manifest, which names everything (nothing was
@@ -94,6 +97,11 @@
  *      While any kept generation holds such a tail the new newest starts
  *      with its index off (hold_fresh_deferring), so the tails together
  *      still stay within one index_lag_bytes.
+ *  12. A dropped generation's nudb.dat is cut only under LOCK_EX on its
+ *      nudb.key and tide.live, taken when no reader held either, and
+ *      every file of it is unlinked before the locks go: a reader that
+ *      takes its shared lock after the drop finds tide.live gone, and
+ *      one that holds it is never cut under.
  *
  * Never: delete a generation the manifest on disk names, or may name;
  * show a hidden generation while the disk may not name it;
@@ -158,51 +166,73 @@ static int lock_out_readers(tide_io *io, const char *path, const char *name, tid
     return rc;
 }
 
-/* Cut nudb.dat of `path` by `chunk` bytes per step, pausing between. *held
- * is set when the files are to be unlinked only.
- *
- * Not while another Tide handle holds the generation (a reader: a shared
- * lock on nudb.key, a plain read-only handle, or on tide.live, a reader
- * attached while tided wrote it): a plain reader maps nudb.dat, and a cut
- * under a map is a SIGBUS, not an error; an attached reader would read
- * short. Then the files are only unlinked: the reader keeps them until it
- * closes, and the kernel frees the blocks at its close at once, not by
- * steps. Likewise when the locks cannot be taken at all (unlinking is
- * always safe; only the cut needs them). Both locks are held through the
- * cut, so no reader opens the generation in the middle of it (its open is
- * refused as busy, live.c says why). */
-static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, unsigned pause_ms,
-                   unsigned *steps, uint64_t bytes, int *held)
+/* The drop's exclusive locks on a generation's nudb.key and tide.live. */
+typedef struct drop_locks {
+    tide_file *key, *live;
+} drop_locks;
+
+static void unlock_readers(tide_io *io, drop_locks *l)
 {
-    char p[TI_GENS_PATH_CAP], why[256];
-    tide_file *f = NULL, *key = NULL, *live = NULL;
-    uint64_t size = 0;
+    if (l->live) io->close(l->live);
+    if (l->key) io->close(l->key);
+    l->live = l->key = NULL;
+}
+
+/* Lock the readers out of the generation at `path` before its cut: 0 with
+ * both locks in *l (a missing file has none), or 0 with *held set when
+ * another Tide handle holds it, or the locks cannot be taken at all: then
+ * the files are only unlinked.
+ *
+ * Why: a reader holds a shared lock on tide.live (every read-only path:
+ * live.c, the readers' hold) and, a plain read-only handle, on nudb.key. A
+ * plain reader maps nudb.dat, and a cut under a map is a SIGBUS, not an
+ * error; any other reader would read short. Unlinked, the files stay the
+ * reader's until it closes, and the kernel frees the blocks then, at once,
+ * not by steps. Unlinking is always safe; only the cut needs the locks. The
+ * caller keeps them through the cut and the unlinks (unlock_readers after
+ * the last), so a reader that opens the generation meanwhile is refused
+ * (a rotation is deleting it), and one that gets its lock afterwards finds
+ * tide.live unlinked: none ever opens a file the cut has shortened. */
+static int lock_out_all(tide_gens *g, tide_io *io, const char *path, uint64_t bytes,
+                        drop_locks *l, int *held)
+{
+    char why[256];
     int rc;
 
     *held = 0;
-    rc = lock_out_readers(io, path, "nudb.key", &key);
-    if (rc == 0) rc = lock_out_readers(io, path, "tide.live", &live);
-    if (rc) {
-        snprintf(why, sizeof why, "%s", tide_last_error());
-        tide_err_clear();
-        tide_log(TIDE_LOG_INFO, "%s: %s: its files (%" PRIu64 " bytes) are unlinked without "
-                 "stepped cuts, and the disk frees them when that handle closes (%s)", path,
-                 rc == TIDE_EBUSY ? "another Tide handle (a reader) holds this dropped generation"
-                                  : "the dropped generation's files cannot be locked",
-                 bytes, why);
-        ti_gens_trace(g, "delete-unlink-only");
-        *held = 1;
-        rc = 0;
-        goto out;
-    }
-    if ((rc = ti_gens_path(p, path, "nudb.dat")) != 0) goto out;
+    rc = lock_out_readers(io, path, "nudb.key", &l->key);
+    if (rc == 0) rc = lock_out_readers(io, path, "tide.live", &l->live);
+    if (rc == 0) return 0;
+    snprintf(why, sizeof why, "%s", tide_last_error());
+    tide_err_clear();
+    unlock_readers(io, l);
+    tide_log(TIDE_LOG_INFO, "%s: %s: its files (%" PRIu64 " bytes) are unlinked without "
+             "stepped cuts, and the disk frees them when that handle closes (%s)", path,
+             rc == TIDE_EBUSY ? "another Tide handle (a reader) holds this dropped generation"
+                              : "the dropped generation's files cannot be locked",
+             bytes, why);
+    ti_gens_trace(g, "delete-unlink-only");
+    *held = 1;
+    return 0;
+}
+
+/* Cut nudb.dat of `path` by `chunk` bytes per step, pausing between; the
+ * caller holds lock_out_all's locks. */
+static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, unsigned pause_ms,
+                   unsigned *steps)
+{
+    char p[TI_GENS_PATH_CAP];
+    tide_file *f = NULL;
+    uint64_t size = 0;
+    int rc;
+
+    if ((rc = ti_gens_path(p, path, "nudb.dat")) != 0) return rc;
     rc = io->open(io, p, TIDE_IO_WRITE, &f);
     if (rc == TIDE_ENOENT) {
         tide_err_clear();
-        rc = 0;
-        goto out;
+        return 0;
     }
-    if (rc) goto out;
+    if (rc) return rc;
     rc = io->size(f, &size);
     while (rc == 0 && size > 0) {
         if (ti_gens_interrupted(g)) {   /* invariant 7: between two steps */
@@ -217,9 +247,6 @@ static int cut_dat(tide_gens *g, tide_io *io, const char *path, uint64_t chunk, 
         if (size > 0 && pause_ms) ti_gens_pause(g, pause_ms);
     }
     io->close(f);
-out:
-    if (live) io->close(live);
-    if (key) io->close(key);
     return rc;
 }
 
@@ -228,6 +255,7 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
                        uint64_t *held_bytes)
 {
     ti_gens_names l = { NULL, 0, 0 };
+    drop_locks locks = { NULL, NULL };
     uint64_t total = 0;
     int rc, held = 0;
 
@@ -243,7 +271,8 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
         }
         total += n;
     }
-    if (rc == 0 && chunk > 0) rc = cut_dat(g, io, path, chunk, pause_ms, steps, total, &held);
+    if (rc == 0 && chunk > 0) rc = lock_out_all(g, io, path, total, &locks, &held);
+    if (rc == 0 && chunk > 0 && !held) rc = cut_dat(g, io, path, chunk, pause_ms, steps);
     if (rc == 0 && ti_gens_interrupted(g))
         rc = tide_err_set(TIDE_ECLOSED, "%s: interrupted (tide_gens_interrupt)", path);
     for (unsigned i = 0; i < l.n && rc == 0; i++) {
@@ -252,6 +281,9 @@ int ti_gens_remove_dir(tide_gens *g, tide_io *io, const char *parent, const char
         rc = io->unlink(io, p);
         if (rc == TIDE_ENOENT) rc = 0;
     }
+    /* Every file unlinked under the locks: a reader that locks tide.live
+     * from now on finds it gone (live.c), never a shortened nudb.dat. */
+    unlock_readers(io, &locks);
     /* The unlinks durable before the rmdir: else a crash could keep the
      * directory's removal and lose its files' (a directory gone from DIR
      * with files still under it). */

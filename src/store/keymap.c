@@ -40,7 +40,7 @@
  *   4. Another Tide process cannot truncate the file under the map: the
  *      handle's flock excludes writers (a read-only handle) or everyone (a
  *      writer), and a rotation's stepped delete of a dropped generation
- *      cuts only once it holds that lock itself (gens_rotate.c, cut_dat). A foreign writer that takes no lock (NuDB) could; that is
+ *      cuts only once it holds that lock itself (gens_rotate.c, lock_out_all). A foreign writer that takes no lock (NuDB) could; that is
  *      one case a mapped reader dies of where a pread reader got
  *      TIDE_ECORRUPT, and a read-write open refuses to start beside one.
  *      The other is a read error of the disk itself: a page that cannot be

@@ -26,6 +26,18 @@
  * (when nudb.key's shared lock is refused, a writer holds it)
  * ti_live_attach and ti_live_start_reader; reader.c fetches.
  *
+ * The readers' hold (ti_live_hold): every read-only path of the store
+ * (that open, the walk of nudb.dat, tide_store_inspect) starts by taking
+ * LOCK_SH on tide.live and keeps it until it is done. No writer locks
+ * tide.live; only a rotation's drop of a generation does, exclusively, and
+ * it cuts nudb.dat only while it holds that lock and unlinks the files
+ * before it lets go (gens_rotate.c). So a reader holding the lock is never
+ * cut under (the drop only unlinks, and the reader reads on), one that
+ * comes during the cut is refused at once (TIDE_EBUSY: a rotation is
+ * deleting it), and one that gets the lock after the drop finds tide.live
+ * unlinked (TIDE_ENOENT: a rotation has deleted it), never a file cut
+ * short.
+ *
  * Invariants:
  *   1. Only the writer stores to the page, with 8-byte atomic stores;
  *      seq only grows, across generations too (an open keeps the old
@@ -41,6 +53,9 @@
  *   4. GEN changes (under an odd seq) at every writable open and every
  *      rollback: records a reader indexed in [W, C) are then gone, and a
  *      later C may cover their offsets with other records.
+ *   5. A reader's LOCK_SH on tide.live is taken before it opens the store's
+ *      other files and kept until it has closed them; no writer ever
+ *      locks tide.live.
  *
  * Never: sync tide.live, truncate it below its page, or unlink it (a
  *   reader holding the old inode would never see the next writer).
@@ -252,26 +267,81 @@ void ti_live_closed(tide_store *s)
     ti_live_end(s);
 }
 
-int ti_live_preopen(tide_store *s)
+/* The error of a reader that met a rotation's drop: TIDE_EBUSY while the
+ * drop cuts (it holds tide.live's LOCK_EX), TIDE_ENOENT once it unlinked. */
+static int rotation_refusal(int rc, const char *dir)
+{
+    if (rc == TIDE_EBUSY)
+        return tide_err_set(TIDE_EBUSY, "%s: a rotation is deleting it: this generation has left "
+                            "tide.generations, and its objects with it (its tide.live is locked "
+                            "while nudb.dat is cut); nothing was read", dir);
+    return tide_err_set(TIDE_ENOENT, "%s: a rotation has deleted it: this generation has left "
+                        "tide.generations, and its objects with it (its files were unlinked "
+                        "while they were being opened); nothing was read", dir);
+}
+
+int ti_live_hold(tide_io *io, const char *dir, tide_file **out, int *open_rc)
 {
     char *path;
     int rc;
 
+    *out = NULL;
+    if (open_rc) *open_rc = 0;
+    if (io->share == NULL) return 0;       /* no page on this file system */
+    if ((path = ti_path_join(dir, "tide.live")) == NULL)
+        return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", dir);
+    rc = io->open(io, path, TIDE_IO_READ, out);
+    if (rc) {
+        /* None: no Tide writer made one, nothing to hold. Any other
+         * failure is the caller's to keep (attach's refusal). */
+        if (rc != TIDE_ENOENT && open_rc) *open_rc = rc;
+        else tide_err_clear();
+        *out = NULL;
+        rc = 0;
+        goto out;
+    }
+    rc = io->lock(*out, 0);
+    if (rc != 0 && rc != TIDE_EBUSY) {
+        /* No lock to be had here (a drop cannot take one either, so it
+         * only unlinks): the file stays open, the holders' mark. */
+        tide_err_clear();
+        rc = 0;
+    }
+    if (rc == 0 && io->stat(io, path, NULL) == TIDE_ENOENT) rc = TIDE_ENOENT;
+    if (rc) {
+        rc = rotation_refusal(rc, dir);
+        io->close(*out);
+        *out = NULL;
+    }
+out:
+    free(path);
+    return rc;
+}
+
+int ti_live_lost(tide_io *io, const char *dir, int rc)
+{
+    char *path;
+
+    if (rc != TIDE_ENOENT || (path = ti_path_join(dir, "tide.live")) == NULL) return rc;
+    if (io->stat(io, path, NULL) == TIDE_ENOENT) rc = rotation_refusal(TIDE_ENOENT, dir);
+    free(path);
+    return rc;
+}
+
+int ti_live_preopen(tide_store *s)
+{
+    int rc, orc = 0;
+
     if (s->io->share == NULL) return 0;
-    if ((path = ti_path_join(s->dir, "tide.live")) == NULL)
-        return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
-    if ((rc = live_alloc(s, 0)) == 0) {
-        /* No page, silently, only when there is none; any other failure
-         * is kept for attach's refusal (a writer holds the store) and
+    if ((rc = live_alloc(s, 0)) != 0) return rc;
+    rc = ti_live_hold(s->io, s->dir, &s->live->f, &orc);
+    if (orc) {
+        /* Kept for attach's refusal (a writer holds the store) and
          * forgotten otherwise: with no writer, no reader needs the page. */
-        int orc = s->io->open(s->io, path, TIDE_IO_READ, &s->live->f);
-        if (orc != 0 && orc != TIDE_ENOENT) {
-            s->live->open_rc = orc;
-            snprintf(s->live->open_err, sizeof s->live->open_err, "%s", tide_last_error());
-        }
+        s->live->open_rc = orc;
+        snprintf(s->live->open_err, sizeof s->live->open_err, "%s", tide_last_error());
         tide_err_clear();
     }
-    free(path);
     return rc;
 }
 
@@ -336,7 +406,8 @@ int ti_live_attach(tide_store *s)
                             "again when it is done, or read from the writer's namespace",
                             s->dir, (unsigned long long)word(l, TI_LIVE_PID),
                             word(l, TI_LIVE_OPEN) ? "" : ", closed");
-    /* The reader's mark (DURABILITY.md): a shared lock no writer takes. */
+    /* The reader's mark (DURABILITY.md): a shared lock no writer takes
+     * (the hold of preopen took it already; again where it could not). */
     return s->io->lock(l->f, 0);
 }
 

@@ -89,9 +89,31 @@ void ti_live_rollback(struct tide_store *s);
  * restart of its writer, instead of waiting for an even seq. */
 void ti_live_broken(struct tide_store *s);
 
+/* The readers' hold, the first step of every read-only path of the
+ * store (a read-only open, ti_store_walk, tide_store_inspect): open
+ * `dir`/tide.live and take LOCK_SH on it, then check that it is still
+ * linked. A rotation's drop cuts a generation's nudb.dat only while it
+ * holds LOCK_EX there (gens_rotate.c), and unlinks the files before it
+ * lets go, so while the hold lasts nothing is cut under the reader.
+ *   0, *out the held file: keep it open while reading, close it after.
+ *   0, *out NULL: nothing to hold (no tide.live, or a file system that
+ *      shares no pages); or tide.live could not be opened (not ENOENT) or
+ *      locked for another reason than a conflict: *open_rc is that error
+ *      (0 otherwise), tide_last_error says why, and the caller goes on
+ *      without a hold as before (a drop that cannot lock only unlinks).
+ *   TIDE_EBUSY: the lock is refused: a rotation is deleting the store.
+ *   TIDE_ENOENT: tide.live was unlinked: a rotation has deleted it.
+ * Cost: an open, a flock and a stat. */
+int ti_live_hold(tide_io *io, const char *dir, tide_file **out, int *open_rc);
+/* For a reader that held `dir` (ti_live_hold gave it a file) and then met
+ * TIDE_ENOENT: the error that a rotation deleted the store when its
+ * tide.live is gone too, else rc as it is. */
+int ti_live_lost(tide_io *io, const char *dir, int rc);
+
 /* Reader, step 1 (before nudb.key is opened, so a writer's holders scan
- * never sees a reader without its tide.live): open tide.live when it
- * exists. */
+ * never sees a reader without its tide.live): ti_live_hold, the file kept
+ * in s->live. TIDE_EBUSY or TIDE_ENOENT when a rotation is deleting or
+ * has deleted the store (ti_live_hold). */
 int ti_live_preopen(struct tide_store *s);
 /* Reader, step 2, after the shared lock on nudb.key failed with
  * TIDE_EBUSY (`busy` is that error's code): map the page and check that

@@ -724,7 +724,8 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
 
     if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
     /* Issue 15 (R): a reader opens tide.live before nudb.key, so that a
-     * writer's holders scan never meets it without its mark. */
+     * writer's holders scan never meets it without its mark, and holds it
+     * (live.c: the readers' hold), so that no rotation cuts it under. */
     if (s->opts.read_only && (rc = ti_live_preopen(s)) != 0) return rc;
     if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) return rc;
     rc = s->io->lock(s->key, !s->opts.read_only);
@@ -993,6 +994,9 @@ static int open_store(tide_store **out, const char *dir, const tide_store_opts *
     s = NULL;
     rc = 0;
 out:
+    /* A file gone under a reader's hold: a rotation deleted the store. */
+    if (rc == TIDE_ENOENT && s && s->opts.read_only && (s->live_mark || (s->live && s->live->f)))
+        rc = ti_live_lost(s->io, s->dir, rc);
     ti_store_free(s);
     return rc;
 }
@@ -1749,7 +1753,7 @@ int tide_store_dat_map_resident(tide_store *s, uint64_t *bytes)
 int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
 {
     store_paths p = { 0 };
-    tide_file *dat = NULL, *key = NULL, *log = NULL;
+    tide_file *dat = NULL, *key = NULL, *log = NULL, *hold = NULL;
     tide_key_header kh;
     uint64_t dat_size = 0, key_size = 0, log_size = 0;
     int rc;
@@ -1758,6 +1762,8 @@ int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
     memset(o, 0, sizeof *o);
     if (io == NULL) io = tide_io_posix();
     if ((rc = make_paths(dir, &p)) != 0) goto out;
+    /* The readers' hold (live.c): no rotation cuts the files under it. */
+    if ((rc = ti_live_hold(io, dir, &hold, NULL)) != 0) goto out;
     if ((rc = check_store_files(io, dir, &p)) != 0) goto out;
     if ((rc = io->open(io, p.dat, TIDE_IO_READ, &dat)) != 0) goto out;
     if ((rc = io->open(io, p.key, TIDE_IO_READ, &key)) != 0) goto out;
@@ -1786,9 +1792,11 @@ int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
     }
     tide_err_clear();
 out:
+    if (hold && rc == TIDE_ENOENT) rc = ti_live_lost(io, dir, rc);
     if (dat) io->close(dat);
     if (key) io->close(key);
     if (log) io->close(log);
+    if (hold) io->close(hold);
     free_paths(&p);
     return rc;
 }

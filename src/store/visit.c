@@ -5,10 +5,12 @@
  * The data file is a header followed by records back to back: data records
  * (u48 size >= 1, key, value) and spill records (u48 0, u16 n, n bytes of a
  * bucket). The walk reads it front to back through a 1 MiB window and hands
- * each data record to the caller. It opens the file read-only, takes no
- * lock and writes nothing, so it is safe on a store that is open elsewhere
- * (it then sees a prefix of the file as of its start: with a Tide writer
- * running, the prefix its tide.live says is complete, max(W, C)).
+ * each data record to the caller. It opens the file read-only and writes
+ * nothing, so it is safe on a store that is open elsewhere (it then sees a
+ * prefix of the file as of its start: with a Tide writer running, the
+ * prefix its tide.live says is complete, max(W, C)). Its one lock is the
+ * readers' hold on tide.live (live.c), which no writer takes: a rotation
+ * dropping the store then only unlinks it, and the walk reads on.
  *
  * Invariants:
  *   1. Every byte from the header to the end is in exactly one record; a
@@ -21,8 +23,8 @@
  *      as size/size when the walk reaches the end; total is the file's
  *      size when the walk began, the end of the walk.
  *
- * Never: write, lock or recover the store; a record cut short at the end
- *   is reported, not skipped.
+ * Never: write or recover the store, or take a lock a writer takes; a
+ *   record cut short at the end is reported, not skipped.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,19 @@ static int live_bound(const char *dir, tide_io *io, uint64_t *size)
     return rc;
 }
 
+/* The readers' hold (live.c), kept by the caller to the end of the walk
+ * so that no rotation cuts nudb.dat under it, then nudb.dat opened. */
+static int open_walk(reader *r, const char *dir, tide_file **hold)
+{
+    int rc = ti_live_hold(r->io, dir, hold, NULL);
+
+    if (rc) return rc;
+    rc = r->io->open(r->io, r->path, TIDE_IO_READ, &r->f);
+    if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
+    if (rc && *hold) rc = ti_live_lost(r->io, dir, rc);
+    return rc;
+}
+
 int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn spill_fn,
                   void *arg, tide_progress_fn progress, void *progress_arg,
                   tide_visit_stats *stats)
@@ -104,6 +119,7 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
     reader r;
     tide_visit_stats st;
     tide_dat_header dh;
+    tide_file *hold = NULL;
     char *path = NULL;
     uint8_t *big = NULL;
     uint64_t off, next_progress = 0, last_done = 0;
@@ -117,9 +133,7 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
     r.win = malloc(WINDOW);
     if (!path || !r.win) { rc = tide_err_set(TIDE_ENOMEM, "visit: out of memory"); goto out; }
     r.path = path;
-    rc = r.io->open(r.io, path, TIDE_IO_READ, &r.f);
-    if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
-    if (rc) goto out;
+    if ((rc = open_walk(&r, dir, &hold)) != 0) goto out;
     if ((rc = r.io->size(r.f, &r.size)) != 0) goto out;
     if ((rc = live_bound(dir, r.io, &r.size)) != 0) goto out;
     st.file_bytes = r.size;
@@ -191,6 +205,7 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
 out:
     if (stats) *stats = st;
     if (r.f) r.io->close(r.f);
+    if (hold) r.io->close(hold);
     free(r.win);
     free(big);
     free(path);
