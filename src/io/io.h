@@ -149,7 +149,9 @@ struct tide_io {
     /* Whether `path` is a symbolic link: 1, with its target resolved to an
      * absolute path (realpath) in `target` (cap bytes) and *dangling 0; or
      * with the target as written and *dangling 1 when it points at nothing;
-     * 0 when `path` is no link (or nothing). NULL (the simulated file
+     * 0 when `path` is no link (or nothing), or a link that cannot be
+     * resolved for another reason (a loop, a directory this user may not
+     * search: opening it fails with that error). NULL (the simulated file
      * system): there are no links. Not counted. Cost: lstat, readlink and
      * realpath. */
     int  (*link)(tide_io *io, const char *path, char *target, size_t cap, int *dangling);

@@ -269,6 +269,9 @@ static int posix_link(tide_io *io, const char *path, char *target, size_t cap, i
         free(real);
         return 1;
     }
+    /* A loop, or a directory this user may not search: the open that
+     * follows meets the same error and says so. */
+    if (errno != ENOENT) return 0;
     *dangling = 1;
     n = readlink(path, target, cap - 1);
     target[n < 0 ? 0 : n] = '\0';
