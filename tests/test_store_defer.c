@@ -7,9 +7,9 @@
  * leaves NuDB's three files (no log) that verify passes; lag 0 writes no
  * tide.meta. A writer killed with SIGKILL while its tail holds acknowledged
  * records: `tide recover` (tide_store_recover) indexes them and leaves
- * NuDB's files; NuDB's own rule (the log rolled back, nudb.dat cut to W:
- * emulated by recovering without tide.meta) gives a consistent store
- * without the tail. tide.meta torn (the other slot wins), foreign (ignored)
+ * NuDB's files; NuDB's recovery (its rules applied byte by byte:
+ * nudb_rules.c) refuses the idle log the killed writer left, at its
+ * pepper, and changes nothing. tide.meta torn (the other slot wins), foreign (ignored)
  * or claiming more than nudb.dat holds (refused, nothing changed); a
  * damaged record in the tail is refused with its offset, nothing changed.
  * Recovery sizes the tail's table for the records [W, C) holds, not for
@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "nudb_rules.h"
 #include "expect.h"
 #include "io/io_sim.h"
 #include "store/format.h"
@@ -258,41 +259,62 @@ static void recovery_sizes_the_tail_for_the_records_it_holds(void **state)
     expect_verify_keys(d, n, "verify after the recovery");
 }
 
-static void a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it(void **state)
+/* NuDB's recovery (its rules, byte by byte: tests/nudb_rules.c) on the
+ * files a killed deferred writer left: `want` its verdict. */
+static th_nudb_result nudb_recovery(dstate *d, th_nudb_verdict want, int apply, const char *what)
+{
+    th_nudb_result res;
+
+    if (th_nudb_recover(tide_io_posix(), d->dir, apply, &res) != 0)
+        fail_msg("%s: NuDB's recovery could not read the files", what);
+    if (res.verdict != want)
+        fail_msg("%s: NuDB's recovery: verdict %d (0 clean, 1 recovers to nudb.dat %llu, "
+                 "2 refuses: %s), expected %d", what, (int)res.verdict,
+                 (unsigned long long)res.dat_to, res.why, (int)want);
+    return res;
+}
+
+/* A deferred writer killed with 1000 acknowledged records past W leaves an
+ * idle log whose pepper carries Tide's mark: NuDB's recovery fails its
+ * first check of the log (the pepper against XXH64 of the salt) before it
+ * writes anything, so NuDB (rippled) refuses the store instead of cutting
+ * nudb.dat to W; Tide recovers every record, and leaves files NuDB opens. */
+static void a_killed_writer_s_idle_log_is_refused_by_nudb_and_tide_recovers_every_record(void **state)
 {
     dstate *d = *state;
-    char copy[4096], cmd[9000];
     tide_recover_report rep;
     tide_store_info info;
+    th_nudb_result res;
+    th_snapshot sn;
     tide_store *s;
+    char why[128];
 
     kill_with_a_tail(d, 200, 5);
     expect_ok(tide_store_inspect(d->dir, NULL, &info), "inspect the killed store");
     if (!info.needs_recovery) fail_msg("the killed deferred store has no idle log");
-    /* NuDB's view: its recovery knows no tide.meta; rolled back to W. */
-    assert_int_equal(th_mkdtemp(copy, sizeof copy), 0);
-    for (int i = 0; i < 3; i++) {
-        static const char *const names[3] = { "nudb.dat", "nudb.key", "nudb.log" };
-        snprintf(cmd, sizeof cmd, "%s/%s", copy, names[i]);
-        assert_int_equal(th_copy_file(file_in(d, names[i]), cmd), 0);
-    }
-    expect_ok(tide_store_recover(copy, NULL, &rep), "recover the copy without tide.meta");
-    expect_u64(rep.dat_truncated_to, TIDE_DAT_HEADER_SIZE, "NuDB's rule cuts nudb.dat to W");
-    {
-        tide_verify_report r;
-        expect_ok(tide_store_verify(copy, NULL, &r), "the NuDB view verifies");
-        expect_u64(r.keys, 0, "the NuDB view holds what was indexed: nothing");
-    }
-    th_rmrf(copy);
+    if (th_file_size(file_in(d, "nudb.log")) != TIDE_LOG_HEADER_SIZE)
+        fail_msg("the idle log is %lld bytes, expected its 62-byte header alone",
+                 th_file_size(file_in(d, "nudb.log")));
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    res = nudb_recovery(d, TH_NUDB_REFUSES, 1, "the killed deferred store");
+    expect_contains(res.why, "nudb.log: hash mismatch", "NuDB's refusal: the log's pepper");
+    expect_unchanged(d->dir, &sn, "NuDB's refused recovery");
+    th_snapshot_free(&sn);
     /* Tide's recovery keeps and indexes the tail. */
     expect_ok(tide_store_recover(d->dir, NULL, &rep), "tide recover");
     expect_u64(rep.tail_from, TIDE_DAT_HEADER_SIZE, "the tail starts at W");
     if (rep.tail_to <= rep.tail_from) fail_msg("recover reported no tail");
     if (th_exists(file_in(d, "nudb.log"))) fail_msg("tide recover left nudb.log: not NuDB's files");
     expect_verify_keys(d, 1000, "verify after tide recover");
+    nudb_recovery(d, TH_NUDB_CLEAN, 0, "after tide recover");
+    if (th_nudb_opens(tide_io_posix(), d->dir, why, sizeof why) != 1)
+        fail_msg("after tide recover NuDB refuses to open the store: %s", why);
     expect_ok(th_store_open(&s, d->dir), "open");
     expect_items(s, 0, 1000, KEY, VMIN, VMAX, "every acknowledged item");
     expect_closed(&s, "close");
+    nudb_recovery(d, TH_NUDB_CLEAN, 0, "after a clean close");
+    if (th_nudb_opens(tide_io_posix(), d->dir, why, sizeof why) != 1)
+        fail_msg("after a clean close NuDB refuses to open the store: %s", why);
 }
 
 /* NuDB opened the crashed store first (its rule: nudb.dat cut to W, the
@@ -924,7 +946,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(fetch_and_dup_check_find_tail_entries_and_the_budget_flushes, setup, teardown),
         cmocka_unit_test_setup_teardown(lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c, setup, teardown),
         cmocka_unit_test_setup_teardown(flush_indexes_the_tail_and_returns_when_there_is_nothing_to_flush, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_killed_writer_s_idle_log_is_refused_by_nudb_and_tide_recovers_every_record, setup, teardown),
         cmocka_unit_test_setup_teardown(a_stale_tide_meta_after_nudbs_recovery_claims_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(a_torn_tide_meta_slot_falls_back_to_the_other, setup, teardown),
         cmocka_unit_test_setup_teardown(a_foreign_or_missing_tide_meta_is_ignored, setup, teardown),

@@ -221,7 +221,8 @@ int ti_defer_open_meta(struct tide_store *s);
 /* Write the idle log (header only, dat_file_size W) at offset 0 and sync:
  * the log being empty already. */
 int ti_defer_write_idle_log(struct tide_store *s);
-/* Fill a log header for this store with the given sizes. */
+/* Fill a log header for this store with the given sizes, with the deferred
+ * mark (format.h) while records past W may be unindexed: a lag, or a tail. */
 void ti_commit_log_header(const struct tide_store *s, tide_log_header *lh,
                           uint64_t key_file_size, uint64_t dat_file_size);
 
