@@ -480,6 +480,11 @@ static int open_store(rekey_run *r)
         rc = open_for_rebuild(r->dir, &so, &r->s, r->report);
         if (rc == 0) r->report->key_rebuilt = 1;
     }
+    /* A full disk opens a store for reads, its log not yet prepared: no
+     * rekey can run on it (its log is armed first). */
+    if (rc == 0 && r->s->files_pending)
+        rc = tide_err_set(TIDE_ENOSPC, "%s: rekey: the disk is full (nudb.log cannot be "
+                          "prepared): free space and run it again; nothing was changed", r->dir);
     return rc;
 }
 
