@@ -215,6 +215,22 @@ int ti_defer_recover_tail(struct tide_store *s, int *kept);
 /* Issue 15 (review finding 6): a read-only handle's idle view: the records
  * of [W, C) into the tail (as recovery reads them), nothing written. */
 int ti_defer_read_tail(struct tide_store *s);
+/* What a walk of the unindexed records [W, C) needs of the store. */
+typedef struct ti_tail_files {
+    tide_io *io;
+    tide_file *dat;
+    const char *dat_path;
+    unsigned key_size, capacity;
+    uint64_t salt, W;
+} ti_tail_files;
+/* Walk the records of nudb.dat from t->W to C: each must be a complete
+ * data record, or a spill record of the key file's size, ending at or
+ * before C; `fn` (may be NULL: the check alone) gets each data record's
+ * entry, hashed. 0, TIDE_ECORRUPT naming the first record that is not
+ * (and saying nothing was changed: recovery walks before it writes), or
+ * an I/O error. Reads through one 1 MiB window. */
+int ti_defer_walk_tail(const ti_tail_files *t, uint64_t C,
+                       int (*fn)(void *arg, const tide_entry *e), void *arg);
 /* Open, deferring: tide.meta opened (created) and its seq read; called
  * before the directory sync that makes its name durable. */
 int ti_defer_open_meta(struct tide_store *s);
