@@ -140,6 +140,9 @@ static void print_report(const char *path, const tide_recover_report *rep, long 
                (unsigned long long)rep->dat_truncated_from,
                (unsigned long long)rep->dat_truncated_to);
     }
+    if (rep->rekey_completed)
+        printf("%s: finished a rekey stopped between its renames: nudb.key.new renamed over "
+               "nudb.key (nudb.dat was the new one already)\n", path);
     if (rep->tail_to > rep->tail_from)
         printf("%s: kept and indexed %llu bytes of committed records (nudb.dat %llu -> %llu) "
                "that the deferred index had not written to nudb.key yet (tide.meta)\n", path,

@@ -189,7 +189,8 @@ static int tidy_without_log(recovery *r)
 
     if (r->caller_holds_lock) return 0;
     rc = remove_bucketless_key(r->io, r->dat_path, r->key_path, r->dir, r->rep);
-    if (rc == 0) rc = ti_rekey_repair(r->io, r->dir, r->dat_path, &r->rep->rekey_cut_bytes);
+    if (rc == 0) rc = ti_rekey_repair(r->io, r->dir, r->dat_path, &r->rep->rekey_cut_bytes,
+                                      &r->rep->rekey_completed);
     return rc;
 }
 
@@ -393,7 +394,7 @@ int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
     rc = r.lh.key_file_size == 0 ? undo_rebuild(&r) : undo_commit(&r);
     if (rc == 0) rc = rep->tail_to > rep->tail_from ? keep_idle_log(&r) : drop_log(&r);
     if (rc == 0 && !caller_holds_lock)
-        rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
+        rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes, &rep->rekey_completed);
 out:
     if (r.log) io->close(r.log);
     if (r.dat) io->close(r.dat);

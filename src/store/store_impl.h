@@ -273,8 +273,14 @@ int ti_store_random_u64(uint64_t *v);
  * nudb.key.new not yet renamed, cut nudb.dat back to its size before the
  * rekey (when it still ends where the rekey left it; *cut_bytes gets the
  * bytes cut) and remove both files; a nudb.key.new without a mark is just
- * removed. Called with the store's exclusive lock held (open, recovery). */
-int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes);
+ * removed. A rekey that rewrote nudb.dat (a new uid) and stopped between
+ * its renames is finished instead: nudb.dat.new still there, the switch
+ * never began (both .new files removed); nudb.dat renamed already and
+ * nudb.key.new of its uid, that file is renamed over nudb.key (*completed
+ * set, when non-NULL: the caller's nudb.key handle is the old file). Called
+ * with the store's exclusive lock held (open, recovery). */
+int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes,
+                    int *completed);
 
 /* tide_store_open, with the cheap check of the key file against the data
  * file (store.c: check_index) when `check` is set. Verify opens without it:
