@@ -62,6 +62,19 @@ static const char help_recover[] =
 "            writing the header leaves; no committed store is that small.\n"
 "            Like the interrupted rebuild's, it is removed (the data file\n"
 "            is the truth); run tide rekey to build it\n"
+"        kept and indexed N bytes of committed records (nudb.dat W -> C)\n"
+"            that the deferred index had not written to nudb.key yet\n"
+"\n"
+"    A store written with the index deferred (tided's store_index_lag)\n"
+"    keeps nudb.log between commits: its header alone, saying where the\n"
+"    indexed records end (W), while tide.meta says where the committed\n"
+"    ones end (C). That log carries Tide's mark in its pepper field, so\n"
+"    NuDB refuses to open such a store ('hash mismatch') rather than cut\n"
+"    the records past W; run this verb first, and NuDB opens the result.\n"
+"    A log NuDB wrote (no mark) is rolled back as NuDB would, whatever\n"
+"    tide.meta says. Every record kept past W is checked whole before\n"
+"    anything is written: when one is not, recover refuses, names its\n"
+"    offset and changes nothing.\n"
 "\n"
 "    While another process has the store open its nudb.log belongs to a\n"
 "    live commit, and undoing it would destroy that process's work. So\n"
@@ -127,6 +140,9 @@ static void print_report(const char *path, const tide_recover_report *rep, long 
                (unsigned long long)rep->dat_truncated_from,
                (unsigned long long)rep->dat_truncated_to);
     }
+    if (rep->rekey_completed)
+        printf("%s: finished a rekey stopped between its renames: nudb.key.new renamed over "
+               "nudb.key (nudb.dat was the new one already)\n", path);
     if (rep->tail_to > rep->tail_from)
         printf("%s: kept and indexed %llu bytes of committed records (nudb.dat %llu -> %llu) "
                "that the deferred index had not written to nudb.key yet (tide.meta)\n", path,
@@ -158,7 +174,9 @@ static int run(int argc, char **argv)
 
     memset(&rep, 0, sizeof rep);
     rc = tide_store_recover_ex(a.path, NULL, force ? TIDE_RECOVER_FORCE : 0, &rep);
-    if (rc == TIDE_EBUSY)
+    /* Busy before recovery began (rep still empty): nothing was changed.
+     * After it, the library's message says what was done. */
+    if (rc == TIDE_EBUSY && !rep.had_log && !rep.key_removed)
         return cli_error("recover", "%s: store is busy: another process opened it meanwhile (%s); "
                          "nothing was changed", a.path, tide_last_error());
     if (rc) return cli_fail_store("recover", rc);

@@ -278,6 +278,15 @@ static int posix_link(tide_io *io, const char *path, char *target, size_t cap, i
     return 1;
 }
 
+static int posix_free_bytes(tide_io *io, const char *dir, uint64_t *out)
+{
+    struct statfs st;
+    (void)io;
+    if (statfs(dir, &st) != 0) return fail(dir, "statfs", UINT64_MAX, errno);
+    *out = (uint64_t)st.f_bavail * (uint64_t)st.f_bsize;
+    return 0;
+}
+
 static int posix_mkdir(tide_io *io, const char *path)
 {
     (void)io;
@@ -586,6 +595,7 @@ static tide_io posix_io = {
     .rename = posix_rename,
     .sync_dir = posix_sync_dir,
     .stat = posix_stat,
+    .free_bytes = posix_free_bytes,
     .mkdir = posix_mkdir,
     .rmdir = posix_rmdir,
     .list = posix_list,

@@ -811,7 +811,17 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
      * the store is the old one) and perhaps, past the log's reach, its
      * spill records, which nudb.rekey says how to cut off. */
-    if (!s->opts.read_only) rc = ti_rekey_repair(s->io, s->dir, s->dat_path, NULL);
+    if (!s->opts.read_only) {
+        int completed = 0;
+        rc = ti_rekey_repair(s->io, s->dir, s->dat_path, NULL, &completed);
+        if (rc == 0 && completed) {
+            /* nudb.key is another file now: lock that one. */
+            s->io->close(s->key);
+            s->key = NULL;
+            rc = s->io->open(s->io, s->key_path, TIDE_IO_WRITE, &s->key);
+            if (rc == 0) rc = s->io->lock(s->key, 1);
+        }
+    }
     return rc;
 }
 
