@@ -108,8 +108,11 @@ static const struct option options[] = {
     { NULL, 0, NULL, 0 },
 };
 
-/* What the recovery did, in one line. `log_bytes`: nudb.log's size before. */
-static void print_report(const char *path, const tide_recover_report *rep, long long log_bytes)
+/* What the recovery did, in a line or two. `log_bytes`: nudb.log's size
+ * before; `rekey_left`: what an interrupted rekey had left before it (1
+ * nudb.dat.new, 2 nudb.key.new, both 3), now gone. */
+static void print_report(const char *path, const tide_recover_report *rep, long long log_bytes,
+                         int rekey_left)
 {
     if (rep->key_removed) {
         printf("%s: %s; removed a nudb.key of %llu bytes that held no complete bucket (what a "
@@ -128,6 +131,8 @@ static void print_report(const char *path, const tide_recover_report *rep, long 
                "%llu), nudb.key deleted; run tide rekey to build it again from nudb.dat\n", path,
                (unsigned long long)rep->dat_truncated_to,
                (unsigned long long)rep->dat_truncated_from);
+    } else if (rep->key_truncated_to == 0 && rekey_left) {
+        printf("%s: deleted the empty nudb.log of an interrupted rekey: nothing to undo\n", path);
     } else if (rep->key_truncated_to == 0) {
         printf("%s: deleted an empty nudb.log (the store was closed uncleanly between "
                "commits): nothing to undo\n", path);
@@ -143,6 +148,10 @@ static void print_report(const char *path, const tide_recover_report *rep, long 
     if (rep->rekey_completed)
         printf("%s: finished a rekey stopped between its renames: nudb.key.new renamed over "
                "nudb.key (nudb.dat was the new one already)\n", path);
+    else if (rekey_left)
+        printf("%s: removed what an interrupted rekey left (%s%s%s): the store is the one before "
+               "the rekey; run it again\n", path, rekey_left & 1 ? "nudb.dat.new" : "",
+               rekey_left == 3 ? " and " : "", rekey_left & 2 ? "nudb.key.new" : "");
     if (rep->tail_to > rep->tail_from)
         printf("%s: kept and indexed %llu bytes of committed records (nudb.dat %llu -> %llu) "
                "that the deferred index had not written to nudb.key yet (tide.meta)\n", path,
@@ -156,7 +165,8 @@ static int run(int argc, char **argv)
     struct stat st;
     cli_args a;
     char log[4096];
-    long long log_bytes = -1;
+    long long log_bytes = -1, dat_new = -1, key_new = -1;
+    int rekey_left = 0;
     int rc, force = 0;
 
     if (cli_parse(&cli_verb_recover, argc, argv, &force, &a, &rc)) return rc;
@@ -171,6 +181,8 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     snprintf(log, sizeof log, "%s/nudb.log", a.path);
     if (stat(log, &st) == 0) log_bytes = (long long)st.st_size;
+    if (cli_rekey_leftovers(a.path, &dat_new, &key_new))
+        rekey_left = (dat_new >= 0 ? 1 : 0) | (key_new >= 0 ? 2 : 0);
 
     memset(&rep, 0, sizeof rep);
     rc = tide_store_recover_ex(a.path, NULL, force ? TIDE_RECOVER_FORCE : 0, &rep);
@@ -180,7 +192,10 @@ static int run(int argc, char **argv)
         return cli_error("recover", "%s: store is busy: another process opened it meanwhile (%s); "
                          "nothing was changed", a.path, tide_last_error());
     if (rc) return cli_fail_store("recover", rc);
-    print_report(a.path, &rep, log_bytes);
+    /* What the recovery removed of them (a finished switch renamed one). */
+    if (rekey_left && cli_rekey_leftovers(a.path, &dat_new, &key_new))
+        rekey_left = 0;
+    print_report(a.path, &rep, log_bytes, rekey_left);
     return CLI_OK;
 }
 
