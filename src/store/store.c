@@ -915,8 +915,9 @@ static int prepare_files(tide_store *s)
  * commit thread (QUIET -> IDLE). A full disk does not keep a store that
  * is `serving` (an ordinary open, not rekey's or verify's, which need the
  * files whole) from serving what it holds: when a recovered tail cannot be
- * indexed, or the files cannot be prepared, for want of space, the store
- * opens RETRYING (the empty pending pool as the batch, TIDE_ENOSPC:
+ * indexed, or (when it holds records) the files cannot be prepared, for
+ * want of space, the store opens RETRYING (the empty pending pool as the
+ * batch, TIDE_ENOSPC:
  * inserts refused) and the thread retries at once and then every second.
  * Only a serving store counts the splits it owes (splits.c). */
 static int start_commits(tide_store *s, uint64_t log_size, int serving)
@@ -941,7 +942,9 @@ static int start_commits(tide_store *s, uint64_t log_size, int serving)
     }
     if (serving) ti_splits_count(s);
     rc = prepare_files(s);
-    if (rc == TIDE_ENOSPC && serving) {
+    /* An empty store has nothing to serve: its open fails, and whoever
+     * made it (a rotation's new generation) undoes it. */
+    if (rc == TIDE_ENOSPC && serving && s->dat_size > TIDE_DAT_HEADER_SIZE) {
         tide_log(TIDE_LOG_WARN, "%s: the disk is full: the store is open for reads; inserts are refused "
                  "until space is freed (retried every second): %s", s->dir, tide_last_error());
         s->files_pending = 1;
