@@ -828,6 +828,18 @@ static int build_key_file(rekey_run *r)
     return 0;
 }
 
+/* The new table's figures into the report, once the switch is made. */
+static void report_switched(rekey_run *r)
+{
+    rekey *k = &r->k;
+
+    r->report->new_buckets = k->buckets;
+    r->report->new_key_file_bytes = (k->buckets + 1) * (uint64_t)k->bs;
+    r->report->dat_file_bytes_after = k->dat_base;
+    r->report->spill_records = k->spills;
+    TIDE_ASSERT(r->report->records == r->n);
+}
+
 /* Steps 4 and 5: durable, marked when spills were appended, disarmed;
  * then the switch (the rename), and the mark removed. */
 static int switch_key_file(rekey_run *r)
@@ -856,11 +868,7 @@ static int switch_key_file(rekey_run *r)
         if (rc == 0) rc = s->io->sync_dir(s->io, r->dir);
         if (rc) return rc;
     }
-    r->report->new_buckets = k->buckets;
-    r->report->new_key_file_bytes = (k->buckets + 1) * (uint64_t)k->bs;
-    r->report->dat_file_bytes_after = k->dat_base;
-    r->report->spill_records = k->spills;
-    TIDE_ASSERT(r->report->records == r->n);
+    report_switched(r);
     return 0;
 }
 
@@ -886,11 +894,7 @@ static int switch_rewritten(rekey_run *r)
     if ((rc = s->io->rename(s->io, r->new_path, s->key_path)) != 0) return rc;
     if ((rc = s->io->sync_dir(s->io, r->dir)) != 0) return rc;
     r->switched = 1;
-    r->report->new_buckets = k->buckets;
-    r->report->new_key_file_bytes = (k->buckets + 1) * (uint64_t)k->bs;
-    r->report->dat_file_bytes_after = k->dat_base;
-    r->report->spill_records = k->spills;
-    TIDE_ASSERT(r->report->records == r->n);
+    report_switched(r);
     return 0;
 }
 
