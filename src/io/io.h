@@ -169,4 +169,9 @@ struct tide_io {
  * Thread-safe. */
 tide_io *tide_io_posix(void);
 
+/* A file type that is not a regular file, in words ("a FIFO", "a
+ * directory", ...), from a stat's st_mode; for the refusals that name it.
+ * Static text; no I/O. */
+const char *tide_io_file_kind(unsigned mode);
+
 #endif

@@ -76,8 +76,9 @@ static int fail(const char *path, const char *op, uint64_t off, int e)
                         (unsigned long long)off, strerror(e));
 }
 
-static const char *file_kind(mode_t m)
+const char *tide_io_file_kind(unsigned mode)
 {
+    mode_t m = (mode_t)mode;
     if (S_ISFIFO(m)) return "a FIFO";
     if (S_ISDIR(m)) return "a directory";
     if (S_ISCHR(m)) return "a character device";
@@ -89,7 +90,7 @@ static const char *file_kind(mode_t m)
 static int not_regular(const char *path, mode_t m)
 {
     return tide_err_set(TIDE_ENOTSTORE, "%s: is %s, not a regular file: a store's files are "
-                        "regular files; nothing was opened", path, file_kind(m));
+                        "regular files; nothing was opened", path, tide_io_file_kind(m));
 }
 
 static int posix_open(tide_io *io, const char *path, int flags, tide_file **out)

@@ -83,6 +83,7 @@
  * setting in silence); block on the config file's open or read it to its
  * end when that end may not come.
  */
+#include "io/io.h"
 #include "node/config_impl.h"
 
 #include <errno.h>
@@ -339,17 +340,6 @@ static int read_setting(file_reader *r, char *s)
     return ti_config_set_value(r->c, id, val, TIDE_SRC_FILE, where, what);
 }
 
-/* A file type in words, for the refusal of anything but a regular file. */
-static const char *file_type_text(mode_t m)
-{
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
 /* The whole file at `path` into a malloc'd, NUL-terminated *out of *len
  * bytes: a regular file (a symlink to one too) of at most
  * TIDE_CONFIG_FILE_MAX bytes. O_NONBLOCK: a FIFO named as the config file
@@ -373,7 +363,7 @@ static int read_whole(const char *path, char **out, size_t *len)
     if (fstat(fd, &st) != 0) { rc = tide_err_sys(errno, "%s: cannot stat the config file", path); goto out; }
     if (!S_ISREG(st.st_mode)) {
         rc = tide_err_set(TIDE_EINVAL, "%s: the config file is %s, not a regular file; name a regular file "
-                          "(a symlink to one is fine)", path, file_type_text(st.st_mode));
+                          "(a symlink to one is fine)", path, tide_io_file_kind(st.st_mode));
         goto out;
     }
     if ((uint64_t)st.st_size > TIDE_CONFIG_FILE_MAX) {

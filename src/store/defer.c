@@ -27,7 +27,8 @@
  *
  * Recovery (recover.c) reads W from the log and C from tide.meta, keeps
  * nudb.dat up to max(W, C), and the open reads [W, C) back into the tail
- * (recover_tail) and flushes it. NuDB, opening the same files, refuses the
+ * (recover_tail) and flushes it; on a full disk the tail stays in memory
+ * under the idle log and the commit thread retries the flush. NuDB, opening the same files, refuses the
  * marked log before it changes anything.
  *
  * Invariants:

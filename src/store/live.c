@@ -57,8 +57,10 @@
  *      other files and kept until it has closed them; no writer ever
  *      locks tide.live.
  *
- * Never: sync tide.live, truncate it below its page, or unlink it (a
- *   reader holding the old inode would never see the next writer).
+ * Never: sync tide.live, truncate a page below its size, or unlink it (a
+ *   reader holding the old inode would never see the next writer). A file
+ *   shorter than the page, which no reader maps, is written up to it, and
+ *   cut back to what it was when that write fails.
  */
 #include <ctype.h>
 #include <fcntl.h>
