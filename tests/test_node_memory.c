@@ -883,17 +883,22 @@ static int trigger_fd(void)
     return -1;
 }
 
-/* Issue 13 review: POLLERR/POLLNVAL on the trigger were never handled with
- * memory_poll_ms 0 (and POLLERR came with POLLPRI: counted as fired); the
- * trigger stayed "polled" with no error text. The trigger's descriptor is
- * replaced by a pipe's write end without a reader (POLLERR), then closed
- * (POLLNVAL). */
+/* With no governor thread (memory_poll_ms 0) a look itself must notice
+ * POLLERR or POLLNVAL on the trigger, close it and say why, and never count
+ * it as a firing (the kernel sets POLLPRI with POLLERR). The trigger's
+ * descriptor is replaced by a pipe's write end without a reader (POLLERR),
+ * then closed (POLLNVAL). A closed descriptor's number goes to the next
+ * file any thread opens, which poll would then find valid, so the node runs
+ * with no thread that opens files: no key count (count_keys_max_bytes 0),
+ * and no sweeper, rotator or governor thread. */
 static void a_trigger_reporting_an_error_is_closed_and_never_fires(void **state)
 {
     world *w = *state;
     tide_node_opts o = real_opts(w);
     tide_node_memory_status st;
     int fd, pfd[2];
+
+    o.count_keys_max_bytes = 0;
 
     if (access(TIDE_MEM_PSI_SYSTEM, R_OK) != 0) th_skip("no %s (a kernel without PSI)", TIDE_MEM_PSI_SYSTEM);
     for (int round = 0; round < 2; round++) {
