@@ -176,7 +176,7 @@ static int log_header(const uint8_t *data, size_t size, fuzz_result *res)
     FUZZ_CHECK(h2.version == h.version && h2.uid == h.uid && h2.appnum == h.appnum &&
                h2.key_size == h.key_size && h2.salt == h.salt && h2.pepper == h.pepper &&
                h2.block_size == h.block_size && h2.key_file_size == h.key_file_size &&
-               h2.dat_file_size == h.dat_file_size,
+               h2.dat_file_size == h.dat_file_size && h2.deferred == h.deferred,
                "%s: decode(encode(h)) differs from h", LOG_NAME);
     ret = 0;
 out:

@@ -212,11 +212,11 @@ static void check_config_warns_when_a_slow_requests_bound_cannot_act(void **stat
     th_scratch *s = *state;
     run r;
 
-    check_config(s, "", "--data-dir /nonexistent/tide", &r);
+    check_config(s, "", "--data-dir /tmp/tide-check-config-data", &r);
     expect_passed(&r, "the defaults");
     if (strstr(r.err, "http_request_timeout") != NULL) fail_msg("the defaults should not warn: %s", r.err);
     run_free(&r);
-    check_config(s, "TIDE_HTTP_BODY_GRACE=40", "--data-dir /nonexistent/tide --http-request-timeout 30 "
+    check_config(s, "TIDE_HTTP_BODY_GRACE=40", "--data-dir /tmp/tide-check-config-data --http-request-timeout 30 "
                  "--http-header-timeout 30", &r);
     expect_passed(&r, "bounds above the request timeout");
     expect_contains(r.err, "http_header_timeout=30 (flag --http-header-timeout) is not below "

@@ -349,13 +349,42 @@ static void log_header_round_trips_and_puts_each_field_where_the_spec_says(void 
     assert_int_equal(d.dat_file_size, h.dat_file_size);
 }
 
+/* A deferred-index log: the pepper field holds the pepper XOR "TIDEIDLE",
+ * which NuDB's check of the pepper against the salt refuses; decode takes
+ * the mark off again. A NuDB header (true pepper) decodes unmarked. */
+static void a_deferred_log_header_carries_the_mark_in_its_pepper_field(void **state)
+{
+    uint64_t salt = 42, pepper = ti_fmt_pepper(42);
+    tide_log_header h = { .version = 2, .uid = 7, .appnum = 1, .key_size = 32, .salt = salt,
+                          .pepper = pepper, .block_size = 4096, .key_file_size = 8192,
+                          .dat_file_size = 92, .deferred = 1 }, d;
+    uint8_t buf[TIDE_LOG_HEADER_SIZE];
+
+    (void)state;
+    ti_fmt_encode_log_header(buf, &h);
+    assert_int_equal(ti_get64(buf + 36), pepper ^ 0x5449444549444c45ull);
+    for (int b = 0; b < 8; b++)
+        if (buf[36 + b] != (uint8_t)("TIDEIDLE"[b] ^ (uint8_t)(pepper >> (56 - 8 * b))))
+            fail_msg("pepper byte %d: 0x%02x, expected the pepper's XOR '%c'", b, buf[36 + b],
+                     "TIDEIDLE"[b]);
+    assert_int_equal(ti_fmt_decode_log_header(buf, &d, "nudb.log"), 0);
+    assert_int_equal(d.deferred, 1);
+    assert_int_equal(d.pepper, pepper);
+    h.deferred = 0;
+    ti_fmt_encode_log_header(buf, &h);
+    assert_int_equal(ti_get64(buf + 36), pepper);
+    assert_int_equal(ti_fmt_decode_log_header(buf, &d, "nudb.log"), 0);
+    assert_int_equal(d.deferred, 0);
+    assert_int_equal(d.pepper, pepper);
+}
+
 /* Valid encoded headers of each kind, for the rejection tests. */
 static void good_headers(uint8_t dat[TIDE_DAT_HEADER_SIZE], uint8_t key[TIDE_KEY_HEADER_SIZE],
                          uint8_t log[TIDE_LOG_HEADER_SIZE])
 {
     tide_dat_header dh = { 2, 77, 1, 32 };
     tide_key_header kh = { 2, 77, 1, 32, 42, 0xa092f330c19ff2deull, 4096, 0x8000 };
-    tide_log_header lh = { 2, 77, 1, 32, 42, 0xa092f330c19ff2deull, 4096, 8192, 92 };
+    tide_log_header lh = { 2, 77, 1, 32, 42, 0xa092f330c19ff2deull, 4096, 8192, 92, 0 };
 
     ti_fmt_encode_dat_header(dat, &dh);
     ti_fmt_encode_key_header(key, &kh);
@@ -1041,6 +1070,7 @@ int main(void)
         cmocka_unit_test(dat_header_round_trips_and_puts_each_field_where_the_spec_says),
         cmocka_unit_test(key_header_round_trips_and_puts_each_field_where_the_spec_says),
         cmocka_unit_test(log_header_round_trips_and_puts_each_field_where_the_spec_says),
+        cmocka_unit_test(a_deferred_log_header_carries_the_mark_in_its_pepper_field),
         cmocka_unit_test(header_decoders_reject_a_wrong_type_string_as_not_a_store),
         cmocka_unit_test(header_decoders_reject_version_3_as_unsupported),
         cmocka_unit_test(header_decoders_reject_key_size_0_naming_offset_26),

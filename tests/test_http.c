@@ -1690,16 +1690,24 @@ static void a_node_restarts_on_a_full_disk_serves_reads_and_takes_writes_when_sp
     /* A new directory on a full disk: an error naming the file; nothing left. */
     assert_int_equal(unlink(filler), 0);
     assert_int_equal(tmpfs_mount(mnt, 8, 1), 0);
-    /* A store as NuDB leaves it (no tide.live, no tide.meta), then a
-     * full disk: the node starts, answers reads and refuses writes. Its
-     * shared page was once mapped over a hole, and the first store into
-     * it killed the process with SIGBUS. */
+    /* A store as NuDB leaves it (no tide.live, no tide.meta) holding one
+     * object, then a full disk: the node starts, answers reads and refuses
+     * writes. Its shared page was once mapped over a hole, and the first
+     * store into it killed the process with SIGBUS. */
     th_path(fresh, sizeof fresh, mnt, "plain");
     {
-        char args[800], *out = NULL;
+        char args[2000], *out = NULL, one[700], live[700];
         snprintf(args, sizeof args, "create '%s'", fresh);
         if (th_run_tide(args, 1, &out) != 0) fail_msg("tide %s failed: %s", args, out ? out : "");
         free(out);
+        out = NULL;
+        th_path(one, sizeof one, tp->dir, "one-byte");
+        assert_int_equal(th_write_file(one, "x", 1), 0);
+        snprintf(args, sizeof args, "put '%s' %s < '%s'", fresh, obj_path(2, NULL) + strlen("/v1/objects/"), one);
+        if (th_run_tide(args, 1, &out) != 0) fail_msg("tide %s failed: %s", args, out ? out : "");
+        free(out);
+        th_path(live, sizeof live, fresh, "tide.live");
+        unlink(live);
     }
     {
         char cmd[900];
@@ -1709,11 +1717,12 @@ static void a_node_restarts_on_a_full_disk_serves_reads_and_takes_writes_when_sp
     snprintf(tp->data, sizeof tp->data, "%s", fresh);
     tided_start(tp, NULL, NULL);
     {
-        resp r = http(tp, "GET", obj_path(1, NULL), NULL, 0, 0, NULL);
-        expect_status(r, 404, "a GET on the full disk's empty store");
+        resp r = http(tp, "GET", obj_path(2, NULL), NULL, 0, 0, NULL);
+        expect_status(r, 200, "a GET of the NuDB-made store's object on the full disk");
+        expect_str(r.body, "x", "its value");
         resp_free(&r);
         r = http(tp, "PUT", obj_path(1, "?sync=1"), "x", 1, 0, NULL);
-        expect_status(r, 507, "a PUT on the full disk's empty store");
+        expect_status(r, 507, "a PUT on the full disk");
         resp_free(&r);
     }
     tided_signal_and_reap(tp, SIGTERM);

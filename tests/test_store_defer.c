@@ -7,9 +7,9 @@
  * leaves NuDB's three files (no log) that verify passes; lag 0 writes no
  * tide.meta. A writer killed with SIGKILL while its tail holds acknowledged
  * records: `tide recover` (tide_store_recover) indexes them and leaves
- * NuDB's files; NuDB's own rule (the log rolled back, nudb.dat cut to W:
- * emulated by recovering without tide.meta) gives a consistent store
- * without the tail. tide.meta torn (the other slot wins), foreign (ignored)
+ * NuDB's files; NuDB's recovery (its rules applied byte by byte:
+ * nudb_rules.c) refuses the idle log the killed writer left, at its
+ * pepper, and changes nothing. tide.meta torn (the other slot wins), foreign (ignored)
  * or claiming more than nudb.dat holds (refused, nothing changed); a
  * damaged record in the tail is refused with its offset, nothing changed.
  * Recovery sizes the tail's table for the records [W, C) holds, not for
@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "nudb_rules.h"
 #include "expect.h"
 #include "io/io_sim.h"
 #include "store/format.h"
@@ -258,41 +259,71 @@ static void recovery_sizes_the_tail_for_the_records_it_holds(void **state)
     expect_verify_keys(d, n, "verify after the recovery");
 }
 
-static void a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it(void **state)
+/* `tide VERB DIR` (stderr joined): its exit status; *out its output (the
+ * caller frees it). */
+static int tide_status(dstate *d, const char *verb, char **out)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "%s '%s'", verb, d->dir);
+    return th_run_tide(args, 1, out);
+}
+
+/* NuDB's recovery (its rules, byte by byte: tests/nudb_rules.c) on the
+ * files a killed deferred writer left: `want` its verdict. */
+static th_nudb_result nudb_recovery(dstate *d, th_nudb_verdict want, int apply, const char *what)
+{
+    th_nudb_result res;
+
+    if (th_nudb_recover(tide_io_posix(), d->dir, apply, &res) != 0)
+        fail_msg("%s: NuDB's recovery could not read the files", what);
+    if (res.verdict != want)
+        fail_msg("%s: NuDB's recovery: verdict %d (0 clean, 1 recovers to nudb.dat %llu, "
+                 "2 refuses: %s), expected %d", what, (int)res.verdict,
+                 (unsigned long long)res.dat_to, res.why, (int)want);
+    return res;
+}
+
+/* A deferred writer killed with 1000 acknowledged records past W leaves an
+ * idle log whose pepper carries Tide's mark: NuDB's recovery fails its
+ * first check of the log (the pepper against XXH64 of the salt) before it
+ * writes anything, so NuDB (rippled) refuses the store instead of cutting
+ * nudb.dat to W; Tide recovers every record, and leaves files NuDB opens. */
+static void a_killed_writer_s_idle_log_is_refused_by_nudb_and_tide_recovers_every_record(void **state)
 {
     dstate *d = *state;
-    char copy[4096], cmd[9000];
     tide_recover_report rep;
     tide_store_info info;
+    th_nudb_result res;
+    th_snapshot sn;
     tide_store *s;
+    char why[128];
 
     kill_with_a_tail(d, 200, 5);
     expect_ok(tide_store_inspect(d->dir, NULL, &info), "inspect the killed store");
     if (!info.needs_recovery) fail_msg("the killed deferred store has no idle log");
-    /* NuDB's view: its recovery knows no tide.meta; rolled back to W. */
-    assert_int_equal(th_mkdtemp(copy, sizeof copy), 0);
-    for (int i = 0; i < 3; i++) {
-        static const char *const names[3] = { "nudb.dat", "nudb.key", "nudb.log" };
-        snprintf(cmd, sizeof cmd, "%s/%s", copy, names[i]);
-        assert_int_equal(th_copy_file(file_in(d, names[i]), cmd), 0);
-    }
-    expect_ok(tide_store_recover(copy, NULL, &rep), "recover the copy without tide.meta");
-    expect_u64(rep.dat_truncated_to, TIDE_DAT_HEADER_SIZE, "NuDB's rule cuts nudb.dat to W");
-    {
-        tide_verify_report r;
-        expect_ok(tide_store_verify(copy, NULL, &r), "the NuDB view verifies");
-        expect_u64(r.keys, 0, "the NuDB view holds what was indexed: nothing");
-    }
-    th_rmrf(copy);
+    if (th_file_size(file_in(d, "nudb.log")) != TIDE_LOG_HEADER_SIZE)
+        fail_msg("the idle log is %lld bytes, expected its 62-byte header alone",
+                 th_file_size(file_in(d, "nudb.log")));
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    res = nudb_recovery(d, TH_NUDB_REFUSES, 1, "the killed deferred store");
+    expect_contains(res.why, "nudb.log: hash mismatch", "NuDB's refusal: the log's pepper");
+    expect_unchanged(d->dir, &sn, "NuDB's refused recovery");
+    th_snapshot_free(&sn);
     /* Tide's recovery keeps and indexes the tail. */
     expect_ok(tide_store_recover(d->dir, NULL, &rep), "tide recover");
     expect_u64(rep.tail_from, TIDE_DAT_HEADER_SIZE, "the tail starts at W");
     if (rep.tail_to <= rep.tail_from) fail_msg("recover reported no tail");
     if (th_exists(file_in(d, "nudb.log"))) fail_msg("tide recover left nudb.log: not NuDB's files");
     expect_verify_keys(d, 1000, "verify after tide recover");
+    nudb_recovery(d, TH_NUDB_CLEAN, 0, "after tide recover");
+    if (th_nudb_opens(tide_io_posix(), d->dir, why, sizeof why) != 1)
+        fail_msg("after tide recover NuDB refuses to open the store: %s", why);
     expect_ok(th_store_open(&s, d->dir), "open");
     expect_items(s, 0, 1000, KEY, VMIN, VMAX, "every acknowledged item");
     expect_closed(&s, "close");
+    nudb_recovery(d, TH_NUDB_CLEAN, 0, "after a clean close");
+    if (th_nudb_opens(tide_io_posix(), d->dir, why, sizeof why) != 1)
+        fail_msg("after a clean close NuDB refuses to open the store: %s", why);
 }
 
 /* NuDB opened the crashed store first (its rule: nudb.dat cut to W, the
@@ -317,6 +348,151 @@ static void a_stale_tide_meta_after_nudbs_recovery_claims_nothing(void **state)
     expect_verify_keys(d, 0, "the store NuDB left: nothing past W");
     expect_ok(th_store_open(&s, d->dir), "open");
     expect_closed(&s, "close");
+}
+
+/* ---- another writer on top of a Tide crash ---- */
+
+/* The idle log a Tide without the deferred mark left: the true pepper. */
+static void unmark_idle_log(dstate *d)
+{
+    uint8_t lh[TIDE_LOG_HEADER_SIZE];
+    assert_int_equal(th_pread_file(file_in(d, "nudb.log"), lh, sizeof lh, 0), 0);
+    ti_put64(lh + 36, ti_fmt_pepper(ti_get64(lh + 28)));
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.log"), lh, sizeof lh, 0), 0);
+}
+
+/* NuDB's commit of `n` new items, killed after it synced its log (header
+ * and the pre-image of bucket 0) and appended its records, while it was
+ * writing bucket 0: the log's header is NuDB's (true pepper, the files'
+ * sizes before the commit), byte for byte. */
+static void nudb_commit_killed(dstate *d, uint64_t n)
+{
+    uint8_t kh[TIDE_KEY_HEADER_SIZE], lh[TIDE_LOG_HEADER_SIZE], *bucket, rec[6 + KEY + VMAX];
+    long long dat = th_file_size(file_in(d, "nudb.dat")), key = th_file_size(file_in(d, "nudb.key"));
+    unsigned bs;
+
+    assert_int_equal(th_pread_file(file_in(d, "nudb.key"), kh, sizeof kh, 0), 0);
+    bs = ti_get16(kh + 44);
+    memset(lh, 0, sizeof lh);
+    memcpy(lh, "nudb.log", 8);
+    memcpy(lh + 8, kh + 8, 20);                 /* version, uid, appnum, key size */
+    memcpy(lh + 28, kh + 28, 18);               /* salt, pepper, block size */
+    ti_put64(lh + 46, (uint64_t)key);
+    ti_put64(lh + 54, (uint64_t)dat);
+    bucket = calloc(1, 8 + bs);
+    assert_non_null(bucket);
+    assert_int_equal(th_pread_file(file_in(d, "nudb.key"), bucket + 8, bs, bs), 0);
+    ti_put64(bucket, 0);                        /* bucket index 0, its pre-image */
+    assert_int_equal(th_write_file(file_in(d, "nudb.log"), lh, sizeof lh), 0);
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.log"), bucket,
+                                    8 + 8 + 18 * (size_t)ti_get16(bucket + 8), sizeof lh), 0);
+    for (uint64_t i = 0; i < n; i++) {
+        size_t len = th_len(50000 + i, VMIN, VMAX);
+        ti_put48(rec, len);
+        th_key(50000 + i, KEY, rec + 6);
+        th_value(50000 + i, len, rec + 6 + KEY);
+        assert_int_equal(th_pwrite_file(file_in(d, "nudb.dat"), rec, 6 + KEY + len, (uint64_t)dat), 0);
+        dat += (long long)(6 + KEY + len);
+    }
+    memset(bucket, 0x5a, 40);                   /* bucket 0 half written */
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.key"), bucket, 40, bs), 0);
+    free(bucket);
+}
+
+/* A Tide writer killed with 1000 acknowledged records past W; NuDB
+ * recovered the store (the idle log as a Tide without the deferred mark
+ * wrote it: nudb.dat cut to W, the log removed, tide.meta left as it was);
+ * NuDB was then killed in its first commit (5 items, and 1500: more bytes
+ * than tide.meta's [W, C)). The log now records W again, as the old slot
+ * does, but it is NuDB's: `tide recover` must roll NuDB's commit back as
+ * NuDB would (the same bytes as NuDB's own recovery gives), never take the
+ * stale C, and exit 0. */
+static void a_nudb_commit_killed_after_nudb_recovered_a_tide_crash_is_rolled_back_as_nudb_would(
+    void **state)
+{
+    static const uint64_t batches[2] = { 5, 1500 };
+    dstate *d = *state;
+
+    for (int b = 0; b < 2; b++) {
+        char copy[4096], path[4200], *out = NULL;
+        uint8_t *want = NULL, *got = NULL;
+        size_t want_len = 0, got_len = 0;
+        th_nudb_result res;
+        tide_store *s;
+
+        if (b) {
+            assert_int_equal(teardown(state), 0);
+            assert_int_equal(setup(state), 0);
+            d = *state;
+        }
+        kill_with_a_tail(d, 200, 5);
+        unmark_idle_log(d);
+        res = nudb_recovery(d, TH_NUDB_RECOVERS, 1, "NuDB's recovery of the unmarked idle log");
+        expect_u64(res.dat_to, TIDE_DAT_HEADER_SIZE, "NuDB cuts nudb.dat to W");
+        if (!th_exists(file_in(d, TI_META_NAME))) fail_msg("tide.meta is gone: NuDB leaves it");
+        nudb_commit_killed(d, batches[b]);
+        /* What NuDB's own recovery makes of it, on a copy. */
+        assert_int_equal(th_mkdtemp(copy, sizeof copy), 0);
+        for (int i = 0; i < 3; i++) {
+            static const char *const names[3] = { "nudb.dat", "nudb.key", "nudb.log" };
+            assert_int_equal(th_copy_file(file_in(d, names[i]), th_path(path, sizeof path, copy, names[i])), 0);
+        }
+        if (th_nudb_recover(tide_io_posix(), copy, 1, &res) != 0 || res.verdict != TH_NUDB_RECOVERS)
+            fail_msg("NuDB's recovery of its own killed commit: verdict %d (%s)", (int)res.verdict, res.why);
+        /* Tide's. */
+        int rc = tide_status(d, "recover", &out);
+        if (rc != 0) fail_msg("batch of %llu: tide recover exited %d, expected 0: %s",
+                              (unsigned long long)batches[b], rc, out);
+        if (strstr(out, "kept and indexed")) fail_msg("tide recover kept tide.meta's stale C: %s", out);
+        free(out);
+        for (int i = 0; i < 2; i++) {
+            static const char *const names[2] = { "nudb.dat", "nudb.key" };
+            assert_int_equal(th_read_file(th_path(path, sizeof path, copy, names[i]), &want, &want_len), 0);
+            assert_int_equal(th_read_file(file_in(d, names[i]), &got, &got_len), 0);
+            if (got_len != want_len || memcmp(got, want, got_len) != 0)
+                fail_msg("batch of %llu: %s after tide recover is %zu bytes, NuDB's recovery gives "
+                         "%zu bytes%s", (unsigned long long)batches[b], names[i], got_len, want_len,
+                         got_len == want_len ? " (different bytes)" : "");
+            free(want);
+            free(got);
+        }
+        th_rmrf(copy);
+        if (th_exists(file_in(d, "nudb.log"))) fail_msg("tide recover left nudb.log");
+        expect_verify_keys(d, 0, "the store NuDB's recovery gives: nothing past W");
+        expect_ok(th_store_open(&s, d->dir), "open");
+        expect_inserted(s, 0, 100, KEY, VMIN, VMAX, "inserts after the recovery");
+        expect_closed(&s, "close");
+    }
+}
+
+/* A refusal that says nothing was changed must find the files as they
+ * were: a damaged record in [W, C) and, past C, the start of an append
+ * the writer never finished. The recovery before the open's scan must
+ * not cut that append (or write anything) before it knows it will refuse. */
+static void a_refused_recovery_changes_nothing_when_it_says_so(void **state)
+{
+    dstate *d = *state;
+    static const uint8_t torn[10] = { 0, 0, 0, 0, 1, 0 };
+    uint8_t size48[6];
+    th_snapshot sn;
+    tide_store *s = NULL;
+    char *out = NULL;
+    uint64_t at = TIDE_DAT_HEADER_SIZE + TIDE_DAT_RECORD_HEADER + KEY + th_len(0, VMIN, VMAX);
+
+    kill_with_a_tail(d, 100, 1);
+    ti_put48(size48, 0xffffffffffull);       /* record 1's size runs past C */
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.dat"), size48, 6, at), 0);
+    assert_int_equal(th_pwrite_file(file_in(d, "nudb.dat"), torn, sizeof torn,
+                                    (uint64_t)th_file_size(file_in(d, "nudb.dat"))), 0);
+    assert_int_equal(th_snapshot_take(d->dir, &sn), 0);
+    expect_error(th_store_open(&s, d->dir), TIDE_ECORRUPT, "open: a record of the tail is damaged");
+    expect_contains(tide_last_error(), "Nothing was changed", "the message");
+    expect_unchanged(d->dir, &sn, "the refused open");
+    if (tide_status(d, "recover", &out) == 0) fail_msg("tide recover succeeded: %s", out);
+    expect_contains(out, "Nothing was changed", "tide recover's message");
+    free(out);
+    expect_unchanged(d->dir, &sn, "the refused tide recover");
+    th_snapshot_free(&sn);
 }
 
 /* Rewrite the winning slot of tide.meta with `edit` applied. */
@@ -755,9 +931,9 @@ static void a_full_disk_opens_with_the_tail_in_memory_and_indexes_it_when_space_
     tide_io_sim_destroy(sim);
 }
 
-/* A store with no tide.meta (created, or last written without a lag),
- * opened with a lag on a disk with no room for tide.meta's first slot:
- * the open succeeds, fetches answer, inserts are refused with TIDE_ENOSPC
+/* A store with no tide.meta (last written without a lag), opened with a
+ * lag on a disk with no room for tide.meta's first slot: the open
+ * succeeds, fetches answer, inserts are refused with TIDE_ENOSPC
  * and no empty tide.meta is left; once space returns, the retried
  * preparation lets inserts commit. Before, the open failed and left a
  * 0-byte tide.meta. */
@@ -770,17 +946,15 @@ static void a_full_disk_opens_a_store_without_tide_meta_and_commits_when_space_r
     uint8_t key[KEY];
     int is_dir = 0;
 
+    s = open_lag(d, 0);
+    expect_inserted(s, 0, 1, KEY, VMIN, VMAX, "one item, no lag");
+    expect_closed(&s, "close: no tide.meta");
     assert_int_equal(tide_io_sim_create(&sim), 0);
     io = tide_io_sim_io(sim);
     copy_into_sim(d, sim);
     s = open_on_a_full_disk(sim, "a writable open with a lag on a full disk, no tide.meta");
+    expect_items(s, 0, 1, KEY, VMIN, VMAX, "the item, on the full disk");
     th_key(1, KEY, key);
-    {
-        void *v = NULL;
-        size_t len = 0;
-        expect_error(tide_store_fetch(s, key, &v, &len), TIDE_ENOTFOUND, "a fetch on the full disk");
-        free(v);
-    }
     expect_error(tide_store_insert(s, key, "x", 1), TIDE_ENOSPC, "an insert while the disk is full");
     if (io->stat(io, "/db/" TI_META_NAME, &is_dir) == 0)
         fail_msg("the failed first write of tide.meta left the file behind");
@@ -799,7 +973,7 @@ static void a_full_disk_opens_a_store_without_tide_meta_and_commits_when_space_r
     {
         tide_verify_report r;
         expect_ok(tide_store_verify("/db", tide_io_sim_io(sim), &r), "verify after the close");
-        expect_u64(r.keys, 1, "keys after the close");
+        expect_u64(r.keys, 2, "keys after the close");
     }
     tide_io_sim_destroy(sim);
 }
@@ -924,8 +1098,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(fetch_and_dup_check_find_tail_entries_and_the_budget_flushes, setup, teardown),
         cmocka_unit_test_setup_teardown(lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c, setup, teardown),
         cmocka_unit_test_setup_teardown(flush_indexes_the_tail_and_returns_when_there_is_nothing_to_flush, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_killed_writer_s_tail_is_recovered_and_nudb_sees_a_store_without_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_killed_writer_s_idle_log_is_refused_by_nudb_and_tide_recovers_every_record, setup, teardown),
         cmocka_unit_test_setup_teardown(a_stale_tide_meta_after_nudbs_recovery_claims_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_nudb_commit_killed_after_nudb_recovered_a_tide_crash_is_rolled_back_as_nudb_would, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_refused_recovery_changes_nothing_when_it_says_so, setup, teardown),
         cmocka_unit_test_setup_teardown(a_torn_tide_meta_slot_falls_back_to_the_other, setup, teardown),
         cmocka_unit_test_setup_teardown(a_foreign_or_missing_tide_meta_is_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(a_tide_meta_past_the_data_file_is_refused_and_nothing_changes, setup, teardown),

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "nudb_rules.h"
 #include "io/io_sim.h"
 #include "store/format.h"
 #include "tide/store.h"
@@ -393,14 +394,16 @@ static void rekey_and_check_report(const char *dir, const tide_store_info *befor
         after.load_factor_raw != lf_raw || after.key_file_bytes != (want_buckets + 1) * bs ||
         rep->new_key_file_bytes != after.key_file_bytes ||
         rep->dat_file_bytes_after != after.dat_file_bytes || after.needs_recovery ||
-        after.uid != before->uid || after.salt != before->salt || after.appnum != before->appnum ||
+        (after.uid != before->uid) != (rep->dat_rewritten != 0) || after.salt != before->salt ||
+        after.appnum != before->appnum ||
         after.key_size != before->key_size)
         fail_msg("%s: headers after: expected block %u, %llu buckets, load factor %u/65536, "
                  "nudb.key %llu bytes (report %llu), nudb.dat as reported (%llu), no recovery, "
-                 "uid/salt/appnum/key size kept; got block %u, %llu buckets, %u/65536, nudb.key "
+                 "salt/appnum/key size kept, the uid new exactly when nudb.dat was rewritten (%s); got block %u, %llu buckets, %u/65536, nudb.key "
                  "%llu, nudb.dat %llu, recovery %d, uid %s, salt %s, appnum %s, key size %u",
                  what, bs, (unsigned long long)want_buckets, lf_raw,
                  (unsigned long long)((want_buckets + 1) * bs),
+                 rep->dat_rewritten ? "rewritten" : "kept",
                  (unsigned long long)rep->new_key_file_bytes,
                  (unsigned long long)rep->dat_file_bytes_after, after.block_size,
                  (unsigned long long)after.buckets, after.load_factor_raw,
@@ -408,11 +411,13 @@ static void rekey_and_check_report(const char *dir, const tide_store_info *befor
                  after.needs_recovery, after.uid == before->uid ? "kept" : "CHANGED",
                  after.salt == before->salt ? "kept" : "CHANGED",
                  after.appnum == before->appnum ? "kept" : "CHANGED", after.key_size);
-    if (rep->spill_records == 0 && rep->dat_file_bytes_after != rep->dat_file_bytes_before)
+    if (!rep->dat_rewritten && rep->spill_records == 0 &&
+        rep->dat_file_bytes_after != rep->dat_file_bytes_before)
         fail_msg("%s: no spill records were written, so nudb.dat should keep its %llu bytes; it "
                  "has %llu", what, (unsigned long long)rep->dat_file_bytes_before,
                  (unsigned long long)rep->dat_file_bytes_after);
-    if (rep->spill_records > 0 && rep->dat_file_bytes_after <= rep->dat_file_bytes_before)
+    if (!rep->dat_rewritten && rep->spill_records > 0 &&
+        rep->dat_file_bytes_after <= rep->dat_file_bytes_before)
         fail_msg("%s: %llu spill records were written, so nudb.dat should grow past %llu bytes; "
                  "it has %llu", what, (unsigned long long)rep->spill_records,
                  (unsigned long long)rep->dat_file_bytes_before,
@@ -480,6 +485,13 @@ static void rekey_and_check(const char *dir, const items *it, unsigned bs, doubl
         spills0 = spills_written(dir);
     }
     rekey_and_check_report(dir, &before, it->n, bs, lf, buffer, rep, what);
+    /* A rewritten nudb.dat keeps no spill record of the old table. */
+    if (rep->dat_rewritten) {
+        if (rep->spill_records_dropped != spills0)
+            fail_msg("%s: the rewrite dropped %llu spill records, expected the %llu there were", what,
+                     (unsigned long long)rep->spill_records_dropped, (unsigned long long)spills0);
+        spills0 = 0;
+    }
     check_verify(dir, NULL, it->n, bs, rep->new_buckets, rep->foreign_spill_records, &r, what);
     if (r.spill_records_reachable != rep->spill_records ||
         r.spill_records_written != spills0 + rep->spill_records)
@@ -1302,82 +1314,81 @@ static void failure_loop(tide_io_sim *base, const char *label, const items *it, 
 }
 
 /*
- * The state a rekey leaves when stopped just before its final rename: its
- * log emptied, nudb.key.new complete, and nudb.dat holding the spill
- * records it appended, of the NEW block size, under the OLD key file. The
- * spec says NuDB's verify checks that spill records have the full-bucket
- * size; NuDB's verify walks every spill record, and rejects this store
- * ("invalid size in spill"). Tide's verify used to call it sound (rekey.c
- * said the waste was acceptable to NuDB). Now: Tide's verify rejects it
- * too, and the next read-write open or recovery cuts the records off again
- * (nudb.rekey says where), giving back the old store byte for byte.
+ * A rekey from block size 512 to 4096 of the spill fixture, stopped by a
+ * failure at each of its calls in turn, then the power lost (4 drawn crash
+ * images each). Before any Tide recovery, NuDB's rules (nudb_rules.c) must
+ * find the old store or the new one, either opening and passing Tide's
+ * verify (which checks what NuDB's does, the spill records' size too), or,
+ * only for the instant between the rewrite's two renames, refusing to open
+ * it for a uid mismatch and changing nothing. A read-write open then gives
+ * a store that verifies. The old way (the new spill records appended to
+ * nudb.dat under the old key file before the rename) left states NuDB
+ * opened and its verify rejected ('invalid size in spill').
  */
-static void a_rekey_stopped_before_its_rename_is_rejected_by_verify_and_undone_by_recovery(
+static void a_rekey_to_another_block_size_leaves_nudb_the_old_store_or_the_new_at_every_crash(
     void **state)
 {
     tide_io_sim *base = sim_create();
-    image old, now;
-    uint64_t n;
+    uint64_t n, states = 0, between = 0, done = 0;
 
     (void)state;
     sim_put_fixture(base, "b512-k32-spill");
-    image_read(base, DB, &old, "the fixture");
-    for (n = 1;; n++) {
+    for (n = 1; !done; n++) {
         tide_io_sim *sim = clone_of(base);
-        tide_io *io = tide_io_sim_io(sim);
         tide_rekey_opts o;
         tide_rekey_report rep;
-        tide_verify_report vr;
-        tide_recover_report rr;
-        tide_io_sim_file_stats lst;
         uint64_t c0 = tide_io_sim_calls(sim);
-        int rc, stopped;
 
         tide_rekey_opts_init(&o);
-        o.io = io;
+        o.io = tide_io_sim_io(sim);
         o.block_size = 4096;
         must(tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_EIO, 1), "arm");
-        rc = tide_store_rekey(DB, &o, &rep);
-        if (tide_io_sim_calls(sim) - c0 < n) fail_msg("the rekey never stopped before its rename");
+        tide_store_rekey(DB, &o, &rep);
+        done = tide_io_sim_calls(sim) - c0 < n;
         must(tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0), "disarm");
-        stopped = rc != 0 && io->stat(io, DB "/nudb.key.new", NULL) == 0 &&
-                  io->stat(io, DB "/nudb.rekey", NULL) == 0 &&
-                  tide_io_sim_file_stats_get(sim, DB "/nudb.log", &lst) == 0 && lst.size == 0;
-        if (!stopped) { sim_destroy(sim); continue; }
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            tide_io_sim *c = clone_of(sim);
+            tide_io *io = tide_io_sim_io(c);
+            tide_verify_report vr;
+            th_nudb_result nr;
+            tide_store *s = NULL;
+            tide_store_opts so;
+            char why[128];
+            int opens;
 
-        image_read(sim, DB, &now, "stopped before the rename");
-        if (!same(now.key, now.key_len, old.key, old.key_len) || now.dat_len <= old.dat_len)
-            fail_msg("stopped at call %llu: expected the old nudb.key and a longer nudb.dat, got "
-                     "nudb.key %zu bytes, nudb.dat %zu", (unsigned long long)n, now.key_len,
-                     now.dat_len);
-        memset(&vr, 0, sizeof vr);
-        rc = tide_store_verify(DB, io, &vr);
-        if (rc != TIDE_ECORRUPT || !vr.foreign_spills_only || vr.spill_records_foreign == 0 ||
-            strstr(tide_last_error(), "invalid size in spill") == NULL)
-            fail_msg("stopped at call %llu: verify: expected TIDE_ECORRUPT for the rekey's spill "
-                     "records of block size 4096 alone, as NuDB's verify says ('invalid size in "
-                     "spill'), got %d (%s), %llu foreign: %s", (unsigned long long)n, rc,
-                     tide_strerror(rc), (unsigned long long)vr.spill_records_foreign,
-                     tide_last_error());
-        image_free(&now);
-        must(tide_store_recover(DB, io, &rr), "recover of the stopped rekey");
-        if (rr.rekey_cut_bytes == 0) fail_msg("recover: expected it to cut the rekey's spill records");
-        image_read(sim, DB, &now, "after recover");
-        if (!same(now.key, now.key_len, old.key, old.key_len) ||
-            !same(now.dat, now.dat_len, old.dat, old.dat_len))
-            fail_msg("after recover: expected the old store byte for byte, got nudb.key %zu bytes, "
-                     "nudb.dat %zu (old: %zu, %zu)", now.key_len, now.dat_len, old.key_len,
-                     old.dat_len);
-        if (io->stat(io, DB "/nudb.key.new", NULL) == 0 || io->stat(io, DB "/nudb.rekey", NULL) == 0)
-            fail_msg("after recover: expected no nudb.key.new and no nudb.rekey");
-        must(tide_store_verify(DB, io, &vr), "verify of the old store given back");
-        image_free(&now);
+            must(tide_io_sim_crash(c, seed * 7919 + n), "crash");
+            if (th_nudb_recover(io, DB, 0, &nr) != 0) fail_msg("call %llu: NuDB's rules: unreadable", (unsigned long long)n);
+            if (nr.verdict == TH_NUDB_REFUSES)
+                fail_msg("call %llu, crash %llu: NuDB's recovery refuses the store: %s",
+                         (unsigned long long)n, (unsigned long long)seed, nr.why);
+            if (nr.verdict == TH_NUDB_CLEAN) {
+                opens = th_nudb_opens(io, DB, why, sizeof why);
+                if (opens == 1 && tide_store_verify(DB, io, &vr) != 0)
+                    fail_msg("call %llu, crash %llu: NuDB opens a store its verify rejects: %s",
+                             (unsigned long long)n, (unsigned long long)seed, tide_last_error());
+                if (opens == 0 && (strcmp(why, "uid mismatch") != 0 ||
+                                   io->stat(io, DB "/nudb.key.new", NULL) != 0))
+                    fail_msg("call %llu, crash %llu: NuDB refuses to open the store (%s), "
+                             "expected only a uid mismatch beside nudb.key.new",
+                             (unsigned long long)n, (unsigned long long)seed, why);
+                between += opens == 0;
+            }
+            th_store_opts(&so);
+            so.io = io;
+            must(tide_store_open(&s, DB, &so), "the read-write open after the crash");
+            must(tide_store_close(s), "close");
+            must(tide_store_verify(DB, io, &vr), "verify after Tide's open");
+            if (vr.keys != 3000) fail_msg("call %llu: %llu keys after the crash, expected 3000",
+                                          (unsigned long long)n, (unsigned long long)vr.keys);
+            if (th_nudb_opens(io, DB, why, sizeof why) != 1) fail_msg("NuDB refuses the store after Tide's open: %s", why);
+            states++;
+            sim_destroy(c);
+        }
         sim_destroy(sim);
-        break;
     }
-    image_free(&old);
-    print_message("a rekey stopped before its rename (call %llu): verify rejects it, recovery gives "
-                  "the old store back\n", (unsigned long long)n);
+    print_message("rekey 512 -> 4096: %llu failure points, %llu crash states, %llu between the "
+                  "renames (NuDB: uid mismatch)\n", (unsigned long long)n, (unsigned long long)states,
+                  (unsigned long long)between);
     sim_destroy(base);
 }
 
@@ -1699,7 +1710,7 @@ int main(void)
         T(rekey_builds_a_missing_key_file_from_the_data_file),
         T(a_key_file_left_by_a_killed_rebuild_is_removed_by_recover_and_built_by_rekey),
         T(rekey_rebuilds_a_key_file_that_open_refuses),
-        T(a_rekey_stopped_before_its_rename_is_rejected_by_verify_and_undone_by_recovery),
+        T(a_rekey_to_another_block_size_leaves_nudb_the_old_store_or_the_new_at_every_crash),
         T(a_load_factor_outside_0_to_1_is_TIDE_EINVAL_and_changes_nothing),
         T(a_load_factor_of_nan_is_TIDE_EINVAL_and_changes_nothing),
         T(rekey_of_a_store_open_elsewhere_is_TIDE_EBUSY_and_changes_nothing),

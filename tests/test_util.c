@@ -125,7 +125,10 @@ static void err_from_errno_maps_the_listed_values(void **state)
     expect_rc(tide_err_from_errno(ENOMEM), TIDE_ENOMEM, "ENOMEM");
     expect_rc(tide_err_from_errno(EEXIST), TIDE_EEXIST, "EEXIST");
     expect_rc(tide_err_from_errno(EWOULDBLOCK), TIDE_EBUSY, "EWOULDBLOCK");
-    expect_rc(tide_err_from_errno(EACCES), TIDE_EIO, "EACCES");
+    expect_rc(tide_err_from_errno(EACCES), TIDE_EACCES, "EACCES");
+    expect_rc(tide_err_from_errno(EPERM), TIDE_EACCES, "EPERM");
+    expect_rc(tide_err_from_errno(EROFS), TIDE_EROFS, "EROFS");
+    expect_rc(tide_err_from_errno(EBADF), TIDE_EIO, "EBADF (any errno not listed)");
     expect_rc(tide_err_from_errno(0), TIDE_EIO, "0 (a failure whose errno was lost)");
 }
 

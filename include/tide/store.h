@@ -566,6 +566,10 @@ typedef struct tide_recover_report {
     uint64_t rekey_cut_bytes;    /* spill records a rekey stopped before its
                                     switch had left in nudb.dat (nudb.rekey
                                     says where), cut off: 0 when none */
+    int      rekey_completed;    /* a rekey that rewrote nudb.dat stopped
+                                    between its two renames: nudb.key.new
+                                    (of the new nudb.dat's uid) was renamed
+                                    over nudb.key */
     uint64_t tail_from, tail_to; /* deferred index: records [W, C) that
                                     tide.meta says were committed and the
                                     key file does not index (kept, and
@@ -639,9 +643,13 @@ typedef struct tide_rekey_report {
     uint64_t spill_records;            /* written for the new key file */
     uint64_t foreign_spill_records;    /* already in nudb.dat and not of the new
                                           block size's full-bucket size (from
-                                          an older block size): they stay, as
-                                          unreachable waste that NuDB's verify
-                                          (and tide verify) rejects */
+                                          an older block size); 0 when nudb.dat
+                                          was rewritten without them */
+    int      dat_rewritten;            /* nudb.dat was rewritten (a new block
+                                          size, or foreign spill records): its
+                                          data records in their order, then the
+                                          new spill records; a new uid */
+    uint64_t spill_records_dropped;    /* the old spill records the rewrite left out */
     uint64_t old_key_file_bytes, new_key_file_bytes;
     uint64_t dat_file_bytes_before, dat_file_bytes_after;
     int      key_rebuilt;              /* nudb.key was missing or unusable and

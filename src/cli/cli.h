@@ -161,6 +161,11 @@ int cli_check_key_size(const char *verb, const cli_args *a, unsigned key_size);
  * CLI_FAIL (printed). */
 int cli_refuse_holders(const char *verb, const char *path, int force, const char *doing);
 
+/* What an interrupted rekey left in PATH: the sizes of nudb.dat.new and
+ * nudb.key.new in *dat_new and *key_new (-1 for one that is not there).
+ * 1 when either is there, else 0. One stat each. */
+int cli_rekey_leftovers(const char *path, long long *dat_new, long long *key_new);
+
 /* 1 when another process holds a lock on PATH/nudb.key that an exclusive
  * lock (a writer's) or, with `writer_only`, a shared one (a reader's) would
  * conflict with; 0 otherwise, also when nudb.key is missing. */

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,6 +93,21 @@ int cli_refuse_holders(const char *verb, const char *path, int force, const char
                      "be writing them (NuDB takes no lock), and %s now could undo its commits; "
                      "nothing was changed. Stop it first, or pass --force if it only reads the "
                      "store.", path, list, doing);
+}
+
+static long long size_of(const char *path, const char *name)
+{
+    char p[4200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", path, name);
+    return stat(p, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+int cli_rekey_leftovers(const char *path, long long *dat_new, long long *key_new)
+{
+    *dat_new = size_of(path, "nudb.dat.new");
+    *key_new = size_of(path, "nudb.key.new");
+    return *dat_new >= 0 || *key_new >= 0;
 }
 
 int cli_store_is_held(const char *path, int writer_only)

@@ -219,6 +219,7 @@ static void info_text(const char *path, const tide_store_info *in)
         printf("nudb.log      %llu bytes (%s)\n", (unsigned long long)in->log_file_bytes,
                cli_human(in->log_file_bytes, b3, sizeof b3));
     tide_store_live lv;
+    long long dat_new = -1, key_new = -1;
     int running = tide_store_live_info(path, NULL, &lv) == 0 && lv.writer_running;
     if (running)
         printf("writer        pid %d, running (tide.live: generation %llu, %llu buckets, "
@@ -234,7 +235,13 @@ static void info_text(const char *path, const tide_store_info *in)
                "a power loss?)\n", lv.writer_pid);
     else if (lv.present)
         printf("writer        none (the last, pid %d, closed the store)\n", lv.writer_pid);
-    if (running && in->needs_recovery)
+    if (!running && cli_rekey_leftovers(path, &dat_new, &key_new) && !in->needs_recovery)
+        printf("recovery      PENDING, reads work: an interrupted rekey left %s%s%s (the store is "
+               "the one before it, or after it once 'tide recover' finishes a switch it began); "
+               "'tide recover %s' or the next read-write open removes them\n",
+               dat_new >= 0 ? "nudb.dat.new" : "", dat_new >= 0 && key_new >= 0 ? " and " : "",
+               key_new >= 0 ? "nudb.key.new" : "", path);
+    else if (running && in->needs_recovery)
         printf("recovery      not needed: nudb.log is the running writer's commit in progress\n");
     else if (in->idle_log && in->dat_committed > in->dat_indexed)
         /* Review of issue 15, finding 6: tided killed with the lag on. */

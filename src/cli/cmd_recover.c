@@ -62,6 +62,19 @@ static const char help_recover[] =
 "            writing the header leaves; no committed store is that small.\n"
 "            Like the interrupted rebuild's, it is removed (the data file\n"
 "            is the truth); run tide rekey to build it\n"
+"        kept and indexed N bytes of committed records (nudb.dat W -> C)\n"
+"            that the deferred index had not written to nudb.key yet\n"
+"\n"
+"    A store written with the index deferred (tided's store_index_lag)\n"
+"    keeps nudb.log between commits: its header alone, saying where the\n"
+"    indexed records end (W), while tide.meta says where the committed\n"
+"    ones end (C). That log carries Tide's mark in its pepper field, so\n"
+"    NuDB refuses to open such a store ('hash mismatch') rather than cut\n"
+"    the records past W; run this verb first, and NuDB opens the result.\n"
+"    A log NuDB wrote (no mark) is rolled back as NuDB would, whatever\n"
+"    tide.meta says. Every record kept past W is checked whole before\n"
+"    anything is written: when one is not, recover refuses, names its\n"
+"    offset and changes nothing.\n"
 "\n"
 "    While another process has the store open its nudb.log belongs to a\n"
 "    live commit, and undoing it would destroy that process's work. So\n"
@@ -95,8 +108,11 @@ static const struct option options[] = {
     { NULL, 0, NULL, 0 },
 };
 
-/* What the recovery did, in one line. `log_bytes`: nudb.log's size before. */
-static void print_report(const char *path, const tide_recover_report *rep, long long log_bytes)
+/* What the recovery did, in a line or two. `log_bytes`: nudb.log's size
+ * before; `rekey_left`: what an interrupted rekey had left before it (1
+ * nudb.dat.new, 2 nudb.key.new, both 3), now gone. */
+static void print_report(const char *path, const tide_recover_report *rep, long long log_bytes,
+                         int rekey_left)
 {
     if (rep->key_removed) {
         printf("%s: %s; removed a nudb.key of %llu bytes that held no complete bucket (what a "
@@ -115,6 +131,8 @@ static void print_report(const char *path, const tide_recover_report *rep, long 
                "%llu), nudb.key deleted; run tide rekey to build it again from nudb.dat\n", path,
                (unsigned long long)rep->dat_truncated_to,
                (unsigned long long)rep->dat_truncated_from);
+    } else if (rep->key_truncated_to == 0 && rekey_left) {
+        printf("%s: deleted the empty nudb.log of an interrupted rekey: nothing to undo\n", path);
     } else if (rep->key_truncated_to == 0) {
         printf("%s: deleted an empty nudb.log (the store was closed uncleanly between "
                "commits): nothing to undo\n", path);
@@ -127,6 +145,13 @@ static void print_report(const char *path, const tide_recover_report *rep, long 
                (unsigned long long)rep->dat_truncated_from,
                (unsigned long long)rep->dat_truncated_to);
     }
+    if (rep->rekey_completed)
+        printf("%s: finished a rekey stopped between its renames: nudb.key.new renamed over "
+               "nudb.key (nudb.dat was the new one already)\n", path);
+    else if (rekey_left)
+        printf("%s: removed what an interrupted rekey left (%s%s%s): the store is the one before "
+               "the rekey; run it again\n", path, rekey_left & 1 ? "nudb.dat.new" : "",
+               rekey_left == 3 ? " and " : "", rekey_left & 2 ? "nudb.key.new" : "");
     if (rep->tail_to > rep->tail_from)
         printf("%s: kept and indexed %llu bytes of committed records (nudb.dat %llu -> %llu) "
                "that the deferred index had not written to nudb.key yet (tide.meta)\n", path,
@@ -140,7 +165,8 @@ static int run(int argc, char **argv)
     struct stat st;
     cli_args a;
     char log[4096];
-    long long log_bytes = -1;
+    long long log_bytes = -1, dat_new = -1, key_new = -1;
+    int rekey_left = 0;
     int rc, force = 0;
 
     if (cli_parse(&cli_verb_recover, argc, argv, &force, &a, &rc)) return rc;
@@ -155,14 +181,21 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     snprintf(log, sizeof log, "%s/nudb.log", a.path);
     if (stat(log, &st) == 0) log_bytes = (long long)st.st_size;
+    if (cli_rekey_leftovers(a.path, &dat_new, &key_new))
+        rekey_left = (dat_new >= 0 ? 1 : 0) | (key_new >= 0 ? 2 : 0);
 
     memset(&rep, 0, sizeof rep);
     rc = tide_store_recover_ex(a.path, NULL, force ? TIDE_RECOVER_FORCE : 0, &rep);
-    if (rc == TIDE_EBUSY)
+    /* Busy before recovery began (rep still empty): nothing was changed.
+     * After it, the library's message says what was done. */
+    if (rc == TIDE_EBUSY && !rep.had_log && !rep.key_removed)
         return cli_error("recover", "%s: store is busy: another process opened it meanwhile (%s); "
                          "nothing was changed", a.path, tide_last_error());
     if (rc) return cli_fail_store("recover", rc);
-    print_report(a.path, &rep, log_bytes);
+    /* What the recovery removed of them (a finished switch renamed one). */
+    if (rekey_left && cli_rekey_leftovers(a.path, &dat_new, &key_new))
+        rekey_left = 0;
+    print_report(a.path, &rep, log_bytes, rekey_left);
     return CLI_OK;
 }
 

@@ -69,6 +69,10 @@ struct tide_io {
     int  (*sync_dir)(tide_io *io, const char *dir);
     /* 0 when `path` exists, TIDE_ENOENT when not; *is_dir set when non-NULL. */
     int  (*stat)(tide_io *io, const char *path, int *is_dir);
+    /* Bytes an unprivileged writer may still add on the file system of
+     * `dir` (statvfs's f_bavail x f_frsize; the sim: its capacity less its
+     * use, UINT64_MAX without one). May be NULL: unknown. One system call. */
+    int  (*free_bytes)(tide_io *io, const char *dir, uint64_t *out);
     /* Make one directory (mode 0755): its parent must exist (TIDE_ENOENT
      * when not); TIDE_EEXIST when anything has that name; TIDE_ENOSPC when
      * the disk is full. Durable once sync_dir() of the parent returns 0.
@@ -149,7 +153,9 @@ struct tide_io {
     /* Whether `path` is a symbolic link: 1, with its target resolved to an
      * absolute path (realpath) in `target` (cap bytes) and *dangling 0; or
      * with the target as written and *dangling 1 when it points at nothing;
-     * 0 when `path` is no link (or nothing). NULL (the simulated file
+     * 0 when `path` is no link (or nothing), or a link that cannot be
+     * resolved for another reason (a loop, a directory this user may not
+     * search: opening it fails with that error). NULL (the simulated file
      * system): there are no links. Not counted. Cost: lstat, readlink and
      * realpath. */
     int  (*link)(tide_io *io, const char *path, char *target, size_t cap, int *dangling);

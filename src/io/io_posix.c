@@ -269,10 +269,22 @@ static int posix_link(tide_io *io, const char *path, char *target, size_t cap, i
         free(real);
         return 1;
     }
+    /* A loop, or a directory this user may not search: the open that
+     * follows meets the same error and says so. */
+    if (errno != ENOENT) return 0;
     *dangling = 1;
     n = readlink(path, target, cap - 1);
     target[n < 0 ? 0 : n] = '\0';
     return 1;
+}
+
+static int posix_free_bytes(tide_io *io, const char *dir, uint64_t *out)
+{
+    struct statfs st;
+    (void)io;
+    if (statfs(dir, &st) != 0) return fail(dir, "statfs", UINT64_MAX, errno);
+    *out = (uint64_t)st.f_bavail * (uint64_t)st.f_bsize;
+    return 0;
 }
 
 static int posix_mkdir(tide_io *io, const char *path)
@@ -583,6 +595,7 @@ static tide_io posix_io = {
     .rename = posix_rename,
     .sync_dir = posix_sync_dir,
     .stat = posix_stat,
+    .free_bytes = posix_free_bytes,
     .mkdir = posix_mkdir,
     .rmdir = posix_rmdir,
     .list = posix_list,

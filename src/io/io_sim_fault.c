@@ -103,6 +103,19 @@ int ti_sim_check_room(tide_io_sim *sim, const char *path, inode *ino, const char
     return 0;
 }
 
+int ti_sim_free_bytes(tide_io *io, const char *dir, uint64_t *out)
+{
+    tide_io_sim *sim = (tide_io_sim *)io;
+    uint64_t used;
+
+    (void)dir;
+    ti_sim_lock(sim);
+    used = ti_sim_usage(sim);
+    *out = sim->capacity == UINT64_MAX ? UINT64_MAX : used >= sim->capacity ? 0 : sim->capacity - used;
+    ti_sim_unlock(sim);
+    return 0;
+}
+
 /* ---- io_sim.h ---- */
 
 int tide_io_sim_fail_at(tide_io_sim *sim, uint64_t n, tide_io_sim_fault kind, int persistent)

@@ -265,6 +265,8 @@ int ti_sim_check_room(tide_io_sim *sim, const char *path, inode *ino, const char
 size_t ti_sim_short_part(uint64_t off, size_t len);
 /* Sum of the current sizes of live files: named now, or open. */
 uint64_t ti_sim_usage(const tide_io_sim *sim);
+/* The io's free_bytes: capacity less use, UINT64_MAX without a capacity. */
+int ti_sim_free_bytes(tide_io *io, const char *dir, uint64_t *out);
 
 /* ---- io_sim_check.c ---- */
 

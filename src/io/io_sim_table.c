@@ -633,6 +633,7 @@ const tide_io ti_sim_io_template = {
     .rename = sim_rename,
     .sync_dir = sim_sync_dir,
     .stat = sim_stat,
+    .free_bytes = ti_sim_free_bytes,
     .mkdir = sim_mkdir,
     .rmdir = sim_rmdir,
     .list = sim_list,

@@ -862,6 +862,10 @@ void ti_commit_log_header(const tide_store *s, tide_log_header *lh, uint64_t key
     lh->block_size = s->kh.block_size;
     lh->key_file_size = key_file_size;
     lh->dat_file_size = dat_file_size;
+    /* While records past W may be unindexed (a lag, or a tail recovered at
+     * open), the log is one NuDB refuses (format.h): its rule would cut
+     * them off. Exactly when undo_log keeps the header as the idle log. */
+    lh->deferred = s->opts.index_lag_bytes || s->tail.count;
 }
 
 int ti_commit_clean_log(tide_store *s)

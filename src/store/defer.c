@@ -21,19 +21,23 @@
  *
  *   nudb.dat  [header | indexed records and spills ... W | tail ... C | junk]
  *   nudb.log  the idle log: a header alone, key_file_size the key file's
- *             size, dat_file_size W (never empty between commits)
- *   tide.meta (seq, uid, W, C), two slots
+ *             size, dat_file_size W (never empty between commits), its
+ *             pepper field marked (format.h) so that NuDB refuses it
+ *   tide.meta (seq, uid, W, C, key file size), two slots
  *
  * Recovery (recover.c) reads W from the log and C from tide.meta, keeps
  * nudb.dat up to max(W, C), and the open reads [W, C) back into the tail
- * (recover_tail) and flushes it. NuDB, opening the same files, rolls the
- * idle log back: nudb.dat cut to W, a consistent store without the tail.
+ * (recover_tail) and flushes it. NuDB, opening the same files, refuses the
+ * marked log before it changes anything.
  *
  * Invariants:
  *   1. tide.meta is written only after the records below its C are
- *      synced, and says W as the idle log says it: a slot whose W differs
- *      from the log's is stale (a flush has moved W past its C since) and
- *      recovery ignores it.
+ *      synced, and says W and the key file's size as the idle log says
+ *      them: a slot that differs from the log is stale (a flush has moved
+ *      W past its C since), and so is any slot under a log without the
+ *      deferred mark (another writer's: format.h); recovery ignores both.
+ *      Recovery reads every record of [W, C) (ti_defer_walk_tail) before
+ *      it writes anything.
  *   2. While a record past W is unindexed, nudb.log holds a header with
  *      dat_file_size W: the idle log exists before the first phase A
  *      (start_commits), a flush's log starts with the same header, and an
@@ -103,7 +107,8 @@ int ti_defer_open_meta(tide_store *s)
      * slot left from before NuDB recovered the store (it cut nudb.dat to
      * W and removed the log) would otherwise match a later idle log's W and
      * claim records that are gone (review of issue 15). */
-    m = (ti_meta){ s->meta_seq, s->kh.uid, s->dat_indexed, s->dat_committed };
+    m = (ti_meta){ s->meta_seq, s->kh.uid, s->dat_indexed, s->dat_committed,
+                   (s->buckets + 1) * (uint64_t)s->block_size };
     rc = ti_meta_write(s->io, s->meta, &m);
     s->meta_seq = m.seq;
     if (rc) {
@@ -177,7 +182,8 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
         if (s->io->truncate(s->dat, dat0) == 0) synced(s, s->dat);
         goto out;
     }
-    m = (ti_meta){ s->meta_seq, s->kh.uid, s->dat_indexed, dat1 };
+    m = (ti_meta){ s->meta_seq, s->kh.uid, s->dat_indexed, dat1,
+                   (s->buckets + 1) * (uint64_t)s->block_size };
     rc = ti_meta_write(s->io, s->meta, &m);
     s->meta_seq = m.seq;
     if (rc) {
@@ -219,9 +225,10 @@ int ti_defer_commit(tide_store *s, ti_pool *batch, int flush, ti_commit_end *end
 
 /* The record at `off` (avail bytes of it at p, up to C): *rec gets its
  * size, and *e a data record's entry (e->offset 0 for a spill record, which
- * is stepped over). TIDE_ECORRUPT when it cannot be a complete record. */
-static int scan_record(tide_store *s, const uint8_t *p, size_t avail, uint64_t off, uint64_t C,
-                       uint64_t *rec, tide_entry *e)
+ * is stepped over; e->hash only when `hash`). TIDE_ECORRUPT when it cannot
+ * be a complete record. */
+static int scan_record(const ti_tail_files *t, const uint8_t *p, size_t avail, uint64_t off,
+                       uint64_t C, int hash, uint64_t *rec, tide_entry *e)
 {
     uint64_t size;
 
@@ -229,28 +236,57 @@ static int scan_record(tide_store *s, const uint8_t *p, size_t avail, uint64_t o
     if (avail < TIDE_DAT_RECORD_HEADER) goto bad;
     size = ti_get48(p);
     if (size == 0) {
-        if (avail < TIDE_SPILL_HEADER || ti_get16(p + 6) != ti_fmt_bucket_bytes(s->capacity)) goto bad;
+        if (avail < TIDE_SPILL_HEADER || ti_get16(p + 6) != ti_fmt_bucket_bytes(t->capacity)) goto bad;
         *rec = TIDE_SPILL_HEADER + ti_get16(p + 6);
     } else {
-        *rec = TIDE_DAT_RECORD_HEADER + s->key_size + size;
-        if (avail < TIDE_DAT_RECORD_HEADER + (size_t)s->key_size || size > 0xffffffffull) goto bad;
+        *rec = TIDE_DAT_RECORD_HEADER + t->key_size + size;
+        if (avail < TIDE_DAT_RECORD_HEADER + (size_t)t->key_size || size > 0xffffffffull) goto bad;
     }
     if (off + *rec > C) goto bad;
-    if (size) *e = (tide_entry){ off, size, ti_fmt_hash48(p + TIDE_DAT_RECORD_HEADER, s->key_size, s->kh.salt) };
+    if (size)
+        *e = (tide_entry){ off, size,
+                           hash ? ti_fmt_hash48(p + TIDE_DAT_RECORD_HEADER, t->key_size, t->salt) : 0 };
     return 0;
 bad:
     return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: not a complete record below the committed "
                         "mark %llu (tide.meta): the records from %llu were acknowledged and the "
                         "key file does not index them yet. Nothing was changed; keep a copy of the "
-                        "store and see docs/DURABILITY.md", s->dat_path, (unsigned long long)off,
-                        (unsigned long long)C, (unsigned long long)s->dat_indexed);
+                        "store and see docs/DURABILITY.md", t->dat_path, (unsigned long long)off,
+                        (unsigned long long)C, (unsigned long long)t->W);
 }
 
-/* Add e to the tail, doubling its table first when it is full (review of
- * issue 15, finding 4: sized for the records the range holds, not for the
- * most it could hold). Each table is counted (note_alloc, the tail's id). */
-static int tail_grow_add(tide_store *s, const tide_entry *e)
+int ti_defer_walk_tail(const ti_tail_files *t, uint64_t C,
+                       int (*fn)(void *arg, const tide_entry *e), void *arg)
 {
+    uint64_t at = t->W, wbase = 0, rec = 0;
+    size_t wlen = 0, need = TIDE_DAT_RECORD_HEADER + (size_t)t->key_size;
+    uint8_t *win = NULL;
+    tide_entry e;
+    int rc = 0;
+
+    if (need < TIDE_SPILL_HEADER) need = TIDE_SPILL_HEADER;
+    if ((win = tide_big_alloc(APPEND_BUF)) == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
+    while (at < C && rc == 0) {
+        uint64_t want = C - at < need ? C - at : need;
+        if (at < wbase || at + want > wbase + wlen) {
+            wbase = at;
+            wlen = C - at < APPEND_BUF ? (size_t)(C - at) : APPEND_BUF;
+            if ((rc = t->io->read_at(t->dat, win, wlen, wbase)) != 0) break;
+        }
+        rc = scan_record(t, win + (at - wbase), (size_t)(wbase + wlen - at), at, C, fn != NULL, &rec, &e);
+        if (rc == 0 && e.offset && fn) rc = fn(arg, &e);
+        at += rec;
+    }
+    tide_big_free(win, APPEND_BUF);
+    return rc;
+}
+
+/* Add e to the tail, doubling its table first when it is full (sized for
+ * the records the range holds, not for the most it could hold). Each table
+ * is counted (note_alloc, the tail's id). */
+static int tail_grow_add(void *arg, const tide_entry *e)
+{
+    tide_store *s = arg;
     uint64_t grown = 0;
     int rc = ti_tail_add_growing(&s->tail, e, &grown);
 
@@ -264,28 +300,10 @@ static int tail_grow_add(tide_store *s, const tide_entry *e)
  * last doubling holds 1.5 x that while it rehashes). */
 static int scan_tail(tide_store *s, uint64_t W, uint64_t C)
 {
-    uint64_t at = W, wbase = 0, rec = 0;
-    size_t wlen = 0, need = TIDE_DAT_RECORD_HEADER + (size_t)s->key_size;
-    uint8_t *win = NULL;
-    tide_entry e;
-    int rc = 0;
+    ti_tail_files t = { s->io, s->dat, s->dat_path, s->key_size, s->capacity, s->kh.salt, W };
 
-    if (need < TIDE_SPILL_HEADER) need = TIDE_SPILL_HEADER;
     s->tail.max_slots = 1ull << 62;        /* recovery is not bounded by the budget */
-    if ((win = tide_big_alloc(APPEND_BUF)) == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
-    while (at < C && rc == 0) {
-        uint64_t want = C - at < need ? C - at : need;
-        if (at < wbase || at + want > wbase + wlen) {
-            wbase = at;
-            wlen = C - at < APPEND_BUF ? (size_t)(C - at) : APPEND_BUF;
-            if ((rc = s->io->read_at(s->dat, win, wlen, wbase)) != 0) break;
-        }
-        rc = scan_record(s, win + (at - wbase), (size_t)(wbase + wlen - at), at, C, &rec, &e);
-        if (rc == 0 && e.offset) rc = tail_grow_add(s, &e);
-        at += rec;
-    }
-    tide_big_free(win, APPEND_BUF);
-    return rc;
+    return ti_defer_walk_tail(&t, C, tail_grow_add, s);
 }
 
 int ti_defer_read_tail(tide_store *s)

@@ -18,6 +18,9 @@
  *      field, so a field that ends a buffer is safe to read.
  *   5. ti_fmt_bucket_insert gives the image that decoding, merging (new
  *      entries after equal hashes) and encode_bucket would give.
+ *   6. The one field Tide writes otherwise than NuDB: a log header with
+ *      `deferred` set carries pepper ^ TIDE_LOG_DEFERRED_MARK (format.h),
+ *      which NuDB refuses; decode gives back the true pepper and the flag.
  *
  * Never: trust a count or offset read from disk before check_bucket (or the
  *   caller) has bounded it.
@@ -140,7 +143,8 @@ void ti_fmt_encode_log_header(uint8_t out[TIDE_LOG_HEADER_SIZE], const tide_log_
 {
     memset(out, 0, TIDE_LOG_HEADER_SIZE);
     encode_common(out, log_type, h->version, h->uid, h->appnum, h->key_size);
-    encode_salted(out, h->salt, h->pepper, h->block_size);
+    encode_salted(out, h->salt, h->deferred ? h->pepper ^ TIDE_LOG_DEFERRED_MARK : h->pepper,
+                  h->block_size);
     ti_put64(out + 46, h->key_file_size);
     ti_put64(out + 54, h->dat_file_size);
 }
@@ -152,7 +156,14 @@ int ti_fmt_decode_log_header(const uint8_t in[TIDE_LOG_HEADER_SIZE], tide_log_he
     if (rc) return rc;
     h->key_file_size = ti_get64(in + 46);
     h->dat_file_size = ti_get64(in + 54);
-    return decode_salted(in, name, &h->salt, &h->pepper, &h->block_size);
+    h->deferred = 0;
+    if ((rc = decode_salted(in, name, &h->salt, &h->pepper, &h->block_size)) != 0) return rc;
+    if (h->pepper != ti_fmt_pepper(h->salt) &&
+        (h->pepper ^ TIDE_LOG_DEFERRED_MARK) == ti_fmt_pepper(h->salt)) {
+        h->deferred = 1;
+        h->pepper ^= TIDE_LOG_DEFERRED_MARK;
+    }
+    return 0;
 }
 
 uint64_t ti_fmt_hash64(const void *key, size_t key_size, uint64_t salt)

@@ -77,7 +77,21 @@ typedef struct tide_log_header {
     uint64_t salt, pepper;
     uint16_t block_size;
     uint64_t key_file_size, dat_file_size;
+    int deferred;           /* Tide's deferred index wrote it (below) */
 } tide_log_header;
+
+/*
+ * The mark of a log the deferred index writes (its idle log, and a flush's
+ * log, which begins with the same header): the pepper field (offset 36)
+ * holds the pepper XOR this constant ("TIDEIDLE"). NuDB's recovery checks
+ * a log's pepper against XXH64 of its salt before it reads or writes
+ * anything else, so it refuses such a log ("hash mismatch") and changes no
+ * file, where a true pepper would have let it cut nudb.dat to W, losing
+ * the acknowledged records [W, C). NuDB never writes the mark: its logs
+ * carry the true pepper. Encode applies it when `deferred`; decode sets
+ * `deferred` and restores the true pepper when it finds it.
+ */
+#define TIDE_LOG_DEFERRED_MARK 0x5449444549444c45ull
 
 /* Encoders write exactly the header size (reserved bytes zeroed). */
 void ti_fmt_encode_dat_header(uint8_t out[TIDE_DAT_HEADER_SIZE], const tide_dat_header *h);

@@ -11,7 +11,8 @@
  *   24  uid              u64
  *   32  dat_indexed      u64 (W at the write)
  *   40  dat_committed    u64 (C)
- *   48  zero             to 504
+ *   48  key_file_size    u64 (the idle log's, at the write)
+ *   56  zero             to 504
  *   504 XXH64 of bytes 0..504 (seed 0)
  *
  * Invariants:
@@ -19,6 +20,11 @@
  *      synced; the other slot is not touched, so a crash tears at most the
  *      slot being written, which then fails its checksum.
  *   2. seq only grows: a writer starts above the highest seq it read.
+ *   3. A slot speaks only for the idle log it was written under
+ *      (ti_meta_matches_log): Tide's mark, the same W, the same key file
+ *      size. Another writer's log (NuDB's commit after its recovery cut
+ *      nudb.dat to W) records the same W, and must not revive a C that
+ *      recovery cut away.
  *
  * Never: write both slots in one call; trust a slot whose checksum fails.
  */
@@ -40,6 +46,7 @@ void ti_meta_encode(uint8_t out[TI_META_SLOT], const ti_meta *m)
     ti_put64(out + 24, m->uid);
     ti_put64(out + 32, m->dat_indexed);
     ti_put64(out + 40, m->dat_committed);
+    ti_put64(out + 48, m->key_file_size);
     ti_put64(out + TI_META_SLOT - 8, ti_fmt_hash64(out, TI_META_SLOT - 8, 0));
 }
 
@@ -53,7 +60,14 @@ int ti_meta_decode(const uint8_t in[TI_META_SLOT], ti_meta *m)
     m->uid = ti_get64(in + 24);
     m->dat_indexed = ti_get64(in + 32);
     m->dat_committed = ti_get64(in + 40);
+    m->key_file_size = ti_get64(in + 48);
     return m->seq != 0;
+}
+
+int ti_meta_matches_log(const ti_meta *m, const tide_log_header *lh)
+{
+    return lh->deferred && m->dat_indexed == lh->dat_file_size &&
+           m->key_file_size == lh->key_file_size;
 }
 
 int ti_meta_read(tide_io *io, const char *path, uint64_t uid, ti_meta *m, int *valid)

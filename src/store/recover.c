@@ -16,7 +16,9 @@
  *
  * The deferred index (issue 15, defer.c): nudb.dat is cut to max(W, C),
  * W the log's dat_file_size, C tide.meta's when its slot is this store's
- * and was written under the same W (committed_end); with records kept past
+ * and speaks for this very log (committed_end: the log carries Tide's
+ * deferred mark, and the slot was written under the same W and key file
+ * size; a NuDB commit's log never does); with records kept past
  * W the log is cut to its header, the idle log, not deleted (keep_idle_log),
  * and the open that follows indexes them; tide_store_recover opens and
  * closes the store for that.
@@ -37,6 +39,10 @@
  *      elsewhere is a live commit, and "recovering" it would undo that
  *      commit under its writer. NuDB takes no lock, so the lock alone does
  *      not tell; holders.c looks at the processes.
+ *   5. Nothing is written before every check that may refuse has passed
+ *      (the headers, the sizes, tide.meta's C, and every record kept past
+ *      W whole), so a refusal that says nothing was changed is true; an
+ *      error after the first write says what was done.
  *
  * Never: truncate a file before every pre-image is written back; delete a
  *   log that could not be applied.
@@ -183,7 +189,8 @@ static int tidy_without_log(recovery *r)
 
     if (r->caller_holds_lock) return 0;
     rc = remove_bucketless_key(r->io, r->dat_path, r->key_path, r->dir, r->rep);
-    if (rc == 0) rc = ti_rekey_repair(r->io, r->dir, r->dat_path, &r->rep->rekey_cut_bytes);
+    if (rc == 0) rc = ti_rekey_repair(r->io, r->dir, r->dat_path, &r->rep->rekey_cut_bytes,
+                                      &r->rep->rekey_completed);
     return rc;
 }
 
@@ -235,12 +242,13 @@ static int undo_rebuild(recovery *r)
 }
 
 /* Issue 15 (D): how much of nudb.dat to keep: W (the log's dat_file_size),
- * or tide.meta's C when its slot belongs to this store and was written
- * under the same W (a slot with another W is stale: a completed flush moved
- * W past its C since). Records in [W, C) were acknowledged: kept, and the
- * next open indexes them. A C past the data file's end means committed
- * records are gone (another program cut the file): refused, nothing
- * changed. */
+ * or tide.meta's C when its slot belongs to this store and speaks for this
+ * very log (ti_meta_matches_log: Tide's deferred mark, the same W and key
+ * file size; another writer's log, NuDB's commit after its own recovery
+ * cut nudb.dat to W, records the same W, and NuDB's rule then applies).
+ * Records in [W, C) were acknowledged: kept, and the next open indexes
+ * them. A C past the data file's end means committed records are gone
+ * (another program cut the file): refused, nothing changed. */
 static int committed_end(recovery *r, uint64_t *keep)
 {
     uint64_t W = r->lh.dat_file_size, dat_size = r->rep->dat_truncated_from;
@@ -251,7 +259,14 @@ static int committed_end(recovery *r, uint64_t *keep)
     *keep = W;
     if (path == NULL) return tide_err_set(TIDE_ENOMEM, "recover: out of memory");
     rc = ti_meta_read(r->io, path, r->lh.uid, &m, &valid);
-    if (rc == 0 && valid && m.dat_indexed == W && m.dat_committed > W) {
+    if (rc == 0 && valid && m.dat_committed > W && !ti_meta_matches_log(&m, &r->lh)) {
+        if (m.dat_indexed == W && !r->lh.deferred)
+            tide_log(TIDE_LOG_WARN, "%s: %s says records up to offset %llu were committed, but "
+                     "nudb.log is not the deferred index's (no Tide mark): another writer (NuDB) "
+                     "has committed since; its commit is undone as NuDB would, and nudb.dat "
+                     "ends at %llu", r->dir, TI_META_NAME, (unsigned long long)m.dat_committed,
+                     (unsigned long long)W);
+    } else if (rc == 0 && valid && m.dat_committed > W) {
         if (m.dat_committed > dat_size)
             rc = tide_err_set(TIDE_ECORRUPT, "%s: records up to offset %llu were committed "
                               "(tide.meta) but nudb.dat holds %llu bytes: acknowledged records "
@@ -291,6 +306,14 @@ static int undo_commit(recovery *r)
     r->rep->key_truncated_from = key_size;
     r->rep->key_truncated_to = r->lh.key_file_size;
     if ((rc = committed_end(r, &keep)) != 0) return rc;
+    if (keep > r->lh.dat_file_size) {
+        /* Every record kept must be whole before anything is written: the
+         * open that follows indexes them, and its refusal must find the
+         * files as they were. */
+        ti_tail_files t = { io, r->dat, r->dat_path, kh.key_size, ti_fmt_capacity(kh.block_size),
+                            kh.salt, r->lh.dat_file_size };
+        if ((rc = ti_defer_walk_tail(&t, keep, NULL, NULL)) != 0) return rc;
+    }
     r->rep->dat_truncated_to = keep;
     r->rep->tail_from = r->lh.dat_file_size;
     r->rep->tail_to = keep;
@@ -371,7 +394,7 @@ int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
     rc = r.lh.key_file_size == 0 ? undo_rebuild(&r) : undo_commit(&r);
     if (rc == 0) rc = rep->tail_to > rep->tail_from ? keep_idle_log(&r) : drop_log(&r);
     if (rc == 0 && !caller_holds_lock)
-        rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes);
+        rc = ti_rekey_repair(io, dir, dat_path, &rep->rekey_cut_bytes, &rep->rekey_completed);
 out:
     if (r.log) io->close(r.log);
     if (r.dat) io->close(r.dat);
@@ -474,7 +497,7 @@ int ti_recover_idle_view(tide_io *io, const char *dir, int check_holders, ti_idl
                           "retry; nothing was read or written", dir, TI_META_NAME, cause);
         goto out;
     }
-    if (valid && m.dat_indexed == lh.dat_file_size && m.dat_committed > lh.dat_file_size) {
+    if (valid && ti_meta_matches_log(&m, &lh) && m.dat_committed > lh.dat_file_size) {
         if (m.dat_committed > dat_size) {
             v->why_rc = TIDE_ECORRUPT;
             snprintf(v->why, sizeof v->why, "%s: records up to offset %llu were committed "
@@ -542,6 +565,16 @@ int tide_store_recover_ex(const char *dir, tide_io *io, unsigned flags,
         o.ignore_holders = (flags & TIDE_RECOVER_FORCE) != 0;
         rc = tide_store_open(&s, dir, &o);
         if (rc == 0) rc = tide_store_close(s);
+        if (rc) {
+            char cause[512];
+            snprintf(cause, sizeof cause, "%s", tide_last_error());
+            rc = tide_err_set(rc, "%s: the interrupted commit was undone and nudb.dat cut to %llu "
+                              "bytes, keeping the committed records from offset %llu (nudb.log "
+                              "stays, its header alone: it says they are not indexed yet); "
+                              "indexing them then failed: %s; run 'tide recover' again once "
+                              "that is fixed", dir, (unsigned long long)report->tail_to,
+                              (unsigned long long)report->tail_from, cause);
+        }
     }
 out:
     free(dat);

@@ -56,6 +56,15 @@
  *      records are counted, so while counting the total is an estimate
  *      (the records so far taken as typical of the file); from the first
  *      pass on it is exact, and the last call is total/total.
+ *   5. A new block size (or spill records of another size in nudb.dat)
+ *      rewrites nudb.dat instead of appending to it (the old table's spill
+ *      records, and new ones under the old key file, are stores NuDB's
+ *      verify rejects): after a room check, nudb.dat.new (a new uid, the
+ *      data records in order, then the spills) and nudb.key.new are built
+ *      and synced, then renamed over nudb.dat and nudb.key in that order,
+ *      each rename durable before the next. Between the two, the uids
+ *      differ (NuDB refuses to open; ti_rekey_repair finishes). No log is
+ *      armed: nudb.dat is never written.
  *
  * Never: write to nudb.key itself; leave nudb.log empty while nudb.dat
  *   holds a torn spill record (a failure truncates nudb.dat first).
@@ -89,9 +98,12 @@ typedef struct rekey {
     uint64_t buckets, lo, hi;
     uint8_t *slots;            /* (hi - lo) slots of slot_bytes */
     size_t slot_bytes, slots_len;
-    uint8_t *dat_buf;          /* appends to nudb.dat */
+    uint8_t *dat_buf;          /* appends to nudb.dat (or nudb.dat.new) */
     size_t dat_len;
     uint64_t dat_base;         /* file offset of dat_buf[0] */
+    tide_file *dat_out;        /* where spill records go */
+    int rewrite;               /* records are indexed at their offset in nudb.dat.new */
+    uint64_t new_off;          /* there: the next data record's */
     uint8_t *block;            /* one encoded bucket (+ spill header) */
     uint64_t spills, records;
     uint64_t progress_base, progress_total, next_progress;
@@ -122,7 +134,7 @@ static int dat_flush(rekey *k)
     tide_store *s = k->s;
     int rc = 0;
     if (k->dat_len) {
-        rc = s->io->write_at(s->dat, k->dat_buf, k->dat_len, k->dat_base);
+        rc = s->io->write_at(k->dat_out, k->dat_buf, k->dat_len, k->dat_base);
         if (rc == 0) __atomic_fetch_add(&s->bytes_written, k->dat_len, __ATOMIC_RELAXED);
         k->dat_base += k->dat_len;
         k->dat_len = 0;
@@ -159,6 +171,10 @@ static int index_record(void *arg, uint64_t offset, const void *key, unsigned ke
     if (k->o->progress && offset >= k->next_progress) {
         k->o->progress(k->o->progress_arg, k->progress_base + offset, k->progress_total);
         k->next_progress = offset + PROGRESS_STEP;
+    }
+    if (k->rewrite) {               /* the same record, in nudb.dat.new */
+        offset = k->new_off;
+        k->new_off += TIDE_DAT_RECORD_HEADER + key_size + len;
     }
     if (b < k->lo || b >= k->hi) return 0;
     slot *sl = slot_at(k, b);
@@ -202,7 +218,7 @@ static int write_range(rekey *k)
 }
 
 typedef struct counts {
-    uint64_t records, foreign;
+    uint64_t records, foreign, spills, spill_bytes;
     size_t full;                /* bucket bytes of the new block size */
     const struct rekey_run *r;  /* for the progress estimate */
 } counts;
@@ -220,6 +236,8 @@ static int count_spill(void *arg, uint64_t offset, uint64_t n)
     counts *c = arg;
     (void)offset;
     if (n != c->full) c->foreign++;
+    c->spills++;
+    c->spill_bytes += TIDE_SPILL_HEADER + n;
     return 0;
 }
 
@@ -262,7 +280,61 @@ static int write_mark(tide_io *io, const char *dir, uint64_t dat0, uint64_t dat_
     return rc;
 }
 
-int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes)
+/* The uid of the file at `path` (a data or key file: offset 10 of both
+ * headers, after a type that must be `type`): 1 read, 0 not such a file. */
+static int uid_of(tide_io *io, const char *path, const char *type, uint64_t *uid)
+{
+    uint8_t h[18];
+    tide_file *f = NULL;
+    uint64_t size = 0;
+    int ok = 0;
+
+    if (io->open(io, path, TIDE_IO_READ, &f) == 0) {
+        ok = io->size(f, &size) == 0 && size >= TIDE_DAT_HEADER_SIZE &&
+             io->read_at(f, h, sizeof h, 0) == 0 && memcmp(h, type, 8) == 0;
+        if (ok) *uid = ti_get64(h + 10);
+        io->close(f);
+    }
+    tide_err_clear();
+    return ok;
+}
+
+/* A rewriting rekey's switch (switch_rewritten): nudb.dat.new is renamed
+ * over nudb.dat, then nudb.key.new over nudb.key, each rename made durable
+ * before the next. nudb.dat.new still there: the switch never began, the
+ * store is the old one; both .new files go. Else a nudb.key.new of the
+ * uid nudb.dat has now, beside a nudb.key of another uid, is the new
+ * store's key file: the switch is finished. *completed says so. */
+static int finish_rewrite(tide_io *io, const char *dir, const char *dat_path, const char *knew,
+                          int *completed, int *dirty)
+{
+    char *dnew = ti_path_join(dir, "nudb.dat.new"), *key = ti_path_join(dir, "nudb.key");
+    uint64_t du = 0, ku = 0, nu = 0;
+    int rc = 0;
+
+    if (!dnew || !key) { rc = tide_err_set(TIDE_ENOMEM, "repair: out of memory"); goto out; }
+    if (io->stat(io, dnew, NULL) == 0) {
+        if ((rc = io->unlink(io, dnew)) != 0) goto out;
+        *dirty = 1;
+        tide_log(TIDE_LOG_INFO, "%s: removed nudb.dat.new left by a rekey stopped before its "
+                 "switch (the store is the old one)", dir);
+    } else if (uid_of(io, knew, "nudb.key", &nu) && uid_of(io, dat_path, "nudb.dat", &du) &&
+               nu == du && uid_of(io, key, "nudb.key", &ku) && ku != du) {
+        if ((rc = io->rename(io, knew, key)) != 0) goto out;
+        if ((rc = io->sync_dir(io, dir)) != 0) goto out;
+        if (completed) *completed = 1;
+        tide_log(TIDE_LOG_INFO, "%s: a rekey stopped between its renames (nudb.dat was the new "
+                 "one already): renamed nudb.key.new over nudb.key, the store is the new one", dir);
+    }
+    tide_err_clear();
+out:
+    free(dnew);
+    free(key);
+    return rc;
+}
+
+int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes,
+                    int *completed)
 {
     char *mark = ti_path_join(dir, MARK_NAME), *knew = ti_path_join(dir, "nudb.key.new");
     tide_file *f = NULL, *dat = NULL;
@@ -271,7 +343,9 @@ int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t
     int rc, have_new, valid = 0, dirty = 0;
 
     if (cut_bytes) *cut_bytes = 0;
+    if (completed) *completed = 0;
     if (!mark || !knew) { rc = tide_err_set(TIDE_ENOMEM, "repair: out of memory"); goto out; }
+    if ((rc = finish_rewrite(io, dir, dat_path, knew, completed, &dirty)) != 0) goto out;
     have_new = io->stat(io, knew, NULL) == 0;
     rc = io->open(io, mark, TIDE_IO_READ, &f);
     if (rc == TIDE_ENOENT) {
@@ -437,9 +511,10 @@ typedef struct rekey_run {
     tide_rekey_report *report;
     tide_store *s;
     rekey k;
-    char *new_path;
-    uint64_t n, dat0, per_pass;
-    int armed, marked, switched;
+    char *new_path, *dnew_path;
+    tide_file *dnew;           /* nudb.dat.new, while rewriting */
+    uint64_t n, dat0, per_pass, new_uid, kept_bytes;
+    int armed, marked, switched, dat_switched;
 } rekey_run;
 
 /* The options, checked. Unlike create (and the node's nudb_block_size),
@@ -480,6 +555,11 @@ static int open_store(rekey_run *r)
         rc = open_for_rebuild(r->dir, &so, &r->s, r->report);
         if (rc == 0) r->report->key_rebuilt = 1;
     }
+    /* A full disk opens a store for reads, its log not yet prepared: no
+     * rekey can run on it (its log is armed first). */
+    if (rc == 0 && r->s->files_pending)
+        rc = tide_err_set(TIDE_ENOSPC, "%s: rekey: the disk is full (nudb.log cannot be "
+                          "prepared): free space and run it again; nothing was changed", r->dir);
     return rc;
 }
 
@@ -520,11 +600,35 @@ static void count_progress(void *arg, uint64_t done, uint64_t total)
                   total * (1 + table_passes(&r->k, r->o.buffer_bytes, est, NULL, NULL)));
 }
 
+/* The rewrite's room: nudb.dat.new (the data records, and at most one
+ * spill record per `capacity` records: each holds that many entries) and
+ * nudb.key.new must fit in the space free now. */
+static int check_room(rekey_run *r)
+{
+    tide_io *io = r->s->io;
+    rekey *k = &r->k;
+    uint64_t spills = r->n / k->cap * (TIDE_SPILL_HEADER + ti_fmt_bucket_bytes(k->cap));
+    uint64_t key = (k->buckets + 1) * (uint64_t)k->bs, need = r->kept_bytes + spills + key, avail = 0;
+    int rc;
+
+    if (io->free_bytes == NULL) return 0;
+    if ((rc = io->free_bytes(io, r->dir, &avail)) != 0) return rc;
+    if (avail >= need) return 0;
+    return tide_err_set(TIDE_ENOSPC, "%s: rekey to block size %u rewrites nudb.dat without the "
+                        "spill records of the old block size, and the new files need up to %llu "
+                        "bytes (nudb.dat.new %llu, at most %llu of them new spill records; "
+                        "nudb.key.new %llu), but %llu are free; nothing was changed: free %llu "
+                        "bytes and run it again", r->dir, k->bs, (unsigned long long)need,
+                        (unsigned long long)(r->kept_bytes + spills), (unsigned long long)spills,
+                        (unsigned long long)key, (unsigned long long)avail,
+                        (unsigned long long)(need - avail));
+}
+
 static int plan_table(rekey_run *r)
 {
     tide_store *s = r->s;
     rekey *k = &r->k;
-    counts c = { 0, 0, 0, r };
+    counts c = { 0, 0, 0, 0, 0, r };
     int rc;
 
     k->s = s;
@@ -547,7 +651,12 @@ static int plan_table(rekey_run *r)
                             r->o.progress ? count_progress : NULL, &c, NULL)) != 0) return rc;
     r->n = c.records;
     r->report->foreign_spill_records = c.foreign;
-    if (c.foreign)
+    /* A new block size: every old spill record is dead, and one of another
+     * size is a store NuDB's verify rejects; so are spill records of the new
+     * size appended under the old key file. nudb.dat is rewritten instead
+     * (invariant 5). A rebuild keeps nudb.dat (its key file may be gone). */
+    k->rewrite = !r->report->key_rebuilt && (k->bs != s->block_size || c.foreign);
+    if (c.foreign && !k->rewrite)
         tide_log(TIDE_LOG_WARN, "%s: nudb.dat holds %llu spill records of another block size "
                  "than %u; they stay, unreachable, and NuDB's verify (and tide verify) will "
                  "reject the store for them ('invalid size in spill'), though Tide and NuDB "
@@ -555,6 +664,13 @@ static int plan_table(rekey_run *r)
     k->progress_total = r->dat0 * (1 + table_passes(k, r->o.buffer_bytes, r->n, &k->buckets,
                                                     &r->per_pass));
     k->progress_base = r->dat0;     /* the counting walk is done (invariant 4) */
+    r->kept_bytes = r->dat0 - c.spill_bytes;
+    if (k->rewrite) {
+        r->report->dat_rewritten = 1;
+        r->report->spill_records_dropped = c.spills;
+        r->report->foreign_spill_records = 0;
+        return check_room(r);
+    }
     return 0;
 }
 
@@ -579,6 +695,87 @@ static int arm_log(rekey_run *r)
     if ((rc = s->io->sync(s->log)) != 0) return rc;
     r->armed = 1;
     return 0;
+}
+
+/* Step 2, rewriting (invariant 5): nudb.dat.new, a header with the new
+ * store's uid (derived from the old one and the block size, so a rekey run
+ * again gives the same bytes; never the old uid) and the data records of
+ * nudb.dat in their order, through one buffer; no spill record. */
+typedef struct copy {
+    rekey_run *r;
+    uint8_t *buf;
+    size_t len;
+    uint64_t at;
+    int rc;
+} copy;
+
+static int copy_flush(copy *c)
+{
+    tide_store *s = c->r->s;
+    int rc = c->len ? s->io->write_at(c->r->dnew, c->buf, c->len, c->at) : 0;
+    if (rc == 0) __atomic_fetch_add(&s->bytes_written, c->len, __ATOMIC_RELAXED);
+    c->at += c->len;
+    c->len = 0;
+    return rc;
+}
+
+static int copy_record(void *arg, uint64_t offset, const void *key, unsigned key_size,
+                       const void *value, uint64_t len)
+{
+    copy *c = arg;
+    size_t rec = TIDE_DAT_RECORD_HEADER + key_size + (size_t)len;
+    int rc;
+
+    (void)offset;
+    if (c->len + rec > REKEY_WBUF && (rc = copy_flush(c)) != 0) return rc;
+    if (rec > REKEY_WBUF) {             /* a value larger than the buffer */
+        uint8_t hdr[TIDE_DAT_RECORD_HEADER + 65535];
+        ti_put48(hdr, len);
+        memcpy(hdr + TIDE_DAT_RECORD_HEADER, key, key_size);
+        tide_store *s = c->r->s;
+        if ((rc = s->io->write_at(c->r->dnew, hdr, TIDE_DAT_RECORD_HEADER + key_size, c->at)) != 0) return rc;
+        if ((rc = s->io->write_at(c->r->dnew, value, (size_t)len, c->at + TIDE_DAT_RECORD_HEADER + key_size)) != 0)
+            return rc;
+        c->at += rec;
+        return 0;
+    }
+    ti_put48(c->buf + c->len, len);
+    memcpy(c->buf + c->len + TIDE_DAT_RECORD_HEADER, key, key_size);
+    memcpy(c->buf + c->len + TIDE_DAT_RECORD_HEADER + key_size, value, (size_t)len);
+    c->len += rec;
+    return 0;
+}
+
+static int copy_records(rekey_run *r)
+{
+    tide_store *s = r->s;
+    tide_dat_header dh = { TIDE_FMT_VERSION, 0, s->kh.appnum, s->kh.key_size };
+    uint8_t le[10];
+    copy c = { r, NULL, TIDE_DAT_HEADER_SIZE, 0, 0 };
+    int rc;
+
+    for (int i = 0; i < 8; i++) le[i] = (uint8_t)(s->kh.uid >> (8 * i));
+    ti_put16(le + 8, (uint16_t)r->k.bs);
+    r->new_uid = ti_fmt_hash64(le, sizeof le, 0x7469646572656b79ull);  /* "tiderekey" */
+    if (r->new_uid == s->kh.uid) r->new_uid++;
+    dh.uid = r->new_uid;
+    if ((r->dnew_path = ti_path_join(r->dir, "nudb.dat.new")) == NULL ||
+        (c.buf = tide_big_alloc(REKEY_WBUF)) == NULL) {
+        rc = tide_err_set(TIDE_ENOMEM, "rekey: out of memory");
+        goto out;
+    }
+    if (s->io->stat(s->io, r->dnew_path, NULL) == 0 &&
+        (rc = s->io->unlink(s->io, r->dnew_path)) != 0) goto out;
+    rc = s->io->open(s->io, r->dnew_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &r->dnew);
+    if (rc) goto out;
+    ti_fmt_encode_dat_header(c.buf, &dh);
+    if ((rc = tide_store_visit(r->dir, s->io, copy_record, &c, NULL)) != 0) goto out;
+    if ((rc = copy_flush(&c)) != 0) goto out;
+    r->k.dat_out = r->dnew;
+    r->k.dat_base = c.at;
+out:
+    tide_big_free(c.buf, REKEY_WBUF);
+    return rc;
 }
 
 /* Step 3: nudb.key.new, its header and then its buckets, one walk of
@@ -606,11 +803,16 @@ static int build_key_file(rekey_run *r)
     if ((rc = s->io->lock(k->knew, 1)) != 0) return rc;
     kh.block_size = (uint16_t)k->bs;
     kh.load_factor = k->lf_raw;
+    if (k->rewrite) kh.uid = r->new_uid;
     memset(k->block, 0, k->bs);
     ti_fmt_encode_key_header(k->block, &kh);
     if ((rc = s->io->write_at(k->knew, k->block, k->bs, 0)) != 0) return rc;
-    k->dat_base = r->dat0;
+    if (!k->rewrite) {
+        k->dat_base = r->dat0;
+        k->dat_out = s->dat;
+    }
     for (k->lo = 0; k->lo < k->buckets; k->lo = k->hi) {
+        k->new_off = TIDE_DAT_HEADER_SIZE;
         k->hi = k->lo + r->per_pass < k->buckets ? k->lo + r->per_pass : k->buckets;
         memset(k->slots, 0, (k->hi - k->lo) * k->slot_bytes);
         k->records = 0;
@@ -662,6 +864,51 @@ static int switch_key_file(rekey_run *r)
     return 0;
 }
 
+/* Steps 4 and 5, rewriting: both new files durable under their names,
+ * then nudb.dat.new renamed over nudb.dat, then nudb.key.new over
+ * nudb.key, each rename made durable before the next. Before the first
+ * the store is the old one; after the second, the new one; between them
+ * nudb.dat's uid is not nudb.key's, which NuDB's open refuses ('uid
+ * mismatch') without changing anything, and Tide's next read-write open
+ * or recovery finishes (ti_rekey_repair). */
+static int switch_rewritten(rekey_run *r)
+{
+    tide_store *s = r->s;
+    rekey *k = &r->k;
+    int rc;
+
+    if ((rc = s->io->sync(r->dnew)) != 0) return rc;
+    if ((rc = s->io->sync(k->knew)) != 0) return rc;
+    if ((rc = s->io->sync_dir(s->io, r->dir)) != 0) return rc;
+    if ((rc = s->io->rename(s->io, r->dnew_path, s->dat_path)) != 0) return rc;
+    r->dat_switched = 1;
+    if ((rc = s->io->sync_dir(s->io, r->dir)) != 0) return rc;
+    if ((rc = s->io->rename(s->io, r->new_path, s->key_path)) != 0) return rc;
+    if ((rc = s->io->sync_dir(s->io, r->dir)) != 0) return rc;
+    r->switched = 1;
+    r->report->new_buckets = k->buckets;
+    r->report->new_key_file_bytes = (k->buckets + 1) * (uint64_t)k->bs;
+    r->report->dat_file_bytes_after = k->dat_base;
+    r->report->spill_records = k->spills;
+    TIDE_ASSERT(r->report->records == r->n);
+    return 0;
+}
+
+/* After a failed rewrite: before the first rename, the new files go; after
+ * it, the switch is finished now if it can be (else by the next open). */
+static void undo_rewrite(rekey_run *r)
+{
+    tide_store *s = r->s;
+
+    if (!r->dat_switched) {
+        if (r->dnew_path) s->io->unlink(s->io, r->dnew_path);
+        if (r->new_path) s->io->unlink(s->io, r->new_path);
+    } else if (!r->switched) {
+        ti_rekey_repair(s->io, r->dir, s->dat_path, NULL, NULL);
+    }
+    tide_err_clear();
+}
+
 /* After a failure: put the old store back, keeping the first message. */
 static void undo(rekey_run *r, int rc)
 {
@@ -681,7 +928,7 @@ static void undo(rekey_run *r, int rc)
     } else if (r->marked && !r->switched) {
         /* Disarmed, not switched: put the old store back now (the mark
          * lets the next open do it if this fails too). */
-        ti_rekey_repair(s->io, r->dir, s->dat_path, NULL);
+        ti_rekey_repair(s->io, r->dir, s->dat_path, NULL, NULL);
     }
     tide_err_set(rc, "%s", msg);
 }
@@ -703,10 +950,16 @@ int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_re
     if ((rc = check_opts(&r.o)) != 0) goto out;
     if ((rc = open_store(&r)) != 0) goto out;
     if ((rc = plan_table(&r)) != 0) goto out;
-    if ((rc = arm_log(&r)) != 0) goto out;
+    if ((rc = r.k.rewrite ? copy_records(&r) : arm_log(&r)) != 0) goto out;
     if ((rc = build_key_file(&r)) != 0) goto out;
-    rc = switch_key_file(&r);
+    rc = r.k.rewrite ? switch_rewritten(&r) : switch_key_file(&r);
 out:
+    if (rc && r.s && r.k.rewrite) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tide_last_error());
+        undo_rewrite(&r);
+        tide_err_set(rc, "%s", msg);
+    }
     if (rc && r.s && (r.armed || (r.marked && !r.switched))) undo(&r, rc);
     if (r.s) {
         char msg[512];
@@ -718,6 +971,8 @@ out:
         else tide_err_set(rc, "%s", msg);
     }
     if (r.k.knew) (r.o.io ? r.o.io : tide_io_posix())->close(r.k.knew);
+    if (r.dnew) (r.o.io ? r.o.io : tide_io_posix())->close(r.dnew);
+    free(r.dnew_path);
     tide_big_free(r.k.dat_buf, REKEY_WBUF);
     tide_big_free(r.k.slots, r.k.slots_len);
     free(r.k.block);

@@ -811,7 +811,17 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
      * the store is the old one) and perhaps, past the log's reach, its
      * spill records, which nudb.rekey says how to cut off. */
-    if (!s->opts.read_only) rc = ti_rekey_repair(s->io, s->dir, s->dat_path, NULL);
+    if (!s->opts.read_only) {
+        int completed = 0;
+        rc = ti_rekey_repair(s->io, s->dir, s->dat_path, NULL, &completed);
+        if (rc == 0 && completed) {
+            /* nudb.key is another file now: lock that one. */
+            s->io->close(s->key);
+            s->key = NULL;
+            rc = s->io->open(s->io, s->key_path, TIDE_IO_WRITE, &s->key);
+            if (rc == 0) rc = s->io->lock(s->key, 1);
+        }
+    }
     return rc;
 }
 
@@ -902,12 +912,15 @@ static int prepare_files(tide_store *s)
 }
 
 /* Open step 3b, read-write only: the files a commit relies on, and the
- * commit thread (QUIET -> IDLE). A full disk does not keep the store from
- * serving what it holds: when a recovered tail cannot be indexed, or the
- * files cannot be prepared, for want of space, the store opens RETRYING
- * (the empty pending pool as the batch, TIDE_ENOSPC: inserts refused) and
- * the thread retries at once and then every second. */
-static int start_commits(tide_store *s, uint64_t log_size)
+ * commit thread (QUIET -> IDLE). A full disk does not keep a store that
+ * is `serving` (an ordinary open, not rekey's or verify's, which need the
+ * files whole) from serving what it holds: when a recovered tail cannot be
+ * indexed, or (when it holds records) the files cannot be prepared, for
+ * want of space, the store opens RETRYING (the empty pending pool as the
+ * batch, TIDE_ENOSPC:
+ * inserts refused) and the thread retries at once and then every second.
+ * Only a serving store counts the splits it owes (splits.c). */
+static int start_commits(tide_store *s, uint64_t log_size, int serving)
 {
     int rc, tail_kept = 0, log_existed;
 
@@ -921,10 +934,17 @@ static int start_commits(tide_store *s, uint64_t log_size)
     if (s->dat_indexed < s->dat_committed) {
         if ((rc = s->io->open(s->io, s->log_path, TIDE_IO_CREATE, &s->log)) != 0) goto out;
         if ((rc = ti_defer_recover_tail(s, &tail_kept)) != 0) goto out;
+        if (tail_kept && !serving) {
+            rc = tide_err_set(TIDE_ENOSPC, "%s: the disk is full: the records past offset %llu cannot "
+                              "be indexed; free space first", s->dir, (unsigned long long)s->dat_indexed);
+            goto out;
+        }
     }
-    ti_splits_count(s);
+    if (serving) ti_splits_count(s);
     rc = prepare_files(s);
-    if (rc == TIDE_ENOSPC) {
+    /* An empty store has nothing to serve: its open fails, and whoever
+     * made it (a rotation's new generation) undoes it. */
+    if (rc == TIDE_ENOSPC && serving && s->dat_size > TIDE_DAT_HEADER_SIZE) {
         tide_log(TIDE_LOG_WARN, "%s: the disk is full: the store is open for reads; inserts are refused "
                  "until space is freed (retried every second): %s", s->dir, tide_last_error());
         s->files_pending = 1;
@@ -988,7 +1008,7 @@ static int open_store(tide_store **out, const char *dir, const tide_store_opts *
         if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     } else {
         ti_live_end(s);             /* issue 15 (R): the counts; readers may look */
-        if ((rc = start_commits(s, log_size)) != 0) goto out;
+        if ((rc = start_commits(s, log_size, live)) != 0) goto out;
     }
     *out = s;
     s = NULL;

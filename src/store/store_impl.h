@@ -215,13 +215,30 @@ int ti_defer_recover_tail(struct tide_store *s, int *kept);
 /* Issue 15 (review finding 6): a read-only handle's idle view: the records
  * of [W, C) into the tail (as recovery reads them), nothing written. */
 int ti_defer_read_tail(struct tide_store *s);
+/* What a walk of the unindexed records [W, C) needs of the store. */
+typedef struct ti_tail_files {
+    tide_io *io;
+    tide_file *dat;
+    const char *dat_path;
+    unsigned key_size, capacity;
+    uint64_t salt, W;
+} ti_tail_files;
+/* Walk the records of nudb.dat from t->W to C: each must be a complete
+ * data record, or a spill record of the key file's size, ending at or
+ * before C; `fn` (may be NULL: the check alone) gets each data record's
+ * entry, hashed. 0, TIDE_ECORRUPT naming the first record that is not
+ * (and saying nothing was changed: recovery walks before it writes), or
+ * an I/O error. Reads through one 1 MiB window. */
+int ti_defer_walk_tail(const ti_tail_files *t, uint64_t C,
+                       int (*fn)(void *arg, const tide_entry *e), void *arg);
 /* Open, deferring: tide.meta opened (created) and its seq read; called
  * before the directory sync that makes its name durable. */
 int ti_defer_open_meta(struct tide_store *s);
 /* Write the idle log (header only, dat_file_size W) at offset 0 and sync:
  * the log being empty already. */
 int ti_defer_write_idle_log(struct tide_store *s);
-/* Fill a log header for this store with the given sizes. */
+/* Fill a log header for this store with the given sizes, with the deferred
+ * mark (format.h) while records past W may be unindexed: a lag, or a tail. */
 void ti_commit_log_header(const struct tide_store *s, tide_log_header *lh,
                           uint64_t key_file_size, uint64_t dat_file_size);
 
@@ -256,8 +273,14 @@ int ti_store_random_u64(uint64_t *v);
  * nudb.key.new not yet renamed, cut nudb.dat back to its size before the
  * rekey (when it still ends where the rekey left it; *cut_bytes gets the
  * bytes cut) and remove both files; a nudb.key.new without a mark is just
- * removed. Called with the store's exclusive lock held (open, recovery). */
-int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes);
+ * removed. A rekey that rewrote nudb.dat (a new uid) and stopped between
+ * its renames is finished instead: nudb.dat.new still there, the switch
+ * never began (both .new files removed); nudb.dat renamed already and
+ * nudb.key.new of its uid, that file is renamed over nudb.key (*completed
+ * set, when non-NULL: the caller's nudb.key handle is the old file). Called
+ * with the store's exclusive lock held (open, recovery). */
+int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes,
+                    int *completed);
 
 /* tide_store_open, with the cheap check of the key file against the data
  * file (store.c: check_index) when `check` is set. Verify opens without it:
