@@ -660,10 +660,11 @@ $(FUZZ_BINS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz
 	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(FUZZ_TARGET_LIBS) $(call part_libs,$(LIB_PARTS)) $(LIBS)
 
 # Run every target, even after one crashes; fail at the end if any did.
-# The whole libFuzzer output of a target is in build/fuzz/<name>.log.
+# The whole libFuzzer output of a target is in build/fuzz/<name>.log; the
+# end of the run lists each target's executions per second.
 fuzz: fuzz-build
 	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"; \
-	bad=""; \
+	bad=""; speeds=""; \
 	for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$t fuzz/crashers/$$t fuzz/corpus/$$t; \
 	    log=$(FUZZ_BUILD)/$$t.log; \
@@ -676,6 +677,9 @@ fuzz: fuzz-build
 	    grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' $$log | sed 's/^/    /'; \
 	    grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' $$log | \
 	        sed 's/^/    /'; \
+	    n=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log); \
+	    eps=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$log); \
+	    speeds="$$speeds$$(printf '%-18s %8s executions/s (%s executions in %s s)' $$t "$${eps:-?}" "$${n:-?}" $(FUZZ_SECONDS))\n"; \
 	    if [ $$rc -ne 0 ]; then \
 	        echo "    $$t FAILED (exit $$rc); the end of $$log:"; \
 	        tail -n 60 $$log | sed 's/^/    | /'; \
@@ -683,6 +687,8 @@ fuzz: fuzz-build
 	        bad="$$bad $$t"; \
 	    fi; \
 	done; \
+	echo "fuzz: executions per second, per target:"; \
+	printf "$$speeds" | sed 's/^/    /'; \
 	if [ -n "$$bad" ]; then \
 	    echo "fuzz: crashes in:$$bad (inputs in fuzz/crashers/; make test replays them)"; exit 1; \
 	fi; \

@@ -418,17 +418,24 @@ int fuzz_http_one(const uint8_t *data, size_t size, fuzz_result *res)
         }
         h2o_evloop_run(fs->loop.evloop, shut ? 10 : 0);
         for (;;) {
-            ssize_t r;
-            if (cap - got < 65536) {
-                char *grown;
-                FUZZ_CHECK(cap < FUZZ_HTTP_OUT_MAX, "more than %u bytes of answers", FUZZ_HTTP_OUT_MAX);
-                grown = realloc(out, cap + 65536 + 1);
-                FUZZ_CHECK(grown != NULL, "out of memory");
-                out = grown;
-                cap += 65536;
-            }
-            r = read(fds[1], out + got, cap - got);
+            /* Read into a fixed chunk and append to `out`, which doubles
+             * from 4 KiB: a 64 KiB buffer grown by 64 KiB made every input
+             * with an answer allocate 128 KiB, past the sanitizer's size
+             * classes (a fresh mapping each time). */
+            char chunk[16384];
+            ssize_t r = read(fds[1], chunk, sizeof chunk);
             if (r > 0) {
+                if (got + (size_t)r + 1 > cap) {
+                    size_t ncap = cap ? cap : 4096;
+                    char *grown;
+                    while (ncap < got + (size_t)r + 1) ncap *= 2;
+                    FUZZ_CHECK(ncap <= FUZZ_HTTP_OUT_MAX, "more than %u bytes of answers", FUZZ_HTTP_OUT_MAX);
+                    grown = realloc(out, ncap);
+                    FUZZ_CHECK(grown != NULL, "out of memory");
+                    out = grown;
+                    cap = ncap;
+                }
+                memcpy(out + got, chunk, (size_t)r);
                 got += (size_t)r;
                 continue;
             }

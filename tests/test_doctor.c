@@ -766,6 +766,84 @@ static void the_key_map_counts_as_file_backed_not_unfreed(void **state)
     free(p);
 }
 
+/* `page` with `lines` (a family's HELP, TYPE and samples) appended. */
+static char *with_lines(char *page, const char *lines)
+{
+    size_t n = strlen(page), l = strlen(lines);
+    char *out = malloc(n + l + 1);
+    assert_non_null(out);
+    memcpy(out, page, n);
+    memcpy(out + n, lines, l + 1);
+    free(page);
+    return out;
+}
+
+/* The doctor's words and JSON for `page` (freed). */
+static void report_of(char *page, tide_doctor_report *r, char **text, json_t **o)
+{
+    size_t len = 0;
+    char *json = NULL;
+    json_error_t err;
+
+    expect_rc(tide_doctor_analyze(page, r), 0, "analyze");
+    FILE *m = open_memstream(text, &len);
+    assert_non_null(m);
+    tide_doctor_format(r, m);
+    fclose(m);
+    expect_rc(tide_doctor_json(r, &json), 0, "json");
+    *o = json_loads(json, 0, &err);
+    if (*o == NULL) fail_msg("the JSON does not parse: %s", err.text);
+    free(json);
+    free(page);
+}
+
+/* ps and top show RSS; the report says in one line what of it the node
+ * counts. A node under a limit with RSS 647.5 MiB, of which 69 MiB
+ * anonymous, 2 MiB of nudb.key's map and 576 MiB of nudb.dat's resident,
+ * 0.5 MiB code. From the node's own split, and from RssAnon, RssFile and
+ * the maps on a page without it (the same line). */
+static void the_report_splits_rss_into_process_memory_and_the_store_maps(void **state)
+{
+    static const char maps[] =
+        "# HELP tide_store_dat_map_bytes x\n# TYPE tide_store_dat_map_bytes gauge\n"
+        "tide_store_dat_map_bytes{state=\"mapped\"} 622972928\n"
+        "tide_store_dat_map_bytes{state=\"resident\"} 603979776\n";
+    static const char parts[] =
+        "# HELP tide_process_resident_memory_part_bytes x\n# TYPE tide_process_resident_memory_part_bytes gauge\n"
+        "tide_process_resident_memory_part_bytes{part=\"anonymous\"} 72351744\n"
+        "tide_process_resident_memory_part_bytes{part=\"store_maps\"} 606076928\n"
+        "tide_process_resident_memory_part_bytes{part=\"other_files\"} 524288\n";
+    static const char line[] = "RSS 647.5 MiB = 69.0 MiB process memory (anonymous, counted against "
+        "memory_limit) + 578.0 MiB of nudb.dat/nudb.key mapped read-only (page cache the kernel reclaims; not "
+        "counted) + 0.5 MiB code and libraries.\n";
+    tide_doctor_report r;
+    char *text = NULL;
+    json_t *o;
+    (void)state;
+
+    for (int own = 0; own < 2; own++) {
+        char *p = page_set(big("678952960", "62914560", "1048576"), "tide_process_rss_anon_bytes", "72351744");
+        p = with_key_map(page_set(p, "tide_process_rss_file_bytes", "606601216"), "2097152");
+        p = with_lines(p, own ? parts : maps);
+        report_of(p, &r, &text, &o);
+        expect_contains(text, line, own ? "the node's own split, in one line" : "the split from RssFile and the maps");
+        json_t *j = json_object_get(o, "rss_parts");
+        if (!json_is_object(j)) fail_msg("JSON: expected an rss_parts object");
+        expect_u64((uint64_t)json_integer_value(json_object_get(j, "anonymous_bytes")), 72351744, "JSON anonymous");
+        expect_u64((uint64_t)json_integer_value(json_object_get(j, "store_maps_bytes")), 606076928, "JSON maps");
+        expect_u64((uint64_t)json_integer_value(json_object_get(j, "other_files_bytes")), 524288, "JSON code");
+        json_decref(o);
+        free(text);
+    }
+    /* Without a limit the anonymous part is what one would count. */
+    char *p = page_set(big("678952960", "62914560", "1048576"), "tide_process_rss_anon_bytes", "72351744");
+    p = page_set(page_set(p, "tide_process_rss_file_bytes", "606601216"), "tide_memory_limit_bytes", "0");
+    report_of(with_lines(with_key_map(p, "2097152"), maps), &r, &text, &o);
+    expect_contains(text, "69.0 MiB process memory (anonymous, what a memory_limit would count)", "no limit");
+    json_decref(o);
+    free(text);
+}
+
 /* Free heap is anonymous memory: with nudb.key's map filling RssFile, the
  * allocator's free share is of the RSS less RssFile, small processes are
  * told by that part, and the report's rest leaves the file-backed part out
@@ -1486,6 +1564,7 @@ int main(void)
         cmocka_unit_test(the_limit_rule_uses_the_pages_enter_marks),
         cmocka_unit_test(the_allocator_rules_fire_past_their_thresholds_on_a_large_process),
         cmocka_unit_test(the_key_map_counts_as_file_backed_not_unfreed),
+        cmocka_unit_test(the_report_splits_rss_into_process_memory_and_the_store_maps),
         cmocka_unit_test(a_large_key_map_leaves_the_allocators_share_of_anonymous_memory),
         cmocka_unit_test(the_json_has_the_verdict_and_findings_with_integers_as_integers),
         cmocka_unit_test(two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_rate),

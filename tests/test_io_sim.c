@@ -1222,7 +1222,10 @@ static void counters_count_what_succeeded(void **state)
  * "stat passed" on stderr, and tide_io_sim_check (the bytes too). Exits 0
  * when nothing fired; a check that fires aborts.
  */
-static void break_and_call(int what, int paranoid)
+#define CHECK_PARANOID  1      /* break_and_call's `mode`: every call compares bytes */
+#define CHECK_UNCHECKED 2      /* no call checks; only tide_io_sim_check */
+
+static void break_and_call(int what, int mode)
 {
     struct rlimit no_core = { 0, 0 };
     uint8_t data[3000];
@@ -1236,7 +1239,8 @@ static void break_and_call(int what, int paranoid)
     memset(data, 'a', sizeof data);
     if (tide_io_sim_create(&sim) != 0 || tide_io_sim_put_file(sim, "/d/f", data, sizeof data) != 0)
         _exit(2);
-    tide_io_sim_set_paranoid(sim, paranoid);
+    tide_io_sim_set_paranoid(sim, mode == CHECK_PARANOID);
+    tide_io_sim_set_checked(sim, mode != CHECK_UNCHECKED);
     io = tide_io_sim_io(sim);
     if (io->open(io, "/d/f", TIDE_IO_WRITE, &f) != 0 || io->write_at(f, "bb", 2, 100) != 0)
         _exit(3);
@@ -1250,7 +1254,7 @@ static void break_and_call(int what, int paranoid)
 
 /* Run break_and_call in a th_fork child; its wait status, and what it
  * wrote on stderr into err (cap bytes, NUL-terminated). */
-static int run_broken(int what, int paranoid, char *err, size_t cap)
+static int run_broken(int what, int mode, char *err, size_t cap)
 {
     int fds[2], status = 0;
     size_t n = 0;
@@ -1263,7 +1267,7 @@ static int run_broken(int what, int paranoid, char *err, size_t cap)
     if (pid == 0) {
         close(fds[0]);
         dup2(fds[1], 2);
-        break_and_call(what, paranoid);
+        break_and_call(what, mode);
     }
     close(fds[1]);
     while (n + 1 < cap && (r = read(fds[0], err + n, cap - 1 - n)) > 0) n += (size_t)r;
@@ -1300,7 +1304,7 @@ static void a_broken_invariant_aborts_the_next_call_and_names_itself(void **stat
     int status;
 
     (void)state;
-    status = run_broken(0, 1, err, sizeof err);
+    status = run_broken(0, CHECK_PARANOID, err, sizeof err);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || strstr(err, "stat passed") == NULL)
         fail_msg("a sim not broken: expected the child to exit 0 past the stat, got status %#x; "
                  "stderr '%s'", status, err);
@@ -1313,6 +1317,19 @@ static void a_broken_invariant_aborts_the_next_call_and_names_itself(void **stat
     }
 }
 
+/* The sim broken as `what` says, in `mode`: the child's stat passes and
+ * the full check after it (tide_io_sim_check) fires, naming `expr`. */
+static void expect_fired_after_the_stat(int what, int mode, const char *expr, const char *name)
+{
+    char err[2048];
+    int status = run_broken(what, mode, err, sizeof err);
+
+    expect_abort(status, err, expr, name);
+    if (strstr(err, "stat passed") == NULL)
+        fail_msg("%s: expected the stat to pass and the full check after it to fire, got stderr '%s'",
+                 name, err);
+}
+
 static void a_flipped_byte_is_seen_by_the_byte_check_only(void **state)
 {
     char err[2048];
@@ -1321,17 +1338,24 @@ static void a_flipped_byte_is_seen_by_the_byte_check_only(void **state)
     (void)state;
     /* Not paranoid: the stat's check (sizes and counts) passes, the full
      * check after it fires. */
-    status = run_broken(TIDE_IO_SIM_BREAK_BYTE, 0, err, sizeof err);
-    expect_abort(status, err, "memcmp", "a flipped byte, not paranoid");
-    if (strstr(err, "stat passed") == NULL)
-        fail_msg("a flipped byte, not paranoid: expected the stat to pass and the full check to "
-                 "fire, got stderr '%s'", err);
+    expect_fired_after_the_stat(TIDE_IO_SIM_BREAK_BYTE, 0, "memcmp", "a flipped byte, not paranoid");
     /* Paranoid: the stat's own check compares the bytes. */
-    status = run_broken(TIDE_IO_SIM_BREAK_BYTE, 1, err, sizeof err);
+    status = run_broken(TIDE_IO_SIM_BREAK_BYTE, CHECK_PARANOID, err, sizeof err);
     expect_abort(status, err, "memcmp", "a flipped byte, paranoid");
     if (strstr(err, "stat passed") != NULL)
         fail_msg("a flipped byte, paranoid: expected the stat's check to fire, got stderr '%s'",
                  err);
+}
+
+/* A sim set unchecked (as the fuzz target sets its own) lets the calls
+ * after a broken invariant pass; tide_io_sim_check still finds it. */
+static void an_unchecked_sim_finds_a_broken_invariant_at_its_next_check_only(void **state)
+{
+    (void)state;
+    expect_fired_after_the_stat(TIDE_IO_SIM_BREAK_PENDING_COUNT, CHECK_UNCHECKED, "i->npending == i->seen_ops",
+                                "a pending count, unchecked");
+    expect_fired_after_the_stat(TIDE_IO_SIM_BREAK_LOCKS, CHECK_UNCHECKED, "i->excl_locks == 0",
+                                "two exclusive locks, unchecked");
 }
 
 /* ---- the store on the sim ---- */
@@ -1959,6 +1983,7 @@ int main(void)
         TP(counters_count_what_succeeded),
         T_CHILD(a_broken_invariant_aborts_the_next_call_and_names_itself),
         T_CHILD(a_flipped_byte_is_seen_by_the_byte_check_only),
+        T_CHILD(an_unchecked_sim_finds_a_broken_invariant_at_its_next_check_only),
         T(the_store_keeps_2000_items_through_a_reopen_on_the_sim),
         T(store_create_fails_cleanly_at_every_call),
         T(a_crash_at_any_call_of_a_commit_keeps_every_synced_item),

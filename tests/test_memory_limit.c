@@ -782,6 +782,32 @@ static void expect_level_back_to_normal(void)
     if (changes < 2) fail_msg("/v1/status: %lld level changes, want at least 2 (up, and back to normal)", changes);
 }
 
+/* The startup log says once the store is open what RSS is made of: the
+ * process memory the limit counts, the store's maps it does not. */
+static void expect_rss_line(void)
+{
+    char *log = th_slurp(nd.log), *at = strstr(log, "memory: RSS ");
+    const char *want[] = { "process memory (anonymous, counted against memory_limit) + ",
+                           " of nudb.dat/nudb.key mapped read-only (page cache the kernel reclaims; not counted)",
+                           "ps and top count it, memory_limit does not" };
+
+    if (at == NULL) {
+        char *tail = log_tail();
+        free(log);
+        fail_msg("tided's startup log has no \"memory: RSS\" line; it ends:\n%s", tail);
+    }
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char *eol = strchr(at, '\n'), *hit = strstr(at, want[i]);
+        if (hit == NULL || (eol && hit > eol)) {
+            char got[600];
+            snprintf(got, sizeof got, "%.*s", (int)(eol ? eol - at : 500), at);
+            free(log);
+            fail_msg("the startup log's RSS line lacks '%s': %s", want[i], got);
+        }
+    }
+    free(log);
+}
+
 /* ---- the test ------------------------------------------------------------------------ */
 
 /* tided's level changes as it logged them (at most 12 lines), for the
@@ -825,6 +851,7 @@ static void load_under_the_limit(int cgroup)
     else tided_start("--memory-limit", "128MiB");
     tided_ready();
     expect_limit_source(cgroup ? (nd.version == 1 ? "cgroup v1" : "cgroup v2") : "flag");
+    expect_rss_line();
     l->port = nd.port;
     l->pid = nd.pid;
     run_load(l);

@@ -468,6 +468,62 @@ static int memory_reading(void *arg, tide_node_memory_reading *r)
     return 0;
 }
 
+/* RSS in parts (what ps and top show, read right): a store written, then
+ * read back by a node opened again (its cache empty, so every GET reads
+ * the files through their maps). The three parts add up to the RSS; the
+ * store maps' part is the two maps' resident pages on the same page; the
+ * anonymous part is the rest of RSS less RssFile. Passes promtool. */
+static void rss_parts_add_up_and_the_store_maps_part_is_the_maps_pages(void **state)
+{
+    th_skip_unless_maps();
+    fixture *f = *state;
+    tide_node_opts o;
+    tide_cache_obj *obj = NULL;
+    static uint8_t value[2000];
+    uint8_t key[32];
+    char msg[4096];
+
+    memset(value, 'v', sizeof value);
+    for (uint64_t i = 0; i < 2000; i++) {
+        th_key(i, 32, key);
+        expect_rc(tide_node_put(f->node, key, value, sizeof value), 0, "put");
+    }
+    expect_ok(tide_node_close(f->node), "close");
+    f->node = NULL;
+    tide_node_opts_init(&o);
+    o.dir = f->sc.dir;
+    o.sweep_interval_ms = 0;
+    expect_ok(tide_node_open(&f->node, &o), "open again");
+    for (uint64_t i = 0; i < 2000; i++) {
+        th_key(i, 32, key);
+        expect_rc(tide_node_get(f->node, key, &obj), 0, "get");
+        tide_cache_obj_release(obj);
+    }
+    char *text = render(f->node, NULL);
+    expect_family(text, "tide_process_resident_memory_part_bytes", "gauge");
+    double anon = th_prom_value(text, "tide_process_resident_memory_part_bytes{part=\"anonymous\"}");
+    double maps = th_prom_value(text, "tide_process_resident_memory_part_bytes{part=\"store_maps\"}");
+    double files = th_prom_value(text, "tide_process_resident_memory_part_bytes{part=\"other_files\"}");
+    double rss = th_prom_value(text, "process_resident_memory_bytes");
+    double key_res = th_prom_value(text, "tide_store_key_map_bytes{state=\"resident\"}");
+    double dat_res = th_prom_value(text, "tide_store_dat_map_bytes{state=\"resident\"}");
+    if (isnan(anon) || isnan(maps) || isnan(files) || isnan(rss) || isnan(key_res) || isnan(dat_res))
+        fail_msg("expected the three parts, the RSS and both maps' resident bytes on the page");
+    /* 2000 values of 2000 bytes read through the data map: its pages. */
+    if (dat_res < 1 << 20) fail_msg("the data map shows %.0f resident bytes after 4 MB read through it", dat_res);
+    if (maps != key_res + dat_res)
+        fail_msg("store_maps %.0f, expected the maps' resident pages %.0f + %.0f", maps, key_res, dat_res);
+    /* RSS was read a moment before the parts (statm, then status): a
+     * page or two apart, never a MiB. */
+    if (fabs(anon + maps + files - rss) > (1 << 20))
+        fail_msg("the parts %.0f + %.0f + %.0f = %.0f, expected the RSS %.0f within 1 MiB", anon, maps, files,
+                 anon + maps + files, rss);
+    if (th_prom_check(text, msg, sizeof msg) != 0) fail_msg("own check: %s", msg);
+    int st = th_promtool_check(text, msg, sizeof msg);
+    if (st != 0) fail_msg("promtool check metrics: expected exit 0, got %d: %s", st, msg);
+    free(text);
+}
+
 /* The governor's families, after an injected reading that puts the node
  * at high and one refused put, agree with tide_node_memory_get and pass
  * promtool. */
@@ -568,6 +624,7 @@ int main(void)
                                         th_scratch_teardown),
         cmocka_unit_test_setup_teardown(rotation_and_generation_families_agree_with_the_node_and_pass_promtool,
                                         th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(rss_parts_add_up_and_the_store_maps_part_is_the_maps_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(memory_limit_families_agree_with_the_governor_and_pass_promtool,
                                         th_scratch_setup, th_scratch_teardown),
     };

@@ -35,6 +35,7 @@
 #include "helpers.h"
 #include "node/metrics.h"
 #include "node/node.h"
+#include "node/startup.h"
 #include "promcheck.h"
 #include "tide/error.h"
 #include "util/err.h"
@@ -69,6 +70,7 @@ typedef struct world {
                                      the governor thread) */
     _Atomic int read_failed_warns;/* "a reading failed" lines */
     _Atomic int cg_failed_warns, cg_again_infos; /* the cgroup's failure and recovery lines */
+    char rss_line[1024];          /* the startup log's "memory: RSS ..." line (main thread) */
 } world;
 
 static world *g_w;                /* the log sink's world (one test at a time) */
@@ -119,6 +121,7 @@ static void sink(void *arg, int level, const char *line)
     if (strstr(line, "a reading failed") && level == TIDE_LOG_WARN) w->read_failed_warns++;
     if (strstr(line, "the cgroup's figures failed") && level == TIDE_LOG_WARN) w->cg_failed_warns++;
     if (strstr(line, "the cgroup's figures read again") && level == TIDE_LOG_INFO) w->cg_again_infos++;
+    if (strstr(line, "memory: RSS ")) snprintf(w->rss_line, sizeof w->rss_line, "%s", line);
 }
 
 static int setup(void **state)
@@ -1049,6 +1052,57 @@ static void the_real_reading_counts_anonymous_memory_beside_a_cached_key_file(vo
                  st.last.rss_bytes / MIB, BALLAST / MIB);
 }
 
+/* The startup log's RSS line (tide_startup_log_rss): with pages of the
+ * store's maps in (a node opened again reads every value through them),
+ * the line's store-maps part holds them, not its process-memory part, and
+ * the line says how far the maps can take RSS. */
+static void the_startup_rss_line_puts_the_maps_pages_beside_the_process_memory(void **state)
+{
+    th_skip_unless_maps();
+    world *w = *state;
+    tide_node_opts o = real_opts(w);
+    tide_cache_obj *obj = NULL;
+    tide_config c;
+    static uint8_t value[2000];
+    uint8_t key[32];
+    uint64_t key_res = 0, dat_res = 0;
+    double anon_mib = -1, maps_mib = -1;
+    const char *at;
+
+    memset(value, 'r', sizeof value);
+    open_with(w, &o);
+    for (uint64_t i = 0; i < 3000; i++) {
+        key_of(i, key);
+        expect_ok(tide_node_put(w->n, key, value, sizeof value), "put");
+    }
+    expect_ok(tide_node_close(w->n), "close");
+    w->n = NULL;
+    open_with(w, &o);
+    for (uint64_t i = 0; i < 3000; i++) {
+        key_of(i, key);
+        expect_ok(tide_node_get(w->n, key, &obj), "get");
+        tide_cache_obj_release(obj);
+    }
+    expect_ok(tide_node_key_map_resident(w->n, &key_res), "the key map's resident pages");
+    expect_ok(tide_node_dat_map_resident(w->n, &dat_res), "the data map's resident pages");
+    if (dat_res < 4 * MIB) fail_msg("6 MB read through the data map left %" PRIu64 " bytes of it resident", dat_res);
+    tide_config_defaults(&c);
+    c.memory_limit = o.memory_limit;
+    w->rss_line[0] = '\0';
+    tide_startup_log_rss(&c, w->n);
+    if ((at = strstr(w->rss_line, "memory: RSS ")) == NULL) fail_msg("no \"memory: RSS\" line was logged");
+    if (sscanf(at, "memory: RSS %*f MiB = %lf MiB process memory (anonymous, counted against memory_limit) + "
+               "%lf MiB of nudb.dat/nudb.key mapped read-only", &anon_mib, &maps_mib) != 2)
+        fail_msg("the line does not read RSS = process memory + maps: %s", w->rss_line);
+    /* Rounded to 0.1 MiB; no page left the maps between the two counts. */
+    if (maps_mib * MIB + 0.06 * MIB < (double)(key_res + dat_res))
+        fail_msg("the line's maps part %.1f MiB is less than their %.1f MiB resident: %s", maps_mib,
+                 (double)(key_res + dat_res) / MIB, w->rss_line);
+    expect_contains(w->rss_line, "page cache the kernel reclaims; not counted", "the maps said not counted");
+    expect_contains(w->rss_line, "as fetches read the store, the maps' part of RSS grows up to their size",
+                    "how far the maps can take RSS");
+}
+
 /* store_no_map (tided's store_key_map=off) reaches the store: its lookups
  * pread every bucket and nothing is mapped; without it they go through
  * the map. */
@@ -1223,6 +1277,7 @@ int main(void)
         T(the_real_reading_gives_the_rss_and_the_kernels_peak),
         T(the_real_reading_counts_anonymous_memory_beside_a_cached_key_file),
         T(store_no_map_reaches_the_store),
+        T(the_startup_rss_line_puts_the_maps_pages_beside_the_process_memory),
         T(the_governor_opens_a_psi_trigger_where_psi_exists),
         T(a_trigger_reporting_an_error_is_closed_and_never_fires),
         T(a_real_v1_cgroup_counts_its_usage_less_page_cache),

@@ -1036,6 +1036,54 @@ static void the_sims_map_follows_writes_and_truncates(void **state)
     tide_io_sim_destroy(sim);
 }
 
+/* The sim keeps an unmapped reservation for the next map of the same size
+ * (io_sim_map.c invariant 5): that map shows its own file only, with
+ * zeros past its end in its last page and the pages past that unreadable,
+ * though the reservation's last user had them readable with its bytes. */
+static void a_reused_sim_reservation_shows_only_the_new_file(void **state)
+{
+    tide_io_sim *sim = NULL;
+    tide_io *io;
+    tide_file *fa = NULL, *fb = NULL;
+    tide_io_map ma = { 0 }, mb = { 0 };
+    static uint8_t a[3 * PAGE + 100], b[PAGE + 10];
+    const uint8_t *old;
+
+    (void)state;
+    memset(a, 'a', sizeof a);
+    for (size_t i = 0; i < sizeof b; i++) b[i] = (uint8_t)(i * 5 + 3);
+    if (tide_io_sim_create(&sim) != 0 || tide_io_sim_put_file(sim, "/a", a, sizeof a) != 0 ||
+        tide_io_sim_put_file(sim, "/b", b, sizeof b) != 0)
+        fail_msg("sim: create");
+    io = tide_io_sim_io(sim);
+    expect_ok(io->open(io, "/a", TIDE_IO_READ, &fa), "open /a");
+    expect_ok(io->open(io, "/b", TIDE_IO_READ, &fb), "open /b");
+    /* A size no other test reserves: the kept reservations are the process's. */
+    ma.reserved = mb.reserved = 13 * PAGE;
+    expect_ok(io->map(fa, &ma, 13 * PAGE), "map /a");
+    old = ma.base;
+    io->unmap(&ma);
+    if (page_perm((uintptr_t)old - PAGE) != 'r' || page_perm((uintptr_t)old) != 'r')
+        fail_msg("an unmapped reservation was given back to the kernel (record page %c, view %c), "
+                 "expected it kept for the next map", page_perm((uintptr_t)old - PAGE),
+                 page_perm((uintptr_t)old));
+    expect_ok(io->map(fb, &mb, 13 * PAGE), "map /b");
+    if (mb.base != old) fail_msg("the map of /b did not take the kept reservation (%p, kept %p)",
+                                 (const void *)mb.base, (const void *)old);
+    expect_u64(mb.mapped, 13 * PAGE, "mapped");
+    if (memcmp(mb.base, b, sizeof b) != 0) fail_msg("the reused view does not show /b");
+    for (size_t i = sizeof b; i < 2 * PAGE; i++)
+        if (mb.base[i] != 0) fail_msg("byte %zu, past /b's end in its last page, reads %#x, not 0", i,
+                                      mb.base[i]);
+    if (page_perm((uintptr_t)mb.base + 2 * PAGE) != '-' || page_perm((uintptr_t)mb.base + 3 * PAGE) != '-')
+        fail_msg("pages past /b's end that /a had readable: expected -, -, got %c, %c",
+                 page_perm((uintptr_t)mb.base + 2 * PAGE), page_perm((uintptr_t)mb.base + 3 * PAGE));
+    io->unmap(&mb);
+    io->close(fa);
+    io->close(fb);
+    tide_io_sim_destroy(sim);
+}
+
 #define BIG_FILE (64ull << 20)
 
 static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
@@ -1261,6 +1309,7 @@ int main(void)
         T(resident_is_this_process_s_pages_not_the_page_cache, th_store_setup_bare),
         cmocka_unit_test(a_failed_mmap_gives_its_reservation_back),
         cmocka_unit_test(the_sims_map_follows_writes_and_truncates),
+        cmocka_unit_test(a_reused_sim_reservation_shows_only_the_new_file),
         T(the_resident_scan_holds_no_growth_mutex, th_store_setup_bare),
         cmocka_unit_test(seek_finds_what_the_binary_search_finds),
     };

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <malloc.h>
 
 #include "tide/store.h"
 #include "store/format.h"
@@ -889,6 +890,46 @@ static void build_big(tstate *t)
     close_rw(t);
 }
 
+/* The heap in use (mallinfo2: chunks of the arenas and mapped ones). */
+static uint64_t heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+}
+
+static int note_heap(void *arg, uint64_t offset, const void *key, unsigned key_size, const void *value,
+                     uint64_t len)
+{
+    uint64_t *peak = arg, now = heap_in_use();
+    (void)offset; (void)key; (void)key_size; (void)value; (void)len;
+    if (now > *peak) *peak = now;
+    return 0;
+}
+
+/* visit.c invariant 2: the walk reads a small nudb.dat through a window of
+ * the file's size, not the 1 MiB window a large one gets (which was a
+ * fresh mapping for every visit of a small store: most of the fuzz
+ * target's time). */
+static void a_visit_of_a_small_store_holds_a_window_of_its_size_not_1_mib(void **state)
+{
+    tstate *t = *state;
+    tide_visit_stats st;
+    uint64_t before, peak;
+
+    if (TH_SANITIZER) th_skip("the sanitizer's allocator is not glibc's (mallinfo2 sees nothing)");
+    build_store(t, 100, 0.5);
+    before = heap_in_use();
+    peak = before;
+    expect_ok(tide_store_visit(t->dir, NULL, note_heap, &peak, &st), "visit");
+    expect_u64(st.data_records, 100, "records visited");
+    if (st.file_bytes >= (256u << 10))
+        fail_msg("the store should be small: nudb.dat is %llu bytes", (unsigned long long)st.file_bytes);
+    if (peak - before > st.file_bytes + (64u << 10))
+        fail_msg("a visit of a %llu-byte nudb.dat held %llu bytes of heap more, expected at most the "
+                 "file's size and 64 KiB", (unsigned long long)st.file_bytes,
+                 (unsigned long long)(peak - before));
+}
+
 static void verify_and_visit_report_progress_that_only_grows_and_ends_at_the_total(void **state)
 {
     tstate *t = *state;
@@ -976,6 +1017,7 @@ int main(void)
         T(verify_rejects_an_unreachable_spill_record_of_another_block_size_as_nudb_does),
         T(a_flipped_value_bit_passes_verify_and_is_returned_as_it_is),
         T(verify_and_visit_report_progress_that_only_grows_and_ends_at_the_total),
+        T(a_visit_of_a_small_store_holds_a_window_of_its_size_not_1_mib),
         T(a_verify_that_fails_reports_no_completion_of_the_failed_step),
     };
 

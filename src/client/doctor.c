@@ -27,7 +27,11 @@
  * only when the page has none.
  *
  * The analysis, in the order an operator asks:
- *   1. RSS against what the allocator says is live (glibc: in-use chunks
+ *   1. RSS in the parts that add up to it, in one line (mem/proc.h): the
+ *      process's anonymous memory, what the limit counts; the pages of
+ *      nudb.dat's and nudb.key's read-only maps, page cache that ps and top
+ *      show but the limit does not count; code and libraries. Then RSS
+ *      against what the allocator says is live (glibc: in-use chunks
  *      plus mmapped chunks; jemalloc, tcmalloc: allocated bytes).
  *   2. What the allocator holds free (tide_allocator_free_bytes): the most a
  *      trim could return. glibc can give back only whole free pages, so the
@@ -73,6 +77,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem/proc.h"
 #include "tide/error.h"
 #include "util/assert.h"
 #include "util/err.h"
@@ -235,6 +240,29 @@ static int by_bytes_desc(const void *a, const void *b)
     double x = ((const tide_doctor_consumer *)a)->bytes, y = ((const tide_doctor_consumer *)b)->bytes;
     return (x < y) - (x > y);
 }
+/* RSS in its parts: the node's own split when the page has it, else the
+ * same sums from RssAnon, RssFile and the two maps' resident pages (a map
+ * not on the page counts 0: a node reading with pread has none). */
+static void rss_parts_from_metrics(const char *text, tide_doctor_report *r)
+{
+    double a = value_of(text, "tide_process_resident_memory_part_bytes", "part", "anonymous");
+    double m = value_of(text, "tide_process_resident_memory_part_bytes", "part", "store_maps");
+    double o = value_of(text, "tide_process_resident_memory_part_bytes", "part", "other_files");
+
+    r->part_anonymous = r->part_store_maps = r->part_other_files = -1;
+    if (!isnan(a) && !isnan(m) && !isnan(o)) {
+        r->part_anonymous = a;
+        r->part_store_maps = m;
+        r->part_other_files = o;
+    } else if (r->rss >= 0 && r->rss_anon >= 0 && r->rss_file >= 0 && r->rss_file <= r->rss) {
+        double maps = (r->key_map_resident > 0 ? r->key_map_resident : 0) +
+                      (r->dat_map_resident > 0 ? r->dat_map_resident : 0);
+        r->part_store_maps = maps < r->rss_file ? maps : r->rss_file;
+        r->part_other_files = r->rss_file - r->part_store_maps;
+        r->part_anonymous = r->rss - r->rss_file;
+    }
+}
+
 
 /* TIDE_EINVAL unless the page holds a sample of a tide_* family: any
  * exporter has process_* families (Prometheus' own /metrics has
@@ -275,6 +303,8 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
     r->rss_anon = or_neg(value_of(text, "tide_process_rss_anon_bytes", NULL, NULL));
     r->rss_file = or_neg(value_of(text, "tide_process_rss_file_bytes", NULL, NULL));
     r->key_map_resident = or_neg(value_of(text, "tide_store_key_map_bytes", "state", "resident"));
+    r->dat_map_resident = or_neg(value_of(text, "tide_store_dat_map_bytes", "state", "resident"));
+    rss_parts_from_metrics(text, r);
     snprintf(r->allocator, sizeof r->allocator, "unknown");
     for (p = text; sample_next(&p, &s) == 0;) {
         if (strcmp(s.name, "tide_allocator_info") != 0) continue;
@@ -1361,7 +1391,7 @@ static void rules_format(const tide_doctor_report *r, FILE *f)
 
 void tide_doctor_format(const tide_doctor_report *r, FILE *f)
 {
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32];
 
     rules_format(r, f);
     fprintf(f, "Allocator: %s%s%s.\n", r->allocator, r->allocator_version[0] ? " " : "", r->allocator_version);
@@ -1370,7 +1400,21 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
                 mib(r->live, b, sizeof b), pct(r->live, r->rss));
     else
         fprintf(f, "RSS is %s; the page does not say how much of it is live.\n", mib(r->rss, a, sizeof a));
-    if (r->rss_anon >= 0 && r->key_map_resident >= 0)
+    if (r->part_anonymous >= 0) {
+        /* ps and top show RSS: what of it the node counts, in one line. */
+        tide_mem_rss_parts p = { (uint64_t)(r->part_anonymous + r->part_store_maps + r->part_other_files),
+                                 (uint64_t)r->part_anonymous, (uint64_t)r->part_store_maps,
+                                 (uint64_t)r->part_other_files };
+        char line[400];
+        tide_mem_rss_parts_text(&p, r->limit > 0, line, sizeof line);
+        fprintf(f, "%s.\n", line);
+    }
+    if (r->rss_anon >= 0 && r->key_map_resident >= 0 && r->dat_map_resident >= 0)
+        fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries, and "
+                "%s of nudb.key's read-only map and %s of nudb.dat's: page cache the kernel reclaims, left out "
+                "of RSS against live).\n", mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b),
+                mib(r->key_map_resident, c, sizeof c), mib(r->dat_map_resident, d, sizeof d));
+    else if (r->rss_anon >= 0 && r->key_map_resident >= 0)
         fprintf(f, "  anonymous %s (heap, stacks, mappings), file-backed %s (code, libraries, and "
                 "%s of nudb.key's read-only map: page cache the kernel reclaims, left out of RSS against live).\n",
                 mib(r->rss_anon, a, sizeof a), mib(r->rss_file, b, sizeof b),
@@ -1408,7 +1452,7 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
         fprintf(f, "  %-18s %12s (stacks, allocator overhead, what no consumer counts)\n",
                 "the rest", mib(rest > 0 ? rest : 0, a, sizeof a));
         if (anon)
-            fprintf(f, "  %-18s %12s (code, libraries, nudb.key's map: page cache, not counted above)\n",
+            fprintf(f, "  %-18s %12s (code, libraries, nudb.key's map and nudb.dat's: page cache, not counted above)\n",
                     "file-backed", mib(r->rss_file, a, sizeof a));
     }
 
@@ -1549,6 +1593,16 @@ int tide_doctor_json(const tide_doctor_report *r, char **out)
     json_object_set_new(o, "rss_anon_bytes", int_or_null(r->rss_anon));
     json_object_set_new(o, "rss_file_bytes", int_or_null(r->rss_file));
     json_object_set_new(o, "key_map_resident_bytes", int_or_null(r->key_map_resident));
+    json_object_set_new(o, "dat_map_resident_bytes", int_or_null(r->dat_map_resident));
+    if (r->part_anonymous >= 0) {
+        json_t *parts = json_object();
+        json_object_set_new(parts, "anonymous_bytes", int_or_null(r->part_anonymous));
+        json_object_set_new(parts, "store_maps_bytes", int_or_null(r->part_store_maps));
+        json_object_set_new(parts, "other_files_bytes", int_or_null(r->part_other_files));
+        json_object_set_new(o, "rss_parts", parts);
+    } else {
+        json_object_set_new(o, "rss_parts", json_null());
+    }
     json_object_set_new(o, "live_bytes", int_or_null(r->live));
     json_object_set_new(o, "allocator_free_bytes", int_or_null(r->allocator_free));
     for (size_t i = 0; i < r->nconsumers; i++) {

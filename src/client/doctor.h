@@ -142,6 +142,14 @@ typedef struct tide_doctor_report {
                                                  mapped in (part of rss_file):
                                                  tide_store_key_map_bytes
                                                  {state="resident"}; < 0 when absent */
+    double dat_map_resident;                  /* nudb.dat's, likewise:
+                                                 tide_store_dat_map_bytes
+                                                 {state="resident"}; < 0 when absent */
+    /* RSS in parts that add up to it (mem/proc.h tide_mem_rss_parts):
+     * tide_process_resident_memory_part_bytes{part=...}, or when the page
+     * has no such family, RssAnon, the maps' resident pages and the rest
+     * of RssFile; all < 0 when neither can be had. */
+    double part_anonymous, part_store_maps, part_other_files;
     double live;                              /* the allocator's live bytes; < 0 when unknown */
     double allocator_free;                    /* < 0 when unknown */
     size_t nconsumers;                        /* largest first */

@@ -275,7 +275,8 @@ int tide_io_sim_crash_state_ns(tide_io_sim *sim, uint64_t subset_mask, uint64_t 
  * included, with TIDE_ASSERT: a broken one aborts the process with a line
  * on stderr naming the expression ("tide: invariant broken: ..."). Every
  * call of the tide_io and of this header already asserts them at its end,
- * without the bytes unless the sim is paranoid. Cost: O(bytes of the sim).
+ * without the bytes unless the sim is paranoid, and not at all when it is
+ * set unchecked. Cost: O(bytes of the sim).
  * No I/O.
  */
 void tide_io_sim_check(tide_io_sim *sim);
@@ -284,6 +285,14 @@ void tide_io_sim_check(tide_io_sim *sim);
  * O(bytes of the sim) a call instead of O(files + pending operations). A
  * clone inherits the setting; a new sim starts without. No I/O. */
 void tide_io_sim_set_paranoid(tide_io_sim *sim, int on);
+
+/* Without `on`, the calls no longer assert the invariants at their end:
+ * only tide_io_sim_check does (so a broken invariant is found at the next
+ * check, not at the call that broke it). For a sim that runs many calls
+ * and is checked at known points (the fuzz target checks at the end of
+ * each input). A clone inherits the setting; a new sim starts checked. No
+ * I/O. */
+void tide_io_sim_set_checked(tide_io_sim *sim, int on);
 
 /* Ways to break the sim on purpose, each against one invariant of
  * io_sim.c, for a test that the check fires (in a child process: the next

@@ -4,8 +4,8 @@
  *
  * ti_sim_check asserts, with TIDE_ASSERT (on in every build), the six
  * invariants of io_sim.c's essay; ti_sim_unlock runs it at the end of every
- * call, so a call that breaks one aborts the process before it returns,
- * naming the broken expression. The checks go from the ground up, so that
+ * call (of a sim not set unchecked), so a call that breaks one aborts the
+ * process before it returns, naming the broken expression. The checks go from the ground up, so that
  * the first one to fire names the cause rather than a consequence: the
  * lock (6), the images' memory (5), the handles' counts (4), that every
  * reference lands on a listed inode and every listed inode is reachable

@@ -113,6 +113,7 @@ struct tide_io_sim {
     pthread_t owner;              /* the thread in a call, while `locked` */
     int locked;
     int paranoid;                 /* ti_sim_check compares bytes too */
+    int unchecked;                /* calls skip ti_sim_check (tide_io_sim_set_checked) */
     inode *inodes;
     ns cur_ns, dur_ns;
     dirset dirs, dur_dirs;        /* the directories made: current, durable */

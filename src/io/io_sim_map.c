@@ -33,10 +33,26 @@
  *   4. map, unmap and every follow take sim->mu (io_sim.c invariant 6);
  *      readers of the view take nothing. map is not counted as a call and
  *      fail_at never fails it (a map is not I/O).
+ *   5. Spare reservations: unmap keeps up to SPARE_MAX reservations of at
+ *      most SPARE_RW_MAX readable bytes (process-wide, under spare_mu,
+ *      taken after sim->mu when both are held) instead of giving them to
+ *      the kernel, with their pages as they were; a map of the same size
+ *      of reservation takes one back, the one whose readable bytes are
+ *      closest to the file's, and its first follow copies the whole
+ *      readable part (its bytes are another file's) and changes the
+ *      protection of the difference only. So a spare is never seen: by
+ *      the time map returns, invariants 1 and 2 hold for the new file.
+ *      Why: every page-table change (a fresh page's fault, an mprotect, a
+ *      munmap) costs tens of microseconds on a virtual machine, and a test
+ *      or fuzz input that opens a small store a few times paid that for
+ *      every page, twice per open (key and data maps), more than the rest
+ *      of the open together.
  *
  * Never: let a reader's bytes move (no realloc of the view); keep a
- * detached map on an inode's list.
+ * detached map on an inode's list; hand out a spare with its old bytes
+ * readable past the new file's end.
  */
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -52,7 +68,22 @@ struct sim_map {
     uint8_t *view;              /* == m->base */
     uint64_t total;             /* bytes of the reservation, its record page included */
     uint64_t mapped, rw;        /* invariant 1 */
+    int stale;                  /* a spare's [0, rw) holds another file's bytes (invariant 5) */
 };
+
+/* Invariant 5: spare reservations, each one's record page and view as an
+ * unmap left them. */
+#define SPARE_MAX    8
+#define SPARE_RW_MAX (1u << 20)
+
+typedef struct spare {
+    uint8_t *p;                 /* the reservation (its record page first) */
+    uint64_t total, rw;
+} spare;
+
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static spare spares[SPARE_MAX];
+static unsigned nspares;
 
 static uint64_t page_size(void) { return (uint64_t)sysconf(_SC_PAGESIZE); }
 static uint64_t round_up(uint64_t n) { uint64_t p = page_size(); return (n + p - 1) / p * p; }
@@ -97,25 +128,65 @@ void ti_sim_maps_detach(inode *ino)
     ino->maps = NULL;
 }
 
-static int reserve(tide_file *f, tide_io_map *m)
+/* Take the spare of `total` bytes whose readable part is closest to
+ * `want` (invariant 5); 0 when there is none. */
+static int take_spare(uint64_t total, uint64_t want, spare *out)
+{
+    unsigned best = SPARE_MAX;
+    uint64_t best_d = UINT64_MAX;
+
+    pthread_mutex_lock(&spare_mu);
+    for (unsigned i = 0; i < nspares; i++) {
+        uint64_t d = spares[i].rw > want ? spares[i].rw - want : want - spares[i].rw;
+        if (spares[i].total == total && d < best_d) { best = i; best_d = d; }
+    }
+    if (best < SPARE_MAX) {
+        *out = spares[best];
+        spares[best] = spares[--nspares];
+    }
+    pthread_mutex_unlock(&spare_mu);
+    return best < SPARE_MAX;
+}
+
+/* Keep a reservation for a later map, or give it to the kernel. */
+static void give_back(uint8_t *p, uint64_t total, uint64_t rw)
+{
+    int kept = 0;
+
+    pthread_mutex_lock(&spare_mu);
+    if (nspares < SPARE_MAX && rw <= SPARE_RW_MAX) {
+        spares[nspares++] = (spare){ p, total, rw };
+        kept = 1;
+    }
+    pthread_mutex_unlock(&spare_mu);
+    if (!kept) munmap(p, (size_t)total);
+}
+
+static int reserve(tide_file *f, tide_io_map *m, uint64_t want)
 {
     uint64_t total = round_up(m->reserved) + page_size();
-    uint8_t *p = mmap(NULL, (size_t)total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    uint64_t rw = round_up(f->ino->cur.size) < want ? round_up(f->ino->cur.size) : want;
+    spare sp = { NULL, total, 0 };
     sim_map *mp;
 
-    if (p == MAP_FAILED)
-        return tide_err_set(TIDE_ENOMEM, "sim: %s: map: cannot reserve %llu bytes of address space", f->path,
-                            (unsigned long long)total);
-    if (mprotect(p, (size_t)page_size(), PROT_READ | PROT_WRITE) != 0) {
-        munmap(p, (size_t)total);
-        return tide_err_set(TIDE_ENOMEM, "sim: %s: map: cannot make the record page", f->path);
+    if (!take_spare(total, rw, &sp)) {
+        sp.p = mmap(NULL, (size_t)total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (sp.p == MAP_FAILED)
+            return tide_err_set(TIDE_ENOMEM, "sim: %s: map: cannot reserve %llu bytes of address space",
+                                f->path, (unsigned long long)total);
+        if (mprotect(sp.p, (size_t)page_size(), PROT_READ | PROT_WRITE) != 0) {
+            munmap(sp.p, (size_t)total);
+            return tide_err_set(TIDE_ENOMEM, "sim: %s: map: cannot make the record page", f->path);
+        }
     }
-    mp = (sim_map *)(void *)p;
+    mp = (sim_map *)(void *)sp.p;
     memset(mp, 0, sizeof *mp);
     mp->sim = f->sim;
     mp->ino = f->ino;
-    mp->view = p + page_size();
+    mp->view = sp.p + page_size();
     mp->total = total;
+    mp->rw = sp.rw;
+    mp->stale = sp.rw > 0;
     mp->next = f->ino->maps;
     f->ino->maps = mp;
     m->base = mp->view;
@@ -138,17 +209,18 @@ int ti_sim_map(tide_file *f, tide_io_map *m, uint64_t len)
     ti_sim_lock(sim);
     if (f->gen != sim->gen) {
         rc = tide_err_set(TIDE_EIO, "sim: %s: map: the handle predates a crash", f->path);
-    } else if (m->base == NULL && (rc = reserve(f, m)) != 0) {
+    } else if (m->base == NULL && (rc = reserve(f, m, want)) != 0) {
         /* rc says why */
     } else if (want > m->reserved) {
         rc = tide_err_set(TIDE_ENOMEM, "sim: %s: map: %llu bytes exceed the %llu reserved", f->path,
                           (unsigned long long)want, (unsigned long long)m->reserved);
-    } else if (want > m->mapped) {
+    } else if (want > m->mapped || record_of(m)->stale) {
         sim_map *mp = record_of(m);
         TIDE_ASSERT(mp->ino == f->ino);
-        mp->mapped = want;
-        m->mapped = want;
-        follow_one(mp, &f->ino->cur, mp->rw, want);
+        if (want > mp->mapped) mp->mapped = m->mapped = want;
+        /* A spare's readable bytes are all another file's (invariant 5). */
+        follow_one(mp, &f->ino->cur, mp->stale ? 0 : mp->rw, want);
+        mp->stale = 0;
     }
     ti_sim_unlock(sim);
     return rc;
@@ -170,7 +242,7 @@ void ti_sim_unmap(tide_io_map *m)
         }
         ti_sim_unlock(sim);
     }
-    munmap(mp, (size_t)mp->total);
+    give_back((uint8_t *)mp, mp->total, mp->rw);
     memset(m, 0, sizeof *m);
 }
 

@@ -23,6 +23,11 @@
  * every page table of the process under the mmap lock. It has its own
  * function, so that nobody pays for it by asking for RSS.
  *
+ * tide_mem_rss_parts_of and _text read nothing: they split a status read
+ * into what ps and top add up as RSS (the process's anonymous memory, the
+ * store files' read-only maps, code and libraries) and say it in one line,
+ * the same in tided's startup log and in tide doctor.
+ *
  * Invariants:
  *   1. Every open file descriptor is closed before the function returns.
  *   2. Output structures are written only when the function returns 0.
@@ -182,6 +187,38 @@ int tide_mem_proc_anon_rss(uint64_t *bytes)
 
     if (rc == 0) *bytes = st.has_split ? st.rss_anon + st.rss_shmem : st.vm_rss;
     return rc;
+}
+
+int tide_mem_rss_parts_of(const tide_mem_proc_status *st, uint64_t maps_resident, tide_mem_rss_parts *out)
+{
+    if (!st->has_split) return tide_err_set(TIDE_EINVAL, "/proc/self/status has no RssAnon/RssFile split");
+    /* Read at another moment than RssFile, the maps may say a page more:
+     * they are part of it, never more. */
+    out->store_maps = maps_resident < st->rss_file ? maps_resident : st->rss_file;
+    out->other_files = st->rss_file - out->store_maps;
+    out->anonymous = st->rss_anon + st->rss_shmem;
+    out->rss = out->anonymous + st->rss_file;
+    return 0;
+}
+
+/* MiB with one decimal, rounded, in integers (no %f: see "Never"). */
+static void mib_text(uint64_t bytes, char *out, size_t cap)
+{
+    unsigned long long tenths = (unsigned long long)((bytes / 1024 * 10 + 512) / 1024);
+    snprintf(out, cap, "%llu.%llu MiB", tenths / 10, tenths % 10);
+}
+
+void tide_mem_rss_parts_text(const tide_mem_rss_parts *p, int limited, char *out, size_t cap)
+{
+    char rss[32], anon[32], maps[32], files[32];
+
+    mib_text(p->rss, rss, sizeof rss);
+    mib_text(p->anonymous, anon, sizeof anon);
+    mib_text(p->store_maps, maps, sizeof maps);
+    mib_text(p->other_files, files, sizeof files);
+    snprintf(out, cap, "RSS %s = %s process memory (anonymous, %s) + %s of nudb.dat/nudb.key mapped "
+             "read-only (page cache the kernel reclaims; not counted) + %s code and libraries", rss, anon,
+             limited ? "counted against memory_limit" : "what a memory_limit would count", maps, files);
 }
 
 int tide_mem_proc_pid_smaps_rollup_read(pid_t pid, tide_mem_proc_smaps *out)

@@ -241,4 +241,33 @@ typedef struct tide_mem_proc_process {
  */
 int tide_mem_proc_process_read(tide_mem_proc_process *out);
 
+/*
+ * RSS in the three parts an operator needs to read `ps` and `top` right:
+ * the process's own memory, and the store files' pages that RSS shows
+ * although the kernel reclaims them as page cache.
+ *   anonymous    RssAnon + RssShmem: heap, stacks, anonymous maps; what
+ *                memory_limit counts (with the cgroup's usage less page
+ *                cache, when that is larger);
+ *   store_maps   the pages of nudb.dat's and nudb.key's read-only maps this
+ *                process has mapped in (`maps_resident`, from pagemap), at
+ *                most RssFile: page cache, not counted;
+ *   other_files  the rest of RssFile: the binary, the libraries.
+ * They add up to VmRSS. TIDE_EINVAL (nothing written) when `st` has no
+ * RssAnon/RssFile split (a kernel before 4.5). No I/O.
+ */
+typedef struct tide_mem_rss_parts {
+    uint64_t rss, anonymous, store_maps, other_files;
+} tide_mem_rss_parts;
+
+int tide_mem_rss_parts_of(const tide_mem_proc_status *st, uint64_t maps_resident, tide_mem_rss_parts *out);
+
+/*
+ * The parts as one line for a person, into out (always NUL-terminated):
+ * "RSS 647.0 MiB = 69.0 MiB process memory (anonymous, counted against
+ * memory_limit) + 578.0 MiB of nudb.dat/nudb.key mapped read-only (page
+ * cache the kernel reclaims; not counted) + 0.4 MiB code and libraries".
+ * `limited` 0 says "what a memory_limit would count" instead. No I/O.
+ */
+void tide_mem_rss_parts_text(const tide_mem_rss_parts *p, int limited, char *out, size_t cap);
+
 #endif

@@ -6,8 +6,9 @@
  * family header and a sample, then one function per group of families in
  * the order they appear: build, memory consumers, caches, sweeps and trims,
  * the allocator, the process, the memory limit (the governor's level,
- * marks, actions and peaks, the cgroup, PSI), the store, online delete (rotations and
- * generations), then the caller's extra families.
+ * marks, actions and peaks, the cgroup, PSI), the store (with RSS in the parts
+ * that add up to it, once its maps' resident pages are counted), online delete
+ * (rotations and generations), then the caller's extra families.
  *
  * Invariants:
  *   1. Each family name is written once, as HELP then TYPE, and all of its
@@ -37,6 +38,7 @@
 #include "mem/proc.h"
 #include "tide/version.h"
 #include "util/assert.h"
+#include "util/err.h"
 #include "util/hist.h"
 
 #ifndef TIDE_REVISION
@@ -418,28 +420,58 @@ static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
  * and of those the pages this process has mapped in (pagemap, not the
  * page cache's mincore). Page cache the kernel reclaims under pressure:
  * counted in RssFile, never in RssAnon. */
-static void write_map(tide_metrics_writer *w, tide_node *n, const char *family, const char *help,
-                      uint64_t bytes, int (*resident_of)(tide_node *, uint64_t *))
+static int write_map(tide_metrics_writer *w, tide_node *n, const char *family, const char *help,
+                     uint64_t bytes, int (*resident_of)(tide_node *, uint64_t *), uint64_t *res)
 {
     const char *mapped[2] = { "state", "mapped" }, *resident[2] = { "state", "resident" };
-    uint64_t res = 0;
+    int rc;
 
+    *res = 0;
     tide_metrics_family(w, family, "gauge", help);
     tide_metrics_sample(w, family, mapped, 1, (double)bytes);
-    if (resident_of(n, &res) == 0) tide_metrics_sample(w, family, resident, 1, (double)res);
+    if ((rc = resident_of(n, res)) == 0) tide_metrics_sample(w, family, resident, 1, (double)*res);
+    return rc;
+}
+
+/* RSS in the parts that add up to it (mem/proc.h tide_mem_rss_parts),
+ * with the store maps' pages just counted: what ps and top show, read
+ * right. Left out without the RssAnon/RssFile split. */
+static void write_rss_parts(tide_metrics_writer *w, uint64_t maps_resident)
+{
+    static const char family[] = "tide_process_resident_memory_part_bytes";
+    const char *parts[3][2] = { { "part", "anonymous" }, { "part", "store_maps" }, { "part", "other_files" } };
+    tide_mem_proc_status st;
+    tide_mem_rss_parts p;
+
+    if (tide_mem_proc_status_read(&st) != 0 || tide_mem_rss_parts_of(&st, maps_resident, &p) != 0) {
+        tide_err_clear();
+        return;
+    }
+    tide_metrics_family(w, family, "gauge", "RSS (VmRSS, what ps and top show) in parts that add up to it: "
+                        "anonymous is the process's own memory (RssAnon + RssShmem), what memory_limit counts; "
+                        "store_maps the pages of nudb.dat and nudb.key mapped read-only, page cache the kernel "
+                        "reclaims, not counted; other_files the binary and libraries.");
+    tide_metrics_sample(w, family, parts[0], 1, (double)p.anonymous);
+    tide_metrics_sample(w, family, parts[1], 1, (double)p.store_maps);
+    tide_metrics_sample(w, family, parts[2], 1, (double)p.other_files);
 }
 
 static void write_maps(tide_metrics_writer *w, tide_node *n, const tide_store_info *si)
 {
-    write_map(w, n, "tide_store_key_map_bytes", "nudb.key's read-only map, file-backed "
-              "and reclaimable (in RssFile, not RssAnon): the key-file bytes it shows "
-              "(mapped), and the pages of it this process has mapped in (resident: "
-              "present in its page tables, /proc/self/pagemap; not the file's page-cache residency).",
-              si->key_map_bytes, tide_node_key_map_resident);
-    write_map(w, n, "tide_store_dat_map_bytes", "nudb.dat's read-only map, in which "
-              "fetches read the records and spill records, file-backed and reclaimable (in "
-              "RssFile, not RssAnon): the data-file bytes it shows (mapped), and the pages of "
-              "it this process has mapped in (resident).", si->dat_map_bytes, tide_node_dat_map_resident);
+    uint64_t key = 0, dat = 0;
+    int rc;
+
+    rc = write_map(w, n, "tide_store_key_map_bytes", "nudb.key's read-only map, file-backed "
+                   "and reclaimable (in RssFile, not RssAnon): the key-file bytes it shows "
+                   "(mapped), and the pages of it this process has mapped in (resident: "
+                   "present in its page tables, /proc/self/pagemap; not the file's page-cache residency).",
+                   si->key_map_bytes, tide_node_key_map_resident, &key);
+    rc |= write_map(w, n, "tide_store_dat_map_bytes", "nudb.dat's read-only map, in which "
+                    "fetches read the records and spill records, file-backed and reclaimable (in "
+                    "RssFile, not RssAnon): the data-file bytes it shows (mapped), and the pages of "
+                    "it this process has mapped in (resident).", si->dat_map_bytes, tide_node_dat_map_resident,
+                    &dat);
+    if (rc == 0) write_rss_parts(w, key + dat);
 }
 
 /* `si`: the store's figures, read once per page by tide_metrics_render. */

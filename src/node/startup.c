@@ -20,7 +20,9 @@
  * before the log (and by --check-config), has made sure data_dir's parent
  * exists, since tided creates the data directory but never its parents.
  *
- * With online delete on, a second line after the node opened
+ * After the node opened, tide_startup_log_rss says what RSS is made of and
+ * how far the store's read-only maps can take it (ps and top count their
+ * pages, memory_limit does not). With online delete on, a second line after the node opened
  * (tide_startup_log_disk) states the disk bound the settings give: about
  * G x N objects, copies forward included, in bytes at the newest
  * generation's mean record size when it has objects. With it off the
@@ -51,6 +53,7 @@
 #include "gen/gens.h"
 #include "mem/alloc.h"
 #include "mem/overload.h"
+#include "mem/proc.h"
 #include "util/assert.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -481,4 +484,31 @@ void tide_startup_log_disk(const tide_config *c, tide_node *n)
                  "files plus the key files (a record is its value + key size + 6 bytes); now %s",
                  k, when, c->online_delete, k, c->online_delete, (uint64_t)k * c->online_delete, now);
     }
+}
+
+void tide_startup_log_rss(const tide_config *c, tide_node *n)
+{
+    tide_mem_proc_status st;
+    tide_mem_rss_parts p;
+    tide_store_info si;
+    uint64_t key = 0, dat = 0;
+    char line[400], maps[32];
+
+    tide_node_store_info(n, &si);
+    if (tide_mem_proc_status_read(&st) != 0 || tide_node_key_map_resident(n, &key) != 0 ||
+        tide_node_dat_map_resident(n, &dat) != 0 || tide_mem_rss_parts_of(&st, key + dat, &p) != 0) {
+        tide_log(TIDE_LOG_DEBUG, "memory: RSS not split: %s", tide_last_error());
+        tide_err_clear();
+        return;
+    }
+    tide_mem_rss_parts_text(&p, c->memory_limit > 0, line, sizeof line);
+    if (si.key_map_bytes + si.dat_map_bytes == 0) {
+        tide_log(TIDE_LOG_INFO, "memory: %s; the store is read with pread (no map), so RSS holds none of "
+                 "its files", line);
+        return;
+    }
+    tide_size_format(si.key_map_bytes + si.dat_map_bytes, maps, sizeof maps);
+    tide_log(TIDE_LOG_INFO, "memory: %s; as fetches read the store, the maps' part of RSS grows up to their "
+             "size, %s now: ps and top count it, memory_limit does not (/metrics "
+             "tide_process_resident_memory_part_bytes and tide doctor split RSS so)", line, maps);
 }

@@ -11,6 +11,7 @@
  *     tide_startup_node_opts(&cfg, &o);     the node's options from the settings
  *     tide_node_open(&node, &o);
  *     tide_startup_log_disk(&cfg, node);   the disk bound, with online delete
+ *     tide_startup_log_rss(&cfg, node);    what RSS will show besides the process
  *
  * None of these is thread-safe: they are for startup.
  */
@@ -65,6 +66,13 @@ void tide_startup_log(const tide_config *c);
  * generation's mean record size when it holds objects, else per object)
  * and the disk used now. After tide_node_open; nothing when it is off. */
 void tide_startup_log_disk(const tide_config *c, tide_node *n);
+
+/* Log RSS in its parts now (the process's anonymous memory, counted
+ * against memory_limit; the store files' read-only maps, page cache not
+ * counted; code and libraries), and how far the maps can take it: ps and
+ * top show their pages in RSS as fetches read them, up to the maps' size.
+ * After tide_node_open. Reads /proc/self/status and pagemap. */
+void tide_startup_log_rss(const tide_config *c, tide_node *n);
 
 /* The node options the settings ask for (dir, caches, burst, sweep
  * interval in ms, block size for a new store). */

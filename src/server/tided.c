@@ -779,6 +779,7 @@ static int open_node(tided_server *srv, const tide_config *c)
     if (rc) return rc;
     srv->key_size = tide_node_key_size(srv->node);
     tide_log(TIDE_LOG_INFO, "store %s open: %u-byte keys", c->data_dir, srv->key_size);
+    tide_startup_log_rss(c, srv->node);
     tide_startup_log_disk(c, srv->node);
     return 0;
 }

@@ -15,8 +15,9 @@
  * Invariants:
  *   1. Every byte from the header to the end is in exactly one record; a
  *      record that runs past the end is reported with its offset.
- *   2. Memory: the window plus, for a value larger than the window, one
- *      buffer of that value's size.
+ *   2. Memory: the window (1 MiB, or the file's size when that is less)
+ *      plus, for a record larger than the window, one buffer of that
+ *      record's size.
  *   3. Progress (tide_progress_fn's contract): done is the offset of the
  *      next record, so it only grows, and it is reported when it has
  *      moved a window's worth (1 MiB) since the last call, and once more
@@ -40,12 +41,13 @@ typedef struct reader {
     tide_file *f;
     const char *path;
     uint64_t size;
-    uint8_t *win;
+    uint8_t *win;       /* win_cap bytes */
+    size_t win_cap;     /* WINDOW, or the file's size when that is less */
     uint64_t win_off;   /* file offset of win[0] */
     size_t win_len;
 } reader;
 
-/* Make [off, off + n) readable and return a pointer to it (n <= WINDOW). */
+/* Make [off, off + n) readable and return a pointer to it (n <= win_cap). */
 static int window(reader *r, uint64_t off, size_t n, const uint8_t **out)
 {
     int rc;
@@ -54,7 +56,7 @@ static int window(reader *r, uint64_t off, size_t n, const uint8_t **out)
                             "end of the file (%llu bytes)", r->path, (unsigned long long)off, n,
                             (unsigned long long)r->size);
     if (off < r->win_off || off + n > r->win_off + r->win_len) {
-        size_t len = r->size - off < WINDOW ? (size_t)(r->size - off) : WINDOW;
+        size_t len = r->size - off < r->win_cap ? (size_t)(r->size - off) : r->win_cap;
         if ((rc = r->io->read_at(r->f, r->win, len, off)) != 0) return rc;
         r->win_off = off;
         r->win_len = len;
@@ -130,13 +132,16 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
     memset(&st, 0, sizeof st);
     r.io = io ? io : tide_io_posix();
     path = ti_path_join(dir, "nudb.dat");
-    r.win = malloc(WINDOW);
-    if (!path || !r.win) { rc = tide_err_set(TIDE_ENOMEM, "visit: out of memory"); goto out; }
+    if (!path) { rc = tide_err_set(TIDE_ENOMEM, "visit: out of memory"); goto out; }
     r.path = path;
     if ((rc = open_walk(&r, dir, &hold)) != 0) goto out;
     if ((rc = r.io->size(r.f, &r.size)) != 0) goto out;
     if ((rc = live_bound(dir, r.io, &r.size)) != 0) goto out;
     st.file_bytes = r.size;
+    /* Invariant 2: a small file gets a window of its own size. */
+    r.win_cap = r.size < WINDOW ? (r.size > TIDE_DAT_HEADER_SIZE ? (size_t)r.size : TIDE_DAT_HEADER_SIZE)
+                                : WINDOW;
+    if ((r.win = malloc(r.win_cap)) == NULL) { rc = tide_err_set(TIDE_ENOMEM, "visit: out of memory"); goto out; }
     {
         const uint8_t *h;
         if (r.size < TIDE_DAT_HEADER_SIZE) {
@@ -183,7 +188,7 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
         }
         if (fn) {
             const uint8_t *rec;
-            if (total <= WINDOW) {
+            if (total <= r.win_cap) {
                 if ((rc = window(&r, off, (size_t)total, &rec)) != 0) goto out;
             } else {
                 free(big);
