@@ -1635,15 +1635,29 @@ static void expect_enospc(int rc, const char *what)
         fail_msg("%s: expected tide_last_error() to say 'no space', got '%s'", what, msg);
 }
 
+/* How many times `what` is in the captured log. */
+static int log_count(const th_log_capture *cap, const char *what)
+{
+    int n = 0;
+
+    for (const char *p = strstr(cap->text, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+/* The retries of a commit on a full disk are each counted, but the log
+ * says so once (then once a minute), and once when commits succeed again,
+ * with the count of failed tries: a disk full for a day is not 86,400
+ * lines. */
 static void a_commit_that_meets_a_full_disk_fails_with_enospc_and_resumes_when_space_returns(void **state)
 {
     tide_io_sim *sim = make_base(&FRESH), *d;
-    uint64_t *items, total = 4000, k = 0, acked = 0, failed_at = 0, refused;
+    uint64_t *items, total = 4000, k = 0, acked = 0, failed_at = 0, refused, tries;
     tide_store *s;
     tide_store_info info;
     int rc = 0, hit = 0;
     double t0 = th_now_ms();
-    char msg[512];
+    char msg[512], said[96];
+    th_log_capture *cap = calloc(1, sizeof *cap);
     expect e;
 
     (void)state;
@@ -1659,6 +1673,9 @@ static void a_commit_that_meets_a_full_disk_fails_with_enospc_and_resumes_when_s
     acked = k;
 
     /* The disk fills: room for a few batches more. */
+    if (cap == NULL) fail_msg("out of memory");
+    tide_log_set_sink(th_log_capture_sink, cap);
+    tide_log_set_level(TIDE_LOG_INFO);
     tide_io_sim_set_capacity(sim, tide_io_sim_usage(sim) + 20000);
     while (!hit && k + 20 < total - 100) {
         for (uint64_t j = 0; j < 20; j++) {
@@ -1700,12 +1717,15 @@ static void a_commit_that_meets_a_full_disk_fails_with_enospc_and_resumes_when_s
         do {
             tide_clock_sleep_us(100000);
             tide_store_get_info(s, &info);
-        } while (info.commit_failures < 2 && th_now_ms() < until);
-        if (info.commit_failures < 2)
-            fail_msg("disk full: expected the store to retry the failed commit within 30 s (it "
+        } while (info.commit_failures < 3 && th_now_ms() < until);
+        if (info.commit_failures < 3)
+            fail_msg("disk full: expected the store to retry the failed commit twice within 30 s (it "
                      "retries every second), got %llu failed commits",
                      (unsigned long long)info.commit_failures);
     }
+    if (log_count(cap, "commit failed; retrying every second") != 1)
+        fail_msg("disk full: %llu failed commits, want the failure logged once, got:\n%s",
+                 (unsigned long long)info.commit_failures, cap->text);
     insert_item(s, items[k], &rc);
     expect_enospc(rc, "disk full: an insert after a retry, while the disk is still full");
     refused = k;
@@ -1742,6 +1762,15 @@ static void a_commit_that_meets_a_full_disk_fails_with_enospc_and_resumes_when_s
             fail_msg("disk full: after the capacity was raised, expected a sync to succeed within "
                      "30 s, got %d (%s): %s", rc, tide_strerror(rc), tide_last_error());
     }
+    tide_store_get_info(s, &info);
+    tries = info.commit_failures;
+    snprintf(said, sizeof said, "commits succeed again after %llu failed tries", (unsigned long long)tries);
+    tide_log_set_sink(NULL, NULL);
+    tide_log_set_level(TIDE_LOG_OFF);
+    if (log_count(cap, "commit failed") != 1 || log_count(cap, said) != 1)
+        fail_msg("disk full: after %llu failed commits, want one line of the failure and one saying '%s', "
+                 "got:\n%s", (unsigned long long)tries, said, cap->text);
+    free(cap);
     acked = k;
     for (; k < refused + 100; k++) {
         insert_item(s, items[k], &rc);

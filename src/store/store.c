@@ -1059,6 +1059,49 @@ static void take_batch(tide_store *s)
     pthread_cond_broadcast(&s->room_cv);
 }
 
+/* A repeated failure is logged again once a minute, with its count. */
+#define FAIL_LOG_EVERY_US (60ull * 1000000)
+
+/* Log a failed attempt (`what` failed with rc and tide_last_error()): the
+ * first of a streak, any change of error and a final failure (`final`:
+ * close asked, or the store broken) in full; the same error again only
+ * once FAIL_LOG_EVERY_US has passed since it was last logged, with the
+ * count so far. A disk that stays full for a day writes 1,440
+ * lines, not 86,400; the counters (commit_failures) still count every
+ * try. Commit thread only. */
+static void log_failure(tide_store *s, int rc, const char *what, int final)
+{
+    const char *next = final ? "final: nothing commits again; nudb.log stays for the next open's recovery"
+                             : "retrying every second";
+    const char *msg = tide_last_error();
+    uint64_t now = tide_clock_mono_us();
+    int same = s->fail_log.tries > 0 && s->fail_log.rc == rc &&
+               strncmp(s->fail_log.msg, msg, sizeof s->fail_log.msg - 1) == 0;
+
+    if (s->fail_log.tries == 0) s->fail_log.first_us = now;
+    s->fail_log.tries++;
+    if (same && !final && now - s->fail_log.logged_us < FAIL_LOG_EVERY_US) return;
+    if (same)
+        tide_log(TIDE_LOG_ERROR, "%s: %s, still, %llu tries in %llu s; %s: %s: %s", s->dir, what,
+                 (unsigned long long)s->fail_log.tries, (unsigned long long)((now - s->fail_log.first_us) / 1000000),
+                 next, tide_strerror(rc), msg);
+    else
+        tide_log(TIDE_LOG_ERROR, "%s: %s; %s: %s: %s", s->dir, what, next, tide_strerror(rc), msg);
+    s->fail_log.rc = rc;
+    snprintf(s->fail_log.msg, sizeof s->fail_log.msg, "%s", msg);
+    s->fail_log.logged_us = now;
+}
+
+/* The end of a streak of failures: said once. Commit thread only. */
+static void log_recovered(tide_store *s)
+{
+    if (s->fail_log.tries == 0) return;
+    tide_log(TIDE_LOG_INFO, "%s: commits succeed again after %llu failed %s in %llu s", s->dir,
+             (unsigned long long)s->fail_log.tries, s->fail_log.tries == 1 ? "try" : "tries",
+             (unsigned long long)((tide_clock_mono_us() - s->fail_log.first_us) / 1000000));
+    memset(&s->fail_log, 0, sizeof s->fail_log);
+}
+
 /* A failed attempt: its error is what inserts and syncs get; retried in a
  * second, or, with close asked, final. */
 static void attempt_failed(tide_store *s, int rc, uint64_t *retry_at)
@@ -1088,17 +1131,17 @@ static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took,
         s->durable_seq = s->committing_seq;
         s->commit_err = 0;
         s->state = TI_STORE_IDLE;
+        log_recovered(s);
     } else if (end == TI_COMMIT_APPLIED) {
         s->applied_seq = s->committing_seq;
         __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
-        tide_log(TIDE_LOG_ERROR, "%s: a commit reached the files but emptying nudb.log failed; "
-                 "retrying every second: %s: %s", s->dir, tide_strerror(rc), tide_last_error());
+        log_failure(s, rc, "a commit reached the files but emptying nudb.log failed", s->closing);
         s->state = TI_STORE_LOG_DIRTY;
         attempt_failed(s, rc, retry_at);
     } else {
         __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
-        tide_log(TIDE_LOG_ERROR, "%s: commit failed, will retry: %s: %s", s->dir,
-                 tide_strerror(rc), tide_last_error());
+        log_failure(s, rc, end == TI_COMMIT_BROKEN ? "a commit failed and so did its rollback" : "commit failed",
+                    end == TI_COMMIT_BROKEN || s->closing);
         s->state = end == TI_COMMIT_BROKEN ? TI_STORE_BROKEN : TI_STORE_RETRYING;
         attempt_failed(s, rc, retry_at);
     }
@@ -1115,7 +1158,9 @@ static void end_clean(tide_store *s, int rc, uint64_t *retry_at)
         s->durable_seq = s->applied_seq;
         s->commit_err = 0;
         s->state = TI_STORE_IDLE;
+        log_recovered(s);
     } else {
+        log_failure(s, rc, "emptying nudb.log after a commit failed", s->closing);
         attempt_failed(s, rc, retry_at);
     }
     if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);

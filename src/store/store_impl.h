@@ -140,6 +140,14 @@ struct tide_store {
     /* The fetch path's counters, one cache line per thread (tally.h). */
     ti_tally  *tally;
 
+    /* The streak of failed attempts the log tells of (store.c
+     * log_failure): commit thread only. */
+    struct {
+        uint64_t tries, first_us, logged_us;
+        int      rc;
+        char     msg[256];
+    } fail_log;
+
     /* Counters (atomic). */
     uint64_t   inserts, commits, commit_failures, bytes_written, syncs;
     uint64_t   last_commit_us, commit_buffer_bytes;
