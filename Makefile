@@ -45,7 +45,8 @@
 # LIBDIR and BINDIR set, so its objects never mix with the normal ones.
 # Helpers: every tests/*.c not named test_*.c is linked into each test.
 # test_fuzz_regress also links the fuzz targets (fuzz/fuzz_*.c, built by
-# $(CC) like the tests) to replay fuzz/corpus/ and fuzz/crashers/.
+# $(CC) like the tests) to replay fuzz/corpus/ and fuzz/crashers/;
+# test_server_work links tided's server objects (all but tided.c).
 # Test selection: `make check TESTS="test_util test_format"`, or run
 # tests/run-tests yourself with test names.
 
@@ -401,6 +402,12 @@ $(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_
 $(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
 $(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
+# test_server_work starts tided's worker threads: it links the same server
+# objects and includes server.h (h2o's headers).
+$(BUILD)/tests/test_server_work: $(call obj,$(FUZZ_SERVER_SRCS))
+$(BUILD)/tests/test_server_work: TEST_EXTRA_OBJS = $(call obj,$(FUZZ_SERVER_SRCS))
+$(BUILD)/tests/test_server_work: TEST_LIBS += $(SERVER_LIBS)
+$(BUILD)/obj/tests/test_server_work.o: private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
 # test_cli_progress tests the CLI's progress line, which is in no archive
 # (src/cli builds bin/tide only): it links those objects.
 CLI_PROGRESS_TEST_OBJS := $(call obj,src/cli/cli_progress.c src/cli/cli.c src/cli/cli_store.c)

@@ -118,9 +118,15 @@
  *      job waits for a sleeper.
  *   5. A batch holds one GET, or PUTs only: a GET never waits behind
  *      another job of its batch, nor a PUT behind a GET.
+ *   6. gate_fd is -1 or the descriptor this worker opened (the pool's
+ *      gate), from its start to its stop, which closes it once and sets
+ *      -1. Every worker starts from worker_init, which sets -1: the stop
+ *      runs while other threads open descriptors (sd_notify's socket for
+ *      the stop's STATUS lines), so closing a number the worker does not
+ *      own closes theirs.
  *
  * Never: touch a job's req or guard (they belong to the loop thread); read
- * a request's body on a worker.
+ * a request's body on a worker; close a descriptor the worker did not open.
  */
 #include "server/server.h"
 
@@ -481,16 +487,25 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind)
+/* The state every worker starts from, the pool too: nothing queued, no
+ * thread, and no descriptor (invariant 6: a zeroed gate_fd would be
+ * descriptor 0, which the stop would close). */
+static void worker_init(tided_worker *w, tided_server *srv, const char *name, int kind)
 {
-    int rc = 0, err;
-
     memset(w, 0, sizeof *w);
     w->name = name;
     w->kind = kind;
     w->srv = srv;
+    w->gate_fd = -1;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+}
+
+int tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind)
+{
+    int rc = 0, err;
+
+    worker_init(w, srv, name, kind);
     err = pthread_create(&w->tid, NULL, worker_main, w);
     if (err) {
         tide_log(TIDE_LOG_ERROR, "cannot start the %s worker thread: %s", name, strerror(err));
@@ -508,15 +523,9 @@ int tided_pool_start(tided_worker *w, tided_server *srv, unsigned threads, size_
     int rc = 0, err;
 
     TIDE_ASSERT(threads >= 1 && cap >= 1 && cap <= 0xffffffffu);
-    memset(w, 0, sizeof *w);
-    w->name = "store";
-    w->kind = TIDED_JOB_STORE;
-    w->srv = srv;
+    worker_init(w, srv, "store", TIDED_JOB_STORE);
     w->cap = cap;
     w->put_cap = cap * 3 / 4 ? cap * 3 / 4 : 1;
-    w->gate_fd = -1;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
     /* O_RDWR: the open does not wait for a writer, and a read waits for a
      * byte instead of seeing end of file while the test has it closed. */
     if (gate && *gate) {
