@@ -44,8 +44,9 @@
 # A sanitizer build is this same Makefile run again with BUILD, OPT, SAN,
 # LIBDIR and BINDIR set, so its objects never mix with the normal ones.
 # Helpers: every tests/*.c not named test_*.c is linked into each test.
-# test_fuzz_regress also links the fuzz targets (fuzz/fuzz_*.c, built by
-# $(CC) like the tests) to replay fuzz/corpus/ and fuzz/crashers/.
+# test_fuzz_regress also links the fuzz targets (fuzz/fuzz_*.c and the
+# store targets' fuzz/store_run.c, built by $(CC) like the tests) to
+# replay fuzz/corpus/ and fuzz/crashers/.
 # Test selection: `make check TESTS="test_util test_format"`, or run
 # tests/run-tests yourself with test names.
 
@@ -211,9 +212,11 @@ TEST_BINS    := $(patsubst %,$(BUILD)/tests/%,$(TESTS))
 DEPS := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
 
 # The fuzz targets (fuzz/<name>.c, each defining <name>_one). fuzz_http
-# also links tided's sources but the one with main (tided.c) and h2o.
-FUZZ_TARGETS := fuzz_headers fuzz_bucket fuzz_store_image fuzz_http
-FUZZ_REGRESS_OBJS := $(call obj,$(patsubst %,fuzz/%.c,$(FUZZ_TARGETS)))
+# also links tided's sources but the one with main (tided.c) and h2o; the
+# two store targets link the run they share (fuzz/store_run.c).
+FUZZ_TARGETS := fuzz_headers fuzz_bucket fuzz_store_image fuzz_store_script fuzz_http
+FUZZ_SHARED  := fuzz/store_run.c
+FUZZ_REGRESS_OBJS := $(call obj,$(patsubst %,fuzz/%.c,$(FUZZ_TARGETS)) $(FUZZ_SHARED))
 FUZZ_SERVER_SRCS := $(filter-out src/server/tided.c,$(SERVER_SRCS))
 DEPS += $(patsubst %.o,%.d,$(FUZZ_REGRESS_OBJS))
 
@@ -628,9 +631,11 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -O1 -g -pthread $
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
 FUZZ_SERVER_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SERVER_SRCS))
 FUZZ_TGT_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/%.o,$(FUZZ_TARGETS))
+FUZZ_SHARED_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SHARED))
 FUZZ_SHIM_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/shim_%.o,$(FUZZ_TARGETS))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/%,$(FUZZ_TARGETS))
-FUZZ_DEPS    := $(patsubst %.o,%.d,$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS) $(FUZZ_SHIM_OBJS))
+FUZZ_DEPS    := $(patsubst %.o,%.d,$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS) \
+                $(FUZZ_SHARED_OBJS) $(FUZZ_SHIM_OBJS))
 
 fuzz-deps:
 	bash scripts/install-deps --fuzz
@@ -645,7 +650,7 @@ $(FUZZ_SHIM_OBJS): $(FUZZ_BUILD)/obj/fuzz/shim_%.o: fuzz/libfuzzer_shim.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -DFUZZ_ONE=$*_one -c $< -o $@
 
-$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS): $(FUZZ_BUILD)/obj/%.o: %.c
+$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS) $(FUZZ_SHARED_OBJS): $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -654,6 +659,7 @@ $(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS): $(FUZZ_BUILD)/obj/%.o: %.
 $(FUZZ_SERVER_OBJS) $(FUZZ_BUILD)/obj/fuzz/fuzz_http.o: FUZZ_CFLAGS += -DH2O_USE_LIBUV=0
 $(FUZZ_BUILD)/fuzz_http: $(FUZZ_SERVER_OBJS)
 $(FUZZ_BUILD)/fuzz_http: FUZZ_TARGET_LIBS = $(SERVER_LIBS)
+$(FUZZ_BUILD)/fuzz_store_image $(FUZZ_BUILD)/fuzz_store_script: $(FUZZ_BUILD)/obj/fuzz/store_run.o
 
 # The targets link every library object, so every part's libraries too.
 $(FUZZ_BINS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz/shim_%.o $(FUZZ_LIB_OBJS)
