@@ -37,16 +37,19 @@
 #   make clean        remove build/, lib/, bin/
 #   make format-check tabs, trailing blanks and CRLF in C sources
 #   make fuzz         build the libFuzzer targets (clang) and run each for
-#                     FUZZ_SECONDS (default 30); see fuzz/README.md
+#                     FUZZ_SECONDS (default 30), or its own budget
+#                     (FUZZ_SECONDS_<target>, FUZZ_RUNS_<target>); see
+#                     fuzz/README.md
 #   make fuzz-build   only build them (build/fuzz)
 #   make fuzz-seeds   regenerate fuzz/corpus/ from tests/fixtures/nudb
 #
 # A sanitizer build is this same Makefile run again with BUILD, OPT, SAN,
 # LIBDIR and BINDIR set, so its objects never mix with the normal ones.
 # Helpers: every tests/*.c not named test_*.c is linked into each test.
-# test_fuzz_regress also links the fuzz targets (fuzz/fuzz_*.c, built by
-# $(CC) like the tests) to replay fuzz/corpus/ and fuzz/crashers/;
-# test_server_work links tided's server objects (all but tided.c).
+# test_fuzz_regress also links the fuzz targets (fuzz/fuzz_*.c and the
+# store targets' fuzz/store_run.c, built by $(CC) like the tests) to
+# replay fuzz/corpus/ and fuzz/crashers/; test_server_work links tided's
+# server objects (all but tided.c).
 # Test selection: `make check TESTS="test_util test_format"`, or run
 # tests/run-tests yourself with test names.
 
@@ -212,9 +215,11 @@ TEST_BINS    := $(patsubst %,$(BUILD)/tests/%,$(TESTS))
 DEPS := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
 
 # The fuzz targets (fuzz/<name>.c, each defining <name>_one). fuzz_http
-# also links tided's sources but the one with main (tided.c) and h2o.
-FUZZ_TARGETS := fuzz_headers fuzz_bucket fuzz_store_image fuzz_http
-FUZZ_REGRESS_OBJS := $(call obj,$(patsubst %,fuzz/%.c,$(FUZZ_TARGETS)))
+# also links tided's sources but the one with main (tided.c) and h2o; the
+# two store targets link the run they share (fuzz/store_run.c).
+FUZZ_TARGETS := fuzz_headers fuzz_bucket fuzz_store_image fuzz_store_script fuzz_http
+FUZZ_SHARED  := fuzz/store_run.c
+FUZZ_REGRESS_OBJS := $(call obj,$(patsubst %,fuzz/%.c,$(FUZZ_TARGETS)) $(FUZZ_SHARED))
 FUZZ_SERVER_SRCS := $(filter-out src/server/tided.c,$(SERVER_SRCS))
 DEPS += $(patsubst %.o,%.d,$(FUZZ_REGRESS_OBJS))
 
@@ -635,9 +640,11 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -O1 -g -pthread $
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
 FUZZ_SERVER_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SERVER_SRCS))
 FUZZ_TGT_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/%.o,$(FUZZ_TARGETS))
+FUZZ_SHARED_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SHARED))
 FUZZ_SHIM_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/shim_%.o,$(FUZZ_TARGETS))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/%,$(FUZZ_TARGETS))
-FUZZ_DEPS    := $(patsubst %.o,%.d,$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS) $(FUZZ_SHIM_OBJS))
+FUZZ_DEPS    := $(patsubst %.o,%.d,$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS) \
+                $(FUZZ_SHARED_OBJS) $(FUZZ_SHIM_OBJS))
 
 fuzz-deps:
 	bash scripts/install-deps --fuzz
@@ -652,7 +659,7 @@ $(FUZZ_SHIM_OBJS): $(FUZZ_BUILD)/obj/fuzz/shim_%.o: fuzz/libfuzzer_shim.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -DFUZZ_ONE=$*_one -c $< -o $@
 
-$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS): $(FUZZ_BUILD)/obj/%.o: %.c
+$(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS) $(FUZZ_SHARED_OBJS): $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -661,32 +668,51 @@ $(FUZZ_LIB_OBJS) $(FUZZ_SERVER_OBJS) $(FUZZ_TGT_OBJS): $(FUZZ_BUILD)/obj/%.o: %.
 $(FUZZ_SERVER_OBJS) $(FUZZ_BUILD)/obj/fuzz/fuzz_http.o: FUZZ_CFLAGS += -DH2O_USE_LIBUV=0
 $(FUZZ_BUILD)/fuzz_http: $(FUZZ_SERVER_OBJS)
 $(FUZZ_BUILD)/fuzz_http: FUZZ_TARGET_LIBS = $(SERVER_LIBS)
+$(FUZZ_BUILD)/fuzz_store_image $(FUZZ_BUILD)/fuzz_store_script: $(FUZZ_BUILD)/obj/fuzz/store_run.o
 
 # The targets link every library object, so every part's libraries too.
 $(FUZZ_BINS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz/shim_%.o $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(FUZZ_TARGET_LIBS) $(call part_libs,$(LIB_PARTS)) $(LIBS)
 
+# A target's own budget: FUZZ_SECONDS_<target> (default FUZZ_SECONDS) caps
+# its time, and FUZZ_RUNS_<target> (default none) ends it after that many
+# executions, e.g. CI's FUZZ_RUNS_fuzz_store_image=1000000 with
+# FUZZ_SECONDS_fuzz_store_image=900 (.ci/run). The shell loop reads them as
+# target:seconds:runs.
+FUZZ_BUDGETS = $(foreach t,$(FUZZ_TARGETS),$(t):$(or $(FUZZ_SECONDS_$(t)),$(FUZZ_SECONDS)):$(FUZZ_RUNS_$(t)))
+
+# AddressSanitizer's options for the runs (fuzz/README.md, "Speed"): a
+# quarantine of 8 MiB (default 256) and a per-thread one of 64 KiB (default
+# 1 MiB) keep freed memory in fewer, warm pages. The user's ASAN_OPTIONS
+# come after them, so any of them can be set back.
+FUZZ_ASAN_OPTIONS ?= quarantine_size_mb=8:thread_local_quarantine_size_kb=64
+
 # Run every target, even after one crashes; fail at the end if any did.
 # The whole libFuzzer output of a target is in build/fuzz/<name>.log; the
-# end of the run lists each target's executions per second.
+# end of the run lists each target's executions per second, how many it
+# made and in how many seconds.
 fuzz: fuzz-build
 	@export UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"; \
+	export ASAN_OPTIONS="$(FUZZ_ASAN_OPTIONS)$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}"; \
 	bad=""; speeds=""; \
-	for t in $(FUZZ_TARGETS); do \
+	for b in $(FUZZ_BUDGETS); do \
+	    t=$${b%%:*}; secs=$${b#*:}; runs=$${secs#*:}; secs=$${secs%%:*}; \
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$t fuzz/crashers/$$t fuzz/corpus/$$t; \
 	    log=$(FUZZ_BUILD)/$$t.log; \
-	    echo "==> $$t: $(FUZZ_SECONDS) s, seeds fuzz/corpus/$$t, crashers to fuzz/crashers/$$t/"; \
+	    echo "==> $$t: $${runs:+$$runs executions or }$$secs s, seeds fuzz/corpus/$$t, crashers to fuzz/crashers/$$t/"; \
 	    dict=""; [ -f fuzz/$$t.dict ] && dict="-dict=fuzz/$$t.dict"; \
-	    $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
-	        -artifact_prefix=fuzz/crashers/$$t/ $$dict $(FUZZ_FLAGS) \
+	    start=$$(date +%s); \
+	    $(FUZZ_BUILD)/$$t -max_total_time=$$secs $${runs:+-runs=$$runs} -timeout=10 \
+	        -print_final_stats=1 -artifact_prefix=fuzz/crashers/$$t/ $$dict $(FUZZ_FLAGS) \
 	        $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t >$$log 2>&1; \
-	    rc=$$?; \
+	    rc=$$?; took=$$(( $$(date +%s) - start )); \
 	    grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' $$log | sed 's/^/    /'; \
 	    grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' $$log | \
 	        sed 's/^/    /'; \
 	    n=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log); \
 	    eps=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$log); \
-	    speeds="$$speeds$$(printf '%-18s %8s executions/s (%s executions in %s s)' $$t "$${eps:-?}" "$${n:-?}" $(FUZZ_SECONDS))\n"; \
+	    short=""; [ -n "$$runs" ] && [ "$${n:-0}" -lt "$$runs" ] && short=", stopped at $$secs s before $$runs"; \
+	    speeds="$$speeds$$(printf '%-18s %8s executions/s (%s executions in %s s%s)' $$t "$${eps:-?}" "$${n:-?}" $$took "$$short")\n"; \
 	    if [ $$rc -ne 0 ]; then \
 	        echo "    $$t FAILED (exit $$rc); the end of $$log:"; \
 	        tail -n 60 $$log | sed 's/^/    | /'; \
@@ -699,7 +725,7 @@ fuzz: fuzz-build
 	if [ -n "$$bad" ]; then \
 	    echo "fuzz: crashes in:$$bad (inputs in fuzz/crashers/; make test replays them)"; exit 1; \
 	fi; \
-	echo "fuzz: no crashes in $(words $(FUZZ_TARGETS)) targets x $(FUZZ_SECONDS) s"
+	echo "fuzz: no crashes in $(words $(FUZZ_TARGETS)) targets"
 
 # The seed generator is an ordinary program against lib/libtide.a.
 $(BUILD)/fuzz-seeds/make-seeds: fuzz/make-seeds.c $(LIBTIDE)

@@ -67,6 +67,7 @@ static inline int fuzz_fail(fuzz_result *res, const char *fmt, ...)
 int fuzz_headers_one(const uint8_t *data, size_t size, fuzz_result *res);
 int fuzz_bucket_one(const uint8_t *data, size_t size, fuzz_result *res);
 int fuzz_store_image_one(const uint8_t *data, size_t size, fuzz_result *res);
+int fuzz_store_script_one(const uint8_t *data, size_t size, fuzz_result *res);
 int fuzz_http_one(const uint8_t *data, size_t size, fuzz_result *res);
 
 /* A tiny reader over the input, for targets that decode parameters from

@@ -15,8 +15,24 @@
  *   fuzz_bucket       the parameter block of fuzz_bucket.c plus a bucket of
  *                     each fixture (the first, the fullest) and a spill
  *                     record of b512-k32-spill, against the fixture's sizes.
- *   fuzz_store_image  whole small stores in fuzz_store_image.c's format,
- *                     each followed by a script:
+ *   fuzz_store_image  small stores in store_run.c's format, a few KiB
+ *                     each (an execution's cost grows with the image), each
+ *                     followed by a read script:
+ *                       - NuDB's headers of b512-k32-spill over an empty
+ *                         table, then 40 of its records inserted by Tide
+ *                         (sound; through the map and with pread), and
+ *                         copies damaged one way each: nudb.dat cut in a
+ *                         record, nudb.key cut by a block, a bucket count
+ *                         over the capacity, an entry past the end, a record
+ *                         size too large, nudb.key missing;
+ *                       - that store after a commit of 8 more that failed
+ *                         half way (a nudb.log a read-only open reads
+ *                         around);
+ *                       - b4096-k32's and b16384-k8's first records under a
+ *                         key file of block size 4096 rebuilt by rekey;
+ *                       - missing and empty files.
+ *   fuzz_store_script whole small stores in store_run.c's format, each
+ *                     followed by a script that writes:
  *                       - b4096-k32 cut to 3 buckets and 24 KiB of records
  *                         (a damaged store: entries point past the end);
  *                       - the first records of b4096-k32 with a key file
@@ -274,14 +290,20 @@ static void bucket_seeds(void)
     }
 }
 
-/* ---- fuzz_store_image ---- */
+/* ---- fuzz_store_image and fuzz_store_script ---- */
 
+/* The script mode's opcodes (store_run.c), and the read mode's. */
 enum {
     OP_OPEN, OP_OPEN_RO, OP_FETCH, OP_INSERT, OP_SYNC, OP_CLOSE, OP_VERIFY, OP_RECOVER,
     OP_VISIT, OP_INSPECT, OP_INFO, OP_REKEY, OP_REOPEN
 };
+enum { RD_OPEN_RO, RD_FETCH, RD_CLOSE, RD_VERIFY, RD_VISIT, RD_INSPECT, RD_INFO };
 
-/* The files of a store, as fuzz_store_image takes them. */
+/* Bits of the input's flags byte past the three files'. */
+#define FLAG_BACKGROUND 8u
+#define FLAG_MAP        16u
+
+/* The files of a store, as the store targets take them. */
 typedef struct image {
     buf f[3];        /* nudb.dat, nudb.key, nudb.log */
     int present[3];
@@ -293,22 +315,23 @@ static void image_free(image *im)
     memset(im, 0, sizeof *im);
 }
 
-static void image_seed(const char *name, const image *im, int background, const uint8_t *script,
-                       size_t script_len)
+/* A seed of `target`: `flags` (FLAG_*) and the files present, the three
+ * lengths, the files, then the script. */
+static void image_seed(const char *target, const char *name, const image *im, unsigned flags,
+                       const uint8_t *script, size_t script_len)
 {
     buf o = { 0 };
-    unsigned flags = (background ? 8u : 0u);
 
     for (int i = 0; i < 3; i++) if (im->present[i]) flags |= 1u << i;
     buf_u8(&o, flags);
     for (int i = 0; i < 3; i++) buf_be(&o, im->present[i] ? im->f[i].len : 0, 3);
     for (int i = 0; i < 3; i++) if (im->present[i]) buf_put(&o, im->f[i].b, im->f[i].len);
     buf_put(&o, script, script_len);
-    write_seed("fuzz_store_image", name, o.b, o.len);
+    write_seed(target, name, o.b, o.len);
     free(o.b);
 }
 
-/* The scripts (opcodes of fuzz_store_image.c). */
+/* The scripts of fuzz_store_script (the script mode's opcodes). */
 static const uint8_t script_sound[] = {
     OP_VERIFY, OP_OPEN, OP_FETCH, 0x00, OP_FETCH, 0x05, OP_FETCH, 0xc0, 0x11,
     OP_INSERT, 0x40, 0x20, OP_INSERT, 0x41, 0xff, OP_INSERT, 0x00, 0x10,
@@ -326,6 +349,19 @@ static const uint8_t script_damaged[] = {
 static const uint8_t script_short[] = {
     OP_OPEN, OP_FETCH, 0x00, OP_INSERT, 0x60, 0x03, OP_CLOSE, OP_VERIFY, OP_VISIT,
     OP_RECOVER, OP_INSPECT,
+};
+
+/* The scripts of fuzz_store_image (the read mode's opcodes). Keys: 0x00 to
+ * 0x5f name a key of the image, 0x60 to 0xbf a generated one, 0xc0 and up
+ * the generated key of the next byte. */
+static const uint8_t read_sound[] = {
+    RD_VERIFY, RD_OPEN_RO, RD_FETCH, 0x00, RD_FETCH, 0x05, RD_FETCH, 0x3f, RD_FETCH, 0x70,
+    RD_FETCH, 0xc0, 0x11, RD_INFO, RD_VISIT, RD_INSPECT, RD_CLOSE, RD_VERIFY, RD_OPEN_RO,
+    RD_FETCH, 0x02, RD_FETCH, 0x61, RD_CLOSE, RD_VISIT,
+};
+static const uint8_t read_damaged[] = {
+    RD_OPEN_RO, RD_FETCH, 0x00, RD_FETCH, 0x07, RD_FETCH, 0x13, RD_FETCH, 0x60, RD_INFO,
+    RD_CLOSE, RD_VERIFY, RD_VISIT, RD_INSPECT, RD_OPEN_RO, RD_FETCH, 0x01, RD_CLOSE,
 };
 
 /* A sim holding `im` under "db". */
@@ -411,25 +447,29 @@ static void grown_store(const char *fixture, size_t n, unsigned commits, image *
     free(dat.b);
 }
 
-/* b4096-k32's first records under a key file that rekey rebuilt. */
-static void rekeyed_store(size_t dat_max, image *out)
+/* The records of `fixture` in its first `dat_max` bytes of nudb.dat under
+ * a key file of block size 4096 that rekey rebuilt (the fixture's own key
+ * file header stands for the one rekey replaces). */
+static void rekeyed_store(const char *fixture, size_t dat_max, image *out)
 {
-    buf key = read_fixture("b4096-k32", "nudb.key", 1);
-    buf dat = read_fixture("b4096-k32", "nudb.dat", 1);
+    buf key = read_fixture(fixture, "nudb.key", 1);
+    buf dat = read_fixture(fixture, "nudb.dat", 1);
+    unsigned bs = (unsigned)ti_get16(key.b + 44), ks = (unsigned)ti_get16(key.b + 26);
     record rec[1024];
-    size_t n = records(&dat, 32, rec, 1024), keep = 0;
+    size_t n = records(&dat, ks, rec, 1024), keep = 0;
     image im = { 0 };
     tide_io_sim *sim;
     tide_rekey_opts o;
     int rc;
 
-    while (keep < n && rec[keep].offset + 6 + 32 + rec[keep].size <= dat_max) keep++;
-    buf_put(&im.f[0], dat.b, keep ? rec[keep - 1].offset + 6 + 32 + rec[keep - 1].size
+    while (keep < n && rec[keep].offset + 6 + ks + rec[keep].size <= dat_max) keep++;
+    buf_put(&im.f[0], dat.b, keep ? rec[keep - 1].offset + 6 + ks + rec[keep - 1].size
                                   : TIDE_DAT_HEADER_SIZE);
-    buf_put(&im.f[1], key.b, 4096);
+    buf_put(&im.f[1], key.b, bs);
     {
-        uint8_t zero[4096] = { 0 };
-        buf_put(&im.f[1], zero, sizeof zero);
+        uint8_t *zero = calloc(1, bs);
+        buf_put(&im.f[1], zero, bs);
+        free(zero);
     }
     im.present[0] = im.present[1] = 1;
     sim = sim_of(&im);
@@ -437,8 +477,8 @@ static void rekeyed_store(size_t dat_max, image *out)
     tide_rekey_opts_init(&o);
     o.io = tide_io_sim_io(sim);
     o.block_size = 4096;
-    if ((rc = tide_store_rekey("db", &o, NULL)) != 0) die("rekey of b4096-k32's records%s", "", rc);
-    must_verify(sim, "the rekeyed b4096-k32");
+    if ((rc = tide_store_rekey("db", &o, NULL)) != 0) die("rekey of %s's records", fixture, rc);
+    must_verify(sim, fixture);
     image_of(sim, out);
     tide_io_sim_destroy(sim);
     free(key.b);
@@ -450,7 +490,8 @@ static void rekeyed_store(size_t dat_max, image *out)
  * store is broken, and nudb.log keeps the pre-images. Writes seeds for
  * failure points that leave a log with records, the first, middle and last
  * of them. */
-static void crashed_seeds(const char *fixture, const image *base, size_t skip, size_t extra)
+static void crashed_seeds(const char *target, const char *fixture, const image *base,
+                          size_t skip, size_t extra, const uint8_t *script, size_t script_len)
 {
     buf dat = read_fixture(fixture, "nudb.dat", 1);
     unsigned ks = (unsigned)ti_get16(dat.b + 26);
@@ -493,7 +534,7 @@ static void crashed_seeds(const char *fixture, const image *base, size_t skip, s
             char name[128];
             if (k > 0 && pick[k] == pick[k - 1]) continue;
             snprintf(name, sizeof name, "%s-commit-failed-%zu-of-%zu", fixture, pick[k] + 1, nfound);
-            image_seed(name, &found[pick[k]], 0, script_damaged, sizeof script_damaged);
+            image_seed(target, name, &found[pick[k]], 0, script, script_len);
         }
     }
     for (size_t k = 0; k < nfound; k++) image_free(&found[k]);
@@ -501,61 +542,140 @@ static void crashed_seeds(const char *fixture, const image *base, size_t skip, s
     free(dat.b);
 }
 
-static void store_image_seeds(void)
+#define SCRIPT_SEED(name, im, flags, script) \
+    image_seed("fuzz_store_script", name, im, flags, script, sizeof script)
+#define READ_SEED(name, im, flags, script) \
+    image_seed("fuzz_store_image", name, im, flags, script, sizeof script)
+
+/* The first records of `fixture`'s nudb.dat, cut at the last whole record
+ * before `dat_max` bytes, over its first `blocks` key-file blocks (the
+ * header's included): a damaged store, entries pointing past the end. */
+static void cut_store(const char *fixture, size_t dat_max, size_t blocks, image *out)
+{
+    buf key = read_fixture(fixture, "nudb.key", 1);
+    buf dat = read_fixture(fixture, "nudb.dat", 1);
+    unsigned bs = (unsigned)ti_get16(key.b + 44), ks = (unsigned)ti_get16(key.b + 26);
+    record rec[1024];
+    size_t n = records(&dat, ks, rec, 1024), keep = 0;
+
+    while (keep < n && rec[keep].offset + 6 + ks + rec[keep].size <= dat_max) keep++;
+    if (keep == 0 || key.len < blocks * bs) die("%s: too small to cut", fixture, 0);
+    buf_put(&out->f[0], dat.b, rec[keep - 1].offset + 6 + ks + rec[keep - 1].size);
+    buf_put(&out->f[1], key.b, blocks * bs);
+    out->present[0] = out->present[1] = 1;
+    free(key.b);
+    free(dat.b);
+}
+
+/* fuzz_store_script: stores under 64 KiB and scripts that write. */
+static void store_script_seeds(void)
 {
     image im = { 0 };
 
-    reset_dir("fuzz_store_image");
+    reset_dir("fuzz_store_script");
 
     /* b4096-k32 cut short: 3 buckets, 24 KiB of records. */
-    {
-        buf key = read_fixture("b4096-k32", "nudb.key", 1);
-        buf dat = read_fixture("b4096-k32", "nudb.dat", 1);
-        record rec[1024];
-        size_t n = records(&dat, 32, rec, 1024), keep = 0;
-        while (keep < n && rec[keep].offset + 6 + 32 + rec[keep].size <= 24u << 10) keep++;
-        buf_put(&im.f[0], dat.b, rec[keep - 1].offset + 6 + 32 + rec[keep - 1].size);
-        buf_put(&im.f[1], key.b, 4 * 4096);
-        im.present[0] = im.present[1] = 1;
-        image_seed("b4096-k32-cut-to-3-buckets", &im, 0, script_damaged, sizeof script_damaged);
-        image_free(&im);
-        free(key.b);
-        free(dat.b);
-    }
+    cut_store("b4096-k32", 24u << 10, 4, &im);
+    SCRIPT_SEED("b4096-k32-cut-to-3-buckets", &im, 0, script_damaged);
+    image_free(&im);
 
-    rekeyed_store(20u << 10, &im);
-    image_seed("b4096-k32-records-rekeyed", &im, 0, script_sound, sizeof script_sound);
-    image_seed("b4096-k32-records-rekeyed-background", &im, 1, script_sound, sizeof script_sound);
+    rekeyed_store("b4096-k32", 20u << 10, &im);
+    SCRIPT_SEED("b4096-k32-records-rekeyed", &im, 0, script_sound);
+    SCRIPT_SEED("b4096-k32-records-rekeyed-background", &im, FLAG_BACKGROUND, script_sound);
     image_free(&im);
 
     grown_store("b16384-k8", 200, 2, &im);
-    image_seed("b16384-k8-grown", &im, 0, script_sound, sizeof script_sound);
+    SCRIPT_SEED("b16384-k8-grown", &im, 0, script_sound);
     image_free(&im);
 
     grown_store("b512-k32-spill", 300, 3, &im);
-    image_seed("b512-k32-spill-grown", &im, 0, script_sound, sizeof script_sound);
-    image_seed("b512-k32-spill-grown-background", &im, 1, script_sound, sizeof script_sound);
+    SCRIPT_SEED("b512-k32-spill-grown", &im, 0, script_sound);
+    SCRIPT_SEED("b512-k32-spill-grown-background", &im, FLAG_BACKGROUND, script_sound);
     {
         /* Only the data file: visit works, open does not. */
         image dat_only = { 0 };
         buf_put(&dat_only.f[0], im.f[0].b, im.f[0].len);
         dat_only.present[0] = 1;
-        image_seed("b512-k32-spill-grown-dat-only", &dat_only, 0, script_short, sizeof script_short);
+        SCRIPT_SEED("b512-k32-spill-grown-dat-only", &dat_only, 0, script_short);
         /* A log shorter than its header. */
         buf_put(&dat_only.f[1], im.f[1].b, im.f[1].len);
         buf_put(&dat_only.f[2], "nudb.log", 8);
         dat_only.present[1] = dat_only.present[2] = 1;
-        image_seed("b512-k32-spill-grown-partial-log", &dat_only, 0, script_short, sizeof script_short);
+        SCRIPT_SEED("b512-k32-spill-grown-partial-log", &dat_only, 0, script_short);
         image_free(&dat_only);
     }
-    crashed_seeds("b512-k32-spill", &im, 300, 60);
+    crashed_seeds("fuzz_store_script", "b512-k32-spill", &im, 300, 60, script_damaged,
+                  sizeof script_damaged);
     image_free(&im);
 
     /* Files that are there but empty, and no files at all. */
     im.present[0] = im.present[1] = im.present[2] = 1;
-    image_seed("empty-files", &im, 0, script_short, sizeof script_short);
+    SCRIPT_SEED("empty-files", &im, 0, script_short);
     im.present[0] = im.present[1] = im.present[2] = 0;
-    image_seed("no-files", &im, 0, script_short, sizeof script_short);
+    SCRIPT_SEED("no-files", &im, 0, script_short);
+}
+
+/* A copy of `im` with the byte at `off` of file `f` (0 nudb.dat, 1
+ * nudb.key) turned into `v`, or the file cut to `off` bytes when v < 0. */
+static void damaged_seed(const char *name, const image *im, int f, size_t off, int v)
+{
+    image d = { 0 };
+
+    for (int i = 0; i < 3; i++) {
+        d.present[i] = im->present[i];
+        buf_put(&d.f[i], im->f[i].b, im->f[i].len);
+    }
+    if (v < 0) d.f[f].len = off;
+    else d.f[f].b[off] = (uint8_t)v;
+    READ_SEED(name, &d, FLAG_MAP, read_damaged);
+    image_free(&d);
+}
+
+/* fuzz_store_image: small stores, a few KiB each (the corpus's size is
+ * what an execution costs), sound and damaged, and read scripts. */
+static void store_image_seeds(void)
+{
+    image im = { 0 }, empty = { 0 };
+
+    reset_dir("fuzz_store_image");
+
+    /* b512 grown by Tide from 40 of the fixture's records: splits and a
+     * spill record, in about 4 KiB; read through the map and with pread. */
+    grown_store("b512-k32-spill", 40, 2, &im);
+    READ_SEED("b512-k32-grown", &im, FLAG_MAP, read_sound);
+    READ_SEED("b512-k32-grown-pread", &im, 0, read_sound);
+    damaged_seed("b512-k32-grown-dat-cut-in-a-record", &im, 0, im.f[0].len - 5, -1);
+    damaged_seed("b512-k32-grown-key-cut-by-a-block", &im, 1, im.f[1].len - 512, -1);
+    damaged_seed("b512-k32-grown-bucket-count-over", &im, 1, 512 + 1, 0xff);
+    damaged_seed("b512-k32-grown-entry-offset-past-end", &im, 1, 512 + 8 + 2, 0x7f);
+    damaged_seed("b512-k32-grown-record-size-over", &im, 0, TIDE_DAT_HEADER_SIZE + 3, 0x40);
+    {
+        /* Only the data file: visit works, open does not. */
+        image dat_only = { 0 };
+        buf_put(&dat_only.f[0], im.f[0].b, im.f[0].len);
+        dat_only.present[0] = 1;
+        READ_SEED("b512-k32-grown-dat-only", &dat_only, 0, read_damaged);
+        image_free(&dat_only);
+    }
+    /* A commit of 8 more records that failed half way: nudb.log holds the
+     * pre-images, and a read-only open reads around it. */
+    crashed_seeds("fuzz_store_image", "b512-k32-spill", &im, 40, 8, read_sound, sizeof read_sound);
+    image_free(&im);
+
+    /* Block size 4096 with 32- and 8-byte keys: a header block and a few
+     * buckets, the fewest the format allows at that size. */
+    rekeyed_store("b4096-k32", 1200, &im);
+    READ_SEED("b4096-k32-rekeyed", &im, FLAG_MAP, read_sound);
+    image_free(&im);
+    rekeyed_store("b16384-k8", 600, &im);
+    READ_SEED("b4096-k8-rekeyed-pread", &im, 0, read_sound);
+    image_free(&im);
+
+    /* Files that are there but empty, and no files at all. */
+    empty.present[0] = empty.present[1] = empty.present[2] = 1;
+    READ_SEED("empty-files", &empty, FLAG_MAP, read_damaged);
+    empty.present[0] = empty.present[1] = empty.present[2] = 0;
+    READ_SEED("no-files", &empty, 0, read_damaged);
 }
 
 /* ---- fuzz_http ---- */
@@ -698,6 +818,7 @@ int main(int argc, char **argv)
     header_seeds();
     bucket_seeds();
     store_image_seeds();
+    store_script_seeds();
     http_seeds();
     printf("make-seeds: %u seeds, %zu bytes, in %s/\n", seeds_written, bytes_written, out_dir);
     return 0;

@@ -245,10 +245,16 @@ static void every_saved_bucket_input_is_checked_and_searched_within_its_buffer(v
     replay_target("fuzz_bucket", fuzz_bucket_one);
 }
 
-static void every_saved_store_image_runs_its_script_with_errors_or_correct_answers(void **state)
+static void every_saved_store_image_is_read_with_errors_or_correct_answers(void **state)
 {
     (void)state;
     replay_target("fuzz_store_image", fuzz_store_image_one);
+}
+
+static void every_saved_store_script_runs_with_errors_or_correct_answers(void **state)
+{
+    (void)state;
+    replay_target("fuzz_store_script", fuzz_store_script_one);
 }
 
 static void every_saved_http_input_gets_well_formed_answers_and_never_a_500(void **state)
@@ -262,7 +268,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_saved_header_input_decodes_and_reencodes_to_the_same_header),
         cmocka_unit_test(every_saved_bucket_input_is_checked_and_searched_within_its_buffer),
-        cmocka_unit_test(every_saved_store_image_runs_its_script_with_errors_or_correct_answers),
+        cmocka_unit_test(every_saved_store_image_is_read_with_errors_or_correct_answers),
+        cmocka_unit_test(every_saved_store_script_runs_with_errors_or_correct_answers),
         cmocka_unit_test(every_saved_http_input_gets_well_formed_answers_and_never_a_500),
     };
     setbuf(stdout, NULL);
