@@ -398,6 +398,7 @@ static void a_held_object_moves_and_its_segment_goes_after_the_last_holder(void 
     w->offered = 0;
     expect_ok(tide_arena_evacuate(a, SIZE_MAX, owner_move, w, &r), "evacuate again");
     expect_u64(w->offered, 0, "a moved object is not offered again");
+    expect_u64(r.segments, 0, "nor is its segment walked: nothing in it is left to move");
     tide_arena_check(a);
     tide_arena_free(a, w->old[0]);  /* the holder lets go */
     expect_u64(stats(a).seg_empty, 1, "its segment is empty now");

@@ -54,7 +54,8 @@
  *      segment (p - base) >> shift, where the headers tile [0, top), or on
  *      the large list; nowhere else.
  *   2. A segment's live and objects are the sums of tide_arena_alloc_size
- *      and the count over its headers in state live or moved; the arena's
+ *      and the count over its headers in state live or moved, and its
+ *      moved the sum over those in state moved; the arena's
  *      live_bytes and live_objects are the sums over segments and large
  *      mappings.
  *   3. resident = segments open, used, empty or releasing x segment_bytes
@@ -120,6 +121,7 @@ typedef struct seg {
     uint32_t pinned;                    /* chosen by an evacuation running */
     uint32_t next;                      /* on the empty or released stack */
     size_t top, live, objects;
+    size_t moved;                       /* of live: objects moved, kept for a holder */
 } seg;
 
 struct tide_arena {
@@ -484,6 +486,7 @@ void tide_arena_free(tide_arena *a, void *p)
     TIDE_ASSERT(s->state == SEG_OPEN || s->state == SEG_USED);            /* 1 */
     TIDE_ASSERT(h->state == OBJ_LIVE || h->state == OBJ_MOVED);         /* no double free */
     total = HDR + round_up(h->size, 16);
+    if (h->state == OBJ_MOVED) s->moved -= total;
     h->state = OBJ_FREE;
     TIDE_ASSERT(s->live >= total && s->objects > 0);                    /* 2 */
     s->live -= total;
@@ -585,9 +588,12 @@ static int cand_cmp(const void *x, const void *y)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
+/* A segment to evacuate: used, not pinned, at most evacuate_pct live, and
+ * with something to move (not only objects moved already, which wait for
+ * their holders). */
 static int worth(const tide_arena *a, const seg *s)
 {
-    return s->state == SEG_USED && !s->pinned &&
+    return s->state == SEG_USED && !s->pinned && s->live > s->moved &&
            s->live * 100 <= (size_t)a->o.evacuate_pct * a->o.segment_bytes;
 }
 
@@ -612,8 +618,8 @@ static int choose(tide_arena *a, size_t budget, cand **out, size_t *n)
     pthread_mutex_lock(&a->mu);
     for (size_t j = 0; j < k; j++) {
         seg *s = &a->segs[c[j].i];
-        if (!worth(a, s) || sum + s->live > budget) continue;
-        sum += s->live;
+        if (!worth(a, s) || sum + (s->live - s->moved) > budget) continue;
+        sum += s->live - s->moved;
         s->pinned = 1;
         c[m++] = c[j];
     }
@@ -664,7 +670,10 @@ static int walk(tide_arena *a, size_t i, tide_arena_move_fn move, void *arg,
         res = move(arg, a, h + 1, size, tag);
         pthread_mutex_lock(&a->mu);
         if (res == TIDE_ARENA_MOVED) {
-            if (h->state == OBJ_LIVE) h->state = OBJ_MOVED;
+            if (h->state == OBJ_LIVE) {
+                h->state = OBJ_MOVED;
+                a->segs[i].moved += HDR + round_up(size, 16);
+            }
             r->moved_objects++;
             r->moved_bytes += size;
             a->st.evacuated_objects++;
@@ -749,7 +758,7 @@ static size_t stack_len(const tide_arena *a, uint32_t top, uint32_t state)
 static void check_seg(const tide_arena *a, size_t i, uint64_t *live, uint64_t *objects)
 {
     const seg *s = &a->segs[i];
-    size_t off = 0, sum = 0, count = 0;
+    size_t off = 0, sum = 0, count = 0, moved = 0;
 
     while (off < s->top) {
         const hdr *h = (const hdr *)(seg_base(a, i) + off);
@@ -760,10 +769,11 @@ static void check_seg(const tide_arena *a, size_t i, uint64_t *live, uint64_t *o
             sum += total;
             count++;
         }
+        if (h->state == OBJ_MOVED) moved += total;
         off += total;
     }
     TIDE_ASSERT(off == s->top && s->top <= a->o.segment_bytes);         /* 1: they tile */
-    TIDE_ASSERT(sum == s->live && count == s->objects);                 /* 2 */
+    TIDE_ASSERT(sum == s->live && count == s->objects && moved == s->moved);   /* 2 */
     *live += sum;
     *objects += count;
 }
@@ -782,7 +792,7 @@ void tide_arena_check(tide_arena *a)
         if (s->state == SEG_OPEN) TIDE_ASSERT(a->open == i);            /* 5 */
         if (s->state == SEG_USED && !s->pinned) TIDE_ASSERT(s->live > 0);   /* 6 */
         if (s->state == SEG_EMPTY || s->state == SEG_RELEASING)
-            TIDE_ASSERT(s->live == 0 && s->objects == 0 && s->top == 0);    /* 6 */
+            TIDE_ASSERT(s->live == 0 && s->objects == 0 && s->top == 0 && s->moved == 0);  /* 6 */
         if (s->state == SEG_RELEASED) {                                 /* 4 */
             TIDE_ASSERT(s->live == 0 && s->objects == 0 && s->top == 0);
             TIDE_ASSERT(*(const volatile uint64_t *)seg_base(a, i) == 0);

@@ -59,7 +59,7 @@ void tide_arena_opts_init(tide_arena_opts *o);
  * when the address range cannot be reserved or the segment table allocated.
  * Cost: one mmap(PROT_NONE) of the range (plus a segment, trimmed with two
  * munmaps to align it), which takes address space, no memory; one calloc of
- * 40 bytes a segment of the range (untouched pages of it stay unmapped).
+ * 48 bytes a segment of the range (untouched pages of it stay unmapped).
  */
 int tide_arena_open(tide_arena **out, const tide_arena_opts *o);
 
@@ -147,8 +147,10 @@ typedef struct tide_arena_evac_report {
 /*
  * Evacuate the segments that gain most: those not open, whose live bytes
  * are at most evacuate_pct of a segment, lowest live bytes first, while the
- * live bytes of the segments chosen stay within `budget_bytes` (at least
- * one segment is chosen when any qualifies and fits). Then
+ * bytes to move of the segments chosen stay within `budget_bytes` (at
+ * least one segment is chosen when any qualifies and fits). A segment whose
+ * live objects were all moved already (they wait for their holders) is not
+ * chosen: there is nothing in it to move. Then
  * tide_arena_release. `report` (may be NULL) says what happened.
  * Returns 0, or the callback's negative code (the segments walked so far
  * count; the release still runs).
