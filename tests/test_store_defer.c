@@ -546,7 +546,7 @@ static void a_foreign_or_missing_tide_meta_is_ignored(void **state)
     expect_ok(th_store_open(&s, d->dir), "open with another store's tide.meta");
     expect_closed(&s, "close");
     expect_verify_keys(d, 0, "a foreign tide.meta keeps nothing past W (NuDB's rule)");
-    th_rmrf(d->dir);
+    assert_int_equal(teardown(state), 0);
     assert_int_equal(setup(state), 0);
     d = *state;
     kill_with_a_tail(d, 100, 1);
