@@ -130,6 +130,15 @@ typedef struct tide_node_opts {
                                      0: unbounded */
     size_t   cache_hard_limit;    /* never exceeded; 0 (default): twice the
                                      budget (none when the budget is 0) */
+    int      cache_arena;         /* 1 (default): cached objects live in a
+                                     segment arena (tide_cache_opts.arena)
+                                     that each sweep compacts and releases;
+                                     0: malloc */
+    size_t   cache_arena_segment; /* the arena's segment; default 2 MiB */
+    unsigned cache_arena_reserve; /* empty segments kept; default 1 */
+    size_t   cache_arena_evacuate;/* bytes a sweep may move to compact the
+                                     arena; default 64 MiB; 0: none (empty
+                                     segments are still released) */
     /* key cache */
     size_t   key_cache_size;      /* target entries; default 65536 (as config.c) */
     unsigned key_cache_age_s;     /* default 30 */
