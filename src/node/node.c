@@ -529,6 +529,11 @@ int tide_node_sync(tide_node *n) { return tide_gens_sync(n->gens); }
 
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out) { tide_cache_stats_get(n->cache, out); }
 
+int tide_node_cache_arena_stats(tide_node *n, tide_arena_stats *out)
+{
+    return tide_cache_arena_stats(n->cache, out);
+}
+
 void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out)
 {
     tide_keycache_stats_get(n->keycache, out);

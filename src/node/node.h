@@ -295,6 +295,11 @@ typedef struct tide_node_sweep_report {
     tide_mem_trim_report trim;    /* zero when !trimmed */
     tide_cache_sweep_report    node_cache;
     tide_keycache_sweep_report key_cache;
+    tide_cache_arena_report    arena;  /* the node cache's evacuation and
+                                          release, after the sweeps and
+                                          before the trim (zero with
+                                          cache_arena off) */
+    int      arena_rc;            /* its return (0 or an error code) */
 } tide_node_sweep_report;
 
 #define TIDE_NODE_REPORTS 64      /* rounds kept for tide_node_reports */
@@ -312,6 +317,9 @@ typedef struct tide_node_totals {
     int64_t  last_trim_rss_delta; /* of the latest trim (0 before the first) */
     tide_hist sweep_duration;     /* report.sweep_ns, cumulative buckets */
     tide_hist trim_duration;      /* trim.duration_ns, cumulative buckets */
+    uint64_t arena_evacuate_ns;   /* sum of report.arena.evacuate_ns */
+    uint64_t arena_release_ns;    /* sum of report.arena.release_ns */
+    uint64_t arena_released;      /* segments the rounds gave back */
     uint64_t puts, puts_existing; /* put calls that stored; that found the key */
     uint64_t gets, gets_cache, gets_keycache, gets_store, gets_missing;
                                   /* gets = cache + store hits + missing;
@@ -414,6 +422,9 @@ void tide_node_totals_get(tide_node *n, tide_node_totals *out);
  * all three together). The store's info also refreshes the
  * store_insert_pool and store_commit accounts. Cost: three locks. */
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out);
+/* The node cache's arena's counters (mem/arena.h); 1 when it has one
+ * (cache_arena on), else 0 with *out zeroed. */
+int tide_node_cache_arena_stats(tide_node *n, tide_arena_stats *out);
 void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out);
 void tide_node_store_info(tide_node *n, tide_store_info *out);
 
