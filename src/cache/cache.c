@@ -35,7 +35,10 @@
  * reference to the old one after unlocking; holders of the old one keep
  * reading it, and its last holder frees it. A weak entry's object is never
  * moved (its holders keep it alive anyway). An object two entries share
- * is tagged by the first only, and moves only that entry.
+ * is tagged by the first only, and moves only that entry. The copy takes
+ * the generation tag the original has under the lock; one a holder sets on
+ * the original afterwards stays there, and costs the copy one more check
+ * against the generations at its next hit (node.c).
  *
  * The struct begins with a ti_core (core.h): the lock, the hash table,
  * `bytes`, the hard limit and the account counter. What the key cache does
