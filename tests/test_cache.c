@@ -6,6 +6,9 @@
  * object is made with a hook that counts frees, so a test can say when the
  * cache let go of the last reference. Every test ends with tide_cache_check
  * (the invariants of cache.c's essay) through the teardown.
+ *
+ * Objects are made by the cache (tide_cache_obj_make): in its segment arena,
+ * or with malloc when TEST_CACHE_ARENA=0 (the run with the arena off).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,8 +83,17 @@ static int teardown(void **state)
     return 0;
 }
 
+/* 1 unless TEST_CACHE_ARENA=0: the cache's objects live in its arena. */
+static int arena_on(void)
+{
+    const char *v = getenv("TEST_CACHE_ARENA");
+
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
 /* Options for a test cache: the injected clock and account, no byte limits
- * unless the test sets them. */
+ * unless the test sets them, the arena as TEST_CACHE_ARENA says, and the
+ * hook that counts frees for the objects the cache makes. */
 static tide_cache_opts test_opts(ts *t, size_t target, unsigned age_s)
 {
     tide_cache_opts o;
@@ -95,6 +107,8 @@ static tide_cache_opts test_opts(ts *t, size_t target, unsigned age_s)
     o.clock_us = test_clock;
     o.clock_arg = &t->now;
     o.account_bytes = &t->account;
+    o.arena = arena_on();
+    o.obj_hook = &t->hook;
     return o;
 }
 
@@ -116,7 +130,7 @@ static tide_cache_obj *make_obj(ts *t, uint64_t i, size_t len)
 
     if (len > sizeof buf) fail_msg("make_obj: %zu bytes is more than the test's buffer", len);
     th_value(i, len, buf);
-    expect_rc(tide_cache_obj_new(&o, buf, len, &t->hook), 0, "tide_cache_obj_new");
+    expect_rc(tide_cache_obj_make(t->c, &o, buf, len), 0, "tide_cache_obj_make");
     t->made++;
     return o;
 }
@@ -448,8 +462,10 @@ static void bytes_count_entries_objects_and_the_table(void **state)
         expect_account(t, "after an insert");
     }
     /* glibc's chunk sizes: a 32-byte key makes an entry of 49 + 32 = 81 bytes
-     * (a 96-byte chunk); a 100-byte object 132 bytes (a 144-byte chunk). */
-    expect_u64(tide_cache_entry_cost(t->c, 100), 96 + 144, "cost of a strong entry of 100 bytes");
+     * (a 96-byte chunk); a 100-byte object 132 bytes (a 144-byte chunk), or
+     * in the arena a 16-byte header and 132 rounded up to 144. */
+    expect_u64(tide_cache_entry_cost(t->c, 100), 96 + (arena_on() ? 160 : 144),
+               "cost of a strong entry of 100 bytes");
     expect_u64(tide_cache_weak_entry_cost(t->c), 96, "cost of a weak entry");
 }
 
@@ -814,6 +830,129 @@ static void set_limits_refuses_a_hard_limit_below_the_budget_and_changes_nothing
     tide_cache_check(t->c);
 }
 
+/* ---- the arena ------------------------------------------------------------------ */
+
+/* The bytes the strong entries' objects cost: bytes less the struct, the
+ * slots and the entries (invariant 1). */
+static uint64_t object_bytes(ts *t)
+{
+    tide_cache_stats s = stats(t);
+
+    return s.bytes - empty_bytes(t) - (s.strong + s.weak) * tide_cache_weak_entry_cost(t->c);
+}
+
+static tide_arena_stats arena_stats(ts *t)
+{
+    tide_arena_stats a;
+
+    if (tide_cache_arena_stats(t->c, &a) != 1) fail_msg("expected the cache to have an arena");
+    return a;
+}
+
+/* A reader holds an object (as an HTTP response holds the one it sends)
+ * while an evacuation moves its entry: the reader's copy keeps its bytes,
+ * the cache serves the new copy, and the old copy's segment goes back to
+ * the kernel at the first release after the reader lets go. */
+static void a_held_object_keeps_its_bytes_across_an_evacuation_and_its_segment_goes_after(void **state)
+{
+    ts *t = *state;
+    tide_cache_opts o = test_opts(t, 0, 60);
+    tide_cache_arena_report r;
+    tide_arena_stats before, after;
+    tide_cache_obj *held, *now;
+    uint8_t key[KEY_SIZE], want[200];
+    size_t made;
+
+    if (!arena_on()) skip();
+    o.arena_segment_bytes = 64u << 10;
+    make_cache(t, &o);
+    for (uint64_t i = 0; i < 2000; i++) put(t, i, 200, 0);     /* ~8 segments of 256 */
+    held = get(t, 10);                  /* the reader's reference, in the first segment */
+    for (uint64_t i = 0; i < 2000; i++) {
+        key_of(i, key);
+        if (i % 10 != 0) tide_cache_erase(t->c, key);          /* 90% go */
+    }
+    made = t->made;
+    expect_u64(t->freed, 1800, "objects freed by the erases");
+    expect_rc(tide_cache_evacuate(t->c, (size_t)1 << 30, &r), 0, "tide_cache_evacuate");
+    if (r.evac.moved_objects == 0 || r.released == 0)
+        fail_msg("evacuation: expected objects moved and segments released, got %" PRIu64
+                 " moved, %" PRIu64 " released", r.evac.moved_objects, r.released);
+    /* Every moved object but the held one was freed at once. */
+    expect_u64(t->freed, 1800 + r.evac.moved_objects - 1, "frees after the moves");
+    th_value(10, 200, want);
+    if (memcmp(tide_cache_obj_data(held), want, 200) != 0)
+        fail_msg("the held object: expected value(10) unchanged across the evacuation");
+    now = get(t, 10);                   /* checks value(10) */
+    if (now == NULL || now == held)
+        fail_msg("lookup after the evacuation: expected the moved copy, got %s",
+                 now == NULL ? "nothing" : "the held original");
+    tide_cache_obj_release(now);
+    expect_u64(arena_stats(t).live_bytes, object_bytes(t) + tide_cache_entry_cost(t->c, 200)
+               - tide_cache_weak_entry_cost(t->c), "arena live: the entries' objects and the held original");
+    before = arena_stats(t);
+    tide_cache_obj_release(held);       /* the reader lets go */
+    expect_u64(t->freed, 1800 + r.evac.moved_objects, "frees after the reader let go");
+    expect_rc(tide_cache_evacuate(t->c, 0, &r), 0, "release only");
+    after = arena_stats(t);
+    if (r.released != 1 || after.resident_bytes + (64u << 10) != before.resident_bytes)
+        fail_msg("release after the reader let go: expected its segment (64 KiB) back, got %"
+                 PRIu64 " segments, resident %" PRIu64 " -> %" PRIu64, r.released,
+                 before.resident_bytes, after.resident_bytes);
+    expect_u64(after.live_bytes, object_bytes(t), "arena live: the entries' objects");
+    expect_u64(t->made, made, "objects the test made");
+    for (uint64_t i = 0; i < 2000; i += 10)
+        if (!present(t, i)) fail_msg("item %" PRIu64 ": expected it kept through the moves", i);
+}
+
+/* Random puts, gets, erases, sweeps and evacuations under a hard limit:
+ * after each step the bytes the cache counts for its objects equal what its
+ * arena holds live (nothing else holds an object), and every lookup finds
+ * its item's bytes. */
+static void counted_object_bytes_equal_the_arenas_live_bytes_through_random_steps(void **state)
+{
+    ts *t = *state;
+    tide_cache_opts o = test_opts(t, 400, 30);
+    tide_cache_arena_report r;
+    uint8_t key[KEY_SIZE];
+    uint64_t moved = 0, released = 0;
+    th_rng rng;
+
+    if (!arena_on()) skip();
+    o.arena_segment_bytes = 64u << 10;
+    o.hard_limit_bytes = 512u << 10;
+    o.budget_bytes = 384u << 10;
+    make_cache(t, &o);
+    th_rng_init(&rng, th_seed(26));
+    for (int step = 0; step < 20000; step++) {
+        uint64_t i = th_rng_below(&rng, 1000), op = th_rng_below(&rng, 100);
+        key_of(i, key);
+        if (op < 40) {
+            put(t, i, (size_t)th_rng_range(&rng, 100, 1500), 0);
+        } else if (op < 80) {
+            (void)present(t, i);
+        } else if (op < 95) {
+            (void)tide_cache_erase(t->c, key);
+        } else if (op < 98) {
+            t->now += th_rng_below(&rng, 20) * SEC;
+            tide_cache_sweep(t->c, NULL);
+        } else {
+            expect_rc(tide_cache_evacuate(t->c, (size_t)th_rng_below(&rng, 256u << 10), &r), 0,
+                      "tide_cache_evacuate");
+            moved += r.evac.moved_objects;
+            released += r.released;
+        }
+        if (arena_stats(t).live_bytes != object_bytes(t))
+            fail_msg("step %d: expected the arena's live bytes %" PRIu64 " to equal the objects' "
+                     "counted %" PRIu64, step, arena_stats(t).live_bytes, object_bytes(t));
+        if (step % 1000 == 0) tide_cache_check(t->c);
+    }
+    expect_u64(t->freed + stats(t).strong, t->made + moved, "objects made (moves too) and freed");
+    if (moved == 0 || released == 0)
+        fail_msg("expected moves and releases to happen, got %" PRIu64 " and %" PRIu64, moved,
+                 released);
+}
+
 /* ---- the key cache ------------------------------------------------------------- */
 
 static tide_keycache_opts key_opts(ts *t, size_t target, unsigned age_s)
@@ -985,6 +1124,8 @@ int main(void)
         T(an_insert_under_a_present_key_replaces_its_object),
         T(the_table_grows_past_its_first_slots_and_finds_every_key),
         T(create_refuses_options_out_of_range),
+        T(a_held_object_keeps_its_bytes_across_an_evacuation_and_its_segment_goes_after),
+        T(counted_object_bytes_equal_the_arenas_live_bytes_through_random_steps),
         T(keycache_knows_a_missed_key_until_it_is_stored),
         T(keycache_sweep_removes_keys_past_the_shrunk_age),
         T(keycache_never_exceeds_its_hard_limit),

@@ -20,6 +20,13 @@
  * cache is destroyed, every object made has been freed exactly once (the
  * free hook counts them; ASan would see a second free).
  *
+ * The objects live in the cache's arena (64 KiB segments; TEST_CACHE_ARENA=0
+ * runs them on malloc), and the sweeper evacuates and releases after each
+ * sweep, so entries are moved to copies while workers hold and read the
+ * originals: a held object must keep its bytes across a move, and the free
+ * hook sees each moved original once more (made + moved == freed at the
+ * end). The run goes on until at least one object has been moved.
+ *
  * Threads never call cmocka (its failures longjmp); they record the first
  * failure and a count (th_failures), and the main thread fails after
  * joining them.
@@ -54,6 +61,16 @@
 #define EVENTS_MS 60000     /* the most the cache test runs waiting for its events */
 #define HARD_LIMIT (256u << 10)
 #define BUDGET     (192u << 10)
+#define SEGMENT    (64u << 10)
+#define EVACUATE   (128u << 10) /* bytes an evacuation may move */
+
+/* 1 unless TEST_CACHE_ARENA=0. */
+static int arena_on(void)
+{
+    const char *v = getenv("TEST_CACHE_ARENA");
+
+    return v == NULL || strcmp(v, "0") != 0;
+}
 
 /* ---- shared state ---- */
 
@@ -64,7 +81,7 @@ typedef struct shared {
     atomic_int stop;
     int64_t account;                /* updated by the cache with atomic adds */
     atomic_ullong made, freed;
-    atomic_ullong lookups, inserts, sweeps;
+    atomic_ullong lookups, inserts, sweeps, moved;
     atomic_ullong kc_contains;
     tide_cache_obj_hook hook;
     th_failures fail;
@@ -139,9 +156,9 @@ static void *worker_main(void *p)
             size_t len = th_len(i, VMIN, VMAX);
             int rc;
             th_value(i, len, val);
-            rc = tide_cache_obj_new(&o, val, len, &sh->hook);
+            rc = tide_cache_obj_make(sh->c, &o, val, len);
             if (rc != 0) {
-                th_failure(&sh->fail, "obj_new: expected 0, got %d", rc);
+                th_failure(&sh->fail, "obj_make: expected 0, got %d", rc);
                 break;
             }
             atomic_fetch_add(&sh->made, 1);
@@ -192,11 +209,17 @@ static void *sweeper_main(void *p)
 
     while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
         tide_cache_sweep_report r;
+        tide_cache_arena_report ar;
+        int rc;
         atomic_fetch_add_explicit(&sh->now, 250000u, memory_order_relaxed);
         tide_cache_sweep(sh->c, &r);
         if (r.bytes_after > HARD_LIMIT)
             th_failure(&sh->fail, "sweep: bytes after, expected at most %u, got %zu",
                        HARD_LIMIT, r.bytes_after);
+        rc = tide_cache_evacuate(sh->c, EVACUATE, &ar);
+        if (rc != 0)
+            th_failure(&sh->fail, "evacuate: expected 0, got %d (%s)", rc, tide_last_error());
+        atomic_fetch_add(&sh->moved, ar.evac.moved_objects);
         atomic_fetch_add(&sh->sweeps, 1);
         tide_clock_sleep_us(2000);
     }
@@ -224,6 +247,9 @@ static void workers_and_a_sweeper_share_the_cache_and_every_object_is_freed_once
     o.clock_us = shared_clock;
     o.clock_arg = sh;
     o.account_bytes = &sh->account;
+    o.arena = arena_on();
+    o.arena_segment_bytes = SEGMENT;
+    o.obj_hook = &sh->hook;
     rc = tide_cache_create(&sh->c, &o);
     if (rc != 0) fail_msg("tide_cache_create: expected 0, got %d (%s)", rc, tide_last_error());
 
@@ -243,7 +269,8 @@ static void workers_and_a_sweeper_share_the_cache_and_every_object_is_freed_once
             tide_clock_sleep_us(20 * 1000);
             t = th_now_ms() - t0;
             tide_cache_stats_get(sh->c, &st);
-        } while (t < EVENTS_MS && (t < RUN_MS || st.demotions == 0 || st.revivals == 0 || st.evictions == 0));
+        } while (t < EVENTS_MS && (t < RUN_MS || st.demotions == 0 || st.revivals == 0 || st.evictions == 0 ||
+                                   (arena_on() && atomic_load(&sh->moved) == 0)));
     }
     atomic_store(&sh->stop, 1);
     for (int i = 0; i < WORKERS; i++) pthread_join(th[i], NULL);
@@ -253,9 +280,10 @@ static void workers_and_a_sweeper_share_the_cache_and_every_object_is_freed_once
     tide_cache_stats_get(sh->c, &st);
     print_message("    %" PRIu64 " lookups (%" PRIu64 " hits), %" PRIu64 " inserts, %" PRIu64
                   " sweeps; %" PRIu64 " evictions, %" PRIu64 " demotions, %" PRIu64
-                  " revivals, %" PRIu64 " reaped\n", (uint64_t)atomic_load(&sh->lookups),
-                  st.hits, (uint64_t)atomic_load(&sh->inserts), (uint64_t)atomic_load(&sh->sweeps),
-                  st.evictions, st.demotions, st.revivals, st.reaped);
+                  " revivals, %" PRIu64 " reaped, %" PRIu64 " moved\n",
+                  (uint64_t)atomic_load(&sh->lookups), st.hits, (uint64_t)atomic_load(&sh->inserts),
+                  (uint64_t)atomic_load(&sh->sweeps), st.evictions, st.demotions, st.revivals,
+                  st.reaped, (uint64_t)atomic_load(&sh->moved));
     th_failures_check(&sh->fail, "workers and sweeper");
     if (st.hits + st.misses != atomic_load(&sh->lookups))
         fail_msg("hits + misses: expected the %llu lookups, got %" PRIu64 " + %" PRIu64,
@@ -268,16 +296,18 @@ static void workers_and_a_sweeper_share_the_cache_and_every_object_is_freed_once
     if (st.demotions == 0 || st.revivals == 0 || st.evictions == 0)
         fail_msg("expected demotions, revivals and evictions all to happen, got %" PRIu64
                  ", %" PRIu64 ", %" PRIu64, st.demotions, st.revivals, st.evictions);
-    /* Only the cache holds references now. */
+    if (arena_on() && atomic_load(&sh->moved) == 0)
+        fail_msg("expected evacuations to move objects while workers held them, got none");
+    /* Only the cache holds references now; each move made one more object. */
+    uint64_t made = atomic_load(&sh->made) + atomic_load(&sh->moved);
     uint64_t before_destroy = atomic_load(&sh->freed);
-    if (before_destroy + st.strong + st.weak < atomic_load(&sh->made))
-        fail_msg("objects: %llu made, %" PRIu64 " freed, %zu entries: some were lost",
-                 (unsigned long long)atomic_load(&sh->made), before_destroy, st.strong + st.weak);
+    if (before_destroy + st.strong + st.weak < made)
+        fail_msg("objects: %" PRIu64 " made (moves included), %" PRIu64 " freed, %zu entries: "
+                 "some were lost", made, before_destroy, st.strong + st.weak);
     tide_cache_destroy(sh->c);
-    if (atomic_load(&sh->freed) != atomic_load(&sh->made))
-        fail_msg("objects freed after destroy: expected all %llu made, got %llu",
-                 (unsigned long long)atomic_load(&sh->made),
-                 (unsigned long long)atomic_load(&sh->freed));
+    if (atomic_load(&sh->freed) != made)
+        fail_msg("objects freed after destroy: expected all %" PRIu64 " made (moves included), "
+                 "got %llu", made, (unsigned long long)atomic_load(&sh->freed));
     if (sh->account != 0)
         fail_msg("account after destroy: expected 0, got %" PRId64, sh->account);
     pthread_mutex_destroy(&sh->fail.mu);

@@ -185,6 +185,9 @@ static void check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unkno
         { "TIDE_CACHE_BUDGET=12XB", "", "TIDE_CACHE_BUDGET=12XB: not a size" },
         { "", "--config BAD", "bad.cfg:3: [node] cache_age=0: 0 is outside 1..86400" },
         { "", "--cache-bugdet 1GiB", "--cache-bugdet: unknown flag" },
+        { "", "--cache-arena-segment=3MiB", "--cache-arena-segment=3MiB: 3145728 bytes is not a power of two" },
+        { "TIDE_CACHE_ARENA=sometimes", "", "TIDE_CACHE_ARENA=sometimes: not 1/0, true/false, yes/no or on/off" },
+        { "", "--cache-arena-reserve 2000", "--cache-arena-reserve=2000: 2000 is outside 0..1024" },
     };
     char args[4400], cfg[2200];
     run r;

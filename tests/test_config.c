@@ -1297,6 +1297,44 @@ static void store_key_map_is_on_by_default_and_off_reaches_the_node(void **state
                       "[node] store_key_map=sometimes: not 1/0, true/false, yes/no or on/off", 0);
 }
 
+/* The node cache's arena: on, 2 MiB segments, a reserve of 1 and 64 MiB
+ * evacuated per sweep by default; each from the file, the environment or a
+ * flag reaches the node; a segment that is not a power of two, a reserve
+ * or a segment out of range are clear errors naming the setting. */
+static void cache_arena_settings_have_defaults_reach_the_node_and_refuse_bad_values(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    tide_node_opts o;
+    const char *env[] = { "TIDE_CACHE_ARENA_EVACUATE=0", NULL };
+    char *argv[] = { "tided", "--cache-arena", "off", "--cache-arena-reserve", "3", NULL };
+
+    expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
+    expect_contains(describe(&c), "cache_arena=on(default) cache_arena_segment=2MiB(default) "
+                    "cache_arena_reserve=1(default) cache_arena_evacuate=64MiB(default)", "describe");
+    tide_startup_node_opts(&c, &o);
+    expect_u64((uint64_t)o.cache_arena, 1, "node opts: the arena on");
+    expect_u64(o.cache_arena_segment, 2u << 20, "node opts: the segment");
+    expect_u64(o.cache_arena_reserve, 1, "node opts: the reserve");
+    expect_u64(o.cache_arena_evacuate, 64u << 20, "node opts: the evacuation budget");
+    expect_rc(load_all(f, &c, "[node]\ncache_arena_segment=64KiB\n", env, 5, argv), 0,
+              "file, environment and flags");
+    tide_startup_node_opts(&c, &o);
+    expect_u64((uint64_t)o.cache_arena, 0, "the flag's off");
+    expect_u64(o.cache_arena_segment, 64u << 10, "the file's segment");
+    expect_u64(o.cache_arena_reserve, 3, "the flag's reserve");
+    expect_u64(o.cache_arena_evacuate, 0, "the environment's 0: no evacuation");
+    expect_contains(describe(&c), "cache_arena_evacuate=0(env TIDE_CACHE_ARENA_EVACUATE)", "describe: env");
+    expect_file_error(f, "[node]\ncache_arena_segment=3MiB\n", 2,
+                      "[node] cache_arena_segment=3MiB: 3145728 bytes is not a power of two", 0);
+    expect_file_error(f, "[node]\ncache_arena_segment=32KiB\n", 2,
+                      "[node] cache_arena_segment=32KiB: 32768 bytes is outside 65536..1073741824", 0);
+    expect_file_error(f, "[node]\ncache_arena_reserve=1025\n", 2,
+                      "[node] cache_arena_reserve=1025: 1025 is outside 0..1024", 0);
+    expect_file_error(f, "[node]\ncache_arena=maybe\n", 2,
+                      "[node] cache_arena=maybe: not 1/0, true/false, yes/no or on/off", 0);
+}
+
 static void online_delete_bad_values_are_clear_errors_naming_the_line(void **state)
 {
     fx *f = *state;
@@ -2208,6 +2246,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_data_dir_too_long_for_path_max_is_refused_from_every_source_never_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(online_delete_settings_are_off_by_default_and_read_from_flag_env_and_file, setup, teardown),
         cmocka_unit_test_setup_teardown(store_key_map_is_on_by_default_and_off_reaches_the_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(cache_arena_settings_have_defaults_reach_the_node_and_refuse_bad_values,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(online_delete_bad_values_are_clear_errors_naming_the_line, setup, teardown),
         cmocka_unit_test_setup_teardown(with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(memory_settings_have_defaults_and_are_read_from_flag_env_and_file_with_their_source, setup, teardown),

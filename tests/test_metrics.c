@@ -120,6 +120,14 @@ static void every_design_family_is_present_with_its_type(void **state)
     expect_family(text, "tide_trim_released_bytes_total", "counter");
     expect_family(text, "tide_trim_last_rss_delta_bytes", "gauge");
     expect_family(text, "tide_trim_minor_faults_total", "counter");
+    expect_family(text, "tide_cache_arena_live_bytes", "gauge");
+    expect_family(text, "tide_cache_arena_resident_bytes", "gauge");
+    expect_family(text, "tide_cache_arena_segments", "gauge");
+    expect_family(text, "tide_cache_arena_evacuated_objects_total", "counter");
+    expect_family(text, "tide_cache_arena_evacuated_bytes_total", "counter");
+    expect_family(text, "tide_cache_arena_released_segments_total", "counter");
+    expect_family(text, "tide_cache_arena_evacuate_seconds_total", "counter");
+    expect_family(text, "tide_cache_arena_release_seconds_total", "counter");
     expect_family(text, "tide_allocator_info", "gauge");
     expect_family(text, "process_resident_memory_bytes", "gauge");
     expect_family(text, "process_cpu_seconds_total", "counter");
@@ -193,13 +201,22 @@ static void node_cache_bytes_are_the_values_put_plus_the_stated_overhead(void **
     expect_u64((uint64_t)(consumer - base), (uint64_t)(cache - base), "consumer bytes against cache bytes");
     /* cache.h: per entry 49 + key_size bytes and per object 24 + len, each
      * rounded up to glibc's 16-byte chunks with 8 bytes of header: at most
-     * (49 + 32 + 8 + 15) + (24 + 8 + 15) = 151 bytes beyond the value. */
+     * (49 + 32 + 8 + 15) + (24 + 8 + 15) = 151 bytes beyond the value. In
+     * the node cache's arena (on by default) the object is a 16-byte header
+     * and 32 + len rounded up to 16: at most 104 + (16 + 32 + 15) = 167. */
     double added = cache - base;
-    if (added < (double)sum || added > (double)sum + 151.0 * n)
+    uint64_t per = tide_node_options(f->node)->cache_arena ? 167 : 151;
+    if (added < (double)sum || added > (double)(sum + per * n))
         fail_msg("node cache grew by %.0f bytes for %" PRIu64 " bytes of values in %u entries; expected "
-                 "between %" PRIu64 " and %" PRIu64, added, sum, n, sum, sum + 151ull * n);
+                 "between %" PRIu64 " and %" PRIu64, added, sum, n, sum, sum + per * n);
     expect_u64((uint64_t)th_prom_value(text, "tide_cache_entries{cache=\"node_cache\",state=\"strong\"}"), n,
                "strong entries");
+    /* What the consumer counts beyond the empty cache is the entries (a
+     * 96-byte chunk each: 49 + 32 bytes) and the objects, which are exactly
+     * what the arena holds live. */
+    if (tide_node_options(f->node)->cache_arena)
+        expect_u64((uint64_t)(consumer - base), 96ull * n + (uint64_t)th_prom_value(text, "tide_cache_arena_live_bytes"),
+                   "consumer bytes against the entries and the arena's live bytes");
     free(text);
 }
 

@@ -327,14 +327,14 @@ static void fake_release_opts(tide_node_opts *o, const char *dir, unsigned inter
     o->release_arg = rec;
 }
 
-static void each_round_sweeps_both_caches_in_order_then_releases_once(void **state)
+static void each_round_sweeps_both_caches_in_order_then_evacuates_then_releases_once(void **state)
 {
     fixture *f = *state;
     recorder rec = { .lock = PTHREAD_MUTEX_INITIALIZER, .release_sleep_ms = 20 };
     tide_node_opts o;
     tide_node *n = NULL;
     const unsigned interval = 40;
-    static const char *const order[4] = { "sweep node_cache", "sweep key_cache", "release", "done" };
+    static const char *const order[5] = { "sweep node_cache", "sweep key_cache", "evacuate", "release", "done" };
 
     fake_release_opts(&o, f->dir, interval, &rec);
     o.trace = record;
@@ -344,17 +344,17 @@ static void each_round_sweeps_both_caches_in_order_then_releases_once(void **sta
     expect_rc(tide_node_close(n), 0, "close");
 
     pthread_mutex_lock(&rec.lock);
-    int rounds = rec.n / 4;
-    if (rounds < 4 || rec.n % 4 != 0)
-        fail_msg("expected whole rounds of 4 steps, at least 4 rounds; got %d steps", rec.n);
+    int rounds = rec.n / 5;
+    if (rounds < 4 || rec.n % 5 != 0)
+        fail_msg("expected whole rounds of 5 steps, at least 4 rounds; got %d steps", rec.n);
     for (int i = 0; i < rec.n; i++)
-        if (strcmp(rec.step[i], order[i % 4]) != 0)
-            fail_msg("step %d: expected \"%s\", got \"%s\"", i, order[i % 4], rec.step[i]);
+        if (strcmp(rec.step[i], order[i % 5]) != 0)
+            fail_msg("step %d: expected \"%s\", got \"%s\"", i, order[i % 5], rec.step[i]);
     expect_u64((uint64_t)rec.releases, (uint64_t)rounds, "release calls, one per round");
     /* The first round is due one interval after open; each next one an
      * interval after the previous round ended, the release included. */
     for (int r = 1; r < rounds; r++) {
-        double gap = rec.at_ms[4 * r] - rec.at_ms[4 * r - 1];
+        double gap = rec.at_ms[5 * r] - rec.at_ms[5 * r - 1];
         if (gap < interval - 1.0)   /* 1 ms for the two clock reads' spacing */
             fail_msg("round %d began %.1f ms after round %d ended; expected at least %u ms", r + 1, gap, r,
                      interval);
@@ -574,7 +574,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_key_count_is_the_records_at_open_plus_the_inserts_since, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(no_key_count_is_made_over_the_size_limit, setup, teardown),
-        cmocka_unit_test_setup_teardown(each_round_sweeps_both_caches_in_order_then_releases_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(each_round_sweeps_both_caches_in_order_then_evacuates_then_releases_once, setup, teardown),
         cmocka_unit_test_setup_teardown(reports_carry_rss_before_and_after_and_a_duration, setup, teardown),
         cmocka_unit_test_setup_teardown(a_real_round_trims_with_the_allocator_and_measures_it, setup, teardown),
         cmocka_unit_test_setup_teardown(with_trim_off_a_round_sweeps_but_never_releases, setup, teardown),

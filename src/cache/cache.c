@@ -24,6 +24,22 @@
  * hard limit finds the oldest in O(1); weak entries on `weak`, in the order
  * they were demoted.
  *
+ * The arena (opts.arena): the objects tide_cache_obj_make makes live in a
+ * segment arena (mem/arena.h) the cache owns through its home (obj_impl.h),
+ * so what a sweep frees goes back to the kernel a segment at a time. An
+ * object's arena tag names the entry that took it (set when an entry takes
+ * an untagged object, cleared when that entry lets it go, both under the
+ * lock), which is how an evacuation finds the entry to repoint: move_obj
+ * copies the object into a new one of the same size (allocated before the
+ * lock), points the entry at it under the lock, and drops the entry's
+ * reference to the old one after unlocking; holders of the old one keep
+ * reading it, and its last holder frees it. A weak entry's object is never
+ * moved (its holders keep it alive anyway). An object two entries share
+ * is tagged by the first only, and moves only that entry. The copy takes
+ * the generation tag the original has under the lock; one a holder sets on
+ * the original afterwards stays there, and costs the copy one more check
+ * against the generations at its next hit (node.c).
+ *
  * The struct begins with a ti_core (core.h): the lock, the hash table,
  * `bytes`, the hard limit and the account counter. What the key cache does
  * alike lives once in core.c: doubling the table (ti_core_grow, which
@@ -35,7 +51,8 @@
  * the code goes):
  *   1. bytes == chunk(sizeof cache) + chunk(slots * 8)
  *               + sum over entries of entry_bytes
- *               + sum over strong entries of chunk(32 + object len).
+ *               + sum over strong entries of obj_cost: chunk(32 + object
+ *                 len), or tide_arena_alloc_size(32 + len) in an arena.
  *   2. Every entry is in the table and on exactly one list: `strong` when
  *      e->weak == 0, `weak` otherwise; t.count == strong.n + weak.n.
  *   3. A strong entry holds one strong reference to its object, a weak entry
@@ -56,11 +73,21 @@
  *      reference dropped under the lock is provably not the last
  *      (release_held, weak_to_strong assert it).
  *   8. *account_bytes changes, under the lock, by exactly what bytes does.
- *   9. Every allocation the cache makes (struct, slot arrays, entries) is
- *      noted once in account_id's churn totals (ti_core_note_alloc).
+ *   9. Every allocation the cache makes (struct, slot arrays, entries,
+ *      objects of tide_cache_obj_make and of evacuations) is noted once in
+ *      account_id's churn totals (ti_core_note_alloc).
+ *  10. An arena object's tag is 0 or an entry in the table that holds it
+ *      (10 is set and cleared only under the lock); the arena's live bytes
+ *      are at least the costs of the strong entries' objects they tag, and
+ *      equal them when nothing else holds an object (no outside holder, no
+ *      weak entry, no object made but not inserted).
+ *  11. An evacuation changes no count: the copy costs what the original
+ *      did, and the entry keeps its state and place on its list.
  *
- * Never: free under the lock; call the allocator's release (trimming belongs
- * to the sweeper, once per sweep of every cache); raise a strong count from 0.
+ * Never: free or allocate under the lock (an evacuation's copy is
+ * allocated before it); call the allocator's release (trimming belongs
+ * to the sweeper, once per sweep of every cache); raise a strong count
+ * from 0; move a weak entry's object.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -70,6 +97,7 @@
 #include "cache/cache.h"
 #include "cache/core.h"
 #include "cache/obj_impl.h"
+#include "mem/arena.h"
 #include "util/assert.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -91,6 +119,8 @@ struct tide_cache {
     uint64_t (*clock_us)(void *arg);
     void *clock_arg;
     uint64_t hits, misses, inserts, evictions, demotions, revivals, reaped;
+    ti_cache_home *home;            /* the arena's, or NULL (opts.arena 0) */
+    const tide_cache_obj_hook *obj_hook;   /* malloc'd objects' (no arena) */
 };
 
 static uint64_t default_clock(void *arg)
@@ -108,13 +138,40 @@ void tide_cache_opts_init(tide_cache_opts *o)
     o->budget_bytes = (size_t)64 << 20;
     o->hard_limit_bytes = (size_t)128 << 20;
     o->account_id = -1;
+    o->arena = 1;
+    o->arena_segment_bytes = (size_t)2 << 20;
+    o->arena_reserve = 1;
 }
 
 /* ---- small helpers (all under the lock) --------------------------------- */
 
 static size_t obj_cost(const tide_cache_obj *o)
 {
+    if (o->hook && o->hook->arena)
+        return tide_arena_alloc_size(o->hook->arena, TIDE_CACHE_OBJ_HEADER + o->len);
     return ti_core_chunk(TIDE_CACHE_OBJ_HEADER + o->len);
+}
+
+/* The arena of the cache's own object `o`, or NULL for any other. */
+static tide_arena *own_arena(const tide_cache *c, const tide_cache_obj *o)
+{
+    return c->home && o->hook == &c->home->hook ? c->home->hook.arena : NULL;
+}
+
+/* Entry `e` takes its object: tag it when no entry has (10). */
+static void obj_take(tide_cache *c, entry *e)
+{
+    tide_arena *a = own_arena(c, e->obj);
+
+    if (a && tide_arena_tag(a, e->obj) == 0) tide_arena_set_tag(a, e->obj, (uintptr_t)e);
+}
+
+/* Entry `e` lets its object go: untag it when e tagged it (10). */
+static void obj_drop(tide_cache *c, entry *e)
+{
+    tide_arena *a = own_arena(c, e->obj);
+
+    if (a && tide_arena_tag(a, e->obj) == (uintptr_t)e) tide_arena_set_tag(a, e->obj, 0);
 }
 
 /* What no eviction can reclaim: the cache struct and the slot array. */
@@ -134,6 +191,7 @@ static void push_strong(tide_cache *c, entry *e, uint64_t now)
 static void remove_entry(tide_cache *c, entry *e, ti_core_entry **victims)
 {
     ti_core_unlink(&c->core.t, &e->h);
+    obj_drop(c, e);
     if (e->weak) {
         ti_core_list_remove(&c->weak, &e->h);
         c->core.bytes -= c->entry_bytes;
@@ -212,6 +270,53 @@ static void core_check(const ti_core *k) { check_cheap((const tide_cache *)k); }
 
 /* ---- create and destroy -------------------------------------------------- */
 
+/* For ti_core_destroy: every entry onto the victim chain. */
+static void drain(ti_core *k, ti_core_entry **victims)
+{
+    tide_cache *c = (tide_cache *)k;
+
+    while (c->strong.head) remove_entry(c, (entry *)c->strong.head, victims);
+    while (c->weak.head) remove_entry(c, (entry *)c->weak.head, victims);
+}
+
+/* A segment at most this full is evacuated (fewest live bytes first,
+ * within the sweep's budget). After an evacuation every segment is fuller
+ * than this or was emptied, so the arena holds at most 100/90 of its live
+ * bytes plus the open and reserve segments: the 1.10 x of the memory
+ * promise (docs/MEMORY-LIMIT.md). The arena's own default, 50, would leave
+ * a workload that frees half of each segment at twice its live bytes. */
+#define ARENA_EVACUATE_PCT 90
+
+/* The arena and its home, for a cache with opts->arena. */
+static int home_open(tide_cache *c, const tide_cache_opts *opts)
+{
+    tide_arena_opts ao;
+    ti_cache_home *h;
+    int rc;
+
+    if (opts->obj_hook && opts->obj_hook->arena)
+        return tide_err_set(TIDE_EINVAL, "tide_cache_create: obj_hook's arena must be NULL");
+    h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return tide_err_set(TIDE_ENOMEM, "tide_cache_create: calloc of the arena's home failed");
+    tide_arena_opts_init(&ao);
+    ao.evacuate_pct = ARENA_EVACUATE_PCT;
+    ao.segment_bytes = opts->arena_segment_bytes;
+    ao.reserve = opts->arena_reserve;
+    rc = tide_arena_open(&h->hook.arena, &ao);
+    if (rc) {
+        free(h);
+        return tide_err_prefix(rc, "tide_cache_create");
+    }
+    if (opts->obj_hook) {
+        h->hook.on_free = opts->obj_hook->on_free;
+        h->hook.arg = opts->obj_hook->arg;
+    }
+    atomic_init(&h->refs, 1u);          /* the cache's */
+    c->home = h;
+    return 0;
+}
+
 int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
 {
     tide_cache_opts d;
@@ -266,6 +371,14 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
     c->budget = opts->budget_bytes;
     c->clock_us = opts->clock_us ? opts->clock_us : default_clock;
     c->clock_arg = opts->clock_us ? opts->clock_arg : NULL;
+    c->obj_hook = opts->obj_hook;
+    if (opts->arena) {
+        rc = home_open(c, opts);
+        if (rc) {
+            ti_core_destroy(&c->core, ti_core_chunk(sizeof *c), drain, free_victims);
+            goto out;
+        }
+    }
     *out = c;
     c = NULL;
 out:
@@ -274,20 +387,22 @@ out:
     return rc;
 }
 
-/* For ti_core_destroy: every entry onto the victim chain. */
-static void drain(ti_core *k, ti_core_entry **victims)
-{
-    tide_cache *c = (tide_cache *)k;
-
-    while (c->strong.head) remove_entry(c, (entry *)c->strong.head, victims);
-    while (c->weak.head) remove_entry(c, (entry *)c->weak.head, victims);
-}
-
 void tide_cache_destroy(tide_cache *c)
 {
     if (c == NULL) return;
     ti_core_destroy(&c->core, ti_core_chunk(sizeof *c), drain, free_victims);
+    if (c->home) ti_cache_home_release(c->home);   /* the arena goes with its last object */
     free(c);
+}
+
+int tide_cache_obj_make(tide_cache *c, tide_cache_obj **out, const void *bytes, size_t len)
+{
+    int rc;
+
+    if (c->home) rc = ti_cache_obj_new_in(c->home, out, bytes, len);
+    else rc = tide_cache_obj_new(out, bytes, len, c->obj_hook);
+    if (rc == 0) ti_core_note_alloc(&c->core, tide_cache_obj_alloc_size(len));
+    return rc;
 }
 
 /* ---- insert ---------------------------------------------------------------- */
@@ -329,6 +444,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
     fits = make_room(c, cost, &victims);
     TIDE_ASSERT(fits == 0);         /* base + cost <= hard_limit: checked above */
     ti_core_link(&c->core.t, &e->h);
+    obj_take(c, e);
     push_strong(c, e, now);
     c->core.bytes += cost;
     c->inserts++;
@@ -467,6 +583,79 @@ int tide_cache_set_limits(tide_cache *c, size_t budget_bytes, size_t hard_limit_
     return rc;
 }
 
+/* ---- the arena ----------------------------------------------------------------- */
+
+/* The arena's move callback (mem/arena.h): repoint the strong entry the tag
+ * names from `p` to a copy, or decline. The copy is allocated before the
+ * lock and, when declined, freed after it; the entry's reference to the
+ * old object is dropped after unlocking (7). */
+static int move_obj(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag)
+{
+    tide_cache *c = arg;
+    tide_cache_obj *old = p, *copy = NULL;
+    void *q = NULL;
+    entry *e = (entry *)(uintptr_t)tag;
+
+    if (tide_arena_alloc(a, size, &q) != 0) return TIDE_ARENA_KEPT;   /* counted refusal */
+    pthread_mutex_lock(&c->core.mu);
+    /* A tag read under the lock names a live entry that holds p (10). */
+    if (tide_arena_tag(a, p) == tag && !e->weak) {
+        TIDE_ASSERT(e->obj == old);
+        copy = q;
+        ti_cache_obj_copy(copy, old);
+        TIDE_ASSERT(obj_cost(copy) == obj_cost(old));                     /* 11 */
+        tide_arena_set_tag(a, old, 0);
+        tide_arena_set_tag(a, copy, tag);
+        e->obj = copy;
+    }
+    pthread_mutex_unlock(&c->core.mu);
+    if (copy == NULL) {
+        tide_arena_free(a, q);
+        return TIDE_ARENA_KEPT;
+    }
+    ti_core_note_alloc(&c->core, size);
+    tide_cache_obj_release(old);        /* the entry's: holders keep theirs */
+    return TIDE_ARENA_MOVED;
+}
+
+int tide_cache_evacuate(tide_cache *c, size_t budget_bytes, tide_cache_arena_report *report)
+{
+    tide_cache_arena_report r;
+    tide_arena_stats s0, s1, s2;
+    tide_arena *a;
+    size_t released = 0;
+    uint64_t t0, t1;
+    int rc = 0;
+
+    memset(&r, 0, sizeof r);
+    if (c->home == NULL) goto out;
+    a = c->home->hook.arena;
+    tide_arena_stats_get(a, &s0);
+    t0 = tide_clock_mono_ns();
+    if (budget_bytes) rc = tide_arena_evacuate(a, budget_bytes, move_obj, c, &r.evac);
+    t1 = tide_clock_mono_ns();
+    tide_arena_stats_get(a, &s1);
+    if (rc == 0) rc = tide_arena_release(a, &released);
+    tide_arena_stats_get(a, &s2);
+    r.released = r.evac.released + released;
+    r.release_ns = s2.release_ns - s0.release_ns;
+    /* The evacuation's own release is in its wall time: take it out. */
+    r.evacuate_ns = t1 - t0 - (s1.release_ns - s0.release_ns);
+out:
+    if (report) *report = r;
+    return rc;
+}
+
+int tide_cache_arena_stats(tide_cache *c, tide_arena_stats *out)
+{
+    if (c->home == NULL) {
+        memset(out, 0, sizeof *out);
+        return 0;
+    }
+    tide_arena_stats_get(c->home->hook.arena, out);
+    return 1;
+}
+
 /* ---- counters ---------------------------------------------------------------- */
 
 void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
@@ -492,6 +681,9 @@ void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
 
 size_t tide_cache_entry_cost(const tide_cache *c, size_t len)
 {
+    if (c->home)
+        return c->entry_bytes + tide_arena_alloc_size(c->home->hook.arena,
+                                                      TIDE_CACHE_OBJ_HEADER + len);
     return c->entry_bytes + ti_core_chunk(TIDE_CACHE_OBJ_HEADER + len);
 }
 
@@ -503,6 +695,34 @@ size_t tide_cache_weak_entry_cost(const tide_cache *c)
 size_t tide_cache_fixed_cost(const tide_cache *c)
 {
     return ti_core_chunk(sizeof *c);
+}
+
+/* Invariant 10 over every entry, and the arena's own (tide_arena_check).
+ * Under the lock. */
+static void check_arena(tide_cache *c)
+{
+    tide_arena_stats st;
+    uint64_t tagged = 0;
+    tide_arena *a;
+
+    if (c->home == NULL) return;
+    a = c->home->hook.arena;
+    for (size_t i = 0; i < c->core.t.nslots; i++) {
+        for (ti_core_entry *x = c->core.t.slots[i]; x; x = x->hnext) {
+            entry *e = (entry *)x, *f;
+            uint64_t tag;
+            if (own_arena(c, e->obj) == NULL) continue;
+            tag = tide_arena_tag(a, e->obj);
+            if (tag == 0) continue;
+            f = (entry *)(uintptr_t)tag;
+            TIDE_ASSERT(ti_core_find(&c->core.t, f->h.hash, f->key) == &f->h);   /* 10 */
+            TIDE_ASSERT(f->obj == e->obj);                                      /* 10 */
+            if (f == e && !e->weak) tagged += obj_cost(e->obj);
+        }
+    }
+    tide_arena_check(a);
+    tide_arena_stats_get(a, &st);
+    TIDE_ASSERT(tagged <= st.live_bytes);                                       /* 10 */
 }
 
 void tide_cache_check(tide_cache *c)
@@ -527,6 +747,7 @@ void tide_cache_check(tide_cache *c)
         TIDE_ASSERT(ti_core_find(&c->core.t, x->hash, e->key) == x);              /* 2 */
         bytes += c->entry_bytes;
     }
+    check_arena(c);
     for (size_t i = 0; i < c->core.t.nslots; i++)
         for (ti_core_entry *x = c->core.t.slots[i]; x; x = x->hnext) n++;
     TIDE_ASSERT(ns == c->strong.n && nw == c->weak.n);                  /* 2 */

@@ -8,7 +8,7 @@
  *     tide_cache_opts o;  tide_cache_opts_init(&o);
  *     o.target_size = 100000;  o.budget_bytes = 64 << 20;
  *     tide_cache *c;      tide_cache_create(&c, &o);
- *     tide_cache_obj *v;  tide_cache_obj_new(&v, bytes, len, NULL);
+ *     tide_cache_obj *v;  tide_cache_obj_make(c, &v, bytes, len);
  *     tide_cache_insert(c, key, v);          -- the cache takes its own reference
  *     tide_cache_obj_release(v);             -- ours
  *     v = tide_cache_lookup(c, key);         -- a new reference, or NULL
@@ -40,6 +40,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "mem/arena.h"
 #include "tide/error.h"
 
 /* ---- objects ---------------------------------------------------------- */
@@ -52,6 +53,8 @@ typedef struct tide_cache_obj tide_cache_obj;
 typedef struct tide_cache_obj_hook {
     void (*on_free)(void *arg, const tide_cache_obj *o);
     void *arg;
+    tide_arena *arena;          /* NULL in a caller's hook; set only in a
+                                   cache's own (tide_cache_obj_make) */
 } tide_cache_obj_hook;
 
 /*
@@ -66,6 +69,21 @@ int tide_cache_obj_new(tide_cache_obj **out, const void *bytes, size_t len,
 /* The bytes tide_cache_obj_new asks malloc for, for `len` bytes: len plus
  * the header. For a caller's churn totals (mem/account.h). Pure. */
 size_t tide_cache_obj_alloc_size(size_t len);
+
+typedef struct tide_cache tide_cache;
+
+/*
+ * Make an object for cache `c`: in c's arena when it has one (opts.arena),
+ * else with malloc as tide_cache_obj_new; its hook is opts.obj_hook's, and
+ * the allocation is noted in opts.account_id's churn totals. An object
+ * made so may be inserted in any cache, but only c moves it in an
+ * evacuation (tide_cache_evacuate), and it may outlive c (c's arena is
+ * closed when the last such object is freed).
+ * Returns 0, or TIDE_ENOMEM (the arena refused: counted in its refusals).
+ * Cost: one arena allocation (one lock; see mem/arena.h) or one malloc of
+ * len + 32 bytes, and one copy.
+ */
+int tide_cache_obj_make(tide_cache *c, tide_cache_obj **out, const void *bytes, size_t len);
 
 /* Take another reference to `o` (the caller must hold one). Returns `o`.
  * One atomic add. */
@@ -95,8 +113,6 @@ unsigned tide_cache_obj_refs(const tide_cache_obj *o);
 
 /* ---- the cache -------------------------------------------------------- */
 
-typedef struct tide_cache tide_cache;
-
 typedef struct tide_cache_opts {
     unsigned key_size;          /* bytes per key, 1..65535; default 32 */
     size_t   target_size;       /* entries; above it the age shrinks (0: no
@@ -125,10 +141,24 @@ typedef struct tide_cache_opts {
                                    consumer id (TIDE_MEM_NODE_CACHE) whose
                                    churn totals count each allocation the
                                    cache makes (its struct, slot arrays,
-                                   entries) with the bytes asked for
+                                   entries, and the objects of
+                                   tide_cache_obj_make and of evacuations)
+                                   with the bytes asked for
                                    (tide_mem_account_note_alloc; the bytes
-                                   held go through account_bytes). The
-                                   objects are the caller's allocations */
+                                   held go through account_bytes) */
+    int      arena;             /* 1 (default): tide_cache_obj_make puts
+                                   objects in a segment arena the cache owns
+                                   (mem/arena.h), which tide_cache_evacuate
+                                   compacts and gives back to the kernel a
+                                   segment at a time; 0: malloc */
+    size_t   arena_segment_bytes; /* the arena's segment: a power of two
+                                   from 64 KiB to 1 GiB; default 2 MiB */
+    unsigned arena_reserve;     /* empty segments the arena keeps resident;
+                                   default 1 */
+    const tide_cache_obj_hook *obj_hook; /* NULL (default), or the hook of
+                                   the objects tide_cache_obj_make makes
+                                   (its arena field NULL); must outlive
+                                   them */
 } tide_cache_opts;
 
 /* Fill `o` with the defaults above. */
@@ -245,7 +275,10 @@ typedef struct tide_cache_stats {
      *   the cache struct and its hash-table slot array, plus
      *   for every entry, strong or weak: the entry (49 bytes + key_size), plus
      *   for every strong entry: its object (32 bytes + len: the counts,
-     *   the hook, the length and the generation tag, then the bytes).
+     *   the hook, the length and the generation tag, then the bytes);
+     *   an object in an arena as the arena sizes it instead
+     *   (tide_arena_alloc_size: a 16-byte header and 32 + len rounded up
+     *   to 16; a page-rounded mapping above a quarter of a segment).
      * A weak entry's object is not counted: whoever keeps it alive holds that
      * memory. (After its last holder lets go, the object's memory waits for
      * the next sweep or lookup of its key; see cache.c.)
@@ -268,6 +301,34 @@ size_t tide_cache_weak_entry_cost(const tide_cache *c);
 /* What the cache struct itself adds (the slot array is the rest of an empty
  * cache's bytes: chunk(slots * 8)). Pure. */
 size_t tide_cache_fixed_cost(const tide_cache *c);
+
+/* ---- the arena ------------------------------------------------------------ */
+
+/* What one evacuation and release did (tide_cache_evacuate). */
+typedef struct tide_cache_arena_report {
+    tide_arena_evac_report evac;    /* segments walked, objects moved and kept */
+    uint64_t released;              /* segments given back, evacuation's and release's */
+    uint64_t evacuate_ns, release_ns; /* time in the copies and walks; in the madvise calls */
+} tide_cache_arena_report;
+
+/*
+ * Compact the cache's arena: move the strong entries' objects of its
+ * least-used segments, at most `budget_bytes` of them (0: none), into
+ * copies (mem/arena.h's tide_arena_evacuate), then give every empty
+ * segment beyond the reserve back to the kernel. A moved entry points at
+ * the copy at once; the old object stays readable for whoever holds it and
+ * is freed by its last holder (so a free hook sees one extra free per
+ * move), and its segment goes back at a later release. Weak entries'
+ * objects are not moved. Nothing to do without an arena (0, report zero).
+ * Returns 0 or the arena's error (a madvise that failed: TIDE_EIO).
+ * Cost: per object moved, one arena allocation and one lock of the cache
+ * held for one copy; per segment released, one madvise.
+ */
+int tide_cache_evacuate(tide_cache *c, size_t budget_bytes, tide_cache_arena_report *report);
+
+/* The arena's counters into *out; 1 when the cache has an arena, else 0
+ * (*out zeroed). O(1), the arena's lock. */
+int tide_cache_arena_stats(tide_cache *c, tide_arena_stats *out);
 
 /* Walk every entry and check the invariants of cache.c's essay, aborting
  * through TIDE_ASSERT when one is broken. For tests. Cost: one lock held

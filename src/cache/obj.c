@@ -11,6 +11,15 @@
  * A weak reference can become strong only through tide_cache_obj_try_upgrade,
  * which never raises strong from 0, so a dead object stays dead.
  *
+ * Where the memory comes from: malloc, for an object made with
+ * tide_cache_obj_new; the cache's segment arena (mem/arena.h), for one a
+ * cache with an arena made with tide_cache_obj_make. Such an object's hook
+ * is the cache's home (obj_impl.h), whose `arena` says where to free it and
+ * which lives, with the arena, until the last of its objects is freed. An
+ * evacuation (cache.c) moves an entry to a copy made by ti_cache_obj_copy:
+ * a new object with its own counts, the entry's reference only; the old
+ * one keeps its holders' references and is freed by the last of them.
+ *
  * The header also carries a tag the node sets: the id of the store
  * generation the object is known to be in (online delete; node.c). It is a
  * plain relaxed atomic beside the counts: it orders nothing, and a reader
@@ -25,6 +34,8 @@
  *   4. Every decrement that may free is acq_rel, so everything any holder did
  *      with the object happens before the free (no standalone fences: TSan
  *      models these).
+ *   5. An arena object holds one reference on its home from its making to
+ *      its free, so the arena is closed only after its last object is freed.
  *
  * Never: raise strong from 0 (a dead object stays dead), or order the
  *   counts with a standalone fence.
@@ -33,35 +44,81 @@
 #include <string.h>
 
 #include "cache/obj_impl.h"
+#include "mem/arena.h"
 #include "util/assert.h"
 #include "util/err.h"
 
-int tide_cache_obj_new(tide_cache_obj **out, const void *bytes, size_t len,
-                       const tide_cache_obj_hook *hook)
+/* The counts, hook, length and tag of a new object, and its bytes. */
+static void obj_init(tide_cache_obj *o, const void *bytes, size_t len,
+                     const tide_cache_obj_hook *hook)
 {
-    tide_cache_obj *o = NULL;
-    int rc = 0;
-
-    if (len > (size_t)-1 - TIDE_CACHE_OBJ_HEADER - 64) {
-        rc = tide_err_set(TIDE_ENOMEM, "cache object: %zu bytes is more than can be allocated",
-                          len);
-        goto out;
-    }
-    o = malloc(TIDE_CACHE_OBJ_HEADER + len);
-    if (o == NULL) {
-        rc = tide_err_set(TIDE_ENOMEM, "cache object: malloc of %zu bytes failed",
-                          TIDE_CACHE_OBJ_HEADER + len);
-        goto out;
-    }
     atomic_init(&o->strong, 1u);
     atomic_init(&o->weak, 1u);
     o->hook = hook;
     o->len = len;
     atomic_init(&o->gen, 0);
     if (bytes != NULL && len > 0) memcpy(o->data, bytes, len);
+}
+
+static int len_check(size_t len)
+{
+    if (len > (size_t)-1 - TIDE_CACHE_OBJ_HEADER - 64)
+        return tide_err_set(TIDE_ENOMEM, "cache object: %zu bytes is more than can be allocated",
+                            len);
+    return 0;
+}
+
+int tide_cache_obj_new(tide_cache_obj **out, const void *bytes, size_t len,
+                       const tide_cache_obj_hook *hook)
+{
+    tide_cache_obj *o = NULL;
+    int rc;
+
+    TIDE_ASSERT(hook == NULL || hook->arena == NULL);
+    rc = len_check(len);
+    if (rc) goto out;
+    o = malloc(TIDE_CACHE_OBJ_HEADER + len);
+    if (o == NULL) {
+        rc = tide_err_set(TIDE_ENOMEM, "cache object: malloc of %zu bytes failed",
+                          TIDE_CACHE_OBJ_HEADER + len);
+        goto out;
+    }
+    obj_init(o, bytes, len, hook);
     *out = o;
 out:
     return rc;
+}
+
+int ti_cache_obj_new_in(ti_cache_home *home, tide_cache_obj **out, const void *bytes, size_t len)
+{
+    void *p = NULL;
+    int rc;
+
+    rc = len_check(len);
+    if (rc) goto out;
+    rc = tide_arena_alloc(home->hook.arena, TIDE_CACHE_OBJ_HEADER + len, &p);
+    if (rc) goto out;
+    atomic_fetch_add_explicit(&home->refs, 1u, memory_order_relaxed);      /* 5 */
+    obj_init(p, bytes, len, &home->hook);
+    *out = p;
+out:
+    return rc;
+}
+
+void ti_cache_obj_copy(tide_cache_obj *copy, const tide_cache_obj *o)
+{
+    ti_cache_home *home = (ti_cache_home *)(uintptr_t)o->hook;
+
+    atomic_fetch_add_explicit(&home->refs, 1u, memory_order_relaxed);      /* 5 */
+    obj_init(copy, o->data, o->len, o->hook);
+    atomic_init(&copy->gen, tide_cache_obj_gen(o));
+}
+
+void ti_cache_home_release(ti_cache_home *home)
+{
+    if (atomic_fetch_sub_explicit(&home->refs, 1u, memory_order_acq_rel) != 1) return;
+    tide_arena_close(home->hook.arena);
+    free(home);
 }
 
 size_t tide_cache_obj_alloc_size(size_t len)
@@ -71,8 +128,15 @@ size_t tide_cache_obj_alloc_size(size_t len)
 
 static void obj_free(tide_cache_obj *o)
 {
-    if (o->hook && o->hook->on_free) o->hook->on_free(o->hook->arg, o);
-    free(o);
+    const tide_cache_obj_hook *hook = o->hook;
+
+    if (hook && hook->on_free) hook->on_free(hook->arg, o);
+    if (hook && hook->arena) {
+        tide_arena_free(hook->arena, o);
+        ti_cache_home_release((ti_cache_home *)(uintptr_t)hook);        /* 5 */
+    } else {
+        free(o);
+    }
 }
 
 tide_cache_obj *tide_cache_obj_retain(tide_cache_obj *o)

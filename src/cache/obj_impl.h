@@ -25,6 +25,35 @@ struct tide_cache_obj {
 /* The header's size: what an object costs beyond its bytes. */
 #define TIDE_CACHE_OBJ_HEADER offsetof(struct tide_cache_obj, data)
 
+/*
+ * Where a cache's own objects live when it has an arena (cache.c): its
+ * objects' hook points at `hook`, whose `arena` is the arena they were
+ * allocated in and whose on_free and arg are the cache's obj_hook's. The
+ * home outlives the cache while any of its objects lives (an HTTP
+ * response may hold one past the node's shutdown of its cache): `refs` is
+ * the live objects plus one for the cache, and the last one out closes the
+ * arena and frees the home.
+ */
+typedef struct ti_cache_home {
+    tide_cache_obj_hook hook;       /* first: an object's hook is the home */
+    atomic_size_t refs;
+} ti_cache_home;
+
+/* Make an object of `len` bytes (a copy of `bytes`, which may be NULL when
+ * len is 0) in home's arena: strong and weak 1, its hook the home's, one
+ * more reference on the home. Returns 0 or TIDE_ENOMEM (the arena's
+ * refusal). Cost: one arena allocation, one copy. */
+int ti_cache_obj_new_in(ti_cache_home *home, tide_cache_obj **out, const void *bytes, size_t len);
+
+/* Fill `copy` (an arena allocation of the same size as `o`, which some
+ * entry holds) with o's length, generation tag and bytes, counts 1 and 1
+ * (the entry's reference), and one more reference on the home: the object
+ * an evacuation moves an entry to. Cost: one copy of the bytes. */
+void ti_cache_obj_copy(tide_cache_obj *copy, const tide_cache_obj *o);
+
+/* Drop one reference on the home; the last closes its arena and frees it. */
+void ti_cache_home_release(ti_cache_home *home);
+
 /* Take a weak reference; the caller holds a strong or weak one. */
 void tide_cache_obj_weak_retain(tide_cache_obj *o);
 /* Drop a weak reference; the last one (with strong == 0) frees. */

@@ -221,6 +221,36 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "off on a disk that returns read errors: a bad sector under the map kills tided with "
                 "SIGBUS, where pread gives that request an I/O error (a 500) and tided goes on. On "
                 "tmpfs nothing is mapped (the pages would count as tided's shared memory)." },
+    /* The node cache's objects in segments Tide maps itself, compacted and
+     * given back after each sweep (mem/arena.h); off keeps them on malloc,
+     * for side-by-side runs. */
+    [TIDE_CFG_CACHE_ARENA]     = { "cache_arena", "cache-arena", "TIDE_CACHE_ARENA", "node",
+                                   NULL, NULL, K_BOOL, 0, 0, 0,
+        .def = "on", .arg = "on|off",
+        .help = "on: the node cache keeps its objects in 2 MiB segments tided maps itself; after "
+                "each sweep the live objects of the least-used segments are copied together "
+                "(cache_arena_evacuate) and empty segments go back to the kernel with one "
+                "madvise each, so what a sweep frees leaves RSS whatever the allocator. off: "
+                "each object is malloc'd, and what a sweep frees goes back only as the "
+                "allocator's trim can return it." },
+    [TIDE_CFG_CACHE_ARENA_SEGMENT] = { "cache_arena_segment", "cache-arena-segment",
+                                   "TIDE_CACHE_ARENA_SEGMENT", "node", NULL, NULL, K_SIZE,
+                                   64 * 1024, 1 * GiB, 0,
+        .def = "2MiB", .arg = "SIZE",
+        .help = "the arena's segment, a power of two: the unit memory goes back to the kernel in. "
+                "Objects above a quarter of it get a mapping of their own." },
+    [TIDE_CFG_CACHE_ARENA_RESERVE] = { "cache_arena_reserve", "cache-arena-reserve",
+                                   "TIDE_CACHE_ARENA_RESERVE", "node", NULL, NULL, K_UINT, 0, 1024, 0,
+        .def = "1", .arg = "N",
+        .help = "empty segments the arena keeps resident for the next allocations instead of "
+                "giving them back." },
+    [TIDE_CFG_CACHE_ARENA_EVACUATE] = { "cache_arena_evacuate", "cache-arena-evacuate",
+                                   "TIDE_CACHE_ARENA_EVACUATE", "node", NULL, NULL, K_SIZE, 0,
+                                   TIDE_CONFIG_BYTES_MAX, 0,
+        .def = "64MiB", .arg = "SIZE",
+        .help = "bytes of live objects a sweep may copy to empty the arena's least-used segments "
+                "(0: none; empty segments still go back). A request waits at most one object's "
+                "copy." },
     [TIDE_CFG_LOG_LEVEL]       = { "log_level", "log-level", "TIDE_LOG_LEVEL", "node",
                                    NULL, NULL, K_LEVEL, 0, 0, 0,
         .def = "info", .arg = "LEVEL",
@@ -895,6 +925,9 @@ static void parse_value(const tide_config *c, int id, const char *text, int kind
             tide_config_range_text(id, rng, sizeof rng);
             snprintf(why, wcap, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes (%s)",
                      p->v, st->min, st->max, rng);
+        } else if (id == TIDE_CFG_CACHE_ARENA_SEGMENT && (p->v & (p->v - 1)) != 0) {
+            snprintf(why, wcap, "%" PRIu64 " bytes is not a power of two (64KiB, 128KiB, ... 2MiB, "
+                     "... 1GiB)", p->v);
         }
         break;
     case K_BLOCK: {
@@ -954,6 +987,10 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_NUDB_BLOCK_SIZE: c->nudb_block_size = (unsigned)p->v; break;
     case TIDE_CFG_STORE_INDEX_LAG: c->store_index_lag = p->v; break;
     case TIDE_CFG_STORE_KEY_MAP:   c->store_key_map = p->iv; break;
+    case TIDE_CFG_CACHE_ARENA:     c->cache_arena = p->iv; break;
+    case TIDE_CFG_CACHE_ARENA_SEGMENT: c->cache_arena_segment = p->v; break;
+    case TIDE_CFG_CACHE_ARENA_RESERVE: c->cache_arena_reserve = (unsigned)p->v; break;
+    case TIDE_CFG_CACHE_ARENA_EVACUATE: c->cache_arena_evacuate = p->v; break;
     case TIDE_CFG_LOG_LEVEL:       c->log_level = p->iv; break;
     case TIDE_CFG_LOG_FORMAT:      c->log_format = p->iv; break;
     case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = p->v; c->mmap_threshold_set = 1; break;
@@ -1210,6 +1247,10 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(out, cap, "%u", c->nudb_block_size); break;
     case TIDE_CFG_STORE_INDEX_LAG: ti_config_size_text(c->store_index_lag, out, cap); break;
     case TIDE_CFG_STORE_KEY_MAP:   snprintf(out, cap, "%s", c->store_key_map ? "on" : "off"); break;
+    case TIDE_CFG_CACHE_ARENA:     snprintf(out, cap, "%s", c->cache_arena ? "on" : "off"); break;
+    case TIDE_CFG_CACHE_ARENA_SEGMENT: ti_config_size_text(c->cache_arena_segment, out, cap); break;
+    case TIDE_CFG_CACHE_ARENA_RESERVE: snprintf(out, cap, "%u", c->cache_arena_reserve); break;
+    case TIDE_CFG_CACHE_ARENA_EVACUATE: ti_config_size_text(c->cache_arena_evacuate, out, cap); break;
     case TIDE_CFG_LOG_LEVEL:      snprintf(out, cap, "%s", tide_log_level_name(c->log_level)); break;
     case TIDE_CFG_LOG_FORMAT:     snprintf(out, cap, "%s", tide_log_format_name(c->log_format)); break;
     case TIDE_CFG_MMAP_THRESHOLD:
@@ -1372,6 +1413,8 @@ int tide_config_group(int id)
         return TIDE_CFG_GROUP_HTTP;
     case TIDE_CFG_SWEEP_INTERVAL: case TIDE_CFG_CACHE_TARGET: case TIDE_CFG_CACHE_AGE: case TIDE_CFG_CACHE_BUDGET:
     case TIDE_CFG_INSERT_BURST: case TIDE_CFG_KEY_CACHE_SIZE: case TIDE_CFG_KEY_CACHE_AGE: case TIDE_CFG_TRIM_POLICY:
+    case TIDE_CFG_CACHE_ARENA: case TIDE_CFG_CACHE_ARENA_SEGMENT: case TIDE_CFG_CACHE_ARENA_RESERVE:
+    case TIDE_CFG_CACHE_ARENA_EVACUATE:
         return TIDE_CFG_GROUP_CACHE;
     case TIDE_CFG_MEMORY_LIMIT: case TIDE_CFG_MEMORY_LEVELS: case TIDE_CFG_MEMORY_HYSTERESIS:
     case TIDE_CFG_MEMORY_POLL_MS: case TIDE_CFG_MEMORY_PRESSURE: case TIDE_CFG_MMAP_THRESHOLD: case TIDE_CFG_ARENA_MAX:

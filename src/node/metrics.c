@@ -305,6 +305,48 @@ static void write_sweeps(tide_metrics_writer *w, tide_node *n)
         (double)t.trim_majflt);
 }
 
+/* The node cache's arena (absent with cache_arena off). */
+static void write_arena(tide_metrics_writer *w, tide_node *n)
+{
+    static const char *const states[4] = { "open", "used", "empty", "released" };
+    tide_arena_stats a;
+    tide_node_totals t;
+    size_t seg[4];
+
+    if (!tide_node_cache_arena_stats(n, &a)) return;
+    tide_node_totals_get(n, &t);
+    seg[0] = a.seg_open;
+    seg[1] = a.seg_used;
+    seg[2] = a.seg_empty;
+    seg[3] = a.seg_released;
+    one(w, "tide_cache_arena_live_bytes", "gauge",
+        "Bytes of the node cache's live objects in its arena (headers and rounding included).",
+        (double)a.live_bytes);
+    one(w, "tide_cache_arena_resident_bytes", "gauge",
+        "Bytes of the arena's segments not given back, and its large objects' mappings.",
+        (double)a.resident_bytes);
+    tide_metrics_family(w, "tide_cache_arena_segments", "gauge",
+                        "The arena's segments by state: open (allocations go there), used, empty "
+                        "(resident, the reserve), released (given back, reused first).");
+    for (int i = 0; i < 4; i++) {
+        const char *lab[2] = { "state", states[i] };
+        tide_metrics_sample(w, "tide_cache_arena_segments", lab, 1, (double)seg[i]);
+    }
+    one(w, "tide_cache_arena_evacuated_objects_total", "counter",
+        "Objects the sweeps' evacuations moved to copies.", (double)a.evacuated_objects);
+    one(w, "tide_cache_arena_evacuated_bytes_total", "counter",
+        "Bytes of the objects the sweeps' evacuations moved.", (double)a.evacuated_bytes);
+    one(w, "tide_cache_arena_released_segments_total", "counter",
+        "Segments given back to the kernel (one madvise each).", (double)a.releases);
+    one(w, "tide_cache_arena_evacuate_seconds_total", "counter",
+        "Time the sweeps spent evacuating (walks and copies), their releases excluded.",
+        (double)t.arena_evacuate_ns / 1e9);
+    one(w, "tide_cache_arena_release_seconds_total", "counter",
+        "Time the sweeps spent in the arena's madvise calls.", (double)t.arena_release_ns / 1e9);
+    one(w, "tide_cache_arena_refusals_total", "counter",
+        "Allocations the arena refused (the object was not cached).", (double)a.refusals);
+}
+
 static void write_allocator(tide_metrics_writer *w)
 {
     tide_mem_alloc_info info;
@@ -724,6 +766,7 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     if (o->config) write_config(&w, o->config);
     write_caches(&w, n);
     write_sweeps(&w, n);
+    write_arena(&w, n);
     write_allocator(&w);
     write_process(&w, o);
     write_memory_limit(&w, n, o);

@@ -99,6 +99,10 @@ void tide_node_opts_init(tide_node_opts *o)
     o->cache_target = 262144;
     o->cache_age_s = 30;
     o->cache_budget = 64 * (size_t)MiB;
+    o->cache_arena = 1;
+    o->cache_arena_segment = 2 * (size_t)MiB;
+    o->cache_arena_reserve = 1;
+    o->cache_arena_evacuate = 64 * (size_t)MiB;
     o->key_cache_size = 65536;
     o->key_cache_age_s = 30;
     o->insert_burst = 4 * (size_t)MiB;
@@ -302,6 +306,9 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     co.clock_arg = n->opts.clock_arg;
     co.account_bytes = tide_mem_account_counter(TIDE_MEM_NODE_CACHE);
     co.account_id = TIDE_MEM_NODE_CACHE;
+    co.arena = n->opts.cache_arena;
+    co.arena_segment_bytes = n->opts.cache_arena_segment;
+    co.arena_reserve = n->opts.cache_arena_reserve;
     rc = tide_cache_create(&n->cache, &co);
     if (rc) goto out;
 
@@ -440,8 +447,7 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
     tide_keycache_erase(n->keycache, key);
     atomic_fetch_add(&n->puts, 1);
     /* The value is stored; failing to cache it only costs a later read. */
-    if (tide_cache_obj_new(&obj, value, len, NULL) == 0) {
-        tide_mem_account_note_alloc(TIDE_MEM_NODE_CACHE, (int64_t)tide_cache_obj_alloc_size(len));
+    if (tide_cache_obj_make(n->cache, &obj, value, len) == 0) {
         tide_cache_obj_set_gen(obj, gen);
         (void)tide_cache_insert(n->cache, key, obj);
     }
@@ -482,9 +488,8 @@ int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
     }
     if (rc) goto out;
     atomic_fetch_add(&n->gets_store, 1);
-    rc = tide_cache_obj_new(&obj, buf, len, NULL);
+    rc = tide_cache_obj_make(n->cache, &obj, buf, len);
     if (rc) goto out;
-    tide_mem_account_note_alloc(TIDE_MEM_NODE_CACHE, (int64_t)tide_cache_obj_alloc_size(len));
     tide_cache_obj_set_gen(obj, where);
     (void)tide_cache_insert(n->cache, key, obj);
 out:
@@ -523,6 +528,11 @@ int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
 int tide_node_sync(tide_node *n) { return tide_gens_sync(n->gens); }
 
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out) { tide_cache_stats_get(n->cache, out); }
+
+int tide_node_cache_arena_stats(tide_node *n, tide_arena_stats *out)
+{
+    return tide_cache_arena_stats(n->cache, out);
+}
 
 void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out)
 {

@@ -130,6 +130,15 @@ typedef struct tide_node_opts {
                                      0: unbounded */
     size_t   cache_hard_limit;    /* never exceeded; 0 (default): twice the
                                      budget (none when the budget is 0) */
+    int      cache_arena;         /* 1 (default): cached objects live in a
+                                     segment arena (tide_cache_opts.arena)
+                                     that each sweep compacts and releases;
+                                     0: malloc */
+    size_t   cache_arena_segment; /* the arena's segment; default 2 MiB */
+    unsigned cache_arena_reserve; /* empty segments kept; default 1 */
+    size_t   cache_arena_evacuate;/* bytes a sweep may move to compact the
+                                     arena; default 64 MiB; 0: none (empty
+                                     segments are still released) */
     /* key cache */
     size_t   key_cache_size;      /* target entries; default 65536 (as config.c) */
     unsigned key_cache_age_s;     /* default 30 */
@@ -286,6 +295,11 @@ typedef struct tide_node_sweep_report {
     tide_mem_trim_report trim;    /* zero when !trimmed */
     tide_cache_sweep_report    node_cache;
     tide_keycache_sweep_report key_cache;
+    tide_cache_arena_report    arena;  /* the node cache's evacuation and
+                                          release, after the sweeps and
+                                          before the trim (zero with
+                                          cache_arena off) */
+    int      arena_rc;            /* its return (0 or an error code) */
 } tide_node_sweep_report;
 
 #define TIDE_NODE_REPORTS 64      /* rounds kept for tide_node_reports */
@@ -303,6 +317,9 @@ typedef struct tide_node_totals {
     int64_t  last_trim_rss_delta; /* of the latest trim (0 before the first) */
     tide_hist sweep_duration;     /* report.sweep_ns, cumulative buckets */
     tide_hist trim_duration;      /* trim.duration_ns, cumulative buckets */
+    uint64_t arena_evacuate_ns;   /* sum of report.arena.evacuate_ns */
+    uint64_t arena_release_ns;    /* sum of report.arena.release_ns */
+    uint64_t arena_released;      /* segments the rounds gave back */
     uint64_t puts, puts_existing; /* put calls that stored; that found the key */
     uint64_t gets, gets_cache, gets_keycache, gets_store, gets_missing;
                                   /* gets = cache + store hits + missing;
@@ -405,6 +422,9 @@ void tide_node_totals_get(tide_node *n, tide_node_totals *out);
  * all three together). The store's info also refreshes the
  * store_insert_pool and store_commit accounts. Cost: three locks. */
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out);
+/* The node cache's arena's counters (mem/arena.h); 1 when it has one
+ * (cache_arena on), else 0 with *out zeroed. */
+int tide_node_cache_arena_stats(tide_node *n, tide_arena_stats *out);
 void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out);
 void tide_node_store_info(tide_node *n, tide_store_info *out);
 

@@ -379,6 +379,10 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->insert_burst = (size_t)c->insert_burst;
     o->index_lag_bytes = c->store_index_lag;
     o->store_no_map = !c->store_key_map;
+    o->cache_arena = c->cache_arena;
+    o->cache_arena_segment = (size_t)c->cache_arena_segment;
+    o->cache_arena_reserve = c->cache_arena_reserve;
+    o->cache_arena_evacuate = (size_t)c->cache_arena_evacuate;
     o->sweep_interval_ms = (uint64_t)c->sweep_interval * 1000u;
     o->trim_policy = c->trim_policy;
     o->trim_param = c->trim_param;

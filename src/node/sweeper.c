@@ -3,7 +3,10 @@
  * sweeper.c: the node's sweep rounds and the thread that runs them.
  *
  * A round is, always in this order: sweep the node cache, sweep the key
- * cache, make at most one release call (tide_mem_trim, when opts.trim is
+ * cache, compact the node cache's arena and give its empty segments back
+ * (tide_cache_evacuate, within cache_arena_evacuate bytes; timed apart
+ * from the sweeps, the copies and the madvise calls each), make at most
+ * one release call (tide_mem_trim, when opts.trim is
  * set and opts.trim_policy calls for it: always, every N-th round, after a
  * sweep that freed enough, or when the allocator holds enough free), record
  * the report, log the trim line at debug. The next round is due
@@ -16,7 +19,8 @@
  *
  * Invariants:
  *   1. Rounds never overlap (round_lock), and each makes at most one release
- *      call, after both cache sweeps.
+ *      call, after both cache sweeps and the arena's evacuation and
+ *      release (so the trim sees what the evacuation freed).
  *   2. reports[] holds the last min(seq, TIDE_NODE_REPORTS) rounds;
  *      reports[(seq - 1) % TIDE_NODE_REPORTS] is round seq.
  *   3. totals.sweeps == seq of the last recorded round (asserted by
@@ -106,6 +110,10 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
     tide_keycache_sweep(n->keycache, &r.key_cache);
     r.sweep_ns = tide_clock_mono_ns() - t0;
     ti_node_refresh_store_accounts(n, &info);
+    if (n->opts.cache_arena) {
+        trace(n, "evacuate");
+        r.arena_rc = tide_cache_evacuate(n->cache, n->opts.cache_arena_evacuate, &r.arena);
+    }
     r.freed_bytes = (r.node_cache.bytes_before > r.node_cache.bytes_after
                      ? r.node_cache.bytes_before - r.node_cache.bytes_after : 0)
                   + (r.key_cache.bytes_before > r.key_cache.bytes_after
@@ -124,6 +132,9 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
     n->totals.sweeps = r.seq;
     n->totals.sweep_ns += r.sweep_ns;
     tide_hist_observe(&n->sweep_hist, r.sweep_ns);
+    n->totals.arena_evacuate_ns += r.arena.evacuate_ns;
+    n->totals.arena_release_ns += r.arena.release_ns;
+    n->totals.arena_released += r.arena.released;
     if (!r.trimmed && n->opts.trim) n->totals.trims_skipped++;
     if (r.trimmed) {
         tide_hist_observe(&n->trim_hist, r.trim.duration_ns);
@@ -148,6 +159,9 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
         tide_mem_trim_format(&r.trim, line, sizeof line);
         tide_log(TIDE_LOG_DEBUG, "%s", line);
     }
+    if (r.arena_rc)
+        tide_log(TIDE_LOG_WARN, "sweep %" PRIu64 ": the cache arena's release failed: %s", r.seq,
+                 tide_strerror(r.arena_rc));
     if (r.trimmed && r.trim_rc)
         tide_log(TIDE_LOG_WARN, "sweep %" PRIu64 ": the release call failed: %s", r.seq,
                  tide_strerror(r.trim_rc));

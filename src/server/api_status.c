@@ -64,15 +64,28 @@ json_t *tided_trim_json(const tide_mem_trim_report *t)
                      "minflt", (json_int_t)t->minflt, "majflt", (json_int_t)t->majflt);
 }
 
+static json_t *arena_json(const tide_cache_arena_report *a, int rc)
+{
+    return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "rc", rc,
+                     "segments", (json_int_t)a->evac.segments, "emptied", (json_int_t)a->evac.emptied,
+                     "moved_objects", (json_int_t)a->evac.moved_objects,
+                     "moved_bytes", (json_int_t)a->evac.moved_bytes,
+                     "kept_objects", (json_int_t)a->evac.kept_objects,
+                     "kept_bytes", (json_int_t)a->evac.kept_bytes,
+                     "released", (json_int_t)a->released,
+                     "evacuate_ns", (json_int_t)a->evacuate_ns, "release_ns", (json_int_t)a->release_ns);
+}
+
 json_t *tided_sweep_report_json(const tide_node_sweep_report *r)
 {
     json_t *trim = tided_trim_json(&r->trim);
-    return json_pack("{s:I,s:I,s:I,s:I,s:b,s:i,s:o,s:o,s:o}",
+    return json_pack("{s:I,s:I,s:I,s:I,s:b,s:i,s:o,s:o,s:o,s:o}",
                      "seq", (json_int_t)r->seq, "started_unix_us", (json_int_t)r->started_unix_us,
                      "sweep_ns", (json_int_t)r->sweep_ns, "freed_bytes", (json_int_t)r->freed_bytes,
                      "trimmed", r->trimmed, "trim_rc", r->trim_rc,
                      "trim", trim, "node_cache", cache_sweep_json(&r->node_cache),
-                     "key_cache", keycache_sweep_json(&r->key_cache));
+                     "key_cache", keycache_sweep_json(&r->key_cache),
+                     "arena", arena_json(&r->arena, r->arena_rc));
 }
 
 static json_t *store_json(tide_node *node)
