@@ -471,11 +471,12 @@ out:
 
 void tide_arena_free(tide_arena *a, void *p)
 {
-    hdr *h = (hdr *)p - 1;
+    hdr *h;
     size_t i, total;
     seg *s;
 
     if (p == NULL) return;
+    h = (hdr *)p - 1;           /* after the NULL check: NULL - 1 is undefined */
     if (!in_range(a, p)) {
         free_large(a, p);
         return;
