@@ -687,12 +687,14 @@ static void bench_one(bench *b, tide_arena *a, const char *name)
 
 static void benchmark_against_malloc(void **state)
 {
-    bench *b = calloc(1, sizeof *b);
+    bench *b;
     tide_arena *a = NULL;
     th_rng r;
 
     (void)state;
     if (TH_SANITIZER) th_skip("figures from a sanitizer build mean nothing");
+    b = calloc(1, sizeof *b);
+    if (b == NULL) fail_msg("out of memory");
     th_rng_init(&r, 1);
     for (size_t i = 0; i < B_N; i++) b->bytes += b->sz[i] = th_rng_range(&r, 64, 1024);
     print_message("    %u objects of 64..1024 bytes (%" PRIu64 " MiB), one thread; after a warm-up "
