@@ -145,11 +145,18 @@ void tide_cache_opts_init(tide_cache_opts *o)
 
 /* ---- small helpers (all under the lock) --------------------------------- */
 
+/* What an object of `len` bytes costs: its arena allocation in `a`, or
+ * its malloc chunk (a NULL). */
+static size_t obj_bytes(const tide_arena *a, size_t len)
+{
+    size_t n = TIDE_CACHE_OBJ_HEADER + len;
+
+    return a ? tide_arena_alloc_size(a, n) : ti_core_chunk(n);
+}
+
 static size_t obj_cost(const tide_cache_obj *o)
 {
-    if (o->hook && o->hook->arena)
-        return tide_arena_alloc_size(o->hook->arena, TIDE_CACHE_OBJ_HEADER + o->len);
-    return ti_core_chunk(TIDE_CACHE_OBJ_HEADER + o->len);
+    return obj_bytes(o->hook ? o->hook->arena : NULL, o->len);
 }
 
 /* The arena of the cache's own object `o`, or NULL for any other. */
@@ -681,10 +688,7 @@ void tide_cache_stats_get(tide_cache *c, tide_cache_stats *out)
 
 size_t tide_cache_entry_cost(const tide_cache *c, size_t len)
 {
-    if (c->home)
-        return c->entry_bytes + tide_arena_alloc_size(c->home->hook.arena,
-                                                      TIDE_CACHE_OBJ_HEADER + len);
-    return c->entry_bytes + ti_core_chunk(TIDE_CACHE_OBJ_HEADER + len);
+    return c->entry_bytes + obj_bytes(c->home ? c->home->hook.arena : NULL, len);
 }
 
 size_t tide_cache_weak_entry_cost(const tide_cache *c)

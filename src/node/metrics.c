@@ -342,7 +342,7 @@ static void write_arena(tide_metrics_writer *w, tide_node *n)
         "Time the sweeps spent evacuating (walks and copies), their releases excluded.",
         (double)t.arena_evacuate_ns / 1e9);
     one(w, "tide_cache_arena_release_seconds_total", "counter",
-        "Time the sweeps spent in the arena's madvise calls.", (double)t.arena_release_ns / 1e9);
+        "Time the sweeps spent in the arena's madvise calls.", (double)a.release_ns / 1e9);
     one(w, "tide_cache_arena_refusals_total", "counter",
         "Allocations the arena refused (the object was not cached).", (double)a.refusals);
 }

@@ -317,9 +317,8 @@ typedef struct tide_node_totals {
     int64_t  last_trim_rss_delta; /* of the latest trim (0 before the first) */
     tide_hist sweep_duration;     /* report.sweep_ns, cumulative buckets */
     tide_hist trim_duration;      /* trim.duration_ns, cumulative buckets */
-    uint64_t arena_evacuate_ns;   /* sum of report.arena.evacuate_ns */
-    uint64_t arena_release_ns;    /* sum of report.arena.release_ns */
-    uint64_t arena_released;      /* segments the rounds gave back */
+    uint64_t arena_evacuate_ns;   /* sum of report.arena.evacuate_ns (the arena
+                                     counts its releases' time itself) */
     uint64_t puts, puts_existing; /* put calls that stored; that found the key */
     uint64_t gets, gets_cache, gets_keycache, gets_store, gets_missing;
                                   /* gets = cache + store hits + missing;

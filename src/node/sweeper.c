@@ -133,8 +133,6 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
     n->totals.sweep_ns += r.sweep_ns;
     tide_hist_observe(&n->sweep_hist, r.sweep_ns);
     n->totals.arena_evacuate_ns += r.arena.evacuate_ns;
-    n->totals.arena_release_ns += r.arena.release_ns;
-    n->totals.arena_released += r.arena.released;
     if (!r.trimmed && n->opts.trim) n->totals.trims_skipped++;
     if (r.trimmed) {
         tide_hist_observe(&n->trim_hist, r.trim.duration_ns);
@@ -160,7 +158,7 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
         tide_log(TIDE_LOG_DEBUG, "%s", line);
     }
     if (r.arena_rc)
-        tide_log(TIDE_LOG_WARN, "sweep %" PRIu64 ": the cache arena's release failed: %s", r.seq,
+        tide_log(TIDE_LOG_WARN, "sweep %" PRIu64 ": the cache arena's evacuation or release failed: %s", r.seq,
                  tide_strerror(r.arena_rc));
     if (r.trimmed && r.trim_rc)
         tide_log(TIDE_LOG_WARN, "sweep %" PRIu64 ": the release call failed: %s", r.seq,
