@@ -470,6 +470,8 @@ typedef struct grow_shared {
     atomic_ullong acked;
     atomic_int done;
     atomic_ullong misses, wrong, errors, fetches, sweeps;
+    atomic_int first_error;         /* the first fetch error's code, and its text */
+    char first_error_text[512];
     int insert_rc;
     int retry;                  /* a refused insert is tried again (rollbacks under way) */
 } grow_shared;
@@ -520,7 +522,12 @@ static void *grow_reader(void *arg)
             rc = tide_store_fetch(g->s, key, &got, &len);
             atomic_fetch_add(&g->fetches, 1);
             if (rc == TIDE_ENOTFOUND) atomic_fetch_add(&g->misses, 1);
-            else if (rc != 0) atomic_fetch_add(&g->errors, 1);
+            else if (rc != 0) {
+                int none = 0;
+                if (atomic_compare_exchange_strong(&g->first_error, &none, rc))
+                    snprintf(g->first_error_text, sizeof g->first_error_text, "%s", tide_last_error());
+                atomic_fetch_add(&g->errors, 1);
+            }
             else {
                 th_value(i, wlen, want);
                 if (len != wlen || memcmp(got, want, wlen) != 0) atomic_fetch_add(&g->wrong, 1);
@@ -579,9 +586,11 @@ static void grow_run(tstate *t, tide_io *io, size_t burst, int retry, tide_store
         fail_msg("writer: insert failed with %d after %llu items", g.insert_rc,
                  (unsigned long long)atomic_load(&g.acked));
     if (atomic_load(&g.misses) || atomic_load(&g.wrong) || atomic_load(&g.errors))
-        fail_msg("expected no false miss, wrong value or error, got %llu, %llu, %llu",
+        fail_msg("expected no false miss, wrong value or error, got %llu, %llu, %llu (first error: %s: %s)",
                  (unsigned long long)atomic_load(&g.misses), (unsigned long long)atomic_load(&g.wrong),
-                 (unsigned long long)atomic_load(&g.errors));
+                 (unsigned long long)atomic_load(&g.errors),
+                 atomic_load(&g.first_error) ? tide_strerror(atomic_load(&g.first_error)) : "none",
+                 g.first_error_text);
 }
 
 static void fetch_while_the_file_grows(void **state)
