@@ -1307,23 +1307,27 @@ static void cache_arena_settings_have_defaults_reach_the_node_and_refuse_bad_val
     tide_config c;
     tide_node_opts o;
     const char *env[] = { "TIDE_CACHE_ARENA_EVACUATE=0", NULL };
-    char *argv[] = { "tided", "--cache-arena", "off", "--cache-arena-reserve", "3", NULL };
+    char *argv[] = { "tided", "--cache-arena", "off", "--cache-arena-reserve", "3", "--cache-arena-hugepages",
+                     "on", NULL };
 
     expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
     expect_contains(describe(&c), "cache_arena=on(default) cache_arena_segment=2MiB(default) "
-                    "cache_arena_reserve=1(default) cache_arena_evacuate=64MiB(default)", "describe");
+                    "cache_arena_reserve=1(default) cache_arena_evacuate=64MiB(default) "
+                    "cache_arena_hugepages=off(default)", "describe");
     tide_startup_node_opts(&c, &o);
     expect_u64((uint64_t)o.cache_arena, 1, "node opts: the arena on");
     expect_u64(o.cache_arena_segment, 2u << 20, "node opts: the segment");
     expect_u64(o.cache_arena_reserve, 1, "node opts: the reserve");
     expect_u64(o.cache_arena_evacuate, 64u << 20, "node opts: the evacuation budget");
-    expect_rc(load_all(f, &c, "[node]\ncache_arena_segment=64KiB\n", env, 5, argv), 0,
+    expect_u64((uint64_t)o.cache_arena_hugepages, 0, "node opts: no huge pages");
+    expect_rc(load_all(f, &c, "[node]\ncache_arena_segment=64KiB\n", env, 7, argv), 0,
               "file, environment and flags");
     tide_startup_node_opts(&c, &o);
     expect_u64((uint64_t)o.cache_arena, 0, "the flag's off");
     expect_u64(o.cache_arena_segment, 64u << 10, "the file's segment");
     expect_u64(o.cache_arena_reserve, 3, "the flag's reserve");
     expect_u64(o.cache_arena_evacuate, 0, "the environment's 0: no evacuation");
+    expect_u64((uint64_t)o.cache_arena_hugepages, 1, "the flag's huge pages");
     expect_contains(describe(&c), "cache_arena_evacuate=0(env TIDE_CACHE_ARENA_EVACUATE)", "describe: env");
     expect_file_error(f, "[node]\ncache_arena_segment=3MiB\n", 2,
                       "[node] cache_arena_segment=3MiB: 3145728 bytes is not a power of two", 0);
@@ -1331,6 +1335,8 @@ static void cache_arena_settings_have_defaults_reach_the_node_and_refuse_bad_val
                       "[node] cache_arena_segment=32KiB: 32768 bytes is outside 65536..1073741824", 0);
     expect_file_error(f, "[node]\ncache_arena_reserve=1025\n", 2,
                       "[node] cache_arena_reserve=1025: 1025 is outside 0..1024", 0);
+    expect_file_error(f, "[node]\ncache_arena_hugepages=2\n", 2,
+                      "[node] cache_arena_hugepages=2: not 1/0, true/false, yes/no or on/off", 0);
     expect_file_error(f, "[node]\ncache_arena=maybe\n", 2,
                       "[node] cache_arena=maybe: not 1/0, true/false, yes/no or on/off", 0);
 }

@@ -310,6 +310,7 @@ static int home_open(tide_cache *c, const tide_cache_opts *opts)
     ao.evacuate_pct = ARENA_EVACUATE_PCT;
     ao.segment_bytes = opts->arena_segment_bytes;
     ao.reserve = opts->arena_reserve;
+    ao.hugepages = opts->arena_hugepages;
     rc = tide_arena_open(&h->hook.arena, &ao);
     if (rc) {
         free(h);

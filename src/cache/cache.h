@@ -155,6 +155,8 @@ typedef struct tide_cache_opts {
                                    from 64 KiB to 1 GiB; default 2 MiB */
     unsigned arena_reserve;     /* empty segments the arena keeps resident;
                                    default 1 */
+    int arena_hugepages;        /* 1: madvise(MADV_HUGEPAGE) each segment
+                                   brought into use; 0 (default) */
     const tide_cache_obj_hook *obj_hook; /* NULL (default), or the hook of
                                    the objects tide_cache_obj_make makes
                                    (its arena field NULL); must outlive

@@ -251,6 +251,14 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "bytes of live objects a sweep may copy to empty the arena's least-used segments "
                 "(0: none; empty segments still go back). A request waits at most one object's "
                 "copy." },
+    [TIDE_CFG_CACHE_ARENA_HUGEPAGES] = { "cache_arena_hugepages", "cache-arena-hugepages",
+                                   "TIDE_CACHE_ARENA_HUGEPAGES", "node", NULL, NULL, K_BOOL, 0, 0, 0,
+        .def = "off", .arg = "on|off",
+        .help = "on: ask the kernel for transparent huge pages in each segment the arena brings "
+                "into use (madvise MADV_HUGEPAGE; it acts when "
+                "/sys/kernel/mm/transparent_hugepage/enabled is madvise or always). A segment "
+                "is then resident whole from its first object, and an empty one still goes back "
+                "whole. off: the kernel's default for the mapping." },
     [TIDE_CFG_LOG_LEVEL]       = { "log_level", "log-level", "TIDE_LOG_LEVEL", "node",
                                    NULL, NULL, K_LEVEL, 0, 0, 0,
         .def = "info", .arg = "LEVEL",
@@ -991,6 +999,7 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_CACHE_ARENA_SEGMENT: c->cache_arena_segment = p->v; break;
     case TIDE_CFG_CACHE_ARENA_RESERVE: c->cache_arena_reserve = (unsigned)p->v; break;
     case TIDE_CFG_CACHE_ARENA_EVACUATE: c->cache_arena_evacuate = p->v; break;
+    case TIDE_CFG_CACHE_ARENA_HUGEPAGES: c->cache_arena_hugepages = p->iv; break;
     case TIDE_CFG_LOG_LEVEL:       c->log_level = p->iv; break;
     case TIDE_CFG_LOG_FORMAT:      c->log_format = p->iv; break;
     case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = p->v; c->mmap_threshold_set = 1; break;
@@ -1251,6 +1260,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_CACHE_ARENA_SEGMENT: ti_config_size_text(c->cache_arena_segment, out, cap); break;
     case TIDE_CFG_CACHE_ARENA_RESERVE: snprintf(out, cap, "%u", c->cache_arena_reserve); break;
     case TIDE_CFG_CACHE_ARENA_EVACUATE: ti_config_size_text(c->cache_arena_evacuate, out, cap); break;
+    case TIDE_CFG_CACHE_ARENA_HUGEPAGES: snprintf(out, cap, "%s", c->cache_arena_hugepages ? "on" : "off"); break;
     case TIDE_CFG_LOG_LEVEL:      snprintf(out, cap, "%s", tide_log_level_name(c->log_level)); break;
     case TIDE_CFG_LOG_FORMAT:     snprintf(out, cap, "%s", tide_log_format_name(c->log_format)); break;
     case TIDE_CFG_MMAP_THRESHOLD:

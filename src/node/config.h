@@ -83,7 +83,7 @@ enum {
     TIDE_CFG_HTTP_HEADER_TIMEOUT, TIDE_CFG_HTTP_BODY_MIN_RATE, TIDE_CFG_HTTP_BODY_GRACE,
     /* the node cache's segment arena (docs/MEMORY-LIMIT.md): [node] keys */
     TIDE_CFG_CACHE_ARENA, TIDE_CFG_CACHE_ARENA_SEGMENT, TIDE_CFG_CACHE_ARENA_RESERVE,
-    TIDE_CFG_CACHE_ARENA_EVACUATE,
+    TIDE_CFG_CACHE_ARENA_EVACUATE, TIDE_CFG_CACHE_ARENA_HUGEPAGES,
     TIDE_CFG_COUNT
 };
 
@@ -120,6 +120,7 @@ typedef struct tide_config {
     uint64_t cache_arena_segment;/* bytes, a power of two, 64 KiB..1 GiB; 2 MiB */
     unsigned cache_arena_reserve;/* empty segments kept, 0..1024; default 1 */
     uint64_t cache_arena_evacuate;/* bytes a sweep moves at most; 64 MiB; 0: none */
+    int      cache_arena_hugepages;/* 1: MADV_HUGEPAGE on each segment; 0 (default) */
     int      log_level;          /* TIDE_LOG_* */
     int      log_format;         /* TIDE_LOG_FORMAT_* (util/log.h); default text */
     uint64_t mmap_threshold;     /* bytes; meaningful only when _set */

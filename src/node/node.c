@@ -309,6 +309,7 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     co.arena = n->opts.cache_arena;
     co.arena_segment_bytes = n->opts.cache_arena_segment;
     co.arena_reserve = n->opts.cache_arena_reserve;
+    co.arena_hugepages = n->opts.cache_arena_hugepages;
     rc = tide_cache_create(&n->cache, &co);
     if (rc) goto out;
 

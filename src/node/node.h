@@ -139,6 +139,9 @@ typedef struct tide_node_opts {
     size_t   cache_arena_evacuate;/* bytes a sweep may move to compact the
                                      arena; default 64 MiB; 0: none (empty
                                      segments are still released) */
+    int      cache_arena_hugepages;/* 1: MADV_HUGEPAGE on each segment
+                                     (tide_cache_opts.arena_hugepages);
+                                     0 (default) */
     /* key cache */
     size_t   key_cache_size;      /* target entries; default 65536 (as config.c) */
     unsigned key_cache_age_s;     /* default 30 */

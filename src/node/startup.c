@@ -383,6 +383,7 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->cache_arena_segment = (size_t)c->cache_arena_segment;
     o->cache_arena_reserve = c->cache_arena_reserve;
     o->cache_arena_evacuate = (size_t)c->cache_arena_evacuate;
+    o->cache_arena_hugepages = c->cache_arena_hugepages;
     o->sweep_interval_ms = (uint64_t)c->sweep_interval * 1000u;
     o->trim_policy = c->trim_policy;
     o->trim_param = c->trim_param;
