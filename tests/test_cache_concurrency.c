@@ -219,7 +219,7 @@ static void *sweeper_main(void *p)
         rc = tide_cache_evacuate(sh->c, EVACUATE, &ar);
         if (rc != 0)
             th_failure(&sh->fail, "evacuate: expected 0, got %d (%s)", rc, tide_last_error());
-        atomic_fetch_add(&sh->moved, ar.evac.moved_objects);
+        atomic_fetch_add(&sh->moved, ar.evac.moved_objects - ar.moved_entries);
         atomic_fetch_add(&sh->sweeps, 1);
         tide_clock_sleep_us(2000);
     }

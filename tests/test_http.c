@@ -788,7 +788,8 @@ static void admin_sweep_needs_the_bearer_token_and_returns_the_report(void **sta
         !json_is_integer(json_object_get(json_object_get(first, "trim"), "duration_ns")))
         fail_msg("a report should carry freed_bytes and trim.duration_ns, got '%s'", r.body);
     /* The node cache's arena (on by default): its evacuation and release. */
-    static const char *const arena_keys[] = { "rc", "segments", "moved_objects", "moved_bytes", "released",
+    static const char *const arena_keys[] = { "rc", "segments", "moved_objects", "moved_entries", "moved_bytes",
+                                              "released",
                                               "evacuate_ns", "release_ns" };
     for (size_t i = 0; i < sizeof arena_keys / sizeof arena_keys[0]; i++)
         if (!json_is_integer(json_object_get(json_object_get(first, "arena"), arena_keys[i])))

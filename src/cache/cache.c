@@ -40,6 +40,14 @@
  * the original afterwards stays there, and costs the copy one more check
  * against the generations at its next hit (node.c).
  *
+ * The entries live in the same arena, so what a sweep frees of them goes
+ * back whole too (on malloc, each freed entry is a 96-byte hole between
+ * kept ones). An entry nobody outside the lock ever points at: the table,
+ * the lists and its object's tag do, all under the lock. So an evacuation
+ * moves a linked entry (tagged ENTRY_TAG) by copying it and putting the
+ * copy in its place on its chain and its list (ti_core_replace), and
+ * retagging its object, all under the lock; the old entry is freed after.
+ *
  * The struct begins with a ti_core (core.h): the lock, the hash table,
  * `bytes`, the hard limit and the account counter. What the key cache does
  * alike lives once in core.c: doubling the table (ti_core_grow, which
@@ -52,7 +60,9 @@
  *   1. bytes == chunk(sizeof cache) + chunk(slots * 8)
  *               + sum over entries of entry_bytes
  *               + sum over strong entries of obj_cost: chunk(32 + object
- *                 len), or tide_arena_alloc_size(32 + len) in an arena.
+ *                 len), or tide_arena_alloc_size(32 + len) in an arena;
+ *      entry_bytes is chunk(offsetof(entry, key) + key_size), or its
+ *      tide_arena_alloc_size in an arena.
  *   2. Every entry is in the table and on exactly one list: `strong` when
  *      e->weak == 0, `weak` otherwise; t.count == strong.n + weak.n.
  *   3. A strong entry holds one strong reference to its object, a weak entry
@@ -83,6 +93,10 @@
  *      weak entry, no object made but not inserted).
  *  11. An evacuation changes no count: the copy costs what the original
  *      did, and the entry keeps its state and place on its list.
+ *  12. In an arena, an entry's tag is ENTRY_TAG exactly while it is
+ *      linked in the table (set and cleared under the lock), and the
+ *      arena's live bytes are at least the linked entries' entry_bytes
+ *      plus the costs of invariant 10.
  *
  * Never: free or allocate under the lock (an evacuation's copy is
  * allocated before it); call the allocator's release (trimming belongs
@@ -181,6 +195,38 @@ static void obj_drop(tide_cache *c, entry *e)
     if (a && tide_arena_tag(a, e->obj) == (uintptr_t)e) tide_arena_set_tag(a, e->obj, 0);
 }
 
+/* The arena tag of an entry linked in the table (12). An object's tag is
+ * an entry's address, 16-byte aligned, so the two never meet. */
+#define ENTRY_TAG 1u
+
+/* The arena the cache's entries live in, or NULL when they are malloc'd. */
+static tide_arena *entry_arena(const tide_cache *c)
+{
+    return c->home ? c->home->hook.arena : NULL;
+}
+
+/* A new entry, uninitialized and untagged: from the arena, or malloc. */
+static entry *entry_alloc(tide_cache *c)
+{
+    size_t n = offsetof(entry, key) + c->core.t.key_size;
+    void *p = NULL;
+
+    if (entry_arena(c) == NULL) return malloc(n);
+    return tide_arena_alloc(entry_arena(c), n, &p) == 0 ? p : NULL;
+}
+
+static void entry_free(tide_cache *c, entry *e)
+{
+    if (entry_arena(c)) tide_arena_free(entry_arena(c), e);
+    else free(e);
+}
+
+/* Entry `e` is linked: the arena may offer it to evacuation (12). */
+static void entry_tag(tide_cache *c, entry *e, uint64_t tag)
+{
+    if (entry_arena(c)) tide_arena_set_tag(entry_arena(c), e, tag);
+}
+
 /* What no eviction can reclaim: the cache struct and the slot array. */
 static size_t base_cost(const tide_cache *c)
 {
@@ -199,6 +245,7 @@ static void remove_entry(tide_cache *c, entry *e, ti_core_entry **victims)
 {
     ti_core_unlink(&c->core.t, &e->h);
     obj_drop(c, e);
+    entry_tag(c, e, 0);
     if (e->weak) {
         ti_core_list_remove(&c->weak, &e->h);
         c->core.bytes -= c->entry_bytes;
@@ -255,14 +302,14 @@ static int make_room(tide_cache *c, size_t need, ti_core_entry **victims)
 
 /* Drop the references of removed entries and free them; never under the
  * lock (7). */
-static void free_victims(ti_core_entry *v)
+static void free_victims(ti_core *k, ti_core_entry *v)
 {
     while (v) {
         entry *e = (entry *)v;
         v = v->next;
         if (e->weak) tide_cache_obj_weak_release(e->obj);
         else tide_cache_obj_release(e->obj);
-        free(e);
+        entry_free((tide_cache *)k, e);
     }
 }
 
@@ -373,7 +420,6 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
     c->core.account_id = opts->account_id;
     ti_core_note_alloc(&c->core, sizeof *c);
     ti_core_note_alloc(&c->core, nslots * sizeof *slots);
-    c->entry_bytes = ti_core_chunk(offsetof(entry, key) + opts->key_size);
     c->target_size = opts->target_size;
     c->age_us = (uint64_t)opts->age_s * 1000000u;
     c->budget = opts->budget_bytes;
@@ -387,6 +433,8 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
             goto out;
         }
     }
+    c->entry_bytes = entry_arena(c) ? tide_arena_alloc_size(entry_arena(c), offsetof(entry, key) + opts->key_size)
+                   : ti_core_chunk(offsetof(entry, key) + opts->key_size);
     *out = c;
     c = NULL;
 out:
@@ -423,10 +471,11 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
     uint64_t now;
     int rc = 0, fits;
 
-    e = malloc(offsetof(entry, key) + c->core.t.key_size);
+    e = entry_alloc(c);
     if (e == NULL) {
-        rc = tide_err_set(TIDE_ENOMEM, "tide_cache_insert: malloc of a %zu-byte entry failed",
-                          offsetof(entry, key) + c->core.t.key_size);
+        rc = tide_err_set(TIDE_ENOMEM, "tide_cache_insert: allocating a %zu-byte entry failed%s",
+                          offsetof(entry, key) + c->core.t.key_size,
+                          entry_arena(c) ? " (the arena refused it)" : "");
         goto out;
     }
     ti_core_note_alloc(&c->core, offsetof(entry, key) + c->core.t.key_size);
@@ -452,6 +501,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
     fits = make_room(c, cost, &victims);
     TIDE_ASSERT(fits == 0);         /* base + cost <= hard_limit: checked above */
     ti_core_link(&c->core.t, &e->h);
+    entry_tag(c, e, ENTRY_TAG);
     obj_take(c, e);
     push_strong(c, e, now);
     c->core.bytes += cost;
@@ -463,7 +513,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
 out:
     if (e) {
         tide_cache_obj_release(e->obj);
-        free(e);
+        entry_free(c, e);
     }
     return rc;
 }
@@ -593,13 +643,43 @@ int tide_cache_set_limits(tide_cache *c, size_t budget_bytes, size_t hard_limit_
 
 /* ---- the arena ----------------------------------------------------------------- */
 
-/* The arena's move callback (mem/arena.h): repoint the strong entry the tag
- * names from `p` to a copy, or decline. The copy is allocated before the
+/* Move linked entry `p` (its tag read ENTRY_TAG) to a copy, or decline:
+ * the copy takes its place on its chain and list, and the entry's object,
+ * when this entry tagged it, is retagged with the copy. The copy is
+ * allocated before the lock; the old entry is freed after it (7). */
+static int move_entry(tide_cache *c, tide_arena *a, void *p, size_t size)
+{
+    entry *e = p, *copy = NULL;
+    void *q = NULL;
+
+    if (tide_arena_alloc(a, size, &q) != 0) return TIDE_ARENA_KEPT;   /* counted refusal */
+    pthread_mutex_lock(&c->core.mu);
+    /* Still linked: the tag is cleared under the lock when it leaves (12). */
+    if (tide_arena_tag(a, p) == ENTRY_TAG) {
+        copy = q;
+        memcpy(copy, e, size);
+        ti_core_replace(&c->core.t, e->weak ? &c->weak : &c->strong, &e->h, &copy->h);
+        if (own_arena(c, e->obj) && tide_arena_tag(a, e->obj) == (uintptr_t)e)
+            tide_arena_set_tag(a, e->obj, (uintptr_t)copy);                  /* 10 */
+        tide_arena_set_tag(a, e, 0);
+        tide_arena_set_tag(a, copy, ENTRY_TAG);
+    }
+    pthread_mutex_unlock(&c->core.mu);
+    if (copy == NULL) {
+        tide_arena_free(a, q);
+        return TIDE_ARENA_KEPT;
+    }
+    ti_core_note_alloc(&c->core, size);
+    tide_arena_free(a, e);
+    return TIDE_ARENA_MOVED;
+}
+
+/* Repoint the strong entry the tag names from object `p` to a copy, or
+ * decline. The copy is allocated before the
  * lock and, when declined, freed after it; the entry's reference to the
  * old object is dropped after unlocking (7). */
-static int move_obj(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag)
+static int move_obj(tide_cache *c, tide_arena *a, void *p, size_t size, uint64_t tag)
 {
-    tide_cache *c = arg;
     tide_cache_obj *old = p, *copy = NULL;
     void *q = NULL;
     entry *e = (entry *)(uintptr_t)tag;
@@ -626,10 +706,29 @@ static int move_obj(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag
     return TIDE_ARENA_MOVED;
 }
 
+/* The arena's move callback (mem/arena.h): an entry or an object, by its
+ * tag. */
+typedef struct move_ctx {
+    tide_cache *c;
+    uint64_t entries;               /* entries moved */
+} move_ctx;
+
+static int move_one(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag)
+{
+    move_ctx *m = arg;
+    int rc;
+
+    if (tag != ENTRY_TAG) return move_obj(m->c, a, p, size, tag);
+    rc = move_entry(m->c, a, p, size);
+    if (rc == TIDE_ARENA_MOVED) m->entries++;
+    return rc;
+}
+
 int tide_cache_evacuate(tide_cache *c, size_t budget_bytes, tide_cache_arena_report *report)
 {
     tide_cache_arena_report r;
     tide_arena_stats s0, s1, s2;
+    move_ctx m = { c, 0 };
     tide_arena *a;
     size_t released = 0;
     uint64_t t0, t1;
@@ -640,7 +739,8 @@ int tide_cache_evacuate(tide_cache *c, size_t budget_bytes, tide_cache_arena_rep
     a = c->home->hook.arena;
     tide_arena_stats_get(a, &s0);
     t0 = tide_clock_mono_ns();
-    if (budget_bytes) rc = tide_arena_evacuate(a, budget_bytes, move_obj, c, &r.evac);
+    if (budget_bytes) rc = tide_arena_evacuate(a, budget_bytes, move_one, &m, &r.evac);
+    r.moved_entries = m.entries;
     t1 = tide_clock_mono_ns();
     tide_arena_stats_get(a, &s1);
     if (rc == 0) rc = tide_arena_release(a, &released);
@@ -702,7 +802,8 @@ size_t tide_cache_fixed_cost(const tide_cache *c)
     return ti_core_chunk(sizeof *c);
 }
 
-/* Invariant 10 over every entry, and the arena's own (tide_arena_check).
+/* Invariants 10 and 12 over every entry, and the arena's own
+ * (tide_arena_check).
  * Under the lock. */
 static void check_arena(tide_cache *c)
 {
@@ -716,6 +817,8 @@ static void check_arena(tide_cache *c)
         for (ti_core_entry *x = c->core.t.slots[i]; x; x = x->hnext) {
             entry *e = (entry *)x, *f;
             uint64_t tag;
+            TIDE_ASSERT(tide_arena_tag(a, e) == ENTRY_TAG);                  /* 12 */
+            tagged += c->entry_bytes;
             if (own_arena(c, e->obj) == NULL) continue;
             tag = tide_arena_tag(a, e->obj);
             if (tag == 0) continue;
@@ -727,7 +830,7 @@ static void check_arena(tide_cache *c)
     }
     tide_arena_check(a);
     tide_arena_stats_get(a, &st);
-    TIDE_ASSERT(tagged <= st.live_bytes);                                       /* 10 */
+    TIDE_ASSERT(tagged <= st.live_bytes);                                       /* 10, 12 */
 }
 
 void tide_cache_check(tide_cache *c)

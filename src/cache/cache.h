@@ -308,23 +308,27 @@ size_t tide_cache_fixed_cost(const tide_cache *c);
 
 /* What one evacuation and release did (tide_cache_evacuate). */
 typedef struct tide_cache_arena_report {
-    tide_arena_evac_report evac;    /* segments walked, objects moved and kept */
+    tide_arena_evac_report evac;    /* segments walked, allocations moved and kept:
+                                       cached objects and their entries */
+    uint64_t moved_entries;         /* of evac.moved_objects, the entries (the
+                                       rest are cached objects) */
     uint64_t released;              /* segments given back, evacuation's and release's */
     uint64_t evacuate_ns, release_ns; /* time in the copies and walks; in the madvise calls */
 } tide_cache_arena_report;
 
 /*
- * Compact the cache's arena: move the strong entries' objects of its
- * least-used segments, at most `budget_bytes` of them (0: none), into
- * copies (mem/arena.h's tide_arena_evacuate), then give every empty
- * segment beyond the reserve back to the kernel. A moved entry points at
- * the copy at once; the old object stays readable for whoever holds it and
+ * Compact the cache's arena: move the entries and the strong entries'
+ * objects of its least-used segments, at most `budget_bytes` of them (0:
+ * none), into copies (mem/arena.h's tide_arena_evacuate), then give every
+ * empty segment beyond the reserve back to the kernel. A moved entry takes
+ * its old place in the table and its list; an entry whose object moved
+ * points at the copy at once; the old object stays readable for whoever holds it and
  * is freed by its last holder (so a free hook sees one extra free per
  * move), and its segment goes back at a later release. Weak entries'
  * objects are not moved. Nothing to do without an arena (0, report zero).
  * Returns 0 or the arena's error (a madvise that failed: TIDE_EIO).
- * Cost: per object moved, one arena allocation and one lock of the cache
- * held for one copy; per segment released, one madvise.
+ * Cost: per object or entry moved, one arena allocation and one lock of
+ * the cache held for one copy (and, for an entry, one walk of its chain); per segment released, one madvise.
  */
 int tide_cache_evacuate(tide_cache *c, size_t budget_bytes, tide_cache_arena_report *report);
 

@@ -143,6 +143,22 @@ void ti_core_unlink(ti_core_table *t, ti_core_entry *e)
     t->count--;
 }
 
+void ti_core_replace(ti_core_table *t, ti_core_list *l, ti_core_entry *old, ti_core_entry *copy)
+{
+    ti_core_entry **p = &t->slots[old->hash & (t->nslots - 1)];
+
+    TIDE_ASSERT(copy->hash == old->hash && copy->hnext == old->hnext);
+    while (*p != old) {
+        TIDE_ASSERT(*p != NULL);    /* 2: old is on its own slot's chain */
+        p = &(*p)->hnext;
+    }
+    *p = copy;
+    if (copy->prev) copy->prev->next = copy;
+    else l->head = copy;
+    if (copy->next) copy->next->prev = copy;
+    else l->tail = copy;
+}
+
 /* Move every entry onto `slots` (nslots zeroed chains, a power of two) and
  * return the old slot array for the caller to free. O(count + old nslots). */
 static ti_core_entry **rehash(ti_core_table *t, ti_core_entry **slots, size_t nslots)
@@ -205,14 +221,14 @@ void ti_core_grow(ti_core *k, size_t want)
 
 void ti_core_destroy(ti_core *k, size_t fixed,
                      void (*drain)(ti_core *k, ti_core_entry **victims),
-                     void (*free_victims)(ti_core_entry *victims))
+                     void (*free_victims)(ti_core *k, ti_core_entry *victims))
 {
     ti_core_entry *v = NULL;
 
     if (k->account) __atomic_sub_fetch(k->account, (int64_t)k->bytes, __ATOMIC_RELAXED);
     drain(k, &v);
     TIDE_ASSERT(k->t.count == 0 && k->bytes == fixed + ti_core_table_cost(k->t.nslots));
-    free_victims(v);
+    free_victims(k, v);
     pthread_mutex_destroy(&k->mu);
     free(k->t.slots);
     k->t.slots = NULL;
@@ -221,7 +237,7 @@ void ti_core_destroy(ti_core *k, size_t fixed,
 int ti_core_erase(ti_core *k, const void *key,
                   void (*remove)(ti_core *k, ti_core_entry *e, ti_core_entry **victims),
                   void (*check)(const ti_core *k),
-                  void (*free_victims)(ti_core_entry *victims))
+                  void (*free_victims)(ti_core *k, ti_core_entry *victims))
 {
     uint64_t h = ti_core_hash(&k->t, key);
     ti_core_entry *victims = NULL, *e;
@@ -236,12 +252,12 @@ int ti_core_erase(ti_core *k, const void *key,
 }
 
 void ti_core_finish(ti_core *k, size_t before, void (*check)(const ti_core *k),
-                    void (*free_victims)(ti_core_entry *victims), ti_core_entry *victims)
+                    void (*free_victims)(ti_core *k, ti_core_entry *victims), ti_core_entry *victims)
 {
     ti_core_account(k, before);
     check(k);
     pthread_mutex_unlock(&k->mu);
-    free_victims(victims);
+    free_victims(k, victims);
 }
 
 void ti_core_list_push(ti_core_list *l, ti_core_entry *e)

@@ -138,6 +138,12 @@ void ti_core_link(ti_core_table *t, ti_core_entry *e);
 /* Unlink `e`, which must be linked. O(chain). */
 void ti_core_unlink(ti_core_table *t, ti_core_entry *e);
 
+/* Put `copy`, a byte copy of linked entry `old` (the same hash, key and
+ * links), in old's place on its chain and on list `l`, which holds it;
+ * old is then unlinked from both and may be freed. For an owner that
+ * moves its entries (the tagged cache's arena). O(chain). */
+void ti_core_replace(ti_core_table *t, ti_core_list *l, ti_core_entry *old, ti_core_entry *copy);
+
 /* Under the lock, after an insert has linked an entry: twice the slots
  * when the entries now outnumber them and the hard limit leaves room for
  * the larger array; else 0 (no growth). Reads `k` only; O(1). */
@@ -162,16 +168,16 @@ void ti_core_grow(ti_core *k, size_t want);
  * Cost: O(entries + slots). */
 void ti_core_destroy(ti_core *k, size_t fixed,
                      void (*drain)(ti_core *k, ti_core_entry **victims),
-                     void (*free_victims)(ti_core_entry *victims));
+                     void (*free_victims)(ti_core *k, ti_core_entry *victims));
 
 /* The end of every cache call that changed the table under k->mu, in the
  * order the caches' invariants need: the bytes since `before` go to
  * *account, `check` asserts the cache's cheap invariants, the lock is
  * dropped, and only then `free_victims` gets `victims` (a cache never
- * frees under its lock). `check` gets the cache as its ti_core, which is
- * its first member. */
+ * frees under its lock). `check` and `free_victims` get the cache as its
+ * ti_core, which is its first member. */
 void ti_core_finish(ti_core *k, size_t before, void (*check)(const ti_core *k),
-                    void (*free_victims)(ti_core_entry *victims), ti_core_entry *victims);
+                    void (*free_victims)(ti_core *k, ti_core_entry *victims), ti_core_entry *victims);
 
 /* The erase of both caches: under k->mu, find `key`; when it is there,
  * `remove` takes it out (from the table and its list, its cost off bytes,
@@ -181,7 +187,7 @@ void ti_core_finish(ti_core *k, size_t before, void (*check)(const ti_core *k),
 int ti_core_erase(ti_core *k, const void *key,
                   void (*remove)(ti_core *k, ti_core_entry *e, ti_core_entry **victims),
                   void (*check)(const ti_core *k),
-                  void (*free_victims)(ti_core_entry *victims));
+                  void (*free_victims)(ti_core *k, ti_core_entry *victims));
 
 /* Age lists. O(1) each. */
 void ti_core_list_push(ti_core_list *l, ti_core_entry *e);     /* at the tail */

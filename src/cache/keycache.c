@@ -90,8 +90,9 @@ static void remove_entry(tide_keycache *k, kentry *e, ti_core_entry **victims)
     *victims = &e->h;
 }
 
-static void free_victims(ti_core_entry *v)
+static void free_victims(ti_core *k, ti_core_entry *v)
 {
+    (void)k;
     while (v) {
         ti_core_entry *next = v->next;
         free(v);

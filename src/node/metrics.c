@@ -333,9 +333,9 @@ static void write_arena(tide_metrics_writer *w, tide_node *n)
         tide_metrics_sample(w, "tide_cache_arena_segments", lab, 1, (double)seg[i]);
     }
     one(w, "tide_cache_arena_evacuated_objects_total", "counter",
-        "Objects the sweeps' evacuations moved to copies.", (double)a.evacuated_objects);
+        "Arena allocations (cached objects and their entries) the sweeps' evacuations moved to copies.", (double)a.evacuated_objects);
     one(w, "tide_cache_arena_evacuated_bytes_total", "counter",
-        "Bytes of the objects the sweeps' evacuations moved.", (double)a.evacuated_bytes);
+        "Bytes of the allocations the sweeps' evacuations moved.", (double)a.evacuated_bytes);
     one(w, "tide_cache_arena_released_segments_total", "counter",
         "Segments given back to the kernel (one madvise each).", (double)a.releases);
     one(w, "tide_cache_arena_evacuate_seconds_total", "counter",

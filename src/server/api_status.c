@@ -66,9 +66,10 @@ json_t *tided_trim_json(const tide_mem_trim_report *t)
 
 static json_t *arena_json(const tide_cache_arena_report *a, int rc)
 {
-    return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "rc", rc,
+    return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "rc", rc,
                      "segments", (json_int_t)a->evac.segments, "emptied", (json_int_t)a->evac.emptied,
                      "moved_objects", (json_int_t)a->evac.moved_objects,
+                     "moved_entries", (json_int_t)a->moved_entries,
                      "moved_bytes", (json_int_t)a->evac.moved_bytes,
                      "kept_objects", (json_int_t)a->evac.kept_objects,
                      "kept_bytes", (json_int_t)a->evac.kept_bytes,
