@@ -20,6 +20,11 @@
  * point per rotation with the drops where G says), its JSON parses with
  * the same counts, bad options exit 2 naming the option, and the
  * directories go unless kept.
+ *
+ * The release bench (bench_release.c, `tide bench release`) with 16 MiB:
+ * the arena on and off make and erase the same objects, the arena gives
+ * segments back, a bad option is refused by name; the command's JSON
+ * parses with each figure's median, minimum and maximum.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +41,7 @@
 #include <jansson.h>
 
 #include "bench/bench_gens.h"
+#include "bench/bench_release.h"
 #include "bench/bench_store.h"
 #include "expect.h"
 #include "helpers.h"
@@ -377,18 +383,23 @@ static void gens_bad_options_are_refused(void **state)
     tide_bench_gens_end(&b);
 }
 
-/* Run `args` after "bench generations" with stderr joined; expect exit 2
- * and `says` in the output. */
-static void expect_usage(const char *args, const char *says)
+/* Run `args` after "bench `which`" with stderr joined; expect exit 2 and
+ * `says` in the output. */
+static void expect_usage_of(const char *which, const char *args, const char *says)
 {
     char cmd[512], *out = NULL;
     int st;
 
-    snprintf(cmd, sizeof cmd, "bench generations %s", args);
+    snprintf(cmd, sizeof cmd, "bench %s %s", which, args);
     st = th_run_tide(cmd, 1, &out);
     if (st != 2) fail_msg("tide %s: exit %d, not 2; it said: %s", cmd, st, out);
     expect_contains(out, says, cmd);
     free(out);
+}
+
+static void expect_usage(const char *args, const char *says)
+{
+    expect_usage_of("generations", args, says);
 }
 
 static void gens_cli_json_parses_and_bad_options_exit_2(void **state)
@@ -433,6 +444,77 @@ static void gens_cli_json_parses_and_bad_options_exit_2(void **state)
     free(out);
 }
 
+/* ---- the release bench ---- */
+
+/* One measurement each way of 16 MiB, half erased: the same objects are
+ * made and the same erased both ways (the seed alone chooses), the arena's
+ * release gives segments back, and the RSS figures are in the order of
+ * the steps. */
+static void release_measures_the_same_objects_both_ways(void **state)
+{
+    tide_bench_release_opts o;
+    tide_bench_release_result on, off;
+
+    (void)state;
+    tide_bench_release_opts_init(&o);
+    o.bytes = 16u << 20;
+    o.free_pct = 50;
+    o.seed = 7;
+    expect_rc(tide_bench_release_measure(&o, &on), 0, "arena on");
+    o.arena = 0;
+    expect_rc(tide_bench_release_measure(&o, &off), 0, "arena off");
+    expect_u64(on.objects, off.objects, "objects made both ways");
+    expect_u64(on.kept, off.kept, "objects kept both ways");
+    /* 16 MiB of objects of 64..4096 bytes (2080 on average): about 8000 */
+    if (on.objects < 6000 || on.objects > 10000) fail_msg("objects: expected about 8000, got %" PRIu64, on.objects);
+    if (on.kept < on.objects * 4 / 10 || on.kept > on.objects * 6 / 10)
+        fail_msg("kept: expected about half of %" PRIu64 ", got %" PRIu64, on.objects, on.kept);
+    if (on.released_segments == 0 || on.moved_bytes == 0)
+        fail_msg("arena on: expected segments released and bytes moved, got %" PRIu64 " and %" PRIu64,
+                 on.released_segments, on.moved_bytes);
+    if (off.released_segments != 0 || off.moved_bytes != 0 || off.evacuate_ns != 0)
+        fail_msg("arena off: expected no arena figures");
+    if (on.rss_full == 0 || on.rss_after > on.rss_erased)
+        fail_msg("arena on: expected RSS read and not raised by the release: %" PRIu64 " -> %" PRIu64,
+                 on.rss_erased, on.rss_after);
+    o.free_pct = 100;
+    expect_rc(tide_bench_release_measure(&o, &on), TIDE_EINVAL, "free_pct 100");
+    expect_contains(tide_last_error(), "free_pct 100", "the error names the option");
+}
+
+static void release_cli_json_parses_and_bad_options_exit_2(void **state)
+{
+    char *out = NULL;
+    json_error_t err;
+    json_t *root;
+
+    (void)state;
+    expect_rc(th_run_tide("bench release --size 4MiB --runs 2 --json", 0, &out), 0, "tide bench release --json");
+    root = json_loads(out, 0, &err);
+    if (root == NULL) fail_msg("the JSON does not parse: %s: %s", err.text, out);
+    expect_u64(json_integer_value(json_object_get(root, "runs")), 2, "runs in the JSON");
+    expect_u64(json_integer_value(json_object_get(root, "bytes")), 4u << 20, "bytes in the JSON");
+    if (!json_is_real(json_object_get(json_object_get(json_object_get(root, "arena_on"), "release_ms_per_gib"),
+                                      "median")) ||
+        !json_is_real(json_object_get(json_object_get(json_object_get(root, "arena_off"), "released_gib"), "max")))
+        fail_msg("expected each variant's figures with median, min and max: %s", out);
+    json_decref(root);
+    free(out);
+    expect_usage_of("release", "--size 1KiB", "--size '1KiB'");
+    expect_usage_of("release", "--object-size 64", "--object-size '64'");
+    expect_usage_of("release", "--object-size 4096-64", "--object-size '4096-64'");
+    expect_usage_of("release", "--object-size 1-2MiB", "--object-size '1-2MiB'");
+    expect_usage_of("release", "--free 0", "--free '0'");
+    expect_usage_of("release", "--free 100", "--free '100'");
+    expect_usage_of("release", "--runs 0", "--runs '0'");
+    expect_usage_of("release", "--seed -1", "--seed '-1'");
+    expect_usage_of("release", "--frob", "frob");
+    expect_usage_of("frobnicate", "", "'frobnicate' is not a bench");
+    expect_rc(th_run_tide("bench release --help", 0, &out), 0, "bench release --help");
+    expect_contains(out, "malloc_trim", "the help says what it compares");
+    free(out);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -448,6 +530,8 @@ int main(void)
         T(gens_keep_keeps_every_variant),
         T(gens_bad_options_are_refused),
         T(gens_cli_json_parses_and_bad_options_exit_2),
+        cmocka_unit_test(release_measures_the_same_objects_both_ways),
+        cmocka_unit_test(release_cli_json_parses_and_bad_options_exit_2),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

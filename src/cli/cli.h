@@ -71,6 +71,10 @@ extern const cli_verb cli_verb_create, cli_verb_info, cli_verb_put, cli_verb_get
                       cli_verb_generations, cli_verb_rotate,
                       cli_verb_bench, cli_verb_doctor, cli_verb_ghost, cli_verb_lab;
 
+/* `tide bench release ARGS` (cmd_bench_release.c): argv[0] is "release".
+ * Returns the exit status. */
+int cli_bench_release_main(int argc, char **argv);
+
 /* The option handler of a verb whose one option is a flag: sets the int
  * `opts` points at to 1. */
 int cli_option_flag(void *opts, int id, const char *arg);
