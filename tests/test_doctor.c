@@ -475,13 +475,13 @@ static void a_healthy_recorded_page_triggers_no_rule(void **state)
     if (r.nfindings) fail_msg("a healthy page gave %zu findings, the first %s: %s", r.nfindings,
                               r.findings[0].rule, r.findings[0].summary);
     assert_int_equal(r.severity, TIDE_DOCTOR_OK);
-    expect_u64(r.npassed, 8, "every rule but growth passed");
+    expect_u64(r.npassed, 9, "every rule but growth passed");
     expect_u64(r.nunknown, 1, "growth cannot tell from one page");
     expect_str(r.unknown[0].rule, "growth", "growth");
     expect_u64((uint64_t)r.limit, 512u << 20, "the limit read");
     expect_u64((uint64_t)r.cg_max, 0, "the cgroup's max events read");
     words = format_text(&r);
-    if (strncmp(words, "verdict: ok: nothing needs you (8 rules passed; 1 could not tell)\n", 66) != 0)
+    if (strncmp(words, "verdict: ok: nothing needs you (9 rules passed; 1 could not tell)\n", 66) != 0)
         fail_msg("expected the ok verdict first, got: %.200s", words);
     free(words);
     free(t);
@@ -493,21 +493,21 @@ static void the_sick_page_gives_a_bad_verdict_with_its_worst_finding_first(void 
     char *t = fixture("sick.prom"), *words;
     tide_doctor_report r;
     static const char *const want[] = { "limit", "rss_vs_live", "allocator_free", "cgroup_events", "pressure",
-                                        "overload", "peak" };
+                                        "overload", "arena", "peak" };
 
     expect_rc(tide_doctor_analyze(t, &r), 0, "analyze");
     /* Its consumers are a busy node's: 124 MiB of the 144 MiB live, beside 476 MiB of RSS. */
     expect_u64((uint64_t)r.consumers_total, 130023424, "the consumers in all");
     assert_true(r.consumers_total <= r.live && r.live <= r.rss);
-    expect_u64(r.nfindings, 7, "seven rules fire");
-    for (size_t i = 0; i < 7; i++) {
+    expect_u64(r.nfindings, 8, "eight rules fire");
+    for (size_t i = 0; i < 8; i++) {
         expect_str(r.findings[i].rule, want[i], "worst first, the table's order within a severity");
         if (i > 0 && r.findings[i].severity > r.findings[i - 1].severity) fail_msg("finding %zu is worse than %zu", i, i - 1);
     }
     assert_int_equal(r.severity, TIDE_DOCTOR_BAD);
     words = format_text(&r);
     expect_contains(words, "verdict: bad: memory at 93% of its 512 MiB limit (high level: writes refused); "
-                    "6 more findings\n", "the verdict");
+                    "7 more findings\n", "the verdict");
     if (strncmp(words, "verdict: bad:", 13) != 0) fail_msg("the verdict is not first: %.100s", words);
     expect_contains(words, "  bad  limit: memory at 93%", "the worst finding next");
     expect_contains(words, "figures: counted_bytes=499122176 limit_bytes=536870912 ratio=0.93 level=2", "its figures");
@@ -547,6 +547,54 @@ static void expect_none(const char *what, char *page)
 }
 
 #define HEALTHY fixture("healthy.prom")
+
+/* healthy.prom with the arena's live and resident bytes set. */
+static char *with_arena(const char *live, const char *resident)
+{
+    return page_set(page_set(HEALTHY, "tide_cache_arena_live_bytes", live), "tide_cache_arena_resident_bytes",
+                    resident);
+}
+
+/* The arena rule: resident against live from 1.5 and 3 times, judged only
+ * from 64 MiB resident and 8 MiB above live; resident with nothing live is
+ * bad; a page without the arena's families cannot tell. */
+static void the_arena_rule_judges_resident_against_live(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+
+    /* 100 MiB for 90: 1.11 times, what a sweep leaves */
+    expect_none("100 MiB resident for 90 live", with_arena("94371840", "104857600"));
+    /* 100 MiB for 62 MiB: 1.6 times */
+    expect_only("100 MiB resident for 62 live", with_arena("65011712", "104857600"), "arena", TIDE_DOCTOR_WARN,
+                "the node cache's arena keeps 100 MiB resident for 62 MiB live, 1.6 times");
+    /* 300 MiB for 96 MiB: 3.1 times */
+    expect_only("300 MiB resident for 96 live", with_arena("100663296", "314572800"), "arena", TIDE_DOCTOR_BAD,
+                "3.1 times");
+    expect_only("80 MiB resident, nothing live", with_arena("0", "83886080"), "arena", TIDE_DOCTOR_BAD,
+                "80 MiB resident with nothing live");
+    /* under 64 MiB resident: not judged, whatever the ratio */
+    expect_none("60 MiB resident for 10 live", with_arena("10485760", "62914560"));
+    /* 8 MiB or less above live: the open and reserve segments */
+    expect_none("70 MiB resident for 62 live", with_arena("65011712", "73400320"));
+    char *p = with_arena("65011712", "104857600");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    const tide_doctor_finding *f = finding_of(&r, "arena");
+    assert_non_null(f);
+    expect_contains(f->detail, "warn from 1.5, bad from 3.0, judged from 64 MiB resident", "the thresholds");
+    expect_contains(f->advice, "--cache-arena-evacuate", "the knob");
+    assert_true(fabs(figure_of(f, "ratio") - 1.6) < 0.05);
+    free(p);
+    /* a page from before the arena */
+    p = fixture("real-bounded.prom");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "the recorded page");
+    if (finding_of(&r, "arena")) fail_msg("a page without the arena's families gave an arena finding");
+    int told = 0;
+    for (size_t i = 0; i < r.nunknown; i++)
+        if (strcmp(r.unknown[i].rule, "arena") == 0) told = 1;
+    if (!told) fail_msg("a page without the arena's families: expected the arena rule among those that cannot tell");
+    free(p);
+}
 
 /* healthy.prom with a tide_overload_rejected_requests_total{reason=
  * "store_queue"} sample of `n` added. */
@@ -913,7 +961,7 @@ static void the_json_has_the_verdict_and_findings_with_integers_as_integers(void
     json_t *v = json_object_get(o, "verdict"), *fs = json_object_get(o, "findings");
     expect_str(json_string_value(json_object_get(v, "severity")), "bad", "verdict severity");
     expect_str(json_string_value(json_object_get(v, "summary")), r.summary, "verdict summary");
-    expect_u64(json_array_size(fs), 7, "findings");
+    expect_u64(json_array_size(fs), 8, "findings");
     json_t *f0 = json_array_get(fs, 0), *figs = json_object_get(f0, "figures");
     expect_str(json_string_value(json_object_get(f0, "rule")), "limit", "worst first");
     expect_str(json_string_value(json_object_get(f0, "severity")), "bad", "its severity");
@@ -1560,6 +1608,7 @@ int main(void)
         cmocka_unit_test(a_real_page_of_a_node_held_to_64_mib_under_load_is_read_exactly),
         cmocka_unit_test(a_healthy_recorded_page_triggers_no_rule),
         cmocka_unit_test(the_sick_page_gives_a_bad_verdict_with_its_worst_finding_first),
+        cmocka_unit_test(the_arena_rule_judges_resident_against_live),
         cmocka_unit_test(each_rule_fires_past_its_threshold_and_not_before),
         cmocka_unit_test(the_limit_rule_uses_the_pages_enter_marks),
         cmocka_unit_test(the_allocator_rules_fire_past_their_thresholds_on_a_large_process),

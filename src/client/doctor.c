@@ -12,7 +12,7 @@
  *
  * The rules (the table `rules[]`, documented in doctor.h, `tide doctor
  * --help` and docs/OPERATIONS.md): limit, cgroup_events, pressure,
- * overload, growth, rss_vs_live, allocator_free, peak,
+ * overload, growth, rss_vs_live, allocator_free, arena, peak,
  * unbounded_consumers. Each reads its figures from the report, compares
  * them with doctor.h's named thresholds and gives one result: a finding
  * (WARN or BAD, with its figures and the advice naming the flags), "cannot
@@ -324,6 +324,9 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
         r->live = -1;
     }
     r->allocator_free = or_neg(value_of(text, "tide_allocator_free_bytes", NULL, NULL));
+    r->arena_live = or_neg(value_of(text, "tide_cache_arena_live_bytes", NULL, NULL));
+    r->arena_resident = or_neg(value_of(text, "tide_cache_arena_resident_bytes", NULL, NULL));
+    r->arena_evacuated = or_neg(value_of(text, "tide_cache_arena_evacuated_bytes_total", NULL, NULL));
 
     for (p = text; sample_next(&p, &s) == 0;) {
         if (strcmp(s.name, "tide_memory_consumer_bytes") == 0 && r->nconsumers < TIDE_DOCTOR_MAX &&
@@ -817,6 +820,49 @@ static void rule_allocator_free(tide_doctor_report *r, const tide_doctor_report 
     fig(f, "share", share, 0);
 }
 
+/* The node cache's arena holds resident what its sweeps should have given
+ * back: after a sweep's evacuation and release it is at most 100/90 of its
+ * live bytes plus the open and reserve segments (cache.c), so resident
+ * well above that means the evacuation budget is too small for the churn,
+ * or readers hold moved objects (their segments wait for them). */
+static void rule_arena(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "arena";
+    char a[32], b[32];
+    double slack = TIDE_DOCTOR_ARENA_SLACK_MIB * MIB, ratio;
+    tide_doctor_finding *f;
+    (void)earlier;
+
+    if (r->arena_resident < 0 || r->arena_live < 0) {
+        unknown(r, name, "the page has no tide_cache_arena_resident_bytes (cache_arena=off, or a node from "
+                "before the arena)");
+        return;
+    }
+    ratio = r->arena_live > 0 ? r->arena_resident / r->arena_live : 0;
+    if (r->arena_resident < TIDE_DOCTOR_SMALL_RSS_MIB * MIB || r->arena_resident - r->arena_live <= slack ||
+        (r->arena_live > 0 && ratio < TIDE_DOCTOR_ARENA_WARN))
+        return;
+    f = add_finding(r, name, r->arena_live <= 0 || ratio >= TIDE_DOCTOR_ARENA_BAD ? TIDE_DOCTOR_BAD
+                                                                                   : TIDE_DOCTOR_WARN);
+    if (r->arena_live > 0)
+        snprintf(f->summary, sizeof f->summary, "the node cache's arena keeps %s resident for %s live, %.1f times",
+                 size_words(r->arena_resident, a, sizeof a), size_words(r->arena_live, b, sizeof b), ratio);
+    else
+        snprintf(f->summary, sizeof f->summary, "the node cache's arena keeps %s resident with nothing live",
+                 size_words(r->arena_resident, a, sizeof a));
+    snprintf(f->detail, sizeof f->detail, "tide_cache_arena_resident_bytes / tide_cache_arena_live_bytes = %.2f; "
+             "warn from %.1f, bad from %.1f, judged from %d MiB resident and more than %d MiB above live (after a "
+             "sweep it is at most 1.11 times live plus the open and reserve segments)", ratio,
+             TIDE_DOCTOR_ARENA_WARN, TIDE_DOCTOR_ARENA_BAD, TIDE_DOCTOR_SMALL_RSS_MIB, TIDE_DOCTOR_ARENA_SLACK_MIB);
+    snprintf(f->advice, sizeof f->advice, "raise --cache-arena-evacuate (the bytes a sweep may copy) or shorten "
+             "--sweep-interval; a client slow to read its responses holds moved objects, and their segments, "
+             "until it is done (GET /v1/sweeps: arena.kept_objects)");
+    fig(f, "arena_resident_bytes", r->arena_resident, 1);
+    fig(f, "arena_live_bytes", r->arena_live, 1);
+    fig(f, "ratio", ratio, 0);
+    if (r->arena_evacuated >= 0) fig(f, "arena_evacuated_bytes", r->arena_evacuated, 1);
+}
+
 static void rule_peak(tide_doctor_report *r, const tide_doctor_report *earlier)
 {
     static const char name[] = "peak";
@@ -1032,6 +1078,11 @@ static const rule rules[] = {
         "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of it (or "
         STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
         "POST /v1/admin/sweep, --sweep-interval, --trim-policy, --arena-max" }, rule_allocator_free },
+    { { "arena", "tide_cache_arena_resident_bytes, tide_cache_arena_live_bytes",
+        "bad from " STR(TIDE_DOCTOR_ARENA_BAD) " times; warn from " STR(TIDE_DOCTOR_ARENA_WARN)
+        " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB resident or "
+        STR(TIDE_DOCTOR_ARENA_SLACK_MIB) " MiB above live",
+        "--cache-arena-evacuate, --sweep-interval; clients slow to read responses" }, rule_arena },
     { { "peak", "tide_memory_peak_bytes{since=\"start|sweep\"}, tide_memory_counted_bytes",
         "warn when the peak since start is " STR(TIDE_DOCTOR_PEAK_WARN) " times now or more, or "
         STR(TIDE_DOCTOR_LIMIT_BAD) " of the limit",

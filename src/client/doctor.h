@@ -45,6 +45,10 @@ typedef struct tide_doctor_consumer {
 #define TIDE_DOCTOR_SMALL_LIMIT_SHARE 0.25 /*   or below this share of the limit when that is less */
 #define TIDE_DOCTOR_RSS_LIVE_WARN   1.5   /* rss / allocator live bytes */
 #define TIDE_DOCTOR_RSS_LIVE_BAD    3.0
+#define TIDE_DOCTOR_ARENA_WARN      1.5   /* arena: resident / live bytes of the node cache's arena, */
+#define TIDE_DOCTOR_ARENA_BAD       3.0   /*   judged from SMALL_RSS_MIB of resident and when */
+#define TIDE_DOCTOR_ARENA_SLACK_MIB 8     /*   resident - live is above this (the open and reserve
+                                                 segments a sweep keeps) */
 #define TIDE_DOCTOR_FREE_WARN       0.25  /* tide_allocator_free_bytes / (RSS - RssFile) */
 #define TIDE_DOCTOR_FREE_BAD        0.50
 #define TIDE_DOCTOR_PEAK_WARN       2.0   /* peak since start / counted bytes now */
@@ -152,6 +156,13 @@ typedef struct tide_doctor_report {
     double part_anonymous, part_store_maps, part_other_files;
     double live;                              /* the allocator's live bytes; < 0 when unknown */
     double allocator_free;                    /* < 0 when unknown */
+    double arena_live, arena_resident;        /* the node cache's arena:
+                                                 tide_cache_arena_live_bytes,
+                                                 tide_cache_arena_resident_bytes;
+                                                 < 0 when absent (cache_arena=off,
+                                                 or an older node) */
+    double arena_evacuated;                   /* tide_cache_arena_evacuated_bytes_total;
+                                                 < 0 absent */
     size_t nconsumers;                        /* largest first */
     tide_doctor_consumer consumers[TIDE_DOCTOR_MAX];
     double consumers_total;

@@ -320,7 +320,7 @@ static void write_arena(tide_metrics_writer *w, tide_node *n)
     seg[2] = a.seg_empty;
     seg[3] = a.seg_released;
     one(w, "tide_cache_arena_live_bytes", "gauge",
-        "Bytes of the node cache's live objects in its arena (headers and rounding included).",
+        "Bytes of the node cache's live objects and entries in its arena (headers and rounding included).",
         (double)a.live_bytes);
     one(w, "tide_cache_arena_resident_bytes", "gauge",
         "Bytes of the arena's segments not given back, and its large objects' mappings.",
