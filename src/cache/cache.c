@@ -44,9 +44,10 @@
  * back whole too (on malloc, each freed entry is a 96-byte hole between
  * kept ones). An entry nobody outside the lock ever points at: the table,
  * the lists and its object's tag do, all under the lock. So an evacuation
- * moves a linked entry (tagged ENTRY_TAG) by copying it and putting the
- * copy in its place on its chain and its list (ti_core_replace), and
- * retagging its object, all under the lock; the old entry is freed after.
+ * moves a linked entry (tagged TI_CORE_ENTRY_TAG) by copying it and
+ * putting the copy in its place on its chain and its list, and retagging
+ * its object, all under the lock (ti_core_move_entry, entry_moved); the
+ * old entry is freed after.
  *
  * The struct begins with a ti_core (core.h): the lock, the hash table,
  * `bytes`, the hard limit and the account counter. What the key cache does
@@ -93,7 +94,7 @@
  *      weak entry, no object made but not inserted).
  *  11. An evacuation changes no count: the copy costs what the original
  *      did, and the entry keeps its state and place on its list.
- *  12. In an arena, an entry's tag is ENTRY_TAG exactly while it is
+ *  12. In an arena, an entry's tag is TI_CORE_ENTRY_TAG exactly while it is
  *      linked in the table (set and cleared under the lock), and the
  *      arena's live bytes are at least the linked entries' entry_bytes
  *      plus the costs of invariant 10.
@@ -195,36 +196,10 @@ static void obj_drop(tide_cache *c, entry *e)
     if (a && tide_arena_tag(a, e->obj) == (uintptr_t)e) tide_arena_set_tag(a, e->obj, 0);
 }
 
-/* The arena tag of an entry linked in the table (12). An object's tag is
- * an entry's address, 16-byte aligned, so the two never meet. */
-#define ENTRY_TAG 1u
-
 /* The arena the cache's entries live in, or NULL when they are malloc'd. */
 static tide_arena *entry_arena(const tide_cache *c)
 {
     return c->home ? c->home->hook.arena : NULL;
-}
-
-/* A new entry, uninitialized and untagged: from the arena, or malloc. */
-static entry *entry_alloc(tide_cache *c)
-{
-    size_t n = offsetof(entry, key) + c->core.t.key_size;
-    void *p = NULL;
-
-    if (entry_arena(c) == NULL) return malloc(n);
-    return tide_arena_alloc(entry_arena(c), n, &p) == 0 ? p : NULL;
-}
-
-static void entry_free(tide_cache *c, entry *e)
-{
-    if (entry_arena(c)) tide_arena_free(entry_arena(c), e);
-    else free(e);
-}
-
-/* Entry `e` is linked: the arena may offer it to evacuation (12). */
-static void entry_tag(tide_cache *c, entry *e, uint64_t tag)
-{
-    if (entry_arena(c)) tide_arena_set_tag(entry_arena(c), e, tag);
 }
 
 /* What no eviction can reclaim: the cache struct and the slot array. */
@@ -245,7 +220,7 @@ static void remove_entry(tide_cache *c, entry *e, ti_core_entry **victims)
 {
     ti_core_unlink(&c->core.t, &e->h);
     obj_drop(c, e);
-    entry_tag(c, e, 0);
+    ti_core_entry_mark(entry_arena(c), &e->h, 0);
     if (e->weak) {
         ti_core_list_remove(&c->weak, &e->h);
         c->core.bytes -= c->entry_bytes;
@@ -309,7 +284,7 @@ static void free_victims(ti_core *k, ti_core_entry *v)
         v = v->next;
         if (e->weak) tide_cache_obj_weak_release(e->obj);
         else tide_cache_obj_release(e->obj);
-        entry_free((tide_cache *)k, e);
+        ti_core_entry_free(entry_arena((tide_cache *)k), e);
     }
 }
 
@@ -433,8 +408,7 @@ int tide_cache_create(tide_cache **out, const tide_cache_opts *opts)
             goto out;
         }
     }
-    c->entry_bytes = entry_arena(c) ? tide_arena_alloc_size(entry_arena(c), offsetof(entry, key) + opts->key_size)
-                   : ti_core_chunk(offsetof(entry, key) + opts->key_size);
+    c->entry_bytes = ti_core_entry_cost(entry_arena(c), offsetof(entry, key) + opts->key_size);
     *out = c;
     c = NULL;
 out:
@@ -471,7 +445,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
     uint64_t now;
     int rc = 0, fits;
 
-    e = entry_alloc(c);
+    e = ti_core_entry_alloc(entry_arena(c), offsetof(entry, key) + c->core.t.key_size);
     if (e == NULL) {
         rc = tide_err_set(TIDE_ENOMEM, "tide_cache_insert: allocating a %zu-byte entry failed%s",
                           offsetof(entry, key) + c->core.t.key_size,
@@ -501,7 +475,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
     fits = make_room(c, cost, &victims);
     TIDE_ASSERT(fits == 0);         /* base + cost <= hard_limit: checked above */
     ti_core_link(&c->core.t, &e->h);
-    entry_tag(c, e, ENTRY_TAG);
+    ti_core_entry_mark(entry_arena(c), &e->h, 1);
     obj_take(c, e);
     push_strong(c, e, now);
     c->core.bytes += cost;
@@ -513,7 +487,7 @@ int tide_cache_insert(tide_cache *c, const void *key, tide_cache_obj *obj)
 out:
     if (e) {
         tide_cache_obj_release(e->obj);
-        entry_free(c, e);
+        ti_core_entry_free(entry_arena(c), e);
     }
     return rc;
 }
@@ -643,35 +617,23 @@ int tide_cache_set_limits(tide_cache *c, size_t budget_bytes, size_t hard_limit_
 
 /* ---- the arena ----------------------------------------------------------------- */
 
-/* Move linked entry `p` (its tag read ENTRY_TAG) to a copy, or decline:
- * the copy takes its place on its chain and list, and the entry's object,
- * when this entry tagged it, is retagged with the copy. The copy is
- * allocated before the lock; the old entry is freed after it (7). */
-static int move_entry(tide_cache *c, tide_arena *a, void *p, size_t size)
+/* For ti_core_move_entry: the list entry `e` is on. */
+static ti_core_list *list_of(ti_core *k, ti_core_entry *e)
 {
-    entry *e = p, *copy = NULL;
-    void *q = NULL;
+    tide_cache *c = (tide_cache *)k;
 
-    if (tide_arena_alloc(a, size, &q) != 0) return TIDE_ARENA_KEPT;   /* counted refusal */
-    pthread_mutex_lock(&c->core.mu);
-    /* Still linked: the tag is cleared under the lock when it leaves (12). */
-    if (tide_arena_tag(a, p) == ENTRY_TAG) {
-        copy = q;
-        memcpy(copy, e, size);
-        ti_core_replace(&c->core.t, e->weak ? &c->weak : &c->strong, &e->h, &copy->h);
-        if (own_arena(c, e->obj) && tide_arena_tag(a, e->obj) == (uintptr_t)e)
-            tide_arena_set_tag(a, e->obj, (uintptr_t)copy);                  /* 10 */
-        tide_arena_set_tag(a, e, 0);
-        tide_arena_set_tag(a, copy, ENTRY_TAG);
-    }
-    pthread_mutex_unlock(&c->core.mu);
-    if (copy == NULL) {
-        tide_arena_free(a, q);
-        return TIDE_ARENA_KEPT;
-    }
-    ti_core_note_alloc(&c->core, size);
-    tide_arena_free(a, e);
-    return TIDE_ARENA_MOVED;
+    return ((entry *)e)->weak ? &c->weak : &c->strong;
+}
+
+/* For ti_core_move_entry, under the lock: the entry's object, when this
+ * entry tagged it, is retagged with the copy (10). */
+static void entry_moved(ti_core *k, ti_core_entry *old, ti_core_entry *copy)
+{
+    tide_cache *c = (tide_cache *)k;
+    tide_cache_obj *o = ((entry *)copy)->obj;
+    tide_arena *a = own_arena(c, o);
+
+    if (a && tide_arena_tag(a, o) == (uintptr_t)old) tide_arena_set_tag(a, o, (uintptr_t)copy);
 }
 
 /* Repoint the strong entry the tag names from object `p` to a copy, or
@@ -707,7 +669,8 @@ static int move_obj(tide_cache *c, tide_arena *a, void *p, size_t size, uint64_t
 }
 
 /* The arena's move callback (mem/arena.h): an entry or an object, by its
- * tag. */
+ * tag (an object's tag is an entry's address, 16-byte aligned, never
+ * TI_CORE_ENTRY_TAG). */
 typedef struct move_ctx {
     tide_cache *c;
     uint64_t entries;               /* entries moved */
@@ -718,8 +681,8 @@ static int move_one(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag
     move_ctx *m = arg;
     int rc;
 
-    if (tag != ENTRY_TAG) return move_obj(m->c, a, p, size, tag);
-    rc = move_entry(m->c, a, p, size);
+    if (tag != TI_CORE_ENTRY_TAG) return move_obj(m->c, a, p, size, tag);
+    rc = ti_core_move_entry(&m->c->core, a, p, size, list_of, entry_moved);
     if (rc == TIDE_ARENA_MOVED) m->entries++;
     return rc;
 }
@@ -817,7 +780,7 @@ static void check_arena(tide_cache *c)
         for (ti_core_entry *x = c->core.t.slots[i]; x; x = x->hnext) {
             entry *e = (entry *)x, *f;
             uint64_t tag;
-            TIDE_ASSERT(tide_arena_tag(a, e) == ENTRY_TAG);                  /* 12 */
+            TIDE_ASSERT(tide_arena_tag(a, e) == TI_CORE_ENTRY_TAG);          /* 12 */
             tagged += c->entry_bytes;
             if (own_arena(c, e->obj) == NULL) continue;
             tag = tide_arena_tag(a, e->obj);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * core.c: the hash table and age lists under both caches, and what both
- * do alike on their common head (ti_core): growing the table and tearing
- * the cache down.
+ * do alike on their common head (ti_core): growing the table, tearing
+ * the cache down, and keeping entries in a segment arena (allocating,
+ * tagging and moving them, core.h).
  *
  * Chains are singly linked through ti_core_entry.hnext; the slot of an entry is
  * the low bits of its 64-bit hash, so a rehash into twice the slots needs
@@ -17,7 +18,11 @@
  *      is charged to bytes only when it fits.
  *   5. Nothing is allocated or freed while k->mu is held: ti_core_grow
  *      allocates the new slot array before locking and frees the one left
- *      over after unlocking.
+ *      over after unlocking; ti_core_move_entry allocates the copy before
+ *      and frees the original after.
+ *   6. In an arena, an entry's tag is TI_CORE_ENTRY_TAG exactly while it is
+ *      linked; a move keeps the entry's hash, key, links and list, so the
+ *      table and lists are the same before and after but for the address.
  *
  * Never: compare the keys of entries whose full hashes differ, or hash a
  *   key again to move it (a grow uses the hash stored in the entry).
@@ -287,4 +292,58 @@ void ti_core_list_remove(ti_core_list *l, ti_core_entry *e)
     else l->tail = e->prev;
     e->prev = e->next = NULL;
     l->n--;
+}
+
+/* ---- entries in a segment arena ---------------------------------------- */
+
+void *ti_core_entry_alloc(tide_arena *a, size_t size)
+{
+    void *p = NULL;
+
+    if (a == NULL) return malloc(size);
+    return tide_arena_alloc(a, size, &p) == 0 ? p : NULL;
+}
+
+void ti_core_entry_free(tide_arena *a, void *e)
+{
+    if (a) tide_arena_free(a, e);
+    else free(e);
+}
+
+size_t ti_core_entry_cost(const tide_arena *a, size_t size)
+{
+    return a ? tide_arena_alloc_size(a, size) : ti_core_chunk(size);
+}
+
+void ti_core_entry_mark(tide_arena *a, ti_core_entry *e, int linked)
+{
+    if (a) tide_arena_set_tag(a, e, linked ? TI_CORE_ENTRY_TAG : 0);
+}
+
+int ti_core_move_entry(ti_core *k, tide_arena *a, void *p, size_t size,
+                       ti_core_list *(*list_of)(ti_core *k, ti_core_entry *e),
+                       void (*moved)(ti_core *k, ti_core_entry *old, ti_core_entry *copy))
+{
+    ti_core_entry *e = p, *copy = NULL;
+    void *q = NULL;
+
+    if (tide_arena_alloc(a, size, &q) != 0) return TIDE_ARENA_KEPT;    /* counted refusal */
+    pthread_mutex_lock(&k->mu);
+    /* Still linked: the tag is cleared under the lock when it leaves. */
+    if (tide_arena_tag(a, p) == TI_CORE_ENTRY_TAG) {
+        copy = q;
+        memcpy(copy, e, size);
+        ti_core_replace(&k->t, list_of(k, e), e, copy);
+        if (moved) moved(k, e, copy);
+        tide_arena_set_tag(a, e, 0);
+        tide_arena_set_tag(a, copy, TI_CORE_ENTRY_TAG);
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (copy == NULL) {
+        tide_arena_free(a, q);
+        return TIDE_ARENA_KEPT;
+    }
+    ti_core_note_alloc(k, size);
+    tide_arena_free(a, e);
+    return TIDE_ARENA_MOVED;
 }

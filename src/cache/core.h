@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "mem/account.h"
+#include "mem/arena.h"
 
 typedef struct ti_core_entry {
     struct ti_core_entry *hnext;         /* hash chain */
@@ -188,6 +189,46 @@ int ti_core_erase(ti_core *k, const void *key,
                   void (*remove)(ti_core *k, ti_core_entry *e, ti_core_entry **victims),
                   void (*check)(const ti_core *k),
                   void (*free_victims)(ti_core *k, ti_core_entry *victims));
+
+/* ---- entries in a segment arena ----------------------------------------
+ *
+ * A cache may keep its entries in a segment arena (mem/arena.h) instead of
+ * malloc, so what a sweep frees of them goes back to the kernel whole. No
+ * one outside the cache's lock points at an entry (the table, the lists
+ * and, in the tagged cache, its object's tag do, all under the lock), so
+ * an evacuation moves one by copying it and putting the copy in its place.
+ * A linked entry's arena tag is TI_CORE_ENTRY_TAG, set as it is linked and
+ * cleared as it is unlinked, both under the lock; the arena offers only
+ * tagged allocations to an evacuation. A NULL arena means malloc: every
+ * helper below then does what malloc'd entries need (or nothing).
+ */
+#define TI_CORE_ENTRY_TAG 1u
+
+/* A new entry of `size` bytes, uninitialized and untagged, from `a` (or
+ * malloc); NULL when refused (a counted refusal in the arena). */
+void *ti_core_entry_alloc(tide_arena *a, size_t size);
+/* Free an entry ti_core_entry_alloc made from the same `a`. Never under
+ * the lock. */
+void ti_core_entry_free(tide_arena *a, void *e);
+/* What an entry of `size` bytes costs: its arena allocation, or its malloc
+ * chunk. Pure. */
+size_t ti_core_entry_cost(const tide_arena *a, size_t size);
+/* Under the lock, as `e` is linked (1) or unlinked (0): its tag. */
+void ti_core_entry_mark(tide_arena *a, ti_core_entry *e, int linked);
+
+/*
+ * An arena move callback's work for an entry (its tag read
+ * TI_CORE_ENTRY_TAG): allocate a copy (before the lock), and under k->mu,
+ * when p is still linked, copy it, put the copy in its place on its chain
+ * and on the list `list_of` names, and call `moved` (NULL: none) to
+ * repoint whatever else refers to the entry; then free p after unlocking.
+ * Returns TIDE_ARENA_MOVED, or TIDE_ARENA_KEPT (p was unlinked meanwhile,
+ * or the copy was refused). Cost: one arena allocation, one lock held for
+ * one copy and one walk of p's chain.
+ */
+int ti_core_move_entry(ti_core *k, tide_arena *a, void *p, size_t size,
+                       ti_core_list *(*list_of)(ti_core *k, ti_core_entry *e),
+                       void (*moved)(ti_core *k, ti_core_entry *old, ti_core_entry *copy));
 
 /* Age lists. O(1) each. */
 void ti_core_list_push(ti_core_list *l, ti_core_entry *e);     /* at the tail */
