@@ -21,8 +21,8 @@
  * free hook counts them; ASan would see a second free).
  *
  * The objects live in the cache's arena (64 KiB segments; TEST_CACHE_ARENA=0
- * runs them on malloc), and the sweeper evacuates and releases after each
- * sweep, so entries are moved to copies while workers hold and read the
+ * runs them on malloc), as do the key cache's entries in its own, and the
+ * sweepers evacuate and release after each sweep, so entries are moved to copies while workers hold and read the
  * originals: a held object must keep its bytes across a move, and the free
  * hook sees each moved original once more (made + moved == freed at the
  * end). The run goes on until at least one object has been moved.
@@ -346,8 +346,12 @@ static void *kc_sweeper_main(void *p)
 
     while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
         tide_keycache_sweep_report r;
+        tide_cache_arena_report ar;
         atomic_fetch_add_explicit(&sh->now, 250000u, memory_order_relaxed);
         tide_keycache_sweep(sh->k, &r);
+        if (tide_keycache_evacuate(sh->k, (size_t)1 << 20, &ar) != 0)
+            th_failure(&sh->fail, "tide_keycache_evacuate: %s", tide_last_error());
+        atomic_fetch_add(&sh->moved, ar.moved_entries);
         atomic_fetch_add(&sh->sweeps, 1);
         tide_clock_sleep_us(2000);
     }
@@ -374,6 +378,8 @@ static void keycache_workers_and_a_sweeper_keep_the_counts_exact(void **state)
     o.clock_us = shared_clock;
     o.clock_arg = sh;
     o.account_bytes = &sh->account;
+    o.arena = arena_on();
+    o.arena_segment_bytes = 64u << 10;
     rc = tide_keycache_create(&sh->k, &o);
     if (rc != 0) fail_msg("tide_keycache_create: expected 0, got %d (%s)", rc, tide_last_error());
     for (int i = 0; i < WORKERS; i++) {
@@ -382,7 +388,10 @@ static void keycache_workers_and_a_sweeper_keep_the_counts_exact(void **state)
         pthread_create(&th[i], NULL, kc_worker_main, &wa[i]);
     }
     pthread_create(&sw, NULL, kc_sweeper_main, sh);
-    tide_clock_sleep_us(RUN_MS / 2 * 1000u);
+    /* Half the run, and on until an entry has moved (in the arena), up to
+     * a minute on a loaded machine. */
+    for (unsigned ms = 0; ms < RUN_MS / 2 || (arena_on() && atomic_load(&sh->moved) == 0 && ms < 60000); ms += 10)
+        tide_clock_sleep_us(10000);
     atomic_store(&sh->stop, 1);
     for (int i = 0; i < WORKERS; i++) pthread_join(th[i], NULL);
     pthread_join(sw, NULL);
@@ -390,6 +399,7 @@ static void keycache_workers_and_a_sweeper_keep_the_counts_exact(void **state)
     tide_keycache_check(sh->k);
     tide_keycache_stats_get(sh->k, &st);
     th_failures_check(&sh->fail, "key cache workers");
+    if (arena_on() && atomic_load(&sh->moved) == 0) fail_msg("no key cache entry was moved in a minute");
     if (st.hits + st.misses != atomic_load(&sh->kc_contains))
         fail_msg("hits + misses: expected the %llu contains calls, got %" PRIu64 " + %" PRIu64,
                  (unsigned long long)atomic_load(&sh->kc_contains), st.hits, st.misses);

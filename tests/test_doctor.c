@@ -551,8 +551,8 @@ static void expect_none(const char *what, char *page)
 /* healthy.prom with the arena's live and resident bytes set. */
 static char *with_arena(const char *live, const char *resident)
 {
-    return page_set(page_set(HEALTHY, "tide_cache_arena_live_bytes", live), "tide_cache_arena_resident_bytes",
-                    resident);
+    return page_set(page_set(HEALTHY, "tide_cache_arena_live_bytes{cache=\"node_cache\"}", live),
+                    "tide_cache_arena_resident_bytes{cache=\"node_cache\"}", resident);
 }
 
 /* The arena rule: resident against live from 1.5 and 3 times, judged only
@@ -567,7 +567,7 @@ static void the_arena_rule_judges_resident_against_live(void **state)
     expect_none("100 MiB resident for 90 live", with_arena("94371840", "104857600"));
     /* 100 MiB for 62 MiB: 1.6 times */
     expect_only("100 MiB resident for 62 live", with_arena("65011712", "104857600"), "arena", TIDE_DOCTOR_WARN,
-                "the node cache's arena keeps 100 MiB resident for 62 MiB live, 1.6 times");
+                "the caches' arenas keep 100 MiB resident for 62 MiB live, 1.6 times");
     /* 300 MiB for 96 MiB: 3.1 times */
     expect_only("300 MiB resident for 96 live", with_arena("100663296", "314572800"), "arena", TIDE_DOCTOR_BAD,
                 "3.1 times");

@@ -791,9 +791,12 @@ static void admin_sweep_needs_the_bearer_token_and_returns_the_report(void **sta
     static const char *const arena_keys[] = { "rc", "segments", "moved_objects", "moved_entries", "moved_bytes",
                                               "released",
                                               "evacuate_ns", "release_ns" };
-    for (size_t i = 0; i < sizeof arena_keys / sizeof arena_keys[0]; i++)
+    for (size_t i = 0; i < sizeof arena_keys / sizeof arena_keys[0]; i++) {
         if (!json_is_integer(json_object_get(json_object_get(first, "arena"), arena_keys[i])))
             fail_msg("a report should carry arena.%s, got '%s'", arena_keys[i], r.body);
+        if (!json_is_integer(json_object_get(json_object_get(first, "key_cache_arena"), arena_keys[i])))
+            fail_msg("a report should carry key_cache_arena.%s, got '%s'", arena_keys[i], r.body);
+    }
     json_decref(j);
     resp_free(&r);
 }

@@ -128,6 +128,10 @@ static void every_design_family_is_present_with_its_type(void **state)
     expect_family(text, "tide_cache_arena_released_segments_total", "counter");
     expect_family(text, "tide_cache_arena_evacuate_seconds_total", "counter");
     expect_family(text, "tide_cache_arena_release_seconds_total", "counter");
+    /* one sample per cache's arena */
+    assert_false(isnan(th_prom_value(text, "tide_cache_arena_live_bytes{cache=\"node_cache\"}")));
+    assert_false(isnan(th_prom_value(text, "tide_cache_arena_resident_bytes{cache=\"key_cache\"}")));
+    assert_false(isnan(th_prom_value(text, "tide_cache_arena_segments{cache=\"key_cache\",state=\"open\"}")));
     expect_family(text, "tide_allocator_info", "gauge");
     expect_family(text, "process_resident_memory_bytes", "gauge");
     expect_family(text, "process_cpu_seconds_total", "counter");
@@ -215,7 +219,7 @@ static void node_cache_bytes_are_the_values_put_plus_the_stated_overhead(void **
     /* What the consumer counts beyond the empty cache is the entries and
      * the objects, which are exactly what the arena holds live. */
     if (tide_node_options(f->node)->cache_arena)
-        expect_u64((uint64_t)(consumer - base), (uint64_t)th_prom_value(text, "tide_cache_arena_live_bytes"),
+        expect_u64((uint64_t)(consumer - base), (uint64_t)th_prom_value(text, "tide_cache_arena_live_bytes{cache=\"node_cache\"}"),
                    "consumer bytes against the arena's live bytes");
     free(text);
 }

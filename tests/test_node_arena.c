@@ -62,7 +62,8 @@
 #define WAVE  24000u
 #define VMIN  100u
 #define VMAX  1500u
-#define AGE_S 60u
+#define AGE_S 60u        /* the node cache's age, and the key cache's */
+#define MISSES 12000u    /* absent keys asked for */
 
 #define CHILD_VAR  "TIDE_TEST_NODE_ARENA_CHILD"   /* "ARENA,HUGEPAGES,DIR" in a child */
 #define FIGURES_FD 3                              /* where a child writes its figures */
@@ -83,6 +84,7 @@ typedef struct figures {
     uint64_t je_resident[2], je_metadata[2]; /* jemalloc's own stats.resident and
                                                 stats.metadata (0 under another) */
     uint64_t arena_live[2], arena_resident[2], released[2], moved[2];
+    uint64_t key_moved[2], key_live[2], key_resident[2];   /* the key cache's arena */
 } figures;
 
 static uint64_t now_us = 1000 * SEC;
@@ -127,8 +129,29 @@ static int read_item(tide_node *n, uint64_t i)
     return rc;
 }
 
-/* The two waves, put and read; the hot tenth of A and all of B read again
- * AGE_S * 2 / 3 later; the clock moved so A's cold 90% have passed the age. */
+/* Ask for MISSES keys no one stored (from index 2 * WAVE on), or the hot
+ * tenth of them: each is a miss the key cache remembers. 0 when every one
+ * was not found. */
+static int ask_missing(tide_node *n, int hot_only)
+{
+    uint8_t key[32];
+    tide_cache_obj *o = NULL;
+
+    for (uint64_t i = 2ull * WAVE; i < 2ull * WAVE + MISSES; i++) {
+        if (hot_only && i % 10 != 0) continue;
+        th_key(i, 32, key);
+        if (tide_node_get(n, key, &o) != TIDE_ENOTFOUND) {
+            tide_cache_obj_release(o);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The two waves, put and read, and MISSES absent keys asked for; the hot
+ * tenth of A and of the misses and all of B read again AGE_S * 2 / 3
+ * later; the clock moved so A's cold 90% and the cold misses have passed
+ * their ages. */
 static int workload(tide_node *n)
 {
     uint8_t key[32], val[VMAX];
@@ -144,9 +167,11 @@ static int workload(tide_node *n)
     if (tide_node_sync(n) != 0) return 2;
     for (uint64_t i = 0; i < 2ull * WAVE; i++)
         if (read_item(n, i) != 0) return 3;
+    if (ask_missing(n, 0) != 0) return 5;
     now_us += AGE_S * 2 / 3 * SEC;
     for (uint64_t i = 0; i < 2ull * WAVE; i++)
         if ((i >= WAVE || i % 10 == 0) && read_item(n, i) != 0) return 4;
+    if (ask_missing(n, 1) != 0) return 6;
     now_us += AGE_S * 2 / 3 * SEC;
     return 0;
 }
@@ -190,6 +215,7 @@ static int child_main(const char *spec)
     o.sweep_interval_ms = 0;
     o.memory_poll_ms = 0;
     o.cache_age_s = AGE_S;
+    o.key_cache_age_s = AGE_S;
     o.cache_arena = arena;
     o.cache_arena_hugepages = hugepages;
     o.clock_us = test_clock;
@@ -215,6 +241,10 @@ static int child_main(const char *spec)
         f.arena_resident[k] = a.resident_bytes;
         f.released[k] = r.arena.released;
         f.moved[k] = r.arena.evac.moved_objects;
+        f.key_moved[k] = r.key_arena.moved_entries;
+        tide_node_key_cache_arena_stats(n, &a);
+        f.key_live[k] = a.live_bytes;
+        f.key_resident[k] = a.resident_bytes;
         if (k == 0 && r.node_cache.evicted < WAVE * 8 / 10) f.rc = 12;   /* the cold 90% went */
     }
     if (tide_node_close(n) != 0 && f.rc == 0) f.rc = 13;
@@ -292,6 +322,10 @@ static void print_figures(const char *what, int arena, const figures *f)
                       f->counted[k] / (double)MIB, ((double)f->rss[k] - (double)f->idle) / (double)f->counted[k],
                       f->arena_live[k] / (double)MIB, f->arena_resident[k] / (double)MIB, f->moved[k],
                       f->released[k]);
+    for (int k = 0; k < 2 && arena; k++)
+        print_message("    %s, arena on , round %d: the key cache's arena live %.2f resident %.2f MiB, %" PRIu64
+                      " entries moved\n", what, k + 1, f->key_live[k] / (double)MIB, f->key_resident[k] / (double)MIB,
+                      f->key_moved[k]);
     for (int k = 0; k < 2 && f->je_resident[0]; k++)
         print_message("    %s, arena %-3s, round %d: jemalloc's own resident %.1f MiB, metadata %.1f MiB\n", what,
                       arena ? "on" : "off", k + 1, f->je_resident[k] / (double)MIB, f->je_metadata[k] / (double)MIB);
@@ -338,6 +372,9 @@ static void bound_holds(void **state, const variant *v)
                      on.idle, bound);
     }
     if (on.released[0] == 0) fail_msg("%s: the first round after the workload released no segment", v->name);
+    if (on.key_moved[0] == 0 || on.key_live[0] == 0)
+        fail_msg("%s: the first round moved %" PRIu64 " of the key cache's entries, %" PRIu64 " bytes live: expected "
+                 "its hot misses kept and moved", v->name, on.key_moved[0], on.key_live[0]);
 }
 
 /* Stop whatever child a failed test left, then remove its scratch. */

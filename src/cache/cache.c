@@ -310,8 +310,9 @@ static void drain(ti_core *k, ti_core_entry **victims)
 
 /* A segment at most this full is evacuated (fewest live bytes first,
  * within the sweep's budget). After an evacuation every segment is fuller
- * than this or was emptied, so the arena holds at most 100/90 of its live
- * bytes plus the open and reserve segments: the 1.10 x of the memory
+ * than this or was emptied, but the open one and the one open when it
+ * began (never a candidate), so the arena holds at most 100/90 of its live
+ * bytes plus those two segments and the reserve: the 1.10 x of the memory
  * promise (docs/MEMORY-LIMIT.md). The arena's own default, 50, would leave
  * a workload that frees half of each segment at twice its live bytes. */
 #define ARENA_EVACUATE_PCT 90
@@ -690,29 +691,11 @@ static int move_one(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag
 int tide_cache_evacuate(tide_cache *c, size_t budget_bytes, tide_cache_arena_report *report)
 {
     tide_cache_arena_report r;
-    tide_arena_stats s0, s1, s2;
     move_ctx m = { c, 0 };
-    tide_arena *a;
-    size_t released = 0;
-    uint64_t t0, t1;
-    int rc = 0;
+    int rc;
 
-    memset(&r, 0, sizeof r);
-    if (c->home == NULL) goto out;
-    a = c->home->hook.arena;
-    tide_arena_stats_get(a, &s0);
-    t0 = tide_clock_mono_ns();
-    if (budget_bytes) rc = tide_arena_evacuate(a, budget_bytes, move_one, &m, &r.evac);
+    rc = ti_core_evacuate(entry_arena(c), budget_bytes, move_one, &m, &r);
     r.moved_entries = m.entries;
-    t1 = tide_clock_mono_ns();
-    tide_arena_stats_get(a, &s1);
-    if (rc == 0) rc = tide_arena_release(a, &released);
-    tide_arena_stats_get(a, &s2);
-    r.released = r.evac.released + released;
-    r.release_ns = s2.release_ns - s0.release_ns;
-    /* The evacuation's own release is in its wall time: take it out. */
-    r.evacuate_ns = t1 - t0 - (s1.release_ns - s0.release_ns);
-out:
     if (report) *report = r;
     return rc;
 }

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "mem/account.h"
+#include "cache/cache.h"            /* tide_cache_arena_report */
 #include "mem/arena.h"
 
 typedef struct ti_core_entry {
@@ -229,6 +230,15 @@ void ti_core_entry_mark(tide_arena *a, ti_core_entry *e, int linked);
 int ti_core_move_entry(ti_core *k, tide_arena *a, void *p, size_t size,
                        ti_core_list *(*list_of)(ti_core *k, ti_core_entry *e),
                        void (*moved)(ti_core *k, ti_core_entry *old, ti_core_entry *copy));
+
+/*
+ * The sweep's compaction of arena `a` (NULL: nothing, report zero):
+ * tide_arena_evacuate within `budget_bytes` (0: none) through `move` and
+ * `arg`, then tide_arena_release; the report's times and counts (its
+ * moved_entries left for the caller). Returns 0 or the arena's error.
+ */
+int ti_core_evacuate(tide_arena *a, size_t budget_bytes, tide_arena_move_fn move, void *arg,
+                     tide_cache_arena_report *report);
 
 /* Age lists. O(1) each. */
 void ti_core_list_push(ti_core_list *l, ti_core_entry *e);     /* at the tail */

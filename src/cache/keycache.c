@@ -13,16 +13,29 @@
  * Doubling the table and the teardown are core.c's (ti_core_grow,
  * ti_core_destroy), shared with the tagged cache.
  *
+ * The arena (opts.arena): the entries live in a segment arena the key
+ * cache owns (mem/arena.h), so what a sweep removes goes back to the
+ * kernel a segment at a time, as the tagged cache's does (core.h, "entries
+ * in a segment arena"). Nothing outside the lock points at an entry, so
+ * tide_keycache_evacuate moves one by copying it into its own place
+ * (ti_core_move_entry). The arena keeps no empty segment in reserve: a key
+ * cache is small beside the node cache, and a reserve would be most of it.
+ *
  * Invariants (tide_keycache_check walks them):
- *   1. bytes == chunk(sizeof keycache) + chunk(slots * 8) + entries * entry_bytes.
+ *   1. bytes == chunk(sizeof keycache) + chunk(slots * 8) + entries * entry_bytes,
+ *      entry_bytes being an entry's malloc chunk, or its arena allocation.
  *   2. t.count == lru.n, and every key on the list is in the table.
  *   3. Along the list, atime never decreases (each access sets it to the
  *      later of the clock and the tail's atime).
  *   4. bytes <= hard_limit (when set) whenever the lock is free.
  *   5. Nothing is freed while the lock is held.
  *   6. *account_bytes changes, under the lock, by exactly what bytes does.
- *   7. Every allocation (struct, slot arrays, entries) is noted once in
- *      account_id's churn totals (ti_core_note_alloc).
+ *   7. Every allocation (struct, slot arrays, entries, the copies of
+ *      moved entries) is noted once in account_id's churn totals
+ *      (ti_core_note_alloc).
+ *   8. In an arena, an entry's tag is TI_CORE_ENTRY_TAG exactly while it is
+ *      linked, and the arena's live bytes are the linked entries'
+ *      entry_bytes.
  *
  * Never: hold a value: an entry is a key and its last-access time, and a
  *   hit says only that the key was absent from the store.
@@ -53,7 +66,13 @@ struct tide_keycache {
     uint64_t (*clock_us)(void *arg);
     void *clock_arg;
     uint64_t hits, misses, inserts, evictions;
+    tide_arena *arena;              /* the entries', or NULL (malloc) */
 };
+
+/* A key cache's arena evacuates segments at most this full, as the node
+ * cache's does (cache.c's ARENA_EVACUATE_PCT): after a sweep it holds at
+ * most 100/90 of its live bytes plus its open segment. */
+#define KEY_ARENA_EVACUATE_PCT 90
 
 static uint64_t default_clock(void *arg)
 {
@@ -69,6 +88,7 @@ void tide_keycache_opts_init(tide_keycache_opts *o)
     o->age_s = 30;
     o->hard_limit_bytes = (size_t)32 << 20;
     o->account_id = -1;
+    o->arena_segment_bytes = (size_t)2 << 20;
 }
 
 static size_t base_cost(const tide_keycache *k)
@@ -84,6 +104,7 @@ static void push(tide_keycache *k, kentry *e, uint64_t now)
 static void remove_entry(tide_keycache *k, kentry *e, ti_core_entry **victims)
 {
     ti_core_unlink(&k->core.t, &e->h);
+    ti_core_entry_mark(k->arena, &e->h, 0);
     ti_core_list_remove(&k->lru, &e->h);
     k->core.bytes -= k->entry_bytes;
     e->h.next = *victims;
@@ -92,10 +113,11 @@ static void remove_entry(tide_keycache *k, kentry *e, ti_core_entry **victims)
 
 static void free_victims(ti_core *k, ti_core_entry *v)
 {
-    (void)k;
+    tide_arena *a = ((tide_keycache *)k)->arena;
+
     while (v) {
         ti_core_entry *next = v->next;
-        free(v);
+        ti_core_entry_free(a, v);
         v = next;
     }
 }
@@ -114,6 +136,8 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
     tide_keycache_opts d;
     tide_keycache *k = NULL;
     ti_core_entry **slots = NULL;
+    tide_arena *arena = NULL;
+    tide_arena_opts ao;
     size_t nslots, entry_bytes;
     int rc = 0;
 
@@ -130,8 +154,20 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
         rc = tide_err_set(TIDE_EINVAL, "tide_keycache_create: age_s 0 is below 1 second");
         goto out;
     }
+    if (opts->arena) {
+        tide_arena_opts_init(&ao);
+        ao.segment_bytes = opts->arena_segment_bytes;
+        ao.reserve = 0;
+        ao.evacuate_pct = KEY_ARENA_EVACUATE_PCT;
+        ao.hugepages = opts->arena_hugepages;
+        rc = tide_arena_open(&arena, &ao);
+        if (rc) {
+            rc = tide_err_prefix(rc, "tide_keycache_create");
+            goto out;
+        }
+    }
     nslots = ti_core_start_slots(opts->target_size, opts->hard_limit_bytes);
-    entry_bytes = ti_core_chunk(offsetof(kentry, key) + opts->key_size);
+    entry_bytes = ti_core_entry_cost(arena, offsetof(kentry, key) + opts->key_size);
     if (opts->hard_limit_bytes &&
         ti_core_chunk(sizeof *k) + ti_core_table_cost(nslots) + entry_bytes > opts->hard_limit_bytes) {
         rc = tide_err_set(TIDE_EINVAL, "tide_keycache_create: hard_limit_bytes %zu is below "
@@ -158,9 +194,12 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
     k->age_us = (uint64_t)opts->age_s * 1000000u;
     k->clock_us = opts->clock_us ? opts->clock_us : default_clock;
     k->clock_arg = opts->clock_us ? opts->clock_arg : NULL;
+    k->arena = arena;
+    arena = NULL;
     *out = k;
     k = NULL;
 out:
+    tide_arena_close(arena);
     free(slots);
     free(k);
     return rc;
@@ -178,6 +217,7 @@ void tide_keycache_destroy(tide_keycache *k)
 {
     if (k == NULL) return;
     ti_core_destroy(&k->core, ti_core_chunk(sizeof *k), drain, free_victims);
+    tide_arena_close(k->arena);
     free(k);
 }
 
@@ -189,10 +229,11 @@ int tide_keycache_insert(tide_keycache *k, const void *key)
     uint64_t now;
     int rc = 0;
 
-    e = malloc(offsetof(kentry, key) + k->core.t.key_size);
+    e = ti_core_entry_alloc(k->arena, offsetof(kentry, key) + k->core.t.key_size);
     if (e == NULL) {
-        rc = tide_err_set(TIDE_ENOMEM, "tide_keycache_insert: malloc of a %zu-byte entry "
-                          "failed", offsetof(kentry, key) + k->core.t.key_size);
+        rc = tide_err_set(TIDE_ENOMEM, "tide_keycache_insert: allocating a %zu-byte entry failed%s",
+                          offsetof(kentry, key) + k->core.t.key_size,
+                          k->arena ? " (the arena refused it)" : "");
         goto out;
     }
     ti_core_note_alloc(&k->core, offsetof(kentry, key) + k->core.t.key_size);
@@ -214,6 +255,7 @@ int tide_keycache_insert(tide_keycache *k, const void *key)
             k->evictions++;
         }
         ti_core_link(&k->core.t, &e->h);
+        ti_core_entry_mark(k->arena, &e->h, 1);
         push(k, e, now);
         k->core.bytes += k->entry_bytes;
         e = NULL;
@@ -222,7 +264,7 @@ int tide_keycache_insert(tide_keycache *k, const void *key)
     ti_core_finish(&k->core, before, core_check, free_victims, victims);
     if (want) ti_core_grow(&k->core, want);     /* doubles the slots, outside the lock */
 out:
-    free(e);
+    if (e) ti_core_entry_free(k->arena, e);
     return rc;
 }
 
@@ -335,10 +377,12 @@ void tide_keycache_check(tide_keycache *k)
 {
     size_t n = 0, nl = 0;
     uint64_t last = 0;
+    tide_arena_stats st;
 
     pthread_mutex_lock(&k->core.mu);
     for (ti_core_entry *x = k->lru.head; x; x = x->next, nl++) {
         TIDE_ASSERT(ti_core_find(&k->core.t, x->hash, ((kentry *)x)->key) == x);    /* 2 */
+        TIDE_ASSERT(k->arena == NULL || tide_arena_tag(k->arena, x) == TI_CORE_ENTRY_TAG);   /* 8 */
         TIDE_ASSERT(x->atime_us >= last);                                  /* 3 */
         last = x->atime_us;
     }
@@ -347,5 +391,56 @@ void tide_keycache_check(tide_keycache *k)
     TIDE_ASSERT(nl == k->lru.n && n == k->core.t.count && n == nl);             /* 2 */
     TIDE_ASSERT(k->core.bytes == base_cost(k) + n * k->entry_bytes);            /* 1 */
     TIDE_ASSERT(k->core.hard_limit == 0 || k->core.bytes <= k->core.hard_limit);          /* 4 */
+    if (k->arena) {
+        tide_arena_check(k->arena);
+        tide_arena_stats_get(k->arena, &st);
+        TIDE_ASSERT(st.live_bytes == n * k->entry_bytes);                            /* 8 */
+    }
     pthread_mutex_unlock(&k->core.mu);
+}
+
+/* For ti_core_move_entry: the one list. */
+static ti_core_list *lru_of(ti_core *core, ti_core_entry *e)
+{
+    (void)e;
+    return &((tide_keycache *)core)->lru;
+}
+
+typedef struct key_move_ctx {
+    tide_keycache *k;
+    uint64_t entries;
+} key_move_ctx;
+
+/* The arena's move callback: every tagged allocation is a linked entry. */
+static int move_key(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag)
+{
+    key_move_ctx *m = arg;
+    int rc;
+
+    TIDE_ASSERT(tag == TI_CORE_ENTRY_TAG);                                          /* 8 */
+    rc = ti_core_move_entry(&m->k->core, a, p, size, lru_of, NULL);
+    if (rc == TIDE_ARENA_MOVED) m->entries++;
+    return rc;
+}
+
+int tide_keycache_evacuate(tide_keycache *k, size_t budget_bytes, tide_cache_arena_report *report)
+{
+    tide_cache_arena_report r;
+    key_move_ctx m = { k, 0 };
+    int rc;
+
+    rc = ti_core_evacuate(k->arena, budget_bytes, move_key, &m, &r);
+    r.moved_entries = m.entries;
+    if (report) *report = r;
+    return rc;
+}
+
+int tide_keycache_arena_stats(tide_keycache *k, tide_arena_stats *out)
+{
+    if (k->arena == NULL) {
+        memset(out, 0, sizeof *out);
+        return 0;
+    }
+    tide_arena_stats_get(k->arena, out);
+    return 1;
 }

@@ -28,6 +28,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cache/cache.h"            /* tide_cache_arena_report */
+#include "mem/arena.h"
 #include "tide/error.h"
 
 typedef struct tide_keycache tide_keycache;
@@ -45,6 +47,12 @@ typedef struct tide_keycache_opts {
     void    *clock_arg;
     int64_t *account_bytes;     /* as in tide_cache_opts; NULL (default) */
     int      account_id;        /* as in tide_cache_opts; -1 (default): none */
+    int      arena;             /* 1: the entries live in a segment arena the
+                                   key cache owns (mem/arena.h), compacted and
+                                   given back a segment at a time by
+                                   tide_keycache_evacuate; 0 (default): malloc */
+    size_t   arena_segment_bytes; /* as in tide_cache_opts; default 2 MiB */
+    int      arena_hugepages;   /* as in tide_cache_opts; default 0 */
 } tide_keycache_opts;
 
 /* Fill `o` with the defaults above. */
@@ -121,6 +129,22 @@ void tide_keycache_stats_get(tide_keycache *k, tide_keycache_stats *out);
 
 /* What one key adds to `bytes`. Pure. */
 size_t tide_keycache_entry_cost(const tide_keycache *k);
+
+/*
+ * Compact the key cache's arena, as tide_cache_evacuate does the tagged
+ * cache's: move the entries of its least-used segments, at most
+ * `budget_bytes` of them (0: none), into copies that take their places in
+ * the table and the list, then give every empty segment back (the key
+ * cache keeps none in reserve). Nothing to do without an arena (0, report
+ * zero). Returns 0 or the arena's error. Cost: per entry moved, one arena
+ * allocation and one lock held for one copy and one chain walk; per
+ * segment released, one madvise.
+ */
+int tide_keycache_evacuate(tide_keycache *k, size_t budget_bytes, tide_cache_arena_report *report);
+
+/* The arena's counters into *out; 1 when the key cache has an arena, else 0
+ * (*out zeroed). O(1), the arena's lock. */
+int tide_keycache_arena_stats(tide_keycache *k, tide_arena_stats *out);
 
 /* Check keycache.c's invariants, aborting through TIDE_ASSERT when one is
  * broken. For tests. Cost: one lock for O(entries + slots). */

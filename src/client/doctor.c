@@ -199,6 +199,19 @@ static double value_of(const char *text, const char *name, const char *lkey, con
 
 static double or_neg(double v) { return isnan(v) ? -1.0 : v; }
 
+/* The sum of every sample of family `name`, whatever its labels; NAN when
+ * the page has none. */
+static double sum_of(const char *text, const char *name)
+{
+    sample s;
+    const char *p = text;
+    double sum = NAN;
+
+    while (sample_next(&p, &s) == 0)
+        if (strcmp(s.name, name) == 0) sum = isnan(sum) ? s.value : sum + s.value;
+    return sum;
+}
+
 /* Prometheus' histogram_quantile over the cumulative buckets of `family`:
  * linear within the bucket the rank falls in; the last finite bound when it
  * falls in +Inf. Negative when there are no observations. */
@@ -324,9 +337,10 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
         r->live = -1;
     }
     r->allocator_free = or_neg(value_of(text, "tide_allocator_free_bytes", NULL, NULL));
-    r->arena_live = or_neg(value_of(text, "tide_cache_arena_live_bytes", NULL, NULL));
-    r->arena_resident = or_neg(value_of(text, "tide_cache_arena_resident_bytes", NULL, NULL));
-    r->arena_evacuated = or_neg(value_of(text, "tide_cache_arena_evacuated_bytes_total", NULL, NULL));
+    /* Summed over the caches' arenas (cache="node_cache", "key_cache"). */
+    r->arena_live = or_neg(sum_of(text, "tide_cache_arena_live_bytes"));
+    r->arena_resident = or_neg(sum_of(text, "tide_cache_arena_resident_bytes"));
+    r->arena_evacuated = or_neg(sum_of(text, "tide_cache_arena_evacuated_bytes_total"));
 
     for (p = text; sample_next(&p, &s) == 0;) {
         if (strcmp(s.name, "tide_memory_consumer_bytes") == 0 && r->nconsumers < TIDE_DOCTOR_MAX &&
@@ -820,9 +834,10 @@ static void rule_allocator_free(tide_doctor_report *r, const tide_doctor_report 
     fig(f, "share", share, 0);
 }
 
-/* The node cache's arena holds resident what its sweeps should have given
- * back: after a sweep's evacuation and release it is at most 100/90 of its
- * live bytes plus the open and reserve segments (cache.c), so resident
+/* The caches' arenas (summed) hold resident what the sweeps should have
+ * given back: after a sweep's evacuation and release it is at most 100/90 of its
+ * live bytes plus the open segment, the one open when the sweep began and
+ * the reserve (cache.c), so resident
  * well above that means the evacuation budget is too small for the churn,
  * or readers hold moved objects (their segments wait for them). */
 static void rule_arena(tide_doctor_report *r, const tide_doctor_report *earlier)
@@ -845,14 +860,14 @@ static void rule_arena(tide_doctor_report *r, const tide_doctor_report *earlier)
     f = add_finding(r, name, r->arena_live <= 0 || ratio >= TIDE_DOCTOR_ARENA_BAD ? TIDE_DOCTOR_BAD
                                                                                    : TIDE_DOCTOR_WARN);
     if (r->arena_live > 0)
-        snprintf(f->summary, sizeof f->summary, "the node cache's arena keeps %s resident for %s live, %.1f times",
+        snprintf(f->summary, sizeof f->summary, "the caches' arenas keep %s resident for %s live, %.1f times",
                  size_words(r->arena_resident, a, sizeof a), size_words(r->arena_live, b, sizeof b), ratio);
     else
-        snprintf(f->summary, sizeof f->summary, "the node cache's arena keeps %s resident with nothing live",
+        snprintf(f->summary, sizeof f->summary, "the caches' arenas keep %s resident with nothing live",
                  size_words(r->arena_resident, a, sizeof a));
     snprintf(f->detail, sizeof f->detail, "tide_cache_arena_resident_bytes / tide_cache_arena_live_bytes = %.2f; "
              "warn from %.1f, bad from %.1f, judged from %d MiB resident and more than %d MiB above live (after a "
-             "sweep it is at most 1.11 times live plus the open and reserve segments)", ratio,
+             "sweep it is at most 1.11 times live plus two segments and the reserve)", ratio,
              TIDE_DOCTOR_ARENA_WARN, TIDE_DOCTOR_ARENA_BAD, TIDE_DOCTOR_SMALL_RSS_MIB, TIDE_DOCTOR_ARENA_SLACK_MIB);
     snprintf(f->advice, sizeof f->advice, "raise --cache-arena-evacuate (the bytes a sweep may copy) or shorten "
              "--sweep-interval; a client slow to read its responses holds moved objects, and their segments, "

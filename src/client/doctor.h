@@ -156,8 +156,8 @@ typedef struct tide_doctor_report {
     double part_anonymous, part_store_maps, part_other_files;
     double live;                              /* the allocator's live bytes; < 0 when unknown */
     double allocator_free;                    /* < 0 when unknown */
-    double arena_live, arena_resident;        /* the node cache's arena:
-                                                 tide_cache_arena_live_bytes,
+    double arena_live, arena_resident;        /* the caches' arenas, summed over
+                                                 cache=: tide_cache_arena_live_bytes,
                                                  tide_cache_arena_resident_bytes;
                                                  < 0 when absent (cache_arena=off,
                                                  or an older node) */

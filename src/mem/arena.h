@@ -58,8 +58,10 @@ void tide_arena_opts_init(tide_arena_opts *o);
  * Errors: TIDE_EINVAL naming the option that is out of range; TIDE_ENOMEM
  * when the address range cannot be reserved or the segment table allocated.
  * Cost: one mmap(PROT_NONE) of the range (plus a segment, trimmed with two
- * munmaps to align it), which takes address space, no memory; one calloc of
- * 48 bytes a segment of the range (untouched pages of it stay unmapped).
+ * munmaps to align it), which takes address space, no memory; one mmap of
+ * a table of 48 bytes a segment of the range (its pages are resident only
+ * once a segment they describe is used, whatever allocator serves malloc);
+ * one calloc of the arena's struct.
  */
 int tide_arena_open(tide_arena **out, const tide_arena_opts *o);
 

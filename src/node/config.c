@@ -227,12 +227,13 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_CACHE_ARENA]     = { "cache_arena", "cache-arena", "TIDE_CACHE_ARENA", "node",
                                    NULL, NULL, K_BOOL, 0, 0, 0,
         .def = "on", .arg = "on|off",
-        .help = "on: the node cache keeps its objects in 2 MiB segments tided maps itself; after "
-                "each sweep the live objects of the least-used segments are copied together "
+        .help = "on: the node cache keeps its objects and entries in 2 MiB segments tided maps "
+                "itself, and the key cache its entries in 64 KiB ones; after each sweep the live "
+                "allocations of the least-used segments are copied together "
                 "(cache_arena_evacuate) and empty segments go back to the kernel with one "
                 "madvise each, so what a sweep frees leaves RSS whatever the allocator. off: "
-                "each object is malloc'd, and what a sweep frees goes back only as the "
-                "allocator's trim can return it." },
+                "each object and entry is malloc'd, and what a sweep frees goes back only as "
+                "the allocator's trim can return it." },
     [TIDE_CFG_CACHE_ARENA_SEGMENT] = { "cache_arena_segment", "cache-arena-segment",
                                    "TIDE_CACHE_ARENA_SEGMENT", "node", NULL, NULL, K_SIZE,
                                    64 * 1024, 1 * GiB, 0,

@@ -305,46 +305,67 @@ static void write_sweeps(tide_metrics_writer *w, tide_node *n)
         (double)t.trim_majflt);
 }
 
-/* The node cache's arena (absent with cache_arena off). */
+/* One family with a sample per cache whose arena there is (cache="..."). */
+static void arena_family(tide_metrics_writer *w, const char *name, const char *type, const char *help,
+                         const char *const *caches, const double *v, int n)
+{
+    tide_metrics_family(w, name, type, help);
+    for (int i = 0; i < n; i++) {
+        const char *lab[2] = { "cache", caches[i] };
+        tide_metrics_sample(w, name, lab, 1, v[i]);
+    }
+}
+
+/* The caches' arenas, each labelled with its cache (absent with
+ * cache_arena off). */
 static void write_arena(tide_metrics_writer *w, tide_node *n)
 {
     static const char *const states[4] = { "open", "used", "empty", "released" };
-    tide_arena_stats a;
+    const char *caches[2];
+    tide_arena_stats a[2], s;
     tide_node_totals t;
-    size_t seg[4];
+    double v[2];
+    int k = 0;
 
-    if (!tide_node_cache_arena_stats(n, &a)) return;
+    if (tide_node_cache_arena_stats(n, &s)) { caches[k] = "node_cache"; a[k++] = s; }
+    if (tide_node_key_cache_arena_stats(n, &s)) { caches[k] = "key_cache"; a[k++] = s; }
+    if (k == 0) return;
     tide_node_totals_get(n, &t);
-    seg[0] = a.seg_open;
-    seg[1] = a.seg_used;
-    seg[2] = a.seg_empty;
-    seg[3] = a.seg_released;
-    one(w, "tide_cache_arena_live_bytes", "gauge",
-        "Bytes of the node cache's live objects and entries in its arena (headers and rounding included).",
-        (double)a.live_bytes);
-    one(w, "tide_cache_arena_resident_bytes", "gauge",
-        "Bytes of the arena's segments not given back, and its large objects' mappings.",
-        (double)a.resident_bytes);
+#define ARENA_FAMILY(name, type, help, expr) do { \
+        for (int i = 0; i < k; i++) v[i] = (double)(expr); \
+        arena_family(w, name, type, help, caches, v, k); \
+    } while (0)
+    ARENA_FAMILY("tide_cache_arena_live_bytes", "gauge",
+                 "Bytes live in each cache's arena: the node cache's objects and entries, the key cache's "
+                 "entries (headers and rounding included).", a[i].live_bytes);
+    ARENA_FAMILY("tide_cache_arena_resident_bytes", "gauge",
+                 "Bytes of each arena's segments not given back, and its large objects' mappings.",
+                 a[i].resident_bytes);
     tide_metrics_family(w, "tide_cache_arena_segments", "gauge",
-                        "The arena's segments by state: open (allocations go there), used, empty "
+                        "Each arena's segments by state: open (allocations go there), used, empty "
                         "(resident, the reserve), released (given back, reused first).");
-    for (int i = 0; i < 4; i++) {
-        const char *lab[2] = { "state", states[i] };
-        tide_metrics_sample(w, "tide_cache_arena_segments", lab, 1, (double)seg[i]);
+    for (int i = 0; i < k; i++) {
+        size_t seg[4] = { a[i].seg_open, a[i].seg_used, a[i].seg_empty, a[i].seg_released };
+        for (int j = 0; j < 4; j++) {
+            const char *lab[4] = { "cache", caches[i], "state", states[j] };
+            tide_metrics_sample(w, "tide_cache_arena_segments", lab, 2, (double)seg[j]);
+        }
     }
-    one(w, "tide_cache_arena_evacuated_objects_total", "counter",
-        "Arena allocations (cached objects and their entries) the sweeps' evacuations moved to copies.", (double)a.evacuated_objects);
-    one(w, "tide_cache_arena_evacuated_bytes_total", "counter",
-        "Bytes of the allocations the sweeps' evacuations moved.", (double)a.evacuated_bytes);
-    one(w, "tide_cache_arena_released_segments_total", "counter",
-        "Segments given back to the kernel (one madvise each).", (double)a.releases);
-    one(w, "tide_cache_arena_evacuate_seconds_total", "counter",
-        "Time the sweeps spent evacuating (walks and copies), their releases excluded.",
-        (double)t.arena_evacuate_ns / 1e9);
-    one(w, "tide_cache_arena_release_seconds_total", "counter",
-        "Time the sweeps spent in the arena's madvise calls.", (double)a.release_ns / 1e9);
-    one(w, "tide_cache_arena_refusals_total", "counter",
-        "Allocations the arena refused (the object was not cached).", (double)a.refusals);
+    ARENA_FAMILY("tide_cache_arena_evacuated_objects_total", "counter",
+                 "Arena allocations (cached objects and entries) the sweeps' evacuations moved to copies.",
+                 a[i].evacuated_objects);
+    ARENA_FAMILY("tide_cache_arena_evacuated_bytes_total", "counter",
+                 "Bytes of the allocations the sweeps' evacuations moved.", a[i].evacuated_bytes);
+    ARENA_FAMILY("tide_cache_arena_released_segments_total", "counter",
+                 "Segments given back to the kernel (one madvise each).", a[i].releases);
+    ARENA_FAMILY("tide_cache_arena_evacuate_seconds_total", "counter",
+                 "Time the sweeps spent evacuating (walks and copies), their releases excluded.",
+                 (strcmp(caches[i], "node_cache") == 0 ? t.arena_evacuate_ns : t.key_arena_evacuate_ns) / 1e9);
+    ARENA_FAMILY("tide_cache_arena_release_seconds_total", "counter",
+                 "Time the sweeps spent in the arena's madvise calls.", a[i].release_ns / 1e9);
+    ARENA_FAMILY("tide_cache_arena_refusals_total", "counter",
+                 "Allocations the arena refused (the object or key was not cached).", a[i].refusals);
+#undef ARENA_FAMILY
 }
 
 static void write_allocator(tide_metrics_writer *w)

@@ -90,6 +90,13 @@
 
 #define MiB (1024u * 1024u)
 
+/* The key cache's arena segment: its entries are small and few beside the
+ * node cache's objects (a 32 MiB hard limit by default), and the segment
+ * allocations go to is never evacuated, so a 2 MiB one could hold most of
+ * a small key cache's memory for a handful of keys. 64 KiB, the smallest
+ * the arena takes, bounds that to 64 KiB (and is no huge page). */
+#define KEY_ARENA_SEGMENT ((size_t)64 * 1024)
+
 void tide_node_opts_init(tide_node_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -323,6 +330,8 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     ko.clock_arg = n->opts.clock_arg;
     ko.account_bytes = tide_mem_account_counter(TIDE_MEM_KEY_CACHE);
     ko.account_id = TIDE_MEM_KEY_CACHE;
+    ko.arena = n->opts.cache_arena;
+    ko.arena_segment_bytes = KEY_ARENA_SEGMENT;
     rc = tide_keycache_create(&n->keycache, &ko);
     if (rc) goto out;
     rc = ti_node_governor_init(n);
@@ -529,6 +538,11 @@ int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
 int tide_node_sync(tide_node *n) { return tide_gens_sync(n->gens); }
 
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out) { tide_cache_stats_get(n->cache, out); }
+
+int tide_node_key_cache_arena_stats(tide_node *n, tide_arena_stats *out)
+{
+    return tide_keycache_arena_stats(n->keycache, out);
+}
 
 int tide_node_cache_arena_stats(tide_node *n, tide_arena_stats *out)
 {

@@ -130,10 +130,12 @@ typedef struct tide_node_opts {
                                      0: unbounded */
     size_t   cache_hard_limit;    /* never exceeded; 0 (default): twice the
                                      budget (none when the budget is 0) */
-    int      cache_arena;         /* 1 (default): cached objects live in a
-                                     segment arena (tide_cache_opts.arena)
-                                     that each sweep compacts and releases;
-                                     0: malloc */
+    int      cache_arena;         /* 1 (default): the node cache's objects
+                                     and entries, and the key cache's
+                                     entries, live in segment arenas
+                                     (tide_cache_opts.arena,
+                                     tide_keycache_opts.arena) that each
+                                     sweep compacts and releases; 0: malloc */
     size_t   cache_arena_segment; /* the arena's segment; default 2 MiB */
     unsigned cache_arena_reserve; /* empty segments kept; default 1 */
     size_t   cache_arena_evacuate;/* bytes a sweep may move to compact the
@@ -303,6 +305,9 @@ typedef struct tide_node_sweep_report {
                                           before the trim (zero with
                                           cache_arena off) */
     int      arena_rc;            /* its return (0 or an error code) */
+    tide_cache_arena_report    key_arena;  /* the key cache's, after the
+                                          node cache's (its entries only) */
+    int      key_arena_rc;
 } tide_node_sweep_report;
 
 #define TIDE_NODE_REPORTS 64      /* rounds kept for tide_node_reports */
@@ -322,6 +327,7 @@ typedef struct tide_node_totals {
     tide_hist trim_duration;      /* trim.duration_ns, cumulative buckets */
     uint64_t arena_evacuate_ns;   /* sum of report.arena.evacuate_ns (the arena
                                      counts its releases' time itself) */
+    uint64_t key_arena_evacuate_ns; /* sum of report.key_arena.evacuate_ns */
     uint64_t puts, puts_existing; /* put calls that stored; that found the key */
     uint64_t gets, gets_cache, gets_keycache, gets_store, gets_missing;
                                   /* gets = cache + store hits + missing;
@@ -427,6 +433,8 @@ void tide_node_cache_stats(tide_node *n, tide_cache_stats *out);
 /* The node cache's arena's counters (mem/arena.h); 1 when it has one
  * (cache_arena on), else 0 with *out zeroed. */
 int tide_node_cache_arena_stats(tide_node *n, tide_arena_stats *out);
+/* The key cache's, likewise. */
+int tide_node_key_cache_arena_stats(tide_node *n, tide_arena_stats *out);
 void tide_node_keycache_stats(tide_node *n, tide_keycache_stats *out);
 void tide_node_store_info(tide_node *n, tide_store_info *out);
 

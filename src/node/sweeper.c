@@ -3,9 +3,10 @@
  * sweeper.c: the node's sweep rounds and the thread that runs them.
  *
  * A round is, always in this order: sweep the node cache, sweep the key
- * cache, compact the node cache's arena and give its empty segments back
- * (tide_cache_evacuate, within cache_arena_evacuate bytes; timed apart
- * from the sweeps, the copies and the madvise calls each), make at most
+ * cache, compact the node cache's arena and then the key cache's and give
+ * their empty segments back (tide_cache_evacuate, tide_keycache_evacuate,
+ * each within cache_arena_evacuate bytes; timed apart from the sweeps, the
+ * copies and the madvise calls each), make at most
  * one release call (tide_mem_trim, when opts.trim is
  * set and opts.trim_policy calls for it: always, every N-th round, after a
  * sweep that freed enough, or when the allocator holds enough free), record
@@ -19,8 +20,8 @@
  *
  * Invariants:
  *   1. Rounds never overlap (round_lock), and each makes at most one release
- *      call, after both cache sweeps and the arena's evacuation and
- *      release (so the trim sees what the evacuation freed).
+ *      call, after both cache sweeps and the arenas' evacuations and
+ *      releases (so the trim sees what the evacuations freed).
  *   2. reports[] holds the last min(seq, TIDE_NODE_REPORTS) rounds;
  *      reports[(seq - 1) % TIDE_NODE_REPORTS] is round seq.
  *   3. totals.sweeps == seq of the last recorded round (asserted by
@@ -113,6 +114,7 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
     if (n->opts.cache_arena) {
         trace(n, "evacuate");
         r.arena_rc = tide_cache_evacuate(n->cache, n->opts.cache_arena_evacuate, &r.arena);
+        r.key_arena_rc = tide_keycache_evacuate(n->keycache, n->opts.cache_arena_evacuate, &r.key_arena);
     }
     r.freed_bytes = (r.node_cache.bytes_before > r.node_cache.bytes_after
                      ? r.node_cache.bytes_before - r.node_cache.bytes_after : 0)
@@ -133,6 +135,7 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
     n->totals.sweep_ns += r.sweep_ns;
     tide_hist_observe(&n->sweep_hist, r.sweep_ns);
     n->totals.arena_evacuate_ns += r.arena.evacuate_ns;
+    n->totals.key_arena_evacuate_ns += r.key_arena.evacuate_ns;
     if (!r.trimmed && n->opts.trim) n->totals.trims_skipped++;
     if (r.trimmed) {
         tide_hist_observe(&n->trim_hist, r.trim.duration_ns);
@@ -160,6 +163,9 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
     if (r.arena_rc)
         tide_log(TIDE_LOG_WARN, "sweep %" PRIu64 ": the cache arena's evacuation or release failed: %s", r.seq,
                  tide_strerror(r.arena_rc));
+    if (r.key_arena_rc)
+        tide_log(TIDE_LOG_WARN, "sweep %" PRIu64 ": the key cache arena's evacuation or release failed: %s",
+                 r.seq, tide_strerror(r.key_arena_rc));
     if (r.trimmed && r.trim_rc)
         tide_log(TIDE_LOG_WARN, "sweep %" PRIu64 ": the release call failed: %s", r.seq,
                  tide_strerror(r.trim_rc));
