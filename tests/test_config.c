@@ -1328,6 +1328,7 @@ static void cache_arena_settings_have_defaults_reach_the_node_and_refuse_bad_val
     expect_u64(o.cache_arena_reserve, 3, "the flag's reserve");
     expect_u64(o.cache_arena_evacuate, 0, "the environment's 0: no evacuation");
     expect_u64((uint64_t)o.cache_arena_hugepages, 1, "the flag's huge pages");
+    expect_u64(o.trim_pad, 0, "no trim pad by default");
     expect_contains(describe(&c), "cache_arena_evacuate=0(env TIDE_CACHE_ARENA_EVACUATE)", "describe: env");
     expect_file_error(f, "[node]\ncache_arena_segment=3MiB\n", 2,
                       "[node] cache_arena_segment=3MiB: 3145728 bytes is not a power of two", 0);
@@ -1339,6 +1340,11 @@ static void cache_arena_settings_have_defaults_reach_the_node_and_refuse_bad_val
                       "[node] cache_arena_hugepages=2: not 1/0, true/false, yes/no or on/off", 0);
     expect_file_error(f, "[node]\ncache_arena=maybe\n", 2,
                       "[node] cache_arena=maybe: not 1/0, true/false, yes/no or on/off", 0);
+    expect_rc(load_all(f, &c, "[node]\ntrim_pad=1MiB\n", NULL, 0, NULL), 0, "a trim pad from the file");
+    tide_startup_node_opts(&c, &o);
+    expect_u64(o.trim_pad, 1u << 20, "the file's trim pad");
+    expect_file_error(f, "[node]\ntrim_pad=2GiB\n", 2,
+                      "[node] trim_pad=2GiB: 2147483648 bytes is outside 0..1073741824", 0);
 }
 
 static void online_delete_bad_values_are_clear_errors_naming_the_line(void **state)

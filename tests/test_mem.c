@@ -182,7 +182,7 @@ static int child_main(const char *mode)
                st.tcmalloc.allocated, st.tcmalloc.heap_size, st.mimalloc.current_commit,
                st.glibc.arena);
     }
-    rc = tide_mem_alloc_release(in.family, &result);
+    rc = tide_mem_alloc_release(in.family, 0, &result);
     printf("release_rc=%d\nrelease_result=%d\n", rc, result);
     tide_mem_trim(&r);
     tide_mem_trim_format(&r, line, sizeof line);
@@ -473,11 +473,11 @@ static void release_of_an_absent_family_is_refused_by_name(void **state)
     tide_mem_alloc_stats st;
 
     (void)state;
-    expect_rc(tide_mem_alloc_release(TIDE_MEM_ALLOC_UNKNOWN, &result), TIDE_EINVAL,
+    expect_rc(tide_mem_alloc_release(TIDE_MEM_ALLOC_UNKNOWN, 0, &result), TIDE_EINVAL,
               "release for an unknown allocator");
     expect_i64(result, 0, "result of a refused release");
     if (dlsym(RTLD_DEFAULT, "mallctl") == NULL) {
-        expect_rc(tide_mem_alloc_release(TIDE_MEM_ALLOC_JEMALLOC, &result), TIDE_EINVAL,
+        expect_rc(tide_mem_alloc_release(TIDE_MEM_ALLOC_JEMALLOC, 0, &result), TIDE_EINVAL,
                   "jemalloc release without jemalloc");
         if (strstr(tide_last_error(), "jemalloc") == NULL)
             fail_msg("expected the message to name jemalloc, got '%s'", tide_last_error());
@@ -596,6 +596,55 @@ static void glibc_trim_returns_memory_freed_in_an_interleaved_pattern_on_four_th
 }
 
 /* ---- trim --------------------------------------------------------------------- */
+
+/* The child of the pad test: 48 MiB of 1 KiB blocks on the main heap, all
+ * freed (no trim on free: the threshold is raised), then a trim with a
+ * 16 MiB pad and one with none (both with the heap's free space in its top
+ * chunk). Exit 0 when the pad kept 12..24 MiB
+ * resident above the start and the second trim returned at least 12 MiB
+ * of it; else the step that failed. */
+static int pad_child(void)
+{
+    enum { N = 48 * 1024, SIZE = 1024 };
+    static void *p[N];
+    uint64_t rss0 = 0, rss1 = 0, rss2 = 0;
+    tide_mem_trim_report r;
+
+    if (mallopt(M_TRIM_THRESHOLD, 1 << 30) != 1 || mallopt(M_MMAP_THRESHOLD, 1 << 20) != 1) return 2;
+    if (tide_mem_proc_statm_rss(&rss0) != 0) return 3;
+    for (int i = 0; i < N; i++) {
+        p[i] = malloc(SIZE);
+        if (p[i] == NULL) return 4;
+        memset(p[i], 0x5a, SIZE);
+    }
+    /* In order: the first few go to the thread cache, the rest coalesce
+     * with each other and, at the last, with the top chunk, which is what
+     * the pad applies to (free chunks inside the heap are returned
+     * whatever it says). */
+    for (int i = 0; i < N; i++) free(p[i]);
+    if (tide_mem_trim_pad((size_t)16 << 20, &r) != 0) return 5;
+    rss1 = r.rss_after;
+    if (tide_mem_trim_pad(0, &r) != 0) return 6;
+    rss2 = r.rss_after;
+    printf("rss0=%" PRIu64 " rss1=%" PRIu64 " rss2=%" PRIu64 "\n", rss0, rss1, rss2);
+    if (rss1 < rss0 + (12u << 20) || rss1 > rss0 + (24u << 20)) return 7;
+    if (rss1 < rss2 + (12u << 20)) return 8;
+    return 0;
+}
+
+/* glibc's malloc_trim(pad) leaves `pad` bytes at the top of the main heap
+ * (trim_pad), and a trim without one returns them. In a child: its heap is
+ * its own, and its mallopt settings go with it. */
+static void a_trim_pad_keeps_that_much_at_the_top_of_the_main_heap(void **state)
+{
+    char out[512];
+    int st;
+
+    (void)state;
+    SKIP_UNLESS_GLIBC();
+    st = run_child("pad", NULL, out, sizeof out);
+    if (st != 0) fail_msg("the pad child: expected exit 0, got %d; it said: %s", st, out);
+}
 
 static void trim_line_has_the_exact_format(void **state)
 {
@@ -1182,6 +1231,7 @@ int main(void)
         cmocka_unit_test(mallinfo2_stats_are_plausible_and_in_use_grows_after_10_mb_of_small_mallocs),
         cmocka_unit_test(release_of_an_absent_family_is_refused_by_name),
         cmocka_unit_test(glibc_trim_returns_memory_freed_in_an_interleaved_pattern_on_four_threads),
+        cmocka_unit_test(a_trim_pad_keeps_that_much_at_the_top_of_the_main_heap),
         cmocka_unit_test(trim_line_has_the_exact_format),
         cmocka_unit_test(a_real_trim_reports_rss_before_and_after_and_a_duration),
         cmocka_unit_test(account_counters_updated_from_several_threads_sum_exactly),
@@ -1199,6 +1249,7 @@ int main(void)
         cmocka_unit_test(a_heap_report_under_glibc_is_malloc_info_xml_and_tcmalloc_mimalloc_have_none),
     };
 
+    if (child && strcmp(child, "pad") == 0) return pad_child();
     if (child) return child_main(child);
     return cmocka_run_group_tests_name("mem", tests, NULL, NULL);
 }

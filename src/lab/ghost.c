@@ -165,7 +165,7 @@ static int settle_and_read(const tide_lab_ghost_after *after, tide_lab_ghost_sam
     }
     if (after && after->trim) {
         int result = 0;
-        int rc = tide_mem_alloc_release(tide_mem_alloc_family(), &result);
+        int rc = tide_mem_alloc_release(tide_mem_alloc_family(), 0, &result);
         if (rc) return tide_err_prefix(rc, "ghost: releasing free memory after the frees");
         s->trim_result = result;
     }

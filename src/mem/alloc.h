@@ -280,10 +280,11 @@ int tide_mem_alloc_stats_read(int family, tide_mem_alloc_stats *out);
 /*
  * Ask allocator `family` (normally tide_mem_alloc_family()) to return free
  * memory to the kernel, with its own call:
- *   glibc      malloc_trim(0): every arena, every whole free page
+ *   glibc      malloc_trim(pad): every arena, every whole free page
  *              (madvise(MADV_DONTNEED)), and the top of the main heap
- *              (sbrk). *result is its return: 1 when memory was released,
- *              0 when there was nothing to release.
+ *              (sbrk) less `pad` bytes kept there for the next
+ *              allocations. *result is its return: 1 when memory was
+ *              released, 0 when there was nothing to release.
  *   jemalloc   mallctl("arena.4096.purge") (4096 = MALLCTL_ARENAS_ALL in
  *              jemalloc 5): every arena's dirty and muzzy pages now.
  *              *result is 1.
@@ -291,8 +292,8 @@ int tide_mem_alloc_stats_read(int family, tide_mem_alloc_stats *out);
  *   mimalloc   mi_collect(true). *result is 1.
  *   sanitizer  __sanitizer_purge_allocator() when the runtime has it
  *              (*result 1), otherwise nothing (*result 0).
- * Pad is 0 and there is no knob: only glibc's main heap honours a pad, and
- * padding made no measurable difference on real nodes.
+ * `pad` is glibc's alone (the others have no such argument); 0 returns
+ * all it can.
  *
  * Errors: TIDE_EINVAL for an unknown family or absent symbols (*result 0);
  * TIDE_EIO when jemalloc's purge fails (the message has its errno).
@@ -303,7 +304,7 @@ int tide_mem_alloc_stats_read(int family, tide_mem_alloc_stats *out);
  * Call it from a background thread after a large release (a cache sweep),
  * never per request.
  */
-int tide_mem_alloc_release(int family, int *result);
+int tide_mem_alloc_release(int family, size_t pad, int *result);
 
 /* ---- the heap report (GET /v1/admin/heap; issue 13) -------------------- */
 

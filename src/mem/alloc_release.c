@@ -18,13 +18,13 @@
 #include "tide/error.h"
 #include "util/err.h"
 
-int tide_mem_alloc_release(int family, int *result)
+int tide_mem_alloc_release(int family, size_t pad, int *result)
 {
     ti_alloc_get_syms();
     *result = 0;
     switch (family) {
     case TIDE_MEM_ALLOC_GLIBC:
-        *result = malloc_trim(0);
+        *result = malloc_trim(pad);
         return 0;
     case TIDE_MEM_ALLOC_JEMALLOC: {
         int e;

@@ -32,6 +32,11 @@
 
 int tide_mem_trim(tide_mem_trim_report *r)
 {
+    return tide_mem_trim_pad(0, r);
+}
+
+int tide_mem_trim_pad(size_t pad, tide_mem_trim_report *r)
+{
     tide_mem_proc_faults f0 = { 0, 0 }, f1 = { 0, 0 };
     uint64_t t0, t1;
     int rc = 0, e, family, have_faults;
@@ -47,7 +52,7 @@ int tide_mem_trim(tide_mem_trim_report *r)
     have_faults = e == 0;
 
     t0 = tide_clock_mono_ns();
-    e = tide_mem_alloc_release(family, &r->result);
+    e = tide_mem_alloc_release(family, pad, &r->result);
     t1 = tide_clock_mono_ns();
     if (e && !rc) rc = e;
 

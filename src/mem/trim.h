@@ -54,6 +54,11 @@ typedef struct tide_mem_trim_report {
  */
 int tide_mem_trim(tide_mem_trim_report *r);
 
+/* tide_mem_trim with glibc's malloc_trim(pad): `pad` bytes stay at the top
+ * of the main heap for the next allocations (tide_mem_alloc_release).
+ * tide_mem_trim is this with 0. */
+int tide_mem_trim_pad(size_t pad, tide_mem_trim_report *r);
+
 /*
  * The report as one line, exactly:
  *   trim allocator=glibc result=1 rss_before=<kB>kB rss_after=<kB>kB delta=<kB>kB duration_us=<n> minflt=<n> majflt=<n>

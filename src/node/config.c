@@ -323,6 +323,12 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "when a sweep round trims the heap: always (after every sweep), never, every:N "
                 "(every N-th sweep), freed:SIZE (when the sweep freed at least SIZE), free-pct:P "
                 "(when the allocator holds free more than P% of RSS). docs/LAB.md compares them." },
+    [TIDE_CFG_TRIM_PAD]        = { "trim_pad", "trim-pad", "TIDE_TRIM_PAD", "node",
+                                   NULL, NULL, K_SIZE, 0, 1 * GiB, 0,
+        .def = "0", .arg = "SIZE",
+        .help = "glibc only: the bytes a trim leaves free at the top of the main heap "
+                "(malloc_trim's pad), so the next allocations there fault nothing in. 0 returns "
+                "all it can. docs/MEMORY-LIMIT.md ranks 0, 256KiB, 1MiB and 16MiB." },
     /* Connections: nginx's worker_connections-sized total; one address
      * may hold a sixteenth of it. Idle 5 s, a whole request 10 s (h2o's
      * own default). The body budget is derived in finish. */
@@ -1012,6 +1018,7 @@ static void store_value(tide_config *c, int id, const char *text, const parsed *
     case TIDE_CFG_ADMIN_TOKEN:     snprintf(c->admin_token, sizeof c->admin_token, "%s", text); break;
     case TIDE_CFG_METRICS_SMAPS:   c->metrics_smaps = p->iv; break;
     case TIDE_CFG_TRIM_POLICY:     c->trim_policy = p->iv; c->trim_param = p->v; break;
+    case TIDE_CFG_TRIM_PAD:        c->trim_pad = p->v; break;
     case TIDE_CFG_HTTP_MAX_CONNECTIONS: c->http_max_connections = (unsigned)p->v; break;
     case TIDE_CFG_HTTP_MAX_PER_CLIENT:  c->http_max_per_client = (unsigned)p->v; break;
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    c->http_idle_timeout = (unsigned)p->v; break;
@@ -1279,6 +1286,7 @@ static void value_text(const tide_config *c, int id, char *out, size_t cap)
     case TIDE_CFG_ADMIN_TOKEN:    snprintf(out, cap, "%s", c->admin_token[0] ? "set" : "unset"); break;
     case TIDE_CFG_METRICS_SMAPS:  snprintf(out, cap, "%d", c->metrics_smaps); break;
     case TIDE_CFG_TRIM_POLICY:    tide_trim_policy_format(c->trim_policy, c->trim_param, out, cap); break;
+    case TIDE_CFG_TRIM_PAD:       ti_config_size_text(c->trim_pad, out, cap); break;
     case TIDE_CFG_HTTP_MAX_CONNECTIONS: snprintf(out, cap, "%u", c->http_max_connections); break;
     case TIDE_CFG_HTTP_MAX_PER_CLIENT:  snprintf(out, cap, "%u", c->http_max_per_client); break;
     case TIDE_CFG_HTTP_IDLE_TIMEOUT:    snprintf(out, cap, "%u", c->http_idle_timeout); break;
@@ -1425,7 +1433,7 @@ int tide_config_group(int id)
     case TIDE_CFG_SWEEP_INTERVAL: case TIDE_CFG_CACHE_TARGET: case TIDE_CFG_CACHE_AGE: case TIDE_CFG_CACHE_BUDGET:
     case TIDE_CFG_INSERT_BURST: case TIDE_CFG_KEY_CACHE_SIZE: case TIDE_CFG_KEY_CACHE_AGE: case TIDE_CFG_TRIM_POLICY:
     case TIDE_CFG_CACHE_ARENA: case TIDE_CFG_CACHE_ARENA_SEGMENT: case TIDE_CFG_CACHE_ARENA_RESERVE:
-    case TIDE_CFG_CACHE_ARENA_EVACUATE:
+    case TIDE_CFG_CACHE_ARENA_EVACUATE: case TIDE_CFG_CACHE_ARENA_HUGEPAGES: case TIDE_CFG_TRIM_PAD:
         return TIDE_CFG_GROUP_CACHE;
     case TIDE_CFG_MEMORY_LIMIT: case TIDE_CFG_MEMORY_LEVELS: case TIDE_CFG_MEMORY_HYSTERESIS:
     case TIDE_CFG_MEMORY_POLL_MS: case TIDE_CFG_MEMORY_PRESSURE: case TIDE_CFG_MMAP_THRESHOLD: case TIDE_CFG_ARENA_MAX:

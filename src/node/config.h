@@ -61,7 +61,7 @@ enum {
     TIDE_CFG_KEY_CACHE_SIZE, TIDE_CFG_KEY_CACHE_AGE, TIDE_CFG_NUDB_BLOCK_SIZE, TIDE_CFG_STORE_KEY_MAP,
     TIDE_CFG_LOG_LEVEL, TIDE_CFG_LOG_FORMAT, TIDE_CFG_MMAP_THRESHOLD, TIDE_CFG_ARENA_MAX,
     TIDE_CFG_METRICS_TOKEN, TIDE_CFG_METRICS_PUBLIC,
-    TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY,
+    TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY, TIDE_CFG_TRIM_PAD,
     TIDE_CFG_HTTP_MAX_CONNECTIONS, TIDE_CFG_HTTP_MAX_PER_CLIENT, TIDE_CFG_HTTP_IDLE_TIMEOUT,
     TIDE_CFG_HTTP_REQUEST_TIMEOUT, TIDE_CFG_HTTP_BODY_BUDGET,
     /* tided's store workers (issue 15): [node] keys */
@@ -140,6 +140,8 @@ typedef struct tide_config {
     int      trim_policy;        /* TIDE_TRIM_* (node.h): when a sweep trims */
     uint64_t trim_param;         /* every:N -> N; freed:SIZE -> bytes;
                                     free-pct:P -> P; else 0 */
+    uint64_t trim_pad;           /* bytes malloc_trim leaves at the main
+                                    heap's top, 0..1 GiB; default 0 */
     unsigned http_max_connections;   /* open at once, 1..1048576; default 4096
                                         (tided lowers it to fit RLIMIT_NOFILE) */
     unsigned http_max_per_client;    /* open at once from one address, 0 (no

@@ -164,7 +164,10 @@ typedef struct tide_node_opts {
                                      the report's trimmed is 0) */
     int      trim_policy;         /* TIDE_TRIM_*; default TIDE_TRIM_ALWAYS */
     uint64_t trim_param;          /* N, bytes or percent (see the enum) */
-    tide_node_release_fn release; /* NULL (default): tide_mem_trim */
+    size_t   trim_pad;            /* glibc's malloc_trim(pad): bytes left at
+                                     the top of the main heap; default 0 */
+    tide_node_release_fn release; /* NULL (default): tide_mem_trim_pad with
+                                     trim_pad */
     void    *release_arg;
     tide_node_trace_fn trace;     /* NULL (default) */
     void    *trace_arg;

@@ -387,6 +387,7 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     o->sweep_interval_ms = (uint64_t)c->sweep_interval * 1000u;
     o->trim_policy = c->trim_policy;
     o->trim_param = c->trim_param;
+    o->trim_pad = (size_t)c->trim_pad;
     o->online_delete_on = c->online_delete_on;
     o->online_delete = c->online_delete;
     /* Only the operator's G (flag, env, file) is passed; otherwise 0, the
