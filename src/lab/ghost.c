@@ -33,10 +33,19 @@
  *   threads     4 threads, each running the mixed pattern on a quarter of
  *               the groups; the peak is read when all four have allocated.
  *
+ * The "arena" variant puts every object in Tide's segment arena instead
+ * (rig_arena: 64 KiB segments, no reserve; mem/arena.h). A book slot is
+ * the one pointer its object's owner has, so the object's arena tag is the
+ * slot's address, and the evacuation after the frees moves each live
+ * object by copying it and storing the copy in its slot (rig_move); the
+ * empty segments then go back. Business's cache keeps its objects and
+ * entries in its own arena, evacuated the same way (tide_cache_evacuate).
+ *
  * Invariants:
  *   1. Between the start reading and the after-free reading, the only
  *      allocator calls are the scenario's own (and, for business, the
- *      cache's); bookkeeping never mallocs.
+ *      cache's; with the arena, the evacuation's list of candidate
+ *      segments); bookkeeping never mallocs.
  *   2. live_bytes counts requested bytes of objects still held at the
  *      after-free reading, nothing else (business: tide_cache_stats.bytes).
  *   3. Every object a scenario allocates is freed before it returns,
@@ -60,6 +69,7 @@
 #include "cache/cache.h"
 #include "lab/ghost_impl.h"
 #include "mem/alloc.h"
+#include "mem/arena.h"
 #include "mem/proc.h"
 #include "tide/error.h"
 #include "util/clock.h"
@@ -69,11 +79,25 @@
 
 static volatile unsigned char ghost_sink;
 
+/* The arena variant's arena, or NULL (malloc). A scenario runs alone in its
+ * process (ghost_run.c re-executes the binary for each), so the rig keeps
+ * it here for the run: ti_lab_ghost_scenario_run opens and closes it. */
+static tide_arena *rig_arena;
+
+#define RIG_SEGMENT ((size_t)64 * 1024)
+
 typedef struct book {
     void **p;       /* mmap'd, written before the start reading */
     size_t cap;     /* slots */
     size_t map_len;
 } book;
+
+/* free (or the arena's). NULL: nothing. */
+static void obj_free(void *p)
+{
+    if (rig_arena) tide_arena_free(rig_arena, p);
+    else free(p);
+}
 
 static int book_open(book *b, size_t slots)
 {
@@ -94,7 +118,7 @@ static int book_open(book *b, size_t slots)
 static void book_close(book *b)
 {
     if (b->p) {
-        for (size_t i = 0; i < b->cap; i++) free(b->p[i]);
+        for (size_t i = 0; i < b->cap; i++) obj_free(b->p[i]);
         munmap(b->p, b->map_len);
     }
     memset(b, 0, sizeof *b);
@@ -104,15 +128,44 @@ static void book_close(book *b)
 static void book_free(book *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        free(b->p[i]);
+        obj_free(b->p[i]);
         b->p[i] = NULL;
     }
 }
 
-/* malloc, write every byte, feed the sink. NULL on failure. */
+/* Slot i of b holds `p` from now on: in the arena, p's tag is the slot. */
+static void book_put(book *b, size_t i, void *p)
+{
+    b->p[i] = p;
+    if (rig_arena && p) tide_arena_set_tag(rig_arena, p, (uintptr_t)&b->p[i]);
+}
+
+/* An evacuation's move (mem/arena.h): copy the object its slot (the tag)
+ * holds, and store the copy there. Single-threaded: the scenario's frees
+ * are over. */
+static int rig_move(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag)
+{
+    void **slot = (void **)(uintptr_t)tag, *q = NULL;
+
+    (void)arg;
+    if (*slot != p || tide_arena_alloc(a, size, &q) != 0) return TIDE_ARENA_KEPT;
+    memcpy(q, p, size);
+    tide_arena_set_tag(a, q, tag);
+    *slot = q;
+    tide_arena_free(a, p);
+    return TIDE_ARENA_MOVED;
+}
+
+/* malloc (or the arena), write every byte, feed the sink. NULL on failure. */
 static void *obj_new(size_t n, unsigned char fill)
 {
-    unsigned char *p = malloc(n);
+    unsigned char *p = NULL;
+
+    if (rig_arena) {
+        if (tide_arena_alloc(rig_arena, n, (void **)&p) != 0) return NULL;
+    } else {
+        p = malloc(n);
+    }
     if (p == NULL) return NULL;
     memset(p, fill, n);
     ghost_sink ^= p[n - 1];
@@ -159,6 +212,11 @@ static uint64_t rng_next(uint64_t *s)
  */
 static int settle_and_read(const tide_lab_ghost_after *after, tide_lab_ghost_sample *s)
 {
+    if (rig_arena) {
+        int rc = tide_arena_evacuate(rig_arena, SIZE_MAX, rig_move, NULL, NULL);
+        if (rc == 0) rc = tide_arena_release(rig_arena, NULL);
+        if (rc) return tide_err_prefix(rc, "ghost: the arena's evacuation and release after the frees");
+    }
     if (after && after->wait_ms) {
         struct timespec ts = { after->wait_ms / 1000, (long)(after->wait_ms % 1000) * 1000000L };
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) { }
@@ -191,10 +249,10 @@ static int run_batch(size_t count, size_t obj_size, const tide_lab_ghost_after *
     if (rc) goto out;
     for (unsigned r = 0; r < BATCH_ROUNDS; r++) {
         for (size_t i = 0; i < count; i++) {
-            objs.p[i] = obj_new(obj_size, (unsigned char)(0x11 + r));
+            book_put(&objs, i, obj_new(obj_size, (unsigned char)(0x11 + r)));
             if (objs.p[i] == NULL) { rc = ENOMEM_AT("batch object", obj_size); goto out; }
         }
-        receipts.p[r] = obj_new(RECEIPT_BYTES, 0x5a);
+        book_put(&receipts, r, obj_new(RECEIPT_BYTES, 0x5a));
         if (receipts.p[r] == NULL) { rc = ENOMEM_AT("receipt", RECEIPT_BYTES); goto out; }
         s->objects += count + 1;
         s->allocated_bytes += (uint64_t)count * obj_size + RECEIPT_BYTES;
@@ -264,11 +322,11 @@ static int mixed_part_alloc(mixed_part *m)
     for (size_t g = 0; g < m->groups; g++) {
         void **vec = obj_new(MIXED_VECTOR_BYTES, 0x22);
         if (vec == NULL) return ENOMEM_AT("vector buffer", MIXED_VECTOR_BYTES);
-        m->vectors.p[g] = vec;
+        book_put(&m->vectors, g, vec);
         for (size_t k = 0; k < MIXED_ITEMS; k++) {
             void *it = obj_new(MIXED_ITEM_BYTES, 0x33);
             if (it == NULL) return ENOMEM_AT("item", MIXED_ITEM_BYTES);
-            m->items.p[g * MIXED_ITEMS + k] = it;
+            book_put(&m->items, g * MIXED_ITEMS + k, it);
             vec[k] = it;
         }
     }
@@ -325,9 +383,9 @@ static int run_lifetime(double size, const tide_lab_ghost_after *after, tide_lab
     if (rc) goto out;
     for (size_t i = 0; i < pairs; i++) {
         size_t n = LIFE_SHORT_MIN + (size_t)(rng_next(&seed) % LIFE_SHORT_SPAN);
-        longs.p[i] = obj_new(LIFE_LONG_BYTES, 0x44);
+        book_put(&longs, i, obj_new(LIFE_LONG_BYTES, 0x44));
         if (longs.p[i] == NULL) { rc = ENOMEM_AT("long-lived object", LIFE_LONG_BYTES); goto out; }
-        shorts.p[i] = obj_new(n, 0x55);
+        book_put(&shorts, i, obj_new(n, 0x55));
         if (shorts.p[i] == NULL) { rc = ENOMEM_AT("short-lived object", n); goto out; }
         s->allocated_bytes += LIFE_LONG_BYTES + n;
     }
@@ -385,6 +443,9 @@ static int run_business(double size, const tide_lab_ghost_after *after, tide_lab
     o.hard_limit_bytes = 2 * o.budget_bytes;
     o.clock_us = biz_clock;
     o.clock_arg = &now;
+    o.arena = rig_arena != NULL;
+    o.arena_segment_bytes = RIG_SEGMENT;
+    o.arena_reserve = 0;
     memset(buf, 0x66, sizeof buf);
     memset(key, 0, sizeof key);
 
@@ -403,7 +464,7 @@ static int run_business(double size, const tide_lab_ghost_after *after, tide_lab
             size_t n = biz_object_size(&seed);
             memcpy(key, &key_no, sizeof key_no);
             key_no++;
-            rc = tide_cache_obj_new(&v, buf, n, NULL);
+            rc = o.arena ? tide_cache_obj_make(c, &v, buf, n) : tide_cache_obj_new(&v, buf, n, NULL);
             if (rc == 0) rc = tide_cache_insert(c, key, v);
             tide_cache_obj_release(v);
             s->objects++;
@@ -418,7 +479,7 @@ static int run_business(double size, const tide_lab_ghost_after *after, tide_lab
             tide_cache_obj_release(v);
         }
         ghost_sink ^= scratch[BIZ_SCRATCH_BYTES - 1];
-        free(scratch);
+        obj_free(scratch);
         if (rc) goto out;
         if (r % BIZ_SWEEP_EVERY == BIZ_SWEEP_EVERY - 1) tide_cache_sweep(c, NULL);
         if (r % BIZ_SWEEP_EVERY == 0) {
@@ -431,6 +492,10 @@ static int run_business(double size, const tide_lab_ghost_after *after, tide_lab
     /* the load is over: everything ages out */
     now += (uint64_t)(BIZ_AGE_S + 1) * 1000000u;
     tide_cache_sweep(c, NULL);
+    if (o.arena) {
+        rc = tide_cache_evacuate(c, SIZE_MAX, NULL);
+        if (rc) goto out;
+    }
     tide_cache_stats_get(c, &st);
     s->live_bytes = st.bytes;
     rc = settle_and_read(after, s);
@@ -585,9 +650,20 @@ int ti_lab_ghost_scenario_run(size_t index, double size, const tide_lab_ghost_af
     /* Settle the allocator before the start reading: its detection mallocs
      * a probe once per process. */
     (void)tide_mem_alloc_family();
+    if (after && after->arena) {
+        tide_arena_opts ao;
+        tide_arena_opts_init(&ao);
+        ao.segment_bytes = RIG_SEGMENT;
+        ao.reserve = 0;
+        ao.evacuate_pct = 90;
+        rc = tide_arena_open(&rig_arena, &ao);
+        if (rc) return tide_err_prefix(rc, "ghost: opening the arena");
+    }
     t0 = tide_clock_mono_us();
     rc = scenarios[index].run(size, after, &s);
     s.elapsed_us = tide_clock_mono_us() - t0;
+    tide_arena_close(rig_arena);
+    rig_arena = NULL;
     if (rc == 0) *out = s;
     return rc;
 }
@@ -612,25 +688,28 @@ int ti_lab_ghost_returned(const tide_lab_ghost_sample *s)
 
 static const tide_lab_ghost_variant variants[] = {
     { "glibc", "glibc's malloc with its defaults",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 0, 0 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 0, 0, 0 } },
     { "glibc-mmap16k", "glibc with MALLOC_MMAP_THRESHOLD_=16384 (fixed; no dynamic threshold)",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { "MALLOC_MMAP_THRESHOLD_=16384", NULL }, { 0, 0 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { "MALLOC_MMAP_THRESHOLD_=16384", NULL }, { 0, 0, 0 } },
     { "glibc-trim", "glibc, and malloc_trim(0) after the frees",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 1, 0 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 1, 0, 0 } },
     { "glibc-arena2", "glibc with MALLOC_ARENA_MAX=2",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { "MALLOC_ARENA_MAX=2", NULL }, { 0, 0 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { "MALLOC_ARENA_MAX=2", NULL }, { 0, 0, 0 } },
     { "jemalloc", "jemalloc (LD_PRELOAD) with its defaults",
-      TIDE_MEM_ALLOC_JEMALLOC, "libjemalloc.so.2", "libjemalloc2", { NULL, NULL }, { 0, 0 } },
+      TIDE_MEM_ALLOC_JEMALLOC, "libjemalloc.so.2", "libjemalloc2", { NULL, NULL }, { 0, 0, 0 } },
     { "jemalloc-bg", "jemalloc with background_thread:true,dirty_decay_ms:1000, read 3 s "
                      "after the frees",
       TIDE_MEM_ALLOC_JEMALLOC, "libjemalloc.so.2", "libjemalloc2",
       { "MALLOC_CONF=background_thread:true,dirty_decay_ms:1000", NULL },
-      { 0, JEMALLOC_BG_WAIT_MS } },
+      { 0, JEMALLOC_BG_WAIT_MS, 0 } },
     { "tcmalloc", "gperftools' tcmalloc_minimal (LD_PRELOAD) with its defaults",
       TIDE_MEM_ALLOC_TCMALLOC, "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4",
-      { NULL, NULL }, { 0, 0 } },
+      { NULL, NULL }, { 0, 0, 0 } },
     { "mimalloc", "mimalloc (LD_PRELOAD) with its defaults",
-      TIDE_MEM_ALLOC_MIMALLOC, "libmimalloc.so.2", "libmimalloc2.0", { NULL, NULL }, { 0, 0 } },
+      TIDE_MEM_ALLOC_MIMALLOC, "libmimalloc.so.2", "libmimalloc2.0", { NULL, NULL }, { 0, 0, 0 } },
+    { "arena", "Tide's segment arena for every object (64 KiB segments, no reserve), evacuated and released "
+               "after the frees; glibc for the rest",
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 0, 0, 1 } },
 };
 
 #define NVARIANTS (sizeof variants / sizeof variants[0])

@@ -52,6 +52,11 @@ typedef struct tide_lab_ghost_after {
     int      trim;      /* 1: release with the allocator's own call
                            (tide_mem_alloc_release: malloc_trim(0) for glibc) */
     unsigned wait_ms;   /* sleep this long first (background purging) */
+    int      arena;     /* 1: the scenario's objects live in Tide's segment
+                           arena (mem/arena.h: 64 KiB segments, no
+                           reserve; the business scenario's cache in its
+                           own), which is evacuated and released after the
+                           frees, as tided's sweeper does its caches' */
 } tide_lab_ghost_after;
 
 typedef struct tide_lab_ghost_sample {
@@ -87,7 +92,7 @@ typedef struct tide_lab_ghost_variant {
 
 /* The number of variants and the i-th ("glibc", "glibc-mmap16k",
  * "glibc-trim", "glibc-arena2", "jemalloc", "jemalloc-bg", "tcmalloc",
- * "mimalloc", in that order); NULL past the end. Pure. */
+ * "mimalloc", "arena", in that order); NULL past the end. Pure. */
 size_t tide_lab_ghost_variant_count(void);
 const tide_lab_ghost_variant *tide_lab_ghost_variant_at(size_t i);
 
