@@ -188,6 +188,12 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
         fail_msg("expected trim's plateau_mean_rss_median_bytes to be a number");
     if (json_array_size(json_object_get(trim, "repetitions")) != 1)
         fail_msg("expected one repetition of trim");
+    {   /* RSS against what the consumers count, after the plateau's sweeps */
+        json_t *rep1 = json_array_get(json_object_get(trim, "repetitions"), 0);
+        json_t *ratio = json_object_get(rep1, "anon_rss_per_counted_median");
+        if (!json_is_real(ratio) && !json_is_null(ratio))
+            fail_msg("expected anon_rss_per_counted_median to be a number or null");
+    }
 
     snprintf(path, sizeof path, "%s/smoke-rss.csv", dir);
     csv = th_slurp(path);
@@ -199,6 +205,14 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
     snprintf(path, sizeof path, "%s/smoke-sweeps.csv", dir);
     sweeps = th_slurp(path);
     expect_contains(sweeps, "rep,variant,seq,t_s,sweep_ms,freed_bytes,trimmed,", "the sweeps CSV's header");
+    expect_contains(sweeps, ",minflt,majflt,consumer_bytes,anon_rss\n", "the sweeps CSV's last columns");
+    {   /* every sweep row ends with the two figures the node reported */
+        const char *row = strstr(sweeps, "\n1,trim,");
+        const char *end = row ? strchr(row + 1, '\n') : NULL;
+        if (row == NULL || end == NULL || end[-1] == ',' || end[-2] == ',')
+            fail_msg("expected trim's first sweep row to end with consumer_bytes and anon_rss: %.200s",
+                     row ? row + 1 : sweeps);
+    }
     if (th_count(sweeps, ",trim,") < 1) fail_msg("expected a sweep row of trim in %s", path);
     snprintf(path, sizeof path, "%s/smoke-rss.svg", dir);
     svg = th_slurp(path);

@@ -211,14 +211,15 @@ double ti_lab_quantile(double *v, size_t n, double q)
 int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out)
 {
     tide_lab_figures f;
-    double *dur = NULL, *rel = NULL, *freed = NULL, sum = 0, sumref = 0, minflt = 0;
-    size_t ndur = 0, nrel = 0, nfreed = 0;
+    double *dur = NULL, *rel = NULL, *freed = NULL, *ratio = NULL, sum = 0, sumref = 0, minflt = 0;
+    size_t ndur = 0, nrel = 0, nfreed = 0, nratio = 0;
     int rc = 0;
 
     memset(&f, 0, sizeof f);
     f.plateau_mean_rss = f.plateau_mean_referenced = f.peak_rss = f.last_rss = NAN;
     f.lowered_pct = f.release_median = f.release_max = NAN;
     f.trim_median_ms = f.trim_p95_ms = f.trim_max_ms = f.minflt_per_trim = f.freed_median = NAN;
+    f.anon_per_counted = NAN;
     f.samples = s->nsamples;
     f.sweeps = s->nsweeps;
     for (size_t i = 0; i < s->nsamples; i++) {
@@ -238,11 +239,14 @@ int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_f
         dur = malloc(s->nsweeps * sizeof *dur);
         rel = malloc(s->nsweeps * sizeof *rel);
         freed = malloc(s->nsweeps * sizeof *freed);
-        if (!dur || !rel || !freed) { rc = tide_err_set(TIDE_ENOMEM, "lab: figures"); goto out; }
+        ratio = malloc(s->nsweeps * sizeof *ratio);
+        if (!dur || !rel || !freed || !ratio) { rc = tide_err_set(TIDE_ENOMEM, "lab: figures"); goto out; }
     }
     for (size_t i = 0; i < s->nsweeps; i++) {
         const tide_lab_sweep *w = &s->sweeps[i];
         freed[nfreed++] = (double)w->freed_bytes;
+        if (w->t >= warmup_s && w->anon_rss && w->consumer_bytes)
+            ratio[nratio++] = (double)w->anon_rss / (double)w->consumer_bytes;
         if (!w->trimmed) continue;
         f.trims++;
         dur[ndur++] = (double)w->duration_ns / 1e6;
@@ -266,8 +270,10 @@ int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_f
         f.release_max = ti_lab_quantile(rel, nrel, 1.0);
     }
     f.freed_median = ti_lab_quantile(freed, nfreed, 0.5);
+    if (nratio) f.anon_per_counted = ti_lab_quantile(ratio, nratio, 0.5);
     *out = f;
 out:
+    free(ratio);
     free(dur);
     free(rel);
     free(freed);
@@ -299,7 +305,7 @@ int ti_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n)
     int rc = 0;
 
     fputs("rep,variant,seq,t_s,sweep_ms,freed_bytes,trimmed,trim_rc,rss_before,rss_after,"
-          "rss_delta,duration_ms,minflt,majflt\n", f);
+          "rss_delta,duration_ms,minflt,majflt,consumer_bytes,anon_rss\n", f);
     for (size_t k = 0; k < n; k++) {
         for (size_t i = 0; i < s[k].nsweeps; i++) {
             const tide_lab_sweep *w = &s[k].sweeps[i];
@@ -307,12 +313,16 @@ int ti_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n)
                     (unsigned long long)w->seq, w->t, (double)w->sweep_ns / 1e6,
                     (unsigned long long)w->freed_bytes, w->trimmed);
             if (w->trimmed)
-                fprintf(f, "%d,%llu,%llu,%lld,%.3f,%llu,%llu\n", w->trim_rc,
+                fprintf(f, "%d,%llu,%llu,%lld,%.3f,%llu,%llu,", w->trim_rc,
                         (unsigned long long)w->rss_before, (unsigned long long)w->rss_after,
                         (long long)w->rss_delta, (double)w->duration_ns / 1e6,
                         (unsigned long long)w->minflt, (unsigned long long)w->majflt);
             else
-                fputs(",,,,,,\n", f);
+                fputs(",,,,,,,", f);
+            if (w->anon_rss)
+                fprintf(f, "%llu,%llu\n", (unsigned long long)w->consumer_bytes, (unsigned long long)w->anon_rss);
+            else
+                fputs(",\n", f);
         }
     }
     if (fflush(f) != 0 || ferror(f)) rc = tide_err_set(TIDE_EIO, "lab: writing the sweeps CSV failed");

@@ -104,6 +104,9 @@ typedef struct tide_lab_sweep {
     uint64_t rss_before, rss_after;
     int64_t  rss_delta;
     uint64_t duration_ns, minflt, majflt;
+    uint64_t consumer_bytes;  /* what every consumer counted, and */
+    uint64_t anon_rss;        /* the node's anonymous RSS, at the round's end
+                                 (0: the node did not say) */
 } tide_lab_sweep;
 
 /* One rotation attempt as GET /v1/rotations reports it (online delete,
@@ -168,6 +171,10 @@ typedef struct tide_lab_figures {
     double   trim_median_ms, trim_p95_ms, trim_max_ms, trim_total_ms;
     double   minflt_per_trim;
     double   freed_median;          /* bytes the caches freed per sweep */
+    double   anon_per_counted;      /* median over the sweeps at t >= warmup
+                                       of the node's anonymous RSS over what
+                                       its consumers counted, at each round's
+                                       end (NAN: the node did not say) */
 } tide_lab_figures;
 
 /* The rotation figures of one series with online delete (NAN: nothing to

@@ -113,6 +113,8 @@ static void sweep_from_json(json_t *x, uint64_t t0_unix_us, tide_lab_sweep *s)
     s->freed_bytes = jint(x, "freed_bytes");
     s->trimmed = json_is_true(json_object_get(x, "trimmed"));
     s->trim_rc = (int)(int64_t)jint(x, "trim_rc");
+    s->consumer_bytes = jint(x, "consumer_bytes");
+    s->anon_rss = jint(x, "anon_rss_bytes");
     if (s->trimmed && json_is_object(t)) {
         s->rss_before = jint(t, "rss_before");
         s->rss_after = jint(t, "rss_after");

@@ -133,7 +133,7 @@ static json_t *jbytes(double v) { return isnan(v) ? json_null() : json_integer((
 
 static json_t *figures_json(const tide_lab_figures *f, double reduction)
 {
-    return json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
         "samples", (json_int_t)f->samples, "plateau_samples", (json_int_t)f->plateau_samples,
         "plateau_mean_rss_bytes", jbytes(f->plateau_mean_rss),
         "plateau_mean_referenced_bytes", f->plateau_mean_referenced > 0 ? jbytes(f->plateau_mean_referenced) : json_null(),
@@ -144,7 +144,8 @@ static json_t *figures_json(const tide_lab_figures *f, double reduction)
         "release_max_bytes", jbytes(f->release_max), "release_total_bytes", jbytes(f->trims ? f->release_total : NAN),
         "trim_median_ms", jnum(f->trim_median_ms), "trim_p95_ms", jnum(f->trim_p95_ms),
         "trim_max_ms", jnum(f->trim_max_ms), "trim_total_ms", jnum(f->trims ? f->trim_total_ms : NAN),
-        "minflt_per_trim", jnum(f->minflt_per_trim), "freed_median_bytes", jbytes(f->freed_median));
+        "minflt_per_trim", jnum(f->minflt_per_trim), "freed_median_bytes", jbytes(f->freed_median),
+        "anon_rss_per_counted_median", jnum(f->anon_per_counted));
 }
 
 static json_t *rotation_json(const tide_lab_rotfig *f)

@@ -167,3 +167,13 @@ size_t tide_mem_account_snapshot(tide_mem_account_entry *out, size_t cap)
     }
     return (size_t)n;
 }
+
+uint64_t tide_mem_account_total(void)
+{
+    tide_mem_account_entry e[TIDE_MEM_ACCOUNT_MAX];
+    size_t n = tide_mem_account_snapshot(e, TIDE_MEM_ACCOUNT_MAX);
+    int64_t sum = 0;
+
+    for (size_t i = 0; i < n && i < TIDE_MEM_ACCOUNT_MAX; i++) sum += e[i].bytes;
+    return sum > 0 ? (uint64_t)sum : 0;
+}

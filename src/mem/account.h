@@ -118,4 +118,8 @@ typedef struct tide_mem_account_entry {
  */
 size_t tide_mem_account_snapshot(tide_mem_account_entry *out, size_t cap);
 
+/* The sum of every registered consumer's bytes (0 when negative), read as
+ * tide_mem_account_snapshot reads them. No allocation, no lock. */
+uint64_t tide_mem_account_total(void);
+
 #endif

@@ -311,6 +311,12 @@ typedef struct tide_node_sweep_report {
     tide_cache_arena_report    key_arena;  /* the key cache's, after the
                                           node cache's (its entries only) */
     int      key_arena_rc;
+    uint64_t consumer_bytes;      /* every consumer's count summed
+                                     (tide_mem_account_total), and */
+    uint64_t anon_rss;            /* anonymous RSS (RssAnon + RssShmem),
+                                     at the round's end: what the memory
+                                     promise compares (docs/MEMORY-LIMIT.md);
+                                     anon_rss 0 when unreadable */
 } tide_node_sweep_report;
 
 #define TIDE_NODE_REPORTS 64      /* rounds kept for tide_node_reports */

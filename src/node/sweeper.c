@@ -128,6 +128,8 @@ static void run_round(tide_node *n, tide_node_sweep_report *out, int force_relea
         r.trimmed = 1;
     }
 
+    r.consumer_bytes = tide_mem_account_total();
+    if (tide_mem_proc_anon_rss(&r.anon_rss) != 0) r.anon_rss = 0;
     pthread_mutex_lock(&n->state_lock);
     r.seq = ++n->seq;
     n->reports[(r.seq - 1) % TIDE_NODE_REPORTS] = r;

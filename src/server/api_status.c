@@ -80,14 +80,15 @@ static json_t *arena_json(const tide_cache_arena_report *a, int rc)
 json_t *tided_sweep_report_json(const tide_node_sweep_report *r)
 {
     json_t *trim = tided_trim_json(&r->trim);
-    return json_pack("{s:I,s:I,s:I,s:I,s:b,s:i,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:I,s:I,s:I,s:I,s:b,s:i,s:o,s:o,s:o,s:o,s:o,s:I,s:I}",
                      "seq", (json_int_t)r->seq, "started_unix_us", (json_int_t)r->started_unix_us,
                      "sweep_ns", (json_int_t)r->sweep_ns, "freed_bytes", (json_int_t)r->freed_bytes,
                      "trimmed", r->trimmed, "trim_rc", r->trim_rc,
                      "trim", trim, "node_cache", cache_sweep_json(&r->node_cache),
                      "key_cache", keycache_sweep_json(&r->key_cache),
                      "arena", arena_json(&r->arena, r->arena_rc),
-                     "key_cache_arena", arena_json(&r->key_arena, r->key_arena_rc));
+                     "key_cache_arena", arena_json(&r->key_arena, r->key_arena_rc),
+                     "consumer_bytes", (json_int_t)r->consumer_bytes, "anon_rss_bytes", (json_int_t)r->anon_rss);
 }
 
 static json_t *store_json(tide_node *node)
