@@ -406,9 +406,11 @@ static void a_ledger_holds_its_puts_and_gets_of_earlier_objects(void **state)
 static void the_built_in_variants_come_from_one_table(void **state)
 {
     static const char *const names[] = { "trim", "notrim", "every2", "every4", "freed8m", "freed64m",
-                                         "freepct10", "mmap16k", "jemalloc", "rot2", "rot2-notrim", "rot4",
-                                         "limit64", "limit128", "limit256", "unlimited", NULL };
-    char list[192], *help = NULL;
+                                         "freepct10", "mmap16k", "jemalloc", "noarena", "jemalloc-noarena",
+                                         "tcmalloc", "tcmalloc-noarena", "mimalloc", "mimalloc-noarena", "rot2",
+                                         "rot2-notrim", "rot4", "limit64", "limit128", "limit256", "unlimited",
+                                         NULL };
+    char list[512], *help = NULL;
     size_t helplen = 0;
     FILE *f;
     char *out;
@@ -425,7 +427,8 @@ static void the_built_in_variants_come_from_one_table(void **state)
     }
     if (tide_lab_builtin_spec("bogus") != NULL) fail_msg("expected 'bogus' not to be a built-in");
     assert_int_equal(tide_lab_variant_names(list, sizeof list), 0);
-    expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc, rot2, "
+    expect_str(list, "trim, notrim, every2, every4, freed8m, freed64m, freepct10, mmap16k, jemalloc, noarena, "
+               "jemalloc-noarena, tcmalloc, tcmalloc-noarena, mimalloc, mimalloc-noarena, rot2, "
                "rot2-notrim, rot4, limit64, limit128, limit256, unlimited",
                "the built-in names in the table's order");
 

@@ -20,15 +20,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab/ghost_impl.h"
 #include "lab/runner.h"
 #include "tide/error.h"
 #include "util/err.h"
 #include "util/size.h"
 
-/* In a spec, @JEMALLOC@ stands for the jemalloc path (--jemalloc); the
- * help shows the library's file name instead. */
+/* In a spec, @JEMALLOC@ stands for the jemalloc path (--jemalloc), and
+ * @TCMALLOC@ and @MIMALLOC@ for those libraries where Debian installs them
+ * (ti_lab_ghost_library_find); the help shows the libraries' file names
+ * instead. */
 #define JEMALLOC_MARK "@JEMALLOC@"
 #define JEMALLOC_SHOWN "libjemalloc.so.2"
+
+static const struct mark {
+    const char *mark, *file, *package;
+} marks[] = {
+    { "@TCMALLOC@", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4" },
+    { "@MIMALLOC@", "libmimalloc.so.2", "libmimalloc2.0" },
+};
 
 /* The rotation variants' trigger: objects written into the newest
  * generation, 240,000 = the default load's 2000 a ledger over one wave of
@@ -51,6 +61,15 @@ static const struct builtin {
     { "mmap16k",   "--mmap-threshold 16KiB --trim-policy never", "" },
     { "jemalloc",  "LD_PRELOAD=" JEMALLOC_MARK " MALLOC_CONF=background_thread:true",
                    ",\nthe node's default policy" },
+    /* The caches' segment arena (docs/MEMORY-LIMIT.md) off and on under
+     * each allocator: the "noarena" variants keep the caches' objects and
+     * entries on malloc, the others are the node's default. */
+    { "noarena",   "--cache-arena off",         " (the caches on malloc: the arena's\nbaseline under glibc)" },
+    { "jemalloc-noarena", "LD_PRELOAD=" JEMALLOC_MARK " MALLOC_CONF=background_thread:true --cache-arena off", "" },
+    { "tcmalloc",  "LD_PRELOAD=@TCMALLOC@",     "" },
+    { "tcmalloc-noarena", "LD_PRELOAD=@TCMALLOC@ --cache-arena off", "" },
+    { "mimalloc",  "LD_PRELOAD=@MIMALLOC@",     "" },
+    { "mimalloc-noarena", "LD_PRELOAD=@MIMALLOC@ --cache-arena off", "" },
     /* Online delete (docs/ROTATION.md): a rotation after ROT_OBJECTS objects
      * written into the newest generation, two minutes of the default load
      * (one wave); the sweeps never trim, so that the trim after rotation
@@ -95,10 +114,16 @@ int tide_lab_variant_help(FILE *f)
 {
     for (size_t b = 0; b < NBUILTINS; b++) {
         const char *spec = builtins[b].spec, *mark = strstr(spec, JEMALLOC_MARK);
+        const char *shown = JEMALLOC_SHOWN, *mark_text = JEMALLOC_MARK;
 
+        for (size_t m = 0; mark == NULL && m < sizeof marks / sizeof marks[0]; m++) {
+            mark = strstr(spec, marks[m].mark);
+            shown = marks[m].file;
+            mark_text = marks[m].mark;
+        }
         fprintf(f, "    %-10s ", builtins[b].name);
         if (mark)
-            fprintf(f, "%.*s%s%s", (int)(mark - spec), spec, JEMALLOC_SHOWN, mark + strlen(JEMALLOC_MARK));
+            fprintf(f, "%.*s%s%s", (int)(mark - spec), spec, shown, mark + strlen(mark_text));
         else
             fputs(spec, f);
         for (const char *p = builtins[b].note; *p; p++) {
@@ -128,6 +153,17 @@ int tide_lab_variant_parse(tide_lab_variant *v, const char *name, const char *sp
         char tmp[PATH_MAX + 64], *copy;
         if (strstr(tok, JEMALLOC_MARK)) {
             snprintf(tmp, sizeof tmp, "LD_PRELOAD=%s", jemalloc);
+            tok = tmp;
+        }
+        for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++) {
+            char lib[PATH_MAX];
+            if (strstr(tok, marks[m].mark) == NULL) continue;
+            if (ti_lab_ghost_library_find(marks[m].file, lib, sizeof lib) != 0) {
+                rc = tide_err_set(TIDE_ENOENT, "variant '%s': %s not found; install the Debian package %s",
+                                  name, marks[m].file, marks[m].package);
+                goto out;
+            }
+            snprintf(tmp, sizeof tmp, "LD_PRELOAD=%s", lib);
             tok = tmp;
         }
         if (tok[0] != '-' && strchr(tok, '=')) {
@@ -259,7 +295,7 @@ static const char *custom_spec(const char *name, const char *const *customs, siz
 
 int tide_lab_plan_variants(tide_lab_plan *p, const char *list, const char *const *customs, size_t ncustom)
 {
-    char buf[512], name[64], names[192], *save = NULL;
+    char buf[512], name[64], names[512], *save = NULL;
     int rc = 0;
 
     for (size_t i = 0; i < ncustom; i++) {
