@@ -641,8 +641,9 @@ static void entry_moved(ti_core *k, ti_core_entry *old, ti_core_entry *copy)
  * decline. The copy is allocated before the
  * lock and, when declined, freed after it; the entry's reference to the
  * old object is dropped after unlocking (7). */
-static int move_obj(tide_cache *c, tide_arena *a, void *p, size_t size, uint64_t tag)
+static int move_obj(ti_core *k, tide_arena *a, void *p, size_t size, uint64_t tag)
 {
+    tide_cache *c = (tide_cache *)k;
     tide_cache_obj *old = p, *copy = NULL;
     void *q = NULL;
     entry *e = (entry *)(uintptr_t)tag;
@@ -669,33 +670,17 @@ static int move_obj(tide_cache *c, tide_arena *a, void *p, size_t size, uint64_t
     return TIDE_ARENA_MOVED;
 }
 
-/* The arena's move callback (mem/arena.h): an entry or an object, by its
- * tag (an object's tag is an entry's address, 16-byte aligned, never
- * TI_CORE_ENTRY_TAG). */
-typedef struct move_ctx {
-    tide_cache *c;
-    uint64_t entries;               /* entries moved */
-} move_ctx;
-
-static int move_one(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag)
-{
-    move_ctx *m = arg;
-    int rc;
-
-    if (tag != TI_CORE_ENTRY_TAG) return move_obj(m->c, a, p, size, tag);
-    rc = ti_core_move_entry(&m->c->core, a, p, size, list_of, entry_moved);
-    if (rc == TIDE_ARENA_MOVED) m->entries++;
-    return rc;
-}
+/* The arena's allocations: entries (ti_core moves them; entry_moved
+ * retags their objects) and objects (move_obj: an object's tag is an
+ * entry's address, 16-byte aligned, never TI_CORE_ENTRY_TAG). */
+static const ti_core_evac_ops cache_ops = { list_of, entry_moved, move_obj };
 
 int tide_cache_evacuate(tide_cache *c, size_t budget_bytes, tide_cache_arena_report *report)
 {
     tide_cache_arena_report r;
-    move_ctx m = { c, 0 };
     int rc;
 
-    rc = ti_core_evacuate(entry_arena(c), budget_bytes, move_one, &m, &r);
-    r.moved_entries = m.entries;
+    rc = ti_core_evacuate(&c->core, entry_arena(c), budget_bytes, &cache_ops, &r);
     if (report) *report = r;
     return rc;
 }

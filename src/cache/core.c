@@ -348,10 +348,33 @@ int ti_core_move_entry(ti_core *k, tide_arena *a, void *p, size_t size,
     return TIDE_ARENA_MOVED;
 }
 
-int ti_core_evacuate(tide_arena *a, size_t budget_bytes, tide_arena_move_fn move, void *arg,
+typedef struct evac_ctx {
+    ti_core *k;
+    const ti_core_evac_ops *ops;
+    uint64_t entries;               /* entries moved */
+} evac_ctx;
+
+/* The arena's move callback: an entry by its tag, anything else the
+ * cache's. */
+static int evac_move(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag)
+{
+    evac_ctx *m = arg;
+    int rc;
+
+    if (tag != TI_CORE_ENTRY_TAG) {
+        TIDE_ASSERT(m->ops->move_other != NULL);
+        return m->ops->move_other(m->k, a, p, size, tag);
+    }
+    rc = ti_core_move_entry(m->k, a, p, size, m->ops->list_of, m->ops->moved);
+    if (rc == TIDE_ARENA_MOVED) m->entries++;
+    return rc;
+}
+
+int ti_core_evacuate(ti_core *k, tide_arena *a, size_t budget_bytes, const ti_core_evac_ops *ops,
                      tide_cache_arena_report *report)
 {
     tide_cache_arena_report r;
+    evac_ctx m = { k, ops, 0 };
     tide_arena_stats s0, s1, s2;
     size_t released = 0;
     uint64_t t0, t1;
@@ -361,7 +384,8 @@ int ti_core_evacuate(tide_arena *a, size_t budget_bytes, tide_arena_move_fn move
     if (a == NULL) goto out;
     tide_arena_stats_get(a, &s0);
     t0 = tide_clock_mono_ns();
-    if (budget_bytes) rc = tide_arena_evacuate(a, budget_bytes, move, arg, &r.evac);
+    if (budget_bytes) rc = tide_arena_evacuate(a, budget_bytes, evac_move, &m, &r.evac);
+    r.moved_entries = m.entries;
     t1 = tide_clock_mono_ns();
     tide_arena_stats_get(a, &s1);
     if (rc == 0) rc = tide_arena_release(a, &released);

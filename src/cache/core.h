@@ -231,13 +231,26 @@ int ti_core_move_entry(ti_core *k, tide_arena *a, void *p, size_t size,
                        ti_core_list *(*list_of)(ti_core *k, ti_core_entry *e),
                        void (*moved)(ti_core *k, ti_core_entry *old, ti_core_entry *copy));
 
+/* What a cache tells ti_core_evacuate about its arena's allocations. */
+typedef struct ti_core_evac_ops {
+    /* The list a linked entry is on. */
+    ti_core_list *(*list_of)(ti_core *k, ti_core_entry *e);
+    /* Under the lock, after an entry moved: repoint what else refers to
+     * it. NULL: nothing does. */
+    void (*moved)(ti_core *k, ti_core_entry *old, ti_core_entry *copy);
+    /* An allocation whose tag is not TI_CORE_ENTRY_TAG (the tagged cache's
+     * objects), as a tide_arena_move_fn would; NULL: there is none. */
+    int (*move_other)(ti_core *k, tide_arena *a, void *p, size_t size, uint64_t tag);
+} ti_core_evac_ops;
+
 /*
- * The sweep's compaction of arena `a` (NULL: nothing, report zero):
- * tide_arena_evacuate within `budget_bytes` (0: none) through `move` and
- * `arg`, then tide_arena_release; the report's times and counts (its
- * moved_entries left for the caller). Returns 0 or the arena's error.
+ * The sweep's compaction of k's arena `a` (NULL: nothing, report zero):
+ * tide_arena_evacuate within `budget_bytes` (0: none), each entry moved by
+ * ti_core_move_entry and any other allocation by ops->move_other, then
+ * tide_arena_release; the report's times and counts, moved_entries
+ * included. Returns 0 or the arena's error.
  */
-int ti_core_evacuate(tide_arena *a, size_t budget_bytes, tide_arena_move_fn move, void *arg,
+int ti_core_evacuate(ti_core *k, tide_arena *a, size_t budget_bytes, const ti_core_evac_ops *ops,
                      tide_cache_arena_report *report);
 
 /* Age lists. O(1) each. */

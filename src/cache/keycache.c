@@ -406,31 +406,16 @@ static ti_core_list *lru_of(ti_core *core, ti_core_entry *e)
     return &((tide_keycache *)core)->lru;
 }
 
-typedef struct key_move_ctx {
-    tide_keycache *k;
-    uint64_t entries;
-} key_move_ctx;
-
-/* The arena's move callback: every tagged allocation is a linked entry. */
-static int move_key(void *arg, tide_arena *a, void *p, size_t size, uint64_t tag)
-{
-    key_move_ctx *m = arg;
-    int rc;
-
-    TIDE_ASSERT(tag == TI_CORE_ENTRY_TAG);                                          /* 8 */
-    rc = ti_core_move_entry(&m->k->core, a, p, size, lru_of, NULL);
-    if (rc == TIDE_ARENA_MOVED) m->entries++;
-    return rc;
-}
+/* Every tagged allocation of a key cache's arena is a linked entry (8):
+ * no move_other. */
+static const ti_core_evac_ops key_ops = { lru_of, NULL, NULL };
 
 int tide_keycache_evacuate(tide_keycache *k, size_t budget_bytes, tide_cache_arena_report *report)
 {
     tide_cache_arena_report r;
-    key_move_ctx m = { k, 0 };
     int rc;
 
-    rc = ti_core_evacuate(k->arena, budget_bytes, move_key, &m, &r);
-    r.moved_entries = m.entries;
+    rc = ti_core_evacuate(&k->core, k->arena, budget_bytes, &key_ops, &r);
     if (report) *report = r;
     return rc;
 }
