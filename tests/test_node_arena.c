@@ -95,15 +95,6 @@ static uint64_t test_clock(void *arg)
     return now_us;
 }
 
-static uint64_t counted_bytes(void)
-{
-    tide_mem_account_entry e[TIDE_MEM_ACCOUNT_MAX];
-    size_t n = tide_mem_account_snapshot(e, TIDE_MEM_ACCOUNT_MAX);
-    int64_t sum = 0;
-
-    for (size_t i = 0; i < n && i < TIDE_MEM_ACCOUNT_MAX; i++) sum += e[i].bytes;
-    return sum > 0 ? (uint64_t)sum : 0;
-}
 
 static uint64_t anon_rss(void)
 {
@@ -235,7 +226,7 @@ static int child_main(const char *spec)
             f.je_resident[k] = st.jemalloc.resident;
             f.je_metadata[k] = st.jemalloc.metadata;
         }
-        f.counted[k] = counted_bytes();
+        f.counted[k] = tide_mem_account_total();
         tide_node_cache_arena_stats(n, &a);
         f.arena_live[k] = a.live_bytes;
         f.arena_resident[k] = a.resident_bytes;

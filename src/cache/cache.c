@@ -308,15 +308,6 @@ static void drain(ti_core *k, ti_core_entry **victims)
     while (c->weak.head) remove_entry(c, (entry *)c->weak.head, victims);
 }
 
-/* A segment at most this full is evacuated (fewest live bytes first,
- * within the sweep's budget). After an evacuation every segment is fuller
- * than this or was emptied, but the open one and the one open when it
- * began (never a candidate), so the arena holds at most 100/90 of its live
- * bytes plus those two segments and the reserve: the 1.10 x of the memory
- * promise (docs/MEMORY-LIMIT.md). The arena's own default, 50, would leave
- * a workload that frees half of each segment at twice its live bytes. */
-#define ARENA_EVACUATE_PCT 90
-
 /* The arena and its home, for a cache with opts->arena. */
 static int home_open(tide_cache *c, const tide_cache_opts *opts)
 {
@@ -330,7 +321,7 @@ static int home_open(tide_cache *c, const tide_cache_opts *opts)
     if (h == NULL)
         return tide_err_set(TIDE_ENOMEM, "tide_cache_create: calloc of the arena's home failed");
     tide_arena_opts_init(&ao);
-    ao.evacuate_pct = ARENA_EVACUATE_PCT;
+    ao.evacuate_pct = TI_CORE_ARENA_EVACUATE_PCT;
     ao.segment_bytes = opts->arena_segment_bytes;
     ao.reserve = opts->arena_reserve;
     ao.hugepages = opts->arena_hugepages;

@@ -275,7 +275,8 @@ typedef struct tide_cache_stats {
      * What the cache's memory costs, in bytes, as malloc sizes it (glibc's
      * chunk: request + 8 rounded up to 16, at least 32):
      *   the cache struct and its hash-table slot array, plus
-     *   for every entry, strong or weak: the entry (49 bytes + key_size), plus
+     *   for every entry, strong or weak: the entry (49 bytes + key_size;
+     *   in an arena as the arena sizes it, like the objects below), plus
      *   for every strong entry: its object (32 bytes + len: the counts,
      *   the hook, the length and the generation tag, then the bytes);
      *   an object in an arena as the arena sizes it instead

@@ -15,8 +15,9 @@
  * (ti_core_destroy), once for both caches.
  *
  * Thread safety: the table and list functions take no lock; each cache
- * guards its table and lists with the mutex in its ti_core. ti_core_grow
- * takes that mutex itself; ti_core_destroy runs with no call in progress.
+ * guards its table and lists with the mutex in its ti_core. ti_core_grow,
+ * ti_core_move_entry and ti_core_evacuate take that mutex themselves;
+ * ti_core_destroy runs with no call in progress.
  */
 #ifndef TIDE_CACHE_CORE_H
 #define TIDE_CACHE_CORE_H
@@ -57,7 +58,8 @@ typedef struct ti_core_table {
 typedef struct ti_core {
     pthread_mutex_t mu;
     ti_core_table t;
-    size_t bytes;                   /* the cache's cost, as malloc sizes it */
+    size_t bytes;                   /* the cache's cost, as malloc (or the
+                                       entries' arena) sizes it */
     size_t hard_limit;              /* bytes never exceeds it (0: none) */
     int64_t *account;               /* NULL, or a counter that follows bytes */
     int account_id;                 /* a mem/account.h consumer whose churn
@@ -204,6 +206,16 @@ int ti_core_erase(ti_core *k, const void *key,
  * helper below then does what malloc'd entries need (or nothing).
  */
 #define TI_CORE_ENTRY_TAG 1u
+
+/* Both caches' arenas evacuate a segment at most this full (fewest live
+ * bytes first, within the sweep's budget). After an evacuation every
+ * segment is fuller than this or was emptied, but the open one and the one
+ * open when it began (never a candidate), so an arena holds at most 100/90
+ * of its live bytes plus those two segments and its reserve: the 1.10 x of
+ * the memory promise (docs/MEMORY-LIMIT.md). The arena's own default, 50,
+ * would leave a workload that frees half of each segment at twice its live
+ * bytes. */
+#define TI_CORE_ARENA_EVACUATE_PCT 90
 
 /* A new entry of `size` bytes, uninitialized and untagged, from `a` (or
  * malloc); NULL when refused (a counted refusal in the arena). */

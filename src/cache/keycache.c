@@ -69,11 +69,6 @@ struct tide_keycache {
     tide_arena *arena;              /* the entries', or NULL (malloc) */
 };
 
-/* A key cache's arena evacuates segments at most this full, as the node
- * cache's does (cache.c's ARENA_EVACUATE_PCT): after a sweep it holds at
- * most 100/90 of its live bytes plus its open segment. */
-#define KEY_ARENA_EVACUATE_PCT 90
-
 static uint64_t default_clock(void *arg)
 {
     (void)arg;
@@ -158,7 +153,7 @@ int tide_keycache_create(tide_keycache **out, const tide_keycache_opts *opts)
         tide_arena_opts_init(&ao);
         ao.segment_bytes = opts->arena_segment_bytes;
         ao.reserve = 0;
-        ao.evacuate_pct = KEY_ARENA_EVACUATE_PCT;
+        ao.evacuate_pct = TI_CORE_ARENA_EVACUATE_PCT;
         ao.hugepages = opts->arena_hugepages;
         rc = tide_arena_open(&arena, &ao);
         if (rc) {

@@ -117,7 +117,9 @@ typedef struct tide_keycache_stats {
     size_t   entries;
     /* What its memory costs, as malloc sizes it (glibc's chunk: request + 8
      * rounded up to 16, at least 32): the key cache struct, its slot array
-     * (8 bytes a slot) and, per key, an entry of 40 bytes + key_size. */
+     * (8 bytes a slot) and, per key, an entry of 40 bytes + key_size; with
+     * opts.arena, an entry as the arena sizes it instead (a 16-byte header
+     * and its size rounded up to 16). */
     size_t   bytes;
     size_t   slots;
     uint64_t effective_age_us;
