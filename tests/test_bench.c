@@ -23,7 +23,7 @@
  *
  * The release bench (bench_release.c, `tide bench release`) with 16 MiB:
  * the arena on and off make and erase the same objects, the arena gives
- * segments back, a bad option is refused by name; the command's JSON
+ * segments back and the kernel's floor is measured on as many, a bad option is refused by name; the command's JSON
  * parses with each figure's median, minimum and maximum.
  */
 #include <stdarg.h>
@@ -474,6 +474,9 @@ static void release_measures_the_same_objects_both_ways(void **state)
                  on.released_segments, on.moved_bytes);
     if (off.released_segments != 0 || off.moved_bytes != 0 || off.evacuate_ns != 0)
         fail_msg("arena off: expected no arena figures");
+    expect_u64(on.floor_bytes, on.released_segments * o.segment_bytes, "the floor maps what the release gave back");
+    if (on.floor_ns == 0) fail_msg("arena on: expected the kernel floor's madvise calls timed");
+    if (off.floor_bytes != 0 || off.floor_ns != 0) fail_msg("arena off: expected no kernel floor");
     if (on.rss_full == 0 || on.rss_after > on.rss_erased)
         fail_msg("arena on: expected RSS read and not raised by the release: %" PRIu64 " -> %" PRIu64,
                  on.rss_erased, on.rss_after);
@@ -496,7 +499,9 @@ static void release_cli_json_parses_and_bad_options_exit_2(void **state)
     expect_u64(json_integer_value(json_object_get(root, "bytes")), 4u << 20, "bytes in the JSON");
     if (!json_is_real(json_object_get(json_object_get(json_object_get(root, "arena_on"), "release_ms_per_gib"),
                                       "median")) ||
-        !json_is_real(json_object_get(json_object_get(json_object_get(root, "arena_off"), "released_gib"), "max")))
+        !json_is_real(json_object_get(json_object_get(json_object_get(root, "arena_off"), "released_gib"), "max")) ||
+        !json_is_real(json_object_get(json_object_get(json_object_get(root, "arena_on"), "kernel_floor_ms_per_gib"),
+                                      "median")))
         fail_msg("expected each variant's figures with median, min and max: %s", out);
     json_decref(root);
     free(out);
@@ -512,6 +517,7 @@ static void release_cli_json_parses_and_bad_options_exit_2(void **state)
     expect_usage_of("frobnicate", "", "'frobnicate' is not a bench");
     expect_rc(th_run_tide("bench release --help", 0, &out), 0, "bench release --help");
     expect_contains(out, "malloc_trim", "the help says what it compares");
+    expect_contains(out, "floor", "the help says what the kernel's floor is");
     free(out);
 }
 

@@ -24,12 +24,18 @@
  *      arena on and off, so two measurements of one seed free the same
  *      objects of the same sizes in the same order.
  *
+ * The kernel's floor (step 5 of bench_release.h) is measured after the
+ * cache is destroyed, so its mapping never adds to the cache's RSS.
+ *
  * Never: print, fork or exit; time anything but the release calls in
- * release_ns (the RSS reads are outside it).
+ * release_ns, or the floor's madvise calls in floor_ns (the RSS reads
+ * and the page writes are outside both).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "bench/bench_release.h"
 #include "cache/cache.h"
@@ -153,6 +159,31 @@ static int release(tide_cache *c, const tide_bench_release_opts *o, tide_bench_r
     return 0;
 }
 
+/* Step 5: the kernel's own cost of what the arena's release did, on pages
+ * that were never the cache's: map n segments aligned to one, write every
+ * page, give each segment back with one madvise, timed alone. */
+static int kernel_floor(const tide_bench_release_opts *o, uint64_t segments, tide_bench_release_result *r)
+{
+    size_t seg = o->segment_bytes, len = (size_t)segments * seg, page = 4096;
+    unsigned char *map, *base;
+    uint64_t t0;
+    int rc = 0;
+
+    if (len == 0) return 0;
+    map = mmap(NULL, len + seg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return tide_err_sys(errno, "the floor's mapping of %zu bytes", len + seg);
+    base = (unsigned char *)(((uintptr_t)map + seg - 1) & ~(uintptr_t)(seg - 1));
+    if (o->hugepages) (void)madvise(base, len, MADV_HUGEPAGE);
+    for (size_t i = 0; i < len; i += page) base[i] = (unsigned char)(i >> 12 | 1);
+    t0 = tide_clock_mono_ns();
+    for (size_t off = 0; off < len && rc == 0; off += seg)
+        if (madvise(base + off, seg, MADV_DONTNEED) != 0) rc = tide_err_sys(errno, "the floor's madvise");
+    r->floor_ns = tide_clock_mono_ns() - t0;
+    r->floor_bytes = len;
+    munmap(map, len + seg);
+    return rc;
+}
+
 int tide_bench_release_measure(const tide_bench_release_opts *o, tide_bench_release_result *out)
 {
     tide_cache_opts co;
@@ -195,6 +226,10 @@ int tide_bench_release_measure(const tide_bench_release_opts *o, tide_bench_rele
     r.rss_erased = anon_rss();
     rc = release(c, o, &r);
     r.rss_after = anon_rss();
+    if (rc) goto out;
+    tide_cache_destroy(c);
+    c = NULL;
+    if (o->arena) rc = kernel_floor(o, r.released_segments, &r);
 out:
     tide_cache_destroy(c);
     free(buf);

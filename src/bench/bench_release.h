@@ -17,13 +17,20 @@
  *      one madvise per empty segment), then the allocator's trim for what
  *      malloc holds; without it, the allocator's trim (tide_mem_trim, the
  *      sweeper's), timed alone;
- *   4. anonymous RSS (RssAnon + RssShmem) after each step.
+ *   4. anonymous RSS (RssAnon + RssShmem) after each step;
+ *   5. with the arena, the kernel's floor: a fresh mapping of as many
+ *      segments as the release gave back, every page written, then the
+ *      same madvise(MADV_DONTNEED) per segment with the same huge-page
+ *      advice, timed. No release of those pages can cost less, so the
+ *      arena's time over the floor's is what the arena itself adds.
  *
  * Errors: 0 or a negative TIDE_E* code with tide_last_error() set.
  * Thread safety: one measurement per process at a time (it reads the
  * process's RSS and trims its heap).
  * Cost: opts.bytes of objects plus their entries (112 bytes each in the
- * arena, 96 from malloc) and a table of 8 bytes an entry.
+ * arena, 96 from malloc) and a table of 8 bytes an entry; the floor's
+ * mapping comes after the cache is released, and is as large as what the
+ * release gave back.
  */
 #ifndef TIDE_BENCH_RELEASE_H
 #define TIDE_BENCH_RELEASE_H
@@ -56,6 +63,8 @@ typedef struct tide_bench_release_result {
     uint64_t released_segments;
     uint64_t trim_ns;        /* with the arena: the allocator's trim after it */
     uint64_t fill_ns, erase_ns;
+    uint64_t floor_ns;       /* step 5: the kernel's madvise of floor_bytes */
+    uint64_t floor_bytes;    /* released_segments x segment (0 without the arena) */
 } tide_bench_release_result;
 
 /* The defaults above. Pure. */

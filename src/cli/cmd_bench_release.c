@@ -74,6 +74,14 @@ static const char help_release[] =
 "    (RssAnon + RssShmem) across the release; per GiB is the release time\n"
 "    over that.\n"
 "\n"
+"    After the arena's release, the same child measures the kernel's floor:\n"
+"    as many fresh segments as the release gave back, every page written,\n"
+"    then one madvise(MADV_DONTNEED) each with the same huge-page advice.\n"
+"    No release of those pages can cost less; the arena's figure over the\n"
+"    floor's is what the arena itself adds. With 4 KiB pages the kernel\n"
+"    frees 512 pages a segment, with a huge page one, and that, not the\n"
+"    arena, sets the cost per GiB.\n"
+"\n"
 "    The machine needs SIZE plus about 10% of memory free for each child.\n"
 "\n"
 "OPTIONS\n"
@@ -247,6 +255,12 @@ static double ms_per_gib(const tide_bench_release_result *r)
     return g > 0 ? (double)r->release_ns / 1e6 / g : 0.0;
 }
 
+/* The kernel's floor in ms per GiB given back; 0 when it was not measured. */
+static double floor_ms_per_gib(const tide_bench_release_result *r)
+{
+    return r->floor_bytes ? (double)r->floor_ns / 1e6 / ((double)r->floor_bytes / GIB) : 0.0;
+}
+
 static void print_line(FILE *f, unsigned run, const char *what, const tide_bench_release_result *r)
 {
     fprintf(f, "run %u, arena %-3s: %" PRIu64 " objects, %" PRIu64 " kept (counted %.1f MiB); RSS filled %.1f MiB, "
@@ -257,6 +271,8 @@ static void print_line(FILE *f, unsigned run, const char *what, const tide_bench
         fprintf(f, "; evacuation %.1f ms (%.1f MiB moved), %" PRIu64 " segments, trim after %.3f ms",
                 (double)r->evacuate_ns / 1e6, (double)r->moved_bytes / MIB, r->released_segments,
                 (double)r->trim_ns / 1e6);
+    if (r->floor_bytes)
+        fprintf(f, "; kernel floor %.2f ms/GiB", floor_ms_per_gib(r));
     fputc('\n', f);
     fflush(f);
 }
@@ -285,6 +301,7 @@ static double f_released(const tide_bench_release_result *r) { return released_g
 static double f_after_mib(const tide_bench_release_result *r) { return (double)r->rss_after / MIB; }
 static double f_counted_mib(const tide_bench_release_result *r) { return (double)r->counted_bytes / MIB; }
 static double f_evac_ms(const tide_bench_release_result *r) { return (double)r->evacuate_ns / 1e6; }
+static double f_floor(const tide_bench_release_result *r) { return floor_ms_per_gib(r); }
 
 static const struct { const char *name, *json; figure_fn f; } figures[] = {
     { "release ms/GiB", "release_ms_per_gib", f_ms_per_gib },
@@ -293,6 +310,7 @@ static const struct { const char *name, *json; figure_fn f; } figures[] = {
     { "RSS after MiB", "rss_after_mib", f_after_mib },
     { "counted MiB", "counted_mib", f_counted_mib },
     { "evacuation ms", "evacuate_ms", f_evac_ms },
+    { "floor ms/GiB", "kernel_floor_ms_per_gib", f_floor },
 };
 #define NFIGURES (sizeof figures / sizeof figures[0])
 
