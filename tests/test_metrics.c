@@ -545,6 +545,86 @@ static void rss_parts_add_up_and_the_store_maps_part_is_the_maps_pages(void **st
     free(text);
 }
 
+/* A cache arena family's samples on the page, summed over both caches. */
+static double sum_arenas(const char *text, const char *family)
+{
+    char name[256];
+    double sum = 0;
+
+    snprintf(name, sizeof name, "%s{cache=\"node_cache\"}", family);
+    if (!isnan(th_prom_value(text, name))) sum += th_prom_value(text, name);
+    snprintf(name, sizeof name, "%s{cache=\"key_cache\"}", family);
+    if (!isnan(th_prom_value(text, name))) sum += th_prom_value(text, name);
+    return sum;
+}
+
+/* Anonymous RSS in parts: after puts into the node cache's arena, the
+ * parts add up to RssAnon, counted is every consumer's bytes, the arenas'
+ * part is their resident less live bytes on the same page. Then 32 MiB
+ * the test mallocs and writes, which no consumer counts, appear in
+ * "other" and nowhere else. Passes promtool. */
+static void anon_parts_add_up_and_what_no_consumer_counts_is_other(void **state)
+{
+    fixture *f = *state;
+    static uint8_t value[2000];
+    const size_t big = (size_t)32 << 20;
+    uint8_t key[32];
+    unsigned char *uncounted = NULL;
+    char msg[4096];
+    double part[2][4], anon[2];
+    static const char *const names[4] = { "counted", "cache_arena_free", "allocator_free", "other" };
+
+    memset(value, 'v', sizeof value);
+    for (uint64_t i = 0; i < 2000; i++) {
+        th_key(i, 32, key);
+        expect_rc(tide_node_put(f->node, key, value, sizeof value), 0, "put");
+    }
+    for (int round = 0; round < 2; round++) {
+        char *text = render(f->node, NULL);
+        char name[128];
+        expect_family(text, "tide_process_rss_anon_part_bytes", "gauge");
+        for (int k = 0; k < 4; k++) {
+            snprintf(name, sizeof name, "tide_process_rss_anon_part_bytes{part=\"%s\"}", names[k]);
+            part[round][k] = th_prom_value(text, name);
+        }
+        anon[round] = th_prom_value(text, "tide_process_rss_anon_bytes");
+        if (isnan(part[round][0]) || isnan(part[round][1]) || isnan(part[round][3]) || isnan(anon[round]))
+            fail_msg("expected counted, cache_arena_free, other and RssAnon on the page");
+        /* The test's allocator says what it holds (glibc, or a sanitizer's). */
+        if (isnan(part[round][2])) fail_msg("expected allocator_free under %s",
+                                            tide_mem_alloc_family_name(tide_mem_alloc_family()));
+        if (part[round][0] != (double)tide_mem_account_total())
+            fail_msg("counted %.0f, expected the consumers' total %" PRIu64, part[round][0],
+                     tide_mem_account_total());
+        double arena_free = sum_arenas(text, "tide_cache_arena_resident_bytes") -
+                            sum_arenas(text, "tide_cache_arena_live_bytes");
+        if (part[round][1] != arena_free)
+            fail_msg("cache_arena_free %.0f, expected the arenas' resident less live %.0f", part[round][1],
+                     arena_free);
+        if (round == 0 && part[0][1] <= 0) fail_msg("expected the arena's open segment held beyond its live bytes");
+        /* RssAnon was read a moment before the parts' own read: a page or
+         * two apart, never a MiB. */
+        double sum = part[round][0] + part[round][1] + part[round][2] + part[round][3];
+        if (fabs(sum - anon[round]) > (1 << 20))
+            fail_msg("the parts add up to %.0f, expected RssAnon %.0f within 1 MiB", sum, anon[round]);
+        if (th_prom_check(text, msg, sizeof msg) != 0) fail_msg("own check: %s", msg);
+        int st = th_promtool_check(text, msg, sizeof msg);
+        if (st != 0) fail_msg("promtool check metrics: expected exit 0, got %d: %s", st, msg);
+        free(text);
+        if (round == 0) {
+            uncounted = malloc(big);
+            if (uncounted == NULL) fail_msg("malloc of 32 MiB");
+            for (size_t i = 0; i < big; i += 4096) uncounted[i] = (unsigned char)(i >> 12 | 1);
+        }
+    }
+    if (part[1][3] - part[0][3] < (double)big * 0.9)
+        fail_msg("other rose by %.0f after 32 MiB no consumer counts, expected at least 90%% of it",
+                 part[1][3] - part[0][3]);
+    if (fabs(part[1][0] - part[0][0]) > (1 << 20))
+        fail_msg("counted moved by %.0f, expected the uncounted bytes outside it", part[1][0] - part[0][0]);
+    free(uncounted);
+}
+
 /* The governor's families, after an injected reading that puts the node
  * at high and one refused put, agree with tide_node_memory_get and pass
  * promtool. */
@@ -646,6 +726,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(rotation_and_generation_families_agree_with_the_node_and_pass_promtool,
                                         th_scratch_setup, th_scratch_teardown),
         cmocka_unit_test_setup_teardown(rss_parts_add_up_and_the_store_maps_part_is_the_maps_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(anon_parts_add_up_and_what_no_consumer_counts_is_other, setup, teardown),
         cmocka_unit_test_setup_teardown(memory_limit_families_agree_with_the_governor_and_pass_promtool,
                                         th_scratch_setup, th_scratch_teardown),
     };

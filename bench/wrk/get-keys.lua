@@ -3,7 +3,10 @@
 -- walking its own stride so the threads do not ask in lockstep.
 -- KEYS (env) is how many keys bench/http loaded; keys are the index as 64
 -- hex digits, as the loader wrote them. PICK=random picks keys at random.
+-- STRIDE=S asks for keys 0, S, 2S, ... (KEYS of them): a hot subset of
+-- keys put-range.lua wrote.
 local keys = tonumber(os.getenv("KEYS") or "1000")
+local stride = tonumber(os.getenv("STRIDE") or "1")
 local random = os.getenv("PICK") == "random"
 local counter = 0
 local threads = 0
@@ -26,5 +29,5 @@ function request()
       i = counter % keys
       counter = counter + 1
    end
-   return wrk.format("GET", string.format("/v1/objects/%064x", i))
+   return wrk.format("GET", string.format("/v1/objects/%064x", i * stride))
 end

@@ -275,6 +275,24 @@ typedef struct tide_mem_alloc_stats {
  */
 int tide_mem_alloc_stats_read(int family, tide_mem_alloc_stats *out);
 
+/*
+ * What the allocator of `st` keeps in the process beyond the bytes its
+ * live allocations hold, into *out, by the family's own figures:
+ *   glibc      fordblks: free chunks. An upper bound on what is resident:
+ *              it still counts the free chunks whose pages a trim gave
+ *              back (glibc keeps no count of those).
+ *   jemalloc   stats.resident - stats.allocated: dirty and muzzy pages,
+ *              the unused parts of active pages, and its metadata.
+ *   tcmalloc   generic.heap_size - tcmalloc.pageheap_unmapped_bytes -
+ *              generic.current_allocated_bytes: the page heap's free
+ *              pages and the central and per-thread caches.
+ *   sanitizer  __sanitizer_get_free_bytes.
+ * Returns 1 with *out set; 0 for mimalloc (mi_process_info gives no live
+ * bytes to subtract) and any other family, *out untouched. Pure; no
+ * allocation. Thread-safe.
+ */
+int tide_mem_alloc_held_free(const tide_mem_alloc_stats *st, uint64_t *out);
+
 /* ---- release ----------------------------------------------------------- */
 
 /*

@@ -7,6 +7,8 @@
  * as it streams through a cookie FILE (no buffer of the whole text).
  * jemalloc: stats.* after an "epoch" refresh. tcmalloc: four numeric
  * properties. mimalloc: mi_process_info. The sanitizers: their counters.
+ * Then tide_mem_alloc_held_free, which reads what the allocator keeps
+ * beyond its live allocations out of those figures.
  *
  * Invariants:
  *   1. Only the member of the asked family is filled; the rest stay 0.
@@ -160,4 +162,32 @@ int tide_mem_alloc_stats_read(int family, tide_mem_alloc_stats *out)
 absent:
     return tide_err_set(TIDE_EINVAL, "allocator statistics: %s's symbols are not in this process",
                         tide_mem_alloc_family_name(family));
+}
+
+/* A figure the allocator reports may be read a moment apart from the one
+ * it is compared with (jemalloc's resident after its allocated); never
+ * let that wrap. */
+static uint64_t minus(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
+int tide_mem_alloc_held_free(const tide_mem_alloc_stats *st, uint64_t *out)
+{
+    switch (st->family) {
+    case TIDE_MEM_ALLOC_GLIBC:
+        *out = st->glibc.free;
+        return 1;
+    case TIDE_MEM_ALLOC_JEMALLOC:
+        *out = minus(st->jemalloc.resident, st->jemalloc.allocated);
+        return 1;
+    case TIDE_MEM_ALLOC_TCMALLOC:
+        *out = minus(minus(st->tcmalloc.heap_size, st->tcmalloc.pageheap_unmapped), st->tcmalloc.allocated);
+        return 1;
+    case TIDE_MEM_ALLOC_SANITIZER:
+        *out = st->sanitizer.free;
+        return 1;
+    default:
+        return 0;
+    }
 }

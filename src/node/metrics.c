@@ -5,7 +5,8 @@
  * Layout: a growable text buffer (the writer), the two calls that write a
  * family header and a sample, then one function per group of families in
  * the order they appear: build, memory consumers, caches, sweeps and trims,
- * the allocator, the process, the memory limit (the governor's level,
+ * the allocator, the process (with anonymous RSS in the parts that add up to
+ * it: counted, held by the arenas, by the allocator, the rest), the memory limit (the governor's level,
  * marks, actions and peaks, the cgroup, PSI), the store (with RSS in the parts
  * that add up to it, once its maps' resident pages are counted), online delete
  * (rotations and generations), then the caller's extra families.
@@ -368,7 +369,9 @@ static void write_arena(tide_metrics_writer *w, tide_node *n)
 #undef ARENA_FAMILY
 }
 
-static void write_allocator(tide_metrics_writer *w)
+/* `st`: the allocator's statistics, read once per page by
+ * tide_metrics_render; NULL when they could not be read. */
+static void write_allocator(tide_metrics_writer *w, const tide_mem_alloc_stats *st_)
 {
     tide_mem_alloc_info info;
     tide_mem_alloc_stats st;
@@ -380,7 +383,8 @@ static void write_allocator(tide_metrics_writer *w)
         tide_metrics_family(w, "tide_allocator_info", "gauge", "The allocator serving malloc; always 1.");
         tide_metrics_sample(w, "tide_allocator_info", lab, 2, 1);
     }
-    if (tide_mem_alloc_stats_read(family, &st) != 0) return;
+    if (st_ == NULL) return;
+    st = *st_;
     switch (family) {
     case TIDE_MEM_ALLOC_GLIBC:
         one(w, "tide_glibc_arena_bytes", "gauge", "Bytes glibc obtained for its arenas with brk and mmap "
@@ -476,6 +480,57 @@ static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
                     "reclaimed yet; they still count in RSS (smaps_rollup LazyFree).", (double)sm.lazy_free);
         }
     }
+}
+
+/* Anonymous RSS in the parts that add up to it, so that what no consumer
+ * counts is seen and split: the consumers' bytes; what the cache arenas
+ * hold beyond their live objects (the open segment's unused tail, the
+ * empty and reserve segments); what the allocator keeps beyond its live
+ * allocations (tide_mem_alloc_held_free, left out when the allocator does
+ * not say); and the rest: allocations no consumer counts (h2o's buffers,
+ * the libraries'), thread stacks and static data.
+ *
+ * glibc's figure counts the free chunks whose pages a trim gave back, so
+ * after a trim it can exceed all of RSS; it is capped at what RssAnon
+ * leaves after the counted bytes and the arenas, and the rest is then 0.
+ * The rest is negative only when counted bytes are not all resident (a
+ * table allocated and not yet written). One RssAnon read; the arenas and
+ * the allocator are read a moment apart from it. */
+static void write_anon_parts(tide_metrics_writer *w, tide_node *n, const tide_mem_alloc_stats *st)
+{
+    static const char family[] = "tide_process_rss_anon_part_bytes";
+    const char *lab[2] = { "part", NULL };
+    tide_mem_proc_status ps;
+    tide_arena_stats a;
+    uint64_t counted = tide_mem_account_total(), arena_free = 0, held = 0;
+    int has_held = st != NULL && tide_mem_alloc_held_free(st, &held);
+    double rest;
+
+    if (tide_mem_proc_status_read(&ps) != 0 || !ps.has_split) {
+        tide_err_clear();
+        return;
+    }
+    if (tide_node_cache_arena_stats(n, &a)) arena_free += a.resident_bytes - a.live_bytes;
+    if (tide_node_key_cache_arena_stats(n, &a)) arena_free += a.resident_bytes - a.live_bytes;
+    rest = (double)ps.rss_anon - (double)counted - (double)arena_free;
+    if (has_held && st->family == TIDE_MEM_ALLOC_GLIBC && (double)held > rest) held = rest > 0 ? (uint64_t)rest : 0;
+    rest -= (double)held;
+    tide_metrics_family(w, family, "gauge", "Anonymous RSS (RssAnon) in parts that add up to it: counted is "
+                        "what the consumers count (tide_memory_consumer_bytes); cache_arena_free what the cache "
+                        "arenas hold beyond their live objects; allocator_free what the allocator keeps beyond "
+                        "its live allocations (left out when it does not say; under glibc, whose free chunks "
+                        "include those a trim gave back, at most what the other parts leave); other the rest: "
+                        "allocations no consumer counts, thread stacks, static data.");
+    lab[1] = "counted";
+    tide_metrics_sample(w, family, lab, 1, (double)counted);
+    lab[1] = "cache_arena_free";
+    tide_metrics_sample(w, family, lab, 1, (double)arena_free);
+    if (has_held) {
+        lab[1] = "allocator_free";
+        tide_metrics_sample(w, family, lab, 1, (double)held);
+    }
+    lab[1] = "other";
+    tide_metrics_sample(w, family, lab, 1, rest);
 }
 
 /* A store file's read-only map (src/store/keymap.c; nudb.key's, and
@@ -768,6 +823,8 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     tide_metrics_writer w = { 0 };
     tide_metrics_opts dflt;
     tide_store_info si;
+    tide_mem_alloc_stats ast;
+    const tide_mem_alloc_stats *ast_ok;
     int rc = 0;
 
     *out = NULL;
@@ -782,14 +839,18 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
      * by write_store below, the page showed the pool of the previous scrape
      * beside the RssAnon of this one. */
     tide_node_store_info(n, &si);
+    /* Read once: under glibc the read walks every free chunk. */
+    ast_ok = tide_mem_alloc_stats_read(tide_mem_alloc_family(), &ast) == 0 ? &ast : NULL;
+    if (ast_ok == NULL) tide_err_clear();
     write_build(&w, o);
     write_consumers(&w);
     if (o->config) write_config(&w, o->config);
     write_caches(&w, n);
     write_sweeps(&w, n);
     write_arena(&w, n);
-    write_allocator(&w);
+    write_allocator(&w, ast_ok);
     write_process(&w, o);
+    write_anon_parts(&w, n, ast_ok);
     write_memory_limit(&w, n, o);
     write_store(&w, n, &si);
     write_rotations(&w, n);
