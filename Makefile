@@ -129,7 +129,9 @@ endif
 ifneq ($(words $(REVISION))$(findstring ',$(REVISION))$(findstring ",$(REVISION))$(findstring \,$(REVISION)),1)
 $(error REVISION="$(REVISION)": expected one word without quotes or backslashes, e.g. 0.1.0-1 or a commit hash)
 endif
-LIBS    := -lxxhash -ljansson -lpthread -lm
+# What libtide (the store) needs: its users link these and nothing more.
+# The parts above it add their own (PART_LIBS_*, SERVER_LIBS).
+LIBS    := -lxxhash -lpthread -lm
 TEST_LIBS := -lcmocka
 
 ASAN_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -173,22 +175,26 @@ $(foreach r,$(LAYER_ROWS),$(eval PART_USES_$(word 1,$(call row_words,$(r))) := $
 ifeq ($(filter cli server util,$(PARTS)),)
 $(error $(LAYERS): no parts read (expected lines "PART BUILDS USES..."))
 endif
+# LIB_PARTS: the parts in libtide (`lib`); ARCHIVE_PARTS: every part with
+# an archive (`lib` and `internal`), what the programs and tests link.
 LIB_PARTS   := $(foreach p,$(PARTS),$(if $(filter lib,$(PART_BUILDS_$(p))),$(p)))
+ARCHIVE_PARTS := $(foreach p,$(PARTS),$(if $(filter lib internal,$(PART_BUILDS_$(p))),$(p)))
 # part_closure: the parts $(1) use, directly or through others, and $(1).
 part_closure = $(sort $(1) $(foreach p,$(1),$(call part_closure,$(PART_USES_$(p)))))
-# part_archives: the archives of the lib parts among $(1) and all they use,
+# part_archives: the archives of the lib and internal parts among $(1) and all they use,
 # in the table's order (highest first), the order the linker needs.
-part_archives = $(foreach p,$(LIB_PARTS),$(if $(filter $(p),$(call part_closure,$(1))),$(PART_A_$(p))))
+part_archives = $(foreach p,$(ARCHIVE_PARTS),$(if $(filter $(p),$(call part_closure,$(1))),$(PART_A_$(p))))
 
 # jemalloc_conf.c (mem) defines malloc_conf for the ALLOC=jemalloc programs
 # only: in an archive nothing would pull it in, and in every program it
 # would set jemalloc's options where jemalloc is not the allocator.
 PART_ONLY_ALLOC := src/mem/jemalloc_conf.c
 $(foreach p,$(PARTS),$(eval PART_SRCS_$(p) := $(filter-out $(PART_ONLY_ALLOC),$(sort $(wildcard src/$(p)/*.c)))))
-$(foreach p,$(LIB_PARTS),$(eval PART_A_$(p) := $(LIBDIR)/parts/libtide_$(p).a))
-PART_ARCHIVES := $(foreach p,$(LIB_PARTS),$(PART_A_$(p)))
+$(foreach p,$(ARCHIVE_PARTS),$(eval PART_A_$(p) := $(LIBDIR)/parts/libtide_$(p).a))
+PART_ARCHIVES := $(foreach p,$(ARCHIVE_PARTS),$(PART_A_$(p)))
 
 LIB_SRCS    := $(foreach p,$(LIB_PARTS),$(PART_SRCS_$(p)))
+ARCHIVE_SRCS := $(foreach p,$(ARCHIVE_PARTS),$(PART_SRCS_$(p)))
 CLI_SRCS    := $(PART_SRCS_cli)
 SERVER_SRCS := $(PART_SRCS_server)
 # What bin/tide, bin/tided and the tests link, in link order. The tests
@@ -207,12 +213,13 @@ TSAN_TESTS  ?= $(strip $(foreach t,$(ALL_TESTS),$(if $(or $(findstring concurren
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIB_OBJS     := $(call obj,$(LIB_SRCS))
+ARCHIVE_OBJS := $(call obj,$(ARCHIVE_SRCS))
 CLI_OBJS     := $(call obj,$(CLI_SRCS))
 SERVER_OBJS  := $(call obj,$(SERVER_SRCS))
 SUPPORT_OBJS := $(call obj,$(SUPPORT_SRCS))
 TEST_OBJS    := $(patsubst %,$(BUILD)/obj/tests/%.o,$(TESTS))
 TEST_BINS    := $(patsubst %,$(BUILD)/tests/%,$(TESTS))
-DEPS := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
+DEPS := $(patsubst %.o,%.d,$(ARCHIVE_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
 
 # The fuzz targets (fuzz/<name>.c, each defining <name>_one). fuzz_http
 # also links tided's sources but the one with main (tided.c) and h2o; the
@@ -367,8 +374,8 @@ $(MANDIR_BUILD)/tided.8: $(BINDIR)/tided $(GEN_MAN)
 	@mkdir -p $(@D)
 	bash scripts/gen-man tided $(BINDIR)/tided $@
 
-# One archive per lib part (an empty one for a part with no sources yet).
-$(foreach p,$(LIB_PARTS),$(eval $(PART_A_$(p)): $(call obj,$(PART_SRCS_$(p)))))
+# One archive per lib or internal part (an empty one for a part with no sources yet).
+$(foreach p,$(ARCHIVE_PARTS),$(eval $(PART_A_$(p)): $(call obj,$(PART_SRCS_$(p)))))
 $(PART_ARCHIVES):
 	@mkdir -p $(@D)
 	rm -f $@
@@ -380,8 +387,10 @@ $(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(FLAGS_STAMP)
 
 # The system libraries a part needs beyond $(LIBS), linked into every
 # program and test that links the part: the client part speaks HTTP with
-# libcurl (libcurl4-openssl-dev), for tide doctor and the lab's clients.
-PART_LIBS_client := -lcurl
+# libcurl (libcurl4-openssl-dev), for tide doctor and the lab's clients,
+# and reads JSON with jansson, as the lab does.
+PART_LIBS_client := -lcurl -ljansson
+PART_LIBS_lab    := -ljansson
 part_libs = $(sort $(foreach p,$(call part_closure,$(1)),$(PART_LIBS_$(p))))
 CLI_LIBS  := $(call part_libs,$(PART_USES_cli))
 
@@ -392,10 +401,10 @@ $(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(FLAGS_STAMP)
 # tided is built on h2o's library with its own event loop (Debian's
 # libh2o-evloop-dev): its headers need H2O_USE_LIBUV=0, and the shared
 # library brings its own dependencies (OpenSSL, zlib, wslay).
-SERVER_LIBS := -lh2o-evloop -lsystemd
+SERVER_LIBS := -lh2o-evloop -lsystemd -ljansson
 $(SERVER_OBJS): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
 # The tests may use every part, so they link every part's libraries.
-TEST_LIBS += $(call part_libs,$(LIB_PARTS))
+TEST_LIBS += $(call part_libs,$(ARCHIVE_PARTS))
 
 $(TEST_BINS): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SUPPORT_OBJS) $(TEST_ARCHIVES) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -640,7 +649,7 @@ FUZZ_SAN     := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -O1 -g -pthread $(FUZZ_SAN) \
                 -Iinclude -Isrc -Ifuzz
-FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(ARCHIVE_SRCS))
 FUZZ_SERVER_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SERVER_SRCS))
 FUZZ_TGT_OBJS := $(patsubst %,$(FUZZ_BUILD)/obj/fuzz/%.o,$(FUZZ_TARGETS))
 FUZZ_SHARED_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SHARED))
@@ -675,7 +684,7 @@ $(FUZZ_BUILD)/fuzz_store_image $(FUZZ_BUILD)/fuzz_store_script: $(FUZZ_BUILD)/ob
 
 # The targets link every library object, so every part's libraries too.
 $(FUZZ_BINS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz/shim_%.o $(FUZZ_LIB_OBJS)
-	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(FUZZ_TARGET_LIBS) $(call part_libs,$(LIB_PARTS)) $(LIBS)
+	$(FUZZ_CC) $(FUZZ_SAN) -pthread -o $@ $^ $(FUZZ_TARGET_LIBS) $(call part_libs,$(ARCHIVE_PARTS)) $(LIBS)
 
 # A target's own budget: FUZZ_SECONDS_<target> (default FUZZ_SECONDS) caps
 # its time, and FUZZ_RUNS_<target> (default none) ends it after that many
