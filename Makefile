@@ -16,13 +16,15 @@
 # command line (after its own), WERROR= (no -Werror) and REVISION=TEXT.
 #   make test         install missing packages (install-deps --test), build,
 #                     run the structure checks and every tests/test_*.c
-#   make check        build, run scripts/check-layers and
-#                     scripts/check-functions, then the tests, without the
-#                     package step
+#   make check        build, run scripts/check-layers,
+#                     scripts/check-functions and scripts/check-abi, then
+#                     the tests, without the package step
 #   make check-layers the includes, objects and ARCHITECTURE.md's diagram
 #                     against scripts/layers.txt (after a build)
 #   make check-functions  no function in src/ over 100 lines unlisted
 #   make check-licence    every source file has its SPDX-License-Identifier line
+#   make check-abi    libtide.so's ABI against scripts/libtide.abi (abidiff)
+#   make abi-baseline write scripts/libtide.abi from this build's libtide.so
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
 #   make bench        build, then bench/run-store, bench/peers and bench/http
@@ -281,7 +283,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check check-layers check-functions check-licence asan tsan bench bench-http bench-peers run deps deps-test clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -452,7 +454,7 @@ test: deps-test
 # The jemalloc build of tided too (bin/jemalloc/), for the test that its
 # startup log proves malloc_conf took effect; not in sanitizer builds, whose
 # own allocator must come first.
-check: all tests check-layers check-functions check-licence $(if $(SAN),,alloc-jemalloc) \
+check: all tests check-layers check-functions check-licence $(if $(SAN),,alloc-jemalloc check-abi) \
        $(if $(PEERS_HAVE),$(PEERS_BIN))
 	$(TEST_ENV) bash tests/run-tests $(TESTS)
 
@@ -464,6 +466,17 @@ check-layers: $(PART_ARCHIVES) $(PROGS)
 
 check-functions:
 	python3 scripts/check-functions
+
+# libtide.so's ABI against the committed baseline (scripts/check-abi says
+# what it compares and what to do when it differs). Not in a sanitizer
+# build, whose library is instrumented and never installed.
+check-abi: $(LIBTIDE_SO)
+	bash scripts/check-abi $(LIBTIDE_SO)
+
+# Writes the baseline from this build's library: after adding a function,
+# or after raising TIDE_VERSION_MAJOR for an incompatible change.
+abi-baseline: $(LIBTIDE_SO)
+	bash scripts/check-abi --update $(LIBTIDE_SO)
 
 # Every source file carries the one-line SPDX header of LICENSE (BSD-2-Clause).
 check-licence:
