@@ -17,7 +17,7 @@
  *     the keys found plus the new ones (check_store says why one verify
  *     after the new inserts sees what a verify before them would).
  *
- * The tests, by the issue's numbering:
+ * The tests:
  *
  *  1. Failure points (a_failure_at_any_call_..., a_failure_in_a_commit_the_
  *     store_started_itself_...): workloads of 0, 1, 10, 100 and 1000 inserts
