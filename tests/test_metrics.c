@@ -224,7 +224,7 @@ static void node_cache_bytes_are_the_values_put_plus_the_stated_overhead(void **
     free(text);
 }
 
-/* Churn totals (issue 13): each put allocates a cache object (32 + len
+/* Churn totals: each put allocates a cache object (32 + len
  * bytes) and a cache entry, so node_cache's two counters grow by at least
  * two allocations and the values' bytes per put, and store_insert_pool's
  * by the pool's first table and chunk. */
@@ -463,7 +463,7 @@ static void rotation_and_generation_families_agree_with_the_node_and_pass_promto
     expect_rc(tide_node_close(n), 0, "close");
 }
 
-/* ---- the memory limit's families (issue 13) ---- */
+/* ---- the memory limit's families ---- */
 
 static int memory_reading(void *arg, tide_node_memory_reading *r)
 {

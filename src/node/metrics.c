@@ -189,7 +189,7 @@ static void write_consumers(tide_metrics_writer *w)
         const char *lab[2] = { "consumer", e[i].name };
         tide_metrics_sample(w, "tide_memory_consumer_bytes", lab, 1, (double)e[i].bytes);
     }
-    /* Churn at the source (issue 13): rate() of these shows which consumer
+    /* Churn at the source: rate() of these shows which consumer
      * allocates even while its bytes stay flat. */
     tide_metrics_family(w, "tide_memory_allocations_total", "counter",
                         "Allocations each long-lived consumer of memory has made.");
@@ -623,7 +623,7 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
     write_maps(w, n, &si);
     one(w, "tide_store_written_bytes_total", "counter", "Bytes commits wrote to the store's files.",
         (double)si.bytes_written);
-    /* The deferred index (issue 15). */
+    /* The deferred index. */
     one(w, "tide_store_tail_index_items", "gauge", "Entries in the deferred index's tail: committed "
         "records nudb.key does not index yet.", (double)si.tail_items);
     one(w, "tide_store_tail_index_bytes", "gauge", "Memory of the tail index's table "
@@ -696,7 +696,7 @@ static void write_rotations(tide_metrics_writer *w, tide_node *n)
         (double)gi.disk_bytes);
 }
 
-/* ---- the memory limit (issue 13; governor.c) ------------------------------------ */
+/* ---- the memory limit (governor.c) ---------------------------------------------- */
 
 /* One PSI file's averages and totals under scope=`scope`. The families are
  * open: ratio when `ratio`, the stall seconds otherwise. */
