@@ -140,7 +140,7 @@ ASAN_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # die_after_fork=0 (the tsan target): the reader tests fork writer processes,
 # which start their commit threads after the fork.
 # -Wno-tsan: gcc warns that ThreadSanitizer does not model the two full
-# fences of tide.live's seqlock (live.c, reader.c; issue 15). Readers in other
+# fences of tide.live's seqlock (live.c, reader.c). Readers in other
 # processes are outside what TSan sees anyway; inside one process the seqlock
 # words are atomics, which it does model.
 TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan

@@ -764,7 +764,7 @@ static void create_refuses_options_out_of_range(void **state)
     tide_cache_destroy(c);
 }
 
-/* ---- limits changed at run time (issue 13) ---------------------------------------- */
+/* ---- limits changed at run time ----------------------------------------------------- */
 
 static void a_lower_hard_limit_lets_the_oldest_go_at_once_and_a_restore_gives_room_back(void **state)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_check_config.c: `tided --check-config` (issue 14) and the sample
+ * test_check_config.c: `tided --check-config` and the sample
  * config contrib/tide.cfg that packaging installs as /etc/tide/tide.cfg.
  *
  * --check-config reads and checks the settings as a start would and prints

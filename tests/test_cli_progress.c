@@ -4,7 +4,7 @@
  * (src/cli/cli_progress.c, linked from the CLI's objects) with a clock the
  * test gives: the rate is done over the time of its own measure, so a
  * second step (verify's nudb.dat after nudb.key) is not divided by the
- * first step's time as well (issue 14 review, L11).
+ * first step's time as well.
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
  * test_config.c: the node's configuration: precedence across flags, the
  * environment, the file and the node_size preset; the file's syntax; every
  * validation error naming file and line; the nudb_block_size warning; the
- * startup line; the unbounded consumers; the memory limit (issue 13): its
+ * startup line; the unbounded consumers; the memory limit: its
  * five settings, the cgroup's limit on scratch v1 and v2 layouts and in a
  * real v1 group, the budgets derived from it and the startup lines.
  */
@@ -1126,7 +1126,7 @@ static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_
                "malloc_arenas: set --arena-max / TIDE_ARENA_MAX / [node] arena_max\n"
                "process: set --memory-limit / TIDE_MEMORY_LIMIT / [node] memory_limit, or run tided in a "
                "cgroup with a memory limit\n",
-               "unbounded list (issue 13: no memory limit and no cgroup's, so the process is unbounded)");
+               "unbounded list (no memory limit and no cgroup's, so the process is unbounded)");
     {
         tide_config zero;
         expect_rc(load_all(f, &zero, "[node]\ninsert_burst=0\n", NULL, 0, NULL), TIDE_EINVAL, "insert_burst=0");
@@ -1146,7 +1146,7 @@ static void unbounded_names_each_unbounded_consumer_and_the_setting_that_bounds_
     expect_str(s.text, "", "unbounded list when all bounded");
 }
 
-/* ---- online delete (issue 12) ---------------------------------------------------------- */
+/* ---- online delete --------------------------------------------------------------------- */
 
 /* Every online delete setting: its value and its source after a load. */
 typedef struct od_case { int id; const char *value; uint64_t want; } od_case;
@@ -1199,8 +1199,8 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     expect_u64(c.rotation_wait_max_s, 300, "rotation_wait_max_seconds");
     expect_u64(c.trim_after_rotation, 1, "trim_after_rotation");
     /* G not set: the node is given 0 (the manifest's keep), and the
-     * settings line says so, not "2" (issue 12 review: a keep-4 ring
-     * restarted without --generations shrank to 2). */
+     * settings line says so, not "2" (a default of 2 would shrink a keep-4
+     * ring restarted without --generations to 2). */
     expect_contains(describe(&c), "online_delete=0(default) generations=manifest(not set: the manifest's keep, "
                     "2 for a new directory)", "describe");
     tide_startup_node_opts(&c, &o);
@@ -1423,7 +1423,7 @@ static void with_online_delete_off_the_startup_log_warns_of_an_unbounded_disk(vo
     expect_contains(help, "Default: 100.", "back_off default from the row");
 }
 
-/* ---- the memory limit (issue 13) ------------------------------------------------------ */
+/* ---- the memory limit ----------------------------------------------------------------- */
 
 /* Every memory setting: a value other than its default, what it reads as,
  * and how describe shows it. */
@@ -1469,7 +1469,7 @@ static void memory_settings_have_defaults_and_are_read_from_flag_env_and_file_wi
         const char *env[] = { envv, NULL };
         char *argv[] = { "tided", flag, NULL };
 
-        snprintf(text, sizeof text, "[node]\n# issue 13\n%s=%s\n", tide_config_name(mc->id), mc->value);
+        snprintf(text, sizeof text, "[node]\n# a comment\n%s=%s\n", tide_config_name(mc->id), mc->value);
         expect_rc(load_all(f, &c, text, NULL, 0, NULL), 0, text);
         expect_u64(mem_value(&c, mc->id), mem_wants[i], text);
         snprintf(want, sizeof want, "%s=%s(file %s:3)", tide_config_name(mc->id), mc->shown, f->path);
@@ -1849,15 +1849,15 @@ static void budgets_not_set_derive_from_the_limit_with_exact_bytes_and_sources(v
     expect_u64(c.insert_burst, 64 * MiB, "4% of 4 GiB is above 64 MiB");
     expect_contains(describe(&c), "insert_burst=64MiB(memory_limit 4%, at most 64MiB)", "describe");
     expect_u64(c.http_body_budget, 429496729, "10% of 4 GiB is above 256 MiB");
-    /* 200 MiB, not 256 (before the review of issue 15): with store_index_lag
-     * (1/8) in the sum, 256 MiB bodies under 1 GiB pass the high mark. */
+    /* 200 MiB, not 256: with store_index_lag (1/8) in the sum, 256 MiB
+     * bodies under 1 GiB pass the high mark. */
     char *raised[] = { "tided", "--memory-limit=1GiB", "--max-object-size=200MiB", NULL };
     expect_rc(load_all(f, &c, NULL, NULL, 3, raised), 0, "1 GiB, 200 MiB objects");
     expect_u64(c.http_body_budget, 200 * MiB, "raised to max_object_size");
     expect_contains(describe(&c), "http_body_budget=200MiB(memory_limit 10%, raised to max_object_size)", "describe");
 }
 
-/* Issue 15 (D): store_index_lag is 64MiB by default, memory_limit / 8
+/* store_index_lag is 64MiB by default, memory_limit / 8
  * under a limit, the operator's when set (0: off), and reaches the node. */
 static void store_index_lag_defaults_to_64mib_or_an_eighth_of_the_limit(void **state)
 {
@@ -1911,9 +1911,8 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
 
     /* Explicit under the limit, with the derived ones over its high mark
      * (90%): refused, saying how far to lower the explicit one or raise the
-     * limit. 800 MiB + 5% + 2 x 4% + 10% + 1/8 (store_index_lag, counted
-     * since the review of issue 15) of 1 GiB = 1220039145 bytes. Before
-     * (dea2ce8) this started with one warning. */
+     * limit. 800 MiB + 5% + 2 x 4% + 10% + 1/8 (store_index_lag) of 1 GiB
+     * = 1220039145 bytes. */
     char *warn[] = { "tided", "--memory-limit=1GiB", "--cache-budget=400MiB", NULL };
     expect_rc(load_all(f, &c, NULL, NULL, 3, warn), TIDE_EINVAL, "explicit and derived over the high mark");
     expect_contains(tide_last_error(), "the budgets may hold 1220039145 in all, more than the high mark of "
@@ -1950,8 +1949,8 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
                     "60397977", "the mark");
     expect_contains(tide_last_error(), "cache_budget=24MiB (flag --cache-budget) may hold 48MiB", "named");
     expect_contains(tide_last_error(), "lower cache_budget to at most 17MiB", "how far");
-    /* The derived store_index_lag (8 MiB here) is advised too (review of
-     * issue 15, second round: the advice named cache_budget alone). */
+    /* The derived store_index_lag (8 MiB here) is advised too, not
+     * cache_budget alone: it counts in the sum. */
     expect_contains(tide_last_error(), "raise memory_limit to at least 89MiB; store_index_lag (derived: memory_limit "
                     "/ 8 = 8MiB) counts too: a lower one (0: the deferred index off) takes its difference off the sum",
                     "the derived lag in the advice, not enough alone");
@@ -1966,9 +1965,9 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
     expect_rc(load_all(f, &c, NULL, NULL, 4, lim128), 0, "44438651 at 128 MiB: at the high mark");
     char *lim128b[] = { "tided", "--memory-limit=128MiB", "--cache-budget=44438652", "--store-index-lag=1MiB", NULL };
     expect_rc(load_all(f, &c, NULL, NULL, 4, lim128b), TIDE_EINVAL, "one byte more: above it");
-    /* Review of issue 15: the derived store_index_lag (16 MiB here) was
-     * left out of the sum, so this passed with 102% of the limit in the
-     * budgets (2 x 44438651 + 30870076 + 16777216 = 136524594); refused now.
+    /* The derived store_index_lag (16 MiB here) counts in the sum: left
+     * out, this would pass with 102% of the limit in the budgets
+     * (2 x 44438651 + 30870076 + 16777216 = 136524594); it is refused.
      * An explicit lag is named with its source, with how far to lower it. */
     char *lag128[] = { "tided", "--memory-limit=128MiB", "--cache-budget=44438651", NULL };
     expect_rc(load_all(f, &c, NULL, NULL, 3, lag128), TIDE_EINVAL, "with the derived lag: over the high mark");
@@ -2065,8 +2064,7 @@ static void the_startup_log_says_where_the_limit_came_from_the_marks_and_the_spl
                     "insert_burst=42949672 (memory_limit 4%; two pools 85899344 bytes), http_body_budget=107374182 "
                     "(memory_limit 10%; held bodies 107374182 bytes), store_index_lag=128MiB (memory_limit / 8; "
                     "tail index 134217728 bytes), key cache hard limit 53687091 bytes (memory_limit 5%): the "
-                    "budgets may hold 810675073 bytes, 76% of the limit", "the split's line (the lag in it: review "
-                    "of issue 15)");
+                    "budgets may hold 810675073 bytes, 76% of the limit", "the split's line (the lag in it)");
     /* 75.49%: rounded up (before: truncated). */
     if (strstr(cap.text, "unbounded: process") != NULL) fail_msg("a limit is set; got: %s", cap.text);
     expect_contains(cap.text, "admin endpoints are off (403): to enable every /v1/admin endpoint (sweep, rotate, "

@@ -605,7 +605,7 @@ static char *with_queue_refusals(const char *n)
     return page_set(out, "tide_overload_rejected_requests_total{reason=\"store_queue\"}", n);
 }
 
-/* Issue 15: a full store queue is an overload refusal, but not the
+/* A full store queue is an overload refusal, but not the
  * memory's: its finding says so and advises the store workers, not
  * --memory-limit; with memory refusals too, the memory's advice stays. */
 static void a_full_store_queue_gets_the_store_workers_advice_not_the_memorys(void **state)
@@ -802,7 +802,7 @@ static void the_key_map_counts_as_file_backed_not_unfreed(void **state)
     const tide_doctor_finding *f = finding_of(&r, "rss_vs_live");
     assert_non_null(f);
     expect_contains(f->summary, "2.7 times", "RssFile left out, no more");
-    /* Review of issue 15: the words say what was divided (they said RSS). */
+    /* The words say what was divided: anonymous RSS, not RSS. */
     expect_contains(f->summary, "anonymous RSS (RSS less file-backed) is 2.7 times", "what the ratio is of");
     expect_contains(f->detail, "judged from 64 MiB of anonymous RSS or a quarter", "what is judged");
     FILE *m = open_memstream(&text, &len);
@@ -1218,8 +1218,8 @@ static void tide_doctor_help_documents_every_rule_with_its_thresholds(void **sta
 }
 
 /* The table's RSS rules say which RSS they judge: the anonymous part only
- * when the page says RssFile (review of issue 15: the table said
- * "anonymous RSS (RSS less file-backed)" unconditionally). */
+ * when the page says RssFile, not "anonymous RSS (RSS less file-backed)"
+ * unconditionally. */
 static void the_rules_table_says_plain_rss_without_rss_file(void **state)
 {
     static const char *const names[] = { "rss_vs_live", "allocator_free" };
@@ -1408,7 +1408,7 @@ static void tide_doctor_reads_the_disk_side_from_the_nodes_status(void **state)
 
 /* How tests/fixtures/doctor/real-*.prom were made: with the variable set
  * to a file name, the real node's page is written there (the recorded
- * pages then got the issue 13 families by hand). */
+ * pages then got the memory limit's families by hand). */
 static void record_page(const char *var, const char *text)
 {
     const char *path = getenv(var);
@@ -1539,7 +1539,7 @@ static char *render_real_page(int argc, char **argv, size_t cache_budget, uint64
     return text;
 }
 
-/* The page of a node from before issue 13 with every consumer bounded,
+/* The page of a node from before memory_limit with every consumer bounded,
  * recorded (real-bounded.prom) before the node had the new families: the
  * rules that need them say so, and none crashes. */
 static void on_an_older_nodes_recorded_page_the_new_rules_say_what_they_cannot_tell(void **state)

@@ -816,7 +816,7 @@ static void decoders_read_nothing_past_a_field_at_the_end_of_the_buffer(void **s
 /* ---- in-place insertion ---- */
 
 /* The reference: decode, merge each new entry after the equal hashes,
- * encode (what the commit did before issue 15). */
+ * encode: the whole-bucket rebuild that in-place insertion must match. */
 static void ref_insert(uint8_t *out, size_t cap_bytes, const uint8_t *b, const tide_entry *e,
                        unsigned m, tide_entry *tmp)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_gen_manifest.c: the generations manifest (src/gen/manifest.c,
- * issue 12): its names, its rotation in memory, its text form, and its
+ * test_gen_manifest.c: the generations manifest (src/gen/manifest.c):
+ * its names, its rotation in memory, its text form, and its
  * durable replace under failed calls and crashes on the simulated file
  * system.
  *

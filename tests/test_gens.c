@@ -21,27 +21,25 @@
  * write's failure ignored (the fault loop: the reopen finds a named
  * generation deleted); no existence check of the older generations on
  * insert (write-once, fetch and keep tests); tide_store_contains always 0
- * (keep's test, and test_store_model). From the review of issue 12: no
- * hide-and-sync before a dropping rotation's manifest (the copy crash
- * loop: item 5, fetched in span 2, missing after a crash in span 3); a
- * sync of the newest alone (the same loop with G=3: a copy still pending
- * in generation 2); no rewrite of a manifest whose undo failed (the double
- * fault loop); no refusal of gen-* directories without a manifest (they
- * were deleted); opts_init's keep 2, and no warning of a lowered keep;
- * the drop deaf to an interrupt (95 of 95 steps taken); a failed
- * rotation that leaves its generation hidden. From the review of issue
- * 15 (finding 5, the deferred index across generations), with the code
- * before it (no index flush at a rotation, every generation opened with
- * the lag): generation 1 keeps its 500-entry tail after the rotation; the
- * tails hold 73728 bytes in all over a 65536-byte budget; the dropped
- * generation's close writes its nudb.key once more (2 writes, not 1). The
- * crash loop with a tail passes on that code (it lost nothing: its fault
- * was memory); it fails when the flush at the rotation forgets the tail
- * instead of indexing it (W raised to C in the idle log: generation 2
- * refuses to open, its key file not indexing nudb.dat). From its second
- * review: without the three tide_store_set_deferring(..., 1) of a failed
- * rotation (and with only the manifest's undo's removed) the newest says
- * an index_lag_bytes of 0 after a rotation failed at its flush or its
+ * (keep's test, and test_store_model); no hide-and-sync before a dropping
+ * rotation's manifest (the copy crash loop: item 5, fetched in span 2,
+ * missing after a crash in span 3); a sync of the newest alone (the same
+ * loop with G=3: a copy still pending in generation 2); no rewrite of a
+ * manifest whose undo failed (the double fault loop); no refusal of gen-*
+ * directories without a manifest (they were deleted); opts_init's keep 2,
+ * and no warning of a lowered keep; the drop deaf to an interrupt (95 of 95
+ * steps taken); a failed rotation that leaves its generation hidden. For
+ * the deferred index across generations, with no index flush at a rotation
+ * and every generation opened with the lag: generation 1 keeps its
+ * 500-entry tail after the rotation; the tails hold 73728 bytes in all over
+ * a 65536-byte budget; the dropped generation's close writes its nudb.key
+ * once more (2 writes, not 1). The crash loop with a tail passes on that
+ * code (it lost nothing: its fault was memory); it fails when the flush at
+ * the rotation forgets the tail instead of indexing it (W raised to C in
+ * the idle log: generation 2 refuses to open, its key file not indexing
+ * nudb.dat). And: without the three tide_store_set_deferring(..., 1) of a
+ * failed rotation (and with only the manifest's undo's removed) the newest
+ * says an index_lag_bytes of 0 after a rotation failed at its flush or its
  * manifest; with a broken newest's flush not skipped the rotation off it
  * fails (EIO, the flush's sync); without hold_fresh_deferring generation 2
  * defers 300 entries beside the broken 1's tail.
@@ -515,7 +513,7 @@ static void a_rotation_reports_what_it_made_dropped_and_deleted(void **state)
     join(g1, t->dir, "gen-000000000001");
     uint64_t bytes = (uint64_t)th_file_size(join(p, g1, "nudb.dat")) +
                      (uint64_t)th_file_size(join(p, g1, "nudb.key"));
-    /* Issue 15: the page a writer shares with readers (tide.live) is one
+    /* The page a writer shares with readers (tide.live) is one
      * of the generation's files too, on the real file system. */
     if (th_exists(join(p, g1, "tide.live"))) bytes += (uint64_t)th_file_size(p);
     uint64_t dat = (uint64_t)th_file_size(join(p, g1, "nudb.dat"));
@@ -1274,7 +1272,7 @@ static void a_rename_across_directories_on_io_sim_never_loses_the_file(void **st
                  stayed);
 }
 
-/* ---- issue 12 review: copies forward across a dropping rotation ---- */
+/* ---- copies forward across a dropping rotation ---- */
 
 /* Copy items b..b+3 (all in generation 1) forward into the newest, one by
  * each path: a fetch, a re-PUT, a touch (with its bytes, from generation
@@ -1814,11 +1812,11 @@ static void an_interrupt_stops_a_long_drop_and_open_removes_the_rest(void **stat
     tide_io_sim_destroy(sim);
 }
 
-/* ---- the deferred index across generations (review of issue 15, finding 5) ---- */
+/* ---- the deferred index across generations ---- */
 
 #define LAG (64u * 1024u)   /* 4096 slots of 16 bytes: at most 3072 entries */
 
-/* ---- a drop under a reader in another process (issue 15) ---- */
+/* ---- a drop under a reader in another process ---- */
 
 /* A reader of generation 1, opened read-only as `tide get` would be, at
  * the "drop" step (after the rotation closed the generation, before its

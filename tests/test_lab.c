@@ -19,7 +19,7 @@
  * figures and the chart are checked on a series made by hand as well. The
  * first run's stderr holds one heartbeat line every 5 s of its workload
  * (--heartbeat 5: four in 22 s), each with both variants' RSS above 0; the
- * second, with --quiet, none (issue 14). No assertion depends on how fast
+ * second, with --quiet, none. No assertion depends on how fast
  * the machine is.
  */
 #include <stdarg.h>
@@ -89,7 +89,7 @@ static double heartbeat_rss(const char *line, const char *variant)
     return -1;
 }
 
-/* Issue 14: the heartbeat lines of a run of `duration` s with --heartbeat
+/* The heartbeat lines of a run of `duration` s with --heartbeat
  * `period` (period 0: --quiet): one per period, at k x period of the
  * workload's clock for k = 1 .. floor(duration / period), in order, each
  * naming every variant with an RSS above 0. */

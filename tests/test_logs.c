@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_logs.c: the log as an operator's tools read it (issue 14): the
+ * test_logs.c: the log as an operator's tools read it: the
  * journal's syslog priority prefix, the json format read back with jansson
  * whatever the message holds, a real tided that writes nothing but json on
  * stderr, and the startup's settings lines, one per group, none cut.

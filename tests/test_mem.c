@@ -774,7 +774,7 @@ static void account_counters_updated_from_several_threads_sum_exactly(void **sta
     tide_mem_account_sub(TIDE_MEM_NODE_CACHE, want);
 }
 
-/* ---- churn totals (issue 13) ------------------------------------------------------ */
+/* ---- churn totals ----------------------------------------------------------------- */
 
 /* A consumer of the test's own, registered (or found) by name. */
 static int churn_consumer(const char *name)
@@ -1034,8 +1034,8 @@ static void store_pool_and_commit_totals_grow_by_the_chunks_tables_and_buffers_t
     expect_ok(tide_store_sync(s), "commit the ten");
     c1 = totals_of(commit);
     /* block, two 1 MiB write buffers, entries, the range of pre-images and
-     * the read run (commit.c since the ranged commit of issue 15: no
-     * touched, split or log arrays any more); more when a bucket is rebuilt
+     * the read run (commit.c's ranged commit: no touched, split or log
+     * arrays); more when a bucket is rebuilt
      * (its entry vector), splits or spills. */
     if (c1.n - c0.n < 6) fail_msg("a commit made %" PRIu64 " allocations, expected at least 6", c1.n - c0.n);
     if (c1.bytes - c0.bytes < 2u << 20)

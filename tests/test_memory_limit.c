@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_memory_limit.c: tided under a real memory limit (issue 13,
- * docs/MEMORY-LIMIT.md): in a memory cgroup with a limit and no
+ * test_memory_limit.c: tided under a real memory limit
+ * (docs/MEMORY-LIMIT.md): in a memory cgroup with a limit and no
  * memory_limit setting, a load that would exceed the limit gets 503s and
  * never an OOM kill, GETs keep answering, and everything acknowledged
  * reads back, after the load and after a restart.
@@ -31,10 +31,9 @@
  *     120795955 bytes; the derived ones hold 30870076 (key cache 6710886,
  *     two insert pools 10737418, bodies 13421772) and store_index_lag,
  *     set to 1 MiB (its 2,048 objects' tail needs 64 KiB; derived it
- *     would be 16 MiB, counted in the sum since the review of issue 15),
- *     1048576, so the cache's hard limit may be 88877303: a budget of
- *     44438651 bytes (it was 48 MiB, 98% with the derived ones, which
- *     tided now refuses; then 44962939, before the lag was counted). Its
+ *     would be 16 MiB, counted in the sum too), 1048576, so the cache's
+ *     hard limit may be 88877303: a budget of 44438651 bytes (48 MiB would
+ *     be 98% with the derived ones, which tided refuses). Its
  *     hard limit alone is 66% of the limit, and with the rest 90%, above
  *     the soft mark (80%): the cache alone still takes the node to its marks);
  *   - SLOW_THREADS (16) slow bodies, one after another while the writers

@@ -224,7 +224,7 @@ static void node_cache_bytes_are_the_values_put_plus_the_stated_overhead(void **
     free(text);
 }
 
-/* Churn totals (issue 13): each put allocates a cache object (32 + len
+/* Churn totals: each put allocates a cache object (32 + len
  * bytes) and a cache entry, so node_cache's two counters grow by at least
  * two allocations and the values' bytes per put, and store_insert_pool's
  * by the pool's first table and chunk. */
@@ -463,7 +463,7 @@ static void rotation_and_generation_families_agree_with_the_node_and_pass_promto
     expect_rc(tide_node_close(n), 0, "close");
 }
 
-/* ---- the memory limit's families (issue 13) ---- */
+/* ---- the memory limit's families ---- */
 
 static int memory_reading(void *arg, tide_node_memory_reading *r)
 {
@@ -561,8 +561,9 @@ static double sum_arenas(const char *text, const char *family)
 /* Anonymous RSS in parts: after puts into the node cache's arena, the
  * parts add up to RssAnon, counted is every consumer's bytes, the arenas'
  * part is their resident less live bytes on the same page. Then 32 MiB
- * the test mallocs and writes, which no consumer counts, appear in
- * "other" and nowhere else. Passes promtool. */
+ * the test mallocs and writes, which no consumer counts, appear in the
+ * uncounted parts (other, or the allocator's where its cap moves), not in
+ * counted. Passes promtool. */
 static void anon_parts_add_up_and_what_no_consumer_counts_is_other(void **state)
 {
     fixture *f = *state;
@@ -617,9 +618,12 @@ static void anon_parts_add_up_and_what_no_consumer_counts_is_other(void **state)
             for (size_t i = 0; i < big; i += 4096) uncounted[i] = (unsigned char)(i >> 12 | 1);
         }
     }
-    if (part[1][3] - part[0][3] < (double)big * 0.9)
-        fail_msg("other rose by %.0f after 32 MiB no consumer counts, expected at least 90%% of it",
-                 part[1][3] - part[0][3]);
+    /* The allocator's part is capped at what the others leave (its own
+     * figure is an upper bound), so uncounted bytes may land in it too. */
+    double rose = part[1][2] + part[1][3] - part[0][2] - part[0][3];
+    if (rose < (double)big * 0.9)
+        fail_msg("allocator_free + other rose by %.0f after 32 MiB no consumer counts, expected at least 90%% of it",
+                 rose);
     if (fabs(part[1][0] - part[0][0]) > (1 << 20))
         fail_msg("counted moved by %.0f, expected the uncounted bytes outside it", part[1][0] - part[0][0]);
     free(uncounted);

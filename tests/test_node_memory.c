@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_node_memory.c: the node's memory governor (issue 13; governor.c).
+ * test_node_memory.c: the node's memory governor (governor.c).
  *
  * Most tests run without the governor's thread (memory_poll_ms 0) and with
  * an injected reading (opts.memory_reading), an injected clock
@@ -369,7 +369,7 @@ static void a_rise_shrinks_the_caches_sweeps_and_releases_once_and_normal_restor
     expect_str(tide_node_action_name(TIDE_NODE_ACT_SHED_WRITES), "shed_writes", "an action's name");
 }
 
-/* Issue 13 review: 99 -> 84 -> 91 set /4 after /8 (looser, counted as a
+/* 99 -> 84 -> 91 must not set /4 after /8 (looser, yet counted as a
  * shrink). The hard limit never grows on a rise; a fall above normal keeps
  * the divisor. */
 static void a_rise_after_a_partial_fall_never_loosens_the_caches(void **state)
@@ -429,8 +429,8 @@ static void the_round_repeats_every_second_while_above_softs_enter_mark(void **s
     expect_u64(status(w).actions[TIDE_NODE_ACT_SWEEP], 2, "sweep actions");
 }
 
-/* Issue 13 review: held at 82% by what cannot be freed, the governor ran a
- * round and a release every second forever. Looks every clock-second for
+/* Held at 82% by what cannot be freed, the governor must not run a round
+ * and a release every second forever. Looks every clock-second for
  * 60 s: the back-off (1, 2, 4, 8, 16, 30 s) allows about 6 rounds. */
 static void the_resweep_backs_off_while_it_frees_nothing(void **state)
 {
@@ -528,8 +528,8 @@ static void pressure_holds_soft_until_avg10_falls_under_half_the_threshold(void 
     expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "the trigger quiet a window and no averages");
 }
 
-/* Issue 13 review: pressure from the trigger let go at the next look and
- * came back at the next firing (flapping once per window). It holds one
+/* Pressure from the trigger must not let go at the next look and come
+ * back at the next firing (flapping once per window). It holds one
  * window (2 s) after the last firing, then the avg10 rule applies. */
 static void trigger_pressure_holds_a_window_after_the_last_firing(void **state)
 {
@@ -560,8 +560,8 @@ static void trigger_pressure_holds_a_window_after_the_last_firing(void **state)
     expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "avg10 4: over");
 }
 
-/* Issue 13 review: the cgroup's own PSI was read and not used. The larger
- * of the system's and the cgroup's avg10 counts. */
+/* The cgroup's own PSI is used, not only read: the larger of the system's
+ * and the cgroup's avg10 counts. */
 static void the_cgroups_own_pressure_counts_when_larger(void **state)
 {
     world *w = *state;
@@ -619,8 +619,8 @@ static void a_failed_reading_is_counted_and_the_level_kept(void **state)
     expect_look(w, 10, TIDE_OVERLOAD_NORMAL, "a good reading again");
 }
 
-/* Issue 13 review: a failed cgroup read silently counted the RSS alone. It
- * keeps the level, is counted, and logged once per streak. */
+/* A failed cgroup read must not silently count the RSS alone: it keeps
+ * the level, is counted, and logged once per streak. */
 static void a_failed_cgroup_read_keeps_the_level_and_is_counted(void **state)
 {
     world *w = *state;
@@ -676,7 +676,7 @@ static void configure_changes_the_limit_live_and_refuses_bad_levels(void **state
     expect_u64(st.limit_bytes, 90 * MIB, "the limit after a refused configure");
     expect_u64((uint64_t)st.level, TIDE_OVERLOAD_HIGH, "the level after a refused configure");
     expect_ok(tide_node_memory_configure(w->n, 150 * MIB, other, 5, 20), "configure 150 MiB at 50,60,70");
-    /* from high, kept (issue 13 review): 57% is above high's new leave mark 55% */
+    /* from high, kept: 57% is above high's new leave mark 55% */
     expect_u64((uint64_t)tide_node_overload_level(w->n), TIDE_OVERLOAD_HIGH, "85 of 150 MiB (57%) at 50,60,70");
     expect_u64(status(w).marks_enter[TIDE_OVERLOAD_CRITICAL], 105 * MIB, "critical's enter mark at 70% of 150 MiB");
     st = status(w);
@@ -685,8 +685,8 @@ static void configure_changes_the_limit_live_and_refuses_bad_levels(void **state
     expect_u64(tide_node_options(w->n)->memory_pct[TIDE_OVERLOAD_HIGH], 90, "the options stay as opened");
 }
 
-/* Issue 13 review: a configure reset the level to normal, so at HIGH with
- * 87% (high's leave mark 85%) the same limit dropped it to SOFT. */
+/* A configure keeps the level: reset to normal, at HIGH with 87% (high's
+ * leave mark 85%) the same limit would drop it to SOFT. */
 static void configure_keeps_the_level_and_its_hysteresis(void **state)
 {
     world *w = *state;
@@ -706,8 +706,8 @@ static void configure_keeps_the_level_and_its_hysteresis(void **state)
     expect_look(w, 87, TIDE_OVERLOAD_NORMAL, "a look after it");
 }
 
-/* Issue 13 review: bad marks opened without a limit were accepted, and
- * every later configure keeping them (pct NULL) was refused. */
+/* Bad marks are refused at open even without a limit: accepted, they
+ * would make every later configure keeping them (pct NULL) refused. */
 static void bad_marks_are_refused_at_open_even_without_a_limit(void **state)
 {
     world *w = *state;
@@ -824,8 +824,8 @@ static void the_rotators_gate_waits_while_the_level_is_high(void **state)
     w->now += 1;
     memset(&r, 0, sizeof r);
     /* recovery_wait_s 0 (set at open): the attempt is due at once, so the
-     * check must make it (issue 13 review: "== 1 && abandoned" passed when
-     * no attempt was made at all) */
+     * check must make it ("== 1 && abandoned" alone would pass when no
+     * attempt was made at all) */
     expect_u64((uint64_t)tide_node_rotate_check(w->n, &r), 1, "an attempt at normal is made");
     if (r.abandoned) fail_msg("an attempt at normal: expected no abandonment, got '%s'", r.error);
 }
@@ -854,8 +854,8 @@ static void the_real_reading_gives_the_rss_and_the_kernels_peak(void **state)
     expect_u64(st.readings, 1, "readings");
 }
 
-/* Issue 13 review: the governor's 1 s trigger window was refused by kernels
- * >= 6.5 (EINVAL without CAP_SYS_RESOURCE); its 2 s window is granted. */
+/* Kernels >= 6.5 refuse a 1 s trigger window (EINVAL without
+ * CAP_SYS_RESOURCE); the governor's 2 s window is granted. */
 static void the_governor_opens_a_psi_trigger_where_psi_exists(void **state)
 {
     world *w = *state;
@@ -1169,7 +1169,7 @@ static void the_governor_thread_moves_the_level_on_its_own(void **state)
     w->n = NULL;
 }
 
-/* Issue 13 review: a configure ran a whole look (round + release) on the
+/* A configure must not run a whole look (round + release) on the
  * caller's thread (tided's loop 0). With the thread running it only sets
  * the marks and wakes the thread, which makes the look at once. */
 static void configure_with_the_thread_running_looks_on_the_thread(void **state)

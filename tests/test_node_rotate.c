@@ -812,7 +812,7 @@ static void finish_windowed(tide_node *n, tide_io_sim *sim, window *w, uint64_t 
     tide_io_sim_destroy(sim);
 }
 
-/* The review's false miss: a GET in the window of a rotation whose
+/* A false miss: a GET in the window of a rotation whose
  * manifest write then fails (written back: the disk is known) is
  * remembered as a miss; once generation 1 is shown again the node must
  * answer 200 and 409 for it, not 404 and 409 (the key cache clear after
@@ -915,8 +915,8 @@ static void log_disk_into(th_log_capture *cap, const tide_config *c, tide_node *
 }
 
 /* A keep-2 directory opened with --generations 4: the bound is the keep
- * the next rotation puts in force, and the line says when (the review
- * found "at most about 2 x N" here). */
+ * the next rotation puts in force, and the line says when (not "at most
+ * about 2 x N"). */
 static void the_startup_bound_is_the_keep_after_the_next_rotation(void **state)
 {
     fixture *f = *state;

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_store_commit_bytes.c: a commit writes the same bytes as before
- * issue 15 (when every touched bucket was decoded and re-encoded whole).
+ * test_store_commit_bytes.c: a commit writes the same bytes as a commit
+ * that decodes and re-encodes every touched bucket whole.
  *
  * The same inserts, in the same batches (one tide_store_sync per batch; the
  * commit timer and the pool bound are set out of reach so that nothing else
  * starts a commit), into a store with a fixed uid and salt give a nudb.key
- * and a nudb.dat whose sizes and XXH64 digests are the ones the build
- * before issue 15 (main c8536e4) gave. The batches cover inserts into
+ * and a nudb.dat whose sizes and XXH64 digests are the ones a build with
+ * that whole-bucket commit (c8536e4) gave. The batches cover inserts into
  * buckets with room (in place), into full buckets (spill records), splits
  * of buckets with and without spill chains, and 48-bit hash ties are left
  * to chance. Three shapes: NuDB's b512-k32-spill fixture (512-byte blocks,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_store_defer.c: the deferred index (issue 15, D; src/store/defer.c).
+ * test_store_defer.c: the deferred index (src/store/defer.c).
  *
  * On the real file system: fetch and the duplicate check find entries in
  * the tail; the budget bounds the tail and triggers flushes; a clean close
@@ -13,7 +13,7 @@
  * or claiming more than nudb.dat holds (refused, nothing changed); a
  * damaged record in the tail is refused with its offset, nothing changed.
  * Recovery sizes the tail's table for the records [W, C) holds, not for
- * the most its bytes could hold (review finding 4), and counts it.
+ * the most its bytes could hold, and counts it.
  * The crash images of every write and sync are test_store_durability's
  * *_deferred tests; kill -9 at random moments, test_store_kill9's.
  */
@@ -227,11 +227,11 @@ static void note_tail(int id, int64_t bytes)
     if ((uint64_t)bytes > tail_noted_largest) tail_noted_largest = (uint64_t)bytes;
 }
 
-/* Review of issue 15, finding 4: recovery sized the tail's table for the
- * most records [W, C) could hold ((C - W) / 39: one-byte values), not for
- * those it holds: large values made it hundreds of times too big, and it
- * was not counted. 1000 records of 4000-byte values (~4 MB of nudb.dat)
- * need 2048 slots (32 KiB); the old sizing took 2^18 (4 MiB). */
+/* Recovery sizes the tail's table for the records [W, C) holds, not for
+ * the most it could hold ((C - W) / 39: one-byte values), which with large
+ * values would be hundreds of times too big; and it counts the table.
+ * 1000 records of 4000-byte values (~4 MB of nudb.dat) need 2048 slots
+ * (32 KiB); sizing for the most would take 2^18 (4 MiB). */
 static void recovery_sizes_the_tail_for_the_records_it_holds(void **state)
 {
     dstate *d = *state;
@@ -329,7 +329,7 @@ static void a_killed_writer_s_idle_log_is_refused_by_nudb_and_tide_recovers_ever
 /* NuDB opened the crashed store first (its rule: nudb.dat cut to W, the
  * log removed; tide.meta, unknown to it, left as it was). A later Tide
  * writer, killed before any commit, must not find that old slot matching
- * its own idle log and claim records NuDB cut (review of issue 15). */
+ * its own idle log and claim records NuDB cut. */
 static void a_stale_tide_meta_after_nudbs_recovery_claims_nothing(void **state)
 {
     dstate *d = *state;
@@ -602,7 +602,7 @@ static void a_damaged_record_in_the_tail_is_refused_with_its_offset(void **state
     th_snapshot_free(&sn);
 }
 
-/* ---- review of issue 15, finding 6: read-only tools after a kill ---- */
+/* ---- read-only tools after a deferred writer's kill (the idle view) ---- */
 
 static tide_store *open_reader(dstate *d)
 {
@@ -805,7 +805,7 @@ static void a_log_with_pre_images_or_a_holder_still_refuses_and_says_what_to_run
     th_snapshot_free(&sn);
 }
 
-/* ---- review of issue 15, the idle view's review: each check can fail ---- */
+/* ---- the idle view: each check can fail ---- */
 
 static void copy_into_sim(dstate *d, tide_io_sim *sim)
 {

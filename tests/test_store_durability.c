@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_durability.c: the store under failed I/O, power loss and a full
- * disk, on the simulated file system (issue 3, tests 1, 2, 3 and 5).
+ * disk, on the simulated file system.
  *
  * Every test here runs the real store on a tide_io_sim, stops the world at
  * some point, makes the state a power loss would leave, recovers it, and
@@ -17,7 +17,7 @@
  *     the keys found plus the new ones (check_store says why one verify
  *     after the new inserts sees what a verify before them would).
  *
- * The tests, by the issue's numbering:
+ * The tests:
  *
  *  1. Failure points (a_failure_at_any_call_..., a_failure_in_a_commit_the_
  *     store_started_itself_...): workloads of 0, 1, 10, 100 and 1000 inserts
@@ -117,8 +117,8 @@
 
 static uint64_t g_seed;
 static int g_long;
-/* The deferred index's budget every store of a test opens with (issue 15,
- * D): 0 for today's store; the *_deferred tests set DEFER_LAG, a tail of 64
+/* The deferred index's budget every store of a test opens with: 0 for an
+ * index that never lags; the *_deferred tests set DEFER_LAG, a tail of 64
  * slots (48 entries), so that workloads mix phase A commits with flushes
  * (by the budget and at close) and recoveries read a tail back. */
 static uint64_t g_lag;
@@ -990,7 +990,7 @@ static void a_failure_in_a_commit_the_store_started_itself_loses_no_synced_item(
     tide_io_sim_destroy(base_sim);
 }
 
-/* The same failure points with the index deferred (issue 15, D): every
+/* The same failure points with the index deferred: every
  * call of phase A (records, sync, tide.meta), of the flushes and of the
  * recovery that reads the tail back. */
 static void a_failure_at_any_call_on_a_fresh_deferred_store_loses_no_synced_item(void **state)
@@ -1547,7 +1547,7 @@ static void every_crash_state_at_every_sync_of_three_commits_recovers_all_or_not
     exhaustive_over(exhaustive_for, 3, "exhaustive crashes");
 }
 
-/* Issue 15 (D): the same with the index deferred. */
+/* The same with the index deferred. */
 static void every_crash_state_at_every_sync_of_deferred_commits_recovers_all_or_nothing(void **state)
 {
     (void)state;

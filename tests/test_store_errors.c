@@ -853,7 +853,7 @@ static void a_second_read_write_open_is_TIDE_EBUSY_while_the_first_is_open(void 
     EXPECT_RC(rc, TIDE_EBUSY, "second read-write open while the first is open");
 
     /* A read-only handle while a writer has the store reads through the
-     * writer's tide.live (issue 15: its seqlock keeps a commit's buckets
+     * writer's tide.live (its seqlock keeps a commit's buckets
      * from being read half-written; test_store_readers tests it across
      * processes): it sees what the writer synced, and a read-only handle
      * with no writer takes a shared lock that refuses a writer in turn

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_store_flush.c: a commit in ranges (src/store/commit.c; review of
- * issue 15, findings 1 and 7): a flush of the deferred index (and an
+ * test_store_flush.c: a commit in ranges (src/store/commit.c): a flush
+ * of the deferred index (and an
  * ordinary commit) that changes more buckets than one range holds logs
  * and rebuilds them range by range, with buffers bounded by
  * TI_COMMIT_RANGE_BYTES, not by the key file.
@@ -462,9 +462,9 @@ static void count_note(int id, int64_t bytes)
 
 /* An ordinary commit of `n` items on the large store: its log writes (one
  * a range) must be as few as real record sizes allow: every range but the
- * last holds at least TI_COMMIT_RANGE_BYTES less one whole record (review
- * of issue 15, finding 4: ranges sized for full buckets held half that at
- * load factor 0.5, and paid twice the syncs). */
+ * last holds at least TI_COMMIT_RANGE_BYTES less one whole record (ranges
+ * sized for full buckets would hold half that at load factor 0.5, and pay
+ * twice the syncs). */
 static void expect_ranges_filled(tide_io_sim *sim, tide_store *s, uint64_t from, uint64_t n)
 {
     tide_io_sim_file_stats a, b;

@@ -13,8 +13,8 @@
  * commit's ordering and recovery, not power loss (the simulated file system
  * tests that).
  *
- * The second test runs the same writer with the deferred index (issue 15,
- * D: a tail of 16 KiB, 768 entries, so commits alternate between phase A
+ * The second test runs the same writer with the deferred index (a tail
+ * of 16 KiB, 768 entries, so commits alternate between phase A
  * and flushes and a kill lands in either) and reopens without a lag, so
  * the reopen reads the tail back from nudb.dat and indexes it.
  *

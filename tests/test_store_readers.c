@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_readers.c: a read-only handle in another process reads a
- * store while its writer commits (issue 15: src/store/live.c, reader.c).
+ * store while its writer commits (src/store/live.c, reader.c).
  *
  *   1. A reader process fetches every acknowledged key in a loop while the
  *      writer (this process) commits batches that split buckets: wrong
@@ -294,7 +294,7 @@ static void a_reader_process_sees_no_wrong_value_and_no_false_miss_while_buckets
     reader_against_writer(0);
 }
 
-/* Issue 15: the same against the deferred index. A 64 KiB tail holds 3072
+/* The same against the deferred index. A 64 KiB tail holds 3072
  * entries, so its flushes come every eight batches or so. */
 static void a_reader_process_sees_no_false_miss_under_the_deferred_index(void **state)
 {

@@ -1608,7 +1608,7 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
     scratch_rmrf(base);
 }
 
-/* ---- progress: one measure over the whole run (issue 14) ---- */
+/* ---- progress: one measure over the whole run ---- */
 
 typedef struct rekey_calls {
     uint64_t done[8192], total[8192];

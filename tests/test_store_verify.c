@@ -29,7 +29,7 @@
  * one held by a writer (TIDE_EBUSY) and of one a reader has open.
  *
  * The progress callbacks of tide_store_verify_ex and tide_store_visit_ex
- * (issue 14) are checked on a store of several MiB and over 1024 buckets:
+ * are checked on a store of several MiB and over 1024 buckets:
  * each step's calls are together, of one total, done never decreasing and
  * moving at most a step's worth, the last at the total; a verify that fails
  * in its data step does not report that step complete.
@@ -807,7 +807,7 @@ static void verify_catches_entries_out_of_hash_order(void **state)
     }
 }
 
-/* ---- progress (issue 14): tide_store_verify_ex's and tide_store_visit_ex's ---- */
+/* ---- progress: tide_store_verify_ex's and tide_store_visit_ex's ---- */
 
 typedef struct prog_call {
     unsigned step;              /* 0 for visit */

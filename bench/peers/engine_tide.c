@@ -9,7 +9,7 @@
  * first); finish is tide_store_sync; get is tide_store_fetch, whose value
  * is a malloc'd copy that the reader frees at its next get.
  *
- * tide-defer is the same store with the deferred index (issue 15):
+ * tide-defer is the same store with the deferred index:
  * index_lag_bytes from --index-lag (64 MiB by default), so commits append
  * and sync records and the key file is written by flushes of the tail;
  * its load ends with tide_store_flush, the indexing it owes.

@@ -31,7 +31,7 @@ typedef struct peer_cfg {
     size_t value_size;
     uint64_t batch;          /* items per commit, for the engines that batch */
     uint64_t burst;          /* Tide's burst_bytes */
-    uint64_t index_lag;      /* tide-defer's index_lag_bytes (issue 15) */
+    uint64_t index_lag;      /* tide-defer's index_lag_bytes */
     int sync;                /* rocksdb: sync the WAL on each batch */
 } peer_cfg;
 

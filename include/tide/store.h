@@ -100,8 +100,8 @@ typedef struct tide_store_opts {
                                     NuDB writer's: it cannot tell, so it
                                     leaves it alone). While a Tide writer in
                                     any process has the store open it reads
-                                    through the writer's tide.live (issue
-                                    15: docs/DURABILITY.md, "Readers in
+                                    through the writer's tide.live
+                                    (docs/DURABILITY.md, "Readers in
                                     other processes"): every fetch sees the
                                     files as one commit left them, and
                                     TIDE_EBUSY comes only from a writer
@@ -134,7 +134,7 @@ typedef struct tide_store_opts {
                                     asan/tsan, OPT=-O0) check always. Cost:
                                     store.c's tide_store_check, per commit. */
     struct tide_io *io;          /* NULL (default): the POSIX file system */
-    /* Churn totals (issue 13). NULL (default), or a function called after
+    /* Churn totals. NULL (default), or a function called after
      * each allocation the store makes for an insert pool (an arena chunk,
      * a table: with pool_account_id) and for a commit (each buffer: with
      * commit_account_id), with the bytes asked for. It runs on the thread
@@ -145,7 +145,7 @@ typedef struct tide_store_opts {
     void   (*note_alloc)(int id, int64_t bytes);
     int      pool_account_id;
     int      commit_account_id;
-    /* The deferred index (issue 15; docs/DURABILITY.md). 0 (default):
+    /* The deferred index (docs/DURABILITY.md). 0 (default):
      * every commit indexes its batch, and the files are NuDB's after every
      * commit. N > 0: a commit appends its records to nudb.dat, syncs it and
      * raises the committed mark in tide.meta (synced): then the batch is
@@ -354,7 +354,7 @@ typedef struct tide_store_info {
                                     handle takes no insert or sync again
                                     (reopen to recover); its tail, if any,
                                     stays readable until close */
-    int      idle_log;           /* tide_store_inspect, issue 15: that log is
+    int      idle_log;           /* tide_store_inspect: that log is
                                     a stopped deferred writer's idle log (no
                                     pre-image) and no process holds the
                                     files: read-only opens read the store
@@ -522,7 +522,7 @@ typedef struct tide_store_holder {
 int tide_store_holders(const char *dir, struct tide_io *io, tide_store_holder *out, size_t cap,
                        size_t *count);
 
-/* ---- a writer in another process (issue 15) ---- */
+/* ---- a writer in another process ---- */
 
 /* What tide.live says: the page a Tide writer shares with readers in
  * other processes (docs/DURABILITY.md: "Readers in other processes"). */
@@ -713,7 +713,7 @@ typedef struct tide_verify_report {
     double   waste;                  /* waste_bytes / nudb.dat size */
     double   avg_fetch_reads;        /* bucket reads per fetch of a present key */
     uint64_t dat_file_bytes, key_file_bytes;
-    /* Issue 15: a store a deferred writer left with its idle log (killed
+    /* A store a deferred writer left with its idle log (killed
      * with the index lag on): the committed records past W, found through
      * an in-memory tail and not yet in nudb.key. Checked as records (whole,
      * below C); the figures above are the indexed part's. They are indexed
@@ -772,8 +772,8 @@ void tide_verify_opts_init(tide_verify_opts *o);
 int tide_store_verify_ex(const char *dir, const tide_verify_opts *o, tide_verify_report *r);
 
 /*
- * Check a store while its Tide writer runs in another process (issue 15;
- * src/store/verify_live.c says what is and is not checked): every bucket
+ * Check a store while its Tide writer runs in another process
+ * (src/store/verify_live.c says what is and is not checked): every bucket
  * read whole under the writer's seqlock (count, order, bounds, every
  * entry in the bucket its hash names, the spill chain), and every data
  * record of nudb.dat below what tide.live says is complete found by a

@@ -581,7 +581,7 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report)
     if (report) *report = r;
 }
 
-/* ---- limits at run time (issue 13: the memory governor) --------------------- */
+/* ---- limits at run time (the memory governor) ------------------------------- */
 
 int tide_cache_set_limits(tide_cache *c, size_t budget_bytes, size_t hard_limit_bytes)
 {

@@ -245,7 +245,7 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report);
 
 /*
  * Change the byte budget and the hard limit at run time (the memory
- * governor shrinks them under pressure and gives them back: issue 13).
+ * governor shrinks them under pressure and gives them back).
  * Same rules as the options: 0 means none, and hard_limit_bytes must be >=
  * budget_bytes when both are set (TIDE_EINVAL otherwise, nothing changed).
  * A lower hard limit is enforced at once: the oldest entries are let go
@@ -253,8 +253,8 @@ void tide_cache_sweep(tide_cache *c, tide_cache_sweep_report *report);
  * it, and counted as evictions; a lower budget waits for the next sweep.
  * The slot array never shrinks, so a nonzero hard limit below what the
  * cache takes empty now (its struct and slot array) is raised to that,
- * and the budget lowered to the hard limit when above it (added in issue
- * 13: a governor dividing a small limit by 8 must not break invariant 6;
+ * and the budget lowered to the hard limit when above it (so that a
+ * governor dividing a small limit by 8 cannot break invariant 6;
  * tide_cache_stats shows the limits in force). Returns 0 or TIDE_EINVAL.
  * Cost: one lock; O(entries let go); frees after unlocking; allocates
  * nothing.
@@ -289,7 +289,7 @@ typedef struct tide_cache_stats {
     size_t   bytes;
     size_t   slots;         /* hash-table slots */
     uint64_t effective_age_us;  /* what a sweep would use now */
-    size_t   budget_bytes, hard_limit_bytes; /* in force (0: none); added in issue 13,
+    size_t   budget_bytes, hard_limit_bytes; /* in force (0: none);
                                tide_cache_set_limits changes them */
 } tide_cache_stats;
 

@@ -53,8 +53,8 @@ typedef struct ti_core_table {
 
 /* The head of each cache struct (its first member, so a ti_core * is the
  * cache's address). Guarded by `mu`, except `t.key_size` and `t.seed`,
- * which are fixed at create. (`hard_limit` was fixed too until issue 13's
- * governor came to change it at run time, under `mu`.) */
+ * which are fixed at create. (`hard_limit` is not: the memory governor
+ * changes it at run time, under `mu`.) */
 typedef struct ti_core {
     pthread_mutex_t mu;
     ti_core_table t;
@@ -101,7 +101,7 @@ static inline size_t ti_core_base_cost(const ti_core *k, size_t fixed)
     return ti_core_chunk(fixed) + ti_core_table_cost(k->t.nslots);
 }
 
-/* Churn totals (issue 13): one allocation of `bytes` made for the cache,
+/* Churn totals: one allocation of `bytes` made for the cache,
  * noted in consumer account_id's totals (nothing when -1). Any thread, no
  * lock needed; two relaxed atomic adds. */
 static inline void ti_core_note_alloc(const ti_core *k, size_t bytes)

@@ -263,7 +263,7 @@ out:
     return rc;
 }
 
-/* Issue 13: the memory governor lowers the hard limit under pressure. */
+/* The memory governor lowers the hard limit under pressure. */
 int tide_keycache_set_hard_limit(tide_keycache *k, size_t hard_limit_bytes)
 {
     ti_core_entry *victims = NULL;

@@ -106,7 +106,7 @@ void tide_keycache_sweep(tide_keycache *k, tide_keycache_sweep_report *report);
  * evictions). A nonzero limit below the empty key cache plus one key is
  * raised to that (insert needs room for one key; tide_keycache_stats shows
  * the limit in force). Returns 0. Cost: one lock; O(keys removed); frees
- * after unlocking. (Issue 13: the memory governor.) */
+ * after unlocking. (The memory governor lowers it under pressure.) */
 int tide_keycache_set_hard_limit(tide_keycache *k, size_t hard_limit_bytes);
 
 typedef struct tide_keycache_stats {
@@ -123,7 +123,7 @@ typedef struct tide_keycache_stats {
     size_t   bytes;
     size_t   slots;
     uint64_t effective_age_us;
-    size_t   hard_limit_bytes;  /* in force (0: none); added in issue 13 */
+    size_t   hard_limit_bytes;  /* in force (0: none) */
 } tide_keycache_stats;
 
 /* A consistent snapshot. Cost: one lock, O(1). */

@@ -252,7 +252,7 @@ void cli_progress_restart(cli_progress *p, uint64_t now_us);
 void cli_progress_format(const cli_progress *p, const char *what, uint64_t done, uint64_t total,
                          const char *unit, uint64_t now_us, char *out, size_t cap);
 
-/* ---- a directory with generations (issue 12; cli_store.c) ---- */
+/* ---- a directory with generations (cli_store.c) ---- */
 
 struct tide_gen_manifest;
 

@@ -4,8 +4,8 @@
  * the key's size against the store's (put, get), the refusal while another
  * process has the files open (put, recover, rekey), the probe of the
  * store's lock (get, recover), and the size format of their output; and
- * for a node's directory with generations (issue 12: generations, rotate,
- * verify, get, info) the manifest probe, the second look that tells a
+ * for a node's directory with generations (the commands generations,
+ * rotate, verify, get, info) the manifest probe, the second look that tells a
  * generation a rotation dropped under a reader from a damaged one, the
  * generation paths and the ISO-8601 time of the manifest's last rotation;
  * and the JSON writer of their --json.

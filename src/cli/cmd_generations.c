@@ -2,7 +2,7 @@
 /*
  * cmd_generations.c: `tide generations DIR`, a node's generations on disk.
  *
- * With online delete on (issue 12) a node's directory holds a manifest,
+ * With online delete on a node's directory holds a manifest,
  * tide.generations, naming complete stores in gen-NNNNNNNNNNNN/ newest
  * first (gen/gens.h has the layout). This lists what tide_gens_inspect
  * reads: the manifest's figures (keep, rotations, the last rotation's time

@@ -5,11 +5,11 @@
  * Opens the store read-only (a shared lock) and fetches. It never recovers:
  * when nudb.log holds an unfinished commit (a crash's, or a live NuDB
  * writer's, which no lock reveals) it says so and exits 1 having written
- * nothing. A Tide writer elsewhere is read through its tide.live (issue
- * 15: the library's read-only open does it). The value goes out
+ * nothing. A Tide writer elsewhere is read through its tide.live (the
+ * library's read-only open does it). The value goes out
  * with write(2), byte for byte, nothing added.
  *
- * A node's directory with generations (issue 12: tide.generations naming
+ * A node's directory with generations (tide.generations naming
  * gen-* stores) is read as the node reads it, newest first: each named
  * generation is opened read-only in turn, fetched from and closed, and the
  * first that holds the key answers (-v names it on stderr). Nothing is
@@ -70,7 +70,7 @@ static const char help_get[] =
 "      seen a moment before the writer has synced it; a failed sync or a\n"
 "      crash in that moment takes it back.\n"
 "    - A rekey or a recovery publishes no tide.live (nor does a Tide\n"
-"      from before issue 15, nor a writer that could not open tide.live:\n"
+"      from before tide.live, nor a writer that could not open tide.live:\n"
 "      another user's file; its log says so); while one of them has the\n"
 "      store open, get is refused at once with 'store is busy' and the\n"
 "      reason. The writer's liveness is read from /proc: a get in another\n"

@@ -15,7 +15,7 @@
  *   2. The JSON object's members are always the same, in the same order,
  *      whatever the store: scripts read them by name.
  *
- * A node's directory with generations (issue 12: tide.generations naming
+ * A node's directory with generations (tide.generations naming
  * gen-* stores) gets one header per generation, newest first, from
  * tide_gens_inspect (the same), after a line on the manifest; with
  * --json an object whose "generations" array holds each generation's
@@ -119,7 +119,7 @@ static json_t *json_hex64(uint64_t v)
     return json_string(buf);
 }
 
-/* Issue 15: what tide.live says, or null when there is none. */
+/* What tide.live says, or null when there is none. */
 static json_t *live_object(const tide_store_live *lv)
 {
     json_t *o;
@@ -162,7 +162,7 @@ static json_t *info_object(const char *path, const tide_store_info *in)
     int running = tide_store_live_info(path, NULL, &lv) == 0 && lv.writer_running;
     /* A running Tide writer's log is its commit in progress, not a crash's. */
     json_object_set_new(o, "needs_recovery", json_boolean(in->needs_recovery && !running));
-    /* Issue 15: a stopped deferred writer's idle log: reads work; the
+    /* A stopped deferred writer's idle log: reads work; the
      * records of [dat_indexed, dat_committed) wait to be indexed. */
     json_object_set_new(o, "idle_log", json_boolean(in->idle_log && !running));
     /* W and C of the idle log only: otherwise inspect has nothing but the
@@ -244,7 +244,7 @@ static void info_text(const char *path, const tide_store_info *in)
     else if (running && in->needs_recovery)
         printf("recovery      not needed: nudb.log is the running writer's commit in progress\n");
     else if (in->idle_log && in->dat_committed > in->dat_indexed)
-        /* Review of issue 15, finding 6: tided killed with the lag on. */
+        /* A deferred writer's idle log: tided killed with the lag on. */
         printf("recovery      PENDING, reads work: a deferred writer left %llu bytes of committed "
                "records in nudb.dat (from offset %llu to %llu) that nudb.key does not index yet; "
                "get, visit and verify read them as they are; 'tide recover %s' or the writer's "

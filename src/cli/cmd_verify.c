@@ -9,7 +9,7 @@
  * unsound verdict that still has figures (spill records of another block
  * size only) both. With --json the verdict is one object either way.
  *
- * A node's directory with generations (issue 12: a tide.generations
+ * A node's directory with generations (a tide.generations
  * manifest naming gen-* stores) is verified whole: the manifest (read,
  * decoded, its invariants checked, no plain store's files beside it), then
  * every generation it names with the same tide_store_verify, one summary
@@ -207,7 +207,7 @@ static const struct option options[] = {
     { NULL, 0, NULL, 0 },
 };
 
-/* --live (issue 15): tide_store_verify_live for every store this run checks. */
+/* --live: tide_store_verify_live for every store this run checks. */
 static int verify_live;
 
 typedef struct verify_flags {
@@ -327,7 +327,7 @@ static void verify_text(const char *path, const tide_verify_report *r, int forei
            cli_human(r->value_bytes, b1, sizeof b1));
     printf("data records     %llu\n", (unsigned long long)r->data_records);
     if (r->tail_records)
-        /* Review of issue 15, finding 6: a stopped deferred writer's tail. */
+        /* A stopped deferred writer's tail, read through its idle log. */
         printf("not indexed      %llu records (%llu bytes of nudb.dat past the indexed part), "
                "committed and not yet in nudb.key (a deferred writer stopped: killed?): readers "
                "find them; 'tide recover %s' or the writer's next start indexes them\n",

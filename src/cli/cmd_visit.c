@@ -211,13 +211,13 @@ static int run(int argc, char **argv)
     if (rc) return cli_fail("visit", rc);
     tide_store_live lv;
     if (tide_store_live_info(a.path, NULL, &lv) == 0 && lv.writer_running)
-        /* Issue 15: the walk stops where the running writer's records end. */
+        /* The walk stops where the running writer's records end. */
         fprintf(stderr, "tide visit: %s: a Tide writer (pid %d) runs: walking the %llu bytes of "
                 "nudb.dat it has committed\n", a.path, lv.writer_pid,
                 (unsigned long long)(lv.dat_committed > lv.dat_indexed ? lv.dat_committed
                                                                        : lv.dat_indexed));
     else if (in.idle_log)
-        /* Review of issue 15, finding 6: the walk stops at C (visit.c). */
+        /* A stopped deferred writer's idle log: the walk stops at C (visit.c). */
         fprintf(stderr, "tide visit: %s: a deferred writer stopped without closing the store "
                 "(killed?): walking the %llu bytes of nudb.dat it committed, of which those from "
                 "offset %llu are not yet indexed ('tide recover %s' or its next start indexes "

@@ -4,8 +4,8 @@
  * and from its /v1/status what its disk is.
  *
  * Layout: a small parser of the text format (one sample at a time, labels
- * read on demand), the analysis that fills a tide_doctor_report, issue
- * 13's families (the limit, the overload level, peaks, PSI, the cgroup's
+ * read on demand), the analysis that fills a tide_doctor_report, the
+ * memory limit's families (the limit, the overload level, peaks, PSI, the cgroup's
  * events, churn), the rules and their table, the disk side (the status's
  * "online_delete" object and the disk families of the page, with the
  * findings they lead to), then the two renderings, words and JSON.
@@ -41,7 +41,7 @@
  *      the median and p95 duration estimated from the histogram's buckets
  *      (as Prometheus' histogram_quantile does), faults per trim.
  *   5. The consumers left unbounded and the setting that bounds each.
- *   6. The disk (online delete, issue 12): its bytes now and per
+ *   6. The disk (online delete): its bytes now and per
  *      generation, the last rotation's age, and as findings with advice:
  *      online delete off (the store grows without bound), rotation attempts
  *      that failed or were abandoned, an advisory_delete allowance under
@@ -376,7 +376,7 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
     return 0;
 }
 
-/* ---- issue 13's families ------------------------------------------------------ */
+/* ---- the memory limit's families ---------------------------------------------- */
 
 /* Over the samples of `name` whose labels k1=v1 and k2=v2 (a NULL key
  * matches all): their sum (max 0) or their largest (max 1); NAN when none. */
@@ -602,7 +602,7 @@ static void rule_overload(tide_doctor_report *r, const tide_doctor_report *earli
     if (rq < 0 && rw < 0 && ch < 0 && body < 0) {
         unknown(r, name, "the page has no tide_overload_rejected_requests_total, "
                 "tide_overload_rejected_writes_total, tide_overload_level_changes_total or "
-                "tide_http_requests_refused_total (a node from before issue 13)");
+                "tide_http_requests_refused_total (a node from before memory_limit)");
         return;
     }
     if (s > 0) {
@@ -650,7 +650,7 @@ static void rule_pressure(tide_doctor_report *r, const tide_doctor_report *earli
 
     if (r->pressure_some10 < 0 && r->pressure_some60 < 0) {
         unknown(r, name, "the page has no tide_memory_pressure_ratio (a kernel without PSI, or a node "
-                "from before issue 13)");
+                "from before memory_limit)");
         return;
     }
     tide_doctor_severity sev = r->pressure_some60 >= TIDE_DOCTOR_PRESSURE_BAD ? TIDE_DOCTOR_BAD
@@ -685,7 +685,7 @@ static void rule_cgroup_events(tide_doctor_report *r, const tide_doctor_report *
 
     if (oom < 0 && kill < 0 && max < 0) {
         unknown(r, name, "the page has no tide_cgroup_memory_events_total (not in a memory cgroup, or a "
-                "node from before issue 13)");
+                "node from before memory_limit)");
         return;
     }
     if (s > 0) {
@@ -750,7 +750,7 @@ static const char *allocator_advice(const tide_doctor_report *r)
  * figure of the key file's page-cache residency, which can be the whole
  * file whoever read it. */
 /* What process_rss computes when the page says RssFile, in the findings'
- * words (review of issue 15: they said "of RSS" for this). */
+ * words: not "of RSS", since it leaves the file-backed pages out. */
 #define ANON_RSS "anonymous RSS (RSS less file-backed)"
 /* The rules table's: a rule's base depends on the page it judges. */
 #define ANON_RSS_RULE "anonymous RSS (RSS less file-backed; the whole RSS when the page has no " \
@@ -887,7 +887,7 @@ static void rule_peak(tide_doctor_report *r, const tide_doctor_report *earlier)
 
     if (r->peak_start < 0 || now <= 0) {
         unknown(r, name, "the page has no tide_memory_peak_bytes{since=\"start\"} (a node from before "
-                "issue 13)");
+                "memory_limit)");
         return;
     }
     double ratio = r->peak_start / now, of_limit = r->limit > 0 ? r->peak_start / r->limit : -1;
@@ -1596,7 +1596,7 @@ static json_t *figure_json(const tide_doctor_figure *g)
     return g->integer ? json_integer((json_int_t)g->value) : json_real(g->value);
 }
 
-/* "verdict", "findings", "unknown", "passed", and the issue 13 figures. */
+/* "verdict", "findings", "unknown", "passed", and the memory limit's figures. */
 static void rules_json(const tide_doctor_report *r, json_t *o)
 {
     json_t *v = json_object(), *fs = json_array(), *us = json_array(), *ps = json_array(), *m = json_object();

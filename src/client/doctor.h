@@ -32,7 +32,7 @@ typedef struct tide_doctor_consumer {
 } tide_doctor_consumer;
 
 /*
- * The rules (issue 13): each reads named figures of the page, compares
+ * The rules: each reads named figures of the page, compares
  * them with the thresholds below and, when one is crossed, makes a finding
  * of severity WARN or BAD with the figures and the advice that fixes it.
  * A rule whose figures the page lacks (an older node, no cgroup, no PSI)
@@ -112,7 +112,7 @@ typedef struct tide_doctor_unbounded {
 #define TIDE_DOCTOR_GENS     64   /* generations listed (TIDE_GEN_MAX) */
 #define TIDE_DOCTOR_FINDINGS 8
 
-/* The disk side (online delete, issue 12). Every figure is < 0 when neither
+/* The disk side (online delete). Every figure is < 0 when neither
  * text gives it: a node from before online delete has none of them. */
 typedef struct tide_doctor_disk {
     int    analyzed;          /* tide_doctor_analyze_status ran on this report */
@@ -173,12 +173,12 @@ typedef struct tide_doctor_report {
     size_t nunbounded;
     tide_doctor_unbounded unbounded[TIDE_DOCTOR_MAX];
     tide_doctor_disk disk;                    /* read by analyze (metrics) and analyze_status */
-    /* Issue 13's families; each < 0 when the page lacks it (an older node,
+    /* The memory limit's families; each < 0 when the page lacks it (an older node,
      * no cgroup, no PSI). limit 0: the node runs without one. */
     double limit, counted, level, level_changes;
     double rejected_requests, rejected_writes;   /* summed over their labels */
     double queue_refused;                        /* of rejected_requests, reason="store_queue"
-                                                    (issue 15: not the memory's) */
+                                                    (a full store queue, not the memory) */
     double body_refused, body_budget;            /* tide_http_requests_refused_total{reason="body_budget"},
                                                     tide_http_body_budget_bytes */
     double peak_start, peak_sweep;

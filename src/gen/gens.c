@@ -154,7 +154,7 @@ static void add_counters(tide_store_info *o, const tide_store_info *i)
     o->syncs += i->syncs;
     o->pool_bytes += i->pool_bytes;
     o->commit_buffer_bytes += i->commit_buffer_bytes;
-    o->tail_items += i->tail_items;          /* the deferred index (issue 15) */
+    o->tail_items += i->tail_items;          /* the deferred index */
     o->tail_bytes += i->tail_bytes;
     o->index_flushes += i->index_flushes;
     for (unsigned b = 0; b <= TIDE_STORE_HIST_BUCKETS; b++)

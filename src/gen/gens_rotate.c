@@ -15,7 +15,7 @@
  *                indexed (tide_store_set_deferring(N, 0)): N takes no insert
  *                after the switch, so only the newest ever holds a tail and
  *                the tails of all open generations stay within the one
- *                index_lag_bytes (review of issue 15, finding 5). Inserts
+ *                index_lag_bytes. Inserts
  *                until the switch still reach N and are indexed commit by
  *                commit; N+1 takes none yet: the sum never passes one
  *                budget. Undone (N defers again) if the rotation fails

@@ -2,7 +2,7 @@
 /*
  * manifest.h: the generations manifest, `tide.generations`.
  *
- * With online delete on (issue 12), a node's data directory holds an
+ * With online delete on, a node's data directory holds an
  * ordered list of complete NuDB stores, one directory each ("generations"),
  * and this small text file naming them, newest first, with the rotation
  * state. manifest.c's essay states the invariants; docs/FORMAT.md

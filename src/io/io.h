@@ -104,7 +104,7 @@ struct tide_io {
      * another user's process, unless root). */
     int  (*holders)(tide_io *io, const char *const *paths, unsigned n,
                     tide_io_holder *out, size_t cap, size_t *count);
-    /* Issue 15 (readers in other processes): map the file's first `len`
+    /* For readers in other processes: map the file's first `len`
      * bytes MAP_SHARED, read-write when `writable` (the file opened
      * TIDE_IO_WRITE, at least `len` bytes long), read-only otherwise, into
      * *out; the map outlives the tide_file. Only tide.live (src/store/

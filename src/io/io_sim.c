@@ -71,11 +71,6 @@
  *      the sim alone then) and the validation of fail_at's arguments; the
  *      tide_io counters are also updated with relaxed atomics so readers
  *      outside the sim need no lock.
- * (Before issue 12, 2 had no directories: they were always durable.
- * Before issue 11, 2 did not say that retired effects are skipped, 3 said
- * only that gc frees what nothing reaches, which a sync_dir out of memory
- * broke by skipping its gc, 5 gave no state to check and 6 said
- * "everything".)
  *
  * Checking costs O(inodes + pending ops + (names + pending effects)^2) a
  * call, names and effects being a handful in a test. Comparing bytes (the

@@ -126,8 +126,8 @@ typedef struct tide_lab_rotation {
 } tide_lab_rotation;
 
 /* What the client threads counted on one node, and what its GET /v1/status
- * said of its memory limit at the end of the load (issue 13,
- * docs/MEMORY-LIMIT.md). A PUT answered 503 with the error "overloaded" is
+ * said of its memory limit at the end of the load
+ * (docs/MEMORY-LIMIT.md). A PUT answered 503 with the error "overloaded" is
  * shed; any other answer but 201 and 409 is a PUT error. */
 typedef struct tide_lab_requests {
     uint64_t puts, puts_existing, puts_shed, put_errors;
@@ -195,8 +195,8 @@ typedef struct tide_lab_rotfig {
     double   deleted_median, objects_median; /* per dropping rotation */
 } tide_lab_rotfig;
 
-/* The memory-limit figures of one series (issue 13; NAN: nothing to
- * measure). The GET rate is the GETs answered 200 per second of load; its
+/* The memory-limit figures of one series (NAN: nothing to measure).
+ * The GET rate is the GETs answered 200 per second of load; its
  * ratio is against the baseline series of the same repetition. */
 typedef struct tide_lab_limfig {
     double limit;               /* bytes; NAN: no limit */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * limit.c: the lab's side of the process memory limit (issue 13,
- * docs/MEMORY-LIMIT.md): what a node told --memory-limit did under the
+ * limit.c: the lab's side of the process memory limit
+ * (docs/MEMORY-LIMIT.md): what a node told --memory-limit did under the
  * lab's load, beside a node told nothing, and the limits CSV.
  *
  * A node at its memory limit's high level answers new PUTs 503

@@ -89,7 +89,7 @@ int tide_lab_variant_parse(tide_lab_variant *v, const char *name, const char *sp
  * rotations, and writes the disk and rotation files. Pure. */
 int tide_lab_variant_rotates(const tide_lab_variant *v, const char *node_args);
 
-/* The memory limit a node of v is told (issue 13): --memory-limit in its
+/* The memory limit a node of v is told: --memory-limit in its
  * flags or in `node_args` (may be NULL), or TIDE_MEMORY_LIMIT in its
  * environment, the flag winning as in tided; 0 when none is given or the
  * size does not parse (tided then refuses it and the run fails). What a
@@ -188,7 +188,7 @@ typedef struct tide_lab_vsum {
     tide_lab_rotfig  *rot;          /* [repeat], NULL when the variant does not rotate */
     double *reduction;              /* [repeat] against the baseline, NAN without one */
     tide_lab_limfig  *lim;          /* [repeat], NULL when no variant of the run has a
-                                       memory limit (issue 13) */
+                                       memory limit */
     double  plateau_median, reduction_median;
     double  peak_per_limit_median, shed_pct_median, get_rate_ratio_median, level_changes_median;
     size_t  samples, trims;

@@ -116,7 +116,7 @@ int ti_lab_poll_rotations(ti_lab_rep *r, ti_lab_node *n);
 
 /* GET /v1/status of n: its memory_limit object's limit, level changes and
  * refusals into n->series->req (status_read set). 0, or -1 when the node
- * has no such object (a tided before issue 13): nothing is set. */
+ * has no such object (a tided from before memory_limit): nothing is set. */
 int ti_lab_poll_status(ti_lab_rep *r, ti_lab_node *n);
 
 #endif

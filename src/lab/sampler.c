@@ -16,7 +16,7 @@
  * once (by seq, lab.c's series invariant 4), so overlapping polls lose
  * nothing and count nothing twice. A node with online delete is asked for
  * its rotations (GET /v1/rotations) the same way. Once the load has ended,
- * GET /v1/status gives each node's memory limit (issue 13): the limit in
+ * GET /v1/status gives each node's memory limit: the limit in
  * force, the level changes and the writes refused.
  *
  * Disk: each sample also walks the node's data directory and adds up the

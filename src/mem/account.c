@@ -3,7 +3,7 @@
  * account.c: the per-consumer byte counters.
  *
  * A fixed array of slots, each one a cache line: the counter, the churn
- * totals (allocations and the bytes they asked for, issue 13) and the name.
+ * totals (allocations and the bytes they asked for) and the name.
  * The first five are named at compile time; registration fills the next
  * free slot under a mutex and then publishes it by storing the new count
  * with release order, so a reader that loads the count with acquire order

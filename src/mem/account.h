@@ -33,7 +33,7 @@ enum {
     TIDE_MEM_STORE_COMMIT      = 3,   /* "store_commit": commit buffers */
     TIDE_MEM_HTTP              = 4,   /* "http": connections and buffers */
     TIDE_MEM_STORE_TAIL_INDEX  = 5,   /* "store_tail_index": the deferred
-                                         index's tail (issue 15) */
+                                         index's tail */
     TIDE_MEM_ACCOUNT_BUILTIN   = 6,   /* the number of built-in consumers */
     TIDE_MEM_ACCOUNT_MAX       = 16   /* consumers in all, built-in included */
 };
@@ -66,7 +66,7 @@ void tide_mem_account_sub(int id, int64_t bytes);
 void tide_mem_account_set(int id, int64_t bytes);
 
 /*
- * Churn at the source (issue 13): besides the bytes held, each consumer
+ * Churn at the source: besides the bytes held, each consumer
  * counts the allocations it makes and the bytes they asked for, as
  * monotonic totals (tide_memory_allocations_total{consumer} and
  * tide_memory_allocated_bytes_total{consumer}), so rate() shows which

@@ -324,7 +324,7 @@ int tide_mem_alloc_held_free(const tide_mem_alloc_stats *st, uint64_t *out);
  */
 int tide_mem_alloc_release(int family, size_t pad, int *result);
 
-/* ---- the heap report (GET /v1/admin/heap; issue 13) -------------------- */
+/* ---- the heap report (GET /v1/admin/heap) ------------------------------ */
 
 /* What tide_mem_alloc_heap_report produced. */
 enum {

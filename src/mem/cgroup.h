@@ -2,7 +2,7 @@
 /*
  * cgroup.h: the memory limit of the cgroup this process runs in.
  *
- * The first brick of a process-wide memory limit (issue 13): when the
+ * A part of the process-wide memory limit: when the
  * operator sets none, Tide takes the container's. This module only finds
  * the figure and says where it came from; it decides nothing.
  *

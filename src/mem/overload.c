@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * overload.c: the graded levels of a process memory limit, with hysteresis
- * (issue 13; the contract is overload.h).
+ * (the contract is overload.h).
  *
  * A pure state machine. init turns the operator's percentages into byte
  * marks once; update compares one reading with them and moves the level.

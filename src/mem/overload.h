@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * overload.h: the graded levels of a process memory limit, with hysteresis
- * (issue 13).
+ * overload.h: the graded levels of a process memory limit, with hysteresis.
  *
  * A pure state machine: it is given the bytes that count against the limit
  * (and whether the kernel reports memory pressure) and answers the level.

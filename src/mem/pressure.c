@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pressure.c: pressure stall information, and the usage and events of a
- * cgroup's memory controller (issue 13; the contract is pressure.h).
+ * cgroup's memory controller (the contract is pressure.h).
  *
  * Every figure comes from a small kernel file read whole onto the stack
  * (ti_cgroup_read_small, shared with cgroup.c) and parsed in place. Three

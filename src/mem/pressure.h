@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pressure.h: what the kernel says about memory beyond the process's own
- * RSS (issue 13): pressure stall information (PSI), and the usage and
+ * RSS: pressure stall information (PSI), and the usage and
  * event counters of the cgroup whose limit applies.
  *
  * PSI: /proc/pressure/memory (the whole machine) and a v2 cgroup's
@@ -14,9 +14,8 @@
  * pollable (POLLPRI) where the kernel permits it. Kernels 6.5 and later
  * refuse (EINVAL) a window that is not a multiple of 2 s from a process
  * without CAP_SYS_RESOURCE: "some 100000 1000000" is refused on this
- * machine (6.18) and "some 200000 2000000" granted (issue 13 review; an
- * earlier version of this comment said every trigger was refused, which was
- * the 1 s window's refusal). The governor uses a 2 s window.
+ * machine (6.18) and "some 200000 2000000" granted. The governor uses a
+ * 2 s window.
  *
  * The cgroup: usage is memory.current (v2) or memory.usage_in_bytes (v1),
  * both counting page cache, which the kernel reclaims before it kills

@@ -69,7 +69,7 @@
  * whose path may be anywhere but a flag. describe() prints the token as
  * "set" or "unset", never its text.
  *
- * The memory limit (issue 13) is read here like any setting; where it
+ * The memory limit is read here like any setting; where it
  * comes from when unset (the cgroup) and the budgets it gives live in
  * config_mem.c, whose values carry the source TIDE_SRC_DERIVED ("cgroup v2
  * /sys/fs/cgroup/x", "memory_limit 20%"), printed alone by describe.
@@ -369,7 +369,7 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "bytes of request bodies tided holds for requests not yet answered, counted in the "
                 "http consumer (a PUT's twice: its body and the store job's copy); at least max_object_size. A request whose head declares more than is "
                 "left is answered 503 with Retry-After: 1 before its body is read." },
-    /* Issue 15: the event loops never wait for the disk. A PUT and a GET
+    /* The event loops never wait for the disk. A PUT and a GET
      * that misses the node cache run on these threads; the queue in front
      * of them is bounded so a slow disk sheds load instead of memory. */
     [TIDE_CFG_STORE_WORKERS]   = { "store_workers", "store-workers", "TIDE_STORE_WORKERS", "node",
@@ -464,7 +464,7 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "the rotation's health gate also waits while the process's anonymous RSS is over SIZE (a rotation "
                 "opens a store and copies forward; it waits for memory to come down, as for a commit "
                 "backlog). 0: no RSS gate." },
-    /* The memory limit (issue 13; docs/MEMORY-LIMIT.md; config_mem.c does
+    /* The memory limit (docs/MEMORY-LIMIT.md; config_mem.c does
      * the cgroup and the split). 32 MiB is the least tided starts in
      * (TIDE_CONFIG_MEMORY_LIMIT_MIN); the levels and the hysteresis follow
      * tide_mem_overload_init's rules (mem/overload.h): 1 <= soft < high <
@@ -503,7 +503,7 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
         .help = "the kernel's memory pressure (PSI 'some' avg10 of the cgroup's memory.pressure or "
                 "/proc/pressure/memory) at or above this percent holds the node at the soft level "
                 "even under its mark. 0: pressure is ignored." },
-    /* The tokens from files (issue 14; config_systemd.c reads them): a
+    /* The tokens from files (config_systemd.c reads them): a
      * path in argv or a config file shows no secret, so these may be set
      * anywhere but a flag (a token's own settings stay env only). */
     [TIDE_CFG_METRICS_TOKEN_FILE] = { "metrics_token_file", NULL, "TIDE_METRICS_TOKEN_FILE", "http",
@@ -523,7 +523,7 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "leading '-' (-FILE, as systemd writes an optional file) makes a missing FILE no "
                 "token instead of an error: tided.service's pre-start check of its credentials' "
                 "sources uses it." },
-    /* The deferred index (issue 15): 64 MiB holds 3 Mi entries, a flush
+    /* The deferred index: 64 MiB holds 3 Mi entries, a flush
      * per ~700 MiB of 200-byte values; with a limit, an eighth of it. */
     [TIDE_CFG_STORE_INDEX_LAG] = { "store_index_lag", "store-index-lag", "TIDE_STORE_INDEX_LAG", "node",
                                    NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,

@@ -41,8 +41,8 @@
 enum { TIDE_NODE_TINY, TIDE_NODE_SMALL, TIDE_NODE_MEDIUM, TIDE_NODE_LARGE, TIDE_NODE_HUGE,
        TIDE_NODE_SIZE_COUNT };
 
-/* Where a value came from, lowest rank first. TIDE_SRC_DERIVED (issue 13,
- * added to the contract): a value computed from another source, the
+/* Where a value came from, lowest rank first. TIDE_SRC_DERIVED: a value
+ * computed from another source, the
  * cgroup's memory limit (tide_config_apply_cgroup; where "cgroup v1
  * /sys/fs/cgroup/memory/x") or a share of memory_limit (finish; where
  * "memory_limit 20%"). It ranks above the preset it replaces and below
@@ -64,20 +64,20 @@ enum {
     TIDE_CFG_HTTP_THREADS, TIDE_CFG_MAX_OBJECT_SIZE, TIDE_CFG_ADMIN_TOKEN, TIDE_CFG_METRICS_SMAPS, TIDE_CFG_TRIM_POLICY, TIDE_CFG_TRIM_PAD,
     TIDE_CFG_HTTP_MAX_CONNECTIONS, TIDE_CFG_HTTP_MAX_PER_CLIENT, TIDE_CFG_HTTP_IDLE_TIMEOUT,
     TIDE_CFG_HTTP_REQUEST_TIMEOUT, TIDE_CFG_HTTP_BODY_BUDGET,
-    /* tided's store workers (issue 15): [node] keys */
+    /* tided's store workers: [node] keys */
     TIDE_CFG_STORE_WORKERS, TIDE_CFG_STORE_QUEUE,
-    /* online delete (issue 12): [node_db] keys, rippled's names where they
+    /* online delete: [node_db] keys, rippled's names where they
      * mean the same */
     TIDE_CFG_ONLINE_DELETE, TIDE_CFG_GENERATIONS, TIDE_CFG_ADVISORY_DELETE, TIDE_CFG_ROTATE_BYTES,
     TIDE_CFG_ROTATE_INTERVAL, TIDE_CFG_DELETE_BATCH, TIDE_CFG_BACK_OFF_MS, TIDE_CFG_DELETE_CHUNK,
     TIDE_CFG_RECOVERY_WAIT, TIDE_CFG_ROTATION_WAIT_MAX, TIDE_CFG_TRIM_AFTER_ROTATION,
     TIDE_CFG_ROTATION_MAX_RSS,
-    /* the memory limit (issue 13; docs/MEMORY-LIMIT.md): [node] keys */
+    /* the memory limit (docs/MEMORY-LIMIT.md): [node] keys */
     TIDE_CFG_MEMORY_LIMIT, TIDE_CFG_MEMORY_LEVELS, TIDE_CFG_MEMORY_HYSTERESIS,
     TIDE_CFG_MEMORY_POLL_MS, TIDE_CFG_MEMORY_PRESSURE,
-    /* the tokens from files (issue 14; config_systemd.c): [http] keys */
+    /* the tokens from files (config_systemd.c): [http] keys */
     TIDE_CFG_METRICS_TOKEN_FILE, TIDE_CFG_ADMIN_TOKEN_FILE,
-    /* the deferred index (issue 15; docs/DURABILITY.md): a [node] key */
+    /* the deferred index (docs/DURABILITY.md): a [node] key */
     TIDE_CFG_STORE_INDEX_LAG,
     /* how long a request may take to arrive (conn.c): [node] keys */
     TIDE_CFG_HTTP_HEADER_TIMEOUT, TIDE_CFG_HTTP_BODY_MIN_RATE, TIDE_CFG_HTTP_BODY_GRACE,
@@ -187,7 +187,7 @@ typedef struct tide_config {
     int      trim_after_rotation;/* 1 (default) or 0 */
     uint64_t rotation_max_rss;   /* the health gate holds a rotation while RSS is over it;
                                     0 (default): no RSS gate */
-    /* The memory limit (issue 13; docs/MEMORY-LIMIT.md). memory_limit is
+    /* The memory limit (docs/MEMORY-LIMIT.md). memory_limit is
      * the operator's (flag, env, file) or, left unset, the cgroup's
      * (tide_config_apply_cgroup; its source's where then reads "cgroup v1
      * /sys/fs/cgroup/memory/x"); an operator's value above the cgroup's is
@@ -224,7 +224,7 @@ typedef struct tide_config {
     int      cgroup_version;
     char     cgroup_path[1024];  /* the limited directory (its usage counts too) */
     uint64_t ram_bytes;          /* total RAM seen by tide_config_defaults */
-    /* The token files (issue 14): metrics_token_file, admin_token_file;
+    /* The token files: metrics_token_file, admin_token_file;
      * "" unset. Read by tide_config_load_tokens. */
     char     metrics_token_file[4096];
     char     admin_token_file[4096];
@@ -350,7 +350,7 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv);
 int tide_config_apply_cgroup(tide_config *c, const char *root);
 
 /*
- * systemd's StateDirectory= (issue 14): when data_dir was set by no
+ * systemd's StateDirectory=: when data_dir was set by no
  * operator's source (file, env, flag) and `state_directory` (the caller's
  * $STATE_DIRECTORY, NULL when unset) is not empty, data_dir becomes its
  * first path (systemd joins several with ':'), source "STATE_DIRECTORY"
@@ -361,7 +361,7 @@ int tide_config_apply_cgroup(tide_config *c, const char *root);
 int tide_config_apply_state_dir(tide_config *c, const char *state_directory);
 
 /*
- * The tokens from files (issue 14; config_systemd.c): for each of the
+ * The tokens from files (config_systemd.c): for each of the
  * metrics and the admin token not set by its own variable
  * (TIDE_METRICS_TOKEN, TIDE_ADMIN_TOKEN), read metrics_token_file /
  * admin_token_file when set, else `credentials_directory`/metrics_token /
@@ -394,7 +394,7 @@ int tide_config_load_tokens(tide_config *c, const char *credentials_directory);
  * TIDE_METRICS_PUBLIC=1 makes a set TIDE_METRICS_TOKEN moot for /metrics.
  * http_body_budget left unset becomes max(64 MiB, 4 x max_object_size); set
  * below max_object_size it is TIDE_EINVAL naming both and their sources.
- * With a memory_limit (issue 13): below TIDE_CONFIG_MEMORY_LIMIT_MIN is
+ * With a memory_limit: below TIDE_CONFIG_MEMORY_LIMIT_MIN is
  * TIDE_EINVAL; the budgets the operator did not set are derived from it
  * (the split above, replacing the preset's and the default's); explicit
  * and derived budgets that may hold more than its high mark in all are
@@ -466,8 +466,8 @@ size_t tide_config_describe_one(const tide_config *c, int id, char *buf, size_t 
  * parentheses: "flag --memory-limit", "env TIDE_MEMORY_LIMIT", "file
  * tide.cfg:3", "preset medium", "default" or "default RULE", and a derived
  * value's where alone ("cgroup v1 /sys/fs/cgroup/memory/x", "memory_limit
- * 20%"). Into `out` (cap bytes, NUL-terminated, cut when short). (Issue 13,
- * added: /v1/status' memory_limit "source" and the startup log print it.)
+ * 20%"). Into `out` (cap bytes, NUL-terminated, cut when short).
+ * /v1/status' memory_limit "source" and the startup log print it.
  * Allocates nothing. */
 void tide_config_source_text(const tide_config *c, int id, char *out, size_t cap);
 
@@ -479,10 +479,10 @@ typedef void (*tide_config_unbounded_fn)(void *arg, const char *consumer, const 
 /* Call `fn` for each unbounded consumer, in a fixed order: node_cache
  * (cache_budget 0), key_cache (key_cache_size 0 and no key_cache_hard_limit:
  * with a memory_limit the key cache gets 5% of it in bytes, so it is
- * bounded; issue 13, refined), malloc_arenas (arena_max
+ * bounded), malloc_arenas (arena_max
  * unset, and only when `alloc_family` is TIDE_MEM_ALLOC_GLIBC: arena_max
  * bounds nothing under another allocator), process (memory_limit 0: no
- * flag and no cgroup limit; issue 13; `how` then reads "set --memory-limit /
+ * flag and no cgroup limit; `how` then reads "set --memory-limit /
  * TIDE_MEMORY_LIMIT / [node] memory_limit, or run tided in a cgroup with a
  * memory limit"). store_insert_pool never is:
  * insert_burst is at least 64 KiB. Callers pass tide_mem_alloc_family(). Returns the

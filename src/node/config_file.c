@@ -23,7 +23,7 @@
  *     [node]
  *     cache_budget=1GiB    every setting by its name (except the env-only ones)
  *     [http]
- *     metrics_token_file=/etc/tide/metrics.token    the token files (issue 14)
+ *     metrics_token_file=/etc/tide/metrics.token    the token files
  *     [server]             any other section: one info line, then skipped
  *
  * The file is read whole before a line is parsed: opened without blocking

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * config_mem.c: the memory limit's settings (issue 13; docs/MEMORY-LIMIT.md):
+ * config_mem.c: the memory limit's settings (docs/MEMORY-LIMIT.md):
  * where the limit comes from, and the budgets it gives.
  *
  * The limit is the operator's memory_limit (flag, env, file) or, left
@@ -20,16 +20,16 @@
  *     key_cache_hard_limit  L x  5 / 100   (bytes; no setting of its own)
  *     insert_burst          L x  4 / 100, at most 64 MiB (two pools: 8%)
  *     http_body_budget      L x 10 / 100, at least max_object_size
- *     store_index_lag       L / 8 (the deferred index's tail, issue 15:
- *                           one budget for all generations, src/gen)
+ *     store_index_lag       L / 8 (the deferred index's tail: one budget
+ *                           for all generations, src/gen)
  *
  * Together they may hold at most 75.5% of L; the rest is for what no budget
  * counts: the store's key blocks and spill buffers, the threads' stacks,
  * h2o's connections, the allocator's metadata and fragmentation. What a
  * budget may hold at most is 2 x cache_budget (the node cache's hard
  * limit), 2 x insert_burst (pending and committing pools), the
- * http_body_budget, the store_index_lag (the tail's table; review of issue
- * 15: it was derived but left out of this sum) and the key cache's hard
+ * http_body_budget, the store_index_lag (the tail's table, derived or
+ * set) and the key cache's hard
  * limit. All of them together
  * (explicit and derived) may hold at most the HIGH mark of L, or finish
  * refuses them naming each explicit one with its source (a derived
@@ -347,8 +347,8 @@ static void advice(const tide_config *c, uint64_t excess, int in_force, uint64_t
         append(out, cap, "%slower %s to at most %s", out[0] ? ", or " : "",
                raised ? "max_object_size" : tide_config_name(r->id), v);
     }
-    /* The derived store_index_lag counts in the sum too (review of issue
-     * 15): name it, though the operator did not choose it. */
+    /* The derived store_index_lag counts in the sum too: name it, though
+     * the operator did not choose it. */
     uint64_t lag = c->store_index_lag;
     int lag_derived = !in_force && !chosen(c, TIDE_CFG_STORE_INDEX_LAG) && lag > 0;
     int lag_alone = lag_derived && lag > excess && lag - excess >= 1024;
@@ -415,7 +415,7 @@ static int check_budgets(const tide_config *c)
                             "%s", all_text, lim, ls, c->memory_pct[TIDE_OVERLOAD_HIGH], mark, mine_list, rest, fix);
     }
     if (mine > 0 && all > soft) {
-        /* Issue 13's lab: --memory-limit 64MiB --cache-budget 24MiB (98% of the
+        /* In a lab run, --memory-limit 64MiB --cache-budget 24MiB (98% of the
          * limit in the budgets) went 10.5% past the limit between two readings,
          * the cache refilling to its hard limit after each restore. Under the
          * high mark, so not an error; but past the soft mark the caches alone

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config_systemd.c: the settings systemd hands tided, and the tokens read
- * from files (issue 14).
+ * from files.
  *
  * Under a unit with StateDirectory=tide, systemd creates /var/lib/tide for
  * the service's user and passes it as $STATE_DIRECTORY (several paths

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * governor.c: the node's memory governor (issue 13; docs/MEMORY-LIMIT.md):
+ * governor.c: the node's memory governor (docs/MEMORY-LIMIT.md):
  * it reads what the process costs, moves the overload level
  * (mem/overload.h) against opts.memory_limit, and does what each level
  * asks.
@@ -87,8 +87,8 @@
 #include "util/size.h"
 
 /* The trigger's window: 2 s. Kernels >= 6.5 refuse (EINVAL) a window that
- * is not a multiple of 2 s from a process without CAP_SYS_RESOURCE (issue 13
- * review: the 1 s window was refused on every such machine). */
+ * is not a multiple of 2 s from a process without CAP_SYS_RESOURCE: a 1 s
+ * window would be refused on every such machine. */
 #define PSI_WINDOW_US 2000000u
 
 const char *tide_node_action_name(int action)
@@ -191,8 +191,8 @@ static uint64_t cgroup_counted(const tide_node_memory_reading *r)
 }
 
 /* The pressure flag after reading `r` at `now` (step 3). A firing of the
- * trigger holds it on for one trigger window after it (issue 13 review:
- * without a hold it flapped off at the next look, once per window). */
+ * trigger holds it on for one trigger window after it: without a hold it
+ * would flap off at the next look, once per window. */
 static int pressure_after(tide_node *n, const tide_node_memory_reading *r, int was, uint64_t now)
 {
     double pct = n->mem_pressure_pct, avg = r->has_psi ? r->psi.some.avg10 : 0;
@@ -508,8 +508,8 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     if (rc) goto out;
     if (limit_bytes == 0) memset(&ov, 0, sizeof ov);
     /* The level in force carries over (its hysteresis too): the next look
-     * moves it by the new marks, not from NORMAL afresh (issue 13 review: at
-     * HIGH with 87%, a configure with the same limit dropped to SOFT). */
+     * moves it by the new marks, not from NORMAL afresh (otherwise, at HIGH
+     * with 87%, a configure with the same limit would drop to SOFT). */
     else ov.level = atomic_load(&n->mem_level);
     n->mem_ov = ov;
     n->mem_reconf = 1;
@@ -524,8 +524,8 @@ int tide_node_memory_configure(tide_node *n, uint64_t limit_bytes, const unsigne
     tide_log(TIDE_LOG_INFO, "memory governor: limit %" PRIu64 " bytes, levels %u,%u,%u, hysteresis %u, "
              "pressure %u%% (configured)", limit_bytes, pct[1], pct[2], pct[3], hysteresis_pct, pressure_pct);
     /* The level from a fresh reading: on the governor's thread when it runs
-     * (issue 13 review: tided calls this on loop 0, and a look's round and
-     * release stalled every connection there), else here. */
+     * (tided calls this on loop 0, and a look's round and release there
+     * would stall every connection of that loop), else here. */
     if (n->mem_started) {
         while (write(n->mem_wake[1], "c", 1) < 0 && errno == EINTR) {}
     } else {

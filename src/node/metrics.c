@@ -189,7 +189,7 @@ static void write_consumers(tide_metrics_writer *w)
         const char *lab[2] = { "consumer", e[i].name };
         tide_metrics_sample(w, "tide_memory_consumer_bytes", lab, 1, (double)e[i].bytes);
     }
-    /* Churn at the source (issue 13): rate() of these shows which consumer
+    /* Churn at the source: rate() of these shows which consumer
      * allocates even while its bytes stay flat. */
     tide_metrics_family(w, "tide_memory_allocations_total", "counter",
                         "Allocations each long-lived consumer of memory has made.");
@@ -490,12 +490,14 @@ static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
  * not say); and the rest: allocations no consumer counts (h2o's buffers,
  * the libraries'), thread stacks and static data.
  *
- * glibc's figure counts the free chunks whose pages a trim gave back, so
- * after a trim it can exceed all of RSS; it is capped at what RssAnon
- * leaves after the counted bytes and the arenas, and the rest is then 0.
- * The rest is negative only when counted bytes are not all resident (a
- * table allocated and not yet written). One RssAnon read; the arenas and
- * the allocator are read a moment apart from it. */
+ * The allocators' figures are upper bounds: glibc's counts the free chunks
+ * whose pages a trim gave back, jemalloc's resident counts pages of its
+ * extents never written (a calloc'd table). So the allocator's part is
+ * capped at what RssAnon leaves after the counted bytes and the arenas,
+ * and the rest is then 0. The rest is negative only when counted bytes
+ * are not all resident (a table allocated and not yet written). One
+ * RssAnon read; the arenas and the allocator are read a moment apart
+ * from it. */
 static void write_anon_parts(tide_metrics_writer *w, tide_node *n, const tide_mem_alloc_stats *st)
 {
     static const char family[] = "tide_process_rss_anon_part_bytes";
@@ -513,13 +515,13 @@ static void write_anon_parts(tide_metrics_writer *w, tide_node *n, const tide_me
     if (tide_node_cache_arena_stats(n, &a)) arena_free += a.resident_bytes - a.live_bytes;
     if (tide_node_key_cache_arena_stats(n, &a)) arena_free += a.resident_bytes - a.live_bytes;
     rest = (double)ps.rss_anon - (double)counted - (double)arena_free;
-    if (has_held && st->family == TIDE_MEM_ALLOC_GLIBC && (double)held > rest) held = rest > 0 ? (uint64_t)rest : 0;
+    if (has_held && (double)held > rest) held = rest > 0 ? (uint64_t)rest : 0;
     rest -= (double)held;
     tide_metrics_family(w, family, "gauge", "Anonymous RSS (RssAnon) in parts that add up to it: counted is "
                         "what the consumers count (tide_memory_consumer_bytes); cache_arena_free what the cache "
                         "arenas hold beyond their live objects; allocator_free what the allocator keeps beyond "
-                        "its live allocations (left out when it does not say; under glibc, whose free chunks "
-                        "include those a trim gave back, at most what the other parts leave); other the rest: "
+                        "its live allocations (left out when it does not say; at most what counted and the "
+                        "arenas leave, since the allocators' own figures are upper bounds); other the rest: "
                         "allocations no consumer counts, thread stacks, static data.");
     lab[1] = "counted";
     tide_metrics_sample(w, family, lab, 1, (double)counted);
@@ -621,7 +623,7 @@ static void write_store(tide_metrics_writer *w, tide_node *n, const tide_store_i
     write_maps(w, n, &si);
     one(w, "tide_store_written_bytes_total", "counter", "Bytes commits wrote to the store's files.",
         (double)si.bytes_written);
-    /* The deferred index (issue 15). */
+    /* The deferred index. */
     one(w, "tide_store_tail_index_items", "gauge", "Entries in the deferred index's tail: committed "
         "records nudb.key does not index yet.", (double)si.tail_items);
     one(w, "tide_store_tail_index_bytes", "gauge", "Memory of the tail index's table "
@@ -694,7 +696,7 @@ static void write_rotations(tide_metrics_writer *w, tide_node *n)
         (double)gi.disk_bytes);
 }
 
-/* ---- the memory limit (issue 13; governor.c) ------------------------------------ */
+/* ---- the memory limit (governor.c) ---------------------------------------------- */
 
 /* One PSI file's averages and totals under scope=`scope`. The families are
  * open: ratio when `ratio`, the stall seconds otherwise. */

@@ -43,7 +43,7 @@
  * The handle's other jobs live beside it, on the struct of node_impl.h:
  * sweeper.c runs the sweep rounds (its essay has their order and
  * invariants), keycount.c counts the keys at open, trim_policy.c reads and
- * writes a trim policy's text, governor.c holds the memory limit (issue 13).
+ * writes a trim policy's text, governor.c holds the memory limit.
  *
  * Invariants:
  *   1. A put that returned 0 has bumped put_gen after its store insert and
@@ -211,7 +211,7 @@ static int open_gens(tide_node *n)
     if (n->opts.insert_burst) go.store.burst_bytes = n->opts.insert_burst;
     go.store.commit_interval_ms = n->opts.commit_interval_ms;
     go.store.no_map = n->opts.store_no_map;
-    go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals (issue 13) */
+    go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals */
     go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
     go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;
     go.store.index_lag_bytes = n->opts.index_lag_bytes;
@@ -435,7 +435,7 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
     uint64_t gen = 0;
     int rc;
 
-    /* Issue 13: at HIGH and above new writes are refused before they touch
+    /* At HIGH and above new writes are refused before they touch
      * anything (governor.c); what is stored stays stored. */
     rc = tide_node_put_admit(n);
     if (rc) goto out;

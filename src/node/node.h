@@ -55,12 +55,11 @@ typedef int (*tide_node_release_fn)(void *arg, tide_mem_trim_report *r);
 /* The rotator's health gate, replaced (tests): 1 when a rotation may run,
  * else 0 with the reason in why (cap bytes). Called on the rotator's
  * thread, or tide_node_rotate_check's caller; must not call the node.
- * (Issue 12, added to the contract: a deterministic way to hold the gate
- * shut, so an abandoned attempt is tested by events, not by a real commit
- * backlog.) */
+ * (It gives tests a deterministic way to hold the gate shut, so an
+ * abandoned attempt is tested by events, not by a real commit backlog.) */
 typedef int (*tide_node_health_fn)(void *arg, char *why, size_t cap);
 
-/* ---- the memory limit (issue 13; governor.c, docs/MEMORY-LIMIT.md) ---- */
+/* ---- the memory limit (governor.c, docs/MEMORY-LIMIT.md) ---- */
 
 /* One reading of the memory figures the governor compares with the limit. */
 typedef struct tide_node_memory_reading {
@@ -76,8 +75,8 @@ typedef struct tide_node_memory_reading {
                                      since the last reading */
     int      cgroup_failed;       /* opts.cgroup_path is set and its figures could
                                      not be read (has_cgroup 0): the governor keeps
-                                     the level on such a reading (issue 13 review:
-                                     it silently counted the RSS alone) and counts
+                                     the level on such a reading (rather than
+                                     silently counting the RSS alone) and counts
                                      it in cgroup_failures */
 } tide_node_memory_reading;
 
@@ -153,8 +152,8 @@ typedef struct tide_node_opts {
     size_t   insert_burst;        /* the store's burst_bytes; default 4 MiB;
                                      0: the store's default */
     unsigned commit_interval_ms;  /* default 1000 */
-    uint64_t index_lag_bytes;     /* the store's index_lag_bytes (issue 15:
-                                     the deferred index's tail budget);
+    uint64_t index_lag_bytes;     /* the store's index_lag_bytes (the
+                                     deferred index's tail budget);
                                      default 0: off */
     /* sweeper */
     uint64_t sweep_interval_ms;   /* default 10000; 0: no sweeper thread
@@ -179,11 +178,11 @@ typedef struct tide_node_opts {
                                      data file is at most this big; default
                                      4 GiB; 0: never count */
     uint64_t (*clock_us)(void *arg); /* the caches' clock, and the memory governor's (its
-                                     resweep interval and time per level; issue 13:
-                                     so tests need no wall clock); NULL: monotonic */
+                                     resweep interval and time per level, so
+                                     tests need no wall clock); NULL: monotonic */
     void    *clock_arg;
     struct tide_io *io;           /* NULL (default): POSIX */
-    /* online delete (issue 12; docs/ROTATION.md). Generations are on when
+    /* online delete (docs/ROTATION.md). Generations are on when
      * online_delete_on is 1; the triggers below say when the rotator
      * thread rotates (any one that is due). A directory that already holds
      * generations opens as generations whatever online_delete_on says
@@ -199,9 +198,7 @@ typedef struct tide_node_opts {
                                      so a restart that does not say G never shrinks the
                                      ring. A value below the manifest's is honoured (the
                                      next rotation drops down to it) and logged at WARN
-                                     with the generations it will drop. (Issue 12 review:
-                                     the default was 2, which silently dropped a keep-4
-                                     ring to 2.) */
+                                     with the generations it will drop. */
     int      advisory_delete;     /* 1: a due rotation waits for can_delete to allow it
                                      (tide_node_can_delete); default 0 */
     unsigned delete_batch;        /* keep-list keys copied forward per batch; default 100 */
@@ -222,17 +219,16 @@ typedef struct tide_node_opts {
                                      sweep's: opts.release or tide_mem_trim) */
     uint64_t rotation_max_rss;    /* the built-in gate also waits while the process RSS
                                      (/proc/self/statm) is over this; 0 (default): no RSS
-                                     gate. (Issue 12 review: the issue asks for "memory
-                                     under its limit"; there is no process limit before
-                                     issue 13's memory_limit, so this is the operator's.
-                                     The node cache needs no gate: it never exceeds its
-                                     hard limit.) */
+                                     gate. (An RSS bound of the operator's own, beside
+                                     memory_limit, which the gate heeds through the
+                                     memory level. The node cache needs no gate: it
+                                     never exceeds its hard limit.) */
     tide_node_health_fn health;   /* NULL (default): the built-in gate (the insert pools
                                      under one burst, no commit failed since the
                                      last look, RSS under rotation_max_rss when set,
                                      the memory level below HIGH); tests put a hook here */
     void    *health_arg;
-    /* The memory limit (issue 13; governor.c). The governor thread reads the
+    /* The memory limit (governor.c). The governor thread reads the
      * figures every memory_poll_ms, keeps the peaks, and with a limit set
      * moves the overload level (mem/overload.h) and acts on it: on entering
      * SOFT or above, and every TIDE_NODE_MEMORY_RESWEEP_MS while the counted
@@ -241,7 +237,7 @@ typedef struct tide_node_opts {
      * by 2 at SOFT, 4 at HIGH, 8 at CRITICAL, on a rise only when that is
      * stricter than the divisor in force; a fall to a level above NORMAL
      * keeps the stricter divisor (99% -> 84% -> 91% stays /8: the caches'
-     * limits never grow on a rise, issue 13 review); restored at NORMAL
+     * limits never grow on a rise); restored at NORMAL
      * only) and one measured release (unless trim is 0 or trim_policy is
      * never). At HIGH and above tide_node_put
      * is refused with TIDE_EOVERLOAD; the server reads the level itself
@@ -280,8 +276,8 @@ typedef struct tide_node_opts {
  * bytes stay at or above SOFT's mark, at first. Each resweep that frees
  * less than TIDE_NODE_MEMORY_RESWEEP_MIN_FREED and whose release does not
  * lower the RSS doubles the interval, up to TIDE_NODE_MEMORY_RESWEEP_MAX_MS
- * (issue 13 review: a node held at 82% by what it stores ran a round and a
- * malloc_trim every second forever); a level change, or the counted bytes
+ * (without the back-off a node held at 82% by what it stores would run a
+ * round and a malloc_trim every second forever); a level change, or the counted bytes
  * rising more than the hysteresis above where the back-off began, resets
  * it. The resweep's release, like the rise's, is skipped with opts.trim 0
  * and with trim_policy "never" (the operator asked for no release calls). */
@@ -539,7 +535,7 @@ int tide_node_keep_keys(tide_node *n, const void *keys, size_t count,
  * count the keys were copied at. Pass the count of the first piece to
  * tide_node_rotate_expect: it rotates only when no rotation came since.
  * Returns as tide_node_keep_keys. Blocks the rotator's rotations for its
- * length (a batch pause is back_off_ms). (Added in issue 12's review.)
+ * length (a batch pause is back_off_ms).
  */
 int tide_node_keep_at(tide_node *n, const void *keys, size_t count, tide_node_rotation_report *r,
                       uint64_t *rotations);
@@ -552,8 +548,7 @@ int tide_node_keep_at(tide_node *n, const void *keys, size_t count, tide_node_ro
  * rotated or recorded; *present the count now: keys kept at `expect` are
  * then in the second-newest generation or gone, so send them again at the
  * count now and retry); the rotation's error; TIDE_EINVAL without
- * generations. (Added in issue 12's review: the optimistic half of a
- * keep-list in pieces.)
+ * generations. (The optimistic half of a keep-list in pieces.)
  */
 int tide_node_rotate_expect(tide_node *n, uint64_t expect, const char *trigger, tide_node_rotation_report *r,
                             uint64_t *present);
@@ -578,9 +573,8 @@ int tide_node_rotate(tide_node *n, const char *trigger, tide_node_rotation_repor
  * rotation then drops). POST /v1/admin/rotate calls this; r is filled
  * whole (may be NULL). A keep-list error rotates nothing and is recorded
  * as a failed attempt. Returns 0, the keep-list's or the rotation's error,
- * TIDE_EINVAL without generations (nothing recorded). (Added to the
- * contract in issue 12: keep_keys then tide_node_rotate leave that window
- * open.)
+ * TIDE_EINVAL without generations (nothing recorded). (tide_node_keep_keys
+ * then tide_node_rotate would leave that window open.)
  */
 int tide_node_rotate_keep(tide_node *n, const void *keys, size_t count, const char *trigger,
                           tide_node_rotation_report *r);
@@ -594,7 +588,6 @@ int tide_node_rotate_keep(tide_node *n, const void *keys, size_t count, const ch
  * gate was shut, an abandoned attempt's recovery wait is still running,
  * or the node is closing. The rotator thread calls it every
  * rotate_check_ms; with rotate_check_ms 0 tests call it themselves.
- * (Added to the contract in issue 12.)
  */
 int tide_node_rotate_check(tide_node *n, tide_node_rotation_report *r);
 
@@ -616,7 +609,7 @@ int tide_node_can_delete(tide_node *n, const char *value, uint64_t *now);
  * next delete step (the report's delete_steps short; the next open removes
  * the rest), and every later rotation is TIDE_ECLOSED. Reads and writes go
  * on. Cannot be undone; tide_node_close does it first itself. tided calls
- * it before it waits for its rotate worker. (Added in issue 12's review.)
+ * it before it waits for its rotate worker.
  */
 void tide_node_interrupt(tide_node *n);
 

@@ -16,7 +16,7 @@
  *   3. health gate: no commit backlog (the insert pools, pending plus
  *      committing, under one burst), no commit failed since the last look, and, when
  *      rotation_max_rss is set, the process's anonymous RSS under it (or opts.health,
- *      a test hook), and the memory level (issue 13's governor) below
+ *      a test hook), and the memory level (the memory governor's) below
  *      HIGH; while unhealthy the attempt waits recovery_wait_s and
  *      looks again, and after rotation_wait_max_s in all it is abandoned:
  *      logged at WARN once with the figures, counted, recorded with
@@ -435,7 +435,7 @@ static int healthy(tide_node *n, char *why, size_t cap)
                  tide_size_format(si.pool_bytes, a, sizeof a), tide_size_format(si.burst_bytes, b, sizeof b));
         return 0;
     }
-    /* Issue 13: at HIGH the node sheds writes to get under its limit; a
+    /* At HIGH the node sheds writes to get under its limit; a
      * rotation's keep-list copies and new generation's buffers would add
      * to what it is shedding. The drop itself would free disk, not memory. */
     if (tide_node_overload_level(n) >= TIDE_OVERLOAD_HIGH) {

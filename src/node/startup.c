@@ -28,7 +28,7 @@
  * generation's mean record size when it has objects. With it off the
  * unbounded warnings include the disk.
  *
- * The memory limit (issue 13) gets two lines after the settings: where the
+ * The memory limit gets two lines after the settings: where the
  * limit came from, what counts against it (the larger of RSS and the
  * cgroup's usage less page cache, when a cgroup limit was found; RSS
  * alone otherwise), the marks in bytes and percent; then the budgets

@@ -16,7 +16,7 @@
  * from the end so that a slow trim on a big heap cannot make rounds pile up
  * back to back. At a round's start the memory governor's sweep peak
  * starts again (governor.c); the governor's own rounds (ti_node_round with
- * force_release) make their release whatever the policy says (issue 13).
+ * force_release) make their release whatever the policy says.
  *
  * Invariants:
  *   1. Rounds never overlap (round_lock), and each makes at most one release

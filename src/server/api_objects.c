@@ -7,7 +7,7 @@
  * store's key size, and the URL's key is length-checked before a byte of
  * it is decoded.
  *
- * The store off the loop (issue 15). A PUT is checked here (key, size,
+ * The store off the loop. A PUT is checked here (key, size,
  * query, the memory level) and then becomes a store job (work.c) with
  * its own copy of the body: the store pool's worker calls tide_node_put
  * (memory, a read of the key file to refuse a duplicate, and a wait when
@@ -30,7 +30,7 @@
  * the object's reference until h2o is done with its bytes (a store job's
  * reference is handed to the guard when the job comes back).
  *
- * The memory limit (issue 13). While the node's level is HIGH or above a
+ * The memory limit. While the node's level is HIGH or above a
  * PUT is 503 overloaded with Retry-After: 1, whether the handler saw the
  * level first or the node refused it (TIDE_EOVERLOAD); GET and HEAD are
  * never refused by the level. Most PUTs at HIGH never get here: conn.c's

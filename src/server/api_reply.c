@@ -237,7 +237,7 @@ void tided_send_store_error(h2o_req_t *req, int rc, const char *detail, const ch
     case TIDE_ETOOBIG:
         tided_send_error(req, 413, "too_large", "%s: %s: %s", what, tide_strerror(rc), detail);
         break;
-    case TIDE_EOVERLOAD:    /* the memory level (issue 13): the client retries */
+    case TIDE_EOVERLOAD:    /* the memory level: the client retries */
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
         tided_send_error(req, 503, "overloaded", "%s: %s", what, detail);
         break;

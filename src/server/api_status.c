@@ -237,7 +237,7 @@ static json_t *http_json(tided_server *srv)
     return j;
 }
 
-/* ---- the memory limit (issue 13) ---- */
+/* ---- the memory limit ---- */
 
 static json_t *psi_json(const tide_mem_psi *p)
 {

@@ -50,7 +50,7 @@
  *     Retry-After before its body is read. A request is always admitted
  *     when nothing else is, so one request of max_object_size always
  *     fits.
- *   - The memory level (issue 13; node.h's governor): while the node's
+ *   - The memory level (node.h's governor): while the node's
  *     level is HIGH or above, a head that declares a body (Content-Length
  *     above 0, or Transfer-Encoding) is answered 503 overloaded with
  *     Retry-After before its body is read, unless its method is GET or

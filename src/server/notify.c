@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * notify.c: what tided tells systemd (sd_notify, libsystemd), issue 14.
+ * notify.c: what tided tells systemd (sd_notify, libsystemd).
  *
  * Under a Type=notify unit systemd passes $NOTIFY_SOCKET, a unix datagram
  * socket; tided sends it, in order:

@@ -8,8 +8,8 @@
  * its own cache lines), written only by that loop's thread with plain
  * relaxed loads and stores: no lock prefix, no cache line shared with
  * another loop, so a request costs a few stores to memory the loop already
- * owns (issue 15: a shared `lock add` per request is what stops a server
- * scaling with its threads). A scrape (the metrics worker) reads every
+ * owns (a shared `lock add` per request is what stops a server scaling
+ * with its threads). A scrape (the metrics worker) reads every
  * loop's figures with relaxed loads and sums them.
  *
  * Where requests are counted. Every request an h2o request exists for is

@@ -120,7 +120,7 @@ struct tided_job {
     int          put_rc;             /* sync: 0 (stored) or TIDE_EEXIST; put:
                                         tide_node_put's return */
     size_t       len;                /* sync, put: the value's bytes */
-    /* get, put (issue 15): the key (key_size bytes after key_hex in the
+    /* get, put: the key (key_size bytes after key_hex in the
      * job's allocation), a put's copy of the body (malloc'd by the loop:
      * h2o may free the request's while the job is at a worker; the worker
      * frees it after the put) and a get's reference to what it found
@@ -318,7 +318,7 @@ struct tided_server {
     unsigned       nloops;
     tided_loop    *loops;
     tided_worker   sync_worker, sweep_worker, metrics_worker, rotate_worker, heap_worker;
-    tided_worker   store_pool;       /* PUTs and GET misses (issue 15) */
+    tided_worker   store_pool;       /* PUTs and GET misses */
                                      /* heap: GET /v1/admin/heap (not started by
                                         fuzz_http, like rotate) */
     int            signal_fd;
@@ -342,7 +342,7 @@ struct tided_server {
     atomic_ullong  body_admitted;    /* conn.c: bytes declared by admitted heads */
     atomic_ullong  body_in_handlers; /* api.c: bodies of requests in handlers */
     atomic_ullong  body_unparsed;    /* conn.c: bytes of heads not complete yet */
-    /* The memory limit (issue 13): every overload 503 tided sent, by reason
+    /* The memory limit: every overload 503 tided sent, by reason
      * (a PUT refused in its handler or by the node; a body refused by the
      * scan before it was read), and how many loops have paused their
      * listener (conn.c, at CRITICAL). */
@@ -507,7 +507,7 @@ struct json_t;
 struct json_t *tided_conn_json(tided_server *srv);
 struct tide_metrics_writer;
 void tided_conn_families(tided_server *srv, struct tide_metrics_writer *w);
-/* The detail of an overload 503 (issue 13) into buf: the node's level, the
+/* The detail of an overload 503 into buf: the node's level, the
  * bytes counted and which figure counts, memory_limit, and the mark to fall
  * below for writes to resume (HIGH's leave mark). Returns the level. Any
  * thread; one lock of the node's governor. */

@@ -34,7 +34,7 @@
  * There are five workers, one per kind, so a slow trim or rotation never
  * delays a durable PUT or a scrape.
  *
- * The store pool (issue 15). Every PUT, and every GET or HEAD the node
+ * The store pool. Every PUT, and every GET or HEAD the node
  * cache cannot answer (tide_node_get_cached), is a job of the store pool:
  * store_workers threads sharing one queue, so a loop never waits for a
  * key-file read, a data-file read or an insert pool that is full behind a

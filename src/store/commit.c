@@ -42,7 +42,7 @@
  *      offsets (test_store_flush: a flush of tiny ranges).
  *   5. Sync nudb.dat, then nudb.key. Truncate nudb.log to 0 and sync it.
  *
- * With the deferred index (issue 15, defer.c) the same commit is the
+ * With the deferred index (defer.c) the same commit is the
  * flush: the tail's entries (records already in nudb.dat below C) are
  * indexed with the batch's, the log header's dat_file_size is W (the end of
  * the indexed records, not the file's end, so that any rollback keeps the
@@ -94,7 +94,7 @@
  *      mem_off is synced in nudb.log.
  *
  * Every buffer a commit allocates (or grows) goes to the store's
- * note_alloc with the bytes asked for (note(): churn totals, issue 13).
+ * note_alloc with the bytes asked for (note(): churn totals).
  *
  * Never: overwrite a bucket before its pre-image is synced; rewrite a
  *   spill record (they are immutable; a split leaves the old chain as waste);
@@ -302,7 +302,7 @@ static int wbuf_slot(wbuf *w, uint64_t off, size_t n, uint8_t **out)
     return 0;
 }
 
-/* Churn totals (issue 13): one commit buffer of `bytes`, for the store's
+/* Churn totals: one commit buffer of `bytes`, for the store's
  * note_alloc (tide_store_opts). */
 static void note(const tide_store *s, size_t bytes)
 {
@@ -311,7 +311,7 @@ static void note(const tide_store *s, size_t bytes)
 }
 
 /* The commit's buffers changed by `delta` bytes: commit_buffer_bytes is
- * what is allocated now (review of issue 15, finding 7). */
+ * what is allocated now. */
 static void account(commit *c, int64_t delta)
 {
     TIDE_ASSERT(delta >= 0 || (size_t)-delta <= c->live);
@@ -352,8 +352,8 @@ static int grow(commit *c, void **arr, size_t *cap, size_t need, size_t elem)
 }
 
 /* tide_big_sort, its scratch (n * size bytes from 64 KiB on: bigbuf.c)
- * noted and accounted while it lives: every sort a commit makes (review
- * of issue 15, finding 5). The comparators by bucket read sort_table. */
+ * noted and accounted while it lives: every sort a commit makes. The
+ * comparators by bucket read sort_table. */
 static int counted_sort(commit *c, void *base, size_t n, size_t size,
                         int (*cmp)(const void *, const void *))
 {
@@ -418,7 +418,7 @@ static int plan(commit *c)
     cursor cur = { 0, 0 };
     int rc = 0;
 
-    /* Issue 15 (D): a flush indexes the tail's entries with the batch's. */
+    /* The deferred index: a flush indexes the tail's entries with the batch's. */
     c->tail0 = s->tail.count;
     n = c->n = c->tail0 + c->batch->count;
     credit = s->split_credit + n * 65536;
@@ -460,7 +460,7 @@ static int plan(commit *c)
 
 /* One range's pre-images into c->range, from *cur on: as many changed
  * buckets as fit, whole, each record taking its real size (8 + the used
- * bytes of its count: review of issue 15, finding 4), read from nudb.key
+ * bytes of its count, not a whole block), read from nudb.key
  * in runs of adjacent blocks; a bucket of a run that does not fit is read
  * again by the next range. The first range's records follow room for the
  * log header. Sets the records held (invariant 5) once they are all read. */
@@ -519,7 +519,7 @@ static int log_preimages(commit *c)
             /* dat_file_size is W, not the data file's end: while the index
              * lags, a rollback (NuDB's or Tide's) must cut nudb.dat back no
              * further than the indexed records, and Tide's recovery keeps
-             * [W, C) (issue 15, D). Without a tail W is dat0. */
+             * [W, C) (the deferred index's tail). Without a tail W is dat0. */
             ti_commit_log_header(s, &lh, (c->B0 + 1) * s->block_size, s->dat_indexed);
             ti_fmt_encode_log_header(c->range, &lh);
         }
@@ -755,7 +755,7 @@ static int write_buckets(commit *c)
     return wbuf_flush(&c->key);
 }
 
-/* Issue 15 (D): the batch and the tail are in both files, synced: the key
+/* The deferred index: the batch and the tail are in both files, synced: the key
  * file indexes everything below the data file's end (W = C = its end), and
  * the tail's entries, found there now, leave the tail. Its table is freed
  * after key_lock, so fetches never wait for an unmap. */
@@ -775,7 +775,7 @@ static void commit_indexed(commit *c)
     }
     __atomic_store_n(&s->dat_indexed, s->dat_size, __ATOMIC_RELEASE);
     __atomic_store_n(&s->dat_committed, s->dat_size, __ATOMIC_RELEASE);
-    ti_live_publish(s);       /* issue 15 (R): readers elsewhere see W = C */
+    ti_live_publish(s);       /* tide.live: readers elsewhere see W = C */
     pthread_rwlock_unlock(&s->key_lock);
     ti_tail_free_table(old, old_slots);
 }
@@ -785,7 +785,7 @@ static void commit_indexed(commit *c)
  * lie unindexed past W: the commit's log began with a header equal to the
  * idle log's (the key file's size then, and W), so cutting the log to its
  * header gives the idle log back, and a crash that loses the cut leaves
- * pre-images equal to the buckets rollback wrote (issue 15, D). */
+ * pre-images equal to the buckets rollback wrote. */
 static int undo_log(tide_store *s)
 {
     int keep = s->opts.index_lag_bytes || s->tail.count;
@@ -872,7 +872,7 @@ int ti_commit_clean_log(tide_store *s)
 {
     int rc = s->io->truncate(s->log, 0);
     if (rc == 0) rc = synced(s, s->log);
-    /* Issue 15 (D): everything below the data file's end is indexed now,
+    /* The deferred index: everything below the data file's end is indexed now,
      * so the moment of an empty log between these syncs is safe. */
     if (rc == 0 && s->opts.index_lag_bytes) rc = ti_defer_write_idle_log(s);
     return rc;
@@ -912,7 +912,7 @@ static void undo(commit *c, int rc, int locked, ti_commit_end *end)
 
     snprintf(msg, sizeof msg, "%s", tide_last_error());
     if (!locked) pthread_rwlock_wrlock(&s->key_lock);
-    ti_live_rollback(s);    /* issue 15 (R): odd (already, if the write phase failed), GEN bumped */
+    ti_live_rollback(s);    /* tide.live: odd (already, if the write phase failed), GEN bumped */
     s->buckets = c->B0;
     __atomic_store_n(&s->dat_size, c->dat0, __ATOMIC_RELEASE);
     __atomic_store_n(&s->dat_indexed, c->W0, __ATOMIC_RELEASE);
@@ -921,7 +921,7 @@ static void undo(commit *c, int rc, int locked, ti_commit_end *end)
     /* A failed rollback leaves seq odd: readers report the store as
      * needing recovery (the handle is broken; live.c). */
     if (rb == 0) ti_live_end(s);
-    else ti_live_broken(s);  /* issue 15 (R): readers say "restart the writer" at once */
+    else ti_live_broken(s);  /* tide.live: readers say "restart the writer" at once */
     if (rb) {
         *end = TI_COMMIT_BROKEN;
         tide_log(TIDE_LOG_ERROR, "%s: rolling back a failed commit failed too (%s); the store "
@@ -988,7 +988,7 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
      * records follow them, so the buffer carries on. */
     pthread_rwlock_wrlock(&s->key_lock);
     locked = 1;
-    ti_live_begin(s);           /* issue 15 (R): readers elsewhere wait (live.c) */
+    ti_live_begin(s);           /* tide.live: readers elsewhere wait (live.c) */
     if ((rc = write_buckets(&c)) != 0) goto out;
     s->buckets = c.B1;
     __atomic_store_n(&s->dat_size, c.dat.base + c.dat.len, __ATOMIC_RELEASE);
@@ -996,7 +996,7 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
      * W = C = the data file's end, which the page publishes (a reader's
      * bound on the spill records it may follow). A rollback puts back the
      * W and C before the commit; commit_indexed sets them again once both
-     * files are synced (issue 15, R and D). */
+     * files are synced. */
     __atomic_store_n(&s->dat_indexed, s->dat_size, __ATOMIC_RELEASE);
     __atomic_store_n(&s->dat_committed, s->dat_size, __ATOMIC_RELEASE);
     ti_live_end(s);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * defer.c: the deferred index (issue 15): the key file lags behind the
+ * defer.c: the deferred index: the key file lags behind the
  * data file, so that each bucket is written once for many items.
  *
  * nudb.dat is a redo log of every record already; the key file is only its
@@ -107,7 +107,7 @@ int ti_defer_open_meta(tide_store *s)
     /* A slot for the files as they are now, before the first idle log: a
      * slot left from before NuDB recovered the store (it cut nudb.dat to
      * W and removed the log) would otherwise match a later idle log's W and
-     * claim records that are gone (review of issue 15). */
+     * claim records that are gone. */
     m = (ti_meta){ s->meta_seq, s->kh.uid, s->dat_indexed, s->dat_committed,
                    (s->buckets + 1) * (uint64_t)s->block_size };
     rc = ti_meta_write(s->io, s->meta, &m);
@@ -205,7 +205,7 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     }
     __atomic_store_n(&s->dat_size, dat1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->dat_committed, dat1, __ATOMIC_RELEASE);
-    ti_live_publish(s);       /* issue 15 (R): readers elsewhere see the new C */
+    ti_live_publish(s);       /* tide.live: readers elsewhere see the new C */
     pthread_rwlock_unlock(&s->key_lock);
     ti_store_dat_stable(s, dat1);   /* published: nothing cuts below C (store.c) */
     *end = TI_COMMIT_DONE;

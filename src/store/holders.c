@@ -17,7 +17,7 @@
  *   2. A refusal names a process (pid and name) and says how many more
  *      there are, so the operator can find and stop it.
  *
- * Tide's readers (issue 15: live.c, reader.c) are told apart from other
+ * Tide's readers (live.c, reader.c) are told apart from other
  * holders by their tide.live: a reader opens tide.live before any of the
  * three files and keeps it open (with LOCK_SH) while it reads, and nothing
  * but a Tide reader opens tide.live. A process that has both one of the

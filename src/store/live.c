@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * live.c: tide.live, the page through which a Tide writer lets readers in
- * other processes read its store while it commits (issue 15).
+ * other processes read its store while it commits.
  *
  * A reader in another process cannot take the writer's key_lock, so the
  * writer publishes what the lock protects in a shared page instead: a
@@ -371,7 +371,7 @@ int ti_live_attach(tide_store *s)
     if (l == NULL || l->f == NULL)
         return tide_err_set(TIDE_EBUSY, "%s: the store is open for writing in another process "
                             "or handle, and there is no tide.live to read it through (a Tide "
-                            "before issue 15, a rekey or a recovery)", s->dir);
+                            "from before tide.live, a rekey or a recovery)", s->dir);
     if ((rc = s->io->size(l->f, &size)) != 0) return rc;
     if (size < TI_LIVE_BYTES)
         return tide_err_set(TIDE_EBUSY, "%s: tide.live is %llu bytes, not a %u-byte page: its "
@@ -401,8 +401,8 @@ int ti_live_attach(tide_store *s)
                             (unsigned long long)pid);
     if (!ti_live_writer_alive(l))
         return tide_err_set(TIDE_EBUSY, "%s: nudb.key is locked by another process, but "
-                            "tide.live names no running writer (pid %llu%s): a Tide before issue "
-                            "15, a rekey, a recovery, or a writer that could not write tide.live "
+                            "tide.live names no running writer (pid %llu%s): a Tide from before "
+                            "tide.live, a rekey, a recovery, or a writer that could not write tide.live "
                             "(its log says why) has the store; or the writer runs where this "
                             "process's /proc cannot see it (another PID namespace, hidepid): try "
                             "again when it is done, or read from the writer's namespace",

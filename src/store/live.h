@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * live.h: tide.live, the page a writer shares with readers in other
- * processes (issue 15), and the reader's view of the store through it.
+ * processes, and the reader's view of the store through it.
  * live.c writes and reads the page; reader.c is the reader's fetch.
  * docs/FORMAT.md gives the page's layout, docs/DURABILITY.md the protocol.
  */

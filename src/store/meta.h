@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * meta.h: tide.meta, the deferred index's durable mark (issue 15).
+ * meta.h: tide.meta, the deferred index's durable mark.
  *
  * Two 512-byte slots at offsets 0 and 512, written alternately (slot =
  * seq & 1), each with one write and a sync; the valid slot with the higher

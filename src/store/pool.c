@@ -14,7 +14,7 @@
  *   4. Every item is found through the table; count <= table slots.
  * ti_pool_check asserts them.
  *   5. Each chunk mapped and each table allocated is given to note_alloc
- *      once, with its size (churn totals, issue 13); a reset keeps the hook.
+ *      once, with its size (churn totals); a reset keeps the hook.
  *
  * Never: free an item on its own. Items live exactly as long as their pool.
  */

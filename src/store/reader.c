@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * reader.c: a read-only handle's lookups while a writer in another process
- * commits (issue 15). live.c's essay says how the writer publishes; this is
+ * commits. live.c's essay says how the writer publishes; this is
  * the reader's half of the seqlock.
  *
  * A lookup is, in one attempt:

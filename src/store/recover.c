@@ -14,7 +14,7 @@
  * tidy_without_log), read_log_and_dat, then undo_rebuild (a log with
  * key_file_size 0) or undo_commit, and drop_log last.
  *
- * The deferred index (issue 15, defer.c): nudb.dat is cut to max(W, C),
+ * The deferred index (defer.c): nudb.dat is cut to max(W, C),
  * W the log's dat_file_size, C tide.meta's when its slot is this store's
  * and speaks for this very log (committed_end: the log carries Tide's
  * deferred mark, and the slot was written under the same W and key file
@@ -241,7 +241,7 @@ static int undo_rebuild(recovery *r)
     return io->sync_dir(io, r->dir);
 }
 
-/* Issue 15 (D): how much of nudb.dat to keep: W (the log's dat_file_size),
+/* The deferred index: how much of nudb.dat to keep: W (the log's dat_file_size),
  * or tide.meta's C when its slot belongs to this store and speaks for this
  * very log (ti_meta_matches_log: Tide's deferred mark, the same W and key
  * file size; another writer's log, NuDB's commit after its own recovery
@@ -337,7 +337,7 @@ static int drop_log(recovery *r)
     return r->io->sync_dir(r->io, r->dir);
 }
 
-/* Issue 15 (D): with a tail kept, the log becomes the idle log, its header
+/* The deferred index: with a tail kept, the log becomes the idle log, its header
  * alone (key_file_size as recovered, dat_file_size W), never deleted: it is
  * what says the records past W are not indexed. A crash that loses the cut
  * leaves the pre-images, which recovery writes back again. */
@@ -403,7 +403,7 @@ out:
     return rc;
 }
 
-/* Issue 15 (review finding 6): the idle view's checks, on files opened
+/* The idle view's checks, on files opened
  * read-only: the log is a header alone (no pre-image: no bucket changed
  * since it was written), of this store, for the key file as it is. */
 static int idle_log_matches(tide_io *io, const char *log_path, const char *key_path,
@@ -487,7 +487,7 @@ int ti_recover_idle_view(tide_io *io, const char *dir, int check_holders, ti_idl
     /* C as recovery takes it (committed_end): a slot of this store written
      * under the same W; one past nudb.dat's end is recovery's to refuse.
      * A tide.meta that cannot be read is an error, never C = W: that
-     * would report acknowledged records missing (review of issue 15). */
+     * would report acknowledged records missing. */
     if ((rc = ti_meta_read(io, meta_path, lh.uid, &m, &valid)) != 0) {
         char cause[256];
         snprintf(cause, sizeof cause, "%s", tide_last_error());
@@ -555,7 +555,7 @@ int tide_store_recover_ex(const char *dir, tide_io *io, unsigned flags,
     }
     rc = ti_recover_paths(io, dat, key, log, dir, 0, (flags & TIDE_RECOVER_FORCE) != 0, report);
     if (rc == 0 && report->tail_to > report->tail_from) {
-        /* Issue 15 (D): a kept tail is indexed by a read-write open (which
+        /* The deferred index: a kept tail is indexed by a read-write open (which
          * recovers the idle log again, reads [W, C) and flushes) and its
          * close, so that the files are NuDB's again. */
         tide_store_opts o;

@@ -468,7 +468,7 @@ static int check_index(tide_store *s)
     int rc;
 
     if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
-    /* Only records below W are indexed (issue 15, D). */
+    /* Only records below W are indexed (the deferred index). */
     if (s->dat_indexed > TIDE_DAT_HEADER_SIZE) {
         uint64_t rest = s->dat_indexed - TIDE_DAT_HEADER_SIZE;
         win_len = rest < INDEX_WINDOW ? (size_t)rest : INDEX_WINDOW;
@@ -612,7 +612,7 @@ static void *commit_thread(void *arg);
 void ti_store_free(tide_store *s)
 {
     if (s == NULL) return;
-    ti_live_free(s);                    /* issue 15 (R) */
+    ti_live_free(s);                    /* tide.live's page, if any */
     if (s->live_mark) s->io->close(s->live_mark);
     if (s->dat) s->io->close(s->dat);
     if (s->key) s->io->close(s->key);
@@ -653,7 +653,7 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
     if (s->opts.commit_interval_ms == 0) s->opts.commit_interval_ms = TIDE_COMMIT_INTERVAL_DEFAULT_MS;
     s->io = s->opts.io ? s->opts.io : tide_io_posix();
     if (s->opts.read_only) s->opts.index_lag_bytes = 0;
-    ti_tail_init(&s->tail, s->opts.index_lag_bytes);      /* issue 15 (D) */
+    ti_tail_init(&s->tail, s->opts.index_lag_bytes);      /* the deferred index's tail */
     {
         /* Writer preference: with glibc's default, a steady stream of
          * fetches keeps the commit's write phase waiting for ever. */
@@ -723,7 +723,7 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
     int rc;
 
     if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
-    /* Issue 15 (R): a reader opens tide.live before nudb.key, so that a
+    /* A reader opens tide.live before nudb.key, so that a
      * writer's holders scan never meets it without its mark, and holds it
      * (live.c: the readers' hold), so that no rotation cuts it under. */
     if (s->opts.read_only && (rc = ti_live_preopen(s)) != 0) return rc;
@@ -738,7 +738,7 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
         }
         /* No writer: the page is not read, but tide.live stays open, the
          * mark by which other readers' holders checks (holders.c) know
-         * this handle for a Tide reader (review of issue 15). */
+         * this handle for a Tide reader. */
         if (s->live && s->live->f) {
             s->live_mark = s->live->f;
             s->live->f = NULL;
@@ -754,14 +754,14 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
         rc = ti_store_refuse_holders_ex(s->io, s->dir, "opening it for writing", live);
         if (rc == 0 && holders_checked) *holders_checked = 1;
     }
-    /* Issue 15 (R): the page, its seq odd through recovery and loading. */
+    /* tide.live's page, its seq odd through recovery and loading. */
     if (rc == 0 && !s->opts.read_only && live) rc = ti_live_create(s);
     return rc;
 }
 
 /* A read-only open of a store whose nudb.log needs recovery. The idle log
- * of a stopped deferred writer (issue 15, review finding 6: tided killed
- * with the lag on) changed no bucket: the store is read as it is, [W, C)
+ * of a stopped deferred writer (tided killed with the lag on) changed no
+ * bucket: the store is read as it is, [W, C)
  * through the tail (idle_view). Anything else is refused: the log holds
  * pre-images, which only a recovery may write back. */
 static int read_only_view(tide_store *s, uint64_t log_size)
@@ -793,7 +793,7 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     tide_recover_report rep;
     int rc, needed = 0;
 
-    if (s->live && !s->live->writer) return 0;   /* issue 15 (R): the log is the live writer's */
+    if (s->live && !s->live->writer) return 0;   /* the log is the live writer's (tide.live) */
     if ((rc = log_needs_recovery(s->io, s->log_path, log_size, &needed)) != 0) return rc;
     if (needed && s->opts.read_only) return read_only_view(s, *log_size);
     if (needed) {
@@ -802,7 +802,7 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
         tide_log(TIDE_LOG_INFO, "%s: recovered an interrupted commit: %llu buckets restored, "
                  "nudb.dat truncated to %llu bytes", s->dir,
                  (unsigned long long)rep.buckets_restored, (unsigned long long)rep.dat_truncated_to);
-        /* Issue 15 (D): committed records the key file does not index yet
+        /* The deferred index: committed records the key file does not index yet
          * (start_commits indexes them). */
         s->dat_indexed = rep.tail_from;
         s->dat_committed = rep.tail_to;
@@ -846,7 +846,7 @@ static int load_files(tide_store *s, int flags, int check)
      * a store reopened after every few inserts still grows. */
     s->split_credit = s->split_units / 2;
     s->dat_size = dat_size;
-    /* W and C (issue 15, D): a recovered tail [W, C) ends at the data
+    /* W and C (the deferred index): a recovered tail [W, C) ends at the data
      * file's end; otherwise every record is indexed. */
     if (s->idle_view) {
         /* Past C lies what a recovery cuts off; C <= dat_size was checked. */
@@ -1007,7 +1007,7 @@ static int open_store(tide_store **out, const char *dir, const tide_store_opts *
             goto out;
         if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     } else {
-        ti_live_end(s);             /* issue 15 (R): the counts; readers may look */
+        ti_live_end(s);             /* tide.live: the counts; readers may look */
         if ((rc = start_commits(s, log_size, live)) != 0) goto out;
     }
     *out = s;
@@ -1026,7 +1026,7 @@ out:
 static int commit_due(tide_store *s, uint64_t now)
 {
     if (s->state == TI_STORE_RETRYING) return 1;     /* a failed batch to retry */
-    /* The final flush, or one tide_store_flush asked for (issue 15, D). */
+    /* The final flush, or one tide_store_flush asked for (the deferred index). */
     if ((s->closing || s->flush_wanted || s->defer_off) && s->tail.count) return 1;
     if (s->pending->count == 0) return 0;
     if (s->closing) return 1;
@@ -1478,7 +1478,7 @@ static int search_probe(tide_store *s, const probe *p, uint8_t *buf, uint64_t h,
 /* Look `key` up in the pools; on a hit copy the value (when `value`). */
 /* Pools with no item are skipped without pool_mu: two fetch threads of an
  * idle store would otherwise meet on it at every fetch (a futex sleep and
- * wake when they collide; issue 15). An insert still in progress may be
+ * wake when they collide). An insert still in progress may be
  * missed, as it could be by a fetch just before it; one that returned is
  * counted (pool_items is stored before pool_mu is released), and a batch
  * leaves the count only once the files hold it (end_attempt). */
@@ -1505,7 +1505,7 @@ static int pool_lookup(tide_store *s, uint64_t h, const void *key, void **value,
     return rc;
 }
 
-/* Issue 15 (D): look `key` up in the tail (caller holds key_lock): 1 found
+/* The deferred index: look `key` up in the tail (caller holds key_lock): 1 found
  * (*entry, and *value when asked), 0 not there, <0 an error. The records
  * are below C, immutable: reading them under the lock is what a bucket
  * read costs. */
@@ -1535,7 +1535,7 @@ static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value,
 
     if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
     pthread_rwlock_rdlock(&s->key_lock);
-    /* Issue 15 (D): the tail before the key file, under the same lock: a
+    /* The deferred index's tail before the key file, under the same lock: a
      * flush writes the buckets before it empties the tail. */
     int in_tail = tail_lookup(s, h, key, &e, value);
     if (in_tail == 0) rc = probe_bucket(s, h, buf, &p);
@@ -1549,7 +1549,7 @@ static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value,
     return rc;
 }
 
-/* Issue 15 (R): reader.c's entry points into the lookup above. */
+/* reader.c's entry points into the lookup above. */
 int ti_store_file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
 {
     return file_lookup(s, h, key, value, len);
@@ -1560,7 +1560,7 @@ int ti_store_match_record(tide_store *s, const tide_entry *e, const void *key, v
     return match_record(s, e, key, value);
 }
 
-/* Issue 15 (R): a reader of another process's live store looks up through
+/* A reader of another process's live store looks up through
  * tide.live's seqlock (reader.c); every other handle as before. */
 static int files_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
 {
@@ -1738,7 +1738,7 @@ int tide_store_close(tide_store *s)
         tide_err_set(rc, "%s: close: the final commit failed (%s); nudb.log is kept and the "
                      "next open recovers", s->dir, tide_strerror(rc));
     }
-    if (rc == 0) ti_live_closed(s);     /* issue 15 (R): readers go on with the files as left */
+    if (rc == 0) ti_live_closed(s);     /* tide.live: readers go on with the files as left */
     ti_store_free(s);
     return rc;
 }

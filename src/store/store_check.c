@@ -99,7 +99,7 @@ static void check_files(const tide_store *s, int writer)
     TIDE_ASSERT(s->block_size == s->kh.block_size && s->capacity == ti_fmt_capacity(s->block_size));
     if (writer) TIDE_ASSERT(s->split_credit < s->split_units);
     snprintf(msg, sizeof msg, "%s", tide_last_error());
-    /* A live reader's view (issue 15: reader.c) is of a key file that a
+    /* A live reader's view (reader.c) is of a key file that a
      * writer in another process changes under it: nothing to compare. */
     if (s->live && !s->live->writer) {
         /* skip */

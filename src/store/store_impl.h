@@ -55,20 +55,20 @@ struct tide_store {
     uint64_t   dat_size;          /* end of nudb.dat */
     uint64_t   split_credit;      /* in 1/65536 inserts, below split_units */
     uint64_t   split_owed;        /* buckets the entries call for beyond these (splits.c) */
-    /* Issue 15 (helpers D and R): nudb.key indexes every record below
+    /* nudb.key indexes every record below
      * dat_indexed (W); every record below dat_committed (C) is complete.
      * Without the deferred index both are dat_size after each commit. */
     uint64_t   dat_indexed, dat_committed;
 
-    /* Issue 15 (R): tide.live (live.h). A writer's page, or a reader's in
+    /* tide.live (live.h). A writer's page, or a reader's in
      * another process than the writer's; NULL for neither. */
     ti_live   *live;
     /* A reader with no writer: tide.live kept open (not mapped), so that
      * other readers' holders checks count it as a Tide reader. */
     tide_file *live_mark;
-    /* Issue 15 (review finding 6): a read-only handle of a store whose
-     * stopped deferred writer left the idle log (ti_recover_idle_view):
-     * nudb.dat is read up to C, [W, C) through the tail, nothing written. */
+    /* 1 in a read-only handle of a store whose stopped deferred writer
+     * left the idle log (ti_recover_idle_view): nudb.dat is read up to C,
+     * [W, C) through the tail, nothing written. */
     int        idle_view;
 
     pthread_mutex_t pool_mu;
@@ -100,7 +100,7 @@ struct tide_store {
 
     pthread_mutex_t write_mu;
 
-    /* The deferred index (issue 15, tail.c, defer.c). W (dat_indexed,
+    /* The deferred index (tail.c, defer.c). W (dat_indexed,
      * above): the key file indexes every record below it; C
      * (dat_committed): every record below it is synced and acknowledged.
      * W == C == dat_size after every commit unless opts.index_lag_bytes;
@@ -124,8 +124,9 @@ struct tide_store {
     int        files_pending;
     /* tide_store_set_deferring(s, 0): every commit indexes its batch and
      * the tail at once (a flush), so the tail stays empty (generations: a
-     * generation that stops being the newest, review of issue 15, finding
-     * 5). Written under pool_mu, read there and atomically by get_info. */
+     * generation that stops being the newest, so that only the newest holds
+     * a tail and all the tails stay within one index_lag_bytes). Written
+     * under pool_mu, read there and atomically by get_info. */
     int        defer_off;
     /* nudb.key mapped for lookups (keymap.h); read under key_lock. */
     ti_keymap  keymap;
@@ -220,7 +221,7 @@ uint64_t ti_splits_to_pay(const struct tide_store *s);
  * empties it, the idle log stays, *kept is 1 and 0 is returned: the
  * caller opens the store with the flush pending. */
 int ti_defer_recover_tail(struct tide_store *s, int *kept);
-/* Issue 15 (review finding 6): a read-only handle's idle view: the records
+/* A read-only handle's idle view: the records
  * of [W, C) into the tail (as recovery reads them), nothing written. */
 int ti_defer_read_tail(struct tide_store *s);
 /* What a walk of the unindexed records [W, C) needs of the store. */
@@ -323,7 +324,7 @@ int ti_store_other_holders(tide_io *io, const char *dir, int readers_ok, ti_stor
  * then not looked at), and is left the bucketless key file and the rekey
  * mark (open does that repair); otherwise recovery takes the lock, checks
  * holders unless `force`, and does both. */
-/* Issue 15 (review finding 6): what a read-only handle may see of a store
+/* What a read-only handle may see of a store
  * that needs recovery and that no writer holds, when nudb.log is the
  * deferred index's idle log (its header alone: no bucket was changed since,
  * of this store, key_file_size the key file's size): nudb.key indexes
@@ -359,7 +360,7 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
                   void *arg, tide_progress_fn progress, void *progress_arg,
                   tide_visit_stats *stats);
 
-/* Issue 15 (R): the key-file lookup of fetch (after the pools) and the
+/* The key-file lookup of fetch (after the pools) and the
  * comparison of one entry's record with a key (reading the value when
  * `value`), for reader.c. As store.c's file_lookup and match_record. */
 int ti_store_file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);

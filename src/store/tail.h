@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tail.h: the deferred index's tail (issue 15): the entries of the records
+ * tail.h: the deferred index's tail: the entries of the records
  * in nudb.dat that the key file does not index yet, [dat_indexed,
  * dat_committed), in memory.
  *

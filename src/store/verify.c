@@ -180,7 +180,7 @@ static int walk_record(void *arg, uint64_t offset, const void *key, unsigned key
     dat_walk *w = arg;
     (void)key; (void)key_size; (void)value;
     if (w->s->idle_view && offset >= w->s->dat_indexed) {
-        /* Review finding 6: committed, not indexed yet (the tail). */
+        /* An idle view's record past W: committed, not indexed yet (the tail). */
         w->r->tail_records++;
         w->r->tail_bytes += TIDE_DAT_RECORD_HEADER + key_size + len;
         return 0;
@@ -241,7 +241,7 @@ int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
     return tide_store_verify_ex(dir, &vo, r);
 }
 
-/* Issue 15 (R): a read-only handle reading through a running writer's
+/* A read-only handle reading through a running writer's
  * tide.live: the two files move apart under this check. verify_live.c
  * checks what holds while they move. */
 static int refuse_live(const tide_store *s, const char *dir)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * verify_live.c: `tide verify --live`, a check of a store while its Tide
- * writer runs in another process (issue 15).
+ * writer runs in another process.
  *
  * The full verify (verify.c) compares one key file with one data file; a
  * running writer changes both under it, so it refuses a live store. This

@@ -83,7 +83,7 @@ int tide_store_visit_ex(const char *dir, const tide_visit_opts *o, tide_visit_fn
     return ti_store_walk(dir, o->io, fn, NULL, arg, o->progress, o->progress_arg, stats);
 }
 
-/* Issue 15 (R): a Tide writer runs (tide.live): walk only what it says is
+/* A Tide writer runs (tide.live): walk only what it says is
  * complete, max(W, C); past that a record may be half appended. With no
  * writer and the idle log a deferred one left, up to its C. */
 static int live_bound(const char *dir, tide_io *io, uint64_t *size)
@@ -93,7 +93,7 @@ static int live_bound(const char *dir, tide_io *io, uint64_t *size)
     uint64_t end = lv.dat_indexed > lv.dat_committed ? lv.dat_indexed : lv.dat_committed;
     if (rc == 0 && lv.writer_running && end >= TIDE_DAT_HEADER_SIZE && end < *size) *size = end;
     if (rc == 0 && !lv.writer_running) {
-        /* Review finding 6: a stopped deferred writer's idle log: what
+        /* A stopped deferred writer's idle log: what
          * lies past C is what a recovery cuts off. */
         ti_idle_view v;
         if ((rc = ti_recover_idle_view(io, dir, 0, &v)) == 0 && v.idle && v.C < *size) *size = v.C;
