@@ -237,7 +237,7 @@ PROGS   := $(if $(CLI_SRCS),$(BINDIR)/tide) $(if $(SERVER_SRCS),$(BINDIR)/tided)
 
 # The shared library's version is the one of include/tide/version.h (its
 # three numbers); its SONAME carries the major number only, the ABI's: a
-# program linked against libtide.so.0 runs against any libtide.so.0.x.y.
+# program linked against libtide.so.1 runs against any libtide.so.1.x.y.
 VERSION_H   := include/tide/version.h
 version_num  = $(shell sed -n 's/^$(HASH)define TIDE_VERSION_$(1)[[:space:]][[:space:]]*\([0-9][0-9]*\).*/\1/p' $(VERSION_H))
 SO_MAJOR    := $(call version_num,MAJOR)
@@ -361,7 +361,7 @@ $(LIBTIDE_SO): $(LIB_OBJS) $(LIBTIDE_MAP) $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(SO_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJS) $(call part_libs,$(LIB_PARTS)) $(LIBS)
 
-# libtide.so.0 (the SONAME, what the loader looks for) and libtide.so
+# libtide.so.1 (the SONAME, what the loader looks for) and libtide.so
 # (what -ltide finds at link time), both relative symbolic links.
 $(LIBTIDE_SO_LINKS): $(LIBTIDE_SO)
 	ln -sf $(notdir $(LIBTIDE_SO)) $@
@@ -522,7 +522,7 @@ endif
 # ALLOC= build), so a failure to build any of it fails before the first
 # file is copied. An install to the real root (DESTDIR empty) ends with
 # $(LDCONFIG) (ldconfig: the loader's cache, without which a program linked
-# with -ltide does not find libtide.so.0 in /usr/local/lib), and so does
+# with -ltide does not find libtide.so.1 in /usr/local/lib), and so does
 # uninstall; a staging install (DESTDIR set) does not: the package's own
 # trigger runs it on the target. LDCONFIG= skips it. When it fails (not
 # root) the install says so and what to run, and still succeeds.

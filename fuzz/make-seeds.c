@@ -36,7 +36,7 @@
  *                       - b4096-k32 cut to 3 buckets and 24 KiB of records
  *                         (a damaged store: entries point past the end);
  *                       - the first records of b4096-k32 with a key file
- *                         rebuilt by tide_store_rekey (a sound store);
+ *                         rebuilt by tide_store_rekey_with (a sound store);
  *                       - NuDB's own headers of b512-k32-spill and b16384-k8
  *                         over an empty table, then the fixture's first
  *                         records inserted by Tide in a few commits (sound,
@@ -64,7 +64,7 @@
 
 #include "io/io_sim.h"
 #include "store/format.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 
 #define SEED_MAX (64u << 10)
@@ -397,7 +397,7 @@ static void image_of(tide_io_sim *sim, image *im)
 static void must_verify(tide_io_sim *sim, const char *what)
 {
     tide_verify_report vr;
-    int rc = tide_store_verify("db", tide_io_sim_io(sim), &vr);
+    int rc = tide_store_verify_io("db", tide_io_sim_io(sim), &vr);
     if (rc) die("%s does not verify", what, rc);
 }
 
@@ -477,7 +477,7 @@ static void rekeyed_store(const char *fixture, size_t dat_max, image *out)
     tide_rekey_opts_init(&o);
     o.io = tide_io_sim_io(sim);
     o.block_size = 4096;
-    if ((rc = tide_store_rekey("db", &o, NULL)) != 0) die("rekey of %s's records", fixture, rc);
+    if ((rc = tide_store_rekey_with("db", &o, NULL)) != 0) die("rekey of %s's records", fixture, rc);
     must_verify(sim, fixture);
     image_of(sim, out);
     tide_io_sim_destroy(sim);

@@ -52,7 +52,7 @@
  *      TIDE_ERROR_MIN), and every error but a fetch's TIDE_ENOTFOUND leaves
  *      a message in tide_last_error(). A failed open leaves *out NULL; a
  *      fetch that succeeds hands back a buffer.
- *   3. When tide_store_verify returns 0, the store is sound, and from then on
+ *   3. When tide_store_verify_io returns 0, the store is sound, and from then on
  *      the run checks it against a model (the keys a visit finds, plus the
  *      inserts since) instead of only against crashes:
  *        - visit walks the data file without error, its record count equals
@@ -87,7 +87,7 @@
 #include "fuzz.h"
 #include "io/io_sim.h"
 #include "store/format.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/err.h"
 #include "util/random.h"
 #include "store_run.h"
@@ -325,13 +325,13 @@ static int image_keys(run *r)
     if (r->image_loaded) return 0;
     ks_clear(&r->image);
     tide_err_clear();
-    r->image_rc = tide_store_visit(DIR, r->io, collect_key, &c, &r->image_st);
+    r->image_rc = tide_store_visit_io(DIR, r->io, collect_key, &c, &r->image_st);
     r->image_loaded = 1;
     if (c.failed)
         return fuzz_fail(r->res, "visit: the callback got key size %u for a %u-byte key (or no "
                          "memory)", r->image.key_size, r->key_size);
     ks_sort(&r->image);
-    return check_rc(r, r->image_rc, "tide_store_visit", 0);
+    return check_rc(r, r->image_rc, "tide_store_visit_io", 0);
 }
 
 /* VERIFY returned 0: take the model from the data file and hold the rest of
@@ -536,13 +536,13 @@ static int do_verify(run *r)
     int rc, busy = r->s != NULL && !r->ro;
 
     tide_err_clear();
-    rc = tide_store_verify(DIR, r->io, &vr);
+    rc = tide_store_verify_io(DIR, r->io, &vr);
     /* A rekey to another block size leaves the old spill records, which
      * verify reports as NuDB's does (invalid size in spill) though the
      * store is otherwise sound: the model takes that as sound. */
     if (rc == TIDE_ECORRUPT && vr.foreign_spills_only) rc = 0;
-    if (check_rc(r, rc, "tide_store_verify", 0)) goto out;
-    if (check_sound_rc(r, rc, "tide_store_verify", busy)) goto out;
+    if (check_rc(r, rc, "tide_store_verify_io", 0)) goto out;
+    if (check_sound_rc(r, rc, "tide_store_verify_io", busy)) goto out;
     if (rc == 0) {
         if (r->sound)
             RUN_CHECK(vr.keys == model_keys(r), "verify counts %llu keys, the model %llu",
@@ -560,9 +560,9 @@ static int do_recover(run *r)
     int rc;
 
     tide_err_clear();
-    rc = tide_store_recover(DIR, r->io, &rep);
-    if (check_rc(r, rc, "tide_store_recover", 0)) goto out;
-    if (check_sound_rc(r, rc, "tide_store_recover", r->s != NULL)) goto out;
+    rc = tide_store_recover_io(DIR, r->io, &rep);
+    if (check_rc(r, rc, "tide_store_recover_io", 0)) goto out;
+    if (check_sound_rc(r, rc, "tide_store_recover_io", r->s != NULL)) goto out;
     return 0;
 out:
     return -1;
@@ -584,9 +584,9 @@ static int do_visit(run *r)
     int rc;
 
     tide_err_clear();
-    rc = tide_store_visit(DIR, r->io, touch_record, &sum, &st);
-    if (check_rc(r, rc, "tide_store_visit", 0)) goto out;
-    if (check_sound_rc(r, rc, "tide_store_visit", 0)) goto out;
+    rc = tide_store_visit_io(DIR, r->io, touch_record, &sum, &st);
+    if (check_rc(r, rc, "tide_store_visit_io", 0)) goto out;
+    if (check_sound_rc(r, rc, "tide_store_visit_io", 0)) goto out;
     if (r->sound && (r->s == NULL || r->ro))
         RUN_CHECK(st.data_records == model_keys(r), "visit counts %llu records, the model %llu keys",
                   (unsigned long long)st.data_records, (unsigned long long)model_keys(r));
@@ -644,9 +644,9 @@ static int do_rekey(run *r, fuzz_in *in)
     o.load_factor = 0.25 * (1 + ((b >> 2) & 3));
     o.buffer_bytes = (b & 0x10) ? (64u << 10) : (1u << 20);
     tide_err_clear();
-    rc = tide_store_rekey(DIR, &o, &rep);
-    if (check_rc(r, rc, "tide_store_rekey", 0)) goto out;
-    if (check_sound_rc(r, rc, "tide_store_rekey", r->s != NULL)) goto out;
+    rc = tide_store_rekey_with(DIR, &o, &rep);
+    if (check_rc(r, rc, "tide_store_rekey_with", 0)) goto out;
+    if (check_sound_rc(r, rc, "tide_store_rekey_with", r->s != NULL)) goto out;
     if (r->sound && rc == 0)
         RUN_CHECK(rep.records == model_keys(r), "rekey indexed %llu records, the model holds %llu",
                   (unsigned long long)rep.records, (unsigned long long)model_keys(r));
@@ -664,7 +664,7 @@ static int final_check(run *r)
     if (do_close(r)) goto out;
     r->op_name = "final verify";
     tide_err_clear();
-    rc = tide_store_verify(DIR, r->io, &vr);
+    rc = tide_store_verify_io(DIR, r->io, &vr);
     if (rc == TIDE_ECORRUPT && vr.foreign_spills_only) rc = 0;   /* as in do_verify */
     RUN_CHECK(rc == 0, "verify after the script failed: %d (%s): %s", rc, tide_strerror(rc),
               tide_last_error());

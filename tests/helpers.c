@@ -14,7 +14,7 @@
 
 #include "io/io_sim.h"
 #include "store/format.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/random.h"

@@ -45,7 +45,7 @@
 #include "bench/bench_store.h"
 #include "expect.h"
 #include "helpers.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 #define ITEMS 300u
 #define VALUE_SIZE 40u
@@ -115,7 +115,7 @@ static void a_run_stores_the_fixture_formula_for_seed_0(void **state)
     expect_rc(tide_bench_store_run(&f->b, 1, &why), 0, "run 1");
     expect_formula(f->b.run_dir, 0);
     memset(&st, 0, sizeof st);
-    expect_rc(tide_store_visit(f->b.run_dir, NULL, NULL, NULL, &st), 0, "visiting the store");
+    expect_rc(tide_store_visit_io(f->b.run_dir, NULL, NULL, NULL, &st), 0, "visiting the store");
     expect_u64(st.data_records, ITEMS, "data records after LOAD");
     expect_u64(f->b.runs[0].dat_bytes, th_file_size(th_path(dat, sizeof dat, f->b.run_dir,
                "nudb.dat")), "the run's nudb.dat size against the file's");

@@ -26,7 +26,7 @@
  * And what the build puts where:
  *
  *   5. tide/version.h's TIDE_VERSION begins with its three numbers
- *      ("0.1.0" of TIDE_VERSION_MAJOR, _MINOR, _PATCH), followed by the end
+ *      ("1.0.0" of TIDE_VERSION_MAJOR, _MINOR, _PATCH), followed by the end
  *      or a "-" suffix; `tide --version` and `tided --version` print it.
  *   6. src/mem/jemalloc_conf.c is in the jemalloc programs only: their
  *      dynamic symbols export malloc_conf, bin/tide's and bin/tided's do

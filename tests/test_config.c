@@ -26,7 +26,7 @@
 #include "node/config.h"
 #include "node/node.h"
 #include "node/startup.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "tide/error.h"
 #include "util/err.h"
 #include "util/log.h"

@@ -16,15 +16,15 @@
  *     size, salt, appnum, uid, load factor);
  *   - 500 new items inserted on top (splits, and spills at block 512) are
  *     visible at once and, with every old item, after close and reopen;
- *   - tide_store_visit counts the README's records and value bytes;
- *   - tide_store_verify gives exactly the figures NuDB's verify printed
+ *   - tide_store_visit_io counts the README's records and value bytes;
+ *   - tide_store_verify_io gives exactly the figures NuDB's verify printed
  *     (keys, value bytes, buckets, capacity, spill records reachable and
  *     written, waste, average fetch reads, file sizes) and changes no byte;
  *   - after the 500 new items, verify still passes with the new key count:
  *     what Tide writes on top of NuDB's files, splits and spills included,
  *     obeys NuDB's rules.
  * And for crash-b4096 (killed during a commit): open recovers to exactly
- * items 0..7999 with the README's file sizes; tide_store_recover reports
+ * items 0..7999 with the README's file sizes; tide_store_recover_io reports
  * what it restored and truncated; a read-only open refuses to recover, and
  * so does verify, which passes once a read-write open has recovered.
  */
@@ -37,7 +37,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "store/format.h"
 #include "helpers.h"
 
@@ -294,7 +294,7 @@ static void expect_verify_passes(const tstate *t, const th_fixture *f, uint64_t 
 
     if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("%s: cannot snapshot %s", f->name, t->dir);
     memset(r, 0xEE, sizeof *r);
-    rc = tide_store_verify(t->dir, NULL, r);
+    rc = tide_store_verify_io(t->dir, NULL, r);
     if (rc != 0) {
         th_snapshot_free(&sn);
         fail_msg("%s (%s): verify: expected 0 (sound), got %d %s: %s", f->name, when, rc,
@@ -411,7 +411,7 @@ static void fixture_crash_is_refused_by_verify_until_recovered_then_verifies_800
 
     copy_fixture(t, f->name);
     if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("%s: cannot snapshot %s", f->name, t->dir);
-    rc = tide_store_verify(t->dir, NULL, &r);
+    rc = tide_store_verify_io(t->dir, NULL, &r);
     if (rc != TIDE_EBUSY || strstr(tide_last_error(), "tide recover") == NULL) {
         th_snapshot_free(&sn);
         fail_msg("%s: verify before recovery: expected TIDE_EBUSY (%d) with a message that says "
@@ -501,7 +501,7 @@ static void grow_fixture(void **state, const char *name)
     close_store(t, f, "after checking");
 
     memset(&vs, 0, sizeof vs);
-    rc = tide_store_visit(t->dir, NULL, NULL, NULL, &vs);
+    rc = tide_store_visit_io(t->dir, NULL, NULL, NULL, &vs);
     if (rc != 0)
         fail_msg("%s: visit after inserting: expected 0, got %d %s: %s", f->name, rc,
                  tide_strerror(rc), tide_last_error());
@@ -558,7 +558,7 @@ static void visit_of_each_clean_fixture_counts_the_readme_records_and_value_byte
         if (f->has_log) continue;
         copy_fixture(t, f->name);
         memset(&vs, 0, sizeof vs);
-        rc = tide_store_visit(t->dir, NULL, NULL, NULL, &vs);
+        rc = tide_store_visit_io(t->dir, NULL, NULL, NULL, &vs);
         if (rc != 0)
             fail_msg("%s: visit: expected 0, got %d %s: %s", f->name, rc, tide_strerror(rc),
                      tide_last_error());
@@ -703,7 +703,7 @@ static void fixture_crash_opens_through_recovery_to_exactly_items_0_to_7999(void
 
     for (uint64_t i = 0; i < f->present; i++) value_bytes += th_len(i, f->vmin, f->vmax);
     memset(&vs, 0, sizeof vs);
-    rc = tide_store_visit(t->dir, NULL, NULL, NULL, &vs);
+    rc = tide_store_visit_io(t->dir, NULL, NULL, NULL, &vs);
     if (rc != 0 || vs.data_records != f->present || vs.value_bytes != value_bytes)
         fail_msg("%s: visit after recovery: expected 0, %llu records, %llu value bytes; got %d, %llu, %llu",
                  f->name, (unsigned long long)f->present, (unsigned long long)value_bytes, rc,
@@ -724,7 +724,7 @@ static void fixture_crash_recover_reports_the_buckets_restored_and_the_truncatio
     copy_fixture(t, f->name);
     want_restored = log_records(t, f, NULL, 0);
     memset(&rep, 0xEE, sizeof rep);
-    rc = tide_store_recover(t->dir, NULL, &rep);
+    rc = tide_store_recover_io(t->dir, NULL, &rep);
     if (rc != 0)
         fail_msg("%s: recover: expected 0, got %d %s: %s", f->name, rc, tide_strerror(rc),
                  tide_last_error());
@@ -759,7 +759,7 @@ static void fixture_crash_recover_reports_the_buckets_restored_and_the_truncatio
 
     /* A second recover has nothing to do. */
     memset(&rep, 0xEE, sizeof rep);
-    rc = tide_store_recover(t->dir, NULL, &rep);
+    rc = tide_store_recover_io(t->dir, NULL, &rep);
     if (rc != 0 || rep.had_log != 0 || rep.buckets_restored != 0)
         fail_msg("%s: second recover: expected 0 with had_log 0 and 0 buckets restored; got %d, %d, %llu",
                  f->name, rc, rep.had_log, (unsigned long long)rep.buckets_restored);
@@ -786,7 +786,7 @@ static void recover_deletes_a_log_shorter_than_its_header_and_changes_nothing_el
     if (th_write_file(file_in(t, "nudb.log", path, sizeof path), junk, sizeof junk) != 0)
         fail_msg("cannot write %s", path);
     memset(&rep, 0, sizeof rep);
-    rc = tide_store_recover(t->dir, NULL, &rep);
+    rc = tide_store_recover_io(t->dir, NULL, &rep);
     if (rc != 0 || rep.log_was_partial != 1)
         fail_msg("%s with a 30-byte nudb.log: recover: expected 0 and log_was_partial 1, got %d (%s) and %d",
                  f->name, rc, rc ? tide_last_error() : "ok", rep.log_was_partial);
@@ -796,7 +796,7 @@ static void recover_deletes_a_log_shorter_than_its_header_and_changes_nothing_el
 
     /* An empty log is a no-op too, and open goes through it. */
     if (th_write_file(path, junk, 0) != 0) fail_msg("cannot write %s", path);
-    rc = tide_store_recover(t->dir, NULL, NULL);
+    rc = tide_store_recover_io(t->dir, NULL, NULL);
     if (rc != 0) fail_msg("%s with an empty nudb.log: recover: expected 0, got %d (%s)", f->name,
                           rc, tide_last_error());
     if (th_write_file(path, junk, 0) != 0) fail_msg("cannot write %s", path);

@@ -58,7 +58,7 @@
 
 #include "gen/gens.h"
 #include "io/io_sim.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 #include "helpers.h"
 #include "expect.h"
@@ -263,7 +263,7 @@ static void adopting_a_plain_store_moves_its_files_and_keeps_every_key(void **st
     }
     expect_i64(th_file_size(join(p, q, "nudb.dat")), dat, "moved, not copied: same size");
     /* The generation directory is a store on its own. */
-    OK(tide_store_verify(q, NULL, &vr));
+    OK(tide_store_verify_io(q, NULL, &vr));
     OK(th_store_open(&s, q));
     expect_items(s, 0, 400, KS, VMIN, VMAX, "generation 1 opened alone");
     expect_closed(&s, "generation 1 alone");

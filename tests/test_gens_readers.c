@@ -55,7 +55,7 @@
 #include "gen/gens.h"
 #include "gen/manifest.h"
 #include "io/io.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/hex.h"
 #include "helpers.h"
 #include "expect.h"

@@ -37,7 +37,7 @@
 
 #include "io/io_sim.h"
 #include "store/format.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 #include "helpers.h"
 
@@ -1437,7 +1437,7 @@ static void the_store_keeps_2000_items_through_a_reopen_on_the_sim(void **state)
     s = store_open_on(sim, 10, "reopen");
     for (uint64_t i = 0; i < 2000; i++) fetch_item(s, i, 1, "after a reopen");
     OK(tide_store_close(s));
-    OK(tide_store_verify(DB, tide_io_sim_io(sim), &r));
+    OK(tide_store_verify_io(DB, tide_io_sim_io(sim), &r));
     if (r.keys != 2000) fail_msg("verify: expected 2000 keys, got %llu", (unsigned long long)r.keys);
     if (tide_io_sim_pending_count(sim) != 0)
         fail_msg("after a clean close: expected nothing pending, got %llu",
@@ -1463,7 +1463,7 @@ static void check_crashed_store(tide_io_sim *sim, uint64_t synced, uint64_t end,
     insert_items(s, 1000000, 1000010);
     OK(tide_store_sync(s));
     OK(tide_store_close(s));
-    rc = tide_store_verify(DB, tide_io_sim_io(sim), &r);
+    rc = tide_store_verify_io(DB, tide_io_sim_io(sim), &r);
     if (rc != 0)
         fail_msg("%s: verify: expected 0, got %d (%s): %s", what, rc, tide_strerror(rc),
                  tide_last_error());
@@ -1734,7 +1734,7 @@ static void the_store_refuses_a_fifo_as_any_of_its_three_files_and_writes_nothin
         if (rc != TIDE_ENOTSTORE)
             fail_msg("inspect with a FIFO as %s: expected TIDE_ENOTSTORE, got %d (%s): %s", names[n],
                      rc, tide_strerror(rc), tide_last_error());
-        rc = tide_store_recover(DB, io, &rep);
+        rc = tide_store_recover_io(DB, io, &rep);
         if (n > 0 && rc != TIDE_ENOTSTORE)   /* with no log, recovery reads nudb.key and the log only */
             fail_msg("recover with a FIFO as %s: expected TIDE_ENOTSTORE, got %d (%s): %s", names[n],
                      rc, tide_strerror(rc), tide_last_error());
@@ -1788,13 +1788,13 @@ static void expect_rebuilt(tide_io_sim *sim, char *why, size_t cap)
 
     tide_rekey_opts_init(&ro);
     ro.io = tide_io_sim_io(sim);
-    rc = tide_store_rekey(DB, &ro, &rr);
+    rc = tide_store_rekey_with(DB, &ro, &rr);
     if (rc != 0) {
         snprintf(why, cap, "the rekey that rebuilds nudb.key failed: %d (%s): %s", rc,
                  tide_strerror(rc), tide_last_error());
         return;
     }
-    rc = tide_store_verify(DB, tide_io_sim_io(sim), &vr);
+    rc = tide_store_verify_io(DB, tide_io_sim_io(sim), &vr);
     if (rc != 0 || vr.keys != SYNCED)
         snprintf(why, cap, "after the rebuild: verify %d (%s), %llu keys, expected 0 and %d: %s", rc,
                  tide_strerror(rc), (unsigned long long)vr.keys, SYNCED, tide_last_error());
@@ -1807,7 +1807,7 @@ static void rebuild_outcome(tide_io_sim *sim, const uint8_t *dat, size_t dat_len
     tide_recover_report rep;
     uint8_t *now = NULL;
     size_t len = 0;
-    int rc = tide_store_recover(DB, tide_io_sim_io(sim), &rep);
+    int rc = tide_store_recover_io(DB, tide_io_sim_io(sim), &rep);
 
     why[0] = '\0';
     if (rc != 0) {
@@ -1853,7 +1853,7 @@ static void a_recovered_rebuild_leaves_no_key_file_at_every_crash_point(void **s
 
         /* The power fails at the n-th call: it and every later call fail. */
         OK(tide_io_sim_fail_at(run, n, TIDE_IO_SIM_EIO, 1));
-        (void)tide_store_recover(DB, tide_io_sim_io(run), &rep);
+        (void)tide_store_recover_io(DB, tide_io_sim_io(run), &rep);
         done = tide_io_sim_calls(run) - c0 < n;
         OK(tide_io_sim_fail_at(run, 0, TIDE_IO_SIM_NONE, 0));
         nd = tide_io_sim_pending_count(run);
@@ -1919,7 +1919,7 @@ static void a_rebuild_of_a_missing_key_file_crashed_at_any_call_is_finished_by_t
         ro.io = tide_io_sim_io(run);
         ro.block_size = 8192;
         OK(tide_io_sim_fail_at(run, n, TIDE_IO_SIM_EIO, 1));
-        rc = tide_store_rekey(DB, &ro, NULL);
+        rc = tide_store_rekey_with(DB, &ro, NULL);
         done = tide_io_sim_calls(run) - c0 < n;
         if (done && rc != 0)
             fail_msg("rebuild with no fault reached: expected 0, got %d (%s): %s", rc,
@@ -1928,7 +1928,7 @@ static void a_rebuild_of_a_missing_key_file_crashed_at_any_call_is_finished_by_t
         if (!done || !exists(run, DB "/nudb.key")) expect_rebuilt(run, why, sizeof why);
         else {
             tide_verify_report vr;
-            rc = tide_store_verify(DB, tide_io_sim_io(run), &vr);
+            rc = tide_store_verify_io(DB, tide_io_sim_io(run), &vr);
             if (rc != 0 || vr.keys != SYNCED) snprintf(why, sizeof why, "verify %d, %llu keys", rc,
                                                        (unsigned long long)vr.keys);
         }

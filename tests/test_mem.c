@@ -47,7 +47,7 @@
 #include "mem/proc.h"
 #include "mem/trim.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 #define MiB (1024.0 * 1024.0)
 

@@ -110,7 +110,7 @@
 #include "helpers.h"
 #include "io/io.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/hex.h"
 
 #define KEY_SIZE     32

@@ -36,7 +36,7 @@
 
 #include "io/io_sim.h"
 #include "store/store_impl.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 #include "helpers.h"
 #include "expect.h"

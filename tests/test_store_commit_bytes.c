@@ -29,7 +29,7 @@
 #include <cmocka.h>
 #include <xxhash.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "helpers.h"
 #include "expect.h"
 

@@ -40,7 +40,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/clock.h"
 #include "helpers.h"
 

@@ -6,7 +6,7 @@
  * the tail; the budget bounds the tail and triggers flushes; a clean close
  * leaves NuDB's three files (no log) that verify passes; lag 0 writes no
  * tide.meta. A writer killed with SIGKILL while its tail holds acknowledged
- * records: `tide recover` (tide_store_recover) indexes them and leaves
+ * records: `tide recover` (tide_store_recover_io) indexes them and leaves
  * NuDB's files; NuDB's recovery (its rules applied byte by byte:
  * nudb_rules.c) refuses the idle log the killed writer left, at its
  * pepper, and changes nothing. tide.meta torn (the other slot wins), foreign (ignored)
@@ -38,7 +38,7 @@
 #include "store/meta.h"
 #include "tide/log.h"
 #include "util/clock.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 #define KEY 32
 #define VMIN 1
@@ -93,7 +93,7 @@ static tide_store *open_lag(dstate *d, uint64_t lag)
 static void expect_verify_keys(dstate *d, uint64_t keys, const char *what)
 {
     tide_verify_report r;
-    expect_ok(tide_store_verify(d->dir, NULL, &r), what);
+    expect_ok(tide_store_verify_io(d->dir, NULL, &r), what);
     expect_u64(r.keys, keys, what);
     expect_u64(r.data_records, keys, what);
 }
@@ -310,7 +310,7 @@ static void a_killed_writer_s_idle_log_is_refused_by_nudb_and_tide_recovers_ever
     expect_unchanged(d->dir, &sn, "NuDB's refused recovery");
     th_snapshot_free(&sn);
     /* Tide's recovery keeps and indexes the tail. */
-    expect_ok(tide_store_recover(d->dir, NULL, &rep), "tide recover");
+    expect_ok(tide_store_recover_io(d->dir, NULL, &rep), "tide recover");
     expect_u64(rep.tail_from, TIDE_DAT_HEADER_SIZE, "the tail starts at W");
     if (rep.tail_to <= rep.tail_from) fail_msg("recover reported no tail");
     if (th_exists(file_in(d, "nudb.log"))) fail_msg("tide recover left nudb.log: not NuDB's files");
@@ -340,11 +340,11 @@ static void a_stale_tide_meta_after_nudbs_recovery_claims_nothing(void **state)
     kill_with_a_tail(d, 200, 5);
     snprintf(aside, sizeof aside, "%s.aside", file_in(d, "tide.meta"));
     assert_int_equal(rename(file_in(d, "tide.meta"), aside), 0);
-    expect_ok(tide_store_recover(d->dir, NULL, &rep), "NuDB's recovery (no tide.meta)");
+    expect_ok(tide_store_recover_io(d->dir, NULL, &rep), "NuDB's recovery (no tide.meta)");
     expect_u64(rep.dat_truncated_to, TIDE_DAT_HEADER_SIZE, "nudb.dat cut to W");
     assert_int_equal(rename(aside, file_in(d, "tide.meta")), 0);
     kill_with_a_tail(d, 200, 0);         /* a deferred writer killed before any commit */
-    expect_ok(tide_store_recover(d->dir, NULL, &rep), "recovery after the second kill");
+    expect_ok(tide_store_recover_io(d->dir, NULL, &rep), "recovery after the second kill");
     expect_verify_keys(d, 0, "the store NuDB left: nothing past W");
     expect_ok(th_store_open(&s, d->dir), "open");
     expect_closed(&s, "close");
@@ -665,12 +665,12 @@ static void a_killed_deferred_store_reads_as_it_is_without_recovery(void **state
     expect_ok(tide_store_inspect(d->dir, NULL, &info), "inspect");
     if (!info.needs_recovery || !info.idle_log) fail_msg("inspect: expected the idle log, pending");
     expect_u64(info.dat_committed, dat_bytes, "inspect's C");
-    expect_ok(tide_store_verify(d->dir, NULL, &r), "verify the indexed part");
+    expect_ok(tide_store_verify_io(d->dir, NULL, &r), "verify the indexed part");
     expect_u64(r.keys, 0, "verify: entries");
     expect_u64(r.data_records, 0, "verify: indexed records");
     expect_u64(r.tail_records, 1000, "verify: records waiting to be indexed");
     expect_u64(r.dat_file_bytes, dat_bytes, "verify: nudb.dat up to C");
-    expect_ok(tide_store_visit(d->dir, NULL, NULL, NULL, &vs), "visit stops at C");
+    expect_ok(tide_store_visit_io(d->dir, NULL, NULL, NULL, &vs), "visit stops at C");
     expect_u64(vs.data_records, 1000, "visit's records");
     expect_unchanged(d->dir, &sn, "the read-only tools");
     th_snapshot_free(&sn);
@@ -926,7 +926,7 @@ static void a_full_disk_opens_with_the_tail_in_memory_and_indexes_it_when_space_
     expect_ok(tide_store_sync(s), "its sync");
     expect_items(s, 0, 1000, KEY, VMIN, VMAX, "every record after the flush");
     expect_closed(&s, "close");
-    expect_ok(tide_store_verify("/db", tide_io_sim_io(sim), &r), "verify after the close");
+    expect_ok(tide_store_verify_io("/db", tide_io_sim_io(sim), &r), "verify after the close");
     expect_u64(r.keys, 1001, "keys after the close");
     tide_io_sim_destroy(sim);
 }
@@ -972,7 +972,7 @@ static void a_full_disk_opens_a_store_without_tide_meta_and_commits_when_space_r
     expect_closed(&s, "close");
     {
         tide_verify_report r;
-        expect_ok(tide_store_verify("/db", tide_io_sim_io(sim), &r), "verify after the close");
+        expect_ok(tide_store_verify_io("/db", tide_io_sim_io(sim), &r), "verify after the close");
         expect_u64(r.keys, 2, "keys after the close");
     }
     tide_io_sim_destroy(sim);

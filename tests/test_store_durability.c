@@ -37,7 +37,7 @@
  *     m = 1, 2, ..., each failed attempt followed by another crash, until
  *     it succeeds without meeting its fault (one that succeeds in spite of
  *     it must leave the files a clean recovery leaves); through
- *     tide_store_open at even n and tide_store_recover at odd n. Commits
+ *     tide_store_open at even n and tide_store_recover_io at odd n. Commits
  *     there start only when the workload syncs, so the n-th call is the
  *     same call in every run and a failure repeats exactly; the third case
  *     has a 1 ms commit interval, so the commit thread's own commits fail
@@ -98,7 +98,7 @@
 
 #include "io/io_sim.h"
 #include "store/format.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -269,7 +269,7 @@ static tide_store *open_ok(tide_io_sim *sim, unsigned interval_ms, const char *w
 static void verify_keys(tide_io_sim *sim, uint64_t keys, const char *when, const char *what)
 {
     tide_verify_report r;
-    int rc = tide_store_verify(DB, tide_io_sim_io(sim), &r);
+    int rc = tide_store_verify_io(DB, tide_io_sim_io(sim), &r);
 
     if (rc != 0)
         fail_msg("%s: verify %s: expected 0, got %d (%s): %s", what, when, rc, tide_strerror(rc),
@@ -584,7 +584,7 @@ static void files2_free(files2 *f)
  * Recover the crashed store in `crashed` (left unchanged) with the m-th
  * call failing (kind `f`), m = 1, 2, ...: each failed attempt is followed
  * by a crash, as if the process had died again, and the next attempt runs
- * on what that crash left. Through tide_store_recover (then a clean open)
+ * on what that crash left. Through tide_store_recover_io (then a clean open)
  * when `via_recover`, else through tide_store_open.
  *
  * An attempt can succeed although its fault was met (the store tolerates
@@ -609,7 +609,7 @@ static tide_store *recover_with_faults(tide_io_sim *crashed, tide_io_sim **out, 
         int rc, reached;
 
         OK(tide_io_sim_fail_at(sim, m, f->kind, f->persistent));
-        if (via_recover) rc = tide_store_recover(DB, io, NULL);
+        if (via_recover) rc = tide_store_recover_io(DB, io, NULL);
         else rc = open_store(&s, io, SLOW_MS);
         reached = tide_io_sim_calls(sim) - c0 >= m;
         t->recoveries++;
@@ -640,7 +640,7 @@ static tide_store *recover_with_faults(tide_io_sim *crashed, tide_io_sim **out, 
                          "succeeded although the call failed, leaving nudb.dat of %zu bytes and "
                          "nudb.key of %zu; expected the files a clean recovery leaves, %zu and "
                          "%zu bytes%s", what, (unsigned long long)m,
-                         via_recover ? "tide_store_recover" : "tide_store_open",
+                         via_recover ? "tide_store_recover_io" : "tide_store_open",
                          (unsigned long long)m, f->name, got.dat_len, got.key_len,
                          clean.dat_len, clean.key_len,
                          got.dat_len == clean.dat_len && got.key_len == clean.key_len
@@ -743,8 +743,8 @@ static void describe_clean_run(tide_io_sim *base_sim, tide_io_sim *done, const w
     char line[400];
     int at = 0;
 
-    OK(tide_store_verify(DB, tide_io_sim_io(base_sim), &before));
-    OK(tide_store_verify(DB, tide_io_sim_io(done), &after));
+    OK(tide_store_verify_io(DB, tide_io_sim_io(base_sim), &before));
+    OK(tide_store_verify_io(DB, tide_io_sim_io(done), &after));
     for (size_t i = 0; i < tr->n; i++) {
         cnt[OP_OF(tr->ops[i])]++;
         in_inserts += PHASE_OF(tr->ops[i]) == PH_INSERT;
@@ -1380,8 +1380,8 @@ static void clean_xrun(const xwork *x, tide_io_sim *base_sim, trace *tr)
     run_xwork(c, &tr->io, x, &done, &stage);
     if (stage != ST_DONE) fail_msg("%s: the clean run stopped at %s", x->name, stages[stage]);
     if (tr->n != tide_io_sim_calls(c) - c0) fail_msg("%s: the trace missed calls", x->name);
-    OK(tide_store_verify(DB, tide_io_sim_io(base_sim), &before));
-    OK(tide_store_verify(DB, tide_io_sim_io(c), &after));
+    OK(tide_store_verify_io(DB, tide_io_sim_io(base_sim), &before));
+    OK(tide_store_verify_io(DB, tide_io_sim_io(c), &after));
     print_message("  %s: commits of %zu, %zu and %zu items; buckets %llu -> %llu, spill records "
                   "written %llu -> %llu; %zu calls\n", x->name, x->ends[0],
                   x->ends[1] - x->ends[0], x->ends[2] - x->ends[1],

@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 #include "helpers.h"
 #include "expect.h"
@@ -729,9 +729,9 @@ static void a_fifo_directory_or_socket_as_a_store_file_is_refused_at_once_and_no
             expect_refused(tide_store_open(&s, sub, &ro), needle, what);
             expect_refused(th_store_open(&s, sub), needle, what);
             expect_refused(tide_store_inspect(sub, NULL, &info), needle, what);
-            expect_refused(tide_store_verify(sub, NULL, &vr), needle, what);
-            if (n == 0) expect_refused(tide_store_visit(sub, NULL, NULL, NULL, NULL), needle, what);
-            if (n > 0) expect_refused(tide_store_recover(sub, NULL, &rr), needle, what);
+            expect_refused(tide_store_verify_io(sub, NULL, &vr), needle, what);
+            if (n == 0) expect_refused(tide_store_visit_io(sub, NULL, NULL, NULL, NULL), needle, what);
+            if (n > 0) expect_refused(tide_store_recover_io(sub, NULL, &rr), needle, what);
             alarm(0);
             for (size_t m = 0; m < 3; m++) {
                 uint8_t *now = NULL;

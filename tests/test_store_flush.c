@@ -50,7 +50,7 @@
 #include "expect.h"
 #include "io/io_sim.h"
 #include "store/store_impl.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 #define DB "/db"
 #define KEY 32
@@ -170,7 +170,7 @@ static void expect_same_files(tide_io_sim *a, tide_io_sim *b, const char *what)
 static void expect_verify(tide_io_sim *sim, uint64_t keys, const char *what)
 {
     tide_verify_report r;
-    expect_ok(tide_store_verify(DB, tide_io_sim_io(sim), &r), what);
+    expect_ok(tide_store_verify_io(DB, tide_io_sim_io(sim), &r), what);
     expect_u64(r.keys, keys, what);
 }
 
@@ -233,11 +233,11 @@ static void a_flush_in_tiny_ranges_writes_the_files_one_range_writes(void **stat
     tide_verify_report before, after;
 
     (void)state;
-    OK(tide_store_verify(DB, tide_io_sim_io(g_base), &before));
+    OK(tide_store_verify_io(DB, tide_io_sim_io(g_base), &before));
     a = flushed(0, &one);
     b = flushed(TINY, &tiny);
     c = flushed(1, &single);
-    OK(tide_store_verify(DB, tide_io_sim_io(a), &after));
+    OK(tide_store_verify_io(DB, tide_io_sim_io(a), &after));
     print_message("  flush of %u entries: buckets %llu -> %llu, spill records %llu -> %llu; "
                   "log syncs: %llu in one range, %llu in ranges of %u bytes, %llu of one bucket\n",
                   TAIL, (unsigned long long)before.buckets, (unsigned long long)after.buckets,
@@ -282,8 +282,8 @@ static void check_crash_image(tide_io_sim *w, const char *where)
     rc = tide_io_sim_io(nudb)->unlink(tide_io_sim_io(nudb), DB "/tide.meta");
     if (rc != 0 && rc != TIDE_ENOENT) fail_msg("%s: unlink tide.meta: %d", where, rc);
     snprintf(what, sizeof what, "%s: NuDB's view (recovered without tide.meta)", where);
-    expect_ok(tide_store_recover(DB, tide_io_sim_io(nudb), &rep), what);
-    expect_ok(tide_store_verify(DB, tide_io_sim_io(nudb), &r), what);
+    expect_ok(tide_store_recover_io(DB, tide_io_sim_io(nudb), &rep), what);
+    expect_ok(tide_store_verify_io(DB, tide_io_sim_io(nudb), &r), what);
     if (r.keys != BASE && r.keys != BASE + TAIL)
         fail_msg("%s: expected %u or %u keys, got %llu", what, BASE, BASE + TAIL,
                  (unsigned long long)r.keys);

@@ -10,8 +10,8 @@
  *
  *   - A child process holding nudb.dat, nudb.key or nudb.log open (a plain
  *     open(2), no lock, as NuDB has them) is listed by tide_store_holders
- *     with its pid, name and file; tide_store_recover, a read-write
- *     tide_store_open and tide_store_rekey refuse with TIDE_EBUSY naming
+ *     with its pid, name and file; tide_store_recover_io, a read-write
+ *     tide_store_open and tide_store_rekey_with refuse with TIDE_EBUSY naming
  *     its pid, and every file stays byte-identical; TIDE_RECOVER_FORCE (and
  *     ignore_holders) go ahead, and the store then holds exactly what
  *     recovery must leave.
@@ -43,7 +43,7 @@
 #include <cmocka.h>
 
 #include "io/io_sim.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 #include "helpers.h"
 #include "expect.h"
@@ -148,7 +148,7 @@ static void refusals_while_a_child_holds(void **state, const char *file)
                  "(first: pid %d, %s, '%s')", what, (int)t->child, file, rc, n,
                  n ? h[0].pid : 0, n ? h[0].file : "", n ? h[0].comm : "");
 
-    expect_busy_naming(tide_store_recover(t->dir, NULL, &rep), t->child, file, what);
+    expect_busy_naming(tide_store_recover_io(t->dir, NULL, &rep), t->child, file, what);
     expect_unchanged(t->dir, &sn, "recover refused");
     rc = th_store_open(&s, t->dir);
     if (rc == 0) tide_store_close(s);
@@ -156,7 +156,7 @@ static void refusals_while_a_child_holds(void **state, const char *file)
     expect_unchanged(t->dir, &sn, "read-write open refused");
     tide_rekey_opts_init(&ro);
     ro.block_size = 8192;
-    expect_busy_naming(tide_store_rekey(t->dir, &ro, NULL), t->child, file, what);
+    expect_busy_naming(tide_store_rekey_with(t->dir, &ro, NULL), t->child, file, what);
     expect_unchanged(t->dir, &sn, "rekey refused");
     th_snapshot_free(&sn);
 
@@ -170,7 +170,7 @@ static void refusals_while_a_child_holds(void **state, const char *file)
         rc = tide_store_close(s);
         if (rc != 0) fail_msg("%s: close: %d", what, rc);
     } else {
-        rc = tide_store_recover_ex(t->dir, NULL, TIDE_RECOVER_FORCE, &rep);
+        rc = tide_store_recover_with(t->dir, NULL, TIDE_RECOVER_FORCE, &rep);
         if (rc != 0 || rep.buckets_restored != 71)
             fail_msg("%s: recover with TIDE_RECOVER_FORCE: expected 0 and 71 buckets restored, got "
                      "%d (%s) and %llu: %s", what, rc, tide_strerror(rc),
@@ -230,11 +230,11 @@ static void a_read_only_open_of_a_store_with_a_pending_log_says_so_and_writes_no
         fail_msg("read-only open with a pending log: expected TIDE_EBUSY naming the 145198-byte "
                  "commit and 'tide recover', got %d (%s): %s", rc, tide_strerror(rc),
                  tide_last_error());
-    rc = tide_store_verify(t->dir, NULL, &vr);
+    rc = tide_store_verify_io(t->dir, NULL, &vr);
     if (rc != TIDE_EBUSY) fail_msg("verify with a pending log: expected TIDE_EBUSY, got %d", rc);
     if (tide_store_inspect(t->dir, NULL, &info) != 0 || !info.needs_recovery)
         fail_msg("inspect: expected needs_recovery");
-    if (tide_store_visit(t->dir, NULL, NULL, NULL, &st) != 0 || st.data_records != 12000)
+    if (tide_store_visit_io(t->dir, NULL, NULL, NULL, &st) != 0 || st.data_records != 12000)
         fail_msg("visit: expected the 12000 records written");
     expect_unchanged(t->dir, &sn, "read-only open, verify, inspect and visit");
     th_snapshot_free(&sn);
@@ -276,11 +276,11 @@ static void on_the_sim_a_holder_of_the_log_stops_recovery_until_forced(void **st
     expect_busy_naming(rc, 4242, "nudb.log", "sim: read-write open");
     if (strstr(tide_last_error(), "(rippled)") == NULL)
         fail_msg("sim: expected the holder's name in '%s'", tide_last_error());
-    expect_busy_naming(tide_store_recover("/db", io, &rep), 4242, "nudb.log",
+    expect_busy_naming(tide_store_recover_io("/db", io, &rep), 4242, "nudb.log",
                        "sim: recover");
     if (io->writes != writes) fail_msg("sim: the refusals wrote %llu times",
                                        (unsigned long long)(io->writes - writes));
-    rc = tide_store_recover_ex("/db", io, TIDE_RECOVER_FORCE, &rep);
+    rc = tide_store_recover_with("/db", io, TIDE_RECOVER_FORCE, &rep);
     if (rc != 0 || rep.buckets_restored != 71)
         fail_msg("sim: forced recover: expected 0 and 71 buckets, got %d (%s): %s", rc,
                  tide_strerror(rc), tide_last_error());

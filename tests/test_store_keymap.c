@@ -84,7 +84,7 @@
 #include <linux/magic.h>
 #include <cmocka.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "io/io_sim.h"
 #include "store/format.h"
 #include "store/keymap.h"

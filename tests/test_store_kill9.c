@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 #define KEY_SIZE 32
 #define BATCH 200
@@ -140,7 +140,7 @@ static uint64_t one_iteration(uint64_t seed, unsigned iter, unsigned block_size,
     assert_int_equal(tide_store_insert(s, key, "after", 5), 0);
     assert_int_equal(tide_store_sync(s), 0);
     assert_int_equal(tide_store_close(s), 0);
-    rc = tide_store_verify(dir, NULL, &vr);
+    rc = tide_store_verify_io(dir, NULL, &vr);
     if (rc) fail_msg("seed %llu iteration %u: verify after recovery: %s: %s",
                      (unsigned long long)seed, iter, tide_strerror(rc), tide_last_error());
     if (vr.keys != acked + extra + 1)

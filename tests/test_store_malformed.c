@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 typedef struct original {
     char dir[4096];
@@ -104,7 +104,7 @@ static void load(original *o, const char *fixture)
         o->by_key[2 * i + 1] = i;
     }
     qsort(o->by_key, o->fx->items, 2 * sizeof *o->by_key, cmp_pair);
-    assert_int_equal(tide_store_visit(o->dir, NULL, note_record, o, NULL), 0);
+    assert_int_equal(tide_store_visit_io(o->dir, NULL, note_record, o, NULL), 0);
     assert_int_equal(o->nrec, o->fx->items);
 }
 
@@ -161,7 +161,7 @@ static void check(original *o, const char *what, long long touched)
      * (up to `items`) may be present too when its log was damaged away, since
      * NuDB had written their buckets: then they must be exact. */
     o->cases++;
-    vrc = tide_store_verify(o->dir, NULL, &vr);
+    vrc = tide_store_verify_io(o->dir, NULL, &vr);
     if (vrc == 0 && (vr.keys < present || vr.keys > o->fx->items))
         fail_msg("%s: verify says sound with %llu keys; the fixture holds %llu..%llu",
                  what, (unsigned long long)vr.keys, (unsigned long long)present,

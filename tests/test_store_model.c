@@ -13,9 +13,9 @@
  * (length, seed), the value being stream(seed, length) from helpers.h.
  *
  * At the end of each run every model key is fetched once more, the store
- * is closed, and tide_store_visit must find in nudb.dat exactly the model's
+ * is closed, and tide_store_visit_io must find in nudb.dat exactly the model's
  * records: each key once, with its exact value, and nothing else. Then
- * tide_store_verify must pass (every bucket well formed, every entry
+ * tide_store_verify_io must pass (every bucket well formed, every entry
  * reaching its record, every record reached once) and count the model's
  * keys and value bytes.
  *
@@ -32,7 +32,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/clock.h"
 #include "helpers.h"
 
@@ -379,7 +379,7 @@ static void run_model(void **state, int iter, const config *c)
     close_run(r);
     memset(&vs, 0, sizeof vs);
     r->visit_err[0] = '\0';
-    rc = tide_store_visit(r->dir, NULL, visit_check, r, &vs);
+    rc = tide_store_visit_io(r->dir, NULL, visit_check, r, &vs);
     if (r->visit_err[0]) FAIL(r, "final visit: %s", r->visit_err);
     if (rc != 0)
         FAIL(r, "final visit: expected 0, got %d %s: %s", rc, tide_strerror(rc), tide_last_error());
@@ -391,7 +391,7 @@ static void run_model(void **state, int iter, const config *c)
         if (!r->m.e[i].seen) FAIL(r, "final visit: model key #%u is not in nudb.dat", i);
 
     memset(&vr, 0xEE, sizeof vr);
-    rc = tide_store_verify(r->dir, NULL, &vr);
+    rc = tide_store_verify_io(r->dir, NULL, &vr);
     if (rc != 0)
         FAIL(r, "final verify: expected 0 (sound), got %d %s: %s", rc, tide_strerror(rc),
              tide_last_error());

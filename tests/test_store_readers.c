@@ -70,7 +70,7 @@
 #include "helpers.h"
 #include "expect.h"
 #include "store/store_impl.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -389,7 +389,7 @@ static void a_writer_killed_under_a_reader_is_reported_and_loses_nothing(void **
     /* A new reader is refused with the same clear words: nobody holds the
      * lock, so it is an ordinary read-only open; the log decides. */
     tide_recover_report rep;
-    assert_int_equal(tide_store_recover(dir, NULL, &rep), 0);
+    assert_int_equal(tide_store_recover_io(dir, NULL, &rep), 0);
     tide_store *s = NULL;
     assert_int_equal(th_store_open(&s, dir), 0);
     check_all(s, 6000, "after recovery");
@@ -701,7 +701,7 @@ static void verify_live_checks_a_running_store_and_names_damage(void **state)
     insert_range(s, 0, 3000);
     assert_int_equal(tide_store_sync(s), 0);
     /* The full check refuses a store a writer has open, saying what to use. */
-    assert_int_equal(tide_store_verify(dir, NULL, &vr), TIDE_EBUSY);
+    assert_int_equal(tide_store_verify_io(dir, NULL, &vr), TIDE_EBUSY);
     expect_contains(tide_last_error(), "tide verify --live", "the full verify's refusal");
     rc = tide_store_verify_live(dir, NULL, &vr);
     if (rc) fail_msg("verify --live of a sound running store: %s: %s", tide_strerror(rc),

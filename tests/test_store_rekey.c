@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_store_rekey.c: tide_store_rekey rebuilds nudb.key with a new block
+ * test_store_rekey.c: tide_store_rekey_with rebuilds nudb.key with a new block
  * size, and an interruption anywhere leaves the old store or the new one.
  *
  * What is checked:
@@ -62,7 +62,7 @@
 #include "nudb_rules.h"
 #include "io/io_sim.h"
 #include "store/format.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 
 #define DB "db"                  /* the store's directory in a sim */
@@ -280,7 +280,7 @@ static void check_verify(const char *dir, tide_io *io, uint64_t n, unsigned bs, 
     int rc;
 
     memset(r, 0, sizeof *r);
-    rc = tide_store_verify(dir, io, r);
+    rc = tide_store_verify_io(dir, io, r);
     if (foreign == 0 && rc != 0)
         fail_msg("%s: verify: expected 0 (sound), got %d (%s): %s", what, rc, tide_strerror(rc),
                  tide_last_error());
@@ -334,7 +334,7 @@ static void check_inserts_after(const char *dir, items *it, unsigned bs, uint64_
     it->n += INSERTS_AFTER;
     it->absent_from = it->n;
     memset(&r, 0, sizeof r);
-    rc = tide_store_verify(dir, NULL, &r);
+    rc = tide_store_verify_io(dir, NULL, &r);
     /* Spill records of an older block size stay, and only those may fail
      * verify (check_verify counted them right after the rekey). */
     if (rc == TIDE_ECORRUPT && r.foreign_spills_only) rc = 0;
@@ -366,8 +366,8 @@ static void rekey_and_check_report(const char *dir, const tide_store_info *befor
     o.load_factor = lf;
     if (buffer) o.buffer_bytes = buffer;
     memset(rep, 0, sizeof *rep);
-    rc = tide_store_rekey(dir, &o, rep);
-    snprintf(ctx, sizeof ctx, "%s: tide_store_rekey", what);
+    rc = tide_store_rekey_with(dir, &o, rep);
+    snprintf(ctx, sizeof ctx, "%s: tide_store_rekey_with", what);
     must(rc, ctx);
     if (rep->records != n || rep->old_block_size != before->block_size ||
         rep->new_block_size != bs || rep->old_buckets != before->buckets ||
@@ -436,7 +436,7 @@ static uint64_t spills_written(const char *dir)
     tide_visit_stats st;
 
     memset(&st, 0, sizeof st);
-    must(tide_store_visit(dir, NULL, NULL, NULL, &st), "visit to count spill records");
+    must(tide_store_visit_io(dir, NULL, NULL, NULL, &st), "visit to count spill records");
     return st.spill_records;
 }
 
@@ -703,7 +703,7 @@ static void rebuild_and_check(const char *dir, const th_fixture *fx, unsigned bs
 
     tide_rekey_opts_init(&o);
     if (bs) o.block_size = bs;
-    rc = tide_store_rekey(dir, &o, &rep);
+    rc = tide_store_rekey_with(dir, &o, &rep);
     if (rc != 0)
         fail_msg("%s: rekey: expected 0 (the key file built from nudb.dat), got %d (%s): %s", what,
                  rc, tide_strerror(rc), tide_last_error());
@@ -790,7 +790,7 @@ static void a_key_file_left_by_a_killed_rebuild_is_removed_by_recover_and_built_
             cut_key(dir, cuts[c]);
             snprintf(what, sizeof what, "a %zu-byte nudb.key %s", cuts[c],
                      with_log ? "and NuDB's rebuild log" : "and no log");
-            rc = tide_store_recover(dir, NULL, &rep);
+            rc = tide_store_recover_io(dir, NULL, &rep);
             if (rc != 0) fail_msg("%s: recover: expected 0, got %d (%s): %s", what, rc,
                                   tide_strerror(rc), tide_last_error());
             if (with_log ? !rep.rebuild_interrupted : !(rep.key_removed && rep.key_removed_bytes == cuts[c]))
@@ -832,7 +832,7 @@ static void rekey_rebuilds_a_key_file_that_open_refuses(void **state)
         if (scratch_copy_fixture(fx->name, dir, sizeof dir) != 0) fail_msg("copy");
         cut_key(dir, (size_t)((long long)fx->key_file_bytes + cases[c].delta));
         snprintf(what, sizeof what, "%s with nudb.key %+lld bytes", fx->name, cases[c].delta);
-        must(tide_store_recover(dir, NULL, &rep), what);
+        must(tide_store_recover_io(dir, NULL, &rep), what);
         if (rep.key_removed) fail_msg("%s: recover removed a key file that holds buckets", what);
         rebuild_and_check(dir, fx, 4096, what);
         scratch_rmrf(dir);
@@ -866,7 +866,7 @@ static void an_invalid_block_size_is_TIDE_EINVAL_and_changes_nothing(void **stat
             tide_rekey_opts_init(&o);
             o.block_size = bad[k];
             tide_log_set_sink(th_log_discard_sink, NULL);   /* its warnings kept off stderr */
-            rc = tide_store_rekey(dir, &o, &rep);
+            rc = tide_store_rekey_with(dir, &o, &rep);
             tide_log_set_sink(NULL, NULL);
             if (rc != TIDE_EINVAL || strstr(tide_last_error(), "4096, 8192, 16384 or 32768") == NULL)
                 fail_msg("%s: expected TIDE_EINVAL naming the valid sizes, got %d (%s): '%s'", what,
@@ -897,7 +897,7 @@ static void rekey_with_bad_load_factors_fails_and_changes_nothing(const double *
         tide_rekey_opts_init(&o);
         o.block_size = 8192;
         o.load_factor = bad[k];
-        rc = tide_store_rekey(dir, &o, NULL);
+        rc = tide_store_rekey_with(dir, &o, NULL);
         if (rc != TIDE_EINVAL || tide_last_error()[0] == '\0')
             fail_msg("%s: expected TIDE_EINVAL with a message, got %d (%s): '%s'", what, rc,
                      tide_strerror(rc), tide_last_error());
@@ -954,7 +954,7 @@ static void rekey_of_a_store_open_elsewhere_is_TIDE_EBUSY_and_changes_nothing(vo
                  ro ? "read-only" : "read-write");
         tide_rekey_opts_init(&o);
         o.block_size = 16384;
-        rc = tide_store_rekey(dir, &o, NULL);
+        rc = tide_store_rekey_with(dir, &o, NULL);
         if (rc != TIDE_EBUSY || tide_last_error()[0] == '\0') {
             tide_store_close(s);
             fail_msg("%s: expected TIDE_EBUSY with a message, got %d (%s): '%s'", what, rc,
@@ -972,7 +972,7 @@ static void rekey_of_a_store_open_elsewhere_is_TIDE_EBUSY_and_changes_nothing(vo
         snap_free(&sn);
         check_items(dir, NULL, &it, what);
         /* Once the holder is gone the rekey goes through. */
-        must(tide_store_rekey(dir, &o, NULL), "rekey once the holder closed");
+        must(tide_store_rekey_with(dir, &o, NULL), "rekey once the holder closed");
         check_items(dir, NULL, &it, "rekey once the holder closed");
         scratch_rmrf(dir);
     }
@@ -1226,7 +1226,7 @@ static void failure_loop(tide_io_sim *base, const char *label, const items *it, 
     /* The new store: a rekey that no fault touches. */
     o.io = tide_io_sim_io(ref);
     c0 = tide_io_sim_calls(ref);
-    must(tide_store_rekey(DB, &o, &rep), "the clean rekey on the sim");
+    must(tide_store_rekey_with(DB, &o, &rep), "the clean rekey on the sim");
     calls_clean = tide_io_sim_calls(ref) - c0;
     image_read(ref, DB, &on.ref, label);
     on.new_bs = bs;
@@ -1252,7 +1252,7 @@ static void failure_loop(tide_io_sim *base, const char *label, const items *it, 
             o.io = tide_io_sim_io(c);
             c0 = tide_io_sim_calls(c);
             must(tide_io_sim_fail_at(c, n, f->kind, f->persistent), "arm the fault");
-            rc = tide_store_rekey(DB, &o, &rep);
+            rc = tide_store_rekey_with(DB, &o, &rep);
             reached = tide_io_sim_calls(c) - c0 >= n;
             if (!reached) {
                 if (rc != 0)
@@ -1343,7 +1343,7 @@ static void a_rekey_to_another_block_size_leaves_nudb_the_old_store_or_the_new_a
         o.io = tide_io_sim_io(sim);
         o.block_size = 4096;
         must(tide_io_sim_fail_at(sim, n, TIDE_IO_SIM_EIO, 1), "arm");
-        tide_store_rekey(DB, &o, &rep);
+        tide_store_rekey_with(DB, &o, &rep);
         done = tide_io_sim_calls(sim) - c0 < n;
         must(tide_io_sim_fail_at(sim, 0, TIDE_IO_SIM_NONE, 0), "disarm");
         for (uint64_t seed = 1; seed <= 4; seed++) {
@@ -1363,7 +1363,7 @@ static void a_rekey_to_another_block_size_leaves_nudb_the_old_store_or_the_new_a
                          (unsigned long long)n, (unsigned long long)seed, nr.why);
             if (nr.verdict == TH_NUDB_CLEAN) {
                 opens = th_nudb_opens(io, DB, why, sizeof why);
-                if (opens == 1 && tide_store_verify(DB, io, &vr) != 0)
+                if (opens == 1 && tide_store_verify_io(DB, io, &vr) != 0)
                     fail_msg("call %llu, crash %llu: NuDB opens a store its verify rejects: %s",
                              (unsigned long long)n, (unsigned long long)seed, tide_last_error());
                 if (opens == 0 && (strcmp(why, "uid mismatch") != 0 ||
@@ -1377,7 +1377,7 @@ static void a_rekey_to_another_block_size_leaves_nudb_the_old_store_or_the_new_a
             so.io = io;
             must(tide_store_open(&s, DB, &so), "the read-write open after the crash");
             must(tide_store_close(s), "close");
-            must(tide_store_verify(DB, io, &vr), "verify after Tide's open");
+            must(tide_store_verify_io(DB, io, &vr), "verify after Tide's open");
             if (vr.keys != 3000) fail_msg("call %llu: %llu keys after the crash, expected 3000",
                                           (unsigned long long)n, (unsigned long long)vr.keys);
             if (th_nudb_opens(io, DB, why, sizeof why) != 1) fail_msg("NuDB refuses the store after Tide's open: %s", why);
@@ -1516,7 +1516,7 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
     copy_store(base, refdir, "the kill store");
     {
         double t = th_now_ms();
-        must(tide_store_rekey(refdir, &o, &rep), "the reference rekey");
+        must(tide_store_rekey_with(refdir, &o, &rep), "the reference rekey");
         clean_ms = th_now_ms() - t;
     }
     on.new_buckets = rep.new_buckets;
@@ -1549,7 +1549,7 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
         if (pid == 0) {
             close(pipefd[0]);
             if (write(pipefd[1], "g", 1) != 1) _exit(4);
-            _exit(tide_store_rekey(dir, &o, NULL) == 0 ? 0 : 3);
+            _exit(tide_store_rekey_with(dir, &o, NULL) == 0 ? 0 : 3);
         }
         close(pipefd[1]);
         if (read(pipefd[0], &go, 1) != 1) {
@@ -1593,7 +1593,7 @@ static void a_rekey_killed_at_random_moments_leaves_the_old_store_or_the_new_one
         }
         /* Whatever the kill left, a second rekey finishes the job. */
         snprintf(what + strlen(what), sizeof what - strlen(what), ", then rekeyed again");
-        must(tide_store_rekey(dir, &o, &rep), what);
+        must(tide_store_rekey_with(dir, &o, &rep), what);
         check_items(dir, NULL, &it, what);
         scratch_rmrf(dir);
     }
@@ -1689,7 +1689,7 @@ static void rekey_progress_is_one_measure_over_the_whole_run_ending_at_its_total
             memset(&calls, 0, sizeof calls);
             snprintf(what, sizeof what, "%s rekeyed to 8192 with %s", names[f],
                      k == 0 ? "the default buffer" : "a 3-bucket buffer");
-            must(tide_store_rekey(dir, &o, &rep), what);
+            must(tide_store_rekey_with(dir, &o, &rep), what);
             if (k == 1 && rep.passes < 2) fail_msg("%s: expected several passes, got %u", what, rep.passes);
             check_rekey_calls(&calls, &rep, what);
             scratch_rmrf(dir);

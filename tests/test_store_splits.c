@@ -22,7 +22,7 @@
 
 #include "helpers.h"
 #include "expect.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 #define KEY 32
 
@@ -57,7 +57,7 @@ static void create_in(const char *dir, double load_factor)
 
 static void verify_in(const char *dir, tide_verify_report *r)
 {
-    expect_ok(tide_store_verify(dir, NULL, r), "verify");
+    expect_ok(tide_store_verify_io(dir, NULL, r), "verify");
 }
 
 /* 400 entries, one open each (as 400 `tide put`s), end with the buckets

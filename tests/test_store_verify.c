@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_store_verify.c: tide_store_verify finds damage, names where it is,
+ * test_store_verify.c: tide_store_verify_io finds damage, names where it is,
  * and changes nothing.
  *
  * Every damaged store starts as a sound store that Tide itself wrote: 400
@@ -28,7 +28,7 @@
  * nudb.key and nudb.log byte-identical; so is a verify of a sound store, of
  * one held by a writer (TIDE_EBUSY) and of one a reader has open.
  *
- * The progress callbacks of tide_store_verify_ex and tide_store_visit_ex
+ * The progress callbacks of tide_store_verify_with and tide_store_visit_with
  * are checked on a store of several MiB and over 1024 buckets:
  * each step's calls are together, of one total, done never decreasing and
  * moving at most a step's worth, the last at the total; a verify that fails
@@ -47,7 +47,7 @@
 #include <cmocka.h>
 #include <malloc.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "store/format.h"
 #include "helpers.h"
 #include "expect.h"
@@ -156,7 +156,7 @@ static void expect_corrupt(const tstate *t, const char *damage, const char *cons
     int rc;
 
     if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("%s: cannot snapshot %s", damage, t->dir);
-    rc = tide_store_verify(t->dir, NULL, &r);
+    rc = tide_store_verify_io(t->dir, NULL, &r);
     msg = tide_last_error();
     if (rc != TIDE_ECORRUPT) {
         th_snapshot_free(&sn);
@@ -187,7 +187,7 @@ static void expect_sound(const tstate *t, uint64_t keys, uint64_t value_bytes, c
     int rc;
 
     memset(&r, 0xEE, sizeof r);
-    rc = tide_store_verify(t->dir, NULL, &r);
+    rc = tide_store_verify_io(t->dir, NULL, &r);
     if (rc != 0)
         fail_msg("%s: verify: expected 0 (sound), got %d %s: %s", when, rc, tide_strerror(rc),
                  tide_last_error());
@@ -231,7 +231,7 @@ static void verify_of_a_sound_store_counts_every_key_value_byte_and_bucket(void 
 
     build_store(t, ITEMS, 0.5);
     memset(&r, 0xEE, sizeof r);
-    rc = tide_store_verify(t->dir, NULL, &r);
+    rc = tide_store_verify_io(t->dir, NULL, &r);
     if (rc != 0)
         fail_msg("verify of a store Tide wrote: expected 0, got %d %s: %s", rc, tide_strerror(rc),
                  tide_last_error());
@@ -292,9 +292,9 @@ static void verify_and_visit_opts_init_set_every_field_to_its_default(void **sta
     if (wo.io != NULL || wo.progress != NULL || wo.progress_arg != NULL)
         fail_msg("tide_visit_opts_init: expected io, progress and progress_arg NULL");
     create_store(t, 0.5);
-    expect_ok(tide_store_verify_ex(t->dir, &vo, &r), "verify with _init's options");
+    expect_ok(tide_store_verify_with(t->dir, &vo, &r), "verify with _init's options");
     expect_u64(r.keys, 0, "keys of an empty store");
-    expect_ok(tide_store_visit_ex(t->dir, &wo, NULL, NULL, &st), "visit with _init's options");
+    expect_ok(tide_store_visit_with(t->dir, &wo, NULL, NULL, &st), "visit with _init's options");
     expect_u64(st.data_records, 0, "records of an empty store");
 }
 
@@ -326,7 +326,7 @@ static void verify_is_TIDE_EBUSY_while_a_writer_holds_the_store_and_changes_noth
     build_store(t, ITEMS, 0.5);
     open_rw(t);
     if (th_snapshot_take(t->dir, &sn) != 0) fail_msg("cannot snapshot %s", t->dir);
-    rc = tide_store_verify(t->dir, NULL, &r);
+    rc = tide_store_verify_io(t->dir, NULL, &r);
     if (rc != TIDE_EBUSY || tide_last_error()[0] == '\0') {
         th_snapshot_free(&sn);
         fail_msg("verify while a read-write handle is open: expected TIDE_EBUSY (%d) with a "
@@ -509,7 +509,7 @@ static void a_flipped_value_bit_passes_verify_and_is_returned_as_it_is(void **st
     if (ti_fmt_bucket_count(block) == 0) fail_msg("bucket 0 is empty");
     if (th_flip_bit(t->dat_path, e.offset + TIDE_DAT_RECORD_HEADER + KEY_SIZE, 0) != 0)
         fail_msg("cannot flip a bit of %s", t->dat_path);
-    rc = tide_store_verify(t->dir, NULL, &r);
+    rc = tide_store_verify_io(t->dir, NULL, &r);
     if (rc != 0) fail_msg("verify after a flipped value bit: expected 0 (nothing can see it), got "
                           "%d (%s): %s", rc, tide_strerror(rc), tide_last_error());
     if (th_pread_file(t->dat_path, key, KEY_SIZE, e.offset + TIDE_DAT_RECORD_HEADER) != 0)
@@ -571,7 +571,7 @@ static void verify_rejects_an_unreachable_spill_record_of_another_block_size_as_
     build_store(t, ITEMS, 0.5);
     append_spill(t, ti_fmt_bucket_bytes(ti_fmt_capacity(BLOCK)));
     memset(&r, 0, sizeof r);
-    rc = tide_store_verify(t->dir, NULL, &r);
+    rc = tide_store_verify_io(t->dir, NULL, &r);
     if (rc != 0 || r.spill_records_written != 1 || r.spill_records_reachable != 0 ||
         r.spill_records_foreign != 0)
         fail_msg("a full-size unreachable spill record: expected sound (waste), got %d (%s), %llu "
@@ -581,7 +581,7 @@ static void verify_rejects_an_unreachable_spill_record_of_another_block_size_as_
                  (unsigned long long)r.spill_records_foreign, tide_last_error());
     append_spill(t, ti_fmt_bucket_bytes(ti_fmt_capacity(8192)));
     memset(&r, 0, sizeof r);
-    rc = tide_store_verify(t->dir, NULL, &r);
+    rc = tide_store_verify_io(t->dir, NULL, &r);
     if (rc != TIDE_ECORRUPT || !r.foreign_spills_only || r.spill_records_foreign != 1 ||
         r.keys != ITEMS || r.spill_records_written != 2 ||
         strstr(tide_last_error(), "invalid size in spill") == NULL ||
@@ -728,7 +728,7 @@ static void verify_catches_a_spill_pointer_to_a_spill_record_copied_into_a_value
                  (unsigned long long)bucket_count_of_store(t), (unsigned long long)buckets);
     {
         find_key f = { key, UINT64_MAX };
-        rc = tide_store_visit(t->dir, NULL, find_record, &f, NULL);
+        rc = tide_store_visit_io(t->dir, NULL, find_record, &f, NULL);
         if (rc != 0 || f.offset == UINT64_MAX)
             fail_msg("visit: expected to find the copy's data record, got %d %s", rc,
                      rc ? tide_last_error() : "no record with its key");
@@ -807,7 +807,7 @@ static void verify_catches_entries_out_of_hash_order(void **state)
     }
 }
 
-/* ---- progress: tide_store_verify_ex's and tide_store_visit_ex's ---- */
+/* ---- progress: tide_store_verify_with's and tide_store_visit_with's ---- */
 
 typedef struct prog_call {
     unsigned step;              /* 0 for visit */
@@ -920,7 +920,7 @@ static void a_visit_of_a_small_store_holds_a_window_of_its_size_not_1_mib(void *
     build_store(t, 100, 0.5);
     before = heap_in_use();
     peak = before;
-    expect_ok(tide_store_visit(t->dir, NULL, note_heap, &peak, &st), "visit");
+    expect_ok(tide_store_visit_io(t->dir, NULL, note_heap, &peak, &st), "visit");
     expect_u64(st.data_records, 100, "records visited");
     if (st.file_bytes >= (256u << 10))
         fail_msg("the store should be small: nudb.dat is %llu bytes", (unsigned long long)st.file_bytes);
@@ -943,8 +943,8 @@ static void verify_and_visit_report_progress_that_only_grows_and_ends_at_the_tot
 
     build_big(t);
     memset(&p, 0, sizeof p);
-    expect_ok(tide_store_verify_ex(t->dir, &vo, &r), "verify with progress");
-    expect_ok(tide_store_verify(t->dir, NULL, &plain), "verify without");
+    expect_ok(tide_store_verify_with(t->dir, &vo, &r), "verify with progress");
+    expect_ok(tide_store_verify_io(t->dir, NULL, &plain), "verify without");
     if (r.keys != BIG_ITEMS || r.keys != plain.keys || r.data_records != plain.data_records ||
         r.buckets != plain.buckets || r.dat_file_bytes != plain.dat_file_bytes)
         fail_msg("expected the same figures with progress as without (%llu keys), got %llu keys",
@@ -960,13 +960,13 @@ static void verify_and_visit_report_progress_that_only_grows_and_ends_at_the_tot
     expect_u64(n1 + n2, p.n, "calls of the two steps, and of no other");
 
     memset(&p, 0, sizeof p);
-    expect_ok(tide_store_visit_ex(t->dir, &wo, NULL, NULL, &st), "visit with progress");
-    expect_ok(tide_store_visit(t->dir, NULL, NULL, NULL, &st_plain), "visit without");
+    expect_ok(tide_store_visit_with(t->dir, &wo, NULL, NULL, &st), "visit with progress");
+    expect_ok(tide_store_visit_io(t->dir, NULL, NULL, NULL, &st_plain), "visit without");
     expect_u64(st.data_records, st_plain.data_records, "records visited with progress");
     expect_u64(st.file_bytes, r.dat_file_bytes, "visit's file bytes");
     expect_u64(expect_step(&p, 0, st.file_bytes, gap, (size_t)(st.file_bytes / MIB), 1, "visit"),
                p.n, "visit's calls");
-    expect_ok(tide_store_visit_ex(t->dir, NULL, NULL, NULL, &st), "visit with no options");
+    expect_ok(tide_store_visit_with(t->dir, NULL, NULL, NULL, &st), "visit with no options");
     expect_u64(st.data_records, st_plain.data_records, "records visited with no options");
 }
 
@@ -989,7 +989,7 @@ static void a_verify_that_fails_reports_no_completion_of_the_failed_step(void **
     if (size <= 0 || th_pwrite_file(t->dat_path, rec, sizeof rec, (uint64_t)size) != 0)
         fail_msg("cannot append a record to %s", t->dat_path);
     memset(&p, 0, sizeof p);
-    rc = tide_store_verify_ex(t->dir, &vo, &r);
+    rc = tide_store_verify_with(t->dir, &vo, &r);
     expect_rc(rc, TIDE_ECORRUPT, "verify of a store with a record no entry reaches");
     expect_step(&p, TIDE_VERIFY_STEP_BUCKETS, r.buckets, 1024, 2, 1, "the bucket step, which passed");
     expect_step(&p, TIDE_VERIFY_STEP_DATA, r.dat_file_bytes, MIB + 400, 1, 0, "the data step, which failed");

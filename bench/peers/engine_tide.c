@@ -26,7 +26,7 @@
 #include "bench/bench_store.h"
 #include "peers.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 struct peer_engine {
     tide_store *s;

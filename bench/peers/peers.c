@@ -44,7 +44,7 @@
 #include "peers_out.h"
 #include "peers_run.h"
 #include "store/pool.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/size.h"
 
 static const char help_text[] =

@@ -18,9 +18,9 @@
 #ifndef TIDE_VERSION_H
 #define TIDE_VERSION_H
 
-#define TIDE_VERSION_MAJOR 0
-#define TIDE_VERSION_MINOR 1
+#define TIDE_VERSION_MAJOR 1
+#define TIDE_VERSION_MINOR 0
 #define TIDE_VERSION_PATCH 0
-#define TIDE_VERSION       "0.1.0-dev"
+#define TIDE_VERSION       "1.0.0-dev"
 
 #endif

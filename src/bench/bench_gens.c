@@ -60,7 +60,7 @@
 #include "gen/gens.h"
 #include "io/io.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/assert.h"
 #include "util/err.h"
 #include "util/random.h"

@@ -65,7 +65,7 @@
 
 #include "bench/bench_store.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/random.h"

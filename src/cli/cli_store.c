@@ -40,7 +40,7 @@
 #include "cli/cli.h"
 #include "gen/manifest.h"
 #include "io/io.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/err.h"
 #include "util/size.h"
 

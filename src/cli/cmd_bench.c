@@ -28,7 +28,7 @@
 #include "cli/cli.h"
 #include "gen/manifest.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/size.h"
 
 static const char help_bench[] =

@@ -37,7 +37,7 @@
 #include "cli/cli.h"
 #include "gen/gens.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 static const char help_generations[] =
 "NAME\n"

@@ -28,7 +28,7 @@
 
 #include "cli/cli.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 static const char help_put[] =
 "NAME\n"

@@ -6,11 +6,11 @@
  * commit's: the lock on nudb.key (flock, non-blocking: every open store
  * holds it) and the processes that have the store's files open (any, NuDB's
  * included; skipped with --force). Then the size of nudb.log is noted (for
- * the message), tide_store_recover_ex runs, and its report is told in
+ * the message), tide_store_recover_with runs, and its report is told in
  * words: what was found and what was done to which file.
  *
  * Invariants:
- *   1. Both probes run before tide_store_recover_ex: a store another
+ *   1. Both probes run before tide_store_recover_with: a store another
  *      process has locked (or, without --force, has open) is refused
  *      with "store is busy" (exit 1) and every file as it was.
  *   2. The exit status is CLI_OK only when the recovery returned 0, and
@@ -24,7 +24,7 @@
 
 #include "cli/cli.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 #define LOG_HEADER_BYTES 62   /* NuDB's log header; a shorter nudb.log holds nothing */
 
@@ -185,7 +185,7 @@ static int run(int argc, char **argv)
         rekey_left = (dat_new >= 0 ? 1 : 0) | (key_new >= 0 ? 2 : 0);
 
     memset(&rep, 0, sizeof rep);
-    rc = tide_store_recover_ex(a.path, NULL, force ? TIDE_RECOVER_FORCE : 0, &rep);
+    rc = tide_store_recover_with(a.path, NULL, force ? TIDE_RECOVER_FORCE : 0, &rep);
     /* Busy before recovery began (rep still empty): nothing was changed.
      * After it, the library's message says what was done. */
     if (rc == TIDE_EBUSY && !rep.had_log && !rep.key_removed)

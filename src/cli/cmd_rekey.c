@@ -7,10 +7,10 @@
  *   prepare  tide_store_inspect (a key file that is missing or unsound is
  *            no error here: the library rebuilds it from nudb.dat, if
  *            nudb.dat is sound, and says otherwise); the holders refusal;
- *            tide_store_recover when nudb.log holds an interrupted commit,
+ *            tide_store_recover_io when nudb.log holds an interrupted commit,
  *            so that the size of nudb.dat, which the progress line divides
  *            into passes, is the one the rekey will read.
- *   build    tide_store_rekey, which takes the lock itself (TIDE_EBUSY
+ *   build    tide_store_rekey_with, which takes the lock itself (TIDE_EBUSY
  *            while a node has the store open). Progress goes to stderr
  *            (cli_progress.c) only when stderr is a terminal or
  *            --progress says so, at most ten redraws a second, in one
@@ -26,8 +26,8 @@
  *      got through, kept as a line of its own) before anything else is
  *      printed.
  *
- * Never: write a store file itself (every change is tide_store_recover's
- *   or tide_store_rekey's), or draw progress when stderr is not a terminal
+ * Never: write a store file itself (every change is tide_store_recover_io's
+ *   or tide_store_rekey_with's), or draw progress when stderr is not a terminal
  *   unless --progress asks.
  */
 #include <stdio.h>
@@ -37,7 +37,7 @@
 
 #include "cli/cli.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/clock.h"
 #include "util/size.h"
 
@@ -279,7 +279,7 @@ static int prepare(const char *path, rekey_args *r, tide_store_info *in)
     if (!in->needs_recovery) return CLI_OK;
     fprintf(stderr, "tide rekey: note: %s/nudb.log holds an interrupted commit; recovering "
                     "it first\n", path);
-    rc = tide_store_recover_ex(path, NULL, r->o.ignore_holders ? TIDE_RECOVER_FORCE : 0, &rec);
+    rc = tide_store_recover_with(path, NULL, r->o.ignore_holders ? TIDE_RECOVER_FORCE : 0, &rec);
     if (rc == 0) rc = tide_store_inspect(path, NULL, in);
     if (rc == TIDE_EBUSY) return busy(path);
     if (rc) return cli_fail_store("rekey", rc);
@@ -331,7 +331,7 @@ static int build(const char *path, rekey_args *r, const tide_store_info *in,
         r->o.progress_arg = &prog;
     }
     memset(rep, 0, sizeof *rep);
-    rc = tide_store_rekey(path, &r->o, rep);
+    rc = tide_store_rekey_with(path, &r->o, rep);
     r->o.progress = NULL;
     r->o.progress_arg = NULL;
     cli_progress_end(&prog.line);           /* invariant 2 */

@@ -35,7 +35,7 @@
 #include "cli/cli.h"
 #include "gen/gens.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/err.h"
 
 static const char help_rotate[] =

@@ -2,7 +2,7 @@
 /*
  * cmd_verify.c: `tide verify PATH`, every bucket and record checked.
  *
- * tide_store_verify does the work: a read-only open (a shared lock: readers
+ * tide_store_verify_io does the work: a read-only open (a shared lock: readers
  * may run alongside, a writer may not), one pass over nudb.key and one over
  * nudb.dat. This prints the figures when the store is sound, the first
  * problem with its file and offset when it is not, and for the one
@@ -12,14 +12,14 @@
  * A node's directory with generations (a tide.generations
  * manifest naming gen-* stores) is verified whole: the manifest (read,
  * decoded, its invariants checked, no plain store's files beside it), then
- * every generation it names with the same tide_store_verify, one summary
+ * every generation it names with the same tide_store_verify_io, one summary
  * line each prefixed with the generation's directory, then a warning for
  * each gen-* directory it does not name (tided removes those at its next
  * start; they fail nothing). Without a manifest nothing of that runs and
  * the output is what it always was, byte for byte.
  *
  * Invariants:
- *   1. The exit status is CLI_OK only when tide_store_verify returned 0
+ *   1. The exit status is CLI_OK only when tide_store_verify_io returned 0
  *      (sound); an unsound store exits CLI_FAIL even when its figures are
  *      printed.
  *   2. Figures are printed only for a verdict: a store that could not be
@@ -45,7 +45,7 @@
 #include "cli/cli.h"
 #include "gen/gens.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -252,7 +252,7 @@ static void progress_cb(void *arg, unsigned step, uint64_t done, uint64_t total)
                       step == TIDE_VERIFY_STEP_BUCKETS ? "buckets" : NULL);
 }
 
-/* tide_store_verify_ex with the progress line of `mode`, ended before it
+/* tide_store_verify_with with the progress line of `mode`, ended before it
  * returns (so the caller's output starts on a line of its own). */
 static int verify_one(const char *dir, const char *name, int mode, tide_verify_report *r)
 {
@@ -267,7 +267,7 @@ static int verify_one(const char *dir, const char *name, int mode, tide_verify_r
         o.progress = progress_cb;
         o.progress_arg = &p;
     }
-    rc = verify_live ? tide_store_verify_live(dir, &o, r) : tide_store_verify_ex(dir, &o, r);
+    rc = verify_live ? tide_store_verify_live(dir, &o, r) : tide_store_verify_with(dir, &o, r);
     cli_progress_end(&p.line);
     return rc;
 }

@@ -2,7 +2,7 @@
 /*
  * cmd_visit.c: `tide visit PATH`, a walk of the data file.
  *
- * tide_store_visit reads nudb.dat only, in file order, and calls back for
+ * tide_store_visit_io reads nudb.dat only, in file order, and calls back for
  * every data record. Without --hex the callback keeps a histogram of value
  * sizes in power-of-two buckets (hist[k]: values of [2^k, 2^(k+1)) bytes)
  * and the extremes, printed at the end with the store's counts; with --hex
@@ -34,7 +34,7 @@
 
 #include "cli/cli.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/hex.h"
 
 static const char help_visit[] =
@@ -237,7 +237,7 @@ static int run(int argc, char **argv)
     cli_progress_start(&v.line, "visit", v.opt.progress);
     {
         tide_visit_opts o = { .progress = v.line.on ? progress_cb : NULL, .progress_arg = &v };
-        rc = tide_store_visit_ex(a.path, &o, visit_cb, &v, &st);
+        rc = tide_store_visit_with(a.path, &o, visit_cb, &v, &st);
     }
     cli_progress_end(&v.line);
     if (v.opt.flag) {

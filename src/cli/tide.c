@@ -44,7 +44,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 
 #define HELP_WIDTH 74           /* the columns of a generated help paragraph */

@@ -53,7 +53,7 @@
 
 #include "gen/manifest.h"
 #include "io/io.h"
-#include "tide/store.h"
+#include "store/full.h"
 
 typedef struct tide_gens tide_gens;
 

@@ -196,7 +196,7 @@ static int check_resumed(tide_gens *g, const char *gen1)
     snprintf(why, sizeof why, "%s", tide_last_error());
     ti_gens_file_sizes(g->io, gen1, &dat, NULL, NULL);
     memset(&st, 0, sizeof st);
-    vrc = tide_store_visit(gen1, g->io, NULL, NULL, &st);
+    vrc = tide_store_visit_io(gen1, g->io, NULL, NULL, &st);
     if (dat > 92 && (vrc != 0 || st.data_records > 0))   /* 92: nudb.dat's header */
         return tide_err_set(TIDE_ECORRUPT, "%s: resuming the adoption: %s does not open (%s): "
                             "%s", g->dir, gen1, tide_strerror(rc), why);
@@ -398,7 +398,7 @@ static int count_newest(tide_gens *g)
     char p[TI_GENS_PATH_CAP];
     tide_visit_stats st;
     int rc = ti_gens_path(p, g->dir, g->m.gens[0].dir);
-    if (rc == 0) rc = tide_store_visit(p, g->io, NULL, NULL, &st);
+    if (rc == 0) rc = tide_store_visit_io(p, g->io, NULL, NULL, &st);
     if (rc == 0) g->newest_objects = st.data_records;
     return rc;
 }

@@ -51,7 +51,7 @@ int tide_io_sim_create(tide_io_sim **out);
 void tide_io_sim_destroy(tide_io_sim *sim);
 
 /* The file interface to hand to the store (tide_store_opts.io,
- * tide_store_create_opts.io, tide_store_recover, ...). It lives as long as
+ * tide_store_create_opts.io, tide_store_recover_io, ...). It lives as long as
  * the sim. Never NULL for a valid sim; no I/O. */
 tide_io *tide_io_sim_io(tide_io_sim *sim);
 

@@ -102,7 +102,7 @@
 
 #include "gen/manifest.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/assert.h"
 #include "util/err.h"
 #include "util/log.h"

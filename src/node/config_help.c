@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/log.h"
 
 /* A text being built into a caller's buffer: len counts what the whole

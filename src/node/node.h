@@ -41,7 +41,7 @@
 #include "mem/pressure.h"
 #include "mem/trim.h"
 #include "tide/error.h"
-#include "tide/store.h"
+#include "store/full.h"
 #include "util/hist.h"
 
 struct tide_io;

@@ -20,7 +20,7 @@
  * deferred mark, and the slot was written under the same W and key file
  * size; a NuDB commit's log never does); with records kept past
  * W the log is cut to its header, the idle log, not deleted (keep_idle_log),
- * and the open that follows indexes them; tide_store_recover opens and
+ * and the open that follows indexes them; tide_store_recover_io opens and
  * closes the store for that.
  *
  * Invariants:
@@ -524,12 +524,12 @@ out:
     return rc;
 }
 
-int tide_store_recover(const char *dir, tide_io *io, tide_recover_report *report)
+int tide_store_recover_io(const char *dir, tide_io *io, tide_recover_report *report)
 {
-    return tide_store_recover_ex(dir, io, 0, report);
+    return tide_store_recover_with(dir, io, 0, report);
 }
 
-int tide_store_recover_ex(const char *dir, tide_io *io, unsigned flags,
+int tide_store_recover_with(const char *dir, tide_io *io, unsigned flags,
                           tide_recover_report *report)
 {
     tide_recover_report local;

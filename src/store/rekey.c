@@ -33,7 +33,7 @@
  *      switch to the new store is that one atomic rename. Then remove
  *      nudb.rekey and sync the directory.
  *
- * tide_store_rekey reads as these steps: prepare (check_opts; open_store
+ * tide_store_rekey_with reads as these steps: prepare (check_opts; open_store
  * and plan_table, step 1), build (arm_log, step 2; build_key_file, step 3)
  * and switch (switch_key_file, steps 4 and 5); undo after a failure. The
  * holders of the files (holders.c) are looked for once: by the open, or,
@@ -438,7 +438,7 @@ static int open_for_rebuild(const char *dir, const tide_store_opts *so, tide_sto
     int rc, have_kh = 0;
 
     *out = NULL;
-    rc = tide_store_recover_ex(dir, so->io, so->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
+    rc = tide_store_recover_with(dir, so->io, so->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
     if (rc) return rc;
     if ((rc = ti_store_alloc(&s, dir, so)) != 0) return rc;
     rc = s->io->open(s->io, s->dat_path, TIDE_IO_WRITE, &s->dat);
@@ -502,7 +502,7 @@ out:
     return rc;
 }
 
-/* ---- the steps of tide_store_rekey ---- */
+/* ---- the steps of tide_store_rekey_with ---- */
 
 /* One rekey's handle, progress and undo facts, beside the build's `k`. */
 typedef struct rekey_run {
@@ -769,7 +769,7 @@ static int copy_records(rekey_run *r)
     rc = s->io->open(s->io, r->dnew_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &r->dnew);
     if (rc) goto out;
     ti_fmt_encode_dat_header(c.buf, &dh);
-    if ((rc = tide_store_visit(r->dir, s->io, copy_record, &c, NULL)) != 0) goto out;
+    if ((rc = tide_store_visit_io(r->dir, s->io, copy_record, &c, NULL)) != 0) goto out;
     if ((rc = copy_flush(&c)) != 0) goto out;
     r->k.dat_out = r->dnew;
     r->k.dat_base = c.at;
@@ -817,7 +817,7 @@ static int build_key_file(rekey_run *r)
         memset(k->slots, 0, (k->hi - k->lo) * k->slot_bytes);
         k->records = 0;
         k->next_progress = 0;
-        if ((rc = tide_store_visit(r->dir, s->io, index_record, k, NULL)) != 0) return rc;
+        if ((rc = tide_store_visit_io(r->dir, s->io, index_record, k, NULL)) != 0) return rc;
         if ((rc = write_range(k)) != 0) return rc;
         k->progress_base += r->dat0;
         r->report->passes++;
@@ -937,7 +937,7 @@ static void undo(rekey_run *r, int rc)
     tide_err_set(rc, "%s", msg);
 }
 
-int tide_store_rekey(const char *dir, const tide_rekey_opts *opts, tide_rekey_report *report)
+int tide_store_rekey_with(const char *dir, const tide_rekey_opts *opts, tide_rekey_report *report)
 {
     tide_rekey_report local;
     rekey_run r;

@@ -15,7 +15,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "tide/store.h"
+#include "store/full.h"
 #include "io/io.h"
 #include "store/format.h"
 #include "store/live.h"
@@ -319,7 +319,7 @@ typedef struct ti_store_holder_seen {
 } ti_store_holder_seen;
 int ti_store_other_holders(tide_io *io, const char *dir, int readers_ok, ti_store_holder_seen *out);
 
-/* Recovery on paths (recover.c); used by open and tide_store_recover. A
+/* Recovery on paths (recover.c); used by open and tide_store_recover_io. A
  * caller that holds the lock has done the holders check too (`force` is
  * then not looked at), and is left the bucketless key file and the rekey
  * mark (open does that repair); otherwise recovery takes the lock, checks
@@ -352,7 +352,7 @@ int ti_recover_paths(tide_io *io, const char *dat_path, const char *key_path,
                        const char *log_path, const char *dir, int caller_holds_lock,
                        int force, tide_recover_report *rep);
 
-/* tide_store_visit with a second callback for each spill record: its
+/* tide_store_visit_io with a second callback for each spill record: its
  * offset (the record's first byte) and n, its bucket bytes; and progress
  * (NULL: none) in bytes of nudb.dat, as tide_visit_opts says. */
 typedef int (*tide_spill_fn)(void *arg, uint64_t offset, uint64_t n);

@@ -235,10 +235,10 @@ void tide_verify_opts_init(tide_verify_opts *o)
     memset(o, 0, sizeof *o);
 }
 
-int tide_store_verify(const char *dir, tide_io *io, tide_verify_report *r)
+int tide_store_verify_io(const char *dir, tide_io *io, tide_verify_report *r)
 {
     tide_verify_opts vo = { .io = io };
-    return tide_store_verify_ex(dir, &vo, r);
+    return tide_store_verify_with(dir, &vo, r);
 }
 
 /* A read-only handle reading through a running writer's
@@ -253,7 +253,7 @@ static int refuse_live(const tide_store *s, const char *dir)
                         (int)__atomic_load_n(&s->live->w[TI_LIVE_PID], __ATOMIC_RELAXED));
 }
 
-int tide_store_verify_ex(const char *dir, const tide_verify_opts *vo, tide_verify_report *r)
+int tide_store_verify_with(const char *dir, const tide_verify_opts *vo, tide_verify_report *r)
 {
     static const tide_verify_opts none = { 0 };
     tide_io *io = vo ? vo->io : NULL;

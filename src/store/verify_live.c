@@ -156,7 +156,7 @@ int tide_store_verify_live(const char *dir, const tide_verify_opts *vo, tide_ver
     if (s->live == NULL) {
         /* No writer runs: the whole check applies. */
         tide_store_close(s);
-        return tide_store_verify_ex(dir, vo, r);
+        return tide_store_verify_with(dir, vo, r);
     }
     r->capacity = s->capacity;
     r->block_size = s->block_size;

@@ -65,7 +65,7 @@ static int window(reader *r, uint64_t off, size_t n, const uint8_t **out)
     return 0;
 }
 
-int tide_store_visit(const char *dir, tide_io *io, tide_visit_fn fn, void *arg,
+int tide_store_visit_io(const char *dir, tide_io *io, tide_visit_fn fn, void *arg,
                      tide_visit_stats *stats)
 {
     return ti_store_walk(dir, io, fn, NULL, arg, NULL, NULL, stats);
@@ -76,7 +76,7 @@ void tide_visit_opts_init(tide_visit_opts *o)
     memset(o, 0, sizeof *o);
 }
 
-int tide_store_visit_ex(const char *dir, const tide_visit_opts *o, tide_visit_fn fn, void *arg,
+int tide_store_visit_with(const char *dir, const tide_visit_opts *o, tide_visit_fn fn, void *arg,
                         tide_visit_stats *stats)
 {
     if (o == NULL) return ti_store_walk(dir, NULL, fn, NULL, arg, NULL, NULL, stats);
