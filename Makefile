@@ -45,7 +45,8 @@
 #
 # A sanitizer build is this same Makefile run again with BUILD, OPT, SAN,
 # LIBDIR and BINDIR set, so its objects never mix with the normal ones.
-# Helpers: every tests/*.c not named test_*.c is linked into each test.
+# Helpers: every tests/*.c not named test_*.c is linked into each test,
+# but tests/http_helpers.c, which only the test_http_* binaries link.
 # test_fuzz_regress also links the fuzz targets (fuzz/fuzz_*.c and the
 # store targets' fuzz/store_run.c, built by $(CC) like the tests) to
 # replay fuzz/corpus/ and fuzz/crashers/; test_server_work links tided's
@@ -196,11 +197,16 @@ SERVER_SRCS := $(PART_SRCS_server)
 CLI_ARCHIVES    := $(call part_archives,$(PART_USES_cli))
 SERVER_ARCHIVES := $(call part_archives,$(PART_USES_server))
 TEST_ARCHIVES   := $(PART_ARCHIVES)
+# The helpers of the tests of tided over HTTP (a tided process, a libcurl
+# client, raw sockets, the shared server): linked into the test_http_*
+# binaries only.
+HTTP_SUPPORT_SRCS := tests/http_helpers.c
 # Every other tests/*.c (e.g. tests/helpers.c) and tests/support/*.c: helpers
 # linked into every test binary.
-SUPPORT_SRCS := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)) \
+SUPPORT_SRCS := $(sort $(filter-out tests/test_%.c $(HTTP_SUPPORT_SRCS),$(wildcard tests/*.c)) \
                        $(wildcard tests/support/*.c))
 ALL_TESTS   := $(sort $(patsubst tests/%.c,%,$(wildcard tests/test_*.c)))
+HTTP_TESTS  := $(filter test_http_%,$(ALL_TESTS))
 TESTS       ?= $(ALL_TESTS)
 TSAN_TESTS  ?= $(strip $(foreach t,$(ALL_TESTS),$(if $(or $(findstring concurrency,$(t)),$(findstring io_sim,$(t))),$(t))))
 
@@ -210,9 +216,10 @@ LIB_OBJS     := $(call obj,$(LIB_SRCS))
 CLI_OBJS     := $(call obj,$(CLI_SRCS))
 SERVER_OBJS  := $(call obj,$(SERVER_SRCS))
 SUPPORT_OBJS := $(call obj,$(SUPPORT_SRCS))
+HTTP_SUPPORT_OBJS := $(call obj,$(HTTP_SUPPORT_SRCS))
 TEST_OBJS    := $(patsubst %,$(BUILD)/obj/tests/%.o,$(TESTS))
 TEST_BINS    := $(patsubst %,$(BUILD)/tests/%,$(TESTS))
-DEPS := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
+DEPS := $(patsubst %.o,%.d,$(LIB_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(HTTP_SUPPORT_OBJS) $(TEST_OBJS))
 
 # The fuzz targets (fuzz/<name>.c, each defining <name>_one). fuzz_http
 # also links tided's sources but the one with main (tided.c) and h2o; the
@@ -407,6 +414,10 @@ $(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_
 $(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
 $(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
+# The test_http_* binaries link the HTTP helpers (tests/http_helpers.c).
+$(patsubst %,$(BUILD)/tests/%,$(HTTP_TESTS)): $(HTTP_SUPPORT_OBJS)
+$(patsubst %,$(BUILD)/tests/%,$(HTTP_TESTS)): TEST_EXTRA_OBJS = $(HTTP_SUPPORT_OBJS)
+
 # test_server_work starts tided's worker threads: it links the same server
 # objects and includes server.h (h2o's headers).
 $(BUILD)/tests/test_server_work: $(call obj,$(FUZZ_SERVER_SRCS))

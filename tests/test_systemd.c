@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_systemd.c: the settings systemd hands tided (issue 14,
- * node/config_systemd.c): $STATE_DIRECTORY as data_dir's default, the
+ * test_systemd.c: the settings systemd hands tided
+ * (node/config_systemd.c): $STATE_DIRECTORY as data_dir's default, the
  * token files (metrics_token_file, admin_token_file) and the credentials
  * under $CREDENTIALS_DIRECTORY: what is read, in which order, and every
  * file refused with its reason. tided's own sd_notify messages, a token
  * file at work on /metrics and the refusals' exit status are in
- * test_http.c; the unit file's check in tests/systemd-smoke.
+ * test_http_systemd.c; the unit file's check in tests/systemd-smoke.
  */
 #include <stdarg.h>
 #include <stddef.h>
