@@ -160,7 +160,7 @@ static int path_is(const char *p, size_t n, const char *lit)
     return n == strlen(lit) && memcmp(p, lit, n) == 0;
 }
 
-/* A test hook (tests/test_http.c, the watchdog test): with
+/* A test hook (tests/test_http_systemd.c, the watchdog test): with
  * TIDE_TEST_STALL_MS=N set, a GET /healthz carrying the header
  * x-tide-test-stall holds its loop's thread for N ms, as a handler stuck
  * on a lock would, when it landed on a loop other than loop 0 (the one

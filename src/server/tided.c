@@ -687,7 +687,7 @@ typedef struct open_job {
     char              error[1024];
 } open_job;
 
-/* A test hook (tests/test_http.c): TIDE_TEST_BALLAST_MIB=N holds N MiB,
+/* A test hook (tests/test_http_limits.c): TIDE_TEST_BALLAST_MIB=N holds N MiB,
  * touched, for the process's life, memory no budget counts (as the
  * allocator's fragmentation or h2o's buffers are), so that a test can put
  * the RSS between the marks of a limit its budgets fit under. Reachable
@@ -710,7 +710,7 @@ static void *open_thread(void *arg)
     tide_node_opts o;
     uint64_t one = 1;
 
-    /* A test hook (tests/test_http.c): hold the open as a slow disk or a
+    /* A test hook (tests/test_http_lifecycle.c): hold the open as a slow disk or a
      * long recovery would, to prove a stop signal still ends startup. */
     const char *delay = getenv("TIDE_TEST_OPEN_DELAY_MS");
     if (delay && *delay) {

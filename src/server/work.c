@@ -267,7 +267,7 @@ static int pool_stopping(tided_worker *w)
     return atomic_load_explicit(&w->halt, memory_order_acquire);
 }
 
-/* The test hook: wait for the test's byte (tests/test_http.c), or for the
+/* The test hook: wait for the test's byte (tests/test_http_store_workers.c), or for the
  * pool's stop, so a stop never waits for a test that holds the gate. A
  * broken gate opens it. */
 static void gate_wait(tided_worker *w)
