@@ -250,12 +250,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
  * writes its own). */
 static void answer_job(tided_job *job)
 {
-    if (job->kind == TIDED_JOB_METRICS) tided_answer_metrics(job);
-    else if (job->kind == TIDED_JOB_SWEEP) tided_answer_sweep(job);
-    else if (job->kind == TIDED_JOB_ROTATE) tided_answer_rotate(job);
-    else if (job->kind == TIDED_JOB_HEAP) tided_answer_heap(job);
-    else if (job->kind == TIDED_JOB_GET || job->kind == TIDED_JOB_PUT) tided_answer_store(job);
-    else tided_answer_sync(job);
+    switch (job->kind) {
+    case TIDED_JOB_METRICS: tided_answer_metrics(job); break;
+    case TIDED_JOB_SWEEP:   tided_answer_sweep(job); break;
+    case TIDED_JOB_ROTATE:  tided_answer_rotate(job); break;
+    case TIDED_JOB_HEAP:    tided_answer_heap(job); break;
+    case TIDED_JOB_GET:
+    case TIDED_JOB_PUT:     tided_answer_store(job); break;
+    }
 }
 
 void tided_api_on_jobs_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
