@@ -19,6 +19,9 @@
 #   make check        build, run scripts/check-layers,
 #                     scripts/check-functions and scripts/check-abi, then
 #                     the tests, without the package step
+#   make check-fast   build and run only the fast tier, $(FAST_TESTS): the
+#                     unit tests that need no tided, no HTTP and no
+#                     package step (under a minute; cmocka must be there)
 #   make check-layers the includes, objects and ARCHITECTURE.md's diagram
 #                     against scripts/layers.txt (after a build)
 #   make check-functions  no function in src/ over 100 lines unlisted
@@ -47,7 +50,8 @@
 #
 # A sanitizer build is this same Makefile run again with BUILD, OPT, SAN,
 # LIBDIR and BINDIR set, so its objects never mix with the normal ones.
-# Helpers: every tests/*.c not named test_*.c is linked into each test.
+# Helpers: every tests/*.c not named test_*.c is linked into each test,
+# but tests/http_helpers.c, which only the test_http_* binaries link.
 # test_fuzz_regress also links the fuzz targets (fuzz/fuzz_*.c and the
 # store targets' fuzz/store_run.c, built by $(CC) like the tests) to
 # replay fuzz/corpus/ and fuzz/crashers/; test_server_work links tided's
@@ -204,12 +208,39 @@ SERVER_SRCS := $(PART_SRCS_server)
 CLI_ARCHIVES    := $(call part_archives,$(PART_USES_cli))
 SERVER_ARCHIVES := $(call part_archives,$(PART_USES_server))
 TEST_ARCHIVES   := $(PART_ARCHIVES)
+# The helpers of the tests of tided over HTTP (a tided process, a libcurl
+# client, raw sockets, the shared server): linked into the test_http_*
+# binaries only.
+HTTP_SUPPORT_SRCS := tests/http_helpers.c
 # Every other tests/*.c (e.g. tests/helpers.c) and tests/support/*.c: helpers
 # linked into every test binary.
-SUPPORT_SRCS := $(sort $(filter-out tests/test_%.c,$(wildcard tests/*.c)) \
+SUPPORT_SRCS := $(sort $(filter-out tests/test_%.c $(HTTP_SUPPORT_SRCS),$(wildcard tests/*.c)) \
                        $(wildcard tests/support/*.c))
 ALL_TESTS   := $(sort $(patsubst tests/%.c,%,$(wildcard tests/test_*.c)))
+HTTP_TESTS  := $(filter test_http_%,$(ALL_TESTS))
 TESTS       ?= $(ALL_TESTS)
+# The fast tier (`make check-fast`): the unit tests a developer runs often,
+# in under a minute on a 2-core machine. The rule for membership, measured
+# on a built tree with `TEST_SMOKE=0 tests/run-tests NAME`: a binary is in
+# when it starts no tided and speaks no HTTP, runs neither promtool nor
+# Prometheus, preloads no allocator, kills no process in a loop (kill -9
+# and failure-point sweeps), is no benchmark, and takes under 5 s alone
+# (the slowest in, test_store_defer and test_cache_concurrency, about 4 s).
+# Left out by that rule: test_bench, test_build, test_check_config,
+# test_doctor, test_ghost, test_gens (19 s), test_gens_concurrency (6 s),
+# test_http_*, test_lab, test_logs, test_mem, test_memory_limit,
+# test_metrics, test_node_arena, test_rotation_kill9, test_store_durability,
+# test_store_flush (6 s), test_store_keymap (30 s), test_store_kill9,
+# test_store_malformed (16 s), test_store_rekey. cmocka 1.1.5 filters tests
+# only by one pattern (cmocka_set_skip_filter), which cannot name what a
+# binary would have to leave out, so a binary is in or out whole.
+FAST_TESTS := test_arena test_arena_concurrency test_cache test_cache_concurrency test_cli_progress \
+              test_config test_fixtures test_format test_fuzz_regress test_gen_manifest test_gens_readers \
+              test_harness test_io_sim test_mem_cgroup test_mem_overload test_mem_pressure test_node \
+              test_node_concurrency test_node_memory test_node_rotate test_server_work test_store_check \
+              test_store_commit_bytes test_store_concurrency test_store_defer test_store_errors \
+              test_store_holders test_store_model test_store_readers test_store_splits test_store_tally \
+              test_store_verify test_systemd test_util
 TSAN_TESTS  ?= $(strip $(foreach t,$(ALL_TESTS),$(if $(or $(findstring concurrency,$(t)),$(findstring io_sim,$(t))),$(t))))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -219,9 +250,10 @@ ARCHIVE_OBJS := $(call obj,$(ARCHIVE_SRCS))
 CLI_OBJS     := $(call obj,$(CLI_SRCS))
 SERVER_OBJS  := $(call obj,$(SERVER_SRCS))
 SUPPORT_OBJS := $(call obj,$(SUPPORT_SRCS))
+HTTP_SUPPORT_OBJS := $(call obj,$(HTTP_SUPPORT_SRCS))
 TEST_OBJS    := $(patsubst %,$(BUILD)/obj/tests/%.o,$(TESTS))
 TEST_BINS    := $(patsubst %,$(BUILD)/tests/%,$(TESTS))
-DEPS := $(patsubst %.o,%.d,$(ARCHIVE_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(TEST_OBJS))
+DEPS := $(patsubst %.o,%.d,$(ARCHIVE_OBJS) $(CLI_OBJS) $(SERVER_OBJS) $(SUPPORT_OBJS) $(HTTP_SUPPORT_OBJS) $(TEST_OBJS))
 
 # The fuzz targets (fuzz/<name>.c, each defining <name>_one). fuzz_http
 # also links tided's sources but the one with main (tided.c) and h2o; the
@@ -283,7 +315,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers run deps deps-test clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check check-fast check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -418,6 +450,10 @@ $(BUILD)/tests/test_fuzz_regress: $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_
 $(BUILD)/tests/test_fuzz_regress: TEST_EXTRA_OBJS = $(FUZZ_REGRESS_OBJS) $(call obj,$(FUZZ_SERVER_SRCS))
 $(BUILD)/tests/test_fuzz_regress: TEST_LIBS += $(SERVER_LIBS)
 $(call obj,fuzz/fuzz_http.c): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
+# The test_http_* binaries link the HTTP helpers (tests/http_helpers.c).
+$(patsubst %,$(BUILD)/tests/%,$(HTTP_TESTS)): $(HTTP_SUPPORT_OBJS)
+$(patsubst %,$(BUILD)/tests/%,$(HTTP_TESTS)): TEST_EXTRA_OBJS = $(HTTP_SUPPORT_OBJS)
+
 # test_server_work starts tided's worker threads: it links the same server
 # objects and includes server.h (h2o's headers).
 $(BUILD)/tests/test_server_work: $(call obj,$(FUZZ_SERVER_SRCS))
@@ -457,6 +493,16 @@ test: deps-test
 check: all tests check-layers check-functions check-licence $(if $(SAN),,alloc-jemalloc check-abi) \
        $(if $(PEERS_HAVE),$(PEERS_BIN))
 	$(TEST_ENV) bash tests/run-tests $(TESTS)
+
+# The fast tier: builds what $(FAST_TESTS) need (their binaries and
+# bin/tide, which some run) and runs them, without the package step, the
+# smoke scripts or the structure checks. A missing cmocka is said at once.
+check-fast:
+	@printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <cmocka.h>\nint main(void) { return 0; }\n' \
+	    | $(CC) -x c - -o /dev/null -lcmocka >/dev/null 2>&1 \
+	    || { echo "check-fast: cmocka (libcmocka-dev) is missing; install it with scripts/install-deps --test"; exit 1; }
+	@$(MAKE) --no-print-directory $(patsubst %,$(BUILD)/tests/%,$(FAST_TESTS)) $(if $(CLI_SRCS),$(BINDIR)/tide)
+	$(TEST_ENV) TEST_SMOKE=0 bash tests/run-tests $(FAST_TESTS)
 
 # The structure checks, before any test runs: the includes, the diagram in
 # docs/ARCHITECTURE.md and the objects' symbols against scripts/layers.txt,

@@ -130,11 +130,11 @@ static int store_open(fuzz_server *fs, unsigned key_size)
     o.sweep_interval_ms = 0;          /* sweeps only when asked (POST /v1/admin/sweep) */
     o.cache_budget = 1u << 20;
     if (tide_node_open(&srv->node, &o) != 0) return -1;
-    if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_JOB_SYNC) != 0
-        || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
-        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0
-        || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
-        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0
+    if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_WORKER_SYNC) != 0
+        || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_WORKER_SWEEP) != 0
+        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_WORKER_METRICS) != 0
+        || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_WORKER_ROTATE) != 0
+        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_WORKER_HEAP) != 0
         || tided_pool_start(&srv->store_pool, srv, 2, 64) != 0)
         return -1;
     return 0;

@@ -183,6 +183,40 @@ static void a_repeated_miss_is_answered_by_the_key_cache_until_a_put(void **stat
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+/* The server's two halves of a GET miss (the loop's tide_node_get_cached,
+ * then a worker's tide_node_get_miss) ask each cache once: one node-cache
+ * lookup and one key-cache probe in all, the miss counted once; the next
+ * get is answered by the loop's half from the key cache. */
+static void a_get_miss_in_two_halves_asks_each_cache_once(void **state)
+{
+    fixture *f = *state;
+    tide_node *n = open_node(f->dir, 0);
+    tide_cache_stats c0, c1;
+    tide_keycache_stats k0, k1;
+    tide_node_totals t;
+    tide_cache_obj *v = (tide_cache_obj *)1;
+    uint8_t key[32];
+
+    key_of(98, key);
+    tide_node_cache_stats(n, &c0);
+    tide_node_keycache_stats(n, &k0);
+    expect_rc(tide_node_get_cached(n, key, &v), TIDE_NODE_GET_MISS, "the loop's half of a miss");
+    assert_null(v);
+    tide_node_totals_get(n, &t);
+    expect_u64(t.gets, 0, "the loop's half counts nothing it does not answer");
+    expect_rc(tide_node_get_miss(n, key, NULL, &v), TIDE_ENOTFOUND, "the worker's half");
+    assert_null(v);
+    tide_node_cache_stats(n, &c1);
+    tide_node_keycache_stats(n, &k1);
+    expect_u64(c1.hits + c1.misses - c0.hits - c0.misses, 1, "node-cache lookups for one miss");
+    expect_u64(k1.hits + k1.misses - k0.hits - k0.misses, 1, "key-cache probes for one miss");
+    tide_node_totals_get(n, &t);
+    expect_u64(t.gets, 1, "gets");
+    expect_u64(t.gets_missing, 1, "misses");
+    expect_rc(tide_node_get_cached(n, key, &v), TIDE_ENOTFOUND, "the next get, from the key cache on the loop");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
 static void cache_memory_is_counted_in_the_node_cache_account(void **state)
 {
     fixture *f = *state;
@@ -565,6 +599,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(open_refuses_a_missing_store_when_creation_is_off, setup, teardown),
         cmocka_unit_test_setup_teardown(a_second_node_on_the_same_store_is_refused_as_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(a_put_is_served_from_the_node_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_get_miss_in_two_halves_asks_each_cache_once, setup, teardown),
         cmocka_unit_test_setup_teardown(after_reopen_the_first_get_reads_the_store_and_the_second_the_cache,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(a_put_of_a_stored_key_is_refused_whether_cached_or_not, setup, teardown),

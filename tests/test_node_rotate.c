@@ -188,6 +188,48 @@ static void with_two_generations_an_object_lives_through_the_next_span_and_a_tou
     expect_rc(tide_node_close(n), 0, "close");
 }
 
+/* A cached copy from an older generation: the loop's half hands it over
+ * without I/O and counts nothing; the worker's half copies it forward (the
+ * same object, now tagged with the newest generation) and serves it
+ * without asking the node cache again, counted as a cache hit; it then
+ * lives through the rotation that drops its first generation. */
+static void a_stale_cached_copy_goes_to_the_worker_which_copies_it_forward(void **state)
+{
+    fixture *f = *state;
+    fakes fk = { 0 };
+    tide_node_opts o;
+    tide_node_totals t0, t1;
+    tide_cache_stats c0, c1;
+    tide_cache_obj *stale = NULL, *v = NULL;
+    tide_node *n;
+    uint8_t key[32];
+
+    gen_opts(&o, f->dir, 2, &fk);
+    n = open_with(&o);
+    put(n, 1);                                       /* cached with generation 1 */
+    rotate(n, NULL);                                 /* span 2 */
+    key_of(1, key);
+    tide_node_totals_get(n, &t0);
+    expect_rc(tide_node_get_cached(n, key, &stale), TIDE_NODE_GET_STALE, "the loop's half of a stale hit");
+    assert_non_null(stale);
+    expect_u64(tide_cache_obj_gen(stale), 1, "the copy's generation");
+    tide_node_totals_get(n, &t1);
+    expect_u64(t1.gets - t0.gets, 0, "the loop's half counts nothing it does not answer");
+    tide_node_cache_stats(n, &c0);
+    expect_rc(tide_node_get_miss(n, key, stale, &v), 0, "the worker's half");
+    tide_node_cache_stats(n, &c1);
+    if (v != stale) fail_msg("expected the cached object itself served");
+    expect_u64(tide_cache_obj_gen(v), 2, "copied forward: tagged with the newest generation");
+    expect_u64(c1.hits + c1.misses - c0.hits - c0.misses, 0, "node-cache lookups in the worker's half");
+    tide_cache_obj_release(v);
+    tide_node_totals_get(n, &t1);
+    expect_u64(t1.gets - t0.gets, 1, "gets");
+    expect_u64(t1.gets_cache - t0.gets_cache, 1, "served as a cache hit");
+    rotate(n, NULL);                                 /* span 3: generation 1 dropped */
+    expect_readable(n, 1, "span 3: copied forward by the worker's half in span 2");
+    expect_rc(tide_node_close(n), 0, "close");
+}
+
 static void with_three_generations_an_object_lives_three_spans_across_a_reopen(void **state)
 {
     fixture *f = *state;
@@ -954,6 +996,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(with_two_generations_an_object_lives_through_the_next_span_and_a_touch_keeps_it,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(a_stale_cached_copy_goes_to_the_worker_which_copies_it_forward, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(with_three_generations_an_object_lives_three_spans_across_a_reopen, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_keep_list_copies_its_keys_forward_and_they_survive_the_drop, setup, teardown),

@@ -36,9 +36,9 @@ static int fd_open(int fd)
 
 static void stopping_every_worker_closes_no_descriptor_it_did_not_open(void **state)
 {
-    static const struct { const char *name; int kind; } kinds[] = {
-        { "sync", TIDED_JOB_SYNC },       { "sweep", TIDED_JOB_SWEEP }, { "metrics", TIDED_JOB_METRICS },
-        { "rotate", TIDED_JOB_ROTATE },   { "heap", TIDED_JOB_HEAP },
+    static const struct { const char *name; enum tided_worker_kind kind; } kinds[] = {
+        { "sync", TIDED_WORKER_SYNC },       { "sweep", TIDED_WORKER_SWEEP }, { "metrics", TIDED_WORKER_METRICS },
+        { "rotate", TIDED_WORKER_ROTATE },   { "heap", TIDED_WORKER_HEAP },
     };
     tided_worker workers[5], pool;
     tided_server *srv = calloc(1, sizeof *srv);

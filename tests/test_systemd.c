@@ -6,7 +6,7 @@
  * under $CREDENTIALS_DIRECTORY: what is read, in which order, and every
  * file refused with its reason. tided's own sd_notify messages, a token
  * file at work on /metrics and the refusals' exit status are in
- * test_http.c; the unit file's check in tests/systemd-smoke.
+ * test_http_systemd.c; the unit file's check in tests/systemd-smoke.
  */
 #include <stdarg.h>
 #include <stddef.h>

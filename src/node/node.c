@@ -403,22 +403,28 @@ static int cached_state(tide_node *n, const void *key, tide_cache_obj *obj)
     return 0;
 }
 
+/* 1 when the cached `obj` of `key` may be served (cached_state); else 0,
+ * with its reference released and the copy of a dropped generation
+ * forgotten. */
+static int servable(tide_node *n, const void *key, tide_cache_obj *obj)
+{
+    if (cached_state(n, key, obj) == 0) return 1;
+    tide_cache_obj_release(obj);
+    (void)tide_cache_erase(n->cache, key);
+    atomic_fetch_add(&n->cache_dropped, 1);
+    return 0;
+}
+
 /* A cache hit on `key`: 1 with *out the object to serve, 0 when the cache
- * has nothing servable (a copy of a dropped generation is erased). */
+ * has nothing servable. */
 static int cache_hit(tide_node *n, const void *key, tide_cache_obj **out)
 {
     tide_cache_obj *obj = tide_cache_lookup(n->cache, key);
 
     *out = NULL;
-    if (obj == NULL) return 0;
-    if (cached_state(n, key, obj) == 0) {
-        *out = obj;
-        return 1;
-    }
-    tide_cache_obj_release(obj);
-    (void)tide_cache_erase(n->cache, key);
-    atomic_fetch_add(&n->cache_dropped, 1);
-    return 0;
+    if (obj == NULL || !servable(n, key, obj)) return 0;
+    *out = obj;
+    return 1;
 }
 
 int tide_node_put_admit(tide_node *n)
@@ -466,26 +472,44 @@ out:
     return rc;
 }
 
-int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
+int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
+{
+    tide_cache_obj *obj = tide_cache_lookup(n->cache, key);
+
+    *out = NULL;
+    if (obj != NULL) {
+        /* Only a copy in the newest generation is served without I/O: an
+         * older one is copied forward (a store insert) or dropped by
+         * cached_state, which is tide_node_get_miss's to do. */
+        if (tide_cache_obj_gen(obj) >= tide_gens_newest_id(n->gens)) {
+            atomic_fetch_add(&n->gets, 1);
+            atomic_fetch_add(&n->gets_cache, 1);
+            *out = obj;
+            return 0;
+        }
+        *out = obj;
+        return TIDE_NODE_GET_STALE;
+    }
+    if (tide_keycache_contains(n->keycache, key)) {
+        atomic_fetch_add(&n->gets, 1);
+        atomic_fetch_add(&n->gets_keycache, 1);
+        atomic_fetch_add(&n->gets_missing, 1);
+        return TIDE_ENOTFOUND;
+    }
+    return TIDE_NODE_GET_MISS;
+}
+
+/* The store's half of a get: fetch, then remember a miss in the key cache
+ * (forgotten again when a put or a rotation raced it) or the value in the
+ * node cache. */
+static int get_from_store(tide_node *n, const void *key, tide_cache_obj **out)
 {
     tide_cache_obj *obj = NULL;
     void *buf = NULL;
     size_t len = 0;
     uint64_t gen, epoch, where = 0;
-    int rc = 0;
+    int rc;
 
-    *out = NULL;
-    atomic_fetch_add(&n->gets, 1);
-    if (cache_hit(n, key, &obj)) {
-        atomic_fetch_add(&n->gets_cache, 1);
-        goto out;
-    }
-    if (tide_keycache_contains(n->keycache, key)) {
-        atomic_fetch_add(&n->gets_keycache, 1);
-        atomic_fetch_add(&n->gets_missing, 1);
-        rc = TIDE_ENOTFOUND;
-        goto out;
-    }
     gen = atomic_load(&n->put_gen);
     epoch = tide_gens_read_epoch(n->gens);
     rc = tide_gens_fetch(n->gens, key, &buf, &len, &where);
@@ -508,31 +532,28 @@ out:
     return rc;
 }
 
-int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
+int tide_node_get_miss(tide_node *n, const void *key, tide_cache_obj *stale, tide_cache_obj **out)
 {
-    tide_cache_obj *obj = tide_cache_lookup(n->cache, key);
-
     *out = NULL;
-    if (obj != NULL) {
-        /* Only a copy in the newest generation is served without I/O: an
-         * older one is copied forward (a store insert) or dropped by
-         * cached_state, which is tide_node_get's to do. */
-        if (tide_cache_obj_gen(obj) >= tide_gens_newest_id(n->gens)) {
-            atomic_fetch_add(&n->gets, 1);
-            atomic_fetch_add(&n->gets_cache, 1);
-            *out = obj;
-            return 0;
-        }
-        tide_cache_obj_release(obj);
-        return 1;
+    atomic_fetch_add(&n->gets, 1);
+    if (stale != NULL && servable(n, key, stale)) {
+        atomic_fetch_add(&n->gets_cache, 1);
+        *out = stale;
+        return 0;
     }
-    if (tide_keycache_contains(n->keycache, key)) {
-        atomic_fetch_add(&n->gets, 1);
-        atomic_fetch_add(&n->gets_keycache, 1);
-        atomic_fetch_add(&n->gets_missing, 1);
-        return TIDE_ENOTFOUND;
+    return get_from_store(n, key, out);
+}
+
+int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
+{
+    tide_cache_obj *obj = NULL;
+    int rc = tide_node_get_cached(n, key, &obj);
+
+    if (rc == 0 || rc == TIDE_ENOTFOUND) {
+        *out = obj;
+        return rc;
     }
-    return 1;
+    return tide_node_get_miss(n, key, rc == TIDE_NODE_GET_STALE ? obj : NULL, out);
 }
 
 int tide_node_sync(tide_node *n) { return tide_gens_sync(n->gens); }

@@ -367,7 +367,10 @@ unsigned tide_node_key_size(const tide_node *n);
 
 /*
  * Store `len` bytes under `key`. Returns 0; TIDE_EEXIST when the key is
- * stored (the value is not compared; nothing changes); TIDE_EOVERLOAD when
+ * stored (the value is not compared and the stored one stays; when only an
+ * older generation holds it, that value is copied forward into the newest,
+ * as a read's would be: a client writes a key again because it is live, so
+ * it must live through the next rotation; docs/ROTATION.md); TIDE_EOVERLOAD when
  * the memory level is HIGH or above (nothing stored: the caller answers 503
  * and the client retries; checked before the existence check); TIDE_ETOOBIG; the
  * store's write errors (TIDE_ENOSPC, TIDE_EIO, TIDE_ECLOSED after a failed
@@ -393,22 +396,48 @@ int tide_node_put_admit(tide_node *n);
  * Find `key`. On success *out is a reference the caller releases with
  * tide_cache_obj_release. Returns 0, TIDE_ENOTFOUND, or the store's read
  * errors (TIDE_EIO, TIDE_ECORRUPT), which are not remembered in the key cache.
+ * It is tide_node_get_cached, then, when that cannot answer,
+ * tide_node_get_miss: each cache is consulted once.
  * Cost: a cache hit is one hash and one lock; a miss adds a key-cache probe
  * and, unless that answers, the store's fetch (a key-file and a data-file
  * read) and one cache insert.
  */
 int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out);
 
+/* tide_node_get_cached's answers besides 0 and TIDE_ENOTFOUND. */
+enum {
+    TIDE_NODE_GET_MISS  = 1,   /* neither cache knows the key */
+    TIDE_NODE_GET_STALE = 2    /* *out is the node cache's copy from an
+                                  older generation: to be copied forward
+                                  (or forgotten, its generation dropped) */
+};
+
 /*
- * tide_node_get's answers that need no I/O: 0 with *out a reference (a
- * node-cache hit in the newest generation), TIDE_ENOTFOUND when the key
- * cache remembers the miss (both counted as tide_node_get counts them),
- * else 1 with nothing counted: the caller asks tide_node_get
- * (on a thread that may wait for the disk). Never reads a file, never
- * writes; an event loop's call. Cost: one hash and one lock, plus the key
- * cache's probe on a miss.
+ * tide_node_get's half that needs no I/O, an event loop's call: 0 with
+ * *out a reference (a node-cache hit in the newest generation);
+ * TIDE_ENOTFOUND when the key cache remembers the miss (both counted as
+ * tide_node_get counts them); else, counting nothing, TIDE_NODE_GET_STALE
+ * with *out the cached copy from an older generation, or
+ * TIDE_NODE_GET_MISS with *out NULL: the caller hands either to
+ * tide_node_get_miss on a thread that may wait for the disk. Never reads a
+ * file, never writes. Cost: one hash and one lock, plus the key cache's
+ * probe on a miss.
  */
 int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out);
+
+/*
+ * The other half, after tide_node_get_cached answered
+ * TIDE_NODE_GET_STALE (`stale` its *out, whose reference this call takes)
+ * or TIDE_NODE_GET_MISS (`stale` NULL); neither cache is consulted again.
+ * A stale copy is copied forward into the newest generation and served
+ * (a store insert), or, its generation dropped, forgotten; then, or for a
+ * miss, the store's fetch: the value goes into the node cache, a miss into
+ * the key cache. Returns and *out as tide_node_get. A put of the key
+ * between the two halves is found by the fetch (the store has it before
+ * the cache). Cost: a copy-forward's insert, or the store's fetch and one
+ * cache insert.
+ */
+int tide_node_get_miss(tide_node *n, const void *key, tide_cache_obj *stale, tide_cache_obj **out);
 
 /* Wait until every put that returned before this call is durable (the
  * store's tide_store_sync). Returns 0 or the commit's error. Blocks for up

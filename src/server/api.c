@@ -160,7 +160,7 @@ static int path_is(const char *p, size_t n, const char *lit)
     return n == strlen(lit) && memcmp(p, lit, n) == 0;
 }
 
-/* A test hook (tests/test_http.c, the watchdog test): with
+/* A test hook (tests/test_http_systemd.c, the watchdog test): with
  * TIDE_TEST_STALL_MS=N set, a GET /healthz carrying the header
  * x-tide-test-stall holds its loop's thread for N ms, as a handler stuck
  * on a lock would, when it landed on a loop other than loop 0 (the one
@@ -250,12 +250,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
  * writes its own). */
 static void answer_job(tided_job *job)
 {
-    if (job->kind == TIDED_JOB_METRICS) tided_answer_metrics(job);
-    else if (job->kind == TIDED_JOB_SWEEP) tided_answer_sweep(job);
-    else if (job->kind == TIDED_JOB_ROTATE) tided_answer_rotate(job);
-    else if (job->kind == TIDED_JOB_HEAP) tided_answer_heap(job);
-    else if (job->kind == TIDED_JOB_GET || job->kind == TIDED_JOB_PUT) tided_answer_store(job);
-    else tided_answer_sync(job);
+    switch (job->kind) {
+    case TIDED_JOB_METRICS: tided_answer_metrics(job); break;
+    case TIDED_JOB_SWEEP:   tided_answer_sweep(job); break;
+    case TIDED_JOB_ROTATE:  tided_answer_rotate(job); break;
+    case TIDED_JOB_HEAP:    tided_answer_heap(job); break;
+    case TIDED_JOB_GET:
+    case TIDED_JOB_PUT:     tided_answer_store(job); break;
+    }
 }
 
 void tided_api_on_jobs_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)

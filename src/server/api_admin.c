@@ -88,7 +88,7 @@ void tided_api_admin_sweep(tided_server *srv, h2o_req_t *req, tided_guard *guard
 /* The report of the round the sweep worker ran. */
 void tided_answer_sweep(tided_job *job)
 {
-    json_t *j = tided_sweep_report_json(&job->report);
+    json_t *j = tided_sweep_report_json(&job->u.sweep.report);
 
     json_object_set_new(j, "requests_served", json_integer((json_int_t)job->batch_size));
     tided_send_json(job->req, 200, j);
@@ -104,20 +104,20 @@ void tided_api_admin_heap(tided_server *srv, h2o_req_t *req, tided_guard *guard,
 void tided_answer_heap(tided_job *job)
 {
     h2o_req_t *req = job->req;
-    const char *name = tide_mem_alloc_family_name(job->family);
+    const char *name = tide_mem_alloc_family_name(job->u.page.family);
 
     if (job->rc != 0) {
         tided_send_error(req, 500, "internal", "the heap report failed: %s", job->detail);
-    } else if (job->heap_kind == TIDE_MEM_HEAP_PROF_OFF) {
+    } else if (job->u.page.heap_kind == TIDE_MEM_HEAP_PROF_OFF) {
         tided_send_error(req, 409, "profiling_off", "jemalloc serves malloc but its heap profiling is off: start "
                          "tided with MALLOC_CONF=prof:true for a prof.dump here (read it with jeprof)");
-    } else if (job->heap_kind == TIDE_MEM_HEAP_NONE) {
+    } else if (job->u.page.heap_kind == TIDE_MEM_HEAP_NONE) {
         tided_send_error(req, 501, "not_supported", "malloc is served by %s, which has no heap report tided "
                          "can ask for (jemalloc with MALLOC_CONF=prof:true, or glibc, have one)", name);
-    } else if (job->text == NULL) {
+    } else if (job->u.page.text == NULL) {
         tided_send_error(req, 500, "internal", "the heap report could not be copied: out of memory");
     } else {
-        tided_send_malloced(req, 200, job->heap_kind == TIDE_MEM_HEAP_GLIBC_INFO ? "application/xml"
-                            : "application/octet-stream", &job->text, job->text_len);
+        tided_send_malloced(req, 200, job->u.page.heap_kind == TIDE_MEM_HEAP_GLIBC_INFO ? "application/xml"
+                            : "application/octet-stream", &job->u.page.text, job->u.page.text_len);
     }
 }

@@ -86,7 +86,8 @@ int  tided_parse_query(h2o_req_t *req, int *sync);
  * `prepare` (may be NULL) fill it, and queue it on `w`. NULL after
  * answering 500 naming `what` when it cannot be allocated, or 503
  * unavailable when `w` never started. */
-tided_job *tided_queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, int kind, const char *what,
+tided_job *tided_queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, enum tided_job_kind kind,
+                           const char *what,
                            size_t key_hex_bytes, void (*prepare)(tided_job *, void *), void *arg);
 
 /* 1 when the `len` bytes at `given` equal the `n` bytes of `want`, in a
@@ -97,7 +98,6 @@ int  tided_token_equal(const char *want, size_t n, const char *given, size_t len
 
 /* /v1/objects/{key}: `rest` is the URL after the prefix (api_objects.c). */
 void tided_api_objects(tided_server *srv, h2o_req_t *req, tided_guard *guard, const char *rest, size_t rest_len);
-void tided_answer_sync(tided_job *job);
 void tided_answer_store(tided_job *job);
 
 /* /v1/status and /v1/sweeps' bodies, and one round's report (api_status.c). */

@@ -125,10 +125,10 @@ void tided_answer_metrics(tided_job *job)
 {
     h2o_req_t *req = job->req;
 
-    if (job->text == NULL) {
+    if (job->u.page.text == NULL) {
         tided_send_error(req, 500, "internal", "the metrics page could not be rendered: %s",
                          job->detail[0] ? job->detail : "out of memory");
         return;
     }
-    tided_send_malloced(req, 200, TIDE_METRICS_CONTENT_TYPE, &job->text, job->text_len);
+    tided_send_malloced(req, 200, TIDE_METRICS_CONTENT_TYPE, &job->u.page.text, job->u.page.text_len);
 }

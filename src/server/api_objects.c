@@ -15,7 +15,9 @@
  * job comes back (tided_answer_store). A GET or HEAD asks the node cache
  * only (tide_node_get_cached): a hit is sent from the loop, a miss the key
  * cache remembers is 404 from the loop, anything else is a store job that
- * calls tide_node_get. A full store queue (for a PUT, the PUTs' share
+ * calls tide_node_get_miss, which never asks the caches again (a stale
+ * copy from an older generation goes with the job, to be copied forward
+ * there). A full store queue (for a PUT, the PUTs' share
  * of it) is 503 overloaded with Retry-After: 1 (counted in
  * overload_rejected_queue), and so is a PUT whose copy would pass
  * http_body_budget; the slot and the budget are taken before the copy is
@@ -46,7 +48,8 @@
  *      to the pool (tided_pool_submit stages it for the end of the loop's
  *      turn, or queues it): a worker may take it at once.
  *
- * Never: call tide_node_sync, tide_node_put or tide_node_get on a loop
+ * Never: call tide_node_sync, tide_node_put, tide_node_get or
+ * tide_node_get_miss on a loop
  * thread; copy a GET's value; hand a worker a pointer into the request.
  */
 #include "server/api_impl.h"
@@ -123,7 +126,7 @@ static void answer_put(tided_server *srv, h2o_req_t *req, int rc, const char *ke
 }
 
 /* 503 overloaded with Retry-After: 1 for a store job not taken. */
-static void refuse_job(h2o_req_t *req, int kind, const char *fmt, unsigned long long n)
+static void refuse_job(h2o_req_t *req, enum tided_job_kind kind, const char *fmt, unsigned long long n)
 {
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
     tided_send_error(req, 503, "overloaded", fmt, n, kind == TIDED_JOB_PUT ? "PUT" : "read");
@@ -133,7 +136,7 @@ static void refuse_job(h2o_req_t *req, int kind, const char *fmt, unsigned long 
  * (the PUTs' share for a PUT), then for a PUT its copy's bytes in the body
  * budget (tided_body_reserve). 0, or -1 after answering 503 (counted in
  * overload_rejected_queue or the body budget's refusals). */
-static int job_admit(tided_server *srv, h2o_req_t *req, tided_guard *guard, int kind, size_t len)
+static int job_admit(tided_server *srv, h2o_req_t *req, tided_guard *guard, enum tided_job_kind kind, size_t len)
 {
     int put = kind == TIDED_JOB_PUT;
 
@@ -157,41 +160,51 @@ static int job_admit(tided_server *srv, h2o_req_t *req, tided_guard *guard, int 
  * (key_size bytes and 2 * key_size + 1), a put's body copied (work.c's
  * essay: h2o may free the request's while the job is at a worker), queued
  * on the store pool. The slot and the copy's budget are taken first
- * (job_admit), so a refused job copies nothing. NULL after answering: 500
- * when out of memory, 503 overloaded with Retry-After: 1 (job_admit). */
-static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guard, int kind,
-                            const uint8_t *key, const char *key_hex, size_t len, int sync)
+ * (job_admit), so a refused job copies nothing. A GET's `stale` (its
+ * reference taken, released on failure) is the node cache's copy from an
+ * older generation (tide_node_get_cached), for the worker to copy forward.
+ * NULL after answering: 500 when out of memory, 503 overloaded with
+ * Retry-After: 1 (job_admit). */
+static tided_job *store_job(tided_server *srv, h2o_req_t *req, tided_guard *guard, enum tided_job_kind kind,
+                            const uint8_t *key, const char *key_hex, size_t len, int sync, tide_cache_obj *stale)
 {
     size_t hex_bytes = 2 * (size_t)srv->key_size + 1;
     int put = kind == TIDED_JOB_PUT;
     tided_job *job;
 
-    if (job_admit(srv, req, guard, kind, len)) return NULL;
+    if (job_admit(srv, req, guard, kind, len)) {
+        tide_cache_obj_release(stale);
+        return NULL;
+    }
     job = calloc(1, sizeof *job + hex_bytes + srv->key_size);
     if (job != NULL && put) {
-        job->value = malloc(len);
-        if (job->value == NULL) free(job), job = NULL;
+        job->u.put.value = malloc(len);
+        if (job->u.put.value == NULL) free(job), job = NULL;
     }
     if (job == NULL) {
         tided_pool_cancel(&srv->store_pool, put);
         if (put) atomic_fetch_sub(&srv->body_in_handlers, (unsigned long long)len);
         tided_send_error(req, 500, "internal", "out of memory queueing the %s of key %s", put ? "PUT" : "read",
                          key_hex);
+        tide_cache_obj_release(stale);
         return NULL;
     }
     job->loop = guard->loop;
     job->req = req;
     job->guard = guard;
     job->kind = kind;
-    job->len = len;
-    job->sync = sync;
     memcpy(job->key_hex, key_hex, hex_bytes);
     memcpy((uint8_t *)job->key_hex + hex_bytes, key, srv->key_size);
-    job->key = (const uint8_t *)job->key_hex + hex_bytes;
     if (put) {
-        memcpy(job->value, req->entity.base, len);
-        job->value_held = (int64_t)len;         /* its budget bytes: taken by job_admit */
-        tide_mem_account_alloc(TIDE_MEM_HTTP, job->value_held);
+        job->u.put.key = (const uint8_t *)job->key_hex + hex_bytes;
+        job->u.put.len = len;
+        job->u.put.sync = sync;
+        memcpy(job->u.put.value, req->entity.base, len);
+        job->u.put.value_held = (int64_t)len;   /* its budget bytes: taken by job_admit */
+        tide_mem_account_alloc(TIDE_MEM_HTTP, job->u.put.value_held);
+    } else {
+        job->u.get.key = (const uint8_t *)job->key_hex + hex_bytes;
+        job->u.get.obj = stale;                 /* the worker copies it forward */
     }
     tided_pool_submit(&srv->store_pool, guard->loop, job);
     guard->job = job;
@@ -227,7 +240,7 @@ static void put_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
         return;
     }
     /* Everything the worker reads is set before the job is offered. */
-    (void)store_job(srv, req, guard, TIDED_JOB_PUT, key, key_hex, len, sync);
+    (void)store_job(srv, req, guard, TIDED_JOB_PUT, key, key_hex, len, sync, NULL);
 }
 
 static void send_found(h2o_req_t *req, tided_guard *guard, tide_cache_obj *obj)
@@ -267,10 +280,13 @@ static void get_object(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
         return;
     }
     if (!srv->store_pool.started) {
+        tide_cache_obj_release(obj);
         tided_send_error(req, 503, "unavailable", "no store worker runs here");
         return;
     }
-    (void)store_job(srv, req, guard, TIDED_JOB_GET, key, key_hex, 0, 0);
+    /* A stale copy goes with the job: the worker copies it forward
+     * without asking the caches again (tide_node_get_miss). */
+    (void)store_job(srv, req, guard, TIDED_JOB_GET, key, key_hex, 0, 0, obj);
 }
 
 /* The key and its hex live in the request's pool, sized by the store's
@@ -294,32 +310,37 @@ void tided_api_objects(tided_server *srv, h2o_req_t *req, tided_guard *guard, co
     else get_object(srv, req, guard, key, key_hex);
 }
 
-/* A PUT ?sync=1, once the sync worker's commit came back. */
-void tided_answer_sync(tided_job *job)
+/* A PUT ?sync=1 whose put stored or found the key, once the sync
+ * worker's commit came back (job->rc is the sync's). */
+static void answer_put_synced(tided_job *job)
 {
     h2o_req_t *req = job->req;
 
     if (job->rc != 0) {
-        tided_send_store_error(req, job->rc, job->detail, job->put_rc == 0
+        tided_send_store_error(req, job->rc, job->detail, job->u.put.put_rc == 0
                                ? "the value is stored but the commit that makes it durable failed"
                                : "the key exists but the commit that makes it durable failed");
         return;
     }
-    if (job->put_rc == TIDE_EEXIST) send_exists(req, job->key_hex, 1);
-    else send_stored(req, 201, job->key_hex, job->len, 1);
+    if (job->u.put.put_rc == TIDE_EEXIST) send_exists(req, job->key_hex, 1);
+    else send_stored(req, 201, job->key_hex, job->u.put.len, 1);
 }
 
-/* A GET miss or a PUT (without ?sync=1, or whose put failed), once its
- * store worker came back. */
+/* A GET miss or a PUT, once its worker came back: the store worker, or
+ * for a PUT ?sync=1 that stored or found the key, the sync worker after
+ * it. */
 void tided_answer_store(tided_job *job)
 {
     tided_server *srv = job->loop->srv;
 
     if (job->kind == TIDED_JOB_PUT) {
-        answer_put(srv, job->req, job->put_rc, job->key_hex, job->len, job->detail);
+        if (job->u.put.sync && (job->u.put.put_rc == 0 || job->u.put.put_rc == TIDE_EEXIST))
+            answer_put_synced(job);
+        else
+            answer_put(srv, job->req, job->u.put.put_rc, job->key_hex, job->u.put.len, job->detail);
     } else if (job->rc == 0) {
-        send_found(job->req, job->guard, job->obj);
-        job->obj = NULL;                        /* the guard holds it now */
+        send_found(job->req, job->guard, job->u.get.obj);
+        job->u.get.obj = NULL;                  /* the guard holds it now */
     } else {
         answer_get(job->req, job->rc, job->key_hex, job->detail);
     }

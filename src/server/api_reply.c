@@ -318,7 +318,8 @@ int tided_parse_query(h2o_req_t *req, int *sync)
  * (a queued job would never be answered: fuzz_http starts only some
  * workers). The job must be complete before it is queued: from then on it
  * belongs to the worker. */
-tided_job *tided_queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, int kind, const char *what,
+tided_job *tided_queue_job(tided_worker *w, h2o_req_t *req, tided_guard *guard, enum tided_job_kind kind,
+                           const char *what,
                             size_t key_hex_bytes, void (*prepare)(tided_job *, void *), void *arg)
 {
     tided_job *job;

@@ -230,11 +230,11 @@ typedef struct rotate_fill {
 static void fill_rotate(tided_job *job, void *arg)
 {
     const rotate_fill *f = arg;
-    job->keys = f->keys;
-    job->nkeys = f->nkeys;
-    job->keep_only = f->keep_only;
-    job->has_expect = f->has_expect;
-    job->expect = f->expect;
+    job->u.rotate.keys = f->keys;
+    job->u.rotate.nkeys = f->nkeys;
+    job->u.rotate.keep_only = f->keep_only;
+    job->u.rotate.has_expect = f->has_expect;
+    job->u.rotate.expect = f->expect;
 }
 
 /* The body as keys (malloc'd into *keys), or -1 after a 400 saying
@@ -352,7 +352,7 @@ void tided_api_admin_keep(tided_server *srv, h2o_req_t *req, tided_guard *guard)
 /* A keep piece's answer: what it copied and the count it copied at. */
 static void answer_keep(tided_job *job)
 {
-    const tide_node_rotation_report *r = &job->rotation;
+    const tide_node_rotation_report *r = &job->u.rotate.rotation;
     json_t *j;
 
     if (job->rc == 0) {
@@ -360,10 +360,10 @@ static void answer_keep(tided_job *job)
                                                  "copied", (json_int_t)r->keep_copied,
                                                  "missing", (json_int_t)r->keep_missing,
                                                  "copied_bytes", (json_int_t)r->keep_copied_bytes,
-                                                 "rotations", (json_int_t)job->rotations));
+                                                 "rotations", (json_int_t)job->u.rotate.rotations));
         return;
     }
-    if (!job->gens_enabled) {
+    if (!job->u.rotate.gens_enabled) {
         tided_send_error(job->req, 409, "online_delete_off", "online delete is off: the data directory is one "
                          "plain store, with no generations to keep keys in: %s", job->detail);
         return;
@@ -380,36 +380,36 @@ void tided_answer_rotate(tided_job *job)
 {
     json_t *j;
 
-    if (job->keep_only) {
+    if (job->u.rotate.keep_only) {
         answer_keep(job);
         return;
     }
-    if (job->rc == 0 && job->stale) {
+    if (job->rc == 0 && job->u.rotate.stale) {
         char d[256];
         snprintf(d, sizeof d, "the manifest's rotation count is %" PRIu64 ", not the expected %" PRIu64 ": a "
                  "rotation came since the keep-list was copied (its keys are in an older generation now); "
                  "send the keep-list again by POST /v1/admin/keep and retry with expect=%" PRIu64 "; nothing "
-                 "was rotated", job->rotations, job->expect, job->rotations);
+                 "was rotated", job->u.rotate.rotations, job->u.rotate.expect, job->u.rotate.rotations);
         j = tided_error_json("rotated_meanwhile", d);
         if (j) {
-            json_object_set_new(j, "rotations", json_integer((json_int_t)job->rotations));
-            json_object_set_new(j, "expected", json_integer((json_int_t)job->expect));
+            json_object_set_new(j, "rotations", json_integer((json_int_t)job->u.rotate.rotations));
+            json_object_set_new(j, "expected", json_integer((json_int_t)job->u.rotate.expect));
         }
         tided_send_json(job->req, 409, j);
         return;
     }
     if (job->rc == 0) {
-        tided_send_json(job->req, 200, tided_rotation_report_json(&job->rotation));
+        tided_send_json(job->req, 200, tided_rotation_report_json(&job->u.rotate.rotation));
         return;
     }
-    if (!job->gens_enabled) {
+    if (!job->u.rotate.gens_enabled) {
         tided_send_error(job->req, 409, "online_delete_off", "online delete is off: the data directory is one "
                          "plain store, with no generations to rotate (start tided with --online-delete N or "
                          "manual): %s", job->detail);
         return;
     }
     j = tided_error_json("rotation_failed", job->detail);
-    if (j) json_object_set_new(j, "report", tided_rotation_report_json(&job->rotation));
+    if (j) json_object_set_new(j, "report", tided_rotation_report_json(&job->u.rotate.rotation));
     tided_send_json(job->req, 500, j);
 }
 

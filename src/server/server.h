@@ -95,11 +95,28 @@ typedef struct tided_conn tided_conn;
 
 /* ---- work.c ---------------------------------------------------------- */
 
-enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TIDED_JOB_HEAP,
-       TIDED_JOB_GET, TIDED_JOB_PUT };
-/* The store pool's kind (tided_pool_start): it runs TIDED_JOB_GET and
- * TIDED_JOB_PUT jobs, a batch per thread at a time. */
-#define TIDED_JOB_STORE TIDED_JOB_GET
+/* What a job asks; set when the job is made and never changed. */
+enum tided_job_kind {
+    TIDED_JOB_GET,       /* GET of an object the loop could not answer */
+    TIDED_JOB_PUT,       /* PUT of an object; with ?sync=1 it goes on to
+                            the sync worker after the store worker */
+    TIDED_JOB_SWEEP,     /* POST /v1/admin/sweep */
+    TIDED_JOB_METRICS,   /* GET /metrics */
+    TIDED_JOB_ROTATE,    /* POST /v1/admin/rotate and /v1/admin/keep */
+    TIDED_JOB_HEAP       /* GET /v1/admin/heap */
+};
+
+/* Which jobs a worker runs (tided_worker_start, tided_pool_start). */
+enum tided_worker_kind {
+    TIDED_WORKER_SYNC,     /* PUTs with ?sync=1, after the store: one
+                              tide_node_sync a batch */
+    TIDED_WORKER_SWEEP,    /* TIDED_JOB_SWEEP, one sweep a batch */
+    TIDED_WORKER_METRICS,  /* TIDED_JOB_METRICS, one page a batch */
+    TIDED_WORKER_ROTATE,   /* TIDED_JOB_ROTATE, each alone */
+    TIDED_WORKER_HEAP,     /* TIDED_JOB_HEAP, one report a batch */
+    TIDED_WORKER_STORE     /* the pool: TIDED_JOB_GET and TIDED_JOB_PUT, a
+                              batch per thread at a time */
+};
 /* PUTs in one store batch at most (a GET is a batch of its own). */
 #define TIDED_STORE_BATCH_MAX 16
 
@@ -108,6 +125,10 @@ enum { TIDED_JOB_SYNC, TIDED_JOB_SWEEP, TIDED_JOB_METRICS, TIDED_JOB_ROTATE, TID
  * thread, queued to a worker, filled by it and sent back to `loop` as a
  * message; the loop answers `req` when it is still there and frees the job.
  * `req` and `guard` are read and written on the loop thread only.
+ *
+ * A tagged union: `kind` says which member of `u` is in use, and it is set
+ * once, when the job is made. A member is read and written only under its
+ * kind (tided_job_free frees what the kind holds).
  */
 struct tided_job {
     h2o_multithread_message_t msg;   /* first: the loop's queue links it */
@@ -116,56 +137,72 @@ struct tided_job {
     tided_loop  *loop;
     h2o_req_t   *req;                /* NULL once h2o disposed the request */
     struct tided_guard *guard;       /* the request's guard while it lives */
-    int          kind;               /* TIDED_JOB_* */
-    int          put_rc;             /* sync: 0 (stored) or TIDE_EEXIST; put:
-                                        tide_node_put's return */
-    size_t       len;                /* sync, put: the value's bytes */
-    /* get, put: the key (key_size bytes after key_hex in the
-     * job's allocation), a put's copy of the body (malloc'd by the loop:
-     * h2o may free the request's while the job is at a worker; the worker
-     * frees it after the put) and a get's reference to what it found
-     * (released with the job when nobody takes it). */
-    const uint8_t *key;
-    void        *value;
-    int64_t      value_held;         /* bytes of value in TIDE_MEM_HTTP and
+    enum tided_job_kind kind;
+    /* Filled by the worker: */
+    int          rc;                 /* the worker's call's return; a PUT's
+                                        is its sync's (0 without ?sync=1) */
+    char         detail[256];        /* tide_last_error() of a failure */
+    uint64_t     batch;              /* which run of its worker served it */
+    size_t       batch_size;         /* how many jobs that run served */
+    union {
+        /* GET and PUT: the key, key_size bytes after key_hex in the job's
+         * allocation. */
+        struct tided_job_get {
+            const uint8_t  *key;
+            tide_cache_obj *obj;     /* what the store found: a reference,
+                                        released with the job when nobody
+                                        takes it */
+        } get;
+        struct tided_job_put {
+            const uint8_t *key;
+            void    *value;          /* the body's copy (malloc'd by the
+                                        loop: h2o may free the request's
+                                        while the job is at a worker); the
+                                        store worker frees it after the put */
+            int64_t  value_held;     /* bytes of value in TIDE_MEM_HTTP and
                                         srv->body_in_handlers, given back
                                         when value is freed */
-    int          sync;               /* put: ?sync=1: go on to the sync worker */
-    tide_cache_obj *obj;
-    /* Filled by the worker: */
-    int          rc;                 /* tide_node_sync's return */
-    char         detail[256];        /* tide_last_error() of a failure */
-    uint64_t     batch;              /* which sync or sweep served it */
-    size_t       batch_size;         /* how many jobs it served */
-    tide_node_sweep_report report;   /* sweep */
-    char        *text;               /* metrics: the page; heap: the report
-                                        (malloc'd; the loop copies it into the
-                                        request's pool and frees it), NULL when
-                                        rendering failed or there is none */
-    size_t       text_len;
-    int          heap_kind;          /* heap: TIDE_MEM_HEAP_* (mem/alloc.h) */
-    int          family;             /* heap: the allocator, TIDE_MEM_ALLOC_* */
-    /* rotate: the keep-list (malloc'd by the loop, nkeys * key_size bytes,
-     * freed with the job) and what the rotation did */
-    void        *keys;
-    size_t       nkeys;
-    int          gens_enabled;       /* rotate: the node has generations */
-    int          keep_only;          /* POST /v1/admin/keep: copy, do not rotate */
-    int          has_expect;         /* rotate?expect=R: only while the count is R */
-    uint64_t     expect;
-    uint64_t     rotations;          /* keep: the count it copied at; rotate?expect:
-                                        the count after (or the present one when
-                                        it moved: stale) */
-    int          stale;              /* rotate?expect: the count was not R */
-    tide_node_rotation_report rotation;
-    char         key_hex[];          /* sync, get, put: the key in hex, 2 *
+            size_t   len;            /* the value's bytes */
+            int      sync;           /* ?sync=1: on to the sync worker */
+            int      put_rc;         /* tide_node_put's return: 0 (stored),
+                                        TIDE_EEXIST, or its error */
+        } put;
+        struct tided_job_sweep {
+            tide_node_sweep_report report;
+        } sweep;
+        /* METRICS and HEAP: the page or the report (malloc'd; the loop
+         * copies it into the request's pool and frees it), NULL when
+         * rendering failed or there is none. */
+        struct tided_job_page {
+            char   *text;
+            size_t  text_len;
+            int     heap_kind;       /* heap: TIDE_MEM_HEAP_* (mem/alloc.h) */
+            int     family;          /* heap: the allocator, TIDE_MEM_ALLOC_* */
+        } page;
+        struct tided_job_rotate {
+            void    *keys;           /* the keep-list (malloc'd by the loop,
+                                        nkeys * key_size bytes, freed with
+                                        the job) */
+            size_t   nkeys;
+            int      gens_enabled;   /* the node has generations */
+            int      keep_only;      /* POST /v1/admin/keep: copy, do not rotate */
+            int      has_expect;     /* rotate?expect=R: only while the count is R */
+            int      stale;          /* rotate?expect: the count was not R */
+            uint64_t expect;
+            uint64_t rotations;      /* keep: the count it copied at;
+                                        rotate?expect: the count after (or the
+                                        present one when it moved: stale) */
+            tide_node_rotation_report rotation;
+        } rotate;
+    } u;
+    char         key_hex[];          /* GET, PUT: the key in hex, 2 *
                                         key_size + 1 bytes allocated with the
-                                        job (get, put: then the key's bytes) */
+                                        job, then the key's bytes */
 };
 
 typedef struct tided_worker {
     const char     *name;            /* "sync", "sweep", "store" */
-    int             kind;
+    enum tided_worker_kind kind;
     tided_server   *srv;
     pthread_t       tid;
     pthread_t      *tids;            /* the store pool's threads (nthreads) */
@@ -201,7 +238,7 @@ typedef struct tided_worker {
 } tided_worker;
 
 /* Start the worker thread. Returns 0 or TIDE_ENOMEM (thread creation). */
-int  tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind);
+int  tided_worker_start(tided_worker *w, tided_server *srv, const char *name, enum tided_worker_kind kind);
 /* Start the store pool: `threads` threads (1..256) taking TIDED_JOB_GET and
  * _PUT jobs in batches (a GET alone, or up to TIDED_STORE_BATCH_MAX PUTs,
  * a thread's share of the queued PUTs with the idle threads, at least 4),

@@ -687,7 +687,7 @@ typedef struct open_job {
     char              error[1024];
 } open_job;
 
-/* A test hook (tests/test_http.c): TIDE_TEST_BALLAST_MIB=N holds N MiB,
+/* A test hook (tests/test_http_limits.c): TIDE_TEST_BALLAST_MIB=N holds N MiB,
  * touched, for the process's life, memory no budget counts (as the
  * allocator's fragmentation or h2o's buffers are), so that a test can put
  * the RSS between the marks of a limit its budgets fit under. Reachable
@@ -710,7 +710,7 @@ static void *open_thread(void *arg)
     tide_node_opts o;
     uint64_t one = 1;
 
-    /* A test hook (tests/test_http.c): hold the open as a slow disk or a
+    /* A test hook (tests/test_http_lifecycle.c): hold the open as a slow disk or a
      * long recovery would, to prove a stop signal still ends startup. */
     const char *delay = getenv("TIDE_TEST_OPEN_DELAY_MS");
     if (delay && *delay) {
@@ -919,11 +919,11 @@ int main(int argc, char **argv)
         tide_log(TIDE_LOG_ERROR, "cannot set up the event loops: %s", tide_last_error());
         goto out;
     }
-    if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_JOB_SYNC) != 0
-        || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_JOB_SWEEP) != 0
-        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_JOB_METRICS) != 0
-        || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_JOB_ROTATE) != 0
-        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_JOB_HEAP) != 0
+    if (tided_worker_start(&srv->sync_worker, srv, "sync", TIDED_WORKER_SYNC) != 0
+        || tided_worker_start(&srv->sweep_worker, srv, "sweep", TIDED_WORKER_SWEEP) != 0
+        || tided_worker_start(&srv->metrics_worker, srv, "metrics", TIDED_WORKER_METRICS) != 0
+        || tided_worker_start(&srv->rotate_worker, srv, "rotate", TIDED_WORKER_ROTATE) != 0
+        || tided_worker_start(&srv->heap_worker, srv, "heap", TIDED_WORKER_HEAP) != 0
         || tided_pool_start(&srv->store_pool, srv, cfg.store_workers, cfg.store_queue) != 0)
         goto out;
     status = tided_loops_run(srv) == 0 ? EXIT_OK : EXIT_FAIL;

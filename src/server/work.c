@@ -44,8 +44,10 @@
  * it makes the job, and when none is left answers 503 with Retry-After,
  * so a slow disk sheds load instead of growing memory. A PUT ?sync=1 whose put
  * stored the value (or found the key) goes on from the store thread to
- * the sync worker as a sync job, without a trip through its loop, so the
- * sync rule above holds: the job is queued after its put returned.
+ * the sync worker, still a PUT job, without a trip through its loop, so
+ * the sync rule above holds: the job is queued after its put returned.
+ * A job's kind never changes: the sync worker takes PUT jobs, and the
+ * loop answers a PUT by what its put and, with ?sync=1, its sync did.
  *
  * The hop's cost (a profile of tided under PUTs alone, perf record -g:
  * 35 % of its samples under futex calls, 30 % in the scheduler's task
@@ -170,19 +172,21 @@ static void send_back(tided_job *job)
 static void run_rotate(tided_worker *w, tided_job *job)
 {
     tide_node *node = w->srv->node;
+    struct tided_job_rotate *r = &job->u.rotate;
     tide_gens_info gi;
     int rc;
 
-    memset(&job->rotation, 0, sizeof job->rotation);
+    TIDE_ASSERT(job->kind == TIDED_JOB_ROTATE);
+    memset(&r->rotation, 0, sizeof r->rotation);
     tide_node_gens_info(node, &gi);
-    job->gens_enabled = gi.enabled;
-    if (job->keep_only) {
-        rc = tide_node_keep_at(node, job->keys, job->nkeys, &job->rotation, &job->rotations);
-    } else if (job->has_expect) {
-        rc = tide_node_rotate_expect(node, job->expect, "admin", &job->rotation, &job->rotations);
-        if (rc == 1) job->stale = 1, rc = 0;
+    r->gens_enabled = gi.enabled;
+    if (r->keep_only) {
+        rc = tide_node_keep_at(node, r->keys, r->nkeys, &r->rotation, &r->rotations);
+    } else if (r->has_expect) {
+        rc = tide_node_rotate_expect(node, r->expect, "admin", &r->rotation, &r->rotations);
+        if (rc == 1) r->stale = 1, rc = 0;
     } else {
-        rc = tide_node_rotate_keep(node, job->keys, job->nkeys, "admin", &job->rotation);
+        rc = tide_node_rotate_keep(node, r->keys, r->nkeys, "admin", &r->rotation);
     }
     job->rc = rc;
     if (rc) snprintf(job->detail, sizeof job->detail, "%s", tide_last_error());
@@ -196,7 +200,7 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
     int rc = 0, heap_kind = 0, family = 0;
 
     memset(&report, 0, sizeof report);
-    if (w->kind == TIDED_JOB_ROTATE) {
+    if (w->kind == TIDED_WORKER_ROTATE) {
         while (batch) {
             tided_job *next = batch->next;
             batch->next = NULL;
@@ -208,16 +212,16 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
         }
         return;
     }
-    if (w->kind == TIDED_JOB_SYNC) {
+    if (w->kind == TIDED_WORKER_SYNC) {
         rc = tide_node_sync(w->srv->node);
         if (rc) {
             snprintf(detail, sizeof detail, "%s", tide_last_error());
             tide_log(TIDE_LOG_ERROR, "sync for %zu request(s) failed: %s: %s", count, tide_strerror(rc),
                      detail);
         }
-    } else if (w->kind == TIDED_JOB_SWEEP) {
+    } else if (w->kind == TIDED_WORKER_SWEEP) {
         tide_node_sweep(w->srv->node, &report);
-    } else if (w->kind == TIDED_JOB_HEAP) {
+    } else if (w->kind == TIDED_WORKER_HEAP) {
         family = tide_mem_alloc_family();
         rc = tide_mem_alloc_heap_report(family, NULL, &text, &text_len, &heap_kind);
         if (rc) snprintf(detail, sizeof detail, "%s: %s", tide_strerror(rc), tide_last_error());
@@ -232,16 +236,20 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
         batch->batch = seq;
         batch->batch_size = count;
         snprintf(batch->detail, sizeof batch->detail, "%s", detail);
-        batch->report = report;
-        batch->heap_kind = heap_kind;
-        batch->family = family;
-        if (text && next == NULL) {     /* the last job takes the text itself */
-            batch->text = text;
-            batch->text_len = text_len;
-            text = NULL;
-        } else if (text) {              /* the others a copy each: the loops free them apart */
-            batch->text = malloc(text_len + 1);
-            if (batch->text) memcpy(batch->text, text, text_len + 1), batch->text_len = text_len;
+        if (batch->kind == TIDED_JOB_SWEEP) {
+            batch->u.sweep.report = report;
+        } else if (batch->kind == TIDED_JOB_METRICS || batch->kind == TIDED_JOB_HEAP) {
+            batch->u.page.heap_kind = heap_kind;
+            batch->u.page.family = family;
+            if (text && next == NULL) {     /* the last job takes the text itself */
+                batch->u.page.text = text;
+                batch->u.page.text_len = text_len;
+                text = NULL;
+            } else if (text) {              /* the others a copy each: the loops free them apart */
+                batch->u.page.text = malloc(text_len + 1);
+                if (batch->u.page.text)
+                    memcpy(batch->u.page.text, text, text_len + 1), batch->u.page.text_len = text_len;
+            }
         }
         send_back(batch);
         batch = next;
@@ -253,12 +261,12 @@ static void run_batch(tided_worker *w, tided_job *batch, size_t count, uint64_t 
  * atomic). */
 static void value_free(tided_job *job)
 {
-    if (job->value == NULL) return;
-    free(job->value);
-    job->value = NULL;
-    tide_mem_account_free(TIDE_MEM_HTTP, job->value_held);
-    atomic_fetch_sub(&job->loop->srv->body_in_handlers, (unsigned long long)job->value_held);
-    job->value_held = 0;
+    if (job->kind != TIDED_JOB_PUT || job->u.put.value == NULL) return;
+    free(job->u.put.value);
+    job->u.put.value = NULL;
+    tide_mem_account_free(TIDE_MEM_HTTP, job->u.put.value_held);
+    atomic_fetch_sub(&job->loop->srv->body_in_handlers, (unsigned long long)job->u.put.value_held);
+    job->u.put.value_held = 0;
 }
 
 /* The pool's stop, read without its lock (every job checks it). */
@@ -267,7 +275,7 @@ static int pool_stopping(tided_worker *w)
     return atomic_load_explicit(&w->halt, memory_order_acquire);
 }
 
-/* The test hook: wait for the test's byte (tests/test_http.c), or for the
+/* The test hook: wait for the test's byte (tests/test_http_store_workers.c), or for the
  * pool's stop, so a stop never waits for a test that holds the gate. A
  * broken gate opens it. */
 static void gate_wait(tided_worker *w)
@@ -301,7 +309,8 @@ static int drop_at_stop(tided_worker *w, tided_job *job)
 {
     if (!pool_stopping(w)) return 0;
     if (job->kind == TIDED_JOB_PUT && !atomic_load(&w->srv->stop_hurried)) return 0;
-    job->rc = job->put_rc = TIDE_ECLOSED;
+    job->rc = TIDE_ECLOSED;
+    if (job->kind == TIDED_JOB_PUT) job->u.put.put_rc = TIDE_ECLOSED;
     snprintf(job->detail, sizeof job->detail, "tided is stopping: the %s was not run",
              job->kind == TIDED_JOB_PUT ? "PUT" : "read");
     value_free(job);
@@ -318,17 +327,20 @@ static int run_store(tided_worker *w, tided_job *job)
 
     if (drop_at_stop(w, job)) return 1;
     if (job->kind == TIDED_JOB_GET) {
-        job->rc = tide_node_get(srv->node, job->key, &job->obj);
+        tide_cache_obj *stale = job->u.get.obj;
+
+        job->u.get.obj = NULL;
+        job->rc = tide_node_get_miss(srv->node, job->u.get.key, stale, &job->u.get.obj);
         if (job->rc != 0 && job->rc != TIDE_ENOTFOUND)
             snprintf(job->detail, sizeof job->detail, "%s", tide_last_error());
         return 1;
     }
-    job->put_rc = tide_node_put(srv->node, job->key, job->value, job->len);
-    if (job->put_rc != 0 && job->put_rc != TIDE_EEXIST)
+    TIDE_ASSERT(job->kind == TIDED_JOB_PUT);
+    job->u.put.put_rc = tide_node_put(srv->node, job->u.put.key, job->u.put.value, job->u.put.len);
+    if (job->u.put.put_rc != 0 && job->u.put.put_rc != TIDE_EEXIST)
         snprintf(job->detail, sizeof job->detail, "%s", tide_last_error());
     value_free(job);
-    if (job->sync && (job->put_rc == 0 || job->put_rc == TIDE_EEXIST)) {
-        job->kind = TIDED_JOB_SYNC;
+    if (job->u.put.sync && (job->u.put.put_rc == 0 || job->u.put.put_rc == TIDE_EEXIST)) {
         if (srv->sync_worker.started) {
             tided_worker_push(&srv->sync_worker, job);
             return 0;
@@ -490,7 +502,7 @@ static void *worker_main(void *arg)
 /* The state every worker starts from, the pool too: nothing queued, no
  * thread, and no descriptor (invariant 6: a zeroed gate_fd would be
  * descriptor 0, which the stop would close). */
-static void worker_init(tided_worker *w, tided_server *srv, const char *name, int kind)
+static void worker_init(tided_worker *w, tided_server *srv, const char *name, enum tided_worker_kind kind)
 {
     memset(w, 0, sizeof *w);
     w->name = name;
@@ -501,7 +513,7 @@ static void worker_init(tided_worker *w, tided_server *srv, const char *name, in
     pthread_cond_init(&w->cv, NULL);
 }
 
-int tided_worker_start(tided_worker *w, tided_server *srv, const char *name, int kind)
+int tided_worker_start(tided_worker *w, tided_server *srv, const char *name, enum tided_worker_kind kind)
 {
     int rc = 0, err;
 
@@ -523,7 +535,7 @@ int tided_pool_start(tided_worker *w, tided_server *srv, unsigned threads, size_
     int rc = 0, err;
 
     TIDE_ASSERT(threads >= 1 && cap >= 1 && cap <= 0xffffffffu);
-    worker_init(w, srv, "store", TIDED_JOB_STORE);
+    worker_init(w, srv, "store", TIDED_WORKER_STORE);
     w->cap = cap;
     w->put_cap = cap * 3 / 4 ? cap * 3 / 4 : 1;
     /* O_RDWR: the open does not wait for a writer, and a read waits for a
@@ -598,10 +610,14 @@ void tided_pool_flush(tided_worker *w, tided_loop *l)
 
 void tided_job_free(tided_job *job)
 {
-    value_free(job);
-    tide_cache_obj_release(job->obj);
-    free(job->text);
-    free(job->keys);
+    switch (job->kind) {
+    case TIDED_JOB_PUT:     value_free(job); break;
+    case TIDED_JOB_GET:     tide_cache_obj_release(job->u.get.obj); break;
+    case TIDED_JOB_METRICS:
+    case TIDED_JOB_HEAP:    free(job->u.page.text); break;
+    case TIDED_JOB_ROTATE:  free(job->u.rotate.keys); break;
+    case TIDED_JOB_SWEEP:   break;
+    }
     free(job);
 }
 
