@@ -434,9 +434,9 @@ size_t tide_config_describe_setting(const tide_config *c, int id, char *buf, siz
  * block size), http (listen, the connections, bodies, the tokens,
  * /metrics), cache (the sweeps, both caches, the insert burst, the trim
  * policy), memory (the memory limit and its levels, glibc's malloc
- * options) and node_db (online delete: the file's [node_db] keys). A
- * setting no rule names goes with its file section ([node_db]: node_db,
- * else node), an env-only one with http, so each setting is in exactly one.
+ * options) and node_db (online delete: the file's [node_db] keys). Each
+ * row of the settings table names its group, so each setting is in exactly
+ * one.
  */
 enum { TIDE_CFG_GROUP_NODE, TIDE_CFG_GROUP_HTTP, TIDE_CFG_GROUP_CACHE, TIDE_CFG_GROUP_MEMORY,
        TIDE_CFG_GROUP_NODE_DB, TIDE_CFG_GROUP_COUNT };

@@ -214,13 +214,7 @@ static const struct held_rule { int id; unsigned times; const char *why; } held_
 
 static uint64_t budget_value(const tide_config *c, int id)
 {
-    switch (id) {
-    case TIDE_CFG_CACHE_BUDGET:     return c->cache_budget;
-    case TIDE_CFG_INSERT_BURST:     return c->insert_burst;
-    case TIDE_CFG_HTTP_BODY_BUDGET: return c->http_body_budget;
-    case TIDE_CFG_STORE_INDEX_LAG:  return c->store_index_lag;
-    default:                        return 0;
-    }
+    return ti_config_number(c, id);
 }
 
 /* pct% of l, rounded down, without overflow (the governor's marks). */
