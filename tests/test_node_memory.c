@@ -1103,10 +1103,10 @@ static void the_startup_rss_line_puts_the_maps_pages_beside_the_process_memory(v
                     "how far the maps can take RSS");
 }
 
-/* store_no_map (tided's store_key_map=off) reaches the store: its lookups
- * pread every bucket and nothing is mapped; without it they go through
- * the map. */
-static void store_no_map_reaches_the_store(void **state)
+/* store_key_map 0 (tided's store_key_map=off) reaches the store: its
+ * lookups pread every bucket and nothing is mapped; with it (the default)
+ * they go through the map. */
+static void store_key_map_off_reaches_the_store(void **state)
 {
     th_skip_unless_maps();
     world *w = *state;
@@ -1116,7 +1116,7 @@ static void store_no_map_reaches_the_store(void **state)
     tide_store_info si;
 
     for (int no_map = 1; no_map >= 0; no_map--) {
-        o.store_no_map = no_map;
+        o.store_key_map = !no_map;
         open_with(w, &o);
         for (int i = 0; i < 8; i++) {
             key[0] = (uint8_t)i;
@@ -1126,9 +1126,9 @@ static void store_no_map_reaches_the_store(void **state)
         expect_ok(tide_node_close(w->n), "close");
         w->n = NULL;
         if (no_map) {
-            expect_u64(si.key_map_bytes, 0, "store_no_map: nothing mapped");
-            expect_u64(si.key_map_views, 0, "store_no_map: no lookup through the map");
-            if (si.key_bucket_reads < 8) fail_msg("store_no_map: expected 8 bucket preads, got %" PRIu64, si.key_bucket_reads);
+            expect_u64(si.key_map_bytes, 0, "store_key_map 0: nothing mapped");
+            expect_u64(si.key_map_views, 0, "store_key_map 0: no lookup through the map");
+            if (si.key_bucket_reads < 8) fail_msg("store_key_map 0: expected 8 bucket preads, got %" PRIu64, si.key_bucket_reads);
         } else {
             if (si.key_map_bytes == 0) fail_msg("the default: expected the key file mapped");
             if (si.key_map_views < 8) fail_msg("the default: expected 8 lookups in the map, got %" PRIu64, si.key_map_views);
@@ -1276,7 +1276,7 @@ int main(void)
         T(the_rotators_gate_waits_while_the_level_is_high),
         T(the_real_reading_gives_the_rss_and_the_kernels_peak),
         T(the_real_reading_counts_anonymous_memory_beside_a_cached_key_file),
-        T(store_no_map_reaches_the_store),
+        T(store_key_map_off_reaches_the_store),
         T(the_startup_rss_line_puts_the_maps_pages_beside_the_process_memory),
         T(the_governor_opens_a_psi_trigger_where_psi_exists),
         T(a_trigger_reporting_an_error_is_closed_and_never_fires),

@@ -80,7 +80,7 @@ static void gen_opts(tide_node_opts *o, const char *dir, unsigned g, fakes *f)
     o->generations = g;
     o->rotate_check_ms = 0;
     o->back_off_ms = 0;
-    o->delete_chunk_bytes = 4096;
+    o->delete_chunk = 4096;
     o->release = fake_release;
     o->release_arg = f;
 }
@@ -588,7 +588,7 @@ static void close_interrupts_a_gradual_delete_between_two_steps(void **state)
     o.rotate_check_ms = 1;                               /* the thread looks every ms */
     o.online_delete = 1;                                 /* one object in the newest: due */
     o.back_off_ms = 60000;
-    o.delete_chunk_bytes = 4096;
+    o.delete_chunk = 4096;
     c.n = open_with(&o);
     tide_node_gens_info(c.n, &gi);
     expect_u64(gi.count, 2, "two generations");

@@ -287,7 +287,7 @@ static void fmt_online_delete(const tide_config *c, const ti_config_setting *st,
 static void fmt_memory_levels(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
 {
     (void)st;
-    snprintf(out, cap, "%u,%u,%u", c->memory_pct[1], c->memory_pct[2], c->memory_pct[3]);
+    snprintf(out, cap, "%u,%u,%u", c->memory_levels[1], c->memory_levels[2], c->memory_levels[3]);
 }
 
 /* The stores of the settings whose value is more than their field. */
@@ -323,7 +323,7 @@ static void store_online_delete(tide_config *c, const ti_config_setting *st, con
 static void store_memory_levels(tide_config *c, const ti_config_setting *st, const parsed *p, const char *text)
 {
     (void)st, (void)text;
-    memcpy(c->memory_pct, p->pct, sizeof c->memory_pct);
+    memcpy(c->memory_levels, p->pct, sizeof c->memory_levels);
 }
 
 /* The defaults computed from the machine. */
@@ -368,11 +368,6 @@ static void node_sweep_interval(const tide_config *c, tide_node_opts *o)
     o->sweep_interval_ms = (uint64_t)c->sweep_interval * 1000u;
 }
 
-static void node_store_no_map(const tide_config *c, tide_node_opts *o)
-{
-    o->store_no_map = !c->store_key_map;
-}
-
 static void node_trim_policy(const tide_config *c, tide_node_opts *o)
 {
     o->trim_policy = c->trim_policy;
@@ -394,7 +389,7 @@ static void node_generations(const tide_config *c, tide_node_opts *o)
 
 static void node_memory_levels(const tide_config *c, tide_node_opts *o)
 {
-    memcpy(o->memory_pct, c->memory_pct, sizeof o->memory_pct);
+    memcpy(o->memory_pct, c->memory_levels, sizeof o->memory_pct);
 }
 
 /* ---- the settings table ----------------------------------------------------- */
@@ -406,50 +401,50 @@ static void node_memory_levels(const tide_config *c, tide_node_opts *o)
  */
 const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     [TIDE_CFG_NODE_SIZE] = {
-        .name = "node_size", .flag = "node-size", .env = "TIDE_NODE_SIZE",
+        FIELD(node_size), .flag = "node-size", .env = "TIDE_NODE_SIZE",
         .section = "node", .alt_section = "node_size", .alt_key = "",
         .kind = K_NODE_SIZE, .group = TIDE_CFG_GROUP_NODE,
-        FIELD(node_size), .format = fmt_node_size,
+        .format = fmt_node_size,
         .computed = default_node_size,
         .arg = "SIZE",
         .help = "the preset for" },     /* + the preset rows' names: tide_config_help */
     [TIDE_CFG_DATA_DIR] = {
-        .name = "data_dir", .flag = "data-dir", .env = "TIDE_DATA_DIR",
+        FIELD(data_dir), .flag = "data-dir", .env = "TIDE_DATA_DIR",
         .section = "node", .alt_section = "node_db", .alt_key = "path",
         .kind = K_PATH, .group = TIDE_CFG_GROUP_NODE,
-        FIELD(data_dir), .format = fmt_text, .to_node = node_dir,
+        .format = fmt_text, .to_node = node_dir,
         .def = "./data", .arg = "DIR",
         .help = "the store's directory, created with an empty store on first run. Under systemd "
                 "(StateDirectory=) the default is $STATE_DIRECTORY's first path instead; its source "
                 "then reads STATE_DIRECTORY." },
     [TIDE_CFG_LISTEN] = {
-        .name = "listen", .flag = "listen", .env = "TIDE_LISTEN", .section = "node",
+        FIELD(listen), .flag = "listen", .env = "TIDE_LISTEN", .section = "node",
         .kind = K_LISTEN, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(listen), .format = fmt_text,
+        .format = fmt_text,
         .store = store_listen,
         .def = "127.0.0.1:8080", .arg = "HOST:PORT",
         .help = "the address to serve on; IPv6 as [::1]:8080. The default is loopback only: put a "
                 "proxy with TLS in front to serve further." },
     [TIDE_CFG_SWEEP_INTERVAL] = {
-        .name = "sweep_interval", .flag = "sweep-interval", .env = "TIDE_SWEEP_INTERVAL",
+        FIELD(sweep_interval), .flag = "sweep-interval", .env = "TIDE_SWEEP_INTERVAL",
         .section = "node", .alt_section = "sweep_interval", .alt_key = "",
         .kind = K_UINT, .min = 10, .max = 600, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(sweep_interval), .format = fmt_number, .to_node = node_sweep_interval,
+        .format = fmt_number, .to_node = node_sweep_interval,
         .from_preset = 1, .preset = { 10, 30, 60, 90, 120 },
         .arg = "SECONDS",
         .help = "seconds between sweeps of the caches (each followed by one malloc trim), counted "
                 "from the end of the previous sweep. Preset." },
     [TIDE_CFG_CACHE_TARGET] = {
-        .name = "cache_target", .flag = "cache-target", .env = "TIDE_CACHE_TARGET", .section = "node",
+        FIELD(cache_target), .flag = "cache-target", .env = "TIDE_CACHE_TARGET", .section = "node",
         .kind = K_UINT, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(cache_target), .format = fmt_number, NODE(cache_target),
+        .format = fmt_number, NODE(cache_target),
         .from_preset = 1, .preset = { 262144, 524288, 2097152, 4194304, 8388608 },
         .arg = "N",
         .help = "node cache target in entries; above it entries age faster. Preset." },
     [TIDE_CFG_CACHE_AGE] = {
-        .name = "cache_age", .flag = "cache-age", .env = "TIDE_CACHE_AGE", .section = "node",
+        FIELD(cache_age), .flag = "cache-age", .env = "TIDE_CACHE_AGE", .section = "node",
         .kind = K_UINT, .min = 1, .max = 86400, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(cache_age), .format = fmt_number, NODE(cache_age_s),
+        .format = fmt_number, NODE(cache_age_s),
         .from_preset = 1, .preset = { 30, 60, 90, 120, 900 },
         .arg = "SECONDS",
         .help = "seconds an unused object stays in the node cache. Preset." },
@@ -457,9 +452,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * what the store's two pools may hold: TIDE_CONFIG_BYTES_MAX keeps both
      * products exact (config.h). */
     [TIDE_CFG_CACHE_BUDGET] = {
-        .name = "cache_budget", .flag = "cache-budget", .env = "TIDE_CACHE_BUDGET", .section = "node",
+        FIELD(cache_budget), .flag = "cache-budget", .env = "TIDE_CACHE_BUDGET", .section = "node",
         .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(cache_budget), .format = fmt_size, NODE(cache_budget),
+        .format = fmt_size, NODE(cache_budget),
         .from_preset = 1, .preset = { 64 * MiB, 256 * MiB, 1 * GiB, 4 * GiB, 16 * GiB },
         .arg = "SIZE",
         .help = "bytes the node cache is swept down to (0: unbounded). Preset." },
@@ -467,31 +462,31 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * "unbounded" here while the store used its 16 MiB default): at least
      * 64 KiB, so one commit's worth of small inserts fits. */
     [TIDE_CFG_INSERT_BURST] = {
-        .name = "insert_burst", .flag = "insert-burst", .env = "TIDE_INSERT_BURST", .section = "node",
+        FIELD(insert_burst), .flag = "insert-burst", .env = "TIDE_INSERT_BURST", .section = "node",
         .kind = K_SIZE, .min = 64 * 1024, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(insert_burst), .format = fmt_size, NODE(insert_burst),
+        .format = fmt_size, NODE(insert_burst),
         .from_preset = 1, .preset = { 4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 48 * MiB },
         .arg = "SIZE",
         .help = "bytes of pending inserts before a PUT waits for a commit. Preset." },
     /* The key cache is not in XRP Ledger's table; Tide's defaults: 64 Ki
      * recent misses kept for 30 s. */
     [TIDE_CFG_KEY_CACHE_SIZE] = {
-        .name = "key_cache_size", .flag = "key-cache-size", .env = "TIDE_KEY_CACHE_SIZE", .section = "node",
+        FIELD(key_cache_size), .flag = "key-cache-size", .env = "TIDE_KEY_CACHE_SIZE", .section = "node",
         .kind = K_UINT, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(key_cache_size), .format = fmt_number, NODE(key_cache_size),
+        .format = fmt_number, NODE(key_cache_size),
         .def = "65536", .arg = "N",
         .help = "target entries of the key cache of recent misses (0: unbounded)." },
     [TIDE_CFG_KEY_CACHE_AGE] = {
-        .name = "key_cache_age", .flag = "key-cache-age", .env = "TIDE_KEY_CACHE_AGE", .section = "node",
+        FIELD(key_cache_age), .flag = "key-cache-age", .env = "TIDE_KEY_CACHE_AGE", .section = "node",
         .kind = K_UINT, .min = 1, .max = 86400, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(key_cache_age), .format = fmt_number, NODE(key_cache_age_s),
+        .format = fmt_number, NODE(key_cache_age_s),
         .def = "30", .arg = "SECONDS",
         .help = "seconds a recent miss is remembered." },
     [TIDE_CFG_NUDB_BLOCK_SIZE] = {
-        .name = "nudb_block_size", .flag = "nudb-block-size", .env = "TIDE_NUDB_BLOCK_SIZE",
+        FIELD(nudb_block_size), .flag = "nudb-block-size", .env = "TIDE_NUDB_BLOCK_SIZE",
         .section = "node", .alt_section = "node_db", .alt_key = "nudb_block_size",
         .kind = K_BLOCK, .group = TIDE_CFG_GROUP_NODE,
-        FIELD(nudb_block_size), .format = fmt_number, NODE(block_size),
+        .format = fmt_number, NODE(block_size),
         .computed = default_block_size,
         .arg = "BYTES",
         .help = "key-file block size for a new store (an invalid value warns and uses the default). "
@@ -502,9 +497,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * fail the same way (a disk read error under either is a SIGBUS, not
      * an EIO), so the disk that needs one off needs both off. */
     [TIDE_CFG_STORE_KEY_MAP] = {
-        .name = "store_key_map", .flag = "store-key-map", .env = "TIDE_STORE_KEY_MAP", .section = "node",
+        FIELD(store_key_map), .flag = "store-key-map", .env = "TIDE_STORE_KEY_MAP", .section = "node",
         .kind = K_BOOL, .group = TIDE_CFG_GROUP_NODE,
-        FIELD(store_key_map), .format = fmt_on_off, .to_node = node_store_no_map,
+        .format = fmt_on_off, NODE(store_key_map),
         .def = "on", .arg = "on|off",
         .help = "on: fetches and the insert's duplicate check search nudb.key's buckets in place "
                 "through a read-only map of the file, and read nudb.dat's records and spill records "
@@ -517,9 +512,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * given back after each sweep (mem/arena.h); off keeps them on malloc,
      * for side-by-side runs. */
     [TIDE_CFG_CACHE_ARENA] = {
-        .name = "cache_arena", .flag = "cache-arena", .env = "TIDE_CACHE_ARENA", .section = "node",
+        FIELD(cache_arena), .flag = "cache-arena", .env = "TIDE_CACHE_ARENA", .section = "node",
         .kind = K_BOOL, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(cache_arena), .format = fmt_on_off, NODE(cache_arena),
+        .format = fmt_on_off, NODE(cache_arena),
         .def = "on", .arg = "on|off",
         .help = "on: the node cache keeps its objects and entries in 2 MiB segments tided maps "
                 "itself, and the key cache its entries in 64 KiB ones; after each sweep the live "
@@ -529,36 +524,36 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "each object and entry is malloc'd, and what a sweep frees goes back only as "
                 "the allocator's trim can return it." },
     [TIDE_CFG_CACHE_ARENA_SEGMENT] = {
-        .name = "cache_arena_segment", .flag = "cache-arena-segment", .env = "TIDE_CACHE_ARENA_SEGMENT",
+        FIELD(cache_arena_segment), .flag = "cache-arena-segment", .env = "TIDE_CACHE_ARENA_SEGMENT",
         .section = "node",
         .kind = K_SIZE, .min = 64 * 1024, .max = 1 * GiB, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(cache_arena_segment), .format = fmt_size, NODE(cache_arena_segment),
+        .format = fmt_size, NODE(cache_arena_segment),
         .power_of_two = 1,
         .def = "2MiB", .arg = "SIZE",
         .help = "the arena's segment, a power of two: the unit memory goes back to the kernel in. "
                 "Objects above a quarter of it get a mapping of their own." },
     [TIDE_CFG_CACHE_ARENA_RESERVE] = {
-        .name = "cache_arena_reserve", .flag = "cache-arena-reserve", .env = "TIDE_CACHE_ARENA_RESERVE",
+        FIELD(cache_arena_reserve), .flag = "cache-arena-reserve", .env = "TIDE_CACHE_ARENA_RESERVE",
         .section = "node",
         .kind = K_UINT, .max = 1024, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(cache_arena_reserve), .format = fmt_number, NODE(cache_arena_reserve),
+        .format = fmt_number, NODE(cache_arena_reserve),
         .def = "1", .arg = "N",
         .help = "empty segments the arena keeps resident for the next allocations instead of "
                 "giving them back." },
     [TIDE_CFG_CACHE_ARENA_EVACUATE] = {
-        .name = "cache_arena_evacuate", .flag = "cache-arena-evacuate", .env = "TIDE_CACHE_ARENA_EVACUATE",
+        FIELD(cache_arena_evacuate), .flag = "cache-arena-evacuate", .env = "TIDE_CACHE_ARENA_EVACUATE",
         .section = "node",
         .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(cache_arena_evacuate), .format = fmt_size, NODE(cache_arena_evacuate),
+        .format = fmt_size, NODE(cache_arena_evacuate),
         .def = "64MiB", .arg = "SIZE",
         .help = "bytes of live objects a sweep may copy to empty the arena's least-used segments "
                 "(0: none; empty segments still go back). A request waits at most one object's "
                 "copy." },
     [TIDE_CFG_CACHE_ARENA_HUGEPAGES] = {
-        .name = "cache_arena_hugepages", .flag = "cache-arena-hugepages", .env = "TIDE_CACHE_ARENA_HUGEPAGES",
+        FIELD(cache_arena_hugepages), .flag = "cache-arena-hugepages", .env = "TIDE_CACHE_ARENA_HUGEPAGES",
         .section = "node",
         .kind = K_BOOL, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(cache_arena_hugepages), .format = fmt_on_off, NODE(cache_arena_hugepages),
+        .format = fmt_on_off, NODE(cache_arena_hugepages),
         .def = "off", .arg = "on|off",
         .help = "on: ask the kernel for transparent huge pages in each segment the arena brings "
                 "into use (madvise MADV_HUGEPAGE; it acts when "
@@ -566,17 +561,17 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "is then resident whole from its first object, and an empty one still goes back "
                 "whole. off: the kernel's default for the mapping." },
     [TIDE_CFG_LOG_LEVEL] = {
-        .name = "log_level", .flag = "log-level", .env = "TIDE_LOG_LEVEL", .section = "node",
+        FIELD(log_level), .flag = "log-level", .env = "TIDE_LOG_LEVEL", .section = "node",
         .kind = K_LEVEL, .group = TIDE_CFG_GROUP_NODE,
-        FIELD(log_level), .format = fmt_log_level,
+        .format = fmt_log_level,
         .def = "info", .arg = "LEVEL",
         .help = "debug adds an access line per request and a line per sweep and trim." },
     /* json for log shippers (util/log.c names its fields); the journal's
      * priority prefix is not a setting: it follows JOURNAL_STREAM. */
     [TIDE_CFG_LOG_FORMAT] = {
-        .name = "log_format", .flag = "log-format", .env = "TIDE_LOG_FORMAT", .section = "node",
+        FIELD(log_format), .flag = "log-format", .env = "TIDE_LOG_FORMAT", .section = "node",
         .kind = K_LOG_FORMAT, .group = TIDE_CFG_GROUP_NODE,
-        FIELD(log_format), .format = fmt_log_format,
+        .format = fmt_log_format,
         .def = "text", .arg = "FORMAT",
         .help = "how each line on stderr is written: text (\"2026-12-01T19:45:20.123Z WARN message\") or "
                 "json, one object per line for log shippers: {\"time\":\"...Z\",\"level\":\"warn\",\"pid\":42,"
@@ -587,77 +582,77 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     /* glibc's M_MMAP_THRESHOLD maximum on 64-bit is 32 MiB
      * (DEFAULT_MMAP_THRESHOLD_MAX = 4 MiB * sizeof(long)); mallopt refuses more. */
     [TIDE_CFG_MMAP_THRESHOLD] = {
-        .name = "mmap_threshold", .flag = "mmap-threshold", .env = "TIDE_MMAP_THRESHOLD", .section = "node",
+        FIELD(mmap_threshold), .flag = "mmap-threshold", .env = "TIDE_MMAP_THRESHOLD", .section = "node",
         .kind = K_SIZE, .max = 32 * MiB, .group = TIDE_CFG_GROUP_MEMORY,
-        FIELD(mmap_threshold), .format = fmt_mmap_threshold,
+        .format = fmt_mmap_threshold,
         .store = store_mmap_threshold,
         .dflt = "glibc's dynamic threshold", .arg = "SIZE",
         .help = "glibc's M_MMAP_THRESHOLD; e.g. 16384 against freed memory staying resident." },
     [TIDE_CFG_ARENA_MAX] = {
-        .name = "arena_max", .flag = "arena-max", .env = "TIDE_ARENA_MAX", .section = "node",
+        FIELD(arena_max), .flag = "arena-max", .env = "TIDE_ARENA_MAX", .section = "node",
         .kind = K_UINT, .min = 1, .max = 4096, .group = TIDE_CFG_GROUP_MEMORY,
-        FIELD(arena_max), .format = fmt_number_or_unset,
+        .format = fmt_number_or_unset,
         .dflt = "glibc's (8 per core)", .arg = "N",
         .help = "glibc's M_ARENA_MAX." },
     [TIDE_CFG_METRICS_TOKEN] = {
-        .name = "metrics_token", .env = "TIDE_METRICS_TOKEN",
+        FIELD(metrics_token), .env = "TIDE_METRICS_TOKEN",
         .kind = K_SECRET, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(metrics_token), .format = fmt_secret,
+        .format = fmt_secret,
         .help = "GET /metrics answers requests carrying 'Authorization: Bearer TOKEN' or "
                 "'X-Metrics-Token: TOKEN' (constant-time compare); 401 otherwise, and always when "
                 "unset (unless public)." },
     [TIDE_CFG_METRICS_PUBLIC] = {
-        .name = "metrics_public", .env = "TIDE_METRICS_PUBLIC",
+        FIELD(metrics_public), .env = "TIDE_METRICS_PUBLIC",
         .kind = K_BOOL, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(metrics_public), .format = fmt_number,
+        .format = fmt_number,
         .arg = "1",
         .help = "/metrics needs no token (a private network only)." },
     /* One event loop per core, up to four: past that a node's disk, not
      * its HTTP parsing, sets the pace. */
     [TIDE_CFG_HTTP_THREADS] = {
-        .name = "http_threads", .flag = "http-threads", .env = "TIDE_HTTP_THREADS", .section = "node",
+        FIELD(http_threads), .flag = "http-threads", .env = "TIDE_HTTP_THREADS", .section = "node",
         .kind = K_UINT, .min = 1, .max = 64, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_threads), .format = fmt_number,
+        .format = fmt_number,
         .computed = default_http_threads,
         .dflt = "online CPUs, at most " STR(HTTP_THREADS_AUTO_MAX), .arg = "N",
         .help = "event loops serving HTTP." },
     [TIDE_CFG_MAX_OBJECT_SIZE] = {
-        .name = "max_object_size", .flag = "max-object-size", .env = "TIDE_MAX_OBJECT_SIZE",
+        FIELD(max_object_size), .flag = "max-object-size", .env = "TIDE_MAX_OBJECT_SIZE",
         .section = "node",
         .kind = K_SIZE, .min = 1, .max = 256 * MiB, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(max_object_size), .format = fmt_size,
+        .format = fmt_size,
         .def = "1MiB", .arg = "SIZE",
         .help = "largest PUT body, in bytes; larger is 413. h2o holds a whole body in memory before "
                 "tided sees it." },
     [TIDE_CFG_ADMIN_TOKEN] = {
-        .name = "admin_token", .env = "TIDE_ADMIN_TOKEN",
+        FIELD(admin_token), .env = "TIDE_ADMIN_TOKEN",
         .kind = K_SECRET, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(admin_token), .format = fmt_secret,
+        .format = fmt_secret,
         .help = "enables every /v1/admin endpoint (POST sweep, rotate and keep, GET|POST can_delete, "
                 "GET heap) for requests carrying 'Authorization: Bearer TOKEN' (compared in constant "
                 "time). Unset: they answer 403." },
     [TIDE_CFG_METRICS_SMAPS] = {
-        .name = "metrics_smaps", .flag = "metrics-smaps", .env = "TIDE_METRICS_SMAPS", .section = "node",
+        FIELD(metrics_smaps), .flag = "metrics-smaps", .env = "TIDE_METRICS_SMAPS", .section = "node",
         .kind = K_BOOL, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(metrics_smaps), .format = fmt_number,
+        .format = fmt_number,
         .def = "0", .arg = "0|1",
         .help = "1 adds tide_process_referenced_bytes and tide_process_lazyfree_bytes from "
                 "/proc/self/smaps_rollup to /metrics. The kernel walks every page table for it under "
                 "the mmap lock: measured here (bench/scrape), a scrape at 86 MiB RSS took 1.1 ms "
                 "without and 4.2 ms with it; the walk grows with RSS." },
     [TIDE_CFG_TRIM_POLICY] = {
-        .name = "trim_policy", .flag = "trim-policy", .env = "TIDE_TRIM_POLICY", .section = "node",
+        FIELD(trim_policy), .flag = "trim-policy", .env = "TIDE_TRIM_POLICY", .section = "node",
         .kind = K_TRIM, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(trim_policy), .format = fmt_trim_policy, .to_node = node_trim_policy,
+        .format = fmt_trim_policy, .to_node = node_trim_policy,
         .store = store_trim_policy,
         .def = "always", .arg = "POLICY",
         .help = "when a sweep round trims the heap: always (after every sweep), never, every:N "
                 "(every N-th sweep), freed:SIZE (when the sweep freed at least SIZE), free-pct:P "
                 "(when the allocator holds free more than P% of RSS). docs/LAB.md compares them." },
     [TIDE_CFG_TRIM_PAD] = {
-        .name = "trim_pad", .flag = "trim-pad", .env = "TIDE_TRIM_PAD", .section = "node",
+        FIELD(trim_pad), .flag = "trim-pad", .env = "TIDE_TRIM_PAD", .section = "node",
         .kind = K_SIZE, .max = 1 * GiB, .group = TIDE_CFG_GROUP_CACHE,
-        FIELD(trim_pad), .format = fmt_size, NODE(trim_pad),
+        .format = fmt_size, NODE(trim_pad),
         .def = "0", .arg = "SIZE",
         .help = "glibc only: the bytes a trim leaves free at the top of the main heap "
                 "(malloc_trim's pad), so the next allocations there fault nothing in. 0 returns "
@@ -666,10 +661,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * may hold a sixteenth of it. Idle 5 s, a whole request 10 s (h2o's
      * own default). The body budget is derived in finish. */
     [TIDE_CFG_HTTP_MAX_CONNECTIONS] = {
-        .name = "http_max_connections", .flag = "http-max-connections", .env = "TIDE_HTTP_MAX_CONNECTIONS",
+        FIELD(http_max_connections), .flag = "http-max-connections", .env = "TIDE_HTTP_MAX_CONNECTIONS",
         .section = "node",
         .kind = K_UINT, .min = 1, .max = 1048576, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_max_connections), .format = fmt_number,
+        .format = fmt_number,
         .def = "4096", .arg = "N",
         .help = "connections open at once. At the bound a new connection closes one of its event "
                 "loop's: an idle one already answered (longest idle first), else the one furthest "
@@ -678,18 +673,18 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "clients out; only when all of the loop's are in a handler is it refused. Lowered to "
                 "fit RLIMIT_NOFILE." },
     [TIDE_CFG_HTTP_MAX_PER_CLIENT] = {
-        .name = "http_max_connections_per_client", .flag = "http-max-connections-per-client", .env = "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT",
+        FIELD(http_max_connections_per_client), .flag = "http-max-connections-per-client", .env = "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT",
         .section = "node",
         .kind = K_UINT, .max = 1048576, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_max_per_client), .format = fmt_number,
+        .format = fmt_number,
         .def = "256", .arg = "N",
         .help = "connections open at once from one client address (0: no bound); more are closed at "
                 "once. Behind a proxy every client has the proxy's address: raise it, or set 0." },
     [TIDE_CFG_HTTP_IDLE_TIMEOUT] = {
-        .name = "http_idle_timeout", .flag = "http-idle-timeout", .env = "TIDE_HTTP_IDLE_TIMEOUT",
+        FIELD(http_idle_timeout), .flag = "http-idle-timeout", .env = "TIDE_HTTP_IDLE_TIMEOUT",
         .section = "node",
         .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_idle_timeout), .format = fmt_number,
+        .format = fmt_number,
         .def = "5", .arg = "SECONDS",
         .help = "a connection with no request in flight and nothing received for this long (since it "
                 "opened, or since its last response) is closed." },
@@ -698,10 +693,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * so that the head's and the body's own bounds (below) act first and
      * an honest upload of max_object_size needs ~17 KB/s, not ~100 KB/s. */
     [TIDE_CFG_HTTP_REQUEST_TIMEOUT] = {
-        .name = "http_request_timeout", .flag = "http-request-timeout", .env = "TIDE_HTTP_REQUEST_TIMEOUT",
+        FIELD(http_request_timeout), .flag = "http-request-timeout", .env = "TIDE_HTTP_REQUEST_TIMEOUT",
         .section = "node",
         .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_request_timeout), .format = fmt_number,
+        .format = fmt_number,
         .def = "60", .arg = "SECONDS",
         .help = "a request's head and body must have arrived this long after the connection began to "
                 "wait for it (it opened, or the previous response was sent), or the connection is "
@@ -709,10 +704,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "above http_header_timeout and the body's http_body_min_rate." },
     /* At least max_object_size (checked in finish); at most 1 TiB. */
     [TIDE_CFG_HTTP_BODY_BUDGET] = {
-        .name = "http_body_budget", .flag = "http-body-budget", .env = "TIDE_HTTP_BODY_BUDGET",
+        FIELD(http_body_budget), .flag = "http-body-budget", .env = "TIDE_HTTP_BODY_BUDGET",
         .section = "node",
         .kind = K_SIZE, .min = 1, .max = 1024 * GiB, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_body_budget), .format = fmt_size,
+        .format = fmt_size,
         .dflt = BODY_BUDGET_DEFAULT_TEXT, .arg = "SIZE",
         .help = "bytes of request bodies tided holds for requests not yet answered, counted in the "
                 "http consumer (a PUT's twice: its body and the store job's copy); at least max_object_size. A request whose head declares more than is "
@@ -721,18 +716,18 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * that misses the node cache run on these threads; the queue in front
      * of them is bounded so a slow disk sheds load instead of memory. */
     [TIDE_CFG_STORE_WORKERS] = {
-        .name = "store_workers", .flag = "store-workers", .env = "TIDE_STORE_WORKERS", .section = "node",
+        FIELD(store_workers), .flag = "store-workers", .env = "TIDE_STORE_WORKERS", .section = "node",
         .kind = K_UINT, .min = 1, .max = 256, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(store_workers), .format = fmt_number,
+        .format = fmt_number,
         .computed = default_store_workers,
         .dflt = "2 x online CPUs, " STR(STORE_WORKERS_AUTO_MIN) " to " STR(STORE_WORKERS_AUTO_MAX), .arg = "N",
         .help = "threads that run PUTs and the GETs and HEADs the node cache cannot answer, so that "
                 "an event loop never waits for a read, an insert or a full insert pool; a GET the "
                 "cache answers stays on its loop." },
     [TIDE_CFG_STORE_QUEUE] = {
-        .name = "store_queue", .flag = "store-queue", .env = "TIDE_STORE_QUEUE", .section = "node",
+        FIELD(store_queue), .flag = "store-queue", .env = "TIDE_STORE_QUEUE", .section = "node",
         .kind = K_UINT, .min = 1, .max = 1048576, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(store_queue), .format = fmt_number,
+        .format = fmt_number,
         .def = "1024", .arg = "N",
         .help = "store jobs (PUTs, GET misses) waiting for a store worker at most; PUTs may fill 3/4 of "
                 "it (at least 1), the rest is kept for GET misses so a write burst does not shed reads. "
@@ -746,9 +741,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * carries Tide's unit instead (ti_config_rippled_keys below). The
      * waits are rippled's defaults where it has one. */
     [TIDE_CFG_ONLINE_DELETE] = {
-        .name = "online_delete", .flag = "online-delete", .env = "TIDE_ONLINE_DELETE", .section = "node_db",
+        FIELD(online_delete), .flag = "online-delete", .env = "TIDE_ONLINE_DELETE", .section = "node_db",
         .kind = K_ONLINE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(online_delete), .format = fmt_online_delete, .to_node = node_online_delete,
+        .format = fmt_online_delete, .to_node = node_online_delete,
         .store = store_online_delete,
         .def = "0", .arg = "N|manual",
         .help = "online delete: keep the data directory as a ring of generations (stores) and rotate "
@@ -760,9 +755,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "when it is there and this setting is given nowhere.",
         .file_key = "online_delete_objects" },
     [TIDE_CFG_GENERATIONS] = {
-        .name = "generations", .flag = "generations", .env = "TIDE_GENERATIONS", .section = "node_db",
+        FIELD(generations), .flag = "generations", .env = "TIDE_GENERATIONS", .section = "node_db",
         .kind = K_UINT, .min = TIDE_GEN_MIN, .max = TIDE_GEN_MAX, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(generations), .format = fmt_number, .to_node = node_generations,
+        .format = fmt_number, .to_node = node_generations,
         .def = "2", .arg = "G",
         .help = "generations kept with online delete; a rotation copies forward only what is read or "
                 "re-PUT, so more generations keep untouched objects longer (G spans) for G times the "
@@ -770,30 +765,30 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "new directory; a value below it is honoured and the next rotation drops down to it "
                 "(logged at WARN)." },
     [TIDE_CFG_ADVISORY_DELETE] = {
-        .name = "advisory_delete", .flag = "advisory-delete", .env = "TIDE_ADVISORY_DELETE",
+        FIELD(advisory_delete), .flag = "advisory-delete", .env = "TIDE_ADVISORY_DELETE",
         .section = "node_db",
         .kind = K_BOOL, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(advisory_delete), .format = fmt_number, NODE(advisory_delete),
+        .format = fmt_number, NODE(advisory_delete),
         .def = "0", .arg = "0|1",
         .help = "1: a due rotation waits until POST /v1/admin/can_delete allows it (a rotation count, "
                 "never, always or now; never again after a restart)." },
     [TIDE_CFG_ROTATE_BYTES] = {
-        .name = "rotate_bytes", .flag = "rotate-bytes", .env = "TIDE_ROTATE_BYTES", .section = "node_db",
+        FIELD(rotate_bytes), .flag = "rotate-bytes", .env = "TIDE_ROTATE_BYTES", .section = "node_db",
         .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(rotate_bytes), .format = fmt_size, NODE(rotate_bytes),
+        .format = fmt_size, NODE(rotate_bytes),
         .def = "0", .arg = "SIZE",
         .help = "also rotate when the newest generation's nudb.dat reaches SIZE (0: no byte trigger)." },
     [TIDE_CFG_ROTATE_INTERVAL] = {
-        .name = "rotate_interval", .flag = "rotate-interval", .env = "TIDE_ROTATE_INTERVAL",
+        FIELD(rotate_interval), .flag = "rotate-interval", .env = "TIDE_ROTATE_INTERVAL",
         .section = "node_db",
         .kind = K_UINT, .max = 31536000, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(rotate_interval), .format = fmt_number, NODE(rotate_interval_s),
+        .format = fmt_number, NODE(rotate_interval_s),
         .def = "0", .arg = "SECONDS",
         .help = "also rotate this long after the last rotation (0: no time trigger)." },
     [TIDE_CFG_DELETE_BATCH] = {
-        .name = "delete_batch", .flag = "delete-batch", .env = "TIDE_DELETE_BATCH", .section = "node_db",
+        FIELD(delete_batch), .flag = "delete-batch", .env = "TIDE_DELETE_BATCH", .section = "node_db",
         .kind = K_UINT, .min = 1, .max = 1000000, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(delete_batch), .format = fmt_number, NODE(delete_batch),
+        .format = fmt_number, NODE(delete_batch),
         .def = "100", .arg = "N",
         .help = "keys of a rotation's keep-list copied forward per batch, with a back-off pause between "
                 "batches. In the config file it is delete_batch_keys: rippled's own [node_db] "
@@ -802,49 +797,49 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "given nowhere.",
         .file_key = "delete_batch_keys" },
     [TIDE_CFG_BACK_OFF_MS] = {
-        .name = "back_off_milliseconds", .flag = "back-off-milliseconds", .env = "TIDE_BACK_OFF_MILLISECONDS",
+        FIELD(back_off_milliseconds), .flag = "back-off-milliseconds", .env = "TIDE_BACK_OFF_MILLISECONDS",
         .section = "node_db",
         .kind = K_UINT, .max = 60000, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(back_off_ms), .format = fmt_number, NODE(back_off_ms),
+        .format = fmt_number, NODE(back_off_ms),
         .def = "100", .arg = "MS",
         .help = "pause between two batches of a keep-list and between two steps of a dropped "
                 "generation's delete, so the node keeps serving." },
     [TIDE_CFG_DELETE_CHUNK] = {
-        .name = "delete_chunk", .flag = "delete-chunk", .env = "TIDE_DELETE_CHUNK", .section = "node_db",
+        FIELD(delete_chunk), .flag = "delete-chunk", .env = "TIDE_DELETE_CHUNK", .section = "node_db",
         .kind = K_SIZE, .min = 4096, .max = 1024 * GiB, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(delete_chunk), .format = fmt_size, NODE(delete_chunk_bytes),
+        .format = fmt_size, NODE(delete_chunk),
         .def = "64MiB", .arg = "SIZE",
         .help = "a dropped generation's nudb.dat is cut by this much per step before it is unlinked, so "
                 "the file system frees it gradually." },
     [TIDE_CFG_RECOVERY_WAIT] = {
-        .name = "recovery_wait_seconds", .flag = "recovery-wait-seconds", .env = "TIDE_RECOVERY_WAIT_SECONDS",
+        FIELD(recovery_wait_seconds), .flag = "recovery-wait-seconds", .env = "TIDE_RECOVERY_WAIT_SECONDS",
         .section = "node_db",
         .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(recovery_wait_s), .format = fmt_number, NODE(recovery_wait_s),
+        .format = fmt_number, NODE(recovery_wait_s),
         .def = "5", .arg = "SECONDS",
         .help = "a due rotation on an unhealthy node (a commit backlog: the insert pools, pending plus "
                 "committing, holding a whole burst; a failed commit; the RSS over rotation_max_rss) waits this long before it looks again." },
     [TIDE_CFG_ROTATION_WAIT_MAX] = {
-        .name = "rotation_wait_max_seconds", .flag = "rotation-wait-max-seconds", .env = "TIDE_ROTATION_WAIT_MAX_SECONDS",
+        FIELD(rotation_wait_max_seconds), .flag = "rotation-wait-max-seconds", .env = "TIDE_ROTATION_WAIT_MAX_SECONDS",
         .section = "node_db",
         .kind = K_UINT, .min = 1, .max = 604800, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(rotation_wait_max_s), .format = fmt_number, NODE(rotation_wait_max_s),
+        .format = fmt_number, NODE(rotation_wait_max_s),
         .def = "300", .arg = "SECONDS",
         .help = "after waiting this long in all for health a rotation attempt is abandoned (logged, "
                 "counted, in /v1/rotations); the next trigger check tries again." },
     [TIDE_CFG_TRIM_AFTER_ROTATION] = {
-        .name = "trim_after_rotation", .flag = "trim-after-rotation", .env = "TIDE_TRIM_AFTER_ROTATION",
+        FIELD(trim_after_rotation), .flag = "trim-after-rotation", .env = "TIDE_TRIM_AFTER_ROTATION",
         .section = "node_db",
         .kind = K_BOOL, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(trim_after_rotation), .format = fmt_number, NODE(trim_after_rotation),
+        .format = fmt_number, NODE(trim_after_rotation),
         .def = "1", .arg = "0|1",
         .help = "1: one measured release (the sweep's trim) right after a rotation that dropped a "
                 "generation, reported in /v1/rotations and on /metrics." },
     [TIDE_CFG_ROTATION_MAX_RSS] = {
-        .name = "rotation_max_rss", .flag = "rotation-max-rss", .env = "TIDE_ROTATION_MAX_RSS",
+        FIELD(rotation_max_rss), .flag = "rotation-max-rss", .env = "TIDE_ROTATION_MAX_RSS",
         .section = "node_db",
         .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_NODE_DB,
-        FIELD(rotation_max_rss), .format = fmt_size, NODE(rotation_max_rss),
+        .format = fmt_size, NODE(rotation_max_rss),
         .def = "0", .arg = "SIZE",
         .help = "the rotation's health gate also waits while the process's anonymous RSS is over SIZE (a rotation "
                 "opens a store and copies forward; it waits for memory to come down, as for a commit "
@@ -855,10 +850,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * tide_mem_overload_init's rules (mem/overload.h): 1 <= soft < high <
      * critical <= 100, 1 <= hysteresis < soft (finish checks the pair). */
     [TIDE_CFG_MEMORY_LIMIT] = {
-        .name = "memory_limit", .flag = "memory-limit", .env = "TIDE_MEMORY_LIMIT", .section = "node",
+        FIELD(memory_limit), .flag = "memory-limit", .env = "TIDE_MEMORY_LIMIT", .section = "node",
         .kind = K_SIZE, .min = TIDE_CONFIG_MEMORY_LIMIT_MIN, .max = TIDE_CONFIG_BYTES_MAX,
         .group = TIDE_CFG_GROUP_MEMORY,
-        FIELD(memory_limit), .format = fmt_size_or_none, NODE(memory_limit),
+        .format = fmt_size_or_none, NODE(memory_limit),
         .below_min = "the smallest memory_limit (tided's threads, buffers and store need about that much)",
         .dflt = "the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes, the nearest "
                 "limited ancestor's), else none (a startup warning)", .arg = "SIZE",
@@ -871,35 +866,35 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "ones that may hold more than it stop tided. A value above the cgroup's limit is lowered to it. SIGHUP "
                 "applies a new one. docs/MEMORY-LIMIT.md." },
     [TIDE_CFG_MEMORY_LEVELS] = {
-        .name = "memory_levels", .flag = "memory-levels", .env = "TIDE_MEMORY_LEVELS", .section = "node",
+        FIELD(memory_levels), .flag = "memory-levels", .env = "TIDE_MEMORY_LEVELS", .section = "node",
         .kind = K_LEVELS, .min = 1, .max = 100, .group = TIDE_CFG_GROUP_MEMORY,
-        FIELD(memory_pct), .format = fmt_memory_levels, .to_node = node_memory_levels,
+        .format = fmt_memory_levels, .to_node = node_memory_levels,
         .store = store_memory_levels,
         .def = "80,90,97", .arg = "SOFT,HIGH,CRITICAL",
         .help = "the soft, high and critical marks, in percent of memory_limit. A level is entered "
                 "when the counted bytes reach its mark and left when they fall below (mark - "
                 "memory_hysteresis)%." },
     [TIDE_CFG_MEMORY_HYSTERESIS] = {
-        .name = "memory_hysteresis", .flag = "memory-hysteresis", .env = "TIDE_MEMORY_HYSTERESIS",
+        FIELD(memory_hysteresis), .flag = "memory-hysteresis", .env = "TIDE_MEMORY_HYSTERESIS",
         .section = "node",
         .kind = K_UINT, .min = 1, .max = 99, .group = TIDE_CFG_GROUP_MEMORY,
-        FIELD(memory_hysteresis), .format = fmt_number, NODE(memory_hysteresis_pct),
+        .format = fmt_number, NODE(memory_hysteresis_pct),
         .def = "5", .arg = "POINTS",
         .help = "percentage points below a level's mark the counted bytes must fall to leave the "
                 "level, so that a node at its mark does not flap; below the soft level." },
     [TIDE_CFG_MEMORY_POLL_MS] = {
-        .name = "memory_poll_milliseconds", .flag = "memory-poll-milliseconds", .env = "TIDE_MEMORY_POLL_MILLISECONDS",
+        FIELD(memory_poll_milliseconds), .flag = "memory-poll-milliseconds", .env = "TIDE_MEMORY_POLL_MILLISECONDS",
         .section = "node",
         .kind = K_UINT, .min = 10, .max = 10000, .group = TIDE_CFG_GROUP_MEMORY,
-        FIELD(memory_poll_ms), .format = fmt_number, NODE(memory_poll_ms),
+        .format = fmt_number, NODE(memory_poll_ms),
         .def = "100", .arg = "MS",
         .help = "how often the memory figures (RSS, the cgroup's usage, memory pressure) are read and "
                 "compared with the marks." },
     [TIDE_CFG_MEMORY_PRESSURE] = {
-        .name = "memory_pressure", .flag = "memory-pressure", .env = "TIDE_MEMORY_PRESSURE",
+        FIELD(memory_pressure), .flag = "memory-pressure", .env = "TIDE_MEMORY_PRESSURE",
         .section = "node",
         .kind = K_UINT, .max = 100, .group = TIDE_CFG_GROUP_MEMORY,
-        FIELD(memory_pressure_pct), .format = fmt_number, NODE(memory_pressure_pct),
+        .format = fmt_number, NODE(memory_pressure_pct),
         .def = "10", .arg = "PERCENT",
         .help = "the kernel's memory pressure (PSI 'some' avg10 of the cgroup's memory.pressure or "
                 "/proc/pressure/memory) at or above this percent holds the node at the soft level "
@@ -908,9 +903,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * path in argv or a config file shows no secret, so these may be set
      * anywhere but a flag (a token's own settings stay env only). */
     [TIDE_CFG_METRICS_TOKEN_FILE] = {
-        .name = "metrics_token_file", .env = "TIDE_METRICS_TOKEN_FILE", .section = "http",
+        FIELD(metrics_token_file), .env = "TIDE_METRICS_TOKEN_FILE", .section = "http",
         .kind = K_PATH, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(metrics_token_file), .format = fmt_text_or_unset,
+        .format = fmt_text_or_unset,
         .dflt = "unset", .arg = "FILE",
         .help = "read the metrics token (as TIDE_METRICS_TOKEN) from FILE, at startup and at each "
                 "SIGHUP. The token is FILE's whole content less one trailing newline: 1 to 255 "
@@ -929,10 +924,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     /* The deferred index: 64 MiB holds 3 Mi entries, a flush
      * per ~700 MiB of 200-byte values; with a limit, an eighth of it. */
     [TIDE_CFG_STORE_INDEX_LAG] = {
-        .name = "store_index_lag", .flag = "store-index-lag", .env = "TIDE_STORE_INDEX_LAG",
+        FIELD(store_index_lag), .flag = "store-index-lag", .env = "TIDE_STORE_INDEX_LAG",
         .section = "node",
         .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_NODE,
-        FIELD(store_index_lag), .format = fmt_size, NODE(index_lag_bytes),
+        .format = fmt_size, NODE(index_lag_bytes),
         .def = "64MiB", .arg = "SIZE",
         .help = "memory for the deferred index's tail: commits append their records to nudb.dat "
                 "and sync it (and tide.meta) without touching nudb.key; the entries wait in an "
@@ -951,9 +946,9 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "verify read the store as it is, the unindexed records through an in-memory "
                 "index, writing nothing (docs/OPERATIONS.md: after a crash)." },
     [TIDE_CFG_ADMIN_TOKEN_FILE] = {
-        .name = "admin_token_file", .env = "TIDE_ADMIN_TOKEN_FILE", .section = "http",
+        FIELD(admin_token_file), .env = "TIDE_ADMIN_TOKEN_FILE", .section = "http",
         .kind = K_PATH, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(admin_token_file), .format = fmt_text_or_unset,
+        .format = fmt_text_or_unset,
         .dflt = "unset", .arg = "FILE",
         .help = "read the admin token (as TIDE_ADMIN_TOKEN) from FILE, by metrics_token_file's "
                 "rules. Precedence, highest first: TIDE_ADMIN_TOKEN, this setting, then "
@@ -965,20 +960,20 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * 500 bytes a second after 10 s may take as long as
      * http_request_timeout allows, and one that trickles is cut off. */
     [TIDE_CFG_HTTP_HEADER_TIMEOUT] = {
-        .name = "http_header_timeout", .flag = "http-header-timeout", .env = "TIDE_HTTP_HEADER_TIMEOUT",
+        FIELD(http_header_timeout), .flag = "http-header-timeout", .env = "TIDE_HTTP_HEADER_TIMEOUT",
         .section = "node",
         .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_header_timeout), .format = fmt_number,
+        .format = fmt_number,
         .def = "10", .arg = "SECONDS",
         .help = "a request's head (request line and headers) must be complete this long after its "
                 "first byte arrived, or it is answered 408 and the connection closed "
                 "(tide_http_requests_timed_out_total{reason=\"head\"}). Acts only below "
                 "http_request_timeout, which otherwise closes the connection first." },
     [TIDE_CFG_HTTP_BODY_MIN_RATE] = {
-        .name = "http_body_min_rate", .flag = "http-body-min-rate", .env = "TIDE_HTTP_BODY_MIN_RATE",
+        FIELD(http_body_min_rate), .flag = "http-body-min-rate", .env = "TIDE_HTTP_BODY_MIN_RATE",
         .section = "node",
         .kind = K_SIZE, .max = 1024 * MiB, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_body_min_rate), .format = fmt_size,
+        .format = fmt_size,
         .def = "500", .arg = "BYTES",
         .help = "bytes a second a request body must keep up: t seconds after its head ended, a body "
                 "still arriving must have delivered at least (t - http_body_grace) x BYTES bytes, or "
@@ -986,10 +981,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "(tide_http_requests_timed_out_total{reason=\"body_rate\"}). 0: no rate; "
                 "http_request_timeout alone bounds a body." },
     [TIDE_CFG_HTTP_BODY_GRACE] = {
-        .name = "http_body_grace", .flag = "http-body-grace", .env = "TIDE_HTTP_BODY_GRACE",
+        FIELD(http_body_grace), .flag = "http-body-grace", .env = "TIDE_HTTP_BODY_GRACE",
         .section = "node",
         .kind = K_UINT, .max = 3600, .group = TIDE_CFG_GROUP_HTTP,
-        FIELD(http_body_grace), .format = fmt_number,
+        .format = fmt_number,
         .def = "10", .arg = "SECONDS",
         .help = "seconds after a request's head ended before http_body_min_rate counts, so that a "
                 "body that starts slowly or stalls once is not cut off." },

@@ -42,8 +42,11 @@ enum ti_storage { TI_INT, TI_UNSIGNED, TI_U64, TI_TEXT, TI_OTHER };
 #define TI_STORAGE_OF(x) _Generic((x), int: TI_INT, unsigned: TI_UNSIGNED, uint64_t: TI_U64, \
                                   char *: TI_TEXT, default: TI_OTHER)
 
-/* A row's destination in tide_config: the field's offset, size and type. */
-#define FIELD(f) .offset = offsetof(tide_config, f), .field_size = sizeof ((tide_config *)0)->f, \
+/* A row's name and its field in tide_config (offset, size and type): one
+ * name, so the setting cannot be kept under another. Its flag and variable
+ * are the same name spelt for each ("cache-budget", "TIDE_CACHE_BUDGET"),
+ * which tests/test_config.c holds every row to. */
+#define FIELD(f) .name = #f, .offset = offsetof(tide_config, f), .field_size = sizeof ((tide_config *)0)->f, \
                  .storage = TI_STORAGE_OF(((tide_config *)0)->f)
 /* A row's destination in tide_node_opts, copied as a number of the
  * field's size (4 or 8 bytes) by tide_startup_node_opts. */
@@ -71,7 +74,7 @@ typedef void (*ti_config_node_fn)(const tide_config *c, struct tide_node_opts *o
  * node's options (NODE, or to_node; neither: tided's own or glibc's).
  */
 typedef struct ti_config_setting {
-    const char *name;     /* "cache_budget" */
+    const char *name;     /* "cache_budget": its field's name (FIELD) */
     const char *flag;     /* "cache-budget" (without --), NULL: env only */
     const char *env;      /* "TIDE_CACHE_BUDGET" */
     const char *section;  /* "node"; NULL: env only */
@@ -79,7 +82,7 @@ typedef struct ti_config_setting {
     enum kind kind;
     uint64_t min, max;
     int group;            /* TIDE_CFG_GROUP_*: its settings line and --check-config block */
-    /* FIELD(f): where tide_config keeps the value */
+    /* FIELD(f): where tide_config keeps the value, under `name` */
     size_t offset, field_size;
     enum ti_storage storage;
     ti_config_format_fn format;

@@ -103,6 +103,7 @@ void tide_node_opts_init(tide_node_opts *o)
     o->create_if_missing = 1;
     o->key_size = 32;
     o->block_size = 4096;
+    o->store_key_map = 1;
     o->cache_target = 262144;
     o->cache_age_s = 30;
     o->cache_budget = 64 * (size_t)MiB;
@@ -120,7 +121,7 @@ void tide_node_opts_init(tide_node_opts *o)
     o->generations = 0;           /* the manifest's keep; 2 for a new directory */
     o->delete_batch = 100;
     o->back_off_ms = 100;
-    o->delete_chunk_bytes = 64ull * MiB;
+    o->delete_chunk = 64ull * MiB;
     o->recovery_wait_s = 5;
     o->rotation_wait_max_s = 300;
     o->rotate_check_ms = 1000;
@@ -210,14 +211,14 @@ static int open_gens(tide_node *n)
     go.block_size = n->opts.block_size;
     if (n->opts.insert_burst) go.store.burst_bytes = n->opts.insert_burst;
     go.store.commit_interval_ms = n->opts.commit_interval_ms;
-    go.store.no_map = n->opts.store_no_map;
+    go.store.no_map = !n->opts.store_key_map;   /* the store's option says it the other way */
     go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals */
     go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
     go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;
     go.store.index_lag_bytes = n->opts.index_lag_bytes;
     go.store.tail_account_id = TIDE_MEM_STORE_TAIL_INDEX;
     go.io = n->opts.io;
-    go.delete_chunk_bytes = n->opts.delete_chunk_bytes;
+    go.delete_chunk = n->opts.delete_chunk;
     go.back_off_ms = n->opts.back_off_ms;
     go.trace = n->opts.gens_trace;
     go.trace_arg = n->opts.gens_trace_arg;

@@ -120,8 +120,9 @@ typedef struct tide_node_opts {
                                      store's key size rules: keys passed to
                                      put/get must have tide_node_key_size() bytes */
     unsigned block_size;          /* for a new store; default 4096 */
-    int      store_no_map;        /* 1: the stores' lookups pread nudb.key
-                                     (tide_store_opts.no_map); 0 (default): map */
+    int      store_key_map;       /* 1 (default): the stores' lookups search
+                                     nudb.key through a read-only map; 0: they
+                                     pread it (tide_store_opts.no_map) */
     /* node cache (docs/ARCHITECTURE.md, "The node cache") */
     size_t   cache_target;        /* entries; default 262144 (tiny) */
     unsigned cache_age_s;         /* default 30 */
@@ -204,7 +205,7 @@ typedef struct tide_node_opts {
     unsigned delete_batch;        /* keep-list keys copied forward per batch; default 100 */
     unsigned back_off_ms;         /* pause between two batches and two delete steps;
                                      default 100 */
-    uint64_t delete_chunk_bytes;  /* a dropped nudb.dat is cut by this much per step;
+    uint64_t delete_chunk;  /* a dropped nudb.dat is cut by this much per step;
                                      default 64 MiB */
     unsigned recovery_wait_s;     /* an unhealthy node (commit backlog or a failed
                                      commit) waits this long before the gate is tried

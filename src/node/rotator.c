@@ -594,7 +594,7 @@ void tide_node_interrupt(tide_node *n)
     n->rot_stop = 1;
     pthread_cond_broadcast(&n->rot_cond);
     pthread_mutex_unlock(&n->rot_state_lock);
-    /* A gradual drop (delete_chunk_bytes steps, back_off_ms apart) may take
+    /* A gradual drop (delete_chunk steps, back_off_ms apart) may take
      * minutes; the interrupt stops it between two steps and the next open
      * removes the rest, so close never waits for it (invariant 6). */
     if (n->gens) tide_gens_interrupt(n->gens);

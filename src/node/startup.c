@@ -211,7 +211,7 @@ static void log_block_size(const tide_config *c)
  * tide_mem_overload_init computes, the governor's own. */
 static void mark_text(const tide_config *c, const tide_mem_overload *st, int level, char *out, size_t cap)
 {
-    unsigned pct = c->memory_pct[level];
+    unsigned pct = c->memory_levels[level];
 
     snprintf(out, cap, "%s %u%% = %" PRIu64 " bytes (left below %u%% = %" PRIu64 ")",
              tide_mem_overload_level_name(level), pct, st->enter[level], pct - c->memory_hysteresis,
@@ -235,7 +235,7 @@ static void log_memory_limit(const tide_config *c)
         snprintf(counts, sizeof counts, "RSS");
     tide_mem_overload_opts_init(&oo);
     oo.limit_bytes = c->memory_limit;
-    memcpy(oo.pct, c->memory_pct, sizeof oo.pct);
+    memcpy(oo.pct, c->memory_levels, sizeof oo.pct);
     oo.hysteresis_pct = c->memory_hysteresis;
     if (tide_mem_overload_init(&st, &oo) != 0) {   /* finish refused these: not reached */
         tide_log(TIDE_LOG_WARN, "memory limit: %s", tide_last_error());
@@ -244,13 +244,13 @@ static void log_memory_limit(const tide_config *c)
     mark_text(c, &st, TIDE_OVERLOAD_SOFT, soft, sizeof soft);
     mark_text(c, &st, TIDE_OVERLOAD_HIGH, high, sizeof high);
     mark_text(c, &st, TIDE_OVERLOAD_CRITICAL, crit, sizeof crit);
-    if (c->memory_pressure_pct)
+    if (c->memory_pressure)
         snprintf(pressure, sizeof pressure, "memory pressure (PSI some avg10) at or above %u%% holds soft",
-                 c->memory_pressure_pct);
+                 c->memory_pressure);
     else
         snprintf(pressure, sizeof pressure, "memory pressure ignored (memory_pressure 0)");
     tide_log(TIDE_LOG_INFO, "memory limit: %s (%" PRIu64 " bytes) from %s; counts %s, read every %u ms; "
-             "marks %s, %s, %s; %s", lim, c->memory_limit, src, counts, c->memory_poll_ms, soft, high, crit,
+             "marks %s, %s, %s; %s", lim, c->memory_limit, src, counts, c->memory_poll_milliseconds, soft, high, crit,
              pressure);
 }
 
