@@ -182,14 +182,14 @@ static tide_node_opts base_opts(world *w)
     o.memory_limit = 100 * MIB;
     o.cache_budget = 8 * MIB;                 /* hard limit 16 MiB */
     o.key_cache_hard_limit = 4 * MIB;
-    o.memory_reading = fake_reading;
-    o.memory_reading_arg = w;
-    o.clock_us = fake_clock;
-    o.clock_arg = w;
-    o.release = fake_release;
-    o.release_arg = w;
-    o.trace = fake_trace;
-    o.trace_arg = w;
+    o.hooks.memory_reading = fake_reading;
+    o.hooks.memory_reading_arg = w;
+    o.hooks.clock_us = fake_clock;
+    o.hooks.clock_arg = w;
+    o.hooks.release = fake_release;
+    o.hooks.release_arg = w;
+    o.hooks.trace = fake_trace;
+    o.hooks.trace_arg = w;
     return o;
 }
 
@@ -736,12 +736,12 @@ static void psi_path_is_copied_at_open(void **state)
 
     if (access(TIDE_MEM_PSI_SYSTEM, R_OK) != 0) th_skip("no %s (a kernel without PSI)", TIDE_MEM_PSI_SYSTEM);
     snprintf(path, sizeof path, "%s", TIDE_MEM_PSI_SYSTEM);
-    o.psi_path = path;
+    o.hooks.psi_path = path;
     open_with(w, &o);
     snprintf(path, sizeof path, "/nonexistent-tide/pressure");
     expect_u64((uint64_t)tide_node_memory_check(w->n), TIDE_OVERLOAD_NORMAL, "a look");
     expect_u64((uint64_t)status(w).last.has_psi, 1, "PSI read from the copy");
-    expect_str(tide_node_options(w->n)->psi_path, TIDE_MEM_PSI_SYSTEM, "the options' copy");
+    expect_str(tide_node_options(w->n)->hooks.psi_path, TIDE_MEM_PSI_SYSTEM, "the options' copy");
 }
 
 static void configure_to_no_limit_drops_to_normal(void **state)
@@ -1157,7 +1157,7 @@ static void the_governor_thread_moves_the_level_on_its_own(void **state)
     tide_node_opts o = base_opts(w);
 
     o.memory_poll_ms = 10;
-    o.clock_us = NULL;                /* real time for the thread */
+    o.hooks.clock_us = NULL;                /* real time for the thread */
     atomic_store(&w->rss, 95 * MIB);
     open_with(w, &o);
     wait_for_level(w, TIDE_OVERLOAD_HIGH, "95 MiB with the thread running");
@@ -1179,7 +1179,7 @@ static void configure_with_the_thread_running_looks_on_the_thread(void **state)
     int lines;
 
     o.memory_poll_ms = 600000;        /* the thread looks at start, then only when woken */
-    o.clock_us = NULL;
+    o.hooks.clock_us = NULL;
     atomic_store(&w->rss, 95 * MIB);
     open_with(w, &o);
     wait_for_level(w, TIDE_OVERLOAD_HIGH, "95 MiB: the thread's first look");
@@ -1227,8 +1227,8 @@ static void close_during_a_governor_round_waits_for_it(void **state)
     atomic_store(&g_in_release, 0);
     atomic_store(&g_closing, 0);
     o.memory_poll_ms = 10;
-    o.clock_us = NULL;
-    o.release = blocking_release;
+    o.hooks.clock_us = NULL;
+    o.hooks.release = blocking_release;
     open_with(w, &o);
     for (uint64_t i = 0; i < 50; i++) expect_ok(put_i(w, i), "a put at normal");
     atomic_store(&w->rss, 95 * MIB);

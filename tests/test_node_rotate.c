@@ -81,8 +81,8 @@ static void gen_opts(tide_node_opts *o, const char *dir, unsigned g, fakes *f)
     o->rotate_check_ms = 0;
     o->back_off_ms = 0;
     o->delete_chunk = 4096;
-    o->release = fake_release;
-    o->release_arg = f;
+    o->hooks.release = fake_release;
+    o->hooks.release_arg = f;
 }
 
 static tide_node *open_with(const tide_node_opts *o)
@@ -345,8 +345,8 @@ static void an_unhealthy_node_abandons_the_attempt_after_the_bound_and_logs_it(v
     assert_non_null(cap);
     gen_opts(&o, f->dir, 2, &fk);
     o.online_delete = 1;
-    o.health = fake_health;
-    o.health_arg = &fk;
+    o.hooks.health = fake_health;
+    o.hooks.health_arg = &fk;
     o.recovery_wait_s = 0;
     o.rotation_wait_max_s = 0;                       /* abandon at the first unhealthy look */
     n = open_with(&o);
@@ -773,9 +773,9 @@ static tide_node *open_windowed(tide_io_sim **sim, window *w, fakes *fk)
     expect_ok(tide_io_sim_create(sim), "io_sim");
     expect_ok(tide_io_sim_mkdir(*sim, "/d"), "io_sim");
     gen_opts(&o, "/d", 2, fk);
-    o.io = tide_io_sim_io(*sim);
-    o.gens_trace = window_step;
-    o.gens_trace_arg = w;
+    o.hooks.io = tide_io_sim_io(*sim);
+    o.hooks.gens_trace = window_step;
+    o.hooks.gens_trace_arg = w;
     tide_node *n = open_with(&o);
     put(n, 1);
     put(n, 2);

@@ -418,7 +418,7 @@ static int healthy(tide_node *n, char *why, size_t cap)
     uint64_t seen = n->rot_failures_seen, rss = 0;
     char a[32], b[32];
 
-    if (n->opts.health) return n->opts.health(n->opts.health_arg, why, cap);
+    if (n->opts.hooks.health) return n->opts.hooks.health(n->opts.hooks.health_arg, why, cap);
     tide_gens_store_info(n->gens, &si);
     n->rot_failures_seen = si.commit_failures;
     if (si.commit_failures > seen) {
