@@ -2,7 +2,8 @@
 /*
  * config.c: the node's settings, where they come from, and what they mean.
  *
- * Every setting lives in one row of `ti_config_settings[]` below: its name, its flag,
+ * Every setting lives in one row of `ti_config_settings[]` below: its name (its
+ * tide_config field's too, by FIELD), its flag,
  * its environment variable, its config-file key (section and key), how its
  * text is parsed, its range, its group (the startup log's line and
  * --check-config's block), its default (text that tide_config_defaults
@@ -13,9 +14,14 @@
  * tide_node_opts; or a small to_node function where the value changes on
  * the way, as sweep_interval's seconds become milliseconds). Parsing from
  * every source, describe, --help, the startup log and
- * tide_startup_node_opts loop over the rows; no code names a setting's id
- * to read, store or print it, so a new setting is its row, its field and
- * the code that uses its value. tided's --help is printed from the rows (tide_config_help),
+ * tide_startup_node_opts loop over the rows; no code lists the settings
+ * one by one to read, store, print or pass them on, so a new setting is
+ * its id, its field, its row and the code that uses its value (and, for
+ * one the file may hold, its block in contrib/tide.cfg, which
+ * tests/test_check_config.c holds to the table). Only the
+ * rules that join settings name theirs: finish's checks, config_mem.c's
+ * budgets, and generations, which the node is given (and describe shows)
+ * only when an operator set it. tided's --help is printed from the rows (tide_config_help),
  * so no range or default is written twice. The four sources all go through one
  * function, ti_config_set_value(), so a value means the same thing whether it was
  * written as --cache-budget=1GiB, TIDE_CACHE_BUDGET=1GiB or
