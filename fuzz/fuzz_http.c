@@ -126,7 +126,7 @@ static int store_open(fuzz_server *fs, unsigned key_size)
     o.dir = fs->cfg.data_dir;
     o.create_if_missing = 1;
     o.key_size = key_size;
-    o.io = tide_io_sim_io(fs->sim);
+    o.hooks.io = tide_io_sim_io(fs->sim);
     o.sweep_interval_ms = 0;          /* sweeps only when asked (POST /v1/admin/sweep) */
     o.cache_budget = 1u << 20;
     if (tide_node_open(&srv->node, &o) != 0) return -1;

@@ -685,8 +685,8 @@ static void rippleds_keys_that_count_something_else_are_never_read_as_tides(void
                     "from its SQL databases per batch), not read by tide, whose setting is "
                     "delete_batch=40(env TIDE_DELETE_BATCH)", "delete_batch");
     expect_u64(c.advisory_delete, 1, "advisory_delete: rippled's gate, read");
-    expect_u64(c.back_off_ms, 250, "back_off_milliseconds: rippled's pause in ms, read");
-    expect_u64(c.recovery_wait_s, 9, "recovery_wait_seconds: rippled's wait in seconds, read");
+    expect_u64(c.back_off_milliseconds, 250, "back_off_milliseconds: rippled's pause in ms, read");
+    expect_u64(c.recovery_wait_seconds, 9, "recovery_wait_seconds: rippled's wait in seconds, read");
 }
 
 static void a_utf8_bom_is_accepted_and_utf16_is_refused_by_name(void **state)
@@ -1171,10 +1171,10 @@ static uint64_t od_value(const tide_config *c, int id)
     case TIDE_CFG_ROTATE_BYTES:        return c->rotate_bytes;
     case TIDE_CFG_ROTATE_INTERVAL:     return c->rotate_interval;
     case TIDE_CFG_DELETE_BATCH:        return c->delete_batch;
-    case TIDE_CFG_BACK_OFF_MS:         return c->back_off_ms;
+    case TIDE_CFG_BACK_OFF_MS:         return c->back_off_milliseconds;
     case TIDE_CFG_DELETE_CHUNK:        return c->delete_chunk;
-    case TIDE_CFG_RECOVERY_WAIT:       return c->recovery_wait_s;
-    case TIDE_CFG_ROTATION_WAIT_MAX:   return c->rotation_wait_max_s;
+    case TIDE_CFG_RECOVERY_WAIT:       return c->recovery_wait_seconds;
+    case TIDE_CFG_ROTATION_WAIT_MAX:   return c->rotation_wait_max_seconds;
     case TIDE_CFG_TRIM_AFTER_ROTATION: return (uint64_t)c->trim_after_rotation;
     default: fail_msg("od_value: setting %d is not an online delete one", id);
     }
@@ -1193,10 +1193,10 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     expect_u64(c.generations, 2, "2 generations, as rippled's two backends");
     expect_u64(c.advisory_delete, 0, "advisory_delete");
     expect_u64(c.delete_batch, 100, "delete_batch");
-    expect_u64(c.back_off_ms, 100, "back_off_milliseconds");
+    expect_u64(c.back_off_milliseconds, 100, "back_off_milliseconds");
     expect_u64(c.delete_chunk, 64 * MiB, "delete_chunk");
-    expect_u64(c.recovery_wait_s, 5, "recovery_wait_seconds");
-    expect_u64(c.rotation_wait_max_s, 300, "rotation_wait_max_seconds");
+    expect_u64(c.recovery_wait_seconds, 5, "recovery_wait_seconds");
+    expect_u64(c.rotation_wait_max_seconds, 300, "rotation_wait_max_seconds");
     expect_u64(c.trim_after_rotation, 1, "trim_after_rotation");
     /* G not set: the node is given 0 (the manifest's keep), and the
      * settings line says so, not "2" (a default of 2 would shrink a keep-4
@@ -1252,7 +1252,7 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
     expect_u64(o.online_delete, 0, "node opts: no object trigger");
     expect_u64(o.generations, 4, "node opts: generations");
     expect_u64(o.rotate_bytes, 8 * MiB, "node opts: rotate_bytes");
-    expect_u64(o.delete_chunk_bytes, 64 * MiB, "node opts: delete_chunk");
+    expect_u64(o.delete_chunk, 64 * MiB, "node opts: delete_chunk");
     expect_u64(o.trim_after_rotation, 1, "node opts: trim_after_rotation");
     expect_u64(o.rotation_max_rss, 3ull << 30, "node opts: rotation_max_rss");
 
@@ -1266,7 +1266,7 @@ static void online_delete_settings_are_off_by_default_and_read_from_flag_env_and
 }
 
 /* store_key_map: on by default; off from the file, the environment or a
- * flag reaches the node as store_no_map; a bad value is a clear error
+ * flag reaches the node as store_key_map 0; a bad value is a clear error
  * naming the line. */
 static void store_key_map_is_on_by_default_and_off_reaches_the_node(void **state)
 {
@@ -1281,11 +1281,11 @@ static void store_key_map_is_on_by_default_and_off_reaches_the_node(void **state
     expect_u64((uint64_t)c.store_key_map, 1, "on by default");
     expect_contains(describe(&c), "store_key_map=on(default)", "describe");
     tide_startup_node_opts(&c, &o);
-    expect_u64((uint64_t)o.store_no_map, 0, "node opts: the map");
+    expect_u64((uint64_t)o.store_key_map, 1, "node opts: the map");
     expect_rc(load_all(f, &c, "[node]\nstore_key_map=off\n", NULL, 0, NULL), 0, "off in the file");
     expect_u64((uint64_t)c.store_key_map, 0, "the file's off");
     tide_startup_node_opts(&c, &o);
-    expect_u64((uint64_t)o.store_no_map, 1, "node opts: pread");
+    expect_u64((uint64_t)o.store_key_map, 0, "node opts: pread");
     expect_rc(load_all(f, &c, NULL, env, 0, NULL), 0, "off in the environment");
     expect_u64((uint64_t)c.store_key_map, 0, "the environment's off");
     expect_contains(describe(&c), "store_key_map=off(env TIDE_STORE_KEY_MAP)", "describe: env");
@@ -1295,6 +1295,29 @@ static void store_key_map_is_on_by_default_and_off_reaches_the_node(void **state
     expect_u64((uint64_t)c.store_key_map, 1, "the flag wins");
     expect_file_error(f, "[node]\nstore_key_map=sometimes\n", 2,
                       "[node] store_key_map=sometimes: not 1/0, true/false, yes/no or on/off", 0);
+}
+
+/* One name per setting: its flag is its name with '-' for '_' (the
+ * tokens and their files have none), its variable TIDE_ and the name in
+ * capitals; the name is its tide_config field's too (FIELD, config_impl.h). */
+static void every_settings_flag_and_variable_spell_its_name(void **state)
+{
+    (void)state;
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const char *name = tide_config_name(id), *flag = tide_config_flag(id);
+        char want_flag[80], want_env[80];
+        size_t n = strlen(name);
+
+        assert_true(n + sizeof "TIDE_" < sizeof want_env);
+        snprintf(want_flag, sizeof want_flag, "--%s", name);
+        snprintf(want_env, sizeof want_env, "TIDE_%s", name);
+        for (size_t i = 0; i < n; i++) {
+            if (want_flag[2 + i] == '_') want_flag[2 + i] = '-';
+            if (want_env[5 + i] >= 'a' && want_env[5 + i] <= 'z') want_env[5 + i] = (char)(want_env[5 + i] - 'a' + 'A');
+        }
+        expect_str(tide_config_env(id), want_env, name);
+        if (flag != NULL) expect_str(flag, want_flag, name);
+    }
 }
 
 /* The node cache's arena: on, 2 MiB segments, a reserve of 1 and 64 MiB
@@ -1441,10 +1464,10 @@ static uint64_t mem_value(const tide_config *c, int id)
 {
     switch (id) {
     case TIDE_CFG_MEMORY_LIMIT:      return c->memory_limit;
-    case TIDE_CFG_MEMORY_LEVELS:     return c->memory_pct[1] * 10000u + c->memory_pct[2] * 100u + c->memory_pct[3];
+    case TIDE_CFG_MEMORY_LEVELS:     return c->memory_levels[1] * 10000u + c->memory_levels[2] * 100u + c->memory_levels[3];
     case TIDE_CFG_MEMORY_HYSTERESIS: return c->memory_hysteresis;
-    case TIDE_CFG_MEMORY_POLL_MS:    return c->memory_poll_ms;
-    case TIDE_CFG_MEMORY_PRESSURE:   return c->memory_pressure_pct;
+    case TIDE_CFG_MEMORY_POLL_MS:    return c->memory_poll_milliseconds;
+    case TIDE_CFG_MEMORY_PRESSURE:   return c->memory_pressure;
     default: fail_msg("mem_value: setting %d is not a memory one", id);
     }
     return 0;
@@ -1461,7 +1484,7 @@ static void memory_settings_have_defaults_and_are_read_from_flag_env_and_file_wi
     expect_contains(describe(&c), "memory_limit=none(default) memory_levels=80,90,97(default) "
                     "memory_hysteresis=5(default) memory_poll_milliseconds=100(default) "
                     "memory_pressure=10(default)", "describe: the defaults");
-    expect_u64(c.memory_pct[0], 0, "pct[0] is unused (mem/overload.h)");
+    expect_u64(c.memory_levels[0], 0, "pct[0] is unused (mem/overload.h)");
     expect_u64(c.key_cache_hard_limit, 0, "no limit: the node's own key cache hard limit");
     for (size_t i = 0; i < sizeof mem_cases / sizeof mem_cases[0]; i++) {
         const mem_case *mc = &mem_cases[i];
@@ -1557,8 +1580,8 @@ static void memory_settings_refuse_bad_values_with_a_clear_error(void **state)
                          "--memory-pressure=100", "--memory-poll-milliseconds=10000", NULL };
         char *one[] = { "tided", "--memory-levels=1,2,3", NULL };
         expect_rc(load_all(f, &c, NULL, NULL, 6, argv), 0, "2,3,100 with hysteresis 1 at 32 MiB");
-        expect_u64(c.memory_pct[1], 2, "soft");
-        expect_u64(c.memory_pct[3], 100, "critical");
+        expect_u64(c.memory_levels[1], 2, "soft");
+        expect_u64(c.memory_levels[3], 100, "critical");
         expect_u64(c.memory_limit, 32 * MiB, "the smallest limit");
         /* A soft mark of 1% leaves no hysteresis of at least 1 point. */
         expect_rc(load_all(f, &c, NULL, NULL, 2, one), TIDE_EINVAL, "1,2,3");
@@ -2256,6 +2279,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_data_dir_too_long_for_path_max_is_refused_from_every_source_never_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(online_delete_settings_are_off_by_default_and_read_from_flag_env_and_file, setup, teardown),
         cmocka_unit_test_setup_teardown(store_key_map_is_on_by_default_and_off_reaches_the_node, setup, teardown),
+        cmocka_unit_test(every_settings_flag_and_variable_spell_its_name),
         cmocka_unit_test_setup_teardown(cache_arena_settings_have_defaults_reach_the_node_and_refuse_bad_values,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(online_delete_bad_values_are_clear_errors_naming_the_line, setup, teardown),

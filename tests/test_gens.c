@@ -78,7 +78,7 @@ static void gopts(tide_gens_opts *o, int online_delete, unsigned keep, tide_io *
     o->io = io;
     o->store.check_invariants = 1;
     o->store.ignore_holders = io != NULL;
-    o->delete_chunk_bytes = 4096;
+    o->delete_chunk = 4096;
     o->back_off_ms = 0;
 }
 
@@ -1776,7 +1776,7 @@ static void an_interrupt_stops_a_long_drop_and_open_removes_the_rest(void **stat
     put_range(g, 2000, 2010);
     OK(tide_gens_sync(g));
     OK(tide_io_sim_file_stats_get(sim, SD "/gen-000000000001/nudb.dat", &fs));
-    uint64_t total = (fs.size + o.delete_chunk_bytes - 1) / o.delete_chunk_bytes;
+    uint64_t total = (fs.size + o.delete_chunk - 1) / o.delete_chunk;
     if (total < 50) fail_msg("generation 1 too small: %" PRIu64 " steps", total);
     if (pthread_create(&th, NULL, interrupter, &s) != 0) fail_msg("pthread_create");
     double t0 = th_now_ms();

@@ -143,7 +143,7 @@ static void inserts_and_fetches_alongside_repeated_rotations_lose_no_write(void 
     tide_gens_opts_init(&o);
     o.online_delete = 1;
     o.keep = 3;
-    o.delete_chunk_bytes = 16384;
+    o.delete_chunk = 16384;
     o.back_off_ms = 1;
     o.store.commit_interval_ms = 20;
     o.store.check_invariants = 1;

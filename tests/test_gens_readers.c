@@ -167,7 +167,7 @@ static void rotator_main(const char *dir, uint64_t chunk, unsigned pause_ms)
     tide_gens_opts_init(&o);
     o.online_delete = 1;
     o.keep = 2;
-    o.delete_chunk_bytes = chunk;
+    o.delete_chunk = chunk;
     o.back_off_ms = pause_ms;
     o.store.commit_interval_ms = 600000;    /* commits when synced: the test decides */
     o.trace = child_trace;

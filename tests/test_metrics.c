@@ -413,8 +413,8 @@ static void rotation_and_generation_families_agree_with_the_node_and_pass_promto
     o.online_delete_on = 1;
     o.rotate_check_ms = 0;
     o.back_off_ms = 0;
-    o.release = count_release;
-    o.release_arg = &releases;
+    o.hooks.release = count_release;
+    o.hooks.release_arg = &releases;
     expect_rc(tide_node_open(&n, &o), 0, "open with generations");
     for (uint64_t i = 0; i < 20; i++) {
         th_key(i, 32, key);
@@ -646,10 +646,10 @@ static void memory_limit_families_agree_with_the_governor_and_pass_promtool(void
     o.sweep_interval_ms = 0;
     o.memory_poll_ms = 0;
     o.memory_limit = 100ull << 20;
-    o.memory_reading = memory_reading;
-    o.release = count_release;
+    o.hooks.memory_reading = memory_reading;
+    o.hooks.release = count_release;
     int releases = 0;
-    o.release_arg = &releases;
+    o.hooks.release_arg = &releases;
     expect_rc(tide_node_open(&n, &o), 0, "open with a limit of 100 MiB");
     expect_u64((uint64_t)tide_node_memory_check(n), TIDE_OVERLOAD_HIGH, "the level after the reading");
     th_key(1, 32, key);

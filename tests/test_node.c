@@ -357,8 +357,8 @@ static void fake_release_opts(tide_node_opts *o, const char *dir, unsigned inter
     tide_node_opts_init(o);
     o->dir = dir;
     o->sweep_interval_ms = interval_ms;
-    o->release = fake_release;
-    o->release_arg = rec;
+    o->hooks.release = fake_release;
+    o->hooks.release_arg = rec;
 }
 
 static void each_round_sweeps_both_caches_in_order_then_evacuates_then_releases_once(void **state)
@@ -371,8 +371,8 @@ static void each_round_sweeps_both_caches_in_order_then_evacuates_then_releases_
     static const char *const order[5] = { "sweep node_cache", "sweep key_cache", "evacuate", "release", "done" };
 
     fake_release_opts(&o, f->dir, interval, &rec);
-    o.trace = record;
-    o.trace_arg = &rec;
+    o.hooks.trace = record;
+    o.hooks.trace_arg = &rec;
     expect_rc(tide_node_open(&n, &o), 0, "open");
     if (wait_sweeps(n, 4, 20000) != 0) fail_msg("expected 4 sweeps within 20 s");
     expect_rc(tide_node_close(n), 0, "close");
@@ -514,8 +514,8 @@ static void trim_policy_freed_trims_only_after_a_sweep_that_freed_enough(void **
 
     fake_release_opts(&o, f->dir, 0, &rec);
     o.cache_age_s = 5;
-    o.clock_us = read_fake;
-    o.clock_arg = &clk;
+    o.hooks.clock_us = read_fake;
+    o.hooks.clock_arg = &clk;
     expect_rc(tide_trim_policy_parse("freed:64KiB", &o.trim_policy, &o.trim_param), 0, "parse freed:64KiB");
     expect_u64(o.trim_param, 65536, "freed's bytes");
     expect_rc(tide_node_open(&n, &o), 0, "open");
@@ -572,8 +572,8 @@ static void a_sweep_evicts_what_aged_out_of_both_caches(void **state)
     o.sweep_interval_ms = 0;
     o.cache_age_s = 5;
     o.key_cache_age_s = 5;
-    o.clock_us = read_fake;
-    o.clock_arg = &clk;
+    o.hooks.clock_us = read_fake;
+    o.hooks.clock_arg = &clk;
     expect_rc(tide_node_open(&n, &o), 0, "open");
     for (uint64_t i = 0; i < 50; i++) put_value(n, i);
     key_of(1000, key);

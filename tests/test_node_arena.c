@@ -209,7 +209,7 @@ static int child_main(const char *spec)
     o.key_cache_age_s = AGE_S;
     o.cache_arena = arena;
     o.cache_arena_hugepages = hugepages;
-    o.clock_us = test_clock;
+    o.hooks.clock_us = test_clock;
     if (tide_node_open(&n, &o) != 0) {
         f.rc = 11;
         goto out;

@@ -113,7 +113,7 @@ static void every_key_reads_back_after_gets_raced_its_put(void **state)
     o.sweep_interval_ms = 0;
     o.key_cache_age_s = 3600;            /* a stale miss would outlive the test */
     o.cache_age_s = 1;                   /* while the objects are swept out below */
-    o.clock_us = fake_clock;
+    o.hooks.clock_us = fake_clock;
     expect_rc(tide_node_open(&r.node, &o), 0, "open");
     for (int i = 0; i < READERS; i++) pthread_create(&rd[i], NULL, reader, &r);
     pthread_create(&w, NULL, writer, &r);

@@ -182,14 +182,14 @@ static tide_node_opts base_opts(world *w)
     o.memory_limit = 100 * MIB;
     o.cache_budget = 8 * MIB;                 /* hard limit 16 MiB */
     o.key_cache_hard_limit = 4 * MIB;
-    o.memory_reading = fake_reading;
-    o.memory_reading_arg = w;
-    o.clock_us = fake_clock;
-    o.clock_arg = w;
-    o.release = fake_release;
-    o.release_arg = w;
-    o.trace = fake_trace;
-    o.trace_arg = w;
+    o.hooks.memory_reading = fake_reading;
+    o.hooks.memory_reading_arg = w;
+    o.hooks.clock_us = fake_clock;
+    o.hooks.clock_arg = w;
+    o.hooks.release = fake_release;
+    o.hooks.release_arg = w;
+    o.hooks.trace = fake_trace;
+    o.hooks.trace_arg = w;
     return o;
 }
 
@@ -736,12 +736,12 @@ static void psi_path_is_copied_at_open(void **state)
 
     if (access(TIDE_MEM_PSI_SYSTEM, R_OK) != 0) th_skip("no %s (a kernel without PSI)", TIDE_MEM_PSI_SYSTEM);
     snprintf(path, sizeof path, "%s", TIDE_MEM_PSI_SYSTEM);
-    o.psi_path = path;
+    o.hooks.psi_path = path;
     open_with(w, &o);
     snprintf(path, sizeof path, "/nonexistent-tide/pressure");
     expect_u64((uint64_t)tide_node_memory_check(w->n), TIDE_OVERLOAD_NORMAL, "a look");
     expect_u64((uint64_t)status(w).last.has_psi, 1, "PSI read from the copy");
-    expect_str(tide_node_options(w->n)->psi_path, TIDE_MEM_PSI_SYSTEM, "the options' copy");
+    expect_str(tide_node_options(w->n)->hooks.psi_path, TIDE_MEM_PSI_SYSTEM, "the options' copy");
 }
 
 static void configure_to_no_limit_drops_to_normal(void **state)
@@ -1103,10 +1103,10 @@ static void the_startup_rss_line_puts_the_maps_pages_beside_the_process_memory(v
                     "how far the maps can take RSS");
 }
 
-/* store_no_map (tided's store_key_map=off) reaches the store: its lookups
- * pread every bucket and nothing is mapped; without it they go through
- * the map. */
-static void store_no_map_reaches_the_store(void **state)
+/* store_key_map 0 (tided's store_key_map=off) reaches the store: its
+ * lookups pread every bucket and nothing is mapped; with it (the default)
+ * they go through the map. */
+static void store_key_map_off_reaches_the_store(void **state)
 {
     th_skip_unless_maps();
     world *w = *state;
@@ -1116,7 +1116,7 @@ static void store_no_map_reaches_the_store(void **state)
     tide_store_info si;
 
     for (int no_map = 1; no_map >= 0; no_map--) {
-        o.store_no_map = no_map;
+        o.store_key_map = !no_map;
         open_with(w, &o);
         for (int i = 0; i < 8; i++) {
             key[0] = (uint8_t)i;
@@ -1126,9 +1126,9 @@ static void store_no_map_reaches_the_store(void **state)
         expect_ok(tide_node_close(w->n), "close");
         w->n = NULL;
         if (no_map) {
-            expect_u64(si.key_map_bytes, 0, "store_no_map: nothing mapped");
-            expect_u64(si.key_map_views, 0, "store_no_map: no lookup through the map");
-            if (si.key_bucket_reads < 8) fail_msg("store_no_map: expected 8 bucket preads, got %" PRIu64, si.key_bucket_reads);
+            expect_u64(si.key_map_bytes, 0, "store_key_map 0: nothing mapped");
+            expect_u64(si.key_map_views, 0, "store_key_map 0: no lookup through the map");
+            if (si.key_bucket_reads < 8) fail_msg("store_key_map 0: expected 8 bucket preads, got %" PRIu64, si.key_bucket_reads);
         } else {
             if (si.key_map_bytes == 0) fail_msg("the default: expected the key file mapped");
             if (si.key_map_views < 8) fail_msg("the default: expected 8 lookups in the map, got %" PRIu64, si.key_map_views);
@@ -1157,7 +1157,7 @@ static void the_governor_thread_moves_the_level_on_its_own(void **state)
     tide_node_opts o = base_opts(w);
 
     o.memory_poll_ms = 10;
-    o.clock_us = NULL;                /* real time for the thread */
+    o.hooks.clock_us = NULL;                /* real time for the thread */
     atomic_store(&w->rss, 95 * MIB);
     open_with(w, &o);
     wait_for_level(w, TIDE_OVERLOAD_HIGH, "95 MiB with the thread running");
@@ -1179,7 +1179,7 @@ static void configure_with_the_thread_running_looks_on_the_thread(void **state)
     int lines;
 
     o.memory_poll_ms = 600000;        /* the thread looks at start, then only when woken */
-    o.clock_us = NULL;
+    o.hooks.clock_us = NULL;
     atomic_store(&w->rss, 95 * MIB);
     open_with(w, &o);
     wait_for_level(w, TIDE_OVERLOAD_HIGH, "95 MiB: the thread's first look");
@@ -1227,8 +1227,8 @@ static void close_during_a_governor_round_waits_for_it(void **state)
     atomic_store(&g_in_release, 0);
     atomic_store(&g_closing, 0);
     o.memory_poll_ms = 10;
-    o.clock_us = NULL;
-    o.release = blocking_release;
+    o.hooks.clock_us = NULL;
+    o.hooks.release = blocking_release;
     open_with(w, &o);
     for (uint64_t i = 0; i < 50; i++) expect_ok(put_i(w, i), "a put at normal");
     atomic_store(&w->rss, 95 * MIB);
@@ -1276,7 +1276,7 @@ int main(void)
         T(the_rotators_gate_waits_while_the_level_is_high),
         T(the_real_reading_gives_the_rss_and_the_kernels_peak),
         T(the_real_reading_counts_anonymous_memory_beside_a_cached_key_file),
-        T(store_no_map_reaches_the_store),
+        T(store_key_map_off_reaches_the_store),
         T(the_startup_rss_line_puts_the_maps_pages_beside_the_process_memory),
         T(the_governor_opens_a_psi_trigger_where_psi_exists),
         T(a_trigger_reporting_an_error_is_closed_and_never_fires),

@@ -80,9 +80,9 @@ static void gen_opts(tide_node_opts *o, const char *dir, unsigned g, fakes *f)
     o->generations = g;
     o->rotate_check_ms = 0;
     o->back_off_ms = 0;
-    o->delete_chunk_bytes = 4096;
-    o->release = fake_release;
-    o->release_arg = f;
+    o->delete_chunk = 4096;
+    o->hooks.release = fake_release;
+    o->hooks.release_arg = f;
 }
 
 static tide_node *open_with(const tide_node_opts *o)
@@ -387,8 +387,8 @@ static void an_unhealthy_node_abandons_the_attempt_after_the_bound_and_logs_it(v
     assert_non_null(cap);
     gen_opts(&o, f->dir, 2, &fk);
     o.online_delete = 1;
-    o.health = fake_health;
-    o.health_arg = &fk;
+    o.hooks.health = fake_health;
+    o.hooks.health_arg = &fk;
     o.recovery_wait_s = 0;
     o.rotation_wait_max_s = 0;                       /* abandon at the first unhealthy look */
     n = open_with(&o);
@@ -630,7 +630,7 @@ static void close_interrupts_a_gradual_delete_between_two_steps(void **state)
     o.rotate_check_ms = 1;                               /* the thread looks every ms */
     o.online_delete = 1;                                 /* one object in the newest: due */
     o.back_off_ms = 60000;
-    o.delete_chunk_bytes = 4096;
+    o.delete_chunk = 4096;
     c.n = open_with(&o);
     tide_node_gens_info(c.n, &gi);
     expect_u64(gi.count, 2, "two generations");
@@ -815,9 +815,9 @@ static tide_node *open_windowed(tide_io_sim **sim, window *w, fakes *fk)
     expect_ok(tide_io_sim_create(sim), "io_sim");
     expect_ok(tide_io_sim_mkdir(*sim, "/d"), "io_sim");
     gen_opts(&o, "/d", 2, fk);
-    o.io = tide_io_sim_io(*sim);
-    o.gens_trace = window_step;
-    o.gens_trace_arg = w;
+    o.hooks.io = tide_io_sim_io(*sim);
+    o.hooks.gens_trace = window_step;
+    o.hooks.gens_trace_arg = w;
     tide_node *n = open_with(&o);
     put(n, 1);
     put(n, 2);

@@ -75,7 +75,7 @@ void tide_gens_opts_init(tide_gens_opts *o)
     o->key_size = 32;
     o->block_size = TIDE_BLOCK_SIZE_DEFAULT;
     tide_store_opts_init(&o->store);
-    o->delete_chunk_bytes = 64ull << 20;
+    o->delete_chunk = 64ull << 20;
     o->back_off_ms = 100;
 }
 

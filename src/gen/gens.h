@@ -98,7 +98,7 @@ typedef struct tide_gens_opts {
                                      was found); insert, touch, keep and rotate are
                                      TIDE_EINVAL */
     struct tide_io *io;           /* NULL (default): POSIX */
-    uint64_t delete_chunk_bytes;  /* a dropped generation's nudb.dat is cut by this
+    uint64_t delete_chunk;  /* a dropped generation's nudb.dat is cut by this
                                      much per step before it is unlinked, so the file
                                      system frees it gradually; default 64 MiB */
     unsigned back_off_ms;         /* pause between two delete steps; default 100
@@ -249,7 +249,7 @@ typedef struct tide_gens_rotate_report {
  * since the first); write the manifest naming the new
  * one first and without the dropped ones (durably: manifest.h), switch in
  * memory (new inserts go to the new generation from here), then close
- * each dropped generation and delete it: nudb.dat cut by delete_chunk_bytes
+ * each dropped generation and delete it: nudb.dat cut by delete_chunk
  * per step with back_off_ms pauses, the files unlinked, the directory
  * removed and DIR synced. The promise: an object read, touched, kept or
  * re-PUT (or durably written) in span s reads through span s+G-1, across
@@ -274,7 +274,7 @@ typedef struct tide_gens_rotate_report {
  * Cost: a store create (three syncs), a store open, when dropping one
  * commit per kept store with pending inserts, the manifest write (two
  * syncs), the drop: per dropped generation one store close, one truncate
- * per delete_chunk_bytes of its data file, three unlinks, one rmdir, two
+ * per delete_chunk of its data file, three unlinks, one rmdir, two
  * directory syncs (gens.c: the generation's own directory is synced after
  * the unlinks and before the rmdir, so a crash never keeps the removal of
  * a directory and loses its files' unlinks; io_sim showed that state);

@@ -36,7 +36,7 @@
  *     f switch   under the write lock: the slots and the manifest in memory,
  *                the ids, newest_objects restarts at 0 (no I/O)
  *     g drop     close each dropped store, then delete it: nudb.dat cut by
- *                delete_chunk_bytes per step with back_off_ms pauses (a
+ *                delete_chunk per step with back_off_ms pauses (a
  *                tide_gens_interrupt stops it between two steps), every file
  *                unlinked, the generation's directory synced (so no crash
  *                keeps its rmdir and loses its unlinks), the directory
@@ -415,7 +415,7 @@ static void drop_all(tide_gens *g, ti_gens_slot *d, unsigned nd, tide_gens_rotat
         rc = ti_gens_gen_path(p, g->dir, d[i].id);
         if (rc == 0 && ti_gens_interrupted(g))
             rc = tide_err_set(TIDE_ECLOSED, "%s: interrupted (tide_gens_interrupt)", p);
-        if (rc == 0) rc = ti_gens_remove_dir(g, g->io, g->dir, p, g->opts.delete_chunk_bytes,
+        if (rc == 0) rc = ti_gens_remove_dir(g, g->io, g->dir, p, g->opts.delete_chunk,
                                              g->opts.back_off_ms, &r->deleted_bytes,
                                              &r->delete_steps, &r->held_bytes);
         if (rc) tide_log(ti_gens_interrupted(g) ? TIDE_LOG_INFO : TIDE_LOG_WARN, "%s: rotation: "

@@ -2,11 +2,26 @@
 /*
  * config.c: the node's settings, where they come from, and what they mean.
  *
- * Every setting lives in one row of `ti_config_settings[]` below: its name, its flag,
+ * Every setting lives in one row of `ti_config_settings[]` below: its name (its
+ * tide_config field's too, by FIELD), its flag,
  * its environment variable, its config-file key (section and key), how its
- * text is parsed, its range, its default (text that tide_config_defaults
- * parses like any source's, or the rule that computes it) and its --help
- * description. tided's --help is printed from the rows (tide_config_help),
+ * text is parsed, its range, its group (the startup log's line and
+ * --check-config's block), its default (text that tide_config_defaults
+ * parses like any source's, its value in each node_size preset, or the
+ * function that computes it), its --help description, its field in
+ * tide_config (FIELD: offset, size and C type), the function that prints
+ * its value, and where the node's options take it (NODE: a field of
+ * tide_node_opts; or a small to_node function where the value changes on
+ * the way, as sweep_interval's seconds become milliseconds). Parsing from
+ * every source, describe, --help, the startup log and
+ * tide_startup_node_opts loop over the rows; no code lists the settings
+ * one by one to read, store, print or pass them on, so a new setting is
+ * its id, its field, its row and the code that uses its value (and, for
+ * one the file may hold, its block in contrib/tide.cfg, which
+ * tests/test_check_config.c holds to the table). Only the
+ * rules that join settings name theirs: finish's checks, config_mem.c's
+ * budgets, and generations, which the node is given (and describe shows)
+ * only when an operator set it. tided's --help is printed from the rows (tide_config_help),
  * so no range or default is written twice. The four sources all go through one
  * function, ti_config_set_value(), so a value means the same thing whether it was
  * written as --cache-budget=1GiB, TIDE_CACHE_BUDGET=1GiB or
@@ -74,6 +89,11 @@
  * config_mem.c, whose values carry the source TIDE_SRC_DERIVED ("cgroup v2
  * /sys/fs/cgroup/x", "memory_limit 20%"), printed alone by describe.
  *
+ * Layout: node_size's names and RAM rule; the functions rows point to
+ * (formatters, the stores of a value wider than its field, the computed
+ * defaults, the node options that are not one number); the table; then
+ * defaults, parsing, the environment, flags, finish, describe, groups.
+ *
  * Invariants:
  *   1. Every setting has a source; src[id].kind only rises during loading,
  *      except that finish() may turn DEFAULT into PRESET, and DEFAULT or
@@ -81,6 +101,10 @@
  *   2. After a successful finish() every value is within its range.
  *   3. Every row's `def` parses as its own kind and range (asserted by
  *      tide_config_defaults), so a default cannot break its own rule.
+ *   4. A row's FIELD is of the C type its kind stores: an int for the
+ *      words (K_BOOL, K_LEVEL, ...), an unsigned or a uint64_t for the
+ *      numbers, a char array for the texts; the few whose value is more
+ *      than its field (listen, trim_policy, ...) have a store function.
  *
  * Never: print metrics_token; turn a bad value into a default silently
  * (nudb_block_size falls back, and says so); truncate a value; skip a
@@ -123,7 +147,7 @@
 #define BODY_BUDGET_FLOOR (64 * MiB)
 #define BODY_BUDGET_DEFAULT_TEXT "max(64MiB, 4 x max_object_size)"
 
-/* ---- presets (docs/ARCHITECTURE.md, "node_size presets") ------------------ */
+/* ---- node_size (docs/ARCHITECTURE.md, "node_size presets") ----------------- */
 
 
 const char *const ti_config_node_size_names[TIDE_NODE_SIZE_COUNT] = {
@@ -136,73 +160,340 @@ const uint64_t ti_config_node_size_ram_below[TIDE_NODE_SIZE_COUNT - 1] = {
     8 * GiB, 16 * GiB, 32 * GiB, 64 * GiB
 };
 
-const ti_config_preset ti_config_presets[TIDE_NODE_SIZE_COUNT] = {
-    /*            sweep  target    age  budget      burst */
-    [TIDE_NODE_TINY]   = { 10,  262144,  30,  64 * MiB,  4 * MiB },
-    [TIDE_NODE_SMALL]  = { 30,  524288,  60, 256 * MiB,  8 * MiB },
-    [TIDE_NODE_MEDIUM] = { 60, 2097152,  90,   1 * GiB, 16 * MiB },
-    [TIDE_NODE_LARGE]  = { 90, 4194304, 120,   4 * GiB, 32 * MiB },
-    [TIDE_NODE_HUGE]   = {120, 8388608, 900,  16 * GiB, 48 * MiB },
-};
+/* ---- the rows' functions ---------------------------------------------------- */
+
+/* A value parsed from its text, before it is stored. */
+typedef struct ti_config_parsed {
+    uint64_t v;            /* K_UINT, K_SIZE, K_BLOCK, K_ONLINE; K_TRIM's param */
+    int      iv;           /* K_NODE_SIZE, K_LEVEL, K_BOOL; K_TRIM's policy;
+                              K_ONLINE: 1 when generations are on */
+    unsigned port;         /* K_LISTEN */
+    int      fell_back;    /* K_BLOCK: the value was replaced by the default */
+    unsigned pct[4];       /* K_LEVELS: [0] 0, then soft, high, critical */
+    char     host[sizeof ((tide_config *)0)->listen_host];   /* K_LISTEN */
+} parsed;
+
+static const void *field_of(const tide_config *c, const ti_config_setting *st)
+{
+    return (const char *)c + st->offset;
+}
+
+/* (config_impl.h) */
+uint64_t ti_config_number(const tide_config *c, int id)
+{
+    const ti_config_setting *st = &ti_config_settings[id];
+    const void *f = field_of(c, st);
+
+    switch (st->storage) {
+    case TI_INT:      return (uint64_t)*(const int *)f;
+    case TI_UNSIGNED: return *(const unsigned *)f;
+    case TI_U64:      return *(const uint64_t *)f;
+    default:          return 0;
+    }
+}
+
+/* Put number v into setting st's field, as its storage holds it. */
+static void set_number(tide_config *c, const ti_config_setting *st, uint64_t v)
+{
+    void *f = (char *)c + st->offset;
+
+    switch (st->storage) {
+    case TI_INT:      *(int *)f = (int)v; break;
+    case TI_UNSIGNED: *(unsigned *)f = (unsigned)v; break;
+    case TI_U64:      *(uint64_t *)f = v; break;
+    default:          TIDE_ASSERT(!"a number setting without a number field"); break;
+    }
+}
+
+/* The formatters: the value alone, as describe and --check-config print it. */
+static void fmt_number(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    if (st->storage == TI_INT) snprintf(out, cap, "%d", *(const int *)field_of(c, st));
+    else snprintf(out, cap, "%" PRIu64, ti_config_number(c, (int)(st - ti_config_settings)));
+}
+
+static void fmt_size(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    ti_config_size_text(ti_config_number(c, (int)(st - ti_config_settings)), out, cap);
+}
+
+/* 0 is "unset" (arena_max: glibc's own). */
+static void fmt_number_or_unset(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    if (ti_config_number(c, (int)(st - ti_config_settings)) == 0) snprintf(out, cap, "unset");
+    else fmt_number(c, st, out, cap);
+}
+
+/* 0 is "none" (memory_limit: no limit anywhere). */
+static void fmt_size_or_none(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    if (ti_config_number(c, (int)(st - ti_config_settings)) == 0) snprintf(out, cap, "none");
+    else fmt_size(c, st, out, cap);
+}
+
+static void fmt_on_off(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", *(const int *)field_of(c, st) ? "on" : "off");
+}
+
+static void fmt_text(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", (const char *)field_of(c, st));
+}
+
+static void fmt_text_or_unset(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    const char *s = field_of(c, st);
+    snprintf(out, cap, "%s", s[0] ? s : "unset");
+}
+
+/* A token: whether it is set, never its text. */
+static void fmt_secret(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", ((const char *)field_of(c, st))[0] ? "set" : "unset");
+}
+
+static void fmt_node_size(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    (void)st;
+    snprintf(out, cap, "%s", tide_config_node_size_name(c->node_size));
+}
+
+static void fmt_log_level(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    (void)st;
+    snprintf(out, cap, "%s", tide_log_level_name(c->log_level));
+}
+
+static void fmt_log_format(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    (void)st;
+    snprintf(out, cap, "%s", tide_log_format_name(c->log_format));
+}
+
+/* Unset until a source gave one: glibc's dynamic threshold. */
+static void fmt_mmap_threshold(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    if (c->mmap_threshold_set) fmt_size(c, st, out, cap);
+    else snprintf(out, cap, "unset");
+}
+
+static void fmt_trim_policy(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    (void)st;
+    tide_trim_policy_format(c->trim_policy, c->trim_param, out, cap);
+}
+
+static void fmt_online_delete(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    if (c->online_delete_on && c->online_delete == 0) snprintf(out, cap, "manual");
+    else fmt_number(c, st, out, cap);
+}
+
+static void fmt_memory_levels(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    (void)st;
+    snprintf(out, cap, "%u,%u,%u", c->memory_levels[1], c->memory_levels[2], c->memory_levels[3]);
+}
+
+/* The stores of the settings whose value is more than their field. */
+static void store_listen(tide_config *c, const ti_config_setting *st, const parsed *p, const char *text)
+{
+    (void)st;
+    snprintf(c->listen, sizeof c->listen, "%s", text);
+    snprintf(c->listen_host, sizeof c->listen_host, "%s", p->host);
+    c->listen_port = p->port;
+}
+
+static void store_mmap_threshold(tide_config *c, const ti_config_setting *st, const parsed *p, const char *text)
+{
+    (void)st, (void)text;
+    c->mmap_threshold = p->v;
+    c->mmap_threshold_set = 1;
+}
+
+static void store_trim_policy(tide_config *c, const ti_config_setting *st, const parsed *p, const char *text)
+{
+    (void)st, (void)text;
+    c->trim_policy = p->iv;
+    c->trim_param = p->v;
+}
+
+static void store_online_delete(tide_config *c, const ti_config_setting *st, const parsed *p, const char *text)
+{
+    (void)st, (void)text;
+    c->online_delete_on = p->iv;
+    c->online_delete = p->v;
+}
+
+static void store_memory_levels(tide_config *c, const ti_config_setting *st, const parsed *p, const char *text)
+{
+    (void)st, (void)text;
+    memcpy(c->memory_levels, p->pct, sizeof c->memory_levels);
+}
+
+/* The defaults computed from the machine. */
+static void default_node_size(tide_config *c, const ti_config_setting *st)
+{
+    char ram[32];
+
+    c->node_size = tide_config_node_size_for_ram(c->ram_bytes);
+    ti_config_set_source(c, (int)(st - ti_config_settings), TIDE_SRC_DEFAULT, "auto: %s RAM",
+                         tide_size_format(c->ram_bytes, ram, sizeof ram));
+}
+
+/* The store's own default (tide_block_size_parse's fallback too). */
+static void default_block_size(tide_config *c, const ti_config_setting *st)
+{
+    set_number(c, st, TIDE_BLOCK_SIZE_DEFAULT);
+}
+
+static void default_http_threads(tide_config *c, const ti_config_setting *st)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    set_number(c, st, cpus < 1 ? 1 : cpus > HTTP_THREADS_AUTO_MAX ? HTTP_THREADS_AUTO_MAX : (unsigned)cpus);
+}
+
+static void default_store_workers(tide_config *c, const ti_config_setting *st)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    set_number(c, st, cpus * 2 < STORE_WORKERS_AUTO_MIN ? STORE_WORKERS_AUTO_MIN
+                      : cpus * 2 > STORE_WORKERS_AUTO_MAX ? STORE_WORKERS_AUTO_MAX : (unsigned)(cpus * 2));
+}
+
+/* The node's options that are not one number of the setting's. */
+static void node_dir(const tide_config *c, tide_node_opts *o)
+{
+    o->dir = c->data_dir;
+}
+
+static void node_sweep_interval(const tide_config *c, tide_node_opts *o)
+{
+    o->sweep_interval_ms = (uint64_t)c->sweep_interval * 1000u;
+}
+
+static void node_trim_policy(const tide_config *c, tide_node_opts *o)
+{
+    o->trim_policy = c->trim_policy;
+    o->trim_param = c->trim_param;
+}
+
+static void node_online_delete(const tide_config *c, tide_node_opts *o)
+{
+    o->online_delete_on = c->online_delete_on;
+    o->online_delete = c->online_delete;
+}
+
+/* Only the operator's G (flag, env, file) is passed; otherwise 0, the
+ * manifest's own keep: the default 2 must not shrink a larger ring. */
+static void node_generations(const tide_config *c, tide_node_opts *o)
+{
+    o->generations = c->src[TIDE_CFG_GENERATIONS].kind >= TIDE_SRC_FILE ? c->generations : 0;
+}
+
+static void node_memory_levels(const tide_config *c, tide_node_opts *o)
+{
+    memcpy(o->memory_pct, c->memory_levels, sizeof o->memory_pct);
+}
 
 /* ---- the settings table ----------------------------------------------------- */
 
-
+/*
+ * One row per setting, in the order describe prints them. A row's .preset
+ * holds its value in each node_size preset, tiny to huge; FIELD names its
+ * field in tide_config, NODE its field in tide_node_opts.
+ */
 const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
-    [TIDE_CFG_NODE_SIZE]       = { "node_size", "node-size", "TIDE_NODE_SIZE", "node",
-                                   "node_size", "", K_NODE_SIZE, 0, 0, 0,
+    [TIDE_CFG_NODE_SIZE] = {
+        FIELD(node_size), .flag = "node-size", .env = "TIDE_NODE_SIZE",
+        .section = "node", .alt_section = "node_size", .alt_key = "",
+        .kind = K_NODE_SIZE, .group = TIDE_CFG_GROUP_NODE,
+        .format = fmt_node_size,
+        .computed = default_node_size,
         .arg = "SIZE",
         .help = "the preset for" },     /* + the preset rows' names: tide_config_help */
-    [TIDE_CFG_DATA_DIR]        = { "data_dir", "data-dir", "TIDE_DATA_DIR", "node",
-                                   "node_db", "path", K_PATH, 0, 0, 0,
+    [TIDE_CFG_DATA_DIR] = {
+        FIELD(data_dir), .flag = "data-dir", .env = "TIDE_DATA_DIR",
+        .section = "node", .alt_section = "node_db", .alt_key = "path",
+        .kind = K_PATH, .group = TIDE_CFG_GROUP_NODE,
+        .format = fmt_text, .to_node = node_dir,
         .def = "./data", .arg = "DIR",
         .help = "the store's directory, created with an empty store on first run. Under systemd "
                 "(StateDirectory=) the default is $STATE_DIRECTORY's first path instead; its source "
                 "then reads STATE_DIRECTORY." },
-    [TIDE_CFG_LISTEN]          = { "listen", "listen", "TIDE_LISTEN", "node",
-                                   NULL, NULL, K_LISTEN, 0, 0, 0,
+    [TIDE_CFG_LISTEN] = {
+        FIELD(listen), .flag = "listen", .env = "TIDE_LISTEN", .section = "node",
+        .kind = K_LISTEN, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_text,
+        .store = store_listen,
         .def = "127.0.0.1:8080", .arg = "HOST:PORT",
         .help = "the address to serve on; IPv6 as [::1]:8080. The default is loopback only: put a "
                 "proxy with TLS in front to serve further." },
-    [TIDE_CFG_SWEEP_INTERVAL]  = { "sweep_interval", "sweep-interval", "TIDE_SWEEP_INTERVAL", "node",
-                                   "sweep_interval", "", K_UINT, 10, 600, 1,
+    [TIDE_CFG_SWEEP_INTERVAL] = {
+        FIELD(sweep_interval), .flag = "sweep-interval", .env = "TIDE_SWEEP_INTERVAL",
+        .section = "node", .alt_section = "sweep_interval", .alt_key = "",
+        .kind = K_UINT, .min = 10, .max = 600, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_number, .to_node = node_sweep_interval,
+        .from_preset = 1, .preset = { 10, 30, 60, 90, 120 },
         .arg = "SECONDS",
         .help = "seconds between sweeps of the caches (each followed by one malloc trim), counted "
                 "from the end of the previous sweep. Preset." },
-    [TIDE_CFG_CACHE_TARGET]    = { "cache_target", "cache-target", "TIDE_CACHE_TARGET", "node",
-                                   NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 1,
+    [TIDE_CFG_CACHE_TARGET] = {
+        FIELD(cache_target), .flag = "cache-target", .env = "TIDE_CACHE_TARGET", .section = "node",
+        .kind = K_UINT, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_number, NODE(cache_target),
+        .from_preset = 1, .preset = { 262144, 524288, 2097152, 4194304, 8388608 },
         .arg = "N",
         .help = "node cache target in entries; above it entries age faster. Preset." },
-    [TIDE_CFG_CACHE_AGE]       = { "cache_age", "cache-age", "TIDE_CACHE_AGE", "node",
-                                   NULL, NULL, K_UINT, 1, 86400, 1,
+    [TIDE_CFG_CACHE_AGE] = {
+        FIELD(cache_age), .flag = "cache-age", .env = "TIDE_CACHE_AGE", .section = "node",
+        .kind = K_UINT, .min = 1, .max = 86400, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_number, NODE(cache_age_s),
+        .from_preset = 1, .preset = { 30, 60, 90, 120, 900 },
         .arg = "SECONDS",
         .help = "seconds an unused object stays in the node cache. Preset." },
     /* 2 * cache_budget is the node cache's hard limit and 2 * insert_burst
      * what the store's two pools may hold: TIDE_CONFIG_BYTES_MAX keeps both
      * products exact (config.h). */
-    [TIDE_CFG_CACHE_BUDGET]    = { "cache_budget", "cache-budget", "TIDE_CACHE_BUDGET", "node",
-                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 1,
+    [TIDE_CFG_CACHE_BUDGET] = {
+        FIELD(cache_budget), .flag = "cache-budget", .env = "TIDE_CACHE_BUDGET", .section = "node",
+        .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_size, NODE(cache_budget),
+        .from_preset = 1, .preset = { 64 * MiB, 256 * MiB, 1 * GiB, 4 * GiB, 16 * GiB },
         .arg = "SIZE",
         .help = "bytes the node cache is swept down to (0: unbounded). Preset." },
     /* The store's insert pool is always bounded (0 used to be taken for
      * "unbounded" here while the store used its 16 MiB default): at least
      * 64 KiB, so one commit's worth of small inserts fits. */
-    [TIDE_CFG_INSERT_BURST]    = { "insert_burst", "insert-burst", "TIDE_INSERT_BURST", "node",
-                                   NULL, NULL, K_SIZE, 64 * 1024, TIDE_CONFIG_BYTES_MAX, 1,
+    [TIDE_CFG_INSERT_BURST] = {
+        FIELD(insert_burst), .flag = "insert-burst", .env = "TIDE_INSERT_BURST", .section = "node",
+        .kind = K_SIZE, .min = 64 * 1024, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_size, NODE(insert_burst),
+        .from_preset = 1, .preset = { 4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 48 * MiB },
         .arg = "SIZE",
         .help = "bytes of pending inserts before a PUT waits for a commit. Preset." },
     /* The key cache is not in XRP Ledger's table; Tide's defaults: 64 Ki
      * recent misses kept for 30 s. */
-    [TIDE_CFG_KEY_CACHE_SIZE]  = { "key_cache_size", "key-cache-size", "TIDE_KEY_CACHE_SIZE", "node",
-                                   NULL, NULL, K_UINT, 0, TIDE_CONFIG_BYTES_MAX, 0,
+    [TIDE_CFG_KEY_CACHE_SIZE] = {
+        FIELD(key_cache_size), .flag = "key-cache-size", .env = "TIDE_KEY_CACHE_SIZE", .section = "node",
+        .kind = K_UINT, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_number, NODE(key_cache_size),
         .def = "65536", .arg = "N",
         .help = "target entries of the key cache of recent misses (0: unbounded)." },
-    [TIDE_CFG_KEY_CACHE_AGE]   = { "key_cache_age", "key-cache-age", "TIDE_KEY_CACHE_AGE", "node",
-                                   NULL, NULL, K_UINT, 1, 86400, 0,
+    [TIDE_CFG_KEY_CACHE_AGE] = {
+        FIELD(key_cache_age), .flag = "key-cache-age", .env = "TIDE_KEY_CACHE_AGE", .section = "node",
+        .kind = K_UINT, .min = 1, .max = 86400, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_number, NODE(key_cache_age_s),
         .def = "30", .arg = "SECONDS",
         .help = "seconds a recent miss is remembered." },
-    [TIDE_CFG_NUDB_BLOCK_SIZE] = { "nudb_block_size", "nudb-block-size", "TIDE_NUDB_BLOCK_SIZE", "node",
-                                   "node_db", "nudb_block_size", K_BLOCK, 0, 0, 0,
+    [TIDE_CFG_NUDB_BLOCK_SIZE] = {
+        FIELD(nudb_block_size), .flag = "nudb-block-size", .env = "TIDE_NUDB_BLOCK_SIZE",
+        .section = "node", .alt_section = "node_db", .alt_key = "nudb_block_size",
+        .kind = K_BLOCK, .group = TIDE_CFG_GROUP_NODE,
+        .format = fmt_number, NODE(block_size),
+        .computed = default_block_size,
         .arg = "BYTES",
         .help = "key-file block size for a new store (an invalid value warns and uses the default). "
                 "An existing store keeps its own; 'tide rekey' changes it." },
@@ -211,8 +502,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * data file (docs/PERFORMANCE.md). One setting for both maps: they
      * fail the same way (a disk read error under either is a SIGBUS, not
      * an EIO), so the disk that needs one off needs both off. */
-    [TIDE_CFG_STORE_KEY_MAP]   = { "store_key_map", "store-key-map", "TIDE_STORE_KEY_MAP", "node",
-                                   NULL, NULL, K_BOOL, 0, 0, 0,
+    [TIDE_CFG_STORE_KEY_MAP] = {
+        FIELD(store_key_map), .flag = "store-key-map", .env = "TIDE_STORE_KEY_MAP", .section = "node",
+        .kind = K_BOOL, .group = TIDE_CFG_GROUP_NODE,
+        .format = fmt_on_off, NODE(store_key_map),
         .def = "on", .arg = "on|off",
         .help = "on: fetches and the insert's duplicate check search nudb.key's buckets in place "
                 "through a read-only map of the file, and read nudb.dat's records and spill records "
@@ -224,8 +517,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     /* The node cache's objects in segments Tide maps itself, compacted and
      * given back after each sweep (mem/arena.h); off keeps them on malloc,
      * for side-by-side runs. */
-    [TIDE_CFG_CACHE_ARENA]     = { "cache_arena", "cache-arena", "TIDE_CACHE_ARENA", "node",
-                                   NULL, NULL, K_BOOL, 0, 0, 0,
+    [TIDE_CFG_CACHE_ARENA] = {
+        FIELD(cache_arena), .flag = "cache-arena", .env = "TIDE_CACHE_ARENA", .section = "node",
+        .kind = K_BOOL, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_on_off, NODE(cache_arena),
         .def = "on", .arg = "on|off",
         .help = "on: the node cache keeps its objects and entries in 2 MiB segments tided maps "
                 "itself, and the key cache its entries in 64 KiB ones; after each sweep the live "
@@ -234,40 +529,55 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "madvise each, so what a sweep frees leaves RSS whatever the allocator. off: "
                 "each object and entry is malloc'd, and what a sweep frees goes back only as "
                 "the allocator's trim can return it." },
-    [TIDE_CFG_CACHE_ARENA_SEGMENT] = { "cache_arena_segment", "cache-arena-segment",
-                                   "TIDE_CACHE_ARENA_SEGMENT", "node", NULL, NULL, K_SIZE,
-                                   64 * 1024, 1 * GiB, 0,
+    [TIDE_CFG_CACHE_ARENA_SEGMENT] = {
+        FIELD(cache_arena_segment), .flag = "cache-arena-segment", .env = "TIDE_CACHE_ARENA_SEGMENT",
+        .section = "node",
+        .kind = K_SIZE, .min = 64 * 1024, .max = 1 * GiB, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_size, NODE(cache_arena_segment),
+        .power_of_two = 1,
         .def = "2MiB", .arg = "SIZE",
         .help = "the arena's segment, a power of two: the unit memory goes back to the kernel in. "
                 "Objects above a quarter of it get a mapping of their own." },
-    [TIDE_CFG_CACHE_ARENA_RESERVE] = { "cache_arena_reserve", "cache-arena-reserve",
-                                   "TIDE_CACHE_ARENA_RESERVE", "node", NULL, NULL, K_UINT, 0, 1024, 0,
+    [TIDE_CFG_CACHE_ARENA_RESERVE] = {
+        FIELD(cache_arena_reserve), .flag = "cache-arena-reserve", .env = "TIDE_CACHE_ARENA_RESERVE",
+        .section = "node",
+        .kind = K_UINT, .max = 1024, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_number, NODE(cache_arena_reserve),
         .def = "1", .arg = "N",
         .help = "empty segments the arena keeps resident for the next allocations instead of "
                 "giving them back." },
-    [TIDE_CFG_CACHE_ARENA_EVACUATE] = { "cache_arena_evacuate", "cache-arena-evacuate",
-                                   "TIDE_CACHE_ARENA_EVACUATE", "node", NULL, NULL, K_SIZE, 0,
-                                   TIDE_CONFIG_BYTES_MAX, 0,
+    [TIDE_CFG_CACHE_ARENA_EVACUATE] = {
+        FIELD(cache_arena_evacuate), .flag = "cache-arena-evacuate", .env = "TIDE_CACHE_ARENA_EVACUATE",
+        .section = "node",
+        .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_size, NODE(cache_arena_evacuate),
         .def = "64MiB", .arg = "SIZE",
         .help = "bytes of live objects a sweep may copy to empty the arena's least-used segments "
                 "(0: none; empty segments still go back). A request waits at most one object's "
                 "copy." },
-    [TIDE_CFG_CACHE_ARENA_HUGEPAGES] = { "cache_arena_hugepages", "cache-arena-hugepages",
-                                   "TIDE_CACHE_ARENA_HUGEPAGES", "node", NULL, NULL, K_BOOL, 0, 0, 0,
+    [TIDE_CFG_CACHE_ARENA_HUGEPAGES] = {
+        FIELD(cache_arena_hugepages), .flag = "cache-arena-hugepages", .env = "TIDE_CACHE_ARENA_HUGEPAGES",
+        .section = "node",
+        .kind = K_BOOL, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_on_off, NODE(cache_arena_hugepages),
         .def = "off", .arg = "on|off",
         .help = "on: ask the kernel for transparent huge pages in each segment the arena brings "
                 "into use (madvise MADV_HUGEPAGE; it acts when "
                 "/sys/kernel/mm/transparent_hugepage/enabled is madvise or always). A segment "
                 "is then resident whole from its first object, and an empty one still goes back "
                 "whole. off: the kernel's default for the mapping." },
-    [TIDE_CFG_LOG_LEVEL]       = { "log_level", "log-level", "TIDE_LOG_LEVEL", "node",
-                                   NULL, NULL, K_LEVEL, 0, 0, 0,
+    [TIDE_CFG_LOG_LEVEL] = {
+        FIELD(log_level), .flag = "log-level", .env = "TIDE_LOG_LEVEL", .section = "node",
+        .kind = K_LEVEL, .group = TIDE_CFG_GROUP_NODE,
+        .format = fmt_log_level,
         .def = "info", .arg = "LEVEL",
         .help = "debug adds an access line per request and a line per sweep and trim." },
     /* json for log shippers (util/log.c names its fields); the journal's
      * priority prefix is not a setting: it follows JOURNAL_STREAM. */
-    [TIDE_CFG_LOG_FORMAT]      = { "log_format", "log-format", "TIDE_LOG_FORMAT", "node",
-                                   NULL, NULL, K_LOG_FORMAT, 0, 0, 0,
+    [TIDE_CFG_LOG_FORMAT] = {
+        FIELD(log_format), .flag = "log-format", .env = "TIDE_LOG_FORMAT", .section = "node",
+        .kind = K_LOG_FORMAT, .group = TIDE_CFG_GROUP_NODE,
+        .format = fmt_log_format,
         .def = "text", .arg = "FORMAT",
         .help = "how each line on stderr is written: text (\"2026-12-01T19:45:20.123Z WARN message\") or "
                 "json, one object per line for log shippers: {\"time\":\"...Z\",\"level\":\"warn\",\"pid\":42,"
@@ -277,54 +587,78 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "it covers their own messages too." },
     /* glibc's M_MMAP_THRESHOLD maximum on 64-bit is 32 MiB
      * (DEFAULT_MMAP_THRESHOLD_MAX = 4 MiB * sizeof(long)); mallopt refuses more. */
-    [TIDE_CFG_MMAP_THRESHOLD]  = { "mmap_threshold", "mmap-threshold", "TIDE_MMAP_THRESHOLD", "node",
-                                   NULL, NULL, K_SIZE, 0, 32 * MiB, 0,
+    [TIDE_CFG_MMAP_THRESHOLD] = {
+        FIELD(mmap_threshold), .flag = "mmap-threshold", .env = "TIDE_MMAP_THRESHOLD", .section = "node",
+        .kind = K_SIZE, .max = 32 * MiB, .group = TIDE_CFG_GROUP_MEMORY,
+        .format = fmt_mmap_threshold,
+        .store = store_mmap_threshold,
         .dflt = "glibc's dynamic threshold", .arg = "SIZE",
         .help = "glibc's M_MMAP_THRESHOLD; e.g. 16384 against freed memory staying resident." },
-    [TIDE_CFG_ARENA_MAX]       = { "arena_max", "arena-max", "TIDE_ARENA_MAX", "node",
-                                   NULL, NULL, K_UINT, 1, 4096, 0,
+    [TIDE_CFG_ARENA_MAX] = {
+        FIELD(arena_max), .flag = "arena-max", .env = "TIDE_ARENA_MAX", .section = "node",
+        .kind = K_UINT, .min = 1, .max = 4096, .group = TIDE_CFG_GROUP_MEMORY,
+        .format = fmt_number_or_unset,
         .dflt = "glibc's (8 per core)", .arg = "N",
         .help = "glibc's M_ARENA_MAX." },
-    [TIDE_CFG_METRICS_TOKEN]   = { "metrics_token", NULL, "TIDE_METRICS_TOKEN", NULL,
-                                   NULL, NULL, K_SECRET, 0, 0, 0,
+    [TIDE_CFG_METRICS_TOKEN] = {
+        FIELD(metrics_token), .env = "TIDE_METRICS_TOKEN",
+        .kind = K_SECRET, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_secret,
         .help = "GET /metrics answers requests carrying 'Authorization: Bearer TOKEN' or "
                 "'X-Metrics-Token: TOKEN' (constant-time compare); 401 otherwise, and always when "
                 "unset (unless public)." },
-    [TIDE_CFG_METRICS_PUBLIC]  = { "metrics_public", NULL, "TIDE_METRICS_PUBLIC", NULL,
-                                   NULL, NULL, K_BOOL, 0, 0, 0,
+    [TIDE_CFG_METRICS_PUBLIC] = {
+        FIELD(metrics_public), .env = "TIDE_METRICS_PUBLIC",
+        .kind = K_BOOL, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .arg = "1",
         .help = "/metrics needs no token (a private network only)." },
     /* One event loop per core, up to four: past that a node's disk, not
      * its HTTP parsing, sets the pace. */
-    [TIDE_CFG_HTTP_THREADS]    = { "http_threads", "http-threads", "TIDE_HTTP_THREADS", "node",
-                                   NULL, NULL, K_UINT, 1, 64, 0,
+    [TIDE_CFG_HTTP_THREADS] = {
+        FIELD(http_threads), .flag = "http-threads", .env = "TIDE_HTTP_THREADS", .section = "node",
+        .kind = K_UINT, .min = 1, .max = 64, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
+        .computed = default_http_threads,
         .dflt = "online CPUs, at most " STR(HTTP_THREADS_AUTO_MAX), .arg = "N",
         .help = "event loops serving HTTP." },
-    [TIDE_CFG_MAX_OBJECT_SIZE] = { "max_object_size", "max-object-size", "TIDE_MAX_OBJECT_SIZE", "node",
-                                   NULL, NULL, K_SIZE, 1, 256 * MiB, 0,
+    [TIDE_CFG_MAX_OBJECT_SIZE] = {
+        FIELD(max_object_size), .flag = "max-object-size", .env = "TIDE_MAX_OBJECT_SIZE",
+        .section = "node",
+        .kind = K_SIZE, .min = 1, .max = 256 * MiB, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_size,
         .def = "1MiB", .arg = "SIZE",
         .help = "largest PUT body, in bytes; larger is 413. h2o holds a whole body in memory before "
                 "tided sees it." },
-    [TIDE_CFG_ADMIN_TOKEN]     = { "admin_token", NULL, "TIDE_ADMIN_TOKEN", NULL,
-                                   NULL, NULL, K_SECRET, 0, 0, 0,
+    [TIDE_CFG_ADMIN_TOKEN] = {
+        FIELD(admin_token), .env = "TIDE_ADMIN_TOKEN",
+        .kind = K_SECRET, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_secret,
         .help = "enables every /v1/admin endpoint (POST sweep, rotate and keep, GET|POST can_delete, "
                 "GET heap) for requests carrying 'Authorization: Bearer TOKEN' (compared in constant "
                 "time). Unset: they answer 403." },
-    [TIDE_CFG_METRICS_SMAPS]   = { "metrics_smaps", "metrics-smaps", "TIDE_METRICS_SMAPS", "node",
-                                   NULL, NULL, K_BOOL, 0, 0, 0,
+    [TIDE_CFG_METRICS_SMAPS] = {
+        FIELD(metrics_smaps), .flag = "metrics-smaps", .env = "TIDE_METRICS_SMAPS", .section = "node",
+        .kind = K_BOOL, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .def = "0", .arg = "0|1",
         .help = "1 adds tide_process_referenced_bytes and tide_process_lazyfree_bytes from "
                 "/proc/self/smaps_rollup to /metrics. The kernel walks every page table for it under "
                 "the mmap lock: measured here (bench/scrape), a scrape at 86 MiB RSS took 1.1 ms "
                 "without and 4.2 ms with it; the walk grows with RSS." },
-    [TIDE_CFG_TRIM_POLICY]     = { "trim_policy", "trim-policy", "TIDE_TRIM_POLICY", "node",
-                                   NULL, NULL, K_TRIM, 0, 0, 0,
+    [TIDE_CFG_TRIM_POLICY] = {
+        FIELD(trim_policy), .flag = "trim-policy", .env = "TIDE_TRIM_POLICY", .section = "node",
+        .kind = K_TRIM, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_trim_policy, .to_node = node_trim_policy,
+        .store = store_trim_policy,
         .def = "always", .arg = "POLICY",
         .help = "when a sweep round trims the heap: always (after every sweep), never, every:N "
                 "(every N-th sweep), freed:SIZE (when the sweep freed at least SIZE), free-pct:P "
                 "(when the allocator holds free more than P% of RSS). docs/LAB.md compares them." },
-    [TIDE_CFG_TRIM_PAD]        = { "trim_pad", "trim-pad", "TIDE_TRIM_PAD", "node",
-                                   NULL, NULL, K_SIZE, 0, 1 * GiB, 0,
+    [TIDE_CFG_TRIM_PAD] = {
+        FIELD(trim_pad), .flag = "trim-pad", .env = "TIDE_TRIM_PAD", .section = "node",
+        .kind = K_SIZE, .max = 1 * GiB, .group = TIDE_CFG_GROUP_CACHE,
+        .format = fmt_size, NODE(trim_pad),
         .def = "0", .arg = "SIZE",
         .help = "glibc only: the bytes a trim leaves free at the top of the main heap "
                 "(malloc_trim's pad), so the next allocations there fault nothing in. 0 returns "
@@ -332,8 +666,11 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     /* Connections: nginx's worker_connections-sized total; one address
      * may hold a sixteenth of it. Idle 5 s, a whole request 10 s (h2o's
      * own default). The body budget is derived in finish. */
-    [TIDE_CFG_HTTP_MAX_CONNECTIONS] = { "http_max_connections", "http-max-connections",
-                                   "TIDE_HTTP_MAX_CONNECTIONS", "node", NULL, NULL, K_UINT, 1, 1048576, 0,
+    [TIDE_CFG_HTTP_MAX_CONNECTIONS] = {
+        FIELD(http_max_connections), .flag = "http-max-connections", .env = "TIDE_HTTP_MAX_CONNECTIONS",
+        .section = "node",
+        .kind = K_UINT, .min = 1, .max = 1048576, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .def = "4096", .arg = "N",
         .help = "connections open at once. At the bound a new connection closes one of its event "
                 "loop's: an idle one already answered (longest idle first), else the one furthest "
@@ -341,13 +678,19 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "among those still sending a request, so neither idle nor slow connections can lock "
                 "clients out; only when all of the loop's are in a handler is it refused. Lowered to "
                 "fit RLIMIT_NOFILE." },
-    [TIDE_CFG_HTTP_MAX_PER_CLIENT] = { "http_max_connections_per_client", "http-max-connections-per-client",
-                                   "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT", "node", NULL, NULL, K_UINT, 0, 1048576, 0,
+    [TIDE_CFG_HTTP_MAX_PER_CLIENT] = {
+        FIELD(http_max_connections_per_client), .flag = "http-max-connections-per-client", .env = "TIDE_HTTP_MAX_CONNECTIONS_PER_CLIENT",
+        .section = "node",
+        .kind = K_UINT, .max = 1048576, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .def = "256", .arg = "N",
         .help = "connections open at once from one client address (0: no bound); more are closed at "
                 "once. Behind a proxy every client has the proxy's address: raise it, or set 0." },
-    [TIDE_CFG_HTTP_IDLE_TIMEOUT] = { "http_idle_timeout", "http-idle-timeout", "TIDE_HTTP_IDLE_TIMEOUT", "node",
-                                   NULL, NULL, K_UINT, 1, 3600, 0,
+    [TIDE_CFG_HTTP_IDLE_TIMEOUT] = {
+        FIELD(http_idle_timeout), .flag = "http-idle-timeout", .env = "TIDE_HTTP_IDLE_TIMEOUT",
+        .section = "node",
+        .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .def = "5", .arg = "SECONDS",
         .help = "a connection with no request in flight and nothing received for this long (since it "
                 "opened, or since its last response) is closed." },
@@ -355,16 +698,22 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * starts to wait (accept, or the end of the previous response): 60 s,
      * so that the head's and the body's own bounds (below) act first and
      * an honest upload of max_object_size needs ~17 KB/s, not ~100 KB/s. */
-    [TIDE_CFG_HTTP_REQUEST_TIMEOUT] = { "http_request_timeout", "http-request-timeout",
-                                   "TIDE_HTTP_REQUEST_TIMEOUT", "node", NULL, NULL, K_UINT, 1, 3600, 0,
+    [TIDE_CFG_HTTP_REQUEST_TIMEOUT] = {
+        FIELD(http_request_timeout), .flag = "http-request-timeout", .env = "TIDE_HTTP_REQUEST_TIMEOUT",
+        .section = "node",
+        .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .def = "60", .arg = "SECONDS",
         .help = "a request's head and body must have arrived this long after the connection began to "
                 "wait for it (it opened, or the previous response was sent), or the connection is "
                 "closed without an answer (h2o's http1 request timeout). The bound of every request, "
                 "above http_header_timeout and the body's http_body_min_rate." },
     /* At least max_object_size (checked in finish); at most 1 TiB. */
-    [TIDE_CFG_HTTP_BODY_BUDGET] = { "http_body_budget", "http-body-budget", "TIDE_HTTP_BODY_BUDGET", "node",
-                                   NULL, NULL, K_SIZE, 1, 1024 * GiB, 0,
+    [TIDE_CFG_HTTP_BODY_BUDGET] = {
+        FIELD(http_body_budget), .flag = "http-body-budget", .env = "TIDE_HTTP_BODY_BUDGET",
+        .section = "node",
+        .kind = K_SIZE, .min = 1, .max = 1024 * GiB, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_size,
         .dflt = BODY_BUDGET_DEFAULT_TEXT, .arg = "SIZE",
         .help = "bytes of request bodies tided holds for requests not yet answered, counted in the "
                 "http consumer (a PUT's twice: its body and the store job's copy); at least max_object_size. A request whose head declares more than is "
@@ -372,14 +721,19 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     /* The event loops never wait for the disk. A PUT and a GET
      * that misses the node cache run on these threads; the queue in front
      * of them is bounded so a slow disk sheds load instead of memory. */
-    [TIDE_CFG_STORE_WORKERS]   = { "store_workers", "store-workers", "TIDE_STORE_WORKERS", "node",
-                                   NULL, NULL, K_UINT, 1, 256, 0,
+    [TIDE_CFG_STORE_WORKERS] = {
+        FIELD(store_workers), .flag = "store-workers", .env = "TIDE_STORE_WORKERS", .section = "node",
+        .kind = K_UINT, .min = 1, .max = 256, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
+        .computed = default_store_workers,
         .dflt = "2 x online CPUs, " STR(STORE_WORKERS_AUTO_MIN) " to " STR(STORE_WORKERS_AUTO_MAX), .arg = "N",
         .help = "threads that run PUTs and the GETs and HEADs the node cache cannot answer, so that "
                 "an event loop never waits for a read, an insert or a full insert pool; a GET the "
                 "cache answers stays on its loop." },
-    [TIDE_CFG_STORE_QUEUE]     = { "store_queue", "store-queue", "TIDE_STORE_QUEUE", "node",
-                                   NULL, NULL, K_UINT, 1, 1048576, 0,
+    [TIDE_CFG_STORE_QUEUE] = {
+        FIELD(store_queue), .flag = "store-queue", .env = "TIDE_STORE_QUEUE", .section = "node",
+        .kind = K_UINT, .min = 1, .max = 1048576, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .def = "1024", .arg = "N",
         .help = "store jobs (PUTs, GET misses) waiting for a store worker at most; PUTs may fill 3/4 of "
                 "it (at least 1), the rest is kept for GET misses so a write burst does not shed reads. "
@@ -392,8 +746,11 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * (online_delete: ledgers; delete_batch: SQL records) the file key
      * carries Tide's unit instead (ti_config_rippled_keys below). The
      * waits are rippled's defaults where it has one. */
-    [TIDE_CFG_ONLINE_DELETE]   = { "online_delete", "online-delete", "TIDE_ONLINE_DELETE", "node_db",
-                                   NULL, NULL, K_ONLINE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+    [TIDE_CFG_ONLINE_DELETE] = {
+        FIELD(online_delete), .flag = "online-delete", .env = "TIDE_ONLINE_DELETE", .section = "node_db",
+        .kind = K_ONLINE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_online_delete, .to_node = node_online_delete,
+        .store = store_online_delete,
         .def = "0", .arg = "N|manual",
         .help = "online delete: keep the data directory as a ring of generations (stores) and rotate "
                 "after N objects were written into the newest; an object neither written nor read for "
@@ -403,29 +760,41 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "counts the ledgers it keeps, so tided never reads that key, and stops (naming it) "
                 "when it is there and this setting is given nowhere.",
         .file_key = "online_delete_objects" },
-    [TIDE_CFG_GENERATIONS]     = { "generations", "generations", "TIDE_GENERATIONS", "node_db",
-                                   NULL, NULL, K_UINT, TIDE_GEN_MIN, TIDE_GEN_MAX, 0,
+    [TIDE_CFG_GENERATIONS] = {
+        FIELD(generations), .flag = "generations", .env = "TIDE_GENERATIONS", .section = "node_db",
+        .kind = K_UINT, .min = TIDE_GEN_MIN, .max = TIDE_GEN_MAX, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_number, .to_node = node_generations,
         .def = "2", .arg = "G",
         .help = "generations kept with online delete; a rotation copies forward only what is read or "
                 "re-PUT, so more generations keep untouched objects longer (G spans) for G times the "
                 "disk of a span. Unset: the data directory's own keep (its tide.generations), 2 for a "
                 "new directory; a value below it is honoured and the next rotation drops down to it "
                 "(logged at WARN)." },
-    [TIDE_CFG_ADVISORY_DELETE] = { "advisory_delete", "advisory-delete", "TIDE_ADVISORY_DELETE", "node_db",
-                                   NULL, NULL, K_BOOL, 0, 0, 0,
+    [TIDE_CFG_ADVISORY_DELETE] = {
+        FIELD(advisory_delete), .flag = "advisory-delete", .env = "TIDE_ADVISORY_DELETE",
+        .section = "node_db",
+        .kind = K_BOOL, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_number, NODE(advisory_delete),
         .def = "0", .arg = "0|1",
         .help = "1: a due rotation waits until POST /v1/admin/can_delete allows it (a rotation count, "
                 "never, always or now; never again after a restart)." },
-    [TIDE_CFG_ROTATE_BYTES]    = { "rotate_bytes", "rotate-bytes", "TIDE_ROTATE_BYTES", "node_db",
-                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+    [TIDE_CFG_ROTATE_BYTES] = {
+        FIELD(rotate_bytes), .flag = "rotate-bytes", .env = "TIDE_ROTATE_BYTES", .section = "node_db",
+        .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_size, NODE(rotate_bytes),
         .def = "0", .arg = "SIZE",
         .help = "also rotate when the newest generation's nudb.dat reaches SIZE (0: no byte trigger)." },
-    [TIDE_CFG_ROTATE_INTERVAL] = { "rotate_interval", "rotate-interval", "TIDE_ROTATE_INTERVAL", "node_db",
-                                   NULL, NULL, K_UINT, 0, 31536000, 0,
+    [TIDE_CFG_ROTATE_INTERVAL] = {
+        FIELD(rotate_interval), .flag = "rotate-interval", .env = "TIDE_ROTATE_INTERVAL",
+        .section = "node_db",
+        .kind = K_UINT, .max = 31536000, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_number, NODE(rotate_interval_s),
         .def = "0", .arg = "SECONDS",
         .help = "also rotate this long after the last rotation (0: no time trigger)." },
-    [TIDE_CFG_DELETE_BATCH]    = { "delete_batch", "delete-batch", "TIDE_DELETE_BATCH", "node_db",
-                                   NULL, NULL, K_UINT, 1, 1000000, 0,
+    [TIDE_CFG_DELETE_BATCH] = {
+        FIELD(delete_batch), .flag = "delete-batch", .env = "TIDE_DELETE_BATCH", .section = "node_db",
+        .kind = K_UINT, .min = 1, .max = 1000000, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_number, NODE(delete_batch),
         .def = "100", .arg = "N",
         .help = "keys of a rotation's keep-list copied forward per batch, with a back-off pause between "
                 "batches. In the config file it is delete_batch_keys: rippled's own [node_db] "
@@ -433,33 +802,50 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "never reads that key, and stops (naming it) when it is there and this setting is "
                 "given nowhere.",
         .file_key = "delete_batch_keys" },
-    [TIDE_CFG_BACK_OFF_MS]     = { "back_off_milliseconds", "back-off-milliseconds", "TIDE_BACK_OFF_MILLISECONDS",
-                                   "node_db", NULL, NULL, K_UINT, 0, 60000, 0,
+    [TIDE_CFG_BACK_OFF_MS] = {
+        FIELD(back_off_milliseconds), .flag = "back-off-milliseconds", .env = "TIDE_BACK_OFF_MILLISECONDS",
+        .section = "node_db",
+        .kind = K_UINT, .max = 60000, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_number, NODE(back_off_ms),
         .def = "100", .arg = "MS",
         .help = "pause between two batches of a keep-list and between two steps of a dropped "
                 "generation's delete, so the node keeps serving." },
-    [TIDE_CFG_DELETE_CHUNK]    = { "delete_chunk", "delete-chunk", "TIDE_DELETE_CHUNK", "node_db",
-                                   NULL, NULL, K_SIZE, 4096, 1024 * GiB, 0,
+    [TIDE_CFG_DELETE_CHUNK] = {
+        FIELD(delete_chunk), .flag = "delete-chunk", .env = "TIDE_DELETE_CHUNK", .section = "node_db",
+        .kind = K_SIZE, .min = 4096, .max = 1024 * GiB, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_size, NODE(delete_chunk),
         .def = "64MiB", .arg = "SIZE",
         .help = "a dropped generation's nudb.dat is cut by this much per step before it is unlinked, so "
                 "the file system frees it gradually." },
-    [TIDE_CFG_RECOVERY_WAIT]   = { "recovery_wait_seconds", "recovery-wait-seconds", "TIDE_RECOVERY_WAIT_SECONDS",
-                                   "node_db", NULL, NULL, K_UINT, 1, 3600, 0,
+    [TIDE_CFG_RECOVERY_WAIT] = {
+        FIELD(recovery_wait_seconds), .flag = "recovery-wait-seconds", .env = "TIDE_RECOVERY_WAIT_SECONDS",
+        .section = "node_db",
+        .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_number, NODE(recovery_wait_s),
         .def = "5", .arg = "SECONDS",
         .help = "a due rotation on an unhealthy node (a commit backlog: the insert pools, pending plus "
                 "committing, holding a whole burst; a failed commit; the RSS over rotation_max_rss) waits this long before it looks again." },
-    [TIDE_CFG_ROTATION_WAIT_MAX] = { "rotation_wait_max_seconds", "rotation-wait-max-seconds",
-                                   "TIDE_ROTATION_WAIT_MAX_SECONDS", "node_db", NULL, NULL, K_UINT, 1, 604800, 0,
+    [TIDE_CFG_ROTATION_WAIT_MAX] = {
+        FIELD(rotation_wait_max_seconds), .flag = "rotation-wait-max-seconds", .env = "TIDE_ROTATION_WAIT_MAX_SECONDS",
+        .section = "node_db",
+        .kind = K_UINT, .min = 1, .max = 604800, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_number, NODE(rotation_wait_max_s),
         .def = "300", .arg = "SECONDS",
         .help = "after waiting this long in all for health a rotation attempt is abandoned (logged, "
                 "counted, in /v1/rotations); the next trigger check tries again." },
-    [TIDE_CFG_TRIM_AFTER_ROTATION] = { "trim_after_rotation", "trim-after-rotation", "TIDE_TRIM_AFTER_ROTATION",
-                                   "node_db", NULL, NULL, K_BOOL, 0, 0, 0,
+    [TIDE_CFG_TRIM_AFTER_ROTATION] = {
+        FIELD(trim_after_rotation), .flag = "trim-after-rotation", .env = "TIDE_TRIM_AFTER_ROTATION",
+        .section = "node_db",
+        .kind = K_BOOL, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_number, NODE(trim_after_rotation),
         .def = "1", .arg = "0|1",
         .help = "1: one measured release (the sweep's trim) right after a rotation that dropped a "
                 "generation, reported in /v1/rotations and on /metrics." },
-    [TIDE_CFG_ROTATION_MAX_RSS] = { "rotation_max_rss", "rotation-max-rss", "TIDE_ROTATION_MAX_RSS", "node_db",
-                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+    [TIDE_CFG_ROTATION_MAX_RSS] = {
+        FIELD(rotation_max_rss), .flag = "rotation-max-rss", .env = "TIDE_ROTATION_MAX_RSS",
+        .section = "node_db",
+        .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_NODE_DB,
+        .format = fmt_size, NODE(rotation_max_rss),
         .def = "0", .arg = "SIZE",
         .help = "the rotation's health gate also waits while the process's anonymous RSS is over SIZE (a rotation "
                 "opens a store and copies forward; it waits for memory to come down, as for a commit "
@@ -469,8 +855,12 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * (TIDE_CONFIG_MEMORY_LIMIT_MIN); the levels and the hysteresis follow
      * tide_mem_overload_init's rules (mem/overload.h): 1 <= soft < high <
      * critical <= 100, 1 <= hysteresis < soft (finish checks the pair). */
-    [TIDE_CFG_MEMORY_LIMIT]    = { "memory_limit", "memory-limit", "TIDE_MEMORY_LIMIT", "node",
-                                   NULL, NULL, K_SIZE, TIDE_CONFIG_MEMORY_LIMIT_MIN, TIDE_CONFIG_BYTES_MAX, 0,
+    [TIDE_CFG_MEMORY_LIMIT] = {
+        FIELD(memory_limit), .flag = "memory-limit", .env = "TIDE_MEMORY_LIMIT", .section = "node",
+        .kind = K_SIZE, .min = TIDE_CONFIG_MEMORY_LIMIT_MIN, .max = TIDE_CONFIG_BYTES_MAX,
+        .group = TIDE_CFG_GROUP_MEMORY,
+        .format = fmt_size_or_none, NODE(memory_limit),
+        .below_min = "the smallest memory_limit (tided's threads, buffers and store need about that much)",
         .dflt = "the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes, the nearest "
                 "limited ancestor's), else none (a startup warning)", .arg = "SIZE",
         .help = "bytes the whole process may use, counted as the larger of its anonymous RSS (RssAnon + "
@@ -481,24 +871,36 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "http_body_budget 10% (at least max_object_size), store_index_lag 1/8; explicit "
                 "ones that may hold more than it stop tided. A value above the cgroup's limit is lowered to it. SIGHUP "
                 "applies a new one. docs/MEMORY-LIMIT.md." },
-    [TIDE_CFG_MEMORY_LEVELS]   = { "memory_levels", "memory-levels", "TIDE_MEMORY_LEVELS", "node",
-                                   NULL, NULL, K_LEVELS, 1, 100, 0,
+    [TIDE_CFG_MEMORY_LEVELS] = {
+        FIELD(memory_levels), .flag = "memory-levels", .env = "TIDE_MEMORY_LEVELS", .section = "node",
+        .kind = K_LEVELS, .min = 1, .max = 100, .group = TIDE_CFG_GROUP_MEMORY,
+        .format = fmt_memory_levels, .to_node = node_memory_levels,
+        .store = store_memory_levels,
         .def = "80,90,97", .arg = "SOFT,HIGH,CRITICAL",
         .help = "the soft, high and critical marks, in percent of memory_limit. A level is entered "
                 "when the counted bytes reach its mark and left when they fall below (mark - "
                 "memory_hysteresis)%." },
-    [TIDE_CFG_MEMORY_HYSTERESIS] = { "memory_hysteresis", "memory-hysteresis", "TIDE_MEMORY_HYSTERESIS", "node",
-                                   NULL, NULL, K_UINT, 1, 99, 0,
+    [TIDE_CFG_MEMORY_HYSTERESIS] = {
+        FIELD(memory_hysteresis), .flag = "memory-hysteresis", .env = "TIDE_MEMORY_HYSTERESIS",
+        .section = "node",
+        .kind = K_UINT, .min = 1, .max = 99, .group = TIDE_CFG_GROUP_MEMORY,
+        .format = fmt_number, NODE(memory_hysteresis_pct),
         .def = "5", .arg = "POINTS",
         .help = "percentage points below a level's mark the counted bytes must fall to leave the "
                 "level, so that a node at its mark does not flap; below the soft level." },
-    [TIDE_CFG_MEMORY_POLL_MS]  = { "memory_poll_milliseconds", "memory-poll-milliseconds",
-                                   "TIDE_MEMORY_POLL_MILLISECONDS", "node", NULL, NULL, K_UINT, 10, 10000, 0,
+    [TIDE_CFG_MEMORY_POLL_MS] = {
+        FIELD(memory_poll_milliseconds), .flag = "memory-poll-milliseconds", .env = "TIDE_MEMORY_POLL_MILLISECONDS",
+        .section = "node",
+        .kind = K_UINT, .min = 10, .max = 10000, .group = TIDE_CFG_GROUP_MEMORY,
+        .format = fmt_number, NODE(memory_poll_ms),
         .def = "100", .arg = "MS",
         .help = "how often the memory figures (RSS, the cgroup's usage, memory pressure) are read and "
                 "compared with the marks." },
-    [TIDE_CFG_MEMORY_PRESSURE] = { "memory_pressure", "memory-pressure", "TIDE_MEMORY_PRESSURE", "node",
-                                   NULL, NULL, K_UINT, 0, 100, 0,
+    [TIDE_CFG_MEMORY_PRESSURE] = {
+        FIELD(memory_pressure), .flag = "memory-pressure", .env = "TIDE_MEMORY_PRESSURE",
+        .section = "node",
+        .kind = K_UINT, .max = 100, .group = TIDE_CFG_GROUP_MEMORY,
+        .format = fmt_number, NODE(memory_pressure_pct),
         .def = "10", .arg = "PERCENT",
         .help = "the kernel's memory pressure (PSI 'some' avg10 of the cgroup's memory.pressure or "
                 "/proc/pressure/memory) at or above this percent holds the node at the soft level "
@@ -506,8 +908,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
     /* The tokens from files (config_systemd.c reads them): a
      * path in argv or a config file shows no secret, so these may be set
      * anywhere but a flag (a token's own settings stay env only). */
-    [TIDE_CFG_METRICS_TOKEN_FILE] = { "metrics_token_file", NULL, "TIDE_METRICS_TOKEN_FILE", "http",
-                                   NULL, NULL, K_PATH, 0, 0, 0,
+    [TIDE_CFG_METRICS_TOKEN_FILE] = {
+        FIELD(metrics_token_file), .env = "TIDE_METRICS_TOKEN_FILE", .section = "http",
+        .kind = K_PATH, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_text_or_unset,
         .dflt = "unset", .arg = "FILE",
         .help = "read the metrics token (as TIDE_METRICS_TOKEN) from FILE, at startup and at each "
                 "SIGHUP. The token is FILE's whole content less one trailing newline: 1 to 255 "
@@ -525,8 +929,11 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "sources uses it." },
     /* The deferred index: 64 MiB holds 3 Mi entries, a flush
      * per ~700 MiB of 200-byte values; with a limit, an eighth of it. */
-    [TIDE_CFG_STORE_INDEX_LAG] = { "store_index_lag", "store-index-lag", "TIDE_STORE_INDEX_LAG", "node",
-                                   NULL, NULL, K_SIZE, 0, TIDE_CONFIG_BYTES_MAX, 0,
+    [TIDE_CFG_STORE_INDEX_LAG] = {
+        FIELD(store_index_lag), .flag = "store-index-lag", .env = "TIDE_STORE_INDEX_LAG",
+        .section = "node",
+        .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_NODE,
+        .format = fmt_size, NODE(index_lag_bytes),
         .def = "64MiB", .arg = "SIZE",
         .help = "memory for the deferred index's tail: commits append their records to nudb.dat "
                 "and sync it (and tide.meta) without touching nudb.key; the entries wait in an "
@@ -544,8 +951,10 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "pre-images), 'tide info' says 'PENDING, reads work', and tide get, visit and "
                 "verify read the store as it is, the unindexed records through an in-memory "
                 "index, writing nothing (docs/OPERATIONS.md: after a crash)." },
-    [TIDE_CFG_ADMIN_TOKEN_FILE] = { "admin_token_file", NULL, "TIDE_ADMIN_TOKEN_FILE", "http",
-                                   NULL, NULL, K_PATH, 0, 0, 0,
+    [TIDE_CFG_ADMIN_TOKEN_FILE] = {
+        FIELD(admin_token_file), .env = "TIDE_ADMIN_TOKEN_FILE", .section = "http",
+        .kind = K_PATH, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_text_or_unset,
         .dflt = "unset", .arg = "FILE",
         .help = "read the admin token (as TIDE_ADMIN_TOKEN) from FILE, by metrics_token_file's "
                 "rules. Precedence, highest first: TIDE_ADMIN_TOKEN, this setting, then "
@@ -556,23 +965,32 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
      * packet, so 10 s from its first byte is generous; a body that keeps
      * 500 bytes a second after 10 s may take as long as
      * http_request_timeout allows, and one that trickles is cut off. */
-    [TIDE_CFG_HTTP_HEADER_TIMEOUT] = { "http_header_timeout", "http-header-timeout",
-                                   "TIDE_HTTP_HEADER_TIMEOUT", "node", NULL, NULL, K_UINT, 1, 3600, 0,
+    [TIDE_CFG_HTTP_HEADER_TIMEOUT] = {
+        FIELD(http_header_timeout), .flag = "http-header-timeout", .env = "TIDE_HTTP_HEADER_TIMEOUT",
+        .section = "node",
+        .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .def = "10", .arg = "SECONDS",
         .help = "a request's head (request line and headers) must be complete this long after its "
                 "first byte arrived, or it is answered 408 and the connection closed "
                 "(tide_http_requests_timed_out_total{reason=\"head\"}). Acts only below "
                 "http_request_timeout, which otherwise closes the connection first." },
-    [TIDE_CFG_HTTP_BODY_MIN_RATE] = { "http_body_min_rate", "http-body-min-rate", "TIDE_HTTP_BODY_MIN_RATE",
-                                   "node", NULL, NULL, K_SIZE, 0, 1024 * MiB, 0,
+    [TIDE_CFG_HTTP_BODY_MIN_RATE] = {
+        FIELD(http_body_min_rate), .flag = "http-body-min-rate", .env = "TIDE_HTTP_BODY_MIN_RATE",
+        .section = "node",
+        .kind = K_SIZE, .max = 1024 * MiB, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_size,
         .def = "500", .arg = "BYTES",
         .help = "bytes a second a request body must keep up: t seconds after its head ended, a body "
                 "still arriving must have delivered at least (t - http_body_grace) x BYTES bytes, or "
                 "it is answered 408 and the connection closed "
                 "(tide_http_requests_timed_out_total{reason=\"body_rate\"}). 0: no rate; "
                 "http_request_timeout alone bounds a body." },
-    [TIDE_CFG_HTTP_BODY_GRACE] = { "http_body_grace", "http-body-grace", "TIDE_HTTP_BODY_GRACE", "node",
-                                   NULL, NULL, K_UINT, 0, 3600, 0,
+    [TIDE_CFG_HTTP_BODY_GRACE] = {
+        FIELD(http_body_grace), .flag = "http-body-grace", .env = "TIDE_HTTP_BODY_GRACE",
+        .section = "node",
+        .kind = K_UINT, .max = 3600, .group = TIDE_CFG_GROUP_HTTP,
+        .format = fmt_number,
         .def = "10", .arg = "SECONDS",
         .help = "seconds after a request's head ended before http_body_min_rate counts, so that a "
                 "body that starts slowly or stalls once is not cut off." },
@@ -668,25 +1086,13 @@ void ti_config_set_source(tide_config *c, int id, int kind, const char *fmt, ...
     va_end(ap);
 }
 
-static void fill_preset(tide_config *c, int id, const ti_config_preset *p)
-{
-    switch (id) {
-    case TIDE_CFG_SWEEP_INTERVAL: c->sweep_interval = p->sweep_interval; break;
-    case TIDE_CFG_CACHE_TARGET:   c->cache_target = p->cache_target; break;
-    case TIDE_CFG_CACHE_AGE:      c->cache_age = p->cache_age; break;
-    case TIDE_CFG_CACHE_BUDGET:   c->cache_budget = p->cache_budget; break;
-    case TIDE_CFG_INSERT_BURST:   c->insert_burst = p->insert_burst; break;
-    default: break;
-    }
-}
-
 /* The defaults: each row's `def` read as any source's text is (so a default
- * obeys its own range and parser), then the ones that are computed. */
+ * obeys its own range and parser), then the ones computed from the
+ * machine, then the medium preset's values, which finish replaces with
+ * node_size's. */
 void tide_config_defaults(tide_config *c)
 {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    char ram[32];
     int rc;
 
     memset(c, 0, sizeof *c);
@@ -698,16 +1104,11 @@ void tide_config_defaults(tide_config *c)
         (void)rc;
     }
     c->ram_bytes = (pages > 0 && psz > 0) ? (uint64_t)pages * (uint64_t)psz : 0;
-    c->node_size = tide_config_node_size_for_ram(c->ram_bytes);
-    for (int id = 0; id < TIDE_CFG_COUNT; id++)
-        if (ti_config_settings[id].from_preset) fill_preset(c, id, &ti_config_presets[TIDE_NODE_MEDIUM]);
-    c->nudb_block_size = TIDE_BLOCK_SIZE_DEFAULT;
-    c->store_key_map = 1;
-    c->http_threads = cpus < 1 ? 1 : cpus > HTTP_THREADS_AUTO_MAX ? HTTP_THREADS_AUTO_MAX : (unsigned)cpus;
-    c->store_workers = cpus * 2 < STORE_WORKERS_AUTO_MIN ? STORE_WORKERS_AUTO_MIN
-                       : cpus * 2 > STORE_WORKERS_AUTO_MAX ? STORE_WORKERS_AUTO_MAX : (unsigned)(cpus * 2);
-    ti_config_set_source(c, TIDE_CFG_NODE_SIZE, TIDE_SRC_DEFAULT, "auto: %s RAM",
-               tide_size_format(c->ram_bytes, ram, sizeof ram));
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const ti_config_setting *st = &ti_config_settings[id];
+        if (st->computed) st->computed(c, st);
+        if (st->from_preset) set_number(c, st, st->preset[TIDE_NODE_MEDIUM]);
+    }
 }
 
 /* ---- parsing one value ------------------------------------------------------- */
@@ -811,17 +1212,6 @@ static int parse_bool(const char *s, int *out)
     }
     return -1;
 }
-
-/* A value parsed from its text, before it is stored. */
-typedef struct parsed {
-    uint64_t v;            /* K_UINT, K_SIZE, K_BLOCK, K_ONLINE; K_TRIM's param */
-    int      iv;           /* K_NODE_SIZE, K_LEVEL, K_BOOL; K_TRIM's policy;
-                              K_ONLINE: 1 when generations are on */
-    unsigned port;         /* K_LISTEN */
-    int      fell_back;    /* K_BLOCK: the value was replaced by the default */
-    unsigned pct[4];       /* K_LEVELS: [0] 0, then soft, high, critical */
-    char     host[sizeof ((tide_config *)0)->listen_host];   /* K_LISTEN */
-} parsed;
 
 /* online_delete: "manual" (generations, no object trigger), or a count
  * in the row's range, 0 being off. */
@@ -929,18 +1319,17 @@ static void parse_value(const tide_config *c, int id, const char *text, int kind
     case K_SIZE:
         if (tide_size_parse(text, &p->v) != 0) {
             snprintf(why, wcap, "not a size (%s)", tide_last_error());
-        } else if (id == TIDE_CFG_MEMORY_LIMIT && p->v < st->min) {
+        } else if (st->below_min && p->v < st->min) {
             char v[32], m[32];
             ti_config_size_text(p->v, v, sizeof v);
             ti_config_size_text(st->min, m, sizeof m);
-            snprintf(why, wcap, "%s (%" PRIu64 " bytes) is below %s, the smallest memory_limit (tided's "
-                     "threads, buffers and store need about that much)", v, p->v, m);
+            snprintf(why, wcap, "%s (%" PRIu64 " bytes) is below %s, %s", v, p->v, m, st->below_min);
         } else if (p->v < st->min || p->v > st->max) {
             char rng[80];
             tide_config_range_text(id, rng, sizeof rng);
             snprintf(why, wcap, "%" PRIu64 " bytes is outside %" PRIu64 "..%" PRIu64 " bytes (%s)",
                      p->v, st->min, st->max, rng);
-        } else if (id == TIDE_CFG_CACHE_ARENA_SEGMENT && (p->v & (p->v - 1)) != 0) {
+        } else if (st->power_of_two && (p->v & (p->v - 1)) != 0) {
             snprintf(why, wcap, "%" PRIu64 " bytes is not a power of two (64KiB, 128KiB, ... 2MiB, "
                      "... 1GiB)", p->v);
         }
@@ -981,79 +1370,17 @@ static void parse_value(const tide_config *c, int id, const char *text, int kind
     }
 }
 
-/* Store the parsed value of setting `id` (`text` for the string ones). */
+/* Store the parsed value of setting `id`: by its row's store, else into
+ * its field, a text as written, a word's (K_BOOL, K_LEVEL, ...) number,
+ * or the number. */
 static void store_value(tide_config *c, int id, const char *text, const parsed *p)
 {
-    switch (id) {
-    case TIDE_CFG_NODE_SIZE:       c->node_size = p->iv; break;
-    case TIDE_CFG_DATA_DIR:        snprintf(c->data_dir, sizeof c->data_dir, "%s", text); break;
-    case TIDE_CFG_LISTEN:
-        snprintf(c->listen, sizeof c->listen, "%s", text);
-        snprintf(c->listen_host, sizeof c->listen_host, "%s", p->host);
-        c->listen_port = p->port;
-        break;
-    case TIDE_CFG_SWEEP_INTERVAL:  c->sweep_interval = (unsigned)p->v; break;
-    case TIDE_CFG_CACHE_TARGET:    c->cache_target = p->v; break;
-    case TIDE_CFG_CACHE_AGE:       c->cache_age = p->v; break;
-    case TIDE_CFG_CACHE_BUDGET:    c->cache_budget = p->v; break;
-    case TIDE_CFG_INSERT_BURST:    c->insert_burst = p->v; break;
-    case TIDE_CFG_KEY_CACHE_SIZE:  c->key_cache_size = p->v; break;
-    case TIDE_CFG_KEY_CACHE_AGE:   c->key_cache_age = p->v; break;
-    case TIDE_CFG_NUDB_BLOCK_SIZE: c->nudb_block_size = (unsigned)p->v; break;
-    case TIDE_CFG_STORE_INDEX_LAG: c->store_index_lag = p->v; break;
-    case TIDE_CFG_STORE_KEY_MAP:   c->store_key_map = p->iv; break;
-    case TIDE_CFG_CACHE_ARENA:     c->cache_arena = p->iv; break;
-    case TIDE_CFG_CACHE_ARENA_SEGMENT: c->cache_arena_segment = p->v; break;
-    case TIDE_CFG_CACHE_ARENA_RESERVE: c->cache_arena_reserve = (unsigned)p->v; break;
-    case TIDE_CFG_CACHE_ARENA_EVACUATE: c->cache_arena_evacuate = p->v; break;
-    case TIDE_CFG_CACHE_ARENA_HUGEPAGES: c->cache_arena_hugepages = p->iv; break;
-    case TIDE_CFG_LOG_LEVEL:       c->log_level = p->iv; break;
-    case TIDE_CFG_LOG_FORMAT:      c->log_format = p->iv; break;
-    case TIDE_CFG_MMAP_THRESHOLD:  c->mmap_threshold = p->v; c->mmap_threshold_set = 1; break;
-    case TIDE_CFG_ARENA_MAX:       c->arena_max = (unsigned)p->v; break;
-    case TIDE_CFG_METRICS_TOKEN:   snprintf(c->metrics_token, sizeof c->metrics_token, "%s", text); break;
-    case TIDE_CFG_METRICS_PUBLIC:  c->metrics_public = p->iv; break;
-    case TIDE_CFG_HTTP_THREADS:    c->http_threads = (unsigned)p->v; break;
-    case TIDE_CFG_MAX_OBJECT_SIZE: c->max_object_size = p->v; break;
-    case TIDE_CFG_ADMIN_TOKEN:     snprintf(c->admin_token, sizeof c->admin_token, "%s", text); break;
-    case TIDE_CFG_METRICS_SMAPS:   c->metrics_smaps = p->iv; break;
-    case TIDE_CFG_TRIM_POLICY:     c->trim_policy = p->iv; c->trim_param = p->v; break;
-    case TIDE_CFG_TRIM_PAD:        c->trim_pad = p->v; break;
-    case TIDE_CFG_HTTP_MAX_CONNECTIONS: c->http_max_connections = (unsigned)p->v; break;
-    case TIDE_CFG_HTTP_MAX_PER_CLIENT:  c->http_max_per_client = (unsigned)p->v; break;
-    case TIDE_CFG_HTTP_IDLE_TIMEOUT:    c->http_idle_timeout = (unsigned)p->v; break;
-    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: c->http_request_timeout = (unsigned)p->v; break;
-    case TIDE_CFG_HTTP_BODY_BUDGET:     c->http_body_budget = p->v; break;
-    case TIDE_CFG_STORE_WORKERS:        c->store_workers = (unsigned)p->v; break;
-    case TIDE_CFG_STORE_QUEUE:          c->store_queue = (unsigned)p->v; break;
-    case TIDE_CFG_ONLINE_DELETE:        c->online_delete_on = p->iv; c->online_delete = p->v; break;
-    case TIDE_CFG_GENERATIONS:          c->generations = (unsigned)p->v; break;
-    case TIDE_CFG_ADVISORY_DELETE:      c->advisory_delete = p->iv; break;
-    case TIDE_CFG_ROTATE_BYTES:         c->rotate_bytes = p->v; break;
-    case TIDE_CFG_ROTATE_INTERVAL:      c->rotate_interval = p->v; break;
-    case TIDE_CFG_DELETE_BATCH:         c->delete_batch = (unsigned)p->v; break;
-    case TIDE_CFG_BACK_OFF_MS:          c->back_off_ms = (unsigned)p->v; break;
-    case TIDE_CFG_DELETE_CHUNK:         c->delete_chunk = p->v; break;
-    case TIDE_CFG_RECOVERY_WAIT:        c->recovery_wait_s = (unsigned)p->v; break;
-    case TIDE_CFG_ROTATION_WAIT_MAX:    c->rotation_wait_max_s = (unsigned)p->v; break;
-    case TIDE_CFG_TRIM_AFTER_ROTATION:  c->trim_after_rotation = p->iv; break;
-    case TIDE_CFG_ROTATION_MAX_RSS:     c->rotation_max_rss = p->v; break;
-    case TIDE_CFG_MEMORY_LIMIT:         c->memory_limit = p->v; break;
-    case TIDE_CFG_MEMORY_LEVELS:        memcpy(c->memory_pct, p->pct, sizeof c->memory_pct); break;
-    case TIDE_CFG_MEMORY_HYSTERESIS:    c->memory_hysteresis = (unsigned)p->v; break;
-    case TIDE_CFG_MEMORY_POLL_MS:       c->memory_poll_ms = (unsigned)p->v; break;
-    case TIDE_CFG_MEMORY_PRESSURE:      c->memory_pressure_pct = (unsigned)p->v; break;
-    case TIDE_CFG_METRICS_TOKEN_FILE:
-        snprintf(c->metrics_token_file, sizeof c->metrics_token_file, "%s", text);
-        break;
-    case TIDE_CFG_ADMIN_TOKEN_FILE:
-        snprintf(c->admin_token_file, sizeof c->admin_token_file, "%s", text);
-        break;
-    case TIDE_CFG_HTTP_HEADER_TIMEOUT:  c->http_header_timeout = (unsigned)p->v; break;
-    case TIDE_CFG_HTTP_BODY_MIN_RATE:   c->http_body_min_rate = p->v; break;
-    case TIDE_CFG_HTTP_BODY_GRACE:      c->http_body_grace = (unsigned)p->v; break;
-    default: break;
-    }
+    const ti_config_setting *st = &ti_config_settings[id];
+
+    if (st->store) st->store(c, st, p, text);
+    else if (st->storage == TI_TEXT) snprintf((char *)c + st->offset, st->field_size, "%s", text);
+    else if (st->storage == TI_INT) set_number(c, st, (uint64_t)p->iv);
+    else set_number(c, st, p->v);
 }
 
 /*
@@ -1212,7 +1539,7 @@ int tide_config_finish(tide_config *c)
     if (rc) return rc;
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         if (!ti_config_settings[id].from_preset || c->src[id].kind != TIDE_SRC_DEFAULT) continue;
-        fill_preset(c, id, &ti_config_presets[c->node_size]);
+        set_number(c, &ti_config_settings[id], ti_config_settings[id].preset[c->node_size]);
         ti_config_set_source(c, id, TIDE_SRC_PRESET, "%s", ti_config_node_size_names[c->node_size]);
     }
     /* Before the body budget's default: with a limit it is derived. */
@@ -1250,86 +1577,8 @@ int tide_config_finish(tide_config *c)
 /* The value of setting `id` as describe shows it, without its source. */
 static void value_text(const tide_config *c, int id, char *out, size_t cap)
 {
-    switch (id) {
-    case TIDE_CFG_NODE_SIZE:      snprintf(out, cap, "%s", tide_config_node_size_name(c->node_size)); break;
-    case TIDE_CFG_DATA_DIR:       snprintf(out, cap, "%s", c->data_dir); break;
-    case TIDE_CFG_LISTEN:         snprintf(out, cap, "%s", c->listen); break;
-    case TIDE_CFG_SWEEP_INTERVAL: snprintf(out, cap, "%u", c->sweep_interval); break;
-    case TIDE_CFG_CACHE_TARGET:   snprintf(out, cap, "%" PRIu64, c->cache_target); break;
-    case TIDE_CFG_CACHE_AGE:      snprintf(out, cap, "%" PRIu64, c->cache_age); break;
-    case TIDE_CFG_CACHE_BUDGET:   ti_config_size_text(c->cache_budget, out, cap); break;
-    case TIDE_CFG_INSERT_BURST:   ti_config_size_text(c->insert_burst, out, cap); break;
-    case TIDE_CFG_KEY_CACHE_SIZE: snprintf(out, cap, "%" PRIu64, c->key_cache_size); break;
-    case TIDE_CFG_KEY_CACHE_AGE:  snprintf(out, cap, "%" PRIu64, c->key_cache_age); break;
-    case TIDE_CFG_NUDB_BLOCK_SIZE: snprintf(out, cap, "%u", c->nudb_block_size); break;
-    case TIDE_CFG_STORE_INDEX_LAG: ti_config_size_text(c->store_index_lag, out, cap); break;
-    case TIDE_CFG_STORE_KEY_MAP:   snprintf(out, cap, "%s", c->store_key_map ? "on" : "off"); break;
-    case TIDE_CFG_CACHE_ARENA:     snprintf(out, cap, "%s", c->cache_arena ? "on" : "off"); break;
-    case TIDE_CFG_CACHE_ARENA_SEGMENT: ti_config_size_text(c->cache_arena_segment, out, cap); break;
-    case TIDE_CFG_CACHE_ARENA_RESERVE: snprintf(out, cap, "%u", c->cache_arena_reserve); break;
-    case TIDE_CFG_CACHE_ARENA_EVACUATE: ti_config_size_text(c->cache_arena_evacuate, out, cap); break;
-    case TIDE_CFG_CACHE_ARENA_HUGEPAGES: snprintf(out, cap, "%s", c->cache_arena_hugepages ? "on" : "off"); break;
-    case TIDE_CFG_LOG_LEVEL:      snprintf(out, cap, "%s", tide_log_level_name(c->log_level)); break;
-    case TIDE_CFG_LOG_FORMAT:     snprintf(out, cap, "%s", tide_log_format_name(c->log_format)); break;
-    case TIDE_CFG_MMAP_THRESHOLD:
-        if (c->mmap_threshold_set) ti_config_size_text(c->mmap_threshold, out, cap);
-        else snprintf(out, cap, "unset");
-        break;
-    case TIDE_CFG_ARENA_MAX:
-        if (c->arena_max) snprintf(out, cap, "%u", c->arena_max);
-        else snprintf(out, cap, "unset");
-        break;
-    case TIDE_CFG_METRICS_TOKEN:  snprintf(out, cap, "%s", c->metrics_token[0] ? "set" : "unset"); break;
-    case TIDE_CFG_METRICS_PUBLIC: snprintf(out, cap, "%d", c->metrics_public); break;
-    case TIDE_CFG_HTTP_THREADS:   snprintf(out, cap, "%u", c->http_threads); break;
-    case TIDE_CFG_MAX_OBJECT_SIZE: ti_config_size_text(c->max_object_size, out, cap); break;
-    case TIDE_CFG_ADMIN_TOKEN:    snprintf(out, cap, "%s", c->admin_token[0] ? "set" : "unset"); break;
-    case TIDE_CFG_METRICS_SMAPS:  snprintf(out, cap, "%d", c->metrics_smaps); break;
-    case TIDE_CFG_TRIM_POLICY:    tide_trim_policy_format(c->trim_policy, c->trim_param, out, cap); break;
-    case TIDE_CFG_TRIM_PAD:       ti_config_size_text(c->trim_pad, out, cap); break;
-    case TIDE_CFG_HTTP_MAX_CONNECTIONS: snprintf(out, cap, "%u", c->http_max_connections); break;
-    case TIDE_CFG_HTTP_MAX_PER_CLIENT:  snprintf(out, cap, "%u", c->http_max_per_client); break;
-    case TIDE_CFG_HTTP_IDLE_TIMEOUT:    snprintf(out, cap, "%u", c->http_idle_timeout); break;
-    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: snprintf(out, cap, "%u", c->http_request_timeout); break;
-    case TIDE_CFG_HTTP_BODY_BUDGET:     ti_config_size_text(c->http_body_budget, out, cap); break;
-    case TIDE_CFG_STORE_WORKERS:        snprintf(out, cap, "%u", c->store_workers); break;
-    case TIDE_CFG_STORE_QUEUE:          snprintf(out, cap, "%u", c->store_queue); break;
-    case TIDE_CFG_ONLINE_DELETE:
-        if (c->online_delete_on && c->online_delete == 0) snprintf(out, cap, "manual");
-        else snprintf(out, cap, "%" PRIu64, c->online_delete);
-        break;
-    case TIDE_CFG_GENERATIONS:          snprintf(out, cap, "%u", c->generations); break;
-    case TIDE_CFG_ADVISORY_DELETE:      snprintf(out, cap, "%d", c->advisory_delete); break;
-    case TIDE_CFG_ROTATE_BYTES:         ti_config_size_text(c->rotate_bytes, out, cap); break;
-    case TIDE_CFG_ROTATE_INTERVAL:      snprintf(out, cap, "%" PRIu64, c->rotate_interval); break;
-    case TIDE_CFG_DELETE_BATCH:         snprintf(out, cap, "%u", c->delete_batch); break;
-    case TIDE_CFG_BACK_OFF_MS:          snprintf(out, cap, "%u", c->back_off_ms); break;
-    case TIDE_CFG_DELETE_CHUNK:         ti_config_size_text(c->delete_chunk, out, cap); break;
-    case TIDE_CFG_RECOVERY_WAIT:        snprintf(out, cap, "%u", c->recovery_wait_s); break;
-    case TIDE_CFG_ROTATION_WAIT_MAX:    snprintf(out, cap, "%u", c->rotation_wait_max_s); break;
-    case TIDE_CFG_TRIM_AFTER_ROTATION:  snprintf(out, cap, "%d", c->trim_after_rotation); break;
-    case TIDE_CFG_ROTATION_MAX_RSS:     ti_config_size_text(c->rotation_max_rss, out, cap); break;
-    case TIDE_CFG_MEMORY_LIMIT:
-        if (c->memory_limit) ti_config_size_text(c->memory_limit, out, cap);
-        else snprintf(out, cap, "none");
-        break;
-    case TIDE_CFG_MEMORY_LEVELS:
-        snprintf(out, cap, "%u,%u,%u", c->memory_pct[1], c->memory_pct[2], c->memory_pct[3]);
-        break;
-    case TIDE_CFG_MEMORY_HYSTERESIS:    snprintf(out, cap, "%u", c->memory_hysteresis); break;
-    case TIDE_CFG_MEMORY_POLL_MS:       snprintf(out, cap, "%u", c->memory_poll_ms); break;
-    case TIDE_CFG_MEMORY_PRESSURE:      snprintf(out, cap, "%u", c->memory_pressure_pct); break;
-    case TIDE_CFG_METRICS_TOKEN_FILE:
-        snprintf(out, cap, "%s", c->metrics_token_file[0] ? c->metrics_token_file : "unset");
-        break;
-    case TIDE_CFG_ADMIN_TOKEN_FILE:
-        snprintf(out, cap, "%s", c->admin_token_file[0] ? c->admin_token_file : "unset");
-        break;
-    case TIDE_CFG_HTTP_HEADER_TIMEOUT:  snprintf(out, cap, "%u", c->http_header_timeout); break;
-    case TIDE_CFG_HTTP_BODY_MIN_RATE:   ti_config_size_text(c->http_body_min_rate, out, cap); break;
-    case TIDE_CFG_HTTP_BODY_GRACE:      snprintf(out, cap, "%u", c->http_body_grace); break;
-    default: out[0] = '\0'; break;
-    }
+    out[0] = '\0';
+    if (id >= 0 && id < TIDE_CFG_COUNT) ti_config_settings[id].format(c, &ti_config_settings[id], out, cap);
 }
 
 /* (config_impl.h) */
@@ -1421,32 +1670,7 @@ static const char *const group_names[TIDE_CFG_GROUP_COUNT] = { "node", "http", "
 
 int tide_config_group(int id)
 {
-    switch (id) {
-    case TIDE_CFG_LISTEN: case TIDE_CFG_HTTP_THREADS: case TIDE_CFG_MAX_OBJECT_SIZE:
-    case TIDE_CFG_HTTP_MAX_CONNECTIONS: case TIDE_CFG_HTTP_MAX_PER_CLIENT: case TIDE_CFG_HTTP_IDLE_TIMEOUT:
-    case TIDE_CFG_HTTP_REQUEST_TIMEOUT: case TIDE_CFG_HTTP_BODY_BUDGET: case TIDE_CFG_STORE_WORKERS:
-    case TIDE_CFG_STORE_QUEUE: case TIDE_CFG_METRICS_TOKEN:
-    case TIDE_CFG_METRICS_PUBLIC: case TIDE_CFG_ADMIN_TOKEN: case TIDE_CFG_METRICS_SMAPS:
-    case TIDE_CFG_METRICS_TOKEN_FILE: case TIDE_CFG_ADMIN_TOKEN_FILE:
-    case TIDE_CFG_HTTP_HEADER_TIMEOUT: case TIDE_CFG_HTTP_BODY_MIN_RATE: case TIDE_CFG_HTTP_BODY_GRACE:
-        return TIDE_CFG_GROUP_HTTP;
-    case TIDE_CFG_SWEEP_INTERVAL: case TIDE_CFG_CACHE_TARGET: case TIDE_CFG_CACHE_AGE: case TIDE_CFG_CACHE_BUDGET:
-    case TIDE_CFG_INSERT_BURST: case TIDE_CFG_KEY_CACHE_SIZE: case TIDE_CFG_KEY_CACHE_AGE: case TIDE_CFG_TRIM_POLICY:
-    case TIDE_CFG_CACHE_ARENA: case TIDE_CFG_CACHE_ARENA_SEGMENT: case TIDE_CFG_CACHE_ARENA_RESERVE:
-    case TIDE_CFG_CACHE_ARENA_EVACUATE: case TIDE_CFG_CACHE_ARENA_HUGEPAGES: case TIDE_CFG_TRIM_PAD:
-        return TIDE_CFG_GROUP_CACHE;
-    case TIDE_CFG_MEMORY_LIMIT: case TIDE_CFG_MEMORY_LEVELS: case TIDE_CFG_MEMORY_HYSTERESIS:
-    case TIDE_CFG_MEMORY_POLL_MS: case TIDE_CFG_MEMORY_PRESSURE: case TIDE_CFG_MMAP_THRESHOLD: case TIDE_CFG_ARENA_MAX:
-        return TIDE_CFG_GROUP_MEMORY;
-    default:
-        break;
-    }
-    /* A setting not named above goes with its file section's group, an
-     * env-only one with HTTP's (the tokens). */
-    if (id < 0 || id >= TIDE_CFG_COUNT) return -1;
-    if (ti_config_settings[id].section == NULL) return TIDE_CFG_GROUP_HTTP;
-    if (strcmp(ti_config_settings[id].section, "node_db") == 0) return TIDE_CFG_GROUP_NODE_DB;
-    return TIDE_CFG_GROUP_NODE;
+    return id >= 0 && id < TIDE_CFG_COUNT ? ti_config_settings[id].group : -1;
 }
 
 const char *tide_config_group_name(int group)

@@ -114,7 +114,7 @@ typedef struct tide_config {
     unsigned nudb_block_size;    /* 4096..32768, power of two */
     uint64_t store_index_lag;    /* the tail index's budget; 0: off */
     int      store_key_map;      /* 1 (default): lookups search nudb.key through a
-                                    read-only map; 0: with pread (no_map) */
+                                    read-only map; 0: with pread */
     int      cache_arena;        /* 1 (default): the node cache's objects in a
                                     segment arena; 0: malloc */
     uint64_t cache_arena_segment;/* bytes, a power of two, 64 KiB..1 GiB; 2 MiB */
@@ -144,7 +144,7 @@ typedef struct tide_config {
                                     heap's top, 0..1 GiB; default 0 */
     unsigned http_max_connections;   /* open at once, 1..1048576; default 4096
                                         (tided lowers it to fit RLIMIT_NOFILE) */
-    unsigned http_max_per_client;    /* open at once from one address, 0 (no
+    unsigned http_max_connections_per_client; /* open at once from one address, 0 (no
                                         bound)..1048576; default 256 */
     unsigned http_idle_timeout;      /* seconds a connection may hold nothing
                                         in flight, 1..3600; default 5 */
@@ -180,10 +180,10 @@ typedef struct tide_config {
     uint64_t rotate_bytes;       /* rotate when the newest nudb.dat reaches it; 0: none */
     uint64_t rotate_interval;    /* seconds after the last rotation; 0: none */
     unsigned delete_batch;       /* keep-list keys per batch; default 100 */
-    unsigned back_off_ms;        /* back_off_milliseconds; default 100 */
+    unsigned back_off_milliseconds; /* default 100 */
     uint64_t delete_chunk;       /* bytes a dropped nudb.dat is cut per step; 64 MiB */
-    unsigned recovery_wait_s;    /* recovery_wait_seconds; default 5 */
-    unsigned rotation_wait_max_s;/* rotation_wait_max_seconds; default 300 */
+    unsigned recovery_wait_seconds; /* default 5 */
+    unsigned rotation_wait_max_seconds; /* default 300 */
     int      trim_after_rotation;/* 1 (default) or 0 */
     uint64_t rotation_max_rss;   /* the health gate holds a rotation while RSS is over it;
                                     0 (default): no RSS gate */
@@ -212,11 +212,11 @@ typedef struct tide_config {
      * (unbounded) under a limit is TIDE_EINVAL: the governor cannot shrink
      * a node cache opened without a limit. */
     uint64_t memory_limit;       /* bytes in force; 0: none; else >= TIDE_CONFIG_MEMORY_LIMIT_MIN */
-    unsigned memory_pct[4];      /* memory_levels "80,90,97": [0] 0, then soft,
+    unsigned memory_levels[4];   /* "80,90,97": [0] 0, then the soft,
                                     high, critical percent (mem/overload.h) */
     unsigned memory_hysteresis;  /* percentage points below a mark to leave it; 5 */
-    unsigned memory_poll_ms;     /* memory_poll_milliseconds, 10..10000; 100 */
-    unsigned memory_pressure_pct;/* PSI some avg10 that holds SOFT, 0..100 (0: off); 10 */
+    unsigned memory_poll_milliseconds; /* 10..10000; 100 */
+    unsigned memory_pressure;    /* PSI some avg10 (percent) that holds SOFT, 0..100 (0: off); 10 */
     uint64_t key_cache_hard_limit; /* derived (bytes); 0: the node's default (32 MiB) */
     /* What tide_config_apply_cgroup found (cgroup_limited 0 when nothing). */
     int      cgroup_limited;
@@ -434,9 +434,9 @@ size_t tide_config_describe_setting(const tide_config *c, int id, char *buf, siz
  * block size), http (listen, the connections, bodies, the tokens,
  * /metrics), cache (the sweeps, both caches, the insert burst, the trim
  * policy), memory (the memory limit and its levels, glibc's malloc
- * options) and node_db (online delete: the file's [node_db] keys). A
- * setting no rule names goes with its file section ([node_db]: node_db,
- * else node), an env-only one with http, so each setting is in exactly one.
+ * options) and node_db (online delete: the file's [node_db] keys). Each
+ * row of the settings table names its group, so each setting is in exactly
+ * one.
  */
 enum { TIDE_CFG_GROUP_NODE, TIDE_CFG_GROUP_HTTP, TIDE_CFG_GROUP_CACHE, TIDE_CFG_GROUP_MEMORY,
        TIDE_CFG_GROUP_NODE_DB, TIDE_CFG_GROUP_COUNT };

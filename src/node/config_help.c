@@ -3,7 +3,7 @@
  * config_help.c: tided's --help text of each setting, written from its row
  * of the settings table (config_impl.h): the flag and its value's name,
  * the description, the words it takes, its range, its default (a preset's
- * from the preset table, node_size's from its RAM rule), its environment
+ * from the row's presets, node_size's from its RAM rule), its environment
  * variable and its file keys. No range or default is written here.
  *
  * Invariants:
@@ -78,20 +78,14 @@ static void text_line(text *t, const char *fmt, ...)
     text_wrapped(t, 8, line);
 }
 
-/* The value setting `id` takes from preset `p`, as describe shows it. */
-static void preset_text(int id, const ti_config_preset *p, char *out, size_t cap)
+/* The value setting `st` takes from preset `n`, as describe shows it. */
+static void preset_text(const ti_config_setting *st, int n, char *out, size_t cap)
 {
-    switch (id) {
-    case TIDE_CFG_SWEEP_INTERVAL: snprintf(out, cap, "%u", p->sweep_interval); break;
-    case TIDE_CFG_CACHE_TARGET:   snprintf(out, cap, "%" PRIu64, p->cache_target); break;
-    case TIDE_CFG_CACHE_AGE:      snprintf(out, cap, "%" PRIu64, p->cache_age); break;
-    case TIDE_CFG_CACHE_BUDGET:   ti_config_size_text(p->cache_budget, out, cap); break;
-    case TIDE_CFG_INSERT_BURST:   ti_config_size_text(p->insert_burst, out, cap); break;
-    default: snprintf(out, cap, "?"); break;
-    }
+    if (st->kind == K_SIZE) ti_config_size_text(st->preset[n], out, cap);
+    else snprintf(out, cap, "%" PRIu64, st->preset[n]);
 }
 
-/* "Default: ..." of setting `id`, from its row, the preset table or the
+/* "Default: ..." of setting `id`, from its row, its presets or the
  * rule that computes it. */
 static void default_line(text *t, int id)
 {
@@ -112,7 +106,7 @@ static void default_line(text *t, int id)
     }
     if (st->from_preset) {
         for (int n = 0; n < TIDE_NODE_SIZE_COUNT && used < sizeof list; n++) {
-            preset_text(id, &ti_config_presets[n], one, sizeof one);
+            preset_text(st, n, one, sizeof one);
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s %s", n ? ", " : "",
                                      ti_config_node_size_names[n], one);
         }

@@ -2,7 +2,8 @@
 /*
  * config_impl.h: what the node part's settings files share (config.c, the
  * table, defaults and values; config_file.c, the file; config_help.c,
- * tided's --help). Private to src/node: nothing outside includes it.
+ * tided's --help; config_mem.c, the memory limit; startup.c, the node's
+ * options from the rows). Private to src/node: nothing outside includes it.
  *
  * The tables are constant and the functions thread-compatible: a
  * tide_config is changed by one thread at a time, as config.h says.
@@ -17,13 +18,6 @@
 
 #define GiB (1024ull * 1024 * 1024)
 #define MiB (1024ull * 1024)
-
-/* A node_size preset: the values it gives the settings it fills
- * (docs/ARCHITECTURE.md, "node_size presets"). */
-typedef struct ti_config_preset {
-    unsigned sweep_interval;
-    uint64_t cache_target, cache_age, cache_budget, insert_burst;
-} ti_config_preset;
 
 /* How a setting's text is parsed. */
 enum kind {
@@ -42,20 +36,71 @@ enum kind {
     K_LEVELS     /* memory_levels: "S,H,C", percents in [min, max], S < H < C */
 };
 
+/* The C type of a setting's field in tide_config, found by FIELD() from
+ * the field itself, so a row cannot name a field of another type. */
+enum ti_storage { TI_INT, TI_UNSIGNED, TI_U64, TI_TEXT, TI_OTHER };
+#define TI_STORAGE_OF(x) _Generic((x), int: TI_INT, unsigned: TI_UNSIGNED, uint64_t: TI_U64, \
+                                  char *: TI_TEXT, default: TI_OTHER)
+
+/* A row's name and its field in tide_config (offset, size and type): one
+ * name, so the setting cannot be kept under another. Its flag and variable
+ * are the same name spelt for each ("cache-budget", "TIDE_CACHE_BUDGET"),
+ * which tests/test_config.c holds every row to. */
+#define FIELD(f) .name = #f, .offset = offsetof(tide_config, f), .field_size = sizeof ((tide_config *)0)->f, \
+                 .storage = TI_STORAGE_OF(((tide_config *)0)->f)
+/* A row's destination in tide_node_opts, copied as a number of the
+ * field's size (4 or 8 bytes) by tide_startup_node_opts. */
+#define NODE(f) .node_offset = offsetof(tide_node_opts, f), .node_size = sizeof ((tide_node_opts *)0)->f
+
+struct ti_config_setting;
+struct ti_config_parsed;        /* a value parsed from its text (config.c) */
+struct tide_node_opts;
+
+/* The value of a setting as describe prints it ("1GiB", "on", "unset"). */
+typedef void (*ti_config_format_fn)(const tide_config *c, const struct ti_config_setting *st, char *out,
+                                    size_t cap);
+/* Store a parsed value where its field is not one number or one text. */
+typedef void (*ti_config_store_fn)(tide_config *c, const struct ti_config_setting *st,
+                                   const struct ti_config_parsed *p, const char *text);
+/* A default computed at tide_config_defaults (from the machine). */
+typedef void (*ti_config_default_fn)(tide_config *c, const struct ti_config_setting *st);
+/* Put the setting into the node's options where it is not one number. */
+typedef void (*ti_config_node_fn)(const tide_config *c, struct tide_node_opts *o);
+
+/*
+ * One setting, all that is known of it: its names, how its text is read
+ * and checked, its group, its default, its --help words, where its value
+ * is kept (FIELD), how it is printed (format) and where it goes in the
+ * node's options (NODE, or to_node; neither: tided's own or glibc's).
+ */
 typedef struct ti_config_setting {
-    const char *name;     /* "cache_budget" */
+    const char *name;     /* "cache_budget": its field's name (FIELD) */
     const char *flag;     /* "cache-budget" (without --), NULL: env only */
     const char *env;      /* "TIDE_CACHE_BUDGET" */
     const char *section;  /* "node"; NULL: env only */
     const char *alt_section, *alt_key;  /* a second file spelling, or NULL */
     enum kind kind;
     uint64_t min, max;
+    int group;            /* TIDE_CFG_GROUP_*: its settings line and --check-config block */
+    /* FIELD(f): where tide_config keeps the value, under `name` */
+    size_t offset, field_size;
+    enum ti_storage storage;
+    ti_config_format_fn format;
+    ti_config_store_fn store;       /* NULL: the number or text at offset */
+    /* NODE(f) or to_node: where tide_node_opts takes it; neither: not the node's */
+    size_t node_offset, node_size;  /* node_size 0: no NODE() */
+    ti_config_node_fn to_node;
     int from_preset;      /* finish() fills it from node_size's preset */
+    uint64_t preset[TIDE_NODE_SIZE_COUNT];  /* its value in each preset, by TIDE_NODE_* */
+    ti_config_default_fn computed;  /* a default computed from the machine, or NULL */
     const char *def;      /* the built-in default as a source would write it,
                              parsed by tide_config_defaults(); NULL when the
                              default is computed or "unset" (then `dflt`) */
     const char *dflt;     /* --help's words for a default that is not `def`,
                              or NULL (the preset ones print the preset row) */
+    const char *below_min;/* K_SIZE: why a value below min is refused, said
+                             in place of the range; NULL: the range */
+    int power_of_two;     /* K_SIZE: the value must be a power of two */
     const char *arg;      /* --help's name for the value: "SIZE", "SECONDS" */
     const char *help;     /* --help's description: what the setting does;
                              never its range or default, which are printed
@@ -80,11 +125,10 @@ typedef struct ti_config_rippled_key {
     const char *value;    /* the file key's value, for the message: "N (objects; ...)" */
 } ti_config_rippled_key;
 
-/* The rows, by TIDE_CFG_* id; the presets and node_size's names, by
- * TIDE_NODE_*; and the RAM below which each node_size is chosen (one step
- * per doubling; more RAM than the last is huge). */
+/* The rows, by TIDE_CFG_* id; node_size's names, by TIDE_NODE_*; and the
+ * RAM below which each node_size is chosen (one step per doubling; more
+ * RAM than the last is huge). */
 extern const ti_config_setting ti_config_settings[TIDE_CFG_COUNT];
-extern const ti_config_preset ti_config_presets[TIDE_NODE_SIZE_COUNT];
 extern const char *const ti_config_node_size_names[TIDE_NODE_SIZE_COUNT];
 extern const uint64_t ti_config_node_size_ram_below[TIDE_NODE_SIZE_COUNT - 1];
 extern const ti_config_rippled_key ti_config_rippled_keys[TIDE_CONFIG_RIPPLED_KEYS];
@@ -111,6 +155,10 @@ void ti_config_set_source(tide_config *c, int id, int kind, const char *fmt, ...
  * the limit and the check of the explicit ones. Returns 0 or TIDE_EINVAL
  * naming the settings and their sources. */
 int ti_config_finish_memory(tide_config *c);
+
+/* Setting `id`'s value as a number (its field read by its storage; 0 for
+ * a text or an array). */
+uint64_t ti_config_number(const tide_config *c, int id);
 
 /* v as the shortest exact size text ("1GiB", "512MB", "4096") into out. */
 void ti_config_size_text(uint64_t v, char *out, size_t cap);

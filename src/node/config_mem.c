@@ -49,7 +49,7 @@
  *   2. A derived value's source is TIDE_SRC_DERIVED; an operator's value is
  *      never replaced by a derived one, only lowered to the cgroup's limit,
  *      and that is logged with both figures.
- *   3. memory_pct and memory_hysteresis obey tide_mem_overload_init's rules
+ *   3. memory_levels and memory_hysteresis obey tide_mem_overload_init's rules
  *      (1 <= soft < high < critical <= 100, 1 <= hysteresis < soft).
  *
  * Never: raise an operator's limit; take a limit from a cgroup file that
@@ -140,7 +140,7 @@ static void overload_opts(const tide_config *c, tide_mem_overload_opts *o)
 {
     tide_mem_overload_opts_init(o);
     o->limit_bytes = c->memory_limit ? c->memory_limit : TIDE_CONFIG_MEMORY_LIMIT_MIN;
-    memcpy(o->pct, c->memory_pct, sizeof o->pct);
+    memcpy(o->pct, c->memory_levels, sizeof o->pct);
     o->hysteresis_pct = c->memory_hysteresis;
 }
 
@@ -154,20 +154,20 @@ static int check_levels(const tide_config *c)
     tide_mem_overload_opts o;
     tide_mem_overload st;
 
-    if (c->memory_hysteresis >= 1 && c->memory_hysteresis < c->memory_pct[TIDE_OVERLOAD_SOFT]) {
+    if (c->memory_hysteresis >= 1 && c->memory_hysteresis < c->memory_levels[TIDE_OVERLOAD_SOFT]) {
         overload_opts(c, &o);
         return tide_mem_overload_init(&st, &o);
     }
     tide_config_source_text(c, TIDE_CFG_MEMORY_HYSTERESIS, hs, sizeof hs);
     tide_config_source_text(c, TIDE_CFG_MEMORY_LEVELS, ls, sizeof ls);
-    if (c->memory_pct[TIDE_OVERLOAD_SOFT] <= 1)
+    if (c->memory_levels[TIDE_OVERLOAD_SOFT] <= 1)
         return tide_err_set(TIDE_EINVAL, "memory_levels=%u,%u,%u (%s): a soft mark of 1%% leaves no room for "
-                            "memory_hysteresis, which is at least 1: raise the soft mark", c->memory_pct[1],
-                            c->memory_pct[2], c->memory_pct[3], ls);
+                            "memory_hysteresis, which is at least 1: raise the soft mark", c->memory_levels[1],
+                            c->memory_levels[2], c->memory_levels[3], ls);
     return tide_err_set(TIDE_EINVAL, "memory_hysteresis=%u (%s) is not below the soft mark of memory_levels="
                         "%u,%u,%u (%s): a level is left (mark - hysteresis)%% below its mark, so the "
-                        "hysteresis takes 1 to %u", c->memory_hysteresis, hs, c->memory_pct[1],
-                        c->memory_pct[2], c->memory_pct[3], ls, c->memory_pct[TIDE_OVERLOAD_SOFT] - 1);
+                        "hysteresis takes 1 to %u", c->memory_hysteresis, hs, c->memory_levels[1],
+                        c->memory_levels[2], c->memory_levels[3], ls, c->memory_levels[TIDE_OVERLOAD_SOFT] - 1);
 }
 
 /* ---- the split -------------------------------------------------------------------- */
@@ -214,13 +214,7 @@ static const struct held_rule { int id; unsigned times; const char *why; } held_
 
 static uint64_t budget_value(const tide_config *c, int id)
 {
-    switch (id) {
-    case TIDE_CFG_CACHE_BUDGET:     return c->cache_budget;
-    case TIDE_CFG_INSERT_BURST:     return c->insert_burst;
-    case TIDE_CFG_HTTP_BODY_BUDGET: return c->http_body_budget;
-    case TIDE_CFG_STORE_INDEX_LAG:  return c->store_index_lag;
-    default:                        return 0;
-    }
+    return ti_config_number(c, id);
 }
 
 /* pct% of l, rounded down, without overflow (the governor's marks). */
@@ -313,7 +307,7 @@ static void size_rounded(uint64_t v, int up, char *out, size_t cap)
  * high mark, into out; 0 when none up to the largest. */
 static int raise_to(const tide_config *c, int in_force, uint64_t in_force_held, char *out, size_t cap)
 {
-    unsigned high = c->memory_pct[TIDE_OVERLOAD_HIGH];
+    unsigned high = c->memory_levels[TIDE_OVERLOAD_HIGH];
     uint64_t lo = c->memory_limit, hi = TIDE_CONFIG_BYTES_MAX;
 
 #define FITS(l) ((in_force ? in_force_held : held_at(c, (l))) <= pct_of((l), high))
@@ -399,8 +393,8 @@ static int check_budgets(const tide_config *c)
     list_held(c, 1, 0, 0, mine_list, sizeof mine_list);
     all = mine + list_held(c, 0, 0, 1, list, sizeof list) + c->key_cache_hard_limit;
     TIDE_ASSERT(all == held_at(c, l));
-    soft = pct_of(l, c->memory_pct[TIDE_OVERLOAD_SOFT]);
-    high = pct_of(l, c->memory_pct[TIDE_OVERLOAD_HIGH]);
+    soft = pct_of(l, c->memory_levels[TIDE_OVERLOAD_SOFT]);
+    high = pct_of(l, c->memory_levels[TIDE_OVERLOAD_HIGH]);
     ti_config_size_text(all, all_text, sizeof all_text);
     ti_config_size_text(c->key_cache_hard_limit, key, sizeof key);
     /* The derived split alone (75.5% at most, 67.5% from 1.6 GiB on) is the
@@ -412,7 +406,7 @@ static int check_budgets(const tide_config *c)
         ti_config_size_text(all - mine, rest, sizeof rest);
         return tide_err_set(TIDE_EINVAL, "the budgets may hold %s in all, more than the high mark of memory_limit="
                             "%s (%s), %u%% = %s, where writes are shed: %s, the derived ones and the key cache %s; "
-                            "%s", all_text, lim, ls, c->memory_pct[TIDE_OVERLOAD_HIGH], mark, mine_list, rest, fix);
+                            "%s", all_text, lim, ls, c->memory_levels[TIDE_OVERLOAD_HIGH], mark, mine_list, rest, fix);
     }
     if (mine > 0 && all > soft) {
         /* In a lab run, --memory-limit 64MiB --cache-budget 24MiB (98% of the
@@ -424,7 +418,7 @@ static int check_budgets(const tide_config *c)
                  "(%u%%): %s, the key cache's hard limit %s; the caches alone can keep the node at its memory "
                  "levels, and a burst of inserts between two readings can pass the limit (docs/MEMORY-LIMIT.md): "
                  "lower the %s", all_text, (unsigned)((all * 100 + l - 1) / l), lim, ls,
-                 c->memory_pct[TIDE_OVERLOAD_SOFT], list, key, body_raised(c) ? "explicit ones or max_object_size"
+                 c->memory_levels[TIDE_OVERLOAD_SOFT], list, key, body_raised(c) ? "explicit ones or max_object_size"
                  : "explicit ones");
     }
     return 0;
@@ -439,7 +433,7 @@ int tide_config_check_limit_in_force(const tide_config *running, uint64_t limit,
 
     if (limit == 0) return 0;                    /* no limit: nothing to hold */
     c.memory_limit = limit;
-    memcpy(c.memory_pct, pct, sizeof c.memory_pct);
+    memcpy(c.memory_levels, pct, sizeof c.memory_levels);
     ti_config_size_text(limit, lim, sizeof lim);
     if (c.cache_budget == 0)
         return tide_err_set(TIDE_EINVAL, "the node cache in force is unbounded (cache_budget=0), which "

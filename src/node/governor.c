@@ -105,7 +105,7 @@ int tide_node_overload_level(const tide_node *n)
 
 static uint64_t gov_now_us(tide_node *n)
 {
-    return n->opts.clock_us ? n->opts.clock_us(n->opts.clock_arg) : tide_clock_mono_us();
+    return n->opts.hooks.clock_us ? n->opts.hooks.clock_us(n->opts.hooks.clock_arg) : tide_clock_mono_us();
 }
 
 /* ---- the reading ------------------------------------------------------------ */
@@ -113,8 +113,8 @@ static uint64_t gov_now_us(tide_node *n)
 /* The PSI file the pressure comes from, or NULL for none. */
 static const char *psi_path(const tide_node *n)
 {
-    if (n->opts.psi_path == NULL) return TIDE_MEM_PSI_SYSTEM;
-    return n->opts.psi_path[0] ? n->opts.psi_path : NULL;
+    if (n->opts.hooks.psi_path == NULL) return TIDE_MEM_PSI_SYSTEM;
+    return n->opts.hooks.psi_path[0] ? n->opts.hooks.psi_path : NULL;
 }
 
 /* The real reading. The anonymous memory must be read; the cgroup and
@@ -177,7 +177,7 @@ static int trigger_fired(tide_node *n)
 static int take_reading(tide_node *n, tide_node_memory_reading *r)
 {
     memset(r, 0, sizeof *r);
-    if (n->opts.memory_reading) return n->opts.memory_reading(n->opts.memory_reading_arg, r);
+    if (n->opts.hooks.memory_reading) return n->opts.hooks.memory_reading(n->opts.hooks.memory_reading_arg, r);
     r->psi_triggered = trigger_fired(n);
     return real_reading(n, r);
 }
@@ -392,7 +392,7 @@ static int cgroup_failed(tide_node *n, const tide_node_memory_reading *r, int le
     }
     if (!n->mem_cg_failing)
         tide_log(TIDE_LOG_WARN, "memory governor: the cgroup's figures failed (%s); the level stays %s",
-                 n->opts.memory_reading ? "the reading hook said so" : tide_last_error(),
+                 n->opts.hooks.memory_reading ? "the reading hook said so" : tide_last_error(),
                  tide_mem_overload_level_name(level));
     n->mem_cg_failing = 1;
     pthread_mutex_lock(&n->mem_lock);
@@ -555,7 +555,7 @@ void tide_node_memory_get(tide_node *n, tide_node_memory_status *out)
      * It is a peak of the whole RSS, file-backed pages (nudb.key's map)
      * included, so it stands for the counted figure only on a kernel
      * without RssAnon, where the reading is VmRSS too. */
-    if (n->opts.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0 && !ps.has_split &&
+    if (n->opts.hooks.memory_reading == NULL && tide_mem_proc_status_read(&ps) == 0 && !ps.has_split &&
         ps.vm_hwm > out->peak_start_bytes)
         out->peak_start_bytes = ps.vm_hwm;
     out->rejected_writes = atomic_load(&n->mem_rejected);
@@ -580,7 +580,7 @@ static void open_trigger(tide_node *n)
 
     /* The cgroup's own file when there is one (v2, psi_path left at its
      * default): the group's stall is what its limit causes. */
-    if (n->opts.psi_path == NULL && n->mem_cgroup_path && n->opts.cgroup_version == 2 &&
+    if (n->opts.hooks.psi_path == NULL && n->mem_cgroup_path && n->opts.cgroup_version == 2 &&
         snprintf(cg, sizeof cg, "%s/memory.pressure", n->mem_cgroup_path) < (int)sizeof cg &&
         access(cg, R_OK | W_OK) == 0)
         psi = cg;
@@ -588,9 +588,9 @@ static void open_trigger(tide_node *n)
     int rc;
 
     n->mem_psi_fd = -1;
-    if (psi == NULL || n->mem_pressure_pct == 0 || n->opts.memory_reading) {
+    if (psi == NULL || n->mem_pressure_pct == 0 || n->opts.hooks.memory_reading) {
         snprintf(n->mem_st.psi_trigger_error, sizeof n->mem_st.psi_trigger_error, "%s",
-                 n->opts.memory_reading ? "the reading is a hook (tests)"
+                 n->opts.hooks.memory_reading ? "the reading is a hook (tests)"
                  : psi == NULL ? "no PSI file (psi_path \"\")" : "memory_pressure is 0 (off)");
         return;
     }
@@ -672,8 +672,8 @@ int ti_node_governor_init(tide_node *n)
     publish_marks(n);
     if (o->cgroup_path && (n->mem_cgroup_path = strdup(o->cgroup_path)) == NULL) return TIDE_ENOMEM;
     n->opts.cgroup_path = n->mem_cgroup_path;
-    if (o->psi_path && (n->mem_psi_path = strdup(o->psi_path)) == NULL) return TIDE_ENOMEM;
-    n->opts.psi_path = n->mem_psi_path;
+    if (o->hooks.psi_path && (n->mem_psi_path = strdup(o->hooks.psi_path)) == NULL) return TIDE_ENOMEM;
+    n->opts.hooks.psi_path = n->mem_psi_path;
     tide_cache_stats_get(n->cache, &cs);
     tide_keycache_stats_get(n->keycache, &ks);
     n->mem_cache_budget = cs.budget_bytes;

@@ -53,7 +53,7 @@ static void *count_main(void *arg)
 {
     tide_node *n = arg;
     key_count kc = { n, 0 };
-    int rc = tide_store_visit_io(n->dir, n->opts.io, count_record, &kc, NULL);
+    int rc = tide_store_visit_io(n->dir, n->opts.hooks.io, count_record, &kc, NULL);
 
     if (rc == 0 || rc == 2) {
         atomic_store(&n->keys_at_open, kc.records);

@@ -725,7 +725,7 @@ static void psi_samples(tide_metrics_writer *w, const char *scope, const tide_me
  * and the cgroup's memory.pressure (v2). */
 static void write_pressure(tide_metrics_writer *w, tide_node *n, const tide_node_memory_status *st)
 {
-    const char *pp = tide_node_options(n)->psi_path;
+    const char *pp = tide_node_options(n)->hooks.psi_path;
     const char *scope = pp == NULL || strcmp(pp, TIDE_MEM_PSI_SYSTEM) == 0 ? "system" : "cgroup";
     int own = st->last.has_psi, cg = st->last.has_cgroup && st->last.cgroup.has_psi;
 

@@ -103,6 +103,7 @@ void tide_node_opts_init(tide_node_opts *o)
     o->create_if_missing = 1;
     o->key_size = 32;
     o->block_size = 4096;
+    o->store_key_map = 1;
     o->cache_target = 262144;
     o->cache_age_s = 30;
     o->cache_budget = 64 * (size_t)MiB;
@@ -120,7 +121,7 @@ void tide_node_opts_init(tide_node_opts *o)
     o->generations = 0;           /* the manifest's keep; 2 for a new directory */
     o->delete_batch = 100;
     o->back_off_ms = 100;
-    o->delete_chunk_bytes = 64ull * MiB;
+    o->delete_chunk = 64ull * MiB;
     o->recovery_wait_s = 5;
     o->rotation_wait_max_s = 300;
     o->rotate_check_ms = 1000;
@@ -139,19 +140,19 @@ static int ensure_store(const tide_node_opts *o)
 {
     tide_store_info info;
     tide_store_create_opts co;
-    int made = 0, rc = tide_store_inspect(o->dir, o->io, &info);
+    int made = 0, rc = tide_store_inspect(o->dir, o->hooks.io, &info);
 
     if (rc != TIDE_ENOENT) return rc;           /* there is one, or it is broken */
     if (!o->create_if_missing)
         return tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat, nudb.key)", o->dir);
-    if (o->io == NULL) {
+    if (o->hooks.io == NULL) {
         if (mkdir(o->dir, 0755) == 0) made = 1;
         else if (errno != EEXIST) return tide_err_sys(errno, "mkdir %s", o->dir);
     }
     tide_store_create_opts_init(&co);
     co.key_size = o->key_size;
     co.block_size = o->block_size;
-    co.io = o->io;
+    co.io = o->hooks.io;
     rc = tide_store_create(o->dir, &co);
     if (rc == 0) tide_log(TIDE_LOG_INFO, "created an empty store in %s (key size %u, block size %u)",
                           o->dir, o->key_size, o->block_size);
@@ -164,7 +165,7 @@ static int ensure_store(const tide_node_opts *o)
 /* 1 when DIR holds a manifest (generations on disk). */
 static int has_manifest(const tide_node_opts *o)
 {
-    tide_io *io = o->io ? o->io : tide_io_posix();
+    tide_io *io = o->hooks.io ? o->hooks.io : tide_io_posix();
     char p[4200];
 
     if ((size_t)snprintf(p, sizeof p, "%s/%s", o->dir, TIDE_GEN_FILE) >= sizeof p) return 0;
@@ -210,17 +211,17 @@ static int open_gens(tide_node *n)
     go.block_size = n->opts.block_size;
     if (n->opts.insert_burst) go.store.burst_bytes = n->opts.insert_burst;
     go.store.commit_interval_ms = n->opts.commit_interval_ms;
-    go.store.no_map = n->opts.store_no_map;
+    go.store.no_map = !n->opts.store_key_map;   /* the store's option says it the other way */
     go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals */
     go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
     go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;
     go.store.index_lag_bytes = n->opts.index_lag_bytes;
     go.store.tail_account_id = TIDE_MEM_STORE_TAIL_INDEX;
-    go.io = n->opts.io;
-    go.delete_chunk_bytes = n->opts.delete_chunk_bytes;
+    go.io = n->opts.hooks.io;
+    go.delete_chunk = n->opts.delete_chunk;
     go.back_off_ms = n->opts.back_off_ms;
-    go.trace = n->opts.gens_trace;
-    go.trace_arg = n->opts.gens_trace_arg;
+    go.trace = n->opts.hooks.gens_trace;
+    go.trace_arg = n->opts.hooks.gens_trace_arg;
     if (!go.online_delete && !manifest) rc = ensure_store(&n->opts);
     if (rc == 0) rc = tide_gens_open(&n->gens, n->dir, &go);
     if (rc == 0) log_keep(n, manifest);
@@ -309,8 +310,8 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     co.hard_limit_bytes = n->opts.cache_hard_limit ? n->opts.cache_hard_limit
                         : n->opts.cache_budget > SIZE_MAX / 2 ? SIZE_MAX
                         : 2 * n->opts.cache_budget;
-    co.clock_us = n->opts.clock_us;
-    co.clock_arg = n->opts.clock_arg;
+    co.clock_us = n->opts.hooks.clock_us;
+    co.clock_arg = n->opts.hooks.clock_arg;
     co.account_bytes = tide_mem_account_counter(TIDE_MEM_NODE_CACHE);
     co.account_id = TIDE_MEM_NODE_CACHE;
     co.arena = n->opts.cache_arena;
@@ -326,8 +327,8 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     ko.age_s = n->opts.key_cache_age_s;
     ko.hard_limit_bytes = n->opts.key_cache_hard_limit ? n->opts.key_cache_hard_limit
                         : n->opts.key_cache_size ? 32 * (size_t)MiB : 0;
-    ko.clock_us = n->opts.clock_us;
-    ko.clock_arg = n->opts.clock_arg;
+    ko.clock_us = n->opts.hooks.clock_us;
+    ko.clock_arg = n->opts.hooks.clock_arg;
     ko.account_bytes = tide_mem_account_counter(TIDE_MEM_KEY_CACHE);
     ko.account_id = TIDE_MEM_KEY_CACHE;
     ko.arena = n->opts.cache_arena;

@@ -20,7 +20,7 @@
  *
  * The sweeper is one thread. Each round sweeps the node cache, then the key
  * cache, then makes at most one release call as opts.trim_policy says
- * (tide_mem_trim, or opts.release in tests; the default policy: after every
+ * (tide_mem_trim, or opts.hooks.release in tests; the default policy: after every
  * sweep), then records a tide_node_sweep_report, then waits
  * sweep_interval_ms counted from the end of that round. tide_node_sweep()
  * runs the same round on the calling thread (POST /v1/admin/sweep); rounds
@@ -112,23 +112,58 @@ int tide_trim_policy_parse(const char *text, int *policy, uint64_t *param);
 /* The policy as text in the form parse reads ("every:4"). */
 void tide_trim_policy_format(int policy, uint64_t param, char *buf, size_t cap);
 
+/*
+ * What tests and the lab put in a node's place: the release, the clock,
+ * the file I/O, the memory readings, the rotation's gate and traces.
+ * tide_node_opts_init leaves every one NULL, the real thing, and so does
+ * tided: an operator never sets one.
+ */
+typedef struct tide_node_hooks {
+    tide_node_release_fn release; /* NULL (default): tide_mem_trim_pad with
+                                     trim_pad */
+    void    *release_arg;
+    tide_node_trace_fn trace;     /* NULL (default) */
+    void    *trace_arg;
+    tide_gens_trace_fn gens_trace;/* NULL (default): passed to tide_gens_opts.trace (the
+                                     rotation's steps), for tests */
+    void    *gens_trace_arg;
+    uint64_t (*clock_us)(void *arg); /* the caches' clock, and the memory governor's (its
+                                     resweep interval and time per level, so
+                                     tests need no wall clock); NULL: monotonic */
+    void    *clock_arg;
+    struct tide_io *io;           /* NULL (default): POSIX */
+    tide_node_health_fn health;   /* NULL (default): the built-in gate (the insert pools
+                                     under one burst, no commit failed since the
+                                     last look, RSS under rotation_max_rss when set,
+                                     the memory level below HIGH); tests put a hook here */
+    void    *health_arg;
+    const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none.
+                                     Copied at open. */
+    tide_node_memory_fn memory_reading; /* NULL (default): /proc, the cgroup, PSI */
+    void    *memory_reading_arg;
+} tide_node_hooks;
+
+/*
+ * A node's options, in three parts: the operator's knobs, each filled by
+ * tided from the setting its row in the settings table names
+ * (src/node/config.c: NODE(field), or a to_node function for the few that
+ * change on the way, as sweep_interval's seconds become
+ * sweep_interval_ms); the embedder's, which no setting reaches (tided
+ * keeps tide_node_opts_init's, or fills them from what it found: the
+ * cgroup, the key cache's derived hard limit); and the hooks.
+ */
 typedef struct tide_node_opts {
-    const char *dir;              /* the store's directory; required */
-    int      create_if_missing;   /* 1 (default): create an empty store (and
-                                     the directory) when dir holds none */
-    unsigned key_size;            /* for a new store; default 32. An existing
-                                     store's key size rules: keys passed to
-                                     put/get must have tide_node_key_size() bytes */
-    unsigned block_size;          /* for a new store; default 4096 */
-    int      store_no_map;        /* 1: the stores' lookups pread nudb.key
-                                     (tide_store_opts.no_map); 0 (default): map */
+    /* ---- the operator's knobs (tided's settings) ---- */
+    const char *dir;              /* the store's directory; required (data_dir) */
+    unsigned block_size;          /* for a new store; default 4096 (nudb_block_size) */
+    int      store_key_map;       /* 1 (default): the stores' lookups search
+                                     nudb.key through a read-only map; 0: they
+                                     pread it (tide_store_opts.no_map) */
     /* node cache (docs/ARCHITECTURE.md, "The node cache") */
     size_t   cache_target;        /* entries; default 262144 (tiny) */
     unsigned cache_age_s;         /* default 30 */
     size_t   cache_budget;        /* bytes a sweep shrinks to; default 64 MiB;
                                      0: unbounded */
-    size_t   cache_hard_limit;    /* never exceeded; 0 (default): twice the
-                                     budget (none when the budget is 0) */
     int      cache_arena;         /* 1 (default): the node cache's objects
                                      and entries, and the key cache's
                                      entries, live in segment arenas
@@ -146,42 +181,19 @@ typedef struct tide_node_opts {
     /* key cache */
     size_t   key_cache_size;      /* target entries; default 65536 (as config.c) */
     unsigned key_cache_age_s;     /* default 30 */
-    size_t   key_cache_hard_limit;/* bytes; 0 (default): 32 MiB, or none when
-                                     key_cache_size is 0 */
     /* store */
     size_t   insert_burst;        /* the store's burst_bytes; default 4 MiB;
                                      0: the store's default */
-    unsigned commit_interval_ms;  /* default 1000 */
     uint64_t index_lag_bytes;     /* the store's index_lag_bytes (the
                                      deferred index's tail budget);
-                                     default 0: off */
+                                     default 0: off (store_index_lag) */
     /* sweeper */
     uint64_t sweep_interval_ms;   /* default 10000; 0: no sweeper thread
                                      (tide_node_sweep only) */
-    int      trim;                /* 1 (default): release as trim_policy says;
-                                     0: sweep only (the "no trim" lab variant;
-                                     the report's trimmed is 0) */
     int      trim_policy;         /* TIDE_TRIM_*; default TIDE_TRIM_ALWAYS */
     uint64_t trim_param;          /* N, bytes or percent (see the enum) */
     size_t   trim_pad;            /* glibc's malloc_trim(pad): bytes left at
                                      the top of the main heap; default 0 */
-    tide_node_release_fn release; /* NULL (default): tide_mem_trim_pad with
-                                     trim_pad */
-    void    *release_arg;
-    tide_node_trace_fn trace;     /* NULL (default) */
-    void    *trace_arg;
-    tide_gens_trace_fn gens_trace;/* NULL (default): passed to tide_gens_opts.trace (the
-                                     rotation's steps), for tests */
-    void    *gens_trace_arg;
-    uint64_t count_keys_max_bytes;/* count the stored keys in the background
-                                     at open (a read of nudb.dat) when the
-                                     data file is at most this big; default
-                                     4 GiB; 0: never count */
-    uint64_t (*clock_us)(void *arg); /* the caches' clock, and the memory governor's (its
-                                     resweep interval and time per level, so
-                                     tests need no wall clock); NULL: monotonic */
-    void    *clock_arg;
-    struct tide_io *io;           /* NULL (default): POSIX */
     /* online delete (docs/ROTATION.md). Generations are on when
      * online_delete_on is 1; the triggers below say when the rotator
      * thread rotates (any one that is due). A directory that already holds
@@ -204,30 +216,22 @@ typedef struct tide_node_opts {
     unsigned delete_batch;        /* keep-list keys copied forward per batch; default 100 */
     unsigned back_off_ms;         /* pause between two batches and two delete steps;
                                      default 100 */
-    uint64_t delete_chunk_bytes;  /* a dropped nudb.dat is cut by this much per step;
+    uint64_t delete_chunk;  /* a dropped nudb.dat is cut by this much per step;
                                      default 64 MiB */
     unsigned recovery_wait_s;     /* an unhealthy node (commit backlog or a failed
                                      commit) waits this long before the gate is tried
                                      again; default 5 */
     unsigned rotation_wait_max_s; /* after waiting this long in all the attempt is
                                      abandoned, logged and counted; default 300 */
-    uint64_t rotate_check_ms;     /* how often the rotator looks at its triggers;
-                                     default 1000; 0: no rotator thread (only
-                                     tide_node_rotate_check and the admin) */
     int      trim_after_rotation; /* 1 (default): one measured release after a rotation
                                      that dropped a generation (the same call as a
-                                     sweep's: opts.release or tide_mem_trim) */
+                                     sweep's: hooks.release or tide_mem_trim) */
     uint64_t rotation_max_rss;    /* the built-in gate also waits while the process RSS
                                      (/proc/self/statm) is over this; 0 (default): no RSS
                                      gate. (An RSS bound of the operator's own, beside
                                      memory_limit, which the gate heeds through the
                                      memory level. The node cache needs no gate: it
                                      never exceeds its hard limit.) */
-    tide_node_health_fn health;   /* NULL (default): the built-in gate (the insert pools
-                                     under one burst, no commit failed since the
-                                     last look, RSS under rotation_max_rss when set,
-                                     the memory level below HIGH); tests put a hook here */
-    void    *health_arg;
     /* The memory limit (governor.c). The governor thread reads the
      * figures every memory_poll_ms, keeps the peaks, and with a limit set
      * moves the overload level (mem/overload.h) and acts on it: on entering
@@ -253,13 +257,7 @@ typedef struct tide_node_opts {
                                      keeps them is not refused forever */
     uint64_t memory_poll_ms;      /* default 100; 0: no governor thread (tests call
                                      tide_node_memory_check) */
-    const char *cgroup_path;      /* the cgroup directory whose usage counts beside RSS
-                                     (tide_mem_cgroup_limit_info.path), or NULL (default):
-                                     RSS alone counts. Copied at open. */
-    int      cgroup_version;      /* 1 or 2 with cgroup_path */
-    const char *psi_path;         /* NULL (default): TIDE_MEM_PSI_SYSTEM; "": none.
-                                     Copied at open. */
-    unsigned memory_pressure_pct; /* PSI "some" avg10 (the larger of psi_path's and,
+    unsigned memory_pressure_pct; /* PSI "some" avg10 (the larger of hooks.psi_path's and,
                                      with a v2 cgroup_path, the group's memory.pressure;
                                      the trigger is opened on the group's file then)
                                      at or above this percent (or the
@@ -268,8 +266,33 @@ typedef struct tide_node_opts {
                                      lets go when avg10 falls under half of it and
                                      the trigger has not fired for one window;
                                      0: pressure ignored; default 10 */
-    tide_node_memory_fn memory_reading; /* NULL (default): /proc, the cgroup, PSI */
-    void    *memory_reading_arg;
+    /* ---- the embedder's: no setting reaches them ---- */
+    int      create_if_missing;   /* 1 (default): create an empty store (and
+                                     the directory) when dir holds none */
+    unsigned key_size;            /* for a new store; default 32. An existing
+                                     store's key size rules: keys passed to
+                                     put/get must have tide_node_key_size() bytes */
+    size_t   cache_hard_limit;    /* never exceeded; 0 (default): twice the
+                                     budget (none when the budget is 0) */
+    size_t   key_cache_hard_limit;/* bytes; 0 (default): 32 MiB, or none when
+                                     key_cache_size is 0 */
+    unsigned commit_interval_ms;  /* default 1000 */
+    int      trim;                /* 1 (default): release as trim_policy says;
+                                     0: sweep only (the "no trim" lab variant;
+                                     the report's trimmed is 0) */
+    uint64_t count_keys_max_bytes;/* count the stored keys in the background
+                                     at open (a read of nudb.dat) when the
+                                     data file is at most this big; default
+                                     4 GiB; 0: never count */
+    uint64_t rotate_check_ms;     /* how often the rotator looks at its triggers;
+                                     default 1000; 0: no rotator thread (only
+                                     tide_node_rotate_check and the admin) */
+    const char *cgroup_path;      /* the cgroup directory whose usage counts beside RSS
+                                     (tide_mem_cgroup_limit_info.path), or NULL (default):
+                                     RSS alone counts. Copied at open. */
+    int      cgroup_version;      /* 1 or 2 with cgroup_path */
+    /* ---- the hooks: tests and the lab; NULL in tided ---- */
+    tide_node_hooks hooks;
 } tide_node_opts;
 
 /* How often the governor repeats its sweep and release while the counted

@@ -418,7 +418,7 @@ static int healthy(tide_node *n, char *why, size_t cap)
     uint64_t seen = n->rot_failures_seen, rss = 0;
     char a[32], b[32];
 
-    if (n->opts.health) return n->opts.health(n->opts.health_arg, why, cap);
+    if (n->opts.hooks.health) return n->opts.hooks.health(n->opts.hooks.health_arg, why, cap);
     tide_gens_store_info(n->gens, &si);
     n->rot_failures_seen = si.commit_failures;
     if (si.commit_failures > seen) {
@@ -594,7 +594,7 @@ void tide_node_interrupt(tide_node *n)
     n->rot_stop = 1;
     pthread_cond_broadcast(&n->rot_cond);
     pthread_mutex_unlock(&n->rot_state_lock);
-    /* A gradual drop (delete_chunk_bytes steps, back_off_ms apart) may take
+    /* A gradual drop (delete_chunk steps, back_off_ms apart) may take
      * minutes; the interrupt stops it between two steps and the next open
      * removes the rest, so close never waits for it (invariant 6). */
     if (n->gens) tide_gens_interrupt(n->gens);

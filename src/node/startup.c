@@ -35,6 +35,10 @@
  * derived from it with their sources and what they may hold together.
  * With no limit anywhere the unbounded consumer "process" is the warning.
  *
+ * The node's options come from the settings table (config_impl.h): each
+ * row that names a tide_node_opts field gets its value copied there, or
+ * its to_node function run; nothing here lists the settings one by one.
+ *
  * Invariants:
  *   1. Nothing here prints metrics_token or admin_token, only "set"/"unset".
  *   2. mallopt runs only from tide_startup_apply_malloc, before threads.
@@ -42,6 +46,7 @@
  * Never: fail startup over a warning. Bad values were refused by config.c.
  */
 #include "node/startup.h"
+#include "node/config_impl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -206,7 +211,7 @@ static void log_block_size(const tide_config *c)
  * tide_mem_overload_init computes, the governor's own. */
 static void mark_text(const tide_config *c, const tide_mem_overload *st, int level, char *out, size_t cap)
 {
-    unsigned pct = c->memory_pct[level];
+    unsigned pct = c->memory_levels[level];
 
     snprintf(out, cap, "%s %u%% = %" PRIu64 " bytes (left below %u%% = %" PRIu64 ")",
              tide_mem_overload_level_name(level), pct, st->enter[level], pct - c->memory_hysteresis,
@@ -230,7 +235,7 @@ static void log_memory_limit(const tide_config *c)
         snprintf(counts, sizeof counts, "RSS");
     tide_mem_overload_opts_init(&oo);
     oo.limit_bytes = c->memory_limit;
-    memcpy(oo.pct, c->memory_pct, sizeof oo.pct);
+    memcpy(oo.pct, c->memory_levels, sizeof oo.pct);
     oo.hysteresis_pct = c->memory_hysteresis;
     if (tide_mem_overload_init(&st, &oo) != 0) {   /* finish refused these: not reached */
         tide_log(TIDE_LOG_WARN, "memory limit: %s", tide_last_error());
@@ -239,13 +244,13 @@ static void log_memory_limit(const tide_config *c)
     mark_text(c, &st, TIDE_OVERLOAD_SOFT, soft, sizeof soft);
     mark_text(c, &st, TIDE_OVERLOAD_HIGH, high, sizeof high);
     mark_text(c, &st, TIDE_OVERLOAD_CRITICAL, crit, sizeof crit);
-    if (c->memory_pressure_pct)
+    if (c->memory_pressure)
         snprintf(pressure, sizeof pressure, "memory pressure (PSI some avg10) at or above %u%% holds soft",
-                 c->memory_pressure_pct);
+                 c->memory_pressure);
     else
         snprintf(pressure, sizeof pressure, "memory pressure ignored (memory_pressure 0)");
     tide_log(TIDE_LOG_INFO, "memory limit: %s (%" PRIu64 " bytes) from %s; counts %s, read every %u ms; "
-             "marks %s, %s, %s; %s", lim, c->memory_limit, src, counts, c->memory_poll_ms, soft, high, crit,
+             "marks %s, %s, %s; %s", lim, c->memory_limit, src, counts, c->memory_poll_milliseconds, soft, high, crit,
              pressure);
 }
 
@@ -366,50 +371,30 @@ void tide_startup_log(const tide_config *c)
                  "TIDE_ADMIN_TOKEN");
 }
 
+/* Each setting the node takes, by its row: a number copied into its
+ * NODE() field as that field's size holds it, or the row's to_node. */
 void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
 {
     tide_node_opts_init(o);
-    o->dir = c->data_dir;
-    o->block_size = c->nudb_block_size;
-    o->cache_target = (size_t)c->cache_target;
-    o->cache_age_s = (unsigned)c->cache_age;
-    o->cache_budget = (size_t)c->cache_budget;
-    o->key_cache_size = (size_t)c->key_cache_size;
-    o->key_cache_age_s = (unsigned)c->key_cache_age;
-    o->insert_burst = (size_t)c->insert_burst;
-    o->index_lag_bytes = c->store_index_lag;
-    o->store_no_map = !c->store_key_map;
-    o->cache_arena = c->cache_arena;
-    o->cache_arena_segment = (size_t)c->cache_arena_segment;
-    o->cache_arena_reserve = c->cache_arena_reserve;
-    o->cache_arena_evacuate = (size_t)c->cache_arena_evacuate;
-    o->cache_arena_hugepages = c->cache_arena_hugepages;
-    o->sweep_interval_ms = (uint64_t)c->sweep_interval * 1000u;
-    o->trim_policy = c->trim_policy;
-    o->trim_param = c->trim_param;
-    o->trim_pad = (size_t)c->trim_pad;
-    o->online_delete_on = c->online_delete_on;
-    o->online_delete = c->online_delete;
-    /* Only the operator's G (flag, env, file) is passed; otherwise 0, the
-     * manifest's own keep: the default 2 must not shrink a larger ring. */
-    o->generations = c->src[TIDE_CFG_GENERATIONS].kind >= TIDE_SRC_FILE ? c->generations : 0;
-    o->advisory_delete = c->advisory_delete;
-    o->rotate_bytes = c->rotate_bytes;
-    o->rotate_interval_s = c->rotate_interval;
-    o->delete_batch = c->delete_batch;
-    o->back_off_ms = c->back_off_ms;
-    o->delete_chunk_bytes = c->delete_chunk;
-    o->recovery_wait_s = c->recovery_wait_s;
-    o->rotation_wait_max_s = c->rotation_wait_max_s;
-    o->trim_after_rotation = c->trim_after_rotation;
-    o->rotation_max_rss = c->rotation_max_rss;
-    o->memory_limit = c->memory_limit;
-    memcpy(o->memory_pct, c->memory_pct, sizeof o->memory_pct);
-    o->memory_hysteresis_pct = c->memory_hysteresis;
-    o->memory_poll_ms = c->memory_poll_ms;
-    o->memory_pressure_pct = c->memory_pressure_pct;
-    /* Only a limited cgroup's usage counts: an unlimited one's (a whole
-     * slice's, perhaps) says nothing about this limit. */
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const ti_config_setting *st = &ti_config_settings[id];
+        char *field = (char *)o + st->node_offset;
+        uint64_t v = ti_config_number(c, id);
+
+        if (st->to_node) {
+            st->to_node(c, o);
+        } else if (st->node_size == sizeof (uint32_t)) {
+            uint32_t v32 = (uint32_t)v;
+            memcpy(field, &v32, sizeof v32);
+        } else if (st->node_size == sizeof (uint64_t)) {
+            memcpy(field, &v, sizeof v);
+        } else {
+            TIDE_ASSERT(st->node_size == 0);   /* not the node's: tided's or glibc's */
+        }
+    }
+    /* Not settings: what tide_config_apply_cgroup found and what finish
+     * derived. Only a limited cgroup's usage counts: an unlimited one's (a
+     * whole slice's, perhaps) says nothing about this limit. */
     if (c->cgroup_limited) {
         o->cgroup_path = c->cgroup_path;
         o->cgroup_version = c->cgroup_version;

@@ -75,7 +75,10 @@ void tide_startup_log_disk(const tide_config *c, tide_node *n);
 void tide_startup_log_rss(const tide_config *c, tide_node *n);
 
 /* The node options the settings ask for (dir, caches, burst, sweep
- * interval in ms, block size for a new store). */
+ * interval in ms, block size for a new store, online delete, the memory
+ * limit): each row of the settings table that names a node option (its
+ * NODE field or to_node function) puts its value there; then the cgroup
+ * found and the key cache's derived hard limit. */
 void tide_startup_node_opts(const tide_config *c, tide_node_opts *o);
 
 #endif

@@ -51,7 +51,7 @@
 
 static void trace(tide_node *n, const char *step)
 {
-    if (n->opts.trace) n->opts.trace(n->opts.trace_arg, step);
+    if (n->opts.hooks.trace) n->opts.hooks.trace(n->opts.hooks.trace_arg, step);
 }
 
 void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info)
@@ -65,7 +65,7 @@ void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info)
 /* The one measured release call, a sweep's and a rotation's (rotator.c). */
 int ti_node_release(tide_node *n, tide_mem_trim_report *r)
 {
-    return n->opts.release ? n->opts.release(n->opts.release_arg, r) : tide_mem_trim_pad(n->opts.trim_pad, r);
+    return n->opts.hooks.release ? n->opts.hooks.release(n->opts.hooks.release_arg, r) : tide_mem_trim_pad(n->opts.trim_pad, r);
 }
 
 /* Whether this round's sweep calls for a release, by the policy. seq is the

@@ -601,19 +601,19 @@ static void reload_memory(tided_server *srv, const tide_config *fresh)
     char before[4500], after[4500];
     int rc;
 
-    if (fresh->memory_limit == was->memory_limit && memcmp(fresh->memory_pct, was->memory_pct, sizeof was->memory_pct) == 0
-        && fresh->memory_hysteresis == was->memory_hysteresis && fresh->memory_pressure_pct == was->memory_pressure_pct)
+    if (fresh->memory_limit == was->memory_limit && memcmp(fresh->memory_levels, was->memory_levels, sizeof was->memory_levels) == 0
+        && fresh->memory_hysteresis == was->memory_hysteresis && fresh->memory_pressure == was->memory_pressure)
         return;
     /* The budgets stay as startup fixed them: a limit (or high mark) under
      * which they may hold more than the high mark would leave the node
      * shedding every write with its own caches full (a 8 GiB node's
      * derived budgets under 64 MiB hold 70 x the limit). */
-    if (tide_config_check_limit_in_force(srv->cfg, fresh->memory_limit, fresh->memory_pct) != 0) {
+    if (tide_config_check_limit_in_force(srv->cfg, fresh->memory_limit, fresh->memory_levels) != 0) {
         tide_log(TIDE_LOG_WARN, "SIGHUP: the memory limit's settings did not change: %s", tide_last_error());
         return;
     }
-    rc = tide_node_memory_configure(srv->node, fresh->memory_limit, fresh->memory_pct, fresh->memory_hysteresis,
-                                    fresh->memory_pressure_pct);
+    rc = tide_node_memory_configure(srv->node, fresh->memory_limit, fresh->memory_levels, fresh->memory_hysteresis,
+                                    fresh->memory_pressure);
     if (rc) {
         tide_log(TIDE_LOG_WARN, "SIGHUP: the memory limit's settings were refused, so they did not change: %s",
                  tide_last_error());
@@ -841,7 +841,7 @@ static void server_settings(tided_server *srv, const tide_config *c)
     srv->metrics_token_len = strlen(c->metrics_token);
     srv->metrics_public = c->metrics_public;
     srv->nloops = c->http_threads;
-    srv->max_per_client = c->http_max_per_client;
+    srv->max_per_client = c->http_max_connections_per_client;
     srv->idle_timeout_ms = (uint64_t)c->http_idle_timeout * 1000;
     srv->request_timeout_ms = (uint64_t)c->http_request_timeout * 1000;
     srv->header_timeout_ms = (uint64_t)c->http_header_timeout * 1000;
