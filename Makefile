@@ -294,8 +294,8 @@ MANPAGES := $(if $(ALLOC)$(SAN),,$(INSTALL_MANPAGES))
 
 # bench/peers: a benchmark program outside the library and the programs
 # (never in lib/, bin/ or the packages), so that libtide's users never
-# depend on LMDB or RocksDB. It links the bench part's closure and the two
-# libraries; `make check` builds it when both headers are installed
+# depend on LMDB or RocksDB. It links the bench part's closure, the two
+# libraries and jansson (its JSON report); `make check` builds it when both headers are installed
 # (install-deps --test or --bench), for tests/peers-smoke, which skips
 # saying so otherwise. Not in the sanitizer builds: RocksDB's threads are
 # not instrumented, so TSan would report what it cannot see; the smoke
@@ -303,7 +303,7 @@ MANPAGES := $(if $(ALLOC)$(SAN),,$(INSTALL_MANPAGES))
 PEERS_SRCS := $(sort $(wildcard bench/peers/*.c))
 PEERS_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(PEERS_SRCS))
 PEERS_BIN  := $(BUILD)/bench/peers
-PEERS_LIBS := -llmdb -lrocksdb
+PEERS_LIBS := -llmdb -lrocksdb -ljansson
 PEERS_HAVE := $(if $(SAN),,$(and $(wildcard /usr/include/lmdb.h),$(wildcard /usr/include/rocksdb/c.h)))
 PEERS_ARGS ?= --items 1000000 --runs 3
 DEPS += $(PEERS_OBJS:.o=.d)
