@@ -309,7 +309,7 @@ static int scan_tail(tide_store *s, uint64_t W, uint64_t C)
 
 int ti_defer_read_tail(tide_store *s)
 {
-    TIDE_ASSERT(s->opts.read_only && s->dat_indexed < s->dat_committed);
+    TIDE_ASSERT(s->mode == TI_STORE_IDLE_READER && s->dat_indexed < s->dat_committed);
     return scan_tail(s, s->dat_indexed, s->dat_committed);
 }
 

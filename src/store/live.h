@@ -44,7 +44,6 @@ typedef struct ti_live {
     tide_io   *io;
     tide_file *f;
     uint64_t  *w;            /* the mapped page: TI_LIVE_WORDS words */
-    int        writer;       /* 1: this handle writes the page */
     /* The reader's view, changed under the store's key_lock (write). */
     uint64_t   view_seq;     /* the even seq the view was read at; 0 none */
     uint64_t   view_gen, W, C;

@@ -637,7 +637,8 @@ void ti_store_free(tide_store *s)
     free(s);
 }
 
-int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts)
+int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts,
+                   ti_store_mode mode)
 {
     tide_store *s = calloc(1, sizeof *s);
     store_paths p = { 0 };
@@ -645,6 +646,7 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
 
     *out = NULL;
     if (s == NULL) return tide_err_set(TIDE_ENOMEM, "open: out of memory");
+    s->mode = mode;
     ti_keymap_init(&s->keymap);
     ti_keymap_init(&s->datmap);
     if (opts) s->opts = *opts;
@@ -652,7 +654,7 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
     if (s->opts.burst_bytes == 0) s->opts.burst_bytes = TIDE_BURST_DEFAULT;
     if (s->opts.commit_interval_ms == 0) s->opts.commit_interval_ms = TIDE_COMMIT_INTERVAL_DEFAULT_MS;
     s->io = s->opts.io ? s->opts.io : tide_io_posix();
-    if (s->opts.read_only) s->opts.index_lag_bytes = 0;
+    if (ti_store_is_reader(s)) s->opts.index_lag_bytes = 0;     /* a reader never defers */
     ti_tail_init(&s->tail, s->opts.index_lag_bytes);      /* the deferred index's tail */
     {
         /* Writer preference: with glibc's default, a steady stream of
@@ -713,6 +715,14 @@ static int name_lock_holder(tide_store *s)
                         h.comm, h.count > 1 ? " (with others)" : "");
 }
 
+/* A read-only open learns which reader it is: READER becomes `mode`, once,
+ * before the handle is returned (store_impl.h: the mode). */
+static void narrow_reader(tide_store *s, ti_store_mode mode)
+{
+    TIDE_ASSERT(s->mode == TI_STORE_READER);
+    s->mode = mode;
+}
+
 /* Open step 1, the files: nudb.key opened and locked, then (read-write)
  * the holders check. Lock before looking at the log: a non-empty log is a
  * crash only when no other handle has the store open; otherwise it is a
@@ -726,14 +736,17 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
     /* A reader opens tide.live before nudb.key, so that a
      * writer's holders scan never meets it without its mark, and holds it
      * (live.c: the readers' hold), so that no rotation cuts it under. */
-    if (s->opts.read_only && (rc = ti_live_preopen(s)) != 0) return rc;
+    if (ti_store_is_reader(s) && (rc = ti_live_preopen(s)) != 0) return rc;
     if ((rc = s->io->open(s->io, s->key_path, flags, &s->key)) != 0) return rc;
-    rc = s->io->lock(s->key, !s->opts.read_only);
-    if (s->opts.read_only) {
+    rc = s->io->lock(s->key, !ti_store_is_reader(s));
+    if (ti_store_is_reader(s)) {
         /* Refused: a writer holds nudb.key; read through its tide.live. */
         if (rc == TIDE_EBUSY) {
             rc = ti_live_attach(s);
-            if (rc == 0) tide_err_clear();      /* the lock's refusal is not an error here */
+            if (rc == 0) {
+                narrow_reader(s, TI_STORE_LIVE_READER);
+                tide_err_clear();       /* the lock's refusal is not an error here */
+            }
             return rc;
         }
         /* No writer: the page is not read, but tide.live stays open, the
@@ -750,19 +763,19 @@ static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
     /* Our lock keeps Tide's handles out; NuDB's writers take none, and
      * recovering or committing beside one destroys its work. Tide's
      * readers (live.c) change nothing and follow the seqlock. */
-    if (!s->opts.read_only && !s->opts.ignore_holders) {
+    if (!ti_store_is_reader(s) && !s->opts.ignore_holders) {
         rc = ti_store_refuse_holders_ex(s->io, s->dir, "opening it for writing", live);
         if (rc == 0 && holders_checked) *holders_checked = 1;
     }
     /* tide.live's page, its seq odd through recovery and loading. */
-    if (rc == 0 && !s->opts.read_only && live) rc = ti_live_create(s);
+    if (rc == 0 && !ti_store_is_reader(s) && live) rc = ti_live_create(s);
     return rc;
 }
 
 /* A read-only open of a store whose nudb.log needs recovery. The idle log
  * of a stopped deferred writer (tided killed with the lag on) changed no
  * bucket: the store is read as it is, [W, C)
- * through the tail (idle_view). Anything else is refused: the log holds
+ * through the tail (IDLE_READER). Anything else is refused: the log holds
  * pre-images, which only a recovery may write back. */
 static int read_only_view(tide_store *s, uint64_t log_size)
 {
@@ -771,7 +784,7 @@ static int read_only_view(tide_store *s, uint64_t log_size)
 
     if (rc) return rc;
     if (v.idle) {
-        s->idle_view = 1;
+        narrow_reader(s, TI_STORE_IDLE_READER);
         s->dat_indexed = v.W;
         s->dat_committed = v.C;
         return 0;
@@ -793,9 +806,9 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     tide_recover_report rep;
     int rc, needed = 0;
 
-    if (s->live && !s->live->writer) return 0;   /* the log is the live writer's (tide.live) */
+    if (ti_store_reads_through_live(s)) return 0;   /* the log is the live writer's (tide.live) */
     if ((rc = log_needs_recovery(s->io, s->log_path, log_size, &needed)) != 0) return rc;
-    if (needed && s->opts.read_only) return read_only_view(s, *log_size);
+    if (needed && ti_store_is_reader(s)) return read_only_view(s, *log_size);
     if (needed) {
         rc = ti_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, s->dir, 1, 1, &rep);
         if (rc) return rc;
@@ -811,7 +824,7 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
      * the store is the old one) and perhaps, past the log's reach, its
      * spill records, which nudb.rekey says how to cut off. */
-    if (!s->opts.read_only) {
+    if (!ti_store_is_reader(s)) {
         int completed = 0;
         rc = ti_rekey_repair(s->io, s->dir, s->dat_path, NULL, &completed);
         if (rc == 0 && completed) {
@@ -848,7 +861,7 @@ static int load_files(tide_store *s, int flags, int check)
     s->dat_size = dat_size;
     /* W and C (the deferred index): a recovered tail [W, C) ends at the data
      * file's end; otherwise every record is indexed. */
-    if (s->idle_view) {
+    if (s->mode == TI_STORE_IDLE_READER) {
         /* Past C lies what a recovery cuts off; C <= dat_size was checked. */
         TIDE_ASSERT(s->dat_committed <= dat_size);
         s->dat_size = s->dat_committed;
@@ -861,18 +874,18 @@ static int load_files(tide_store *s, int flags, int check)
      * repair have cut what they cut; nothing cuts below this size now.
      * Made before the index check, whose lookups read through it too. */
     s->dat_stable = dat_size;
-    if (!s->opts.no_map && !(s->live && !s->live->writer) &&
+    if (!s->opts.no_map && !ti_store_reads_through_live(s) &&
         ti_keymap_open(&s->datmap, s->io, s->dat, dat_size) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.dat with pread: %s", s->dir, tide_last_error());
         tide_err_clear();
     }
     /* A live reader's view comes from tide.live (the writer checked the
      * index at its open; the files move under this one). */
-    if (check && !(s->live && !s->live->writer) && (rc = check_index(s)) != 0) return rc;
+    if (check && !ti_store_reads_through_live(s) && (rc = check_index(s)) != 0) return rc;
     /* The map is a speed-up: without it lookups pread as before. A live
      * reader never maps: the writer's rollback may cut nudb.key under it,
      * and a touched page past the end is SIGBUS; its preads see the cut. */
-    if (!s->opts.no_map && !(s->live && !s->live->writer) &&
+    if (!s->opts.no_map && !ti_store_reads_through_live(s) &&
         ti_keymap_open(&s->keymap, s->io, s->key, key_size) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.key with pread: %s", s->dir, tide_last_error());
         tide_err_clear();
@@ -995,15 +1008,18 @@ static int open_store(tide_store **out, const char *dir, const tide_store_opts *
 
     tide_err_clear();
     *out = NULL;
-    if ((rc = ti_store_alloc(&s, dir, opts)) != 0) return rc;
-    flags = s->opts.read_only ? TIDE_IO_READ : TIDE_IO_WRITE;
+    if ((rc = ti_store_alloc(&s, dir, opts, opts && opts->read_only ? TI_STORE_READER
+                                                                     : TI_STORE_WRITER)) != 0)
+        return rc;
+    flags = ti_store_is_reader(s) ? TIDE_IO_READ : TIDE_IO_WRITE;
     if (holders_checked) *holders_checked = 0;
     if ((rc = lock_files(s, flags, holders_checked, live)) != 0) goto out;
     if ((rc = recover_if_needed(s, &log_size)) != 0) goto out;
     if ((rc = load_files(s, flags, check)) != 0) goto out;
-    if (s->opts.read_only) {
-        if (s->live && (rc = ti_live_start_reader(s)) != 0) goto out;
-        if (s->idle_view && s->dat_indexed < s->dat_committed && (rc = ti_defer_read_tail(s)) != 0)
+    if (ti_store_is_reader(s)) {
+        if (ti_store_reads_through_live(s) && (rc = ti_live_start_reader(s)) != 0) goto out;
+        if (s->mode == TI_STORE_IDLE_READER && s->dat_indexed < s->dat_committed &&
+            (rc = ti_defer_read_tail(s)) != 0)
             goto out;
         if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     } else {
@@ -1015,7 +1031,7 @@ static int open_store(tide_store **out, const char *dir, const tide_store_opts *
     rc = 0;
 out:
     /* A file gone under a reader's hold: a rotation deleted the store. */
-    if (rc == TIDE_ENOENT && s && s->opts.read_only && (s->live_mark || (s->live && s->live->f)))
+    if (rc == TIDE_ENOENT && s && ti_store_is_reader(s) && (s->live_mark || (s->live && s->live->f)))
         rc = ti_live_lost(s->io, s->dir, rc);
     ti_store_free(s);
     return rc;
@@ -1564,7 +1580,7 @@ int ti_store_match_record(tide_store *s, const tide_entry *e, const void *key, v
  * tide.live's seqlock (reader.c); every other handle as before. */
 static int files_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
 {
-    if (s->live && !s->live->writer) return ti_reader_lookup(s, h, key, value, len);
+    if (ti_store_reads_through_live(s)) return ti_reader_lookup(s, h, key, value, len);
     return file_lookup(s, h, key, value, len);
 }
 
@@ -1600,7 +1616,7 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
     if (len == 0) return tide_err_set(TIDE_EINVAL, "insert: empty value (values are 1 byte or more)");
     if (len > TIDE_VALUE_MAX)
         return tide_err_set(TIDE_ETOOBIG, "insert: value of %zu bytes is over the 2^32 - 1 limit", len);
-    if (s->opts.read_only) return tide_err_set(TIDE_EINVAL, "%s: insert: the store is open read-only", s->dir);
+    if (ti_store_is_reader(s)) return tide_err_set(TIDE_EINVAL, "%s: insert: the store is open read-only", s->dir);
     h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
 
     pthread_mutex_lock(&s->write_mu);
@@ -1648,7 +1664,7 @@ out:
 int tide_store_sync(tide_store *s)
 {
     int rc = 0;
-    if (s->opts.read_only) return 0;
+    if (ti_store_is_reader(s)) return 0;
     pthread_mutex_lock(&s->pool_mu);
     uint64_t target = s->insert_seq;
     uint64_t attempts0 = s->attempts;
@@ -1692,7 +1708,7 @@ int tide_store_flush(tide_store *s)
 
 int tide_store_set_deferring(tide_store *s, int on)
 {
-    if (s->opts.read_only || s->opts.index_lag_bytes == 0) return 0;
+    if (ti_store_is_reader(s) || s->opts.index_lag_bytes == 0) return 0;
     pthread_mutex_lock(&s->pool_mu);
     __atomic_store_n(&s->defer_off, !on, __ATOMIC_RELAXED);
     pthread_cond_signal(&s->work_cv);

@@ -26,6 +26,50 @@
 #include "util/hist.h"
 
 /*
+ * The handle's mode: which kind of handle this is. Set by the open and
+ * never changed once it returns (so read without a lock by any thread):
+ * ti_store_alloc takes it (WRITER or READER from opts.read_only, REBUILD
+ * from rekey.c), and a read-only open narrows READER at most once, before
+ * any thread or caller sees the handle: to LIVE_READER when a writer holds
+ * nudb.key (lock_files), to IDLE_READER when nudb.log is a stopped
+ * deferred writer's idle log (read_only_view).
+ *
+ * Mode, not state: what the handle is, and so which code paths it may take.
+ * The rest of the struct is state that moves while the handle is open:
+ * `state` (the commit thread's diagram), flush_wanted and defer_off (the
+ * deferred index asked to flush, or switched off, at run time), tail_kept
+ * and files_pending (a full disk at open, until the thread catches up),
+ * thread_started (close joins the thread), closing (close's request), and
+ * `live` (a writer's page may be absent: an io that shares no pages, a
+ * tide.live that could not be made).
+ *
+ * What each mode holds (ti_store_check_locked asserts it):
+ *   WRITER       read-write: pools, nudb.log, the commit thread (once the
+ *                open's start returns); state never QUIET or REBUILDING;
+ *                `live` is its own page or NULL; no live_mark.
+ *   READER       read-only, no writer: state QUIET, no thread, nothing
+ *                inserted, no log; the files as they are (W == C ==
+ *                dat_size, no tail); live_mark may hold tide.live open.
+ *   LIVE_READER  read-only beside a writer in another process: as READER,
+ *                but `live` is that writer's page (mapped) and every
+ *                lookup goes through its seqlock (reader.c); the files
+ *                move under it, so no map and no size check of nudb.key.
+ *   IDLE_READER  read-only, the idle log of a stopped deferred writer
+ *                (ti_recover_idle_view): as READER, but [W, C) are read
+ *                through the tail, nothing written, dat_size == C.
+ *   REBUILD      rekey.c's handle made from nudb.dat alone: no pools, no
+ *                thread; state REBUILDING, or BROKEN when rekey.c could
+ *                not undo its work; the key file is not the store's yet.
+ */
+typedef enum ti_store_mode {
+    TI_STORE_WRITER = 1,
+    TI_STORE_READER,
+    TI_STORE_LIVE_READER,
+    TI_STORE_IDLE_READER,
+    TI_STORE_REBUILD
+} ti_store_mode;
+
+/*
  * The store's state (store.c's essay draws the diagram and names the
  * function that makes each transition). Read and changed under pool_mu.
  */
@@ -41,6 +85,7 @@ typedef enum ti_store_state {
 } ti_store_state;
 
 struct tide_store {
+    ti_store_mode mode;           /* fixed by the open (above) */
     tide_io   *io;
     tide_store_opts opts;
     char      *dir, *dat_path, *key_path, *log_path;
@@ -60,16 +105,12 @@ struct tide_store {
      * Without the deferred index both are dat_size after each commit. */
     uint64_t   dat_indexed, dat_committed;
 
-    /* tide.live (live.h). A writer's page, or a reader's in
-     * another process than the writer's; NULL for neither. */
+    /* tide.live (live.h). A WRITER's own page (NULL when it has none), a
+     * LIVE_READER's view of its writer's page; NULL in every other mode. */
     ti_live   *live;
-    /* A reader with no writer: tide.live kept open (not mapped), so that
+    /* A READER or IDLE_READER: tide.live kept open (not mapped), so that
      * other readers' holders checks count it as a Tide reader. */
     tide_file *live_mark;
-    /* 1 in a read-only handle of a store whose stopped deferred writer
-     * left the idle log (ti_recover_idle_view): nudb.dat is read up to C,
-     * [W, C) through the tail, nothing written. */
-    int        idle_view;
 
     pthread_mutex_t pool_mu;
     pthread_cond_t  room_cv;      /* pool has room, a commit ended */
@@ -251,11 +292,35 @@ int ti_defer_write_idle_log(struct tide_store *s);
 void ti_commit_log_header(const struct tide_store *s, tide_log_header *lh,
                           uint64_t key_file_size, uint64_t dat_file_size);
 
-/* A store handle with its options, paths, locks and conditions set up and
- * no file open (open and rekey's rebuild fill in the rest); free it with
- * ti_store_free, which closes whatever files were opened, or, once its
+/* The mode's questions that several modes share. Every "which kind of
+ * handle is this" asks the mode, through these or s->mode itself. */
+/* Opened read-only (opts.read_only): READER, LIVE_READER or IDLE_READER.
+ * Never inserts, syncs, commits or writes a file. */
+static inline int ti_store_is_reader(const tide_store *s)
+{
+    return s->mode == TI_STORE_READER || s->mode == TI_STORE_LIVE_READER ||
+           s->mode == TI_STORE_IDLE_READER;
+}
+/* A reader beside a writer in another process: lookups through tide.live's
+ * seqlock (reader.c); the files move under it, so it never maps them,
+ * checks the index, recovers, or compares nudb.key's size with its view. */
+static inline int ti_store_reads_through_live(const tide_store *s)
+{
+    return s->mode == TI_STORE_LIVE_READER;
+}
+/* A writer with a tide.live page to publish to (live.c's writer half). */
+static inline int ti_store_writes_live(const tide_store *s)
+{
+    return s->mode == TI_STORE_WRITER && s->live != NULL;
+}
+
+/* A store handle of mode `mode` (WRITER, READER or REBUILD; READER is
+ * narrowed by the open) with its options, paths, locks and conditions set
+ * up and no file open (open and rekey's rebuild fill in the rest); free it
+ * with ti_store_free, which closes whatever files were opened, or, once its
  * commit thread runs, with tide_store_close. */
-int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
+int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts,
+                   ti_store_mode mode);
 void ti_store_free(tide_store *s);
 /* IDLE or REBUILDING -> BROKEN (store.c's diagram; asserted): rekey.c's
  * undo, when it could not undo its work, so the handle's close keeps
