@@ -118,15 +118,6 @@
 #include "util/log.h"
 #include "util/random.h"
 
-/* Read bucket `index` (a whole block) into `buf` under the caller's lock. */
-static int read_bucket(tide_store *s, uint64_t index, uint8_t *buf);
-/* Search a bucket image and its spill chain for `key` (hash `h`). On a hit,
- * *entry is set and 0 returned; TIDE_ENOTFOUND when absent. `buf` is a
- * scratch of block_size bytes holding the bucket; it is overwritten by spill
- * records. When `value` is non-NULL the value is read into a malloc'd buffer. */
-static int search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
-                      tide_entry *entry, void **value);
-
 /* ---- block size validation ---- */
 
 int tide_block_size_valid(long long v)
@@ -385,7 +376,7 @@ static int placed_right(tide_store *s, uint64_t index, uint64_t buckets, uint8_t
                         char *why, size_t cap)
 {
     char where[96];
-    int rc = read_bucket(s, index, buf);
+    int rc = ti_lookup_read_bucket(s, index, buf);
     if (rc == TIDE_ECORRUPT) {
         snprintf(why, cap, "%s", tide_last_error());
         return 0;
@@ -435,8 +426,8 @@ static int index_sound(tide_store *s, uint64_t buckets, const uint8_t *win, size
         const uint8_t *key = win + pos + TIDE_DAT_RECORD_HEADER;
         uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
         uint64_t b = ti_fmt_bucket_index(h, buckets);
-        rc = read_bucket(s, b, buf);
-        if (rc == 0) rc = search_key(s, buf, h, key, &e, NULL);
+        rc = ti_lookup_read_bucket(s, b, buf);
+        if (rc == 0) rc = ti_lookup_search_key(s, buf, h, key, &e, NULL);
         if (rc == 0) {
             rc = 1;     /* found: at `off`, or at another record of the same key */
         } else if (rc == 0 || rc == TIDE_ENOTFOUND || rc == TIDE_ECORRUPT) {
@@ -1271,317 +1262,12 @@ void ti_store_break(tide_store *s)
     pthread_mutex_unlock(&s->pool_mu);
 }
 
-/* ---- lookups ---- */
-
-static int bucket_corrupt(tide_store *s, uint64_t index, unsigned count)
-{
-    return tide_err_set(TIDE_ECORRUPT, "%s: bucket %llu (offset %llu): count %u exceeds capacity %u",
-                        s->key_path, (unsigned long long)index,
-                        (unsigned long long)((index + 1) * s->block_size), count, s->capacity);
-}
-
-static int read_bucket(tide_store *s, uint64_t index, uint8_t *buf)
-{
-    int rc = s->io->read_at(s->key, buf, s->block_size, (index + 1) * (uint64_t)s->block_size);
-    if (rc) return rc;
-    if (ti_fmt_bucket_count(buf) > s->capacity) return bucket_corrupt(s, index, ti_fmt_bucket_count(buf));
-    return 0;
-}
-
-/*
- * Reading nudb.dat. A lookup reads the record an entry points at, and the
- * spill records of its bucket's chain, after key_lock is released (a slow
- * read never holds up a commit's write phase). Through the data map when
- * the bytes lie below dat_stable, with pread otherwise. Why the map never
- * faults there (SIGBUS: touching a mapped page wholly past the file's end):
- *   1. nudb.dat is cut while the store is open by two paths only, each
- *      back to a size the file had when the failed attempt began: a
- *      commit's rollback (commit.c, to its dat0) and a deferred append
- *      that failed (defer.c, to its dat0). Recovery and rekey's repair cut
- *      at open, before the map is made; rekey's own undo cuts to its dat0,
- *      the size at its open, and commits nothing meanwhile.
- *   2. dat_stable is raised only past those points: by a commit once both
- *      files are synced (it can no longer roll back: APPLIED), by a
- *      deferred append once it is published (nothing cuts it then), and at
- *      open to the file's size. So no path ever cuts below dat_stable, and
- *      the map (keymap.c's machinery, `known` = dat_stable) shows nothing
- *      past it.
- *   3. Bytes below dat_stable never change either (nudb.dat is append
- *      only; a cut region rewritten by a retry lies above it), so they are
- *      read without key_lock. The records of the newest commit, between
- *      its write phase and its syncs, and everything past the map's
- *      reservation, are read with pread as before.
- * A live reader in another process never maps (load_files): the writer's
- * rollback may cut under it with no lock of this process held.
- */
-
-void ti_store_dat_stable(tide_store *s, uint64_t end)
-{
-    TIDE_ASSERT(end <= __atomic_load_n(&s->dat_size, __ATOMIC_RELAXED));   /* records written */
-    if (end > __atomic_load_n(&s->dat_stable, __ATOMIC_RELAXED))
-        __atomic_store_n(&s->dat_stable, end, __ATOMIC_RELEASE);
-}
-
-/* Bytes [off, off + n) of nudb.dat in the data map, or NULL: read them
- * with pread (past dat_stable, past the map, or no map). */
-static const uint8_t *dat_view(tide_store *s, uint64_t off, size_t n)
-{
-    uint64_t stable = __atomic_load_n(&s->dat_stable, __ATOMIC_ACQUIRE);
-    const uint8_t *v = off + n <= stable ? ti_keymap_view(&s->datmap, off, n, stable) : NULL;
-
-    ti_tally_add(s->tally, v ? TI_TALLY_DAT_VIEWS : TI_TALLY_DAT_READS, 1);
-    return v;
-}
-
-/* Compare the record at e->offset with `key`; on a match with `value` set,
- * copy the value into a malloc'd buffer. 1 match, 0 no match, <0 error. */
-static int match_record(tide_store *s, const tide_entry *e, const void *key, void **value)
-{
-    uint8_t small[6 + 64];
-    size_t head = TIDE_DAT_RECORD_HEADER + s->key_size;
-    uint64_t dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
-    uint8_t *buf = NULL;
-    const uint8_t *r;
-    size_t want = value ? head + (size_t)e->size : head;
-    int rc;
-
-    if (e->offset < TIDE_DAT_HEADER_SIZE || e->offset + head + e->size > dat_end)
-        return tide_err_set(TIDE_ECORRUPT, "%s: entry points at offset %llu (size %llu), outside "
-                            "the %llu-byte data file", s->key_path, (unsigned long long)e->offset,
-                            (unsigned long long)e->size, (unsigned long long)dat_end);
-    if ((r = dat_view(s, e->offset, want)) == NULL) {
-        buf = want <= sizeof small ? small : malloc(want);
-        if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: cannot allocate %zu bytes", want);
-        if ((rc = s->io->read_at(s->dat, buf, want, e->offset)) != 0) goto out;
-        r = buf;
-    }
-    if (ti_get48(r) != e->size) {
-        rc = tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: record size %llu differs from the "
-                          "bucket entry's %llu", s->dat_path, (unsigned long long)e->offset,
-                          (unsigned long long)ti_get48(r), (unsigned long long)e->size);
-        goto out;
-    }
-    if (memcmp(r + TIDE_DAT_RECORD_HEADER, key, s->key_size) != 0) { rc = 0; goto out; }
-    rc = 1;
-    if (value && buf != NULL && buf != small) {
-        memmove(buf, buf + head, e->size);       /* the pread's buffer becomes the value */
-        *value = buf;
-        buf = NULL;
-    } else if (value) {
-        uint8_t *v = malloc(e->size ? e->size : 1);
-        if (v == NULL) { rc = tide_err_set(TIDE_ENOMEM, "fetch: out of memory"); goto out; }
-        memcpy(v, r + head, e->size);
-        *value = v;
-    }
-out:
-    if (buf != small) free(buf);
-    return rc;
-}
-
-static int search_bucket(tide_store *s, const uint8_t *b, unsigned count, uint64_t h,
-                         const void *key, tide_entry *entry, void **value)
-{
-    for (unsigned i = ti_fmt_bucket_lower_bound(b, count, h); i < count; i++) {
-        tide_entry e;
-        ti_fmt_bucket_entry(b, i, &e);
-        if (e.hash != h) break;
-        int m = match_record(s, &e, key, value);
-        if (m < 0) return m;
-        if (m == 1) { *entry = e; return 0; }
-    }
-    return TIDE_ENOTFOUND;
-}
-
-/* Search the spill chain that starts at `spill` (0: none), each record
- * read into `buf` (block_size bytes). */
-static int search_spills(tide_store *s, uint8_t *buf, uint64_t spill, uint64_t h, const void *key,
-                         tide_entry *entry, void **value)
-{
-    size_t full = ti_fmt_bucket_bytes(s->capacity);
-    uint64_t hops = 0;
-    int rc;
-
-    while (spill != 0) {
-        uint64_t dat_end = __atomic_load_n(&s->dat_size, __ATOMIC_ACQUIRE);
-        if (spill < TIDE_DAT_HEADER_SIZE + TIDE_SPILL_HEADER || spill + full > dat_end ||
-            ++hops > dat_end / full)
-            return tide_err_set(TIDE_ECORRUPT, "%s: spill pointer %llu is outside the data file "
-                                "or loops", s->dat_path, (unsigned long long)spill);
-        const uint8_t *b = dat_view(s, spill, full);
-        if (b == NULL && (rc = s->io->read_at(s->dat, buf, full, spill)) != 0) return rc;
-        if (b == NULL) b = buf;
-        if (ti_fmt_bucket_count(b) > s->capacity)
-            return tide_err_set(TIDE_ECORRUPT, "%s: offset %llu: spill record count %u exceeds "
-                                "capacity %u", s->dat_path, (unsigned long long)spill,
-                                ti_fmt_bucket_count(b), s->capacity);
-        rc = search_bucket(s, b, ti_fmt_bucket_count(b), h, key, entry, value);
-        if (rc != TIDE_ENOTFOUND) return rc;
-        spill = ti_fmt_bucket_spill(b);
-    }
-    return TIDE_ENOTFOUND;
-}
-
-static int search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
-                      tide_entry *entry, void **value)
-{
-    int rc = search_bucket(s, buf, ti_fmt_bucket_count(buf), h, key, entry, value);
-    if (rc != TIDE_ENOTFOUND) return rc;
-    return search_spills(s, buf, ti_fmt_bucket_spill(buf), h, key, entry, value);
-}
-
-/*
- * What a lookup takes from its bucket under key_lock: from the map, the
- * entries with the key's hash (the binary search decodes only the entries
- * it touches) and the spill pointer; or, read with pread (no map) or
- * copied (more than PROBE_MAX entries share the hash), the whole bucket.
- * The records are read after key_lock is released either way: a slow
- * nudb.dat read never holds up a commit's write phase.
- */
-#define PROBE_MAX 8
-
-typedef struct probe {
-    tide_entry e[PROBE_MAX];
-    unsigned n;
-    uint64_t spill;
-    int whole;             /* buf holds the bucket */
-} probe;
-
-/* The caller holds key_lock. */
-static int probe_bucket(tide_store *s, uint64_t h, uint8_t *buf, probe *p)
-{
-    uint64_t index = ti_fmt_bucket_index(h, s->buckets);
-    uint64_t known = (s->buckets + 1) * (uint64_t)s->block_size;
-    const uint8_t *b = ti_keymap_view(&s->keymap, (index + 1) * (uint64_t)s->block_size,
-                                      s->block_size, known);
-    unsigned count;
-
-    p->n = 0;
-    p->whole = b == NULL;
-    if (b == NULL) {
-        ti_tally_add(s->tally, TI_TALLY_BUCKET_READS, 1);
-        return read_bucket(s, index, buf);
-    }
-    ti_tally_add(s->tally, TI_TALLY_MAP_VIEWS, 1);
-    count = ti_fmt_bucket_count(b);
-    if (count > s->capacity) return bucket_corrupt(s, index, count);
-    p->spill = ti_fmt_bucket_spill(b);
-    for (unsigned i = ti_fmt_bucket_seek(b, count, h); i < count; i++) {
-        tide_entry e;
-        ti_fmt_bucket_entry(b, i, &e);
-        if (e.hash != h) break;
-        if (p->n == PROBE_MAX) {
-            memcpy(buf, b, s->block_size);
-            p->whole = 1;
-            return 0;
-        }
-        p->e[p->n++] = e;
-    }
-    return 0;
-}
-
-/* The records of a probe's entries, then its spill chain. */
-static int search_probe(tide_store *s, const probe *p, uint8_t *buf, uint64_t h, const void *key,
-                        tide_entry *entry, void **value)
-{
-    for (unsigned i = 0; i < p->n; i++) {
-        int m = match_record(s, &p->e[i], key, value);
-        if (m < 0) return m;
-        if (m == 1) { *entry = p->e[i]; return 0; }
-    }
-    return search_spills(s, buf, p->spill, h, key, entry, value);
-}
-
-/* Look `key` up in the pools; on a hit copy the value (when `value`). */
-/* Pools with no item are skipped without pool_mu: two fetch threads of an
- * idle store would otherwise meet on it at every fetch (a futex sleep and
- * wake when they collide). An insert still in progress may be
- * missed, as it could be by a fetch just before it; one that returned is
- * counted (pool_items is stored before pool_mu is released), and a batch
- * leaves the count only once the files hold it (end_attempt). */
-static int pool_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
-{
-    int rc = TIDE_ENOTFOUND;
-    if (__atomic_load_n(&s->pool_items, __ATOMIC_ACQUIRE) == 0) return rc;
-    pthread_mutex_lock(&s->pool_mu);
-    ti_pool_item *it = ti_pool_find(s->pending, h, key);
-    if (it == NULL && s->committing) it = ti_pool_find(s->committing, h, key);
-    if (it) {
-        rc = 0;
-        if (value) {
-            void *v = malloc(it->len);
-            if (v == NULL) rc = tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
-            else {
-                memcpy(v, it->data + s->key_size, it->len);
-                *value = v;
-                *len = it->len;
-            }
-        }
-    }
-    pthread_mutex_unlock(&s->pool_mu);
-    return rc;
-}
-
-/* The deferred index: look `key` up in the tail (caller holds key_lock): 1 found
- * (*entry, and *value when asked), 0 not there, <0 an error. The records
- * are below C, immutable: reading them under the lock is what a bucket
- * read costs. */
-static int tail_lookup(tide_store *s, uint64_t h, const void *key, tide_entry *entry, void **value)
-{
-    uint64_t cursor = 0;
-    tide_entry e;
-
-    while (ti_tail_next(&s->tail, h, &cursor, &e)) {
-        int m = match_record(s, &e, key, value);
-        if (m != 0) {
-            if (m == 1) *entry = e;
-            return m;
-        }
-    }
-    return 0;
-}
-
-/* Look `key` up in the files. */
-static int file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
-{
-    uint8_t stack[16384];
-    uint8_t *buf = s->block_size <= sizeof stack ? stack : malloc(s->block_size);
-    tide_entry e;
-    probe p;
-    int rc = 0;
-
-    if (buf == NULL) return tide_err_set(TIDE_ENOMEM, "fetch: out of memory");
-    pthread_rwlock_rdlock(&s->key_lock);
-    /* The deferred index's tail before the key file, under the same lock: a
-     * flush writes the buckets before it empties the tail. */
-    int in_tail = tail_lookup(s, h, key, &e, value);
-    if (in_tail == 0) rc = probe_bucket(s, h, buf, &p);
-    pthread_rwlock_unlock(&s->key_lock);
-    if (in_tail < 0) rc = in_tail;
-    else if (in_tail == 1) rc = 0;
-    else if (rc == 0) rc = p.whole ? search_key(s, buf, h, key, &e, value)
-                              : search_probe(s, &p, buf, h, key, &e, value);
-    if (rc == 0 && len) *len = e.size;
-    if (buf != stack) free(buf);
-    return rc;
-}
-
-/* reader.c's entry points into the lookup above. */
-int ti_store_file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
-{
-    return file_lookup(s, h, key, value, len);
-}
-
-int ti_store_match_record(tide_store *s, const tide_entry *e, const void *key, void **value)
-{
-    return match_record(s, e, key, value);
-}
-
 /* A reader of another process's live store looks up through
  * tide.live's seqlock (reader.c); every other handle as before. */
 static int files_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
 {
     if (ti_store_reads_through_live(s)) return ti_reader_lookup(s, h, key, value, len);
-    return file_lookup(s, h, key, value, len);
+    return ti_lookup_files(s, h, key, value, len);
 }
 
 int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
@@ -1592,7 +1278,7 @@ int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
     *out = NULL;
     *len = 0;
     ti_tally_add(s->tally, TI_TALLY_FETCHES, 1);
-    rc = pool_lookup(s, h, key, out, len);
+    rc = ti_lookup_pools(s, h, key, out, len);
     if (rc == TIDE_ENOTFOUND) rc = files_lookup(s, h, key, out, len);
     return rc;
 }
@@ -1600,7 +1286,7 @@ int tide_store_fetch(tide_store *s, const void *key, void **out, size_t *len)
 int tide_store_contains(tide_store *s, const void *key)
 {
     uint64_t h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
-    int rc = pool_lookup(s, h, key, NULL, NULL);
+    int rc = ti_lookup_pools(s, h, key, NULL, NULL);
     if (rc == TIDE_ENOTFOUND) rc = files_lookup(s, h, key, NULL, NULL);
     if (rc == 0) return 1;
     return rc == TIDE_ENOTFOUND ? 0 : rc;
@@ -1620,9 +1306,9 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
     h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
 
     pthread_mutex_lock(&s->write_mu);
-    rc = pool_lookup(s, h, key, NULL, NULL);
+    rc = ti_lookup_pools(s, h, key, NULL, NULL);
     if (rc == 0) { rc = tide_err_set(TIDE_EEXIST, "insert: the key exists (pending commit)"); goto out; }
-    rc = file_lookup(s, h, key, NULL, NULL);
+    rc = ti_lookup_files(s, h, key, NULL, NULL);
     if (rc == 0) { rc = tide_err_set(TIDE_EEXIST, "insert: the key exists"); goto out; }
     if (rc != TIDE_ENOTFOUND) goto out;
 

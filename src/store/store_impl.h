@@ -425,11 +425,25 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
                   void *arg, tide_progress_fn progress, void *progress_arg,
                   tide_visit_stats *stats);
 
-/* The key-file lookup of fetch (after the pools) and the
- * comparison of one entry's record with a key (reading the value when
- * `value`), for reader.c. As store.c's file_lookup and match_record. */
-int ti_store_file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
-int ti_store_match_record(tide_store *s, const tide_entry *e, const void *key, void **value);
+/* Lookups (lookup.c), one path for every mode. Each returns 0 found (the
+ * value, when `value`, in a malloc'd buffer of *len bytes), TIDE_ENOTFOUND,
+ * or an error. */
+/* The pools (pending, then committing); skipped without pool_mu when
+ * they hold nothing. */
+int ti_lookup_pools(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
+/* The files: the handle's tail (a LIVE_READER's view's), then the key
+ * file's bucket and its chain. A LIVE_READER calls it only inside a
+ * seqlock attempt (reader.c). */
+int ti_lookup_files(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
+/* Bucket `index` (a whole block) read into `buf`, its count checked
+ * against the capacity; the caller holds key_lock or runs alone. */
+int ti_lookup_read_bucket(tide_store *s, uint64_t index, uint8_t *buf);
+/* Search a bucket image and its spill chain for `key` (hash `h`). On a hit,
+ * *entry is set and 0 returned; TIDE_ENOTFOUND when absent. `buf` is a
+ * scratch of block_size bytes holding the bucket; it is overwritten by spill
+ * records. When `value` is non-NULL the value is read into a malloc'd buffer. */
+int ti_lookup_search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+                         tide_entry *entry, void **value);
 
 /* "dir/name" in a malloc'd string, or NULL. */
 char *ti_path_join(const char *dir, const char *name);
