@@ -70,12 +70,12 @@ typedef enum ti_store_mode {
 } ti_store_mode;
 
 /*
- * The store's state (store.c's essay draws the diagram and names the
+ * The store's state (committer.c's essay draws the diagram and names the
  * function that makes each transition). Read and changed under pool_mu.
  */
 typedef enum ti_store_state {
-    TI_STORE_QUIET = 0,     /* no commit thread: a read-only handle */
-    TI_STORE_REBUILDING,    /* rekey.c's handle made from nudb.dat alone */
+    TI_STORE_QUIET = 0,     /* no commit thread: a reader, or a writer not yet started */
+    TI_STORE_REBUILDING,    /* a REBUILD handle (rekey.c), until it breaks */
     TI_STORE_IDLE,          /* the thread waits; no batch taken */
     TI_STORE_COMMITTING,    /* a batch taken, being written */
     TI_STORE_RETRYING,      /* the taken batch failed, rolled back; retried */
@@ -126,7 +126,7 @@ struct tide_store {
     uint64_t   committing_seq;    /* insert_seq when `committing` was taken */
     uint64_t   sync_seq;          /* a sync waits for this insert_seq */
     uint64_t   attempts;          /* commit attempts finished */
-    ti_store_state state;         /* store.c's diagram */
+    ti_store_state state;         /* committer.c's diagram */
     int        commit_err;        /* the failed attempt's error: nonzero
                                      exactly in RETRYING and LOG_DIRTY (and
                                      kept in BROKEN) */
@@ -322,7 +322,15 @@ static inline int ti_store_writes_live(const tide_store *s)
 int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts,
                    ti_store_mode mode);
 void ti_store_free(tide_store *s);
-/* IDLE or REBUILDING -> BROKEN (store.c's diagram; asserted): rekey.c's
+/* A WRITER's commit thread (committer.c). Start, the open's last step:
+ * nudb.log (and, deferring, tide.meta and the idle log) prepared, a
+ * recovered tail indexed, the thread started (QUIET -> IDLE, or RETRYING
+ * on a full disk when `serving`: an ordinary open, not rekey's). Stop,
+ * close's first step: close asked, the thread joined (it ends CLOSED or
+ * BROKEN); nothing when no thread was started. */
+int ti_committer_start(tide_store *s, uint64_t log_size, int serving);
+void ti_committer_stop(tide_store *s);
+/* IDLE or REBUILDING -> BROKEN (committer.c's diagram; asserted): rekey.c's
  * undo, when it could not undo its work, so the handle's close keeps
  * nudb.log for recovery. Takes pool_mu. */
 void ti_store_break(tide_store *s);
