@@ -364,8 +364,32 @@ int ti_store_random_u64(uint64_t *v);
 int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes,
                     int *completed);
 
+/* A store's files without a handle (files.c). Their paths, owned. */
+typedef struct ti_store_paths {
+    char *dat, *key, *log;
+} ti_store_paths;
+int ti_store_paths_make(const char *dir, ti_store_paths *p);
+void ti_store_paths_free(ti_store_paths *p);
+/* Is there a store in `dir`: a directory, no symbolic link of the store's
+ * out of it or dangling, nudb.dat and nudb.key there? 0, or TIDE_ENOENT
+ * (TIDE_EINVAL for a link out) naming what is wrong. */
+int ti_store_check_files(tide_io *io, const char *dir, const ti_store_paths *p);
+/* Both headers read, decoded and checked against each other, with the
+ * files' sizes; the key file a whole number of blocks, one bucket at least. */
+int ti_store_read_headers(tide_io *io, tide_file *dat, tide_file *key, const char *dat_path,
+                          const char *key_path, tide_key_header *kh, uint64_t *dat_size,
+                          uint64_t *key_size);
+/* *needed = 1 when nudb.log exists with at least a header's worth of
+ * bytes (*size its size). Only a missing log is "no log". */
+int ti_store_log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size, int *needed);
+/* The header's part of tide_store_info. */
+void ti_store_info_from_header(const tide_key_header *kh, tide_store_info *o);
+/* The open's cheap check of the key file against the data file
+ * (index_check.c): 0, TIDE_ECORRUPT saying what is wrong, or an I/O error. */
+int ti_store_check_index(tide_store *s);
+
 /* tide_store_open, with the cheap check of the key file against the data
- * file (store.c: check_index) when `check` is set. Verify opens without it:
+ * file (index_check.c: ti_store_check_index) when `check` is set. Verify opens without it:
  * it checks every entry and record itself, and reports the first problem
  * with its own words. *holders_checked (may be NULL) is set when the
  * holders scan ran and found none, so a caller that goes on after a failed
