@@ -51,18 +51,14 @@
  *   it returns the commit's error instead, so nothing is silently dropped.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "store/store_impl.h"
 #include "util/assert.h"
-#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
-#include "util/random.h"
 
 /* ---- block size validation ---- */
 
@@ -113,270 +109,6 @@ void tide_store_opts_init(tide_store_opts *o)
     o->tail_account_id = -1;
 }
 
-char *ti_path_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (p == NULL) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
-/* ---- create ---- */
-
-int ti_store_random_u64(uint64_t *v)
-{
-    int rc;
-    do {
-        rc = tide_random_bytes(v, sizeof *v);
-    } while (rc == 0 && *v == 0);
-    return rc;
-}
-
-static int check_dir(tide_io *io, const char *dir)
-{
-    int is_dir = 0;
-    int rc = io->stat(io, dir, &is_dir);
-    if (rc == TIDE_ENOENT) return tide_err_set(TIDE_ENOENT, "%s: no such directory", dir);
-    if (rc) return rc;
-    if (!is_dir) return tide_err_set(TIDE_ENOENT, "%s: not a directory", dir);
-    return 0;
-}
-
-static int check_links(tide_io *io, const char *dir);
-
-int tide_store_create(const char *dir, const tide_store_create_opts *opts)
-{
-    tide_io *io = opts && opts->io ? opts->io : tide_io_posix();
-    char *dat_path = NULL, *key_path = NULL;
-    tide_file *dat = NULL, *key = NULL;
-    int made_dat = 0, made_key = 0;
-    uint8_t *block = NULL;
-    tide_dat_header dh;
-    tide_key_header kh;
-    unsigned block_size;
-    int rc;
-
-    tide_err_clear();
-    if (opts == NULL || opts->key_size < 1 || opts->key_size > 65535) {
-        rc = tide_err_set(TIDE_EINVAL, "key size %u is not from 1 to 65535", opts ? opts->key_size : 0);
-        goto out;
-    }
-    if (!(opts->load_factor > 0.0 && opts->load_factor <= 1.0)) {
-        rc = tide_err_set(TIDE_EINVAL, "load factor %g is not in (0, 1]", opts->load_factor);
-        goto out;
-    }
-    block_size = opts->block_size;
-    if (!tide_block_size_valid(block_size)) {
-        tide_log(TIDE_LOG_WARN, "block size '%u' is not a power of two from 4096 to 32768; using %u",
-                 block_size, TIDE_BLOCK_SIZE_DEFAULT);
-        block_size = TIDE_BLOCK_SIZE_DEFAULT;
-    }
-    rc = check_dir(io, dir);
-    if (rc == 0) rc = check_links(io, dir);
-    if (rc) goto out;
-    dat_path = ti_path_join(dir, "nudb.dat");
-    key_path = ti_path_join(dir, "nudb.key");
-    block = calloc(2, block_size);
-    if (!dat_path || !key_path || !block) { rc = tide_err_set(TIDE_ENOMEM, "create: out of memory"); goto out; }
-
-    memset(&kh, 0, sizeof kh);
-    kh.version = TIDE_FMT_VERSION;
-    kh.key_size = (uint16_t)opts->key_size;
-    kh.appnum = opts->appnum;
-    kh.uid = opts->uid;
-    kh.salt = opts->salt;
-    if (kh.uid == 0 && (rc = ti_store_random_u64(&kh.uid)) != 0) goto out;
-    if (kh.salt == 0 && (rc = ti_store_random_u64(&kh.salt)) != 0) goto out;
-    kh.pepper = ti_fmt_pepper(kh.salt);
-    kh.block_size = (uint16_t)block_size;
-    kh.load_factor = ti_fmt_load_factor_raw(opts->load_factor);
-    if (kh.load_factor == 0) kh.load_factor = 1;
-    dh.version = kh.version;
-    dh.uid = kh.uid;
-    dh.appnum = kh.appnum;
-    dh.key_size = kh.key_size;
-
-    rc = io->open(io, dat_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &dat);
-    if (rc == TIDE_EEXIST) { rc = tide_err_set(TIDE_EEXIST, "%s: a store already exists here", dir); goto out; }
-    if (rc) goto out;
-    made_dat = 1;
-    rc = io->open(io, key_path, TIDE_IO_CREATE | TIDE_IO_EXCL, &key);
-    if (rc == TIDE_EEXIST) {
-        rc = tide_err_set(TIDE_EEXIST, "%s: nudb.key is here but nudb.dat is missing: the store's data "
-                          "is gone or moved; restore nudb.dat (a new store is never made over a key "
-                          "file); nothing was created", dir);
-        goto out;
-    }
-    if (rc) goto out;
-    made_key = 1;
-
-    {
-        uint8_t hdr[TIDE_DAT_HEADER_SIZE];
-        ti_fmt_encode_dat_header(hdr, &dh);
-        rc = io->write_at(dat, hdr, sizeof hdr, 0);
-        if (rc) goto out;
-    }
-    ti_fmt_encode_key_header(block, &kh);        /* block 0; block 1 is the empty bucket */
-    rc = io->write_at(key, block, 2 * (size_t)block_size, 0);
-    if (rc) goto out;
-    if ((rc = io->sync(dat)) != 0) goto out;
-    if ((rc = io->sync(key)) != 0) goto out;
-    rc = io->sync_dir(io, dir);
-out:
-    if (dat) io->close(dat);
-    if (key) io->close(key);
-    if (rc) {
-        /* Unlinks too need the directory synced, or a power loss may bring
-         * an empty file back and block the next create. */
-        if (made_dat) io->unlink(io, dat_path);
-        if (made_key) io->unlink(io, key_path);
-        if (made_dat || made_key) io->sync_dir(io, dir);
-    }
-    free(block);
-    free(dat_path);
-    free(key_path);
-    return rc;
-}
-
-/* ---- open ---- */
-
-static int read_headers(tide_io *io, tide_file *dat, tide_file *key, const char *dat_path,
-                        const char *key_path, tide_key_header *kh, uint64_t *dat_size,
-                        uint64_t *key_size)
-{
-    uint8_t dbuf[TIDE_DAT_HEADER_SIZE], kbuf[TIDE_KEY_HEADER_SIZE];
-    tide_dat_header dh;
-    int rc;
-
-    if ((rc = io->size(dat, dat_size)) != 0) return rc;
-    if ((rc = io->size(key, key_size)) != 0) return rc;
-    if (*dat_size < TIDE_DAT_HEADER_SIZE)
-        return tide_err_set(TIDE_ENOTSTORE, "%s: %llu bytes is shorter than the %d-byte header",
-                            dat_path, (unsigned long long)*dat_size, TIDE_DAT_HEADER_SIZE);
-    if (*key_size < TIDE_KEY_HEADER_SIZE)
-        return tide_err_set(TIDE_ENOTSTORE, "%s: %llu bytes is shorter than the %d-byte header",
-                            key_path, (unsigned long long)*key_size, TIDE_KEY_HEADER_SIZE);
-    if ((rc = io->read_at(dat, dbuf, sizeof dbuf, 0)) != 0) return rc;
-    if ((rc = io->read_at(key, kbuf, sizeof kbuf, 0)) != 0) return rc;
-    if ((rc = ti_fmt_decode_dat_header(dbuf, &dh, dat_path)) != 0) return rc;
-    if ((rc = ti_fmt_decode_key_header(kbuf, kh, key_path)) != 0) return rc;
-    if ((rc = ti_fmt_check_key_dat(kh, &dh, key_path)) != 0) return rc;
-    if (ti_fmt_capacity(kh->block_size) < 1)
-        return tide_err_set(TIDE_ECORRUPT, "%s: offset 44: block size %u holds no entry",
-                            key_path, kh->block_size);
-    if (*key_size < 2 * (uint64_t)kh->block_size)
-        return tide_err_set(TIDE_ECORRUPT,
-                            "%s: %llu bytes hold no complete bucket: a key file of %u-byte blocks "
-                            "is (buckets + 1) x %u bytes, at least %llu (an interrupted rebuild "
-                            "leaves this; 'tide rekey' builds it again from nudb.dat)", key_path,
-                            (unsigned long long)*key_size, kh->block_size, kh->block_size,
-                            2 * (unsigned long long)kh->block_size);
-    if (*key_size % kh->block_size != 0) {
-        unsigned long long below = *key_size / kh->block_size * kh->block_size;
-        return tide_err_set(TIDE_ECORRUPT,
-                            "%s: %llu bytes is not (buckets + 1) x %u: expected %llu or %llu "
-                            "bytes, a whole number of blocks; 'tide rekey' rebuilds nudb.key "
-                            "from nudb.dat", key_path, (unsigned long long)*key_size,
-                            kh->block_size, below, below + kh->block_size);
-    }
-    return 0;
-}
-
-typedef struct store_paths {
-    char *dat, *key, *log;
-} store_paths;
-
-static int make_paths(const char *dir, store_paths *p)
-{
-    p->dat = ti_path_join(dir, "nudb.dat");
-    p->key = ti_path_join(dir, "nudb.key");
-    p->log = ti_path_join(dir, "nudb.log");
-    if (!p->dat || !p->key || !p->log) return tide_err_set(TIDE_ENOMEM, "out of memory");
-    return 0;
-}
-
-static void free_paths(store_paths *p)
-{
-    free(p->dat);
-    free(p->key);
-    free(p->log);
-}
-
-/* Is there a store in `dir`? TIDE_ENOENT naming what is missing. */
-/* A store's files live in its directory: a symbolic link among them that
- * dangles, or leads out of the directory, is refused by name, since a
- * writer would create or change a file elsewhere through it (a nudb.log
- * linked into another store's directory, say). */
-static int check_links(tide_io *io, const char *dir)
-{
-    static const char *const names[] = { "nudb.dat", "nudb.key", "nudb.log", "tide.meta", "tide.live" };
-    char path[4200], target[4096], *home = NULL, *slash;
-    int dangling = 0, rc = 0;
-
-    if (io->link == NULL) return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && rc == 0; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (!io->link(io, path, target, sizeof target, &dangling)) continue;
-        if (dangling) {
-            rc = tide_err_set(TIDE_ENOENT, "%s is a symbolic link to %s, which does not exist: a "
-                              "store's files are files in its directory; nothing was opened or "
-                              "created", path, target);
-            break;
-        }
-        if (home == NULL && (home = realpath(dir, NULL)) == NULL)
-            return tide_err_sys(errno, "%s: realpath", dir);
-        slash = strrchr(target, '/');
-        if (slash && ((size_t)(slash - target) != strlen(home) || strncmp(target, home, strlen(home)) != 0))
-            rc = tide_err_set(TIDE_EINVAL, "%s is a symbolic link to %s, outside the store's directory "
-                              "%s: a writer would create or change files there through it; move the "
-                              "file into the directory (or link the whole directory); nothing was "
-                              "opened", path, target, home);
-    }
-    free(home);
-    return rc;
-}
-
-static int check_store_files(tide_io *io, const char *dir, const store_paths *p)
-{
-    int rc = check_dir(io, dir);
-    if (rc) return rc;
-    if ((rc = check_links(io, dir)) != 0) return rc;
-    if (io->stat(io, p->dat, NULL) == TIDE_ENOENT) {
-        if (io->stat(io, p->key, NULL) == 0)
-            return tide_err_set(TIDE_ENOENT, "%s: nudb.dat is missing, but nudb.key is here: the "
-                                "store's data is gone or moved; restore nudb.dat (a new store is "
-                                "never made over a key file)", dir);
-        return tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
-    }
-    if (io->stat(io, p->key, NULL) == TIDE_ENOENT)
-        return tide_err_set(TIDE_ENOENT, "%s: nudb.key is missing (an interrupted rekey? run "
-                            "'tide rekey')", dir);
-    return 0;
-}
-
-/* *needed = 1 when nudb.log exists with at least a header's worth of
- * bytes. Only a missing log means "no log": any other failure to look is
- * an error, because guessing "none" would then discard the undo log. */
-static int log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size, int *needed)
-{
-    tide_file *f = NULL;
-    int rc;
-
-    *size = 0;
-    *needed = 0;
-    rc = io->open(io, log_path, TIDE_IO_READ, &f);
-    if (rc == TIDE_ENOENT) { tide_err_clear(); return 0; }
-    if (rc) return rc;
-    rc = io->size(f, size);
-    io->close(f);
-    if (rc) return rc;
-    *needed = *size >= TIDE_LOG_HEADER_SIZE;
-    return 0;
-}
-
 void ti_store_free(tide_store *s)
 {
     if (s == NULL) return;
@@ -409,7 +141,7 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
                    ti_store_mode mode)
 {
     tide_store *s = calloc(1, sizeof *s);
-    store_paths p = { 0 };
+    ti_store_paths p = { 0 };
     int rc;
 
     *out = NULL;
@@ -441,13 +173,13 @@ int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opt
     s->tally = aligned_alloc(TI_TALLY_LINE, sizeof *s->tally);
     if (s->tally) memset(s->tally, 0, sizeof *s->tally);
     if (s->dir == NULL || s->tally == NULL) { rc = tide_err_set(TIDE_ENOMEM, "open: out of memory"); goto out; }
-    if ((rc = make_paths(dir, &p)) != 0) goto out;
+    if ((rc = ti_store_paths_make(dir, &p)) != 0) goto out;
     s->dat_path = p.dat; s->key_path = p.key; s->log_path = p.log;
     p.dat = p.key = p.log = NULL;
     *out = s;
     s = NULL;
 out:
-    free_paths(&p);
+    ti_store_paths_free(&p);
     ti_store_free(s);
     return rc;
 }
@@ -460,9 +192,9 @@ int tide_store_open(tide_store **out, const char *dir, const tide_store_opts *op
     return open_store(out, dir, opts, 1, NULL, 1);
 }
 
-static store_paths paths_of(const tide_store *s)
+static ti_store_paths paths_of(const tide_store *s)
 {
-    return (store_paths){ s->dat_path, s->key_path, s->log_path };
+    return (ti_store_paths){ s->dat_path, s->key_path, s->log_path };
 }
 
 /* A writable open refused nudb.key's lock: name who holds the store (the
@@ -497,10 +229,10 @@ static void narrow_reader(tide_store *s, ti_store_mode mode)
  * live commit. */
 static int lock_files(tide_store *s, int flags, int *holders_checked, int live)
 {
-    store_paths p = paths_of(s);
+    ti_store_paths p = paths_of(s);
     int rc;
 
-    if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
+    if ((rc = ti_store_check_files(s->io, s->dir, &p)) != 0) return rc;
     /* A reader opens tide.live before nudb.key, so that a
      * writer's holders scan never meets it without its mark, and holds it
      * (live.c: the readers' hold), so that no rotation cuts it under. */
@@ -570,12 +302,12 @@ static int read_only_view(tide_store *s, uint64_t log_size)
  * gets the log's size before. */
 static int recover_if_needed(tide_store *s, uint64_t *log_size)
 {
-    store_paths p = paths_of(s);
+    ti_store_paths p = paths_of(s);
     tide_recover_report rep;
     int rc, needed = 0;
 
     if (ti_store_reads_through_live(s)) return 0;   /* the log is the live writer's (tide.live) */
-    if ((rc = log_needs_recovery(s->io, s->log_path, log_size, &needed)) != 0) return rc;
+    if ((rc = ti_store_log_needs_recovery(s->io, s->log_path, log_size, &needed)) != 0) return rc;
     if (needed && ti_store_is_reader(s)) return read_only_view(s, *log_size);
     if (needed) {
         rc = ti_recover_paths(s->io, s->dat_path, s->key_path, s->log_path, s->dir, 1, 1, &rep);
@@ -587,7 +319,7 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
          * (start_commits indexes them). */
         s->dat_indexed = rep.tail_from;
         s->dat_committed = rep.tail_to;
-        if ((rc = check_store_files(s->io, s->dir, &p)) != 0) return rc;
+        if ((rc = ti_store_check_files(s->io, s->dir, &p)) != 0) return rc;
     }
     /* A rekey interrupted before its rename leaves nudb.key.new (garbage:
      * the store is the old one) and perhaps, past the log's reach, its
@@ -606,7 +338,7 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     return rc;
 }
 
-/* Open step 3a: nudb.dat opened, both headers read, the geometry set, the
+/* Open step 3: nudb.dat opened, both headers read, the geometry set, the
  * index checked (when `check`), the pools made. */
 static int load_files(tide_store *s, int flags, int check)
 {
@@ -614,7 +346,7 @@ static int load_files(tide_store *s, int flags, int check)
     int rc;
 
     if ((rc = s->io->open(s->io, s->dat_path, flags, &s->dat)) != 0) return rc;
-    rc = read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
+    rc = ti_store_read_headers(s->io, s->dat, s->key, s->dat_path, s->key_path, &s->kh, &dat_size, &key_size);
     if (rc) return rc;
     s->key_size = s->kh.key_size;
     s->block_size = s->kh.block_size;
@@ -895,24 +627,10 @@ int tide_store_close(tide_store *s)
 
 /* ---- information ---- */
 
-static void fill_info(const tide_key_header *kh, tide_store_info *o)
-{
-    o->uid = kh->uid;
-    o->appnum = kh->appnum;
-    o->salt = kh->salt;
-    o->pepper = kh->pepper;
-    o->version = kh->version;
-    o->key_size = kh->key_size;
-    o->block_size = kh->block_size;
-    o->load_factor_raw = kh->load_factor;
-    o->load_factor = kh->load_factor / 65536.0;
-    o->capacity = ti_fmt_capacity(kh->block_size);
-}
-
 void tide_store_get_info(tide_store *s, tide_store_info *o)
 {
     memset(o, 0, sizeof *o);
-    fill_info(&s->kh, o);
+    ti_store_info_from_header(&s->kh, o);
     pthread_rwlock_rdlock(&s->key_lock);
     o->buckets = s->buckets;
     o->dat_file_bytes = s->dat_size;
@@ -963,55 +681,4 @@ int tide_store_key_map_resident(tide_store *s, uint64_t *bytes)
 int tide_store_dat_map_resident(tide_store *s, uint64_t *bytes)
 {
     return ti_keymap_stats(&s->datmap, 0, NULL, bytes);
-}
-
-int tide_store_inspect(const char *dir, tide_io *io, tide_store_info *o)
-{
-    store_paths p = { 0 };
-    tide_file *dat = NULL, *key = NULL, *log = NULL, *hold = NULL;
-    tide_key_header kh;
-    uint64_t dat_size = 0, key_size = 0, log_size = 0;
-    int rc;
-
-    tide_err_clear();
-    memset(o, 0, sizeof *o);
-    if (io == NULL) io = tide_io_posix();
-    if ((rc = make_paths(dir, &p)) != 0) goto out;
-    /* The readers' hold (live.c): no rotation cuts the files under it. */
-    if ((rc = ti_live_hold(io, dir, &hold, NULL)) != 0) goto out;
-    if ((rc = check_store_files(io, dir, &p)) != 0) goto out;
-    if ((rc = io->open(io, p.dat, TIDE_IO_READ, &dat)) != 0) goto out;
-    if ((rc = io->open(io, p.key, TIDE_IO_READ, &key)) != 0) goto out;
-    rc = read_headers(io, dat, key, p.dat, p.key, &kh, &dat_size, &key_size);
-    if (rc) goto out;
-    fill_info(&kh, o);
-    o->buckets = key_size / kh.block_size - 1;
-    o->dat_file_bytes = dat_size;
-    o->key_file_bytes = key_size;
-    rc = io->open(io, p.log, TIDE_IO_READ, &log);
-    if (rc == TIDE_ENOENT) rc = 0;
-    else if (rc == 0) rc = io->size(log, &log_size);
-    if (rc) goto out;                   /* a log that cannot be read is not "no log" */
-    o->log_file_bytes = log_size;
-    o->needs_recovery = log_size >= TIDE_LOG_HEADER_SIZE;
-    o->dat_indexed = o->dat_committed = dat_size;
-    if (o->needs_recovery) {
-        ti_idle_view v;
-        if ((rc = ti_recover_idle_view(io, dir, 1, &v)) != 0) goto out;
-        if (v.idle) {
-            o->idle_log = 1;
-            o->dat_indexed = v.W;
-            o->dat_committed = v.C;
-        }
-        snprintf(o->not_idle_why, sizeof o->not_idle_why, "%s", v.why);
-    }
-    tide_err_clear();
-out:
-    if (hold && rc == TIDE_ENOENT) rc = ti_live_lost(io, dir, rc);
-    if (dat) io->close(dat);
-    if (key) io->close(key);
-    if (log) io->close(log);
-    if (hold) io->close(hold);
-    free_paths(&p);
-    return rc;
 }
