@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_check.c: tide_store_check, the store's invariants run
- * (store.c's essay: the state diagram and invariants 1-5; store_impl.h:
+ * (store.c's essay: invariants 1-5; committer.c's: the state diagram; store_impl.h:
  * the handle's modes).
  *
  * What is checked here:

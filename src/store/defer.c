@@ -41,7 +41,7 @@
  *      it writes anything.
  *   2. While a record past W is unindexed, nudb.log holds a header with
  *      dat_file_size W: the idle log exists before the first phase A
- *      (start_commits), a flush's log starts with the same header, and an
+ *      (committer.c prepare_files), a flush's log starts with the same header, and an
  *      undone flush cuts the log back to it (commit.c undo_log).
  *   3. The tail holds exactly the entries of the data records in [W, C),
  *      at most ti_tail_limit of them; its table is changed under key_lock
@@ -207,7 +207,7 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     __atomic_store_n(&s->dat_committed, dat1, __ATOMIC_RELEASE);
     ti_live_publish(s);       /* tide.live: readers elsewhere see the new C */
     pthread_rwlock_unlock(&s->key_lock);
-    ti_store_dat_stable(s, dat1);   /* published: nothing cuts below C (store.c) */
+    ti_store_dat_stable(s, dat1);   /* published: nothing cuts below C (lookup.c) */
     *end = TI_COMMIT_DONE;
 out:
     ti_tail_free_table(old, old_slots);

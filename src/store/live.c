@@ -22,7 +22,7 @@
  *   failure    ti_live_free with seq odd (a failed open, a broken
  *              rollback): PID 0, seq left odd, so readers say "recover"
  *              rather than read a half-written table.
- * The reader's side (store.c's read-only open): ti_live_preopen, then
+ * The reader's side (open.c's read-only open): ti_live_preopen, then
  * (when nudb.key's shared lock is refused, a writer holds it)
  * ti_live_attach and ti_live_start_reader; reader.c fetches.
  *

@@ -1,13 +1,29 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * store_impl.h: the inside of a tide_store, shared by store.c (open, insert,
- * fetch, the commit thread), commit.c (one commit) and recover.c.
+ * store_impl.h: the inside of a tide_store, shared by the store's files:
+ * store.c (the handle's calls), open.c (the open, which sets the mode),
+ * files.c and index_check.c (the files and their checks), lookup.c (every
+ * handle's lookups), reader.c and live.c (tide.live), committer.c (the
+ * commit thread), commit.c and defer.c (one commit), recover.c, rekey.c,
+ * verify.c, visit.c and store_check.c (the invariants).
  *
- * Locks, always taken in this order:
- *   write_mu  serialises inserts (the single writer).
- *   pool_mu   guards pending/committing pools, sequence numbers, flags.
- *   key_lock  readers: any key-file bucket read; writer: the commit's
- *             key-file write phase (buckets and bucket count change together).
+ * Locks of one process, always taken in this order (a later one may be
+ * taken while an earlier one is held, never the reverse):
+ *   write_mu  serialises inserts (the single writer): held across an
+ *             insert's duplicate lookup (pool_mu, then key_lock, each
+ *             released) and its add to the pool (pool_mu).
+ *   pool_mu   guards pending/committing pools, sequence numbers, the
+ *             state and the flags the commit thread reads.
+ *   key_lock  a rwlock, writers preferred. Read: any lookup's tail and
+ *             bucket (lookup.c), a LIVE_READER's view (reader.c, which
+ *             replaces it under the write lock); write: the commit's
+ *             key-file write phase, a deferred append's tail update, a
+ *             flush (buckets, bucket count, W, C and the tail change
+ *             together). tide_store_check takes pool_mu, then key_lock.
+ * The commit thread holds none of them while it writes nudb.dat and
+ * nudb.log, and releases pool_mu before it takes key_lock. Between
+ * processes, nudb.key's flock (exclusive for a writer, shared for a
+ * reader with no writer) and tide.live's seqlock and flock (live.c).
  */
 #ifndef TIDE_STORE_IMPL_H
 #define TIDE_STORE_IMPL_H
@@ -120,7 +136,7 @@ struct tide_store {
     uint64_t   pool_items;        /* pending->count + committing->count:
                                      written under pool_mu, read without it
                                      (acquire) by a lookup that skips empty
-                                     pools (store.c, pool_lookup) */
+                                     pools (lookup.c, ti_lookup_pools) */
     uint64_t   insert_seq;        /* inserts accepted */
     uint64_t   durable_seq;       /* inserts durable */
     uint64_t   committing_seq;    /* insert_seq when `committing` was taken */
@@ -160,7 +176,7 @@ struct tide_store {
      * thread). */
     int        tail_kept;
     /* 1 from an open that could not prepare nudb.log or tide.meta for want
-     * of space until the commit thread has (store.c prepare_files); read
+     * of space until the commit thread has (committer.c prepare_files); read
      * and written by the open, then by the commit thread only. */
     int        files_pending;
     /* tide_store_set_deferring(s, 0): every commit indexes its batch and
@@ -172,7 +188,7 @@ struct tide_store {
     /* nudb.key mapped for lookups (keymap.h); read under key_lock. */
     ti_keymap  keymap;
     /* nudb.dat mapped for the records and spill records lookups read
-     * (keymap.h's machinery on the data file; store.c "Reading nudb.dat").
+     * (keymap.h's machinery on the data file; lookup.c "Reading nudb.dat").
      * dat_stable (atomic): no path truncates nudb.dat below it while the
      * store is open; the map shows bytes below it only. Raised (never
      * lowered) by the commit thread once a commit can no longer be rolled
@@ -182,7 +198,7 @@ struct tide_store {
     /* The fetch path's counters, one cache line per thread (tally.h). */
     ti_tally  *tally;
 
-    /* The streak of failed attempts the log tells of (store.c
+    /* The streak of failed attempts the log tells of (committer.c
      * log_failure): commit thread only. */
     struct {
         uint64_t tries, first_us, logged_us;
