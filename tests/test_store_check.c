@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_check.c: tide_store_check, the store's invariants run
- * (store.c's essay: the state diagram and invariants 1-5).
+ * (store.c's essay: invariants 1-5; committer.c's: the state diagram; store_impl.h:
+ * the handle's modes).
  *
  * What is checked here:
  *   - The check fires: a child process breaks one invariant of an open
  *     store (white-box, through store_impl.h: a pool's count, its byte
  *     count, the state against commit_err, the sequence order, the key
- *     file's size) and must die of SIGABRT with TIDE_ASSERT's line naming
+ *     file's size, the mode against the commit thread) and must die of SIGABRT with TIDE_ASSERT's line naming
  *     the broken expression on stderr; with opts.check_invariants the
  *     store's own check after a commit does it, without, the same commit
  *     passes (but in TIDE_DEBUG_CHECKS builds, which check always).
@@ -64,7 +65,8 @@ typedef enum breakage {
     BREAK_POOL_BYTES,        /* pending's used 16 bytes more than its items */
     BREAK_STATE,             /* LOG_DIRTY with commit_err 0 */
     BREAK_SYNC_SEQ,          /* a sync waiting for inserts never made */
-    BREAK_KEY_FILE           /* one zero block appended to nudb.key */
+    BREAK_KEY_FILE,          /* one zero block appended to nudb.key */
+    BREAK_MODE               /* a writer's handle said to be a reader */
 } breakage;
 
 static void break_one(th_store_env *env, tide_store *s, breakage b)
@@ -74,6 +76,7 @@ static void break_one(th_store_env *env, tide_store *s, breakage b)
     case BREAK_POOL_BYTES: s->pending->used += 16; break;
     case BREAK_STATE: s->state = TI_STORE_LOG_DIRTY; break;
     case BREAK_SYNC_SEQ: s->sync_seq = s->insert_seq + 5; break;
+    case BREAK_MODE: s->mode = TI_STORE_READER; break;
     case BREAK_KEY_FILE: {
         uint8_t zero[4096] = { 0 };
         long long size = th_file_size(env->key_path);
@@ -177,6 +180,12 @@ static void a_key_file_a_block_longer_than_its_buckets_aborts_the_check(void **s
                         "nudb.key + 4096 zero bytes, tide_store_check");
 }
 
+static void a_writer_said_to_be_a_reader_aborts_the_check(void **state)
+{
+    expect_abort_naming(*state, BREAK_MODE, 1, "!s->thread_started || s->mode == TI_STORE_WRITER",
+                        "a writer's mode set to READER, tide_store_check");
+}
+
 static void the_commit_thread_checks_after_its_commit_when_asked(void **state)
 {
     th_store_env *env = *state;
@@ -221,6 +230,7 @@ static void the_check_holds_read_only_pending_through_a_full_disk_and_at_close(v
     o.read_only = 1;
     expect_ok(tide_store_open(&ro, "/db", &o), "read-only open");
     expect_u64(ro->state, TI_STORE_QUIET, "read-only handle's state");
+    expect_u64(ro->mode, TI_STORE_READER, "read-only handle's mode");
     expect_ok(tide_store_check(ro), "check of a read-only handle");
     expect_ok(tide_store_close(ro), "read-only close");
 
@@ -229,6 +239,7 @@ static void the_check_holds_read_only_pending_through_a_full_disk_and_at_close(v
     expect_ok(tide_store_open(&env->s, "/db", &o), "open");
     expect_ok(th_store_insert_items(env->s, 0, 100, KEY_SIZE, VMIN, VMAX, NULL), "100 inserts");
     expect_u64(env->s->state, TI_STORE_IDLE, "state with items pending");
+    expect_u64(env->s->mode, TI_STORE_WRITER, "read-write handle's mode");
     expect_ok(tide_store_check(env->s), "check with 100 items pending");
     expect_ok(tide_store_sync(env->s), "sync");
 
@@ -321,6 +332,7 @@ int main(void)
         T(a_pool_byte_count_off_by_16_aborts_the_check),
         T(a_state_that_contradicts_the_commit_error_aborts_the_check),
         T(a_key_file_a_block_longer_than_its_buckets_aborts_the_check),
+        T(a_writer_said_to_be_a_reader_aborts_the_check),
         T(the_commit_thread_checks_after_its_commit_when_asked),
         T(the_check_holds_read_only_pending_through_a_full_disk_and_at_close),
         T(checks_on_leave_the_same_files_and_counts_as_checks_off),

@@ -50,7 +50,7 @@
  *     the end unreadable, and readable again when the file grows back.
  *
  * The data map (nudb.dat's records and spill records read in place,
- * store.c "Reading nudb.dat"):
+ * lookup.c "Reading nudb.dat"):
  *   - On every fixture and on the sim, the mapped handle reads every record
  *     in the data map (no pread) and the no_map handle with pread only, and
  *     both give the same answers (the fixture test above).
@@ -652,7 +652,7 @@ static int rb_truncate(tide_file *f, uint64_t size)
     if (f == g_rb_dat && tide_io_posix()->size(f, &was) == 0 && size < was) {
         atomic_fetch_add(&g_rb_dat_cuts, 1);
         /* The data map shows nudb.dat below dat_stable: a cut below it
-         * could SIGBUS a reader (store.c "Reading nudb.dat", 1 and 2). */
+         * could SIGBUS a reader (lookup.c "Reading nudb.dat", 1 and 2). */
         if (s && size < __atomic_load_n(&s->dat_stable, __ATOMIC_ACQUIRE)) atomic_fetch_add(&g_rb_below_stable, 1);
     }
     return tide_io_posix()->truncate(f, size);

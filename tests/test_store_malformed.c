@@ -273,7 +273,7 @@ static void sampled_bucket_and_record_bytes_damaged_give_an_error_or_the_truth(v
     }
     summary(&o, "buckets and records");
     /* The damaged records and spill records were read in the data map
-     * (store.c, "Reading nudb.dat"), whose checks are the pread path's. */
+     * (lookup.c, "Reading nudb.dat"), whose checks are the pread path's. */
     print_message("nudb.dat read %llu times in the data map, %llu with pread\n",
                   (unsigned long long)o.dat_map_views, (unsigned long long)o.dat_reads);
     if (o.dat_map_views == 0 && th_scratch_maps())

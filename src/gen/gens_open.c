@@ -285,7 +285,7 @@ static int open_named(tide_gens *g)
         /* Invariant 5: only the newest defers its index. An older one takes
          * no insert again; a tail it kept would be memory beyond the one
          * budget. A tail a crash left in
-         * it is still recovered and indexed by its open (store.c). */
+         * it is still recovered and indexed by its open (open.c, committer.c). */
         so.index_lag_bytes = n == 0 ? g->opts.store.index_lag_bytes : 0;
         rc = tide_store_open(&g->gens[n].s, p, &so);
         if (rc) {

@@ -89,7 +89,7 @@
  *      writes nothing to a key file deleted right after, and no
  *      acknowledged record of a kept one waits in a tail at the switch.
  *      A crash anywhere recovers a tail from tide.meta at the next open,
- *      whatever lag that open gives (store.c).
+ *      whatever lag that open gives (open.c).
  *  11. A BROKEN newest is the exception to 10: a' skips its flush (the
  *      flush cannot commit; the rotation must still move writes off it).
  *      Its tail stays readable in memory until its close (a broken close

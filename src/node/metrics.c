@@ -536,7 +536,7 @@ static void write_anon_parts(tide_metrics_writer *w, tide_node *n, const tide_me
 }
 
 /* A store file's read-only map (src/store/keymap.c; nudb.key's, and
- * nudb.dat's of store.c "Reading nudb.dat"): the file's bytes it shows,
+ * nudb.dat's of lookup.c "Reading nudb.dat"): the file's bytes it shows,
  * and of those the pages this process has mapped in (pagemap, not the
  * page cache's mincore). Page cache the kernel reclaims under pressure:
  * counted in RssFile, never in RssAnon. */

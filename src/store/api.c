@@ -18,7 +18,7 @@
  *      interface does not name.
  *
  * Never: add behaviour of its own beyond the checks of the public values;
- * what the store does is the store's (store.c, recover.c, rekey.c, ...).
+ * what the store does is the store's (store.c, open.c, committer.c, recover.c, rekey.c, ...).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1010,7 +1010,7 @@ int ti_commit_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
      * pre-images written under a log that may be gone are not undoable. */
     *end = TI_COMMIT_APPLIED;
     logged = 0;
-    ti_store_dat_stable(s, s->dat_size);    /* no rollback cuts it now (store.c) */
+    ti_store_dat_stable(s, s->dat_size);    /* no rollback cuts it now (lookup.c) */
     s->split_credit = (s->split_credit + c.n * 65536) % s->split_units;
     s->split_owed -= c.paid;
     commit_indexed(&c);

@@ -41,7 +41,7 @@
  *      it writes anything.
  *   2. While a record past W is unindexed, nudb.log holds a header with
  *      dat_file_size W: the idle log exists before the first phase A
- *      (start_commits), a flush's log starts with the same header, and an
+ *      (committer.c prepare_files), a flush's log starts with the same header, and an
  *      undone flush cuts the log back to it (commit.c undo_log).
  *   3. The tail holds exactly the entries of the data records in [W, C),
  *      at most ti_tail_limit of them; its table is changed under key_lock
@@ -207,7 +207,7 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     __atomic_store_n(&s->dat_committed, dat1, __ATOMIC_RELEASE);
     ti_live_publish(s);       /* tide.live: readers elsewhere see the new C */
     pthread_rwlock_unlock(&s->key_lock);
-    ti_store_dat_stable(s, dat1);   /* published: nothing cuts below C (store.c) */
+    ti_store_dat_stable(s, dat1);   /* published: nothing cuts below C (lookup.c) */
     *end = TI_COMMIT_DONE;
 out:
     ti_tail_free_table(old, old_slots);
@@ -309,7 +309,7 @@ static int scan_tail(tide_store *s, uint64_t W, uint64_t C)
 
 int ti_defer_read_tail(tide_store *s)
 {
-    TIDE_ASSERT(s->opts.read_only && s->dat_indexed < s->dat_committed);
+    TIDE_ASSERT(s->mode == TI_STORE_IDLE_READER && s->dat_indexed < s->dat_committed);
     return scan_tail(s, s->dat_indexed, s->dat_committed);
 }
 

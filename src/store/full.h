@@ -89,7 +89,7 @@ struct tide_store_opts {
                                     the process (TIDE_ASSERT). The tests set
                                     it; builds with TIDE_DEBUG_CHECKS (make
                                     asan/tsan, OPT=-O0) check always. Cost:
-                                    store.c's tide_store_check, per commit. */
+                                    store_check.c's tide_store_check, per commit. */
     struct tide_io *io;          /* NULL (default): the POSIX file system */
     /* Churn totals. NULL (default), or a function called after
      * each allocation the store makes for an insert pool (an arena chunk,
@@ -186,7 +186,8 @@ void tide_store_opts_init(tide_store_opts *o);
 
 /*
  * Assert, with TIDE_ASSERT (which aborts the process), the invariants of
- * src/store/store.c's essay: what holds in the handle's state (its diagram),
+ * src/store/store.c's essay and store_impl.h's table of the handle's modes:
+ * what holds in the handle's mode and state (committer.c's diagram),
  * the sequence order (durable <= committing <= insert, each pool holding
  * exactly the inserts between two of them, the two pools never swapped
  * onto one), the pools (disjoint; each one's count, record bytes and memory

@@ -59,9 +59,9 @@
  *      grow_mu: the fetches of buckets past the map pread side by side
  *      instead of queueing on the mutex.
  *
- * The data map (store.c "Reading nudb.dat") is this map over nudb.dat,
+ * The data map (lookup.c "Reading nudb.dat") is this map over nudb.dat,
  * with `known` = dat_stable: 1 to 3 hold there with dat_stable in place of
- * key_lock's size (store.c says why no path cuts below it).
+ * key_lock's size (lookup.c says why no path cuts below it).
  *
  * Never: write through the map; touch a byte at or past `known`.
  */

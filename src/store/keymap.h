@@ -3,7 +3,7 @@
  * keymap.h: nudb.key mapped read-only, for fetches and the insert's
  * duplicate check to search a bucket where it lies instead of copying it
  * (keymap.c's essay says why the map never faults). The same machinery
- * maps nudb.dat for the records lookups read (store.c "Reading nudb.dat"):
+ * maps nudb.dat for the records lookups read (lookup.c "Reading nudb.dat"):
  * there `known` is dat_stable, the size no path cuts the data file below
  * while the store is open, and the bytes below it never change, so the
  * views need no lock; what is said of key_lock below is the key map's.

@@ -22,7 +22,7 @@
  *   failure    ti_live_free with seq odd (a failed open, a broken
  *              rollback): PID 0, seq left odd, so readers say "recover"
  *              rather than read a half-written table.
- * The reader's side (store.c's read-only open): ti_live_preopen, then
+ * The reader's side (open.c's read-only open): ti_live_preopen, then
  * (when nudb.key's shared lock is refused, a writer holds it)
  * ti_live_attach and ti_live_start_reader; reader.c fetches.
  *
@@ -124,12 +124,11 @@ int ti_live_writer_alive(const ti_live *l)
     return start != 0 && ti_live_proc_start((int)pid) == start;
 }
 
-static int live_alloc(tide_store *s, int writer)
+static int live_alloc(tide_store *s)
 {
     ti_live *l = calloc(1, sizeof *l);
     if (l == NULL) return tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
     l->io = s->io;
-    l->writer = writer;
     l->tail.max_slots = 1ull << 62;     /* a reader's tail index: no budget (reader.c) */
     s->live = l;
     return 0;
@@ -143,7 +142,7 @@ static int live_create_page(tide_store *s)
     void *p = NULL;
     int rc;
 
-    if ((rc = live_alloc(s, 1)) != 0) return rc;
+    if ((rc = live_alloc(s)) != 0) return rc;
     l = s->live;
     if ((path = ti_path_join(s->dir, "tide.live")) == NULL) {
         rc = tide_err_set(TIDE_ENOMEM, "%s: tide.live: out of memory", s->dir);
@@ -215,7 +214,7 @@ int ti_live_create(tide_store *s)
 void ti_live_begin(tide_store *s)
 {
     ti_live *l = s->live;
-    if (l == NULL || !l->writer) return;
+    if (!ti_store_writes_live(s)) return;
     uint64_t seq = word(l, TI_LIVE_SEQ);
     if (seq & 1) return;              /* already odd: an open's recovery, a rollback's */
     __atomic_store_n(&l->w[TI_LIVE_SEQ], seq + 1, __ATOMIC_RELAXED);
@@ -226,7 +225,7 @@ void ti_live_begin(tide_store *s)
 void ti_live_end(tide_store *s)
 {
     ti_live *l = s->live;
-    if (l == NULL || !l->writer) return;
+    if (!ti_store_writes_live(s)) return;
     uint64_t seq = word(l, TI_LIVE_SEQ);
     TIDE_ASSERT(seq & 1);             /* invariant 2: the counts change under an odd seq */
     set_word(l, TI_LIVE_UID, s->kh.uid);
@@ -247,7 +246,7 @@ void ti_live_publish(tide_store *s)
 void ti_live_rollback(tide_store *s)
 {
     ti_live *l = s->live;
-    if (l == NULL || !l->writer) return;
+    if (!ti_store_writes_live(s)) return;
     ti_live_begin(s);
     set_word(l, TI_LIVE_GEN, word(l, TI_LIVE_GEN) + 1);     /* invariant 4 */
 }
@@ -255,7 +254,7 @@ void ti_live_rollback(tide_store *s)
 void ti_live_broken(tide_store *s)
 {
     ti_live *l = s->live;
-    if (l == NULL || !l->writer) return;
+    if (!ti_store_writes_live(s)) return;
     TIDE_ASSERT(word(l, TI_LIVE_SEQ) & 1);
     set_word(l, TI_LIVE_PID, 0);
 }
@@ -263,7 +262,7 @@ void ti_live_broken(tide_store *s)
 void ti_live_closed(tide_store *s)
 {
     ti_live *l = s->live;
-    if (l == NULL || !l->writer) return;
+    if (!ti_store_writes_live(s)) return;
     ti_live_begin(s);
     set_word(l, TI_LIVE_OPEN, 0);
     ti_live_end(s);
@@ -335,7 +334,7 @@ int ti_live_preopen(tide_store *s)
     int rc, orc = 0;
 
     if (s->io->share == NULL) return 0;
-    if ((rc = live_alloc(s, 0)) != 0) return rc;
+    if ((rc = live_alloc(s)) != 0) return rc;
     rc = ti_live_hold(s->io, s->dir, &s->live->f, &orc);
     if (orc) {
         /* Kept for attach's refusal (a writer holds the store) and
@@ -417,7 +416,7 @@ void ti_live_free(tide_store *s)
 {
     ti_live *l = s->live;
     if (l == NULL) return;
-    if (l->w && l->writer) {
+    if (l->w && ti_store_writes_live(s)) {
         /* A clean close has said so already; any other end of a writer
          * is not a running writer either. */
         if (word(l, TI_LIVE_SEQ) & 1) set_word(l, TI_LIVE_PID, 0);

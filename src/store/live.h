@@ -44,7 +44,6 @@ typedef struct ti_live {
     tide_io   *io;
     tide_file *f;
     uint64_t  *w;            /* the mapped page: TI_LIVE_WORDS words */
-    int        writer;       /* 1: this handle writes the page */
     /* The reader's view, changed under the store's key_lock (write). */
     uint64_t   view_seq;     /* the even seq the view was read at; 0 none */
     uint64_t   view_gen, W, C;
@@ -139,8 +138,9 @@ int ti_live_writer_alive(const ti_live *l);
  * field 22), or 0 when it cannot be read. */
 uint64_t ti_live_proc_start(int pid);
 
-/* Reader (reader.c): pool-less lookup through the seqlock: the key file
- * under the published bucket count, then the tail index of [W, C).
+/* Reader (reader.c): pool-less lookup through the seqlock: lookup.c's
+ * path (the tail index of [W, C), then the key file under the published
+ * bucket count) inside each attempt.
  * Retries while a write overlaps; TIDE_EBUSY after TI_LIVE_WAIT_MS of
  * writes, or at once when the writer died in the middle of one. */
 int ti_reader_lookup(struct tide_store *s, uint64_t h, const void *key, void **value, size_t *len);

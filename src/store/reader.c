@@ -8,8 +8,8 @@
  *   s1 = seq (acquire); wait while it is odd;
  *   bring the view to the page (ti_reader_refresh: the bucket count, the
  *   data file's bound max(W, C), and the tail index of [W, C));
- *   look in nudb.key under that count (store.c: ti_store_file_lookup,
- *   the same probe an ordinary handle makes), then in the tail index;
+ *   look up the key as every handle does (lookup.c: ti_lookup_files, the
+ *   tail index, then nudb.key under that count, in one hold of key_lock);
  *   s2 = seq; when s2 != s1 the attempt is thrown away (its value freed,
  *   its error too: a bucket read half-written may look corrupt) and the
  *   lookup starts again.
@@ -161,28 +161,6 @@ static int tail_scan(tide_store *s, ti_live *l, uint64_t c)
     l->scanned = pos;
 out:
     free(win);
-    return rc;
-}
-
-static int tail_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)
-{
-    ti_live *l = s->live;
-    int rc = TIDE_ENOTFOUND;
-
-    uint64_t cursor = 0;
-    tide_entry e;
-
-    pthread_rwlock_rdlock(&s->key_lock);
-    while (ti_tail_next(&l->tail, h, &cursor, &e)) {
-        int m = ti_store_match_record(s, &e, key, value);
-        if (m < 0) { rc = m; break; }
-        if (m == 1) {
-            rc = 0;
-            if (len) *len = e.size;
-            break;
-        }
-    }
-    pthread_rwlock_unlock(&s->key_lock);
     return rc;
 }
 
@@ -385,8 +363,7 @@ int ti_reader_lookup(tide_store *s, uint64_t h, const void *key, void **value, s
 
     do {
         if ((again = attempt_start(s, deadline, &s1, &rc)) != 0) return again;
-        if (rc == 0) rc = ti_store_file_lookup(s, h, key, value, len);
-        if (rc == TIDE_ENOTFOUND) rc = tail_lookup(s, h, key, value, len);
+        if (rc == 0) rc = ti_lookup_files(s, h, key, value, len);
         if ((again = attempt_end(s, s1, deadline, "lookup")) != 0) {
             if (value && *value) {
                 free(*value);

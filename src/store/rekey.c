@@ -440,7 +440,7 @@ static int open_for_rebuild(const char *dir, const tide_store_opts *so, tide_sto
     *out = NULL;
     rc = tide_store_recover_with(dir, so->io, so->ignore_holders ? TIDE_RECOVER_FORCE : 0, &rr);
     if (rc) return rc;
-    if ((rc = ti_store_alloc(&s, dir, so)) != 0) return rc;
+    if ((rc = ti_store_alloc(&s, dir, so, TI_STORE_REBUILD)) != 0) return rc;
     rc = s->io->open(s->io, s->dat_path, TIDE_IO_WRITE, &s->dat);
     if (rc == TIDE_ENOENT) rc = tide_err_set(TIDE_ENOENT, "%s: no store here (nudb.dat is missing)", dir);
     if (rc) goto out;

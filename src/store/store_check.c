@@ -5,7 +5,8 @@
  * tide_store_opts.check_invariants is set or TIDE_DEBUG_CHECKS is defined,
  * as it is in the sanitizer and -O0 builds).
  *
- * What it asserts is store.c's essay: the state table (what holds in each
+ * What it asserts is store.c's essay: the mode table (store_impl.h: what
+ * each kind of handle holds), the state table (what holds in each
  * state), invariant 1 between the two pools (a key in both is a bug; one
  * also in the files would cost a lookup an item, so that is not checked),
  * invariant 2 as the key file's size, the sequence order of invariant 4,
@@ -35,6 +36,54 @@ int ti_store_checks_on(const tide_store *s)
 #else
     return s->opts.check_invariants;
 #endif
+}
+
+/* What the readers share: never a thread, an insert, a pool in use, a log
+ * or tide.meta; no lag. */
+static void check_reader(const tide_store *s)
+{
+    TIDE_ASSERT(s->state == TI_STORE_QUIET && !s->thread_started);
+    TIDE_ASSERT(s->insert_seq == 0 && s->pool_items == 0 && s->committing == NULL);
+    TIDE_ASSERT(s->pending != NULL && s->pending->count == 0 && s->pending->used == 0);
+    TIDE_ASSERT(s->log == NULL && s->meta == NULL && s->opts.index_lag_bytes == 0);
+}
+
+/* What holds in the mode (store_impl.h's table). A rebuild's handle is
+ * the whole check: it has no pools, and its key file is not the store's. */
+static void check_mode(const tide_store *s)
+{
+    TIDE_ASSERT(s->mode >= TI_STORE_WRITER && s->mode <= TI_STORE_REBUILD);
+    TIDE_ASSERT(!s->thread_started || s->mode == TI_STORE_WRITER);
+    TIDE_ASSERT((s->state == TI_STORE_REBUILDING) <= (s->mode == TI_STORE_REBUILD));
+    switch (s->mode) {
+    case TI_STORE_WRITER:
+        /* The open's start leaves IDLE (or RETRYING) before its check. */
+        TIDE_ASSERT(s->state != TI_STORE_QUIET && s->pending != NULL);
+        TIDE_ASSERT(s->live == NULL || s->live->w != NULL);        /* its own page, mapped */
+        TIDE_ASSERT(s->live_mark == NULL);
+        break;
+    case TI_STORE_READER:
+        check_reader(s);
+        TIDE_ASSERT(s->live == NULL && s->tail.count == 0);
+        TIDE_ASSERT(s->dat_indexed == s->dat_size && s->dat_committed == s->dat_size);
+        break;
+    case TI_STORE_LIVE_READER:
+        check_reader(s);
+        /* Its writer's page, mapped; its view's tail is the page's
+         * (reader.c), and the files move under it: never mapped. */
+        TIDE_ASSERT(s->live != NULL && s->live->w != NULL && s->live_mark == NULL);
+        TIDE_ASSERT(s->tail.count == 0 && s->keymap.io == NULL && s->datmap.io == NULL);
+        break;
+    case TI_STORE_IDLE_READER:
+        check_reader(s);
+        TIDE_ASSERT(s->live == NULL && s->dat_committed == s->dat_size);
+        break;
+    case TI_STORE_REBUILD:
+        TIDE_ASSERT(s->state == TI_STORE_REBUILDING || s->state == TI_STORE_BROKEN);
+        TIDE_ASSERT(s->pending == NULL && s->committing == NULL && s->insert_seq == 0);
+        TIDE_ASSERT(!s->thread_started && s->live == NULL);
+        break;
+    }
 }
 
 /* What holds in the state (the essay's table). */
@@ -101,7 +150,7 @@ static void check_files(const tide_store *s, int writer)
     snprintf(msg, sizeof msg, "%s", tide_last_error());
     /* A live reader's view (reader.c) is of a key file that a
      * writer in another process changes under it: nothing to compare. */
-    if (s->live && !s->live->writer) {
+    if (ti_store_reads_through_live(s)) {
         /* skip */
     } else if (s->io->size(s->key, &size) == 0)
         TIDE_ASSERT(size == (s->buckets + 1) * (uint64_t)s->block_size);
@@ -128,13 +177,9 @@ static void check_tail(const tide_store *s)
 
 void ti_store_check_locked(const tide_store *s, int writer)
 {
+    check_mode(s);
     check_state(s);
-    if (s->pending == NULL) {
-        /* A rebuild's handle (REBUILDING, or BROKEN from it): no pools, and
-         * its key file is not the store's yet. */
-        TIDE_ASSERT(s->committing == NULL && s->insert_seq == 0 && !s->thread_started);
-        return;
-    }
+    if (s->mode == TI_STORE_REBUILD) return;
     check_pools(s);
     if (s->state != TI_STORE_BROKEN) check_files(s, writer);
     check_tail(s);

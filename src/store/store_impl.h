@@ -1,13 +1,29 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * store_impl.h: the inside of a tide_store, shared by store.c (open, insert,
- * fetch, the commit thread), commit.c (one commit) and recover.c.
+ * store_impl.h: the inside of a tide_store, shared by the store's files:
+ * store.c (the handle's calls), open.c (the open, which sets the mode),
+ * files.c and index_check.c (the files and their checks), lookup.c (every
+ * handle's lookups), reader.c and live.c (tide.live), committer.c (the
+ * commit thread), commit.c and defer.c (one commit), recover.c, rekey.c,
+ * verify.c, visit.c and store_check.c (the invariants).
  *
- * Locks, always taken in this order:
- *   write_mu  serialises inserts (the single writer).
- *   pool_mu   guards pending/committing pools, sequence numbers, flags.
- *   key_lock  readers: any key-file bucket read; writer: the commit's
- *             key-file write phase (buckets and bucket count change together).
+ * Locks of one process, always taken in this order (a later one may be
+ * taken while an earlier one is held, never the reverse):
+ *   write_mu  serialises inserts (the single writer): held across an
+ *             insert's duplicate lookup (pool_mu, then key_lock, each
+ *             released) and its add to the pool (pool_mu).
+ *   pool_mu   guards pending/committing pools, sequence numbers, the
+ *             state and the flags the commit thread reads.
+ *   key_lock  a rwlock, writers preferred. Read: any lookup's tail and
+ *             bucket (lookup.c), a LIVE_READER's view (reader.c, which
+ *             replaces it under the write lock); write: the commit's
+ *             key-file write phase, a deferred append's tail update, a
+ *             flush (buckets, bucket count, W, C and the tail change
+ *             together). tide_store_check takes pool_mu, then key_lock.
+ * The commit thread holds none of them while it writes nudb.dat and
+ * nudb.log, and releases pool_mu before it takes key_lock. Between
+ * processes, nudb.key's flock (exclusive for a writer, shared for a
+ * reader with no writer) and tide.live's seqlock and flock (live.c).
  */
 #ifndef TIDE_STORE_IMPL_H
 #define TIDE_STORE_IMPL_H
@@ -26,12 +42,56 @@
 #include "util/hist.h"
 
 /*
- * The store's state (store.c's essay draws the diagram and names the
+ * The handle's mode: which kind of handle this is. Set by the open and
+ * never changed once it returns (so read without a lock by any thread):
+ * ti_store_alloc takes it (WRITER or READER from opts.read_only, REBUILD
+ * from rekey.c), and a read-only open narrows READER at most once, before
+ * any thread or caller sees the handle: to LIVE_READER when a writer holds
+ * nudb.key (lock_files), to IDLE_READER when nudb.log is a stopped
+ * deferred writer's idle log (read_only_view).
+ *
+ * Mode, not state: what the handle is, and so which code paths it may take.
+ * The rest of the struct is state that moves while the handle is open:
+ * `state` (the commit thread's diagram), flush_wanted and defer_off (the
+ * deferred index asked to flush, or switched off, at run time), tail_kept
+ * and files_pending (a full disk at open, until the thread catches up),
+ * thread_started (close joins the thread), closing (close's request), and
+ * `live` (a writer's page may be absent: an io that shares no pages, a
+ * tide.live that could not be made).
+ *
+ * What each mode holds (ti_store_check_locked asserts it):
+ *   WRITER       read-write: pools, nudb.log, the commit thread (once the
+ *                open's start returns); state never QUIET or REBUILDING;
+ *                `live` is its own page or NULL; no live_mark.
+ *   READER       read-only, no writer: state QUIET, no thread, nothing
+ *                inserted, no log; the files as they are (W == C ==
+ *                dat_size, no tail); live_mark may hold tide.live open.
+ *   LIVE_READER  read-only beside a writer in another process: as READER,
+ *                but `live` is that writer's page (mapped) and every
+ *                lookup goes through its seqlock (reader.c); the files
+ *                move under it, so no map and no size check of nudb.key.
+ *   IDLE_READER  read-only, the idle log of a stopped deferred writer
+ *                (ti_recover_idle_view): as READER, but [W, C) are read
+ *                through the tail, nothing written, dat_size == C.
+ *   REBUILD      rekey.c's handle made from nudb.dat alone: no pools, no
+ *                thread; state REBUILDING, or BROKEN when rekey.c could
+ *                not undo its work; the key file is not the store's yet.
+ */
+typedef enum ti_store_mode {
+    TI_STORE_WRITER = 1,
+    TI_STORE_READER,
+    TI_STORE_LIVE_READER,
+    TI_STORE_IDLE_READER,
+    TI_STORE_REBUILD
+} ti_store_mode;
+
+/*
+ * The store's state (committer.c's essay draws the diagram and names the
  * function that makes each transition). Read and changed under pool_mu.
  */
 typedef enum ti_store_state {
-    TI_STORE_QUIET = 0,     /* no commit thread: a read-only handle */
-    TI_STORE_REBUILDING,    /* rekey.c's handle made from nudb.dat alone */
+    TI_STORE_QUIET = 0,     /* no commit thread: a reader, or a writer not yet started */
+    TI_STORE_REBUILDING,    /* a REBUILD handle (rekey.c), until it breaks */
     TI_STORE_IDLE,          /* the thread waits; no batch taken */
     TI_STORE_COMMITTING,    /* a batch taken, being written */
     TI_STORE_RETRYING,      /* the taken batch failed, rolled back; retried */
@@ -41,6 +101,7 @@ typedef enum ti_store_state {
 } ti_store_state;
 
 struct tide_store {
+    ti_store_mode mode;           /* fixed by the open (above) */
     tide_io   *io;
     tide_store_opts opts;
     char      *dir, *dat_path, *key_path, *log_path;
@@ -60,16 +121,12 @@ struct tide_store {
      * Without the deferred index both are dat_size after each commit. */
     uint64_t   dat_indexed, dat_committed;
 
-    /* tide.live (live.h). A writer's page, or a reader's in
-     * another process than the writer's; NULL for neither. */
+    /* tide.live (live.h). A WRITER's own page (NULL when it has none), a
+     * LIVE_READER's view of its writer's page; NULL in every other mode. */
     ti_live   *live;
-    /* A reader with no writer: tide.live kept open (not mapped), so that
+    /* A READER or IDLE_READER: tide.live kept open (not mapped), so that
      * other readers' holders checks count it as a Tide reader. */
     tide_file *live_mark;
-    /* 1 in a read-only handle of a store whose stopped deferred writer
-     * left the idle log (ti_recover_idle_view): nudb.dat is read up to C,
-     * [W, C) through the tail, nothing written. */
-    int        idle_view;
 
     pthread_mutex_t pool_mu;
     pthread_cond_t  room_cv;      /* pool has room, a commit ended */
@@ -79,13 +136,13 @@ struct tide_store {
     uint64_t   pool_items;        /* pending->count + committing->count:
                                      written under pool_mu, read without it
                                      (acquire) by a lookup that skips empty
-                                     pools (store.c, pool_lookup) */
+                                     pools (lookup.c, ti_lookup_pools) */
     uint64_t   insert_seq;        /* inserts accepted */
     uint64_t   durable_seq;       /* inserts durable */
     uint64_t   committing_seq;    /* insert_seq when `committing` was taken */
     uint64_t   sync_seq;          /* a sync waits for this insert_seq */
     uint64_t   attempts;          /* commit attempts finished */
-    ti_store_state state;         /* store.c's diagram */
+    ti_store_state state;         /* committer.c's diagram */
     int        commit_err;        /* the failed attempt's error: nonzero
                                      exactly in RETRYING and LOG_DIRTY (and
                                      kept in BROKEN) */
@@ -119,7 +176,7 @@ struct tide_store {
      * thread). */
     int        tail_kept;
     /* 1 from an open that could not prepare nudb.log or tide.meta for want
-     * of space until the commit thread has (store.c prepare_files); read
+     * of space until the commit thread has (committer.c prepare_files); read
      * and written by the open, then by the commit thread only. */
     int        files_pending;
     /* tide_store_set_deferring(s, 0): every commit indexes its batch and
@@ -131,7 +188,7 @@ struct tide_store {
     /* nudb.key mapped for lookups (keymap.h); read under key_lock. */
     ti_keymap  keymap;
     /* nudb.dat mapped for the records and spill records lookups read
-     * (keymap.h's machinery on the data file; store.c "Reading nudb.dat").
+     * (keymap.h's machinery on the data file; lookup.c "Reading nudb.dat").
      * dat_stable (atomic): no path truncates nudb.dat below it while the
      * store is open; the map shows bytes below it only. Raised (never
      * lowered) by the commit thread once a commit can no longer be rolled
@@ -141,7 +198,7 @@ struct tide_store {
     /* The fetch path's counters, one cache line per thread (tally.h). */
     ti_tally  *tally;
 
-    /* The streak of failed attempts the log tells of (store.c
+    /* The streak of failed attempts the log tells of (committer.c
      * log_failure): commit thread only. */
     struct {
         uint64_t tries, first_us, logged_us;
@@ -251,13 +308,45 @@ int ti_defer_write_idle_log(struct tide_store *s);
 void ti_commit_log_header(const struct tide_store *s, tide_log_header *lh,
                           uint64_t key_file_size, uint64_t dat_file_size);
 
-/* A store handle with its options, paths, locks and conditions set up and
- * no file open (open and rekey's rebuild fill in the rest); free it with
- * ti_store_free, which closes whatever files were opened, or, once its
+/* The mode's questions that several modes share. Every "which kind of
+ * handle is this" asks the mode, through these or s->mode itself. */
+/* Opened read-only (opts.read_only): READER, LIVE_READER or IDLE_READER.
+ * Never inserts, syncs, commits or writes a file. */
+static inline int ti_store_is_reader(const tide_store *s)
+{
+    return s->mode == TI_STORE_READER || s->mode == TI_STORE_LIVE_READER ||
+           s->mode == TI_STORE_IDLE_READER;
+}
+/* A reader beside a writer in another process: lookups through tide.live's
+ * seqlock (reader.c); the files move under it, so it never maps them,
+ * checks the index, recovers, or compares nudb.key's size with its view. */
+static inline int ti_store_reads_through_live(const tide_store *s)
+{
+    return s->mode == TI_STORE_LIVE_READER;
+}
+/* A writer with a tide.live page to publish to (live.c's writer half). */
+static inline int ti_store_writes_live(const tide_store *s)
+{
+    return s->mode == TI_STORE_WRITER && s->live != NULL;
+}
+
+/* A store handle of mode `mode` (WRITER, READER or REBUILD; READER is
+ * narrowed by the open) with its options, paths, locks and conditions set
+ * up and no file open (open and rekey's rebuild fill in the rest); free it
+ * with ti_store_free, which closes whatever files were opened, or, once its
  * commit thread runs, with tide_store_close. */
-int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts);
+int ti_store_alloc(tide_store **out, const char *dir, const tide_store_opts *opts,
+                   ti_store_mode mode);
 void ti_store_free(tide_store *s);
-/* IDLE or REBUILDING -> BROKEN (store.c's diagram; asserted): rekey.c's
+/* A WRITER's commit thread (committer.c). Start, the open's last step:
+ * nudb.log (and, deferring, tide.meta and the idle log) prepared, a
+ * recovered tail indexed, the thread started (QUIET -> IDLE, or RETRYING
+ * on a full disk when `serving`: an ordinary open, not rekey's). Stop,
+ * close's first step: close asked, the thread joined (it ends CLOSED or
+ * BROKEN); nothing when no thread was started. */
+int ti_committer_start(tide_store *s, uint64_t log_size, int serving);
+void ti_committer_stop(tide_store *s);
+/* IDLE or REBUILDING -> BROKEN (committer.c's diagram; asserted): rekey.c's
  * undo, when it could not undo its work, so the handle's close keeps
  * nudb.log for recovery. Takes pool_mu. */
 void ti_store_break(tide_store *s);
@@ -291,8 +380,32 @@ int ti_store_random_u64(uint64_t *v);
 int ti_rekey_repair(tide_io *io, const char *dir, const char *dat_path, uint64_t *cut_bytes,
                     int *completed);
 
+/* A store's files without a handle (files.c). Their paths, owned. */
+typedef struct ti_store_paths {
+    char *dat, *key, *log;
+} ti_store_paths;
+int ti_store_paths_make(const char *dir, ti_store_paths *p);
+void ti_store_paths_free(ti_store_paths *p);
+/* Is there a store in `dir`: a directory, no symbolic link of the store's
+ * out of it or dangling, nudb.dat and nudb.key there? 0, or TIDE_ENOENT
+ * (TIDE_EINVAL for a link out) naming what is wrong. */
+int ti_store_check_files(tide_io *io, const char *dir, const ti_store_paths *p);
+/* Both headers read, decoded and checked against each other, with the
+ * files' sizes; the key file a whole number of blocks, one bucket at least. */
+int ti_store_read_headers(tide_io *io, tide_file *dat, tide_file *key, const char *dat_path,
+                          const char *key_path, tide_key_header *kh, uint64_t *dat_size,
+                          uint64_t *key_size);
+/* *needed = 1 when nudb.log exists with at least a header's worth of
+ * bytes (*size its size). Only a missing log is "no log". */
+int ti_store_log_needs_recovery(tide_io *io, const char *log_path, uint64_t *size, int *needed);
+/* The header's part of tide_store_info. */
+void ti_store_info_from_header(const tide_key_header *kh, tide_store_info *o);
+/* The open's cheap check of the key file against the data file
+ * (index_check.c): 0, TIDE_ECORRUPT saying what is wrong, or an I/O error. */
+int ti_store_check_index(tide_store *s);
+
 /* tide_store_open, with the cheap check of the key file against the data
- * file (store.c: check_index) when `check` is set. Verify opens without it:
+ * file (index_check.c: ti_store_check_index) when `check` is set. Verify opens without it:
  * it checks every entry and record itself, and reports the first problem
  * with its own words. *holders_checked (may be NULL) is set when the
  * holders scan ran and found none, so a caller that goes on after a failed
@@ -360,11 +473,25 @@ int ti_store_walk(const char *dir, tide_io *io, tide_visit_fn fn, tide_spill_fn 
                   void *arg, tide_progress_fn progress, void *progress_arg,
                   tide_visit_stats *stats);
 
-/* The key-file lookup of fetch (after the pools) and the
- * comparison of one entry's record with a key (reading the value when
- * `value`), for reader.c. As store.c's file_lookup and match_record. */
-int ti_store_file_lookup(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
-int ti_store_match_record(tide_store *s, const tide_entry *e, const void *key, void **value);
+/* Lookups (lookup.c), one path for every mode. Each returns 0 found (the
+ * value, when `value`, in a malloc'd buffer of *len bytes), TIDE_ENOTFOUND,
+ * or an error. */
+/* The pools (pending, then committing); skipped without pool_mu when
+ * they hold nothing. */
+int ti_lookup_pools(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
+/* The files: the handle's tail (a LIVE_READER's view's), then the key
+ * file's bucket and its chain. A LIVE_READER calls it only inside a
+ * seqlock attempt (reader.c). */
+int ti_lookup_files(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
+/* Bucket `index` (a whole block) read into `buf`, its count checked
+ * against the capacity; the caller holds key_lock or runs alone. */
+int ti_lookup_read_bucket(tide_store *s, uint64_t index, uint8_t *buf);
+/* Search a bucket image and its spill chain for `key` (hash `h`). On a hit,
+ * *entry is set and 0 returned; TIDE_ENOTFOUND when absent. `buf` is a
+ * scratch of block_size bytes holding the bucket; it is overwritten by spill
+ * records. When `value` is non-NULL the value is read into a malloc'd buffer. */
+int ti_lookup_search_key(tide_store *s, uint8_t *buf, uint64_t h, const void *key,
+                         tide_entry *entry, void **value);
 
 /* "dir/name" in a malloc'd string, or NULL. */
 char *ti_path_join(const char *dir, const char *name);

@@ -179,7 +179,7 @@ static int walk_record(void *arg, uint64_t offset, const void *key, unsigned key
 {
     dat_walk *w = arg;
     (void)key; (void)key_size; (void)value;
-    if (w->s->idle_view && offset >= w->s->dat_indexed) {
+    if (w->s->mode == TI_STORE_IDLE_READER && offset >= w->s->dat_indexed) {
         /* An idle view's record past W: committed, not indexed yet (the tail). */
         w->r->tail_records++;
         w->r->tail_bytes += TIDE_DAT_RECORD_HEADER + key_size + len;
@@ -246,7 +246,7 @@ int tide_store_verify_io(const char *dir, tide_io *io, tide_verify_report *r)
  * checks what holds while they move. */
 static int refuse_live(const tide_store *s, const char *dir)
 {
-    if (s->live == NULL) return 0;
+    if (!ti_store_reads_through_live(s)) return 0;
     return tide_err_set(TIDE_EBUSY, "%s: a Tide writer (pid %d) has the store open and commits "
                         "to it; 'tide verify --live' checks a running store (this full check "
                         "needs the writer stopped); nothing was read", dir,

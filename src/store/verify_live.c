@@ -153,7 +153,7 @@ int tide_store_verify_live(const char *dir, const tide_verify_opts *vo, tide_ver
     o.read_only = 1;
     o.io = vo->io;
     if ((rc = tide_store_open(&s, dir, &o)) != 0) return rc;
-    if (s->live == NULL) {
+    if (!ti_store_reads_through_live(s)) {
         /* No writer runs: the whole check applies. */
         tide_store_close(s);
         return tide_store_verify_with(dir, vo, r);
