@@ -48,8 +48,8 @@
  *
  * What it asserts.
  *   1. No crash, no sanitizer report, no leak, no hang, on any input.
- *   2. Every call returns 0 or a TIDE_E* code (never positive, never below
- *      TIDE_ERROR_MIN), and every error but a fetch's TIDE_ENOTFOUND leaves
+ *   2. Every call returns 0 or a TIDE_E* code (TIDE_ERROR_MIN to
+ *      TIDE_ERROR_MAX), and every error but a fetch's TIDE_ENOTFOUND leaves
  *      a message in tide_last_error(). A failed open leaves *out NULL; a
  *      fetch that succeeds hands back a buffer.
  *   3. When tide_store_verify_io returns 0, the store is sound, and from then on
@@ -272,7 +272,8 @@ static int check_rc(run *r, int rc, const char *call, int notfound_ok)
 {
     const char *msg = tide_last_error();
     r->last_rc = rc;
-    RUN_CHECK(rc <= 0 && rc >= TIDE_ERROR_MIN, "%s returned %d, not a TIDE_E* code", call, rc);
+    RUN_CHECK(rc == 0 || (rc >= TIDE_ERROR_MIN && rc <= TIDE_ERROR_MAX), "%s returned %d, not a TIDE_E* code",
+              call, rc);
     if (rc < 0 && !(notfound_ok && rc == TIDE_ENOTFOUND))
         RUN_CHECK(msg[0] != '\0', "%s returned %d (%s) with an empty tide_last_error()", call, rc,
                   tide_strerror(rc));

@@ -844,28 +844,28 @@ static void dir_script(tide_io *io, const char *root, dir_log *l)
 
 static const char dir_script_expected[] =
     "mkdir /a = 0\n"
-    "mkdir /a = -7\n"                    /* TIDE_EEXIST */
-    "mkdir /x/y = -8\n"                  /* TIDE_ENOENT: no parent */
+    "mkdir /a = -30507\n"                    /* TIDE_EEXIST */
+    "mkdir /x/y = -30508\n"                  /* TIDE_ENOENT: no parent */
     "create /a/zeta = 0\n"
     "create /a/alpha = 0\n"
     "mkdir /a/mid = 0\n"
-    "mkdir /a/zeta = -7\n"               /* a file has the name */
+    "mkdir /a/zeta = -30507\n"               /* a file has the name */
     "create /a/mid/f = 0\n"
-    "rmdir /a = -17\n"                   /* TIDE_ENOTEMPTY */
-    "rmdir /a/zeta = -3\n"               /* a file: TIDE_EIO */
-    "rmdir /nope = -8\n"
-    "rmdir /a/mid = -17\n"
+    "rmdir /a = -30517\n"                   /* TIDE_ENOTEMPTY */
+    "rmdir /a/zeta = -30503\n"               /* a file: TIDE_EIO */
+    "rmdir /nope = -30508\n"
+    "rmdir /a/mid = -30517\n"
     "list : a/ = 0\n"
     "list /a: alpha mid/ zeta = 0\n"     /* sorted by name */
     "list /a: alpha mid/ = 7\n"
-    "list /nope: = -8\n"
-    "list /a/zeta: = -3\n"
+    "list /nope: = -30508\n"
+    "list /a/zeta: = -30503\n"
     "unlink /a/mid/f = 0\n"
     "rmdir /a/mid = 0\n"
     "unlink /a/zeta = 0\n"
     "unlink /a/alpha = 0\n"
     "rmdir /a = 0\n"
-    "stat /a = -8\n"
+    "stat /a = -30508\n"
     "list : = 0\n";
 
 static void the_same_directory_script_gives_the_same_results_on_posix_and_the_sim(void **state)

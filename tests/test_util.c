@@ -31,13 +31,13 @@
 static void strerror_names_every_code_with_its_own_text(void **state)
 {
     (void)state;
-    for (int c = TIDE_ERROR_MIN; c <= 0; c++) {
+    for (int c = TIDE_ERROR_MIN; c <= 0; c = c == TIDE_ERROR_MAX ? 0 : c + 1) {
         const char *t = tide_strerror(c);
         if (t == NULL || t[0] == '\0')
             fail_msg("tide_strerror(%d): expected a name, got %s", c, t ? "\"\"" : "NULL");
         if (strcmp(t, "unknown error") == 0)
             fail_msg("tide_strerror(%d): expected a name of its own, got 'unknown error'", c);
-        for (int d = TIDE_ERROR_MIN; d < c; d++)
+        for (int d = TIDE_ERROR_MIN; d < c && d <= TIDE_ERROR_MAX; d++)
             if (strcmp(t, tide_strerror(d)) == 0)
                 fail_msg("tide_strerror(%d) and tide_strerror(%d): expected different texts, "
                          "both are '%s'", d, c, t);
@@ -50,6 +50,11 @@ static void strerror_calls_codes_outside_the_range_unknown(void **state)
     expect_str(tide_strerror(TIDE_ERROR_MIN - 1), "unknown error", "tide_strerror(MIN - 1)");
     expect_str(tide_strerror(1), "unknown error", "tide_strerror(1)");
     expect_str(tide_strerror(-1000), "unknown error", "tide_strerror(-1000)");
+    expect_str(tide_strerror(TIDE_ERROR_MAX + 1), "unknown error", "tide_strerror(MAX + 1)");
+    expect_str(tide_strerror(-EIO), "unknown error", "tide_strerror(-EIO): a negative errno is no code");
+    if (TIDE_ERROR_MAX >= -4096 || TIDE_ERROR_MIN > TIDE_ERROR_MAX)
+        fail_msg("the codes %d..%d should lie below every negative errno (-4095 at most)", TIDE_ERROR_MIN,
+                 TIDE_ERROR_MAX);
     expect_str(tide_strerror(INT32_MIN), "unknown error", "tide_strerror(INT_MIN)");
     expect_str(tide_strerror(TIDE_ENOTFOUND), "key not found", "tide_strerror(TIDE_ENOTFOUND)");
 }

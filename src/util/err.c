@@ -15,8 +15,9 @@
  *   2. tide_err_set() and tide_err_prefix() may be given the current message
  *      as one of their own arguments (e.g. "%s", tide_last_error()): both
  *      format into a scratch buffer first and copy it in afterwards.
- *   3. tide_strerror() returns a fixed string for every code from
- *      TIDE_ERROR_MIN to 0, and "unknown error" for anything else. It never
+ *   3. tide_strerror() returns a fixed string for 0 and every code from
+ *      TIDE_ERROR_MIN to TIDE_ERROR_MAX, and "unknown error" for anything
+ *      else (a negative errno included). It never
  *      returns NULL and never allocates.
  *   4. Nothing here changes errno, so a caller can record a message and
  *      still look at errno afterwards.
