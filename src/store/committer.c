@@ -268,18 +268,19 @@ static void log_recovered(tide_store *s)
     memset(&s->fail_log, 0, sizeof s->fail_log);
 }
 
-/* A failed attempt: its error is what inserts and syncs get; retried in a
- * second, or, with close asked, final. */
-static void attempt_failed(tide_store *s, int rc, uint64_t *retry_at)
+/* A failed attempt, number `me`: its error is what inserts and syncs get;
+ * retried in a second, or, with close asked, final. */
+static void attempt_failed(tide_store *s, int rc, uint64_t me, uint64_t *retry_at)
 {
     s->commit_err = rc;
+    s->err_attempt = me;
     *retry_at = tide_clock_mono_us() + 1000000;
     if (s->closing) s->state = TI_STORE_BROKEN;       /* one final try only */
 }
 
 /* COMMITTING or RETRYING -> IDLE (DONE), RETRYING (UNDONE), LOG_DIRTY
  * (APPLIED) or BROKEN (the rollback failed, or close asked and it failed). */
-static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took, uint64_t *retry_at)
+static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took, uint64_t me, uint64_t *retry_at)
 {
     s->attempts++;
     __atomic_store_n(&s->last_commit_us, took, __ATOMIC_RELAXED);
@@ -303,13 +304,13 @@ static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took,
         __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
         log_failure(s, rc, "a commit reached the files but emptying nudb.log failed", s->closing);
         s->state = TI_STORE_LOG_DIRTY;
-        attempt_failed(s, rc, retry_at);
+        attempt_failed(s, rc, me, retry_at);
     } else {
         __atomic_fetch_add(&s->commit_failures, 1, __ATOMIC_RELAXED);
         log_failure(s, rc, end == TI_COMMIT_BROKEN ? "a commit failed and so did its rollback" : "commit failed",
                     end == TI_COMMIT_BROKEN || s->closing);
         s->state = end == TI_COMMIT_BROKEN ? TI_STORE_BROKEN : TI_STORE_RETRYING;
-        attempt_failed(s, rc, retry_at);
+        attempt_failed(s, rc, me, retry_at);
     }
     if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     pthread_cond_broadcast(&s->room_cv);
@@ -317,7 +318,7 @@ static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took,
 
 /* LOG_DIRTY -> IDLE when the log is empty at last; else it stays (BROKEN
  * with close asked). */
-static void end_clean(tide_store *s, int rc, uint64_t *retry_at)
+static void end_clean(tide_store *s, int rc, uint64_t me, uint64_t *retry_at)
 {
     s->attempts++;
     if (rc == 0) {
@@ -327,7 +328,7 @@ static void end_clean(tide_store *s, int rc, uint64_t *retry_at)
         log_recovered(s);
     } else {
         log_failure(s, rc, "emptying nudb.log after a commit failed", s->closing);
-        attempt_failed(s, rc, retry_at);
+        attempt_failed(s, rc, me, retry_at);
     }
     if (ti_store_checks_on(s)) ti_store_check_locked(s, 1);
     pthread_cond_broadcast(&s->room_cv);
@@ -371,10 +372,11 @@ static void *commit_thread(void *arg)
                 wait_until_us(&s->work_cv, &s->pool_mu, retry_at);
                 continue;
             }
+            uint64_t me = ++s->attempts_begun;
             pthread_mutex_unlock(&s->pool_mu);
             int rc = ti_commit_clean_log(s);
             pthread_mutex_lock(&s->pool_mu);
-            end_clean(s, rc, &retry_at);
+            end_clean(s, rc, me, &retry_at);
             continue;
         }
         if (s->flush_wanted && s->tail.count == 0 && s->state == TI_STORE_IDLE) {
@@ -397,6 +399,7 @@ static void *commit_thread(void *arg)
         if (!retrying) take_batch(s);
         s->last_commit_start_us = now;
         int flush = s->closing || s->flush_wanted || s->defer_off;
+        uint64_t me = ++s->attempts_begun;
         pthread_mutex_unlock(&s->pool_mu);
 
         uint64_t t0 = tide_clock_mono_us();
@@ -406,7 +409,7 @@ static void *commit_thread(void *arg)
 
         pthread_mutex_lock(&s->pool_mu);
         if (flush && end == TI_COMMIT_DONE) s->flush_wanted = 0;
-        end_attempt(s, rc, end, took, &retry_at);
+        end_attempt(s, rc, end, took, me, &retry_at);
     }
     pthread_cond_broadcast(&s->room_cv);
     pthread_mutex_unlock(&s->pool_mu);

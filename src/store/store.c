@@ -201,13 +201,16 @@ int tide_store_sync(tide_store *s)
     if (ti_store_is_reader(s)) return 0;
     pthread_mutex_lock(&s->pool_mu);
     uint64_t target = s->insert_seq;
-    uint64_t attempts0 = s->attempts;
+    uint64_t begun0 = s->attempts_begun;
     if (s->sync_seq < target) s->sync_seq = target;
     pthread_cond_signal(&s->work_cv);
     while (s->durable_seq < target) {
-        /* The commit thread sets commit_err and counts the attempt together
-         * under pool_mu, so a waiter never sees a failure half reported. */
-        if (s->commit_err && s->attempts > attempts0) { rc = s->commit_err; break; }
+        /* The commit thread sets commit_err and its attempt's number
+         * together under pool_mu, so a waiter never sees a failure half
+         * reported. Only an attempt that began after this call answers
+         * it: one already running when the call came (a retry on a disk
+         * the caller has just freed) may fail for what is now fixed. */
+        if (s->commit_err && s->err_attempt > begun0) { rc = s->commit_err; break; }
         if (s->state == TI_STORE_BROKEN || s->state == TI_STORE_CLOSED) {
             rc = s->commit_err ? s->commit_err : TIDE_ECLOSED;   /* nothing commits again */
             break;
@@ -224,11 +227,11 @@ int tide_store_flush(tide_store *s)
     int rc = tide_store_sync(s);
     if (rc || s->opts.index_lag_bytes == 0) return rc;
     pthread_mutex_lock(&s->pool_mu);
-    uint64_t attempts0 = s->attempts;
+    uint64_t begun0 = s->attempts_begun;
     s->flush_wanted = 1;
     pthread_cond_signal(&s->work_cv);
     while (s->flush_wanted) {
-        if (s->commit_err && s->attempts > attempts0) { rc = s->commit_err; break; }
+        if (s->commit_err && s->err_attempt > begun0) { rc = s->commit_err; break; }
         if (s->state == TI_STORE_BROKEN || s->state == TI_STORE_CLOSED) {
             rc = s->commit_err ? s->commit_err : TIDE_ECLOSED;
             break;

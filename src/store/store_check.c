@@ -121,6 +121,7 @@ static void check_pools(const tide_store *s)
     TIDE_ASSERT(s->durable_seq <= s->committing_seq && s->committing_seq <= s->insert_seq);
     TIDE_ASSERT(s->sync_seq <= s->insert_seq);
     TIDE_ASSERT(__atomic_load_n(&s->commits, __ATOMIC_RELAXED) <= s->attempts);
+    TIDE_ASSERT(s->attempts <= s->attempts_begun && s->err_attempt <= s->attempts_begun);
     TIDE_ASSERT(p == &s->pools[0] || p == &s->pools[1]);
     TIDE_ASSERT(c == NULL || c == spare);
     TIDE_ASSERT(p->count == s->insert_seq - s->committing_seq);

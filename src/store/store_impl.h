@@ -142,6 +142,13 @@ struct tide_store {
     uint64_t   committing_seq;    /* insert_seq when `committing` was taken */
     uint64_t   sync_seq;          /* a sync waits for this insert_seq */
     uint64_t   attempts;          /* commit attempts finished */
+    uint64_t   attempts_begun;    /* commit attempts started: the number of
+                                     the one running, or of the last */
+    uint64_t   err_attempt;       /* attempts_begun of the attempt whose
+                                     error commit_err holds (0: the open's,
+                                     before any attempt); a sync or flush
+                                     fails only for an attempt that began
+                                     after its call */
     ti_store_state state;         /* committer.c's diagram */
     int        commit_err;        /* the failed attempt's error: nonzero
                                      exactly in RETRYING and LOG_DIRTY (and
