@@ -6,7 +6,7 @@
  * up to 50 read operations: open read-only, fetch, close, verify, visit,
  * inspect, info (the input's format is in store_run.c's opening comment,
  * STORE_RUN_READ). Flags bit 4 maps nudb.key; without it each open reads
- * it with pread (opts.no_map), so both of the store's lookup paths see the
+ * it with pread (opts.pread), so both of the store's lookup paths see the
  * fuzzed bytes. Nothing writes, and no open starts a commit thread: an
  * input costs a visit, a few opens and verifies of a small image, so this
  * target makes many more executions than fuzz_store_script, which runs the

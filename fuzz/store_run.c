@@ -11,7 +11,7 @@
  *                      otherwise commits happen only at sync and close, so
  *                      a run is deterministic; the script mode only);
  *                      bit 4 map nudb.key (the read mode only: without it
- *                      every open reads nudb.key with pread, opts.no_map;
+ *                      every open reads nudb.key with pread, opts.pread;
  *                      the script mode always maps)
  *     u24 dat_len, u24 key_len, u24 log_len   (big-endian; each cut to the
  *                      bytes that are left)
@@ -226,7 +226,7 @@ typedef struct run {
     unsigned key_size;       /* from nudb.dat's header; 8 when it has none */
     tide_store *s;
     int writes;              /* STORE_RUN_SCRIPT: all thirteen operations */
-    int map;                 /* opens map nudb.key (o.no_map = !map) */
+    int map;                 /* opens map nudb.key (o.pread = !map) */
     int ro, background, sound;
     int image_loaded;        /* `image` and image_st are of the files as they are */
     int image_rc;            /* that visit's code */
@@ -373,7 +373,7 @@ static int do_open(run *r, int ro)
     tide_store_opts_init(&o);
     o.io = r->io;
     o.read_only = ro;
-    o.no_map = !r->map;
+    o.pread = !r->map;
     o.burst_bytes = 64u << 10;
     o.commit_interval_ms = r->background ? 1 : 3600u * 1000;
     tide_err_clear();

@@ -18,7 +18,7 @@
 typedef enum store_run_mode {
     /* Open read-only, fetch, close, verify, visit, inspect, info: nothing
      * writes the files, no commit thread starts. Flags bit 4 maps nudb.key
-     * (without it every open reads it with pread, opts.no_map). */
+     * (without it every open reads it with pread, opts.pread). */
     STORE_RUN_READ,
     /* All thirteen operations, writes, recovery and rekey included; every
      * open maps nudb.key (flags bit 4 is ignored). */

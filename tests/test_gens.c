@@ -1217,7 +1217,7 @@ static void a_failed_copy_forward_is_counted_and_the_fetch_still_succeeds(void *
         /* The copy's insert fails where its duplicate check reads a bucket:
          * a pread, a call the sim can fail; through the key map (which the
          * sim has too) it is no call at all. */
-        o.store.no_map = 1;
+        o.store.pread = 1;
         tide_gens *g = open_ok(SD, &o, "copy failure");
         th_key(3, KS, k);
         OK(tide_io_sim_fail_at(c, n, TIDE_IO_SIM_EIO, 0));

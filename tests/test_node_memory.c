@@ -1115,8 +1115,8 @@ static void store_key_map_off_reaches_the_store(void **state)
     uint8_t key[32] = { 0 };
     tide_store_info si;
 
-    for (int no_map = 1; no_map >= 0; no_map--) {
-        o.store_key_map = !no_map;
+    for (int no_key_map = 1; no_key_map >= 0; no_key_map--) {
+        o.store_key_map = !no_key_map;
         open_with(w, &o);
         for (int i = 0; i < 8; i++) {
             key[0] = (uint8_t)i;
@@ -1125,7 +1125,7 @@ static void store_key_map_off_reaches_the_store(void **state)
         tide_node_store_info(w->n, &si);
         expect_ok(tide_node_close(w->n), "close");
         w->n = NULL;
-        if (no_map) {
+        if (no_key_map) {
             expect_u64(si.key_map_bytes, 0, "store_key_map 0: nothing mapped");
             expect_u64(si.key_map_views, 0, "store_key_map 0: no lookup through the map");
             if (si.key_bucket_reads < 8) fail_msg("store_key_map 0: expected 8 bucket preads, got %" PRIu64, si.key_bucket_reads);

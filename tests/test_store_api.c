@@ -98,7 +98,7 @@ static void setters_refuse_values_out_of_range_and_keep_the_option(void **state)
     expect_ok(tide_store_opts_set_pread(o, 1), "pread");
     expect_u64(o->index_lag_bytes, 1u << 20, "index lag set");
     expect_u64((uint64_t)o->ignore_holders, 1, "force is the holders check skipped");
-    expect_u64((uint64_t)o->no_map, 1, "pread is the maps left out");
+    expect_u64((uint64_t)o->pread, 1, "pread is the maps left out");
     tide_store_opts_free(o);
     tide_store_opts_free(NULL);
     tide_store_create_opts_free(NULL);

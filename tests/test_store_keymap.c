@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_store_keymap.c: lookups through the mapped key file
- * (src/store/keymap.c) against lookups with pread (opts.no_map).
+ * (src/store/keymap.c) against lookups with pread (opts.pread).
  *
  *   - Every fixture of tests/fixtures/nudb, opened twice read-only (one
- *     handle mapped, one with no_map): every item, 2000 keys past the
+ *     handle mapped, one with pread): every item, 2000 keys past the
  *     fixture's count and 2000 random keys give the same code, length and
  *     bytes both ways, fetch and contains alike; the items present are
  *     found with value(i). The counters say each handle took its path: the
@@ -12,12 +12,12 @@
  *     other read every bucket with pread.
  *   - The simulated file system maps (io_sim_map.c): a store on it with
  *     the map asked for views every bucket (no bucket pread) and gives
- *     what a no_map handle gives, key for key.
+ *     what a pread handle gives, key for key.
  *   - Hash ties written by hand into a store's files: key 0's bucket
  *     given 2 and 10 entries of its 48-bit hash (the others point at other
  *     records; 10 is past the mapped probe's 8, so it copies the bucket),
  *     and key 0's own entry moved into a spill record behind more ties:
- *     mapped and no_map give the same for every key, key 0 its value.
+ *     mapped and pread give the same for every key, key 0 its value.
  *   - One thread inserts (commits every 5 ms in a 64 KiB pool, so the key
  *     file grows and buckets split hundreds of times) while two threads
  *     fetch every key inserted so far, sweep after sweep: no false miss,
@@ -52,7 +52,7 @@
  * The data map (nudb.dat's records and spill records read in place,
  * lookup.c "Reading nudb.dat"):
  *   - On every fixture and on the sim, the mapped handle reads every record
- *     in the data map (no pread) and the no_map handle with pread only, and
+ *     in the data map (no pread) and the pread handle with pread only, and
  *     both give the same answers (the fixture test above).
  *   - The rollback test, and its twin with the deferred index (a failed
  *     sync of an append cuts nudb.dat too), count the cuts of nudb.dat and
@@ -139,18 +139,18 @@ static outcome same_both(tide_store *mapped, tide_store *plain, const uint8_t *k
     return a;
 }
 
-static void open_ro(tide_store **out, const char *dir, int no_map, const char *name)
+static void open_ro(tide_store **out, const char *dir, int pread, const char *name)
 {
     tide_store_opts o;
     int rc;
 
     th_store_opts(&o);
     o.read_only = 1;
-    o.no_map = no_map;
+    o.pread = pread;
     rc = tide_store_open(out, dir, &o);
     if (rc != 0) {
         *out = NULL;
-        fail_msg("%s: read-only open (no_map %d): expected 0, got %d %s: %s", name, no_map, rc,
+        fail_msg("%s: read-only open (pread %d): expected 0, got %d %s: %s", name, pread, rc,
                  tide_strerror(rc), tide_last_error());
     }
 }
@@ -187,7 +187,7 @@ static void compare_all(tide_store *mapped, tide_store *plain, const th_fixture 
 }
 
 /* The mapped handle read every `what` in the map of all `file_bytes` of
- * the `file` file (views, no pread); the no_map handle as many with pread
+ * the `file` file (views, no pread); the pread handle as many with pread
  * and no map. */
 static void expect_reads(const char *name, const char *what, const char *file, const uint64_t *views,
                          const uint64_t *preads, uint64_t mapped, uint64_t file_bytes,
@@ -199,7 +199,7 @@ static void expect_reads(const char *name, const char *what, const char *file, c
                  (unsigned long long)file_bytes, file, (unsigned long long)*views,
                  (unsigned long long)*preads, (unsigned long long)mapped);
     if (*p_views != 0 || *p_preads != *views || p_mapped != 0)
-        fail_msg("%s: the no_map handle: expected %llu %s preads and no %s map, got %llu preads, "
+        fail_msg("%s: the pread handle: expected %llu %s preads and no %s map, got %llu preads, "
                  "%llu views, %llu bytes mapped", name, (unsigned long long)*views, what, file,
                  (unsigned long long)*p_preads, (unsigned long long)*p_views, (unsigned long long)p_mapped);
 }
@@ -248,7 +248,7 @@ static void fixtures_mapped_and_pread_agree(void **state)
 
 #define SIM_ITEMS 3000
 
-static tide_store *sim_open(tide_io_sim *sim, int no_map, int read_only)
+static tide_store *sim_open(tide_io_sim *sim, int pread, int read_only)
 {
     tide_store_opts o;
     tide_store *s = NULL;
@@ -256,11 +256,11 @@ static tide_store *sim_open(tide_io_sim *sim, int no_map, int read_only)
 
     th_store_opts(&o);
     o.io = tide_io_sim_io(sim);
-    o.no_map = no_map;
+    o.pread = pread;
     o.read_only = read_only;
     o.burst_bytes = 64 << 10;
     rc = tide_store_open(&s, "/db", &o);
-    if (rc != 0) fail_msg("sim: open (no_map %d): got %d %s: %s", no_map, rc, tide_strerror(rc),
+    if (rc != 0) fail_msg("sim: open (pread %d): got %d %s: %s", pread, rc, tide_strerror(rc),
                           tide_last_error());
     return s;
 }
@@ -279,15 +279,15 @@ static void sim_compare(tide_io_sim *sim)
     tide_store_close(a);
     tide_store_close(b);
     if (ai.key_map_bytes == 0 || ai.key_map_views == 0 || ai.key_bucket_reads != 0 || bi.key_bucket_reads == 0)
-        fail_msg("sim: expected the mapped handle to view every bucket (no pread) and no_map's to pread, got "
-                 "%llu views, %llu preads, %llu bytes mapped; no_map: %llu preads",
+        fail_msg("sim: expected the mapped handle to view every bucket (no pread) and pread's to pread, got "
+                 "%llu views, %llu preads, %llu bytes mapped; pread: %llu preads",
                  (unsigned long long)ai.key_map_views, (unsigned long long)ai.key_bucket_reads,
                  (unsigned long long)ai.key_map_bytes, (unsigned long long)bi.key_bucket_reads);
     if (ai.dat_map_bytes != ai.dat_file_bytes || ai.dat_map_views == 0 || ai.dat_reads != 0 ||
         bi.dat_map_views != 0 || bi.dat_reads != ai.dat_map_views)
         fail_msg("sim: expected the mapped handle to read every record in the data map of all %llu "
-                 "bytes and no_map's with pread, got %llu views, %llu preads, %llu bytes mapped; "
-                 "no_map: %llu preads, %llu views", (unsigned long long)ai.dat_file_bytes,
+                 "bytes and pread's with pread, got %llu views, %llu preads, %llu bytes mapped; "
+                 "pread: %llu preads, %llu views", (unsigned long long)ai.dat_file_bytes,
                  (unsigned long long)ai.dat_map_views, (unsigned long long)ai.dat_reads,
                  (unsigned long long)ai.dat_map_bytes, (unsigned long long)bi.dat_reads,
                  (unsigned long long)bi.dat_map_views);
@@ -417,7 +417,7 @@ static void write_ties(const char *dir, const uint8_t *key0, size_t klen, const 
 /* Several entries share key 0's 48-bit hash, the first ones other
  * records': 2 in the bucket; 9 (past PROBE_MAX, so the mapped lookup copies
  * the bucket); 3 in the bucket with key 0's own entry in a spill record
- * behind 2 more; 9 with it in the spill. Mapped and no_map handles give
+ * behind 2 more; 9 with it in the spill. Mapped and pread handles give
  * the same answer for every key and find value(0) for key 0. */
 static void hash_ties_are_searched_alike_mapped_and_not(void **state)
 {
@@ -446,7 +446,7 @@ static void hash_ties_are_searched_alike_mapped_and_not(void **state)
         uint8_t k0[32];
         write_ties(t->dir, key0, klen, dat0, dlen, cases[c][0], cases[c][1]);
         open_ro(&a, t->dir, 0, "ties mapped");
-        open_ro(&b, t->dir, 1, "ties no_map");
+        open_ro(&b, t->dir, 1, "ties pread");
         th_key(0, 32, k0);
         outcome o = same_both(a, b, k0, "ties", "key", 0);
         if (o.rc != 0 || o.len != th_len(0, 1, 300))
@@ -1268,7 +1268,7 @@ static void a_store_on_tmpfs_is_read_with_pread_not_mapped(void **state)
 
 /* Values of 1 byte to three pages, eight commits, every value fetched
  * after each (records that span the map's pages, and its growth at each
- * commit); then a mapped and a no_map handle agree on every key. */
+ * commit); then a mapped and a pread handle agree on every key. */
 static void values_of_several_pages_read_alike_mapped_and_not(void **state)
 {
     th_skip_unless_maps();

@@ -307,7 +307,7 @@ static int run_open(run_state *st)
     if (rc) return store_failed(st, "create", rc);
     tide_store_opts_init(&so);
     so.burst_bytes = (size_t)b->opts.burst;
-    so.no_map = b->opts.pread;
+    so.pread = b->opts.pread;
     rc = tide_store_open(&st->s, b->run_dir, &so);
     if (rc) return store_failed(st, "open", rc);
     return 0;

@@ -92,7 +92,7 @@ typedef struct tide_bench_store_opts {
     const char *parent;      /* where the bench directory is made. "/tmp" */
     int keep;                /* keep the stores and the directory. 0 */
     unsigned fetch_threads;  /* FETCH's threads, each a slice of the order. 1 */
-    int pread;               /* the store's no_map: lookups pread nudb.key. 0 */
+    int pread;               /* the store's pread: lookups pread nudb.key. 0 */
 } tide_bench_store_opts;
 
 /* One phase (LOAD or FETCH) of one run. */

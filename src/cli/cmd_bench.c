@@ -89,7 +89,7 @@ static const char help_bench[] =
 "                     fixtures' formula. Default 0.\n"
 "    --fetch-threads N  run FETCH on N threads (1 to 64), each fetching its\n"
 "                     slice of the one shuffled order. Default 1.\n"
-"    --pread          open the store with no_map: lookups read nudb.key's\n"
+"    --pread          open the store with pread: lookups read nudb.key's\n"
 "                     buckets and nudb.dat's records with pread instead of\n"
 "                     reading them in place in the mapped files (to compare\n"
 "                     the two). Default: the maps.\n"

@@ -211,7 +211,7 @@ static int open_gens(tide_node *n)
     go.block_size = n->opts.block_size;
     if (n->opts.insert_burst) go.store.burst_bytes = n->opts.insert_burst;
     go.store.commit_interval_ms = n->opts.commit_interval_ms;
-    go.store.no_map = !n->opts.store_key_map;   /* the store's option says it the other way */
+    go.store.pread = !n->opts.store_key_map;   /* no key map: the store reads with pread */
     go.store.note_alloc = tide_mem_account_note_alloc;   /* churn totals */
     go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
     go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;

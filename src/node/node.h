@@ -158,7 +158,7 @@ typedef struct tide_node_opts {
     unsigned block_size;          /* for a new store; default 4096 (nudb_block_size) */
     int      store_key_map;       /* 1 (default): the stores' lookups search
                                      nudb.key through a read-only map; 0: they
-                                     pread it (tide_store_opts.no_map) */
+                                     pread it (tide_store_opts.pread) */
     /* node cache (docs/ARCHITECTURE.md, "The node cache") */
     size_t   cache_target;        /* entries; default 262144 (tiny) */
     unsigned cache_age_s;         /* default 30 */

@@ -127,7 +127,7 @@ static int set_switch(int *field, int on, const char *name)
 
 int tide_store_opts_set_read_only(tide_store_opts *o, int on) { return set_switch(&o->read_only, on, "read_only"); }
 int tide_store_opts_set_force(tide_store_opts *o, int on) { return set_switch(&o->ignore_holders, on, "force"); }
-int tide_store_opts_set_pread(tide_store_opts *o, int on) { return set_switch(&o->no_map, on, "pread"); }
+int tide_store_opts_set_pread(tide_store_opts *o, int on) { return set_switch(&o->pread, on, "pread"); }
 
 /* ---- results ---- */
 

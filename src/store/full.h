@@ -115,7 +115,7 @@ struct tide_store_opts {
      * read back from nudb.dat). */
     uint64_t index_lag_bytes;
     int      tail_account_id;    /* note_alloc id for the tail's tables */
-    int      no_map;             /* default 0: fetches and the insert's
+    int      pread;              /* default 0: fetches and the insert's
                                     duplicate check search nudb.key's
                                     buckets in place, through a read-only
                                     map of the file (src/store/keymap.c),

@@ -44,7 +44,7 @@
  *      one case a mapped reader dies of where a pread reader got
  *      TIDE_ECORRUPT, and a read-write open refuses to start beside one.
  *      The other is a read error of the disk itself: a page that cannot be
- *      read in is a SIGBUS, where pread returned EIO (opts.no_map avoids
+ *      read in is a SIGBUS, where pread returned EIO (opts.pread avoids
  *      both).
  *
  * Invariants:

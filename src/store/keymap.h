@@ -13,7 +13,7 @@
  *     ti_keymap_open once the key file's size is known (load_files),
  *     ti_keymap_close at free. Until open succeeds, and for good when it
  *     fails (the simulated file system, no address space, mmap refused,
- *     opts.no_map), ti_keymap_view returns NULL and the caller reads with
+ *     opts.pread), ti_keymap_view returns NULL and the caller reads with
  *     pread: the map is a speed-up, never a requirement.
  *   - ti_keymap_view is called holding the store's key_lock (shared or
  *     exclusive) with `known`, the key file's size under that lock

@@ -320,7 +320,7 @@ static int load_files(tide_store *s, int flags, int check)
      * repair have cut what they cut; nothing cuts below this size now.
      * Made before the index check, whose lookups read through it too. */
     s->dat_stable = dat_size;
-    if (!s->opts.no_map && !ti_store_reads_through_live(s) &&
+    if (!s->opts.pread && !ti_store_reads_through_live(s) &&
         ti_keymap_open(&s->datmap, s->io, s->dat, dat_size) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.dat with pread: %s", s->dir, tide_last_error());
         tide_err_clear();
@@ -331,7 +331,7 @@ static int load_files(tide_store *s, int flags, int check)
     /* The map is a speed-up: without it lookups pread as before. A live
      * reader never maps: the writer's rollback may cut nudb.key under it,
      * and a touched page past the end is SIGBUS; its preads see the cut. */
-    if (!s->opts.no_map && !ti_store_reads_through_live(s) &&
+    if (!s->opts.pread && !ti_store_reads_through_live(s) &&
         ti_keymap_open(&s->keymap, s->io, s->key, key_size) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.key with pread: %s", s->dir, tide_last_error());
         tide_err_clear();
