@@ -209,7 +209,9 @@ int tide_store_contains(tide_store *s, const void *key);
 
 /*
  * Wait until every insert that returned before this call is durable: starts
- * a commit at once and waits for it. Returns 0 or the commit's error.
+ * a commit at once and waits for it. Returns 0, or the error of a commit
+ * attempt that began after the call (one already running when it came is
+ * not its answer: it may fail on what has changed since).
  */
 int tide_store_sync(tide_store *s);
 
@@ -217,7 +219,8 @@ int tide_store_sync(tide_store *s);
  * tide_store_sync, and then, with an index lag, a flush of the tail index:
  * when this returns 0 the key file indexes every insert that returned
  * before the call and the files are NuDB's. Without a lag it is
- * tide_store_sync. Returns 0 or the commit's error. Cost: every bucket
+ * tide_store_sync. Returns 0 or, as sync, the error of a commit attempt
+ * begun after the call. Cost: every bucket
  * that receives a tail entry is written once.
  */
 int tide_store_flush(tide_store *s);

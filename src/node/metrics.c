@@ -317,19 +317,34 @@ static void arena_family(tide_metrics_writer *w, const char *name, const char *t
     }
 }
 
+/* The caches' arenas as one page reads them, once: the arena families and
+ * the anonymous RSS parts show the same figures. */
+typedef struct page_arenas {
+    const char      *caches[2];
+    tide_arena_stats a[2];
+    int              k;          /* arenas read: 0 with cache_arena off */
+} page_arenas;
+
+static void read_arenas(tide_node *n, page_arenas *pa)
+{
+    tide_arena_stats s;
+
+    pa->k = 0;
+    if (tide_node_cache_arena_stats(n, &s)) { pa->caches[pa->k] = "node_cache"; pa->a[pa->k++] = s; }
+    if (tide_node_key_cache_arena_stats(n, &s)) { pa->caches[pa->k] = "key_cache"; pa->a[pa->k++] = s; }
+}
+
 /* The caches' arenas, each labelled with its cache (absent with
  * cache_arena off). */
-static void write_arena(tide_metrics_writer *w, tide_node *n)
+static void write_arena(tide_metrics_writer *w, tide_node *n, const page_arenas *pa)
 {
     static const char *const states[4] = { "open", "used", "empty", "released" };
-    const char *caches[2];
-    tide_arena_stats a[2], s;
+    const char *const *caches = pa->caches;
+    const tide_arena_stats *a = pa->a;
     tide_node_totals t;
-    double v[2];
-    int k = 0;
+    double v[2] = { 0, 0 };
+    int k = pa->k;
 
-    if (tide_node_cache_arena_stats(n, &s)) { caches[k] = "node_cache"; a[k++] = s; }
-    if (tide_node_key_cache_arena_stats(n, &s)) { caches[k] = "key_cache"; a[k++] = s; }
     if (k == 0) return;
     tide_node_totals_get(n, &t);
 #define ARENA_FAMILY(name, type, help, expr) do { \
@@ -440,10 +455,11 @@ static void write_allocator(tide_metrics_writer *w, const tide_mem_alloc_stats *
             free_bytes);
 }
 
-static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
+/* `st`: /proc/self/status, read once per page by tide_metrics_render;
+ * NULL when it could not be read. */
+static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o, const tide_mem_proc_status *st)
 {
     tide_mem_proc_process p;
-    tide_mem_proc_status st;
     uint64_t rss;
 
     /* The names and HELP texts of Prometheus' official clients. */
@@ -460,15 +476,15 @@ static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
     }
     if (tide_mem_proc_statm_rss(&rss) == 0)
         one(w, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", (double)rss);
-    if (tide_mem_proc_status_read(&st) == 0) {
-        if (st.has_split) {
+    if (st != NULL) {
+        if (st->has_split) {
             one(w, "tide_process_rss_anon_bytes", "gauge", "Resident anonymous memory (RssAnon): heap, stacks, "
-                "anonymous mappings.", (double)st.rss_anon);
+                "anonymous mappings.", (double)st->rss_anon);
             one(w, "tide_process_rss_file_bytes", "gauge", "Resident file-backed memory (RssFile): the binary, "
-                "libraries, mapped files.", (double)st.rss_file);
+                "libraries, mapped files.", (double)st->rss_file);
         }
         one(w, "tide_process_resident_memory_peak_bytes", "gauge", "Peak resident memory (VmHWM).",
-            (double)st.vm_hwm);
+            (double)st->vm_hwm);
     }
     if (o->smaps) {
         tide_mem_proc_smaps sm;
@@ -495,26 +511,22 @@ static void write_process(tide_metrics_writer *w, const tide_metrics_opts *o)
  * extents never written (a calloc'd table). So the allocator's part is
  * capped at what RssAnon leaves after the counted bytes and the arenas,
  * and the rest is then 0. The rest is negative only when counted bytes
- * are not all resident (a table allocated and not yet written). One
- * RssAnon read; the arenas and the allocator are read a moment apart
- * from it. */
-static void write_anon_parts(tide_metrics_writer *w, tide_node *n, const tide_mem_alloc_stats *st)
+ * are not all resident (a table allocated and not yet written). RssAnon,
+ * the arenas and the allocator are the page's own reads (tide_metrics_
+ * render's); the consumers' total is read here, a moment apart. Left out
+ * without the RssAnon/RssFile split. */
+static void write_anon_parts(tide_metrics_writer *w, const tide_mem_proc_status *ps, const page_arenas *pa,
+                             const tide_mem_alloc_stats *st)
 {
     static const char family[] = "tide_process_rss_anon_part_bytes";
     const char *lab[2] = { "part", NULL };
-    tide_mem_proc_status ps;
-    tide_arena_stats a;
     uint64_t counted = tide_mem_account_total(), arena_free = 0, held = 0;
     int has_held = st != NULL && tide_mem_alloc_held_free(st, &held);
     double rest;
 
-    if (tide_mem_proc_status_read(&ps) != 0 || !ps.has_split) {
-        tide_err_clear();
-        return;
-    }
-    if (tide_node_cache_arena_stats(n, &a)) arena_free += a.resident_bytes - a.live_bytes;
-    if (tide_node_key_cache_arena_stats(n, &a)) arena_free += a.resident_bytes - a.live_bytes;
-    rest = (double)ps.rss_anon - (double)counted - (double)arena_free;
+    if (ps == NULL || !ps->has_split) return;
+    for (int i = 0; i < pa->k; i++) arena_free += pa->a[i].resident_bytes - pa->a[i].live_bytes;
+    rest = (double)ps->rss_anon - (double)counted - (double)arena_free;
     if (has_held && (double)held > rest) held = rest > 0 ? (uint64_t)rest : 0;
     rest -= (double)held;
     tide_metrics_family(w, family, "gauge", "Anonymous RSS (RssAnon) in parts that add up to it: counted is "
@@ -827,6 +839,9 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     tide_store_info si;
     tide_mem_alloc_stats ast;
     const tide_mem_alloc_stats *ast_ok;
+    tide_mem_proc_status ps;
+    const tide_mem_proc_status *ps_ok;
+    page_arenas pa;
     int rc = 0;
 
     *out = NULL;
@@ -844,15 +859,18 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     /* Read once: under glibc the read walks every free chunk. */
     ast_ok = tide_mem_alloc_stats_read(tide_mem_alloc_family(), &ast) == 0 ? &ast : NULL;
     if (ast_ok == NULL) tide_err_clear();
+    ps_ok = tide_mem_proc_status_read(&ps) == 0 ? &ps : NULL;
+    if (ps_ok == NULL) tide_err_clear();
+    read_arenas(n, &pa);
     write_build(&w, o);
     write_consumers(&w);
     if (o->config) write_config(&w, o->config);
     write_caches(&w, n);
     write_sweeps(&w, n);
-    write_arena(&w, n);
+    write_arena(&w, n, &pa);
     write_allocator(&w, ast_ok);
-    write_process(&w, o);
-    write_anon_parts(&w, n, ast_ok);
+    write_process(&w, o, ps_ok);
+    write_anon_parts(&w, ps_ok, &pa, ast_ok);
     write_memory_limit(&w, n, o);
     write_store(&w, n, &si);
     write_rotations(&w, n);

@@ -38,7 +38,10 @@
  *      inserts after committing_seq (insert_seq - committing_seq items),
  *      committing those after durable_seq; pending and committing are the
  *      two pools[], never the same one; sync_seq <= insert_seq; every
- *      commit counted was an attempt (commits <= attempts).
+ *      commit counted was an attempt (commits <= attempts), and every
+ *      attempt finished or failed was one begun (attempts <= attempts_begun,
+ *      err_attempt <= attempts_begun): a sync or flush takes the error of
+ *      an attempt begun after its call only.
  *   5. An insert is admitted only while pending's `used` (its items and
  *      table) is below burst_bytes, so every pool was below burst_bytes
  *      just before its newest item came in, and takes no item after one
