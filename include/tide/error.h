@@ -40,7 +40,9 @@ enum {
     TIDE_EOVERLOAD = -30518, /* the node is over its memory level for writes */
     TIDE_EACCES    = -30519, /* the files' permissions refuse this user */
     TIDE_EROFS     = -30520, /* the file system is mounted read-only */
-    TIDE_ERROR_MIN = -30520
+    TIDE_EUNAVAIL  = -30521, /* a remote service (the archive's cluster) does
+                                not answer now: try again later */
+    TIDE_ERROR_MIN = -30521
 };
 
 /* The fixed name and meaning of `code`, e.g. "key not found". Never NULL;

@@ -470,6 +470,11 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out)
         e->writable = i == 0;
         e->tail_items = si.tail_items;
         e->tail_bytes = si.tail_bytes;
+        e->dat_durable = si.dat_durable;
+        e->uid = si.uid;
+        e->salt = si.salt;
+        e->key_size = si.key_size;
+        e->block_size = si.block_size;
         out->disk_bytes += si.dat_file_bytes + si.key_file_bytes + si.log_file_bytes;
     }
     out->newest_bytes = out->gens[0].dat_file_bytes;

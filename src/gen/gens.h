@@ -328,6 +328,10 @@ typedef struct tide_gens_gen_info {
     int      writable;            /* the newest */
     uint64_t tail_items, tail_bytes; /* its deferred index's tail (tide_store_info's):
                                      0 for every generation but the newest */
+    uint64_t dat_durable;         /* nudb.dat below this survives any crash
+                                     (tide_store_info's): the archive's bound */
+    uint64_t uid, salt;           /* its key file's header */
+    unsigned key_size, block_size;
 } tide_gens_gen_info;
 
 typedef struct tide_gens_info {

@@ -296,6 +296,7 @@ static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took,
     }
     if (end == TI_COMMIT_DONE) {
         s->durable_seq = s->committing_seq;
+        __atomic_store_n(&s->dat_durable, s->dat_size, __ATOMIC_RELEASE);
         s->commit_err = 0;
         s->state = TI_STORE_IDLE;
         log_recovered(s);
@@ -323,6 +324,7 @@ static void end_clean(tide_store *s, int rc, uint64_t me, uint64_t *retry_at)
     s->attempts++;
     if (rc == 0) {
         s->durable_seq = s->applied_seq;
+        __atomic_store_n(&s->dat_durable, s->dat_size, __ATOMIC_RELEASE);
         s->commit_err = 0;
         s->state = TI_STORE_IDLE;
         log_recovered(s);

@@ -291,6 +291,10 @@ typedef struct tide_store_info {
     uint64_t index_flushes;      /* flushes that indexed a non-empty tail */
     uint64_t dat_indexed;        /* W: nudb.key indexes nudb.dat below it */
     uint64_t dat_committed;      /* C: nudb.dat is synced below it */
+    uint64_t dat_durable;        /* nudb.dat's size at the last commit that is
+                                    done: no crash's recovery cuts below it,
+                                    and the bytes below it never change (the
+                                    archive uploads up to it) */
 } tide_store_info;
 
 /* The open store's headers, sizes and counters. Thread-safe; no I/O. */

@@ -320,6 +320,8 @@ static int load_files(tide_store *s, int flags, int check)
      * repair have cut what they cut; nothing cuts below this size now.
      * Made before the index check, whose lookups read through it too. */
     s->dat_stable = dat_size;
+    /* Recovery is over: what the file holds below C stays (store_impl.h). */
+    s->dat_durable = s->dat_committed;
     if (!s->opts.pread && !ti_store_reads_through_live(s) &&
         ti_keymap_open(&s->datmap, s->io, s->dat, dat_size) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.dat with pread: %s", s->dir, tide_last_error());

@@ -338,6 +338,7 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     o->dat_indexed = s->dat_indexed;
     o->dat_committed = s->dat_committed;
     pthread_rwlock_unlock(&s->key_lock);
+    o->dat_durable = __atomic_load_n(&s->dat_durable, __ATOMIC_ACQUIRE);
     o->index_flushes = __atomic_load_n(&s->index_flushes, __ATOMIC_RELAXED);
 }
 

@@ -202,6 +202,14 @@ struct tide_store {
      * back: ti_store_dat_stable. */
     ti_keymap  datmap;
     uint64_t   dat_stable;
+    /* dat_durable (atomic): nudb.dat's size as of the last commit that is
+     * done (its log emptied, or its tide.meta slot synced): no recovery
+     * cuts below it, whatever crash comes, and the bytes below it never
+     * change. What a copy of the file elsewhere (the archive) may take.
+     * dat_stable may lie above it for a moment: a commit applied to both
+     * files whose log is not yet emptied is undone by a crash's recovery.
+     * Set at open and by the commit thread at each commit's end. */
+    uint64_t   dat_durable;
     /* The fetch path's counters, one cache line per thread (tally.h). */
     ti_tally  *tally;
 

@@ -161,6 +161,7 @@ const char *tide_strerror(int code)
     case TIDE_EOVERLOAD: return "over the memory limit's level for writes";
     case TIDE_EACCES:    return "permission denied";
     case TIDE_EROFS:     return "read-only file system";
+    case TIDE_EUNAVAIL:  return "service unavailable, try again later";
     default:             return "unknown error";
     }
 }
