@@ -120,6 +120,15 @@ struct tide_archive {
 void *tide_archive_thread(void *arg);
 int  ti_archive_read_manifest(tide_archive *a);
 
+/* uploader.c: cut generation `id`'s archived nudb.dat back to `size`
+ * bytes (its chunk at size truncated, every later chunk removed): the
+ * local file lost bytes the archive has (a crash's recovery cut them;
+ * they were never acknowledged), and new ones may come in their place.
+ * rados.h's errors. Cost: a truncate, then a stat (and a remove) per
+ * later chunk. */
+int  ti_archive_cut_dat(tide_rados *r, const char *prefix, uint64_t id, uint64_t chunk_bytes,
+                        uint64_t size);
+
 /* archive.c: connect (rados.h's errors); the connection is then fixed. */
 int  ti_archive_connect(tide_archive *a);
 

@@ -389,21 +389,18 @@ static int sum_local(tide_archive *a, tide_file *f, uint64_t from, uint64_t to, 
     return rc;
 }
 
-/* Cut the archive's copy of the data file back to `size` bytes: the local
- * file lost bytes the archive has (a crash's recovery cut them; they were
- * never acknowledged) and new ones may come in their place. */
-static int cut_back(tide_archive *a, arch_stream *st, uint64_t size)
+int ti_archive_cut_dat(tide_rados *r, const char *prefix, uint64_t id, uint64_t chunk_bytes,
+                       uint64_t size)
 {
-    tide_rados *r = ti_archive_rados(a);
     char oid[TIDE_ARCHIVE_OID_CAP];
-    unsigned chunk = (unsigned)(size / st->chunk_bytes);
+    unsigned chunk = (unsigned)(size / chunk_bytes);
     uint64_t have;
     int rc;
 
-    stream_oid(a, st, chunk, oid);
-    if ((rc = tide_rados_truncate(r, oid, size % st->chunk_bytes)) != 0) return rc;
+    tide_archive_oid_dat(oid, prefix, id, chunk);
+    if ((rc = tide_rados_truncate(r, oid, size % chunk_bytes)) != 0) return rc;
     for (unsigned c = chunk + 1;; c++) {
-        stream_oid(a, st, c, oid);
+        tide_archive_oid_dat(oid, prefix, id, c);
         if ((rc = tide_rados_stat(r, oid, &have)) == TIDE_ENOENT) break;
         if (rc || (rc = tide_rados_remove(r, oid)) != 0) return rc;
     }
@@ -438,7 +435,7 @@ static int resume(tide_archive *a, arch_local *l, const tide_gens_gen_info *e)
         tide_log(TIDE_LOG_WARN, "archive: generation %" PRIu64 ": the archive holds %" PRIu64
                  " bytes of nudb.dat, the node %" PRIu64 " (a crash's recovery cut what was never "
                  "acknowledged); cutting the archive's copy back", l->id, u, l->durable);
-        if ((rc = cut_back(a, st, l->durable)) != 0) goto out;
+        if ((rc = ti_archive_cut_dat(r, a->prefix, l->id, C, l->durable)) != 0) goto out;
         u = l->durable;
     }
     local_path(a, e, "nudb.dat", path, sizeof path);
