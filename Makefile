@@ -438,7 +438,7 @@ $(BINDIR)/tided: $(SERVER_OBJS) $(ALLOC_OBJS) $(SERVER_ARCHIVES) $(FLAGS_STAMP)
 # tided is built on h2o's library with its own event loop (Debian's
 # libh2o-evloop-dev): its headers need H2O_USE_LIBUV=0, and the shared
 # library brings its own dependencies (OpenSSL, zlib, wslay).
-SERVER_LIBS := -lh2o-evloop -lsystemd -ljansson
+SERVER_LIBS := -lh2o-evloop -lsystemd -ljansson $(call part_libs,$(PART_USES_server))
 $(SERVER_OBJS): private TIDE_CFLAGS += $(SERVER_OBJ_CFLAGS)
 # The tests may use every part, so they link every part's libraries.
 TEST_LIBS += $(call part_libs,$(ARCHIVE_PARTS))

@@ -70,6 +70,7 @@ typedef struct arch_stream {
 typedef struct arch_local {
     uint64_t    id;
     int         resumed;        /* dat.uploaded is known (from the archive's objects) */
+    int         quiet;          /* read-only, and synced since (uploader.c, invariant 6) */
     int         sealed;
     arch_stream dat;
     uint64_t    durable;        /* the bound at the last look */

@@ -45,6 +45,11 @@
  *   5. The manifest is written only with the version last read or
  *      written: a manifest some other writer changed stops this one
  *      (conflict) instead of being overwritten.
+ *   6. A generation is sealed only after a sync that followed its last
+ *      day as the newest (l->quiet): an insert takes the newest under the
+ *      generations' read lock, so once a look has seen it read-only no
+ *      insert enters it, and the sync commits those that entered before;
+ *      its nudb.dat is then final, and the seal takes all of it.
  *
  * Never: upload a byte that a crash's recovery may still cut; mark a
  *   generation sealed before every one of its objects is written; write
@@ -657,7 +662,7 @@ static int pass_gen(tide_archive *a, const tide_gens_gen_info *e)
     l = local_get(a, e->id, listed ? found.chunk_bytes : a->o.chunk_bytes);
     if (l) {
         l->writable = e->writable;
-        l->durable = e->dat_durable;
+        if (!l->quiet) l->durable = e->dat_durable;
         l->key_bytes = e->key_file_bytes;
         l->sealed = listed && found.state == TIDE_ARCHIVE_SEALED;
     }
@@ -676,6 +681,23 @@ static int pass_gen(tide_archive *a, const tide_gens_gen_info *e)
             return rc;
         }
         if ((rc = commit_catalog(a, &next)) != 0) return rc;
+    }
+    if (!e->writable && !l->quiet) {
+        /* Inserts that entered it before the rotation's switch may still
+         * wait in its pool: commit them, then look again (invariant 6). */
+        tide_gens_info gi;
+        if ((rc = tide_gens_sync(a->o.gens)) != 0) return rc;
+        tide_gens_get_info(a->o.gens, &gi);
+        for (unsigned i = 0; i < gi.count; i++)
+            if (gi.gens[i].id == e->id) {
+                pthread_mutex_lock(&a->mu);
+                l->durable = gi.gens[i].dat_durable;
+                l->key_bytes = gi.gens[i].key_file_bytes;
+                l->quiet = 1;
+                pthread_mutex_unlock(&a->mu);
+                return pass_gen(a, &gi.gens[i]);
+            }
+        return 0;                           /* dropped meanwhile (by an admin) */
     }
     if (!l->resumed && (rc = resume(a, l, e)) != 0) return rc;
     if (l->dat.uploaded < l->durable && (rc = upload_dat(a, l, e)) != 0) return rc;
