@@ -188,8 +188,8 @@ ceph_tail() {
     for name in "$@"; do
         for f in "$LOGS/$name.out" "$LOGS/$name.log"; do
             [ -s "$f" ] || continue
-            echo "---- last lines of $f" >&2
-            tail -n 25 "$f" >&2
+            echo "---- the last lines of $f" >&2
+            grep -v '^$' "$f" | tail -n 12 >&2
         done
     done
 }
