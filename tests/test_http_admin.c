@@ -130,6 +130,9 @@ static void status_reports_the_store_caches_memory_and_sweeps_as_json(void **sta
             fail_msg("/v1/status memory.accounts should have %s, got '%s'", accounts[i], r.body);
     expect_u64(json_integer_value(json_object_get(json_object_get(j, "http"), "threads")), 2,
                "http.threads with --http-threads=2");
+    /* archive=off, the default: the member is there, and null. */
+    if (json_object_get(j, "archive") == NULL || !json_is_null(json_object_get(j, "archive")))
+        fail_msg("/v1/status archive should be null with archive=off, got '%s'", r.body);
     json_decref(j);
     resp_free(&r);
     /* store.keys: null until the count made at open is done (an empty store's
