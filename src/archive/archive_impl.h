@@ -96,6 +96,7 @@ struct tide_archive {
     tide_archive_catalog cat;   /* (mu) */
     uint64_t        cat_version;/* the manifest object's version; 0: none yet (mu) */
     int             cat_loaded; /* (mu) */
+    uint64_t        seal_epoch; /* moves at each install that changes what is sealed (atomic) */
     unsigned        local_keep; /* the node's G at the last pass (archiver thread) */
 
     arch_local    **locals;     /* (mu) */

@@ -60,7 +60,10 @@
  *   4. A miss stays in the key cache only if the readable epoch read
  *      before its fetch still held after its insert, or a key-cache clear
  *      followed the epoch's move (rotator.c, after any rotation that moved
- *      it); a put answered EEXIST leaves no miss for its key.
+ *      it); a put answered EEXIST leaves no miss for its key. With an
+ *      archive the same holds of its seal epoch (tide_archive_seal_epoch):
+ *      a miss raced by a new seal is forgotten, and the first read that
+ *      sees the epoch moved clears the key cache.
  *
  * Never: let a get remember a miss that a put's erase may have overtaken
  * (put_gen), or that a failed rotation's unhide may have made false
@@ -520,6 +523,12 @@ int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
         *out = obj;
         return TIDE_NODE_GET_STALE;
     }
+    /* A generation the archive sealed since may hold a key remembered as
+     * missing (a replica learns of new objects only so). */
+    if (n->archive) {
+        uint64_t sealed = tide_archive_seal_epoch(n->archive);
+        if (atomic_exchange(&n->keycache_seal_epoch, sealed) != sealed) tide_keycache_clear(n->keycache);
+    }
     if (tide_keycache_contains(n->keycache, key)) {
         atomic_fetch_add(&n->gets, 1);
         atomic_fetch_add(&n->gets_keycache, 1);
@@ -529,9 +538,6 @@ int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
     return TIDE_NODE_GET_MISS;
 }
 
-/* The store's half of a get: fetch, then remember a miss in the key cache
- * (forgotten again when a put or a rotation raced it) or the value in the
- * node cache. */
 /*
  * A miss of every local generation, asked of the archive: the sealed
  * generations the node no longer holds (a replica: all of them), newest
@@ -558,22 +564,27 @@ static int get_from_archive(tide_node *n, const void *key, void **buf, size_t *l
     return 0;
 }
 
+/* The store's half of a get: fetch, then remember a miss in the key cache
+ * (forgotten again when a put, a rotation or a new seal in the archive
+ * raced it) or the value in the node cache. */
 static int get_from_store(tide_node *n, const void *key, tide_cache_obj **out)
 {
     tide_cache_obj *obj = NULL;
     void *buf = NULL;
     size_t len = 0;
-    uint64_t gen, epoch, where = 0;
+    uint64_t gen, epoch, sealed, where = 0;
     int rc;
 
     gen = atomic_load(&n->put_gen);
     epoch = tide_gens_read_epoch(n->gens);
+    sealed = n->archive ? tide_archive_seal_epoch(n->archive) : 0;
     rc = tide_gens_fetch(n->gens, key, &buf, &len, &where);
     if (rc == TIDE_ENOTFOUND && n->archive) rc = get_from_archive(n, key, &buf, &len, &where);
     if (rc == TIDE_ENOTFOUND) {
         atomic_fetch_add(&n->gets_missing, 1);
         (void)tide_keycache_insert(n->keycache, key);
-        if (atomic_load(&n->put_gen) != gen || tide_gens_read_epoch(n->gens) != epoch)
+        if (atomic_load(&n->put_gen) != gen || tide_gens_read_epoch(n->gens) != epoch ||
+            (n->archive && tide_archive_seal_epoch(n->archive) != sealed))
             tide_keycache_erase(n->keycache, key);
         goto out;
     }

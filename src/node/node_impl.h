@@ -47,6 +47,7 @@ struct tide_node {
     _Atomic uint64_t gets_archive;       /* misses of every local generation the archive answered */
     _Atomic uint64_t gets_unavailable;   /* ... that failed because it did not answer */
     _Atomic uint64_t archive_sync_waits, archive_sync_failures; /* archive_sync=archive */
+    _Atomic uint64_t keycache_seal_epoch;/* the archive's seal epoch the key cache knows */
 
     pthread_mutex_t round_lock;   /* one round at a time */
     pthread_mutex_t state_lock;   /* reports, totals, schedule, stop */
