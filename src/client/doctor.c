@@ -1278,10 +1278,10 @@ static void rule_archive_rotation_waits(tide_doctor_report *r, const tide_doctor
     tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
     snprintf(f->summary, sizeof f->summary, "rotations waited for the archive %s (%.0f looks found a "
              "generation to drop not yet sealed)", win, waits);
-    snprintf(f->detail, sizeof f->detail, "tide_archive_rotation_waits_total %s %.0f: the rotation's health "
+    snprintf(f->detail, sizeof f->detail, "tide_archive_rotation_waits_total %.0f %s: the rotation's health "
              "gate found a generation it would drop that the archive has not sealed; %s sealed generations "
              "in the archive, lag %s (warn from one wait: a generation sealed in time is never waited for)",
-             win, waits, count_words(a->sealed_generations, n, sizeof n), size_words(a->lag_bytes, b, sizeof b));
+             waits, win, count_words(a->sealed_generations, n, sizeof n), size_words(a->lag_bytes, b, sizeof b));
     snprintf(f->advice, sizeof f->advice, "a generation is dropped only once the archive holds it sealed, so "
              "while a rotation waits the disk holds a generation more than online_delete bounds "
              "(tide_disk_bytes); a seal needs the cluster (archive_up), the generation's data all uploaded "
@@ -1645,9 +1645,10 @@ static void disk_findings(tide_doctor_disk *d)
                 "read): GET /v1/rotations gives each one's result", failures, failures == 1 ? "" : "s");
     if (abandoned > 0)
         finding(d, "%.0f rotation attempt%s abandoned (tide_rotations_abandoned_total): the health "
-                "gate (no commit failed since its last look, the insert pools under one burst, "
-                "and the process RSS under rotation_max_rss when that is set) stayed shut past "
-                "rotation_wait_max_seconds; GET /v1/rotations says which, and the node's log why",
+                "gate (no commit failed since its last look, the insert pools under one burst, RSS "
+                "under rotation_max_rss when set, and with an archive each generation to drop sealed "
+                "there) stayed shut past rotation_wait_max_seconds; GET /v1/rotations says which, and "
+                "the node's log why",
                 abandoned, abandoned == 1 ? " was" : "s were");
     if (d->advisory_delete == 1 && !d->can_delete_always && d->can_delete == 0)
         finding(d, "advisory_delete is on and can_delete is never: nothing will be deleted until "
