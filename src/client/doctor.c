@@ -1786,8 +1786,9 @@ static void archive_format(const tide_doctor_archive *a, FILE *f)
             ? "does not answer" : "answers or not (the page does not say)", a->conflict >= 1
             ? "another writer holds the prefix (uploads stopped)" : a->conflict == 0 ? "no conflict"
             : "a conflict or not (the page does not say)");
-    fprintf(f, "  %s generations sealed of %s listed (%s); lag %s; %s uploaded since start.\n",
-            count_words(a->sealed_generations, n, sizeof n), count_words(a->generations, m, sizeof m),
+    fprintf(f, "  %s generation%s sealed of %s listed (%s); lag %s; %s uploaded since start.\n",
+            count_words(a->sealed_generations, n, sizeof n), a->sealed_generations == 1 ? "" : "s",
+            count_words(a->generations, m, sizeof m),
             human(a->archive_bytes, b, sizeof b), human(a->lag_bytes, c, sizeof c),
             human(a->uploaded_bytes, d, sizeof d));
     fprintf(f, "  Reads that missed every local generation and asked it: %s found, %s missed, %s failed.\n",
