@@ -478,6 +478,15 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
     if (ti_archive_rados(a) == NULL)
         return tide_err_set(TIDE_EUNAVAIL, "archive: not connected to the cluster (%s)",
                             a->problem[0] ? a->problem : "connecting");
+    /* Known away: answer at once rather than hold a worker for timeout_s
+     * per generation; the archiver's probe says when it answers again. */
+    pthread_mutex_lock(&a->mu);
+    if (!a->up) {
+        rc = tide_err_set(TIDE_EUNAVAIL, "archive: the cluster does not answer (%s)", a->problem);
+        a->reads_failed++;
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (rc != TIDE_ENOTFOUND) return rc;
     pthread_mutex_lock(&a->mu);
     if ((ids = malloc((a->cat.count + 1) * sizeof *ids)) != NULL)
         for (unsigned i = 0; i < a->cat.count; i++) {
@@ -573,6 +582,11 @@ void tide_archive_get_info(tide_archive *a, tide_archive_info *out)
         out->op[k].count = h.count;
     }
     pthread_mutex_unlock(&a->mu);
+}
+
+uint64_t tide_archive_seal_epoch(tide_archive *a)
+{
+    return __atomic_load_n(&a->seal_epoch, __ATOMIC_SEQ_CST);
 }
 
 int tide_archive_catalog_snapshot(tide_archive *a, tide_archive_catalog *out)

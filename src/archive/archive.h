@@ -147,6 +147,12 @@ const char *tide_archive_op_name(unsigned op);
 /* A snapshot. Cost: a mutex; no I/O. */
 void tide_archive_get_info(tide_archive *a, tide_archive_info *out);
 
+/* A count that moves (sequentially consistent) each time the sealed
+ * generations the archive serves change: a seal, one seen in a re-read
+ * manifest, a deletion. A caller that remembers a miss reads it before
+ * the fetch and forgets the miss when it moved. Atomic load, any thread. */
+uint64_t tide_archive_seal_epoch(tide_archive *a);
+
 /* A copy of the manifest as the archive last read or wrote it (the caller
  * clears it). TIDE_ENOMEM. */
 int tide_archive_catalog_snapshot(tide_archive *a, tide_archive_catalog *out);

@@ -70,6 +70,7 @@ typedef struct arch_stream {
 typedef struct arch_local {
     uint64_t    id;
     int         resumed;        /* dat.uploaded is known (from the archive's objects) */
+    int         quiet;          /* read-only, and synced since (uploader.c, invariant 6) */
     int         sealed;
     arch_stream dat;
     uint64_t    durable;        /* the bound at the last look */
@@ -95,6 +96,7 @@ struct tide_archive {
     tide_archive_catalog cat;   /* (mu) */
     uint64_t        cat_version;/* the manifest object's version; 0: none yet (mu) */
     int             cat_loaded; /* (mu) */
+    uint64_t        seal_epoch; /* moves at each install that changes what is sealed (atomic) */
     unsigned        local_keep; /* the node's G at the last pass (archiver thread) */
 
     arch_local    **locals;     /* (mu) */

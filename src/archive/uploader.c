@@ -45,6 +45,11 @@
  *   5. The manifest is written only with the version last read or
  *      written: a manifest some other writer changed stops this one
  *      (conflict) instead of being overwritten.
+ *   6. A generation is sealed only after a sync that followed its last
+ *      day as the newest (l->quiet): an insert takes the newest under the
+ *      generations' read lock, so once a look has seen it read-only no
+ *      insert enters it, and the sync commits those that entered before;
+ *      its nudb.dat is then final, and the seal takes all of it.
  *
  * Never: upload a byte that a crash's recovery may still cut; mark a
  *   generation sealed before every one of its objects is written; write
@@ -73,6 +78,17 @@
 /* Replace the catalog (mu held): readers of generations that left follow. */
 static void catalog_install(tide_archive *a, tide_archive_catalog *next, uint64_t version)
 {
+    unsigned before = 0, after = 0, same = 0;
+
+    for (unsigned i = 0; i < a->cat.count; i++) {
+        const tide_archive_gen *g = &a->cat.gens[i], *n;
+        if (g->state != TIDE_ARCHIVE_SEALED) continue;
+        before++;
+        n = tide_archive_catalog_find(next, g->id);
+        same += n && n->state == TIDE_ARCHIVE_SEALED;
+    }
+    for (unsigned i = 0; i < next->count; i++) after += next->gens[i].state == TIDE_ARCHIVE_SEALED;
+    if (before != after || same != before) __atomic_fetch_add(&a->seal_epoch, 1, __ATOMIC_SEQ_CST);
     tide_archive_catalog_clear(&a->cat);
     a->cat = *next;
     memset(next, 0, sizeof *next);
@@ -100,10 +116,20 @@ int ti_archive_read_manifest(tide_archive *a)
     } else if (rc == 0) {
         pthread_mutex_lock(&a->mu);
         int same = a->cat_loaded && version == a->cat_version;
+        int moved = a->cat_loaded && !same && !a->o.replica;
+        if (moved) a->conflict = 1;
         pthread_mutex_unlock(&a->mu);
         if (same) {
             free(text);
             return 0;
+        }
+        if (moved) {                    /* invariant 5: a primary's manifest is its own */
+            free(text);
+            tide_err_set(TIDE_EBUSY, "archive: prefix %s: the manifest changed under this node (version "
+                         "%" PRIu64 " now): another node writes this prefix; this one stops uploading "
+                         "(give each node its own archive_prefix)", a->prefix, version);
+            tide_log(TIDE_LOG_ERROR, "%s", tide_last_error());
+            return TIDE_EBUSY;
         }
         rc = tide_archive_catalog_decode(text, len, oid, a->prefix, &next);
     }
@@ -657,7 +683,7 @@ static int pass_gen(tide_archive *a, const tide_gens_gen_info *e)
     l = local_get(a, e->id, listed ? found.chunk_bytes : a->o.chunk_bytes);
     if (l) {
         l->writable = e->writable;
-        l->durable = e->dat_durable;
+        if (!l->quiet) l->durable = e->dat_durable;
         l->key_bytes = e->key_file_bytes;
         l->sealed = listed && found.state == TIDE_ARCHIVE_SEALED;
     }
@@ -676,6 +702,23 @@ static int pass_gen(tide_archive *a, const tide_gens_gen_info *e)
             return rc;
         }
         if ((rc = commit_catalog(a, &next)) != 0) return rc;
+    }
+    if (!e->writable && !l->quiet) {
+        /* Inserts that entered it before the rotation's switch may still
+         * wait in its pool: commit them, then look again (invariant 6). */
+        tide_gens_info gi;
+        if ((rc = tide_gens_sync(a->o.gens)) != 0) return rc;
+        tide_gens_get_info(a->o.gens, &gi);
+        for (unsigned i = 0; i < gi.count; i++)
+            if (gi.gens[i].id == e->id) {
+                pthread_mutex_lock(&a->mu);
+                l->durable = gi.gens[i].dat_durable;
+                l->key_bytes = gi.gens[i].key_file_bytes;
+                l->quiet = 1;
+                pthread_mutex_unlock(&a->mu);
+                return pass_gen(a, &gi.gens[i]);
+            }
+        return 0;                           /* dropped meanwhile (by an admin) */
     }
     if (!l->resumed && (rc = resume(a, l, e)) != 0) return rc;
     if (l->dat.uploaded < l->durable && (rc = upload_dat(a, l, e)) != 0) return rc;
@@ -800,16 +843,19 @@ void *tide_archive_thread(void *arg)
         unsigned wait_ms;
         struct timespec ts;
         uint64_t until;
-        int rc = 0, loaded, conflict;
+        int rc = 0, loaded, conflict, up;
 
         pthread_mutex_lock(&a->mu);
         loaded = a->cat_loaded;
         conflict = a->conflict;
+        up = a->up;
         pthread_mutex_unlock(&a->mu);
         if (a->closing) break;
         if (ti_archive_rados(a) == NULL) {
             if ((rc = ti_archive_connect(a)) != 0) ti_archive_failed(a, TIDE_ARCHIVE_OPS, rc);
-        } else if (!loaded || a->o.replica) {
+        } else if (!loaded || a->o.replica || !up) {
+            /* A replica follows the manifest; a primary the cluster did
+             * not answer reads it as a probe before it uploads again. */
             if ((rc = ti_archive_read_manifest(a)) != 0) ti_archive_failed(a, TIDE_ARCHIVE_OP_MANIFEST, rc);
         } else if (!conflict) {
             rc = primary_pass(a);

@@ -114,6 +114,7 @@
 #include "mem/alloc.h"
 #include "node/node.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -234,6 +235,12 @@ static void fmt_size_or_none(const tide_config *c, const ti_config_setting *st, 
 static void fmt_on_off(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
 {
     snprintf(out, cap, "%s", *(const int *)field_of(c, st) ? "on" : "off");
+}
+
+/* A K_CHOICE setting: its word. */
+static void fmt_choice(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", st->choices[*(const int *)field_of(c, st)]);
 }
 
 static void fmt_text(const tide_config *c, const ti_config_setting *st, char *out, size_t cap)
@@ -566,6 +573,101 @@ const ti_config_setting ti_config_settings[TIDE_CFG_COUNT] = {
                 "/sys/kernel/mm/transparent_hugepage/enabled is madvise or always). A segment "
                 "is then resident whole from its first object, and an empty one still goes back "
                 "whole. off: the kernel's default for the mapping." },
+    /* The archive in Ceph RADOS (docs/ARCHIVE.md; config_archive.c). */
+    [TIDE_CFG_ARCHIVE] = {
+        FIELD(archive), .flag = "archive", .env = "TIDE_ARCHIVE", .section = "archive",
+        .kind = K_CHOICE, .choices = ti_config_archive_words, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_choice, .to_node = ti_config_node_archive,
+        .def = "off", .arg = "off|rados",
+        .help = "rados: archive every generation's data in a Ceph RADOS pool as it is written, seal each "
+                "generation a rotation makes read-only, drop a local generation only once the archive "
+                "holds it sealed, and read what no local generation holds from the archive (online "
+                "delete must be on for a primary)." },
+    [TIDE_CFG_ARCHIVE_CONF] = {
+        FIELD(archive_conf), .flag = "archive-conf", .env = "TIDE_ARCHIVE_CONF", .section = "archive",
+        .kind = K_PATH, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_text, .to_node = ti_config_node_archive,
+        .def = "/etc/ceph/ceph.conf", .arg = "FILE",
+        .help = "the Ceph configuration librados reads: the monitors' addresses and the keyring." },
+    [TIDE_CFG_ARCHIVE_POOL] = {
+        FIELD(archive_pool), .flag = "archive-pool", .env = "TIDE_ARCHIVE_POOL", .section = "archive",
+        .kind = K_NAME, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_text, .to_node = ti_config_node_archive,
+        .def = "tide", .arg = "NAME",
+        .help = "the pool the archive's objects go into; it must exist (ceph osd pool create NAME)." },
+    [TIDE_CFG_ARCHIVE_PREFIX] = {
+        FIELD(archive_prefix), .flag = "archive-prefix", .env = "TIDE_ARCHIVE_PREFIX", .section = "archive",
+        .kind = K_NAME, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_text, .to_node = ti_config_node_archive,
+        .computed = ti_config_default_archive_prefix,
+        .dflt = "the host name up to its first dot", .arg = "NAME",
+        .help = "every object of this node is named PREFIX.something; one primary per prefix (a second "
+                "is refused by the manifest's version check), any number of replicas. No dots: they "
+                "separate the name's parts." },
+    [TIDE_CFG_ARCHIVE_USER] = {
+        FIELD(archive_user), .flag = "archive-user", .env = "TIDE_ARCHIVE_USER", .section = "archive",
+        .kind = K_NAME, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_text, .to_node = ti_config_node_archive,
+        .def = "admin", .arg = "NAME",
+        .help = "the Ceph client's id, without \"client.\" (its key comes from the keyring the conf names)." },
+    [TIDE_CFG_ARCHIVE_SYNC] = {
+        FIELD(archive_sync), .flag = "archive-sync", .env = "TIDE_ARCHIVE_SYNC", .section = "archive",
+        .kind = K_CHOICE, .choices = ti_config_archive_sync_words, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_choice, .to_node = ti_config_node_archive,
+        .def = "local", .arg = "local|archive",
+        .help = "when a PUT ?sync=1 answers 201: local, after the local commit (the archive follows; "
+                "tide_archive_lag_bytes says how far behind); archive, after its bytes are in RADOS too, "
+                "so losing the machine loses no acknowledged write (503 archive_unavailable when RADOS "
+                "does not take them within archive_timeout)." },
+    [TIDE_CFG_ARCHIVE_KEEP] = {
+        FIELD(archive_keep), .flag = "archive-keep", .env = "TIDE_ARCHIVE_KEEP", .section = "archive",
+        .kind = K_UINT, .max = 1000000, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_number, .to_node = ti_config_node_archive,
+        .def = "0", .arg = "N",
+        .help = "sealed generations the archive keeps, the oldest deleted first; 0: all. A generation "
+                "the node still holds is never deleted from the archive." },
+    [TIDE_CFG_ARCHIVE_MODE] = {
+        FIELD(archive_mode), .flag = "archive-mode", .env = "TIDE_ARCHIVE_MODE", .section = "archive",
+        .kind = K_CHOICE, .choices = ti_config_archive_mode_words, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_choice, .to_node = ti_config_node_archive,
+        .def = "primary", .arg = "primary|replica",
+        .help = "primary: this node writes and archives the prefix. replica: it takes no writes and "
+                "serves every sealed object of the prefix from the archive through its own caches, "
+                "following new seals." },
+    [TIDE_CFG_ARCHIVE_TIMEOUT] = {
+        FIELD(archive_timeout), .flag = "archive-timeout", .env = "TIDE_ARCHIVE_TIMEOUT",
+        .section = "archive",
+        .kind = K_UINT, .min = 1, .max = 3600, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_number, .to_node = ti_config_node_archive,
+        .def = "10", .arg = "SECONDS",
+        .help = "the longest one call to RADOS may wait (librados' op timeouts): a read of an "
+                "archive-only object, or a PUT ?sync=1 under archive_sync=archive, answers 503 "
+                "archive_unavailable after it." },
+    [TIDE_CFG_ARCHIVE_CHUNK] = {
+        FIELD(archive_chunk), .flag = "archive-chunk", .env = "TIDE_ARCHIVE_CHUNK", .section = "archive",
+        .kind = K_SIZE, .min = 64 * 1024, .max = 128 * MiB, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_size, .to_node = ti_config_node_archive,
+        .def = "64MiB", .arg = "SIZE",
+        .help = "the size of each object a generation's nudb.dat is cut into (a multiple of 32 KiB; at "
+                "most RADOS' osd_max_object_size, 128 MiB by default); fixed per generation when its "
+                "upload starts." },
+    [TIDE_CFG_ARCHIVE_FILTER_BUDGET] = {
+        FIELD(archive_filter_budget), .flag = "archive-filter-budget", .env = "TIDE_ARCHIVE_FILTER_BUDGET",
+        .section = "archive",
+        .kind = K_SIZE, .max = TIDE_CONFIG_BYTES_MAX, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_size, .to_node = ti_config_node_archive,
+        .def = "64MiB", .arg = "SIZE",
+        .help = "bytes of the archived generations' key filters held in memory (about 1.25 bytes a key), "
+                "newest generations first; a read that misses the local generations asks RADOS only "
+                "where a filter says the key may be, or where there is none. 0: no filters." },
+    [TIDE_CFG_ARCHIVE_INFLIGHT] = {
+        FIELD(archive_inflight), .flag = "archive-inflight", .env = "TIDE_ARCHIVE_INFLIGHT",
+        .section = "archive",
+        .kind = K_UINT, .min = 1, .max = 64, .group = TIDE_CFG_GROUP_ARCHIVE,
+        .format = fmt_number, .to_node = ti_config_node_archive,
+        .def = "4", .arg = "N",
+        .help = "asynchronous 1 MiB writes to RADOS at once; their buffers are counted memory "
+                "(archive_upload)." },
     [TIDE_CFG_LOG_LEVEL] = {
         FIELD(log_level), .flag = "log-level", .env = "TIDE_LOG_LEVEL", .section = "node",
         .kind = K_LEVEL, .group = TIDE_CFG_GROUP_NODE,
@@ -1064,6 +1166,14 @@ size_t tide_config_range_text(int id, char *buf, size_t cap)
         n = snprintf(buf, cap, "three percents, %" PRIu64 " to %" PRIu64 ", each above the one before",
                      st->min, st->max);
         break;
+    case K_CHOICE:
+        for (int i = 0; st->choices[i]; i++)
+            n += snprintf(buf + n, cap - (size_t)n > cap ? 0 : cap - (size_t)n, "%s%s", i ? " or " : "",
+                          st->choices[i]);
+        break;
+    case K_NAME:
+        n = snprintf(buf, cap, "1 to %zu bytes of A-Z a-z 0-9 . _ -", st->field_size - 1);
+        break;
     case K_TRIM:
         ti_config_size_text(TIDE_CONFIG_BYTES_MAX, hi, sizeof hi);
         n = snprintf(buf, cap, "every:1 to every:%u, freed:1 to freed:%s, free-pct:1 to free-pct:%u",
@@ -1280,6 +1390,36 @@ static void parse_levels(const ti_config_setting *st, const char *text, parsed *
         }
 }
 
+/* K_CHOICE: the word's index into p->iv; the words are listed when it is
+ * none of them. */
+static void parse_choice(const ti_config_setting *st, const char *text, parsed *p, char *why, size_t wcap)
+{
+    size_t n = 0;
+
+    for (p->iv = 0; st->choices[p->iv]; p->iv++)
+        if (strcmp(text, st->choices[p->iv]) == 0) return;
+    n = (size_t)snprintf(why, wcap, "not one of");
+    for (int i = 0; st->choices[i] && n < wcap; i++)
+        n += (size_t)snprintf(why + n, wcap - n, "%s %s", i ? "," : "", st->choices[i]);
+}
+
+/* K_NAME: a pool, a user, a prefix: a word that fits its field. */
+static void parse_name(const ti_config_setting *st, const char *text, char *why, size_t wcap)
+{
+    size_t len = strlen(text);
+
+    if (len == 0 || len >= st->field_size) {
+        snprintf(why, wcap, "a name of 1 to %zu bytes is expected", st->field_size - 1);
+        return;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)text[i]) && !strchr("._-", text[i])) {
+            snprintf(why, wcap, "byte %zu ('%c') is not a letter, a digit, '.', '_' or '-'", i + 1,
+                     isprint((unsigned char)text[i]) ? text[i] : '?');
+            return;
+        }
+}
+
 /* Parse `text` as setting `id` takes it, into *p. Writes the reason into
  * `why` (empty when the text is good). A K_BLOCK fallback warns here, once,
  * and only when the value would be used (a source ranked `kind`). */
@@ -1366,6 +1506,12 @@ static void parse_value(const tide_config *c, int id, const char *text, int kind
         break;
     case K_LEVELS:
         parse_levels(st, text, p, why, wcap);
+        break;
+    case K_CHOICE:
+        parse_choice(st, text, p, why, wcap);
+        break;
+    case K_NAME:
+        parse_name(st, text, why, wcap);
         break;
     }
 }
@@ -1566,6 +1712,7 @@ int tide_config_finish(tide_config *c)
                             c->src[TIDE_CFG_MAX_OBJECT_SIZE].where[0] ? c->src[TIDE_CFG_MAX_OBJECT_SIZE].where : "default");
     }
     warn_online_delete_off(c);
+    if ((rc = ti_config_finish_archive(c)) != 0) return rc;
     if (c->metrics_public && c->metrics_token[0] != '\0')
         tide_log(TIDE_LOG_WARN, "TIDE_METRICS_PUBLIC=1: /metrics needs no token; TIDE_METRICS_TOKEN "
                  "is ignored there");
@@ -1666,7 +1813,8 @@ size_t tide_config_describe(const tide_config *c, char *buf, size_t cap)
 
 /* ---- groups ------------------------------------------------------------------------ */
 
-static const char *const group_names[TIDE_CFG_GROUP_COUNT] = { "node", "http", "cache", "memory", "node_db" };
+static const char *const group_names[TIDE_CFG_GROUP_COUNT] = { "node", "http", "cache", "memory", "node_db",
+                                                                 "archive" };
 
 int tide_config_group(int id)
 {

@@ -84,8 +84,18 @@ enum {
     /* the node cache's segment arena (docs/MEMORY-LIMIT.md): [node] keys */
     TIDE_CFG_CACHE_ARENA, TIDE_CFG_CACHE_ARENA_SEGMENT, TIDE_CFG_CACHE_ARENA_RESERVE,
     TIDE_CFG_CACHE_ARENA_EVACUATE, TIDE_CFG_CACHE_ARENA_HUGEPAGES,
+    /* the archive in Ceph RADOS (docs/ARCHIVE.md): [archive] keys */
+    TIDE_CFG_ARCHIVE, TIDE_CFG_ARCHIVE_CONF, TIDE_CFG_ARCHIVE_POOL, TIDE_CFG_ARCHIVE_PREFIX,
+    TIDE_CFG_ARCHIVE_USER, TIDE_CFG_ARCHIVE_SYNC, TIDE_CFG_ARCHIVE_KEEP, TIDE_CFG_ARCHIVE_MODE,
+    TIDE_CFG_ARCHIVE_TIMEOUT, TIDE_CFG_ARCHIVE_CHUNK, TIDE_CFG_ARCHIVE_FILTER_BUDGET,
+    TIDE_CFG_ARCHIVE_INFLIGHT,
     TIDE_CFG_COUNT
 };
+
+/* The archive's words (archive, archive_sync, archive_mode). */
+enum { TIDE_ARCHIVE_OFF, TIDE_ARCHIVE_RADOS };
+enum { TIDE_ARCHIVE_SYNC_LOCAL, TIDE_ARCHIVE_SYNC_ARCHIVE };
+enum { TIDE_ARCHIVE_PRIMARY, TIDE_ARCHIVE_REPLICA };
 
 /* rippled's [node_db] keys that count something else than the Tide
  * setting of their name: online_delete and delete_batch (config.c's
@@ -236,6 +246,19 @@ typedef struct tide_config {
      * source gave (the file's own key with the unit, its variable or its
      * flag), else logs it as rippled's. */
     char     rippled_keys[TIDE_CONFIG_RIPPLED_KEYS][600];
+    /* The archive (docs/ARCHIVE.md); off by default. */
+    int      archive;            /* TIDE_ARCHIVE_OFF or TIDE_ARCHIVE_RADOS */
+    char     archive_conf[4096]; /* ceph.conf; default /etc/ceph/ceph.conf */
+    char     archive_pool[128];  /* default tide */
+    char     archive_prefix[65]; /* default the host name up to its first dot */
+    char     archive_user[64];   /* the client's id without "client."; default admin */
+    int      archive_sync;       /* TIDE_ARCHIVE_SYNC_LOCAL (default) or _ARCHIVE */
+    unsigned archive_keep;       /* sealed generations kept in the archive; 0: all */
+    int      archive_mode;       /* TIDE_ARCHIVE_PRIMARY (default) or _REPLICA */
+    unsigned archive_timeout;    /* seconds a RADOS call may wait; default 10 */
+    uint64_t archive_chunk;      /* bytes per data object; default 64 MiB */
+    uint64_t archive_filter_budget; /* bytes of key filters held; default 64 MiB */
+    unsigned archive_inflight;   /* asynchronous writes at once; default 4 */
     tide_config_source src[TIDE_CFG_COUNT];
 } tide_config;
 
@@ -434,16 +457,17 @@ size_t tide_config_describe_setting(const tide_config *c, int id, char *buf, siz
  * block size), http (listen, the connections, bodies, the tokens,
  * /metrics), cache (the sweeps, both caches, the insert burst, the trim
  * policy), memory (the memory limit and its levels, glibc's malloc
- * options) and node_db (online delete: the file's [node_db] keys). Each
+ * options), node_db (online delete: the file's [node_db] keys) and
+ * archive (the archive in Ceph RADOS: the file's [archive] keys). Each
  * row of the settings table names its group, so each setting is in exactly
  * one.
  */
 enum { TIDE_CFG_GROUP_NODE, TIDE_CFG_GROUP_HTTP, TIDE_CFG_GROUP_CACHE, TIDE_CFG_GROUP_MEMORY,
-       TIDE_CFG_GROUP_NODE_DB, TIDE_CFG_GROUP_COUNT };
+       TIDE_CFG_GROUP_NODE_DB, TIDE_CFG_GROUP_ARCHIVE, TIDE_CFG_GROUP_COUNT };
 
 /* The group (TIDE_CFG_GROUP_*) of setting `id`; -1 for an id out of range. */
 int tide_config_group(int id);
-/* "node", "http", "cache", "memory", "node_db"; "?" out of range. */
+/* "node", "http", "cache", "memory", "node_db", "archive"; "?" out of range. */
 const char *tide_config_group_name(int group);
 
 /* The config file's key of setting `id` in its section: its name, or for

@@ -115,7 +115,8 @@ static int lookup_key(const char *section, const char *key)
 }
 
 /* The sections Tide reads; any other is skipped (a rippled.cfg has many). */
-static const char *const tide_sections[] = { "node", "node_db", "node_size", "sweep_interval", "http" };
+static const char *const tide_sections[] = { "node", "node_db", "node_size", "sweep_interval", "http",
+                                             "archive" };
 #define N_TIDE_SECTIONS (sizeof tide_sections / sizeof tide_sections[0])
 
 static int known_section(const char *s)

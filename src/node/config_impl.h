@@ -33,7 +33,9 @@ enum kind {
     K_BOOL,      /* 1/0, true/false, yes/no, on/off */
     K_TRIM,      /* always, never, every:N, freed:SIZE, free-pct:P */
     K_ONLINE,    /* online_delete: N in [min, max] (0: off) or "manual" */
-    K_LEVELS     /* memory_levels: "S,H,C", percents in [min, max], S < H < C */
+    K_LEVELS,    /* memory_levels: "S,H,C", percents in [min, max], S < H < C */
+    K_CHOICE,    /* one of the row's `choices`, stored as its index */
+    K_NAME       /* a name: 1 to field_size - 1 bytes of A-Z a-z 0-9 . _ - */
 };
 
 /* The C type of a setting's field in tide_config, found by FIELD() from
@@ -105,6 +107,8 @@ typedef struct ti_config_setting {
     const char *help;     /* --help's description: what the setting does;
                              never its range or default, which are printed
                              from the fields above */
+    const char *const *choices; /* K_CHOICE: the words, NULL-terminated; the
+                             value stored is the word's index */
     const char *file_key; /* the config file's key when it is not `name`: the
                              unit written into it, where rippled reads a
                              key of the setting's name with another meaning
@@ -155,6 +159,17 @@ void ti_config_set_source(tide_config *c, int id, int kind, const char *fmt, ...
  * the limit and the check of the explicit ones. Returns 0 or TIDE_EINVAL
  * naming the settings and their sources. */
 int ti_config_finish_memory(tide_config *c);
+
+/* The archive's settings (config_archive.c): the node's options from
+ * them, the host name as the prefix's default, and finish's checks of
+ * the whole (online delete for a primary, a prefix fit for object
+ * names), TIDE_EINVAL naming the settings and their sources. */
+void ti_config_node_archive(const tide_config *c, struct tide_node_opts *o);
+void ti_config_default_archive_prefix(tide_config *c, const ti_config_setting *st);
+int  ti_config_finish_archive(tide_config *c);
+extern const char *const ti_config_archive_words[];
+extern const char *const ti_config_archive_sync_words[];
+extern const char *const ti_config_archive_mode_words[];
 
 /* Setting `id`'s value as a number (its field read by its storage; 0 for
  * a text or an array). */

@@ -708,6 +708,92 @@ static void write_rotations(tide_metrics_writer *w, tide_node *n)
         (double)gi.disk_bytes);
 }
 
+/* ---- the archive (docs/ARCHIVE.md) ---------------------------------------------- */
+
+/* The archive's figures; the families are absent without an archive. */
+static void write_archive(tide_metrics_writer *w, tide_node *n)
+{
+    static const char *const ops[TIDE_ARCHIVE_OPS] = { "write", "read", "seal", "manifest", "delete" };
+    tide_archive *a = tide_node_archive(n);
+    tide_node_rotation_totals t;
+    tide_archive_info ai;
+    tide_hist hs[TIDE_ARCHIVE_OPS];
+    const tide_hist *h[TIDE_ARCHIVE_OPS];
+
+    if (a == NULL) return;
+    tide_archive_get_info(a, &ai);
+    tide_node_rotation_totals_get(n, &t);
+    tide_metrics_family(w, "tide_archive_info", "gauge", "The archive this node uses: its pool, its prefix "
+                        "and its mode (primary or replica); always 1.");
+    {
+        const char *lab[6] = { "pool", ai.pool, "prefix", ai.prefix, "mode", ai.replica ? "replica" : "primary" };
+        tide_metrics_sample(w, "tide_archive_info", lab, 3, 1);
+    }
+    one(w, "tide_archive_up", "gauge", "1 while the archive's cluster answers (connected, and the last call "
+        "to RADOS worked); 0 otherwise.", ai.up);
+    one(w, "tide_archive_conflict", "gauge", "1 when another writer changed the prefix's manifest, or it holds "
+        "another store's generation under an id of this node's: uploads have stopped.", ai.conflict);
+    one(w, "tide_archive_lag_bytes", "gauge", "Bytes this node made durable that the archive does not hold yet: "
+        "each local generation's nudb.dat beyond what is uploaded, and the key files of generations waiting "
+        "to be sealed.", (double)ai.lag_bytes);
+    one(w, "tide_archive_uploaded_bytes_total", "counter", "Bytes written to RADOS (data, key files, filters).",
+        (double)ai.uploaded_bytes);
+    one(w, "tide_archive_sealed_generations", "gauge", "Generations sealed in the archive's manifest now.",
+        (double)ai.sealed_generations);
+    one(w, "tide_archive_generations", "gauge", "Generations the archive's manifest lists, open ones included.",
+        (double)ai.archived_generations);
+    one(w, "tide_archive_bytes", "gauge", "Data and key bytes of the sealed generations in the archive.",
+        (double)ai.archive_bytes);
+    one(w, "tide_archive_seals_total", "counter", "Generations sealed since start (a replica: seals seen).",
+        (double)ai.seals);
+    one(w, "tide_archive_deleted_generations_total", "counter", "Generations removed from the archive by "
+        "archive_keep since start.", (double)ai.deleted_generations);
+    tide_metrics_family(w, "tide_archive_reads_total", "counter", "Reads that missed every local generation "
+                        "and asked the archive, by result: found, missed (in no sealed generation), failed "
+                        "(the cluster did not answer, or an object was not what the manifest says).");
+    {
+        const char *lab[2] = { "result", "found" };
+        tide_metrics_sample(w, "tide_archive_reads_total", lab, 1, (double)ai.reads_found);
+        lab[1] = "missed";
+        tide_metrics_sample(w, "tide_archive_reads_total", lab, 1, (double)ai.reads_missed);
+        lab[1] = "failed";
+        tide_metrics_sample(w, "tide_archive_reads_total", lab, 1, (double)ai.reads_failed);
+    }
+    one(w, "tide_archive_filter_skips_total", "counter", "Archived generations a read did not ask RADOS about "
+        "because their key filter said the key is not there.", (double)ai.reads_filtered);
+    one(w, "tide_archive_filter_bytes", "gauge", "Bytes of key filters held (within archive_filter_budget).",
+        (double)ai.filter_bytes);
+    one(w, "tide_archive_filters_dropped_total", "counter", "Filters given up or not loaded for want of "
+        "archive_filter_budget (reads of those generations cost a bucket read each).",
+        (double)ai.filters_dropped);
+    tide_metrics_family(w, "tide_archive_errors_total", "counter", "Failed calls to RADOS by operation.");
+    {
+        const char *names[5] = { "write", "read", "manifest", "delete", "connect" };
+        uint64_t v[5] = { ai.errors_write, ai.errors_read, ai.errors_manifest, ai.errors_delete,
+                          ai.errors_connect };
+        for (int i = 0; i < 5; i++) {
+            const char *lab[2] = { "op", names[i] };
+            tide_metrics_sample(w, "tide_archive_errors_total", lab, 1, (double)v[i]);
+        }
+    }
+    for (int k = 0; k < TIDE_ARCHIVE_OPS; k++) {
+        memcpy(hs[k].bucket, ai.op[k].bucket, sizeof hs[k].bucket);
+        hs[k].sum_ns = ai.op[k].sum_ns;
+        hs[k].count = ai.op[k].count;
+        h[k] = &hs[k];
+    }
+    histogram_labelled(w, "tide_archive_op_duration_seconds", "Wall time of operations on RADOS: write (one "
+                       "asynchronous write, queued to acknowledged), read (a read through the archive, every "
+                       "generation it asked), seal, manifest (a read or write of the manifest), delete (one "
+                       "generation's objects).", "op", ops, h, TIDE_ARCHIVE_OPS);
+    one(w, "tide_archive_rotation_waits_total", "counter", "Rotation health looks that found a generation to "
+        "drop not yet sealed in the archive (the rotation waited).", (double)t.archive_waits);
+    one(w, "tide_archive_sync_waits_total", "counter", "Syncs (PUT ?sync=1 batches) that waited for the "
+        "archive (archive_sync=archive).", (double)tide_node_archive_sync_waits(n, 0));
+    one(w, "tide_archive_sync_failures_total", "counter", "Of those, syncs the archive did not take within "
+        "archive_timeout (answered 503 archive_unavailable).", (double)tide_node_archive_sync_waits(n, 1));
+}
+
 /* ---- the memory limit (governor.c) ---------------------------------------------- */
 
 /* One PSI file's averages and totals under scope=`scope`. The families are
@@ -874,6 +960,7 @@ int tide_metrics_render(tide_node *n, const tide_metrics_opts *o, char **out, si
     write_memory_limit(&w, n, o);
     write_store(&w, n, &si);
     write_rotations(&w, n);
+    write_archive(&w, n);
     if (o->extra) o->extra(o->extra_arg, &w);
     if (w.oom) { rc = TIDE_ENOMEM; goto out; }
     *out = w.buf;

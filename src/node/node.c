@@ -60,7 +60,10 @@
  *   4. A miss stays in the key cache only if the readable epoch read
  *      before its fetch still held after its insert, or a key-cache clear
  *      followed the epoch's move (rotator.c, after any rotation that moved
- *      it); a put answered EEXIST leaves no miss for its key.
+ *      it); a put answered EEXIST leaves no miss for its key. With an
+ *      archive the same holds of its seal epoch (tide_archive_seal_epoch):
+ *      a miss raced by a new seal is forgotten, and the first read that
+ *      sees the epoch moved clears the key cache.
  *
  * Never: let a get remember a miss that a put's erase may have overtaken
  * (put_gen), or that a failed rotation's unhide may have made false
@@ -228,6 +231,28 @@ static int open_gens(tide_node *n)
     return rc;
 }
 
+/* The archive (docs/ARCHIVE.md): a primary's over the generations, a
+ * replica's alone; their memory counted under two consumers of their own. */
+static int open_archive(tide_node *n)
+{
+    tide_archive_opts ao = n->opts.archive;
+    int upload_id = -1, filter_id = -1, rc;
+
+    if ((rc = tide_mem_account_register("archive_upload", &upload_id)) != 0 ||
+        (rc = tide_mem_account_register("archive_filters", &filter_id)) != 0)
+        return rc;
+    n->replica = ao.replica;
+    ao.gens = ao.replica ? NULL : n->gens;
+    ao.data_dir = n->dir;
+    ao.upload_account = upload_id;
+    ao.filter_account = filter_id;
+    if (ao.poll_ms == 0) ao.poll_ms = ao.replica ? 2000 : 250;
+    if ((rc = tide_archive_open(&n->archive, &ao)) != 0)
+        return tide_err_prefix(rc, "node: the archive (pool %s, prefix %s)", ao.pool ? ao.pool : "tide",
+                               ao.prefix ? ao.prefix : "?");
+    return 0;
+}
+
 static int check_opts(const tide_node_opts *o)
 {
     if (o == NULL || o->dir == NULL || o->dir[0] == '\0')
@@ -253,6 +278,7 @@ static int node_free(tide_node *n)
     ti_node_governor_stop(n);
     ti_node_rotator_stop(n);
     ti_node_count_stop(n);
+    tide_archive_close(n->archive);     /* its thread reads the generations */
     rc = n->gens ? tide_gens_close(n->gens) : 0;
 
     ti_node_governor_destroy(n);
@@ -337,6 +363,7 @@ int tide_node_open(tide_node **out, const tide_node_opts *opts)
     if (rc) goto out;
     rc = ti_node_governor_init(n);
     if (rc) goto out;
+    if (n->opts.archive_on && (rc = open_archive(n)) != 0) goto out;
 
     ti_node_count_start(n, info.dat_file_bytes, info.inserts);
 
@@ -446,6 +473,11 @@ int tide_node_put(tide_node *n, const void *key, const void *value, size_t len)
      * anything (governor.c); what is stored stays stored. */
     rc = tide_node_put_admit(n);
     if (rc) goto out;
+    if (n->replica) {
+        rc = tide_err_set(TIDE_EROFS, "this node is an archive replica (archive_mode=replica): it "
+                          "takes no writes; send them to the prefix's primary");
+        goto out;
+    }
     if (cache_hit(n, key, &have)) {
         tide_cache_obj_release(have);
         atomic_fetch_add(&n->puts_existing, 1);
@@ -491,6 +523,12 @@ int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
         *out = obj;
         return TIDE_NODE_GET_STALE;
     }
+    /* A generation the archive sealed since may hold a key remembered as
+     * missing (a replica learns of new objects only so). */
+    if (n->archive) {
+        uint64_t sealed = tide_archive_seal_epoch(n->archive);
+        if (atomic_exchange(&n->keycache_seal_epoch, sealed) != sealed) tide_keycache_clear(n->keycache);
+    }
     if (tide_keycache_contains(n->keycache, key)) {
         atomic_fetch_add(&n->gets, 1);
         atomic_fetch_add(&n->gets_keycache, 1);
@@ -500,24 +538,53 @@ int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out)
     return TIDE_NODE_GET_MISS;
 }
 
+/*
+ * A miss of every local generation, asked of the archive: the sealed
+ * generations the node no longer holds (a replica: all of them), newest
+ * first. A primary copies what it finds into the newest generation, as a
+ * read of an older local one does, so the object lives on locally; a
+ * replica writes nothing. TIDE_EUNAVAIL is passed up (the caller answers
+ * "try again"), never remembered as a miss.
+ */
+static int get_from_archive(tide_node *n, const void *key, void **buf, size_t *len, uint64_t *where)
+{
+    uint64_t below = n->replica ? 0 : tide_gens_oldest_id(n->gens), found = 0;
+    int rc = tide_archive_fetch(n->archive, below, key, n->key_size, buf, len, &found);
+
+    if (rc == TIDE_EUNAVAIL) atomic_fetch_add(&n->gets_unavailable, 1);
+    if (rc) return rc;
+    atomic_fetch_add(&n->gets_archive, 1);
+    *where = tide_gens_newest_id(n->gens);
+    if (!n->replica) {
+        int irc = tide_gens_insert(n->gens, key, *buf, *len, where);
+        if (irc && irc != TIDE_EEXIST)
+            tide_log(TIDE_LOG_WARN, "a value read from the archive's generation %" PRIu64 " was not "
+                     "copied into the newest: %s", found, tide_last_error());
+    }
+    return 0;
+}
+
 /* The store's half of a get: fetch, then remember a miss in the key cache
- * (forgotten again when a put or a rotation raced it) or the value in the
- * node cache. */
+ * (forgotten again when a put, a rotation or a new seal in the archive
+ * raced it) or the value in the node cache. */
 static int get_from_store(tide_node *n, const void *key, tide_cache_obj **out)
 {
     tide_cache_obj *obj = NULL;
     void *buf = NULL;
     size_t len = 0;
-    uint64_t gen, epoch, where = 0;
+    uint64_t gen, epoch, sealed, where = 0;
     int rc;
 
     gen = atomic_load(&n->put_gen);
     epoch = tide_gens_read_epoch(n->gens);
+    sealed = n->archive ? tide_archive_seal_epoch(n->archive) : 0;
     rc = tide_gens_fetch(n->gens, key, &buf, &len, &where);
+    if (rc == TIDE_ENOTFOUND && n->archive) rc = get_from_archive(n, key, &buf, &len, &where);
     if (rc == TIDE_ENOTFOUND) {
         atomic_fetch_add(&n->gets_missing, 1);
         (void)tide_keycache_insert(n->keycache, key);
-        if (atomic_load(&n->put_gen) != gen || tide_gens_read_epoch(n->gens) != epoch)
+        if (atomic_load(&n->put_gen) != gen || tide_gens_read_epoch(n->gens) != epoch ||
+            (n->archive && tide_archive_seal_epoch(n->archive) != sealed))
             tide_keycache_erase(n->keycache, key);
         goto out;
     }
@@ -557,7 +624,30 @@ int tide_node_get(tide_node *n, const void *key, tide_cache_obj **out)
     return tide_node_get_miss(n, key, rc == TIDE_NODE_GET_STALE ? obj : NULL, out);
 }
 
-int tide_node_sync(tide_node *n) { return tide_gens_sync(n->gens); }
+int tide_node_sync(tide_node *n)
+{
+    tide_gens_info gi;
+    int rc = tide_gens_sync(n->gens);
+
+    if (rc || !n->archive || !n->opts.archive_sync || n->replica) return rc;
+    /* Everything durable now must be in the archive too: every local
+     * generation up to its durable size (sealed ones hold all of theirs). */
+    atomic_fetch_add(&n->archive_sync_waits, 1);
+    tide_archive_kick(n->archive);
+    tide_gens_get_info(n->gens, &gi);
+    for (unsigned i = 0; i < gi.count && rc == 0; i++)
+        rc = tide_archive_wait(n->archive, gi.gens[i].id, gi.gens[i].dat_durable,
+                               (n->opts.archive.timeout_s ? n->opts.archive.timeout_s : 10) * 1000u);
+    if (rc) atomic_fetch_add(&n->archive_sync_failures, 1);
+    return rc;
+}
+
+tide_archive *tide_node_archive(tide_node *n) { return n->archive; }
+
+uint64_t tide_node_archive_sync_waits(tide_node *n, int failed)
+{
+    return failed ? atomic_load(&n->archive_sync_failures) : atomic_load(&n->archive_sync_waits);
+}
 
 void tide_node_cache_stats(tide_node *n, tide_cache_stats *out) { tide_cache_stats_get(n->cache, out); }
 

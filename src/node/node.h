@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "archive/archive.h"
 #include "cache/cache.h"
 #include "cache/keycache.h"
 #include "gen/gens.h"
@@ -266,6 +267,16 @@ typedef struct tide_node_opts {
                                      lets go when avg10 falls under half of it and
                                      the trigger has not fired for one window;
                                      0: pressure ignored; default 10 */
+    /* The archive in Ceph RADOS (docs/ARCHIVE.md), off unless archive_on.
+     * A primary (archive.replica 0) needs online delete: its gens and
+     * data_dir are the node's own, filled at open; a replica opens dir as
+     * a plain store it never writes, and refuses puts (TIDE_EROFS).
+     * archive's accounts are the node's too. */
+    int      archive_on;          /* 0 (default) or 1 (archive=rados) */
+    int      archive_sync;        /* 1: tide_node_sync also waits until the archive
+                                     holds what it made durable (archive_sync=archive) */
+    tide_archive_opts archive;    /* conf, pool, prefix, user, timeout_s, keep,
+                                     chunk_bytes, inflight, filter_budget, replica */
     /* ---- the embedder's: no setting reaches them ---- */
     int      create_if_missing;   /* 1 (default): create an empty store (and
                                      the directory) when dir holds none */
@@ -397,7 +408,10 @@ unsigned tide_node_key_size(const tide_node *n);
  * the memory level is HIGH or above (nothing stored: the caller answers 503
  * and the client retries; checked before the existence check); TIDE_ETOOBIG; the
  * store's write errors (TIDE_ENOSPC, TIDE_EIO, TIDE_ECLOSED after a failed
- * commit). On success the object is in the node cache.
+ * commit); TIDE_EROFS on an archive replica (nothing stored). Write-once
+ * holds across the local generations: a key only the archive holds is
+ * stored again (the archive is not asked on a put; reads find the newest).
+ * On success the object is in the node cache.
  * Durability: the value is durable after the next commit; tide_node_sync
  * waits for it.
  * Cost: the store's insert (an existence check: a key-file read, sometimes a
@@ -419,6 +433,10 @@ int tide_node_put_admit(tide_node *n);
  * Find `key`. On success *out is a reference the caller releases with
  * tide_cache_obj_release. Returns 0, TIDE_ENOTFOUND, or the store's read
  * errors (TIDE_EIO, TIDE_ECORRUPT), which are not remembered in the key cache.
+ * With an archive, a key no local generation holds is looked up there
+ * (tide_archive_fetch) before it is called absent; TIDE_EUNAVAIL when the
+ * archive does not answer (not remembered either). A primary copies what
+ * the archive gave into the newest generation.
  * It is tide_node_get_cached, then, when that cannot answer,
  * tide_node_get_miss: each cache is consulted once.
  * Cost: a cache hit is one hash and one lock; a miss adds a key-cache probe
@@ -463,9 +481,20 @@ int tide_node_get_cached(tide_node *n, const void *key, tide_cache_obj **out);
 int tide_node_get_miss(tide_node *n, const void *key, tide_cache_obj *stale, tide_cache_obj **out);
 
 /* Wait until every put that returned before this call is durable (the
- * store's tide_store_sync). Returns 0 or the commit's error. Blocks for up
- * to one commit; may be called from any number of threads at once. */
+ * store's tide_store_sync), and with archive_sync also in the archive
+ * (each local generation's nudb.dat up to its durable size). Returns 0,
+ * the commit's error, or TIDE_EUNAVAIL when the archive did not take the
+ * bytes within archive.timeout_s (the put is durable locally all the
+ * same). Blocks for up to one commit, plus the archive's wait; may be
+ * called from any number of threads at once. */
 int tide_node_sync(tide_node *n);
+
+/* The node's archive, or NULL when archive_on is 0. Owned by the node. */
+tide_archive *tide_node_archive(tide_node *n);
+
+/* Syncs that waited for the archive (failed 0), or of those the ones it
+ * did not take in time (failed 1). Atomic loads. */
+uint64_t tide_node_archive_sync_waits(tide_node *n, int failed);
 
 /*
  * Run one sweep round now on the calling thread (after any round in
@@ -547,6 +576,8 @@ typedef struct tide_node_rotation_totals {
     uint64_t failures;            /* attempts that returned an error */
     uint64_t abandoned;           /* attempts the gate gave up on */
     uint64_t gate_waits;          /* times the gate made an attempt wait */
+    uint64_t archive_waits;       /* health looks that found a generation to drop
+                                     not yet sealed in the archive */
     uint64_t dropped;             /* generations dropped */
     uint64_t deleted_bytes;
     uint64_t keep_copied, keep_copied_bytes;

@@ -23,6 +23,8 @@ struct tide_node {
     tide_node_opts  opts;
     char           *dir;
     tide_gens      *gens;         /* one plain store, or generations */
+    tide_archive   *archive;      /* NULL: no archive (opts.archive_on 0) */
+    int             replica;      /* an archive replica: no writes, reads through */
     tide_cache     *cache;
     tide_keycache  *keycache;
     unsigned        key_size;
@@ -42,6 +44,10 @@ struct tide_node {
     _Atomic uint64_t puts, puts_existing, gets, gets_cache, gets_keycache, gets_store,
                      gets_missing;
     _Atomic uint64_t cache_dropped;      /* cached copies of a dropped generation erased */
+    _Atomic uint64_t gets_archive;       /* misses of every local generation the archive answered */
+    _Atomic uint64_t gets_unavailable;   /* ... that failed because it did not answer */
+    _Atomic uint64_t archive_sync_waits, archive_sync_failures; /* archive_sync=archive */
+    _Atomic uint64_t keycache_seal_epoch;/* the archive's seal epoch the key cache knows */
 
     pthread_mutex_t round_lock;   /* one round at a time */
     pthread_mutex_t state_lock;   /* reports, totals, schedule, stop */

@@ -13,7 +13,11 @@
  *      the manifest's count rotations+1 runs only when can_delete >=
  *      rotations+1; a shut gate is not an attempt (nothing recorded, one
  *      INFO line per due episode), the next look asks again;
- *   3. health gate: no commit backlog (the insert pools, pending plus
+ *   3. health gate: with an archive (a primary's), every generation the
+ *      rotation would drop sealed there (archive_allows: the node never
+ *      drops what the archive lacks; counted in archive_waits, and the
+ *      report's error says which generation and how far its upload is);
+ *      no commit backlog (the insert pools, pending plus
  *      committing, under one burst), no commit failed since the last look, and, when
  *      rotation_max_rss is set, the process's anonymous RSS under it (or opts.health,
  *      a test hook), and the memory level (the memory governor's) below
@@ -32,7 +36,8 @@
  *      measured release, the sweep's own call (ti_node_release);
  *   6. the report into the ring, the totals and histograms, one INFO line.
  * tide_node_rotate (POST /v1/admin/rotate) runs 4 to 6 without the gates:
- * the operator asked. tide_node_rotate_keep runs its keep-list and the
+ * the operator asked; but step 4 itself refuses (TIDE_EBUSY) a rotation
+ * that would drop a generation the archive has not sealed. tide_node_rotate_keep runs its keep-list and the
  * rotation under one hold of rot_lock, so no rotation of the thread slips
  * between them (a key kept into a generation that then becomes the
  * older one would be dropped by the admin rotation right after). A keep
@@ -192,10 +197,23 @@ static void record(tide_node *n, tide_node_rotation_report *r)
 
 /* Steps 4 and 5, with rot_lock held: the rotation, then the release after
  * a drop. Returns the rotation's result. */
+static int archive_allows(tide_node *n, char *why, size_t cap);
+
 static int rotate_locked(tide_node *n, tide_node_rotation_report *r)
 {
     uint64_t epoch = tide_gens_read_epoch(n->gens);
-    int rc = tide_gens_rotate(n->gens, &r->gens);
+    char why[400];
+    int rc;
+
+    /* Never drop what the archive lacks, whoever asked (the admin too). */
+    if (!archive_allows(n, why, sizeof why)) {
+        rc = tide_err_set(TIDE_EBUSY, "%s: retry once it is sealed (tide_archive_lag_bytes, "
+                          "tide generations)", why);
+        snprintf(r->error, sizeof r->error, "%s", tide_last_error());
+        memset(&r->gens, 0, sizeof r->gens);
+        return rc;
+    }
+    rc = tide_gens_rotate(n->gens, &r->gens);
 
     /* A rotation that failed after its hide showed the hidden generations
      * again (the epoch moved): a miss remembered in the window may be
@@ -411,6 +429,34 @@ static int advisory_allows(tide_node *n, uint64_t rotations)
     return cd >= rotations + 1;
 }
 
+/* The archive's part of step 3 (and of every rotation, step 4): 1 when
+ * the rotation would drop no generation the archive lacks, else 0 with
+ * the reason in why. A rotation drops the generations past keep - 1 of
+ * those held now; each must be sealed in the archive first. */
+static int archive_allows(tide_node *n, char *why, size_t cap)
+{
+    tide_archive_info ai;
+    tide_gens_info gi;
+    uint64_t uploaded = 0;
+
+    if (n->archive == NULL || n->replica) return 1;
+    tide_node_gens_info(n, &gi);
+    for (unsigned i = gi.keep ? gi.keep - 1 : 0; i < gi.count; i++) {
+        uint64_t id = gi.gens[i].id;
+        const char *state;
+
+        if (tide_archive_sealed(n->archive, id)) continue;
+        state = tide_archive_gen_state(n->archive, id, &uploaded);
+        tide_archive_get_info(n->archive, &ai);
+        snprintf(why, cap, "the archive has not sealed generation %" PRIu64 " yet, which this rotation "
+                 "would drop (%s: %" PRIu64 " of its %" PRIu64 " data bytes uploaded; the cluster %s%s%.*s)",
+                 id, state, uploaded, gi.gens[i].dat_file_bytes, ai.up ? "answers" : "does not answer",
+                 ai.problem[0] ? ": " : "", (int)(cap > 300 ? 160 : 60), ai.problem);
+        return 0;
+    }
+    return 1;
+}
+
 /* Step 3's test: 1 when healthy, else 0 with the reason in why. */
 static int healthy(tide_node *n, char *why, size_t cap)
 {
@@ -418,6 +464,12 @@ static int healthy(tide_node *n, char *why, size_t cap)
     uint64_t seen = n->rot_failures_seen, rss = 0;
     char a[32], b[32];
 
+    if (!archive_allows(n, why, cap)) {
+        pthread_mutex_lock(&n->rot_state_lock);
+        n->rot_totals.archive_waits++;
+        pthread_mutex_unlock(&n->rot_state_lock);
+        return 0;
+    }
     if (n->opts.hooks.health) return n->opts.hooks.health(n->opts.hooks.health_arg, why, cap);
     tide_gens_store_info(n->gens, &si);
     n->rot_failures_seen = si.commit_failures;
@@ -462,7 +514,7 @@ static int health_gate(tide_node *n, tide_node_rotation_report *r)
 {
     uint64_t t0 = tide_clock_mono_ns(), max = (uint64_t)n->opts.rotation_wait_max_s * NS_PER_S;
     uint64_t looks = 0, waits = 0;
-    char why[200] = "";
+    char why[400] = "";
 
     for (;;) {
         uint64_t now, wait;

@@ -257,6 +257,12 @@ static void answer_get(h2o_req_t *req, int rc, const char *key_hex, const char *
         tided_send_error(req, 404, "not_found", "no value is stored under key %s", key_hex);
         return;
     }
+    if (rc == TIDE_EUNAVAIL) {          /* in no local generation, and the archive is away */
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+        tided_send_error(req, 503, "archive_unavailable", "key %s is in no local generation and the archive "
+                         "does not answer: %s", key_hex, detail);
+        return;
+    }
     tide_log(TIDE_LOG_WARN, "GET %s: %s: %s", key_hex, tide_strerror(rc), detail);
     tided_send_error(req, 500, "internal", "reading key %s: %s: %s", key_hex, tide_strerror(rc), detail);
 }
@@ -317,7 +323,11 @@ static void answer_put_synced(tided_job *job)
     h2o_req_t *req = job->req;
 
     if (job->rc != 0) {
-        tided_send_store_error(req, job->rc, job->detail, job->u.put.put_rc == 0
+        tided_send_store_error(req, job->rc, job->detail, job->rc == TIDE_EUNAVAIL
+                               ? (job->u.put.put_rc == 0 ? "the value is stored and durable on this node, "
+                                  "but not yet in the archive (archive_sync=archive)"
+                                  : "the key exists and is durable on this node, but not yet in the archive")
+                               : job->u.put.put_rc == 0
                                ? "the value is stored but the commit that makes it durable failed"
                                : "the key exists but the commit that makes it durable failed");
         return;

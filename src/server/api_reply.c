@@ -237,6 +237,13 @@ void tided_send_store_error(h2o_req_t *req, int rc, const char *detail, const ch
     case TIDE_ETOOBIG:
         tided_send_error(req, 413, "too_large", "%s: %s: %s", what, tide_strerror(rc), detail);
         break;
+    case TIDE_EUNAVAIL:     /* the archive's cluster: the client retries */
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+        tided_send_error(req, 503, "archive_unavailable", "%s: the archive does not answer: %s", what, detail);
+        break;
+    case TIDE_EROFS:        /* an archive replica */
+        tided_send_error(req, 403, "read_only_replica", "%s: %s", what, detail);
+        break;
     case TIDE_EOVERLOAD:    /* the memory level: the client retries */
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
         tided_send_error(req, 503, "overloaded", "%s: %s", what, detail);
