@@ -46,7 +46,8 @@ typedef struct vrun {
     tide_archive_verify_gen *gen;   /* the generation being checked */
     uint8_t *buf;
     size_t cap;
-    uint64_t done, total;           /* progress */
+    uint64_t done, total;           /* progress: the sealed generations' bytes */
+    int counting;                   /* reading a sealed generation (progress counts it) */
     uint8_t head[TI_TOOL_KEY_HEADER];
     size_t head_len;
 } vrun;
@@ -83,6 +84,7 @@ static int sink(void *arg, uint64_t off, const uint8_t *p, size_t n)
         memcpy(r->head + off, p, take);
         r->head_len = (size_t)off + take;
     }
+    if (!r->counting) return 0;
     r->done += n;
     if (r->o->progress && r->total)
         r->o->progress(r->o->progress_arg, r->done < r->total ? r->done : r->total, r->total);
@@ -283,6 +285,7 @@ int tide_archive_tool_verify(tide_archive_tool *t, const tide_archive_verify_opt
         r.gen = &v->gens[v->count++];
         r.gen->id = g->id;
         r.gen->state = g->state;
+        r.counting = g->state == TIDE_ARCHIVE_SEALED;
         if (g->state == TIDE_ARCHIVE_SEALED) rc = check_sealed(&r, g);
         else if (g->state == TIDE_ARCHIVE_OPEN) rc = check_open(&r, g);
     }
