@@ -51,6 +51,13 @@ typedef struct tide_archive_opts {
     unsigned    filter_bits;   /* bits per key of a new filter; 0: 10 */
     unsigned    poll_ms;       /* a replica's manifest re-read, a primary's look
                                   without a kick; 0: 1000 */
+    /* Called on the archiver thread at each step, for tests and logs:
+     * "written" (a chunk's write acknowledged, `bytes` the data file's bytes
+     * the archive holds), "key" (a sealing generation's key file
+     * uploaded), "filter" (its filter written), "sealed" (the manifest
+     * names it sealed). Must not call the archive. NULL: none. */
+    void      (*trace)(void *arg, const char *step, uint64_t id, uint64_t bytes);
+    void       *trace_arg;
     int         upload_account;/* memory consumers (tide_mem_account ids) of the
                                   write buffers and of the filters; -1: none */
     int         filter_account;

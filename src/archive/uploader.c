@@ -379,6 +379,7 @@ static int upload_range(tide_archive *a, arch_stream *st, tide_file *f, uint64_t
         if (a->closing) stop = 1;
         pthread_mutex_unlock(&a->mu);
         if (complete) mark_chunk(a, st, chunk);
+        if (complete && !st->is_key && a->o.trace) a->o.trace(a->o.trace_arg, "written", st->id, st->uploaded);
     }
     if (first_failed) {
         stream_rewind(st, first_failed);
@@ -579,6 +580,7 @@ static int seal(tide_archive *a, arch_local *l, const tide_gens_gen_info *e)
     rc = upload_range(a, &ks, f, e->key_file_bytes, e->block_size);
     a->local_io->close(f);
     if (rc) goto out;
+    if (a->o.trace) a->o.trace(a->o.trace_arg, "key", l->id, ks.read_to);
     if ((rc = finish_sums(&ks)) != 0 || (rc = finish_sums(&l->dat)) != 0) goto out;
     if ((rc = tide_archive_filter_new(&filter, ks.entries, a->o.filter_bits, a->o.filter_account)) != 0)
         goto out;
@@ -594,6 +596,7 @@ static int seal(tide_archive *a, arch_local *l, const tide_gens_gen_info *e)
     pthread_mutex_lock(&a->mu);
     a->uploaded_bytes += flen;
     pthread_mutex_unlock(&a->mu);
+    if (a->o.trace) a->o.trace(a->o.trace_arg, "filter", l->id, flen);
     if ((rc = catalog_draft(a, &next)) != 0) goto out;
     tide_archive_gen *g = tide_archive_catalog_find(&next, l->id);
     TIDE_ASSERT(g != NULL);
@@ -617,6 +620,7 @@ static int seal(tide_archive *a, arch_local *l, const tide_gens_gen_info *e)
     tide_hist_observe(&a->op[TIDE_ARCHIVE_OP_SEAL], tide_clock_mono_ns() - t0);
     pthread_cond_broadcast(&a->done_cv);
     pthread_mutex_unlock(&a->mu);
+    if (a->o.trace) a->o.trace(a->o.trace_arg, "sealed", l->id, l->dat.read_to);
     tide_log(TIDE_LOG_INFO, "archive: generation %" PRIu64 " sealed: %" PRIu64 " records, nudb.dat "
              "%" PRIu64 " bytes in %u objects, nudb.key %" PRIu64 " bytes, a %zu-byte filter",
              l->id, vs.data_records, l->dat.read_to, l->dat.nsums, ks.read_to, flen);

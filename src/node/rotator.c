@@ -36,7 +36,7 @@
  *      measured release, the sweep's own call (ti_node_release);
  *   6. the report into the ring, the totals and histograms, one INFO line.
  * tide_node_rotate (POST /v1/admin/rotate) runs 4 to 6 without the gates:
- * the operator asked; but step 4 itself refuses (TIDE_EBUSY) a rotation
+ * the operator asked; but step 4 itself refuses (TIDE_EUNAVAIL) a rotation
  * that would drop a generation the archive has not sealed. tide_node_rotate_keep runs its keep-list and the
  * rotation under one hold of rot_lock, so no rotation of the thread slips
  * between them (a key kept into a generation that then becomes the
@@ -207,7 +207,7 @@ static int rotate_locked(tide_node *n, tide_node_rotation_report *r)
 
     /* Never drop what the archive lacks, whoever asked (the admin too). */
     if (!archive_allows(n, why, sizeof why)) {
-        rc = tide_err_set(TIDE_EBUSY, "%s: retry once it is sealed (tide_archive_lag_bytes, "
+        rc = tide_err_set(TIDE_EUNAVAIL, "%s: retry once it is sealed (tide_archive_lag_bytes, "
                           "tide generations)", why);
         snprintf(r->error, sizeof r->error, "%s", tide_last_error());
         memset(&r->gens, 0, sizeof r->gens);

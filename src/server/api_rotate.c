@@ -408,6 +408,14 @@ void tided_answer_rotate(tided_job *job)
                          "manual): %s", job->detail);
         return;
     }
+    if (job->rc == TIDE_EUNAVAIL) {
+        /* A generation it would drop is not sealed in the archive yet. */
+        j = tided_error_json("archive_not_sealed", job->detail);
+        if (j) json_object_set_new(j, "report", tided_rotation_report_json(&job->u.rotate.rotation));
+        h2o_add_header(&job->req->pool, &job->req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+        tided_send_json(job->req, 503, j);
+        return;
+    }
     j = tided_error_json("rotation_failed", job->detail);
     if (j) json_object_set_new(j, "report", tided_rotation_report_json(&job->u.rotate.rotation));
     tided_send_json(job->req, 500, j);
