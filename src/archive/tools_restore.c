@@ -353,6 +353,7 @@ static int fetch_open_dat(rrun *r, const tide_archive_gen *g, const char *path, 
     *bytes = 0;
     if ((rc = r->o.io->open(r->o.io, path, TIDE_IO_CREATE | TIDE_IO_EXCL, &r->f)) != 0) return rc;
     r->head_is_key = 0;
+    r->head_read = 0;
     for (unsigned c = 0; rc == 0 && *bytes < r->open_bytes; c++) {
         tide_archive_oid_dat(oid, r->t->prefix, g->id, c);
         rc = fetch_chunk(r, oid, *bytes, ti_tool_chunk_len(r->open_bytes, g->chunk_bytes, c),
