@@ -40,10 +40,11 @@ typedef struct tide_archive_tool_opts {
 } tide_archive_tool_opts;
 
 /*
- * The prefix a node names its archive by when none is given: this
- * machine's host name up to its first dot ("node1" on node1.example.org).
- * 0, or TIDE_EINVAL when that is no usable prefix (catalog.h's rule),
- * saying so. No I/O but gethostname.
+ * The prefix tided archives under when archive_prefix is not set: this
+ * machine's host name up to its first dot ("node1" on node1.example.org),
+ * each byte outside the prefix's alphabet made '_' ("tide" when there is
+ * no host name). 0, or TIDE_EINVAL when that is still no usable prefix
+ * (cut to nothing), saying so. No I/O but gethostname.
  */
 int tide_archive_tool_default_prefix(char *buf, size_t cap);
 

@@ -5,10 +5,10 @@
  * does the work; this parses, prints and picks the exit status).
  *
  * Each sub-verb has its own descriptor (options, manual, arguments) and
- * shares the connection's options: --conf, --pool, --prefix (the host
- * name up to its first dot when not given, the name a node would most
- * likely have chosen; refused when that is no valid prefix), --user and
- * --timeout. Every failure to reach the cluster is the library's
+ * shares the connection's options: --conf, --pool, --prefix (when not
+ * given, tided's own default of archive_prefix: the host name up to its
+ * first dot, so that on a node's machine the tools find its archive),
+ * --user and --timeout. Every failure to reach the cluster is the library's
  * TIDE_EUNAVAIL message, which says what to check; no sub-verb waits
  * longer than --timeout for any one call.
  *
@@ -47,9 +47,10 @@
 "    --pool NAME  the pool the node archives to. Default: tide\n" \
 "    --prefix NAME\n" \
 "                 the node's archive prefix: every object of its archive\n" \
-"                 is named PREFIX.something. Default: this machine's host\n" \
-"                 name up to its first dot (node1 on node1.example.org);\n" \
-"                 give it on any other machine\n" \
+"                 is named PREFIX.something. Default: tided's default of\n" \
+"                 archive_prefix, this machine's host name up to its first\n" \
+"                 dot (node1 on node1.example.org); give it on any other\n" \
+"                 machine, or for a node that sets archive_prefix\n" \
 "    --user NAME  the Ceph client's id, without 'client.'. Default: admin\n" \
 "    --timeout SECONDS\n" \
 "                 the longest any one call waits for the cluster, 1 to\n" \
