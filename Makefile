@@ -230,8 +230,9 @@ TESTS       ?= $(ALL_TESTS)
 # Prometheus, preloads no allocator, kills no process in a loop (kill -9
 # and failure-point sweeps), is no benchmark, and takes under 5 s alone
 # (the slowest in, test_store_defer and test_cache_concurrency, about 4 s).
-# Left out by that rule: test_bench, test_build, test_ceph_fixture (a Ceph
-# cluster's daemons, 9 s), test_check_config,
+# Left out by that rule: test_archive_tools (a Ceph cluster, 17 s),
+# test_bench, test_build, test_ceph_fixture (a Ceph cluster's daemons,
+# 9 s), test_check_config,
 # test_doctor, test_ghost, test_gens (19 s), test_gens_concurrency (6 s),
 # test_http_*, test_lab, test_logs, test_mem, test_memory_limit,
 # test_metrics, test_node_arena, test_rotation_kill9, test_store_durability,

@@ -6,8 +6,8 @@
  *
  * cli_parse runs getopt_long over the verb's option table with --help
  * added, hands each option to the verb's handler, then checks the
- * positional arguments in the verb's shape (none, PATH, PATH KEYHEX) and,
- * for a store verb, that PATH is a directory. The key is decoded before the
+ * positional arguments in the verb's shape (none, PATH, PATH KEYHEX,
+ * KEYHEX) and, for a store verb, that PATH is a directory. The key is decoded before the
  * directory is looked at, so a bad key is a usage error (status 2) even
  * for a missing store.
  *
@@ -245,6 +245,13 @@ static int take_args(const cli_verb *v, int argc, char **argv, int first, cli_ar
     if (v->args == CLI_ARGS_NONE) {
         if (n > 0) return cli_usage(v->name, "unexpected argument '%s'", argv[first]);
         return CLI_OK;
+    }
+    if (v->args == CLI_ARGS_KEY) {
+        if (n != 1)
+            return cli_usage(v->name, "expected %s, got %d argument%s", v->args_text, n,
+                             n == 1 ? "" : "s");
+        a->key_hex = argv[first];
+        return decode_key(v->name, a);
     }
     if (v->args == CLI_ARGS_PATH) {
         if (n < 1) return cli_usage(v->name, "no PATH given");

@@ -33,6 +33,7 @@ enum {
     CLI_ARGS_NONE = 0,          /* nothing: "unexpected argument 'x'" */
     CLI_ARGS_PATH = 1,          /* PATH: "no PATH given", "one PATH only" */
     CLI_ARGS_PATH_KEY = 2,      /* PATH KEYHEX, the key decoded from hex */
+    CLI_ARGS_KEY = 3,           /* KEYHEX alone, decoded (no PATH) */
 };
 
 /*
@@ -68,7 +69,7 @@ void cli_verb_help(const cli_verb *v, FILE *f);
 /* The descriptors, in the order 'tide help' lists them. */
 extern const cli_verb cli_verb_create, cli_verb_info, cli_verb_put, cli_verb_get,
                       cli_verb_visit, cli_verb_verify, cli_verb_recover, cli_verb_rekey,
-                      cli_verb_generations, cli_verb_rotate,
+                      cli_verb_generations, cli_verb_rotate, cli_verb_archive,
                       cli_verb_bench, cli_verb_doctor, cli_verb_ghost, cli_verb_lab;
 
 /* `tide bench release ARGS` (cmd_bench_release.c): argv[0] is "release".
@@ -82,7 +83,7 @@ int cli_option_flag(void *opts, int id, const char *arg);
 /* What cli_parse leaves for the verb. */
 typedef struct cli_args {
     const char *path;           /* PATH (NULL for CLI_ARGS_NONE) */
-    const char *key_hex;        /* KEYHEX as given (CLI_ARGS_PATH_KEY) */
+    const char *key_hex;        /* KEYHEX as given (CLI_ARGS_PATH_KEY, CLI_ARGS_KEY) */
     size_t key_len;             /* the decoded key's bytes */
     unsigned char key[CLI_KEY_MAX];
 } cli_args;

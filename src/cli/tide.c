@@ -15,8 +15,8 @@
  * in the errors) comes from the table. Each verb lives in its own file
  * with its manual: cmd_create.c, cmd_info.c, cmd_put.c, cmd_get.c,
  * cmd_visit.c, cmd_verify.c, cmd_recover.c, cmd_rekey.c,
- * cmd_generations.c, cmd_rotate.c, cmd_bench.c, cmd_doctor.c, cmd_ghost.c
- * and cmd_lab.c. The helpers the verbs share
+ * cmd_generations.c, cmd_rotate.c, cmd_archive.c, cmd_bench.c,
+ * cmd_doctor.c, cmd_ghost.c and cmd_lab.c. The helpers the verbs share
  * are in cli.c and cli_store.c.
  *
  * Help texts are written like man pages: synopsis, description, options
@@ -122,7 +122,7 @@ static const cli_verb verb_help = {
 static const cli_verb *const verbs[] = {
     &cli_verb_create, &cli_verb_info, &cli_verb_put, &cli_verb_get, &cli_verb_visit,
     &cli_verb_verify, &cli_verb_recover, &cli_verb_rekey, &cli_verb_generations,
-    &cli_verb_rotate, &cli_verb_bench, &cli_verb_doctor,
+    &cli_verb_rotate, &cli_verb_archive, &cli_verb_bench, &cli_verb_doctor,
     &cli_verb_ghost, &cli_verb_lab, &verb_help,
 };
 #define NVERBS (sizeof verbs / sizeof verbs[0])
