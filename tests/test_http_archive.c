@@ -362,12 +362,79 @@ static void archive_sync_answers_503_while_the_cluster_is_away(void **state)
     tided_signal_and_reap(&primary, SIGTERM);
 }
 
+/* The writer: PUT ?sync=1 objects from `first` on, one at a time, and
+ * write each index acknowledged with 201 to fd (8 bytes each); stop at the
+ * first failure (tided killed). */
+static void acked_writer(const tided *t, uint64_t first, int fd)
+{
+    for (uint64_t i = first;; i++) {
+        if (put_obj(t, i, 1) != 201) _exit(0);
+        if (write(fd, &i, sizeof i) != (ssize_t)sizeof i) _exit(1);
+    }
+}
+
+static void every_acknowledged_write_survives_kill_9_and_a_restore(void **state)
+{
+    tided primary = { .host = "127.0.0.1" }, restored = { .host = "127.0.0.1" };
+    const char *const more[] = { "--archive-sync=archive", NULL };
+    char prefix[64], args[8192], *out = NULL;
+    uint64_t *acked = NULL, i;
+    size_t nacked = 0, cap = 0;
+    int fds[2], status = 0;
+    pid_t writer;
+
+    (void)state;
+    new_prefix(prefix, sizeof prefix);
+    primary_start(&primary, prefix, more);
+    if (pipe(fds) != 0) fail_msg("pipe");
+    writer = th_fork();
+    if (writer < 0) fail_msg("fork");
+    if (writer == 0) {
+        close(fds[0]);
+        acked_writer(&primary, 0, fds[1]);
+    }
+    close(fds[1]);
+    /* Let it write through several rotations, then kill tided mid-stream. */
+    while (read(fds[0], &i, sizeof i) == (ssize_t)sizeof i) {
+        if (nacked == cap) {
+            cap = cap ? 2 * cap : 1024;
+            acked = realloc(acked, cap * sizeof *acked);
+            assert_non_null(acked);
+        }
+        acked[nacked++] = i;
+        if (nacked == 4 * SPAN) kill(primary.pid, SIGKILL);
+    }
+    close(fds[0]);
+    th_waitpid(writer, &status, 0);
+    wait_exit(&primary, STOP_MS);
+    assert_true(nacked >= 4 * SPAN);
+    /* The machine is gone: only the archive is left. */
+    tided_prepare(&restored);
+    snprintf(args, sizeof args, "archive restore '%s' --conf '%s' --pool %s --prefix %s --no-progress",
+             restored.data, cluster.conf, cluster.pool, prefix);
+    if (th_run_tide(args, 1, &out) != 0) fail_msg("tide %s:\n%s", args, out);
+    free(out);
+    {
+        const char *argv[16];
+        archive_flags(argv, 16, prefix, (const char *const[]){ "--online-delete=120", NULL });
+        tided_start(&restored, argv, public_env);
+    }
+    for (size_t k = 0; k < nacked; k++) {
+        long st = get_obj(&restored, acked[k]);
+        if (st != 200) fail_msg("acknowledged object %" PRIu64 " (%zu of %zu): %ld after the restore", acked[k],
+                                k, nacked, st);
+    }
+    free(acked);
+    tided_signal_and_reap(&restored, SIGTERM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(two_replicas_behind_nginx_serve_every_sealed_object, teardown),
         cmocka_unit_test_teardown(the_osd_stopped_and_started_under_writes_loses_nothing, teardown),
         cmocka_unit_test_teardown(archive_sync_answers_503_while_the_cluster_is_away, teardown),
+        cmocka_unit_test_teardown(every_acknowledged_write_survives_kill_9_and_a_restore, teardown),
     };
     http_filter_from_env();
     return cmocka_run_group_tests(tests, archive_group_setup, archive_group_teardown);
