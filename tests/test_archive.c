@@ -430,6 +430,17 @@ static void a_second_store_on_the_same_prefix_stops_as_a_conflict(void **state)
     assert_int_equal(archive_info(b).conflict, 1);
     if (strstr(archive_info(b).problem, "another store") == NULL)
         fail_msg("the conflict does not say what it is: %s", archive_info(b).problem);
+    /* Its generation 1 is not the archive's sealed 1: no rotation drops it. */
+    {
+        tide_node_rotation_report r;
+        memset(&r, 0, sizeof r);
+        assert_int_equal(tide_node_rotate(b, "admin", &r), 0);    /* creates 2, drops nothing */
+        put_span(b, 1000020, 20);
+        memset(&r, 0, sizeof r);
+        assert_int_equal(tide_node_rotate(b, "admin", &r), TIDE_EUNAVAIL);
+        assert_int_equal(oldest_id(b), 1);
+        for (uint64_t i = 1000000; i < 1000040; i++) assert_int_equal(get(b, i), 0);
+    }
     assert_int_equal(tide_node_close(b), 0);
     /* The first store's archive is whole: reopened, it serves span 0 from it. */
     a = open_node(&o1);

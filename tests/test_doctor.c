@@ -3,7 +3,9 @@
  * test_doctor.c: `tide doctor`'s analysis of a metrics page, and of the
  * disk side from /v1/status's "online_delete" object and the disk families
  * of the page (hand-written, with every figure checkable by hand; and an
- * older node's status without the object, and no status at all).
+ * older node's status without the object, and no status at all), and of
+ * the archive from its tide_archive_* families and the status's "archive"
+ * object (each finding, its absence, and a page without an archive).
  *
  * Pages come from a real node (rendered by node/metrics.c with settings
  * that leave a known consumer unbounded) and from hand-written text whose
@@ -1188,6 +1190,280 @@ static void pages_of_an_older_node_grow_without_churn_figures_and_no_crash(void 
     free(r2);
 }
 
+/* ---- the archive ------------------------------------------------------------------ */
+
+static const char *const archive_rules[] = { "archive_conflict", "archive_up", "archive_lag",
+                                             "archive_rotation_waits", "archive_sync_failures" };
+
+/* healthy.prom with the archive's families of a node with archive=rados
+ * in `mode`, every figure checkable by hand: the cluster answers, no
+ * conflict, 1 MiB behind, 3 of 4 generations sealed, 40 syncs waited. */
+static char *with_archive_mode(const char *mode)
+{
+    char *h = HEALTHY, *out = NULL;
+    int n = asprintf(&out, "%s"
+        "# HELP tide_archive_info x\n# TYPE tide_archive_info gauge\n"
+        "tide_archive_info{pool=\"tide\",prefix=\"node1\",mode=\"%s\"} 1\n"
+        "# HELP tide_archive_up x\n# TYPE tide_archive_up gauge\ntide_archive_up 1\n"
+        "# HELP tide_archive_conflict x\n# TYPE tide_archive_conflict gauge\ntide_archive_conflict 0\n"
+        "# HELP tide_archive_lag_bytes x\n# TYPE tide_archive_lag_bytes gauge\ntide_archive_lag_bytes 1048576\n"
+        "# HELP tide_archive_uploaded_bytes_total x\n# TYPE tide_archive_uploaded_bytes_total counter\n"
+        "tide_archive_uploaded_bytes_total 5368709120\n"
+        "# HELP tide_archive_sealed_generations x\n# TYPE tide_archive_sealed_generations gauge\n"
+        "tide_archive_sealed_generations 3\n"
+        "# HELP tide_archive_generations x\n# TYPE tide_archive_generations gauge\ntide_archive_generations 4\n"
+        "# HELP tide_archive_bytes x\n# TYPE tide_archive_bytes gauge\ntide_archive_bytes 4294967296\n"
+        "# HELP tide_archive_reads_total x\n# TYPE tide_archive_reads_total counter\n"
+        "tide_archive_reads_total{result=\"found\"} 12\ntide_archive_reads_total{result=\"missed\"} 5\n"
+        "tide_archive_reads_total{result=\"failed\"} 0\n"
+        "# HELP tide_archive_errors_total x\n# TYPE tide_archive_errors_total counter\n"
+        "tide_archive_errors_total{op=\"write\"} 2\ntide_archive_errors_total{op=\"read\"} 0\n"
+        "tide_archive_errors_total{op=\"manifest\"} 0\ntide_archive_errors_total{op=\"delete\"} 0\n"
+        "tide_archive_errors_total{op=\"connect\"} 1\n"
+        "# HELP tide_archive_rotation_waits_total x\n# TYPE tide_archive_rotation_waits_total counter\n"
+        "tide_archive_rotation_waits_total 0\n"
+        "# HELP tide_archive_sync_waits_total x\n# TYPE tide_archive_sync_waits_total counter\n"
+        "tide_archive_sync_waits_total 40\n"
+        "# HELP tide_archive_sync_failures_total x\n# TYPE tide_archive_sync_failures_total counter\n"
+        "tide_archive_sync_failures_total 0\n", h, mode);
+    assert_true(n > 0);
+    free(h);
+    return out;
+}
+
+#define WITH_ARCHIVE with_archive_mode("primary")
+
+/* A status with the archive's object: archive_sync, the last failure,
+ * and two local generations. */
+static const char status_archive[] =
+    "{\"online_delete\":{\"enabled\":true,\"generations\":[{\"id\":8,\"dir\":\"gen-000000000008\",\"bytes\":1048576},"
+    "{\"id\":7,\"dir\":\"gen-000000000007\",\"bytes\":2097152}],\"rotations\":7},"
+    "\"archive\":{\"pool\":\"tide\",\"prefix\":\"node1\",\"mode\":\"primary\",\"sync\":\"archive\",\"up\":true,"
+    "\"conflict\":false,\"problem\":\"rados tide/node1.manifest: write: Connection timed out\","
+    "\"lag_bytes\":1048576,\"sealed_generations\":3,\"generations\":[{\"id\":8,\"state\":\"uploading\","
+    "\"uploaded_bytes\":524288},{\"id\":7,\"state\":\"sealed\",\"uploaded_bytes\":2097152}]}}";
+
+static int among_results(const tide_doctor_report *r, const char *rule)
+{
+    if (finding_of(r, rule) || passed(r, rule)) return 1;
+    for (size_t i = 0; i < r->nunknown; i++)
+        if (strcmp(r->unknown[i].rule, rule) == 0) return 1;
+    return 0;
+}
+
+/* A node without an archive (or from before it): the report says nothing
+ * of one, not even from a status that has the object. */
+static void a_page_without_the_archives_families_says_nothing_of_an_archive(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    char *p = HEALTHY, *text, *json = NULL;
+    json_error_t err;
+
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    expect_rc(tide_doctor_analyze_status(&r, status_archive, NULL, NOW_US), 0, "status");
+    assert_int_equal(r.archive.present, 0);
+    for (size_t i = 0; i < 5; i++)
+        if (among_results(&r, archive_rules[i])) fail_msg("a page without the archive gave %s a result", archive_rules[i]);
+    expect_u64(r.npassed, 9, "the other rules as before");
+    text = format_text(&r);
+    if (strstr(text, "Archive") || strstr(text, "archive")) fail_msg("no archive, yet the words say: %s", text);
+    free(text);
+    expect_rc(tide_doctor_json(&r, &json), 0, "json");
+    json_t *o = json_loads(json, 0, &err);
+    if (o == NULL) fail_msg("doctor JSON does not parse: %s", err.text);
+    if (!json_is_null(json_object_get(o, "archive"))) fail_msg("\"archive\" should be null without one: %s", json);
+    json_decref(o);
+    free(json);
+    free(p);
+}
+
+/* A healthy archive: every archive rule passes, and the words and the JSON
+ * give every figure, with the status's archive_sync, generations and
+ * last failure. */
+static void a_healthy_archive_passes_its_rules_and_shows_every_figure(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    char *p = WITH_ARCHIVE, *text, *json = NULL;
+    json_error_t err;
+
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    assert_int_equal(r.archive.present, 1);
+    expect_str(r.archive.prefix, "node1", "the prefix label");
+    if (r.nfindings) fail_msg("a healthy archive gave %s: %s", r.findings[0].rule, r.findings[0].summary);
+    for (size_t i = 0; i < 5; i++)
+        if (!passed(&r, archive_rules[i])) fail_msg("%s should pass on a healthy archive", archive_rules[i]);
+    expect_u64(r.npassed, 14, "nine rules and the archive's five");
+    text = format_text(&r);
+    expect_contains(text, "Archive: pool tide, prefix node1 (primary): the cluster answers; no conflict.\n",
+                    "where it is, without the status");
+    expect_contains(text, "  3 generations sealed of 4 listed (4 GiB); lag 1 MiB; 5 GiB uploaded since start.\n",
+                    "what it holds");
+    expect_contains(text, "12 found, 5 missed, 0 failed", "the reads");
+    expect_contains(text, "Rotations waited for it 0 times; syncs that waited for it 40, 0 of them failed.",
+                    "the waits");
+    expect_contains(text, "connect 1, write 2, read 0, manifest 0, delete 0", "the failed calls");
+    if (strstr(text, "Local generations")) fail_msg("no status, no generations: %s", text);
+    free(text);
+
+    expect_rc(tide_doctor_analyze_status(&r, status_archive, NULL, NOW_US), 0, "status");
+    text = format_text(&r);
+    expect_contains(text, "Archive: pool tide, prefix node1 (primary), archive_sync=archive: the cluster answers",
+                    "archive_sync from the status");
+    expect_contains(text, "  Local generations in the archive, newest first: 8 uploading (512 KiB there), 7 "
+                    "sealed.\n", "each local generation's state");
+    expect_contains(text, "  The node's last failure: rados tide/node1.manifest: write: Connection timed out\n",
+                    "the node's own words");
+    free(text);
+
+    expect_rc(tide_doctor_json(&r, &json), 0, "json");
+    json_t *o = json_loads(json, 0, &err);
+    if (o == NULL) fail_msg("doctor JSON does not parse: %s", err.text);
+    json_t *a = json_object_get(o, "archive");
+    if (!json_is_object(a)) fail_msg("\"archive\" should be an object: %s", json);
+    expect_str(json_string_value(json_object_get(a, "pool")), "tide", "json pool");
+    expect_str(json_string_value(json_object_get(a, "mode")), "primary", "json mode");
+    expect_str(json_string_value(json_object_get(a, "sync")), "archive", "json sync");
+    if (!json_is_true(json_object_get(a, "up")) || !json_is_false(json_object_get(a, "conflict")))
+        fail_msg("up true and conflict false as booleans: %s", json);
+    static const char *const ints[] = { "lag_bytes", "sealed_generations", "generations", "archive_bytes",
+                                        "uploaded_bytes", "rotation_waits", "sync_waits", "sync_failures" };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (!json_is_integer(json_object_get(a, ints[i]))) fail_msg("archive.%s should be an integer: %s", ints[i], json);
+    expect_u64((uint64_t)json_integer_value(json_object_get(a, "archive_bytes")), 4ull << 30, "json archive bytes");
+    expect_u64((uint64_t)json_integer_value(json_object_get(json_object_get(a, "reads"), "found")), 12, "json reads");
+    expect_u64((uint64_t)json_integer_value(json_object_get(json_object_get(a, "errors"), "write")), 2, "json errors");
+    json_t *g = json_array_get(json_object_get(a, "local_generations"), 0);
+    expect_str(json_string_value(json_object_get(g, "state")), "uploading", "json generation state");
+    expect_u64((uint64_t)json_integer_value(json_object_get(g, "uploaded_bytes")), 512u << 10, "json uploaded");
+    json_decref(o);
+    free(json);
+    free(p);
+}
+
+/* Each of the archive's findings, with its severity, and its absence
+ * short of the threshold. */
+static void each_archive_rule_fires_on_its_figure_and_not_before(void **state)
+{
+    (void)state;
+    tide_doctor_report r;
+    const tide_doctor_finding *f;
+    char *p;
+
+    /* The cluster away: bad, the consequences and the knobs in the advice. */
+    p = page_set(WITH_ARCHIVE, "tide_archive_up", "0");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    f = finding_of(&r, "archive_up");
+    assert_non_null(f);
+    expect_contains(f->advice, "writes commit locally and tide_archive_lag_bytes grows", "writes go on");
+    expect_contains(f->advice, "waits, so the disk grows", "rotations wait");
+    expect_contains(f->advice, "with archive_sync=archive every PUT ?sync=1, answer 503 archive_unavailable",
+                    "what answers 503");
+    expect_contains(f->advice, "--archive-conf", "the knobs");
+    expect_contains(f->detail, "connect 1, write 2", "the failed calls");
+    assert_true(figure_of(f, "up") == 0);
+    free(p);
+    expect_only("the cluster away", page_set(WITH_ARCHIVE, "tide_archive_up", "0"), "archive_up", TIDE_DOCTOR_BAD,
+                "the archive's cluster does not answer (pool tide, prefix node1 (primary))");
+    p = page_set(with_archive_mode("replica"), "tide_archive_up", "0");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    f = finding_of(&r, "archive_up");
+    assert_non_null(f);
+    expect_contains(f->advice, "a replica takes no writes", "a replica's advice");
+    free(p);
+
+    /* A conflict: bad, with the prefix to change and the restore. */
+    expect_only("a conflict", page_set(WITH_ARCHIVE, "tide_archive_conflict", "1"), "archive_conflict",
+                TIDE_DOCTOR_BAD, "the archive's prefix node1 is another writer's: this node has stopped uploading");
+    p = page_set(WITH_ARCHIVE, "tide_archive_conflict", "1");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    f = finding_of(&r, "archive_conflict");
+    assert_non_null(f);
+    expect_contains(f->advice, "its own --archive-prefix", "the prefix");
+    expect_contains(f->advice, "tide archive restore", "the restore");
+    free(p);
+
+    /* The lag: warn from 256 MiB. */
+    expect_none("255 MiB behind", page_set(WITH_ARCHIVE, "tide_archive_lag_bytes", "267386880"));
+    expect_only("256 MiB behind", page_set(WITH_ARCHIVE, "tide_archive_lag_bytes", "268435456"), "archive_lag",
+                TIDE_DOCTOR_WARN, "the archive is 256 MiB behind this node");
+
+    /* Rotations that waited, syncs that failed: warn from one, since start. */
+    expect_only("a rotation waited", page_set(WITH_ARCHIVE, "tide_archive_rotation_waits_total", "3"),
+                "archive_rotation_waits", TIDE_DOCTOR_WARN, "rotations waited for the archive since start (3 looks");
+    expect_only("syncs failed", page_set(WITH_ARCHIVE, "tide_archive_sync_failures_total", "2"),
+                "archive_sync_failures", TIDE_DOCTOR_WARN,
+                "2 syncs the archive did not take within archive_timeout since start (503 archive_unavailable)");
+    p = page_set(WITH_ARCHIVE, "tide_archive_sync_failures_total", "2");
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    f = finding_of(&r, "archive_sync_failures");
+    assert_non_null(f);
+    expect_contains(f->detail, "tide_archive_sync_failures_total 2 of tide_archive_sync_waits_total 40", "of the waits");
+    expect_contains(f->advice, "--archive-timeout", "the knob");
+    free(p);
+
+    /* A figure the page lacks: that rule cannot tell, the others judge. */
+    p = page_set(WITH_ARCHIVE, "tide_archive_lag_bytes", "1");
+    char *cut = strstr(p, "\ntide_archive_lag_bytes 1\n");
+    assert_non_null(cut);
+    cut[22] = 'z';                               /* tide_archive_lag_bytez: another family's */
+    expect_rc(tide_doctor_analyze(p, &r), 0, "analyze");
+    assert_false(passed(&r, "archive_lag"));
+    assert_false(finding_of(&r, "archive_lag") != NULL);
+    assert_true(among_results(&r, "archive_lag"));
+    assert_true(passed(&r, "archive_up"));
+    free(p);
+}
+
+/* Two scrapes: the archive's counters by their increase. */
+static void with_two_scrapes_the_archives_counters_judge_the_increase(void **state)
+{
+    (void)state;
+    tide_doctor_report *r1 = malloc(sizeof *r1), *r2 = malloc(sizeof *r2);
+    const tide_doctor_finding *f;
+    assert_true(r1 && r2);
+    char *p1, *p2;
+
+    p1 = page_set(WITH_ARCHIVE, "tide_archive_rotation_waits_total", "4");
+    p2 = page_set(WITH_ARCHIVE, "tide_archive_rotation_waits_total", "4");
+    expect_rc(tide_doctor_analyze(p1, r1), 0, "page 1");
+    expect_rc(tide_doctor_analyze(p2, r2), 0, "page 2");
+    assert_non_null(finding_of(r2, "archive_rotation_waits"));    /* one page: since start */
+    expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "two scrapes");
+    if (finding_of(r2, "archive_rotation_waits")) fail_msg("no wait between the scrapes, yet a finding");
+    assert_true(passed(r2, "archive_rotation_waits"));
+    free(p2);
+    p2 = page_set(WITH_ARCHIVE, "tide_archive_rotation_waits_total", "6");
+    expect_rc(tide_doctor_analyze(p2, r2), 0, "page 2");
+    expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "two scrapes");
+    f = finding_of(r2, "archive_rotation_waits");
+    assert_non_null(f);
+    expect_contains(f->summary, "rotations waited for the archive in the last 20 s (2 looks", "the increase");
+    free(p1);
+    free(p2);
+
+    p1 = page_set(WITH_ARCHIVE, "tide_archive_sync_failures_total", "5");
+    p2 = page_set(page_set(WITH_ARCHIVE, "tide_archive_sync_failures_total", "7"), "tide_archive_sync_waits_total",
+                  "50");
+    expect_rc(tide_doctor_analyze(p1, r1), 0, "page 1");
+    expect_rc(tide_doctor_analyze(p2, r2), 0, "page 2");
+    expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "two scrapes");
+    f = finding_of(r2, "archive_sync_failures");
+    assert_non_null(f);
+    expect_contains(f->detail, "tide_archive_sync_failures_total 2 of tide_archive_sync_waits_total 10 in the "
+                    "last 20 s", "the increases");
+    free(p2);
+    p2 = page_set(WITH_ARCHIVE, "tide_archive_sync_failures_total", "5");
+    expect_rc(tide_doctor_analyze(p2, r2), 0, "page 2");
+    expect_rc(tide_doctor_analyze_growth(r2, r1, 20), 0, "two scrapes");
+    assert_true(passed(r2, "archive_sync_failures"));
+    free(p1);
+    free(p2);
+    free(r1);
+    free(r2);
+}
+
 /* --help has each rule of the table, and each number of its thresholds. */
 static void tide_doctor_help_documents_every_rule_with_its_thresholds(void **state)
 {
@@ -1619,6 +1895,10 @@ int main(void)
         cmocka_unit_test(two_pages_with_a_consumer_growing_give_the_growth_finding_with_its_rate),
         cmocka_unit_test(with_two_scrapes_overload_and_cgroup_events_judge_the_increase),
         cmocka_unit_test(pages_of_an_older_node_grow_without_churn_figures_and_no_crash),
+        cmocka_unit_test(a_page_without_the_archives_families_says_nothing_of_an_archive),
+        cmocka_unit_test(a_healthy_archive_passes_its_rules_and_shows_every_figure),
+        cmocka_unit_test(each_archive_rule_fires_on_its_figure_and_not_before),
+        cmocka_unit_test(with_two_scrapes_the_archives_counters_judge_the_increase),
         cmocka_unit_test(tide_doctor_help_documents_every_rule_with_its_thresholds),
         cmocka_unit_test(the_rules_table_says_plain_rss_without_rss_file),
         cmocka_unit_test(tide_doctor_interval_scrapes_twice_and_finds_the_growth),

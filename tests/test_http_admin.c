@@ -11,7 +11,11 @@
  *
  * The first group shares one server (http_helpers.h: TIDE_ADMIN_TOKEN
  * set, no online delete); the tests of a node with generations, of one
- * without a token and of jemalloc's heap dump start their own.
+ * without a token and of jemalloc's heap dump start their own. The last
+ * group starts a real one-machine Ceph cluster (tests/support/ceph.h) and
+ * one node archiving into it, for /v1/status' "archive" object, and for
+ * tide doctor and tide generations --archive-prefix against what a node
+ * really writes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,9 +33,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <limits.h>
+
 #include "expect.h"
 #include "helpers.h"
 #include "http_helpers.h"
+#include "support/ceph.h"
 
 /* ---- the admin endpoints and the reports, on the shared server ----------- */
 
@@ -130,6 +137,9 @@ static void status_reports_the_store_caches_memory_and_sweeps_as_json(void **sta
             fail_msg("/v1/status memory.accounts should have %s, got '%s'", accounts[i], r.body);
     expect_u64(json_integer_value(json_object_get(json_object_get(j, "http"), "threads")), 2,
                "http.threads with --http-threads=2");
+    /* archive=off, the default: the member is there, and null. */
+    if (json_object_get(j, "archive") == NULL || !json_is_null(json_object_get(j, "archive")))
+        fail_msg("/v1/status archive should be null with archive=off, got '%s'", r.body);
     json_decref(j);
     resp_free(&r);
     /* store.keys: null until the count made at open is done (an empty store's
@@ -666,6 +676,193 @@ static void admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_with
     tided_cleanup(&t);
 }
 
+/* ---- with an archive in a real Ceph cluster (tests/support/ceph.h) ----------- */
+
+/* One cluster for the group, and one node on it with archive=rados,
+ * started by the first test that needs it: two generations, the older
+ * sealed in the archive. */
+static th_ceph cluster;
+static tided anode;
+static char anode_conf[PATH_MAX + 32], anode_pool[96];
+
+#define APREFIX "status1"
+
+static int archive_group_setup(void **state)
+{
+    (void)state;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    memset(&anode, 0, sizeof anode);
+    return th_ceph_start(&cluster) < 0 ? -1 : 0;
+}
+
+static int archive_group_teardown(void **state)
+{
+    (void)state;
+    if (anode.pid > 0 && !anode.reaped) {
+        kill(anode.pid, SIGTERM);
+        if (!wait_exit(&anode, STOP_MS)) kill(anode.pid, SIGKILL);
+        wait_exit(&anode, STOP_MS);
+    }
+    tided_cleanup(&anode);
+    th_children_stop(1);
+    th_ceph_stop(&cluster);
+    curl_global_cleanup();
+    return 0;
+}
+
+/* generations[i] of /v1/status' archive, and its state ("" when absent). */
+static const char *archive_gen_state(json_t *status, size_t i)
+{
+    const char *v = json_string_value(json_object_get(json_array_get(
+        json_object_get(json_object_get(status, "archive"), "generations"), i), "state"));
+    return v ? v : "";
+}
+
+/* The group's node, started once: 20 objects, a rotation (admin), and
+ * PUT ?sync=1 until the archive has sealed generation 1 (a seal waits for
+ * a sync after the generation's last day as the newest). */
+static tided *archive_node(void)
+{
+    static char token_env[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN, public_env[] = "TIDE_METRICS_PUBLIC=1";
+    const char *flags[] = { "--online-delete=manual", "--archive=rados", anode_conf, anode_pool,
+                            "--archive-prefix=" APREFIX, "--archive-chunk=64KiB", NULL };
+    char *env[] = { token_env, public_env, NULL };
+    uint8_t value[300];
+    json_t *j = NULL;
+    resp r;
+
+    th_ceph_require(&cluster);
+    if (anode.pid > 0) return &anode;
+    snprintf(anode_conf, sizeof anode_conf, "--archive-conf=%s", cluster.conf);
+    snprintf(anode_pool, sizeof anode_pool, "--archive-pool=%s", cluster.pool);
+    tided_start(&anode, flags, env);
+    th_child_keep(anode.pid);
+    th_scratch_keep(anode.dir);
+    memset(value, 'a', sizeof value);
+    for (uint64_t i = 1; i <= 20; i++) {
+        r = http(&anode, "PUT", obj_path(i, i == 20 ? "?sync=1" : NULL), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT into generation 1");
+        resp_free(&r);
+    }
+    r = http(&anode, "POST", "/v1/admin/rotate", NULL, 0, 0, AUTH);
+    expect_status(r, 200, "the rotation that makes generation 1 read-only");
+    resp_free(&r);
+    double end = th_now_ms() + 60000;
+    for (uint64_t i = 100; th_now_ms() < end; i++) {
+        r = http(&anode, "PUT", obj_path(i, "?sync=1"), value, sizeof value, 0, NULL);
+        expect_status(r, 201, "PUT ?sync=1 into generation 2");
+        resp_free(&r);
+        r = http(&anode, "GET", "/v1/status", NULL, 0, 0, NULL);
+        j = body_json(&r, "/v1/status");
+        resp_free(&r);
+        if (strcmp(archive_gen_state(j, 1), "sealed") == 0) break;
+        json_decref(j);
+        j = NULL;
+        poll(NULL, 0, 200);
+    }
+    if (j == NULL) fail_msg("the archive did not seal generation 1 within 60 s. The log:\n%s", log_tail(&anode));
+    json_decref(j);
+    return &anode;
+}
+
+/* /v1/status' archive: where it is, how a sync answers, that the cluster
+ * answers, and each local generation's state, the sealed one with every
+ * byte of its two files there. */
+static void status_with_the_archive_says_where_it_is_and_each_generations_state(void **state)
+{
+    tided *t;
+    json_t *j, *a, *od, *g;
+    resp r;
+    (void)state;
+
+    t = archive_node();
+    if (!log_contains(t, "archive: rados pool tide, prefix " APREFIX " (primary), conf "))
+        fail_msg("the startup log should say where the archive is:\n%s", log_tail(t));
+    r = http(t, "GET", "/v1/status", NULL, 0, 0, NULL);
+    j = body_json(&r, "/v1/status");
+    a = json_object_get(j, "archive");
+    if (!json_is_object(a)) fail_msg("/v1/status archive should be an object with archive=rados: %s", r.body);
+    expect_str(json_string_value(json_object_get(a, "pool")), cluster.pool, "archive.pool");
+    expect_str(json_string_value(json_object_get(a, "prefix")), APREFIX, "archive.prefix");
+    expect_str(json_string_value(json_object_get(a, "mode")), "primary", "archive.mode");
+    expect_str(json_string_value(json_object_get(a, "sync")), "local", "archive.sync");
+    if (!json_is_true(json_object_get(a, "up")) || !json_is_false(json_object_get(a, "conflict")))
+        fail_msg("the cluster answers and no one else writes the prefix: %s", r.body);
+    if (!json_is_null(json_object_get(a, "problem"))) fail_msg("archive.problem should be null: %s", r.body);
+    static const char *const ints[] = { "lag_bytes", "sealed_generations", "archived_generations", "archive_bytes" };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (!json_is_integer(json_object_get(a, ints[i])))
+            fail_msg("/v1/status archive.%s should be an integer: %s", ints[i], r.body);
+    expect_u64((uint64_t)json_integer_value(json_object_get(a, "sealed_generations")), 1, "one generation sealed");
+    expect_u64((uint64_t)json_integer_value(json_object_get(a, "archived_generations")), 2, "two listed");
+    if (json_array_size(json_object_get(a, "generations")) != 2) fail_msg("two local generations: %s", r.body);
+    g = json_array_get(json_object_get(a, "generations"), 0);
+    expect_u64((uint64_t)json_integer_value(json_object_get(g, "id")), 2, "the newest first");
+    if (strcmp(archive_gen_state(j, 0), "uploading") != 0 && strcmp(archive_gen_state(j, 0), "waiting") != 0)
+        fail_msg("the writable generation is uploading or waiting, not %s: %s", archive_gen_state(j, 0), r.body);
+    /* The sealed one: its nudb.dat and nudb.key whole in the archive. */
+    g = json_array_get(json_object_get(a, "generations"), 1);
+    od = json_array_get(json_object_get(json_object_get(j, "online_delete"), "generations"), 1);
+    expect_u64((uint64_t)json_integer_value(json_object_get(g, "id")), 1, "the older");
+    expect_u64((uint64_t)json_integer_value(json_object_get(g, "uploaded_bytes")),
+               (uint64_t)(json_integer_value(json_object_get(od, "dat_file_bytes")) +
+                          json_integer_value(json_object_get(od, "key_file_bytes"))),
+               "a sealed generation's bytes in the archive are its two files'");
+    expect_u64((uint64_t)json_integer_value(json_object_get(a, "archive_bytes")),
+               (uint64_t)json_integer_value(json_object_get(g, "uploaded_bytes")), "archive_bytes: the sealed one's");
+    json_decref(j);
+    resp_free(&r);
+}
+
+/* The doctor on the node's real page: the family names it reads are the
+ * node's, the archive's rules pass, and its section says where it is. */
+static void tide_doctor_on_a_node_with_an_archive_judges_it_from_the_real_page(void **state)
+{
+    tided *t = archive_node();
+    char cmd[200], *out = NULL;
+    (void)state;
+
+    snprintf(cmd, sizeof cmd, "doctor http://127.0.0.1:%d", t->port);
+    if (th_run_tide(cmd, 0, &out) != 0) fail_msg("tide %s failed: %s", cmd, out ? out : "");
+    expect_contains(out, "Archive: pool tide, prefix " APREFIX " (primary), archive_sync=local: the cluster answers; "
+                    "no conflict.\n", "the archive's section");
+    expect_contains(out, "1 generation sealed of 2 listed", "what it holds");
+    expect_contains(out, "archive_conflict, archive_up, archive_lag, archive_rotation_waits, archive_sync_failures.",
+                    "every archive rule passed");
+    if (strstr(out, "cannot tell archive_")) fail_msg("an archive family the doctor reads is not on the page:\n%s", out);
+    free(out);
+}
+
+/* tide generations with the prefix reads the archive's manifest itself:
+ * the older generation sealed, the newest open or absent. */
+static void tide_generations_with_the_prefix_says_what_the_archive_holds(void **state)
+{
+    tided *t = archive_node();
+    char cmd[2 * PATH_MAX], *out = NULL;
+    json_error_t e;
+    json_t *j, *g;
+    (void)state;
+
+    snprintf(cmd, sizeof cmd, "generations --json %s --archive-prefix " APREFIX " --archive-conf %s "
+             "--archive-pool %s", t->data, cluster.conf, cluster.pool);
+    if (th_run_tide(cmd, 0, &out) != 0) fail_msg("tide %s failed: %s", cmd, out ? out : "");
+    if ((j = json_loads(out, 0, &e)) == NULL) fail_msg("tide generations --json: not JSON: %s", out);
+    if (!json_is_null(json_object_get(json_object_get(j, "archive"), "error")))
+        fail_msg("the archive should have been read: %s", out);
+    expect_u64((uint64_t)json_integer_value(json_object_get(json_object_get(j, "archive"), "sealed")), 1, "sealed");
+    g = json_object_get(json_array_get(json_object_get(j, "generations"), 1), "archive");
+    expect_str(json_string_value(json_object_get(g, "state")), "sealed", "the older generation");
+    if (!json_is_true(json_object_get(g, "same_store"))) fail_msg("the node's own generation: %s", out);
+    g = json_object_get(json_array_get(json_object_get(j, "generations"), 0), "archive");
+    if (strcmp(json_string_value(json_object_get(g, "state")), "open") != 0 &&
+        strcmp(json_string_value(json_object_get(g, "state")), "absent") != 0)
+        fail_msg("the writable generation is open or absent: %s", out);
+    if (json_array_size(json_object_get(json_object_get(j, "archive"), "not_held")) != 0)
+        fail_msg("the directory holds every archived generation: %s", out);
+    json_decref(j);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared_tests[] = {
@@ -682,6 +879,11 @@ int main(void)
         cmocka_unit_test(a_keep_list_in_pieces_then_rotate_expect_keeps_exactly_those_keys),
         cmocka_unit_test(admin_heap_under_jemalloc_is_a_prof_dump_with_profiling_and_409_without),
     };
+    const struct CMUnitTest archive_tests[] = {
+        cmocka_unit_test(status_with_the_archive_says_where_it_is_and_each_generations_state),
+        cmocka_unit_test(tide_doctor_on_a_node_with_an_archive_judges_it_from_the_real_page),
+        cmocka_unit_test(tide_generations_with_the_prefix_says_what_the_archive_holds),
+    };
     int failed;
 
     signal(SIGPIPE, SIG_IGN);
@@ -690,5 +892,7 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     failed += th_run_group("tided admin, a server per test", own_tests, NULL, NULL, th_teardown);
     curl_global_cleanup();
+    failed += th_run_group("tided admin, with an archive in a real Ceph cluster", archive_tests, archive_group_setup,
+                           archive_group_teardown, th_teardown);
     return failed;
 }

@@ -3,7 +3,8 @@
  * test_logs.c: the log as an operator's tools read it: the
  * journal's syslog priority prefix, the json format read back with jansson
  * whatever the message holds, a real tided that writes nothing but json on
- * stderr, and the startup's settings lines, one per group, none cut.
+ * stderr, the startup's settings lines, one per group, none cut, and its
+ * archive line.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -638,6 +639,80 @@ static void the_settings_are_one_line_per_group_none_cut_each_setting_once(void 
     lines_free(&l);
 }
 
+/* The startup log's archive lines for tided's flags `extra` (after
+ * --data-dir and --listen): into `l`, the settings read by the flags. */
+static void archive_lines(const char *dir, char **extra, int nextra, lines *l)
+{
+    static tide_config c;
+    char *argv[16] = { "tided", "--data-dir", (char *)dir, "--listen", "127.0.0.1:1" };
+
+    assert_true(nextra <= 10);
+    for (int i = 0; i < nextra; i++) argv[5 + i] = extra[i];
+    tide_config_defaults(&c);
+    expect_rc(tide_config_apply_args(&c, 5 + nextra, argv), 0, "the flags");
+    expect_rc(tide_config_finish(&c), 0, "finish");
+    tide_log_set_sink(lines_sink, l);
+    tide_startup_log(&c);
+    tide_log_set_sink(NULL, NULL);
+}
+
+/* The one line of `l` that begins its message with "archive: rados ",
+ * or NULL when there is none; two fail the test. */
+static const char *archive_line(const lines *l)
+{
+    const char *found = NULL;
+
+    for (int i = 0; i < l->n; i++) {
+        if (strstr(l->text[i], " archive: rados ") == NULL) continue;
+        if (found) fail_msg("two archive lines: %s\n%s", found, l->text[i]);
+        if (l->level[i] != TIDE_LOG_INFO) fail_msg("the archive line is not at info: %s", l->text[i]);
+        found = l->text[i];
+    }
+    return found;
+}
+
+/* With archive=rados one line says where the archive is and how a
+ * PUT ?sync=1 is acknowledged, for each archive_sync and for a replica;
+ * with archive=off there is none (the settings line names it off). */
+static void the_archive_gets_one_line_saying_where_it_is_and_how_a_sync_answers(void **state)
+{
+    th_scratch *s = *state;
+    lines l = { 0 };
+    char *local[] = { "--online-delete", "100", "--archive", "rados", "--archive-conf", "/etc/ceph/c1.conf",
+                      "--archive-prefix", "node1", "--archive-pool", "tidepool" };
+    char *archive[] = { "--online-delete", "100", "--archive", "rados", "--archive-prefix", "node1",
+                        "--archive-sync", "archive", "--archive-timeout", "7" };
+    char *replica[] = { "--archive", "rados", "--archive-prefix", "node1", "--archive-mode", "replica" };
+    const char *t;
+
+    archive_lines(s->dir, local, 10, &l);
+    t = archive_line(&l);
+    if (t == NULL) fail_msg("archive=rados: no archive line");
+    expect_contains(t, "archive: rados pool tidepool, prefix node1 (primary), conf /etc/ceph/c1.conf, user admin; "
+                    "a PUT ?sync=1 answers after the local commit, the archive follows (archive_sync=local;",
+                    "archive_sync=local");
+    lines_free(&l);
+
+    archive_lines(s->dir, archive, 10, &l);
+    t = archive_line(&l);
+    if (t == NULL) fail_msg("archive_sync=archive: no archive line");
+    expect_contains(t, "archive: rados pool tide, prefix node1 (primary), conf /etc/ceph/ceph.conf, user admin; "
+                    "a PUT ?sync=1 answers after its bytes are in RADOS too (archive_sync=archive; 503 "
+                    "archive_unavailable when they are not within archive_timeout=7 s", "archive_sync=archive");
+    lines_free(&l);
+
+    archive_lines(s->dir, replica, 6, &l);
+    t = archive_line(&l);
+    if (t == NULL) fail_msg("a replica: no archive line");
+    expect_contains(t, "prefix node1 (replica)", "the mode");
+    expect_contains(t, "takes no writes (a PUT answers 403 read_only_replica)", "a replica's writes");
+    lines_free(&l);
+
+    archive_lines(s->dir, NULL, 0, &l);
+    if (archive_line(&l)) fail_msg("archive=off: an archive line: %s", archive_line(&l));
+    lines_free(&l);
+}
+
 /* A data_dir of 1640 bytes leaves no room for the rest of [node] in one
  * line: the group goes on in a second ("(continued)"); one of 4000 bytes
  * cannot fit in any line and is shown by its first 64 bytes and length. */
@@ -791,6 +866,8 @@ int main(void)
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_teardown(tide_refuses_a_log_format_it_does_not_know, th_teardown),
         cmocka_unit_test_setup_teardown(tide_under_the_journal_prefixes_its_errors, th_scratch_setup, scratch_reset),
+        cmocka_unit_test_setup_teardown(the_archive_gets_one_line_saying_where_it_is_and_how_a_sync_answers,
+                                        th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(the_settings_are_one_line_per_group_none_cut_each_setting_once,
                                         th_scratch_setup, scratch_reset),
         cmocka_unit_test_setup_teardown(json_settings_lines_count_escapes_and_none_is_cut, th_scratch_setup,

@@ -271,14 +271,30 @@ void tide_archive_kick(tide_archive *a)
     pthread_mutex_unlock(&a->mu);
 }
 
+/* The local generation `id`'s uid (a primary's), or 0 when it holds none. */
+static uint64_t local_uid(tide_archive *a, uint64_t id)
+{
+    tide_gens_info gi;
+
+    if (a->o.replica || a->o.gens == NULL) return 0;
+    tide_gens_get_info(a->o.gens, &gi);
+    for (unsigned i = 0; i < gi.count; i++)
+        if (gi.gens[i].id == id) return gi.gens[i].uid;
+    return 0;
+}
+
 int tide_archive_sealed(tide_archive *a, uint64_t id)
 {
+    uint64_t uid = local_uid(a, id);
     tide_archive_gen *g;
     int sealed;
 
     pthread_mutex_lock(&a->mu);
     g = tide_archive_catalog_find(&a->cat, id);
-    sealed = g && g->state == TIDE_ARCHIVE_SEALED;
+    /* Sealed means this node's generation: the same id of another store
+     * (a prefix reused by a fresh directory) is not, and a node in
+     * conflict trusts nothing the prefix says. */
+    sealed = g && g->state == TIDE_ARCHIVE_SEALED && !a->conflict && (uid == 0 || g->uid == uid);
     pthread_mutex_unlock(&a->mu);
     return sealed;
 }
@@ -535,7 +551,13 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
 
 void tide_archive_get_info(tide_archive *a, tide_archive_info *out)
 {
+    tide_gens_info gens, *gi = NULL;
+
     memset(out, 0, sizeof *out);
+    if (!a->o.replica && a->o.gens) {
+        tide_gens_get_info(a->o.gens, &gens);
+        gi = &gens;
+    }
     pthread_mutex_lock(&a->mu);
     out->up = a->up;
     out->replica = a->o.replica;
@@ -550,12 +572,20 @@ void tide_archive_get_info(tide_archive *a, tide_archive_info *out)
         out->sealed_generations++;
         out->archive_bytes += g->dat_bytes + g->key_bytes;
     }
-    for (unsigned i = 0; i < a->nlocals; i++) {
-        const arch_local *l = a->locals[i];
-        if (l->sealed) continue;
-        if (l->durable > l->dat.uploaded) out->lag_bytes += l->durable - l->dat.uploaded;
-        if (!l->writable) out->lag_bytes += l->key_bytes;
-        if (out->oldest_unsealed == 0 || l->id < out->oldest_unsealed) out->oldest_unsealed = l->id;
+    if (gi) {
+        /* From the generations themselves, so a node that has not reached
+         * the cluster since it started still counts what it owes. */
+        for (unsigned i = 0; i < gi->count; i++) {
+            const tide_gens_gen_info *e = &gi->gens[i];
+            const tide_archive_gen *g = tide_archive_catalog_find(&a->cat, e->id);
+            const arch_local *l = local_find(a, e->id);
+            uint64_t there = l && l->resumed ? l->dat.uploaded : 0;
+
+            if (g && g->state == TIDE_ARCHIVE_SEALED && g->uid == e->uid && !a->conflict) continue;
+            if (e->dat_durable > there) out->lag_bytes += e->dat_durable - there;
+            if (!e->writable) out->lag_bytes += e->key_file_bytes;
+            if (out->oldest_unsealed == 0 || e->id < out->oldest_unsealed) out->oldest_unsealed = e->id;
+        }
     }
     out->uploaded_bytes = a->uploaded_bytes;
     out->seals = a->seals;

@@ -46,7 +46,8 @@ typedef struct tide_archive_opts {
     uint64_t    chunk_bytes;   /* a new generation's chunk size; 0: 64 MiB */
     unsigned    keep;          /* sealed generations kept in the archive; 0: all */
     unsigned    inflight;      /* asynchronous writes in flight at most; 0: 4 */
-    size_t      piece_bytes;   /* bytes per write; 0: 4 MiB (at most chunk_bytes) */
+    size_t      piece_bytes;   /* bytes per write; 0: 1 MiB (at most chunk_bytes; rounded
+                                  down to whole 32 KiB, so a key-file block is never cut) */
     uint64_t    filter_budget; /* bytes of filters held in memory; 0: none held */
     unsigned    filter_bits;   /* bits per key of a new filter; 0: 10 */
     unsigned    poll_ms;       /* a replica's manifest re-read, a primary's look
@@ -89,8 +90,10 @@ void tide_archive_close(tide_archive *a);
 void tide_archive_kick(tide_archive *a);
 
 /* 1 when generation `id` is sealed in the archive (every byte of it
- * there, its manifest entry written), else 0. A rotation must not drop a
- * local generation before this says 1. Cost: a mutex, a scan. */
+ * there, its manifest entry written) and is this node's (a primary's: the
+ * entry's uid is its local generation's), else 0; 0 too while the archive
+ * is in conflict. A rotation must not drop a local generation before this
+ * says 1. Cost: tide_gens_get_info, a mutex, a scan. */
 int tide_archive_sealed(tide_archive *a, uint64_t id);
 
 /*

@@ -689,7 +689,7 @@ static int pass_gen(tide_archive *a, const tide_gens_gen_info *e)
         l->writable = e->writable;
         if (!l->quiet) l->durable = e->dat_durable;
         l->key_bytes = e->key_file_bytes;
-        l->sealed = listed && found.state == TIDE_ARCHIVE_SEALED;
+        l->sealed = listed && found.state == TIDE_ARCHIVE_SEALED && found.uid == e->uid;
     }
     pthread_mutex_unlock(&a->mu);
     if (l == NULL) return tide_err_set(TIDE_ENOMEM, "archive: out of memory");
@@ -864,7 +864,8 @@ void *tide_archive_thread(void *arg)
         } else if (!conflict) {
             rc = primary_pass(a);
         }
-        if (rc == 0 && ti_archive_rados(a)) ti_archive_worked(a);
+        /* A conflict keeps its problem: nothing works while it lasts. */
+        if (rc == 0 && ti_archive_rados(a) && !conflict) ti_archive_worked(a);
         backoff_ms = rc == 0 ? 0 : backoff_ms ? (backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2) : 250;
         wait_ms = rc ? backoff_ms : a->o.poll_ms;
         until = tide_clock_real_us() + (uint64_t)wait_ms * 1000;

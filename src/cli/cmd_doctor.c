@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * cmd_doctor.c: `tide doctor [--interval S] [URL]`, a running node's memory
- * and disk judged: a verdict, the findings with their advice, the figures.
+ * cmd_doctor.c: `tide doctor [--interval S] [URL]`, a running node's memory,
+ * disk and archive judged: a verdict, the findings with their advice, the
+ * figures.
  *
  * It fetches URL (default http://127.0.0.1:8080/metrics; a URL without a
  * path gets /metrics) with the HTTP client (src/client/http.h), sending
@@ -17,11 +18,11 @@
  * reports to tide_doctor_analyze_growth with the seconds that passed
  * (measured, not assumed): the report printed is the second page's.
  *
- * Then, for the disk side, it fetches /v1/status from the same host and
- * port (a public endpoint: no token is sent to it) and hands it to
- * tide_doctor_analyze_status. A node that does not answer it (an older
- * node, a proxy that serves only /metrics) is no error: the report says
- * the disk side is unknown, and why.
+ * Then, for the disk side and the archive's state, it fetches /v1/status
+ * from the same host and port (a public endpoint: no token is sent to it)
+ * and hands it to tide_doctor_analyze_status. A node that does not answer
+ * it (an older node, a proxy that serves only /metrics) is no error: the
+ * report says the disk side is unknown, and why.
  *
  * Invariants:
  *   1. The exit status is CLI_OK only when the page was fetched and read
@@ -211,8 +212,8 @@ out:
 
 static const char help_doctor[] =
 "NAME\n"
-"    tide doctor - a running node's memory and disk: a verdict, findings\n"
-"    with advice, and the figures behind them\n"
+"    tide doctor - a running node's memory, disk and archive: a verdict,\n"
+"    findings with advice, and the figures behind them\n"
 "\n"
 "SYNOPSIS\n"
 "    tide doctor [--json] [--interval S] [--timeout S] [URL]\n"
@@ -333,6 +334,47 @@ static const char help_doctor[] =
 "        tide_unbounded_consumer{consumer,setting}. warn for any. Advice:\n"
 "        the setting each names.\n"
 "\n"
+"    The archive's rules judge a node with archive=rados only: a page\n"
+"    without a tide_archive_* family (archive=off, or a node from before\n"
+"    the archive) gives none of them a result, and the report says\n"
+"    nothing of an archive.\n"
+"    archive_conflict\n"
+"        tide_archive_conflict. bad when 1: another node changed the\n"
+"        prefix's manifest (two primaries on one archive_prefix), or the\n"
+"        prefix holds another store's generation under an id of this\n"
+"        node's (a data directory made anew under an old prefix). The node\n"
+"        has stopped uploading until it restarts. Advice: its own\n"
+"        --archive-prefix for each primary, then a restart;\n"
+"        --archive-mode replica for a node meant to serve another's\n"
+"        archive; tide archive restore for a directory that belongs to the\n"
+"        prefix.\n"
+"    archive_up\n"
+"        tide_archive_up, with tide_archive_errors_total{op} and the failed\n"
+"        reads of tide_archive_reads_total. bad when 0: the cluster does\n"
+"        not answer. Writes go on locally and the lag grows; a rotation\n"
+"        that would drop a generation the archive has not sealed waits, so\n"
+"        the disk grows; reads of objects only the archive holds (every\n"
+"        uncached read of a replica), and PUT ?sync=1 under\n"
+"        archive_sync=archive, answer 503 archive_unavailable with\n"
+"        Retry-After. Advice: the cluster (ceph -s), --archive-conf,\n"
+"        --archive-pool, --archive-user, the network; the node reconnects\n"
+"        and catches up by itself.\n"
+"    archive_lag\n"
+"        tide_archive_lag_bytes: durable bytes not yet in RADOS. warn from\n"
+"        256 MiB. Advice: --archive-inflight, a faster pool, fewer writes;\n"
+"        archive_sync=archive to acknowledge only what RADOS holds.\n"
+"    archive_rotation_waits\n"
+"        tide_archive_rotation_waits_total: rotation health looks that\n"
+"        found a generation to drop not yet sealed. warn from one (with\n"
+"        --interval, one between the scrapes). Advice: what holds the\n"
+"        seals back (archive_up, archive_lag); GET /v1/rotations.\n"
+"    archive_sync_failures\n"
+"        tide_archive_sync_failures_total of\n"
+"        tide_archive_sync_waits_total: syncs under archive_sync=archive\n"
+"        that RADOS did not take within archive_timeout (503). warn from\n"
+"        one (with --interval, one between the scrapes). Advice:\n"
+"        --archive-timeout, --archive-inflight, or archive_sync=local.\n"
+"\n"
 "    Then the disk side, from GET /v1/status on the same host (no token\n"
 "    is sent to it) and the page's tide_disk_bytes, tide_generations,\n"
 "    tide_rotations_total, tide_rotation_failures_total and\n"
@@ -348,12 +390,22 @@ static const char help_doctor[] =
 "    object there (a node from before online delete), is no error: the\n"
 "    report says what it could not learn.\n"
 "\n"
+"    Last, with an archive (the page's tide_archive_* families), the\n"
+"    archive: its pool, prefix and mode, whether the cluster answers, a\n"
+"    conflict, the lag, the generations sealed and listed, the reads that\n"
+"    asked it, the failed calls to RADOS by operation, the rotations and\n"
+"    syncs that waited for it; and from /v1/status' archive object,\n"
+"    archive_sync, each local generation's state there (sealed,\n"
+"    uploading with the bytes there, waiting, absent) and the node's last\n"
+"    failure in its own words.\n"
+"\n"
 "OPTIONS\n"
 "    --json         print the same as one JSON object: \"verdict\"\n"
 "                   {\"severity\",\"summary\"}, \"findings\" [{\"rule\",\n"
 "                   \"severity\",\"summary\",\"detail\",\"figures\",\"advice\"}],\n"
-"                   \"unknown\", \"passed\", \"memory_limit\", then the figures\n"
-"                   and the disk side under \"disk\". Bytes and counts are\n"
+"                   \"unknown\", \"passed\", \"memory_limit\", then the figures,\n"
+"                   the disk side under \"disk\" and the archive under\n"
+"                   \"archive\" (null without one). Bytes and counts are\n"
 "                   integers, ratios and seconds numbers, unknowns null.\n"
 "    --interval S   scrape twice, S seconds apart (0 to 3600; default 0:\n"
 "                   once), for the growth rule; the report is the second\n"
@@ -374,10 +426,11 @@ static const char help_doctor[] =
 "    tide doctor --interval 30 http://10.0.0.5:8080\n"
 "    tide doctor --json | jq -r '.verdict.severity'\n"
 "    tide doctor --json | jq -r '.findings[] | \"\\(.rule): \\(.advice)\"'\n"
-"    tide doctor --json | jq -r '.disk.findings[]'\n";
+"    tide doctor --json | jq -r '.disk.findings[]'\n"
+"    tide doctor --json | jq '.archive.lag_bytes'\n";
 
 const cli_verb cli_verb_doctor = {
     .name = "doctor", .usage = "doctor [--interval S] [URL]",
-    .summary = "a running tided's memory and disk: verdict, findings, advice",
+    .summary = "a running tided's memory, disk and archive: verdict, findings, advice",
     .help = help_doctor, .run = run,
 };

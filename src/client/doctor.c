@@ -1,27 +1,33 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * doctor.c: reading a node's /metrics page and saying what its memory is,
- * and from its /v1/status what its disk is.
+ * and from its /v1/status what its disk is; with an archive, how it is.
  *
  * Layout: a small parser of the text format (one sample at a time, labels
  * read on demand), the analysis that fills a tide_doctor_report, the
  * memory limit's families (the limit, the overload level, peaks, PSI, the cgroup's
- * events, churn), the rules and their table, the disk side (the status's
- * "online_delete" object and the disk families of the page, with the
- * findings they lead to), then the two renderings, words and JSON.
+ * events, churn), the archive's families, the rules and their table, the
+ * disk side (the status's "online_delete" object and the disk families of
+ * the page, with the findings they lead to), the status's "archive"
+ * object, then the two renderings, words and JSON.
  *
  * The rules (the table `rules[]`, documented in doctor.h, `tide doctor
  * --help` and docs/OPERATIONS.md): limit, cgroup_events, pressure,
  * overload, growth, rss_vs_live, allocator_free, arena, peak,
- * unbounded_consumers. Each reads its figures from the report, compares
- * them with doctor.h's named thresholds and gives one result: a finding
- * (WARN or BAD, with its figures and the advice naming the flags), "cannot
- * tell" (its figures are not on the page), or passed. The verdict is the
- * worst finding's severity and summary, "; N more findings" after it.
- * growth needs two pages (tide_doctor_analyze_growth); from one it says so.
- * overload and cgroup_events read since-start counters: from one page they
- * say "since start" (cgroup_events "since the cgroup was made") and are
- * never BAD but for oom_kill; with two they are redone on the counters'
+ * unbounded_consumers, and the archive's: archive_conflict, archive_up,
+ * archive_lag, archive_rotation_waits, archive_sync_failures, judged only
+ * on a page with a tide_archive_* family (a node without an archive says
+ * nothing of one, so neither does the report). Each reads its figures
+ * from the report, compares them with doctor.h's named thresholds and
+ * gives one result: a finding (WARN or BAD, with its figures and the
+ * advice naming the flags), "cannot tell" (its figures are not on the
+ * page), or passed. The verdict is the worst finding's severity and
+ * summary, "; N more findings" after it. growth needs two pages
+ * (tide_doctor_analyze_growth); from one it says so. overload,
+ * cgroup_events, archive_rotation_waits and archive_sync_failures read
+ * since-start counters: from one page they say "since start"
+ * (cgroup_events "since the cgroup was made") and are never BAD but for
+ * oom_kill; with two they are redone on the counters'
  * increase between the pages, "in the last N s". limit judges against the
  * page's own enter marks (tide_overload_mark_bytes), doctor.h's fractions
  * only when the page has none.
@@ -46,6 +52,11 @@
  *      online delete off (the store grows without bound), rotation attempts
  *      that failed or were abandoned, an advisory_delete allowance under
  *      which nothing will be deleted.
+ *   7. The archive, when the page has its families: where it is (pool,
+ *      prefix, mode), whether the cluster answers, a conflict, the lag,
+ *      what it holds, reads and failed calls, rotations and syncs that
+ *      waited for it; with the status, archive_sync, the node's last
+ *      failure and each local generation's state there.
  *
  * A page is a node's only when it has a sample of a tide_* family: the
  * process_* families are every exporter's (Prometheus' own /metrics has
@@ -61,8 +72,10 @@
  *      tolerated, never guessed. A rule whose figures are absent says it
  *      cannot tell; it never fires or passes on a guess.
  *   3. Each rule gives exactly one result (finding, cannot tell, or
- *      passed); findings are sorted worst first, the table's order within
- *      a severity, and the verdict is findings[0]'s (ok when none).
+ *      passed), but for the archive's on a page without the archive's
+ *      families, which give none; findings are sorted worst first, the
+ *      table's order within a severity, and the verdict is findings[0]'s
+ *      (ok when none).
  *   4. In JSON, bytes and counts are integers, ratios and seconds reals.
  *
  * Never: fetch anything (the caller brings the text), guess a figure, or
@@ -85,6 +98,7 @@
 
 static void disk_from_metrics(const char *text, tide_doctor_disk *d);
 static void limit_from_metrics(const char *text, tide_doctor_report *r);
+static void archive_from_metrics(const char *text, tide_doctor_archive *a);
 static void run_rules(tide_doctor_report *r);
 
 /* ---- the text format --------------------------------------------------------- */
@@ -372,6 +386,7 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r)
     r->last_trim_delta = isnan(delta) ? 0 : delta;
     disk_from_metrics(text, &r->disk);
     limit_from_metrics(text, r);
+    archive_from_metrics(text, &r->archive);
     run_rules(r);
     return 0;
 }
@@ -425,6 +440,55 @@ static void limit_from_metrics(const char *text, tide_doctor_report *r)
         c->allocations = or_neg(value_of(text, "tide_memory_allocations_total", "consumer", c->name));
         c->allocated = or_neg(value_of(text, "tide_memory_allocated_bytes_total", "consumer", c->name));
     }
+}
+
+/* ---- the archive's families --------------------------------------------------- */
+
+/* 1 when the page has a sample of a tide_archive_* family. */
+static int has_archive(const char *text)
+{
+    sample s;
+    const char *p = text;
+
+    while (sample_next(&p, &s) == 0)
+        if (strncmp(s.name, "tide_archive_", 13) == 0) return 1;
+    return 0;
+}
+
+/* The archive's figures, each < 0 when the page lacks it (invariant 2);
+ * the status's part stays unknown until tide_doctor_analyze_status. */
+static void archive_from_metrics(const char *text, tide_doctor_archive *a)
+{
+    sample s;
+    const char *p;
+
+    memset(a, 0, sizeof *a);
+    a->present = has_archive(text);
+    for (p = text; a->present && sample_next(&p, &s) == 0;) {
+        if (strcmp(s.name, "tide_archive_info") != 0) continue;
+        label_get(s.labels, "pool", a->pool, sizeof a->pool);
+        label_get(s.labels, "prefix", a->prefix, sizeof a->prefix);
+        label_get(s.labels, "mode", a->mode, sizeof a->mode);
+        break;
+    }
+    a->up = or_neg(value_of(text, "tide_archive_up", NULL, NULL));
+    a->conflict = or_neg(value_of(text, "tide_archive_conflict", NULL, NULL));
+    a->lag_bytes = or_neg(value_of(text, "tide_archive_lag_bytes", NULL, NULL));
+    a->sealed_generations = or_neg(value_of(text, "tide_archive_sealed_generations", NULL, NULL));
+    a->generations = or_neg(value_of(text, "tide_archive_generations", NULL, NULL));
+    a->archive_bytes = or_neg(value_of(text, "tide_archive_bytes", NULL, NULL));
+    a->uploaded_bytes = or_neg(value_of(text, "tide_archive_uploaded_bytes_total", NULL, NULL));
+    a->rotation_waits = or_neg(value_of(text, "tide_archive_rotation_waits_total", NULL, NULL));
+    a->sync_waits = or_neg(value_of(text, "tide_archive_sync_waits_total", NULL, NULL));
+    a->sync_failures = or_neg(value_of(text, "tide_archive_sync_failures_total", NULL, NULL));
+    a->reads_found = or_neg(value_of(text, "tide_archive_reads_total", "result", "found"));
+    a->reads_missed = or_neg(value_of(text, "tide_archive_reads_total", "result", "missed"));
+    a->reads_failed = or_neg(value_of(text, "tide_archive_reads_total", "result", "failed"));
+    a->errors_write = or_neg(value_of(text, "tide_archive_errors_total", "op", "write"));
+    a->errors_read = or_neg(value_of(text, "tide_archive_errors_total", "op", "read"));
+    a->errors_manifest = or_neg(value_of(text, "tide_archive_errors_total", "op", "manifest"));
+    a->errors_delete = or_neg(value_of(text, "tide_archive_errors_total", "op", "delete"));
+    a->errors_connect = or_neg(value_of(text, "tide_archive_errors_total", "op", "connect"));
 }
 
 /* ---- the rules ---------------------------------------------------------------- */
@@ -1048,11 +1112,232 @@ static void rule_growth(tide_doctor_report *r, const tide_doctor_report *earlier
     fig(f, "seconds_to_limit", eta, 0);
 }
 
+/* ---- the archive's rules (judged only on a page with its families) -------------- */
+
+/* "pool P, prefix X (primary)", "?" for what the page does not say; at
+ * most 159 bytes (buffers of 160). */
+static const char *archive_where(const tide_doctor_archive *a, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "pool %.60s, prefix %.64s (%s)", a->pool[0] ? a->pool : "?", a->prefix[0] ? a->prefix : "?",
+             a->mode[0] ? a->mode : "mode not said");
+    return buf;
+}
+
+static int archive_replica(const tide_doctor_archive *a) { return strcmp(a->mode, "replica") == 0; }
+
+/* A count in words: "3", or "unknown" when the page lacks it. */
+static const char *count_words(double v, char *buf, size_t cap)
+{
+    if (v < 0) snprintf(buf, cap, "unknown");
+    else snprintf(buf, cap, "%.0f", v);
+    return buf;
+}
+
+/* Another writer changed the manifest, or it holds another store's
+ * generation: the node stopped uploading, and a restart is the only way
+ * on (the archiver never clears its conflict). */
+static void rule_archive_conflict(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "archive_conflict";
+    const tide_doctor_archive *a = &r->archive;
+    char w[160], b[32];
+    (void)earlier;
+
+    if (a->conflict < 0) {
+        unknown(r, name, "the page has the archive's families but no tide_archive_conflict");
+        return;
+    }
+    if (a->conflict < 1) return;
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_BAD);
+    snprintf(f->summary, sizeof f->summary, "the archive's prefix %s is another writer's: this node has "
+             "stopped uploading", a->prefix[0] ? a->prefix : "?");
+    snprintf(f->detail, sizeof f->detail, "tide_archive_conflict 1 (%s): another node changed the prefix's "
+             "manifest, or it lists a generation of another store under an id of this node's; the lag (%s) "
+             "grows, and rotations wait for seals that will not come", archive_where(a, w, sizeof w),
+             size_words(a->lag_bytes, b, sizeof b));
+    snprintf(f->advice, sizeof f->advice, "give each primary its own --archive-prefix (TIDE_ARCHIVE_PREFIX, "
+             "[archive] archive_prefix) and restart this node: uploads resume only after a restart; a node "
+             "meant to serve another's archive runs --archive-mode replica. If this data directory is the "
+             "prefix's own (a node rebuilt on an empty disk under its old prefix), rebuild it from the "
+             "archive (tide archive restore) instead of starting it empty. The node's log has the ERROR "
+             "line saying which of the two it met");
+    fig(f, "conflict", a->conflict, 1);
+    fig(f, "lag_bytes", a->lag_bytes, 1);
+    fig(f, "sealed_generations", a->sealed_generations, 1);
+}
+
+/* The cluster does not answer: what goes on, what waits, what fails. */
+static void rule_archive_up(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "archive_up";
+    const tide_doctor_archive *a = &r->archive;
+    char w[160], b[32];
+    (void)earlier;
+
+    if (a->up < 0) {
+        unknown(r, name, "the page has the archive's families but no tide_archive_up");
+        return;
+    }
+    if (a->up >= 1) return;
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_BAD);
+    snprintf(f->summary, sizeof f->summary, "the archive's cluster does not answer (%s)",
+             archive_where(a, w, sizeof w));
+    snprintf(f->detail, sizeof f->detail, "tide_archive_up 0: the node is not connected, or its last call to "
+             "RADOS failed; failed calls since start: connect %.0f, write %.0f, read %.0f, manifest %.0f, "
+             "delete %.0f; reads that failed %.0f; lag %s", fmax(a->errors_connect, 0), fmax(a->errors_write, 0),
+             fmax(a->errors_read, 0), fmax(a->errors_manifest, 0), fmax(a->errors_delete, 0),
+             fmax(a->reads_failed, 0), size_words(a->lag_bytes, b, sizeof b));
+    if (archive_replica(a))
+        snprintf(f->advice, sizeof f->advice, "a replica takes no writes and reads through the archive: "
+                 "every object not in its node cache answers 503 archive_unavailable (with Retry-After) "
+                 "until the cluster answers. Check the cluster (ceph -s; the monitors of --archive-conf, "
+                 "the pool --archive-pool, the key of --archive-user) and the network to it; the node "
+                 "reconnects by itself, no restart needed; GET /v1/status' archive.problem has the last "
+                 "failure");
+    else
+        snprintf(f->advice, sizeof f->advice, "the node goes on without it: writes commit locally and "
+                 "tide_archive_lag_bytes grows; a rotation that would drop a generation the archive has not "
+                 "sealed waits, so the disk grows past online_delete's bound; reads of objects only the "
+                 "archive holds, and with archive_sync=archive every PUT ?sync=1, answer 503 "
+                 "archive_unavailable with Retry-After. Check the cluster (ceph -s; the monitors of "
+                 "--archive-conf, the pool --archive-pool, the key of --archive-user) and the network to "
+                 "it; the node reconnects by itself and catches up, no restart needed; GET /v1/status' "
+                 "archive.problem has the last failure");
+    fig(f, "up", a->up, 1);
+    fig(f, "lag_bytes", a->lag_bytes, 1);
+    fig(f, "errors_connect", a->errors_connect, 1);
+    fig(f, "errors_write", a->errors_write, 1);
+    fig(f, "errors_read", a->errors_read, 1);
+    fig(f, "errors_manifest", a->errors_manifest, 1);
+    fig(f, "reads_failed", a->reads_failed, 1);
+}
+
+static void rule_archive_lag(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "archive_lag";
+    const tide_doctor_archive *a = &r->archive;
+    double warn = TIDE_DOCTOR_ARCHIVE_LAG_WARN_MIB * MIB;
+    char b[32];
+    (void)earlier;
+
+    if (a->lag_bytes < 0) {
+        unknown(r, name, "the page has the archive's families but no tide_archive_lag_bytes");
+        return;
+    }
+    if (a->lag_bytes < warn) return;
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
+    snprintf(f->summary, sizeof f->summary, "the archive is %s behind this node",
+             size_words(a->lag_bytes, b, sizeof b));
+    snprintf(f->detail, sizeof f->detail, "tide_archive_lag_bytes %.0f: durable bytes of the local "
+             "generations' nudb.dat not yet in RADOS, and the key files of generations waiting to be "
+             "sealed; warn from %d MiB; the cluster %s", a->lag_bytes, TIDE_DOCTOR_ARCHIVE_LAG_WARN_MIB,
+             a->up >= 1 ? "answers, so it is slower than the writes" : a->up == 0 ? "does not answer "
+             "(archive_up)" : "may or may not answer (no tide_archive_up)");
+    snprintf(f->advice, sizeof f->advice, "with archive_sync=local a PUT ?sync=1 is acknowledged before "
+             "its bytes reach RADOS: losing this machine now loses up to that much of what the archive "
+             "would have held (archive_sync=archive makes each sync wait for them). When the cluster "
+             "answers but trails the writes, give the upload more: --archive-inflight (writes in flight), "
+             "a faster pool, or fewer writes; rate(tide_archive_uploaded_bytes_total[5m]) against the "
+             "write rate shows whether it catches up");
+    fig(f, "lag_bytes", a->lag_bytes, 1);
+    fig(f, "warn_bytes", warn, 1);
+    fig(f, "up", a->up, 1);
+}
+
+/* A since-start counter of the archive, or its increase between two
+ * scrapes; *reset when the node restarted between them. */
+static double archive_counter(const tide_doctor_report *r, const tide_doctor_report *earlier, double now,
+                              double was, int *reset)
+{
+    double v = now;
+
+    *reset = 0;
+    if (earlier != NULL && r->interval > 0) {
+        *reset = increase(&v, was);
+        if (*reset) v = now;
+    }
+    return v;
+}
+
+static void rule_archive_rotation_waits(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "archive_rotation_waits";
+    const tide_doctor_archive *a = &r->archive;
+    double s = earlier != NULL && r->interval > 0 ? r->interval : 0;
+    char win[80], b[32], n[32];
+    int reset;
+
+    if (a->rotation_waits < 0) {
+        unknown(r, name, "the page has the archive's families but no tide_archive_rotation_waits_total");
+        return;
+    }
+    double waits = archive_counter(r, earlier, a->rotation_waits, earlier ? earlier->archive.rotation_waits : -1,
+                                   &reset);
+    if (waits <= 0) return;
+    window_words(s, reset, win, sizeof win);
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
+    snprintf(f->summary, sizeof f->summary, "rotations waited for the archive %s (%.0f looks found a "
+             "generation to drop not yet sealed)", win, waits);
+    snprintf(f->detail, sizeof f->detail, "tide_archive_rotation_waits_total %.0f %s: the rotation's health "
+             "gate found a generation it would drop that the archive has not sealed; %s sealed generations "
+             "in the archive, lag %s (warn from one wait: a generation sealed in time is never waited for)",
+             waits, win, count_words(a->sealed_generations, n, sizeof n), size_words(a->lag_bytes, b, sizeof b));
+    snprintf(f->advice, sizeof f->advice, "a generation is dropped only once the archive holds it sealed, so "
+             "while a rotation waits the disk holds a generation more than online_delete bounds "
+             "(tide_disk_bytes); a seal needs the cluster (archive_up), the generation's data all uploaded "
+             "(archive_lag) and a sync after its last day as the newest. GET /v1/rotations gives each "
+             "attempt's reason; after rotation_wait_max_seconds an attempt is abandoned and the next tries "
+             "again.%s", s > 0 && !reset ? "" : " The count is since start: run with --interval S to "
+             "see whether rotations wait now");
+    fig(f, "waits", waits, 1);
+    fig(f, "sealed_generations", a->sealed_generations, 1);
+    fig(f, "lag_bytes", a->lag_bytes, 1);
+    fig(f, "seconds", s > 0 && !reset ? s : -1, 0);
+}
+
+static void rule_archive_sync_failures(tide_doctor_report *r, const tide_doctor_report *earlier)
+{
+    static const char name[] = "archive_sync_failures";
+    const tide_doctor_archive *a = &r->archive;
+    double s = earlier != NULL && r->interval > 0 ? r->interval : 0;
+    char win[80];
+    int reset, reset2;
+
+    if (a->sync_failures < 0) {
+        unknown(r, name, "the page has the archive's families but no tide_archive_sync_failures_total");
+        return;
+    }
+    double failed = archive_counter(r, earlier, a->sync_failures, earlier ? earlier->archive.sync_failures : -1,
+                                    &reset);
+    double waited = archive_counter(r, earlier, a->sync_waits, earlier ? earlier->archive.sync_waits : -1,
+                                    &reset2);
+    if (reset || reset2) failed = a->sync_failures, waited = a->sync_waits, reset = 1;   /* a restart */
+    if (failed <= 0) return;
+    window_words(s, reset, win, sizeof win);
+    tide_doctor_finding *f = add_finding(r, name, TIDE_DOCTOR_WARN);
+    snprintf(f->summary, sizeof f->summary, "%.0f syncs the archive did not take within archive_timeout %s "
+             "(503 archive_unavailable)", failed, win);
+    snprintf(f->detail, sizeof f->detail, "tide_archive_sync_failures_total %.0f of tide_archive_sync_waits_total "
+             "%.0f %s: PUT ?sync=1 batches under archive_sync=archive that RADOS did not acknowledge in time; "
+             "each was answered 503 archive_unavailable with Retry-After, its writes durable on this node "
+             "(warn from one)", failed, fmax(waited, 0), win);
+    snprintf(f->advice, sizeof f->advice, "clients that retry lose nothing. When the cluster does not answer, "
+             "see archive_up; when it answers slowly, raise --archive-timeout (the longest one wait, "
+             "default 10 s) or --archive-inflight, or run archive_sync=local, which answers after the local "
+             "commit and lets the archive follow (tide_archive_lag_bytes says how far behind)%s",
+             s > 0 && !reset ? "" : ". The count is since start: run with --interval S to see whether syncs "
+             "fail now");
+    fig(f, "sync_failures", failed, 1);
+    fig(f, "sync_waits", waited, 1);
+    fig(f, "seconds", s > 0 && !reset ? s : -1, 0);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 typedef struct rule {
     tide_doctor_rule doc;
     void (*check)(tide_doctor_report *r, const tide_doctor_report *earlier);
+    int archive;    /* 1: judged only on a page with the archive's families */
 } rule;
 
 /* In the order a tie in severity is listed. The threshold words are
@@ -1066,44 +1351,64 @@ static const rule rules[] = {
         STR(TIDE_DOCTOR_LIMIT_WARN) " of the limit; no limit (0 or absent): warn, unbounded process",
         "--memory-limit, or lower --cache-budget, --key-cache-size, --insert-burst, --http-body-budget, "
         "--store-index-lag" },
-      rule_limit },
+      rule_limit, 0 },
     { { "cgroup_events", "tide_cgroup_memory_events_total{event=oom|oom_kill|max|high}",
         "bad when oom or oom_kill > 0; warn when max > 0",
-        "leave --memory-limit to the cgroup's or below it; raise memory.max" }, rule_cgroup_events },
+        "leave --memory-limit to the cgroup's or below it; raise memory.max" }, rule_cgroup_events, 0 },
     { { "pressure", "tide_memory_pressure_ratio{kind=\"some\",window=\"10s|60s\"}",
         "bad from avg60 " STR(TIDE_DOCTOR_PRESSURE_BAD) "; warn from avg10 " STR(TIDE_DOCTOR_PRESSURE_WARN),
-        "more memory for the cgroup, --memory-limit below it, --memory-pressure" }, rule_pressure },
+        "more memory for the cgroup, --memory-limit below it, --memory-pressure" }, rule_pressure, 0 },
     { { "overload", "tide_overload_rejected_requests_total, tide_overload_rejected_writes_total, "
         "tide_overload_level_changes_total, tide_http_requests_refused_total{reason=\"body_budget\"}",
         "warn from one refused request, or from " STR(TIDE_DOCTOR_FLAP_CHANGES) " level changes",
-        "--memory-limit, less held, --http-body-budget, --memory-hysteresis" }, rule_overload },
+        "--memory-limit, less held, --http-body-budget, --memory-hysteresis" }, rule_overload, 0 },
     { { "growth", "tide_memory_consumer_bytes on two pages, tide_memory_allocations_total, "
         "tide_memory_allocated_bytes_total",
         "warn when a consumer grew by " STR(TIDE_DOCTOR_GROWTH_MIN_MIB) " MiB and "
         STR(TIDE_DOCTOR_GROWTH_SHARE) " of its bytes; bad when unbounded or at the limit within "
         STR(TIDE_DOCTOR_GROWTH_BAD_S) " s, except store_commit, store_insert_pool and http: transient, "
-        "warn, no time to the limit", "bound the consumer, or more --memory-limit" }, rule_growth },
+        "warn, no time to the limit", "bound the consumer, or more --memory-limit" }, rule_growth, 0 },
     { { "rss_vs_live", "process_resident_memory_bytes, the allocator's live bytes",
         "bad from " STR(TIDE_DOCTOR_RSS_LIVE_BAD) " times; warn from " STR(TIDE_DOCTOR_RSS_LIVE_WARN)
         " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of " ANON_RSS_RULE " (or "
         STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
-        "a sweep's trim, --arena-max, --mmap-threshold, MALLOC_CONF decay" }, rule_rss_vs_live },
+        "a sweep's trim, --arena-max, --mmap-threshold, MALLOC_CONF decay" }, rule_rss_vs_live, 0 },
     { { "allocator_free", "tide_allocator_free_bytes, process_resident_memory_bytes",
         "bad from " STR(TIDE_DOCTOR_FREE_BAD) " of " ANON_RSS_RULE "; warn from " STR(TIDE_DOCTOR_FREE_WARN)
         "; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB of it (or "
         STR(TIDE_DOCTOR_SMALL_LIMIT_SHARE) " of the limit when less)",
-        "POST /v1/admin/sweep, --sweep-interval, --trim-policy, --arena-max" }, rule_allocator_free },
+        "POST /v1/admin/sweep, --sweep-interval, --trim-policy, --arena-max" }, rule_allocator_free, 0 },
     { { "arena", "tide_cache_arena_resident_bytes, tide_cache_arena_live_bytes",
         "bad from " STR(TIDE_DOCTOR_ARENA_BAD) " times; warn from " STR(TIDE_DOCTOR_ARENA_WARN)
         " times; not judged below " STR(TIDE_DOCTOR_SMALL_RSS_MIB) " MiB resident or "
         STR(TIDE_DOCTOR_ARENA_SLACK_MIB) " MiB above live",
-        "--cache-arena-evacuate, --sweep-interval; clients slow to read responses" }, rule_arena },
+        "--cache-arena-evacuate, --sweep-interval; clients slow to read responses" }, rule_arena, 0 },
     { { "peak", "tide_memory_peak_bytes{since=\"start|sweep\"}, tide_memory_counted_bytes",
         "warn when the peak since start is " STR(TIDE_DOCTOR_PEAK_WARN) " times now or more, or "
         STR(TIDE_DOCTOR_LIMIT_BAD) " of the limit",
-        "size --memory-limit for the peak; --http-body-budget, --insert-burst" }, rule_peak },
+        "size --memory-limit for the peak; --http-body-budget, --insert-burst" }, rule_peak, 0 },
     { { "unbounded_consumers", "tide_unbounded_consumer{consumer,setting}",
-        "warn for any consumer without a bound", "the setting each one names" }, rule_unbounded },
+        "warn for any consumer without a bound", "the setting each one names" }, rule_unbounded, 0 },
+    { { "archive_conflict", "tide_archive_conflict, tide_archive_info{pool,prefix,mode}",
+        "bad when 1: another node changed the prefix's manifest, or it holds another store's generation",
+        "its own --archive-prefix for each primary, then a restart; --archive-mode replica to serve "
+        "another's archive; tide archive restore for a directory rebuilt under its old prefix" },
+      rule_archive_conflict, 1 },
+    { { "archive_up", "tide_archive_up, tide_archive_errors_total{op}, tide_archive_reads_total{result}",
+        "bad when 0: the cluster does not answer",
+        "the cluster (ceph -s), --archive-conf, --archive-pool, --archive-user; the node reconnects by "
+        "itself" }, rule_archive_up, 1 },
+    { { "archive_lag", "tide_archive_lag_bytes",
+        "warn from " STR(TIDE_DOCTOR_ARCHIVE_LAG_WARN_MIB) " MiB",
+        "--archive-inflight, a faster pool, fewer writes; archive_sync=archive to acknowledge only what "
+        "RADOS holds" }, rule_archive_lag, 1 },
+    { { "archive_rotation_waits", "tide_archive_rotation_waits_total",
+        "warn from one wait (with --interval: one in the window)",
+        "what holds the seals back: archive_up, archive_lag; GET /v1/rotations" },
+      rule_archive_rotation_waits, 1 },
+    { { "archive_sync_failures", "tide_archive_sync_failures_total, tide_archive_sync_waits_total",
+        "warn from one failed sync (with --interval: one in the window)",
+        "--archive-timeout, --archive-inflight, or archive_sync=local" }, rule_archive_sync_failures, 1 },
 };
 #define NRULES (sizeof rules / sizeof rules[0])
 _Static_assert(NRULES <= TIDE_DOCTOR_RULES, "the report holds a result per rule");
@@ -1113,10 +1418,12 @@ const tide_doctor_rule *tide_doctor_rule_at(size_t i)
     return i < NRULES ? &rules[i].doc : NULL;
 }
 
-/* Run rule i; what neither found nor could not tell, passed. */
+/* Run rule i; what neither found nor could not tell, passed. The
+ * archive's rules give no result on a page without the archive. */
 static void run_rule(tide_doctor_report *r, size_t i, const tide_doctor_report *earlier)
 {
     size_t f = r->nfindings, u = r->nunknown;
+    if (rules[i].archive && !r->archive.present) return;
     rules[i].check(r, earlier);
     TIDE_ASSERT(r->nfindings + r->nunknown <= f + u + 1);   /* one result a rule */
     if (r->nfindings == f && r->nunknown == u) r->passed[r->npassed++] = rules[i].doc.name;
@@ -1176,7 +1483,8 @@ static void run_rules(tide_doctor_report *r)
 /* 1 for the rules that judge two scrapes differently from one. */
 static int two_scrape_rule(const char *name)
 {
-    return strcmp(name, "growth") == 0 || strcmp(name, "overload") == 0 || strcmp(name, "cgroup_events") == 0;
+    return strcmp(name, "growth") == 0 || strcmp(name, "overload") == 0 || strcmp(name, "cgroup_events") == 0 ||
+           strcmp(name, "archive_rotation_waits") == 0 || strcmp(name, "archive_sync_failures") == 0;
 }
 
 int tide_doctor_analyze_growth(tide_doctor_report *later, const tide_doctor_report *earlier, double seconds)
@@ -1337,9 +1645,10 @@ static void disk_findings(tide_doctor_disk *d)
                 "read): GET /v1/rotations gives each one's result", failures, failures == 1 ? "" : "s");
     if (abandoned > 0)
         finding(d, "%.0f rotation attempt%s abandoned (tide_rotations_abandoned_total): the health "
-                "gate (no commit failed since its last look, the insert pools under one burst, "
-                "and the process RSS under rotation_max_rss when that is set) stayed shut past "
-                "rotation_wait_max_seconds; GET /v1/rotations says which, and the node's log why",
+                "gate (no commit failed since its last look, the insert pools under one burst, RSS "
+                "under rotation_max_rss when set, and with an archive each generation to drop sealed "
+                "there) stayed shut past rotation_wait_max_seconds; GET /v1/rotations says which, and "
+                "the node's log why",
                 abandoned, abandoned == 1 ? " was" : "s were");
     if (d->advisory_delete == 1 && !d->can_delete_always && d->can_delete == 0)
         finding(d, "advisory_delete is on and can_delete is never: nothing will be deleted until "
@@ -1350,6 +1659,35 @@ static void disk_findings(tide_doctor_disk *d)
         finding(d, "advisory_delete is on and can_delete is %.0f, which %.0f rotations have "
                 "reached: no further rotation may run until POST /v1/admin/can_delete?value=now "
                 "(or a higher count, or always)", d->can_delete, rotations);
+}
+
+/* /v1/status' "archive" object into the archive's status part: the
+ * setting of archive_sync, the node's last failure and each local
+ * generation's state; any member may be missing (invariant 2). `o` NULL
+ * or without the object: all of it unknown. */
+static void read_archive_status(const json_t *o, tide_doctor_archive *a)
+{
+    const json_t *ar = json_is_object(o) ? json_object_get(o, "archive") : NULL, *gens;
+    const char *v;
+
+    a->status_reported = 0;
+    a->sync[0] = a->problem[0] = '\0';
+    a->ngens = 0;
+    if (!json_is_object(ar)) return;
+    a->status_reported = 1;
+    if ((v = json_string_value(json_object_get(ar, "sync"))) != NULL) snprintf(a->sync, sizeof a->sync, "%s", v);
+    if ((v = json_string_value(json_object_get(ar, "problem"))) != NULL)
+        snprintf(a->problem, sizeof a->problem, "%s", v);
+    gens = json_object_get(ar, "generations");
+    for (size_t i = 0; json_is_array(gens) && i < json_array_size(gens) && a->ngens < TIDE_DOCTOR_ARCHIVE_GENS; i++) {
+        const json_t *g = json_array_get(gens, i);
+        if (!json_is_object(g) || member_num(g, "id") < 0) continue;
+        v = json_string_value(json_object_get(g, "state"));
+        a->gens[a->ngens].id = (uint64_t)member_num(g, "id");
+        snprintf(a->gens[a->ngens].state, sizeof a->gens[0].state, "%s", v ? v : "?");
+        a->gens[a->ngens].uploaded_bytes = member_num(g, "uploaded_bytes");
+        a->ngens++;
+    }
 }
 
 int tide_doctor_analyze_status(tide_doctor_report *r, const char *status_json, const char *unread,
@@ -1371,6 +1709,7 @@ int tide_doctor_analyze_status(tide_doctor_report *r, const char *status_json, c
         od = json_object_get(o, "online_delete");
         if (json_is_object(od)) read_online_delete(od, now_us, d);
     }
+    read_archive_status(o, &r->archive);
     json_decref(o);
     disk_findings(d);
     return 0;
@@ -1435,6 +1774,43 @@ static void disk_format(const tide_doctor_disk *d, FILE *f)
     }
     for (size_t i = 0; i < d->nfindings; i++) fprintf(f, "Disk finding: %s.\n", d->findings[i]);
     if (d->nfindings == 0) fprintf(f, "Disk: online delete is on and rotating; nothing needs you.\n");
+}
+
+/* The archive's figures (only for a page with its families). */
+static void archive_format(const tide_doctor_archive *a, FILE *f)
+{
+    char w[160], b[32], c[32], d[32], n[32], m[32];
+
+    fprintf(f, "Archive: %s%s%s: the cluster %s; %s.\n", archive_where(a, w, sizeof w),
+            a->sync[0] ? ", archive_sync=" : "", a->sync, a->up >= 1 ? "answers" : a->up == 0
+            ? "does not answer" : "answers or not (the page does not say)", a->conflict >= 1
+            ? "another writer holds the prefix (uploads stopped)" : a->conflict == 0 ? "no conflict"
+            : "a conflict or not (the page does not say)");
+    fprintf(f, "  %s generation%s sealed of %s listed (%s); lag %s; %s uploaded since start.\n",
+            count_words(a->sealed_generations, n, sizeof n), a->sealed_generations == 1 ? "" : "s",
+            count_words(a->generations, m, sizeof m),
+            human(a->archive_bytes, b, sizeof b), human(a->lag_bytes, c, sizeof c),
+            human(a->uploaded_bytes, d, sizeof d));
+    fprintf(f, "  Reads that missed every local generation and asked it: %s found, %s missed, %s failed.\n",
+            count_words(a->reads_found, b, sizeof b), count_words(a->reads_missed, c, sizeof c),
+            count_words(a->reads_failed, d, sizeof d));
+    fprintf(f, "  Rotations waited for it %s times; syncs that waited for it %s, %s of them failed.\n",
+            count_words(a->rotation_waits, b, sizeof b), count_words(a->sync_waits, c, sizeof c),
+            count_words(a->sync_failures, d, sizeof d));
+    fprintf(f, "  Failed calls to RADOS since start: connect %s, write %s, read %s, manifest %s, delete %s.\n",
+            count_words(a->errors_connect, w, sizeof w), count_words(a->errors_write, b, sizeof b),
+            count_words(a->errors_read, c, sizeof c), count_words(a->errors_manifest, d, sizeof d),
+            count_words(a->errors_delete, n, sizeof n));
+    if (a->ngens) {
+        fprintf(f, "  Local generations in the archive, newest first:");
+        for (size_t i = 0; i < a->ngens; i++) {
+            fprintf(f, "%s %llu %s", i ? "," : "", (unsigned long long)a->gens[i].id, a->gens[i].state);
+            if (strcmp(a->gens[i].state, "uploading") == 0)
+                fprintf(f, " (%s there)", human(a->gens[i].uploaded_bytes, b, sizeof b));
+        }
+        fprintf(f, ".\n");
+    }
+    if (a->problem[0]) fprintf(f, "  The node's last failure: %s\n", a->problem);
 }
 
 static void rules_format(const tide_doctor_report *r, FILE *f)
@@ -1546,6 +1922,7 @@ void tide_doctor_format(const tide_doctor_report *r, FILE *f)
             fprintf(f, "Unbounded: %s. To bound it: %s.\n", r->unbounded[i].consumer, r->unbounded[i].setting);
     }
     if (r->disk.analyzed) disk_format(&r->disk, f);
+    if (r->archive.present) archive_format(&r->archive, f);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
@@ -1588,6 +1965,49 @@ static json_t *disk_json(const tide_doctor_disk *d)
                                                                                  : d->abandoned));
     for (size_t i = 0; i < d->nfindings; i++) json_array_append_new(fs, json_string(d->findings[i]));
     json_object_set_new(o, "findings", fs);
+    return o;
+}
+
+static json_t *flag_or_null(double v) { return v < 0 ? json_null() : json_boolean(v >= 1); }
+
+static json_t *text_or_null(const char *s) { return s[0] ? json_string(s) : json_null(); }
+
+/* The archive's object (invariant 4); null for a page without it. */
+static json_t *archive_json(const tide_doctor_archive *a)
+{
+    json_t *o, *gens;
+
+    if (!a->present) return json_null();
+    o = json_object();
+    json_object_set_new(o, "pool", text_or_null(a->pool));
+    json_object_set_new(o, "prefix", text_or_null(a->prefix));
+    json_object_set_new(o, "mode", text_or_null(a->mode));
+    json_object_set_new(o, "sync", text_or_null(a->sync));
+    json_object_set_new(o, "up", flag_or_null(a->up));
+    json_object_set_new(o, "conflict", flag_or_null(a->conflict));
+    json_object_set_new(o, "problem", text_or_null(a->problem));
+    json_object_set_new(o, "lag_bytes", int_or_null(a->lag_bytes));
+    json_object_set_new(o, "sealed_generations", int_or_null(a->sealed_generations));
+    json_object_set_new(o, "generations", int_or_null(a->generations));
+    json_object_set_new(o, "archive_bytes", int_or_null(a->archive_bytes));
+    json_object_set_new(o, "uploaded_bytes", int_or_null(a->uploaded_bytes));
+    json_object_set_new(o, "rotation_waits", int_or_null(a->rotation_waits));
+    json_object_set_new(o, "sync_waits", int_or_null(a->sync_waits));
+    json_object_set_new(o, "sync_failures", int_or_null(a->sync_failures));
+    json_object_set_new(o, "reads", json_pack("{s:o,s:o,s:o}", "found", int_or_null(a->reads_found),
+                                              "missed", int_or_null(a->reads_missed),
+                                              "failed", int_or_null(a->reads_failed)));
+    json_object_set_new(o, "errors", json_pack("{s:o,s:o,s:o,s:o,s:o}", "connect", int_or_null(a->errors_connect),
+                                               "write", int_or_null(a->errors_write),
+                                               "read", int_or_null(a->errors_read),
+                                               "manifest", int_or_null(a->errors_manifest),
+                                               "delete", int_or_null(a->errors_delete)));
+    gens = a->status_reported ? json_array() : json_null();
+    for (size_t i = 0; i < a->ngens; i++)
+        json_array_append_new(gens, json_pack("{s:I,s:s,s:o}", "id", (json_int_t)a->gens[i].id,
+                                              "state", a->gens[i].state, "uploaded_bytes",
+                                              int_or_null(a->gens[i].uploaded_bytes)));
+    json_object_set_new(o, "local_generations", gens);
     return o;
 }
 
@@ -1702,6 +2122,7 @@ int tide_doctor_json(const tide_doctor_report *r, char **out)
     }
     json_object_set(o, "unbounded", unb);
     if (r->disk.analyzed) json_object_set_new(o, "disk", disk_json(&r->disk));
+    json_object_set_new(o, "archive", archive_json(&r->archive));
     *out = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (*out == NULL) rc = TIDE_ENOMEM;
 out:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * doctor.h: a node's memory and disk explained in a few lines, from its
- * /metrics page and its /v1/status.
+ * doctor.h: a node's memory, disk and archive explained in a few lines,
+ * from its /metrics page and its /v1/status.
  *
  *     tide_doctor_report r;
  *     tide_doctor_analyze(metrics_text, &r);     -- what the page says, the rules' findings
@@ -62,6 +62,9 @@ typedef struct tide_doctor_consumer {
 #define TIDE_DOCTOR_GROWTH_BAD_S    3600  /*   BAD when at that rate it reaches the limit within
                                                  (never for store_commit, store_insert_pool, http:
                                                  transient, no time to the limit projected) */
+#define TIDE_DOCTOR_ARCHIVE_LAG_WARN_MIB 256 /* archive_lag: tide_archive_lag_bytes from this many
+                                                 MiB (a healthy node's archive trails its commits
+                                                 by a few writes in flight) */
 
 typedef enum tide_doctor_severity {
     TIDE_DOCTOR_OK = 0, TIDE_DOCTOR_WARN = 1, TIDE_DOCTOR_BAD = 2
@@ -139,6 +142,35 @@ typedef struct tide_doctor_disk {
     char   findings[TIDE_DOCTOR_FINDINGS][400];
 } tide_doctor_disk;
 
+#define TIDE_DOCTOR_ARCHIVE_GENS 64
+
+/* The archive (docs/ARCHIVE.md), from the page's tide_archive_* families
+ * and /v1/status' "archive" object. A page without those families (a node
+ * with archive=off, or from before the archive) leaves `present` 0, and
+ * then the report says nothing of an archive: no rule's result, no words,
+ * "archive": null in JSON. Every figure is < 0 when the page lacks it. */
+typedef struct tide_doctor_archive {
+    int    present;               /* the page has a tide_archive_* sample */
+    char   pool[128], prefix[72], mode[16];   /* tide_archive_info's labels; "" absent */
+    double up, conflict;          /* tide_archive_up, tide_archive_conflict: 1 or 0 */
+    double lag_bytes;             /* tide_archive_lag_bytes */
+    double sealed_generations;    /* tide_archive_sealed_generations */
+    double generations;           /* tide_archive_generations (open ones too) */
+    double archive_bytes;         /* tide_archive_bytes */
+    double uploaded_bytes;        /* tide_archive_uploaded_bytes_total */
+    double rotation_waits;        /* tide_archive_rotation_waits_total */
+    double sync_waits, sync_failures; /* tide_archive_sync_waits_total, _failures_total */
+    double reads_found, reads_missed, reads_failed;  /* tide_archive_reads_total{result} */
+    double errors_write, errors_read, errors_manifest, errors_delete, errors_connect;
+                                  /* tide_archive_errors_total{op} */
+    /* From /v1/status' "archive" object (tide_doctor_analyze_status): */
+    int    status_reported;       /* the status had the object */
+    char   sync[16];              /* "local" or "archive"; "" not said */
+    char   problem[512];          /* the node's last failure; "" none or not said */
+    size_t ngens;                 /* local generations, newest first */
+    struct { uint64_t id; char state[16]; double uploaded_bytes; } gens[TIDE_DOCTOR_ARCHIVE_GENS];
+} tide_doctor_archive;
+
 typedef struct tide_doctor_report {
     char   allocator[32], allocator_version[64];
     double rss, rss_anon, rss_file;           /* < 0 when absent */
@@ -173,6 +205,7 @@ typedef struct tide_doctor_report {
     size_t nunbounded;
     tide_doctor_unbounded unbounded[TIDE_DOCTOR_MAX];
     tide_doctor_disk disk;                    /* read by analyze (metrics) and analyze_status */
+    tide_doctor_archive archive;              /* likewise */
     /* The memory limit's families; each < 0 when the page lacks it (an older node,
      * no cgroup, no PSI). limit 0: the node runs without one. */
     double limit, counted, level, level_changes;
@@ -195,7 +228,9 @@ typedef struct tide_doctor_report {
     char   summary[300];                         /* the verdict's words */
 } tide_doctor_report;
 
-/* Read `text` (Prometheus text format). Returns 0, or TIDE_EINVAL when it
+/* Read `text` (Prometheus text format): the memory's figures, the disk's
+ * families, and the archive's (tide_archive_*: r->archive, present 0 when
+ * the page has none), then the rules. Returns 0, or TIDE_EINVAL when it
  * is not a Tide node's page: no sample of a tide_* family (another
  * exporter's page, Prometheus' own, HTML, garbage, an empty page), or
  * neither process_resident_memory_bytes nor tide_memory_consumer_bytes.
@@ -217,7 +252,8 @@ int tide_doctor_analyze(const char *text, tide_doctor_report *r);
  * each commit and request, so they are called transient, WARN, with no
  * time to the limit). With two scrapes the overload and cgroup_events
  * rules are redone too, on the counters' increase between the pages
- * ("in the last N s"; from one page they say "since start"). A counter
+ * ("in the last N s"; from one page they say "since start"), and so are
+ * the archive's archive_rotation_waits and archive_sync_failures. A counter
  * that went down (the node restarted between them) is said, not read.
  * Replaces the one-scrape "needs two scrapes" result and redoes the
  * verdict. Returns 0, or TIDE_EINVAL for seconds <= 0 (r unchanged). No I/O.
@@ -233,7 +269,9 @@ int tide_doctor_analyze_growth(tide_doctor_report *later, const tide_doctor_repo
  * "advisory_delete", "generations":[{"id","dir","bytes"}], "disk_bytes",
  * "rotations", "last_rotation_unix_us" (or "last_rotation_us"),
  * "newest_objects", "can_delete" (a count, "never" or "always"),
- * "failures", "abandoned"}),
+ * "failures", "abandoned"}) and its "archive" object ({"sync", "problem",
+ * "generations":[{"id","state","uploaded_bytes"}]}, into r->archive's
+ * status part; the archive's figures and findings are the page's),
  * tolerating any member missing (an older node), and makes the findings:
  * online delete off (the store grows without bound), failed and abandoned
  * rotation attempts, an advisory_delete allowance that lets nothing be
@@ -246,13 +284,21 @@ int tide_doctor_analyze_status(tide_doctor_report *r, const char *status_json, c
 
 /* The report in words to `f`: the verdict line first ("verdict: bad:
  * ..."), the findings worst first with figures and advice, what could not
- * be told, the rules passed, then the figures' sections and the disk. */
+ * be told, the rules passed, then the figures' sections, the disk, and
+ * the archive ("Archive: ...", only when the page has its families). */
 void tide_doctor_format(const tide_doctor_report *r, FILE *f);
 
 /* The report as one JSON object (malloc'd text the caller frees):
  * "verdict": {"severity","summary"}, "findings": [{"rule","severity",
  * "summary","detail","figures":{...},"advice"}], "unknown": [{"rule","why"}],
- * "passed": [...], then the figures. Byte counts and counts are JSON
+ * "passed": [...], then the figures, "disk" (after analyze_status) and
+ * "archive" (null when the page has no archive's families; else "pool",
+ * "prefix", "mode", "sync", "up", "conflict", "problem", "lag_bytes",
+ * "sealed_generations", "generations", "archive_bytes", "uploaded_bytes",
+ * "rotation_waits", "sync_waits", "sync_failures", "reads" {found, missed,
+ * failed}, "errors" {connect, write, read, manifest, delete},
+ * "local_generations" [{id, state, uploaded_bytes}] or null without the
+ * status's object). Byte counts and counts are JSON
  * integers, ratios and seconds numbers, unknown figures null.
  * Returns 0 or TIDE_ENOMEM. */
 int tide_doctor_json(const tide_doctor_report *r, char **out);

@@ -449,9 +449,9 @@ static int archive_allows(tide_node *n, char *why, size_t cap)
         state = tide_archive_gen_state(n->archive, id, &uploaded);
         tide_archive_get_info(n->archive, &ai);
         snprintf(why, cap, "the archive has not sealed generation %" PRIu64 " yet, which this rotation "
-                 "would drop (%s: %" PRIu64 " of its %" PRIu64 " data bytes uploaded; the cluster %s%s%.*s)",
-                 id, state, uploaded, gi.gens[i].dat_file_bytes, ai.up ? "answers" : "does not answer",
-                 ai.problem[0] ? ": " : "", (int)(cap > 300 ? 160 : 60), ai.problem);
+                 "would drop (%s, %" PRIu64 " of %" PRIu64 " data bytes there; %s)", id, state, uploaded,
+                 gi.gens[i].dat_file_bytes, ai.conflict ? "the archive is in conflict"
+                 : ai.up ? "the cluster answers" : "the cluster does not answer");
         return 0;
     }
     return 1;

@@ -28,6 +28,11 @@
  * generation's mean record size when it has objects. With it off the
  * unbounded warnings include the disk.
  *
+ * With archive=rados one line says where the archive is (pool, prefix,
+ * mode, conf, user) and how a PUT ?sync=1 is acknowledged: after the
+ * local commit (archive_sync=local) or once its bytes are in RADOS too
+ * (archive_sync=archive); a replica's says it takes no writes.
+ *
  * The memory limit gets two lines after the settings: where the
  * limit came from, what counts against it (the larger of RSS and the
  * cgroup's usage less page cache, when a cgroup limit was found; RSS
@@ -347,6 +352,32 @@ static void log_settings(const tide_config *c)
     }
 }
 
+/* With archive=rados, where the archive is and how a sync acknowledges:
+ * one line, before the open connects (so a pool or a conf the open
+ * refuses is named twice: here, where it was meant to be, and there). */
+static void log_archive(const tide_config *c)
+{
+    const char *where = c->archive_conf[0] ? c->archive_conf : "librados' own search";
+
+    if (c->archive != TIDE_ARCHIVE_RADOS) return;
+    if (c->archive_mode == TIDE_ARCHIVE_REPLICA)
+        tide_log(TIDE_LOG_INFO, "archive: rados pool %s, prefix %s (replica), conf %s, user %s; takes no writes "
+                 "(a PUT answers 403 read_only_replica) and serves every sealed generation of the prefix, "
+                 "following new seals; a read of what its caches lack waits up to archive_timeout=%u s for "
+                 "RADOS (then 503 archive_unavailable)", c->archive_pool, c->archive_prefix, where,
+                 c->archive_user, c->archive_timeout);
+    else if (c->archive_sync == TIDE_ARCHIVE_SYNC_ARCHIVE)
+        tide_log(TIDE_LOG_INFO, "archive: rados pool %s, prefix %s (primary), conf %s, user %s; a PUT ?sync=1 "
+                 "answers after its bytes are in RADOS too (archive_sync=archive; 503 archive_unavailable when "
+                 "they are not within archive_timeout=%u s, the value durable locally all the same)",
+                 c->archive_pool, c->archive_prefix, where, c->archive_user, c->archive_timeout);
+    else
+        tide_log(TIDE_LOG_INFO, "archive: rados pool %s, prefix %s (primary), conf %s, user %s; a PUT ?sync=1 "
+                 "answers after the local commit, the archive follows (archive_sync=local; "
+                 "tide_archive_lag_bytes says how far behind)", c->archive_pool, c->archive_prefix, where,
+                 c->archive_user);
+}
+
 void tide_startup_log(const tide_config *c)
 {
     log_settings(c);
@@ -354,6 +385,7 @@ void tide_startup_log(const tide_config *c)
     log_memory_split(c);
     log_allocator();
     log_block_size(c);
+    log_archive(c);
     tide_config_unbounded(c, tide_mem_alloc_family(), warn_unbounded, NULL);
     if (!c->online_delete_on)
         tide_log(TIDE_LOG_WARN, "unbounded: disk grows without bound: online_delete is 0 (off), so nothing is "

@@ -55,6 +55,11 @@ int tide_startup_apply_malloc(const tide_config *c);
  *   "Using NuDB block size: N bytes" (read from the key file when a store
  *     exists in data_dir, else the configured size), with a warning that
  *     names `tide rekey` when the configured size differs;
+ *   with archive=rados, "archive: rados pool P, prefix X (primary), conf
+ *     F, user U; a PUT ?sync=1 answers after the local commit, the archive
+ *     follows (archive_sync=local; ...)", or "... after its bytes are in
+ *     RADOS too (archive_sync=archive; ...)", or a replica's "takes no
+ *     writes ...";
  *   a warning for each unbounded consumer and how to bound it;
  *   how to enable /metrics when neither a token nor public is set.
  * Never prints a token. Reads the key file's header; allocates little.

@@ -2,7 +2,8 @@
 /*
  * api_status.c: the JSON of the node's figures: GET /v1/status (store,
  * caches, memory, sweeps, requests, HTTP, online delete from api_rotate.c,
- * and the memory limit's level and figures), GET /v1/sweeps (the last
+ * the memory limit's level and figures, and the archive's state with each
+ * local generation's), GET /v1/sweeps (the last
  * TIDE_NODE_REPORTS rounds) and one round's report, which POST
  * /v1/admin/sweep answers with too. docs/HTTP.md lists every field.
  *
@@ -13,6 +14,10 @@
  *   1. A string from outside the code (data_dir, a /proc error) goes in
  *      through tided_json_text, so the page is valid UTF-8.
  *   2. "keys" is null until the count made at open is done, never a guess.
+ *   3. "archive" is null when the node has no archive (archive=off), an
+ *      object otherwise with the same members whatever its state
+ *      ("problem" null while the last call to RADOS worked,
+ *      "generations" null on a replica).
  *
  * Never: take a lock the sweeper holds across a trim (the node's getters
  * do not).
@@ -338,17 +343,61 @@ out:
     return j;
 }
 
+/* ---- the archive ---- */
+
+/* Each local generation's state in the archive, newest first (a
+ * primary's: a replica uploads nothing, and its local ids are not the
+ * archive's). */
+static json_t *archive_gens_json(tide_node *node, tide_archive *a)
+{
+    tide_gens_info gi;
+    json_t *list = json_array();
+
+    tide_node_gens_info(node, &gi);
+    for (unsigned i = 0; list && i < gi.count && i < TIDE_GEN_MAX; i++) {
+        uint64_t uploaded = 0;
+        const char *state = tide_archive_gen_state(a, gi.gens[i].id, &uploaded);
+        json_array_append_new(list, json_pack("{s:I,s:s,s:I}", "id", (json_int_t)gi.gens[i].id, "state", state,
+                                              "uploaded_bytes", (json_int_t)uploaded));
+    }
+    return list;
+}
+
+/* The "archive" object (invariant 3): null with archive=off. */
+static json_t *archive_json(tide_node *node)
+{
+    tide_archive *a = tide_node_archive(node);
+    tide_archive_info *ai;
+    json_t *j;
+
+    if (a == NULL) return json_null();
+    if ((ai = malloc(sizeof *ai)) == NULL) return NULL;
+    tide_archive_get_info(a, ai);
+    j = json_pack("{s:o,s:o,s:s,s:s,s:b,s:b,s:o,s:I,s:I,s:I,s:I,s:o}",
+                  "pool", tided_json_text(ai->pool), "prefix", tided_json_text(ai->prefix),
+                  "mode", ai->replica ? "replica" : "primary",
+                  "sync", tide_node_options(node)->archive_sync ? "archive" : "local",
+                  "up", ai->up, "conflict", ai->conflict,
+                  "problem", ai->problem[0] ? tided_json_text(ai->problem) : json_null(),
+                  "lag_bytes", (json_int_t)ai->lag_bytes, "sealed_generations", (json_int_t)ai->sealed_generations,
+                  "archived_generations", (json_int_t)ai->archived_generations,
+                  "archive_bytes", (json_int_t)ai->archive_bytes,
+                  "generations", ai->replica ? json_null() : archive_gens_json(node, a));
+    free(ai);
+    return j;
+}
+
 json_t *tided_status_json(tided_server *srv)
 {
     json_t *keycache = NULL, *cache = caches_json(srv->node, &keycache);
     uint64_t up_us = tide_clock_mono_us() - srv->started_mono_us;
 
-    return json_pack("{s:s,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
                      "version", TIDE_VERSION, "uptime_seconds", (double)up_us / 1e6,
                      "started_unix", (json_int_t)srv->started_unix_s, "data_dir", tided_json_text(srv->cfg->data_dir),
                      "store", store_json(srv->node), "node_cache", cache, "key_cache", keycache,
                      "memory", memory_json(), "sweeps", sweeps_json(srv->node),
                      "requests", requests_json(srv->node), "http", http_json(srv),
                      "online_delete", tided_online_delete_json(srv->node),
-                     "memory_limit", tided_memory_limit_json(srv));
+                     "memory_limit", tided_memory_limit_json(srv), "archive", archive_json(srv->node));
 }
