@@ -452,6 +452,72 @@ static void a_second_store_on_the_same_prefix_stops_as_a_conflict(void **state)
     assert_int_equal(tide_node_close(a), 0);
 }
 
+static void a_directory_older_than_its_archive_stops_as_a_conflict(void **state)
+{
+    char dir[4096], old[4096], prefix[64], cmd[8400], *out = NULL;
+    tide_node_rotation_report r;
+    tide_node_opts o, oo;
+    tide_node *n;
+    double t0;
+
+    (void)state;
+    if (th_scratch_make(dir, sizeof dir) || th_scratch_make(old, sizeof old)) fail();
+    new_prefix(prefix, sizeof prefix);
+    node_opts(&o, dir, prefix);
+    n = open_node(&o);
+    put_span(n, 0, SPAN);
+    assert_int_equal(tide_node_close(n), 0);
+    /* A copy of the directory while generation 1 is the newest... */
+    snprintf(cmd, sizeof cmd, "cp -a '%s/.' '%s/'", dir, old);
+    if (th_run(cmd, &out) != 0) fail_msg("%s: %s", cmd, out);
+    free(out);
+    /* ...then the node goes on: generation 1 takes more and is sealed. */
+    n = open_node(&o);
+    put_span(n, SPAN, 20);
+    rotate(n);
+    wait_sealed(n, 1);
+    assert_int_equal(tide_node_close(n), 0);
+    /* The old copy, started on the same prefix, still writes generation 1. */
+    node_opts(&oo, old, prefix);
+    n = open_node(&oo);
+    t0 = th_now_ms();
+    while (!archive_info(n).conflict && th_now_ms() - t0 < WAIT_MS) usleep(20000);
+    assert_int_equal(archive_info(n).conflict, 1);
+    if (strstr(archive_info(n).problem, "still writes") == NULL)
+        fail_msg("the conflict does not say what it is: %s", archive_info(n).problem);
+    assert_false(tide_archive_sealed(tide_node_archive(n), 1));
+    memset(&r, 0, sizeof r);
+    assert_int_equal(tide_node_rotate(n, "admin", &r), 0);           /* drops nothing */
+    memset(&r, 0, sizeof r);
+    assert_int_equal(tide_node_rotate(n, "admin", &r), TIDE_EUNAVAIL); /* would drop 1: refused */
+    for (uint64_t i = 0; i < SPAN; i++) assert_int_equal(get(n, i), 0);
+    assert_int_equal(tide_node_close(n), 0);
+}
+
+static void a_key_of_another_size_is_refused_by_the_archive(void **state)
+{
+    char dir[4096], prefix[64];
+    uint8_t key[16] = { 1 };
+    tide_node_opts o;
+    tide_node *n;
+    void *v = NULL;
+    size_t len = 0;
+    uint64_t gen = 0;
+
+    (void)state;
+    if (th_scratch_make(dir, sizeof dir)) fail();
+    new_prefix(prefix, sizeof prefix);
+    node_opts(&o, dir, prefix);
+    n = open_node(&o);
+    put_span(n, 0, 20);
+    rotate(n);
+    wait_sealed(n, 1);
+    assert_int_equal(tide_archive_fetch(tide_node_archive(n), 0, key, sizeof key, &v, &len, &gen),
+                     TIDE_EKEYSIZE);
+    assert_null(v);
+    assert_int_equal(tide_node_close(n), 0);
+}
+
 /* ---- crashes ------------------------------------------------------------------ */
 
 typedef struct crash_at {
@@ -621,6 +687,8 @@ int main(void)
         cmocka_unit_test_teardown(writes_go_on_while_the_osd_is_down_and_the_archive_catches_up, teardown),
         cmocka_unit_test_teardown(archive_sync_answers_only_once_rados_holds_the_bytes, teardown),
         cmocka_unit_test_teardown(a_second_store_on_the_same_prefix_stops_as_a_conflict, teardown),
+        cmocka_unit_test_teardown(a_directory_older_than_its_archive_stops_as_a_conflict, teardown),
+        cmocka_unit_test_teardown(a_key_of_another_size_is_refused_by_the_archive, teardown),
         cmocka_unit_test_teardown(a_crash_after_a_chunk_resumes_the_upload, teardown),
         cmocka_unit_test_teardown(a_crash_after_the_key_file_seals_whole, teardown),
         cmocka_unit_test_teardown(a_crash_after_the_filter_seals_whole, teardown),

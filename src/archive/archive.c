@@ -507,11 +507,20 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
     if ((ids = malloc((a->cat.count + 1) * sizeof *ids)) != NULL)
         for (unsigned i = 0; i < a->cat.count; i++) {
             const tide_archive_gen *g = &a->cat.gens[i];
-            if (g->state == TIDE_ARCHIVE_SEALED && (below_id == 0 || g->id < below_id))
-                ids[n++] = g->id;
+            if (g->state != TIDE_ARCHIVE_SEALED || (below_id != 0 && g->id >= below_id)) continue;
+            if (g->key_size != key_len) {
+                rc = tide_err_set(TIDE_EKEYSIZE, "archive: a %zu-byte key, generation %" PRIu64
+                                  " holds %u-byte keys", key_len, g->id, g->key_size);
+                break;
+            }
+            ids[n++] = g->id;
         }
     pthread_mutex_unlock(&a->mu);
     if (ids == NULL) return tide_err_set(TIDE_ENOMEM, "archive: out of memory");
+    if (rc != TIDE_ENOTFOUND) {
+        free(ids);
+        return rc;
+    }
     t0 = tide_clock_mono_ns();
     for (unsigned i = 0; i < n && rc == TIDE_ENOTFOUND; i++) {
         arch_reader *rd;

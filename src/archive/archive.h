@@ -111,6 +111,7 @@ int tide_archive_wait(tide_archive *a, uint64_t id, uint64_t bytes, unsigned tim
  * holds it reads itself; 0: every sealed generation), newest first,
  * stopping at the first that holds it. On success *out is a malloc'd
  * value of *len bytes and *gen_id the generation. Errors: TIDE_ENOTFOUND;
+ * TIDE_EKEYSIZE (key_len is not the generations' key size);
  * TIDE_EUNAVAIL (the cluster did not answer within timeout_s, or the
  * archive is not connected); TIDE_ECORRUPT and TIDE_EIO from a generation
  * whose objects are not what the manifest says (the message names it).

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "archive/catalog.h"
 #include "util/assert.h"
@@ -40,6 +41,27 @@ int tide_archive_prefix_valid(const char *p)
             return 0;
     }
     return 1;
+}
+
+int tide_archive_default_prefix(char *buf, size_t cap)
+{
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+    char host[256] = "";
+    size_t n = 0;
+
+    /* The host name up to its first dot, each byte outside the prefix's
+     * alphabet made '_', a leading '-' too. */
+    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') snprintf(host, sizeof host, "tide");
+    while (host[n] && host[n] != '.' && n < TIDE_ARCHIVE_PREFIX_MAX) n++;
+    host[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(alphabet, host[i])) host[i] = '_';
+    if (host[0] == '-') host[0] = '_';
+    snprintf(buf, cap, "%.*s", TIDE_ARCHIVE_PREFIX_MAX, host);
+    if (!tide_archive_prefix_valid(buf))
+        return tide_err_set(TIDE_EINVAL, "no archive prefix from the host name \"%s\": give one "
+                            "explicitly", host);
+    return 0;
 }
 
 void tide_archive_oid_manifest(char *buf, const char *prefix)

@@ -80,6 +80,13 @@ typedef struct tide_archive_catalog {
  * [A-Za-z0-9_-], not starting with '-' (object names stay plain words). */
 int tide_archive_prefix_valid(const char *p);
 
+/* The default prefix, tided's and the tools' alike: this machine's host
+ * name up to its first dot, each byte outside the prefix's alphabet made
+ * '_' (a leading '-' too), cut to TIDE_ARCHIVE_PREFIX_MAX. 0, or
+ * TIDE_EINVAL when that gives no valid prefix (the message says to give
+ * one). One gethostname call. */
+int tide_archive_default_prefix(char *buf, size_t cap);
+
 /* Object names (buffers of TIDE_ARCHIVE_OID_CAP). */
 void tide_archive_oid_manifest(char *buf, const char *prefix);
 void tide_archive_oid_dat(char *buf, const char *prefix, uint64_t id, unsigned chunk);

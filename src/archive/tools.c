@@ -43,28 +43,6 @@
 
 /* ---- names ---- */
 
-int tide_archive_tool_default_prefix(char *buf, size_t cap)
-{
-    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
-    char host[256] = "";
-    size_t n = 0;
-
-    /* tided's default of archive_prefix, word for word (src/node/
-     * config_archive.c): the host name up to its first dot, each byte
-     * outside the prefix's alphabet made '_', a leading '-' too. */
-    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') snprintf(host, sizeof host, "tide");
-    while (host[n] && host[n] != '.' && n < TIDE_ARCHIVE_PREFIX_MAX) n++;
-    host[n] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (!strchr(alphabet, host[i])) host[i] = '_';
-    if (host[0] == '-') host[0] = '_';
-    snprintf(buf, cap, "%s", host);
-    if (!tide_archive_prefix_valid(buf))
-        return tide_err_set(TIDE_EINVAL, "no archive prefix from the host name \"%s\": give one "
-                            "with --prefix", host);
-    return 0;
-}
-
 /* "PREFIX.gen-" then 12 or more digits; the rest into *rest. */
 static int parse_gen(const char *prefix, const char *oid, uint64_t *id, const char **rest)
 {

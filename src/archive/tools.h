@@ -35,18 +35,9 @@ typedef struct tide_archive_tool_opts {
     const char *conf;        /* ceph.conf; NULL: librados' own search */
     const char *pool;        /* NULL or "": "tide" */
     const char *user;        /* NULL or "": "admin" */
-    const char *prefix;      /* required (tide_archive_tool_default_prefix offers one) */
+    const char *prefix;      /* required (tide_archive_default_prefix offers one) */
     unsigned    timeout_s;   /* the longest one RADOS call waits; 0: 10 */
 } tide_archive_tool_opts;
-
-/*
- * The prefix tided archives under when archive_prefix is not set: this
- * machine's host name up to its first dot ("node1" on node1.example.org),
- * each byte outside the prefix's alphabet made '_' ("tide" when there is
- * no host name). 0, or TIDE_EINVAL when that is still no usable prefix
- * (cut to nothing), saying so. No I/O but gethostname.
- */
-int tide_archive_tool_default_prefix(char *buf, size_t cap);
 
 /*
  * Connect to the pool and read PREFIX.manifest. A prefix with no manifest

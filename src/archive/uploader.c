@@ -54,7 +54,8 @@
  * Never: upload a byte that a crash's recovery may still cut; mark a
  *   generation sealed before every one of its objects is written; write
  *   a generation of another store (another uid) over one the prefix
- *   holds.
+ *   holds; call a generation sealed that the node still writes, or that
+ *   grew past its sealed size (both stop the archive as a conflict).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,6 +72,7 @@
 #include "util/log.h"
 
 #define TAIL_CHECK_BYTES (64u << 10)
+#define CUT_WINDOW 80          /* missing chunks past a cut before it stops looking: > 64 in flight */
 #define SUM_XATTR "tide.xxh64"
 
 /* ---- connection and manifest ---- */
@@ -425,11 +427,19 @@ int ti_archive_cut_dat(tide_rados *r, const char *prefix, uint64_t id, uint64_t 
     int rc;
 
     tide_archive_oid_dat(oid, prefix, id, chunk);
-    if ((rc = tide_rados_truncate(r, oid, size % chunk_bytes)) != 0) return rc;
-    for (unsigned c = chunk + 1;; c++) {
+    rc = tide_rados_truncate(r, oid, size % chunk_bytes);
+    if (rc && rc != TIDE_ENOENT) return rc;
+    /* Writes to several chunks are in flight at once, so one that failed
+     * may lie before one that landed: look past gaps, up to a window no
+     * number of writes in flight reaches. */
+    for (unsigned c = chunk + 1, missing = 0; missing < CUT_WINDOW; c++) {
         tide_archive_oid_dat(oid, prefix, id, c);
-        if ((rc = tide_rados_stat(r, oid, &have)) == TIDE_ENOENT) break;
+        if ((rc = tide_rados_stat(r, oid, &have)) == TIDE_ENOENT) {
+            missing++;
+            continue;
+        }
         if (rc || (rc = tide_rados_remove(r, oid)) != 0) return rc;
+        missing = 0;
     }
     tide_err_clear();
     return 0;
@@ -462,9 +472,12 @@ static int resume(tide_archive *a, arch_local *l, const tide_gens_gen_info *e)
         tide_log(TIDE_LOG_WARN, "archive: generation %" PRIu64 ": the archive holds %" PRIu64
                  " bytes of nudb.dat, the node %" PRIu64 " (a crash's recovery cut what was never "
                  "acknowledged); cutting the archive's copy back", l->id, u, l->durable);
-        if ((rc = ti_archive_cut_dat(r, a->prefix, l->id, C, l->durable)) != 0) goto out;
         u = l->durable;
     }
+    /* Nothing past the prefix stays: a chunk written after a failed one,
+     * or the tail of one the recovery cut, would hold bytes the file may
+     * not have there by the time the upload reaches it. */
+    if ((rc = ti_archive_cut_dat(r, a->prefix, l->id, C, u)) != 0) goto out;
     local_path(a, e, "nudb.dat", path, sizeof path);
     if ((rc = a->local_io->open(a->local_io, path, TIDE_IO_READ, &f)) != 0) goto out;
     if (u > 0) {                                /* the last bytes must be the local ones */
@@ -601,6 +614,7 @@ static int seal(tide_archive *a, arch_local *l, const tide_gens_gen_info *e)
     tide_archive_gen *g = tide_archive_catalog_find(&next, l->id);
     TIDE_ASSERT(g != NULL);
     g->state = TIDE_ARCHIVE_SEALED;
+    g->salt = e->salt;                  /* a rebuilt key file (a restore) drew a new one */
     g->dat_bytes = l->dat.read_to;
     g->key_bytes = ks.read_to;
     g->records = vs.data_records;
@@ -671,6 +685,27 @@ static int refuse_other_store(tide_archive *a, const tide_archive_gen *g, const 
     return ti_archive_failed(a, TIDE_ARCHIVE_OP_MANIFEST, TIDE_EMISMATCH);
 }
 
+/* A generation sealed in the archive that the node still writes, or that
+ * grew past its sealed size (a data directory restored from an older copy
+ * than the archive): sealing it again would hide the new records, and
+ * calling it sealed would let a rotation drop them. Stop, as for another
+ * store. */
+static int refuse_grown(tide_archive *a, const tide_archive_gen *g, const tide_gens_gen_info *e)
+{
+    pthread_mutex_lock(&a->mu);
+    a->conflict = 1;
+    for (unsigned i = 0; i < a->nlocals; i++)
+        if (a->locals[i]->id == e->id) a->locals[i]->sealed = 0;
+    pthread_mutex_unlock(&a->mu);
+    tide_err_set(TIDE_EMISMATCH, "archive: prefix %s: generation %" PRIu64 " is sealed there with %" PRIu64
+                 " data bytes, but this node %s it (%" PRIu64 " bytes): its data directory is not the "
+                 "one the archive was made from; restore it with `tide archive restore`, or give it "
+                 "another archive_prefix; uploads stop", a->prefix, g->id, g->dat_bytes,
+                 e->writable ? "still writes" : "holds more of", e->dat_durable);
+    tide_log(TIDE_LOG_ERROR, "%s", tide_last_error());
+    return ti_archive_failed(a, TIDE_ARCHIVE_OP_MANIFEST, TIDE_EMISMATCH);
+}
+
 /* Steps 1 to 4 for one local generation. */
 static int pass_gen(tide_archive *a, const tide_gens_gen_info *e)
 {
@@ -694,6 +729,7 @@ static int pass_gen(tide_archive *a, const tide_gens_gen_info *e)
     pthread_mutex_unlock(&a->mu);
     if (l == NULL) return tide_err_set(TIDE_ENOMEM, "archive: out of memory");
     if (listed && found.uid != e->uid) return refuse_other_store(a, &found, e);
+    if (l->sealed && (e->writable || e->dat_durable > found.dat_bytes)) return refuse_grown(a, &found, e);
     if (l->sealed || (listed && found.state == TIDE_ARCHIVE_DELETING)) return 0;
     if (!listed) {                                            /* step 1 */
         tide_archive_catalog next;

@@ -409,7 +409,7 @@ static int parse(const cli_verb *v, int argc, char **argv, archive_args *x, cli_
     memset(x, 0, sizeof *x);
     if (cli_parse(v, argc, argv, x, a, status)) return 1;
     if (x->o.prefix == NULL) {
-        if (tide_archive_tool_default_prefix(x->prefix, sizeof x->prefix) != 0) {
+        if (tide_archive_default_prefix(x->prefix, sizeof x->prefix) != 0) {
             *status = cli_usage("archive", "%s", tide_last_error());
             return 1;
         }

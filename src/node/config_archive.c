@@ -29,18 +29,12 @@ const char *const ti_config_archive_mode_words[] = { "primary", "replica", NULL 
 
 void ti_config_default_archive_prefix(tide_config *c, const ti_config_setting *st)
 {
-    char host[256] = "";
-    size_t n = 0;
-
-    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') snprintf(host, sizeof host, "tide");
-    /* The host name up to its first dot, in the prefix's alphabet. */
-    while (host[n] && host[n] != '.' && n < TIDE_ARCHIVE_PREFIX_MAX) n++;
-    host[n] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", host[i]))
-            host[i] = '_';
-    if (host[0] == '-') host[0] = '_';
-    snprintf(c->archive_prefix, sizeof c->archive_prefix, "%s", host);
+    /* An unusable host name leaves it empty: finish then says so, when the
+     * archive is on (tide_archive_default_prefix is the tools' rule too). */
+    if (tide_archive_default_prefix(c->archive_prefix, sizeof c->archive_prefix) != 0) {
+        c->archive_prefix[0] = '\0';
+        tide_err_clear();
+    }
     ti_config_set_source(c, (int)(st - ti_config_settings), TIDE_SRC_DEFAULT, "host name");
 }
 
