@@ -518,6 +518,55 @@ static void a_key_of_another_size_is_refused_by_the_archive(void **state)
     assert_int_equal(tide_node_close(n), 0);
 }
 
+static void archive_keep_deletes_the_oldest_sealed_generations(void **state)
+{
+    tide_rados_opts ro = { cluster.conf, NULL, cluster.pool, 5 };
+    char dir[4096], prefix[64], oid[TIDE_ARCHIVE_OID_CAP];
+    tide_archive_catalog cat;
+    tide_rados *r = NULL;
+    tide_node_opts o;
+    tide_node *n;
+    uint64_t size = 0;
+    double t0;
+
+    (void)state;
+    if (th_scratch_make(dir, sizeof dir)) fail();
+    new_prefix(prefix, sizeof prefix);
+    node_opts(&o, dir, prefix);
+    o.archive.keep = 2;
+    n = open_node(&o);
+    for (unsigned s = 0; s < 6; s++) {
+        put_span(n, (uint64_t)s * SPAN, SPAN);
+        rotate(n);
+    }
+    /* Generations 1..6 sealed in turn; the archive keeps the newest 2. */
+    wait_sealed(n, 6);
+    t0 = th_now_ms();
+    while (archive_info(n).sealed_generations > 2 && th_now_ms() - t0 < WAIT_MS) usleep(20000);
+    assert_int_equal(archive_info(n).sealed_generations, 2);
+    assert_true(archive_info(n).deleted_generations >= 4);
+    if (tide_archive_catalog_snapshot(tide_node_archive(n), &cat) != 0) fail();
+    for (uint64_t id = 1; id <= 4; id++) assert_null(tide_archive_catalog_find(&cat, id));
+    assert_non_null(tide_archive_catalog_find(&cat, 5));
+    assert_non_null(tide_archive_catalog_find(&cat, 6));
+    tide_archive_catalog_clear(&cat);
+    /* Their objects are gone, the kept ones' are there. */
+    if (tide_rados_connect(&r, &ro) != 0) fail_msg("connect: %s", tide_last_error());
+    for (uint64_t id = 1; id <= 4; id++) {
+        tide_archive_oid_dat(oid, prefix, id, 0);
+        assert_int_equal(tide_rados_stat(r, oid, &size), TIDE_ENOENT);
+        tide_archive_oid_filter(oid, prefix, id);
+        assert_int_equal(tide_rados_stat(r, oid, &size), TIDE_ENOENT);
+    }
+    tide_archive_oid_dat(oid, prefix, 5, 0);
+    assert_int_equal(tide_rados_stat(r, oid, &size), 0);
+    tide_rados_close(r);
+    /* What retention deleted is gone; what it kept is served. */
+    assert_int_equal(get(n, 0), TIDE_ENOTFOUND);
+    for (uint64_t i = 4 * SPAN; i < 6 * SPAN; i++) assert_int_equal(get(n, i), 0);
+    assert_int_equal(tide_node_close(n), 0);
+}
+
 /* ---- crashes ------------------------------------------------------------------ */
 
 typedef struct crash_at {
@@ -689,6 +738,7 @@ int main(void)
         cmocka_unit_test_teardown(a_second_store_on_the_same_prefix_stops_as_a_conflict, teardown),
         cmocka_unit_test_teardown(a_directory_older_than_its_archive_stops_as_a_conflict, teardown),
         cmocka_unit_test_teardown(a_key_of_another_size_is_refused_by_the_archive, teardown),
+        cmocka_unit_test_teardown(archive_keep_deletes_the_oldest_sealed_generations, teardown),
         cmocka_unit_test_teardown(a_crash_after_a_chunk_resumes_the_upload, teardown),
         cmocka_unit_test_teardown(a_crash_after_the_key_file_seals_whole, teardown),
         cmocka_unit_test_teardown(a_crash_after_the_filter_seals_whole, teardown),

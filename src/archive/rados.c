@@ -289,6 +289,35 @@ int tide_rados_remove(tide_rados *r, const char *oid)
     return rc < 0 && rc != -ENOENT ? tide_rados_error(r, rc, oid, "remove") : 0;
 }
 
+int tide_rados_remove_batch(tide_rados *r, const char *const *oids, size_t n)
+{
+    rados_completion_t *c = calloc(n ? n : 1, sizeof *c);
+    size_t queued = 0;
+    int rc = 0;
+
+    if (c == NULL) return tide_err_set(TIDE_ENOMEM, "rados %s: out of memory", r->pool);
+    for (; queued < n; queued++) {
+        int e = rados_aio_create_completion2(NULL, NULL, &c[queued]);
+        if (e == 0 && (e = rados_aio_remove(r->io, oids[queued], c[queued])) < 0) {
+            rados_aio_release(c[queued]);
+            c[queued] = NULL;
+        }
+        if (e < 0) {
+            rc = tide_rados_error(r, e, oids[queued], "aio_remove");
+            break;
+        }
+    }
+    for (size_t i = 0; i < queued; i++) {
+        int e;
+        rados_aio_wait_for_complete(c[i]);
+        e = rados_aio_get_return_value(c[i]);
+        if (e < 0 && e != -ENOENT && rc == 0) rc = tide_rados_error(r, e, oids[i], "remove");
+        rados_aio_release(c[i]);
+    }
+    free(c);
+    return rc;
+}
+
 int tide_rados_list(tide_rados *r, const char *prefix, int (*fn)(void *arg, const char *oid),
                     void *arg)
 {

@@ -105,6 +105,11 @@ int tide_rados_getxattr(tide_rados *r, const char *oid, const char *name, char *
 /* Remove the object; a missing one is 0 (the aim is its absence). */
 int tide_rados_remove(tide_rados *r, const char *oid);
 
+/* Remove n objects at once (asynchronous removes, all waited for): 0, or
+ * the first failure other than a missing object. Cost: one round trip's
+ * wait for the batch; n completions allocated and freed. */
+int tide_rados_remove_batch(tide_rados *r, const char *const *oids, size_t n);
+
 /* Call fn(arg, oid) for each object of the pool whose name starts with
  * `prefix`, in no particular order; stop at fn's first non-zero return and
  * return it. Cost: a walk of the whole pool's object list (librados has

@@ -72,6 +72,7 @@
 #include "util/log.h"
 
 #define TAIL_CHECK_BYTES (64u << 10)
+#define DELETE_BATCH 32        /* asynchronous removes waited for together */
 #define CUT_WINDOW 80          /* missing chunks past a cut before it stops looking: > 64 in flight */
 #define SUM_XATTR "tide.xxh64"
 
@@ -773,7 +774,6 @@ static int delete_generation(tide_archive *a, uint64_t id)
 {
     tide_rados *r = ti_archive_rados(a);
     tide_archive_catalog next;
-    char oid[TIDE_ARCHIVE_OID_CAP];
     uint64_t t0 = tide_clock_mono_ns();
     tide_archive_gen *g;
     int rc;
@@ -787,17 +787,22 @@ static int delete_generation(tide_archive *a, uint64_t id)
         if ((rc = catalog_draft(a, &next)) != 0) return rc;
         g = tide_archive_catalog_find(&next, id);
     }
-    for (unsigned c = 0; rc == 0 && c < g->dat_chunks; c++) {
-        tide_archive_oid_dat(oid, a->prefix, id, c);
-        rc = tide_rados_remove(r, oid);
-    }
-    for (unsigned c = 0; rc == 0 && c < g->key_chunks; c++) {
-        tide_archive_oid_key(oid, a->prefix, id, c);
-        rc = tide_rados_remove(r, oid);
-    }
-    if (rc == 0) {
-        tide_archive_oid_filter(oid, a->prefix, id);
-        rc = tide_rados_remove(r, oid);
+    /* In batches of asynchronous removes: data chunks, key chunks, the filter. */
+    {
+        char names[DELETE_BATCH][TIDE_ARCHIVE_OID_CAP];
+        const char *batch[DELETE_BATCH];
+        unsigned total = g->dat_chunks + g->key_chunks + 1, k = 0;
+
+        for (unsigned i = 0; rc == 0 && i < total; i++) {
+            if (i < g->dat_chunks) tide_archive_oid_dat(names[k], a->prefix, id, i);
+            else if (i < total - 1) tide_archive_oid_key(names[k], a->prefix, id, i - g->dat_chunks);
+            else tide_archive_oid_filter(names[k], a->prefix, id);
+            batch[k] = names[k];
+            if (++k == DELETE_BATCH || i == total - 1) {
+                rc = tide_rados_remove_batch(r, batch, k);
+                k = 0;
+            }
+        }
     }
     if (rc) {
         tide_archive_catalog_clear(&next);
