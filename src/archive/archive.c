@@ -119,7 +119,7 @@ int ti_archive_connect(tide_archive *a)
         return rc;
     }
     pthread_mutex_lock(&a->mu);
-    a->aio = aio;
+    __atomic_store_n(&a->aio, aio, __ATOMIC_RELEASE);   /* read without mu by reader_open */
     __atomic_store_n(&a->r, r, __ATOMIC_RELEASE);
     a->up = 1;
     a->problem[0] = '\0';
@@ -237,7 +237,7 @@ void tide_archive_close(tide_archive *a)
 {
     if (a == NULL) return;
     pthread_mutex_lock(&a->mu);
-    a->closing = 1;
+    __atomic_store_n(&a->closing, 1, __ATOMIC_RELAXED);   /* also read without mu (a seal's walk) */
     pthread_cond_broadcast(&a->kick_cv);
     pthread_cond_broadcast(&a->done_cv);
     pthread_mutex_unlock(&a->mu);
@@ -450,6 +450,7 @@ static void load_filter(tide_archive *a, arch_reader *rd, uint64_t bytes, uint64
 /* Open the reader's store (and its filter) when not yet open. */
 static int reader_open(tide_archive *a, arch_reader *rd)
 {
+    tide_archive_io *aio;
     tide_store_opts so;
     char dir[256];
     uint64_t fbytes = 0, fsum = 0;
@@ -458,15 +459,15 @@ static int reader_open(tide_archive *a, arch_reader *rd)
 
     pthread_mutex_lock(&a->open_mu);
     if (rd->s) goto out;
-    if (a->aio == NULL) {
+    if ((aio = __atomic_load_n(&a->aio, __ATOMIC_ACQUIRE)) == NULL) {
         rc = tide_err_set(TIDE_EUNAVAIL, "archive: not connected to the cluster yet");
         goto out;
     }
     tide_store_opts_init(&so);
     so.read_only = 1;
     so.pread = 1;
-    so.io = tide_archive_io_io(a->aio);
-    tide_archive_io_dir(a->aio, rd->id, dir, sizeof dir);
+    so.io = tide_archive_io_io(aio);
+    tide_archive_io_dir(aio, rd->id, dir, sizeof dir);
     if ((rc = tide_store_open(&rd->s, dir, &so)) != 0) goto out;
     pthread_mutex_lock(&a->mu);
     g = tide_archive_catalog_find(&a->cat, rd->id);

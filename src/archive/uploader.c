@@ -548,11 +548,22 @@ static int upload_dat(tide_archive *a, arch_local *l, const tide_gens_gen_info *
     return rc;
 }
 
+typedef struct filter_walk {
+    tide_archive        *a;
+    tide_archive_filter *filter;
+} filter_walk;
+
+/* The walk of a sealing generation's nudb.dat: each key into the filter;
+ * a close stops it (a large generation's walk is long). */
 static int add_key_to_filter(void *arg, uint64_t offset, const void *key, unsigned key_size,
                              const void *value, uint64_t len)
 {
+    filter_walk *w = arg;
+
     (void)offset; (void)value; (void)len;
-    tide_archive_filter_add(arg, tide_archive_filter_hash(key, key_size));
+    if (__atomic_load_n(&w->a->closing, __ATOMIC_RELAXED))
+        return tide_err_set(TIDE_ECLOSED, "archive: closing");
+    tide_archive_filter_add(w->filter, tide_archive_filter_hash(key, key_size));
     return 0;
 }
 
@@ -599,7 +610,10 @@ static int seal(tide_archive *a, arch_local *l, const tide_gens_gen_info *e)
     if ((rc = tide_archive_filter_new(&filter, ks.entries, a->o.filter_bits, a->o.filter_account)) != 0)
         goto out;
     local_path(a, e, NULL, path, sizeof path);
-    if ((rc = tide_store_visit_io(path, a->local_io, add_key_to_filter, filter, &vs)) != 0) goto out;
+    {
+        filter_walk w = { a, filter };
+        if ((rc = tide_store_visit_io(path, a->local_io, add_key_to_filter, &w, &vs)) != 0) goto out;
+    }
     image = tide_archive_filter_image(filter, &flen);
     fsum = XXH64(image, flen, 0);
     tide_archive_oid_filter(oid, a->prefix, l->id);
@@ -825,7 +839,7 @@ static int retention(tide_archive *a, uint64_t oldest_local)
 {
     int rc = 0;
 
-    while (rc == 0 && !a->closing) {
+    while (rc == 0 && !__atomic_load_n(&a->closing, __ATOMIC_RELAXED)) {
         uint64_t victim = 0;
         unsigned sealed = 0;
 
@@ -857,7 +871,7 @@ static int primary_pass(tide_archive *a)
 
     tide_gens_get_info(a->o.gens, &gi);
     a->local_keep = gi.keep;
-    for (unsigned i = gi.count; i-- > 0 && rc == 0 && !a->closing;)
+    for (unsigned i = gi.count; i-- > 0 && rc == 0 && !__atomic_load_n(&a->closing, __ATOMIC_RELAXED);)
         rc = pass_gen(a, &gi.gens[i]);
     /* Forget the generations the node has dropped. */
     pthread_mutex_lock(&a->mu);
@@ -895,7 +909,7 @@ void *tide_archive_thread(void *arg)
         conflict = a->conflict;
         up = a->up;
         pthread_mutex_unlock(&a->mu);
-        if (a->closing) break;
+        if (__atomic_load_n(&a->closing, __ATOMIC_RELAXED)) break;
         if (ti_archive_rados(a) == NULL) {
             if ((rc = ti_archive_connect(a)) != 0) ti_archive_failed(a, TIDE_ARCHIVE_OPS, rc);
         } else if (!loaded || a->o.replica || !up) {
