@@ -102,6 +102,14 @@ static void node_opts(tide_node_opts *o, const char *dir, const char *prefix)
     o->archive.poll_ms = 50;
 }
 
+/* A scratch directory, a prefix of its own and the options over them. */
+static void prepare(tide_node_opts *o, char *dir, size_t dcap, char *prefix, size_t pcap)
+{
+    if (th_scratch_make(dir, dcap)) fail_msg("no scratch directory");
+    new_prefix(prefix, pcap);
+    node_opts(o, dir, prefix);
+}
+
 static tide_node *open_node(const tide_node_opts *o)
 {
     tide_node *n = NULL;
@@ -212,9 +220,7 @@ static void every_object_reads_back_after_its_local_generations_are_gone(void **
     uint64_t archived_reads = 0;
 
     (void)state;
-    if (th_scratch_make(dir, sizeof dir)) fail();
-    new_prefix(prefix, sizeof prefix);
-    node_opts(&o, dir, prefix);
+    prepare(&o, dir, sizeof dir, prefix, sizeof prefix);
     n = open_node(&o);
     for (unsigned s = 0; s < spans; s++) {
         put_span(n, (uint64_t)s * SPAN, SPAN);
@@ -252,9 +258,7 @@ static void a_rotation_never_drops_a_generation_the_archive_lacks(void **state)
     int rc;
 
     (void)state;
-    if (th_scratch_make(dir, sizeof dir)) fail();
-    new_prefix(prefix, sizeof prefix);
-    node_opts(&o, dir, prefix);
+    prepare(&o, dir, sizeof dir, prefix, sizeof prefix);
     n = open_node(&o);
     first = newest_id(n);
     put_span(n, 0, SPAN);
@@ -290,9 +294,7 @@ static void the_health_gate_waits_for_the_archive_and_counts_it(void **state)
     tide_node *n;
 
     (void)state;
-    if (th_scratch_make(dir, sizeof dir)) fail();
-    new_prefix(prefix, sizeof prefix);
-    node_opts(&o, dir, prefix);
+    prepare(&o, dir, sizeof dir, prefix, sizeof prefix);
     o.online_delete = SPAN;         /* the objects trigger */
     o.recovery_wait_s = 1;
     o.rotation_wait_max_s = 2;
@@ -323,9 +325,7 @@ static void writes_go_on_while_the_osd_is_down_and_the_archive_catches_up(void *
     double t0;
 
     (void)state;
-    if (th_scratch_make(dir, sizeof dir)) fail();
-    new_prefix(prefix, sizeof prefix);
-    node_opts(&o, dir, prefix);
+    prepare(&o, dir, sizeof dir, prefix, sizeof prefix);
     n = open_node(&o);
     put_span(n, 0, 20);
     assert_int_equal(tide_node_sync(n), 0);
@@ -365,9 +365,7 @@ static void archive_sync_answers_only_once_rados_holds_the_bytes(void **state)
     int rc;
 
     (void)state;
-    if (th_scratch_make(dir, sizeof dir)) fail();
-    new_prefix(prefix, sizeof prefix);
-    node_opts(&o, dir, prefix);
+    prepare(&o, dir, sizeof dir, prefix, sizeof prefix);
     o.archive_sync = 1;
     n = open_node(&o);
     put_span(n, 0, SPAN);
@@ -505,9 +503,7 @@ static void a_key_of_another_size_is_refused_by_the_archive(void **state)
     uint64_t gen = 0;
 
     (void)state;
-    if (th_scratch_make(dir, sizeof dir)) fail();
-    new_prefix(prefix, sizeof prefix);
-    node_opts(&o, dir, prefix);
+    prepare(&o, dir, sizeof dir, prefix, sizeof prefix);
     n = open_node(&o);
     put_span(n, 0, 20);
     rotate(n);
@@ -530,9 +526,7 @@ static void archive_keep_deletes_the_oldest_sealed_generations(void **state)
     double t0;
 
     (void)state;
-    if (th_scratch_make(dir, sizeof dir)) fail();
-    new_prefix(prefix, sizeof prefix);
-    node_opts(&o, dir, prefix);
+    prepare(&o, dir, sizeof dir, prefix, sizeof prefix);
     o.archive.keep = 2;
     n = open_node(&o);
     for (unsigned s = 0; s < 6; s++) {
