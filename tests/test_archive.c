@@ -233,6 +233,10 @@ static void every_object_reads_back_after_its_local_generations_are_gone(void **
         fail_msg("%" PRIu64 " reads answered by the archive, expected at least %u", archived_reads,
                  (spans - 2) * SPAN);
     assert_true(archive_info(n).sealed_generations >= spans - 1);
+    /* Each of them read a bucket of nudb.key and a record of nudb.dat through RADOS. */
+    if (archive_info(n).rados_reads < 2 * archived_reads)
+        fail_msg("%" PRIu64 " ranged reads of archived objects for %" PRIu64 " reads answered by the "
+                 "archive, expected at least two each", archive_info(n).rados_reads, archived_reads);
     /* The reads copied every object forward: a second pass needs the archive for none. */
     for (uint64_t i = 0; i < (uint64_t)spans * SPAN; i++) assert_int_equal(get(n, i), 0);
     assert_int_equal(archive_info(n).reads_found, archived_reads);

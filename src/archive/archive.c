@@ -594,6 +594,11 @@ void tide_archive_get_info(tide_archive *a, tide_archive_info *out)
     out->reads_missed = a->reads_missed;
     out->reads_filtered = a->reads_filtered;
     out->reads_failed = a->reads_failed;
+    if (a->aio) {
+        tide_io *io = tide_archive_io_io(a->aio);
+        out->rados_reads = __atomic_load_n(&io->reads, __ATOMIC_RELAXED);
+        out->rados_read_bytes = __atomic_load_n(&io->bytes_read, __ATOMIC_RELAXED);
+    }
     out->errors_write = a->errors_write;
     out->errors_read = a->errors_read;
     out->errors_manifest = a->errors_manifest;

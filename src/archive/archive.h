@@ -140,6 +140,12 @@ typedef struct tide_archive_info {
     uint64_t oldest_unsealed;     /* the oldest local generation not sealed (0: none) */
     uint64_t seals, deleted_generations;
     uint64_t reads_found, reads_missed, reads_filtered, reads_failed;
+    uint64_t rados_reads;         /* ranged reads of sealed generations' objects since open:
+                                     the stores' file reads through archive_io (a bucket, a
+                                     spill record, a record; a read across a chunk boundary
+                                     counts one per object). Filter downloads and manifest
+                                     reads are not among them */
+    uint64_t rados_read_bytes;    /* their bytes */
     uint64_t errors_write, errors_read, errors_manifest, errors_delete, errors_connect;
     uint64_t filter_bytes;        /* filters in memory */
     unsigned filters_held, filters_dropped; /* sealed generations with / without one */
