@@ -243,6 +243,15 @@ static void every_object_reads_back_after_its_local_generations_are_gone(void **
     /* A key that was never written is absent, and the filters spared most generations a read. */
     assert_int_equal(get(n, 1u << 30), TIDE_ENOTFOUND);
     assert_true(archive_info(n).reads_filtered > 0);
+    /* A miss the filters answer alone is no RADOS operation: the read
+     * histogram counts no more reads than RADOS was asked for. */
+    tide_archive_info a0 = archive_info(n), a1;
+    for (uint64_t i = 1; i <= 50; i++) assert_int_equal(get(n, (1u << 30) + i), TIDE_ENOTFOUND);
+    a1 = archive_info(n);
+    if (a1.op[TIDE_ARCHIVE_OP_READ].count - a0.op[TIDE_ARCHIVE_OP_READ].count > a1.rados_reads - a0.rados_reads)
+        fail_msg("50 misses counted %" PRIu64 " reads in the histogram for %" PRIu64 " RADOS reads (%" PRIu64
+                 " filtered)", a1.op[TIDE_ARCHIVE_OP_READ].count - a0.op[TIDE_ARCHIVE_OP_READ].count,
+                 a1.rados_reads - a0.rados_reads, a1.reads_filtered - a0.reads_filtered);
     assert_int_equal(tide_node_close(n), 0);
 }
 

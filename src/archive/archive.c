@@ -486,7 +486,7 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
 {
     uint64_t hash = tide_archive_filter_hash(key, key_len), t0;
     uint64_t *ids = NULL;
-    unsigned n = 0;
+    unsigned n = 0, asked = 0;      /* generations looked up through RADOS */
     int rc = TIDE_ENOTFOUND;
 
     *out = NULL;
@@ -534,11 +534,14 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
             rc = skip ? TIDE_ENOTFOUND : tide_store_fetch(rd->s, key, out, len);
             if (rc == 0 && gen_id) *gen_id = ids[i];
         }
+        asked += !skip;
         reader_release(a, rd);
     }
     free(ids);
     pthread_mutex_lock(&a->mu);
-    tide_hist_observe(&a->op[TIDE_ARCHIVE_OP_READ], tide_clock_mono_ns() - t0);
+    /* A RADOS operation only: a miss the filters (or the lack of any sealed
+     * generation below below_id) answered in memory is not one. */
+    if (asked) tide_hist_observe(&a->op[TIDE_ARCHIVE_OP_READ], tide_clock_mono_ns() - t0);
     if (rc == 0) a->reads_found++;
     else if (rc == TIDE_ENOTFOUND) a->reads_missed++;
     else a->reads_failed++;
