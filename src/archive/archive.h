@@ -122,7 +122,7 @@ int tide_archive_wait(tide_archive *a, uint64_t id, uint64_t bytes, unsigned tim
  * open's index check (three buckets, 64 KiB of nudb.dat, then a bucket and
  * a key read for each of 32 sampled records), about 70 ranged reads one
  * after another, and its filter's download when the budget has room
- * (tide bench archive: 10 to 25 ms on one machine over loopback).
+ * (tide bench archive: 20 to 35 ms on one machine over loopback).
  */
 int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size_t key_len,
                        void **out, size_t *len, uint64_t *gen_id);
