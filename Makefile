@@ -30,9 +30,12 @@
 #   make abi-baseline write scripts/libtide.abi from this build's libtide.so
 #   make asan         the tests under AddressSanitizer + UBSan (build/asan)
 #   make tsan         the $(TSAN_TESTS) (concurrency, io_sim) under ThreadSanitizer
-#   make bench        build, then bench/run-store, bench/peers and bench/http
-#                     (wrk, nginx)
+#   make bench        build, then bench/run-store, bench/peers, bench/http
+#                     (wrk, nginx) and bench/archive (a Ceph cluster of
+#                     its own)
 #   make bench-http   build, then bench/http only
+#   make bench-archive  build, then bench/archive only (the RADOS archive's
+#                     uploads, reads and acknowledged writes)
 #   make bench-peers  build build/bench/peers (Tide's store against LMDB and
 #                     RocksDB; needs liblmdb-dev and librocksdb-dev) and run
 #                     it with $(PEERS_ARGS) (default --items 1000000 --runs 3)
@@ -321,7 +324,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check check-fast check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers run deps deps-test clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check check-fast check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers bench-archive run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -679,6 +682,7 @@ bench: all
 	@$(MAKE) --no-print-directory $(PEERS_BIN)
 	$(PEERS_BIN) $(PEERS_ARGS)
 	bash bench/http
+	bash bench/archive
 
 # Tide's store against LMDB and RocksDB (bench/peers --help says how).
 bench-peers: all
@@ -690,6 +694,12 @@ bench-peers: all
 bench-http: all
 	bash scripts/install-deps --bench
 	bash bench/http
+
+# Only the archive against a cluster of its own (bench/archive); see the
+# script for its knobs (SIZE, RUNS, KEYS, PUTS, INFLIGHT).
+bench-archive: all
+	bash scripts/install-deps --bench
+	bash bench/archive
 
 # tided creates ./data with an empty store on its first run.
 run: deps

@@ -239,12 +239,25 @@ static void every_object_reads_back_after_its_local_generations_are_gone(void **
         fail_msg("%" PRIu64 " reads answered by the archive, expected at least %u", archived_reads,
                  (spans - 2) * SPAN);
     assert_true(archive_info(n).sealed_generations >= spans - 1);
+    /* Each of them read a bucket of nudb.key and a record of nudb.dat through RADOS. */
+    if (archive_info(n).rados_reads < 2 * archived_reads)
+        fail_msg("%" PRIu64 " ranged reads of archived objects for %" PRIu64 " reads answered by the "
+                 "archive, expected at least two each", archive_info(n).rados_reads, archived_reads);
     /* The reads copied every object forward: a second pass needs the archive for none. */
     for (uint64_t i = 0; i < (uint64_t)spans * SPAN; i++) assert_int_equal(get(n, i), 0);
     assert_int_equal(archive_info(n).reads_found, archived_reads);
     /* A key that was never written is absent, and the filters spared most generations a read. */
     assert_int_equal(get(n, 1u << 30), TIDE_ENOTFOUND);
     assert_true(archive_info(n).reads_filtered > 0);
+    /* A miss the filters answer alone is no RADOS operation: the read
+     * histogram counts no more reads than RADOS was asked for. */
+    tide_archive_info a0 = archive_info(n), a1;
+    for (uint64_t i = 1; i <= 50; i++) assert_int_equal(get(n, (1u << 30) + i), TIDE_ENOTFOUND);
+    a1 = archive_info(n);
+    if (a1.op[TIDE_ARCHIVE_OP_READ].count - a0.op[TIDE_ARCHIVE_OP_READ].count > a1.rados_reads - a0.rados_reads)
+        fail_msg("50 misses counted %" PRIu64 " reads in the histogram for %" PRIu64 " RADOS reads (%" PRIu64
+                 " filtered)", a1.op[TIDE_ARCHIVE_OP_READ].count - a0.op[TIDE_ARCHIVE_OP_READ].count,
+                 a1.rados_reads - a0.rados_reads, a1.reads_filtered - a0.reads_filtered);
     assert_int_equal(tide_node_close(n), 0);
 }
 

@@ -25,6 +25,16 @@
  * the arena on and off make and erase the same objects, the arena gives
  * segments back and the kernel's floor is measured on as many, a bad option is refused by name; the command's JSON
  * parses with each figure's median, minimum and maximum.
+ *
+ * The archive bench (bench_archive.c, `tide bench archive`) against a real
+ * cluster (tests/support/ceph.h, started for that test alone) with a
+ * generation of 1 MiB, two runs: each upload holds the whole generation
+ * and its write buffers are inflight x piece, the hits find every key with
+ * two RADOS reads or more each, the misses find none, the filter spares
+ * most of them a read and no filter spares none, every archive-synced put
+ * waited for the archive and no local one did, and the pool holds none of
+ * its objects afterwards. Without --conf, or with a bad option, it exits
+ * 2 naming what is wrong.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,15 +47,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
+#include "bench/bench_archive.h"
 #include "bench/bench_gens.h"
 #include "bench/bench_release.h"
 #include "bench/bench_store.h"
 #include "expect.h"
 #include "helpers.h"
 #include "store/full.h"
+#include "support/ceph.h"
 
 #define ITEMS 300u
 #define VALUE_SIZE 40u
@@ -521,6 +534,127 @@ static void release_cli_json_parses_and_bad_options_exit_2(void **state)
     free(out);
 }
 
+/* ---- the archive bench ---- */
+
+static th_ceph cluster;
+
+static int ceph_setup(void **state)
+{
+    if (setup(state) != 0) return -1;
+    return th_ceph_start(&cluster) < 0 ? -1 : 0;
+}
+
+static int ceph_teardown(void **state)
+{
+    th_ceph_stop(&cluster);
+    return teardown(state);
+}
+
+/* The integer at `path` ("a.b.c", an array index as a number) in `j`;
+ * fails the test when it is not there. */
+static uint64_t jnum(json_t *j, const char *path)
+{
+    char buf[256], *save = NULL;
+
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *t = strtok_r(buf, ".", &save); t && j; t = strtok_r(NULL, ".", &save))
+        j = json_is_array(j) ? json_array_get(j, strtoull(t, NULL, 10)) : json_object_get(j, t);
+    if (!json_is_integer(j)) fail_msg("the JSON has no integer at %s", path);
+    return (uint64_t)json_integer_value(j);
+}
+
+/* The counts of one run of `tide bench archive --json` (invariant 2 of
+ * bench_archive_measure.c, read from outside). */
+static void archive_run_adds_up(json_t *root, unsigned r, uint64_t keys, uint64_t puts)
+{
+    char p[128];
+    uint64_t dat = jnum(root, "method.dat_bytes"), piece = jnum(root, "method.piece_bytes");
+
+#define AT(fmt, ...) (snprintf(p, sizeof p, fmt, __VA_ARGS__), jnum(root, p))
+    for (unsigned v = 0; v < 2; v++) {
+        uint64_t inflight = AT("runs.%u.upload.%u.inflight", r, v);
+        expect_u64(AT("runs.%u.upload.%u.dat_bytes", r, v), dat, "an upload's nudb.dat: the whole generation");
+        expect_u64(AT("runs.%u.upload.%u.upload_buffers_bytes", r, v), inflight * piece,
+                   "an upload's write buffers: inflight x piece");
+        if (AT("runs.%u.upload.%u.writes", r, v) < (dat + piece - 1) / piece)
+            fail_msg("run %u, inflight %" PRIu64 ": fewer writes than pieces of nudb.dat", r, inflight);
+        if (AT("runs.%u.upload.%u.key_bytes", r, v) == 0 || AT("runs.%u.upload.%u.filter_bytes", r, v) == 0 ||
+            AT("runs.%u.upload.%u.data_ns", r, v) == 0)
+            fail_msg("run %u, inflight %" PRIu64 ": a seal without its key file, filter or time", r, inflight);
+    }
+    expect_u64(AT("runs.%u.read.local_hit.found", r), keys, "local hits found");
+    expect_u64(AT("runs.%u.read.archive_hit.found", r), keys, "archive hits found");
+    if (AT("runs.%u.read.archive_hit.reads", r) < 2 * keys)
+        fail_msg("run %u: %" PRIu64 " RADOS reads for %" PRIu64 " archive hits, expected two or more each",
+                 r, AT("runs.%u.read.archive_hit.reads", r), keys);
+    if (AT("runs.%u.read.archive_hit.open_reads", r) < 3)
+        fail_msg("run %u: the generation's open read less than its headers", r);
+    expect_u64(AT("runs.%u.read.archive_miss_filter.found", r), 0, "misses found, with the filter");
+    expect_u64(AT("runs.%u.read.archive_miss_no_filter.found", r), 0, "misses found, without");
+    /* 10 bits a key: a filter says "maybe" for about 1% of absent keys */
+    if (AT("runs.%u.read.archive_miss_filter.filtered", r) < keys / 2 ||
+        AT("runs.%u.read.archive_miss_filter.reads", r) > keys / 2)
+        fail_msg("run %u: the filter spared %" PRIu64 " of %" PRIu64 " misses, which read %" PRIu64, r,
+                 AT("runs.%u.read.archive_miss_filter.filtered", r), keys,
+                 AT("runs.%u.read.archive_miss_filter.reads", r));
+    expect_u64(AT("runs.%u.read.archive_miss_no_filter.filtered", r), 0, "misses spared with no filter");
+    if (AT("runs.%u.read.archive_miss_no_filter.reads", r) < keys)
+        fail_msg("run %u: misses without a filter read %" PRIu64 " buckets for %" PRIu64 " keys", r,
+                 AT("runs.%u.read.archive_miss_no_filter.reads", r), keys);
+    expect_u64(AT("runs.%u.sync.local.puts", r), puts, "puts synced locally");
+    expect_u64(AT("runs.%u.sync.local.archive_waits", r), 0, "archive waits with archive_sync local");
+    expect_u64(AT("runs.%u.sync.archive.puts", r), puts, "puts synced to the archive");
+    expect_u64(AT("runs.%u.sync.archive.archive_waits", r), puts + 1, "archive waits (the first, untimed, too)");
+    expect_u64(AT("runs.%u.sync.archive.archive_failed", r), 0, "archive waits that failed");
+#undef AT
+}
+
+static void archive_bench_counts_add_up_and_leave_the_pool_clean(void **state)
+{
+    fixture *f = *state;
+    char args[PATH_MAX * 2 + 600], *out = NULL;
+    json_error_t err;
+    json_t *root;
+
+    th_ceph_require(&cluster);
+    snprintf(args, sizeof args, "bench archive --conf '%s' --pool %s --prefix tbench-%d --size 1MiB "
+             "--keys 200 --puts 20 --runs 2 --inflight 1,4 --chunk 256KiB --piece 64KiB --json --dir '%s'",
+             cluster.conf, cluster.pool, (int)getpid(), f->scratch);
+    expect_rc(th_run_tide(args, 0, &out), 0, "tide bench archive --json");
+    root = json_loads(out, 0, &err);
+    if (root == NULL) fail_msg("the JSON does not parse: %s: %s", err.text, out);
+    free(out);
+    expect_u64(jnum(root, "method.items") > 200, 1, "a generation with more objects than keys asked");
+    expect_u64(json_array_size(json_object_get(root, "runs")), 2, "runs in the JSON");
+    expect_u64(jnum(root, "runs.0.upload.0.inflight"), 1, "run 1 measures inflight 1 first in its list");
+    for (unsigned r = 0; r < 2; r++) archive_run_adds_up(root, r, 200, 20);
+    if (!json_is_real(json_object_get(json_object_get(json_object_get(json_object_get(root, "summary"),
+        "read"), "hit_vs_local_p50"), "median")))
+        fail_msg("the summary lacks the ratio of the hits' medians");
+    json_decref(root);
+    snprintf(args, sizeof args, "rados -c '%s' -p %s ls", cluster.conf, cluster.pool);
+    expect_rc(th_run(args, &out), 0, "listing the pool");
+    if (strstr(out, "tbench-") != NULL) fail_msg("the bench left objects in the pool: %s", out);
+    free(out);
+    snprintf(args, sizeof args, "ls -A '%s'", f->scratch);
+    expect_rc(th_run(args, &out), 0, "listing the scratch directory");
+    if (out[0] != '\0') fail_msg("the bench left %s in its --dir", out);
+    free(out);
+}
+
+static void archive_bench_without_a_cluster_or_with_bad_options_exits_2(void **state)
+{
+    (void)state;
+    expect_usage_of("archive", "--size 1MiB", "--conf FILE is required");
+    expect_usage_of("archive", "--conf /nonexistent/ceph.conf", "is not a readable file");
+    expect_usage_of("archive", "--size 1KiB", "--size '1KiB'");
+    expect_usage_of("archive", "--inflight 0", "--inflight '0'");
+    expect_usage_of("archive", "--inflight 1,2,3,4,5,6,7,8,9", "at most 8");
+    expect_usage_of("archive", "--chunk 100KiB", "--chunk '100KiB'");
+    expect_usage_of("archive", "--keys 0", "--keys '0'");
+    expect_usage_of("archive", "--frob", "frob");
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -538,6 +672,9 @@ int main(void)
         T(gens_cli_json_parses_and_bad_options_exit_2),
         cmocka_unit_test(release_measures_the_same_objects_both_ways),
         cmocka_unit_test(release_cli_json_parses_and_bad_options_exit_2),
+        cmocka_unit_test_setup_teardown(archive_bench_counts_add_up_and_leave_the_pool_clean, ceph_setup,
+                                        ceph_teardown),
+        cmocka_unit_test(archive_bench_without_a_cluster_or_with_bad_options_exits_2),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

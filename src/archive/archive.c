@@ -487,7 +487,7 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
 {
     uint64_t hash = tide_archive_filter_hash(key, key_len), t0;
     uint64_t *ids = NULL;
-    unsigned n = 0;
+    unsigned n = 0, asked = 0;      /* generations looked up through RADOS */
     int rc = TIDE_ENOTFOUND;
 
     *out = NULL;
@@ -544,11 +544,14 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
             rc = skip ? TIDE_ENOTFOUND : tide_store_fetch(rd->s, key, out, len);
             if (rc == 0 && gen_id) *gen_id = ids[i];
         }
+        asked += !skip;
         reader_release(a, rd);
     }
     free(ids);
     pthread_mutex_lock(&a->mu);
-    tide_hist_observe(&a->op[TIDE_ARCHIVE_OP_READ], tide_clock_mono_ns() - t0);
+    /* A RADOS operation only: a miss the filters (or the lack of any sealed
+     * generation below below_id) answered in memory is not one. */
+    if (asked) tide_hist_observe(&a->op[TIDE_ARCHIVE_OP_READ], tide_clock_mono_ns() - t0);
     if (rc == 0) a->reads_found++;
     else if (rc == TIDE_ENOTFOUND) a->reads_missed++;
     else a->reads_failed++;
@@ -604,6 +607,11 @@ void tide_archive_get_info(tide_archive *a, tide_archive_info *out)
     out->reads_missed = a->reads_missed;
     out->reads_filtered = a->reads_filtered;
     out->reads_failed = a->reads_failed;
+    if (a->aio) {
+        tide_io *io = tide_archive_io_io(a->aio);
+        out->rados_reads = __atomic_load_n(&io->reads, __ATOMIC_RELAXED);
+        out->rados_read_bytes = __atomic_load_n(&io->bytes_read, __ATOMIC_RELAXED);
+    }
     out->errors_write = a->errors_write;
     out->errors_read = a->errors_read;
     out->errors_manifest = a->errors_manifest;

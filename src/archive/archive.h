@@ -119,9 +119,11 @@ int tide_archive_wait(tide_archive *a, uint64_t id, uint64_t bytes, unsigned tim
  * filter says "maybe", or there is none in memory, the store's lookup
  * through RADOS: one ranged read of the bucket in nudb.key, one per spill
  * record, one of the record in nudb.dat (two across a chunk boundary).
- * The first lookup in a generation opens it: its headers and the open's
- * index check, about 6 reads, and its filter's download when the budget
- * has room.
+ * The first lookup in a generation opens it: its two headers and the
+ * open's index check (three buckets, 64 KiB of nudb.dat, then a bucket and
+ * a key read for each of 32 sampled records), about 70 ranged reads one
+ * after another, and its filter's download when the budget has room
+ * (tide bench archive: 20 to 35 ms on one machine over loopback).
  */
 int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size_t key_len,
                        void **out, size_t *len, uint64_t *gen_id);
@@ -141,12 +143,20 @@ typedef struct tide_archive_info {
     uint64_t oldest_unsealed;     /* the oldest local generation not sealed (0: none) */
     uint64_t seals, deleted_generations;
     uint64_t reads_found, reads_missed, reads_filtered, reads_failed;
+    uint64_t rados_reads;         /* ranged reads of sealed generations' objects since open:
+                                     the stores' file reads through archive_io (a bucket, a
+                                     spill record, a record; a read across a chunk boundary
+                                     counts one per object). Filter downloads and manifest
+                                     reads are not among them */
+    uint64_t rados_read_bytes;    /* their bytes */
     uint64_t errors_write, errors_read, errors_manifest, errors_delete, errors_connect;
     uint64_t filter_bytes;        /* filters in memory */
     unsigned filters_held, filters_dropped; /* sealed generations with / without one */
     uint64_t inflight_bytes;      /* write buffers held now */
     /* Durations of RADOS operations, by kind (cumulative buckets with
-     * TIDE_HIST_BOUNDS, then +Inf, as every Tide histogram). */
+     * TIDE_HIST_BOUNDS, then +Inf, as every Tide histogram). A read is a
+     * tide_archive_fetch that looked in at least one generation through
+     * RADOS; one the filters answered alone is not among them. */
     struct { uint64_t bucket[15]; uint64_t sum_ns, count; } op[5];
 } tide_archive_info;
 

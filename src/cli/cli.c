@@ -31,11 +31,12 @@
 
 #include "cli/cli.h"
 #include "tide/error.h"
+#include "util/assert.h"
 #include "util/err.h"
 #include "util/hex.h"
 #include "util/log.h"
 
-#define OPTIONS_MAX 16              /* a verb's options, --help included */
+#define OPTIONS_MAX 32              /* a verb's options, --help and the end included */
 
 /* ---- messages ---- */
 
@@ -205,6 +206,7 @@ static void options_with_help(const cli_verb *v, struct option *out)
         out[n] = v->options[n];
         n++;
     }
+    TIDE_ASSERT(v->options[n].name == NULL);    /* a longer table would lose its last options */
     out[n++] = (struct option){ "help", no_argument, NULL, 'h' };
     out[n] = (struct option){ NULL, 0, NULL, 0 };
 }

@@ -76,6 +76,10 @@ extern const cli_verb cli_verb_create, cli_verb_info, cli_verb_put, cli_verb_get
  * Returns the exit status. */
 int cli_bench_release_main(int argc, char **argv);
 
+/* `tide bench archive ARGS` (cmd_bench_archive.c): argv[0] is "archive".
+ * Returns the exit status. */
+int cli_bench_archive_main(int argc, char **argv);
+
 /* The option handler of a verb whose one option is a flag: sets the int
  * `opts` points at to 1. */
 int cli_option_flag(void *opts, int id, const char *arg);

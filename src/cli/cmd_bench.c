@@ -983,16 +983,18 @@ static int run(int argc, char **argv)
     int rc;
 
     if (argc < 2)
-        return cli_usage("bench", "which bench? 'store', 'generations' or 'release': tide bench store "
-                         "[OPTIONS]");
+        return cli_usage("bench", "which bench? 'store', 'generations', 'release' or 'archive': tide "
+                         "bench store [OPTIONS]");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         cli_verb_help(&cli_verb_bench, stdout);
         return CLI_OK;
     }
     if (strcmp(argv[1], "generations") == 0) return gens_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "release") == 0) return cli_bench_release_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "archive") == 0) return cli_bench_archive_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "store") != 0)
-        return cli_usage("bench", "'%s' is not a bench; 'store', 'generations' and 'release' are", argv[1]);
+        return cli_usage("bench", "'%s' is not a bench; 'store', 'generations', 'release' and 'archive' "
+                         "are", argv[1]);
     memset(&ba, 0, sizeof ba);
     tide_bench_store_opts_init(&ba.o);
     if (cli_parse(&cli_verb_bench, argc - 1, argv + 1, &ba, &a, &rc)) return rc;
@@ -1002,8 +1004,8 @@ static int run(int argc, char **argv)
 }
 
 const cli_verb cli_verb_bench = {
-    .name = "bench", .usage = "bench store|generations|release",
-    .summary = "measure the store (throughput, memory, writes), online delete's costs, or what giving freed cache memory back costs",
+    .name = "bench", .usage = "bench store|generations|release|archive",
+    .summary = "measure the store (throughput, memory, writes), online delete's costs, what giving freed cache memory back costs, or the RADOS archive's",
     .help = help_bench, .run = run,
     .options = options, .option = option, .args = CLI_ARGS_NONE,
 };

@@ -783,8 +783,8 @@ static void write_archive(tide_metrics_writer *w, tide_node *n)
         h[k] = &hs[k];
     }
     histogram_labelled(w, "tide_archive_op_duration_seconds", "Wall time of operations on RADOS: write (one "
-                       "asynchronous write, queued to acknowledged), read (a read through the archive, every "
-                       "generation it asked), seal, manifest (a read or write of the manifest), delete (one "
+                       "asynchronous write, queued to acknowledged), read (a read through the archive that asked RADOS, "
+                       "every generation it asked; one the filters answered alone is not one), seal, manifest (a read or write of the manifest), delete (one "
                        "generation's objects).", "op", ops, h, TIDE_ARCHIVE_OPS);
     one(w, "tide_archive_rotation_waits_total", "counter", "Rotation health looks that found a generation to "
         "drop not yet sealed in the archive (the rotation waited).", (double)t.archive_waits);
