@@ -492,13 +492,15 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
 
     *out = NULL;
     *len = 0;
-    if (ti_archive_rados(a) == NULL)
-        return tide_err_set(TIDE_EUNAVAIL, "archive: not connected to the cluster (%s)",
-                            a->problem[0] ? a->problem : "connecting");
-    /* Known away: answer at once rather than hold a worker for timeout_s
-     * per generation; the archiver's probe says when it answers again. */
+    /* Not connected, or known away: answer at once rather than hold a
+     * worker for timeout_s per generation; the archiver's probe says when
+     * it answers again. */
     pthread_mutex_lock(&a->mu);
-    if (!a->up) {
+    if (ti_archive_rados(a) == NULL) {
+        rc = tide_err_set(TIDE_EUNAVAIL, "archive: not connected to the cluster (%s)",
+                          a->problem[0] ? a->problem : "connecting");
+        a->reads_failed++;
+    } else if (!a->up) {
         rc = tide_err_set(TIDE_EUNAVAIL, "archive: the cluster does not answer (%s)", a->problem);
         a->reads_failed++;
     }
