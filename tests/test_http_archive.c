@@ -27,6 +27,7 @@
 
 #include "helpers.h"
 #include "http_helpers.h"
+#include "promcheck.h"
 #include "support/ceph.h"
 
 #define WAIT_MS 120000
@@ -262,6 +263,19 @@ static void two_replicas_behind_nginx_serve_every_sealed_object(void **state)
     if (metric(&r1, s1) <= 0 || metric(&r2, s1) <= 0)
         fail_msg("a replica served nothing: %g and %g reads found", metric(&r1, s1), metric(&r2, s1));
     assert_true(metric(&r1, s1) + metric(&r2, s1) >= (double)count);
+    /* The archive's families pass promtool and Tide's own checks, a
+     * primary's page and a replica's. */
+    {
+        tided *pages[2] = { &primary, &r1 };
+        for (int k = 0; k < 2; k++) {
+            char *page = scrape_with(pages[k], NULL, 200), msg[4096];
+            if (strstr(page, "tide_archive_op_duration_seconds_bucket") == NULL)
+                fail_msg("no archive families on the page");
+            if (th_prom_check(page, msg, sizeof msg) != 0) fail_msg("%s", msg);
+            if (th_promtool_check(page, msg, sizeof msg) != 0) fail_msg("promtool check metrics: %s", msg);
+            free(page);
+        }
+    }
     /* A second pass is the replicas' caches. */
     for (uint64_t i = 0; i < count; i++) assert_int_equal(get_obj(&px.t, i), 200);
     assert_true(metric(&r1, s1) + metric(&r2, s1) < 2.0 * (double)count);
