@@ -2038,6 +2038,36 @@ static void explicit_budgets_are_kept_and_over_the_limit_stop_tided_naming_each(
     expect_rc(load_all(f, &c, NULL, NULL, 2, nolimit), 0, "unbounded without a limit stays allowed");
 }
 
+static void the_archives_memory_counts_under_a_limit(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+
+    /* With the archive on, its filter budget derives from the limit (5%,
+     * at most 64 MiB) and its write buffers count in the sum. */
+    char *on[] = { "tided", "--memory-limit=256MiB", "--online-delete=manual", "--archive=rados", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 4, on), 0, "the archive under a 256 MiB limit");
+    expect_u64(c.archive_filter_budget, 256ull * 1048576 * 5 / 100, "archive_filter_budget derived");
+    expect_i64(c.src[TIDE_CFG_ARCHIVE_FILTER_BUDGET].kind, TIDE_SRC_DERIVED, "its source");
+    char *big[] = { "tided", "--memory-limit=1TiB", "--online-delete=manual", "--archive=rados", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 4, big), 0, "a large limit");
+    expect_u64(c.archive_filter_budget, 64ull * 1048576, "at most 64 MiB");
+    /* Off, the default stays and nothing is derived. */
+    char *off[] = { "tided", "--memory-limit=256MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 2, off), 0, "the archive off");
+    expect_u64(c.archive_filter_budget, 64ull * 1048576, "the default");
+    /* An explicit filter budget the limit cannot hold is refused by name. */
+    char *over[] = { "tided", "--memory-limit=256MiB", "--online-delete=manual", "--archive=rados",
+                     "--archive-filter-budget=100MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 5, over), TIDE_EINVAL, "filters past the high mark");
+    expect_contains(tide_last_error(), "archive_filter_budget=100MiB (flag --archive-filter-budget) may hold "
+                    "100MiB", "named with its source");
+    expect_contains(tide_last_error(), "lower archive_filter_budget to at most ", "and how far to lower it");
+    /* The same budget with the archive off counts for nothing. */
+    char *unused[] = { "tided", "--memory-limit=256MiB", "--archive-filter-budget=100MiB", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 3, unused), 0, "the archive off: its budget holds nothing");
+}
+
 static void a_body_budget_raised_to_max_object_size_counts_as_the_operators(void **state)
 {
     fx *f = *state;
@@ -2299,6 +2329,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(startup_node_opts_map_the_memory_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(with_a_limit_the_process_and_the_key_cache_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(every_setting_has_a_name_a_variable_and_a_help_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_archives_memory_counts_under_a_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(request_time_bounds_have_safe_defaults_and_are_read_from_every_source, setup,
                                         teardown),
     };

@@ -22,14 +22,16 @@
  *     http_body_budget      L x 10 / 100, at least max_object_size
  *     store_index_lag       L / 8 (the deferred index's tail: one budget
  *                           for all generations, src/gen)
+ *     archive_filter_budget L x  5 / 100, at most 64 MiB (with archive=rados)
  *
- * Together they may hold at most 75.5% of L; the rest is for what no budget
+ * Together they may hold at most 75.5% of L (80.5% with the archive, and
+ * its write buffers, archive_inflight MiB, count too); the rest is for what no budget
  * counts: the store's key blocks and spill buffers, the threads' stacks,
  * h2o's connections, the allocator's metadata and fragmentation. What a
  * budget may hold at most is 2 x cache_budget (the node cache's hard
  * limit), 2 x insert_burst (pending and committing pools), the
  * http_body_budget, the store_index_lag (the tail's table, derived or
- * set) and the key cache's hard
+ * set), with the archive its filter budget and write buffers, and the key cache's hard
  * limit. All of them together
  * (explicit and derived) may hold at most the HIGH mark of L, or finish
  * refuses them naming each explicit one with its source (a derived
@@ -75,6 +77,8 @@
 #define SHARE_KEY_CACHE_PCT   5u
 #define SHARE_BURST_PCT       4u
 #define SHARE_BURST_MAX      (64 * MiB)
+#define SHARE_ARCHIVE_FILTER_PCT 5u
+#define SHARE_ARCHIVE_FILTER_MAX (64 * MiB)   /* the setting's default */
 #define SHARE_BODY_PCT       10u
 
 static const char *kind_word(int kind)
@@ -180,6 +184,14 @@ static void derive(tide_config *c, int id, uint64_t *value, uint64_t v, const ch
     ti_config_set_source(c, id, TIDE_SRC_DERIVED, fmt, pct);
 }
 
+/* The archive's filters derived from a limit l: a share, at most the
+ * setting's default. */
+static uint64_t archive_filters_at(uint64_t l)
+{
+    uint64_t v = l * SHARE_ARCHIVE_FILTER_PCT / 100;
+    return v > SHARE_ARCHIVE_FILTER_MAX ? SHARE_ARCHIVE_FILTER_MAX : v;
+}
+
 static void derive_budgets(tide_config *c)
 {
     uint64_t l = c->memory_limit, burst = l * SHARE_BURST_PCT / 100, body = l * SHARE_BODY_PCT / 100;
@@ -198,6 +210,9 @@ static void derive_budgets(tide_config *c)
     else
         derive(c, TIDE_CFG_HTTP_BODY_BUDGET, &c->http_body_budget, body, "memory_limit %u%%", SHARE_BODY_PCT);
     derive(c, TIDE_CFG_STORE_INDEX_LAG, &c->store_index_lag, l / 8, "memory_limit / %u", 8);
+    if (c->archive == TIDE_ARCHIVE_RADOS)
+        derive(c, TIDE_CFG_ARCHIVE_FILTER_BUDGET, &c->archive_filter_budget, archive_filters_at(l),
+               "memory_limit %u%%, at most 64MiB", SHARE_ARCHIVE_FILTER_PCT);
 }
 
 /* The budgets and what each may hold at most. */
@@ -206,6 +221,9 @@ static const struct held_rule { int id; unsigned times; const char *why; } held_
     { TIDE_CFG_INSERT_BURST,     2, "two insert pools, pending and committing" },
     { TIDE_CFG_HTTP_BODY_BUDGET, 1, "request bodies held" },
     { TIDE_CFG_STORE_INDEX_LAG,  1, "the deferred index's tail, over all generations" },
+    /* The archive's (0 with archive=off: budget_value). */
+    { TIDE_CFG_ARCHIVE_FILTER_BUDGET, 1, "the archive's key filters" },
+    { TIDE_CFG_ARCHIVE_INFLIGHT, 1u << 20, "the archive's write buffers, 1 MiB each" },
 };
 #define N_HELD (sizeof held_rules / sizeof held_rules[0])
 
@@ -214,6 +232,9 @@ static const struct held_rule { int id; unsigned times; const char *why; } held_
 
 static uint64_t budget_value(const tide_config *c, int id)
 {
+    if ((id == TIDE_CFG_ARCHIVE_FILTER_BUDGET || id == TIDE_CFG_ARCHIVE_INFLIGHT) &&
+        c->archive != TIDE_ARCHIVE_RADOS)
+        return 0;
     return ti_config_number(c, id);
 }
 
@@ -250,7 +271,11 @@ static uint64_t held_at(const tide_config *c, uint64_t l)
         + 2 * (c->src[TIDE_CFG_CACHE_BUDGET].kind >= TIDE_SRC_FILE ? c->cache_budget : l * SHARE_CACHE_PCT / 100)
         + 2 * (c->src[TIDE_CFG_INSERT_BURST].kind >= TIDE_SRC_FILE ? c->insert_burst : burst)
         + (c->src[TIDE_CFG_HTTP_BODY_BUDGET].kind >= TIDE_SRC_FILE ? c->http_body_budget : body)
-        + (c->src[TIDE_CFG_STORE_INDEX_LAG].kind >= TIDE_SRC_FILE ? c->store_index_lag : l / 8);
+        + (c->src[TIDE_CFG_STORE_INDEX_LAG].kind >= TIDE_SRC_FILE ? c->store_index_lag : l / 8)
+        + (c->archive != TIDE_ARCHIVE_RADOS ? 0
+           : (c->src[TIDE_CFG_ARCHIVE_FILTER_BUDGET].kind >= TIDE_SRC_FILE ? c->archive_filter_budget
+                                                                         : archive_filters_at(l))
+             + (uint64_t)c->archive_inflight * (1u << 20));
 }
 
 /* Append to out (cap bytes, NUL-terminated). */
