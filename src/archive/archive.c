@@ -26,8 +26,14 @@
  *   3. Only sealed generations are opened for reads (archive_io's
  *      invariant 1).
  *
+ *   4. An object missing under a read is a miss of that generation only
+ *      when the manifest (a replica reads it again then) no longer calls
+ *      the generation sealed: retention deleted it under the read.
+ *      Otherwise it is damage, TIDE_ECORRUPT.
+ *
  * Never: write to the pool from here; answer "absent" for a key a
- *   generation's read failed on (that is an error, not a miss).
+ *   generation's read failed on (that is an error, not a miss), but for
+ *   invariant 4's deleted generation.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -482,6 +488,35 @@ out:
     return rc;
 }
 
+/*
+ * An object of sealed generation `id` was missing under a read. Retention
+ * deletes a generation's objects after the manifest stops calling it
+ * sealed; a replica learns that only from the manifest, so it reads it now.
+ * TIDE_ENOTFOUND when the generation is no longer sealed (the read goes on
+ * to the next one: what retention deleted is absent); TIDE_ECORRUPT when it
+ * still is (the archive is damaged: the message names the object); the
+ * manifest read's errors.
+ */
+static int vanished(tide_archive *a, uint64_t id)
+{
+    char why[512];
+    tide_archive_gen *g;
+    int rc, sealed;
+
+    snprintf(why, sizeof why, "%s", tide_last_error());
+    if (a->o.replica && (rc = ti_archive_read_manifest(a)) != 0) return rc;
+    pthread_mutex_lock(&a->mu);
+    g = tide_archive_catalog_find(&a->cat, id);
+    sealed = g && g->state == TIDE_ARCHIVE_SEALED;
+    pthread_mutex_unlock(&a->mu);
+    if (!sealed) {
+        tide_err_clear();
+        return TIDE_ENOTFOUND;
+    }
+    return tide_err_set(TIDE_ECORRUPT, "%s (the manifest says generation %" PRIu64 " is sealed: an "
+                        "object of it is missing)", why, id);
+}
+
 int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size_t key_len,
                        void **out, size_t *len, uint64_t *gen_id)
 {
@@ -548,6 +583,7 @@ int tide_archive_fetch(tide_archive *a, uint64_t below_id, const void *key, size
         }
         asked += !skip;
         reader_release(a, rd);
+        if (rc == TIDE_ENOENT) rc = vanished(a, ids[i]);
     }
     free(ids);
     pthread_mutex_lock(&a->mu);

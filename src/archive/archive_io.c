@@ -16,7 +16,9 @@
  *      until retention removes them, so a read either returns the file's
  *      bytes or fails; it never returns bytes of a half-written upload.
  *   2. A read returns exactly `len` bytes or an error: a chunk shorter
- *      than the catalog says is TIDE_ECORRUPT, naming the object.
+ *      than the catalog says is TIDE_ECORRUPT, naming the object; a chunk
+ *      that is not there is TIDE_ENOENT (archive.c decides whether its
+ *      generation was deleted under the read, or is damaged).
  *
  * Never: write, create or remove an object; those belong to the uploader.
  */
@@ -121,10 +123,11 @@ static int arch_read_at(tide_file *f, void *buf, size_t len, uint64_t off)
 
         if (f->is_key) tide_archive_oid_key(oid, a->prefix, f->id, chunk);
         else tide_archive_oid_dat(oid, a->prefix, f->id, chunk);
-        if ((rc = tide_rados_read(a->r, oid, in, p, n, &got)) != 0) {
-            if (rc == TIDE_ENOENT) rc = TIDE_ECORRUPT;      /* a sealed object is missing */
+        /* A missing object stays TIDE_ENOENT: retention may have deleted
+         * the generation under the read (the caller tells that from a
+         * damaged archive by the manifest). */
+        if ((rc = tide_rados_read(a->r, oid, in, p, n, &got)) != 0)
             return tide_err_prefix(rc, "%s at offset %" PRIu64, f->path, off);
-        }
         if (got != n)                                       /* invariant 2 */
             return tide_err_set(TIDE_ECORRUPT, "%s: object %s holds %zu bytes at %" PRIu64
                                 ", the catalog says %zu", f->path, oid, got, in, n);
