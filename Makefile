@@ -434,9 +434,11 @@ $(BINDIR)/tide: $(CLI_OBJS) $(ALLOC_OBJS) $(CLI_ARCHIVES) $(FLAGS_STAMP)
 # and reads JSON with jansson, as the lab does.
 PART_LIBS_client := -lcurl -ljansson
 PART_LIBS_lab    := -ljansson
-# The archive talks to Ceph RADOS through librados (librados-dev) and
-# writes its manifest as JSON with jansson.
-PART_LIBS_archive := -lrados -ljansson
+# The archive talks to Ceph RADOS through librados (librados-dev: its
+# header), which src/archive/rados.c loads with dlopen at the first
+# connection, so nothing that leaves the archive off maps it; it writes its
+# manifest as JSON with jansson.
+PART_LIBS_archive := -ljansson
 part_libs = $(sort $(foreach p,$(call part_closure,$(1)),$(PART_LIBS_$(p))))
 CLI_LIBS  := $(call part_libs,$(PART_USES_cli))
 

@@ -442,6 +442,36 @@ static void every_acknowledged_write_survives_kill_9_and_a_restore(void **state)
     tided_signal_and_reap(&restored, SIGTERM);
 }
 
+/* 1 when process pid has librados mapped. */
+static int maps_librados(pid_t pid)
+{
+    char path[64], *maps;
+    int found;
+
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    maps = th_slurp(path);
+    if (maps == NULL) fail_msg("%s unreadable", path);
+    found = strstr(maps, "librados.so") != NULL;
+    free(maps);
+    return found;
+}
+
+static void librados_is_loaded_only_with_the_archive_on(void **state)
+{
+    tided plain = { .host = "127.0.0.1" }, primary = { .host = "127.0.0.1" };
+    char prefix[64];
+
+    (void)state;
+    tided_start(&plain, NULL, public_env);
+    assert_int_equal(put_obj(&plain, 1, 1), 201);
+    if (maps_librados(plain.pid)) fail_msg("a tided without the archive mapped librados");
+    new_prefix(prefix, sizeof prefix);
+    primary_start(&primary, prefix, NULL);
+    if (!maps_librados(primary.pid)) fail_msg("a tided with the archive on has no librados mapped");
+    tided_signal_and_reap(&plain, SIGTERM);
+    tided_signal_and_reap(&primary, SIGTERM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +479,7 @@ int main(void)
         cmocka_unit_test_teardown(the_osd_stopped_and_started_under_writes_loses_nothing, teardown),
         cmocka_unit_test_teardown(archive_sync_answers_503_while_the_cluster_is_away, teardown),
         cmocka_unit_test_teardown(every_acknowledged_write_survives_kill_9_and_a_restore, teardown),
+        cmocka_unit_test_teardown(librados_is_loaded_only_with_the_archive_on, teardown),
     };
     http_filter_from_env();
     return cmocka_run_group_tests(tests, archive_group_setup, archive_group_teardown);

@@ -17,10 +17,13 @@
  *      question.
  *   3. An asynchronous write's completion is released by the callback that
  *      reports it, exactly once.
+ *   4. librados is loaded (dlopen) at the first connect and never before:
+ *      every call below goes through the table L, filled then.
  *
  * Never: let librados retry without a bound; call the completion of a
  *   write whose queueing failed.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <rados/librados.h>
@@ -30,6 +33,80 @@
 
 #include "archive/rados.h"
 #include "util/err.h"
+
+/* librados, loaded when the first connection is made: a node or a tool
+ * that never uses the archive never maps it (its constructors alone take
+ * 3 MiB of anonymous memory and change the heap the memory labs measure).
+ * Every call goes through L (invariant 4). */
+#define RADOS_CALLS(X) \
+    X(rados_create) \
+    X(rados_conf_read_file) \
+    X(rados_conf_set) \
+    X(rados_connect) \
+    X(rados_shutdown) \
+    X(rados_ioctx_create) \
+    X(rados_ioctx_destroy) \
+    X(rados_aio_flush) \
+    X(rados_read) \
+    X(rados_write) \
+    X(rados_write_full) \
+    X(rados_create_write_op) \
+    X(rados_release_write_op) \
+    X(rados_write_op_create) \
+    X(rados_write_op_assert_version) \
+    X(rados_write_op_write_full) \
+    X(rados_write_op_operate) \
+    X(rados_get_last_version) \
+    X(rados_stat) \
+    X(rados_trunc) \
+    X(rados_remove) \
+    X(rados_setxattr) \
+    X(rados_getxattr) \
+    X(rados_nobjects_list_open) \
+    X(rados_nobjects_list_next) \
+    X(rados_nobjects_list_close) \
+    X(rados_aio_create_completion2) \
+    X(rados_aio_write) \
+    X(rados_aio_remove) \
+    X(rados_aio_release) \
+    X(rados_aio_get_return_value) \
+    X(rados_aio_wait_for_complete)
+
+static struct {
+#define RADOS_POINTER(n) __typeof__(&n) n;
+    RADOS_CALLS(RADOS_POINTER)
+#undef RADOS_POINTER
+} L;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int loaded;
+static char load_error[256];
+
+static void load_librados(void)
+{
+    void *h = dlopen("librados.so.2", RTLD_NOW | RTLD_LOCAL);
+
+    if (h == NULL) {
+        snprintf(load_error, sizeof load_error, "%s", dlerror());
+        return;
+    }
+#define RADOS_LOAD(n) \
+    if ((*(void **)&L.n = dlsym(h, #n)) == NULL) { \
+        snprintf(load_error, sizeof load_error, "librados.so.2 has no %s", #n); \
+        return; \
+    }
+    RADOS_CALLS(RADOS_LOAD)
+#undef RADOS_LOAD
+    loaded = 1;
+}
+
+/* 0 once librados is loaded; TIDE_EINVAL saying what is missing. */
+static int librados_ready(void)
+{
+    pthread_once(&load_once, load_librados);
+    if (loaded) return 0;
+    return tide_err_set(TIDE_EINVAL, "the archive needs librados (Debian's librados2), which cannot be "
+                        "loaded: %s", load_error);
+}
 
 struct tide_rados {
     rados_t         cluster;
@@ -75,7 +152,7 @@ int tide_rados_error(const tide_rados *r, int neg_errno, const char *oid, const 
 
 static int set_conf(rados_t c, const char *key, const char *val)
 {
-    int rc = rados_conf_set(c, key, val);
+    int rc = L.rados_conf_set(c, key, val);
 
     if (rc < 0) return tide_err_set(TIDE_EINVAL, "rados: setting %s=%s: %s", key, val, strerror(-rc));
     return 0;
@@ -88,23 +165,24 @@ int tide_rados_connect(tide_rados **out, const tide_rados_opts *o)
     int rc;
 
     *out = NULL;
+    if ((rc = librados_ready()) != 0) return rc;
     if (o == NULL || o->pool == NULL || o->pool[0] == '\0' || strlen(o->pool) >= sizeof r->pool)
         return tide_err_set(TIDE_EINVAL, "rados: a pool name of 1 to %zu bytes is needed",
                             sizeof r->pool - 1);
     if ((r = calloc(1, sizeof *r)) == NULL) return tide_err_set(TIDE_ENOMEM, "rados: out of memory");
     pthread_mutex_init(&r->vmu, NULL);
     snprintf(r->pool, sizeof r->pool, "%s", o->pool);
-    if ((rc = rados_create(&r->cluster, o->user && o->user[0] ? o->user : "admin")) < 0) {
+    if ((rc = L.rados_create(&r->cluster, o->user && o->user[0] ? o->user : "admin")) < 0) {
         r->cluster = NULL;
         rc = tide_err_set(TIDE_EIO, "rados: creating a cluster handle: %s", strerror(-rc));
         goto out;
     }
-    if (o->conf && (rc = rados_conf_read_file(r->cluster, o->conf)) < 0) {
+    if (o->conf && (rc = L.rados_conf_read_file(r->cluster, o->conf)) < 0) {
         rc = tide_err_set(TIDE_EINVAL, "%s: librados cannot read it as a Ceph configuration: %s",
                           o->conf, strerror(-rc));
         goto out;
     }
-    if (o->conf == NULL && (rc = rados_conf_read_file(r->cluster, NULL)) < 0) {
+    if (o->conf == NULL && (rc = L.rados_conf_read_file(r->cluster, NULL)) < 0) {
         rc = tide_err_set(TIDE_EINVAL, "no Ceph configuration found ($CEPH_CONF, "
                           "/etc/ceph/ceph.conf): %s", strerror(-rc));
         goto out;
@@ -117,7 +195,7 @@ int tide_rados_connect(tide_rados **out, const tide_rados_opts *o)
     /* librados' own log goes to stderr by default; Tide logs what it sees. */
     if ((rc = set_conf(r->cluster, "log_to_stderr", "false")) != 0) goto out;
     if ((rc = set_conf(r->cluster, "err_to_stderr", "false")) != 0) goto out;
-    if ((rc = rados_connect(r->cluster)) < 0) {
+    if ((rc = L.rados_connect(r->cluster)) < 0) {
         int code = tide_rados_code(rc);
 
         if (code == TIDE_EIO && (rc == -EINVAL || rc == -ENOENT)) code = TIDE_EINVAL;
@@ -127,8 +205,8 @@ int tide_rados_connect(tide_rados **out, const tide_rados_opts *o)
         goto out;
     }
     r->connected = 1;
-    if ((rc = rados_ioctx_create(r->cluster, r->pool, &r->io)) < 0 ||
-        (rc = rados_ioctx_create(r->cluster, r->pool, &r->vio)) < 0) {
+    if ((rc = L.rados_ioctx_create(r->cluster, r->pool, &r->io)) < 0 ||
+        (rc = L.rados_ioctx_create(r->cluster, r->pool, &r->vio)) < 0) {
         if (rc == -ENOENT)
             rc = tide_err_set(TIDE_ENOENT, "rados: pool %s does not exist: create it with "
                               "`ceph osd pool create %s`", r->pool, r->pool);
@@ -148,11 +226,11 @@ void tide_rados_close(tide_rados *r)
 {
     if (r == NULL) return;
     if (r->io) {
-        rados_aio_flush(r->io);
-        rados_ioctx_destroy(r->io);
+        L.rados_aio_flush(r->io);
+        L.rados_ioctx_destroy(r->io);
     }
-    if (r->vio) rados_ioctx_destroy(r->vio);
-    if (r->cluster) rados_shutdown(r->cluster);
+    if (r->vio) L.rados_ioctx_destroy(r->vio);
+    if (r->cluster) L.rados_shutdown(r->cluster);
     pthread_mutex_destroy(&r->vmu);
     free(r);
 }
@@ -169,7 +247,7 @@ int tide_rados_read(tide_rados *r, const char *oid, uint64_t off, void *buf, siz
 
     if (got) *got = 0;
     if (len == 0) return 0;
-    rc = rados_read(r->io, oid, buf, len, off);
+    rc = L.rados_read(r->io, oid, buf, len, off);
     if (rc < 0) return tide_rados_error(r, rc, oid, "read");
     if (got) *got = (size_t)rc;
     return 0;
@@ -177,7 +255,7 @@ int tide_rados_read(tide_rados *r, const char *oid, uint64_t off, void *buf, siz
 
 int tide_rados_write(tide_rados *r, const char *oid, uint64_t off, const void *buf, size_t len)
 {
-    int rc = rados_write(r->io, oid, buf, len, off);
+    int rc = L.rados_write(r->io, oid, buf, len, off);
 
     return rc < 0 ? tide_rados_error(r, rc, oid, "write") : 0;
 }
@@ -189,18 +267,18 @@ int tide_rados_write_full(tide_rados *r, const char *oid, const void *buf, size_
     int rc;
 
     if (version == NULL) {
-        rc = rados_write_full(r->io, oid, buf, len);
+        rc = L.rados_write_full(r->io, oid, buf, len);
         return rc < 0 ? tide_rados_error(r, rc, oid, "write_full") : 0;
     }
-    if ((op = rados_create_write_op()) == NULL) return tide_err_set(TIDE_ENOMEM, "rados: out of memory");
-    if (*version == 0) rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
-    else rados_write_op_assert_version(op, *version);
-    rados_write_op_write_full(op, buf, len);
+    if ((op = L.rados_create_write_op()) == NULL) return tide_err_set(TIDE_ENOMEM, "rados: out of memory");
+    if (*version == 0) L.rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+    else L.rados_write_op_assert_version(op, *version);
+    L.rados_write_op_write_full(op, buf, len);
     pthread_mutex_lock(&r->vmu);            /* invariant 2 */
-    rc = rados_write_op_operate(op, r->vio, oid, NULL, 0);
-    if (rc == 0) *version = rados_get_last_version(r->vio);
+    rc = L.rados_write_op_operate(op, r->vio, oid, NULL, 0);
+    if (rc == 0) *version = L.rados_get_last_version(r->vio);
     pthread_mutex_unlock(&r->vmu);
-    rados_release_write_op(op);
+    L.rados_release_write_op(op);
     if (rc == -EEXIST || rc == -ERANGE || rc == -EOVERFLOW)
         return tide_err_set(TIDE_EBUSY, "rados %s/%s: another writer changed it since version "
                             "%llu was read", r->pool, oid, (unsigned long long)*version);
@@ -218,7 +296,7 @@ int tide_rados_read_full(tide_rados *r, const char *oid, size_t cap, char **out,
     *out = NULL;
     *len = 0;
     pthread_mutex_lock(&r->vmu);            /* invariant 2 */
-    if ((rc = rados_stat(r->vio, oid, &size, &mtime)) < 0) {
+    if ((rc = L.rados_stat(r->vio, oid, &size, &mtime)) < 0) {
         rc = tide_rados_error(r, rc, oid, "stat");
         goto out;
     }
@@ -231,14 +309,14 @@ int tide_rados_read_full(tide_rados *r, const char *oid, size_t cap, char **out,
         rc = tide_err_set(TIDE_ENOMEM, "rados %s/%s: out of memory", r->pool, oid);
         goto out;
     }
-    rc = size ? rados_read(r->vio, oid, buf, size, 0) : 0;
+    rc = size ? L.rados_read(r->vio, oid, buf, size, 0) : 0;
     if (rc < 0) {
         rc = tide_rados_error(r, rc, oid, "read");
         goto out;
     }
     buf[rc] = '\0';
     *len = (size_t)rc;
-    if (version) *version = rados_get_last_version(r->vio);
+    if (version) *version = L.rados_get_last_version(r->vio);
     *out = buf;
     buf = NULL;
     rc = 0;
@@ -251,21 +329,21 @@ out:
 int tide_rados_stat(tide_rados *r, const char *oid, uint64_t *size)
 {
     time_t mtime;
-    int rc = rados_stat(r->io, oid, size, &mtime);
+    int rc = L.rados_stat(r->io, oid, size, &mtime);
 
     return rc < 0 ? tide_rados_error(r, rc, oid, "stat") : 0;
 }
 
 int tide_rados_truncate(tide_rados *r, const char *oid, uint64_t size)
 {
-    int rc = rados_trunc(r->io, oid, size);
+    int rc = L.rados_trunc(r->io, oid, size);
 
     return rc < 0 ? tide_rados_error(r, rc, oid, "truncate") : 0;
 }
 
 int tide_rados_setxattr(tide_rados *r, const char *oid, const char *name, const char *value)
 {
-    int rc = rados_setxattr(r->io, oid, name, value, strlen(value));
+    int rc = L.rados_setxattr(r->io, oid, name, value, strlen(value));
 
     return rc < 0 ? tide_rados_error(r, rc, oid, "setxattr") : 0;
 }
@@ -275,7 +353,7 @@ int tide_rados_getxattr(tide_rados *r, const char *oid, const char *name, char *
     int rc;
 
     if (cap == 0) return tide_err_set(TIDE_EINVAL, "rados: getxattr into no buffer");
-    rc = rados_getxattr(r->io, oid, name, buf, cap - 1);
+    rc = L.rados_getxattr(r->io, oid, name, buf, cap - 1);
     if (rc == -ENODATA) rc = -ENOENT;
     if (rc < 0) return tide_rados_error(r, rc, oid, "getxattr");
     buf[rc] = '\0';
@@ -284,7 +362,7 @@ int tide_rados_getxattr(tide_rados *r, const char *oid, const char *name, char *
 
 int tide_rados_remove(tide_rados *r, const char *oid)
 {
-    int rc = rados_remove(r->io, oid);
+    int rc = L.rados_remove(r->io, oid);
 
     return rc < 0 && rc != -ENOENT ? tide_rados_error(r, rc, oid, "remove") : 0;
 }
@@ -297,9 +375,9 @@ int tide_rados_remove_batch(tide_rados *r, const char *const *oids, size_t n)
 
     if (c == NULL) return tide_err_set(TIDE_ENOMEM, "rados %s: out of memory", r->pool);
     for (; queued < n; queued++) {
-        int e = rados_aio_create_completion2(NULL, NULL, &c[queued]);
-        if (e == 0 && (e = rados_aio_remove(r->io, oids[queued], c[queued])) < 0) {
-            rados_aio_release(c[queued]);
+        int e = L.rados_aio_create_completion2(NULL, NULL, &c[queued]);
+        if (e == 0 && (e = L.rados_aio_remove(r->io, oids[queued], c[queued])) < 0) {
+            L.rados_aio_release(c[queued]);
             c[queued] = NULL;
         }
         if (e < 0) {
@@ -309,10 +387,10 @@ int tide_rados_remove_batch(tide_rados *r, const char *const *oids, size_t n)
     }
     for (size_t i = 0; i < queued; i++) {
         int e;
-        rados_aio_wait_for_complete(c[i]);
-        e = rados_aio_get_return_value(c[i]);
+        L.rados_aio_wait_for_complete(c[i]);
+        e = L.rados_aio_get_return_value(c[i]);
         if (e < 0 && e != -ENOENT && rc == 0) rc = tide_rados_error(r, e, oids[i], "remove");
-        rados_aio_release(c[i]);
+        L.rados_aio_release(c[i]);
     }
     free(c);
     return rc;
@@ -326,13 +404,13 @@ int tide_rados_list(tide_rados *r, const char *prefix, int (*fn)(void *arg, cons
     size_t plen = strlen(prefix);
     int rc;
 
-    if ((rc = rados_nobjects_list_open(r->io, &ctx)) < 0)
+    if ((rc = L.rados_nobjects_list_open(r->io, &ctx)) < 0)
         return tide_rados_error(r, rc, NULL, "listing the pool");
-    while ((rc = rados_nobjects_list_next(ctx, &oid, NULL, NULL)) == 0) {
+    while ((rc = L.rados_nobjects_list_next(ctx, &oid, NULL, NULL)) == 0) {
         if (strncmp(oid, prefix, plen) != 0) continue;
         if ((rc = fn(arg, oid)) != 0) break;
     }
-    rados_nobjects_list_close(ctx);
+    L.rados_nobjects_list_close(ctx);
     if (rc == -ENOENT) return 0;            /* the end of the list */
     if (rc < 0 && rc > -4096) return tide_rados_error(r, rc, NULL, "listing the pool");
     return rc;
@@ -348,10 +426,10 @@ typedef struct async_write {
 static void write_completed(rados_completion_t c, void *arg)
 {
     async_write *w = arg;
-    int rc = rados_aio_get_return_value(c);
+    int rc = L.rados_aio_get_return_value(c);
 
     w->done(w->arg, tide_rados_code(rc < 0 ? rc : 0));
-    rados_aio_release(c);
+    L.rados_aio_release(c);
     free(w);
 }
 
@@ -364,12 +442,12 @@ int tide_rados_write_async(tide_rados *r, const char *oid, uint64_t off, const v
     if (w == NULL) return tide_err_set(TIDE_ENOMEM, "rados %s/%s: out of memory", r->pool, oid);
     w->done = done;
     w->arg = arg;
-    if ((rc = rados_aio_create_completion2(w, write_completed, &w->c)) < 0) {
+    if ((rc = L.rados_aio_create_completion2(w, write_completed, &w->c)) < 0) {
         free(w);
         return tide_rados_error(r, rc, oid, "aio_create_completion");
     }
-    if ((rc = rados_aio_write(r->io, oid, w->c, buf, len, off)) < 0) {
-        rados_aio_release(w->c);
+    if ((rc = L.rados_aio_write(r->io, oid, w->c, buf, len, off)) < 0) {
+        L.rados_aio_release(w->c);
         free(w);
         return tide_rados_error(r, rc, oid, "aio_write");
     }
