@@ -556,7 +556,7 @@ tsan: deps-test
 ifeq ($(strip $(TSAN_TESTS)),)
 	@echo "tsan: no test name contains 'concurrency' yet; nothing to run"
 else
-	@TSAN_OPTIONS="die_after_fork=0 $$TSAN_OPTIONS" TEST_TIMEOUT=$${TEST_TIMEOUT:-2700} $(MAKE) --no-print-directory \
+	@TSAN_OPTIONS="die_after_fork=0 suppressions=$(CURDIR)/tests/tsan.supp $$TSAN_OPTIONS" TEST_TIMEOUT=$${TEST_TIMEOUT:-2700} $(MAKE) --no-print-directory \
 	    BUILD=build/tsan LIBDIR=build/tsan/lib BINDIR=build/tsan/bin OPT=-O1 \
 	    SAN='$(TSAN_SAN)' TESTS='$(TSAN_TESTS)' check
 endif
