@@ -633,7 +633,7 @@ static void rotate_now(tided *t)
  * traffic, a sweep (its trim marks the annotation) and two rotations (the
  * second drops a generation), scraped three times at least so that every
  * rate has samples. */
-static void a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query_but_the_archive_rows(void **state)
+static void a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query_but_the_archive_row(void **state)
 {
     static char tok[] = "TIDE_METRICS_TOKEN=" METRICS_TOKEN;
     static char admin[] = "TIDE_ADMIN_TOKEN=" ADMIN_TOKEN;
@@ -678,7 +678,7 @@ int main(void)
         cmocka_unit_test(memory_on_the_page_adds_up_to_the_anonymous_rss),
         cmocka_unit_test(the_jemalloc_build_proves_its_background_thread_is_on),
         cmocka_unit_test(tide_doctor_names_the_unbounded_knob_of_a_running_node),
-        cmocka_unit_test(a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query_but_the_archive_rows),
+        cmocka_unit_test(a_real_prometheus_scrapes_tided_and_runs_every_dashboard_query_but_the_archive_row),
     };
     int failed;
 
