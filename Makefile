@@ -216,9 +216,9 @@ CLI_ARCHIVES    := $(call part_archives,$(PART_USES_cli))
 SERVER_ARCHIVES := $(call part_archives,$(PART_USES_server))
 TEST_ARCHIVES   := $(PART_ARCHIVES)
 # The helpers of the tests of tided over HTTP (a tided process, a libcurl
-# client, raw sockets, the shared server): linked into the test_http_*
-# binaries only.
-HTTP_SUPPORT_SRCS := tests/http_helpers.c
+# client, raw sockets, the shared server; a real Prometheus and the Grafana
+# dashboard's queries run on it): linked into the test_http_* binaries only.
+HTTP_SUPPORT_SRCS := tests/http_helpers.c tests/dashboard.c
 # Every other tests/*.c (e.g. tests/helpers.c) and tests/support/*.c: helpers
 # linked into every test binary.
 SUPPORT_SRCS := $(sort $(filter-out tests/test_%.c $(HTTP_SUPPORT_SRCS),$(wildcard tests/*.c)) \

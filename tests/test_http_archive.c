@@ -5,7 +5,8 @@
  * behind nginx's consistent hash, the OSD stopped and started under
  * writes, archive_sync=archive's answers while the cluster is away, and a
  * node killed with SIGKILL rebuilt by `tide archive restore` on an empty
- * directory with every acknowledged write.
+ * directory with every acknowledged write, and the Grafana dashboard's
+ * Archive row run on a real Prometheus scraping a primary.
  *
  * Every process (tided, nginx, the cluster's daemons) is a th_fork child
  * or the fixture's, stopped whatever the outcome. Waits poll a condition
@@ -25,6 +26,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "dashboard.h"
 #include "helpers.h"
 #include "http_helpers.h"
 #include "promcheck.h"
@@ -472,6 +474,33 @@ static void librados_is_loaded_only_with_the_archive_on(void **state)
     tided_signal_and_reap(&primary, SIGTERM);
 }
 
+/* The Grafana dashboard's Archive row (tests/dashboard.h; test_http_metrics
+ * runs the other rows): a primary that has uploaded, sealed two
+ * generations and read some objects back from the archive alone (found)
+ * and a key never stored (missed), each after Prometheus' first scrape so
+ * that the rates have something to show. */
+static void a_real_prometheus_scrapes_a_primary_and_runs_the_dashboards_archive_queries(void **state)
+{
+    tided primary = { .host = "127.0.0.1" }, prom;
+    char prefix[64];
+
+    (void)state;
+    new_prefix(prefix, sizeof prefix);
+    primary_start(&primary, prefix, NULL);
+    prom_start(&prom, &primary, "any: the page is public");
+    for (uint64_t i = 0; i < 2 * SPAN; i++)
+        if (put_obj(&primary, i, i % 50 == 49) != 201) fail_msg("PUT %" PRIu64 " refused", i);
+    seal_everything(&primary);
+    for (uint64_t i = 0; i < 10; i++) assert_int_equal(get_obj(&primary, i), 200);
+    assert_int_equal(get_obj(&primary, 1u << 30), 404);
+    prom_wait(&prom, "tide_archive_sealed_generations{job=\"tide\"} >= 2", "the seals");
+    prom_wait(&prom, "tide_archive_reads_total{job=\"tide\",result=\"found\"} > 0", "the reads through the archive");
+    prom_wait(&prom, "count_over_time(tide_archive_up{job=\"tide\"}[1m]) >= 3", "three scrapes");
+    dashboard_check(&prom, DASHBOARD_ARCHIVE);
+    prom_stop(&prom);
+    tided_signal_and_reap(&primary, SIGTERM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +509,7 @@ int main(void)
         cmocka_unit_test_teardown(archive_sync_answers_503_while_the_cluster_is_away, teardown),
         cmocka_unit_test_teardown(every_acknowledged_write_survives_kill_9_and_a_restore, teardown),
         cmocka_unit_test_teardown(librados_is_loaded_only_with_the_archive_on, teardown),
+        cmocka_unit_test_teardown(a_real_prometheus_scrapes_a_primary_and_runs_the_dashboards_archive_queries, teardown),
     };
     http_filter_from_env();
     return cmocka_run_group_tests(tests, archive_group_setup, archive_group_teardown);
