@@ -40,8 +40,9 @@
 #                     RocksDB; needs liblmdb-dev and librocksdb-dev) and run
 #                     it with $(PEERS_ARGS) (default --items 1000000 --runs 3)
 #   make run          install missing packages for building and running only
-#                     (install-deps, no test packages), build, then start
-#                     tided on ./data, 127.0.0.1:8080
+#                     (install-deps, no test packages), build (quietly: the
+#                     output in build/run-build.log, shown on a failure;
+#                     V=1 shows it), then start tided on ./data, 127.0.0.1:8080
 #   make clean        remove build/, lib/, bin/
 #   make format-check tabs, trailing blanks and CRLF in C sources
 #   make fuzz         build the libFuzzer targets (clang) and run each for
@@ -703,9 +704,18 @@ bench-archive: all
 	bash scripts/install-deps --bench
 	bash bench/archive
 
-# tided creates ./data with an empty store on its first run.
+# tided creates ./data with an empty store on its first run. The build's
+# lines go to $(RUN_LOG), shown (its last 40) only when it fails, so that
+# tided's startup log, the checklist README.md points to, is what the
+# screen shows; V=1 shows them as they come.
+RUN_LOG := $(BUILD)/run-build.log
 run: deps
-	@$(MAKE) --no-print-directory all
+	@mkdir -p $(BUILD)
+	@if [ -n "$(V)" ]; then $(MAKE) --no-print-directory all; \
+	else echo "make run: building (the compiler's lines go to $(RUN_LOG); V=1 shows them)"; \
+	    $(MAKE) --no-print-directory all >$(RUN_LOG) 2>&1 || { tail -n 40 $(RUN_LOG); \
+	    echo "make run: the build failed; its whole output is in $(RUN_LOG)"; exit 1; }; fi
+	@echo "make run: built; tided's startup log follows: every setting and where it came from"
 	exec $(BINDIR)/tided --data-dir ./data --listen 127.0.0.1:8080
 
 clean:
