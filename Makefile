@@ -567,7 +567,7 @@ endif
 # make install [PREFIX=/usr/local] [DESTDIR=] [bindir=... sbindir=... ...]
 # copies what `make` built (it builds first; it never runs the tests) to
 # the GNU directories below, under DESTDIR (a staging root, as a package
-# build uses; empty for the real one). make uninstall removes those files
+# build uses; empty for the real one); sysconfdir is /etc for PREFIX=/usr. make uninstall removes those files
 # again. A distribution passes its own: Debian's rules pass PREFIX=/usr,
 # sysconfdir=/etc, unitdir=/lib/systemd/system and libdir with its
 # multiarch triplet. The LIBDIR and BINDIR above are the build's output
@@ -595,7 +595,10 @@ libdir      ?= $(PREFIX)/lib
 includedir  ?= $(PREFIX)/include
 pkgconfigdir ?= $(libdir)/pkgconfig
 mandir      ?= $(PREFIX)/share/man
-sysconfdir  ?= $(PREFIX)/etc
+# /usr's configuration lives in /etc, not /usr/etc (as Meson and the FHS
+# have it): the sample config and the unit's --config name /etc/tide for
+# PREFIX=/usr; any other PREFIX keeps its own etc (/usr/local/etc).
+sysconfdir  ?= $(if $(filter /usr /usr/,$(PREFIX)),/etc,$(PREFIX)/etc)
 unitdir     ?= $(PREFIX)/lib/systemd/system
 INSTALL     ?= install
 LDCONFIG    ?= ldconfig
