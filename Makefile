@@ -40,8 +40,9 @@
 #                     RocksDB; needs liblmdb-dev and librocksdb-dev) and run
 #                     it with $(PEERS_ARGS) (default --items 1000000 --runs 3)
 #   make run          install missing packages for building and running only
-#                     (install-deps, no test packages), build, then start
-#                     tided on ./data, 127.0.0.1:8080
+#                     (install-deps, no test packages), build (quietly: the
+#                     output in build/run-build.log, shown on a failure;
+#                     V=1 shows it), then start tided on ./data, 127.0.0.1:8080
 #   make clean        remove build/, lib/, bin/
 #   make format-check tabs, trailing blanks and CRLF in C sources
 #   make fuzz         build the libFuzzer targets (clang) and run each for
@@ -566,7 +567,7 @@ endif
 # make install [PREFIX=/usr/local] [DESTDIR=] [bindir=... sbindir=... ...]
 # copies what `make` built (it builds first; it never runs the tests) to
 # the GNU directories below, under DESTDIR (a staging root, as a package
-# build uses; empty for the real one). make uninstall removes those files
+# build uses; empty for the real one); sysconfdir is /etc for PREFIX=/usr. make uninstall removes those files
 # again. A distribution passes its own: Debian's rules pass PREFIX=/usr,
 # sysconfdir=/etc, unitdir=/lib/systemd/system and libdir with its
 # multiarch triplet. The LIBDIR and BINDIR above are the build's output
@@ -594,7 +595,10 @@ libdir      ?= $(PREFIX)/lib
 includedir  ?= $(PREFIX)/include
 pkgconfigdir ?= $(libdir)/pkgconfig
 mandir      ?= $(PREFIX)/share/man
-sysconfdir  ?= $(PREFIX)/etc
+# /usr's configuration lives in /etc, not /usr/etc (as Meson and the FHS
+# have it): the sample config and the unit's --config name /etc/tide for
+# PREFIX=/usr; any other PREFIX keeps its own etc (/usr/local/etc).
+sysconfdir  ?= $(if $(filter /usr /usr/,$(PREFIX)),/etc,$(PREFIX)/etc)
 unitdir     ?= $(PREFIX)/lib/systemd/system
 INSTALL     ?= install
 LDCONFIG    ?= ldconfig
@@ -703,9 +707,18 @@ bench-archive: all
 	bash scripts/install-deps --bench
 	bash bench/archive
 
-# tided creates ./data with an empty store on its first run.
+# tided creates ./data with an empty store on its first run. The build's
+# lines go to $(RUN_LOG), shown (its last 40) only when it fails, so that
+# tided's startup log, the checklist README.md points to, is what the
+# screen shows; V=1 shows them as they come.
+RUN_LOG := $(BUILD)/run-build.log
 run: deps
-	@$(MAKE) --no-print-directory all
+	@mkdir -p $(BUILD)
+	@if [ -n "$(V)" ]; then $(MAKE) --no-print-directory all; \
+	else echo "make run: building (the compiler's lines go to $(RUN_LOG); V=1 shows them)"; \
+	    $(MAKE) --no-print-directory all >$(RUN_LOG) 2>&1 || { tail -n 40 $(RUN_LOG); \
+	    echo "make run: the build failed; its whole output is in $(RUN_LOG)"; exit 1; }; fi
+	@echo "make run: built; tided's startup log follows: every setting and where it came from"
 	exec $(BINDIR)/tided --data-dir ./data --listen 127.0.0.1:8080
 
 clean:

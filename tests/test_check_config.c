@@ -184,19 +184,24 @@ static void check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unkno
         { "", "--sweep-interval=9", "--sweep-interval=9: 9 is outside 10..600" },
         { "TIDE_CACHE_BUDGET=12XB", "", "TIDE_CACHE_BUDGET=12XB: not a size" },
         { "", "--config BAD", "bad.cfg:3: [node] cache_age=0: 0 is outside 1..86400" },
-        { "", "--cache-bugdet 1GiB", "--cache-bugdet: unknown flag" },
+        { "", "--cache-bugdet 1GiB", "--cache-bugdet: unknown flag; did you mean --cache-budget?" },
+        { "", "--config SKIPPED", "skipped.cfg:2: [limits] memory_limit=1GiB: memory_limit belongs in [node] or "
+          "[memory]; tide does not read [limits]" },
         { "", "--cache-arena-segment=3MiB", "--cache-arena-segment=3MiB: 3145728 bytes is not a power of two" },
         { "TIDE_CACHE_ARENA=sometimes", "", "TIDE_CACHE_ARENA=sometimes: not 1/0, true/false, yes/no or on/off" },
         { "", "--cache-arena-reserve 2000", "--cache-arena-reserve=2000: 2000 is outside 0..1024" },
     };
-    char args[4400], cfg[2200];
+    char args[4400], cfg[2200], skipped[2200];
     run r;
 
     th_put_file(s->base, "bad.cfg", "[node]\nlisten=127.0.0.1:9\ncache_age=0\n");
     th_path(cfg, sizeof cfg, s->base, "bad.cfg");
+    th_put_file(s->base, "skipped.cfg", "[limits]\nmemory_limit=1GiB\n");
+    th_path(skipped, sizeof skipped, s->base, "skipped.cfg");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *a = cases[i][1];
         if (strcmp(a, "--config BAD") == 0) snprintf(args, sizeof args, "--config '%s'", cfg);
+        else if (strcmp(a, "--config SKIPPED") == 0) snprintf(args, sizeof args, "--config '%s'", skipped);
         else snprintf(args, sizeof args, "%s", a);
         check_config(s, cases[i][0], args, &r);
         if (r.status != 2 || strstr(r.err, cases[i][2]) == NULL || strstr(r.out, "OK") != NULL
@@ -205,6 +210,26 @@ static void check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unkno
                      r.status, r.out, r.err);
         run_free(&r);
     }
+}
+
+/* The groups the settings print under are sections: a file that writes
+ * memory_limit under [memory], as the startup log shows it, passes and
+ * the setting is in force. */
+static void check_config_reads_a_setting_under_its_groups_section(void **state)
+{
+    th_scratch *s = *state;
+    char args[2400], cfg[2200];
+    run r;
+
+    th_put_file(s->base, "groups.cfg", "[memory]\nmemory_limit=1GiB\n[cache]\ncache_budget=128MiB\n");
+    th_path(cfg, sizeof cfg, s->base, "groups.cfg");
+    snprintf(args, sizeof args, "--data-dir /tmp/tide-check-config-data --config '%s'", cfg);
+    check_config(s, "", args, &r);
+    expect_passed(&r, "[memory] memory_limit and [cache] cache_budget");
+    expect_contains(r.out, "memory_limit=1GiB(file ", "memory_limit from the file");
+    expect_contains(r.out, "cache_budget=128MiB(file ", "cache_budget from the file");
+    if (strstr(r.err, "not used by tide") != NULL) fail_msg("a group's section was skipped: %s", r.err);
+    run_free(&r);
 }
 
 /* A slow request's own bounds act inside h2o's bound of the whole request:
@@ -670,6 +695,8 @@ int main(void)
                                         th_scratch_setup, th_scratch_teardown),
         cmocka_unit_test_setup_teardown(check_config_exits_2_naming_a_bad_value_a_bad_file_line_and_an_unknown_flag,
                                         th_scratch_setup, th_scratch_teardown),
+        cmocka_unit_test_setup_teardown(check_config_reads_a_setting_under_its_groups_section, th_scratch_setup,
+                                        th_scratch_teardown),
         cmocka_unit_test_setup_teardown(check_config_warns_when_a_slow_requests_bound_cannot_act, th_scratch_setup,
                                         th_scratch_teardown),
         cmocka_unit_test_setup_teardown(

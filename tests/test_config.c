@@ -303,6 +303,111 @@ static void every_validation_error_names_the_file_and_line(void **state)
         expect_file_error(f, cases[i].text, cases[i].line, cases[i].part, i);
 }
 
+/* The startup log's lines are "settings [memory]: ...": each group's name
+ * is a section the file reads, for the settings of that group, besides
+ * the setting's own section ([node] for most). */
+static void the_startup_logs_groups_are_sections_the_file_reads_for_their_settings(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    th_log_capture cap = { .text = "" };
+    char want[700];
+
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    tide_log_set_level(TIDE_LOG_INFO);
+    expect_rc(load_all(f, &c, "[memory]\nmemory_limit=1GiB\narena_max=2\n[cache]\ncache_budget=256MiB\n"
+                       "[http]\nlisten=127.0.0.1:9999\n[node]\ncache_age=100\n", NULL, 0, NULL), 0, "load");
+    expect_u64(c.memory_limit, 1ull << 30, "[memory] memory_limit");
+    expect_u64(c.arena_max, 2, "[memory] arena_max");
+    expect_u64(c.cache_budget, 256ull << 20, "[cache] cache_budget");
+    expect_u64(c.cache_age, 100, "[node] cache_age, as ever");
+    snprintf(want, sizeof want, "%s:2", f->path);
+    expect_str(c.src[TIDE_CFG_MEMORY_LIMIT].where, want, "memory_limit's source names its line");
+    if (strstr(describe(&c), "listen=127.0.0.1:9999(file ") == NULL)
+        fail_msg("[http] listen: expected listen=127.0.0.1:9999 from the file, got %s", describe(&c));
+    if (strstr(cap.text, "not used by tide") != NULL)
+        fail_msg("a group's section was skipped: %s", cap.text);
+    for (int g = 0; g < TIDE_CFG_GROUP_COUNT; g++) {
+        char text[64];
+        snprintf(text, sizeof text, "[%s]\n", tide_config_group_name(g));
+        memset(&cap, 0, sizeof cap);
+        expect_rc(load_all(f, &c, text, NULL, 0, NULL), 0, tide_config_group_name(g));
+        if (strstr(cap.text, "not used by tide") != NULL)
+            fail_msg("[%s], a group of the startup log, was skipped: %s", tide_config_group_name(g), cap.text);
+    }
+    tide_log_set_sink(NULL, NULL);
+
+    static const struct { const char *text; unsigned line; const char *part; } bad[] = {
+        { "[cache]\ncache_budget=1GiB\n[node]\ncache_budget=2GiB\n", 4, "duplicate key (cache_budget first set at" },
+        { "[memory]\ncache_budget=1GiB\n", 2, "[memory] cache_budget=1GiB: cache_budget belongs in [node] or "
+          "[cache], not in [memory]" },
+        { "[http]\ngenerations=3\n", 2, "[http] generations=3: generations belongs in [node_db], not in [http]" },
+        { "[memory]\npath=/srv/x\n", 2, "path belongs in [node_db], not in [memory]" },
+        { "[cache]\narchive_pool=p\n", 2, "archive_pool belongs in [archive], not in [cache]" },
+        { "[memroy]\n", 1, "[memroy]: unknown section; did you mean [memory]?" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_file_error(f, bad[i].text, bad[i].line, bad[i].part, i);
+}
+
+/* A section Tide skips is another program's, but a line in it with one of
+ * Tide's keys was meant for Tide: dropping it would say OK to a setting
+ * never applied. rippled's own lines there still pass. */
+static void a_known_key_in_a_section_tide_skips_is_an_error_naming_where_it_belongs(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    static const struct { const char *text; unsigned line; const char *part; } bad[] = {
+        { "[limits]\nmemory_limit=1GiB\n", 2, "[limits] memory_limit=1GiB: memory_limit belongs in [node] or "
+          "[memory]; tide does not read [limits]" },
+        { "[server]\nport_rpc\n[server_opts]\n  cache_budget = 1GiB  \n", 4,
+          "[server_opts] cache_budget=1GiB: cache_budget belongs in [node] or [cache]" },
+        { "[rotation]\ngenerations=3\n", 2, "generations belongs in [node_db]; tide does not read [rotation]" },
+        { "[tokens]\nmetrics_token_file=/etc/tide/metrics.token\n", 2, "metrics_token_file belongs in [http]" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_file_error(f, bad[i].text, bad[i].line, bad[i].part, i);
+    expect_rc(load_all(f, &c, "[port_rpc]\nport=5005\nip=127.0.0.1\nprotocol=http\n[ips]\nr.ripple.com 51235\n",
+                       NULL, 0, NULL), 0, "rippled's own sections' lines");
+}
+
+/* A mistyped flag or key is answered with the nearest name, as git does;
+ * a word near nothing gets no guess. */
+static void an_unknown_flag_or_key_is_answered_with_the_nearest_name(void **state)
+{
+    fx *f = *state;
+    tide_config c;
+    static const struct { const char *arg, *want; } flags[] = {
+        { "--cache-budjet", "--cache-budjet: unknown flag; did you mean --cache-budget?" },
+        { "--cache-budjet=1GiB", "--cache-budjet=1GiB: unknown flag; did you mean --cache-budget?" },
+        { "--memroy-limit=1GiB", "did you mean --memory-limit?" },
+        { "--chek-config", "did you mean --check-config?" },
+        { "--archve-pool=p", "did you mean --archive-pool?" },
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        char *argv[] = { "tided", (char *)flags[i].arg, NULL };
+        expect_rc(load_all(f, &c, NULL, NULL, 2, argv), TIDE_EINVAL, flags[i].arg);
+        expect_contains(tide_last_error(), flags[i].want, flags[i].arg);
+    }
+    char *far[] = { "tided", "--zz", NULL };
+    expect_rc(load_all(f, &c, NULL, NULL, 2, far), TIDE_EINVAL, "--zz");
+    if (strstr(tide_last_error(), "did you mean") != NULL) fail_msg("--zz is near nothing; got %s", tide_last_error());
+
+    static const struct { const char *text; unsigned line; const char *part; } keys[] = {
+        { "[node]\ncache_budjet=1GiB\n", 2, "[node] cache_budjet=1GiB: unknown key in [node]; did you mean "
+          "cache_budget?" },
+        { "[http]\ncache_budjet=1GiB\n", 2, "unknown key in [http]; did you mean cache_budget (in [node] or "
+          "[cache])?" },
+        { "[memory]\nmemory_limt=1GiB\n", 2, "unknown key in [memory]; did you mean memory_limit?" },
+        { "[archive]\narchive_pol=p\n", 2, "unknown key in [archive]; did you mean archive_pool?" },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        expect_file_error(f, keys[i].text, keys[i].line, keys[i].part, i);
+    expect_rc(load_all(f, &c, "[node]\nwhatever=1\n", NULL, 0, NULL), TIDE_EINVAL, "a key near nothing");
+    if (strstr(tide_last_error(), "did you mean") != NULL)
+        fail_msg("whatever is near no key; got %s", tide_last_error());
+}
+
 static void a_missing_file_is_an_error_naming_it(void **state)
 {
     fx *f = *state;
@@ -2278,6 +2383,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(presets_fill_only_the_settings_nothing_else_set, setup, teardown),
         cmocka_unit_test_setup_teardown(an_xrpl_style_file_with_comments_and_crlf_is_read, setup, teardown),
         cmocka_unit_test_setup_teardown(every_validation_error_names_the_file_and_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_startup_logs_groups_are_sections_the_file_reads_for_their_settings, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_known_key_in_a_section_tide_skips_is_an_error_naming_where_it_belongs,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(an_unknown_flag_or_key_is_answered_with_the_nearest_name, setup, teardown),
         cmocka_unit_test_setup_teardown(a_missing_file_is_an_error_naming_it, setup, teardown),
         cmocka_unit_test_setup_teardown(sweep_interval_accepts_10_and_600_and_rejects_9_and_601, setup, teardown),
         cmocka_unit_test_setup_teardown(an_invalid_nudb_block_size_warns_with_file_and_line_and_uses_4096, setup, teardown),

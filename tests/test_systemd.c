@@ -258,6 +258,32 @@ static void a_token_file_owned_by_another_user_is_refused(void **state)
     expect_str(c.metrics_token, "owned-by-nobody", "its token");
 }
 
+/* The metrics token as docs/OPERATIONS.md installs it for Prometheus:
+ * root's, readable by Prometheus' group (0640). Root only (chgrp to a
+ * group root is not in); the unit's pre-start check runs as root and
+ * must pass it. */
+static void a_root_token_file_its_group_may_read_passes_as_prometheus_reads_it(void **state)
+{
+    fx *f = *state;
+    static tide_config c;
+    char env[700];
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "# skipped: giving the file to another group needs root\n");
+        skip();
+    }
+    put(f->token, "scraped-by-prometheus", 0640);
+    if (chown(f->token, 0, 65534) != 0) fail_msg("chown %s to root:65534 failed", f->token);
+    snprintf(env, sizeof env, "TIDE_METRICS_TOKEN_FILE=-%s", f->token);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_ok(tide_config_load_tokens(&c, NULL), "a root:65534 0640 token file, as the pre-start check reads it");
+    expect_str(c.metrics_token, "scraped-by-prometheus", "its token");
+    if (chmod(f->token, 0660) != 0) fail_msg("chmod 660 %s failed", f->token);
+    config_with(&c, (const char *const[]){ env, NULL });
+    expect_error(tide_config_load_tokens(&c, NULL), TIDE_EINVAL, "the same file writable by its group");
+    expect_contains(tide_last_error(), "lets its group change the token", "why");
+}
+
 /* "-FILE": a missing FILE is no token (the unit's pre-start check of its
  * credentials' sources); a FILE that exists is held to every rule. */
 static void a_dash_before_the_token_file_makes_a_missing_file_no_token(void **state)
@@ -386,6 +412,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_fifo_token_file_is_refused_without_blocking, setup, teardown),
         cmocka_unit_test_setup_teardown(a_token_file_owned_by_another_user_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_root_token_file_its_group_may_read_passes_as_prometheus_reads_it, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_dash_before_the_token_file_makes_a_missing_file_no_token, setup, teardown),
         cmocka_unit_test_setup_teardown(the_token_variable_beats_the_file_which_beats_the_credential, setup,
                                         teardown),

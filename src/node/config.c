@@ -1594,6 +1594,83 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg)
     return rc;
 }
 
+/* ---- the nearest name -------------------------------------------------------------- */
+
+/* The edits that turn a into b (a byte added, dropped or changed, or two
+ * neighbours swapped: the optimal string alignment distance), for names
+ * of at most NEAR_MAX bytes; NEAR_FAR for a longer one. */
+#define NEAR_MAX 63
+#define NEAR_FAR 1000u
+static unsigned edit_distance(const char *a, const char *b)
+{
+    unsigned d[NEAR_MAX + 1][NEAR_MAX + 1];
+    size_t la = strlen(a), lb = strlen(b);
+
+    if (la > NEAR_MAX || lb > NEAR_MAX) return NEAR_FAR;
+    for (size_t i = 0; i <= la; i++) d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            unsigned cost = a[i - 1] != b[j - 1], best = d[i - 1][j - 1] + cost;
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+/* Whether `cand` is nearer `word` than *best (then it becomes *best):
+ * near means at most two edits, and fewer than half of word's bytes, so
+ * that a short word is not "corrected" into anything. */
+static void consider(const char *word, const char *cand, const char **best, unsigned *best_d)
+{
+    unsigned d = edit_distance(word, cand);
+
+    if (d <= 2 && 2 * d < strlen(word) && d < *best_d) {
+        *best = cand;
+        *best_d = d;
+    }
+}
+
+/* tided's flags that are no setting's (tided.c reads them). */
+static const char *const own_flags[] = { "config", "check-config", "help", "version" };
+
+const char *ti_config_nearest_flag(const char *arg)
+{
+    char word[NEAR_MAX + 1];
+    const char *best = NULL;
+    unsigned best_d = NEAR_FAR;
+    size_t n;
+
+    while (*arg == '-') arg++;
+    n = strcspn(arg, "=");
+    if (n == 0 || n > NEAR_MAX) return NULL;
+    memcpy(word, arg, n);
+    word[n] = '\0';
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (ti_config_settings[id].flag) consider(word, ti_config_settings[id].flag, &best, &best_d);
+    for (size_t i = 0; i < sizeof own_flags / sizeof own_flags[0]; i++)
+        consider(word, own_flags[i], &best, &best_d);
+    return best;
+}
+
+int ti_config_nearest_key(const char *key)
+{
+    const char *best = NULL;
+    unsigned best_d = NEAR_FAR;
+    int id_best = -1;
+
+    for (int id = 0; id < TIDE_CFG_COUNT; id++) {
+        const char *prev = best;
+        if (ti_config_settings[id].section == NULL) continue;
+        consider(key, tide_config_file_key(id), &best, &best_d);
+        if (best != prev) id_best = id;
+    }
+    return id_best;
+}
+
 /* ---- flags ------------------------------------------------------------------------ */
 
 int tide_config_apply_args(tide_config *c, int argc, char **argv)
@@ -1615,8 +1692,12 @@ int tide_config_apply_args(tide_config *c, int argc, char **argv)
         char what[512], where[64], prefix[64];
         int id;
 
-        if (ch == '?')
+        if (ch == '?') {
+            const char *near = ti_config_nearest_flag(argv[optind - 1]);
+            if (near != NULL)
+                return tide_err_set(TIDE_EINVAL, "%s: unknown flag; did you mean --%s?", argv[optind - 1], near);
             return tide_err_set(TIDE_EINVAL, "%s: unknown flag", argv[optind - 1]);
+        }
         if (ch == ':')
             return tide_err_set(TIDE_EINVAL, "%s: missing its value", argv[optind - 1]);
         if (ch == 999 || ch == 998) continue;   /* --config, --check-config: tided's own */

@@ -317,8 +317,11 @@ void tide_config_defaults(tide_config *c);
  * a device, a directory or a socket is refused without reading it or
  * waiting for it (the open never blocks), and so is a larger file, read
  * no further than one byte past the cap even when it grows meanwhile. A
- * setting already set by the environment or a flag keeps its value. Any other section (a rippled.cfg's
- * [server], [ips], ...) is skipped with one info line; rippled's keys in
+ * setting already set by the environment or a flag keeps its value. A
+ * setting is read in its own section or in its group's
+ * (tide_config_group_name: [memory] memory_limit=1GiB). Any other section (a rippled.cfg's
+ * [server], [ips], ...) is skipped with one info line, but one of Tide's
+ * keys in it is an error naming where it belongs; rippled's keys in
  * [node_db] (earliest_seq, ...) get an info line, other unknown ones there
  * a warning; rippled's online_delete and delete_batch, which count
  * something else than Tide's settings of those names, are recorded in
@@ -327,7 +330,8 @@ void tide_config_defaults(tide_config *c);
  * TIDE_EINVAL naming the path for the wrong type or size, and for the
  * first syntax or value error, with tide_last_error() =
  * "PATH:LINE: [section] key=value: reason" (a section or [node_db] key one
- * edit from one Tide reads is such an error: "did you mean [node_db]?"). An
+ * edit from one Tide reads is such an error: "did you mean [node_db]?"; an
+ * unknown key names the nearest: "did you mean cache_budget?"). An
  * invalid nudb_block_size is not an error: it logs a warning naming
  * PATH:LINE and uses 4096. On error `c` may hold the settings read before
  * the bad line. Cost: one read of the file (at most TIDE_CONFIG_FILE_MAX
@@ -349,7 +353,8 @@ int tide_config_apply_env(tide_config *c, tide_config_getenv_fn get, void *arg);
 
 /* Apply --flags from argv[1..argc-1] with getopt_long (argv may be permuted;
  * getopt's state is reset first). --config FILE is accepted and skipped: the
- * caller loads it before; so is --check-config (tided acts on it). Returns 0 or TIDE_EINVAL naming the unknown flag,
+ * caller loads it before; so is --check-config (tided acts on it). Returns 0 or TIDE_EINVAL naming the unknown flag
+ * (and the nearest one: "did you mean --cache-budget?"),
  * the flag missing its value, a stray argument, or the bad value
  * ("--sweep-interval=9: 9 is outside 10..600"). */
 int tide_config_apply_args(tide_config *c, int argc, char **argv);
@@ -460,7 +465,8 @@ size_t tide_config_describe_setting(const tide_config *c, int id, char *buf, siz
  * options), node_db (online delete: the file's [node_db] keys) and
  * archive (the archive in Ceph RADOS: the file's [archive] keys). Each
  * row of the settings table names its group, so each setting is in exactly
- * one.
+ * one. Each group's name is a section of the config file too, where the
+ * settings of that group may be written (config_file.c).
  */
 enum { TIDE_CFG_GROUP_NODE, TIDE_CFG_GROUP_HTTP, TIDE_CFG_GROUP_CACHE, TIDE_CFG_GROUP_MEMORY,
        TIDE_CFG_GROUP_NODE_DB, TIDE_CFG_GROUP_ARCHIVE, TIDE_CFG_GROUP_COUNT };

@@ -24,6 +24,8 @@
  *     cache_budget=1GiB    every setting by its name (except the env-only ones)
  *     [http]
  *     metrics_token_file=/etc/tide/metrics.token    the token files
+ *     [memory]             a group's name (the startup log's "settings
+ *     memory_limit=1GiB    [memory]: ..."): the settings of that group
  *     [server]             any other section: one info line, then skipped
  *
  * The file is read whole before a line is parsed: opened without blocking
@@ -43,12 +45,21 @@
  * is refused by name. Blank lines are skipped; spaces around keys and
  * values are trimmed; a CR before the LF is dropped.
  *
- * Sections other than [node], [node_db], [node_size], [sweep_interval] and
- * [http] are another program's (rippled's [server], [port_*], [ips], ...): each
- * logs "config FILE:LINE: section [server] is not used by tide; skipped"
- * and its lines are not parsed at all. A section one edit away from one of
- * Tide's ([nodes], [node-db], [NODE_SIZE]) is an error instead: skipping a
- * typo would drop its settings in silence. In [node_db], the online delete
+ * A setting is written in its own section (its row's: [node] for most)
+ * or in the section named after its group (tide_config_group_name: node,
+ * http, cache, memory, node_db, archive), the label the startup log and
+ * --check-config print it under, so that what the log shows can be
+ * written back as it reads: [memory] memory_limit=1GiB. Sections other
+ * than those and [node_size] and [sweep_interval] are another program's
+ * (rippled's [server], [port_*], [ips], ...): each logs "config FILE:LINE:
+ * section [server] is not used by tide; skipped" and its lines are not
+ * read as settings, but a key=value line there whose key is one of Tide's
+ * is an error naming where it belongs (rippled's sections hold none of
+ * them; dropping it would pass a setting never applied). A section one
+ * edit away from one of Tide's ([nodes], [node-db], [NODE_SIZE]) is an
+ * error too: skipping a typo would drop its settings in silence. A key
+ * that is no setting's is answered with the nearest one
+ * (ti_config_nearest_key: "did you mean cache_budget?"). In [node_db], the online delete
  * settings are Tide's (online_delete_objects, generations, ...: config.c's
  * table, by tide_config_file_key). rippled's keys that Tide reads there
  * mean what they mean to rippled (type, path, nudb_block_size,
@@ -68,7 +79,7 @@
  * Invariants:
  *   1. Nothing is skipped in silence: a line is a comment or blank, or is
  *      parsed, or lies in another program's section, which was named once
- *      in the log as skipped.
+ *      in the log as skipped, and holds none of Tide's keys.
  *   2. Within one file a setting is set once; a second line for it is an
  *      error naming both lines.
  *   3. A failed load leaves the settings of the lines before the failing
@@ -100,13 +111,21 @@
 #include "util/err.h"
 #include "util/log.h"
 
-/* The setting written as [section] key (key "" for a bare value), or -1. */
+/* The section named after setting `id`'s group, the startup log's
+ * "settings [memory]: ...": its key may be written there too. */
+static const char *group_section(int id)
+{
+    return tide_config_group_name(ti_config_settings[id].group);
+}
+
+/* The setting written as [section] key (key "" for a bare value), or -1:
+ * in its own section, or in its group's. */
 static int lookup_key(const char *section, const char *key)
 {
     for (int id = 0; id < TIDE_CFG_COUNT; id++) {
         const ti_config_setting *st = &ti_config_settings[id];
-        if (st->section && key[0] != '\0' && strcmp(section, st->section) == 0
-            && strcmp(key, tide_config_file_key(id)) == 0)
+        if (st->section && key[0] != '\0' && strcmp(key, tide_config_file_key(id)) == 0
+            && (strcmp(section, st->section) == 0 || strcmp(section, group_section(id)) == 0))
             return id;
         if (st->alt_section && strcmp(section, st->alt_section) == 0 && strcmp(key, st->alt_key) == 0)
             return id;
@@ -114,9 +133,28 @@ static int lookup_key(const char *section, const char *key)
     return -1;
 }
 
-/* The sections Tide reads; any other is skipped (a rippled.cfg has many). */
+/* The setting whose file key is `key` in whichever section, or -1. */
+static int setting_of_key(const char *key)
+{
+    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+        if (ti_config_settings[id].section && strcmp(key, tide_config_file_key(id)) == 0) return id;
+    return -1;
+}
+
+/* Where setting `id` is written: "[node] or [memory]", or "[node_db]"
+ * when its group's section is its own. */
+static void places_of(int id, char *out, size_t cap)
+{
+    const char *own = ti_config_settings[id].section, *group = group_section(id);
+
+    if (strcmp(own, group) == 0) snprintf(out, cap, "[%s]", own);
+    else snprintf(out, cap, "[%s] or [%s]", own, group);
+}
+
+/* The sections Tide reads; any other is skipped (a rippled.cfg has many).
+ * cache and memory are groups' sections only (group_section). */
 static const char *const tide_sections[] = { "node", "node_db", "node_size", "sweep_interval", "http",
-                                             "archive" };
+                                             "archive", "cache", "memory" };
 #define N_TIDE_SECTIONS (sizeof tide_sections / sizeof tide_sections[0])
 
 static int known_section(const char *s)
@@ -239,8 +277,8 @@ static int read_section(file_reader *r, char *s)
     typo = typo_of_section(key);
     if (typo != NULL)
         return tide_err_set(TIDE_EINVAL, "%s:%u: [%s]: unknown section; did you mean [%s]? (tide reads "
-                            "[node], [node_db], [node_size], [sweep_interval] and [http] and skips other "
-                            "programs' sections)", r->path, r->lineno, key, typo);
+                            "[node], [node_db], [node_size], [sweep_interval], [http], [cache], [memory] and "
+                            "[archive] and skips other programs' sections)", r->path, r->lineno, key, typo);
     tide_log(TIDE_LOG_INFO, "config %s:%u: section [%s] is not used by tide; skipped", r->path, r->lineno, key);
     return 0;
 }
@@ -277,19 +315,56 @@ static int read_node_db_other(file_reader *r, const char *key, const char *what)
 }
 
 /* A key no setting has in this section (not [node_db]): TIDE_EINVAL,
- * saying where it belongs when it is a [node_db] key or a setting's name
- * whose file key differs ([node] online_delete). */
+ * saying where it belongs when it is a setting's key elsewhere ([http]
+ * generations=3: in [node_db]) or a setting's name whose file key
+ * differs ([node] online_delete), and the nearest key when it is none. */
 static int unknown_key(const file_reader *r, const char *key, const char *what)
 {
-    if (lookup_key("node_db", key) >= 0)
-        return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (%s belongs in [node_db], as in rippled's "
-                            "config)", what, r->section, key);
-    for (int id = 0; id < TIDE_CFG_COUNT; id++)
+    char places[80];
+    int id = setting_of_key(key);
+
+    if (id >= 0 || (id = lookup_key("node_db", key)) >= 0) {
+        if (ti_config_settings[id].alt_section && strcmp(key, ti_config_settings[id].alt_key) == 0)
+            snprintf(places, sizeof places, "[%s]", ti_config_settings[id].alt_section);
+        else places_of(id, places, sizeof places);
+        return tide_err_set(TIDE_EINVAL, "%s: %s belongs in %s, not in [%s]", what, key, places, r->section);
+    }
+    for (id = 0; id < TIDE_CFG_COUNT; id++)
         if (ti_config_settings[id].file_key && strcmp(key, ti_config_settings[id].name) == 0)
             return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s] (the file writes %s as [%s] %s, its "
                                 "unit in the key: rippled's own %s counts something else)", what, r->section,
                                 key, ti_config_settings[id].section, ti_config_settings[id].file_key, key);
+    id = ti_config_nearest_key(key);
+    if (id >= 0 && lookup_key(r->section, tide_config_file_key(id)) == id)
+        return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]; did you mean %s?", what, r->section,
+                            tide_config_file_key(id));
+    if (id >= 0) {
+        places_of(id, places, sizeof places);
+        return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]; did you mean %s (in %s)?", what, r->section,
+                            tide_config_file_key(id), places);
+    }
     return tide_err_set(TIDE_EINVAL, "%s: unknown key in [%s]", what, r->section);
+}
+
+/* A line in a section Tide skips: another program's, unless it is
+ * key=value with the key of one of Tide's settings ([limits]
+ * memory_limit=1GiB), which would be dropped in silence: TIDE_EINVAL
+ * naming where it belongs. rippled's own sections hold none of them. */
+static int check_skipped_line(const file_reader *r, char *s)
+{
+    char *eq = strchr(s, '='), *key, places[80], what[512];
+    int id;
+
+    if (eq == NULL) return 0;
+    *eq = '\0';
+    key = ti_config_trim(s);
+    id = setting_of_key(key);
+    if (id < 0) { *eq = '='; return 0; }
+    places_of(id, places, sizeof places);
+    ti_config_show_value(what, sizeof what, "", ti_config_trim(eq + 1));
+    return tide_err_set(TIDE_EINVAL, "%s:%u: [%s] %s=%s: %s belongs in %s; tide does not read [%s] (another "
+                        "program's section, skipped)", r->path, r->lineno, r->section, key, what, key, places,
+                        r->section);
 }
 
 /* [node_db] type=: only NuDB, once. */
@@ -410,7 +485,7 @@ static int read_line(file_reader *r, char *line, size_t n)
     s = ti_config_trim(s);
     if (*s == '\0' || *s == ';') return 0;
     if (*s == '[') return read_section(r, s);
-    if (r->skipping) return 0;
+    if (r->skipping) return check_skipped_line(r, s);
     if (r->section[0] == '\0')
         return tide_err_set(TIDE_EINVAL, "%s:%u: %s: a setting before any [section]", r->path, r->lineno, s);
     if (glued)

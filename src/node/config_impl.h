@@ -178,6 +178,19 @@ uint64_t ti_config_number(const tide_config *c, int id);
 /* v as the shortest exact size text ("1GiB", "512MB", "4096") into out. */
 void ti_config_size_text(uint64_t v, char *out, size_t cap);
 
+/* The flag nearest to `arg` ("--cache-budjet=1GiB": its name, without
+ * the dashes and the value): a setting's flag or one of tided's own
+ * (config, check-config, help, version), without "--", at most two
+ * edits away (a byte added, dropped or changed, or two neighbours
+ * swapped) and fewer than half its length; NULL when none is. The first
+ * of the nearest, in the table's order. Allocates nothing. */
+const char *ti_config_nearest_flag(const char *arg);
+
+/* The setting whose config-file key (tide_config_file_key) is nearest to
+ * `key` by the same rule, among those the file may hold; -1 when none is
+ * near. Allocates nothing. */
+int ti_config_nearest_key(const char *key);
+
 /* s without its leading and trailing blanks (and a CR or LF), in place. */
 char *ti_config_trim(char *s);
 

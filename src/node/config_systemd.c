@@ -17,8 +17,9 @@
  * $CREDENTIALS_DIRECTORY/metrics_token and admin_token. A token file is a
  * secret at rest, so it is held to what ssh holds a private key to: a
  * regular file, not readable by others, not writable by group or others
- * (0600, or 0640 with the service's group), owned by tided's own user
- * or root (another owner could rewrite it). One trailing newline (what an
+ * (0600, or 0640 for a group that reads it too: root:prometheus 0640 is
+ * the metrics token Prometheus sends and the unit hands tided), owned by
+ * tided's own user or root (another owner could rewrite it). One trailing newline (what an
  * editor or `echo` leaves) is dropped; the rest must be a token a header
  * carries as is (visible ASCII, '!' to '~'), 1 to 255 bytes. A credential
  * is a copy systemd made (mode 0400, readable by the service's user) and
@@ -92,14 +93,16 @@ static int check_token_mode(const struct stat *st, const char *label, const char
     if (!credential && st->st_uid != geteuid() && st->st_uid != 0 && geteuid() == 0)
         return tide_err_set(TIDE_EINVAL, "%s: owned by uid %lu, not by root; run as root (the unit's pre-start "
                             "check is), tided accepts only root's token files, since their owner can rewrite "
-                            "them: chown root %s", label, (unsigned long)st->st_uid, path);
+                            "them: chown root %s (a reader such as Prometheus gets it through the group: "
+                            "chgrp prometheus, chmod 640)", label, (unsigned long)st->st_uid, path);
     if (!credential && st->st_uid != geteuid() && st->st_uid != 0)
         return tide_err_set(TIDE_EINVAL, "%s: owned by uid %lu, neither tided's user (uid %lu) nor root, so "
                             "that user controls the token; give it to root or to tided's user: chown root %s",
                             label, (unsigned long)st->st_uid, (unsigned long)geteuid(), path);
     if (st->st_mode & S_IROTH)
         return tide_err_set(TIDE_EINVAL, "%s: mode %04o lets every user read the token; make it private "
-                            "to its owner: chmod 600 %s", label, mode, path);
+                            "to its owner: chmod 600 %s (or 640 to share it with its group only)", label, mode,
+                            path);
     if (st->st_mode & (S_IWGRP | S_IWOTH))
         return tide_err_set(TIDE_EINVAL, "%s: mode %04o lets %s change the token; make it writable by its "
                             "owner only: chmod 600 %s", label, mode,
