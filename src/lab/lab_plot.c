@@ -50,7 +50,7 @@
 #include "util/err.h"
 
 #define MAXV 16          /* variants drawn; more share the last panel's fate: not drawn */
-#define WIDE 1280        /* the canvas' width */
+#define WIDE 1360        /* the canvas' width */
 #define ROW_H 300        /* one row of panels */
 #define HEAD_H 150       /* titles above the panels, and the x label below */
 #define WRAP 150         /* subtitle characters per line at this width */
@@ -231,8 +231,8 @@ static void gp_key_entries(FILE *f, const plot *g, const tide_lab_series *s, siz
                "title sprintf(\"RSS, repetition %%d\", r), \\\n", g->reps);
     if (g->live) fputs("     NaN with linespoints lw 1.5 pt 7 ps 0.4 lc rgb \"#555555\" title \"live: bytes the consumers count\", \\\n", f);
     if (limit) fputs("     NaN with lines lw 2 lc rgb \"black\" dt 4 title \"memory limit\", \\\n", f);
-    fputs("     NaN with lines lw 1 lc rgb \"#333333\" dt 3 title \"plateau mean (when reached)\", \\\n"
-          "     NaN with boxes lc rgb \"#1a9641\" title \"trim, RSS before to after: lowered\", \\\n"
+    fputs("     NaN with lines lw 1 lc rgb \"#333333\" dt 3 title \"plateau mean, when reached\", \\\n"
+          "     NaN with boxes lc rgb \"#1a9641\" title \"trim (RSS before to after): lowered\", \\\n"
           "     NaN with boxes lc rgb \"#d7191c\" title \"trim: not lowered\", \\\n", f);
     if (g->rot) fputs("     NaN with lines lc rgb \"#555555\" dt 2 title \"disk (right axis); rotation\", \\\n", f);
     fputs("     NaN notitle\n", f);
@@ -266,7 +266,7 @@ static void gp_panel(FILE *f, const plot *g, const tide_lab_series *s, size_t n,
                 fig.plateau_mean_rss / 1048576.0);
     if (vi + 1 == g->cols)      /* invariant 1: in the strip right of the panels */
         fprintf(f, "set key outside at screen %.2f, screen 0.%03u left top vertical Left reverse\n",
-                g->rot ? 0.81 : 0.79, (unsigned)(1000.0 * (1.0 - 110.0 / (HEAD_H + (double)g->rows * ROW_H))));
+                g->rot ? 0.80 : 0.785, (unsigned)(1000.0 * (1.0 - 110.0 / (HEAD_H + (double)g->rows * ROW_H))));
     else
         fputs("unset key\n", f);
     if (vi + g->cols >= g->nvar) fprintf(f, "set xlabel \"time since the workload started (%s)\"\n", g->tscale > 1 ? "min" : "s");
