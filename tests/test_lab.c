@@ -9,14 +9,19 @@
  * makes two sweep rounds, and the trim variant must report at least one
  * trim while notrim reports none. Checked as well: both variants sampled,
  * the RSS CSV's header and rows for both, the sweeps CSV's header, the
- * SVG's shape (one polyline per variant), the workload's own determinism
+ * chart (its gnuplot script: the key outside, a panel per variant, the
+ * live line; the PNG and SVG gnuplot drew), the workload's own determinism
  * (two workloads of one seed agree, another seed differs), the variant
  * table behind the parser, the message and the help, and that bad options
  * exit 2 naming what was wrong. A second run puts trim beside a custom
  * variant with online delete (a rotation every 1200 objects): its rotations
  * are polled, its disk ends below what it was sent, and the disk and
- * rotation CSVs and the chart's disk panel hold both nodes. The rotation
- * figures and the chart are checked on a series made by hand as well. The
+ * rotation CSVs and the chart's disk axis hold both nodes. The rotation
+ * figures and the chart are checked on series made by hand as well (the
+ * limit and live lines only with their data, gnuplot missing said and not
+ * failed), and so are the plateau test (a ramp, a flat noisy line, a wave,
+ * a short run) and the verdicts (none on an invalid run, whose client
+ * threads fell behind, nor against a ramp). The
  * first run's stderr holds one heartbeat line every 5 s of its workload
  * (--heartbeat 5: four in 22 s), each with both variants' RSS above 0; the
  * second, with --quiet, none. No assertion depends on how fast
@@ -157,6 +162,23 @@ static void heartbeats_are_at_k_times_the_period_and_a_late_loop_catches_up(void
     free(text);
 }
 
+/* DIR/NAME-rss.png and -rss.svg exist and are not empty. */
+static void expect_chart(const char *dir, const char *name)
+{
+    static const char *const ext[] = { "png", "svg" };
+    char path[2200];
+
+    for (size_t i = 0; i < 2; i++) {
+        char *data;
+        snprintf(path, sizeof path, "%s/%s-rss.%s", dir, name, ext[i]);
+        if (!th_exists(path)) fail_msg("expected gnuplot to draw %s", path);
+        data = th_slurp(path);
+        if (strlen(data) < 4) fail_msg("expected %s not to be empty", path);
+        if (i == 1) expect_contains(data, "<svg", "the SVG chart's element");
+        free(data);
+    }
+}
+
 static void a_short_run_measures_both_variants_and_writes_its_files(void **state)
 {
     static const char *const both[] = { "trim", "notrim" };
@@ -214,13 +236,17 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
                      row ? row + 1 : sweeps);
     }
     if (th_count(sweeps, ",trim,") < 1) fail_msg("expected a sweep row of trim in %s", path);
-    snprintf(path, sizeof path, "%s/smoke-rss.svg", dir);
+    snprintf(path, sizeof path, "%s/smoke-rss.gp", dir);
     svg = th_slurp(path);
-    if (strncmp(svg, "<svg", 4) != 0) fail_msg("expected the chart to start with <svg, got '%.20s'", svg);
-    expect_u64(th_count(svg, "<polyline"), 2, "polylines in the chart (one per variant)");
-    expect_contains(svg, "data-variant=\"trim\"", "the chart's trim line");
-    expect_contains(svg, "data-variant=\"notrim\"", "the chart's notrim line");
-    expect_contains(svg, "</svg>", "the chart's end");
+    expect_contains(svg, "rss = \"smoke-rss.csv\"", "the script reading the RSS CSV beside it");
+    expect_contains(svg, "set key outside", "the key outside the panels");
+    expect_contains(svg, "V = \"trim\"", "trim's panel");
+    expect_contains(svg, "V = \"notrim\"", "notrim's panel");
+    expect_contains(svg, "live: bytes the consumers count", "the live line (the sweeps report consumer_bytes)");
+    if (strstr(svg, "memory limit") != NULL) fail_msg("expected no limit line in a run without a limit");
+    expect_contains(json_string_value(json_object_get(doc, "chart")), "drawn", "the document's chart note");
+    if (!json_is_true(json_object_get(doc, "valid"))) fail_msg("expected a valid run: no client thread ran late");
+    expect_chart(dir, "smoke");
 
     snprintf(path, sizeof path, "%s/smoke-disk.csv", dir);     /* no rotating variant: the files of old */
     if (th_exists(path)) fail_msg("expected no %s without a rotating variant", path);
@@ -228,7 +254,7 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
         fail_msg("expected no files.disk_csv without a rotating variant");
     if (json_object_get(json_array_get(json_object_get(trim, "repetitions"), 0), "rotation") != NULL)
         fail_msg("expected no rotation figures for trim");
-    if (strstr(svg, "height=\"560\"") == NULL) fail_msg("expected the chart's height of 560 without rotation");
+    if (strstr(svg, "disk.csv") != NULL) fail_msg("expected no disk axis in the chart without rotation");
 
     free(csv);
     free(sweeps);
@@ -285,10 +311,11 @@ static void a_rotating_variant_is_measured_beside_a_plain_one(void **state)
     rots = th_slurp(path);
     if (th_count(rots, "\n1,rot,") < 2) fail_msg("expected at least 2 rotation rows of rot in %s", path);
     if (th_count(rots, "\n1,trim,") != 0) fail_msg("expected no rotation rows of trim in %s", path);
-    snprintf(path, sizeof path, "%s/rot-rss.svg", dir);
+    snprintf(path, sizeof path, "%s/rot-rss.gp", dir);
     svg = th_slurp(path);
-    expect_u64(th_count(svg, "<polyline class=\"disk\""), 2, "disk lines (one per node)");
-    if (th_count(svg, "class=\"rotation\"") < 4) fail_msg("expected 2 rotation marks per rotation in the chart");
+    expect_contains(svg, "disk = \"rot-disk.csv\"", "the disk CSV read by the chart");
+    expect_contains(svg, "rotations using", "the rotations drawn");
+    expect_chart(dir, "rot");
     free(disk);
     free(rots);
     free(svg);
@@ -510,43 +537,187 @@ static void the_rotation_figures_read_rss_and_disk_around_each_rotation(void **s
     ti_lab_series_free(&x);
 }
 
-/* The chart and the disk CSV with and without a rotating series. */
-static void the_chart_gains_a_disk_panel_only_with_a_rotating_series(void **state)
+static void limit_series(tide_lab_series *x, const char *name, uint64_t limit, uint64_t gets, int status);
+
+/* Write the series' CSVs and chart script into dir as NAME; the script. */
+static char *chart_files(const char *dir, const char *name, tide_lab_series *x, size_t n, const char *base)
 {
-    tide_lab_series x;
-    tide_lab_chart ch = { "t", NULL, 5, 30 };
-    char *svg = NULL, *csv = NULL;
-    size_t len = 0;
-    FILE *f;
+    tide_lab_chart ch = { "a title", "tide lab --a-long-subtitle that wraps", 5, 0, name, base };
+    static const char *const what[] = { "rss.csv", "sweeps.csv", "disk.csv", "rotations.csv", "rss.gp" };
+    char path[2200];
+
+    for (size_t i = 0; i < 5; i++) {
+        FILE *f;
+        snprintf(path, sizeof path, "%s/%s-%s", dir, name, what[i]);
+        assert_non_null(f = fopen(path, "w"));
+        assert_int_equal(i == 0 ? ti_lab_write_rss_csv(f, x, n) : i == 1 ? ti_lab_write_sweeps_csv(f, x, n)
+                         : i == 2 ? ti_lab_write_disk_csv(f, x, n) : i == 3 ? ti_lab_write_rotations_csv(f, x, n)
+                         : ti_lab_write_gp(f, x, n, &ch), 0);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/%s-rss.gp", dir, name);
+    return th_slurp(path);
+}
+
+/* The chart's script draws through gnuplot, with the disk axis only for a
+ * rotating series, the limit and live lines only when the data has them,
+ * and says so when gnuplot is missing. */
+static void the_chart_script_draws_what_the_data_holds(void **state)
+{
+    tide_lab_series x[2];
+    tide_lab_sweep w;
+    char dir[2048], *gp;
 
     (void)state;
-    rotation_series(&x, 1);
-    assert_non_null(f = open_memstream(&svg, &len));
-    assert_int_equal(ti_lab_write_svg(f, &x, 1, &ch), 0);
-    fclose(f);
-    expect_contains(svg, "height=\"860\"", "the taller picture");
-    expect_u64(th_count(svg, "<polyline class=\"disk\""), 1, "disk lines");
-    expect_u64(th_count(svg, "class=\"rotation\""), 4, "rotation marks (2 done, one per panel each)");
-    expect_contains(svg, "data-variant=\"rot&lt;2&gt;\"", "the escaped variant name");
-    free(svg);
-    assert_non_null(f = open_memstream(&csv, &len));
-    assert_int_equal(ti_lab_write_disk_csv(f, &x, 1), 0);
-    fclose(f);
-    expect_contains(csv, "rep,variant,t_s,disk_bytes,rotations\n1,rot<2>,0.000,4096,0\n", "the disk CSV's start");
-    expect_contains(csv, "\n1,rot<2>,10.000,10489856,1\n", "a rotation counted from its start");
-    expect_contains(csv, "\n1,rot<2>,30.000,10227712,2\n", "the failed one not counted");
-    free(csv);
-    ti_lab_series_free(&x);
+    if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
+    rotation_series(&x[0], 1);
+    gp = chart_files(dir, "rot", x, 1, NULL);
+    expect_contains(gp, "set key outside", "the key outside the panels");
+    expect_contains(gp, "axes x1y2", "the disk on the right axis");
+    expect_contains(gp, "rotations using", "the rotations drawn");
+    if (strstr(gp, "memory limit") || strstr(gp, "live: ")) fail_msg("expected no limit or live line without their data");
+    assert_int_equal(ti_lab_gnuplot(dir, "rot-rss.gp"), 0);
+    expect_chart(dir, "rot");
+    free(gp);
+    {
+        char path[2200], *csv;
+        snprintf(path, sizeof path, "%s/rot-disk.csv", dir);
+        csv = th_slurp(path);
+        expect_contains(csv, "rep,variant,t_s,disk_bytes,rotations\n1,rot<2>,0.000,4096,0\n", "the disk CSV's start");
+        expect_contains(csv, "\n1,rot<2>,10.000,10489856,1\n", "a rotation counted from its start");
+        expect_contains(csv, "\n1,rot<2>,30.000,10227712,2\n", "the failed one not counted");
+        free(csv);
+    }
+    ti_lab_series_free(&x[0]);
 
-    rotation_series(&x, 0);
-    assert_non_null(f = open_memstream(&svg, &len));
-    assert_int_equal(ti_lab_write_svg(f, &x, 1, &ch), 0);
-    fclose(f);
-    expect_contains(svg, "height=\"560\"", "the picture as it always was");
-    expect_u64(th_count(svg, "class=\"disk\""), 0, "disk lines without online delete");
-    expect_u64(th_count(svg, "class=\"rotation\""), 0, "rotation marks without online delete");
-    free(svg);
+    limit_series(&x[0], "limit64", 64 * 1048576ull, 3000, 1);
+    limit_series(&x[1], "unlimited", 0, 4000, 0);
+    memset(&w, 0, sizeof w);
+    w.seq = 1, w.t = 0.5, w.trimmed = 1, w.rss_before = 60u << 20, w.rss_after = 52u << 20;
+    w.rss_delta = -(8 << 20), w.consumer_bytes = 30u << 20, w.anon_rss = 50u << 20;
+    assert_int_equal(ti_lab_series_add_sweep(&x[0], &w), 0);
+    gp = chart_files(dir, "lim", x, 2, "unlimited");
+    expect_contains(gp, "limit 64 MiB", "the limit line's label");
+    expect_contains(gp, "live: bytes the consumers count", "the live line");
+    expect_contains(gp, "with candlesticks lc rgb \"#1a9641\"", "the lowering trims' green candles");
+    expect_contains(gp, "--a-long-subtitle", "the subtitle");
+    if (strstr(gp, "axes x1y2")) fail_msg("expected no disk axis without a rotating series");
+    assert_int_equal(ti_lab_gnuplot(dir, "lim-rss.gp"), 0);
+    expect_chart(dir, "lim");
+    setenv("TIDE_GNUPLOT", "/nonexistent/gnuplot", 1);
+    assert_int_equal(ti_lab_gnuplot(dir, "lim-rss.gp"), 1);      /* missing: said, not failed */
+    unsetenv("TIDE_GNUPLOT");
+    free(gp);
+    ti_lab_series_free(&x[0]);
+    ti_lab_series_free(&x[1]);
+    th_scratch_remove(dir);
+}
+
+/* n samples a second from 0: base + slope x t + noise (a fixed pattern of
+ * +-amp). */
+static void plateau_series(tide_lab_series *x, int n, double base, double slope, double amp)
+{
+    static const double pattern[] = { 0.9, -0.3, -1.0, 0.4, 0.7, -0.8, 0.1, -0.5, 1.0, -0.2, 0.6 };
+
+    memset(x, 0, sizeof *x);
+    snprintf(x->variant, sizeof x->variant, "v");
+    x->rep = 1;
+    for (int t = 0; t < n; t++) {
+        tide_lab_sample p = { .t = t, .rss = (uint64_t)(base + slope * t + amp * pattern[t % 11]) };
+        assert_int_equal(ti_lab_series_add_sample(x, &p), 0);
+    }
+}
+
+/* The plateau test: a ramp is no plateau, a flat noisy line is one, a wave
+ * is one, a short run cannot tell. */
+static void a_ramp_is_no_plateau_and_a_flat_noisy_line_is_one(void **state)
+{
+    const double MiB = 1048576.0;
+    tide_lab_series x;
+    tide_lab_plateau p;
+
+    (void)state;
+    plateau_series(&x, 120, 27 * MiB, 1.65 * MiB, 0.5 * MiB);     /* 27 -> 225 MiB in 120 s */
+    ti_lab_plateau_test(&x, 24, &p);
+    if (p.state != TIDE_LAB_PLATEAU_NONE) fail_msg("expected a ramp to be no plateau, got %d (drift %.1f MiB, noise %.1f)",
+                                                 p.state, p.drift / MiB, p.noise / MiB);
+    if (p.drift < 40 * MiB) fail_msg("expected a drift of about 50 MiB over the last third, got %.1f", p.drift / MiB);
     ti_lab_series_free(&x);
+    plateau_series(&x, 300, 100 * MiB, 0, 3 * MiB);                 /* flat, +-3 MiB */
+    ti_lab_plateau_test(&x, 60, &p);
+    if (p.state != TIDE_LAB_PLATEAU_REACHED) fail_msg("expected a flat noisy line to be a plateau, got %d (drift %.2f MiB, noise %.2f)",
+                                                    p.state, p.drift / MiB, p.noise / MiB);
+    ti_lab_series_free(&x);
+    plateau_series(&x, 300, 100 * MiB, 0.004 * MiB, 0);               /* a slow creep, 0.3 MiB over the third */
+    ti_lab_plateau_test(&x, 60, &p);
+    if (p.state != TIDE_LAB_PLATEAU_REACHED) fail_msg("expected a creep under 2%% of the level to be a plateau");
+    ti_lab_series_free(&x);
+    memset(&x, 0, sizeof x);
+    for (int t = 0; t < 600; t++) {                                  /* the waved load: 57 to 100 MiB */
+        tide_lab_sample s = { .t = t, .rss = (uint64_t)((78.5 + 21.5 * sin(2 * M_PI * t / 120.0)) * MiB) };
+        assert_int_equal(ti_lab_series_add_sample(&x, &s), 0);
+    }
+    ti_lab_plateau_test(&x, 120, &p);
+    if (p.state != TIDE_LAB_PLATEAU_REACHED) fail_msg("expected a steady wave to be a plateau (drift %.1f, noise %.1f MiB)",
+                                                    p.drift / MiB, p.noise / MiB);
+    ti_lab_series_free(&x);
+    plateau_series(&x, 20, 10 * MiB, 0, 0);
+    ti_lab_plateau_test(&x, 4, &p);
+    if (p.state != TIDE_LAB_PLATEAU_UNKNOWN) fail_msg("expected 20 s to be too short to tell (%zu samples in the third)",
+                                                    p.samples);
+    ti_lab_series_free(&x);
+}
+
+/* A run of two variants by hand: flat lines 100 and 80 MiB, then the
+ * same with the client threads late on 145 of 480 shares. */
+static void a_run_whose_load_fell_behind_is_invalid_and_gives_no_verdict(void **state)
+{
+    const double MiB = 1048576.0;
+    static tide_lab_plan plan;
+    tide_lab_run run;
+    tide_lab_series x[2];
+    tide_lab_summary sum;
+
+    (void)state;
+    tide_lab_plan_init(&plan);
+    plan.warmup = 60;
+    assert_int_equal(tide_lab_plan_variants(&plan, "trim,notrim", NULL, 0), 0);
+    plateau_series(&x[0], 300, 80 * MiB, 0, 1 * MiB);
+    plateau_series(&x[1], 300, 100 * MiB, 0, 1 * MiB);
+    snprintf(x[0].variant, sizeof x[0].variant, "trim");
+    snprintf(x[1].variant, sizeof x[1].variant, "notrim");
+    x[0].req.ledger_shares = x[1].req.ledger_shares = 480;
+    x[0].req.late = x[1].req.late = 4;           /* under 1% */
+    memset(&run, 0, sizeof run);
+    run.plan = &plan;
+    run.series = x;
+    run.nseries = 2;
+    assert_int_equal(tide_lab_summary_compute(&sum, &run), 0);
+    expect_u64((uint64_t)sum.invalid, 0, "invalid with 4 of 480 late");
+    expect_u64((uint64_t)sum.v[0].verdict, 1, "trim's verdict on two plateaus");
+    expect_contains(sum.v[0].why, "trim: -20.0% against notrim", "trim's verdict");
+    tide_lab_summary_free(&sum);
+
+    x[0].req.late = x[1].req.late = 145;
+    assert_int_equal(tide_lab_summary_compute(&sum, &run), 0);
+    expect_u64((uint64_t)sum.invalid, 1, "invalid with 145 of 480 late");
+    expect_u64(sum.late, 145, "late shares counted once a repetition");
+    expect_u64((uint64_t)sum.v[0].verdict, 0, "a verdict on an invalid run");
+    expect_contains(sum.v[0].why, "the run is invalid", "why trim has no verdict");
+    tide_lab_summary_free(&sum);
+
+    x[0].req.late = x[1].req.late = 0;
+    ti_lab_series_free(&x[1]);
+    plateau_series(&x[1], 300, 27 * MiB, 0.66 * MiB, 0.2 * MiB);      /* the baseline still rising */
+    snprintf(x[1].variant, sizeof x[1].variant, "notrim");
+    assert_int_equal(tide_lab_summary_compute(&sum, &run), 0);
+    expect_u64((uint64_t)sum.v[0].verdict, 0, "a verdict against a ramp");
+    expect_contains(sum.v[0].why, "notrim reached no plateau", "why trim has no verdict");
+    expect_contains(sum.v[0].why, "run longer", "what to do");
+    tide_lab_summary_free(&sum);
+    ti_lab_series_free(&x[0]);
+    ti_lab_series_free(&x[1]);
+    tide_lab_plan_free(&plan);
 }
 
 /* What `ask` answers of a variant parsed from `spec`, with --node-args
@@ -711,7 +882,9 @@ int main(void)
         cmocka_unit_test(a_ledger_holds_its_puts_and_gets_of_earlier_objects),
         cmocka_unit_test(the_built_in_variants_come_from_one_table),
         cmocka_unit_test(the_rotation_figures_read_rss_and_disk_around_each_rotation),
-        cmocka_unit_test(the_chart_gains_a_disk_panel_only_with_a_rotating_series),
+        cmocka_unit_test(a_ramp_is_no_plateau_and_a_flat_noisy_line_is_one),
+        cmocka_unit_test(a_run_whose_load_fell_behind_is_invalid_and_gives_no_verdict),
+        cmocka_unit_test(the_chart_script_draws_what_the_data_holds),
         cmocka_unit_test(a_variant_rotates_when_its_flags_turn_online_delete_on),
         cmocka_unit_test(the_object_sizes_follow_the_range_asked_for),
         cmocka_unit_test(the_limit_figures_compare_rss_with_the_limit_and_gets_with_the_baseline),

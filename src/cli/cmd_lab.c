@@ -6,7 +6,7 @@
  * The engine is src/lab/runner.h: it starts one tided per variant on
  * loopback, drives them all with the same ledger-like workload, samples
  * their RSS and collects their sweep rounds, stops them, and computes and
- * writes the figures, the CSVs, the SVG chart and the summary document.
+ * writes the figures, the CSVs, the chart (gnuplot) and the summary document.
  * This file turns the options into a tide_lab_plan, runs it, and prints
  * the summary as a table or as the JSON document (--json).
  *
@@ -346,6 +346,24 @@ static void print_limits(const tide_lab_plan *o, const tide_lab_summary *s)
            o->repeat > 1 ? "; a median line: the medians over the repetitions, the samples of all of them" : "");
 }
 
+/* Whether the load generator kept up, a line per variant saying what
+ * the run concludes or why it concludes nothing, and how the chart went. */
+static void print_verdicts(const tide_lab_plan *o, const tide_lab_summary *s)
+{
+    printf("\n");
+    if (s->invalid)
+        printf("INVALID RUN: the load generator fell behind: %llu of %llu ledger shares late (%.1f%%; a repetition "
+               "over %g%% is invalid): the nodes did not get the planned load, and no figure above is a result\n",
+               (unsigned long long)s->late, (unsigned long long)s->shares,
+               s->shares ? 100.0 * (double)s->late / (double)s->shares : 0.0, TIDE_LAB_LATE_PCT);
+    else
+        printf("load: %llu of %llu ledger shares late (at most %g%% per repetition allowed)\n",
+               (unsigned long long)s->late, (unsigned long long)s->shares, TIDE_LAB_LATE_PCT);
+    printf("verdicts (plateau test and rules: docs/LAB.md, \"Verdicts\"):\n");
+    for (size_t i = 0; i < o->nv; i++) printf("  %s\n", s->v[i].why);
+    printf("chart: %s\n", s->chart);
+}
+
 /* The summary as a table: a row per variant (with --repeat, the medians
  * first, then a row per repetition). */
 static void print_table(const tide_lab_plan *o, const tide_lab_summary *s)
@@ -379,8 +397,9 @@ static void print_table(const tide_lab_plan *o, const tide_lab_summary *s)
                               "the trim columns are repetition 1's)\n");
     print_rotations(o, s);
     print_limits(o, s);
-    printf("\nfiles: %s/%s-rss.csv, %s-sweeps.csv, %s-rss.svg, %s-summary.json", o->out, o->prefix,
-           o->prefix, o->prefix, o->prefix);
+    print_verdicts(o, s);
+    printf("\nfiles: %s/%s-rss.csv, %s-sweeps.csv, %s-rss.gp, %s-rss.png, %s-rss.svg, %s-summary.json", o->out,
+           o->prefix, o->prefix, o->prefix, o->prefix, o->prefix, o->prefix);
     if (any_rotation(o, s)) printf(", %s-disk.csv, %s-rotations.csv", o->prefix, o->prefix);
     if (any_limit(o, s)) printf(", %s-limits.csv", o->prefix);
     printf("\n");
@@ -551,8 +570,16 @@ static const char help_lab_after[] =
 "                          anon_rss (every sweep round; the last two: what\n"
 "                          every consumer counted and RssAnon + RssShmem\n"
 "                          at the round's end)\n"
-"    DIR/NAME-rss.svg      RSS over time, one line per variant and\n"
-"                          repetition, trims as ticks, plateau means dotted\n"
+"    DIR/NAME-rss.gp       the chart's gnuplot script, which reads the CSVs\n"
+"                          beside it: redraw with `gnuplot NAME-rss.gp`\n"
+"    DIR/NAME-rss.png, DIR/NAME-rss.svg\n"
+"                          the chart, when gnuplot is installed (otherwise\n"
+"                          the summary says how to draw it): one panel per\n"
+"                          variant on shared axes, RSS per repetition, the\n"
+"                          live bytes the consumers count, the memory limit,\n"
+"                          each trim a candle from RSS before to after\n"
+"                          (green: lowered, red: not), the plateau mean\n"
+"                          when one was reached\n"
 "    DIR/NAME-summary.json the --json document\n"
 "    With a variant that has a memory limit (limit64, limit128, limit256,\n"
 "    or --memory-limit in its flags; docs/MEMORY-LIMIT.md), also:\n"
@@ -574,13 +601,22 @@ static const char help_lab_after[] =
 "                          deleted_bytes,objects_in_previous, the phases'\n"
 "                          _ms, trimmed, trim_*, rss_before, rss_after,\n"
 "                          rss_step, disk_before, disk_after\n"
-"    and the chart gains a disk panel with the rotations marked; each\n"
+"    and the chart draws the disk on the right axis with the rotations\n"
+"    marked; each\n"
 "    repetition in the JSON a \"rotation\" object (peak_disk_bytes,\n"
 "    written_bytes, rss_step_median_bytes, the phases' medians, ...).\n"
-"    The JSON has command, machine, settings, baseline, files, interrupted\n"
-"    and variants: [{name, spec, samples, trims,\n"
-"    plateau_mean_rss_median_bytes, reduction_pct_median, repetitions:\n"
-"    [{rep, port, samples, plateau_mean_rss_bytes, reduction_pct, sweeps,\n"
+"    The JSON has command, machine, settings, baseline, files, chart (how\n"
+"    the drawing went), valid, load: {late_ledger_shares, ledger_shares,\n"
+"    late_pct, late_pct_allowed, valid} (a run whose client threads fell\n"
+"    behind on more than 1% of a repetition's ledger shares is invalid),\n"
+"    interrupted and variants: [{name, spec, samples, trims,\n"
+"    plateau_mean_rss_median_bytes, reduction_pct_median,\n"
+"    reduction_pct_min, reduction_pct_max, verdict (null unless the run\n"
+"    is valid and the variant and the baseline reached a plateau in every\n"
+"    repetition), no_verdict (why not), repetitions:\n"
+"    [{rep, port, plateau: {reached, samples, drift_bytes, noise_bytes,\n"
+"    level_bytes}, late_ledger_shares, ledger_shares, samples,\n"
+"    plateau_mean_rss_bytes, reduction_pct, sweeps,\n"
 "    trims, trims_lowered_pct, release_median_bytes, trim_median_ms,\n"
 "    trim_p95_ms, minflt_per_trim, anon_rss_per_counted_median (the\n"
 "    median, over the plateau's sweep rounds, of the node's anonymous RSS\n"

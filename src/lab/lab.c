@@ -9,8 +9,17 @@
  * counter-based generator, mix(seed, ledger, index, stream), so that any
  * client thread computes any op on its own and every node sees the same.
  *
- * Layout: the generator, the workload ops, the series arrays, the figures,
- * the CSV writers. The SVG chart is in lab_svg.c.
+ * Layout: the generator, the workload ops, the series arrays, the figures
+ * (the plateau test among them), the CSV writers. The chart's gnuplot
+ * script is in lab_plot.c.
+ *
+ * The plateau test asks whether a run may be read as a steady state at
+ * all: a mean over a ramp is a number about the run's length, not about
+ * the variant. The last third of the plateau window is fitted with a
+ * straight line; what that line climbs over the third (the drift) is
+ * compared with the scatter around it (the noise) and with the level. A
+ * wave, or noise, leaves the fitted drift small against the scatter; a
+ * ramp does not.
  *
  * Invariants:
  *   1. tide_lab_ledger_op is a pure function of (w, ledger, i): the same
@@ -208,6 +217,38 @@ double ti_lab_quantile(double *v, size_t n, double q)
     return lo + 1 < n ? v[lo] + frac * (v[lo + 1] - v[lo]) : v[lo];
 }
 
+void ti_lab_plateau_test(const tide_lab_series *s, double warmup_s, tide_lab_plateau *out)
+{
+    double t_end, from, st = 0, sy = 0, stt = 0, sty = 0, b, a, res = 0, m;
+    size_t n = 0;
+
+    out->state = TIDE_LAB_PLATEAU_UNKNOWN;
+    out->samples = 0;
+    out->drift = out->noise = out->level = NAN;
+    if (s->nsamples == 0) return;
+    t_end = s->samples[s->nsamples - 1].t;
+    if (t_end <= warmup_s) return;
+    from = t_end - (t_end - warmup_s) / 3.0;
+    for (size_t i = 0; i < s->nsamples; i++) {
+        double t = s->samples[i].t, y = (double)s->samples[i].rss;
+        if (t < from) continue;
+        n++, st += t, sy += y, stt += t * t, sty += t * y;
+    }
+    out->samples = n;
+    if (n < TIDE_LAB_PLATEAU_MIN || (m = (double)n * stt - st * st) <= 0) return;
+    b = ((double)n * sty - st * sy) / m;
+    a = (sy - b * st) / (double)n;
+    for (size_t i = 0; i < s->nsamples; i++) {
+        double t = s->samples[i].t, e = (double)s->samples[i].rss - (a + b * t);
+        if (t >= from) res += e * e;
+    }
+    out->noise = sqrt(res / (double)(n - 2));
+    out->level = sy / (double)n;
+    out->drift = b * (t_end - from);
+    out->state = fabs(out->drift) <= fmax(TIDE_LAB_PLATEAU_NOISES * out->noise, TIDE_LAB_PLATEAU_LEVEL * out->level)
+                     ? TIDE_LAB_PLATEAU_REACHED : TIDE_LAB_PLATEAU_NONE;
+}
+
 int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out)
 {
     tide_lab_figures f;
@@ -231,6 +272,7 @@ int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_f
         sum += (double)x->rss;
         sumref += (double)x->referenced;
     }
+    ti_lab_plateau_test(s, warmup_s, &f.plateau);
     if (f.plateau_samples) {
         f.plateau_mean_rss = sum / (double)f.plateau_samples;
         f.plateau_mean_referenced = sumref / (double)f.plateau_samples;

@@ -2,8 +2,9 @@
 /*
  * lab.h: the trim lab's library part: the synthetic ledger workload, the
  * series of RSS samples and sweep reports a node yields, their summary
- * figures, and the CSV and SVG writers (their functions, used only inside
- * the lab part, are in lab_impl.h; the types are here).
+ * figures (the plateau test among them), and the CSV writers and the
+ * gnuplot script that draws them (their functions, used only inside the
+ * lab part, are in lab_impl.h; the types are here).
  *
  * The lab's runner (runner.h) owns the processes, the HTTP clients and the
  * clock; everything here is pure computation or writes to a FILE the
@@ -138,6 +139,10 @@ typedef struct tide_lab_requests {
     uint64_t level_changes, rejected_writes;
     uint64_t rejected_requests; /* its overload 503s: rejected_requests.write + .body */
     uint64_t status_limit;      /* its limit_bytes (0: none) */
+    uint64_t late;              /* the repetition's late ledger shares (one client
+                                   thread finishing a ledger after its interval),
+                                   the same for every node of it */
+    uint64_t ledger_shares;     /* the repetition's ledgers x client threads */
 } tide_lab_requests;
 
 typedef struct tide_lab_series {
@@ -158,6 +163,32 @@ typedef struct tide_lab_series {
 
 /* ---- figures ---------------------------------------------------------------- */
 
+/* The plateau test (docs/LAB.md, "Verdicts"). Of the samples at t >=
+ * warmup, take the last third by time (t >= t_end - (t_end - warmup) / 3);
+ * fit RSS = a + b t by least squares over it; the drift is b times the
+ * third's time span, the noise the standard deviation of the residuals.
+ * The plateau is reached when |drift| <= max(TIDE_LAB_PLATEAU_NOISES x
+ * noise, TIDE_LAB_PLATEAU_LEVEL x the third's mean RSS): what the line
+ * still moves is within its own noise or immaterial to a comparison at
+ * the per cent level. With fewer than TIDE_LAB_PLATEAU_MIN samples in the
+ * third there is no telling. */
+#define TIDE_LAB_PLATEAU_NOISES 2.0
+#define TIDE_LAB_PLATEAU_LEVEL  0.02
+#define TIDE_LAB_PLATEAU_MIN    10
+
+enum { TIDE_LAB_PLATEAU_UNKNOWN = -1, TIDE_LAB_PLATEAU_NONE = 0, TIDE_LAB_PLATEAU_REACHED = 1 };
+
+typedef struct tide_lab_plateau {
+    int    state;               /* TIDE_LAB_PLATEAU_* */
+    size_t samples;             /* in the last third */
+    double drift, noise, level; /* bytes (NAN when unknown) */
+} tide_lab_plateau;
+
+/* A run is invalid, its load generator having fallen behind, when more
+ * than TIDE_LAB_LATE_PCT per cent of a repetition's ledger shares were
+ * late: the nodes then got less load than planned, at other moments. */
+#define TIDE_LAB_LATE_PCT 1.0
+
 /* The summary of one series. Byte figures are doubles (means and medians);
  * a figure with nothing to measure is NAN. */
 typedef struct tide_lab_figures {
@@ -171,6 +202,7 @@ typedef struct tide_lab_figures {
     double   trim_median_ms, trim_p95_ms, trim_max_ms, trim_total_ms;
     double   minflt_per_trim;
     double   freed_median;          /* bytes the caches freed per sweep */
+    tide_lab_plateau plateau;       /* whether the RSS line stopped moving */
     double   anon_per_counted;      /* median over the sweeps at t >= warmup
                                        of the node's anonymous RSS over what
                                        its consumers counted, at each round's
@@ -211,10 +243,15 @@ typedef struct tide_lab_limfig {
 /* ---- writers ------------------------------------------------------------------ */
 
 typedef struct tide_lab_chart {
-    const char *title;        /* first title line (XML-escaped here) */
-    const char *subtitle;     /* second line, e.g. the command; may be NULL */
+    const char *title;        /* first title line */
+    const char *subtitle;     /* below it, e.g. the command, wrapped; may be NULL */
     double      warmup_s;     /* shaded, and where the plateau lines start */
     double      duration_s;   /* x axis end; 0: the last sample */
+    const char *prefix;       /* the files' common name: PREFIX-rss.csv, -sweeps.csv,
+                                 -disk.csv, -rotations.csv are read, PREFIX-rss.png
+                                 and -rss.svg written, by the script, all in the
+                                 script's directory */
+    const char *baseline;     /* the variant the panels' titles compare with; may be NULL */
 } tide_lab_chart;
 
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * lab_impl.h: what lab.c and lab_svg.c give the rest of the lab part (the
- * runner's sampler and summary): the series' arrays, their figures and the
- * CSV and SVG writers. Not for other parts: the types are in lab.h.
+ * lab_impl.h: what lab.c and lab_plot.c give the rest of the lab part (the
+ * runner's sampler and summary, ghost's chart): the series' arrays, their
+ * figures, the CSV writers, the chart's gnuplot script and gnuplot's run.
+ * Not for other parts: the types are in lab.h.
  *
  * Errors: 0 or a negative TIDE_E* code with the reason in tide_last_error().
  */
@@ -34,6 +35,10 @@ void ti_lab_series_free(tide_lab_series *s);
  * trim of the run counts (the study counted every call). 0 or TIDE_ENOMEM.
  * O(n log n). */
 int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out);
+
+/* The plateau test of lab.h (TIDE_LAB_PLATEAU_*) on s's RSS samples after
+ * warmup_s, into *out. Pure. O(samples). */
+void ti_lab_plateau_test(const tide_lab_series *s, double warmup_s, tide_lab_plateau *out);
 
 /* The q-quantile (0..1, linear between order statistics) of v[0..n), which
  * it sorts in place. NAN when n == 0. O(n log n). */
@@ -109,17 +114,21 @@ int ti_lab_write_rss_csv(FILE *f, const tide_lab_series *s, size_t n);
 int ti_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n);
 
 
-/* An SVG chart of RSS over time: one <polyline> per series (colour per
- * variant, dashed for repetitions after the first), a dashed plateau-mean
- * line per series, each trim marked by a short vertical tick from RSS
- * before to RSS after (green when it lowered RSS, red otherwise), axes in
- * seconds or minutes and MiB, a legend. When a series rotates
- * (ti_lab_any_rotating), a second panel below shows disk bytes over time
- * (one <polyline class="disk"> per series with disk samples), and each
- * rotation is a dashed vertical line in the series' colour across both
- * panels. Hand-written SVG 1.1, no scripts. 0, TIDE_EIO or TIDE_ENOMEM.
- * O(total samples). */
-int ti_lab_write_svg(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c);
+/* The chart's gnuplot script (lab_plot.c): one panel per variant on
+ * shared axes, the key outside them; RSS per repetition, the live bytes
+ * (the sweeps' consumer_bytes, when a sweep has them), the memory limit
+ * (when a series has one), each trim a candle from RSS before to after
+ * (green: lowered; red: not), the plateau mean when reached (lab.h), and
+ * for a rotating series its disk (right axis) and rotations. The script
+ * reads c->prefix's CSVs and writes c->prefix-rss.png and -rss.svg in its
+ * own directory. 0 or TIDE_EIO. O(series x samples) for the figures. */
+int ti_lab_write_gp(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c);
+
+/* Run gnuplot (or $TIDE_GNUPLOT) on `script` in directory `dir`. 0 when it
+ * drew; 1 when no gnuplot could be run (not installed: the caller says how
+ * to draw later, and carries on); TIDE_EIO when it failed, with its first
+ * error line. Cost: gnuplot's, about a second for a long run. */
+int ti_lab_gnuplot(const char *dir, const char *script);
 
 
 #endif

@@ -408,6 +408,8 @@ static void rep_unload(rep_state *s, int rc)
                 n->series->limit_bytes = n->series->req.status_limit;   /* a cgroup's too */
         }
         rep_counts(n, load_s);
+        n->series->req.late = atomic_load(&s->r.late);
+        n->series->req.ledger_shares = atomic_load(&s->r.ledgers) * o->clients;
     }
     if (rc == 0)
         ti_lab_say(o->report, "repetition %u done: %llu ledgers, %llu late ledger shares", s->rep,

@@ -13,7 +13,7 @@
  *     tide_lab_run_all()            every repetition: nodes started, loaded,
  *                                   sampled and polled, stopped
  *     tide_lab_summary_compute()    the figures per variant and repetition
- *     tide_lab_summary_write()      the CSVs, the SVG chart, summary.json
+ *     tide_lab_summary_write()      the CSVs, the chart (gnuplot), summary.json
  *     tide_lab_summary_free(), tide_lab_run_finish()
  *
  * and prints the summary itself (text or the JSON document).
@@ -190,6 +190,11 @@ typedef struct tide_lab_vsum {
     tide_lab_limfig  *lim;          /* [repeat], NULL when no variant of the run has a
                                        memory limit */
     double  plateau_median, reduction_median;
+    double  reduction_min, reduction_max;   /* over the repetitions (NAN: none) */
+    int     verdict;                /* 1: the reduction is a result (the run is
+                                       valid, and the variant and the baseline
+                                       reached a plateau in every repetition) */
+    char    why[224];               /* the verdict, or why there is none */
     double  peak_per_limit_median, shed_pct_median, get_rate_ratio_median, level_changes_median;
     size_t  samples, trims;
 } tide_lab_vsum;
@@ -198,18 +203,28 @@ typedef struct tide_lab_summary {
     tide_lab_vsum *v;               /* [nv], the plan's order */
     size_t         nv;
     size_t         base;            /* the baseline's index, or (size_t)-1 */
+    uint64_t       late, shares;    /* late ledger shares, and shares, in all */
+    int            invalid;         /* a repetition's late shares were over
+                                       TIDE_LAB_LATE_PCT per cent of its shares */
+    char           chart[PATH_MAX + 160];  /* how the chart went: drawn, or
+                                       gnuplot missing and how to draw it, or
+                                       its error; never a failure of the run */
     json_t        *doc;             /* the summary document, after _write */
 } tide_lab_summary;
 
 /* The figures of every series, the plateau medians over the repetitions
- * and the reductions against the baseline; with a memory limit in the run
+ * and the reductions against the baseline with their spread, each
+ * variant's verdict (docs/LAB.md, "Verdicts"), the late ledger shares and
+ * whether they make the run invalid; with a memory limit in the run
  * (a variant's flags, or a node's status), every variant's memory-limit
  * figures (the GET rate against the baseline's) and their medians. 0 or
  * TIDE_ENOMEM. */
 int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r);
 
-/* Write OUT/PREFIX-rss.csv, -sweeps.csv, -rss.svg and -summary.json (the
- * document, kept in s->doc for the caller to print), when a variant
+/* Write OUT/PREFIX-rss.csv, -sweeps.csv, the chart's script -rss.gp and
+ * -summary.json (the document, kept in s->doc for the caller to print),
+ * and run gnuplot on the script for -rss.png and -rss.svg (s->chart says
+ * how that went; a missing or failing gnuplot fails nothing), when a variant
  * rotates -disk.csv and -rotations.csv too, and when a variant has a
  * memory limit -limits.csv. 0, or TIDE_EIO / TIDE_ENOMEM
  * naming the file. */

@@ -2,8 +2,10 @@
 /*
  * summary.c: what a lab run comes to: the figures per variant and
  * repetition, the medians over the repetitions, the reductions against the
- * baseline, the summary document, and the files (two CSVs, the SVG chart,
- * the document as summary.json).
+ * baseline with their spread, each variant's verdict, whether the load
+ * generator kept up, the summary document, and the files (the CSVs, the
+ * chart's gnuplot script and the chart it draws, the document as
+ * summary.json).
  *
  * Layout: the figures; the document (settings, machine, variants, files);
  * the files.
@@ -20,6 +22,14 @@
  *      and their names in "files" appear only with one. So with the memory
  *      limit: its figures, the limits CSV and its name appear only when a
  *      node of the run had one.
+ *   5. A verdict (a reduction read as a result) only when the run supports
+ *      it: the load generator kept up (late shares at most
+ *      TIDE_LAB_LATE_PCT per cent in every repetition) and the variant and
+ *      the baseline reached a plateau in every repetition (lab.h). The
+ *      figures are still computed and written either way; the verdict
+ *      says which to read.
+ *   6. A missing or failing gnuplot fails nothing: the CSVs and the script
+ *      are written first, and the document says how to draw.
  *
  * Never: print; the caller prints the summary.
  */
@@ -77,6 +87,70 @@ static int limit_compute(tide_lab_summary *s, const tide_lab_run *r)
     return 0;
 }
 
+/* The late ledger shares of every repetition; invalid when one's are
+ * over TIDE_LAB_LATE_PCT per cent of its shares. */
+static void load_validity(tide_lab_summary *s, const tide_lab_run *r)
+{
+    const tide_lab_plan *o = r->plan;
+
+    for (unsigned rep = 0; rep < o->repeat && o->nv; rep++) {
+        const tide_lab_requests *q = &r->series[(size_t)rep * o->nv].req;
+        s->late += q->late;
+        s->shares += q->ledger_shares;
+        if ((double)q->late > TIDE_LAB_LATE_PCT / 100.0 * (double)q->ledger_shares) s->invalid = 1;
+    }
+}
+
+/* The repetition (1-based) where variant i reached no plateau, or 0. */
+static unsigned no_plateau(const tide_lab_vsum *v, unsigned repeat)
+{
+    for (unsigned rep = 0; rep < repeat; rep++)
+        if (v->fig[rep].plateau.state != TIDE_LAB_PLATEAU_REACHED) return rep + 1;
+    return 0;
+}
+
+/* Variant i's verdict: its reduction with the spread over the
+ * repetitions, or why the run cannot give one. */
+static void verdict(tide_lab_summary *s, const tide_lab_run *r, size_t i)
+{
+    const tide_lab_plan *o = r->plan;
+    tide_lab_vsum *v = &s->v[i];
+    const char *name = o->v[i].name;
+    unsigned rv, rb;
+
+    v->reduction_min = v->reduction_max = NAN;
+    for (unsigned rep = 0; rep < o->repeat; rep++) {
+        if (isnan(v->reduction[rep])) continue;
+        if (isnan(v->reduction_min) || v->reduction[rep] < v->reduction_min) v->reduction_min = v->reduction[rep];
+        if (isnan(v->reduction_max) || v->reduction[rep] > v->reduction_max) v->reduction_max = v->reduction[rep];
+    }
+    rv = no_plateau(v, o->repeat);
+    rb = s->base == (size_t)-1 ? 0 : no_plateau(&s->v[s->base], o->repeat);
+    if (i == s->base) {
+        snprintf(v->why, sizeof v->why, "%s: the baseline%s", name, rv ? "; it reached no plateau: run longer" : "");
+    } else if (s->invalid) {
+        snprintf(v->why, sizeof v->why, "%s: no verdict: the run is invalid (the load generator fell behind)", name);
+    } else if (s->base == (size_t)-1) {
+        snprintf(v->why, sizeof v->why, "%s: no verdict: no baseline %s in the run", name, o->baseline);
+    } else if ((rv || rb) && (rv ? &v->fig[rv - 1].plateau : &s->v[s->base].fig[rb - 1].plateau)->state ==
+                                 TIDE_LAB_PLATEAU_UNKNOWN) {
+        snprintf(v->why, sizeof v->why, "%s: no verdict: too few samples in the last third of repetition %u's "
+                 "plateau window (fewer than %d) to tell a plateau: run longer", name, rv ? rv : rb,
+                 TIDE_LAB_PLATEAU_MIN);
+    } else if (rv || rb) {
+        const tide_lab_plateau *p = rv ? &v->fig[rv - 1].plateau : &s->v[s->base].fig[rb - 1].plateau;
+        snprintf(v->why, sizeof v->why, "%s: no verdict: %s reached no plateau in repetition %u (%+.1f MiB over the "
+                 "last third, noise %.1f MiB): run longer", name, rv ? name : o->baseline, rv ? rv : rb,
+                 p->drift / 1048576.0, p->noise / 1048576.0);
+    } else {
+        int len = snprintf(v->why, sizeof v->why, "%s: %+.1f%% against %s", name, -v->reduction_median, o->baseline);
+        v->verdict = 1;
+        for (unsigned rep = 0; o->repeat > 1 && rep < o->repeat && len > 0 && (size_t)len < sizeof v->why; rep++)
+            len += snprintf(v->why + len, sizeof v->why - (size_t)len, "%s%+.1f%s", rep ? ", " : " (runs: ",
+                            -v->reduction[rep], rep + 1 == o->repeat ? ")" : "");
+    }
+}
+
 int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
 {
     const tide_lab_plan *o = r->plan;
@@ -114,6 +188,8 @@ int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
         }
         v->reduction_median = median_of(v->reduction, o->repeat);
     }
+    load_validity(s, r);
+    for (size_t i = 0; i < o->nv; i++) verdict(s, r, i);
     return ti_lab_any_limited(r->series, r->nseries) ? limit_compute(s, r) : 0;   /* invariant 4 */
 }
 
@@ -130,6 +206,14 @@ void tide_lab_summary_free(tide_lab_summary *s)
 
 static json_t *jnum(double v) { return isnan(v) ? json_null() : json_real(v); }
 static json_t *jbytes(double v) { return isnan(v) ? json_null() : json_integer((json_int_t)llround(v)); }
+
+static json_t *plateau_json(const tide_lab_plateau *p)
+{
+    return json_pack("{s:o,s:I,s:o,s:o,s:o}", "reached",
+                     p->state == TIDE_LAB_PLATEAU_UNKNOWN ? json_null() : json_boolean(p->state == TIDE_LAB_PLATEAU_REACHED),
+                     "samples", (json_int_t)p->samples, "drift_bytes", jbytes(p->drift), "noise_bytes", jbytes(p->noise),
+                     "level_bytes", jbytes(p->level));
+}
 
 static json_t *figures_json(const tide_lab_figures *f, double reduction)
 {
@@ -201,6 +285,10 @@ static json_t *variants_json(const tide_lab_summary *s, const tide_lab_run *r)
             json_t *x = figures_json(&v->fig[rep], v->reduction[rep]);
             json_object_set_new(x, "rep", json_integer(rep + 1));
             json_object_set_new(x, "port", json_integer(r->series[(size_t)rep * o->nv + i].port));
+            json_object_set_new(x, "plateau", plateau_json(&v->fig[rep].plateau));
+            json_object_set_new(x, "late_ledger_shares", json_integer((json_int_t)r->series[(size_t)rep * o->nv + i].req.late));
+            json_object_set_new(x, "ledger_shares",
+                                json_integer((json_int_t)r->series[(size_t)rep * o->nv + i].req.ledger_shares));
             if (v->rot) json_object_set_new(x, "rotation", rotation_json(&v->rot[rep]));     /* invariant 4 */
             if (v->lim)
                 json_object_set_new(x, "memory_limit",
@@ -213,6 +301,12 @@ static json_t *variants_json(const tide_lab_summary *s, const tide_lab_run *r)
             "plateau_mean_rss_median_bytes", jbytes(v->plateau_median),
             "reduction_pct_median", jnum(v->reduction_median), "repetitions", reps);
         if (var && v->lim) limit_medians(var, v);
+        if (var) {
+            json_object_set_new(var, "reduction_pct_min", jnum(v->reduction_min));
+            json_object_set_new(var, "reduction_pct_max", jnum(v->reduction_max));
+            json_object_set_new(var, "verdict", v->verdict ? json_string(v->why) : json_null());
+            json_object_set_new(var, "no_verdict", v->verdict ? json_null() : json_string(v->why));
+        }
         json_array_append_new(vars, var);
     }
     return vars;
@@ -258,6 +352,17 @@ static json_t *document(const tide_lab_summary *s, const tide_lab_run *r)
         json_object_set_new(set, "object_max_bytes", json_integer(o->w.size_max));
         json_object_set_new(set, "sample_interval_s", json_real(o->sample_interval));
     }
+    if (doc) {
+        json_t *files = json_object_get(doc, "files");
+        json_object_set_new(files, "png", json_string(file_path(p1, sizeof p1, o, "rss.png")));
+        json_object_set_new(files, "gnuplot", json_string(file_path(p1, sizeof p1, o, "rss.gp")));
+        json_object_set_new(doc, "chart", json_string(s->chart));
+        json_object_set_new(doc, "valid", json_boolean(!s->invalid));
+        json_object_set_new(doc, "load", json_pack("{s:I,s:I,s:o,s:f,s:b}", "late_ledger_shares", (json_int_t)s->late,
+            "ledger_shares", (json_int_t)s->shares,
+            "late_pct", jnum(s->shares ? 100.0 * (double)s->late / (double)s->shares : NAN),
+            "late_pct_allowed", TIDE_LAB_LATE_PCT, "valid", !s->invalid));
+    }
     if (doc && ti_lab_any_limited(r->series, r->nseries))        /* invariant 4 */
         json_object_set_new(json_object_get(doc, "files"), "limits_csv",
                             json_string(file_path(p1, sizeof p1, o, "limits.csv")));
@@ -296,16 +401,34 @@ static int write_rotations(FILE *f, const tide_lab_run *r)
     return ti_lab_write_rotations_csv(f, r->series, r->nseries);
 }
 
-static int write_svg(FILE *f, const tide_lab_run *r)
+static int write_gp(FILE *f, const tide_lab_run *r)
 {
     const tide_lab_plan *o = r->plan;
     char title[256];
-    tide_lab_chart ch = { title, o->command, o->warmup, o->duration };
+    tide_lab_chart ch = { title, o->command, o->warmup, o->duration, o->prefix, o->baseline };
 
-    snprintf(title, sizeof title, "tided RSS%s under the same ledger workload, by variant (%u repetition%s, "
+    snprintf(title, sizeof title, "tided RSS%s under the same ledger workload, one panel per variant (%u repetition%s, "
              "sweep every %u s)", ti_lab_any_rotating(r->series, r->nseries) ? " and disk" : "",
              o->repeat, o->repeat > 1 ? "s" : "", o->sweep_interval);
-    return ti_lab_write_svg(f, r->series, r->nseries, &ch);
+    return ti_lab_write_gp(f, r->series, r->nseries, &ch);
+}
+
+/* gnuplot on the script; s->chart says how it went (never a failure). */
+static void draw(tide_lab_summary *s, const tide_lab_run *r)
+{
+    const tide_lab_plan *o = r->plan;
+    char script[PATH_MAX];
+    int rc;
+
+    snprintf(script, sizeof script, "%s-rss.gp", o->prefix);
+    rc = ti_lab_gnuplot(o->out, script);
+    if (rc == 0)
+        snprintf(s->chart, sizeof s->chart, "drawn: %s/%s-rss.png and .svg", o->out, o->prefix);
+    else if (rc == 1)
+        snprintf(s->chart, sizeof s->chart, "not drawn: gnuplot not found; draw it with `cd %s && gnuplot %s` "
+                 "(Debian: apt-get install gnuplot-nox)", o->out, script);
+    else
+        snprintf(s->chart, sizeof s->chart, "not drawn: %s", tide_last_error());
 }
 
 /* Write OUT/PREFIX-<what> with w. 0 or TIDE_EIO naming the file. */
@@ -326,13 +449,14 @@ int tide_lab_summary_write(tide_lab_summary *s, const tide_lab_run *r)
     int rc;
 
     if ((rc = write_file(r, "rss.csv", write_rss)) || (rc = write_file(r, "sweeps.csv", write_sweeps)) ||
-        (rc = write_file(r, "rss.svg", write_svg)))
+        (rc = write_file(r, "rss.gp", write_gp)))
         return rc;
     if (ti_lab_any_rotating(r->series, r->nseries) &&      /* invariant 4 */
         ((rc = write_file(r, "disk.csv", write_disk)) || (rc = write_file(r, "rotations.csv", write_rotations))))
         return rc;
     if (ti_lab_any_limited(r->series, r->nseries) && (rc = write_file(r, "limits.csv", write_limits)))
         return rc;
+    draw(s, r);
     s->doc = document(s, r);                      /* invariant 3 */
     if (s->doc == NULL) return tide_err_set(TIDE_ENOMEM, "out of memory for the summary");
     if (json_dump_file(s->doc, file_path(path, sizeof path, r->plan, "summary.json"),
