@@ -230,12 +230,17 @@ static const struct held_rule { int id; unsigned times; const char *why; } held_
 /* The key cache's hard limit the node uses when none is given (node.h). */
 #define NODE_KEY_CACHE_DEFAULT (32 * MiB)
 
+/* 0 for a budget that holds nothing in this configuration: the archive's
+ * with the archive off. */
+static int counts(const tide_config *c, int id)
+{
+    return !((id == TIDE_CFG_ARCHIVE_FILTER_BUDGET || id == TIDE_CFG_ARCHIVE_INFLIGHT) &&
+             c->archive != TIDE_ARCHIVE_RADOS);
+}
+
 static uint64_t budget_value(const tide_config *c, int id)
 {
-    if ((id == TIDE_CFG_ARCHIVE_FILTER_BUDGET || id == TIDE_CFG_ARCHIVE_INFLIGHT) &&
-        c->archive != TIDE_ARCHIVE_RADOS)
-        return 0;
-    return ti_config_number(c, id);
+    return counts(c, id) ? ti_config_number(c, id) : 0;
 }
 
 /* pct% of l, rounded down, without overflow (the governor's marks). */
@@ -305,6 +310,7 @@ static uint64_t list_held(const tide_config *c, int chosen_, int in_force, int w
         uint64_t held = budget_value(c, r->id) * r->times;
 
         if (!in_force && chosen(c, r->id) != chosen_) continue;
+        if (!counts(c, r->id)) continue;        /* the archive's, with the archive off */
         sum += held;
         ti_config_size_text(budget_value(c, r->id), v, sizeof v);
         ti_config_size_text(held, h, sizeof h);
