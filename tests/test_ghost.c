@@ -11,8 +11,12 @@
  * 16 KiB mmap threshold removes the 60 KiB ghost (skipped, with the reason
  * printed, when glibc does not serve tide itself). The arena variant gives
  * back all but a tenth of what every scenario grew (where glibc serves
- * tide, as its children then need). Bad option values must
- * exit 2 and say what was wrong.
+ * tide, as its children then need). Every run writes the matrix as CSV
+ * with a gnuplot script beside it (in the group's scratch directory):
+ * gnuplot draws a PNG and an SVG from those two files, the key outside
+ * the plot; without gnuplot nothing fails and tide says how to draw
+ * later; and every variant of the run gets one line of conclusion. Bad
+ * option values must exit 2 and say what was wrong.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "expect.h"
 #include "helpers.h"
@@ -40,12 +45,26 @@ static const char *const all_scenarios[] = {
 
 /* ---- running bin/tide (th_run_tide) ---------------------------------------- */
 
+/* Every run writes its files (--out) here, made by the group's setup and
+ * removed by its teardown; one subdirectory per run that looks at them. */
+static char scratch[2048];
+
+/* `tide ghost ARGS --out scratch/SUB`: stdout (stderr too when merge) into
+ * *out; the exit status. */
+static int run_ghost(const char *args, const char *sub, int merge, char **out)
+{
+    char cmd[4096];
+
+    snprintf(cmd, sizeof cmd, "ghost %s --out '%s/%s'", args, scratch, sub);
+    return th_run_tide(cmd, merge, out);
+}
+
 static json_t *run_json(const char *args)
 {
     json_error_t err;
     json_t *doc;
     char *out;
-    int status = th_run_tide(args, 0, &out);
+    int status = run_ghost(args, "json", 0, &out);
 
     doc = json_loads(out, 0, &err);
     if (doc == NULL)
@@ -187,9 +206,15 @@ static json_t *glibc_matrix;
 static json_t *glibc_matrix_doc(void)
 {
     if (glibc_matrix == NULL)
-        glibc_matrix = run_json("ghost --json --size 0.25 --scenario mixed,medium-batch "
+        glibc_matrix = run_json("--json --size 0.25 --scenario mixed,medium-batch "
                                 "--variant glibc,glibc-trim,glibc-mmap16k,jemalloc");
     return glibc_matrix;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return th_mkdtemp(scratch, sizeof scratch);
 }
 
 static int group_teardown(void **state)
@@ -197,6 +222,7 @@ static int group_teardown(void **state)
     (void)state;
     json_decref(glibc_matrix);
     glibc_matrix = NULL;
+    if (scratch[0]) th_rmrf(scratch);
     return 0;
 }
 
@@ -254,7 +280,7 @@ static void all_nine_variants_run_or_name_their_package(void **state)
     size_t i;
 
     (void)state;
-    doc = run_json("ghost --json --size 0.05 --scenario large-batch");
+    doc = run_json("--json --size 0.05 --scenario large-batch");
     check_rows(doc, 9);
     json_array_foreach(json_object_get(doc, "results"), i, r)
         expect_str(json_string_value(json_object_get(r, "variant")), all_variants[i],
@@ -272,7 +298,7 @@ static void the_arena_gives_back_what_every_scenario_freed(void **state)
     size_t i;
 
     (void)state;
-    doc = run_json("ghost --json --size 0.5 --variant glibc,arena");
+    doc = run_json("--json --size 0.5 --variant glibc,arena");
     if (tide_allocator(doc) == NULL || strcmp(tide_allocator(doc), "glibc") != 0) {
         char name[64];
         snprintf(name, sizeof name, "%s", tide_allocator(doc) ? tide_allocator(doc) : "unknown");
@@ -301,8 +327,8 @@ static void csv_has_a_header_and_one_line_per_row(void **state)
     size_t lines = 0;
 
     (void)state;
-    status = th_run_tide("ghost --csv --size 0.05 --scenario small-batch,lifetime --variant glibc,glibc-arena2",
-                         0, &out);
+    status = run_ghost("--csv --size 0.05 --scenario small-batch,lifetime --variant glibc,glibc-arena2", "csv", 0,
+                       &out);
     expect_u64(status, 0, "exit status of --csv");
     if (strncmp(out, "scenario,variant,skipped,status,", 32) != 0)
         fail_msg("expected the CSV header first, got '%.80s'", out);
@@ -314,6 +340,144 @@ static void csv_has_a_header_and_one_line_per_row(void **state)
     else
         expect_contains(out, "\nlifetime,glibc-arena2,false,ok,glibc,", "the last CSV row");
     free(out);
+}
+
+/* ---- the files, the chart and the conclusions ------------------------------ */
+
+static const char *const chart_variants[] = { "glibc", "glibc-trim", "jemalloc", "tcmalloc", NULL };
+#define CHART_RUN "--size 0.1 --scenario mixed,medium-batch --variant glibc,glibc-trim,jemalloc,tcmalloc"
+
+static int have_gnuplot(void)
+{
+    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+/* The file scratch/sub/ghost-matrix.ext, its size (-1: missing). */
+static long long matrix_file(char *path, size_t cap, const char *sub, const char *ext)
+{
+    snprintf(path, cap, "%s/%s/ghost-matrix.%s", scratch, sub, ext);
+    return th_file_size(path);
+}
+
+/* A PNG (by its signature) and an SVG (an <svg element) of some size. */
+static void expect_drawn(const char *sub, const char *how)
+{
+    char path[4096], *svg;
+    uint8_t *png;
+    size_t len;
+
+    if (matrix_file(path, sizeof path, sub, "png") < 1000 || th_read_file(path, &png, &len) != 0)
+        fail_msg("%s: expected a PNG of at least 1000 bytes at %s, got %lld bytes", how, path,
+                 matrix_file(path, sizeof path, sub, "png"));
+    if (len < 8 || memcmp(png, "\x89PNG\r\n\x1a\n", 8) != 0) fail_msg("%s: %s does not start as a PNG", how, path);
+    free(png);
+    if (matrix_file(path, sizeof path, sub, "svg") < 1000)
+        fail_msg("%s: expected an SVG of at least 1000 bytes at %s", how, path);
+    svg = th_slurp(path);
+    expect_contains(svg, "<svg", path);
+    expect_contains(svg, "glibc-trim", "the SVG's text (a variant's tick label)");
+    free(svg);
+}
+
+static void the_matrix_is_written_as_csv_with_a_gnuplot_script_beside_it(void **state)
+{
+    char path[4096], *out, *csv, *gp;
+    int status;
+
+    (void)state;
+    status = run_ghost(CHART_RUN, "chart", 0, &out);
+    if (status != 0) fail_msg("tide ghost " CHART_RUN ": expected exit status 0, got %d: %.300s", status, out);
+    expect_contains(out, "/chart/ghost-matrix.csv, ghost-matrix.gp, ghost-matrix.png, ghost-matrix.svg",
+                    "the files line");
+    free(out);
+    if (matrix_file(path, sizeof path, "chart", "csv") <= 0) fail_msg("expected the CSV at %s", path);
+    csv = th_slurp(path);
+    if (strncmp(csv, "scenario,variant,skipped,status,", 32) != 0)
+        fail_msg("%s: expected the --csv header first, got '%.80s'", path, csv);
+    expect_u64(th_count(csv, "\n"), 9, "CSV lines (header + 2 scenarios x 4 variants)");
+    expect_contains(csv, "\nmixed,glibc-trim,", "the CSV's rows");
+    free(csv);
+    if (matrix_file(path, sizeof path, "chart", "gp") <= 0) fail_msg("expected the gnuplot script at %s", path);
+    gp = th_slurp(path);
+    for (const char *const *w = (const char *const[]){ "csv = \"ghost-matrix.csv\"", "set key outside",
+                                                      "noenhanced", "set output \"ghost-matrix.png\"",
+                                                      "set output \"ghost-matrix.svg\"", "pngcairo",
+                                                      "set terminal svg", NULL }; *w; w++)
+        expect_contains(gp, *w, "the gnuplot script");
+    free(gp);
+}
+
+static void gnuplot_draws_the_chart_from_the_csv_and_the_script(void **state)
+{
+    char path[4096], cmd[4200];
+
+    (void)state;
+    if (!have_gnuplot()) th_skip("gnuplot is not installed (Debian: gnuplot-nox); the chart cannot be drawn");
+    if (matrix_file(path, sizeof path, "chart", "gp") <= 0) {
+        char *out;
+        int status = run_ghost(CHART_RUN, "chart", 0, &out);
+        free(out);
+        expect_u64(status, 0, "exit status of tide ghost " CHART_RUN);
+    }
+    expect_drawn("chart", "tide ghost's own run of gnuplot");
+    /* redrawn from the two files alone, as docs/GHOST.md says */
+    matrix_file(path, sizeof path, "chart", "png"), unlink(path);
+    matrix_file(path, sizeof path, "chart", "svg"), unlink(path);
+    snprintf(cmd, sizeof cmd, "cd '%s/chart' && gnuplot ghost-matrix.gp 2>&1", scratch);
+    if (system(cmd) != 0) fail_msg("`%s` failed", cmd);
+    expect_drawn("chart", "gnuplot ghost-matrix.gp");
+}
+
+static void a_conclusion_line_per_variant_that_ran(void **state)
+{
+    char *out, line[64];
+    json_t *doc, *c;
+    int status;
+    size_t i;
+
+    (void)state;
+    status = run_ghost(CHART_RUN, "conclusions", 0, &out);
+    if (status != 0) fail_msg("tide ghost " CHART_RUN ": expected exit status 0, got %d", status);
+    for (const char *const *v = chart_variants; *v; v++) {
+        char *at;
+        snprintf(line, sizeof line, "\n%s: ", *v);
+        if ((at = strstr(out, line)) == NULL) fail_msg("expected a conclusion line '%s...' in: %.2000s", line + 1, out);
+        if (strstr(at, " MiB") == NULL || (strstr(at, "largest") == NULL && strstr(at, "not run") == NULL))
+            fail_msg("the conclusion on %s says neither where its ghost is largest nor why it did not run: %.300s",
+                     *v, at + 1);
+    }
+    expect_contains(strstr(out, "\nglibc-trim: "), "against glibc it removes", "glibc-trim's conclusion");
+    free(out);
+    doc = glibc_matrix_doc();
+    c = json_object_get(doc, "conclusions");
+    expect_u64(json_array_size(c), 4, "conclusions in the JSON document (one per variant)");
+    for (i = 0; i < 4; i++) {
+        const char *v = (const char *[]){ "glibc", "glibc-mmap16k", "glibc-trim", "jemalloc" }[i];
+        const char *got = json_string_value(json_array_get(c, i));
+        snprintf(line, sizeof line, "%s: ", v);
+        if (got == NULL || strncmp(got, line, strlen(line)) != 0)
+            fail_msg("conclusion %zu: expected it to start '%s', got '%s'", i, line, got ? got : "(none)");
+    }
+    if (!json_is_string(json_object_get(doc, "chart")) || !json_is_object(json_object_get(doc, "files")))
+        fail_msg("expected the JSON document to say how the chart went (\"chart\") and where the files are");
+}
+
+static void a_missing_gnuplot_fails_nothing_and_says_how_to_draw(void **state)
+{
+    char path[4096], *out;
+    int status;
+
+    (void)state;
+    setenv("TIDE_GNUPLOT", "/nonexistent/gnuplot", 1);
+    status = run_ghost("--size 0.05 --scenario mixed --variant glibc", "nognuplot", 0, &out);
+    unsetenv("TIDE_GNUPLOT");
+    if (status != 0) fail_msg("without gnuplot: expected exit status 0, got %d: %.300s", status, out);
+    expect_contains(out, "chart: not drawn: gnuplot not found", "the chart line without gnuplot");
+    expect_contains(out, "gnuplot ghost-matrix.gp", "how to draw it later");
+    free(out);
+    if (matrix_file(path, sizeof path, "nognuplot", "csv") <= 0) fail_msg("without gnuplot: expected %s", path);
+    if (matrix_file(path, sizeof path, "nognuplot", "gp") <= 0) fail_msg("without gnuplot: expected %s", path);
+    if (matrix_file(path, sizeof path, "nognuplot", "png") >= 0) fail_msg("without gnuplot: %s was drawn", path);
 }
 
 static void bad_option_values_exit_2_and_say_why(void **state)
@@ -363,8 +527,12 @@ int main(void)
         cmocka_unit_test(all_nine_variants_run_or_name_their_package),
         cmocka_unit_test(the_arena_gives_back_what_every_scenario_freed),
         cmocka_unit_test(csv_has_a_header_and_one_line_per_row),
+        cmocka_unit_test(the_matrix_is_written_as_csv_with_a_gnuplot_script_beside_it),
+        cmocka_unit_test(gnuplot_draws_the_chart_from_the_csv_and_the_script),
+        cmocka_unit_test(a_conclusion_line_per_variant_that_ran),
+        cmocka_unit_test(a_missing_gnuplot_fails_nothing_and_says_how_to_draw),
         cmocka_unit_test(bad_option_values_exit_2_and_say_why),
         cmocka_unit_test(help_names_every_scenario_and_variant),
     };
-    return cmocka_run_group_tests_name("ghost", tests, NULL, group_teardown);
+    return cmocka_run_group_tests_name("ghost", tests, group_setup, group_teardown);
 }

@@ -2,7 +2,9 @@
 /*
  * cmd_ghost.c: `tide ghost`, the RSS-ghost matrix: the options, the rows
  * the ghost runner returns, printed as a table, one JSON object (--json)
- * or CSV (--csv).
+ * or CSV (--csv); then one line of conclusion per variant, and the files
+ * (src/lab/ghost_chart.h): the matrix as CSV in --out DIR, the gnuplot
+ * script beside it, and the chart gnuplot draws from them.
  *
  * For every selected scenario and variant (src/lab/ghost.h) the runner
  * (src/lab/ghost_run.h) starts a fresh child that re-executes this binary
@@ -13,23 +15,33 @@
  *
  * Layout: the lists; the child modes; the three outputs; the verb.
  *
+ * Where the conclusions go: after the table on stdout; in the JSON
+ * document ("conclusions", with "files" and "chart"); on stderr beside
+ * --csv, so that stdout stays one CSV.
+ *
  * Invariants:
  *   1. The exit status is 1 when a row failed (each failure also named on
- *      stderr), 0 when every row ran or was skipped, 2 for a usage error.
+ *      stderr) or the files could not be written, 0 when every row ran or
+ *      was skipped, 2 for a usage error. A missing gnuplot is not a
+ *      failure: the chart's line says how to draw it.
  *   2. A child mode prints exactly one line on stdout (its report), or
  *      nothing when the report could not be made.
  *
- * Never: start a process here (the runner does), or print anything but
- * the report on a child's stdout.
+ * Never: start a process here (the runner and gnuplot's run do), write
+ * a file from a child mode, or print anything but the report on a child's
+ * stdout.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "lab/ghost_chart.h"
 #include "lab/ghost_run.h"
 #include "mem/alloc.h"
 #include "tide/error.h"
@@ -182,38 +194,6 @@ static void table_row(json_t *r)
     fflush(stdout);
 }
 
-static void csv_text(const char *s)
-{
-    if (s == NULL) return;
-    if (strpbrk(s, ",\"\n") == NULL) { fputs(s, stdout); return; }
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"') putchar('"');
-        putchar(*s == '\n' ? ' ' : *s);
-    }
-    putchar('"');
-}
-
-static const char *const csv_columns[] = {
-    "scenario", "variant", "skipped", "status", "allocator", "allocator_version",
-    "rss_start_bytes", "rss_peak_bytes", "rss_after_free_bytes", "live_bytes", "ghost_bytes",
-    "peak_growth_bytes", "returned", "allocated_bytes", "objects", "threads", "arenas",
-    "trim_result", "wait_ms", "elapsed_ms", "package", "reason", NULL
-};
-
-static void csv_row(json_t *r)
-{
-    for (size_t i = 0; csv_columns[i]; i++) {
-        json_t *v = json_object_get(r, csv_columns[i]);
-        if (i) putchar(',');
-        if (json_is_string(v)) csv_text(json_string_value(v));
-        else if (json_is_boolean(v)) fputs(json_is_true(v) ? "true" : "false", stdout);
-        else if (json_is_integer(v)) printf("%" PRId64, (int64_t)json_integer_value(v));
-        else if (json_is_real(v)) printf("%.3f", json_real_value(v));
-    }
-    putchar('\n');
-}
-
 /* ---- the verb ---------------------------------------------------------- */
 
 static double wall_now(void)
@@ -241,14 +221,23 @@ static int run_rows(const int *want_s, const int *want_v, double size, int out, 
                         str_or(r, "variant", "?"), str_or(r, "reason", "?"));
             }
             if (out == OUT_TABLE) table_row(r);
-            if (out == OUT_CSV) csv_row(r);
+            if (out == OUT_CSV) tide_lab_ghost_csv_row(stdout, r);
             json_array_append_new(results, r);
         }
     }
     return failed;
 }
 
-static int run(int argc, char **argv)
+/* What the command line asked for. */
+typedef struct ghost_opts {
+    int         want_s[MAX_SCENARIOS], want_v[MAX_VARIANTS];
+    const char *child, *variant_text, *out_dir, *prefix;
+    int         out, probe;
+    double      size;
+} ghost_opts;
+
+/* The options into *o. CLI_OK, CLI_USAGE, or -1 after --help. */
+static int parse(int argc, char **argv, ghost_opts *o)
 {
     static const struct option opts[] = {
         { "json",        no_argument,       NULL, 'j' },
@@ -256,78 +245,129 @@ static int run(int argc, char **argv)
         { "scenario",    required_argument, NULL, 's' },
         { "variant",     required_argument, NULL, 'v' },
         { "size",        required_argument, NULL, 'z' },
+        { "out",         required_argument, NULL, 'o' },
+        { "prefix",      required_argument, NULL, 'p' },
         { "help",        no_argument,       NULL, 'h' },
         { "child",       required_argument, NULL, 'C' },
         { "child-probe", no_argument,       NULL, 'P' },
         { NULL, 0, NULL, 0 },
     };
-    int want_s[MAX_SCENARIOS] = { 0 }, want_v[MAX_VARIANTS] = { 0 };
-    const char *child = NULL, *variant_text = NULL;
-    int out = OUT_TABLE, probe = 0, failed = 0, c, rc;
-    double size = 1.0, t0;
-    json_t *machine = NULL, *results = NULL, *doc;
+    int c, rc = CLI_OK;
 
+    memset(o, 0, sizeof *o);
+    o->out = OUT_TABLE, o->size = 1.0, o->out_dir = "ghost-out", o->prefix = "ghost";
     cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while (rc == CLI_OK && (c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
-        case 'j': out = OUT_JSON; break;
-        case 'c': out = OUT_CSV; break;
-        case 's':
-            rc = parse_scenarios(optarg, want_s);
-            if (rc) return rc;
-            break;
+        case 'j': o->out = OUT_JSON; break;
+        case 'c': o->out = OUT_CSV; break;
+        case 's': rc = parse_scenarios(optarg, o->want_s); break;
         case 'v':
-            variant_text = optarg;
-            rc = parse_variants(optarg, want_v);
-            if (rc) return rc;
+            o->variant_text = optarg;
+            rc = parse_variants(optarg, o->want_v);
             break;
         case 'z':
-            if (cli_parse_double(optarg, &size) != 0 || !(size > 0.0 && size <= 64.0))
-                return cli_usage(VERB, "--size '%s' is not a number greater than 0 and at most 64",
-                                 optarg);
+            if (cli_parse_double(optarg, &o->size) != 0 || !(o->size > 0.0 && o->size <= 64.0))
+                rc = cli_usage(VERB, "--size '%s' is not a number greater than 0 and at most 64", optarg);
             break;
-        case 'h': cli_help(VERB, stdout); return CLI_OK;
-        case 'C': child = optarg; break;
-        case 'P': probe = 1; break;
+        case 'o': o->out_dir = optarg; break;
+        case 'p':
+            if (optarg[0] == '\0' || strchr(optarg, '/'))
+                rc = cli_usage(VERB, "--prefix '%s' is not a file name (empty, or has a '/')", optarg);
+            else o->prefix = optarg;
+            break;
+        case 'h': cli_help(VERB, stdout); return -1;
+        case 'C': o->child = optarg; break;
+        case 'P': o->probe = 1; break;
         default: return cli_option_error(VERB, c, argv);
         }
     }
-    if (optind < argc) return cli_usage(VERB, "unexpected argument '%s'", argv[optind]);
-    if (probe) return child_probe();
-    if (child) return child_run(child, variant_text, size);
-    if (!any(want_s, tide_lab_ghost_scenario_count()))
-        for (size_t i = 0; i < tide_lab_ghost_scenario_count(); i++) want_s[i] = 1;
-    if (!any(want_v, tide_lab_ghost_variant_count()))
-        for (size_t i = 0; i < tide_lab_ghost_variant_count(); i++) want_v[i] = 1;
+    if (rc == CLI_OK && optind < argc) rc = cli_usage(VERB, "unexpected argument '%s'", argv[optind]);
+    return rc;
+}
 
-    t0 = wall_now();
+/* The conclusions, the files and how the chart went, on f (stdout for the
+ * table, stderr beside CSV on stdout). */
+static void print_outcome(FILE *f, const ghost_opts *o, json_t *conclusions, const char *note)
+{
+    size_t i;
+    json_t *c;
+
+    fputc('\n', f);
+    json_array_foreach(conclusions, i, c) fprintf(f, "%s\n", json_string_value(c));
+    fprintf(f, "\nfiles: %s/%s-matrix.csv, %s-matrix.gp, %s-matrix.png, %s-matrix.svg\nchart: %s\n", o->out_dir,
+            o->prefix, o->prefix, o->prefix, o->prefix, note);
+}
+
+/* The JSON document: the machine, the rows, the conclusions, the files. */
+static int print_json(const ghost_opts *o, json_t *machine, json_t *results, json_t *conclusions,
+                      const char *note, double seconds)
+{
+    char p[4][4096];
+    static const char *const what[] = { "csv", "gp", "png", "svg" };
+    json_t *doc;
+    int rc = CLI_OK;
+
+    for (size_t i = 0; i < 4; i++) snprintf(p[i], sizeof p[i], "%s/%s-matrix.%s", o->out_dir, o->prefix, what[i]);
+    doc = json_pack("{s:O, s:f, s:f, s:O, s:O, s:{s:s, s:s, s:s, s:s}, s:s}", "machine", machine, "size", o->size,
+                    "wall_seconds", seconds, "results", results, "conclusions", conclusions, "files", "csv", p[0],
+                    "gnuplot", p[1], "png", p[2], "svg", p[3], "chart", note);
+    if (doc == NULL || json_dumpf(doc, stdout, JSON_INDENT(2)) != 0) rc = cli_error(VERB, "could not write the JSON document");
+    else putchar('\n');
+    json_decref(doc);
+    return rc;
+}
+
+/* The matrix, its files and conclusions, in the output asked for. */
+static int run_matrix(const ghost_opts *o)
+{
+    json_t *machine = NULL, *results = NULL, *conclusions = NULL;
+    double t0 = wall_now();
+    char note[8192] = "";
+    int failed, rc;
+
+    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {     /* before the minutes of the run */
+        rc = cli_error(VERB, "--out %s: cannot make the directory: %s", o->out_dir, strerror(errno));
+        goto done;
+    }
     machine = tide_lab_ghost_machine();
     results = json_array();
     if (machine == NULL || results == NULL) { rc = cli_error(VERB, "out of memory"); goto done; }
-    if (out == OUT_TABLE) table_header(machine, size);
-    if (out == OUT_CSV)
-        for (size_t i = 0; csv_columns[i]; i++) printf("%s%s", i ? "," : "", csv_columns[i]);
-    if (out == OUT_CSV) putchar('\n');
-    failed = run_rows(want_s, want_v, size, out, results);
-    if (out == OUT_TABLE)
-        printf("\n%zu rows, %d failed, %.1f s\n", json_array_size(results), failed,
-               wall_now() - t0);
-    if (out == OUT_JSON) {
-        doc = json_pack("{s:O, s:f, s:f, s:O}", "machine", machine, "size", size,
-                        "wall_seconds", wall_now() - t0, "results", results);
-        if (doc == NULL || json_dumpf(doc, stdout, JSON_INDENT(2)) != 0) {
-            json_decref(doc);
-            rc = cli_error(VERB, "could not write the JSON document");
-            goto done;
-        }
-        putchar('\n');
-        json_decref(doc);
+    if (o->out == OUT_TABLE) table_header(machine, o->size);
+    if (o->out == OUT_CSV) tide_lab_ghost_csv_header(stdout);
+    failed = run_rows(o->want_s, o->want_v, o->size, o->out, results);
+    if (o->out == OUT_TABLE)
+        printf("\n%zu rows, %d failed, %.1f s\n", json_array_size(results), failed, wall_now() - t0);
+    fflush(stdout);
+    conclusions = tide_lab_ghost_conclusions(results);
+    if (conclusions == NULL) { rc = cli_error(VERB, "out of memory"); goto done; }
+    if (tide_lab_ghost_files(o->out_dir, o->prefix, machine, results, o->size, note, sizeof note) != 0) {
+        rc = cli_error(VERB, "%s", tide_last_error());
+        goto done;
     }
-    rc = failed ? CLI_FAIL : CLI_OK;
+    if (o->out == OUT_JSON) rc = print_json(o, machine, results, conclusions, note, wall_now() - t0);
+    else print_outcome(o->out == OUT_CSV ? stderr : stdout, o, conclusions, note), rc = CLI_OK;
+    if (rc == CLI_OK && failed) rc = CLI_FAIL;
 done:
     json_decref(machine);
     json_decref(results);
+    json_decref(conclusions);
     return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    ghost_opts o;
+    int rc = parse(argc, argv, &o);
+
+    if (rc != CLI_OK) return rc < 0 ? CLI_OK : rc;
+    if (o.probe) return child_probe();
+    if (o.child) return child_run(o.child, o.variant_text, o.size);
+    if (!any(o.want_s, tide_lab_ghost_scenario_count()))
+        for (size_t i = 0; i < tide_lab_ghost_scenario_count(); i++) o.want_s[i] = 1;
+    if (!any(o.want_v, tide_lab_ghost_variant_count()))
+        for (size_t i = 0; i < tide_lab_ghost_variant_count(); i++) o.want_v[i] = 1;
+    return run_matrix(&o);
 }
 
 /* ---- the manual and the descriptor ------------------------------------ */
@@ -338,7 +378,7 @@ static const char help_ghost[] =
 "\n"
 "SYNOPSIS\n"
 "    tide ghost [--scenario NAME[,NAME...]] [--variant NAME[,NAME...]]\n"
-"               [--size FACTOR] [--json | --csv]\n"
+"               [--size FACTOR] [--json | --csv] [--out DIR] [--prefix NAME]\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs every selected scenario under every selected allocator variant,\n"
@@ -354,6 +394,15 @@ static const char help_ghost[] =
 "    as measured (it may be negative). The memory came back when the\n"
 "    ghost is under 10% of the growth from start to peak. docs/GHOST.md\n"
 "    explains the figures.\n"
+"\n"
+"    Then one line of conclusion per variant, from the figures: the\n"
+"    scenario where its ghost is largest and how much of what the frees\n"
+"    could give back (peak - start - live) stayed resident; in how many\n"
+"    scenarios the memory came back; and for a variant of glibc or\n"
+"    jemalloc (glibc-trim, jemalloc-bg, the arena, ...) how much of the\n"
+"    plain allocator's ghost it removes where it removes the most. The\n"
+"    matrix is written as CSV, with a gnuplot script beside it that gnuplot\n"
+"    runs to draw the chart (FILES).\n"
 "\n"
 "  Scenarios (about 12 MiB freed each at --size 1)\n"
 "    small-batch   2 rounds of 250000 objects of 48 B; after each batch a\n"
@@ -407,7 +456,10 @@ static const char help_ghost[] =
 "                     64. Default 1 (the whole matrix takes about 35 s,\n"
 "                     21 of them jemalloc-bg's waits).\n"
 "    --json           print one JSON object (below) instead of the table\n"
-"    --csv            print a header line and one line per row\n"
+"    --csv            print a header line and one line per row (the\n"
+"                     conclusions and the files' names go to stderr)\n"
+"    --out DIR        where the files go (created). Default ghost-out.\n"
+"    --prefix NAME    the files' prefix. Default ghost.\n"
 "    -h, --help       print this text\n"
 "\n"
 "OUTPUT\n"
@@ -417,7 +469,9 @@ static const char help_ghost[] =
 "\n"
 "    --json prints {\"machine\": {page_size, kernel, glibc,\n"
 "    tide_allocator, allocators: {glibc, jemalloc, tcmalloc, mimalloc:\n"
-"    version or null}}, \"size\", \"wall_seconds\", \"results\": [...]}.\n"
+"    version or null}}, \"size\", \"wall_seconds\", \"results\": [...],\n"
+"    \"conclusions\": [one line per variant], \"files\": {csv, gnuplot, png,\n"
+"    svg}, \"chart\": how the drawing went}.\n"
 "    Each result (and each --csv line) has: scenario, variant, skipped\n"
 "    (true/false), status (ok, skipped or failed), reason (why it was\n"
 "    skipped or failed), package (the Debian package to install, for a\n"
@@ -430,16 +484,27 @@ static const char help_ghost[] =
 "    under glibc-trim), wait_ms, elapsed_ms. A row that is not ok has null\n"
 "    figures (empty fields in CSV).\n"
 "\n"
+"FILES\n"
+"    DIR/NAME-matrix.csv   the rows, as --csv prints them (figures in bytes)\n"
+"    DIR/NAME-matrix.gp    the chart's gnuplot script, which reads the CSV\n"
+"                          beside it: redraw with `gnuplot NAME-matrix.gp`\n"
+"    DIR/NAME-matrix.png   the chart, drawn when gnuplot is installed\n"
+"    DIR/NAME-matrix.svg   (otherwise the chart line says how to draw it):\n"
+"                          one group of bars per variant, one bar per\n"
+"                          scenario, the ghost filled and peak - start -\n"
+"                          live outlined; the key outside, on the right\n"
+"\n"
 "EXIT STATUS\n"
 "    0 every row ran or was skipped; 1 a row failed (the reason is in the\n"
-"    row and on stderr); 2 usage error (an unknown scenario or variant, a\n"
+"    row and on stderr) or a file could not be written; 2 usage error (an unknown scenario or variant, a\n"
 "    bad --size).\n"
 "\n"
 "EXAMPLES\n"
 "    tide ghost\n"
 "    tide ghost --scenario mixed --variant glibc,glibc-trim\n"
 "    tide ghost --size 0.1 --json | jq '.results[] | [.scenario, .variant, .ghost_bytes]'\n"
-"    tide ghost --csv > ghost.csv\n";
+"    tide ghost --csv > ghost.csv\n"
+"    tide ghost --out /tmp/ghost && xdg-open /tmp/ghost/ghost-matrix.svg\n";
 
 const cli_verb cli_verb_ghost = {
     .name = "ghost", .usage = "ghost",

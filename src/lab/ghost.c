@@ -688,28 +688,28 @@ int ti_lab_ghost_returned(const tide_lab_ghost_sample *s)
 
 static const tide_lab_ghost_variant variants[] = {
     { "glibc", "glibc's malloc with its defaults",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 0, 0, 0 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 0, 0, 0 }, NULL },
     { "glibc-mmap16k", "glibc with MALLOC_MMAP_THRESHOLD_=16384 (fixed; no dynamic threshold)",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { "MALLOC_MMAP_THRESHOLD_=16384", NULL }, { 0, 0, 0 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { "MALLOC_MMAP_THRESHOLD_=16384", NULL }, { 0, 0, 0 }, "glibc" },
     { "glibc-trim", "glibc, and malloc_trim(0) after the frees",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 1, 0, 0 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 1, 0, 0 }, "glibc" },
     { "glibc-arena2", "glibc with MALLOC_ARENA_MAX=2",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { "MALLOC_ARENA_MAX=2", NULL }, { 0, 0, 0 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { "MALLOC_ARENA_MAX=2", NULL }, { 0, 0, 0 }, "glibc" },
     { "jemalloc", "jemalloc (LD_PRELOAD) with its defaults",
-      TIDE_MEM_ALLOC_JEMALLOC, "libjemalloc.so.2", "libjemalloc2", { NULL, NULL }, { 0, 0, 0 } },
+      TIDE_MEM_ALLOC_JEMALLOC, "libjemalloc.so.2", "libjemalloc2", { NULL, NULL }, { 0, 0, 0 }, NULL },
     { "jemalloc-bg", "jemalloc with background_thread:true,dirty_decay_ms:1000, read 3 s "
                      "after the frees",
       TIDE_MEM_ALLOC_JEMALLOC, "libjemalloc.so.2", "libjemalloc2",
       { "MALLOC_CONF=background_thread:true,dirty_decay_ms:1000", NULL },
-      { 0, JEMALLOC_BG_WAIT_MS, 0 } },
+      { 0, JEMALLOC_BG_WAIT_MS, 0 }, "jemalloc" },
     { "tcmalloc", "gperftools' tcmalloc_minimal (LD_PRELOAD) with its defaults",
       TIDE_MEM_ALLOC_TCMALLOC, "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4",
-      { NULL, NULL }, { 0, 0, 0 } },
+      { NULL, NULL }, { 0, 0, 0 }, NULL },
     { "mimalloc", "mimalloc (LD_PRELOAD) with its defaults",
-      TIDE_MEM_ALLOC_MIMALLOC, "libmimalloc.so.2", "libmimalloc2.0", { NULL, NULL }, { 0, 0, 0 } },
+      TIDE_MEM_ALLOC_MIMALLOC, "libmimalloc.so.2", "libmimalloc2.0", { NULL, NULL }, { 0, 0, 0 }, NULL },
     { "arena", "Tide's segment arena for every object (64 KiB segments, no reserve), evacuated and released "
                "after the frees; glibc for the rest",
-      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 0, 0, 1 } },
+      TIDE_MEM_ALLOC_GLIBC, NULL, NULL, { NULL, NULL }, { 0, 0, 1 }, "glibc" },
 };
 
 #define NVARIANTS (sizeof variants / sizeof variants[0])

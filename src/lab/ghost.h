@@ -88,6 +88,11 @@ typedef struct tide_lab_ghost_variant {
     const char *env[2];     /* "NAME=value" settings for the child; NULL
                                ends the list early */
     tide_lab_ghost_after after;
+    const char *base;       /* the variant this one changes a setting of
+                               ("glibc" for glibc-trim and the arena,
+                               "jemalloc" for jemalloc-bg), which the
+                               conclusions compare it with; NULL for an
+                               allocator's defaults */
 } tide_lab_ghost_variant;
 
 /* The number of variants and the i-th ("glibc", "glibc-mmap16k",

@@ -2,7 +2,8 @@
 /*
  * lab_impl.h: what lab.c and lab_plot.c give the rest of the lab part (the
  * runner's sampler and summary, ghost's chart): the series' arrays, their
- * figures, the CSV writers, the chart's gnuplot script and gnuplot's run.
+ * figures, the CSV writers, the chart's gnuplot script, gnuplot's strings
+ * and gnuplot's run.
  * Not for other parts: the types are in lab.h.
  *
  * Errors: 0 or a negative TIDE_E* code with the reason in tide_last_error().
@@ -123,6 +124,15 @@ int ti_lab_write_sweeps_csv(FILE *f, const tide_lab_series *s, size_t n);
  * reads c->prefix's CSVs and writes c->prefix-rss.png and -rss.svg in its
  * own directory. 0 or TIDE_EIO. O(series x samples) for the figures. */
 int ti_lab_write_gp(FILE *f, const tide_lab_series *s, size_t n, const tide_lab_chart *c);
+
+/* `s` as a gnuplot double-quoted string (quotes and backslashes escaped,
+ * a newline as \n) on f. */
+void ti_lab_gp_string(FILE *f, const char *s);
+
+/* title, then sub wrapped at blanks into lines of at most `width`
+ * characters (a longer word is a line of its own), as one gnuplot string
+ * on f. At most 4 KiB of text. */
+void ti_lab_gp_wrapped(FILE *f, const char *title, const char *sub, size_t width);
 
 /* Run gnuplot (or $TIDE_GNUPLOT) on `script` in directory `dir`. 0 when it
  * drew; 1 when no gnuplot could be run (not installed: the caller says how

@@ -64,8 +64,7 @@ typedef struct plot {
     int         live, rot;
 } plot;
 
-/* A gnuplot double-quoted string. */
-static void gp_string(FILE *f, const char *s)
+void ti_lab_gp_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; s && *s; s++) {
@@ -76,9 +75,7 @@ static void gp_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* title, then sub wrapped at blanks into lines of at most `width` (a word
- * longer than that is a line of its own), as one gnuplot string. */
-static void gp_wrapped(FILE *f, const char *title, const char *sub, size_t width)
+void ti_lab_gp_wrapped(FILE *f, const char *title, const char *sub, size_t width)
 {
     char buf[4096];
     size_t len = (size_t)snprintf(buf, sizeof buf, "%s", title), line = 0;
@@ -99,7 +96,7 @@ static void gp_wrapped(FILE *f, const char *title, const char *sub, size_t width
         while (*p == ' ') p++;
     }
     buf[len] = '\0';
-    gp_string(f, buf);
+    ti_lab_gp_string(f, buf);
 }
 
 static int seen_before(const tide_lab_series *s, size_t k)
@@ -210,7 +207,7 @@ static void gp_head(FILE *f, const plot *g, const tide_lab_chart *c)
             WIDE, h, c->prefix, WIDE, h, c->prefix);
     fprintf(f, "set multiplot layout %zu,%zu margins 0.06,%.2f,%.3f,%.3f spacing 0.08,%.3f title ",
             g->rows, g->cols, g->rot ? 0.74 : 0.77, 60.0 / h, 1.0 - 110.0 / h, 60.0 / h);
-    gp_wrapped(f, c->title, c->subtitle, WRAP);
+    ti_lab_gp_wrapped(f, c->title, c->subtitle, WRAP);
     fputs(" font \",11\"\n", f);
     fprintf(f, "set xrange [0:%g]\nset yrange [0:%g]\nset grid ytics lc rgb \"#dddddd\"\n"
                "set ylabel \"MiB\"\n"
@@ -249,7 +246,7 @@ static void gp_panel(FILE *f, const plot *g, const tide_lab_series *s, size_t n,
 
     panel_title(title, sizeof title, g, s, n, v, c);
     fputs("\nunset object\nunset arrow\nunset label\nset title ", f);
-    gp_string(f, title);
+    ti_lab_gp_string(f, title);
     fputc('\n', f);
     if (c->warmup_s > 0)
         fprintf(f, "set object 1 rect from 0, graph 0 to %g, graph 1 behind fc rgb \"#eeeeee\" fs solid noborder\n"
@@ -272,7 +269,7 @@ static void gp_panel(FILE *f, const plot *g, const tide_lab_series *s, size_t n,
     if (vi + g->cols >= g->nvar) fprintf(f, "set xlabel \"time since the workload started (%s)\"\n", g->tscale > 1 ? "min" : "s");
     else fputs("unset xlabel\n", f);
     fprintf(f, "V = ");
-    gp_string(f, v);
+    ti_lab_gp_string(f, v);
     fprintf(f, "\nplot for [r=1:%u] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 "
                "lc rgb rep_colour(r) dt rep_dash(r) notitle, \\\n", g->reps);
     if (g->live)
