@@ -239,9 +239,17 @@ TESTS       ?= $(ALL_TESTS)
 # 9 s), test_check_config,
 # test_doctor, test_ghost, test_gens (19 s), test_gens_concurrency (6 s),
 # test_http_*, test_lab, test_logs, test_mem, test_memory_limit,
-# test_metrics, test_node_arena, test_rotation_kill9, test_store_durability,
-# test_store_flush (6 s), test_store_keymap (30 s), test_store_kill9,
-# test_store_malformed (16 s), test_store_rekey. cmocka 1.1.5 filters tests
+# test_metrics, test_node_arena, test_rotation_kill9,
+# test_store_durability, test_store_durability_crashes and
+# test_store_durability_deferred (failure points), test_store_flush (6 s),
+# test_store_keymap_rollbacks and test_store_keymap_deferred (twelve
+# failed syncs a second apart, 13 s each), test_store_kill9,
+# test_store_malformed_sampled (5 s) and test_store_malformed_truncated
+# (6 s), test_store_rekey. A long
+# binary's tests are split among several binaries built from its one
+# source (a PARTS table in its main, a file of two lines per other part),
+# so that each binary fits tests/run-tests' limit on a loaded machine.
+# cmocka 1.1.5 filters tests
 # only by one pattern (cmocka_set_skip_filter), which cannot name what a
 # binary would have to leave out, so a binary is in or out whole.
 FAST_TESTS := test_arena test_arena_concurrency test_cache test_cache_concurrency test_cli_progress \
@@ -249,8 +257,8 @@ FAST_TESTS := test_arena test_arena_concurrency test_cache test_cache_concurrenc
               test_harness test_io_sim test_mem_cgroup test_mem_overload test_mem_pressure test_node \
               test_node_concurrency test_node_memory test_node_rotate test_server_work test_store_check \
               test_store_commit_bytes test_store_concurrency test_store_defer test_store_errors \
-              test_store_api test_store_holders test_store_model test_store_readers test_store_splits test_store_tally \
-              test_store_verify test_systemd test_util
+              test_store_api test_store_holders test_store_keymap test_store_malformed test_store_model \
+              test_store_readers test_store_splits test_store_tally test_store_verify test_systemd test_util
 TSAN_TESTS  ?= $(strip $(foreach t,$(ALL_TESTS),$(if $(or $(findstring concurrency,$(t)),$(findstring io_sim,$(t))),$(t))))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -548,7 +556,8 @@ alloc-jemalloc: all
 
 # A sanitizer build runs about three times slower: one binary gets 45
 # minutes there (tests/run-tests' TEST_TIMEOUT, 15 by default), which the
-# failure-point test of test_store_durability needed on a loaded machine.
+# failure-point tests of test_store_durability needed on a loaded machine
+# before they were split among three binaries.
 asan: deps-test
 	@TEST_TIMEOUT=$${TEST_TIMEOUT:-2700} $(MAKE) --no-print-directory BUILD=build/asan LIBDIR=build/asan/lib \
 	    BINDIR=build/asan/bin OPT=-O1 SAN='$(ASAN_SAN)' check

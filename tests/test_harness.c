@@ -16,7 +16,12 @@
  *      binary left running after it exited.
  *
  * And run-tests counts a test skipped with th_skip, and lists it with its
- * reason under its binary's summary line.
+ * reason under its binary's summary line; it says how each binary went in
+ * one line ("[N/M] NAME ... passed in S s"), keeps the binary's output in
+ * its log (TEST_LOGDIR/NAME.log) and shows it only when the binary fails
+ * (the tail, with the log's name) or with TEST_VERBOSE=1 (all of it, as it
+ * comes); a binary past TEST_TIMEOUT is named with the limit as soon as it
+ * is killed, with the tail of its output.
  *
  * To see what happened to a grandchild whose parent died, this process
  * makes itself a child subreaper (PR_SET_CHILD_SUBREAPER) for the length of
@@ -411,7 +416,7 @@ static void run_tests_kills_and_fails_a_test_that_leaves_a_process_running(void 
     assert_int_equal(th_write_file(script, body, strlen(body)), 0);
     assert_int_equal(chmod(script, 0755), 0);
     snprintf(cmd, sizeof cmd,
-             "env -u TEST_FILTER TEST_BINDIR='%s' TEST_SMOKE=0 TEST_LEAK_GRACE=1 bash tests/run-tests test_leaky 2>&1",
+             "env -u TEST_FILTER -u TEST_LOGDIR TEST_BINDIR='%s' TEST_SMOKE=0 TEST_LEAK_GRACE=1 bash tests/run-tests test_leaky 2>&1",
              dir);
     rc = th_run(cmd, &out);
     text = th_read_text(pidfile);
@@ -473,6 +478,7 @@ static int inner_skip_main(void)
 static void run_tests_counts_skipped_tests_and_lists_each_with_its_reason(void **state)
 {
     char dir[PATH_MAX], bin[PATH_MAX + 16], self[PATH_MAX], cmd[2 * PATH_MAX + 256], *out = NULL;
+    char logfile[PATH_MAX + 32], *log;
     ssize_t n;
     int rc;
     (void)state;
@@ -484,16 +490,124 @@ static void run_tests_counts_skipped_tests_and_lists_each_with_its_reason(void *
     th_path(bin, sizeof bin, dir, "test_skippy");
     if (symlink(self, bin) != 0) fail_msg("symlink %s -> %s: %s", bin, self, strerror(errno));
     snprintf(cmd, sizeof cmd,
-             "env -u TEST_FILTER TIDE_HARNESS_INNER=skip TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests "
+             "env -u TEST_FILTER -u TEST_LOGDIR TIDE_HARNESS_INNER=skip TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests "
              "test_skippy 2>&1", dir);
     rc = th_run(cmd, &out);
     if (rc != 0) fail_msg("run-tests should exit 0 for a binary with one pass and one skip; got %d:\n%s", rc, out);
-    expect_contains(out, "SKIP: inner_test_skips_with_a_reason: no frobnicator on this machine (install frob)\n"
-                    "[  SKIPPED ] inner_test_skips_with_a_reason", "th_skip's line before cmocka's");
+    th_path(logfile, sizeof logfile, dir, "logs/test_skippy.log");
+    log = th_read_text(logfile);
+    if (log == NULL) fail_msg("run-tests should keep the binary's output in %s; it is not there:\n%s", logfile, out);
+    expect_contains(log, "SKIP: inner_test_skips_with_a_reason: no frobnicator on this machine (install frob)\n"
+                    "[  SKIPPED ] inner_test_skips_with_a_reason", "th_skip's line before cmocka's, in the log");
+    expect_contains(out, "[1/1] test_skippy ... passed in ", "the binary's line");
     expect_contains(out, "  test_skippy: 1 passed, 0 failed, 1 skipped\n"
                     "      SKIP: inner_test_skips_with_a_reason: no frobnicator",
                     "the binary's summary line counts the skip and lists it with its reason");
     expect_contains(out, "\n1 passed, 0 failed, 1 skipped\n", "the totals");
+    free(log);
+    free(out);
+}
+
+/* ---- what run-tests shows of a binary's output ---------------------------- */
+
+/* make_fake_test: a "test binary" NAME in DIR, a shell script of BODY. */
+static void make_fake_test(const char *dir, const char *name, const char *body)
+{
+    char path[PATH_MAX + 64];
+
+    th_path(path, sizeof path, dir, name);
+    assert_int_equal(th_write_file(path, body, strlen(body)), 0);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void run_tests_shows_a_passing_binary_as_one_line_and_its_output_with_verbose(void **state)
+{
+    char dir[PATH_MAX], cmd[2 * PATH_MAX + 256], logfile[PATH_MAX + 32], *out = NULL, *log;
+    int rc;
+    (void)state;
+
+    assert_int_equal(th_scratch_make(dir, sizeof dir), 0);   /* th_teardown removes it */
+    make_fake_test(dir, "test_chatty", "#!/bin/sh\necho 'a line the test printed'\n"
+                   "echo '[  PASSED  ] 2 test(s).'\nexit 0\n");
+    make_fake_test(dir, "test_quiet", "#!/bin/sh\necho '[  PASSED  ] 1 test(s).'\nexit 0\n");
+    snprintf(cmd, sizeof cmd, "env -u TEST_FILTER -u TEST_LOGDIR -u TEST_VERBOSE TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests 2>&1",
+             dir);
+    rc = th_run(cmd, &out);
+    if (rc != 0) fail_msg("run-tests should exit 0 for two passing binaries; got %d:\n%s", rc, out);
+    expect_contains(out, "[1/2] test_chatty ... passed in ", "the first binary's line, with its place");
+    expect_contains(out, "[2/2] test_quiet ... passed in ", "the second binary's line");
+    if (strstr(out, "a line the test printed") != NULL)
+        fail_msg("run-tests should not show a passing binary's output; it did:\n%s", out);
+    expect_contains(out, "\n3 passed, 0 failed, 0 skipped\n", "the totals");
+    th_path(logfile, sizeof logfile, dir, "logs/test_chatty.log");
+    log = th_read_text(logfile);
+    expect_contains(log, "a line the test printed", "the binary's output, kept in its log");
+    free(log);
+    free(out);
+    out = NULL;
+
+    snprintf(cmd, sizeof cmd, "env -u TEST_FILTER -u TEST_LOGDIR TEST_VERBOSE=1 TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests 2>&1",
+             dir);
+    rc = th_run(cmd, &out);
+    if (rc != 0) fail_msg("run-tests with TEST_VERBOSE=1 should exit 0 for two passing binaries; got %d:\n%s", rc, out);
+    expect_contains(out, "==> test_chatty\na line the test printed\n", "with TEST_VERBOSE=1, the output as it comes");
+    expect_contains(out, "[1/2] test_chatty ... passed in ", "with TEST_VERBOSE=1, the binary's line after it");
+    expect_contains(out, "\n3 passed, 0 failed, 0 skipped\n", "the totals, the same with TEST_VERBOSE=1");
+    free(out);
+}
+
+static void run_tests_shows_the_tail_of_a_failed_binarys_output_and_where_the_rest_is(void **state)
+{
+    char dir[PATH_MAX], cmd[2 * PATH_MAX + 256], *out = NULL;
+    int rc;
+    (void)state;
+
+    assert_int_equal(th_scratch_make(dir, sizeof dir), 0);   /* th_teardown removes it */
+    make_fake_test(dir, "test_failing",
+                   "#!/bin/sh\ni=1\nwhile [ $i -le 100 ]; do echo \"noise $i.\"; i=$((i + 1)); done\n"
+                   "echo '[  PASSED  ] 3 test(s).'\necho '[  FAILED  ] 1 test(s), listed below:'\nexit 1\n");
+    snprintf(cmd, sizeof cmd,
+             "env -u TEST_FILTER -u TEST_LOGDIR -u TEST_VERBOSE TEST_TAIL=10 TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests 2>&1",
+             dir);
+    rc = th_run(cmd, &out);
+    if (rc != 1) fail_msg("run-tests should exit 1 for a failed binary; got %d:\n%s", rc, out);
+    expect_contains(out, "[1/1] test_failing ... FAILED in ", "the binary's line");
+    expect_contains(out, "(1 of 4 tests failed)", "how many of its tests failed");
+    expect_contains(out, "the last 10 of its 102 lines of output (all in ", "how much is shown, and where the rest is");
+    expect_contains(out, "/logs/test_failing.log", "the log's name");
+    expect_contains(out, "    noise 100.\n    [  PASSED  ] 3 test(s).\n    [  FAILED  ] 1 test(s)",
+                    "the tail of its output, under its line");
+    if (strstr(out, "noise 92.") != NULL)
+        fail_msg("run-tests should show only the last 10 lines (TEST_TAIL=10); it showed more:\n%s", out);
+    expect_contains(out, "  test_failing: 3 passed, 1 failed\n", "the summary line");
+    expect_contains(out, "\n3 passed, 1 failed, 0 skipped\n", "the totals");
+    free(out);
+}
+
+static void run_tests_says_at_once_that_a_binary_ran_past_its_limit(void **state)
+{
+    char dir[PATH_MAX], cmd[2 * PATH_MAX + 256], *out = NULL;
+    int rc;
+    (void)state;
+
+    assert_int_equal(th_scratch_make(dir, sizeof dir), 0);   /* th_teardown removes it */
+    /* It would sleep 10 minutes; the limit, 1 s, ends it (exec: the
+     * sleep takes timeout's TERM itself). */
+    make_fake_test(dir, "test_stuck", "#!/bin/sh\necho 'waiting for what never comes'\nexec sleep 600\n");
+    make_fake_test(dir, "test_after", "#!/bin/sh\necho '[  PASSED  ] 1 test(s).'\nexit 0\n");
+    snprintf(cmd, sizeof cmd,
+             "env -u TEST_FILTER -u TEST_LOGDIR -u TEST_VERBOSE TEST_TIMEOUT=1 TEST_BINDIR='%s' TEST_SMOKE=0 "
+             "bash tests/run-tests test_stuck test_after 2>&1", dir);
+    rc = th_run(cmd, &out);
+    if (rc != 1) fail_msg("run-tests should exit 1 for a binary past its limit; got %d:\n%s", rc, out);
+    expect_contains(out, "[1/2] test_stuck ... TIMED OUT after ", "the binary's line");
+    expect_contains(out, "*** test_stuck TIMED OUT: it ran past its limit of 1 s (TEST_TIMEOUT) and was killed ***\n",
+                    "a line of its own naming the binary and the limit");
+    expect_contains(out, "    waiting for what never comes\n", "the tail of its output");
+    if (strstr(out, "[2/2] test_after") == NULL || strstr(out, "[2/2] test_after") < strstr(out, "TIMED OUT: it ran"))
+        fail_msg("run-tests should say the timeout when it happens, before the next binary runs; it said:\n%s", out);
+    expect_contains(out, "  test_stuck: 0 passed, 1 failed (timed out after 1s)\n", "the summary line");
+    expect_contains(out, "\n1 passed, 1 failed, 0 skipped\n", "the totals");
     free(out);
 }
 
@@ -511,6 +625,11 @@ int main(void)
                                   th_teardown_children),
         cmocka_unit_test(run_tests_kills_and_fails_a_test_that_leaves_a_process_running),
         cmocka_unit_test_teardown(run_tests_counts_skipped_tests_and_lists_each_with_its_reason, th_teardown),
+        cmocka_unit_test_teardown(run_tests_shows_a_passing_binary_as_one_line_and_its_output_with_verbose,
+                                  th_teardown),
+        cmocka_unit_test_teardown(run_tests_shows_the_tail_of_a_failed_binarys_output_and_where_the_rest_is,
+                                  th_teardown),
+        cmocka_unit_test_teardown(run_tests_says_at_once_that_a_binary_ran_past_its_limit, th_teardown),
     };
     return th_run_group("harness", tests, NULL, NULL, th_teardown);
 }

@@ -14,7 +14,7 @@
  * damaged record in the tail is refused with its offset, nothing changed.
  * Recovery sizes the tail's table for the records [W, C) holds, not for
  * the most its bytes could hold, and counts it.
- * The crash images of every write and sync are test_store_durability's
+ * The crash images of every write and sync are test_store_durability.c's
  * *_deferred tests; kill -9 at random moments, test_store_kill9's.
  */
 #include <setjmp.h>

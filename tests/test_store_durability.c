@@ -66,6 +66,16 @@
  *     commits the same batch once space returns; a create that meets ENOSPC
  *     leaves no file behind.
  *
+ * Three binaries share this file, each a third of the work so that each
+ * fits its time limit on a loaded machine (about 25 s apiece on 2 cores
+ * beside `stress-ng --cpu 2`): test_store_durability (DURABILITY_PART 0,
+ * the default) runs the failure points on the fixture and on a fresh store
+ * and in commits the store started; test_store_durability_deferred
+ * (part 1) the failure points on the deferred spill fixture;
+ * test_store_durability_crashes (part 2) everything else: the crash loop,
+ * the exhaustive crashes, the failure points on a fresh deferred store and
+ * the full disk. Each test is in exactly one part (PARTS below).
+ *
  * Tests marked "Regression" reproduced a store bug found here, since fixed;
  * they would fail again if it came back. Other tests may meet the same bugs
  * (their messages then point at the marked test).
@@ -1928,25 +1938,37 @@ static void a_failed_create_leaves_no_partial_files_after_a_power_loss(void **st
     create_on_a_full_disk(1);
 }
 
+/* Which binary runs which test: the part of each, in the order they run. */
+#ifndef DURABILITY_PART
+#define DURABILITY_PART 0
+#endif
+static const char *const PART_NAMES[] = {
+    "test_store_durability", "test_store_durability_deferred", "test_store_durability_crashes",
+};
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_failure_at_any_call_on_the_spill_fixture_loses_no_synced_item),
-        cmocka_unit_test(a_failure_at_any_call_on_a_fresh_store_loses_no_synced_item),
-        cmocka_unit_test(a_failure_in_a_commit_the_store_started_itself_loses_no_synced_item),
-        cmocka_unit_test(a_crash_at_a_random_moment_of_a_running_store_keeps_every_synced_item),
-        cmocka_unit_test(every_crash_state_at_every_sync_of_three_commits_recovers_all_or_nothing),
-        cmocka_unit_test(every_crash_state_during_the_rollback_of_a_failed_commit_recovers_all_or_nothing),
-        cmocka_unit_test(a_sync_whose_commit_and_rollback_fail_returns_the_commit_error_not_eclosed),
-        cmocka_unit_test(a_failure_at_any_call_on_a_fresh_deferred_store_loses_no_synced_item),
-        cmocka_unit_test(a_failure_at_any_call_on_the_deferred_spill_fixture_loses_no_synced_item),
-        cmocka_unit_test(every_crash_state_at_every_sync_of_deferred_commits_recovers_all_or_nothing),
-        cmocka_unit_test(every_crash_state_during_a_deferred_rollback_recovers_all_or_nothing),
-        cmocka_unit_test(a_commit_that_meets_a_full_disk_fails_with_enospc_and_resumes_when_space_returns),
-        cmocka_unit_test(enospc_during_create_leaves_no_partial_files),
-        cmocka_unit_test(a_failed_create_leaves_no_partial_files_after_a_power_loss),
+    static const struct { int part; struct CMUnitTest test; } PARTS[] = {
+        { 0, cmocka_unit_test(a_failure_at_any_call_on_the_spill_fixture_loses_no_synced_item) },
+        { 0, cmocka_unit_test(a_failure_at_any_call_on_a_fresh_store_loses_no_synced_item) },
+        { 0, cmocka_unit_test(a_failure_in_a_commit_the_store_started_itself_loses_no_synced_item) },
+        { 2, cmocka_unit_test(a_crash_at_a_random_moment_of_a_running_store_keeps_every_synced_item) },
+        { 2, cmocka_unit_test(every_crash_state_at_every_sync_of_three_commits_recovers_all_or_nothing) },
+        { 2, cmocka_unit_test(every_crash_state_during_the_rollback_of_a_failed_commit_recovers_all_or_nothing) },
+        { 2, cmocka_unit_test(a_sync_whose_commit_and_rollback_fail_returns_the_commit_error_not_eclosed) },
+        { 2, cmocka_unit_test(a_failure_at_any_call_on_a_fresh_deferred_store_loses_no_synced_item) },
+        { 1, cmocka_unit_test(a_failure_at_any_call_on_the_deferred_spill_fixture_loses_no_synced_item) },
+        { 2, cmocka_unit_test(every_crash_state_at_every_sync_of_deferred_commits_recovers_all_or_nothing) },
+        { 2, cmocka_unit_test(every_crash_state_during_a_deferred_rollback_recovers_all_or_nothing) },
+        { 2, cmocka_unit_test(a_commit_that_meets_a_full_disk_fails_with_enospc_and_resumes_when_space_returns) },
+        { 2, cmocka_unit_test(enospc_during_create_leaves_no_partial_files) },
+        { 2, cmocka_unit_test(a_failed_create_leaves_no_partial_files_after_a_power_loss) },
     };
+    struct CMUnitTest tests[sizeof PARTS / sizeof PARTS[0]];
+    size_t n = 0;
 
+    for (size_t i = 0; i < sizeof PARTS / sizeof PARTS[0]; i++)
+        if (PARTS[i].part == DURABILITY_PART) tests[n++] = PARTS[i].test;
     if (getenv("TIDE_DURABILITY_FILTER") != NULL)
         cmocka_set_test_filter(getenv("TIDE_DURABILITY_FILTER"));
     if (getenv("TIDE_DURABILITY_SKIP") != NULL)
@@ -1954,8 +1976,8 @@ int main(void)
     g_seed = th_seed(DEFAULT_SEED);
     g_long = env_on("TIDE_DURABILITY_LONG");
     tide_log_set_level(TIDE_LOG_OFF);
-    print_message("test_store_durability: seed %llu (repeat with TIDE_TEST_SEED=%llu)%s\n",
+    print_message("%s: seed %llu (repeat with TIDE_TEST_SEED=%llu)%s\n", PART_NAMES[DURABILITY_PART],
                   (unsigned long long)g_seed, (unsigned long long)g_seed,
                   g_long ? ", long run (TIDE_DURABILITY_LONG)" : "");
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return th_run_group_n(PART_NAMES[DURABILITY_PART], tests, n, NULL, NULL, NULL);
 }

@@ -66,6 +66,14 @@
  *     and pread give the same bytes.
  *
  * Threads never call cmocka; they count, and the main thread fails.
+ *
+ * Three binaries share this file, so that none runs long on a loaded
+ * machine: the two rollback tests, whose twelve failed syncs each wait a
+ * second for the commit's retry, run in test_store_keymap_rollbacks
+ * (KEYMAP_PART 1, nudb.key cut) and test_store_keymap_deferred (part 2,
+ * nudb.dat cut under the deferred index), and test_store_keymap (part 0,
+ * the default) runs every other test. Each test is in exactly one part
+ * (PARTS in main).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1300,27 +1308,40 @@ static void values_of_several_pages_read_alike_mapped_and_not(void **state)
 
 #define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
+/* Which binary runs which test: the part of each, in the order they run. */
+#ifndef KEYMAP_PART
+#define KEYMAP_PART 0
+#endif
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        T(fixtures_mapped_and_pread_agree, th_store_setup_bare),
-        T(sim_maps_like_posix, th_store_setup_bare),
-        T(hash_ties_are_searched_alike_mapped_and_not, th_store_setup_bare),
-        T(fetch_while_the_file_grows, th_store_setup_bare),
-        T(fetches_through_the_map_survive_rollbacks_that_cut_the_key_file, th_store_setup_bare),
-        T(deferred_appends_that_fail_never_cut_below_the_data_map, th_store_setup_bare),
-        T(a_store_on_tmpfs_is_read_with_pread_not_mapped, th_store_setup_bare),
-        T(a_refused_data_map_falls_back_to_pread, th_store_setup_bare),
-        T(values_of_several_pages_read_alike_mapped_and_not, th_store_setup_bare),
-        T(counters_sum_every_threads_fetches, th_store_setup_bare),
-        T(views_past_a_full_map_take_no_lock, th_store_setup_bare),
-        T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare),
-        T(resident_is_this_process_s_pages_not_the_page_cache, th_store_setup_bare),
-        cmocka_unit_test(a_failed_mmap_gives_its_reservation_back),
-        cmocka_unit_test(the_sims_map_follows_writes_and_truncates),
-        cmocka_unit_test(a_reused_sim_reservation_shows_only_the_new_file),
-        T(the_resident_scan_holds_no_growth_mutex, th_store_setup_bare),
-        cmocka_unit_test(seek_finds_what_the_binary_search_finds),
+    static const struct { int part; struct CMUnitTest test; } PARTS[] = {
+        { 0, T(fixtures_mapped_and_pread_agree, th_store_setup_bare) },
+        { 0, T(sim_maps_like_posix, th_store_setup_bare) },
+        { 0, T(hash_ties_are_searched_alike_mapped_and_not, th_store_setup_bare) },
+        { 0, T(fetch_while_the_file_grows, th_store_setup_bare) },
+        { 1, T(fetches_through_the_map_survive_rollbacks_that_cut_the_key_file, th_store_setup_bare) },
+        { 2, T(deferred_appends_that_fail_never_cut_below_the_data_map, th_store_setup_bare) },
+        { 0, T(a_store_on_tmpfs_is_read_with_pread_not_mapped, th_store_setup_bare) },
+        { 0, T(a_refused_data_map_falls_back_to_pread, th_store_setup_bare) },
+        { 0, T(values_of_several_pages_read_alike_mapped_and_not, th_store_setup_bare) },
+        { 0, T(counters_sum_every_threads_fetches, th_store_setup_bare) },
+        { 0, T(views_past_a_full_map_take_no_lock, th_store_setup_bare) },
+        { 0, T(the_mapped_figure_follows_a_shrunk_file, th_store_setup_bare) },
+        { 0, T(resident_is_this_process_s_pages_not_the_page_cache, th_store_setup_bare) },
+        { 0, cmocka_unit_test(a_failed_mmap_gives_its_reservation_back) },
+        { 0, cmocka_unit_test(the_sims_map_follows_writes_and_truncates) },
+        { 0, cmocka_unit_test(a_reused_sim_reservation_shows_only_the_new_file) },
+        { 0, T(the_resident_scan_holds_no_growth_mutex, th_store_setup_bare) },
+        { 0, cmocka_unit_test(seek_finds_what_the_binary_search_finds) },
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct CMUnitTest tests[sizeof PARTS / sizeof PARTS[0]];
+    size_t n = 0;
+
+    for (size_t i = 0; i < sizeof PARTS / sizeof PARTS[0]; i++)
+        if (PARTS[i].part == KEYMAP_PART) tests[n++] = PARTS[i].test;
+    static const char *const part_names[] = {
+        "test_store_keymap", "test_store_keymap_rollbacks", "test_store_keymap_deferred",
+    };
+    return th_run_group_n(part_names[KEYMAP_PART], tests, n, NULL, NULL, NULL);
 }
