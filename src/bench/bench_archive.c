@@ -147,22 +147,9 @@ void ti_bench_archive_percentiles(uint64_t *lat, uint64_t n, uint64_t *p50, uint
     for (uint64_t i = 0; i < n; i++) *total += lat[i];
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, c = *(const double *)y;
-    return a < c ? -1 : a > c;
-}
-
 static tide_bench_stat stats(double *v, size_t n)
 {
-    tide_bench_stat s = { 0, 0, 0 };
-
-    if (n == 0) return s;
-    qsort(v, n, sizeof *v, cmp_double);
-    s.min = v[0];
-    s.max = v[n - 1];
-    s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return s;
+    return ti_bench_stat_sorted(v, n);
 }
 
 static double ratio(double a, double b)

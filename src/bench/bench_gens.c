@@ -418,21 +418,9 @@ int tide_bench_gens_run(tide_bench_gens *b, unsigned run)
 
 /* ---- statistics ---- */
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, c = *(const double *)y;
-    return a < c ? -1 : a > c;
-}
-
 static tide_bench_stat stats(double *v, size_t n)
 {
-    tide_bench_stat s = { 0, 0, 0 };
-    if (n == 0) return s;
-    qsort(v, n, sizeof *v, cmp_double);
-    s.min = v[0];
-    s.max = v[n - 1];
-    s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return s;
+    return ti_bench_stat_sorted(v, n);
 }
 
 static double us_per(const tide_bench_gens_phase *p)

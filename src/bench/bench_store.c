@@ -488,18 +488,25 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+tide_bench_stat ti_bench_stat_sorted(double *v, size_t n)
+{
+    tide_bench_stat s = { 0, 0, 0 };
+
+    if (n == 0) return s;
+    qsort(v, n, sizeof *v, cmp_double);
+    s.min = v[0];
+    s.max = v[n - 1];
+    s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return s;
+}
+
 static tide_bench_stat stat_of(const double *v, size_t n)
 {
     double tmp[TIDE_BENCH_RUNS_MAX];
-    tide_bench_stat s = { 0, 0, 0 };
-    if (n == 0) return s;
+
     if (n > TIDE_BENCH_RUNS_MAX) n = TIDE_BENCH_RUNS_MAX;
     memcpy(tmp, v, n * sizeof *v);
-    qsort(tmp, n, sizeof *tmp, cmp_double);
-    s.min = tmp[0];
-    s.max = tmp[n - 1];
-    s.median = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
-    return s;
+    return ti_bench_stat_sorted(tmp, n);
 }
 
 static double metric_of(const tide_bench_phase *p, int m)

@@ -126,6 +126,10 @@ enum tide_bench_metric {
 
 typedef struct tide_bench_stat { double median, min, max; } tide_bench_stat;
 
+/* The median, min and max of v[0..n) (all zero for n 0), sorting v in
+ * place: the bench part's one statistic (its benches share it). */
+tide_bench_stat ti_bench_stat_sorted(double *v, size_t n);
+
 typedef struct tide_bench_summary {
     size_t runs;
     /* ok[m]: every phase of every run had metric m (the device and the
