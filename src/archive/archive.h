@@ -113,8 +113,12 @@ int tide_archive_wait(tide_archive *a, uint64_t id, uint64_t bytes, unsigned tim
  * value of *len bytes and *gen_id the generation. Errors: TIDE_ENOTFOUND;
  * TIDE_EKEYSIZE (key_len is not the generations' key size);
  * TIDE_EUNAVAIL (the cluster did not answer within timeout_s, or the
- * archive is not connected); TIDE_ECORRUPT and TIDE_EIO from a generation
- * whose objects are not what the manifest says (the message names it).
+ * archive is not connected, or is known away: then at once, no RADOS
+ * call); TIDE_ECORRUPT and TIDE_EIO from a generation whose objects are
+ * not what the manifest says (the message names it). An object missing
+ * under the read is a miss of that generation when the manifest no longer
+ * calls it sealed (retention deleted it meanwhile; a replica reads the
+ * manifest again to know), TIDE_ECORRUPT otherwise.
  * Cost: for each generation looked in, one filter test (no I/O); where the
  * filter says "maybe", or there is none in memory, the store's lookup
  * through RADOS: one ranged read of the bucket in nudb.key, one per spill
@@ -165,7 +169,8 @@ enum { TIDE_ARCHIVE_OP_WRITE, TIDE_ARCHIVE_OP_READ, TIDE_ARCHIVE_OP_SEAL,
        TIDE_ARCHIVE_OP_MANIFEST, TIDE_ARCHIVE_OP_DELETE, TIDE_ARCHIVE_OPS };
 const char *tide_archive_op_name(unsigned op);
 
-/* A snapshot. Cost: a mutex; no I/O. */
+/* A snapshot. Cost: for a primary tide_gens_get_info (the lag is counted
+ * from the generations themselves), then a mutex; no RADOS call. */
 void tide_archive_get_info(tide_archive *a, tide_archive_info *out);
 
 /* A count that moves (sequentially consistent) each time the sealed

@@ -10,16 +10,19 @@
  *      first, before any of its bytes, so that every object of the prefix
  *      belongs to a listed generation.
  *   2. Its first pass since open finds how much the archive holds
- *      (resume): the chunks' sizes, cut back to the local file's durable
- *      size when a crash's recovery cut the file below what was uploaded,
- *      and the last 64 KiB compared with the local bytes.
+ *      (resume): the chunks' contiguous prefix by their sizes, no more
+ *      than the local file's durable size (a crash's recovery may have
+ *      cut the file below what was uploaded), everything past it cut off
+ *      (ti_archive_cut_dat), and the last 64 KiB compared with the local
+ *      bytes. The complete chunks' sums come from their tide.xxh64
+ *      attribute, else from the local file.
  *   3. nudb.dat is uploaded up to its durable size (upload_range): pieces
  *      read from the local file in order, summed, and written
  *      asynchronously, `inflight` at most; `uploaded` moves when the
  *      oldest piece in flight completes, so it is always a prefix the
  *      archive holds whole.
- *   4. A generation no longer the newest, its index whole (no tail) and
- *      its data all uploaded, is sealed: its nudb.key uploaded, a filter
+ *   4. A generation no longer the newest, synced since (invariant 6), its
+ *      index whole (no tail) and its data all uploaded, is sealed: its nudb.key uploaded, a filter
  *      of its keys written, and the manifest entry made "sealed" with
  *      every object's size and sum. A crash anywhere in it leaves the
  *      entry open, and the next pass seals it again from the start of

@@ -474,12 +474,7 @@ static int buffers(tide_bench_archive *b)
 
 static void read_machine(tide_bench_archive *b)
 {
-    struct utsname un;
-    int ok = uname(&un) == 0;
-
-    b->nproc = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(b->kernel, sizeof b->kernel, "%s %s %s", ok ? un.sysname : "unknown",
-             ok ? un.release : "", ok ? un.machine : "");
+    ti_bench_machine(&b->nproc, b->kernel, sizeof b->kernel);
     if (getloadavg(b->load_begin, 3) < 0) memset(b->load_begin, 0, sizeof b->load_begin);
 }
 

@@ -558,12 +558,7 @@ static int check_opts(const tide_bench_gens_opts *o)
 /* The machine line's facts (the store bench's, read the same way). */
 static void read_machine(tide_bench_gens *b)
 {
-    struct utsname un;
-    int ok = uname(&un) == 0;
-
-    b->nproc = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(b->kernel, sizeof b->kernel, "%s %s %s", ok ? un.sysname : "unknown",
-             ok ? un.release : "", ok ? un.machine : "");
+    ti_bench_machine(&b->nproc, b->kernel, sizeof b->kernel);
 }
 
 int tide_bench_gens_begin(tide_bench_gens *b, const tide_bench_gens_opts *o)

@@ -598,16 +598,19 @@ void tide_bench_store_opts_init(tide_bench_store_opts *o)
     o->fetch_threads = 1;
 }
 
-/* The machine and the device the bench directory is on. */
-static void read_machine(tide_bench_store *b)
+void ti_bench_machine(long *nproc, char *kernel, size_t cap)
 {
     struct utsname un;
 
-    b->nproc = sysconf(_SC_NPROCESSORS_ONLN);
-    if (uname(&un) == 0)
-        snprintf(b->kernel, sizeof b->kernel, "%s %s %s", un.sysname, un.release, un.machine);
-    else
-        snprintf(b->kernel, sizeof b->kernel, "unknown");
+    *nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    if (uname(&un) == 0) snprintf(kernel, cap, "%s %s %s", un.sysname, un.release, un.machine);
+    else snprintf(kernel, cap, "unknown");
+}
+
+/* The machine and the device the bench directory is on. */
+static void read_machine(tide_bench_store *b)
+{
+    ti_bench_machine(&b->nproc, b->kernel, sizeof b->kernel);
     b->dev_ok = tide_mem_proc_blockdev_read(b->dir, &b->dev) == 0;
     if (!b->dev_ok) snprintf(b->dev_error, sizeof b->dev_error, "%s", tide_last_error());
     b->can_reset = tide_mem_proc_reset_peak() == 0;

@@ -130,6 +130,10 @@ typedef struct tide_bench_stat { double median, min, max; } tide_bench_stat;
  * place: the bench part's one statistic (its benches share it). */
 tide_bench_stat ti_bench_stat_sorted(double *v, size_t n);
 
+/* The machine line's facts: online CPUs, and "sysname release machine"
+ * ("unknown" when uname fails) into kernel (cap bytes). Two system calls. */
+void ti_bench_machine(long *nproc, char *kernel, size_t cap);
+
 typedef struct tide_bench_summary {
     size_t runs;
     /* ok[m]: every phase of every run had metric m (the device and the
