@@ -542,7 +542,7 @@ static void limit_series(tide_lab_series *x, const char *name, uint64_t limit, u
 /* Write the series' CSVs and chart script into dir as NAME; the script. */
 static char *chart_files(const char *dir, const char *name, tide_lab_series *x, size_t n, const char *base)
 {
-    tide_lab_chart ch = { "a title", "tide lab --a-long-subtitle that wraps", 5, 0, name, base };
+    tide_lab_chart ch = { "a title", "tide lab --a-long-subtitle that wraps", 5, 0, 0, name, base };
     static const char *const what[] = { "rss.csv", "sweeps.csv", "disk.csv", "rotations.csv", "rss.gp" };
     char path[2200];
 
@@ -628,8 +628,24 @@ static void plateau_series(tide_lab_series *x, int n, double base, double slope,
     }
 }
 
+/* n samples a second from 0 of the lab's default wave (a period of 120 s,
+ * 57 to 100 MiB) on a ramp of `slope` bytes a second. */
+static void wave_series(tide_lab_series *x, int n, double slope)
+{
+    const double MiB = 1048576.0;
+
+    memset(x, 0, sizeof *x);
+    snprintf(x->variant, sizeof x->variant, "v");
+    x->rep = 1;
+    for (int t = 0; t < n; t++) {
+        tide_lab_sample p = { .t = t, .rss = (uint64_t)((78.5 + 21.5 * sin(2 * M_PI * t / 120.0)) * MiB + slope * t) };
+        assert_int_equal(ti_lab_series_add_sample(x, &p), 0);
+    }
+}
+
 /* The plateau test: a ramp is no plateau, a flat noisy line is one, a wave
- * is one, a short run cannot tell. */
+ * is one when its window holds whole waves (part of one reads as a drift),
+ * a wave on a ramp is none, a short run cannot tell. */
 static void a_ramp_is_no_plateau_and_a_flat_noisy_line_is_one(void **state)
 {
     const double MiB = 1048576.0;
@@ -638,18 +654,18 @@ static void a_ramp_is_no_plateau_and_a_flat_noisy_line_is_one(void **state)
 
     (void)state;
     plateau_series(&x, 120, 27 * MiB, 1.65 * MiB, 0.5 * MiB);     /* 27 -> 225 MiB in 120 s */
-    ti_lab_plateau_test(&x, 24, &p);
+    ti_lab_plateau_test(&x, 24, 0, &p);
     if (p.state != TIDE_LAB_PLATEAU_NONE) fail_msg("expected a ramp to be no plateau, got %d (drift %.1f MiB, noise %.1f)",
                                                  p.state, p.drift / MiB, p.noise / MiB);
     if (p.drift < 40 * MiB) fail_msg("expected a drift of about 50 MiB over the last third, got %.1f", p.drift / MiB);
     ti_lab_series_free(&x);
     plateau_series(&x, 300, 100 * MiB, 0, 3 * MiB);                 /* flat, +-3 MiB */
-    ti_lab_plateau_test(&x, 60, &p);
+    ti_lab_plateau_test(&x, 60, 0, &p);
     if (p.state != TIDE_LAB_PLATEAU_REACHED) fail_msg("expected a flat noisy line to be a plateau, got %d (drift %.2f MiB, noise %.2f)",
                                                     p.state, p.drift / MiB, p.noise / MiB);
     ti_lab_series_free(&x);
     plateau_series(&x, 300, 100 * MiB, 0.004 * MiB, 0);               /* a slow creep, 0.3 MiB over the third */
-    ti_lab_plateau_test(&x, 60, &p);
+    ti_lab_plateau_test(&x, 60, 0, &p);
     if (p.state != TIDE_LAB_PLATEAU_REACHED) fail_msg("expected a creep under 2%% of the level to be a plateau");
     ti_lab_series_free(&x);
     memset(&x, 0, sizeof x);
@@ -657,12 +673,34 @@ static void a_ramp_is_no_plateau_and_a_flat_noisy_line_is_one(void **state)
         tide_lab_sample s = { .t = t, .rss = (uint64_t)((78.5 + 21.5 * sin(2 * M_PI * t / 120.0)) * MiB) };
         assert_int_equal(ti_lab_series_add_sample(&x, &s), 0);
     }
-    ti_lab_plateau_test(&x, 120, &p);
+    ti_lab_plateau_test(&x, 120, 120, &p);
     if (p.state != TIDE_LAB_PLATEAU_REACHED) fail_msg("expected a steady wave to be a plateau (drift %.1f, noise %.1f MiB)",
                                                     p.drift / MiB, p.noise / MiB);
+    if (p.span != 240) fail_msg("expected the window to be the last two whole waves (240 s), got %.0f s", p.span);
+    ti_lab_series_free(&x);
+    wave_series(&x, 400, 0);                      /* a third of 93 s: the falling part of a wave */
+    ti_lab_plateau_test(&x, 120, 0, &p);
+    if (p.state != TIDE_LAB_PLATEAU_NONE)
+        fail_msg("expected a line fitted to part of a wave to read a drift (drift %.1f, noise %.1f MiB)",
+                 p.drift / MiB, p.noise / MiB);
+    ti_lab_plateau_test(&x, 120, 120, &p);
+    if (p.state != TIDE_LAB_PLATEAU_REACHED || p.span != 120)
+        fail_msg("expected one whole wave, fitted with its harmonic, to be a plateau (state %d, %.0f s, drift %.1f, "
+                 "noise %.1f MiB)", p.state, p.span, p.drift / MiB, p.noise / MiB);
+    ti_lab_series_free(&x);
+    wave_series(&x, 600, 0.2 * MiB);              /* the same wave on a ramp of 0.2 MiB/s */
+    ti_lab_plateau_test(&x, 120, 120, &p);
+    if (p.state != TIDE_LAB_PLATEAU_NONE || fabs(p.drift - 48 * MiB) > 2 * MiB)
+        fail_msg("expected a wave on a ramp to be no plateau with a drift of 48 MiB over 240 s (state %d, %.1f MiB)",
+                 p.state, p.drift / MiB);
+    ti_lab_series_free(&x);
+    wave_series(&x, 200, 0);                      /* 80 s after the warm-up: less than one wave */
+    ti_lab_plateau_test(&x, 120, 120, &p);
+    if (p.state != TIDE_LAB_PLATEAU_UNKNOWN || p.span != 0)
+        fail_msg("expected less than one whole wave to be too short to tell (state %d, %.0f s)", p.state, p.span);
     ti_lab_series_free(&x);
     plateau_series(&x, 20, 10 * MiB, 0, 0);
-    ti_lab_plateau_test(&x, 4, &p);
+    ti_lab_plateau_test(&x, 4, 0, &p);
     if (p.state != TIDE_LAB_PLATEAU_UNKNOWN) fail_msg("expected 20 s to be too short to tell (%zu samples in the third)",
                                                     p.samples);
     ti_lab_series_free(&x);

@@ -17,9 +17,13 @@
  * all: a mean over a ramp is a number about the run's length, not about
  * the variant. The last third of the plateau window is fitted with a
  * straight line; what that line climbs over the third (the drift) is
- * compared with the scatter around it (the noise) and with the level. A
- * wave, or noise, leaves the fitted drift small against the scatter; a
- * ramp does not.
+ * compared with the scatter around it (the noise) and with the level.
+ * Noise leaves the fitted drift small against the scatter; a ramp does
+ * not. A waved load moves RSS with it, and a line fitted to a wave
+ * alone climbs or falls with the part of the wave it sees: so with a
+ * wave the window is whole waves, and the wave's first harmonic is
+ * fitted beside the line, which then measures only what moves from one
+ * wave to the next.
  *
  * Invariants:
  *   1. tide_lab_ledger_op is a pure function of (w, ledger, i): the same
@@ -217,39 +221,93 @@ double ti_lab_quantile(double *v, size_t n, double q)
     return lo + 1 < n ? v[lo] + frac * (v[lo + 1] - v[lo]) : v[lo];
 }
 
-void ti_lab_plateau_test(const tide_lab_series *s, double warmup_s, tide_lab_plateau *out)
+/* Solve the n x n system a x = b (a row-major, both overwritten) by
+ * Gaussian elimination with partial pivoting. -1 when a is singular. */
+static int solve_small(double *a, double *b, int n)
 {
-    double t_end, from, st = 0, sy = 0, stt = 0, sty = 0, b, a, res = 0, m;
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (fabs(a[r * n + c]) > fabs(a[p * n + c])) p = r;
+        if (!(fabs(a[p * n + c]) > 1e-12 * (fabs(a[c * n + c]) + 1e-300))) return -1;
+        if (p != c) {
+            for (int k = 0; k < n; k++) { double t = a[c * n + k]; a[c * n + k] = a[p * n + k]; a[p * n + k] = t; }
+            double t = b[c]; b[c] = b[p]; b[p] = t;
+        }
+        for (int r = c + 1; r < n; r++) {
+            double f = a[r * n + c] / a[c * n + c];
+            for (int k = c; k < n; k++) a[r * n + k] -= f * a[c * n + k];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int c = n - 1; c >= 0; c--) {
+        for (int k = c + 1; k < n; k++) b[c] -= a[c * n + k] * b[k];
+        b[c] /= a[c * n + c];
+    }
+    return 0;
+}
+
+/* The regressors of one sample at time t (centred on the window's middle
+ * tc): 1, t, and with a wave its first harmonic. */
+static int plateau_row(double t, double tc, double wave_s, double *row)
+{
+    row[0] = 1, row[1] = t - tc;
+    if (!(wave_s > 0)) return 2;
+    row[2] = sin(2 * M_PI * t / wave_s), row[3] = cos(2 * M_PI * t / wave_s);
+    return 4;
+}
+
+void ti_lab_plateau_test(const tide_lab_series *s, double warmup_s, double wave_s, tide_lab_plateau *out)
+{
+    double t_end, from, span, tc, ata[16] = { 0 }, atb[4] = { 0 }, row[4], res = 0, sy = 0;
     size_t n = 0;
+    int k = 2;
 
     out->state = TIDE_LAB_PLATEAU_UNKNOWN;
     out->samples = 0;
+    out->span = 0;
     out->drift = out->noise = out->level = NAN;
     if (s->nsamples == 0) return;
     t_end = s->samples[s->nsamples - 1].t;
     if (t_end <= warmup_s) return;
-    from = t_end - (t_end - warmup_s) / 3.0;
+    span = (t_end - warmup_s) / 3.0;
+    if (wave_s > 0) {
+        /* Whole waves only: a part of one would weigh its rising or its
+         * falling half, and read as a drift. */
+        double whole = floor((t_end - warmup_s) / wave_s);
+        if (whole < 1) return;
+        span = fmin(ceil(span / wave_s), whole) * wave_s;
+    }
+    out->span = span;
+    from = t_end - span;
+    tc = t_end - span / 2;
     for (size_t i = 0; i < s->nsamples; i++) {
         double t = s->samples[i].t, y = (double)s->samples[i].rss;
         if (t < from) continue;
-        n++, st += t, sy += y, stt += t * t, sty += t * y;
+        k = plateau_row(t, tc, wave_s, row);
+        for (int r = 0; r < k; r++) {
+            for (int c = 0; c < k; c++) ata[r * k + c] += row[r] * row[c];
+            atb[r] += row[r] * y;
+        }
+        n++, sy += y;
     }
     out->samples = n;
-    if (n < TIDE_LAB_PLATEAU_MIN || (m = (double)n * stt - st * st) <= 0) return;
-    b = ((double)n * sty - st * sy) / m;
-    a = (sy - b * st) / (double)n;
+    if (n < TIDE_LAB_PLATEAU_MIN || solve_small(ata, atb, k) != 0) return;
     for (size_t i = 0; i < s->nsamples; i++) {
-        double t = s->samples[i].t, e = (double)s->samples[i].rss - (a + b * t);
-        if (t >= from) res += e * e;
+        double t = s->samples[i].t, e = (double)s->samples[i].rss;
+        if (t < from) continue;
+        plateau_row(t, tc, wave_s, row);
+        for (int c = 0; c < k; c++) e -= atb[c] * row[c];
+        res += e * e;
     }
-    out->noise = sqrt(res / (double)(n - 2));
+    out->noise = sqrt(res / (double)(n - (size_t)k));
     out->level = sy / (double)n;
-    out->drift = b * (t_end - from);
+    out->drift = atb[1] * span;
     out->state = fabs(out->drift) <= fmax(TIDE_LAB_PLATEAU_NOISES * out->noise, TIDE_LAB_PLATEAU_LEVEL * out->level)
                      ? TIDE_LAB_PLATEAU_REACHED : TIDE_LAB_PLATEAU_NONE;
 }
 
-int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out)
+int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, double wave_s, tide_lab_figures *out)
 {
     tide_lab_figures f;
     double *dur = NULL, *rel = NULL, *freed = NULL, *ratio = NULL, sum = 0, sumref = 0, minflt = 0;
@@ -272,7 +330,7 @@ int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_f
         sum += (double)x->rss;
         sumref += (double)x->referenced;
     }
-    ti_lab_plateau_test(s, warmup_s, &f.plateau);
+    ti_lab_plateau_test(s, warmup_s, wave_s, &f.plateau);
     if (f.plateau_samples) {
         f.plateau_mean_rss = sum / (double)f.plateau_samples;
         f.plateau_mean_referenced = sumref / (double)f.plateau_samples;

@@ -165,10 +165,13 @@ typedef struct tide_lab_series {
 
 /* The plateau test (docs/LAB.md, "Verdicts"). Of the samples at t >=
  * warmup, take the last third by time (t >= t_end - (t_end - warmup) / 3);
- * fit RSS = a + b t by least squares over it; the drift is b times the
- * third's time span, the noise the standard deviation of the residuals.
+ * under a waved load of period P, the last ceil(third / P) whole waves
+ * instead, at most as many as fit after the warm-up (none: no telling).
+ * Fit RSS = a + b t (+ c sin(2 pi t / P) + d cos(2 pi t / P) with a wave)
+ * by least squares over the window; the drift is b times the window's
+ * span, the noise the standard deviation of the residuals.
  * The plateau is reached when |drift| <= max(TIDE_LAB_PLATEAU_NOISES x
- * noise, TIDE_LAB_PLATEAU_LEVEL x the third's mean RSS): what the line
+ * noise, TIDE_LAB_PLATEAU_LEVEL x the window's mean RSS): what the line
  * still moves is within its own noise or immaterial to a comparison at
  * the per cent level. With fewer than TIDE_LAB_PLATEAU_MIN samples in the
  * third there is no telling. */
@@ -180,7 +183,9 @@ enum { TIDE_LAB_PLATEAU_UNKNOWN = -1, TIDE_LAB_PLATEAU_NONE = 0, TIDE_LAB_PLATEA
 
 typedef struct tide_lab_plateau {
     int    state;               /* TIDE_LAB_PLATEAU_* */
-    size_t samples;             /* in the last third */
+    size_t samples;             /* in the window */
+    double span;                /* the window's seconds; 0: under a wave,
+                                   no whole wave after the warm-up */
     double drift, noise, level; /* bytes (NAN when unknown) */
 } tide_lab_plateau;
 
@@ -246,6 +251,7 @@ typedef struct tide_lab_chart {
     const char *title;        /* first title line */
     const char *subtitle;     /* below it, e.g. the command, wrapped; may be NULL */
     double      warmup_s;     /* shaded, and where the plateau lines start */
+    double      wave_s;       /* the load wave's period in seconds; 0: none */
     double      duration_s;   /* x axis end; 0: the last sample */
     const char *prefix;       /* the files' common name: PREFIX-rss.csv, -sweeps.csv,
                                  -disk.csv, -rotations.csv are read, PREFIX-rss.png

@@ -32,14 +32,15 @@ void ti_lab_series_free(tide_lab_series *s);
 
 /* ---- figures ---- */
 
-/* Compute the figures of `s`; warmup_s is where the plateau starts. Every
- * trim of the run counts (the study counted every call). 0 or TIDE_ENOMEM.
- * O(n log n). */
-int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, tide_lab_figures *out);
+/* Compute the figures of `s`; warmup_s is where the plateau starts, wave_s
+ * the load wave's period in seconds (0: no wave). Every trim of the run
+ * counts (the study counted every call). 0 or TIDE_ENOMEM. O(n log n). */
+int ti_lab_figures_compute(const tide_lab_series *s, double warmup_s, double wave_s, tide_lab_figures *out);
 
 /* The plateau test of lab.h (TIDE_LAB_PLATEAU_*) on s's RSS samples after
- * warmup_s, into *out. Pure. O(samples). */
-void ti_lab_plateau_test(const tide_lab_series *s, double warmup_s, tide_lab_plateau *out);
+ * warmup_s, into *out; wave_s is the load wave's period in seconds, 0 for
+ * none. Pure. O(samples). */
+void ti_lab_plateau_test(const tide_lab_series *s, double warmup_s, double wave_s, tide_lab_plateau *out);
 
 /* The q-quantile (0..1, linear between order statistics) of v[0..n), which
  * it sorts in place. NAN when n == 0. O(n log n). */

@@ -150,24 +150,25 @@ static const tide_lab_series *series_of(const tide_lab_series *s, size_t n, cons
 static void panel_title(char *buf, size_t cap, const plot *g, const tide_lab_series *s, size_t n, const char *v,
                         const tide_lab_chart *c)
 {
-    double plate[128], red[128], lo = INFINITY, hi = -INFINITY, drift = 0;
+    double plate[128], red[128], lo = INFINITY, hi = -INFINITY, drift = 0, span = 0;
     size_t np = 0, nr = 0, none = 0;
     int len;
 
     for (unsigned r = 1; r <= g->reps && r <= 128; r++) {
         const tide_lab_series *x = series_of(s, n, v, r), *b = c->baseline ? series_of(s, n, c->baseline, r) : NULL;
         tide_lab_figures f, fb;
-        if (x == NULL || ti_lab_figures_compute(x, c->warmup_s, &f) != 0) continue;
-        if (f.plateau.state != TIDE_LAB_PLATEAU_REACHED) { none++, drift = f.plateau.drift; continue; }
+        if (x == NULL || ti_lab_figures_compute(x, c->warmup_s, c->wave_s, &f) != 0) continue;
+        if (f.plateau.state != TIDE_LAB_PLATEAU_REACHED) { none++, drift = f.plateau.drift, span = f.plateau.span; continue; }
         plate[np++] = f.plateau_mean_rss;
-        if (b == NULL || b == x || ti_lab_figures_compute(b, c->warmup_s, &fb) != 0 ||
+        if (b == NULL || b == x || ti_lab_figures_compute(b, c->warmup_s, c->wave_s, &fb) != 0 ||
             fb.plateau.state != TIDE_LAB_PLATEAU_REACHED || !(fb.plateau_mean_rss > 0))
             continue;
         red[nr] = 100.0 * (f.plateau_mean_rss - fb.plateau_mean_rss) / fb.plateau_mean_rss;
         lo = fmin(lo, red[nr]), hi = fmax(hi, red[nr]), nr++;
     }
     if (none && !isnan(drift))
-        len = snprintf(buf, cap, "%s: no plateau (%+.1f MiB over the last third): run longer", v, drift / 1048576.0);
+        len = snprintf(buf, cap, "%s: no plateau (%+.1f MiB over the last %.0f s): run longer", v, drift / 1048576.0,
+                       span);
     else if (none)
         len = snprintf(buf, cap, "%s: too short to tell a plateau: run longer", v);
     else if (np)
@@ -257,7 +258,7 @@ static void gp_panel(FILE *f, const plot *g, const tide_lab_series *s, size_t n,
         fprintf(f, "set arrow 1 from graph 0, first %g to graph 1, first %g nohead lw 2 lc rgb \"black\" dt 4 front\n"
                    "set label 2 \"limit %.0f MiB\" at graph 0.99, first %g right offset 0,0.6 front\n",
                 limit / 1048576.0, limit / 1048576.0, limit / 1048576.0, limit / 1048576.0);
-    if (x1 && ti_lab_figures_compute(x1, c->warmup_s, &fig) == 0 && fig.plateau.state == TIDE_LAB_PLATEAU_REACHED)
+    if (x1 && ti_lab_figures_compute(x1, c->warmup_s, c->wave_s, &fig) == 0 && fig.plateau.state == TIDE_LAB_PLATEAU_REACHED)
         fprintf(f, "set arrow 2 from %g, first %g to graph 1, first %g nohead lw 1 lc rgb \"#333333\" dt 3\n",
                 fmin(c->warmup_s, g->tmax) / g->tscale, fig.plateau_mean_rss / 1048576.0,
                 fig.plateau_mean_rss / 1048576.0);

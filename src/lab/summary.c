@@ -101,6 +101,12 @@ static void load_validity(tide_lab_summary *s, const tide_lab_run *r)
     }
 }
 
+/* The load wave's period in seconds, 0 without a wave. */
+static double wave_seconds(const tide_lab_plan *o)
+{
+    return o->w.wave_period && o->w.wave_pct ? o->w.wave_period * o->interval : 0;
+}
+
 /* The repetition (1-based) where variant i reached no plateau, or 0. */
 static unsigned no_plateau(const tide_lab_vsum *v, unsigned repeat)
 {
@@ -134,14 +140,19 @@ static void verdict(tide_lab_summary *s, const tide_lab_run *r, size_t i)
         snprintf(v->why, sizeof v->why, "%s: no verdict: no baseline %s in the run", name, o->baseline);
     } else if ((rv || rb) && (rv ? &v->fig[rv - 1].plateau : &s->v[s->base].fig[rb - 1].plateau)->state ==
                                  TIDE_LAB_PLATEAU_UNKNOWN) {
-        snprintf(v->why, sizeof v->why, "%s: no verdict: too few samples in the last third of repetition %u's "
-                 "plateau window (fewer than %d) to tell a plateau: run longer", name, rv ? rv : rb,
-                 TIDE_LAB_PLATEAU_MIN);
+        const tide_lab_plateau *p = rv ? &v->fig[rv - 1].plateau : &s->v[s->base].fig[rb - 1].plateau;
+        if (p->span > 0)
+            snprintf(v->why, sizeof v->why, "%s: no verdict: too few samples in repetition %u's plateau window (%zu in "
+                     "its last %.0f s, fewer than %d) to tell a plateau: run longer", name, rv ? rv : rb, p->samples,
+                     p->span, TIDE_LAB_PLATEAU_MIN);
+        else
+            snprintf(v->why, sizeof v->why, "%s: no verdict: repetition %u ran less than one whole load wave (%.0f s) "
+                     "after the warm-up, too short to tell a plateau: run longer", name, rv ? rv : rb, wave_seconds(o));
     } else if (rv || rb) {
         const tide_lab_plateau *p = rv ? &v->fig[rv - 1].plateau : &s->v[s->base].fig[rb - 1].plateau;
         snprintf(v->why, sizeof v->why, "%s: no verdict: %s reached no plateau in repetition %u (%+.1f MiB over the "
-                 "last third, noise %.1f MiB): run longer", name, rv ? name : o->baseline, rv ? rv : rb,
-                 p->drift / 1048576.0, p->noise / 1048576.0);
+                 "last %.0f s, noise %.1f MiB): run longer", name, rv ? name : o->baseline, rv ? rv : rb,
+                 p->drift / 1048576.0, p->span, p->noise / 1048576.0);
     } else {
         int len = snprintf(v->why, sizeof v->why, "%s: %+.1f%% against %s", name, -v->reduction_median, o->baseline);
         v->verdict = 1;
@@ -171,7 +182,7 @@ int tide_lab_summary_compute(tide_lab_summary *s, const tide_lab_run *r)
             return tide_err_set(TIDE_ENOMEM, "out of memory");
         for (unsigned rep = 0; rep < o->repeat; rep++) {
             const tide_lab_series *x = &r->series[(size_t)rep * o->nv + i];
-            if (ti_lab_figures_compute(x, o->warmup, &v->fig[rep]) != 0 ||
+            if (ti_lab_figures_compute(x, o->warmup, wave_seconds(o), &v->fig[rep]) != 0 ||
                 (v->rot && ti_lab_rotation_figures(x, o->warmup, &v->rot[rep]) != 0))
                 return tide_err_set(TIDE_ENOMEM, "out of memory");
             v->samples += v->fig[rep].samples;
@@ -209,9 +220,9 @@ static json_t *jbytes(double v) { return isnan(v) ? json_null() : json_integer((
 
 static json_t *plateau_json(const tide_lab_plateau *p)
 {
-    return json_pack("{s:o,s:I,s:o,s:o,s:o}", "reached",
+    return json_pack("{s:o,s:I,s:f,s:o,s:o,s:o}", "reached",
                      p->state == TIDE_LAB_PLATEAU_UNKNOWN ? json_null() : json_boolean(p->state == TIDE_LAB_PLATEAU_REACHED),
-                     "samples", (json_int_t)p->samples, "drift_bytes", jbytes(p->drift), "noise_bytes", jbytes(p->noise),
+                     "samples", (json_int_t)p->samples, "window_s", p->span, "drift_bytes", jbytes(p->drift), "noise_bytes", jbytes(p->noise),
                      "level_bytes", jbytes(p->level));
 }
 
@@ -405,7 +416,7 @@ static int write_gp(FILE *f, const tide_lab_run *r)
 {
     const tide_lab_plan *o = r->plan;
     char title[256];
-    tide_lab_chart ch = { title, o->command, o->warmup, o->duration, o->prefix, o->baseline };
+    tide_lab_chart ch = { title, o->command, o->warmup, wave_seconds(o), o->duration, o->prefix, o->baseline };
 
     snprintf(title, sizeof title, "tided RSS%s under the same ledger workload, one panel per variant (%u repetition%s, "
              "sweep every %u s)", ti_lab_any_rotating(r->series, r->nseries) ? " and disk" : "",
