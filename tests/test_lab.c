@@ -24,7 +24,10 @@
  * threads fell behind, nor against a ramp). The
  * first run's stderr holds one heartbeat line every 5 s of its workload
  * (--heartbeat 5: four in 22 s), each with both variants' RSS above 0; the
- * second, with --quiet, none. No assertion depends on how fast
+ * second, with --quiet, none. Each run is drawn again by `tide lab
+ * --redraw` from its files alone, to the same script; a redraw of a bad
+ * row, of a missing summary, or with a run's option, says what and draws
+ * nothing. No assertion depends on how fast
  * the machine is.
  */
 #include <stdarg.h>
@@ -179,6 +182,44 @@ static void expect_chart(const char *dir, const char *name)
     }
 }
 
+/* The panels' lines of a gnuplot script: its titles, variants and what
+ * each plots, without the header comment. */
+static char *gp_body(const char *gp)
+{
+    const char *p = strstr(gp, "set datafile");
+    if (p == NULL) fail_msg("expected a gnuplot script, got '%.200s'", gp);
+    return strdup(p);
+}
+
+/* `tide lab --redraw` of DIR/NAME draws the chart again from the files
+ * alone: the charts removed first come back, and the script is the run's
+ * (`run_gp`), title for title and plot for plot. */
+static void expect_redrawn_alike(const char *dir, const char *name, const char *run_gp)
+{
+    char args[2400], path[2200], *out, *gp, *a, *b;
+    int status;
+
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s-rss.%s", dir, name, (const char *[]){ "png", "svg", "gp" }[i]);
+        if (unlink(path) != 0) fail_msg("expected to remove %s", path);
+    }
+    snprintf(args, sizeof args, "lab --redraw --out %s --prefix %s", dir, name);
+    status = th_run_tide(args, 1, &out);
+    if (status != 0) fail_msg("tide %s: expected exit status 0, got %d: %s", args, status, out);
+    expect_contains(out, "drawn: ", "the redraw's line");
+    expect_chart(dir, name);
+    snprintf(path, sizeof path, "%s/%s-rss.gp", dir, name);
+    gp = th_slurp(path);
+    a = gp_body(run_gp), b = gp_body(gp);
+    if (strcmp(a, b) != 0) {
+        size_t k = 0;
+        while (a[k] && a[k] == b[k]) k++;
+        fail_msg("expected the redrawn script to be the run's; they part at '%.120s' against '%.120s'",
+                 a + (k > 40 ? k - 40 : 0), b + (k > 40 ? k - 40 : 0));
+    }
+    free(a), free(b), free(gp), free(out);
+}
+
 static void a_short_run_measures_both_variants_and_writes_its_files(void **state)
 {
     static const char *const both[] = { "trim", "notrim" };
@@ -248,6 +289,8 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
     if (!json_is_true(json_object_get(doc, "valid"))) fail_msg("expected a valid run: no client thread ran late");
     expect_chart(dir, "smoke");
 
+    expect_redrawn_alike(dir, "smoke", svg);
+
     snprintf(path, sizeof path, "%s/smoke-disk.csv", dir);     /* no rotating variant: the files of old */
     if (th_exists(path)) fail_msg("expected no %s without a rotating variant", path);
     if (json_object_get(json_object_get(doc, "files"), "disk_csv") != NULL)
@@ -316,6 +359,7 @@ static void a_rotating_variant_is_measured_beside_a_plain_one(void **state)
     expect_contains(svg, "disk = \"rot-disk.csv\"", "the disk CSV read by the chart");
     expect_contains(svg, "rotations using", "the rotations drawn");
     expect_chart(dir, "rot");
+    expect_redrawn_alike(dir, "rot", svg);
     free(disk);
     free(rots);
     free(svg);
@@ -343,6 +387,51 @@ static void bad_options_exit_2_and_name_what_was_wrong(void **state)
         expect_contains(out, cases[i].said, cases[i].args);
         free(out);
     }
+}
+
+/* A redraw reads a run's files and nothing else: a row that does not
+ * parse names its file and line, a missing summary names its path, and
+ * an option of a run beside --redraw is refused; none writes a chart. */
+static void a_redraw_of_bad_files_says_which_and_draws_nothing(void **state)
+{
+    static const char summary[] = "{\"command\": \"tide lab\", \"baseline\": \"notrim\", \"settings\": "
+                                  "{\"warmup_s\": 2, \"duration_s\": 10, \"repeat\": 1}}";
+    static const char sweeps[] = "rep,variant,seq,t_s,sweep_ms,freed_bytes,trimmed,trim_rc,rss_before,rss_after,"
+                                 "rss_delta,duration_ms,minflt,majflt\n";
+    static const char rss[] = "rep,variant,port,t_s,rss_bytes,referenced_bytes\n"
+                              "1,trim,1,0.5,1048576,\n"
+                              "1,trim,1,1.5,lots,\n";
+    char dir[2048], path[2200], args[2400], *out;
+    int status;
+
+    (void)state;
+    if (th_scratch_make(dir, sizeof dir) != 0) fail_msg("expected a scratch directory");
+    snprintf(args, sizeof args, "lab --redraw --out %s --prefix bad", dir);
+    status = th_run_tide(args, 1, &out);
+    if (status != 1) fail_msg("expected exit status 1 with no summary, got %d: %s", status, out);
+    expect_contains(out, "bad-summary.json", "the missing summary named");
+    free(out);
+
+    snprintf(path, sizeof path, "%s/bad-summary.json", dir);
+    assert_int_equal(th_write_file(path, summary, strlen(summary)), 0);
+    snprintf(path, sizeof path, "%s/bad-sweeps.csv", dir);
+    assert_int_equal(th_write_file(path, sweeps, strlen(sweeps)), 0);
+    snprintf(path, sizeof path, "%s/bad-rss.csv", dir);
+    assert_int_equal(th_write_file(path, rss, strlen(rss)), 0);
+    status = th_run_tide(args, 1, &out);
+    if (status != 1) fail_msg("expected exit status 1 for a bad row, got %d: %s", status, out);
+    expect_contains(out, "bad-rss.csv:3: rss_bytes", "the bad row's file, line and column");
+    free(out);
+    snprintf(path, sizeof path, "%s/bad-rss.gp", dir);
+    if (th_exists(path)) fail_msg("expected no chart script from a file that does not parse");
+
+    snprintf(args, sizeof args, "lab --redraw --out %s --prefix bad --duration 5", dir);
+    status = th_run_tide(args, 1, &out);
+    if (status != 2) fail_msg("expected exit status 2 for --duration beside --redraw, got %d: %s", status, out);
+    expect_contains(out, "--redraw takes only --out and --prefix", "why --duration was refused");
+    expect_contains(out, "not --duration", "the option named");
+    free(out);
+    th_scratch_remove(dir);
 }
 
 static void a_missing_tided_is_an_error_that_says_so(void **state)
@@ -921,6 +1010,7 @@ int main(void)
         cmocka_unit_test(the_built_in_variants_come_from_one_table),
         cmocka_unit_test(the_rotation_figures_read_rss_and_disk_around_each_rotation),
         cmocka_unit_test(a_ramp_is_no_plateau_and_a_flat_noisy_line_is_one),
+        cmocka_unit_test(a_redraw_of_bad_files_says_which_and_draws_nothing),
         cmocka_unit_test(a_run_whose_load_fell_behind_is_invalid_and_gives_no_verdict),
         cmocka_unit_test(the_chart_script_draws_what_the_data_holds),
         cmocka_unit_test(a_variant_rotates_when_its_flags_turn_online_delete_on),

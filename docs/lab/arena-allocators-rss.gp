@@ -30,7 +30,7 @@ set style fill solid 1.0 noborder
 unset object
 unset arrow
 unset label
-set title "trim: no plateau (+18.7 MiB over the last third): run longer"
+set title "trim: no plateau (+85.1 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -46,7 +46,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "noarena: no plateau (+23.6 MiB over the last third): run longer"
+set title "noarena: no plateau (+91.5 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 set key outside at screen 0.79, screen 0.918 left top vertical Left reverse
@@ -67,7 +67,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "jemalloc: no plateau (+18.6 MiB over the last third): run longer"
+set title "jemalloc: no plateau (+85.2 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -83,7 +83,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "jemalloc-noarena: no plateau (+22.3 MiB over the last third): run longer"
+set title "jemalloc-noarena: no plateau (+89.7 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -99,7 +99,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "tcmalloc: no plateau (+18.7 MiB over the last third): run longer"
+set title "tcmalloc: no plateau (+86.2 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -115,7 +115,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "tcmalloc-noarena: no plateau (+23.0 MiB over the last third): run longer"
+set title "tcmalloc-noarena: no plateau (+91.1 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -131,7 +131,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "mimalloc: no plateau (+18.8 MiB over the last third): run longer"
+set title "mimalloc: no plateau (+85.6 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -147,7 +147,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "mimalloc-noarena: no plateau (+24.1 MiB over the last third): run longer"
+set title "mimalloc-noarena: no plateau (+90.9 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key

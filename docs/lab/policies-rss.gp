@@ -30,7 +30,7 @@ set style fill solid 1.0 noborder
 unset object
 unset arrow
 unset label
-set title "trim: no plateau (-23.2 MiB over the last third): run longer"
+set title "trim: no plateau (+4.4 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -45,10 +45,9 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "notrim: plateau 52.9 MiB"
+set title "notrim: no plateau (+3.4 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
-set arrow 2 from 60, first 52.7465 to graph 1, first 52.7465 nohead lw 1 lc rgb "#333333" dt 3
 set key outside at screen 0.79, screen 0.895 left top vertical Left reverse
 unset xlabel
 V = "notrim"
@@ -65,7 +64,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "every4: no plateau (-22.4 MiB over the last third): run longer"
+set title "every4: no plateau (+13.2 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -80,10 +79,9 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "freed64m: plateau 52.9 MiB, +0.1% vs notrim (-0.2 to +0.2)"
+set title "freed64m: no plateau (+3.4 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
-set arrow 2 from 60, first 52.8734 to graph 1, first 52.8734 nohead lw 1 lc rgb "#333333" dt 3
 unset key
 set xlabel "time since the workload started (s)"
 V = "freed64m"
@@ -96,7 +94,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "freepct10: no plateau (-22.7 MiB over the last third): run longer"
+set title "freepct10: no plateau (+5.0 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key

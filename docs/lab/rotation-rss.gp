@@ -21,7 +21,7 @@ if (out eq "png") {
     set terminal svg size 1360,750 font "sans,10" noenhanced background rgb "white"
     set output "rotation-rss.svg"
 }
-set multiplot layout 2,2 margins 0.06,0.74,0.080,0.853 spacing 0.08,0.080 title "tided RSS under the same ledger workload, one panel per variant (1 repetition)\ntide lab --variant rot2,rot2-notrim,rot4 --baseline rot2-notrim --node-args --insert-burst 16MiB --duration 3600 --out docs/lab --prefix rotation\n--keep --scratch /tmp/i12lab-rot" font ",11"
+set multiplot layout 2,2 margins 0.06,0.74,0.080,0.853 spacing 0.08,0.080 title "tided RSS and disk under the same ledger workload, one panel per variant (1 repetition)\ntide lab --variant rot2,rot2-notrim,rot4 --baseline rot2-notrim --node-args --insert-burst 16MiB --duration 3600 --out docs/lab --prefix rotation\n--keep --scratch /tmp/i12lab-rot" font ",11"
 set xrange [0:60]
 set yrange [0:118.606]
 set grid ytics lc rgb "#dddddd"

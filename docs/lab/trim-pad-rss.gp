@@ -30,7 +30,7 @@ set style fill solid 1.0 noborder
 unset object
 unset arrow
 unset label
-set title "notrim: no plateau (+28.9 MiB over the last third): run longer"
+set title "notrim: no plateau (+61.2 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -45,7 +45,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "pad0-off: no plateau (+31.3 MiB over the last third): run longer"
+set title "pad0-off: no plateau (+63.8 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 set key outside at screen 0.79, screen 0.933 left top vertical Left reverse
@@ -64,7 +64,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "pad256k-off: no plateau (+31.8 MiB over the last third): run longer"
+set title "pad256k-off: no plateau (+64.1 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -79,7 +79,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "pad1m-off: no plateau (+31.6 MiB over the last third): run longer"
+set title "pad1m-off: no plateau (+63.9 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -94,7 +94,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "pad16m-off: no plateau (+31.5 MiB over the last third): run longer"
+set title "pad16m-off: no plateau (+63.8 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -109,7 +109,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "pad0-on: no plateau (+28.8 MiB over the last third): run longer"
+set title "pad0-on: no plateau (+61.1 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -124,7 +124,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "pad256k-on: no plateau (+28.8 MiB over the last third): run longer"
+set title "pad256k-on: no plateau (+62.2 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -139,7 +139,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "pad1m-on: no plateau (+28.8 MiB over the last third): run longer"
+set title "pad1m-on: no plateau (+61.2 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key
@@ -154,7 +154,7 @@ plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc
 unset object
 unset arrow
 unset label
-set title "pad16m-on: no plateau (+28.7 MiB over the last third): run longer"
+set title "pad16m-on: no plateau (+61.9 MiB over the last 120 s): run longer"
 set object 1 rect from 0, graph 0 to 60, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 unset key

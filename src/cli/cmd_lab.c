@@ -78,7 +78,7 @@ bad:
 enum { O_VARIANT = 256, O_CUSTOM, O_DURATION, O_LEDGERS, O_INTERVAL, O_OBJECTS, O_READS, O_CLIENTS,
        O_SEED, O_WARMUP, O_REPEAT, O_SWEEP, O_NODE_SIZE, O_NODE_ARGS, O_TIDED, O_JEMALLOC, O_PORT,
        O_OUT, O_PREFIX, O_SCRATCH, O_KEEP, O_REFERENCED, O_JSON, O_BASELINE, O_INNER, O_RECENT, O_WAVE, O_WAVE_PCT,
-       O_SAMPLE, O_OBJECT_SIZE, O_HEARTBEAT, O_QUIET };
+       O_SAMPLE, O_OBJECT_SIZE, O_HEARTBEAT, O_QUIET, O_REDRAW };
 
 static const struct option lab_options[] = {
     { "variant", required_argument, NULL, O_VARIANT },   { "custom", required_argument, NULL, O_CUSTOM },
@@ -99,6 +99,7 @@ static const struct option lab_options[] = {
     { "sample-interval", required_argument, NULL, O_SAMPLE }, { "object-size", required_argument, NULL, O_OBJECT_SIZE },
     { "heartbeat", required_argument, NULL, O_HEARTBEAT }, { "quiet", no_argument, NULL, O_QUIET },
     { "json", no_argument, NULL, O_JSON },               { "help", no_argument, NULL, 'h' },
+    { "redraw", no_argument, NULL, O_REDRAW },
     { NULL, 0, NULL, 0 },
 };
 
@@ -108,6 +109,8 @@ typedef struct lab_args {
     const char    *customs[TIDE_LAB_MAX_VARIANTS];   /* --custom NAME=SPEC */
     size_t         ncustom;
     int            warmup_given, json;
+    int            redraw;                           /* --redraw given */
+    const char    *run_option;                       /* an option only a run takes */
 } lab_args;
 
 /* A whole number option into *out (unsigned). */
@@ -206,7 +209,18 @@ static int parse_options(lab_args *a, int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", lab_options, NULL)) != -1) {
         if (c == 'h') { cli_help(VERB, stdout); return -1; }
         if (c == '?' || c == ':') return cli_option_error(VERB, c, argv);
+        if (c == O_REDRAW) { a->redraw = 1; continue; }
+        if (c != O_OUT && c != O_PREFIX && a->run_option == NULL) a->run_option = argv[optind - (optarg ? 2 : 1)];
         if ((rc = parse_option(a, c, optarg))) return rc;
+    }
+    if (a->redraw) {
+        /* A redraw reads a finished run's files; any option of a run would
+         * be silently ignored, so it is refused. */
+        if (a->run_option)
+            return cli_usage(VERB, "--redraw takes only --out and --prefix (the run's settings are read from "
+                             "its summary), not %s", a->run_option);
+        if (optind < argc) return cli_usage(VERB, "unexpected argument '%s'", argv[optind]);
+        return CLI_OK;
     }
     return plan_check(a, argc, argv);
 }
@@ -410,7 +424,7 @@ static void print_table(const tide_lab_plan *o, const tide_lab_summary *s)
 static int run(int argc, char **argv)
 {
     static tide_lab_plan plan;
-    lab_args a = { &plan, "trim,notrim", { NULL }, 0, 0, 0 };
+    lab_args a = { &plan, "trim,notrim", { NULL }, 0, 0, 0, 0, NULL };
     tide_lab_run lab;
     tide_lab_summary sum;
     int rc;
@@ -420,6 +434,14 @@ static int run(int argc, char **argv)
     tide_lab_plan_init(&plan);
     rc = parse_options(&a, argc, argv);
     if (rc) { rc = rc < 0 ? CLI_OK : rc; goto done; }
+    if (a.redraw) {
+        char said[PATH_MAX + 256];
+        if (tide_lab_redraw(plan.out, plan.prefix, said, sizeof said) != 0)
+            rc = cli_error(VERB, "%s", tide_last_error());
+        else
+            printf("%s\n", said);
+        goto done;
+    }
     if (tide_lab_run_prepare(&lab, &plan) != 0) { rc = cli_error(VERB, "%s", tide_last_error()); goto done; }
     if (tide_lab_run_all(&lab) != 0) { rc = CLI_FAIL; goto done; }     /* reported as it happened */
     if (tide_lab_summary_compute(&sum, &lab) != 0 || tide_lab_summary_write(&sum, &lab) != 0) {
@@ -456,6 +478,7 @@ static const char help_lab[] =
 "             [--node-size SIZE] [--node-args FLAGS] [--out DIR]\n"
 "             [--prefix NAME] [--referenced] [--json] [--keep]\n"
 "             [--heartbeat S | --quiet]\n"
+"    tide lab --redraw [--out DIR] [--prefix NAME]\n"
 "\n"
 "DESCRIPTION\n"
 "    Starts one tided per variant at once, on 127.0.0.1, each with a fresh\n"
@@ -560,6 +583,13 @@ static const char help_lab_after[] =
 "                        stderr, 0 to 86400 (0: none). Default 10.\n"
 "    --quiet             no heartbeat lines (--heartbeat 0); failures and\n"
 "                        the repetitions' start and end lines stay.\n"
+"    --redraw            start no node: draw DIR/NAME-rss.png and .svg again\n"
+"                        from a finished run's CSVs, with the settings in\n"
+"                        its DIR/NAME-summary.json (--out, --prefix name\n"
+"                        them), rewriting DIR/NAME-rss.gp. The CSVs and the\n"
+"                        summary are not changed, so the table and the\n"
+"                        verdicts stay the run's; the panels' titles are\n"
+"                        this version's plateau test on the same samples.\n"
 "    -h, --help          print this text\n"
 "\n"
 "FILES\n"

@@ -232,4 +232,17 @@ int tide_lab_summary_write(tide_lab_summary *s, const tide_lab_run *r);
 
 void tide_lab_summary_free(tide_lab_summary *s);
 
+/* ---- a chart again from a run's files (redraw.c) -------------------------- */
+
+/* Draw dir/PREFIX-rss.png and .svg again from dir/PREFIX-rss.csv,
+ * -sweeps.csv, -disk.csv and -limits.csv (the last two when present) and
+ * the settings in dir/PREFIX-summary.json, rewriting dir/PREFIX-rss.gp
+ * and running gnuplot on it; `said` gets a line for the operator. The
+ * CSVs and the summary are read, never written. 0 (gnuplot missing is
+ * said, not failed); TIDE_ENOENT for a missing summary or CSV;
+ * TIDE_EINVAL naming the file and line of a row that does not parse;
+ * TIDE_EIO; TIDE_ENOMEM. Allocates the series, freed before it returns;
+ * O(samples x disk rows of a series). */
+int tide_lab_redraw(const char *dir, const char *prefix, char *said, size_t cap);
+
 #endif

@@ -362,6 +362,7 @@ static json_t *document(const tide_lab_summary *s, const tide_lab_run *r)
         json_object_set_new(set, "object_min_bytes", json_integer(o->w.size_min));
         json_object_set_new(set, "object_max_bytes", json_integer(o->w.size_max));
         json_object_set_new(set, "sample_interval_s", json_real(o->sample_interval));
+        json_object_set_new(set, "sweep_interval_s", json_integer(o->sweep_interval));
     }
     if (doc) {
         json_t *files = json_object_get(doc, "files");
