@@ -442,11 +442,13 @@ static void a_conclusion_line_per_variant_that_ran(void **state)
         char *at;
         snprintf(line, sizeof line, "\n%s: ", *v);
         if ((at = strstr(out, line)) == NULL) fail_msg("expected a conclusion line '%s...' in: %.2000s", line + 1, out);
-        if (strstr(at, " MiB") == NULL || (strstr(at, "largest") == NULL && strstr(at, "not run") == NULL))
+        if (strncmp(at + strlen(line), "not run (", 9) == 0) continue;      /* why, in its brackets */
+        if (strstr(at, " MiB") == NULL || strstr(at, "largest") == NULL)
             fail_msg("the conclusion on %s says neither where its ghost is largest nor why it did not run: %.300s",
                      *v, at + 1);
     }
-    expect_contains(strstr(out, "\nglibc-trim: "), "against glibc it removes", "glibc-trim's conclusion");
+    if (strstr(out, "\nglibc-trim: not run (") == NULL)
+        expect_contains(strstr(out, "\nglibc-trim: "), "against glibc it removes", "glibc-trim's conclusion");
     free(out);
     doc = glibc_matrix_doc();
     c = json_object_get(doc, "conclusions");
