@@ -16,6 +16,8 @@
 # command line (after its own), WERROR= (no -Werror) and REVISION=TEXT.
 #   make test         install missing packages (install-deps --test), build,
 #                     run the structure checks and every tests/test_*.c
+#                     (quietly: the build's output in build/test-build.log,
+#                     shown on a failure; V=1 shows it)
 #   make check        build, run scripts/check-layers,
 #                     scripts/check-functions and scripts/check-abi, then
 #                     the tests, without the package step
@@ -333,7 +335,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check check-fast check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers bench-archive run deps deps-test clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check check-build check-build-quiet check-fast check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers bench-archive run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -507,14 +509,29 @@ deps:
 deps-test:
 	bash scripts/install-deps --test
 
+# The build's lines go to $(TEST_LOG), shown (its last 40) only when it
+# fails, so that the screen holds the tests' progress lines; V=1 shows them.
+# The tests run on a line of their own, which `make -n test` only prints.
+TEST_LOG := $(BUILD)/test-build.log
 test: deps-test
-	@$(MAKE) --no-print-directory check
+	@$(MAKE) --no-print-directory check-build-quiet
+	@$(TEST_ENV) bash tests/run-tests $(TESTS)
+
+check-build-quiet:
+	@mkdir -p $(BUILD)
+	@if [ -n "$(V)" ]; then $(MAKE) --no-print-directory check-build; \
+	else echo "make test: building (the compiler's lines and the structure checks go to $(TEST_LOG); V=1 shows them)"; \
+	    $(MAKE) --no-print-directory check-build >$(TEST_LOG) 2>&1 || { tail -n 40 $(TEST_LOG); \
+	    echo "make test: the build or a structure check failed; the whole output is in $(TEST_LOG)"; exit 1; }; \
+	    echo "make test: built and checked; the tests follow"; fi
 
 # The jemalloc build of tided too (bin/jemalloc/), for the test that its
 # startup log proves malloc_conf took effect; not in sanitizer builds, whose
 # own allocator must come first.
-check: all tests check-layers check-functions check-licence $(if $(SAN),,alloc-jemalloc check-abi) \
+check-build: all tests check-layers check-functions check-licence $(if $(SAN),,alloc-jemalloc check-abi) \
        $(if $(PEERS_HAVE),$(PEERS_BIN))
+
+check: check-build
 	$(TEST_ENV) bash tests/run-tests $(TESTS)
 
 # The fast tier: builds what $(FAST_TESTS) need (their binaries and
