@@ -13,7 +13,10 @@
  * duplicate too. Fetch: each reader holds one read-only transaction
  * (MDB_NOTLS, so any thread may own it) for its whole pass; get returns a
  * pointer into the map, which LMDB keeps valid until the transaction ends:
- * no copy, unlike Tide's and RocksDB's gets.
+ * no copy, unlike Tide's and RocksDB's gets. Opened again for the cold
+ * phase, with MDB_NORDAHEAD: LMDB's advice for a database larger than
+ * memory, where the kernel's read-around would fill the page cache with
+ * pages no fetch asked for.
  *
  * Invariants:
  *   1. A batch is committed before finish returns; commits counts them.
@@ -67,7 +70,7 @@ static int l_open(peer_engine **out, const char *dir, const peer_cfg *cfg, char 
     rc = mdb_env_create(&e->env);
     if (rc) { free(e); return l_fail(err, "mdb_env_create", rc); }
     rc = mdb_env_set_mapsize(e->env, map);
-    if (rc == 0) rc = mdb_env_open(e->env, dir, MDB_NOTLS, 0644);
+    if (rc == 0) rc = mdb_env_open(e->env, dir, MDB_NOTLS | (cfg->existing ? MDB_NORDAHEAD : 0), 0644);
     if (rc == 0) rc = mdb_txn_begin(e->env, NULL, 0, &txn);
     if (rc == 0) rc = mdb_dbi_open(txn, NULL, 0, &e->dbi);
     if (rc == 0) {

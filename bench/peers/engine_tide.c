@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine_tide.c: Tide's store as a bench/peers engine, configured as
- * `tide bench store` configures it: key size 32, the default block size,
+ * `tide bench store` configures it: key size 32, block size 4096,
  * load factor 0.5, burst_bytes from the options (16 MiB by default), and
  * the store's own commit policy: a commit about every second or when the
  * pool holds a burst, each made durable with fdatasync. put is
  * tide_store_insert (which refuses a duplicate key, so it looks the key up
  * first); finish is tide_store_sync; get is tide_store_fetch, whose value
  * is a malloc'd copy that the reader frees at its next get.
+ *
+ * tide-16k and tide-defer-16k are tide and tide-defer with a key-file
+ * block of 16384 bytes (four pages a bucket instead of one).
  *
  * tide-defer is the same store with the deferred index:
  * index_lag_bytes from --index-lag (64 MiB by default), so commits append
@@ -41,7 +44,7 @@ struct peer_reader {
 };
 
 static int t_open_lag(peer_engine **out, const char *dir, const peer_cfg *cfg, uint64_t lag,
-                      char *err)
+                      unsigned block_size, char *err)
 {
     tide_store_create_opts co;
     tide_store_opts so;
@@ -57,7 +60,8 @@ static int t_open_lag(peer_engine **out, const char *dir, const peer_cfg *cfg, u
     tide_store_create_opts_init(&co);
     co.key_size = TIDE_BENCH_KEY_SIZE;
     co.load_factor = TIDE_BENCH_LOAD_FACTOR;
-    rc = tide_store_create(dir, &co);
+    rc = tide_store_create_opts_set_block_size(&co, block_size);
+    if (rc == 0 && !cfg->existing) rc = tide_store_create(dir, &co);
     if (rc == 0) {
         tide_store_opts_init(&so);
         so.burst_bytes = (size_t)cfg->burst;
@@ -75,12 +79,22 @@ static int t_open_lag(peer_engine **out, const char *dir, const peer_cfg *cfg, u
 
 static int t_open(peer_engine **out, const char *dir, const peer_cfg *cfg, char *err)
 {
-    return t_open_lag(out, dir, cfg, 0, err);
+    return t_open_lag(out, dir, cfg, 0, 4096, err);
+}
+
+static int t_open_16k(peer_engine **out, const char *dir, const peer_cfg *cfg, char *err)
+{
+    return t_open_lag(out, dir, cfg, 0, 16384, err);
 }
 
 static int t_open_defer(peer_engine **out, const char *dir, const peer_cfg *cfg, char *err)
 {
-    return t_open_lag(out, dir, cfg, cfg->index_lag, err);
+    return t_open_lag(out, dir, cfg, cfg->index_lag, 4096, err);
+}
+
+static int t_open_defer_16k(peer_engine **out, const char *dir, const peer_cfg *cfg, char *err)
+{
+    return t_open_lag(out, dir, cfg, cfg->index_lag, 16384, err);
 }
 
 static int t_put(peer_engine *e, const unsigned char *key, const unsigned char *value)
@@ -178,6 +192,23 @@ const peer_ops peer_tide_defer_ops = {
     .name = "tide-defer",
     .durability = "fdatasync of nudb.dat and tide.meta per commit; the key file by flushes",
     .open = t_open_defer, .put = t_put, .finish = t_finish_defer,
+    .reader_open = t_reader_open, .get = t_get, .reader_close = t_reader_close,
+    .reader_error = t_reader_error, .commits = t_commits, .close = t_close, .error = t_error,
+};
+
+const peer_ops peer_tide_16k_ops = {
+    .name = "tide-16k",
+    .durability = "as tide, with a key-file block of 16384 bytes",
+    .open = t_open_16k, .put = t_put, .finish = t_finish,
+    .reader_open = t_reader_open, .get = t_get, .reader_close = t_reader_close,
+    .reader_error = t_reader_error, .commits = t_commits,
+    .own_bytes_written = t_bytes_written, .close = t_close, .error = t_error,
+};
+
+const peer_ops peer_tide_defer_16k_ops = {
+    .name = "tide-defer-16k",
+    .durability = "as tide-defer, with a key-file block of 16384 bytes",
+    .open = t_open_defer_16k, .put = t_put, .finish = t_finish_defer,
     .reader_open = t_reader_open, .get = t_get, .reader_close = t_reader_close,
     .reader_error = t_reader_error, .commits = t_commits, .close = t_close, .error = t_error,
 };

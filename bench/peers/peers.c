@@ -56,6 +56,7 @@ static const char help_text[] =
 "                      [--baseline ENGINE] [--batch N] [--burst SIZE]\n"
 "                      [--index-lag SIZE] [--value-size N] [--seed N]\n"
 "                      [--dir DIR] [--json] [--record FILE]\n"
+"                      [--cold-memory SIZE [--cold-fetches N]] [--no-warm]\n"
 "                      [--fault-item N [--fault-in PHASE]]\n"
 "\n"
 "DESCRIPTION\n"
@@ -72,6 +73,18 @@ static const char help_text[] =
 "            keyed Feistel permutation, the same for every engine of a\n"
 "            round), comparing each value byte for byte with the one put.\n"
 "    FETCH2  the same with two threads, each taking half the order.\n"
+"    COLD    with --cold-memory: the engine closed, its files' pages\n"
+"            dropped from the page cache (fdatasync, POSIX_FADV_DONTNEED),\n"
+"            the run's process moved into a v1 memory cgroup limited to\n"
+"            --cold-memory (anonymous memory and page cache alike, as on\n"
+"            a machine of that size), the engine opened again on its\n"
+"            files, and the order's first --cold-fetches items fetched on\n"
+"            one thread, each compared. Reported: fetches per second and\n"
+"            per CPU-second, the device's read I/Os per fetch and KiB read\n"
+"            per fetch (/sys/dev/block MAJ:MIN/stat, which counts every\n"
+"            process's reads: run it on a quiet disk), /proc/self/io\n"
+"            read_bytes per fetch, and the cgroup's peak and page cache.\n"
+"            Needs root and /sys/fs/cgroup/memory.\n"
 "\n"
 "    A missing or wrong value stops the bench with exit status 1.\n"
 "\n"
@@ -97,6 +110,9 @@ static const char help_text[] =
 "                  written, not the one being filled).\n"
 "    rocksdb       the batches of rocksdb-sync, the WAL written but not\n"
 "                  synced.\n"
+"    tide-16k, tide-defer-16k\n"
+"                  tide and tide-defer with a key-file block of 16384\n"
+"                  bytes. Run only when named.\n"
 "    tide-defer    Tide's store with the deferred index (index_lag_bytes\n"
 "                  --index-lag): each commit appends and syncs its records\n"
 "                  and tide.meta; the key file is written when the tail\n"
@@ -164,6 +180,11 @@ static const char help_text[] =
 "                      directory. Everything is removed at the end (an\n"
 "                      interrupted bench leaves it for you to remove).\n"
 "                      Default /tmp.\n"
+"    --cold-memory SIZE  run COLD with a cgroup of SIZE (64MiB to 1TiB,\n"
+"                      2GiB forms). Default: no COLD.\n"
+"    --cold-fetches N  COLD's fetches, at most the items. Default 100000.\n"
+"    --no-warm         leave FETCH1 and FETCH2 out (their figures are \"-\"),\n"
+"                      for a large store measured cold only.\n"
 "    --fault-item N    for the tests: store item N (0 to the smallest\n"
 "                      --items less 1; larger is refused) with its first\n"
 "                      value byte flipped, in every run; the fetch must\n"
@@ -196,16 +217,18 @@ static const char help_text[] =
 "    build/bench/peers --items 1000000,4000000 --runs 3\n"
 "    build/bench/peers --items 20000 --runs 1 --json > peers.json\n"
 "    build/bench/peers --engines tide,rocksdb-sync-checked --baseline rocksdb-sync-checked\n"
+"    build/bench/peers --engines tide-defer,tide-defer-16k,lmdb,rocksdb-sync \\\n"
+"        --items 16000000 --cold-memory 1GiB --cold-fetches 200000 --no-warm\n"
 "\n"
 "    Built by `make bench-peers` (needs liblmdb-dev and librocksdb-dev:\n"
 "    scripts/install-deps --bench); never part of bin/tide or libtide.\n";
 
 static const peer_ops *const all_engines[] = {
     &peer_tide_ops, &peer_lmdb_ops, &peer_rocksdb_sync_ops, &peer_rocksdb_sync_checked_ops,
-    &peer_rocksdb_ops, &peer_tide_defer_ops,
+    &peer_rocksdb_ops, &peer_tide_defer_ops, &peer_tide_16k_ops, &peer_tide_defer_16k_ops,
 };
 #define ALL_ENGINES (sizeof all_engines / sizeof *all_engines)
-#define DEFAULT_ENGINES 5          /* tide-defer runs when asked for */
+#define DEFAULT_ENGINES 5          /* tide-defer and the 16k ones run when asked for */
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -291,7 +314,8 @@ static int option(peers_opts *o, const char *name, const char *val)
     } else if (strcmp(name, "--engines") == 0) {
         if (parse_engines(val, o))
             return usage("--engines '%s' is not a list of distinct engines among tide, "
-                         "lmdb, rocksdb-sync, rocksdb-sync-checked, rocksdb, tide-defer", val);
+                         "lmdb, rocksdb-sync, rocksdb-sync-checked, rocksdb, tide-defer, tide-16k, "
+                         "tide-defer-16k", val);
     } else if (strcmp(name, "--baseline") == 0) {
         o->baseline_name = val;
     } else if (strcmp(name, "--batch") == 0) {
@@ -318,6 +342,13 @@ static int option(peers_opts *o, const char *name, const char *val)
         if (strcmp(val, "load") == 0) o->fault_phase = PH_LOAD;
         else if (strcmp(val, "fetch2") == 0) o->fault_phase = PH_FETCH2;
         else return usage("--fault-in '%s' is not load or fetch2", val);
+    } else if (strcmp(name, "--cold-memory") == 0) {
+        if (tide_size_parse(val, &o->cold_memory) || o->cold_memory < ((uint64_t)64 << 20) ||
+            o->cold_memory > ((uint64_t)1 << 40))
+            return usage("--cold-memory '%s' is not a size from 64MiB to 1TiB such as 2GiB", val);
+    } else if (strcmp(name, "--cold-fetches") == 0) {
+        if (parse_u64(val, 1, UINT32_MAX, &o->cold_fetches))
+            return usage("--cold-fetches '%s' is not a whole number from 1 to 4294967295", val);
     } else if (strcmp(name, "--record") == 0) {
         if (*val == '\0') return usage("%s", "--record needs a file name");
         o->record = val;
@@ -344,6 +375,7 @@ static int parse(int argc, char **argv, peers_opts *o)
     for (size_t i = 0; i < DEFAULT_ENGINES; i++) o->engines[i] = all_engines[i];
     o->nengines = DEFAULT_ENGINES;
     o->index_lag = 64u << 20;
+    o->cold_fetches = 100000;
     for (int i = 1; i < argc; i++) {
         int rc;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -354,6 +386,10 @@ static int parse(int argc, char **argv, peers_opts *o)
             o->json = 1;
             continue;
         }
+        if (strcmp(argv[i], "--no-warm") == 0) {
+            o->no_warm = 1;
+            continue;
+        }
         if (i + 1 >= argc) return usage("%s needs a value", argv[i]);
         rc = option(o, argv[i], argv[i + 1]);
         if (rc) return rc;
@@ -361,6 +397,8 @@ static int parse(int argc, char **argv, peers_opts *o)
     }
     if (o->fault_phase != PH_LOAD && o->fault_item == 0)
         return usage("%s", "--fault-in needs --fault-item");
+    if (o->no_warm && o->fault_item)
+        return usage("%s", "--fault-item needs the fetches that --no-warm leaves out");
     for (size_t z = 0; z < o->nsizes; z++) {
         char msg[160];
         if (o->fault_item == 0 || o->fault_item <= o->sizes[z]) continue;
@@ -452,6 +490,9 @@ static int one_run(peers_state *ps, size_t z, unsigned r, size_t e)
     job.order_seed = tide_bench_fetch_seed(o->seed, r);
     job.fault_item = o->fault_item;
     job.fault_phase = o->fault_phase;
+    job.warm = !o->no_warm;
+    job.cold_memory = o->cold_memory;
+    job.cold_fetches = o->cold_fetches;
     rc = peer_run(&job, res);
     if (peer_remove_tree(dir) != 0) {
         fprintf(stderr, "peers: cannot remove %s: %s\n", dir, strerror(errno));

@@ -9,7 +9,8 @@
  * last commit, made durable as its mode says, and whatever else must end
  * before the load counts as done), then any number of readers (one per
  * fetching thread) calling get, then close. The driver never calls put and
- * get at the same time.
+ * get at the same time. For the cold phase it is opened again on the
+ * directory it left (cfg.existing), read, and closed.
  *
  * Errors: 0, or -1 with a sentence in the engine's error buffer (peer_error)
  * naming the call that failed and the library's message. get: 0 found (the
@@ -33,6 +34,9 @@ typedef struct peer_cfg {
     uint64_t burst;          /* Tide's burst_bytes */
     uint64_t index_lag;      /* tide-defer's index_lag_bytes */
     int sync;                /* rocksdb: sync the WAL on each batch */
+    int existing;            /* open what a load left (the cold phase): create
+                                nothing, and read as a store larger than memory
+                                is read (LMDB: MDB_NORDAHEAD) */
 } peer_cfg;
 
 typedef struct peer_engine peer_engine;
@@ -63,6 +67,8 @@ typedef struct peer_ops {
 
 extern const peer_ops peer_tide_ops;
 extern const peer_ops peer_tide_defer_ops;
+extern const peer_ops peer_tide_16k_ops;
+extern const peer_ops peer_tide_defer_16k_ops;
 extern const peer_ops peer_lmdb_ops;
 extern const peer_ops peer_rocksdb_sync_ops;
 extern const peer_ops peer_rocksdb_sync_checked_ops;

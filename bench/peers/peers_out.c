@@ -42,7 +42,9 @@ enum {
     M_LOAD_IPS, M_LOAD_IPC, M_F1_IPS, M_F1_IPC, M_F2_IPS, M_F2_IPC, M_LOAD_SECS,
     M_LOAD_CPU_US, M_WA_IO, M_WA_DEV, M_WA_WCHAR, M_COMMITS, M_ITEMS_PER_COMMIT,
     M_FILE_BYTES, M_DISK_BYTES, M_LOAD_ANON, M_LOAD_FILE, M_F1_ANON, M_F1_FILE,
-    M_F2_ANON, M_F2_FILE, M_WA_STORE, M_LOAD_CACHE, M_F1_CACHE, M_F2_CACHE, M_COUNT
+    M_F2_ANON, M_F2_FILE, M_WA_STORE, M_LOAD_CACHE, M_F1_CACHE, M_F2_CACHE,
+    M_COLD_IPS, M_COLD_IPC, M_COLD_DEV_READS, M_COLD_DEV_KIB, M_COLD_READ_KIB, M_COLD_CG_PEAK,
+    M_COLD_CG_CACHE, M_COLD_ANON, M_COUNT
 };
 
 /* The JSON names, in the order above. */
@@ -54,6 +56,9 @@ static const char *const metric_key[M_COUNT] = {
     "file_bytes", "disk_bytes", "load_peak_anon", "load_peak_file", "fetch1_peak_anon",
     "fetch1_peak_file", "fetch2_peak_anon", "fetch2_peak_file", "load_write_amp_store",
     "load_page_cache", "fetch1_page_cache", "fetch2_page_cache",
+    "cold_items_per_s", "cold_items_per_cpu_s", "cold_device_reads_per_fetch",
+    "cold_device_kib_per_fetch", "cold_read_bytes_kib_per_fetch", "cold_cgroup_peak",
+    "cold_cgroup_page_cache", "cold_peak_anon",
 };
 
 typedef struct stat3 { int ok; double median, min, max; } stat3;
@@ -62,8 +67,15 @@ typedef struct stat3 { int ok; double median, min, max; } stat3;
 static int figure(const peer_result *r, uint64_t items, uint64_t value_size, int m, double *v)
 {
     const peer_phase *l = &r->ph[PH_LOAD], *f1 = &r->ph[PH_FETCH1], *f2 = &r->ph[PH_FETCH2];
+    const peer_phase *c = &r->ph[PH_COLD];
     double payload = (double)items * (double)(TIDE_BENCH_KEY_SIZE + value_size);
+    double fetches = c->items ? (double)c->items : 1;
 
+    *v = 0;
+    if (m >= M_COLD_IPS && !c->ran) return 0;                          /* invariant 1 */
+    if (((m >= M_F1_IPS && m <= M_F2_IPC) || (m >= M_F1_ANON && m <= M_F2_FILE) || m == M_F1_CACHE ||
+         m == M_F2_CACHE) && !f1->ran)
+        return 0;
     switch (m) {
     case M_LOAD_IPS: *v = l->items_per_s; return 1;
     case M_LOAD_IPC: *v = l->items_per_cpu_s; return 1;
@@ -71,6 +83,14 @@ static int figure(const peer_result *r, uint64_t items, uint64_t value_size, int
     case M_F1_IPC: *v = f1->items_per_cpu_s; return 1;
     case M_F2_IPS: *v = f2->items_per_s; return 1;
     case M_F2_IPC: *v = f2->items_per_cpu_s; return 1;
+    case M_COLD_IPS: *v = c->items_per_s; return 1;
+    case M_COLD_IPC: *v = c->items_per_cpu_s; return 1;
+    case M_COLD_DEV_READS: *v = (double)c->dev_reads / fetches; return c->dev_ok;
+    case M_COLD_DEV_KIB: *v = (double)c->dev_read_bytes / 1024.0 / fetches; return c->dev_ok;
+    case M_COLD_READ_KIB: *v = (double)c->read_bytes / 1024.0 / fetches; return c->io_ok;
+    case M_COLD_CG_PEAK: *v = (double)r->cold_cg_peak; return r->cold_cg_peak > 0;
+    case M_COLD_CG_CACHE: *v = (double)r->cold_cg_cache; return 1;
+    case M_COLD_ANON: *v = (double)c->peak_anon; return 1;
     case M_LOAD_SECS: *v = l->secs; return 1;
     case M_LOAD_CPU_US: *v = l->cpu_secs * 1e6 / (double)items; return 1;
     case M_WA_IO: *v = (double)l->write_bytes / payload; return l->io_ok;
@@ -148,6 +168,17 @@ void peers_progress(const peers_state *ps, size_t z, unsigned r, size_t e)
             res->ph[PH_FETCH1].items_per_cpu_s, res->ph[PH_FETCH2].items_per_s,
             res->ph[PH_FETCH2].items_per_cpu_s, wa_ok ? "" : "(n/a) ", wa,
             (unsigned long long)res->commits, b);
+    if (res->ph[PH_COLD].ran) {
+        double reads = 0, kib = 0;
+        int dev = figure(res, o->sizes[z], o->value_size, M_COLD_DEV_READS, &reads);
+        figure(res, o->sizes[z], o->value_size, M_COLD_DEV_KIB, &kib);
+        fprintf(stderr, "  %llu items r%u %-20s cold %.0f/s (%.0f/CPU-s, %llu fetches) device reads %s%.3f "
+                "a fetch, %.1f KiB; cgroup peak %.1f MiB, page cache %.1f MiB (%.1f MiB cached before)\n",
+                (unsigned long long)o->sizes[z], r, o->engines[e]->name, res->ph[PH_COLD].items_per_s,
+                res->ph[PH_COLD].items_per_cpu_s, (unsigned long long)res->ph[PH_COLD].items,
+                dev ? "" : "(n/a) ", reads, kib, (double)res->cold_cg_peak / 1048576.0,
+                (double)res->cold_cg_cache / 1048576.0, (double)res->cold_cached_before / 1048576.0);
+    }
 }
 
 /* "357k 1.00x" into out: the median in thousands and its ratio. */
@@ -228,6 +259,38 @@ static void resources_table(const peers_state *ps, size_t z)
     }
 }
 
+/* COLD's figures, when the runs had it. */
+static void cold_table(const peers_state *ps, size_t z)
+{
+    static const int ms[] = { M_COLD_IPS, M_COLD_IPC };
+    const peers_opts *o = &ps->opts;
+    char c[64], r[32], k[32], rb[32], pk[32], pc[32], an[32];
+
+    printf("\n%-20s %-14s %-14s %-10s %-10s %-10s %-10s %-10s %s\n", "cold", "fetches/s", "fetches/CPU-s",
+           "dev reads", "dev KiB", "read KiB", "cg peak", "cg cache", "anon MiB");
+    printf("%-20s %-14s %-14s %-10s %-10s %-10s %-10s %-10s\n", "", "", "", "/fetch", "/fetch", "/fetch",
+           "MiB", "MiB");
+    for (size_t e = 0; e < o->nengines; e++) {
+        printf("%-20s", o->engines[e]->name);
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            cell(c, sizeof c, stat_of(ps, z, e, ms[i]), stat_of(ps, z, o->baseline, ms[i]), 1000, "k");
+            printf(" %-14s", c);
+        }
+        {
+            stat3 v = stat_of(ps, z, e, M_COLD_DEV_READS);
+            if (v.ok) snprintf(r, sizeof r, "%.3f", v.median); else snprintf(r, sizeof r, "-");
+            v = stat_of(ps, z, e, M_COLD_DEV_KIB);
+            if (v.ok) snprintf(k, sizeof k, "%.1f", v.median); else snprintf(k, sizeof k, "-");
+            v = stat_of(ps, z, e, M_COLD_READ_KIB);
+            if (v.ok) snprintf(rb, sizeof rb, "%.1f", v.median); else snprintf(rb, sizeof rb, "-");
+        }
+        mib(pk, sizeof pk, stat_of(ps, z, e, M_COLD_CG_PEAK));
+        mib(pc, sizeof pc, stat_of(ps, z, e, M_COLD_CG_CACHE));
+        mib(an, sizeof an, stat_of(ps, z, e, M_COLD_ANON));
+        printf(" %-10s %-10s %-10s %-10s %-10s %s\n", r, k, rb, pk, pc, an);
+    }
+}
+
 int peers_table(const peers_state *ps)
 {
     const peers_opts *o = &ps->opts;
@@ -238,6 +301,7 @@ int peers_table(const peers_state *ps)
                (unsigned long long)ps->batch, ps->load_before[z], ps->load_after[z]);
         rates_table(ps, z);
         resources_table(ps, z);
+        if (o->cold_memory) cold_table(ps, z);
     }
     return fflush(stdout) == 0 ? 0 : 1;
 }
@@ -270,6 +334,10 @@ int peers_json(const peers_state *ps)
         "{s:I, s:I, s:I, s:I, s:s, s:s}", "runs", (json_int_t)o->runs, "value_size",
         (json_int_t)o->value_size, "burst", (json_int_t)o->burst, "seed", (json_int_t)o->seed,
         "batch", o->batch ? "given" : "auto", "baseline", o->engines[o->baseline]->name));
+    json_object_set_new(json_object_get(root, "options"), "warm_fetches", json_boolean(!o->no_warm));
+    json_object_set_new(json_object_get(root, "options"), "cold_memory",
+                        o->cold_memory ? json_integer((json_int_t)o->cold_memory) : json_null());
+    json_object_set_new(json_object_get(root, "options"), "cold_fetches", json_integer((json_int_t)o->cold_fetches));
     for (size_t z = 0; z < o->nsizes; z++) {
         json_t *engines = json_array();
         for (size_t e = 0; e < o->nengines; e++)

@@ -34,6 +34,8 @@ typedef struct peers_opts {
     const char *baseline_name, *parent;
     const char *record;                              /* --record FILE, or NULL */
     int json;
+    int no_warm;                                     /* --no-warm: no FETCH1, FETCH2 */
+    uint64_t cold_memory, cold_fetches;              /* --cold-memory (0: no COLD) */
 } peers_opts;
 
 typedef struct peers_state {

@@ -17,6 +17,12 @@
  *           with its own reader; timed from before the threads start to
  *           after both are joined.
  *
+ * COLD, when asked for (peers_run.h): the engine closed, its files
+ * dropped from the page cache, this process in a memory cgroup of the
+ * asked size, the engine opened again and the order's first items fetched
+ * on one thread; its frame adds the device's read I/Os and bytes and
+ * /proc/self/io read_bytes, so that reads per fetch can be told.
+ *
  * Around each phase (a "frame", nothing inside the timed loop): the wall
  * clock (CLOCK_MONOTONIC), getrusage(RUSAGE_SELF) user + system time of the
  * whole process (the engine's background threads included: RocksDB's
@@ -35,7 +41,8 @@
  *
  * Invariants:
  *   1. Every fetched value is compared with the one put; `checked` counts
- *      them and must equal 2 x items for a run that succeeded.
+ *      them and must equal what the phases asked for (2 x items with
+ *      FETCH1 and FETCH2, plus COLD's fetches) for a run that succeeded.
  *   2. The child writes exactly one peer_result to the pipe and exits with
  *      _exit (no atexit handlers, no stdio flush of the parent's buffers).
  * Never: print from the child; the parent reports.
@@ -110,7 +117,14 @@ static void frame_end(frame *f, peer_phase *p, uint64_t items)
     if (p->wchar_ok) p->wchar = io1.wchar - f->io0.wchar;
     if (p->io_ok) p->write_bytes = io1.write_bytes - f->io0.write_bytes;
     p->dev_ok = f->dev_ok && tide_mem_proc_blockdev_read(f->dir, &dev1) == 0;
-    if (p->dev_ok) p->dev_written = dev1.bytes_written - f->dev0.bytes_written;
+    if (p->dev_ok) {
+        p->dev_written = dev1.bytes_written - f->dev0.bytes_written;
+        p->dev_reads = dev1.reads - f->dev0.reads;
+        p->dev_read_bytes = dev1.bytes_read - f->dev0.bytes_read;
+    }
+    if (p->io_ok) p->read_bytes = io1.read_bytes - f->io0.read_bytes;
+    p->ran = 1;
+    p->items = items;
 }
 
 /* ---- the phases ---- */
@@ -212,7 +226,7 @@ static int check_one(fetcher *w, peer_reader *r, uint64_t k, unsigned char *key,
     size_t vs = w->job->cfg.value_size, len = 0, at = 0;
     uint64_t i = tide_bench_perm_at(w->perm, k);
     const unsigned char *got = NULL;
-    const char *phase = w->ph == PH_FETCH1 ? "fetch1" : "fetch2";
+    const char *phase = w->ph == PH_FETCH1 ? "fetch1" : w->ph == PH_FETCH2 ? "fetch2" : "cold";
     int rc;
 
     tide_bench_key(w->job->seed, i, key);
@@ -263,17 +277,17 @@ static void *fetch_main(void *arg)
     return NULL;
 }
 
-/* FETCH with `threads` (1 or 2) threads; with 1, on this thread. */
-static int fetch(const peer_job *job, peer_engine *e, peer_result *res, int threads, int ph)
+/* FETCH with `threads` (1 or 2) threads; with 1, on this thread. The
+ * first n positions of the round's order (every item but in COLD). */
+static int fetch(const peer_job *job, peer_engine *e, peer_result *res, int threads, int ph, uint64_t n)
 {
     tide_bench_perm perm;
     fetcher w[2];
     int started[2] = { 0, 0 };
-    uint64_t n = job->cfg.items;
     frame f;
     int rc = 0;
 
-    tide_bench_perm_init(&perm, n, job->order_seed);
+    tide_bench_perm_init(&perm, job->cfg.items, job->order_seed);
     for (int t = 0; t < threads; t++) {
         w[t] = (fetcher){ .job = job, .e = e, .perm = &perm, .ph = ph,
                           .from = n * (uint64_t)t / (uint64_t)threads,
@@ -327,6 +341,123 @@ static void dir_sizes(const char *dir, uint64_t *file_bytes, uint64_t *disk_byte
     closedir(d);
 }
 
+/* ---- the cold phase ---- */
+
+#define CGROUP_ROOT "/sys/fs/cgroup/memory"
+
+/* Write `text` to `path`; 0 or -1 with errno. */
+static int write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC), rc = -1;
+    size_t n = strlen(text);
+    if (fd < 0) return -1;
+    if (write(fd, text, n) == (ssize_t)n) rc = 0;
+    if (close(fd) != 0) rc = -1;
+    return rc;
+}
+
+/* The number in cgroup file `name` (or, with `key`, the key's line of
+ * memory.stat); 0 when it cannot be read. */
+static uint64_t cgroup_value(const char *cg, const char *name, const char *key)
+{
+    char path[256], buf[8192], *at;
+    int fd;
+    ssize_t k;
+
+    snprintf(path, sizeof path, "%s/%s", cg, name);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return 0;
+    k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0) return 0;
+    buf[k] = '\0';
+    if (key == NULL) return strtoull(buf, NULL, 10);
+    for (at = buf; (at = strstr(at, key)) != NULL; at++)
+        if ((at == buf || at[-1] == '\n') && at[strlen(key)] == ' ') return strtoull(at + strlen(key) + 1, NULL, 10);
+    return 0;
+}
+
+/* The cgroup a cold phase runs in: CGROUP_ROOT/tide-peers-PID. */
+void peer_cgroup_path(pid_t pid, char *buf, size_t cap)
+{
+    snprintf(buf, cap, CGROUP_ROOT "/tide-peers-%ld", (long)pid);
+}
+
+/* Make this process's cgroup, limited to `limit` bytes, and move into it.
+ * 0, or -1 with res->error saying what failed. */
+static int cgroup_enter(uint64_t limit, peer_result *res)
+{
+    char cg[128], path[192], text[32];
+
+    peer_cgroup_path(getpid(), cg, sizeof cg);
+    snprintf(text, sizeof text, "%llu", (unsigned long long)limit);
+    if (mkdir(cg, 0755) != 0 && errno != EEXIST) goto fail;
+    snprintf(path, sizeof path, "%s/memory.limit_in_bytes", cg);
+    if (write_text(path, text) != 0) goto fail;
+    snprintf(path, sizeof path, "%s/cgroup.procs", cg);
+    snprintf(text, sizeof text, "%ld", (long)getpid());
+    if (write_text(path, text) != 0) goto fail;
+    return 0;
+fail:
+    snprintf(res->error, sizeof res->error, "cold: cannot make the memory cgroup %s (%s): the cold phase "
+             "needs root and the v1 memory controller at " CGROUP_ROOT, cg, strerror(errno));
+    return -1;
+}
+
+/* Drop every page of the regular files of `dir` from the page cache: a
+ * clean page goes at POSIX_FADV_DONTNEED, so each file is synced first.
+ * 0 or -1 with res->error. */
+static int evict_dir(const char *dir, peer_result *res)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char p[4096];
+    int rc = 0;
+
+    if (d == NULL) rc = -1;
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        struct stat st;
+        int fd;
+        if (de->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0 || fdatasync(fd) != 0 ||
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+            rc = -1;
+        if (fd >= 0) close(fd);
+    }
+    if (d) closedir(d);
+    if (rc) snprintf(res->error, sizeof res->error, "cold: cannot drop %s from the page cache: %s", dir,
+                     strerror(errno));
+    return rc;
+}
+
+/* COLD: the engine closed (*e becomes NULL), its pages dropped, this
+ * process in a cgroup of job->cold_memory, the engine opened again and
+ * job->cold_fetches items fetched. 0 or -1 with res->error. */
+static int cold(const peer_job *job, peer_engine **e, peer_result *res)
+{
+    peer_cfg cfg = job->cfg;
+    char err[PEER_ERROR_MAX], cg[128];
+    uint64_t n = job->cold_fetches < job->cfg.items ? job->cold_fetches : job->cfg.items;
+    int rc;
+
+    job->ops->close(*e);
+    *e = NULL;
+    if (evict_dir(job->dir, res) != 0) return -1;
+    if (dir_cached(job->dir, &res->cold_cached_before) != 0) res->cold_cached_before = UINT64_MAX;
+    if (cgroup_enter(job->cold_memory, res) != 0) return -1;
+    cfg.existing = 1;
+    if (job->ops->open(e, job->dir, &cfg, err) != 0) {
+        snprintf(res->error, sizeof res->error, "cold: open again: %s", err);
+        return -1;
+    }
+    rc = fetch(job, *e, res, 1, PH_COLD, n);
+    peer_cgroup_path(getpid(), cg, sizeof cg);
+    res->cold_cg_peak = cgroup_value(cg, "memory.max_usage_in_bytes", NULL);
+    res->cold_cg_cache = cgroup_value(cg, "memory.stat", "total_cache");
+    return rc;
+}
+
 static void child_run(const peer_job *job, peer_result *res)
 {
     const peer_ops *ops = job->ops;
@@ -348,10 +479,15 @@ static void child_run(const peer_job *job, peer_result *res)
         if (res->own_ok) res->own_written = ops->own_bytes_written(e);
         res->ph[PH_LOAD].cache_ok = dir_cached(job->dir, &res->ph[PH_LOAD].page_cache) == 0;
         dir_sizes(job->dir, &res->file_bytes, &res->disk_bytes);
-        if (fetch(job, e, res, 1, PH_FETCH1) == 0 && fetch(job, e, res, 2, PH_FETCH2) == 0)
-            res->ok = res->checked == 2 * job->cfg.items;
+        uint64_t want = (job->warm ? 2 * job->cfg.items : 0) +
+                        (job->cold_memory ? (job->cold_fetches < job->cfg.items ? job->cold_fetches
+                                                                                : job->cfg.items) : 0);
+        if ((!job->warm || (fetch(job, e, res, 1, PH_FETCH1, job->cfg.items) == 0 &&
+                            fetch(job, e, res, 2, PH_FETCH2, job->cfg.items) == 0)) &&
+            (!job->cold_memory || cold(job, &e, res) == 0))
+            res->ok = res->checked == want;
     }
-    ops->close(e);
+    if (e) ops->close(e);
 }
 
 /* ---- the parent's side ---- */
@@ -402,9 +538,14 @@ int peer_run(const peer_job *job, peer_result *res)
         res->ok = 0;
         snprintf(res->error, sizeof res->error, "the run's process failed (status %d)", status);
     }
+    if (job->cold_memory) {      /* the child's cgroup, emptied by its exit */
+        char cg[128];
+        peer_cgroup_path(pid, cg, sizeof cg);
+        rmdir(cg);
+    }
     if (!res->ok && res->error[0] == '\0')
-        snprintf(res->error, sizeof res->error, "fetched %llu values of %llu",
-                 (unsigned long long)res->checked, (unsigned long long)(2 * job->cfg.items));
+        snprintf(res->error, sizeof res->error, "fetched %llu values, fewer than the run asked for",
+                 (unsigned long long)res->checked);
     return res->ok ? 0 : -1;
 }
 

@@ -326,7 +326,7 @@ int tide_mem_proc_pid_reset_referenced(pid_t pid)
 /* ---- block devices ---- */
 
 /* Fields 3 and 7 of a /sys/.../stat file, as bytes. */
-static int read_dev_stat(const char *path, uint64_t *rd, uint64_t *wr)
+static int read_dev_stat(const char *path, uint64_t *rd, uint64_t *wr, uint64_t *reads, uint64_t *writes)
 {
     char buf[512], *p = NULL, *end;
     unsigned long long f[7];
@@ -344,6 +344,8 @@ static int read_dev_stat(const char *path, uint64_t *rd, uint64_t *wr)
     }
     *rd = (uint64_t)f[2] * 512;
     *wr = (uint64_t)f[6] * 512;
+    *reads = (uint64_t)f[0];
+    *writes = (uint64_t)f[4];
     return 0;
 }
 
@@ -463,7 +465,7 @@ int tide_mem_proc_blockdev_read(const char *path, tide_mem_proc_blockdev *out)
     b.minor = minor(dev);
     link_name(sys, 0, b.name, sizeof b.name);
     snprintf(p2, sizeof p2, "%s/stat", sys);
-    rc = read_dev_stat(p2, &b.bytes_read, &b.bytes_written);
+    rc = read_dev_stat(p2, &b.bytes_read, &b.bytes_written, &b.reads, &b.writes);
     if (rc) return rc;
 
     snprintf(p2, sizeof p2, "%s/partition", sys);
@@ -487,7 +489,7 @@ int tide_mem_proc_blockdev_read(const char *path, tide_mem_proc_blockdev *out)
         b.parent_minor = mi;
         link_name(sys, 1, b.parent_name, sizeof b.parent_name);
         snprintf(p2, sizeof p2, "%s/../stat", sys);
-        rc = read_dev_stat(p2, &b.parent_bytes_read, &b.parent_bytes_written);
+        rc = read_dev_stat(p2, &b.parent_bytes_read, &b.parent_bytes_written, &b.parent_reads, &b.parent_writes);
         if (rc) return rc;
     }
     *out = b;

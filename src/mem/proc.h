@@ -193,10 +193,13 @@ typedef struct tide_mem_proc_blockdev {
     char     name[64];             /* its kernel name, e.g. "nvme0n1p2" */
     uint64_t bytes_read;           /* stat field 3 (sectors read) * 512 */
     uint64_t bytes_written;        /* stat field 7 (sectors written) * 512 */
+    uint64_t reads, writes;        /* stat fields 1 and 5: I/Os completed (the
+                                      block layer's, after its merges) */
     int      is_partition;         /* 1 when it is a partition of a disk; */
     unsigned parent_major, parent_minor;   /* then the whole disk's */
     char     parent_name[64];
     uint64_t parent_bytes_read, parent_bytes_written;
+    uint64_t parent_reads, parent_writes;
 } tide_mem_proc_blockdev;
 
 /*
