@@ -284,6 +284,7 @@ static void a_short_run_measures_both_variants_and_writes_its_files(void **state
     expect_contains(svg, "V = \"trim\"", "trim's panel");
     expect_contains(svg, "V = \"notrim\"", "notrim's panel");
     expect_contains(svg, "live: bytes the consumers count", "the live line (the sweeps report consumer_bytes)");
+    expect_contains(svg, "anonymous RSS, at each sweep", "the anonymous RSS line (the sweeps report anon_rss)");
     if (strstr(svg, "memory limit") != NULL) fail_msg("expected no limit line in a run without a limit");
     expect_contains(json_string_value(json_object_get(doc, "chart")), "drawn", "the document's chart note");
     if (!json_is_true(json_object_get(doc, "valid"))) fail_msg("expected a valid run: no client thread ran late");
@@ -664,7 +665,8 @@ static void the_chart_script_draws_what_the_data_holds(void **state)
     expect_contains(gp, "set key outside", "the key outside the panels");
     expect_contains(gp, "axes x1y2", "the disk on the right axis");
     expect_contains(gp, "rotations using", "the rotations drawn");
-    if (strstr(gp, "memory limit") || strstr(gp, "live: ")) fail_msg("expected no limit or live line without their data");
+    if (strstr(gp, "memory limit") || strstr(gp, "live: ") || strstr(gp, "anonymous RSS"))
+        fail_msg("expected no limit, live or anonymous line without their data");
     assert_int_equal(ti_lab_gnuplot(dir, "rot-rss.gp"), 0);
     expect_chart(dir, "rot");
     free(gp);
@@ -688,6 +690,7 @@ static void the_chart_script_draws_what_the_data_holds(void **state)
     gp = chart_files(dir, "lim", x, 2, "unlimited");
     expect_contains(gp, "limit 64 MiB", "the limit line's label");
     expect_contains(gp, "live: bytes the consumers count", "the live line");
+    expect_contains(gp, "anonymous RSS, at each sweep", "the anonymous RSS line beside it");
     expect_contains(gp, "with candlesticks lc rgb \"#1a9641\"", "the lowering trims' green candles");
     expect_contains(gp, "--a-long-subtitle", "the subtitle");
     if (strstr(gp, "axes x1y2")) fail_msg("expected no disk axis without a rotating series");

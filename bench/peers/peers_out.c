@@ -43,8 +43,9 @@ enum {
     M_LOAD_CPU_US, M_WA_IO, M_WA_DEV, M_WA_WCHAR, M_COMMITS, M_ITEMS_PER_COMMIT,
     M_FILE_BYTES, M_DISK_BYTES, M_LOAD_ANON, M_LOAD_FILE, M_F1_ANON, M_F1_FILE,
     M_F2_ANON, M_F2_FILE, M_WA_STORE, M_LOAD_CACHE, M_F1_CACHE, M_F2_CACHE,
-    M_COLD_IPS, M_COLD_IPC, M_COLD_DEV_READS, M_COLD_DEV_KIB, M_COLD_READ_KIB, M_COLD_CG_PEAK,
-    M_COLD_CG_CACHE, M_COLD_ANON, M_COUNT
+    M_COLD_IPS, M_COLD_IPC, M_COLD_DEV_READS, M_COLD_DEV_KIB, M_COLD_READ_KIB,
+    M_SET_IPS, M_SET_IPC, M_SET_DEV_READS, M_SET_DEV_KIB, M_SET_READ_KIB,
+    M_COLD_CG_PEAK, M_COLD_CG_CACHE, M_COLD_ANON, M_COUNT
 };
 
 /* The JSON names, in the order above. */
@@ -57,7 +58,9 @@ static const char *const metric_key[M_COUNT] = {
     "fetch1_peak_file", "fetch2_peak_anon", "fetch2_peak_file", "load_write_amp_store",
     "load_page_cache", "fetch1_page_cache", "fetch2_page_cache",
     "cold_items_per_s", "cold_items_per_cpu_s", "cold_device_reads_per_fetch",
-    "cold_device_kib_per_fetch", "cold_read_bytes_kib_per_fetch", "cold_cgroup_peak",
+    "cold_device_kib_per_fetch", "cold_read_bytes_kib_per_fetch",
+    "settled_items_per_s", "settled_items_per_cpu_s", "settled_device_reads_per_fetch",
+    "settled_device_kib_per_fetch", "settled_read_bytes_kib_per_fetch", "cold_cgroup_peak",
     "cold_cgroup_page_cache", "cold_peak_anon",
 };
 
@@ -67,12 +70,13 @@ typedef struct stat3 { int ok; double median, min, max; } stat3;
 static int figure(const peer_result *r, uint64_t items, uint64_t value_size, int m, double *v)
 {
     const peer_phase *l = &r->ph[PH_LOAD], *f1 = &r->ph[PH_FETCH1], *f2 = &r->ph[PH_FETCH2];
-    const peer_phase *c = &r->ph[PH_COLD];
+    const peer_phase *c = &r->ph[m >= M_SET_IPS && m <= M_SET_READ_KIB ? PH_SETTLED : PH_COLD];
     double payload = (double)items * (double)(TIDE_BENCH_KEY_SIZE + value_size);
     double fetches = c->items ? (double)c->items : 1;
 
     *v = 0;
     if (m >= M_COLD_IPS && !c->ran) return 0;                          /* invariant 1 */
+    if (m >= M_SET_IPS && m <= M_SET_READ_KIB) m += M_COLD_IPS - M_SET_IPS;   /* the same figures of the other half */
     if (((m >= M_F1_IPS && m <= M_F2_IPC) || (m >= M_F1_ANON && m <= M_F2_FILE) || m == M_F1_CACHE ||
          m == M_F2_CACHE) && !f1->ran)
         return 0;
@@ -168,16 +172,19 @@ void peers_progress(const peers_state *ps, size_t z, unsigned r, size_t e)
             res->ph[PH_FETCH1].items_per_cpu_s, res->ph[PH_FETCH2].items_per_s,
             res->ph[PH_FETCH2].items_per_cpu_s, wa_ok ? "" : "(n/a) ", wa,
             (unsigned long long)res->commits, b);
-    if (res->ph[PH_COLD].ran) {
+    for (int half = 0; half < 2 && res->ph[PH_COLD].ran; half++) {
+        const peer_phase *c = &res->ph[half ? PH_SETTLED : PH_COLD];
         double reads = 0, kib = 0;
-        int dev = figure(res, o->sizes[z], o->value_size, M_COLD_DEV_READS, &reads);
-        figure(res, o->sizes[z], o->value_size, M_COLD_DEV_KIB, &kib);
-        fprintf(stderr, "  %llu items r%u %-20s cold %.0f/s (%.0f/CPU-s, %llu fetches) device reads %s%.3f "
-                "a fetch, %.1f KiB; cgroup peak %.1f MiB, page cache %.1f MiB (%.1f MiB cached before)\n",
-                (unsigned long long)o->sizes[z], r, o->engines[e]->name, res->ph[PH_COLD].items_per_s,
-                res->ph[PH_COLD].items_per_cpu_s, (unsigned long long)res->ph[PH_COLD].items,
-                dev ? "" : "(n/a) ", reads, kib, (double)res->cold_cg_peak / 1048576.0,
-                (double)res->cold_cg_cache / 1048576.0, (double)res->cold_cached_before / 1048576.0);
+        int dev = figure(res, o->sizes[z], o->value_size, half ? M_SET_DEV_READS : M_COLD_DEV_READS, &reads);
+        figure(res, o->sizes[z], o->value_size, half ? M_SET_DEV_KIB : M_COLD_DEV_KIB, &kib);
+        fprintf(stderr, "  %llu items r%u %-20s %-7s %.0f/s (%.0f/CPU-s, %llu fetches) device reads %s%.3f a fetch, "
+                "%.1f KiB", (unsigned long long)o->sizes[z], r, o->engines[e]->name, half ? "settled" : "cold",
+                c->items_per_s, c->items_per_cpu_s, (unsigned long long)c->items, dev ? "" : "(n/a) ", reads, kib);
+        if (half)
+            fprintf(stderr, "; cgroup peak %.1f MiB, page cache %.1f MiB (%.1f MiB cached before)",
+                    (double)res->cold_cg_peak / 1048576.0, (double)res->cold_cg_cache / 1048576.0,
+                    (double)res->cold_cached_before / 1048576.0);
+        fputc('\n', stderr);
     }
 }
 
@@ -259,35 +266,41 @@ static void resources_table(const peers_state *ps, size_t z)
     }
 }
 
-/* COLD's figures, when the runs had it. */
+static void fixed(char *out, size_t n, stat3 s, const char *fmt)
+{
+    if (s.ok) snprintf(out, n, fmt, s.median);
+    else snprintf(out, n, "-");
+}
+
+/* COLD's and SETTLED's figures, when the runs had them: a row per engine
+ * and half. */
 static void cold_table(const peers_state *ps, size_t z)
 {
-    static const int ms[] = { M_COLD_IPS, M_COLD_IPC };
     const peers_opts *o = &ps->opts;
-    char c[64], r[32], k[32], rb[32], pk[32], pc[32], an[32];
+    char c[64], d[64], r[32], k[32], rb[32], pk[32], pc[32], an[32];
 
-    printf("\n%-20s %-14s %-14s %-10s %-10s %-10s %-10s %-10s %s\n", "cold", "fetches/s", "fetches/CPU-s",
-           "dev reads", "dev KiB", "read KiB", "cg peak", "cg cache", "anon MiB");
-    printf("%-20s %-14s %-14s %-10s %-10s %-10s %-10s %-10s\n", "", "", "", "/fetch", "/fetch", "/fetch",
+    printf("\n%-20s %-8s %-14s %-14s %-10s %-10s %-10s %-10s %-10s %s\n", "cold", "half", "fetches/s",
+           "fetches/CPU-s", "dev reads", "dev KiB", "read KiB", "cg peak", "cg cache", "anon MiB");
+    printf("%-20s %-8s %-14s %-14s %-10s %-10s %-10s %-10s %-10s\n", "", "", "", "", "/fetch", "/fetch", "/fetch",
            "MiB", "MiB");
     for (size_t e = 0; e < o->nengines; e++) {
-        printf("%-20s", o->engines[e]->name);
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            cell(c, sizeof c, stat_of(ps, z, e, ms[i]), stat_of(ps, z, o->baseline, ms[i]), 1000, "k");
-            printf(" %-14s", c);
+        for (int half = 0; half < 2; half++) {
+            int m0 = half ? M_SET_IPS : M_COLD_IPS;     /* IPS, IPC, DEV_READS, DEV_KIB, READ_KIB follow */
+            cell(c, sizeof c, stat_of(ps, z, e, m0), stat_of(ps, z, o->baseline, m0), 1000, "k");
+            cell(d, sizeof d, stat_of(ps, z, e, m0 + 1), stat_of(ps, z, o->baseline, m0 + 1), 1000, "k");
+            fixed(r, sizeof r, stat_of(ps, z, e, m0 + 2), "%.3f");
+            fixed(k, sizeof k, stat_of(ps, z, e, m0 + 3), "%.1f");
+            fixed(rb, sizeof rb, stat_of(ps, z, e, m0 + 4), "%.1f");
+            if (half) {
+                mib(pk, sizeof pk, stat_of(ps, z, e, M_COLD_CG_PEAK));
+                mib(pc, sizeof pc, stat_of(ps, z, e, M_COLD_CG_CACHE));
+                mib(an, sizeof an, stat_of(ps, z, e, M_COLD_ANON));
+            } else {
+                snprintf(pk, sizeof pk, " "), snprintf(pc, sizeof pc, " "), snprintf(an, sizeof an, " ");
+            }
+            printf("%-20s %-8s %-14s %-14s %-10s %-10s %-10s %-10s %-10s %s\n", half ? "" : o->engines[e]->name,
+                   half ? "settled" : "cold", c, d, r, k, rb, pk, pc, an);
         }
-        {
-            stat3 v = stat_of(ps, z, e, M_COLD_DEV_READS);
-            if (v.ok) snprintf(r, sizeof r, "%.3f", v.median); else snprintf(r, sizeof r, "-");
-            v = stat_of(ps, z, e, M_COLD_DEV_KIB);
-            if (v.ok) snprintf(k, sizeof k, "%.1f", v.median); else snprintf(k, sizeof k, "-");
-            v = stat_of(ps, z, e, M_COLD_READ_KIB);
-            if (v.ok) snprintf(rb, sizeof rb, "%.1f", v.median); else snprintf(rb, sizeof rb, "-");
-        }
-        mib(pk, sizeof pk, stat_of(ps, z, e, M_COLD_CG_PEAK));
-        mib(pc, sizeof pc, stat_of(ps, z, e, M_COLD_CG_CACHE));
-        mib(an, sizeof an, stat_of(ps, z, e, M_COLD_ANON));
-        printf(" %-10s %-10s %-10s %-10s %-10s %s\n", r, k, rb, pk, pc, an);
     }
 }
 

@@ -20,8 +20,9 @@
  * COLD, when asked for (peers_run.h): the engine closed, its files
  * dropped from the page cache, this process in a memory cgroup of the
  * asked size, the engine opened again and the order's first items fetched
- * on one thread; its frame adds the device's read I/Os and bytes and
- * /proc/self/io read_bytes, so that reads per fetch can be told.
+ * on one thread, the first half as COLD and the second as SETTLED; their
+ * frames add the device's read I/Os and bytes and /proc/self/io
+ * read_bytes, so that reads per fetch can be told.
  *
  * Around each phase (a "frame", nothing inside the timed loop): the wall
  * clock (CLOCK_MONOTONIC), getrusage(RUSAGE_SELF) user + system time of the
@@ -226,7 +227,7 @@ static int check_one(fetcher *w, peer_reader *r, uint64_t k, unsigned char *key,
     size_t vs = w->job->cfg.value_size, len = 0, at = 0;
     uint64_t i = tide_bench_perm_at(w->perm, k);
     const unsigned char *got = NULL;
-    const char *phase = w->ph == PH_FETCH1 ? "fetch1" : w->ph == PH_FETCH2 ? "fetch2" : "cold";
+    const char *phase = w->ph == PH_FETCH1 ? "fetch1" : w->ph == PH_FETCH2 ? "fetch2" : "cold";  /* and settled */
     int rc;
 
     tide_bench_key(w->job->seed, i, key);
@@ -277,9 +278,10 @@ static void *fetch_main(void *arg)
     return NULL;
 }
 
-/* FETCH with `threads` (1 or 2) threads; with 1, on this thread. The
- * first n positions of the round's order (every item but in COLD). */
-static int fetch(const peer_job *job, peer_engine *e, peer_result *res, int threads, int ph, uint64_t n)
+/* FETCH with `threads` (1 or 2) threads; with 1, on this thread. The n
+ * positions of the round's order from `from` (every item but in COLD). */
+static int fetch(const peer_job *job, peer_engine *e, peer_result *res, int threads, int ph, uint64_t from,
+                 uint64_t n)
 {
     tide_bench_perm perm;
     fetcher w[2];
@@ -290,8 +292,8 @@ static int fetch(const peer_job *job, peer_engine *e, peer_result *res, int thre
     tide_bench_perm_init(&perm, job->cfg.items, job->order_seed);
     for (int t = 0; t < threads; t++) {
         w[t] = (fetcher){ .job = job, .e = e, .perm = &perm, .ph = ph,
-                          .from = n * (uint64_t)t / (uint64_t)threads,
-                          .to = n * (uint64_t)(t + 1) / (uint64_t)threads };
+                          .from = from + n * (uint64_t)t / (uint64_t)threads,
+                          .to = from + n * (uint64_t)(t + 1) / (uint64_t)threads };
     }
     frame_begin(&f, &res->ph[ph], job->dir);
     if (threads == 1) {
@@ -451,7 +453,8 @@ static int cold(const peer_job *job, peer_engine **e, peer_result *res)
         snprintf(res->error, sizeof res->error, "cold: open again: %s", err);
         return -1;
     }
-    rc = fetch(job, *e, res, 1, PH_COLD, n);
+    rc = fetch(job, *e, res, 1, PH_COLD, 0, n / 2);
+    if (rc == 0) rc = fetch(job, *e, res, 1, PH_SETTLED, n / 2, n - n / 2);
     peer_cgroup_path(getpid(), cg, sizeof cg);
     res->cold_cg_peak = cgroup_value(cg, "memory.max_usage_in_bytes", NULL);
     res->cold_cg_cache = cgroup_value(cg, "memory.stat", "total_cache");
@@ -482,8 +485,8 @@ static void child_run(const peer_job *job, peer_result *res)
         uint64_t want = (job->warm ? 2 * job->cfg.items : 0) +
                         (job->cold_memory ? (job->cold_fetches < job->cfg.items ? job->cold_fetches
                                                                                 : job->cfg.items) : 0);
-        if ((!job->warm || (fetch(job, e, res, 1, PH_FETCH1, job->cfg.items) == 0 &&
-                            fetch(job, e, res, 2, PH_FETCH2, job->cfg.items) == 0)) &&
+        if ((!job->warm || (fetch(job, e, res, 1, PH_FETCH1, 0, job->cfg.items) == 0 &&
+                            fetch(job, e, res, 2, PH_FETCH2, 0, job->cfg.items) == 0)) &&
             (!job->cold_memory || cold(job, &e, res) == 0))
             res->ok = res->checked == want;
     }

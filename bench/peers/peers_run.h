@@ -11,7 +11,9 @@
  * child moved into a v1 memory cgroup of its own limited to cold_memory
  * bytes (page cache and anonymous memory alike, as a node on a machine of
  * that size), the engine opened again on its files, and the first
- * cold_fetches items of the order fetched on one thread, each compared.
+ * cold_fetches items of the order fetched on one thread, each compared:
+ * the first half as COLD (from an empty cache), the second as SETTLED
+ * (what the cache holds by then is what a node in that memory keeps).
  * The cgroup needs root and /sys/fs/cgroup/memory; without them the run
  * fails saying so.
  *
@@ -29,7 +31,7 @@
 
 #include "peers.h"
 
-enum { PH_LOAD, PH_FETCH1, PH_FETCH2, PH_COLD, PHASES };
+enum { PH_LOAD, PH_FETCH1, PH_FETCH2, PH_COLD, PH_SETTLED, PHASES };
 
 typedef struct peer_phase {
     double secs, cpu_secs;                 /* wall clock; user + system of the process */

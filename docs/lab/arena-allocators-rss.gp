@@ -37,6 +37,7 @@ unset key
 unset xlabel
 V = "trim"
 plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \
+     for [r=1:3] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" notitle, \
      for [r=1:3] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):($9/MiB):($9/MiB) with candlesticks lc rgb "#1a9641" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):($10/MiB):($10/MiB) with candlesticks lc rgb "#d7191c" notitle, \
@@ -53,11 +54,13 @@ set key outside at screen 0.79, screen 0.918 left top vertical Left reverse
 unset xlabel
 V = "noarena"
 plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \
+     for [r=1:3] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" notitle, \
      for [r=1:3] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):($9/MiB):($9/MiB) with candlesticks lc rgb "#1a9641" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):($10/MiB):($10/MiB) with candlesticks lc rgb "#d7191c" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($10/MiB) with points pt 7 ps 0.4 lc rgb "#d7191c" notitle, \
      for [r=1:3] NaN with lines lw 2 lc rgb rep_colour(r) dt rep_dash(r) title sprintf("RSS, repetition %d", r), \
+     NaN with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" title "anonymous RSS, at each sweep", \
      NaN with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" title "live: bytes the consumers count", \
      NaN with lines lw 1 lc rgb "#333333" dt 3 title "plateau mean, when reached", \
      NaN with boxes lc rgb "#1a9641" title "trim (RSS before to after): lowered", \
@@ -74,6 +77,7 @@ unset key
 unset xlabel
 V = "jemalloc"
 plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \
+     for [r=1:3] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" notitle, \
      for [r=1:3] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):($9/MiB):($9/MiB) with candlesticks lc rgb "#1a9641" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):($10/MiB):($10/MiB) with candlesticks lc rgb "#d7191c" notitle, \
@@ -90,6 +94,7 @@ unset key
 unset xlabel
 V = "jemalloc-noarena"
 plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \
+     for [r=1:3] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" notitle, \
      for [r=1:3] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):($9/MiB):($9/MiB) with candlesticks lc rgb "#1a9641" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):($10/MiB):($10/MiB) with candlesticks lc rgb "#d7191c" notitle, \
@@ -106,6 +111,7 @@ unset key
 unset xlabel
 V = "tcmalloc"
 plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \
+     for [r=1:3] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" notitle, \
      for [r=1:3] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):($9/MiB):($9/MiB) with candlesticks lc rgb "#1a9641" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):($10/MiB):($10/MiB) with candlesticks lc rgb "#d7191c" notitle, \
@@ -122,6 +128,7 @@ unset key
 unset xlabel
 V = "tcmalloc-noarena"
 plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \
+     for [r=1:3] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" notitle, \
      for [r=1:3] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):($9/MiB):($9/MiB) with candlesticks lc rgb "#1a9641" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):($10/MiB):($10/MiB) with candlesticks lc rgb "#d7191c" notitle, \
@@ -138,6 +145,7 @@ unset key
 set xlabel "time since the workload started (s)"
 V = "mimalloc"
 plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \
+     for [r=1:3] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" notitle, \
      for [r=1:3] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):($9/MiB):($9/MiB) with candlesticks lc rgb "#1a9641" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):($10/MiB):($10/MiB) with candlesticks lc rgb "#d7191c" notitle, \
@@ -154,6 +162,7 @@ unset key
 set xlabel "time since the workload started (s)"
 V = "mimalloc-noarena"
 plot for [r=1:3] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \
+     for [r=1:3] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with linespoints lw 1 pt 6 ps 0.5 lc rgb "black" notitle, \
      for [r=1:3] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints lw 1.5 pt 7 ps 0.4 lc rgb "#555555" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):($9/MiB):($9/MiB) with candlesticks lc rgb "#1a9641" notitle, \
      for [r=1:3] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):($10/MiB):($10/MiB) with candlesticks lc rgb "#d7191c" notitle, \

@@ -21,7 +21,7 @@ if (out eq "png") {
     set terminal svg size 1360,750 font "sans,10" noenhanced background rgb "white"
     set output "rotation-rss.svg"
 }
-set multiplot layout 2,2 margins 0.06,0.74,0.080,0.853 spacing 0.08,0.080 title "tided RSS and disk under the same ledger workload, one panel per variant (1 repetition)\ntide lab --variant rot2,rot2-notrim,rot4 --baseline rot2-notrim --node-args --insert-burst 16MiB --duration 3600 --out docs/lab --prefix rotation\n--keep --scratch /tmp/i12lab-rot" font ",11"
+set multiplot layout 2,2 margins 0.06,0.71,0.080,0.853 spacing 0.13,0.080 title "tided RSS and disk under the same ledger workload, one panel per variant (1 repetition)\ntide lab --variant rot2,rot2-notrim,rot4 --baseline rot2-notrim --node-args --insert-burst 16MiB --duration 3600 --out docs/lab --prefix rotation\n--keep --scratch /tmp/i12lab-rot" font ",11"
 set xrange [0:60]
 set yrange [0:118.606]
 set grid ytics lc rgb "#dddddd"
@@ -57,7 +57,7 @@ set title "rot2-notrim: plateau 103.0 MiB"
 set object 1 rect from 0, graph 0 to 12, graph 1 behind fc rgb "#eeeeee" fs solid noborder
 set label 1 "warm-up" at graph 0.01, graph 0.95 tc rgb "#888888"
 set arrow 2 from 12, first 102.985 to graph 1, first 102.985 nohead lw 1 lc rgb "#333333" dt 3
-set key outside at screen 0.80, screen 0.853 left top vertical Left reverse
+set key outside at screen 0.78, screen 0.853 left top vertical Left reverse
 set xlabel "time since the workload started (min)"
 V = "rot2-notrim"
 plot for [r=1:1] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 lc rgb rep_colour(r) dt rep_dash(r) notitle, \

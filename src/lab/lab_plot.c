@@ -17,8 +17,10 @@
  * hides another and a difference reads as a difference of height; the
  * repetitions in each panel in the same colours from panel to panel; the
  * warm-up shaded; RSS; what the node's consumers counted (the live bytes,
- * from the sweeps) as a grey step line, so that the ghost (RSS above it)
- * is seen; the memory limit as a black dash-dot line; each trim a candle
+ * from the sweeps) as a grey line, and the node's anonymous RSS at each
+ * sweep as a black one, so that the ghost (anonymous RSS above the live
+ * bytes) is seen apart from the file pages RSS also counts (the store's
+ * mapped files); the memory limit as a black dash-dot line; each trim a candle
  * from RSS before to after, green when it lowered RSS, red when not; the
  * plateau mean dotted when a plateau was reached; the disk of a rotating
  * node on the right axis with its rotations as dashed verticals. The
@@ -30,8 +32,9 @@
  *   2. Text is never cut: the canvas grows with the rows, the subtitle is
  *      wrapped at word boundaries, and the terminals are noenhanced (an
  *      underscore in a command is not a subscript).
- *   3. The live line and the limit line appear exactly when the data has
- *      them: live bytes in a sweep, a limit on a series.
+ *   3. The live and anonymous lines and the limit line appear exactly when
+ *      the data has them: live bytes and anonymous RSS in a sweep, a limit
+ *      on a series.
  *   4. The y axis starts at 0.
  *
  * Never: run gnuplot from the script's writer, or fail a run because
@@ -206,8 +209,11 @@ static void gp_head(FILE *f, const plot *g, const tide_lab_chart *c)
                "    set output \"%s-rss.svg\"\n"
                "}\n",
             WIDE, h, c->prefix, WIDE, h, c->prefix);
-    fprintf(f, "set multiplot layout %zu,%zu margins 0.06,%.2f,%.3f,%.3f spacing 0.08,%.3f title ",
-            g->rows, g->cols, g->rot ? 0.74 : 0.77, 60.0 / h, 1.0 - 110.0 / h, 60.0 / h);
+    /* A rotating run's panels carry a right axis with its label: wider gaps
+     * between the columns, so that it never runs into the next panel's
+     * left axis, and the key's strip starts further left (invariant 2). */
+    fprintf(f, "set multiplot layout %zu,%zu margins 0.06,%.2f,%.3f,%.3f spacing %.2f,%.3f title ",
+            g->rows, g->cols, g->rot ? 0.71 : 0.77, 60.0 / h, 1.0 - 110.0 / h, g->rot ? 0.13 : 0.08, 60.0 / h);
     ti_lab_gp_wrapped(f, c->title, c->subtitle, WRAP);
     fputs(" font \",11\"\n", f);
     fprintf(f, "set xrange [0:%g]\nset yrange [0:%g]\nset grid ytics lc rgb \"#dddddd\"\n"
@@ -227,7 +233,9 @@ static void gp_key_entries(FILE *f, const plot *g, const tide_lab_series *s, siz
     for (size_t k = 0; k < n; k++) limit |= s[k].limit_bytes > 0;
     fprintf(f, "     for [r=1:%u] NaN with lines lw 2 lc rgb rep_colour(r) dt rep_dash(r) "
                "title sprintf(\"RSS, repetition %%d\", r), \\\n", g->reps);
-    if (g->live) fputs("     NaN with linespoints lw 1.5 pt 7 ps 0.4 lc rgb \"#555555\" title \"live: bytes the consumers count\", \\\n", f);
+    if (g->live)
+        fputs("     NaN with linespoints lw 1 pt 6 ps 0.5 lc rgb \"black\" title \"anonymous RSS, at each sweep\", \\\n"
+              "     NaN with linespoints lw 1.5 pt 7 ps 0.4 lc rgb \"#555555\" title \"live: bytes the consumers count\", \\\n", f);
     if (limit) fputs("     NaN with lines lw 2 lc rgb \"black\" dt 4 title \"memory limit\", \\\n", f);
     fputs("     NaN with lines lw 1 lc rgb \"#333333\" dt 3 title \"plateau mean, when reached\", \\\n"
           "     NaN with boxes lc rgb \"#1a9641\" title \"trim (RSS before to after): lowered\", \\\n"
@@ -264,7 +272,7 @@ static void gp_panel(FILE *f, const plot *g, const tide_lab_series *s, size_t n,
                 fig.plateau_mean_rss / 1048576.0);
     if (vi + 1 == g->cols)      /* invariant 1: in the strip right of the panels */
         fprintf(f, "set key outside at screen %.2f, screen 0.%03u left top vertical Left reverse\n",
-                g->rot ? 0.80 : 0.785, (unsigned)(1000.0 * (1.0 - 110.0 / (HEAD_H + (double)g->rows * ROW_H))));
+                g->rot ? 0.775 : 0.785, (unsigned)(1000.0 * (1.0 - 110.0 / (HEAD_H + (double)g->rows * ROW_H))));
     else
         fputs("unset key\n", f);
     if (vi + g->cols >= g->nvar) fprintf(f, "set xlabel \"time since the workload started (%s)\"\n", g->tscale > 1 ? "min" : "s");
@@ -274,8 +282,10 @@ static void gp_panel(FILE *f, const plot *g, const tide_lab_series *s, size_t n,
     fprintf(f, "\nplot for [r=1:%u] rss using (is(V, r) ? $4/T : NaN):($5/MiB) with lines lw 1.5 "
                "lc rgb rep_colour(r) dt rep_dash(r) notitle, \\\n", g->reps);
     if (g->live)
-        fprintf(f, "     for [r=1:%u] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints "
-                   "lw 1.5 pt 7 ps 0.4 lc rgb \"#555555\" notitle, \\\n", g->reps);
+        fprintf(f, "     for [r=1:%u] sweeps using (is(V, r) && valid(16) && $16 > 0 ? $4/T : NaN):($16/MiB) with "
+                   "linespoints lw 1 pt 6 ps 0.5 lc rgb \"black\" notitle, \\\n"
+                   "     for [r=1:%u] sweeps using (is(V, r) && valid(15) ? $4/T : NaN):($15/MiB) with linespoints "
+                   "lw 1.5 pt 7 ps 0.4 lc rgb \"#555555\" notitle, \\\n", g->reps, g->reps);
     fprintf(f, "     for [r=1:%u] sweeps using (is(V, r) && $7 == 1 && $11 < 0 ? $4/T : NaN):($10/MiB):($10/MiB):"
                "($9/MiB):($9/MiB) with candlesticks lc rgb \"#1a9641\" notitle, \\\n"
                "     for [r=1:%u] sweeps using (is(V, r) && $7 == 1 && $11 >= 0 ? $4/T : NaN):($9/MiB):($9/MiB):"
