@@ -872,7 +872,7 @@ static void views_past_a_full_map_take_no_lock(void **state)
     ti_keymap k;
 
     ti_keymap_init(&k);
-    if (ti_keymap_open(&k, &g_refusing_io, f, PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    if (ti_keymap_open(&k, &g_refusing_io, f, PAGE, 0) != 0) fail_msg("keymap open: %s", tide_last_error());
     /* An mmap refused: the map stops at one page. */
     g_refuse_maps = 1;
     if (ti_keymap_view(&k, 2 * PAGE, 64, known) != NULL) fail_msg("a view past a refused mmap should be NULL");
@@ -888,7 +888,7 @@ static void views_past_a_full_map_take_no_lock(void **state)
     /* The reservation reached: the map grows to it, then stops. */
     ti_keymap_init(&k);
     g_refuse_maps = 0;
-    if (ti_keymap_open(&k, &g_refusing_io, f, PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    if (ti_keymap_open(&k, &g_refusing_io, f, PAGE, 0) != 0) fail_msg("keymap open: %s", tide_last_error());
     saved = k.m.reserved;
     k.m.reserved = 2 * PAGE;          /* the test's own, smaller reservation (restored to unmap) */
     if (ti_keymap_view(&k, 3 * PAGE, 64, known) != NULL) fail_msg("a view past the reservation should be NULL");
@@ -912,7 +912,7 @@ static void the_mapped_figure_follows_a_shrunk_file(void **state)
     ti_keymap k;
 
     ti_keymap_init(&k);
-    if (ti_keymap_open(&k, &g_refusing_io, f, 4 * PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    if (ti_keymap_open(&k, &g_refusing_io, f, 4 * PAGE, 0) != 0) fail_msg("keymap open: %s", tide_last_error());
     expect_ok(ti_keymap_stats(&k, 4 * PAGE, &mapped, NULL), "stats");
     expect_u64(mapped, 4 * PAGE, "mapped: the whole file");
     /* A rollback sets the bucket count back: the file is 2 pages now. */
@@ -990,7 +990,7 @@ static void the_resident_scan_holds_no_growth_mutex(void **state)
     ti_keymap_init(&k);
     g_scanned = &k;
     g_scan_mu_free = -1;
-    if (ti_keymap_open(&k, &g_refusing_io, f, 4 * PAGE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    if (ti_keymap_open(&k, &g_refusing_io, f, 4 * PAGE, 0) != 0) fail_msg("keymap open: %s", tide_last_error());
     expect_ok(ti_keymap_stats(&k, 4 * PAGE, NULL, &resident), "stats");
     if (g_scan_mu_free != 1) fail_msg("the scan ran %s", g_scan_mu_free < 0 ? "not at all" : "holding grow_mu");
     ti_keymap_close(&k);
@@ -1114,7 +1114,7 @@ static void resident_is_this_process_s_pages_not_the_page_cache(void **state)
     ti_keymap k;
 
     ti_keymap_init(&k);
-    if (ti_keymap_open(&k, &g_refusing_io, f, BIG_FILE) != 0) fail_msg("keymap open: %s", tide_last_error());
+    if (ti_keymap_open(&k, &g_refusing_io, f, BIG_FILE, 0) != 0) fail_msg("keymap open: %s", tide_last_error());
     for (uint64_t off = 0; off < 2 * PAGE; off += PAGE) {
         if ((v = ti_keymap_view(&k, off, 1, BIG_FILE)) == NULL) fail_msg("no view at %llu", (unsigned long long)off);
         sink = (uint8_t)(sink + *v);
@@ -1306,6 +1306,64 @@ static void values_of_several_pages_read_alike_mapped_and_not(void **state)
     compare_all(t->s, plain, &f);
 }
 
+/* Of this process' mappings of `path` (/proc/self/smaps), how many there
+ * are and how many carry VmFlags `flag` ("rr": MADV_RANDOM). */
+static void map_flags(const char *path, const char *flag, int *maps, int *flagged)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[4096], want[8];
+    int in = 0;
+
+    *maps = *flagged = 0;
+    if (f == NULL) fail_msg("cannot read /proc/self/smaps");
+    snprintf(want, sizeof want, " %s", flag);
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(line), p = strlen(path);
+        if (n && line[n - 1] == '\n') line[--n] = '\0';
+        if (strchr(line, '-') == line + strspn(line, "0123456789abcdef") && strchr(line, ' ')) {
+            in = n >= p && strcmp(line + n - p, path) == 0;     /* a mapping's first line */
+            *maps += in;
+        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            char *at = strstr(line, want);
+            *flagged += at != NULL && (at[strlen(want)] == ' ' || at[strlen(want)] == '\0');
+        }
+    }
+    fclose(f);
+}
+
+/* Fetches read records scattered over nudb.dat: a page of it not in memory
+ * is read alone (MADV_RANDOM, "rr" in smaps), not with the read-around that
+ * on a machine with an 8 MiB read_ahead_kb read megabytes per record. The
+ * key map keeps the kernel's read-around: a bucket of 16 KiB is four pages,
+ * which one read brings in together. */
+static void the_data_map_reads_a_page_alone_and_the_key_map_reads_around(void **state)
+{
+    th_skip_unless_maps();
+    tstate *t = *state;
+    char path[sizeof t->dir + 16];
+    int maps, flagged;
+
+    new_store(t);
+    {
+        tide_store_opts o;
+        int rc;
+        th_store_opts(&o);
+        o.burst_bytes = 64 << 10;
+        if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("open: got %d %s", rc, tide_last_error());
+    }
+    insert_synced(t->s, 0, FB_ITEMS, 300);
+    read_items(t->s, FB_ITEMS, 300, "mapped");
+    snprintf(path, sizeof path, "%s/nudb.dat", t->dir);
+    map_flags(path, "rr", &maps, &flagged);
+    if (maps == 0 || flagged != maps)
+        fail_msg("expected every map of nudb.dat advised random, got %d of %d", flagged, maps);
+    snprintf(path, sizeof path, "%s/nudb.key", t->dir);
+    map_flags(path, "rr", &maps, &flagged);
+    if (maps == 0 || flagged != 0)
+        fail_msg("expected the maps of nudb.key with the kernel's read-around, got %d of %d advised random",
+                 flagged, maps);
+}
+
 #define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
 /* Which binary runs which test: the part of each, in the order they run. */
@@ -1324,6 +1382,7 @@ int main(void)
         { 2, T(deferred_appends_that_fail_never_cut_below_the_data_map, th_store_setup_bare) },
         { 0, T(a_store_on_tmpfs_is_read_with_pread_not_mapped, th_store_setup_bare) },
         { 0, T(a_refused_data_map_falls_back_to_pread, th_store_setup_bare) },
+        { 0, T(the_data_map_reads_a_page_alone_and_the_key_map_reads_around, th_store_setup_bare) },
         { 0, T(values_of_several_pages_read_alike_mapped_and_not, th_store_setup_bare) },
         { 0, T(counters_sum_every_threads_fetches, th_store_setup_bare) },
         { 0, T(views_past_a_full_map_take_no_lock, th_store_setup_bare) },

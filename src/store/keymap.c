@@ -77,7 +77,7 @@ void ti_keymap_init(ti_keymap *k)
     pthread_mutex_init(&k->grow_mu, NULL);
 }
 
-int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len)
+int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len, int random_access)
 {
     int rc;
 
@@ -85,6 +85,7 @@ int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len)
     if (io->map == NULL || io->unmap == NULL)
         return tide_err_set(TIDE_EINVAL, "map: the file system cannot map files");
     memset(&k->m, 0, sizeof k->m);
+    k->m.random_access = random_access;
     k->m.reserved = len > TI_KEYMAP_RESERVE_MIN / 4 ? 4 * len : TI_KEYMAP_RESERVE_MIN;
     rc = io->map(f, &k->m, len);
     if (rc) {

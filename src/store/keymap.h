@@ -56,10 +56,11 @@ typedef struct ti_keymap {
 /* A keymap that maps nothing yet. */
 void ti_keymap_init(ti_keymap *k);
 
-/* Map the first `len` bytes of `f` (the key file, `len` its size). 0, or
- * the io's error (tide_last_error says why): then k maps nothing and every
- * view is NULL. */
-int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len);
+/* Map the first `len` bytes of `f` (the key file, `len` its size). With
+ * random_access, a page not in memory is read alone when touched, without
+ * its neighbours (tide_io_map.random_access). 0, or the io's error
+ * (tide_last_error says why): then k maps nothing and every view is NULL. */
+int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len, int random_access);
 
 /* Bytes [off, off + n) of the key file, or NULL: read them with pread.
  * The caller holds key_lock and off + n <= known (asserted). */

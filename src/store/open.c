@@ -322,8 +322,14 @@ static int load_files(tide_store *s, int flags, int check)
     s->dat_stable = dat_size;
     /* Recovery is over: what the file holds below C stays (store_impl.h). */
     s->dat_durable = s->dat_committed;
+    /* Lookups read records scattered over nudb.dat: a page not in memory is
+     * read alone, without the read-around that would bring the record's
+     * neighbours (as much as read_ahead_kb, 8 MiB on some machines) into a
+     * page cache too small for the store. nudb.key keeps the read-around:
+     * a bucket of several pages comes in one read, and a key file that
+     * fits in memory warms in few. */
     if (!s->opts.pread && !ti_store_reads_through_live(s) &&
-        ti_keymap_open(&s->datmap, s->io, s->dat, dat_size) != 0) {
+        ti_keymap_open(&s->datmap, s->io, s->dat, dat_size, 1) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.dat with pread: %s", s->dir, tide_last_error());
         tide_err_clear();
     }
@@ -334,7 +340,7 @@ static int load_files(tide_store *s, int flags, int check)
      * reader never maps: the writer's rollback may cut nudb.key under it,
      * and a touched page past the end is SIGBUS; its preads see the cut. */
     if (!s->opts.pread && !ti_store_reads_through_live(s) &&
-        ti_keymap_open(&s->keymap, s->io, s->key, key_size) != 0) {
+        ti_keymap_open(&s->keymap, s->io, s->key, key_size, 0) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.key with pread: %s", s->dir, tide_last_error());
         tide_err_clear();
     }
