@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 cd /tmp/cold16
 for r in 1 2 3; do
   for b in datrand bothrand; do

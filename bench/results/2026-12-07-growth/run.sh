@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 cd /tmp/grow
 echo "== 64M $(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg)" >> progress.log
 /work/main/build/bench/peers --engines tide-defer --items 64000000 --runs 1 --record /tmp/grow/runs.jsonl \
