@@ -335,7 +335,7 @@ TEST_ENV := TIDE_FIXTURES='$(CURDIR)/tests/fixtures/nudb' \
             TIDE_BIN_DIR='$(abspath $(BINDIR))' \
             TEST_BINDIR='$(abspath $(BUILD)/tests)'
 
-.PHONY: FORCE all tests test check check-build check-build-quiet check-fast check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers bench-archive run deps deps-test clean format-check alloc-jemalloc
+.PHONY: FORCE all tests test check check-build check-fast check-layers check-functions check-licence check-abi abi-baseline asan tsan bench bench-http bench-peers bench-archive run deps deps-test clean format-check alloc-jemalloc
 .PHONY: fuzz fuzz-build fuzz-bins fuzz-deps fuzz-seeds
 .DEFAULT_GOAL := all
 
@@ -509,21 +509,23 @@ deps:
 deps-test:
 	bash scripts/install-deps --test
 
-# The build's lines go to $(TEST_LOG), shown (its last 40) only when it
-# fails, so that the screen holds the tests' progress lines; V=1 shows them.
+# $(call quiet_make,VERB,TARGET,LOG): make TARGET with its lines in LOG,
+# shown (the last 40) only when it fails, so that the screen holds what
+# follows the build (the tests' progress lines, tided's startup log);
+# V=1 shows them as they come. The `+` before a call marks the line as
+# a recursive make, as $(MAKE) written out would.
+quiet_make = mkdir -p $(BUILD); \
+	if [ -n "$(V)" ]; then $(MAKE) --no-print-directory $(2); \
+	else echo "make $(1): building (the compiler's lines and any checks go to $(3); V=1 shows them)"; \
+	    $(MAKE) --no-print-directory $(2) >$(3) 2>&1 || { tail -n 40 $(3); \
+	    echo "make $(1): the build failed; its whole output is in $(3)"; exit 1; }; \
+	    echo "make $(1): built"; fi
+
 # The tests run on a line of their own, which `make -n test` only prints.
 TEST_LOG := $(BUILD)/test-build.log
 test: deps-test
-	@$(MAKE) --no-print-directory check-build-quiet
+	+@$(call quiet_make,test,check-build,$(TEST_LOG))
 	@$(TEST_ENV) bash tests/run-tests $(TESTS)
-
-check-build-quiet:
-	@mkdir -p $(BUILD)
-	@if [ -n "$(V)" ]; then $(MAKE) --no-print-directory check-build; \
-	else echo "make test: building (the compiler's lines and the structure checks go to $(TEST_LOG); V=1 shows them)"; \
-	    $(MAKE) --no-print-directory check-build >$(TEST_LOG) 2>&1 || { tail -n 40 $(TEST_LOG); \
-	    echo "make test: the build or a structure check failed; the whole output is in $(TEST_LOG)"; exit 1; }; \
-	    echo "make test: built and checked; the tests follow"; fi
 
 # The jemalloc build of tided too (bin/jemalloc/), for the test that its
 # startup log proves malloc_conf took effect; not in sanitizer builds, whose
@@ -733,18 +735,13 @@ bench-archive: all
 	bash scripts/install-deps --bench
 	bash bench/archive
 
-# tided creates ./data with an empty store on its first run. The build's
-# lines go to $(RUN_LOG), shown (its last 40) only when it fails, so that
-# tided's startup log, the checklist README.md points to, is what the
-# screen shows; V=1 shows them as they come.
+# tided creates ./data with an empty store on its first run. The build is
+# quiet (quiet_make), so that tided's startup log, the checklist README.md
+# points to, is what the screen shows.
 RUN_LOG := $(BUILD)/run-build.log
 run: deps
-	@mkdir -p $(BUILD)
-	@if [ -n "$(V)" ]; then $(MAKE) --no-print-directory all; \
-	else echo "make run: building (the compiler's lines go to $(RUN_LOG); V=1 shows them)"; \
-	    $(MAKE) --no-print-directory all >$(RUN_LOG) 2>&1 || { tail -n 40 $(RUN_LOG); \
-	    echo "make run: the build failed; its whole output is in $(RUN_LOG)"; exit 1; }; fi
-	@echo "make run: built; tided's startup log follows: every setting and where it came from"
+	+@$(call quiet_make,run,all,$(RUN_LOG))
+	@echo "make run: tided's startup log follows: every setting and where it came from"
 	exec $(BINDIR)/tided --data-dir ./data --listen 127.0.0.1:8080
 
 clean:
