@@ -398,10 +398,23 @@ static void a_failed_test_with_th_teardown_leaves_no_scratch_directory_but_the_k
 
 /* ---- 3. run-tests' session sweep ---------------------------------------------- */
 
+/* tests/run-tests on the binaries in `dir` (those named in `names`, or all
+ * of them), with no filter, log directory or verbosity inherited from the
+ * caller, no script tests, and `env` (VAR=VALUE words) on top: its exit
+ * status, its merged output in *out (the caller's to free). */
+static int run_tests_in(const char *dir, const char *env, const char *names, char **out)
+{
+    char cmd[2 * PATH_MAX + 512];
+
+    snprintf(cmd, sizeof cmd, "env -u TEST_FILTER -u TEST_LOGDIR -u TEST_VERBOSE %s TEST_BINDIR='%s' TEST_SMOKE=0 "
+             "bash tests/run-tests %s 2>&1", env, dir, names);
+    return th_run(cmd, out);
+}
+
 static void run_tests_kills_and_fails_a_test_that_leaves_a_process_running(void **state)
 {
     char dir[PATH_MAX], script[PATH_MAX + 16], pidfile[PATH_MAX + 16], body[2 * PATH_MAX + 256];
-    char cmd[2 * PATH_MAX + 256], *out = NULL, *text;
+    char *out = NULL, *text;
     pid_t sleeper = 0;
     int rc;
     (void)state;
@@ -415,10 +428,7 @@ static void run_tests_kills_and_fails_a_test_that_leaves_a_process_running(void 
              "echo '[  PASSED  ] 1 test(s).'\nexit 0\n", pidfile);
     assert_int_equal(th_write_file(script, body, strlen(body)), 0);
     assert_int_equal(chmod(script, 0755), 0);
-    snprintf(cmd, sizeof cmd,
-             "env -u TEST_FILTER -u TEST_LOGDIR TEST_BINDIR='%s' TEST_SMOKE=0 TEST_LEAK_GRACE=1 bash tests/run-tests test_leaky 2>&1",
-             dir);
-    rc = th_run(cmd, &out);
+    rc = run_tests_in(dir, "TEST_LEAK_GRACE=1", "test_leaky", &out);
     text = th_read_text(pidfile);
     if (text != NULL) sleeper = (pid_t)atoi(text);
     free(text);
@@ -477,7 +487,7 @@ static int inner_skip_main(void)
 
 static void run_tests_counts_skipped_tests_and_lists_each_with_its_reason(void **state)
 {
-    char dir[PATH_MAX], bin[PATH_MAX + 16], self[PATH_MAX], cmd[2 * PATH_MAX + 256], *out = NULL;
+    char dir[PATH_MAX], bin[PATH_MAX + 16], self[PATH_MAX], *out = NULL;
     char logfile[PATH_MAX + 32], *log;
     ssize_t n;
     int rc;
@@ -489,10 +499,7 @@ static void run_tests_counts_skipped_tests_and_lists_each_with_its_reason(void *
     assert_int_equal(th_scratch_make(dir, sizeof dir), 0);
     th_path(bin, sizeof bin, dir, "test_skippy");
     if (symlink(self, bin) != 0) fail_msg("symlink %s -> %s: %s", bin, self, strerror(errno));
-    snprintf(cmd, sizeof cmd,
-             "env -u TEST_FILTER -u TEST_LOGDIR TIDE_HARNESS_INNER=skip TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests "
-             "test_skippy 2>&1", dir);
-    rc = th_run(cmd, &out);
+    rc = run_tests_in(dir, "TIDE_HARNESS_INNER=skip", "test_skippy", &out);
     if (rc != 0) fail_msg("run-tests should exit 0 for a binary with one pass and one skip; got %d:\n%s", rc, out);
     th_path(logfile, sizeof logfile, dir, "logs/test_skippy.log");
     log = th_read_text(logfile);
@@ -522,7 +529,7 @@ static void make_fake_test(const char *dir, const char *name, const char *body)
 
 static void run_tests_shows_a_passing_binary_as_one_line_and_its_output_with_verbose(void **state)
 {
-    char dir[PATH_MAX], cmd[2 * PATH_MAX + 256], logfile[PATH_MAX + 32], *out = NULL, *log;
+    char dir[PATH_MAX], logfile[PATH_MAX + 32], *out = NULL, *log;
     int rc;
     (void)state;
 
@@ -530,9 +537,7 @@ static void run_tests_shows_a_passing_binary_as_one_line_and_its_output_with_ver
     make_fake_test(dir, "test_chatty", "#!/bin/sh\necho 'a line the test printed'\n"
                    "echo '[  PASSED  ] 2 test(s).'\nexit 0\n");
     make_fake_test(dir, "test_quiet", "#!/bin/sh\necho '[  PASSED  ] 1 test(s).'\nexit 0\n");
-    snprintf(cmd, sizeof cmd, "env -u TEST_FILTER -u TEST_LOGDIR -u TEST_VERBOSE TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests 2>&1",
-             dir);
-    rc = th_run(cmd, &out);
+    rc = run_tests_in(dir, "", "", &out);
     if (rc != 0) fail_msg("run-tests should exit 0 for two passing binaries; got %d:\n%s", rc, out);
     expect_contains(out, "[1/2] test_chatty ... passed in ", "the first binary's line, with its place");
     expect_contains(out, "[2/2] test_quiet ... passed in ", "the second binary's line");
@@ -546,9 +551,7 @@ static void run_tests_shows_a_passing_binary_as_one_line_and_its_output_with_ver
     free(out);
     out = NULL;
 
-    snprintf(cmd, sizeof cmd, "env -u TEST_FILTER -u TEST_LOGDIR TEST_VERBOSE=1 TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests 2>&1",
-             dir);
-    rc = th_run(cmd, &out);
+    rc = run_tests_in(dir, "TEST_VERBOSE=1", "", &out);
     if (rc != 0) fail_msg("run-tests with TEST_VERBOSE=1 should exit 0 for two passing binaries; got %d:\n%s", rc, out);
     expect_contains(out, "==> test_chatty\na line the test printed\n", "with TEST_VERBOSE=1, the output as it comes");
     expect_contains(out, "[1/2] test_chatty ... passed in ", "with TEST_VERBOSE=1, the binary's line after it");
@@ -558,7 +561,7 @@ static void run_tests_shows_a_passing_binary_as_one_line_and_its_output_with_ver
 
 static void run_tests_shows_the_tail_of_a_failed_binarys_output_and_where_the_rest_is(void **state)
 {
-    char dir[PATH_MAX], cmd[2 * PATH_MAX + 256], *out = NULL;
+    char dir[PATH_MAX], *out = NULL;
     int rc;
     (void)state;
 
@@ -566,10 +569,7 @@ static void run_tests_shows_the_tail_of_a_failed_binarys_output_and_where_the_re
     make_fake_test(dir, "test_failing",
                    "#!/bin/sh\ni=1\nwhile [ $i -le 100 ]; do echo \"noise $i.\"; i=$((i + 1)); done\n"
                    "echo '[  PASSED  ] 3 test(s).'\necho '[  FAILED  ] 1 test(s), listed below:'\nexit 1\n");
-    snprintf(cmd, sizeof cmd,
-             "env -u TEST_FILTER -u TEST_LOGDIR -u TEST_VERBOSE TEST_TAIL=10 TEST_BINDIR='%s' TEST_SMOKE=0 bash tests/run-tests 2>&1",
-             dir);
-    rc = th_run(cmd, &out);
+    rc = run_tests_in(dir, "TEST_TAIL=10", "", &out);
     if (rc != 1) fail_msg("run-tests should exit 1 for a failed binary; got %d:\n%s", rc, out);
     expect_contains(out, "[1/1] test_failing ... FAILED in ", "the binary's line");
     expect_contains(out, "(1 of 4 tests failed)", "how many of its tests failed");
@@ -586,7 +586,7 @@ static void run_tests_shows_the_tail_of_a_failed_binarys_output_and_where_the_re
 
 static void run_tests_says_at_once_that_a_binary_ran_past_its_limit(void **state)
 {
-    char dir[PATH_MAX], cmd[2 * PATH_MAX + 256], *out = NULL;
+    char dir[PATH_MAX], *out = NULL;
     int rc;
     (void)state;
 
@@ -595,10 +595,7 @@ static void run_tests_says_at_once_that_a_binary_ran_past_its_limit(void **state
      * sleep takes timeout's TERM itself). */
     make_fake_test(dir, "test_stuck", "#!/bin/sh\necho 'waiting for what never comes'\nexec sleep 600\n");
     make_fake_test(dir, "test_after", "#!/bin/sh\necho '[  PASSED  ] 1 test(s).'\nexit 0\n");
-    snprintf(cmd, sizeof cmd,
-             "env -u TEST_FILTER -u TEST_LOGDIR -u TEST_VERBOSE TEST_TIMEOUT=1 TEST_BINDIR='%s' TEST_SMOKE=0 "
-             "bash tests/run-tests test_stuck test_after 2>&1", dir);
-    rc = th_run(cmd, &out);
+    rc = run_tests_in(dir, "TEST_TIMEOUT=1", "test_stuck test_after", &out);
     if (rc != 1) fail_msg("run-tests should exit 1 for a binary past its limit; got %d:\n%s", rc, out);
     expect_contains(out, "[1/2] test_stuck ... TIMED OUT after ", "the binary's line");
     expect_contains(out, "*** test_stuck TIMED OUT: it ran past its limit of 1 s (TEST_TIMEOUT) and was killed ***\n",
