@@ -18,9 +18,10 @@
  * Invariants:
  *   1. A series is keyed by (rep, variant); its samples keep the file's
  *      order, which the run wrote in time order.
- *   2. The k-th row of a series in -disk.csv is the disk of its k-th
- *      sample with a disk reading: the run wrote both from one array,
- *      skipping the samples whose disk it could not walk.
+ *   2. The disk rows of a series come in its samples' order, each the disk
+ *      of the next sample at its time: the run wrote both from one array,
+ *      skipping the samples whose disk it could not walk. So one cursor a
+ *      series walks its samples once.
  *   3. A row that does not parse stops the redraw with its file and line:
  *      a chart of half a file would pass for the run's.
  *
@@ -54,6 +55,7 @@ typedef struct csv {
 
 typedef struct series_set {
     tide_lab_series *s;
+    size_t          *disk_next;   /* per series: the sample the next disk row may fill */
     size_t           n, cap;
 } series_set;
 
@@ -143,9 +145,14 @@ static int series_for(series_set *set, const csv *c, tide_lab_series **out)
     if (set->n == set->cap) {
         size_t cap = set->cap ? set->cap * 2 : 16;
         tide_lab_series *p = realloc(set->s, cap * sizeof *p);
+        size_t *q;
         if (p == NULL) return tide_err_set(TIDE_ENOMEM, "lab: redraw: out of memory");
-        set->s = p, set->cap = cap;
+        set->s = p;
+        if ((q = realloc(set->disk_next, cap * sizeof *q)) == NULL)
+            return tide_err_set(TIDE_ENOMEM, "lab: redraw: out of memory");
+        set->disk_next = q, set->cap = cap;
     }
+    set->disk_next[set->n] = 0;
     *out = &set->s[set->n++];
     memset(*out, 0, sizeof **out);
     snprintf((*out)->variant, sizeof (*out)->variant, "%s", v);
@@ -238,17 +245,17 @@ static int disk_row(series_set *set, const csv *c)
     tide_lab_series *s;
     uint64_t disk;
     double t;
-    size_t k;
+    size_t *k;
     int rc;
 
     if ((rc = series_for(set, c, &s)) || (rc = col_real(c, "t_s", &t)) || (rc = col_u64(c, "disk_bytes", &disk)))
         return rc;
     if (disk == 0) return bad_row(c, "a disk reading of 0 (the run writes only the readings it made)");
     s->rotating = 1;
-    for (k = 0; k < s->nsamples && (s->samples[k].disk || fabs(s->samples[k].t - t) > 0.0005); k++)
-        ;   /* invariant 2: the first sample at t still without its disk */
-    if (k == s->nsamples) return bad_row(c, "a disk reading at a time the RSS CSV has no sample of");
-    s->samples[k].disk = disk;
+    k = &set->disk_next[s - set->s];
+    while (*k < s->nsamples && fabs(s->samples[*k].t - t) > 0.0005) (*k)++;   /* invariant 2 */
+    if (*k == s->nsamples) return bad_row(c, "a disk reading at a time the RSS CSV has no sample of after the last");
+    s->samples[(*k)++].disk = disk;
     return 0;
 }
 
@@ -301,7 +308,7 @@ static int read_settings(const char *dir, const char *prefix, redraw_settings *s
 
 int tide_lab_redraw(const char *dir, const char *prefix, char *said, size_t cap)
 {
-    series_set set = { NULL, 0, 0 };
+    series_set set = { NULL, NULL, 0, 0 };
     redraw_settings st;
     char title[256], script[PATH_MAX], gp[PATH_MAX + 16];
     int rc, drawn, any_rot = 0;
@@ -355,6 +362,7 @@ out:
     if (f) fclose(f);
     for (size_t k = 0; k < set.n; k++) ti_lab_series_free(&set.s[k]);
     free(set.s);
+    free(set.disk_next);
     json_decref(st.doc);
     return rc;
 }

@@ -242,7 +242,7 @@ void tide_lab_summary_free(tide_lab_summary *s);
  * said, not failed); TIDE_ENOENT for a missing summary or CSV;
  * TIDE_EINVAL naming the file and line of a row that does not parse;
  * TIDE_EIO; TIDE_ENOMEM. Allocates the series, freed before it returns;
- * O(samples x disk rows of a series). */
+ * O(rows). */
 int tide_lab_redraw(const char *dir, const char *prefix, char *said, size_t cap);
 
 #endif
