@@ -5,8 +5,10 @@
  * run's main figures as it ends; the summary (stdout) is, per size, the
  * median over the rounds of every figure of every engine, as two tables
  * (rates with their ratio to the baseline engine; writes, files and
- * memory) or, with --json, one document that also holds each figure's
- * minimum and maximum.
+ * memory), and a third with COLD's and SETTLED's reads when the runs had
+ * them, or, with --json, one document that also holds each figure's
+ * minimum and maximum. A run with a cold phase has a second progress line
+ * for each of its halves.
  *
  * Write amplification is wchar (the bytes the process passed to write
  * calls) / payload: the table's "WA" and the progress line's. /proc/self/io
