@@ -63,7 +63,7 @@ static const char help_text[] =
 "    Runs each engine on the workload of `tide bench store`: item i has a\n"
 "    32-byte key and a value-size-byte value, both random bytes from\n"
 "    splitmix64 streams of i (the formula of tests/fixtures/nudb), made on\n"
-"    the fly. A run has three phases in a process of its own (forked, so\n"
+"    the fly. A run has its phases in a process of its own (forked, so\n"
 "    that no engine inherits another's heap or counters):\n"
 "\n"
 "    LOAD    puts items 0..N-1, then the engine's last commit (synced as its\n"

@@ -2,8 +2,9 @@
 /*
  * peers_run.c: one run of one engine, in a child process: make the
  * engine's directory, LOAD, measure the files, FETCH with one thread, FETCH
- * again with two, close. The parent removes the directory whatever
- * happened (peers.c).
+ * again with two (unless --no-warm), COLD when asked for, close. The parent
+ * removes the directory, and the cold phase's cgroup, whatever happened
+ * (peers.c).
  *
  *   LOAD    put items 0..N-1 (key and value from tide_bench_key and
  *           tide_bench_value, the workload of `tide bench store`), then
