@@ -91,11 +91,16 @@ static void setters_refuse_values_out_of_range_and_keep_the_option(void **state)
     expect_rc(tide_store_opts_set_commit_interval(o, 0), TIDE_EINVAL, "commit interval 0");
     expect_rc(tide_store_opts_set_index_lag(o, (2ull << 40)), TIDE_EINVAL, "index lag 2 TiB");
     expect_rc(tide_store_opts_set_read_only(o, 2), TIDE_EINVAL, "read_only 2");
+    expect_rc(tide_store_opts_set_page_memory(o, 4096), TIDE_EINVAL, "page memory 4 KiB");
+    expect_contains(tide_last_error(), "4096", "the error names the value");
+    expect_u64(o->page_memory, 0, "the page memory kept (the machine's)");
     expect_u64(o->burst_bytes, TIDE_BURST_DEFAULT, "the burst kept");
     expect_u64(o->commit_interval_ms, TIDE_COMMIT_INTERVAL_DEFAULT_MS, "the interval kept");
     expect_ok(tide_store_opts_set_index_lag(o, 1u << 20), "index lag 1 MiB");
     expect_ok(tide_store_opts_set_force(o, 1), "force");
     expect_ok(tide_store_opts_set_pread(o, 1), "pread");
+    expect_ok(tide_store_opts_set_page_memory(o, 2ull << 30), "page memory 2 GiB");
+    expect_u64(o->page_memory, 2ull << 30, "page memory set");
     expect_u64(o->index_lag_bytes, 1u << 20, "index lag set");
     expect_u64((uint64_t)o->ignore_holders, 1, "force is the holders check skipped");
     expect_u64((uint64_t)o->pread, 1, "pread is the maps left out");

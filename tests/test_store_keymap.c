@@ -1334,8 +1334,9 @@ static void map_flags(const char *path, const char *flag, int *maps, int *flagge
 /* Fetches read records scattered over nudb.dat: a page of it not in memory
  * is read alone (MADV_RANDOM, "rr" in smaps), not with the read-around that
  * on a machine with an 8 MiB read_ahead_kb read megabytes per record. The
- * key map keeps the kernel's read-around: a bucket of 16 KiB is four pages,
- * which one read brings in together. */
+ * key map keeps the kernel's read-around while the key file fits in 3/4 of
+ * the machine's memory: a bucket of 16 KiB is four pages, which one read
+ * brings in together. */
 static void the_data_map_reads_a_page_alone_and_the_key_map_reads_around(void **state)
 {
     th_skip_unless_maps();
@@ -1364,6 +1365,62 @@ static void the_data_map_reads_a_page_alone_and_the_key_map_reads_around(void **
                  flagged, maps);
 }
 
+/* A key file larger than 3/4 of the memory for the store's pages
+ * (opts.page_memory) stops reading around: the map of a store opened
+ * small reads around until the inserts grow nudb.key past 768 KiB of a
+ * 1 MiB page memory, and then every piece of it is advised random, the
+ * earlier ones too; opened again at that size, it reads pages alone from
+ * the start, and with the machine's memory it reads around. */
+#define PM_ITEMS 30000
+static void the_key_map_reads_pages_alone_once_the_key_file_outgrows_its_memory(void **state)
+{
+    th_skip_unless_maps();
+    tstate *t = *state;
+    char path[sizeof t->dir + 16];
+    tide_store_opts o;
+    tide_store_info info;
+    int rc, maps, flagged;
+
+    new_store(t);
+    th_store_opts(&o);
+    o.burst_bytes = 1 << 20;
+    o.page_memory = 1 << 20;
+    if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("open: got %d %s", rc, tide_last_error());
+    snprintf(path, sizeof path, "%s/nudb.key", t->dir);
+    read_items(t->s, 0, 64, "empty");
+    map_flags(path, "rr", &maps, &flagged);
+    if (maps == 0 || flagged != 0)
+        fail_msg("expected a small key file's map to read around, got %d of %d maps advised random", flagged, maps);
+    insert_synced(t->s, 0, PM_ITEMS, 64);
+    read_items(t->s, PM_ITEMS, 64, "grown");
+    tide_store_get_info(t->s, &info);
+    if (info.key_file_bytes <= (3u << 20) / 4 || info.key_map_bytes != info.key_file_bytes)
+        fail_msg("expected a key file past 768 KiB, all of it mapped, got %llu bytes, %llu mapped",
+                 (unsigned long long)info.key_file_bytes, (unsigned long long)info.key_map_bytes);
+    map_flags(path, "rr", &maps, &flagged);
+    if (maps == 0 || flagged != maps)
+        fail_msg("expected every map of a key file past 3/4 of its memory advised random, got %d of %d",
+                 flagged, maps);
+    if ((rc = tide_store_close(t->s)) != 0) fail_msg("close: got %d", rc);
+    t->s = NULL;
+
+    if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("reopen: got %d %s", rc, tide_last_error());
+    read_items(t->s, PM_ITEMS, 64, "reopened");
+    map_flags(path, "rr", &maps, &flagged);
+    if (maps == 0 || flagged != maps)
+        fail_msg("expected the reopened key map advised random from the start, got %d of %d", flagged, maps);
+    if ((rc = tide_store_close(t->s)) != 0) fail_msg("close: got %d", rc);
+    t->s = NULL;
+
+    o.page_memory = 0;
+    if ((rc = tide_store_open(&t->s, t->dir, &o)) != 0) fail_msg("reopen: got %d %s", rc, tide_last_error());
+    read_items(t->s, PM_ITEMS, 64, "the machine's memory");
+    map_flags(path, "rr", &maps, &flagged);
+    if (maps == 0 || flagged != 0)
+        fail_msg("expected the key map to read around within the machine's memory, got %d of %d advised random",
+                 flagged, maps);
+}
+
 #define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, th_store_teardown)
 
 /* Which binary runs which test: the part of each, in the order they run. */
@@ -1383,6 +1440,7 @@ int main(void)
         { 0, T(a_store_on_tmpfs_is_read_with_pread_not_mapped, th_store_setup_bare) },
         { 0, T(a_refused_data_map_falls_back_to_pread, th_store_setup_bare) },
         { 0, T(the_data_map_reads_a_page_alone_and_the_key_map_reads_around, th_store_setup_bare) },
+        { 0, T(the_key_map_reads_pages_alone_once_the_key_file_outgrows_its_memory, th_store_setup_bare) },
         { 0, T(values_of_several_pages_read_alike_mapped_and_not, th_store_setup_bare) },
         { 0, T(counters_sum_every_threads_fetches, th_store_setup_bare) },
         { 0, T(views_past_a_full_map_take_no_lock, th_store_setup_bare) },

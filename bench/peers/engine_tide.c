@@ -28,8 +28,10 @@
 
 #include "bench/bench_store.h"
 #include "peers.h"
-#include "tide/error.h"
+#include "mem/cgroup.h"
 #include "store/full.h"
+#include "tide/error.h"
+#include "util/err.h"
 
 struct peer_engine {
     tide_store *s;
@@ -42,6 +44,17 @@ struct peer_reader {
     void *last;
     char err[PEER_ERROR_MAX];
 };
+
+/* The memory for the store's pages, as tided finds it: the limit of the
+ * cgroup this process runs in (the cold phase's), else 0, the machine's. */
+static uint64_t page_memory(void)
+{
+    tide_mem_cgroup_limit_info ci;
+    int rc = tide_mem_cgroup_limit(NULL, &ci);
+
+    tide_err_clear();
+    return rc == 0 && ci.limited ? ci.limit_bytes : 0;
+}
 
 static int t_open_lag(peer_engine **out, const char *dir, const peer_cfg *cfg, uint64_t lag,
                       unsigned block_size, char *err)
@@ -66,6 +79,7 @@ static int t_open_lag(peer_engine **out, const char *dir, const peer_cfg *cfg, u
         tide_store_opts_init(&so);
         so.burst_bytes = (size_t)cfg->burst;
         so.index_lag_bytes = lag;
+        so.page_memory = page_memory();
         rc = tide_store_open(&e->s, dir, &so);
     }
     if (rc) {

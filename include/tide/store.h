@@ -132,7 +132,16 @@ int tide_store_create(const char *dir, const tide_store_create_opts *opts);
  *                  beside a live NuDB writer would destroy its commits);
  *   pread          1: read with pread instead of read-only maps of the two
  *                  files (on a disk that returns read errors: under a map
- *                  one is a SIGBUS).
+ *                  one is a SIGBUS);
+ *   page_memory    bytes of memory that hold the files' pages in the page
+ *                  cache: the cgroup's memory limit when the store runs in
+ *                  one; 0 (the default): the machine's physical memory.
+ *                  While nudb.key is at most 3/4 of it, a fault in the key
+ *                  map reads the pages around it too, so a key file that
+ *                  fits warms in few large reads; past that, each page is
+ *                  read alone (neighbours that memory cannot keep would
+ *                  push out the buckets the next fetches want). nudb.dat's
+ *                  pages are always read alone.
  */
 int  tide_store_opts_new(tide_store_opts **out);
 void tide_store_opts_free(tide_store_opts *o);
@@ -142,6 +151,7 @@ int  tide_store_opts_set_index_lag(tide_store_opts *o, uint64_t bytes);
 int  tide_store_opts_set_read_only(tide_store_opts *o, int on);
 int  tide_store_opts_set_force(tide_store_opts *o, int on);
 int  tide_store_opts_set_pread(tide_store_opts *o, int on);
+int  tide_store_opts_set_page_memory(tide_store_opts *o, uint64_t bytes);
 
 /*
  * Open the store in `dir`, with `opts` (NULL: the defaults; the options

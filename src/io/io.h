@@ -49,9 +49,12 @@ typedef struct tide_io_map {
     const uint8_t *base;   /* NULL until mapped; then fixed until unmap */
     uint64_t reserved;     /* bytes of address space at base */
     uint64_t mapped;       /* [0, mapped) show the file: a page multiple */
-    int random_access;     /* set before the first map: the reads through it
-                              are scattered, so a page not in memory is read
-                              alone (no read-around; MADV_RANDOM) */
+    int random_access;     /* the reads through it are scattered, so a page
+                              not in memory is read alone (no read-around;
+                              MADV_RANDOM). May be set between two map
+                              calls: the next one advises every byte mapped
+                              so far too. */
+    uint64_t advised;      /* [0, advised) advised random: the implementation's */
 } tide_io_map;
 
 typedef struct tide_io tide_io;

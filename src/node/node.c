@@ -219,6 +219,7 @@ static int open_gens(tide_node *n)
     go.store.pool_account_id = TIDE_MEM_STORE_INSERT_POOL;
     go.store.commit_account_id = TIDE_MEM_STORE_COMMIT;
     go.store.index_lag_bytes = n->opts.index_lag_bytes;
+    go.store.page_memory = n->opts.store_page_memory;
     go.store.tail_account_id = TIDE_MEM_STORE_TAIL_INDEX;
     go.io = n->opts.hooks.io;
     go.delete_chunk = n->opts.delete_chunk;

@@ -188,6 +188,10 @@ typedef struct tide_node_opts {
     uint64_t index_lag_bytes;     /* the store's index_lag_bytes (the
                                      deferred index's tail budget);
                                      default 0: off (store_index_lag) */
+    uint64_t store_page_memory;   /* the store's page_memory: the memory
+                                     whose page cache holds its files (the
+                                     cgroup's limit); 0 (default): the
+                                     machine's */
     /* sweeper */
     uint64_t sweep_interval_ms;   /* default 10000; 0: no sweeper thread
                                      (tide_node_sweep only) */

@@ -430,6 +430,7 @@ void tide_startup_node_opts(const tide_config *c, tide_node_opts *o)
     if (c->cgroup_limited) {
         o->cgroup_path = c->cgroup_path;
         o->cgroup_version = c->cgroup_version;
+        o->store_page_memory = c->cgroup_limit;   /* the page cache counts there too */
     }
     if (c->key_cache_hard_limit) o->key_cache_hard_limit = (size_t)c->key_cache_hard_limit;
 }

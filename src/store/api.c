@@ -27,6 +27,7 @@
 #include "util/err.h"
 
 #define KIB ((uint64_t)1 << 10)
+#define MIB ((uint64_t)1 << 20)
 #define TIB ((uint64_t)1 << 40)
 
 /* ---- create options ---- */
@@ -128,6 +129,15 @@ static int set_switch(int *field, int on, const char *name)
 int tide_store_opts_set_read_only(tide_store_opts *o, int on) { return set_switch(&o->read_only, on, "read_only"); }
 int tide_store_opts_set_force(tide_store_opts *o, int on) { return set_switch(&o->ignore_holders, on, "force"); }
 int tide_store_opts_set_pread(tide_store_opts *o, int on) { return set_switch(&o->pread, on, "pread"); }
+
+int tide_store_opts_set_page_memory(tide_store_opts *o, uint64_t bytes)
+{
+    if (bytes != 0 && bytes < MIB)
+        return tide_err_set(TIDE_EINVAL, "page memory %llu bytes is under 1 MiB (0: the machine's)",
+                            (unsigned long long)bytes);
+    o->page_memory = bytes;
+    return 0;
+}
 
 /* ---- results ---- */
 

@@ -135,6 +135,18 @@ struct tide_store_opts {
                                     SIGBUS; tided: store_key_map=off), and
                                     to compare (`tide bench store
                                     --pread`). */
+    uint64_t page_memory;        /* the memory that holds the files' pages
+                                    in the page cache: the cgroup's limit
+                                    when the store runs in one (the page
+                                    cache counts there), 0 (default): the
+                                    machine's. While nudb.key is at most
+                                    3/4 of it the key map reads around a
+                                    faulted page, so a key file that fits
+                                    comes in with few large reads; past
+                                    that each page is read alone, since
+                                    neighbours that memory cannot keep
+                                    push out the buckets the next fetches
+                                    want (keymap.c invariant 8). */
 };
 
 void tide_store_opts_init(tide_store_opts *o);

@@ -58,6 +58,12 @@
  *      on a view past `len` returns NULL reading `full` alone, without
  *      grow_mu: the fetches of buckets past the map pread side by side
  *      instead of queueing on the mutex.
+ *   8. Once len exceeds random_above, m.random_access is set (under
+ *      grow_mu, or at open) before the map grows, and never cleared: a
+ *      file that outgrows the memory for its pages stops reading around
+ *      for good (a read-around brings neighbours that memory cannot keep,
+ *      pushing out pages the next fetches want), and the io advises every
+ *      byte mapped so far with the next map call.
  *
  * The data map (lookup.c "Reading nudb.dat") is this map over nudb.dat,
  * with `known` = dat_stable: 1 to 3 hold there with dat_stable in place of
@@ -77,7 +83,19 @@ void ti_keymap_init(ti_keymap *k)
     pthread_mutex_init(&k->grow_mu, NULL);
 }
 
-int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len, int random_access)
+/* Invariant 8, for a map about to show `to` bytes. */
+static void advise_for(ti_keymap *k, uint64_t to)
+{
+    if (k->random_above == 0 || to > k->random_above)
+        __atomic_store_n(&k->m.random_access, 1, __ATOMIC_RELAXED);
+}
+
+int ti_keymap_reads_alone(const ti_keymap *k)
+{
+    return __atomic_load_n(&k->m.random_access, __ATOMIC_RELAXED);
+}
+
+int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len, uint64_t random_above)
 {
     int rc;
 
@@ -85,7 +103,8 @@ int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len, int ra
     if (io->map == NULL || io->unmap == NULL)
         return tide_err_set(TIDE_EINVAL, "map: the file system cannot map files");
     memset(&k->m, 0, sizeof k->m);
-    k->m.random_access = random_access;
+    k->random_above = random_above;
+    advise_for(k, len);
     k->m.reserved = len > TI_KEYMAP_RESERVE_MIN / 4 ? 4 * len : TI_KEYMAP_RESERVE_MIN;
     rc = io->map(f, &k->m, len);
     if (rc) {
@@ -111,6 +130,7 @@ static int grow(ti_keymap *k, uint64_t known)
     ok = __atomic_load_n(&k->len, __ATOMIC_ACQUIRE) >= known;
     if (!ok && !__atomic_load_n(&k->full, __ATOMIC_RELAXED)) {
         if (to > k->m.reserved) to = k->m.reserved;
+        advise_for(k, to);
         if (to > k->len && k->io->map(k->file, &k->m, to) == 0) {
             __atomic_store_n(&k->len, to, __ATOMIC_RELEASE);
         } else {
@@ -121,6 +141,7 @@ static int grow(ti_keymap *k, uint64_t known)
         if (!ok) __atomic_store_n(&k->full, 1, __ATOMIC_RELEASE);
     }
     TIDE_ASSERT(k->len <= k->m.mapped && k->m.mapped <= k->m.reserved);
+    TIDE_ASSERT(k->m.random_access || (k->random_above != 0 && k->len <= k->random_above));
     pthread_mutex_unlock(&k->grow_mu);
     return ok;
 }

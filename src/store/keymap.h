@@ -49,6 +49,8 @@ typedef struct ti_keymap {
     tide_io_map m;         /* m.mapped changes under grow_mu only */
     uint64_t    len;       /* bytes readable through the map (atomic) */
     int         full;      /* the map grows no more (atomic; keymap.c invariant 7) */
+    uint64_t    random_above; /* past this many bytes mapped, pages are read
+                              alone (m.random_access; keymap.c invariant 8) */
     uint64_t    grow_locks;/* times a view took grow_mu (atomic; for the tests) */
     pthread_mutex_t grow_mu;
 } ti_keymap;
@@ -56,11 +58,17 @@ typedef struct ti_keymap {
 /* A keymap that maps nothing yet. */
 void ti_keymap_init(ti_keymap *k);
 
-/* Map the first `len` bytes of `f` (the key file, `len` its size). With
- * random_access, a page not in memory is read alone when touched, without
- * its neighbours (tide_io_map.random_access). 0, or the io's error
- * (tide_last_error says why): then k maps nothing and every view is NULL. */
-int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len, int random_access);
+/* Map the first `len` bytes of `f` (the key file, `len` its size). Once
+ * the map shows more than `random_above` bytes (0: from the start;
+ * UINT64_MAX: never), a page not in memory is read alone when touched,
+ * without its neighbours (tide_io_map.random_access), and stays so. 0, or
+ * the io's error (tide_last_error says why): then k maps nothing and every
+ * view is NULL. */
+int ti_keymap_open(ti_keymap *k, tide_io *io, tide_file *f, uint64_t len, uint64_t random_above);
+
+/* 1 when the map reads a page alone (random_above passed), 0 while it
+ * reads around. Any thread; a relaxed load. */
+int ti_keymap_reads_alone(const ti_keymap *k);
 
 /* Bytes [off, off + n) of the key file, or NULL: read them with pread.
  * The caller holds key_lock and off + n <= known (asserted). */

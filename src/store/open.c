@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/store_impl.h"
 #include "util/assert.h"
@@ -286,6 +287,19 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
 
 /* Open step 3: nudb.dat opened, both headers read, the geometry set, the
  * index checked (when `check`), the pools made. */
+/* The key file's size up to which its map reads around a faulted page:
+ * 3/4 of the memory for the store's pages (opts.page_memory, else the
+ * machine's), leaving a quarter for the records fetches read. */
+static uint64_t key_read_around_limit(const tide_store_opts *o)
+{
+    uint64_t memory = o->page_memory;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+    if (memory == 0 && pages > 0 && page > 0) memory = (uint64_t)pages * (uint64_t)page;
+    if (memory == 0) return UINT64_MAX;    /* unknown: the kernel's default */
+    return memory / 4 * 3;
+}
+
 static int load_files(tide_store *s, int flags, int check)
 {
     uint64_t dat_size = 0, key_size = 0;
@@ -325,11 +339,9 @@ static int load_files(tide_store *s, int flags, int check)
     /* Lookups read records scattered over nudb.dat: a page not in memory is
      * read alone, without the read-around that would bring the record's
      * neighbours (as much as read_ahead_kb, 8 MiB on some machines) into a
-     * page cache too small for the store. nudb.key keeps the read-around:
-     * a bucket of several pages comes in one read, and a key file that
-     * fits in memory warms in few. */
+     * page cache too small for the store. */
     if (!s->opts.pread && !ti_store_reads_through_live(s) &&
-        ti_keymap_open(&s->datmap, s->io, s->dat, dat_size, 1) != 0) {
+        ti_keymap_open(&s->datmap, s->io, s->dat, dat_size, 0) != 0) {
         tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.dat with pread: %s", s->dir, tide_last_error());
         tide_err_clear();
     }
@@ -339,10 +351,16 @@ static int load_files(tide_store *s, int flags, int check)
     /* The map is a speed-up: without it lookups pread as before. A live
      * reader never maps: the writer's rollback may cut nudb.key under it,
      * and a touched page past the end is SIGBUS; its preads see the cut. */
-    if (!s->opts.pread && !ti_store_reads_through_live(s) &&
-        ti_keymap_open(&s->keymap, s->io, s->key, key_size, 0) != 0) {
-        tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.key with pread: %s", s->dir, tide_last_error());
-        tide_err_clear();
+    if (!s->opts.pread && !ti_store_reads_through_live(s)) {
+        uint64_t around = key_read_around_limit(&s->opts);
+        if (ti_keymap_open(&s->keymap, s->io, s->key, key_size, around) != 0) {
+            tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.key with pread: %s", s->dir, tide_last_error());
+            tide_err_clear();
+        } else if (ti_keymap_reads_alone(&s->keymap)) {
+            tide_log(TIDE_LOG_INFO, "%s: nudb.key (%llu MiB) is over %llu MiB, 3/4 of the memory for the "
+                     "store's pages: a bucket not in memory is read alone, without read-around",
+                     s->dir, (unsigned long long)(key_size >> 20), (unsigned long long)(around >> 20));
+        }
     }
     ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
     ti_pool_init(&s->pools[1], s->key_size, s->opts.burst_bytes);
