@@ -1771,6 +1771,7 @@ static void the_cgroup_limit_becomes_memory_limit_when_unset_with_its_source(voi
         expect_str(o.cgroup_path, dir, "node opts: the cgroup whose usage counts");
         expect_u64((uint64_t)o.cgroup_version, (uint64_t)v->version, "node opts: its version");
         expect_u64(o.memory_limit, 200 * MiB, "node opts: the limit");
+        expect_u64(o.store_page_memory, 200 * MiB, "node opts: the store's page memory is the cgroup's");
         th_scratch_remove(root);
     }
 }
@@ -2287,6 +2288,7 @@ static void startup_node_opts_map_the_memory_settings(void **state)
     expect_u64(o.memory_pressure_pct, 20, "pressure");
     expect_u64(o.key_cache_hard_limit, 256 * MiB * 5 / 100, "key cache hard limit: 5%");
     if (o.cgroup_path != NULL) fail_msg("no cgroup limit: cgroup_path should be NULL, got %s", o.cgroup_path);
+    expect_u64(o.store_page_memory, 0, "no cgroup limit: the store's page memory is the machine's");
 
     /* No limit: the node's defaults stand (its 32 MiB key cache bound). */
     expect_rc(load_all(f, &c, NULL, NULL, 0, NULL), 0, "defaults");
