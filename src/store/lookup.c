@@ -274,6 +274,7 @@ int ti_lookup_pools(tide_store *s, uint64_t h, const void *key, void **value, si
     int rc = TIDE_ENOTFOUND;
     if (__atomic_load_n(&s->pool_items, __ATOMIC_ACQUIRE) == 0) return rc;
     pthread_mutex_lock(&s->pool_mu);
+    ti_pool_prefetch(s->committing, h);
     ti_pool_item *it = ti_pool_find(s->pending, h, key);
     if (it == NULL && s->committing) it = ti_pool_find(s->committing, h, key);
     if (it) {
@@ -318,6 +319,29 @@ static int tail_lookup(tide_store *s, uint64_t h, const void *key, tide_entry *e
         }
     }
     return 0;
+}
+
+void ti_lookup_prefetch(tide_store *s, uint64_t h)
+{
+    const ti_tail *t = handle_tail(s);
+    const uint64_t *slot;
+    const uint8_t *b;
+    uint64_t index, known, guess;
+
+    pthread_rwlock_rdlock(&s->key_lock);
+    if ((slot = ti_tail_home(t, h)) != NULL) __builtin_prefetch(slot);
+    index = ti_fmt_bucket_index(h, s->buckets);
+    known = (s->buckets + 1) * (uint64_t)s->block_size;
+    /* Only bytes already mapped: a prefetch never grows the map. */
+    if ((index + 2) * (uint64_t)s->block_size <= __atomic_load_n(&s->keymap.len, __ATOMIC_ACQUIRE) &&
+        (b = ti_keymap_view(&s->keymap, (index + 1) * (uint64_t)s->block_size, s->block_size, known)) != NULL) {
+        /* ti_fmt_bucket_seek starts at entry h x count / 2^48; the count
+         * is in the header, not read yet: take a half-full bucket's. */
+        guess = ((h & TIDE_FIELD48_MAX) * (s->capacity / 2)) >> 48;
+        __builtin_prefetch(b);
+        __builtin_prefetch(b + TIDE_BUCKET_HEADER_SIZE + TIDE_ENTRY_SIZE * guess);
+    }
+    pthread_rwlock_unlock(&s->key_lock);
 }
 
 int ti_lookup_files(tide_store *s, uint64_t h, const void *key, void **value, size_t *len)

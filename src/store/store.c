@@ -157,6 +157,7 @@ int tide_store_insert(tide_store *s, const void *key, const void *value, size_t 
     h = ti_fmt_hash48(key, s->key_size, s->kh.salt);
 
     pthread_mutex_lock(&s->write_mu);
+    ti_lookup_prefetch(s, h);
     rc = ti_lookup_pools(s, h, key, NULL, NULL);
     if (rc == 0) { rc = tide_err_set(TIDE_EEXIST, "insert: the key exists (pending commit)"); goto out; }
     rc = ti_lookup_files(s, h, key, NULL, NULL);

@@ -498,6 +498,12 @@ int ti_lookup_pools(tide_store *s, uint64_t h, const void *key, void **value, si
  * file's bucket and its chain. A LIVE_READER calls it only inside a
  * seqlock attempt (reader.c). */
 int ti_lookup_files(tide_store *s, uint64_t h, const void *key, void **value, size_t *len);
+/* Ask the CPU for the memory a lookup of hash `h` touches first (the tail
+ * slot it starts at, the key map's bucket header and the entries near the
+ * hash's place), so that those misses overlap the pool lookup the insert
+ * makes first. A hint: reads nothing, faults nothing (pages not in memory
+ * are left alone). Takes key_lock (shared) for the bucket count. */
+void ti_lookup_prefetch(tide_store *s, uint64_t h);
 /* Bucket `index` (a whole block) read into `buf`, its count checked
  * against the capacity; the caller holds key_lock or runs alone. */
 int ti_lookup_read_bucket(tide_store *s, uint64_t index, uint8_t *buf);

@@ -40,6 +40,13 @@ void ti_tail_init(ti_tail *t, uint64_t budget_bytes);
 /* Entries the tail can take at most: 3/4 of max_slots. */
 uint64_t ti_tail_limit(const ti_tail *t);
 
+/* The slot a search for `hash` starts at, or NULL while the table is
+ * empty: for a prefetch. */
+static inline const uint64_t *ti_tail_home(const ti_tail *t, uint64_t hash)
+{
+    return t->nslots ? t->slots + 2 * (hash & (t->nslots - 1)) : NULL;
+}
+
 /* The table's bytes (nslots * TI_TAIL_SLOT_BYTES). */
 static inline uint64_t ti_tail_bytes(const ti_tail *t) { return t->nslots * TI_TAIL_SLOT_BYTES; }
 
