@@ -15,10 +15,18 @@
  * (handle_tail). So this file calls nothing of reader.c's, and reader.c
  * nothing but ti_lookup_files.
  *
+ * An insert's lookup first asks the CPU for the lines its misses will be
+ * on (ti_lookup_prefetch, under key_lock alone: the tail's home slot, the
+ * bucket's header and the entries near the hash's place), then looks in
+ * the pools, which prefetch the second pool's slot before searching the
+ * first: the misses of a store larger than the caches overlap instead of
+ * following each other. A prefetch reads nothing and grows no map.
+ *
  * Layout: the bucket read and its check; reading nudb.dat (the data map
  * below dat_stable, pread above: the essay below); matching a record;
  * searching a bucket image and its spill chain; the probe (what a lookup
- * takes from its bucket under key_lock); the pools; the tail; the files.
+ * takes from its bucket under key_lock); the pools; the tail; the
+ * prefetch; the files.
  *
  * Invariants:
  *   1. Pools before files, and within the files the tail before the key
