@@ -137,6 +137,44 @@ static void fetch_and_dup_check_find_tail_entries_and_the_budget_flushes(void **
     expect_closed(&s, "close");
 }
 
+/* A tail that fills at a small part of the store's items makes each flush
+ * rewrite most of the key file for few items: the first flush that finds
+ * the tail under 1/8 of the items says so, once, with a lag that holds a
+ * quarter of them; flushes before it, with the tail a larger part, say
+ * nothing. */
+static void a_tail_short_of_the_store_s_items_is_named_once_with_the_lag_that_would_do(void **state)
+{
+    dstate *d = *state;
+    tide_store *s = open_lag(d, 4096);       /* at most 192 entries */
+    tide_store_info info;
+    th_log_capture cap;
+
+    memset(&cap, 0, sizeof cap);
+    tide_log_set_level(TIDE_LOG_WARN);
+    tide_log_set_sink(th_log_capture_sink, &cap);
+    for (uint64_t at = 0; at < 1000; at += 50) {
+        expect_inserted(s, at, at + 50, KEY, VMIN, VMAX, "insert a batch");
+        expect_ok(tide_store_sync(s), "sync");
+    }
+    tide_store_get_info(s, &info);
+    if (info.index_flushes < 4 || cap.warnings != 0)
+        fail_msg("up to 1000 items (the tail 1/5 of them or more): expected 4 flushes or more and no "
+                 "warning, got %llu flushes and %d warnings: %s", (unsigned long long)info.index_flushes,
+                 cap.warnings, cap.text);
+    for (uint64_t at = 1000; at < 4000; at += 50) {
+        expect_inserted(s, at, at + 50, KEY, VMIN, VMAX, "insert a batch");
+        expect_ok(tide_store_sync(s), "sync");
+    }
+    tide_log_set_sink(NULL, NULL);
+    tide_log_set_level(TIDE_LOG_OFF);
+    if (cap.warnings != 1)
+        fail_msg("expected one warning by 4000 items, got %d: %s", cap.warnings, cap.text);
+    expect_contains(cap.text, "the deferred index's tail is full at 192 entries, 11.", "the tail's size and share");
+    expect_contains(cap.text, "An index lag of 16 KiB (now 4 KiB;", "the lag that holds a quarter of the items");
+    expect_contains(cap.text, d->dir, "the store named");
+    expect_closed(&s, "close");
+}
+
 static void lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c(void **state)
 {
     dstate *d = *state;
@@ -1096,6 +1134,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(fetch_and_dup_check_find_tail_entries_and_the_budget_flushes, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_tail_short_of_the_store_s_items_is_named_once_with_the_lag_that_would_do, setup, teardown),
         cmocka_unit_test_setup_teardown(lag_zero_writes_no_tide_meta_and_keeps_w_equal_to_c, setup, teardown),
         cmocka_unit_test_setup_teardown(flush_indexes_the_tail_and_returns_when_there_is_nothing_to_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(a_killed_writer_s_idle_log_is_refused_by_nudb_and_tide_recovers_every_record, setup, teardown),

@@ -63,6 +63,7 @@
 #include "util/bigbuf.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/size.h"
 
 #define APPEND_BUF (1u << 20)
 
@@ -216,11 +217,50 @@ out:
     return rc;
 }
 
+/*
+ * A flush writes the changed part of every bucket it touches, and its
+ * pre-image; once the store holds many times the tail's entries, a flush
+ * touches nearly every bucket, so each flush rewrites about the whole key
+ * file for one tail's items, and the bytes written per item grow with the
+ * store. Measured with 232-byte items, 100M of them (PERFORMANCE.md, "At
+ * a node's size"), a tail of 1/32 of the items wrote 4.77 times the data,
+ * 1/8 of them 2.01 times, 1/4 1.54 times. Said once per handle, at the
+ * first flush of a full tail under 1/LAG_WARN_RATIO of the items, with
+ * the budget that holds 1/LAG_ADVICE_RATIO of them (room to grow).
+ */
+#define LAG_WARN_RATIO   8
+#define LAG_ADVICE_RATIO 4
+
+static void advise_lag(tide_store *s)
+{
+    uint64_t items = (uint64_t)((double)s->buckets * s->capacity * s->kh.load_factor / 65536.0);
+    uint64_t limit = ti_tail_limit(&s->tail), want = 1;
+    char key[32], lag[32], now[32];
+
+    if (s->lag_advised || limit * LAG_WARN_RATIO >= items) return;
+    s->lag_advised = 1;
+    /* The smallest power-of-two budget whose tail holds items / ratio
+     * (3/4 of its 16-byte slots: ti_tail_init). */
+    while (want / TI_TAIL_SLOT_BYTES / 4 * 3 < items / LAG_ADVICE_RATIO) want *= 2;
+    tide_size_format(s->buckets * (uint64_t)s->block_size, key, sizeof key);
+    tide_size_format(want, lag, sizeof lag);
+    tide_size_format(s->opts.index_lag_bytes, now, sizeof now);
+    tide_log(TIDE_LOG_WARN, "%s: the deferred index's tail is full at %llu entries, %.1f%% of the "
+             "%llu items nudb.key indexes: each flush now rewrites most of nudb.key (%s) for one "
+             "tail's items, so the store writes more than twice its data, and more as it grows. An "
+             "index lag of %s (now %s; tided: store_index_lag) holds 1/%u of them; a flush holds "
+             "three to four times the lag in memory at its peak",
+             s->dir, (unsigned long long)limit, 100.0 * (double)limit / (double)items,
+             (unsigned long long)items, key, lag, now, LAG_ADVICE_RATIO);
+}
+
 int ti_defer_commit(tide_store *s, ti_pool *batch, int flush, ti_commit_end *end)
 {
     TIDE_ASSERT(s->opts.index_lag_bytes > 0);
-    if (flush || batch->count == 0 || s->tail.count + batch->count > ti_tail_limit(&s->tail))
+    if (flush || batch->count == 0 || s->tail.count + batch->count > ti_tail_limit(&s->tail)) {
+        if (!flush && batch->count) advise_lag(s);
         return ti_commit_batch(s, batch, end);
+    }
     return append_batch(s, batch, end);
 }
 

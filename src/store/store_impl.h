@@ -176,6 +176,8 @@ struct tide_store {
     tide_file *meta;              /* tide.meta, open while deferring */
     uint64_t   meta_seq;          /* the last slot's seq written or read */
     uint64_t   index_flushes;     /* flushes of a non-empty tail (atomic) */
+    int        lag_advised;       /* the tail's advice is logged (defer.c,
+                                     advise_lag; the commit thread's) */
     int        flush_wanted;      /* tide_store_flush asked (pool_mu) */
     /* 1 from an open whose recovered tail could not be indexed for want
      * of space (it is then held whole, past the lag's budget) until a
