@@ -285,8 +285,6 @@ static int recover_if_needed(tide_store *s, uint64_t *log_size)
     return rc;
 }
 
-/* Open step 3: nudb.dat opened, both headers read, the geometry set, the
- * index checked (when `check`), the pools made. */
 /* The key file's size up to which its map reads around a faulted page:
  * 3/4 of the memory for the store's pages (opts.page_memory, else the
  * machine's), leaving a quarter for the records fetches read. */
@@ -300,6 +298,8 @@ static uint64_t key_read_around_limit(const tide_store_opts *o)
     return memory / 4 * 3;
 }
 
+/* Open step 3: nudb.dat opened, both headers read, the geometry set, the
+ * index checked (when `check`), the pools made. */
 static int load_files(tide_store *s, int flags, int check)
 {
     uint64_t dat_size = 0, key_size = 0;
