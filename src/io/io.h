@@ -143,7 +143,8 @@ struct tide_io {
      * space could not be reserved; TIDE_EIO when mmap failed (tide_last_error says
      * why). Not thread-safe on one map: the caller serialises the calls
      * (readers of the bytes already mapped need no lock). Cost: one mmap
-     * call (two on the first). Not counted as a read. */
+     * call (two on the first), and with random_access one madvise of the
+     * bytes not yet advised. Not counted as a read. */
     int  (*map)(tide_file *f, struct tide_io_map *m, uint64_t len);
     /* Release a map made by `map` (a zeroed one is left alone); *m is
      * zeroed. The file may be closed before or after. */

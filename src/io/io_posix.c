@@ -520,14 +520,13 @@ static int map_allowed(const tide_file *f)
  * reads will not ask for, pushing out pages they will: under memory
  * pressure each fault of a random record read 128 KiB for 232 bytes. The
  * advice is a hint: a kernel that refuses it still reads correctly. */
-static int advise_random(tide_io_map *m)
+static void advise_random(tide_io_map *m)
 {
     if (m->random_access && m->advised < m->mapped) {
         (void)madvise((uint8_t *)(uintptr_t)m->base + m->advised, (size_t)(m->mapped - m->advised),
                       MADV_RANDOM);
         m->advised = m->mapped;
     }
-    return 0;
 }
 
 static int posix_map(tide_file *f, tide_io_map *m, uint64_t len)
@@ -538,7 +537,10 @@ static int posix_map(tide_file *f, tide_io_map *m, uint64_t len)
 
     if (m->base == NULL && (rc = map_allowed(f)) != 0) return rc;
     if (m->base == NULL && (rc = map_reserve(f, m, want)) != 0) return rc;
-    if (want <= m->mapped) return advise_random(m);
+    if (want <= m->mapped) {
+        advise_random(m);
+        return 0;
+    }
     if (want > m->reserved)
         return tide_err_set(TIDE_ENOMEM, "%s: map: %llu bytes exceed the %llu reserved", f->path,
                             (unsigned long long)want, (unsigned long long)m->reserved);
@@ -558,7 +560,8 @@ static int posix_map(tide_file *f, tide_io_map *m, uint64_t len)
         return fail(f->path, "mmap", m->mapped, e);
     }
     m->mapped = want;
-    return advise_random(m);
+    advise_random(m);
+    return 0;
 }
 
 static void posix_unmap(tide_io_map *m)

@@ -234,16 +234,13 @@ out:
 static void advise_lag(tide_store *s)
 {
     uint64_t items = (uint64_t)((double)s->buckets * s->capacity * s->kh.load_factor / 65536.0);
-    uint64_t limit = ti_tail_limit(&s->tail), want = 1;
+    uint64_t limit = ti_tail_limit(&s->tail);
     char key[32], lag[32], now[32];
 
     if (s->lag_advised || limit * LAG_WARN_RATIO >= items) return;
     s->lag_advised = 1;
-    /* The smallest power-of-two budget whose tail holds items / ratio
-     * (3/4 of its 16-byte slots: ti_tail_init). */
-    while (want / TI_TAIL_SLOT_BYTES / 4 * 3 < items / LAG_ADVICE_RATIO) want *= 2;
+    tide_size_format(ti_tail_budget_for(items / LAG_ADVICE_RATIO), lag, sizeof lag);
     tide_size_format(s->buckets * (uint64_t)s->block_size, key, sizeof key);
-    tide_size_format(want, lag, sizeof lag);
     tide_size_format(s->opts.index_lag_bytes, now, sizeof now);
     tide_log(TIDE_LOG_WARN, "%s: the deferred index's tail is full at %llu entries, %.1f%% of the "
              "%llu items nudb.key indexes: each flush now rewrites most of nudb.key (%s) for one "

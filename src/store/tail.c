@@ -39,6 +39,13 @@ uint64_t ti_tail_limit(const ti_tail *t)
     return t->max_slots / 4 * 3;
 }
 
+uint64_t ti_tail_budget_for(uint64_t entries)
+{
+    uint64_t slots = TI_TAIL_MIN_SLOTS;
+    while (slots / 4 * 3 < entries && slots < (1ull << 40)) slots *= 2;
+    return slots * TI_TAIL_SLOT_BYTES;
+}
+
 static void put_slot(uint64_t *slots, uint64_t nslots, const tide_entry *e)
 {
     uint64_t i = e->hash & (nslots - 1);

@@ -40,6 +40,10 @@ void ti_tail_init(ti_tail *t, uint64_t budget_bytes);
 /* Entries the tail can take at most: 3/4 of max_slots. */
 uint64_t ti_tail_limit(const ti_tail *t);
 
+/* The smallest budget (a power of two of bytes) whose tail takes at least
+ * `entries` entries: the inverse of ti_tail_init and ti_tail_limit. */
+uint64_t ti_tail_budget_for(uint64_t entries);
+
 /* The slot a search for `hash` starts at, or NULL while the table is
  * empty: for a prefetch. */
 static inline const uint64_t *ti_tail_home(const ti_tail *t, uint64_t hash)
