@@ -21,7 +21,9 @@
  * its log (TEST_LOGDIR/NAME.log) and shows it only when the binary fails
  * (the tail, with the log's name) or with TEST_VERBOSE=1 (all of it, as it
  * comes); a binary past TEST_TIMEOUT is named with the limit as soon as it
- * is killed, with the tail of its output.
+ * is killed, with the tail of its output. After its summary it names
+ * again each binary that failed, with the lines of its log that say what
+ * (the end of the output is all a CI page may show).
  *
  * To see what happened to a grandchild whose parent died, this process
  * makes itself a child subreaper (PR_SET_CHILD_SUBREAPER) for the length of
@@ -544,6 +546,7 @@ static void run_tests_shows_a_passing_binary_as_one_line_and_its_output_with_ver
     if (strstr(out, "a line the test printed") != NULL)
         fail_msg("run-tests should not show a passing binary's output; it did:\n%s", out);
     expect_contains(out, "\n3 passed, 0 failed, 0 skipped\n", "the totals");
+    if (strstr(out, "what failed") != NULL) fail_msg("run-tests should recap nothing when all passed:\n%s", out);
     th_path(logfile, sizeof logfile, dir, "logs/test_chatty.log");
     log = th_read_text(logfile);
     expect_contains(log, "a line the test printed", "the binary's output, kept in its log");
@@ -581,6 +584,41 @@ static void run_tests_shows_the_tail_of_a_failed_binarys_output_and_where_the_re
         fail_msg("run-tests should show only the last 10 lines (TEST_TAIL=10); it showed more:\n%s", out);
     expect_contains(out, "  test_failing: 3 passed, 1 failed\n", "the summary line");
     expect_contains(out, "\n3 passed, 1 failed, 0 skipped\n", "the totals");
+    free(out);
+}
+
+/* A CI page shows the end of the output only: what failed is said again
+ * there, after the summary, with the lines of each log that say what. */
+static void run_tests_ends_with_what_failed_and_why(void **state)
+{
+    char dir[PATH_MAX], *out = NULL, *recap;
+    int rc;
+    (void)state;
+
+    assert_int_equal(th_scratch_make(dir, sizeof dir), 0);   /* th_teardown removes it */
+    make_fake_test(dir, "test_a_fine", "#!/bin/sh\necho '[  PASSED  ] 2 test(s).'\nexit 0\n");
+    make_fake_test(dir, "test_b_wrong",
+                   "#!/bin/sh\ni=1\nwhile [ $i -le 80 ]; do echo \"noise $i.\"; i=$((i + 1)); done\n"
+                   "echo '[ RUN      ] a_case'\necho 'ERROR: expected 1, got 2'\n"
+                   "echo '[  ERROR   ] --- [   LINE   ] --- tests/x.c:9: error: Failure!'\n"
+                   "echo '[  FAILED  ] a_case'\necho 'more noise.'\necho '[  PASSED  ] 3 test(s).'\n"
+                   "echo '[  FAILED  ] 1 test(s), listed below:'\necho '[  FAILED  ] a_case'\nexit 1\n");
+    make_fake_test(dir, "test_c_crash", "#!/bin/sh\necho 'the last words'\nkill -SEGV $$\n");
+    rc = run_tests_in(dir, "TEST_TAIL=5", "", &out);
+    if (rc != 1) fail_msg("run-tests should exit 1 for failed binaries; got %d:\n%s", rc, out);
+    recap = strstr(out, "\n==> what failed\n");
+    if (recap == NULL || recap < strstr(out, "==> summary"))
+        fail_msg("run-tests should recap what failed after its summary; it said:\n%s", out);
+    expect_contains(recap, "  test_b_wrong, in ", "the failed binary named, with its log");
+    expect_contains(recap, "/logs/test_b_wrong.log:\n    ERROR: expected 1, got 2\n"
+                    "    [  ERROR   ] --- [   LINE   ] --- tests/x.c:9: error: Failure!\n"
+                    "    [  FAILED  ] a_case\n  test_c_crash",
+                    "the lines that say what failed, each once, and nothing else of its log");
+    expect_contains(recap, "  test_c_crash (killed by signal 11), in ", "how the crash ended");
+    expect_contains(recap, "/logs/test_c_crash.log:\n    the last words\n", "a log with no such line: its end");
+    if (strstr(recap, "test_a_fine") != NULL) fail_msg("the recap should name failures only; it said:\n%s", recap);
+    if (strstr(recap, "noise") != NULL) fail_msg("the recap should not repeat a log's noise; it said:\n%s", recap);
+    expect_contains(recap, "\n5 passed, 2 failed, 0 skipped\n", "the totals, still the last line");
     free(out);
 }
 
@@ -626,6 +664,7 @@ int main(void)
                                   th_teardown),
         cmocka_unit_test_teardown(run_tests_shows_the_tail_of_a_failed_binarys_output_and_where_the_rest_is,
                                   th_teardown),
+        cmocka_unit_test_teardown(run_tests_ends_with_what_failed_and_why, th_teardown),
         cmocka_unit_test_teardown(run_tests_says_at_once_that_a_binary_ran_past_its_limit, th_teardown),
     };
     return th_run_group("harness", tests, NULL, NULL, th_teardown);

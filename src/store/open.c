@@ -55,6 +55,7 @@
 #include "util/assert.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/size.h"
 
 void ti_store_free(tide_store *s)
 {
@@ -357,9 +358,12 @@ static int load_files(tide_store *s, int flags, int check)
             tide_log(TIDE_LOG_DEBUG, "%s: lookups read nudb.key with pread: %s", s->dir, tide_last_error());
             tide_err_clear();
         } else if (ti_keymap_reads_alone(&s->keymap)) {
-            tide_log(TIDE_LOG_INFO, "%s: nudb.key (%llu MiB) is over %llu MiB, 3/4 of the memory for the "
-                     "store's pages: a bucket not in memory is read alone, without read-around",
-                     s->dir, (unsigned long long)(key_size >> 20), (unsigned long long)(around >> 20));
+            char file[32], limit[32];
+            tide_size_format(key_size, file, sizeof file);
+            tide_size_format(around, limit, sizeof limit);
+            tide_log(TIDE_LOG_INFO, "%s: nudb.key (%s) is over %s, 3/4 of the memory for the store's "
+                     "pages: a bucket not in memory is read alone, without read-around",
+                     s->dir, file, limit);
         }
     }
     ti_pool_init(&s->pools[0], s->key_size, s->opts.burst_bytes);
