@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "expect.h"
 #include "helpers.h"
@@ -486,9 +488,42 @@ static void big_sort_of_a_small_array_sorts_it_in_place(void **state)
                                       (unsigned long long)v[i], (unsigned long long)v[i - 1]);
 }
 
+/* Pages of [p, p + n) in memory (mincore), of the pages there are. */
+static size_t resident_pages(void *p, size_t n, size_t *pages)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), in = 0;
+    unsigned char vec[64];
+
+    *pages = (n + page - 1) / page;
+    assert_true(*pages <= sizeof vec);
+    assert_int_equal(mincore(p, n, vec), 0);
+    for (size_t i = 0; i < *pages; i++) in += vec[i] & 1;
+    return in;
+}
+
+static void a_resident_big_buffer_is_in_memory_before_its_first_touch_and_zeroed(void **state)
+{
+    size_t n = 40 * 4096 + 100, pages, in;
+    uint8_t *lazy = tide_big_alloc(n), *now = tide_big_alloc_resident(n);
+    (void)state;
+
+    assert_non_null(lazy);
+    assert_non_null(now);
+    in = resident_pages(lazy, n, &pages);
+    if (in != 0) fail_msg("a plain big buffer: expected no page in memory before a touch, got %zu of %zu", in, pages);
+    in = resident_pages(now, n, &pages);
+    if (in != pages) fail_msg("a resident big buffer: expected all %zu pages in memory at once, got %zu", pages, in);
+    for (size_t i = 0; i < n; i++)
+        if (now[i] != 0) fail_msg("a resident big buffer: byte %zu is %u, expected zero", i, now[i]);
+    memset(now, 0xab, n);
+    tide_big_free(now, n);
+    tide_big_free(lazy, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_resident_big_buffer_is_in_memory_before_its_first_touch_and_zeroed),
         cmocka_unit_test(big_sort_orders_a_large_array_stably_like_a_merge_sort),
         cmocka_unit_test(big_sort_of_a_small_array_sorts_it_in_place),
         cmocka_unit_test(strerror_names_every_code_with_its_own_text),

@@ -124,8 +124,8 @@ int ti_defer_open_meta(tide_store *s)
 }
 
 /* The batch's records, appended at the data file's end in writes of up to
- * APPEND_BUF bytes; each item's offset is set. */
-static int append_records(tide_store *s, ti_pool *batch, uint8_t *buf)
+ * `cap` bytes through `buf`; each item's offset is set. */
+static int append_records(tide_store *s, ti_pool *batch, uint8_t *buf, size_t cap)
 {
     uint64_t off = s->dat_size, base = off;
     size_t len = 0;
@@ -135,13 +135,13 @@ static int append_records(tide_store *s, ti_pool *batch, uint8_t *buf)
         size_t rec = TIDE_DAT_RECORD_HEADER + s->key_size + (size_t)it->len;
         it->offset = off;
         off += rec;
-        if (len + rec > APPEND_BUF && len) {
+        if (len + rec > cap && len) {
             rc = write_counted(s, s->dat, buf, len, base);
             base += len;
             len = 0;
         }
         if (rc) break;
-        if (rec > APPEND_BUF) {         /* a value larger than the buffer */
+        if (rec > cap) {                /* a value larger than the buffer */
             uint8_t hdr[TIDE_DAT_RECORD_HEADER];
             ti_put48(hdr, it->len);
             rc = write_counted(s, s->dat, hdr, sizeof hdr, base);
@@ -163,7 +163,9 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
 {
     uint64_t dat0 = s->dat_size, *fresh = NULL, fresh_slots = 0, *old = NULL, old_slots = 0;
     uint64_t dat1 = dat0 + batch->record_bytes;
+    size_t cap = batch->record_bytes < APPEND_BUF ? (size_t)batch->record_bytes : APPEND_BUF;
     uint8_t *buf = NULL;
+    ti_pool_item *ahead;
     ti_meta m;
     int rc;
 
@@ -172,11 +174,13 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     if ((rc = ti_tail_prepare(&s->tail, batch->count, &fresh, &fresh_slots)) != 0) return rc;
     if (fresh && s->opts.note_alloc && s->opts.tail_account_id >= 0)
         s->opts.note_alloc(s->opts.tail_account_id, (int64_t)(fresh_slots * TI_TAIL_SLOT_BYTES));
-    if ((buf = tide_big_alloc(APPEND_BUF)) == NULL) {
+    /* As large as the batch's records, up to APPEND_BUF, and every page of
+     * it written: resident at once. */
+    if ((buf = tide_big_alloc_resident(cap)) == NULL) {
         rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory");
         goto out;
     }
-    rc = append_records(s, batch, buf);
+    rc = append_records(s, batch, buf, cap);
     if (rc == 0) rc = synced(s, s->dat);
     if (rc) {
         /* Nothing past C counts; cut it anyway, so the file ends where the
@@ -200,8 +204,17 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     pthread_rwlock_wrlock(&s->key_lock);
     if (fresh) old = ti_tail_swap(&s->tail, fresh, fresh_slots, &old_slots);
     fresh = NULL;
+    /* Readers wait while the entries go in: their slots are asked for
+     * TI_TAIL_AHEAD entries early, so the misses overlap. */
+    ahead = batch->first;
+    for (unsigned k = 0; k < TI_TAIL_AHEAD && ahead; k++, ahead = ahead->after)
+        ti_tail_prefetch(&s->tail, ahead->hash);
     for (ti_pool_item *it = batch->first; it; it = it->after) {
         tide_entry e = { it->offset, it->len, it->hash };
+        if (ahead) {
+            ti_tail_prefetch(&s->tail, ahead->hash);
+            ahead = ahead->after;
+        }
         ti_tail_add(&s->tail, &e);
     }
     __atomic_store_n(&s->dat_size, dat1, __ATOMIC_RELEASE);
@@ -213,7 +226,7 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
 out:
     ti_tail_free_table(old, old_slots);
     ti_tail_free_table(fresh, fresh_slots);
-    tide_big_free(buf, APPEND_BUF);
+    tide_big_free(buf, cap);
     return rc;
 }
 

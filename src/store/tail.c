@@ -73,12 +73,15 @@ int ti_tail_prepare(const ti_tail *t, uint64_t more, uint64_t **fresh, uint64_t 
                             (unsigned long long)need, (unsigned long long)ti_tail_limit(t));
     while (need > n / 4 * 3) n *= 2;
     if (n == t->nslots) return 0;
-    slots = tide_big_alloc(n * TI_TAIL_SLOT_BYTES);
+    /* The rehash alone fills 3/8 of it at random: every page is written. */
+    slots = tide_big_alloc_resident(n * TI_TAIL_SLOT_BYTES);
     if (slots == NULL)
         return tide_err_set(TIDE_ENOMEM, "tail index: cannot map %llu bytes",
                             (unsigned long long)(n * TI_TAIL_SLOT_BYTES));
     for (uint64_t i = 0; i < t->nslots; i++) {
         tide_entry e;
+        if (i + TI_TAIL_AHEAD < t->nslots && ti_tail_slot(t, i + TI_TAIL_AHEAD, &e))
+            __builtin_prefetch(slots + 2 * (e.hash & (n - 1)), 1);
         if (ti_tail_slot(t, i, &e)) put_slot(slots, n, &e);
     }
     *fresh = slots;

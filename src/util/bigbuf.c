@@ -40,6 +40,14 @@ void *tide_big_alloc(size_t n)
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *tide_big_alloc_resident(size_t n)
+{
+    void *p;
+    if (n == 0) n = 1;
+    p = mmap(NULL, page_round(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 void *tide_big_realloc(void *p, size_t old, size_t n)
 {
     void *q;

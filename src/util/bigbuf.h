@@ -11,8 +11,8 @@
  * is what it holds, not what it once held.
  *
  * Sizes are rounded up to whole pages; callers pass the size they asked for
- * back to free and realloc. Thread-safe. Pages are only resident once
- * touched.
+ * back to free and realloc. Thread-safe. Pages are resident only once
+ * touched, except tide_big_alloc_resident's.
  */
 #ifndef TIDE_BIGBUF_H
 #define TIDE_BIGBUF_H
@@ -20,6 +20,12 @@
 
 /* A zero-filled mapping of at least n bytes (n > 0), or NULL. */
 void *tide_big_alloc(size_t n);
+/* As tide_big_alloc, with every page made resident by the map call itself
+ * (MAP_POPULATE): for a table whose every page will be written soon (a
+ * hash table filled at random), where touching the pages one by one costs
+ * a fault each, and two (a zero page mapped, then copied) when the first
+ * touch reads. Cost: the whole size resident at once. */
+void *tide_big_alloc_resident(size_t n);
 /* Grow or shrink (contents kept up to the smaller size); NULL on failure,
  * when `p` is unchanged. p may be NULL (then old must be 0). */
 void *tide_big_realloc(void *p, size_t old, size_t n);
