@@ -73,7 +73,8 @@ int ti_tail_prepare(const ti_tail *t, uint64_t more, uint64_t **fresh, uint64_t 
                             (unsigned long long)need, (unsigned long long)ti_tail_limit(t));
     while (need > n / 4 * 3) n *= 2;
     if (n == t->nslots) return 0;
-    /* The rehash alone fills 3/8 of it at random: every page is written. */
+    /* The entries it is made for (more than 3/8 of its slots, unless it is
+     * the smallest) land at random: every page is written soon. */
     slots = tide_big_alloc_resident(n * TI_TAIL_SLOT_BYTES);
     if (slots == NULL)
         return tide_err_set(TIDE_ENOMEM, "tail index: cannot map %llu bytes",

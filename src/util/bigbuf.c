@@ -32,20 +32,22 @@ static size_t page_round(size_t n)
     return (n + page - 1) & ~(page - 1);
 }
 
+/* A private anonymous mapping of n bytes (a page for 0), with `flags`. */
+static void *map_anonymous(size_t n, int flags)
+{
+    void *p = mmap(NULL, page_round(n ? n : 1), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 void *tide_big_alloc(size_t n)
 {
-    void *p;
-    if (n == 0) n = 1;
-    p = mmap(NULL, page_round(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return map_anonymous(n, 0);
 }
 
 void *tide_big_alloc_resident(size_t n)
 {
-    void *p;
-    if (n == 0) n = 1;
-    p = mmap(NULL, page_round(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return map_anonymous(n, MAP_POPULATE);
 }
 
 void *tide_big_realloc(void *p, size_t old, size_t n)
