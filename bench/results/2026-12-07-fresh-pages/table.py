@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The A/B's runs: CPU µs per insert and inserts per CPU-s, each round and
 # the median, per size and build.
-import json, statistics, sys
+import json, os, statistics, sys
+here = os.path.dirname(os.path.abspath(__file__))
 rows = {}
 for v in ("base", "pf2", "pf3"):
-    for l in open(f'/tmp/ab2/ab3-{v}.jsonl'):
+    for l in open(os.path.join(here, f'ab3-{v}.jsonl')):
         r = json.loads(l)
         rows.setdefault((r['items'], v), []).append(r)
 for (n, v), rs in sorted(rows.items()):
