@@ -24,7 +24,7 @@ void *tide_big_alloc(size_t n);
  * (MAP_POPULATE): for a table whose every page will be written soon (a
  * hash table filled at random), where touching the pages one by one costs
  * a fault each, and two (a zero page mapped, then copied) when the first
- * touch reads. From 2 MiB it asks for huge pages (MADV_HUGEPAGE), and where
+ * touch reads. From 64 MiB it asks for huge pages (MADV_HUGEPAGE), and where
  * the kernel cannot populate it (before Linux 5.14) its pages come at their
  * first touch. Cost: the whole size resident at once, and with the
  * kernel's default THP defrag setting ("madvise") the map may compact
