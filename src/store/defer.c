@@ -175,7 +175,8 @@ static int append_batch(tide_store *s, ti_pool *batch, ti_commit_end *end)
     if (fresh && s->opts.note_alloc && s->opts.tail_account_id >= 0)
         s->opts.note_alloc(s->opts.tail_account_id, (int64_t)(fresh_slots * TI_TAIL_SLOT_BYTES));
     /* As large as the batch's records, up to APPEND_BUF, and every page of
-     * it written: resident at once. */
+     * it written (but for a batch of one record larger than the buffer,
+     * which goes to the file directly): resident at once. */
     if ((buf = tide_big_alloc_resident(cap)) == NULL) {
         rc = tide_err_set(TIDE_ENOMEM, "commit: out of memory");
         goto out;

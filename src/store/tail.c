@@ -46,9 +46,15 @@ uint64_t ti_tail_budget_for(uint64_t entries)
     return slots * TI_TAIL_SLOT_BYTES;
 }
 
+/* The slot a search for `hash` starts at in a table of nslots. */
+static uint64_t home_index(uint64_t nslots, uint64_t hash)
+{
+    return hash & (nslots - 1);
+}
+
 static void put_slot(uint64_t *slots, uint64_t nslots, const tide_entry *e)
 {
-    uint64_t i = e->hash & (nslots - 1);
+    uint64_t i = home_index(nslots, e->hash);
     while (slots[2 * i] != 0) i = (i + 1) & (nslots - 1);
     slots[2 * i] = e->offset | (e->hash & 0xffff) << 48;
     slots[2 * i + 1] = (e->hash >> 16) | e->size << 32;
@@ -82,7 +88,7 @@ int ti_tail_prepare(const ti_tail *t, uint64_t more, uint64_t **fresh, uint64_t 
     for (uint64_t i = 0; i < t->nslots; i++) {
         tide_entry e;
         if (i + TI_TAIL_AHEAD < t->nslots && ti_tail_slot(t, i + TI_TAIL_AHEAD, &e))
-            __builtin_prefetch(slots + 2 * (e.hash & (n - 1)), 1);
+            __builtin_prefetch(slots + 2 * home_index(n, e.hash), 1);
         if (ti_tail_slot(t, i, &e)) put_slot(slots, n, &e);
     }
     *fresh = slots;
