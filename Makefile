@@ -261,7 +261,7 @@ FAST_TESTS := test_arena test_arena_concurrency test_cache test_cache_concurrenc
               test_harness test_io_sim test_mem_cgroup test_mem_overload test_mem_pressure test_node \
               test_node_concurrency test_node_memory test_node_rotate test_server_work test_store_check \
               test_store_commit_bytes test_store_concurrency test_store_defer test_store_errors \
-              test_store_api test_store_holders test_store_keymap test_store_malformed test_store_model \
+              test_store_api test_store_holders test_store_keymap test_store_malformed test_store_model test_store_pool \
               test_store_readers test_store_splits test_store_tally test_store_verify test_systemd test_util
 TSAN_TESTS  ?= $(strip $(foreach t,$(ALL_TESTS),$(if $(or $(findstring concurrency,$(t)),$(findstring io_sim,$(t))),$(t))))
 

@@ -153,6 +153,7 @@ static void add_counters(tide_store_info *o, const tide_store_info *i)
     o->bytes_written += i->bytes_written;
     o->syncs += i->syncs;
     o->pool_bytes += i->pool_bytes;
+    o->pool_spare_bytes += i->pool_spare_bytes;
     o->commit_buffer_bytes += i->commit_buffer_bytes;
     o->tail_items += i->tail_items;          /* the deferred index */
     o->tail_bytes += i->tail_bytes;
@@ -168,7 +169,7 @@ void ti_gens_retire(tide_gens *g, tide_store *s)
 {
     tide_store_info i;
     tide_store_get_info(s, &i);
-    i.pool_bytes = i.commit_buffer_bytes = 0;   /* summed over the open ones only */
+    i.pool_bytes = i.pool_spare_bytes = i.commit_buffer_bytes = 0; /* the open ones' only */
     i.tail_items = i.tail_bytes = 0;
     pthread_mutex_lock(&g->retired_mu);
     add_counters(&g->retired, &i);

@@ -358,8 +358,8 @@ void tide_gens_get_info(tide_gens *g, tide_gens_info *out);
  * of the newest generation; file sizes summed over the kept generations;
  * the counters (inserts, fetches, commits, commit_failures, bytes_written,
  * syncs, commit_duration) summed over every generation this handle opened,
- * dropped ones included, so they never go down; pool_bytes and
- * commit_buffer_bytes summed over the open ones. A plain store: its
+ * dropped ones included, so they never go down; pool_bytes,
+ * pool_spare_bytes and commit_buffer_bytes summed over the open ones. A plain store: its
  * tide_store_get_info.
  */
 void tide_gens_store_info(tide_gens *g, tide_store_info *out);

@@ -57,7 +57,8 @@ static void trace(tide_node *n, const char *step)
 void ti_node_refresh_store_accounts(tide_node *n, tide_store_info *info)
 {
     tide_gens_store_info(n->gens, info);
-    tide_mem_account_set(TIDE_MEM_STORE_INSERT_POOL, (int64_t)info->pool_bytes);
+    /* The spares too: mapped and resident, held for the next batch. */
+    tide_mem_account_set(TIDE_MEM_STORE_INSERT_POOL, (int64_t)(info->pool_bytes + info->pool_spare_bytes));
     tide_mem_account_set(TIDE_MEM_STORE_COMMIT, (int64_t)info->commit_buffer_bytes);
     tide_mem_account_set(TIDE_MEM_STORE_TAIL_INDEX, (int64_t)info->tail_bytes);
 }

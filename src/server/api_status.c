@@ -103,7 +103,7 @@ static json_t *store_json(tide_node *node)
     json_t *j;
 
     tide_node_store_info(node, &s);
-    j = json_pack("{s:i,s:i,s:i,s:f,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:I}",
+    j = json_pack("{s:i,s:i,s:i,s:f,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:I}",
                      "version", (int)s.version, "key_size", (int)s.key_size, "block_size", (int)s.block_size,
                      "load_factor", s.load_factor, "bucket_capacity", (int)s.capacity,
                      "buckets", (json_int_t)s.buckets,
@@ -112,7 +112,7 @@ static json_t *store_json(tide_node *node)
                      "log_file_bytes", (json_int_t)s.log_file_bytes,
                      "inserts", (json_int_t)s.inserts, "fetches", (json_int_t)s.fetches,
                      "commits", (json_int_t)s.commits, "commit_failures", (json_int_t)s.commit_failures,
-                     "pool_bytes", (json_int_t)s.pool_bytes,
+                     "pool_bytes", (json_int_t)s.pool_bytes, "pool_spare_bytes", (json_int_t)s.pool_spare_bytes,
                      "commit_buffer_bytes", (json_int_t)s.commit_buffer_bytes,
                      "bytes_written", (json_int_t)s.bytes_written, "syncs", (json_int_t)s.syncs,
                      "commit_interval_ms", (int)s.commit_interval_ms, "burst_bytes", (json_int_t)s.burst_bytes);

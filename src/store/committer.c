@@ -289,7 +289,16 @@ static void end_attempt(tide_store *s, int rc, ti_commit_end end, uint64_t took,
          * after it: a lookup that reads the smaller count finds the batch's
          * buckets (or tail entries), written under key_lock before. */
         __atomic_store_n(&s->pool_items, s->pool_items - s->committing->count, __ATOMIC_RELEASE);
-        ti_pool_reset(s->committing);
+        /* Inserts waiting in pending say the next batch is coming: this
+         * pool will take it, so it keeps its chunks and table for it. With
+         * none, the load has paused: both pools give their memory back, so
+         * an idle store holds no pool memory. */
+        if (s->pending->count) {
+            ti_pool_recycle(s->committing);
+        } else {
+            ti_pool_reset(s->committing);
+            ti_pool_reset(s->pending);
+        }
         s->committing = NULL;
         __atomic_fetch_add(&s->commits, 1, __ATOMIC_RELAXED);
         tide_hist_observe(&s->commit_hist, took * 1000u);

@@ -268,7 +268,14 @@ typedef struct tide_store_info {
                                     nudb.dat's end); "" otherwise */
     /* Counters of this handle (zero for tide_store_inspect): */
     uint64_t inserts, fetches, commits, commit_failures;
-    uint64_t pool_bytes;         /* insert pools: pending plus committing */
+    uint64_t pool_bytes;         /* insert pools: what their items and
+                                    tables use (pending plus committing,
+                                    and a pool emptied for its next batch:
+                                    its table) */
+    uint64_t pool_spare_bytes;   /* insert pools: chunks a committed pool
+                                    keeps for its next batch while inserts
+                                    keep coming; 0 once they stop and a
+                                    commit finds no insert waiting */
     uint64_t commit_buffer_bytes;/* the running commit's buffers (0 between
                                     commits) */
     uint64_t bytes_written;      /* written to the three files by commits */

@@ -4,19 +4,28 @@
  *
  * Layout: items are bump-allocated from chunks of chunk_size bytes (an item
  * larger than that gets a chunk of its own). The table holds chains of items
- * by 48-bit hash and doubles when it holds more items than slots.
+ * by 48-bit hash and doubles when it holds more items than slots. A
+ * recycled pool's chunks wait on the spare list, and a new chunk is taken
+ * from there before one is mapped: under a steady load each pool maps its
+ * chunks once, not once a batch. Its table keeps its size; its slots are
+ * cleared, which costs less than the kernel's zeroing of a new mapping and
+ * saves the rehash of every doubling on the way up.
  *
  * Invariants:
  *   1. count == number of items reachable from `first` == items in the table.
- *   2. bytes == sum of mapped chunk sizes + table slots * sizeof(pointer);
- *      used == sum of item allocations + the table: used <= bytes.
+ *   2. bytes == sum of in-use chunk sizes + table slots * sizeof(pointer);
+ *      used == sum of item allocations + the table: used <= bytes;
+ *      spare_bytes == sum of spare chunk sizes, each chunk_size.
  *   3. record_bytes == sum over items of 6 + key_size + len.
  *   4. Every item is found through the table; count <= table slots.
  * ti_pool_check asserts them.
  *   5. Each chunk mapped and each table allocated is given to note_alloc
- *      once, with its size (churn totals); a reset keeps the hook.
+ *      once, with its size (churn totals); a spare taken again is not a new
+ *      allocation. A reset or recycle keeps the hook.
  *
- * Never: free an item on its own. Items live exactly as long as their pool.
+ * Never: free an item on its own. Items live exactly as long as their batch.
+ * Never: hand out a spare before the pool that kept it was emptied: its items
+ * were its commit's, and the commit is done with them when it recycles.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,24 +53,64 @@ void ti_pool_init(ti_pool *p, unsigned key_size, size_t burst_bytes)
     p->chunk_size = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
 }
 
-void ti_pool_reset(ti_pool *p)
+static void unmap_chunks(ti_pool_chunk *c)
 {
-    unsigned key_size = p->key_size;
-    size_t chunk_size = p->chunk_size;
-    void (*note_alloc)(int, int64_t) = p->note_alloc;
-    int note_id = p->note_id;
-    ti_pool_chunk *c = p->chunks;
     while (c) {
         ti_pool_chunk *next = c->next;
         munmap(c, c->size);
         c = next;
     }
-    if (p->table) tide_big_free(p->table, (p->mask + 1) * sizeof *p->table);
+}
+
+/* Empty the pool's items and chunk list, keeping its settings, its table
+ * and spares (the callers decide what to do with those first). */
+static void empty_items(ti_pool *p, ti_pool_item **table, uint64_t mask, ti_pool_chunk *spare,
+                        uint64_t spare_bytes)
+{
+    unsigned key_size = p->key_size;
+    size_t chunk_size = p->chunk_size;
+    void (*note_alloc)(int, int64_t) = p->note_alloc;
+    int note_id = p->note_id;
+    uint64_t table_bytes = table ? (mask + 1) * sizeof *table : 0;
+
     memset(p, 0, sizeof *p);
     p->key_size = key_size;
     p->chunk_size = chunk_size;
     p->note_alloc = note_alloc;
     p->note_id = note_id;
+    p->table = table;
+    p->mask = table ? mask : 0;
+    p->bytes = p->used = table_bytes;
+    p->spare = spare;
+    p->spare_bytes = spare_bytes;
+}
+
+void ti_pool_reset(ti_pool *p)
+{
+    unmap_chunks(p->chunks);
+    unmap_chunks(p->spare);
+    if (p->table) tide_big_free(p->table, (p->mask + 1) * sizeof *p->table);
+    empty_items(p, NULL, 0, NULL, 0);
+}
+
+void ti_pool_recycle(ti_pool *p)
+{
+    ti_pool_chunk *spare = p->spare, *c = p->chunks;
+    uint64_t spare_bytes = p->spare_bytes;
+
+    while (c) {
+        ti_pool_chunk *next = c->next;
+        if (c->size == p->chunk_size) {
+            c->next = spare;
+            spare = c;
+            spare_bytes += c->size;
+        } else {
+            munmap(c, c->size);
+        }
+        c = next;
+    }
+    if (p->table) memset(p->table, 0, (p->mask + 1) * sizeof *p->table);
+    empty_items(p, p->table, p->mask, spare, spare_bytes);
 }
 
 ti_pool_item *ti_pool_find(const ti_pool *p, uint64_t hash, const void *key)
@@ -104,22 +153,38 @@ static size_t item_bytes(const ti_pool *p, uint32_t len)
     return (sizeof(ti_pool_item) + p->key_size + (size_t)len + 15) & ~(size_t)15;
 }
 
-static void *arena_alloc(ti_pool *p, size_t n)
+/* A chunk of `size` bytes for the chunk list: a spare if it is of
+ * chunk_size and one is kept, else a new mapping; NULL if that fails. */
+static ti_pool_chunk *take_chunk(ti_pool *p, size_t size)
 {
-    n = (n + 15) & ~(size_t)15;
-    if (n > p->bump_left) {
-        size_t size = n + 64 > p->chunk_size ? ((n + 64 + 4095) & ~(size_t)4095) : p->chunk_size;
+    ti_pool_chunk *c = NULL;
+    if (size == p->chunk_size && p->spare) {
+        c = p->spare;
+        p->spare = c->next;
+        p->spare_bytes -= size;
+    } else {
         /* Filled front to back by the items that follow: resident at once,
          * so its pages cost one call instead of a fault each. */
         void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         if (m == MAP_FAILED) return NULL;
         if (p->note_alloc) p->note_alloc(p->note_id, (int64_t)size);
-        ti_pool_chunk *c = m;
+        c = m;
         c->size = size;
-        c->next = p->chunks;
-        p->chunks = c;
-        p->bytes += size;
-        p->bump = (uint8_t *)m + 64;
+    }
+    c->next = p->chunks;
+    p->chunks = c;
+    p->bytes += size;
+    return c;
+}
+
+static void *arena_alloc(ti_pool *p, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n > p->bump_left) {
+        size_t size = n + 64 > p->chunk_size ? ((n + 64 + 4095) & ~(size_t)4095) : p->chunk_size;
+        ti_pool_chunk *c = take_chunk(p, size);
+        if (c == NULL) return NULL;
+        p->bump = (uint8_t *)c + 64;
         p->bump_left = size - 64;
     }
     void *r = p->bump;
@@ -180,5 +245,13 @@ void ti_pool_check(const ti_pool *p, size_t burst_bytes)
         used += (p->mask + 1) * sizeof *p->table;
     }
     TIDE_ASSERT(used == p->used && p->used <= p->bytes);
+    uint64_t chunk_bytes = 0, spare_bytes = 0;
+    for (const ti_pool_chunk *c = p->chunks; c; c = c->next) chunk_bytes += c->size;
+    for (const ti_pool_chunk *c = p->spare; c; c = c->next) {
+        TIDE_ASSERT(c->size == p->chunk_size);
+        spare_bytes += c->size;
+    }
+    TIDE_ASSERT(chunk_bytes + (p->table ? (p->mask + 1) * sizeof *p->table : 0) == p->bytes);
+    TIDE_ASSERT(spare_bytes == p->spare_bytes);
     TIDE_ASSERT(p->count == 0 || p->used_before_last < burst_bytes);
 }

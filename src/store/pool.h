@@ -4,9 +4,13 @@
  *
  * A pool is a hash table of items over an arena of large chunks. Items are
  * immutable once added (except `offset`, set by the commit thread), and are
- * freed all at once when the pool is reset after its commit. The arena maps
- * its chunks with mmap(2) and unmaps them on reset, so the memory a commit
- * frees goes back to the kernel at once instead of staying in malloc's arenas.
+ * freed all at once after their commit. The arena maps its chunks with
+ * mmap(2), never malloc, so what a pool gives back goes to the kernel at once
+ * instead of staying in malloc's arenas. A committed pool either gives back
+ * everything (ti_pool_reset) or, while inserts keep coming, keeps its chunks
+ * and table for the next batch (ti_pool_recycle): that batch writes over
+ * them, where new mappings would first be zeroed by the kernel, a page
+ * fault's worth of work for every 4 KiB of values.
  *
  * Thread safety: none; the store guards each pool with its pool mutex.
  */
@@ -33,14 +37,18 @@ typedef struct ti_pool {
     uint64_t mask;
     uint64_t count;                 /* items */
     uint64_t record_bytes;          /* their size as nudb.dat records */
-    uint64_t bytes;                 /* memory held: chunks + table */
+    uint64_t bytes;                 /* memory in use: chunks + table */
+    uint64_t spare_bytes;           /* memory kept for the next batch:
+                                       the spare chunks */
     uint64_t used;                  /* of which items and table: what the
                                        burst bound counts */
     uint64_t used_before_last;      /* `used` just before the newest item
                                        was added (store.c invariant 5) */
     size_t   chunk_size;            /* mapping size, 64 KiB .. 1 MiB */
     ti_pool_item *first, *last;   /* insertion order */
-    ti_pool_chunk *chunks;
+    ti_pool_chunk *chunks;        /* in use, newest first */
+    ti_pool_chunk *spare;         /* kept by ti_pool_recycle, each of
+                                       chunk_size bytes */
     uint8_t *bump;                  /* free space in the newest chunk */
     size_t   bump_left;
     void   (*note_alloc)(int id, int64_t bytes); /* NULL, or called with
@@ -55,8 +63,18 @@ typedef struct ti_pool {
  * does not map more than it may hold. */
 void ti_pool_init(ti_pool *p, unsigned key_size, size_t burst_bytes);
 
-/* Free every item and chunk; the pool is empty and reusable. */
+/* Free every item, chunk and spare chunk, and the table: the pool is empty,
+ * holds no memory, and is reusable. Cost: one munmap per chunk. */
 void ti_pool_reset(ti_pool *p);
+
+/* Empty the pool for its next batch but keep its memory: the chunks of
+ * chunk_size become spares, which the next adds take before mapping new
+ * ones, and the table stays at its size, cleared. A chunk made for one
+ * large item is unmapped. Call it when the next batch is about to come (the
+ * store: the other pool is filling); otherwise ti_pool_reset, so an idle
+ * store holds nothing. Cost: a memset of the table; one munmap per large
+ * chunk; allocates nothing. */
+void ti_pool_recycle(ti_pool *p);
 
 /* The item with this key (and hash), or NULL. Cost: one chain walk. */
 ti_pool_item *ti_pool_find(const ti_pool *p, uint64_t hash, const void *key);

@@ -49,6 +49,9 @@
  *      plus, for each pool, its newest item (and the table growth that
  *      item caused): a value larger than the burst is admitted, not
  *      refused or split, and the inserts after it wait for its commit.
+ *      A pool's spare chunks (pool.c) are ones it held in its last batch
+ *      and takes back before mapping more, so the bound holds for the
+ *      chunks in use and the spares together.
  * tide_store_check (store_check.c) asserts the state table, 1 between the two pools
  * (against the files it would cost a lookup per item), 2 as the key file's
  * size, 4 and 5; the pools' own invariants are pool.c's (ti_pool_check).
@@ -306,7 +309,8 @@ void tide_store_get_info(tide_store *s, tide_store_info *o)
     pthread_rwlock_unlock(&s->key_lock);
     o->key_file_bytes = (o->buckets + 1) * s->block_size;
     pthread_mutex_lock(&s->pool_mu);
-    o->pool_bytes = s->pending->bytes + (s->committing ? s->committing->bytes : 0);
+    o->pool_bytes = s->pools[0].bytes + s->pools[1].bytes;
+    o->pool_spare_bytes = s->pools[0].spare_bytes + s->pools[1].spare_bytes;
     o->broken = s->state == TI_STORE_BROKEN;
     pthread_mutex_unlock(&s->pool_mu);
     o->commit_buffer_bytes = __atomic_load_n(&s->commit_buffer_bytes, __ATOMIC_RELAXED);

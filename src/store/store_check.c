@@ -116,19 +116,22 @@ static void check_state(const tide_store *s)
 static void check_pools(const tide_store *s)
 {
     const ti_pool *p = s->pending, *c = s->committing;
-    const ti_pool *spare = p == &s->pools[0] ? &s->pools[1] : &s->pools[0];
+    const ti_pool *other = p == &s->pools[0] ? &s->pools[1] : &s->pools[0];
 
     TIDE_ASSERT(s->durable_seq <= s->committing_seq && s->committing_seq <= s->insert_seq);
     TIDE_ASSERT(s->sync_seq <= s->insert_seq);
     TIDE_ASSERT(__atomic_load_n(&s->commits, __ATOMIC_RELAXED) <= s->attempts);
     TIDE_ASSERT(s->attempts <= s->attempts_begun && s->err_attempt <= s->attempts_begun);
     TIDE_ASSERT(p == &s->pools[0] || p == &s->pools[1]);
-    TIDE_ASSERT(c == NULL || c == spare);
+    TIDE_ASSERT(c == NULL || c == other);
     TIDE_ASSERT(p->count == s->insert_seq - s->committing_seq);
     TIDE_ASSERT(s->pool_items == p->count + (c ? c->count : 0));
     ti_pool_check(p, s->opts.burst_bytes);
     if (c == NULL) {
-        TIDE_ASSERT(spare->count == 0 && spare->used == 0);
+        /* Empty; a recycled one keeps its table and spare chunks. */
+        TIDE_ASSERT(other->count == 0 && other->chunks == NULL);
+        TIDE_ASSERT(other->used == (other->table ? (other->mask + 1) * sizeof *other->table : 0));
+        ti_pool_check(other, s->opts.burst_bytes);
         return;
     }
     TIDE_ASSERT(c->count == s->committing_seq - s->durable_seq);
