@@ -488,6 +488,85 @@ static void big_sort_of_a_small_array_sorts_it_in_place(void **state)
                                       (unsigned long long)v[i], (unsigned long long)v[i - 1]);
 }
 
+typedef struct wide_item { uint64_t key, order, pad; } wide_item;
+
+static uint64_t key_of_sort_item(const void *e, const void *arg)
+{
+    (void)arg;
+    return ((const sort_item *)e)->key;
+}
+
+static uint64_t key_of_wide_item(const void *e, const void *arg)
+{
+    (void)arg;
+    return ((const wide_item *)e)->key;
+}
+
+/* v[0..n) (elements of `size` bytes, a key then an order) is ascending by
+ * key, equal keys in their first order, and each order 0..n-1 once. */
+static void expect_sorted_stably(const void *v, size_t n, size_t size, const char *what)
+{
+    uint8_t *seen = calloc(n ? n : 1, 1);
+    const uint8_t *b = v;
+    assert_non_null(seen);
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *e = (const uint64_t *)(b + i * size), *prev;
+        if (e[1] >= n || seen[e[1]]++) fail_msg("%s: element %zu: order %llu twice or out of range", what, i,
+                                                (unsigned long long)e[1]);
+        if (i == 0) continue;
+        prev = (const uint64_t *)(b + (i - 1) * size);
+        if (prev[0] > e[0])
+            fail_msg("%s: element %zu: key %llu after %llu: expected ascending keys", what, i,
+                     (unsigned long long)e[0], (unsigned long long)prev[0]);
+        if (prev[0] == e[0] && prev[1] > e[1])
+            fail_msg("%s: element %zu: equal keys out of their first order (%llu after %llu)", what, i,
+                     (unsigned long long)e[1], (unsigned long long)prev[1]);
+    }
+    free(seen);
+}
+
+/* Sizes around the insertion sort's bound and the mapped scratch's; keys
+ * of 49 bits drawn from 5000 values (many equal: stability), of 64 bits,
+ * and of 40 bits whose high digits are all the same (passes skipped). */
+static void keyed_sort_orders_by_the_key_stably_at_every_size(void **state)
+{
+    static const size_t sizes[] = { 0, 1, 2, 5, 31, 32, 33, 1000, 4095, 200001 };
+    static const unsigned bits[] = { 49, 64, 40 };
+    uint64_t s = 777, pool[5000];
+    char what[96];
+
+    (void)state;
+    for (size_t i = 0; i < 5000; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        pool[i] = s >> 15;                  /* 49 bits */
+    }
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (size_t b = 0; b < sizeof bits / sizeof bits[0]; b++) {
+            size_t n = sizes[z];
+            sort_item *v = malloc((n ? n : 1) * sizeof *v);
+            wide_item *w = malloc((n ? n : 1) * sizeof *w);
+            assert_true(v && w);
+            for (size_t i = 0; i < n; i++) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                uint64_t k = bits[b] == 49 ? pool[(s >> 33) % 5000]
+                           : bits[b] == 64 ? s ^ (s << 7)
+                           : (0x5Aull << 32) | ((s >> 40) & 0xfff);
+                v[i] = (sort_item){ k, i };
+                w[i] = (wide_item){ k, i, ~k };
+            }
+            snprintf(what, sizeof what, "%zu elements of 16 bytes, %u-bit keys", n, bits[b]);
+            expect_rc(tide_big_sort_keyed(v, n, sizeof *v, bits[b], key_of_sort_item, NULL), 0, what);
+            expect_sorted_stably(v, n, sizeof *v, what);
+            snprintf(what, sizeof what, "%zu elements of 24 bytes, %u-bit keys", n, bits[b]);
+            expect_rc(tide_big_sort_keyed(w, n, sizeof *w, bits[b], key_of_wide_item, NULL), 0, what);
+            expect_sorted_stably(w, n, sizeof *w, what);
+            for (size_t i = 0; i < n; i++)
+                if (w[i].pad != ~w[i].key) fail_msg("%s: element %zu lost its third word", what, i);
+            free(v);
+            free(w);
+        }
+}
+
 /* Pages of [p, p + n) in memory (mincore), of the pages there are. */
 static size_t resident_pages(void *p, size_t n, size_t *pages)
 {
@@ -538,6 +617,7 @@ int main(void)
         cmocka_unit_test(a_resident_big_buffer_is_in_memory_before_its_first_touch_and_zeroed),
         cmocka_unit_test(big_sort_orders_a_large_array_stably_like_a_merge_sort),
         cmocka_unit_test(big_sort_of_a_small_array_sorts_it_in_place),
+        cmocka_unit_test(keyed_sort_orders_by_the_key_stably_at_every_size),
         cmocka_unit_test(strerror_names_every_code_with_its_own_text),
         cmocka_unit_test(strerror_calls_codes_outside_the_range_unknown),
         cmocka_unit_test(err_set_records_the_message_and_returns_the_code),

@@ -124,9 +124,11 @@ typedef struct placed {
 } placed;
 
 /* The bucket of a hash in a table of `buckets`, ti_fmt_bucket_index with
- * its modulus (a power of two) as a mask. */
+ * its modulus (a power of two) as a mask. `shift`: the low bits every hash
+ * of one bucket shares (bucket_order). */
 typedef struct table {
     uint64_t buckets, mask, half;
+    unsigned shift;
 } table;
 
 /* A write-combining buffer over one file: bytes for [base, base + len). */
@@ -175,10 +177,6 @@ typedef struct commit {
     size_t live;                 /* bytes of the buffers allocated now */
 } commit;
 
-/* The sort's table: the comparators cannot take it as an argument, and
- * every store's commit thread sorts with its own. */
-static _Thread_local table sort_table;
-
 static uint64_t table_bucket(const table *t, uint64_t h48)
 {
     uint64_t n = h48 & t->mask;
@@ -188,8 +186,21 @@ static uint64_t table_bucket(const table *t, uint64_t h48)
 static table table_of(uint64_t buckets)
 {
     uint64_t mod = ti_fmt_ceil_pow2(buckets);
-    return (table){ buckets, mod - 1, mod / 2 };
+    unsigned shift = mod >= 2 ? (unsigned)__builtin_ctzll(mod) - 1 : 0;
+    TIDE_ASSERT(shift < 48);
+    return (table){ buckets, mod - 1, mod / 2, shift };
 }
+
+/* A 49-bit key that orders hashes by bucket, then by hash. Every hash of a
+ * bucket j has the same low `shift` bits (j is the hash modulo 2^(shift+1),
+ * or modulo 2^shift for a bucket whose split image is not made yet), so
+ * within a bucket the hash without them orders as the whole hash does, and
+ * j < 2^(shift+1) fits above it. */
+static uint64_t bucket_order(const table *t, uint64_t h48)
+{
+    return table_bucket(t, h48) << (48 - t->shift) | h48 >> t->shift;
+}
+#define BUCKET_ORDER_BITS 49
 
 static placed pack(const tide_entry *e)
 {
@@ -212,22 +223,16 @@ static uint64_t item_bucket(const commit *c, uint64_t k)
     return table_bucket(&c->tb, placed_hash(&c->items[k]));
 }
 
-static int cmp_placed(const void *a, const void *b)
+/* The sort keys of the entries placed and moved (bucket_order; `arg` is
+ * the commit's table). */
+static uint64_t placed_order(const void *e, const void *arg)
 {
-    uint64_t ha = placed_hash(a), hb = placed_hash(b);
-    uint64_t x = table_bucket(&sort_table, ha), y = table_bucket(&sort_table, hb);
-    if (x != y) return x < y ? -1 : 1;
-    if (ha != hb) return ha < hb ? -1 : 1;
-    return 0;
+    return bucket_order(arg, placed_hash(e));
 }
 
-static int cmp_moved(const void *a, const void *b)
+static uint64_t moved_order(const void *e, const void *arg)
 {
-    const tide_entry *p = a, *q = b;
-    uint64_t x = table_bucket(&sort_table, p->hash), y = table_bucket(&sort_table, q->hash);
-    if (x != y) return x < y ? -1 : 1;
-    if (p->hash != q->hash) return p->hash < q->hash ? -1 : 1;
-    return 0;
+    return bucket_order(arg, ((const tide_entry *)e)->hash);
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -351,21 +356,24 @@ static int grow(commit *c, void **arr, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-/* tide_big_sort, its scratch (n * size bytes from 64 KiB on: bigbuf.c)
- * noted and accounted while it lives: every sort a commit makes. The
- * comparators by bucket read sort_table. */
+/* tide_big_sort, or with `order` tide_big_sort_keyed by bucket_order at
+ * the commit's table (the radix sort: a pass over the entries for every 11
+ * bits of the key, where a merge sort's comparisons grow as n log n);
+ * its scratch (n * size bytes from 64 KiB on: bigbuf.c) noted and
+ * accounted while it lives: every sort a commit makes. */
 static int counted_sort(commit *c, void *base, size_t n, size_t size,
-                        int (*cmp)(const void *, const void *))
+                        int (*cmp)(const void *, const void *),
+                        uint64_t (*order)(const void *, const void *))
 {
     size_t scratch = n * size >= (64u << 10) ? n * size : 0;
     int rc;
 
-    sort_table = c->tb;
     if (scratch) {
         note(c->s, scratch);
         account(c, (int64_t)scratch);
     }
-    rc = tide_big_sort(base, n, size, cmp);
+    rc = order ? tide_big_sort_keyed(base, n, size, BUCKET_ORDER_BITS, order, &c->tb)
+               : tide_big_sort(base, n, size, cmp);
     if (scratch) account(c, -(int64_t)scratch);
     return rc;
 }
@@ -446,13 +454,13 @@ static int plan(commit *c)
         off += TIDE_DAT_RECORD_HEADER + s->key_size + (uint64_t)it->len;
     }
     c->dat_end = off;
-    if ((rc = counted_sort(c, c->items, n, sizeof *c->items, cmp_placed)) != 0) return rc;
+    if ((rc = counted_sort(c, c->items, n, sizeof *c->items, NULL, placed_order)) != 0) return rc;
 
     if (c->B1 > c->B0) {
         c->roots = buf_alloc(c, (c->B1 - c->B0) * sizeof *c->roots);
         if (c->roots == NULL) return tide_err_set(TIDE_ENOMEM, "commit: out of memory");
         for (uint64_t i = c->B0; i < c->B1; i++) c->roots[c->nroots++] = split_root(i, c->B0);
-        if ((rc = counted_sort(c, c->roots, c->nroots, sizeof *c->roots, cmp_u64)) != 0) return rc;
+        if ((rc = counted_sort(c, c->roots, c->nroots, sizeof *c->roots, cmp_u64, NULL)) != 0) return rc;
     }
     while (next_touched(c, &cur, &j)) c->ntouched++;
     return 0;
@@ -679,7 +687,7 @@ static int gather_split(commit *c, uint64_t j, const uint8_t *pre, size_t *bi, s
         spill = ti_fmt_bucket_spill(c->block);
     }
     if ((rc = take_batch(c, j, bi, n, 0)) != 0) return rc;
-    return counted_sort(c, c->vec, *n, sizeof *c->vec, cmp_entry);
+    return counted_sort(c, c->vec, *n, sizeof *c->vec, cmp_entry, NULL);
 }
 
 /* One changed old bucket j, from its pre-image: a split source's entries
@@ -737,7 +745,7 @@ static int write_buckets(commit *c)
     }
     TIDE_ASSERT(built == c->ntouched);
 
-    if ((rc = counted_sort(c, c->moved, c->nmoved, sizeof *c->moved, cmp_moved)) != 0) return rc;
+    if ((rc = counted_sort(c, c->moved, c->nmoved, sizeof *c->moved, NULL, moved_order)) != 0) return rc;
     while (bi < c->n && item_bucket(c, bi) < c->B0) bi++;
     for (uint64_t j = c->B0; j < c->B1; j++) {
         size_t n = 0;

@@ -9,6 +9,10 @@
  *   2. tide_big_sort sorts below 64 KiB with qsort; above, it maps one
  *      scratch of n * size bytes, unmapped before it returns, and when
  *      that map fails it returns TIDE_ENOMEM with base unchanged.
+ *   3. tide_big_sort_keyed's passes are stable counting sorts, each by the
+ *      next 11 bits of the key from the lowest, so after the last the array
+ *      is ordered by the whole key and, within a key, as it came in. The
+ *      scratch is as invariant 2's (malloc below 64 KiB, freed at once).
  *
  * Never: keep a freed mapping for reuse: tide_big_free gives it back to
  *   the kernel at once, which is what these buffers are for.
@@ -19,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util/assert.h"
 #include "util/bigbuf.h"
 #include "util/err.h"
 
@@ -83,6 +88,89 @@ void *tide_big_realloc(void *p, size_t old, size_t n)
 void tide_big_free(void *p, size_t n)
 {
     if (p) munmap(p, page_round(n ? n : 1));
+}
+
+/* Copy one element: the sizes the store sorts (8, 16 and 24 bytes) as
+ * fixed-size copies the compiler inlines. */
+static inline void copy_elem(uint8_t *to, const uint8_t *from, size_t size)
+{
+    switch (size) {
+    case 8: memcpy(to, from, 8); break;
+    case 16: memcpy(to, from, 16); break;
+    case 24: memcpy(to, from, 24); break;
+    default: memcpy(to, from, size); break;
+    }
+}
+
+#define RADIX_BITS 11
+#define RADIX (1u << RADIX_BITS)
+#define RADIX_PASSES_MAX ((64 + RADIX_BITS - 1) / RADIX_BITS)
+#define INSERTION_BELOW 32
+
+/* Stable: an element moves left only past larger keys. `tmp` holds one. */
+static void insertion_sort_keyed(uint8_t *a, size_t n, size_t size, uint8_t *tmp,
+                                 uint64_t (*key)(const void *, const void *), const void *arg)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint64_t k = key(a + i * size, arg);
+        size_t j = i;
+        while (j > 0 && key(a + (j - 1) * size, arg) > k) j--;
+        if (j == i) continue;
+        memcpy(tmp, a + i * size, size);
+        memmove(a + (j + 1) * size, a + j * size, (i - j) * size);
+        memcpy(a + j * size, tmp, size);
+    }
+}
+
+int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
+                        uint64_t (*key)(const void *elem, const void *arg), const void *arg)
+{
+    size_t count[RADIX_PASSES_MAX][RADIX];
+    size_t bytes = n * size;
+    unsigned passes = (key_bits + RADIX_BITS - 1) / RADIX_BITS;
+    uint8_t *a = base, *scratch = NULL, *from, *to;
+    int mapped = bytes >= (64u << 10);
+
+    TIDE_ASSERT(key_bits >= 1 && key_bits <= 64);
+    if (n < 2) return 0;
+    if (n < INSERTION_BELOW) {
+        uint8_t one[64], *tmp = size <= sizeof one ? one : malloc(size);
+        if (tmp == NULL) return tide_err_set(TIDE_ENOMEM, "sort: cannot have %zu bytes of scratch", size);
+        insertion_sort_keyed(a, n, size, tmp, key, arg);
+        if (tmp != one) free(tmp);
+        return 0;
+    }
+    scratch = mapped ? tide_big_alloc_resident(bytes) : malloc(bytes);
+    if (scratch == NULL) return tide_err_set(TIDE_ENOMEM, "sort: cannot have %zu bytes of scratch", bytes);
+    memset(count, 0, passes * sizeof count[0]);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = key(a + i * size, arg);
+        TIDE_ASSERT(key_bits == 64 || k >> key_bits == 0);
+        for (unsigned p = 0; p < passes; p++) count[p][(k >> (p * RADIX_BITS)) & (RADIX - 1)]++;
+    }
+    from = a;
+    to = scratch;
+    for (unsigned p = 0; p < passes; p++) {
+        size_t *c = count[p], sum = 0;
+        unsigned shift = p * RADIX_BITS;
+        int one_digit = 0;
+        for (unsigned d = 0; d < RADIX; d++) {
+            size_t here = c[d];
+            if (here == n) one_digit = 1;
+            c[d] = sum;           /* where the first element of digit d goes */
+            sum += here;
+        }
+        if (one_digit) continue;  /* every element has this digit: already in order */
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *e = from + i * size;
+            copy_elem(to + c[(key(e, arg) >> shift) & (RADIX - 1)]++ * size, e, size);
+        }
+        uint8_t *t = from; from = to; to = t;
+    }
+    if (from != a) memcpy(a, from, bytes);
+    if (mapped) tide_big_free(scratch, bytes);
+    else free(scratch);
+    return 0;
 }
 
 int tide_big_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))

@@ -17,6 +17,7 @@
 #ifndef TIDE_BIGBUF_H
 #define TIDE_BIGBUF_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* A zero-filled mapping of at least n bytes (n > 0), or NULL. */
 void *tide_big_alloc(size_t n);
@@ -46,5 +47,23 @@ void tide_big_free(void *p, size_t n);
  * be mapped.
  */
 int tide_big_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
+/*
+ * Sort stably by an unsigned key of key_bits bits (1..64) that key(elem,
+ * arg) computes from each element: a least-significant-digit radix sort,
+ * 11 bits a pass. Where tide_big_sort calls a comparator about n log2(n)
+ * times and moves every element log2(n) times (25 times for 30 million),
+ * this calls key() and moves every element once a pass: ceil(key_bits / 11)
+ * passes, and one more that counts (a pass whose digit is the same for every
+ * element is skipped). key() must return the same value for an element
+ * every time, with no bit above key_bits set (asserted).
+ * Memory: a scratch of n * size bytes, resident (tide_big_alloc_resident)
+ * and unmapped before it returns, from 64 KiB on (malloc below), and the
+ * digit counts (16 KiB a pass, 96 KiB at most) on the stack. Returns 0, or
+ * TIDE_ENOMEM (the array unchanged) when the scratch cannot be had. Below 32
+ * elements, an insertion sort, with one element of scratch.
+ */
+int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
+                        uint64_t (*key)(const void *elem, const void *arg), const void *arg);
 
 #endif
