@@ -359,13 +359,15 @@ static int grow(commit *c, void **arr, size_t *cap, size_t need, size_t elem)
 /* tide_big_sort, or with `order` tide_big_sort_keyed by bucket_order at
  * the commit's table (the radix sort: a pass over the entries for every 11
  * bits of the key, where a merge sort's comparisons grow as n log n);
- * its scratch (n * size bytes from 64 KiB on: bigbuf.c) noted and
- * accounted while it lives: every sort a commit makes. */
+ * its scratch (n * size bytes, and the radix sort's 80 KiB of digit counts,
+ * from 64 KiB of elements on: bigbuf.c) noted and accounted while it lives:
+ * every sort a commit makes. */
 static int counted_sort(commit *c, void *base, size_t n, size_t size,
                         int (*cmp)(const void *, const void *),
                         uint64_t (*order)(const void *, const void *))
 {
-    size_t scratch = n * size >= (64u << 10) ? n * size : 0;
+    size_t scratch = n * size < (64u << 10) ? 0
+                   : order ? tide_big_sort_keyed_scratch(n, size, BUCKET_ORDER_BITS) : n * size;
     int rc;
 
     if (scratch) {

@@ -104,7 +104,6 @@ static inline void copy_elem(uint8_t *to, const uint8_t *from, size_t size)
 
 #define RADIX_BITS 11
 #define RADIX (1u << RADIX_BITS)
-#define RADIX_PASSES_MAX ((64 + RADIX_BITS - 1) / RADIX_BITS)
 #define INSERTION_BELOW 32
 
 /* Stable: an element moves left only past larger keys. `tmp` holds one. */
@@ -122,12 +121,19 @@ static void insertion_sort_keyed(uint8_t *a, size_t n, size_t size, uint8_t *tmp
     }
 }
 
+size_t tide_big_sort_keyed_scratch(size_t n, size_t size, unsigned key_bits)
+{
+    size_t passes = (key_bits + RADIX_BITS - 1) / RADIX_BITS;
+    if (n < INSERTION_BELOW) return 0;
+    return ((n * size + 7) & ~(size_t)7) + passes * RADIX * sizeof(size_t);
+}
+
 int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
                         uint64_t (*key)(const void *elem, const void *arg), const void *arg)
 {
-    size_t count[RADIX_PASSES_MAX][RADIX];
-    size_t bytes = n * size;
+    size_t bytes = n * size, (*count)[RADIX];
     unsigned passes = (key_bits + RADIX_BITS - 1) / RADIX_BITS;
+    size_t count_bytes = passes * sizeof *count, scratch_bytes = tide_big_sort_keyed_scratch(n, size, key_bits);
     uint8_t *a = base, *scratch = NULL, *from, *to;
     int mapped = bytes >= (64u << 10);
 
@@ -140,9 +146,11 @@ int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
         if (tmp != one) free(tmp);
         return 0;
     }
-    scratch = mapped ? tide_big_alloc_resident(bytes) : malloc(bytes);
-    if (scratch == NULL) return tide_err_set(TIDE_ENOMEM, "sort: cannot have %zu bytes of scratch", bytes);
-    memset(count, 0, passes * sizeof count[0]);
+    /* The elements' copy, then the digit counts, from a multiple of 8. */
+    scratch = mapped ? tide_big_alloc_resident(scratch_bytes) : malloc(scratch_bytes);
+    if (scratch == NULL) return tide_err_set(TIDE_ENOMEM, "sort: cannot have %zu bytes of scratch", scratch_bytes);
+    count = (size_t (*)[RADIX])(scratch + ((bytes + 7) & ~(size_t)7));
+    memset(count, 0, count_bytes);
     for (size_t i = 0; i < n; i++) {
         uint64_t k = key(a + i * size, arg);
         TIDE_ASSERT(key_bits == 64 || k >> key_bits == 0);
@@ -168,7 +176,7 @@ int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
         uint8_t *t = from; from = to; to = t;
     }
     if (from != a) memcpy(a, from, bytes);
-    if (mapped) tide_big_free(scratch, bytes);
+    if (mapped) tide_big_free(scratch, scratch_bytes);
     else free(scratch);
     return 0;
 }

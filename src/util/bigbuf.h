@@ -57,13 +57,16 @@ int tide_big_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, co
  * passes, and one more that counts (a pass whose digit is the same for every
  * element is skipped). key() must return the same value for an element
  * every time, with no bit above key_bits set (asserted).
- * Memory: a scratch of n * size bytes, resident (tide_big_alloc_resident)
- * and unmapped before it returns, from 64 KiB on (malloc below), and the
- * digit counts (16 KiB a pass, 96 KiB at most) on the stack. Returns 0, or
- * TIDE_ENOMEM (the array unchanged) when the scratch cannot be had. Below 32
- * elements, an insertion sort, with one element of scratch.
+ * Memory: a scratch of n * size bytes and the digit counts (16 KiB a pass,
+ * 96 KiB at most), resident (tide_big_alloc_resident) and unmapped before it
+ * returns when the elements are 64 KiB or more (malloc'd and freed below).
+ * Returns 0, or TIDE_ENOMEM (the array unchanged) when the scratch cannot be
+ * had. Below 32 elements, an insertion sort, with one element of scratch.
  */
 int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
                         uint64_t (*key)(const void *elem, const void *arg), const void *arg);
+/* The scratch bytes tide_big_sort_keyed takes for these arguments (0 below
+ * 32 elements: one element's, on the stack). No allocation. */
+size_t tide_big_sort_keyed_scratch(size_t n, size_t size, unsigned key_bits);
 
 #endif
