@@ -5,8 +5,10 @@
 # (8ecfae0: that, and the commit's radix sort by bucket). tide-defer at a
 # 1 GiB index lag, three interleaved rounds at 1M and 16M, then base and
 # sort at 100M; then sort at 100M with tided's default lag (64 MiB), three
-# rounds, and a profile of sort's 100M load at 1 GiB. Waits for the LMDB
-# run before it and for any CI run.
+# rounds, and a profile of sort's 100M load at 1 GiB; then one round of
+# sort at 64M with its warm fetches at each lag. Waits for the LMDB run
+# before it (stopped at 17:57, its map past the machine's memory) and for
+# any CI run.
 cd /tmp/ab3
 while ! grep -q "lmdb 100M done" /tmp/q/queue.log; do sleep 10; done
 while pgrep -f '.ci/run' > /dev/null; do sleep 10; done
@@ -26,4 +28,10 @@ echo "== profile $(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg)" >> ab.log
 perf record -F 99 -g -o /tmp/ab3/perf-sort-100m.data -- ./peers-sort --engines tide-defer --items 100000000 \
    --runs 1 --no-warm --index-lag 1GiB --dir /tmp/ab3 >> ab.log 2>&1
 run 100000000 64MiB 3 sort
+# 64M with the warm fetches, one round at each lag, for the growth curve.
+for lag in 64MiB 1GiB; do
+  echo "== sort 64M warm lag $lag $(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg)" >> ab.log
+  ./peers-sort --engines tide-defer --items 64000000 --runs 1 --index-lag $lag --dir /tmp/ab3 \
+     --record /tmp/ab3/warm64-$lag.jsonl >> ab.log 2>&1
+done
 echo "== done $(date +%T)" >> ab.log
