@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # The warm fetches at 64M, tided's default lag, one round each of morning
-# (028ac1c's build, the one the growth curve's 64M row was measured with,
-# at 11:04) and head (19d60c7): sort's round at 18:35 fetched at a quarter
-# of the curve's rate. Waits for ab3.sh.
+# (/tmp/ab/peers-pf, the prefetch A/B's build of 11:04 with the insert's
+# prefetch, as the growth curve's) and head (19d60c7): sort's round at
+# 18:35 fetched at a quarter of the curve's rate. Waits for ab3.sh.
 cd /tmp/ab3
 while pgrep -f 'ab2.sh|ab3.sh' > /dev/null; do sleep 10; done
 for v in morning head; do
