@@ -29,7 +29,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "store/pool.h"
 #include "store/format.h"
@@ -57,32 +56,28 @@ static void unmap_chunks(ti_pool_chunk *c)
 {
     while (c) {
         ti_pool_chunk *next = c->next;
-        munmap(c, c->size);
+        tide_big_free(c, c->size);
         c = next;
     }
 }
 
-/* Empty the pool's items and chunk list, keeping its settings, its table
- * and spares (the callers decide what to do with those first). */
-static void empty_items(ti_pool *p, ti_pool_item **table, uint64_t mask, ti_pool_chunk *spare,
-                        uint64_t spare_bytes)
+/* Forget the items and the chunk list (the callers have freed or kept the
+ * chunks); the settings, the table and the spares stay as they are. */
+static void empty_items(ti_pool *p)
 {
-    unsigned key_size = p->key_size;
-    size_t chunk_size = p->chunk_size;
-    void (*note_alloc)(int, int64_t) = p->note_alloc;
-    int note_id = p->note_id;
-    uint64_t table_bytes = table ? (mask + 1) * sizeof *table : 0;
+    ti_pool saved = *p;
+    uint64_t table_bytes = p->table ? (p->mask + 1) * sizeof *p->table : 0;
 
     memset(p, 0, sizeof *p);
-    p->key_size = key_size;
-    p->chunk_size = chunk_size;
-    p->note_alloc = note_alloc;
-    p->note_id = note_id;
-    p->table = table;
-    p->mask = table ? mask : 0;
+    p->key_size = saved.key_size;
+    p->chunk_size = saved.chunk_size;
+    p->note_alloc = saved.note_alloc;
+    p->note_id = saved.note_id;
+    p->table = saved.table;
+    p->mask = saved.mask;
     p->bytes = p->used = table_bytes;
-    p->spare = spare;
-    p->spare_bytes = spare_bytes;
+    p->spare = saved.spare;
+    p->spare_bytes = saved.spare_bytes;
 }
 
 void ti_pool_reset(ti_pool *p)
@@ -90,27 +85,30 @@ void ti_pool_reset(ti_pool *p)
     unmap_chunks(p->chunks);
     unmap_chunks(p->spare);
     if (p->table) tide_big_free(p->table, (p->mask + 1) * sizeof *p->table);
-    empty_items(p, NULL, 0, NULL, 0);
+    p->table = NULL;
+    p->mask = 0;
+    p->spare = NULL;
+    p->spare_bytes = 0;
+    empty_items(p);
 }
 
 void ti_pool_recycle(ti_pool *p)
 {
-    ti_pool_chunk *spare = p->spare, *c = p->chunks;
-    uint64_t spare_bytes = p->spare_bytes;
+    ti_pool_chunk *c = p->chunks;
 
     while (c) {
         ti_pool_chunk *next = c->next;
         if (c->size == p->chunk_size) {
-            c->next = spare;
-            spare = c;
-            spare_bytes += c->size;
+            c->next = p->spare;
+            p->spare = c;
+            p->spare_bytes += c->size;
         } else {
-            munmap(c, c->size);
+            tide_big_free(c, c->size);
         }
         c = next;
     }
     if (p->table) memset(p->table, 0, (p->mask + 1) * sizeof *p->table);
-    empty_items(p, p->table, p->mask, spare, spare_bytes);
+    empty_items(p);
 }
 
 ti_pool_item *ti_pool_find(const ti_pool *p, uint64_t hash, const void *key)
@@ -165,8 +163,8 @@ static ti_pool_chunk *take_chunk(ti_pool *p, size_t size)
     } else {
         /* Filled front to back by the items that follow: resident at once,
          * so its pages cost one call instead of a fault each. */
-        void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-        if (m == MAP_FAILED) return NULL;
+        void *m = tide_big_alloc_resident(size);
+        if (m == NULL) return NULL;
         if (p->note_alloc) p->note_alloc(p->note_id, (int64_t)size);
         c = m;
         c->size = size;

@@ -5,12 +5,12 @@
  * A pool is a hash table of items over an arena of large chunks. Items are
  * immutable once added (except `offset`, set by the commit thread), and are
  * freed all at once after their commit. The arena maps its chunks with
- * mmap(2), never malloc, so what a pool gives back goes to the kernel at once
+ * mmap(2) (util/bigbuf.h), never malloc, so what a pool gives back goes to the kernel at once
  * instead of staying in malloc's arenas. A committed pool either gives back
  * everything (ti_pool_reset) or, while inserts keep coming, keeps its chunks
  * and table for the next batch (ti_pool_recycle): that batch writes over
  * them, where new mappings would first be zeroed by the kernel, a page
- * fault's worth of work for every 4 KiB of values.
+ * cleared for every 4 KiB of values.
  *
  * Thread safety: none; the store guards each pool with its pool mutex.
  */

@@ -46,15 +46,9 @@ uint64_t ti_tail_budget_for(uint64_t entries)
     return slots * TI_TAIL_SLOT_BYTES;
 }
 
-/* The slot a search for `hash` starts at in a table of nslots. */
-static uint64_t home_index(uint64_t nslots, uint64_t hash)
-{
-    return hash & (nslots - 1);
-}
-
 static void put_slot(uint64_t *slots, uint64_t nslots, const tide_entry *e)
 {
-    uint64_t i = home_index(nslots, e->hash);
+    uint64_t i = ti_tail_home_index(nslots, e->hash);
     while (slots[2 * i] != 0) i = (i + 1) & (nslots - 1);
     slots[2 * i] = e->offset | (e->hash & 0xffff) << 48;
     slots[2 * i + 1] = (e->hash >> 16) | e->size << 32;
@@ -88,7 +82,7 @@ int ti_tail_prepare(const ti_tail *t, uint64_t more, uint64_t **fresh, uint64_t 
     for (uint64_t i = 0; i < t->nslots; i++) {
         tide_entry e;
         if (i + TI_TAIL_AHEAD < t->nslots && ti_tail_slot(t, i + TI_TAIL_AHEAD, &e))
-            __builtin_prefetch(slots + 2 * home_index(n, e.hash), 1);
+            __builtin_prefetch(slots + 2 * ti_tail_home_index(n, e.hash), 1);
         if (ti_tail_slot(t, i, &e)) put_slot(slots, n, &e);
     }
     *fresh = slots;
@@ -138,7 +132,7 @@ int ti_tail_next(const ti_tail *t, uint64_t hash, uint64_t *cursor, tide_entry *
     if (t->nslots == 0) return 0;
     uint64_t mask = t->nslots - 1;
     /* The cursor is probes made + 1 (0: none yet). */
-    uint64_t i = ((hash & mask) + (*cursor ? *cursor - 1 : 0)) & mask;
+    uint64_t i = (ti_tail_home_index(t->nslots, hash) + (*cursor ? *cursor - 1 : 0)) & mask;
     if (*cursor == 0) *cursor = 1;
     for (; *cursor <= t->nslots; i = (i + 1) & mask) {
         const uint64_t *w = t->slots + 2 * i;

@@ -44,11 +44,18 @@ uint64_t ti_tail_limit(const ti_tail *t);
  * `entries` entries: the inverse of ti_tail_init and ti_tail_limit. */
 uint64_t ti_tail_budget_for(uint64_t entries);
 
+/* The index of the slot a search for `hash` starts at in a table of
+ * nslots (a power of two): every insert, search and prefetch starts here. */
+static inline uint64_t ti_tail_home_index(uint64_t nslots, uint64_t hash)
+{
+    return hash & (nslots - 1);
+}
+
 /* The slot a search for `hash` starts at, or NULL while the table is
  * empty: for a prefetch. */
 static inline const uint64_t *ti_tail_home(const ti_tail *t, uint64_t hash)
 {
-    return t->nslots ? t->slots + 2 * (hash & (t->nslots - 1)) : NULL;
+    return t->nslots ? t->slots + 2 * ti_tail_home_index(t->nslots, hash) : NULL;
 }
 
 /* How many entries ahead of its insert an entry's home slot is asked for.

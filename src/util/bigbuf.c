@@ -11,8 +11,10 @@
  *      that map fails it returns TIDE_ENOMEM with base unchanged.
  *   3. tide_big_sort_keyed's passes are stable counting sorts, each by the
  *      next 11 bits of the key from the lowest, so after the last the array
- *      is ordered by the whole key and, within a key, as it came in. The
- *      scratch is as invariant 2's (malloc below 64 KiB, freed at once).
+ *      is ordered by the whole key and, within a key, as it came in. Its
+ *      scratch (the elements' copy and the digit counts) is mapped when the
+ *      elements are 64 KiB or more and malloc'd below, and freed before it
+ *      returns; below 32 elements there is none but one element's.
  *
  * Never: keep a freed mapping for reuse: tide_big_free gives it back to
  *   the kernel at once, which is what these buffers are for.
@@ -121,6 +123,8 @@ static void insertion_sort_keyed(uint8_t *a, size_t n, size_t size, uint8_t *tmp
     }
 }
 
+/* The elements' copy rounded up to 8 bytes, so that the counts after it are
+ * aligned, then a row of RADIX counts for each pass. */
 size_t tide_big_sort_keyed_scratch(size_t n, size_t size, unsigned key_bits)
 {
     size_t passes = (key_bits + RADIX_BITS - 1) / RADIX_BITS;
@@ -134,6 +138,7 @@ int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
     size_t bytes = n * size, (*count)[RADIX];
     unsigned passes = (key_bits + RADIX_BITS - 1) / RADIX_BITS;
     size_t count_bytes = passes * sizeof *count, scratch_bytes = tide_big_sort_keyed_scratch(n, size, key_bits);
+    /* The scratch is the elements' copy, then the digit counts. */
     uint8_t *a = base, *scratch = NULL, *from, *to;
     int mapped = bytes >= (64u << 10);
 
@@ -146,10 +151,9 @@ int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
         if (tmp != one) free(tmp);
         return 0;
     }
-    /* The elements' copy, then the digit counts, from a multiple of 8. */
     scratch = mapped ? tide_big_alloc_resident(scratch_bytes) : malloc(scratch_bytes);
     if (scratch == NULL) return tide_err_set(TIDE_ENOMEM, "sort: cannot have %zu bytes of scratch", scratch_bytes);
-    count = (size_t (*)[RADIX])(scratch + ((bytes + 7) & ~(size_t)7));
+    count = (size_t (*)[RADIX])(scratch + scratch_bytes - count_bytes);
     memset(count, 0, count_bytes);
     for (size_t i = 0; i < n; i++) {
         uint64_t k = key(a + i * size, arg);

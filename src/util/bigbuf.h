@@ -66,7 +66,8 @@ int tide_big_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, co
 int tide_big_sort_keyed(void *base, size_t n, size_t size, unsigned key_bits,
                         uint64_t (*key)(const void *elem, const void *arg), const void *arg);
 /* The scratch bytes tide_big_sort_keyed takes for these arguments (0 below
- * 32 elements: one element's, on the stack). No allocation. */
+ * 32 elements, which need one element's: on the stack up to 64 bytes). No
+ * allocation. */
 size_t tide_big_sort_keyed_scratch(size_t n, size_t size, unsigned key_bits);
 
 #endif
